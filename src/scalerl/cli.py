@@ -1,0 +1,90 @@
+"""The ``scalerl`` command.
+
+Subcommands live in their own modules and are imported only when called, so
+``scalerl fit`` never imports torch and answers fast. Each module named in
+:data:`COMMANDS` exposes ``add_arguments(parser)`` and ``run(args) -> int``.
+
+    scalerl fit examples/data/real_rl_curves.csv --x cum_wall_hours --y val_score --run NAME
+    scalerl --help
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from scalerl.errors import ScaleRLError
+
+#: name -> (module implementing it, one-line help). Add a command by adding a line.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("scalerl.commands.demo", "train the tiny model on a CPU with the ScaleRL recipe and report"),
+    "train": ("scalerl.commands.train", "train a Hugging Face causal LM with a recipe; writes a run log"),
+    "eval": ("scalerl.commands.evaluate", "evaluate a model (mean@k pass rate) on a task"),
+    "fit": ("scalerl.commands.fit", "fit a sigmoidal compute-performance curve to a run log"),
+    "backtest": ("scalerl.commands.backtest", "fit on a prefix of a run log, score the rest (sigmoid vs power law)"),
+    "compare": ("scalerl.commands.compare", "compare runs: ceiling (A) or efficiency (B, C_mid)"),
+    "recipes": ("scalerl.commands.recipes", "list recipe presets and leave-one-out variants; show one as YAML"),
+    "study": ("scalerl.commands.study", "run and classify leave-one-out / recipe / sweep studies"),
+    "report": ("scalerl.commands.report", "regenerate a run's or a study's report from its logs"),
+}
+
+
+def _top_parser() -> argparse.ArgumentParser:
+    lines = "\n".join(f"  {name:<10} {help_}" for name, (_, help_) in COMMANDS.items())
+    return argparse.ArgumentParser(
+        prog="scalerl",
+        description="Predictable RL post-training for LLMs.",
+        epilog=f"commands:\n{lines}\n\nRun 'scalerl COMMAND --help' for a command's options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    top = _top_parser()
+    if not argv or argv[0] in ("-h", "--help"):
+        top.print_help()
+        return 0
+    if argv[0] == "--version":
+        print(f"scalerl {_version()}")
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        known = ", ".join(COMMANDS)
+        print(f"scalerl: error: unknown command {name!r}; known commands: {known}", file=sys.stderr)
+        return 2
+    module_name, help_ = COMMANDS[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        # A missing optional dependency (e.g. torch for `train`), not a bug of ours.
+        if exc.name and not exc.name.startswith("scalerl"):
+            print(
+                f"scalerl {name}: error: needs the package {exc.name!r}, which is not installed; "
+                f"install the extra with: pip install 'scalerl[train]'",
+                file=sys.stderr,
+            )
+            return 2
+        raise
+    parser = argparse.ArgumentParser(prog=f"scalerl {name}", description=help_)
+    module.add_arguments(parser)
+    args = parser.parse_args(rest)
+    try:
+        return int(module.run(args) or 0)
+    except ScaleRLError as exc:
+        print(f"scalerl {name}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"scalerl {name}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _version() -> str:
+    from scalerl import __version__
+
+    return __version__
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""scalerl.pipeline"""
