@@ -1,0 +1,110 @@
+"""The generator interface every backend (Hugging Face, vLLM) implements.
+
+A generator turns prompts (token ids) into :class:`Completion` objects that carry what the
+trainer needs for an exact importance ratio: the generator's own per-token log-probs (fp32),
+the policy version that produced each token (PipelineRL-k swaps weights mid-sequence), and
+a loss mask (0 for tokens the generator was *forced* to emit, e.g. the interruption phrase).
+
+Length control (ScaleRL's forced interruption, plain truncation) is a per-sequence state
+machine the generator drives token by token; see :class:`LengthController`.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+
+
+@dataclass
+class SamplingParams:
+    """How to sample one batch."""
+
+    max_new_tokens: int = 64
+    """Hard cap on completion tokens (forced tokens included)."""
+    temperature: float = 1.0
+    """Softmax temperature; 0 means greedy."""
+    top_p: float = 1.0
+    """Nucleus sampling mass; 1.0 disables it."""
+    seed: int | None = None
+    """Seed for this call's sampling (None: continue the generator's own RNG stream)."""
+
+
+@dataclass
+class Completion:
+    """One generated completion and everything the trainer needs about it."""
+
+    prompt_ids: list[int]
+    token_ids: list[int]
+    """Completion tokens (sampled and forced), in order, EOS included when emitted."""
+    logprobs: list[float]
+    """Generator log-prob of each completion token under the sampling policy (fp32); 0.0 for forced tokens."""
+    loss_mask: list[int]
+    """1 where the policy sampled the token, 0 where it was forced (not trained on)."""
+    versions: list[int]
+    """Policy version (trainer step count) of the weights that produced each token."""
+    finish_reason: str
+    """'stop' (EOS), 'length' (a token budget ran out), or 'interrupted_stop' / 'interrupted_length'
+    when the thinking budget forced the interruption phrase first."""
+    text: str = ""
+    """Decoded completion (special tokens removed)."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Free slot for the caller (problem id, group index, ...)."""
+
+    def __post_init__(self) -> None:
+        n = len(self.token_ids)
+        if not (len(self.logprobs) == len(self.loss_mask) == len(self.versions) == n):
+            raise ValueError(
+                f"Completion fields disagree in length: tokens={n}, logprobs={len(self.logprobs)}, "
+                f"loss_mask={len(self.loss_mask)}, versions={len(self.versions)}"
+            )
+
+    @property
+    def interrupted(self) -> bool:
+        return self.finish_reason.startswith("interrupted")
+
+
+@runtime_checkable
+class LengthState(Protocol):
+    """Length control of one sequence, driven by the generator token by token.
+
+    Per decode step the generator calls :meth:`forced_token`; if it returns a token id the
+    generator emits that token (log-prob 0.0, loss mask 0) instead of sampling; otherwise it
+    samples. Either way it then calls :meth:`observe` with the emitted token. When
+    :attr:`finished` turns true the sequence gets no more tokens.
+    """
+
+    def forced_token(self) -> int | None: ...
+
+    def observe(self, token_id: int) -> None: ...
+
+    @property
+    def finished(self) -> bool: ...
+
+    @property
+    def interrupted(self) -> bool: ...
+
+
+@runtime_checkable
+class LengthController(Protocol):
+    """Makes one :class:`LengthState` per sequence (e.g. draws its thinking budget)."""
+
+    def start(self, rng: random.Random) -> LengthState: ...
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """A sampling backend. ``version`` is the policy version of the weights it holds."""
+
+    version: int
+
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        params: SamplingParams,
+        length_control: LengthController | None = None,
+    ) -> list[Completion]: ...
+
+    def update_weights(self, state_dict: Mapping[str, Any], version: int) -> None:
+        """Queue new weights; they take effect between two decode steps (in-flight update)."""
+        ...
