@@ -1,0 +1,111 @@
+"""Arguments shared by the forecast commands (fit, backtest, compare)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from scalerl.curves.fit import PaperGrid
+from scalerl.errors import InputError
+
+
+def add_data_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
+    if many:
+        p.add_argument("paths", nargs="+", metavar="PATH", help="run logs (JSONL, CSV, W&B CSV export, TensorBoard dir)")
+    else:
+        p.add_argument("path", metavar="PATH", help="run log (JSONL, CSV, W&B CSV export, TensorBoard dir or event file)")
+    p.add_argument("--x", required=True, metavar="COL", help="compute column (e.g. gpu_hours, flops, step)")
+    p.add_argument("--y", required=True, metavar="COL", help="metric column (a pass rate in [0, 1])")
+    if not many:
+        p.add_argument("--run", metavar="NAME", help="which run, when the file holds several")
+    p.add_argument("--format", choices=["csv", "jsonl", "wandb", "tensorboard"], help="log format (default: from the path)")
+    p.add_argument("--y-scale", type=float, default=1.0, metavar="S", help="multiply y by S (0.01 for percentages)")
+    p.add_argument("--unbounded", action="store_true", help="y is not a pass rate: no [0, 1] check, A not capped at 1")
+
+
+def add_fit_args(p: argparse.ArgumentParser, *, fit_until: bool = True) -> None:
+    p.add_argument("--fit-from", default="auto", metavar="X",
+                   help="fit points with compute >= X; 'auto' (default) leaves out an opening plateau when "
+                        "forward validation says so; 'none' keeps every point")
+    if fit_until:
+        p.add_argument("--fit-until", type=float, metavar="X", help="fit points with compute <= X (the rest are held out)")
+    p.add_argument("--r0", default="first", metavar="first|free|VALUE",
+                   help="pass rate before RL: the first evaluation (default), fitted, or a number")
+    p.add_argument("--method", default="fast", choices=["fast", "paper"], help="fitting method (default: fast)")
+    p.add_argument("--paper-a", nargs=2, type=float, metavar=("LO", "HI"), help="paper method: A grid bounds (0.45 0.8)")
+    p.add_argument("--paper-cmid", nargs=2, type=float, metavar=("LO", "HI"),
+                   help="paper method: C_mid grid bounds, in the x column's units (100 40000 GPU-hours)")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples for intervals (0: none)")
+    p.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+
+
+def parse_fit_from(value):
+    if value is None or str(value).lower() == "none":
+        return None
+    if str(value).lower() == "auto":
+        return "auto"
+    try:
+        v = float(value)
+    except ValueError:
+        raise InputError(f"--fit-from must be a number, 'auto' or 'none', got {value!r}") from None
+    if not math.isfinite(v):
+        raise InputError(f"--fit-from must be finite, got {value!r}")
+    return v
+
+
+def parse_r0(value):
+    if value in ("first", "free"):
+        return value
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"--r0 must be 'first', 'free' or a number, got {value!r}") from None
+    if not math.isfinite(v):
+        raise InputError(f"--r0 must be finite, got {value!r}")
+    return v
+
+
+def fit_kwargs(args) -> dict:
+    grid = None
+    if args.paper_a or args.paper_cmid:
+        d = PaperGrid()
+        a = args.paper_a or (d.A_lo, d.A_hi)
+        c = args.paper_cmid or (d.C_mid_lo, d.C_mid_hi)
+        if not (a[0] < a[1] and 0 < c[0] < c[1]):
+            raise InputError("paper grid bounds must satisfy LO < HI (and C_mid LO > 0)")
+        grid = PaperGrid(A_lo=a[0], A_hi=a[1], C_mid_lo=c[0], C_mid_hi=c[1])
+    if args.method == "paper" and args.r0 == "free":
+        raise InputError("the paper method keeps R0 fixed; use --r0 first or a value, or --method fast")
+    bounded = not args.unbounded
+    return dict(
+        method=args.method,
+        r0=parse_r0(args.r0),
+        fit_from=parse_fit_from(args.fit_from),
+        A_max=1.0 if bounded else math.inf,
+        y_floor=0.0 if bounded else -math.inf,
+        paper_grid=grid,
+    )
+
+
+def read_kwargs(args) -> dict:
+    if args.y_scale <= 0 or not math.isfinite(args.y_scale):
+        raise InputError(f"--y-scale must be a positive number, got {args.y_scale}")
+    return dict(fmt=args.format, y_scale=args.y_scale, bounded=not args.unbounded)
+
+
+def table(rows: list[list[str]], header: list[str]) -> str:
+    """A plain aligned text table."""
+    cols = [header, *rows]
+    widths = [max(len(str(r[i])) for r in cols) for i in range(len(header))]
+    line = lambda r: "  ".join(str(v).rjust(w) if i else str(v).ljust(w) for i, (v, w) in enumerate(zip(r, widths)))
+    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def g(v: float, digits: int = 4) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float) and math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return f"{v:.{digits}g}"

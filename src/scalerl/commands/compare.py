@@ -1,0 +1,100 @@
+"""``scalerl compare``: several runs (and seeds) -> A, B, C_mid with intervals, and for each
+run against a baseline: did it move the ceiling, the efficiency, or nothing clear?
+
+    scalerl compare base.jsonl loss_dapo.jsonl --x gpu_hours --y val/pass_rate --labels scalerl dapo
+    # seeds: give the same label to several paths
+    scalerl compare a1.jsonl a2.jsonl b1.jsonl b2.jsonl --x gpu_hours --y val/pass_rate --labels a a b b
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+
+from scalerl.commands._curve_args import add_data_args, add_fit_args, fit_kwargs, g, read_kwargs, table
+from scalerl.errors import InputError
+
+
+def add_arguments(p) -> None:
+    add_data_args(p, many=True)
+    p.add_argument("--labels", nargs="+", metavar="LABEL",
+                   help="one label per PATH; paths with the same label are seeds of one run "
+                        "(default: each run's own name)")
+    p.add_argument("--baseline", metavar="LABEL", help="the run the others are compared with (default: the first)")
+    p.add_argument("--rule", choices=["intervals", "paper"], default="intervals",
+                   help="classification rule: bootstrap intervals (default) or the paper's +-margin rule")
+    p.add_argument("--margin", type=float, default=0.02, help="paper rule: |dA| at or above this is a ceiling change")
+    p.add_argument("--min-effect", type=float, default=0.0, help="intervals rule: smallest |dA| called a ceiling change")
+    add_fit_args(p)
+    p.set_defaults(bootstrap=300)
+    p.add_argument("--plot", metavar="FILE", help="write all runs on one figure (.png or .svg)")
+
+
+def _group(args) -> "OrderedDict[str, list]":
+    from scalerl.curves import read_curves
+
+    if args.labels and len(args.labels) != len(args.paths):
+        raise InputError(f"--labels has {len(args.labels)} names for {len(args.paths)} paths; give one per path")
+    groups: "OrderedDict[str, list]" = OrderedDict()
+    for i, path in enumerate(args.paths):
+        curves = read_curves(path, args.x, args.y, **read_kwargs(args))
+        for c in curves:
+            label = args.labels[i] if args.labels else c.name
+            groups.setdefault(label, []).append(c)
+    return groups
+
+
+def run(args) -> int:
+    from scalerl.curves import compare
+
+    groups = _group(args)
+    if len(groups) < 2:
+        raise InputError("compare needs at least two runs (labels); paths with the same label are seeds of one run")
+    kw = fit_kwargs(args)
+    result = compare(
+        groups, baseline=args.baseline, rule=args.rule, margin=args.margin, min_effect=args.min_effect,
+        n_boot=args.bootstrap, level=args.level, seed=args.seed, fit_until=args.fit_until, **kw,
+    )
+    if args.plot:
+        from scalerl.curves.plot import plot_compare
+
+        plot_compare(result, args.plot)
+    if args.json:
+        print(json.dumps(_as_json(result, args)))
+        return 0
+    rows = []
+    for rf in result.runs:
+        f = rf.fit
+        iv = lambda n: f"[{g(rf.interval(n)[0], 3)}, {g(rf.interval(n)[1], 3)}]"
+        rows.append([rf.label + (" (baseline)" if rf.label == result.baseline else ""), str(len(rf.curves)),
+                     f"{f.A:.3f}", iv("A"), f"{f.B:.2f}", iv("B"), g(f.C_mid), iv("C_mid")])
+    print(table(rows, ["run", "seeds", "A", "A interval", "B", "B interval", "C_mid", "C_mid interval"]))
+    print()
+    crow = [[c.label, c.kind, {True: "better", False: "worse", None: "-"}[c.better], f"{c.dA:+.3f}"] for c in result.classifications]
+    print(f"against the baseline {result.baseline!r} (rule: {result.rule}):")
+    print(table(crow, ["run", "class", "direction", "dA"]))
+    print()
+    for c in result.classifications:
+        print(f"{c.label}: {c.explanation}")
+    if args.plot:
+        print(f"plot: {args.plot}")
+    return 0
+
+
+def _as_json(result, args) -> dict:
+    runs = []
+    for rf in result.runs:
+        f = rf.fit
+        runs.append({
+            "label": rf.label,
+            "seeds": len(rf.curves),
+            "A": f.A, "B": f.B, "C_mid": f.C_mid, "R0": f.R0, "sse": f.sse, "n_points": f.n_points,
+            "intervals": {n: list(rf.interval(n)) for n in ("A", "B", "C_mid")},
+            "seed_spread": rf.seeds.spread() if len(rf.curves) > 1 else None,
+        })
+    return {
+        "baseline": result.baseline,
+        "rule": result.rule,
+        "runs": runs,
+        "classifications": [c.as_dict() for c in result.classifications],
+    }

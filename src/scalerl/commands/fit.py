@@ -1,0 +1,122 @@
+"""``scalerl fit``: fit a sigmoid to one run, with intervals, predictions and a plot.
+
+    scalerl fit examples/data/real_rl_curves.csv --x cum_wall_hours --y val_score \\
+        --run verl_training_log__grpo_run_deepseek7b_llm --fit-until 12 --predict 24 48 --plot fit.png
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from scalerl.commands._curve_args import add_data_args, add_fit_args, fit_kwargs, g, read_kwargs, table
+from scalerl.errors import InputError
+
+
+def add_arguments(p) -> None:
+    add_data_args(p)
+    add_fit_args(p)
+    p.add_argument("--predict", nargs="+", type=float, metavar="C", help="compute values to predict at "
+                   "(default: the last point, 2x and 10x it)")
+    p.add_argument("--target", nargs="+", type=float, metavar="R", help="pass rates to report the compute to reach")
+    p.add_argument("--verdict", nargs=2, type=float, metavar=("FROM", "TO"), help="is it worth going from budget FROM to TO?")
+    p.add_argument("--plot", metavar="FILE", help="write the figure (.png or .svg)")
+
+
+def run(args) -> int:
+    from scalerl.curves import forecast, read_curve
+
+    curve = read_curve(args.path, args.x, args.y, run=args.run, **read_kwargs(args))
+    fc = forecast(curve, fit_until=args.fit_until, n_boot=args.bootstrap, level=args.level, seed=args.seed, **fit_kwargs(args))
+    points = args.predict or [float(curve.x.max()) * m for m in (1, 2, 10)]
+    if any(not math.isfinite(c) or c < 0 for c in points):
+        raise InputError("--predict values must be finite and >= 0")
+    preds = fc.predict(points)
+    targets = [(r, *fc.compute_to_reach(r)) for r in (args.target or [])]
+    verdict = fc.verdict(*args.verdict) if args.verdict else None
+    if args.plot:
+        from scalerl.curves.plot import plot_forecast
+
+        plot_forecast(fc, args.plot)
+    if args.json:
+        print(json.dumps(_as_json(fc, preds, targets, verdict, args), allow_nan=False, default=_jsonable))
+        return 0
+    print(_as_text(fc, preds, targets, verdict, args))
+    return 0
+
+
+def _jsonable(v):
+    return None if isinstance(v, float) and not math.isfinite(v) else str(v)
+
+
+def _finite(v):
+    return v if (isinstance(v, (int, float)) and math.isfinite(v)) else None
+
+
+def _as_json(fc, preds, targets, verdict, args) -> dict:
+    f = fc.fit
+    out = {
+        "run": fc.curve.name,
+        "x": fc.curve.x_name,
+        "y": fc.curve.y_name,
+        "method": f.method,
+        "r0_mode": f.r0_mode,
+        "A": f.A,
+        "B": f.B,
+        "C_mid": f.C_mid,
+        "R0": f.R0,
+        "sse": f.sse,
+        "n_points": f.n_points,
+        "fit_from": f.fit_from,
+        "fit_until": f.fit_until,
+        "seconds": f.seconds,
+        "intervals": fc.intervals(),
+        "level": fc.boot.level if fc.boot else None,
+        "predictions": [p.as_dict() for p in preds],
+        "targets": [{"R": r, "C": _finite(c), "lo": _finite(lo), "hi": _finite(hi)} for r, c, lo, hi in targets],
+        "power_law": ({**fc.power_law.law.params(), "sse": fc.power_law.sse} if fc.power_law else None),
+        "warnings": f.warnings,
+        "notes": fc.notes,
+        "dropped_rows": fc.curve.dropped,
+    }
+    if verdict is not None:
+        out["verdict"] = {**verdict.__dict__, "text": verdict.text(fc.curve.x_name)}
+    if args.plot:
+        out["plot"] = args.plot
+    return out
+
+
+def _as_text(fc, preds, targets, verdict, args) -> str:
+    f, c = fc.fit, fc.curve
+    lines = [
+        f"run: {c.name}   ({len(c)} points, x={c.x_name}, y={c.y_name})",
+        f"fit: sigmoid R0 + (A-R0)/(1+(C_mid/C)^B), method {f.method}, R0 {f.r0_mode}, "
+        f"{f.n_points} points in [{g(f.fit_from) if f.fit_from is not None else 'start'}, "
+        f"{g(f.fit_until) if f.fit_until is not None else 'end'}], SSE {f.sse:.4g}, {1000 * f.seconds:.1f} ms",
+        "",
+    ]
+    iv = fc.intervals()
+    level = f"{int(round(100 * fc.boot.level))}% interval" if fc.boot else "interval"
+    rows = []
+    for name in ("A", "B", "C_mid", "R0"):
+        lo_hi = iv.get(name)
+        rows.append([name, g(getattr(f, name)), f"[{g(lo_hi[0])}, {g(lo_hi[1])}]" if lo_hi else "-"])
+    lines.append(table(rows, ["param", "estimate", level]))
+    if fc.power_law is not None:
+        pl = fc.power_law.law
+        lines += ["", f"power law A - D/C^B: A={g(pl.A)} D={g(pl.D)} B={g(pl.B)} SSE {fc.power_law.sse:.4g}"]
+    lines += ["", table([[g(p.C), f"{p.R:.4f}", f"{p.lo:.4f}", f"{p.hi:.4f}",
+                          f"{fc.power_law.law(p.C):.4f}" if fc.power_law else "-"] for p in preds],
+                        ["compute", "sigmoid", "lo", "hi", "power law"])]
+    if targets:
+        lines += ["", table([[f"{r:.4f}", g(cc), g(lo), g(hi)] for r, cc, lo, hi in targets],
+                            ["target R", "compute", "lo", "hi"])]
+    if verdict is not None:
+        lines += ["", verdict.text(c.x_name)]
+    for w in f.warnings:
+        lines.append(f"warning: {w}")
+    for n in fc.notes:
+        lines.append(f"note: {n}")
+    if args.plot:
+        lines.append(f"plot: {args.plot}")
+    return "\n".join(lines)

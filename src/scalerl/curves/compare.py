@@ -1,0 +1,273 @@
+"""Compare runs (recipes, ablations): did a change move the ceiling or only the efficiency?
+
+For each run against a baseline, one of three classes:
+
+``ceiling``
+    A differs. Rule ``intervals`` (default): the bootstrap interval of A_run - A_base
+    excludes zero (and |dA| >= ``min_effect``). Rule ``paper``: |dA| >= ``margin`` (0.02).
+``efficiency``
+    A is the same, but with A shared the curves differ in B or C_mid. Rule ``intervals``:
+    both runs are refitted jointly with one A; the bootstrap interval of B_run - B_base or
+    of ln(C_mid_run / C_mid_base) excludes zero. Rule ``paper``: both are refitted with the
+    average of their A values; the higher B wins (the paper always names a winner).
+``no clear effect``
+    Neither (intervals rule only).
+
+Several seeds per run are pooled (see :func:`scalerl.curves.uncertainty.fit_seeds`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from scalerl.curves.data import Curve
+from scalerl.curves.fit import B_BOUNDS, SigmoidFit, _model, fit_sigmoid_fixed_A
+from scalerl.curves.uncertainty import SeedFit, fit_seeds, pool_curves
+from scalerl.errors import InputError
+
+RULES = ("intervals", "paper")
+CEILING, EFFICIENCY, NONE = "ceiling", "efficiency", "no clear effect"
+
+
+@dataclass
+class RunFit:
+    label: str
+    curves: list[Curve]
+    seeds: SeedFit
+
+    @property
+    def fit(self) -> SigmoidFit:
+        return self.seeds.pooled
+
+    def interval(self, name: str) -> tuple[float, float]:
+        if self.seeds.boot is None:
+            v = getattr(self.fit, name)
+            return v, v
+        return self.seeds.boot.interval(name)
+
+
+@dataclass
+class Classification:
+    label: str
+    baseline: str
+    kind: str
+    """'ceiling', 'efficiency' or 'no clear effect'."""
+    better: bool | None
+    """True if the run beats the baseline on what moved, False if worse, None if nothing moved."""
+    dA: float
+    dA_interval: tuple[float, float] | None
+    shared_A: float | None = None
+    B: tuple[float, float] | None = None
+    """(run, baseline) B after the shared-A refit."""
+    C_mid: tuple[float, float] | None = None
+    """(run, baseline) C_mid after the shared-A refit."""
+    dB_interval: tuple[float, float] | None = None
+    log_cmid_ratio_interval: tuple[float, float] | None = None
+    rule: str = "intervals"
+    explanation: str = ""
+
+    def as_dict(self) -> dict:
+        d = dict(self.__dict__)
+        for k, v in d.items():
+            if isinstance(v, tuple):
+                d[k] = list(v)
+        return d
+
+
+@dataclass
+class CompareResult:
+    runs: list[RunFit]
+    baseline: str
+    classifications: list[Classification] = field(default_factory=list)
+    rule: str = "intervals"
+
+    def run(self, label: str) -> RunFit:
+        return next(r for r in self.runs if r.label == label)
+
+
+def _joint_fit(xs: list[np.ndarray], ys: list[np.ndarray], r0s: list[float], start: list[tuple[float, float, float]]):
+    """Fit several curves with one shared A and their own (B, C_mid); R0 per curve fixed."""
+    us = [np.log(x) for x in xs]
+    A0 = float(np.mean([s[0] for s in start]))
+
+    def resid(p):
+        A = p[0]
+        out = []
+        for i, (u, y, r0) in enumerate(zip(us, ys, r0s)):
+            out.append(_model(u, A, math.exp(p[1 + 2 * i]), p[2 + 2 * i], r0) - y)
+        return np.concatenate(out)
+
+    lo_A = max(r0s) + 1e-6
+    p0 = [max(A0, lo_A + 1e-4)]
+    lb, ub = [lo_A], [1.0]
+    for (_, B, C_mid), u in zip(start, us):
+        w = max(u.max() - u.min(), 1.0)
+        p0 += [math.log(B), math.log(C_mid)]
+        lb += [math.log(B_BOUNDS[0]), u.min() - 3 * w - 5]
+        ub += [math.log(B_BOUNDS[1]), u.max() + 3 * w + 5]
+    p0 = np.clip(p0, np.array(lb) + 1e-9, np.array(ub) - 1e-9)
+    res = least_squares(resid, p0, bounds=(lb, ub), method="trf", x_scale="jac")
+    A = float(res.x[0])
+    per = [(math.exp(res.x[1 + 2 * i]), math.exp(res.x[2 + 2 * i])) for i in range(len(xs))]
+    return A, per, res.fun
+
+
+def _points(run: RunFit) -> tuple[np.ndarray, np.ndarray]:
+    f = run.fit
+    return f.x[f.x > 0], f.y[f.x > 0]
+
+
+def _pct(values: np.ndarray, level: float) -> tuple[float, float]:
+    a = (1 - level) / 2
+    lo, hi = np.percentile(values, [100 * a, 100 * (1 - a)])
+    return float(lo), float(hi)
+
+
+def classify(
+    run: RunFit,
+    base: RunFit,
+    *,
+    rule: str = "intervals",
+    margin: float = 0.02,
+    min_effect: float = 0.0,
+    n_boot: int = 300,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Classification:
+    """Classify ``run`` against ``base`` (see the module docstring)."""
+    if rule not in RULES:
+        raise InputError(f"unknown comparison rule {rule!r}; known: {', '.join(RULES)}")
+    dA = run.fit.A - base.fit.A
+    if rule == "paper":
+        return _classify_paper(run, base, dA, margin)
+
+    rb, bb = run.seeds.boot, base.seeds.boot
+    if rb is None or bb is None:
+        raise InputError("the intervals rule needs bootstrap samples; use n_boot > 0 or --rule paper")
+    m = min(len(rb.samples), len(bb.samples))
+    dA_samples = rb.samples[:m, 0] - bb.samples[:m, 0]
+    dA_int = _pct(dA_samples, level)
+    if (dA_int[0] > 0 or dA_int[1] < 0) and abs(dA) >= min_effect:
+        return Classification(
+            run.label, base.label, CEILING, dA > 0, dA, dA_int, rule=rule,
+            explanation=(
+                f"ceiling {'raised' if dA > 0 else 'lowered'}: A {run.fit.A:.3f} vs {base.fit.A:.3f} "
+                f"(dA {dA:+.3f}, 95% interval {dA_int[0]:+.3f} to {dA_int[1]:+.3f})"
+            ),
+        )
+
+    # Same ceiling within the intervals: refit both with one shared A and compare the rest.
+    (xr, yr), (xb, yb) = _points(run), _points(base)
+    r0s = [run.fit.R0, base.fit.R0]
+    start = [(run.fit.A, run.fit.B, run.fit.C_mid), (base.fit.A, base.fit.B, base.fit.C_mid)]
+    A, per, _ = _joint_fit([xr, xb], [yr, yb], r0s, start)
+    (B_r, C_r), (B_b, C_b) = per
+    fitted = [_model(np.log(xr), A, B_r, math.log(C_r), r0s[0]), _model(np.log(xb), A, B_b, math.log(C_b), r0s[1])]
+    resid = [yr - fitted[0], yb - fitted[1]]
+    resid = [r - r.mean() for r in resid]
+    rng = np.random.default_rng(seed)
+    dB, dlogC = [], []
+    st = [(A, B_r, C_r), (A, B_b, C_b)]
+    for _ in range(n_boot):
+        ys = [f + rng.choice(r, size=len(r)) for f, r in zip(fitted, resid)]
+        try:
+            _, pb, _ = _joint_fit([xr, xb], ys, r0s, st)
+        except ValueError:
+            continue
+        dB.append(pb[0][0] - pb[1][0])
+        dlogC.append(math.log(pb[0][1] / pb[1][1]))
+    dB_int, dC_int = _pct(np.array(dB), level), _pct(np.array(dlogC), level)
+    moved_C = dC_int[0] > 0 or dC_int[1] < 0
+    moved_B = dB_int[0] > 0 or dB_int[1] < 0
+    common = dict(
+        dA=dA, dA_interval=dA_int, shared_A=A, B=(B_r, B_b), C_mid=(C_r, C_b),
+        dB_interval=dB_int, log_cmid_ratio_interval=dC_int, rule=rule,
+    )
+    if not (moved_C or moved_B):
+        return Classification(
+            run.label, base.label, NONE, None,
+            explanation=(
+                f"no clear effect: same ceiling (dA {dA:+.3f}, interval {dA_int[0]:+.3f} to {dA_int[1]:+.3f}) "
+                f"and, with A shared at {A:.3f}, B {B_r:.2f} vs {B_b:.2f} and C_mid {C_r:.3g} vs {C_b:.3g} "
+                "within their intervals"
+            ),
+            **common,
+        )
+    # Faster = less compute to reach the same share of the gain. C_mid decides when it moved;
+    # otherwise the steeper curve (higher B) gets to the ceiling sooner, as in the paper.
+    better = (C_r < C_b) if moved_C else (B_r > B_b)
+    ratio = C_r / C_b
+    return Classification(
+        run.label, base.label, EFFICIENCY, better,
+        explanation=(
+            f"efficiency {'better' if better else 'worse'}: same ceiling (A shared at {A:.3f}); reaches half the "
+            f"gain with {ratio:.2f}x the baseline's compute (C_mid {C_r:.3g} vs {C_b:.3g}, ln-ratio interval "
+            f"{dC_int[0]:+.2f} to {dC_int[1]:+.2f}); B {B_r:.2f} vs {B_b:.2f} (dB interval {dB_int[0]:+.2f} to {dB_int[1]:+.2f})"
+        ),
+        **common,
+    )
+
+
+def _classify_paper(run: RunFit, base: RunFit, dA: float, margin: float) -> Classification:
+    if abs(dA) >= margin:
+        return Classification(
+            run.label, base.label, CEILING, dA > 0, dA, None, rule="paper",
+            explanation=f"ceiling (paper rule): |dA| = {abs(dA):.3f} >= margin {margin:.3f}",
+        )
+    A = (run.fit.A + base.fit.A) / 2
+    (xr, yr), (xb, yb) = _points(run), _points(base)
+    (_, B_r, C_r, _), _ = fit_sigmoid_fixed_A(xr, yr, A, run.fit.R0, start=(A, run.fit.B, run.fit.C_mid))
+    (_, B_b, C_b, _), _ = fit_sigmoid_fixed_A(xb, yb, A, base.fit.R0, start=(A, base.fit.B, base.fit.C_mid))
+    better = B_r > B_b
+    return Classification(
+        run.label, base.label, EFFICIENCY, better, dA, None, shared_A=A, B=(B_r, B_b), C_mid=(C_r, C_b), rule="paper",
+        explanation=(
+            f"efficiency (paper rule): |dA| = {abs(dA):.3f} < margin {margin:.3f}; refitted with A = {A:.3f}, "
+            f"B {B_r:.2f} vs {B_b:.2f} -- the higher B wins: {'run' if better else 'baseline'}"
+        ),
+    )
+
+
+def compare(
+    runs: dict[str, Sequence[Curve]],
+    *,
+    baseline: str | None = None,
+    rule: str = "intervals",
+    margin: float = 0.02,
+    min_effect: float = 0.0,
+    n_boot: int = 300,
+    level: float = 0.95,
+    seed: int = 0,
+    **fit_kwargs,
+) -> CompareResult:
+    """Fit every run (pooling its seeds), then classify each against ``baseline`` (default: the first)."""
+    if len(runs) < 1:
+        raise InputError("nothing to compare")
+    labels = list(runs)
+    baseline = baseline or labels[0]
+    if baseline not in runs:
+        raise InputError(f"baseline {baseline!r} is not one of the runs: {', '.join(labels)}")
+    fits = []
+    for label, curves in runs.items():
+        curves = list(curves)
+        if not curves:
+            raise InputError(f"run {label!r} has no curves")
+        sf = fit_seeds(curves, n_boot=n_boot, level=level, seed=seed, **fit_kwargs)
+        fits.append(RunFit(label, curves, sf))
+    result = CompareResult(runs=fits, baseline=baseline, rule=rule)
+    base = result.run(baseline)
+    for rf in fits:
+        if rf.label == baseline:
+            continue
+        result.classifications.append(
+            classify(rf, base, rule=rule, margin=margin, min_effect=min_effect, n_boot=n_boot, level=level, seed=seed)
+        )
+    return result
+
+
+__all__ = ["compare", "classify", "CompareResult", "Classification", "RunFit", "RULES", "pool_curves"]

@@ -1,0 +1,104 @@
+"""A curve: one run's metric against compute, checked once so every fit can trust it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from scalerl.errors import InputError
+
+
+@dataclass(frozen=True)
+class Curve:
+    """Validation metric ``y`` (e.g. pass rate) against training compute ``x`` for one run.
+
+    Build it with :meth:`from_arrays`, which drops non-finite rows (counting them in
+    ``dropped``) and refuses what cannot be a compute-performance curve.
+    """
+
+    x: np.ndarray
+    """Training compute at each evaluation, non-decreasing, >= 0 (0 = before training)."""
+    y: np.ndarray
+    """Metric at each evaluation (a pass rate in [0, 1] unless ``bounded`` is False)."""
+    name: str = "run"
+    """Run label (file name, ``run`` column value, TensorBoard directory, ...)."""
+    x_name: str = "compute"
+    y_name: str = "pass_rate"
+    dropped: int = 0
+    """Rows dropped because x or y was missing, NaN or infinite."""
+    source: str = ""
+    """Where the curve was read from, for messages."""
+    notes: tuple[str, ...] = field(default=())
+    """Things the reader noticed and the user should see (skipped lines, ...)."""
+
+    @classmethod
+    def from_arrays(
+        cls,
+        x,
+        y,
+        *,
+        name: str = "run",
+        x_name: str = "compute",
+        y_name: str = "pass_rate",
+        source: str = "",
+        bounded: bool = True,
+        dropped: int = 0,
+        notes: tuple[str, ...] = (),
+    ) -> "Curve":
+        where = f" in {source}" if source else ""
+        try:
+            x = np.asarray(x, dtype=float).reshape(-1)
+            y = np.asarray(y, dtype=float).reshape(-1)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"run {name!r}{where}: values are not numeric ({exc})") from None
+        if x.shape != y.shape:
+            raise InputError(f"run {name!r}{where}: {x.size} compute values but {y.size} metric values")
+        ok = np.isfinite(x) & np.isfinite(y)
+        dropped = int(dropped + (~ok).sum())
+        x, y = x[ok], y[ok]
+        if x.size == 0:
+            raise InputError(
+                f"run {name!r}{where}: no rows with finite {x_name!r} and {y_name!r} values"
+                + (f" ({dropped} rows dropped as NaN/inf/missing)" if dropped else "")
+            )
+        if (x < 0).any():
+            i = int(np.argmax(x < 0))
+            raise InputError(
+                f"run {name!r}{where}: compute {x_name!r} is negative ({x[i]:g} at point {i + 1}); "
+                "compute must be >= 0 -- check the column"
+            )
+        if (np.diff(x) < 0).any():
+            i = int(np.argmax(np.diff(x) < 0)) + 1
+            raise InputError(
+                f"run {name!r}{where}: compute {x_name!r} decreases at point {i + 1} "
+                f"({x[i - 1]:g} -> {x[i]:g}); compute must be cumulative and non-decreasing -- "
+                "is this the right column, or are several runs mixed (use --run)?"
+            )
+        if bounded and ((y < 0).any() or (y > 1).any()):
+            bad = y[(y < 0) | (y > 1)][0]
+            raise InputError(
+                f"run {name!r}{where}: {y_name!r} has values outside [0, 1] (e.g. {bad:g}); "
+                "a pass rate must be a fraction -- for percentages pass --y-scale 0.01"
+            )
+        return cls(x=x, y=y, name=name, x_name=x_name, y_name=y_name, dropped=dropped, source=source, notes=tuple(notes))
+
+    def __len__(self) -> int:
+        return int(self.x.size)
+
+    def window(self, fit_from: float | None = None, fit_until: float | None = None) -> "Curve":
+        """The points with ``fit_from <= x <= fit_until`` (either bound optional)."""
+        keep = np.ones_like(self.x, dtype=bool)
+        if fit_from is not None:
+            keep &= self.x >= fit_from
+        if fit_until is not None:
+            keep &= self.x <= fit_until
+        return replace(self, x=self.x[keep], y=self.y[keep])
+
+    def scaled(self, y_scale: float) -> "Curve":
+        return replace(self, y=self.y * y_scale)
+
+    @property
+    def zero_compute(self) -> np.ndarray:
+        """Mask of the points measured before any training (the R0 measurement)."""
+        return self.x == 0

@@ -1,0 +1,105 @@
+"""Compute-performance laws: the sigmoid of the ScaleRL paper and the power law it replaces.
+
+    Sigmoid:   R(C) = R0 + (A - R0) / (1 + (C_mid / C) ** B)
+    Power law: R(C) = A - D / C ** B
+
+Both are small immutable objects: evaluate with ``law(C)``, invert with ``compute_for``,
+read the parameters with ``params()``. The sigmoid is a logistic in ln C, which is why the
+fitting code works in ln C and ln C_mid.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+ArrayLike = "float | np.ndarray"
+
+
+@dataclass(frozen=True)
+class Sigmoid:
+    """``R(C) = R0 + (A - R0) / (1 + (C_mid / C) ** B)``.
+
+    A is the ceiling (asymptotic pass rate), B the scaling exponent (efficiency: larger is
+    steeper), C_mid the compute at which half of the gain ``A - R0`` is reached, R0 the
+    pass rate before RL.
+    """
+
+    A: float
+    B: float
+    C_mid: float
+    R0: float = 0.0
+
+    name = "sigmoid"
+
+    def __call__(self, C):
+        C = np.asarray(C, dtype=float)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            # Written as a logistic in ln C: stable for huge/small ratios, exact R0 at C=0.
+            t = self.B * (np.log(self.C_mid) - np.log(np.where(C > 0, C, np.nan)))
+            frac = np.where(C > 0, 1.0 / (1.0 + np.exp(np.clip(t, -700, 700))), 0.0)
+        out = self.R0 + (self.A - self.R0) * frac
+        return float(out) if out.ndim == 0 else out
+
+    def gain_fraction(self, C):
+        """Fraction of the gain ``A - R0`` reached at compute C (0 at C=0, 1 at infinity)."""
+        return (np.asarray(self(C)) - self.R0) / (self.A - self.R0)
+
+    def compute_for_fraction(self, f: float) -> float:
+        """Compute to reach a fraction ``f`` of the gain: ``C_mid * (f / (1 - f)) ** (1 / B)``."""
+        if not 0.0 < f < 1.0:
+            raise ValueError(f"fraction of the gain must be in (0, 1), got {f}")
+        return float(self.C_mid * (f / (1.0 - f)) ** (1.0 / self.B))
+
+    def compute_for(self, R: float) -> float:
+        """Compute at which the curve reaches pass rate ``R`` (inf if R is at or beyond A)."""
+        lo, hi = sorted((self.R0, self.A))
+        if R == self.R0:
+            return 0.0
+        if not lo < R < hi:
+            return math.inf
+        return self.compute_for_fraction((R - self.R0) / (self.A - self.R0))
+
+    def slope(self, C):
+        """dR/dC: the marginal pass rate per extra unit of compute at C."""
+        C = np.asarray(C, dtype=float)
+        g = np.asarray(self.gain_fraction(C))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = (self.A - self.R0) * self.B * g * (1.0 - g) / C
+        return float(out) if out.ndim == 0 else out
+
+    def params(self) -> dict[str, float]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PowerLaw:
+    """``R(C) = A - D / C ** B`` -- the law the paper shows to overshoot when fitted early."""
+
+    A: float
+    D: float
+    B: float
+
+    name = "power_law"
+
+    def __call__(self, C):
+        C = np.asarray(C, dtype=float)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            out = np.where(C > 0, self.A - self.D / np.power(np.where(C > 0, C, 1.0), self.B), -np.inf)
+        return float(out) if out.ndim == 0 else out
+
+    def compute_for(self, R: float) -> float:
+        """Compute at which the curve reaches ``R`` (inf at or beyond A)."""
+        if R >= self.A or self.D <= 0:
+            return math.inf
+        return float((self.D / (self.A - R)) ** (1.0 / self.B))
+
+    def slope(self, C):
+        C = np.asarray(C, dtype=float)
+        out = self.D * self.B * np.power(C, -self.B - 1.0)
+        return float(out) if out.ndim == 0 else out
+
+    def params(self) -> dict[str, float]:
+        return asdict(self)

@@ -1,0 +1,142 @@
+"""Figures: a fitted run (points used vs held out, sigmoid with its band, power law dashed,
+asymptote, extrapolated region), and several runs on one axis for comparisons.
+
+PNG or SVG, chosen by the file name. matplotlib's Agg backend: no display needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from scalerl.errors import InputError
+
+_FORMATS = (".png", ".svg", ".pdf")
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _check_path(path) -> Path:
+    path = Path(path)
+    if path.suffix.lower() not in _FORMATS:
+        raise InputError(f"plot file {path} must end in one of {', '.join(_FORMATS)}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _grid(xmin: float, xmax: float, extend: float) -> np.ndarray:
+    lo = max(xmin, 1e-12)
+    return np.geomspace(lo, xmax * extend, 300)
+
+
+def plot_forecast(fc, path, *, title: str | None = None, extend: float = 3.0, x_label: str | None = None, y_label: str | None = None) -> Path:
+    """One run: observed points (fitted ● vs held out ○), sigmoid + band, power law, asymptote."""
+    path = _check_path(path)
+    plt = _plt()
+    curve, fit = fc.curve, fc.fit
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=120)
+    pos = curve.x > 0
+    xs, ys = curve.x[pos], curve.y[pos]
+    used = np.isin(xs, fit.x)
+    lo_fit = fit.fit_from if fit.fit_from is not None else xs.min()
+    hi_fit = fit.x.max()
+    early = ~used & (xs < lo_fit)
+    held = ~used & ~early
+    ax.scatter(xs[used], ys[used], s=18, color="C0", label="used for the fit", zorder=3)
+    if held.any():
+        ax.scatter(xs[held], ys[held], s=22, facecolors="none", edgecolors="C3", label="held out (after the fit window)", zorder=3)
+    if early.any():
+        ax.scatter(xs[early], ys[early], s=22, marker="x", color="gray", label="left out (before the fit window)", zorder=3)
+    grid = _grid(xs.min(), max(xs.max(), hi_fit), extend)
+    R = fit.law(grid)
+    ax.plot(grid, R, color="C0", lw=2, label=f"sigmoid A={fit.A:.3f} B={fit.B:.2f} C_mid={fit.C_mid:.3g}")
+    if fc.boot is not None:
+        lo, hi = fc.boot.predict_interval(grid)
+        ax.fill_between(grid, lo, hi, color="C0", alpha=0.18, lw=0, label=f"{int(fc.boot.level * 100)}% band")
+    if fc.power_law is not None:
+        ax.plot(grid, fc.power_law.law(grid), "--", color="C1", lw=1.5, label=f"power law A={fc.power_law.law.A:.3f}")
+    ax.axhline(fit.A, color="C0", ls=":", lw=1, label="asymptote A")
+    ax.axhline(fit.R0, color="gray", ls=":", lw=0.8, label=f"R0={fit.R0:.3f}")
+    ax.axvspan(hi_fit, grid.max(), color="gray", alpha=0.08, label="extrapolated")
+    if fit.fit_from is not None:
+        ax.axvline(lo_fit, color="gray", lw=0.6)
+    span = max(float(ys.max() - min(ys.min(), fit.R0)), 0.05)
+    ax.set_ylim(min(ys.min(), fit.R0) - 0.1 * span, max(ys.max(), fit.A) + 0.15 * span)
+    ax.set_xscale("log")
+    ax.set_xlabel(x_label or curve.x_name)
+    ax.set_ylabel(y_label or curve.y_name)
+    ax.set_title(title or curve.name, fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def plot_compare(result, path, *, title: str | None = None, extend: float = 3.0) -> Path:
+    """All runs of a comparison on one log-x axis, each with its pooled fit and band."""
+    path = _check_path(path)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
+    xmin = min(float(c.x[c.x > 0].min()) for r in result.runs for c in r.curves)
+    xmax = max(float(c.x.max()) for r in result.runs for c in r.curves)
+    grid = _grid(xmin, xmax, extend)
+    for i, rf in enumerate(result.runs):
+        color = f"C{i % 10}"
+        for j, c in enumerate(rf.curves):
+            pos = c.x > 0
+            ax.scatter(c.x[pos], c.y[pos], s=10, color=color, alpha=0.55, marker="os^vD"[j % 5])
+        f = rf.fit
+        lw = 2.5 if rf.label == result.baseline else 1.6
+        ax.plot(grid, f.law(grid), color=color, lw=lw, label=f"{rf.label}: A={f.A:.3f} B={f.B:.2f}")
+        if rf.seeds.boot is not None:
+            lo, hi = rf.seeds.boot.predict_interval(grid)
+            ax.fill_between(grid, lo, hi, color=color, alpha=0.12, lw=0)
+    ax.axvspan(xmax, grid.max(), color="gray", alpha=0.07)
+    ax.set_xscale("log")
+    c0 = result.runs[0].curves[0]
+    ax.set_xlabel(c0.x_name)
+    ax.set_ylabel(c0.y_name)
+    ax.set_title(title or f"compare (baseline: {result.baseline})", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def plot_backtest(bt, path, **kwargs) -> Path:
+    """A backtest is a forecast whose held-out points are the ones after the cut."""
+    return plot_forecast(bt.forecast, path, title=kwargs.pop("title", None) or f"{bt.forecast.curve.name}: backtest cut at {bt.cut:.4g}", **kwargs)
+
+
+def plot_curves(curves: Sequence, path, *, fits=None, title: str = "") -> Path:
+    """Raw curves (no fit) on one log-x axis -- used by reports."""
+    path = _check_path(path)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=120)
+    for i, c in enumerate(curves):
+        pos = c.x > 0
+        ax.plot(c.x[pos], c.y[pos], "o-", ms=3, lw=1, color=f"C{i % 10}", label=c.name)
+        if fits is not None and fits[i] is not None:
+            g = _grid(c.x[pos].min(), c.x.max(), 3.0)
+            ax.plot(g, fits[i].law(g), "--", color=f"C{i % 10}", lw=1)
+    ax.set_xscale("log")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -1,0 +1,120 @@
+"""The run log: one JSON object per line, appended and flushed at each evaluation.
+
+The first line is a header ``{"type": "header", "run": ..., "recipe": ..., "config": {...}}``;
+every other line is a row (``"type": "eval"`` for evaluations). The forecaster reads rows by
+column name; the trainer writes them. Rows are never rewritten: a resumed run truncates the
+file back to the byte offset its checkpoint recorded, so a kill -9 can neither lose a row
+that a checkpoint covers nor duplicate one.
+
+No torch here: the forecaster imports this module.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+from scalerl.errors import InputError
+
+HEADER = "header"
+
+
+def _clean(value: Any) -> Any:
+    """JSON has no NaN/inf: write them as null so every reader can parse the line."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy / torch scalars
+        try:
+            return _clean(value.item())
+        except (TypeError, ValueError):
+            pass
+    return value
+
+
+class RunLogWriter:
+    """Append-only JSONL writer; each row is flushed and fsynced before ``append`` returns."""
+
+    def __init__(self, path: str | os.PathLike, header: dict[str, Any] | None = None, *, resume_offset: int | None = None):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        exists = self.path.exists() and self.path.stat().st_size > 0
+        if resume_offset is not None:
+            if not exists:
+                raise InputError(f"cannot resume: run log {self.path} does not exist")
+            # Drop everything written after the checkpoint (rows the resumed run will redo,
+            # or a torn line from a kill mid-write).
+            os.truncate(self.path, resume_offset)
+        elif exists:
+            raise InputError(f"run log {self.path} already exists; resume the run or choose another output")
+        self._f = open(self.path, "a", encoding="utf-8")
+        if resume_offset is None and header is not None:
+            self.append({"type": HEADER, **header})
+
+    def append(self, row: dict[str, Any]) -> None:
+        line = json.dumps(_clean(row), separators=(",", ":"), allow_nan=False)
+        self._f.write(line + "\n")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def offset(self) -> int:
+        """Byte offset after the last complete row: store it in checkpoints."""
+        self._f.flush()
+        return self._f.tell()
+
+    def close(self) -> None:
+        if not self._f.closed:
+            self._f.close()
+
+    def __enter__(self) -> "RunLogWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
+    """Yield ``(line_number, object_or_None, raw)`` for each non-blank line."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for i, raw in enumerate(f, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except json.JSONDecodeError:
+                obj = None
+            yield i, obj if isinstance(obj, dict) else None, raw
+
+
+def read_runlog(path: str | os.PathLike) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
+    """Read a run log: ``(header, rows, notes)``.
+
+    A torn final line (a kill during a write) is skipped and noted; a malformed line in the
+    middle of the file is an error, because silently skipping it could drop real data.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    lines = list(iter_lines(path))
+    if not lines:
+        raise InputError(f"{path}: the file is empty")
+    header: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for idx, (lineno, obj, raw) in enumerate(lines):
+        if obj is None:
+            if idx == len(lines) - 1 and rows:
+                notes.append(f"skipped a torn last line ({lineno}) -- the run was probably killed mid-write")
+                continue
+            raise InputError(f"{path}: line {lineno} is not a JSON object: {raw.strip()[:80]!r}")
+        if obj.get("type") == HEADER:
+            header = obj
+        else:
+            rows.append(obj)
+    return header, rows, notes
