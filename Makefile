@@ -8,7 +8,7 @@ PIP     = $(PY) -m pip
 TORCH_CPU ?= torch==2.13.0
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-all forecast bench setup clean
+.PHONY: demo test forecast bench-forecast setup clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,14 +26,17 @@ demo: $(STAMP)
 ## The forecaster alone, on the real run log shipped in examples/.
 forecast: $(STAMP)
 	$(VENV)/bin/scalerl fit examples/data/real_rl_curves.csv --x cum_wall_hours --y val_score \
-	  --run verl_training_log__grpo_run_deepseek7b_llm --fit-until 0.5 --plot runs/forecast.png
+	  --run verl-data__Qwen2.5-0.5B-bsz256_2-prompt512-resp256-0.538 --fit-until 4.13 --predict 8.25 16.5 \
+	  --verdict 8.25 16.5 --plot runs/forecast.png
 
 ## The test suite CI runs (slow end-to-end tests included; GPU tests are skipped without a GPU).
 test: $(STAMP)
 	$(PY) -m pytest -q
 
-bench: $(STAMP)
-	$(PY) benchmarks/run_all.py
+bench-forecast: $(STAMP)
+	$(PY) benchmarks/forecast_real_backtests.py
+	$(PY) benchmarks/forecast_speed.py
+	$(PY) benchmarks/forecast_recovery.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -39,7 +39,12 @@ def _group(args) -> "OrderedDict[str, list]":
     for i, path in enumerate(args.paths):
         curves = read_curves(path, args.x, args.y, **read_kwargs(args))
         for c in curves:
-            label = args.labels[i] if args.labels else c.name
+            if not args.labels:
+                label = c.name
+            elif len(curves) == 1:
+                label = args.labels[i]
+            else:  # a file with several runs: keep them apart under the path's label
+                label = f"{args.labels[i]}/{c.name}"
             groups.setdefault(label, []).append(c)
     return groups
 

@@ -1,0 +1,138 @@
+import json
+import math
+
+import numpy as np
+import pytest
+
+from scalerl.curves import read_curve, read_curves
+from scalerl.errors import InputError
+from scalerl.runlog import RunLogWriter
+
+from .conftest import DEEPSEEK, QWEN, REAL_CSV
+
+
+def test_real_csv_holds_two_runs():
+    curves = read_curves(REAL_CSV, "cum_wall_hours", "val_score")
+    assert [c.name for c in curves] == [QWEN, DEEPSEEK]
+    q = read_curve(REAL_CSV, "cum_wall_hours", "val_score", run=QWEN)
+    assert q.x[0] == 0.0 and q.zero_compute.sum() == 1
+    assert len(q) == 44
+
+
+def test_several_runs_need_a_run_name():
+    with pytest.raises(InputError, match="--run"):
+        read_curve(REAL_CSV, "cum_wall_hours", "val_score")
+    with pytest.raises(InputError, match="runs in the file"):
+        read_curve(REAL_CSV, "cum_wall_hours", "val_score", run="nope")
+
+
+def test_unknown_column_lists_the_available_ones():
+    with pytest.raises(InputError) as e:
+        read_curves(REAL_CSV, "gpu_hours", "val_score")
+    assert "cum_wall_hours" in str(e.value) and "available columns" in str(e.value)
+
+
+def test_csv_comments_nan_and_percentages(tmp_path):
+    p = tmp_path / "run.csv"
+    p.write_text("# exported by hand\nstep,compute,acc\n0,0,10\n1,1,20\n# a note\n2,2,nan\n3,3,\n4,4,inf\n5,5,40\n")
+    with pytest.raises(InputError, match="--y-scale"):
+        read_curve(p, "compute", "acc")
+    c = read_curve(p, "compute", "acc", y_scale=0.01)
+    assert np.allclose(c.y, [0.1, 0.2, 0.4])
+    assert c.dropped == 3
+
+
+def test_csv_non_numeric_cell_names_the_line(tmp_path):
+    p = tmp_path / "bad.csv"
+    p.write_text("c,r\n0,0.1\n1,abc\n")
+    with pytest.raises(InputError, match="line 3.*'abc'"):
+        read_curve(p, "c", "r")
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("", "empty"),
+        ("c,r\n", "no rows"),
+        ("c,r\n0,0.1\n-1,0.2\n", "negative"),
+        ("c,r\n0,0.1\n2,0.2\n1,0.3\n", "decreases"),
+        ("c,r\nnan,nan\n", "no rows with finite"),
+        ("c,r\n0,0.1,5\n", "fields"),
+    ],
+)
+def test_bad_csv_files_get_clear_errors(tmp_path, body, message):
+    p = tmp_path / "f.csv"
+    p.write_text(body)
+    with pytest.raises(InputError, match=message):
+        read_curve(p, "c", "r")
+
+
+def test_missing_file():
+    with pytest.raises(InputError, match="no such file"):
+        read_curve("/nonexistent/log.csv", "c", "r")
+
+
+def test_jsonl_run_log_with_header_and_train_rows(tmp_path):
+    p = tmp_path / "runlog.jsonl"
+    with RunLogWriter(p, {"run": "demo", "recipe": "scalerl", "config": {}}) as w:
+        w.append({"type": "train", "step": 1, "loss": 0.3})
+        for i, (c, r) in enumerate([(0.0, 0.1), (1.0, 0.3), (2.0, float("nan")), (3.0, 0.5)]):
+            w.append({"type": "eval", "step": i, "gpu_hours": c, "val/pass_rate": r})
+    c = read_curve(p, "gpu_hours", "val/pass_rate")
+    assert c.name == "demo"
+    assert np.allclose(c.x, [0, 1, 3]) and c.dropped == 1  # NaN was written as null, dropped, counted
+
+
+def test_jsonl_torn_last_line_is_skipped_with_a_note(tmp_path):
+    p = tmp_path / "runlog.jsonl"
+    rows = [json.dumps({"c": i, "r": 0.1 * i}) for i in range(5)]
+    p.write_text("\n".join(rows) + '\n{"c": 5, "r": 0.')
+    c = read_curve(p, "c", "r")
+    assert len(c) == 5
+    assert any("torn" in n for n in c.notes)
+
+
+def test_jsonl_malformed_middle_line_is_an_error(tmp_path):
+    p = tmp_path / "runlog.jsonl"
+    p.write_text('{"c": 0, "r": 0.1}\nnot json\n{"c": 1, "r": 0.2}\n')
+    with pytest.raises(InputError, match="line 2"):
+        read_curve(p, "c", "r")
+
+
+def test_jsonl_non_numeric_value(tmp_path):
+    p = tmp_path / "runlog.jsonl"
+    p.write_text('{"c": 0, "r": 0.1}\n{"c": 1, "r": "high"}\n')
+    with pytest.raises(InputError, match="not a number"):
+        read_curve(p, "c", "r")
+
+
+def test_wandb_chart_export(tmp_path):
+    p = tmp_path / "wandb_export.csv"
+    p.write_text(
+        '"Step","run-a - val/acc","run-a - val/acc__MIN","run-a - val/acc__MAX","run-b - val/acc","run-b - val/acc__MIN","run-b - val/acc__MAX"\n'
+        "0,0.1,0.1,0.1,0.2,0.2,0.2\n"
+        "10,0.3,0.3,0.3,,,\n"
+        "20,0.4,0.4,0.4,0.5,0.5,0.5\n"
+    )
+    curves = read_curves(p, "Step", "val/acc")
+    assert [c.name for c in curves] == ["run-a", "run-b"]
+    assert np.allclose(curves[0].y, [0.1, 0.3, 0.4])
+    assert np.allclose(curves[1].x, [0, 20])  # empty cells: the run did not log that step
+
+
+def test_tensorboard_event_files(tmp_path):
+    SummaryWriter = pytest.importorskip("torch.utils.tensorboard").SummaryWriter
+    for run, scale in (("seed0", 1.0), ("seed1", 0.9)):
+        w = SummaryWriter(str(tmp_path / run))
+        for step in range(6):
+            w.add_scalar("val/pass_rate", scale * (0.1 + 0.1 * step), step)
+            w.add_scalar("compute/gpu_hours", 0.5 * step, step)
+        w.close()
+    curves = read_curves(tmp_path, "compute/gpu_hours", "val/pass_rate")
+    assert sorted(c.name for c in curves) == ["seed0", "seed1"]
+    c0 = next(c for c in curves if c.name == "seed0")
+    assert np.allclose(c0.x, 0.5 * np.arange(6)) and np.allclose(c0.y, 0.1 + 0.1 * np.arange(6))
+    by_step = read_curve(tmp_path / "seed1", "step", "val/pass_rate")
+    assert np.allclose(by_step.x, np.arange(6))
+    with pytest.raises(InputError, match="available columns"):
+        read_curves(tmp_path, "step", "val/nope")
