@@ -16,7 +16,7 @@ over such dataclasses; it knows nothing about recipes or trainers:
 
 It imports no torch: the forecaster and the CLI read configs without the training stack.
 
-    cfg = apply_overrides(load_yaml(RecipeConfig, "configs/scalerl.yaml"), ["pipeline.k=4"])
+    cfg = apply_overrides(load_yaml(RecipeConfig, "configs/scalerl.yaml"), ["off_policy.k=4"])
 """
 
 from __future__ import annotations
@@ -362,7 +362,7 @@ def resolve_key(cls: type, key: str) -> str:
     """The full dotted path an override key names in ``cls``.
 
     A full path wins; otherwise the key must be the suffix of exactly one leaf path (so
-    ``k`` means ``pipeline.k`` when no other section has a field ``k``).
+    ``k`` means ``off_policy.k`` when no other section has a field ``k``).
     """
     leaves = leaf_fields(cls)
     if key in leaves:
@@ -454,7 +454,8 @@ def markdown_reference(cls: type, instance: Any | None = None) -> str:
             if sub is not None:
                 walk(sub, getattr(obj, f.name), path)
                 continue
-            doc = " ".join(docs.get(f.name, "").split()).replace("|", "\\|")
+            # '<' escaped: a doc mentioning </think> must not read as an HTML tag.
+            doc = " ".join(docs.get(f.name, "").split()).replace("|", "\\|").replace("<", "&lt;")
             value = _scalar(_plain(getattr(obj, f.name))).replace("|", "\\|")
             type_name = _type_name(hints[f.name]).replace("|", "\\|")
             rows.append(f"| `{path}` | {type_name} | `{value}` | {doc} |")

@@ -129,15 +129,15 @@ class LengthConfig:
 
 
 @dataclass
-class PipelineConfig:
-    """How generation and training overlap (off-policy-ness)."""
+class OffPolicyConfig:
+    """How generation and training overlap: the off-policy pipeline."""
 
-    mode: PipelineMode = "pipeline-rl-k"
+    pipeline: PipelineMode = "pipeline-rl-k"
     """pipeline-rl-k (ScaleRL: generators keep running, weights pushed after every update, in-flight
-    sequences continue on new weights), ppo-off-policy-k (generate k batches, then k optimizer steps),
-    or sync (k = 1)."""
+    sequences continue on new weights), ppo-off-policy-k (generate k batches, then k optimizer steps
+    on them), or sync (k = 1)."""
     k: int = 8
-    """Maximum staleness: the trainer is at most k updates ahead of the data it consumes."""
+    """Maximum staleness: the trainer is at most k updates ahead of the data it consumes (paper: 8)."""
 
 
 @dataclass
@@ -159,7 +159,8 @@ class OptimizerConfig:
     betas: tuple[float, float] = (0.9, 0.999)
     """AdamW (beta1, beta2) (paper: not stated; torch defaults)."""
     eps: float = 1e-15
-    """AdamW epsilon (paper: 1e-15, far below the default, so tiny gradients still move weights)."""
+    """AdamW epsilon (paper: 1e-15, far below torch's 1e-8, so that very small gradients are still
+    normalised instead of being damped by eps)."""
     weight_decay: float = 0.01
     """AdamW decoupled weight decay (paper: 0.01)."""
     warmup_steps: int = 100
@@ -188,7 +189,7 @@ class RecipeConfig:
     fp32_lm_head: bool = True
     """Compute the LM head (logits) in fp32 on generator and trainer (MiniMax-M1, ScaleRL), so the
     importance ratio is free of the head's bf16 rounding."""
-    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+    off_policy: OffPolicyConfig = field(default_factory=OffPolicyConfig)
     """Off-policy pipeline: PipelineRL-k, PPO-off-policy-k, or synchronous."""
     batch: BatchConfig = field(default_factory=BatchConfig)
     """Prompts and generations per optimizer step."""
@@ -289,14 +290,14 @@ def _check_length(cfg: RecipeConfig):
         )
 
 
-def _check_pipeline(cfg: RecipeConfig):
-    p = cfg.pipeline
-    if p.mode not in get_args(PipelineMode):
-        yield f"pipeline.mode: unknown mode {p.mode!r}; known: {', '.join(get_args(PipelineMode))}"
-    if p.k < 1:
-        yield f"pipeline.k must be >= 1, got {p.k}"
-    if p.mode == "sync" and p.k != 1:
-        yield f"pipeline.mode=sync means k=1 (got k={p.k}); set pipeline.k=1 or choose ppo-off-policy-k"
+def _check_off_policy(cfg: RecipeConfig):
+    o = cfg.off_policy
+    if o.pipeline not in get_args(PipelineMode):
+        yield f"off_policy.pipeline: unknown pipeline {o.pipeline!r}; known: {', '.join(get_args(PipelineMode))}"
+    if o.k < 1:
+        yield f"off_policy.k must be >= 1, got {o.k}"
+    if o.pipeline == "sync" and o.k != 1:
+        yield f"off_policy.pipeline=sync means k=1 (got k={o.k}); set off_policy.k=1 or choose ppo-off-policy-k"
 
 
 def _check_batch(cfg: RecipeConfig):
@@ -333,7 +334,7 @@ _CHECKS = (
     _check_filtering,
     _check_sampler,
     _check_length,
-    _check_pipeline,
+    _check_off_policy,
     _check_batch,
     _check_optimizer,
 )
