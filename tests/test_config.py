@@ -156,6 +156,8 @@ def test_override_errors():
         apply_overrides(Root(), ["inner.kk=1"])
     with pytest.raises(ConfigError, match="inner.k: expected an integer"):
         apply_overrides(Root(), ["k=lots"])
+    with pytest.raises(ConfigError, match="'inner' is a section, not a value; set one of its keys: inner.k, inner.rate"):
+        apply_overrides(Root(), ["inner=3"])
 
 
 def test_resolve_key_prefers_a_full_path():

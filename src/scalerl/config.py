@@ -379,12 +379,15 @@ def _unknown_path_message(cls: type, key: str, leaves: list[str]) -> str:
     # List the known keys of the deepest section the key does name, so the user sees the menu.
     parts = key.split(".")
     section, prefix = cls, ""
-    for part in parts[:-1]:
+    for part in parts:
         hints = _type_hints(section)
         sub = _section_type(hints[part]) if part in hints else None
         if sub is None:
             break
         section, prefix = sub, _join(prefix, part)
+    if prefix == key:
+        known = ", ".join(f"{key}.{f.name}" for f in dataclasses.fields(section))
+        return f"'{key}' is a section, not a value; set one of its keys: {known}"
     known = [f.name for f in dataclasses.fields(section)]
     close = difflib.get_close_matches(key, leaves, n=3, cutoff=0.6)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""

@@ -14,6 +14,10 @@ when tied), ``state_dict`` keys and dtypes are unchanged, and gradients flow bac
 cast to it. Because it is a class swap, not a closure, the model still deep-copies and
 pickles correctly (a generator may hold a copy of the trainer's model).
 
+Cost: each call casts the head weight to a temporary fp32 tensor (vocab x hidden floats) --
+per decode step when generating with Hugging Face -- and the fp32 logits take twice the
+memory of bf16 ones, which for long sequences is the larger of the two.
+
     model = AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.bfloat16)
     enable_fp32_lm_head(model)      # model(...).logits.dtype == torch.float32
 """
