@@ -1,1 +1,24 @@
-"""scalerl.rl"""
+"""The ScaleRL recipe as small, pure, tested pieces; the trainer composes them.
+
+* ``recipe``     -- ``RecipeConfig``: every component as a switch (torch-free)
+* ``presets``    -- scalerl, deepseek-grpo, qwen-dapo, magistral, minimax-m1, leave-one-out variants
+* ``losses``     -- policy losses by name: cispo, ppo, dapo, gspo (``register_policy_loss``)
+* ``aggregate``  -- per-token loss weights: token, sample, prompt
+* ``advantages`` -- group-centred advantages; batch / prompt / none normalisation
+* ``filters``    -- zero-variance mask, DAPO dynamic-sampling buffer
+* ``sampler``    -- epochs with no-positive-resampling, checkpointable
+* ``length``     -- forced interruptions, truncation, overlong penalty (torch-free)
+* ``fp32_head``  -- fp32 logits on a bf16 Hugging Face model
+
+One training step, in order::
+
+    keep = zero_variance_mask(rewards, group) if cfg.filtering.zero_variance else all-true
+    adv  = compute_advantages(rewards, group, cfg.advantages.normalization, keep=keep)
+    mask = completion_mask * keep[:, None]            # (* keep_in_loss for mask_truncated)
+    w    = aggregation_weights(cfg.aggregation, mask, group)   # once, on the whole step
+    for each micro-batch mb:
+        out = compute_policy_loss(LossInputs(logp[mb], gen_logp[mb], adv[mb], mask[mb], group[mb]), cfg.loss)
+        (w[mb] * out.per_token).sum().backward()
+
+Nothing is imported here, so ``import scalerl.rl.recipe`` stays free of torch.
+"""

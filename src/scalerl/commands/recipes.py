@@ -1,0 +1,47 @@
+"""``scalerl recipes``: list the recipe presets and leave-one-out variants, or show one as YAML.
+
+    scalerl recipes                                   # one line per recipe
+    scalerl recipes show scalerl                      # full commented YAML, ready to copy
+    scalerl recipes show scalerl loss.name=gspo k=4   # ... with overrides applied
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from scalerl.config import apply_overrides
+from scalerl.errors import ConfigError
+from scalerl.rl.presets import LEAVE_ONE_OUT, PRESETS, get_recipe, recipe_yaml
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", nargs="?", choices=["list", "show"], default="list",
+                        help="list (default) or show NAME")
+    parser.add_argument("name", nargs="?", help="recipe to show (see 'scalerl recipes')")
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                        help="overrides for show, e.g. loss.name=dapo or k=4")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "show":
+        return _show(args)
+    width = max(len(n) for n in {**PRESETS, **LEAVE_ONE_OUT})
+    print("presets:")
+    for p in PRESETS.values():
+        print(f"  {p.name:<{width}}  {p.summary}")
+    print("\nleave-one-out variants of scalerl (one component reverted):")
+    for p in LEAVE_ONE_OUT.values():
+        print(f"  {p.name:<{width}}  {p.summary}")
+    print("\nShow one as YAML: scalerl recipes show NAME [KEY=VALUE ...]")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    if not args.name:
+        known = ", ".join([*PRESETS, *LEAVE_ONE_OUT])
+        raise ConfigError(f"show needs a recipe name, e.g. 'scalerl recipes show scalerl'; known recipes: {known}")
+    cfg = get_recipe(args.name)
+    if args.overrides:
+        cfg = apply_overrides(cfg, args.overrides).validate()
+    print(recipe_yaml(args.name, cfg), end="")
+    return 0

@@ -1,0 +1,467 @@
+"""Configuration as nested dataclasses: YAML in and out, dotted overrides, strict checks.
+
+Every section of a scalerl configuration is a plain ``@dataclass`` whose fields each carry a
+docstring (a string literal right under the field, cleanrl style). This module is generic
+over such dataclasses; it knows nothing about recipes or trainers:
+
+* :func:`to_dict` / :func:`from_dict` -- plain dicts <-> dataclasses. ``from_dict`` is strict
+  (an unknown key is an error that lists the section's known keys) and coerces values to the
+  field annotations (``Optional``, ``Literal``, tuples, lists, dicts, nested sections).
+* :func:`load_yaml` / :func:`save_yaml` / :func:`dump_yaml` -- YAML files; ``dump_yaml`` writes
+  every field's docstring as a comment above it, so a dumped config is its own manual.
+* :func:`apply_overrides` -- ``["loss.name=dapo", "k=4"]``: a dotted path, or any unique
+  suffix of one (a bare leaf name when it is unique across sections).
+* :func:`field_docs` / :func:`leaf_fields` / :func:`undocumented_fields` /
+  :func:`markdown_reference` -- introspection for ``recipes show``, docs and tests.
+
+It imports no torch: the forecaster and the CLI read configs without the training stack.
+
+    cfg = apply_overrides(load_yaml(RecipeConfig, "configs/scalerl.yaml"), ["off_policy.k=4"])
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import difflib
+import functools
+import inspect
+import math
+import textwrap
+import types
+import typing
+from pathlib import Path
+from typing import Any, Iterable, Literal, Mapping, TypeVar
+
+import yaml
+
+from scalerl.errors import ConfigError
+
+T = TypeVar("T")
+
+__all__ = [
+    "apply_overrides",
+    "dump_yaml",
+    "field_docs",
+    "from_dict",
+    "leaf_fields",
+    "load_yaml",
+    "markdown_reference",
+    "resolve_key",
+    "save_yaml",
+    "to_dict",
+    "undocumented_fields",
+]
+
+
+# ----------------------------------------------------------------------------- dicts
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    """A dataclass (nested) as plain dicts, lists and scalars, ready for YAML or JSON."""
+    if not dataclasses.is_dataclass(cfg) or isinstance(cfg, type):
+        raise TypeError(f"to_dict expects a dataclass instance, got {type(cfg).__name__}")
+    return {f.name: _plain(getattr(cfg, f.name)) for f in dataclasses.fields(cfg)}
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_dict(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def from_dict(cls: type[T], data: Mapping[str, Any], *, path: str = "") -> T:
+    """Build ``cls`` from a mapping; missing keys take their defaults, unknown keys are errors.
+
+    Values are coerced to the field annotations (e.g. ``"1e-15"`` -- which YAML 1.1 reads as a
+    string -- to a float, a list to a tuple). ``path`` names the section in error messages.
+    """
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{_where(path)}: expected a mapping of keys to values, got {data!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = [k for k in data if k not in fields]
+    if unknown:
+        raise ConfigError(_unknown_key_message(unknown[0], path, list(fields)))
+    hints = _type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        if dataclasses.is_dataclass(hints[name]) and isinstance(value, Mapping):
+            # A partial section fills its gaps from this field's own default (e.g. the dapo
+            # clips of LossConfig.dapo), not from the section class's generic defaults.
+            default = _field_default(fields[name])
+            if default is not None:
+                value = _deep_merge(to_dict(default), value)
+        kwargs[name] = _coerce(value, hints[name], _join(path, name))
+    missing = [
+        n
+        for n, f in fields.items()
+        if n not in kwargs and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        raise ConfigError(f"{_where(path)}: missing required key(s) {', '.join(missing)}")
+    return cls(**kwargs)
+
+
+def _field_default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return None
+
+
+def _deep_merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _where(path: str) -> str:
+    return f"section '{path}'" if path else "top level"
+
+
+def _unknown_key_message(key: str, path: str, known: list[str]) -> str:
+    hint = difflib.get_close_matches(key, known, n=1)
+    did_you_mean = f"; did you mean '{hint[0]}'?" if hint else ""
+    return f"unknown key '{key}' in {_where(path)}{did_you_mean} Known keys: {', '.join(known)}"
+
+
+@functools.lru_cache(maxsize=None)
+def _type_hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+_NONE = type(None)
+
+
+def _coerce(value: Any, tp: Any, path: str) -> Any:
+    """Convert a YAML-ish value to the annotated type ``tp``, or raise a ConfigError."""
+    if tp is Any:
+        return value
+    if dataclasses.is_dataclass(tp):
+        if dataclasses.is_dataclass(value) and isinstance(value, tp):
+            return value
+        return from_dict(tp, value, path=path)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and _NONE in args:
+            return None
+        for arg in (a for a in args if a is not _NONE):
+            try:
+                return _coerce(value, arg, path)
+            except ConfigError:
+                continue
+        raise ConfigError(f"{path}: expected {_type_name(tp)}, got {value!r}")
+    if origin is Literal:
+        if value in args:
+            return value
+        choices = ", ".join(repr(a) for a in args)
+        raise ConfigError(f"{path}: {value!r} is not one of {choices}")
+    if origin in (tuple, list):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{path}: expected a list like [1, 2], got {value!r}")
+        if origin is list:
+            item = args[0] if args else Any
+            return [_coerce(v, item, f"{path}[{i}]") for i, v in enumerate(value)]
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_coerce(v, args[0], f"{path}[{i}]") for i, v in enumerate(value))
+        if args and len(args) != len(value):
+            raise ConfigError(f"{path}: expected {len(args)} values, got {len(value)} ({value!r})")
+        items = args or (Any,) * len(value)
+        return tuple(_coerce(v, a, f"{path}[{i}]") for i, (v, a) in enumerate(zip(value, items)))
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{path}: expected a mapping like {{key: value}}, got {value!r}")
+        key_t, val_t = args or (Any, Any)
+        return {_coerce(k, key_t, path): _coerce(v, val_t, f"{path}.{k}") for k, v in value.items()}
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{path}: expected true or false, got {value!r}")
+    if tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ConfigError(f"{path}: expected an integer, got {value!r}")
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):  # YAML 1.1 reads '1e-15' (no dot) as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"{path}: expected a number, got {value!r}")
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise ConfigError(f"{path}: expected a string, got {value!r} (quote it in YAML)")
+    if isinstance(tp, type) and isinstance(value, tp):
+        return value
+    raise ConfigError(f"{path}: expected {_type_name(tp)}, got {value!r}")
+
+
+def _type_name(tp: Any) -> str:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join("null" if a is _NONE else _type_name(a) for a in args)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if origin is not None:
+        return f"{origin.__name__}[{', '.join(_type_name(a) for a in args)}]"
+    return getattr(tp, "__name__", str(tp))
+
+
+# ----------------------------------------------------------------------------- field docs
+
+
+@functools.lru_cache(maxsize=None)
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each field of dataclass ``cls`` (and its bases), by field name.
+
+    Read from the source with ``ast``: a string literal statement right after an annotated
+    assignment documents that field. Fields without one are absent from the result.
+    """
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if klass is object or not dataclasses.is_dataclass(klass):
+            continue
+        try:
+            source = textwrap.dedent(inspect.getsource(klass))
+        except (OSError, TypeError):  # no source (frozen app, REPL): docs are optional extras
+            continue
+        body = ast.parse(source).body[0].body  # type: ignore[attr-defined]
+        for stmt, nxt in zip(body, body[1:]):
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and isinstance(nxt, ast.Expr)
+                and isinstance(nxt.value, ast.Constant)
+                and isinstance(nxt.value.value, str)
+            ):
+                docs[stmt.target.id] = inspect.cleandoc(nxt.value.value)
+    return docs
+
+
+def _section_type(tp: Any) -> type | None:
+    """The dataclass a field holds (also through ``Optional``), or None for a leaf."""
+    if dataclasses.is_dataclass(tp):
+        return tp
+    return None
+
+
+def leaf_fields(cls: type, prefix: str = "") -> dict[str, Any]:
+    """Every leaf field of a nested dataclass, by dotted path, with its annotated type."""
+    out: dict[str, Any] = {}
+    hints = _type_hints(cls)
+    for f in dataclasses.fields(cls):
+        path = _join(prefix, f.name)
+        sub = _section_type(hints[f.name])
+        if sub is not None:
+            out.update(leaf_fields(sub, path))
+        else:
+            out[path] = hints[f.name]
+    return out
+
+
+def undocumented_fields(cls: type, prefix: str = "") -> list[str]:
+    """Dotted paths of the fields (sections included) that have no docstring."""
+    missing = []
+    docs = field_docs(cls)
+    hints = _type_hints(cls)
+    for f in dataclasses.fields(cls):
+        path = _join(prefix, f.name)
+        if not docs.get(f.name):
+            missing.append(path)
+        sub = _section_type(hints[f.name])
+        if sub is not None:
+            missing.extend(undocumented_fields(sub, path))
+    return missing
+
+
+# ----------------------------------------------------------------------------- YAML
+
+
+def load_yaml(cls: type[T], path: str | Path) -> T:
+    """Read a YAML file into ``cls`` (strict: see :func:`from_dict`)."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {str(path)!r} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {exc}".replace("\n", " ")) from None
+    return from_dict(cls, data or {})
+
+
+def save_yaml(cfg: Any, path: str | Path, *, header: str = "") -> None:
+    """Write ``cfg`` as commented YAML (see :func:`dump_yaml`)."""
+    Path(path).write_text(dump_yaml(cfg, header=header))
+
+
+def dump_yaml(cfg: Any, *, header: str = "", comments: bool = True, width: int = 92) -> str:
+    """``cfg`` as YAML; with ``comments`` every field's docstring is a ``#`` comment above it.
+
+    ``header`` (may be several lines) is written as a comment at the top. The output loads
+    back with ``yaml.safe_load`` to exactly :func:`to_dict` of ``cfg``.
+    """
+    lines = [f"# {line}".rstrip() for line in header.splitlines()] if header else []
+    _emit(cfg, 0, lines, comments, width)
+    return "\n".join(lines).rstrip("\n").lstrip("\n") + "\n"
+
+
+def _emit(cfg: Any, indent: int, lines: list[str], comments: bool, width: int) -> None:
+    docs = field_docs(type(cfg)) if comments else {}
+    pad = " " * indent
+    after_section = False
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        is_section = dataclasses.is_dataclass(value) and not isinstance(value, type)
+        if comments and lines and (is_section or after_section):
+            lines.append("")  # blank lines around sections keep long files readable
+        after_section = is_section
+        doc = docs.get(f.name, "")
+        # Single newlines in a docstring are source wrapping; blank lines separate paragraphs.
+        for paragraph in doc.split("\n\n") if doc else []:
+            text = " ".join(paragraph.split())
+            wrapped = textwrap.wrap(
+                text, width=max(20, width - indent - 2), break_on_hyphens=False, break_long_words=False
+            )
+            lines.extend(f"{pad}# {w}" for w in wrapped)
+        if is_section:
+            lines.append(f"{pad}{f.name}:")
+            _emit(value, indent + 2, lines, comments, width)
+        else:
+            lines.append(f"{pad}{f.name}: {_scalar(_plain(value))}")
+
+
+def _scalar(value: Any) -> str:
+    text = yaml.safe_dump(value, default_flow_style=True, width=math.inf, sort_keys=False).strip()
+    if text.endswith("\n..."):
+        text = text[: -len("\n...")]
+    elif text.endswith("..."):  # e.g. safe_dump(None) == 'null\n...\n'
+        text = text[:-3].strip()
+    return text
+
+
+# ----------------------------------------------------------------------------- overrides
+
+
+def resolve_key(cls: type, key: str) -> str:
+    """The full dotted path an override key names in ``cls``.
+
+    A full path wins; otherwise the key must be the suffix of exactly one leaf path (so
+    ``k`` means ``off_policy.k`` when no other section has a field ``k``).
+    """
+    leaves = leaf_fields(cls)
+    if key in leaves:
+        return key
+    matches = [p for p in leaves if p.endswith("." + key)]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise ConfigError(f"ambiguous key '{key}': it matches {', '.join(matches)}; write the full path")
+    raise ConfigError(_unknown_path_message(cls, key, list(leaves)))
+
+
+def _unknown_path_message(cls: type, key: str, leaves: list[str]) -> str:
+    # List the known keys of the deepest section the key does name, so the user sees the menu.
+    parts = key.split(".")
+    section, prefix = cls, ""
+    for part in parts:
+        hints = _type_hints(section)
+        sub = _section_type(hints[part]) if part in hints else None
+        if sub is None:
+            break
+        section, prefix = sub, _join(prefix, part)
+    if prefix == key:
+        known = ", ".join(f"{key}.{f.name}" for f in dataclasses.fields(section))
+        return f"'{key}' is a section, not a value; set one of its keys: {known}"
+    known = [f.name for f in dataclasses.fields(section)]
+    close = difflib.get_close_matches(key, leaves, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return f"unknown key '{key}'{hint} Known keys in {_where(prefix)}: {', '.join(known)}"
+
+
+def apply_overrides(cfg: T, overrides: Iterable[str]) -> T:
+    """A copy of ``cfg`` with ``key=value`` overrides applied in order.
+
+    ``key`` is a dotted path or a unique suffix of one (see :func:`resolve_key`); ``value`` is
+    read as a YAML scalar or flow collection (``4``, ``5e-7``, ``true``, ``null``, ``[8, 16]``,
+    ``{beta: 0.1}``) and then coerced to the field's type. For a string field the raw text is
+    kept (``name=on`` stays ``'on'``, not YAML's ``True``).
+    """
+    cls = type(cfg)
+    data = to_dict(cfg)
+    leaves = leaf_fields(cls)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"override {item!r} must look like key=value, e.g. loss.name=dapo or k=4")
+        path = resolve_key(cls, key)
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError:
+            value = raw
+        if _wants_text(leaves[path]) and value is not None and not isinstance(value, str):
+            value = raw.strip()
+        node = data
+        *parents, leaf = path.split(".")
+        for part in parents:
+            node = node[part]
+        node[leaf] = value
+        _coerce(value, leaves[path], path)  # fail here, naming the override, not later
+    return from_dict(cls, data)
+
+
+def _wants_text(tp: Any) -> bool:
+    if tp is str:
+        return True
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        return all(_wants_text(a) for a in args if a is not _NONE)
+    if origin is Literal:
+        return all(isinstance(a, str) for a in args)
+    return False
+
+
+# ----------------------------------------------------------------------------- docs
+
+
+def markdown_reference(cls: type, instance: Any | None = None) -> str:
+    """A Markdown table of every leaf field: dotted path, type, value, docstring.
+
+    ``instance`` supplies the values shown (defaults of ``cls`` when None).
+    """
+    cfg = instance if instance is not None else cls()
+    rows = ["| key | type | value | meaning |", "|---|---|---|---|"]
+
+    def walk(section_cls: type, obj: Any, prefix: str) -> None:
+        docs = field_docs(section_cls)
+        hints = _type_hints(section_cls)
+        for f in dataclasses.fields(section_cls):
+            path = _join(prefix, f.name)
+            sub = _section_type(hints[f.name])
+            if sub is not None:
+                walk(sub, getattr(obj, f.name), path)
+                continue
+            # '<' escaped: a doc mentioning </think> must not read as an HTML tag.
+            doc = " ".join(docs.get(f.name, "").split()).replace("|", "\\|").replace("<", "&lt;")
+            value = _scalar(_plain(getattr(obj, f.name))).replace("|", "\\|")
+            type_name = _type_name(hints[f.name]).replace("|", "\\|")
+            rows.append(f"| `{path}` | {type_name} | `{value}` | {doc} |")
+
+    walk(cls, cfg, "")
+    return "\n".join(rows) + "\n"

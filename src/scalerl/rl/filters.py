@@ -1,0 +1,104 @@
+"""Which prompt groups enter the loss: zero-variance filtering and DAPO's dynamic sampling.
+
+A group whose generations all got the same reward has a zero advantage everywhere, so it
+adds nothing to the gradient but still dilutes the aggregation's denominators.
+
+* :func:`zero_variance_mask` -- ScaleRL's filter, as a (B,) mask: the trainer multiplies the
+  completion mask by it, so the dropped groups leave the loss while their tokens are still
+  counted as compute (they were generated).
+* :class:`DynamicSamplingBuffer` -- DAPO's dynamic sampling: collect the non-zero-variance
+  groups of successive generation rounds until the batch is full, or until the cap on
+  rounds is hit (then the step trains on what it has).
+"""
+
+from __future__ import annotations
+
+from typing import Generic, Sequence, TypeVar
+
+import torch
+from torch import Tensor
+
+from scalerl.rl.advantages import group_index
+
+__all__ = ["DynamicSamplingBuffer", "has_reward_variance", "zero_variance_mask"]
+
+G = TypeVar("G")
+
+
+def zero_variance_mask(rewards: Tensor, group: Tensor, *, tol: float = 0.0) -> Tensor:
+    """(B,) bool: True for sequences whose group's rewards are not all equal (max - min > tol)."""
+    index = group_index(group)
+    n = int(index.max()) + 1 if index.numel() else 0
+    rewards = rewards.float()
+    high = torch.full((n,), -torch.inf, device=rewards.device).scatter_reduce(0, index, rewards, "amax")
+    low = torch.full((n,), torch.inf, device=rewards.device).scatter_reduce(0, index, rewards, "amin")
+    return ((high - low) > tol)[index]
+
+
+def has_reward_variance(rewards: Sequence[float], tol: float = 0.0) -> bool:
+    """Whether one group's rewards are not all equal (the pure-Python twin of the mask)."""
+    return len(rewards) > 0 and max(rewards) - min(rewards) > tol
+
+
+class DynamicSamplingBuffer(Generic[G]):
+    """Accumulates groups over generation rounds for DAPO's dynamic sampling.
+
+    ``G`` is whatever the caller uses for a group (e.g. a list of completions). Per round the
+    trainer generates some prompts, scores them, and calls :meth:`add_round`; it generates
+    another round (of :attr:`missing` prompts or more) while :attr:`done` is false, then calls
+    :meth:`take`. One buffer serves one optimizer step. Extra groups beyond the target are discarded, as in DAPO; every generated
+    group is counted in :attr:`generated_groups` for compute accounting.
+    """
+
+    def __init__(self, target_groups: int, max_rounds: int, *, tol: float = 0.0) -> None:
+        if target_groups < 1 or max_rounds < 1:
+            raise ValueError(f"target_groups ({target_groups}) and max_rounds ({max_rounds}) must be >= 1")
+        self.target_groups = target_groups
+        self.max_rounds = max_rounds
+        self.tol = tol
+        self.rounds = 0
+        self.generated_groups = 0
+        self.dropped_groups = 0
+        self._kept: list[G] = []
+        self._taken = False
+
+    def add_round(self, groups: Sequence[G], rewards: Sequence[Sequence[float]]) -> None:
+        """Record one generation round: ``rewards[i]`` are the rewards of ``groups[i]``."""
+        if len(groups) != len(rewards):
+            raise ValueError(f"{len(groups)} groups but {len(rewards)} reward lists")
+        if self._taken:
+            raise RuntimeError("this batch was taken; use a new DynamicSamplingBuffer for the next step")
+        if self.done:
+            raise RuntimeError("the batch is already done; call take() instead of generating more")
+        self.rounds += 1
+        self.generated_groups += len(groups)
+        for g, r in zip(groups, rewards):
+            if has_reward_variance(r, self.tol):
+                self._kept.append(g)
+            else:
+                self.dropped_groups += 1
+
+    @property
+    def missing(self) -> int:
+        """Groups still needed to fill the batch."""
+        return max(0, self.target_groups - len(self._kept))
+
+    @property
+    def full(self) -> bool:
+        return self.missing == 0
+
+    @property
+    def exhausted(self) -> bool:
+        """The cap on rounds is hit and the batch is still not full."""
+        return self.rounds >= self.max_rounds and not self.full
+
+    @property
+    def done(self) -> bool:
+        return self.full or self.exhausted
+
+    def take(self) -> list[G]:
+        """The kept groups, at most ``target_groups`` of them, in arrival order (once per buffer)."""
+        if self._taken:
+            raise RuntimeError("take() was already called; use a new DynamicSamplingBuffer for the next step")
+        self._taken = True
+        return self._kept[: self.target_groups]

@@ -1,0 +1,316 @@
+"""Length control: forced interruptions, plain truncation, and DAPO's overlong penalty.
+
+ScaleRL's *forced interruption* is a per-sequence state machine a generator drives token
+by token (the :class:`~scalerl.generate.base.LengthController` protocol)::
+
+    THINKING --natural </think>------------------------------> ANSWERING --answer budget--> FINISHED
+    THINKING --thinking budget (uniform in [lo, hi])--> FORCING --phrase done--> ANSWERING
+    any phase --max_new_tokens----------------------------------------------------------> FINISHED
+
+In FORCING, :meth:`InterruptionState.forced_token` returns the next token of the
+interruption phrase (``Okay, time is up. ... </think>``), which the generator emits with
+log-prob 0 and loss mask 0; the phrase is injected at most once per sequence. Stopping at
+EOS is the generator's business, not the state's.
+
+The other modes: ``truncate`` (cut at ``max_new_tokens``) and ``overlong_penalty`` (cut at
+``max_new_tokens`` and shape the reward with :func:`overlong_penalty`). Modes are a registry
+(:data:`LENGTH_MODES`); :func:`length_controller` and :func:`shape_reward` dispatch on
+``cfg.mode``. This module needs no torch.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from scalerl.rl.recipe import INTERRUPTION_PHRASE, LengthConfig
+from scalerl.rl.registry import Registry
+
+__all__ = [
+    "LENGTH_MODES",
+    "InterruptionController",
+    "InterruptionState",
+    "LengthMode",
+    "Phase",
+    "TruncationController",
+    "TruncationState",
+    "is_truncated",
+    "keep_in_loss",
+    "length_controller",
+    "overlong_penalty",
+    "shape_reward",
+]
+
+
+class Phase(enum.Enum):
+    THINKING = "thinking"
+    FORCING = "forcing"
+    ANSWERING = "answering"
+    FINISHED = "finished"
+
+
+def _encode(tokenizer: Any, text: str) -> list[int]:
+    try:
+        return list(tokenizer.encode(text, add_special_tokens=False))
+    except TypeError:  # simple tokenizers without the keyword
+        return list(tokenizer.encode(text))
+
+
+# ----------------------------------------------------------------------------- interruption
+
+
+class InterruptionState:
+    """Length control of one sequence under forced interruption (see the module docstring)."""
+
+    def __init__(self, controller: "InterruptionController", think_budget: int) -> None:
+        self._c = controller
+        self.think_budget = think_budget
+        """This sequence's thinking budget, drawn in [lo, hi]."""
+        self.phase = Phase.THINKING
+        self.num_tokens = 0
+        self.think_tokens = 0
+        self.answer_tokens = 0
+        self._forced = 0  # tokens of the phrase emitted so far
+        self._interrupted = False
+        self._truncated = False
+        self._tail: deque[int] = deque(maxlen=max(len(v) for v in controller.end_think_ids))
+        if think_budget == 0:
+            self._start_forcing()
+
+    # -- the LengthState protocol
+
+    def forced_token(self) -> int | None:
+        if self.phase is Phase.FORCING:
+            return self._c.phrase_ids[self._forced]
+        return None
+
+    def observe(self, token_id: int) -> None:
+        if self.phase is Phase.FINISHED:
+            raise RuntimeError("observe() called after the sequence finished")
+        self.num_tokens += 1
+        if self.phase is Phase.THINKING:
+            self.think_tokens += 1
+            self._tail.append(token_id)
+            if self._ends_thinking():
+                self.phase = Phase.ANSWERING
+            elif self.think_tokens >= self.think_budget:
+                self._start_forcing()
+        elif self.phase is Phase.FORCING:
+            expected = self._c.phrase_ids[self._forced]
+            if token_id != expected:
+                raise ValueError(f"the generator emitted token {token_id} while token {expected} was forced")
+            self._forced += 1
+            if self._forced == len(self._c.phrase_ids):
+                self.phase = Phase.ANSWERING
+        else:  # ANSWERING
+            self.answer_tokens += 1
+            if self.answer_tokens >= self._c.answer_budget:
+                self._finish(truncated=True)
+        if self.phase is not Phase.FINISHED and self.num_tokens >= self._c.max_new_tokens:
+            self._finish(truncated=True)
+
+    @property
+    def finished(self) -> bool:
+        return self.phase is Phase.FINISHED
+
+    @property
+    def interrupted(self) -> bool:
+        """The thinking budget ran out and the phrase was (or is being) forced."""
+        return self._interrupted
+
+    # -- extras
+
+    @property
+    def truncated(self) -> bool:
+        """A token budget (answer budget or max_new_tokens) ended the sequence."""
+        return self._truncated
+
+    def _start_forcing(self) -> None:
+        self.phase = Phase.FORCING
+        self._interrupted = True
+
+    def _finish(self, *, truncated: bool) -> None:
+        self.phase = Phase.FINISHED
+        self._truncated = truncated
+
+    def _ends_thinking(self) -> bool:
+        tail = list(self._tail)
+        return any(len(v) <= len(tail) and tail[len(tail) - len(v) :] == v for v in self._c.end_think_ids)
+
+
+class InterruptionController:
+    """Makes one :class:`InterruptionState` per sequence, drawing its thinking budget.
+
+    ``phrase_ids`` are forced verbatim; ``end_think_ids`` lists token sequences any of which,
+    as a suffix of the sampled thinking, ends it naturally (a tokenizer can split ``</think>``
+    differently after a space, hence several).
+    """
+
+    def __init__(
+        self,
+        *,
+        phrase_ids: Sequence[int],
+        end_think_ids: Sequence[Sequence[int]],
+        think_budget: tuple[int, int],
+        answer_budget: int,
+        max_new_tokens: int,
+    ) -> None:
+        lo, hi = think_budget
+        if not 0 <= lo <= hi:
+            raise ValueError(f"think_budget must be (lo, hi) with 0 <= lo <= hi, got {think_budget}")
+        if not phrase_ids or not end_think_ids or not all(end_think_ids):
+            raise ValueError("phrase_ids and every end_think_ids entry must be non-empty")
+        if answer_budget < 1 or max_new_tokens < 1:
+            raise ValueError("answer_budget and max_new_tokens must be >= 1")
+        self.phrase_ids = list(phrase_ids)
+        self.end_think_ids = [list(v) for v in end_think_ids]
+        self.think_budget = (lo, hi)
+        self.answer_budget = answer_budget
+        self.max_new_tokens = max_new_tokens
+
+    @classmethod
+    def from_tokenizer(
+        cls,
+        tokenizer: Any,
+        *,
+        think_budget: tuple[int, int],
+        answer_budget: int,
+        max_new_tokens: int,
+        phrase: str = INTERRUPTION_PHRASE,
+        end_think: str = "</think>",
+    ) -> "InterruptionController":
+        variants: list[list[int]] = []
+        for text in (end_think, " " + end_think, "\n" + end_think):
+            ids = _encode(tokenizer, text)
+            # " </think>" may tokenize as [" ", "</think>"]: its suffix is then the plain form,
+            # already covered; keep only genuinely different spellings.
+            if ids and not any(ids[len(ids) - len(v) :] == v for v in variants if len(v) <= len(ids)):
+                variants.append(ids)
+        return cls(
+            phrase_ids=_encode(tokenizer, phrase),
+            end_think_ids=variants,
+            think_budget=think_budget,
+            answer_budget=answer_budget,
+            max_new_tokens=max_new_tokens,
+        )
+
+    def start(self, rng: random.Random) -> InterruptionState:
+        lo, hi = self.think_budget
+        return InterruptionState(self, rng.randint(lo, hi))
+
+
+# ----------------------------------------------------------------------------- truncation
+
+
+class TruncationState:
+    """Plain truncation: never forces a token, finishes after ``max_new_tokens``."""
+
+    def __init__(self, max_new_tokens: int) -> None:
+        self.max_new_tokens = max_new_tokens
+        self.num_tokens = 0
+
+    def forced_token(self) -> int | None:
+        return None
+
+    def observe(self, token_id: int) -> None:
+        if self.finished:
+            raise RuntimeError("observe() called after the sequence finished")
+        self.num_tokens += 1
+
+    @property
+    def finished(self) -> bool:
+        return self.num_tokens >= self.max_new_tokens
+
+    @property
+    def interrupted(self) -> bool:
+        return False
+
+    @property
+    def truncated(self) -> bool:
+        return self.finished
+
+
+class TruncationController:
+    def __init__(self, max_new_tokens: int) -> None:
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        self.max_new_tokens = max_new_tokens
+
+    def start(self, rng: random.Random) -> TruncationState:
+        return TruncationState(self.max_new_tokens)
+
+
+# ----------------------------------------------------------------------------- rewards and masks
+
+
+def overlong_penalty(length: int, max_len: int, cache: int) -> float:
+    """DAPO's soft overlong punishment ``clip((L_max - len) / L_cache - 1, -1, 0)``.
+
+    0 up to ``L_max - L_cache`` tokens, then a linear ramp down to -1 at ``L_max`` and beyond.
+    """
+    return min(0.0, max(-1.0, (max_len - length) / cache - 1.0))
+
+
+def is_truncated(finish_reason: str) -> bool:
+    """Whether a :class:`~scalerl.generate.base.Completion` was cut by a token budget."""
+    return finish_reason in ("length", "interrupted_length")
+
+
+def keep_in_loss(cfg: LengthConfig, finish_reason: str) -> bool:
+    """False for a truncated completion when ``mask_truncated`` is on (DAPO's overlong filtering)."""
+    return not (cfg.mask_truncated and is_truncated(finish_reason))
+
+
+# ----------------------------------------------------------------------------- modes
+
+
+@dataclass(frozen=True)
+class LengthMode:
+    """What a ``length.mode`` does to generation and to rewards."""
+
+    controller: Callable[[LengthConfig, Any], Any]
+    """(length config, tokenizer) -> a LengthController for the generator."""
+    reward: Callable[[LengthConfig, float, int], float]
+    """(length config, task reward, completion length in tokens) -> the reward trained on."""
+
+
+def _unshaped(cfg: LengthConfig, reward: float, length: int) -> float:
+    return reward
+
+
+def _penalised(cfg: LengthConfig, reward: float, length: int) -> float:
+    return reward + overlong_penalty(length, cfg.overlong_max_len, cfg.overlong_cache)
+
+
+def _interrupt_controller(cfg: LengthConfig, tokenizer: Any) -> InterruptionController:
+    return InterruptionController.from_tokenizer(
+        tokenizer,
+        think_budget=tuple(cfg.think_budget),  # type: ignore[arg-type]
+        answer_budget=cfg.answer_budget,
+        max_new_tokens=cfg.max_new_tokens,
+        phrase=cfg.interruption_phrase,
+        end_think=cfg.end_think,
+    )
+
+
+def _truncation_controller(cfg: LengthConfig, tokenizer: Any) -> TruncationController:
+    return TruncationController(cfg.max_new_tokens)
+
+
+LENGTH_MODES: Registry[LengthMode] = Registry("length mode")
+LENGTH_MODES.register("interrupt")(LengthMode(_interrupt_controller, _unshaped))
+LENGTH_MODES.register("truncate")(LengthMode(_truncation_controller, _unshaped))
+LENGTH_MODES.register("overlong_penalty")(LengthMode(_truncation_controller, _penalised))
+
+
+def length_controller(cfg: LengthConfig, tokenizer: Any) -> Any:
+    """The LengthController ``cfg.mode`` asks for, built with ``tokenizer`` (for the phrase's ids)."""
+    return LENGTH_MODES.get(cfg.mode).controller(cfg, tokenizer)
+
+
+def shape_reward(cfg: LengthConfig, reward: float, length: int) -> float:
+    """The reward trained on, given the task's reward and the completion's length in tokens."""
+    return LENGTH_MODES.get(cfg.mode).reward(cfg, reward, length)

@@ -1,0 +1,207 @@
+"""Policy losses on per-token log-probs, in a registry: ``cispo``, ``ppo``, ``dapo``, ``gspo``.
+
+A loss maps :class:`LossInputs` (trainer and generator log-probs, per-sequence advantages,
+the completion mask, the group index) to a :class:`LossOutput`: the per-token loss, zero
+outside the mask, and metrics. Reducing the per-token loss to a scalar is the separate job of
+``scalerl.rl.aggregate`` (token / sample / prompt), so every loss composes with every
+aggregation. Notation (SPEC.md §2): rho = pi_train / pi_gen per token, A = the sequence's
+advantage, sg = stop-gradient.
+
+    out = compute_policy_loss(LossInputs(logp, gen_logp, adv, mask, group), cfg.loss)
+    loss = aggregate_loss(out.per_token, mask, group, cfg.aggregation)
+
+Add a loss of your own with :func:`register_policy_loss`; it receives the whole
+:class:`~scalerl.rl.recipe.LossConfig` (put your parameters in ``cfg.extra``).
+
+Metrics (0-dim detached tensors, means over the masked tokens):
+
+* ``clip_frac`` -- tokens whose gradient the clip removes (PPO-style losses); 0 for CISPO,
+  which never removes a token's gradient, only caps its weight;
+* ``truncated_frac`` -- tokens whose importance weight differs from the raw ratio (ratio outside
+  the clip range, or above CISPO's cap), whatever the advantage's sign;
+* ``ratio_mean`` / ``ratio_max`` -- the raw importance ratio rho, before any clip or cap (per
+  sequence for GSPO): how far the trainer has moved from the data's policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+from scalerl.rl.recipe import LossConfig
+from scalerl.rl.registry import Registry
+
+__all__ = [
+    "POLICY_LOSSES",
+    "LossInputs",
+    "LossOutput",
+    "compute_policy_loss",
+    "cispo_loss",
+    "clipped_surrogate",
+    "gspo_loss",
+    "register_policy_loss",
+]
+
+
+@dataclass
+class LossInputs:
+    """One batch of completions, padded to a common length T."""
+
+    logprobs: Tensor
+    """(B, T) log pi_train(token) from the trainer's forward pass; carries the gradient."""
+    gen_logprobs: Tensor
+    """(B, T) log pi_gen(token) recorded by the generator when it sampled the token (no gradient)."""
+    advantages: Tensor
+    """(B,) one advantage per sequence (already centred and normalised)."""
+    mask: Tensor
+    """(B, T) 1 for tokens trained on; 0 for padding, forced tokens and filtered sequences."""
+    group: Tensor
+    """(B,) integer index of the prompt (group) each sequence answers."""
+
+    def __post_init__(self) -> None:
+        b, t = self.logprobs.shape
+        if self.gen_logprobs.shape != (b, t) or self.mask.shape != (b, t):
+            raise ValueError(
+                f"logprobs {tuple(self.logprobs.shape)}, gen_logprobs {tuple(self.gen_logprobs.shape)} "
+                f"and mask {tuple(self.mask.shape)} must all be (B, T)"
+            )
+        if self.advantages.shape != (b,) or self.group.shape != (b,):
+            raise ValueError(
+                f"advantages {tuple(self.advantages.shape)} and group {tuple(self.group.shape)} must be (B,) = ({b},)"
+            )
+        self.mask = self.mask.bool()
+
+
+@dataclass
+class LossOutput:
+    per_token: Tensor
+    """(B, T) loss of each token, exactly 0 outside the mask."""
+    metrics: dict[str, Tensor]
+    """clip_frac, truncated_frac, ratio_mean, ratio_max (0-dim, detached)."""
+
+
+PolicyLoss = Callable[[LossInputs, LossConfig], LossOutput]
+
+POLICY_LOSSES: Registry[PolicyLoss] = Registry(
+    "policy loss", "add one with @scalerl.rl.losses.register_policy_loss('name')"
+)
+
+
+def register_policy_loss(name: str, *, replace: bool = False) -> Callable[[PolicyLoss], PolicyLoss]:
+    """Decorator: make ``fn(inputs: LossInputs, cfg: LossConfig) -> LossOutput`` selectable as ``loss.name``."""
+    return POLICY_LOSSES.register(name, replace=replace)
+
+
+def compute_policy_loss(inputs: LossInputs, cfg: LossConfig) -> LossOutput:
+    """Run the loss ``cfg.name`` names."""
+    return POLICY_LOSSES.get(cfg.name)(inputs, cfg)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _log_ratio(inputs: LossInputs) -> Tensor:
+    # Zero outside the mask *before* exp: padded or forced positions may hold any log-prob
+    # (forced tokens carry 0.0 from the generator), and must not overflow into NaN gradients.
+    diff = inputs.logprobs - inputs.gen_logprobs.detach()
+    return torch.where(inputs.mask, diff, torch.zeros_like(diff))
+
+
+def _masked_mean(x: Tensor, mask: Tensor) -> Tensor:
+    x = x.detach().float()
+    return torch.where(mask, x, torch.zeros_like(x)).sum() / mask.sum().clamp_min(1)
+
+
+def _metrics(ratio: Tensor, mask: Tensor, clipped: Tensor, truncated: Tensor) -> dict[str, Tensor]:
+    ratio = ratio.detach()
+    return {
+        "clip_frac": _masked_mean(clipped, mask),
+        "truncated_frac": _masked_mean(truncated, mask),
+        "ratio_mean": _masked_mean(ratio, mask),
+        # ratio > 0, so 0 stands in for masked positions (and for an all-masked batch).
+        "ratio_max": torch.where(mask, ratio, torch.zeros_like(ratio)).max().float(),
+    }
+
+
+def _masked(x: Tensor, mask: Tensor) -> Tensor:
+    return torch.where(mask, x, torch.zeros_like(x))
+
+
+# ----------------------------------------------------------------------------- losses
+
+
+@register_policy_loss("cispo")
+def cispo_loss(inputs: LossInputs, cfg: LossConfig) -> LossOutput:
+    """CISPO (MiniMax-M1; ScaleRL): ``-sg(min(rho, eps_max)) * A * log pi_train(token)``.
+
+    The truncated ratio is a constant weight, so the gradient is ``-w * A * grad log pi`` for
+    every token: no token's gradient is ever dropped (unlike PPO's clip), large ratios are
+    only capped. No lower clip.
+    """
+    ratio = torch.exp(_log_ratio(inputs))
+    eps_max = cfg.cispo.eps_max
+    weight = torch.clamp(ratio, max=eps_max).detach()
+    per_token = -weight * inputs.advantages.unsqueeze(1) * inputs.logprobs
+    truncated = ratio > eps_max
+    return LossOutput(
+        _masked(per_token, inputs.mask),
+        _metrics(ratio, inputs.mask, torch.zeros_like(truncated), truncated),
+    )
+
+
+def clipped_surrogate(inputs: LossInputs, eps_low: float, eps_high: float) -> LossOutput:
+    """PPO's clipped surrogate ``-min(rho * A, clip(rho, 1 - eps_low, 1 + eps_high) * A)`` per token.
+
+    Where the ratio has left the trust region in the direction the advantage pushes it
+    (rho > 1 + eps_high with A > 0, rho < 1 - eps_low with A < 0) the clipped branch is the
+    minimum and is constant in theta: that token's gradient is zero.
+    """
+    ratio = torch.exp(_log_ratio(inputs))
+    adv = inputs.advantages.unsqueeze(1)
+    clipped_ratio = torch.clamp(ratio, 1 - eps_low, 1 + eps_high)
+    per_token = -torch.minimum(ratio * adv, clipped_ratio * adv)
+    clipped = ((ratio > 1 + eps_high) & (adv > 0)) | ((ratio < 1 - eps_low) & (adv < 0))
+    truncated = (ratio > 1 + eps_high) | (ratio < 1 - eps_low)
+    return LossOutput(_masked(per_token, inputs.mask), _metrics(ratio, inputs.mask, clipped, truncated))
+
+
+@register_policy_loss("ppo")
+def ppo_loss(inputs: LossInputs, cfg: LossConfig) -> LossOutput:
+    """PPO-clip / GRPO (DeepSeek): the clipped surrogate with ``cfg.ppo`` (0.2 / 0.2)."""
+    return clipped_surrogate(inputs, cfg.ppo.eps_low, cfg.ppo.eps_high)
+
+
+@register_policy_loss("dapo")
+def dapo_loss(inputs: LossInputs, cfg: LossConfig) -> LossOutput:
+    """DAPO clip-higher: the clipped surrogate with ``cfg.dapo`` (0.2 / 0.28)."""
+    return clipped_surrogate(inputs, cfg.dapo.eps_low, cfg.dapo.eps_high)
+
+
+@register_policy_loss("gspo")
+def gspo_loss(inputs: LossInputs, cfg: LossConfig) -> LossOutput:
+    """GSPO: the clipped surrogate on one ratio per sequence, ``s = exp(mean_t log rho_t)``.
+
+    The sequence's loss is written on each of its tokens, so token, sample and prompt
+    aggregation all apply unchanged (sample-level gives GSPO's own per-sequence mean). The
+    gradient reaches every token of the sequence through ``s``: ``d s / d log pi_t = s / |y|``.
+    """
+    eps_low, eps_high = cfg.gspo.eps_low, cfg.gspo.eps_high
+    mask = inputs.mask
+    lengths = mask.sum(dim=1).clamp_min(1)
+    seq_ratio = torch.exp(_log_ratio(inputs).sum(dim=1) / lengths)
+    adv = inputs.advantages
+    seq_loss = -torch.minimum(seq_ratio * adv, torch.clamp(seq_ratio, 1 - eps_low, 1 + eps_high) * adv)
+    clipped = ((seq_ratio > 1 + eps_high) & (adv > 0)) | ((seq_ratio < 1 - eps_low) & (adv < 0))
+    truncated = (seq_ratio > 1 + eps_high) | (seq_ratio < 1 - eps_low)
+    shape = mask.shape
+    per_token = _masked(seq_loss.unsqueeze(1).expand(shape), mask)
+    metrics = _metrics(
+        seq_ratio.unsqueeze(1).expand(shape),
+        mask,
+        clipped.unsqueeze(1).expand(shape),
+        truncated.unsqueeze(1).expand(shape),
+    )
+    return LossOutput(per_token, metrics)

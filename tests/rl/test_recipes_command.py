@@ -1,0 +1,42 @@
+"""`scalerl recipes` and `scalerl recipes show NAME`."""
+
+from __future__ import annotations
+
+import yaml
+
+from scalerl.cli import main
+from scalerl.config import from_dict
+from scalerl.rl.presets import all_presets, get_recipe
+from scalerl.rl.recipe import RecipeConfig
+
+
+def test_list_shows_every_recipe_with_its_summary(capsys):
+    assert main(["recipes"]) == 0
+    out = capsys.readouterr().out
+    for name, preset in all_presets().items():
+        assert f"{name}  " in out and preset.summary in out
+
+
+def test_show_prints_commented_yaml_of_the_recipe(capsys):
+    assert main(["recipes", "show", "qwen-dapo"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# recipe: qwen-dapo\n")
+    assert "# DAPO dynamic sampling" in out  # field docs as comments
+    assert from_dict(RecipeConfig, yaml.safe_load(out)) == get_recipe("qwen-dapo")
+
+
+def test_show_applies_and_validates_overrides(capsys):
+    assert main(["recipes", "show", "scalerl", "loss.name=gspo", "k=2"]) == 0
+    cfg = from_dict(RecipeConfig, yaml.safe_load(capsys.readouterr().out))
+    assert (cfg.loss.name, cfg.off_policy.k) == ("gspo", 2)
+    assert main(["recipes", "show", "scalerl", "k=0"]) == 2
+    assert "off_policy.k must be >= 1" in capsys.readouterr().err
+
+
+def test_unknown_or_missing_name_exits_2_listing_the_known_names(capsys):
+    assert main(["recipes", "show", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("scalerl recipes: error: unknown recipe 'nope'; known recipes: scalerl, ")
+    assert "scalerl-loo-loss-dapo" in err and len(err.strip().splitlines()) == 1
+    assert main(["recipes", "show"]) == 2
+    assert "show needs a recipe name" in capsys.readouterr().err

@@ -1,0 +1,195 @@
+"""scalerl.config: dicts, YAML, strict errors, coercion, overrides, field docs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import Literal, Optional
+
+import pytest
+import yaml
+
+from scalerl.config import (
+    apply_overrides,
+    dump_yaml,
+    field_docs,
+    from_dict,
+    leaf_fields,
+    load_yaml,
+    markdown_reference,
+    resolve_key,
+    save_yaml,
+    to_dict,
+    undocumented_fields,
+)
+from scalerl.errors import ConfigError
+
+
+@dataclass
+class Inner:
+    """A nested section."""
+
+    k: int = 8
+    """How many."""
+    rate: float = 0.5
+    """A rate."""
+    mode: Literal["a", "b-c"] = "a"
+    """One of two modes."""
+
+
+@dataclass
+class Other:
+    rate: float = 1.0
+    """Another rate (makes the leaf name 'rate' ambiguous)."""
+    label: Optional[str] = None
+    """Optional text."""
+
+
+@dataclass
+class Root:
+    """The root."""
+
+    name: str = "x"
+    """A name."""
+    inner: Inner = field(default_factory=Inner)
+    """Nested section one."""
+    other: Other = field(default_factory=lambda: Other(rate=2.0))
+    """Nested section two, with a non-default default."""
+    pair: tuple[int, int] = (1, 2)
+    """Two ints."""
+    betas: tuple[float, ...] = (0.9,)
+    """Any number of floats."""
+    names: list[str] = field(default_factory=list)
+    """Some names."""
+    extra: dict[str, float] = field(default_factory=dict)
+    """Free parameters."""
+    clip: float | None = 1.0
+    """Optional number."""
+    flag: bool = False
+    """A switch."""
+
+
+def test_round_trip_dict_and_yaml(tmp_path):
+    cfg = Root(name="y", inner=Inner(k=3, mode="b-c"), pair=(5, 6), names=["a"], extra={"beta": 0.1}, clip=None)
+    assert from_dict(Root, to_dict(cfg)) == cfg
+    path = tmp_path / "c.yaml"
+    save_yaml(cfg, path, header="hello\nworld")
+    text = path.read_text()
+    assert text.startswith("# hello\n# world\n")
+    assert yaml.safe_load(text) == to_dict(cfg)
+    assert load_yaml(Root, path) == cfg
+
+
+def test_dump_yaml_writes_field_docs_as_comments():
+    text = dump_yaml(Root())
+    assert "# How many.\n  k: 8" in text
+    assert "# Nested section one.\ninner:" in text
+    assert "#" not in dump_yaml(Root(), comments=False)
+
+
+def test_types_are_coerced_from_yaml_values():
+    cfg = from_dict(Root, {"pair": [3, 4], "betas": [0.8, "1e-3"], "clip": "1e-15", "inner": {"rate": 1}})
+    assert cfg.pair == (3, 4) and isinstance(cfg.pair, tuple)
+    assert cfg.betas == (0.8, 1e-3)  # YAML 1.1 reads '1e-3' (no dot) as a string
+    assert cfg.clip == 1e-15
+    assert cfg.inner.rate == 1.0 and isinstance(cfg.inner.rate, float)
+
+
+def test_partial_section_keeps_the_fields_own_defaults():
+    # Root.other defaults to Other(rate=2.0); giving only `label` must not reset rate to 1.0.
+    cfg = from_dict(Root, {"other": {"label": "hi"}})
+    assert cfg.other == Other(rate=2.0, label="hi")
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"nme": "x"}, "unknown key 'nme' in top level; did you mean 'name'? Known keys: name, inner,"),
+        ({"inner": {"kk": 1}}, "unknown key 'kk' in section 'inner'; did you mean 'k'? Known keys: k, rate, mode"),
+        ({"inner": {"k": "many"}}, "inner.k: expected an integer, got 'many'"),
+        ({"inner": {"k": 1.5}}, "inner.k: expected an integer"),
+        ({"inner": {"mode": "c"}}, "inner.mode: 'c' is not one of 'a', 'b-c'"),
+        ({"pair": [1, 2, 3]}, "pair: expected 2 values, got 3"),
+        ({"flag": "yes please"}, "flag: expected true or false"),
+        ({"clip": "lots"}, "clip: expected float or null, got 'lots'"),
+        ({"inner": 3}, "section 'inner': expected a mapping"),
+        ({"name": 5}, "name: expected a string"),
+    ],
+)
+def test_strict_errors_name_the_key_and_the_choices(data, message):
+    with pytest.raises(ConfigError) as exc:
+        from_dict(Root, data)
+    assert message in str(exc.value)
+
+
+def test_load_yaml_errors_are_config_errors(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_yaml(Root, tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("inner: [unclosed")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_yaml(Root, bad)
+
+
+def test_overrides_by_path_and_unique_leaf_name():
+    cfg = apply_overrides(
+        Root(), ["inner.k=4", "mode=b-c", "other.rate=3", "pair=[7, 8]", "label=null", "extra={beta: 0.5}"]
+    )
+    assert cfg.inner.k == 4 and cfg.inner.mode == "b-c" and cfg.other.rate == 3.0
+    assert cfg.pair == (7, 8) and cfg.other.label is None and cfg.extra == {"beta": 0.5}
+    assert Root().inner.k == 8  # the input is not modified
+
+
+def test_override_of_a_string_field_keeps_the_raw_text():
+    # YAML would read 'on' as True and '007' as 7; a string field wants the text as typed.
+    assert apply_overrides(Root(), ["name=on"]).name == "on"
+    assert apply_overrides(Root(), ["label=007"]).other.label == "007"
+
+
+def test_override_errors():
+    with pytest.raises(ConfigError, match="ambiguous key 'rate': it matches inner.rate, other.rate"):
+        apply_overrides(Root(), ["rate=1"])
+    with pytest.raises(ConfigError, match="must look like key=value"):
+        apply_overrides(Root(), ["k"])
+    with pytest.raises(ConfigError, match="unknown key 'inner.kk'.*Known keys in section 'inner': k, rate, mode"):
+        apply_overrides(Root(), ["inner.kk=1"])
+    with pytest.raises(ConfigError, match="inner.k: expected an integer"):
+        apply_overrides(Root(), ["k=lots"])
+    with pytest.raises(ConfigError, match="'inner' is a section, not a value; set one of its keys: inner.k, inner.rate"):
+        apply_overrides(Root(), ["inner=3"])
+
+
+def test_resolve_key_prefers_a_full_path():
+    assert resolve_key(Root, "k") == "inner.k"
+    assert resolve_key(Root, "other.rate") == "other.rate"
+    assert resolve_key(Root, "inner.rate") == "inner.rate"
+
+
+def test_field_docs_and_leaves():
+    assert field_docs(Inner) == {"k": "How many.", "rate": "A rate.", "mode": "One of two modes."}
+    assert set(leaf_fields(Root)) >= {"inner.k", "other.label", "pair", "extra"}
+    assert undocumented_fields(Root) == []
+
+    @dataclass
+    class Half:
+        a: int = 1
+        """Documented."""
+        b: int = 2
+
+    assert undocumented_fields(Half) == ["b"]
+
+
+def test_markdown_reference_lists_every_leaf():
+    table = markdown_reference(Root)
+    for path in leaf_fields(Root):
+        assert f"| `{path}` |" in table
+    assert "| `inner.k` | int | `8` | How many. |" in table
+
+
+def test_config_and_recipe_import_without_torch():
+    code = (
+        "import sys, scalerl.config, scalerl.rl.recipe, scalerl.rl.presets, scalerl.rl.length, scalerl.rl.registry;"
+        "assert 'torch' not in sys.modules, 'torch was imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
