@@ -20,10 +20,11 @@ model's supervised warm start. Evaluation sets, drawn from the held-out partitio
 * ``val``  -- iid with training (uniform over held-out pairs); the set the forecast fits;
 * ``hard`` -- a harder, downstream-like split: at least one operand is shorter than ``digits``
   digits, so the scratchpad pads it with zero columns. It is the same procedure in a rarer
-  form (19% of the pairs at any difficulty), and rarity is what makes it hard for a
-  warm-started policy: measured at 2 digits, 0.11 sampled pass rate against 0.18 for
-  equal-length pairs (a split of all-carry pairs, the obvious candidate, measured no harder than
-  ``val``). No ``hard`` set at ``digits=1``, where no operand can be shorter.
+  form (19% of the pairs at any difficulty), and rarity is what makes it harder for a
+  warm-started policy. Measured on the default tiny model (``benchmarks/tiny_warm_start.py``):
+  mean@8 at temperature 1 0.122 on ``hard`` against 0.152 on ``val``, greedy 0.364 against
+  0.615. (A split of all-carry pairs, the obvious candidate, measured no harder than ``val``.)
+  No ``hard`` set at ``digits=1``, where no operand can be shorter.
 """
 
 from __future__ import annotations
@@ -92,7 +93,9 @@ class ArithmeticTask:
     """Addition of two ``digits``-digit numbers with a scratchpad; rewards +1 / -1."""
 
     digits: int = 2
-    """Difficulty: digits per operand. 2 warm-starts in seconds on a CPU; 3 did not within a minute."""
+    """Difficulty: digits per operand. Measured warm starts of the tiny model on one CPU core:
+    2 digits, 175 steps (~17 s) -> val 0.15 sampled / 0.62 greedy; 3 digits, 250 steps (~33 s)
+    -> 0.10 / 0.36."""
     n_train: int | None = None
     """Training pool size; None: the whole train partition (or 50,000 sampled pairs when larger)."""
     n_val: int = 200
