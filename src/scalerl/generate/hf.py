@@ -88,7 +88,6 @@ class HFGenerator:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else _eos_ids(model, tokenizer)[0]
         self.eos = torch.tensor(_eos_ids(model, tokenizer), device=self.device)
         self._cache_arg, self._keep_arg = _forward_kwargs(model)
-        self._targets = model.state_dict(keep_vars=True)  # name -> live tensor (tied names alias)
         self._torch_rng = torch.Generator(device=self.device).manual_seed(seed)
         self._py_rng = random.Random(seed)
         self._busy = threading.Lock()  # held for a whole generate call
@@ -103,9 +102,10 @@ class HFGenerator:
         Names and shapes are checked here, so a mismatch raises in the caller's thread.
         """
         snapshot: dict[str, torch.Tensor] = {}
+        targets = self._targets()
         with torch.no_grad():
             for name, value in state_dict.items():
-                target = self._targets.get(name)
+                target = targets.get(name)
                 if target is None:
                     raise KeyError(f"update_weights: the generator's model has no parameter or buffer {name!r}")
                 if tuple(value.shape) != tuple(target.shape):
@@ -119,6 +119,11 @@ class HFGenerator:
             self._pending = (snapshot, version)
         self._apply_if_idle()
 
+    def _targets(self) -> dict[str, torch.Tensor]:
+        # Looked up on every update rather than once: a module swapped after construction (an
+        # FP32 LM head, say) must receive the weights, not its discarded predecessor.
+        return self.model.state_dict(keep_vars=True)  # name -> live tensor (tied names alias)
+
     def _apply_pending(self) -> None:
         """Copy queued weights into the model. Call only while holding ``_busy``."""
         with self._pending_lock:
@@ -126,9 +131,10 @@ class HFGenerator:
         if pending is None:
             return
         tensors, version = pending
+        targets = self._targets()
         with torch.inference_mode(False), torch.no_grad():
             for name, value in tensors.items():
-                self._targets[name].copy_(value)
+                targets[name].copy_(value)
         self.version = version
 
     def _apply_if_idle(self) -> None:
@@ -147,6 +153,8 @@ class HFGenerator:
         params: SamplingParams,
         length_control: LengthController | None = None,
     ) -> list[Completion]:
+        if params.max_new_tokens < 0 or not 0.0 < params.top_p <= 1.0:
+            raise ValueError(f"HFGenerator.generate: need max_new_tokens >= 0 and 0 < top_p <= 1, got {params}")
         if not prompts:
             return []
         if any(len(p) == 0 for p in prompts):
