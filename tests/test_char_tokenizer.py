@@ -40,3 +40,14 @@ def test_saves_and_loads_with_auto_tokenizer(char_tokenizer, tmp_path):
     assert loaded(text).input_ids == char_tokenizer(text).input_ids
     assert len(loaded) == len(char_tokenizer)
     assert loaded.eos_token_id == char_tokenizer.eos_token_id and loaded.padding_side == "left"
+
+
+def test_interruption_phrase_is_three_tokens_and_any_other_text_still_encodes(char_tokenizer):
+    from scalerl.models.char_tokenizer import INTERRUPTION_SENTENCE
+
+    phrase = f"{INTERRUPTION_SENTENCE} {THINK_CLOSE}"
+    ids = char_tokenizer(phrase, add_special_tokens=False).input_ids
+    assert len(ids) == 3 and char_tokenizer.decode(ids, skip_special_tokens=True) == phrase
+    other = "Okay, time is up! </think>"
+    ids = char_tokenizer(other, add_special_tokens=False).input_ids
+    assert len(ids) == len(other) - len(THINK_CLOSE) + 1 and char_tokenizer.decode(ids) == other

@@ -4,7 +4,11 @@ Every printable ASCII character and the newline is one token, so any prompt, any
 and the forced-interruption phrase (``Okay, time is up. ... </think>``) encode without
 unknown tokens. ``<think>`` and ``</think>`` are single (non-special) added tokens: they
 survive ``decode(..., skip_special_tokens=True)`` so rewards can find the answer after
-``</think>``, and they keep the scratchpad short. ``<bos>`` is prepended to every encoded
+``</think>``, and they keep the scratchpad short. So is the sentence of ScaleRL's forced
+interruption (:data:`INTERRUPTION_SENTENCE`): spelled out in characters it would be 74 forced
+tokens after a ~20-token scratchpad, multiplying the cost of every interrupted sample by ~3.5
+(measured), where a real BPE tokenizer spends ~15 tokens after thousands of thinking tokens.
+As one token, ``"<sentence> </think>"`` is 3 tokens; any other wording still encodes, by characters. ``<bos>`` is prepended to every encoded
 text by the post-processor, like a base model's BOS; ``<eos>`` ends a completion.
 
 The result is a standard :class:`~transformers.PreTrainedTokenizerFast`: ``save_pretrained``
@@ -21,6 +25,8 @@ from transformers import PreTrainedTokenizerFast
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+#: The paper's interruption phrase is this sentence followed by " </think>" (SPEC.md).
+INTERRUPTION_SENTENCE = "Okay, time is up. Let me stop thinking and formulate a final answer now."
 
 #: The characters of the vocabulary, in id order after the special tokens.
 CHARACTERS: str = "\n" + "".join(chr(c) for c in range(32, 127))
@@ -28,7 +34,7 @@ assert set(string.printable) - set(CHARACTERS) <= set("\t\r\x0b\x0c")
 
 
 def build_char_tokenizer() -> PreTrainedTokenizerFast:
-    """Build the tiny model's tokenizer: special tokens, then one id per character, then the think tags."""
+    """Build the tiny model's tokenizer: special tokens, one id per character, the think tags, the interruption sentence."""
     specials = [PAD, BOS, EOS, UNK]
     vocab = {tok: i for i, tok in enumerate(specials)}
     for ch in CHARACTERS:
@@ -40,7 +46,9 @@ def build_char_tokenizer() -> PreTrainedTokenizerFast:
     # WordLevel's default decoding joins tokens with spaces; characters must be concatenated.
     backend.decoder = decoders.Fuse()
     backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
-    backend.add_tokens([AddedToken(t, special=False, normalized=False) for t in (THINK_OPEN, THINK_CLOSE)])
+    backend.add_tokens(
+        [AddedToken(t, special=False, normalized=False) for t in (THINK_OPEN, THINK_CLOSE, INTERRUPTION_SENTENCE)]
+    )
     backend.post_processor = processors.TemplateProcessing(
         single=f"{BOS} $A", pair=f"{BOS} $A $B", special_tokens=[(BOS, vocab[BOS])]
     )

@@ -70,6 +70,19 @@ def supervised_warm_start(
     ]
     rng = random.Random(config.seed)
     torch.manual_seed(config.seed)
+    # One thread: the same weights whatever the machine's core count (parallel reductions
+    # change float rounding, and the result is cached under a key that ignores threads); on
+    # the shared 2-vCPU machines a second thread was as often slower as faster (other sessions
+    # share the cores).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _train(model, tokenizer, examples, config, rng)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(model: Any, tokenizer: Any, examples: list, config: WarmStartConfig, rng: random.Random) -> dict[str, float]:
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     model.train()
     start, losses, order = time.perf_counter(), [], []

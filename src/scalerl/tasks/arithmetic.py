@@ -22,8 +22,8 @@ model's supervised warm start. Evaluation sets, drawn from the held-out partitio
   digits, so the scratchpad pads it with zero columns. It is the same procedure in a rarer
   form (19% of the pairs at any difficulty), and rarity is what makes it harder for a
   warm-started policy. Measured on the default tiny model (``benchmarks/tiny_warm_start.py``):
-  mean@8 at temperature 1 0.122 on ``hard`` against 0.152 on ``val``, greedy 0.364 against
-  0.615. (A split of all-carry pairs, the obvious candidate, measured no harder than ``val``.)
+  mean@8 at temperature 1 0.082 on ``hard`` against 0.096 on ``val``, greedy 0.273 against
+  0.395 (at 200 warm-start steps: 0.223 against 0.308, greedy 0.470 against 0.775). (A split of all-carry pairs, the obvious candidate, measured no harder than ``val``.)
   No ``hard`` set at ``digits=1``, where no operand can be shorter.
 """
 
@@ -94,8 +94,8 @@ class ArithmeticTask:
 
     digits: int = 2
     """Difficulty: digits per operand. Measured warm starts of the tiny model on one CPU core:
-    2 digits, 175 steps (~17 s) -> val 0.15 sampled / 0.62 greedy; 3 digits, 250 steps (~33 s)
-    -> 0.10 / 0.36."""
+    2 digits, 175 steps (~17 s) -> val 0.10 sampled / 0.40 greedy; 3 digits, 250 steps (~33 s)
+    -> 0.10 / 0.36 (an earlier vocabulary, one token smaller)."""
     n_train: int | None = None
     """Training pool size; None: the whole train partition (or 50,000 sampled pairs when larger)."""
     n_val: int = 200
