@@ -99,3 +99,10 @@ def test_get_task_with_a_user_reward(rewards_module):
     assert task.reward(problem, f"<think></think>{problem.answer}") == 1.0
     assert task.reward_stats()["calls"] == 1
     task.user_reward.close()
+
+
+def test_writes_to_file_descriptor_1_do_not_corrupt_replies(tmp_path, monkeypatch):
+    (tmp_path / "noisy.py").write_text("import os\ndef r(completion):\n    os.write(1, b'{\"value\": 99}\\n')\n    return 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with UserReward("noisy:r") as reward:
+        assert [reward(PROBLEM, "x") for _ in range(3)] == [1.0, 1.0, 1.0]

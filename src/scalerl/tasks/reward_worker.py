@@ -81,11 +81,15 @@ def to_reward(value: Any) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    # Keep the protocol channels private: the user's function sees a closed stdin and prints to stderr.
+    # Keep the protocol channels private: move them to fresh descriptors, then point fds 0 / 1
+    # at /dev/null / stderr, so even a C extension writing to fd 1 cannot corrupt a reply.
     out = os.fdopen(os.dup(1), "w", buffering=1)
     requests = os.fdopen(os.dup(0), "r")
+    os.dup2(2, 1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
     sys.stdout = sys.stderr
-    sys.stdin = open(os.devnull)
     try:
         fn = load_function(argv[0])
         names = accepted_arguments(fn)
