@@ -1,5 +1,6 @@
 import json
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -43,7 +44,7 @@ def test_cache_root_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("SCALERL_CACHE", str(tmp_path))
     assert cache_root() == tmp_path
     monkeypatch.delenv("SCALERL_CACHE")
-    assert cache_root() == __import__("pathlib").Path.home() / ".cache" / "scalerl"
+    assert cache_root() == Path.home() / ".cache" / "scalerl"
 
 
 def test_warm_start_reaches_a_nonzero_sampled_pass_rate(warm_tiny_dir):
