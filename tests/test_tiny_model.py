@@ -101,3 +101,26 @@ def test_directory_without_config_and_file_paths(tmp_path):
 def test_unreachable_hub_id_is_an_input_error():
     with pytest.raises(InputError, match="cannot load model 'nobody-xyz/no-such-model'"):
         load_model("nobody-xyz/no-such-model", local_files_only=True)
+
+
+def test_a_concurrent_builder_that_finishes_first_wins(random_model, char_tokenizer, tmp_path, monkeypatch):
+    spec = TinySpec(seed=99)
+    target = tmp_path / "tiny" / spec.key()
+
+    def other_process_finishes_meanwhile(_spec):
+        target.mkdir(parents=True)
+        (target / "scalerl_tiny.json").write_text("{}")  # the other builder's complete directory
+        return random_model, char_tokenizer, {"key": spec.key()}
+
+    monkeypatch.setattr(tiny, "make_tiny_model", other_process_finishes_meanwhile)
+    assert tiny_model_dir(spec, cache_dir=tmp_path) == target
+    assert os.listdir(target) == ["scalerl_tiny.json"]  # ours was discarded, theirs kept
+    assert os.listdir(target.parent) == [spec.key()]  # and no temporary directory is left
+
+
+def test_build_writes_a_complete_model_directory(random_model, char_tokenizer, tmp_path, monkeypatch):
+    spec = TinySpec(seed=98)
+    monkeypatch.setattr(tiny, "make_tiny_model", lambda _spec: (random_model, char_tokenizer, {"key": spec.key()}))
+    path = tiny_model_dir(spec, cache_dir=tmp_path)
+    assert {"config.json", "model.safetensors", "tokenizer.json", "scalerl_tiny.json"} <= set(os.listdir(path))
+    assert AutoModelForCausalLM.from_pretrained(path).config.hidden_size == random_model.config.hidden_size
