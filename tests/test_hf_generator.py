@@ -282,3 +282,25 @@ def test_generation_leaves_the_model_mode_alone(random_model, char_tokenizer, pr
         assert random_model.training
     finally:
         random_model.eval()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_on_cuda_logprobs_match_and_updates_apply(char_tokenizer, prompts):
+    from scalerl.models.tiny import TinyArchitecture, build_tiny_model
+
+    arch = TinyArchitecture(hidden_size=64, intermediate_size=128, num_hidden_layers=2)
+    model = build_tiny_model(char_tokenizer, arch, seed=0).cuda()
+    gen = HFGenerator(model, char_tokenizer, seed=0)
+    out = gen.generate(prompts * 4, SamplingParams(max_new_tokens=24, temperature=0.8, seed=1))
+    batch = pack_completions(out, char_tokenizer.pad_token_id, device="cuda")
+    with torch.no_grad():
+        recomputed = completion_logprobs(model, batch, 0.8).cpu()
+    mask = batch["completion_mask"].bool().cpu()
+    generated = torch.zeros_like(recomputed)
+    for i, c in enumerate(out):
+        generated[i, : len(c.logprobs)] = torch.tensor(c.logprobs)
+    assert torch.allclose(generated[mask], recomputed[mask], atol=1e-3)
+    other = build_tiny_model(char_tokenizer, arch, seed=1)  # on the CPU: copied to the GPU on update
+    gen.update_weights(other.state_dict(), 1)
+    assert gen.version == 1 and torch.equal(model.lm_head.weight.cpu(), other.lm_head.weight)
