@@ -1,0 +1,295 @@
+"""Hugging Face generator backend: a batched KV-cache sampling loop that accepts new weights mid-call.
+
+Why not ``model.generate``: the trainer needs, per token, the generator's own fp32 log-prob
+(for the importance ratio), the policy version that produced it (PipelineRL-k swaps weights
+*between two decode steps* and keeps the KV cache), and tokens *forced* by the length
+controller (the interruption phrase, loss mask 0). The loop below does exactly that:
+
+1. left-pad the prompts; position ids count real tokens only, so a row's positions do not
+   depend on its padding (the trainer's recomputation uses the same layout,
+   :func:`scalerl.generate.logprobs.completion_logprobs`);
+2. prefill once with ``logits_to_keep=1``; then one forward of one token per step on the cache;
+3. per step: sample (temperature / top-p), override with forced tokens, record, stop rows on
+   EOS / budget / ``max_new_tokens``, apply queued weights, drop finished rows from the batch
+   (and the cache) once enough have finished.
+
+Log-probs follow :mod:`scalerl.generate.sampling` (fp32, after temperature, no top-p).
+
+    from scalerl.generate.hf import HFGenerator
+    gen = HFGenerator(model, tokenizer, seed=0)
+    completions = gen.generate(prompt_ids, SamplingParams(max_new_tokens=64, temperature=1.0))
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+import threading
+from typing import Any, Mapping, Sequence
+
+import torch
+
+from scalerl.generate.base import Completion, LengthController, SamplingParams
+from scalerl.generate.sampling import sample_next
+
+
+def _forward_kwargs(model: Any) -> tuple[str, bool]:
+    """Name of the cache argument (``cache`` in transformers 5, ``past_key_values`` before) and
+    whether the model accepts ``logits_to_keep`` (compute the LM head for the last position only)."""
+    params = inspect.signature(model.forward).parameters
+    return ("cache" if "cache" in params else "past_key_values"), "logits_to_keep" in params
+
+
+def _new_cache(model: Any) -> Any:
+    from transformers import DynamicCache
+
+    try:
+        return DynamicCache(config=model.config)
+    except TypeError:  # older transformers: no config argument
+        return DynamicCache()
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
+    ids: set[int] = set()
+    for source in (getattr(model, "generation_config", None), model.config, tokenizer):
+        value = getattr(source, "eos_token_id", None) if source is not None else None
+        if value is not None:
+            ids.update(value if isinstance(value, (list, tuple)) else [value])
+    if not ids:
+        raise ValueError("HFGenerator: neither the model nor the tokenizer defines an eos_token_id")
+    return sorted(ids)
+
+
+class HFGenerator:
+    """Batched sampling with a KV cache on a Hugging Face causal LM (implements ``Generator``).
+
+    ``update_weights`` may be called from any thread at any time: the new weights are copied at
+    once (the caller may keep training its own tensors) and applied by the decode loop before
+    its next step, or immediately when no ``generate`` call is running. Concurrent ``generate``
+    calls are serialised.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        version: int = 0,
+        seed: int = 0,
+        compact_fraction: float = 0.25,
+    ) -> None:
+        """``compact_fraction``: drop finished rows from the batch and the KV cache once at least
+        this share of the rows still in it have finished (1.0 never drops them; see the benchmark)."""
+        self.model = model
+        self.tokenizer = tokenizer
+        self.version = version
+        self.compact_fraction = compact_fraction
+        self.device = next(model.parameters()).device
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else _eos_ids(model, tokenizer)[0]
+        self.eos = torch.tensor(_eos_ids(model, tokenizer), device=self.device)
+        self._cache_arg, self._keep_arg = _forward_kwargs(model)
+        self._torch_rng = torch.Generator(device=self.device).manual_seed(seed)
+        self._py_rng = random.Random(seed)
+        self._busy = threading.Lock()  # held for a whole generate call
+        self._pending_lock = threading.Lock()
+        self._pending: tuple[dict[str, torch.Tensor], int] | None = None
+
+    # ---- weights -----------------------------------------------------------------------------
+    def update_weights(self, state_dict: Mapping[str, Any], version: int) -> None:
+        """Queue new weights (all or some of the model's state-dict entries) as policy ``version``.
+
+        An empty mapping only sets the version (a generator sharing the trainer's model object).
+        Names and shapes are checked here, so a mismatch raises in the caller's thread.
+        """
+        snapshot: dict[str, torch.Tensor] = {}
+        targets = self._targets()
+        with torch.no_grad():
+            for name, value in state_dict.items():
+                target = targets.get(name)
+                if target is None:
+                    raise KeyError(f"update_weights: the generator's model has no parameter or buffer {name!r}")
+                if tuple(value.shape) != tuple(target.shape):
+                    raise ValueError(
+                        f"update_weights: {name!r} has shape {tuple(value.shape)}, expected {tuple(target.shape)}"
+                    )
+                snapshot[name] = value.detach().to(device=target.device, dtype=target.dtype, copy=True)
+        with self._pending_lock:
+            if self._pending is not None:  # an unapplied partial update: the newer entries win
+                snapshot = {**self._pending[0], **snapshot}
+            self._pending = (snapshot, version)
+        self._apply_if_idle()
+
+    def _targets(self) -> dict[str, torch.Tensor]:
+        # Looked up on every update rather than once: a module swapped after construction (an
+        # FP32 LM head, say) must receive the weights, not its discarded predecessor.
+        return self.model.state_dict(keep_vars=True)  # name -> live tensor (tied names alias)
+
+    def _apply_pending(self) -> None:
+        """Copy queued weights into the model. Call only while holding ``_busy``."""
+        with self._pending_lock:
+            pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        tensors, version = pending
+        targets = self._targets()
+        with torch.inference_mode(False), torch.no_grad():
+            for name, value in tensors.items():
+                targets[name].copy_(value)
+        self.version = version
+
+    def _apply_if_idle(self) -> None:
+        # If a generate call holds the lock it applies the update before its next step; it also
+        # calls this after releasing the lock, so an update that raced its last step is not lost.
+        if self._busy.acquire(blocking=False):
+            try:
+                self._apply_pending()
+            finally:
+                self._busy.release()
+
+    # ---- sampling ----------------------------------------------------------------------------
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        params: SamplingParams,
+        length_control: LengthController | None = None,
+    ) -> list[Completion]:
+        if params.max_new_tokens < 0 or not 0.0 < params.top_p <= 1.0:
+            raise ValueError(f"HFGenerator.generate: need max_new_tokens >= 0 and 0 < top_p <= 1, got {params}")
+        if not prompts:
+            return []
+        if any(len(p) == 0 for p in prompts):
+            raise ValueError("HFGenerator.generate: every prompt needs at least one token")
+        with self._busy:
+            self._apply_pending()
+            was_training = self.model.training
+            self.model.eval()
+            try:
+                completions = self._generate(prompts, params, length_control)
+            finally:
+                self.model.train(was_training)
+        self._apply_if_idle()
+        return completions
+
+    def _forward(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any) -> torch.Tensor:
+        kwargs = {self._cache_arg: cache, "use_cache": True}
+        if self._keep_arg:
+            kwargs["logits_to_keep"] = 1
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, **kwargs)
+        return out.logits[:, -1, :]
+
+    @staticmethod
+    def _force(states, row_list, live, tokens, logprobs, forced, rows, t) -> None:
+        """Replace sampled tokens by the length controller's forced ones (log-prob 0, mask 0)."""
+        live_list = live.tolist()
+        overrides = [
+            (b, f) for b, i in enumerate(row_list) if live_list[b] and (f := states[i].forced_token()) is not None
+        ]
+        if overrides:
+            where = torch.tensor([b for b, _ in overrides], device=tokens.device)
+            tokens[where] = torch.tensor([f for _, f in overrides], device=tokens.device)
+            logprobs[where] = 0.0
+            forced[rows[where], t] = True
+
+    @staticmethod
+    def _observe(states, row_list, live, tokens, stop) -> torch.Tensor:
+        """Feed the emitted tokens to the length states; rows whose budget ran out."""
+        live_list, token_list, stop_list = live.tolist(), tokens.tolist(), stop.tolist()
+        done = [False] * len(row_list)
+        for b, i in enumerate(row_list):
+            if live_list[b]:
+                states[i].observe(token_list[b])
+                done[b] = not stop_list[b] and states[i].finished
+        return torch.tensor(done, dtype=torch.bool, device=tokens.device)
+
+    @torch.inference_mode()
+    def _generate(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams, length_control: LengthController | None
+    ) -> list[Completion]:
+        n, dev, max_new = len(prompts), self.device, params.max_new_tokens
+        if params.seed is None:
+            torch_rng, py_rng = self._torch_rng, self._py_rng
+        else:
+            torch_rng = torch.Generator(device=dev).manual_seed(params.seed)
+            py_rng = random.Random(params.seed)
+        states = [length_control.start(py_rng) for _ in range(n)] if length_control is not None else None
+
+        width = max(len(p) for p in prompts)
+        ids = torch.full((n, width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((n, width + max_new), dtype=torch.long)  # grows by slicing, not concatenation
+        for i, p in enumerate(prompts):
+            ids[i, width - len(p) :] = torch.as_tensor(list(p), dtype=torch.long)
+            mask[i, width - len(p) : width] = 1
+        ids, mask = ids.to(dev), mask.to(dev)
+        positions = (mask[:, :width].cumsum(-1) - 1).clamp(min=0)
+
+        out_tokens = torch.full((n, max_new), self.pad_id, dtype=torch.long, device=dev)
+        out_logprobs = torch.zeros((n, max_new), dtype=torch.float32, device=dev)
+        forced = torch.zeros((n, max_new), dtype=torch.bool, device=dev)
+        lengths = torch.zeros(n, dtype=torch.long, device=dev)
+        stopped = torch.zeros(n, dtype=torch.bool, device=dev)  # ended on EOS (else: a budget)
+        step_versions: list[int] = []
+
+        rows = torch.arange(n, device=dev)  # original index of each row still in the batch
+        row_list = list(range(n))
+        live = torch.ones(n, dtype=torch.bool, device=dev)  # per batch row: not finished yet
+        if states is not None:
+            live = torch.tensor([not s.finished for s in states], device=dev)
+        cache = _new_cache(self.model)
+        if max_new > 0 and bool(live.any()):
+            logits = self._forward(ids, mask[:, :width], positions, cache)
+        next_pos = positions[:, -1] + 1
+
+        for t in range(max_new if bool(live.any()) else 0):
+            step_versions.append(self.version)  # the weights that computed `logits`
+            tokens, logprobs = sample_next(logits, params.temperature, params.top_p, torch_rng)
+            if states is not None:
+                self._force(states, row_list, live, tokens, logprobs, forced, rows, t)
+            # Rows finished but not yet dropped from the batch write nothing.
+            live_rows = rows[live]
+            out_tokens[live_rows, t] = tokens[live]
+            out_logprobs[live_rows, t] = logprobs[live]
+            lengths[live_rows] = t + 1
+            stop = torch.isin(tokens, self.eos) & live
+            stopped[rows[stop]] = True
+            ended = stop
+            if states is not None:
+                ended = stop | self._observe(states, row_list, live, tokens, stop)
+            live &= ~ended
+            if t + 1 == max_new or not bool(live.any()):
+                break
+
+            self._apply_pending()  # in-flight weight update: between two decode steps, cache kept
+            finished_share = 1.0 - live.sum().item() / live.numel()
+            if finished_share > 0 and finished_share >= self.compact_fraction:
+                keep = live.nonzero().squeeze(-1)
+                cache.batch_select_indices(keep)
+                rows, mask, next_pos, tokens = rows[keep], mask[keep], next_pos[keep], tokens[keep]
+                row_list = rows.tolist()
+                live = torch.ones(len(row_list), dtype=torch.bool, device=dev)
+            else:
+                tokens = tokens.masked_fill(~live, self.pad_id)  # finished rows idle on padding
+            mask[:, width + t] = 1
+            logits = self._forward(tokens[:, None], mask[:, : width + t + 1], next_pos[:, None], cache)
+            next_pos = next_pos + 1
+
+        lengths_list = lengths.tolist()
+        reasons = ["stop" if s else "length" for s in stopped.tolist()]
+        if states is not None:
+            reasons = [f"interrupted_{r}" if s.interrupted else r for r, s in zip(reasons, states)]
+        token_rows = out_tokens.tolist()
+        logprob_rows = out_logprobs.tolist()
+        forced_rows = forced.tolist()
+        token_ids = [token_rows[i][: lengths_list[i]] for i in range(n)]
+        texts = self.tokenizer.batch_decode(token_ids, skip_special_tokens=True)
+        return [
+            Completion(
+                prompt_ids=list(prompts[i]),
+                token_ids=token_ids[i],
+                logprobs=logprob_rows[i][: lengths_list[i]],
+                loss_mask=[0 if f else 1 for f in forced_rows[i][: lengths_list[i]]],
+                versions=step_versions[: lengths_list[i]],
+                finish_reason=reasons[i],
+                text=texts[i],
+            )
+            for i in range(n)
+        ]

@@ -1,0 +1,61 @@
+"""Load the policy the trainer starts from: ``tiny``, a local model directory, or a hub id.
+
+    model, tokenizer = load_model("tiny")                  # cached, warm-started tiny model
+    model, tokenizer = load_model("runs/demo/final")        # any saved Hugging Face model directory
+    model, tokenizer = load_model("Qwen/Qwen3-0.6B", dtype="bfloat16")
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from scalerl.errors import InputError
+
+#: What a hub id looks like: 'name' or 'owner/name' (letters, digits, '-', '_', '.').
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+
+
+def resolve_model(name_or_path: str, cache_dir: str | None = None, tiny_spec: Any = None) -> str:
+    """A path or hub id ``from_pretrained`` can load; ``tiny`` becomes its cached directory (built if
+    needed, from ``tiny_spec`` -- a :class:`~scalerl.models.tiny.TinySpec`, default the standard one)."""
+    if name_or_path == "tiny":
+        from scalerl.models.tiny import TinySpec, tiny_model_dir
+
+        return str(tiny_model_dir(tiny_spec or TinySpec(), cache_dir=cache_dir))
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise InputError(f"model directory {name_or_path!r} has no config.json; is it a Hugging Face model directory?")
+        return str(path)
+    if path.exists():
+        raise InputError(f"model path {name_or_path!r} is a file; give the model's directory")
+    looks_local = name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1
+    if looks_local or not _HUB_ID.fullmatch(name_or_path):
+        raise InputError(f"model path {name_or_path!r} does not exist (and is not a Hugging Face hub id)")
+    return name_or_path
+
+
+def load_model(
+    name_or_path: str, dtype: Any = None, cache_dir: str | None = None, tiny_spec: Any = None, **kwargs: Any
+) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` for ``tiny``, a local directory or a hub id.
+
+    ``dtype``: a torch dtype or its name ("bfloat16"); None keeps the checkpoint's.
+    ``cache_dir`` / ``tiny_spec``: where and which tiny model to build (``tiny`` only). Extra
+    keyword arguments go to both ``from_pretrained`` calls (e.g. ``local_files_only=True``).
+    A missing path or an unreachable hub id raises :class:`InputError` naming it.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source = resolve_model(name_or_path, cache_dir, tiny_spec)
+    model_kwargs = dict(kwargs)
+    if dtype is not None:
+        model_kwargs["dtype"] = dtype
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(source, **model_kwargs)
+    except OSError as exc:  # not found locally, not on the hub, or no network
+        raise InputError(f"cannot load model {name_or_path!r}: {exc}") from None
+    return model.eval(), tokenizer

@@ -1,0 +1,138 @@
+"""The tiny model: a ~1M-parameter Qwen2 causal LM with a character tokenizer, warm-started on arithmetic.
+
+It is a real Hugging Face model directory (``config.json``, ``model.safetensors``,
+``generation_config.json``, ``tokenizer.json``), so every code path that trains it trains a
+real model, and the result loads with ``AutoModelForCausalLM.from_pretrained``.
+
+Building it takes seconds (supervised warm start, see :mod:`scalerl.models.warmstart`), so
+the directory is cached under ``$SCALERL_CACHE`` (default ``~/.cache/scalerl``) in
+``tiny/<key>``, the key a hash of everything that determines the weights. The directory is
+written under a temporary name and renamed into place, so a crash or a concurrent builder
+never leaves a half-written model behind.
+
+    python -c "from scalerl.models.tiny import tiny_model_dir; print(tiny_model_dir())"
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Bump when the build procedure changes in a way the settings below do not capture.
+BUILD_VERSION = 2
+
+
+@dataclass(frozen=True)
+class TinyArchitecture:
+    """Qwen2 shape of the tiny model (defaults: 1.08M parameters with the 103-token vocabulary)."""
+
+    hidden_size: int = 128
+    intermediate_size: int = 512
+    num_hidden_layers: int = 4
+    num_attention_heads: int = 4
+    num_key_value_heads: int = 4
+    max_position_embeddings: int = 512
+    """Room for prompt + scratchpad + the 74-token interruption phrase + answer."""
+
+
+@dataclass(frozen=True)
+class TinySpec:
+    """Everything that determines the tiny model's weights (and so its cache key)."""
+
+    architecture: TinyArchitecture = field(default_factory=TinyArchitecture)
+    digits: int = 2
+    """Arithmetic difficulty of the warm start (the task the model is then trained on)."""
+    warm_start_steps: int = 175
+    """Chosen for a low, non-zero sampled pass rate. Measured (``benchmarks/tiny_warm_start.py``,
+    mean@8 on ``val`` at temperature 1 / greedy): 150 steps 0.056 / 0.335, 175 steps 0.096 / 0.395,
+    200 steps 0.308 / 0.775 -- a steep stretch, so other hardware may land a little apart."""
+    warm_start_batch_size: int = 32
+    warm_start_lr: float = 3e-3
+    seed: int = 0
+
+    def key(self) -> str:
+        payload = json.dumps({"build": BUILD_VERSION, **dataclasses.asdict(self)}, sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def cache_root() -> Path:
+    """``$SCALERL_CACHE`` if set, else ``~/.cache/scalerl``."""
+    return Path(os.environ.get("SCALERL_CACHE") or Path.home() / ".cache" / "scalerl")
+
+
+def build_tiny_model(tokenizer: Any, architecture: TinyArchitecture = TinyArchitecture(), seed: int = 0) -> Any:
+    """A freshly initialised Qwen2ForCausalLM sized for ``tokenizer`` (fp32, eval mode)."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        **dataclasses.asdict(architecture),
+        tie_word_embeddings=False,  # a separate head keeps an FP32-head swap simple
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(seed)
+    model = Qwen2ForCausalLM(config)
+    model.generation_config.bos_token_id = tokenizer.bos_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model.eval()
+
+
+def make_tiny_model(spec: TinySpec = TinySpec()) -> tuple[Any, Any, dict]:
+    """Build and warm-start the tiny model in memory: ``(model, tokenizer, info)``."""
+    from scalerl.models.char_tokenizer import build_char_tokenizer
+    from scalerl.models.warmstart import WarmStartConfig, supervised_warm_start
+    from scalerl.tasks.arithmetic import ArithmeticTask
+
+    tokenizer = build_char_tokenizer()
+    model = build_tiny_model(tokenizer, spec.architecture, spec.seed)
+    task = ArithmeticTask(digits=spec.digits)
+    pairs = [(p.prompt, task.reference_completion(p)) for p in task.train_problems()]
+    warm = WarmStartConfig(
+        steps=spec.warm_start_steps, batch_size=spec.warm_start_batch_size, lr=spec.warm_start_lr, seed=spec.seed
+    )
+    stats = supervised_warm_start(model, tokenizer, pairs, warm)
+    info = {
+        "spec": dataclasses.asdict(spec),
+        "key": spec.key(),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "warm_start": stats,
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    return model, tokenizer, info
+
+
+def tiny_model_dir(spec: TinySpec = TinySpec(), cache_dir: str | os.PathLike | None = None) -> Path:
+    """Path of the cached tiny model directory for ``spec``, building it first if needed."""
+    root = Path(cache_dir) if cache_dir is not None else cache_root()
+    target = root / "tiny" / spec.key()
+    if (target / "scalerl_tiny.json").exists():
+        return target
+    model, tokenizer, info = make_tiny_model(spec)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{spec.key()}.", dir=target.parent))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        # Written last: its presence marks a complete directory.
+        (tmp / "scalerl_tiny.json").write_text(json.dumps(info, indent=2) + "\n")
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            # Another process finished the same build first; its copy is as good as ours.
+            if not (target / "scalerl_tiny.json").exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target

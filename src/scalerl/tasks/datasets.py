@@ -1,0 +1,121 @@
+"""Load ``{prompt, answer}`` rows from JSONL / JSON, parquet, a saved Hugging Face dataset, or a hub dataset.
+
+A row that lacks a field, has an empty prompt, or is not parseable raises :class:`InputError`
+naming the file and the row -- it is not skipped. A silently shrunk dataset changes the
+experiment without telling anyone (and shifts every later row id); one bad row is usually a
+sign of a wrong field name or a broken export that the user wants to fix, not to train around.
+Rows are numbered from 1: for JSONL the row number is the line number in the file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from scalerl.errors import InputError
+
+_FILE_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet")
+#: 'name' or 'owner/name': what a hub dataset id looks like (a missing local path does not).
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One validated row: where it came from and its two fields as text."""
+
+    row: int
+    prompt: str
+    answer: str
+
+
+def _jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    with path.open(encoding="utf-8") as f:
+        first = f.read(1)
+        f.seek(0)
+        if first == "[":  # a JSON array of objects rather than JSON Lines
+            try:
+                data = json.load(f)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{path}: not valid JSON: {exc.msg} (line {exc.lineno})") from None
+            yield from enumerate(data, start=1)
+            return
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{path}: row {number}: not valid JSON ({exc.msg})") from None
+
+
+def _parquet(path: Path) -> Iterator[tuple[int, Any]]:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # noqa: BLE001 -- pyarrow raises several types for a bad file
+        raise InputError(f"{path}: cannot read as parquet: {exc}") from None
+    yield from enumerate(table.to_pylist(), start=1)
+
+
+def _hf_dataset(source: str, split: str) -> Iterator[tuple[int, Any]]:
+    """A ``save_to_disk`` directory, or else a dataset name on the Hugging Face hub."""
+    import datasets
+
+    try:
+        if Path(source).is_dir():
+            data = datasets.load_from_disk(source)
+        else:
+            data = datasets.load_dataset(source, split=split)
+    except Exception as exc:  # noqa: BLE001 -- report any loading failure as bad input
+        raise InputError(f"{source}: cannot load as a Hugging Face dataset: {exc}") from None
+    if isinstance(data, datasets.DatasetDict):
+        if split not in data:
+            raise InputError(f"{source}: no split {split!r}; splits: {', '.join(data)}")
+        data = data[split]
+    yield from enumerate(data, start=1)
+
+
+def _records(source: str, split: str) -> Iterator[tuple[int, Any]]:
+    path = Path(source)
+    suffix = path.suffix.lower()
+    if path.is_file():
+        if suffix in (".jsonl", ".json", ".ndjson"):
+            return _jsonl(path)
+        if suffix == ".parquet":
+            return _parquet(path)
+        raise InputError(f"{source}: unknown data format {suffix!r}; use .jsonl, .json, .parquet or a dataset directory")
+    if path.is_dir() or (not path.exists() and suffix not in _FILE_SUFFIXES and _HUB_ID.fullmatch(source)):
+        return _hf_dataset(source, split)
+    raise InputError(f"{source}: no such file or directory")
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    return str(value)
+
+
+def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: str = "answer", split: str = "train") -> list[Row]:
+    """Every row of ``source`` as :class:`Row`; :class:`InputError` naming file and row on the first bad one."""
+    source = str(source)
+    rows = []
+    for number, record in _records(source, split):
+        if not isinstance(record, dict):
+            raise InputError(f"{source}: row {number}: expected an object with fields {prompt_field!r} and {answer_field!r}")
+        for name in (prompt_field, answer_field):
+            if name not in record:
+                present = ", ".join(map(repr, record)) or "none"
+                raise InputError(f"{source}: row {number}: missing field {name!r} (fields present: {present})")
+        prompt, answer = _text(record[prompt_field]), _text(record[answer_field])
+        if not prompt or not prompt.strip():
+            raise InputError(f"{source}: row {number}: field {prompt_field!r} is empty or not text")
+        if answer is None or not answer.strip():
+            raise InputError(f"{source}: row {number}: field {answer_field!r} is empty or not text")
+        rows.append(Row(row=number, prompt=prompt, answer=answer.strip()))
+    if not rows:
+        raise InputError(f"{source}: no rows")
+    return rows

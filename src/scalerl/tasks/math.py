@@ -1,0 +1,144 @@
+"""Math task over a ``{prompt, answer}`` dataset, rewarded with math-verify (as in the paper).
+
+The completion's final answer is what follows the last ``</think>`` (the whole completion
+for a model that does not think; nothing -- reward -1 -- for one that opened ``<think>`` and
+never closed it). math-verify extracts the answer from it (``\\boxed{}``, LaTeX, plain
+expressions) and checks mathematical equivalence with the reference. The chat template is
+applied at encoding time (:func:`scalerl.tasks.encoding.encode_prompt`), not here.
+
+math-verify bounds its own parsing with ``signal.alarm``, which works only in the main
+thread; elsewhere (a generator or reward thread) it is called without that bound.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from pathlib import Path
+from typing import Any
+
+from scalerl.errors import InputError
+from scalerl.tasks.base import Problem
+from scalerl.tasks.datasets import Row, load_rows
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+def answer_region(completion: str) -> str | None:
+    """The part of a completion that holds its final answer (None: still thinking)."""
+    if THINK_CLOSE in completion:
+        return completion.rsplit(THINK_CLOSE, 1)[1]
+    if THINK_OPEN in completion:
+        return None
+    return completion
+
+
+def _alarm_ok() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@lru_cache(maxsize=65536)
+def _parse_gold(answer: str) -> Any:
+    from math_verify import parse
+
+    # A bare reference ("0.5", "x^2+1") is wrapped in \boxed{} so LaTeX extraction sees it as
+    # the answer; one that already carries its own delimiters is parsed as written.
+    text = answer if ("$" in answer or "\\boxed" in answer) else f"\\boxed{{{answer}}}"
+    return parse(text, **({} if _alarm_ok() else {"parsing_timeout": None}))
+
+
+def math_verify_reward(completion: str, answer: str) -> float:
+    """+1 when the completion's final answer is mathematically equal to ``answer``, else -1. Never raises."""
+    region = answer_region(completion)
+    if region is None or not region.strip():
+        return -1.0
+    from math_verify import parse, verify
+
+    alarm = _alarm_ok()
+    try:
+        gold = _parse_gold(answer)
+        pred = parse(region, **({} if alarm else {"parsing_timeout": None}))
+        ok = bool(gold) and bool(pred) and verify(gold, pred, **({} if alarm else {"timeout_seconds": None}))
+    except Exception:  # noqa: BLE001 -- a completion that breaks the parser is a wrong answer
+        return -1.0
+    return 1.0 if ok else -1.0
+
+
+def _held_out(prompt: str, fraction: float, salt: str) -> bool:
+    h = hashlib.blake2b(f"{salt}:{prompt}".encode(), digest_size=8).digest()
+    return int.from_bytes(h, "big") < fraction * 2**64
+
+
+@dataclass(frozen=True)
+class MathTask:
+    """Problems from a data file; evaluation sets from other files or a held-out share of it."""
+
+    data: str
+    """Training data: .jsonl / .json / .parquet file, saved HF dataset directory, or hub dataset id."""
+    eval_data: dict[str, str] = field(default_factory=dict)
+    """Named evaluation files, e.g. ``{"val": "val.jsonl", "aime": "aime24.jsonl"}``."""
+    val_fraction: float = 0.05
+    """When ``eval_data`` has no ``val``: share of the training rows held out as ``val`` (by a
+    hash of the prompt, so identical prompts land on the same side)."""
+    max_val: int = 1000
+    """Cap on the held-out ``val`` set (the paper validates on 1,000 prompts)."""
+    prompt_field: str = "prompt"
+    answer_field: str = "answer"
+    split: str = "train"
+    """Split to read from a dataset with several."""
+    split_salt: str = "scalerl-math-v1"
+    name: str = field(default="math", init=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.eval_data, str):  # a single file means the val set
+            object.__setattr__(self, "eval_data", {"val": self.eval_data})
+        if not 0.0 <= self.val_fraction < 1.0:
+            raise InputError(f"math task: val_fraction must be in [0, 1), got {self.val_fraction}")
+
+    def _problems(self, source: str, rows: list[Row]) -> list[Problem]:
+        stem = Path(source).name
+        return [Problem(id=f"{stem}:{r.row}", prompt=r.prompt, answer=r.answer, meta={"row": r.row}) for r in rows]
+
+    def _load(self, source: str) -> list[Row]:
+        return load_rows(source, self.prompt_field, self.answer_field, self.split)
+
+    @cached_property
+    def _split(self) -> tuple[list[Problem], dict[str, list[Problem]]]:
+        train = self._problems(self.data, self._load(self.data))
+        evals = {name: self._problems(src, self._load(src)) for name, src in self.eval_data.items()}
+        if "val" not in evals and self.val_fraction > 0:
+            held = [p for p in train if _held_out(p.prompt, self.val_fraction, self.split_salt)]
+            if not held:
+                raise InputError(f"{self.data}: too few rows to hold out a val set; give one with eval_data")
+            evals = {"val": held[: self.max_val], **evals}
+            train = [p for p in train if not _held_out(p.prompt, self.val_fraction, self.split_salt)]
+        # Disjoint by prompt: an evaluation prompt never appears among the training problems.
+        held_prompts = {p.prompt for problems in evals.values() for p in problems}
+        train = [p for p in train if p.prompt not in held_prompts]
+        if not train:
+            raise InputError(f"{self.data}: no training rows left after removing the evaluation prompts")
+        return train, evals
+
+    def train_problems(self) -> list[Problem]:
+        return self._split[0]
+
+    def eval_sets(self) -> dict[str, list[Problem]]:
+        return self._split[1]
+
+    def reward(self, problem: Problem, completion: str) -> float:
+        return math_verify_reward(completion, problem.answer)
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "data": self.data,
+            "eval_data": dict(self.eval_data),
+            "val_fraction": self.val_fraction,
+            "max_val": self.max_val,
+            "prompt_field": self.prompt_field,
+            "answer_field": self.answer_field,
+            "split": self.split,
+            "split_salt": self.split_salt,
+        }

@@ -1,0 +1,111 @@
+"""Worker process that runs a user reward function (see :mod:`scalerl.tasks.rewards`).
+
+    python -m scalerl.tasks.reward_worker 'my_rewards:score'
+
+Protocol, one JSON object per line: the worker first writes ``{"ready": true}`` or
+``{"load_error": "..."}``; then for each request ``{"prompt", "completion", "answer"}`` read
+from stdin it writes ``{"value": float}`` or ``{"error": "..."}``. The function's own prints
+go to stderr so they cannot corrupt the protocol on stdout.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+ARGUMENTS = ("prompt", "completion", "answer")
+
+
+def load_function(spec: str) -> Callable[..., Any]:
+    """Import ``module.path:function`` or ``path/to/file.py:function`` (raises ValueError with the reason)."""
+    target, sep, name = spec.rpartition(":")
+    if not sep or not target or not name:
+        raise ValueError(f"reward function {spec!r} must look like 'module:function' or 'path/to/file.py:function'")
+    if target.endswith(".py"):
+        path = Path(target)
+        if not path.is_file():
+            raise ValueError(f"reward function file {target!r} does not exist")
+        sys.path.insert(0, str(path.resolve().parent))  # so the file can import its neighbours
+        module_spec = importlib.util.spec_from_file_location(f"scalerl_user_reward_{path.stem}", path)
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+    else:
+        try:
+            module = importlib.import_module(target)
+        except ImportError as exc:
+            raise ValueError(f"cannot import module {target!r} for reward function {spec!r}: {exc}") from exc
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        raise ValueError(f"{target!r} has no function {name!r}")
+    return fn
+
+
+def accepted_arguments(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """Which of prompt/completion/answer ``fn`` takes (by name); ValueError if it needs anything else."""
+    params = inspect.signature(fn).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return ARGUMENTS
+    names = {p.name for p in params}
+    unknown = [
+        p.name
+        for p in params
+        if p.name not in ARGUMENTS and p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    if unknown or not names & set(ARGUMENTS):
+        raise ValueError(
+            f"reward function {fn.__name__}{inspect.signature(fn)} must take parameters named from "
+            f"{', '.join(ARGUMENTS)} (e.g. def reward(completion, answer): ...)"
+        )
+    return tuple(a for a in ARGUMENTS if a in names)
+
+
+def to_reward(value: Any) -> float:
+    """bool -> +1 / -1 (pass / fail); a finite real number as is; anything else is an error."""
+    if isinstance(value, bool):
+        return 1.0 if value else -1.0
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"returned {type(value).__name__} {value!r}, not a number") from None
+    if not math.isfinite(out):
+        raise ValueError(f"returned {out}, not a finite number")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    # Keep the protocol channels private: move them to fresh descriptors, then point fds 0 / 1
+    # at /dev/null / stderr, so even a C extension writing to fd 1 cannot corrupt a reply.
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    requests = os.fdopen(os.dup(0), "r")
+    os.dup2(2, 1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdout = sys.stderr
+    try:
+        fn = load_function(argv[0])
+        names = accepted_arguments(fn)
+    except BaseException as exc:  # noqa: BLE001 -- any import-time failure is reported, not raised
+        out.write(json.dumps({"load_error": f"{type(exc).__name__}: {exc}"}) + "\n")
+        return 2
+    out.write(json.dumps({"ready": True}) + "\n")
+    for line in requests:
+        request = json.loads(line)
+        try:
+            reply = {"value": to_reward(fn(**{k: request[k] for k in names}))}
+        except BaseException as exc:  # noqa: BLE001 -- a failing reward is data, not a crash
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        out.write(json.dumps(reply) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

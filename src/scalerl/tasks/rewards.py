@@ -1,0 +1,200 @@
+"""User reward functions, given as ``module:function`` or ``path/to/file.py:function``.
+
+The function takes any of the parameters ``prompt``, ``completion``, ``answer`` (by name) and
+returns a number (``pass`` means > 0) or a bool (True -> +1, False -> -1)::
+
+    # my_rewards.py
+    def exact(completion, answer):
+        return completion.rsplit("</think>", 1)[-1].strip() == answer
+
+It runs in a separate worker process. That is what makes a hung call stoppable: a thread
+cannot be killed, a process can. A call that raises (or returns a non-number) is scored 0;
+a call that exceeds ``timeout`` seconds is scored 0 and the worker is killed and restarted
+for the next call. Both are counted in :attr:`UserReward.stats` (and logged once each) so the
+trainer can put them in the run log. The worker is one process started once, not one per
+call: a round trip costs well under a millisecond, a process start ~50-100 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from scalerl.errors import InputError
+from scalerl.tasks.base import Problem, Task
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RewardStats:
+    """What happened to the calls so far (scored 0 = errors + timeouts)."""
+
+    calls: int = 0
+    errors: int = 0
+    timeouts: int = 0
+    last_error: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls, "errors": self.errors, "timeouts": self.timeouts, "last_error": self.last_error}
+
+
+class _WorkerDied(Exception):
+    pass
+
+
+class UserReward:
+    """A user reward function run in a worker process, bounded by a per-call timeout.
+
+    Callable as a task's reward: ``reward(problem, completion) -> float``. Thread-safe (calls
+    are serialised). Raises :class:`InputError` at construction when the function cannot be
+    loaded. Use as a context manager, or call :meth:`close`, to stop the worker.
+    """
+
+    def __init__(self, spec: str, timeout: float = 10.0, startup_timeout: float = 60.0) -> None:
+        self.spec = spec
+        self.timeout = timeout
+        self.startup_timeout = startup_timeout
+        self.stats = RewardStats()
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._buffer = b""
+        error = self._start()
+        if error is not None:
+            raise InputError(f"reward function {spec!r}: {error}")
+
+    # ---- process management ----------------------------------------------------------------
+    def _start(self) -> str | None:
+        """Start the worker; returns None when it is ready, else why not."""
+        env = dict(os.environ)
+        # The worker resolves 'module:function' on the same path as this process (tests, notebooks
+        # and scripts often extend sys.path at run time).
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "scalerl.tasks.reward_worker", self.spec],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        self._buffer = b""
+        try:
+            hello = self._read(time.monotonic() + self.startup_timeout)
+        except TimeoutError:
+            self._kill()
+            return f"the worker did not load it within {self.startup_timeout:g} s"
+        except _WorkerDied:
+            self._kill()
+            return "the worker exited while loading it"
+        if "load_error" in hello:
+            self._kill()
+            return hello["load_error"]
+        return None
+
+    def _kill(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            for stream in (self._proc.stdin, self._proc.stdout):
+                stream.close()
+            self._proc = None
+
+    def _read(self, deadline: float) -> dict:
+        """One JSON line from the worker, or TimeoutError / _WorkerDied."""
+        fd = self._proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                raise TimeoutError
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise _WorkerDied
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def close(self) -> None:
+        with self._lock:
+            self._kill()
+
+    def __enter__(self) -> "UserReward":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self._kill()
+        except Exception:  # noqa: BLE001 -- interpreter shutdown
+            pass
+
+    # ---- scoring -----------------------------------------------------------------------------
+    def _failed(self, kind: str, message: str) -> float:
+        if kind == "timeout":
+            self.stats.timeouts += 1
+            first = self.stats.timeouts == 1
+        else:
+            self.stats.errors += 1
+            first = self.stats.errors == 1
+        self.stats.last_error = message
+        if first:  # once per kind; the counts carry the rest
+            log.warning("reward function %s: %s (scored 0; further ones are counted, not logged)", self.spec, message)
+        return 0.0
+
+    def score(self, prompt: str, completion: str, answer: str) -> float:
+        """Reward of one completion; 0.0 when the function raised or timed out."""
+        with self._lock:
+            self.stats.calls += 1
+            if self._proc is None:  # killed after a timeout: restart for this call
+                error = self._start()
+                if error is not None:
+                    return self._failed("error", f"restart failed: {error}")
+            request = json.dumps({"prompt": prompt, "completion": completion, "answer": answer}) + "\n"
+            try:
+                self._proc.stdin.write(request.encode())
+                self._proc.stdin.flush()
+                reply = self._read(time.monotonic() + self.timeout)
+            except TimeoutError:
+                self._kill()
+                return self._failed("timeout", f"call exceeded {self.timeout:g} s; worker killed")
+            except (_WorkerDied, BrokenPipeError):
+                self._kill()
+                return self._failed("error", "the worker process died during the call")
+            if "error" in reply:
+                return self._failed("error", reply["error"])
+            return float(reply["value"])
+
+    def __call__(self, problem: Problem, completion: str) -> float:
+        return self.score(problem.prompt, completion, problem.answer)
+
+
+@dataclass
+class UserRewardTask:
+    """A task whose problems come from ``base`` and whose reward is a user function."""
+
+    base: Task
+    user_reward: UserReward
+    name: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.name = f"{self.base.name}+{self.user_reward.spec}"
+
+    def train_problems(self) -> Sequence[Problem]:
+        return self.base.train_problems()
+
+    def eval_sets(self) -> dict[str, Sequence[Problem]]:
+        return self.base.eval_sets()
+
+    def reward(self, problem: Problem, completion: str) -> float:
+        return self.user_reward(problem, completion)
+
+    def reward_stats(self) -> dict[str, Any]:
+        return self.user_reward.stats.as_dict()

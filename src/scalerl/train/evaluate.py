@@ -1,0 +1,73 @@
+"""mean@k evaluation: the validation pass rate the forecast fits (``R(C)`` in SPEC.md).
+
+For each problem draw ``k`` completions; a completion passes when its reward is > 0. The
+pass rate is the mean over problems of the per-problem mean over the ``k`` samples (mean@k,
+the paper's metric: 1,000 held-out prompts, mean@16). pass@k -- the share of problems solved
+at least once -- is reported beside it. Pure: it only reads the generator, task and problems,
+so the trainer's periodic evaluation and a stand-alone ``scalerl eval`` share it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+from scalerl.generate.base import Completion, Generator, LengthController, SamplingParams
+from scalerl.tasks.base import Problem, Task
+from scalerl.tasks.encoding import encode_prompts
+
+TRUNCATED = ("length", "interrupted_length")
+
+
+def summarize(rewards: Sequence[Sequence[float]], completions: Sequence[Completion]) -> dict[str, float]:
+    """Metrics from per-problem reward lists (``k`` each) and all their completions."""
+    passes = [[r > 0 for r in row] for row in rewards]
+    n = len(completions)
+    return {
+        "pass_rate": sum(sum(row) / len(row) for row in passes) / len(passes),
+        "pass_at_k": sum(any(row) for row in passes) / len(passes),
+        "mean_reward": sum(sum(row) for row in rewards) / n,
+        "mean_len": sum(len(c.token_ids) for c in completions) / n,
+        "frac_interrupted": sum(c.interrupted for c in completions) / n,
+        "frac_truncated": sum(c.finish_reason in TRUNCATED for c in completions) / n,
+        "tokens": float(sum(len(c.token_ids) for c in completions)),
+        "samples": float(n),
+        "problems": float(len(rewards)),
+        "k": float(len(rewards[0])),
+    }
+
+
+def evaluate(
+    generator: Generator,
+    tokenizer: Any,
+    task: Task,
+    problems: Sequence[Problem],
+    k: int,
+    params: SamplingParams,
+    length_control: LengthController | None = None,
+    batch_size: int | None = None,
+) -> dict[str, float]:
+    """mean@k pass rate of ``generator`` on ``problems``, plus pass@k, lengths and finish reasons.
+
+    Returns ``pass_rate`` (mean@k), ``pass_at_k``, ``mean_reward``, ``mean_len`` (completion
+    tokens), ``frac_interrupted``, ``frac_truncated`` (a token budget ran out), and the counts
+    ``tokens``, ``samples``, ``problems``, ``k`` (for compute accounting). ``batch_size`` caps the
+    completions per ``generate`` call (default: all at once); with a ``params.seed`` the i-th
+    call uses ``seed + i``, so a seeded evaluation is reproducible for a given batch size.
+    """
+    if k < 1:
+        raise ValueError(f"evaluate: k must be >= 1, got {k}")
+    if not problems:
+        raise ValueError("evaluate: no problems")
+    prompts = encode_prompts(tokenizer, [p.prompt for p in problems])
+    # Problem-major: the k samples of problem i are rows i*k .. i*k + k - 1.
+    flat = [prompts[i] for i in range(len(problems)) for _ in range(k)]
+    size = batch_size or len(flat)
+    completions: list[Completion] = []
+    for chunk, start in enumerate(range(0, len(flat), size)):
+        chunk_params = params if params.seed is None else dataclasses.replace(params, seed=params.seed + chunk)
+        completions += generator.generate(flat[start : start + size], chunk_params, length_control)
+    rewards = [
+        [task.reward(problem, completions[i * k + j].text) for j in range(k)] for i, problem in enumerate(problems)
+    ]
+    return summarize(rewards, completions)

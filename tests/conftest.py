@@ -1,0 +1,26 @@
+import pytest
+
+
+@pytest.fixture(scope="session")
+def char_tokenizer():
+    from scalerl.models.char_tokenizer import build_char_tokenizer
+
+    return build_char_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def random_model(char_tokenizer):
+    """A freshly initialised tiny Qwen2 (no warm start): fast, with non-trivial weights."""
+    from scalerl.models.tiny import TinyArchitecture, build_tiny_model
+
+    arch = TinyArchitecture(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
+    return build_tiny_model(char_tokenizer, arch, seed=0)
+
+
+@pytest.fixture(scope="session")
+def warm_tiny_dir(tmp_path_factory):
+    """A short warm start of the tiny model on 1-digit addition, cached in a session tmp dir."""
+    from scalerl.models.tiny import TinySpec, tiny_model_dir
+
+    spec = TinySpec(digits=1, warm_start_steps=60, warm_start_batch_size=32)
+    return tiny_model_dir(spec, cache_dir=tmp_path_factory.mktemp("scalerl-cache"))

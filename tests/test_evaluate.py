@@ -1,0 +1,62 @@
+import pytest
+
+from scalerl.generate.base import SamplingParams
+from scalerl.tasks.arithmetic import ArithmeticTask
+from scalerl.tasks.base import Problem
+from scalerl.train.evaluate import evaluate
+
+from scripted import ScriptedGenerator
+
+
+class ByteTokenizer:
+    """Encodes a prompt as its character codes, so the fake generator can read it back."""
+
+    chat_template = None
+
+    def __call__(self, text):
+        class Out:
+            input_ids = [ord(c) for c in text]
+
+        return Out()
+
+
+def problems():
+    return [Problem(id=f"{a}+{a}", prompt=f"{a}+{a}=", answer=str(2 * a), meta={"a": a, "b": a}) for a in (1, 2, 3)]
+
+
+def script(prompt_ids, index):
+    """Problem 1: right on samples 0-2 of 4; problem 2: always right but truncated once; problem 3: never."""
+    a = int(chr(prompt_ids[0]))
+    if a == 1:
+        return ("<think>1+1</think>2", "stop") if index < 3 else ("<think>x</think>7", "stop")
+    if a == 2:
+        return ("<think>2+2</think>4", "stop") if index else ("<think>Okay, time is up. </think>4", "interrupted_stop")
+    return "<think>3+3=6", "length"
+
+
+def test_mean_at_k_and_pass_at_k_from_a_scripted_generator():
+    gen = ScriptedGenerator(script)
+    m = evaluate(gen, ByteTokenizer(), ArithmeticTask(), problems(), k=4, params=SamplingParams())
+    assert m["pass_rate"] == pytest.approx((3 / 4 + 4 / 4 + 0) / 3)
+    assert m["pass_at_k"] == pytest.approx(2 / 3)
+    assert m["samples"] == 12 and m["problems"] == 3 and m["k"] == 4
+    assert m["frac_interrupted"] == pytest.approx(1 / 12)
+    assert m["frac_truncated"] == pytest.approx(4 / 12)
+    lengths = [19] * 3 + [17] + [34] + [19] * 3 + [len("<think>3+3=6")] * 4
+    assert m["mean_len"] == pytest.approx(sum(lengths) / 12)
+    assert m["tokens"] == sum(lengths)
+    assert m["mean_reward"] == pytest.approx((3 - 1 + 4 - 4) / 12)
+
+
+def test_batch_size_splits_generate_calls():
+    gen = ScriptedGenerator(lambda p, i: ("<think></think>0", "stop"))
+    evaluate(gen, ByteTokenizer(), ArithmeticTask(), problems(), k=4, params=SamplingParams(seed=3), batch_size=5)
+    assert gen.calls == [5, 5, 2]
+
+
+def test_bad_arguments():
+    gen = ScriptedGenerator(lambda p, i: ("", "stop"))
+    with pytest.raises(ValueError, match="k must be"):
+        evaluate(gen, ByteTokenizer(), ArithmeticTask(), problems(), k=0, params=SamplingParams())
+    with pytest.raises(ValueError, match="no problems"):
+        evaluate(gen, ByteTokenizer(), ArithmeticTask(), [], k=1, params=SamplingParams())

@@ -1,0 +1,306 @@
+import threading
+
+import pytest
+import torch
+from transformers import DynamicCache
+
+from scalerl.generate.base import Generator, SamplingParams
+from scalerl.generate.hf import HFGenerator
+from scalerl.generate.logprobs import completion_logprobs, pack_completions
+from scalerl.generate.sampling import nucleus_filter, token_logprobs
+
+from scripted import ForcedPhrase
+
+PROMPTS = ["1+2=", "47+38=", "9+90=", "123+4567="]
+
+
+@pytest.fixture()
+def prompts(char_tokenizer):
+    return [char_tokenizer(p).input_ids for p in PROMPTS]
+
+
+@pytest.fixture()
+def gen(random_model, char_tokenizer):
+    return HFGenerator(random_model, char_tokenizer, seed=0)
+
+
+def eos_model(tokenizer, p_eos):
+    """A model whose next-token distribution is fixed: EOS with probability p_eos, else uniform."""
+    from scalerl.models.tiny import TinyArchitecture, build_tiny_model
+
+    model = build_tiny_model(tokenizer, TinyArchitecture(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                                         num_attention_heads=2, num_key_value_heads=2))
+    vocab = model.config.vocab_size
+    head = torch.nn.Linear(32, vocab, bias=True)
+    with torch.no_grad():
+        head.weight.zero_()
+        head.bias.zero_()
+        head.bias[tokenizer.eos_token_id] = torch.log(torch.tensor(p_eos / (1 - p_eos) * (vocab - 1)))
+    model.lm_head = head
+    return model
+
+
+def test_implements_the_protocol_and_shapes(gen, prompts):
+    assert isinstance(gen, Generator)
+    out = gen.generate(prompts, SamplingParams(max_new_tokens=12, temperature=1.0, seed=0))
+    assert len(out) == len(prompts)
+    for c, p in zip(out, prompts):
+        assert c.prompt_ids == p
+        assert 1 <= len(c.token_ids) <= 12
+        assert len(c.logprobs) == len(c.loss_mask) == len(c.versions) == len(c.token_ids)
+        assert all(lp <= 0 for lp in c.logprobs) and set(c.loss_mask) == {1} and set(c.versions) == {0}
+        assert c.finish_reason in ("stop", "length")
+
+
+@pytest.mark.parametrize("compact", [0.0, 1.0])
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_logprobs_match_a_teacher_forced_recomputation(random_model, char_tokenizer, prompts, compact, temperature):
+    gen = HFGenerator(random_model, char_tokenizer, seed=1, compact_fraction=compact)
+    out = gen.generate(prompts * 3, SamplingParams(max_new_tokens=24, temperature=temperature, seed=5))
+    batch = pack_completions(out, char_tokenizer.pad_token_id)
+    with torch.no_grad():
+        recomputed = completion_logprobs(random_model, batch, temperature)
+    mask = batch["completion_mask"].bool()
+    generated = torch.zeros_like(recomputed)
+    for i, c in enumerate(out):
+        generated[i, : len(c.logprobs)] = torch.tensor(c.logprobs)
+    assert torch.allclose(generated[mask], recomputed[mask], atol=1e-4), (generated - recomputed).abs().max()
+
+
+def test_logprobs_follow_the_temperature_convention(char_tokenizer, prompts):
+    # Fixed distribution: P(EOS) = 0.2, every other token (1 - 0.2) / (V - 1); at temperature T
+    # the recorded log-prob is log_softmax(logits / T), computed in fp32, top-p not folded in.
+    model = eos_model(char_tokenizer, 0.2)
+    for temperature, top_p in ((1.0, 1.0), (0.5, 1.0), (0.5, 0.9)):
+        out = HFGenerator(model, char_tokenizer).generate(
+            prompts, SamplingParams(max_new_tokens=6, temperature=temperature, top_p=top_p, seed=0)
+        )
+        logits = model.lm_head.bias.detach()
+        expected = torch.log_softmax(logits / temperature, -1)
+        for c in out:
+            assert c.logprobs == pytest.approx(expected[c.token_ids].tolist(), abs=1e-5)
+
+
+def test_greedy_is_deterministic_and_ignores_seed(gen, prompts):
+    a = gen.generate(prompts, SamplingParams(max_new_tokens=16, temperature=0.0, seed=1))
+    b = gen.generate(prompts, SamplingParams(max_new_tokens=16, temperature=0.0, seed=2))
+    assert [c.token_ids for c in a] == [c.token_ids for c in b]
+    assert [c.logprobs for c in a] == [c.logprobs for c in b]
+
+
+def test_seeded_sampling_is_reproducible(gen, prompts):
+    params = SamplingParams(max_new_tokens=16, temperature=1.0, seed=11)
+    a, b = gen.generate(prompts, params), gen.generate(prompts, params)
+    c = gen.generate(prompts, SamplingParams(max_new_tokens=16, temperature=1.0, seed=12))
+    assert [x.token_ids for x in a] == [x.token_ids for x in b]
+    assert [x.token_ids for x in a] != [x.token_ids for x in c]
+
+
+def test_unseeded_calls_continue_the_generator_stream(random_model, char_tokenizer, prompts):
+    params = SamplingParams(max_new_tokens=16, temperature=1.0)
+    g1, g2 = HFGenerator(random_model, char_tokenizer, seed=4), HFGenerator(random_model, char_tokenizer, seed=4)
+    first = [c.token_ids for c in g1.generate(prompts, params)]
+    assert first == [c.token_ids for c in g2.generate(prompts, params)]
+    assert first != [c.token_ids for c in g1.generate(prompts, params)]
+
+
+def test_top_p_tiny_equals_greedy(gen, prompts):
+    greedy = gen.generate(prompts, SamplingParams(max_new_tokens=10, temperature=0.0))
+    nucleus = gen.generate(prompts, SamplingParams(max_new_tokens=10, temperature=1.0, top_p=1e-6, seed=0))
+    assert [c.token_ids for c in greedy] == [c.token_ids for c in nucleus]
+
+
+def test_nucleus_filter_keeps_the_smallest_top_set():
+    lp = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
+    assert nucleus_filter(lp, 0.7)[0].tolist() == pytest.approx([0.5, 0.3, 0.0, 0.0])
+    assert nucleus_filter(lp, 0.8)[0].tolist() == pytest.approx([0.5, 0.3, 0.0, 0.0])
+    assert nucleus_filter(lp, 0.81)[0].tolist() == pytest.approx([0.5, 0.3, 0.15, 0.0])
+
+
+@pytest.mark.parametrize("compact", [0.0, 0.25, 1.0])
+def test_eos_stops_rows_and_max_new_tokens_caps_the_rest(char_tokenizer, prompts, compact):
+    model = eos_model(char_tokenizer, 0.15)
+    gen = HFGenerator(model, char_tokenizer, compact_fraction=compact)
+    out = gen.generate(prompts * 16, SamplingParams(max_new_tokens=10, temperature=1.0, seed=3))
+    eos = char_tokenizer.eos_token_id
+    reasons = {c.finish_reason for c in out}
+    assert reasons == {"stop", "length"}
+    for c in out:
+        assert len(c.token_ids) <= 10
+        if c.finish_reason == "stop":
+            assert c.token_ids[-1] == eos and eos not in c.token_ids[:-1]
+        else:
+            assert len(c.token_ids) == 10 and eos not in c.token_ids
+    assert "<eos>" not in out[0].text
+
+
+def test_max_new_tokens_zero_and_empty_input(gen, prompts):
+    out = gen.generate(prompts, SamplingParams(max_new_tokens=0))
+    assert all(c.token_ids == [] and c.finish_reason == "length" for c in out)
+    assert gen.generate([], SamplingParams()) == []
+    with pytest.raises(ValueError, match="at least one token"):
+        gen.generate([[]], SamplingParams())
+
+
+def test_forced_tokens_get_mask_zero_and_logprob_zero(gen, prompts, char_tokenizer):
+    phrase = char_tokenizer(" Time is up.</think>", add_special_tokens=False).input_ids
+    control = ForcedPhrase(budgets=[3, 5], phrase=phrase, answer_budget=2)
+    out = gen.generate(prompts * 4, SamplingParams(max_new_tokens=40, temperature=1.0, seed=2), control)
+    interrupted = [c for c in out if c.interrupted]
+    assert interrupted, "the model should rarely emit EOS within 3-5 tokens"
+    budgets = set()
+    for c in interrupted:
+        start = c.loss_mask.index(0)
+        budgets.add(start)
+        end = start + len(phrase)
+        assert c.token_ids[start:end] == phrase
+        assert c.loss_mask[start:end] == [0] * len(phrase) and c.logprobs[start:end] == [0.0] * len(phrase)
+        assert set(c.loss_mask[:start]) == {1} and all(lp < 0 for lp in c.logprobs[:start])
+        # After the phrase: the answer budget (2 sampled tokens) unless EOS came first.
+        assert c.finish_reason in ("interrupted_length", "interrupted_stop")
+        if c.finish_reason == "interrupted_length":
+            assert len(c.token_ids) == end + 2 and c.loss_mask[end:] == [1, 1]
+        assert "Time is up.</think>" in c.text
+    assert budgets <= {3, 5}
+
+
+def test_length_states_drawn_from_a_seeded_rng(gen, prompts, char_tokenizer):
+    phrase = char_tokenizer("</think>", add_special_tokens=False).input_ids
+    control = ForcedPhrase(budgets=list(range(1, 30)), phrase=phrase, answer_budget=1)
+    params = SamplingParams(max_new_tokens=40, temperature=1.0, seed=9)
+    a, b = gen.generate(prompts, params, control), gen.generate(prompts, params, control)
+    assert [c.loss_mask for c in a] == [c.loss_mask for c in b]
+
+
+def _update_at(step, gen, new_state, version):
+    """An observe hook that pushes new weights once the first row has emitted `step` tokens
+    (inside generate, as the trainer's thread would between two decode steps)."""
+    fired = []
+
+    def hook(state):
+        if state.emitted == step and not fired:
+            fired.append(True)
+            gen.update_weights(new_state, version)
+
+    return ForcedPhrase(budgets=[10_000], phrase=[], answer_budget=0, on_observe=hook)
+
+
+def test_weights_updated_mid_generation_apply_from_the_next_step(random_model, char_tokenizer, prompts):
+    from scalerl.models.tiny import build_tiny_model
+
+    other = build_tiny_model(char_tokenizer, _arch(random_model), seed=123)
+    model = build_tiny_model(char_tokenizer, _arch(random_model), seed=0)
+    gen = HFGenerator(model, char_tokenizer, version=0)
+    params = SamplingParams(max_new_tokens=20, temperature=1.0, seed=4)
+    control = _update_at(6, gen, other.state_dict(), version=1)
+    out = gen.generate(prompts[:1], params, control)[0]
+    assert out.versions == [0] * 6 + [1] * (len(out.token_ids) - 6)
+    assert gen.version == 1
+
+    # The new weights are really used, on top of the KV cache the old ones built: replay
+    # the prefix with the old model, then the rest with the new one on the same cache.
+    old = build_tiny_model(char_tokenizer, _arch(random_model), seed=0)
+    ids = torch.tensor([out.prompt_ids + out.token_ids])
+    p = len(out.prompt_ids)
+    with torch.no_grad():
+        cache = DynamicCache(config=old.config)
+        first = old(input_ids=ids[:, : p + 5], cache=cache, use_cache=True).logits
+        rest = other(input_ids=ids[:, p + 5 : -1], cache=cache, use_cache=True).logits
+    logits = torch.cat([first[:, p - 1 :], rest], dim=1)[0]
+    expected = token_logprobs(logits, torch.tensor(out.token_ids), 1.0)
+    assert torch.allclose(torch.tensor(out.logprobs), expected, atol=1e-4)
+    # ... and they differ from what the old weights would have given from step 6 on.
+    stale = token_logprobs(old(input_ids=ids).logits[0, p - 1 : -1], torch.tensor(out.token_ids), 1.0)
+    assert torch.allclose(torch.tensor(out.logprobs[:6]), stale[:6], atol=1e-4)
+    assert (torch.tensor(out.logprobs[6:]) - stale[6:]).abs().max() > 1e-2
+
+
+def _arch(model):
+    from scalerl.models.tiny import TinyArchitecture
+
+    c = model.config
+    return TinyArchitecture(c.hidden_size, c.intermediate_size, c.num_hidden_layers, c.num_attention_heads,
+                            c.num_key_value_heads, c.max_position_embeddings)
+
+
+def test_update_weights_from_another_thread_while_generating(char_tokenizer, prompts, random_model):
+    from scalerl.models.tiny import build_tiny_model
+
+    model = build_tiny_model(char_tokenizer, _arch(random_model), seed=0)
+    gen = HFGenerator(model, char_tokenizer)
+    new = build_tiny_model(char_tokenizer, _arch(random_model), seed=1).state_dict()
+    started = threading.Event()
+
+    def hook(state):
+        started.set()
+
+    control = ForcedPhrase(budgets=[10_000], phrase=[], answer_budget=0, on_observe=hook)
+    result = []
+    worker = threading.Thread(
+        target=lambda: result.extend(gen.generate(prompts * 8, SamplingParams(max_new_tokens=200, seed=0), control))
+    )
+    worker.start()
+    started.wait(10)
+    gen.update_weights(new, 7)  # never blocks on the decode loop
+    worker.join(60)
+    assert gen.version == 7
+    for c in result:
+        # One switch at most, from 0 to 7, never back.
+        assert c.versions == sorted(c.versions) and set(c.versions) <= {0, 7}
+    assert any(7 in c.versions for c in result)
+    assert torch.equal(model.model.embed_tokens.weight, new["model.embed_tokens.weight"])
+
+
+def test_update_weights_when_idle_applies_at_once_and_copies(char_tokenizer, random_model):
+    from scalerl.models.tiny import build_tiny_model
+
+    model = build_tiny_model(char_tokenizer, _arch(random_model), seed=0)
+    gen = HFGenerator(model, char_tokenizer)
+    source = build_tiny_model(char_tokenizer, _arch(random_model), seed=1)
+    gen.update_weights(source.state_dict(), 3)
+    assert gen.version == 3
+    assert torch.equal(model.lm_head.weight, source.lm_head.weight)
+    with torch.no_grad():
+        source.lm_head.weight.add_(1.0)  # the trainer keeps training its own copy
+    assert not torch.equal(model.lm_head.weight, source.lm_head.weight)
+    gen.update_weights({}, 4)  # a shared model: only the version moves
+    assert gen.version == 4
+
+
+def test_update_weights_rejects_unknown_names_and_shapes(gen):
+    with pytest.raises(KeyError, match="no parameter"):
+        gen.update_weights({"nope.weight": torch.zeros(1)}, 1)
+    with pytest.raises(ValueError, match="shape"):
+        gen.update_weights({"lm_head.weight": torch.zeros(1, 1)}, 1)
+    assert gen.version == 0
+
+
+def test_generation_leaves_the_model_mode_alone(random_model, char_tokenizer, prompts):
+    random_model.train()
+    try:
+        HFGenerator(random_model, char_tokenizer).generate(prompts, SamplingParams(max_new_tokens=2))
+        assert random_model.training
+    finally:
+        random_model.eval()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_on_cuda_logprobs_match_and_updates_apply(char_tokenizer, prompts):
+    from scalerl.models.tiny import TinyArchitecture, build_tiny_model
+
+    arch = TinyArchitecture(hidden_size=64, intermediate_size=128, num_hidden_layers=2)
+    model = build_tiny_model(char_tokenizer, arch, seed=0).cuda()
+    gen = HFGenerator(model, char_tokenizer, seed=0)
+    out = gen.generate(prompts * 4, SamplingParams(max_new_tokens=24, temperature=0.8, seed=1))
+    batch = pack_completions(out, char_tokenizer.pad_token_id, device="cuda")
+    with torch.no_grad():
+        recomputed = completion_logprobs(model, batch, 0.8).cpu()
+    mask = batch["completion_mask"].bool().cpu()
+    generated = torch.zeros_like(recomputed)
+    for i, c in enumerate(out):
+        generated[i, : len(c.logprobs)] = torch.tensor(c.logprobs)
+    assert torch.allclose(generated[mask], recomputed[mask], atol=1e-3)
+    other = build_tiny_model(char_tokenizer, arch, seed=1)  # on the CPU: copied to the GPU on update
+    gen.update_weights(other.state_dict(), 1)
+    assert gen.version == 1 and torch.equal(model.lm_head.weight.cpu(), other.lm_head.weight)

@@ -1,0 +1,108 @@
+import textwrap
+import time
+
+import pytest
+
+from scalerl.errors import InputError
+from scalerl.tasks import get_task
+from scalerl.tasks.base import Problem
+from scalerl.tasks.rewards import UserReward
+
+REWARDS = '''
+import time
+
+def exact(completion, answer):
+    print("user prints go to stderr, not into the protocol")
+    return completion.rsplit("</think>", 1)[-1].strip() == answer
+
+def scaled(completion, answer, prompt):
+    return 0.5 if prompt.startswith("2") and answer in completion else -0.5
+
+def raises(completion):
+    raise RuntimeError("boom")
+
+def not_a_number(completion):
+    return "yes"
+
+def hangs(completion):
+    time.sleep(60)
+
+def wrong_signature(x, y):
+    return 1
+'''
+
+
+@pytest.fixture()
+def rewards_module(tmp_path, monkeypatch):
+    (tmp_path / "my_rewards.py").write_text(textwrap.dedent(REWARDS))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path / "my_rewards.py"
+
+
+PROBLEM = Problem(id="2+2", prompt="2+2=", answer="4")
+
+
+def test_module_function_scores_bools_and_numbers(rewards_module):
+    with UserReward("my_rewards:exact") as reward:
+        assert reward(PROBLEM, "<think>x</think>4") == 1.0
+        assert reward(PROBLEM, "<think>x</think>5") == -1.0
+        assert reward.stats.as_dict() == {"calls": 2, "errors": 0, "timeouts": 0, "last_error": ""}
+    with UserReward("my_rewards:scaled") as reward:
+        assert reward(PROBLEM, "4") == 0.5
+
+
+def test_file_path_spec(rewards_module):
+    with UserReward(f"{rewards_module}:exact") as reward:
+        assert reward(PROBLEM, "</think>4") == 1.0
+
+
+def test_raising_function_scores_zero_and_is_counted(rewards_module):
+    with UserReward("my_rewards:raises") as reward:
+        assert reward(PROBLEM, "4") == 0.0
+        assert reward(PROBLEM, "4") == 0.0
+        assert reward.stats.errors == 2 and reward.stats.calls == 2
+        assert "RuntimeError: boom" in reward.stats.last_error
+    with UserReward("my_rewards:not_a_number") as reward:
+        assert reward(PROBLEM, "4") == 0.0
+        assert "not a number" in reward.stats.last_error
+
+
+def test_hanging_function_is_killed_after_the_timeout_and_counted(rewards_module):
+    with UserReward("my_rewards:hangs", timeout=1.0) as reward:
+        start = time.monotonic()
+        assert reward(PROBLEM, "4") == 0.0
+        assert time.monotonic() - start < 5
+        assert reward.stats.timeouts == 1
+        # The killed worker is restarted: the next call is bounded the same way.
+        assert reward(PROBLEM, "4") == 0.0
+        assert reward.stats.timeouts == 2 and reward.stats.calls == 2
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("my_rewards:wrong_signature", "must take parameters named"),
+        ("my_rewards:missing", "has no function 'missing'"),
+        ("no_such_module_xyz:f", "cannot import module"),
+        ("/no/such/file.py:f", "does not exist"),
+        ("just_a_name", "must look like 'module:function'"),
+    ],
+)
+def test_unloadable_function_is_an_input_error(rewards_module, spec, message):
+    with pytest.raises(InputError, match=message):
+        UserReward(spec)
+
+
+def test_get_task_with_a_user_reward(rewards_module):
+    task = get_task("arithmetic", n_val=4, n_hard=0, reward="my_rewards:exact")
+    problem = task.eval_sets()["val"][0]
+    assert task.reward(problem, f"<think></think>{problem.answer}") == 1.0
+    assert task.reward_stats()["calls"] == 1
+    task.user_reward.close()
+
+
+def test_writes_to_file_descriptor_1_do_not_corrupt_replies(tmp_path, monkeypatch):
+    (tmp_path / "noisy.py").write_text("import os\ndef r(completion):\n    os.write(1, b'{\"value\": 99}\\n')\n    return 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with UserReward("noisy:r") as reward:
+        assert [reward(PROBLEM, "x") for _ in range(3)] == [1.0, 1.0, 1.0]

@@ -1,0 +1,126 @@
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from scalerl.errors import InputError
+from scalerl.generate.base import SamplingParams
+from scalerl.generate.hf import HFGenerator
+from scalerl.models import tiny
+from scalerl.models.loading import load_model, resolve_model
+from scalerl.models.tiny import TinyArchitecture, TinySpec, build_tiny_model, cache_root, tiny_model_dir
+from scalerl.tasks.arithmetic import ArithmeticTask
+from scalerl.train.evaluate import evaluate
+
+
+def test_default_architecture_is_about_a_million_parameters(char_tokenizer):
+    model = build_tiny_model(char_tokenizer)
+    n = sum(p.numel() for p in model.parameters())
+    assert 1_000_000 <= n <= 5_000_000
+    assert model.config.model_type == "qwen2" and model.config.vocab_size == len(char_tokenizer)
+
+
+def test_saves_and_loads_with_auto_classes(char_tokenizer, random_model, tmp_path):
+    random_model.save_pretrained(tmp_path)
+    char_tokenizer.save_pretrained(tmp_path)
+    model = AutoModelForCausalLM.from_pretrained(tmp_path)
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path)
+    ids = torch.tensor([tokenizer("12+34=").input_ids])
+    with torch.no_grad():
+        assert torch.allclose(model(ids).logits, random_model(ids).logits, atol=1e-6)
+    assert model.generation_config.eos_token_id == tokenizer.eos_token_id
+
+
+def test_cache_key_covers_the_settings():
+    assert TinySpec().key() == TinySpec().key()
+    assert TinySpec().key() != TinySpec(seed=1).key()
+    assert TinySpec().key() != TinySpec(architecture=TinyArchitecture(hidden_size=64)).key()
+
+
+def test_cache_root_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("SCALERL_CACHE", str(tmp_path))
+    assert cache_root() == tmp_path
+    monkeypatch.delenv("SCALERL_CACHE")
+    assert cache_root() == Path.home() / ".cache" / "scalerl"
+
+
+def test_warm_start_reaches_a_nonzero_sampled_pass_rate(warm_tiny_dir):
+    info = json.loads((warm_tiny_dir / "scalerl_tiny.json").read_text())
+    assert info["warm_start"]["steps"] == 60
+    model, tokenizer = load_model(str(warm_tiny_dir))
+    task = ArithmeticTask(digits=1)
+    m = evaluate(HFGenerator(model, tokenizer), tokenizer, task, task.train_problems()[:32], k=4,
+                 params=SamplingParams(max_new_tokens=32, temperature=1.0, seed=0))
+    print("sampled pass rate after the test warm start:", m["pass_rate"])
+    assert 0 < m["pass_rate"] < 1
+    assert m["frac_truncated"] < 0.5  # it has learned to stop
+
+
+def test_cached_directory_is_reused_not_rebuilt(warm_tiny_dir, monkeypatch):
+    spec = TinySpec(digits=1, warm_start_steps=60, warm_start_batch_size=32)
+
+    def fail(_spec):
+        raise AssertionError("rebuilt although cached")
+
+    monkeypatch.setattr(tiny, "make_tiny_model", fail)
+    assert tiny_model_dir(spec, cache_dir=warm_tiny_dir.parent.parent) == warm_tiny_dir
+    assert sorted(os.listdir(warm_tiny_dir.parent)) == [warm_tiny_dir.name]  # no temporary left behind
+
+
+def test_tiny_resolves_through_the_cache(warm_tiny_dir):
+    spec = TinySpec(digits=1, warm_start_steps=60, warm_start_batch_size=32)
+    assert resolve_model("tiny", cache_dir=str(warm_tiny_dir.parent.parent), tiny_spec=spec) == str(warm_tiny_dir)
+    model, tokenizer = load_model("tiny", cache_dir=str(warm_tiny_dir.parent.parent), tiny_spec=spec)
+    assert model.config.vocab_size == len(tokenizer)
+
+
+def test_load_model_dtype(warm_tiny_dir):
+    model, _ = load_model(str(warm_tiny_dir), dtype=torch.bfloat16)
+    assert next(model.parameters()).dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("path", ["/no/such/model", "./missing-model", "runs/x/final"])
+def test_missing_local_path_is_an_input_error_naming_it(path):
+    with pytest.raises(InputError, match="does not exist"):
+        load_model(path)
+    with pytest.raises(InputError, match=path.replace(".", r"\.")):
+        load_model(path)
+
+
+def test_directory_without_config_and_file_paths(tmp_path):
+    with pytest.raises(InputError, match="no config.json"):
+        load_model(str(tmp_path))
+    (tmp_path / "weights.bin").write_text("")
+    with pytest.raises(InputError, match="is a file"):
+        load_model(str(tmp_path / "weights.bin"))
+
+
+def test_unreachable_hub_id_is_an_input_error():
+    with pytest.raises(InputError, match="cannot load model 'nobody-xyz/no-such-model'"):
+        load_model("nobody-xyz/no-such-model", local_files_only=True)
+
+
+def test_a_concurrent_builder_that_finishes_first_wins(random_model, char_tokenizer, tmp_path, monkeypatch):
+    spec = TinySpec(seed=99)
+    target = tmp_path / "tiny" / spec.key()
+
+    def other_process_finishes_meanwhile(_spec):
+        target.mkdir(parents=True)
+        (target / "scalerl_tiny.json").write_text("{}")  # the other builder's complete directory
+        return random_model, char_tokenizer, {"key": spec.key()}
+
+    monkeypatch.setattr(tiny, "make_tiny_model", other_process_finishes_meanwhile)
+    assert tiny_model_dir(spec, cache_dir=tmp_path) == target
+    assert os.listdir(target) == ["scalerl_tiny.json"]  # ours was discarded, theirs kept
+    assert os.listdir(target.parent) == [spec.key()]  # and no temporary directory is left
+
+
+def test_build_writes_a_complete_model_directory(random_model, char_tokenizer, tmp_path, monkeypatch):
+    spec = TinySpec(seed=98)
+    monkeypatch.setattr(tiny, "make_tiny_model", lambda _spec: (random_model, char_tokenizer, {"key": spec.key()}))
+    path = tiny_model_dir(spec, cache_dir=tmp_path)
+    assert {"config.json", "model.safetensors", "tokenizer.json", "scalerl_tiny.json"} <= set(os.listdir(path))
+    assert AutoModelForCausalLM.from_pretrained(path).config.hidden_size == random_model.config.hidden_size
