@@ -48,7 +48,9 @@ def load_model(
     A missing path or an unreachable hub id raises :class:`InputError` naming it.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # our own progress bar is the one that matters
     source = resolve_model(name_or_path, cache_dir, tiny_spec)
     model_kwargs = dict(kwargs)
     if dtype is not None:

@@ -1,0 +1,108 @@
+"""Atomic checkpoints: a run can be killed at any moment and resumed.
+
+Layout under ``<run>/checkpoints/``::
+
+    step_000040/state.pt     model, optimizer, scheduler, sampler, compute counters, RNG
+                             states, pending rollouts, and the run log's byte offset
+    latest                   the name of the newest complete checkpoint
+
+A checkpoint is written to ``step_000040.tmp-<pid>`` and renamed into place; ``latest`` is
+replaced with ``os.replace``. A kill at any point leaves either the old or the new
+checkpoint, never half of one. On resume the run log is truncated back to the offset the
+checkpoint recorded, so rows written after it (which the resumed run redoes) are neither
+lost nor duplicated.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+LATEST = "latest"
+
+
+def rng_state() -> dict[str, Any]:
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save_checkpoint(directory: str | os.PathLike, step: int, state: dict[str, Any], *, keep: int = 2) -> Path:
+    """Write ``state`` as checkpoint ``step`` atomically; keep the newest ``keep`` checkpoints."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    name = f"step_{step:06d}"
+    final = directory / name
+    tmp = directory / f"{name}.tmp-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    with open(tmp / "state.pt", "wb") as f:
+        torch.save(state, f)
+        f.flush()
+        os.fsync(f.fileno())
+    if final.exists():  # a checkpoint of the same step from an earlier, interrupted attempt
+        shutil.rmtree(final)
+    os.rename(tmp, final)
+    pointer = directory / f"{LATEST}.tmp-{os.getpid()}"
+    pointer.write_text(name + "\n")
+    os.replace(pointer, directory / LATEST)
+    _fsync_dir(directory)
+    _prune(directory, keep, current=name)
+    return final
+
+
+def _prune(directory: Path, keep: int, current: str) -> None:
+    done = sorted(p for p in directory.glob("step_*") if p.is_dir() and ".tmp-" not in p.name)
+    for old in done[: max(len(done) - keep, 0)]:
+        if old.name != current:
+            shutil.rmtree(old, ignore_errors=True)
+    for stale in directory.glob("*.tmp-*"):  # leftovers of a kill mid-write
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
+
+
+def latest_checkpoint(directory: str | os.PathLike) -> Path | None:
+    """The newest complete checkpoint, or None."""
+    directory = Path(directory)
+    pointer = directory / LATEST
+    if pointer.exists():
+        candidate = directory / pointer.read_text().strip()
+        if (candidate / "state.pt").exists():
+            return candidate
+    # No (or a stale) pointer: fall back to the newest complete directory.
+    done = sorted(p for p in directory.glob("step_*") if (p / "state.pt").exists() and ".tmp-" not in p.name)
+    return done[-1] if done else None
+
+
+def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
+    # weights_only=False: the state holds our own dataclasses (pending rollouts) and RNG states.
+    return torch.load(Path(path) / "state.pt", map_location="cpu", weights_only=False)

@@ -1,0 +1,91 @@
+"""Compute accounting: the x axis of every forecast.
+
+Logged at every evaluation (SPEC.md §2, "Compute accounting"):
+
+* ``gpu_hours`` -- measured accelerator-hours: wall seconds of training work x devices busy
+  (on a CPU run, the devices are the CPU processes doing the work);
+* ``flops`` -- ~2 N per generated token (and per prompt token prefilled) + 6 N per trained
+  token, N = parameters (the standard dense-transformer estimate);
+* ``tokens`` -- completion tokens generated (training rollouts; evaluation is not training
+  compute and is counted separately as ``eval_tokens``);
+* ``samples`` -- completions generated for training (filtered groups included: they cost
+  compute even when they do not enter the loss);
+* ``step`` -- optimizer steps.
+
+Everything is a plain counter so it round-trips through checkpoints exactly.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class ComputeMeter:
+    params: int
+    """N: parameters of the policy."""
+    devices: int = 1
+    """Devices busy while the clock runs."""
+    step: int = 0
+    samples: int = 0
+    tokens: int = 0
+    prompt_tokens: int = 0
+    trained_tokens: int = 0
+    eval_tokens: int = 0
+    seconds: float = 0.0
+    """Wall seconds of training work (evaluation excluded), summed over resumed sessions."""
+    _t0: float | None = field(default=None, repr=False)
+
+    # -- counting ----------------------------------------------------------------------
+    def generated(self, samples: int, tokens: int, prompt_tokens: int) -> None:
+        self.samples += samples
+        self.tokens += tokens
+        self.prompt_tokens += prompt_tokens
+
+    def trained(self, tokens: int) -> None:
+        self.trained_tokens += tokens
+
+    def stepped(self) -> None:
+        self.step += 1
+
+    # -- the clock: only training work counts, not evaluation or checkpointing -----------
+    def start(self) -> None:
+        if self._t0 is None:
+            self._t0 = time.perf_counter()
+
+    def pause(self) -> None:
+        if self._t0 is not None:
+            self.seconds += time.perf_counter() - self._t0
+            self._t0 = None
+
+    # -- derived -------------------------------------------------------------------------
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.params * (self.tokens + self.prompt_tokens) + 6.0 * self.params * self.trained_tokens
+
+    @property
+    def gpu_hours(self) -> float:
+        running = (time.perf_counter() - self._t0) if self._t0 is not None else 0.0
+        return (self.seconds + running) * self.devices / 3600.0
+
+    def row(self) -> dict[str, float]:
+        """The compute columns of a run-log row."""
+        return {
+            "step": self.step,
+            "gpu_hours": self.gpu_hours,
+            "flops": self.flops,
+            "tokens": self.tokens,
+            "samples": self.samples,
+            "trained_tokens": self.trained_tokens,
+            "eval_tokens": self.eval_tokens,
+        }
+
+    def state_dict(self) -> dict:
+        state = {k: v for k, v in asdict(self).items() if not k.startswith("_")}
+        state["seconds"] = self.gpu_hours * 3600.0 / self.devices  # the running stretch included
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)

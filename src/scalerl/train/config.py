@@ -1,0 +1,268 @@
+"""The training configuration: the recipe plus everything a run needs around it.
+
+    TrainConfig
+      recipe_name  which preset the recipe came from (presets: ``scalerl recipes``)
+      profile      scale profile applied on top of the preset (``cpu-tiny`` for the toy model)
+      recipe       the algorithm: RecipeConfig (scalerl.rl.recipe)
+      model        what to train
+      task         what to train on and how it is rewarded
+      sampling     how training completions are sampled
+      eval         the validation pass rate the forecast fits
+      run          steps, seed, threads, checkpoints, output
+      backend      where generators and trainer run (local threads / Ray)
+      forecast     the live forecast logged at every evaluation
+      log          TensorBoard, W&B, progress bar
+
+Resolution order: defaults -> ``--config FILE`` -> command-line flags (``--recipe``,
+``--model``, ``--steps``, ...) -> the scale profile -> ``--set key=value`` overrides. The run
+directory's ``config.yaml`` is the resolved result (profile ``none``), so passing it back
+with ``--config`` reproduces the run.
+
+No torch here: ``scalerl recipes``/``train --help`` stay fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from scalerl.config import apply_overrides
+from scalerl.errors import ConfigError
+from scalerl.rl.presets import get_recipe
+from scalerl.rl.recipe import RecipeConfig
+
+
+@dataclass
+class ModelConfig:
+    """The policy to train."""
+
+    name_or_path: str = "tiny"
+    """``tiny`` (a ~1M-parameter Qwen2 with a character tokenizer, warm-started on arithmetic and
+    cached), a local Hugging Face model directory, or a hub id."""
+    dtype: str | None = None
+    """Weights dtype (float32, bfloat16, float16); null keeps the checkpoint's. On a CPU keep float32."""
+    tiny_warm_start_steps: int = 200
+    """``tiny`` only: supervised warm-start steps, i.e. how good the policy is before RL. 200 gives a
+    sampled pass rate of ~0.3 on 2-digit addition (175: ~0.1, RL then needs several times longer
+    to take off; see benchmarks/tiny_warm_start.py)."""
+
+
+@dataclass
+class TaskConfig:
+    """What the model is trained on and how completions are rewarded (+1 correct, -1 wrong)."""
+
+    name: str = "arithmetic"
+    """Registered task: arithmetic (built in, procedurally generated) or math (a data file, math-verify)."""
+    data: str | None = None
+    """math task: a JSONL / parquet file or an HF dataset directory of {prompt, answer} rows."""
+    reward: str | None = None
+    """A reward function of your own, ``module:function`` or ``path/to/file.py:function``, called as
+    fn(problem, completion_text) -> float; errors score 0 and are counted, hangs time out."""
+    reward_timeout: float = 10.0
+    """Seconds a user reward function may take per completion before it is killed and scored 0."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """Task-specific settings passed to the task, e.g. {digits: 2, n_val: 200} for arithmetic."""
+
+
+@dataclass
+class SamplingConfig:
+    """How training completions are sampled."""
+
+    temperature: float = 1.0
+    """Softmax temperature for training rollouts (log-probs are recorded after temperature)."""
+    top_p: float = 1.0
+    """Nucleus sampling mass for training rollouts (1.0: off; the ratio then matches exactly)."""
+
+
+@dataclass
+class EvalConfig:
+    """Periodic evaluation: mean@k pass rate on held-out problems, one run-log column per set."""
+
+    every: int = 10
+    """Evaluate every this many optimizer steps (and before the first one: the R0 point)."""
+    samples_per_problem: int = 4
+    """k of mean@k: completions per problem (paper: 16)."""
+    problems: int = 200
+    """Problems per evaluation set (the first N of each set; paper: 1,000)."""
+    sets: list[str] = field(default_factory=lambda: ["val"])
+    """Evaluation sets of the task to run; the first is the one the forecast fits. The arithmetic
+    task also offers ``hard`` (a harder, downstream-like split)."""
+    temperature: float = 1.0
+    """Sampling temperature for evaluation."""
+    batch_size: int | None = 512
+    """Completions per generate call during evaluation (bounds memory); null: all at once."""
+
+
+@dataclass
+class RunConfig:
+    """Length, seed, hardware and checkpoints of the run."""
+
+    steps: int = 100
+    """Optimizer steps to train for."""
+    seed: int = 0
+    """Seed for prompt order, sampling and initialisation."""
+    device: str = "auto"
+    """cpu, cuda, cuda:1, ... or auto (cuda when available)."""
+    threads: int = 0
+    """torch intra-op threads on CPU; 0 = leave torch's default."""
+    deterministic: bool = True
+    """Derive every sampling seed from (seed, step), so a resumed run repeats an uninterrupted one."""
+    micro_batch_size: int = 64
+    """Sequences per forward/backward pass; gradients accumulate to the full step (exactly)."""
+    max_nan_steps: int = 5
+    """Consecutive steps with a non-finite loss or gradient (each skipped and counted) before the
+    run stops with an error."""
+    checkpoint_every: int | None = None
+    """Save a checkpoint every this many steps; null = at every evaluation."""
+    keep_checkpoints: int = 2
+    """How many of the latest checkpoints to keep on disk."""
+    output: str = "runs/run"
+    """Run directory: runlog.jsonl, config.yaml, checkpoints/, final/ (the trained model), report."""
+
+
+@dataclass
+class BackendConfig:
+    """Where generation and training run."""
+
+    name: Literal["local", "ray"] = "local"
+    """local (one machine; generator threads beside the trainer) or ray (actors on a Ray cluster)."""
+    generators: int = 1
+    """Generator workers (PipelineRL-k: each samples continuously)."""
+    ray_address: str | None = None
+    """ray backend: address of a running cluster (``ray start --head`` prints it); null starts a local one."""
+
+
+@dataclass
+class ForecastConfig:
+    """The live forecast: refit the sigmoid after every evaluation and log it."""
+
+    enabled: bool = True
+    """Fit and log forecast/A, forecast/B, forecast/C_mid (with intervals) and the predicted pass rate at the budget."""
+    x: str = "flops"
+    """Compute column the curve is fitted against: flops (deterministic, hardware-independent),
+    gpu_hours (measured accelerator-hours), tokens, samples or step."""
+    min_points: int = 5
+    """Evaluations needed (the R0 point included) before the first fit."""
+    bootstrap: int = 200
+    """Bootstrap resamples for the logged intervals."""
+
+
+@dataclass
+class LogConfig:
+    """Where metrics go besides the run log (which is always written)."""
+
+    tensorboard: bool = False
+    """Also write TensorBoard event files to <output>/tensorboard."""
+    wandb_project: str | None = None
+    """Also log to this Weights & Biases project (needs the wandb package and a login)."""
+    progress: bool = True
+    """Show a progress bar (pass rate, throughput, ETA) on stderr."""
+    train_every: int = 1
+    """Write a training-metrics row (loss, clip fraction, rewards, lag) every this many steps."""
+
+
+@dataclass
+class TrainConfig:
+    """A whole training run."""
+
+    recipe_name: str = "scalerl"
+    """Preset the recipe was built from (``scalerl recipes`` lists them)."""
+    profile: str = "auto"
+    """Scale profile applied to the preset: auto (cpu-tiny for the tiny model, else none), cpu-tiny, none."""
+    recipe: RecipeConfig = field(default_factory=RecipeConfig)
+    """The algorithm (SPEC.md §2): every component a switch."""
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """The policy to train."""
+    task: TaskConfig = field(default_factory=TaskConfig)
+    """Training problems, evaluation sets, reward."""
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    """Rollout sampling."""
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    """Periodic evaluation."""
+    run: RunConfig = field(default_factory=RunConfig)
+    """Steps, seed, device, checkpoints, output."""
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    """Local or Ray."""
+    forecast: ForecastConfig = field(default_factory=ForecastConfig)
+    """Live forecast."""
+    log: LogConfig = field(default_factory=LogConfig)
+    """Metrics sinks."""
+
+    def validate(self) -> "TrainConfig":
+        self.recipe.validate()
+        problems = []
+        if self.run.steps < 1:
+            problems.append(f"run.steps must be >= 1, got {self.run.steps}")
+        if self.eval.every < 1:
+            problems.append(f"eval.every must be >= 1, got {self.eval.every}")
+        if self.eval.samples_per_problem < 1 or self.eval.problems < 1:
+            problems.append("eval.samples_per_problem and eval.problems must be >= 1")
+        if not self.eval.sets:
+            problems.append("eval.sets must name at least one evaluation set (e.g. [val])")
+        if self.run.micro_batch_size < 1:
+            problems.append(f"run.micro_batch_size must be >= 1, got {self.run.micro_batch_size}")
+        if self.run.max_nan_steps < 1:
+            problems.append(f"run.max_nan_steps must be >= 1, got {self.run.max_nan_steps}")
+        if self.backend.generators < 1:
+            problems.append(f"backend.generators must be >= 1, got {self.backend.generators}")
+        if not 0 < self.sampling.top_p <= 1 or self.sampling.temperature <= 0:
+            problems.append("sampling.temperature must be > 0 and sampling.top_p in (0, 1]")
+        if self.forecast.x not in COMPUTE_COLUMNS:
+            problems.append(f"forecast.x: unknown compute column {self.forecast.x!r}; known: {', '.join(COMPUTE_COLUMNS)}")
+        if self.profile not in PROFILES and self.profile != "auto":
+            problems.append(f"profile: unknown profile {self.profile!r}; known: auto, {', '.join(PROFILES)}")
+        if problems:
+            raise ConfigError("invalid training config: " + "; ".join(problems))
+        return self
+
+
+#: Compute measures logged at every evaluation (any can be the forecast's x).
+COMPUTE_COLUMNS = ("flops", "gpu_hours", "tokens", "samples", "step")
+
+#: Scale profiles: overrides that make a paper-scale preset sensible at another scale. The
+#: algorithmic switches (loss, aggregation, ...) are never touched -- only sizes and the
+#: learning rate -- so a leave-one-out variant stays a leave-one-out variant.
+PROFILES: dict[str, list[str]] = {
+    "none": [],
+    # The tiny CPU model: 1M parameters, ~25-token completions. lr 5e-7 would not move it in a
+    # few minutes; 3e-4 wrecks it (measured). Budgets: the scratchpad of a 2-digit sum is ~17
+    # tokens, so a thinking budget drawn from [18, 26] interrupts only rambling sequences.
+    "cpu-tiny": [
+        "batch.prompts_per_step=16",
+        "batch.generations_per_prompt=8",
+        "optimizer.lr=1e-4",
+        "optimizer.eps=1e-8",
+        "optimizer.warmup_steps=5",
+        "length.max_new_tokens=48",
+        "length.think_budget=[18, 26]",
+        "length.answer_budget=8",
+        "length.overlong_max_len=48",
+        "length.overlong_cache=16",
+    ],
+}
+
+
+def profile_for(cfg: TrainConfig) -> str:
+    if cfg.profile != "auto":
+        return cfg.profile
+    return "cpu-tiny" if cfg.model.name_or_path == "tiny" else "none"
+
+
+def resolve(cfg: TrainConfig, overrides: list[str] | None = None) -> TrainConfig:
+    """Apply the scale profile, then the user's ``key=value`` overrides; validate.
+
+    The result records ``profile: none`` so that saving and reloading it changes nothing.
+    """
+    name = profile_for(cfg)
+    if name not in PROFILES:
+        raise ConfigError(f"unknown profile {name!r}; known: auto, {', '.join(PROFILES)}")
+    cfg = dataclasses.replace(cfg, recipe=apply_overrides(cfg.recipe, PROFILES[name]), profile="none")
+    if overrides:
+        cfg = apply_overrides(cfg, overrides)
+    return cfg.validate()
+
+
+def with_recipe(cfg: TrainConfig, name: str) -> TrainConfig:
+    """``cfg`` with its recipe replaced by the named preset or leave-one-out variant."""
+    return dataclasses.replace(cfg, recipe=get_recipe(name), recipe_name=name)

@@ -1,0 +1,47 @@
+"""The live forecast: after each evaluation, refit the sigmoid to the run so far.
+
+Logs ``forecast/A``, ``forecast/B``, ``forecast/C_mid`` with their bootstrap intervals and the
+predicted pass rate at the run's budget (the compute the run will have used at its last
+step, projected from the compute per step so far). A fit that is not possible yet (too few
+points, no rise so far) is logged as ``forecast/status`` instead -- never a made-up number.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from scalerl.curves import Curve, forecast
+from scalerl.errors import InputError
+
+
+def live_forecast(
+    rows: Sequence[dict[str, Any]],
+    *,
+    x: str,
+    y: str,
+    total_steps: int,
+    min_points: int = 5,
+    n_boot: int = 200,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Forecast columns for the next run-log row, from the evaluation rows so far."""
+    points = [(r[x], r[y]) for r in rows if r.get(x) is not None and r.get(y) is not None]
+    if len(points) < min_points:
+        return {"forecast/status": f"waiting for {min_points} evaluations ({len(points)} so far)"}
+    last = rows[-1]
+    step = max(int(last.get("step", 0)), 1)
+    budget = float(last[x]) * total_steps / step
+    try:
+        curve = Curve.from_arrays([p[0] for p in points], [p[1] for p in points], x_name=x, y_name=y)
+        fc = forecast(curve, n_boot=n_boot, seed=seed, power_law=False)
+    except InputError as exc:
+        return {"forecast/status": f"no fit yet: {exc}"}
+    iv = fc.intervals()
+    (pred,) = fc.predict([budget])
+    out: dict[str, Any] = {"forecast/status": "ok", "forecast/x": x, "forecast/budget": budget}
+    for name in ("A", "B", "C_mid"):
+        out[f"forecast/{name}"] = getattr(fc.fit, name)
+        if name in iv:
+            out[f"forecast/{name}_lo"], out[f"forecast/{name}_hi"] = iv[name]
+    out.update({"forecast/R_budget": pred.R, "forecast/R_budget_lo": pred.lo, "forecast/R_budget_hi": pred.hi})
+    return out

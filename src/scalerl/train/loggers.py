@@ -1,0 +1,64 @@
+"""Metric sinks besides the run log: TensorBoard and Weights & Biases, when asked for.
+
+Each sink takes flat ``{name: number}`` rows with a step; non-numeric values are skipped.
+"""
+
+from __future__ import annotations
+
+import numbers
+from pathlib import Path
+from typing import Any, Protocol
+
+from scalerl.errors import ConfigError
+
+
+class Sink(Protocol):
+    def log(self, row: dict[str, Any], step: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _numeric(row: dict[str, Any]) -> dict[str, float]:
+    return {k: float(v) for k, v in row.items() if isinstance(v, numbers.Number) and not isinstance(v, bool)}
+
+
+class TensorBoardSink:
+    def __init__(self, logdir: Path) -> None:
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:
+            raise ConfigError("log.tensorboard needs the tensorboard package: pip install 'scalerl[tensorboard]'") from None
+        self.writer = SummaryWriter(str(logdir))
+
+    def log(self, row: dict[str, Any], step: int) -> None:
+        for k, v in _numeric(row).items():
+            self.writer.add_scalar(k, v, step)
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class WandbSink:
+    def __init__(self, project: str, name: str, config: dict[str, Any], directory: Path, resume: bool) -> None:
+        try:
+            import wandb
+        except ImportError:
+            raise ConfigError("log.wandb_project needs the wandb package: pip install 'scalerl[wandb]'") from None
+        self.run = wandb.init(project=project, name=name, config=config, dir=str(directory),
+                              resume="allow" if resume else None)
+
+    def log(self, row: dict[str, Any], step: int) -> None:
+        self.run.log(_numeric(row), step=step)
+
+    def close(self) -> None:
+        self.run.finish()
+
+
+def make_sinks(log_cfg: Any, output: Path, name: str, config: dict[str, Any], resume: bool) -> list[Sink]:
+    sinks: list[Sink] = []
+    if log_cfg.tensorboard:
+        sinks.append(TensorBoardSink(output / "tensorboard"))
+    if log_cfg.wandb_project:
+        sinks.append(WandbSink(log_cfg.wandb_project, name, config, output, resume))
+    return sinks

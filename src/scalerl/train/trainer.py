@@ -1,0 +1,377 @@
+"""The training loop, top to bottom: setup, train, evaluate, checkpoint, save, report.
+
+    from scalerl.train.config import TrainConfig, resolve
+    from scalerl.train.trainer import Trainer
+    summary = Trainer(resolve(TrainConfig())).run()
+
+One optimizer step:
+
+    batch   = source.next_batch(step)          # rollouts (sync / PPO-off-policy-k / PipelineRL-k)
+    result  = policy_update(model, ..., batch)  # advantages, filters, loss, AdamW (train/update.py)
+    source.weights_updated(model, version)     # generators get the new weights
+    every eval.every steps: evaluate (mean@k on each eval set), append a run-log row with the
+    compute columns and the live forecast, checkpoint.
+
+The same loop trains the tiny CPU model and a Hugging Face model on GPUs; what changes is
+the config (model, profile, backend), not the code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from scalerl.config import load_yaml, save_yaml, to_dict
+from scalerl.errors import ConfigError, InputError, ScaleRLError
+from scalerl.generate.base import SamplingParams
+from scalerl.runlog import RunLogWriter, read_runlog
+from scalerl.train.checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from scalerl.train.compute import ComputeMeter
+from scalerl.train.config import TrainConfig
+from scalerl.train.evaluate import evaluate
+from scalerl.train.live_forecast import live_forecast
+from scalerl.train.loggers import make_sinks
+from scalerl.train.rollout import make_batch
+from scalerl.train.update import build_optimizer, policy_update
+
+RUNLOG, CONFIG, CHECKPOINTS, FINAL = "runlog.jsonl", "config.yaml", "checkpoints", "final"
+
+
+class TrainingError(ScaleRLError):
+    """The run cannot go on (e.g. repeated non-finite losses); the message says why and what to try."""
+
+
+@dataclass
+class RunSummary:
+    output: Path
+    steps: int
+    evals: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+    skipped_steps: int = 0
+
+
+def _seed(base: int, *parts: int) -> int:
+    """A distinct, reproducible 63-bit seed per (run seed, purpose, index)."""
+    h = base & 0xFFFFFFFF
+    for p in parts:
+        h = (h * 1_000_003 + p + 0x9E3779B9) & 0x7FFFFFFFFFFFFFFF
+    return h
+
+
+def _device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def check_output(output: Path, resume: bool) -> None:
+    """Refuse to write into a directory that holds another run, unless resuming it."""
+    holds_run = (output / RUNLOG).exists() or (output / CHECKPOINTS).exists()
+    if resume and not (output / CONFIG).exists():
+        raise InputError(f"--resume: {output} holds no run to resume (no {CONFIG}); drop --resume to start one")
+    if holds_run and not resume:
+        raise InputError(
+            f"{output} already holds a run; pass --resume to continue it, or choose another --output"
+        )
+
+
+class Trainer:
+    """Owns the model, optimizer, data and logs of one run."""
+
+    def __init__(self, cfg: TrainConfig, *, resume: bool = False) -> None:
+        self.output = Path(cfg.run.output)
+        check_output(self.output, resume)
+        if resume:  # the run directory's resolved config is the truth; only the length may change
+            saved = load_yaml(TrainConfig, self.output / CONFIG)
+            saved.run.steps = cfg.run.steps
+            saved.log = cfg.log
+            cfg = saved.validate()
+        self.cfg = cfg
+        self.resume = resume
+        self._setup()
+
+    # ------------------------------------------------------------------ setup
+    def _setup(self) -> None:
+        from scalerl.generate.hf import HFGenerator
+        from scalerl.models.loading import load_model
+        from scalerl.models.tiny import TinySpec
+        from scalerl.pipeline.registry import make_source
+        from scalerl.rl.fp32_head import enable_fp32_lm_head
+        from scalerl.rl.length import length_controller
+        from scalerl.rl.sampler import PromptSampler
+        from scalerl.tasks.registry import get_task
+
+        cfg, r = self.cfg, self.cfg.recipe
+        if cfg.run.threads:
+            torch.set_num_threads(cfg.run.threads)
+        torch.manual_seed(cfg.run.seed)
+        self.device = _device(cfg.run.device)
+        self.output.mkdir(parents=True, exist_ok=True)
+
+        tiny = TinySpec(warm_start_steps=cfg.model.tiny_warm_start_steps) if cfg.model.name_or_path == "tiny" else None
+        self.model, self.tokenizer = load_model(cfg.model.name_or_path, dtype=cfg.model.dtype, tiny_spec=tiny)
+        if r.fp32_lm_head:
+            enable_fp32_lm_head(self.model)
+        self.model.to(self.device)
+        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+
+        settings = dict(cfg.task.settings)
+        if cfg.task.data is not None:
+            settings["data"] = cfg.task.data
+        self.task = get_task(cfg.task.name, reward=cfg.task.reward, reward_timeout=cfg.task.reward_timeout, **settings)
+        train = list(self.task.train_problems())
+        if not train:
+            raise InputError(f"task {cfg.task.name!r} has no training problems")
+        self.problems_by_id = {p.id: p for p in train}
+        available = self.task.eval_sets()
+        missing = [s for s in cfg.eval.sets if s not in available]
+        if missing:
+            raise ConfigError(f"eval.sets: task {cfg.task.name!r} has no set {missing[0]!r}; it has: {', '.join(available)}")
+        self.eval_sets = {s: list(available[s])[: cfg.eval.problems] for s in cfg.eval.sets}
+        self.sampler = PromptSampler.from_config(list(self.problems_by_id), r.sampler, seed=cfg.run.seed)
+        self.length_control = length_controller(r.length, self.tokenizer)
+
+        self.generator = HFGenerator(self.model, self.tokenizer, seed=cfg.run.seed)
+        self.optimizer, self.scheduler = build_optimizer(self.model, r)
+        self.meter = ComputeMeter(params=sum(p.numel() for p in self.model.parameters()))
+        self.version = 0
+        self.step = 0
+        self.skipped_steps = 0
+        self.nan_streak = 0
+        self.lag_max_since_eval = 0.0
+        self.evals: list[dict[str, Any]] = []
+        self.source = make_source(self, r.off_policy.pipeline, r.off_policy.k)
+
+        if self.resume:
+            self._restore()
+        else:
+            save_yaml(cfg, self.output / CONFIG, header=f"scalerl run {self.output.name} (resolved config)")
+            self.runlog = RunLogWriter(self.output / RUNLOG, self._header())
+        self.sinks = make_sinks(cfg.log, self.output, self.output.name, to_dict(cfg), self.resume)
+
+    def sampling_params(self, index: int) -> SamplingParams:
+        """Sampling for training batch ``index`` (seeded from it when deterministic)."""
+        s = self.cfg.sampling
+        seed = _seed(self.cfg.run.seed, 1, index) if self.cfg.run.deterministic else None
+        return SamplingParams(max_new_tokens=self.cfg.recipe.length.max_new_tokens, temperature=s.temperature,
+                              top_p=s.top_p, seed=seed)
+
+    def make_batch(self, index: int, generator: Any = None):
+        """Generate, score (and for DAPO refill) the batch of training step ``index``."""
+        return make_batch(
+            generator or self.generator, self.tokenizer, self.task, self.sampler, self.problems_by_id,
+            self.cfg.recipe, self.sampling_params(index), self.length_control,
+        )
+
+    def _header(self) -> dict[str, Any]:
+        cfg = self.cfg
+        return {
+            "run": self.output.name,
+            "recipe": cfg.recipe_name,
+            "model": cfg.model.name_or_path,
+            "task": cfg.task.name,
+            "params": self.meter.params,
+            "device": str(self.device),
+            "config": to_dict(cfg),
+        }
+
+    # ------------------------------------------------------------------ checkpoints
+    def _state(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "version": self.version,
+            "skipped_steps": self.skipped_steps,
+            "lag_max_since_eval": self.lag_max_since_eval,
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "sampler": self.sampler.state_dict(),
+            "meter": self.meter.state_dict(),
+            "source": self.source.state_dict(),
+            "rng": rng_state(),
+            "runlog_offset": self.runlog.offset(),
+            "evals": self.evals,
+        }
+
+    def _checkpoint(self) -> None:
+        save_checkpoint(self.output / CHECKPOINTS, self.step, self._state(), keep=self.cfg.run.keep_checkpoints)
+
+    def _restore(self) -> None:
+        ckpt = latest_checkpoint(self.output / CHECKPOINTS)
+        if ckpt is None:
+            # Killed before the first checkpoint: nothing a checkpoint covers exists; start over.
+            (self.output / RUNLOG).unlink(missing_ok=True)
+            self.runlog = RunLogWriter(self.output / RUNLOG, self._header())
+            return
+        state = load_checkpoint(ckpt)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.sampler.load_state_dict(state["sampler"])
+        self.meter.load_state_dict(state["meter"])
+        self.source.load_state_dict(state["source"])
+        set_rng_state(state["rng"])
+        self.step, self.version = state["step"], state["version"]
+        self.skipped_steps, self.lag_max_since_eval = state["skipped_steps"], state["lag_max_since_eval"]
+        self.evals = state["evals"]
+        self.generator.version = self.version
+        self.source.weights_updated(self.model, self.version)
+        self.runlog = RunLogWriter(self.output / RUNLOG, resume_offset=state["runlog_offset"])
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self) -> dict[str, Any]:
+        """mean@k on every evaluation set, with the compute columns and the live forecast."""
+        cfg = self.cfg
+        row: dict[str, Any] = {"type": "eval", **self.meter.row(), "version": self.version}
+        for i, (name, problems) in enumerate(self.eval_sets.items()):
+            params = SamplingParams(max_new_tokens=cfg.recipe.length.max_new_tokens, temperature=cfg.eval.temperature,
+                                    seed=_seed(cfg.run.seed, 2, i))
+            m = evaluate(self.generator, self.tokenizer, self.task, problems, cfg.eval.samples_per_problem, params,
+                         self.length_control, batch_size=cfg.eval.batch_size)
+            self.meter.eval_tokens += int(m["tokens"])
+            for key in ("pass_rate", "pass_at_k", "mean_len", "frac_interrupted", "frac_truncated"):
+                row[f"{name}/{key}"] = m[key]
+        row["eval_tokens"] = self.meter.eval_tokens
+        row["lag_max_since_eval"] = self.lag_max_since_eval
+        row["skipped_steps"] = self.skipped_steps
+        row["retired_prompts"] = len(self.sampler.retired)
+        stats = getattr(self.source, "stats", None)
+        if stats is not None:
+            row.update(stats())
+        if hasattr(self.task, "reward_stats"):
+            stats = self.task.reward_stats()
+            row["reward_errors"], row["reward_timeouts"] = stats["errors"], stats["timeouts"]
+        self.lag_max_since_eval = 0.0
+        self.evals.append(row)
+        if cfg.forecast.enabled:
+            row.update(live_forecast(self.evals, x=cfg.forecast.x, y=f"{cfg.eval.sets[0]}/pass_rate",
+                                     total_steps=cfg.run.steps, min_points=cfg.forecast.min_points,
+                                     n_boot=cfg.forecast.bootstrap, seed=cfg.run.seed))
+        return row
+
+    def _log(self, row: dict[str, Any]) -> None:
+        self.runlog.append(row)
+        for sink in self.sinks:
+            sink.log(row, self.step)
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> RunSummary:
+        cfg = self.cfg
+        t_start = time.perf_counter()
+        bar = _progress(cfg, self.step)
+        try:
+            if self.step == 0 and not self.evals:
+                self._log(self.evaluate())  # R0: the pass rate before RL
+                self._checkpoint()
+            while self.step < cfg.run.steps:
+                self._train_step()
+                bar.update(1)
+                done = self.step == cfg.run.steps
+                if self.step % cfg.eval.every == 0 or done:
+                    row = self.evaluate()
+                    self._log(row)
+                    bar.set_postfix_str(_postfix(row, cfg.eval.sets[0], self.meter), refresh=False)
+                    self._checkpoint()
+                elif cfg.run.checkpoint_every and self.step % cfg.run.checkpoint_every == 0:
+                    self._checkpoint()
+        finally:
+            bar.close()
+            self.source.close()
+        self._save_final()
+        self._close()
+        return RunSummary(self.output, self.step, list(self.evals), time.perf_counter() - t_start, self.skipped_steps)
+
+    def _train_step(self) -> None:
+        cfg, r = self.cfg, self.cfg.recipe
+        self.meter.start()
+        batch = self.source.next_batch(self.step)
+        self.meter.generated(batch.samples, batch.tokens, batch.prompt_tokens)
+        result = policy_update(
+            self.model, self.optimizer, self.scheduler, batch.groups, r,
+            temperature=cfg.sampling.temperature, pad_token_id=self.pad_id,
+            micro_batch_size=cfg.run.micro_batch_size, device=self.device, version=self.version,
+        )
+        self.meter.trained(result.trained_tokens)
+        self.step += 1
+        self.meter.step = self.step
+        if not result.skipped:
+            self.version += 1
+        self.source.weights_updated(self.model, self.version)
+        self.meter.pause()
+        self.lag_max_since_eval = max(self.lag_max_since_eval, result.metrics.get("lag_max", 0.0))
+
+        nonfinite = result.skipped and result.reason.startswith("non-finite")
+        if result.skipped:
+            self.skipped_steps += 1
+        self.nan_streak = self.nan_streak + 1 if nonfinite else 0
+        if self.step % cfg.log.train_every == 0 or result.skipped:
+            rewards = [x for g in batch.groups for x in g.rewards]
+            comps = batch.completions
+            row = {
+                "type": "train",
+                "step": self.step,
+                "reward_mean": sum(rewards) / max(len(rewards), 1),
+                "train_pass_rate": sum(x > 0 for x in rewards) / max(len(rewards), 1),
+                "mean_len": sum(len(c.token_ids) for c in comps) / max(len(comps), 1),
+                "frac_interrupted": sum(c.interrupted for c in comps) / max(len(comps), 1),
+                "skipped": result.skipped,
+                **{k: v for k, v in result.metrics.items()},
+                **batch.stats,
+            }
+            if result.skipped:
+                row["skip_reason"] = result.reason
+            self._log(row)
+        if self.nan_streak >= cfg.run.max_nan_steps:
+            self._checkpoint()
+            raise TrainingError(
+                f"{self.nan_streak} consecutive steps had a non-finite loss or gradient ({result.reason}); "
+                f"stopped at step {self.step}. Lower recipe.optimizer.lr, check the reward, or raise run.max_nan_steps; "
+                f"the run can be resumed with --resume"
+            )
+
+    # ------------------------------------------------------------------ the end
+    def _save_final(self) -> None:
+        final = self.output / FINAL
+        tmp = self.output / f"{FINAL}.tmp-{os.getpid()}"
+        self.model.save_pretrained(tmp)
+        self.tokenizer.save_pretrained(tmp)
+        if final.exists():
+            import shutil
+
+            shutil.rmtree(final)
+        os.rename(tmp, final)
+
+    def _close(self) -> None:
+        self.runlog.close()
+        for sink in self.sinks:
+            sink.close()
+        close = getattr(getattr(self.task, "user_reward", None), "close", None)
+        if close is not None:
+            close()
+
+
+def _progress(cfg: TrainConfig, initial: int):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=cfg.run.steps, initial=initial, desc="train", unit="step", disable=not cfg.log.progress,
+                dynamic_ncols=True, file=sys.stderr)
+
+
+def _postfix(row: dict[str, Any], main_set: str, meter: ComputeMeter) -> str:
+    rate = meter.samples / max(meter.seconds, 1e-9)
+    parts = [f"{main_set} {row[f'{main_set}/pass_rate']:.3f}", f"{rate:.0f} samples/s"]
+    if row.get("forecast/status") == "ok":
+        parts.append(f"forecast A {row['forecast/A']:.3f} -> {row['forecast/R_budget']:.3f} at budget")
+    return ", ".join(parts)
+
+
+def read_eval_rows(output: Path) -> list[dict[str, Any]]:
+    """The evaluation rows of a run directory's log."""
+    _, rows, _ = read_runlog(Path(output) / RUNLOG)
+    return [r for r in rows if r.get("type") == "eval"]

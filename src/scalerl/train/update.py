@@ -1,0 +1,151 @@
+"""One policy update: rewards -> advantages -> masked, aggregated policy loss -> one optimizer step.
+
+The order of the recipe's parts, top to bottom (each a switch in ``RecipeConfig``):
+
+1. zero-variance filtering: groups whose rewards are all equal leave the loss;
+2. advantages: group-centred rewards, normalised by the batch / prompt std (after step 1);
+3. the loss mask: completion tokens the policy sampled (forced interruption tokens are out),
+   times step 1's filter, times the truncation filter (``length.mask_truncated``);
+4. aggregation weights (token / sample / prompt) from that mask, computed once for the step;
+5. per micro-batch: the trainer's log-probs (same layout and temperature convention as the
+   generator's), the policy loss (cispo / ppo / dapo / gspo) against the generator's own
+   log-probs, ``sum(weights * per_token_loss)``, backward -- the gradients add up to exactly
+   the full-batch gradient;
+6. gradient clipping, a finite check (a NaN/inf step is skipped and reported), AdamW step.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+from scalerl.generate.logprobs import completion_logprobs, pack_completions
+from scalerl.rl.advantages import compute_advantages
+from scalerl.rl.aggregate import aggregation_weights
+from scalerl.rl.filters import zero_variance_mask
+from scalerl.rl.length import keep_in_loss
+from scalerl.rl.losses import LossInputs, compute_policy_loss
+from scalerl.rl.recipe import RecipeConfig
+from scalerl.train.rollout import Group
+
+
+@dataclass
+class UpdateResult:
+    metrics: dict[str, float]
+    trained_tokens: int
+    """Completion tokens that went through the trainer's forward and backward passes."""
+    skipped: bool
+    """True when the step was skipped (non-finite loss or gradient, or nothing to train on)."""
+    reason: str = ""
+
+
+def build_optimizer(model: torch.nn.Module, recipe: RecipeConfig) -> tuple[torch.optim.Optimizer, Any]:
+    """AdamW with a linear warm-up to a constant learning rate (the paper's schedule)."""
+    o = recipe.optimizer
+    optimizer = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad],
+        lr=o.lr, betas=tuple(o.betas), eps=o.eps, weight_decay=o.weight_decay,
+    )
+    warmup = max(o.warmup_steps, 0)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0)
+    return optimizer, scheduler
+
+
+def _padded(rows: Sequence[Sequence[float]], width: int, dtype=torch.float32) -> torch.Tensor:
+    out = torch.zeros((len(rows), width), dtype=dtype)
+    for i, r in enumerate(rows):
+        if r:
+            out[i, : len(r)] = torch.as_tensor(r, dtype=dtype)
+    return out
+
+
+def policy_update(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    groups: Sequence[Group],
+    recipe: RecipeConfig,
+    *,
+    temperature: float,
+    pad_token_id: int,
+    micro_batch_size: int,
+    device: torch.device | str = "cpu",
+    version: int = 0,
+) -> UpdateResult:
+    completions = [c for g in groups for c in g.completions]
+    group_ids = torch.tensor([i for i, g in enumerate(groups) for _ in g.completions])
+    shaped = torch.tensor([r for g in groups for r in g.shaped], dtype=torch.float32)
+
+    # 1-3: which sequences and tokens enter the loss, and their advantages.
+    keep = torch.ones(len(completions), dtype=torch.bool)
+    if recipe.filtering.zero_variance:
+        keep &= zero_variance_mask(shaped, group_ids)
+    keep &= torch.tensor([keep_in_loss(recipe.length, c.finish_reason) for c in completions], dtype=torch.bool)
+    advantages = compute_advantages(
+        shaped, group_ids, recipe.advantages.normalization, keep=keep, std_eps=recipe.advantages.std_eps
+    )
+    width = max((len(c.token_ids) for c in completions), default=0)
+    loss_mask = _padded([c.loss_mask for c in completions], width) * keep[:, None]
+    gen_logprobs = _padded([c.logprobs for c in completions], width)
+    # 4: aggregation weights over the whole step.
+    weights = aggregation_weights(recipe.aggregation, loss_mask, group_ids)
+
+    lags = [version - v for c in completions for v, m in zip(c.versions, c.loss_mask) if m]
+    metrics: dict[str, float] = {
+        "filtered_frac": 1.0 - keep.float().mean().item(),
+        "adv_abs_mean": advantages[keep].abs().mean().item() if keep.any() else 0.0,
+        "lag_mean": float(sum(lags) / len(lags)) if lags else 0.0,
+        "lag_max": float(max(lags)) if lags else 0.0,
+    }
+    trainable = int(loss_mask.sum().item())
+    if trainable == 0:
+        return UpdateResult(metrics, 0, skipped=True, reason="no trainable tokens (every group filtered)")
+
+    model.train()
+    optimizer.zero_grad(set_to_none=True)
+    totals: dict[str, float] = {}
+    loss_value = 0.0
+    trained = 0
+    for start in range(0, len(completions), micro_batch_size):
+        rows = slice(start, start + micro_batch_size)
+        mb_mask = loss_mask[rows]
+        if mb_mask.sum() == 0:  # nothing to learn here: skip the forward pass entirely
+            continue
+        sub = pack_completions(completions[rows], pad_token_id, device)
+        t = sub["completion_ids"].shape[1]
+        logprobs = completion_logprobs(model, sub, temperature)
+        out = compute_policy_loss(
+            LossInputs(
+                logprobs=logprobs,
+                gen_logprobs=gen_logprobs[rows, :t].to(device),
+                advantages=advantages[rows].to(device),
+                mask=mb_mask[:, :t].to(device),
+                group=group_ids[rows].to(device),
+            ),
+            recipe.loss,
+        )
+        loss = (weights[rows, :t].to(device) * out.per_token).sum()
+        loss.backward()
+        loss_value += float(loss.detach())
+        n_tok = float(mb_mask.sum())
+        for k, v in out.metrics.items():
+            totals[k] = totals.get(k, 0.0) + float(v) * n_tok
+        trained += int(sub["completion_mask"].sum())
+
+    params = [p for p in model.parameters() if p.grad is not None]
+    clip = recipe.optimizer.grad_clip
+    grad_norm = torch.nn.utils.clip_grad_norm_(params, clip if clip is not None else float("inf"))
+    metrics.update({f"loss/{k}": v / trainable for k, v in totals.items()})
+    metrics["loss"] = loss_value
+    metrics["grad_norm"] = float(grad_norm)
+    metrics["lr"] = scheduler.get_last_lr()[0]
+    if not (math.isfinite(loss_value) and math.isfinite(float(grad_norm))):
+        optimizer.zero_grad(set_to_none=True)
+        return UpdateResult(metrics, trained, skipped=True, reason=f"non-finite loss {loss_value} or grad norm {float(grad_norm)}")
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    return UpdateResult(metrics, trained, skipped=False)
