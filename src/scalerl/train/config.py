@@ -43,9 +43,8 @@ class ModelConfig:
     dtype: str | None = None
     """Weights dtype (float32, bfloat16, float16); null keeps the checkpoint's. On a CPU keep float32."""
     tiny_warm_start_steps: int = 200
-    """``tiny`` only: supervised warm-start steps, i.e. how good the policy is before RL. 200 gives a
-    sampled pass rate of ~0.3 on 2-digit addition (175: ~0.1, RL then needs several times longer
-    to take off; see benchmarks/tiny_warm_start.py)."""
+    """``tiny`` only: supervised warm-start steps, i.e. how good the policy is before RL (200, the
+    default tiny model: a sampled pass rate of ~0.3 on 2-digit addition; see models/tiny.py)."""
 
 
 @dataclass

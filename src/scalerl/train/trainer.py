@@ -85,16 +85,27 @@ class Trainer:
     """Owns the model, optimizer, data and logs of one run."""
 
     def __init__(self, cfg: TrainConfig, *, resume: bool = False) -> None:
+        """Start the run ``cfg`` describes, or (``resume=True``) continue the one in ``cfg.run.output``
+        -- use :meth:`resumed` to resume from the run directory alone."""
         self.output = Path(cfg.run.output)
         check_output(self.output, resume)
-        if resume:  # the run directory's resolved config is the truth; only the length may change
-            saved = load_yaml(TrainConfig, self.output / CONFIG)
-            saved.run.steps = cfg.run.steps
-            saved.log = cfg.log
-            cfg = saved.validate()
         self.cfg = cfg
         self.resume = resume
         self._setup()
+
+    @classmethod
+    def resumed(cls, output: str | Path, *, steps: int | None = None, progress: bool | None = None) -> "Trainer":
+        """Continue the run in ``output`` from its latest checkpoint. Its saved config is the
+        truth; only the number of steps (to extend a run) and the progress bar may change."""
+        output = Path(output)
+        check_output(output, True)
+        cfg = load_yaml(TrainConfig, output / CONFIG)
+        cfg.run.output = str(output)
+        if steps is not None:
+            cfg.run.steps = steps
+        if progress is not None:
+            cfg.log.progress = progress
+        return cls(cfg.validate(), resume=True)
 
     # ------------------------------------------------------------------ setup
     def _setup(self) -> None:

@@ -1,0 +1,195 @@
+"""A run's report, from its run log alone: the pass-rate curve, the sigmoid fitted on the first
+half of the compute with its band and the later points it predicted, the power law beside it,
+the fit on the whole run, and every evaluation set side by side.
+
+Writes ``curve.png``, ``sets.png``, ``report.md`` and ``report.html`` into the run directory.
+``scalerl report RUN_DIR`` regenerates them at any time (also while the run is going).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scalerl.curves import Curve, backtest, forecast
+from scalerl.errors import InputError
+from scalerl.runlog import read_runlog
+
+
+@dataclass
+class RunReport:
+    output: Path
+    header: dict[str, Any]
+    rows: list[dict[str, Any]]
+    x: str
+    y: str
+    facts: dict[str, Any] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)
+
+
+def _eval_sets(rows: list[dict[str, Any]]) -> list[str]:
+    names = []
+    for key in rows[0]:
+        if key.endswith("/pass_rate") and not key.startswith("forecast/"):
+            names.append(key[: -len("/pass_rate")])
+    return names
+
+
+def write_run_report(output: str | Path, *, x: str | None = None, fraction: float = 0.5, n_boot: int = 500) -> RunReport:
+    """Build the report of the run in ``output`` (see the module docstring)."""
+    from scalerl.curves.plot import plot_backtest
+
+    output = Path(output)
+    log = output / "runlog.jsonl"
+    if not log.exists():
+        raise InputError(f"{output}: no runlog.jsonl here; give a run directory (made by scalerl train or demo)")
+    header, rows, _ = read_runlog(log)
+    evals = [r for r in rows if r.get("type") == "eval"]
+    if not evals:
+        raise InputError(f"{log}: no evaluation rows yet")
+    cfg = header.get("config", {})
+    x = x or cfg.get("forecast", {}).get("x", "flops")
+    sets = _eval_sets(evals)
+    y = f"{sets[0]}/pass_rate"
+    rep = RunReport(output, header, evals, x, y)
+    xs = np.array([r[x] for r in evals], dtype=float)
+    ys = np.array([r[y] for r in evals], dtype=float)
+    f = rep.facts
+    f.update(
+        recipe=header.get("recipe"), model=header.get("model"), task=header.get("task"),
+        params=header.get("params"), steps=int(evals[-1]["step"]), evaluations=len(evals),
+        start=float(ys[0]), final=float(ys[-1]), gain=float(ys[-1] - ys[0]), best=float(ys.max()),
+        gpu_hours=float(evals[-1].get("gpu_hours", math.nan)), flops=float(evals[-1].get("flops", math.nan)),
+        samples=int(evals[-1].get("samples", 0)),
+    )
+    curve = Curve.from_arrays(xs, ys, name=output.name, x_name=x, y_name=y)
+    # The half-budget forecast: fit on compute <= fraction x final compute, predict the rest.
+    try:
+        bt = backtest(curve, cut_fraction=fraction, n_boot=n_boot)
+        (pred,) = bt.forecast.predict([xs[-1]])
+        f.update(
+            forecast_cut=bt.cut, forecast_points=bt.n_fit, forecast_final=pred.R, forecast_final_lo=pred.lo,
+            forecast_final_hi=pred.hi, forecast_error=pred.R - ys[-1], forecast_mae=bt.sigmoid.mae,
+            forecast_A=bt.forecast.fit.A, power_law_final=(bt.power_law.predictions[-1] if bt.power_law else None),
+            power_law_mae=(bt.power_law.mae if bt.power_law else None),
+        )
+        rep.files.append(plot_backtest(bt, output / "curve.png", title=f"{output.name}: sigmoid fitted on the first "
+                                       f"{int(fraction * 100)}% of the compute"))
+    except InputError as exc:
+        f["forecast_error_message"] = str(exc)
+        from scalerl.curves.plot import plot_curves
+
+        # Too early for a forecast: still draw what there is.
+        rep.files.append(plot_curves([curve], output / "curve.png", title=f"{output.name}: {exc}"[:120]))
+    try:
+        full = forecast(curve, n_boot=n_boot, power_law=False)
+        iv = full.intervals()
+        for name in ("A", "B", "C_mid"):
+            f[f"fit_{name}"] = getattr(full.fit, name)
+            f[f"fit_{name}_interval"] = iv.get(name)
+    except InputError as exc:
+        f["fit_error_message"] = str(exc)
+    rep.files.append(_plot_sets(evals, sets, x, output / "sets.png"))
+    rep.files += _write_text(rep, sets)
+    return rep
+
+
+def _plot_sets(evals, sets, x, path: Path) -> Path:
+    from scalerl.curves.plot import _plt
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=120)
+    for i, s in enumerate(sets):
+        pts = [(r[x], r[f"{s}/pass_rate"]) for r in evals if r.get(x) is not None and r[x] > 0]
+        if pts:
+            ax.plot(*zip(*pts), "o-", ms=3, lw=1.2, color=f"C{i}", label=f"{s}/pass_rate")
+    ax.set_xscale("log")
+    ax.set_xlabel(x)
+    ax.set_ylabel("pass rate (mean@k)")
+    ax.set_title("every evaluation set against training compute", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}" if abs(v) < 1e4 else f"{v:.3g}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_fmt(u, digits) for u in v) + "]"
+    return str(v)
+
+
+def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
+    f = rep.facts
+    lines = [
+        ("recipe", _fmt(f["recipe"])),
+        ("model", f"{f['model']} ({f['params']:,} parameters)" if f.get("params") else _fmt(f["model"])),
+        ("steps / evaluations", f"{f['steps']} / {f['evaluations']}"),
+        ("compute", f"{f['flops']:.3g} FLOPs, {f['gpu_hours'] * 3600:.0f} device-seconds, {f['samples']:,} samples"),
+        (f"{rep.y}: start -> final", f"{f['start']:.3f} -> {f['final']:.3f} (gain {f['gain']:+.3f}, best {f['best']:.3f})"),
+    ]
+    if "forecast_final" in f:
+        lines.append((
+            f"forecast of the final {rep.y} from the first half of the compute",
+            f"{f['forecast_final']:.3f} (95% band {f['forecast_final_lo']:.3f}-{f['forecast_final_hi']:.3f}; observed "
+            f"{f['final']:.3f}, error {f['forecast_error']:+.3f}; MAE over the held-out points {f['forecast_mae']:.3f})",
+        ))
+        if f.get("power_law_final") is not None:
+            lines.append(("power law's forecast of the final point", f"{f['power_law_final']:.3f} (MAE {f['power_law_mae']:.3f})"))
+    elif "forecast_error_message" in f:
+        lines.append(("half-budget forecast", f"not possible: {f['forecast_error_message']}"))
+    if "fit_A" in f:
+        lines.append((
+            "sigmoid fitted on the whole run",
+            "A = {} {}, B = {} {}, C_mid = {} {}".format(
+                _fmt(f["fit_A"]), _fmt(f["fit_A_interval"]), _fmt(f["fit_B"], 2), _fmt(f["fit_B_interval"], 2),
+                _fmt(f["fit_C_mid"]), _fmt(f["fit_C_mid_interval"]),
+            ),
+        ))
+    return lines
+
+
+def _write_text(rep: RunReport, sets: list[str]) -> list[Path]:
+    lines = summary_lines(rep)
+    md = [f"# scalerl run report: {rep.output.name}", "", "| | |", "|---|---|"]
+    md += [f"| {k} | {v} |" for k, v in lines]
+    md += ["", f"![pass rate against {rep.x}](curve.png)", "",
+           "Filled points: the evaluations the sigmoid was fitted on (first half of the compute). Open circles: the "
+           "later evaluations it predicted. Dashed: the power law A - D/C^B fitted on the same points.", "",
+           "![every evaluation set](sets.png)", "", "## Evaluations", ""]
+    cols = ["step", rep.x, *[f"{s}/pass_rate" for s in sets]]
+    md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rep.rows:
+        md.append("| " + " | ".join(_fmt(r.get(c), 4) if c != rep.x else f"{r.get(c):.4g}" for c in cols) + " |")
+    md_path = rep.output / "report.md"
+    md_path.write_text("\n".join(md) + "\n")
+    body = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in lines)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_fmt(r.get(c), 4) if c != rep.x else format(r.get(c), '.4g'))}</td>" for c in cols) + "</tr>"
+        for r in rep.rows
+    )
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>scalerl: {html.escape(rep.output.name)}</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;color:#222}}table{{border-collapse:collapse;margin:1em 0}}
+th,td{{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:14px}}img{{max-width:100%}}</style></head><body>
+<h1>scalerl run report: {html.escape(rep.output.name)}</h1><table>{body}</table>
+<img src="curve.png" alt="pass rate against compute"><p>Filled points: fitted (first half of the compute); open circles:
+held out and predicted; dashed: the power law.</p><img src="sets.png" alt="every evaluation set">
+<h2>Evaluations</h2><table><tr>{head}</tr>{rows}</table>
+<details><summary>facts (JSON)</summary><pre>{html.escape(json.dumps(rep.facts, indent=1, default=str))}</pre></details>
+</body></html>"""
+    html_path = rep.output / "report.html"
+    html_path.write_text(page)
+    return [md_path, html_path]

@@ -1,0 +1,88 @@
+"""Bad input during training: a clear error, or counted and skipped -- never a silent wrong run."""
+
+import json
+import math
+
+import pytest
+import torch
+
+from scalerl.cli import main
+from scalerl.rl.losses import POLICY_LOSSES, LossOutput, register_policy_loss
+from scalerl.runlog import read_runlog
+
+from .conftest import small_args
+
+pytestmark = pytest.mark.slow
+
+
+def _evals(out):
+    return [r for r in read_runlog(out / "runlog.jsonl")[1] if r["type"] == "eval"]
+
+
+def test_reward_function_that_raises_or_hangs_is_counted(tiny_dir, tmp_path, capsys):
+    module = tmp_path / "my_reward.py"
+    module.write_text(
+        "import time\n"
+        "def reward(prompt, completion, answer):\n"
+        "    if completion.endswith('1'):\n"
+        "        raise ValueError('boom')\n"
+        "    if completion.endswith('7'):\n"
+        "        time.sleep(30)\n"
+        "    return 1.0 if completion.split('</think>')[-1].strip() == answer else -1.0\n"
+    )
+    out = tmp_path / "run"
+    code = main(small_args(out, "--reward", f"{module}:reward", "--set", "pipeline=sync", "--set", "k=1",
+                           "--set", "task.reward_timeout=0.5", "--steps", "2"))
+    assert code == 0, capsys.readouterr().err
+    last = _evals(out)[-1]
+    assert last["reward_errors"] > 0  # counted, shown in the run log, and the run went on
+    assert "reward_timeouts" in last
+
+
+def test_math_dataset_row_missing_a_field_names_file_and_row(tmp_path, capsys):
+    data = tmp_path / "train.jsonl"
+    data.write_text(json.dumps({"prompt": "1+1?", "answer": "2"}) + "\n" + json.dumps({"prompt": "2+2?"}) + "\n")
+    code = main(["train", "--model", "tiny", "--task", "math", "--data", str(data), "--output", str(tmp_path / "r"),
+                 "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "train.jsonl" in err and "2" in err and "answer" in err
+
+
+@pytest.fixture
+def flaky_loss():
+    """A loss that is NaN on chosen calls (registered for the test, removed after)."""
+    calls = {"n": 0, "nan_on": set()}
+
+    @register_policy_loss("test-flaky", replace=True)
+    def flaky(inputs, cfg):
+        calls["n"] += 1
+        per_token = -(inputs.advantages[:, None] * inputs.logprobs) * inputs.mask
+        if calls["n"] in calls["nan_on"]:
+            per_token = per_token * torch.tensor(math.nan)
+        return LossOutput(per_token, {})
+
+    yield calls
+    POLICY_LOSSES._items.pop("test-flaky", None)
+
+
+def test_a_nan_step_is_skipped_counted_and_the_run_goes_on(tiny_dir, tmp_path, capsys, flaky_loss):
+    flaky_loss["nan_on"] = {2}
+    out = tmp_path / "run"
+    code = main(small_args(out, "--set", "loss.name=test-flaky", "--set", "pipeline=sync", "--set", "k=1",
+                           "--set", "run.micro_batch_size=1024"))
+    assert code == 0, capsys.readouterr().err
+    rows = read_runlog(out / "runlog.jsonl")[1]
+    skipped = [r for r in rows if r["type"] == "train" and r["skipped"]]
+    assert len(skipped) == 1 and "non-finite" in skipped[0]["skip_reason"]
+    assert _evals(out)[-1]["skipped_steps"] == 1
+
+
+def test_repeated_nans_stop_the_run_with_a_message(tiny_dir, tmp_path, capsys, flaky_loss):
+    flaky_loss["nan_on"] = set(range(1, 100))
+    out = tmp_path / "run"
+    code = main(small_args(out, "--set", "loss.name=test-flaky", "--set", "pipeline=sync", "--set", "k=1",
+                           "--set", "run.max_nan_steps=2", "--set", "run.micro_batch_size=1024"))
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "consecutive steps" in err and "--resume" in err

@@ -1,0 +1,64 @@
+"""Kill -9 mid-run, resume: the run log equals an uninterrupted run's, row for row."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from scalerl.runlog import read_runlog
+
+from .conftest import small_args
+
+pytestmark = pytest.mark.slow
+
+#: Columns that measure wall-clock time, which no two runs share.
+TIMING = ("gpu_hours",)
+
+
+def _cmd(out, *extra):
+    args = small_args(out, "--steps", "6", *extra)
+    return [sys.executable, "-m", "scalerl.cli", *args]
+
+
+def _comparable(out):
+    header, rows, notes = read_runlog(out / "runlog.jsonl")
+    assert not notes
+    return [{k: v for k, v in r.items() if k not in TIMING and not k.startswith("pipeline/")} for r in rows]
+
+
+def _wait_for_row(log, predicate, proc, timeout=240):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended before it could be killed (exit {proc.returncode})")
+        if log.exists():
+            _, rows, _ = read_runlog(log) if log.stat().st_size else ({}, [], [])
+            if any(predicate(r) for r in rows):
+                return
+        time.sleep(0.05)
+    pytest.fail("timed out waiting for the run to get far enough")
+
+
+@pytest.mark.parametrize("pipeline", [["--set", "pipeline=sync", "--set", "k=1"],
+                                      ["--set", "pipeline=ppo-off-policy-k", "--set", "k=3"]],
+                         ids=["sync", "ppo-off-policy-3"])
+def test_kill_and_resume_matches_an_uninterrupted_run(tiny_dir, tmp_path, pipeline):
+    env = dict(os.environ)
+    ref, killed = tmp_path / "ref", tmp_path / "killed"
+    subprocess.run(_cmd(ref, *pipeline), check=True, env=env, capture_output=True)
+
+    proc = subprocess.Popen(_cmd(killed, *pipeline), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Kill between two checkpoints (they are written at steps 0, 2, 4, 6): right after step 3's row.
+    _wait_for_row(killed / "runlog.jsonl", lambda r: r.get("type") == "train" and r.get("step") == 3, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    _, partial, _ = read_runlog(killed / "runlog.jsonl")
+    assert max(r["step"] for r in partial) < 6  # it really was interrupted
+
+    resumed = subprocess.run([sys.executable, "-m", "scalerl.cli", "train", "--output", str(killed), "--resume",
+                              "--no-progress"], env=env, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert _comparable(killed) == _comparable(ref)

@@ -1,0 +1,86 @@
+"""End-to-end: the real tiny model trained for a few steps through the command line."""
+
+import json
+
+import pytest
+
+from scalerl.cli import main
+from scalerl.runlog import read_runlog
+
+from .conftest import small_args
+
+pytestmark = pytest.mark.slow
+
+
+def _rows(out):
+    header, rows, notes = read_runlog(out / "runlog.jsonl")
+    return header, rows
+
+
+@pytest.mark.parametrize("pipeline", ["pipeline-rl-k", "sync"])
+def test_tiny_run_end_to_end(tiny_dir, tmp_path, capsys, pipeline):
+    out = tmp_path / "run"
+    code = main(small_args(out, "--set", f"pipeline={pipeline}", "--set", "k=1" if pipeline == "sync" else "k=8",
+                           "--set", "eval.sets=[val, hard]"))
+    assert code == 0, capsys.readouterr().err
+    header, rows = _rows(out)
+    assert header["recipe"] == "scalerl" and header["config"]["recipe"]["off_policy"]["pipeline"] == pipeline
+    evals = [r for r in rows if r["type"] == "eval"]
+    trains = [r for r in rows if r["type"] == "train"]
+    assert [r["step"] for r in evals] == [0, 2, 4]
+    assert [r["step"] for r in trains] == [1, 2, 3, 4]
+    for r in evals:
+        for key in ("gpu_hours", "flops", "tokens", "samples", "val/pass_rate", "hard/pass_rate", "lag_max_since_eval"):
+            assert key in r, key
+        assert 0.0 <= r["val/pass_rate"] <= 1.0
+    assert evals[0]["flops"] == 0 and evals[0]["samples"] == 0
+    assert evals[1]["samples"] == 2 * 16 and evals[2]["flops"] > evals[1]["flops"] > 0
+    assert evals[-1]["forecast/status"]  # fitted, or a stated reason why not yet
+    for r in trains:
+        assert r["lag_max"] <= (8 if pipeline == "pipeline-rl-k" else 0)
+    assert (out / "config.yaml").exists() and (out / "checkpoints" / "latest").exists()
+    for f in ("report.md", "report.html", "curve.png", "sets.png"):
+        assert (out / f).exists(), f
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(out / "final")
+    tok = AutoTokenizer.from_pretrained(out / "final")
+    assert model.num_parameters() > 1e6 and len(tok) > 10
+
+
+def test_output_holding_a_run_is_refused(tiny_dir, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(small_args(out, "--set", "pipeline=sync", "--set", "k=1")) == 0
+    capsys.readouterr()
+    assert main(small_args(out)) == 2
+    assert "--resume" in capsys.readouterr().err
+
+
+def test_resume_extends_a_finished_run(tiny_dir, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(small_args(out, "--set", "pipeline=sync", "--set", "k=1")) == 0
+    assert main(["train", "--output", str(out), "--resume", "--steps", "6", "--no-progress"]) == 0
+    _, rows = _rows(out)
+    assert [r["step"] for r in rows if r["type"] == "eval"] == [0, 2, 4, 6]
+
+
+def test_bad_model_path_exits_2(tmp_path, capsys):
+    assert main(["train", "--model", str(tmp_path / "nope"), "--output", str(tmp_path / "r"), "--no-progress"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_eval_command(tiny_dir, capsys):
+    code = main(["eval", "--model", "tiny", "--sets", "val", "--k", "2", "--problems", "10", "--json"])
+    assert code == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert 0.0 <= obj["sets"]["val"]["pass_rate"] <= 1.0
+
+
+def test_demo_smoke(tiny_dir, tmp_path, capsys):
+    out = tmp_path / "demo"
+    code = main(["demo", "--output", str(out), "--steps", "2", "--eval-every", "1", "--no-progress",
+                 "--set", "batch.prompts_per_step=4", "--set", "batch.generations_per_prompt=4",
+                 "--set", "eval.samples_per_problem=1"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "report:" in printed and (out / "report.html").exists() and (out / "final" / "config.json").exists()
