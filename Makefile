@@ -21,7 +21,7 @@ setup: $(STAMP)
 
 ## The main job: the CPU demo (tiny model, ScaleRL recipe, live forecast, report).
 demo: $(STAMP)
-	$(VENV)/bin/scalerl demo --output runs/demo
+	$(VENV)/bin/scalerl demo --output runs/demo --overwrite
 
 ## The forecaster alone, on the real run log shipped in examples/.
 forecast: $(STAMP)

@@ -107,6 +107,7 @@ def policy_update(
     model.train()
     optimizer.zero_grad(set_to_none=True)
     totals: dict[str, float] = {}
+    maxima: dict[str, float] = {}
     loss_value = 0.0
     trained = 0
     for start in range(0, len(completions), micro_batch_size):
@@ -132,13 +133,17 @@ def policy_update(
         loss_value += float(loss.detach())
         n_tok = float(mb_mask.sum())
         for k, v in out.metrics.items():
-            totals[k] = totals.get(k, 0.0) + float(v) * n_tok
+            if k.endswith("_max"):  # a maximum over the step, not a token-weighted mean
+                maxima[k] = max(maxima.get(k, -math.inf), float(v))
+            else:
+                totals[k] = totals.get(k, 0.0) + float(v) * n_tok
         trained += int(sub["completion_mask"].sum())
 
     params = [p for p in model.parameters() if p.grad is not None]
     clip = recipe.optimizer.grad_clip
     grad_norm = torch.nn.utils.clip_grad_norm_(params, clip if clip is not None else float("inf"))
     metrics.update({f"loss/{k}": v / trainable for k, v in totals.items()})
+    metrics.update({f"loss/{k}": v for k, v in maxima.items()})
     metrics["loss"] = loss_value
     metrics["grad_norm"] = float(grad_norm)
     metrics["lr"] = scheduler.get_last_lr()[0]
