@@ -1,0 +1,87 @@
+"""One policy update on a real (random, tiny) Qwen2: micro-batching, filtering, skipping."""
+
+import copy
+
+import pytest
+import torch
+
+from scalerl.generate.base import SamplingParams
+from scalerl.generate.hf import HFGenerator
+from scalerl.rl.presets import get_recipe
+from scalerl.tasks.base import Problem
+from scalerl.train.rollout import Group
+from scalerl.train.update import build_optimizer, policy_update
+
+# _grads swaps optimizer.step for a no-op to read the gradients; the scheduler notices.
+pytestmark = pytest.mark.filterwarnings("ignore:Seems like `optimizer.step\(\)` has been overridden")
+
+
+@pytest.fixture(scope="module")
+def groups(random_model, char_tokenizer):
+    gen = HFGenerator(random_model, char_tokenizer, seed=0)
+    prompts = [char_tokenizer("12+34=").input_ids, char_tokenizer("5+6=").input_ids, char_tokenizer("7+1=").input_ids]
+    comps = gen.generate([p for p in prompts for _ in range(4)], SamplingParams(max_new_tokens=12, seed=1))
+    rewards = [[1.0, -1.0, -1.0, 1.0], [-1.0, -1.0, -1.0, -1.0], [1.0, -1.0, 1.0, 1.0]]  # group 1: zero variance
+    return [Group(Problem(str(i), "p", "a"), comps[4 * i: 4 * i + 4], rewards[i], rewards[i]) for i in range(3)]
+
+
+def _grads(model, groups, recipe, micro):
+    model = copy.deepcopy(model)
+    opt, sched = build_optimizer(model, recipe)
+    opt.step = lambda *a, **k: None  # keep the gradients: compare them, do not apply them
+    opt.zero_grad = lambda *a, **k: None
+    res = policy_update(model, opt, sched, groups, recipe, temperature=1.0, pad_token_id=0, micro_batch_size=micro)
+    return res, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+@pytest.mark.parametrize("aggregation", ["prompt", "sample", "token"])
+def test_micro_batches_give_the_full_batch_gradient(random_model, groups, aggregation):
+    recipe = get_recipe("scalerl")
+    recipe.aggregation = aggregation
+    full_res, full = _grads(random_model, groups, recipe, micro=100)
+    part_res, part = _grads(random_model, groups, recipe, micro=3)
+    assert full and full.keys() == part.keys()
+    for name in full:
+        torch.testing.assert_close(part[name], full[name], rtol=1e-4, atol=1e-7)
+    assert part_res.metrics["loss"] == pytest.approx(full_res.metrics["loss"], rel=1e-5, abs=1e-8)
+
+
+def test_zero_variance_groups_leave_the_loss(random_model, groups):
+    recipe = get_recipe("scalerl")
+    res, _ = _grads(random_model, groups, recipe, micro=100)
+    assert res.metrics["filtered_frac"] == pytest.approx(4 / 12)
+    recipe.filtering.zero_variance = False
+    res, _ = _grads(random_model, groups, recipe, micro=100)
+    assert res.metrics["filtered_frac"] == 0.0
+
+
+def test_a_batch_with_nothing_to_learn_is_skipped(random_model, groups):
+    recipe = get_recipe("scalerl")
+    flat = [Group(g.problem, g.completions, [-1.0] * 4, [-1.0] * 4) for g in groups]
+    model = copy.deepcopy(random_model)
+    before = {n: p.clone() for n, p in model.named_parameters()}
+    opt, sched = build_optimizer(model, recipe)
+    res = policy_update(model, opt, sched, flat, recipe, temperature=1.0, pad_token_id=0, micro_batch_size=8)
+    assert res.skipped and "no trainable tokens" in res.reason
+    assert all(torch.equal(before[n], p) for n, p in model.named_parameters())
+
+
+def test_an_update_moves_the_policy_towards_the_rewarded_completions(random_model, groups):
+    from scalerl.generate.logprobs import completion_logprobs, pack_completions
+
+    recipe = get_recipe("scalerl")
+    recipe.optimizer.lr, recipe.optimizer.warmup_steps = 1e-2, 0
+    model = copy.deepcopy(random_model)
+    opt, sched = build_optimizer(model, recipe)
+    comps = [c for g in groups for c in g.completions]
+    rewards = torch.tensor([r for g in groups for r in g.rewards])
+    batch = pack_completions(comps, 0)
+    with torch.no_grad():
+        before = (completion_logprobs(model, batch, 1.0) * batch["loss_mask"]).sum(1)
+    res = policy_update(model, opt, sched, groups, recipe, temperature=1.0, pad_token_id=0, micro_batch_size=8)
+    assert not res.skipped
+    with torch.no_grad():
+        after = (completion_logprobs(model, batch, 1.0) * batch["loss_mask"]).sum(1)
+    delta = after - before
+    keep = torch.tensor([True] * 4 + [False] * 4 + [True] * 4)  # group 1 was filtered
+    assert delta[keep & (rewards > 0)].mean() > delta[keep & (rewards < 0)].mean()
