@@ -13,7 +13,7 @@ from scalerl.train.rollout import Group
 from scalerl.train.update import build_optimizer, policy_update
 
 # _grads swaps optimizer.step for a no-op to read the gradients; the scheduler notices.
-pytestmark = pytest.mark.filterwarnings("ignore:Seems like `optimizer.step\(\)` has been overridden")
+pytestmark = pytest.mark.filterwarnings(r"ignore:Seems like `optimizer.step\(\)` has been overridden")
 
 
 @pytest.fixture(scope="module")
