@@ -48,6 +48,18 @@ def test_tiny_run_end_to_end(tiny_dir, tmp_path, capsys, pipeline):
     assert model.num_parameters() > 1e6 and len(tok) > 10
 
 
+def test_a_local_model_directory_with_tensorboard(tiny_dir, tmp_path, capsys):
+    """--model as a saved Hugging Face directory (the code path of a real model), TensorBoard on."""
+    out = tmp_path / "run"
+    args = small_args(out, "--set", "pipeline=sync", "--set", "k=1", "--profile", "cpu-tiny",
+                      "--set", "log.tensorboard=true")
+    args[args.index("tiny")] = str(tiny_dir)
+    assert main(args) == 0, capsys.readouterr().err
+    header, _ = _rows(out)
+    assert header["model"] == str(tiny_dir)
+    assert list((out / "tensorboard").glob("events.out.tfevents*"))
+
+
 def test_output_holding_a_run_is_refused(tiny_dir, tmp_path, capsys):
     out = tmp_path / "run"
     assert main(small_args(out, "--set", "pipeline=sync", "--set", "k=1")) == 0
