@@ -43,6 +43,7 @@ __all__ = [
     "clipped_surrogate",
     "gspo_loss",
     "register_policy_loss",
+    "zero_advantage_means_zero_gradient",
 ]
 
 
@@ -205,3 +206,18 @@ def gspo_loss(inputs: LossInputs, cfg: LossConfig) -> LossOutput:
         truncated.unsqueeze(1).expand(shape),
     )
     return LossOutput(per_token, metrics)
+
+
+#: Built-in losses whose per-token loss is the sequence's advantage times a factor: a sequence
+#: with advantage exactly 0 contributes exactly 0 loss and 0 gradient (all four of them).
+_ADVANTAGE_SCALED = frozenset({cispo_loss, ppo_loss, dapo_loss, gspo_loss})
+
+
+def zero_advantage_means_zero_gradient(name: str) -> bool:
+    """Whether the loss registered as ``name`` gives a sequence with advantage 0 no gradient.
+
+    True for the built-in ``cispo``, ``ppo``, ``dapo`` and ``gspo`` (the trainer then skips such
+    sequences' forward and backward passes); False for a loss registered by a user, which may
+    add terms that do not vanish with the advantage (a KL or entropy term, say).
+    """
+    return POLICY_LOSSES.get(name) in _ADVANTAGE_SCALED

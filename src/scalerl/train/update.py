@@ -10,7 +10,11 @@ The order of the recipe's parts, top to bottom (each a switch in ``RecipeConfig`
 5. per micro-batch: the trainer's log-probs (same layout and temperature convention as the
    generator's), the policy loss (cispo / ppo / dapo / gspo) against the generator's own
    log-probs, ``sum(weights * per_token_loss)``, backward -- the gradients add up to exactly
-   the full-batch gradient;
+   the full-batch gradient. Sequences that cannot contribute to it skip the forward and
+   backward passes: no token in the loss (a filtered group, a masked truncation), or, under a
+   built-in loss, an advantage of exactly 0 (a group whose rewards are all equal, when the
+   filter is off). The rest are ordered by length before being cut into micro-batches, so a
+   micro-batch pads to its own longest sequence, not the step's;
 6. gradient clipping, a finite check (a NaN/inf step is skipped and reported), AdamW step.
 """
 
@@ -27,7 +31,7 @@ from scalerl.rl.advantages import compute_advantages
 from scalerl.rl.aggregate import aggregation_weights
 from scalerl.rl.filters import zero_variance_mask
 from scalerl.rl.length import keep_in_loss
-from scalerl.rl.losses import LossInputs, compute_policy_loss
+from scalerl.rl.losses import LossInputs, compute_policy_loss, zero_advantage_means_zero_gradient
 from scalerl.rl.recipe import RecipeConfig
 from scalerl.train.rollout import Group
 
@@ -74,7 +78,17 @@ def policy_update(
     micro_batch_size: int,
     device: torch.device | str = "cpu",
     version: int = 0,
+    skip_idle: bool = True,
 ) -> UpdateResult:
+    """One optimizer step on ``groups`` (see the module docstring for the order of the parts).
+
+    ``skip_idle``: leave sequences with no gradient (no token in the loss, or a zero advantage
+    under a built-in loss) out of the forward and backward passes, and cut the rest into
+    micro-batches by length. The gradient is the same either way (up to float summation
+    order); False runs every sequence, in batch order (for tests and comparisons). The
+    ``loss/*`` metrics are means over the tokens that went through the passes, and
+    ``no_grad_frac`` is the share of sequences left out.
+    """
     completions = [c for g in groups for c in g.completions]
     group_ids = torch.tensor([i for i, g in enumerate(groups) for _ in g.completions])
     shaped = torch.tensor([r for g in groups for r in g.shaped], dtype=torch.float32)
@@ -104,18 +118,29 @@ def policy_update(
     if trainable == 0:
         return UpdateResult(metrics, 0, skipped=True, reason="no trainable tokens (every group filtered)")
 
+    order = list(range(len(completions)))
+    if skip_idle:
+        active = loss_mask.sum(dim=1) > 0
+        if zero_advantage_means_zero_gradient(recipe.loss.name):
+            active &= advantages != 0
+        # Shortest first: micro-batches of similar lengths pad less.
+        order = sorted(active.nonzero().flatten().tolist(),
+                       key=lambda i: (len(completions[i].token_ids), len(completions[i].prompt_ids)))
+
     model.train()
     optimizer.zero_grad(set_to_none=True)
     totals: dict[str, float] = {}
     maxima: dict[str, float] = {}
     loss_value = 0.0
     trained = 0
-    for start in range(0, len(completions), micro_batch_size):
-        rows = slice(start, start + micro_batch_size)
+    counted = 0.0
+    for start in range(0, len(order), micro_batch_size):
+        index = order[start : start + micro_batch_size]
+        rows = torch.tensor(index, dtype=torch.long)
         mb_mask = loss_mask[rows]
         if mb_mask.sum() == 0:  # nothing to learn here: skip the forward pass entirely
             continue
-        sub = pack_completions(completions[rows], pad_token_id, device)
+        sub = pack_completions([completions[i] for i in index], pad_token_id, device)
         t = sub["completion_ids"].shape[1]
         logprobs = completion_logprobs(model, sub, temperature)
         out = compute_policy_loss(
@@ -132,6 +157,7 @@ def policy_update(
         loss.backward()
         loss_value += float(loss.detach())
         n_tok = float(mb_mask.sum())
+        counted += n_tok
         for k, v in out.metrics.items():
             if k.endswith("_max"):  # a maximum over the step, not a token-weighted mean
                 maxima[k] = max(maxima.get(k, -math.inf), float(v))
@@ -139,11 +165,16 @@ def policy_update(
                 totals[k] = totals.get(k, 0.0) + float(v) * n_tok
         trained += int(sub["completion_mask"].sum())
 
+    if not order:  # every advantage was 0: the gradient is exactly 0, and AdamW still takes its step
+        for p in model.parameters():
+            if p.requires_grad:
+                p.grad = torch.zeros_like(p)
     params = [p for p in model.parameters() if p.grad is not None]
     clip = recipe.optimizer.grad_clip
     grad_norm = torch.nn.utils.clip_grad_norm_(params, clip if clip is not None else float("inf"))
-    metrics.update({f"loss/{k}": v / trainable for k, v in totals.items()})
+    metrics.update({f"loss/{k}": v / max(counted, 1.0) for k, v in totals.items()})
     metrics.update({f"loss/{k}": v for k, v in maxima.items()})
+    metrics["no_grad_frac"] = 1.0 - len(order) / max(len(completions), 1)  # sequences left out (skip_idle)
     metrics["loss"] = loss_value
     metrics["grad_norm"] = float(grad_norm)
     metrics["lr"] = scheduler.get_last_lr()[0]
