@@ -304,3 +304,24 @@ def test_on_cuda_logprobs_match_and_updates_apply(char_tokenizer, prompts):
     other = build_tiny_model(char_tokenizer, arch, seed=1)  # on the CPU: copied to the GPU on update
     gen.update_weights(other.state_dict(), 1)
     assert gen.version == 1 and torch.equal(model.lm_head.weight.cpu(), other.lm_head.weight)
+
+
+def test_shared_prompt_logprobs_equal_the_full_forward(random_model, char_tokenizer):
+    """One prompt pass per group + completions on its expanded KV cache == the whole sequences."""
+    import torch
+
+    from scalerl.generate.logprobs import completion_logprobs, pack_completions, shared_prompt_logprobs
+
+    gen = HFGenerator(random_model, char_tokenizer, seed=3)
+    prompts = [char_tokenizer(t).input_ids for t in ("12+34=", "5+6=", "123+4=") for _ in range(3)]
+    comps = gen.generate(prompts, SamplingParams(max_new_tokens=10, seed=4))
+    full = completion_logprobs(random_model, pack_completions(comps, char_tokenizer.pad_token_id), 0.7)
+    shared, ids, mask = shared_prompt_logprobs(random_model, comps, 0.7, char_tokenizer.pad_token_id)
+    torch.testing.assert_close(shared, full, atol=1e-5, rtol=1e-5)
+    g_full = torch.autograd.grad(full.sum(), list(random_model.parameters()), allow_unused=True)
+    g_shared = torch.autograd.grad(
+        shared_prompt_logprobs(random_model, comps, 0.7, char_tokenizer.pad_token_id)[0].sum(),
+        list(random_model.parameters()), allow_unused=True)
+    for a, b in zip(g_full, g_shared):
+        if a is not None:
+            torch.testing.assert_close(b, a, atol=1e-4, rtol=1e-4)

@@ -25,21 +25,23 @@ def groups(random_model, char_tokenizer):
     return [Group(Problem(str(i), "p", "a"), comps[4 * i: 4 * i + 4], rewards[i], rewards[i]) for i in range(3)]
 
 
-def _grads(model, groups, recipe, micro):
+def _grads(model, groups, recipe, micro, share_prompt=True):
     model = copy.deepcopy(model)
     opt, sched = build_optimizer(model, recipe)
     opt.step = lambda *a, **k: None  # keep the gradients: compare them, do not apply them
     opt.zero_grad = lambda *a, **k: None
-    res = policy_update(model, opt, sched, groups, recipe, temperature=1.0, pad_token_id=0, micro_batch_size=micro)
+    res = policy_update(model, opt, sched, groups, recipe, temperature=1.0, pad_token_id=0, micro_batch_size=micro,
+                        share_prompt=share_prompt)
     return res, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
 
 @pytest.mark.parametrize("aggregation", ["prompt", "sample", "token"])
-def test_micro_batches_give_the_full_batch_gradient(random_model, groups, aggregation):
+@pytest.mark.parametrize("share_prompt", [True, False], ids=["shared-prompt", "whole-sequences"])
+def test_micro_batches_give_the_full_batch_gradient(random_model, groups, aggregation, share_prompt):
     recipe = get_recipe("scalerl")
     recipe.aggregation = aggregation
-    full_res, full = _grads(random_model, groups, recipe, micro=100)
-    part_res, part = _grads(random_model, groups, recipe, micro=3)
+    full_res, full = _grads(random_model, groups, recipe, micro=100, share_prompt=False)
+    part_res, part = _grads(random_model, groups, recipe, micro=3, share_prompt=share_prompt)
     assert full and full.keys() == part.keys()
     for name in full:
         torch.testing.assert_close(part[name], full[name], rtol=1e-4, atol=1e-7)

@@ -72,3 +72,54 @@ def completion_logprobs(model: Any, batch: dict[str, torch.Tensor], temperature:
     # Position j predicts token j + 1: of the last T + 1 positions, all but the final one score the T tokens.
     logits = out.logits[:, -(length + 1) : -1, :]
     return token_logprobs(logits, batch["completion_ids"], temperature) * batch["completion_mask"]
+
+
+def shared_prompt_logprobs(
+    model: Any, completions: Sequence[Completion], temperature: float, pad_token_id: int, device: torch.device | str = "cpu"
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Like :func:`completion_logprobs`, but each distinct prompt goes through the model once.
+
+    A group's G completions share one prompt; the plain forward recomputes it G times (a
+    quarter of the tokens of a short-prompt task). Here the distinct prompts are run once with
+    a KV cache, the cache is expanded to the completions by indexing (so gradients from every
+    completion flow back into the one prompt pass), and the completions run on top of it. The
+    first completion token is scored by the prompt's last position, the rest by the
+    completion pass. Same log-probs as the full forward up to float rounding (tested).
+
+    Returns ``(logprobs [N, T], completion_ids [N, T], completion_mask [N, T])``.
+    """
+    from transformers import DynamicCache
+
+    keys = {}
+    inverse = [keys.setdefault(tuple(c.prompt_ids), len(keys)) for c in completions]
+    prompts = list(keys)
+    n, u = len(completions), len(prompts)
+    width = max(len(p) for p in prompts)
+    length = max((len(c.token_ids) for c in completions), default=0)
+    p_ids = torch.full((u, width), pad_token_id, dtype=torch.long)
+    p_mask = torch.zeros((u, width), dtype=torch.long)
+    for i, p in enumerate(prompts):
+        p_ids[i, width - len(p):] = torch.as_tensor(p, dtype=torch.long)
+        p_mask[i, width - len(p):] = 1
+    c_ids = torch.full((n, length), pad_token_id, dtype=torch.long)
+    c_mask = torch.zeros((n, length), dtype=torch.long)
+    for i, c in enumerate(completions):
+        c_ids[i, : len(c.token_ids)] = torch.as_tensor(c.token_ids, dtype=torch.long)
+        c_mask[i, : len(c.token_ids)] = 1
+    p_ids, p_mask, c_ids, c_mask = (t.to(device) for t in (p_ids, p_mask, c_ids, c_mask))
+    inv = torch.tensor(inverse, dtype=torch.long, device=device)
+    if length == 0:
+        return torch.zeros((n, 0), device=device), c_ids, c_mask
+
+    cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
+    cache = DynamicCache(config=model.config)
+    p_pos = (p_mask.cumsum(-1) - 1).clamp(min=0)
+    first = model(input_ids=p_ids, attention_mask=p_mask, position_ids=p_pos, use_cache=True,
+                  **{cache_arg: cache}, **keep).logits[:, -1:, :]
+    cache.batch_select_indices(inv)  # expand: completion i attends to the K/V of its prompt
+    mask = torch.cat([p_mask[inv], c_mask], dim=1)
+    pos = p_mask.sum(-1)[inv, None] + torch.arange(length, device=device)[None, :]
+    rest = model(input_ids=c_ids, attention_mask=mask, position_ids=pos, use_cache=True, **{cache_arg: cache}).logits
+    logits = torch.cat([first[inv], rest[:, :-1, :]], dim=1)
+    return token_logprobs(logits, c_ids, temperature) * c_mask, c_ids, c_mask

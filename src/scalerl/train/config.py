@@ -109,6 +109,10 @@ class RunConfig:
     """Derive every sampling seed from (seed, step), so a resumed run repeats an uninterrupted one."""
     micro_batch_size: int = 64
     """Sequences per forward/backward pass; gradients accumulate to the full step (exactly)."""
+    share_prompt_forward: bool = True
+    """In the update, run each prompt through the model once for its whole group and the
+    completions on its KV cache (same log-probs and gradients; less compute when G > 1).
+    Turn off for models whose cache cannot be indexed (e.g. some recurrent hybrids)."""
     max_nan_steps: int = 5
     """Consecutive steps with a non-finite loss or gradient (each skipped and counted) before the
     run stops with an error."""

@@ -307,6 +307,7 @@ class Trainer:
             self.model, self.optimizer, self.scheduler, batch.groups, r,
             temperature=cfg.sampling.temperature, pad_token_id=self.pad_id,
             micro_batch_size=cfg.run.micro_batch_size, device=self.device, version=self.version,
+            share_prompt=cfg.run.share_prompt_forward,
         )
         self.meter.trained(result.trained_tokens)
         self.step += 1
