@@ -177,6 +177,19 @@ class HFGenerator:
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, **kwargs)
         return out.logits[:, -1, :]
 
+    def _prefill(self, prompts, ids, mask, positions, cache) -> torch.Tensor:
+        """The prompt pass. A group's G rows share one prompt: run each distinct prompt once and
+        expand its KV cache and last logits to its rows (same numbers, 1/G of the prefill)."""
+        keys: dict[tuple[int, ...], int] = {}
+        inverse = [keys.setdefault(tuple(p), len(keys)) for p in prompts]
+        if len(keys) == len(prompts):
+            return self._forward(ids, mask, positions, cache)
+        first = torch.tensor([inverse.index(j) for j in range(len(keys))], device=ids.device)
+        logits = self._forward(ids[first], mask[first], positions[first], cache)
+        index = torch.tensor(inverse, device=ids.device)
+        cache.batch_select_indices(index)
+        return logits[index]
+
     @staticmethod
     def _force(states, row_list, live, tokens, logprobs, forced, rows, t) -> None:
         """Replace sampled tokens by the length controller's forced ones (log-prob 0, mask 0)."""
@@ -236,7 +249,7 @@ class HFGenerator:
             live = torch.tensor([not s.finished for s in states], device=dev)
         cache = _new_cache(self.model)
         if max_new > 0 and bool(live.any()):
-            logits = self._forward(ids, mask[:, :width], positions, cache)
+            logits = self._prefill(prompts, ids, mask[:, :width], positions, cache)
         next_pos = positions[:, -1] + 1
 
         for t in range(max_new if bool(live.any()) else 0):
