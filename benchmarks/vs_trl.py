@@ -240,6 +240,7 @@ def run_ours(side: str, a: argparse.Namespace, work: Path) -> dict[str, Any]:
         timers.patch(gen, "generate", "generate")
     timers.hide(trainer, "evaluate", "generate")  # its built-in (tiny) evaluations are not rollouts
     update_module.completion_logprobs = timers.wrap(update_module.completion_logprobs, "forward")
+    update_module.shared_prompt_logprobs = timers.wrap(update_module.shared_prompt_logprobs, "forward")
     torch.autograd.backward = timers.wrap(torch.autograd.backward, "backward")
 
     pressure = cpu_pressure()
