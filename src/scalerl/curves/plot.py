@@ -33,6 +33,18 @@ def _check_path(path) -> Path:
     return path
 
 
+def finish(fig, ax, path: Path, *, title: str, legend_loc: str = "lower right") -> Path:
+    """The common ending of every figure: log-x grid, legend, title, save, close."""
+    ax.set_xscale("log")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc=legend_loc)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    _plt().close(fig)
+    return path
+
+
 def _grid(xmin: float, xmax: float, extend: float) -> np.ndarray:
     lo = max(xmin, 1e-12)
     return np.geomspace(lo, xmax * extend, 300)
@@ -71,16 +83,9 @@ def plot_forecast(fc, path, *, title: str | None = None, extend: float = 3.0, x_
         ax.axvline(lo_fit, color="gray", lw=0.6)
     span = max(float(ys.max() - min(ys.min(), fit.R0)), 0.05)
     ax.set_ylim(min(ys.min(), fit.R0) - 0.1 * span, max(ys.max(), fit.A) + 0.15 * span)
-    ax.set_xscale("log")
     ax.set_xlabel(x_label or curve.x_name)
     ax.set_ylabel(y_label or curve.y_name)
-    ax.set_title(title or curve.name, fontsize=10)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return finish(fig, ax, path, title=title or curve.name)
 
 
 def plot_compare(result, path, *, title: str | None = None, extend: float = 3.0) -> Path:
@@ -103,17 +108,10 @@ def plot_compare(result, path, *, title: str | None = None, extend: float = 3.0)
             lo, hi = rf.seeds.boot.predict_interval(grid)
             ax.fill_between(grid, lo, hi, color=color, alpha=0.12, lw=0)
     ax.axvspan(xmax, grid.max(), color="gray", alpha=0.07)
-    ax.set_xscale("log")
     c0 = result.runs[0].curves[0]
     ax.set_xlabel(c0.x_name)
     ax.set_ylabel(c0.y_name)
-    ax.set_title(title or f"compare (baseline: {result.baseline})", fontsize=10)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return finish(fig, ax, path, title=title or f"compare (baseline: {result.baseline})")
 
 
 def plot_backtest(bt, path, **kwargs) -> Path:
@@ -132,11 +130,4 @@ def plot_curves(curves: Sequence, path, *, fits=None, title: str = "") -> Path:
         if fits is not None and fits[i] is not None:
             g = _grid(c.x[pos].min(), c.x.max(), 3.0)
             ax.plot(g, fits[i].law(g), "--", color=f"C{i % 10}", lw=1)
-    ax.set_xscale("log")
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7)
-    ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return finish(fig, ax, path, title=title, legend_loc="best")

@@ -101,7 +101,7 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
 
 
 def _plot_sets(evals, sets, x, path: Path) -> Path:
-    from scalerl.curves.plot import _plt
+    from scalerl.curves.plot import _plt, finish
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=120)
@@ -109,16 +109,9 @@ def _plot_sets(evals, sets, x, path: Path) -> Path:
         pts = [(r[x], r[f"{s}/pass_rate"]) for r in evals if r.get(x) is not None and r[x] > 0]
         if pts:
             ax.plot(*zip(*pts), "o-", ms=3, lw=1.2, color=f"C{i}", label=f"{s}/pass_rate")
-    ax.set_xscale("log")
     ax.set_xlabel(x)
     ax.set_ylabel("pass rate (mean@k)")
-    ax.set_title("every evaluation set against training compute", fontsize=10)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return finish(fig, ax, path, title="every evaluation set against training compute", legend_loc="best")
 
 
 def _fmt(v: Any, digits: int = 3) -> str:
