@@ -125,3 +125,16 @@ def test_a_variant_that_never_learned_is_reported_not_fitted_and_the_rest_still_
     a = analyse_study(tmp_path, n_boot=50)
     assert a.variant("loo-loss-dapo").pending == ["seed0: step 200"]
     assert a.variant("loo-loss-dapo").fit_error == "no finished run yet"
+
+
+def test_the_papers_rule_always_names_a_kind(tmp_path):
+    spec = StudySpec(family="loo", only=["loo-loss-dapo", "loo-aggregation-sample"], steps=200, eval_every=10,
+                     rule="paper", bootstrap=50)
+    # Little noise: the rule's fixed +-0.02 margin on A is only as good as the A estimates.
+    write_study(tmp_path, spec, {k: LAWS[k] for k in ("scalerl", "loo-loss-dapo", "loo-aggregation-sample")},
+                noise=0.001)
+    a = write_study_report(tmp_path).analysis
+    dapo, agg = a.variant("loo-loss-dapo"), a.variant("loo-aggregation-sample")
+    assert dapo.kind == "ceiling" and dapo.classification["dA_interval"] is None  # +-0.02 margin, no interval
+    assert agg.kind == "efficiency" and agg.classification["rule"] == "paper"
+    assert "| loo-aggregation-sample | aggregation | efficiency" in (tmp_path / "report.md").read_text()

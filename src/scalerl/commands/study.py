@@ -90,7 +90,6 @@ def _changes(args) -> dict:
 
 def resolve_spec(args):
     """(spec, study directory) from the spec file, the flags and, when continuing, the saved spec."""
-    from scalerl.config import to_dict
     from scalerl.study.spec import SPEC_FILE, StudySpec, load_spec, with_changes
 
     changes = _changes(args)
@@ -117,9 +116,7 @@ def resolve_spec(args):
     if saved is not None and (saved.family, saved.base) != (spec.family, spec.base):
         raise InputError(f"{args.output} holds a {saved.family} study of {saved.base}; this is a {spec.family} "
                          f"study of {spec.base} -- use another --output")
-    directory = Path(args.output or f"runs/study-{spec.family}")
-    del to_dict
-    return spec, directory
+    return spec, Path(args.output or f"runs/study-{spec.family}")
 
 
 def _list(spec) -> int:

@@ -280,7 +280,11 @@ _HOW_TO_READ = [
     "*n/a* (SPEC §1 does not classify the component).",
     "**leave-one-out view**: every variant refitted with one common A (least squares over all variants), "
     "then plotted as ln 1/F(R) against ln C, with F(R) = (A - R0)/(R - R0) - 1 = (C_mid/C)^B, so "
-    "ln 1/F(R) = ln((R - R0)/(A - R)) = B ln C - B ln C_mid: a line of slope B crossing 0 at C_mid.",
+    "ln 1/F(R) = ln((R - R0)/(A - R)) = B ln C - B ln C_mid: a line of slope B crossing 0 at C_mid. "
+    "The paper uses it for variants whose A agree; a variant whose ceiling moved has its B distorted "
+    "by the shared A (its curve is not a straight line in this view).",
+    "**A at 1.000** (the bound) with a wide interval means the runs stopped long before they "
+    "saturated: the data do not identify the ceiling -- raise the budget so the curves pass C_mid.",
 ]
 
 

@@ -280,7 +280,18 @@ def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
             rows = eval_rows(out)
     except ScaleRLError as exc:
         return _outcome(label, seed, "failed", time.perf_counter() - t0, out, error=str(exc))
+    _run_report(out)
     return _outcome(label, seed, "trained" if status == "new" else "resumed", time.perf_counter() - t0, out)
+
+
+def _run_report(out: Path) -> None:
+    """The run's own report (as ``scalerl train`` writes it), inside the run's directory."""
+    from scalerl.train.report import write_run_report
+
+    try:
+        write_run_report(out)
+    except ScaleRLError:
+        pass  # e.g. too few evaluations for a forecast: the study's report says what it can
 
 
 def _outcome(label: str, seed: int, status: str, seconds: float, out: Path, error: str = "") -> Outcome:
