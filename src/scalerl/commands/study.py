@@ -1,7 +1,7 @@
 """``scalerl study``: run a family of runs (leave-one-out, recipes, a knob sweep), fit each,
 and say which choices moved the ceiling and which only the efficiency -- with a report.
 
-    scalerl study --family loo --steps 200 --eval-every 20 --output runs/study-loo
+    scalerl study --family loo --steps 400 --eval-every 20 --output runs/study-loo
     scalerl study configs/studies/loo.yaml --output runs/study-loo      # the same, from a spec file
     scalerl study --family batch-size --values 8 16 32 --compute 3e13 --output runs/study-batch
     scalerl study --output runs/study-loo --resume                       # after a kill: finished runs are skipped
@@ -44,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--base-value", metavar="V", help="sweep value that is the baseline (default: the base's own)")
     g.add_argument("--only", nargs="+", metavar="VARIANT", help="run only these variants (and the base)")
     g.add_argument("--seeds", type=int, metavar="N", help="seeds per variant (default 1)")
-    g.add_argument("--steps", type=int, metavar="N", help="optimizer steps per run (default 200)")
+    g.add_argument("--steps", type=int, metavar="N", help="optimizer steps per run (default 400)")
     g.add_argument("--compute", type=float, metavar="X", help="compute budget per run in the --x column")
     g.add_argument("--max-steps", type=int, metavar="N", help="with --compute: step cap per run")
     g.add_argument("--eval-every", type=int, metavar="N", help="evaluate every N steps (default 20)")

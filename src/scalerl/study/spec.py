@@ -3,7 +3,7 @@
     family: loo            # every leave-one-out variant of `base`, and `base`
     base: scalerl
     seeds: 1
-    steps: 200
+    steps: 400
     eval_every: 20
 
 Fields split in two: those that decide what each run *is* (family, base, values, only,
@@ -52,8 +52,10 @@ class StudySpec:
     seeds: int = 1
     """Seeds per variant (run seeds 0, 1, ..., seeds-1); the fit pools them and its intervals
     include the seed spread."""
-    steps: int = 200
-    """Optimizer steps per run (with ``compute``: the first stretch, after which runs are extended)."""
+    steps: int = 400
+    """Optimizer steps per run (with ``compute``: the first stretch, after which runs are extended).
+    The curves must get well past C_mid for A to be identified: on the tiny model 200 steps were
+    not enough (A ran to its bound of 1; docs/study.md)."""
     compute: float | None = None
     """Compute budget per run in the ``x`` column (e.g. 2e13 FLOPs): each run is extended, in
     whole evaluation intervals, until its last evaluation reaches it. Null = the ``steps`` budget.
