@@ -137,7 +137,8 @@ def _plot_intervals(a: StudyAnalysis, path: Path) -> Path:
     plt = _plt()
     vs = [v for v in a.variants if v.A is not None]
     k = a.spec.extrapolate
-    panels = [("A (ceiling)", "A", "A_interval", False), ("B (efficiency exponent)", "B", "B_interval", False),
+    # B and C_mid on log axes: a curve that never bends has a B interval running to its bound (50).
+    panels = [("A (ceiling)", "A", "A_interval", False), ("B (efficiency exponent)", "B", "B_interval", True),
               (f"C_mid ({a.x})", "C_mid", "C_mid_interval", True),
               (f"pass rate at {k:g}x the budget", "extrapolated", "extrapolated_interval", False)]
     fig, axes = plt.subplots(1, 4, figsize=(13, 0.45 * len(vs) + 1.6), dpi=110, sharey=True)
@@ -153,7 +154,10 @@ def _plot_intervals(a: StudyAnalysis, path: Path) -> Path:
         if base is not None and getattr(base, key) is not None:
             ax.axvline(getattr(base, key), color="gray", ls="--", lw=0.8)
         if log:
+            from matplotlib.ticker import NullFormatter
+
             ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels of a narrow log range overlap
         ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3, axis="x")
     axes[0].set_yticks(ys)
@@ -188,7 +192,7 @@ def _plot_loo_view(a: StudyAnalysis, path: Path) -> Path:
     ax.axhline(0, color="gray", lw=0.6)
     ax.set_xlabel(f"ln C  (C = {a.x})")
     ax.set_ylabel("ln 1/F(R) = ln((R - R0) / (A - R))")
-    note = f"; {dropped} point(s) with R <= R0 or R >= A have no transform" if dropped else ""
+    note = f"\n({dropped} point(s) with R <= R0 or R >= A have no transform and are not shown)" if dropped else ""
     ax.set_title(f"leave-one-out view: common A = {A:.3f}, slope = B, zero crossing at C_mid{note}", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
