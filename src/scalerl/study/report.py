@@ -72,7 +72,7 @@ def _moved(v: VariantResult) -> str:
 
 def what_moved_rows(a: StudyAnalysis) -> list[list[str]]:
     """Header + one row per non-base variant: what it changed, what moved, the paper's view."""
-    rows = [["variant", "changes", "moved", "dA [95%]", "B run / base (shared A)", "ln C_mid ratio [95%]",
+    rows = [["variant", "changes", "moved", "dA [95%]", "B run / base (shared A)", "dB [95%]", "ln C_mid ratio [95%]",
              "paper (SPEC §1)", "agreement"]]
     for v in a.variants:
         if v.is_base:
@@ -83,6 +83,7 @@ def what_moved_rows(a: StudyAnalysis) -> list[list[str]]:
             v.label, ", ".join(v.components) or "-", _moved(v),
             f"{c['dA']:+.3f} {_iv(c.get('dA_interval'), signed=True)}".strip() if c else "-",
             f"{B[0]:.2f} / {B[1]:.2f}" if B else "-",
+            _iv(c.get("dB_interval"), 2, signed=True) or "-",
             _iv(c.get("log_cmid_ratio_interval"), 2, signed=True) or "-",
             v.expected, v.agreement if c else "-",
         ])
