@@ -113,10 +113,13 @@ def resolve_spec(args):
     if args.overrides:
         changes["overrides"] = [*spec.overrides, *args.overrides]
     spec = with_changes(spec, changes).validate() if changes else spec.validate()
+    directory = Path(args.output or f"runs/study-{spec.family}")
+    if saved is None and (directory / SPEC_FILE).exists():  # the default directory may hold a study too
+        saved = load_spec(directory / SPEC_FILE)
     if saved is not None and (saved.family, saved.base) != (spec.family, spec.base):
-        raise InputError(f"{args.output} holds a {saved.family} study of {saved.base}; this is a {spec.family} "
+        raise InputError(f"{directory} holds a {saved.family} study of {saved.base}; this is a {spec.family} "
                          f"study of {spec.base} -- use another --output")
-    return spec, Path(args.output or f"runs/study-{spec.family}")
+    return spec, directory
 
 
 def _list(spec) -> int:
