@@ -323,6 +323,13 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
         vr.agreement = _agreement(Finding(vr.expected, vr.expected_note), vr.expected_better, c)
 
     _common_A_view(analysis, result, n_boot, seed)
+    at_bound = [rf.label for rf in result.runs if rf.fit.A >= 0.999]
+    if at_bound:
+        analysis.notes.append(
+            f"A reached its bound of 1 for {len(at_bound)} of {len(result.runs)} variant(s) ({', '.join(at_bound)}): "
+            "their curves are still rising at the budget, so the ceiling is not identified (only a lower bound, "
+            "the interval's low end) -- a larger budget, or a task the model cannot solve fully, is needed to "
+            "compare ceilings")
     not_fitted = [v.label for v in results if v.fit_error]
     if not_fitted:
         analysis.notes.append(f"not fitted: {', '.join(not_fitted)} (see their rows)")
