@@ -1,21 +1,45 @@
-"""``scalerl report DIR``: regenerate a run's report from its run log alone.
+"""``scalerl report DIR``: regenerate a run's or a study's report from its logs alone.
 
-    scalerl report runs/demo
+    scalerl report runs/demo          # a run directory (runlog.jsonl)
+    scalerl report runs/study-loo     # a study directory (study.yaml): fits, classifications, figures
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from scalerl.errors import InputError
+
 
 def add_arguments(p) -> None:
-    p.add_argument("directory", metavar="DIR", help="a run directory (holds runlog.jsonl)")
-    p.add_argument("--x", metavar="COL", help="compute column (default: the run's forecast.x)")
+    p.add_argument("directory", metavar="DIR", help="a run directory (holds runlog.jsonl) or a study directory "
+                                                    "(holds study.yaml)")
+    p.add_argument("--x", metavar="COL", help="run directories: compute column (default: the run's forecast.x)")
+    p.add_argument("--bootstrap", type=int, metavar="N", help="study directories: bootstrap resamples "
+                                                               "(default: the study's)")
 
 
 def run(args) -> int:
+    from scalerl.study.spec import SPEC_FILE
+
+    directory = Path(args.directory)
+    if (directory / SPEC_FILE).exists():
+        return _study(args, directory)
+    if not (directory / "runlog.jsonl").exists():
+        raise InputError(f"{directory}: neither a run directory (runlog.jsonl) nor a study directory ({SPEC_FILE})")
     from scalerl.train.report import summary_lines, write_run_report
 
-    rep = write_run_report(args.directory, x=args.x)
+    rep = write_run_report(directory, x=args.x)
     for k, v in summary_lines(rep):
         print(f"{k}: {v}")
     print("wrote: " + ", ".join(str(p) for p in rep.files))
+    return 0
+
+
+def _study(args, directory: Path) -> int:
+    from scalerl.study.report import print_summary, write_study_report
+
+    if args.x:
+        raise InputError("--x is fixed by the study's spec (its x field); drop --x for a study directory")
+    print_summary(write_study_report(directory, n_boot=args.bootstrap))
     return 0

@@ -1,0 +1,186 @@
+"""``scalerl study``: run a family of runs (leave-one-out, recipes, a knob sweep), fit each,
+and say which choices moved the ceiling and which only the efficiency -- with a report.
+
+    scalerl study --family loo --steps 400 --eval-every 20 --output runs/study-loo
+    scalerl study configs/studies/loo.yaml --output runs/study-loo      # the same, from a spec file
+    scalerl study --family batch-size --values 8 16 32 --compute 3e13 --output runs/study-batch
+    scalerl study --output runs/study-loo --resume                       # after a kill: finished runs are skipped
+    scalerl study --list                                                 # families and their variants
+    scalerl report runs/study-loo                                        # the report again, from the logs alone
+
+Flags override the spec file's fields (``scalerl study --help`` lists them; the spec fields
+are documented in scalerl.study.spec). Bad input (unknown family, variant, recipe or key)
+exits with status 2 and one line; a run that fails is reported and the others go on (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from scalerl.errors import ConfigError, InputError
+
+#: flag dest -> spec field, for flags whose value replaces the spec's.
+_FLAGS = {
+    "family": "family", "base": "base", "values": "values", "base_value": "base_value", "only": "only",
+    "seeds": "seeds", "steps": "steps", "compute": "compute", "max_steps": "max_steps", "eval_every": "eval_every",
+    "x": "x", "model": "model", "backend": "backend", "ray_address": "ray_address", "parallel": "parallel",
+    "threads": "threads", "rule": "rule", "bootstrap": "bootstrap", "extrapolate": "extrapolate",
+}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("spec", nargs="?", metavar="SPEC.yaml", help="a study spec file (fields: see scalerl.study.spec)")
+    p.add_argument("--output", metavar="DIR", help="study directory (default: runs/study-FAMILY)")
+    p.add_argument("--resume", action="store_true", help="continue the study in --output with its saved spec")
+    p.add_argument("--list", action="store_true", help="list the families and their variants, then exit")
+    p.add_argument("--dry-run", action="store_true", help="print the runs (directory, status, change) and exit")
+    p.add_argument("--no-report", action="store_true", help="run only; no fits and no report")
+    g = p.add_argument_group("what to run (override the spec file)")
+    g.add_argument("--family", metavar="NAME", help="loo, recipes, batch-size, generations, gen-length, model-size")
+    g.add_argument("--base", metavar="RECIPE", help="recipe the variants are compared with (default: scalerl)")
+    g.add_argument("--values", nargs="+", metavar="V", help="sweep values (e.g. 8 16 32, or tiny-s tiny tiny-l)")
+    g.add_argument("--base-value", metavar="V", help="sweep value that is the baseline (default: the base's own)")
+    g.add_argument("--only", nargs="+", metavar="VARIANT", help="run only these variants (and the base)")
+    g.add_argument("--seeds", type=int, metavar="N", help="seeds per variant (default 1)")
+    g.add_argument("--steps", type=int, metavar="N", help="optimizer steps per run (default 400)")
+    g.add_argument("--compute", type=float, metavar="X", help="compute budget per run in the --x column")
+    g.add_argument("--max-steps", type=int, metavar="N", help="with --compute: step cap per run")
+    g.add_argument("--eval-every", type=int, metavar="N", help="evaluate every N steps (default 20)")
+    g.add_argument("--x", metavar="COL", help="compute column: flops (default), gpu_hours, tokens, samples, step")
+    g.add_argument("--model", metavar="PATH|tiny", help="model every run starts from (default: tiny)")
+    g.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override for every run, as in scalerl train --set; repeatable")
+    g = p.add_argument_group("how to run and compare")
+    g.add_argument("--backend", metavar="NAME", help="local (one run after another; default) or ray (in parallel)")
+    g.add_argument("--ray-address", metavar="ADDR", help="ray: a running cluster's address (default: start one)")
+    g.add_argument("--parallel", type=int, metavar="N", help="ray: at most N runs at once")
+    g.add_argument("--threads", type=int, metavar="N", help="torch threads per run")
+    g.add_argument("--rule", metavar="NAME", help="classification rule: intervals (default) or paper")
+    g.add_argument("--bootstrap", type=int, metavar="N", help="bootstrap resamples per interval (default 300)")
+    g.add_argument("--extrapolate", type=float, metavar="K", help="predict each variant at K x the budget (default 10)")
+    g.add_argument("--no-progress", action="store_true", help="no per-run progress bars")
+
+
+def _value(text: str):
+    import yaml
+
+    try:
+        v = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    return v if isinstance(v, (int, str)) and not isinstance(v, bool) else text
+
+
+def _changes(args) -> dict:
+    changes = {}
+    for dest, name in _FLAGS.items():
+        value = getattr(args, dest)
+        if value is not None:
+            changes[name] = value
+    if "values" in changes:
+        changes["values"] = [_value(v) for v in changes["values"]]
+    if "base_value" in changes:
+        changes["base_value"] = _value(changes["base_value"])
+    if args.no_progress:
+        changes["progress"] = False
+    return changes
+
+
+def resolve_spec(args):
+    """(spec, study directory) from the spec file, the flags and, when continuing, the saved spec."""
+    from scalerl.study.spec import SPEC_FILE, StudySpec, load_spec, with_changes
+
+    changes = _changes(args)
+    saved_path = Path(args.output) / SPEC_FILE if args.output else None
+    saved = load_spec(saved_path) if saved_path is not None and saved_path.exists() else None
+    if args.resume:
+        if saved is None:
+            raise InputError(f"--resume: {args.output or '(no --output)'} holds no study ({SPEC_FILE}); "
+                             "give --output DIR of a study, or drop --resume to start one")
+        if args.spec:
+            raise InputError("--resume continues the study with its saved spec; drop the spec file")
+        spec = saved
+    elif args.spec:
+        spec = load_spec(args.spec)
+    elif saved is not None and not args.overrides and not (set(changes) - {"backend", "ray_address", "parallel",
+                                                                             "threads", "rule", "bootstrap",
+                                                                             "extrapolate", "progress"}):
+        spec = saved  # the same directory and nothing that defines runs: continue it
+    else:
+        spec = StudySpec()
+    if args.overrides:
+        changes["overrides"] = [*spec.overrides, *args.overrides]
+    spec = with_changes(spec, changes).validate() if changes else spec.validate()
+    directory = Path(args.output or f"runs/study-{spec.family}")
+    if saved is None and (directory / SPEC_FILE).exists():  # the default directory may hold a study too
+        saved = load_spec(directory / SPEC_FILE)
+    if saved is not None and (saved.family, saved.base) != (spec.family, spec.base):
+        raise InputError(f"{directory} holds a {saved.family} study of {saved.base}; this is a {spec.family} "
+                         f"study of {spec.base} -- use another --output")
+    return spec, directory
+
+
+def _list(spec) -> int:
+    from scalerl.study.families import FAMILIES, family_variants
+    from scalerl.study.runner import base_config
+
+    base = base_config(spec)
+    for name, fam in FAMILIES.items():
+        print(f"{name}: {fam.summary}")
+        try:
+            variants = family_variants(_with_family(spec, name), base)
+        except ConfigError as exc:
+            print(f"    (not available with base {spec.base!r} / model {spec.model!r}: {exc})")
+            continue
+        width = max(len(v.label) for v in variants)
+        for v in variants:
+            print(f"    {v.label:<{width}}  {'(base) ' if v.is_base else ''}{v.summary}")
+    return 0
+
+
+def _with_family(spec, family: str):
+    from scalerl.study.spec import with_changes
+
+    return with_changes(spec, {"family": family, "values": [], "base_value": None, "only": []})
+
+
+def _dry_run(spec, directory: Path) -> int:
+    from scalerl.study.runner import Budget, check_existing, plan_study, run_status
+
+    plans = plan_study(spec, directory)
+    check_existing(plans)
+    budget = Budget.of(spec)
+    for p in plans:
+        change = "(base)" if p.variant.is_base else ", ".join(p.variant.overrides) or p.variant.summary
+        print(f"{run_status(p.directory, budget):<8} {p.directory}  {p.config.recipe_name}  {change}")
+    what = f"{spec.compute:g} {spec.x}" if spec.compute else f"{spec.steps} steps"
+    print(f"{len(plans)} runs ({len(plans) // spec.seeds} variants x {spec.seeds} seed(s)), {what} each, "
+          f"evaluation every {spec.eval_every} steps")
+    return 0
+
+
+def run(args) -> int:
+    spec, directory = resolve_spec(args)
+    if args.list:
+        return _list(spec)
+    if args.dry_run:
+        return _dry_run(spec, directory)
+    from scalerl.study.runner import plan_study, run_study
+
+    plan_study(spec, directory)  # every config resolved and checked before the first line is printed
+    what = f"{spec.compute:g} {spec.x}" if spec.compute else f"{spec.steps} steps"
+    print(f"scalerl study: {spec.family} of {spec.base}, {spec.seeds} seed(s), {what} per run, backend "
+          f"{spec.backend}; output {directory}", file=sys.stderr)
+    result = run_study(spec, directory)
+    print(f"runs finished in {result.seconds / 60:.1f} min ({sum(o.status != 'skipped' for o in result.outcomes)} "
+          f"trained or resumed, {sum(o.status == 'skipped' for o in result.outcomes)} already done)", file=sys.stderr)
+    if not args.no_report:
+        from scalerl.study.report import print_summary, write_study_report
+
+        report = write_study_report(directory)
+        print_summary(report)
+    for o in result.failed:
+        print(f"scalerl study: run {o.label}/seed{o.seed} failed: {o.error}", file=sys.stderr)
+    return 1 if result.failed else 0

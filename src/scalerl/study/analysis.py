@@ -1,0 +1,360 @@
+"""From a study directory's run logs to what each choice moved, with intervals.
+
+    analysis = analyse_study("runs/study-loo")
+    for v in analysis.variants: v.label, v.kind, v.A, v.A_interval, v.agreement
+
+Steps, all from the logs (so ``scalerl report STUDY`` can redo them at any time):
+
+1. every finished run's evaluations -> a :class:`~scalerl.curves.Curve` (x: the spec's compute
+   column, y: the first evaluation set's pass rate); unfinished runs are listed, not used;
+2. each variant whose curve rises is fitted with its seeds pooled (:func:`scalerl.curves.fit_seeds`)
+   and classified against the base by :func:`scalerl.curves.compare.classify` -- what
+   :func:`scalerl.curves.compare` does, one variant at a time, so that a variant that never
+   learned is reported as not fitted instead of sinking the others (ceiling / efficiency /
+   no clear effect, with intervals);
+3. the paper's leave-one-out view: all variants refitted with one common A (least squares
+   over all of them), giving each a B (with a residual-bootstrap interval) under that A;
+4. each variant's pass rate extrapolated to ``spec.extrapolate`` x the budget (one common
+   compute for all, the median final compute of the runs);
+5. the paper's expectation for what the variant changes (SPEC §1, :mod:`scalerl.study.paper`)
+   beside what was measured.
+
+It reads logs and fits curves; re-planning the study (to know each run's variant) checks recipe
+names against the registries, which needs the ``train`` extra installed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scalerl.config import load_yaml
+from scalerl.curves import Curve, fit_seeds
+from scalerl.curves.compare import CEILING, EFFICIENCY, NONE, Classification, CompareResult, RunFit, classify
+from scalerl.curves.fit import fit_sigmoid_fixed_A
+from scalerl.errors import InputError
+from scalerl.study.families import Variant
+from scalerl.study.paper import UNNAMED, Finding, expectation
+from scalerl.study.spec import SPEC_FILE, StudySpec, load_spec
+
+#: Agreement of a measured classification with the paper's expectation.
+AGREES, OPPOSITE, DISAGREES, INCONCLUSIVE, NOT_APPLICABLE = (
+    "agrees", "same kind, opposite direction", "disagrees", "inconclusive", "n/a")
+
+
+@dataclass
+class VariantResult:
+    """Everything the report says about one variant (its seeds pooled)."""
+
+    label: str
+    summary: str
+    components: list[str]
+    is_base: bool
+    seeds: list[int] = field(default_factory=list)
+    """Seeds whose finished runs were used."""
+    pending: list[str] = field(default_factory=list)
+    """Runs not (yet) finished: 'seedK: step S' -- left out of every fit."""
+    fit_error: str = ""
+    """Why no curve could be fitted (e.g. the pass rate never rose), if so."""
+    R0: float | None = None
+    final: float | None = None
+    """Mean over seeds of the last evaluation's pass rate."""
+    final_x: float | None = None
+    A: float | None = None
+    A_interval: tuple[float, float] | None = None
+    B: float | None = None
+    B_interval: tuple[float, float] | None = None
+    C_mid: float | None = None
+    C_mid_interval: tuple[float, float] | None = None
+    extrapolated: float | None = None
+    """Predicted pass rate at the analysis' extrapolation compute."""
+    extrapolated_interval: tuple[float, float] | None = None
+    common_B: float | None = None
+    """B when every variant shares the common A (the paper's leave-one-out view)."""
+    common_B_interval: tuple[float, float] | None = None
+    common_C_mid: float | None = None
+    classification: dict[str, Any] | None = None
+    """:class:`scalerl.curves.compare.Classification` as a dict (None for the base)."""
+    expected: str = UNNAMED
+    """What SPEC §1 says this change moves: ceiling, efficiency, or not classified."""
+    expected_note: str = ""
+    expected_better: bool | None = None
+    """The direction the paper leads one to expect (None: no expectation)."""
+    agreement: str = NOT_APPLICABLE
+
+    @property
+    def kind(self) -> str | None:
+        return self.classification["kind"] if self.classification else None
+
+
+@dataclass
+class StudyAnalysis:
+    directory: Path
+    spec: StudySpec
+    x: str
+    y: str
+    base: str
+    variants: list[VariantResult]
+    common_A: float | None = None
+    extrapolate_at: float | None = None
+    compare: CompareResult | None = None
+    """The forecaster's comparison (curves and fits), for the figures."""
+    loo_points: dict[str, tuple[np.ndarray, np.ndarray, float]] = field(default_factory=dict)
+    """label -> (x, y, R0) of the points the common-A view transforms."""
+    notes: list[str] = field(default_factory=list)
+
+    def variant(self, label: str) -> VariantResult:
+        return next(v for v in self.variants if v.label == label)
+
+    def as_dict(self) -> dict[str, Any]:
+        from scalerl.config import to_dict
+
+        return {
+            "directory": str(self.directory), "spec": to_dict(self.spec), "x": self.x, "y": self.y,
+            "base": self.base, "common_A": self.common_A, "extrapolate_at": self.extrapolate_at,
+            "notes": self.notes,
+            "variants": [{**{k: (list(v) if isinstance(v, tuple) else v) for k, v in vr.__dict__.items()}, "kind": vr.kind}
+                         for vr in self.variants],
+        }
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def read_study(directory: str | Path) -> tuple[StudySpec, Path]:
+    directory = Path(directory)
+    if not (directory / SPEC_FILE).exists():
+        raise InputError(f"{directory}: no {SPEC_FILE} here; give a study directory (made by scalerl study)")
+    return load_spec(directory / SPEC_FILE), directory
+
+
+def _y_column(run_dir: Path) -> str:
+    from scalerl.train.config import TrainConfig  # no torch: config only
+
+    cfg = load_yaml(TrainConfig, run_dir / "config.yaml")
+    return f"{cfg.eval.sets[0]}/pass_rate"
+
+
+def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, list[Curve]], dict[str, list[str]], str]:
+    """Variants of the study and the curves of their finished runs."""
+    from scalerl.study.runner import Budget, eval_rows, plan_study, run_status
+
+    plans = plan_study(spec, directory)
+    budget = Budget.of(spec)
+    variants: list[Variant] = []
+    curves: dict[str, list[Curve]] = {}
+    pending: dict[str, list[str]] = {}
+    y = "val/pass_rate"
+    for p in plans:
+        if p.variant.label not in curves:
+            variants.append(p.variant)
+            curves[p.variant.label], pending[p.variant.label] = [], []
+        status = run_status(p.directory, budget)
+        if status != "done":
+            rows = eval_rows(p.directory)
+            where = f"step {rows[-1]['step']}" if rows else "not started"
+            pending[p.variant.label].append(f"seed{p.seed}: {where}")
+            continue
+        y = _y_column(p.directory)
+        rows = eval_rows(p.directory)
+        curves[p.variant.label].append(Curve.from_arrays(
+            [r.get(spec.x) for r in rows], [r.get(y) for r in rows], name=p.name, x_name=spec.x, y_name=y,
+            source=str(p.directory / "runlog.jsonl")))
+    return variants, curves, pending, y
+
+
+# ----------------------------------------------------------------------------- the common-A view
+
+
+def common_A_fit(fits: dict[str, Any]) -> tuple[float, dict[str, tuple[float, float]]]:
+    """One A for every fit (least squares over all their points, each keeping its own R0, B and
+    C_mid): the paper's leave-one-out refit. Returns (A, {label: (B, C_mid)})."""
+    from scipy.optimize import minimize_scalar
+
+    lo = max(f.R0 for f in fits.values()) + 1e-4
+    hi = 1.0
+
+    def sse(A: float) -> float:
+        total = 0.0
+        for f in fits.values():
+            _, s = fit_sigmoid_fixed_A(f.x, f.y, A, f.R0, start=(A, f.B, f.C_mid))
+            total += s
+        return total
+
+    res = minimize_scalar(sse, bounds=(lo, hi), method="bounded", options={"xatol": 1e-4})
+    A = float(res.x)
+    per = {}
+    for label, f in fits.items():
+        (_, B, C_mid, _), _ = fit_sigmoid_fixed_A(f.x, f.y, A, f.R0, start=(A, f.B, f.C_mid))
+        per[label] = (B, C_mid)
+    return A, per
+
+
+def _fixed_A_interval(f, A: float, B: float, C_mid: float, n: int, level: float, seed: int) -> tuple[float, float]:
+    """Residual-bootstrap interval of B with A held at the common value."""
+    from scalerl.curves.fit import _model
+
+    u = np.log(f.x)
+    fitted = _model(u, A, B, math.log(C_mid), f.R0)
+    resid = f.y - fitted
+    resid = (resid - resid.mean()) * math.sqrt(len(resid) / max(len(resid) - 2, 1))
+    rng = np.random.default_rng(seed)
+    Bs = []
+    for _ in range(n):
+        yb = fitted + rng.choice(resid, size=len(resid))
+        try:
+            (_, b, _, _), _ = fit_sigmoid_fixed_A(f.x, yb, A, f.R0, start=(A, B, C_mid))
+        except ValueError:
+            continue
+        Bs.append(b)
+    a = (1 - level) / 2
+    lo, hi = np.percentile(Bs, [100 * a, 100 * (1 - a)])
+    return float(lo), float(hi)
+
+
+def linearise(x: np.ndarray, y: np.ndarray, A: float, R0: float) -> tuple[np.ndarray, np.ndarray]:
+    """The paper's leave-one-out transform: ``(ln C, ln 1/F(R))`` with F(R) = (A-R0)/(R-R0) - 1.
+
+    From R = R0 + (A-R0)/(1+(C_mid/C)^B): F(R) = (A-R)/(R-R0) = (C_mid/C)^B, so
+    ``ln 1/F(R) = ln((R-R0)/(A-R)) = B ln C - B ln C_mid``: a line of slope B in ln C that
+    crosses zero at C_mid. Points with R <= R0 or R >= A have no transform and are left out.
+    """
+    keep = (y > R0) & (y < A) & (x > 0)
+    return np.log(x[keep]), np.log((y[keep] - R0) / (A - y[keep]))
+
+
+# ----------------------------------------------------------------------------- expectations
+
+
+def _expected_better(spec: StudySpec, v: Variant, base_value: Any) -> bool | None:
+    """Direction the paper suggests: reverting a ScaleRL choice (or using another recipe) is
+    worse; more batch, generation length or model is better on the ceiling."""
+    if v.is_base:
+        return None
+    if spec.family in ("loo", "recipes"):
+        return False if spec.base == "scalerl" else None
+    if spec.family in ("batch-size", "gen-length"):
+        return v.value > base_value
+    if spec.family == "model-size":
+        from scalerl.study.families import TINY_SIZES
+
+        size = lambda name: TINY_SIZES[name].hidden_size * TINY_SIZES[name].num_hidden_layers  # noqa: E731
+        return size(v.value) > size(base_value)
+    return None
+
+
+def _agreement(expected: Finding, expected_better: bool | None, c: Classification) -> str:
+    if expected.kind == UNNAMED:
+        return NOT_APPLICABLE
+    if c.kind == NONE:
+        return INCONCLUSIVE
+    if c.kind != expected.kind:
+        return DISAGREES
+    if expected_better is not None and c.better is not None and c.better != expected_better:
+        return OPPOSITE
+    return AGREES
+
+
+# ----------------------------------------------------------------------------- the analysis
+
+
+def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int = 0) -> StudyAnalysis:
+    """Fit and classify every variant of the study in ``directory`` (see the module docstring)."""
+    spec, directory = read_study(directory)
+    n_boot = n_boot or spec.bootstrap
+    variants, curves, pending, y = _curves(spec, directory)
+    base = next(v for v in variants if v.is_base)
+    base_value = base.value
+    results = []
+    for v in variants:
+        exp = expectation(list(v.components)) if not v.is_base else Finding(UNNAMED, "")
+        vr = VariantResult(v.label, v.summary, list(v.components), v.is_base, pending=pending[v.label],
+                           expected=exp.kind, expected_note=exp.note, expected_better=_expected_better(spec, v, base_value))
+        cs = curves[v.label]
+        vr.seeds = [int(c.name.rsplit("seed", 1)[1]) for c in cs]
+        if cs:
+            vr.R0 = float(np.mean([c.y[0] for c in cs]))
+            vr.final = float(np.mean([c.y[-1] for c in cs]))
+            vr.final_x = float(np.mean([c.x[-1] for c in cs]))
+        else:
+            vr.fit_error = "no finished run yet"
+        results.append(vr)
+    analysis = StudyAnalysis(directory, spec, spec.x, y, base.label, results)
+
+    # Each variant fitted on its own (seeds pooled), so one curve that cannot be a sigmoid -- a
+    # variant that never learned -- is reported as such instead of sinking the whole comparison.
+    fits: dict[str, RunFit] = {}
+    for vr in results:
+        if curves[vr.label]:
+            try:
+                fits[vr.label] = RunFit(vr.label, curves[vr.label], fit_seeds(curves[vr.label], n_boot=n_boot, seed=seed))
+            except InputError as exc:
+                vr.fit_error = str(exc)
+    if base.label not in fits:
+        why = analysis.variant(base.label).fit_error
+        analysis.notes.append(f"the base {base.label} has no fitted curve ({why}); nothing can be compared yet")
+        return analysis
+    result = CompareResult(runs=list(fits.values()), baseline=base.label, rule=spec.rule)
+    analysis.compare = result
+    finals = [float(c.x[-1]) for rf in fits.values() for c in rf.curves]
+    analysis.extrapolate_at = spec.extrapolate * float(np.median(finals))
+    for rf in result.runs:
+        vr = analysis.variant(rf.label)
+        f = rf.fit
+        vr.A, vr.B, vr.C_mid = f.A, f.B, f.C_mid
+        vr.A_interval, vr.B_interval, vr.C_mid_interval = (rf.interval(p) for p in ("A", "B", "C_mid"))
+        vr.extrapolated = float(f.law(analysis.extrapolate_at))
+        if rf.seeds.boot is not None:
+            lo, hi = rf.seeds.boot.predict_interval([analysis.extrapolate_at])
+            vr.extrapolated_interval = (float(lo[0]), float(hi[0]))
+        if rf.label == base.label:
+            continue
+        try:
+            c = classify(rf, fits[base.label], rule=spec.rule, n_boot=n_boot, seed=seed)
+        except (InputError, ValueError) as exc:
+            vr.fit_error = f"fitted, but the comparison with the base failed: {exc}"
+            continue
+        result.classifications.append(c)
+        vr.classification = c.as_dict()
+        vr.agreement = _agreement(Finding(vr.expected, vr.expected_note), vr.expected_better, c)
+
+    _common_A_view(analysis, result, n_boot, seed)
+    at_bound = [rf.label for rf in result.runs if rf.fit.A >= 0.999]
+    if at_bound:
+        analysis.notes.append(
+            f"A reached its bound of 1 for {len(at_bound)} of {len(result.runs)} variant(s) ({', '.join(at_bound)}): "
+            "their curves are still rising at the budget, so the ceiling is not identified (only a lower bound, "
+            "the interval's low end) -- a larger budget, or a task the model cannot solve fully, is needed to "
+            "compare ceilings")
+    not_fitted = [v.label for v in results if v.fit_error]
+    if not_fitted:
+        analysis.notes.append(f"not fitted: {', '.join(not_fitted)} (see their rows)")
+    return analysis
+
+
+def _common_A_view(analysis: StudyAnalysis, result: CompareResult, n_boot: int, seed: int) -> None:
+    fits = {rf.label: rf.fit for rf in result.runs}
+    try:
+        A, per = common_A_fit(fits)
+    except ValueError as exc:
+        analysis.notes.append(f"the common-A refit failed: {exc}")
+        return
+    analysis.common_A = A
+    n = min(n_boot, 200)  # B alone with A fixed: 200 resamples give a stable 95% interval
+    for rf in result.runs:
+        vr = analysis.variant(rf.label)
+        B, C_mid = per[rf.label]
+        vr.common_B, vr.common_C_mid = B, C_mid
+        vr.common_B_interval = _fixed_A_interval(rf.fit, A, B, C_mid, n, 0.95, seed)
+        analysis.loo_points[rf.label] = (rf.fit.x, rf.fit.y, rf.fit.R0)
+
+
+def run_fits(result: CompareResult) -> dict[str, RunFit]:
+    return {rf.label: rf for rf in result.runs}
+
+
+__all__ = ["analyse_study", "common_A_fit", "linearise", "StudyAnalysis", "VariantResult", "CEILING", "EFFICIENCY"]

@@ -1,0 +1,360 @@
+"""A study's report, from its run logs alone: ``report.md``, ``report.html``, ``analysis.json``
+and the figures, in the study directory.
+
+Figures:
+  ``curves.png``    every run on one log-x axis, each variant's pooled sigmoid and band;
+  ``intervals.png`` A, B, C_mid and the extrapolated pass rate per variant with 95% intervals,
+                    the base's value as a vertical line;
+  ``loo_view.png``  the paper's leave-one-out view: every variant refitted with one common A and
+                    plotted as ln 1/F(R) = ln((R-R0)/(A-R)) against ln C -- straight lines of slope B.
+
+``scalerl report STUDY_DIR`` regenerates all of it (also while the study is still running:
+unfinished runs are listed and left out).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scalerl.study.analysis import StudyAnalysis, VariantResult, analyse_study, linearise
+
+FIGURES = ("curves.png", "intervals.png", "loo_view.png")
+
+
+@dataclass
+class StudyReport:
+    analysis: StudyAnalysis
+    files: list[Path] = field(default_factory=list)
+    wall_seconds: float | None = None
+
+
+# ----------------------------------------------------------------------------- formatting
+
+
+def _f(v: Any, digits: int = 3) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}" if 1e-3 <= abs(v) < 1e4 or v == 0 else f"{v:.3g}"
+    return str(v)
+
+
+def _iv(v: tuple[float, float] | list[float] | None, digits: int = 3, signed: bool = False) -> str:
+    if v is None:
+        return ""
+    lo, hi = v
+    if signed:
+        return f"[{lo:+.{digits}f}, {hi:+.{digits}f}]"
+    return f"[{_f(float(lo), digits)}, {_f(float(hi), digits)}]"
+
+
+def _moved(v: VariantResult) -> str:
+    if v.is_base:
+        return "(base)"
+    if v.fit_error:
+        return "not fitted"
+    c = v.classification
+    if c is None:
+        return "-"
+    if c["kind"] == "ceiling":
+        return "ceiling " + ("raised" if c["better"] else "lowered")
+    if c["kind"] == "efficiency":
+        return "efficiency " + ("better" if c["better"] else "worse")
+    return "no clear effect"
+
+
+def what_moved_rows(a: StudyAnalysis) -> list[list[str]]:
+    """Header + one row per non-base variant: what it changed, what moved, the paper's view."""
+    rows = [["variant", "changes", "moved", "dA [95%]", "B run / base (shared A)", "dB [95%]", "ln C_mid ratio [95%]",
+             "paper (SPEC §1)", "agreement"]]
+    for v in a.variants:
+        if v.is_base:
+            continue
+        c = v.classification or {}
+        B = c.get("B")
+        rows.append([
+            v.label, ", ".join(v.components) or "-", _moved(v),
+            f"{c['dA']:+.3f} {_iv(c.get('dA_interval'), signed=True)}".strip() if c else "-",
+            f"{B[0]:.2f} / {B[1]:.2f}" if B else "-",
+            _iv(c.get("dB_interval"), 2, signed=True) or "-",
+            _iv(c.get("log_cmid_ratio_interval"), 2, signed=True) or "-",
+            v.expected, v.agreement if c else "-",
+        ])
+    return rows
+
+
+def fit_rows(a: StudyAnalysis) -> list[list[str]]:
+    k = a.spec.extrapolate
+    rows = [["variant", "seeds", "R0", "final", "A [95%]", "B [95%]", "C_mid [95%]", f"R at {k:g}x budget [95%]"]]
+    for v in a.variants:
+        seeds = ",".join(map(str, v.seeds)) or "-"
+        if v.pending:
+            seeds += f" (pending: {'; '.join(v.pending)})"
+        if v.A is None:
+            rows.append([v.label, seeds, _f(v.R0), _f(v.final), f"not fitted: {v.fit_error}", "", "", ""])
+            continue
+        rows.append([
+            v.label + (" (base)" if v.is_base else ""), seeds, _f(v.R0), _f(v.final),
+            f"{v.A:.3f} {_iv(v.A_interval)}", f"{v.B:.2f} {_iv(v.B_interval, 2)}",
+            f"{_f(v.C_mid)} {_iv(v.C_mid_interval)}",
+            f"{v.extrapolated:.3f} {_iv(v.extrapolated_interval)}",
+        ])
+    return rows
+
+
+def common_A_rows(a: StudyAnalysis) -> list[list[str]]:
+    rows = [["variant", "B with the common A [95%]", "C_mid with the common A"]]
+    for v in a.variants:
+        if v.common_B is not None:
+            rows.append([v.label + (" (base)" if v.is_base else ""), f"{v.common_B:.2f} {_iv(v.common_B_interval, 2)}",
+                         _f(v.common_C_mid)])
+    return rows
+
+
+def _md_table(rows: list[list[str]]) -> list[str]:
+    esc = [[c.replace("|", "\\|") for c in r] for r in rows]
+    return ["| " + " | ".join(esc[0]) + " |", "|" + "---|" * len(esc[0])] + ["| " + " | ".join(r) + " |" for r in esc[1:]]
+
+
+def _html_table(rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows[1:])
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def _plot_intervals(a: StudyAnalysis, path: Path) -> Path:
+    from scalerl.curves.plot import _plt
+
+    plt = _plt()
+    vs = [v for v in a.variants if v.A is not None]
+    k = a.spec.extrapolate
+    # B and C_mid on log axes: a curve that never bends has a B interval running to its bound (50).
+    panels = [("A (ceiling)", "A", "A_interval", False), ("B (efficiency exponent)", "B", "B_interval", True),
+              (f"C_mid ({a.x})", "C_mid", "C_mid_interval", True),
+              (f"pass rate at {k:g}x the budget", "extrapolated", "extrapolated_interval", False)]
+    fig, axes = plt.subplots(1, 4, figsize=(13, 0.45 * len(vs) + 1.6), dpi=110, sharey=True)
+    ys = np.arange(len(vs))[::-1]
+    base = next((v for v in vs if v.is_base), None)
+    for ax, (title, key, ikey, log) in zip(axes, panels):
+        for yy, v in zip(ys, vs):
+            val, iv = getattr(v, key), getattr(v, ikey)
+            color = "black" if v.is_base else "C0"
+            if iv is not None:
+                ax.plot(iv, [yy, yy], color=color, lw=2, alpha=0.7)
+            ax.plot([val], [yy], "o", color=color, ms=5)
+        if base is not None and getattr(base, key) is not None:
+            ax.axvline(getattr(base, key), color="gray", ls="--", lw=0.8)
+        if log:
+            from matplotlib.ticker import NullFormatter
+
+            ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels of a narrow log range overlap
+        ax.set_title(title, fontsize=9)
+        ax.grid(alpha=0.3, axis="x")
+    axes[0].set_yticks(ys)
+    axes[0].set_yticklabels([v.label + (" (base)" if v.is_base else "") for v in vs], fontsize=8)
+    fig.suptitle(f"{a.spec.family} study of {a.spec.base}: fitted parameters with 95% intervals "
+                 f"(seeds pooled; dashed: the base)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _plot_loo_view(a: StudyAnalysis, path: Path) -> Path:
+    from scalerl.curves.plot import _plt
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
+    A = a.common_A
+    dropped = 0
+    for i, v in enumerate(a.variants):
+        if v.label not in a.loo_points:
+            continue
+        x, y, R0 = a.loo_points[v.label]
+        u, t = linearise(x, y, A, R0)
+        dropped += len(x) - len(u)
+        color = "black" if v.is_base else f"C{i % 10}"
+        ax.scatter(u, t, s=10, color=color, alpha=0.6)
+        grid = np.linspace(np.log(x.min()), np.log(x.max()), 50)
+        line = v.common_B * (grid - math.log(v.common_C_mid))
+        ax.plot(grid, line, color=color, lw=2.4 if v.is_base else 1.4,
+                label=f"{v.label}: B={v.common_B:.2f}")
+    ax.axhline(0, color="gray", lw=0.6)
+    ax.set_xlabel(f"ln C  (C = {a.x})")
+    ax.set_ylabel("ln 1/F(R) = ln((R - R0) / (A - R))")
+    note = f"\n({dropped} point(s) with R <= R0 or R >= A have no transform and are not shown)" if dropped else ""
+    ax.set_title(f"leave-one-out view: common A = {A:.3f}, slope = B, zero crossing at C_mid{note}", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+# ----------------------------------------------------------------------------- the report
+
+
+def _wall_seconds(directory: Path) -> float | None:
+    log = directory / "progress.jsonl"
+    if not log.exists():
+        return None
+    latest: dict[tuple[str, int], float] = {}
+    for line in log.read_text().splitlines():
+        try:
+            o = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if o.get("status") in ("trained", "resumed"):
+            key = (o["label"], o["seed"])
+            latest[key] = latest.get(key, 0.0) + float(o.get("seconds", 0.0))
+    return sum(latest.values()) if latest else None
+
+
+def _facts(a: StudyAnalysis, wall: float | None) -> list[tuple[str, str]]:
+    s = a.spec
+    budget = f"{s.compute:g} {s.x} per run (runs extended to reach it)" if s.compute else f"{s.steps} steps per run"
+    n_runs = sum(len(v.seeds) for v in a.variants)
+    facts = [
+        ("family", f"{s.family} (base: {a.base})"),
+        ("model / overrides", f"{s.model} / {', '.join(s.overrides) or 'none'}"),
+        ("budget", f"{budget}; evaluation every {s.eval_every} steps"),
+        ("seeds per variant", str(s.seeds)),
+        ("curves", f"{a.y} against {a.x}; {n_runs} finished run(s) of {len(a.variants) * s.seeds}"),
+        ("classification", f"rule {s.rule}, {s.bootstrap} bootstrap resamples, 95% intervals"),
+    ]
+    if wall is not None:
+        facts.append(("training wall time (sum over runs)", f"{wall / 60:.1f} min"))
+    if a.common_A is not None:
+        facts.append(("common A (leave-one-out view)", f"{a.common_A:.3f}"))
+    if a.extrapolate_at is not None:
+        facts.append(("extrapolation compute", f"{a.extrapolate_at:.3g} {a.x} ({s.extrapolate:g}x the median final compute)"))
+    return facts
+
+
+def write_study_report(directory: str | Path, *, n_boot: int | None = None) -> StudyReport:
+    """Analyse the study in ``directory`` and write its report files there."""
+    from scalerl.curves.plot import plot_compare
+
+    a = analyse_study(directory, n_boot=n_boot)
+    d = a.directory
+    rep = StudyReport(a, wall_seconds=_wall_seconds(d))
+    if a.compare is not None:
+        rep.files.append(plot_compare(a.compare, d / "curves.png",
+                                      title=f"{a.spec.family} study: every run, each variant's pooled fit and 95% band"))
+        rep.files.append(_plot_intervals(a, d / "intervals.png"))
+        if a.common_A is not None:
+            rep.files.append(_plot_loo_view(a, d / "loo_view.png"))
+    (d / "analysis.json").write_text(json.dumps(a.as_dict(), indent=1, default=_json_default) + "\n")
+    rep.files.append(d / "analysis.json")
+    rep.files += _write_text(rep)
+    return rep
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, (np.floating, np.integer)):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(type(o).__name__)
+
+
+_HOW_TO_READ = [
+    "**moved**: the forecaster's classification against the base (`scalerl.curves.compare`). *ceiling*: "
+    "the 95% interval of dA = A_variant - A_base excludes 0. Otherwise both are refitted with one shared A; "
+    "*efficiency*: the interval of dB or of ln(C_mid ratio) excludes 0 (better = reaches half its gain with "
+    "less compute, or steeper when C_mid did not move). *no clear effect*: neither -- at this noise and budget "
+    "the data cannot tell the variant from the base.",
+    "**paper (SPEC §1)**: what the paper found the changed component moves (ceiling movers: model size, "
+    "generation length, batch size, loss type, FP32 logits; efficiency shapers: aggregation, advantage "
+    "normalisation, curriculum, off-policy pipeline). **agreement**: *agrees* (same kind, and the expected "
+    "direction where one is expected), *disagrees* (the other kind), *inconclusive* (no clear effect), "
+    "*n/a* (SPEC §1 does not classify the component).",
+    "**leave-one-out view**: every variant refitted with one common A (least squares over all variants), "
+    "then plotted as ln 1/F(R) against ln C, with F(R) = (A - R0)/(R - R0) - 1 = (C_mid/C)^B, so "
+    "ln 1/F(R) = ln((R - R0)/(A - R)) = B ln C - B ln C_mid: a line of slope B crossing 0 at C_mid. "
+    "The paper uses it for variants whose A agree; a variant whose ceiling moved has its B distorted "
+    "by the shared A (its curve is not a straight line in this view).",
+    "**A at 1.000** (the bound) with a wide interval means the runs stopped long before they "
+    "saturated: the data do not identify the ceiling -- raise the budget so the curves pass C_mid.",
+]
+
+
+def _write_text(rep: StudyReport) -> list[Path]:
+    a = rep.analysis
+    facts = _facts(a, rep.wall_seconds)
+    title = f"scalerl study report: {a.directory.name}"
+    moved, fits, common = what_moved_rows(a), fit_rows(a), common_A_rows(a)
+    explanations = [(v.label, v.classification["explanation"]) for v in a.variants if v.classification]
+    md = [f"# {title}", "", "| | |", "|---|---|", *[f"| {k} | {v} |" for k, v in facts], ""]
+    md += ["## What each choice moved", "", *_md_table(moved), ""]
+    md += ["## Fits (seeds pooled)", "", *_md_table(fits), ""]
+    if a.compare is not None:
+        md += ["![every run and its fit](curves.png)", "", "![parameters with intervals](intervals.png)", ""]
+    if len(common) > 1:
+        md += ["## The leave-one-out view (common A)", "", *_md_table(common), "", "![leave-one-out view](loo_view.png)", ""]
+    if explanations:
+        md += ["## Classifications in words", "", *[f"- **{k}**: {e}" for k, e in explanations], ""]
+    md += ["## How to read this", "", *[f"- {t}" for t in _HOW_TO_READ], ""]
+    if a.notes:
+        md += ["## Notes", "", *[f"- {n}" for n in a.notes], ""]
+    md_path = a.directory / "report.md"
+    md_path.write_text("\n".join(md))
+
+    def para(text: str) -> str:
+        import re
+
+        text = html.escape(text)
+        text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
+        text = re.sub(r"\*(.+?)\*", r"<i>\1</i>", text)
+        return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
+
+    imgs = ""
+    if a.compare is not None:
+        imgs = '<img src="curves.png" alt="every run and its fit"><img src="intervals.png" alt="parameters with intervals">'
+    loo = ""
+    if len(common) > 1:
+        loo = f'<h2>The leave-one-out view (common A)</h2>{_html_table(common)}<img src="loo_view.png" alt="leave-one-out view">'
+    words = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(e)}</li>" for k, e in explanations)
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in a.notes)
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}}table{{border-collapse:collapse;margin:1em 0}}
+th,td{{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:13px}}img{{max-width:100%;display:block;margin:1em 0}}</style></head><body>
+<h1>{html.escape(title)}</h1>{_html_table([["", ""], *[[k, v] for k, v in facts]])}
+<h2>What each choice moved</h2>{_html_table(moved)}
+<h2>Fits (seeds pooled)</h2>{_html_table(fits)}{imgs}{loo}
+{f"<h2>Classifications in words</h2><ul>{words}</ul>" if words else ""}
+<h2>How to read this</h2><ul>{"".join(f"<li>{para(t)}</li>" for t in _HOW_TO_READ)}</ul>
+{f"<h2>Notes</h2><ul>{notes}</ul>" if notes else ""}
+</body></html>"""
+    html_path = a.directory / "report.html"
+    html_path.write_text(page)
+    return [md_path, html_path]
+
+
+def print_summary(rep: StudyReport) -> None:
+    """The report's two main tables as plain text on stdout."""
+    a = rep.analysis
+    for k, v in _facts(a, rep.wall_seconds):
+        print(f"{k}: {v}")
+    for title, rows in (("what each choice moved", what_moved_rows(a)), ("fits", fit_rows(a))):
+        print(f"\n{title}:")
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        for r in rows:
+            print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    for n in a.notes:
+        print(f"note: {n}")
+    print("\nreport: " + ", ".join(str(p) for p in rep.files))

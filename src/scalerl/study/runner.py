@@ -1,0 +1,428 @@
+"""Plan a study's runs, then run or resume each one, locally or on Ray.
+
+A study directory:
+
+    STUDY/study.yaml                 the spec (what ``scalerl report STUDY`` re-reads)
+    STUDY/progress.jsonl             one line per finished run (wall time, status), written
+                                     by the driver process only
+    STUDY/runs/<label>/seed<k>/      an ordinary run directory per (variant, seed): runlog.jsonl,
+                                     config.yaml, checkpoints/, final/, the run's report
+    STUDY/report.md, report.html, *.png, analysis.json     (scalerl.study.report)
+
+Runs share nothing mutable: each writes only inside its own directory; the one shared thing,
+the cached warm-started tiny model, is built before any run starts and only read afterwards
+(and its builder renames a finished directory into place, so even a race is harmless).
+
+Resuming: a run whose ``final/`` exists and whose last evaluation meets the budget is
+skipped; one with a ``config.yaml`` but not finished is continued with ``Trainer.resumed``
+(exactly, in the sync and PPO-off-policy modes; see train/checkpoint.py); the rest start.
+A run directory whose configuration differs from the plan is refused, so a study directory
+never mixes two studies. A compute budget (``spec.compute``) is met by extending each run
+with ``Trainer.resumed(steps=...)`` in whole evaluation intervals until its last
+evaluation's compute reaches the budget.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from scalerl.config import from_dict, load_yaml, save_yaml, to_dict
+from scalerl.errors import InputError, ScaleRLError
+from scalerl.study.families import TINY_SIZES, Variant, family_variants
+from scalerl.study.spec import SPEC_FILE, StudySpec
+
+RUNS, PROGRESS = "runs", "progress.jsonl"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long each run trains (see :class:`StudySpec`: steps, compute, max_steps)."""
+
+    steps: int
+    compute: float | None
+    max_steps: int
+    x: str
+    eval_every: int
+
+    @classmethod
+    def of(cls, spec: StudySpec) -> "Budget":
+        return cls(spec.steps, spec.compute, spec.max_steps, spec.x, spec.eval_every)
+
+    def reached(self, last: dict[str, Any] | None) -> bool:
+        """Whether a run whose last evaluation row is ``last`` has trained enough."""
+        if last is None:
+            return False
+        if self.compute is None:
+            return last["step"] >= self.steps
+        return (last.get(self.x) or 0.0) >= self.compute or last["step"] >= self.max_steps
+
+    def next_target(self, last: dict[str, Any] | None) -> int:
+        """Steps to train to next: the budget's steps, or (compute budget) enough whole
+        evaluation intervals to reach the compute at the rate measured so far."""
+        if self.compute is None or last is None or not last.get("step") or not last.get(self.x):
+            return self.steps
+        step, done = int(last["step"]), float(last[self.x])
+        per_step = done / step
+        need = math.ceil(max(self.compute - done, 0.0) / per_step)
+        intervals = max(1, math.ceil(need / self.eval_every))
+        return min(self.max_steps, step + intervals * self.eval_every)
+
+
+@dataclass
+class RunPlan:
+    """One run of a study: a variant and a seed, its directory and resolved config."""
+
+    variant: Variant
+    seed: int
+    directory: Path
+    config: Any
+    """The resolved :class:`scalerl.train.config.TrainConfig`."""
+
+    @property
+    def name(self) -> str:
+        return f"{self.variant.label}/seed{self.seed}"
+
+
+@dataclass
+class Outcome:
+    label: str
+    seed: int
+    status: str
+    """skipped (already finished), trained, resumed, or failed."""
+    seconds: float = 0.0
+    step: int = 0
+    x: float | None = None
+    start: float | None = None
+    final: float | None = None
+    error: str = ""
+
+
+# ----------------------------------------------------------------------------- planning
+
+
+def run_directory(study_dir: Path, label: str, seed: int) -> Path:
+    return Path(study_dir) / RUNS / label / f"seed{seed}"
+
+
+def tiny_size_dir(arch_name: str, warm_start_steps: int) -> Path:
+    """Where the warm-started tiny model of this size is cached (built by :func:`prepare_models`)."""
+    from scalerl.models.tiny import TinySpec, cache_root
+
+    spec = TinySpec(architecture=TINY_SIZES[arch_name], warm_start_steps=warm_start_steps)
+    return cache_root() / "tiny" / spec.key()
+
+
+def _start_config(spec: StudySpec, recipe: str, recipe_name: str):
+    from scalerl.train.config import TrainConfig, with_recipe
+
+    cfg = with_recipe(TrainConfig(), recipe)
+    cfg.recipe_name = recipe_name
+    cfg.model.name_or_path = spec.model
+    cfg.eval.every = spec.eval_every
+    cfg.forecast.x = spec.x
+    cfg.log.progress = spec.progress and spec.backend == "local"
+    cfg.run.threads = spec.threads
+    return cfg
+
+
+def base_config(spec: StudySpec):
+    """The base recipe's resolved config (the profile and the study's overrides applied)."""
+    from scalerl.train.config import resolve
+
+    return resolve(_start_config(spec, spec.base, spec.base), list(spec.overrides))
+
+
+def plan_study(spec: StudySpec, study_dir: str | Path) -> list[RunPlan]:
+    """Every (variant, seed) run of ``spec`` with its directory and resolved config.
+
+    Every config is resolved and validated here, before anything runs, so a bad override or
+    an impossible variant fails the whole study at once with one message.
+    """
+    from scalerl.train.config import resolve
+
+    spec.validate()
+    study_dir = Path(study_dir)
+    plans = []
+    for v in family_variants(spec, base_config(spec)):
+        cfg = _start_config(spec, v.recipe, v.recipe_name)
+        if v.arch is not None and v.arch != "tiny":
+            # Another architecture: its own warm start, cached; the cpu-tiny profile still applies.
+            cfg.model.name_or_path = str(tiny_size_dir(v.arch, cfg.model.tiny_warm_start_steps))
+            cfg.profile = "cpu-tiny"
+        try:
+            cfg = resolve(cfg, [*spec.overrides, *v.overrides])
+        except ScaleRLError as exc:
+            raise type(exc)(f"variant {v.label}: {exc}") from None
+        for seed in range(spec.seeds):
+            run_cfg = from_dict(type(cfg), to_dict(cfg))
+            run_cfg.run.seed = seed
+            run_cfg.run.steps = spec.steps
+            run_cfg.run.output = str(run_directory(study_dir, v.label, seed))
+            plans.append(RunPlan(v, seed, run_directory(study_dir, v.label, seed), run_cfg))
+    return plans
+
+
+def prepare_models(plans: list[RunPlan]) -> None:
+    """Build (or find cached) every tiny model a plan needs, before any run starts, so that runs
+    only ever read the shared cache."""
+    from scalerl.models.tiny import TinySpec, tiny_model_dir
+
+    done = set()
+    for p in plans:
+        steps = p.config.model.tiny_warm_start_steps
+        arch = p.variant.arch or ("tiny" if p.config.model.name_or_path == "tiny" else None)
+        if arch is None or (arch, steps) in done:
+            continue
+        tiny_model_dir(TinySpec(architecture=TINY_SIZES[arch], warm_start_steps=steps))
+        done.add((arch, steps))
+
+
+# ----------------------------------------------------------------------------- state of a run
+
+
+def eval_rows(directory: Path) -> list[dict[str, Any]]:
+    """The evaluation rows of a run directory's log ([] when there is none yet)."""
+    from scalerl.runlog import read_runlog
+
+    log = Path(directory) / "runlog.jsonl"
+    if not log.exists() or log.stat().st_size == 0:
+        return []
+    _, rows, _ = read_runlog(log)
+    return [r for r in rows if r.get("type") == "eval"]
+
+
+def run_status(directory: Path, budget: Budget) -> str:
+    """done (finished: final model saved, budget met), partial (a run to resume), or new."""
+    directory = Path(directory)
+    if not (directory / "config.yaml").exists():
+        return "new"
+    rows = eval_rows(directory)
+    if (directory / "final" / "config.json").exists() and budget.reached(rows[-1] if rows else None):
+        return "done"
+    return "partial"
+
+
+#: Fields that may differ between a run on disk and the plan without it being another run.
+_FREE = (("run", "output"), ("run", "steps"), ("run", "threads"), ("log", "progress"))
+
+
+def _comparable(cfg_dict: dict[str, Any]) -> dict[str, Any]:
+    d = copy.deepcopy(cfg_dict)
+    for section, key in _FREE:
+        d.get(section, {}).pop(key, None)
+    model = d.get("model", {}).get("name_or_path", "")
+    if "/tiny/" in model:  # a cached tiny size: the same key is the same model wherever the cache is
+        d["model"]["name_or_path"] = "tiny-cache:" + Path(model).name
+    return d
+
+
+def _first_difference(a: Any, b: Any, path: str = "") -> str | None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            diff = _first_difference(a.get(k), b.get(k), f"{path}.{k}" if path else k)
+            if diff:
+                return diff
+        return None
+    return None if a == b else f"{path}: {a!r} on disk, {b!r} planned"
+
+
+def check_existing(plans: list[RunPlan]) -> None:
+    """Refuse to continue into run directories that hold a differently configured run."""
+    from scalerl.train.config import TrainConfig
+
+    for p in plans:
+        saved = p.directory / "config.yaml"
+        if not saved.exists():
+            if (p.directory / "runlog.jsonl").exists():
+                raise InputError(f"{p.directory} holds a run log but no config.yaml; it is not a run this study "
+                                 "can resume -- remove it or use another --output")
+            continue
+        diff = _first_difference(_comparable(to_dict(load_yaml(TrainConfig, saved))), _comparable(to_dict(p.config)))
+        if diff:
+            raise InputError(f"{p.directory} holds a run configured differently from this study ({diff}); "
+                             "continue it with the spec that made it (scalerl study --resume DIR) or use another --output")
+
+
+# ----------------------------------------------------------------------------- one run
+
+
+def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
+    """Run, resume or skip one run; returns what happened. Runs in this process or a Ray worker."""
+    from scalerl.train.config import TrainConfig
+    from scalerl.train.trainer import Trainer
+
+    cfg = from_dict(TrainConfig, cfg_dict)
+    out = Path(cfg.run.output)
+    label, seed = out.parent.name, cfg.run.seed
+    t0 = time.perf_counter()
+    status = run_status(out, budget)
+    if status == "done":
+        return _outcome(label, seed, "skipped", 0.0, out)
+    progress = cfg.log.progress
+    try:
+        if status == "new":
+            Trainer(cfg.validate()).run()
+        else:
+            rows = eval_rows(out)
+            Trainer.resumed(out, steps=budget.next_target(rows[-1] if rows else None), progress=progress).run()
+        # A compute budget: extend until the last evaluation reaches it (each pass re-measures the rate).
+        rows = eval_rows(out)
+        while not budget.reached(rows[-1] if rows else None):
+            Trainer.resumed(out, steps=budget.next_target(rows[-1]), progress=progress).run()
+            rows = eval_rows(out)
+    except ScaleRLError as exc:
+        return _outcome(label, seed, "failed", time.perf_counter() - t0, out, error=str(exc))
+    _run_report(out)
+    return _outcome(label, seed, "trained" if status == "new" else "resumed", time.perf_counter() - t0, out)
+
+
+def _run_report(out: Path) -> None:
+    """The run's own report (as ``scalerl train`` writes it), inside the run's directory."""
+    from scalerl.train.report import write_run_report
+
+    try:
+        write_run_report(out)
+    except ScaleRLError:
+        pass  # e.g. too few evaluations for a forecast: the study's report says what it can
+
+
+def _outcome(label: str, seed: int, status: str, seconds: float, out: Path, error: str = "") -> Outcome:
+    rows = eval_rows(out)
+    o = Outcome(label, seed, status, seconds, error=error)
+    if rows:
+        from scalerl.train.config import TrainConfig
+
+        cfg = load_yaml(TrainConfig, out / "config.yaml")
+        y = f"{cfg.eval.sets[0]}/pass_rate"
+        o.step, o.x = int(rows[-1]["step"]), rows[-1].get(cfg.forecast.x)
+        o.start, o.final = rows[0].get(y), rows[-1].get(y)
+    return o
+
+
+def _execute_dict(cfg_dict: dict[str, Any], budget: dict[str, Any]) -> dict[str, Any]:
+    """Plain-dict wrapper for Ray (no dataclasses of ours cross the process boundary)."""
+    return asdict(execute_run(cfg_dict, Budget(**budget)))
+
+
+# ----------------------------------------------------------------------------- backends
+
+
+Echo = Callable[[str], None]
+
+
+def _describe(o: Outcome, x: str) -> str:
+    if o.status == "failed":
+        return f"FAILED after {o.seconds:.0f} s: {o.error}"
+    what = "already finished" if o.status == "skipped" else f"{o.status} in {o.seconds:.0f} s"
+    if o.start is None:
+        return what
+    return f"{what}; pass rate {o.start:.3f} -> {o.final:.3f} at step {o.step} ({x} {o.x:.3g})"
+
+
+def _local(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo, record: Callable[[Outcome], None]) -> list[Outcome]:
+    outcomes, times = [], []
+    for i, p in enumerate(plans, 1):
+        status = run_status(p.directory, budget)
+        if status != "done":
+            eta = ""
+            todo = sum(run_status(q.directory, budget) != "done" for q in plans[i - 1:])
+            if times:
+                eta = f"; about {todo * sum(times) / len(times) / 60:.0f} min left for {todo} run(s)"
+            echo(f"[{i}/{len(plans)}] {p.name}: {'starting' if status == 'new' else 'resuming'}{eta}")
+        o = execute_run(to_dict(p.config), budget)
+        if o.status in ("trained", "resumed"):
+            times.append(o.seconds)
+        echo(f"[{i}/{len(plans)}] {p.name}: {_describe(o, budget.x)}")
+        record(o)
+        outcomes.append(o)
+    return outcomes
+
+
+def _ray(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo, record: Callable[[Outcome], None]) -> list[Outcome]:
+    try:
+        import ray
+    except ImportError:
+        raise InputError("backend ray needs the ray package: pip install 'scalerl[ray]'") from None
+    env = {k: os.environ[k] for k in ("SCALERL_CACHE", "HF_HOME") if k in os.environ}
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=spec.ray_address, runtime_env={"env_vars": env} if env else None,
+                 include_dashboard=False, log_to_driver=False)
+    try:
+        task = ray.remote(num_cpus=max(1, spec.threads))(_execute_dict)
+        queue = [p for p in plans]
+        limit = spec.parallel or len(queue)
+        running: dict[Any, RunPlan] = {}
+        outcomes = []
+        while queue or running:
+            while queue and len(running) < limit:
+                p = queue.pop(0)
+                running[task.remote(to_dict(p.config), asdict(budget))] = p
+                echo(f"submitted {p.name} ({len(running)} running, {len(queue)} waiting)")
+            (ref,), _ = ray.wait(list(running), num_returns=1)
+            p = running.pop(ref)
+            try:
+                o = Outcome(**ray.get(ref))
+            except Exception as exc:  # a crashed worker: recorded like a failed run, the rest go on
+                o = Outcome(p.variant.label, p.seed, "failed", error=f"{type(exc).__name__}: {exc}".splitlines()[0])
+            echo(f"[{len(plans) - len(queue) - len(running)}/{len(plans)}] {p.name}: {_describe(o, budget.x)}")
+            record(o)
+            outcomes.append(o)
+        return outcomes
+    finally:
+        if started:
+            ray.shutdown()
+
+
+#: backend name -> runner(plans, budget, spec, echo, record) -> outcomes.
+BACKENDS = {"local": _local, "ray": _ray}
+
+
+# ----------------------------------------------------------------------------- the study
+
+
+@dataclass
+class StudyRun:
+    directory: Path
+    plans: list[RunPlan]
+    outcomes: list[Outcome] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+
+def save_spec(spec: StudySpec, study_dir: Path) -> None:
+    """Write ``study.yaml`` atomically (a kill mid-write leaves the previous one)."""
+    tmp = study_dir / f".{SPEC_FILE}.tmp-{os.getpid()}"
+    save_yaml(spec, tmp, header="scalerl study spec (scalerl report DIR re-reads it)")
+    os.replace(tmp, study_dir / SPEC_FILE)
+
+
+def run_study(spec: StudySpec, study_dir: str | Path, *, echo: Echo | None = None) -> StudyRun:
+    """Plan, check, then run or resume every run of ``spec`` into ``study_dir``."""
+    echo = echo or (lambda line: print(line, file=sys.stderr, flush=True))
+    study_dir = Path(study_dir)
+    plans = plan_study(spec, study_dir)
+    check_existing(plans)
+    study_dir.mkdir(parents=True, exist_ok=True)
+    save_spec(spec, study_dir)
+    prepare_models(plans)
+    budget = Budget.of(spec)
+    t0 = time.perf_counter()
+
+    def record(o: Outcome) -> None:
+        with open(study_dir / PROGRESS, "a", encoding="utf-8") as f:
+            f.write(json.dumps({**asdict(o), "time": time.strftime("%Y-%m-%dT%H:%M:%S")}) + "\n")
+
+    outcomes = BACKENDS[spec.backend](plans, budget, spec, echo, record)
+    return StudyRun(study_dir, plans, outcomes, time.perf_counter() - t0)

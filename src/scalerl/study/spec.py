@@ -1,0 +1,152 @@
+"""What a study runs: one dataclass, one docstring per field, read from YAML or flags.
+
+    family: loo            # every leave-one-out variant of `base`, and `base`
+    base: scalerl
+    seeds: 1
+    steps: 400
+    eval_every: 20
+
+Fields split in two: those that decide what each run *is* (family, base, values, only,
+seeds, budget, model, overrides; see :data:`RUN_FIELDS`) and those that only decide how the
+runs are executed or analysed (backend, threads, rule, bootstrap, ...). A study directory
+may be continued with different values of the second kind; a run already on disk whose
+configuration differs from the plan is refused (see :mod:`scalerl.study.runner`).
+
+No torch here: ``scalerl study --help`` and ``scalerl report`` stay fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from scalerl.config import from_dict, load_yaml, to_dict
+from scalerl.errors import ConfigError
+
+#: Compute columns a study may budget and fit against (those every run log has).
+X_COLUMNS = ("flops", "gpu_hours", "tokens", "samples", "step")
+
+
+@dataclass
+class StudySpec:
+    """A family of runs, its budget, and how to compare them."""
+
+    family: str = "loo"
+    """Which runs: loo (the base recipe and each of its leave-one-out variants), recipes (the five
+    presets), batch-size, generations, gen-length or model-size (sweeps of one knob of the base
+    recipe). ``scalerl study --list`` shows every family and its variants."""
+    base: str = "scalerl"
+    """The recipe every variant is compared with (a preset from ``scalerl recipes``). For the
+    recipes family it must be one of the five presets."""
+    values: list[int | str] = field(default_factory=list)
+    """Sweep families: the knob's values (prompts per step, generations per prompt, generation
+    length in tokens, or tiny model size names); empty = the family's defaults around the base."""
+    base_value: int | str | None = None
+    """Sweep families: the value that is the baseline (default: the base recipe's own value,
+    added to ``values`` if missing)."""
+    only: list[str] = field(default_factory=list)
+    """Run only these variants of the family (labels as ``--list`` prints them); the base always
+    runs. Empty = all."""
+    seeds: int = 1
+    """Seeds per variant (run seeds 0, 1, ..., seeds-1); the fit pools them and its intervals
+    include the seed spread."""
+    steps: int = 400
+    """Optimizer steps per run (with ``compute``: the first stretch, after which runs are extended).
+    The curves must get well past C_mid for A to be identified: on the tiny model 200 steps were
+    not enough (A ran to its bound of 1; docs/study.md)."""
+    compute: float | None = None
+    """Compute budget per run in the ``x`` column (e.g. 2e13 FLOPs): each run is extended, in
+    whole evaluation intervals, until its last evaluation reaches it. Null = the ``steps`` budget.
+    Use it when variants cost different compute per step (batch size, model size)."""
+    max_steps: int = 5000
+    """With ``compute``: no run trains past this many steps, whatever its compute."""
+    eval_every: int = 20
+    """Evaluate (mean@k on the held-out set) every this many steps; each evaluation is one point
+    of the fitted curve."""
+    x: str = "flops"
+    """Compute column the curves are fitted and budgeted against: flops (deterministic), gpu_hours
+    (measured; noisy on a shared machine), tokens, samples or step."""
+    model: str = "tiny"
+    """Model every run starts from: tiny (the CPU toy model), a Hugging Face directory or hub id."""
+    overrides: list[str] = field(default_factory=list)
+    """``key=value`` overrides applied to every run (as ``scalerl train --set``), after the scale
+    profile and before the variant's own change (a sweep's knob wins over them)."""
+    backend: Literal["local", "ray"] = "local"
+    """local: runs one after another in this process; ray: runs in parallel, one Ray task each."""
+    ray_address: str | None = None
+    """ray: address of a running cluster; null starts a local one."""
+    parallel: int = 0
+    """ray: at most this many runs at once; 0 = as many as the cluster's CPUs allow."""
+    threads: int = 0
+    """torch CPU threads per run (ray: also the CPUs each task reserves); 0 = torch's default."""
+    rule: Literal["intervals", "paper"] = "intervals"
+    """Classification rule of :func:`scalerl.curves.compare`: bootstrap intervals, or the paper's
+    +-0.02 margin on A with a shared-A refit."""
+    bootstrap: int = 300
+    """Bootstrap resamples for every interval of the analysis."""
+    extrapolate: float = 10.0
+    """The report predicts each variant's pass rate at this multiple of the budget."""
+    progress: bool = True
+    """Show each run's progress bar (local backend)."""
+
+    def validate(self) -> "StudySpec":
+        from scalerl.study.families import FAMILIES
+
+        problems = []
+        if self.family not in FAMILIES:
+            problems.append(f"family: unknown family {self.family!r}; known: {', '.join(FAMILIES)}")
+        if self.seeds < 1:
+            problems.append(f"seeds must be >= 1, got {self.seeds}")
+        if self.steps < 1:
+            problems.append(f"steps must be >= 1, got {self.steps}")
+        if self.eval_every < 1:
+            problems.append(f"eval_every must be >= 1, got {self.eval_every}")
+        elif self.steps // self.eval_every < 3:
+            problems.append(
+                f"steps {self.steps} with eval_every {self.eval_every} gives {self.steps // self.eval_every} "
+                "evaluations after R0; a sigmoid needs at least 3 -- lower eval_every or raise steps"
+            )
+        if self.compute is not None and not self.compute > 0:
+            problems.append(f"compute must be > 0 or null, got {self.compute}")
+        if self.max_steps < self.steps:
+            problems.append(f"max_steps ({self.max_steps}) must be >= steps ({self.steps})")
+        if self.x not in X_COLUMNS:
+            problems.append(f"x: unknown compute column {self.x!r}; known: {', '.join(X_COLUMNS)}")
+        if self.parallel < 0 or self.threads < 0:
+            problems.append("parallel and threads must be >= 0")
+        if self.bootstrap < 20:
+            problems.append(f"bootstrap must be >= 20, got {self.bootstrap}")
+        if not self.extrapolate > 1:
+            problems.append(f"extrapolate must be > 1 (a multiple of the budget), got {self.extrapolate}")
+        for item in self.overrides:
+            if "=" not in item:
+                problems.append(f"overrides: {item!r} must look like key=value")
+        if problems:
+            raise ConfigError("invalid study: " + "; ".join(problems))
+        return self
+
+
+#: Fields that decide what each run is; changing them changes the plan, not just its execution.
+RUN_FIELDS = ("family", "base", "values", "base_value", "only", "seeds", "steps", "compute", "max_steps",
+              "eval_every", "x", "model", "overrides")
+
+SPEC_FILE = "study.yaml"
+
+
+def load_spec(path: str | Path) -> StudySpec:
+    """A spec file (strict: an unknown key is an error naming the known ones)."""
+    return load_yaml(StudySpec, path)
+
+
+def spec_from_dict(data: dict) -> StudySpec:
+    return from_dict(StudySpec, data)
+
+
+def with_changes(spec: StudySpec, changes: dict) -> StudySpec:
+    """``spec`` with the given fields replaced (values given on the command line)."""
+    unknown = [k for k in changes if k not in {f.name for f in dataclasses.fields(StudySpec)}]
+    if unknown:
+        raise ConfigError(f"unknown study field {unknown[0]!r}")
+    return from_dict(StudySpec, {**to_dict(spec), **changes})

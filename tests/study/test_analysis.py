@@ -1,0 +1,140 @@
+"""The analysis and the report against known truth: run logs drawn from chosen sigmoids."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from scalerl.cli import main
+from scalerl.study.analysis import analyse_study, common_A_fit, linearise
+from scalerl.study.report import FIGURES, write_study_report
+from scalerl.study.spec import StudySpec
+
+from .synthetic import sigmoid, write_study
+
+#: Truth: DAPO lowers the ceiling, sample aggregation only slows (C_mid x2.4), the FP32 head does nothing.
+LAWS = {
+    "scalerl": (0.70, 1.5, 5e11),
+    "loo-loss-dapo": (0.55, 1.5, 5e11),
+    "loo-aggregation-sample": (0.70, 1.5, 1.2e12),
+    "loo-fp32-head-off": (0.70, 1.5, 5e11),
+}
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    d = tmp_path_factory.mktemp("study")
+    spec = StudySpec(family="loo", only=["loo-loss-dapo", "loo-aggregation-sample", "loo-fp32-head-off"], seeds=2,
+                     steps=200, eval_every=10, bootstrap=100)
+    write_study(d, spec, LAWS)
+    return d, write_study_report(d)
+
+
+def test_each_variant_is_classified_as_the_truth_says(study):
+    _, rep = study
+    a = rep.analysis
+    dapo, agg, fp32 = (a.variant(v) for v in ("loo-loss-dapo", "loo-aggregation-sample", "loo-fp32-head-off"))
+    assert (dapo.kind, dapo.classification["better"]) == ("ceiling", False)
+    lo, hi = dapo.classification["dA_interval"]
+    assert hi < 0 and lo < -0.15 + 0.05 < hi + 0.05  # dA = -0.15 in truth, inside a sensible band
+    assert (agg.kind, agg.classification["better"]) == ("efficiency", False)
+    assert agg.classification["log_cmid_ratio_interval"][0] > 0  # needs more compute for half the gain
+    assert fp32.kind == "no clear effect"
+    # Against the paper: loss type is a ceiling mover, aggregation an efficiency shaper, and a
+    # ceiling mover that moved nothing is inconclusive, not a disagreement.
+    assert (dapo.expected, dapo.agreement) == ("ceiling", "agrees")
+    assert (agg.expected, agg.agreement) == ("efficiency", "agrees")
+    assert (fp32.expected, fp32.agreement) == ("ceiling", "inconclusive")
+
+
+def test_fits_intervals_and_extrapolation_cover_the_truth(study):
+    _, rep = study
+    a = rep.analysis
+    for label, (A, B, C_mid) in LAWS.items():
+        v = a.variant(label)
+        assert v.seeds == [0, 1] and not v.pending and not v.fit_error
+        assert v.A_interval[0] - 0.01 <= A <= v.A_interval[1] + 0.01, label
+        truth = float(sigmoid(a.extrapolate_at, A, B, C_mid, 0.3))
+        assert v.extrapolated_interval[0] - 0.01 <= truth <= v.extrapolated_interval[1] + 0.01, label
+    assert a.extrapolate_at == pytest.approx(10 * 200 * 1e10)  # 10x the final compute (200 steps x 1e10)
+
+
+def test_report_files_and_tables(study):
+    d, rep = study
+    for name in (*FIGURES, "report.md", "report.html", "analysis.json"):
+        assert (d / name).stat().st_size > 0, name
+    md = (d / "report.md").read_text()
+    assert "| loo-loss-dapo | loss | ceiling lowered |" in md
+    assert "ln 1/F(R)" in md and "![leave-one-out view](loo_view.png)" in md
+    page = (d / "report.html").read_text()
+    assert all(f'src="{f}"' in page for f in FIGURES)
+    data = json.loads((d / "analysis.json").read_text())
+    assert data["base"] == "scalerl" and len(data["variants"]) == 4
+    c = next(v for v in data["variants"] if v["label"] == "loo-loss-dapo")["classification"]
+    assert {"kind", "better", "dA", "dA_interval", "shared_A", "B", "C_mid", "explanation"} <= set(c)
+
+
+def test_report_command_regenerates_a_study_report(study, capsys):
+    d, _ = study
+    (d / "report.md").unlink()
+    assert main(["report", str(d), "--bootstrap", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "what each choice moved" in out and "loo-aggregation-sample" in out
+    assert (d / "report.md").exists()
+
+
+def test_linearising_transform_has_slope_B_and_crosses_zero_at_C_mid():
+    A, B, C_mid, R0 = 0.65, 1.8, 3e3, 0.25
+    C = np.geomspace(3e2, 3e4, 30)
+    u, t = linearise(C, sigmoid(C, A, B, C_mid, R0), A, R0)
+    slope, intercept = np.polyfit(u, t, 1)
+    assert slope == pytest.approx(B, rel=1e-9)
+    assert math.exp(-intercept / slope) == pytest.approx(C_mid, rel=1e-9)
+    # Points at or beyond the ceiling have no transform and are left out, not turned into NaN.
+    u2, t2 = linearise(np.array([1e3, 2e3]), np.array([0.70, 0.5]), A, R0)
+    assert len(u2) == 1 and np.isfinite(t2).all()
+
+
+def test_common_A_refit_recovers_a_shared_ceiling():
+    from scalerl.curves import Curve, fit_sigmoid
+
+    C = np.r_[0, np.geomspace(1e2, 1e4, 20)]
+    fits = {}
+    for i, (B, C_mid) in enumerate([(1.5, 1e3), (2.5, 3e3)]):
+        y = sigmoid(C, 0.6, B, C_mid, 0.2) + np.random.default_rng(i).normal(0, 0.003, C.size)
+        y[0] = 0.2
+        fits[i] = fit_sigmoid(Curve.from_arrays(C, y))
+    A, per = common_A_fit(fits)
+    assert A == pytest.approx(0.6, abs=0.01)
+    assert per[0][0] == pytest.approx(1.5, rel=0.15) and per[1][0] == pytest.approx(2.5, rel=0.15)
+
+
+def test_a_variant_that_never_learned_is_reported_not_fitted_and_the_rest_still_compared(tmp_path):
+    spec = StudySpec(family="loo", only=["loo-loss-dapo", "loo-length-penalty"], steps=200, eval_every=10,
+                     bootstrap=50)
+    plans = write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 5e11), "loo-loss-dapo": (0.6, 1.5, 5e11),
+                                         "loo-length-penalty": (0.3, 1.5, 5e11)}, noise=0.0)
+    a = write_study_report(tmp_path).analysis
+    flat = a.variant("loo-length-penalty")
+    assert flat.classification is None and "does not rise" in flat.fit_error
+    assert a.variant("loo-loss-dapo").kind == "ceiling"
+    assert "| loo-length-penalty | length | not fitted |" in (tmp_path / "report.md").read_text()
+    # An unfinished run is listed as pending and left out of the fits.
+    (plans[1].directory / "final" / "config.json").unlink()
+    a = analyse_study(tmp_path, n_boot=50)
+    assert a.variant("loo-loss-dapo").pending == ["seed0: step 200"]
+    assert a.variant("loo-loss-dapo").fit_error == "no finished run yet"
+
+
+def test_the_papers_rule_always_names_a_kind(tmp_path):
+    spec = StudySpec(family="loo", only=["loo-loss-dapo", "loo-aggregation-sample"], steps=200, eval_every=10,
+                     rule="paper", bootstrap=50)
+    # Little noise: the rule's fixed +-0.02 margin on A is only as good as the A estimates.
+    write_study(tmp_path, spec, {k: LAWS[k] for k in ("scalerl", "loo-loss-dapo", "loo-aggregation-sample")},
+                noise=0.001)
+    a = write_study_report(tmp_path).analysis
+    dapo, agg = a.variant("loo-loss-dapo"), a.variant("loo-aggregation-sample")
+    assert dapo.kind == "ceiling" and dapo.classification["dA_interval"] is None  # +-0.02 margin, no interval
+    assert agg.kind == "efficiency" and agg.classification["rule"] == "paper"
+    assert "| loo-aggregation-sample | aggregation | efficiency" in (tmp_path / "report.md").read_text()

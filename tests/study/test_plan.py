@@ -1,0 +1,144 @@
+"""Planning a study: families, variants, run directories and configs, budgets -- nothing trains."""
+
+import pytest
+
+from scalerl.config import load_yaml, to_dict
+from scalerl.rl.presets import LEAVE_ONE_OUT, PRESETS, changed_components, get_recipe
+from scalerl.study.families import FAMILIES, length_overrides
+from scalerl.study.runner import Budget, check_existing, plan_study, run_status
+from scalerl.study.spec import StudySpec, load_spec
+from scalerl.train.config import TrainConfig
+
+from .synthetic import write_study
+
+
+def _labels(plans):
+    return list(dict.fromkeys(p.variant.label for p in plans))
+
+
+def test_loo_is_the_base_and_every_leave_one_out_variant(tmp_path):
+    plans = plan_study(StudySpec(family="loo"), tmp_path)
+    assert _labels(plans) == ["scalerl", *(n.removeprefix("scalerl-") for n in LEAVE_ONE_OUT)]
+    base = plans[0].config
+    assert plans[0].variant.is_base and base.recipe_name == "scalerl"
+    for p in plans[1:]:
+        name = "scalerl-" + p.variant.label
+        assert p.config.recipe_name == name
+        # Exactly the one component the preset reverts differs from the base run's recipe.
+        assert changed_components(p.config.recipe, base.recipe) == [LEAVE_ONE_OUT[name].component]
+        # The cpu-tiny profile applies to every run alike.
+        assert p.config.recipe.batch.prompts_per_step == 16 and p.config.recipe.optimizer.lr == 1e-4
+
+
+def test_loo_of_another_base_makes_the_same_one_component_changes(tmp_path):
+    plans = plan_study(StudySpec(family="loo", base="minimax-m1"), tmp_path)
+    labels = _labels(plans)
+    base = plans[0].config.recipe
+    # MiniMax-M1 already has group normalisation, no zero-variance filter, plain epochs and
+    # PPO-off-policy-8: those reversions would be the base itself, so they are not runs.
+    for same in ("loo-normalization-prompt", "loo-zero-variance-off", "loo-no-positive-resampling-off",
+                 "loo-pipeline-ppo-off-policy-8"):
+        assert same not in labels
+    assert "loo-loss-dapo" in labels and "loo-length-penalty" in labels
+    for p in plans[1:]:
+        assert len(changed_components(p.config.recipe, base)) == 1, p.variant.label
+        assert p.config.recipe_name == f"minimax-m1+{p.variant.label}"
+
+
+def test_recipes_family_is_the_five_presets_base_first(tmp_path):
+    plans = plan_study(StudySpec(family="recipes", base="qwen-dapo"), tmp_path)
+    assert _labels(plans) == ["qwen-dapo", *(n for n in PRESETS if n != "qwen-dapo")]
+    for p in plans:
+        # Only the scale profile (sizes, lr) separates each run from its preset.
+        assert sorted(changed_components(p.config.recipe, get_recipe(p.variant.label))) == ["batch", "length", "optimizer"]
+
+
+@pytest.mark.parametrize("family,path,expected", [
+    ("batch-size", ("batch", "prompts_per_step"), [16, 8, 32]),
+    ("generations", ("batch", "generations_per_prompt"), [8, 4, 16]),
+    ("gen-length", ("length", "max_new_tokens"), [48, 32, 64]),
+])
+def test_sweeps_default_to_half_same_double_around_the_base(tmp_path, family, path, expected):
+    plans = plan_study(StudySpec(family=family), tmp_path)
+    got = [getattr(getattr(p.config.recipe, path[0]), path[1]) for p in plans]
+    assert got == expected  # the base first
+    assert plans[0].variant.is_base and not any(p.variant.is_base for p in plans[1:])
+
+
+def test_gen_length_scales_the_thinking_budget_and_keeps_the_answer_budget():
+    length = TrainConfig().recipe.length
+    length.max_new_tokens, length.think_budget, length.answer_budget = 48, (18, 26), 8
+    length.overlong_max_len, length.overlong_cache = 48, 16
+    assert length_overrides(length, 96) == ["recipe.length.max_new_tokens=96", "recipe.length.think_budget=[36, 52]",
+                                            "recipe.length.overlong_max_len=96", "recipe.length.overlong_cache=32"]
+    short = length_overrides(length, 24)
+    assert "recipe.length.think_budget=[9, 13]" in short  # 13 + the answer budget 8 fits in 24
+
+
+def test_sweep_values_and_base_value_are_honoured(tmp_path):
+    plans = plan_study(StudySpec(family="batch-size", values=[4, 12], base_value=12), tmp_path)
+    assert _labels(plans) == ["batch-12", "batch-4"]
+    plans = plan_study(StudySpec(family="batch-size", values=[4, 32]), tmp_path)
+    assert _labels(plans) == ["batch-16", "batch-4", "batch-32"]  # the base's own value is added
+
+
+def test_model_size_gives_each_size_its_own_cached_model(tmp_path, monkeypatch):
+    monkeypatch.setenv("SCALERL_CACHE", str(tmp_path / "cache"))
+    plans = plan_study(StudySpec(family="model-size"), tmp_path / "study")
+    models = {p.variant.label: p.config.model.name_or_path for p in plans}
+    assert models["model-tiny"] == "tiny"  # the standard model, shared with every other study
+    assert models["model-tiny-s"] != models["model-tiny-l"]
+    assert all(m.startswith(str(tmp_path / "cache" / "tiny")) for k, m in models.items() if k != "model-tiny")
+    # A directory is not the name "tiny", but the cpu-tiny profile still applies.
+    assert all(p.config.recipe.batch.prompts_per_step == 16 for p in plans)
+
+
+def test_two_runs_never_share_a_directory(tmp_path):
+    """Share nothing mutable, by construction: every (variant, seed) has its own directory, no
+    directory inside another, and each run's config writes to exactly its own."""
+    for family in FAMILIES:
+        if family == "model-size":
+            continue  # its directories are planned like every other family's (above: its models)
+        plans = plan_study(StudySpec(family=family, seeds=2), tmp_path)
+        dirs = [p.directory.resolve() for p in plans]
+        assert len(set(dirs)) == len(dirs)
+        for a in dirs:
+            assert not any(a != b and b in a.parents for b in dirs), a
+        for p in plans:
+            assert p.config.run.output == str(p.directory) and p.config.run.seed == p.seed
+
+
+def test_budget_extends_runs_in_whole_evaluation_intervals():
+    b = Budget(steps=100, compute=1e12, max_steps=1000, x="flops", eval_every=20)
+    assert b.next_target(None) == 100
+    assert not b.reached({"step": 100, "flops": 4e11})
+    # 4e9 per step measured: 150 more steps needed -> 8 intervals of 20 -> step 260.
+    assert b.next_target({"step": 100, "flops": 4e11}) == 260
+    assert b.reached({"step": 260, "flops": 1.04e12})
+    assert Budget(100, 1e15, 300, "flops", 20).next_target({"step": 100, "flops": 4e11}) == 300  # the cap
+    assert Budget(100, None, 300, "flops", 20).reached({"step": 100})
+
+
+def test_a_finished_study_is_seen_as_done_and_its_spec_reloads(tmp_path):
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], seeds=2, steps=40, eval_every=10)
+    plans = write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=5)
+    assert to_dict(load_spec(tmp_path / "study.yaml")) == to_dict(spec)
+    assert all(run_status(p.directory, Budget.of(spec)) == "done" for p in plans)
+    assert run_status(tmp_path / "elsewhere", Budget.of(spec)) == "new"
+    check_existing(plans)  # the same plan: nothing refused
+    (plans[0].directory / "final" / "config.json").unlink()
+    assert run_status(plans[0].directory, Budget.of(spec)) == "partial"
+
+
+def test_a_run_directory_configured_differently_is_refused(tmp_path):
+    from scalerl.errors import InputError
+
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10)
+    write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=5)
+    other = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10, overrides=["lr=2e-4"])
+    with pytest.raises(InputError, match="recipe.optimizer.lr"):
+        check_existing(plan_study(other, tmp_path))
+    # More steps or more seeds are the same runs, extended or added.
+    check_existing(plan_study(StudySpec(family="loo", only=["loo-loss-dapo"], steps=80, eval_every=10, seeds=3),
+                              tmp_path))
+    assert load_yaml(TrainConfig, tmp_path / "runs" / "scalerl" / "seed0" / "config.yaml").run.seed == 0

@@ -1,0 +1,81 @@
+"""``scalerl study`` on bad input: one line on stderr, exit status 2 -- and nothing trained."""
+
+import pytest
+
+from scalerl.cli import main
+from scalerl.study.spec import StudySpec
+
+from .synthetic import write_study
+
+
+def _one_line_error(capsys, code, *needles):
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("scalerl study: error:"), err
+    for n in needles:
+        assert n in lines[0], (n, err)
+    return lines[0]
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["--family", "lool"], ["unknown family 'lool'", "known: loo, recipes"]),
+    (["--family", "loo", "--only", "loo-loss-gspo"], ["unknown variant 'loo-loss-gspo'", "loo-loss-dapo"]),
+    (["--family", "recipes", "--base", "scalerl-loo-loss-dapo"], ["recipes family compares the presets"]),
+    (["--base", "grpo"], ["unknown recipe 'grpo'"]),
+    (["--family", "loo", "--values", "8", "16"], ["values/base_value apply to sweep families"]),
+    (["--family", "model-size", "--values", "tiny-xl"], ["unknown tiny model size 'tiny-xl'"]),
+    (["--family", "batch-size", "--values", "eight"], ["must be integers"]),
+    (["--set", "lr=abc"], ["expected a number"]),
+    (["--set", "nope=1"], ["unknown key 'nope'"]),
+    (["--steps", "20", "--eval-every", "10"], ["at least 3"]),
+    (["--x", "wall"], ["unknown compute column 'wall'"]),
+])
+def test_bad_flags_exit_2_with_one_line(tmp_path, capsys, args, needles):
+    code = main(["study", "--output", str(tmp_path / "s"), "--dry-run", *args])
+    _one_line_error(capsys, code, *needles)
+    assert not (tmp_path / "s").exists()
+
+
+def test_a_spec_file_with_an_unknown_key_exits_2_naming_it(tmp_path, capsys):
+    spec = tmp_path / "study.yaml"
+    spec.write_text("family: loo\nsteps: 100\nseed: 3\n")
+    line = _one_line_error(capsys, main(["study", str(spec), "--output", str(tmp_path / "s")]), "unknown key 'seed'")
+    assert "did you mean 'seeds'" in line
+    spec.write_text("family: [loo\n")
+    _one_line_error(capsys, main(["study", str(spec), "--output", str(tmp_path / "s")]), "not valid YAML")
+    _one_line_error(capsys, main(["study", str(tmp_path / "missing.yaml")]), "does not exist")
+
+
+def test_resume_needs_a_study_directory(tmp_path, capsys):
+    _one_line_error(capsys, main(["study", "--output", str(tmp_path), "--resume"]), "holds no study")
+
+
+def test_a_study_directory_is_not_reused_for_another_study(tmp_path, capsys):
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10)
+    write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=5)
+    _one_line_error(capsys, main(["study", "--family", "recipes", "--output", str(tmp_path), "--dry-run"]),
+                    "holds a loo study of scalerl")
+    _one_line_error(capsys, main(["study", "--output", str(tmp_path), "--resume", "--set", "lr=3e-4", "--dry-run"]),
+                    "configured differently", "recipe.optimizer.lr")
+
+
+def test_dry_run_and_resume_of_a_finished_study_train_nothing(tmp_path, capsys):
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], seeds=2, steps=40, eval_every=10, bootstrap=50)
+    write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=9)
+    assert main(["study", "--output", str(tmp_path), "--dry-run"]) == 0  # no run flags: continue the saved study
+    out = capsys.readouterr().out
+    assert out.count("done ") == 4 and "4 runs (2 variants x 2 seed(s))" in out
+    # Continuing a finished study skips every run and rewrites the report.
+    assert main(["study", "--output", str(tmp_path), "--resume"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.count("already finished") == 4
+    assert "loo-loss-dapo" in captured.out and (tmp_path / "report.html").exists()
+
+
+def test_list_shows_every_family_and_variant(capsys):
+    assert main(["study", "--list"]) == 0
+    out = capsys.readouterr().out
+    for needle in ("loo:", "recipes:", "batch-size:", "generations:", "gen-length:", "model-size:",
+                   "loo-no-positive-resampling-off", "minimax-m1", "batch-32", "model-tiny-l"):
+        assert needle in out

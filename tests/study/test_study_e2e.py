@@ -1,0 +1,163 @@
+"""End to end: micro-studies of the real tiny model through ``scalerl study``.
+
+Three optimizer steps of the tiny model need not lift its pass rate (that takes tens of steps
+at full batch), so these tests check the machinery -- runs, resumption, files, the report and
+the shape of its verdicts -- while tests/study/test_analysis.py checks the verdicts themselves
+against known truth.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from scalerl.cli import main
+from scalerl.study import runner
+from scalerl.study.runner import Budget, run_status
+from scalerl.study.spec import load_spec
+
+from .conftest import micro_args
+
+pytestmark = pytest.mark.slow
+
+#: What the report's classification of a variant must hold when its curve could be fitted.
+CLASSIFICATION_KEYS = {"label", "baseline", "kind", "better", "dA", "dA_interval", "shared_A", "B", "C_mid",
+                       "dB_interval", "log_cmid_ratio_interval", "rule", "explanation"}
+
+_current: list = [None]
+_writes: dict = {}
+
+
+def _audit(event, args):
+    # Attribute every file a run creates, writes, renames, truncates or removes to that run.
+    run = _current[0]
+    if run is None:
+        return
+    path = None
+    if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+        mode, flags = args[1], args[2] or 0
+        writing = any(c in mode for c in "wax+") if mode else bool(flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
+        path = args[0] if writing else None
+    elif event in ("os.rename", "os.mkdir", "os.remove", "os.truncate", "shutil.rmtree"):
+        path = args[1] if event == "os.rename" else args[0]
+    if isinstance(path, (str, bytes, os.PathLike)):
+        _writes.setdefault(run, set()).add((event == "os.mkdir", Path(os.fsdecode(path)).resolve()))
+
+
+sys.addaudithook(_audit)  # audit hooks cannot be removed; it does nothing outside _tracked runs
+
+
+def _tracked(execute):
+    def run(cfg_dict, budget):
+        _current[0] = Path(cfg_dict["run"]["output"]).resolve()
+        try:
+            return execute(cfg_dict, budget)
+        finally:
+            _current[0] = None
+
+    return run
+
+
+def test_micro_study_end_to_end(study_cache, tmp_path, capsys, monkeypatch):
+    """Two variants x two seeds: every run trains, the report is written, each verdict has its
+    full structure -- and each run writes only inside its own directory."""
+    out = tmp_path / "study"
+    monkeypatch.setattr(runner, "execute_run", _tracked(runner.execute_run))
+    t0 = time.perf_counter()
+    code = main(micro_args(out, "--family", "loo", "--only", "loo-loss-dapo", "--seeds", "2"))
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    runs = sorted((out / "runs").glob("*/seed*"))
+    assert [f"{r.parent.name}/{r.name}" for r in runs] == [
+        "loo-loss-dapo/seed0", "loo-loss-dapo/seed1", "scalerl/seed0", "scalerl/seed1"]
+    spec = load_spec(out / "study.yaml")
+    for r in runs:
+        assert run_status(r, Budget.of(spec)) == "done"
+        header = json.loads((r / "runlog.jsonl").read_text().splitlines()[0])
+        assert header["recipe"] == ("scalerl" if r.parent.name == "scalerl" else "scalerl-loo-loss-dapo")
+        assert header["config"]["run"]["seed"] == int(r.name.removeprefix("seed"))
+    for name in ("report.md", "report.html", "analysis.json", "progress.jsonl"):
+        assert (out / name).stat().st_size > 0, name
+    assert [json.loads(line)["status"] for line in (out / "progress.jsonl").read_text().splitlines()] == ["trained"] * 4
+
+    analysis = json.loads((out / "analysis.json").read_text())
+    variants = {v["label"]: v for v in analysis["variants"]}
+    assert set(variants) == {"scalerl", "loo-loss-dapo"} and variants["scalerl"]["is_base"]
+    assert all(v["seeds"] == [0, 1] for v in variants.values())
+    dapo = variants["loo-loss-dapo"]
+    assert dapo["expected"] == "ceiling" and dapo["components"] == ["loss"]
+    if dapo["classification"] is not None:
+        assert CLASSIFICATION_KEYS <= set(dapo["classification"])
+        assert dapo["classification"]["kind"] in ("ceiling", "efficiency", "no clear effect")
+        assert dapo["kind"] == dapo["classification"]["kind"] and dapo["agreement"] != "n/a"
+        assert (out / "curves.png").exists() and (out / "intervals.png").exists()
+    else:  # a curve that did not rise in three steps: the report must say so, not drop the variant
+        assert dapo["fit_error"]
+        assert "| loo-loss-dapo | loss | not fitted |" in (out / "report.md").read_text()
+    assert "what each choice moved" in captured.out
+
+    # Share nothing mutable: every file a run wrote inside the study lies in its own directory
+    # (creating the parent directories it lives in, exist_ok, is the only thing outside it).
+    assert set(_writes) == {r.resolve() for r in runs}
+    for run_dir, writes in _writes.items():
+        inside = [(mkdir, p) for mkdir, p in writes if out.resolve() in p.parents]
+        assert any(run_dir in p.parents for _, p in inside), run_dir
+        for mkdir, p in inside:
+            assert p == run_dir or run_dir in p.parents or (mkdir and p in run_dir.parents), (run_dir, p)
+        assert not [p for _, p in writes if Path(study_cache).resolve() in p.parents]  # the shared cache is read-only
+    print(f"micro-study: {time.perf_counter() - t0:.0f} s")
+
+
+def test_killed_study_resumes_and_skips_finished_runs(study_cache, tmp_path, capsys):
+    out = tmp_path / "study"
+    args = micro_args(out, "--family", "loo", "--only", "loo-aggregation-sample", "--set", "pipeline=sync",
+                      "--set", "k=1")
+    proc = subprocess.Popen([sys.executable, "-m", "scalerl.cli", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=dict(os.environ))
+    second = out / "runs" / "loo-aggregation-sample" / "seed0"
+    deadline = time.time() + 300
+    while time.time() < deadline:  # kill the study inside its second run, after a checkpoint
+        if proc.poll() is not None:
+            pytest.fail(f"the study ended before it could be killed (exit {proc.returncode})")
+        log = second / "runlog.jsonl"
+        if log.exists() and any('"type":"train"' in line for line in log.read_text().splitlines()):
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("timed out waiting for the second run to start training")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    first = out / "runs" / "scalerl" / "seed0"
+    budget = Budget.of(load_spec(out / "study.yaml"))
+    assert run_status(first, budget) == "done" and run_status(second, budget) == "partial"
+    first_log = (first / "runlog.jsonl").read_bytes()
+
+    assert main([*args]) == 0  # the same command again continues the study
+    err = capsys.readouterr().err
+    assert "[1/2] scalerl/seed0: already finished" in err
+    assert "[2/2] loo-aggregation-sample/seed0: resuming" in err and "resumed in" in err
+    assert (first / "runlog.jsonl").read_bytes() == first_log  # the finished run was not touched
+    rows = [json.loads(line) for line in (second / "runlog.jsonl").read_text().splitlines()[1:]]
+    assert [r["step"] for r in rows if r["type"] == "eval"] == [0, 1, 2, 3]  # no row lost or repeated
+    assert run_status(second, budget) == "done" and (out / "report.md").exists()
+
+
+def test_ray_backend_runs_every_run_as_a_task(study_cache, tmp_path, capsys):
+    pytest.importorskip("ray")
+    out = tmp_path / "study"
+    code = main(micro_args(out, "--family", "loo", "--only", "loo-fp32-head-off", "--backend", "ray",
+                           "--threads", "1", "--parallel", "2"))
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert err.count("submitted") == 2
+    budget = Budget.of(load_spec(out / "study.yaml"))
+    for label in ("scalerl", "loo-fp32-head-off"):
+        assert run_status(out / "runs" / label / "seed0", budget) == "done"
+    statuses = [json.loads(line)["status"] for line in (out / "progress.jsonl").read_text().splitlines()]
+    assert statuses == ["trained", "trained"]
+    assert (out / "report.html").exists()
