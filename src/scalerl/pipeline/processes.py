@@ -1,9 +1,11 @@
-"""Generator processes on the trainer's machine (``backend.workers=processes``, the local default).
+"""Generator processes on the trainer's machine (``backend.workers=processes``).
 
 Each process (``spawn``-ed: forking a process that already runs torch threads is unsafe)
 rebuilds the policy from a :class:`~scalerl.pipeline.work.WorkerSpec` and runs its own
-interpreter, so generation and training never contend for one GIL -- on a CPU the faster
-choice (benchmarks/pipeline_workers.py).
+interpreter, so generation and training never contend for one GIL. On the 2-core development
+machine this measured no faster than threads (benchmarks/pipeline_workers.py), which are the
+default; processes are the choice when the generator's Python work is what limits it (many
+generators, a model small enough that per-token overhead dominates, free cores).
 
 Weights travel through **shared memory**: one set of shared tensors and a shared version
 number, written together by the trainer under a cross-process lock after every update; then

@@ -38,13 +38,15 @@ request's ``min_version``). The scheduler accepts one result per (batch, round),
 is trained on once even if a result were delivered twice. Restarts are counted by the
 process id that answers (``pipeline/actor_restarts``); an actor Ray gave up on (restarts used
 up) is dropped, and the run fails with a clear error only when none is left. In sync mode
-with per-batch seeds the regenerated batch is bit-identical to the lost one
-(tests/pipeline/test_ray_backend.py checks the whole run against the local backend).
+with per-batch seeds the regenerated batch is the lost one, token for token, up to float
+noise between processes (tests/pipeline/test_ray_backend.py checks the run against the local
+backend).
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import threading
 import time
@@ -176,6 +178,30 @@ class _NcclSync:
         return calls
 
 
+@contextlib.contextmanager
+def _without_trainer_gpu(model: Any, address: str | None):
+    """Starting a one-machine cluster from a trainer on a GPU: hide that GPU from Ray, so that no
+    generator actor is placed on it (the trainer's CUDA context already exists and is unaffected).
+    A cluster started with ``ray start`` is the user's to lay out (docs/distributed.md)."""
+    device = next(model.parameters()).device
+    if address is not None or device.type != "cuda":
+        yield
+        return
+    import torch
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = visible.split(",") if visible else [str(i) for i in range(torch.cuda.device_count())]
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(g for i, g in enumerate(ids) if i != index)
+    try:
+        yield
+    finally:
+        if visible is None:
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = visible
+
+
 def _free_port() -> int:
     import socket
 
@@ -195,9 +221,15 @@ class RayPool:
                  cpus: float = 1.0, gpus: float = 0.0, max_restarts: int = 3, weight_sync: str = "auto") -> None:
         ray = self.ray = _ray()
         self._owns_ray = False
+        sync_name = weight_sync if weight_sync != "auto" else ("nccl" if spec.generator == "vllm" else "object_store")
+        if sync_name == "nccl":
+            # A restarted process cannot rejoin a NCCL group (its membership is fixed at creation):
+            # with nccl a dead generator ends the run, with a clear error, instead of a restart.
+            max_restarts = 0
         if not ray.is_initialized():
             address = address or os.environ.get("RAY_ADDRESS")
-            ray.init(address=address, include_dashboard=False)
+            with _without_trainer_gpu(model, address):
+                ray.init(address=address, include_dashboard=False)
             self._owns_ray = True
         self._check_resources(size, cpus, gpus)
         self.size = size
@@ -206,7 +238,6 @@ class RayPool:
         cls = ray.remote(GeneratorActor).options(
             num_cpus=cpus, num_gpus=gpus, max_restarts=max_restarts, max_task_retries=0, max_concurrency=2,
         )
-        sync_name = weight_sync if weight_sync != "auto" else ("nccl" if spec.generator == "vllm" else "object_store")
         self.actors = [cls.remote(spec, i) for i in range(size)]
         self._wait_ready()
         self._sync = WEIGHT_SYNC[sync_name](self, model, version)

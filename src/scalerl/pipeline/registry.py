@@ -5,7 +5,7 @@ mode                      ``--backend local`` (default)               ``--backen
 ========================  ==========================================  ==========================================
 ``sync``                  the trainer's own model generates           generator actors, one batch at a time
 ``ppo-off-policy-k``      the trainer's own model, k batches a round  generator actors, k batches in parallel
-``pipeline-rl-k``         generator processes (or threads)            generator actors, continuously
+``pipeline-rl-k``         generator threads (or processes)            generator actors, continuously
 ========================  ==========================================  ==========================================
 
 Locally the synchronous modes need no copy of the weights and are bit-for-bit reproducible;

@@ -164,8 +164,7 @@ class PooledSource:
     ``plan.recipe`` and ``plan.sampling_params(index)``.
     """
 
-    def __init__(self, pool: Any, plan: Any, schedule: Any, *, version: int = 0,
-                 state_dict_fn: Callable[[], Any] | None = None) -> None:
+    def __init__(self, pool: Any, plan: Any, schedule: Any, *, version: int = 0) -> None:
         self.pool = pool
         self.devices = getattr(pool, "devices", 1)
         self.plan = plan

@@ -1,12 +1,13 @@
-"""Generator threads in the trainer's process (``backend.workers=threads``).
+"""Generator threads in the trainer's process (``backend.workers=threads``, the local default).
 
 Each thread owns a :class:`~scalerl.pipeline.work.RolloutWorker` with its own copy of the
 model and of the tokenizer. New weights are handed to each generator's
 :meth:`~scalerl.generate.hf.HFGenerator.update_weights`, which snapshots them at once (the
-trainer keeps training its own tensors) and applies them between two decode steps. Simple and
-cheap to start, but generation and training share one Python interpreter: on a CPU the
-generator's per-token Python work competes with the trainer for the GIL, which is why
-processes are the local default (benchmarks/pipeline_workers.py).
+trainer keeps training its own tensors) and applies them between two decode steps. Nothing to
+start, one copy of the weights per update. Generation and training share one Python
+interpreter, so the generator's per-token Python work takes turns with the trainer's on the
+GIL (torch releases it inside its kernels); measured on the 2-core development machine this
+costs less than a process's extra copies and scheduling (benchmarks/pipeline_workers.py).
 """
 
 from __future__ import annotations

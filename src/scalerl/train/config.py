@@ -131,9 +131,10 @@ class BackendConfig:
     """Generator workers (threads, processes or Ray actors); each holds a copy of the policy and
     samples continuously under pipeline-rl-k. Locally only pipeline-rl-k uses them (sync and
     ppo-off-policy-k generate with the trainer's own model); on Ray every mode does."""
-    workers: Literal["processes", "threads"] = "processes"
-    """local backend: generator workers as processes (weights through shared memory; no GIL
-    shared with the trainer -- the faster on CPU, see benchmarks/pipeline_workers.py) or threads."""
+    workers: Literal["threads", "processes"] = "threads"
+    """local backend: generator workers as threads (the default: measured as fast or faster on
+    CPU, and nothing to start -- benchmarks/pipeline_workers.py) or processes (weights through
+    shared memory; no GIL shared with the trainer)."""
     generator: Literal["hf", "vllm"] = "hf"
     """Generation engine in processes and actors: hf (runs anywhere) or vllm (CUDA GPUs, the
     ``vllm`` extra; Ray backend)."""
