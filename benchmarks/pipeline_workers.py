@@ -24,7 +24,6 @@ drifts); tables show median [min-max]. Every process uses one torch thread.
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 import threading
 import time
