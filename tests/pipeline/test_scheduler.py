@@ -179,9 +179,14 @@ def test_dynamic_sampling_refills_and_records_each_group_once():
         drive(source, 6, 0.002, on_batch=lambda step, b: batches.append(b))
     finally:
         source.close()
+    max_rounds = recipe.filtering.max_generation_rounds
     for b in batches:
-        assert len(b.groups) == 3 and all(int(g.problem.id[1:]) % 2 == 1 for g in b.groups)
+        assert all(int(g.problem.id[1:]) % 2 == 1 for g in b.groups)  # only groups with reward variance
+        # Full, or the round cap was hit (DAPO's rule; which prompts refill which batch depends on
+        # the timing of the two batches in flight).
+        assert len(b.groups) == 3 or b.stats["dynamic_rounds"] == max_rounds
         assert b.stats["dynamic_rounds"] >= 1
+    assert sum(len(b.groups) == 3 for b in batches) >= len(batches) // 2
     inner = plan.sampler._sampler
     recorded = sum(len(inner.history(p)) for p in plan.problems_by_id)
     consumed = sum(b.samples for b in batches) // 2  # groups generated for consumed batches (2 generations each)
