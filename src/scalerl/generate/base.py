@@ -72,6 +72,11 @@ class LengthState(Protocol):
     generator emits that token (log-prob 0.0, loss mask 0) instead of sampling; otherwise it
     samples. Either way it then calls :meth:`observe` with the emitted token. When
     :attr:`finished` turns true the sequence gets no more tokens.
+
+    Optionally a state offers ``free_run() -> int``: the most tokens that may be sampled in a
+    row before it can force a token or finish. An engine that samples many tokens per request
+    (vLLM) uses it to size each request, then replays the tokens through :meth:`observe` and
+    cuts where the state decides; without it such an engine goes one token per request.
     """
 
     def forced_token(self) -> int | None: ...

@@ -119,6 +119,12 @@ class HFGenerator:
             self._pending = (snapshot, version)
         self._apply_if_idle()
 
+    @property
+    def latest_version(self) -> int:
+        """The version of the newest weights received (applied or still queued)."""
+        with self._pending_lock:
+            return self._pending[1] if self._pending is not None else self.version
+
     def _targets(self) -> dict[str, torch.Tensor]:
         # Looked up on every update rather than once: a module swapped after construction (an
         # FP32 LM head, say) must receive the weights, not its discarded predecessor.

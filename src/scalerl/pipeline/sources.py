@@ -8,11 +8,14 @@ step and is told after each step that the weights changed. The modes share one c
 ``ppo-off-policy-k``  generate k batches with the current weights, then take k optimizer steps,
                       one per batch (data up to k - 1 updates old);
 ``pipeline-rl-k``     generators sample continuously and receive new weights after every update,
-                      mid-sequence (:mod:`scalerl.pipeline.pipelinerl`).
+                      mid-sequence (:mod:`scalerl.pipeline.scheduler` over the worker pools).
+
+:mod:`scalerl.pipeline.registry` maps (mode, backend) to a source.
 """
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from typing import Any, Callable, Protocol
 
@@ -43,7 +46,9 @@ class OffPolicySource:
 
     The generator shares the trainer's model object, so new weights need no copy: the version
     number is all that changes. Pending batches are part of the state, so a resumed run
-    trains on exactly the batches an uninterrupted one would have.
+    trains on exactly the batches an uninterrupted one would have. Generation and training
+    take turns on the same device: the trainer "waits" while it generates, the "generator"
+    idles while it trains (:meth:`stats`, comparable with the pipelined sources').
     """
 
     def __init__(self, generator: Any, make_batch: BatchMaker, k: int) -> None:
@@ -51,15 +56,35 @@ class OffPolicySource:
         self.make_batch = make_batch
         self.k = k
         self.pending: deque[RolloutBatch] = deque()
+        self._t0: float | None = None
+        self.generating = 0.0
+        self.samples = 0
 
     def next_batch(self, step: int) -> RolloutBatch:
+        if self._t0 is None:
+            self._t0 = time.perf_counter()
         if not self.pending:
+            t = time.perf_counter()
             for i in range(self.k):
                 self.pending.append(self.make_batch(step + i))
-        return self.pending.popleft()
+            self.generating += time.perf_counter() - t
+        batch = self.pending.popleft()
+        batch.stats["batch_index"] = step
+        self.samples += batch.samples
+        return batch
 
     def weights_updated(self, model: Any, version: int) -> None:
         self.generator.update_weights({}, version)
+
+    def stats(self) -> dict[str, float]:
+        elapsed = max(time.perf_counter() - self._t0, 1e-9) if self._t0 is not None else None
+        if elapsed is None:
+            return {"pipeline/trainer_wait_frac": 0.0, "pipeline/generator_idle_frac": 0.0, "pipeline/samples_per_s": 0.0}
+        return {
+            "pipeline/trainer_wait_frac": self.generating / elapsed,
+            "pipeline/generator_idle_frac": 1.0 - self.generating / elapsed,
+            "pipeline/samples_per_s": self.samples / elapsed,
+        }
 
     def state_dict(self) -> dict[str, Any]:
         return {"pending": list(self.pending)}

@@ -123,6 +123,18 @@ class InterruptionState:
 
     # -- extras
 
+    def free_run(self) -> int:
+        """How many tokens may be sampled in a row before this state can force a token or finish:
+        what an engine that cannot be called back per token (vLLM) asks for in one request. In
+        THINKING a natural ``</think>`` may end the run earlier; the tokens past it are replayed
+        through :meth:`observe` all the same, which cuts them where the state decides."""
+        left = self._c.max_new_tokens - self.num_tokens
+        if self.phase is Phase.THINKING:
+            return max(0, min(left, self.think_budget - self.think_tokens))
+        if self.phase is Phase.ANSWERING:
+            return max(0, min(left, self._c.answer_budget - self.answer_tokens))
+        return 0  # FORCING or FINISHED
+
     @property
     def truncated(self) -> bool:
         """A token budget (answer budget or max_new_tokens) ended the sequence."""
@@ -227,6 +239,10 @@ class TruncationState:
     @property
     def interrupted(self) -> bool:
         return False
+
+    def free_run(self) -> int:
+        """Tokens that may be sampled in a row (see :meth:`InterruptionState.free_run`)."""
+        return self.max_new_tokens - self.num_tokens
 
     @property
     def truncated(self) -> bool:

@@ -30,6 +30,7 @@ import torch
 from scalerl.config import load_yaml, save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, ScaleRLError
 from scalerl.generate.base import SamplingParams
+from scalerl.pipeline.scheduler import token_lags
 from scalerl.runlog import RunLogWriter, read_runlog
 from scalerl.train.checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from scalerl.train.compute import ComputeMeter
@@ -156,8 +157,11 @@ class Trainer:
         self.skipped_steps = 0
         self.nan_streak = 0
         self.lag_max_since_eval = 0.0
+        self.lag_hist: dict[int, int] = {}  # trained tokens per lag, since the last evaluation
         self.evals: list[dict[str, Any]] = []
         self.source = make_source(self, r.off_policy.pipeline, r.off_policy.k)
+        # Devices the clock counts (accelerator-hours): Ray's generator actors hold their own.
+        self.meter.devices = getattr(self.source, "devices", 1)
 
         if self.resume:
             self._restore()
@@ -199,6 +203,7 @@ class Trainer:
             "version": self.version,
             "skipped_steps": self.skipped_steps,
             "lag_max_since_eval": self.lag_max_since_eval,
+            "lag_hist": dict(self.lag_hist),
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
@@ -230,6 +235,7 @@ class Trainer:
         set_rng_state(state["rng"])
         self.step, self.version = state["step"], state["version"]
         self.skipped_steps, self.lag_max_since_eval = state["skipped_steps"], state["lag_max_since_eval"]
+        self.lag_hist = dict(state.get("lag_hist", {}))
         self.evals = state["evals"]
         self.generator.version = self.version
         self.source.weights_updated(self.model, self.version)
@@ -250,6 +256,10 @@ class Trainer:
                 row[f"{name}/{key}"] = m[key]
         row["eval_tokens"] = self.meter.eval_tokens
         row["lag_max_since_eval"] = self.lag_max_since_eval
+        # The staleness actually seen: trained tokens per lag (updates between the weights that
+        # sampled a token and the weights trained on it), since the previous row.
+        for lag in range(max(self.lag_hist, default=-1) + 1):
+            row[f"lag_hist/{lag}"] = self.lag_hist.get(lag, 0)
         row["skipped_steps"] = self.skipped_steps
         row["retired_prompts"] = len(self.sampler.retired)
         stats = getattr(self.source, "stats", None)
@@ -257,8 +267,12 @@ class Trainer:
             row.update(stats())
         if hasattr(self.task, "reward_stats"):
             stats = self.task.reward_stats()
-            row["reward_errors"], row["reward_timeouts"] = stats["errors"], stats["timeouts"]
+            # Rewards scored in generator processes or actors are counted there.
+            remote = getattr(self.source, "reward_stats", dict)()
+            row["reward_errors"] = stats["errors"] + remote.get("errors", 0)
+            row["reward_timeouts"] = stats["timeouts"] + remote.get("timeouts", 0)
         self.lag_max_since_eval = 0.0
+        self.lag_hist = {}
         self.evals.append(row)
         if cfg.forecast.enabled:
             row.update(live_forecast(self.evals, x=cfg.forecast.x, y=f"{cfg.eval.sets[0]}/pass_rate",
@@ -303,6 +317,8 @@ class Trainer:
         self.meter.start()
         batch = self.source.next_batch(self.step)
         self.meter.generated(batch.samples, batch.tokens, batch.prompt_tokens)
+        for lag in token_lags(batch, self.version):
+            self.lag_hist[lag] = self.lag_hist.get(lag, 0) + 1
         result = policy_update(
             self.model, self.optimizer, self.scheduler, batch.groups, r,
             temperature=cfg.sampling.temperature, pad_token_id=self.pad_id,

@@ -1,0 +1,45 @@
+"""The interface between the scheduler (driver side) and the generators that run its requests.
+
+A pool owns its generators -- threads (:mod:`~scalerl.pipeline.threads`), processes
+(:mod:`~scalerl.pipeline.processes`) or Ray actors (:mod:`~scalerl.pipeline.ray_backend`) --
+and knows how to get a request to an idle one, a result back, and new weights to all of them.
+It decides nothing about content or staleness; :mod:`~scalerl.pipeline.scheduler` does.
+
+Contract:
+
+* :meth:`WorkerPool.submit` never blocks; requests are taken by whichever generator is idle.
+* A generator starts a request only once it holds weights of ``request.min_version`` or newer.
+* ``deliver(result)`` is called once per completed request, from a pool thread; a pool that
+  re-runs a request (after a crash) may deliver it again -- the scheduler drops duplicates.
+* ``fail(error)`` reports an error the run cannot continue past; :meth:`WorkerPool.check`
+  raises one (called by the waiting trainer, so a wedged pool cannot hang it silently).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+from scalerl.pipeline.work import RoundRequest, RoundResult
+
+Deliver = Callable[[RoundResult], None]
+Fail = Callable[[BaseException], None]
+
+
+class WorkerPool(Protocol):
+    size: int
+    """Number of generators."""
+
+    def start(self, deliver: Deliver, fail: Fail) -> None: ...
+
+    def submit(self, request: RoundRequest) -> None: ...
+
+    def push_weights(self, model: Any, version: int) -> None:
+        """Send the trainer's current weights as policy ``version`` to every generator; each applies
+        them between two decode steps of whatever it is generating (in-flight update)."""
+        ...
+
+    def check(self) -> None: ...
+
+    def stats(self) -> dict[str, float]: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,197 @@
+"""Generator processes on the trainer's machine (``backend.workers=processes``).
+
+Each process (``spawn``-ed: forking a process that already runs torch threads is unsafe)
+rebuilds the policy from a :class:`~scalerl.pipeline.work.WorkerSpec` and runs its own
+interpreter, so generation and training never contend for one GIL. On the 2-core development
+machine this measured no faster than threads (benchmarks/pipeline_workers.py), which are the
+default; processes are the choice when the generator's Python work is what limits it (many
+generators, a model small enough that per-token overhead dominates, free cores).
+
+Weights travel through **shared memory**: one set of shared tensors and a shared version
+number, written together by the trainer under a cross-process lock after every update; then
+a wake-up goes down each process's notification queue. A listener thread in the process
+copies tensors and version under the same lock (never half-written, and the version always
+names the values copied) into its generator's update queue; the decode loop applies them
+between two steps (in-flight). A listener that falls behind skips straight to the newest.
+
+Requests go down one shared queue (an idle process takes the next) and results come back on
+another, read by a thread in the trainer's process that hands them to the scheduler. A
+process that dies is an error of the run (locally there is no cluster manager to restart it;
+the Ray backend restarts actors).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+import traceback
+from typing import Any
+
+from scalerl.pipeline.pool import Deliver, Fail
+from scalerl.pipeline.scheduler import PipelineError
+from scalerl.pipeline.work import WorkerSpec, build_worker
+
+
+def _exit_with_parent() -> None:
+    """A generator process must not outlive its trainer (killed with -9, say): it would wait on
+    its request queue forever. Exit as soon as the parent's sentinel fires."""
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        wait([parent.sentinel])
+        os._exit(0)
+
+    threading.Thread(target=watch, name="scalerl-parent-watch", daemon=True).start()
+
+
+def _process_main(spec: WorkerSpec, shared: dict, shared_version: Any, lock: Any, requests: Any, results: Any,
+                  notify: Any, stop: Any, worker_id: int) -> None:
+    _exit_with_parent()
+    try:
+        with lock:
+            state = {k: v.clone() for k, v in shared.items()}
+            version = shared_version.value
+        worker = build_worker(spec, state, version, worker_id)
+        del state
+    except BaseException:
+        results.put(("error", worker_id, traceback.format_exc()))
+        return
+    results.put(("ready", worker_id, None))
+    latest = [version]
+    synced = threading.Condition()
+
+    def listen() -> None:
+        while True:
+            if notify.get() is None:
+                return
+            with lock:
+                v = shared_version.value
+                if v <= latest[0]:
+                    continue  # an earlier wake-up already copied these
+                worker.generator.update_weights(shared, v)
+            with synced:
+                latest[0] = max(latest[0], v)
+                synced.notify_all()
+
+    threading.Thread(target=listen, name="scalerl-weights", daemon=True).start()
+    try:
+        while True:
+            request = requests.get()
+            if request is None or stop.is_set():
+                return
+            with synced:  # the staleness bound: never start on weights older than asked
+                synced.wait_for(lambda: latest[0] >= request.min_version)
+            result = worker.run(request)
+            results.put(("result", worker_id, result))
+    except BaseException:
+        results.put(("error", worker_id, traceback.format_exc()))
+    finally:
+        worker.close()
+
+
+class ProcessPool:
+    def __init__(self, spec: WorkerSpec, model: Any, version: int, size: int) -> None:
+        import torch.multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        self.size = size
+        self._shared = {k: v.detach().to("cpu", copy=True).share_memory_() for k, v in model.state_dict().items()}
+        self._version = ctx.Value("q", version, lock=False)  # guarded by self._lock, with the tensors
+        self._lock = ctx.Lock()
+        self._requests = ctx.Queue()
+        self._results = ctx.Queue()
+        self._notify = [ctx.SimpleQueue() for _ in range(size)]
+        self._stop_all = ctx.Event()
+        self._procs = [
+            ctx.Process(target=_process_main, name=f"scalerl-generator-{i}", daemon=True,
+                        args=(spec, self._shared, self._version, self._lock, self._requests, self._results,
+                              self._notify[i], self._stop_all, i))
+            for i in range(size)
+        ]
+        # Started now, not on the first batch: loading torch and the model overlaps the trainer's
+        # first evaluation.
+        for p in self._procs:
+            p.start()
+        self._reader: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self.ready = 0
+
+    @classmethod
+    def for_trainer(cls, trainer: Any) -> "ProcessPool":
+        return cls(WorkerSpec.from_trainer(trainer), trainer.model, trainer.version, trainer.cfg.backend.generators)
+
+    def start(self, deliver: Deliver, fail: Fail) -> None:
+        self._reader = threading.Thread(target=self._read, args=(deliver, fail), name="scalerl-results", daemon=True)
+        self._reader.start()
+
+    def _read(self, deliver: Deliver, fail: Fail) -> None:
+        while not self._stop.is_set():
+            try:
+                kind, worker_id, payload = self._results.get(timeout=0.5)
+            except queue.Empty:
+                dead = [(i, p.exitcode) for i, p in enumerate(self._procs) if not p.is_alive()]
+                if dead and not self._stop.is_set():
+                    i, code = dead[0]
+                    self._error = PipelineError(f"generator process {i} exited unexpectedly (exit code {code}); "
+                                                "see its output above")
+                    fail(self._error)
+                    return
+                continue
+            if kind == "result":
+                deliver(payload)
+            elif kind == "ready":
+                self.ready += 1
+            else:
+                self._error = PipelineError(f"generator process {worker_id} failed:\n{payload}")
+                fail(self._error)
+                return
+
+    def submit(self, request: Any) -> None:
+        self._requests.put(request)
+
+    def push_weights(self, model: Any, version: int) -> None:
+        state = model.state_dict()
+        with self._lock:
+            for name, target in self._shared.items():
+                target.copy_(state[name].detach())
+            self._version.value = version
+        for q in self._notify:
+            q.put(True)
+
+    def check(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def stats(self) -> dict[str, float]:
+        return {}
+
+    def close(self) -> None:
+        self._stop.set()
+        self._stop_all.set()
+        while True:  # queued requests are not worth finishing
+            try:
+                self._requests.get_nowait()
+            except (queue.Empty, OSError, ValueError):
+                break
+        for _ in self._procs:
+            self._requests.put(None)
+        for q in self._notify:
+            q.put(None)
+        deadline = time.monotonic() + 30
+        for p in self._procs:
+            p.join(timeout=max(0.1, deadline - time.monotonic()))
+            if p.is_alive():  # stuck in a long generate call: not worth waiting for
+                p.terminate()
+                p.join(timeout=5)
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+        self._requests.close()
+        self._results.close()

@@ -1,0 +1,412 @@
+"""The Ray backend: generator actors on a Ray cluster, the trainer in the driver process.
+
+    ray start --head                                  # machine 1 (prints the address)
+    ray start --address <head-ip>:6379                # every other machine
+    scalerl train --backend ray --set backend.generators=8 ...   # on the head, or RAY_ADDRESS=...
+
+Why the trainer stays in the driver: the :class:`~scalerl.train.trainer.Trainer` owns the
+run directory (run log, checkpoints, resume, the live forecast, the progress bar) and one
+optimizer; keeping it where the command runs means one code path for every backend and
+nothing to ship back. The generators are what scale out, so they are the actors. (A
+data-parallel trainer group would be actors; this trainer is one process.) Run the command
+on a machine with the trainer's accelerator.
+
+**Actors.** Each :class:`GeneratorActor` holds a policy copy and a generator (``hf`` on CPU or
+GPU; ``vllm`` on a GPU) and runs one request at a time; it is *threaded*
+(``max_concurrency=2``) so a weight update arrives while it generates, and the generator
+applies it between two decode steps. Requests go to idle actors from a queue in the driver
+(one dispatcher thread), so a slow actor never holds up the others.
+
+**Weights.**
+``object_store`` (CPU; the default with ``hf``): after each update the driver ``ray.put``-s the
+state dict once and tells every actor the new version with a reference to it; each actor
+pulls it (``ray.get``: one transfer per node, then shared memory). Versions only move forward
+in an actor, whatever order the calls run in.
+``nccl`` (GPU; the default with ``vllm``): the driver joins a NCCL group with the vLLM workers
+(vLLM's ``StatelessProcessGroup`` + ``PyNcclCommunicator``, the pattern of vLLM's RLHF
+examples) and broadcasts each tensor from the trainer's GPU; each actor receives between two
+engine steps and loads with the model's ``load_weights`` (:mod:`scalerl.generate.vllm`).
+
+**Restarts, with no lost or duplicated batch.** Actors are created with
+``max_restarts = backend.max_restarts``; when one dies (killed, out of memory, its node gone)
+Ray re-runs its constructor -- which loads no weights, so it depends on nothing that may be
+gone -- and the dispatcher re-queues the request it was running: the *same* request, same
+batch index, same prompts, same seed (:mod:`~scalerl.pipeline.scheduler` drew them once, at
+dispatch). Every request carries a reference to the newest weights and an actor behind them
+pulls first, so the restarted actor resumes on current weights (never older than the
+request's ``min_version``). The scheduler accepts one result per (batch, round), so a batch
+is trained on once even if a result were delivered twice. Restarts are counted by the
+process id that answers (``pipeline/actor_restarts``); an actor Ray gave up on (restarts used
+up) is dropped, and the run fails with a clear error only when none is left. In sync mode
+with per-batch seeds the regenerated batch is the lost one, token for token, up to float
+noise between processes (tests/pipeline/test_ray_backend.py checks the run against the local
+backend).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import threading
+import time
+from typing import Any
+
+from scalerl.errors import ConfigError
+from scalerl.pipeline.pool import Deliver, Fail
+from scalerl.pipeline.scheduler import PipelineError
+from scalerl.pipeline.work import RoundRequest, WorkerSpec
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("--backend ray needs Ray: pip install 'scalerl[ray]'") from None
+    return ray
+
+
+class GeneratorActor:
+    """One generator on the cluster (wrapped with ``ray.remote`` by :class:`RayPool`)."""
+
+    def __init__(self, spec: WorkerSpec, worker_id: int) -> None:
+        # No weights here: the constructor is what Ray re-runs on a restart, so it must not
+        # depend on an object that may be gone by then. The first request (or update) brings a
+        # reference to the newest weights, which _sync pulls before generating.
+        from scalerl.pipeline.work import build_worker
+
+        self.worker = build_worker(spec, {}, NO_WEIGHTS, worker_id)
+        self._lock = threading.Lock()
+        self._latest = NO_WEIGHTS
+
+    def ready(self) -> int:
+        return os.getpid()
+
+    def run(self, request: RoundRequest, weights: list, version: int) -> tuple[int, Any]:
+        """Generate one request; first catch up to ``version`` if behind (a restarted actor is).
+        Returns (this process's id -- a new one after a restart --, the result)."""
+        self._sync(weights, version)
+        return os.getpid(), self.worker.run(request)
+
+    def update_weights(self, weights: list, version: int) -> None:
+        """New weights (a reference into the object store, pulled here), applied in flight."""
+        self._sync(weights, version)
+
+    def _sync(self, weights: list, version: int) -> None:
+        import ray
+
+        with self._lock:  # two update calls may run at once on a threaded actor: newest wins
+            if version <= self._latest or not weights:
+                return
+            self.worker.generator.update_weights(ray.get(weights[0]), version)
+            self._latest = version
+
+    # -- the nccl path (vllm generators on GPUs; see scalerl.generate.vllm)
+    def init_weight_broadcast(self, master_address: str, master_port: int, rank: int, world_size: int) -> None:
+        self.worker.generator.init_weight_broadcast(master_address, master_port, rank, world_size)
+
+    def receive_weight_broadcast(self, names_dtypes_shapes: list, version: int) -> None:
+        with self._lock:
+            self.worker.generator.receive_weight_broadcast(names_dtypes_shapes, version)
+            self._latest = max(self._latest, version)
+
+    def close(self) -> None:
+        self.worker.close()
+
+
+#: The version of an actor that holds no weights yet (so that any update, version 0 included, is newer).
+NO_WEIGHTS = -1
+
+
+def _cpu_state(model: Any) -> dict[str, Any]:
+    return {k: v.detach().to("cpu") for k, v in model.state_dict().items()}
+
+
+class _ObjectStoreSync:
+    """Weights through Ray's object store: one ``ray.put`` per update, every actor pulls."""
+
+    def __init__(self, pool: "RayPool", model: Any, version: int) -> None:
+        self.pool = pool
+        self.latest = (pool.ray.put(_cpu_state(model)), version)
+
+    def request_args(self) -> tuple[list, int]:
+        ref, version = self.latest
+        return [ref], version
+
+    def push(self, model: Any, version: int) -> list:
+        ref = self.pool.ray.put(_cpu_state(model))
+        self.latest = (ref, version)
+        return [a.update_weights.remote([ref], version) for a in self.pool.live_actors()]
+
+
+class _NcclSync:
+    """Weights by NCCL broadcast from the trainer's GPU to every vLLM generator (GPU clusters only)."""
+
+    def __init__(self, pool: "RayPool", model: Any, version: int) -> None:
+        import torch
+        from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator
+        from vllm.distributed.utils import StatelessProcessGroup
+
+        ray = pool.ray
+        self.pool = pool
+        self.version = version
+        device = next(model.parameters()).device
+        if device.type != "cuda":
+            raise ConfigError("backend.weight_sync=nccl needs the trainer on a CUDA GPU (run.device=cuda)")
+        address = ray.util.get_node_ip_address()
+        port = _free_port()
+        world = 1 + len(pool.actors)  # one vLLM worker per actor (tensor_parallel_size=1)
+        joins = [a.init_weight_broadcast.remote(address, port, 1 + i, world) for i, a in enumerate(pool.actors)]
+        group = StatelessProcessGroup.create(host=address, port=port, rank=0, world_size=world)
+        self.comm = PyNcclCommunicator(group, device=device)
+        ray.get(joins)
+        self.stream = torch.cuda.current_stream
+        self.push(model, version)
+
+    def request_args(self) -> tuple[list, int]:
+        return [], self.version  # actors receive every broadcast; nothing to pull
+
+    def push(self, model: Any, version: int) -> list:
+        # Each actor posts its receives between two engine steps; the broadcasts below complete
+        # once all have. A restarted actor cannot rejoin the group: with nccl a dead actor fails the run.
+        state = model.state_dict()
+        meta = [(k, str(v.dtype).removeprefix("torch."), tuple(v.shape)) for k, v in state.items()]
+        calls = [a.receive_weight_broadcast.remote(meta, version) for a in self.pool.live_actors()]
+        for _, tensor in state.items():
+            self.comm.broadcast(tensor.detach().contiguous(), src=0, stream=self.stream())
+        self.version = version
+        return calls
+
+
+@contextlib.contextmanager
+def _without_trainer_gpu(model: Any, address: str | None):
+    """Starting a one-machine cluster from a trainer on a GPU: hide that GPU from Ray, so that no
+    generator actor is placed on it (the trainer's CUDA context already exists and is unaffected).
+    A cluster started with ``ray start`` is the user's to lay out (docs/distributed.md)."""
+    device = next(model.parameters()).device
+    if address is not None or device.type != "cuda":
+        yield
+        return
+    import torch
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = visible.split(",") if visible else [str(i) for i in range(torch.cuda.device_count())]
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(g for i, g in enumerate(ids) if i != index)
+    try:
+        yield
+    finally:
+        if visible is None:
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = visible
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+#: backend.weight_sync -> how weights reach the actors ("auto" resolved by RayPool).
+WEIGHT_SYNC = {"object_store": _ObjectStoreSync, "nccl": _NcclSync}
+
+
+class RayPool:
+    """Generator actors behind the :class:`~scalerl.pipeline.pool.WorkerPool` interface."""
+
+    def __init__(self, spec: WorkerSpec, model: Any, version: int, size: int, *, address: str | None = None,
+                 cpus: float = 1.0, gpus: float = 0.0, max_restarts: int = 3, weight_sync: str = "auto") -> None:
+        ray = self.ray = _ray()
+        self._owns_ray = False
+        sync_name = weight_sync if weight_sync != "auto" else ("nccl" if spec.generator == "vllm" else "object_store")
+        if sync_name == "nccl":
+            # A restarted process cannot rejoin a NCCL group (its membership is fixed at creation):
+            # with nccl a dead generator ends the run, with a clear error, instead of a restart.
+            max_restarts = 0
+        if not ray.is_initialized():
+            address = address or os.environ.get("RAY_ADDRESS")
+            with _without_trainer_gpu(model, address):
+                ray.init(address=address, include_dashboard=False)
+            self._owns_ray = True
+        self._check_resources(size, cpus, gpus)
+        self.size = size
+        self.devices = 1 + size  # the trainer and each generator actor (for accelerator-hours)
+        self.max_restarts = max_restarts
+        cls = ray.remote(GeneratorActor).options(
+            num_cpus=cpus, num_gpus=gpus, max_restarts=max_restarts, max_task_retries=0, max_concurrency=2,
+        )
+        self.actors = [cls.remote(spec, i) for i in range(size)]
+        self._wait_ready()
+        self._sync = WEIGHT_SYNC[sync_name](self, model, version)
+        self._lock = threading.Condition()
+        self._pending: collections.deque[RoundRequest] = collections.deque()
+        self._idle: collections.deque[int] = collections.deque(range(size))
+        self._inflight: dict[Any, tuple[int, RoundRequest]] = {}
+        self._dead: set[int] = set()
+        self._not_before: dict[int, float] = {}
+        self._pids: list[int | None] = list(self._pids_at_start)
+        self.restarts = 0
+        self._update_calls: list = []
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self.requeued = 0
+
+    @classmethod
+    def for_trainer(cls, trainer: Any) -> "RayPool":
+        b = trainer.cfg.backend
+        return cls(WorkerSpec.from_trainer(trainer), trainer.model, trainer.version, b.generators,
+                   address=b.ray_address, cpus=b.generator_cpus, gpus=b.generator_gpus, max_restarts=b.max_restarts,
+                   weight_sync=b.weight_sync)
+
+    def _check_resources(self, size: int, cpus: float, gpus: float) -> None:
+        have = self.ray.cluster_resources()
+        need = {"CPU": size * cpus, "GPU": size * gpus}
+        for name, amount in need.items():
+            if amount > have.get(name, 0.0) + 1e-9:
+                raise ConfigError(
+                    f"backend: {size} generator actors need {amount:g} {name} but the Ray cluster has "
+                    f"{have.get(name, 0.0):g}; lower backend.generators or backend.generator_{name.lower()}s, "
+                    "or add machines (ray start --address ...)"
+                )
+
+    def _wait_ready(self, timeout: float = 600.0) -> None:
+        try:
+            self._pids_at_start = self.ray.get([a.ready.remote() for a in self.actors], timeout=timeout)
+        except self.ray.exceptions.GetTimeoutError:
+            raise PipelineError(f"generator actors did not start within {timeout:g} s (see the Ray logs)") from None
+
+    def live_actors(self) -> list:
+        return [a for i, a in enumerate(self.actors) if i not in self._dead]
+
+    # ------------------------------------------------------------------ the dispatcher thread
+    def start(self, deliver: Deliver, fail: Fail) -> None:
+        self._thread = threading.Thread(target=self._loop, args=(deliver, fail), name="scalerl-ray-dispatch",
+                                        daemon=True)
+        self._thread.start()
+
+    def submit(self, request: RoundRequest) -> None:
+        with self._lock:
+            self._pending.append(request)
+            self._lock.notify_all()
+
+    def _assign(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            waiting = []
+            while self._pending and self._idle:
+                i = self._idle.popleft()
+                if self._not_before.get(i, 0.0) > now:  # restarting: leave it alone a little longer
+                    waiting.append(i)
+                    continue
+                request = self._pending.popleft()
+                weights, version = self._sync.request_args()
+                ref = self.actors[i].run.remote(request, weights, version)
+                self._inflight[ref] = (i, request)
+            self._idle.extendleft(reversed(waiting))
+
+    def _loop(self, deliver: Deliver, fail: Fail) -> None:
+        ray = self.ray
+        while not self._stop.is_set():
+            self._assign()
+            with self._lock:
+                refs = list(self._inflight)
+                if not refs:
+                    self._lock.wait(timeout=0.1)
+                    continue
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0.05, fetch_local=True)
+            for ref in ready:
+                with self._lock:
+                    i, request = self._inflight.pop(ref)
+                try:
+                    pid, result = ray.get(ref)
+                except ray.exceptions.RayActorError as exc:
+                    if not self._actor_lost(i, request, exc):
+                        fail(self._error)
+                        return
+                    continue
+                except Exception as exc:  # the generator itself raised: a bug or bad input, not a crash
+                    self._error = PipelineError(f"generator actor {i} failed on batch {request.index}: {exc}")
+                    fail(self._error)
+                    return
+                with self._lock:
+                    self._idle.append(i)
+                    if self._pids[i] is not None and self._pids[i] != pid:
+                        self.restarts += 1  # a new process answered for actor i
+                    self._pids[i] = pid
+                deliver(result)
+            self._reap_updates()
+
+    def _actor_lost(self, i: int, request: RoundRequest, exc: BaseException) -> bool:
+        """Re-queue the request of an actor that died; False when no actor is left.
+
+        Ray reports a call to an actor it is restarting as ``ActorUnavailableError`` and one to an
+        actor it gave up on (``max_restarts`` used up) as ``ActorDiedError``."""
+        with self._lock:
+            self._pending.appendleft(request)  # the same request: same index, prompts, seed
+            self.requeued += 1
+            if isinstance(exc, self.ray.exceptions.ActorDiedError):
+                self._dead.add(i)
+            else:  # restarting (or a network blip): try it again shortly
+                self._not_before[i] = time.monotonic() + 0.5
+                self._idle.append(i)
+            if len(self._dead) == self.size:
+                self._error = PipelineError(
+                    f"every generator actor died and backend.max_restarts={self.max_restarts} restarts are used up "
+                    f"(last: {exc}); see the Ray logs")
+                return False
+        return True
+
+    def _reap_updates(self) -> None:
+        # Weight-update calls are fire-and-forget; collect the finished ones so that a call to an
+        # actor that was dead at the time does not leak or print as an unhandled error.
+        if not self._update_calls:
+            return
+        done, self._update_calls = self.ray.wait(self._update_calls, num_returns=len(self._update_calls), timeout=0)
+        for ref in done:
+            try:
+                self.ray.get(ref)
+            except self.ray.exceptions.RayActorError:
+                pass  # the actor restarts and pulls the newest weights with its next request
+
+    # ------------------------------------------------------------------ the trainer's side
+    def push_weights(self, model: Any, version: int) -> None:
+        calls = self._sync.push(model, version)
+        with self._lock:
+            self._update_calls.extend(calls)
+
+    def check(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def stats(self) -> dict[str, float]:
+        return {"actor_restarts": self.restarts, "requeued": self.requeued, "actors_lost": len(self._dead)}
+
+    def kill(self, worker: int) -> None:
+        """Kill generator actor ``worker`` as a crash would (Ray restarts it): for tests and drills."""
+        self.ray.kill(self.actors[worker], no_restart=False)
+
+    def busy_workers(self) -> dict[int, int]:
+        """actor -> batch index it is running now."""
+        with self._lock:
+            return {i: request.index for i, request in self._inflight.values()}
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        try:  # let each actor stop its reward worker process, if it has one
+            self.ray.get([a.close.remote() for a in self.live_actors()], timeout=10)
+        except Exception:  # a dead or stuck actor: killed below anyway
+            pass
+        for a in self.actors:
+            try:
+                self.ray.kill(a, no_restart=True)
+            except Exception:  # already gone
+                pass
+        self.actors = []
+        if self._owns_ray:
+            self.ray.shutdown()

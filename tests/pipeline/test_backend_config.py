@@ -1,0 +1,47 @@
+"""Backend settings that cannot run are refused up front, on one line, before anything starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from scalerl.cli import main
+from scalerl.errors import ConfigError
+from scalerl.train.config import TrainConfig, resolve
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["backend.generator=vllm"], "backend.generator=vllm runs in Ray actors: add --backend ray"),
+    (["backend.name=ray", "backend.weight_sync=nccl"], "weight_sync=nccl is implemented for the vllm generator"),
+    (["backend.generators=0"], "backend.generators must be >= 1"),
+    (["backend.workers=threads", "backend.generator_device=cuda"], "thread workers share the trainer's device"),
+])
+def test_unsupported_backend_combinations_are_config_errors(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        resolve(TrainConfig(), overrides)
+
+
+def test_the_cli_prints_them_and_exits_2(tmp_path, capsys):
+    code = main(["train", "--model", "tiny", "--output", str(tmp_path / "r"), "--no-progress",
+                 "--set", "backend.generator=vllm"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--backend ray" in err and "Traceback" not in err
+
+
+def test_importing_scalerl_needs_neither_vllm_nor_ray():
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['vllm'] = None; sys.modules['ray'] = None\n"
+            "import scalerl.cli, scalerl.train.trainer, scalerl.pipeline.registry, scalerl.generate.vllm\n"
+            "import scalerl.pipeline.ray_backend, scalerl.generate.vllm_worker\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_ray_backend_without_ray_is_a_clear_error(monkeypatch):
+    import sys
+
+    from scalerl.pipeline.ray_backend import _ray
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ConfigError, match=r"pip install 'scalerl\[ray\]'"):
+        _ray()

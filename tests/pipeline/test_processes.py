@@ -1,0 +1,76 @@
+"""Generator processes: weights pushed through shared memory land mid-sequence, the per-token versions
+record the switch, and the tokens after it really come from the new weights."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+import pytest
+import torch
+
+from scalerl.generate.base import SamplingParams
+from scalerl.pipeline.processes import ProcessPool
+from scalerl.pipeline.work import RoundRequest, WorkerSpec
+from scalerl.rl.recipe import RecipeConfig
+from scalerl.tasks.arithmetic import ArithmeticTask
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture()
+def models(char_tokenizer):
+    """Two weight sets of one architecture: 'uniform' (final norm zeroed: every logit 0, so every
+    sampled token's log-prob is exactly -log V) and 'peaked' (a random model with a sharpened head)."""
+    from scalerl.models.tiny import TinyArchitecture, build_tiny_model
+
+    arch = TinyArchitecture(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                            num_key_value_heads=2)
+    random_model = build_tiny_model(char_tokenizer, arch, seed=0)
+    with torch.no_grad():
+        random_model.lm_head.weight.mul_(20.0)
+    uniform = build_tiny_model(char_tokenizer, arch, seed=0)
+    with torch.no_grad():
+        uniform.model.norm.weight.zero_()
+    return uniform, random_model
+
+
+def test_weights_pushed_mid_sequence_show_in_versions_and_are_used(char_tokenizer, models):
+    uniform, random_model = models
+    recipe = RecipeConfig()
+    recipe.length.mode = "truncate"
+    recipe.length.max_new_tokens = 300
+    spec = WorkerSpec(model_config=uniform.config, tokenizer=char_tokenizer, dtype="float32", fp32_lm_head=False,
+                      recipe=recipe, task_name="arithmetic", task_settings={}, task_reward=None, task_reward_timeout=5,
+                      seed=0)
+    pool = ProcessPool(spec, uniform, version=0, size=1)
+    results, errors = [], []
+    done = threading.Event()
+    pool.start(lambda r: (results.append(r), done.set()), lambda e: (errors.append(e), done.set()))
+    try:
+        problems = ArithmeticTask().train_problems()[:8]
+        pool.submit(RoundRequest(0, 0, problems, SamplingParams(max_new_tokens=300, temperature=1.0, seed=1), 0))
+        # Alternate the two weight sets (odd versions: random, even: uniform) until the request is done.
+        version = 0
+        while not done.wait(0.05):
+            version += 1
+            pool.push_weights(random_model if version % 2 else uniform, version)
+            assert version < 2000, "the generator process never answered"
+    finally:
+        pool.close()
+    assert not errors, errors
+    log_v = math.log(uniform.config.vocab_size)
+    switched, deviation = 0, []
+    for group in results[0].groups:
+        for c in group.completions:
+            assert c.versions == sorted(c.versions)  # versions only move forward
+            switched += len(set(c.versions)) > 1
+            for v, lp in zip(c.versions, c.logprobs):
+                if v % 2 == 0:  # uniform weights produced it
+                    assert lp == pytest.approx(-log_v, abs=1e-5)
+                else:  # the peaked weights: never the uniform value
+                    assert abs(lp + log_v) > 1e-6
+                    deviation.append(abs(lp + log_v))
+    assert sum(deviation) / len(deviation) > 0.1
+    assert switched > 0  # some sequences changed weights mid-way, with their KV cache
