@@ -96,3 +96,26 @@ def test_demo_smoke(tiny_dir, tmp_path, capsys):
     assert code == 0
     printed = capsys.readouterr().out
     assert "report:" in printed and (out / "report.html").exists() and (out / "final" / "config.json").exists()
+
+
+def test_eval_of_a_run_reproduces_its_last_evaluation(tiny_dir, tmp_path, capsys):
+    """`scalerl eval --run DIR` evaluates the final model with the run's settings and seeds."""
+    out = tmp_path / "run"
+    assert main(small_args(out, "--set", "pipeline=sync", "--set", "k=1", "--set", "eval.sets=[val, hard]")) == 0
+    _, rows = _rows(out)
+    last = [r for r in rows if r["type"] == "eval"][-1]
+    capsys.readouterr()
+    assert main(["eval", "--run", str(out), "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["model"] == str(out / "final") and set(obj["sets"]) == {"val", "hard"}
+    for name in ("val", "hard"):
+        assert obj["sets"][name]["pass_rate"] == pytest.approx(last[f"{name}/pass_rate"], abs=1e-9)
+        assert obj["sets"][name]["frac_interrupted"] == pytest.approx(last[f"{name}/frac_interrupted"], abs=1e-9)
+    # A flag overrides the run's setting.
+    assert main(["eval", "--run", str(out), "--sets", "val", "--problems", "5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["sets"]["val"]["problems"] == 5
+
+
+def test_eval_of_a_directory_that_is_not_a_run_exits_2(tmp_path, capsys):
+    assert main(["eval", "--run", str(tmp_path)]) == 2
+    assert "config.yaml" in capsys.readouterr().err

@@ -1,25 +1,64 @@
 """``scalerl eval``: mean@k pass rate of a model on a task's evaluation sets.
 
     scalerl eval --model runs/demo/final --sets val hard --k 8
+    scalerl eval --run runs/demo                 # the run's final model, evaluated as the run did
+
+``--run DIR`` takes everything from the run's ``config.yaml`` -- task, evaluation sets, k,
+problems, temperature, token budget and the recipe's length control (forced interruptions) --
+and, unless ``--seed`` is given, the run's own evaluation seeds: the last evaluation row of a
+finished run is reproduced exactly. Any flag given overrides the run's setting.
+Without ``--run`` the defaults are plain sampling (no interruptions) on the arithmetic task.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+#: Defaults when neither a flag nor a run's config says otherwise.
+DEFAULTS = {"model": "tiny", "task": "arithmetic", "k": 4, "problems": 200, "temperature": 1.0,
+            "max_new_tokens": 48, "seed": 0}
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--model", default="tiny", metavar="PATH|HUB_ID|tiny", help="model to evaluate (default: tiny)")
-    p.add_argument("--task", default="arithmetic", help="task (default: arithmetic)")
+    p.add_argument("--run", metavar="DIR", help="a run directory: its final model and its evaluation settings")
+    p.add_argument("--model", metavar="PATH|HUB_ID|tiny", help="model to evaluate (default: the run's final model, or tiny)")
+    p.add_argument("--task", help="task (default: the run's, or arithmetic)")
     p.add_argument("--data", metavar="FILE", help="math task: data file")
     p.add_argument("--reward", metavar="MODULE:FUNCTION", help="your own reward function")
-    p.add_argument("--sets", nargs="+", metavar="NAME", help="evaluation sets (default: all of the task's)")
-    p.add_argument("--k", type=int, default=4, help="samples per problem (mean@k)")
-    p.add_argument("--problems", type=int, default=200, help="problems per set")
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--max-new-tokens", type=int, default=48)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sets", nargs="+", metavar="NAME", help="evaluation sets (default: the run's, or all of the task's)")
+    p.add_argument("--k", type=int, help="samples per problem, mean@k (default: the run's, or 4)")
+    p.add_argument("--problems", type=int, help="problems per set (default: the run's, or 200)")
+    p.add_argument("--temperature", type=float, help="sampling temperature (default: the run's, or 1.0)")
+    p.add_argument("--max-new-tokens", type=int, help="token budget (default: the run's, or 48)")
+    p.add_argument("--seed", type=int, help="sampling seed (default: 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _run_settings(run_dir: str):
+    """(settings from the run's config.yaml, its length controller factory) for ``--run``."""
+    from scalerl.config import load_yaml
+    from scalerl.errors import InputError
+    from scalerl.train.config import TrainConfig
+    from scalerl.train.trainer import eval_seed
+
+    cfg_path = Path(run_dir) / "config.yaml"
+    if not cfg_path.is_file():
+        raise InputError(f"--run {run_dir}: no config.yaml there; give a run directory written by scalerl train/demo")
+    cfg = load_yaml(TrainConfig, cfg_path)
+    final = Path(run_dir) / "final"
+    settings = {
+        "model": str(final) if final.is_dir() else None,
+        "task": cfg.task.name, "data": cfg.task.data, "reward": cfg.task.reward, "task_settings": dict(cfg.task.settings),
+        "sets": list(cfg.eval.sets), "k": cfg.eval.samples_per_problem, "problems": cfg.eval.problems,
+        "temperature": cfg.eval.temperature, "max_new_tokens": cfg.recipe.length.max_new_tokens,
+        "length": cfg.recipe.length, "batch_size": cfg.eval.batch_size,
+        # The trainer's seed for evaluation set i (Trainer.evaluate), so that --run reproduces it.
+        "set_seeds": {name: eval_seed(cfg.run.seed, i) for i, name in enumerate(cfg.eval.sets)},
+    }
+    if settings["model"] is None:
+        raise InputError(f"--run {run_dir}: no final/ model yet (the run did not finish); pass --model PATH")
+    return settings
 
 
 def run(args) -> int:
@@ -27,26 +66,41 @@ def run(args) -> int:
     from scalerl.generate.base import SamplingParams
     from scalerl.generate.hf import HFGenerator
     from scalerl.models.loading import load_model
+    from scalerl.rl.length import length_controller
     from scalerl.tasks.registry import get_task
     from scalerl.train.evaluate import evaluate
 
-    if args.k < 1 or args.problems < 1:
+    base = _run_settings(args.run) if args.run else {}
+    # A flag wins over the run's setting, which wins over the plain default.
+    pick = {key: getattr(args, key) if getattr(args, key) is not None else base.get(key, DEFAULTS.get(key))
+            for key in ("model", "task", "data", "reward", "sets", "k", "problems", "temperature", "max_new_tokens", "seed")}
+    if pick["k"] < 1 or pick["problems"] < 1:
         raise InputError("--k and --problems must be >= 1")
-    model, tokenizer = load_model(args.model)
-    task = get_task(args.task, reward=args.reward, **({"data": args.data} if args.data else {}))
+    model, tokenizer = load_model(pick["model"])
+    task_settings = dict(base.get("task_settings", {})) if pick["task"] == base.get("task") else {}
+    if pick["data"]:
+        task_settings["data"] = pick["data"]
+    task = get_task(pick["task"], reward=pick["reward"], **task_settings)
     sets = task.eval_sets()
-    names = args.sets or list(sets)
+    names = pick["sets"] or list(sets)
     unknown = [s for s in names if s not in sets]
     if unknown:
-        raise InputError(f"task {args.task!r} has no evaluation set {unknown[0]!r}; it has: {', '.join(sets)}")
-    gen = HFGenerator(model, tokenizer, seed=args.seed)
-    params = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed)
-    results = {s: evaluate(gen, tokenizer, task, list(sets[s])[: args.problems], args.k, params, batch_size=512) for s in names}
+        raise InputError(f"task {pick['task']!r} has no evaluation set {unknown[0]!r}; it has: {', '.join(sets)}")
+    length = length_controller(base["length"], tokenizer) if "length" in base else None
+    gen = HFGenerator(model, tokenizer, seed=pick["seed"])
+    set_seeds = base.get("set_seeds", {}) if args.seed is None else {}
+    results = {}
+    for s in names:
+        seed = set_seeds.get(s, pick["seed"])
+        params = SamplingParams(max_new_tokens=pick["max_new_tokens"], temperature=pick["temperature"], seed=seed)
+        results[s] = evaluate(gen, tokenizer, task, list(sets[s])[: pick["problems"]], pick["k"], params, length,
+                              batch_size=base.get("batch_size", 512))
     if args.json:
-        print(json.dumps({"model": args.model, "task": args.task, "k": args.k, "sets": results}))
+        print(json.dumps({"model": pick["model"], "task": pick["task"], "k": pick["k"], "sets": results}))
         return 0
-    print(f"model {args.model}, task {args.task}, mean@{args.k} at temperature {args.temperature}")
+    how = "the run's length control" if length is not None else "plain sampling"
+    print(f"model {pick['model']}, task {pick['task']}, mean@{pick['k']} at temperature {pick['temperature']}, {how}")
     for s, m in results.items():
-        print(f"  {s:<8} pass rate {m['pass_rate']:.3f}  pass@{args.k} {m['pass_at_k']:.3f}  "
+        print(f"  {s:<8} pass rate {m['pass_rate']:.3f}  pass@{pick['k']} {m['pass_at_k']:.3f}  "
               f"mean length {m['mean_len']:.1f}  ({int(m['problems'])} problems)")
     return 0

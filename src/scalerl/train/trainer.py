@@ -65,6 +65,12 @@ def _seed(base: int, *parts: int) -> int:
     return h
 
 
+def eval_seed(run_seed: int, set_index: int) -> int:
+    """The sampling seed of evaluation set ``set_index``: the same at every evaluation of a run
+    (common random numbers: consecutive rows differ by the policy, not by the draw)."""
+    return _seed(run_seed, 2, set_index)
+
+
 def _device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -248,7 +254,7 @@ class Trainer:
         row: dict[str, Any] = {"type": "eval", **self.meter.row(), "version": self.version}
         for i, (name, problems) in enumerate(self.eval_sets.items()):
             params = SamplingParams(max_new_tokens=cfg.recipe.length.max_new_tokens, temperature=cfg.eval.temperature,
-                                    seed=_seed(cfg.run.seed, 2, i))
+                                    seed=eval_seed(cfg.run.seed, i))
             m = evaluate(self.generator, self.tokenizer, self.task, problems, cfg.eval.samples_per_problem, params,
                          self.length_control, batch_size=cfg.eval.batch_size)
             self.meter.eval_tokens += int(m["tokens"])
