@@ -113,3 +113,27 @@ class Generator(Protocol):
     def update_weights(self, state_dict: Mapping[str, Any], version: int) -> None:
         """Queue new weights; they take effect between two decode steps (in-flight update)."""
         ...
+
+
+class InFlightUpdates:
+    """Mixin of the generators that accept new weights while they generate.
+
+    A subclass holds ``self._busy`` (a lock held for a whole generate call) and implements
+    ``_apply_pending()`` (load queued weights; called only while holding ``_busy``). A generate
+    call applies queued weights between two decode steps; an update that arrives while no call
+    runs is applied at once here.
+    """
+
+    _busy: Any
+
+    def _apply_pending(self) -> None:  # pragma: no cover - implemented by the generator
+        raise NotImplementedError
+
+    def _apply_if_idle(self) -> None:
+        # If a generate call holds the lock it applies the update before its next step; it also
+        # calls this after releasing the lock, so an update that raced its last step is not lost.
+        if self._busy.acquire(blocking=False):
+            try:
+                self._apply_pending()
+            finally:
+                self._busy.release()

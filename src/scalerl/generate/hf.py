@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from scalerl.generate.base import Completion, LengthController, SamplingParams
+from scalerl.generate.base import Completion, InFlightUpdates, LengthController, SamplingParams
 from scalerl.generate.sampling import sample_next
 
 
@@ -60,7 +60,7 @@ def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
     return sorted(ids)
 
 
-class HFGenerator:
+class HFGenerator(InFlightUpdates):
     """Batched sampling with a KV cache on a Hugging Face causal LM (implements ``Generator``).
 
     ``update_weights`` may be called from any thread at any time: the new weights are copied at
@@ -142,15 +142,6 @@ class HFGenerator:
             for name, value in tensors.items():
                 targets[name].copy_(value)
         self.version = version
-
-    def _apply_if_idle(self) -> None:
-        # If a generate call holds the lock it applies the update before its next step; it also
-        # calls this after releasing the lock, so an update that raced its last step is not lost.
-        if self._busy.acquire(blocking=False):
-            try:
-                self._apply_pending()
-            finally:
-                self._busy.release()
 
     # ---- sampling ----------------------------------------------------------------------------
     def generate(

@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from scalerl.errors import ConfigError
-from scalerl.generate.base import Completion, LengthController, SamplingParams
+from scalerl.generate.base import Completion, InFlightUpdates, LengthController, SamplingParams
 
 
 @dataclass
@@ -89,7 +89,7 @@ def _row_seed(seed: int | None, row: int, segment: int) -> int | None:
     return (seed * 1_000_003 + row * 7919 + segment * 104_729) & 0x7FFFFFFF
 
 
-class VLLMGenerator:
+class VLLMGenerator(InFlightUpdates):
     """Sampling with vLLM's engine (see the module docstring). One ``generate`` call at a time."""
 
     def __init__(self, engine: Any, tokenizer: Any, eos_ids: Sequence[int], *, seed: int = 0, version: int = -1) -> None:
@@ -180,13 +180,6 @@ class VLLMGenerator:
         with self._applied:
             self.version = version
             self._applied.notify_all()
-
-    def _apply_if_idle(self) -> None:
-        if self._busy.acquire(blocking=False):
-            try:
-                self._apply_pending()
-            finally:
-                self._busy.release()
 
     # ---- sampling -----------------------------------------------------------------------------
     def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams,
