@@ -47,7 +47,7 @@ from typing import Any, Callable
 
 from scalerl.pipeline.work import RoundRequest, RoundResult
 from scalerl.rl.filters import DynamicSamplingBuffer
-from scalerl.train.rollout import RolloutBatch
+from scalerl.train.rollout import RolloutBatch, completion_lags
 
 
 class PipelineError(RuntimeError):
@@ -151,7 +151,7 @@ class _Assembly:
 
 def token_lags(batch: RolloutBatch, version: int) -> list[int]:
     """How many updates the trainer (at ``version``) is ahead of each sampled token of ``batch``."""
-    return [version - v for c in batch.completions for v, m in zip(c.versions, c.loss_mask) if m]
+    return completion_lags(batch.completions, version)
 
 
 # ----------------------------------------------------------------------------- the scheduler

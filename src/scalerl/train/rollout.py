@@ -54,6 +54,12 @@ class RolloutBatch:
         return [c for g in self.groups for c in g.completions]
 
 
+def completion_lags(completions: Sequence[Completion], version: int) -> list[int]:
+    """How many updates a trainer at ``version`` is ahead of each sampled token that enters the
+    loss (``loss_mask``): the staleness PipelineRL-k bounds by k."""
+    return [version - v for c in completions for v, m in zip(c.versions, c.loss_mask) if m]
+
+
 def score_groups(
     task: Task,
     problems: Sequence[Problem],

@@ -30,7 +30,6 @@ import torch
 from scalerl.config import load_yaml, save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, ScaleRLError
 from scalerl.generate.base import SamplingParams
-from scalerl.pipeline.scheduler import token_lags
 from scalerl.runlog import RunLogWriter, read_runlog
 from scalerl.train.checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from scalerl.train.compute import ComputeMeter
@@ -162,8 +161,7 @@ class Trainer:
         self.step = 0
         self.skipped_steps = 0
         self.nan_streak = 0
-        self.lag_max_since_eval = 0.0
-        self.lag_hist: dict[int, int] = {}  # trained tokens per lag, since the last evaluation
+        self.lag_hist: dict[int, int] = {}  # trained tokens per lag since the last evaluation row
         self.evals: list[dict[str, Any]] = []
         self.source = make_source(self, r.off_policy.pipeline, r.off_policy.k)
         # Devices the clock counts (accelerator-hours): Ray's generator actors hold their own.
@@ -208,7 +206,6 @@ class Trainer:
             "step": self.step,
             "version": self.version,
             "skipped_steps": self.skipped_steps,
-            "lag_max_since_eval": self.lag_max_since_eval,
             "lag_hist": dict(self.lag_hist),
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
@@ -240,7 +237,7 @@ class Trainer:
         self.source.load_state_dict(state["source"])
         set_rng_state(state["rng"])
         self.step, self.version = state["step"], state["version"]
-        self.skipped_steps, self.lag_max_since_eval = state["skipped_steps"], state["lag_max_since_eval"]
+        self.skipped_steps = state["skipped_steps"]
         self.lag_hist = dict(state.get("lag_hist", {}))
         self.evals = state["evals"]
         self.generator.version = self.version
@@ -261,7 +258,7 @@ class Trainer:
             for key in ("pass_rate", "pass_at_k", "mean_len", "frac_interrupted", "frac_truncated"):
                 row[f"{name}/{key}"] = m[key]
         row["eval_tokens"] = self.meter.eval_tokens
-        row["lag_max_since_eval"] = self.lag_max_since_eval
+        row["lag_max_since_eval"] = float(max(self.lag_hist, default=0))
         # The staleness actually seen: trained tokens per lag (updates between the weights that
         # sampled a token and the weights trained on it), since the previous row.
         for lag in range(max(self.lag_hist, default=-1) + 1):
@@ -277,7 +274,6 @@ class Trainer:
             remote = getattr(self.source, "reward_stats", dict)()
             row["reward_errors"] = stats["errors"] + remote.get("errors", 0)
             row["reward_timeouts"] = stats["timeouts"] + remote.get("timeouts", 0)
-        self.lag_max_since_eval = 0.0
         self.lag_hist = {}
         self.evals.append(row)
         if cfg.forecast.enabled:
@@ -323,8 +319,6 @@ class Trainer:
         self.meter.start()
         batch = self.source.next_batch(self.step)
         self.meter.generated(batch.samples, batch.tokens, batch.prompt_tokens)
-        for lag in token_lags(batch, self.version):
-            self.lag_hist[lag] = self.lag_hist.get(lag, 0) + 1
         result = policy_update(
             self.model, self.optimizer, self.scheduler, batch.groups, r,
             temperature=cfg.sampling.temperature, pad_token_id=self.pad_id,
@@ -332,13 +326,14 @@ class Trainer:
             share_prompt=cfg.run.share_prompt_forward,
         )
         self.meter.trained(result.trained_tokens)
+        for lag, n in result.lag_counts.items():
+            self.lag_hist[lag] = self.lag_hist.get(lag, 0) + n
         self.step += 1
         self.meter.step = self.step
         if not result.skipped:
             self.version += 1
         self.source.weights_updated(self.model, self.version)
         self.meter.pause()
-        self.lag_max_since_eval = max(self.lag_max_since_eval, result.metrics.get("lag_max", 0.0))
 
         nonfinite = result.skipped and result.reason.startswith("non-finite")
         if result.skipped:

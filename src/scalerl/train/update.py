@@ -21,7 +21,8 @@ The order of the recipe's parts, top to bottom (each a switch in ``RecipeConfig`
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import torch
@@ -33,7 +34,7 @@ from scalerl.rl.filters import zero_variance_mask
 from scalerl.rl.length import keep_in_loss
 from scalerl.rl.losses import LossInputs, compute_policy_loss, zero_advantage_means_zero_gradient
 from scalerl.rl.recipe import RecipeConfig
-from scalerl.train.rollout import Group
+from scalerl.train.rollout import Group, completion_lags
 
 
 @dataclass
@@ -44,6 +45,8 @@ class UpdateResult:
     skipped: bool
     """True when the step was skipped (non-finite loss or gradient, or nothing to train on)."""
     reason: str = ""
+    lag_counts: dict[int, int] = field(default_factory=dict)
+    """Tokens in the loss mask per lag (updates between the sampling weights and ``version``)."""
 
 
 def build_optimizer(model: torch.nn.Module, recipe: RecipeConfig) -> tuple[torch.optim.Optimizer, Any]:
@@ -111,7 +114,8 @@ def policy_update(
     # 4: aggregation weights over the whole step.
     weights = aggregation_weights(recipe.aggregation, loss_mask, group_ids)
 
-    lags = [version - v for c in completions for v, m in zip(c.versions, c.loss_mask) if m]
+    lags = completion_lags(completions, version)
+    lag_counts = dict(Counter(lags))
     metrics: dict[str, float] = {
         "filtered_frac": 1.0 - keep.float().mean().item(),
         "adv_abs_mean": advantages[keep].abs().mean().item() if keep.any() else 0.0,
@@ -120,7 +124,8 @@ def policy_update(
     }
     trainable = int(loss_mask.sum().item())
     if trainable == 0:
-        return UpdateResult(metrics, 0, skipped=True, reason="no trainable tokens (every group filtered)")
+        return UpdateResult(metrics, 0, skipped=True, reason="no trainable tokens (every group filtered)",
+                            lag_counts=lag_counts)
 
     order = list(range(len(completions)))
     if skip_idle:
@@ -197,8 +202,9 @@ def policy_update(
     metrics["lr"] = scheduler.get_last_lr()[0]
     if not (math.isfinite(loss_value) and math.isfinite(float(grad_norm))):
         optimizer.zero_grad(set_to_none=True)
-        return UpdateResult(metrics, trained, skipped=True, reason=f"non-finite loss {loss_value} or grad norm {float(grad_norm)}")
+        return UpdateResult(metrics, trained, skipped=True, reason=f"non-finite loss {loss_value} or grad norm {float(grad_norm)}",
+                            lag_counts=lag_counts)
     optimizer.step()
     scheduler.step()
     optimizer.zero_grad(set_to_none=True)
-    return UpdateResult(metrics, trained, skipped=False)
+    return UpdateResult(metrics, trained, skipped=False, lag_counts=lag_counts)
