@@ -1,7 +1,7 @@
 """The driver side of every pooled pipeline: what to generate, when, and what the trainer may take.
 
 One scheduler serves PipelineRL-k (and, on Ray, PPO-off-policy-k and sync) over any
-:class:`~scalerl.pipeline.pools.WorkerPool` -- generator threads, processes or Ray actors.
+:class:`~scalerl.pipeline.pool.WorkerPool` -- generator threads, processes or Ray actors.
 The pool only runs requests; everything that decides the content and the staleness of a
 batch happens here, in the trainer's process:
 
@@ -47,7 +47,7 @@ from typing import Any, Callable
 
 from scalerl.pipeline.work import RoundRequest, RoundResult
 from scalerl.rl.filters import DynamicSamplingBuffer
-from scalerl.train.rollout import RolloutBatch, completion_lags
+from scalerl.train.rollout import RolloutBatch, completion_lags, round_params
 
 
 class PipelineError(RuntimeError):
@@ -203,9 +203,7 @@ class PooledSource:
         return _Assembly(index, [request], buffer=buffer)
 
     def _request(self, index: int, round_: int, prompt_ids: list[Any]) -> RoundRequest:
-        params = self.plan.sampling_params(index)
-        if params.seed is not None and round_:
-            params = dataclasses.replace(params, seed=params.seed + 7919 * round_)  # as the synchronous loop
+        params = round_params(self.plan.sampling_params(index), round_)
         problems = [self.plan.problems_by_id[i] for i in prompt_ids]
         return RoundRequest(index, round_, problems, params, min_version=self.version)
 

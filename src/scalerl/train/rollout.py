@@ -60,6 +60,14 @@ def completion_lags(completions: Sequence[Completion], version: int) -> list[int
     return [version - v for c in completions for v, m in zip(c.versions, c.loss_mask) if m]
 
 
+def round_params(params: SamplingParams, round_: int) -> SamplingParams:
+    """Sampling for refill round ``round_`` of a batch (DAPO dynamic sampling): a seed of its own,
+    derived from the batch's, so that every backend draws the same refills."""
+    if params.seed is None or round_ == 0:
+        return params
+    return dataclasses.replace(params, seed=params.seed + 7919 * round_)
+
+
 def score_groups(
     task: Task,
     problems: Sequence[Problem],
@@ -121,9 +129,8 @@ def make_batch(
         want = n if buffer is None else max(buffer.missing, 1)
         ids = sampler.sample(want)
         problems = [problems_by_id[i] for i in ids]
-        round_params = params if params.seed is None else dataclasses.replace(params, seed=params.seed + 7919 * round_)
         groups, samples, tokens, prompt_tokens = generate_groups(
-            generator, tokenizer, task, problems, recipe, round_params, length_control
+            generator, tokenizer, task, problems, recipe, round_params(params, round_), length_control
         )
         batch.samples += samples
         batch.tokens += tokens
