@@ -19,6 +19,9 @@ from typing import Any, Iterator
 
 from scalerl.errors import InputError
 
+RUNLOG = "runlog.jsonl"
+"""The run log's file name in a run directory."""
+
 HEADER = "header"
 
 
@@ -118,3 +121,14 @@ def read_runlog(path: str | os.PathLike) -> tuple[dict[str, Any], list[dict[str,
         else:
             rows.append(obj)
     return header, rows, notes
+
+
+def eval_rows(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
+    """The evaluation rows (``type == "eval"``) of the run log in a run directory; [] when the
+    run has not written one yet (a study's run that has not started)."""
+    log = Path(run_dir) / RUNLOG
+    if not log.exists() or log.stat().st_size == 0:
+        return []
+    _, rows, _ = read_runlog(log)
+    return [r for r in rows if r.get("type") == "eval"]
+

@@ -90,7 +90,7 @@ class CompareResult:
         return next(r for r in self.runs if r.label == label)
 
 
-def _joint_fit(xs: list[np.ndarray], ys: list[np.ndarray], r0s: list[float], start: list[tuple[float, float, float]]):
+def joint_fit(xs: list[np.ndarray], ys: list[np.ndarray], r0s: list[float], start: list[tuple[float, float, float]]):
     """Fit several curves with one shared A and their own (B, C_mid); R0 per curve fixed."""
     us = [np.log(x) for x in xs]
     A0 = float(np.mean([s[0] for s in start]))
@@ -165,7 +165,7 @@ def classify(
     (xr, yr), (xb, yb) = _points(run), _points(base)
     r0s = [run.fit.R0, base.fit.R0]
     start = [(run.fit.A, run.fit.B, run.fit.C_mid), (base.fit.A, base.fit.B, base.fit.C_mid)]
-    A, per, _ = _joint_fit([xr, xb], [yr, yb], r0s, start)
+    A, per, _ = joint_fit([xr, xb], [yr, yb], r0s, start)
     (B_r, C_r), (B_b, C_b) = per
     fitted = [_model(np.log(xr), A, B_r, math.log(C_r), r0s[0]), _model(np.log(xb), A, B_b, math.log(C_b), r0s[1])]
     resid = [yr - fitted[0], yb - fitted[1]]
@@ -176,7 +176,7 @@ def classify(
     for _ in range(n_boot):
         ys = [f + rng.choice(r, size=len(r)) for f, r in zip(fitted, resid)]
         try:
-            _, pb, _ = _joint_fit([xr, xb], ys, r0s, st)
+            _, pb, _ = joint_fit([xr, xb], ys, r0s, st)
         except ValueError:
             continue
         dB.append(pb[0][0] - pb[1][0])

@@ -37,6 +37,7 @@ from scalerl.curves import Curve, fit_seeds
 from scalerl.curves.compare import CEILING, EFFICIENCY, NONE, Classification, CompareResult, RunFit, classify
 from scalerl.curves.fit import fit_sigmoid_fixed_A
 from scalerl.errors import InputError
+from scalerl.runlog import eval_rows
 from scalerl.study.families import Variant
 from scalerl.study.paper import UNNAMED, Finding, expectation
 from scalerl.study.spec import SPEC_FILE, StudySpec, load_spec
@@ -141,7 +142,7 @@ def _y_column(run_dir: Path) -> str:
 
 def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, list[Curve]], dict[str, list[str]], str]:
     """Variants of the study and the curves of their finished runs."""
-    from scalerl.study.runner import Budget, eval_rows, plan_study, run_status
+    from scalerl.study.runner import Budget, plan_study, run_status
 
     plans = plan_study(spec, directory)
     budget = Budget.of(spec)
@@ -172,26 +173,14 @@ def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, 
 
 def common_A_fit(fits: dict[str, Any]) -> tuple[float, dict[str, tuple[float, float]]]:
     """One A for every fit (least squares over all their points, each keeping its own R0, B and
-    C_mid): the paper's leave-one-out refit. Returns (A, {label: (B, C_mid)})."""
-    from scipy.optimize import minimize_scalar
+    C_mid): the paper's leave-one-out refit, by the forecaster's shared-A fit
+    (:func:`scalerl.curves.compare.joint_fit`). Returns (A, {label: (B, C_mid)})."""
+    from scalerl.curves.compare import joint_fit
 
-    lo = max(f.R0 for f in fits.values()) + 1e-4
-    hi = 1.0
-
-    def sse(A: float) -> float:
-        total = 0.0
-        for f in fits.values():
-            _, s = fit_sigmoid_fixed_A(f.x, f.y, A, f.R0, start=(A, f.B, f.C_mid))
-            total += s
-        return total
-
-    res = minimize_scalar(sse, bounds=(lo, hi), method="bounded", options={"xatol": 1e-4})
-    A = float(res.x)
-    per = {}
-    for label, f in fits.items():
-        (_, B, C_mid, _), _ = fit_sigmoid_fixed_A(f.x, f.y, A, f.R0, start=(A, f.B, f.C_mid))
-        per[label] = (B, C_mid)
-    return A, per
+    points = [(f.x[f.x > 0], f.y[f.x > 0]) for f in fits.values()]
+    A, per, _ = joint_fit([x for x, _ in points], [y for _, y in points], [f.R0 for f in fits.values()],
+                          [(f.A, f.B, f.C_mid) for f in fits.values()])
+    return A, dict(zip(fits, per))
 
 
 def _fixed_A_interval(f, A: float, B: float, C_mid: float, n: int, level: float, seed: int) -> tuple[float, float]:

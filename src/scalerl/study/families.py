@@ -20,7 +20,7 @@ Add a family by adding a :class:`Family` to :data:`FAMILIES`.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from scalerl.config import apply_overrides

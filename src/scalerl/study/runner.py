@@ -36,6 +36,7 @@ from typing import Any, Callable
 
 from scalerl.config import from_dict, load_yaml, save_yaml, to_dict
 from scalerl.errors import InputError, ScaleRLError
+from scalerl.runlog import eval_rows
 from scalerl.study.families import TINY_SIZES, Variant, family_variants
 from scalerl.study.spec import SPEC_FILE, StudySpec
 
@@ -186,17 +187,6 @@ def prepare_models(plans: list[RunPlan]) -> None:
 
 
 # ----------------------------------------------------------------------------- state of a run
-
-
-def eval_rows(directory: Path) -> list[dict[str, Any]]:
-    """The evaluation rows of a run directory's log ([] when there is none yet)."""
-    from scalerl.runlog import read_runlog
-
-    log = Path(directory) / "runlog.jsonl"
-    if not log.exists() or log.stat().st_size == 0:
-        return []
-    _, rows, _ = read_runlog(log)
-    return [r for r in rows if r.get("type") == "eval"]
 
 
 def run_status(directory: Path, budget: Budget) -> str:

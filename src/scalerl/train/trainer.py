@@ -30,7 +30,7 @@ import torch
 from scalerl.config import load_yaml, save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, ScaleRLError
 from scalerl.generate.base import SamplingParams
-from scalerl.runlog import RunLogWriter, read_runlog
+from scalerl.runlog import RUNLOG, RunLogWriter
 from scalerl.train.checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from scalerl.train.compute import ComputeMeter
 from scalerl.train.config import TrainConfig
@@ -40,7 +40,7 @@ from scalerl.train.loggers import make_sinks
 from scalerl.train.rollout import make_batch
 from scalerl.train.update import build_optimizer, policy_update
 
-RUNLOG, CONFIG, CHECKPOINTS, FINAL = "runlog.jsonl", "config.yaml", "checkpoints", "final"
+CONFIG, CHECKPOINTS, FINAL = "config.yaml", "checkpoints", "final"
 
 
 class TrainingError(ScaleRLError):
@@ -399,8 +399,3 @@ def _postfix(row: dict[str, Any], main_set: str, meter: ComputeMeter) -> str:
         parts.append(f"forecast A {row['forecast/A']:.3f} -> {row['forecast/R_budget']:.3f} at budget")
     return ", ".join(parts)
 
-
-def read_eval_rows(output: Path) -> list[dict[str, Any]]:
-    """The evaluation rows of a run directory's log."""
-    _, rows, _ = read_runlog(Path(output) / RUNLOG)
-    return [r for r in rows if r.get("type") == "eval"]
