@@ -1,12 +1,10 @@
-import math
-
 import numpy as np
 import pytest
 
 from scalerl.curves import Curve, PaperGrid, Sigmoid, fit_power_law, fit_sigmoid, select_fit_from
 from scalerl.errors import InputError
 
-from .conftest import PAPER_LAW, synthetic
+from .conftest import synthetic
 
 
 def test_fast_recovers_the_paper_law(paper_curve):

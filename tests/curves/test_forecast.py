@@ -1,6 +1,5 @@
 import math
 
-import numpy as np
 import pytest
 
 from scalerl.curves import Sigmoid, backtest, bootstrap, compare, fit_seeds, fit_sigmoid, forecast, read_curve

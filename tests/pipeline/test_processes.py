@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 
 import pytest
 import torch
