@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from scalerl.report_text import html_page, html_table, inline_md, md_table
 from scalerl.study.analysis import StudyAnalysis, VariantResult, analyse_study, linearise
 
 FIGURES = ("curves.png", "intervals.png", "loo_view.png")
@@ -116,17 +117,6 @@ def common_A_rows(a: StudyAnalysis) -> list[list[str]]:
             rows.append([v.label + (" (base)" if v.is_base else ""), f"{v.common_B:.2f} {_iv(v.common_B_interval, 2)}",
                          _f(v.common_C_mid)])
     return rows
-
-
-def _md_table(rows: list[list[str]]) -> list[str]:
-    esc = [[c.replace("|", "\\|") for c in r] for r in rows]
-    return ["| " + " | ".join(esc[0]) + " |", "|" + "---|" * len(esc[0])] + ["| " + " | ".join(r) + " |" for r in esc[1:]]
-
-
-def _html_table(rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows[1:])
-    return f"<table><tr>{head}</tr>{body}</table>"
 
 
 # ----------------------------------------------------------------------------- figures
@@ -300,12 +290,12 @@ def _write_text(rep: StudyReport) -> list[Path]:
     moved, fits, common = what_moved_rows(a), fit_rows(a), common_A_rows(a)
     explanations = [(v.label, v.classification["explanation"]) for v in a.variants if v.classification]
     md = [f"# {title}", "", "| | |", "|---|---|", *[f"| {k} | {v} |" for k, v in facts], ""]
-    md += ["## What each choice moved", "", *_md_table(moved), ""]
-    md += ["## Fits (seeds pooled)", "", *_md_table(fits), ""]
+    md += ["## What each choice moved", "", *md_table(moved), ""]
+    md += ["## Fits (seeds pooled)", "", *md_table(fits), ""]
     if a.compare is not None:
         md += ["![every run and its fit](curves.png)", "", "![parameters with intervals](intervals.png)", ""]
     if len(common) > 1:
-        md += ["## The leave-one-out view (common A)", "", *_md_table(common), "", "![leave-one-out view](loo_view.png)", ""]
+        md += ["## The leave-one-out view (common A)", "", *md_table(common), "", "![leave-one-out view](loo_view.png)", ""]
     if explanations:
         md += ["## Classifications in words", "", *[f"- **{k}**: {e}" for k, e in explanations], ""]
     md += ["## How to read this", "", *[f"- {t}" for t in _HOW_TO_READ], ""]
@@ -314,32 +304,21 @@ def _write_text(rep: StudyReport) -> list[Path]:
     md_path = a.directory / "report.md"
     md_path.write_text("\n".join(md))
 
-    def para(text: str) -> str:
-        import re
-
-        text = html.escape(text)
-        text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
-        text = re.sub(r"\*(.+?)\*", r"<i>\1</i>", text)
-        return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
-
     imgs = ""
     if a.compare is not None:
         imgs = '<img src="curves.png" alt="every run and its fit"><img src="intervals.png" alt="parameters with intervals">'
     loo = ""
     if len(common) > 1:
-        loo = f'<h2>The leave-one-out view (common A)</h2>{_html_table(common)}<img src="loo_view.png" alt="leave-one-out view">'
+        loo = f'<h2>The leave-one-out view (common A)</h2>{html_table(common)}<img src="loo_view.png" alt="leave-one-out view">'
     words = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(e)}</li>" for k, e in explanations)
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in a.notes)
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}}table{{border-collapse:collapse;margin:1em 0}}
-th,td{{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:13px}}img{{max-width:100%;display:block;margin:1em 0}}</style></head><body>
-<h1>{html.escape(title)}</h1>{_html_table([["", ""], *[[k, v] for k, v in facts]])}
-<h2>What each choice moved</h2>{_html_table(moved)}
-<h2>Fits (seeds pooled)</h2>{_html_table(fits)}{imgs}{loo}
+    body = f"""{html_table([["", ""], *[[k, v] for k, v in facts]])}
+<h2>What each choice moved</h2>{html_table(moved)}
+<h2>Fits (seeds pooled)</h2>{html_table(fits)}{imgs}{loo}
 {f"<h2>Classifications in words</h2><ul>{words}</ul>" if words else ""}
-<h2>How to read this</h2><ul>{"".join(f"<li>{para(t)}</li>" for t in _HOW_TO_READ)}</ul>
-{f"<h2>Notes</h2><ul>{notes}</ul>" if notes else ""}
-</body></html>"""
+<h2>How to read this</h2><ul>{"".join(f"<li>{inline_md(t)}</li>" for t in _HOW_TO_READ)}</ul>
+{f"<h2>Notes</h2><ul>{notes}</ul>" if notes else ""}"""
+    page = html_page(title, body)
     html_path = a.directory / "report.html"
     html_path.write_text(page)
     return [md_path, html_path]

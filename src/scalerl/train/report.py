@@ -19,6 +19,7 @@ import numpy as np
 
 from scalerl.curves import Curve, backtest, forecast
 from scalerl.errors import InputError
+from scalerl.report_text import html_page, html_table, md_table
 from scalerl.runlog import read_runlog
 
 
@@ -163,26 +164,16 @@ def _write_text(rep: RunReport, sets: list[str]) -> list[Path]:
            "later evaluations it predicted. Dashed: the power law A - D/C^B fitted on the same points.", "",
            "![every evaluation set](sets.png)", "", "## Evaluations", ""]
     cols = ["step", rep.x, *[f"{s}/pass_rate" for s in sets]]
-    md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in rep.rows:
-        md.append("| " + " | ".join(_fmt(r.get(c), 4) if c != rep.x else f"{r.get(c):.4g}" for c in cols) + " |")
+    table = [cols] + [[_fmt(r.get(c), 4) if c != rep.x else f"{r.get(c):.4g}" for c in cols] for r in rep.rows]
+    md += md_table(table)
     md_path = rep.output / "report.md"
     md_path.write_text("\n".join(md) + "\n")
-    body = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in lines)
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_fmt(r.get(c), 4) if c != rep.x else format(r.get(c), '.4g'))}</td>" for c in cols) + "</tr>"
-        for r in rep.rows
-    )
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>scalerl: {html.escape(rep.output.name)}</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;color:#222}}table{{border-collapse:collapse;margin:1em 0}}
-th,td{{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:14px}}img{{max-width:100%}}</style></head><body>
-<h1>scalerl run report: {html.escape(rep.output.name)}</h1><table>{body}</table>
+    body = f"""{html_table([["", ""], *[[k, v] for k, v in lines]])}
 <img src="curve.png" alt="pass rate against compute"><p>Filled points: fitted (first half of the compute); open circles:
 held out and predicted; dashed: the power law.</p><img src="sets.png" alt="every evaluation set">
-<h2>Evaluations</h2><table><tr>{head}</tr>{rows}</table>
-<details><summary>facts (JSON)</summary><pre>{html.escape(json.dumps(rep.facts, indent=1, default=str))}</pre></details>
-</body></html>"""
+<h2>Evaluations</h2>{html_table(table)}
+<details><summary>facts (JSON)</summary><pre>{html.escape(json.dumps(rep.facts, indent=1, default=str))}</pre></details>"""
+    page = html_page(f"scalerl run report: {rep.output.name}", body, max_width=960)
     html_path = rep.output / "report.html"
     html_path.write_text(page)
     return [md_path, html_path]
