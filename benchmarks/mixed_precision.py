@@ -75,15 +75,13 @@ def run_updates(model, batches, recipe, precision, pad_id):
     """Apply the updates; returns (final fp32 weights, first step's gradients, skipped steps)."""
     optimizer, scheduler = build_optimizer(model, recipe)
     first_grads, skipped = None, 0
-    real_step = optimizer.step
 
-    def capture(*args, **kwargs):
+    def capture(opt, args, kwargs):
         nonlocal first_grads
         if first_grads is None:
             first_grads = {n: p.grad.detach().float().clone() for n, p in model.named_parameters() if p.grad is not None}
-        return real_step(*args, **kwargs)
 
-    optimizer.step = capture
+    optimizer.register_step_pre_hook(capture)
     for groups in batches:
         result = policy_update(model, optimizer, scheduler, groups, recipe, temperature=1.0, pad_token_id=pad_id,
                                micro_batch_size=64, precision=precision)

@@ -29,6 +29,8 @@ from typing import Any, Sequence
 import torch
 from torch import nn
 
+from scalerl.errors import ConfigError
+
 ADAPTER = "default"
 #: Where ``peft`` keeps the adapter tensors of a LoRA layer (state-dict key fragment).
 _LORA_KEY = ".lora_"
@@ -37,14 +39,20 @@ _BASE = ".base_layer"
 
 def add_lora(model: nn.Module, *, rank: int, alpha: float, dropout: float, target_modules: Sequence[str]) -> nn.Module:
     """Inject LoRA adapters into ``model`` in place; freeze everything else. Returns ``model``."""
-    from peft import LoraConfig, inject_adapter_in_model
-    from peft.tuners.tuners_utils import cast_adapter_dtype
+    try:
+        from peft import LoraConfig, inject_adapter_in_model
+        from peft.tuners.tuners_utils import cast_adapter_dtype
+    except ImportError:
+        raise ConfigError("model.lora needs the peft library: pip install 'scalerl[lora]' (or peft)") from None
 
     targets: Any = list(target_modules)
     if targets == ["all-linear"]:
         targets = "all-linear"  # peft's keyword: every linear layer but the output head
     config = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets, bias="none")
-    inject_adapter_in_model(config, model, adapter_name=ADAPTER)
+    try:
+        inject_adapter_in_model(config, model, adapter_name=ADAPTER)
+    except ValueError as exc:  # e.g. target modules the model does not have
+        raise ConfigError(f"model.lora: {' '.join(str(exc).split())}") from None
     cast_adapter_dtype(model, ADAPTER)
     for name, p in model.named_parameters():
         p.requires_grad_(_LORA_KEY in name)
