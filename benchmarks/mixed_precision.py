@@ -16,7 +16,7 @@ lr 5e-7 is below an fp32 ulp), and the update error against the fp32 reference:
 ``|dW - dW_ref| / |dW_ref|`` over all weights and the cosine between the two updates, plus
 the first step's gradient error. fp16 (mixed, loss-scaled) is shown beside them.
 
-    python benchmarks/mixed_precision.py [--archs llama qwen2 gpt2] [--steps 3] [--seed 0]
+    python benchmarks/mixed_precision.py [--archs llama qwen2 gpt2] [--steps 3] [--seed 0] [--device cuda]
 
 Deterministic on a CPU (fixed seeds, one thread), so it prints the same numbers on any machine
 with the same torch build.
@@ -71,7 +71,7 @@ def make_batches(model, tokenizer, rows, steps: int, prompts: int = 8, group: in
     return batches
 
 
-def run_updates(model, batches, recipe, precision, pad_id):
+def run_updates(model, batches, recipe, precision, pad_id, device="cpu"):
     """Apply the updates; returns (final fp32 weights, first step's gradients, skipped steps)."""
     optimizer, scheduler = build_optimizer(model, recipe)
     first_grads, skipped = None, 0
@@ -79,17 +79,17 @@ def run_updates(model, batches, recipe, precision, pad_id):
     def capture(opt, args, kwargs):
         nonlocal first_grads
         if first_grads is None:
-            first_grads = {n: p.grad.detach().float().clone() for n, p in model.named_parameters() if p.grad is not None}
+            first_grads = {n: p.grad.detach().float().cpu() for n, p in model.named_parameters() if p.grad is not None}
 
     optimizer.register_step_pre_hook(capture)
     for groups in batches:
         result = policy_update(model, optimizer, scheduler, groups, recipe, temperature=1.0, pad_token_id=pad_id,
-                               micro_batch_size=64, precision=precision)
+                               micro_batch_size=64, precision=precision, device=device)
         skipped += result.skipped
-    return {n: p.detach().float().clone() for n, p in model.named_parameters()}, first_grads, skipped
+    return {n: p.detach().float().cpu() for n, p in model.named_parameters()}, first_grads, skipped
 
 
-def compare(arch: str, steps: int, seed: int) -> list[dict]:
+def compare(arch: str, steps: int, seed: int, device: str = "cpu") -> list[dict]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     um = _user_model_module()
@@ -101,10 +101,10 @@ def compare(arch: str, steps: int, seed: int) -> list[dict]:
             torch.manual_seed(seed)
             m = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
             enable_fp32_lm_head(m)
-            return m
+            return m.to(device)
 
         reference = load(torch.float32)
-        start = {n: p.detach().float().clone() for n, p in reference.named_parameters()}
+        start = {n: p.detach().float().cpu().clone() for n, p in reference.named_parameters()}
         batches = make_batches(copy.deepcopy(reference), tokenizer, um.math_rows(64, seed), steps, seed=seed)
         recipe = get_recipe("scalerl")
         recipe.optimizer.warmup_steps = 0  # every step at the recipe's lr (5e-7)
@@ -112,10 +112,11 @@ def compare(arch: str, steps: int, seed: int) -> list[dict]:
         setups = {
             "fp32 (reference)": (torch.float32, FULL),
             "bf16 weights (before)": (torch.bfloat16, FULL),
-            "bf16 mixed (now)": (torch.float32, Precision("bf16", torch.device("cpu"))),
-            "fp16 mixed (now)": (torch.float32, Precision("fp16", torch.device("cpu"))),
+            "bf16 mixed (now)": (torch.float32, Precision("bf16", torch.device(device))),
+            "fp16 mixed (now)": (torch.float32, Precision("fp16", torch.device(device))),
         }
-        results = {name: run_updates(load(dtype), batches, recipe, precision, pad) for name, (dtype, precision) in setups.items()}
+        results = {name: run_updates(load(dtype), batches, recipe, precision, pad, device)
+                   for name, (dtype, precision) in setups.items()}
     ref_w, ref_g, _ = results["fp32 (reference)"]
     d_ref = torch.cat([(ref_w[n] - start[n]).flatten() for n in start])
     g_ref = torch.cat([ref_g[n].flatten() for n in ref_g])
@@ -141,13 +142,15 @@ def main(argv=None) -> int:
     p.add_argument("--archs", nargs="+", default=["llama", "qwen2", "gpt2"])
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="cpu (the README's figures) or cuda")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
-    print(f"{args.steps} updates at lr 5e-7 (scalerl preset, warm-up off), bf16-stored random models, torch {torch.__version__}\n")
+    print(f"{args.steps} updates at lr 5e-7 (scalerl preset, warm-up off), bf16-stored random models, "
+          f"torch {torch.__version__}, {args.device}\n")
     print("| model | set-up | weights moved | of those with a gradient | update error vs fp32 | cosine | 1st-step gradient error |")
     print("|---|---|---|---|---|---|---|")
     for arch in args.archs:
-        for r in compare(arch, args.steps, args.seed):
+        for r in compare(arch, args.steps, args.seed, args.device):
             print(f"| {arch} ({r['params'] / 1e3:.0f}k) | {r['setup']} | {100 * r['moved_all']:.1f}% | "
                   f"{100 * r['moved_with_grad']:.1f}% | {r['update_err']:.3g} | {r['update_cos']:.4f} | {r['grad_err']:.3g} |"
                   + (f" ({r['skipped']} skipped)" if r["skipped"] else ""))
