@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from scalerl.curves.fit import PaperGrid
+from scalerl.curves.solver import PaperGrid
 from scalerl.errors import InputError
 
 

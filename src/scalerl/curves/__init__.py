@@ -9,15 +9,10 @@ Imports numpy, scipy and (for plots, lazily) matplotlib -- never torch.
 
 from scalerl.curves.compare import Classification, CompareResult, classify, compare
 from scalerl.curves.data import Curve
-from scalerl.curves.fit import (
-    SIGMOID_METHODS,
-    PaperGrid,
-    PowerLawFit,
-    SigmoidFit,
-    fit_power_law,
-    fit_sigmoid,
-    select_fit_from,
-)
+from scalerl.curves.power_law_fit import PowerLawFit, fit_power_law
+from scalerl.curves.sigmoid_fit import SigmoidFit, fit_sigmoid
+from scalerl.curves.solver import SIGMOID_METHODS, PaperGrid
+from scalerl.curves.window import select_fit_from
 from scalerl.curves.forecast import Backtest, Forecast, Prediction, Verdict, backtest, forecast
 from scalerl.curves.io import read_curve, read_curves
 from scalerl.curves.laws import PowerLaw, Sigmoid

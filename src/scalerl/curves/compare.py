@@ -26,7 +26,8 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from scalerl.curves.data import Curve
-from scalerl.curves.fit import B_BOUNDS, SigmoidFit, _model, fit_sigmoid_fixed_A
+from scalerl.curves.sigmoid_fit import SigmoidFit
+from scalerl.curves.solver import B_BOUNDS, fit_sigmoid_fixed_A, sigmoid_model
 from scalerl.curves.uncertainty import SeedFit, fit_seeds, pool_curves
 from scalerl.errors import InputError
 
@@ -99,7 +100,7 @@ def joint_fit(xs: list[np.ndarray], ys: list[np.ndarray], r0s: list[float], star
         A = p[0]
         out = []
         for i, (u, y, r0) in enumerate(zip(us, ys, r0s)):
-            out.append(_model(u, A, math.exp(p[1 + 2 * i]), p[2 + 2 * i], r0) - y)
+            out.append(sigmoid_model(u, A, math.exp(p[1 + 2 * i]), p[2 + 2 * i], r0) - y)
         return np.concatenate(out)
 
     lo_A = max(r0s) + 1e-6
@@ -167,7 +168,7 @@ def classify(
     start = [(run.fit.A, run.fit.B, run.fit.C_mid), (base.fit.A, base.fit.B, base.fit.C_mid)]
     A, per, _ = joint_fit([xr, xb], [yr, yb], r0s, start)
     (B_r, C_r), (B_b, C_b) = per
-    fitted = [_model(np.log(xr), A, B_r, math.log(C_r), r0s[0]), _model(np.log(xb), A, B_b, math.log(C_b), r0s[1])]
+    fitted = [sigmoid_model(np.log(xr), A, B_r, math.log(C_r), r0s[0]), sigmoid_model(np.log(xb), A, B_b, math.log(C_b), r0s[1])]
     resid = [yr - fitted[0], yb - fitted[1]]
     resid = [r - r.mean() for r in resid]
     rng = np.random.default_rng(seed)

@@ -10,7 +10,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from scalerl.curves.data import Curve
-from scalerl.curves.fit import PowerLawFit, SigmoidFit, fit_power_law, fit_sigmoid
+from scalerl.curves.power_law_fit import PowerLawFit, fit_power_law
+from scalerl.curves.sigmoid_fit import SigmoidFit, fit_sigmoid
 from scalerl.curves.uncertainty import Bootstrap, bootstrap
 from scalerl.errors import InputError
 

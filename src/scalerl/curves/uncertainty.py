@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scalerl.curves.data import Curve
-from scalerl.curves.fit import SigmoidFit, _fit_fast, fit_sigmoid
+from scalerl.curves.sigmoid_fit import SigmoidFit, fit_sigmoid
+from scalerl.curves.solver import fit_fast, resolve_r0
 from scalerl.curves.laws import Sigmoid
 from scalerl.errors import InputError
 
@@ -136,7 +137,7 @@ def bootstrap(
         if r0 is not None:
             r0 = max(r0, y_floor)  # a pass rate below 0 is not a resample, it is an artefact
         try:
-            params, _ = _fit_fast(xb, yb, r0, A_max=A_max, y_floor=y_floor, start=_start(fit))
+            params, _ = fit_fast(xb, yb, r0, A_max=A_max, y_floor=y_floor, start=_start(fit))
         except (ValueError, FloatingPointError):
             failed += 1
             continue
@@ -200,7 +201,6 @@ def fit_seeds(
     ``fit_kwargs`` go to :func:`fit_sigmoid` (method, r0, fit_from, fit_until, ...). The R0
     of the pooled fit is the mean of the seeds' own R0 values.
     """
-    from scalerl.curves.fit import resolve_r0
 
     r0_choice = fit_kwargs.pop("r0", "first")
     per_seed = [fit_sigmoid(c, r0=r0_choice, **fit_kwargs) for c in curves]
@@ -236,7 +236,7 @@ def fit_seeds(
         yb = np.concatenate(ys)[order]
         r0 = None if pooled.r0_mode == "free" else (float(np.mean(r0s)) if r0_choice == "first" else pooled.R0)
         try:
-            params, _ = _fit_fast(x[order], yb, r0, start=_start(pooled))
+            params, _ = fit_fast(x[order], yb, r0, start=_start(pooled))
         except (ValueError, FloatingPointError):
             failed += 1
             continue

@@ -35,7 +35,7 @@ import numpy as np
 from scalerl.config import load_yaml
 from scalerl.curves import Curve, fit_seeds
 from scalerl.curves.compare import CEILING, EFFICIENCY, NONE, Classification, CompareResult, RunFit, classify
-from scalerl.curves.fit import fit_sigmoid_fixed_A
+from scalerl.curves.solver import fit_sigmoid_fixed_A
 from scalerl.errors import InputError
 from scalerl.runlog import eval_rows
 from scalerl.study.families import Variant
@@ -185,10 +185,10 @@ def common_A_fit(fits: dict[str, Any]) -> tuple[float, dict[str, tuple[float, fl
 
 def _fixed_A_interval(f, A: float, B: float, C_mid: float, n: int, level: float, seed: int) -> tuple[float, float]:
     """Residual-bootstrap interval of B with A held at the common value."""
-    from scalerl.curves.fit import _model
+    from scalerl.curves.solver import sigmoid_model
 
     u = np.log(f.x)
-    fitted = _model(u, A, B, math.log(C_mid), f.R0)
+    fitted = sigmoid_model(u, A, B, math.log(C_mid), f.R0)
     resid = f.y - fitted
     resid = (resid - resid.mean()) * math.sqrt(len(resid) / max(len(resid) - 2, 1))
     rng = np.random.default_rng(seed)
