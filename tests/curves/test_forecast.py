@@ -34,7 +34,7 @@ def test_compute_to_reach_and_fraction(paper_curve):
     fc = forecast(paper_curve, n_boot=200)
     c, lo, hi = fc.compute_to_reach(0.5)
     assert lo <= c <= hi
-    assert fc.fit.law(c) == pytest.approx(0.5)
+    assert fc.mean([c])[0] == pytest.approx(0.5, abs=1e-4)  # the forecast's own curve reaches it there
     assert fc.compute_to_reach(0.99)[0] == math.inf
     c50, _, _ = fc.compute_to_fraction(0.5)
     assert c50 == pytest.approx(fc.fit.C_mid)
@@ -44,7 +44,7 @@ def test_compute_to_reach_and_fraction(paper_curve):
 def test_verdict_words():
     fc = forecast(synthetic(n=40, c_max=8000, seed=3), n_boot=200)
     assert fc.verdict(500, 5000).word == "worth it"
-    assert fc.verdict(50000, 60000).word == "not worth it"
+    assert fc.verdict(20000, 24000).word == "not worth it"  # past the knee, within 2.5x of the data
     text = fc.verdict(500, 5000).text("GPU-hours")
     assert "Verdict: worth it" in text and "GPU-hours" in text
     with pytest.raises(InputError):
