@@ -39,6 +39,7 @@ import numpy as np
 from scalerl.curves.data import Curve
 from scalerl.curves.power_law_fit import fit_power_law
 from scalerl.curves.sigmoid_fit import fit_sigmoid
+from scalerl.curves.solver import resolve_r0
 from scalerl.curves.window import noise_sd, select_fit_from
 from scalerl.errors import InputError
 
@@ -86,10 +87,15 @@ def _sigmoid(curve: Curve, s: FitSettings) -> Law:
 
 def _recent_sigmoid(ratio: float) -> Callable[[Curve, FitSettings], Law]:
     def fit(curve: Curve, s: FitSettings) -> Law:
-        recent = curve.window(max(float(curve.x.max()) / ratio, _lower_bound(s) or 0.0), None)
-        if int((recent.x > 0).sum()) < MIN_ORIGIN_POINTS:
+        start = max(float(curve.x.max()) / ratio, _lower_bound(s) or 0.0)
+        if int((curve.x >= start).sum()) < MIN_ORIGIN_POINTS:
             raise InputError(f"fewer than {MIN_ORIGIN_POINTS} points in the last {ratio:g}x of compute")
-        return fit_sigmoid(recent, r0="free", fit_from=None, A_max=s.A_max, y_floor=s.y_floor).law
+        # The recent phase has its own lower asymptote (after a jump, the drift starts from the
+        # jump's level, not from R0), but it cannot lie below where training started: R0 free,
+        # bounded below by the evaluation before training.
+        floor = max(s.y_floor, resolve_r0(curve, s.r0)[0] if s.r0 != "free" else s.y_floor)
+        recent = curve.window(start, None)
+        return fit_sigmoid(recent, r0="free", fit_from=None, A_max=s.A_max, y_floor=floor).law
 
     return fit
 

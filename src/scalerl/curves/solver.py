@@ -342,3 +342,81 @@ def fit_sigmoid_fixed_A(x: np.ndarray, y: np.ndarray, A: float, R0: float | None
     res = least_squares(resid, p0, bounds=(lb, ub), method="trf", x_scale="jac")
     r0_out = res.x[2] if free else R0
     return (A, math.exp(res.x[0]), math.exp(res.x[1]), float(r0_out)), float(2 * res.cost)
+
+
+# --------------------------------------------------------------------------- many refits at once
+
+
+def refine_many(
+    u: np.ndarray,
+    Y: np.ndarray,
+    R0: np.ndarray,
+    start: tuple[float, float, float],
+    *,
+    A_max: float = 1.0,
+    lnC_bounds: tuple[float, float] | None = None,
+    iterations: int = 60,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Refit the fixed-R0 sigmoid to many series at once: ``Y`` (n_series, n_points) at the
+    same ``u = ln C`` (C > 0), each with its own R0, all from ``start = (A, B, C_mid)``.
+
+    A batched Levenberg-Marquardt in (A, ln B, ln C_mid) with the bounds of :func:`refine`
+    enforced by projection -- the residual bootstrap's refits, vectorised: one numpy pass per
+    iteration for every replicate instead of one ``least_squares`` call each. Returns
+    ``(params, sse)``: params (n_series, 4) as (A, B, C_mid, R0), NaN rows where a fit failed.
+    """
+    Y = np.atleast_2d(np.asarray(Y, dtype=float))
+    R0 = np.asarray(R0, dtype=float).reshape(-1, 1)
+    m = Y.shape[0]
+    if lnC_bounds is None:
+        w = max(float(u.max() - u.min()), 1.0)
+        lnC_bounds = (float(u.min()) - 3 * w - 5, float(u.max()) + 3 * w + 5)
+    lo = np.stack([R0[:, 0] + 1e-6, np.full(m, math.log(B_BOUNDS[0])), np.full(m, lnC_bounds[0])], axis=1)
+    hi = np.stack([np.full(m, A_max), np.full(m, math.log(B_BOUNDS[1])), np.full(m, lnC_bounds[1])], axis=1)
+    P = np.tile([start[0], math.log(start[1]), math.log(start[2])], (m, 1))
+    P = np.clip(P, lo + 1e-9, hi - 1e-9)
+
+    def resid_jac(P, Y, R0):
+        A, B, lnC = P[:, :1], np.exp(P[:, 1:2]), P[:, 2:3]
+        d = lnC - u[None, :]
+        s = 1.0 / (1.0 + np.exp(np.clip(B * d, -700.0, 700.0)))
+        g = A - R0
+        r = R0 + g * s - Y
+        ds = s * (1.0 - s)
+        J = np.stack([s, -g * ds * d * B, -g * ds * B], axis=2)
+        return r, J
+
+    r, J = resid_jac(P, Y, R0)
+    cost = (r**2).sum(1)
+    lam = np.full(m, 1e-3)
+    active = np.ones(m, dtype=bool)
+    eye = np.eye(3)
+    for _ in range(iterations):
+        idx = np.nonzero(active)[0]
+        if idx.size == 0:
+            break
+        Ja, ra = J[idx], r[idx]
+        JtJ = np.einsum("mni,mnj->mij", Ja, Ja)
+        Jtr = np.einsum("mni,mn->mi", Ja, ra)
+        diag = np.einsum("mii->mi", JtJ)
+        Aug = JtJ + lam[idx, None, None] * (diag[:, :, None] * eye + 1e-12 * eye)
+        try:
+            step = -np.linalg.solve(Aug, Jtr[:, :, None])[:, :, 0]
+        except np.linalg.LinAlgError:
+            step = -np.einsum("mij,mj->mi", np.linalg.pinv(Aug), Jtr)
+        P_new = np.clip(P[idx] + step, lo[idx], hi[idx])
+        r_new, J_new = resid_jac(P_new, Y[idx], R0[idx])
+        cost_new = (r_new**2).sum(1)
+        better = np.isfinite(cost_new) & (cost_new < cost[idx])
+        gain = np.where(better, cost[idx] - cost_new, 0.0)
+        ib = idx[better]
+        P[ib], r[ib], J[ib], cost[ib] = P_new[better], r_new[better], J_new[better], cost_new[better]
+        lam[idx] = np.where(better, lam[idx] / 3.0, lam[idx] * 4.0)
+        # Converged: an accepted step that no longer lowers the cost, or a damping so large
+        # that no step is taken any more.
+        done = (better & (gain <= 1e-12 * (cost[idx] + 1e-30))) | (lam[idx] > 1e10)
+        active[idx[done]] = False
+    params = np.stack([P[:, 0], np.exp(P[:, 1]), np.exp(P[:, 2]), R0[:, 0]], axis=1)
+    bad = ~np.isfinite(params).all(1) | ~np.isfinite(cost)
+    params[bad] = np.nan
+    return params, cost
