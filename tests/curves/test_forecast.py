@@ -57,8 +57,10 @@ def test_real_backtests_meet_the_targets(run):
     curve = read_curve(REAL_CSV, "cum_wall_hours", "val_score", run=run)
     bt = backtest(curve, cut_fraction=0.5, n_boot=50)
     assert bt.n_test > 10
-    assert bt.sigmoid.mae <= 0.015
-    assert abs(bt.sigmoid.last_error) <= 0.02
+    assert bt.default.mae <= 0.015 and bt.sigmoid.mae <= 0.015
+    assert abs(bt.default.end_error) <= 0.02
+    assert bt.bands.end_covered and bt.bands.point_coverage >= 0.9
+    assert not bt.unstable and bt.scored
     assert bt.power_law is not None and bt.power_law.mae > 0
 
 

@@ -196,7 +196,10 @@ def refine(u, y, start, R0: float | None, A_max: float, lnC_bounds, y_floor: flo
             ub.append(30.0)
             p0.append(math.log(max(A0 - r0_start, 1e-9)))
     lb_a, ub_a = np.array(lb), np.array(ub)
-    x0 = np.clip(np.asarray(p0, dtype=float), lb_a + 1e-9 * (np.abs(lb_a) + 1), ub_a - 1e-9 * (np.abs(ub_a) + 1))
+    with np.errstate(invalid="ignore"):  # infinite bounds (an unbounded metric) stay infinite
+        lo_in = np.where(np.isfinite(lb_a), lb_a + 1e-9 * (np.abs(lb_a) + 1), lb_a)
+        hi_in = np.where(np.isfinite(ub_a), ub_a - 1e-9 * (np.abs(ub_a) + 1), ub_a)
+    x0 = np.clip(np.asarray(p0, dtype=float), lo_in, hi_in)
     res = least_squares(resid, x0, jac=jac, bounds=(lb_a, ub_a), method="trf", x_scale="jac", max_nfev=400)
     A, B, lnC, r0 = unpack(res.x)
     return (float(A), float(B), float(math.exp(lnC)), float(r0)), float(2.0 * res.cost)
@@ -223,12 +226,14 @@ def fit_fast(x, y, R0, *, A_max: float = 1.0, y_floor: float = 0.0, n_grid: int 
     r0_for_grid = R0 if R0 is not None else initial_r0(x, y)
     top = float(np.max(y))
     lo = r0_for_grid + 0.02 * max(top - r0_for_grid, 1e-3)
-    # Dense near the data's top, where the ceiling usually is, up to A_max.
+    # Dense near the data's top, where the ceiling usually is, up to A_max (an unbounded
+    # metric: up to three times the data's rise above its top).
+    A_hi = A_max if math.isfinite(A_max) else top + 3.0 * max(top - r0_for_grid, 1e-3)
     A_grid = np.unique(np.concatenate([
-        np.linspace(lo, A_max, n_grid),
-        top + (A_max - top) * np.linspace(0, 1, n_grid // 2) ** 2,
+        np.linspace(lo, A_hi, n_grid),
+        top + (A_hi - top) * np.linspace(0, 1, n_grid // 2) ** 2,
     ]))
-    A_grid = A_grid[(A_grid > r0_for_grid) & (A_grid <= A_max)]
+    A_grid = A_grid[(A_grid > r0_for_grid) & (A_grid <= A_hi)]
     upos = np.log(x[pos])
     table = linearised_starts(upos, y[pos], r0_for_grid, A_grid)
     order = np.argsort(table[:, 2])
