@@ -143,3 +143,36 @@ def test_forecast_commands_do_not_import_torch():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def _strict(text):
+    def refuse(name):
+        raise AssertionError(f"{name} in JSON output")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_outputs_are_strict_json_on_a_short_run(capsys, tmp_path):
+    """A 5-point run: too short for the stability test (its peak is undefined) -- still valid JSON."""
+    path = tmp_path / "short.csv"
+    path.write_text("step,acc\n0,0.1\n1,0.2\n2,0.3\n3,0.35\n4,0.38\n")
+    for argv in (["fit", str(path), "--x", "step", "--y", "acc", "--bootstrap", "20", "--json"],
+                 ["backtest", str(path), "--x", "step", "--y", "acc", "--cut-fraction", "0.8", "--json"],
+                 ["backtest", str(path), "--x", "step", "--y", "acc", "--all-runs", "--json"]):
+        code, out, err = run_cli(capsys, *argv)
+        assert code == 0, err
+        _strict(out)
+
+
+def test_unbounded_metric(capsys, tmp_path):
+    """--unbounded: a reward in [1, 4], not a pass rate; the forecast is not capped at 1."""
+    x = list(range(0, 200, 10))
+    path = tmp_path / "reward.csv"
+    path.write_text("step,reward\n" + "\n".join(f"{s},{1 + 3 * s / (s + 40):.4f}" for s in x) + "\n")
+    code, out, err = run_cli(capsys, "fit", str(path), "--x", "step", "--y", "reward", "--unbounded",
+                             "--bootstrap", "50", "--predict", "400", "--json")
+    assert code == 0, err
+    (p,) = _strict(out)["predictions"]
+    assert 3.4 < p["R"] < 4.2 and p["hi"] > 1.0
+    code, _, err = run_cli(capsys, "fit", str(path), "--x", "step", "--y", "reward")
+    assert code == 2 and "[0, 1]" in err

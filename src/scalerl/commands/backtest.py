@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 
-from scalerl.commands._curve_args import add_data_args, add_fit_args, fit_kwargs, g, read_kwargs, table
+from scalerl.commands._curve_args import add_data_args, add_fit_args, finite_json, fit_kwargs, g, read_kwargs, table
 from scalerl.errors import InputError
 
 
@@ -50,7 +50,7 @@ def run(args) -> int:
         plot_backtest(results[0], args.plot)
     if args.json:
         objs = [bt.as_dict() for bt in results]
-        print(json.dumps(objs[0] if len(objs) == 1 else {"runs": objs}, default=_jsonable))
+        print(json.dumps(finite_json(objs[0] if len(objs) == 1 else {"runs": objs}), allow_nan=False, default=_jsonable))
         return 0
     for bt in results:
         print(_text(bt))
@@ -108,7 +108,7 @@ def _all_runs(curves, args) -> int:
             skipped.append((c.name, str(exc)))
     summary = summarize(results, tolerance=0.001) if results else None
     if args.json:
-        print(json.dumps({
+        print(json.dumps(finite_json({
             "cut": args.cut, "cut_fraction": args.cut_fraction,
             "runs": [{"run": bt.run, "cut": bt.cut, "n_fit": bt.n_fit, "n_test": bt.n_test, "unstable": bt.unstable,
                       "scored": bt.scored, "run_stability": bt.run_stability.text(),
@@ -118,7 +118,7 @@ def _all_runs(curves, args) -> int:
                      for bt in results],
             "skipped": [{"run": n, "reason": r} for n, r in skipped],
             "summary": summary.as_dict() if summary else None,
-        }, default=_jsonable))
+        }), allow_nan=False, default=_jsonable))
         return 0
     pct = int(round(100 * args.level))
     rows = []

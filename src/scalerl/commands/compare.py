@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 
-from scalerl.commands._curve_args import add_data_args, add_fit_args, fit_kwargs, g, read_kwargs, table
+from scalerl.commands._curve_args import add_data_args, add_fit_args, finite_json, fit_kwargs, g, read_kwargs, table
 from scalerl.errors import InputError
 
 
@@ -68,7 +68,7 @@ def run(args) -> int:
 
         plot_compare(result, args.plot)
     if args.json:
-        print(json.dumps(_as_json(result, args)))
+        print(json.dumps(finite_json(_as_json(result, args)), allow_nan=False, default=str))
         return 0
     rows = []
     preds = result.predictions()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 
-from scalerl.commands._curve_args import add_data_args, add_fit_args, fit_kwargs, g, read_kwargs, table
+from scalerl.commands._curve_args import add_data_args, add_fit_args, finite_json, fit_kwargs, g, read_kwargs, table
 from scalerl.errors import InputError
 
 
@@ -41,7 +41,7 @@ def run(args) -> int:
 
         plot_forecast(fc, args.plot)
     if args.json:
-        print(json.dumps(_as_json(fc, preds, targets, verdict, args), allow_nan=False, default=_jsonable))
+        print(json.dumps(finite_json(_as_json(fc, preds, targets, verdict, args)), allow_nan=False, default=_jsonable))
         return 0
     print(_as_text(fc, preds, targets, verdict, args))
     return 0
