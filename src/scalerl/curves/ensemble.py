@@ -165,7 +165,10 @@ class Ensemble:
         """The same fits with another temperature (cheap: nothing is refitted)."""
         return replace(self, temperature=temperature, weights={})
 
-    def _matrix(self, C, names) -> np.ndarray:
+    def member_values(self, C, names=None) -> np.ndarray:
+        """Each member's forecast at C: an array (members, len(C)) in the order of ``names``
+        (default: every member)."""
+        names = list(self.laws) if names is None else names
         C = np.atleast_1d(np.asarray(C, dtype=float))
         return np.array([np.asarray(self.laws[k](C), dtype=float).reshape(-1) for k in names])
 
@@ -173,14 +176,14 @@ class Ensemble:
         """The forecast: the weighted mean of the members at compute C."""
         names = list(self.weights)
         w = np.array([self.weights[k] for k in names])
-        return w @ self._matrix(C, names)
+        return w @ self.member_values(C, names)
 
     def spread(self, C) -> np.ndarray:
         """Standard deviation of the members at C, unweighted: how much plausible laws disagree."""
         names = list(self.laws)
         if len(names) < 2:
             return np.zeros(np.atleast_1d(C).shape)
-        return self._matrix(C, names).std(axis=0)
+        return self.member_values(C, names).std(axis=0)
 
     def origin_stability(self, C) -> np.ndarray:
         """Weighted mean over members of the standard deviation of their forecast at C across

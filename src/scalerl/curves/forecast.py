@@ -160,7 +160,7 @@ class Forecast:
         C = np.array([c_from, c_to])
         ens = self.ensemble
         boot = _evaluate_many(self.band_boot.samples, C) if self.band_boot else np.zeros((1, 2))
-        members = ens._matrix(C, list(ens.laws))
+        members = ens.member_values(C)
         stab = 0.0
         for k, w in ens.weights.items():
             gains = [float(np.diff(np.asarray(o.laws[k](C), dtype=float).reshape(-1))[0]) for o in ens.origins if k in o.laws]
