@@ -212,6 +212,31 @@ def loso(cases: list[Case], sources: list[str], tolerance: float) -> None:
                          f"{s.median_gap:+.4f}", pct(s.worse_than_both),
                          f"{pct(s.plain_mae_ok)} / {pct(s.plain_end_ok)}", f"{pct(s.pl_mae_ok)} / {pct(s.pl_end_ok)}"])
     print(table(rows, header))
+    horizon_coverage(cases, sources)
+
+
+HORIZONS = (0.0, 0.2, 0.4, 0.7, 1.3)
+
+
+def horizon_coverage(cases: list[Case], sources: list[str]) -> None:
+    """Share of held-out evaluations inside the prediction band by horizon h = ln(C / C_end):
+    calibrated across horizons means flat in h."""
+    rows = []
+    for src in sources:
+        cal = choose(scored([c for c in cases if c.source != src]))
+        qp = cal.q(LEVEL, "prediction")
+        inside = {b: [] for b in HORIZONS[:-1]}
+        for c in scored([c for c in cases if c.source == src]):
+            p = c.parts(cal.temperature)
+            ok = np.abs(p["R"] - np.asarray(c.bt.test_y)) <= qp * np.sqrt(p["s"] ** 2 + p["sigma"] ** 2)
+            for lo, hi in zip(HORIZONS, HORIZONS[1:]):
+                sel = (p["h"] > lo) & (p["h"] <= hi)
+                if sel.any():
+                    inside[lo].append(ok[sel].mean())  # each run-cut counts once per bin
+        rows.append([src] + [pct(float(np.mean(v))) if v else "-" for v in inside.values()])
+    print(f"\nHeld-out evaluations inside the {int(LEVEL * 100)}% prediction band, by horizon h = ln(C / C_end) "
+          "(mean over run-cuts; LOSO):")
+    print(table(rows, ["held-out source"] + [f"h in ({a:g}, {b:g}]" for a, b in zip(HORIZONS, HORIZONS[1:])]))
 
 
 def report_unstable(cases: list[Case]) -> None:
