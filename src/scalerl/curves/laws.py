@@ -1,7 +1,9 @@
-"""Compute-performance laws: the sigmoid of the ScaleRL paper and the power law it replaces.
+"""Compute-performance laws: the sigmoid of the ScaleRL paper and the power law it replaces,
+and the naive "no further change" forecast the two are measured against.
 
     Sigmoid:   R(C) = R0 + (A - R0) / (1 + (C_mid / C) ** B)
     Power law: R(C) = A - D / C ** B
+    Level:     R(C) = L   (the recent level, held)
 
 Both are small immutable objects: evaluate with ``law(C)``, invert with ``compute_for``,
 read the parameters with ``params()``. The sigmoid is a logistic in ln C, which is why the
@@ -99,6 +101,35 @@ class PowerLaw:
     def slope(self, C):
         C = np.asarray(C, dtype=float)
         out = self.D * self.B * np.power(C, -self.B - 1.0)
+        return float(out) if out.ndim == 0 else out
+
+    def params(self) -> dict[str, float]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Level:
+    """``R(C) = level`` for C > 0: the naive forecast -- the run stays where it is now.
+
+    The benchmark every forecaster of a time series is held to (the "no-change" forecast of
+    the forecasting competitions); in the ensemble it is the member that says the gain is over,
+    beside the sigmoid (it slows) and the power law (it keeps rising)."""
+
+    level: float
+
+    name = "level"
+
+    def __call__(self, C):
+        C = np.asarray(C, dtype=float)
+        out = np.full(C.shape, self.level)
+        return float(out) if out.ndim == 0 else out
+
+    def compute_for(self, R: float) -> float:
+        """Compute at which the curve reaches ``R``: 0 at or below the level, else never."""
+        return 0.0 if R <= self.level else math.inf
+
+    def slope(self, C):
+        out = np.zeros(np.shape(C))
         return float(out) if out.ndim == 0 else out
 
     def params(self) -> dict[str, float]:
