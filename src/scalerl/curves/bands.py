@@ -5,7 +5,7 @@
 * the **prediction band** -- where one more *observed evaluation* at C will land;
 * the **gain interval** of a verdict -- where the gain ``R(TO) - R(FROM)`` will lie.
 
-The bands are ``forecast(C) +- q * s(C)``. The scale ``s(C)`` is built from the run alone::
+The bands are ``forecast(C) +- q * f * s(C)``. The scale ``s(C)`` is built from the run alone::
 
     s(C)^2 = max(sigma, v)^2 + boot(C)^2 + stability(C)^2 + spread(C)^2
 
@@ -20,10 +20,16 @@ the ensemble's members disagree at C, weighted as they are in the forecast
 own. The prediction band uses ``sqrt(s^2 + sigma^2)`` (the new evaluation's own noise); the
 gain interval ``sqrt(s(FROM)^2 + s(TO)^2)`` (:func:`gain_scale`).
 
+``f`` is the **small-sample factor** ``t_df(0.975) / z(0.975)`` with df the number of
+evaluations in the fit window (compute > 0): the scale is estimated from the window's few
+residuals, and an error divided by a scale estimated from df residuals has Student-t tails,
+not normal ones -- a 7-point window gets f = 1.20, a 20-point one 1.06, a 300-point one
+1.00. One factor q then serves windows of 7 and of 300 evaluations alike.
+
 The factors q are split-conformal quantiles: on real runs cut at 30%, 50% and 70% of their
-compute, the scores ``|observed end level - forecast| / s`` (confidence), ``|observed
-evaluation - forecast| / sqrt(s^2 + sigma^2)`` (prediction) and ``|observed gain -
-forecast gain| / gain_scale`` (gain: from the first to the last quarter of the held-out
+compute, the scores ``|observed end level - forecast| / (f s)`` (confidence), ``|observed
+evaluation - forecast| / (f sqrt(s^2 + sigma^2))`` (prediction) and ``|observed gain -
+forecast gain| / (f gain_scale)`` (gain: from the first to the last quarter of the held-out
 evaluations) were collected, **every source weighted equally** (a source with 22 runs says
 no more about an unseen source than one with 2; weighting run-cuts equally let the
 hardest, largest source set everyone's factor), and q at level L is their weighted
@@ -43,6 +49,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from scipy.special import ndtri, stdtrit
 
 from scalerl.errors import InputError
 
@@ -110,6 +117,12 @@ def conformal_quantile(scores, level: float, weights=None, n_units: int | None =
     return float(s[order][min(i, s.size - 1)])
 
 
+def small_sample_factor(df: float) -> float:
+    """``t_df(0.975) / z(0.975)``: how much heavier than normal the tails of an error divided by
+    a scale estimated from ``df`` residuals are (1.20 at df 7, 1.06 at df 20, 1.00 at df 1000)."""
+    return float(stdtrit(max(float(df), 1.0), 0.975) / ndtri(0.975))
+
+
 @dataclass
 class Bands:
     """The band model of one forecast: the scale's parts and the calibration."""
@@ -122,6 +135,13 @@ class Bands:
     """False when the window was too short for rolling-origin validation (bands uncalibrated)."""
     bounds: tuple[float, float] = (0.0, 1.0)
     """Where the metric lives (a pass rate: [0, 1]); bands are clipped to it."""
+    df: float = math.inf
+    """Evaluations the scale was estimated from (the fit window's, compute > 0)."""
+
+    @property
+    def small_sample(self) -> float:
+        """The factor f on the scale (:func:`small_sample_factor`; 1 for an unlimited df)."""
+        return 1.0 if math.isinf(self.df) else small_sample_factor(self.df)
 
     def horizon(self, C) -> np.ndarray:
         """``ln(C / C_end)``: 0 at the end of the fit window, negative inside it."""
@@ -139,14 +159,15 @@ class Bands:
 
     def half_widths(self, scale: np.ndarray, C) -> tuple[np.ndarray, np.ndarray]:
         """(confidence, prediction) half-widths for the scale s(C) at compute C."""
-        k = self.stretch(C)
+        k = self.stretch(C) * self.small_sample
         conf = self.calibration.q(self.level, "confidence") * scale * k
         pred = self.calibration.q(self.level, "prediction") * np.sqrt(scale**2 + self.sigma**2) * k
         return conf, pred
 
     def gain_half_width(self, gscale: float, C_to: float) -> float:
         """Half-width of the gain interval for the gain scale (:func:`gain_scale`) up to C_to."""
-        return self.calibration.q(self.level, "gain") * gscale * float(self.stretch([C_to])[0])
+        k = float(self.stretch([C_to])[0]) * self.small_sample
+        return self.calibration.q(self.level, "gain") * gscale * k
 
 
 def band_scale(sigma: float, validation: float | None, boot_sd, stability, spread) -> np.ndarray:

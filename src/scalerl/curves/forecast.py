@@ -274,7 +274,8 @@ def forecast(
     ens = fit_ensemble(window, settings=settings, members=members, temperature=temperature, bounded=bounded)
     bands = Bands(sigma=ens.sigma, x_end=ens.x_end, calibration=calibration, level=level,
                   validated=ens.validation_rmse is not None,
-                  bounds=(y_floor if math.isfinite(y_floor) else -np.inf, A_max if bounded else np.inf))
+                  bounds=(y_floor if math.isfinite(y_floor) else -np.inf, A_max if bounded else np.inf),
+                  df=int(((window.x > 0) & np.isfinite(window.y)).sum()))
     stability = check_stability(window.x, window.y, R0=fit.R0 if fit.r0_mode != "free" else None)
     out = Forecast(fit=fit, boot=boot, power_law=pl, curve=curve, ensemble=ens, bands=bands,
                    stability=stability, band_boot=band_boot)
