@@ -43,7 +43,8 @@ import numpy as np
 
 from scalerl.curves import Curve, backtest, check_stability, fit_power_law, fit_sigmoid, read_curves
 from scalerl.curves.backtest import END_TARGET, MAE_TARGET, Backtest, _end_slice
-from scalerl.curves.bands import CALIBRATION_FILE, Calibration, band_scale, conformal_quantile, small_sample_factor
+from scalerl.curves.bands import (CALIBRATION_FILE, Calibration, band_scale, conformal_quantile, gain_scale,
+                                 small_sample_factor)
 from scalerl.curves.ensemble import DEFAULT_MEMBERS, origin_sizes
 from scalerl.curves.forecast import Forecast
 from scalerl.curves.uncertainty import _evaluate_many
@@ -145,7 +146,8 @@ class Case:
             c_from, c_to = float(np.exp(np.log(x[first]).mean())), float(np.exp(np.log(x[last]).mean()))
             p["gain"] = {"fc": float(p["R"][last].mean() - p["R"][first].mean()),
                          "obs": float(self.y[last].mean() - self.y[first].mean()),
-                         "scale": fc.gain_scale(c_from, c_to), "first_pass_scale": first_pass_gain_scale(fc, c_from, c_to),
+                         "ends": tuple(float(v) for v in fc.scale([c_from, c_to])), "span": math.log(c_to / c_from),
+                         "first_pass_scale": first_pass_gain_scale(fc, c_from, c_to),
                          "h_to": float(fc.bands.horizon([c_to])[0]), "c_to": c_to, "first": first, "last": last}
             self._parts[choice] = p
         return self._parts[choice]
@@ -417,15 +419,28 @@ def design_table(cases: list[Case], sources: list[str]) -> None:
 # --- the gain interval ----------------------------------------------------------------------------
 
 
-def _gain_scores(cases: list[Case], choice: Choice, h_max: float, key: str = "scale") -> tuple[np.ndarray, np.ndarray]:
-    """|observed gain - forecast gain| / (f g k) and the unit f g k (g: the gain scale ``key``;
-    f the small-sample factor, not in the first pass's construction; k the stretch beyond h_max)."""
+def gain_span_ref(cases: list[Case], choice: Choice) -> float:
+    """The typical span ln(TO / FROM) of the calibration gains (their median)."""
+    return float(np.median([c.parts(choice)["gain"]["span"] for c in cases]))
+
+
+def _gain_unit(gl: dict, key: str, span_ref: float) -> float:
+    if key == "first_pass_scale":
+        return gl[key]
+    return gain_scale(*gl["ends"], gl["span"], span_ref)
+
+
+def _gain_scores(cases: list[Case], choice: Choice, h_max: float, span_ref: float,
+                 key: str = "scale") -> tuple[np.ndarray, np.ndarray]:
+    """|observed gain - forecast gain| / (f g k) and the unit f g k (g: the gain scale, ``key``
+    'scale' the shipped one; f the small-sample factor, not in the first pass's construction;
+    k the stretch beyond h_max)."""
     sc, unit = [], []
     for c in cases:
         p = c.parts(choice)
         gl = p["gain"]
         f = 1.0 if key == "first_pass_scale" else p["f"]
-        u = f * gl[key] * max(1.0, gl["h_to"] / h_max)
+        u = f * _gain_unit(gl, key, span_ref) * max(1.0, gl["h_to"] / h_max)
         sc.append(abs(gl["obs"] - gl["fc"]) / max(u, 1e-12))
         unit.append(u)
     return np.array(sc), np.array(unit)
@@ -436,7 +451,7 @@ def gain_table(cases: list[Case], sources: list[str]) -> None:
     (no calibration on gains), and the first pass's construction."""
     print(f"\nThe verdict's gain interval on the observed gain from the first to the last quarter of the held-out "
           f"evaluations (LOSO; {int(LEVEL * 100)}%; covered / median half-width):")
-    rows = {"sqrt(s(FROM)^2 + s(TO)^2), factor calibrated on gains (shipped)": [],
+    rows = {"sqrt(s(FROM)^2 + s(TO)^2) (shorter spans shrunk), factor calibrated on gains (shipped)": [],
             "same scale, the confidence band's factor (not calibrated on gains)": [],
             "first pass: gain-difference terms only, the confidence band's factor": [],
             "gain-difference terms only, factor calibrated on gains": []}
@@ -447,14 +462,14 @@ def gain_table(cases: list[Case], sources: list[str]) -> None:
         w = source_weights(train)
         qc = cal.q(LEVEL, "confidence")
         for label, key, q in (
-            ("sqrt(s(FROM)^2 + s(TO)^2), factor calibrated on gains (shipped)", "scale", None),
+            ("sqrt(s(FROM)^2 + s(TO)^2) (shorter spans shrunk), factor calibrated on gains (shipped)", "scale", None),
             ("same scale, the confidence band's factor (not calibrated on gains)", "scale", qc),
             ("first pass: gain-difference terms only, the confidence band's factor", "first_pass_scale", qc),
             ("gain-difference terms only, factor calibrated on gains", "first_pass_scale", None),
         ):
             if q is None:
-                q = _q(_gain_scores(train, ch, cal.h_max, key)[0], w, len(train), LEVEL)
-            sc, unit = _gain_scores(held, ch, cal.h_max, key)
+                q = _q(_gain_scores(train, ch, cal.h_max, cal.gain_span, key)[0], w, len(train), LEVEL)
+            sc, unit = _gain_scores(held, ch, cal.h_max, cal.gain_span, key)
             rows[label].append(f"{pct(np.mean(sc <= q))} / {np.median(q * unit):.3f}")
     print(table([[k] + v for k, v in rows.items()], ["gain interval"] + sources))
 
@@ -468,7 +483,8 @@ def calibrate(cases: list[Case], choice: Choice | None = None, provenance: str =
     w = source_weights(cases)
     conf, pts, _ = _scores(cases, choice, SHIPPED, 0.0)
     h_max = float(max(c.parts(choice)["h"].max() for c in cases))
-    gain, _ = _gain_scores(cases, choice, h_max)
+    span = gain_span_ref(cases, choice)
+    gain, _ = _gain_scores(cases, choice, h_max, span)
     n = len(cases)
     return Calibration(
         levels=LEVELS,
@@ -478,6 +494,7 @@ def calibrate(cases: list[Case], choice: Choice | None = None, provenance: str =
         h_max=h_max,
         temperature=choice.temperature,
         members=tuple(choice.members),
+        gain_span=span,
         provenance=provenance,
     )
 
@@ -522,7 +539,8 @@ def score(cases: list[Case], choice: Choice, cal: Calibration, tolerance: float)
         hw = float(conf_half[end].mean())
         inside = float(np.mean((y >= b["obs_lo"]) & (y <= b["obs_hi"])))
         gl = c.parts(choice)["gain"]
-        ghalf = fc.bands.gain_half_width(gl["scale"], gl["c_to"])
+        ghalf = fc.bands.gain_half_width(fc.gain_scale(float(np.exp(np.log(c.x[gl["first"]]).mean())), gl["c_to"]),
+                                         gl["c_to"])
         refs = [s.mae for s in (c.bt.plain_sigmoid, c.bt.power_law) if s is not None]
         ref = min(refs)
         rows.append((mae, abs(end_err) <= END_TARGET, abs(end_err) <= hw, hw, inside,

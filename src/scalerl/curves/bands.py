@@ -18,7 +18,8 @@ curve); stability(C) how much the ensemble's forecast at C moved across its roll
 the ensemble's members disagree at C, weighted as they are in the forecast
 (misspecification). The last three grow with the horizon ``h = ln(C / C_end)`` on their
 own. The prediction band uses ``sqrt(s^2 + sigma^2)`` (the new evaluation's own noise); the
-gain interval ``sqrt(s(FROM)^2 + s(TO)^2)`` (:func:`gain_scale`).
+gain interval ``sqrt(s(FROM)^2 + s(TO)^2)``, shrunk for spans shorter than the calibrated
+one (:func:`gain_scale`).
 
 ``f`` is the **small-sample factor** ``t_df(0.975) / z(0.975)`` with df the number of
 evaluations in the fit window (compute > 0): the scale is estimated from the window's few
@@ -70,6 +71,8 @@ class Calibration:
     """Ensemble temperature (see :mod:`scalerl.curves.ensemble`); None: equal weights."""
     members: tuple[str, ...]
     """The ensemble members the default forecast combines."""
+    gain_span: float = 1.0
+    """Median ln(TO / FROM) of the gains the gain factor was calibrated on (see :func:`gain_scale`)."""
     provenance: str = ""
 
     KINDS = ("confidence", "prediction", "gain")
@@ -84,14 +87,15 @@ class Calibration:
     def as_dict(self) -> dict:
         return {"levels": list(self.levels), "q_confidence": list(self.q_confidence),
                 "q_prediction": list(self.q_prediction), "q_gain": list(self.q_gain), "h_max": self.h_max,
-                "temperature": self.temperature, "members": list(self.members), "provenance": self.provenance}
+                "temperature": self.temperature, "members": list(self.members), "gain_span": self.gain_span,
+                "provenance": self.provenance}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Calibration":
         t = d.get("temperature")
         return cls(tuple(d["levels"]), tuple(d["q_confidence"]), tuple(d["q_prediction"]), tuple(d["q_gain"]),
                    float(d["h_max"]), None if t is None else float(t), tuple(d["members"]),
-                   str(d.get("provenance", "")))
+                   float(d["gain_span"]), str(d.get("provenance", "")))
 
 
 @lru_cache(maxsize=1)
@@ -176,10 +180,16 @@ def band_scale(sigma: float, validation: float | None, boot_sd, stability, sprea
     return np.sqrt(base**2 + np.asarray(boot_sd) ** 2 + np.asarray(stability) ** 2 + np.asarray(spread) ** 2)
 
 
-def gain_scale(scale_from: float, scale_to: float) -> float:
+def gain_scale(scale_from: float, scale_to: float, span: float, span_ref: float) -> float:
     """The scale of a gain ``R(TO) - R(FROM)``: ``sqrt(s(FROM)^2 + s(TO)^2)`` -- the level scales
-    at both ends, as if their errors were independent. They are not (a bias shared by both
-    ends cancels in the gain), so this overstates the gain's spread; the gain's own conformal
-    factor, calibrated on gains observed in real runs, takes that back (q95 below the level
-    bands' q95)."""
-    return math.hypot(float(scale_from), float(scale_to))
+    at both ends, as if their errors were independent -- times ``sqrt(min(1, span / span_ref))``.
+
+    The errors at the two ends are not independent: a bias shared by both cancels in the gain,
+    and the closer the two budgets the more they share. Two corrections: the gain's own
+    conformal factor, calibrated on gains observed in real runs over spans ``ln(TO / FROM)``
+    of typically ``span_ref``, takes back the overstatement at those spans; for shorter spans
+    the scale shrinks like the increment of a random walk in ln C (its spread grows as the
+    square root of the span), so that the gain between two nearly equal budgets is known to
+    be nearly zero. Spans longer than ``span_ref`` keep the full scale."""
+    shrink = math.sqrt(min(1.0, max(float(span), 0.0) / span_ref)) if span_ref > 0 else 1.0
+    return math.hypot(float(scale_from), float(scale_to)) * shrink

@@ -159,7 +159,7 @@ class Forecast:
     def gain_scale(self, c_from: float, c_to: float) -> float:
         """The scale of the gain ``R(c_to) - R(c_from)`` (:func:`scalerl.curves.bands.gain_scale`)."""
         s_from, s_to = self.scale([c_from, c_to])
-        return gain_scale(s_from, s_to)
+        return gain_scale(s_from, s_to, math.log(c_to / c_from), self.bands.calibration.gain_span)
 
     def ceiling(self) -> float:
         """Where the forecast levels off: its mean at 10^6 x the end of the fit window."""
@@ -169,9 +169,9 @@ class Forecast:
     def verdict(self, budget_from: float, budget_to: float, *, min_gain: float = 0.01) -> "Verdict":
         """Is it worth going from ``budget_from`` to ``budget_to``? (See :class:`Verdict`.)
 
-        The gain's interval is ``gain +- q_gain * sqrt(s(FROM)^2 + s(TO)^2)``: the bands' scale
-        at both ends (:meth:`gain_scale`) and a conformal factor calibrated on gains observed
-        in real runs (:mod:`scalerl.curves.bands`)."""
+        The gain's interval is ``gain +- q_gain * f * g``: g from the bands' scale at both ends
+        (:meth:`gain_scale`), f the small-sample factor and q_gain a conformal factor calibrated
+        on gains observed in real runs (:mod:`scalerl.curves.bands`)."""
         if not 0 < budget_from < budget_to:
             raise InputError(f"need 0 < from < to, got from={budget_from:g} to={budget_to:g}")
         p_from, p_to = self.predict([budget_from, budget_to])
