@@ -12,7 +12,8 @@ forecast combines *members* (:data:`MEMBERS`, a registry):
 ``sigmoid-last-8x``  the same on the last 8x;
 ``power-law``        ``A - D / C^B`` on the points with compute > 0 (after an opening plateau);
 ``level``            the recent level held (mean of the last 20% of the window's points, at
-                     least 3): the naive "no further change" forecast.
+                     least 3): the naive "no further change" forecast (inside the window it
+                     follows the sigmoid, shifted to meet that level).
 
 Which members the default forecast combines, and how, is calibrated on real runs
 (``calibration.json``: ``members``, ``temperature``): each member is fitted on the whole
@@ -127,7 +128,13 @@ def _level(curve: Curve, s: FitSettings) -> Law:
     if ys.size < LEVEL_MIN_POINTS:
         raise InputError(f"fewer than {LEVEL_MIN_POINTS} points to take the recent level from")
     m = max(LEVEL_MIN_POINTS, int(round(LEVEL_SHARE * ys.size)))
-    return Level(float(ys[-m:].mean()))
+    # Inside the window it follows the paper's sigmoid (shifted to meet the level), so that
+    # the combined curve still describes the fitted points; beyond it, it holds the level.
+    try:
+        shape = _sigmoid(curve, s)
+    except (InputError, ValueError, FloatingPointError, np.linalg.LinAlgError):
+        shape = None
+    return Level(float(ys[-m:].mean()), float(curve.x[pos].max()), shape)
 
 
 MEMBERS: dict[str, Member] = {

@@ -109,23 +109,33 @@ class PowerLaw:
 
 @dataclass(frozen=True)
 class Level:
-    """``R(C) = level`` for C > 0: the naive forecast -- the run stays where it is now.
+    """The naive forecast: from ``x_end`` on the run stays at ``level``.
 
     The benchmark every forecaster of a time series is held to (the "no-change" forecast of
     the forecasting competitions); in the ensemble it is the member that says the gain is over,
-    beside the sigmoid (it slows) and the power law (it keeps rising)."""
+    beside the sigmoid (it slows) and the power law (it keeps rising). Before ``x_end`` (inside
+    the fit window) it follows ``shape`` -- a law fitted to the window -- shifted to meet the
+    level at ``x_end``, so that the combined curve stays a description of the data there too;
+    without a shape it is flat everywhere."""
 
     level: float
+    x_end: float = math.inf
+    shape: object = None
+    """A law (callable on compute) for C < x_end, or None."""
 
     name = "level"
 
     def __call__(self, C):
         C = np.asarray(C, dtype=float)
-        out = np.full(C.shape, self.level)
+        if self.shape is None or not math.isfinite(self.x_end):
+            out = np.full(C.shape, self.level)
+        else:
+            before = np.asarray(self.shape(np.minimum(C, self.x_end)), dtype=float)
+            out = before - float(self.shape(self.x_end)) + self.level
         return float(out) if out.ndim == 0 else out
 
     def compute_for(self, R: float) -> float:
-        """Compute at which the curve reaches ``R``: 0 at or below the level, else never."""
+        """Compute from which the held level is at least ``R``: 0 at or below it, else never."""
         return 0.0 if R <= self.level else math.inf
 
     def slope(self, C):
@@ -133,4 +143,4 @@ class Level:
         return float(out) if out.ndim == 0 else out
 
     def params(self) -> dict[str, float]:
-        return asdict(self)
+        return {"level": self.level, "x_end": self.x_end}
