@@ -75,8 +75,6 @@ class Calibration:
     """Median ln(TO / FROM) of the gains the gain factor was calibrated on (see :func:`gain_scale`)."""
     provenance: str = ""
 
-    KINDS = ("confidence", "prediction", "gain")
-
     def q(self, level: float, kind: str) -> float:
         """The factor at ``level`` for ``kind`` 'confidence', 'prediction' or 'gain' (interpolated)."""
         if not self.levels[0] <= level <= self.levels[-1]:
