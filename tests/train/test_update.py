@@ -9,7 +9,7 @@ from scalerl.generate.base import SamplingParams
 from scalerl.generate.hf import HFGenerator
 from scalerl.rl.presets import get_recipe
 from scalerl.tasks.base import Problem
-from scalerl.train.rollout import Group
+from scalerl.rollout.groups import Group
 from scalerl.train.update import build_optimizer, policy_update
 
 # _grads swaps optimizer.step for a no-op to read the gradients; the scheduler notices.
