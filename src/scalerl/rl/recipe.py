@@ -124,8 +124,8 @@ class LengthConfig:
     think_budget: tuple[int, int] = (12224, 12224)
     """[lo, hi]: each sequence's thinking budget is drawn uniformly from this range (interrupt mode).
     hi + the interruption phrase's tokens + answer_budget must fit in max_new_tokens, or an
-    interrupted answer is cut short (checked with the run's tokenizer): the paper's 12k thinking
-    budget less 64 tokens kept for the phrase (17 with Qwen's tokenizer; our choice)."""
+    interrupted answer is cut short (checked with the run's tokenizer). 12,288 less 64 tokens kept
+    for the phrase (our choice: the paper gives the 14k total, not its split)."""
     answer_budget: int = 2048
     """Tokens allowed after </think> (natural or forced) before the sequence is cut (interrupt mode)."""
     interruption_phrase: str = INTERRUPTION_PHRASE

@@ -63,7 +63,7 @@ def _moved(v: VariantResult) -> str:
         return "not fitted"
     c = v.classification
     if c is None:
-        return "-"
+        return f"not classified: {v.not_classified}" if v.not_classified else "-"
     if c["kind"] == "ceiling":
         return "ceiling " + ("raised" if c["better"] else "lowered")
     if c["kind"] == "efficiency":

@@ -167,11 +167,12 @@ class Trainer:
             problems, self.sampler, temperature=cfg.sampling.temperature, top_p=cfg.sampling.top_p,
             seed=cfg.run.seed, deterministic=cfg.run.deterministic,
         )
-        self.source = make_source(PipelineContext(
+        self.pipeline = PipelineContext(
             self.rollout, cfg.backend, self.model, self.generator,
             TaskSpec(cfg.task.name, settings, cfg.task.reward, cfg.task.reward_timeout),
             model_path=cfg.model.name_or_path, version=self.version,
-        ))
+        )
+        self.source = make_source(self.pipeline)
         # Devices the clock counts (accelerator-hours): Ray's generator actors hold their own.
         self.meter.devices = getattr(self.source, "devices", 1)
 
