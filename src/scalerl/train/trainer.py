@@ -122,6 +122,9 @@ class Trainer:
         cfg, r = self.cfg, self.cfg.recipe
         self.components = resolve_recipe(r)  # every component name looked up once, here
         threads = cfg.run.threads or trainer_threads(r.off_policy.pipeline, cfg.backend)
+        # Restored when the run ends: a later run in this process (a study's next variant, a test)
+        # must start from torch's default, not from this run's choice.
+        self._torch_threads = torch.get_num_threads()
         if threads:
             torch.set_num_threads(threads)
         torch.manual_seed(cfg.run.seed)
@@ -305,6 +308,7 @@ class Trainer:
         finally:
             bar.close()
             self.source.close()
+            torch.set_num_threads(self._torch_threads)
         self._save_final()
         self._close()
         return RunSummary(self.output, self.step, list(self.evals), time.perf_counter() - t_start, self.skipped_steps)
