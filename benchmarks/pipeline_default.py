@@ -18,6 +18,8 @@ once, in turn, so that they share the machine's load). Reported per configuratio
   sensitive than wall time to other jobs on a shared machine;
 * **x best sync** -- the per-repeat ratio of train-clock samples/s to the fastest sync
   configuration of the same repeat (the issue's comparison);
+* **generators waiting** -- seeded updates: the share of generator time spent waiting for the
+  weights a plan names (what determinism costs);
 * the pass rate at the last evaluation (mean@2 on 64 problems: a sanity check, not a learning
   comparison -- see benchmarks/pipeline_modes.py for that).
 
@@ -67,10 +69,12 @@ def main() -> None:
             samples = last["samples"]
             m = {"train_s": samples / (last["gpu_hours"] * 3600), "wall_s": samples / run["wall"],
                  "cpu_per_k": 1000 * run["cpu"] / samples, "pass": last["val/pass_rate"],
-                 "wait": last.get("pipeline/trainer_wait_frac", 0.0)}
+                 "wait": last.get("pipeline/trainer_wait_frac", 0.0),
+                 "gen_wait": last.get("pipeline/generator_wait_frac", 0.0)}
             runs[name].append(m)
             print(f"repeat {rep} {name:13s} {m['train_s']:6.1f} samples/s (train clock), {m['wall_s']:6.1f} (wall), "
-                  f"{m['cpu_per_k']:5.2f} CPU-s/1k samples, trainer waited {m['wait']:.2f}, pass {m['pass']:.3f}",
+                  f"{m['cpu_per_k']:5.2f} CPU-s/1k samples, trainer waited {m['wait']:.2f}, generators waited for "
+                  f"weights {m['gen_wait']:.2f}, pass {m['pass']:.3f}",
                   flush=True)
     syncs = [c for c in args.configs if c in SYNC]
     best = [max(runs[c][i]["train_s"] for c in syncs) for i in range(args.repeats)] if syncs else None
@@ -80,12 +84,12 @@ def main() -> None:
         ratio = spread([x["train_s"] / b for x, b in zip(r, best)], "{:.2f}") if best else "-"
         rows.append([name, spread([x["train_s"] for x in r], "{:.0f}"), spread([x["wall_s"] for x in r], "{:.0f}"),
                      spread([x["cpu_per_k"] for x in r], "{:.2f}"), ratio, spread([x["wait"] for x in r], "{:.2f}"),
-                     spread([x["pass"] for x in r], "{:.3f}")])
+                     spread([x["gen_wait"] for x in r], "{:.2f}"), spread([x["pass"] for x in r], "{:.3f}")])
     load = os.getloadavg()
     print(f"\ntiny model, {args.steps} steps of 16 x 8 samples, {args.repeats} interleaved repeats, median [min-max]; "
           f"{os.cpu_count()} CPUs, load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}\n")
     print(table(["config", "samples/s (train clock)", "samples/s (wall)", "CPU-s / 1k samples", "x best sync",
-                 "trainer idle", "pass rate"], rows))
+                 "trainer idle", "generators waiting", "pass rate"], rows))
     if best:
         print(f"\nbest sync per repeat: {', '.join(f'{b:.0f}' for b in best)} samples/s; "
               f"median {statistics.median(best):.0f}")

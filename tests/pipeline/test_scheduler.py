@@ -300,6 +300,7 @@ def seeded_run(k, generators, token_s, train_s, steps, *, recipe=None, skip=(), 
         seen = in_time(lambda: drive(source, steps, train_s, skip=skip,
                                      on_batch=lambda step, b: batches.append(
                                          ([g.problem.id for g in b.groups], [c.versions for c in b.completions]))))
+        assert 0.0 <= source.stats()["pipeline/generator_wait_frac"] <= 1.0  # what determinism cost
     finally:
         source.close()
     return batches, seen

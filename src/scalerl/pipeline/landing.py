@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -85,6 +86,8 @@ class WeightHistory:
         self._cond = threading.Condition()
         self._weights: dict[int, tuple[Mapping[str, Any], int]] = {}
         self._error: BaseException | None = None
+        self.waited_s = 0.0
+        """Seconds generators spent waiting for weights not yet published (what determinism costs)."""
 
     def publish(self, tick: int, version: int, model: Any) -> None:
         """Record the trainer's weights after ``tick`` steps (policy ``version``); a copy is kept."""
@@ -98,10 +101,13 @@ class WeightHistory:
     def wait(self, tick: int) -> tuple[Mapping[str, Any], int]:
         """The weights after ``tick`` steps and their version, once published (blocks until then)."""
         with self._cond:
-            while tick not in self._weights:
-                if self._error is not None:
-                    raise HistoryClosed(str(self._error))
-                self._cond.wait()
+            if tick not in self._weights:
+                t = time.perf_counter()
+                while tick not in self._weights:
+                    if self._error is not None:
+                        raise HistoryClosed(str(self._error))
+                    self._cond.wait()
+                self.waited_s += time.perf_counter() - t
             return self._weights[tick]
 
     def forget_before(self, tick: int) -> None:

@@ -416,6 +416,8 @@ class PooledSource:
             "pipeline/stale_regenerated": self.stale_regenerated,
             "pipeline/duplicates_ignored": self.duplicates_ignored,
         }
+        if self.history is not None:  # seeded: generators waiting for weights the plan names
+            out["pipeline/generator_wait_frac"] = self.history.waited_s / (elapsed * self.pool.size) if running else 0.0
         out.update({f"pipeline/{k}": v for k, v in self.pool.stats().items()})
         return out
 
