@@ -2,6 +2,8 @@
 the same seed gives the same run log -- evaluations and training figures -- whatever the threads'
 timing. (tests/train/test_resume.py: a killed and resumed run repeats the uninterrupted one.)"""
 
+import pytest
+
 from scalerl.cli import main
 from scalerl.runlog import read_runlog
 
@@ -17,10 +19,12 @@ def _rows(out):
     return [{k: v for k, v in r.items() if k not in TIMING and not k.startswith("pipeline/")} for r in rows]
 
 
-def test_same_seed_same_run_log_for_the_default_recipe(tiny_dir, tmp_path, capsys):
+@pytest.mark.parametrize("generators", [1, 2], ids=["default", "two-generators"])
+def test_same_seed_same_run_log_for_the_default_recipe(tiny_dir, tmp_path, capsys, generators):
     logs = []
     for name in ("a", "b"):
-        assert main(small_args(tmp_path / name, "--steps", "6", "--seed", "3")) == 0
+        assert main(small_args(tmp_path / name, "--steps", "6", "--seed", "3",
+                               "--set", f"backend.generators={generators}")) == 0
         logs.append(_rows(tmp_path / name))
     header = read_runlog(tmp_path / "a" / "runlog.jsonl")[0]
     assert header["config"]["recipe"]["off_policy"] == {"pipeline": "pipeline-rl-k", "k": 8}
@@ -28,5 +32,7 @@ def test_same_seed_same_run_log_for_the_default_recipe(tiny_dir, tmp_path, capsy
     trains = [r for r in logs[0] if r["type"] == "train"]
     assert [r["step"] for r in evals] == [0, 2, 4, 6] and len(trains) == 6
     assert logs[0] == logs[1]
-    # In-flight updates did happen: tokens from two policy versions in one batch.
-    assert any(r["lag_max"] > r["lag_mean"] > 0 for r in trains)
+    if generators == 1:  # every batch on the weights one step behind (the first on the initial ones)
+        assert [r["lag_max"] for r in trains] == [0.0] + [1.0] * 5
+    else:  # one update lands mid-sequence: tokens from two policy versions in one batch
+        assert any(r["lag_max"] > r["lag_mean"] > 0 for r in trains)
