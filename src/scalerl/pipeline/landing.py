@@ -19,7 +19,7 @@ a resumed run cannot repeat the one it continues. Here the schedule is fixed in 
   A wider window was tried and measured: W = 1 with one generator (tokens 1-2 steps old, most
   of them 2, since landings past a batch's end never happen) reached a pass rate of 0.427 after
   100 steps of the tiny model against 0.519 (sync) and 0.522 (timing-driven), seeds 0 and 1
-  (benchmarks/pipeline_modes.py).
+  (benchmarks/pipeline_modes.py); W = 0 reached 0.514.
 * A generator that reaches a landing step before the trainer has produced those weights waits
   for them (:class:`WeightHistory`). **No deadlock:** batch ``j`` waits at most for the weights
   after step ``j - 1``, which need batches ``< j`` only; requests are started in index order, so
