@@ -57,9 +57,8 @@ class BackendConfig:
 
 
 
-def backend_problems(b: BackendConfig, mode: str) -> list[str]:
-    """Combinations of backend settings that cannot run (under pipeline ``mode``), each with what
-    to do instead."""
+def backend_problems(b: BackendConfig) -> list[str]:
+    """Combinations of backend settings that cannot run, each with what to do instead."""
     problems = []
     choices = {"name": ("local", "ray"), "workers": ("processes", "threads"), "generator": ("hf", "vllm"),
                "weight_sync": ("auto", "object_store", "nccl"), "updates": ("auto", "seeded", "timing")}

@@ -204,7 +204,7 @@ class TrainConfig:
             problems.append(f"backend.generators must be >= 1, got {self.backend.generators}")
         if self.backend.generator_threads < 1 or self.backend.max_restarts < 0:
             problems.append("backend.generator_threads must be >= 1 and backend.max_restarts >= 0")
-        problems.extend(backend_problems(self.backend, self.recipe.off_policy.pipeline))
+        problems.extend(backend_problems(self.backend))
         if not 0 < self.sampling.top_p <= 1 or self.sampling.temperature <= 0:
             problems.append("sampling.temperature must be > 0 and sampling.top_p in (0, 1]")
         if self.forecast.x not in COMPUTE_COLUMNS:
