@@ -34,13 +34,17 @@ class PipelineContext:
     """Problems, sampler, the resolved recipe, seeds: what decides each batch's content."""
     backend: BackendConfig
     model: torch.nn.Module
-    """The trainer's policy: its weights go to the generators after every step (thread workers
-    start from a copy of it)."""
+    """The trainer's policy: its weights go to the generators after every step, LoRA adapters
+    merged in (:func:`scalerl.models.lora.generator_state_dict`); thread workers start from a
+    plain copy of it (:func:`scalerl.models.lora.generator_copy`)."""
     generator: HFGenerator
     """A generator on the trainer's own model (no copy): the synchronous modes generate with it,
     and so does deterministic PipelineRL-k for dynamic-sampling refills."""
     task: TaskSpec
     model_path: str
     """The model's name or path as configured (a vLLM engine loads the architecture from it)."""
+    generator_dtype: torch.dtype = torch.float32
+    """The dtype a generator's own copy of the policy is held in: the run's compute dtype (an
+    inference copy needs no fp32 master weights; logits stay fp32 through the FP32 head)."""
     version: int = 0
     """The trainer's policy version when the source is built."""

@@ -41,6 +41,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from scalerl.models.lora import generator_state_dict
 from scalerl.seeds import UPDATE_POINTS, derive_seed
 
 
@@ -99,10 +100,12 @@ class WeightHistory:
         """Seconds generators spent waiting for weights not yet published (what determinism costs)."""
 
     def publish(self, tick: int, version: int, model: Any) -> None:
-        """Record the trainer's weights after ``tick`` steps (policy ``version``); a copy is kept."""
+        """Record the trainer's weights after ``tick`` steps (policy ``version``); a copy is kept, as
+        the generators' plain models load it (LoRA adapters merged in)."""
         with self._cond:
             same = next((w for w in self._weights.values() if w[1] == version), None)
-        state = same[0] if same is not None else {k: v.detach().clone() for k, v in model.state_dict().items()}
+        state = same[0] if same is not None else {k: v.detach().clone()
+                                                  for k, v in generator_state_dict(model).items()}
         with self._cond:
             self._weights[tick] = (state, version)
             self._cond.notify_all()

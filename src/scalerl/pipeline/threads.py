@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from scalerl.models.lora import generator_state_dict
 from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.landing import HistoryClosed, WeightHistory
 from scalerl.pipeline.pool import Deliver, Fail
@@ -89,7 +90,7 @@ class ThreadPool:
 
     def push_weights(self, model: Any, version: int) -> None:
         """Timing mode: hand the new weights to every generator (applied at its next decode step)."""
-        state = model.state_dict()
+        state = generator_state_dict(model)  # LoRA merged: the generators hold plain models
         for w in self.workers:
             w.generator.update_weights(state, version)
 

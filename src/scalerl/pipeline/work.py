@@ -138,7 +138,7 @@ class WorkerSpec:
     """The policy's Hugging Face config object (architecture; weights come separately)."""
     tokenizer: Any
     dtype: str
-    """Parameter dtype name of the trainer's model (float32, bfloat16, ...)."""
+    """Dtype name the generator holds the policy in: the run's compute dtype (float32, bfloat16, ...)."""
     fp32_lm_head: bool
     recipe: Any
     task_name: str
@@ -159,7 +159,7 @@ class WorkerSpec:
     @classmethod
     def from_context(cls, ctx: PipelineContext) -> "WorkerSpec":
         b: BackendConfig = ctx.backend
-        dtype = str(next(ctx.model.parameters()).dtype).removeprefix("torch.")
+        dtype = str(ctx.generator_dtype).removeprefix("torch.")  # the compute dtype
         from scalerl.models.loading import resolve_model
 
         return cls(
@@ -201,10 +201,10 @@ def thread_worker(ctx: PipelineContext, worker_id: int, history: WeightHistory |
     are thread-safe: arithmetic is pure, math-verify skips its signal-based timeout off the main
     thread, a user reward function serialises calls to its worker process)."""
     from scalerl.generate.hf import HFGenerator
+    from scalerl.models.lora import generator_copy
 
-    model = copy.deepcopy(ctx.model).eval()
-    for p in model.parameters():
-        p.requires_grad_(False)
+    # A plain inference copy in the compute dtype (LoRA merged in; scalerl.models.lora).
+    model = generator_copy(ctx.model, ctx.generator_dtype)
     rnd = ctx.rollout.round
     tokenizer = copy.deepcopy(rnd.tokenizer)
     gen = HFGenerator(model, tokenizer, seed=worker_seed(ctx.rollout.seed, worker_id), version=ctx.version)

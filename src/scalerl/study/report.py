@@ -68,6 +68,8 @@ def _moved(v: VariantResult) -> str:
         return "ceiling " + ("raised" if c["better"] else "lowered")
     if c["kind"] == "efficiency":
         return "efficiency " + ("better" if c["better"] else "worse")
+    if c["kind"] == "unstable run":
+        return "not classified (unstable run)"
     return "no clear effect"
 
 
@@ -105,7 +107,8 @@ def fit_rows(a: StudyAnalysis) -> list[list[str]]:
             v.label + (" (base)" if v.is_base else ""), seeds, _f(v.R0), _f(v.final),
             f"{v.A:.3f} {_iv(v.A_interval)}", f"{v.B:.2f} {_iv(v.B_interval, 2)}",
             f"{_f(v.C_mid)} {_iv(v.C_mid_interval)}",
-            f"{v.extrapolated:.3f} {_iv(v.extrapolated_interval)}",
+            "unstable: no forecast" if v.unstable else
+            f"{_f(v.extrapolated)} {_iv(v.extrapolated_interval)}" + ("" if v.extrapolated_calibrated else " *"),
         ])
     return rows
 
@@ -138,6 +141,8 @@ def _plot_intervals(a: StudyAnalysis, path: Path) -> Path:
     for ax, (title, key, ikey, log) in zip(axes, panels):
         for yy, v in zip(ys, vs):
             val, iv = getattr(v, key), getattr(v, ikey)
+            if val is None:  # an unstable variant has no extrapolation
+                continue
             color = "black" if v.is_base else "C0"
             if iv is not None:
                 ax.plot(iv, [yy, yy], color=color, lw=2, alpha=0.7)

@@ -35,9 +35,11 @@ from scalerl.seeds import EVAL_SAMPLING, derive_seed
 from scalerl.train.checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from scalerl.train.compute import ComputeMeter
 from scalerl.train.config import TrainConfig
-from scalerl.train.evaluate import evaluate
+from scalerl.train.evaluate import eval_bar, evaluate
 from scalerl.train.live_forecast import live_forecast
 from scalerl.train.loggers import make_sinks
+from scalerl.train.policy import load_policy_weights, policy_weights, save_policy
+from scalerl.train.preflight import check_generation_budget, discard_unstarted_run
 from scalerl.train.update import build_optimizer, policy_update
 
 CONFIG, CHECKPOINTS, FINAL = "config.yaml", "checkpoints", "final"
@@ -109,15 +111,13 @@ class Trainer:
     def _setup(self) -> None:
         from scalerl.generate.hf import HFGenerator
         from scalerl.generate.layout import pad_id_of
-        from scalerl.models.loading import load_model
-        from scalerl.models.tiny import TinySpec
         from scalerl.pipeline.context import PipelineContext, TaskSpec
         from scalerl.pipeline.registry import make_source, trainer_threads
         from scalerl.rl.components import resolve_recipe, validate_recipe
-        from scalerl.rl.fp32_head import enable_fp32_lm_head
         from scalerl.rl.sampler import PromptSampler
         from scalerl.rollout.context import RolloutContext, RoundContext
         from scalerl.tasks.registry import get_task
+        from scalerl.train.policy import load_policy
 
         cfg, r = self.cfg, self.cfg.recipe
         self.components = resolve_recipe(r)  # every component name looked up once, here
@@ -131,12 +131,10 @@ class Trainer:
         self.device = _device(cfg.run.device)
         self.output.mkdir(parents=True, exist_ok=True)
 
-        tiny = TinySpec(warm_start_steps=cfg.model.tiny_warm_start_steps) if cfg.model.name_or_path == "tiny" else None
-        self.model, self.tokenizer = load_model(cfg.model.name_or_path, dtype=cfg.model.dtype, tiny_spec=tiny)
+        # fp32 master weights, FP32 head, LoRA, gradient checkpointing, the compute dtype (train/policy.py).
+        self.policy = load_policy(cfg, self.device)
+        self.model, self.tokenizer, self.precision = self.policy.model, self.policy.tokenizer, self.policy.precision
         validate_recipe(r, self.tokenizer)  # the length budgets, now that the phrase's length is known
-        if r.fp32_lm_head:
-            enable_fp32_lm_head(self.model)
-        self.model.to(self.device)
         self.pad_id = pad_id_of(self.model, self.tokenizer)
 
         settings = dict(cfg.task.settings)
@@ -154,8 +152,11 @@ class Trainer:
         self.eval_sets = {s: list(available[s])[: cfg.eval.problems] for s in cfg.eval.sets}
         self.sampler = PromptSampler.from_config(list(problems), r.sampler, seed=cfg.run.seed)
         self.length_control = self.components.length_controller(self.tokenizer)
+        # Before anything is written to the run directory: a budget the model cannot hold fails here.
+        check_generation_budget(cfg, self.model, self.tokenizer, list(problems.values()), self.eval_sets)
 
-        self.generator = HFGenerator(self.model, self.tokenizer, seed=cfg.run.seed)
+        self.generator = HFGenerator(self.model, self.tokenizer, seed=cfg.run.seed,
+                                     autocast_dtype=self.precision.compute_dtype if self.precision.mixed else None)
         self.optimizer, self.scheduler = build_optimizer(self.model, r)
         self.meter = ComputeMeter(params=sum(p.numel() for p in self.model.parameters()))
         self.version = 0
@@ -173,7 +174,7 @@ class Trainer:
         self.pipeline = PipelineContext(
             self.rollout, cfg.backend, self.model, self.generator,
             TaskSpec(cfg.task.name, settings, cfg.task.reward, cfg.task.reward_timeout),
-            model_path=cfg.model.name_or_path, version=self.version,
+            model_path=cfg.model.name_or_path, generator_dtype=self.precision.generator_dtype, version=self.version,
         )
         self.source = make_source(self.pipeline)
         # Devices the clock counts (accelerator-hours): Ray's generator actors hold their own.
@@ -206,7 +207,8 @@ class Trainer:
             "version": self.version,
             "skipped_steps": self.skipped_steps,
             "lag_hist": dict(self.lag_hist),
-            "model": self.model.state_dict(),
+            "model": policy_weights(self.model),  # fp32 master weights (LoRA: the adapters)
+            "precision": self.precision.state_dict(),  # the fp16 loss scale
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "sampler": self.sampler.state_dict(),
@@ -228,7 +230,8 @@ class Trainer:
             self.runlog = RunLogWriter(self.output / RUNLOG, self._header())
             return
         state = load_checkpoint(ckpt)
-        self.model.load_state_dict(state["model"])
+        load_policy_weights(self.model, state["model"])
+        self.precision.load_state_dict(state.get("precision", {}))
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.sampler.load_state_dict(state["sampler"])
@@ -250,8 +253,9 @@ class Trainer:
         for i, (name, problems) in enumerate(self.eval_sets.items()):
             params = SamplingParams(max_new_tokens=cfg.recipe.length.max_new_tokens, temperature=cfg.eval.temperature,
                                     seed=eval_seed(cfg.run.seed, i))
-            m = evaluate(self.generator, self.tokenizer, self.task, problems, cfg.eval.samples_per_problem, params,
-                         self.length_control, batch_size=cfg.eval.batch_size)
+            with eval_bar(cfg.log.progress, name, len(problems) * cfg.eval.samples_per_problem) as bar:
+                m = evaluate(self.generator, self.tokenizer, self.task, problems, cfg.eval.samples_per_problem, params,
+                             self.length_control, batch_size=cfg.eval.batch_size, progress=bar.update)
             self.meter.eval_tokens += int(m["tokens"])
             for key in ("pass_rate", "pass_at_k", "mean_len", "frac_interrupted", "frac_truncated"):
                 row[f"{name}/{key}"] = m[key]
@@ -305,6 +309,10 @@ class Trainer:
                     self._checkpoint()
                 elif cfg.run.checkpoint_every and self.step % cfg.run.checkpoint_every == 0:
                     self._checkpoint()
+        except BaseException:
+            if not self.resume:  # failed before its first checkpoint: leave the directory reusable
+                discard_unstarted_run(self.output, checkpoints=CHECKPOINTS, files=(RUNLOG, CONFIG), runlog=self.runlog)
+            raise
         finally:
             bar.close()
             self.source.close()
@@ -322,7 +330,7 @@ class Trainer:
             self.model, self.optimizer, self.scheduler, batch.groups, self.components,
             temperature=cfg.sampling.temperature, pad_token_id=self.pad_id,
             micro_batch_size=cfg.run.micro_batch_size, device=self.device, version=self.version,
-            share_prompt=cfg.run.share_prompt_forward,
+            share_prompt=cfg.run.share_prompt_forward, precision=self.precision,
         )
         self.meter.trained(result.trained_tokens)
         for lag, n in result.lag_counts.items():
@@ -367,8 +375,7 @@ class Trainer:
     def _save_final(self) -> None:
         final = self.output / FINAL
         tmp = self.output / f"{FINAL}.tmp-{os.getpid()}"
-        self.model.save_pretrained(tmp)
-        self.tokenizer.save_pretrained(tmp)
+        save_policy(self.policy, tmp, lora_save=self.cfg.model.lora.save)  # in model.dtype; LoRA merged or not
         if final.exists():
             import shutil
 
