@@ -19,12 +19,16 @@ def _rows(out):
     return [{k: v for k, v in r.items() if k not in TIMING and not k.startswith("pipeline/")} for r in rows]
 
 
-@pytest.mark.parametrize("generators", [1, 2], ids=["default", "two-generators"])
-def test_same_seed_same_run_log_for_the_default_recipe(tiny_dir, tmp_path, capsys, generators):
+@pytest.mark.parametrize(("generators", "extra"), [(1, []), (2, []),
+                                                   (2, ["--set", "precision.compute=bf16", "--set", "model.lora.rank=4"])],
+                         ids=["default", "two-generators", "two-generators-bf16-lora"])
+def test_same_seed_same_run_log_for_the_default_recipe(tiny_dir, tmp_path, capsys, generators, extra):
+    """bf16-lora: the generator threads hold bf16 copies with the adapter merged in, and the weights
+    that land mid-sequence are the merged ones (scalerl.models.lora) -- still reproducible."""
     logs = []
     for name in ("a", "b"):
         assert main(small_args(tmp_path / name, "--steps", "6", "--seed", "3",
-                               "--set", f"backend.generators={generators}")) == 0
+                               "--set", f"backend.generators={generators}", *extra)) == 0
         logs.append(_rows(tmp_path / name))
     header = read_runlog(tmp_path / "a" / "runlog.jsonl")[0]
     assert header["config"]["recipe"]["off_policy"] == {"pipeline": "pipeline-rl-k", "k": 8}

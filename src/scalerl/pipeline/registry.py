@@ -23,9 +23,10 @@ import os
 from typing import Any, Callable
 
 from scalerl.errors import ConfigError
-from scalerl.pipeline.config import update_mode
+from scalerl.pipeline.config import BackendConfig, update_mode
 from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.landing import WeightHistory, window
+from scalerl.pipeline.pool import WorkerPool
 from scalerl.pipeline.scheduler import OffPolicySchedule, PipelineSchedule, PooledSource, SeededPipelineSchedule
 from scalerl.pipeline.sources import OffPolicySource, RolloutSource
 from scalerl.pipeline.work import RolloutWorker
@@ -38,29 +39,29 @@ SCHEDULES: dict[str, Callable[[int, int], Any]] = {
 }
 
 
-def _thread_pool(ctx: PipelineContext) -> Any:
+def _thread_pool(ctx: PipelineContext) -> WorkerPool:
     from scalerl.pipeline.threads import ThreadPool
 
     return ThreadPool.for_context(ctx)
 
 
-def _process_pool(ctx: PipelineContext) -> Any:
+def _process_pool(ctx: PipelineContext) -> WorkerPool:
     from scalerl.pipeline.processes import ProcessPool
 
     return ProcessPool.for_context(ctx)
 
 
-def _ray_pool(ctx: PipelineContext) -> Any:
+def _ray_pool(ctx: PipelineContext) -> WorkerPool:
     from scalerl.pipeline.ray_backend import RayPool
 
     return RayPool.for_context(ctx)
 
 
 #: backend.workers -> pool factory(ctx), for the local backend's timing-driven pipeline.
-LOCAL_POOLS: dict[str, Callable[[PipelineContext], Any]] = {"threads": _thread_pool, "processes": _process_pool}
+LOCAL_POOLS: dict[str, Callable[[PipelineContext], WorkerPool]] = {"threads": _thread_pool, "processes": _process_pool}
 
 
-def pooled(ctx: PipelineContext, pool: Any, mode: str, k: int) -> PooledSource:
+def pooled(ctx: PipelineContext, pool: WorkerPool, mode: str, k: int) -> PooledSource:
     schedule = SCHEDULES[mode](k, pool.size)
     return PooledSource(pool, ctx.rollout, schedule, version=ctx.version)
 
@@ -124,7 +125,7 @@ def cpu_cores() -> int:
         return os.cpu_count() or 1
 
 
-def trainer_threads(mode: str, backend: Any, cores: int | None = None) -> int | None:
+def trainer_threads(mode: str, backend: BackendConfig, cores: int | None = None) -> int | None:
     """torch threads for the trainer when the user set none (``run.threads=0``), or None to leave
     torch's default (every core). Under pipeline-rl-k on the local backend the trainer and the
     generators run at once on one machine: the trainer gets the cores the generators leave (each
