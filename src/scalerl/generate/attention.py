@@ -3,7 +3,7 @@
 torch's CPU SDPA kernel (``cpu_flash_attention``) runs a query of length 1 as a loop of tiny
 per-(row, head) GEMVs; on the tiny model's decode step (128 rows x 4 heads, ~30 keys) it took
 422 us a layer against 284 us for ``softmax(q k^T * s + mask) v`` as two batched matmuls, and
-483 vs 329 us on the decode cache's strided views (``benchmarks/decode_attention.py``). The
+483 vs 329 us on the decode cache's strided views (``benchmarks/cpu_decode.py``). The
 math is transformers' own eager attention; only single-query, no-grad calls on a CPU take this
 path -- prefill, the trainer's forward and backward, and every accelerator keep SDPA, so the
 trainer's log-probs are computed exactly as before and the generator's agree with them to

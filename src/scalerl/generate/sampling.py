@@ -48,7 +48,7 @@ def sample_categorical(probs: torch.Tensor, generator: torch.Generator | None) -
 
     Why not ``torch.multinomial(probs, 1)``: on the CPU it draws an exponential variate for every
     entry (B x V of them); at the tiny model's decode shape (128 x 103) it took 421 us a step
-    against 47 us here (``benchmarks/decode_attention.py``), ~4% of the generator's time. The
+    against 47 us here (``benchmarks/cpu_decode.py``), ~4% of the generator's time. The
     distribution is the same; the draws for a given seed are not. The CDF is accumulated in
     float64 so that a zero-probability entry (outside the top-p nucleus) is never chosen: it does
     not raise the running sum, and the first entry whose sum exceeds the draw is returned.

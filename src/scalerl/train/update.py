@@ -57,7 +57,7 @@ def build_optimizer(model: torch.nn.Module, recipe: RecipeConfig) -> tuple[torch
     o = recipe.optimizer
     params = [p for p in model.parameters() if p.requires_grad]
     # Plain CPU tensors: the fused kernel updates every tensor in one call instead of a Python loop
-    # over them (tiny model, 51 tensors: 5.7 -> 1.6 ms a step; benchmarks/decode_attention.py).
+    # over them (tiny model, 51 tensors: 5.7 -> 1.6 ms a step; benchmarks/cpu_decode.py).
     # Sharded (DTensor) and accelerator parameters keep torch's default choice.
     fused = bool(params) and all(p.device.type == "cpu" and type(p.data) is torch.Tensor for p in params)
     optimizer = torch.optim.AdamW(
