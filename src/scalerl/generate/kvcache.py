@@ -2,7 +2,7 @@
 
 transformers' ``DynamicLayer`` grows by ``torch.cat([keys, new], dim=-2)``: every decode step
 copies the whole cache of every layer (and allocates a new one), so a completion of T tokens
-costs O(T^2) copying. On the tiny CPU model that ``cat`` was 13% of the generator's time
+costs O(T^2) copying. On the tiny CPU model that ``cat`` was 9-13% of the generator's time
 (py-spy, 128 rows x ~25 steps). :class:`AppendLayer` keeps each layer's keys and values in a
 buffer with spare room along the sequence dimension and writes the new step into it; the
 attention reads a view of the filled part (same values, same layout ``[batch, heads, length,
