@@ -58,7 +58,11 @@ class HFGenerator(InFlightUpdates):
         """``compact_fraction``: drop finished rows from the batch and the KV cache once at least
         this share of the rows still in it have finished (1.0 never drops them; see the benchmark).
         ``autocast_dtype``: run the forward passes under ``torch.autocast`` in this dtype (bf16 /
-        fp16 compute on a model that holds fp32 master weights: the trainer's own, shared)."""
+        fp16 compute on a model that holds fp32 master weights: the trainer's own, shared).
+
+        An ``sdpa`` model on a CPU is switched to :data:`scalerl.generate.attention.NAME`: SDPA
+        everywhere except single-query no-grad steps (the decode loop), so a trainer sharing the
+        model computes its passes exactly as before."""
         self.model = model
         self.tokenizer = tokenizer
         self.version = version
