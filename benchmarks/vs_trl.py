@@ -260,6 +260,7 @@ def run_ours(side: str, a: argparse.Namespace, work: Path) -> dict[str, Any]:
         "train_pass": [r["train_pass_rate"] for r in train],
         "mean_len": [r["mean_len"] for r in train],
         "lr": [r["lr"] for r in train],
+        "grad_norm": [r.get("grad_norm") for r in train],
         "no_grad_frac": [r.get("no_grad_frac", 0.0) for r in train],
         "pressure": [pressure, cpu_pressure()],
     }
@@ -364,6 +365,7 @@ def run_trl(a: argparse.Namespace, work: Path) -> dict[str, Any]:
         "train_pass": [(row["reward"] + 1) / 2 for row in logs],  # rewards are +1 / -1
         "mean_len": [row["completions/mean_length"] for row in logs],
         "lr": [row["learning_rate"] for row in logs],
+        "grad_norm": [row.get("grad_norm") for row in logs],
         "no_grad_frac": [0.0 for _ in logs],  # TRL runs every sequence through both passes
         "pressure": [pressure, cpu_pressure()],
     }

@@ -29,8 +29,10 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from scalerl.generate.attention import use_decode_attention
 from scalerl.generate.base import Completion, InFlightUpdates, LengthController, SamplingParams, ScheduledUpdates
-from scalerl.generate.layout import eos_ids, forward_kwargs, left_pad, new_cache, pad_id_of, position_ids
+from scalerl.generate.kvcache import decode_cache
+from scalerl.generate.layout import eos_ids, forward_kwargs, left_pad, pad_id_of, position_ids
 from scalerl.generate.sampling import sample_next
 
 
@@ -56,7 +58,11 @@ class HFGenerator(InFlightUpdates):
         """``compact_fraction``: drop finished rows from the batch and the KV cache once at least
         this share of the rows still in it have finished (1.0 never drops them; see the benchmark).
         ``autocast_dtype``: run the forward passes under ``torch.autocast`` in this dtype (bf16 /
-        fp16 compute on a model that holds fp32 master weights: the trainer's own, shared)."""
+        fp16 compute on a model that holds fp32 master weights: the trainer's own, shared).
+
+        An ``sdpa`` model on a CPU is switched to :data:`scalerl.generate.attention.NAME`: SDPA
+        everywhere except single-query no-grad steps (the decode loop), so a trainer sharing the
+        model computes its passes exactly as before."""
         self.model = model
         self.tokenizer = tokenizer
         self.version = version
@@ -66,6 +72,8 @@ class HFGenerator(InFlightUpdates):
         self.pad_id = pad_id_of(model, tokenizer)
         self.eos = torch.tensor(eos_ids(model, tokenizer), device=self.device)
         self._cache_arg, self._keep_arg = forward_kwargs(model)
+        # CPU decode steps: batched-matmul attention instead of SDPA's per-head loop (attention.py).
+        self.decode_attention = use_decode_attention(model)
         self._torch_rng = torch.Generator(device=self.device).manual_seed(seed)
         self._py_rng = random.Random(seed)
         self._busy = threading.Lock()  # held for a whole generate call
@@ -236,7 +244,7 @@ class HFGenerator(InFlightUpdates):
         live = torch.ones(n, dtype=torch.bool, device=dev)  # per batch row: not finished yet
         if states is not None:
             live = torch.tensor([not s.finished for s in states], device=dev)
-        cache = new_cache(self.model)
+        cache = decode_cache(self.model)  # appends in place: no per-step concatenation
         if max_new > 0 and bool(live.any()):
             self._scheduled(updates, 0)
             logits = self._prefill(prompts, ids, mask[:, :width], positions, cache)

@@ -1,0 +1,154 @@
+"""The generator's CPU speed-ups, part by part and whole, on the tiny model (CPU seconds).
+
+    .venv/bin/python benchmarks/cpu_decode.py                 # ~2 min on 2 busy cores
+    .venv/bin/python benchmarks/cpu_decode.py --rounds 20 --batch 256
+
+Parts (each timed in isolation at the tiny model's decode shape, best of --rounds):
+
+* single-query attention, 128 rows x 4 heads x 28 keys x 32: torch's SDPA (``cpu_flash_attention``)
+  against ``softmax(q k^T s + mask) v`` as two batched matmuls
+  (:mod:`scalerl.generate.attention`), on contiguous keys and on the decode cache's strided views;
+* the KV cache append: ``torch.cat`` of the whole cache (transformers' ``DynamicLayer``) against a
+  write into spare room (:mod:`scalerl.generate.kvcache`);
+* drawing one token per row of a 128 x 103 distribution: ``torch.multinomial`` against
+  inverse-CDF sampling (:func:`scalerl.generate.sampling.sample_categorical`);
+* one AdamW step on the tiny model's 51 tensors: torch's default (a loop over tensors on the CPU)
+  against ``fused=True`` (:func:`scalerl.train.update.build_optimizer`).
+
+Whole: ``HFGenerator.generate`` on --batch rows (16 arithmetic prompts x 8, up to 48 tokens,
+temperature 1) as it was (transformers' cache, SDPA, ``torch.multinomial``) and as it is, in
+interleaved rounds, CPU seconds per 1,000 generated tokens (the two draw different samples of
+the same distribution, so the lengths differ a little: hence per token).
+
+CPU seconds (``time.process_time``) of this process, one torch thread: other jobs on a shared
+machine slow it less than the wall clock, but not to nothing (caches, memory bandwidth): compare
+the two columns of one run, and re-run on a quiet machine for absolute figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Callable
+
+import torch
+
+
+def best(fn: Callable[[], object], rounds: int, inner: int = 100) -> float:
+    """Best per-call CPU microseconds over ``rounds`` rounds of ``inner`` calls."""
+    fn()
+    times = []
+    for _ in range(rounds):
+        start = time.process_time()
+        for _ in range(inner):
+            fn()
+        times.append((time.process_time() - start) / inner * 1e6)
+    return min(times)
+
+
+def parts(rounds: int) -> None:
+    import torch.nn.functional as F
+
+    from scalerl.generate.attention import decode_attention
+    from scalerl.generate.sampling import sample_categorical
+    from scalerl.models.loading import load_model
+    from scalerl.models.tiny import tiny_model_dir
+    from scalerl.rl.recipe import RecipeConfig
+    from scalerl.train.update import build_optimizer
+
+    b, h, length, d = 128, 4, 28, 32
+    q = torch.randn(b, h, 1, d)
+    mask = torch.ones(b, 1, 1, length, dtype=torch.bool)
+    mask[:16, ..., :2] = False  # left padding on some rows
+    k, v = torch.randn(b, h, length, d), torch.randn(b, h, length, d)
+    spare_k, spare_v = torch.randn(b, h, length + 16, d), torch.randn(b, h, length + 16, d)
+    sk, sv = spare_k[:, :, :length], spare_v[:, :, :length]
+    module = torch.nn.Module()
+    module.num_key_value_groups = 1
+    new = torch.randn(b, h, 1, d)
+    probs = torch.softmax(torch.randn(b, 103) * 3, dim=-1)
+    gen = torch.Generator().manual_seed(0)
+    rows = []
+    with torch.inference_mode():
+        rows.append(("attention, contiguous keys", best(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask), rounds),
+                     best(lambda: decode_attention(module, q, k, v, mask, scaling=d ** -0.5), rounds)))
+        rows.append(("attention, decode-cache views", best(lambda: F.scaled_dot_product_attention(q, sk, sv, attn_mask=mask), rounds),
+                     best(lambda: decode_attention(module, q, sk, sv, mask, scaling=d ** -0.5), rounds)))
+        rows.append(("KV append (keys + values)", best(lambda: (torch.cat([k, new], 2), torch.cat([v, new], 2)), rounds),
+                     best(lambda: (spare_k[:, :, length:length + 1].copy_(new), spare_v[:, :, length:length + 1].copy_(new)), rounds)))
+        rows.append(("draw 1 token from 128 x 103", best(lambda: torch.multinomial(probs, 1, generator=gen), rounds),
+                     best(lambda: sample_categorical(probs, gen), rounds)))
+    model, _ = load_model(str(tiny_model_dir()), dtype="float32")
+    for p in model.parameters():
+        p.grad = torch.randn_like(p) * 1e-3
+    fused, _ = build_optimizer(model, RecipeConfig())
+    plain = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+    rows.append(("AdamW step, tiny model", best(plain.step, rounds, 20), best(fused.step, rounds, 20)))
+    print("| part | before (us) | after (us) | after / before |\n|---|---|---|---|")
+    for name, before, after in rows:
+        print(f"| {name} | {before:.0f} | {after:.0f} | {after / before:.2f} |")
+
+
+def whole(rounds: int, batch: int) -> None:
+    import scalerl.generate.hf as hf
+    import scalerl.generate.sampling as sampling
+    from scalerl.generate.base import SamplingParams
+    from scalerl.generate.layout import new_cache
+    from scalerl.models.loading import load_model
+    from scalerl.models.tiny import tiny_model_dir
+    from scalerl.tasks.arithmetic import ArithmeticTask
+    from scalerl.tasks.encoding import encode_prompts
+
+    model, tok = load_model(str(tiny_model_dir()), dtype="float32")
+    problems = ArithmeticTask().train_problems()[: max(batch // 8, 1)]
+    prompts = [p for p in encode_prompts(tok, [p.prompt for p in problems]) for _ in range(8)][:batch]
+    new_cat, new_sample = hf.decode_cache, sampling.sample_categorical
+
+    def multinomial(probs, generator):
+        return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+    def setup(before: bool) -> hf.HFGenerator:
+        hf.decode_cache = new_cache if before else new_cat
+        sampling.sample_categorical = multinomial if before else new_sample
+        model.set_attn_implementation("sdpa")
+        gen = hf.HFGenerator(model, tok, seed=0)  # switches to the decode attention on a CPU
+        if before:
+            model.set_attn_implementation("sdpa")
+        return gen
+
+    cpu = {"before": [], "after": []}
+    tokens = {"before": 0, "after": 0}
+    for r in range(rounds + 1):
+        for name in ("before", "after"):
+            gen = setup(name == "before")
+            start = time.process_time()
+            out = gen.generate(prompts, SamplingParams(max_new_tokens=48, temperature=1.0, seed=r))
+            if r:  # round 0 warms up
+                cpu[name].append(time.process_time() - start)
+                tokens[name] += sum(len(c.token_ids) for c in out)
+    hf.decode_cache, sampling.sample_categorical = new_cat, new_sample
+    per = {n: sum(cpu[n]) / tokens[n] * 1000 for n in cpu}
+    print(f"\nHFGenerator.generate, {len(prompts)} rows x <= 48 tokens, {rounds} interleaved rounds, "
+          f"{torch.get_num_threads()} thread(s)\n")
+    print("| generator | CPU-s per call (median) | CPU-s per 1,000 tokens | mean tokens |\n|---|---|---|---|")
+    for n in cpu:
+        print(f"| {n} | {statistics.median(cpu[n]):.4f} | {per[n]:.4f} | {tokens[n] / rounds / len(prompts):.1f} |")
+    print(f"\nafter / before, CPU per token: {per['after'] / per['before']:.3f}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--whole-only", action="store_true", help="skip the part-by-part timings")
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    if not a.whole_only:
+        parts(a.rounds)
+    whole(a.rounds, a.batch)
+
+
+if __name__ == "__main__":
+    main()
