@@ -38,13 +38,15 @@ class ModelConfig:
     """The policy to train."""
 
     name_or_path: str = "tiny"
-    """``tiny`` (a ~1M-parameter Qwen2 with a character tokenizer, warm-started on arithmetic and
-    cached), a local Hugging Face model directory, or a hub id."""
+    """``tiny`` (a ~1M-parameter Qwen2 with a character tokenizer, warm-started on 2-digit arithmetic
+    and cached), ``tiny-s`` / ``tiny-m`` / ``tiny-l`` (the model-size ladder of the arithmetic-mix
+    workload, 0.15M / 1.08M / 2.4M parameters), a local Hugging Face model directory, or a hub id."""
     dtype: str | None = None
     """Weights dtype (float32, bfloat16, float16); null keeps the checkpoint's. On a CPU keep float32."""
     tiny_warm_start_steps: int = 200
     """``tiny`` only: supervised warm-start steps, i.e. how good the policy is before RL (200, the
-    default tiny model: a sampled pass rate of ~0.3 on 2-digit addition; see models/tiny.py)."""
+    default tiny model: a sampled pass rate of ~0.3 on 2-digit addition; see models/tiny.py). The
+    ladder's sizes have fixed warm starts (models/tiny.py TINY_MODELS)."""
 
 
 @dataclass
@@ -52,7 +54,8 @@ class TaskConfig:
     """What the model is trained on and how completions are rewarded (+1 correct, -1 wrong)."""
 
     name: str = "arithmetic"
-    """Registered task: arithmetic (built in, procedurally generated) or math (a data file, math-verify)."""
+    """Registered task: arithmetic (built in: 2-digit addition), arithmetic-mix (built in: 2-4-column
+    addition with a ceiling below 1, the demo's workload) or math (a data file, math-verify)."""
     data: str | None = None
     """math task: a JSONL / parquet file or an HF dataset directory of {prompt, answer} rows."""
     reward: str | None = None
@@ -199,7 +202,8 @@ class TrainConfig:
     recipe_name: str = "scalerl"
     """Preset the recipe was built from (``scalerl recipes`` lists them)."""
     profile: str = "auto"
-    """Scale profile applied to the preset: auto (cpu-tiny for the tiny model, else none), cpu-tiny, none."""
+    """Scale profile applied to the preset: auto (a tiny model: cpu-tiny-mix on the arithmetic-mix task,
+    else cpu-tiny; any other model: none), cpu-tiny, cpu-tiny-mix, none."""
     recipe: RecipeConfig = field(default_factory=RecipeConfig)
     """The algorithm (SPEC.md §2): every component a switch."""
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -273,6 +277,22 @@ PROFILES: dict[str, list[str]] = {
         "length.overlong_max_len=48",
         "length.overlong_cache=16",
     ],
+    # The same model scale on the arithmetic-mix workload (2-4 columns, 18-38 thinking tokens).
+    # A thinking budget drawn from [26, 34] finishes every 2-column scratchpad, some 3- and
+    # 4-column ones: the by-construction ceiling is 0.614 on val (ArithmeticMixTask.ceiling).
+    # 48 tokens: the longest interrupted sequence is 34 + the 3-token phrase + an 8-token answer.
+    "cpu-tiny-mix": [
+        "batch.prompts_per_step=16",
+        "batch.generations_per_prompt=8",
+        "optimizer.lr=1e-4",
+        "optimizer.eps=1e-8",
+        "optimizer.warmup_steps=5",
+        "length.max_new_tokens=48",
+        "length.think_budget=[26, 34]",
+        "length.answer_budget=8",
+        "length.overlong_max_len=48",
+        "length.overlong_cache=16",
+    ],
 }
 
 
@@ -301,7 +321,11 @@ def backend_problems(cfg: TrainConfig) -> list[str]:
 def profile_for(cfg: TrainConfig) -> str:
     if cfg.profile != "auto":
         return cfg.profile
-    return "cpu-tiny" if cfg.model.name_or_path == "tiny" else "none"
+    from scalerl.models.tiny import TINY_MODELS  # no torch at import
+
+    if cfg.model.name_or_path not in TINY_MODELS:
+        return "none"
+    return "cpu-tiny-mix" if cfg.task.name == "arithmetic-mix" else "cpu-tiny"
 
 
 def resolve(cfg: TrainConfig, overrides: list[str] | None = None) -> TrainConfig:
