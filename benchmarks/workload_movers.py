@@ -13,6 +13,10 @@ evaluation of the final model timed separately) and per step (the rest divided b
     python benchmarks/workload_movers.py --variants base model-s model-l --seeds 0 1 2 --parallel 2
     python benchmarks/workload_movers.py --report-only --output runs/movers   # refit finished runs
 
+"past cap": the share of the final model's evaluation samples that passed although the thinking
+budget interrupted them (the policy answered from a partial scratchpad) -- how far the measured
+ceiling can rise above the ceiling by construction.
+
 Finished runs (a ``final/`` directory) are not run again: re-running the command after a kill
 continues, and adding seeds adds runs.
 """
@@ -87,8 +91,10 @@ def run_all(args) -> None:
         print(json.dumps(rec), flush=True)
 
 
-def eval_cpu(run: Path) -> float:
-    """CPU-seconds of one evaluation of the run's final model, as the run evaluated (one thread)."""
+def final_eval(run: Path) -> dict:
+    """One evaluation of the run's final model as the run evaluated (one thread): its CPU-seconds,
+    and the pass rate split by whether the thinking budget interrupted the completion -- what
+    passes *after* an interruption is what the policy learned beyond the ceiling by construction."""
     import torch
 
     from scalerl.config import load_yaml
@@ -96,20 +102,30 @@ def eval_cpu(run: Path) -> float:
     from scalerl.generate.hf import HFGenerator
     from scalerl.models.loading import load_model
     from scalerl.rl.length import length_controller
+    from scalerl.tasks.encoding import encode_prompts
     from scalerl.tasks.registry import get_task
     from scalerl.train.config import TrainConfig
-    from scalerl.train.evaluate import evaluate
 
     torch.set_num_threads(1)
     cfg = load_yaml(TrainConfig, run / "config.yaml")
     model, tokenizer = load_model(str(run / "final"))
     task = get_task(cfg.task.name, **cfg.task.settings)
     problems = list(task.eval_sets()[cfg.eval.sets[0]])[: cfg.eval.problems]
+    k = cfg.eval.samples_per_problem
     params = SamplingParams(max_new_tokens=cfg.recipe.length.max_new_tokens, temperature=cfg.eval.temperature, seed=0)
+    gen, length = HFGenerator(model, tokenizer), length_controller(cfg.recipe.length, tokenizer)
+    flat = [ids for ids in encode_prompts(tokenizer, [p.prompt for p in problems]) for _ in range(k)]
     t0 = time.process_time()
-    evaluate(HFGenerator(model, tokenizer), tokenizer, task, problems, cfg.eval.samples_per_problem, params,
-             length_controller(cfg.recipe.length, tokenizer), batch_size=cfg.eval.batch_size)
-    return time.process_time() - t0
+    comps = []
+    for start in range(0, len(flat), cfg.eval.batch_size or len(flat)):
+        comps += gen.generate(flat[start:start + (cfg.eval.batch_size or len(flat))], params, length)
+    cpu = time.process_time() - t0
+    passed = [task.reward(problems[i // k], c.text) > 0 for i, c in enumerate(comps)]
+    cut = [c.interrupted for c in comps]
+    n_cut = sum(cut)
+    return {"eval_cpu_s": cpu, "pass_rate": sum(passed) / len(comps), "interrupted": n_cut / len(comps),
+            "pass_after_interruption": sum(p for p, c in zip(passed, cut) if c) / len(comps),
+            "pass_rate_of_interrupted": sum(p for p, c in zip(passed, cut) if c) / n_cut if n_cut else float("nan")}
 
 
 def report(args) -> None:
@@ -132,17 +148,17 @@ def report(args) -> None:
             lines = (r.parent / f"{r.name}.cost.jsonl").read_text().splitlines() if (r.parent / f"{r.name}.cost.jsonl").exists() else []
             cpu.append(sum(json.loads(line)["cpu_s"] for line in lines))
         evals = sum(1 for line in (runs[0] / "runlog.jsonl").read_text().splitlines() if '"val/pass_rate"' in line)
-        per_eval = eval_cpu(runs[0])
+        fe = final_eval(runs[0])
         run_cpu = sum(cpu) / len(cpu)
-        costs[v] = {"run_cpu_s": run_cpu, "eval_cpu_s": per_eval, "evals": evals,
-                    "step_cpu_s": (run_cpu - evals * per_eval) / cfg.run.steps if run_cpu else float("nan"),
-                    "seeds": len(runs)}
+        costs[v] = {"run_cpu_s": run_cpu, "evals": evals,
+                    "step_cpu_s": (run_cpu - evals * fe["eval_cpu_s"]) / cfg.run.steps if run_cpu else float("nan"),
+                    "seeds": len(runs), **fe}
     if "base" not in curves:
         raise SystemExit("no finished base run to compare with")
     result = compare(curves, baseline="base", n_boot=args.bootstrap)
     kinds = {c.label: c for c in result.classifications}
     print(f"\n{'variant':<13} {'seeds':>5} {'R0':>6} {'final':>6} {'cap':>6} {'A [95%]':>22} {'B':>6} "
-          f"{'dA [95%]':>24} {'moved':>18} {'CPU-s/run':>9} {'CPU-s/step':>10} {'CPU-s/eval':>10}")
+          f"{'dA [95%]':>24} {'moved':>18} {'past cap':>8} {'CPU-s/run':>9} {'CPU-s/step':>10} {'CPU-s/eval':>10}")
     rows = []
     for v, cs in curves.items():
         rf = result.run(v)
@@ -153,7 +169,7 @@ def report(args) -> None:
         moved = (f"{c.kind}{'' if c.better is None else (' better' if c.better else ' worse')}" if c else "(base)")
         k = costs[v]
         print(f"{v:<13} {len(cs):>5} {rf.fit.R0:>6.3f} {final:>6.3f} {ceilings[v]:>6.3f} "
-              f"{rf.fit.A:>7.3f} [{lo:.3f}, {hi:.3f}] {rf.fit.B:>6.2f} {dA:>24} {moved:>18} "
+              f"{rf.fit.A:>7.3f} [{lo:.3f}, {hi:.3f}] {rf.fit.B:>6.2f} {dA:>24} {moved:>18} {k['pass_after_interruption']:>8.3f} "
               f"{k['run_cpu_s']:>9.0f} {k['step_cpu_s']:>10.2f} {k['eval_cpu_s']:>10.2f}")
         rows.append({"variant": v, "A": rf.fit.A, "A_interval": [lo, hi], "B": rf.fit.B, "C_mid": rf.fit.C_mid,
                      "R0": rf.fit.R0, "final": final, "ceiling": ceilings[v], **k,
