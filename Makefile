@@ -37,6 +37,7 @@ bench-forecast: $(STAMP)
 	$(PY) benchmarks/forecast_real_backtests.py
 	$(PY) benchmarks/forecast_speed.py
 	$(PY) benchmarks/forecast_recovery.py
+	$(PY) benchmarks/forecast_corpus.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -47,3 +47,40 @@ def tiny_dir(scalerl_cache):
     from scalerl.models.tiny import TinySpec, tiny_model_dir
 
     return tiny_model_dir(TinySpec(warm_start_steps=200), cache_dir=scalerl_cache)
+
+
+def _load_example(name):
+    """A module from examples/ (the README's scripts are what the tests use, not a copy)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"scalerl_examples_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def user_model(tmp_path_factory):
+    """``user_model(arch, positions=2048, dtype="bfloat16")`` -> the directory of a random Llama /
+    Qwen2 / GPT-2 saved like a hub checkpoint (bf16, byte-level BPE tokenizer, chat template),
+    built once per session by examples/user_model.py."""
+    module = _load_example("user_model")
+    root = tmp_path_factory.mktemp("user-models")
+    built = {}
+
+    def make(arch="llama", positions=2048, dtype="bfloat16"):
+        key = (arch, positions, dtype)
+        if key not in built:
+            built[key] = module.save_user_model(root / f"{arch}-{positions}-{dtype}", arch, positions=positions,
+                                                dtype=dtype)
+        return built[key]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def math_jsonl(tmp_path_factory):
+    """The 200-row math JSONL of examples/user_model.py."""
+    return _load_example("user_model").write_math_data(tmp_path_factory.mktemp("math") / "math.jsonl")

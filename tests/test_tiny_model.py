@@ -190,7 +190,7 @@ def test_corrupt_digits_touches_digits_only_at_the_given_rate():
 
 @pytest.mark.parametrize("model, task, profile", [
     ("tiny", "arithmetic", "cpu-tiny"), ("tiny-m", "arithmetic-mix", "cpu-tiny-mix"),
-    ("tiny-s", "arithmetic", "cpu-tiny"), ("./some/model", "arithmetic-mix", "none"),
+    ("tiny-s", "arithmetic", "cpu-tiny"), ("tiny-l", "arithmetic-mix", "cpu-tiny-mix"),
 ])
 def test_tiny_names_get_their_scale_profile(model, task, profile):
     from scalerl.train.config import TrainConfig, profile_for

@@ -27,3 +27,32 @@ def synthetic(law=PAPER_LAW, *, n=40, c_max=8000.0, noise=0.01, seed=0, zero=Tru
 @pytest.fixture
 def paper_curve() -> Curve:
     return synthetic()
+
+
+CORPUS_CSV = REPO / "examples" / "data" / "rl_curve_corpus.csv"
+CORPUS_RUNS = REPO / "examples" / "data" / "rl_curve_corpus_runs.csv"
+
+
+def jump_then_drift(*, seed=0, noise=0.008) -> Curve:
+    """The shape of a real verl run (Qwen2.5-0.5B, PPO, responses <= 512): 0.001 at the start,
+    a format-learning jump to ~0.46 within the first 0.6 hours, then a slow drift to ~0.55 at
+    8.6 hours; 44 evaluations, as in that run's log."""
+    rng = np.random.default_rng(seed)
+    x = np.r_[0.0, np.linspace(0.2, 8.6, 43)]
+    jump = 1.0 / (1.0 + (0.45 / np.maximum(x, 1e-9)) ** 8)  # 0 -> 1 between 0.3 and 0.7 hours
+    drift = 0.56 - 0.10 * (np.maximum(x, 0.6) / 0.6) ** -0.9  # 0.46 at 0.6 h, 0.55 at 8.6 h
+    y = np.where(x > 0, jump * drift + rng.normal(0.0, noise, x.size), 0.001)
+    return Curve.from_arrays(x, np.clip(y, 0, 1), name=f"jump-then-drift-{seed}", x_name="hours")
+
+
+def collapsing(*, seed=0, kind="collapse", n=30, noise=0.01) -> Curve:
+    """A run that rises to ~0.25 and then collapses to 0 (clipping off) or declines to ~0.19
+    (no baseline) -- the two unstable runs of the issue."""
+    rng = np.random.default_rng(seed)
+    x = np.r_[0.0, np.linspace(10, 300, n)]
+    base = 0.05 + 0.20 * (1 - np.exp(-x / 40))
+    if kind == "collapse":
+        y = np.where(x > 150, base * np.exp(-(x - 150) / 40), base)
+    else:
+        y = np.where(x > 150, base - 0.07 * (x - 150) / 150, base)
+    return Curve.from_arrays(x, np.clip(y + rng.normal(0, noise, x.size), 0, 1), name=f"{kind}-{seed}")

@@ -55,9 +55,47 @@ def test_backtest_json_contract(capsys):
     code, out, err = run_cli(capsys, "backtest", str(REAL_CSV), *XY, "--run", QWEN, "--cut-fraction", "0.5", "--json")
     assert code == 0, err
     obj = json.loads(out)
-    for law in ("sigmoid", "power_law"):
-        assert {"mae", "last_error", "params"} <= set(obj[law])
-    assert obj["sigmoid"]["mae"] <= 0.015
+    for law in ("forecast", "sigmoid", "plain_sigmoid", "power_law"):
+        assert {"mae", "end_error", "last_error", "params"} <= set(obj[law])
+    assert obj["forecast"]["mae"] <= 0.015 and obj["sigmoid"]["mae"] <= 0.015
+    assert {"end_covered", "end_half_width", "point_coverage", "point_half_width", "level"} <= set(obj["bands"])
+    assert obj["unstable"] is False and obj["stability"]["kind"] == "stable"
+    assert {m["member"] for m in obj["ensemble"]} == {"sigmoid", "sigmoid-last-4x", "sigmoid-last-8x", "power-law"}
+
+
+def test_fit_prints_both_bands(capsys):
+    code, out, err = run_cli(capsys, "fit", str(REAL_CSV), *XY, "--run", DEEPSEEK, "--bootstrap", "50",
+                             "--fit-until", "12", "--predict", "12", "24", "240")
+    assert code == 0, err
+    assert "95% confidence (curve)" in out and "95% prediction (an evaluation)" in out
+    assert "forecast: ensemble of sigmoid" in out
+    assert "beyond the calibrated horizon" in out  # 240 is 20x the fitted compute
+    code, out, err = run_cli(capsys, "fit", str(REAL_CSV), *XY, "--run", DEEPSEEK, "--bootstrap", "50",
+                             "--fit-until", "12", "--predict", "24", "--json")
+    (p,) = json.loads(out)["predictions"]
+    assert p["obs_lo"] <= p["lo"] <= p["R"] <= p["hi"] <= p["obs_hi"] and p["calibrated"] is True
+
+
+def test_backtest_all_runs(capsys, tmp_path):
+    # the two shipped runs plus one that cannot be forecast (flat): counted and skipped, not fatal
+    rows = REAL_CSV.read_text().splitlines()
+    flat = [f"flat,m,a,{i},{i * 0.5},0.3" for i in range(12)]
+    path = tmp_path / "runs.csv"
+    path.write_text("\n".join(rows + flat) + "\n")
+    code, out, err = run_cli(capsys, "backtest", str(path), *XY, "--all-runs", "--bootstrap", "0")
+    assert code == 0, err
+    assert QWEN[:40] in out and DEEPSEEK[:40] in out
+    assert "skipped flat:" in out and "3 runs backtested" not in out and "2 runs backtested" in out
+    assert "MAE <= 0.015 in 100%" in out and "end level inside the 95% confidence band in 100%" in out
+    code, out, err = run_cli(capsys, "backtest", str(path), *XY, "--all-runs", "--cut-fraction", "0.7", "--bootstrap",
+                             "0", "--json")
+    assert code == 0, err
+    obj = json.loads(out)
+    assert obj["cut_fraction"] == 0.7 and len(obj["runs"]) == 2 and obj["skipped"][0]["run"] == "flat"
+    s = obj["summary"]
+    assert s["n_runs"] == 2 and s["n_scored"] == 2 and 0 <= s["end_coverage"] <= 1 and s["median_end_half_width"] > 0
+    for r in obj["runs"]:
+        assert {"forecast", "plain_sigmoid", "power_law", "bands", "unstable", "scored"} <= set(r)
 
 
 def test_compare_two_runs(capsys, tmp_path):
@@ -81,6 +119,10 @@ def test_compare_two_runs(capsys, tmp_path):
         (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--fit-until", "0.3"], "parameters"),
         (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--plot", "x.gif"], ".png"),
         (["backtest", str(REAL_CSV), *XY, "--run", QWEN, "--cut-fraction", "1.5"], "cut-fraction"),
+        (["backtest", str(REAL_CSV), *XY, "--run", QWEN], "--cut"),
+        (["backtest", str(REAL_CSV), *XY, "--all-runs", "--run", QWEN], "--all-runs"),
+        (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--level", "0.999"], "band level"),
+        (["compare", str(REAL_CSV), *XY, "--at", "-3"], "--at"),
         (["compare", str(REAL_CSV), str(REAL_CSV), *XY, "--labels", "a"], "--labels"),
     ],
 )
@@ -101,3 +143,36 @@ def test_forecast_commands_do_not_import_torch():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def _strict(text):
+    def refuse(name):
+        raise AssertionError(f"{name} in JSON output")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_outputs_are_strict_json_on_a_short_run(capsys, tmp_path):
+    """A 5-point run: too short for the stability test (its peak is undefined) -- still valid JSON."""
+    path = tmp_path / "short.csv"
+    path.write_text("step,acc\n0,0.1\n1,0.2\n2,0.3\n3,0.35\n4,0.38\n")
+    for argv in (["fit", str(path), "--x", "step", "--y", "acc", "--bootstrap", "20", "--json"],
+                 ["backtest", str(path), "--x", "step", "--y", "acc", "--cut-fraction", "0.8", "--json"],
+                 ["backtest", str(path), "--x", "step", "--y", "acc", "--all-runs", "--json"]):
+        code, out, err = run_cli(capsys, *argv)
+        assert code == 0, err
+        _strict(out)
+
+
+def test_unbounded_metric(capsys, tmp_path):
+    """--unbounded: a reward in [1, 4], not a pass rate; the forecast is not capped at 1."""
+    x = list(range(0, 200, 10))
+    path = tmp_path / "reward.csv"
+    path.write_text("step,reward\n" + "\n".join(f"{s},{1 + 3 * s / (s + 40):.4f}" for s in x) + "\n")
+    code, out, err = run_cli(capsys, "fit", str(path), "--x", "step", "--y", "reward", "--unbounded",
+                             "--bootstrap", "50", "--predict", "400", "--json")
+    assert code == 0, err
+    (p,) = _strict(out)["predictions"]
+    assert 3.4 < p["R"] < 4.2 and p["hi"] > 1.0
+    code, _, err = run_cli(capsys, "fit", str(path), "--x", "step", "--y", "reward")
+    assert code == 2 and "[0, 1]" in err

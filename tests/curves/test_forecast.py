@@ -34,7 +34,7 @@ def test_compute_to_reach_and_fraction(paper_curve):
     fc = forecast(paper_curve, n_boot=200)
     c, lo, hi = fc.compute_to_reach(0.5)
     assert lo <= c <= hi
-    assert fc.fit.law(c) == pytest.approx(0.5)
+    assert fc.mean([c])[0] == pytest.approx(0.5, abs=1e-4)  # the forecast's own curve reaches it there
     assert fc.compute_to_reach(0.99)[0] == math.inf
     c50, _, _ = fc.compute_to_fraction(0.5)
     assert c50 == pytest.approx(fc.fit.C_mid)
@@ -44,7 +44,7 @@ def test_compute_to_reach_and_fraction(paper_curve):
 def test_verdict_words():
     fc = forecast(synthetic(n=40, c_max=8000, seed=3), n_boot=200)
     assert fc.verdict(500, 5000).word == "worth it"
-    assert fc.verdict(50000, 60000).word == "not worth it"
+    assert fc.verdict(20000, 24000).word == "not worth it"  # past the knee, within 2.5x of the data
     text = fc.verdict(500, 5000).text("GPU-hours")
     assert "Verdict: worth it" in text and "GPU-hours" in text
     with pytest.raises(InputError):
@@ -57,8 +57,10 @@ def test_real_backtests_meet_the_targets(run):
     curve = read_curve(REAL_CSV, "cum_wall_hours", "val_score", run=run)
     bt = backtest(curve, cut_fraction=0.5, n_boot=50)
     assert bt.n_test > 10
-    assert bt.sigmoid.mae <= 0.015
-    assert abs(bt.sigmoid.last_error) <= 0.02
+    assert bt.default.mae <= 0.015 and bt.sigmoid.mae <= 0.015
+    assert abs(bt.default.end_error) <= 0.02
+    assert bt.bands.end_covered and bt.bands.point_coverage >= 0.9
+    assert not bt.unstable and bt.scored
     assert bt.power_law is not None and bt.power_law.mae > 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from scalerl.curves.fit import PaperGrid
+from scalerl.curves.solver import PaperGrid
 from scalerl.errors import InputError
 
 
@@ -93,6 +93,19 @@ def read_kwargs(args) -> dict:
     if args.y_scale <= 0 or not math.isfinite(args.y_scale):
         raise InputError(f"--y-scale must be a positive number, got {args.y_scale}")
     return dict(fmt=args.format, y_scale=args.y_scale, bounded=not args.unbounded)
+
+
+def finite_json(obj):
+    """``obj`` with every NaN / infinite float replaced by None: JSON has neither."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
+        return finite_json(obj.item())
+    return obj
 
 
 def table(rows: list[list[str]], header: list[str]) -> str:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from scalerl.config import load_yaml
 from scalerl.train.config import TrainConfig, resolve, with_recipe
+from scalerl.train.profiles import SUMMARY, choose_profile
 
 
 def add_config_args(p: argparse.ArgumentParser) -> None:
@@ -23,7 +25,8 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-every", type=int, metavar="N", help="evaluate every N steps")
     p.add_argument("--seed", type=int, help="random seed")
     p.add_argument("--backend", choices=["local", "ray"], help="where generators and trainer run (default: local)")
-    p.add_argument("--profile", metavar="NAME", help="scale profile: auto (default), cpu-tiny, none")
+    p.add_argument("--profile", metavar="NAME",
+                   help="scale profile: auto (default: by model size and device), " + ", ".join(SUMMARY))
     p.add_argument("--threads", type=int, metavar="N", help="torch CPU threads (default: torch's choice)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -51,4 +54,8 @@ def config_from_args(args, *, output: str | None = None) -> TrainConfig:
         if value is not None:
             section, _, leaf = path.rpartition(".")
             setattr(getattr(cfg, section) if section else cfg, leaf, value)
+    # profile auto: chosen here by model size and device, and said so for a user model.
+    cfg.profile, note = choose_profile(cfg)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     return resolve(cfg, args.overrides)

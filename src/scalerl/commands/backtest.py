@@ -1,60 +1,161 @@
-"""``scalerl backtest``: fit on a prefix of a run, score the rest -- sigmoid vs power law.
+"""``scalerl backtest``: fit on a prefix of a run, score the rest -- the forecast against the
+paper's sigmoid, the plain sigmoid and the power law, and how its bands did.
 
     scalerl backtest examples/data/real_rl_curves.csv --x cum_wall_hours --y val_score \\
         --run verl_training_log__grpo_run_deepseek7b_llm --cut-fraction 0.5
+    # every run of a file, one summary table (score the forecaster on your own logs)
+    scalerl backtest examples/data/rl_curve_corpus.csv --x x --y val_score --all-runs --cut-fraction 0.5
 """
 
 from __future__ import annotations
 
 import json
+import math
 
-from scalerl.commands._curve_args import add_data_args, add_fit_args, fit_kwargs, g, read_kwargs, table
+from scalerl.commands._curve_args import add_data_args, add_fit_args, finite_json, fit_kwargs, g, read_kwargs, table
+from scalerl.errors import InputError
 
 
 def add_arguments(p) -> None:
     add_data_args(p)
-    cut = p.add_mutually_exclusive_group(required=True)
+    cut = p.add_mutually_exclusive_group()
     cut.add_argument("--cut", type=float, metavar="X", help="fit on compute <= X, score the rest")
     cut.add_argument("--cut-fraction", type=float, metavar="F", help="cut at F x the last compute (e.g. 0.5)")
+    p.add_argument("--all-runs", action="store_true",
+                   help="every run in the file, one summary table (default cut: --cut-fraction 0.5); runs that "
+                        "cannot be forecast are listed with the reason, not fatal")
     add_fit_args(p, fit_until=False)
     p.set_defaults(bootstrap=200)
     p.add_argument("--plot", metavar="FILE", help="write the figure (.png or .svg)")
 
 
 def run(args) -> int:
-    from scalerl.curves import backtest, read_curves
+    from scalerl.curves import read_curves
 
+    if args.all_runs and (args.run or args.plot):
+        raise InputError("--all-runs scores every run: drop --run and --plot (or drop --all-runs)")
+    if args.cut is None and args.cut_fraction is None:
+        if not args.all_runs:
+            raise InputError("give --cut X (compute) or --cut-fraction F (0..1)")
+        args.cut_fraction = 0.5
     curves = read_curves(args.path, args.x, args.y, run=args.run, **read_kwargs(args))
     if len(curves) > 1 and args.plot:
-        from scalerl.errors import InputError
-
         raise InputError(f"{args.path} holds {len(curves)} runs; choose one with --run to plot")
-    results = [
-        backtest(c, cut=args.cut, cut_fraction=args.cut_fraction, n_boot=args.bootstrap, level=args.level,
-                 seed=args.seed, **fit_kwargs(args))
-        for c in curves
-    ]
+    if args.all_runs:
+        return _all_runs(curves, args)
+    results = [_backtest(c, args) for c in curves]
     if args.plot:
         from scalerl.curves.plot import plot_backtest
 
         plot_backtest(results[0], args.plot)
     if args.json:
-        objs = [{"run": c.name, **bt.as_dict()} for c, bt in zip(curves, results)]
-        print(json.dumps(objs[0] if len(objs) == 1 else {"runs": objs}))
+        objs = [bt.as_dict() for bt in results]
+        print(json.dumps(finite_json(objs[0] if len(objs) == 1 else {"runs": objs}), allow_nan=False, default=_jsonable))
         return 0
-    for c, bt in zip(curves, results):
-        print(f"run: {c.name}")
-        print(f"cut at {g(bt.cut)} {c.x_name}: {bt.n_fit} points fitted, {bt.n_test} held out"
-              + (f" (fit from {g(bt.forecast.fit.fit_from)})" if bt.forecast.fit.fit_from is not None else ""))
-        rows = []
-        for name, s in (("sigmoid", bt.sigmoid), ("power law", bt.power_law)):
-            if s is None:
-                continue
-            rows.append([name, f"{s.mae:.4f}", f"{s.last_error:+.4f}", f"{s.max_abs_error:.4f}", f"{s.params['A']:.4f}"])
-        print(table(rows, ["law", "MAE", "last error", "max |error|", "A"]))
-        for w in bt.forecast.fit.warnings:
-            print(f"warning: {w}")
-        for n in bt.forecast.notes:
-            print(f"note: {n}")
+    for bt in results:
+        print(_text(bt))
         print()
     return 0
+
+
+def _backtest(curve, args):
+    from scalerl.curves import backtest
+
+    return backtest(curve, cut=args.cut, cut_fraction=args.cut_fraction, n_boot=args.bootstrap, level=args.level,
+                    seed=args.seed, **fit_kwargs(args))
+
+
+def _jsonable(v):
+    return None if isinstance(v, float) and not math.isfinite(v) else str(v)
+
+
+def _text(bt) -> str:
+    c = bt.forecast.curve
+    fit = bt.forecast.fit
+    lines = [f"run: {c.name}",
+             f"cut at {g(bt.cut)} {c.x_name}: {bt.n_fit} points fitted, {bt.n_test} held out"
+             + (f" (sigmoid fitted from {g(fit.fit_from)})" if fit.fit_from is not None else "")]
+    if bt.unstable:
+        lines.append(f"UNSTABLE at the cut -- {bt.forecast.stability.text()}; the scores below are of an "
+                     "extrapolation, not a forecast")
+    rows = []
+    for name, s in (("forecast", bt.default), ("sigmoid", bt.sigmoid), ("plain sigmoid", bt.plain_sigmoid),
+                    ("power law", bt.power_law)):
+        if s is not None:
+            rows.append([name, f"{s.mae:.4f}", f"{s.end_error:+.4f}", f"{s.last_error:+.4f}", f"{s.max_abs_error:.4f}"])
+    lines.append(table(rows, ["law", "MAE", "end-level error", "last error", "max |error|"]))
+    b = bt.bands
+    pct = int(round(100 * b.level))
+    lines.append(f"end level (mean of the last quarter held out) {bt.end_level:.4f}: {pct}% confidence band "
+                 f"[{b.end_lo:.4f}, {b.end_hi:.4f}] {'covers it' if b.end_covered else 'MISSES it'}; "
+                 f"{pct}% prediction band (median half-width {b.point_half_width:.4f}) holds "
+                 f"{100 * b.point_coverage:.0f}% of the held-out evaluations"
+                 + ("" if b.calibrated else " (partly beyond the calibrated horizon)"))
+    lines.append("sigmoid: the paper's law on the default window (the fit behind A, B, C_mid); plain sigmoid: every "
+                 "point, R0 = first evaluation; end-level error: forecast minus observed, mean of the last quarter")
+    lines += [f"warning: {w}" for w in fit.warnings] + [f"note: {n}" for n in bt.forecast.notes]
+    return "\n".join(lines)
+
+
+def _all_runs(curves, args) -> int:
+    from scalerl.curves import summarize
+
+    results, skipped = [], []
+    for c in curves:
+        try:
+            results.append(_backtest(c, args))
+        except InputError as exc:  # a run that cannot be forecast is reported, not fatal
+            skipped.append((c.name, str(exc)))
+    summary = summarize(results, tolerance=0.001) if results else None
+    if args.json:
+        print(json.dumps(finite_json({
+            "cut": args.cut, "cut_fraction": args.cut_fraction,
+            "runs": [{"run": bt.run, "cut": bt.cut, "n_fit": bt.n_fit, "n_test": bt.n_test, "unstable": bt.unstable,
+                      "scored": bt.scored, "run_stability": bt.run_stability.text(),
+                      "stability": bt.forecast.stability.text(), "forecast": _scores(bt.default),
+                      "sigmoid": _scores(bt.sigmoid), "plain_sigmoid": _scores(bt.plain_sigmoid),
+                      "power_law": _scores(bt.power_law), "bands": bt.bands.as_dict(), "end_level": bt.end_level}
+                     for bt in results],
+            "skipped": [{"run": n, "reason": r} for n, r in skipped],
+            "summary": summary.as_dict() if summary else None,
+        }), allow_nan=False, default=_jsonable))
+        return 0
+    pct = int(round(100 * args.level))
+    rows = []
+    for bt in results:
+        rows.append([bt.run[:48], f"{bt.n_fit}/{bt.n_test}", f"{bt.default.mae:.4f}", f"{bt.default.end_error:+.4f}",
+                     "yes" if bt.bands.end_covered else "NO", f"{bt.bands.end_half_width:.3f}",
+                     f"{100 * bt.bands.point_coverage:.0f}%",
+                     f"{bt.plain_sigmoid.mae:.4f}" if bt.plain_sigmoid else "-",
+                     f"{bt.power_law.mae:.4f}" if bt.power_law else "-", _status(bt)])
+    print(table(rows, ["run", "fit/held", "MAE", "end error", f"end in {pct}% band", "half-width",
+                       "points in band", "plain sigmoid MAE", "power law MAE", "stability"]))
+    for name, reason in skipped:
+        print(f"skipped {name}: {reason}")
+    if summary is not None:
+        s = summary
+        print(f"\n{s.n_runs} runs backtested; not scored: {s.n_unstable} unstable at the cut (no forecast given), "
+              f"{s.n_unstable_later} that fell after it (unstable over the whole run); {len(skipped)} skipped. "
+              f"Over the {s.n_scored} scored:")
+        print(f"  MAE <= 0.015 in {_pct(s.mae_ok)} (median {s.median_mae:.4f}); |end-level error| <= 0.02 in "
+              f"{_pct(s.end_ok)}; end level inside the {pct}% confidence band in {_pct(s.end_coverage)} "
+              f"(median half-width {s.median_end_half_width:.3f}); {_pct(s.point_coverage)} of held-out evaluations "
+              f"inside the {pct}% prediction band; forecast MAE no worse than the better of plain sigmoid and power law "
+              f"in {_pct(s.no_worse)} (within {s.tolerance:g})")
+    return 0
+
+
+def _status(bt) -> str:
+    if bt.unstable:
+        return "UNSTABLE at the cut"
+    if not bt.scored:
+        return "fell later (not scored)"
+    return "ok"
+
+
+def _scores(s):
+    return None if s is None else {"mae": s.mae, "end_error": s.end_error, "last_error": s.last_error}
+
+
+def _pct(v: float) -> str:
+    return "-" if math.isnan(v) else f"{100 * v:.0f}%"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 
-from scalerl.commands._curve_args import add_data_args, add_fit_args, fit_kwargs, g, read_kwargs, table
+from scalerl.commands._curve_args import add_data_args, add_fit_args, finite_json, fit_kwargs, g, read_kwargs, table
 from scalerl.errors import InputError
 
 
@@ -25,6 +25,8 @@ def add_arguments(p) -> None:
                    help="classification rule: bootstrap intervals (default) or the paper's +-margin rule")
     p.add_argument("--margin", type=float, default=0.02, help="paper rule: |dA| at or above this is a ceiling change")
     p.add_argument("--min-effect", type=float, default=0.0, help="intervals rule: smallest |dA| called a ceiling change")
+    p.add_argument("--at", type=float, metavar="C", dest="forecast_at",
+                   help="compute at which every run is forecast, with its bands (default: 2x the largest last compute)")
     add_fit_args(p)
     p.set_defaults(bootstrap=300)
     p.add_argument("--plot", metavar="FILE", help="write all runs on one figure (.png or .svg)")
@@ -58,22 +60,34 @@ def run(args) -> int:
     kw = fit_kwargs(args)
     result = compare(
         groups, baseline=args.baseline, rule=args.rule, margin=args.margin, min_effect=args.min_effect,
-        n_boot=args.bootstrap, level=args.level, seed=args.seed, fit_until=args.fit_until, **kw,
+        n_boot=args.bootstrap, level=args.level, seed=args.seed, fit_until=args.fit_until,
+        forecast_at=_positive(args.forecast_at), **kw,
     )
     if args.plot:
         from scalerl.curves.plot import plot_compare
 
         plot_compare(result, args.plot)
     if args.json:
-        print(json.dumps(_as_json(result, args)))
+        print(json.dumps(finite_json(_as_json(result, args)), allow_nan=False, default=str))
         return 0
     rows = []
+    preds = result.predictions()
+    pct = int(round(100 * args.level))
     for rf in result.runs:
         f = rf.fit
         iv = lambda n: f"[{g(rf.interval(n)[0], 3)}, {g(rf.interval(n)[1], 3)}]"
+        p = preds.get(rf.label)
+        at = f"{p.R:.3f} [{p.lo:.3f}, {p.hi:.3f}]" + ("" if p.calibrated else " *") if p else "no forecast"
         rows.append([rf.label + (" (baseline)" if rf.label == result.baseline else ""), str(len(rf.curves)),
-                     f"{f.A:.3f}", iv("A"), f"{f.B:.2f}", iv("B"), g(f.C_mid), iv("C_mid")])
-    print(table(rows, ["run", "seeds", "A", "A interval", "B", "B interval", "C_mid", "C_mid interval"]))
+                     f"{f.A:.3f}", iv("A"), f"{f.B:.2f}", iv("B"), g(f.C_mid), iv("C_mid"), at,
+                     "UNSTABLE" if rf.stability.unstable else "ok"])
+    print(table(rows, ["run", "seeds", "A", "A interval", "B", "B interval", "C_mid", "C_mid interval",
+                       f"forecast at {g(result.forecast_at)} [{pct}% band]", "stability"]))
+    if any(p is not None and not p.calibrated for p in preds.values()):
+        print("* beyond the calibrated horizon of the bands: stretched, not calibrated")
+    for rf in result.runs:
+        if rf.stability.unstable:
+            print(f"warning: {rf.label}: {rf.stability.text()}")
     print()
     crow = [[c.label, c.kind, {True: "better", False: "worse", None: "-"}[c.better], f"{c.dA:+.3f}"] for c in result.classifications]
     print(f"against the baseline {result.baseline!r} (rule: {result.rule}):")
@@ -86,11 +100,21 @@ def run(args) -> int:
     return 0
 
 
+def _positive(v):
+    if v is not None and not (v > 0 and v < float("inf")):
+        raise InputError(f"--at must be a positive compute value, got {v}")
+    return v
+
+
 def _as_json(result, args) -> dict:
     runs = []
+    preds = result.predictions()
     for rf in result.runs:
         f = rf.fit
+        p = preds.get(rf.label)
         runs.append({
+            "stability": rf.stability.as_dict(),
+            "forecast": p.as_dict() if p else None,
             "label": rf.label,
             "seeds": len(rf.curves),
             "A": f.A, "B": f.B, "C_mid": f.C_mid, "R0": f.R0, "sse": f.sse, "n_points": f.n_points,
@@ -100,6 +124,7 @@ def _as_json(result, args) -> dict:
     return {
         "baseline": result.baseline,
         "rule": result.rule,
+        "forecast_at": result.forecast_at,
         "runs": runs,
         "classifications": [c.as_dict() for c in result.classifications],
     }

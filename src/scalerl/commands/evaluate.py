@@ -76,7 +76,9 @@ def run(args) -> int:
             for key in ("model", "task", "data", "reward", "sets", "k", "problems", "temperature", "max_new_tokens", "seed")}
     if pick["k"] < 1 or pick["problems"] < 1:
         raise InputError("--k and --problems must be >= 1")
-    model, tokenizer = load_model(pick["model"])
+    # On the CPU this command runs on, in fp32 like the trainer there (precision auto): a bf16 final/
+    # is upcast (bf16 matmuls are slower on most CPUs, and the run's own evaluations computed in fp32).
+    model, tokenizer = load_model(pick["model"], dtype="float32")
     task_settings = dict(base.get("task_settings", {})) if pick["task"] == base.get("task") else {}
     if pick["data"]:
         task_settings["data"] = pick["data"]

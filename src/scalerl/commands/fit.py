@@ -1,4 +1,5 @@
-"""``scalerl fit``: fit a sigmoid to one run, with intervals, predictions and a plot.
+"""``scalerl fit``: forecast one run -- the sigmoid's parameters with intervals, the forecast
+with its confidence and prediction bands, compute to reach a target, a verdict, a plot.
 
     scalerl fit examples/data/real_rl_curves.csv --x cum_wall_hours --y val_score \\
         --run verl_training_log__grpo_run_deepseek7b_llm --fit-until 12 --predict 24 48 --plot fit.png
@@ -9,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 
-from scalerl.commands._curve_args import add_data_args, add_fit_args, fit_kwargs, g, read_kwargs, table
+from scalerl.commands._curve_args import add_data_args, add_fit_args, finite_json, fit_kwargs, g, read_kwargs, table
 from scalerl.errors import InputError
 
 
@@ -28,18 +29,19 @@ def run(args) -> int:
 
     curve = read_curve(args.path, args.x, args.y, run=args.run, **read_kwargs(args))
     fc = forecast(curve, fit_until=args.fit_until, n_boot=args.bootstrap, level=args.level, seed=args.seed, **fit_kwargs(args))
-    points = args.predict or [float(curve.x.max()) * m for m in (1, 2, 10)]
+    points = args.predict or [float(fc.ensemble.x_end) * m for m in (1, 2, 10)]
     if any(not math.isfinite(c) or c < 0 for c in points):
         raise InputError("--predict values must be finite and >= 0")
-    preds = fc.predict(points)
-    targets = [(r, *fc.compute_to_reach(r)) for r in (args.target or [])]
-    verdict = fc.verdict(*args.verdict) if args.verdict else None
+    # An unstable run gets no forecast: its extrapolation is not one (the fit is still shown).
+    preds = [] if fc.unstable else fc.predict(points)
+    targets = [] if fc.unstable else [(r, *fc.compute_to_reach(r)) for r in (args.target or [])]
+    verdict = fc.verdict(*args.verdict) if args.verdict and not fc.unstable else None
     if args.plot:
         from scalerl.curves.plot import plot_forecast
 
         plot_forecast(fc, args.plot)
     if args.json:
-        print(json.dumps(_as_json(fc, preds, targets, verdict, args), allow_nan=False, default=_jsonable))
+        print(json.dumps(finite_json(_as_json(fc, preds, targets, verdict, args)), allow_nan=False, default=_jsonable))
         return 0
     print(_as_text(fc, preds, targets, verdict, args))
     return 0
@@ -59,6 +61,8 @@ def _as_json(fc, preds, targets, verdict, args) -> dict:
         "run": fc.curve.name,
         "x": fc.curve.x_name,
         "y": fc.curve.y_name,
+        "status": "unstable" if fc.unstable else "ok",
+        "stability": fc.stability.as_dict(),
         "method": f.method,
         "r0_mode": f.r0_mode,
         "A": f.A,
@@ -71,7 +75,8 @@ def _as_json(fc, preds, targets, verdict, args) -> dict:
         "fit_until": f.fit_until,
         "seconds": f.seconds,
         "intervals": fc.intervals(),
-        "level": fc.boot.level if fc.boot else None,
+        "level": fc.level,
+        "ensemble": fc.ensemble.describe(),
         "predictions": [p.as_dict() for p in preds],
         "targets": [{"R": r, "C": _finite(c), "lo": _finite(lo), "hi": _finite(hi)} for r, c, lo, hi in targets],
         "power_law": ({**fc.power_law.law.params(), "sse": fc.power_law.sse} if fc.power_law else None),
@@ -84,6 +89,21 @@ def _as_json(fc, preds, targets, verdict, args) -> dict:
     if args.plot:
         out["plot"] = args.plot
     return out
+
+
+def forecast_table(fc, preds) -> str:
+    """The forecast at each compute with both bands, the sigmoid and the power law beside it."""
+    pct = int(round(100 * fc.level))
+    rows = [[g(p.C) + ("" if p.calibrated else " *"), f"{p.R:.4f}", f"[{p.lo:.4f}, {p.hi:.4f}]",
+             f"[{p.obs_lo:.4f}, {p.obs_hi:.4f}]", f"{float(fc.fit.law(p.C)):.4f}",
+             f"{float(fc.power_law.law(p.C)):.4f}" if fc.power_law else "-"] for p in preds]
+    return table(rows, ["compute", "forecast", f"{pct}% confidence (curve)", f"{pct}% prediction (an evaluation)",
+                        "sigmoid", "power law"])
+
+
+def ensemble_line(fc) -> str:
+    parts = ", ".join(f"{m['member']} {m['weight']:.2f}" for m in fc.ensemble.describe())
+    return f"forecast: ensemble of {parts} (weights from rolling-origin validation inside the fit window)"
 
 
 def _as_text(fc, preds, targets, verdict, args) -> str:
@@ -105,9 +125,14 @@ def _as_text(fc, preds, targets, verdict, args) -> str:
     if fc.power_law is not None:
         pl = fc.power_law.law
         lines += ["", f"power law A - D/C^B: A={g(pl.A)} D={g(pl.D)} B={g(pl.B)} SSE {fc.power_law.sse:.4g}"]
-    lines += ["", table([[g(p.C), f"{p.R:.4f}", f"{p.lo:.4f}", f"{p.hi:.4f}",
-                          f"{fc.power_law.law(p.C):.4f}" if fc.power_law else "-"] for p in preds],
-                        ["compute", "sigmoid", "lo", "hi", "power law"])]
+    lines.append("")
+    if fc.unstable:
+        lines.append(f"NO FORECAST -- unstable run: {fc.stability.text()}")
+    else:
+        lines += [ensemble_line(fc), forecast_table(fc, preds)]
+        if not all(p.calibrated for p in preds):
+            lines.append(f"* beyond the calibrated horizon ({math.exp(fc.bands.calibration.h_max):.2g}x the last fitted "
+                         "compute) or too few points to validate: bands stretched, not calibrated")
     if targets:
         lines += ["", table([[f"{r:.4f}", g(cc), g(lo), g(hi)] for r, cc, lo, hi in targets],
                             ["target R", "compute", "lo", "hi"])]

@@ -12,6 +12,9 @@ For each run against a baseline, one of three classes:
     average of their A values; the higher B wins (the paper always names a winner).
 ``no clear effect``
     Neither (intervals rule only).
+``unstable run``
+    The run or the baseline peaked and fell, or is falling (:mod:`scalerl.curves.stability`):
+    its fitted A is not a ceiling it will reach, so nothing is classified.
 
 Several seeds per run are pooled (see :func:`scalerl.curves.uncertainty.fit_seeds`).
 """
@@ -20,18 +23,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
 from scipy.optimize import least_squares
 
 from scalerl.curves.data import Curve
-from scalerl.curves.fit import B_BOUNDS, SigmoidFit, _model, fit_sigmoid_fixed_A
+from scalerl.curves.forecast import Forecast, Prediction, forecast
+from scalerl.curves.sigmoid_fit import SigmoidFit
+from scalerl.curves.solver import B_BOUNDS, fit_sigmoid_fixed_A, sigmoid_model
+from scalerl.curves.stability import Stability, check_stability
 from scalerl.curves.uncertainty import SeedFit, fit_seeds, pool_curves
 from scalerl.errors import InputError
 
 RULES = ("intervals", "paper")
-CEILING, EFFICIENCY, NONE = "ceiling", "efficiency", "no clear effect"
+CEILING, EFFICIENCY, NONE, UNSTABLE = "ceiling", "efficiency", "no clear effect", "unstable run"
 
 
 @dataclass
@@ -39,10 +46,18 @@ class RunFit:
     label: str
     curves: list[Curve]
     seeds: SeedFit
+    forecast: "Forecast | None" = None
+    """The forecast of the pooled run (ensemble and calibrated bands), when asked for."""
 
     @property
     def fit(self) -> SigmoidFit:
         return self.seeds.pooled
+
+    @cached_property
+    def stability(self) -> Stability:
+        """Stability of the run (its seeds pooled)."""
+        pooled = pool_curves(self.curves)
+        return check_stability(pooled.x, pooled.y, R0=self.fit.R0 if self.fit.r0_mode != "free" else None)
 
     def interval(self, name: str) -> tuple[float, float]:
         if self.seeds.boot is None:
@@ -85,6 +100,18 @@ class CompareResult:
     baseline: str
     classifications: list[Classification] = field(default_factory=list)
     rule: str = "intervals"
+    forecast_at: float | None = None
+    """The common compute every run's forecast is given at (None: no forecasts)."""
+
+    def predictions(self) -> dict[str, "Prediction | None"]:
+        """Each run's forecast at :attr:`forecast_at` (None for an unstable run: not a forecast)."""
+        out = {}
+        for r in self.runs:
+            if r.forecast is None or self.forecast_at is None or r.forecast.unstable:
+                out[r.label] = None
+            else:
+                (out[r.label],) = r.forecast.predict([self.forecast_at])
+        return out
 
     def run(self, label: str) -> RunFit:
         return next(r for r in self.runs if r.label == label)
@@ -99,7 +126,7 @@ def joint_fit(xs: list[np.ndarray], ys: list[np.ndarray], r0s: list[float], star
         A = p[0]
         out = []
         for i, (u, y, r0) in enumerate(zip(us, ys, r0s)):
-            out.append(_model(u, A, math.exp(p[1 + 2 * i]), p[2 + 2 * i], r0) - y)
+            out.append(sigmoid_model(u, A, math.exp(p[1 + 2 * i]), p[2 + 2 * i], r0) - y)
         return np.concatenate(out)
 
     lo_A = max(r0s) + 1e-6
@@ -143,6 +170,12 @@ def classify(
     if rule not in RULES:
         raise InputError(f"unknown comparison rule {rule!r}; known: {', '.join(RULES)}")
     dA = run.fit.A - base.fit.A
+    falling = [r for r in (run, base) if r.stability.unstable]
+    if falling:
+        return Classification(
+            run.label, base.label, UNSTABLE, None, dA, None, rule=rule,
+            explanation="not classified: " + "; ".join(f"{r.label}: {r.stability.text()}" for r in falling),
+        )
     if rule == "paper":
         return _classify_paper(run, base, dA, margin)
 
@@ -167,7 +200,7 @@ def classify(
     start = [(run.fit.A, run.fit.B, run.fit.C_mid), (base.fit.A, base.fit.B, base.fit.C_mid)]
     A, per, _ = joint_fit([xr, xb], [yr, yb], r0s, start)
     (B_r, C_r), (B_b, C_b) = per
-    fitted = [_model(np.log(xr), A, B_r, math.log(C_r), r0s[0]), _model(np.log(xb), A, B_b, math.log(C_b), r0s[1])]
+    fitted = [sigmoid_model(np.log(xr), A, B_r, math.log(C_r), r0s[0]), sigmoid_model(np.log(xb), A, B_b, math.log(C_b), r0s[1])]
     resid = [yr - fitted[0], yb - fitted[1]]
     resid = [r - r.mean() for r in resid]
     rng = np.random.default_rng(seed)
@@ -243,9 +276,14 @@ def compare(
     n_boot: int = 300,
     level: float = 0.95,
     seed: int = 0,
+    forecast_at: float | None = None,
+    forecasts: bool = True,
     **fit_kwargs,
 ) -> CompareResult:
-    """Fit every run (pooling its seeds), then classify each against ``baseline`` (default: the first)."""
+    """Fit every run (pooling its seeds), then classify each against ``baseline`` (default: the first).
+
+    With ``forecasts`` each run is also forecast (:func:`scalerl.curves.forecast`, its seeds
+    pooled) at one common compute, ``forecast_at`` (default: twice the largest last compute)."""
     if len(runs) < 1:
         raise InputError("nothing to compare")
     labels = list(runs)
@@ -258,8 +296,13 @@ def compare(
         if not curves:
             raise InputError(f"run {label!r} has no curves")
         sf = fit_seeds(curves, n_boot=n_boot, level=level, seed=seed, **fit_kwargs)
-        fits.append(RunFit(label, curves, sf))
-    result = CompareResult(runs=fits, baseline=baseline, rule=rule)
+        fc = None
+        if forecasts:
+            fc = forecast(pool_curves(curves), n_boot=0, level=level, seed=seed, power_law=False, **fit_kwargs)
+        fits.append(RunFit(label, curves, sf, fc))
+    if forecasts and forecast_at is None:
+        forecast_at = 2.0 * max(float(c.x.max()) for rf in fits for c in rf.curves)
+    result = CompareResult(runs=fits, baseline=baseline, rule=rule, forecast_at=forecast_at if forecasts else None)
     base = result.run(baseline)
     for rf in fits:
         if rf.label == baseline:
@@ -270,4 +313,4 @@ def compare(
     return result
 
 
-__all__ = ["compare", "classify", "CompareResult", "Classification", "RunFit", "RULES", "pool_curves"]
+__all__ = ["compare", "classify", "CompareResult", "Classification", "RunFit", "RULES", "UNSTABLE", "pool_curves"]

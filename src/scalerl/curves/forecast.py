@@ -1,5 +1,15 @@
-"""What users ask of a fitted curve: predictions with intervals, compute to reach a target,
-the marginal gain of more compute, a verdict on a bigger budget, and backtests.
+"""What users ask of a run's curve: the forecast with its two bands, compute to reach a
+target, the marginal gain of more compute, and a verdict on a bigger budget.
+
+:func:`forecast` puts the pieces together:
+
+* the paper's sigmoid on the default window (:mod:`sigmoid_fit`) with a residual bootstrap
+  (:mod:`uncertainty`) -- the parameters A, B, C_mid and their intervals;
+* the ensemble of laws and windows weighted by rolling-origin validation (:mod:`ensemble`)
+  -- the point forecast;
+* the confidence and prediction bands calibrated on real runs (:mod:`bands`);
+* the stability check (:mod:`stability`): on a run that peaked and fell, or is falling, the
+  extrapolation is not a forecast, and every output says so.
 """
 
 from __future__ import annotations
@@ -9,18 +19,35 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from scalerl.curves.bands import Bands, Calibration, band_scale, default_calibration
 from scalerl.curves.data import Curve
-from scalerl.curves.fit import PowerLawFit, SigmoidFit, fit_power_law, fit_sigmoid
-from scalerl.curves.uncertainty import Bootstrap, bootstrap
+from scalerl.curves.ensemble import DEFAULT_MEMBERS, Ensemble, FitSettings, fit_ensemble
+from scalerl.curves.power_law_fit import PowerLawFit, fit_power_law
+from scalerl.curves.sigmoid_fit import SigmoidFit, fit_sigmoid
+from scalerl.curves.stability import Stability, check_stability
+from scalerl.curves.uncertainty import Bootstrap, _evaluate_many, bootstrap
 from scalerl.errors import InputError
+
+#: Bootstrap resamples behind the bands' parameter-uncertainty term when the caller asked
+#: for fewer (or none) for the parameter intervals.
+BAND_BOOTSTRAP = 200
 
 
 @dataclass
 class Prediction:
+    """The forecast at compute C with its two bands."""
+
     C: float
     R: float
+    """The forecast: expected pass rate (the ensemble's mean curve)."""
     lo: float
+    """Confidence band of the expected curve."""
     hi: float
+    obs_lo: float
+    """Prediction band: where one observed evaluation at C will land."""
+    obs_hi: float
+    calibrated: bool = True
+    """False beyond the horizon the bands were calibrated on (they are then stretched)."""
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -28,13 +55,27 @@ class Prediction:
 
 @dataclass
 class Forecast:
-    """A sigmoid fit with its bootstrap: everything needed to answer questions about a run."""
+    """A run's forecast: sigmoid parameters, ensemble forecast, bands and stability."""
 
     fit: SigmoidFit
     boot: Bootstrap | None
     power_law: PowerLawFit | None = None
     curve: Curve | None = None
     notes: list[str] = field(default_factory=list)
+    ensemble: Ensemble | None = None
+    bands: Bands | None = None
+    stability: Stability | None = None
+    band_boot: Bootstrap | None = None
+    """Bootstrap behind the bands' parameter term (``boot`` when it is large enough)."""
+
+    @property
+    def unstable(self) -> bool:
+        """True when the run peaked and fell or is falling: the extrapolation is not a forecast."""
+        return self.stability is not None and self.stability.unstable
+
+    @property
+    def level(self) -> float:
+        return self.bands.level if self.bands else (self.boot.level if self.boot else 0.95)
 
     # -- parameters -------------------------------------------------------------------
     def intervals(self) -> dict[str, list[float]]:
@@ -42,29 +83,67 @@ class Forecast:
             return {}
         return {k: v for k, v in self.boot.intervals().items() if not (k == "R0" and self.fit.r0_mode == "given")}
 
-    # -- questions --------------------------------------------------------------------
-    def predict(self, C) -> list[Prediction]:
-        """Expected pass rate at each compute value, with the bootstrap band of the mean curve."""
+    # -- the curve and its bands ------------------------------------------------------
+    def mean(self, C) -> np.ndarray:
+        C = np.atleast_1d(np.asarray(C, dtype=float))
+        return self.ensemble.mean(C) if self.ensemble else np.atleast_1d(self.fit.law(C))
+
+    def scale(self, C) -> np.ndarray:
+        """The bands' scale s(C) (see :mod:`scalerl.curves.bands`)."""
+        C = np.atleast_1d(np.asarray(C, dtype=float))
+        boot_sd = _evaluate_many(self.band_boot.samples, C).std(axis=0) if self.band_boot else np.zeros(C.shape)
+        ens = self.ensemble
+        return band_scale(self.bands.sigma, ens.validation_rmse, boot_sd, ens.origin_stability(C), ens.spread(C))
+
+    def band_arrays(self, C) -> dict[str, np.ndarray]:
+        """Forecast, both bands and the calibrated flag at every C, as arrays (for plots)."""
         C = np.atleast_1d(np.asarray(C, dtype=float))
         if (C < 0).any():
             raise InputError("compute to predict at must be >= 0")
-        R = np.atleast_1d(self.fit.law(C))
-        if self.boot is None:
-            lo = hi = R
-        else:
-            lo, hi = self.boot.predict_interval(C)
-        return [Prediction(float(c), float(r), float(l), float(h)) for c, r, l, h in zip(C, R, lo, hi)]
+        R = self.mean(C)
+        if self.bands is None or self.ensemble is None:
+            return {"R": R, "lo": R, "hi": R, "obs_lo": R, "obs_hi": R, "calibrated": np.ones(C.shape, bool)}
+        conf, pred = self.bands.half_widths(self.scale(C), C)
+        lo_b, hi_b = self.bands.bounds
+        clip = lambda v: np.clip(v, lo_b, hi_b)  # noqa: E731 -- a pass rate band stays in [0, 1]
+        return {"R": R, "lo": clip(R - conf), "hi": clip(R + conf), "obs_lo": clip(R - pred),
+                "obs_hi": clip(R + pred), "calibrated": self.bands.calibrated(C)}
+
+    # -- questions --------------------------------------------------------------------
+    def predict(self, C) -> list[Prediction]:
+        """The forecast at each compute value with its confidence and prediction bands."""
+        C = np.atleast_1d(np.asarray(C, dtype=float))
+        b = self.band_arrays(C)
+        return [Prediction(float(c), float(r), float(lo), float(hi), float(ol), float(oh), bool(cal))
+                for c, r, lo, hi, ol, oh, cal in zip(C, b["R"], b["lo"], b["hi"], b["obs_lo"], b["obs_hi"], b["calibrated"])]
+
+    def _search_grid(self) -> np.ndarray:
+        x = self.curve.x[self.curve.x > 0] if self.curve is not None else self.fit.x[self.fit.x > 0]
+        end = self.ensemble.x_end if self.ensemble else float(x.max())
+        return np.geomspace(float(x.min()), end * 1e6, 4000)
+
+    @staticmethod
+    def _first_reach(grid: np.ndarray, values: np.ndarray, R: float) -> float:
+        """First compute on the grid where ``values`` reach R, interpolated in ln C."""
+        hit = np.nonzero(values >= R)[0]
+        if not hit.size:
+            return math.inf
+        i = int(hit[0])
+        if i == 0 or values[i] == values[i - 1]:
+            return float(grid[i])
+        t = (R - values[i - 1]) / (values[i] - values[i - 1])
+        return float(np.exp(np.log(grid[i - 1]) + t * (np.log(grid[i]) - np.log(grid[i - 1]))))
 
     def compute_to_reach(self, R: float) -> tuple[float, float, float]:
-        """Compute at which the pass rate reaches ``R``: (estimate, lo, hi); inf if beyond A."""
-        est = self.fit.law.compute_for(R)
-        if self.boot is None:
-            return est, est, est
-        lo, hi = self.boot.quantity_interval(lambda law: law.compute_for(R))
-        return est, lo, hi
+        """Compute at which the forecast reaches pass rate ``R``: (estimate, lo, hi) from the
+        mean curve and its confidence band; ``inf`` when it does not within 10^6 x the fit window."""
+        grid = self._search_grid()
+        b = self.band_arrays(grid)
+        return (self._first_reach(grid, b["R"], R), self._first_reach(grid, b["hi"], R),
+                self._first_reach(grid, b["lo"], R))
 
     def compute_to_fraction(self, f: float) -> tuple[float, float, float]:
-        """Compute to reach a fraction ``f`` of the gain A - R0: (estimate, lo, hi)."""
+        """Compute for the sigmoid to reach a fraction ``f`` of its gain A - R0: (estimate, lo, hi)."""
         est = self.fit.law.compute_for_fraction(f)
         if self.boot is None:
             return est, est, est
@@ -72,34 +151,58 @@ class Forecast:
         return est, lo, hi
 
     def marginal_gain(self, C: float) -> float:
-        """dR/dC at C: the pass rate one more unit of compute buys there."""
-        return float(self.fit.law.slope(C))
+        """dR/dC of the forecast at C: the pass rate one more unit of compute buys there."""
+        eps = 1e-4
+        lo, hi = self.mean([C * (1 - eps), C * (1 + eps)])
+        return float((hi - lo) / (2 * eps * C))
+
+    def _gain_scale(self, c_from: float, c_to: float) -> float:
+        C = np.array([c_from, c_to])
+        ens = self.ensemble
+        boot = _evaluate_many(self.band_boot.samples, C) if self.band_boot else np.zeros((1, 2))
+        members = ens.member_values(C)
+        stab = 0.0
+        for k, w in ens.weights.items():
+            gains = [float(np.diff(np.asarray(o.laws[k](C), dtype=float).reshape(-1))[0]) for o in ens.origins if k in o.laws]
+            if gains:
+                gains.append(float(np.diff(members[list(ens.laws).index(k)])[0]))
+                stab += w * float(np.std(gains))
+        spread = float(np.diff(members, axis=1).std()) if len(members) > 1 else 0.0
+        return math.sqrt(float(np.diff(boot, axis=1).std()) ** 2 + stab**2 + spread**2)
+
+    def ceiling(self) -> float:
+        """Where the forecast levels off: its mean at 10^6 x the end of the fit window."""
+        end = self.ensemble.x_end if self.ensemble else float(self.fit.x.max())
+        return float(self.mean([end * 1e6])[0])
 
     def verdict(self, budget_from: float, budget_to: float, *, min_gain: float = 0.01) -> "Verdict":
-        """Is it worth going from ``budget_from`` to ``budget_to``? (See :class:`Verdict`.)"""
+        """Is it worth going from ``budget_from`` to ``budget_to``? (See :class:`Verdict`.)
+
+        The gain's interval is the confidence band's construction applied to the gain itself:
+        the bootstrap, origin-stability and member-spread terms of :mod:`scalerl.curves.bands`
+        computed on ``R(TO) - R(FROM)`` (errors shared by both ends cancel), times the
+        confidence factor. The factor was calibrated on levels, not gains."""
         if not 0 < budget_from < budget_to:
             raise InputError(f"need 0 < from < to, got from={budget_from:g} to={budget_to:g}")
         p_from, p_to = self.predict([budget_from, budget_to])
         gain = p_to.R - p_from.R
-        if self.boot is not None:
-            preds = self.boot.samples
-            from scalerl.curves.uncertainty import _evaluate_many
-
-            both = _evaluate_many(preds, np.array([budget_from, budget_to]))
-            gains = both[:, 1] - both[:, 0]
-            a = (1 - self.boot.level) / 2
-            lo, hi = (float(v) for v in np.percentile(gains, [100 * a, 100 * (1 - a)]))
+        if self.bands is not None and self.ensemble is not None:
+            q = self.bands.calibration.q(self.level, "confidence") * float(self.bands.stretch([budget_to])[0])
+            half = q * self._gain_scale(budget_from, budget_to)
         else:
-            lo = hi = gain
-        headroom = self.fit.A - p_from.R
+            half = 0.0
+        lo, hi = gain - half, gain + half
+        headroom = self.ceiling() - p_from.R
         share = gain / headroom if headroom > 0 else 0.0
-        if lo >= min_gain:
+        if self.unstable:
+            word = "no verdict (unstable run)"
+        elif lo >= min_gain:
             word = "worth it"
         elif hi < min_gain:
             word = "not worth it"
         else:
             word = "uncertain"
-        return Verdict(budget_from, budget_to, p_from.R, p_to.R, gain, lo, hi, share, word, min_gain)
+        return Verdict(budget_from, budget_to, p_from.R, p_to.R, gain, lo, hi, share, word, min_gain, self.level)
 
 
 @dataclass
@@ -116,8 +219,9 @@ class Verdict:
     headroom_share: float
     word: str
     """'worth it' (the whole interval of the gain is >= min_gain), 'not worth it' (all of it
-    below), or 'uncertain'."""
+    below), 'uncertain', or 'no verdict (unstable run)'."""
     min_gain: float
+    level: float = 0.95
 
     def text(self, unit: str = "") -> str:
         u = f" {unit}" if unit else ""
@@ -125,8 +229,9 @@ class Verdict:
         return (
             f"Going from {self.budget_from:.4g}{u} to {self.budget_to:.4g}{u} ({x:.3g}x the compute) is expected to "
             f"move the pass rate from {self.R_from:.3f} to {self.R_to:.3f}: {self.gain:+.3f} "
-            f"(95% interval {self.gain_lo:+.3f} to {self.gain_hi:+.3f}), {100 * self.headroom_share:.0f}% of the "
-            f"headroom left below the ceiling. Verdict: {self.word} (threshold {self.min_gain:+.3f})."
+            f"({int(round(100 * self.level))}% interval {self.gain_lo:+.3f} to {self.gain_hi:+.3f}), "
+            f"{100 * self.headroom_share:.0f}% of the headroom left below where the forecast levels off. "
+            f"Verdict: {self.word} (threshold {self.min_gain:+.3f})."
         )
 
 
@@ -145,120 +250,53 @@ def forecast(
     A_max: float = 1.0,
     y_floor: float = 0.0,
     paper_grid=None,
+    members=DEFAULT_MEMBERS,
+    calibration: Calibration | None = None,
+    temperature: float | None = None,
 ) -> Forecast:
-    """Fit the sigmoid (and the power law beside it) and bootstrap the sigmoid."""
+    """Forecast ``curve`` from its points up to ``fit_until`` (see the module docstring).
+
+    ``n_boot`` resamples give the parameter intervals (0: none; the bands still use
+    :data:`BAND_BOOTSTRAP`). ``calibration`` (default: the shipped one) and ``temperature``
+    (default: the calibration's) are for calibrating the forecaster itself.
+    """
+    calibration = calibration or default_calibration()
+    calibration.q(level, "confidence")  # an unsupported level is refused before any work
     fit = fit_sigmoid(
         curve, method=method, r0=r0, fit_from=fit_from, fit_until=fit_until, A_max=A_max, y_floor=y_floor,
         paper_grid=paper_grid,
     )
     boot = bootstrap(fit, n_boot, level=level, kind=boot_kind, seed=seed, A_max=A_max, y_floor=y_floor) if n_boot else None
+    band_boot = boot if boot is not None and boot.kind == "residual" and len(boot.samples) >= BAND_BOOTSTRAP else \
+        bootstrap(fit, BAND_BOOTSTRAP, level=level, seed=seed, A_max=A_max, y_floor=y_floor)
     pl = None
     if power_law:
         try:
             pl = fit_power_law(curve, fit_from=fit.fit_from, fit_until=fit_until, A_max=A_max)
         except InputError as exc:  # the sigmoid stands on its own; say why the comparison is missing
             fit.warnings.append(f"power law not fitted: {exc}")
-    out = Forecast(fit=fit, boot=boot, power_law=pl, curve=curve)
+    window = curve.window(None, fit_until)
+    bounded = math.isfinite(A_max)
+    settings = FitSettings(r0=r0, fit_from=fit_from, A_max=A_max, y_floor=y_floor)
+    ens = fit_ensemble(window, settings=settings, members=members,
+                       temperature=temperature or calibration.temperature, bounded=bounded)
+    bands = Bands(sigma=ens.sigma, x_end=ens.x_end, calibration=calibration, level=level,
+                  validated=ens.validation_rmse is not None,
+                  bounds=(y_floor if math.isfinite(y_floor) else -np.inf, A_max if bounded else np.inf))
+    stability = check_stability(window.x, window.y, R0=fit.R0 if fit.r0_mode != "free" else None)
+    out = Forecast(fit=fit, boot=boot, power_law=pl, curve=curve, ensemble=ens, bands=bands,
+                   stability=stability, band_boot=band_boot)
     if curve.dropped:
         out.notes.append(f"{curve.dropped} row(s) with missing, NaN or infinite values were dropped")
     out.notes.extend(curve.notes)
     if fit.early_cut is not None and fit.early_cut.dropped:
         out.notes.append(fit.early_cut.reason)
+    out.notes.extend(ens.notes)
     if boot is not None:
         out.notes.extend(boot.notes)
+    if stability.unstable:
+        fit.warnings.insert(0, f"unstable run: {stability.text()}")
     return out
-
-
-# --------------------------------------------------------------------------- backtest
-
-
-@dataclass
-class LawScore:
-    params: dict[str, float]
-    mae: float
-    last_error: float
-    """Predicted minus observed at the last held-out point (signed)."""
-    max_abs_error: float
-    predictions: list[float]
-    warnings: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass
-class Backtest:
-    cut: float
-    n_fit: int
-    n_test: int
-    test_x: list[float]
-    test_y: list[float]
-    sigmoid: LawScore
-    power_law: LawScore | None
-    forecast: Forecast
-
-    def as_dict(self) -> dict:
-        return {
-            "cut": self.cut,
-            "n_fit": self.n_fit,
-            "n_test": self.n_test,
-            "fit_from": self.forecast.fit.fit_from,
-            "sigmoid": self.sigmoid.as_dict(),
-            "power_law": self.power_law.as_dict() if self.power_law else None,
-            "test": [{"C": c, "R": r} for c, r in zip(self.test_x, self.test_y)],
-        }
-
-
-def _score(law, x: np.ndarray, y: np.ndarray, params: dict, warnings) -> LawScore:
-    pred = np.asarray(law(x), dtype=float)
-    err = pred - y
-    return LawScore(
-        params=params,
-        mae=float(np.mean(np.abs(err))),
-        last_error=float(err[-1]),
-        max_abs_error=float(np.max(np.abs(err))),
-        predictions=[float(p) for p in pred],
-        warnings=list(warnings),
-    )
-
-
-def backtest(
-    curve: Curve,
-    *,
-    cut: float | None = None,
-    cut_fraction: float | None = None,
-    n_boot: int = 200,
-    **forecast_kwargs,
-) -> Backtest:
-    """Fit on the points with compute <= cut, score the points after it.
-
-    ``cut`` is absolute compute; ``cut_fraction`` a fraction of the curve's last compute.
-    Both the sigmoid and the power law are scored on the same held-out points.
-    """
-    if (cut is None) == (cut_fraction is None):
-        raise InputError("give exactly one of --cut (compute) or --cut-fraction (0..1)")
-    if cut_fraction is not None:
-        if not 0.0 < cut_fraction < 1.0:
-            raise InputError(f"--cut-fraction must be in (0, 1), got {cut_fraction}")
-        cut = float(curve.x.max() * cut_fraction)
-    assert cut is not None
-    test = curve.x > cut
-    if test.sum() < 1:
-        raise InputError(f"no points after the cut {cut:g} (last compute {curve.x.max():g}); cut earlier")
-    fc = forecast(curve, fit_until=cut, n_boot=n_boot, **forecast_kwargs)
-    xt, yt = curve.x[test], curve.y[test]
-    sig = _score(fc.fit.law, xt, yt, fc.fit.law.params(), fc.fit.warnings)
-    pl = _score(fc.power_law.law, xt, yt, fc.power_law.law.params(), fc.power_law.warnings) if fc.power_law else None
-    return Backtest(
-        cut=float(cut),
-        n_fit=fc.fit.n_points,
-        n_test=int(test.sum()),
-        test_x=[float(v) for v in xt],
-        test_y=[float(v) for v in yt],
-        sigmoid=sig,
-        power_law=pl,
-        forecast=fc,
-    )
 
 
 def fmt_compute(c: float) -> str:

@@ -1,5 +1,6 @@
-"""Figures: a fitted run (points used vs held out, sigmoid with its band, power law dashed,
-asymptote, extrapolated region), and several runs on one axis for comparisons.
+"""Figures: a forecast run (points used vs held out, the forecast with its confidence and
+prediction bands, the sigmoid, the power law dashed, asymptote, extrapolated region), and
+several runs on one axis for comparisons.
 
 PNG or SVG, chosen by the file name. matplotlib's Agg backend: no display needed.
 """
@@ -51,41 +52,53 @@ def _grid(xmin: float, xmax: float, extend: float) -> np.ndarray:
 
 
 def plot_forecast(fc, path, *, title: str | None = None, extend: float = 3.0, x_label: str | None = None, y_label: str | None = None) -> Path:
-    """One run: observed points (fitted ● vs held out ○), sigmoid + band, power law, asymptote."""
+    """One run: observed points (fitted ● vs held out ○), the forecast with its confidence band
+    (dark) and prediction band (light), the paper's sigmoid, the power law, the asymptote."""
     path = _check_path(path)
     plt = _plt()
     curve, fit = fc.curve, fc.fit
     fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=120)
     pos = curve.x > 0
     xs, ys = curve.x[pos], curve.y[pos]
-    used = np.isin(xs, fit.x)
+    hi_fit = fc.ensemble.x_end if fc.ensemble is not None else fit.x.max()
     lo_fit = fit.fit_from if fit.fit_from is not None else xs.min()
-    hi_fit = fit.x.max()
-    early = ~used & (xs < lo_fit)
-    held = ~used & ~early
-    ax.scatter(xs[used], ys[used], s=18, color="C0", label="used for the fit", zorder=3)
+    used = xs <= hi_fit
+    early = used & (xs < lo_fit)
+    used &= ~early
+    held = xs > hi_fit
+    ax.scatter(xs[used], ys[used], s=18, color="C0", label="fitted", zorder=3)
     if held.any():
         ax.scatter(xs[held], ys[held], s=22, facecolors="none", edgecolors="C3", label="held out (after the fit window)", zorder=3)
     if early.any():
-        ax.scatter(xs[early], ys[early], s=22, marker="x", color="gray", label="left out (before the fit window)", zorder=3)
+        ax.scatter(xs[early], ys[early], s=22, marker="x", color="gray", label="left out of the sigmoid (opening plateau)", zorder=3)
     grid = _grid(xs.min(), max(xs.max(), hi_fit), extend)
-    R = fit.law(grid)
-    ax.plot(grid, R, color="C0", lw=2, label=f"sigmoid A={fit.A:.3f} B={fit.B:.2f} C_mid={fit.C_mid:.3g}")
-    if fc.boot is not None:
-        lo, hi = fc.boot.predict_interval(grid)
-        ax.fill_between(grid, lo, hi, color="C0", alpha=0.18, lw=0, label=f"{int(fc.boot.level * 100)}% band")
+    b = fc.band_arrays(grid)
+    pct = int(round(100 * fc.level))
+    style = ":" if fc.unstable else "-"
+    ax.fill_between(grid, b["obs_lo"], b["obs_hi"], color="C0", alpha=0.10, lw=0, label=f"{pct}% prediction band (an evaluation)")
+    ax.fill_between(grid, b["lo"], b["hi"], color="C0", alpha=0.25, lw=0, label=f"{pct}% confidence band (expected curve)")
+    ax.plot(grid, b["R"], style, color="C0", lw=2, label="extrapolation (unstable run: not a forecast)" if fc.unstable else "forecast")
+    ax.plot(grid, fit.law(grid), "-", color="C2", lw=1, label=f"sigmoid A={fit.A:.3f} B={fit.B:.2f} C_mid={fit.C_mid:.3g}")
     if fc.power_law is not None:
-        ax.plot(grid, fc.power_law.law(grid), "--", color="C1", lw=1.5, label=f"power law A={fc.power_law.law.A:.3f}")
-    ax.axhline(fit.A, color="C0", ls=":", lw=1, label="asymptote A")
+        ax.plot(grid, fc.power_law.law(grid), "--", color="C1", lw=1.2, label=f"power law A={fc.power_law.law.A:.3f}")
+    ax.axhline(fit.A, color="C2", ls=":", lw=1, label="sigmoid asymptote A")
     ax.axhline(fit.R0, color="gray", ls=":", lw=0.8, label=f"R0={fit.R0:.3f}")
-    ax.axvspan(hi_fit, grid.max(), color="gray", alpha=0.08, label="extrapolated")
+    ax.axvspan(hi_fit, grid.max(), color="gray", alpha=0.06, label="extrapolated")
+    if fc.bands is not None:
+        beyond = grid[~b["calibrated"] & (grid > hi_fit)]
+        if beyond.size:
+            ax.axvspan(beyond.min(), grid.max(), color="gray", alpha=0.08, hatch="//", lw=0,
+                       label="bands beyond the calibrated horizon")
     if fit.fit_from is not None:
         ax.axvline(lo_fit, color="gray", lw=0.6)
     span = max(float(ys.max() - min(ys.min(), fit.R0)), 0.05)
     ax.set_ylim(min(ys.min(), fit.R0) - 0.1 * span, max(ys.max(), fit.A) + 0.15 * span)
     ax.set_xlabel(x_label or curve.x_name)
     ax.set_ylabel(y_label or curve.y_name)
-    return finish(fig, ax, path, title=title or curve.name)
+    title = title or curve.name
+    if fc.unstable:
+        title += f" -- UNSTABLE ({fc.stability.kind}): not a forecast"
+    return finish(fig, ax, path, title=title)
 
 
 def plot_compare(result, path, *, title: str | None = None, extend: float = 3.0) -> Path:

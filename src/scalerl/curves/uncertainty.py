@@ -11,8 +11,11 @@ on B. Here every parameter and every prediction gets a percentile interval:
 * several seeds of one configuration: a pooled fit, and a hierarchical bootstrap that
   resamples seeds and then residuals within each, so the interval includes the seed spread.
 
-Each replicate is one bounded least-squares refine warm-started at the full-data optimum
-(well under a millisecond on 200 points), so 1,000 replicates take about a second.
+Each replicate is one bounded least-squares refine warm-started at the full-data optimum. For
+the residual bootstrap with R0 fixed or measured (the default) all replicates share the
+evaluation schedule and are refitted together by a batched Levenberg-Marquardt
+(:func:`scalerl.curves.solver.refine_many`, same optimum as one ``least_squares`` call each
+to ~1e-5): 1,000 replicates on 200 points in about 0.1 s.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scalerl.curves.data import Curve
-from scalerl.curves.fit import SigmoidFit, _fit_fast, fit_sigmoid
+from scalerl.curves.sigmoid_fit import SigmoidFit, fit_sigmoid
+from scalerl.curves.solver import fit_fast, refine_many, resolve_r0
 from scalerl.curves.laws import Sigmoid
 from scalerl.errors import InputError
 
@@ -120,6 +124,14 @@ def bootstrap(
     p = 4 if free_r0 else 3
     resid = resid * math.sqrt(len(x) / max(len(x) - p, 1))
     perturb_r0 = fit.r0_mode == "first"
+    if kind == "residual" and not free_r0 and (x > 0).all():
+        # The common case, all replicates refitted at once (same schedule, same model).
+        Y = fitted[None, :] + rng.choice(resid, size=(n, len(x)), replace=True)
+        r0 = fit.R0 + (rng.choice(resid, size=n) if perturb_r0 else 0.0)
+        r0 = np.maximum(np.broadcast_to(r0, (n,)), y_floor)  # a pass rate below 0 is an artefact, not a resample
+        params, _ = refine_many(np.log(x), Y, r0, (fit.A, fit.B, fit.C_mid), A_max=A_max)
+        ok = np.isfinite(params).all(1) & (params[:, 0] > r0)
+        return _result(params[ok], n, int((~ok).sum()), level, kind)
     out, failed = [], 0
     for _ in range(n):
         if kind == "residual":
@@ -136,7 +148,7 @@ def bootstrap(
         if r0 is not None:
             r0 = max(r0, y_floor)  # a pass rate below 0 is not a resample, it is an artefact
         try:
-            params, _ = _fit_fast(xb, yb, r0, A_max=A_max, y_floor=y_floor, start=_start(fit))
+            params, _ = fit_fast(xb, yb, r0, A_max=A_max, y_floor=y_floor, start=_start(fit))
         except (ValueError, FloatingPointError):
             failed += 1
             continue
@@ -144,9 +156,13 @@ def bootstrap(
             failed += 1
             continue
         out.append(params)
-    if len(out) < max(10, n // 2):
+    return _result(np.asarray(out, dtype=float).reshape(-1, 4), n, failed, level, kind)
+
+
+def _result(samples: np.ndarray, n: int, failed: int, level: float, kind: str) -> Bootstrap:
+    if len(samples) < max(10, n // 2):
         raise InputError(f"the bootstrap failed on {failed} of {n} resamples; the fit is too fragile for intervals")
-    boot = Bootstrap(np.asarray(out, dtype=float), level=level, kind=kind, n_failed=failed)
+    boot = Bootstrap(samples, level=level, kind=kind, n_failed=failed)
     if failed:
         boot.notes.append(f"{failed} of {n} bootstrap resamples could not be fitted and were left out")
     return boot
@@ -200,7 +216,6 @@ def fit_seeds(
     ``fit_kwargs`` go to :func:`fit_sigmoid` (method, r0, fit_from, fit_until, ...). The R0
     of the pooled fit is the mean of the seeds' own R0 values.
     """
-    from scalerl.curves.fit import resolve_r0
 
     r0_choice = fit_kwargs.pop("r0", "first")
     per_seed = [fit_sigmoid(c, r0=r0_choice, **fit_kwargs) for c in curves]
@@ -236,7 +251,7 @@ def fit_seeds(
         yb = np.concatenate(ys)[order]
         r0 = None if pooled.r0_mode == "free" else (float(np.mean(r0s)) if r0_choice == "first" else pooled.R0)
         try:
-            params, _ = _fit_fast(x[order], yb, r0, start=_start(pooled))
+            params, _ = fit_fast(x[order], yb, r0, start=_start(pooled))
         except (ValueError, FloatingPointError):
             failed += 1
             continue

@@ -77,13 +77,17 @@ class HFGenerator(InFlightUpdates):
         version: int = 0,
         seed: int = 0,
         compact_fraction: float = 0.25,
+        autocast_dtype: torch.dtype | None = None,
     ) -> None:
         """``compact_fraction``: drop finished rows from the batch and the KV cache once at least
-        this share of the rows still in it have finished (1.0 never drops them; see the benchmark)."""
+        this share of the rows still in it have finished (1.0 never drops them; see the benchmark).
+        ``autocast_dtype``: run the forward passes under ``torch.autocast`` in this dtype (bf16 /
+        fp16 compute on a model that holds fp32 master weights: the trainer's own, shared)."""
         self.model = model
         self.tokenizer = tokenizer
         self.version = version
         self.compact_fraction = compact_fraction
+        self.autocast_dtype = autocast_dtype
         self.device = next(model.parameters()).device
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else _eos_ids(model, tokenizer)[0]
         self.eos = torch.tensor(_eos_ids(model, tokenizer), device=self.device)
@@ -171,7 +175,8 @@ class HFGenerator(InFlightUpdates):
         kwargs = {self._cache_arg: cache, "use_cache": True}
         if self._keep_arg:
             kwargs["logits_to_keep"] = 1
-        out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, **kwargs)
+        with torch.autocast(self.device.type, dtype=self.autocast_dtype, enabled=self.autocast_dtype is not None):
+            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, **kwargs)
         return out.logits[:, -1, :]
 
     def _prefill(self, prompts, ids, mask, positions, cache) -> torch.Tensor:

@@ -74,6 +74,14 @@ def completion_logprobs(model: Any, batch: dict[str, torch.Tensor], temperature:
     return token_logprobs(logits, batch["completion_ids"], temperature) * batch["completion_mask"]
 
 
+def _checkpointing(model: Any) -> bool:
+    """Whether gradient (activation) checkpointing is on (the attribute's name changed in transformers 5)."""
+    for name in ("is_activation_checkpointing", "is_gradient_checkpointing"):
+        if hasattr(type(model), name):
+            return bool(getattr(model, name))
+    return False
+
+
 def shared_prompt_logprobs(
     model: Any, completions: Sequence[Completion], temperature: float, pad_token_id: int, device: torch.device | str = "cpu"
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -90,6 +98,11 @@ def shared_prompt_logprobs(
     """
     from transformers import DynamicCache
 
+    if model.training and torch.is_grad_enabled() and _checkpointing(model):
+        # A checkpointed layer drops the KV cache in training (transformers does, as the replay
+        # would write it twice), so the prompt pass cannot be shared: score every sequence whole.
+        batch = pack_completions(completions, pad_token_id, device)
+        return completion_logprobs(model, batch, temperature), batch["completion_ids"], batch["completion_mask"]
     keys = {}
     inverse = [keys.setdefault(tuple(c.prompt_ids), len(keys)) for c in completions]
     prompts = list(keys)

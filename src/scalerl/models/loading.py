@@ -3,6 +3,7 @@
     model, tokenizer = load_model("tiny")                  # cached, warm-started tiny model
     model, tokenizer = load_model("runs/demo/final")        # any saved Hugging Face model directory
     model, tokenizer = load_model("Qwen/Qwen3-0.6B", dtype="bfloat16")
+    stored_dtype("runs/demo/final")                          # "float32": what its weights are stored in
 """
 
 from __future__ import annotations
@@ -62,3 +63,19 @@ def load_model(
     except OSError as exc:  # not found locally, not on the hub, or no network
         raise InputError(f"cannot load model {name_or_path!r}: {exc}") from None
     return model.eval(), tokenizer
+
+
+def stored_dtype(name_or_path: str, cache_dir: str | None = None, tiny_spec: Any = None, **kwargs: Any) -> str:
+    """The dtype a checkpoint's weights are stored in (its config's ``dtype``, ``torch_dtype`` before
+    transformers 5), as a torch dtype name; ``float32`` when the config names none."""
+    from transformers import AutoConfig
+
+    source = resolve_model(name_or_path, cache_dir, tiny_spec)
+    try:
+        config = AutoConfig.from_pretrained(source, **kwargs)
+    except OSError as exc:
+        raise InputError(f"cannot load model {name_or_path!r}: {exc}") from None
+    value = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+    if value is None or str(value) == "auto":
+        return "float32"
+    return str(value).removeprefix("torch.")

@@ -29,6 +29,7 @@ import time
 import traceback
 from typing import Any
 
+from scalerl.models.lora import generator_state_dict
 from scalerl.pipeline.pool import Deliver, Fail
 from scalerl.pipeline.scheduler import PipelineError
 from scalerl.pipeline.work import WorkerSpec, build_worker
@@ -102,7 +103,7 @@ class ProcessPool:
 
         ctx = mp.get_context("spawn")
         self.size = size
-        self._shared = {k: v.detach().to("cpu", copy=True).share_memory_() for k, v in model.state_dict().items()}
+        self._shared = {k: v.detach().to("cpu", copy=True).share_memory_() for k, v in generator_state_dict(model).items()}
         self._version = ctx.Value("q", version, lock=False)  # guarded by self._lock, with the tensors
         self._lock = ctx.Lock()
         self._requests = ctx.Queue()
@@ -158,7 +159,7 @@ class ProcessPool:
         self._requests.put(request)
 
     def push_weights(self, model: Any, version: int) -> None:
-        state = model.state_dict()
+        state = generator_state_dict(model)  # LoRA merged: the generators hold plain models
         with self._lock:
             for name, target in self._shared.items():
                 target.copy_(state[name].detach())

@@ -53,6 +53,7 @@ import time
 from typing import Any
 
 from scalerl.errors import ConfigError
+from scalerl.models.lora import generator_state_dict
 from scalerl.pipeline.pool import Deliver, Fail
 from scalerl.pipeline.scheduler import PipelineError
 from scalerl.pipeline.work import RoundRequest, WorkerSpec
@@ -119,7 +120,7 @@ NO_WEIGHTS = -1
 
 
 def _cpu_state(model: Any) -> dict[str, Any]:
-    return {k: v.detach().to("cpu") for k, v in model.state_dict().items()}
+    return {k: v.detach().to("cpu") for k, v in generator_state_dict(model).items()}  # LoRA merged
 
 
 class _ObjectStoreSync:
@@ -169,7 +170,7 @@ class _NcclSync:
     def push(self, model: Any, version: int) -> list:
         # Each actor posts its receives between two engine steps; the broadcasts below complete
         # once all have. A restarted actor cannot rejoin the group: with nccl a dead actor fails the run.
-        state = model.state_dict()
+        state = generator_state_dict(model)  # LoRA merged
         meta = [(k, str(v.dtype).removeprefix("torch."), tuple(v.shape)) for k, v in state.items()]
         calls = [a.receive_weight_broadcast.remote(meta, version) for a in self.pool.live_actors()]
         for _, tensor in state.items():

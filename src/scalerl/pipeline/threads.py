@@ -16,6 +16,7 @@ import queue
 import threading
 from typing import Any
 
+from scalerl.models.lora import generator_state_dict
 from scalerl.pipeline.pool import Deliver, Fail
 from scalerl.pipeline.work import RolloutWorker, RoundRequest
 
@@ -62,7 +63,7 @@ class ThreadPool:
         self._requests.put(request)
 
     def push_weights(self, model: Any, version: int) -> None:
-        state = model.state_dict()
+        state = generator_state_dict(model)  # LoRA merged: the generators hold plain models
         for w in self.workers:
             w.generator.update_weights(state, version)
 

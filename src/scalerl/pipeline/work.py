@@ -143,7 +143,7 @@ class WorkerSpec:
         settings = dict(cfg.task.settings)
         if cfg.task.data is not None:
             settings["data"] = cfg.task.data
-        dtype = str(next(trainer.model.parameters()).dtype).removeprefix("torch.")
+        dtype = str(trainer.precision.generator_dtype).removeprefix("torch.")  # the compute dtype
         from scalerl.models.loading import resolve_model
 
         return cls(
@@ -184,10 +184,10 @@ def thread_worker(trainer: Any, worker_id: int) -> RolloutWorker:
     are thread-safe: arithmetic is pure, math-verify skips its signal-based timeout off the main
     thread, a user reward function serialises calls to its worker process)."""
     from scalerl.generate.hf import HFGenerator
+    from scalerl.models.lora import generator_copy
 
-    model = copy.deepcopy(trainer.model).eval()
-    for p in model.parameters():
-        p.requires_grad_(False)
+    # A plain inference copy in the compute dtype (LoRA merged in; scalerl.models.lora).
+    model = generator_copy(trainer.model, trainer.precision.generator_dtype)
     tokenizer = copy.deepcopy(trainer.tokenizer)
     gen = HFGenerator(model, tokenizer, seed=worker_seed(trainer.cfg.run.seed, worker_id), version=trainer.version)
     return RolloutWorker(gen, tokenizer, trainer.task, trainer.cfg.recipe, trainer.length_control, worker_id=worker_id)

@@ -14,8 +14,9 @@ Steps, all from the logs (so ``scalerl report STUDY`` can redo them at any time)
    no clear effect, with intervals);
 3. the paper's leave-one-out view: all variants refitted with one common A (least squares
    over all of them), giving each a B (with a residual-bootstrap interval) under that A;
-4. each variant's pass rate extrapolated to ``spec.extrapolate`` x the budget (one common
-   compute for all, the median final compute of the runs);
+4. each variant's pass rate forecast at ``spec.extrapolate`` x the budget (one common
+   compute for all, the median final compute of the runs) with the forecaster's calibrated
+   confidence band; a variant that peaked and fell is flagged, not extrapolated or classified;
 5. the paper's expectation for what the variant changes (SPEC §1, :mod:`scalerl.study.paper`)
    beside what was measured.
 
@@ -33,9 +34,9 @@ from typing import Any
 import numpy as np
 
 from scalerl.config import load_yaml
-from scalerl.curves import Curve, fit_seeds
-from scalerl.curves.compare import CEILING, EFFICIENCY, NONE, Classification, CompareResult, RunFit, classify
-from scalerl.curves.fit import fit_sigmoid_fixed_A
+from scalerl.curves import Curve, fit_seeds, forecast, pool_curves
+from scalerl.curves.compare import CEILING, EFFICIENCY, NONE, UNSTABLE, Classification, CompareResult, RunFit, classify
+from scalerl.curves.solver import fit_sigmoid_fixed_A
 from scalerl.errors import InputError
 from scalerl.runlog import eval_rows
 from scalerl.study.families import Variant
@@ -72,8 +73,13 @@ class VariantResult:
     C_mid: float | None = None
     C_mid_interval: tuple[float, float] | None = None
     extrapolated: float | None = None
-    """Predicted pass rate at the analysis' extrapolation compute."""
+    """Forecast pass rate at the analysis' extrapolation compute (None for an unstable run)."""
     extrapolated_interval: tuple[float, float] | None = None
+    """The forecast's confidence band there (calibrated on real runs; see scalerl.curves.bands)."""
+    extrapolated_calibrated: bool = True
+    """False when the extrapolation lies beyond the bands' calibrated horizon."""
+    unstable: str = ""
+    """Why the variant is unstable (it peaked and fell, or is falling), if it is."""
     common_B: float | None = None
     """B when every variant shares the common A (the paper's leave-one-out view)."""
     common_B_interval: tuple[float, float] | None = None
@@ -185,10 +191,10 @@ def common_A_fit(fits: dict[str, Any]) -> tuple[float, dict[str, tuple[float, fl
 
 def _fixed_A_interval(f, A: float, B: float, C_mid: float, n: int, level: float, seed: int) -> tuple[float, float]:
     """Residual-bootstrap interval of B with A held at the common value."""
-    from scalerl.curves.fit import _model
+    from scalerl.curves.solver import sigmoid_model
 
     u = np.log(f.x)
-    fitted = _model(u, A, B, math.log(C_mid), f.R0)
+    fitted = sigmoid_model(u, A, B, math.log(C_mid), f.R0)
     resid = f.y - fitted
     resid = (resid - resid.mean()) * math.sqrt(len(resid) / max(len(resid) - 2, 1))
     rng = np.random.default_rng(seed)
@@ -239,7 +245,7 @@ def _expected_better(spec: StudySpec, v: Variant, base_value: Any) -> bool | Non
 def _agreement(expected: Finding, expected_better: bool | None, c: Classification) -> str:
     if expected.kind == UNNAMED:
         return NOT_APPLICABLE
-    if c.kind == NONE:
+    if c.kind in (NONE, UNSTABLE):
         return INCONCLUSIVE
     if c.kind != expected.kind:
         return DISAGREES
@@ -296,10 +302,16 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
         f = rf.fit
         vr.A, vr.B, vr.C_mid = f.A, f.B, f.C_mid
         vr.A_interval, vr.B_interval, vr.C_mid_interval = (rf.interval(p) for p in ("A", "B", "C_mid"))
-        vr.extrapolated = float(f.law(analysis.extrapolate_at))
-        if rf.seeds.boot is not None:
-            lo, hi = rf.seeds.boot.predict_interval([analysis.extrapolate_at])
-            vr.extrapolated_interval = (float(lo[0]), float(hi[0]))
+        if rf.stability.unstable:
+            vr.unstable = rf.stability.text()
+        else:
+            # The forecaster's forecast (ensemble, calibrated band), not the sigmoid's bootstrap alone.
+            try:
+                fc = forecast(pool_curves(rf.curves), n_boot=0, power_law=False, seed=seed)
+                (p,) = fc.predict([analysis.extrapolate_at])
+                vr.extrapolated, vr.extrapolated_interval, vr.extrapolated_calibrated = p.R, (p.lo, p.hi), p.calibrated
+            except InputError as exc:
+                vr.fit_error = f"no forecast: {exc}"
         if rf.label == base.label:
             continue
         try:
@@ -319,6 +331,15 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
             "their curves are still rising at the budget, so the ceiling is not identified (only a lower bound, "
             "the interval's low end) -- a larger budget, or a task the model cannot solve fully, is needed to "
             "compare ceilings")
+    unstable = [v.label for v in results if v.unstable]
+    if unstable:
+        analysis.notes.append(
+            f"unstable (peaked and fell, or falling): {', '.join(unstable)} -- not classified and not extrapolated: "
+            "the law does not hold there")
+    if any(v.extrapolated is not None and not v.extrapolated_calibrated for v in results):
+        analysis.notes.append(
+            f"the pass rates at {spec.extrapolate:g}x the budget lie beyond the horizon the forecast's bands were "
+            "calibrated on: their intervals are stretched, not calibrated")
     not_fitted = [v.label for v in results if v.fit_error]
     if not_fitted:
         analysis.notes.append(f"not fitted: {', '.join(not_fitted)} (see their rows)")

@@ -56,18 +56,20 @@ def _iv(v: tuple[float, float] | list[float] | None, digits: int = 3, signed: bo
     return f"[{_f(float(lo), digits)}, {_f(float(hi), digits)}]"
 
 
-def _moved(v: VariantResult) -> str:
+def _moved(v: VariantResult, base_fitted: bool = True) -> str:
     if v.is_base:
         return "(base)"
     if v.fit_error:
         return "not fitted"
     c = v.classification
     if c is None:
-        return "-"
+        return "-" if base_fitted else "not compared (base not fitted)"
     if c["kind"] == "ceiling":
         return "ceiling " + ("raised" if c["better"] else "lowered")
     if c["kind"] == "efficiency":
         return "efficiency " + ("better" if c["better"] else "worse")
+    if c["kind"] == "unstable run":
+        return "not classified (unstable run)"
     return "no clear effect"
 
 
@@ -81,7 +83,7 @@ def what_moved_rows(a: StudyAnalysis) -> list[list[str]]:
         c = v.classification or {}
         B = c.get("B")
         rows.append([
-            v.label, ", ".join(v.components) or "-", _moved(v),
+            v.label, ", ".join(v.components) or "-", _moved(v, a.variant(a.base).A is not None),
             f"{c['dA']:+.3f} {_iv(c.get('dA_interval'), signed=True)}".strip() if c else "-",
             f"{B[0]:.2f} / {B[1]:.2f}" if B else "-",
             _iv(c.get("dB_interval"), 2, signed=True) or "-",
@@ -105,7 +107,8 @@ def fit_rows(a: StudyAnalysis) -> list[list[str]]:
             v.label + (" (base)" if v.is_base else ""), seeds, _f(v.R0), _f(v.final),
             f"{v.A:.3f} {_iv(v.A_interval)}", f"{v.B:.2f} {_iv(v.B_interval, 2)}",
             f"{_f(v.C_mid)} {_iv(v.C_mid_interval)}",
-            f"{v.extrapolated:.3f} {_iv(v.extrapolated_interval)}",
+            "unstable: no forecast" if v.unstable else
+            f"{_f(v.extrapolated)} {_iv(v.extrapolated_interval)}" + ("" if v.extrapolated_calibrated else " *"),
         ])
     return rows
 
@@ -138,6 +141,8 @@ def _plot_intervals(a: StudyAnalysis, path: Path) -> Path:
     for ax, (title, key, ikey, log) in zip(axes, panels):
         for yy, v in zip(ys, vs):
             val, iv = getattr(v, key), getattr(v, ikey)
+            if val is None:  # an unstable variant has no extrapolation
+                continue
             color = "black" if v.is_base else "C0"
             if iv is not None:
                 ax.plot(iv, [yy, yy], color=color, lw=2, alpha=0.7)

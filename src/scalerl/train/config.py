@@ -4,7 +4,8 @@
       recipe_name  which preset the recipe came from (presets: ``scalerl recipes``)
       profile      scale profile applied on top of the preset (``cpu-tiny`` for the toy model)
       recipe       the algorithm: RecipeConfig (scalerl.rl.recipe)
-      model        what to train
+      model        what to train (storage dtype, gradient checkpointing, LoRA)
+      precision    compute dtype (fp32 master weights in every mode)
       task         what to train on and how it is rewarded
       sampling     how training completions are sampled
       eval         the validation pass rate the forecast fits
@@ -31,6 +32,28 @@ from scalerl.config import apply_overrides
 from scalerl.errors import ConfigError
 from scalerl.rl.presets import get_recipe
 from scalerl.rl.recipe import RecipeConfig
+from scalerl.train.dtypes import dtype_problems
+from scalerl.train.profiles import PROFILES, choose_profile
+
+
+@dataclass
+class LoraSettings:
+    """LoRA: train low-rank adapters on a frozen base instead of every weight (the ``peft`` library)."""
+
+    rank: int = 0
+    """Adapter rank r; 0 = off (full fine-tuning). 8-64 are common."""
+    alpha: float = 32.0
+    """The adapter's update B @ A is scaled by alpha / rank."""
+    dropout: float = 0.0
+    """Dropout on the adapter's input in training forwards. Keep 0 for RL: generation runs without
+    dropout, so any makes pi_train differ from pi_gen on unchanged weights (the importance ratio)."""
+    target_modules: list[str] = field(default_factory=lambda: ["all-linear"])
+    """Modules that get adapters: [all-linear] (every linear layer except the LM head) or module
+    names / name suffixes, e.g. [q_proj, k_proj, v_proj, o_proj]."""
+    save: Literal["merged", "adapter", "both"] = "merged"
+    """What ``final/`` holds: merged (an ordinary model, base + adapter, in ``model.dtype``), adapter
+    (``peft``'s adapter files, loaded on top of the base model), or both (merged in final/, the
+    adapter in final/adapter)."""
 
 
 @dataclass
@@ -42,11 +65,35 @@ class ModelConfig:
     and cached), ``tiny-s`` / ``tiny-m`` / ``tiny-l`` (the model-size ladder of the arithmetic-mix
     workload, 0.15M / 1.08M / 2.4M parameters), a local Hugging Face model directory, or a hub id."""
     dtype: str | None = None
-    """Weights dtype (float32, bfloat16, float16); null keeps the checkpoint's. On a CPU keep float32."""
+    """Storage dtype of the policy's weights: what ``final/`` is saved in (float32, bfloat16, float16;
+    aliases fp32, bf16, fp16). null: the dtype the starting checkpoint is stored in (its config.json),
+    so a bf16 hub model comes back as bf16. Not the training dtype: the weights train as fp32 master
+    copies and compute in ``precision.compute``."""
+    gradient_checkpointing: bool = False
+    """Recompute each layer's activations in the backward pass instead of keeping them (Hugging
+    Face's ``gradient_checkpointing_enable``): less memory for long sequences, ~30% more compute.
+    Training forwards then run without a KV cache, so the update scores every sequence whole
+    (``run.share_prompt_forward`` has no effect); generation is unaffected."""
+    lora: LoraSettings = field(default_factory=LoraSettings)
+    """LoRA adapters (the ``peft`` library) instead of full fine-tuning; off by default (rank 0)."""
     tiny_warm_start_steps: int = 200
     """``tiny`` only: supervised warm-start steps, i.e. how good the policy is before RL (200, the
     default tiny model: a sampled pass rate of ~0.3 on 2-digit addition; see models/tiny.py). The
     ladder's sizes have fixed warm starts (models/tiny.py TINY_MODELS)."""
+
+
+@dataclass
+class PrecisionConfig:
+    """Numerics of training and generation (see scalerl.train.precision)."""
+
+    compute: str = "auto"
+    """Dtype the forward and backward passes and the generators compute in: auto (bf16 on a GPU that
+    supports it, fp16 on one that does not, fp32 on a CPU), fp32, bf16, or fp16 (with dynamic loss
+    scaling); aliases float32, bfloat16, float16, half. The trained weights and the optimizer state
+    are fp32 master copies in every mode, and logits stay fp32 with ``recipe.fp32_lm_head``."""
+    fp16_init_scale: float = 65536.0
+    """fp16 only: the initial loss scale (halved and the step skipped on an overflow, doubled after
+    2,000 clean steps; torch.amp.GradScaler)."""
 
 
 @dataclass
@@ -202,12 +249,17 @@ class TrainConfig:
     recipe_name: str = "scalerl"
     """Preset the recipe was built from (``scalerl recipes`` lists them)."""
     profile: str = "auto"
-    """Scale profile applied to the preset: auto (a tiny model: cpu-tiny-mix on the arithmetic-mix task,
-    else cpu-tiny; any other model: none), cpu-tiny, cpu-tiny-mix, none."""
+    """Scale profile (batch, token budgets, learning rate, evaluation sizes; never an algorithmic
+    switch) applied over the preset: auto (a tiny model: cpu-tiny-mix on the arithmetic-mix task, else
+    cpu-tiny; cpu-small for any other model on a CPU, gpu-small for one under 1B parameters on a GPU,
+    none above), cpu-tiny, cpu-tiny-mix, cpu-small, gpu-small, or none (the preset's paper-scale
+    sizes). ``--set`` overrides win over it."""
     recipe: RecipeConfig = field(default_factory=RecipeConfig)
     """The algorithm (SPEC.md §2): every component a switch."""
     model: ModelConfig = field(default_factory=ModelConfig)
     """The policy to train."""
+    precision: PrecisionConfig = field(default_factory=PrecisionConfig)
+    """Compute dtype (fp32 master weights in every mode)."""
     task: TaskConfig = field(default_factory=TaskConfig)
     """Training problems, evaluation sets, reward."""
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
@@ -243,6 +295,10 @@ class TrainConfig:
         if self.backend.generator_threads < 1 or self.backend.max_restarts < 0:
             problems.append("backend.generator_threads must be >= 1 and backend.max_restarts >= 0")
         problems.extend(backend_problems(self))
+        problems.extend(dtype_problems(self.precision.compute, self.model.dtype))
+        problems.extend(lora_problems(self.model.lora))
+        if self.precision.fp16_init_scale <= 0:
+            problems.append(f"precision.fp16_init_scale must be > 0, got {self.precision.fp16_init_scale}")
         if not 0 < self.sampling.top_p <= 1 or self.sampling.temperature <= 0:
             problems.append("sampling.temperature must be > 0 and sampling.top_p in (0, 1]")
         if self.forecast.x not in COMPUTE_COLUMNS:
@@ -257,43 +313,19 @@ class TrainConfig:
 #: Compute measures logged at every evaluation (any can be the forecast's x).
 COMPUTE_COLUMNS = ("flops", "gpu_hours", "tokens", "samples", "step")
 
-#: Scale profiles: overrides that make a paper-scale preset sensible at another scale. The
-#: algorithmic switches (loss, aggregation, ...) are never touched -- only sizes and the
-#: learning rate -- so a leave-one-out variant stays a leave-one-out variant.
-PROFILES: dict[str, list[str]] = {
-    "none": [],
-    # The tiny CPU model: 1M parameters, ~25-token completions. lr 5e-7 would not move it in a
-    # few minutes; 3e-4 wrecks it (measured). Budgets: the scratchpad of a 2-digit sum is ~17
-    # tokens, so a thinking budget drawn from [18, 26] interrupts only rambling sequences.
-    "cpu-tiny": [
-        "batch.prompts_per_step=16",
-        "batch.generations_per_prompt=8",
-        "optimizer.lr=1e-4",
-        "optimizer.eps=1e-8",
-        "optimizer.warmup_steps=5",
-        "length.max_new_tokens=48",
-        "length.think_budget=[18, 26]",
-        "length.answer_budget=8",
-        "length.overlong_max_len=48",
-        "length.overlong_cache=16",
-    ],
-    # The same model scale on the arithmetic-mix workload (2-4 columns, 18-38 thinking tokens).
-    # A thinking budget drawn from [26, 34] finishes every 2-column scratchpad, some 3- and
-    # 4-column ones: the by-construction ceiling is 0.614 on val (ArithmeticMixTask.ceiling).
-    # 48 tokens: the longest interrupted sequence is 34 + the 3-token phrase + an 8-token answer.
-    "cpu-tiny-mix": [
-        "batch.prompts_per_step=16",
-        "batch.generations_per_prompt=8",
-        "optimizer.lr=1e-4",
-        "optimizer.eps=1e-8",
-        "optimizer.warmup_steps=5",
-        "length.max_new_tokens=48",
-        "length.think_budget=[26, 34]",
-        "length.answer_budget=8",
-        "length.overlong_max_len=48",
-        "length.overlong_cache=16",
-    ],
-}
+def lora_problems(lora: LoraSettings) -> list[str]:
+    if lora.rank < 0:
+        return [f"model.lora.rank must be >= 0 (0 = off), got {lora.rank}"]
+    if lora.rank == 0:
+        return []
+    problems = []
+    if lora.alpha <= 0:
+        problems.append(f"model.lora.alpha must be > 0, got {lora.alpha}")
+    if not 0 <= lora.dropout < 1:
+        problems.append(f"model.lora.dropout must be in [0, 1), got {lora.dropout}")
+    if not lora.target_modules:
+        problems.append("model.lora.target_modules must name at least one module (or [all-linear])")
+    return problems
 
 
 def backend_problems(cfg: TrainConfig) -> list[str]:
@@ -319,13 +351,8 @@ def backend_problems(cfg: TrainConfig) -> list[str]:
 
 
 def profile_for(cfg: TrainConfig) -> str:
-    if cfg.profile != "auto":
-        return cfg.profile
-    from scalerl.models.tiny import TINY_MODELS  # no torch at import
-
-    if cfg.model.name_or_path not in TINY_MODELS:
-        return "none"
-    return "cpu-tiny-mix" if cfg.task.name == "arithmetic-mix" else "cpu-tiny"
+    """The scale profile ``cfg`` gets (``auto`` chosen by model and device: scalerl.train.profiles)."""
+    return choose_profile(cfg)[0]
 
 
 def resolve(cfg: TrainConfig, overrides: list[str] | None = None) -> TrainConfig:
@@ -336,7 +363,7 @@ def resolve(cfg: TrainConfig, overrides: list[str] | None = None) -> TrainConfig
     name = profile_for(cfg)
     if name not in PROFILES:
         raise ConfigError(f"unknown profile {name!r}; known: auto, {', '.join(PROFILES)}")
-    cfg = dataclasses.replace(cfg, recipe=apply_overrides(cfg.recipe, PROFILES[name]), profile="none")
+    cfg = apply_overrides(dataclasses.replace(cfg, profile="none"), PROFILES[name])
     if overrides:
         cfg = apply_overrides(cfg, overrides)
     return cfg.validate()

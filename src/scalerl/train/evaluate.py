@@ -10,7 +10,7 @@ so the trainer's periodic evaluation and a stand-alone ``scalerl eval`` share it
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from scalerl.generate.base import Completion, Generator, LengthController, SamplingParams
 from scalerl.tasks.base import Problem, Task
@@ -46,6 +46,7 @@ def evaluate(
     params: SamplingParams,
     length_control: LengthController | None = None,
     batch_size: int | None = None,
+    progress: Callable[[int], Any] | None = None,
 ) -> dict[str, float]:
     """mean@k pass rate of ``generator`` on ``problems``, plus pass@k, lengths and finish reasons.
 
@@ -54,6 +55,8 @@ def evaluate(
     ``tokens``, ``samples``, ``problems``, ``k`` (for compute accounting). ``batch_size`` caps the
     completions per ``generate`` call (default: all at once); with a ``params.seed`` the i-th
     call uses ``seed + i``, so a seeded evaluation is reproducible for a given batch size.
+    ``progress``: called with the number of completions each ``generate`` call produced (a progress
+    bar's ``update``).
     """
     if k < 1:
         raise ValueError(f"evaluate: k must be >= 1, got {k}")
@@ -67,7 +70,20 @@ def evaluate(
     for chunk, start in enumerate(range(0, len(flat), size)):
         chunk_params = params if params.seed is None else dataclasses.replace(params, seed=params.seed + chunk)
         completions += generator.generate(flat[start : start + size], chunk_params, length_control)
+        if progress is not None:
+            progress(len(flat[start : start + size]))
     rewards = [
         [task.reward(problem, completions[i * k + j].text) for j in range(k)] for i, problem in enumerate(problems)
     ]
     return summarize(rewards, completions)
+
+
+def eval_bar(enabled: bool, name: str, total: int) -> Any:
+    """A progress bar over the completions of evaluation set ``name`` (stderr; gone when done):
+    the first evaluation of a large model can take minutes before any training step shows."""
+    import sys
+
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"eval {name}", unit="sample", leave=False, disable=not enabled, dynamic_ncols=True,
+                file=sys.stderr)

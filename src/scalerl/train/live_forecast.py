@@ -1,9 +1,12 @@
 """The live forecast: after each evaluation, refit the sigmoid to the run so far.
 
 Logs ``forecast/A``, ``forecast/B``, ``forecast/C_mid`` with their bootstrap intervals and the
-predicted pass rate at the run's budget (the compute the run will have used at its last
-step, projected from the compute per step so far). A fit that is not possible yet (too few
-points, no rise so far) is logged as ``forecast/status`` instead -- never a made-up number.
+forecast pass rate at the run's budget (the compute the run will have used at its last step,
+projected from the compute per step so far) with its confidence band (``_lo``/``_hi``: the
+expected curve) and prediction band (``_obs_lo``/``_obs_hi``: one evaluation), calibrated on
+real runs. A fit that is not possible yet (too few points, no rise so far) is logged as
+``forecast/status`` instead -- never a made-up number; a run that peaked and fell gets
+``forecast/status`` "unstable: ..." and no forecast at the budget.
 """
 
 from __future__ import annotations
@@ -43,5 +46,9 @@ def live_forecast(
         out[f"forecast/{name}"] = getattr(fc.fit, name)
         if name in iv:
             out[f"forecast/{name}_lo"], out[f"forecast/{name}_hi"] = iv[name]
-    out.update({"forecast/R_budget": pred.R, "forecast/R_budget_lo": pred.lo, "forecast/R_budget_hi": pred.hi})
+    if fc.unstable:
+        out["forecast/status"] = f"unstable: {fc.stability.text()}"
+        return out
+    out.update({"forecast/R_budget": pred.R, "forecast/R_budget_lo": pred.lo, "forecast/R_budget_hi": pred.hi,
+                "forecast/R_budget_obs_lo": pred.obs_lo, "forecast/R_budget_obs_hi": pred.obs_hi})
     return out

@@ -1,6 +1,7 @@
-"""A run's report, from its run log alone: the pass-rate curve, the sigmoid fitted on the first
-half of the compute with its band and the later points it predicted, the power law beside it,
-the fit on the whole run, and every evaluation set side by side.
+"""A run's report, from its run log alone: the pass-rate curve, the forecast from the first half
+of the compute with its confidence and prediction bands and the later points it predicted, the
+sigmoid and the power law beside it, the fit on the whole run, whether the run is stable, and
+every evaluation set side by side.
 
 Writes ``curve.png``, ``sets.png``, ``report.md`` and ``report.html`` into the run directory.
 ``scalerl report RUN_DIR`` regenerates them at any time (also while the run is going).
@@ -76,7 +77,9 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
         (pred,) = bt.forecast.predict([xs[-1]])
         f.update(
             forecast_cut=bt.cut, forecast_points=bt.n_fit, forecast_final=pred.R, forecast_final_lo=pred.lo,
-            forecast_final_hi=pred.hi, forecast_error=pred.R - ys[-1], forecast_mae=bt.sigmoid.mae,
+            forecast_final_hi=pred.hi, forecast_final_obs_lo=pred.obs_lo, forecast_final_obs_hi=pred.obs_hi,
+            forecast_error=pred.R - ys[-1], forecast_mae=bt.default.mae, forecast_unstable=bt.unstable,
+            forecast_stability=bt.forecast.stability.text(), sigmoid_mae=bt.sigmoid.mae,
             forecast_A=bt.forecast.fit.A, power_law_final=(bt.power_law.predictions[-1] if bt.power_law else None),
             power_law_mae=(bt.power_law.mae if bt.power_law else None),
         )
@@ -94,6 +97,7 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
         for name in ("A", "B", "C_mid"):
             f[f"fit_{name}"] = getattr(full.fit, name)
             f[f"fit_{name}_interval"] = iv.get(name)
+        f["run_unstable"], f["run_stability"] = full.unstable, full.stability.text()
     except InputError as exc:
         f["fit_error_message"] = str(exc)
     rep.files.append(_plot_sets(evals, sets, x, output / "sets.png"))
@@ -134,11 +138,18 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
         ("compute", f"{f['flops']:.3g} FLOPs, {f['gpu_hours'] * 3600:.0f} device-seconds, {f['samples']:,} samples"),
         (f"{rep.y}: start -> final", f"{f['start']:.3f} -> {f['final']:.3f} (gain {f['gain']:+.3f}, best {f['best']:.3f})"),
     ]
-    if "forecast_final" in f:
+    if f.get("run_unstable"):
+        lines.append(("stability", f"UNSTABLE: {f['run_stability']}"))
+    if "forecast_final" in f and f.get("forecast_unstable"):
+        lines.append((f"forecast of the final {rep.y} from the first half of the compute",
+                       f"none -- unstable at the cut: {f['forecast_stability']}"))
+    elif "forecast_final" in f:
         lines.append((
             f"forecast of the final {rep.y} from the first half of the compute",
-            f"{f['forecast_final']:.3f} (95% band {f['forecast_final_lo']:.3f}-{f['forecast_final_hi']:.3f}; observed "
-            f"{f['final']:.3f}, error {f['forecast_error']:+.3f}; MAE over the held-out points {f['forecast_mae']:.3f})",
+            f"{f['forecast_final']:.3f} (95% confidence band {f['forecast_final_lo']:.3f}-{f['forecast_final_hi']:.3f}, "
+            f"prediction band for one evaluation {f['forecast_final_obs_lo']:.3f}-{f['forecast_final_obs_hi']:.3f}; "
+            f"observed {f['final']:.3f}, error {f['forecast_error']:+.3f}; MAE over the held-out points "
+            f"{f['forecast_mae']:.3f}, the sigmoid alone {f['sigmoid_mae']:.3f})",
         ))
         if f.get("power_law_final") is not None:
             lines.append(("power law's forecast of the final point", f"{f['power_law_final']:.3f} (MAE {f['power_law_mae']:.3f})"))
@@ -160,8 +171,10 @@ def _write_text(rep: RunReport, sets: list[str]) -> list[Path]:
     md = [f"# scalerl run report: {rep.output.name}", "", "| | |", "|---|---|"]
     md += [f"| {k} | {v} |" for k, v in lines]
     md += ["", f"![pass rate against {rep.x}](curve.png)", "",
-           "Filled points: the evaluations the sigmoid was fitted on (first half of the compute). Open circles: the "
-           "later evaluations it predicted. Dashed: the power law A - D/C^B fitted on the same points.", "",
+           "Filled points: the evaluations the forecast was fitted on (first half of the compute). Open circles: the "
+           "later evaluations it predicted. Bands: 95% confidence (the expected curve, dark) and prediction (one "
+           "evaluation, light), calibrated on real runs. Thin line: the paper's sigmoid; dashed: the power law "
+           "A - D/C^B fitted on the same points.", "",
            "![every evaluation set](sets.png)", "", "## Evaluations", ""]
     cols = ["step", rep.x, *[f"{s}/pass_rate" for s in sets]]
     table = [cols] + [[_fmt(r.get(c), 4) if c != rep.x else f"{r.get(c):.4g}" for c in cols] for r in rep.rows]
@@ -170,7 +183,7 @@ def _write_text(rep: RunReport, sets: list[str]) -> list[Path]:
     md_path.write_text("\n".join(md) + "\n")
     body = f"""{html_table([["", ""], *[[k, v] for k, v in lines]])}
 <img src="curve.png" alt="pass rate against compute"><p>Filled points: fitted (first half of the compute); open circles:
-held out and predicted; dashed: the power law.</p><img src="sets.png" alt="every evaluation set">
+held out and predicted; bands: 95% confidence (dark) and prediction (light); thin line: the sigmoid; dashed: the power law.</p><img src="sets.png" alt="every evaluation set">
 <h2>Evaluations</h2>{html_table(table)}
 <details><summary>facts (JSON)</summary><pre>{html.escape(json.dumps(rep.facts, indent=1, default=str))}</pre></details>"""
     page = html_page(f"scalerl run report: {rep.output.name}", body, max_width=960)

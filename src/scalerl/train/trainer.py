@@ -34,9 +34,11 @@ from scalerl.runlog import RUNLOG, RunLogWriter
 from scalerl.train.checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from scalerl.train.compute import ComputeMeter
 from scalerl.train.config import TrainConfig
-from scalerl.train.evaluate import evaluate
+from scalerl.train.evaluate import eval_bar, evaluate
 from scalerl.train.live_forecast import live_forecast
 from scalerl.train.loggers import make_sinks
+from scalerl.train.policy import load_policy_weights, policy_weights, save_policy
+from scalerl.train.preflight import check_generation_budget, discard_unstarted_run
 from scalerl.train.rollout import make_batch
 from scalerl.train.update import build_optimizer, policy_update
 
@@ -116,13 +118,11 @@ class Trainer:
     # ------------------------------------------------------------------ setup
     def _setup(self) -> None:
         from scalerl.generate.hf import HFGenerator
-        from scalerl.models.loading import load_model
-        from scalerl.models.tiny import TinySpec
         from scalerl.pipeline.registry import make_source
-        from scalerl.rl.fp32_head import enable_fp32_lm_head
         from scalerl.rl.length import length_controller
         from scalerl.rl.sampler import PromptSampler
         from scalerl.tasks.registry import get_task
+        from scalerl.train.policy import load_policy
 
         cfg, r = self.cfg, self.cfg.recipe
         if cfg.run.threads:
@@ -131,11 +131,9 @@ class Trainer:
         self.device = _device(cfg.run.device)
         self.output.mkdir(parents=True, exist_ok=True)
 
-        tiny = TinySpec(warm_start_steps=cfg.model.tiny_warm_start_steps) if cfg.model.name_or_path == "tiny" else None
-        self.model, self.tokenizer = load_model(cfg.model.name_or_path, dtype=cfg.model.dtype, tiny_spec=tiny)
-        if r.fp32_lm_head:
-            enable_fp32_lm_head(self.model)
-        self.model.to(self.device)
+        # fp32 master weights, FP32 head, LoRA, gradient checkpointing, the compute dtype (train/policy.py).
+        self.policy = load_policy(cfg, self.device)
+        self.model, self.tokenizer, self.precision = self.policy.model, self.policy.tokenizer, self.policy.precision
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
 
         settings = dict(cfg.task.settings)
@@ -153,8 +151,11 @@ class Trainer:
         self.eval_sets = {s: list(available[s])[: cfg.eval.problems] for s in cfg.eval.sets}
         self.sampler = PromptSampler.from_config(list(self.problems_by_id), r.sampler, seed=cfg.run.seed)
         self.length_control = length_controller(r.length, self.tokenizer)
+        # Before anything is written to the run directory: a budget the model cannot hold fails here.
+        check_generation_budget(cfg, self.model, self.tokenizer, list(self.problems_by_id.values()), self.eval_sets)
 
-        self.generator = HFGenerator(self.model, self.tokenizer, seed=cfg.run.seed)
+        self.generator = HFGenerator(self.model, self.tokenizer, seed=cfg.run.seed,
+                                     autocast_dtype=self.precision.compute_dtype if self.precision.mixed else None)
         self.optimizer, self.scheduler = build_optimizer(self.model, r)
         self.meter = ComputeMeter(params=sum(p.numel() for p in self.model.parameters()))
         self.version = 0
@@ -207,7 +208,8 @@ class Trainer:
             "version": self.version,
             "skipped_steps": self.skipped_steps,
             "lag_hist": dict(self.lag_hist),
-            "model": self.model.state_dict(),
+            "model": policy_weights(self.model),  # fp32 master weights (LoRA: the adapters)
+            "precision": self.precision.state_dict(),  # the fp16 loss scale
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "sampler": self.sampler.state_dict(),
@@ -229,7 +231,8 @@ class Trainer:
             self.runlog = RunLogWriter(self.output / RUNLOG, self._header())
             return
         state = load_checkpoint(ckpt)
-        self.model.load_state_dict(state["model"])
+        load_policy_weights(self.model, state["model"])
+        self.precision.load_state_dict(state.get("precision", {}))
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.sampler.load_state_dict(state["sampler"])
@@ -252,8 +255,9 @@ class Trainer:
         for i, (name, problems) in enumerate(self.eval_sets.items()):
             params = SamplingParams(max_new_tokens=cfg.recipe.length.max_new_tokens, temperature=cfg.eval.temperature,
                                     seed=eval_seed(cfg.run.seed, i))
-            m = evaluate(self.generator, self.tokenizer, self.task, problems, cfg.eval.samples_per_problem, params,
-                         self.length_control, batch_size=cfg.eval.batch_size)
+            with eval_bar(cfg.log.progress, name, len(problems) * cfg.eval.samples_per_problem) as bar:
+                m = evaluate(self.generator, self.tokenizer, self.task, problems, cfg.eval.samples_per_problem, params,
+                             self.length_control, batch_size=cfg.eval.batch_size, progress=bar.update)
             self.meter.eval_tokens += int(m["tokens"])
             for key in ("pass_rate", "pass_at_k", "mean_len", "frac_interrupted", "frac_truncated"):
                 row[f"{name}/{key}"] = m[key]
@@ -307,6 +311,10 @@ class Trainer:
                     self._checkpoint()
                 elif cfg.run.checkpoint_every and self.step % cfg.run.checkpoint_every == 0:
                     self._checkpoint()
+        except BaseException:
+            if not self.resume:  # failed before its first checkpoint: leave the directory reusable
+                discard_unstarted_run(self.output, checkpoints=CHECKPOINTS, files=(RUNLOG, CONFIG), runlog=self.runlog)
+            raise
         finally:
             bar.close()
             self.source.close()
@@ -323,7 +331,7 @@ class Trainer:
             self.model, self.optimizer, self.scheduler, batch.groups, r,
             temperature=cfg.sampling.temperature, pad_token_id=self.pad_id,
             micro_batch_size=cfg.run.micro_batch_size, device=self.device, version=self.version,
-            share_prompt=cfg.run.share_prompt_forward,
+            share_prompt=cfg.run.share_prompt_forward, precision=self.precision,
         )
         self.meter.trained(result.trained_tokens)
         for lag, n in result.lag_counts.items():
@@ -368,8 +376,7 @@ class Trainer:
     def _save_final(self) -> None:
         final = self.output / FINAL
         tmp = self.output / f"{FINAL}.tmp-{os.getpid()}"
-        self.model.save_pretrained(tmp)
-        self.tokenizer.save_pretrained(tmp)
+        save_policy(self.policy, tmp, lora_save=self.cfg.model.lora.save)  # in model.dtype; LoRA merged or not
         if final.exists():
             import shutil
 

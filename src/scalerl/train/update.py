@@ -34,6 +34,7 @@ from scalerl.rl.filters import zero_variance_mask
 from scalerl.rl.length import keep_in_loss
 from scalerl.rl.losses import LossInputs, compute_policy_loss, zero_advantage_means_zero_gradient
 from scalerl.rl.recipe import RecipeConfig
+from scalerl.train.precision import FULL, Precision
 from scalerl.train.rollout import Group, completion_lags
 
 
@@ -83,6 +84,7 @@ def policy_update(
     version: int = 0,
     skip_idle: bool = True,
     share_prompt: bool = True,
+    precision: Precision = FULL,
 ) -> UpdateResult:
     """One optimizer step on ``groups`` (see the module docstring for the order of the parts).
 
@@ -95,6 +97,8 @@ def policy_update(
     less compute on the tiny task); False: every sequence whole. The
     ``loss/*`` metrics are means over the tokens that went through the passes, and
     ``no_grad_frac`` is the share of sequences left out.
+    ``precision``: the compute dtype of the forward passes (autocast) and the fp16 loss scaling
+    (:mod:`scalerl.train.precision`); the parameters and the optimizer stay as they are (fp32).
     """
     completions = [c for g in groups for c in g.completions]
     group_ids = torch.tensor([i for i, g in enumerate(groups) for _ in g.completions])
@@ -159,11 +163,12 @@ def policy_update(
         if mb_mask.sum() == 0:  # nothing to learn here: skip the forward pass entirely
             continue
         chunk = [completions[i] for i in index]
-        if share_prompt:
-            logprobs, _, c_mask = shared_prompt_logprobs(model, chunk, temperature, pad_token_id, device)
-        else:
-            sub = pack_completions(chunk, pad_token_id, device)
-            logprobs, c_mask = completion_logprobs(model, sub, temperature), sub["completion_mask"]
+        with precision.autocast():  # bf16 / fp16 compute on the fp32 weights; fp32 logits (FP32 head)
+            if share_prompt:
+                logprobs, _, c_mask = shared_prompt_logprobs(model, chunk, temperature, pad_token_id, device)
+            else:
+                sub = pack_completions(chunk, pad_token_id, device)
+                logprobs, c_mask = completion_logprobs(model, sub, temperature), sub["completion_mask"]
         t = logprobs.shape[1]
         out = compute_policy_loss(
             LossInputs(
@@ -176,7 +181,7 @@ def policy_update(
             recipe.loss,
         )
         loss = (weights[rows, :t].to(device) * out.per_token).sum()
-        loss.backward()
+        precision.backward(loss)  # fp16: scaled, so small gradients do not underflow
         loss_value += float(loss.detach())
         n_tok = float(mb_mask.sum())
         counted += n_tok
@@ -192,6 +197,7 @@ def policy_update(
             if p.requires_grad:
                 p.grad = torch.zeros_like(p)
     params = [p for p in model.parameters() if p.grad is not None]
+    precision.unscale_(optimizer)  # fp16: true gradients before clipping and the finite check
     clip = recipe.optimizer.grad_clip
     grad_norm = torch.nn.utils.clip_grad_norm_(params, clip if clip is not None else float("inf"))
     metrics.update({f"loss/{k}": v / max(counted, 1.0) for k, v in totals.items()})
@@ -200,11 +206,12 @@ def policy_update(
     metrics["loss"] = loss_value
     metrics["grad_norm"] = float(grad_norm)
     metrics["lr"] = scheduler.get_last_lr()[0]
+    metrics.update(precision.metrics())
     if not (math.isfinite(loss_value) and math.isfinite(float(grad_norm))):
         optimizer.zero_grad(set_to_none=True)
-        return UpdateResult(metrics, trained, skipped=True, reason=f"non-finite loss {loss_value} or grad norm {float(grad_norm)}",
-                            lag_counts=lag_counts)
-    optimizer.step()
+        reason = precision.skip(loss_value, float(grad_norm))  # fp16: an overflow lowers the loss scale
+        return UpdateResult(metrics, trained, skipped=True, reason=reason, lag_counts=lag_counts)
+    precision.step(optimizer)
     scheduler.step()
     optimizer.zero_grad(set_to_none=True)
     return UpdateResult(metrics, trained, skipped=False, lag_counts=lag_counts)

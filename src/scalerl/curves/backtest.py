@@ -1,0 +1,255 @@
+"""Backtests: fit on a prefix of a run, score the rest -- so a user can see how far to trust
+the forecaster on their own logs before trusting its forecast.
+
+Scored on the held-out evaluations, side by side:
+
+* ``forecast`` -- the default forecast (the ensemble, :mod:`scalerl.curves.ensemble`);
+* ``sigmoid`` -- the paper's sigmoid on the default window (the fit behind A, B, C_mid);
+* ``plain_sigmoid`` -- the sigmoid on every point, R0 = the first evaluation;
+* ``power_law`` -- ``A - D / C^B``.
+
+For each: the mean absolute error (MAE) over the held-out points, the *end-level error*
+(forecast minus observed, both averaged over the last quarter of the held-out evaluations:
+less noisy than one point), and the last point's error. For the forecast's bands: whether
+the confidence band (averaged over those same points) covers the observed end level, and
+the share of held-out evaluations inside the prediction band, with the half-widths.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from scalerl.curves.data import Curve
+from scalerl.curves.forecast import Forecast, forecast
+from scalerl.curves.sigmoid_fit import fit_sigmoid
+from scalerl.curves.stability import Stability, check_stability
+from scalerl.errors import InputError
+
+#: The end level is the mean over this share of the held-out evaluations (the last ones).
+END_SHARE = 0.25
+#: Targets a forecast is held to (the figures ``backtest --all-runs`` counts).
+MAE_TARGET = 0.015
+END_TARGET = 0.02
+
+
+@dataclass
+class LawScore:
+    params: dict[str, float]
+    mae: float
+    end_error: float
+    """Predicted minus observed end level (mean over the last quarter of held-out points)."""
+    last_error: float
+    """Predicted minus observed at the last held-out point (signed)."""
+    max_abs_error: float
+    predictions: list[float]
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class BandScore:
+    """How the forecast's bands did on the held-out points."""
+
+    level: float
+    end_lo: float
+    end_hi: float
+    end_covered: bool
+    """The observed end level lies inside the confidence band (averaged over the end points)."""
+    end_half_width: float
+    point_coverage: float
+    """Share of held-out evaluations inside the prediction band."""
+    point_half_width: float
+    """Median half-width of the prediction band over the held-out points."""
+    calibrated: bool
+    """False when some held-out points lie beyond the calibrated horizon."""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Backtest:
+    run: str
+    cut: float
+    n_fit: int
+    n_test: int
+    test_x: list[float]
+    test_y: list[float]
+    forecast: Forecast
+    default: LawScore
+    sigmoid: LawScore
+    plain_sigmoid: LawScore | None
+    power_law: LawScore | None
+    bands: BandScore
+    end_level: float
+    """Observed end level: mean of the last quarter of the held-out evaluations."""
+    run_stability: Stability | None = None
+    """Stability of the whole run, held-out part included (hindsight: what the forecast could
+    not know). A run unstable over its whole length is not one a forecast is held to."""
+
+    @property
+    def unstable(self) -> bool:
+        """Flagged unstable at the cut (from the fitted points only)."""
+        return self.forecast.unstable
+
+    @property
+    def scored(self) -> bool:
+        """Counted in a summary: stable at the cut and over the whole run."""
+        return not self.unstable and not (self.run_stability is not None and self.run_stability.unstable)
+
+    def as_dict(self) -> dict:
+        st = self.forecast.stability
+        return {
+            "run": self.run,
+            "cut": self.cut,
+            "n_fit": self.n_fit,
+            "n_test": self.n_test,
+            "fit_from": self.forecast.fit.fit_from,
+            "end_level": self.end_level,
+            "unstable": self.unstable,
+            "stability": st.as_dict() if st is not None else None,
+            "run_stability": self.run_stability.as_dict() if self.run_stability is not None else None,
+            "forecast": self.default.as_dict(),
+            "ensemble": self.forecast.ensemble.describe() if self.forecast.ensemble else None,
+            "bands": self.bands.as_dict(),
+            "sigmoid": self.sigmoid.as_dict(),
+            "plain_sigmoid": self.plain_sigmoid.as_dict() if self.plain_sigmoid else None,
+            "power_law": self.power_law.as_dict() if self.power_law else None,
+            "test": [{"C": c, "R": r} for c, r in zip(self.test_x, self.test_y)],
+        }
+
+
+def _end_slice(n: int) -> slice:
+    return slice(n - max(1, int(round(END_SHARE * n))), n)
+
+
+def _score(pred: np.ndarray, y: np.ndarray, params: dict, warnings) -> LawScore:
+    err = pred - y
+    end = _end_slice(y.size)
+    return LawScore(
+        params=params,
+        mae=float(np.mean(np.abs(err))),
+        end_error=float(pred[end].mean() - y[end].mean()),
+        last_error=float(err[-1]),
+        max_abs_error=float(np.max(np.abs(err))),
+        predictions=[float(p) for p in pred],
+        warnings=list(warnings),
+    )
+
+
+def backtest(
+    curve: Curve,
+    *,
+    cut: float | None = None,
+    cut_fraction: float | None = None,
+    n_boot: int = 200,
+    **forecast_kwargs,
+) -> Backtest:
+    """Fit on the points with compute <= cut, score the points after it.
+
+    ``cut`` is absolute compute; ``cut_fraction`` a fraction of the curve's last compute.
+    """
+    if (cut is None) == (cut_fraction is None):
+        raise InputError("give exactly one of --cut (compute) or --cut-fraction (0..1)")
+    if cut_fraction is not None:
+        if not 0.0 < cut_fraction < 1.0:
+            raise InputError(f"--cut-fraction must be in (0, 1), got {cut_fraction}")
+        cut = float(curve.x.max() * cut_fraction)
+    assert cut is not None
+    test = curve.x > cut
+    if test.sum() < 1:
+        raise InputError(f"no points after the cut {cut:g} (last compute {curve.x.max():g}); cut earlier")
+    fc = forecast(curve, fit_until=cut, n_boot=n_boot, **forecast_kwargs)
+    xt, yt = curve.x[test], curve.y[test]
+    b = fc.band_arrays(xt)
+    default = _score(b["R"], yt, {}, fc.fit.warnings)
+    sig = _score(np.asarray(fc.fit.law(xt)), yt, fc.fit.law.params(), fc.fit.warnings)
+    plain = None
+    fit_opts = {k: forecast_kwargs[k] for k in ("r0", "A_max", "y_floor") if k in forecast_kwargs}
+    try:
+        pf = fit_sigmoid(curve, fit_from=None, fit_until=cut, **fit_opts)
+        plain = _score(np.asarray(pf.law(xt)), yt, pf.law.params(), pf.warnings)
+    except InputError:
+        pass
+    pl = None
+    if fc.power_law is not None:
+        pl = _score(np.asarray(fc.power_law.law(xt)), yt, fc.power_law.law.params(), fc.power_law.warnings)
+    end = _end_slice(yt.size)
+    end_level = float(yt[end].mean())
+    lo, hi = float(b["lo"][end].mean()), float(b["hi"][end].mean())
+    inside = (yt >= b["obs_lo"]) & (yt <= b["obs_hi"])
+    bands = BandScore(
+        level=fc.level, end_lo=lo, end_hi=hi, end_covered=bool(lo <= end_level <= hi),
+        end_half_width=(hi - lo) / 2, point_coverage=float(inside.mean()),
+        point_half_width=float(np.median((b["obs_hi"] - b["obs_lo"]) / 2)), calibrated=bool(b["calibrated"].all()),
+    )
+    return Backtest(
+        run=curve.name, cut=float(cut), n_fit=int(((curve.x <= cut) & (curve.x > 0)).sum()), n_test=int(test.sum()),
+        test_x=[float(v) for v in xt], test_y=[float(v) for v in yt], forecast=fc, default=default, sigmoid=sig,
+        plain_sigmoid=plain, power_law=pl, bands=bands, end_level=end_level,
+        run_stability=check_stability(curve.x, curve.y, R0=fc.fit.R0 if fc.fit.r0_mode != "free" else None),
+    )
+
+
+@dataclass
+class Summary:
+    """Backtests of many runs in one table's worth of numbers. Only runs stable at the cut and
+    over their whole length are scored; the others are counted (see :attr:`Backtest.scored`)."""
+
+    n_runs: int
+    n_unstable: int
+    """Flagged unstable at the cut: no forecast was given."""
+    n_unstable_later: int
+    """Stable at the cut, unstable over the whole run (they fell after the cut)."""
+    n_scored: int
+    mae_ok: float
+    """Share of scored runs with forecast MAE <= :data:`MAE_TARGET`."""
+    end_ok: float
+    """Share with |end-level error| <= :data:`END_TARGET`."""
+    end_coverage: float
+    """Share whose observed end level lies in the confidence band."""
+    median_end_half_width: float
+    point_coverage: float
+    """Mean over runs of the share of held-out evaluations inside the prediction band."""
+    no_worse: float
+    """Share where the forecast's MAE is at most the better of the plain sigmoid's and the
+    power law's (+ ``tolerance``)."""
+    tolerance: float
+    median_mae: float
+    level: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def summarize(results: list[Backtest], *, tolerance: float = 0.0) -> Summary:
+    """Aggregate backtests (see :class:`Summary`)."""
+    scored = [r for r in results if r.scored]
+    n = len(scored)
+    n_unstable = sum(r.unstable for r in results)
+
+    def share(values) -> float:
+        values = list(values)
+        return float(np.mean(values)) if values else math.nan
+
+    def better_ref(r: Backtest) -> float:
+        refs = [s.mae for s in (r.plain_sigmoid, r.power_law) if s is not None]
+        return min(refs) if refs else math.inf
+
+    return Summary(
+        n_runs=len(results), n_unstable=n_unstable, n_unstable_later=len(results) - n - n_unstable, n_scored=n,
+        mae_ok=share(r.default.mae <= MAE_TARGET for r in scored),
+        end_ok=share(abs(r.default.end_error) <= END_TARGET for r in scored),
+        end_coverage=share(r.bands.end_covered for r in scored),
+        median_end_half_width=float(np.median([r.bands.end_half_width for r in scored])) if n else math.nan,
+        point_coverage=share(r.bands.point_coverage for r in scored),
+        no_worse=share(r.default.mae <= better_ref(r) + tolerance for r in scored),
+        tolerance=tolerance,
+        median_mae=float(np.median([r.default.mae for r in scored])) if n else math.nan,
+        level=results[0].bands.level if results else 0.95,
+    )

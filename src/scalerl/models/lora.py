@@ -1,0 +1,133 @@
+"""LoRA adapters with the ``peft`` library, and the merged weights a generator sees.
+
+The trainer's model is the Hugging Face model itself with LoRA layers injected
+(``peft.inject_adapter_in_model``): its ``forward`` signature is the model's own (the
+generator and the log-prob code inspect it), the base weights are frozen and only the
+adapters are trainable. The adapters are held in fp32 (``peft``'s ``cast_adapter_dtype``)
+whatever the base's dtype, so they are master weights of their own.
+
+A generator must sample from the same policy the trainer scores: base + scale * B @ A.
+
+* A generator that shares the trainer's model (sync and PPO-off-policy locally) runs the
+  LoRA layers as they are: the adapter is active, which *is* the merged policy.
+* A generator with its own copy (threads, processes, Ray actors, vLLM) holds an ordinary
+  model with the adapter merged in: :func:`generator_copy` merges and unloads a copy,
+  :func:`generator_state_dict` gives the merged weights under the plain model's names at
+  every weight push (``peft``'s ``get_delta_weight``: the base is never modified, so it does
+  not drift through repeated merge / unmerge rounding).
+
+Without LoRA layers both functions are the plain ``deepcopy`` / ``state_dict``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+from torch import nn
+
+from scalerl.errors import ConfigError
+
+ADAPTER = "default"
+#: Where ``peft`` keeps the adapter tensors of a LoRA layer (state-dict key fragment).
+_LORA_KEY = ".lora_"
+_BASE = ".base_layer"
+
+
+def add_lora(model: nn.Module, *, rank: int, alpha: float, dropout: float, target_modules: Sequence[str]) -> nn.Module:
+    """Inject LoRA adapters into ``model`` in place; freeze everything else. Returns ``model``."""
+    try:
+        from peft import LoraConfig, inject_adapter_in_model
+        from peft.tuners.tuners_utils import cast_adapter_dtype
+    except ImportError:
+        raise ConfigError("model.lora needs the peft library: pip install 'scalerl[lora]' (or peft)") from None
+
+    targets: Any = list(target_modules)
+    if targets == ["all-linear"]:
+        targets = "all-linear"  # peft's keyword: every linear layer but the output head
+    config = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets, bias="none")
+    try:
+        inject_adapter_in_model(config, model, adapter_name=ADAPTER)
+    except ValueError as exc:  # e.g. target modules the model does not have
+        raise ConfigError(f"model.lora: {' '.join(str(exc).split())}") from None
+    cast_adapter_dtype(model, ADAPTER)
+    for name, p in model.named_parameters():
+        p.requires_grad_(_LORA_KEY in name)
+    return model
+
+
+def lora_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """``(name, module)`` of every ``peft`` adapter layer in ``model``."""
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    return [(n, m) for n, m in model.named_modules() if isinstance(m, BaseTunerLayer)]
+
+
+def has_lora(model: nn.Module) -> bool:
+    if not hasattr(model, "peft_config"):  # set by inject_adapter_in_model; saves importing peft
+        return False
+    return bool(lora_layers(model))
+
+
+def generator_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The weights a generator's plain copy of the policy loads: ``model.state_dict()``, with every
+    LoRA layer merged (base + delta, computed in the adapter's fp32) under the base layer's name."""
+    state = model.state_dict()
+    if not has_lora(model):
+        return state
+    merged: dict[str, torch.Tensor] = {}
+    with torch.no_grad():
+        deltas = {f"{name}{_BASE}.weight": layer.get_delta_weight(ADAPTER) for name, layer in lora_layers(model)}
+        for key, value in state.items():
+            if _LORA_KEY in key:
+                continue
+            if key in deltas:
+                value = value.float() + deltas[key].float()
+            merged[key.replace(_BASE + ".", ".")] = value
+    return merged
+
+
+def generator_copy(model: nn.Module, dtype: torch.dtype | None = None) -> nn.Module:
+    """An inference copy of the policy: an ordinary model (LoRA merged and unloaded), frozen, in ``dtype``."""
+    clone = copy.deepcopy(model)
+    if has_lora(clone):
+        for name, layer in lora_layers(clone):
+            layer.merge(adapter_names=[ADAPTER])  # peft's own merge: base += delta, on the copy only
+            parent_name, _, child = name.rpartition(".")
+            setattr(clone.get_submodule(parent_name) if parent_name else clone, child, layer.get_base_layer())
+        del clone.peft_config
+    if dtype is not None:
+        clone.to(dtype)
+    for p in clone.parameters():
+        p.requires_grad_(False)
+    return clone.eval()
+
+
+def save_adapter(model: nn.Module, directory: str | Path, base_model: str | None = None) -> Path:
+    """Write the adapter in ``peft``'s format (``adapter_config.json`` + ``adapter_model.safetensors``):
+    ``PeftModel.from_pretrained(base, directory)`` loads it, and so does
+    ``AutoModelForCausalLM.from_pretrained(directory)`` when ``base_model`` is a path or hub id."""
+    from peft import get_peft_model_state_dict
+    from safetensors.torch import save_file
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    # PeftModel prefixes its wrapped model's keys with "base_model.model."; the injected model has no wrapper.
+    state = {f"base_model.model.{k}": v.detach().contiguous().cpu()
+             for k, v in get_peft_model_state_dict(model, adapter_name=ADAPTER).items()}
+    save_file(state, str(directory / "adapter_model.safetensors"), metadata={"format": "pt"})
+    config = copy.deepcopy(model.peft_config[ADAPTER])
+    config.base_model_name_or_path = base_model
+    config.inference_mode = True
+    config.task_type = "CAUSAL_LM"
+    config.save_pretrained(str(directory))
+    # peft stores the resolved target module names as a set; keep the file stable across runs.
+    path = directory / "adapter_config.json"
+    data = json.loads(path.read_text())
+    if isinstance(data.get("target_modules"), list):
+        data["target_modules"] = sorted(data["target_modules"])
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return directory

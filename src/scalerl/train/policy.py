@@ -1,0 +1,142 @@
+"""The policy the trainer optimises: how it is loaded, what a checkpoint holds of it, how it is saved.
+
+    policy = load_policy(cfg, device)                   # model, tokenizer, precision, storage dtype
+    state = policy_weights(policy.model)                # the checkpoint's "model" entry
+    load_policy_weights(policy.model, state)            # on resume
+    save_policy(policy, "runs/x/final", lora_save="merged")
+
+Loading, in order:
+
+1. the weights in fp32 -- the master copy AdamW steps -- whatever the checkpoint is stored in
+   (a bf16 hub model is upcast). With LoRA under mixed precision the frozen base stays in the
+   compute dtype instead (it is never stepped, so it needs no master copy), and the adapters
+   are fp32;
+2. the FP32 LM head (``recipe.fp32_lm_head``);
+3. LoRA adapters (``model.lora.rank > 0``, :mod:`scalerl.models.lora`);
+4. gradient checkpointing (``model.gradient_checkpointing``; non-reentrant, so a frozen
+   embedding under LoRA needs no ``enable_input_require_grads``).
+
+The checkpoint holds what an exact resume needs and no more: the master weights (with LoRA,
+the adapters only: the frozen base is re-read from the model it came from), beside the
+optimizer state (which only ever covers trainable parameters) and the fp16 loss scale.
+``final/`` is written in ``model.dtype`` -- by default the dtype the starting checkpoint was
+stored in -- with LoRA merged, as the adapter, or both (``model.lora.save``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from scalerl.errors import ConfigError
+from scalerl.models.lora import add_lora, generator_state_dict, has_lora, save_adapter
+from scalerl.train.config import TrainConfig
+from scalerl.train.dtypes import storage_dtype
+from scalerl.train.precision import MASTER_DTYPE, Precision
+
+
+@dataclass
+class Policy:
+    model: Any
+    """The Hugging Face model being trained (LoRA layers injected when on)."""
+    tokenizer: Any
+    precision: Precision
+    storage_dtype: str
+    """The dtype ``final/`` is written in (torch name)."""
+    source: str
+    """Where the model came from: a directory or hub id (a LoRA adapter's base model)."""
+
+
+def _tiny_spec(cfg: TrainConfig) -> Any:
+    if cfg.model.name_or_path != "tiny":
+        return None
+    from scalerl.models.tiny import TinySpec
+
+    return TinySpec(warm_start_steps=cfg.model.tiny_warm_start_steps)
+
+
+def load_policy(cfg: TrainConfig, device: torch.device) -> Policy:
+    """The policy of ``cfg`` on ``device``, ready to train (see the module docstring for the order)."""
+    from scalerl.models.loading import load_model, resolve_model, stored_dtype
+    from scalerl.rl.fp32_head import enable_fp32_lm_head
+
+    precision = Precision.create(cfg.precision.compute, device, init_scale=cfg.precision.fp16_init_scale)
+    tiny = _tiny_spec(cfg)
+    lora = cfg.model.lora
+    load_dtype = precision.compute_dtype if lora.rank and precision.mixed else MASTER_DTYPE
+    model, tokenizer = load_model(cfg.model.name_or_path, dtype=load_dtype, tiny_spec=tiny)
+    if cfg.recipe.fp32_lm_head:
+        enable_fp32_lm_head(model)
+    if lora.rank:
+        add_lora(model, rank=lora.rank, alpha=lora.alpha, dropout=lora.dropout, target_modules=lora.target_modules)
+    if cfg.model.gradient_checkpointing:
+        if not getattr(model, "supports_gradient_checkpointing", False):
+            raise ConfigError(f"{type(model).__name__} does not support gradient checkpointing; "
+                              "set model.gradient_checkpointing=false")
+        # Non-reentrant: no need for inputs that require grad (a frozen embedding under LoRA).
+        if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5 (the old name is deprecated)
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.to(device)
+    storage = storage_dtype(cfg.model.dtype) or stored_dtype(cfg.model.name_or_path, tiny_spec=tiny)
+    return Policy(model, tokenizer, precision, storage, resolve_model(cfg.model.name_or_path, tiny_spec=tiny))
+
+
+# ----------------------------------------------------------------------------- checkpoint
+
+
+def policy_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The checkpoint's weights: the whole (fp32 master) state dict, or with LoRA the adapters only."""
+    if has_lora(model):
+        return {n: p.detach() for n, p in model.named_parameters() if p.requires_grad}
+    return model.state_dict()
+
+
+def load_policy_weights(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Put :func:`policy_weights` back; every trainable parameter must be in ``state``."""
+    if not has_lora(model):
+        model.load_state_dict(state)
+        return
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    missing = sorted(trainable - set(state))
+    result = model.load_state_dict(state, strict=False)
+    if missing or result.unexpected_keys:
+        raise ConfigError(f"the checkpoint's weights do not match this LoRA model (missing {missing[:3]}, "
+                          f"unexpected {list(result.unexpected_keys)[:3]}); was model.lora changed since it was written?")
+
+
+# ----------------------------------------------------------------------------- final model
+
+
+def _save_model(model: torch.nn.Module, directory: Path, dtype: str) -> None:
+    """An ordinary Hugging Face model directory (LoRA merged) with weights in ``dtype``."""
+    cast = getattr(torch, dtype)
+    state = {k: v.detach().to(cast) for k, v in generator_state_dict(model).items()}
+    model.save_pretrained(directory, state_dict=state)
+    # save_pretrained records the live parameters' dtype (the fp32 master); record the stored one,
+    # which is what from_pretrained(dtype="auto") loads it in.
+    config_file = directory / "config.json"
+    config = json.loads(config_file.read_text())
+    config["dtype"] = dtype
+    config.pop("torch_dtype", None)
+    config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
+def save_policy(policy: Policy, directory: str | os.PathLike, *, lora_save: str = "merged") -> Path:
+    """Write the trained policy and its tokenizer to ``directory`` (see the module docstring)."""
+    directory = Path(directory)
+    model = policy.model
+    if has_lora(model) and lora_save == "adapter":
+        save_adapter(model, directory, base_model=policy.source)
+    else:
+        _save_model(model, directory, policy.storage_dtype)
+        if has_lora(model) and lora_save == "both":
+            save_adapter(model, directory / "adapter", base_model=policy.source)
+    policy.tokenizer.save_pretrained(directory)
+    return directory

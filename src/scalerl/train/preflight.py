@@ -1,0 +1,124 @@
+"""Checks that run before a run writes anything, and the clean-up of a run that never started.
+
+A user model can be too short for the recipe's budgets: GPT-2 has 1,024 learned positions (a
+small one 64), the paper's budget is 14,336 completion tokens. Past the last position a
+learned-position model raises an IndexError deep inside the first evaluation; a RoPE model
+runs on, into positions it was never trained on. :func:`check_generation_budget` compares the
+longest sequence a run can produce -- the longest prompt (chat template included) plus the
+token budget (thinking + forced phrase + answer, capped by ``max_new_tokens``) -- with the
+model's maximum positions, and refuses the run with one line naming the numbers and the
+``--set`` flags that fit (checked against the config's own validation).
+
+:func:`discard_unstarted_run` removes what a run wrote before its first checkpoint when it
+fails there (a crash, an interrupt in the first evaluation), so the corrected command can be
+run again in the same directory instead of being refused as "already holds a run".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from scalerl.config import apply_overrides
+from scalerl.errors import ConfigError, InputError
+from scalerl.rl.length import length_controller
+from scalerl.rl.recipe import LengthConfig
+from scalerl.tasks.encoding import encode_prompt
+
+#: Config attributes that bound the positions a model can attend over, in the order they are tried.
+POSITION_ATTRIBUTES = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx",
+                       "max_seq_len")
+
+
+def max_positions(config: Any) -> tuple[int, str] | None:
+    """``(positions, attribute name)`` of a Hugging Face config, or None when it names no bound."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    for name in POSITION_ATTRIBUTES:
+        value = getattr(text, name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value, name
+    return None
+
+
+def _phrase_tokens(length: LengthConfig, tokenizer: Any) -> int:
+    """Tokens of the interruption phrase, as the length controller forces them."""
+    return len(getattr(length_controller(length, tokenizer), "phrase_ids", ()))
+
+
+def completion_budget(length: LengthConfig, tokenizer: Any) -> tuple[int, str]:
+    """The most completion tokens a sequence can get, and how that number is made up."""
+    cap = length.max_new_tokens
+    if length.mode != "interrupt":
+        return cap, f"length.max_new_tokens {cap}"
+    phrase = _phrase_tokens(length, tokenizer)
+    hi, answer = length.think_budget[1], length.answer_budget
+    parts = f"thinking {hi} + forced phrase {phrase} + answer {answer}"
+    if hi + phrase + answer <= cap:
+        return hi + phrase + answer, parts
+    return cap, f"{parts}, capped by length.max_new_tokens {cap}"
+
+
+def longest_prompt(tokenizer: Any, problems: Iterable[Any]) -> int:
+    """Token count of the longest prompt as the generator sees it (chat template applied)."""
+    return max((len(encode_prompt(tokenizer, p.prompt)) for p in problems), default=0)
+
+
+def fitting_overrides(length: LengthConfig, tokenizer: Any, room: int) -> list[str]:
+    """``--set`` overrides that bring the completion budget within ``room`` tokens."""
+    sets = [f"length.max_new_tokens={room}"]
+    if length.mode == "interrupt":
+        phrase = _phrase_tokens(length, tokenizer)
+        answer = max(1, min(length.answer_budget, room // 4))
+        think = room - phrase - answer
+        if think < 1:  # not even room for the forced phrase: plain truncation
+            sets = ["length.mode=truncate", *sets]
+        else:
+            sets += [f"length.think_budget=[{min(length.think_budget[0], think)},{think}]",
+                     f"length.answer_budget={answer}"]
+    if length.overlong_max_len > room:
+        sets += [f"length.overlong_max_len={room}", f"length.overlong_cache={max(1, min(length.overlong_cache, room // 4))}"]
+    return sets
+
+
+def check_generation_budget(cfg: Any, model: Any, tokenizer: Any, train: Sequence[Any],
+                            eval_sets: Mapping[str, Sequence[Any]]) -> None:
+    """Raise :class:`InputError` (one line) when prompt + budget exceeds the model's positions."""
+    bound = max_positions(model.config)
+    if bound is None:
+        return
+    positions, attribute = bound
+    prompt = longest_prompt(tokenizer, [*train, *(p for s in eval_sets.values() for p in s)])
+    budget, parts = completion_budget(cfg.recipe.length, tokenizer)
+    if prompt + budget <= positions:
+        return
+    head = (f"the model has {positions} positions ({attribute} in its config), but a sequence can need "
+            f"{prompt} + {budget} = {prompt + budget}: the longest prompt ({prompt} tokens) + the token budget ({parts})")
+    room = positions - prompt
+    if room < 1:
+        raise InputError(f"{head}; the prompts alone do not fit: shorten them or use a model with more positions")
+    fix = fitting_overrides(cfg.recipe.length, tokenizer, room)
+    try:  # only suggest what the config accepts
+        recipe = apply_overrides(cfg.recipe, fix)
+        dataclasses.replace(cfg, recipe=recipe).validate()
+    except ConfigError:
+        raise InputError(f"{head}; lower length.max_new_tokens to at most {room} (and the budgets within it) "
+                         "or use a model with more positions") from None
+    raise InputError(f"{head}; fit it with {' '.join('--set ' + f for f in fix)} or use a model with more positions")
+
+
+def discard_unstarted_run(output: Path, *, checkpoints: str, files: Sequence[str], runlog: Any = None) -> bool:
+    """Remove ``files`` from ``output`` when no checkpoint exists yet; True if it did.
+
+    Only the files a run writes at its start (the resolved config, the run log) go: without a
+    checkpoint nothing in them can be resumed, and while they exist a new run is refused.
+    """
+    from scalerl.train.checkpoint import latest_checkpoint
+
+    if latest_checkpoint(Path(output) / checkpoints) is not None:
+        return False
+    if runlog is not None:
+        runlog.close()
+    for name in files:
+        (Path(output) / name).unlink(missing_ok=True)
+    return True

@@ -1,0 +1,62 @@
+"""The run's own forecast outputs: the live forecast's columns and the run report's facts."""
+
+import json
+
+import numpy as np
+
+from scalerl.runlog import RunLogWriter
+from scalerl.train.live_forecast import live_forecast
+from scalerl.train.report import summary_lines, write_run_report
+
+from scalerl.curves import Sigmoid
+
+LAW = Sigmoid(A=0.610, B=1.92, C_mid=2542.0, R0=0.30)
+
+
+def _rows(x, y):
+    return [{"type": "eval", "step": 10 * i, "flops": float(a), "val/pass_rate": float(b)} for i, (a, b) in enumerate(zip(x, y))]
+
+
+def synthetic(n, c_max, seed):
+    x = np.r_[0.0, np.linspace(c_max / n, c_max, n)]
+    return x, np.clip(LAW(x) + np.random.default_rng(seed).normal(0, 0.01, x.size), 0, 1)
+
+
+def collapsing():
+    x = np.r_[0.0, np.linspace(10, 300, 30)]
+    base = 0.05 + 0.20 * (1 - np.exp(-x / 40))
+    y = np.where(x > 150, base * np.exp(-(x - 150) / 40), base)
+    return x, np.clip(y + np.random.default_rng(0).normal(0, 0.01, x.size), 0, 1)
+
+
+def test_live_forecast_logs_both_bands_at_the_budget():
+    rows = _rows(*synthetic(20, 4000, 1))
+    out = live_forecast(rows, x="flops", y="val/pass_rate", total_steps=400, n_boot=50)
+    assert out["forecast/status"] == "ok"
+    assert out["forecast/budget"] == 2 * rows[-1]["flops"]
+    assert out["forecast/R_budget_obs_lo"] <= out["forecast/R_budget_lo"] <= out["forecast/R_budget"] \
+        <= out["forecast/R_budget_hi"] <= out["forecast/R_budget_obs_hi"]
+
+
+def test_live_forecast_of_a_falling_run_gives_no_forecast():
+    out = live_forecast(_rows(*collapsing()), x="flops", y="val/pass_rate", total_steps=600, n_boot=50)
+    assert out["forecast/status"].startswith("unstable:")
+    assert "forecast/R_budget" not in out
+
+
+def test_run_report_gives_the_forecast_with_both_bands(tmp_path):
+    rows = _rows(*synthetic(30, 6000, 2))
+    with RunLogWriter(tmp_path / "runlog.jsonl", {"type": "header", "run": "r", "recipe": "scalerl", "model": "tiny",
+                                                  "config": {"forecast": {"x": "flops"}}}) as log:
+        for r in rows:
+            log.append(r)
+    rep = write_run_report(tmp_path, n_boot=50)
+    f = rep.facts
+    assert f["forecast_final_obs_lo"] <= f["forecast_final_lo"] <= f["forecast_final"] <= f["forecast_final_hi"]
+    assert f["forecast_unstable"] is False and f["run_unstable"] is False
+    text = dict(summary_lines(rep))
+    line = text["forecast of the final val/pass_rate from the first half of the compute"]
+    assert "confidence band" in line and "prediction band" in line
+    assert "facts (JSON)" in (tmp_path / "report.html").read_text()
+    assert json.loads(json.dumps(f, default=str))["forecast_mae"] < 0.05
+    assert np.isfinite(f["sigmoid_mae"])
