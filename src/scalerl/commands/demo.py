@@ -18,11 +18,9 @@ from scalerl.errors import InputError
 
 #: The demo run: the scalerl preset on the tiny-m model and the arithmetic-mix task (profile
 #: cpu-tiny-mix: 16 prompts x 8 generations, lr 1e-4, thinking budget [26, 34] -> a ceiling of
-#: 0.614 by construction). Evaluation: 500 problems x mean@2 of the stratified val set, every
-#: 20 steps (16 points, 8 in the half-budget fit); chosen by benchmarks/eval_noise.py (sampling
-#: sd ~0.007 per point at ~3.5 CPU-s each, see docs/workload.md).
+#: 0.614 by construction; evaluation 500 problems x mean@2 of the stratified val set, chosen by
+#: benchmarks/eval_noise.py), every 20 steps: 16 points, 8 in the half-budget fit (docs/workload.md).
 DEMO_DEFAULTS = {"model": "tiny-m", "task": "arithmetic-mix", "steps": 300, "eval_every": 20}
-DEMO_OVERRIDES = ["eval.problems=500", "eval.samples_per_problem=2"]
 
 
 def add_arguments(p) -> None:
@@ -46,7 +44,6 @@ def run(args) -> int:
         trainer = Trainer.resumed(out, progress=False if args.no_progress else None)
         cfg = trainer.cfg
     else:
-        args.overrides = DEMO_OVERRIDES + list(args.overrides)  # the user's --set wins
         cfg = config_from_args(args, output=str(out))
         trainer = Trainer(cfg)
     print(f"scalerl demo: {cfg.recipe_name} recipe ({cfg.recipe.off_policy.pipeline}, k={cfg.recipe.off_policy.k}, "

@@ -96,6 +96,10 @@ TINY_MODELS: dict[str, TinySpec] = {
 }
 
 
+#: The model-size ladder of the arithmetic-mix workload, smallest first.
+LADDER = ("tiny-s", "tiny-m", "tiny-l")
+
+
 def tiny_spec(name: str) -> TinySpec | None:
     """The spec of tiny model ``name`` (a key of :data:`TINY_MODELS`), None for anything else."""
     return TINY_MODELS.get(name)

@@ -49,7 +49,9 @@ PROFILES: dict[str, list[str]] = {
     # The same model scale on the arithmetic-mix workload (2-4 columns, 18-38 thinking tokens).
     # A thinking budget drawn from [26, 34] finishes every 2-column scratchpad, some 3- and
     # 4-column ones: the by-construction ceiling is 0.614 on val (ArithmeticMixTask.ceiling).
-    # 48 tokens: the longest interrupted sequence is 34 + the 3-token phrase + an 8-token answer.
+    # 48 tokens: the longest interrupted sequence is 34 + the 2-token phrase + an 8-token answer.
+    # Evaluation: 500 problems x mean@2 of the stratified val set, sampling sd ~0.007 per point
+    # at ~3.5 CPU-s (benchmarks/eval_noise.py, docs/workload.md).
     "cpu-tiny-mix": [
         "recipe.batch.prompts_per_step=16",
         "recipe.batch.generations_per_prompt=8",
@@ -61,6 +63,8 @@ PROFILES: dict[str, list[str]] = {
         "recipe.length.answer_budget=8",
         "recipe.length.overlong_max_len=48",
         "recipe.length.overlong_cache=16",
+        "eval.problems=500",
+        "eval.samples_per_problem=2",
     ],
     # A user's model on a CPU: steps of seconds to minutes, not hours, and an evaluation that
     # finishes. The learning rate is the usual one for RL on sub-billion-parameter models
@@ -97,7 +101,8 @@ PROFILES: dict[str, list[str]] = {
 SUMMARY = {
     "none": "the recipe's own sizes",
     "cpu-tiny": "16 prompts x 8 samples per step, 48 new tokens, lr 1e-4",
-    "cpu-tiny-mix": "16 prompts x 8 samples per step, 48 new tokens, thinking budget [26, 34], lr 1e-4",
+    "cpu-tiny-mix": "16 prompts x 8 samples per step, 48 new tokens, thinking budget [26, 34], lr 1e-4, "
+                    "evaluation on 500 problems x 2 samples",
     "cpu-small": "8 prompts x 4 samples per step, 256 new tokens, lr 1e-6, evaluation on 32 problems x 2 samples",
     "gpu-small": "16 prompts x 8 samples per step, 4,096 new tokens, lr 1e-6",
 }
