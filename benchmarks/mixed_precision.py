@@ -40,10 +40,10 @@ from scalerl.generate.base import SamplingParams  # noqa: E402
 from scalerl.generate.hf import HFGenerator  # noqa: E402
 from scalerl.rl.fp32_head import enable_fp32_lm_head  # noqa: E402
 from scalerl.rl.presets import get_recipe  # noqa: E402
+from scalerl.rollout.groups import Group  # noqa: E402
 from scalerl.tasks.base import Problem  # noqa: E402
 from scalerl.tasks.encoding import encode_prompts  # noqa: E402
 from scalerl.train.precision import FULL, Precision  # noqa: E402
-from scalerl.train.rollout import Group  # noqa: E402
 from scalerl.train.update import build_optimizer, policy_update  # noqa: E402
 
 

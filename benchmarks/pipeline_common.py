@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -17,23 +18,30 @@ from pathlib import Path
 from typing import Any
 
 
-def train(overrides: list[str], *, steps: int, eval_every: int, seed: int, threads: int = 1,
+def train(overrides: list[str], *, steps: int, eval_every: int, seed: int, threads: int | None = 1,
           extra: list[str] | None = None, keep: Path | None = None) -> dict[str, Any]:
-    """One run of the tiny model; returns its eval rows, train rows and wall seconds."""
+    """One run of the tiny model; returns its eval rows, train rows, wall seconds and CPU seconds
+    (user + system of the run's process and its children). ``threads=None``: no --threads flag
+    (the trainer's own default)."""
     out = keep or Path(tempfile.mkdtemp(prefix="scalerl-bench-")) / "run"
     cmd = [sys.executable, "-m", "scalerl.cli", "train", "--model", "tiny", "--output", str(out), "--no-progress",
-           "--steps", str(steps), "--eval-every", str(eval_every), "--seed", str(seed), "--threads", str(threads),
+           "--steps", str(steps), "--eval-every", str(eval_every), "--seed", str(seed),
            "--set", "forecast.enabled=false", *(extra or [])]
+    if threads is not None:
+        cmd += ["--threads", str(threads)]
     for o in overrides:
         cmd += ["--set", o]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ))
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise RuntimeError(f"run failed ({' '.join(cmd)}):\n{proc.stderr[-3000:]}")
     rows = [json.loads(line) for line in (out / "runlog.jsonl").read_text().splitlines()[1:]]
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"evals": [r for r in rows if r.get("type") == "eval"], "trains": [r for r in rows if r.get("type") == "train"],
-            "wall": wall}
+            "wall": wall, "cpu": cpu}
 
 
 def spread(values: list[float], fmt: str = "{:.3f}") -> str:

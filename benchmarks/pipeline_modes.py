@@ -34,7 +34,8 @@ from pipeline_common import interpolate, spread, table, train
 MODES = {
     "sync": ["pipeline=sync", "k=1"],
     "ppo-off-policy-8": ["pipeline=ppo-off-policy-k", "k=8"],
-    "pipeline-rl-8": ["pipeline=pipeline-rl-k", "k=8", "backend.workers=threads"],
+    "pipeline-rl-8": ["pipeline=pipeline-rl-k", "k=8", "backend.workers=threads"],  # seeded updates (the default)
+    "pipeline-rl-8-timing": ["pipeline=pipeline-rl-k", "k=8", "backend.workers=threads", "backend.updates=timing"],
     "pipeline-rl-8-processes": ["pipeline=pipeline-rl-k", "k=8", "backend.workers=processes"],
 }
 DEFAULT_MODES = ["sync", "ppo-off-policy-8", "pipeline-rl-8"]

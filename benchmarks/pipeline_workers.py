@@ -49,24 +49,25 @@ def overlap_once(mode: str, seconds: float) -> dict[str, float]:
     from scalerl.pipeline.processes import ProcessPool
     from scalerl.pipeline.threads import ThreadPool
     from scalerl.pipeline.work import RoundRequest
+    from scalerl.rollout.produce import make_batch
     from scalerl.train.update import policy_update
 
     torch.set_num_threads(1)
     trainer = _trainer("processes" if mode == "processes" else "threads")
-    batch = trainer.make_batch(0)  # the fixed batch the trainer loop steps on
+    batch = make_batch(trainer.rollout, trainer.generator, 0)  # the fixed batch the trainer loop steps on
     recipe = trainer.cfg.recipe
     generated: list[tuple[float, int]] = []
     pool = None
     if mode != "train":
-        pool = (ProcessPool if mode == "processes" else ThreadPool).for_trainer(trainer)
+        pool = (ProcessPool if mode == "processes" else ThreadPool).for_context(trainer.pipeline)
         counter = [0]
         ready = threading.Event()
 
         def request():
             counter[0] += 1
             ids = trainer.sampler.sample(recipe.batch.prompts_per_step)
-            return RoundRequest(counter[0], 0, [trainer.problems_by_id[i] for i in ids],
-                                trainer.sampling_params(counter[0]), min_version=0)
+            return RoundRequest(counter[0], 0, [trainer.rollout.problems[i] for i in ids],
+                                trainer.rollout.sampling_params(counter[0]), min_version=0)
 
         def deliver(result):
             generated.append((time.perf_counter(), result.samples))
@@ -83,7 +84,7 @@ def overlap_once(mode: str, seconds: float) -> dict[str, float]:
         time.sleep(seconds)
     else:
         while time.perf_counter() - t0 < seconds:
-            policy_update(trainer.model, trainer.optimizer, trainer.scheduler, batch.groups, recipe,
+            policy_update(trainer.model, trainer.optimizer, trainer.scheduler, batch.groups, trainer.components,
                           temperature=1.0, pad_token_id=trainer.pad_id, micro_batch_size=64, version=version)
             steps += 1
             version += 1

@@ -325,3 +325,41 @@ def test_shared_prompt_logprobs_equal_the_full_forward(random_model, char_tokeni
     for a, b in zip(g_full, g_shared):
         if a is not None:
             torch.testing.assert_close(b, a, atol=1e-4, rtol=1e-4)
+
+
+class _Schedule:
+    """ScheduledUpdates: start on ``start`` (weights, version), switch to ``later`` at decode step ``at``."""
+
+    def __init__(self, start, later, at):
+        self.start, self.later, self.at = start, later, at
+        self.asked: list[int] = []
+
+    def weights_at(self, step):
+        self.asked.append(step)
+        return self.start if step == 0 else (self.later if step == self.at else None)
+
+
+def test_scheduled_weights_land_at_their_decode_step_whatever_the_generator_held(random_model, char_tokenizer, prompts):
+    # Deterministic PipelineRL-k: the schedule, not the arrival time, decides which weights make
+    # which token -- and the generator loads the starting weights even if it held others.
+    from scalerl.models.tiny import build_tiny_model
+
+    a = {k: v.clone() for k, v in build_tiny_model(char_tokenizer, _arch(random_model), seed=0).state_dict().items()}
+    b = {k: v.clone() for k, v in build_tiny_model(char_tokenizer, _arch(random_model), seed=123).state_dict().items()}
+    params = SamplingParams(max_new_tokens=20, temperature=1.0, seed=4)
+
+    reference = HFGenerator(build_tiny_model(char_tokenizer, _arch(random_model), seed=0), char_tokenizer, version=0)
+    control = _update_at(6, reference, b, version=1)  # the timing-driven path, landing at step 6
+    expected = reference.generate(prompts[:1], params, control)[0]
+
+    held = HFGenerator(build_tiny_model(char_tokenizer, _arch(random_model), seed=7), char_tokenizer, version=5)
+    schedule = _Schedule((a, 0), (b, 1), at=6)
+    out = held.generate(prompts[:1], params, updates=schedule)[0]
+    assert out.versions == [0] * 6 + [1] * (len(out.token_ids) - 6) and held.version == 1
+    assert out.token_ids == expected.token_ids
+    torch.testing.assert_close(torch.tensor(out.logprobs), torch.tensor(expected.logprobs))
+    assert schedule.asked == list(range(len(out.token_ids)))  # before the prompt pass and every later token
+    # Weights delivered by the timing-driven path between calls change nothing a schedule decides.
+    held.update_weights(a, version=9)
+    again = held.generate(prompts[:1], params, updates=_Schedule((a, 0), (b, 1), at=6))[0]
+    assert again.token_ids == out.token_ids and again.versions == out.versions

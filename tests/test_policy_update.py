@@ -10,7 +10,7 @@ import torch
 from scalerl.generate.base import SamplingParams
 from scalerl.generate.hf import HFGenerator
 from scalerl.rl.presets import get_recipe
-from scalerl.train.rollout import Group
+from scalerl.rollout.groups import Group
 from scalerl.train.update import policy_update
 
 

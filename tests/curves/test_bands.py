@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from scalerl.curves import default_calibration, forecast
-from scalerl.curves.bands import CALIBRATION_FILE, Calibration, conformal_quantile
+from scalerl.curves import MEMBERS, default_calibration, forecast
+from scalerl.curves.bands import CALIBRATION_FILE, Calibration, conformal_quantile, gain_scale, small_sample_factor
 from scalerl.errors import InputError
 
 from .conftest import PAPER_LAW, synthetic
@@ -30,11 +30,12 @@ def test_shipped_calibration_is_consistent_and_says_where_it_came_from():
     d = json.loads(CALIBRATION_FILE.read_text())
     assert "forecast_corpus.py" in d["provenance"]
     assert list(cal.levels) == sorted(cal.levels)
-    for kind in ("confidence", "prediction"):
+    for kind in ("confidence", "prediction", "gain"):
         qs = [cal.q(lv, kind) for lv in cal.levels]
         assert qs == sorted(qs) and qs[0] > 0
     assert cal.q(0.95, "confidence") == pytest.approx(d["q_confidence"][cal.levels.index(0.95)])
-    assert cal.h_max > 0.5 and cal.temperature > 0
+    assert cal.h_max > 0.5 and (cal.temperature is None or cal.temperature > 0) and cal.gain_span > 0
+    assert cal.members and set(cal.members) <= set(MEMBERS)
     with pytest.raises(InputError, match="band level"):
         cal.q(0.999, "confidence")
     assert Calibration.from_dict(cal.as_dict()) == cal
@@ -73,3 +74,21 @@ def test_compute_to_reach_uses_the_confidence_band():
     assert lo < c < hi
     b = fc.band_arrays([lo, hi])
     assert b["hi"][0] == pytest.approx(0.55, abs=2e-3) and b["lo"][1] == pytest.approx(0.55, abs=2e-3)
+
+
+def test_small_sample_factor_and_its_use():
+    assert small_sample_factor(7) == pytest.approx(2.3646 / 1.95996, rel=1e-4)
+    assert small_sample_factor(1e6) == pytest.approx(1.0, abs=1e-4)
+    assert small_sample_factor(7) > small_sample_factor(20) > small_sample_factor(300) > 1.0
+    c = synthetic(PAPER_LAW, n=30, c_max=3000, noise=0.01, seed=5)
+    fc = forecast(c, n_boot=0)
+    assert fc.bands.df == 30 and fc.bands.small_sample == pytest.approx(small_sample_factor(30))
+    conf, pred = fc.bands.half_widths(np.array([0.01]), [3000.0])
+    assert conf[0] == pytest.approx(fc.bands.calibration.q(0.95, "confidence") * 0.01 * small_sample_factor(30))
+
+
+def test_gain_scale_shrinks_for_short_spans_only():
+    assert gain_scale(0.03, 0.04, 1.0, 0.5) == pytest.approx(0.05)
+    assert gain_scale(0.03, 0.04, 0.5, 0.5) == pytest.approx(0.05)
+    assert gain_scale(0.03, 0.04, 0.125, 0.5) == pytest.approx(0.025)  # a quarter of the span: half the scale
+    assert gain_scale(0.03, 0.04, 0.0, 0.5) == 0.0

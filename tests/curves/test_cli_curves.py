@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from scalerl.cli import main
+from scalerl.curves import default_calibration
 
 from .conftest import DEEPSEEK, QWEN, REAL_CSV
 
@@ -60,7 +61,7 @@ def test_backtest_json_contract(capsys):
     assert obj["forecast"]["mae"] <= 0.015 and obj["sigmoid"]["mae"] <= 0.015
     assert {"end_covered", "end_half_width", "point_coverage", "point_half_width", "level"} <= set(obj["bands"])
     assert obj["unstable"] is False and obj["stability"]["kind"] == "stable"
-    assert {m["member"] for m in obj["ensemble"]} == {"sigmoid", "sigmoid-last-4x", "sigmoid-last-8x", "power-law"}
+    assert {m["member"] for m in obj["ensemble"]} == set(default_calibration().members)
 
 
 def test_fit_prints_both_bands(capsys):
@@ -87,6 +88,7 @@ def test_backtest_all_runs(capsys, tmp_path):
     assert QWEN[:40] in out and DEEPSEEK[:40] in out
     assert "skipped flat:" in out and "3 runs backtested" not in out and "2 runs backtested" in out
     assert "MAE <= 0.015 in 100%" in out and "end level inside the 95% confidence band in 100%" in out
+    assert "strictly" in out and "within the held-out noise" in out
     code, out, err = run_cli(capsys, "backtest", str(path), *XY, "--all-runs", "--cut-fraction", "0.7", "--bootstrap",
                              "0", "--json")
     assert code == 0, err
@@ -94,6 +96,8 @@ def test_backtest_all_runs(capsys, tmp_path):
     assert obj["cut_fraction"] == 0.7 and len(obj["runs"]) == 2 and obj["skipped"][0]["run"] == "flat"
     s = obj["summary"]
     assert s["n_runs"] == 2 and s["n_scored"] == 2 and 0 <= s["end_coverage"] <= 1 and s["median_end_half_width"] > 0
+    # "no worse" three ways: strictly <= within the held-out noise <= within the fixed 0.001
+    assert 0 <= s["no_worse_strict"] <= s["no_worse_noise"] <= 1 and s["no_worse_strict"] <= s["no_worse"]
     for r in obj["runs"]:
         assert {"forecast", "plain_sigmoid", "power_law", "bands", "unstable", "scored"} <= set(r)
 

@@ -1,5 +1,6 @@
 import math
 
+import numpy as np
 import pytest
 
 from scalerl.curves import Sigmoid, backtest, bootstrap, compare, fit_seeds, fit_sigmoid, forecast, read_curve
@@ -44,11 +45,27 @@ def test_compute_to_reach_and_fraction(paper_curve):
 def test_verdict_words():
     fc = forecast(synthetic(n=40, c_max=8000, seed=3), n_boot=200)
     assert fc.verdict(500, 5000).word == "worth it"
-    assert fc.verdict(20000, 24000).word == "not worth it"  # past the knee, within 2.5x of the data
+    # past the knee, 2.5-3x beyond the data: the expected gain is tiny, but the calibrated
+    # interval (real runs drift that far out) cannot rule out +0.01 -- it can rule out +0.05
+    far = fc.verdict(20000, 24000)
+    assert far.gain < 0.01 and far.word == "uncertain"
+    assert fc.verdict(20000, 24000, min_gain=0.05).word == "not worth it"
     text = fc.verdict(500, 5000).text("GPU-hours")
     assert "Verdict: worth it" in text and "GPU-hours" in text
     with pytest.raises(InputError):
         fc.verdict(10, 5)
+
+
+def test_gain_interval_holds_the_true_gain_and_shrinks_with_the_span():
+    """On the paper's law the gain's interval contains the true gain, and two nearly equal
+    budgets have a nearly zero gain with a nearly zero interval."""
+    for seed in range(3):
+        fc = forecast(synthetic(n=60, c_max=8000, noise=0.005, seed=seed), n_boot=0)
+        for a, b in ((8000, 12000), (8000, 16000), (12000, 20000)):
+            v = fc.verdict(a, b)
+            assert v.gain_lo <= PAPER_LAW(b) - PAPER_LAW(a) <= v.gain_hi
+        wide, narrow = fc.verdict(8000, 16000), fc.verdict(8000, 8080)
+        assert narrow.gain_hi - narrow.gain_lo < 0.2 * (wide.gain_hi - wide.gain_lo)
 
 
 @pytest.mark.parametrize("run", [QWEN, DEEPSEEK])
@@ -102,3 +119,30 @@ def test_compare_classifies_ceiling_efficiency_and_nothing():
 def test_compare_unknown_baseline():
     with pytest.raises(InputError, match="baseline"):
         compare({"a": [synthetic()], "b": [synthetic(seed=1)]}, baseline="c", n_boot=0)
+
+
+def test_plot_compare_draws_the_calibrated_band(tmp_path, monkeypatch):
+    """Each run's shaded band is its forecast's calibrated confidence band, not the bootstrap of
+    the sigmoid's mean curve."""
+    import scalerl.curves.plot as plot
+
+    res = compare({"base": [synthetic(seed=1)], "run": [synthetic(Sigmoid(A=0.66, B=1.92, C_mid=2542.0, R0=0.3),
+                                                                  seed=2)]}, n_boot=100)
+    seen = {}
+
+    def capture(fig, ax, path, *, title, legend_loc="lower right"):
+        seen["ax"] = ax
+        return path
+
+    monkeypatch.setattr(plot, "finish", capture)
+    plot.plot_compare(res, tmp_path / "c.png")
+    ax = seen["ax"]
+    assert any("calibrated" in t.get_text() for t in ax.legend().get_texts())
+    bands = [p for p in ax.collections if p.__class__.__name__ in ("PolyCollection", "FillBetweenPolyCollection")]
+    assert len(bands) == 2
+    for rf, poly in zip(res.runs, bands):
+        v = poly.get_paths()[0].vertices
+        grid = np.unique(v[:, 0])
+        b = rf.forecast.band_arrays(grid)
+        top = np.array([v[v[:, 0] == g, 1].max() for g in grid])
+        assert np.allclose(top, b["hi"], atol=1e-9)

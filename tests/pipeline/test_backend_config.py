@@ -14,6 +14,10 @@ from scalerl.train.config import TrainConfig, resolve
     (["backend.name=ray", "backend.weight_sync=nccl"], "weight_sync=nccl is implemented for the vllm generator"),
     (["backend.generators=0"], "backend.generators must be >= 1"),
     (["backend.workers=threads", "backend.generator_device=cuda"], "thread workers share the trainer's device"),
+    (["backend.workers=processes", "backend.updates=seeded"], "backend.updates=seeded runs on the local backend's "
+                                                              "generator threads"),
+    (["backend.name=ray", "backend.updates=seeded"], "with processes or Ray use backend.updates=timing"),
+    (["backend.updates=sometimes"], "backend.updates: 'sometimes' is not one of 'auto', 'seeded', 'timing'"),
 ])
 def test_unsupported_backend_combinations_are_config_errors(overrides, message):
     with pytest.raises(ConfigError, match=message):
@@ -45,3 +49,19 @@ def test_ray_backend_without_ray_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ConfigError, match=r"pip install 'scalerl\[ray\]'"):
         _ray()
+
+
+def test_updates_auto_is_seeded_on_local_threads_only_and_placement_splits_the_cores():
+    from scalerl.pipeline.config import BackendConfig, update_mode
+    from scalerl.pipeline.registry import trainer_threads
+
+    assert update_mode(BackendConfig()) == "seeded"
+    assert update_mode(BackendConfig(workers="processes")) == "timing"
+    assert update_mode(BackendConfig(name="ray")) == "timing"
+    assert update_mode(BackendConfig(updates="timing")) == "timing"
+    # The trainer gets the cores the generators leave, at least one; sync keeps torch's default.
+    assert trainer_threads("pipeline-rl-k", BackendConfig(), cores=2) == 1
+    assert trainer_threads("pipeline-rl-k", BackendConfig(generators=2, generator_threads=2), cores=16) == 12
+    assert trainer_threads("pipeline-rl-k", BackendConfig(generators=4), cores=2) == 1
+    assert trainer_threads("sync", BackendConfig(), cores=2) is None
+    assert trainer_threads("pipeline-rl-k", BackendConfig(name="ray"), cores=2) is None

@@ -1,5 +1,6 @@
 """The pooled scheduler with fake generators (no model): the staleness bound under stress, exactly-once
-delivery, dynamic-sampling refills, and resuming from a checkpointed state."""
+delivery, dynamic-sampling refills, resuming from a checkpointed state -- and, seeded, the same
+per-token weights whatever the timing, with no deadlock."""
 
 from __future__ import annotations
 
@@ -9,15 +10,18 @@ import time
 
 import pytest
 
-from scalerl.generate.base import Completion, SamplingParams
-from scalerl.pipeline.scheduler import (BatchPlan, LockedSampler, OffPolicySchedule, PipelineSchedule, PooledSource,
-                                        token_lags)
+from scalerl.generate.base import Completion
+from scalerl.pipeline.landing import Landing, WeightHistory, plan_updates, window
+from scalerl.pipeline.scheduler import (OffPolicySchedule, PipelineError, PipelineSchedule, PooledSource,
+                                        SeededPipelineSchedule, token_lags)
 from scalerl.pipeline.threads import ThreadPool
 from scalerl.pipeline.work import RoundResult
+from scalerl.rl.components import resolve_recipe
 from scalerl.rl.recipe import RecipeConfig
 from scalerl.rl.sampler import PromptSampler
+from scalerl.rollout.context import RolloutContext, RoundContext
+from scalerl.rollout.groups import Group
 from scalerl.tasks.base import Problem
-from scalerl.train.rollout import Group
 
 
 class FakeGenerator:
@@ -46,20 +50,29 @@ class FakeGenerator:
 
 class FakeWorker:
     """Decodes ``tokens`` steps of ``token_s`` seconds each for a whole request (all rows at once),
-    recording the version of every token; rewards depend only on (seed, prompt), like a seeded sampler."""
+    recording the version of every token; rewards depend only on (seed, prompt), like a seeded sampler.
+    With a ``history`` it follows a request's update plan (seeded mode), as the HF generator does."""
 
     def __init__(self, worker_id: int, *, tokens: int = 12, token_s: float = 0.001, generations: int = 2,
-                 reward=None) -> None:
+                 reward=None, history: WeightHistory | None = None) -> None:
         self.worker_id = worker_id
         self.generator = FakeGenerator()
         self.tokens, self.token_s, self.generations = tokens, token_s, generations
         self.reward = reward or (lambda seed, pid, j: 1.0 if j % 2 == 0 else -1.0)
+        self.history = history
 
     def run(self, request):
         t = time.perf_counter()
         versions = []
-        for _ in range(self.tokens):
-            versions.append(self.generator.step())
+        landing = Landing(request.updates, self.history) if request.updates is not None else None
+        for step in range(self.tokens):
+            if landing is not None:
+                weights = landing.weights_at(step)
+                if weights is not None:
+                    self.generator.version = weights[1]
+                versions.append(self.generator.version)
+            else:
+                versions.append(self.generator.step())
             time.sleep(self.token_s * random.uniform(0.5, 1.5))
         groups = []
         for p in request.problems:
@@ -78,16 +91,21 @@ class FakeModel:
 
 
 def make_plan(recipe=None, problems=40, seed=0):
+    """The rollout context of a run with fake problems (the fake workers need no model or task)."""
     recipe = recipe or RecipeConfig()
     recipe.batch.prompts_per_step = 3
+    recipe.length.max_new_tokens = 12
     probs = {f"p{i}": Problem(f"p{i}", f"q{i}", "a") for i in range(problems)}
-    sampler = LockedSampler(PromptSampler(list(probs), seed=seed, no_positive_resampling=False))
-    return BatchPlan(sampler, probs, recipe, lambda index: SamplingParams(max_new_tokens=8, seed=1000 + index))
+    sampler = PromptSampler(list(probs), seed=seed, no_positive_resampling=False)
+    rnd = RoundContext(tokenizer=None, task=None, components=resolve_recipe(recipe), length_control=None)
+    return RolloutContext(rnd, probs, sampler, temperature=1.0, top_p=1.0, seed=seed)
 
 
-def drive(source, steps, train_s, *, start=0, version=0, on_batch=None):
-    """The trainer's side: take a batch, 'train', bump the version, push. Returns (index, prompt ids, max lag)."""
+def drive(source, steps, train_s, *, start=0, version=0, on_batch=None, skip=()):
+    """The trainer's side: take a batch, 'train', bump the version (unless the step is in ``skip``),
+    push. Returns (index, prompt ids, max lag) per step."""
     seen = []
+    source.weights_updated(FakeModel(), version, step=start)  # the starting weights, as the trainer does
     for step in range(start, start + steps):
         batch = source.next_batch(step)
         lags = token_lags(batch, version)
@@ -95,8 +113,9 @@ def drive(source, steps, train_s, *, start=0, version=0, on_batch=None):
         if on_batch is not None:
             on_batch(step, batch)
         time.sleep(train_s * random.uniform(0.5, 1.5))
-        version += 1
-        source.weights_updated(FakeModel(), version)
+        if step not in skip:
+            version += 1
+        source.weights_updated(FakeModel(), version, step=step + 1)
     return seen
 
 
@@ -187,8 +206,7 @@ def test_dynamic_sampling_refills_and_records_each_group_once():
         assert len(b.groups) == 3 or b.stats["dynamic_rounds"] == max_rounds
         assert b.stats["dynamic_rounds"] >= 1
     assert sum(len(b.groups) == 3 for b in batches) >= len(batches) // 2
-    inner = plan.sampler._sampler
-    recorded = sum(len(inner.history(p)) for p in plan.problems_by_id)
+    recorded = sum(len(plan.sampler.history(p)) for p in plan.problems)
     consumed = sum(b.samples for b in batches) // 2  # groups generated for consumed batches (2 generations each)
     # Refill rounds record their first rounds when drawn (so that the draw sees them), also for
     # batches still in flight at the end.
@@ -237,5 +255,152 @@ def test_a_failing_worker_surfaces_in_the_trainer():
     try:
         with pytest.raises(RuntimeError, match="reward exploded"):
             source.next_batch(0)
+    finally:
+        source.close()
+
+
+# ----------------------------------------------------------------------------- seeded (deterministic) mode
+
+
+def seeded_source(plan, k, generators, *, token_s=0.001, tokens=12, reward=None):
+    history = WeightHistory()
+    workers = [FakeWorker(i, token_s=token_s, tokens=tokens, reward=reward, history=history) for i in range(generators)]
+    schedule = SeededPipelineSchedule(k, window(k, generators), plan.seed, plan.recipe.length.max_new_tokens)
+    own = FakeWorker(99, tokens=tokens, reward=reward)  # the trainer's own generator: dynamic-sampling refills
+    return PooledSource(ThreadPool(workers, history=history), plan, schedule, history=history, own=own)
+
+
+def in_time(fn, timeout=60.0):
+    """Run ``fn`` in a thread; fail (instead of hanging the suite) if it deadlocks."""
+    out: list = []
+    errors: list = []
+
+    def target():
+        try:
+            out.append(fn())
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            errors.append(exc)
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(timeout)
+    assert not t.is_alive(), f"no progress in {timeout:g} s: deadlock"
+    if errors:
+        raise errors[0]
+    return out[0]
+
+
+def seeded_run(k, generators, token_s, train_s, steps, *, recipe=None, skip=(), timing_seed=0, tokens=12, reward=None):
+    """(prompt ids, per-completion versions) of each consumed batch, and the max lag per step."""
+    random.seed(timing_seed)  # the fake workers' and trainer's sleep jitter
+    plan = make_plan(recipe)
+    source = seeded_source(plan, k, generators, token_s=token_s, tokens=tokens, reward=reward)
+    batches = []
+    try:
+        seen = in_time(lambda: drive(source, steps, train_s, skip=skip,
+                                     on_batch=lambda step, b: batches.append(
+                                         ([g.problem.id for g in b.groups], [c.versions for c in b.completions]))))
+        assert 0.0 <= source.stats()["pipeline/generator_wait_frac"] <= 1.0  # what determinism cost
+    finally:
+        source.close()
+    return batches, seen
+
+
+@pytest.mark.parametrize("k,generators,token_s,train_s", [
+    (8, 1, 0.0005, 0.01),   # generation faster than training
+    (8, 1, 0.003, 0.002),   # training faster than generation
+    (8, 3, 0.002, 0.004),
+    (2, 4, 0.002, 0.001),   # more generators than k
+    (1, 2, 0.001, 0.001),   # k = 1: no in-flight update (one step off-policy)
+])
+def test_seeded_pipeline_is_the_same_whatever_the_timing(k, generators, token_s, train_s):
+    a, seen_a = seeded_run(k, generators, token_s, train_s, 16, timing_seed=1)
+    b, seen_b = seeded_run(k, generators, token_s * 3, train_s / 3, 16, timing_seed=2)  # other speeds, other jitter
+    assert a == b  # same prompts, and every token from the same weights
+    assert [s[0] for s in seen_a] == list(range(16))
+    width = window(k, generators)
+    for j, (_, versions) in enumerate(a):
+        plan = plan_updates(0, j, width, 12)
+        expected = [plan.start] * 12
+        for step, tick in plan.landings:
+            expected[step:] = [tick] * (12 - step)
+        assert all(v == expected for v in versions), j  # no skipped step: version == tick
+        lags = {j - v for v in expected}
+        assert max(lags) <= width + 1 <= k and (j <= width or min(lags) >= 1)
+    if width:  # weights really are swapped mid-sequence
+        assert any(len(set(v[0])) > 1 for _, v in a)
+
+
+def test_seeded_pipeline_with_skipped_steps_and_dynamic_sampling_is_deterministic():
+    recipe = RecipeConfig()
+    recipe.filtering.zero_variance = True
+    recipe.filtering.dynamic_sampling = True
+    recipe.filtering.max_generation_rounds = 3
+    # Even prompts have no reward variance (dropped and refilled by the trainer itself).
+    reward = lambda seed, pid, j: (1.0 if int(pid[1:]) % 2 == 0 else (1.0 if j % 2 == 0 else -1.0))  # noqa: E731
+    runs = [seeded_run(4, 2, token_s, train_s, 12, recipe=recipe, skip={2, 3, 7}, timing_seed=s, reward=reward)
+            for s, token_s, train_s in ((0, 0.001, 0.003), (1, 0.003, 0.001))]
+    assert runs[0][0] == runs[1][0]
+    for prompts, _ in runs[0][0]:
+        assert prompts and all(int(p[1:]) % 2 == 1 for p in prompts)
+
+
+def test_seeded_resume_repeats_the_uninterrupted_run():
+    full, _ = seeded_run(8, 2, 0.001, 0.002, 10)
+
+    plan = make_plan()
+    first = seeded_source(plan, 8, 2)
+    head = []
+    try:
+        in_time(lambda: drive(first, 4, 0.002, on_batch=lambda s, b: head.append(
+            ([g.problem.id for g in b.groups], [c.versions for c in b.completions]))))
+        state, sampler_state = first.state_dict(), plan.sampler.state_dict()
+    finally:
+        first.close()
+    assert sorted(state["weights"]) == [2, 3]  # the ticks batches 4.. still name (window 1: from 4 - 1 - 1)
+
+    plan = make_plan()
+    plan.sampler.load_state_dict(sampler_state)
+    resumed = seeded_source(plan, 8, 2)
+    resumed.load_state_dict(state)
+    tail = []
+    try:
+        in_time(lambda: drive(resumed, 6, 0.002, start=4, version=4, on_batch=lambda s, b: tail.append(
+            ([g.problem.id for g in b.groups], [c.versions for c in b.completions]))))
+    finally:
+        resumed.close()
+    assert head + tail == full
+
+
+def test_seeded_pipeline_fails_loudly_instead_of_hanging():
+    class Broken(FakeWorker):
+        def run(self, request):
+            if request.index == 2:
+                raise RuntimeError("reward exploded")
+            return super().run(request)
+
+    plan = make_plan()
+    history = WeightHistory()
+    workers = [Broken(i, history=history) for i in range(2)]
+    source = PooledSource(ThreadPool(workers, history=history), plan, SeededPipelineSchedule(8, 2, 0, 12),
+                          history=history, own=FakeWorker(9))
+    try:
+        with pytest.raises(RuntimeError, match="reward exploded"):
+            in_time(lambda: drive(source, 6, 0.001))
+    finally:
+        source.close()
+
+
+def test_seeded_pipeline_refuses_a_lag_over_the_bound():
+    plan = make_plan()
+    history = WeightHistory()
+    # A schedule whose plans start 3 ticks back while claiming a bound of 1: the check catches it.
+    bad = SeededPipelineSchedule(8, 0, 0, 12)
+    object.__setattr__(bad, "plan", lambda index: plan_updates(0, index, 2, 12))
+    source = PooledSource(ThreadPool([FakeWorker(0, history=history)], history=history), plan, bad, history=history,
+                          own=FakeWorker(9))
+    try:
+        with pytest.raises(PipelineError, match="over the bound"):
+            in_time(lambda: drive(source, 6, 0.001))
     finally:
         source.close()

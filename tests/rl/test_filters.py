@@ -48,3 +48,19 @@ def test_buffer_checks_its_inputs():
         DynamicSamplingBuffer(0, 3)
     with pytest.raises(ValueError, match="2 groups but 1 reward lists"):
         DynamicSamplingBuffer(1, 1).add_round(["a", "b"], [[1]])
+
+
+def test_dapo_and_magistral_filter_on_correctness_and_dynamic_sampling_follows_the_basis():
+    from scalerl.rl.components import resolve_recipe
+    from scalerl.rl.presets import get_recipe
+
+    for name in ("qwen-dapo", "magistral", "scalerl"):
+        assert get_recipe(name).filtering.basis == "correctness", name
+    rewards, shaped = [-1.0, -1.0, -1.0], [-1.0, -1.2, -1.6]  # all wrong, different overlong penalties
+    for basis, kept in (("correctness", 0), ("shaped", 1)):
+        recipe = get_recipe("qwen-dapo")
+        recipe.filtering.basis = basis
+        parts = resolve_recipe(recipe)
+        buffer = DynamicSamplingBuffer(1, 2)
+        buffer.add_round(["group"], [parts.filter_values(rewards, shaped)])
+        assert buffer.missing == 1 - kept

@@ -215,3 +215,34 @@ def test_masking_truncated_completions():
     assert not keep_in_loss(cfg, "length") and not keep_in_loss(cfg, "interrupted_length")
     assert keep_in_loss(cfg, "stop") and keep_in_loss(cfg, "interrupted_stop")
     assert is_truncated("length") and not is_truncated("interrupted_stop")
+
+
+class _PhraseTokenizer:
+    """Encodes the interruption phrase to ``n`` tokens (a stand-in for a real tokenizer's count)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def encode(self, text, add_special_tokens=False):
+        return list(range(self.n)) if text == INTERRUPTION_PHRASE else [0]
+
+
+def test_the_interruption_budget_counts_the_phrase():
+    from scalerl.errors import ConfigError
+    from scalerl.rl.components import validate_recipe
+    from scalerl.rl.length import budget_problems
+    from scalerl.rl.presets import get_recipe
+
+    cfg = get_recipe("scalerl")  # 14,336 = 12,224 thinking + up to 64 phrase tokens + 2,048 answer
+    assert budget_problems(cfg.length) == []  # the phrase is not counted before the tokenizer is known
+    validate_recipe(cfg, _PhraseTokenizer(20))
+    validate_recipe(cfg, _PhraseTokenizer(64))
+    with pytest.raises(ConfigError) as exc:
+        validate_recipe(cfg, _PhraseTokenizer(65))
+    message = str(exc.value)
+    assert "think_budget hi (12224) + the interruption phrase (65 tokens with this tokenizer) + answer_budget (2048) " \
+           "= 14337 tokens, more than max_new_tokens (14336)" in message
+    assert "set length.max_new_tokens=14337" in message and "\n" not in message
+    # The other modes force nothing, so nothing has to fit.
+    cfg.length.mode = "truncate"
+    validate_recipe(cfg, _PhraseTokenizer(1000))

@@ -9,6 +9,7 @@ import yaml
 
 from scalerl.config import apply_overrides, from_dict, load_yaml, to_dict, undocumented_fields
 from scalerl.errors import ConfigError
+from scalerl.rl.components import validate_recipe
 from scalerl.rl.presets import (
     LEAVE_ONE_OUT,
     PRESETS,
@@ -126,6 +127,9 @@ def test_overrides_on_the_recipe():
         (["loss.name=nope"], "loss.name: unknown policy loss 'nope'; known: cispo, dapo, gspo, ppo"),
         (["aggregation=tokens"], "aggregation: unknown loss aggregation 'tokens'; known: prompt, sample, token"),
         (["normalization=group"], "unknown advantage normalization 'group'; known: batch, none, prompt"),
+        (["length.mode=interupt"], "length.mode: unknown length mode 'interupt'; known: interrupt, overlong_penalty, "
+                                   "truncate"),
+        (["filtering.basis=acc"], "filtering.basis: unknown filter basis 'acc'; known: correctness, shaped"),
         (["dynamic_sampling=true", "zero_variance=false"], "set filtering.zero_variance=true"),
         (["think_budget=[10, 5]"], "0 <= lo <= hi, got [10, 5]"),
         (["answer_budget=4096"], "which would cut answers short"),
@@ -146,7 +150,7 @@ def test_overrides_on_the_recipe():
 def test_validation_refuses_inconsistent_values(overrides, message):
     cfg = apply_overrides(get_recipe("scalerl"), overrides)
     with pytest.raises(ConfigError) as exc:
-        cfg.validate()
+        validate_recipe(cfg)  # values (RecipeConfig.validate), component names, length budgets
     assert message in str(exc.value)
 
 

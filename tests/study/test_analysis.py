@@ -118,13 +118,30 @@ def test_a_variant_that_never_learned_is_reported_not_fitted_and_the_rest_still_
     a = write_study_report(tmp_path).analysis
     flat = a.variant("loo-length-penalty")
     assert flat.classification is None and "does not rise" in flat.fit_error
-    assert a.variant("loo-loss-dapo").kind == "ceiling"
+    assert flat.not_classified == flat.fit_error
+    assert a.variant("loo-loss-dapo").kind == "ceiling" and not a.variant("loo-loss-dapo").not_classified
     assert "| loo-length-penalty | length | not fitted |" in (tmp_path / "report.md").read_text()
     # An unfinished run is listed as pending and left out of the fits.
     (plans[1].directory / "final" / "config.json").unlink()
     a = analyse_study(tmp_path, n_boot=50)
     assert a.variant("loo-loss-dapo").pending == ["seed0: step 200"]
     assert a.variant("loo-loss-dapo").fit_error == "no finished run yet"
+
+
+def test_when_the_base_cannot_be_fitted_every_variant_says_why_it_is_not_classified(tmp_path):
+    spec = StudySpec(family="loo", only=["loo-loss-dapo", "loo-length-penalty"], steps=200, eval_every=10,
+                     bootstrap=50)
+    write_study(tmp_path, spec, {"scalerl": (0.3, 1.5, 5e11), "loo-loss-dapo": (0.6, 1.5, 5e11),
+                                 "loo-length-penalty": (0.3, 1.5, 5e11)}, noise=0.0)
+    a = write_study_report(tmp_path).analysis
+    assert "does not rise" in a.variant("scalerl").fit_error and not a.variant("scalerl").not_classified
+    dapo, flat = a.variant("loo-loss-dapo"), a.variant("loo-length-penalty")
+    assert dapo.A is None and dapo.classification is None and not dapo.fit_error  # fitted on its own, not compared
+    assert dapo.not_classified.startswith("the base scalerl has no fitted curve (")
+    assert flat.not_classified == flat.fit_error and "does not rise" in flat.fit_error
+    report = (tmp_path / "report.md").read_text()
+    assert "| loo-loss-dapo | loss | not classified: the base scalerl has no fitted curve (" in report
+    assert "| loo-length-penalty | length | not fitted |" in report
 
 
 def test_the_papers_rule_always_names_a_kind(tmp_path):

@@ -11,12 +11,13 @@ from scalerl.generate.base import SamplingParams
 from scalerl.generate.hf import HFGenerator
 from scalerl.generate.logprobs import completion_logprobs, pack_completions
 from scalerl.models.lora import generator_copy, generator_state_dict, has_lora
+from scalerl.pipeline.landing import Landing, UpdatePlan, WeightHistory
 from scalerl.rl.presets import get_recipe
+from scalerl.rollout.groups import Group
 from scalerl.tasks.base import Problem
 from scalerl.tasks.encoding import encode_prompts
 from scalerl.train.config import TrainConfig
 from scalerl.train.policy import load_policy, load_policy_weights, policy_weights, save_policy
-from scalerl.train.rollout import Group
 from scalerl.train.update import build_optimizer, policy_update
 
 CPU = torch.device("cpu")
@@ -139,6 +140,15 @@ def test_generators_see_the_merged_weights(lora_policy, llama):
     assert [c.token_ids for c in pushed] == [c.token_ids for c in comps]
     assert torch.allclose(torch.tensor([x for c in pushed for x in c.logprobs]),
                           torch.tensor([x for c in comps for x in c.logprobs]), atol=1e-5)
+    # 2b. Seeded PipelineRL-k (the local default): the weights the trainer publishes after a step, which
+    # thread generators load at their planned decode steps, are the merged ones too.
+    history = WeightHistory()
+    history.publish(1, 1, model)
+    planned_gen = HFGenerator(generator_copy(stale.model), tok, seed=3)
+    planned = planned_gen.generate(encode_prompts(tok, ["Compute 7 * 3."]) * 6, SamplingParams(max_new_tokens=12, seed=3),
+                                   updates=Landing(UpdatePlan(start=1), history))
+    assert planned_gen.version == 1 and [c.versions[0] for c in planned] == [1] * 6
+    assert [c.token_ids for c in planned] == [c.token_ids for c in comps]
     # 3. The trainer's own model (sync modes) generates with the adapter active: the same policy.
     shared = HFGenerator(model, tok, seed=3).generate(encode_prompts(tok, ["Compute 7 * 3."]) * 6,
                                                       SamplingParams(max_new_tokens=12, seed=3))

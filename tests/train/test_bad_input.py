@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 
 import pytest
 import torch
@@ -86,3 +87,38 @@ def test_repeated_nans_stop_the_run_with_a_message(tiny_dir, tmp_path, capsys, f
     err = capsys.readouterr().err
     assert code == 2
     assert "consecutive steps" in err and "--resume" in err
+
+
+@pytest.mark.parametrize("pipeline", [["--set", "pipeline=ppo-off-policy-k", "--set", "k=2"],
+                                      ["--set", "pipeline=pipeline-rl-k", "--set", "backend.updates=seeded"],
+                                      ["--set", "pipeline=pipeline-rl-k", "--set", "backend.updates=timing"]],
+                         ids=["own-model", "pipeline-seeded", "pipeline-timing"])
+def test_dynamic_sampling_that_keeps_no_group_skips_the_step(tiny_dir, tmp_path, capsys, pipeline):
+    # Every answer scores -1: every group has zero variance, dynamic sampling runs out of rounds with
+    # nothing kept. The step is skipped and counted, its train row says why, and the run goes on.
+    module = tmp_path / "never.py"
+    module.write_text("def reward(prompt, completion, answer):\n    return -1.0\n")
+    out = tmp_path / "run"
+    code = main(small_args(out, "--recipe", "qwen-dapo", "--reward", f"{module}:reward", "--steps", "2",
+                           "--set", "filtering.max_generation_rounds=2", *pipeline))
+    assert code == 0, capsys.readouterr().err
+    rows = read_runlog(out / "runlog.jsonl")[1]
+    trains = [r for r in rows if r["type"] == "train"]
+    assert [r["step"] for r in trains] == [1, 2]
+    assert all(r["skipped"] and r["skip_reason"].startswith("empty batch") and r["dynamic_rounds"] == 2
+               for r in trains)
+    assert _evals(out)[-1]["skipped_steps"] == 2
+
+
+def test_an_answer_budget_the_phrase_would_eat_is_refused_before_training(tiny_dir, tmp_path, capsys):
+    # cpu-tiny: max_new_tokens 48, answer budget 8. A thinking budget up to 39 leaves 9 tokens after
+    # it: enough for the answer alone (so the config alone passes), not for the phrase and the answer.
+    out = tmp_path / "run"
+    code = main(small_args(out, "--set", "length.think_budget=[30, 39]"))
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    found = re.search(r"think_budget hi \(39\) \+ the interruption phrase \((\d+) tokens with this tokenizer\) \+ "
+                      r"answer_budget \(8\) = (\d+) tokens, more than max_new_tokens \(48\)", err)
+    assert found and int(found[2]) == 39 + int(found[1]) + 8
+    assert f"set length.max_new_tokens={found[2]}" in err and len(err.splitlines()) == 1
+    assert not (out / "runlog.jsonl").exists()

@@ -10,13 +10,13 @@ from scalerl.errors import ConfigError
 from scalerl.generate.base import SamplingParams
 from scalerl.generate.hf import HFGenerator
 from scalerl.rl.presets import get_recipe
+from scalerl.rollout.groups import Group
 from scalerl.tasks.base import Problem
 from scalerl.tasks.encoding import encode_prompts
 from scalerl.train.config import TrainConfig
 from scalerl.train.dtypes import compute_mode, storage_dtype
 from scalerl.train.policy import load_policy
 from scalerl.train.precision import FULL, Precision
-from scalerl.train.rollout import Group
 from scalerl.train.update import build_optimizer, policy_update
 
 CPU = torch.device("cpu")

@@ -31,7 +31,13 @@ def test_budget_arithmetic(user_model):
     phrase = len(tok.encode(LengthConfig().interruption_phrase, add_special_tokens=False))
     budget, parts = completion_budget(LengthConfig(max_new_tokens=300, think_budget=(100, 200), answer_budget=50), tok)
     assert budget == 200 + phrase + 50 and "forced phrase" in parts
-    assert completion_budget(LengthConfig(), tok)[0] == 14336  # capped by max_new_tokens
+    # The default split leaves room for the phrase: think hi + phrase + answer fits in max_new_tokens.
+    default = LengthConfig()
+    budget, parts = completion_budget(default, tok)
+    assert budget == default.think_budget[1] + phrase + default.answer_budget <= default.max_new_tokens
+    assert "capped" not in parts
+    budget, parts = completion_budget(LengthConfig(max_new_tokens=250, think_budget=(100, 200), answer_budget=50), tok)
+    assert budget == 250 and "capped by length.max_new_tokens 250" in parts
     assert completion_budget(LengthConfig(mode="truncate", max_new_tokens=99), tok)[0] == 99
     # The suggested flags fit the room and pass the config's own validation.
     for room in (phrase + 10, phrase + 500, 5):

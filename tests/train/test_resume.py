@@ -42,9 +42,12 @@ def _wait_for_row(log, predicate, proc, timeout=240):
     pytest.fail("timed out waiting for the run to get far enough")
 
 
-@pytest.mark.parametrize("pipeline", [["--set", "pipeline=sync", "--set", "k=1"],
-                                      ["--set", "pipeline=ppo-off-policy-k", "--set", "k=3"]],
-                         ids=["sync", "ppo-off-policy-3"])
+@pytest.mark.parametrize("pipeline", [[],
+                                      ["--set", "pipeline=sync", "--set", "k=1"],
+                                      ["--set", "pipeline=ppo-off-policy-k", "--set", "k=3"],
+                                      ["--set", "backend.generators=2", "--set", "k=2",
+                                       "--set", "filtering.dynamic_sampling=true"]],
+                         ids=["default-pipeline-rl-8", "sync", "ppo-off-policy-3", "pipeline-rl-2-dynamic-sampling"])
 def test_kill_and_resume_matches_an_uninterrupted_run(tiny_dir, tmp_path, pipeline):
     env = dict(os.environ)
     ref, killed = tmp_path / "ref", tmp_path / "killed"
@@ -65,9 +68,9 @@ def test_kill_and_resume_matches_an_uninterrupted_run(tiny_dir, tmp_path, pipeli
 
 
 def test_pipeline_rl_kill_and_resume_trains_every_batch_once(tiny_dir, tmp_path):
-    """PipelineRL-k is not bit-reproducible (timing decides which weights each token saw), but a
-    kill -9 must leave no generator process behind, and the resumed run must train on every
-    batch index exactly once, in order, within the lag bound."""
+    """Timing-driven PipelineRL-k (generator processes) is not bit-reproducible (timing decides
+    which weights each token saw), but a kill -9 must leave no generator process behind, and the
+    resumed run must train on every batch index exactly once, in order, within the lag bound."""
     psutil = pytest.importorskip("psutil")
     out = tmp_path / "run"
     proc = subprocess.Popen(_cmd(out, "--set", "pipeline=pipeline-rl-k", "--set", "k=8", "--threads", "1",

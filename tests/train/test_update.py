@@ -9,7 +9,7 @@ from scalerl.generate.base import SamplingParams
 from scalerl.generate.hf import HFGenerator
 from scalerl.rl.presets import get_recipe
 from scalerl.tasks.base import Problem
-from scalerl.train.rollout import Group
+from scalerl.rollout.groups import Group
 from scalerl.train.update import build_optimizer, policy_update
 
 # _grads swaps optimizer.step for a no-op to read the gradients; the scheduler notices.
@@ -87,3 +87,26 @@ def test_an_update_moves_the_policy_towards_the_rewarded_completions(random_mode
     delta = after - before
     keep = torch.tensor([True] * 4 + [False] * 4 + [True] * 4)  # group 1 was filtered
     assert delta[keep & (rewards > 0)].mean() > delta[keep & (rewards < 0)].mean()
+
+
+def test_an_empty_batch_is_skipped_with_its_reason(random_model):
+    # DAPO's dynamic sampling can run out of rounds with no group kept: the step is skipped, not a crash.
+    recipe = get_recipe("qwen-dapo")
+    model = copy.deepcopy(random_model)
+    before = {n: p.clone() for n, p in model.named_parameters()}
+    opt, sched = build_optimizer(model, recipe)
+    res = policy_update(model, opt, sched, [], recipe, temperature=1.0, pad_token_id=0, micro_batch_size=8)
+    assert res.skipped and res.reason.startswith("empty batch") and "10 rounds" in res.reason
+    assert res.trained_tokens == 0 and res.lag_counts == {}
+    assert all(torch.equal(before[n], p) for n, p in model.named_parameters())
+
+
+@pytest.mark.parametrize("basis, filtered", [("correctness", 8 / 12), ("shaped", 4 / 12)])
+def test_the_filter_judges_groups_on_its_basis(random_model, groups, basis, filtered):
+    # Group 0: all wrong, but overlong penalties make the shaped rewards differ. On correctness (DAPO,
+    # Magistral) it carries no signal and leaves the loss; on the shaped rewards it stays.
+    recipe = get_recipe("scalerl")
+    recipe.filtering.basis = basis
+    penalised = [Group(groups[0].problem, groups[0].completions, [-1.0] * 4, [-1.0, -1.25, -1.0, -1.5]), *groups[1:]]
+    res, _ = _grads(random_model, penalised, recipe, micro=100)
+    assert res.metrics["filtered_frac"] == pytest.approx(filtered)

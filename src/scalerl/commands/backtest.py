@@ -141,7 +141,8 @@ def _all_runs(curves, args) -> int:
               f"{_pct(s.end_ok)}; end level inside the {pct}% confidence band in {_pct(s.end_coverage)} "
               f"(median half-width {s.median_end_half_width:.3f}); {_pct(s.point_coverage)} of held-out evaluations "
               f"inside the {pct}% prediction band; forecast MAE no worse than the better of plain sigmoid and power law "
-              f"in {_pct(s.no_worse)} (within {s.tolerance:g})")
+              f"(that better one picked with hindsight) in {_pct(s.no_worse_strict)} strictly, {_pct(s.no_worse_noise)} "
+              f"within the held-out noise (sigma/sqrt(n)), {_pct(s.no_worse)} within {s.tolerance:g}")
     return 0
 
 

@@ -42,6 +42,8 @@ def _show(args: argparse.Namespace) -> int:
         raise ConfigError(f"show needs a recipe name, e.g. 'scalerl recipes show scalerl'; known recipes: {known}")
     cfg = get_recipe(args.name)
     if args.overrides:
-        cfg = apply_overrides(cfg, args.overrides).validate()
+        from scalerl.rl.components import validate_recipe  # the names' registries import torch
+
+        cfg = validate_recipe(apply_overrides(cfg, args.overrides))
     print(recipe_yaml(args.name, cfg), end="")
     return 0

@@ -1,43 +1,56 @@
-"""Two bands around a forecast, calibrated on real runs.
+"""Two bands around a forecast, calibrated on real runs; and the interval of a gain.
 
 * the **confidence band** -- where the *expected* curve (the level of the run, its
   evaluation noise averaged out) will be at compute C;
-* the **prediction band** -- where one more *observed evaluation* at C will land.
+* the **prediction band** -- where one more *observed evaluation* at C will land;
+* the **gain interval** of a verdict -- where the gain ``R(TO) - R(FROM)`` will lie.
 
-Both are ``forecast(C) +- q * s(C)``. The scale ``s(C)`` is built from the run alone::
+The bands are ``forecast(C) +- q * f * s(C)``. The scale ``s(C)`` is built from the run alone::
 
     s(C)^2 = max(sigma, v)^2 + boot(C)^2 + stability(C)^2 + spread(C)^2
 
-sigma the noise of the window's evaluations; v the ensemble's rolling-origin validation
-error inside the window (how far off its forecasts have been so far -- noise, drift and
+sigma the noise of the window's evaluations; v the rolling-origin validation error of the
+forecast inside the window (how far off it has been so far -- noise, drift and
 misspecification together, at shorter horizons); boot(C) the bootstrap standard deviation
 of the sigmoid's mean curve (parameter uncertainty: large while the data do not pin the
 curve); stability(C) how much the ensemble's forecast at C moved across its rolling origins
 (a forecast that keeps changing as evaluations arrive is not settled); spread(C) how much
-the ensemble's laws disagree at C (misspecification). The last three grow with the horizon
-``h = ln(C / C_end)`` on their own. The prediction band adds sigma^2 once more (the new
-evaluation's own noise). A window too short for rolling-origin validation has no v: its
-bands use sigma and are marked uncalibrated.
+the ensemble's members disagree at C, weighted as they are in the forecast
+(misspecification). The last three grow with the horizon ``h = ln(C / C_end)`` on their
+own. The prediction band uses ``sqrt(s^2 + sigma^2)`` (the new evaluation's own noise); the
+gain interval ``sqrt(s(FROM)^2 + s(TO)^2)``, shrunk for spans shorter than the calibrated
+one (:func:`gain_scale`).
+
+``f`` is the **small-sample factor** ``t_df(0.975) / z(0.975)`` with df the number of
+evaluations in the fit window (compute > 0): the scale is estimated from the window's few
+residuals, and an error divided by a scale estimated from df residuals has Student-t tails,
+not normal ones -- a 7-point window gets f = 1.20, a 20-point one 1.06, a 300-point one
+1.00. One factor q then serves windows of 7 and of 300 evaluations alike.
 
 The factors q are split-conformal quantiles: on real runs cut at 30%, 50% and 70% of their
-compute, the scores ``|observed end level - forecast| / s`` (confidence) and ``|observed
-evaluation - forecast| / sqrt(s^2 + sigma^2)`` (prediction; every run weighted equally)
-were collected, and q at level L is their L-quantile (with the finite-sample correction).
-``benchmarks/forecast_corpus.py`` computes them with leave-one-source-out (the quoted
-coverage figures) and writes the all-source values to ``calibration.json``, with their
-provenance. The calibration covers horizons up to ``h_max`` (the longest seen in
-calibration); beyond it q grows in proportion to h, and the output says the band is
-extrapolated.
+compute, the scores ``|observed end level - forecast| / (f s)`` (confidence), ``|observed
+evaluation - forecast| / (f sqrt(s^2 + sigma^2))`` (prediction) and ``|observed gain -
+forecast gain| / (f gain_scale)`` (gain: from the first to the last quarter of the held-out
+evaluations) were collected, **every source weighted equally** (a source with 22 runs says
+no more about an unseen source than one with 2; weighting run-cuts equally let the
+hardest, largest source set everyone's factor), and q at level L is their weighted
+L-quantile with the finite-sample correction. ``benchmarks/forecast_corpus.py`` computes
+them with leave-one-source-out (the quoted coverage figures, and those of the designs that
+lost) and writes the all-source values to ``calibration.json``, with their provenance. The
+calibration covers horizons up to ``h_max`` (the longest seen in calibration); beyond it q
+grows in proportion to h, and the output says the band is extrapolated.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from scipy.special import ndtri, stdtrit
 
 from scalerl.errors import InputError
 
@@ -46,33 +59,41 @@ CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
 
 @dataclass(frozen=True)
 class Calibration:
-    """Conformal factors of the two bands, and the ensemble temperature, from real runs."""
+    """Conformal factors of the bands and the gain, and the ensemble's make-up, from real runs."""
 
     levels: tuple[float, ...]
     q_confidence: tuple[float, ...]
     q_prediction: tuple[float, ...]
+    q_gain: tuple[float, ...]
     h_max: float
     """Longest horizon ln(C / C_end) among the calibration scores."""
-    temperature: float
-    """Ensemble temperature (see :mod:`scalerl.curves.ensemble`)."""
+    temperature: float | None
+    """Ensemble temperature (see :mod:`scalerl.curves.ensemble`); None: equal weights."""
+    members: tuple[str, ...]
+    """The ensemble members the default forecast combines."""
+    gain_span: float = 1.0
+    """Median ln(TO / FROM) of the gains the gain factor was calibrated on (see :func:`gain_scale`)."""
     provenance: str = ""
 
     def q(self, level: float, kind: str) -> float:
-        """The factor at ``level`` for ``kind`` 'confidence' or 'prediction' (interpolated)."""
+        """The factor at ``level`` for ``kind`` 'confidence', 'prediction' or 'gain' (interpolated)."""
         if not self.levels[0] <= level <= self.levels[-1]:
             raise InputError(f"band level must be in [{self.levels[0]}, {self.levels[-1]}], got {level}")
-        table = self.q_confidence if kind == "confidence" else self.q_prediction
+        table = {"confidence": self.q_confidence, "prediction": self.q_prediction, "gain": self.q_gain}[kind]
         return float(np.interp(level, self.levels, table))
 
     def as_dict(self) -> dict:
         return {"levels": list(self.levels), "q_confidence": list(self.q_confidence),
-                "q_prediction": list(self.q_prediction), "h_max": self.h_max,
-                "temperature": self.temperature, "provenance": self.provenance}
+                "q_prediction": list(self.q_prediction), "q_gain": list(self.q_gain), "h_max": self.h_max,
+                "temperature": self.temperature, "members": list(self.members), "gain_span": self.gain_span,
+                "provenance": self.provenance}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Calibration":
-        return cls(tuple(d["levels"]), tuple(d["q_confidence"]), tuple(d["q_prediction"]), float(d["h_max"]),
-                   float(d["temperature"]), str(d.get("provenance", "")))
+        t = d.get("temperature")
+        return cls(tuple(d["levels"]), tuple(d["q_confidence"]), tuple(d["q_prediction"]), tuple(d["q_gain"]),
+                   float(d["h_max"]), None if t is None else float(t), tuple(d["members"]),
+                   float(d["gain_span"]), str(d.get("provenance", "")))
 
 
 @lru_cache(maxsize=1)
@@ -98,6 +119,12 @@ def conformal_quantile(scores, level: float, weights=None, n_units: int | None =
     return float(s[order][min(i, s.size - 1)])
 
 
+def small_sample_factor(df: float) -> float:
+    """``t_df(0.975) / z(0.975)``: how much heavier than normal the tails of an error divided by
+    a scale estimated from ``df`` residuals are (1.20 at df 7, 1.06 at df 20, 1.00 at df 1000)."""
+    return float(stdtrit(max(float(df), 1.0), 0.975) / ndtri(0.975))
+
+
 @dataclass
 class Bands:
     """The band model of one forecast: the scale's parts and the calibration."""
@@ -110,6 +137,13 @@ class Bands:
     """False when the window was too short for rolling-origin validation (bands uncalibrated)."""
     bounds: tuple[float, float] = (0.0, 1.0)
     """Where the metric lives (a pass rate: [0, 1]); bands are clipped to it."""
+    df: float = math.inf
+    """Evaluations the scale was estimated from (the fit window's, compute > 0)."""
+
+    @property
+    def small_sample(self) -> float:
+        """The factor f on the scale (:func:`small_sample_factor`; 1 for an unlimited df)."""
+        return 1.0 if math.isinf(self.df) else small_sample_factor(self.df)
 
     def horizon(self, C) -> np.ndarray:
         """``ln(C / C_end)``: 0 at the end of the fit window, negative inside it."""
@@ -127,13 +161,33 @@ class Bands:
 
     def half_widths(self, scale: np.ndarray, C) -> tuple[np.ndarray, np.ndarray]:
         """(confidence, prediction) half-widths for the scale s(C) at compute C."""
-        k = self.stretch(C)
+        k = self.stretch(C) * self.small_sample
         conf = self.calibration.q(self.level, "confidence") * scale * k
         pred = self.calibration.q(self.level, "prediction") * np.sqrt(scale**2 + self.sigma**2) * k
         return conf, pred
+
+    def gain_half_width(self, gscale: float, C_to: float) -> float:
+        """Half-width of the gain interval for the gain scale (:func:`gain_scale`) up to C_to."""
+        k = float(self.stretch([C_to])[0]) * self.small_sample
+        return self.calibration.q(self.level, "gain") * gscale * k
 
 
 def band_scale(sigma: float, validation: float | None, boot_sd, stability, spread) -> np.ndarray:
     """``s(C) = sqrt(max(sigma, v)^2 + boot^2 + stability^2 + spread^2)`` (module docstring)."""
     base = max(sigma, validation or 0.0)
     return np.sqrt(base**2 + np.asarray(boot_sd) ** 2 + np.asarray(stability) ** 2 + np.asarray(spread) ** 2)
+
+
+def gain_scale(scale_from: float, scale_to: float, span: float, span_ref: float) -> float:
+    """The scale of a gain ``R(TO) - R(FROM)``: ``sqrt(s(FROM)^2 + s(TO)^2)`` -- the level scales
+    at both ends, as if their errors were independent -- times ``sqrt(min(1, span / span_ref))``.
+
+    The errors at the two ends are not independent: a bias shared by both cancels in the gain,
+    and the closer the two budgets the more they share. Two corrections: the gain's own
+    conformal factor, calibrated on gains observed in real runs over spans ``ln(TO / FROM)``
+    of typically ``span_ref``, takes back the overstatement at those spans; for shorter spans
+    the scale shrinks like the increment of a random walk in ln C (its spread grows as the
+    square root of the span), so that the gain between two nearly equal budgets is known to
+    be nearly zero. Spans longer than ``span_ref`` keep the full scale."""
+    shrink = math.sqrt(min(1.0, max(float(span), 0.0) / span_ref)) if span_ref > 0 else 1.0
+    return math.hypot(float(scale_from), float(scale_to)) * shrink

@@ -1,30 +1,41 @@
-"""The point forecast: several laws and fit windows, weighted by rolling-origin validation.
+"""The point forecast: a combination of laws and fit windows, checked by rolling-origin validation.
 
 No single law extrapolates every real run. The paper's sigmoid through R0 saturates right
 after a steep opening jump and misses a slow drift that follows (a verl Qwen2.5-0.5B PPO run:
 MAE 0.028 on its second half, the power law 0.009); the power law keeps rising where a run
-has flattened. So the forecast is an ensemble of *members* (:data:`MEMBERS`):
+has flattened; a run that has stopped improving is best forecast by its current level. So the
+forecast combines *members* (:data:`MEMBERS`, a registry):
 
 ``sigmoid``          the paper's law, R0 = the evaluation before training, opening-plateau rule;
 ``sigmoid-last-4x``  the sigmoid with a free lower asymptote on the last 4x of compute
                      (``x >= x_end / 4``): the recent phase alone, e.g. the drift after a jump;
 ``sigmoid-last-8x``  the same on the last 8x;
-``power-law``        ``A - D / C^B`` on the points with compute > 0 (after an opening plateau).
+``power-law``        ``A - D / C^B`` on the points with compute > 0 (after an opening plateau);
+``level``            the recent level held (mean of the last 20% of the window's points, at
+                     least 3): the naive "no further change" forecast (inside the window it
+                     follows the sigmoid, shifted to meet that level).
 
-Each member is fitted on the whole window and, for the weights, at rolling origins inside it:
-on the first 50%, 60%, 70% and 80% of the window's points, predicting the rest of the window.
-A member's weight is ``exp(-(MSE - MSE_best) / (T sigma^2))`` with MSE its mean squared
-validation error, sigma the window's noise level and T the temperature: members whose
-validation error exceeds the best one's by much more than the noise get no say, members
-within the noise share it. T was chosen across real runs with leave-one-source-out
-(``benchmarks/forecast_corpus.py``; shipped in ``calibration.json``). Everything is decided
-from the fit window's own data, never from what is held out.
+Which members the default forecast combines, and how, is calibrated on real runs
+(``calibration.json``: ``members``, ``temperature``): each member is fitted on the whole
+window and at rolling origins inside it (its first 50%, 60%, 70% and 80% of points,
+predicting the rest of the window), and a member's weight is
+``exp(-(MSE - MSE_best) / (T sigma^2))`` -- MSE its rolling-origin error, sigma the window's
+noise, T the temperature; ``T = None`` weighs the members equally.
+``benchmarks/forecast_corpus.py`` chooses the member set and T in two steps: a candidate
+must first forecast the paper's law on clean synthetic curves (within 0.02 at 2x the fitted
+compute) -- which rules out equal weights with ``level``, since the naive level drags a
+still-rising curve down -- then the real runs choose by mean held-out error,
+leave-one-source-out. Shipped: ``sigmoid``, ``sigmoid-last-8x``, ``power-law`` and ``level``
+at T = 64 (soft: members within ~8 noise levels of the best share the forecast). On the real
+runs alone equal weights would have won -- the "forecast combination puzzle": weights
+estimated from a window's few, noisy validation errors lose to a plain average.
+Everything is decided from the fit window's own data, never from what is held out.
 
 Besides the mean curve the ensemble gives three measures of how far its forecast can be
-trusted, all used by :mod:`scalerl.curves.bands`: its *validation error* (how far off its
-members were at the rolling origins), the *spread* of the members at C (how much plausible
-laws disagree) and the *origin stability* (how much each member's forecast at C moved
-across the rolling origins: a forecast that changes with every new evaluation is not
+trusted, all used by :mod:`scalerl.curves.bands`: its *validation error* (how far off the
+combined forecast was at the rolling origins), the *spread* of the members at C (how much
+plausible laws disagree) and the *origin stability* (how much each member's forecast at C
+moved across the rolling origins: a forecast that changes with every new evaluation is not
 settled).
 """
 
@@ -37,6 +48,7 @@ from typing import Callable
 import numpy as np
 
 from scalerl.curves.data import Curve
+from scalerl.curves.laws import Level
 from scalerl.curves.power_law_fit import fit_power_law
 from scalerl.curves.sigmoid_fit import fit_sigmoid
 from scalerl.curves.solver import resolve_r0
@@ -49,6 +61,10 @@ Law = Callable[[np.ndarray], np.ndarray]
 ORIGINS = (0.5, 0.6, 0.7, 0.8)
 #: Fewest points (compute > 0) a fit at a rolling origin gets.
 MIN_ORIGIN_POINTS = 5
+#: The ``level`` member holds the mean of this share of the window's last points (at least
+#: LEVEL_MIN_POINTS): long enough to average the noise, short enough to be the current level.
+LEVEL_SHARE = 0.2
+LEVEL_MIN_POINTS = 3
 #: Smallest noise level of a pass rate: no evaluation set is large enough to go below it
 #: (an accuracy on 50,000 problems has a standard deviation of ~0.002).
 SIGMA_FLOOR = 0.002
@@ -109,6 +125,21 @@ def _power_law(curve: Curve, s: FitSettings) -> Law:
     return fit_power_law(curve, fit_from=start, A_max=s.A_max).law
 
 
+def _level(curve: Curve, s: FitSettings) -> Law:
+    pos = (curve.x > 0) & (curve.x >= (_lower_bound(s) or 0.0))
+    ys = curve.y[pos]
+    if ys.size < LEVEL_MIN_POINTS:
+        raise InputError(f"fewer than {LEVEL_MIN_POINTS} points to take the recent level from")
+    m = max(LEVEL_MIN_POINTS, int(round(LEVEL_SHARE * ys.size)))
+    # Inside the window it follows the paper's sigmoid (shifted to meet the level), so that
+    # the combined curve still describes the fitted points; beyond it, it holds the level.
+    try:
+        shape = _sigmoid(curve, s)
+    except (InputError, ValueError, FloatingPointError, np.linalg.LinAlgError):
+        shape = None
+    return Level(float(ys[-m:].mean()), float(curve.x[pos].max()), shape)
+
+
 MEMBERS: dict[str, Member] = {
     m.name: m
     for m in (
@@ -116,8 +147,11 @@ MEMBERS: dict[str, Member] = {
         Member("sigmoid-last-4x", "sigmoid with a free lower asymptote on the last 4x of compute", _recent_sigmoid(4.0)),
         Member("sigmoid-last-8x", "sigmoid with a free lower asymptote on the last 8x of compute", _recent_sigmoid(8.0)),
         Member("power-law", "power law A - D/C^B (points after an opening plateau)", _power_law),
+        Member("level", "the recent level held: mean of the window's last 20% of points (no further change)", _level),
     )
 }
+#: Every member: what :func:`fit_ensemble` fits unless told otherwise. The default forecast
+#: combines the subset named by the calibration (:mod:`scalerl.curves.bands`).
 DEFAULT_MEMBERS = tuple(MEMBERS)
 
 
@@ -153,7 +187,8 @@ class Ensemble:
     """Noise level of the window's evaluations (robust, with the floor of a pass rate)."""
     x_end: float
     """Last compute of the fit window: horizons are measured from it."""
-    temperature: float
+    temperature: float | None
+    """Weighting temperature; None weighs the members equally (see the module docstring)."""
     weights: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -161,9 +196,19 @@ class Ensemble:
         if not self.weights:
             self.weights = _weights(self.laws, self.val_mse, self.sigma, self.temperature)
 
-    def reweighted(self, temperature: float) -> "Ensemble":
+    def reweighted(self, temperature: float | None) -> "Ensemble":
         """The same fits with another temperature (cheap: nothing is refitted)."""
         return replace(self, temperature=temperature, weights={})
+
+    def subset(self, names, temperature: float | None) -> "Ensemble":
+        """The ensemble of the members in ``names`` only (those that could be fitted), weighted
+        at ``temperature`` -- nothing is refitted. Raises InputError when none is left."""
+        keep = [k for k in names if k in self.laws]
+        if not keep:
+            raise InputError(f"none of the members {', '.join(names)} could be fitted to this window")
+        origins = [Origin(o.n_fit, {k: o.laws[k] for k in keep if k in o.laws}, o.x_val, o.y_val) for o in self.origins]
+        return Ensemble({k: self.laws[k] for k in keep}, origins, _validation_mse(keep, origins), self.sigma,
+                        self.x_end, temperature, notes=list(self.notes))
 
     def member_values(self, C, names=None) -> np.ndarray:
         """Each member's forecast at C: an array (members, len(C)) in the order of ``names``
@@ -172,18 +217,23 @@ class Ensemble:
         C = np.atleast_1d(np.asarray(C, dtype=float))
         return np.array([np.asarray(self.laws[k](C), dtype=float).reshape(-1) for k in names])
 
+    def _w(self) -> tuple[list[str], np.ndarray]:
+        names = list(self.weights)
+        return names, np.array([self.weights[k] for k in names])
+
     def mean(self, C) -> np.ndarray:
         """The forecast: the weighted mean of the members at compute C."""
-        names = list(self.weights)
-        w = np.array([self.weights[k] for k in names])
+        names, w = self._w()
         return w @ self.member_values(C, names)
 
     def spread(self, C) -> np.ndarray:
-        """Standard deviation of the members at C, unweighted: how much plausible laws disagree."""
-        names = list(self.laws)
+        """Weighted standard deviation of the members at C: how much the laws the forecast
+        rests on disagree (a member validation has ruled out does not widen the band)."""
+        names, w = self._w()
         if len(names) < 2:
             return np.zeros(np.atleast_1d(C).shape)
-        return self.member_values(C, names).std(axis=0)
+        v = self.member_values(C, names)
+        return np.sqrt(np.maximum(w @ (v - w @ v) ** 2, 0.0))
 
     def origin_stability(self, C) -> np.ndarray:
         """Weighted mean over members of the standard deviation of their forecast at C across
@@ -197,13 +247,21 @@ class Ensemble:
                 out += w * np.std(preds, axis=0)
         return out
 
+    def _common_origins(self) -> list[Origin]:
+        return [o for o in self.origins if set(self.laws) <= set(o.laws)]
+
     @property
     def validation_rmse(self) -> float | None:
-        """Root of the weighted mean of the members' rolling-origin MSEs: how far off the
-        forecast has been inside the window, noise included (None: no validation possible)."""
-        if not self.val_mse:
+        """RMSE of the combined forecast at the rolling origins (the weighted mean of the
+        members refitted there, against the rest of the window): how far off the forecast has
+        been inside the window, noise included. None: no validation possible."""
+        common = self._common_origins()
+        if not common:
             return None
-        return math.sqrt(sum(self.weights[k] * self.val_mse[k] for k in self.val_mse))
+        names, w = self._w()
+        mse = [np.mean((w @ np.array([np.asarray(o.laws[k](o.x_val), dtype=float).reshape(-1) for k in names])
+                        - o.y_val) ** 2) for o in common]
+        return math.sqrt(float(np.mean(mse)))
 
     def describe(self) -> list[dict]:
         """Per member: name, weight, validation MSE -- for JSON and text output."""
@@ -215,14 +273,26 @@ class Ensemble:
         ]
 
 
-def _weights(laws: dict[str, Law], val_mse: dict[str, float], sigma: float, temperature: float) -> dict[str, float]:
-    if not val_mse or len(laws) == 1:
-        # Nothing to validate on (a short window): no member has earned more say than another.
+def _weights(laws: dict[str, Law], val_mse: dict[str, float], sigma: float,
+             temperature: float | None) -> dict[str, float]:
+    if temperature is None or not val_mse or len(laws) == 1:
+        # Equal weights: by calibration (temperature None), or because nothing could be
+        # validated (a short window) -- no member has earned more say than another.
         return {k: 1.0 / len(laws) for k in laws}
     best = min(val_mse.values())
     raw = {k: math.exp(-(val_mse[k] - best) / (temperature * sigma**2)) for k in laws}
     z = sum(raw.values())
     return {k: v / z for k, v in raw.items()}
+
+
+def _validation_mse(names, origins: list[Origin]) -> dict[str, float]:
+    """Each member's mean squared error over the origins where *every* member could be fitted,
+    so that all face the same points."""
+    common = [o for o in origins if set(names) <= set(o.laws)]
+    if not common:
+        return {}
+    return {k: float(np.mean([np.mean((np.asarray(o.laws[k](o.x_val)) - o.y_val) ** 2) for o in common]))
+            for k in names}
 
 
 def origin_sizes(n: int) -> list[int]:
@@ -236,17 +306,18 @@ def fit_ensemble(
     *,
     settings: FitSettings = FitSettings(),
     members=DEFAULT_MEMBERS,
-    temperature: float = 1.0,
+    temperature: float | None = None,
     bounded: bool = True,
 ) -> Ensemble:
     """Fit every member on ``window`` and at its rolling origins; weight them (see the module
-    docstring). ``window`` is the curve up to the end of the fit window, its zero-compute
-    points (the R0 measurement) included; ``settings.fit_from`` sets where members start."""
+    docstring; ``temperature`` None: equal weights). ``window`` is the curve up to the end of
+    the fit window, its zero-compute points (the R0 measurement) included;
+    ``settings.fit_from`` sets where members start."""
     unknown = [m for m in members if m not in MEMBERS]
     if unknown:
         raise InputError(f"unknown ensemble member(s) {', '.join(unknown)}; known: {', '.join(MEMBERS)}")
-    if temperature <= 0:
-        raise InputError(f"the ensemble temperature must be > 0, got {temperature}")
+    if temperature is not None and not temperature > 0:
+        raise InputError(f"the ensemble temperature must be > 0 (or None: equal weights), got {temperature}")
     laws = _fit_members(window, members, settings)
     if not laws:
         raise InputError(f"run {window.name!r}: no law could be fitted to the fit window")
@@ -259,13 +330,8 @@ def fit_ensemble(
     for m in origin_sizes(int(xs.size)):
         sub = window.window(None, float(xs[m - 1]))
         origins.append(Origin(m, _fit_members(sub, laws, settings), xs[m:], ys[m:]))
-    # Score on the origins where every member could be fitted, so all face the same points.
-    common = [o for o in origins if set(laws) <= set(o.laws)]
-    val_mse = {}
-    if common:
-        for k in laws:
-            val_mse[k] = float(np.mean([np.mean((np.asarray(o.laws[k](o.x_val)) - o.y_val) ** 2) for o in common]))
+    val_mse = _validation_mse(list(laws), origins)
     ens = Ensemble(laws, origins, val_mse, sigma, float(window.x.max()), temperature)
-    if not common:
+    if not val_mse:
         ens.notes.append("too few points for rolling-origin validation: the ensemble members are weighted equally")
     return ens

@@ -5,7 +5,7 @@ target, the marginal gain of more compute, and a verdict on a bigger budget.
 
 * the paper's sigmoid on the default window (:mod:`sigmoid_fit`) with a residual bootstrap
   (:mod:`uncertainty`) -- the parameters A, B, C_mid and their intervals;
-* the ensemble of laws and windows weighted by rolling-origin validation (:mod:`ensemble`)
+* the ensemble of laws and windows, its make-up calibrated on real runs (:mod:`ensemble`)
   -- the point forecast;
 * the confidence and prediction bands calibrated on real runs (:mod:`bands`);
 * the stability check (:mod:`stability`): on a run that peaked and fell, or is falling, the
@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from scalerl.curves.bands import Bands, Calibration, band_scale, default_calibration
+from scalerl.curves.bands import Bands, Calibration, band_scale, default_calibration, gain_scale
 from scalerl.curves.data import Curve
-from scalerl.curves.ensemble import DEFAULT_MEMBERS, Ensemble, FitSettings, fit_ensemble
+from scalerl.curves.ensemble import Ensemble, FitSettings, fit_ensemble
 from scalerl.curves.power_law_fit import PowerLawFit, fit_power_law
 from scalerl.curves.sigmoid_fit import SigmoidFit, fit_sigmoid
 from scalerl.curves.stability import Stability, check_stability
@@ -156,19 +156,10 @@ class Forecast:
         lo, hi = self.mean([C * (1 - eps), C * (1 + eps)])
         return float((hi - lo) / (2 * eps * C))
 
-    def _gain_scale(self, c_from: float, c_to: float) -> float:
-        C = np.array([c_from, c_to])
-        ens = self.ensemble
-        boot = _evaluate_many(self.band_boot.samples, C) if self.band_boot else np.zeros((1, 2))
-        members = ens.member_values(C)
-        stab = 0.0
-        for k, w in ens.weights.items():
-            gains = [float(np.diff(np.asarray(o.laws[k](C), dtype=float).reshape(-1))[0]) for o in ens.origins if k in o.laws]
-            if gains:
-                gains.append(float(np.diff(members[list(ens.laws).index(k)])[0]))
-                stab += w * float(np.std(gains))
-        spread = float(np.diff(members, axis=1).std()) if len(members) > 1 else 0.0
-        return math.sqrt(float(np.diff(boot, axis=1).std()) ** 2 + stab**2 + spread**2)
+    def gain_scale(self, c_from: float, c_to: float) -> float:
+        """The scale of the gain ``R(c_to) - R(c_from)`` (:func:`scalerl.curves.bands.gain_scale`)."""
+        s_from, s_to = self.scale([c_from, c_to])
+        return gain_scale(s_from, s_to, math.log(c_to / c_from), self.bands.calibration.gain_span)
 
     def ceiling(self) -> float:
         """Where the forecast levels off: its mean at 10^6 x the end of the fit window."""
@@ -178,17 +169,15 @@ class Forecast:
     def verdict(self, budget_from: float, budget_to: float, *, min_gain: float = 0.01) -> "Verdict":
         """Is it worth going from ``budget_from`` to ``budget_to``? (See :class:`Verdict`.)
 
-        The gain's interval is the confidence band's construction applied to the gain itself:
-        the bootstrap, origin-stability and member-spread terms of :mod:`scalerl.curves.bands`
-        computed on ``R(TO) - R(FROM)`` (errors shared by both ends cancel), times the
-        confidence factor. The factor was calibrated on levels, not gains."""
+        The gain's interval is ``gain +- q_gain * f * g``: g from the bands' scale at both ends
+        (:meth:`gain_scale`), f the small-sample factor and q_gain a conformal factor calibrated
+        on gains observed in real runs (:mod:`scalerl.curves.bands`)."""
         if not 0 < budget_from < budget_to:
             raise InputError(f"need 0 < from < to, got from={budget_from:g} to={budget_to:g}")
         p_from, p_to = self.predict([budget_from, budget_to])
         gain = p_to.R - p_from.R
         if self.bands is not None and self.ensemble is not None:
-            q = self.bands.calibration.q(self.level, "confidence") * float(self.bands.stretch([budget_to])[0])
-            half = q * self._gain_scale(budget_from, budget_to)
+            half = self.bands.gain_half_width(self.gain_scale(budget_from, budget_to), budget_to)
         else:
             half = 0.0
         lo, hi = gain - half, gain + half
@@ -250,17 +239,21 @@ def forecast(
     A_max: float = 1.0,
     y_floor: float = 0.0,
     paper_grid=None,
-    members=DEFAULT_MEMBERS,
+    members=None,
     calibration: Calibration | None = None,
-    temperature: float | None = None,
+    temperature: float | None | str = "calibrated",
 ) -> Forecast:
     """Forecast ``curve`` from its points up to ``fit_until`` (see the module docstring).
 
     ``n_boot`` resamples give the parameter intervals (0: none; the bands still use
-    :data:`BAND_BOOTSTRAP`). ``calibration`` (default: the shipped one) and ``temperature``
-    (default: the calibration's) are for calibrating the forecaster itself.
+    :data:`BAND_BOOTSTRAP`). ``calibration`` (default: the shipped one), ``members``
+    (default: the calibration's) and ``temperature`` (default: the calibration's; None: equal
+    weights) are for calibrating the forecaster itself.
     """
     calibration = calibration or default_calibration()
+    members = calibration.members if members is None else tuple(members)
+    if temperature == "calibrated":
+        temperature = calibration.temperature
     calibration.q(level, "confidence")  # an unsupported level is refused before any work
     fit = fit_sigmoid(
         curve, method=method, r0=r0, fit_from=fit_from, fit_until=fit_until, A_max=A_max, y_floor=y_floor,
@@ -278,11 +271,11 @@ def forecast(
     window = curve.window(None, fit_until)
     bounded = math.isfinite(A_max)
     settings = FitSettings(r0=r0, fit_from=fit_from, A_max=A_max, y_floor=y_floor)
-    ens = fit_ensemble(window, settings=settings, members=members,
-                       temperature=temperature or calibration.temperature, bounded=bounded)
+    ens = fit_ensemble(window, settings=settings, members=members, temperature=temperature, bounded=bounded)
     bands = Bands(sigma=ens.sigma, x_end=ens.x_end, calibration=calibration, level=level,
                   validated=ens.validation_rmse is not None,
-                  bounds=(y_floor if math.isfinite(y_floor) else -np.inf, A_max if bounded else np.inf))
+                  bounds=(y_floor if math.isfinite(y_floor) else -np.inf, A_max if bounded else np.inf),
+                  df=int(((window.x > 0) & np.isfinite(window.y)).sum()))
     stability = check_stability(window.x, window.y, R0=fit.R0 if fit.r0_mode != "free" else None)
     out = Forecast(fit=fit, boot=boot, power_law=pl, curve=curve, ensemble=ens, bands=bands,
                    stability=stability, band_boot=band_boot)

@@ -1,7 +1,9 @@
-"""Compute-performance laws: the sigmoid of the ScaleRL paper and the power law it replaces.
+"""Compute-performance laws: the sigmoid of the ScaleRL paper and the power law it replaces,
+and the naive "no further change" forecast the two are measured against.
 
     Sigmoid:   R(C) = R0 + (A - R0) / (1 + (C_mid / C) ** B)
     Power law: R(C) = A - D / C ** B
+    Level:     R(C) = L   (the recent level, held)
 
 Both are small immutable objects: evaluate with ``law(C)``, invert with ``compute_for``,
 read the parameters with ``params()``. The sigmoid is a logistic in ln C, which is why the
@@ -103,3 +105,42 @@ class PowerLaw:
 
     def params(self) -> dict[str, float]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Level:
+    """The naive forecast: from ``x_end`` on the run stays at ``level``.
+
+    The benchmark every forecaster of a time series is held to (the "no-change" forecast of
+    the forecasting competitions); in the ensemble it is the member that says the gain is over,
+    beside the sigmoid (it slows) and the power law (it keeps rising). Before ``x_end`` (inside
+    the fit window) it follows ``shape`` -- a law fitted to the window -- shifted to meet the
+    level at ``x_end``, so that the combined curve stays a description of the data there too;
+    without a shape it is flat everywhere."""
+
+    level: float
+    x_end: float = math.inf
+    shape: object = None
+    """A law (callable on compute) for C < x_end, or None."""
+
+    name = "level"
+
+    def __call__(self, C):
+        C = np.asarray(C, dtype=float)
+        if self.shape is None or not math.isfinite(self.x_end):
+            out = np.full(C.shape, self.level)
+        else:
+            before = np.asarray(self.shape(np.minimum(C, self.x_end)), dtype=float)
+            out = before - float(self.shape(self.x_end)) + self.level
+        return float(out) if out.ndim == 0 else out
+
+    def compute_for(self, R: float) -> float:
+        """Compute from which the held level is at least ``R``: 0 at or below it, else never."""
+        return 0.0 if R <= self.level else math.inf
+
+    def slope(self, C):
+        out = np.zeros(np.shape(C))
+        return float(out) if out.ndim == 0 else out
+
+    def params(self) -> dict[str, float]:
+        return {"level": self.level, "x_end": self.x_end}

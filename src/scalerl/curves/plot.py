@@ -102,13 +102,18 @@ def plot_forecast(fc, path, *, title: str | None = None, extend: float = 3.0, x_
 
 
 def plot_compare(result, path, *, title: str | None = None, extend: float = 3.0) -> Path:
-    """All runs of a comparison on one log-x axis, each with its pooled fit and band."""
+    """All runs of a comparison on one log-x axis: each run's points, its pooled sigmoid (the
+    fit the classification is about) and its forecast with the calibrated confidence band
+    (dashed line, shaded) -- the same band ``compare`` prints at the common compute. A run
+    compared without forecasts falls back to the bootstrap band of its sigmoid; an unstable
+    run gets no band (its extrapolation is not a forecast)."""
     path = _check_path(path)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
     xmin = min(float(c.x[c.x > 0].min()) for r in result.runs for c in r.curves)
     xmax = max(float(c.x.max()) for r in result.runs for c in r.curves)
     grid = _grid(xmin, xmax, extend)
+    pct = None
     for i, rf in enumerate(result.runs):
         color = f"C{i % 10}"
         for j, c in enumerate(rf.curves):
@@ -116,11 +121,23 @@ def plot_compare(result, path, *, title: str | None = None, extend: float = 3.0)
             ax.scatter(c.x[pos], c.y[pos], s=10, color=color, alpha=0.55, marker="os^vD"[j % 5])
         f = rf.fit
         lw = 2.5 if rf.label == result.baseline else 1.6
-        ax.plot(grid, f.law(grid), color=color, lw=lw, label=f"{rf.label}: A={f.A:.3f} B={f.B:.2f}")
-        if rf.seeds.boot is not None:
+        unstable = rf.stability.unstable or (rf.forecast is not None and rf.forecast.unstable)
+        note = " (unstable: no forecast)" if unstable else ""
+        ax.plot(grid, f.law(grid), color=color, lw=lw, ls=":" if unstable else "-",
+                label=f"{rf.label}: A={f.A:.3f} B={f.B:.2f}{note}")
+        if unstable:
+            continue
+        if rf.forecast is not None and rf.forecast.bands is not None:
+            b = rf.forecast.band_arrays(grid)
+            pct = int(round(100 * rf.forecast.level))
+            ax.plot(grid, b["R"], "--", color=color, lw=1.0)
+            ax.fill_between(grid, b["lo"], b["hi"], color=color, alpha=0.12, lw=0)
+        elif rf.seeds.boot is not None:
             lo, hi = rf.seeds.boot.predict_interval(grid)
             ax.fill_between(grid, lo, hi, color=color, alpha=0.12, lw=0)
     ax.axvspan(xmax, grid.max(), color="gray", alpha=0.07)
+    if pct is not None:  # one legend entry for what the dashed lines and shading are
+        ax.plot([], [], "--", color="gray", lw=1.0, label=f"forecast, {pct}% confidence band (calibrated)")
     c0 = result.runs[0].curves[0]
     ax.set_xlabel(c0.x_name)
     ax.set_ylabel(c0.y_name)

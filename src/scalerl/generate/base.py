@@ -97,9 +97,29 @@ class LengthController(Protocol):
     def start(self, rng: random.Random) -> LengthState: ...
 
 
+class ScheduledUpdates(Protocol):
+    """In-flight weight updates at fixed decode steps instead of whenever they arrive.
+
+    Deterministic PipelineRL-k (:mod:`scalerl.pipeline.landing`) decides, from seeds, at which
+    decode step of a batch each new policy version lands; the generator asks before the prompt
+    pass (step 0) and before computing the logits of every later token, and loads what it is
+    given -- keeping its KV cache, as an in-flight update does. Same schedule, same weights:
+    the same tokens, whatever the threads' timing.
+    """
+
+    def weights_at(self, step: int) -> tuple[Mapping[str, Any], int] | None:
+        """The weights (state dict, policy version) to hold from decode step ``step`` on, or None
+        to keep the current ones. May block until those weights exist."""
+        ...
+
+
 @runtime_checkable
 class Generator(Protocol):
-    """A sampling backend. ``version`` is the policy version of the weights it holds."""
+    """A sampling backend. ``version`` is the policy version of the weights it holds.
+
+    ``generate(..., updates=...)`` (optional): a :class:`ScheduledUpdates`; only generators that
+    support deterministic in-flight updates accept it (the Hugging Face loop does).
+    """
 
     version: int
 

@@ -6,11 +6,12 @@ Why not ``model.generate``: the trainer needs, per token, the generator's own fp
 controller (the interruption phrase, loss mask 0). The loop below does exactly that:
 
 1. left-pad the prompts; position ids count real tokens only, so a row's positions do not
-   depend on its padding (the trainer's recomputation uses the same layout,
-   :func:`scalerl.generate.logprobs.completion_logprobs`);
+   depend on its padding (:mod:`scalerl.generate.layout`, which the trainer's recomputation in
+   :mod:`scalerl.generate.logprobs` shares);
 2. prefill once with ``logits_to_keep=1``; then one forward of one token per step on the cache;
 3. per step: sample (temperature / top-p), override with forced tokens, record, stop rows on
-   EOS / budget / ``max_new_tokens``, apply queued weights, drop finished rows from the batch
+   EOS / budget / ``max_new_tokens``, apply queued weights -- or, given a schedule
+   (``updates``), the weights scheduled for the next step --, drop finished rows from the batch
    (and the cache) once enough have finished.
 
 Log-probs follow :mod:`scalerl.generate.sampling` (fp32, after temperature, no top-p).
@@ -22,42 +23,15 @@ Log-probs follow :mod:`scalerl.generate.sampling` (fp32, after temperature, no t
 
 from __future__ import annotations
 
-import inspect
 import random
 import threading
 from typing import Any, Mapping, Sequence
 
 import torch
 
-from scalerl.generate.base import Completion, InFlightUpdates, LengthController, SamplingParams
+from scalerl.generate.base import Completion, InFlightUpdates, LengthController, SamplingParams, ScheduledUpdates
+from scalerl.generate.layout import eos_ids, forward_kwargs, left_pad, new_cache, pad_id_of, position_ids
 from scalerl.generate.sampling import sample_next
-
-
-def _forward_kwargs(model: Any) -> tuple[str, bool]:
-    """Name of the cache argument (``cache`` in transformers 5, ``past_key_values`` before) and
-    whether the model accepts ``logits_to_keep`` (compute the LM head for the last position only)."""
-    params = inspect.signature(model.forward).parameters
-    return ("cache" if "cache" in params else "past_key_values"), "logits_to_keep" in params
-
-
-def _new_cache(model: Any) -> Any:
-    from transformers import DynamicCache
-
-    try:
-        return DynamicCache(config=model.config)
-    except TypeError:  # older transformers: no config argument
-        return DynamicCache()
-
-
-def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
-    ids: set[int] = set()
-    for source in (getattr(model, "generation_config", None), model.config, tokenizer):
-        value = getattr(source, "eos_token_id", None) if source is not None else None
-        if value is not None:
-            ids.update(value if isinstance(value, (list, tuple)) else [value])
-    if not ids:
-        raise ValueError("HFGenerator: neither the model nor the tokenizer defines an eos_token_id")
-    return sorted(ids)
 
 
 class HFGenerator(InFlightUpdates):
@@ -89,9 +63,9 @@ class HFGenerator(InFlightUpdates):
         self.compact_fraction = compact_fraction
         self.autocast_dtype = autocast_dtype
         self.device = next(model.parameters()).device
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else _eos_ids(model, tokenizer)[0]
-        self.eos = torch.tensor(_eos_ids(model, tokenizer), device=self.device)
-        self._cache_arg, self._keep_arg = _forward_kwargs(model)
+        self.pad_id = pad_id_of(model, tokenizer)
+        self.eos = torch.tensor(eos_ids(model, tokenizer), device=self.device)
+        self._cache_arg, self._keep_arg = forward_kwargs(model)
         self._torch_rng = torch.Generator(device=self.device).manual_seed(seed)
         self._py_rng = random.Random(seed)
         self._busy = threading.Lock()  # held for a whole generate call
@@ -140,12 +114,22 @@ class HFGenerator(InFlightUpdates):
             pending, self._pending = self._pending, None
         if pending is None:
             return
-        tensors, version = pending
+        self._load(*pending)
+
+    def _load(self, tensors: Mapping[str, torch.Tensor], version: int) -> None:
         targets = self._targets()
         with torch.inference_mode(False), torch.no_grad():
             for name, value in tensors.items():
                 targets[name].copy_(value)
         self.version = version
+
+    def _scheduled(self, updates: ScheduledUpdates | None, step: int) -> None:
+        """Load the weights ``updates`` schedules for decode step ``step`` (deterministic mode)."""
+        if updates is None:
+            return
+        weights = updates.weights_at(step)
+        if weights is not None and weights[1] != self.version:  # a version names its weights
+            self._load(*weights)
 
     # ---- sampling ----------------------------------------------------------------------------
     def generate(
@@ -153,7 +137,11 @@ class HFGenerator(InFlightUpdates):
         prompts: Sequence[Sequence[int]],
         params: SamplingParams,
         length_control: LengthController | None = None,
+        *,
+        updates: ScheduledUpdates | None = None,
     ) -> list[Completion]:
+        """Sample completions of ``prompts``. ``updates``: load new weights at the decode steps it
+        schedules (deterministic PipelineRL-k) instead of whenever :meth:`update_weights` delivers them."""
         if params.max_new_tokens < 0 or not 0.0 < params.top_p <= 1.0:
             raise ValueError(f"HFGenerator.generate: need max_new_tokens >= 0 and 0 < top_p <= 1, got {params}")
         if not prompts:
@@ -165,7 +153,7 @@ class HFGenerator(InFlightUpdates):
             was_training = self.model.training
             self.model.eval()
             try:
-                completions = self._generate(prompts, params, length_control)
+                completions = self._generate(prompts, params, length_control, updates)
             finally:
                 self.model.train(was_training)
         self._apply_if_idle()
@@ -218,7 +206,8 @@ class HFGenerator(InFlightUpdates):
 
     @torch.inference_mode()
     def _generate(
-        self, prompts: Sequence[Sequence[int]], params: SamplingParams, length_control: LengthController | None
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams, length_control: LengthController | None,
+        updates: ScheduledUpdates | None = None,
     ) -> list[Completion]:
         n, dev, max_new = len(prompts), self.device, params.max_new_tokens
         if params.seed is None:
@@ -228,14 +217,10 @@ class HFGenerator(InFlightUpdates):
             py_rng = random.Random(params.seed)
         states = [length_control.start(py_rng) for _ in range(n)] if length_control is not None else None
 
-        width = max(len(p) for p in prompts)
-        ids = torch.full((n, width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((n, width + max_new), dtype=torch.long)  # grows by slicing, not concatenation
-        for i, p in enumerate(prompts):
-            ids[i, width - len(p) :] = torch.as_tensor(list(p), dtype=torch.long)
-            mask[i, width - len(p) : width] = 1
+        ids, mask = left_pad(prompts, self.pad_id, extra=max_new)  # the mask grows by slicing, not concatenation
+        width = ids.shape[1]
         ids, mask = ids.to(dev), mask.to(dev)
-        positions = (mask[:, :width].cumsum(-1) - 1).clamp(min=0)
+        positions = position_ids(mask[:, :width])
 
         out_tokens = torch.full((n, max_new), self.pad_id, dtype=torch.long, device=dev)
         out_logprobs = torch.zeros((n, max_new), dtype=torch.float32, device=dev)
@@ -249,8 +234,9 @@ class HFGenerator(InFlightUpdates):
         live = torch.ones(n, dtype=torch.bool, device=dev)  # per batch row: not finished yet
         if states is not None:
             live = torch.tensor([not s.finished for s in states], device=dev)
-        cache = _new_cache(self.model)
+        cache = new_cache(self.model)
         if max_new > 0 and bool(live.any()):
+            self._scheduled(updates, 0)
             logits = self._prefill(prompts, ids, mask[:, :width], positions, cache)
         next_pos = positions[:, -1] + 1
 
@@ -273,7 +259,12 @@ class HFGenerator(InFlightUpdates):
             if t + 1 == max_new or not bool(live.any()):
                 break
 
-            self._apply_pending()  # in-flight weight update: between two decode steps, cache kept
+            # In-flight weight update: between two decode steps, cache kept -- at the step the
+            # schedule says (deterministic), or whenever new weights arrived (timing-driven).
+            if updates is not None:
+                self._scheduled(updates, t + 1)
+            else:
+                self._apply_pending()
             finished_share = 1.0 - live.sum().item() / live.numel()
             if finished_share > 0 and finished_share >= self.compact_fraction:
                 keep = live.nonzero().squeeze(-1)

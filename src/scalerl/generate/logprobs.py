@@ -1,7 +1,7 @@
 """Teacher-forced log-probs of completions: what the trainer computes as ``log pi_train``.
 
-Same layout as the generator (prompts left-padded, completions right-padded after them,
-position ids counting real tokens only) and the same convention
+Same layout as the generator (:mod:`scalerl.generate.layout`: prompts left-padded, completions
+right-padded after them, position ids counting real tokens only) and the same convention
 (:func:`scalerl.generate.sampling.token_logprobs`: fp32, after temperature), so that on
 unchanged weights the result equals the generator's recorded log-probs up to float noise.
 Only the completion positions go through the LM head (``logits_to_keep``), which matters for
@@ -10,12 +10,12 @@ large vocabularies.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, Sequence
 
 import torch
 
 from scalerl.generate.base import Completion
+from scalerl.generate.layout import forward_kwargs, left_pad, new_cache, position_ids
 from scalerl.generate.sampling import token_logprobs
 
 
@@ -29,19 +29,13 @@ def pack_completions(
     [B, T]`` (1 on real completion tokens) and ``loss_mask [B, T]`` (the generator's mask:
     0 on forced tokens and padding).
     """
-    width = max(len(c.prompt_ids) for c in completions)
     length = max((len(c.token_ids) for c in completions), default=0)
-    n = len(completions)
-    ids = torch.full((n, width + length), pad_token_id, dtype=torch.long)
-    attention = torch.zeros((n, width + length), dtype=torch.long)
-    loss_mask = torch.zeros((n, length), dtype=torch.long)
-    for i, c in enumerate(completions):
-        p, t = len(c.prompt_ids), len(c.token_ids)
-        ids[i, width - p : width] = torch.as_tensor(c.prompt_ids, dtype=torch.long)
-        ids[i, width : width + t] = torch.as_tensor(c.token_ids, dtype=torch.long)
-        attention[i, width - p : width + t] = 1
-        loss_mask[i, :t] = torch.as_tensor(c.loss_mask, dtype=torch.long)
-    positions = (attention.cumsum(-1) - 1).clamp(min=0)
+    prompt_ids, attention = left_pad([c.prompt_ids for c in completions], pad_token_id, extra=length)
+    width = prompt_ids.shape[1]
+    c_ids, c_mask, loss_mask = _right_pad(completions, length, pad_token_id)
+    ids = torch.cat([prompt_ids, c_ids], dim=1)
+    attention[:, width:] = c_mask
+    positions = position_ids(attention)
     out = {
         "input_ids": ids,
         "attention_mask": attention,
@@ -61,7 +55,7 @@ def completion_logprobs(model: Any, batch: dict[str, torch.Tensor], temperature:
     length = batch["completion_ids"].shape[1]
     if length == 0:
         return torch.zeros(batch["completion_ids"].shape, dtype=torch.float32, device=batch["input_ids"].device)
-    extra = {"logits_to_keep": length + 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
+    extra = {"logits_to_keep": length + 1} if forward_kwargs(model)[1] else {}
     out = model(
         input_ids=batch["input_ids"],
         attention_mask=batch["attention_mask"],
@@ -96,43 +90,46 @@ def shared_prompt_logprobs(
 
     Returns ``(logprobs [N, T], completion_ids [N, T], completion_mask [N, T])``.
     """
-    from transformers import DynamicCache
-
     if model.training and torch.is_grad_enabled() and _checkpointing(model):
         # A checkpointed layer drops the KV cache in training (transformers does, as the replay
         # would write it twice), so the prompt pass cannot be shared: score every sequence whole.
         batch = pack_completions(completions, pad_token_id, device)
         return completion_logprobs(model, batch, temperature), batch["completion_ids"], batch["completion_mask"]
-    keys = {}
+    keys: dict[tuple[int, ...], int] = {}
     inverse = [keys.setdefault(tuple(c.prompt_ids), len(keys)) for c in completions]
-    prompts = list(keys)
-    n, u = len(completions), len(prompts)
-    width = max(len(p) for p in prompts)
+    n = len(completions)
     length = max((len(c.token_ids) for c in completions), default=0)
-    p_ids = torch.full((u, width), pad_token_id, dtype=torch.long)
-    p_mask = torch.zeros((u, width), dtype=torch.long)
-    for i, p in enumerate(prompts):
-        p_ids[i, width - len(p):] = torch.as_tensor(p, dtype=torch.long)
-        p_mask[i, width - len(p):] = 1
-    c_ids = torch.full((n, length), pad_token_id, dtype=torch.long)
-    c_mask = torch.zeros((n, length), dtype=torch.long)
-    for i, c in enumerate(completions):
-        c_ids[i, : len(c.token_ids)] = torch.as_tensor(c.token_ids, dtype=torch.long)
-        c_mask[i, : len(c.token_ids)] = 1
+    p_ids, p_mask = left_pad(list(keys), pad_token_id)
+    c_ids, c_mask, _ = _right_pad(completions, length, pad_token_id)
     p_ids, p_mask, c_ids, c_mask = (t.to(device) for t in (p_ids, p_mask, c_ids, c_mask))
     inv = torch.tensor(inverse, dtype=torch.long, device=device)
     if length == 0:
         return torch.zeros((n, 0), device=device), c_ids, c_mask
 
-    cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-    keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
-    cache = DynamicCache(config=model.config)
-    p_pos = (p_mask.cumsum(-1) - 1).clamp(min=0)
+    cache_arg, keeps_logits = forward_kwargs(model)
+    keep = {"logits_to_keep": 1} if keeps_logits else {}
+    cache = new_cache(model)
+    p_pos = position_ids(p_mask)
     first = model(input_ids=p_ids, attention_mask=p_mask, position_ids=p_pos, use_cache=True,
                   **{cache_arg: cache}, **keep).logits[:, -1:, :]
     cache.batch_select_indices(inv)  # expand: completion i attends to the K/V of its prompt
     mask = torch.cat([p_mask[inv], c_mask], dim=1)
-    pos = p_mask.sum(-1)[inv, None] + torch.arange(length, device=device)[None, :]
+    pos = position_ids(mask)[:, p_mask.shape[1]:]  # the completions continue their prompt's count
     rest = model(input_ids=c_ids, attention_mask=mask, position_ids=pos, use_cache=True, **{cache_arg: cache}).logits
     logits = torch.cat([first[inv], rest[:, :-1, :]], dim=1)
     return token_logprobs(logits, c_ids, temperature) * c_mask, c_ids, c_mask
+
+
+def _right_pad(completions: Sequence[Completion], length: int, pad_token_id: int
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(token ids, real-token mask, the generator's loss mask)``, each ``[B, length]``."""
+    n = len(completions)
+    ids = torch.full((n, length), pad_token_id, dtype=torch.long)
+    mask = torch.zeros((n, length), dtype=torch.long)
+    loss_mask = torch.zeros((n, length), dtype=torch.long)
+    for i, c in enumerate(completions):
+        t = len(c.token_ids)
+        ids[i, :t] = torch.as_tensor(c.token_ids, dtype=torch.long)
+        mask[i, :t] = 1
+        loss_mask[i, :t] = torch.as_tensor(c.loss_mask, dtype=torch.long)
+    return ids, mask, loss_mask

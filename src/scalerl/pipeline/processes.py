@@ -30,6 +30,7 @@ import traceback
 from typing import Any
 
 from scalerl.models.lora import generator_state_dict
+from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.pool import Deliver, Fail
 from scalerl.pipeline.scheduler import PipelineError
 from scalerl.pipeline.work import WorkerSpec, build_worker
@@ -126,8 +127,8 @@ class ProcessPool:
         self.ready = 0
 
     @classmethod
-    def for_trainer(cls, trainer: Any) -> "ProcessPool":
-        return cls(WorkerSpec.from_trainer(trainer), trainer.model, trainer.version, trainer.cfg.backend.generators)
+    def for_context(cls, ctx: PipelineContext) -> "ProcessPool":
+        return cls(WorkerSpec.from_context(ctx), ctx.model, ctx.version, ctx.backend.generators)
 
     def start(self, deliver: Deliver, fail: Fail) -> None:
         self._reader = threading.Thread(target=self._read, args=(deliver, fail), name="scalerl-results", daemon=True)

@@ -54,6 +54,7 @@ from typing import Any
 
 from scalerl.errors import ConfigError
 from scalerl.models.lora import generator_state_dict
+from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.pool import Deliver, Fail
 from scalerl.pipeline.scheduler import PipelineError
 from scalerl.pipeline.work import RoundRequest, WorkerSpec
@@ -257,9 +258,9 @@ class RayPool:
         self.requeued = 0
 
     @classmethod
-    def for_trainer(cls, trainer: Any) -> "RayPool":
-        b = trainer.cfg.backend
-        return cls(WorkerSpec.from_trainer(trainer), trainer.model, trainer.version, b.generators,
+    def for_context(cls, ctx: PipelineContext) -> "RayPool":
+        b = ctx.backend
+        return cls(WorkerSpec.from_context(ctx), ctx.model, ctx.version, b.generators,
                    address=b.ray_address, cpus=b.generator_cpus, gpus=b.generator_gpus, max_restarts=b.max_restarts,
                    weight_sync=b.weight_sync)
 

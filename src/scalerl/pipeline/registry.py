@@ -5,23 +5,33 @@ mode                      ``--backend local`` (default)               ``--backen
 ========================  ==========================================  ==========================================
 ``sync``                  the trainer's own model generates           generator actors, one batch at a time
 ``ppo-off-policy-k``      the trainer's own model, k batches a round  generator actors, k batches in parallel
-``pipeline-rl-k``         generator threads (or processes)            generator actors, continuously
+``pipeline-rl-k``         generator threads (seeded updates) or       generator actors, continuously
+                          processes (timing-driven)
 ========================  ==========================================  ==========================================
 
 Locally the synchronous modes need no copy of the weights and are bit-for-bit reproducible;
-``backend.generators`` only matters to pipeline-rl-k there. The trainer never branches on
-the mode or the backend: it calls :func:`make_source`.
+``backend.generators`` only matters to pipeline-rl-k there. So is pipeline-rl-k on threads with
+seeded updates (``backend.updates``, :mod:`scalerl.pipeline.landing`). The trainer never
+branches on the mode or the backend: it calls :func:`make_source` with a
+:class:`~scalerl.pipeline.context.PipelineContext`, and :func:`trainer_threads` for its own
+torch thread count.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 from scalerl.errors import ConfigError
-from scalerl.pipeline.scheduler import BatchPlan, OffPolicySchedule, PipelineSchedule, PooledSource
+from scalerl.pipeline.config import BackendConfig, update_mode
+from scalerl.pipeline.context import PipelineContext
+from scalerl.pipeline.landing import WeightHistory, window
+from scalerl.pipeline.pool import WorkerPool
+from scalerl.pipeline.scheduler import OffPolicySchedule, PipelineSchedule, PooledSource, SeededPipelineSchedule
 from scalerl.pipeline.sources import OffPolicySource, RolloutSource
+from scalerl.pipeline.work import RolloutWorker
 
-#: mode -> schedule(k, generators) of a pooled source.
+#: mode -> schedule(k, generators) of a pooled source (timing-driven updates).
 SCHEDULES: dict[str, Callable[[int, int], Any]] = {
     "sync": lambda k, generators: OffPolicySchedule(1),
     "ppo-off-policy-k": lambda k, generators: OffPolicySchedule(k),
@@ -29,65 +39,99 @@ SCHEDULES: dict[str, Callable[[int, int], Any]] = {
 }
 
 
-def _thread_pool(trainer: Any) -> Any:
+def _thread_pool(ctx: PipelineContext) -> WorkerPool:
     from scalerl.pipeline.threads import ThreadPool
 
-    return ThreadPool.for_trainer(trainer)
+    return ThreadPool.for_context(ctx)
 
 
-def _process_pool(trainer: Any) -> Any:
+def _process_pool(ctx: PipelineContext) -> WorkerPool:
     from scalerl.pipeline.processes import ProcessPool
 
-    return ProcessPool.for_trainer(trainer)
+    return ProcessPool.for_context(ctx)
 
 
-def _ray_pool(trainer: Any) -> Any:
+def _ray_pool(ctx: PipelineContext) -> WorkerPool:
     from scalerl.pipeline.ray_backend import RayPool
 
-    return RayPool.for_trainer(trainer)
+    return RayPool.for_context(ctx)
 
 
-#: backend.workers -> pool factory(trainer), for the local backend.
-LOCAL_POOLS: dict[str, Callable[[Any], Any]] = {"threads": _thread_pool, "processes": _process_pool}
+#: backend.workers -> pool factory(ctx), for the local backend's timing-driven pipeline.
+LOCAL_POOLS: dict[str, Callable[[PipelineContext], WorkerPool]] = {"threads": _thread_pool, "processes": _process_pool}
 
 
-def pooled(trainer: Any, pool: Any, mode: str, k: int) -> PooledSource:
+def pooled(ctx: PipelineContext, pool: WorkerPool, mode: str, k: int) -> PooledSource:
     schedule = SCHEDULES[mode](k, pool.size)
-    return PooledSource(pool, BatchPlan.from_trainer(trainer), schedule, version=trainer.version)
+    return PooledSource(pool, ctx.rollout, schedule, version=ctx.version)
 
 
-def _own_model(trainer: Any, mode: str, k: int) -> RolloutSource:
-    return OffPolicySource(trainer.generator, trainer.make_batch, 1 if mode == "sync" else k)
+def _own_model(ctx: PipelineContext, mode: str, k: int) -> RolloutSource:
+    return OffPolicySource(ctx.rollout, ctx.generator, 1 if mode == "sync" else k)
 
 
-def _local_pool(trainer: Any, mode: str, k: int) -> RolloutSource:
-    return pooled(trainer, LOCAL_POOLS[trainer.cfg.backend.workers](trainer), mode, k)
+def _seeded(ctx: PipelineContext, mode: str, k: int) -> RolloutSource:
+    from scalerl.pipeline.threads import ThreadPool
+
+    history = WeightHistory()
+    pool = ThreadPool.for_context(ctx, history)
+    schedule = SeededPipelineSchedule(k, window(k, pool.size), ctx.rollout.seed, ctx.rollout.recipe.length.max_new_tokens)
+    own = RolloutWorker(ctx.generator, ctx.rollout.round)
+    return PooledSource(pool, ctx.rollout, schedule, version=ctx.version, history=history, own=own)
 
 
-#: local backend: mode -> factory(trainer, mode, k).
-LOCAL: dict[str, Callable[[Any, str, int], RolloutSource]] = {
+def _local_pipeline(ctx: PipelineContext, mode: str, k: int) -> RolloutSource:
+    if update_mode(ctx.backend) == "seeded":
+        return _seeded(ctx, mode, k)
+    return pooled(ctx, LOCAL_POOLS[ctx.backend.workers](ctx), mode, k)
+
+
+#: local backend: mode -> factory(ctx, mode, k).
+LOCAL: dict[str, Callable[[PipelineContext, str, int], RolloutSource]] = {
     "sync": _own_model,
     "ppo-off-policy-k": _own_model,
-    "pipeline-rl-k": _local_pool,
+    "pipeline-rl-k": _local_pipeline,
 }
 
 
-def _local(trainer: Any, mode: str, k: int) -> RolloutSource:
-    return LOCAL[mode](trainer, mode, k)
+def _local(ctx: PipelineContext, mode: str, k: int) -> RolloutSource:
+    return LOCAL[mode](ctx, mode, k)
 
 
-def _ray(trainer: Any, mode: str, k: int) -> RolloutSource:
-    return pooled(trainer, _ray_pool(trainer), mode, k)
+def _ray(ctx: PipelineContext, mode: str, k: int) -> RolloutSource:
+    return pooled(ctx, _ray_pool(ctx), mode, k)
 
 
-#: backend.name -> factory(trainer, mode, k).
-BACKENDS: dict[str, Callable[[Any, str, int], RolloutSource]] = {"local": _local, "ray": _ray}
+#: backend.name -> factory(ctx, mode, k).
+BACKENDS: dict[str, Callable[[PipelineContext, str, int], RolloutSource]] = {"local": _local, "ray": _ray}
 
 
-def make_source(trainer: Any, mode: str, k: int) -> RolloutSource:
-    backend = trainer.cfg.backend.name
-    if mode not in SCHEDULES:
-        raise ConfigError(f"unknown pipeline {mode!r}; known: {', '.join(SCHEDULES)}")
+def make_source(ctx: PipelineContext) -> RolloutSource:
+    """The rollout source for the run's pipeline mode and backend."""
+    off = ctx.rollout.recipe.off_policy
+    backend = ctx.backend.name
+    if off.pipeline not in SCHEDULES:
+        raise ConfigError(f"unknown pipeline {off.pipeline!r}; known: {', '.join(SCHEDULES)}")
     if backend not in BACKENDS:
         raise ConfigError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
-    return BACKENDS[backend](trainer, mode, k)
+    return BACKENDS[backend](ctx, off.pipeline, off.k)
+
+
+def cpu_cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def trainer_threads(mode: str, backend: BackendConfig, cores: int | None = None) -> int | None:
+    """torch threads for the trainer when the user set none (``run.threads=0``), or None to leave
+    torch's default (every core). Under pipeline-rl-k on the local backend the trainer and the
+    generators run at once on one machine: the trainer gets the cores the generators leave (each
+    generator thread or process uses ``backend.generator_threads``), at least one -- on 2 cores,
+    one each instead of two each (4 threads on 2 cores spin against each other)."""
+    if mode != "pipeline-rl-k" or backend.name != "local":
+        return None
+    cores = cores or cpu_cores()
+    return max(1, cores - backend.generators * backend.generator_threads)

@@ -1,6 +1,6 @@
 """Where the trainer's batches come from: the off-policy pipeline (SPEC.md §2, first row).
 
-A *source* hands the trainer one :class:`~scalerl.train.rollout.RolloutBatch` per optimizer
+A *source* hands the trainer one :class:`~scalerl.rollout.groups.RolloutBatch` per optimizer
 step and is told after each step that the weights changed. The modes share one config key,
 ``recipe.off_policy.pipeline`` (with ``recipe.off_policy.k``):
 
@@ -8,7 +8,8 @@ step and is told after each step that the weights changed. The modes share one c
 ``ppo-off-policy-k``  generate k batches with the current weights, then take k optimizer steps,
                       one per batch (data up to k - 1 updates old);
 ``pipeline-rl-k``     generators sample continuously and receive new weights after every update,
-                      mid-sequence (:mod:`scalerl.pipeline.scheduler` over the worker pools).
+                      mid-sequence (:mod:`scalerl.pipeline.scheduler` over the worker pools), at
+                      seeded decode steps (:mod:`scalerl.pipeline.landing`) or whenever they arrive.
 
 :mod:`scalerl.pipeline.registry` maps (mode, backend) to a source.
 """
@@ -17,12 +18,12 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
-from scalerl.train.rollout import RolloutBatch
-
-#: make_batch(step_index) -> the batch whose sampling seeds derive from that index.
-BatchMaker = Callable[[int], RolloutBatch]
+from scalerl.generate.base import Generator
+from scalerl.rollout.context import RolloutContext
+from scalerl.rollout.groups import RolloutBatch
+from scalerl.rollout.produce import make_batch
 
 
 class RolloutSource(Protocol):
@@ -30,8 +31,9 @@ class RolloutSource(Protocol):
         """The batch for optimizer step ``step`` (blocks until one is ready)."""
         ...
 
-    def weights_updated(self, model: Any, version: int) -> None:
-        """Called after every optimizer step with the trainer's model and the new version."""
+    def weights_updated(self, model: Any, version: int, *, step: int) -> None:
+        """Called after every optimizer step (and on resume) with the trainer's model, its policy
+        version and the number of steps it has taken."""
         ...
 
     def state_dict(self) -> dict[str, Any]: ...
@@ -51,9 +53,9 @@ class OffPolicySource:
     idles while it trains (:meth:`stats`, comparable with the pipelined sources').
     """
 
-    def __init__(self, generator: Any, make_batch: BatchMaker, k: int) -> None:
+    def __init__(self, ctx: RolloutContext, generator: Generator, k: int) -> None:
+        self.ctx = ctx
         self.generator = generator
-        self.make_batch = make_batch
         self.k = k
         self.pending: deque[RolloutBatch] = deque()
         self._t0: float | None = None
@@ -66,14 +68,14 @@ class OffPolicySource:
         if not self.pending:
             t = time.perf_counter()
             for i in range(self.k):
-                self.pending.append(self.make_batch(step + i))
+                self.pending.append(make_batch(self.ctx, self.generator, step + i))
             self.generating += time.perf_counter() - t
         batch = self.pending.popleft()
         batch.stats["batch_index"] = step
         self.samples += batch.samples
         return batch
 
-    def weights_updated(self, model: Any, version: int) -> None:
+    def weights_updated(self, model: Any, version: int, *, step: int) -> None:
         self.generator.update_weights({}, version)
 
     def stats(self) -> dict[str, float]:

@@ -1,13 +1,22 @@
 """Generator threads in the trainer's process (``backend.workers=threads``, the local default).
 
 Each thread owns a :class:`~scalerl.pipeline.work.RolloutWorker` with its own copy of the
-model and of the tokenizer. New weights are handed to each generator's
-:meth:`~scalerl.generate.hf.HFGenerator.update_weights`, which snapshots them at once (the
-trainer keeps training its own tensors) and applies them between two decode steps. Nothing to
-start, one copy of the weights per update. Generation and training share one Python
-interpreter, so the generator's per-token Python work takes turns with the trainer's on the
-GIL (torch releases it inside its kernels); measured on the 2-core development machine this
-costs less than a process's extra copies and scheduling (benchmarks/pipeline_workers.py).
+model and of the tokenizer, and runs with its own number of torch threads
+(``backend.generator_threads``; torch's thread count is per calling thread, so the trainer's
+thread keeps its own). Weights reach the generators in one of two ways:
+
+* **seeded** (deterministic PipelineRL-k, the default here): the trainer publishes its weights
+  after every step into a :class:`~scalerl.pipeline.landing.WeightHistory`; each request carries
+  its plan, and the generator loads the planned weights at the planned decode steps, waiting for
+  them if the trainer has not produced them yet (:mod:`scalerl.pipeline.landing`).
+* **timing**: new weights are handed to each generator's
+  :meth:`~scalerl.generate.hf.HFGenerator.update_weights`, which snapshots them at once and
+  applies them between the next two decode steps, whenever that is.
+
+Generation and training share one Python interpreter, so the generator's per-token Python work
+takes turns with the trainer's on the GIL (torch releases it inside its kernels); measured on
+the 2-core development machine this costs less than a process's extra copies and scheduling
+(benchmarks/pipeline_workers.py).
 """
 
 from __future__ import annotations
@@ -16,24 +25,34 @@ import queue
 import threading
 from typing import Any
 
+import torch
+
 from scalerl.models.lora import generator_state_dict
+from scalerl.pipeline.context import PipelineContext
+from scalerl.pipeline.landing import HistoryClosed, WeightHistory
 from scalerl.pipeline.pool import Deliver, Fail
 from scalerl.pipeline.work import RolloutWorker, RoundRequest
 
 
 class ThreadPool:
-    def __init__(self, workers: list[RolloutWorker]) -> None:
+    def __init__(self, workers: list[RolloutWorker], *, history: WeightHistory | None = None,
+                 torch_threads: int | None = None) -> None:
+        """``history``: seeded mode (workers read planned weights from it); None: timing mode.
+        ``torch_threads``: intra-op threads of each generator thread (None: leave torch's)."""
         self.workers = workers
         self.size = len(workers)
+        self.history = history
+        self.torch_threads = torch_threads
         self._requests: queue.Queue[RoundRequest | None] = queue.Queue()
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
 
     @classmethod
-    def for_trainer(cls, trainer: Any) -> "ThreadPool":
+    def for_context(cls, ctx: PipelineContext, history: WeightHistory | None = None) -> "ThreadPool":
         from scalerl.pipeline.work import thread_worker
 
-        return cls([thread_worker(trainer, i) for i in range(trainer.cfg.backend.generators)])
+        workers = [thread_worker(ctx, i, history) for i in range(ctx.backend.generators)]
+        return cls(workers, history=history, torch_threads=ctx.backend.generator_threads)
 
     def start(self, deliver: Deliver, fail: Fail) -> None:
         self._threads = [
@@ -45,16 +64,23 @@ class ThreadPool:
             t.start()
 
     def _loop(self, worker: RolloutWorker, deliver: Deliver, fail: Fail) -> None:
+        if self.torch_threads:
+            torch.set_num_threads(self.torch_threads)  # this thread's only: the trainer keeps its own
         while True:
             request = self._requests.get()
             if request is None or self._stop.is_set():
                 return
-            # push_weights runs in the trainer's thread before it submits, so the weights are
-            # already queued in the generator (applied when generate starts).
-            assert worker.generator.latest_version >= request.min_version
+            if request.updates is None:
+                # push_weights runs in the trainer's thread before it submits, so the weights are
+                # already queued in the generator (applied when generate starts).
+                assert worker.generator.latest_version >= request.min_version
             try:
                 result = worker.run(request)
+            except HistoryClosed:
+                return  # the pool is closing (or another worker failed and said so)
             except BaseException as exc:  # surfaced in the trainer's thread
+                if self.history is not None:
+                    self.history.close(exc)  # wake the other workers waiting for weights
                 fail(exc)
                 return
             deliver(result)
@@ -63,6 +89,7 @@ class ThreadPool:
         self._requests.put(request)
 
     def push_weights(self, model: Any, version: int) -> None:
+        """Timing mode: hand the new weights to every generator (applied at its next decode step)."""
         state = generator_state_dict(model)  # LoRA merged: the generators hold plain models
         for w in self.workers:
             w.generator.update_weights(state, version)
@@ -75,6 +102,8 @@ class ThreadPool:
 
     def close(self) -> None:
         self._stop.set()
+        if self.history is not None:
+            self.history.close()  # a worker waiting for weights that will never come returns
         while True:  # queued requests are not worth finishing
             try:
                 self._requests.get_nowait()

@@ -14,6 +14,10 @@ several under DAPO's dynamic sampling (refill rounds top up the zero-variance gr
 and the reward without touching the driver's disk: the model config and tokenizer objects
 (pickled), the task's settings, the recipe. The weights come separately (shared memory or
 Ray's object store) and are versioned.
+
+Under deterministic PipelineRL-k a request also carries its :class:`~scalerl.pipeline.landing.UpdatePlan`:
+the worker then loads the planned weights at the planned decode steps, from the pool's
+:class:`~scalerl.pipeline.landing.WeightHistory`, instead of whatever arrived last.
 """
 
 from __future__ import annotations
@@ -24,8 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from scalerl.generate.base import SamplingParams
+from scalerl.pipeline.config import BackendConfig
+from scalerl.pipeline.context import PipelineContext
+from scalerl.pipeline.landing import Landing, UpdatePlan, WeightHistory
+from scalerl.rollout.context import RoundContext
+from scalerl.rollout.groups import Group
+from scalerl.rollout.produce import generate_groups
 from scalerl.tasks.base import Problem
-from scalerl.train.rollout import Group, generate_groups
 
 
 @dataclass
@@ -42,6 +51,9 @@ class RoundRequest:
     min_version: int
     """The generator must hold at least this policy version before it starts (the staleness bound
     relies on it: weights are pushed before the request is sent)."""
+    updates: UpdatePlan | None = None
+    """Deterministic PipelineRL-k: the weights to start on and the decode steps where later ones
+    land (then ``min_version`` is not used)."""
 
     @property
     def key(self) -> tuple[int, int]:
@@ -71,25 +83,32 @@ class RoundResult:
 
 
 class RolloutWorker:
-    """Turns requests into results with one generator (not thread-safe: one per thread)."""
+    """Turns requests into results with one generator (not thread-safe: one per thread).
 
-    def __init__(self, generator: Any, tokenizer: Any, task: Any, recipe: Any, length_control: Any, *,
-                 worker_id: int = 0, owns_task: bool = False) -> None:
+    ``history``: where planned weights come from (deterministic PipelineRL-k on threads)."""
+
+    def __init__(self, generator: Any, ctx: RoundContext, *, worker_id: int = 0, owns_task: bool = False,
+                 history: WeightHistory | None = None) -> None:
         self.generator = generator
-        self.tokenizer = tokenizer
-        self.task = task
-        self.recipe = recipe
-        self.length_control = length_control
+        self.ctx = ctx
         self.worker_id = worker_id
         self.owns_task = owns_task
+        self.history = history
+
+    @property
+    def task(self) -> Any:
+        return self.ctx.task
 
     def run(self, request: RoundRequest) -> RoundResult:
         t = time.perf_counter()
         before = self._reward_counts()
-        groups, samples, tokens, prompt_tokens = generate_groups(
-            self.generator, self.tokenizer, self.task, request.problems, self.recipe, request.params,
-            self.length_control,
-        )
+        updates = None
+        if request.updates is not None:
+            if self.history is None:
+                raise RuntimeError("a request with an update plan reached a worker without a weight history")
+            updates = Landing(request.updates, self.history)
+        groups, samples, tokens, prompt_tokens = generate_groups(self.ctx, self.generator, request.problems,
+                                                                 request.params, updates=updates)
         after = self._reward_counts()
         return RoundResult(
             request.index, request.round, groups, samples, tokens, prompt_tokens,
@@ -119,7 +138,7 @@ class WorkerSpec:
     """The policy's Hugging Face config object (architecture; weights come separately)."""
     tokenizer: Any
     dtype: str
-    """Parameter dtype name of the trainer's model (float32, bfloat16, ...)."""
+    """Dtype name the generator holds the policy in: the run's compute dtype (float32, bfloat16, ...)."""
     fp32_lm_head: bool
     recipe: Any
     task_name: str
@@ -138,21 +157,18 @@ class WorkerSpec:
     """Where the engine may load the architecture and tokenizer from (vllm needs a path)."""
 
     @classmethod
-    def from_trainer(cls, trainer: Any) -> "WorkerSpec":
-        cfg = trainer.cfg
-        settings = dict(cfg.task.settings)
-        if cfg.task.data is not None:
-            settings["data"] = cfg.task.data
-        dtype = str(trainer.precision.generator_dtype).removeprefix("torch.")  # the compute dtype
+    def from_context(cls, ctx: PipelineContext) -> "WorkerSpec":
+        b: BackendConfig = ctx.backend
+        dtype = str(ctx.generator_dtype).removeprefix("torch.")  # the compute dtype
         from scalerl.models.loading import resolve_model
 
         return cls(
-            model_config=trainer.model.config, tokenizer=trainer.tokenizer, dtype=dtype,
-            fp32_lm_head=cfg.recipe.fp32_lm_head, recipe=cfg.recipe, task_name=cfg.task.name,
-            task_settings=settings, task_reward=cfg.task.reward, task_reward_timeout=cfg.task.reward_timeout,
-            seed=cfg.run.seed, threads=cfg.backend.generator_threads, device=cfg.backend.generator_device,
-            generator=cfg.backend.generator, generator_options=dict(cfg.backend.generator_options),
-            model_path=resolve_model(cfg.model.name_or_path) if cfg.backend.generator == "vllm" else None,
+            model_config=ctx.model.config, tokenizer=ctx.rollout.round.tokenizer, dtype=dtype,
+            fp32_lm_head=ctx.rollout.recipe.fp32_lm_head, recipe=ctx.rollout.recipe, task_name=ctx.task.name,
+            task_settings=dict(ctx.task.settings), task_reward=ctx.task.reward,
+            task_reward_timeout=ctx.task.reward_timeout, seed=ctx.rollout.seed, threads=b.generator_threads,
+            device=b.generator_device, generator=b.generator, generator_options=dict(b.generator_options),
+            model_path=resolve_model(ctx.model_path) if b.generator == "vllm" else None,
         )
 
 
@@ -161,7 +177,7 @@ def build_worker(spec: WorkerSpec, state_dict: Mapping[str, Any], version: int, 
     import torch
 
     from scalerl.generate.registry import make_generator
-    from scalerl.rl.length import length_controller
+    from scalerl.rl.components import resolve_recipe
     from scalerl.tasks.registry import get_task
 
     if spec.device == "cpu":
@@ -169,8 +185,9 @@ def build_worker(spec: WorkerSpec, state_dict: Mapping[str, Any], version: int, 
     task = get_task(spec.task_name, reward=spec.task_reward, reward_timeout=spec.task_reward_timeout,
                     **spec.task_settings)
     generator = make_generator(spec, state_dict, version, seed=worker_seed(spec.seed, worker_id))
-    return RolloutWorker(generator, spec.tokenizer, task, spec.recipe, length_controller(spec.recipe.length, spec.tokenizer),
-                         worker_id=worker_id, owns_task=True)
+    parts = resolve_recipe(spec.recipe)
+    ctx = RoundContext(spec.tokenizer, task, parts, parts.length_controller(spec.tokenizer))
+    return RolloutWorker(generator, ctx, worker_id=worker_id, owns_task=True)
 
 
 def worker_seed(seed: int, worker_id: int) -> int:
@@ -178,7 +195,7 @@ def worker_seed(seed: int, worker_id: int) -> int:
     return seed + 1000 * (worker_id + 1)
 
 
-def thread_worker(trainer: Any, worker_id: int) -> RolloutWorker:
+def thread_worker(ctx: PipelineContext, worker_id: int, history: WeightHistory | None = None) -> RolloutWorker:
     """A worker in the trainer's process: a private copy of the model and the tokenizer (HF fast
     tokenizers are not safe to call from two threads at once), the trainer's task (its rewards
     are thread-safe: arithmetic is pure, math-verify skips its signal-based timeout off the main
@@ -187,7 +204,9 @@ def thread_worker(trainer: Any, worker_id: int) -> RolloutWorker:
     from scalerl.models.lora import generator_copy
 
     # A plain inference copy in the compute dtype (LoRA merged in; scalerl.models.lora).
-    model = generator_copy(trainer.model, trainer.precision.generator_dtype)
-    tokenizer = copy.deepcopy(trainer.tokenizer)
-    gen = HFGenerator(model, tokenizer, seed=worker_seed(trainer.cfg.run.seed, worker_id), version=trainer.version)
-    return RolloutWorker(gen, tokenizer, trainer.task, trainer.cfg.recipe, trainer.length_control, worker_id=worker_id)
+    model = generator_copy(ctx.model, ctx.generator_dtype)
+    rnd = ctx.rollout.round
+    tokenizer = copy.deepcopy(rnd.tokenizer)
+    gen = HFGenerator(model, tokenizer, seed=worker_seed(ctx.rollout.seed, worker_id), version=ctx.version)
+    own = RoundContext(tokenizer, rnd.task, rnd.components, rnd.length_control)
+    return RolloutWorker(gen, own, worker_id=worker_id, history=history)

@@ -9,15 +9,17 @@
 * ``sampler``    -- epochs with no-positive-resampling, checkpointable
 * ``length``     -- forced interruptions, truncation, overlong penalty (torch-free)
 * ``fp32_head``  -- fp32 logits on a bf16 Hugging Face model
+* ``components`` -- the recipe's names resolved into functions, once per run (and validated)
 
 One training step, in order::
 
-    keep = zero_variance_mask(rewards, group) if cfg.filtering.zero_variance else all-true
-    adv  = compute_advantages(rewards, group, cfg.advantages.normalization, keep=keep)
+    parts = resolve_recipe(cfg)                       # once per run: names -> functions
+    keep = zero_variance_mask(basis_rewards, group) if cfg.filtering.zero_variance else all-true
+    adv  = compute_advantages(rewards, group, parts.normalization, keep=keep)
     mask = completion_mask * keep[:, None]            # (* keep_in_loss for mask_truncated)
-    w    = aggregation_weights(cfg.aggregation, mask, group)   # once, on the whole step
+    w    = aggregation_weights(parts.aggregation, mask, group)   # once, on the whole step
     for each micro-batch mb:
-        out = compute_policy_loss(LossInputs(logp[mb], gen_logp[mb], adv[mb], mask[mb], group[mb]), cfg.loss)
+        out = parts.loss(LossInputs(logp[mb], gen_logp[mb], adv[mb], mask[mb], group[mb]))
         (w[mb] * out.per_token).sum().backward()
 
 Nothing is imported here, so ``import scalerl.rl.recipe`` stays free of torch.

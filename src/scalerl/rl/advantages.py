@@ -56,15 +56,17 @@ def _group_sum(values: Tensor, index: Tensor) -> Tensor:
 def compute_advantages(
     rewards: Tensor,
     group: Tensor,
-    normalization: str = "batch",
+    normalization: str | Normalization = "batch",
     *,
     keep: Tensor | None = None,
     std_eps: float = 1e-6,
 ) -> Tensor:
     """Per-sequence advantages (B,) from rewards (B,) and group ids (B,).
 
-    ``keep`` (B,) bool: sequences that enter the loss (default: all); only the ``batch``
-    normalisation reads it. Returned in float32 (or the rewards' dtype if wider).
+    ``normalization``: a registered name, or the function itself (as
+    :func:`scalerl.rl.components.resolve_recipe` returns it). ``keep`` (B,) bool: sequences that
+    enter the loss (default: all); only the ``batch`` normalisation reads it. Returned in float32
+    (or the rewards' dtype if wider).
     """
     if rewards.ndim != 1 or group.shape != rewards.shape:
         raise ValueError(f"rewards {tuple(rewards.shape)} and group {tuple(group.shape)} must both be (B,)")
@@ -73,7 +75,8 @@ def compute_advantages(
     index = group_index(group)
     counts = _group_sum(torch.ones_like(rewards), index)
     centred = rewards - (_group_sum(rewards, index) / counts)[index]
-    return NORMALIZATIONS.get(normalization)(centred, index, keep, std_eps)
+    scale = NORMALIZATIONS.get(normalization) if isinstance(normalization, str) else normalization
+    return scale(centred, index, keep, std_eps)
 
 
 def _safe(std: Tensor, eps: float) -> Tensor:

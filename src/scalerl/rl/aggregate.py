@@ -44,9 +44,13 @@ def register_aggregation(name: str, *, replace: bool = False) -> Callable[[Aggre
     return AGGREGATIONS.register(name, replace=replace)
 
 
-def aggregation_weights(name: str, mask: Tensor, group: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
-    """Per-token weights (B, T) of the aggregation ``name``; they sum to 1 unless all is masked."""
-    return AGGREGATIONS.get(name)(mask.to(dtype), group)
+def aggregation_weights(
+    name: str | Aggregation, mask: Tensor, group: Tensor, dtype: torch.dtype = torch.float32
+) -> Tensor:
+    """Per-token weights (B, T) of the aggregation ``name`` (or the function itself); they sum to 1
+    unless all is masked."""
+    weights = AGGREGATIONS.get(name) if isinstance(name, str) else name
+    return weights(mask.to(dtype), group)
 
 
 def aggregate_loss(per_token: Tensor, mask: Tensor, group: Tensor, name: str) -> Tensor:

@@ -9,18 +9,40 @@ adds nothing to the gradient but still dilutes the aggregation's denominators.
 * :class:`DynamicSamplingBuffer` -- DAPO's dynamic sampling: collect the non-zero-variance
   groups of successive generation rounds until the batch is full, or until the cap on
   rounds is hit (then the step trains on what it has).
+* :data:`FILTER_BASES` -- *which* rewards must vary (``filtering.basis``): ``correctness``, the
+  task's rewards before length shaping (DAPO -- verl's ``filter_groups.metric=acc`` -- and
+  Magistral drop groups that are all right or all wrong, whatever their overlong penalties),
+  or ``shaped``, the rewards trained on. Under forced interruption or truncation the two agree.
 """
 
 from __future__ import annotations
 
-from typing import Generic, Sequence, TypeVar
+from typing import Callable, Generic, Sequence, TypeVar
 
 import torch
 from torch import Tensor
 
 from scalerl.rl.advantages import group_index
+from scalerl.rl.registry import Registry
 
-__all__ = ["DynamicSamplingBuffer", "has_reward_variance", "zero_variance_mask"]
+__all__ = ["FILTER_BASES", "DynamicSamplingBuffer", "has_reward_variance", "zero_variance_mask"]
+
+FilterBasis = Callable[[Sequence[float], Sequence[float]], Sequence[float]]
+"""``basis(task rewards, shaped rewards) -> the rewards whose variance decides`` (one group)."""
+
+FILTER_BASES: Registry[FilterBasis] = Registry("filter basis")
+
+
+@FILTER_BASES.register("correctness")
+def correctness_basis(rewards: Sequence[float], shaped: Sequence[float]) -> Sequence[float]:
+    """The task's rewards, before length shaping (pass / fail for +1 / -1 rewards)."""
+    return rewards
+
+
+@FILTER_BASES.register("shaped")
+def shaped_basis(rewards: Sequence[float], shaped: Sequence[float]) -> Sequence[float]:
+    """The rewards trained on, after length shaping (e.g. DAPO's overlong penalty)."""
+    return shaped
 
 G = TypeVar("G")
 

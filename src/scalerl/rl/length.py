@@ -14,8 +14,12 @@ EOS is the generator's business, not the state's.
 
 The other modes: ``truncate`` (cut at ``max_new_tokens``) and ``overlong_penalty`` (cut at
 ``max_new_tokens`` and shape the reward with :func:`overlong_penalty`). Modes are a registry
-(:data:`LENGTH_MODES`); :func:`length_controller` and :func:`shape_reward` dispatch on
-``cfg.mode``. This module needs no torch.
+(:data:`LENGTH_MODES`, the one list of what ``length.mode`` may be): each entry says how the
+generator is controlled, how the reward is shaped, and which budgets must fit together
+(:func:`budget_problems`: an interrupted sequence needs room for its thinking budget, the
+phrase -- whose length depends on the tokenizer -- and its answer budget).
+:func:`scalerl.rl.components.resolve_recipe` looks the mode up once per run. This module needs
+no torch.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from scalerl.rl.registry import Registry
 
 __all__ = [
     "LENGTH_MODES",
+    "budget_problems",
     "InterruptionController",
     "InterruptionState",
     "LengthMode",
@@ -41,6 +46,7 @@ __all__ = [
     "keep_in_loss",
     "length_controller",
     "overlong_penalty",
+    "phrase_tokens",
     "shape_reward",
 ]
 
@@ -291,6 +297,9 @@ class LengthMode:
     """(length config, tokenizer) -> a LengthController for the generator."""
     reward: Callable[[LengthConfig, float, int], float]
     """(length config, task reward, completion length in tokens) -> the reward trained on."""
+    budgets: Callable[[LengthConfig, "int | None"], list[str]] = lambda cfg, phrase: []  # nothing to fit
+    """(length config, the interruption phrase's token count or None if the tokenizer is not known
+    yet) -> budgets that do not fit together, each phrased as what to do."""
 
 
 def _unshaped(cfg: LengthConfig, reward: float, length: int) -> float:
@@ -316,10 +325,36 @@ def _truncation_controller(cfg: LengthConfig, tokenizer: Any) -> TruncationContr
     return TruncationController(cfg.max_new_tokens)
 
 
+def _interrupt_budgets(cfg: LengthConfig, phrase: int | None) -> list[str]:
+    # The longest interrupted sequence: the whole thinking budget, the forced phrase, the whole
+    # answer budget. If that exceeds max_new_tokens the hard cap cuts the answer short.
+    hi = cfg.think_budget[1]
+    need = hi + (phrase or 0) + cfg.answer_budget
+    if need <= cfg.max_new_tokens:
+        return []
+    counted = (f" + the interruption phrase ({phrase} tokens with this tokenizer)" if phrase is not None
+               else "")
+    return [
+        f"length: an interrupted sequence needs think_budget hi ({hi}){counted} + answer_budget "
+        f"({cfg.answer_budget}) = {need} tokens, more than max_new_tokens ({cfg.max_new_tokens}), which would cut "
+        f"answers short; set length.max_new_tokens={need} or lower length.think_budget / length.answer_budget"
+    ]
+
+
 LENGTH_MODES: Registry[LengthMode] = Registry("length mode")
-LENGTH_MODES.register("interrupt")(LengthMode(_interrupt_controller, _unshaped))
+LENGTH_MODES.register("interrupt")(LengthMode(_interrupt_controller, _unshaped, _interrupt_budgets))
 LENGTH_MODES.register("truncate")(LengthMode(_truncation_controller, _unshaped))
 LENGTH_MODES.register("overlong_penalty")(LengthMode(_truncation_controller, _penalised))
+
+
+def phrase_tokens(cfg: LengthConfig, tokenizer: Any) -> int:
+    """How many tokens the interruption phrase takes with ``tokenizer``."""
+    return len(_encode(tokenizer, cfg.interruption_phrase))
+
+
+def budget_problems(cfg: LengthConfig, tokenizer: Any = None) -> list[str]:
+    """Budgets of ``cfg.mode`` that do not fit together; the phrase is counted when ``tokenizer`` is given."""
+    return LENGTH_MODES.get(cfg.mode).budgets(cfg, phrase_tokens(cfg, tokenizer) if tokenizer is not None else None)
 
 
 def length_controller(cfg: LengthConfig, tokenizer: Any) -> Any:

@@ -61,6 +61,7 @@ def qwen_dapo() -> RecipeConfig:
     cfg.advantages.normalization = "prompt"  # DAPO keeps GRPO's group std
     cfg.filtering.zero_variance = True
     cfg.filtering.dynamic_sampling = True
+    cfg.filtering.basis = "correctness"  # verl's DAPO recipe: filter_groups.metric=acc, not the penalised score
     cfg.sampler.no_positive_resampling = False
     cfg.length.mode = "overlong_penalty"
     cfg.fp32_lm_head = False
@@ -77,6 +78,7 @@ def magistral() -> RecipeConfig:
     cfg.aggregation = "prompt"
     cfg.advantages.normalization = "batch"
     cfg.filtering.zero_variance = True
+    cfg.filtering.basis = "correctness"  # groups all correct or all wrong are dropped, whatever their length penalties
     cfg.sampler.no_positive_resampling = False
     cfg.length.mode = "overlong_penalty"
     cfg.fp32_lm_head = False
@@ -241,6 +243,8 @@ def presets_table() -> str:
         elif loss == "cispo":
             loss += f" eps_max {c.loss.cispo.eps_max:g}"
         zero_var = "on" if c.filtering.zero_variance else "off"
+        if c.filtering.zero_variance and c.filtering.basis != "correctness":
+            zero_var += f" ({c.filtering.basis} rewards)"
         if c.filtering.dynamic_sampling:
             zero_var += " + dynamic sampling"
         pipeline = c.off_policy.pipeline.replace("-k", f"-{c.off_policy.k}") if c.off_policy.k > 1 else "sync"

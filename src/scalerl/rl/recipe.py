@@ -4,12 +4,15 @@
 own sections: model, task, train, eval, logging, backend). Each section is one component
 of SPEC.md §2; each field has a docstring, which ``scalerl recipes show NAME`` prints as a
 YAML comment. Components are chosen by name from registries (``scalerl.rl.losses``,
-``scalerl.rl.aggregate``, ``scalerl.rl.advantages``), so a study flips them with overrides:
+``scalerl.rl.aggregate``, ``scalerl.rl.advantages``, ``scalerl.rl.filters``,
+``scalerl.rl.length``), so a study flips them with overrides:
 
     scalerl recipes show scalerl loss.name=dapo aggregation=sample
 
-This module imports no torch; :meth:`RecipeConfig.validate` imports the registries (and so
-torch) only when called, to check names against what is actually registered.
+This module is plain data and imports nothing else of scalerl.rl (and no torch):
+:meth:`RecipeConfig.validate` checks values; the names are checked -- and resolved into
+functions, once -- by :mod:`scalerl.rl.components`, which sits above both this module and the
+registries (so that the registries may import this config and not the other way round).
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from scalerl.errors import ConfigError
 INTERRUPTION_PHRASE = "Okay, time is up. Let me stop thinking and formulate a final answer now. </think>"
 
 PipelineMode = Literal["sync", "ppo-off-policy-k", "pipeline-rl-k"]
-LengthMode = Literal["interrupt", "overlong_penalty", "truncate"]
 
 
 @dataclass
@@ -86,7 +88,13 @@ class FilterConfig:
     batch is full again (needs zero_variance)."""
     max_generation_rounds: int = 10
     """Dynamic sampling cap: at most this many generation rounds per step, the first included
-    (verl's max_num_gen_batches); when hit, the step trains on the groups it has."""
+    (verl's max_num_gen_batches); when hit, the step trains on the groups it has (none kept: the
+    step is skipped and its train row says why)."""
+    basis: str = "correctness"
+    """Which rewards decide that a group has zero variance, for the filter and for dynamic sampling:
+    correctness (the task's rewards, before any length shaping: a group all wrong or all right is
+    dropped even when overlong penalties differ -- what DAPO (verl's filter_groups.metric=acc) and
+    Magistral filter on) or shaped (the rewards trained on, after length shaping)."""
 
 
 @dataclass
@@ -107,13 +115,17 @@ class SamplerConfig:
 class LengthConfig:
     """How long completions may get, and what happens at the limit."""
 
-    mode: LengthMode = "interrupt"
+    mode: str = "interrupt"
     """interrupt (ScaleRL: force the interruption phrase when the thinking budget runs out),
-    overlong_penalty (DAPO's soft length penalty on the reward), or truncate (plain cut-off)."""
+    overlong_penalty (DAPO's soft length penalty on the reward), or truncate (plain cut-off); the
+    modes are the registry scalerl.rl.length.LENGTH_MODES."""
     max_new_tokens: int = 14336
     """Hard cap on completion tokens, forced ones included (paper: 14k generation length)."""
-    think_budget: tuple[int, int] = (12288, 12288)
-    """[lo, hi]: each sequence's thinking budget is drawn uniformly from this range (interrupt mode)."""
+    think_budget: tuple[int, int] = (12224, 12224)
+    """[lo, hi]: each sequence's thinking budget is drawn uniformly from this range (interrupt mode).
+    hi + the interruption phrase's tokens + answer_budget must fit in max_new_tokens, or an
+    interrupted answer is cut short (checked with the run's tokenizer). 12,288 less 64 tokens kept
+    for the phrase (our choice: the paper gives the 14k total, not its split)."""
     answer_budget: int = 2048
     """Tokens allowed after </think> (natural or forced) before the sequence is cut (interrupt mode)."""
     interruption_phrase: str = INTERRUPTION_PHRASE
@@ -196,33 +208,23 @@ class RecipeConfig:
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     """AdamW settings (no KL term, no entropy bonus)."""
 
+    def problems(self) -> list[str]:
+        """Every inconsistent value, each phrased as what to do (empty when the recipe is fine)."""
+        return [p for check in _CHECKS for p in check(self)]
+
     def validate(self) -> "RecipeConfig":
-        """Refuse unknown names and inconsistent values, listing every problem at once.
+        """Refuse inconsistent values, listing every problem at once (no torch needed). Component
+        names are checked by :func:`scalerl.rl.components.validate_recipe`, which calls this too.
 
         Returns ``self`` so that ``cfg = load(...).validate()`` reads naturally.
         """
-        problems = [p for check in _CHECKS for p in check(self)]
+        problems = self.problems()
         if problems:
             raise ConfigError("invalid recipe: " + "; ".join(problems))
         return self
 
 
 # One small function per concern; each yields the problems it finds, phrased as what to do.
-
-
-def _check_names(cfg: RecipeConfig):
-    # Imported here: the registries live next to their torch implementations.
-    from scalerl.rl.advantages import NORMALIZATIONS
-    from scalerl.rl.aggregate import AGGREGATIONS
-    from scalerl.rl.losses import POLICY_LOSSES
-
-    for registry, name, key in (
-        (POLICY_LOSSES, cfg.loss.name, "loss.name"),
-        (AGGREGATIONS, cfg.aggregation, "aggregation"),
-        (NORMALIZATIONS, cfg.advantages.normalization, "advantages.normalization"),
-    ):
-        if name not in registry:
-            yield f"{key}: unknown {registry.kind} {name!r}; known: {', '.join(registry.names())}"
 
 
 def _check_loss(cfg: RecipeConfig):
@@ -263,19 +265,12 @@ def _check_sampler(cfg: RecipeConfig):
 def _check_length(cfg: RecipeConfig):
     n = cfg.length
     lo, hi = n.think_budget
-    if n.mode not in get_args(LengthMode):
-        yield f"length.mode: unknown mode {n.mode!r}; known: {', '.join(get_args(LengthMode))}"
     if n.max_new_tokens < 1:
         yield f"length.max_new_tokens must be >= 1, got {n.max_new_tokens}"
     if not 0 <= lo <= hi:
         yield f"length.think_budget must be [lo, hi] with 0 <= lo <= hi, got [{lo}, {hi}]"
     if n.answer_budget < 1:
         yield f"length.answer_budget must be >= 1, got {n.answer_budget}"
-    if n.mode == "interrupt" and hi + n.answer_budget > n.max_new_tokens:
-        yield (
-            f"length.think_budget hi ({hi}) + answer_budget ({n.answer_budget}) exceeds max_new_tokens "
-            f"({n.max_new_tokens}), which would cut answers short; raise max_new_tokens or lower the budgets"
-        )
     if not n.interruption_phrase.rstrip().endswith(n.end_think):
         yield f"length.interruption_phrase must end with end_think ({n.end_think!r}) so the answer phase starts"
     if not 0 < n.overlong_cache <= n.overlong_max_len:
@@ -328,7 +323,6 @@ def _check_optimizer(cfg: RecipeConfig):
 
 
 _CHECKS = (
-    _check_names,
     _check_loss,
     _check_advantages,
     _check_filtering,

@@ -10,6 +10,10 @@ The pass rate compared to the threshold pools the prompt's last ``window`` recor
 (1 = its latest group; 0 = its whole history). A group's pass rate is the fraction of its
 rewards > 0 (rewards are +1 / -1, see ``scalerl.tasks.base``).
 
+:meth:`sample`, :meth:`record` and the checkpoint methods are thread-safe (one lock per
+sampler): a pipeline may draw dynamic-sampling refills from a generator's delivery thread
+while the trainer's thread records groups or checkpoints.
+
 :meth:`state_dict` / :meth:`load_state_dict` capture everything (position in the epoch,
 the epoch's order, histories), so a resumed run draws exactly what the uninterrupted run
 would have. The state is plain JSON.
@@ -22,6 +26,7 @@ would have. The state is plain JSON.
 from __future__ import annotations
 
 import random
+import threading
 from typing import Any, Hashable, Sequence
 
 from scalerl.errors import ScaleRLError
@@ -60,6 +65,7 @@ class PromptSampler:
         self._history: dict[Hashable, list[tuple[int, int]]] = {}
         self._retired: set[Hashable] = set()
         self._known = set(self.prompt_ids)
+        self._lock = threading.RLock()
 
     @classmethod
     def from_config(cls, prompt_ids: Sequence[Hashable], cfg: Any, *, seed: int = 0) -> "PromptSampler":
@@ -81,13 +87,14 @@ class PromptSampler:
         prompt. Raises :class:`SamplerExhausted` when every prompt is retired.
         """
         out: list[Hashable] = []
-        while len(out) < n:
-            if self._position >= len(self._order):
-                self._start_epoch()
-            pid = self._order[self._position]
-            self._position += 1
-            if pid not in self._retired:  # retired since this epoch's order was drawn
-                out.append(pid)
+        with self._lock:
+            while len(out) < n:
+                if self._position >= len(self._order):
+                    self._start_epoch()
+                pid = self._order[self._position]
+                self._position += 1
+                if pid not in self._retired:  # retired since this epoch's order was drawn
+                    out.append(pid)
         return out
 
     def _start_epoch(self) -> None:
@@ -111,19 +118,21 @@ class PromptSampler:
             raise KeyError(f"unknown prompt id {prompt_id!r}")
         if not rewards:
             raise ValueError("a group needs at least one reward")
-        self._history.setdefault(prompt_id, []).append((sum(r > 0 for r in rewards), len(rewards)))
-        if (
-            self.no_positive_resampling
-            and prompt_id not in self._retired
-            and self.pass_rate(prompt_id) >= self.threshold
-        ):
-            self._retired.add(prompt_id)
-            return True
-        return False
+        with self._lock:
+            self._history.setdefault(prompt_id, []).append((sum(r > 0 for r in rewards), len(rewards)))
+            if (
+                self.no_positive_resampling
+                and prompt_id not in self._retired
+                and self.pass_rate(prompt_id) >= self.threshold
+            ):
+                self._retired.add(prompt_id)
+                return True
+            return False
 
     def pass_rate(self, prompt_id: Hashable) -> float | None:
         """Pass rate over the prompt's last ``window`` groups (all if 0); None before any group."""
-        groups = self._history.get(prompt_id)
+        with self._lock:
+            groups = list(self._history.get(prompt_id, []))
         if not groups:
             return None
         recent = groups[-self.window :] if self.window > 0 else groups
@@ -131,20 +140,27 @@ class PromptSampler:
 
     def history(self, prompt_id: Hashable) -> list[tuple[int, int]]:
         """(passes, generations) of each recorded group of the prompt, oldest first."""
-        return list(self._history.get(prompt_id, []))
+        with self._lock:
+            return list(self._history.get(prompt_id, []))
 
     @property
     def retired(self) -> frozenset[Hashable]:
-        return frozenset(self._retired)
+        with self._lock:
+            return frozenset(self._retired)
 
     @property
     def active_count(self) -> int:
-        return len(self.prompt_ids) - len(self._retired)
+        with self._lock:
+            return len(self.prompt_ids) - len(self._retired)
 
     # -- checkpointing
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue exactly (JSON-serialisable when the ids are str or int)."""
+        with self._lock:
+            return self._state()
+
+    def _state(self) -> dict[str, Any]:
         return {
             "seed": self.seed,
             "epoch": self.epoch,
@@ -163,9 +179,10 @@ class PromptSampler:
                 f"this sampler state belongs to another prompt pool ({state['num_prompts']} prompts, "
                 f"e.g. unknown id {unknown[:1]}); resume with the same training set"
             )
-        self.seed = state["seed"]
-        self.epoch = state["epoch"]
-        self._position = state["position"]
-        self._order = list(state["order"])
-        self._history = {pid: [(int(p), int(n)) for p, n in groups] for pid, groups in state["history"]}
-        self._retired = set(state["retired"])
+        with self._lock:
+            self.seed = state["seed"]
+            self.epoch = state["epoch"]
+            self._position = state["position"]
+            self._order = list(state["order"])
+            self._history = {pid: [(int(p), int(n)) for p, n in groups] for pid, groups in state["history"]}
+            self._retired = set(state["retired"])

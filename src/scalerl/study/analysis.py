@@ -62,6 +62,9 @@ class VariantResult:
     """Runs not (yet) finished: 'seedK: step S' -- left out of every fit."""
     fit_error: str = ""
     """Why no curve could be fitted (e.g. the pass rate never rose), if so."""
+    not_classified: str = ""
+    """Why a variant has no classification against the base (its own fit failed, the base's did,
+    or the comparison did); empty for the base and for a classified variant."""
     R0: float | None = None
     final: float | None = None
     """Mean over seeds of the last evaluation's pass rate."""
@@ -291,6 +294,9 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
     if base.label not in fits:
         why = analysis.variant(base.label).fit_error
         analysis.notes.append(f"the base {base.label} has no fitted curve ({why}); nothing can be compared yet")
+        for vr in results:
+            if not vr.is_base:
+                vr.not_classified = vr.fit_error or f"the base {base.label} has no fitted curve ({why})"
         return analysis
     result = CompareResult(runs=list(fits.values()), baseline=base.label, rule=spec.rule)
     analysis.compare = result
@@ -339,6 +345,9 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
         analysis.notes.append(
             f"the pass rates at {spec.extrapolate:g}x the budget lie beyond the horizon the forecast's bands were "
             "calibrated on: their intervals are stretched, not calibrated")
+    for vr in results:
+        if not vr.is_base and vr.classification is None:
+            vr.not_classified = vr.fit_error
     not_fitted = [v.label for v in results if v.fit_error]
     if not_fitted:
         analysis.notes.append(f"not fitted: {', '.join(not_fitted)} (see their rows)")

@@ -56,14 +56,14 @@ def _iv(v: tuple[float, float] | list[float] | None, digits: int = 3, signed: bo
     return f"[{_f(float(lo), digits)}, {_f(float(hi), digits)}]"
 
 
-def _moved(v: VariantResult, base_fitted: bool = True) -> str:
+def _moved(v: VariantResult) -> str:
     if v.is_base:
         return "(base)"
     if v.fit_error:
         return "not fitted"
     c = v.classification
     if c is None:
-        return "-" if base_fitted else "not compared (base not fitted)"
+        return f"not classified: {v.not_classified}" if v.not_classified else "-"
     if c["kind"] == "ceiling":
         return "ceiling " + ("raised" if c["better"] else "lowered")
     if c["kind"] == "efficiency":
@@ -83,7 +83,7 @@ def what_moved_rows(a: StudyAnalysis) -> list[list[str]]:
         c = v.classification or {}
         B = c.get("B")
         rows.append([
-            v.label, ", ".join(v.components) or "-", _moved(v, a.variant(a.base).A is not None),
+            v.label, ", ".join(v.components) or "-", _moved(v),
             f"{c['dA']:+.3f} {_iv(c.get('dA_interval'), signed=True)}".strip() if c else "-",
             f"{B[0]:.2f} / {B[1]:.2f}" if B else "-",
             _iv(c.get("dB_interval"), 2, signed=True) or "-",

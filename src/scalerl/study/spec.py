@@ -88,7 +88,8 @@ class StudySpec:
     progress bars), N > 1 = N worker processes (no progress bars; give each run ``threads`` so that
     N x threads fits the cores); ray: 0 = as many as the cluster's CPUs allow."""
     threads: int = 0
-    """torch CPU threads per run (ray: also the CPUs each task reserves); 0 = torch's default."""
+    """torch CPU threads per run (ray: also the CPUs each task reserves); 0 = the trainer's default
+    (torch's; under PipelineRL-k on the local backend, the cores its generator threads leave)."""
     rule: Literal["intervals", "paper"] = "intervals"
     """Classification rule of :func:`scalerl.curves.compare`: bootstrap intervals, or the paper's
     +-0.02 margin on A with a shared-A refit."""

@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from scalerl.config import apply_overrides
 from scalerl.errors import ConfigError
+from scalerl.pipeline.config import BackendConfig, backend_problems
 from scalerl.rl.presets import get_recipe
 from scalerl.rl.recipe import RecipeConfig
 from scalerl.train.dtypes import dtype_problems
@@ -175,45 +176,6 @@ class RunConfig:
 
 
 @dataclass
-class BackendConfig:
-    """Where generation and training run (docs/distributed.md)."""
-
-    name: Literal["local", "ray"] = "local"
-    """local (one machine: generator threads or processes beside the trainer) or ray (generator
-    actors on a Ray cluster, the trainer in the driver process)."""
-    generators: int = 1
-    """Generator workers (threads, processes or Ray actors); each holds a copy of the policy and
-    samples continuously under pipeline-rl-k. Locally only pipeline-rl-k uses them (sync and
-    ppo-off-policy-k generate with the trainer's own model); on Ray every mode does."""
-    workers: Literal["threads", "processes"] = "threads"
-    """local backend: generator workers as threads (the default: measured as fast or faster on
-    CPU, and nothing to start -- benchmarks/pipeline_workers.py) or processes (weights through
-    shared memory; no GIL shared with the trainer)."""
-    generator: Literal["hf", "vllm"] = "hf"
-    """Generation engine in processes and actors: hf (runs anywhere) or vllm (CUDA GPUs, the
-    ``vllm`` extra; Ray backend)."""
-    generator_threads: int = 1
-    """torch CPU threads in each generator process or actor (1: one core each)."""
-    generator_device: str = "cpu"
-    """Device of the hf generator in processes and actors (cpu, cuda); vllm always uses its GPU."""
-    generator_options: dict[str, Any] = field(default_factory=dict)
-    """Extra engine options, e.g. for vllm {gpu_memory_utilization: 0.8, enforce_eager: true}."""
-    generator_cpus: float = 1.0
-    """ray: CPUs reserved per generator actor."""
-    generator_gpus: float = 0.0
-    """ray: GPUs reserved per generator actor (1 for vllm on a GPU cluster)."""
-    weight_sync: Literal["auto", "object_store", "nccl"] = "auto"
-    """ray: how new weights reach the actors: object_store (ray.put once per update, every actor
-    pulls; CPU), nccl (a broadcast from the trainer's GPU to the vllm generators' GPUs), auto
-    (nccl for vllm, else object_store)."""
-    max_restarts: int = 3
-    """ray: times a generator actor that died is restarted (its batch is re-run, not lost)."""
-    ray_address: str | None = None
-    """ray backend: address of a running cluster (``ray start --head`` prints it; the RAY_ADDRESS
-    variable works too); null starts a local one."""
-
-
-@dataclass
 class ForecastConfig:
     """The live forecast: refit the sigmoid after every evaluation and log it."""
 
@@ -276,7 +238,11 @@ class TrainConfig:
     """Metrics sinks."""
 
     def validate(self) -> "TrainConfig":
-        self.recipe.validate()
+        # Values, component names, and the length budgets (the interruption phrase is counted
+        # once the tokenizer is loaded: Trainer._setup). The registries import torch.
+        from scalerl.rl.components import validate_recipe
+
+        validate_recipe(self.recipe)
         problems = []
         if self.run.steps < 1:
             problems.append(f"run.steps must be >= 1, got {self.run.steps}")
@@ -294,7 +260,7 @@ class TrainConfig:
             problems.append(f"backend.generators must be >= 1, got {self.backend.generators}")
         if self.backend.generator_threads < 1 or self.backend.max_restarts < 0:
             problems.append("backend.generator_threads must be >= 1 and backend.max_restarts >= 0")
-        problems.extend(backend_problems(self))
+        problems.extend(backend_problems(self.backend))
         problems.extend(dtype_problems(self.precision.compute, self.model.dtype))
         problems.extend(lora_problems(self.model.lora))
         if self.precision.fp16_init_scale <= 0:
@@ -325,28 +291,6 @@ def lora_problems(lora: LoraSettings) -> list[str]:
         problems.append(f"model.lora.dropout must be in [0, 1), got {lora.dropout}")
     if not lora.target_modules:
         problems.append("model.lora.target_modules must name at least one module (or [all-linear])")
-    return problems
-
-
-def backend_problems(cfg: TrainConfig) -> list[str]:
-    """Combinations of backend settings that cannot run, each with what to do instead."""
-    b, problems = cfg.backend, []
-    choices = {"name": ("local", "ray"), "workers": ("processes", "threads"), "generator": ("hf", "vllm"),
-               "weight_sync": ("auto", "object_store", "nccl")}
-    for key, known in choices.items():
-        if getattr(b, key) not in known:
-            problems.append(f"backend.{key}: unknown value {getattr(b, key)!r}; known: {', '.join(known)}")
-    if problems:
-        return problems
-    if b.generator == "vllm" and b.name != "ray":
-        problems.append("backend.generator=vllm runs in Ray actors: add --backend ray (a one-machine cluster "
-                        "starts by itself)")
-    if b.weight_sync == "nccl" and b.generator != "vllm":
-        problems.append("backend.weight_sync=nccl is implemented for the vllm generator; use object_store (or auto) "
-                        "with the hf generator")
-    if b.name == "local" and b.workers == "threads" and b.generator_device != "cpu":
-        problems.append("backend.generator_device applies to generator processes and actors; thread workers share "
-                        "the trainer's device")
     return problems
 
 

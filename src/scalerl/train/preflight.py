@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from scalerl.config import apply_overrides
 from scalerl.errors import ConfigError, InputError
-from scalerl.rl.length import length_controller
+from scalerl.rl.length import phrase_tokens
 from scalerl.rl.recipe import LengthConfig
 from scalerl.tasks.encoding import encode_prompt
 
@@ -41,17 +41,12 @@ def max_positions(config: Any) -> tuple[int, str] | None:
     return None
 
 
-def _phrase_tokens(length: LengthConfig, tokenizer: Any) -> int:
-    """Tokens of the interruption phrase, as the length controller forces them."""
-    return len(getattr(length_controller(length, tokenizer), "phrase_ids", ()))
-
-
 def completion_budget(length: LengthConfig, tokenizer: Any) -> tuple[int, str]:
     """The most completion tokens a sequence can get, and how that number is made up."""
     cap = length.max_new_tokens
     if length.mode != "interrupt":
         return cap, f"length.max_new_tokens {cap}"
-    phrase = _phrase_tokens(length, tokenizer)
+    phrase = phrase_tokens(length, tokenizer)
     hi, answer = length.think_budget[1], length.answer_budget
     parts = f"thinking {hi} + forced phrase {phrase} + answer {answer}"
     if hi + phrase + answer <= cap:
@@ -68,7 +63,7 @@ def fitting_overrides(length: LengthConfig, tokenizer: Any, room: int) -> list[s
     """``--set`` overrides that bring the completion budget within ``room`` tokens."""
     sets = [f"length.max_new_tokens={room}"]
     if length.mode == "interrupt":
-        phrase = _phrase_tokens(length, tokenizer)
+        phrase = phrase_tokens(length, tokenizer)
         answer = max(1, min(length.answer_budget, room // 4))
         think = room - phrase - answer
         if think < 1:  # not even room for the forced phrase: plain truncation

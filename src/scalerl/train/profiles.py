@@ -68,14 +68,17 @@ PROFILES: dict[str, list[str]] = {
     ],
     # A user's model on a CPU: steps of seconds to minutes, not hours, and an evaluation that
     # finishes. The learning rate is the usual one for RL on sub-billion-parameter models
-    # (TRL's GRPO default); the budgets leave room for a short chain of thought.
+    # (TRL's GRPO default); the budgets leave room for a short chain of thought. Each interrupting
+    # profile keeps 64 tokens of max_new_tokens for the forced phrase (as the preset does: think hi
+    # + phrase + answer must fit; it is checked with the run's tokenizer. The phrase is 47 tokens
+    # with the 512-token BPE of examples/user_model.py).
     "cpu-small": [
         "recipe.batch.prompts_per_step=8",
         "recipe.batch.generations_per_prompt=4",
         "recipe.optimizer.lr=1e-6",
         "recipe.optimizer.warmup_steps=10",
         "recipe.length.max_new_tokens=256",
-        "recipe.length.think_budget=[192, 192]",
+        "recipe.length.think_budget=[128, 128]",
         "recipe.length.answer_budget=64",
         "recipe.length.overlong_max_len=256",
         "recipe.length.overlong_cache=64",
@@ -90,7 +93,7 @@ PROFILES: dict[str, list[str]] = {
         "recipe.optimizer.lr=1e-6",
         "recipe.optimizer.warmup_steps=10",
         "recipe.length.max_new_tokens=4096",
-        "recipe.length.think_budget=[3584, 3584]",
+        "recipe.length.think_budget=[3520, 3520]",
         "recipe.length.answer_budget=512",
         "recipe.length.overlong_max_len=4096",
         "recipe.length.overlong_cache=512",

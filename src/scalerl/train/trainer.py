@@ -8,7 +8,7 @@ One optimizer step:
 
     batch   = source.next_batch(step)          # rollouts (sync / PPO-off-policy-k / PipelineRL-k)
     result  = policy_update(model, ..., batch)  # advantages, filters, loss, AdamW (train/update.py)
-    source.weights_updated(model, version)     # generators get the new weights
+    source.weights_updated(model, version, step=step + 1)   # generators get the new weights
     every eval.every steps: evaluate (mean@k on each eval set), append a run-log row with the
     compute columns and the live forecast, checkpoint.
 
@@ -31,6 +31,7 @@ from scalerl.config import load_yaml, save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, ScaleRLError
 from scalerl.generate.base import SamplingParams
 from scalerl.runlog import RUNLOG, RunLogWriter
+from scalerl.seeds import EVAL_SAMPLING, derive_seed
 from scalerl.train.checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from scalerl.train.compute import ComputeMeter
 from scalerl.train.config import TrainConfig
@@ -39,7 +40,6 @@ from scalerl.train.live_forecast import live_forecast
 from scalerl.train.loggers import make_sinks
 from scalerl.train.policy import load_policy_weights, policy_weights, save_policy
 from scalerl.train.preflight import check_generation_budget, discard_unstarted_run
-from scalerl.train.rollout import make_batch
 from scalerl.train.update import build_optimizer, policy_update
 
 CONFIG, CHECKPOINTS, FINAL = "config.yaml", "checkpoints", "final"
@@ -58,18 +58,10 @@ class RunSummary:
     skipped_steps: int = 0
 
 
-def _seed(base: int, *parts: int) -> int:
-    """A distinct, reproducible 63-bit seed per (run seed, purpose, index)."""
-    h = base & 0xFFFFFFFF
-    for p in parts:
-        h = (h * 1_000_003 + p + 0x9E3779B9) & 0x7FFFFFFFFFFFFFFF
-    return h
-
-
 def eval_seed(run_seed: int, set_index: int) -> int:
     """The sampling seed of evaluation set ``set_index``: the same at every evaluation of a run
     (common random numbers: consecutive rows differ by the policy, not by the draw)."""
-    return _seed(run_seed, 2, set_index)
+    return derive_seed(run_seed, EVAL_SAMPLING, set_index)
 
 
 def _device(name: str) -> torch.device:
@@ -118,15 +110,23 @@ class Trainer:
     # ------------------------------------------------------------------ setup
     def _setup(self) -> None:
         from scalerl.generate.hf import HFGenerator
-        from scalerl.pipeline.registry import make_source
-        from scalerl.rl.length import length_controller
+        from scalerl.generate.layout import pad_id_of
+        from scalerl.pipeline.context import PipelineContext, TaskSpec
+        from scalerl.pipeline.registry import make_source, trainer_threads
+        from scalerl.rl.components import resolve_recipe, validate_recipe
         from scalerl.rl.sampler import PromptSampler
+        from scalerl.rollout.context import RolloutContext, RoundContext
         from scalerl.tasks.registry import get_task
         from scalerl.train.policy import load_policy
 
         cfg, r = self.cfg, self.cfg.recipe
-        if cfg.run.threads:
-            torch.set_num_threads(cfg.run.threads)
+        self.components = resolve_recipe(r)  # every component name looked up once, here
+        threads = cfg.run.threads or trainer_threads(r.off_policy.pipeline, cfg.backend)
+        # Restored when the run ends: a later run in this process (a study's next variant, a test)
+        # must start from torch's default, not from this run's choice.
+        self._torch_threads = torch.get_num_threads()
+        if threads:
+            torch.set_num_threads(threads)
         torch.manual_seed(cfg.run.seed)
         self.device = _device(cfg.run.device)
         self.output.mkdir(parents=True, exist_ok=True)
@@ -134,7 +134,8 @@ class Trainer:
         # fp32 master weights, FP32 head, LoRA, gradient checkpointing, the compute dtype (train/policy.py).
         self.policy = load_policy(cfg, self.device)
         self.model, self.tokenizer, self.precision = self.policy.model, self.policy.tokenizer, self.policy.precision
-        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        validate_recipe(r, self.tokenizer)  # the length budgets, now that the phrase's length is known
+        self.pad_id = pad_id_of(self.model, self.tokenizer)
 
         settings = dict(cfg.task.settings)
         if cfg.task.data is not None:
@@ -143,16 +144,16 @@ class Trainer:
         train = list(self.task.train_problems())
         if not train:
             raise InputError(f"task {cfg.task.name!r} has no training problems")
-        self.problems_by_id = {p.id: p for p in train}
+        problems = {p.id: p for p in train}
         available = self.task.eval_sets()
         missing = [s for s in cfg.eval.sets if s not in available]
         if missing:
             raise ConfigError(f"eval.sets: task {cfg.task.name!r} has no set {missing[0]!r}; it has: {', '.join(available)}")
         self.eval_sets = {s: list(available[s])[: cfg.eval.problems] for s in cfg.eval.sets}
-        self.sampler = PromptSampler.from_config(list(self.problems_by_id), r.sampler, seed=cfg.run.seed)
-        self.length_control = length_controller(r.length, self.tokenizer)
+        self.sampler = PromptSampler.from_config(list(problems), r.sampler, seed=cfg.run.seed)
+        self.length_control = self.components.length_controller(self.tokenizer)
         # Before anything is written to the run directory: a budget the model cannot hold fails here.
-        check_generation_budget(cfg, self.model, self.tokenizer, list(self.problems_by_id.values()), self.eval_sets)
+        check_generation_budget(cfg, self.model, self.tokenizer, list(problems.values()), self.eval_sets)
 
         self.generator = HFGenerator(self.model, self.tokenizer, seed=cfg.run.seed,
                                      autocast_dtype=self.precision.compute_dtype if self.precision.mixed else None)
@@ -164,7 +165,18 @@ class Trainer:
         self.nan_streak = 0
         self.lag_hist: dict[int, int] = {}  # trained tokens per lag since the last evaluation row
         self.evals: list[dict[str, Any]] = []
-        self.source = make_source(self, r.off_policy.pipeline, r.off_policy.k)
+        # What the rollout sources see of the run (built once; the pipeline never reads the trainer).
+        self.rollout = RolloutContext(
+            RoundContext(self.tokenizer, self.task, self.components, self.length_control),
+            problems, self.sampler, temperature=cfg.sampling.temperature, top_p=cfg.sampling.top_p,
+            seed=cfg.run.seed, deterministic=cfg.run.deterministic,
+        )
+        self.pipeline = PipelineContext(
+            self.rollout, cfg.backend, self.model, self.generator,
+            TaskSpec(cfg.task.name, settings, cfg.task.reward, cfg.task.reward_timeout),
+            model_path=cfg.model.name_or_path, generator_dtype=self.precision.generator_dtype, version=self.version,
+        )
+        self.source = make_source(self.pipeline)
         # Devices the clock counts (accelerator-hours): Ray's generator actors hold their own.
         self.meter.devices = getattr(self.source, "devices", 1)
 
@@ -173,21 +185,8 @@ class Trainer:
         else:
             save_yaml(cfg, self.output / CONFIG, header=f"scalerl run {self.output.name} (resolved config)")
             self.runlog = RunLogWriter(self.output / RUNLOG, self._header())
+        self.source.weights_updated(self.model, self.version, step=self.step)  # the weights it starts from
         self.sinks = make_sinks(cfg.log, self.output, self.output.name, to_dict(cfg), self.resume)
-
-    def sampling_params(self, index: int) -> SamplingParams:
-        """Sampling for training batch ``index`` (seeded from it when deterministic)."""
-        s = self.cfg.sampling
-        seed = _seed(self.cfg.run.seed, 1, index) if self.cfg.run.deterministic else None
-        return SamplingParams(max_new_tokens=self.cfg.recipe.length.max_new_tokens, temperature=s.temperature,
-                              top_p=s.top_p, seed=seed)
-
-    def make_batch(self, index: int, generator: Any = None):
-        """Generate, score (and for DAPO refill) the batch of training step ``index``."""
-        return make_batch(
-            generator or self.generator, self.tokenizer, self.task, self.sampler, self.problems_by_id,
-            self.cfg.recipe, self.sampling_params(index), self.length_control,
-        )
 
     def _header(self) -> dict[str, Any]:
         cfg = self.cfg
@@ -244,7 +243,6 @@ class Trainer:
         self.lag_hist = dict(state.get("lag_hist", {}))
         self.evals = state["evals"]
         self.generator.version = self.version
-        self.source.weights_updated(self.model, self.version)
         self.runlog = RunLogWriter(self.output / RUNLOG, resume_offset=state["runlog_offset"])
 
     # ------------------------------------------------------------------ evaluation
@@ -318,6 +316,7 @@ class Trainer:
         finally:
             bar.close()
             self.source.close()
+            torch.set_num_threads(self._torch_threads)
         self._save_final()
         self._close()
         return RunSummary(self.output, self.step, list(self.evals), time.perf_counter() - t_start, self.skipped_steps)
@@ -328,7 +327,7 @@ class Trainer:
         batch = self.source.next_batch(self.step)
         self.meter.generated(batch.samples, batch.tokens, batch.prompt_tokens)
         result = policy_update(
-            self.model, self.optimizer, self.scheduler, batch.groups, r,
+            self.model, self.optimizer, self.scheduler, batch.groups, self.components,
             temperature=cfg.sampling.temperature, pad_token_id=self.pad_id,
             micro_batch_size=cfg.run.micro_batch_size, device=self.device, version=self.version,
             share_prompt=cfg.run.share_prompt_forward, precision=self.precision,
@@ -340,7 +339,7 @@ class Trainer:
         self.meter.step = self.step
         if not result.skipped:
             self.version += 1
-        self.source.weights_updated(self.model, self.version)
+        self.source.weights_updated(self.model, self.version, step=self.step)
         self.meter.pause()
 
         nonfinite = result.skipped and result.reason.startswith("non-finite")

@@ -2,7 +2,9 @@
 
 The order of the recipe's parts, top to bottom (each a switch in ``RecipeConfig``):
 
-1. zero-variance filtering: groups whose rewards are all equal leave the loss;
+0. an empty batch (dynamic sampling kept no group) is skipped, and says so;
+1. zero-variance filtering: groups whose rewards (on ``filtering.basis``: the task's, or the
+   shaped ones) are all equal leave the loss;
 2. advantages: group-centred rewards, normalised by the batch / prompt std (after step 1);
 3. the loss mask: completion tokens the policy sampled (forced interruption tokens are out),
    times step 1's filter, times the truncation filter (``length.mask_truncated``);
@@ -30,12 +32,12 @@ import torch
 from scalerl.generate.logprobs import completion_logprobs, pack_completions, shared_prompt_logprobs
 from scalerl.rl.advantages import compute_advantages
 from scalerl.rl.aggregate import aggregation_weights
+from scalerl.rl.components import RecipeComponents, resolve_recipe
 from scalerl.rl.filters import zero_variance_mask
-from scalerl.rl.length import keep_in_loss
-from scalerl.rl.losses import LossInputs, compute_policy_loss, zero_advantage_means_zero_gradient
+from scalerl.rl.losses import LossInputs
 from scalerl.rl.recipe import RecipeConfig
+from scalerl.rollout.groups import Group, completion_lags
 from scalerl.train.precision import FULL, Precision
-from scalerl.train.rollout import Group, completion_lags
 
 
 @dataclass
@@ -75,7 +77,7 @@ def policy_update(
     optimizer: torch.optim.Optimizer,
     scheduler: Any,
     groups: Sequence[Group],
-    recipe: RecipeConfig,
+    recipe: RecipeComponents | RecipeConfig,
     *,
     temperature: float,
     pad_token_id: int,
@@ -87,6 +89,9 @@ def policy_update(
     precision: Precision = FULL,
 ) -> UpdateResult:
     """One optimizer step on ``groups`` (see the module docstring for the order of the parts).
+
+    ``recipe``: the run's resolved components (:func:`scalerl.rl.components.resolve_recipe`,
+    done once by the trainer); a plain :class:`RecipeConfig` is resolved here.
 
     ``skip_idle``: leave sequences with no gradient (no token in the loss, or a zero advantage
     under a built-in loss) out of the forward and backward passes, and cut the rest into
@@ -100,23 +105,27 @@ def policy_update(
     ``precision``: the compute dtype of the forward passes (autocast) and the fp16 loss scaling
     (:mod:`scalerl.train.precision`); the parameters and the optimizer stay as they are (fp32).
     """
+    parts = recipe if isinstance(recipe, RecipeComponents) else resolve_recipe(recipe)
+    cfg = parts.recipe
     completions = [c for g in groups for c in g.completions]
+    if not completions:  # 0: dynamic sampling ran out of rounds with no group kept
+        return UpdateResult({}, 0, skipped=True, reason="empty batch: no group to train on (dynamic sampling kept "
+                            f"none in {cfg.filtering.max_generation_rounds} rounds)")
     group_ids = torch.tensor([i for i, g in enumerate(groups) for _ in g.completions])
     shaped = torch.tensor([r for g in groups for r in g.shaped], dtype=torch.float32)
 
     # 1-3: which sequences and tokens enter the loss, and their advantages.
     keep = torch.ones(len(completions), dtype=torch.bool)
-    if recipe.filtering.zero_variance:
-        keep &= zero_variance_mask(shaped, group_ids)
-    keep &= torch.tensor([keep_in_loss(recipe.length, c.finish_reason) for c in completions], dtype=torch.bool)
-    advantages = compute_advantages(
-        shaped, group_ids, recipe.advantages.normalization, keep=keep, std_eps=recipe.advantages.std_eps
-    )
+    if cfg.filtering.zero_variance:
+        basis = [r for g in groups for r in parts.filter_values(g.rewards, g.shaped)]
+        keep &= zero_variance_mask(torch.tensor(basis, dtype=torch.float32), group_ids)
+    keep &= torch.tensor([parts.keep_in_loss(c.finish_reason) for c in completions], dtype=torch.bool)
+    advantages = compute_advantages(shaped, group_ids, parts.normalization, keep=keep, std_eps=cfg.advantages.std_eps)
     width = max((len(c.token_ids) for c in completions), default=0)
     loss_mask = _padded([c.loss_mask for c in completions], width) * keep[:, None]
     gen_logprobs = _padded([c.logprobs for c in completions], width)
     # 4: aggregation weights over the whole step.
-    weights = aggregation_weights(recipe.aggregation, loss_mask, group_ids)
+    weights = aggregation_weights(parts.aggregation, loss_mask, group_ids)
 
     lags = completion_lags(completions, version)
     lag_counts = dict(Counter(lags))
@@ -134,7 +143,7 @@ def policy_update(
     order = list(range(len(completions)))
     if skip_idle:
         active = loss_mask.sum(dim=1) > 0
-        if zero_advantage_means_zero_gradient(recipe.loss.name):
+        if parts.skip_zero_advantage:
             active &= advantages != 0
         order = active.nonzero().flatten().tolist()
     if share_prompt and order:
@@ -170,15 +179,14 @@ def policy_update(
                 sub = pack_completions(chunk, pad_token_id, device)
                 logprobs, c_mask = completion_logprobs(model, sub, temperature), sub["completion_mask"]
         t = logprobs.shape[1]
-        out = compute_policy_loss(
+        out = parts.loss(
             LossInputs(
                 logprobs=logprobs,
                 gen_logprobs=gen_logprobs[rows, :t].to(device),
                 advantages=advantages[rows].to(device),
                 mask=mb_mask[:, :t].to(device),
                 group=group_ids[rows].to(device),
-            ),
-            recipe.loss,
+            )
         )
         loss = (weights[rows, :t].to(device) * out.per_token).sum()
         precision.backward(loss)  # fp16: scaled, so small gradients do not underflow
@@ -198,7 +206,7 @@ def policy_update(
                 p.grad = torch.zeros_like(p)
     params = [p for p in model.parameters() if p.grad is not None]
     precision.unscale_(optimizer)  # fp16: true gradients before clipping and the finite check
-    clip = recipe.optimizer.grad_clip
+    clip = cfg.optimizer.grad_clip
     grad_norm = torch.nn.utils.clip_grad_norm_(params, clip if clip is not None else float("inf"))
     metrics.update({f"loss/{k}": v / max(counted, 1.0) for k, v in totals.items()})
     metrics.update({f"loss/{k}": v for k, v in maxima.items()})

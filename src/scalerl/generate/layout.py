@@ -1,0 +1,73 @@
+"""The token layout of a batch of prompts, written once for every forward pass over them.
+
+Prompts are **left-padded** to a common width, so that every row's last prompt token sits in
+the same column and generation appends in lock step; completions follow to the right.
+**Position ids count real tokens only**: a row's positions do not depend on how much padding
+it got, so the same sequence gets the same numbers in the generator's batched decode
+(:mod:`scalerl.generate.hf`), in the trainer's teacher-forced recomputation
+(:mod:`scalerl.generate.logprobs`) and in the shared-prompt variant of it -- the importance
+ratio is exactly 1 on unchanged weights only if all of them agree.
+
+    ids, mask = left_pad(prompts, pad_id)              # [B, P] each
+    positions = position_ids(mask)                    # 0, 1, 2, ... from each row's first token
+    cache_arg, keeps = forward_kwargs(model)          # transformers' names for the cache / logits_to_keep
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Sequence
+
+import torch
+
+
+def left_pad(prompts: Sequence[Sequence[int]], pad_id: int, *, extra: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(ids [B, P], attention_mask [B, P + extra])``: prompts right-aligned at width ``P`` (the
+    longest prompt); the mask has ``extra`` zero columns after them, for tokens still to come."""
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width + extra), dtype=torch.long)
+    for i, p in enumerate(prompts):
+        ids[i, width - len(p) : width] = torch.as_tensor(list(p), dtype=torch.long)
+        mask[i, width - len(p) : width] = 1
+    return ids, mask
+
+
+def position_ids(mask: torch.Tensor) -> torch.Tensor:
+    """Position of every column of ``mask`` counted in real tokens (padding on the left gets 0)."""
+    return (mask.cumsum(-1) - 1).clamp(min=0)
+
+
+def forward_kwargs(model: Any) -> tuple[str, bool]:
+    """Name of the cache argument (``cache`` in transformers 5, ``past_key_values`` before) and
+    whether the model accepts ``logits_to_keep`` (compute the LM head for the last positions only)."""
+    params = inspect.signature(model.forward).parameters
+    return ("cache" if "cache" in params else "past_key_values"), "logits_to_keep" in params
+
+
+def new_cache(model: Any) -> Any:
+    """An empty KV cache for ``model`` (one whose rows can be selected with ``batch_select_indices``)."""
+    from transformers import DynamicCache
+
+    try:
+        return DynamicCache(config=model.config)
+    except TypeError:  # older transformers: no config argument
+        return DynamicCache()
+
+
+def eos_ids(model: Any, tokenizer: Any) -> list[int]:
+    """Every id that ends a completion: the model's generation config, its config, the tokenizer."""
+    ids: set[int] = set()
+    for source in (getattr(model, "generation_config", None), model.config, tokenizer):
+        value = getattr(source, "eos_token_id", None) if source is not None else None
+        if value is not None:
+            ids.update(value if isinstance(value, (list, tuple)) else [value])
+    if not ids:
+        raise ValueError("neither the model nor the tokenizer defines an eos_token_id")
+    return sorted(ids)
+
+
+def pad_id_of(model: Any, tokenizer: Any) -> int:
+    """The id padding is written with: the tokenizer's pad token, else the first EOS id. Padding
+    is masked out everywhere, so any id would do -- but generator and trainer use the same one."""
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos_ids(model, tokenizer)[0]

@@ -1,0 +1,50 @@
+"""What a rollout source and its generator pool need from the run, in one typed object.
+
+The trainer builds a :class:`PipelineContext` once (``Trainer._setup``) and hands it to
+:func:`scalerl.pipeline.registry.make_source`; nothing in this package reads the trainer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from scalerl.generate.hf import HFGenerator
+from scalerl.pipeline.config import BackendConfig
+from scalerl.rollout.context import RolloutContext
+
+
+@dataclass
+class TaskSpec:
+    """How to rebuild the task in another process (generator processes, Ray actors)."""
+
+    name: str
+    settings: dict[str, Any] = field(default_factory=dict)
+    reward: str | None = None
+    reward_timeout: float = 10.0
+
+
+@dataclass
+class PipelineContext:
+    """The run as the pipeline sees it."""
+
+    rollout: RolloutContext
+    """Problems, sampler, the resolved recipe, seeds: what decides each batch's content."""
+    backend: BackendConfig
+    model: torch.nn.Module
+    """The trainer's policy: its weights go to the generators after every step, LoRA adapters
+    merged in (:func:`scalerl.models.lora.generator_state_dict`); thread workers start from a
+    plain copy of it (:func:`scalerl.models.lora.generator_copy`)."""
+    generator: HFGenerator
+    """A generator on the trainer's own model (no copy): the synchronous modes generate with it,
+    and so does deterministic PipelineRL-k for dynamic-sampling refills."""
+    task: TaskSpec
+    model_path: str
+    """The model's name or path as configured (a vLLM engine loads the architecture from it)."""
+    generator_dtype: torch.dtype = torch.float32
+    """The dtype a generator's own copy of the policy is held in: the run's compute dtype (an
+    inference copy needs no fp32 master weights; logits stay fp32 through the FP32 head)."""
+    version: int = 0
+    """The trainer's policy version when the source is built."""
