@@ -181,6 +181,7 @@ def test_local_parallel_runs_in_worker_processes_as_they_would_in_process(study_
     progress = [json.loads(line) for line in (out / "progress.jsonl").read_text().splitlines()]
     assert sorted(o["label"] for o in progress) == ["loo-fp32-head-off", "scalerl"]
     assert all(o["status"] == "trained" and o["cpu_seconds"] > 0 for o in progress)
+    assert "training CPU time (sum over runs)" in (out / "report.md").read_text()
 
     worker_run = out / "runs" / "scalerl" / "seed0"
     cfg = yaml_config(worker_run)
