@@ -391,8 +391,10 @@ def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo:
         return outcomes
     echo(f"{len(todo)} run(s) to train, {spec.parallel} at once, {todo[0].config.run.threads} torch thread(s) each")
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=spec.parallel, mp_context=ctx, initializer=_die_with_parent,
-                             max_tasks_per_child=1) as pool:
+    # One run per worker process (Python >= 3.11; 3.10 reuses workers, and every run still sets
+    # its own seeds and threads).
+    fresh = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
+    with ProcessPoolExecutor(max_workers=spec.parallel, mp_context=ctx, initializer=_die_with_parent, **fresh) as pool:
         running = {pool.submit(_execute_dict, to_dict(p.config), asdict(budget)): p for p in todo}
         while running:
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
