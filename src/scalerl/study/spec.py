@@ -123,6 +123,10 @@ class StudySpec:
             problems.append(f"max_steps ({self.max_steps}) must be >= steps ({self.steps})")
         if self.x not in X_COLUMNS:
             problems.append(f"x: unknown compute column {self.x!r}; known: {', '.join(X_COLUMNS)}")
+        from scalerl.tasks.registry import TASKS
+
+        if self.task not in TASKS:  # caught here, not by every run failing one after another
+            problems.append(f"task: unknown task {self.task!r}; known: {', '.join(sorted(TASKS))}")
         if self.parallel < 0 or self.threads < 0:
             problems.append("parallel and threads must be >= 0")
         if self.bootstrap < 20:
