@@ -9,6 +9,11 @@ of the final point within 0.03 in at least 4 of 5 seeds.
 
     python benchmarks/demo_figures.py [--seeds 0 1 2 3 4] [--output runs/demo-bench] [-- DEMO ARGS]
     python benchmarks/demo_figures.py --report-only --seeds 0 1 2 3 4     # the table from finished runs
+    python benchmarks/demo_figures.py --ends 200 240 260 280 300 --runs runs/demo-bench/seed*   # shorter demos
+
+``--ends``: the half-budget forecast error had each run ended at step E (its log cut there, the
+report's fit on the first half of that compute, the error against the evaluation at E) -- how much
+of the error is the choice of the end and how much a bias, without training anything.
 """
 
 from __future__ import annotations
@@ -32,7 +37,11 @@ def main() -> None:
     ap.add_argument("--output", default="runs/demo-bench")
     ap.add_argument("--report-only", action="store_true", help="no runs: the table from the runs in --output")
     ap.add_argument("demo_args", nargs="*", help="extra arguments for scalerl demo (after --), e.g. -- --steps 400")
+    ap.add_argument("--ends", type=int, nargs="+", help="no runs: forecast errors of --runs cut at these steps")
+    ap.add_argument("--runs", nargs="+", default=[], help="run directories for --ends")
     args = ap.parse_args()
+    if args.ends:
+        return cut_errors(args.runs, args.ends)
     rows = []
     for seed in args.seeds:
         out = Path(args.output) / f"seed{seed}"
@@ -67,6 +76,30 @@ def main() -> None:
           f"held-out MAE median {statistics.median(r['forecast_mae'] for r in rows):.3f}")
     print("targets: wall <= 360 s on 2 cores, >= 8 evaluations, A's 95% upper bound < 0.98, "
           "|error| <= 0.03 in >= 4 of 5 seeds")
+
+
+def cut_errors(runs: list[str], ends: list[int]) -> None:
+    import numpy as np
+
+    from scalerl.curves import Curve
+    from scalerl.curves.backtest import backtest
+
+    for end in ends:
+        errors = []
+        for run in runs:
+            evals = [r for r in map(json.loads, open(Path(run) / "runlog.jsonl")) if r.get("type") == "eval"]
+            if evals[-1]["step"] < end:
+                continue  # the run is shorter than this end
+            evals = [r for r in evals if r["step"] <= end]
+            xs = np.array([r["flops"] for r in evals], dtype=float)
+            ys = np.array([r["val/pass_rate"] for r in evals], dtype=float)
+            bt = backtest(Curve.from_arrays(xs, ys, name=run, x_name="flops", y_name="val/pass_rate"), cut_fraction=0.5,
+                          n_boot=200)
+            (pred,) = bt.forecast.predict([xs[-1]])
+            errors.append(float(pred.R - ys[-1]))
+        if errors:
+            print(f"end {end:>4}: errors {' '.join(f'{e:+.3f}' for e in errors)}; within 0.03 in "
+                  f"{sum(abs(e) <= 0.03 for e in errors)} of {len(errors)}; mean {statistics.mean(errors):+.3f}")
 
 
 if __name__ == "__main__":
