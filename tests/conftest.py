@@ -24,7 +24,7 @@ def warm_tiny_dir(tmp_path_factory):
     """A short warm start of the tiny model on 1-digit addition, cached in a session tmp dir."""
     from scalerl.models.tiny import TinySpec, tiny_model_dir
 
-    spec = TinySpec(digits=1, warm_start_steps=60, warm_start_batch_size=32)
+    spec = TinySpec(task_settings={"digits": 1}, warm_start_steps=60, warm_start_batch_size=32)
     return tiny_model_dir(spec, cache_dir=tmp_path_factory.mktemp("scalerl-cache"))
 
 

@@ -60,7 +60,7 @@ def test_warm_start_reaches_a_nonzero_sampled_pass_rate(warm_tiny_dir):
 
 
 def test_cached_directory_is_reused_not_rebuilt(warm_tiny_dir, monkeypatch):
-    spec = TinySpec(digits=1, warm_start_steps=60, warm_start_batch_size=32)
+    spec = TinySpec(task_settings={"digits": 1}, warm_start_steps=60, warm_start_batch_size=32)
 
     def fail(_spec):
         raise AssertionError("rebuilt although cached")
@@ -71,7 +71,7 @@ def test_cached_directory_is_reused_not_rebuilt(warm_tiny_dir, monkeypatch):
 
 
 def test_tiny_resolves_through_the_cache(warm_tiny_dir):
-    spec = TinySpec(digits=1, warm_start_steps=60, warm_start_batch_size=32)
+    spec = TinySpec(task_settings={"digits": 1}, warm_start_steps=60, warm_start_batch_size=32)
     assert resolve_model("tiny", cache_dir=str(warm_tiny_dir.parent.parent), tiny_spec=spec) == str(warm_tiny_dir)
     model, tokenizer = load_model("tiny", cache_dir=str(warm_tiny_dir.parent.parent), tiny_spec=spec)
     assert model.config.vocab_size == len(tokenizer)
@@ -124,3 +124,77 @@ def test_build_writes_a_complete_model_directory(random_model, char_tokenizer, t
     path = tiny_model_dir(spec, cache_dir=tmp_path)
     assert {"config.json", "model.safetensors", "tokenizer.json", "scalerl_tiny.json"} <= set(os.listdir(path))
     assert AutoModelForCausalLM.from_pretrained(path).config.hidden_size == random_model.config.hidden_size
+
+
+# ---------------------------------------------------------------- the arithmetic-mix model ladder
+
+
+def test_ladder_sizes_are_ordered_and_share_one_warm_start_recipe(char_tokenizer):
+    from scalerl.models.tiny import TINY_MODELS
+
+    ladder = [TINY_MODELS[n] for n in ("tiny-s", "tiny-m", "tiny-l")]
+    params = [sum(p.numel() for p in build_tiny_model(char_tokenizer, s.architecture).parameters()) for s in ladder]
+    assert params == sorted(params) and len(set(params)) == 3
+    assert ladder[1].architecture == TinyArchitecture()  # tiny-m is tiny's shape, on the new workload
+    assert len({s.key() for s in ladder} | {TINY_MODELS["tiny"].key()}) == 4
+    for s in ladder:
+        assert s.task == "arithmetic-mix" and s.task_settings == {"min_digits": 2, "max_digits": 4}
+        assert (s.warm_start_steps, s.warm_start_noise) == (ladder[0].warm_start_steps, ladder[0].warm_start_noise)
+        assert s.warm_start_lr * s.architecture.hidden_size == pytest.approx(3e-3 * 128)  # 1/width
+
+
+def test_cache_key_changes_with_the_warm_start_task_and_noise():
+    base = TinySpec()
+    assert base.key() != TinySpec(warm_start_noise=0.03).key()
+    assert base.key() != TinySpec(task_settings={"digits": 3}).key()
+    assert base.key() != TinySpec(task="arithmetic-mix", task_settings={}).key()
+
+
+def test_a_ladder_name_resolves_through_the_cache(monkeypatch, tmp_path):
+    """``--model tiny-m`` builds its spec once and reuses the cached directory (here a 10-step
+    stand-in for the 700-step warm start, to keep the test fast)."""
+    from scalerl.models.tiny import TINY_MODELS
+
+    small = TinyArchitecture(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                             num_key_value_heads=2)
+    spec = TinySpec(architecture=small, task="arithmetic-mix", task_settings={"n_train": 300, "n_val": 30},
+                    warm_start_steps=10, warm_start_noise=0.03)
+    monkeypatch.setitem(TINY_MODELS, "tiny-m", spec)
+    path = resolve_model("tiny-m", cache_dir=str(tmp_path))
+    assert Path(path) == tmp_path / "tiny" / spec.key()
+    info = json.loads((Path(path) / "scalerl_tiny.json").read_text())
+    assert info["spec"]["task"] == "arithmetic-mix" and info["spec"]["warm_start_noise"] == 0.03
+
+    def fail(_spec):
+        raise AssertionError("rebuilt although cached")
+
+    monkeypatch.setattr(tiny, "make_tiny_model", fail)
+    assert resolve_model("tiny-m", cache_dir=str(tmp_path)) == path
+    with pytest.raises(InputError, match="tiny-x"):
+        resolve_model("./tiny-x")
+
+
+def test_corrupt_digits_touches_digits_only_at_the_given_rate():
+    import random
+
+    from scalerl.models.warmstart import corrupt_digits
+
+    text = "<think>7+8+0=15\n4+3+1=8\n</think>85" * 200
+    assert corrupt_digits(text, 0.0, random.Random(0)) == text
+    noisy = corrupt_digits(text, 0.3, random.Random(0))
+    assert len(noisy) == len(text)
+    assert all(a == b for a, b in zip(text, noisy) if not a.isdigit()) and all(b.isdigit() for a, b in zip(text, noisy) if a.isdigit())
+    changed = sum(a != b for a, b in zip(text, noisy)) / sum(a.isdigit() for a in text)
+    assert 0.3 * 0.9 - 0.03 < changed < 0.3 * 0.9 + 0.03  # a redrawn digit equals the old one 1 time in 10
+
+
+@pytest.mark.parametrize("model, task, profile", [
+    ("tiny", "arithmetic", "cpu-tiny"), ("tiny-m", "arithmetic-mix", "cpu-tiny-mix"),
+    ("tiny-s", "arithmetic", "cpu-tiny"), ("tiny-l", "arithmetic-mix", "cpu-tiny-mix"),
+])
+def test_tiny_names_get_their_scale_profile(model, task, profile):
+    from scalerl.train.config import TrainConfig, profile_for
+
+    cfg = TrainConfig()
+    cfg.model.name_or_path, cfg.task.name = model, task
+    assert profile_for(cfg) == profile

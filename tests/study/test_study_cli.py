@@ -30,6 +30,7 @@ def _one_line_error(capsys, code, *needles):
     (["--set", "nope=1"], ["unknown key 'nope'"]),
     (["--steps", "20", "--eval-every", "10"], ["at least 3"]),
     (["--x", "wall"], ["unknown compute column 'wall'"]),
+    (["--task", "nope"], ["unknown task 'nope'", "arithmetic-mix"]),
 ])
 def test_bad_flags_exit_2_with_one_line(tmp_path, capsys, args, needles):
     code = main(["study", "--output", str(tmp_path / "s"), "--dry-run", *args])

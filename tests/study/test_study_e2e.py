@@ -167,3 +167,37 @@ def test_ray_backend_runs_every_run_as_a_task(study_cache, tmp_path, capsys):
     statuses = [json.loads(line)["status"] for line in (out / "progress.jsonl").read_text().splitlines()]
     assert statuses == ["trained", "trained"]
     assert (out / "report.html").exists()
+
+
+def test_local_parallel_runs_in_worker_processes_as_they_would_in_process(study_cache, tmp_path, capsys):
+    """--parallel 2 on the local backend: both runs train at once in spawned workers, each records
+    its CPU time, and a run trained in a worker is the run trained in this process (the default
+    recipe's PipelineRL-8 is seeded: nothing in the outcome depends on where or how fast it ran)."""
+    out = tmp_path / "study"
+    code = main(micro_args(out, "--family", "loo", "--only", "loo-fp32-head-off", "--parallel", "2", "--threads", "1"))
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "2 run(s) to train, 2 at once, 1 torch thread(s) each" in err and "CPU-min" in err
+    progress = [json.loads(line) for line in (out / "progress.jsonl").read_text().splitlines()]
+    assert sorted(o["label"] for o in progress) == ["loo-fp32-head-off", "scalerl"]
+    assert all(o["status"] == "trained" and o["cpu_seconds"] > 0 for o in progress)
+    assert "training CPU time (sum over runs)" in (out / "report.md").read_text()
+
+    worker_run = out / "runs" / "scalerl" / "seed0"
+    cfg = yaml_config(worker_run)
+    cfg["run"]["output"] = str(tmp_path / "in-process")
+    outcome = runner.execute_run(cfg, Budget.of(load_spec(out / "study.yaml")))
+    assert outcome.status == "trained" and outcome.cpu_seconds > 0
+
+    def evals(run):
+        return [(r["step"], r["val/pass_rate"]) for r in map(json.loads, (run / "runlog.jsonl").read_text().splitlines())
+                if r.get("type") == "eval"]
+
+    assert evals(worker_run) == evals(tmp_path / "in-process") and len(evals(worker_run)) == 4
+
+
+def yaml_config(run: Path) -> dict:
+    from scalerl.config import load_yaml, to_dict
+    from scalerl.train.config import TrainConfig
+
+    return to_dict(load_yaml(TrainConfig, run / "config.yaml"))

@@ -1,5 +1,6 @@
 """End-to-end: the real tiny model trained for a few steps through the command line."""
 
+import dataclasses
 import json
 
 import pytest
@@ -88,14 +89,29 @@ def test_eval_command(tiny_dir, capsys):
     assert 0.0 <= obj["sets"]["val"]["pass_rate"] <= 1.0
 
 
-def test_demo_smoke(tiny_dir, tmp_path, capsys):
+def test_demo_smoke(scalerl_cache, tmp_path, capsys, monkeypatch):
+    """The demo's defaults (tiny-m on arithmetic-mix, the cpu-tiny-mix profile, its evaluation)
+    for two steps. tiny-m's 700-step warm start (~2.5 CPU-minutes) is replaced by a 30-step
+    stand-in of a smaller shape to keep the test fast; everything else is what the demo runs."""
+    from scalerl.config import load_yaml
+    from scalerl.models.tiny import TINY_MODELS, TinyArchitecture
+    from scalerl.train.config import TrainConfig
+
+    stand_in = dataclasses.replace(TINY_MODELS["tiny-m"], warm_start_steps=30, architecture=TinyArchitecture(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4))
+    monkeypatch.setitem(TINY_MODELS, "tiny-m", stand_in)
     out = tmp_path / "demo"
     code = main(["demo", "--output", str(out), "--steps", "2", "--eval-every", "1", "--no-progress",
                  "--set", "batch.prompts_per_step=4", "--set", "batch.generations_per_prompt=4",
-                 "--set", "eval.samples_per_problem=1"])
+                 "--set", "eval.problems=12"])
     assert code == 0
     printed = capsys.readouterr().out
     assert "report:" in printed and (out / "report.html").exists() and (out / "final" / "config.json").exists()
+    cfg = load_yaml(TrainConfig, out / "config.yaml")
+    assert (cfg.model.name_or_path, cfg.task.name, cfg.recipe_name) == ("tiny-m", "arithmetic-mix", "scalerl")
+    assert list(cfg.recipe.length.think_budget) == [26, 34] and cfg.recipe.length.max_new_tokens == 48
+    assert (cfg.eval.samples_per_problem, cfg.eval.problems) == (2, 12)  # the demo's k; the user's --set wins
+    assert cfg.recipe.off_policy.pipeline == "pipeline-rl-k" and cfg.recipe.off_policy.k == 8
 
 
 def test_eval_of_a_run_reproduces_its_last_evaluation(tiny_dir, tmp_path, capsys):

@@ -16,8 +16,9 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
                    help="override any config field: a dotted path (recipe.loss.name=dapo) or a unique leaf "
                         "(pipeline=pipeline-rl-k, k=4, lr=1e-4); repeatable")
     p.add_argument("--recipe", metavar="NAME", help="recipe preset or leave-one-out variant (scalerl recipes lists them)")
-    p.add_argument("--model", metavar="PATH|HUB_ID|tiny", help="model to train (default: tiny)")
-    p.add_argument("--task", metavar="NAME", help="task: arithmetic (built in) or math (needs --data)")
+    p.add_argument("--model", metavar="PATH|HUB_ID|tiny", help="model to train: tiny (default), tiny-s/tiny-m/tiny-l "
+                   "(the arithmetic-mix ladder), a model directory or a hub id")
+    p.add_argument("--task", metavar="NAME", help="task: arithmetic, arithmetic-mix (built in) or math (needs --data)")
     p.add_argument("--data", metavar="FILE", help="math task: JSONL / parquet / HF dataset dir of {prompt, answer} rows")
     p.add_argument("--reward", metavar="MODULE:FUNCTION", help="your own reward function fn(problem, completion) -> float")
     p.add_argument("--steps", type=int, help="optimizer steps")

@@ -4,6 +4,7 @@ and say which choices moved the ceiling and which only the efficiency -- with a 
     scalerl study --family loo --steps 400 --eval-every 20 --output runs/study-loo
     scalerl study configs/studies/loo.yaml --output runs/study-loo      # the same, from a spec file
     scalerl study --family batch-size --values 8 16 32 --compute 3e13 --output runs/study-batch
+    scalerl study configs/studies/workload-gen-length.yaml --seeds 3 --parallel 2 --threads 1   # 2 runs at once
     scalerl study --output runs/study-loo --resume                       # after a kill: finished runs are skipped
     scalerl study --list                                                 # families and their variants
     scalerl report runs/study-loo                                        # the report again, from the logs alone
@@ -25,8 +26,8 @@ from scalerl.errors import ConfigError, InputError
 _FLAGS = {
     "family": "family", "base": "base", "values": "values", "base_value": "base_value", "only": "only",
     "seeds": "seeds", "steps": "steps", "compute": "compute", "max_steps": "max_steps", "eval_every": "eval_every",
-    "x": "x", "model": "model", "backend": "backend", "ray_address": "ray_address", "parallel": "parallel",
-    "threads": "threads", "rule": "rule", "bootstrap": "bootstrap", "extrapolate": "extrapolate",
+    "x": "x", "model": "model", "task": "task", "backend": "backend", "ray_address": "ray_address",
+    "parallel": "parallel", "threads": "threads", "rule": "rule", "bootstrap": "bootstrap", "extrapolate": "extrapolate",
 }
 
 
@@ -49,13 +50,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-steps", type=int, metavar="N", help="with --compute: step cap per run")
     g.add_argument("--eval-every", type=int, metavar="N", help="evaluate every N steps (default 20)")
     g.add_argument("--x", metavar="COL", help="compute column: flops (default), gpu_hours, tokens, samples, step")
-    g.add_argument("--model", metavar="PATH|tiny", help="model every run starts from (default: tiny)")
+    g.add_argument("--model", metavar="PATH|tiny", help="model every run starts from (default: tiny; tiny-s/m/l: "
+                   "the arithmetic-mix ladder)")
+    g.add_argument("--task", metavar="NAME", help="task of every run: arithmetic (default), arithmetic-mix, math")
     g.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override for every run, as in scalerl train --set; repeatable")
     g = p.add_argument_group("how to run and compare")
     g.add_argument("--backend", metavar="NAME", help="local (one run after another; default) or ray (in parallel)")
     g.add_argument("--ray-address", metavar="ADDR", help="ray: a running cluster's address (default: start one)")
-    g.add_argument("--parallel", type=int, metavar="N", help="ray: at most N runs at once")
+    g.add_argument("--parallel", type=int, metavar="N", help="at most N runs at once (local: worker processes)")
     g.add_argument("--threads", type=int, metavar="N", help="torch threads per run")
     g.add_argument("--rule", metavar="NAME", help="classification rule: intervals (default) or paper")
     g.add_argument("--bootstrap", type=int, metavar="N", help="bootstrap resamples per interval (default 300)")
@@ -174,8 +177,9 @@ def run(args) -> int:
     print(f"scalerl study: {spec.family} of {spec.base}, {spec.seeds} seed(s), {what} per run, backend "
           f"{spec.backend}; output {directory}", file=sys.stderr)
     result = run_study(spec, directory)
-    print(f"runs finished in {result.seconds / 60:.1f} min ({sum(o.status != 'skipped' for o in result.outcomes)} "
-          f"trained or resumed, {sum(o.status == 'skipped' for o in result.outcomes)} already done)", file=sys.stderr)
+    print(f"runs finished in {result.seconds / 60:.1f} min, {result.cpu_seconds / 60:.1f} CPU-min "
+          f"({sum(o.status != 'skipped' for o in result.outcomes)} trained or resumed, "
+          f"{sum(o.status == 'skipped' for o in result.outcomes)} already done)", file=sys.stderr)
     if not args.no_report:
         from scalerl.study.report import print_summary, write_study_report
 

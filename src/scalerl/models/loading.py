@@ -19,12 +19,13 @@ _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 
 
 def resolve_model(name_or_path: str, cache_dir: str | None = None, tiny_spec: Any = None) -> str:
-    """A path or hub id ``from_pretrained`` can load; ``tiny`` becomes its cached directory (built if
-    needed, from ``tiny_spec`` -- a :class:`~scalerl.models.tiny.TinySpec`, default the standard one)."""
-    if name_or_path == "tiny":
-        from scalerl.models.tiny import TinySpec, tiny_model_dir
+    """A path or hub id ``from_pretrained`` can load; a tiny model name (``tiny``, ``tiny-s``, ...)
+    becomes its cached directory (built if needed, from ``tiny_spec`` -- a
+    :class:`~scalerl.models.tiny.TinySpec` -- or the name's own spec)."""
+    from scalerl.models.tiny import tiny_model_dir, tiny_spec as named_tiny_spec
 
-        return str(tiny_model_dir(tiny_spec or TinySpec(), cache_dir=cache_dir))
+    if named_tiny_spec(name_or_path) is not None:  # tiny, tiny-s, tiny-m, tiny-l (models/tiny.py)
+        return str(tiny_model_dir(tiny_spec or named_tiny_spec(name_or_path), cache_dir=cache_dir))
     path = Path(name_or_path).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():

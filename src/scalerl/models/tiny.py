@@ -48,8 +48,11 @@ class TinySpec:
     """Everything that determines the tiny model's weights (and so its cache key)."""
 
     architecture: TinyArchitecture = field(default_factory=TinyArchitecture)
-    digits: int = 2
-    """Arithmetic difficulty of the warm start (the task the model is then trained on)."""
+    task: str = "arithmetic"
+    """Registered task whose training problems' reference completions the warm start imitates
+    (the task the model is then trained on with RL)."""
+    task_settings: dict[str, Any] = field(default_factory=lambda: {"digits": 2})
+    """The task's settings (``get_task(task, **task_settings)``)."""
     warm_start_steps: int = 200
     """Chosen for a low, non-zero sampled pass rate that RL can lift within minutes. Measured
     (``benchmarks/tiny_warm_start.py``, mean@8 on ``val`` at temperature 1 / greedy): 150 steps
@@ -58,11 +61,48 @@ class TinySpec:
     with the cpu-tiny profile: 0.15 -> 0.27 in 150 steps at 190, 0.32 -> 0.69 at 200)."""
     warm_start_batch_size: int = 32
     warm_start_lr: float = 3e-3
+    warm_start_noise: float = 0.0
+    """Share of the demonstrations' digits replaced at random (:func:`~scalerl.models.warmstart.corrupt_digits`)."""
     seed: int = 0
 
     def key(self) -> str:
         payload = json.dumps({"build": BUILD_VERSION, **dataclasses.asdict(self)}, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def _ladder(hidden: int, layers: int, heads: int) -> TinySpec:
+    """A size of the ``arithmetic-mix`` ladder: same task, data, steps and noise for every size;
+    the warm-start learning rate scales as 1/width (Adam's rule for hidden weights: the same
+    per-step change of every layer's output), 3e-3 at width 128."""
+    arch = TinyArchitecture(hidden_size=hidden, intermediate_size=4 * hidden, num_hidden_layers=layers,
+                            num_attention_heads=heads, num_key_value_heads=heads)
+    return TinySpec(architecture=arch, task="arithmetic-mix",
+                    # Spelled out, not left to the task's defaults, so that the cache key sees them
+                    # (a change of the task's other defaults needs a BUILD_VERSION bump).
+                    task_settings={"min_digits": 2, "max_digits": 4}, warm_start_steps=700,
+                    warm_start_lr=round(3e-3 * 128 / hidden, 8), warm_start_noise=0.03)
+
+
+#: Tiny models by name (``--model NAME``). ``tiny`` is the original 1.08M-parameter model
+#: warm-started on 2-digit ``arithmetic`` (every fit on it ends at A = 1). ``tiny-s``,
+#: ``tiny-m``, ``tiny-l`` are the model-size ladder of the ``arithmetic-mix`` workload, each
+#: warm-started the same way (:func:`_ladder`); tiny-m has tiny's architecture. What each reaches
+#: is measured in ``benchmarks/workload_movers.py``.
+TINY_MODELS: dict[str, TinySpec] = {
+    "tiny": TinySpec(),
+    "tiny-s": _ladder(64, 2, 4),
+    "tiny-m": _ladder(128, 4, 4),
+    "tiny-l": _ladder(192, 4, 6),
+}
+
+
+#: The model-size ladder of the arithmetic-mix workload, smallest first.
+LADDER = ("tiny-s", "tiny-m", "tiny-l")
+
+
+def tiny_spec(name: str) -> TinySpec | None:
+    """The spec of tiny model ``name`` (a key of :data:`TINY_MODELS`), None for anything else."""
+    return TINY_MODELS.get(name)
 
 
 def cache_root() -> Path:
@@ -95,14 +135,15 @@ def make_tiny_model(spec: TinySpec = TinySpec()) -> tuple[Any, Any, dict]:
     """Build and warm-start the tiny model in memory: ``(model, tokenizer, info)``."""
     from scalerl.models.char_tokenizer import build_char_tokenizer
     from scalerl.models.warmstart import WarmStartConfig, supervised_warm_start
-    from scalerl.tasks.arithmetic import ArithmeticTask
+    from scalerl.tasks.registry import get_task
 
     tokenizer = build_char_tokenizer()
     model = build_tiny_model(tokenizer, spec.architecture, spec.seed)
-    task = ArithmeticTask(digits=spec.digits)
+    task = get_task(spec.task, **spec.task_settings)
     pairs = [(p.prompt, task.reference_completion(p)) for p in task.train_problems()]
     warm = WarmStartConfig(
-        steps=spec.warm_start_steps, batch_size=spec.warm_start_batch_size, lr=spec.warm_start_lr, seed=spec.seed
+        steps=spec.warm_start_steps, batch_size=spec.warm_start_batch_size, lr=spec.warm_start_lr, seed=spec.seed,
+        digit_noise=spec.warm_start_noise,
     )
     stats = supervised_warm_start(model, tokenizer, pairs, warm)
     info = {

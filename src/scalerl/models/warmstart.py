@@ -31,6 +31,24 @@ class WarmStartConfig:
     """Peak learning rate (linear warm-up over 10% of the steps, then cosine to 10%)."""
     weight_decay: float = 0.01
     seed: int = 0
+    digit_noise: float = 0.0
+    """Share of the completions' digits replaced by a random digit (each drawn independently,
+    once per example): imitation of noisy demonstrations (see :func:`corrupt_digits`)."""
+
+
+def corrupt_digits(text: str, rate: float, rng: random.Random) -> str:
+    """``text`` with each digit replaced, with probability ``rate``, by a uniformly drawn digit.
+
+    A base model that imitated noisy demonstrations knows the procedure (its most likely token
+    is right wherever its capacity allows) but samples mistakes at every digit, so its sampled
+    pass rate falls with the length of the computation -- the room RL's sharpening has to fill,
+    as with a pre-trained LLM. Without noise a warm start has to be stopped early to leave that
+    room, and where it lands then depends steeply on the step count, the learning rate and the
+    model size (measured: benchmarks/workload_movers.py).
+    """
+    if rate <= 0:
+        return text
+    return "".join(str(rng.randrange(10)) if ch.isdigit() and rng.random() < rate else ch for ch in text)
 
 
 def _batch(examples: Sequence[tuple[list[int], list[int]]], pad_id: int) -> tuple[torch.Tensor, ...]:
@@ -65,10 +83,13 @@ def supervised_warm_start(
     if not pairs:
         raise ValueError("supervised_warm_start needs at least one (prompt, completion) pair")
     eos = tokenizer.eos_token_id
-    examples = [
-        (encode_prompt(tokenizer, p), list(tokenizer(c, add_special_tokens=False).input_ids) + [eos]) for p, c in pairs
-    ]
     rng = random.Random(config.seed)
+    noise = random.Random(f"{config.seed}:noise")
+    examples = [
+        (encode_prompt(tokenizer, p),
+         list(tokenizer(corrupt_digits(c, config.digit_noise, noise), add_special_tokens=False).input_ids) + [eos])
+        for p, c in pairs
+    ]
     torch.manual_seed(config.seed)
     # One thread: the same weights whatever the machine's core count (parallel reductions
     # change float rounding, and the result is cached under a key that ignores threads); on

@@ -238,10 +238,9 @@ def _expected_better(spec: StudySpec, v: Variant, base_value: Any) -> bool | Non
     if spec.family in ("batch-size", "gen-length"):
         return v.value > base_value
     if spec.family == "model-size":
-        from scalerl.study.families import TINY_SIZES
+        from scalerl.study.families import model_size_order
 
-        size = lambda name: TINY_SIZES[name].hidden_size * TINY_SIZES[name].num_hidden_layers  # noqa: E731
-        return size(v.value) > size(base_value)
+        return model_size_order(spec.model, v.value) > model_size_order(spec.model, base_value)
     return None
 
 

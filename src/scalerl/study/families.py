@@ -11,8 +11,9 @@ run that could be reproduced by hand.
 ``generations``  generations per prompt        (default: half, same, double)
 ``gen-length``   generation length in tokens   (default: 2/3, same, 4/3; the thinking budgets
                  and the overlong-penalty lengths scale with it, the answer budget does not)
-``model-size``   tiny model architectures      (default: tiny-s, tiny, tiny-l; each its own
-                 warm start, cached like the standard one)
+``model-size``   tiny model sizes              (model ``tiny``: the architectures tiny-s, tiny,
+                 tiny-l, each its own warm start on 2-digit addition, cached like the standard
+                 one; model ``tiny-s/m/l``: the arithmetic-mix ladder of models/tiny.py)
 
 Add a family by adding a :class:`Family` to :data:`FAMILIES`.
 """
@@ -222,19 +223,45 @@ def _tiny_sizes() -> dict[str, Any]:
 TINY_SIZES = _tiny_sizes()
 
 
+def model_sizes(model: str) -> dict[str, Any]:
+    """The sizes a model-size study of ``model`` sweeps: name -> TinyArchitecture. ``tiny``: the
+    architectures of :data:`TINY_SIZES` (each warm-started on 2-digit addition like ``tiny``); a
+    name of the arithmetic-mix ladder (``tiny-s``, ``tiny-m``, ``tiny-l``): the ladder's models
+    (models/tiny.py LADDER, each warm-started on arithmetic-mix); anything else: none."""
+    from scalerl.models.tiny import LADDER, TINY_MODELS
+
+    if model == "tiny":
+        return dict(TINY_SIZES)
+    if model in LADDER:
+        return {name: TINY_MODELS[name].architecture for name in LADDER}
+    return {}
+
+
+def model_size_order(model: str, name: str) -> int:
+    """A number that orders the sizes of :func:`model_sizes` (hidden width squared x layers)."""
+    arch = model_sizes(model)[name]
+    return arch.hidden_size ** 2 * arch.num_hidden_layers
+
+
 def _model_size(spec, base_cfg) -> list[Variant]:
-    if spec.model != "tiny":
-        raise ConfigError(f"model-size sweeps the tiny model's architectures ({', '.join(TINY_SIZES)}); "
-                          f"model is {spec.model!r} -- set model: tiny, or compare your own models as separate studies")
-    values = [str(v) for v in spec.values] or list(TINY_SIZES)
-    base_value = str(spec.base_value) if spec.base_value is not None else "tiny"
+    sizes = model_sizes(spec.model)
+    if not sizes:
+        raise ConfigError(f"model-size sweeps the tiny models: model tiny (architectures {', '.join(TINY_SIZES)}) or "
+                          f"a size of the arithmetic-mix ladder (tiny-s, tiny-m, tiny-l); model is {spec.model!r} -- "
+                          "compare your own models as separate studies")
+    ladder = spec.model != "tiny"
+    values = [str(v) for v in spec.values] or list(sizes)
+    base_value = str(spec.base_value) if spec.base_value is not None else spec.model
     if base_value not in values:
         values.insert(0, base_value)
-    unknown = [v for v in values if v not in TINY_SIZES]
+    unknown = [v for v in values if v not in sizes]
     if unknown:
-        raise ConfigError(f"values: unknown tiny model size {unknown[0]!r}; known: {', '.join(TINY_SIZES)}")
-    out = [Variant(f"model-{v}", f"{spec.base} on the {v} model ({_describe(TINY_SIZES[v])})", spec.base,
-                   spec.base if v == base_value else f"{spec.base}+model-{v}", arch=v,
+        raise ConfigError(f"values: unknown tiny model size {unknown[0]!r}; known: {', '.join(sizes)}")
+    out = [Variant(f"model-{v}", f"{spec.base} on the {v} model ({_describe(sizes[v])})", spec.base,
+                   spec.base if v == base_value else f"{spec.base}+model-{v}",
+                   # The ladder's models are named models (each resolves to its own cached warm
+                   # start); tiny's other architectures are built by the runner (arch).
+                   overrides=(f"model.name_or_path={v}",) if ladder else (), arch=None if ladder else v,
                    components=("model size",) if v != base_value else (), value=v, is_base=v == base_value)
            for v in values]
     return _base_first(out)

@@ -34,6 +34,7 @@ class StudyReport:
     analysis: StudyAnalysis
     files: list[Path] = field(default_factory=list)
     wall_seconds: float | None = None
+    cpu_seconds: float | None = None
 
 
 # ----------------------------------------------------------------------------- formatting
@@ -201,7 +202,8 @@ def _plot_loo_view(a: StudyAnalysis, path: Path) -> Path:
 # ----------------------------------------------------------------------------- the report
 
 
-def _wall_seconds(directory: Path) -> float | None:
+def _run_seconds(directory: Path, key: str = "seconds") -> float | None:
+    """Sum over runs of ``key`` (seconds: wall; cpu_seconds: CPU) of their trained/resumed records."""
     log = directory / "progress.jsonl"
     if not log.exists():
         return None
@@ -212,18 +214,18 @@ def _wall_seconds(directory: Path) -> float | None:
         except json.JSONDecodeError:
             continue
         if o.get("status") in ("trained", "resumed"):
-            key = (o["label"], o["seed"])
-            latest[key] = latest.get(key, 0.0) + float(o.get("seconds", 0.0))
+            run = (o["label"], o["seed"])
+            latest[run] = latest.get(run, 0.0) + float(o.get(key, 0.0))
     return sum(latest.values()) if latest else None
 
 
-def _facts(a: StudyAnalysis, wall: float | None) -> list[tuple[str, str]]:
+def _facts(a: StudyAnalysis, wall: float | None, cpu: float | None = None) -> list[tuple[str, str]]:
     s = a.spec
     budget = f"{s.compute:g} {s.x} per run (runs extended to reach it)" if s.compute else f"{s.steps} steps per run"
     n_runs = sum(len(v.seeds) for v in a.variants)
     facts = [
         ("family", f"{s.family} (base: {a.base})"),
-        ("model / overrides", f"{s.model} / {', '.join(s.overrides) or 'none'}"),
+        ("model / task / overrides", f"{s.model} / {s.task} / {', '.join(s.overrides) or 'none'}"),
         ("budget", f"{budget}; evaluation every {s.eval_every} steps"),
         ("seeds per variant", str(s.seeds)),
         ("curves", f"{a.y} against {a.x}; {n_runs} finished run(s) of {len(a.variants) * s.seeds}"),
@@ -231,6 +233,8 @@ def _facts(a: StudyAnalysis, wall: float | None) -> list[tuple[str, str]]:
     ]
     if wall is not None:
         facts.append(("training wall time (sum over runs)", f"{wall / 60:.1f} min"))
+    if cpu:  # studies run before CPU time was recorded have none
+        facts.append(("training CPU time (sum over runs)", f"{cpu / 60:.1f} min"))
     if a.common_A is not None:
         facts.append(("common A (leave-one-out view)", f"{a.common_A:.3f}"))
     if a.extrapolate_at is not None:
@@ -244,7 +248,7 @@ def write_study_report(directory: str | Path, *, n_boot: int | None = None) -> S
 
     a = analyse_study(directory, n_boot=n_boot)
     d = a.directory
-    rep = StudyReport(a, wall_seconds=_wall_seconds(d))
+    rep = StudyReport(a, wall_seconds=_run_seconds(d), cpu_seconds=_run_seconds(d, "cpu_seconds"))
     if a.compare is not None:
         rep.files.append(plot_compare(a.compare, d / "curves.png",
                                       title=f"{a.spec.family} study: every run, each variant's pooled fit and 95% band"))
@@ -290,7 +294,7 @@ _HOW_TO_READ = [
 
 def _write_text(rep: StudyReport) -> list[Path]:
     a = rep.analysis
-    facts = _facts(a, rep.wall_seconds)
+    facts = _facts(a, rep.wall_seconds, rep.cpu_seconds)
     title = f"scalerl study report: {a.directory.name}"
     moved, fits, common = what_moved_rows(a), fit_rows(a), common_A_rows(a)
     explanations = [(v.label, v.classification["explanation"]) for v in a.variants if v.classification]
@@ -332,7 +336,7 @@ def _write_text(rep: StudyReport) -> list[Path]:
 def print_summary(rep: StudyReport) -> None:
     """The report's two main tables as plain text on stdout."""
     a = rep.analysis
-    for k, v in _facts(a, rep.wall_seconds):
+    for k, v in _facts(a, rep.wall_seconds, rep.cpu_seconds):
         print(f"{k}: {v}")
     for title, rows in (("what each choice moved", what_moved_rows(a)), ("fits", fit_rows(a))):
         print(f"\n{title}:")

@@ -13,6 +13,13 @@ Runs share nothing mutable: each writes only inside its own directory; the one s
 the cached warm-started tiny model, is built before any run starts and only read afterwards
 (and its builder renames a finished directory into place, so even a race is harmless).
 
+Runs execute locally one after another in this process, locally ``parallel`` at once in worker
+processes (spawned, one run per task; a worker dies with the driver, so a killed study leaves no
+run training behind to race its resumption), or as Ray tasks. Every outcome records the CPU
+seconds its run took (``time.process_time`` of the process that ran it: the trainer's and the
+generator threads' time together), so a study's cost is known in CPU time whatever the machine's
+load.
+
 Resuming: a run whose ``final/`` exists and whose last evaluation meets the budget is
 skipped; one with a ``config.yaml`` but not finished is continued with ``Trainer.resumed``
 (exactly, in the sync and PPO-off-policy modes; see train/checkpoint.py); the rest start.
@@ -99,6 +106,8 @@ class Outcome:
     status: str
     """skipped (already finished), trained, resumed, or failed."""
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    """CPU time of this execution (all threads of the process that ran it; 0 when skipped)."""
     step: int = 0
     x: float | None = None
     start: float | None = None
@@ -127,10 +136,14 @@ def _start_config(spec: StudySpec, recipe: str, recipe_name: str):
     cfg = with_recipe(TrainConfig(), recipe)
     cfg.recipe_name = recipe_name
     cfg.model.name_or_path = spec.model
+    cfg.task.name = spec.task
     cfg.eval.every = spec.eval_every
     cfg.forecast.x = spec.x
-    cfg.log.progress = spec.progress and spec.backend == "local"
-    cfg.run.threads = spec.threads
+    local_parallel = spec.backend == "local" and spec.parallel > 1
+    cfg.log.progress = spec.progress and spec.backend == "local" and not local_parallel
+    # Several local runs at once and threads left to us: the cores divided among them (torch's
+    # default would give every run every core, and OpenMP threads spin when oversubscribed).
+    cfg.run.threads = spec.threads or (max(1, (os.cpu_count() or 1) // spec.parallel) if local_parallel else 0)
     return cfg
 
 
@@ -171,19 +184,30 @@ def plan_study(spec: StudySpec, study_dir: str | Path) -> list[RunPlan]:
     return plans
 
 
+def _tiny_spec(p: RunPlan):
+    """The TinySpec a plan's model is built from, or None for a model that is not a tiny one."""
+    from scalerl.models.tiny import TinySpec, tiny_spec
+
+    steps = p.config.model.tiny_warm_start_steps
+    if p.variant.arch is not None:  # an architecture of TINY_SIZES, warm-started like tiny
+        return TinySpec(architecture=TINY_SIZES[p.variant.arch], warm_start_steps=steps)
+    if p.config.model.name_or_path == "tiny":
+        return TinySpec(warm_start_steps=steps)
+    return tiny_spec(p.config.model.name_or_path)  # a ladder size (fixed warm start), or None
+
+
 def prepare_models(plans: list[RunPlan]) -> None:
     """Build (or find cached) every tiny model a plan needs, before any run starts, so that runs
     only ever read the shared cache."""
-    from scalerl.models.tiny import TinySpec, tiny_model_dir
+    from scalerl.models.tiny import tiny_model_dir
 
     done = set()
     for p in plans:
-        steps = p.config.model.tiny_warm_start_steps
-        arch = p.variant.arch or ("tiny" if p.config.model.name_or_path == "tiny" else None)
-        if arch is None or (arch, steps) in done:
+        spec = _tiny_spec(p)
+        if spec is None or spec.key() in done:
             continue
-        tiny_model_dir(TinySpec(architecture=TINY_SIZES[arch], warm_start_steps=steps))
-        done.add((arch, steps))
+        tiny_model_dir(spec)
+        done.add(spec.key())
 
 
 # ----------------------------------------------------------------------------- state of a run
@@ -252,7 +276,7 @@ def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
     cfg = from_dict(TrainConfig, cfg_dict)
     out = Path(cfg.run.output)
     label, seed = out.parent.name, cfg.run.seed
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     status = run_status(out, budget)
     if status == "done":
         return _outcome(label, seed, "skipped", 0.0, out)
@@ -269,9 +293,11 @@ def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
             Trainer.resumed(out, steps=budget.next_target(rows[-1]), progress=progress).run()
             rows = eval_rows(out)
     except ScaleRLError as exc:
-        return _outcome(label, seed, "failed", time.perf_counter() - t0, out, error=str(exc))
+        return _outcome(label, seed, "failed", time.perf_counter() - t0, out, error=str(exc),
+                        cpu=time.process_time() - cpu0)
     _run_report(out)
-    return _outcome(label, seed, "trained" if status == "new" else "resumed", time.perf_counter() - t0, out)
+    return _outcome(label, seed, "trained" if status == "new" else "resumed", time.perf_counter() - t0, out,
+                    cpu=time.process_time() - cpu0)
 
 
 def _run_report(out: Path) -> None:
@@ -284,9 +310,10 @@ def _run_report(out: Path) -> None:
         pass  # e.g. too few evaluations for a forecast: the study's report says what it can
 
 
-def _outcome(label: str, seed: int, status: str, seconds: float, out: Path, error: str = "") -> Outcome:
+def _outcome(label: str, seed: int, status: str, seconds: float, out: Path, error: str = "",
+             cpu: float = 0.0) -> Outcome:
     rows = eval_rows(out)
-    o = Outcome(label, seed, status, seconds, error=error)
+    o = Outcome(label, seed, status, seconds, cpu_seconds=cpu, error=error)
     if rows:
         from scalerl.train.config import TrainConfig
 
@@ -311,13 +338,15 @@ Echo = Callable[[str], None]
 def _describe(o: Outcome, x: str) -> str:
     if o.status == "failed":
         return f"FAILED after {o.seconds:.0f} s: {o.error}"
-    what = "already finished" if o.status == "skipped" else f"{o.status} in {o.seconds:.0f} s"
+    what = "already finished" if o.status == "skipped" else f"{o.status} in {o.seconds:.0f} s ({o.cpu_seconds:.0f} CPU-s)"
     if o.start is None:
         return what
     return f"{what}; pass rate {o.start:.3f} -> {o.final:.3f} at step {o.step} ({x} {o.x:.3g})"
 
 
 def _local(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo, record: Callable[[Outcome], None]) -> list[Outcome]:
+    if spec.parallel > 1:
+        return _local_parallel(plans, budget, spec, echo, record)
     outcomes, times = [], []
     for i, p in enumerate(plans, 1):
         status = run_status(p.directory, budget)
@@ -333,6 +362,51 @@ def _local(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo, re
         echo(f"[{i}/{len(plans)}] {p.name}: {_describe(o, budget.x)}")
         record(o)
         outcomes.append(o)
+    return outcomes
+
+
+def _die_with_parent() -> None:
+    """Worker initializer: on Linux, be killed when the driver dies (even by kill -9), so that a
+    resumed study never races a run an orphaned worker is still training."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo,
+                    record: Callable[[Outcome], None]) -> list[Outcome]:
+    """``spec.parallel`` runs at once, each in a spawned worker process (fresh torch state, one
+    run per worker process so that nothing carries over), in plan order."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    todo = [p for p in plans if run_status(p.directory, budget) != "done"]
+    outcomes = [execute_run(to_dict(p.config), budget) for p in plans if p not in todo]  # skipped: instant
+    for o in outcomes:
+        record(o)
+    if not todo:
+        return outcomes
+    echo(f"{len(todo)} run(s) to train, {spec.parallel} at once, {todo[0].config.run.threads} torch thread(s) each")
+    ctx = multiprocessing.get_context("spawn")
+    # One run per worker process (Python >= 3.11; 3.10 reuses workers, and every run still sets
+    # its own seeds and threads).
+    fresh = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
+    with ProcessPoolExecutor(max_workers=spec.parallel, mp_context=ctx, initializer=_die_with_parent, **fresh) as pool:
+        running = {pool.submit(_execute_dict, to_dict(p.config), asdict(budget)): p for p in todo}
+        while running:
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                p = running.pop(fut)
+                try:
+                    o = Outcome(**fut.result())
+                except Exception as exc:  # a crashed worker: recorded like a failed run, the rest go on
+                    o = Outcome(p.variant.label, p.seed, "failed", error=f"{type(exc).__name__}: {exc}".splitlines()[0])
+                echo(f"[{len(outcomes) + 1}/{len(plans)}] {p.name}: {_describe(o, budget.x)}")
+                record(o)
+                outcomes.append(o)
     return outcomes
 
 
@@ -389,6 +463,11 @@ class StudyRun:
     @property
     def failed(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.status == "failed"]
+
+    @property
+    def cpu_seconds(self) -> float:
+        """CPU time of the runs this invocation trained or resumed (skipped runs cost nothing)."""
+        return sum(o.cpu_seconds for o in self.outcomes)
 
 
 def save_spec(spec: StudySpec, study_dir: Path) -> None:

@@ -69,16 +69,24 @@ class StudySpec:
     """Compute column the curves are fitted and budgeted against: flops (deterministic), gpu_hours
     (measured; noisy on a shared machine), tokens, samples or step."""
     model: str = "tiny"
-    """Model every run starts from: tiny (the CPU toy model), a Hugging Face directory or hub id."""
+    """Model every run starts from: tiny (the CPU toy model), tiny-s / tiny-m / tiny-l (the
+    arithmetic-mix workload's model-size ladder), a Hugging Face directory or hub id."""
+    task: str = "arithmetic"
+    """Task every run trains and evaluates on: arithmetic (2-digit addition, learnable to ~100%),
+    arithmetic-mix (2-4-column addition under a thinking budget: a ceiling below 1, docs/workload.md)
+    or math (with ``task.data=FILE`` in ``overrides``). The scale profile follows model and task."""
     overrides: list[str] = field(default_factory=list)
     """``key=value`` overrides applied to every run (as ``scalerl train --set``), after the scale
     profile and before the variant's own change (a sweep's knob wins over them)."""
     backend: Literal["local", "ray"] = "local"
-    """local: runs one after another in this process; ray: runs in parallel, one Ray task each."""
+    """local: runs on this machine -- one after another in this process, or ``parallel`` at once in
+    worker processes; ray: runs in parallel, one Ray task each."""
     ray_address: str | None = None
     """ray: address of a running cluster; null starts a local one."""
     parallel: int = 0
-    """ray: at most this many runs at once; 0 = as many as the cluster's CPUs allow."""
+    """At most this many runs at once. local: 0 or 1 = one after another in this process (with
+    progress bars), N > 1 = N worker processes (no progress bars; give each run ``threads`` so that
+    N x threads fits the cores); ray: 0 = as many as the cluster's CPUs allow."""
     threads: int = 0
     """torch CPU threads per run (ray: also the CPUs each task reserves); 0 = the trainer's default
     (torch's; under PipelineRL-k on the local backend, the cores its generator threads leave)."""
@@ -115,6 +123,10 @@ class StudySpec:
             problems.append(f"max_steps ({self.max_steps}) must be >= steps ({self.steps})")
         if self.x not in X_COLUMNS:
             problems.append(f"x: unknown compute column {self.x!r}; known: {', '.join(X_COLUMNS)}")
+        from scalerl.tasks.registry import TASKS
+
+        if self.task not in TASKS:  # caught here, not by every run failing one after another
+            problems.append(f"task: unknown task {self.task!r}; known: {', '.join(sorted(TASKS))}")
         if self.parallel < 0 or self.threads < 0:
             problems.append("parallel and threads must be >= 0")
         if self.bootstrap < 20:
@@ -131,7 +143,7 @@ class StudySpec:
 
 #: Fields that decide what each run is; changing them changes the plan, not just its execution.
 RUN_FIELDS = ("family", "base", "values", "base_value", "only", "seeds", "steps", "compute", "max_steps",
-              "eval_every", "x", "model", "overrides")
+              "eval_every", "x", "model", "task", "overrides")
 
 SPEC_FILE = "study.yaml"
 

@@ -29,6 +29,13 @@ def _arithmetic(**kwargs: Any) -> Task:
     return ArithmeticTask(**kwargs)
 
 
+@register_task("arithmetic-mix")
+def _arithmetic_mix(**kwargs: Any) -> Task:
+    from scalerl.tasks.arithmetic_mix import ArithmeticMixTask
+
+    return ArithmeticMixTask(**kwargs)
+
+
 @register_task("math")
 def _math(**kwargs: Any) -> Task:
     from scalerl.tasks.math import MathTask

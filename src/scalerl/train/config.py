@@ -62,8 +62,9 @@ class ModelConfig:
     """The policy to train."""
 
     name_or_path: str = "tiny"
-    """``tiny`` (a ~1M-parameter Qwen2 with a character tokenizer, warm-started on arithmetic and
-    cached), a local Hugging Face model directory, or a hub id."""
+    """``tiny`` (a ~1M-parameter Qwen2 with a character tokenizer, warm-started on 2-digit arithmetic
+    and cached), ``tiny-s`` / ``tiny-m`` / ``tiny-l`` (the model-size ladder of the arithmetic-mix
+    workload, 0.15M / 1.08M / 2.4M parameters), a local Hugging Face model directory, or a hub id."""
     dtype: str | None = None
     """Storage dtype of the policy's weights: what ``final/`` is saved in (float32, bfloat16, float16;
     aliases fp32, bf16, fp16). null: the dtype the starting checkpoint is stored in (its config.json),
@@ -78,7 +79,8 @@ class ModelConfig:
     """LoRA adapters (the ``peft`` library) instead of full fine-tuning; off by default (rank 0)."""
     tiny_warm_start_steps: int = 200
     """``tiny`` only: supervised warm-start steps, i.e. how good the policy is before RL (200, the
-    default tiny model: a sampled pass rate of ~0.3 on 2-digit addition; see models/tiny.py)."""
+    default tiny model: a sampled pass rate of ~0.3 on 2-digit addition; see models/tiny.py). The
+    ladder's sizes have fixed warm starts (models/tiny.py TINY_MODELS)."""
 
 
 @dataclass
@@ -100,7 +102,8 @@ class TaskConfig:
     """What the model is trained on and how completions are rewarded (+1 correct, -1 wrong)."""
 
     name: str = "arithmetic"
-    """Registered task: arithmetic (built in, procedurally generated) or math (a data file, math-verify)."""
+    """Registered task: arithmetic (built in: 2-digit addition), arithmetic-mix (built in: 2-4-column
+    addition with a ceiling below 1, the demo's workload) or math (a data file, math-verify)."""
     data: str | None = None
     """math task: a JSONL / parquet file or an HF dataset directory of {prompt, answer} rows."""
     reward: str | None = None
@@ -209,9 +212,10 @@ class TrainConfig:
     """Preset the recipe was built from (``scalerl recipes`` lists them)."""
     profile: str = "auto"
     """Scale profile (batch, token budgets, learning rate, evaluation sizes; never an algorithmic
-    switch) applied over the preset: auto (cpu-tiny for the tiny model, cpu-small for any other model
-    on a CPU, gpu-small for one under 1B parameters on a GPU, none above), cpu-tiny, cpu-small,
-    gpu-small, or none (the preset's paper-scale sizes). ``--set`` overrides win over it."""
+    switch) applied over the preset: auto (a tiny model: cpu-tiny-mix on the arithmetic-mix task, else
+    cpu-tiny; cpu-small for any other model on a CPU, gpu-small for one under 1B parameters on a GPU,
+    none above), cpu-tiny, cpu-tiny-mix, cpu-small, gpu-small, or none (the preset's paper-scale
+    sizes). ``--set`` overrides win over it."""
     recipe: RecipeConfig = field(default_factory=RecipeConfig)
     """The algorithm (docs/paper.md, "The recipe"): every component a switch."""
     model: ModelConfig = field(default_factory=ModelConfig)

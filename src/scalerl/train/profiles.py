@@ -8,14 +8,14 @@ preset's values (the paper's: 48 prompts x 16 samples, 14,336 tokens, lr 5e-7).
 
 ``profile: auto`` (the default) chooses by model and device (:data:`AUTO`):
 
-==================================  ============  ==========================================
+==================================  ============  ============================================================
 model                               device        profile
-==================================  ============  ==========================================
-``tiny``                            any           ``cpu-tiny``
+==================================  ============  ============================================================
+``tiny``, ``tiny-s/m/l``            any           ``cpu-tiny-mix`` on ``arithmetic-mix``, else ``cpu-tiny``
 any other                           CPU           ``cpu-small`` (a note says so)
 under 1B parameters                 GPU           ``gpu-small`` (a note says so)
 1B parameters or more               GPU           ``none``: the paper's sizes
-==================================  ============  ==========================================
+==================================  ============  ============================================================
 
 The parameter count is read from the model's config without loading weights (a meta-device
 instantiation). No torch at import time: ``scalerl train --help`` stays fast.
@@ -45,6 +45,26 @@ PROFILES: dict[str, list[str]] = {
         "recipe.length.answer_budget=8",
         "recipe.length.overlong_max_len=48",
         "recipe.length.overlong_cache=16",
+    ],
+    # The same model scale on the arithmetic-mix workload (2-4 columns, 18-38 thinking tokens).
+    # A thinking budget drawn from [26, 34] finishes every 2-column scratchpad, some 3- and
+    # 4-column ones: the by-construction ceiling is 0.614 on val (ArithmeticMixTask.ceiling).
+    # 48 tokens: the longest interrupted sequence is 34 + the 2-token phrase + an 8-token answer.
+    # Evaluation: 500 problems x mean@2 of the stratified val set, sampling sd ~0.007 per point
+    # at ~3.5 CPU-s (benchmarks/eval_noise.py, docs/workload.md).
+    "cpu-tiny-mix": [
+        "recipe.batch.prompts_per_step=16",
+        "recipe.batch.generations_per_prompt=8",
+        "recipe.optimizer.lr=1e-4",
+        "recipe.optimizer.eps=1e-8",
+        "recipe.optimizer.warmup_steps=5",
+        "recipe.length.max_new_tokens=48",
+        "recipe.length.think_budget=[26, 34]",
+        "recipe.length.answer_budget=8",
+        "recipe.length.overlong_max_len=48",
+        "recipe.length.overlong_cache=16",
+        "eval.problems=500",
+        "eval.samples_per_problem=2",
     ],
     # A user's model on a CPU: steps of seconds to minutes, not hours, and an evaluation that
     # finishes. The learning rate is the usual one for RL on sub-billion-parameter models
@@ -84,6 +104,8 @@ PROFILES: dict[str, list[str]] = {
 SUMMARY = {
     "none": "the recipe's own sizes",
     "cpu-tiny": "16 prompts x 8 samples per step, 48 new tokens, lr 1e-4",
+    "cpu-tiny-mix": "16 prompts x 8 samples per step, 48 new tokens, thinking budget [26, 34], lr 1e-4, "
+                    "evaluation on 500 problems x 2 samples",
     "cpu-small": "8 prompts x 4 samples per step, 256 new tokens, lr 1e-6, evaluation on 32 problems x 2 samples",
     "gpu-small": "16 prompts x 8 samples per step, 4,096 new tokens, lr 1e-6",
 }
@@ -127,8 +149,10 @@ def choose_profile(cfg: Any) -> tuple[str, str | None]:
     choice and, for a user model, a one-line note saying which and why (None for the tiny model)."""
     if cfg.profile != "auto":
         return cfg.profile, None
-    if cfg.model.name_or_path == "tiny":
-        return "cpu-tiny", None
+    from scalerl.models.tiny import TINY_MODELS  # no torch at import
+
+    if cfg.model.name_or_path in TINY_MODELS:  # tiny, tiny-s, tiny-m, tiny-l
+        return ("cpu-tiny-mix" if cfg.task.name == "arithmetic-mix" else "cpu-tiny"), None
     device = device_type(cfg.run.device)
     params = count_parameters(cfg.model.name_or_path)
     name = next(profile for dev, below, profile in AUTO if dev == device and params < below)

@@ -1,0 +1,141 @@
+"""The study families of the arithmetic-mix workload, run and timed in CPU-seconds (docs/workload.md).
+
+    python benchmarks/study_workload.py --families gen-length                  # one family, 3 seeds
+    python benchmarks/study_workload.py                                        # all four families
+    python benchmarks/study_workload.py --families model-size --seeds 1 --output runs/bench-workload
+    python benchmarks/study_workload.py --report-only --families gen-length    # the table again
+
+Each family is ``scalerl study configs/studies/workload-<family>.yaml`` (a subprocess; two runs at
+once in worker processes, one torch thread each, as the spec files say) into
+``<output>/study-workload-<family>``; a killed benchmark continues where it stopped (finished runs
+are skipped). Families: model-size, gen-length, batch-size (the ceiling movers) and efficiency
+(loss aggregation, advantage normalisation, no-positive-resampling, PPO-off-policy-8 vs PipelineRL-8).
+
+Printed per family: its CPU time -- the study process and every worker it reaped, user + system,
+from ``os.wait4`` (the figure that does not depend on how loaded the machine is) -- and its wall
+time; then per variant, seeds pooled: R0, the final pass rate, the ceiling by construction of the
+variant's thinking budget (``ArithmeticMixTask.ceiling``), A with its 95% interval, B, the change
+of A against the base with the study's classification, and the mean CPU-seconds per run (from the
+study's ``progress.jsonl``). ``summary.json`` in each study directory keeps the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FAMILIES = ("model-size", "gen-length", "batch-size", "efficiency")
+
+
+def spec_file(family: str) -> Path:
+    return ROOT / "configs" / "studies" / f"workload-{family}.yaml"
+
+
+def run_family(family: str, out: Path, seeds: int | None, nice: int) -> dict:
+    """Run (or continue) one family's study; its wall and CPU seconds (the whole process tree)."""
+    cmd = [sys.executable, "-m", "scalerl.cli", "study", str(spec_file(family)), "--output", str(out),
+           "--no-progress", "--no-report"]
+    if seeds:
+        cmd += ["--seeds", str(seeds)]
+    print("$ " + " ".join(cmd[2:]), flush=True)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(["nice", "-n", str(nice), *cmd])
+    _, status, usage = os.wait4(proc.pid, 0)
+    cost = {"family": family, "exit": os.waitstatus_to_exitcode(status), "wall_s": time.perf_counter() - t0,
+            "cpu_s": usage.ru_utime + usage.ru_stime}
+    with open(out / "cost.jsonl", "a") as f:  # one line per invocation: a continued study adds up
+        f.write(json.dumps(cost) + "\n")
+    return cost
+
+
+def run_cpu_seconds(out: Path) -> dict[str, list[float]]:
+    """label -> CPU-seconds of each finished run (the latest trained/resumed records per seed, summed)."""
+    per_run: dict[tuple[str, int], float] = {}
+    log = out / "progress.jsonl"
+    for line in log.read_text().splitlines() if log.exists() else []:
+        o = json.loads(line)
+        if o.get("status") in ("trained", "resumed"):
+            per_run[(o["label"], o["seed"])] = per_run.get((o["label"], o["seed"]), 0.0) + o.get("cpu_seconds", 0.0)
+    by_label: dict[str, list[float]] = {}
+    for (label, _), cpu in per_run.items():
+        by_label.setdefault(label, []).append(cpu)
+    return by_label
+
+
+def ceilings(out: Path) -> dict[str, float]:
+    """label -> the ceiling by construction of the variant's thinking budget (arithmetic-mix runs)."""
+    from scalerl.config import load_yaml
+    from scalerl.tasks.registry import get_task
+    from scalerl.train.config import TrainConfig
+
+    caps = {}
+    for cfg_file in sorted((out / "runs").glob("*/seed*/config.yaml")):
+        label = cfg_file.parent.parent.name
+        if label in caps:
+            continue
+        cfg = load_yaml(TrainConfig, cfg_file)
+        task = get_task(cfg.task.name, **cfg.task.settings)
+        if hasattr(task, "ceiling"):
+            caps[label] = task.ceiling(tuple(cfg.recipe.length.think_budget))
+    return caps
+
+
+def table(family: str, out: Path) -> list[dict]:
+    from scalerl.study.analysis import analyse_study
+
+    a = analyse_study(out)
+    caps, cpu = ceilings(out), run_cpu_seconds(out)
+    costs = [json.loads(line) for line in (out / "cost.jsonl").read_text().splitlines()] if (out / "cost.jsonl").exists() else []
+    print(f"\n== {family}: {a.spec.family} of {a.base} on {a.spec.model} / {a.spec.task}, {a.spec.seeds} seed(s); "
+          f"CPU {sum(c['cpu_s'] for c in costs) / 60:.1f} min, wall {sum(c['wall_s'] for c in costs) / 60:.1f} min "
+          f"(the whole study process tree, {len(costs)} invocation(s))")
+    print(f"{'variant':<31} {'seeds':>5} {'R0':>6} {'final':>6} {'cap':>6} {'A [95%]':>22} {'B':>6} "
+          f"{'dA [95%]':>24} {'moved':>22} {'CPU-s/run':>9}")
+    rows = []
+    for v in a.variants:
+        c = v.classification or {}
+        dA = (f"{c['dA']:+.3f} [{c['dA_interval'][0]:+.3f}, {c['dA_interval'][1]:+.3f}]"
+              if c.get("dA_interval") else "")
+        moved = "(base)" if v.is_base else (v.kind or v.not_classified or v.fit_error or "?")
+        if c.get("better") is not None:
+            moved += " better" if c["better"] else " worse"
+        A = f"{v.A:.3f} [{v.A_interval[0]:.3f}, {v.A_interval[1]:.3f}]" if v.A is not None and v.A_interval else "-"
+        runs_cpu = cpu.get(v.label, [])
+        mean_cpu = sum(runs_cpu) / len(runs_cpu) if runs_cpu else float("nan")
+        num = lambda x, fmt: format(x, fmt) if x is not None else "-"  # noqa: E731
+        print(f"{v.label:<31} {len(v.seeds):>5} {num(v.R0, '6.3f'):>6} {num(v.final, '6.3f'):>6} "
+              f"{num(caps.get(v.label), '6.3f'):>6} {A:>22} {num(v.B, '6.2f'):>6} {dA:>24} {moved[:22]:>22} "
+              f"{mean_cpu:>9.0f}")
+        rows.append({"variant": v.label, "seeds": v.seeds, "R0": v.R0, "final": v.final, "cap": caps.get(v.label),
+                     "A": v.A, "A_interval": v.A_interval, "B": v.B, "kind": v.kind, "classification": c,
+                     "cpu_s_per_run": mean_cpu})
+    (out / "summary.json").write_text(json.dumps({"family": family, "costs": costs, "variants": rows}, indent=1) + "\n")
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
+    ap.add_argument("--seeds", type=int, help="seeds per variant (default: the spec's, 3)")
+    ap.add_argument("--output", default="runs/bench-workload", help="where the study directories go")
+    ap.add_argument("--nice", type=int, default=5, help="niceness of the study processes")
+    ap.add_argument("--report-only", action="store_true", help="no runs: the tables from finished studies")
+    args = ap.parse_args()
+    for family in args.families:
+        out = Path(args.output) / f"study-workload-{family}"
+        out.mkdir(parents=True, exist_ok=True)
+        if not args.report_only:
+            cost = run_family(family, out, args.seeds, args.nice)
+            print(json.dumps(cost), flush=True)
+        table(family, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""The arithmetic-mix workload's study families (configs/studies/workload-*.yaml), planned -- nothing trains."""
+
+from pathlib import Path
+
+import pytest
+
+from scalerl.models.tiny import LADDER, tiny_spec
+from scalerl.study.analysis import _expected_better
+from scalerl.study.runner import _tiny_spec, plan_study
+from scalerl.study.spec import StudySpec, load_spec
+from scalerl.tasks.arithmetic_mix import ArithmeticMixTask
+
+SPECS = Path(__file__).resolve().parents[2] / "configs" / "studies"
+
+
+def _plans(name, tmp_path):
+    spec = load_spec(SPECS / f"workload-{name}.yaml")
+    return spec, plan_study(spec, tmp_path / name)
+
+
+def _by_label(plans):
+    return {p.variant.label: p for p in plans}
+
+
+@pytest.mark.parametrize("name", ["model-size", "gen-length", "batch-size", "efficiency"])
+def test_every_workload_family_runs_the_workload_with_three_seeds(name, tmp_path):
+    spec, plans = _plans(name, tmp_path)
+    assert spec.seeds >= 3 and {p.seed for p in plans} == set(range(spec.seeds))
+    for p in plans:
+        cfg = p.config
+        assert cfg.task.name == "arithmetic-mix"
+        # The cpu-tiny-mix profile (the demo's evaluation), one torch thread for each of 2 runs at once.
+        assert (cfg.eval.problems, cfg.eval.samples_per_problem) == (500, 2)
+        assert cfg.run.threads == 1 and spec.parallel == 2
+
+
+def test_gen_length_caps_are_ordered_and_clearly_below_one(tmp_path):
+    _, plans = _plans("gen-length", tmp_path)
+    task = ArithmeticMixTask()
+    caps = {p.variant.value: task.ceiling(tuple(p.config.recipe.length.think_budget)) for p in plans}
+    assert caps[48] == pytest.approx(0.614, abs=1e-3)  # the base: the demo's budget [26, 34]
+    assert caps[36] < 0.4 < caps[48] < caps[54] < 0.8  # an A to identify for every length
+    for p in plans:  # the whole interrupted sequence fits: thinking + phrase + answer budget
+        length = p.config.recipe.length
+        assert length.think_budget[1] + length.answer_budget <= length.max_new_tokens
+
+
+def test_model_size_on_the_ladder_uses_each_sizes_own_warm_start(tmp_path):
+    spec, plans = _plans("model-size", tmp_path)
+    runs = _by_label(plans)
+    assert set(runs) == {f"model-{m}" for m in LADDER} and runs["model-tiny-m"].variant.is_base
+    for name in LADDER:
+        p = runs[f"model-{name}"]
+        assert p.config.model.name_or_path == name and p.variant.arch is None
+        assert _tiny_spec(p) == tiny_spec(name)  # what prepare_models builds before any run starts
+    base = runs["model-tiny-m"].variant
+    assert _expected_better(spec, runs["model-tiny-l"].variant, base.value) is True
+    assert _expected_better(spec, runs["model-tiny-s"].variant, base.value) is False
+
+
+def test_batch_size_is_compared_at_equal_compute(tmp_path):
+    spec, plans = _plans("batch-size", tmp_path)
+    assert spec.compute and spec.x == "flops" and spec.max_steps >= 4 * spec.steps
+    assert {p.variant.value: p.config.recipe.batch.prompts_per_step for p in plans} == {8: 8, 16: 16, 32: 32}
+
+
+def test_efficiency_family_is_the_four_efficiency_choices(tmp_path):
+    _, plans = _plans("efficiency", tmp_path)
+    runs = _by_label(plans)
+    assert runs.pop("scalerl").variant.is_base
+    assert sorted(c for p in runs.values() for c in p.variant.components[:1]) == sorted(
+        ["aggregation", "advantages", "sampler", "off_policy"])
+    ppo = runs["loo-pipeline-ppo-off-policy-8"].config.recipe.off_policy
+    assert (ppo.pipeline, ppo.k) == ("ppo-off-policy-k", 8)
+
+
+def test_task_is_part_of_what_a_run_is(tmp_path):
+    """A study's task decides its runs: a study planned on arithmetic is not the one on arithmetic-mix."""
+    base = StudySpec(family="loo", only=["loo-loss-dapo"], model="tiny-m")
+    mix = plan_study(StudySpec(**{**base.__dict__, "task": "arithmetic-mix"}), tmp_path / "mix")
+    plain = plan_study(base, tmp_path / "plain")
+    assert {p.config.task.name for p in mix} == {"arithmetic-mix"} and {p.config.task.name for p in plain} == {"arithmetic"}
+    # The profile follows the task: the workload's thinking budget, the 2-digit task's.
+    assert {tuple(p.config.recipe.length.think_budget) for p in mix} == {(26, 34)}
+    assert {tuple(p.config.recipe.length.think_budget) for p in plain} == {(18, 26)}
