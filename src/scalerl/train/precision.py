@@ -29,6 +29,7 @@ separate matter: :mod:`scalerl.train.policy`.
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 from typing import Any
 
@@ -57,6 +58,8 @@ class Precision:
         self.compute_dtype: torch.dtype = getattr(torch, COMPUTE_DTYPE[mode])
         # fp16 only: bf16 shares fp32's exponent range, so its gradients do not underflow.
         self.scaler = torch.amp.GradScaler(self.device.type, init_scale=init_scale) if mode == "fp16" else None
+        self.autocast_enabled = True
+        """False under FSDP, whose MixedPrecisionPolicy casts the parameters instead (:meth:`under_fsdp`)."""
 
     @classmethod
     def create(cls, mode: str, device: torch.device | str, **kwargs: Any) -> "Precision":
@@ -78,7 +81,7 @@ class Precision:
 
     def autocast(self) -> contextlib.AbstractContextManager:
         """The context forward passes run in (a no-op in fp32)."""
-        if not self.mixed:
+        if not self.mixed or not self.autocast_enabled:
             return contextlib.nullcontext()
         return torch.autocast(self.device.type, dtype=self.compute_dtype)
 
@@ -135,6 +138,13 @@ class Precision:
         from torch.distributed.fsdp import MixedPrecisionPolicy
 
         return MixedPrecisionPolicy(param_dtype=self.compute_dtype, reduce_dtype=MASTER_DTYPE)
+
+    def under_fsdp(self) -> "Precision":
+        """This precision for a model sharded with :meth:`fsdp_policy`: autocast off (the sharded
+        modules already compute in the compute dtype), loss scaling as it is."""
+        other = copy.copy(self)
+        other.autocast_enabled = False
+        return other
 
 
 #: fp32 compute: what a caller that passes no precision gets.
