@@ -39,7 +39,6 @@ from scalerl.train.config import TrainConfig
 from scalerl.train.distributed import Rank, TrainerGroup, barrier, make_group, rank_threads
 from scalerl.models.lora import generator_copy
 from scalerl.train.evaluate import eval_bar, evaluate
-from scalerl.train.live_forecast import live_forecast
 from scalerl.train.loggers import make_sinks
 from scalerl.train.policy import load_policy_weights, policy_weights, save_policy
 from scalerl.train.preflight import check_generation_budget, discard_unstarted_run
@@ -327,6 +326,9 @@ class Trainer:
         self.lag_hist = {}
         self.evals.append(row)
         if cfg.forecast.enabled:
+            # Imported here: the forecast needs scipy, and a run with forecast.enabled=false does not.
+            from scalerl.train.live_forecast import live_forecast
+
             row.update(live_forecast(self.evals, x=cfg.forecast.x, y=f"{cfg.eval.sets[0]}/pass_rate",
                                      total_steps=cfg.run.steps, min_points=cfg.forecast.min_points,
                                      n_boot=cfg.forecast.bootstrap, seed=cfg.run.seed))
