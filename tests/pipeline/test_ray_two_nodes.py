@@ -31,8 +31,15 @@ def _free_port() -> int:
 
 def _ours(marker: str) -> list[int]:
     """Processes whose command line names our cluster's own temp directory (nobody else's)."""
-    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
-    return [int(line.split(None, 1)[0]) for line in out.splitlines() if marker in line and "ps -eo" not in line]
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            try:
+                if marker.encode() in (proc / "cmdline").read_bytes():
+                    found.append(int(proc.name))
+            except OSError:  # gone meanwhile, or not ours to read
+                pass
+    return found
 
 
 def _stop(marker: str) -> None:
@@ -45,7 +52,7 @@ def _stop(marker: str) -> None:
             except ProcessLookupError:
                 pass
         deadline = time.time() + 10
-        while _ours(marker) and time.time() < deadline:
+        while _ours(marker) and time.time() < deadline:  # SIGKILL only for what SIGTERM left
             time.sleep(0.2)
 
 
@@ -68,6 +75,17 @@ def two_nodes(tmp_path_factory):
         yield env, address
     finally:
         _stop(str(temp))
+
+
+def test_the_finalizer_finds_processes_by_their_temp_dir(tmp_path):
+    marker = str(tmp_path / "marker-dir")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker])
+    try:
+        assert proc.pid in _ours(marker)
+        _stop(marker)
+        assert proc.wait(timeout=10) != 0 and not _ours(marker)
+    finally:
+        proc.kill()
 
 
 def test_pipeline_rl_8_with_one_generator_actor_per_node(two_nodes, tiny_dir, tmp_path):

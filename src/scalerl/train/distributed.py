@@ -37,7 +37,6 @@ beyond that, a sharded ``torch.distributed.checkpoint`` save is the way (not bui
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -46,34 +45,10 @@ import torch
 import torch.distributed as dist
 
 from scalerl.rl.components import RecipeComponents
-from scalerl.train.config import TrainConfig, group_problems
 from scalerl.rollout.groups import Group
+from scalerl.train.config import TrainConfig, group_problems
 from scalerl.train.precision import MASTER_DTYPE, Precision
-
-
-@dataclass(frozen=True)
-class Share:
-    """This rank's share of a step's micro-batches: every ``world``-th, from ``rank``."""
-
-    rank: int = 0
-    world: int = 1
-
-    def split(self, micro_batches: Sequence[Any]) -> tuple[list[Any], int]:
-        """(this rank's micro-batches, passes every rank must run): ranks with fewer pad with
-        zero-weighted passes, so that every rank joins every FSDP collective."""
-        mine = list(micro_batches[self.rank :: self.world])
-        return mine, math.ceil(len(micro_batches) / self.world)
-
-    def merge(self, local: dict[str, Any]) -> list[dict[str, Any]]:
-        """Every rank's ``local`` statistics (one per rank); just ``[local]`` in one process."""
-        if self.world == 1:
-            return [local]
-        out: list[Any] = [None] * self.world
-        dist.all_gather_object(out, local)
-        return out
-
-
-SINGLE = Share()
+from scalerl.train.share import Share, full_value
 
 
 @dataclass(frozen=True)
@@ -87,11 +62,6 @@ class Rank:
     @property
     def leader(self) -> bool:
         return self.rank == 0
-
-
-def full_value(x: Any) -> Any:
-    """A DTensor's full value (an all-gather); anything else as it is."""
-    return x.full_tensor() if hasattr(x, "full_tensor") else x
 
 
 def device_for(name: str, local_rank: int) -> torch.device:

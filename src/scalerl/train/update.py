@@ -37,7 +37,7 @@ from scalerl.rl.filters import zero_variance_mask
 from scalerl.rl.losses import LossInputs
 from scalerl.rl.recipe import RecipeConfig
 from scalerl.rollout.groups import Group, completion_lags
-from scalerl.train.distributed import SINGLE, Share, full_value
+from scalerl.train.share import SINGLE, Share, full_value
 from scalerl.train.precision import FULL, Precision
 
 
