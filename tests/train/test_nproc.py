@@ -71,3 +71,15 @@ def test_nproc_refuses_what_it_does_not_shard(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "LoRA" in err and "Traceback" not in err
     assert main(small_args(tmp_path / "y", "--nproc", "0")) == 2
+
+
+def test_an_error_in_rank_0_comes_back_as_one_line(user_model, math_jsonl, tmp_path, capsys):
+    """The generation budget is checked in rank 0's process: its error crosses back to the launcher."""
+    out = tmp_path / "run"
+    args = ["train", "--model", str(user_model("gpt2", positions=64)), "--task", "math", "--data", str(math_jsonl),
+            "--output", str(out), "--no-progress", "--nproc", "2"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    line = [x for x in err.splitlines() if x.startswith("scalerl train: error:")]
+    assert len(line) == 1 and "Traceback" not in err and "64 positions" in line[0]
+    assert not out.exists() or not any(out.iterdir())  # the directory stays usable
