@@ -28,6 +28,8 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", metavar="NAME",
                    help="scale profile: auto (default: by model size and device), " + ", ".join(SUMMARY))
     p.add_argument("--threads", type=int, metavar="N", help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--nproc", type=int, metavar="N",
+                   help="trainer processes: shard the policy update over N GPUs (or CPU processes) with FSDP (default: 1)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -46,6 +48,7 @@ def config_from_args(args, *, output: str | None = None) -> TrainConfig:
         "backend.name": args.backend,
         "profile": args.profile,
         "run.threads": args.threads,
+        "run.nproc": args.nproc,
         "run.output": output,
     }
     if args.no_progress:

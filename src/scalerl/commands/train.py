@@ -3,9 +3,13 @@
     scalerl train --model tiny --recipe scalerl --steps 200 --output runs/mine
     scalerl train --model ./my-model --task math --data train.jsonl --set lr=1e-6 --output runs/math
     scalerl train --output runs/mine --resume          # continue after a kill
+    scalerl train --model ./my-model --nproc 4 ...      # the policy update sharded over 4 GPUs (FSDP)
+    torchrun --nnodes 2 --nproc-per-node 8 ... -m scalerl.cli train ...   # across machines
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from scalerl.commands._train_args import add_config_args, config_from_args
 
@@ -26,14 +30,37 @@ def run(args) -> int:
     if args.print_config:
         print(dump_yaml(cfg))
         return 0
+    return _start(cfg, resume=False)
+
+
+def _start(cfg, *, resume: bool) -> int:
+    """One process, ``run.nproc`` spawned here, or this rank of a torchrun-launched group."""
+    from scalerl.train.distributed import env_rank
+
+    found = env_rank()
+    if found is not None:  # under torchrun: every rank runs this command; rank 0 reports
+        from scalerl.train.launch import run_rank
+
+        if found[0] == 0:
+            from scalerl.train.trainer import check_output
+
+            check_output(Path(cfg.run.output), resume)
+        summary = run_rank(cfg, resume=resume)
+        return _finish(summary) if summary is not None else 0
+    if cfg.run.nproc > 1:
+        from scalerl.train.launch import launch
+        from scalerl.train.trainer import check_output
+
+        check_output(Path(cfg.run.output), resume)  # here, before any process starts
+        return _finish(launch(cfg, resume=resume))
     from scalerl.train.trainer import Trainer
 
-    return _finish(Trainer(cfg).run())
+    return _finish(Trainer(cfg, resume=resume).run())
 
 
 def _resume(args) -> int:
     from scalerl.errors import InputError
-    from scalerl.train.trainer import Trainer
+    from scalerl.train.trainer import resumed_config
 
     if not args.output:
         raise InputError("--resume needs --output DIR: the run directory to continue")
@@ -44,8 +71,9 @@ def _resume(args) -> int:
     if changed:
         raise InputError(f"--resume continues the run as it was configured; drop {', '.join(changed)} "
                          "(only --steps may change, to extend it)")
-    trainer = Trainer.resumed(args.output, steps=args.steps, progress=False if args.no_progress else None)
-    return _finish(trainer.run())
+    cfg = resumed_config(args.output, steps=args.steps, progress=False if args.no_progress else None,
+                         nproc=args.nproc)
+    return _start(cfg, resume=True)
 
 
 def _finish(summary) -> int:

@@ -84,6 +84,12 @@ class GeneratorActor:
     def ready(self) -> int:
         return os.getpid()
 
+    def node(self) -> str:
+        """The Ray node this actor runs on."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+
     def run(self, request: RoundRequest, weights: list, version: int) -> tuple[int, Any]:
         """Generate one request; first catch up to ``version`` if behind (a restarted actor is).
         Returns (this process's id -- a new one after a restart --, the result)."""
@@ -278,6 +284,7 @@ class RayPool:
     def _wait_ready(self, timeout: float = 600.0) -> None:
         try:
             self._pids_at_start = self.ray.get([a.ready.remote() for a in self.actors], timeout=timeout)
+            self.nodes = self.ray.get([a.node.remote() for a in self.actors], timeout=timeout)
         except self.ray.exceptions.GetTimeoutError:
             raise PipelineError(f"generator actors did not start within {timeout:g} s (see the Ray logs)") from None
 
@@ -385,7 +392,8 @@ class RayPool:
             raise self._error
 
     def stats(self) -> dict[str, float]:
-        return {"actor_restarts": self.restarts, "requeued": self.requeued, "actors_lost": len(self._dead)}
+        return {"actor_restarts": self.restarts, "requeued": self.requeued, "actors_lost": len(self._dead),
+                "generator_nodes": len(set(self.nodes))}
 
     def kill(self, worker: int) -> None:
         """Kill generator actor ``worker`` as a crash would (Ray restarts it): for tests and drills."""

@@ -156,6 +156,11 @@ class RunConfig:
     """cpu, cuda, cuda:1, ... or auto (cuda when available)."""
     threads: int = 0
     """torch intra-op threads on CPU; 0 = leave torch's default."""
+    nproc: int = 1
+    """Trainer processes on this machine: > 1 shards the policy update (parameters, gradients,
+    AdamW state) over that many processes with torch.distributed and FSDP2 -- one per GPU (NCCL),
+    or CPU processes (gloo). Rank 0 generates, evaluates and writes the run; the global batch and
+    the gradient are those of one process (docs/distributed.md). Across machines use torchrun."""
     deterministic: bool = True
     """Derive every sampling seed from (seed, step), so a resumed run repeats an uninterrupted one."""
     micro_batch_size: int = 64
@@ -252,6 +257,9 @@ class TrainConfig:
             problems.append("eval.samples_per_problem and eval.problems must be >= 1")
         if not self.eval.sets:
             problems.append("eval.sets must name at least one evaluation set (e.g. [val])")
+        if self.run.nproc < 1:
+            problems.append(f"run.nproc must be >= 1, got {self.run.nproc}")
+        problems.extend(group_problems(self, self.run.nproc))
         if self.run.micro_batch_size < 1:
             problems.append(f"run.micro_batch_size must be >= 1, got {self.run.micro_batch_size}")
         if self.run.max_nan_steps < 1:
@@ -291,6 +299,18 @@ def lora_problems(lora: LoraSettings) -> list[str]:
         problems.append(f"model.lora.dropout must be in [0, 1), got {lora.dropout}")
     if not lora.target_modules:
         problems.append("model.lora.target_modules must name at least one module (or [all-linear])")
+    return problems
+
+
+def group_problems(cfg: TrainConfig, world: int) -> list[str]:
+    """Settings a multi-process trainer group (``world`` > 1 ranks) does not cover, each with what to do instead."""
+    if world <= 1:
+        return []
+    problems = []
+    if cfg.model.lora.rank:
+        problems.append("LoRA (model.lora.rank > 0) trains in one process: drop --nproc or model.lora.rank")
+    if cfg.precision.compute in ("fp16", "float16", "half"):
+        problems.append("fp16 loss scaling is not sharded across processes: use precision.compute=bf16 with --nproc")
     return problems
 
 

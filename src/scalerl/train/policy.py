@@ -114,10 +114,11 @@ def load_policy_weights(model: torch.nn.Module, state: dict[str, torch.Tensor]) 
 # ----------------------------------------------------------------------------- final model
 
 
-def _save_model(model: torch.nn.Module, directory: Path, dtype: str) -> None:
+def _save_model(model: torch.nn.Module, directory: Path, dtype: str, weights: dict[str, torch.Tensor] | None) -> None:
     """An ordinary Hugging Face model directory (LoRA merged) with weights in ``dtype``."""
     cast = getattr(torch, dtype)
-    state = {k: v.detach().to(cast) for k, v in generator_state_dict(model).items()}
+    weights = generator_state_dict(model) if weights is None else weights
+    state = {k: v.detach().to(cast) for k, v in weights.items()}
     model.save_pretrained(directory, state_dict=state)
     # save_pretrained records the live parameters' dtype (the fp32 master); record the stored one,
     # which is what from_pretrained(dtype="auto") loads it in.
@@ -128,14 +129,18 @@ def _save_model(model: torch.nn.Module, directory: Path, dtype: str) -> None:
     config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
-def save_policy(policy: Policy, directory: str | os.PathLike, *, lora_save: str = "merged") -> Path:
-    """Write the trained policy and its tokenizer to ``directory`` (see the module docstring)."""
+def save_policy(policy: Policy, directory: str | os.PathLike, *, lora_save: str = "merged",
+                weights: dict[str, torch.Tensor] | None = None) -> Path:
+    """Write the trained policy and its tokenizer to ``directory`` (see the module docstring).
+
+    ``weights``: the full fp32 weights when ``policy.model`` does not hold them itself (a plain
+    copy standing in for an FSDP-sharded model; :mod:`scalerl.train.distributed`)."""
     directory = Path(directory)
     model = policy.model
     if has_lora(model) and lora_save == "adapter":
         save_adapter(model, directory, base_model=policy.source)
     else:
-        _save_model(model, directory, policy.storage_dtype)
+        _save_model(model, directory, policy.storage_dtype, weights)
         if has_lora(model) and lora_save == "both":
             save_adapter(model, directory / "adapter", base_model=policy.source)
     policy.tokenizer.save_pretrained(directory)

@@ -29,6 +29,7 @@ separate matter: :mod:`scalerl.train.policy`.
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 from typing import Any
 
@@ -57,6 +58,8 @@ class Precision:
         self.compute_dtype: torch.dtype = getattr(torch, COMPUTE_DTYPE[mode])
         # fp16 only: bf16 shares fp32's exponent range, so its gradients do not underflow.
         self.scaler = torch.amp.GradScaler(self.device.type, init_scale=init_scale) if mode == "fp16" else None
+        self.autocast_enabled = True
+        """False under FSDP, whose MixedPrecisionPolicy casts the parameters instead (:meth:`under_fsdp`)."""
 
     @classmethod
     def create(cls, mode: str, device: torch.device | str, **kwargs: Any) -> "Precision":
@@ -87,7 +90,7 @@ class Precision:
         different losses under load (tests/train/test_determinism.py). Without the cache every use
         casts afresh (a cast of the weights per use, a small cost) and gradients always meet in fp32.
         """
-        if not self.mixed:
+        if not self.mixed or not self.autocast_enabled:
             return contextlib.nullcontext()
         return torch.autocast(self.device.type, dtype=self.compute_dtype, cache_enabled=False)
 
@@ -144,6 +147,13 @@ class Precision:
         from torch.distributed.fsdp import MixedPrecisionPolicy
 
         return MixedPrecisionPolicy(param_dtype=self.compute_dtype, reduce_dtype=MASTER_DTYPE)
+
+    def under_fsdp(self) -> "Precision":
+        """This precision for a model sharded with :meth:`fsdp_policy`: autocast off (the sharded
+        modules already compute in the compute dtype), loss scaling as it is."""
+        other = copy.copy(self)
+        other.autocast_enabled = False
+        return other
 
 
 #: fp32 compute: what a caller that passes no precision gets.

@@ -18,6 +18,7 @@ the config (model, profile, backend), not the code.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -35,8 +36,9 @@ from scalerl.seeds import EVAL_SAMPLING, derive_seed
 from scalerl.train.checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from scalerl.train.compute import ComputeMeter
 from scalerl.train.config import TrainConfig
+from scalerl.train.distributed import Rank, TrainerGroup, barrier, make_group, rank_threads
+from scalerl.models.lora import generator_copy
 from scalerl.train.evaluate import eval_bar, evaluate
-from scalerl.train.live_forecast import live_forecast
 from scalerl.train.loggers import make_sinks
 from scalerl.train.policy import load_policy_weights, policy_weights, save_policy
 from scalerl.train.preflight import check_generation_budget, discard_unstarted_run
@@ -81,31 +83,48 @@ def check_output(output: Path, resume: bool) -> None:
         )
 
 
+def resumed_config(output: str | Path, *, steps: int | None = None, progress: bool | None = None,
+                   nproc: int | None = None) -> TrainConfig:
+    """The saved config of the run in ``output``, to continue it. Only the number of steps (to
+    extend it), the progress bar and the number of trainer processes may change (checkpoints
+    hold the full, gathered state, whatever ``run.nproc`` wrote them)."""
+    output = Path(output)
+    check_output(output, True)
+    cfg = load_yaml(TrainConfig, output / CONFIG)
+    cfg.run.output = str(output)
+    if steps is not None:
+        cfg.run.steps = steps
+    if progress is not None:
+        cfg.log.progress = progress
+    if nproc is not None:
+        cfg.run.nproc = nproc
+    return cfg.validate()
+
+
 class Trainer:
     """Owns the model, optimizer, data and logs of one run."""
 
-    def __init__(self, cfg: TrainConfig, *, resume: bool = False) -> None:
+    def __init__(self, cfg: TrainConfig, *, resume: bool = False, rank: Rank | None = None) -> None:
         """Start the run ``cfg`` describes, or (``resume=True``) continue the one in ``cfg.run.output``
-        -- use :meth:`resumed` to resume from the run directory alone."""
+        -- use :meth:`resumed` to resume from the run directory alone.
+
+        ``rank``: rank 0 of a multi-process trainer group (``run.nproc``; :mod:`scalerl.train.launch`
+        starts it): the policy update is sharded with FSDP over the group, and generation and
+        evaluation use a plain copy of the weights, gathered after every update."""
         self.output = Path(cfg.run.output)
-        check_output(self.output, resume)
+        if rank is None or rank.leader:
+            check_output(self.output, resume)
         self.cfg = cfg
         self.resume = resume
+        self.rank = rank
         self._setup()
 
     @classmethod
-    def resumed(cls, output: str | Path, *, steps: int | None = None, progress: bool | None = None) -> "Trainer":
+    def resumed(cls, output: str | Path, *, steps: int | None = None, progress: bool | None = None,
+                rank: Rank | None = None) -> "Trainer":
         """Continue the run in ``output`` from its latest checkpoint. Its saved config is the
         truth; only the number of steps (to extend a run) and the progress bar may change."""
-        output = Path(output)
-        check_output(output, True)
-        cfg = load_yaml(TrainConfig, output / CONFIG)
-        cfg.run.output = str(output)
-        if steps is not None:
-            cfg.run.steps = steps
-        if progress is not None:
-            cfg.log.progress = progress
-        return cls(cfg.validate(), resume=True)
+        return cls(resumed_config(output, steps=steps, progress=progress), resume=True, rank=rank)
 
     # ------------------------------------------------------------------ setup
     def _setup(self) -> None:
@@ -125,10 +144,12 @@ class Trainer:
         # Restored when the run ends: a later run in this process (a study's next variant, a test)
         # must start from torch's default, not from this run's choice.
         self._torch_threads = torch.get_num_threads()
+        if self.rank is not None:
+            threads = rank_threads(threads, self.rank)
         if threads:
             torch.set_num_threads(threads)
         torch.manual_seed(cfg.run.seed)
-        self.device = _device(cfg.run.device)
+        self.device = self.rank.device if self.rank is not None else _device(cfg.run.device)
         self.output.mkdir(parents=True, exist_ok=True)
 
         # fp32 master weights, FP32 head, LoRA, gradient checkpointing, the compute dtype (train/policy.py).
@@ -136,6 +157,15 @@ class Trainer:
         self.model, self.tokenizer, self.precision = self.policy.model, self.policy.tokenizer, self.policy.precision
         validate_recipe(r, self.tokenizer)  # the length budgets, now that the phrase's length is known
         self.pad_id = pad_id_of(self.model, self.tokenizer)
+        params = sum(p.numel() for p in self.model.parameters())
+        # What generates and what the generators' weights are read from: the trained model itself
+        # in one process; under FSDP a plain copy on rank 0, refreshed after every update.
+        self.group: TrainerGroup | None = None
+        self.gen_model = self.model
+        if self.rank is not None:
+            barrier()  # the other ranks load the model now (any cache it built is complete)
+            self.gen_model = generator_copy(self.model, self.precision.generator_dtype)
+            self.group = make_group(cfg, self.policy, self.rank)
 
         settings = dict(cfg.task.settings)
         if cfg.task.data is not None:
@@ -155,10 +185,15 @@ class Trainer:
         # Before anything is written to the run directory: a budget the model cannot hold fails here.
         check_generation_budget(cfg, self.model, self.tokenizer, list(problems.values()), self.eval_sets)
 
-        self.generator = HFGenerator(self.model, self.tokenizer, seed=cfg.run.seed,
-                                     autocast_dtype=self.precision.compute_dtype if self.precision.mixed else None)
-        self.optimizer, self.scheduler = build_optimizer(self.model, r)
-        self.meter = ComputeMeter(params=sum(p.numel() for p in self.model.parameters()))
+        # A generator copy is already in the compute dtype; the trained model needs autocast.
+        mixed = self.precision.mixed and self.gen_model is self.model
+        self.generator = HFGenerator(self.gen_model, self.tokenizer, seed=cfg.run.seed,
+                                     autocast_dtype=self.precision.compute_dtype if mixed else None)
+        if self.group is not None:
+            self.optimizer, self.scheduler = self.group.optimizer, self.group.scheduler
+        else:
+            self.optimizer, self.scheduler = build_optimizer(self.model, r)
+        self.meter = ComputeMeter(params=params)
         self.version = 0
         self.step = 0
         self.skipped_steps = 0
@@ -172,20 +207,20 @@ class Trainer:
             seed=cfg.run.seed, deterministic=cfg.run.deterministic,
         )
         self.pipeline = PipelineContext(
-            self.rollout, cfg.backend, self.model, self.generator,
+            self.rollout, cfg.backend, self.gen_model, self.generator,
             TaskSpec(cfg.task.name, settings, cfg.task.reward, cfg.task.reward_timeout),
             model_path=cfg.model.name_or_path, generator_dtype=self.precision.generator_dtype, version=self.version,
         )
         self.source = make_source(self.pipeline)
         # Devices the clock counts (accelerator-hours): Ray's generator actors hold their own.
-        self.meter.devices = getattr(self.source, "devices", 1)
+        self.meter.devices = getattr(self.source, "devices", 1) + (self.rank.world - 1 if self.rank else 0)
 
         if self.resume:
             self._restore()
         else:
             save_yaml(cfg, self.output / CONFIG, header=f"scalerl run {self.output.name} (resolved config)")
             self.runlog = RunLogWriter(self.output / RUNLOG, self._header())
-        self.source.weights_updated(self.model, self.version, step=self.step)  # the weights it starts from
+        self.source.weights_updated(self.gen_model, self.version, step=self.step)  # the weights it starts from
         self.sinks = make_sinks(cfg.log, self.output, self.output.name, to_dict(cfg), self.resume)
 
     def _header(self) -> dict[str, Any]:
@@ -207,10 +242,15 @@ class Trainer:
             "version": self.version,
             "skipped_steps": self.skipped_steps,
             "lag_hist": dict(self.lag_hist),
-            "model": policy_weights(self.model),  # fp32 master weights (LoRA: the adapters)
+            # fp32 master weights (LoRA: the adapters), AdamW, the schedule; under FSDP gathered from
+            # every rank (optimizer state keyed by parameter name: torch.distributed.checkpoint).
+            **(self.group.state() if self.group is not None else {
+                "model": policy_weights(self.model),
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+            }),
             "precision": self.precision.state_dict(),  # the fp16 loss scale
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(),
+            "nproc": self.rank.world if self.rank is not None else 1,  # the layout of "optimizer"
             "sampler": self.sampler.state_dict(),
             "meter": self.meter.state_dict(),
             "source": self.source.state_dict(),
@@ -230,10 +270,17 @@ class Trainer:
             self.runlog = RunLogWriter(self.output / RUNLOG, self._header())
             return
         state = load_checkpoint(ckpt)
-        load_policy_weights(self.model, state["model"])
+        written = state.get("nproc", 1)
+        if (written > 1) != (self.group is not None):
+            raise InputError(f"{ckpt} was written by {written} trainer process(es); resume it with --nproc {written}")
+        if self.group is not None:
+            self.group.load(state)  # broadcast from here to every rank's shard
+            self.group.gather_into(self.gen_model)
+        else:
+            load_policy_weights(self.model, state["model"])
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.scheduler.load_state_dict(state["scheduler"])
         self.precision.load_state_dict(state.get("precision", {}))
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
         self.sampler.load_state_dict(state["sampler"])
         self.meter.load_state_dict(state["meter"])
         self.source.load_state_dict(state["source"])
@@ -279,6 +326,9 @@ class Trainer:
         self.lag_hist = {}
         self.evals.append(row)
         if cfg.forecast.enabled:
+            # Imported here: the forecast needs scipy, and a run with forecast.enabled=false does not.
+            from scalerl.train.live_forecast import live_forecast
+
             row.update(live_forecast(self.evals, x=cfg.forecast.x, y=f"{cfg.eval.sets[0]}/pass_rate",
                                      total_steps=cfg.run.steps, min_points=cfg.forecast.min_points,
                                      n_boot=cfg.forecast.bootstrap, seed=cfg.run.seed))
@@ -326,12 +376,17 @@ class Trainer:
         self.meter.start()
         batch = self.source.next_batch(self.step)
         self.meter.generated(batch.samples, batch.tokens, batch.prompt_tokens)
-        result = policy_update(
-            self.model, self.optimizer, self.scheduler, batch.groups, self.components,
-            temperature=cfg.sampling.temperature, pad_token_id=self.pad_id,
-            micro_batch_size=cfg.run.micro_batch_size, device=self.device, version=self.version,
-            share_prompt=cfg.run.share_prompt_forward, precision=self.precision,
-        )
+        if self.group is not None:  # every rank its share; the weights gathered into the generator copy
+            result = self.group.update(batch.groups, self.version)
+            if not result.skipped:
+                self.group.gather_into(self.gen_model)
+        else:
+            result = policy_update(
+                self.model, self.optimizer, self.scheduler, batch.groups, self.components,
+                temperature=cfg.sampling.temperature, pad_token_id=self.pad_id,
+                micro_batch_size=cfg.run.micro_batch_size, device=self.device, version=self.version,
+                share_prompt=cfg.run.share_prompt_forward, precision=self.precision,
+            )
         self.meter.trained(result.trained_tokens)
         for lag, n in result.lag_counts.items():
             self.lag_hist[lag] = self.lag_hist.get(lag, 0) + n
@@ -339,7 +394,7 @@ class Trainer:
         self.meter.step = self.step
         if not result.skipped:
             self.version += 1
-        self.source.weights_updated(self.model, self.version, step=self.step)
+        self.source.weights_updated(self.gen_model, self.version, step=self.step)
         self.meter.pause()
 
         nonfinite = result.skipped and result.reason.startswith("non-finite")
@@ -375,7 +430,12 @@ class Trainer:
     def _save_final(self) -> None:
         final = self.output / FINAL
         tmp = self.output / f"{FINAL}.tmp-{os.getpid()}"
-        save_policy(self.policy, tmp, lora_save=self.cfg.model.lora.save)  # in model.dtype; LoRA merged or not
+        if self.group is not None:  # the full fp32 weights, gathered, written through the plain copy
+            weights = self.group.full_weights()
+            self.group.stop()
+            save_policy(dataclasses.replace(self.policy, model=self.gen_model), tmp, weights=weights)
+        else:
+            save_policy(self.policy, tmp, lora_save=self.cfg.model.lora.save)  # in model.dtype; LoRA merged or not
         if final.exists():
             import shutil
 

@@ -37,6 +37,7 @@ from scalerl.rl.filters import zero_variance_mask
 from scalerl.rl.losses import LossInputs
 from scalerl.rl.recipe import RecipeConfig
 from scalerl.rollout.groups import Group, completion_lags
+from scalerl.train.share import SINGLE, Share, full_value
 from scalerl.train.precision import FULL, Precision
 
 
@@ -91,6 +92,7 @@ def policy_update(
     skip_idle: bool = True,
     share_prompt: bool = True,
     precision: Precision = FULL,
+    share: Share = SINGLE,
 ) -> UpdateResult:
     """One optimizer step on ``groups`` (see the module docstring for the order of the parts).
 
@@ -108,6 +110,9 @@ def policy_update(
     ``no_grad_frac`` is the share of sequences left out.
     ``precision``: the compute dtype of the forward passes (autocast) and the fp16 loss scaling
     (:mod:`scalerl.train.precision`); the parameters and the optimizer stay as they are (fp32).
+    ``share``: under multi-process training (:mod:`scalerl.train.distributed`), this rank's share
+    of the micro-batches; everything before them is computed on the whole batch, so the summed
+    gradient, the clipping norm and the metrics are those of one process.
     """
     parts = recipe if isinstance(recipe, RecipeComponents) else resolve_recipe(recipe)
     cfg = parts.recipe
@@ -164,17 +169,20 @@ def policy_update(
 
     model.train()
     optimizer.zero_grad(set_to_none=True)
+    # The micro-batches one process would run (a micro-batch with nothing to learn is left out),
+    # then this rank's share of them; a rank with one fewer runs a zero-weighted pass.
+    micro = [order[s : s + micro_batch_size] for s in range(0, len(order), micro_batch_size)]
+    micro = [m for m in micro if loss_mask[torch.tensor(m, dtype=torch.long)].sum() > 0]
+    mine, passes = share.split(micro)
+    plan = [(m, 1.0) for m in mine] + [(micro[0], 0.0) for _ in range(passes - len(mine))]
     totals: dict[str, float] = {}
     maxima: dict[str, float] = {}
     loss_value = 0.0
     trained = 0
     counted = 0.0
-    for start in range(0, len(order), micro_batch_size):
-        index = order[start : start + micro_batch_size]
+    for index, weight in plan:
         rows = torch.tensor(index, dtype=torch.long)
         mb_mask = loss_mask[rows]
-        if mb_mask.sum() == 0:  # nothing to learn here: skip the forward pass entirely
-            continue
         chunk = [completions[i] for i in index]
         with precision.autocast():  # bf16 / fp16 compute on the fp32 weights; fp32 logits (FP32 head)
             if share_prompt:
@@ -193,7 +201,10 @@ def policy_update(
             )
         )
         loss = (weights[rows, :t].to(device) * out.per_token).sum()
-        precision.backward(loss)  # fp16: scaled, so small gradients do not underflow
+        # x world: FSDP averages gradients over ranks, the step needs their sum.
+        precision.backward(loss * (weight * share.world) if share.world > 1 else loss)  # fp16: scaled
+        if weight == 0.0:  # a padding pass: its gradient is 0 and it counts in no metric
+            continue
         loss_value += float(loss.detach())
         n_tok = float(mb_mask.sum())
         counted += n_tok
@@ -203,6 +214,18 @@ def policy_update(
             else:
                 totals[k] = totals.get(k, 0.0) + float(v) * n_tok
         trained += int(c_mask.sum())
+    if share.world > 1:  # every rank's part of the metrics
+        parts_ = share.merge({"loss": loss_value, "counted": counted, "trained": trained,
+                              "totals": totals, "maxima": maxima})
+        loss_value = sum(p["loss"] for p in parts_)
+        counted = sum(p["counted"] for p in parts_)
+        trained = sum(p["trained"] for p in parts_)
+        totals, maxima = {}, {}
+        for p in parts_:
+            for k, v in p["totals"].items():
+                totals[k] = totals.get(k, 0.0) + v
+            for k, v in p["maxima"].items():
+                maxima[k] = max(maxima.get(k, -math.inf), v)
 
     if not order:  # every advantage was 0: the gradient is exactly 0, and AdamW still takes its step
         for p in model.parameters():
@@ -211,7 +234,8 @@ def policy_update(
     params = [p for p in model.parameters() if p.grad is not None]
     precision.unscale_(optimizer)  # fp16: true gradients before clipping and the finite check
     clip = cfg.optimizer.grad_clip
-    grad_norm = torch.nn.utils.clip_grad_norm_(params, clip if clip is not None else float("inf"))
+    # Under FSDP the gradients are DTensor shards: the norm is the full one (clipping included).
+    grad_norm = full_value(torch.nn.utils.clip_grad_norm_(params, clip if clip is not None else float("inf")))
     metrics.update({f"loss/{k}": v / max(counted, 1.0) for k, v in totals.items()})
     metrics.update({f"loss/{k}": v for k, v in maxima.items()})
     metrics["no_grad_frac"] = 1.0 - len(order) / max(len(completions), 1)  # sequences left out (skip_idle)

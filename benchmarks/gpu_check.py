@@ -1,0 +1,229 @@
+"""GPU check: bf16 training of a ~100M-parameter model, the FP32 head's log-prob agreement, FSDP on NCCL.
+
+Run by ``benchmarks/gpu_check.sh`` (one GPU, under 10 minutes); needs only torch and
+transformers (+ this repository on PYTHONPATH): no vLLM, no peft, no scipy, no hub, no internet.
+
+    PYTHONPATH=src python benchmarks/gpu_check.py --device cuda            # the real check
+    PYTHONPATH=src python benchmarks/gpu_check.py --device cpu --tiny      # a dry run in seconds (the tests)
+
+Stages, each printing one line per figure (and appending them to $OUT/gpu_check.txt when OUT is set):
+
+1. **model**: a randomly initialised Qwen2 (12 layers, hidden 768: ~90M parameters; ``--tiny``:
+   2 layers, hidden 64) with the character tokenizer, saved in bf16 as hub checkpoints are;
+2. **logprobs**: the FP32 LM head's agreement between generator and trainer on bf16 compute:
+   the generator's per-token log-probs (HF generator, autocast bf16 on the fp32 master weights,
+   and on a bf16 inference copy as generator processes / Ray actors hold it) against the
+   trainer's teacher-forced recomputation; |delta| mean and max, and the importance ratio's
+   mean and max |ratio - 1| -- with the FP32 head on and off;
+3. **train**: ``precision.compute=bf16`` training of the saved model (sync, one process) --
+   weights moved, samples/s, the run's pass rates;
+4. **fsdp**: the same run as a one-rank trainer group (FSDP2 + NCCL on the GPU; gloo on the CPU),
+   samples/s, and its losses against stage 3's (same seed, same batches).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+MISSING_HINT = ("this check needs only torch and transformers (+ this repository on PYTHONPATH=src); "
+                "a scalerl import failed: {exc}")
+
+try:
+    from scalerl.models.char_tokenizer import build_char_tokenizer
+except ImportError as exc:  # not on PYTHONPATH, or a package the box lacks
+    sys.exit(MISSING_HINT.format(exc=exc))
+
+OUT_FILE: Path | None = None
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+    if OUT_FILE is not None:
+        with open(OUT_FILE, "a") as f:
+            f.write(line + "\n")
+
+
+def build_model(directory: Path, tiny: bool) -> int:
+    """A random Qwen2 saved in bf16 with the character tokenizer; returns its parameter count."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    tok = build_char_tokenizer()
+    size = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2) if tiny else \
+        dict(hidden_size=768, intermediate_size=2560, num_hidden_layers=12, num_attention_heads=12,
+             num_key_value_heads=4)
+    config = Qwen2Config(vocab_size=len(tok), max_position_embeddings=512, tie_word_embeddings=False,
+                         pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                         **size)
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(config).to(torch.bfloat16)
+    model.save_pretrained(directory)
+    tok.save_pretrained(directory)
+    return sum(p.numel() for p in model.parameters())
+
+
+def logprob_agreement(directory: Path, device: torch.device, tiny: bool) -> None:
+    """Generator vs trainer log-probs of the same tokens, bf16 compute, FP32 head on and off."""
+    from scalerl.generate.base import SamplingParams
+    from scalerl.generate.hf import HFGenerator
+    from scalerl.generate.logprobs import completion_logprobs, pack_completions
+    from scalerl.models.loading import load_model
+    from scalerl.models.lora import generator_copy
+    from scalerl.rl.fp32_head import enable_fp32_lm_head
+    from scalerl.train.precision import Precision
+
+    precision = Precision.create("bf16", device)
+    for head in ("fp32", "bf16"):
+        model, tok = load_model(str(directory), dtype=torch.float32)  # fp32 masters, as the trainer holds them
+        if head == "fp32":
+            enable_fp32_lm_head(model)
+        model.to(device)
+        prompts = [tok(f"{a}+{b}=").input_ids for a, b in ((12, 34), (5, 61), (70, 8), (9, 99))]
+        params = SamplingParams(max_new_tokens=16 if tiny else 64, temperature=1.0, seed=1)
+        gens = {"autocast": HFGenerator(model, tok, seed=0, autocast_dtype=torch.bfloat16),
+                "bf16-copy": HFGenerator(generator_copy(model, torch.bfloat16), tok, seed=0)}
+        for name, gen in gens.items():
+            comps = gen.generate([p for p in prompts for _ in range(4)], params)
+            batch = pack_completions(comps, tok.pad_token_id, device)
+            with torch.no_grad(), precision.autocast():
+                trainer = completion_logprobs(model, batch, 1.0)
+            mask = batch["completion_mask"].bool()
+            width = trainer.shape[1]
+            generator = torch.zeros_like(trainer)
+            for i, c in enumerate(comps):
+                generator[i, : len(c.logprobs)] = torch.tensor(c.logprobs[:width], device=device)
+            delta = (trainer - generator)[mask].abs()
+            ratio = torch.exp(trainer - generator)[mask]
+            say(f"logprobs head={head} generator={name}: tokens {int(mask.sum())} |delta| mean {delta.mean():.2e} "
+                f"max {delta.max():.2e}  ratio mean {ratio.mean():.6f} max|ratio-1| {(ratio - 1).abs().max():.2e}")
+        del model, gens
+
+
+def train_config(directory: Path, output: Path, device: torch.device, tiny: bool, steps: int):
+    from scalerl.train.config import TrainConfig, resolve
+
+    cfg = TrainConfig()
+    cfg.model.name_or_path = str(directory)
+    cfg.task.settings = {"digits": 2}
+    # A random model answers nothing right: every group would have equal rewards and nothing to
+    # learn. This reward varies from the first step (a digit first: +1), so every step trains.
+    cfg.task.reward = f"{Path(__file__).resolve()}:first_char_is_digit"
+    cfg.model.dtype = "float32"  # final/ holds the fp32 master weights: "moved" counts what AdamW did
+    cfg.run.output, cfg.run.steps, cfg.run.device = str(output), steps, device.type
+    cfg.log.progress = False
+    cfg.forecast.enabled = False  # the forecast needs scipy; not what this checks
+    cfg.eval.every = steps
+    # The tiny model's profile (48-token completions, budgets for the character tokenizer) at
+    # lr 1e-5: a random model's completions are noise, what is checked is that it trains.
+    cfg.profile = "cpu-tiny"
+    overrides = ["pipeline=sync", "k=1", "precision.compute=bf16", "recipe.optimizer.lr=1e-5",
+                 "recipe.optimizer.warmup_steps=0", "eval.problems=32", "eval.samples_per_problem=2"]
+    if tiny:
+        overrides += ["batch.prompts_per_step=4", "batch.generations_per_prompt=4"]
+    return resolve(cfg, overrides)
+
+
+def first_char_is_digit(completion: str) -> float:
+    """The check's reward (see ``train_config``)."""
+    return 1.0 if completion[:1].isdigit() else -1.0
+
+
+def _moved(directory: Path, output: Path) -> float:
+    """Share of the weights ``final/`` (fp32) changed against the starting checkpoint (bf16)."""
+    from safetensors.torch import load_file
+
+    before = {k: v for f in directory.glob("*.safetensors") for k, v in load_file(f).items()}
+    after = {k: v for f in (output / "final").glob("*.safetensors") for k, v in load_file(f).items()}
+    changed = sum(int((after[k].float() != v.float()).sum()) for k, v in before.items() if k in after)
+    return changed / sum(v.numel() for v in before.values())
+
+
+def _losses(output: Path) -> list[float]:
+    import json
+
+    rows = [json.loads(line) for line in open(output / "runlog.jsonl")][1:]
+    return [r["loss"] for r in rows if r.get("type") == "train" and "loss" in r]
+
+
+def _rate(summary) -> float:
+    return summary.evals[-1]["samples"] / max(summary.seconds, 1e-9)
+
+
+def train_once(directory: Path, work: Path, device: torch.device, tiny: bool, steps: int) -> list[float]:
+    from scalerl.train.trainer import Trainer
+
+    out = work / "one-process"
+    t0 = time.perf_counter()
+    summary = Trainer(train_config(directory, out, device, tiny, steps)).run()
+    rows = [r for r in summary.evals]
+    say(f"train bf16 one process: {steps} steps in {time.perf_counter() - t0:.1f}s, "
+        f"{_rate(summary):.1f} samples/s (evaluations included), weights moved {_moved(directory, out):.1%}, "
+        f"val pass rate {rows[0]['val/pass_rate']:.3f} -> {rows[-1]['val/pass_rate']:.3f}")
+    return _losses(out)
+
+
+def train_fsdp(directory: Path, work: Path, device: torch.device, tiny: bool, steps: int, reference: list[float]) -> None:
+    from scalerl.train.launch import run_rank
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = work / "fsdp"
+    t0 = time.perf_counter()
+    summary = run_rank(train_config(directory, out, device, tiny, steps), resume=False, rank=0, world=1,
+                       local_rank=0, init_method=f"tcp://127.0.0.1:{port}")
+    losses = _losses(out)
+    gap = max((abs(a - b) / max(abs(b), 1e-6) for a, b in zip(losses, reference)), default=math.nan)
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    say(f"train bf16 FSDP2 one rank ({backend}): {steps} steps in {time.perf_counter() - t0:.1f}s, "
+        f"{_rate(summary):.1f} samples/s, weights moved {_moved(directory, out):.1%}, "
+        f"largest relative loss gap to one process {gap:.2e} over {len(losses)} steps")
+
+
+def main(argv: list[str] | None = None) -> int:
+    global OUT_FILE
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--device", default="cuda", help="cuda (the check) or cpu (a dry run)")
+    p.add_argument("--tiny", action="store_true", help="a 2-layer model and short runs (the dry mode)")
+    p.add_argument("--steps", type=int, default=None, help="training steps per run (default: 20; --tiny: 2)")
+    p.add_argument("--stages", default="model,logprobs,train,fsdp")
+    args = p.parse_args(argv)
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print("gpu_check: no CUDA device visible (use --device cpu --tiny for a dry run)", file=sys.stderr)
+        return 2
+    if os.environ.get("OUT"):
+        OUT_FILE = Path(os.environ["OUT"]) / "gpu_check.txt"
+        OUT_FILE.parent.mkdir(parents=True, exist_ok=True)
+    steps = args.steps or (2 if args.tiny else 20)
+    stages = args.stages.split(",")
+    import transformers
+
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    say(f"gpu_check: torch {torch.__version__}, transformers {transformers.__version__}, device {name}")
+    work = Path(tempfile.mkdtemp(prefix="scalerl-gpu-check-"))
+    directory = work / "model-bf16"
+    params = build_model(directory, args.tiny)
+    say(f"model: random Qwen2, {params / 1e6:.1f}M parameters, saved in bf16 at {directory}")
+    if "logprobs" in stages:
+        logprob_agreement(directory, device, args.tiny)
+    reference: list[float] = []
+    if "train" in stages:
+        reference = train_once(directory, work, device, args.tiny, steps)
+    if "fsdp" in stages:
+        train_fsdp(directory, work, device, args.tiny, steps, reference)
+    say("gpu_check: done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

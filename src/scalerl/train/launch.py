@@ -1,0 +1,128 @@
+"""Starting a multi-process trainer group (``scalerl train --nproc N``, or under ``torchrun``).
+
+    summary = launch(cfg, resume=False)       # run.nproc processes on this machine, torch's spawn
+    summary = run_rank(cfg, resume=False)     # one rank of a torchrun-launched group (its env vars)
+
+``launch`` starts ``run.nproc`` processes with ``torch.multiprocessing.start_processes``
+(spawn), which joins them and stops the others when one fails; each joins the process group
+(gloo on the CPU, NCCL on GPUs; a free TCP port on 127.0.0.1) and runs :func:`run_rank`:
+rank 0 the :class:`~scalerl.train.trainer.Trainer`, the others
+:func:`scalerl.train.distributed.follow`. A user-facing error in a rank (bad data, a budget the
+model cannot hold) comes back as the same one-line error in the launching process.
+
+Across machines, torchrun starts the ranks instead (``torchrun --nnodes 2 --nproc-per-node 8
+--rdzv-endpoint HOST:PORT -m scalerl.cli train ...``, docs/distributed.md); :func:`run_rank`
+reads ``RANK`` / ``WORLD_SIZE`` / ``LOCAL_RANK`` and the rendezvous from the environment.
+"""
+
+from __future__ import annotations
+
+import socket
+import traceback
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from scalerl import errors
+from scalerl.errors import ScaleRLError
+from scalerl.train.config import TrainConfig
+from scalerl.train.distributed import Rank, backend_for, barrier, device_for, env_rank, follow, make_group, rank_threads
+
+
+class TrainerGroupError(ScaleRLError):
+    """A rank of the trainer group failed (its message says which and why)."""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _follow(cfg: TrainConfig, rank: Rank) -> None:
+    """Ranks > 0: the sharded policy and nothing else; rank 0's orders from then on."""
+    from scalerl.pipeline.registry import trainer_threads
+    from scalerl.train.policy import load_policy
+
+    threads = rank_threads(cfg.run.threads or trainer_threads(cfg.recipe.off_policy.pipeline, cfg.backend), rank)
+    if threads:
+        torch.set_num_threads(threads)
+    torch.manual_seed(cfg.run.seed)
+    barrier()  # rank 0 has loaded the model (and built any cache it needed)
+    follow(make_group(cfg, load_policy(cfg, rank.device), rank))
+
+
+def run_rank(cfg: TrainConfig, *, resume: bool, rank: int | None = None, world: int | None = None,
+             local_rank: int | None = None, init_method: str = "env://") -> Any:
+    """Join the process group and run this rank; returns rank 0's RunSummary (None elsewhere)."""
+    from scalerl.train.trainer import Trainer
+
+    if rank is None:
+        found = env_rank()
+        if found is None:
+            raise TrainerGroupError("run_rank: no RANK / WORLD_SIZE in the environment (start it with torchrun)")
+        rank, world, local_rank = found
+    assert world is not None
+    device = device_for(cfg.run.device, local_rank or 0)
+    dist.init_process_group(backend_for(device), init_method=init_method, rank=rank, world_size=world)
+    me = Rank(rank, world, device)
+    try:
+        if me.leader:
+            trainer = Trainer(cfg, resume=True, rank=me) if resume else Trainer(cfg, rank=me)
+            return trainer.run()
+        _follow(cfg, me)
+        return None
+    finally:
+        dist.destroy_process_group()
+
+
+def _spawned(index: int, cfg: TrainConfig, resume: bool, world: int, port: int, box: Any) -> None:
+    """One spawned rank: its result (rank 0) or its user-facing error go back through ``box``."""
+    try:
+        summary = run_rank(cfg, resume=resume, rank=index, world=world, local_rank=index,
+                           init_method=f"tcp://127.0.0.1:{port}")
+        if index == 0:
+            box.put(("ok", summary))
+    except ScaleRLError as exc:
+        box.put(("error", (type(exc).__name__, str(exc))))
+        raise SystemExit(2) from None
+    except BaseException:
+        box.put(("crash", (index, traceback.format_exc())))
+        raise
+
+
+def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
+    """Run ``cfg`` over ``cfg.run.nproc`` processes on this machine; rank 0's RunSummary."""
+    import torch.multiprocessing as mp
+
+    world = cfg.run.nproc
+    ctx = mp.get_context("spawn")
+    box = ctx.SimpleQueue()
+    results: list[tuple[str, Any]] = []
+    context = mp.start_processes(_spawned, args=(cfg, resume, world, _free_port(), box), nprocs=world, join=False,
+                                 start_method="spawn")
+    while True:
+        # Drain while waiting: a put larger than a pipe's buffer blocks until it is read.
+        while not box.empty():
+            results.append(box.get())
+        try:
+            if context.join(timeout=0.5):
+                break
+        except (mp.ProcessExitedException, mp.ProcessRaisedException):
+            break  # what went wrong is in the box (a user-facing error exits with status 2)
+    while not box.empty():
+        results.append(box.get())
+    for kind, value in results:
+        if kind == "ok":
+            return value
+    for kind, value in results:
+        if kind == "error":
+            name, message = value
+            cls = getattr(errors, name, None)
+            raise (cls if isinstance(cls, type) and issubclass(cls, ScaleRLError) else TrainerGroupError)(message)
+    crashes = [value for kind, value in results if kind == "crash"]
+    if crashes:
+        index, text = crashes[0]
+        raise RuntimeError(f"trainer rank {index} failed:\n{text}")
+    raise TrainerGroupError(f"the trainer group of {world} processes stopped without a result (a rank was killed?)")

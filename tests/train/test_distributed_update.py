@@ -1,0 +1,104 @@
+"""The policy update over two gloo processes with FSDP2 equals the single-process update."""
+
+import copy
+import socket
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+from scalerl.train.share import Share
+
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::UserWarning")]
+
+
+def _setup():
+    from scalerl.generate.base import SamplingParams
+    from scalerl.generate.hf import HFGenerator
+    from scalerl.models.char_tokenizer import build_char_tokenizer
+    from scalerl.models.tiny import TinyArchitecture, build_tiny_model
+    from scalerl.rl.fp32_head import enable_fp32_lm_head
+    from scalerl.rollout.groups import Group
+    from scalerl.tasks.base import Problem
+
+    tok = build_char_tokenizer()
+    arch = TinyArchitecture(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                            num_key_value_heads=2)
+    model = enable_fp32_lm_head(build_tiny_model(tok, arch, seed=0))
+    gen = HFGenerator(model, tok, seed=0)
+    prompts = [tok(p).input_ids for p in ("12+34=", "5+6=", "7+1=", "9+9=")]
+    comps = gen.generate([p for p in prompts for _ in range(4)], SamplingParams(max_new_tokens=12, seed=1))
+    rewards = [[1.0, -1.0, -1.0, 1.0], [-1.0, -1.0, -1.0, -1.0], [1.0, -1.0, 1.0, 1.0], [1.0, 1.0, -1.0, -1.0]]
+    groups = [Group(Problem(str(i), "p", "a"), comps[4 * i: 4 * i + 4], rewards[i], rewards[i]) for i in range(4)]
+    return model, groups
+
+
+def _steps(model, groups, recipe, share, steps, micro):
+    from scalerl.train.update import build_optimizer, policy_update
+
+    opt, sched = build_optimizer(model, recipe)
+    results = []
+    for _ in range(steps):
+        res = policy_update(model, opt, sched, groups, recipe, temperature=1.0, pad_token_id=0, micro_batch_size=micro,
+                            share=share)
+        results.append(res.metrics)
+    return results
+
+
+def _rank(rank, world, port, recipe, micro, box):
+    import torch.distributed as dist
+
+    from scalerl.train.distributed import shard
+    from scalerl.train.share import full_value
+    from scalerl.train.precision import FULL
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        model, groups = _setup()
+        reference = copy.deepcopy(model) if rank == 0 else None
+        shard(model, FULL, fp32_root=True, world=world, device=torch.device("cpu"))
+        got = _steps(model, groups, recipe, Share(rank, world), 2, micro)
+        # numpy through the queue: torch tensors would travel as shared memory the exiting process frees
+        weights = {n: full_value(p.detach()).numpy().copy() for n, p in model.named_parameters()}
+        if rank == 0:
+            want = _steps(reference, groups, recipe, Share(), 2, micro)
+            box.put((got, want, weights, {n: p.detach().numpy().copy() for n, p in reference.named_parameters()}))
+    finally:
+        dist.destroy_process_group()
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("aggregation,micro", [("prompt", 3), ("token", 64)],
+                         ids=["prompt-uneven-share", "token-one-micro-batch"])
+def test_two_process_fsdp_update_equals_one_process(aggregation, micro):
+    from scalerl.rl.presets import get_recipe
+
+    recipe = get_recipe("scalerl")
+    recipe.aggregation = aggregation
+    recipe.optimizer.lr = 1e-3
+    ctx = mp.get_context("spawn")
+    box = ctx.SimpleQueue()
+    procs = mp.start_processes(_rank, args=(2, _free_port(), recipe, micro, box), nprocs=2, join=False,
+                               start_method="spawn")
+    got, want, weights, reference = box.get()  # before joining: a large put waits for its reader
+    while not procs.join():
+        pass
+    for g, w in zip(got, want):  # global metrics: loss, grad norm (before clipping), token means
+        assert g.keys() == w.keys()
+        for k in w:
+            assert g[k] == pytest.approx(w[k], rel=1e-5, abs=1e-7), k
+    for name, p in reference.items():  # two AdamW steps on the same gradient
+        torch.testing.assert_close(torch.from_numpy(weights[name]), torch.from_numpy(p), rtol=1e-4, atol=1e-6)
+
+
+def test_share_splits_micro_batches_round_robin_and_pads():
+    assert Share(0, 2).split([1, 2, 3]) == ([1, 3], 2)
+    assert Share(1, 2).split([1, 2, 3]) == ([2], 2)  # one zero-weighted pass to pad
+    assert Share(1, 3).split([1]) == ([], 1)
+    assert Share().split([1, 2]) == ([1, 2], 2)

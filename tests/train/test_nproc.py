@@ -1,0 +1,85 @@
+"""``scalerl train --nproc 2`` (two gloo processes, FSDP2) follows ``--nproc 1``; it resumes exactly."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from scalerl.cli import main
+from scalerl.runlog import read_runlog
+
+from .conftest import small_args
+
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::UserWarning")]
+
+SYNC = ["--set", "pipeline=sync", "--set", "k=1", "--set", "run.micro_batch_size=4", "--set", "forecast.enabled=false"]
+WALL = ("gpu_hours",)
+
+
+def _rows(out):
+    _, rows, notes = read_runlog(out / "runlog.jsonl")
+    assert not notes
+    return [{k: v for k, v in r.items() if k not in WALL and not k.startswith("pipeline/")} for r in rows]
+
+
+def _assert_follows(got, want):
+    assert [r["type"] for r in got] == [r["type"] for r in want]
+    for g, w in zip(got, want):
+        assert g.keys() == w.keys()
+        for k, v in w.items():
+            if isinstance(v, float):
+                assert g[k] == pytest.approx(v, rel=1e-4, abs=1e-6), (w.get("step"), k)
+            else:
+                assert g[k] == v, (w.get("step"), k)
+
+
+def test_nproc_2_follows_nproc_1(tiny_dir, tmp_path, capsys):
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert main(small_args(one, *SYNC)) == 0
+    assert main(small_args(two, *SYNC, "--nproc", "2")) == 0
+    assert "final model" in capsys.readouterr().out
+    _assert_follows(_rows(two), _rows(one))
+    assert json.loads((two / "final" / "config.json").read_text())["dtype"] == "float32"
+
+
+def test_nproc_2_resumes_after_kill_9(tiny_dir, tmp_path):
+    ref, killed = tmp_path / "ref", tmp_path / "killed"
+    cmd = lambda out: [sys.executable, "-m", "scalerl.cli", *small_args(out, *SYNC, "--nproc", "2")]
+    subprocess.run(cmd(ref), check=True, capture_output=True, env=dict(os.environ))
+    # Its own process group: kill -9 reaches the launcher and both ranks at once.
+    proc = subprocess.Popen(cmd(killed), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 300
+    log = killed / "runlog.jsonl"
+    while time.time() < deadline:  # kill after step 3's row: checkpoints are at steps 0, 2, 4
+        assert proc.poll() is None, "the run ended before it could be killed"
+        if log.exists() and log.stat().st_size and any(r.get("step") == 3 and r["type"] == "train"
+                                                       for r in read_runlog(log)[1]):
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert main(["train", "--output", str(killed), "--resume", "--no-progress"]) == 0
+    _assert_follows(_rows(killed), _rows(ref))
+
+
+def test_nproc_refuses_what_it_does_not_shard(tmp_path, capsys):
+    assert main(small_args(tmp_path / "x", "--nproc", "2", "--set", "model.lora.rank=4")) == 2
+    err = capsys.readouterr().err
+    assert "LoRA" in err and "Traceback" not in err
+    assert main(small_args(tmp_path / "y", "--nproc", "0")) == 2
+
+
+def test_an_error_in_rank_0_comes_back_as_one_line(user_model, math_jsonl, tmp_path, capsys):
+    """The generation budget is checked in rank 0's process: its error crosses back to the launcher."""
+    out = tmp_path / "run"
+    args = ["train", "--model", str(user_model("gpt2", positions=64)), "--task", "math", "--data", str(math_jsonl),
+            "--output", str(out), "--no-progress", "--nproc", "2"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    line = [x for x in err.splitlines() if x.startswith("scalerl train: error:")]
+    assert len(line) == 1 and "Traceback" not in err and "64 positions" in line[0]
+    assert not out.exists() or not any(out.iterdir())  # the directory stays usable
