@@ -8,13 +8,11 @@ machine).
 
 from __future__ import annotations
 
-import shutil
 import sys
 import time
 from pathlib import Path
 
-from scalerl.commands._train_args import add_config_args, config_from_args
-from scalerl.errors import InputError
+from scalerl.commands._train_args import add_config_args, config_from_args, overwrite_run_dir
 
 #: The demo run: the scalerl preset on the tiny model (profile cpu-tiny), sized for a few
 #: minutes. Evaluations every 10 steps (31 points, 16 in the half-budget fit) rather than 30:
@@ -37,10 +35,8 @@ def run(args) -> int:
     from scalerl.train.trainer import Trainer
 
     out = Path(args.output)
-    if args.overwrite and not args.resume and out.exists():
-        if not (out / "runlog.jsonl").exists() and any(out.iterdir()):
-            raise InputError(f"{out} is not a scalerl run directory; refusing to delete it")
-        shutil.rmtree(out)
+    if args.overwrite and not args.resume:
+        overwrite_run_dir(out)
     if args.resume:
         trainer = Trainer.resumed(out, progress=False if args.no_progress else None)
         cfg = trainer.cfg

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import torch
 
+from scalerl.errors import NonFiniteError
+
 
 def effective_temperature(temperature: float) -> float:
     """The temperature log-probs are computed at: ``T`` when sampling, 1 for greedy (``T <= 0``)."""
@@ -51,5 +53,9 @@ def sample_next(
         tokens = logprobs.argmax(dim=-1)
     else:
         probs = nucleus_filter(logprobs, top_p)
+        # Diverged weights give NaN logits; torch.multinomial would fail with an opaque message
+        # (a device-side assert on a GPU). One reduction per decode step, small next to the forward.
+        if bool(torch.isnan(probs).any()):
+            raise NonFiniteError("the model's next-token logits are NaN (its weights have diverged)")
         tokens = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
     return tokens, logprobs.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
