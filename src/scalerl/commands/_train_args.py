@@ -21,7 +21,7 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--recipe", metavar="NAME", help="recipe preset or leave-one-out variant (scalerl recipes lists them)")
     p.add_argument("--model", metavar="PATH|HUB_ID|tiny", help="model to train (default: tiny)")
     p.add_argument("--task", metavar="NAME", help="task: arithmetic (built in) or math (needs --data)")
-    p.add_argument("--data", metavar="FILE", help="math task: JSONL / parquet / HF dataset dir of {prompt, answer} rows")
+    p.add_argument("--data", metavar="FILE", help="math task: JSONL / CSV / parquet file or HF dataset dir of {prompt, answer} rows")
     p.add_argument("--reward", metavar="MODULE:FUNCTION", help="your own reward function: fn(prompt, completion, answer) -> float or bool, "
                         "taking any of those parameters by name (README: Your own reward function)")
     p.add_argument("--steps", type=int, help="optimizer steps")

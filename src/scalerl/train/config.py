@@ -104,7 +104,8 @@ class TaskConfig:
     name: str = "arithmetic"
     """Registered task: arithmetic (built in, procedurally generated) or math (a data file, math-verify)."""
     data: str | None = None
-    """math task: a JSONL / parquet file or an HF dataset directory of {prompt, answer} rows."""
+    """math task: a JSONL / JSON / CSV / TSV / parquet file, an HF dataset directory or a hub dataset id
+    of {prompt, answer} rows (other field names: task.settings prompt_field / answer_field)."""
     reward: str | None = None
     """A reward function of your own, ``module:function`` or ``path/to/file.py:function``. It takes
     any of the parameters ``prompt``, ``completion``, ``answer`` (by name) and returns a number
@@ -113,7 +114,10 @@ class TaskConfig:
     reward_timeout: float = 10.0
     """Seconds a user reward function may take per completion before it is killed and scored -1."""
     settings: dict[str, Any] = field(default_factory=dict)
-    """Task-specific settings passed to the task, e.g. {digits: 2, n_val: 200} for arithmetic."""
+    """Task-specific settings passed to the task (every one is listed in docs/tasks.md): arithmetic
+    digits, n_train, n_val, n_hard, held_out_fraction, seed, split_salt; math eval_data,
+    val_fraction, max_val, prompt_field, answer_field, split, split_salt. E.g.
+    ``--set 'task.settings={prompt_field: question, answer_field: solution, eval_data: {val: val.csv}}'``."""
 
 
 @dataclass
