@@ -137,3 +137,18 @@ def test_eval_without_a_run_uses_the_budget_train_would_give_the_model(user_mode
     assert train_budget("tiny") == 48  # the cpu-tiny profile
     if not torch.cuda.is_available():
         assert train_budget(str(user_model("llama"))) == 256  # cpu-small: any other model on a CPU
+
+
+def test_a_mistyped_hub_like_model_name_fails_fast_offline(monkeypatch, capsys):
+    """Offline (HF_HUB_OFFLINE, or no route to the hub) a name that is neither a local directory nor
+    cached is one line at once, not ~30-50 s of connection retries."""
+    import time
+
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    start = time.monotonic()
+    code = main(["train", "--model", "my-modle", "--print-config"])
+    _one_line_error(capsys, code, "'my-modle' is not a local directory and not in the Hugging Face cache",
+                    "HF_HUB_OFFLINE is set")
+    assert time.monotonic() - start < 10
