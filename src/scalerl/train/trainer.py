@@ -40,7 +40,7 @@ from scalerl.train.evaluate import eval_bar, evaluate
 from scalerl.train.live_forecast import live_forecast
 from scalerl.train.loggers import make_sinks
 from scalerl.train.policy import load_policy_weights, policy_weights, save_policy
-from scalerl.train.preflight import check_generation_budget, discard_unstarted_run
+from scalerl.train.preflight import check_generation_budget, check_writable, discard_unstarted_run, run_device
 from scalerl.train.update import build_optimizer, policy_update
 
 CONFIG, CHECKPOINTS, FINAL = "config.yaml", "checkpoints", "final"
@@ -69,39 +69,6 @@ def eval_seed(run_seed: int, set_index: int) -> int:
 
 #: Write failures that are the machine's state, not a bug: they stop the run with one line.
 _DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
-
-
-def _device(name: str) -> torch.device:
-    """``run.device`` as a torch device; :class:`ConfigError` for a name torch does not know or a
-    device this machine does not have (before any weights are loaded onto it)."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except (RuntimeError, ValueError):
-        raise ConfigError(f"run.device: unknown device {name!r}; use auto, cpu, cuda or cuda:N") from None
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            why = "this torch build has no CUDA" if torch.version.cuda is None else "no GPU is visible"
-            raise ConfigError(f"run.device={name}: CUDA is not available ({why}); use --set run.device=cpu or auto")
-        if device.index is not None and device.index >= torch.cuda.device_count():
-            raise ConfigError(f"run.device={name}: only {torch.cuda.device_count()} GPU(s) are visible")
-    elif device.type == "mps" and not torch.backends.mps.is_available():
-        raise ConfigError(f"run.device={name}: MPS is not available; use --set run.device=cpu or auto")
-    elif device.type not in ("cpu", "cuda", "mps"):
-        raise ConfigError(f"run.device={name}: unsupported device type; use auto, cpu, cuda or cuda:N")
-    return device
-
-
-def check_writable(output: Path) -> None:
-    """:class:`InputError` when ``output`` cannot be created or written (checked without creating it)."""
-    existing = output
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise InputError(f"--output {output}: {existing} is a file, not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise InputError(f"--output {output}: {existing} is not writable; choose another --output")
 
 
 def check_output(output: Path, resume: bool) -> None:
@@ -168,7 +135,7 @@ class Trainer:
         if threads:
             torch.set_num_threads(threads)
         torch.manual_seed(cfg.run.seed)
-        self.device = _device(cfg.run.device)
+        self.device = run_device(cfg.run.device)
         try:
             self.output.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # e.g. a path under /proc, or a read-only file system
