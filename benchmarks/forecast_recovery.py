@@ -1,6 +1,6 @@
 """Recovery of the paper's fitted curves from noisy synthetic data.
 
-For every row of the paper's table (SPEC.md), draw curves with Gaussian noise of 0.01 at
+For every row of the paper's table (docs/paper.md), draw curves with Gaussian noise of 0.01 at
 evaluation points that reach past C_mid, fit with the default method, bootstrap a 95%
 interval, and report how often the true A lies inside it and the median |A error|.
 
@@ -17,7 +17,7 @@ import numpy as np
 
 from scalerl.curves import Curve, Sigmoid, bootstrap, fit_sigmoid
 
-# (C_mid, B, A) from the paper (SPEC.md section 1), GB200 GPU-hours.
+# (C_mid, B, A) from the paper (docs/paper.md, "Fitted values"), GB200 GPU-hours.
 PAPER = {
     "ScaleRL 8B": (2542, 1.92, 0.610),
     "32k gen length": (11272, 1.89, 0.645),

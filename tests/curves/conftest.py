@@ -10,7 +10,7 @@ REAL_CSV = REPO / "examples" / "data" / "real_rl_curves.csv"
 QWEN = "verl-data__Qwen2.5-0.5B-bsz256_2-prompt512-resp256-0.538"
 DEEPSEEK = "verl_training_log__grpo_run_deepseek7b_llm"
 
-# The paper's 8B ScaleRL fit (SPEC.md), with a pass rate of 0.3 before RL.
+# The paper's 8B ScaleRL fit (docs/paper.md), with a pass rate of 0.3 before RL.
 PAPER_LAW = Sigmoid(A=0.610, B=1.92, C_mid=2542.0, R0=0.30)
 
 

@@ -11,7 +11,7 @@ def test_sigmoid_values_at_landmarks():
     assert law(0.0) == pytest.approx(0.2)
     assert law(100.0) == pytest.approx(0.4)  # half the gain at C_mid
     assert law(1e12) == pytest.approx(0.6, abs=1e-9)
-    # the formula as written in SPEC.md
+    # the formula as written in the paper (docs/paper.md)
     C = 37.0
     assert law(C) == pytest.approx(0.2 + 0.4 / (1 + (100.0 / C) ** 2.0))
 

@@ -163,7 +163,9 @@ class HFGenerator(InFlightUpdates):
         kwargs = {self._cache_arg: cache, "use_cache": True}
         if self._keep_arg:
             kwargs["logits_to_keep"] = 1
-        with torch.autocast(self.device.type, dtype=self.autocast_dtype, enabled=self.autocast_dtype is not None):
+        # cache_enabled=False: see Precision.autocast (torch's cast cache is shared by all threads).
+        with torch.autocast(self.device.type, dtype=self.autocast_dtype, enabled=self.autocast_dtype is not None,
+                            cache_enabled=False):
             out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, **kwargs)
         return out.logits[:, -1, :]
 

@@ -25,7 +25,7 @@ from transformers import PreTrainedTokenizerFast
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
-#: The paper's interruption phrase is this sentence followed by " </think>" (SPEC.md).
+#: The paper's interruption phrase is this sentence followed by " </think>" (docs/paper.md).
 INTERRUPTION_SENTENCE = "Okay, time is up. Let me stop thinking and formulate a final answer now."
 
 #: The characters of the vocabulary, in id order after the special tokens.

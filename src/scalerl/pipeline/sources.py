@@ -1,4 +1,4 @@
-"""Where the trainer's batches come from: the off-policy pipeline (SPEC.md §2, first row).
+"""Where the trainer's batches come from: the off-policy pipeline (docs/paper.md, "The recipe", first row).
 
 A *source* hands the trainer one :class:`~scalerl.rollout.groups.RolloutBatch` per optimizer
 step and is told after each step that the weights changed. The modes share one config key,

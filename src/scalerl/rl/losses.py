@@ -4,7 +4,7 @@ A loss maps :class:`LossInputs` (trainer and generator log-probs, per-sequence a
 the completion mask, the group index) to a :class:`LossOutput`: the per-token loss, zero
 outside the mask, and metrics. Reducing the per-token loss to a scalar is the separate job of
 ``scalerl.rl.aggregate`` (token / sample / prompt), so every loss composes with every
-aggregation. Notation (SPEC.md §2): rho = pi_train / pi_gen per token, A = the sequence's
+aggregation. Notation (docs/paper.md, "The recipe"): rho = pi_train / pi_gen per token, A = the sequence's
 advantage, sg = stop-gradient.
 
     out = compute_policy_loss(LossInputs(logp, gen_logp, adv, mask, group), cfg.loss)

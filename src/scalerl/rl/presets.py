@@ -5,7 +5,7 @@
     recipe_names()                        # presets first, then leave-one-out variants
 
 Every preset is a function returning a new config, so callers may mutate what they get.
-Values the paper (SPEC.md §2) does not give are marked "our choice" in the one-line summary
+Values the paper (docs/paper.md, "The recipe") does not give are marked "our choice" in the one-line summary
 or in ``docs/recipe.md``; everything else is the paper's.
 """
 
@@ -36,7 +36,7 @@ class Preset:
 
 
 def scalerl() -> RecipeConfig:
-    """SPEC.md §2: CISPO, prompt aggregation, batch normalisation, interruptions, zero-variance
+    """The paper's recipe (docs/paper.md): CISPO, prompt aggregation, batch normalisation, interruptions, zero-variance
     filtering, no-positive-resampling, FP32 head, PipelineRL-8, 48 x 16, AdamW 5e-7."""
     return RecipeConfig()
 
@@ -145,7 +145,7 @@ def _ppo_off_policy_8(cfg: RecipeConfig) -> None:
     cfg.off_policy.k = 8
 
 
-#: One component of ScaleRL reverted to the alternative the paper ablates (SPEC.md §2).
+#: One component of ScaleRL reverted to the alternative the paper ablates (docs/paper.md, "The recipe").
 LEAVE_ONE_OUT: dict[str, Preset] = {
     p.name: p
     for p in (

@@ -2,7 +2,7 @@
 
 ``RecipeConfig`` is the algorithm half of a training configuration (the trainer adds its
 own sections: model, task, train, eval, logging, backend). Each section is one component
-of SPEC.md §2; each field has a docstring, which ``scalerl recipes show NAME`` prints as a
+of the paper's recipe (docs/paper.md, "The recipe"); each field has a docstring, which ``scalerl recipes show NAME`` prints as a
 YAML comment. Components are chosen by name from registries (``scalerl.rl.losses``,
 ``scalerl.rl.aggregate``, ``scalerl.rl.advantages``, ``scalerl.rl.filters``,
 ``scalerl.rl.length``), so a study flips them with overrides:
@@ -22,7 +22,7 @@ from typing import Literal, get_args
 
 from scalerl.errors import ConfigError
 
-#: The phrase ScaleRL forces when the thinking budget runs out (SPEC.md §2).
+#: The phrase ScaleRL forces when the thinking budget runs out (docs/paper.md, "The recipe").
 INTERRUPTION_PHRASE = "Okay, time is up. Let me stop thinking and formulate a final answer now. </think>"
 
 PipelineMode = Literal["sync", "ppo-off-policy-k", "pipeline-rl-k"]
@@ -183,7 +183,7 @@ class OptimizerConfig:
 
 @dataclass
 class RecipeConfig:
-    """An RL recipe: every component of SPEC.md §2 as a switch."""
+    """An RL recipe: every component of the paper's recipe (docs/paper.md) as a switch."""
 
     loss: LossConfig = field(default_factory=LossConfig)
     """Policy loss (paper §3.2 'loss type'): which one, and its clips."""

@@ -10,6 +10,6 @@ Modules, in the order data flows through them:
   families.py  the family registry: loo, recipes, batch-size, generations, gen-length, model-size
   runner.py    plan every (variant, seed) run, then run / resume / skip each (local or Ray)
   analysis.py  curves from the run logs -> fits, classifications, common-A view, extrapolation
-  paper.py     what SPEC §1 says each component moves, for the agree / disagree column
+  paper.py     what the paper says each component moves (docs/paper.md), for the agree / disagree column
   report.py    report.md, report.html, analysis.json and the figures, from the logs alone
 """

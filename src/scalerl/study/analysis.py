@@ -17,7 +17,7 @@ Steps, all from the logs (so ``scalerl report STUDY`` can redo them at any time)
 4. each variant's pass rate forecast at ``spec.extrapolate`` x the budget (one common
    compute for all, the median final compute of the runs) with the forecaster's calibrated
    confidence band; a variant that peaked and fell is flagged, not extrapolated or classified;
-5. the paper's expectation for what the variant changes (SPEC §1, :mod:`scalerl.study.paper`)
+5. the paper's expectation for what the variant changes (docs/paper.md, :mod:`scalerl.study.paper`)
    beside what was measured.
 
 It reads logs and fits curves; re-planning the study (to know each run's variant) checks recipe
@@ -90,7 +90,7 @@ class VariantResult:
     classification: dict[str, Any] | None = None
     """:class:`scalerl.curves.compare.Classification` as a dict (None for the base)."""
     expected: str = UNNAMED
-    """What SPEC §1 says this change moves: ceiling, efficiency, or not classified."""
+    """What the paper says this change moves: ceiling, efficiency, or not classified."""
     expected_note: str = ""
     expected_better: bool | None = None
     """The direction the paper leads one to expect (None: no expectation)."""

@@ -5,7 +5,7 @@ of :class:`Variant` s to run, the baseline first. Each variant says which preset
 from and which ``key=value`` overrides it adds, so its run is an ordinary ``scalerl train``
 run that could be reproduced by hand.
 
-``loo``          the base and each leave-one-out variant (one component reverted, SPEC §2)
+``loo``          the base and each leave-one-out variant (one component reverted; docs/paper.md, "The recipe")
 ``recipes``      the five presets (scalerl, deepseek-grpo, qwen-dapo, magistral, minimax-m1)
 ``batch-size``   prompts per step              (default: half, same, double the base's)
 ``generations``  generations per prompt        (default: half, same, double)

@@ -1,11 +1,11 @@
-"""What the paper found each choice moves (SPEC.md §1), so a study can say where it agrees.
+"""What the paper found each choice moves (docs/paper.md, "What moves what"), so a study can say where it agrees.
 
     Ceiling movers (A): model size, generation length, global batch size, loss type
     (CISPO/GSPO over DAPO), FP32 logits. Efficiency shapers (B, C_mid): loss aggregation,
     advantage normalisation, curriculum (no-positive-resampling), off-policy pipeline.
 
 Keys are what a variant changes: a top-level recipe component (as in
-:data:`scalerl.rl.presets.LEAVE_ONE_OUT`'s ``component``) or a sweep's knob. Components SPEC
+:data:`scalerl.rl.presets.LEAVE_ONE_OUT`'s ``component``) or a sweep's knob. Components the paper
 §1 does not classify (length control, zero-variance filtering, generations per prompt) say so
 instead of guessing.
 """
@@ -20,7 +20,7 @@ CEILING, EFFICIENCY, UNNAMED = "ceiling", "efficiency", "not classified"
 @dataclass(frozen=True)
 class Finding:
     kind: str
-    """ceiling, efficiency, or not classified (SPEC §1 names neither)."""
+    """ceiling, efficiency, or not classified (the paper names neither)."""
     note: str
     """The paper's words, short."""
 
@@ -32,13 +32,13 @@ PAPER: dict[str, Finding] = {
     "advantages": Finding(EFFICIENCY, "advantage normalisation shapes efficiency"),
     "sampler": Finding(EFFICIENCY, "curriculum (no-positive-resampling) shapes efficiency"),
     "off_policy": Finding(EFFICIENCY, "the off-policy pipeline shapes efficiency"),
-    "length": Finding(UNNAMED, "length control (interruptions vs overlong penalty): not classified in SPEC §1"),
-    "filtering": Finding(UNNAMED, "zero-variance filtering: not classified in SPEC §1"),
+    "length": Finding(UNNAMED, "length control (interruptions vs overlong penalty): not classified by the paper"),
+    "filtering": Finding(UNNAMED, "zero-variance filtering: not classified by the paper"),
     "batch size": Finding(CEILING, "global batch size raises the ceiling (batch 2048: A 0.645 vs 0.605 at 512)"),
     "generation length": Finding(CEILING, "generation length raises the ceiling (32k: A 0.645 vs 0.610 at 14k)"),
     "model size": Finding(CEILING, "model size raises the ceiling (17Bx16 MoE: A 0.710 vs 0.610 for 8B)"),
     "generations per prompt": Finding(
-        UNNAMED, "generations per prompt: not classified in SPEC §1 (its table: A 0.585-0.595 for 8-32, B 2.44-2.07)"
+        UNNAMED, "generations per prompt: not classified by the paper (its table: A 0.585-0.595 for 8-32, B 2.44-2.07)"
     ),
 }
 
@@ -58,4 +58,4 @@ def expectation(components: list[str]) -> Finding:
         return Finding(EFFICIENCY, "; ".join(f.note for f in shapers))
     if found:
         return Finding(UNNAMED, "; ".join(f.note for f in found))
-    return Finding(UNNAMED, "no component SPEC §1 classifies")
+    return Finding(UNNAMED, "no component the paper classifies")

@@ -76,7 +76,7 @@ def _moved(v: VariantResult) -> str:
 def what_moved_rows(a: StudyAnalysis) -> list[list[str]]:
     """Header + one row per non-base variant: what it changed, what moved, the paper's view."""
     rows = [["variant", "changes", "moved", "dA [95%]", "B run / base (shared A)", "dB [95%]", "ln C_mid ratio [95%]",
-             "paper (SPEC §1)", "agreement"]]
+             "paper", "agreement"]]
     for v in a.variants:
         if v.is_base:
             continue
@@ -273,11 +273,11 @@ _HOW_TO_READ = [
     "*efficiency*: the interval of dB or of ln(C_mid ratio) excludes 0 (better = reaches half its gain with "
     "less compute, or steeper when C_mid did not move). *no clear effect*: neither -- at this noise and budget "
     "the data cannot tell the variant from the base.",
-    "**paper (SPEC §1)**: what the paper found the changed component moves (ceiling movers: model size, "
+    "**paper**: what the paper found the changed component moves (ceiling movers: model size, "
     "generation length, batch size, loss type, FP32 logits; efficiency shapers: aggregation, advantage "
     "normalisation, curriculum, off-policy pipeline). **agreement**: *agrees* (same kind, and the expected "
     "direction where one is expected), *disagrees* (the other kind), *inconclusive* (no clear effect), "
-    "*n/a* (SPEC §1 does not classify the component).",
+    "*n/a* (the paper does not classify the component).",
     "**leave-one-out view**: every variant refitted with one common A (least squares over all variants), "
     "then plotted as ln 1/F(R) against ln C, with F(R) = (A - R0)/(R - R0) - 1 = (C_mid/C)^B, so "
     "ln 1/F(R) = ln((R - R0)/(A - R)) = B ln C - B ln C_mid: a line of slope B crossing 0 at C_mid. "

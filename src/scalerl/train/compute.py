@@ -1,6 +1,6 @@
 """Compute accounting: the x axis of every forecast.
 
-Logged at every evaluation (SPEC.md §2, "Compute accounting"):
+Logged at every evaluation (docs/paper.md, "Compute accounting"):
 
 * ``gpu_hours`` -- measured accelerator-hours: wall seconds of training work x devices busy
   (on a CPU run, the devices are the CPU processes doing the work);

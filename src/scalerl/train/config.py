@@ -224,7 +224,7 @@ class TrainConfig:
     on a CPU, gpu-small for one under 1B parameters on a GPU, none above), cpu-tiny, cpu-small,
     gpu-small, or none (the preset's paper-scale sizes). ``--set`` overrides win over it."""
     recipe: RecipeConfig = field(default_factory=RecipeConfig)
-    """The algorithm (SPEC.md §2): every component a switch."""
+    """The algorithm (docs/paper.md, "The recipe"): every component a switch."""
     model: ModelConfig = field(default_factory=ModelConfig)
     """The policy to train."""
     precision: PrecisionConfig = field(default_factory=PrecisionConfig)

@@ -1,4 +1,4 @@
-"""mean@k evaluation: the validation pass rate the forecast fits (``R(C)`` in SPEC.md).
+"""mean@k evaluation: the validation pass rate the forecast fits (``R(C)`` in docs/paper.md, "The curve").
 
 For each problem draw ``k`` completions; a completion passes when its reward is > 0. The
 pass rate is the mean over problems of the per-problem mean over the ``k`` samples (mean@k,

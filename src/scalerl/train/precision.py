@@ -77,10 +77,19 @@ class Precision:
         return self.compute_dtype
 
     def autocast(self) -> contextlib.AbstractContextManager:
-        """The context forward passes run in (a no-op in fp32)."""
+        """The context forward passes run in (a no-op in fp32).
+
+        The weight-cast cache is off: torch keeps one cache for all threads and empties it whenever
+        *any* thread leaves its outermost autocast. With the cache on, a weight used twice in one
+        context (the shared-prompt pass runs the model on the prompt, then on the completions)
+        shares one bf16 cast whose two gradients are summed in bf16 -- unless a generator thread
+        emptied the cache in between, when they are summed in fp32. That made the same seed give
+        different losses under load (tests/train/test_determinism.py). Without the cache every use
+        casts afresh (a cast of the weights per use, a small cost) and gradients always meet in fp32.
+        """
         if not self.mixed:
             return contextlib.nullcontext()
-        return torch.autocast(self.device.type, dtype=self.compute_dtype)
+        return torch.autocast(self.device.type, dtype=self.compute_dtype, cache_enabled=False)
 
     # ---- backward and step ------------------------------------------------------------------
     def backward(self, loss: torch.Tensor) -> None:
