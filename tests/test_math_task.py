@@ -116,6 +116,57 @@ def test_loader_error_in_parquet_names_row(tmp_path):
 def test_loader_missing_path_and_unknown_format(tmp_path):
     with pytest.raises(InputError, match="no such file"):
         load_rows(tmp_path / "missing.jsonl")
-    (tmp_path / "d.csv").write_text("prompt,answer\n")
+    (tmp_path / "d.xlsx").write_text("prompt,answer\n")
     with pytest.raises(InputError, match="unknown data format"):
+        load_rows(tmp_path / "d.xlsx")
+    (tmp_path / "d.csv").write_text("prompt,answer\n")  # a header and no rows
+    with pytest.raises(InputError, match="no rows"):
         load_rows(tmp_path / "d.csv")
+
+
+def test_csv_and_tsv_rows_are_read_with_the_same_field_checks(tmp_path):
+    data = tmp_path / "train.csv"
+    data.write_text('question,solution\n"What is 1+1?",2\n"A prompt\nover two lines, with a comma",3\n')
+    rows = load_rows(data, "question", "solution")
+    assert [(r.row, r.prompt, r.answer) for r in rows] == [
+        (2, "What is 1+1?", "2"), (3, "A prompt\nover two lines, with a comma", "3")]
+    tsv = tmp_path / "train.tsv"
+    tsv.write_text("prompt\tanswer\n2+2=\t4\n")
+    assert [(r.prompt, r.answer) for r in load_rows(tsv)] == [("2+2=", "4")]
+    # The row named is the line it starts on (header = line 1).
+    (tmp_path / "empty.csv").write_text("prompt,answer\n1+1=,2\n2+2=,\n")
+    with pytest.raises(InputError, match=r"empty.csv: row 3: field 'answer' is empty"):
+        load_rows(tmp_path / "empty.csv")
+    (tmp_path / "cols.csv").write_text("question,answer\n1+1=,2\n")
+    with pytest.raises(InputError, match=r"row 2: missing field 'prompt' \(fields present: 'question', 'answer'\)"):
+        load_rows(tmp_path / "cols.csv")
+    (tmp_path / "extra.csv").write_text("prompt,answer\n1+1=,2,3\n")
+    with pytest.raises(InputError, match="row 2: 3 cells, but the header names 2 fields"):
+        load_rows(tmp_path / "extra.csv")
+
+
+def test_the_math_task_trains_on_a_csv_with_its_own_field_names(tmp_path):
+    rows = "".join(f'"What is {i} + {i}?",{2 * i}\n' for i in range(60))
+    (tmp_path / "train.csv").write_text("question,solution\n" + rows)
+    task = get_task("math", data=str(tmp_path / "train.csv"), prompt_field="question", answer_field="solution",
+                    val_fraction=0.2)
+    assert len(task.train_problems()) + len(task.eval_sets()["val"]) == 60
+    assert task.train_problems()[0].answer.isdigit()
+
+
+def test_every_task_setting_is_documented():
+    """Each setting of the built-in tasks has a docstring and a row in docs/tasks.md."""
+    import dataclasses
+    from pathlib import Path
+
+    from scalerl.config import field_docs
+    from scalerl.tasks.arithmetic import ArithmeticTask
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "tasks.md").read_text()
+    for cls in (MathTask, ArithmeticTask):
+        documented = field_docs(cls)
+        for f in dataclasses.fields(cls):
+            if not f.init:
+                continue
+            assert documented.get(f.name), f"{cls.__name__}.{f.name} has no docstring"
+            assert f"| `{f.name}` |" in docs, f"{cls.__name__}.{f.name} is not in docs/tasks.md"

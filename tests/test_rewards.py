@@ -46,7 +46,7 @@ def test_module_function_scores_bools_and_numbers(rewards_module):
     with UserReward("my_rewards:exact") as reward:
         assert reward(PROBLEM, "<think>x</think>4") == 1.0
         assert reward(PROBLEM, "<think>x</think>5") == -1.0
-        assert reward.stats.as_dict() == {"calls": 2, "errors": 0, "timeouts": 0, "last_error": ""}
+        assert reward.stats.as_dict() == {"calls": 2, "errors": 0, "timeouts": 0, "first_error": "", "last_error": ""}
     with UserReward("my_rewards:scaled") as reward:
         assert reward(PROBLEM, "4") == 0.5
 
@@ -56,25 +56,30 @@ def test_file_path_spec(rewards_module):
         assert reward(PROBLEM, "</think>4") == 1.0
 
 
-def test_raising_function_scores_zero_and_is_counted(rewards_module):
+def test_a_failing_call_scores_like_a_wrong_answer_and_is_counted(rewards_module):
+    # -1, the task's minimum: a failure must never pay better than a wrong answer (it scored 0
+    # once, which rewarded completions that crash the function over wrong ones).
+    with UserReward("my_rewards:exact") as reward:
+        wrong = reward(PROBLEM, "<think>x</think>5")
     with UserReward("my_rewards:raises") as reward:
-        assert reward(PROBLEM, "4") == 0.0
-        assert reward(PROBLEM, "4") == 0.0
+        assert reward(PROBLEM, "4") == wrong == -1.0
+        assert reward(PROBLEM, "4") == -1.0
         assert reward.stats.errors == 2 and reward.stats.calls == 2
         assert "RuntimeError: boom" in reward.stats.last_error
+        assert reward.stats.first_error == "RuntimeError: boom"
     with UserReward("my_rewards:not_a_number") as reward:
-        assert reward(PROBLEM, "4") == 0.0
+        assert reward(PROBLEM, "4") == -1.0
         assert "not a number" in reward.stats.last_error
 
 
 def test_hanging_function_is_killed_after_the_timeout_and_counted(rewards_module):
     with UserReward("my_rewards:hangs", timeout=1.0) as reward:
         start = time.monotonic()
-        assert reward(PROBLEM, "4") == 0.0
+        assert reward(PROBLEM, "4") == -1.0
         assert time.monotonic() - start < 5
         assert reward.stats.timeouts == 1
         # The killed worker is restarted: the next call is bounded the same way.
-        assert reward(PROBLEM, "4") == 0.0
+        assert reward(PROBLEM, "4") == -1.0
         assert reward.stats.timeouts == 2 and reward.stats.calls == 2
 
 
@@ -106,3 +111,27 @@ def test_writes_to_file_descriptor_1_do_not_corrupt_replies(tmp_path, monkeypatc
     monkeypatch.syspath_prepend(str(tmp_path))
     with UserReward("noisy:r") as reward:
         assert [reward(PROBLEM, "x") for _ in range(3)] == [1.0, 1.0, 1.0]
+
+
+def test_a_wrong_signature_is_told_the_contract(rewards_module):
+    with pytest.raises(InputError) as exc:
+        UserReward("my_rewards:wrong_signature")
+    message = str(exc.value)
+    # The parameter names, what it returns and what counts as a pass, with an example.
+    for needle in ("prompt, completion, answer", "by name", "> 0 is a pass", "True +1, False -1",
+                   "def reward(completion, answer)"):
+        assert needle in message, message
+
+
+def test_the_documented_example_reward_is_accepted(tmp_path, monkeypatch):
+    """The README's and docs/tasks.md's example, taken from the docs, loads and scores."""
+    import re
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "tasks.md").read_text()
+    code = re.search(r"```python\n# my_rewards.py\n(.*?)```", docs, re.S)[1]
+    (tmp_path / "my_rewards.py").write_text(code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with UserReward("my_rewards:exact") as reward:
+        assert reward(PROBLEM, "<think>2+2</think> 4") == 1.0
+        assert reward(PROBLEM, "<think>2+2</think> 5") == -1.0

@@ -16,6 +16,13 @@ import sys
 
 from scalerl.errors import ScaleRLError
 
+#: A missing package -> the extra that installs it (``pip install 'scalerl[EXTRA]'``).
+EXTRAS: dict[str, str] = {
+    "torch": "train", "transformers": "train", "tokenizers": "train", "safetensors": "train",
+    "math_verify": "train", "datasets": "train", "pyarrow": "train",
+    "peft": "lora", "ray": "ray", "vllm": "vllm", "tensorboard": "tensorboard", "wandb": "wandb",
+}
+
 #: name -> (module implementing it, one-line help). Add a command by adding a line.
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("scalerl.commands.demo", "train the tiny model on a CPU with the ScaleRL recipe and report"),
@@ -58,13 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        # A missing optional dependency (e.g. torch for `train`), not a bug of ours.
-        if exc.name and not exc.name.startswith("scalerl"):
-            print(
-                f"scalerl {name}: error: needs the package {exc.name!r}, which is not installed; "
-                f"install the extra with: pip install 'scalerl[train]'",
-                file=sys.stderr,
-            )
+        if _missing_extra(name, exc):
             return 2
         raise
     parser = argparse.ArgumentParser(prog=f"scalerl {name}", description=help_)
@@ -73,14 +74,30 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(module.run(args) or 0)
     except ScaleRLError as exc:
-        print(f"scalerl {name}: error: {exc}", file=sys.stderr)
+        # One line: a message that spans lines (a wrapped library error) is joined.
+        print(f"scalerl {name}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"scalerl {name}: interrupted", file=sys.stderr)
+    except ModuleNotFoundError as exc:  # commands import their heavy dependencies when run
+        if _missing_extra(name, exc):
+            return 2
+        raise
+    except KeyboardInterrupt as exc:  # a run says where it stopped and how to resume
+        print(f"scalerl {name}: {exc or 'interrupted'}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into `head` and closed: not an error of ours
         sys.stderr.close()
         return 0
+
+
+def _missing_extra(command: str, exc: ModuleNotFoundError) -> bool:
+    """Say which extra installs a missing optional dependency (True), or False for anything else."""
+    top = (exc.name or "").split(".")[0]
+    if not top or top == "scalerl":
+        return False  # a bug of ours, not an install problem
+    extra = EXTRAS.get(top, "train")
+    print(f"scalerl {command}: error: needs the package {top!r}, which is not installed; "
+          f"install it with: pip install 'scalerl[{extra}]'", file=sys.stderr)
+    return True
 
 
 def _version() -> str:

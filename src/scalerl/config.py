@@ -300,8 +300,13 @@ def load_yaml(cls: type[T], path: str | Path) -> T:
         data = yaml.safe_load(path.read_text())
     except FileNotFoundError:
         raise ConfigError(f"config file {str(path)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:  # a directory, no permission, a binary file
+        raise ConfigError(f"config file {str(path)!r} cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"config file {str(path)!r} is not valid YAML: {exc}".replace("\n", " ")) from None
+    if data is not None and not isinstance(data, dict):
+        raise ConfigError(f"config file {str(path)!r} must hold a mapping of sections (model:, recipe:, ...), "
+                          f"not a {type(data).__name__}")
     return from_dict(cls, data or {})
 
 

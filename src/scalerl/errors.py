@@ -15,3 +15,11 @@ class InputError(ScaleRLError, ValueError):
 
 class ConfigError(ScaleRLError, ValueError):
     """A configuration value is unknown or inconsistent."""
+
+
+class NonFiniteError(ScaleRLError, ArithmeticError):
+    """The model produced non-finite values (NaN / inf weights or logits): training diverged."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run; the message says where it stopped and how to resume (exit status 130)."""

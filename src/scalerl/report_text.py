@@ -36,6 +36,7 @@ def html_page(title: str, body: str, *, max_width: int = 1100) -> str:
     """A self-contained HTML page (figures are files beside it, referenced by name)."""
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:system-ui,sans-serif;max-width:{max_width}px;margin:2em auto;color:#222}}table{{border-collapse:collapse;margin:1em 0}}
-th,td{{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:13px}}img{{max-width:100%;display:block;margin:1em 0}}</style></head><body>
+th,td{{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:13px}}img{{max-width:100%;display:block;margin:1em 0}}
+pre{{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f6f6;padding:6px 8px;font-size:13px}}</style></head><body>
 <h1>{html.escape(title)}</h1>{body}
 </body></html>"""

@@ -49,11 +49,12 @@ class RunLogWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         exists = self.path.exists() and self.path.stat().st_size > 0
         if resume_offset is not None:
-            if not exists:
+            if not exists and resume_offset > 0:
                 raise InputError(f"cannot resume: run log {self.path} does not exist")
             # Drop everything written after the checkpoint (rows the resumed run will redo,
             # or a torn line from a kill mid-write).
-            os.truncate(self.path, resume_offset)
+            if self.path.exists():
+                os.truncate(self.path, resume_offset)
         elif exists:
             raise InputError(f"run log {self.path} already exists; resume the run or choose another output")
         self._f = open(self.path, "a", encoding="utf-8")

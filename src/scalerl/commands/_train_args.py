@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+from pathlib import Path
 
-from scalerl.config import load_yaml
-from scalerl.train.config import TrainConfig, resolve, with_recipe
+from scalerl.config import load_yaml, resolve_key, to_dict
+from scalerl.errors import InputError
+from scalerl.train.config import TrainConfig, absolute_paths, resolve, with_recipe
 from scalerl.train.profiles import SUMMARY, choose_profile
 
 
@@ -19,8 +22,9 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", metavar="PATH|HUB_ID|tiny", help="model to train: tiny (default), tiny-s/tiny-m/tiny-l "
                    "(the arithmetic-mix ladder), a model directory or a hub id")
     p.add_argument("--task", metavar="NAME", help="task: arithmetic, arithmetic-mix (built in) or math (needs --data)")
-    p.add_argument("--data", metavar="FILE", help="math task: JSONL / parquet / HF dataset dir of {prompt, answer} rows")
-    p.add_argument("--reward", metavar="MODULE:FUNCTION", help="your own reward function fn(problem, completion) -> float")
+    p.add_argument("--data", metavar="FILE", help="math task: JSONL / CSV / parquet file or HF dataset dir of {prompt, answer} rows")
+    p.add_argument("--reward", metavar="MODULE:FUNCTION", help="your own reward function: fn(prompt, completion, answer) -> float or bool, "
+                        "taking any of those parameters by name (README: Your own reward function)")
     p.add_argument("--steps", type=int, help="optimizer steps")
     p.add_argument("--eval-every", type=int, metavar="N", help="evaluate every N steps")
     p.add_argument("--seed", type=int, help="random seed")
@@ -33,7 +37,7 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def config_from_args(args, *, output: str | None = None) -> TrainConfig:
+def config_from_args(args, *, output: str | None = None, quiet: bool = False) -> TrainConfig:
     cfg = load_yaml(TrainConfig, args.config) if args.config else TrainConfig()
     if args.recipe:
         cfg = with_recipe(cfg, args.recipe)
@@ -59,6 +63,71 @@ def config_from_args(args, *, output: str | None = None) -> TrainConfig:
             setattr(getattr(cfg, section) if section else cfg, leaf, value)
     # profile auto: chosen here by model size and device, and said so for a user model.
     cfg.profile, note = choose_profile(cfg)
-    if note:
+    if note and not quiet:
         print(f"note: {note}", file=sys.stderr)
-    return resolve(cfg, args.overrides)
+    # Local paths stored absolute: the run directory works from any working directory.
+    return absolute_paths(resolve(cfg, args.overrides))
+
+
+#: What a scalerl run directory holds (any one of them marks it as one).
+RUN_MARKERS = ("config.yaml", "runlog.jsonl", "checkpoints")
+
+
+def overwrite_run_dir(out: Path) -> None:
+    """Delete ``out`` for ``--overwrite`` -- only when it is a scalerl run directory (or empty):
+    a mistyped --output must not cost the user an unrelated directory."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise InputError(f"--overwrite: {out} is a file, not a run directory; refusing to delete it")
+    here = Path.cwd().resolve()
+    if out.resolve() in (here, *here.parents):
+        raise InputError(f"--overwrite: {out} holds the working directory; refusing to delete it")
+    if any(out.iterdir()) and not any((out / m).exists() for m in RUN_MARKERS):
+        raise InputError(f"--overwrite: {out} is not a scalerl run directory (no {', '.join(RUN_MARKERS)}); "
+                         "refusing to delete it")
+    shutil.rmtree(out)
+
+
+#: Flags and the config field each sets (``None``: a group of fields: the whole config is compared).
+FLAG_FIELDS = {
+    "model": "model.name_or_path", "task": "task.name", "data": "task.data", "reward": "task.reward",
+    "eval_every": "eval.every", "seed": "run.seed", "backend": "backend.name",
+    "config": None, "recipe": None, "profile": None,
+}
+#: Fields a resumed run may change: they do not change what is computed.
+RESUME_FREE = ("run.steps", "run.threads", "run.nproc", "run.output", "log.progress")
+
+
+def resume_conflicts(saved: TrainConfig, args) -> list[str]:
+    """The config fields the command's flags set to a value other than the saved run's, as
+    ``key: saved X, given Y`` -- empty when the flags repeat (part of) the original command."""
+    given = [flag for flag in FLAG_FIELDS if getattr(args, flag, None) is not None]
+    if not given and not args.overrides:
+        return []
+    if any(FLAG_FIELDS[f] is None for f in given):
+        keys = None  # --config / --recipe / --profile: every field is in play, the single-field
+        # flags not repeated keep the saved values (so only what the command says can conflict)
+        args = argparse.Namespace(**vars(args))
+        for flag, path in FLAG_FIELDS.items():
+            if path is not None and getattr(args, flag, None) is None:
+                section, leaf = path.split(".")
+                setattr(args, flag, getattr(getattr(saved, section), leaf))
+    else:
+        keys = {FLAG_FIELDS[f] for f in given}
+        keys |= {resolve_key(TrainConfig, item.partition("=")[0].strip()) for item in args.overrides}
+    asked = config_from_args(args, output=str(saved.run.output), quiet=True)
+    old, new = _flat(to_dict(saved)), _flat(to_dict(asked))
+    return [f"{k}: saved {old.get(k)!r}, given {new.get(k)!r}" for k in sorted(set(old) | set(new))
+            if (keys is None or k in keys) and k not in RESUME_FREE and old.get(k) != new.get(k)]
+
+
+def _flat(data: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value and key != "settings":
+            out.update(_flat(value, path + "."))
+        else:
+            out[path] = value
+    return out

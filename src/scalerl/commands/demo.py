@@ -8,13 +8,11 @@ construction (the thinking budget cannot hold every scratchpad), so the fit has 
 
 from __future__ import annotations
 
-import shutil
 import sys
 import time
 from pathlib import Path
 
-from scalerl.commands._train_args import add_config_args, config_from_args
-from scalerl.errors import InputError
+from scalerl.commands._train_args import add_config_args, config_from_args, overwrite_run_dir
 
 #: The demo run: the scalerl preset on the tiny-m model and the arithmetic-mix task (profile
 #: cpu-tiny-mix: 16 prompts x 8 generations, lr 1e-4, thinking budget [26, 34] -> a ceiling of
@@ -36,10 +34,8 @@ def run(args) -> int:
     from scalerl.train.trainer import Trainer
 
     out = Path(args.output)
-    if args.overwrite and not args.resume and out.exists():
-        if not (out / "runlog.jsonl").exists() and any(out.iterdir()):
-            raise InputError(f"{out} is not a scalerl run directory; refusing to delete it")
-        shutil.rmtree(out)
+    if args.overwrite and not args.resume:
+        overwrite_run_dir(out)
     if args.resume:
         trainer = Trainer.resumed(out, progress=False if args.no_progress else None)
         cfg = trainer.cfg

@@ -15,9 +15,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-#: Defaults when neither a flag nor a run's config says otherwise.
-DEFAULTS = {"model": "tiny", "task": "arithmetic", "k": 4, "problems": 200, "temperature": 1.0,
-            "max_new_tokens": 48, "seed": 0}
+#: Defaults when neither a flag nor a run's config says otherwise. The token budget is not
+#: here: it is the one ``scalerl train`` would give the model (:func:`train_budget`).
+DEFAULTS = {"model": "tiny", "task": "arithmetic", "k": 4, "problems": 200, "temperature": 1.0, "seed": 0}
+
+
+def train_budget(model: str) -> int:
+    """``length.max_new_tokens`` of a training run of ``model`` with default flags: the scale
+    profile's (48 for tiny, 256 for another model on a CPU, 4,096 on a small GPU, ...)."""
+    from scalerl.train.config import TrainConfig, resolve
+
+    cfg = TrainConfig()
+    cfg.model.name_or_path = model
+    return resolve(cfg).recipe.length.max_new_tokens
 
 
 def add_arguments(p) -> None:
@@ -30,7 +40,8 @@ def add_arguments(p) -> None:
     p.add_argument("--k", type=int, help="samples per problem, mean@k (default: the run's, or 4)")
     p.add_argument("--problems", type=int, help="problems per set (default: the run's, or 200)")
     p.add_argument("--temperature", type=float, help="sampling temperature (default: the run's, or 1.0)")
-    p.add_argument("--max-new-tokens", type=int, help="token budget (default: the run's, or 48)")
+    p.add_argument("--max-new-tokens", type=int,
+                   help="token budget (default: the run's, or what scalerl train gives this model: 48 for tiny)")
     p.add_argument("--seed", type=int, help="sampling seed (default: 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -74,6 +85,10 @@ def run(args) -> int:
     # A flag wins over the run's setting, which wins over the plain default.
     pick = {key: getattr(args, key) if getattr(args, key) is not None else base.get(key, DEFAULTS.get(key))
             for key in ("model", "task", "data", "reward", "sets", "k", "problems", "temperature", "max_new_tokens", "seed")}
+    if pick["max_new_tokens"] is None:
+        pick["max_new_tokens"] = train_budget(pick["model"])
+    if pick["max_new_tokens"] < 1 or pick["temperature"] < 0:
+        raise InputError("--max-new-tokens must be >= 1 and --temperature >= 0")
     if pick["k"] < 1 or pick["problems"] < 1:
         raise InputError("--k and --problems must be >= 1")
     # On the CPU this command runs on, in fp32 like the trainer there (precision auto): a bf16 final/

@@ -176,7 +176,12 @@ def run(args) -> int:
     what = f"{spec.compute:g} {spec.x}" if spec.compute else f"{spec.steps} steps"
     print(f"scalerl study: {spec.family} of {spec.base}, {spec.seeds} seed(s), {what} per run, backend "
           f"{spec.backend}; output {directory}", file=sys.stderr)
-    result = run_study(spec, directory)
+    try:
+        result = run_study(spec, directory)
+    except KeyboardInterrupt:  # the run's own message would name the run, not the study
+        from scalerl.errors import RunInterrupted
+
+        raise RunInterrupted(f"interrupted; resume with: scalerl study --output {directory} --resume") from None
     print(f"runs finished in {result.seconds / 60:.1f} min, {result.cpu_seconds / 60:.1f} CPU-min "
           f"({sum(o.status != 'skipped' for o in result.outcomes)} trained or resumed, "
           f"{sum(o.status == 'skipped' for o in result.outcomes)} already done)", file=sys.stderr)

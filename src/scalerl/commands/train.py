@@ -5,31 +5,47 @@
     scalerl train --output runs/mine --resume          # continue after a kill
     scalerl train --model ./my-model --nproc 4 ...      # the policy update sharded over 4 GPUs (FSDP)
     torchrun --nnodes 2 --nproc-per-node 8 ... -m scalerl.cli train ...   # across machines
+
+    scalerl train --model tiny --steps 400 --output runs/mine --resume   # the same command + --resume: extends it
+    scalerl train --model tiny --set lr=2e-4 --output runs/mine --overwrite   # start a crashed run over
+
+``--resume`` accepts the run's own flags (repeat the original command and add it): only a value
+that differs from the saved ``config.yaml`` is refused, by name; ``--steps`` may extend the run,
+``--threads`` and ``--no-progress`` may change.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from scalerl.commands._train_args import add_config_args, config_from_args
+from scalerl.commands._train_args import add_config_args, config_from_args, overwrite_run_dir, resume_conflicts
 
 
 def add_arguments(p) -> None:
     add_config_args(p)
     p.add_argument("--output", metavar="DIR", help="run directory (default: runs/run)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --output from its latest checkpoint")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in --output from its latest checkpoint (the original flags may be repeated)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="delete --output first if it holds a scalerl run (e.g. a crashed one); refuses any other directory")
     p.add_argument("--print-config", action="store_true", help="print the resolved config as YAML and exit")
 
 
 def run(args) -> int:
     from scalerl.config import dump_yaml
 
+    from scalerl.errors import InputError
+
+    if args.resume and args.overwrite:
+        raise InputError("--resume continues the run in --output, --overwrite deletes it: choose one")
     if args.resume:
         return _resume(args)
     cfg = config_from_args(args, output=args.output)
     if args.print_config:
         print(dump_yaml(cfg))
         return 0
+    if args.overwrite:
+        overwrite_run_dir(Path(cfg.run.output))
     return _start(cfg, resume=False)
 
 
@@ -59,20 +75,28 @@ def _start(cfg, *, resume: bool) -> int:
 
 
 def _resume(args) -> int:
+    from scalerl.config import load_yaml
     from scalerl.errors import InputError
-    from scalerl.train.trainer import resumed_config
+    from scalerl.train.config import TrainConfig
+    from scalerl.train.trainer import CONFIG, check_output, resumed_config
 
     if not args.output:
         raise InputError("--resume needs --output DIR: the run directory to continue")
-    changed = [flag for flag, value in (("--config", args.config), ("--recipe", args.recipe), ("--model", args.model),
-               ("--task", args.task), ("--data", args.data), ("--set", args.overrides), ("--seed", args.seed),
-               ("--eval-every", args.eval_every), ("--backend", args.backend), ("--profile", args.profile))
-               if value not in (None, [])]
-    if changed:
-        raise InputError(f"--resume continues the run as it was configured; drop {', '.join(changed)} "
-                         "(only --steps may change, to extend it)")
-    cfg = resumed_config(args.output, steps=args.steps, progress=False if args.no_progress else None,
-                         nproc=args.nproc)
+    output = Path(args.output)
+    check_output(output, True)
+    saved = load_yaml(TrainConfig, output / CONFIG)
+    saved.run.output = str(output)
+    conflicts = resume_conflicts(saved, args)
+    if conflicts:
+        raise InputError(f"--resume: the flags differ from the saved run ({output / CONFIG}): {'; '.join(conflicts)}. "
+                         "Drop them to continue it (--steps may extend it), or start a new run in another --output")
+    if args.print_config:
+        from scalerl.config import dump_yaml
+
+        print(dump_yaml(saved))
+        return 0
+    cfg = resumed_config(output, steps=args.steps, threads=args.threads,
+                         progress=False if args.no_progress else None, nproc=args.nproc)
     return _start(cfg, resume=True)
 
 

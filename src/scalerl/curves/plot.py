@@ -34,16 +34,46 @@ def _check_path(path) -> Path:
     return path
 
 
-def finish(fig, ax, path: Path, *, title: str, legend_loc: str = "lower right") -> Path:
-    """The common ending of every figure: log-x grid, legend, title, save, close."""
+def finish(fig, ax, path: Path, *, title: str, legend_loc: str = "outside") -> Path:
+    """The common ending of every figure: log-x grid, legend, title, save, close.
+
+    ``legend_loc="outside"`` (the default) puts the legend below the axes, where it cannot cover
+    a data point (inside, "best" still sat on the held-out points of a forecast); any other
+    value is a matplotlib location inside the axes.
+    """
     ax.set_xscale("log")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7, loc=legend_loc)
     ax.set_title(title, fontsize=10)
-    fig.tight_layout()
+    if legend_loc == "outside":
+        fig.set_layout_engine("constrained")
+        handles, labels = ax.get_legend_handles_labels()
+        if handles:
+            fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=2, frameon=False)
+    else:
+        ax.legend(fontsize=7, loc=legend_loc)
+        fig.tight_layout()
+    declutter_log_ticks(fig, ax)
     fig.savefig(path)
     _plt().close(fig)
     return path
+
+
+def declutter_log_ticks(fig, ax, pad: float = 4.0) -> None:
+    """Hide x tick labels that would overlap a neighbour: on a log axis spanning less than a
+    decade or two, matplotlib labels the minor ticks too (``3x10^11 4x10^11`` ran into each
+    other). Major labels are kept first; a minor label stays only where it has room."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    kept = []
+    for which in ("major", "minor"):
+        for label in ax.xaxis.get_ticklabels(which=which):
+            if not label.get_visible() or not label.get_text():
+                continue
+            box = label.get_window_extent(renderer)
+            if any(box.x0 < k.x1 + pad and k.x0 < box.x1 + pad for k in kept):
+                label.set_visible(False)
+            else:
+                kept.append(box)
 
 
 def _grid(xmin: float, xmax: float, extend: float) -> np.ndarray:
@@ -160,4 +190,4 @@ def plot_curves(curves: Sequence, path, *, fits=None, title: str = "") -> Path:
         if fits is not None and fits[i] is not None:
             g = _grid(c.x[pos].min(), c.x.max(), 3.0)
             ax.plot(g, fits[i].law(g), "--", color=f"C{i % 10}", lw=1)
-    return finish(fig, ax, path, title=title, legend_loc="best")
+    return finish(fig, ax, path, title=title)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import torch
 
+from scalerl.errors import NonFiniteError
+
 
 def effective_temperature(temperature: float) -> float:
     """The temperature log-probs are computed at: ``T`` when sampling, 1 for greedy (``T <= 0``)."""
@@ -71,5 +73,9 @@ def sample_next(
         tokens = logprobs.argmax(dim=-1)
     else:
         probs = nucleus_filter(logprobs, top_p)
+        # Diverged weights give NaN logits: stop with a clear error (sample_categorical checks the
+        # row sums, one reduction per decode step) rather than draw from NaN probabilities.
+        if bool(torch.isnan(probs).any()):
+            raise NonFiniteError("the model's next-token logits are NaN (its weights have diverged)")
         tokens = sample_categorical(probs, generator)
     return tokens, logprobs.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)

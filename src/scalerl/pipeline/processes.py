@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import queue
+import signal
 import threading
 import time
 import traceback
@@ -56,6 +57,9 @@ def _exit_with_parent() -> None:
 def _process_main(spec: WorkerSpec, shared: dict, shared_version: Any, lock: Any, requests: Any, results: Any,
                   notify: Any, stop: Any, worker_id: int) -> None:
     _exit_with_parent()
+    # Ctrl-C reaches the whole process group: the trainer handles it and closes the pool; a
+    # generator that raised KeyboardInterrupt itself would only print a second traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         with lock:
             state = {k: v.clone() for k, v in shared.items()}

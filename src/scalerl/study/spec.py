@@ -106,8 +106,8 @@ class StudySpec:
         problems = []
         if self.family not in FAMILIES:
             problems.append(f"family: unknown family {self.family!r}; known: {', '.join(FAMILIES)}")
-        if self.seeds < 1:
-            problems.append(f"seeds must be >= 1, got {self.seeds}")
+        if not 1 <= self.seeds <= MAX_SEEDS:  # the plan lists every run: 10**12 seeds would never finish
+            problems.append(f"seeds must be in 1..{MAX_SEEDS}, got {self.seeds}")
         if self.steps < 1:
             problems.append(f"steps must be >= 1, got {self.steps}")
         if self.eval_every < 1:
@@ -142,6 +142,9 @@ class StudySpec:
 
 
 #: Fields that decide what each run is; changing them changes the plan, not just its execution.
+#: More seeds per variant than any study can run (each is a whole training run).
+MAX_SEEDS = 1000
+
 RUN_FIELDS = ("family", "base", "values", "base_value", "only", "seeds", "steps", "compute", "max_steps",
               "eval_every", "x", "model", "task", "overrides")
 

@@ -1,14 +1,16 @@
-"""Load ``{prompt, answer}`` rows from JSONL / JSON, parquet, a saved Hugging Face dataset, or a hub dataset.
+"""Load ``{prompt, answer}`` rows from JSONL / JSON, CSV / TSV, parquet, a saved Hugging Face dataset, or a hub dataset.
 
 A row that lacks a field, has an empty prompt, or is not parseable raises :class:`InputError`
 naming the file and the row -- it is not skipped. A silently shrunk dataset changes the
 experiment without telling anyone (and shifts every later row id); one bad row is usually a
 sign of a wrong field name or a broken export that the user wants to fix, not to train around.
-Rows are numbered from 1: for JSONL the row number is the line number in the file.
+Rows are numbered from 1: for JSONL the row number is the line number in the file; for CSV
+it is the line the row starts on (the header is line 1), so an editor finds it.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 from dataclasses import dataclass
@@ -17,7 +19,7 @@ from typing import Any, Iterator
 
 from scalerl.errors import InputError
 
-_FILE_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet")
+_FILE_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv")
 #: 'name' or 'owner/name': what a hub dataset id looks like (a missing local path does not).
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 
@@ -49,6 +51,22 @@ def _jsonl(path: Path) -> Iterator[tuple[int, Any]]:
                 yield number, json.loads(line)
             except json.JSONDecodeError as exc:
                 raise InputError(f"{path}: row {number}: not valid JSON ({exc.msg})") from None
+
+
+def _csv(path: Path) -> Iterator[tuple[int, Any]]:
+    """Rows of a CSV (or, for ``.tsv``, tab-separated) file with a header line naming the fields."""
+    with path.open(encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f, delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
+        try:
+            start = 2  # the line the next row starts on (a quoted field may span lines)
+            for record in reader:
+                if None in record:  # more cells than the header names
+                    raise InputError(f"{path}: row {start}: {len(record) - 1 + len(record[None])} cells, but the "
+                                     f"header names {len(reader.fieldnames or [])} fields")
+                yield start, record
+                start = reader.line_num + 1
+        except csv.Error as exc:
+            raise InputError(f"{path}: row {reader.line_num}: not valid CSV ({exc})") from None
 
 
 def _parquet(path: Path) -> Iterator[tuple[int, Any]]:
@@ -87,7 +105,10 @@ def _records(source: str, split: str) -> Iterator[tuple[int, Any]]:
             return _jsonl(path)
         if suffix == ".parquet":
             return _parquet(path)
-        raise InputError(f"{source}: unknown data format {suffix!r}; use .jsonl, .json, .parquet or a dataset directory")
+        if suffix in (".csv", ".tsv"):
+            return _csv(path)
+        raise InputError(f"{source}: unknown data format {suffix!r}; use .jsonl, .json, .csv, .tsv, .parquet or a "
+                         "dataset directory")
     if path.is_dir() or (not path.exists() and suffix not in _FILE_SUFFIXES and _HUB_ID.fullmatch(source)):
         return _hf_dataset(source, split)
     raise InputError(f"{source}: no such file or directory")

@@ -76,19 +76,24 @@ class MathTask:
     """Problems from a data file; evaluation sets from other files or a held-out share of it."""
 
     data: str
-    """Training data: .jsonl / .json / .parquet file, saved HF dataset directory, or hub dataset id."""
+    """Training data: a .jsonl / .json / .csv / .tsv / .parquet file, a saved HF dataset directory,
+    or a hub dataset id (``--data`` sets it)."""
     eval_data: dict[str, str] = field(default_factory=dict)
-    """Named evaluation files, e.g. ``{"val": "val.jsonl", "aime": "aime24.jsonl"}``."""
+    """Named evaluation files, e.g. ``{"val": "val.jsonl", "aime": "aime24.jsonl"}`` (same formats as
+    ``data``); a single file means the ``val`` set. Prompts in them are removed from training."""
     val_fraction: float = 0.05
     """When ``eval_data`` has no ``val``: share of the training rows held out as ``val`` (by a
     hash of the prompt, so identical prompts land on the same side)."""
     max_val: int = 1000
     """Cap on the held-out ``val`` set (the paper validates on 1,000 prompts)."""
     prompt_field: str = "prompt"
+    """Field (column) holding the prompt text, e.g. ``problem`` or ``question``."""
     answer_field: str = "answer"
+    """Field (column) holding the reference answer, e.g. ``solution``; math-verify compares to it."""
     split: str = "train"
     """Split to read from a dataset with several."""
     split_salt: str = "scalerl-math-v1"
+    """Key of the hash that holds out ``val`` rows; change it only to get a different held-out set."""
     name: str = field(default="math", init=False)
 
     def __post_init__(self) -> None:

@@ -16,6 +16,7 @@ import inspect
 import json
 import math
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -61,7 +62,8 @@ def accepted_arguments(fn: Callable[..., Any]) -> tuple[str, ...]:
     if unknown or not names & set(ARGUMENTS):
         raise ValueError(
             f"reward function {fn.__name__}{inspect.signature(fn)} must take parameters named from "
-            f"{', '.join(ARGUMENTS)} (e.g. def reward(completion, answer): ...)"
+            f"{', '.join(ARGUMENTS)} (any of them, by name) and return a number (> 0 is a pass) or a bool "
+            f"(True +1, False -1), e.g. def reward(completion, answer): return completion.strip() == answer"
         )
     return tuple(a for a in ARGUMENTS if a in names)
 
@@ -81,6 +83,9 @@ def to_reward(value: Any) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    # Ctrl-C reaches the whole process group: the trainer stops this worker when it closes; a
+    # KeyboardInterrupt here would print a traceback in the middle of the trainer's message.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Keep the protocol channels private: move them to fresh descriptors, then point fds 0 / 1
     # at /dev/null / stderr, so even a C extension writing to fd 1 cannot corrupt a reply.
     out = os.fdopen(os.dup(1), "w", buffering=1)

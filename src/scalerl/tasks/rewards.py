@@ -8,9 +8,10 @@ returns a number (``pass`` means > 0) or a bool (True -> +1, False -> -1)::
         return completion.rsplit("</think>", 1)[-1].strip() == answer
 
 It runs in a separate worker process. That is what makes a hung call stoppable: a thread
-cannot be killed, a process can. A call that raises (or returns a non-number) is scored 0;
-a call that exceeds ``timeout`` seconds is scored 0 and the worker is killed and restarted
-for the next call. Both are counted in :attr:`UserReward.stats` (and logged once each) so the
+cannot be killed, a process can. A call that raises (or returns a non-number) scores
+:data:`FAILURE_REWARD` (-1, what a wrong answer scores: a failure must never pay better than a
+wrong answer, or the policy learns to make the function fail); a call that exceeds ``timeout``
+seconds scores the same and the worker is killed and restarted for the next call. Both are counted in :attr:`UserReward.stats` (and logged once each) so the
 trainer can put them in the run log. The worker is one process started once, not one per
 call: a round trip costs well under a millisecond, a process start ~50-100 ms.
 """
@@ -33,18 +34,24 @@ from scalerl.tasks.base import Problem, Task
 
 log = logging.getLogger(__name__)
 
+#: What a failed call (raised, returned a non-number, timed out) scores: the tasks' minimum, -1,
+#: the score of a wrong answer.
+FAILURE_REWARD = -1.0
+
 
 @dataclass
 class RewardStats:
-    """What happened to the calls so far (scored 0 = errors + timeouts)."""
+    """What happened to the calls so far (failed, scored :data:`FAILURE_REWARD`: errors + timeouts)."""
 
     calls: int = 0
     errors: int = 0
     timeouts: int = 0
+    first_error: str = ""
     last_error: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"calls": self.calls, "errors": self.errors, "timeouts": self.timeouts, "last_error": self.last_error}
+        return {"calls": self.calls, "errors": self.errors, "timeouts": self.timeouts,
+                "first_error": self.first_error, "last_error": self.last_error}
 
 
 class _WorkerDied(Exception):
@@ -145,12 +152,14 @@ class UserReward:
             self.stats.errors += 1
             first = self.stats.errors == 1
         self.stats.last_error = message
+        self.stats.first_error = self.stats.first_error or message
         if first:  # once per kind; the counts carry the rest
-            log.warning("reward function %s: %s (scored 0; further ones are counted, not logged)", self.spec, message)
-        return 0.0
+            log.warning("reward function %s: %s (scored %g, as a wrong answer; further ones are counted, not logged)",
+                        self.spec, message, FAILURE_REWARD)
+        return FAILURE_REWARD
 
     def score(self, prompt: str, completion: str, answer: str) -> float:
-        """Reward of one completion; 0.0 when the function raised or timed out."""
+        """Reward of one completion; :data:`FAILURE_REWARD` when the function raised or timed out."""
         with self._lock:
             self.stats.calls += 1
             if self._proc is None:  # killed after a timeout: restart for this call

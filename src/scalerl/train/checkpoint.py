@@ -63,10 +63,14 @@ def save_checkpoint(directory: str | os.PathLike, step: int, state: dict[str, An
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir()
-    with open(tmp / "state.pt", "wb") as f:
-        torch.save(state, f)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with open(tmp / "state.pt", "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:  # a full disk, a kill: the half-written copy goes, the previous one stays
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     if final.exists():  # a checkpoint of the same step from an earlier, interrupted attempt
         shutil.rmtree(final)
     os.rename(tmp, final)

@@ -24,11 +24,13 @@ No torch here: ``scalerl recipes``/``train --help`` stay fast.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
-from scalerl.config import apply_overrides
+from scalerl.config import apply_overrides, resolve_key
 from scalerl.errors import ConfigError
 from scalerl.pipeline.config import BackendConfig, backend_problems
 from scalerl.rl.presets import get_recipe
@@ -105,14 +107,20 @@ class TaskConfig:
     """Registered task: arithmetic (built in: 2-digit addition), arithmetic-mix (built in: 2-4-column
     addition with a ceiling below 1, the demo's workload) or math (a data file, math-verify)."""
     data: str | None = None
-    """math task: a JSONL / parquet file or an HF dataset directory of {prompt, answer} rows."""
+    """math task: a JSONL / JSON / CSV / TSV / parquet file, an HF dataset directory or a hub dataset id
+    of {prompt, answer} rows (other field names: task.settings prompt_field / answer_field)."""
     reward: str | None = None
-    """A reward function of your own, ``module:function`` or ``path/to/file.py:function``, called as
-    fn(problem, completion_text) -> float; errors score 0 and are counted, hangs time out."""
+    """A reward function of your own, ``module:function`` or ``path/to/file.py:function``. It takes
+    any of the parameters ``prompt``, ``completion``, ``answer`` (by name) and returns a number
+    (> 0 is a pass) or a bool (True -> +1, False -> -1). A call that raises scores -1 (as a wrong
+    answer) and is counted; if every call of the first evaluation fails, the run stops."""
     reward_timeout: float = 10.0
-    """Seconds a user reward function may take per completion before it is killed and scored 0."""
+    """Seconds a user reward function may take per completion before it is killed and scored -1."""
     settings: dict[str, Any] = field(default_factory=dict)
-    """Task-specific settings passed to the task, e.g. {digits: 2, n_val: 200} for arithmetic."""
+    """Task-specific settings passed to the task (every one is listed in docs/tasks.md): arithmetic
+    digits, n_train, n_val, n_hard, held_out_fraction, seed, split_salt; math eval_data,
+    val_fraction, max_val, prompt_field, answer_field, split, split_salt. E.g.
+    ``--set 'task.settings={prompt_field: question, answer_field: solution, eval_data: {val: val.csv}}'``."""
 
 
 @dataclass
@@ -142,6 +150,9 @@ class EvalConfig:
     """Sampling temperature for evaluation."""
     batch_size: int | None = 512
     """Completions per generate call during evaluation (bounds memory); null: all at once."""
+    log_samples: int = 3
+    """Completions written to ``samples.jsonl`` per evaluation set at every evaluation (prompt,
+    completion, reward: the first sample of each of the first N problems); 0 = none."""
 
 
 @dataclass
@@ -253,6 +264,8 @@ class TrainConfig:
             problems.append(f"run.steps must be >= 1, got {self.run.steps}")
         if self.eval.every < 1:
             problems.append(f"eval.every must be >= 1, got {self.eval.every}")
+        if self.eval.log_samples < 0:
+            problems.append(f"eval.log_samples must be >= 0, got {self.eval.log_samples}")
         if self.eval.samples_per_problem < 1 or self.eval.problems < 1:
             problems.append("eval.samples_per_problem and eval.problems must be >= 1")
         if not self.eval.sets:
@@ -260,6 +273,8 @@ class TrainConfig:
         if self.run.nproc < 1:
             problems.append(f"run.nproc must be >= 1, got {self.run.nproc}")
         problems.extend(group_problems(self, self.run.nproc))
+        if self.run.threads < 0:
+            problems.append(f"run.threads must be >= 0 (0 = torch's default), got {self.run.threads}")
         if self.run.micro_batch_size < 1:
             problems.append(f"run.micro_batch_size must be >= 1, got {self.run.micro_batch_size}")
         if self.run.max_nan_steps < 1:
@@ -330,7 +345,62 @@ def resolve(cfg: TrainConfig, overrides: list[str] | None = None) -> TrainConfig
     cfg = apply_overrides(dataclasses.replace(cfg, profile="none"), PROFILES[name])
     if overrides:
         cfg = apply_overrides(cfg, overrides)
+        cfg = _sync_means_k1(cfg, overrides)
     return cfg.validate()
+
+
+def _sync_means_k1(cfg: TrainConfig, overrides: list[str]) -> TrainConfig:
+    """``--set pipeline=sync`` on a preset with k = 8: synchronous training has no staleness, so
+    k becomes 1. A k given in the same overrides is kept (and refused by validation if not 1)."""
+    keys = {resolve_key(TrainConfig, item.partition("=")[0].strip()) for item in overrides}
+    off = cfg.recipe.off_policy
+    if off.pipeline == "sync" and off.k != 1 and "recipe.off_policy.k" not in keys:
+        cfg = apply_overrides(cfg, ["recipe.off_policy.k=1"])
+    return cfg
+
+
+def absolute_paths(cfg: TrainConfig, cwd: Path | None = None) -> TrainConfig:
+    """``cfg`` with its local paths made absolute (model directory, data files, a reward file), so
+    that the run directory's config works from any working directory (``eval --run``,
+    ``--resume``). Left as typed: hub ids, ``tiny``, and ``module:function`` of a module that is
+    not a file in the working directory."""
+    cwd = Path.cwd() if cwd is None else cwd
+
+    def local(value: str | None) -> str | None:
+        if not value or value == "tiny":
+            return value
+        path = Path(value).expanduser()
+        path = path if path.is_absolute() else cwd / path
+        return str(path.resolve()) if path.exists() else value
+
+    cfg = copy.deepcopy(cfg)
+    cfg.model.name_or_path = local(cfg.model.name_or_path)
+    cfg.task.data = local(cfg.task.data)
+    cfg.task.reward = _absolute_reward(cfg.task.reward, cwd)
+    settings = cfg.task.settings
+    if isinstance(settings.get("data"), str):
+        settings["data"] = local(settings["data"])
+    eval_data = settings.get("eval_data")
+    if isinstance(eval_data, str):
+        settings["eval_data"] = local(eval_data)
+    elif isinstance(eval_data, dict):
+        settings["eval_data"] = {k: local(v) if isinstance(v, str) else v for k, v in eval_data.items()}
+    return cfg
+
+
+def _absolute_reward(spec: str | None, cwd: Path) -> str | None:
+    """``file.py:fn`` -> ``/abs/file.py:fn``; ``mod:fn`` where ``mod.py`` sits in the working
+    directory (importable only from there) -> ``/abs/mod.py:fn``; anything else as typed."""
+    if not spec or ":" not in spec:
+        return spec
+    target, _, name = spec.rpartition(":")
+    if target.endswith(".py"):
+        path = Path(target).expanduser()
+        path = path if path.is_absolute() else cwd / path
+        return f"{path.resolve()}:{name}" if path.is_file() else spec
+    if "." not in target and "/" not in target and (cwd / f"{target}.py").is_file():
+        return f"{(cwd / f'{target}.py').resolve()}:{name}"
+    return spec
 
 
 def with_recipe(cfg: TrainConfig, name: str) -> TrainConfig:

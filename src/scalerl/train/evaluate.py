@@ -47,6 +47,8 @@ def evaluate(
     length_control: LengthController | None = None,
     batch_size: int | None = None,
     progress: Callable[[int], Any] | None = None,
+    examples: list[dict[str, Any]] | None = None,
+    n_examples: int = 3,
 ) -> dict[str, float]:
     """mean@k pass rate of ``generator`` on ``problems``, plus pass@k, lengths and finish reasons.
 
@@ -56,7 +58,9 @@ def evaluate(
     completions per ``generate`` call (default: all at once); with a ``params.seed`` the i-th
     call uses ``seed + i``, so a seeded evaluation is reproducible for a given batch size.
     ``progress``: called with the number of completions each ``generate`` call produced (a progress
-    bar's ``update``).
+    bar's ``update``). ``examples``: a list that receives the first sample of each of the first
+    ``n_examples`` problems as ``{problem_id, prompt, answer, completion, reward, passed}`` (the
+    same problems at every evaluation of a run: how one answer changes as training goes).
     """
     if k < 1:
         raise ValueError(f"evaluate: k must be >= 1, got {k}")
@@ -75,6 +79,10 @@ def evaluate(
     rewards = [
         [task.reward(problem, completions[i * k + j].text) for j in range(k)] for i, problem in enumerate(problems)
     ]
+    if examples is not None:
+        examples += [{"problem_id": p.id, "prompt": p.prompt, "answer": p.answer, "completion": completions[i * k].text,
+                      "reward": rewards[i][0], "passed": rewards[i][0] > 0}
+                     for i, p in enumerate(problems[:n_examples])]
     return summarize(rewards, completions)
 
 

@@ -12,11 +12,15 @@ model's maximum positions, and refuses the run with one line naming the numbers 
 :func:`discard_unstarted_run` removes what a run wrote before its first checkpoint when it
 fails there (a crash, an interrupt in the first evaluation), so the corrected command can be
 run again in the same directory instead of being refused as "already holds a run".
+
+:func:`run_device` and :func:`check_writable` refuse a device this machine does not have and an
+``--output`` that cannot be written, before the model is loaded.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -117,3 +121,38 @@ def discard_unstarted_run(output: Path, *, checkpoints: str, files: Sequence[str
     for name in files:
         (Path(output) / name).unlink(missing_ok=True)
     return True
+
+
+def run_device(name: str) -> Any:
+    """``run.device`` as a torch device; :class:`ConfigError` for a name torch does not know or a
+    device this machine does not have (before any weights are loaded onto it)."""
+    import torch
+
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError):
+        raise ConfigError(f"run.device: unknown device {name!r}; use auto, cpu, cuda or cuda:N") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            why = "this torch build has no CUDA" if torch.version.cuda is None else "no GPU is visible"
+            raise ConfigError(f"run.device={name}: CUDA is not available ({why}); use --set run.device=cpu or auto")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ConfigError(f"run.device={name}: only {torch.cuda.device_count()} GPU(s) are visible")
+    elif device.type == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError(f"run.device={name}: MPS is not available; use --set run.device=cpu or auto")
+    elif device.type not in ("cpu", "cuda", "mps"):
+        raise ConfigError(f"run.device={name}: unsupported device type; use auto, cpu, cuda or cuda:N")
+    return device
+
+
+def check_writable(output: Path) -> None:
+    """:class:`InputError` when ``output`` cannot be created or written (checked without creating it)."""
+    existing = output
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(f"--output {output}: {existing} is a file, not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"--output {output}: {existing} is not writable; choose another --output")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,8 @@ class RunReport:
     y: str
     facts: dict[str, Any] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
+    sample: dict[str, Any] | None = None
+    """One completion of the last evaluation (samples.jsonl), shown in the report."""
 
 
 def _eval_sets(rows: list[dict[str, Any]]) -> list[str]:
@@ -90,7 +93,7 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
         from scalerl.curves.plot import plot_curves
 
         # Too early for a forecast: still draw what there is.
-        rep.files.append(plot_curves([curve], output / "curve.png", title=f"{output.name}: {exc}"[:120]))
+        rep.files.append(plot_curves([curve], output / "curve.png", title=textwrap.fill(f"{output.name}: {exc}", 100)))
     try:
         full = forecast(curve, n_boot=n_boot, power_law=False)
         iv = full.intervals()
@@ -101,8 +104,29 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     except InputError as exc:
         f["fit_error_message"] = str(exc)
     rep.files.append(_plot_sets(evals, sets, x, output / "sets.png"))
+    rep.sample = last_sample(output)
     rep.files += _write_text(rep, sets)
     return rep
+
+
+def last_sample(output: Path) -> dict[str, Any] | None:
+    """A completion of the run's last evaluation from ``samples.jsonl`` (a passing one if there
+    is one: it shows what the model learned to write), or None when the run logged none."""
+    path = output / "samples.jsonl"
+    if not path.exists():
+        return None
+    _, rows, _ = read_runlog(path)
+    if not rows:
+        return None
+    last = [r for r in rows if r.get("step") == rows[-1].get("step") and r.get("set") == rows[-1].get("set")]
+    return next((r for r in last if r.get("passed")), last[0])
+
+
+def _sample_lines(sample: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
+    head = (f"A sample from the last evaluation (step {sample.get('step')}, set {sample.get('set')}, "
+            f"problem {sample.get('problem_id')}); more in samples.jsonl")
+    return head, [("prompt", str(sample.get("prompt"))), ("completion", str(sample.get("completion"))),
+                  ("reference answer", str(sample.get("answer"))), ("reward", _fmt(sample.get("reward")))]
 
 
 def _plot_sets(evals, sets, x, path: Path) -> Path:
@@ -116,7 +140,7 @@ def _plot_sets(evals, sets, x, path: Path) -> Path:
             ax.plot(*zip(*pts), "o-", ms=3, lw=1.2, color=f"C{i}", label=f"{s}/pass_rate")
     ax.set_xlabel(x)
     ax.set_ylabel("pass rate (mean@k)")
-    return finish(fig, ax, path, title="every evaluation set against training compute", legend_loc="best")
+    return finish(fig, ax, path, title="every evaluation set against training compute")
 
 
 def _fmt(v: Any, digits: int = 3) -> str:
@@ -179,11 +203,20 @@ def _write_text(rep: RunReport, sets: list[str]) -> list[Path]:
     cols = ["step", rep.x, *[f"{s}/pass_rate" for s in sets]]
     table = [cols] + [[_fmt(r.get(c), 4) if c != rep.x else f"{r.get(c):.4g}" for c in cols] for r in rep.rows]
     md += md_table(table)
+    sample_html = ""
+    if rep.sample is not None:
+        head, parts = _sample_lines(rep.sample)
+        md += ["", "## A sample", "", head + ":", ""]
+        for name, text in parts:
+            md += [f"**{name}**", "", "```", text, "```", ""]
+        sample_html = f"<h2>A sample</h2><p>{html.escape(head)}:</p>" + "".join(
+            f'<p><b>{html.escape(name)}</b></p><pre class="sample">{html.escape(text)}</pre>' for name, text in parts)
     md_path = rep.output / "report.md"
     md_path.write_text("\n".join(md) + "\n")
     body = f"""{html_table([["", ""], *[[k, v] for k, v in lines]])}
 <img src="curve.png" alt="pass rate against compute"><p>Filled points: fitted (first half of the compute); open circles:
 held out and predicted; bands: 95% confidence (dark) and prediction (light); thin line: the sigmoid; dashed: the power law.</p><img src="sets.png" alt="every evaluation set">
+{sample_html}
 <h2>Evaluations</h2>{html_table(table)}
 <details><summary>facts (JSON)</summary><pre>{html.escape(json.dumps(rep.facts, indent=1, default=str))}</pre></details>"""
     page = html_page(f"scalerl run report: {rep.output.name}", body, max_width=960)

@@ -19,6 +19,7 @@ the config (model, profile, backend), not the code.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import sys
 import time
@@ -29,7 +30,7 @@ from typing import Any
 import torch
 
 from scalerl.config import load_yaml, save_yaml, to_dict
-from scalerl.errors import ConfigError, InputError, ScaleRLError
+from scalerl.errors import ConfigError, InputError, NonFiniteError, RunInterrupted, ScaleRLError
 from scalerl.generate.base import SamplingParams
 from scalerl.runlog import RUNLOG, RunLogWriter
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
@@ -41,10 +42,12 @@ from scalerl.models.lora import generator_copy
 from scalerl.train.evaluate import eval_bar, evaluate
 from scalerl.train.loggers import make_sinks
 from scalerl.train.policy import load_policy_weights, policy_weights, save_policy
-from scalerl.train.preflight import check_generation_budget, discard_unstarted_run
+from scalerl.train.preflight import check_generation_budget, check_writable, discard_unstarted_run, run_device
 from scalerl.train.update import build_optimizer, policy_update
 
 CONFIG, CHECKPOINTS, FINAL = "config.yaml", "checkpoints", "final"
+#: A few completions per evaluation (prompt, completion, reward), append-only like the run log.
+SAMPLES = "samples.jsonl"
 
 
 class TrainingError(ScaleRLError):
@@ -66,14 +69,14 @@ def eval_seed(run_seed: int, set_index: int) -> int:
     return derive_seed(run_seed, EVAL_SAMPLING, set_index)
 
 
-def _device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
+#: Write failures that are the machine's state, not a bug: they stop the run with one line.
+_DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
 
 
 def check_output(output: Path, resume: bool) -> None:
-    """Refuse to write into a directory that holds another run, unless resuming it."""
+    """Refuse to write into a directory that holds another run, unless resuming it, or one that
+    cannot be written."""
+    check_writable(output)
     holds_run = (output / RUNLOG).exists() or (output / CHECKPOINTS).exists()
     if resume and not (output / CONFIG).exists():
         raise InputError(f"--resume: {output} holds no run to resume (no {CONFIG}); drop --resume to start one")
@@ -84,10 +87,10 @@ def check_output(output: Path, resume: bool) -> None:
 
 
 def resumed_config(output: str | Path, *, steps: int | None = None, progress: bool | None = None,
-                   nproc: int | None = None) -> TrainConfig:
+                   nproc: int | None = None, threads: int | None = None) -> TrainConfig:
     """The saved config of the run in ``output``, to continue it. Only the number of steps (to
-    extend it), the progress bar and the number of trainer processes may change (checkpoints
-    hold the full, gathered state, whatever ``run.nproc`` wrote them)."""
+    extend it), the progress bar, the CPU threads and the number of trainer processes may change
+    (checkpoints hold the full, gathered state, whatever ``run.nproc`` wrote them)."""
     output = Path(output)
     check_output(output, True)
     cfg = load_yaml(TrainConfig, output / CONFIG)
@@ -98,6 +101,8 @@ def resumed_config(output: str | Path, *, steps: int | None = None, progress: bo
         cfg.log.progress = progress
     if nproc is not None:
         cfg.run.nproc = nproc
+    if threads is not None:
+        cfg.run.threads = threads
     return cfg.validate()
 
 
@@ -121,10 +126,11 @@ class Trainer:
 
     @classmethod
     def resumed(cls, output: str | Path, *, steps: int | None = None, progress: bool | None = None,
-                rank: Rank | None = None) -> "Trainer":
+                rank: Rank | None = None, threads: int | None = None) -> "Trainer":
         """Continue the run in ``output`` from its latest checkpoint. Its saved config is the
-        truth; only the number of steps (to extend a run) and the progress bar may change."""
-        return cls(resumed_config(output, steps=steps, progress=progress), resume=True, rank=rank)
+        truth; only the number of steps (to extend a run), the CPU threads and the progress bar
+        may change."""
+        return cls(resumed_config(output, steps=steps, progress=progress, threads=threads), resume=True, rank=rank)
 
     # ------------------------------------------------------------------ setup
     def _setup(self) -> None:
@@ -149,8 +155,11 @@ class Trainer:
         if threads:
             torch.set_num_threads(threads)
         torch.manual_seed(cfg.run.seed)
-        self.device = self.rank.device if self.rank is not None else _device(cfg.run.device)
-        self.output.mkdir(parents=True, exist_ok=True)
+        self.device = self.rank.device if self.rank is not None else run_device(cfg.run.device)
+        try:
+            self.output.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # e.g. a path under /proc, or a read-only file system
+            raise InputError(f"--output {self.output}: cannot create the run directory: {exc.strerror}") from None
 
         # fp32 master weights, FP32 head, LoRA, gradient checkpointing, the compute dtype (train/policy.py).
         self.policy = load_policy(cfg, self.device)
@@ -220,6 +229,7 @@ class Trainer:
         else:
             save_yaml(cfg, self.output / CONFIG, header=f"scalerl run {self.output.name} (resolved config)")
             self.runlog = RunLogWriter(self.output / RUNLOG, self._header())
+            self.samples = RunLogWriter(self.output / SAMPLES, resume_offset=0)
         self.source.weights_updated(self.gen_model, self.version, step=self.step)  # the weights it starts from
         self.sinks = make_sinks(cfg.log, self.output, self.output.name, to_dict(cfg), self.resume)
 
@@ -256,6 +266,7 @@ class Trainer:
             "source": self.source.state_dict(),
             "rng": rng_state(),
             "runlog_offset": self.runlog.offset(),
+            "samples_offset": self.samples.offset(),
             "evals": self.evals,
         }
 
@@ -268,6 +279,7 @@ class Trainer:
             # Killed before the first checkpoint: nothing a checkpoint covers exists; start over.
             (self.output / RUNLOG).unlink(missing_ok=True)
             self.runlog = RunLogWriter(self.output / RUNLOG, self._header())
+            self.samples = RunLogWriter(self.output / SAMPLES, resume_offset=0)
             return
         state = load_checkpoint(ckpt)
         written = state.get("nproc", 1)
@@ -291,6 +303,10 @@ class Trainer:
         self.evals = state["evals"]
         self.generator.version = self.version
         self.runlog = RunLogWriter(self.output / RUNLOG, resume_offset=state["runlog_offset"])
+        # A checkpoint from before samples.jsonl existed has no offset: keep what is there.
+        samples = self.output / SAMPLES
+        offset = state.get("samples_offset", samples.stat().st_size if samples.exists() else 0)
+        self.samples = RunLogWriter(samples, resume_offset=offset)
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self) -> dict[str, Any]:
@@ -300,9 +316,13 @@ class Trainer:
         for i, (name, problems) in enumerate(self.eval_sets.items()):
             params = SamplingParams(max_new_tokens=cfg.recipe.length.max_new_tokens, temperature=cfg.eval.temperature,
                                     seed=eval_seed(cfg.run.seed, i))
+            examples: list[dict[str, Any]] = []
             with eval_bar(cfg.log.progress, name, len(problems) * cfg.eval.samples_per_problem) as bar:
                 m = evaluate(self.generator, self.tokenizer, self.task, problems, cfg.eval.samples_per_problem, params,
-                             self.length_control, batch_size=cfg.eval.batch_size, progress=bar.update)
+                             self.length_control, batch_size=cfg.eval.batch_size, progress=bar.update,
+                             examples=examples, n_examples=cfg.eval.log_samples)
+            for example in examples:
+                self.samples.append({"step": self.step, "version": self.version, "set": name, **example})
             self.meter.eval_tokens += int(m["tokens"])
             for key in ("pass_rate", "pass_at_k", "mean_len", "frac_interrupted", "frac_truncated"):
                 row[f"{name}/{key}"] = m[key]
@@ -323,6 +343,8 @@ class Trainer:
             remote = getattr(self.source, "reward_stats", dict)()
             row["reward_errors"] = stats["errors"] + remote.get("errors", 0)
             row["reward_timeouts"] = stats["timeouts"] + remote.get("timeouts", 0)
+            if not self.evals:
+                _check_reward_works(cfg.task.reward, stats)
         self.lag_hist = {}
         self.evals.append(row)
         if cfg.forecast.enabled:
@@ -345,23 +367,28 @@ class Trainer:
         t_start = time.perf_counter()
         bar = _progress(cfg, self.step)
         try:
-            if self.step == 0 and not self.evals:
-                self._log(self.evaluate())  # R0: the pass rate before RL
-                self._checkpoint()
-            while self.step < cfg.run.steps:
-                self._train_step()
-                bar.update(1)
-                done = self.step == cfg.run.steps
-                if self.step % cfg.eval.every == 0 or done:
-                    row = self.evaluate()
-                    self._log(row)
-                    bar.set_postfix_str(_postfix(row, cfg.eval.sets[0], self.meter), refresh=False)
-                    self._checkpoint()
-                elif cfg.run.checkpoint_every and self.step % cfg.run.checkpoint_every == 0:
-                    self._checkpoint()
+            try:
+                self._loop(bar)
+            except NonFiniteError as exc:
+                raise TrainingError(
+                    f"stopped at step {self.step}: {exc}. The learning rate (recipe.optimizer.lr = "
+                    f"{cfg.recipe.optimizer.lr:g}) is likely too high for this model: lower it and start again"
+                ) from None
+            except OSError as exc:
+                if exc.errno not in _DISK_ERRNOS:
+                    raise
+                raise TrainingError(
+                    f"stopped at step {self.step}: cannot write {exc.filename or self.output}: {exc.strerror}; "
+                    f"the last complete checkpoint is intact: free space, then resume with: "
+                    f"scalerl train --output {self.output} --resume"
+                ) from None
+            except KeyboardInterrupt:
+                raise RunInterrupted(f"interrupted at step {self.step}; resume with: "
+                                     f"scalerl train --output {self.output} --resume") from None
         except BaseException:
             if not self.resume:  # failed before its first checkpoint: leave the directory reusable
-                discard_unstarted_run(self.output, checkpoints=CHECKPOINTS, files=(RUNLOG, CONFIG), runlog=self.runlog)
+                discard_unstarted_run(self.output, checkpoints=CHECKPOINTS, files=(RUNLOG, CONFIG, SAMPLES),
+                                      runlog=self.runlog)
             raise
         finally:
             bar.close()
@@ -370,6 +397,23 @@ class Trainer:
         self._save_final()
         self._close()
         return RunSummary(self.output, self.step, list(self.evals), time.perf_counter() - t_start, self.skipped_steps)
+
+    def _loop(self, bar: Any) -> None:
+        cfg = self.cfg
+        if self.step == 0 and not self.evals:
+            self._log(self.evaluate())  # R0: the pass rate before RL
+            self._checkpoint()
+        while self.step < cfg.run.steps:
+            self._train_step()
+            bar.update(1)
+            done = self.step == cfg.run.steps
+            if self.step % cfg.eval.every == 0 or done:
+                row = self.evaluate()
+                self._log(row)
+                bar.set_postfix_str(_postfix(row, cfg.eval.sets[0], self.meter), refresh=False)
+                self._checkpoint()
+            elif cfg.run.checkpoint_every and self.step % cfg.run.checkpoint_every == 0:
+                self._checkpoint()
 
     def _train_step(self) -> None:
         cfg, r = self.cfg, self.cfg.recipe
@@ -444,11 +488,24 @@ class Trainer:
 
     def _close(self) -> None:
         self.runlog.close()
+        self.samples.close()
         for sink in self.sinks:
             sink.close()
         close = getattr(getattr(self.task, "user_reward", None), "close", None)
         if close is not None:
             close()
+
+
+def _check_reward_works(spec: str | None, stats: dict[str, Any]) -> None:
+    """Stop when every reward call of the run's first evaluation failed: a run on a broken reward
+    would train on -1 everywhere and report a pass rate of 0 as if it were a result."""
+    failed = stats["errors"] + stats["timeouts"]
+    if stats["calls"] and failed == stats["calls"]:
+        raise InputError(
+            f"the reward function {spec} failed on all {stats['calls']} calls of the first evaluation; "
+            f"the first: {stats['first_error'] or stats['last_error']}. Fix it (README: 'Your own reward "
+            "function' has the contract) and run again"
+        )
 
 
 def _progress(cfg: TrainConfig, initial: int):

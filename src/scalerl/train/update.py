@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 import torch
 
+from scalerl.errors import NonFiniteError
 from scalerl.generate.logprobs import completion_logprobs, pack_completions, shared_prompt_logprobs
 from scalerl.rl.advantages import compute_advantages
 from scalerl.rl.aggregate import aggregation_weights
@@ -250,4 +251,9 @@ def policy_update(
     precision.step(optimizer)
     scheduler.step()
     optimizer.zero_grad(set_to_none=True)
+    # A finite gradient times a huge learning rate can still overflow a weight; the next forward
+    # would then turn every logit into NaN. Stop here, where the cause is known.
+    if params and not bool(torch.stack([torch.isfinite(p).all() for p in params]).all()):  # one sync
+        raise NonFiniteError(f"the optimizer step left non-finite weights (lr {metrics['lr']:g}, "
+                             f"gradient norm {metrics['grad_norm']:.3g})")
     return UpdateResult(metrics, trained, skipped=False, lag_counts=lag_counts)

@@ -1,0 +1,154 @@
+"""Bad input to `scalerl train` / `eval` that used to end in a traceback: one line, exit status 2.
+
+These stop before any training starts (at the config, the device or the output directory), so
+they are fast.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from scalerl.cli import main
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+#: A sitecustomize that hides torch, as after `pip install scalerl` (the forecaster alone).
+HIDE_TORCH = textwrap.dedent("""
+    import sys
+
+    class _HideTorch:
+        def find_spec(self, name, path=None, target=None):
+            if name == "torch" or name.startswith("torch."):
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            return None
+
+    sys.meta_path.insert(0, _HideTorch())
+""")
+
+
+def _one_line_error(capsys, code, *needles):
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in err, err
+    return err
+
+
+@pytest.mark.parametrize("command", [["train", "--steps", "1"], ["eval"], ["train", "--print-config"]])
+def test_a_forecast_only_install_is_told_which_extra_to_install(tmp_path, command):
+    (tmp_path / "sitecustomize.py").write_text(HIDE_TORCH)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(SRC)])}
+    proc = subprocess.run([sys.executable, "-m", "scalerl.cli", *command, "--output", str(tmp_path / "run")]
+                          if command[0] == "train" else [sys.executable, "-m", "scalerl.cli", *command],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"scalerl {command[0]}: error: needs the package 'torch', which is not installed; "
+        "install it with: pip install 'scalerl[train]'"
+    ]
+    # ... while the forecaster still works in the same install.
+    fit = subprocess.run([sys.executable, "-m", "scalerl.cli", "fit", "--help"], capture_output=True, text=True,
+                         env=env, cwd=tmp_path, timeout=120)
+    assert fit.returncode == 0, fit.stderr
+
+
+def test_negative_threads_is_refused(tmp_path, capsys):
+    code = main(["train", "--threads", "-2", "--output", str(tmp_path / "r"), "--print-config"])
+    _one_line_error(capsys, code, "run.threads must be >= 0", "-2")
+
+
+def test_dtype_aliases_are_accepted(capsys):
+    assert main(["train", "--set", "model.dtype=bf16", "--set", "precision.compute=fp32", "--print-config"]) == 0
+    cfg = yaml.safe_load(capsys.readouterr().out)
+    assert cfg["model"]["dtype"] in ("bf16", "bfloat16")
+
+
+def test_a_junk_dtype_is_one_line(capsys):
+    code = main(["train", "--set", "model.dtype=bf17", "--print-config"])
+    _one_line_error(capsys, code, "bf17")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_without_cuda_is_refused_before_anything_is_written(tmp_path, capsys):
+    out = tmp_path / "r"
+    code = main(["train", "--set", "run.device=cuda", "--output", str(out), "--no-progress"])
+    _one_line_error(capsys, code, "run.device=cuda: CUDA is not available", "run.device=cpu")
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_an_unknown_device_is_refused(tmp_path, capsys):
+    code = main(["train", "--set", "run.device=tpu9", "--output", str(tmp_path / "r"), "--no-progress"])
+    _one_line_error(capsys, code, "run.device", "tpu9")
+
+
+def test_an_output_under_a_file_is_refused(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    code = main(["train", "--output", str(blocker / "run"), "--no-progress"])
+    _one_line_error(capsys, code, "is a file, not a directory")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write into a read-only directory")
+def test_an_unwritable_output_is_refused(tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        code = main(["train", "--output", str(locked / "run"), "--no-progress"])
+    finally:
+        locked.chmod(0o700)
+    _one_line_error(capsys, code, "not writable")
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
+def test_an_output_that_cannot_be_created_is_refused(capsys):
+    code = main(["train", "--output", "/proc/scalerl-test/run", "--no-progress"])
+    _one_line_error(capsys, code, "/proc/scalerl-test/run")
+
+
+def test_sync_implies_k_1(capsys):
+    assert main(["train", "--set", "pipeline=sync", "--print-config"]) == 0
+    off = yaml.safe_load(capsys.readouterr().out)["recipe"]["off_policy"]
+    assert off == {"pipeline": "sync", "k": 1}
+
+
+def test_sync_with_an_explicit_k_above_1_is_still_refused(capsys):
+    code = main(["train", "--set", "pipeline=sync", "--set", "k=4", "--print-config"])
+    _one_line_error(capsys, code, "pipeline=sync means k=1 (got k=4)")
+
+
+@pytest.mark.parametrize("flags, needle", [(["--max-new-tokens", "0"], "--max-new-tokens"),
+                                           (["--temperature", "-1"], "--temperature"),
+                                           (["--k", "0"], "--k")])
+def test_eval_refuses_impossible_values(capsys, flags, needle):
+    _one_line_error(capsys, main(["eval", *flags]), needle)
+
+
+def test_eval_without_a_run_uses_the_budget_train_would_give_the_model(user_model):
+    from scalerl.commands.evaluate import train_budget
+
+    assert train_budget("tiny") == 48  # the cpu-tiny profile
+    if not torch.cuda.is_available():
+        assert train_budget(str(user_model("llama"))) == 256  # cpu-small: any other model on a CPU
+
+
+def test_a_mistyped_hub_like_model_name_fails_fast_offline(monkeypatch, capsys):
+    """Offline (HF_HUB_OFFLINE, or no route to the hub) a name that is neither a local directory nor
+    cached is one line at once, not ~30-50 s of connection retries."""
+    import time
+
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    start = time.monotonic()
+    code = main(["train", "--model", "my-modle", "--print-config"])
+    _one_line_error(capsys, code, "'my-modle' is not a local directory and not in the Hugging Face cache",
+                    "HF_HUB_OFFLINE is set")
+    assert time.monotonic() - start < 10

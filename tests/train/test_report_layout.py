@@ -1,0 +1,77 @@
+"""The run report's figures, checked in matplotlib: the legend of curve.png does not cover the
+points it is about, and no two x tick labels of a log axis overlap (sets.png once printed
+``3x10^11 4x10^11`` on top of each other)."""
+
+import numpy as np
+import pytest
+
+from scalerl.curves import Curve, backtest
+from scalerl.curves.plot import _plt, plot_backtest
+from scalerl.train.report import _plot_sets
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """The figures the plotting functions would close, kept open for inspection."""
+    plt = _plt()
+    close, kept = plt.close, []
+    monkeypatch.setattr(plt, "close", lambda fig=None: kept.append(fig))
+    yield kept
+    for fig in kept:
+        close(fig)
+
+
+def _visible_tick_boxes(fig, ax):
+    renderer = fig.canvas.get_renderer()
+    return sorted((label.get_window_extent(renderer) for which in ("major", "minor")
+                   for label in ax.xaxis.get_ticklabels(which=which) if label.get_visible() and label.get_text()),
+                  key=lambda b: b.x0)
+
+
+def _points_in_display(ax):
+    pts = []
+    for line in ax.lines:
+        if line.get_marker() not in (None, "None", "", " "):
+            pts.append(ax.transData.transform(np.column_stack(line.get_data())))
+    for coll in ax.collections:
+        offsets = coll.get_offsets()
+        if len(offsets):
+            pts.append(ax.transData.transform(offsets))
+    return np.vstack(pts)
+
+
+def _sigmoid_curve(x):
+    A, B, C_mid, R0 = 0.8, 1.2, 3e11, 0.1
+    rng = np.random.default_rng(0)
+    y = R0 + (A - R0) / (1 + (C_mid / x) ** B) + rng.normal(0, 0.01, x.size)
+    return Curve.from_arrays(x, y, name="run", x_name="flops", y_name="val/pass_rate")
+
+
+def test_the_forecast_legend_covers_no_data_point(tmp_path, figures):
+    curve = _sigmoid_curve(np.geomspace(1e10, 2e12, 24))
+    bt = backtest(curve, cut_fraction=0.5, n_boot=50)
+    plot_backtest(bt, tmp_path / "curve.png")
+    fig = figures[-1]
+    ax = fig.axes[0]
+    legends = [*fig.legends, *([ax.get_legend()] if ax.get_legend() else [])]
+    assert legends
+    renderer = fig.canvas.get_renderer()
+    points = _points_in_display(ax)
+    assert len(points) >= 24  # the fitted and the held-out evaluations are drawn
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        inside = (points[:, 0] >= box.x0) & (points[:, 0] <= box.x1) & (points[:, 1] >= box.y0) & (points[:, 1] <= box.y1)
+        assert not inside.any(), f"the legend covers {inside.sum()} points"
+        assert not box.overlaps(ax.get_window_extent(renderer))  # nor anything else drawn in the axes
+
+
+@pytest.mark.parametrize("lo, hi", [(2.6e11, 4.6e11), (1e10, 9e10), (3e9, 8e12), (1.0, 1.4)])
+def test_log_axis_tick_labels_do_not_overlap(tmp_path, figures, lo, hi):
+    xs = np.geomspace(lo, hi, 12)
+    evals = [{"flops": x, "val/pass_rate": 0.3 + 0.01 * i, "hard/pass_rate": 0.2 + 0.01 * i} for i, x in enumerate(xs)]
+    _plot_sets(evals, ["val", "hard"], "flops", tmp_path / "sets.png")
+    fig = figures[-1]
+    boxes = _visible_tick_boxes(fig, fig.axes[0])
+    assert len(boxes) >= 2, "the axis kept at least two labels"
+    for a, b in zip(boxes, boxes[1:]):
+        assert a.x1 <= b.x0, f"tick labels overlap: {a} and {b}"

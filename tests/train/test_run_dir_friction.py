@@ -1,0 +1,101 @@
+"""Run directories a user moves between: absolute paths in the saved config, --overwrite that
+deletes only run directories, --resume that takes the original command again. Unit level:
+the end-to-end runs are in test_friction_e2e.py."""
+
+import argparse
+import dataclasses
+import os
+
+import pytest
+
+from scalerl.commands._train_args import add_config_args, overwrite_run_dir, resume_conflicts
+from scalerl.errors import InputError
+from scalerl.train.config import TrainConfig, absolute_paths, resolve
+
+
+def test_local_paths_become_absolute_and_names_stay_as_typed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "model").mkdir()
+    (tmp_path / "train.csv").write_text("prompt,answer\n1+1,2\n")
+    (tmp_path / "val.jsonl").write_text("")
+    (tmp_path / "scorer.py").write_text("def f(completion):\n    return 1\n")
+    (tmp_path / "rewards").mkdir()
+    (tmp_path / "rewards" / "exact.py").write_text("def f(completion):\n    return 1\n")
+    cfg = TrainConfig()
+    cfg.model.name_or_path = "model"
+    cfg.task.data = "./train.csv"
+    cfg.task.reward = "rewards/exact.py:f"
+    cfg.task.settings = {"eval_data": {"val": "val.jsonl", "remote": "owner/dataset"}}
+    out = absolute_paths(cfg)
+    assert out.model.name_or_path == str(tmp_path / "model")
+    assert out.task.data == str(tmp_path / "train.csv")
+    assert out.task.reward == f"{tmp_path / 'rewards' / 'exact.py'}:f"
+    assert out.task.settings["eval_data"] == {"val": str(tmp_path / "val.jsonl"), "remote": "owner/dataset"}
+    assert cfg.model.name_or_path == "model"  # the input is not modified
+    # A module that is a file in the working directory is importable only from there: made a path.
+    cfg.task.reward = "scorer:f"
+    assert absolute_paths(cfg).task.reward == f"{tmp_path / 'scorer.py'}:f"
+    # Hub ids, tiny, and modules importable from anywhere stay as typed.
+    cfg.model.name_or_path, cfg.task.data, cfg.task.reward = "Qwen/Qwen3-0.6B", "owner/dataset", "json:loads"
+    assert absolute_paths(cfg).model.name_or_path == "Qwen/Qwen3-0.6B"
+    assert absolute_paths(cfg).task.data == "owner/dataset"
+    assert absolute_paths(cfg).task.reward == "json:loads"
+    cfg.model.name_or_path = "tiny"
+    assert absolute_paths(cfg).model.name_or_path == "tiny"
+
+
+def test_overwrite_deletes_a_run_directory_and_refuses_anything_else(tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("x: 1\n")  # a run that crashed after writing its config
+    overwrite_run_dir(run)
+    assert not run.exists()
+    overwrite_run_dir(run)  # nothing there: nothing to do
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    overwrite_run_dir(empty)
+    assert not empty.exists()
+    other = tmp_path / "photos"
+    other.mkdir()
+    (other / "cat.jpg").write_text("meow")
+    with pytest.raises(InputError, match="not a scalerl run directory"):
+        overwrite_run_dir(other)
+    assert (other / "cat.jpg").exists()
+    afile = tmp_path / "notes.txt"
+    afile.write_text("x")
+    with pytest.raises(InputError, match="is a file"):
+        overwrite_run_dir(afile)
+    inside = tmp_path / "run2"
+    inside.mkdir()
+    (inside / "runlog.jsonl").write_text("")
+    monkeypatch.chdir(inside)
+    with pytest.raises(InputError, match="working directory"):
+        overwrite_run_dir(inside)
+
+
+def _args(*argv):
+    p = argparse.ArgumentParser()
+    add_config_args(p)
+    return p.parse_args(list(argv))
+
+
+def _saved(*argv):
+    """What `scalerl train ARGV` saved as config.yaml."""
+    from scalerl.commands._train_args import config_from_args
+
+    return config_from_args(_args(*argv), output="runs/x", quiet=True)
+
+
+def test_resume_accepts_the_original_flags_and_names_only_conflicting_values():
+    original = ["--model", "tiny", "--steps", "40", "--seed", "3", "--set", "lr=2e-4", "--set", "pipeline=sync"]
+    saved = _saved(*original)
+    assert resume_conflicts(saved, _args(*original)) == []
+    assert resume_conflicts(saved, _args("--steps", "80", "--threads", "1", "--no-progress")) == []  # free to change
+    assert resume_conflicts(saved, _args("--seed", "3")) == []  # a part of the original command
+    assert resume_conflicts(saved, _args("--recipe", "scalerl", *original)) == []
+    conflicts = resume_conflicts(saved, _args(*original[:-4], "--set", "lr=1e-3", "--seed", "4"))
+    assert conflicts == ["recipe.optimizer.lr: saved 0.0002, given 0.001", "run.seed: saved 3, given 4"]
+    # A different preset changes many fields: each is named.
+    conflicts = resume_conflicts(saved, _args("--recipe", "deepseek-grpo"))
+    assert "recipe_name: saved 'scalerl', given 'deepseek-grpo'" in conflicts
+    assert "recipe.loss.name: saved 'cispo', given 'ppo'" in conflicts
