@@ -400,14 +400,20 @@ def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo:
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for fut in finished:
                 p = running.pop(fut)
-                try:
-                    o = Outcome(**fut.result())
-                except Exception as exc:  # a crashed worker: recorded like a failed run, the rest go on
-                    o = Outcome(p.variant.label, p.seed, "failed", error=f"{type(exc).__name__}: {exc}".splitlines()[0])
+                o = _collect(fut.result, p)
                 echo(f"[{len(outcomes) + 1}/{len(plans)}] {p.name}: {_describe(o, budget.x)}")
                 record(o)
                 outcomes.append(o)
     return outcomes
+
+
+def _collect(result: Callable[[], dict], p: RunPlan) -> Outcome:
+    """The outcome of a run trained in a worker (a process or a Ray task). A crashed worker is
+    recorded like a failed run, so the rest of the study goes on."""
+    try:
+        return Outcome(**result())
+    except Exception as exc:
+        return Outcome(p.variant.label, p.seed, "failed", error=f"{type(exc).__name__}: {exc}".splitlines()[0])
 
 
 def _ray(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo, record: Callable[[Outcome], None]) -> list[Outcome]:
@@ -433,10 +439,7 @@ def _ray(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo, reco
                 echo(f"submitted {p.name} ({len(running)} running, {len(queue)} waiting)")
             (ref,), _ = ray.wait(list(running), num_returns=1)
             p = running.pop(ref)
-            try:
-                o = Outcome(**ray.get(ref))
-            except Exception as exc:  # a crashed worker: recorded like a failed run, the rest go on
-                o = Outcome(p.variant.label, p.seed, "failed", error=f"{type(exc).__name__}: {exc}".splitlines()[0])
+            o = _collect(lambda: ray.get(ref), p)
             echo(f"[{len(plans) - len(queue) - len(running)}/{len(plans)}] {p.name}: {_describe(o, budget.x)}")
             record(o)
             outcomes.append(o)
