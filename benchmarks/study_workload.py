@@ -8,7 +8,10 @@
 Each family is ``scalerl study configs/studies/workload-<family>.yaml`` (a subprocess; two runs at
 once in worker processes, one torch thread each, as the spec files say) into
 ``<output>/study-workload-<family>``; a killed benchmark continues where it stopped (finished runs
-are skipped). Families: model-size, gen-length, batch-size (the ceiling movers) and efficiency
+are skipped). A run another family already finished with the same configuration -- the base
+recipe on tiny-m, [26, 34], 16 prompts is in every family -- is copied instead of trained again
+(runs are seeded and deterministic, so training it again would give the same rows); its CPU time
+stays with the family that trained it and is shown as "shared". Families: model-size, gen-length, batch-size (the ceiling movers) and efficiency
 (loss aggregation, advantage normalisation, no-positive-resampling, PPO-off-policy-8 vs PipelineRL-8).
 
 Printed per family: its CPU time -- the study process and every worker it reaped, user + system,
@@ -54,17 +57,74 @@ def run_family(family: str, out: Path, seeds: int | None, nice: int) -> dict:
     return cost
 
 
-def run_cpu_seconds(out: Path) -> dict[str, list[float]]:
-    """label -> CPU-seconds of each finished run (the latest trained/resumed records per seed, summed)."""
+def share_finished_runs(family: str, out: Path, study_root: Path, seeds: int | None) -> list[dict]:
+    """Copy into ``out`` every run of this family that another family's study finished with the same config.
+
+    Returns one record per copied run (label, seed, the source directory, its CPU-seconds there),
+    also appended to ``out/shared.jsonl``.
+    """
+    import shutil
+
+    from scalerl.config import load_yaml, save_yaml, to_dict
+    from scalerl.study.runner import Budget, _comparable, plan_study, run_status
+    from scalerl.study.spec import SPEC_FILE, load_spec
+    from scalerl.train.config import TrainConfig
+
+    spec = load_spec(spec_file(family))
+    if seeds:
+        spec.seeds = seeds
+    finished = []  # (comparable config, directory, its study dir, label, seed) of every finished run elsewhere
+    for other in sorted(study_root.glob("study-workload-*")):
+        if other.resolve() == out.resolve() or not (other / SPEC_FILE).exists():
+            continue
+        budget = Budget.of(load_spec(other / SPEC_FILE))
+        for cfg_file in sorted((other / "runs").glob("*/seed*/config.yaml")):
+            d = cfg_file.parent
+            if run_status(d, budget) == "done":
+                finished.append((_comparable(to_dict(load_yaml(TrainConfig, cfg_file))), d, other))
+    shared = []
+    for plan in plan_study(spec, out):
+        if (plan.directory / "config.yaml").exists():
+            continue
+        want = _comparable(to_dict(plan.config))
+        for cfg, d, other in finished:
+            if cfg == want:
+                shutil.copytree(d, plan.directory)
+                # The copy's own directory in its config: a resume (a longer budget here) writes here.
+                cfg_copy = load_yaml(TrainConfig, plan.directory / "config.yaml")
+                cfg_copy.run.output = str(plan.directory.resolve())
+                save_yaml(cfg_copy, plan.directory / "config.yaml")
+                rec = {"label": plan.variant.label, "seed": plan.seed, "source": str(d),
+                       "cpu_s": run_cpu_seconds(other).get(d.parent.name, {}).get(plan.seed)}
+                shared.append(rec)
+                with open(out / "shared.jsonl", "a") as f:
+                    f.write(json.dumps(rec) + "\n")
+                print(f"shared: {plan.name} <- {d}", flush=True)
+                break
+    return shared
+
+
+def run_cpu_seconds(out: Path) -> dict[str, dict[int, float]]:
+    """label -> {seed: CPU-seconds} of each run this study trained (its trained/resumed records summed)."""
     per_run: dict[tuple[str, int], float] = {}
     log = out / "progress.jsonl"
     for line in log.read_text().splitlines() if log.exists() else []:
         o = json.loads(line)
         if o.get("status") in ("trained", "resumed"):
             per_run[(o["label"], o["seed"])] = per_run.get((o["label"], o["seed"]), 0.0) + o.get("cpu_seconds", 0.0)
-    by_label: dict[str, list[float]] = {}
-    for (label, _), cpu in per_run.items():
-        by_label.setdefault(label, []).append(cpu)
+    by_label: dict[str, dict[int, float]] = {}
+    for (label, seed), cpu in per_run.items():
+        by_label.setdefault(label, {})[seed] = cpu
+    return by_label
+
+
+def shared_runs(out: Path) -> dict[str, dict[int, float]]:
+    """label -> {seed: CPU-seconds where it was trained} of the runs copied from another family."""
+    by_label: dict[str, dict[int, float]] = {}
+    log = out / "shared.jsonl"
+    for line in log.read_text().splitlines() if log.exists() else []:
+        o = json.loads(line)
+        by_label.setdefault(o["label"], {})[o["seed"]] = o.get("cpu_s") or float("nan")
     return by_label
 
 
@@ -90,11 +150,16 @@ def table(family: str, out: Path) -> list[dict]:
     from scalerl.study.analysis import analyse_study
 
     a = analyse_study(out)
-    caps, cpu = ceilings(out), run_cpu_seconds(out)
+    caps, cpu, shared = ceilings(out), run_cpu_seconds(out), shared_runs(out)
     costs = [json.loads(line) for line in (out / "cost.jsonl").read_text().splitlines()] if (out / "cost.jsonl").exists() else []
     print(f"\n== {family}: {a.spec.family} of {a.base} on {a.spec.model} / {a.spec.task}, {a.spec.seeds} seed(s); "
           f"CPU {sum(c['cpu_s'] for c in costs) / 60:.1f} min, wall {sum(c['wall_s'] for c in costs) / 60:.1f} min "
           f"(the whole study process tree, {len(costs)} invocation(s))")
+    n_shared = sum(len(v) for v in shared.values())
+    if n_shared:
+        shared_cpu = sum(c for v in shared.values() for c in v.values())
+        print(f"   + {n_shared} run(s) shared from another family ({shared_cpu / 60:.1f} CPU-min where they were "
+              f"trained): {sum(c['cpu_s'] for c in costs) / 60 + shared_cpu / 60:.1f} CPU-min for the family alone")
     print(f"{'variant':<31} {'seeds':>5} {'R0':>6} {'final':>6} {'cap':>6} {'A [95%]':>22} {'B':>6} "
           f"{'dA [95%]':>24} {'moved':>22} {'CPU-s/run':>9}")
     rows = []
@@ -106,7 +171,7 @@ def table(family: str, out: Path) -> list[dict]:
         if c.get("better") is not None:
             moved += " better" if c["better"] else " worse"
         A = f"{v.A:.3f} [{v.A_interval[0]:.3f}, {v.A_interval[1]:.3f}]" if v.A is not None and v.A_interval else "-"
-        runs_cpu = cpu.get(v.label, [])
+        runs_cpu = [*cpu.get(v.label, {}).values(), *shared.get(v.label, {}).values()]
         mean_cpu = sum(runs_cpu) / len(runs_cpu) if runs_cpu else float("nan")
         num = lambda x, fmt: format(x, fmt) if x is not None else "-"  # noqa: E731
         print(f"{v.label:<31} {len(v.seeds):>5} {num(v.R0, '6.3f'):>6} {num(v.final, '6.3f'):>6} "
@@ -114,7 +179,7 @@ def table(family: str, out: Path) -> list[dict]:
               f"{mean_cpu:>9.0f}")
         rows.append({"variant": v.label, "seeds": v.seeds, "R0": v.R0, "final": v.final, "cap": caps.get(v.label),
                      "A": v.A, "A_interval": v.A_interval, "B": v.B, "kind": v.kind, "classification": c,
-                     "cpu_s_per_run": mean_cpu})
+                     "cpu_s_per_run": mean_cpu, "shared_seeds": sorted(shared.get(v.label, {}))})
     (out / "summary.json").write_text(json.dumps({"family": family, "costs": costs, "variants": rows}, indent=1) + "\n")
     return rows
 
@@ -131,6 +196,7 @@ def main() -> int:
         out = Path(args.output) / f"study-workload-{family}"
         out.mkdir(parents=True, exist_ok=True)
         if not args.report_only:
+            share_finished_runs(family, out, Path(args.output), args.seeds)
             cost = run_family(family, out, args.seeds, args.nice)
             print(json.dumps(cost), flush=True)
         table(family, out)

@@ -119,6 +119,15 @@ def test_sync_implies_k_1(capsys):
     assert off == {"pipeline": "sync", "k": 1}
 
 
+def test_a_config_file_saying_sync_implies_k_1(tmp_path, capsys):
+    cfg = tmp_path / "sync.yaml"
+    cfg.write_text("recipe:\n  off_policy:\n    pipeline: sync\n")
+    assert main(["train", "--config", str(cfg), "--print-config"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out)["recipe"]["off_policy"] == {"pipeline": "sync", "k": 1}
+    cfg.write_text("recipe:\n  off_policy:\n    pipeline: sync\n    k: 4\n")  # a k written beside it is kept
+    _one_line_error(capsys, main(["train", "--config", str(cfg), "--print-config"]), "pipeline=sync means k=1 (got k=4)")
+
+
 def test_sync_with_an_explicit_k_above_1_is_still_refused(capsys):
     code = main(["train", "--set", "pipeline=sync", "--set", "k=4", "--print-config"])
     _one_line_error(capsys, code, "pipeline=sync means k=1 (got k=4)")

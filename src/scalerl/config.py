@@ -310,6 +310,17 @@ def load_yaml(cls: type[T], path: str | Path) -> T:
     return from_dict(cls, data or {})
 
 
+def yaml_keys(path: str | Path) -> set[str]:
+    """The dotted paths of the leaves a YAML config file sets (``recipe.off_policy.pipeline``), to
+    tell a value the user wrote from a default. The file is assumed readable (:func:`load_yaml` first)."""
+    def leaves(d: Any, prefix: str) -> set[str]:
+        if not isinstance(d, dict):
+            return {prefix}
+        return set().union(*(leaves(v, f"{prefix}.{k}" if prefix else str(k)) for k, v in d.items())) if d else set()
+
+    return leaves(yaml.safe_load(Path(path).read_text()) or {}, "")
+
+
 def save_yaml(cfg: Any, path: str | Path, *, header: str = "") -> None:
     """Write ``cfg`` as commented YAML (see :func:`dump_yaml`)."""
     Path(path).write_text(dump_yaml(cfg, header=header))

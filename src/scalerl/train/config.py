@@ -345,14 +345,14 @@ def resolve(cfg: TrainConfig, overrides: list[str] | None = None) -> TrainConfig
     cfg = apply_overrides(dataclasses.replace(cfg, profile="none"), PROFILES[name])
     if overrides:
         cfg = apply_overrides(cfg, overrides)
-        cfg = _sync_means_k1(cfg, overrides)
+        cfg = sync_means_k1(cfg, {resolve_key(TrainConfig, item.partition("=")[0].strip()) for item in overrides})
     return cfg.validate()
 
 
-def _sync_means_k1(cfg: TrainConfig, overrides: list[str]) -> TrainConfig:
-    """``--set pipeline=sync`` on a preset with k = 8: synchronous training has no staleness, so
-    k becomes 1. A k given in the same overrides is kept (and refused by validation if not 1)."""
-    keys = {resolve_key(TrainConfig, item.partition("=")[0].strip()) for item in overrides}
+def sync_means_k1(cfg: TrainConfig, keys: set[str]) -> TrainConfig:
+    """``pipeline=sync`` set (``keys``: the dotted fields a user set, by ``--set`` or in a config
+    file) on a preset with k = 8: synchronous training has no staleness, so k becomes 1. A k
+    set alongside is kept (and refused by validation if not 1)."""
     off = cfg.recipe.off_policy
     if off.pipeline == "sync" and off.k != 1 and "recipe.off_policy.k" not in keys:
         cfg = apply_overrides(cfg, ["recipe.off_policy.k=1"])
