@@ -31,7 +31,7 @@ forecast: $(STAMP)
 
 ## The test suite CI runs (slow end-to-end tests included; GPU tests are skipped without a GPU).
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 
 bench-forecast: $(STAMP)
 	$(PY) benchmarks/forecast_real_backtests.py

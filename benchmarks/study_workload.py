@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FAMILIES = ("model-size", "gen-length", "batch-size", "efficiency")
+FAMILIES = ("model-size", "gen-length", "batch-size", "efficiency", "model-size-compute")
 
 
 def spec_file(family: str) -> Path:

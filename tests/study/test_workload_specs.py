@@ -22,7 +22,7 @@ def _by_label(plans):
     return {p.variant.label: p for p in plans}
 
 
-@pytest.mark.parametrize("name", ["model-size", "gen-length", "batch-size", "efficiency"])
+@pytest.mark.parametrize("name", ["model-size", "model-size-compute", "gen-length", "batch-size", "efficiency"])
 def test_every_workload_family_runs_the_workload_with_three_seeds(name, tmp_path):
     spec, plans = _plans(name, tmp_path)
     assert spec.seeds >= 3 and {p.seed for p in plans} == set(range(spec.seeds))
@@ -62,6 +62,14 @@ def test_batch_size_is_compared_at_equal_compute(tmp_path):
     spec, plans = _plans("batch-size", tmp_path)
     assert spec.compute and spec.x == "flops" and spec.max_steps >= 4 * spec.steps
     assert {p.variant.value: p.config.recipe.batch.prompts_per_step for p in plans} == {8: 8, 16: 16, 32: 32}
+
+
+def test_model_size_at_equal_compute_gives_every_size_the_largest_ones_budget(tmp_path):
+    spec, plans = _plans("model-size-compute", tmp_path)
+    _, same = _plans("model-size", tmp_path)
+    assert spec.compute and spec.x == "flops" and spec.max_steps >= 4 * spec.steps
+    # The same runs as model-size's first 300 steps (so its finished runs can be continued).
+    assert [p.config.model.name_or_path for p in plans] == [p.config.model.name_or_path for p in same]
 
 
 def test_efficiency_family_is_the_four_efficiency_choices(tmp_path):
