@@ -95,7 +95,7 @@ def share_finished_runs(family: str, out: Path, study_root: Path, seeds: int | N
                 cfg_copy.run.output = str(plan.directory.resolve())
                 save_yaml(cfg_copy, plan.directory / "config.yaml")
                 rec = {"label": plan.variant.label, "seed": plan.seed, "source": str(d),
-                       "cpu_s": run_cpu_seconds(other).get(d.parent.name, {}).get(plan.seed)}
+                       "cpu_s": trained_cpu_seconds(other, d.parent.name, plan.seed)}
                 shared.append(rec)
                 with open(out / "shared.jsonl", "a") as f:
                     f.write(json.dumps(rec) + "\n")
@@ -118,13 +118,28 @@ def run_cpu_seconds(out: Path) -> dict[str, dict[int, float]]:
     return by_label
 
 
+def trained_cpu_seconds(study_dir: Path, label: str, seed: int) -> float | None:
+    """CPU-seconds of run (label, seed) where it was trained: this study, or the one it was shared from."""
+    own = run_cpu_seconds(study_dir).get(label, {}).get(seed)
+    log = study_dir / "shared.jsonl"
+    for line in log.read_text().splitlines() if log.exists() else []:
+        o = json.loads(line)
+        if (o["label"], o["seed"]) == (label, seed):
+            source = Path(o["source"])  # <study>/runs/<label>/seed<n>
+            before = o.get("cpu_s") or trained_cpu_seconds(source.parents[2], source.parent.name, seed)
+            return (before or 0.0) + (own or 0.0)  # shared, then perhaps extended here
+    return own
+
+
 def shared_runs(out: Path) -> dict[str, dict[int, float]]:
     """label -> {seed: CPU-seconds where it was trained} of the runs copied from another family."""
     by_label: dict[str, dict[int, float]] = {}
     log = out / "shared.jsonl"
     for line in log.read_text().splitlines() if log.exists() else []:
         o = json.loads(line)
-        by_label.setdefault(o["label"], {})[o["seed"]] = o.get("cpu_s") or float("nan")
+        source = Path(o["source"])
+        cpu = o.get("cpu_s") or trained_cpu_seconds(source.parents[2], source.parent.name, o["seed"])
+        by_label.setdefault(o["label"], {})[o["seed"]] = cpu if cpu is not None else float("nan")
     return by_label
 
 
@@ -171,7 +186,8 @@ def table(family: str, out: Path) -> list[dict]:
         if c.get("better") is not None:
             moved += " better" if c["better"] else " worse"
         A = f"{v.A:.3f} [{v.A_interval[0]:.3f}, {v.A_interval[1]:.3f}]" if v.A is not None and v.A_interval else "-"
-        runs_cpu = [*cpu.get(v.label, {}).values(), *shared.get(v.label, {}).values()]
+        own, given = cpu.get(v.label, {}), shared.get(v.label, {})  # a shared run may be extended here
+        runs_cpu = [own.get(seed, 0.0) + given.get(seed, 0.0) for seed in sorted({*own, *given})]
         mean_cpu = sum(runs_cpu) / len(runs_cpu) if runs_cpu else float("nan")
         num = lambda x, fmt: format(x, fmt) if x is not None else "-"  # noqa: E731
         print(f"{v.label:<31} {len(v.seeds):>5} {num(v.R0, '6.3f'):>6} {num(v.final, '6.3f'):>6} "
