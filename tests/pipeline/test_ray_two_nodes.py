@@ -81,6 +81,9 @@ def test_the_finalizer_finds_processes_by_their_temp_dir(tmp_path):
     marker = str(tmp_path / "marker-dir")
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker])
     try:
+        deadline = time.time() + 30  # until the child has exec'd (its cmdline is pytest's before that)
+        while proc.pid not in _ours(marker) and time.time() < deadline:
+            time.sleep(0.05)
         assert proc.pid in _ours(marker)
         _stop(marker)
         assert proc.wait(timeout=10) != 0 and not _ours(marker)

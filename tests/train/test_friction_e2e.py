@@ -125,7 +125,10 @@ def test_ctrl_c_says_how_to_resume_and_nothing_else(tiny_dir, tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "scalerl.cli", *small_args(out, *SYNC, "--steps", "40", "--reward",
                                                             f"{module}:exact")]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # SIGINT back to its default in the child: a shell that starts the test suite in the background
+    # (`cmd &` without job control) makes it ignored, and Python then installs no KeyboardInterrupt.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 240
     while time.time() < deadline and proc.poll() is None:
         log = out / "runlog.jsonl"
