@@ -73,6 +73,14 @@ def share_finished_runs(family: str, out: Path, study_root: Path, seeds: int | N
     spec = load_spec(spec_file(family))
     if seeds:
         spec.seeds = seeds
+    def past(d: Path, mine) -> bool:
+        """A run trained further than this family's budget (extended by another family): not ours to share."""
+        from scalerl.study.runner import eval_rows
+
+        rows = eval_rows(d)
+        return bool(rows) and rows[-1]["step"] > mine.next_target(None) if mine.compute is None else \
+            bool(rows) and (rows[-1].get(mine.x) or 0.0) > mine.compute and rows[-1]["step"] > mine.steps
+
     finished = []  # (comparable config, directory, its study dir, label, seed) of every finished run elsewhere
     for other in sorted(study_root.glob("study-workload-*")):
         if other.resolve() == out.resolve() or not (other / SPEC_FILE).exists():
@@ -80,7 +88,7 @@ def share_finished_runs(family: str, out: Path, study_root: Path, seeds: int | N
         budget = Budget.of(load_spec(other / SPEC_FILE))
         for cfg_file in sorted((other / "runs").glob("*/seed*/config.yaml")):
             d = cfg_file.parent
-            if run_status(d, budget) == "done":
+            if run_status(d, budget) == "done" and not past(d, Budget.of(spec)):
                 finished.append((_comparable(to_dict(load_yaml(TrainConfig, cfg_file))), d, other))
     shared = []
     for plan in plan_study(spec, out):
