@@ -73,13 +73,16 @@ def share_finished_runs(family: str, out: Path, study_root: Path, seeds: int | N
     spec = load_spec(spec_file(family))
     if seeds:
         spec.seeds = seeds
-    def past(d: Path, mine) -> bool:
-        """A run trained further than this family's budget (extended by another family): not ours to share."""
+    def past(d: Path, mine: Budget) -> bool:
+        """A run trained past this family's budget (another family extended it): not ours to share."""
         from scalerl.study.runner import eval_rows
 
         rows = eval_rows(d)
-        return bool(rows) and rows[-1]["step"] > mine.next_target(None) if mine.compute is None else \
-            bool(rows) and (rows[-1].get(mine.x) or 0.0) > mine.compute and rows[-1]["step"] > mine.steps
+        if not rows:
+            return False
+        if mine.compute is None:
+            return rows[-1]["step"] > mine.steps
+        return len(rows) > 1 and mine.reached(rows[-2])  # it went on after meeting our budget
 
     finished = []  # (comparable config, directory, its study dir, label, seed) of every finished run elsewhere
     for other in sorted(study_root.glob("study-workload-*")):
