@@ -11,7 +11,8 @@ once in worker processes, one torch thread each, as the spec files say) into
 are skipped). A run another family already finished with the same configuration -- the base
 recipe on tiny-m, [26, 34], 16 prompts is in every family -- is copied instead of trained again
 (runs are seeded and deterministic, so training it again would give the same rows); its CPU time
-stays with the family that trained it and is shown as "shared". Families: model-size, gen-length, batch-size (the ceiling movers) and efficiency
+stays with the family that trained it and is shown as "shared". Families: model-size, gen-length,
+batch-size (the ceiling movers), model-size-compute (model size at equal FLOPs) and efficiency
 (loss aggregation, advantage normalisation, no-positive-resampling, PPO-off-policy-8 vs PipelineRL-8).
 
 Printed per family: its CPU time -- the study process and every worker it reaped, user + system,
@@ -60,12 +61,13 @@ def run_family(family: str, out: Path, seeds: int | None, nice: int) -> dict:
 def share_finished_runs(family: str, out: Path, study_root: Path, seeds: int | None) -> list[dict]:
     """Copy into ``out`` every run of this family that another family's study finished with the same config.
 
-    Returns one record per copied run (label, seed, the source directory, its CPU-seconds there),
-    also appended to ``out/shared.jsonl``.
+    A run another family trained past this family's budget is not shared. Returns one record per
+    copied run (label, seed, the source directory), also appended to ``out/shared.jsonl``.
     """
     import shutil
 
     from scalerl.config import load_yaml, save_yaml, to_dict
+    from scalerl.runlog import eval_rows
     from scalerl.study.runner import Budget, _comparable, plan_study, run_status
     from scalerl.study.spec import SPEC_FILE, load_spec
     from scalerl.train.config import TrainConfig
@@ -73,10 +75,9 @@ def share_finished_runs(family: str, out: Path, study_root: Path, seeds: int | N
     spec = load_spec(spec_file(family))
     if seeds:
         spec.seeds = seeds
-    def past(d: Path, mine: Budget) -> bool:
-        """A run trained past this family's budget (another family extended it): not ours to share."""
-        from scalerl.study.runner import eval_rows
+    mine = Budget.of(spec)
 
+    def past_mine(d: Path) -> bool:
         rows = eval_rows(d)
         if not rows:
             return False
@@ -84,74 +85,63 @@ def share_finished_runs(family: str, out: Path, study_root: Path, seeds: int | N
             return rows[-1]["step"] > mine.steps
         return len(rows) > 1 and mine.reached(rows[-2])  # it went on after meeting our budget
 
-    finished = []  # (comparable config, directory, its study dir, label, seed) of every finished run elsewhere
+    finished = []  # (comparable config, directory) of every finished run of the other families
     for other in sorted(study_root.glob("study-workload-*")):
         if other.resolve() == out.resolve() or not (other / SPEC_FILE).exists():
             continue
         budget = Budget.of(load_spec(other / SPEC_FILE))
         for cfg_file in sorted((other / "runs").glob("*/seed*/config.yaml")):
             d = cfg_file.parent
-            if run_status(d, budget) == "done" and not past(d, Budget.of(spec)):
-                finished.append((_comparable(to_dict(load_yaml(TrainConfig, cfg_file))), d, other))
+            if run_status(d, budget) == "done" and not past_mine(d):
+                finished.append((_comparable(to_dict(load_yaml(TrainConfig, cfg_file))), d))
     shared = []
     for plan in plan_study(spec, out):
         if (plan.directory / "config.yaml").exists():
             continue
         want = _comparable(to_dict(plan.config))
-        for cfg, d, other in finished:
-            if cfg == want:
-                shutil.copytree(d, plan.directory)
-                # The copy's own directory in its config: a resume (a longer budget here) writes here.
-                cfg_copy = load_yaml(TrainConfig, plan.directory / "config.yaml")
-                cfg_copy.run.output = str(plan.directory.resolve())
-                save_yaml(cfg_copy, plan.directory / "config.yaml")
-                rec = {"label": plan.variant.label, "seed": plan.seed, "source": str(d),
-                       "cpu_s": trained_cpu_seconds(other, d.parent.name, plan.seed)}
-                shared.append(rec)
-                with open(out / "shared.jsonl", "a") as f:
-                    f.write(json.dumps(rec) + "\n")
-                print(f"shared: {plan.name} <- {d}", flush=True)
-                break
+        source = next((d for cfg, d in finished if cfg == want), None)
+        if source is None:
+            continue
+        shutil.copytree(source, plan.directory)
+        # The copy's own directory in its config: a resume (a longer budget here) writes here.
+        cfg_copy = load_yaml(TrainConfig, plan.directory / "config.yaml")
+        cfg_copy.run.output = str(plan.directory.resolve())
+        save_yaml(cfg_copy, plan.directory / "config.yaml")
+        rec = {"label": plan.variant.label, "seed": plan.seed, "source": str(source.resolve())}
+        shared.append(rec)
+        with open(out / "shared.jsonl", "a") as f:
+            f.write(json.dumps(rec) + "\n")
+        print(f"shared: {plan.name} <- {source}", flush=True)
     return shared
 
 
-def run_cpu_seconds(out: Path) -> dict[str, dict[int, float]]:
-    """label -> {seed: CPU-seconds} of each run this study trained (its trained/resumed records summed)."""
+def run_cpu_seconds(out: Path) -> dict[tuple[str, int], float]:
+    """(label, seed) -> CPU-seconds this study spent on the run (its trained/resumed records summed)."""
     per_run: dict[tuple[str, int], float] = {}
     log = out / "progress.jsonl"
     for line in log.read_text().splitlines() if log.exists() else []:
         o = json.loads(line)
         if o.get("status") in ("trained", "resumed"):
             per_run[(o["label"], o["seed"])] = per_run.get((o["label"], o["seed"]), 0.0) + o.get("cpu_seconds", 0.0)
-    by_label: dict[str, dict[int, float]] = {}
-    for (label, seed), cpu in per_run.items():
-        by_label.setdefault(label, {})[seed] = cpu
-    return by_label
+    return per_run
 
 
-def trained_cpu_seconds(study_dir: Path, label: str, seed: int) -> float | None:
-    """CPU-seconds of run (label, seed) where it was trained: this study, or the one it was shared from."""
-    own = run_cpu_seconds(study_dir).get(label, {}).get(seed)
-    log = study_dir / "shared.jsonl"
-    for line in log.read_text().splitlines() if log.exists() else []:
-        o = json.loads(line)
-        if (o["label"], o["seed"]) == (label, seed):
-            source = Path(o["source"])  # <study>/runs/<label>/seed<n>
-            before = o.get("cpu_s") or trained_cpu_seconds(source.parents[2], source.parent.name, seed)
-            return (before or 0.0) + (own or 0.0)  # shared, then perhaps extended here
-    return own
-
-
-def shared_runs(out: Path) -> dict[str, dict[int, float]]:
-    """label -> {seed: CPU-seconds where it was trained} of the runs copied from another family."""
-    by_label: dict[str, dict[int, float]] = {}
+def shared_runs(out: Path) -> dict[tuple[str, int], Path]:
+    """(label, seed) -> the run directory it was copied from, for the runs shared from another family."""
     log = out / "shared.jsonl"
-    for line in log.read_text().splitlines() if log.exists() else []:
-        o = json.loads(line)
-        source = Path(o["source"])
-        cpu = o.get("cpu_s") or trained_cpu_seconds(source.parents[2], source.parent.name, o["seed"])
-        by_label.setdefault(o["label"], {})[o["seed"]] = cpu if cpu is not None else float("nan")
-    return by_label
+    records = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return {(o["label"], o["seed"]): Path(o["source"]) for o in records}
+
+
+def cpu_before_sharing(out: Path, label: str, seed: int) -> float:
+    """CPU-seconds spent on run (label, seed) in the families it was copied from (0 if trained here)."""
+    source = shared_runs(out).get((label, seed))
+    return 0.0 if source is None else total_cpu_seconds(source.parents[2], source.parent.name, seed)
+
+
+def total_cpu_seconds(study_dir: Path, label: str, seed: int) -> float:
+    """CPU-seconds of run (label, seed) of ``study_dir``: where it was first trained, along every copy."""
+    return cpu_before_sharing(study_dir, label, seed) + run_cpu_seconds(study_dir).get((label, seed), 0.0)
 
 
 def ceilings(out: Path) -> dict[str, float]:
@@ -176,15 +166,14 @@ def table(family: str, out: Path) -> list[dict]:
     from scalerl.study.analysis import analyse_study
 
     a = analyse_study(out)
-    caps, cpu, shared = ceilings(out), run_cpu_seconds(out), shared_runs(out)
+    caps, shared = ceilings(out), shared_runs(out)
     costs = [json.loads(line) for line in (out / "cost.jsonl").read_text().splitlines()] if (out / "cost.jsonl").exists() else []
     print(f"\n== {family}: {a.spec.family} of {a.base} on {a.spec.model} / {a.spec.task}, {a.spec.seeds} seed(s); "
           f"CPU {sum(c['cpu_s'] for c in costs) / 60:.1f} min, wall {sum(c['wall_s'] for c in costs) / 60:.1f} min "
           f"(the whole study process tree, {len(costs)} invocation(s))")
-    n_shared = sum(len(v) for v in shared.values())
-    if n_shared:
-        shared_cpu = sum(c for v in shared.values() for c in v.values())
-        print(f"   + {n_shared} run(s) shared from another family ({shared_cpu / 60:.1f} CPU-min where they were "
+    if shared:
+        shared_cpu = sum(cpu_before_sharing(out, label, seed) for label, seed in shared)
+        print(f"   + {len(shared)} run(s) shared from another family ({shared_cpu / 60:.1f} CPU-min where they were "
               f"trained): {sum(c['cpu_s'] for c in costs) / 60 + shared_cpu / 60:.1f} CPU-min for the family alone")
     print(f"{'variant':<31} {'seeds':>5} {'R0':>6} {'final':>6} {'cap':>6} {'A [95%]':>22} {'B':>6} "
           f"{'dA [95%]':>24} {'moved':>22} {'CPU-s/run':>9}")
@@ -197,8 +186,7 @@ def table(family: str, out: Path) -> list[dict]:
         if c.get("better") is not None:
             moved += " better" if c["better"] else " worse"
         A = f"{v.A:.3f} [{v.A_interval[0]:.3f}, {v.A_interval[1]:.3f}]" if v.A is not None and v.A_interval else "-"
-        own, given = cpu.get(v.label, {}), shared.get(v.label, {})  # a shared run may be extended here
-        runs_cpu = [own.get(seed, 0.0) + given.get(seed, 0.0) for seed in sorted({*own, *given})]
+        runs_cpu = [total_cpu_seconds(out, v.label, seed) for seed in v.seeds]  # a shared run: where it was trained too
         mean_cpu = sum(runs_cpu) / len(runs_cpu) if runs_cpu else float("nan")
         num = lambda x, fmt: format(x, fmt) if x is not None else "-"  # noqa: E731
         print(f"{v.label:<31} {len(v.seeds):>5} {num(v.R0, '6.3f'):>6} {num(v.final, '6.3f'):>6} "
@@ -206,7 +194,7 @@ def table(family: str, out: Path) -> list[dict]:
               f"{mean_cpu:>9.0f}")
         rows.append({"variant": v.label, "seeds": v.seeds, "R0": v.R0, "final": v.final, "cap": caps.get(v.label),
                      "A": v.A, "A_interval": v.A_interval, "B": v.B, "kind": v.kind, "classification": c,
-                     "cpu_s_per_run": mean_cpu, "shared_seeds": sorted(shared.get(v.label, {}))})
+                     "cpu_s_per_run": mean_cpu, "shared_seeds": sorted(seed for label, seed in shared if label == v.label)})
     (out / "summary.json").write_text(json.dumps({"family": family, "costs": costs, "variants": rows}, indent=1) + "\n")
     return rows
 

@@ -295,6 +295,23 @@ def undocumented_fields(cls: type, prefix: str = "") -> list[str]:
 
 def load_yaml(cls: type[T], path: str | Path) -> T:
     """Read a YAML file into ``cls`` (strict: see :func:`from_dict`)."""
+    return from_dict(cls, _read_mapping(path))
+
+
+def load_yaml_and_keys(cls: type[T], path: str | Path) -> tuple[T, set[str]]:
+    """:func:`load_yaml`, and the dotted paths of the leaves the file sets (``recipe.off_policy.pipeline``):
+    what the user wrote, told from the defaults."""
+    data = _read_mapping(path)
+
+    def leaves(d: Any, prefix: str) -> set[str]:
+        if not isinstance(d, dict) or not d:
+            return {prefix} if prefix else set()
+        return set().union(*(leaves(v, f"{prefix}.{k}" if prefix else str(k)) for k, v in d.items()))
+
+    return from_dict(cls, data), leaves(data, "")
+
+
+def _read_mapping(path: str | Path) -> dict:
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text())
@@ -307,18 +324,7 @@ def load_yaml(cls: type[T], path: str | Path) -> T:
     if data is not None and not isinstance(data, dict):
         raise ConfigError(f"config file {str(path)!r} must hold a mapping of sections (model:, recipe:, ...), "
                           f"not a {type(data).__name__}")
-    return from_dict(cls, data or {})
-
-
-def yaml_keys(path: str | Path) -> set[str]:
-    """The dotted paths of the leaves a YAML config file sets (``recipe.off_policy.pipeline``), to
-    tell a value the user wrote from a default. The file is assumed readable (:func:`load_yaml` first)."""
-    def leaves(d: Any, prefix: str) -> set[str]:
-        if not isinstance(d, dict):
-            return {prefix}
-        return set().union(*(leaves(v, f"{prefix}.{k}" if prefix else str(k)) for k, v in d.items())) if d else set()
-
-    return leaves(yaml.safe_load(Path(path).read_text()) or {}, "")
+    return data or {}
 
 
 def save_yaml(cfg: Any, path: str | Path, *, header: str = "") -> None:

@@ -7,7 +7,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from scalerl.config import load_yaml, resolve_key, to_dict, yaml_keys
+from scalerl.config import load_yaml_and_keys, resolve_key, to_dict
 from scalerl.errors import InputError
 from scalerl.train.config import TrainConfig, absolute_paths, resolve, sync_means_k1, with_recipe
 from scalerl.train.profiles import SUMMARY, choose_profile
@@ -38,9 +38,11 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args, *, output: str | None = None, quiet: bool = False) -> TrainConfig:
-    cfg = load_yaml(TrainConfig, args.config) if args.config else TrainConfig()
     if args.config:  # a file that says pipeline: sync and no k means k = 1, as --set does
-        cfg = sync_means_k1(cfg, yaml_keys(args.config))
+        cfg, written = load_yaml_and_keys(TrainConfig, args.config)
+        cfg = sync_means_k1(cfg, written)
+    else:
+        cfg = TrainConfig()
     if args.recipe:
         cfg = with_recipe(cfg, args.recipe)
     flags = {
