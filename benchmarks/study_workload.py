@@ -34,7 +34,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FAMILIES = ("model-size", "gen-length", "batch-size", "efficiency", "model-size-compute")
+FAMILIES = ("model-size", "gen-length", "batch-size", "efficiency", "model-size-compute", "model-size-verified",
+            "gen-length-verified")
 
 
 def spec_file(family: str) -> Path:

@@ -127,3 +127,65 @@ def test_bad_task_setting_from_the_command_line_exits_2(warm_tiny_dir, tmp_path,
     err = capsys.readouterr().err.strip()
     # A model directory on a CPU gets the profile note first; the error itself is one line.
     assert "Traceback" not in err and err.splitlines()[-1].startswith("scalerl train: error: arithmetic-mix")
+
+
+def _completion_under_interruption(task, p, controller, tokenizer, budget):
+    """What a perfect scratchpad policy that *also knows the sum* writes under the thinking budget:
+    the reference scratchpad, cut and closed by the forced phrase where it does not fit, then the
+    right answer (the best any guess could do)."""
+    state = controller.start(random.Random(0))
+    state.think_budget = budget
+    ids = list(tokenizer(task.reference_completion(p).split("</think>")[0] + "</think>",
+                         add_special_tokens=False).input_ids)
+    out = []
+    for t in ids:
+        while state.forced_token() is not None:
+            out.append(state.forced_token())
+            state.observe(out[-1])
+        if state.phase.name != "THINKING":
+            break
+        out.append(t)
+        state.observe(t)
+    while state.forced_token() is not None:
+        out.append(state.forced_token())
+        state.observe(out[-1])
+    return tokenizer.decode(out) + p.answer, state.interrupted
+
+
+def test_verify_scratchpad_makes_the_ceiling_a_hard_bound(char_tokenizer):
+    """With ``verify_scratchpad`` even a policy that knows every sum cannot pass a problem whose
+    scratchpad was cut: its pass rate under the real interruption controller is exactly
+    ``ceiling(budget)``. Without it the same policy passes everything (the creep past the cap)."""
+    lo, hi = 26, 34
+    controller = InterruptionController.from_tokenizer(char_tokenizer, think_budget=(lo, hi), answer_budget=8,
+                                                       max_new_tokens=48)
+    loose = ArithmeticMixTask(n_train=300, n_val=150, n_per_length=0)
+    strict = ArithmeticMixTask(n_train=300, n_val=150, n_per_length=0, verify_scratchpad=True)
+    val = strict.eval_sets()["val"]
+    assert [p.id for p in val] == [p.id for p in loose.eval_sets()["val"]]
+    passed = {"loose": 0.0, "strict": 0.0}
+    cut = 0
+    for p in val:
+        for budget in range(lo, hi + 1):
+            text, interrupted = _completion_under_interruption(strict, p, controller, char_tokenizer, budget)
+            cut += interrupted
+            passed["loose"] += (loose.reward(p, text) > 0) / (hi - lo + 1)
+            passed["strict"] += (strict.reward(p, text) > 0) / (hi - lo + 1)
+    assert cut > 0
+    assert passed["loose"] / len(val) == pytest.approx(1.0)
+    assert passed["strict"] / len(val) == pytest.approx(strict.ceiling((lo, hi)), abs=1e-9)
+
+
+def test_verify_scratchpad_rewards_only_the_complete_right_scratchpad():
+    strict = ArithmeticMixTask(n_train=300, n_val=150, n_per_length=0, verify_scratchpad=True)
+    p = strict.eval_sets()["val"][0]
+    ref = strict.reference_completion(p)
+    assert strict.reward(p, ref) == 1.0 and strict.reward(p, "  " + ref + "\n") == 1.0
+    think, answer = ref.split("</think>")
+    wrong_line = think.replace("+", "-", 1) + "</think>" + answer  # right sum, a wrong scratchpad line
+    skipped = "<think>" + think.split("\n", 1)[1] + "</think>" + answer  # right sum, first column not written
+    assert strict.reward(p, wrong_line) == -1.0 and strict.reward(p, skipped) == -1.0
+    assert ArithmeticMixTask(n_train=300, n_val=150, n_per_length=0).reward(p, skipped) == 1.0
+    assert strict.reward(p, think + "</think>" + str(int(p.answer) + 1)) == -1.0
+    # From the command line: task.settings reach the task.
+    assert get_task("arithmetic-mix", verify_scratchpad=True, n_train=300, n_val=150, n_per_length=0).verify_scratchpad

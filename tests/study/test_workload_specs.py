@@ -22,7 +22,8 @@ def _by_label(plans):
     return {p.variant.label: p for p in plans}
 
 
-@pytest.mark.parametrize("name", ["model-size", "model-size-compute", "gen-length", "batch-size", "efficiency"])
+@pytest.mark.parametrize("name", ["model-size", "model-size-compute", "gen-length", "batch-size", "efficiency",
+                                  "model-size-verified", "gen-length-verified"])
 def test_every_workload_family_runs_the_workload_with_three_seeds(name, tmp_path):
     spec, plans = _plans(name, tmp_path)
     assert spec.seeds >= 3 and {p.seed for p in plans} == set(range(spec.seeds))
@@ -91,3 +92,17 @@ def test_task_is_part_of_what_a_run_is(tmp_path):
     # The profile follows the task: the workload's thinking budget, the 2-digit task's.
     assert {tuple(p.config.recipe.length.think_budget) for p in mix} == {(26, 34)}
     assert {tuple(p.config.recipe.length.think_budget) for p in plain} == {(18, 26)}
+
+
+@pytest.mark.parametrize("name", ["model-size", "gen-length"])
+def test_verified_families_are_the_same_runs_with_a_process_verified_reward(name, tmp_path):
+    """Only the reward differs: every run of ``<name>-verified`` is ``<name>``'s with the task's
+    ``verify_scratchpad`` on (so the cap by construction is a hard bound)."""
+    _, plain = _plans(name, tmp_path / "plain")
+    _, verified = _plans(f"{name}-verified", tmp_path / "verified")
+    assert [p.variant.label for p in verified] == [p.variant.label for p in plain]
+    for a, b in zip(plain, verified):
+        assert a.config.task.settings == {} and b.config.task.settings == {"verify_scratchpad": True}
+        b.config.task.settings = {}
+        b.config.run.output = a.config.run.output
+        assert b.config == a.config

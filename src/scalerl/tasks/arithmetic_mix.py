@@ -43,7 +43,7 @@ from functools import cached_property
 from typing import Sequence
 
 from scalerl.errors import InputError
-from scalerl.tasks.arithmetic import final_answer, is_held_out, reference_completion, scratchpad
+from scalerl.tasks.arithmetic import THINK_CLOSE, THINK_OPEN, final_answer, is_held_out, reference_completion, scratchpad
 from scalerl.tasks.base import Problem
 
 #: Draws allowed per wanted pair when sampling distinct pairs of one length (bounded loops).
@@ -91,6 +91,12 @@ class ArithmeticMixTask:
     """Seeds which held-out problems form the eval sets and the order of the training pool."""
     split_salt: str = "scalerl-arithmetic-v1"
     """Key of the train/held-out partition (``arithmetic``'s: the two tasks share it)."""
+    verify_scratchpad: bool = False
+    """Reward +1 only when the thinking is the complete reference scratchpad (every column
+    written, right, and nothing cut) *and* the sum is right. Off (the default): the sum alone
+    decides, so a policy can pass a cut problem by working out the last columns without writing
+    them, and curves creep past :meth:`ceiling`. On: a cut problem always fails, so
+    :meth:`ceiling` is a hard upper bound of the pass rate (a process-verified reward)."""
     name: str = field(default="arithmetic-mix", init=False)
 
     def __post_init__(self) -> None:
@@ -127,7 +133,15 @@ class ArithmeticMixTask:
 
     def reward(self, problem: Problem, completion: str) -> float:
         answer = final_answer(completion)
-        return 1.0 if answer is not None and str(answer) == problem.answer else -1.0
+        if answer is None or str(answer) != problem.answer:
+            return -1.0
+        if self.verify_scratchpad and not completion.lstrip().startswith(self._reference_thinking(problem)):
+            return -1.0  # right sum, but not from a complete scratchpad (cut, skipped or wrong lines)
+        return 1.0
+
+    @staticmethod
+    def _reference_thinking(problem: Problem) -> str:
+        return f"{THINK_OPEN}{scratchpad(problem.meta['a'], problem.meta['b'])}{THINK_CLOSE}"
 
     # ---- extras ------------------------------------------------------------------------------
     def reference_completion(self, problem: Problem) -> str:
@@ -145,7 +159,8 @@ class ArithmeticMixTask:
         """Everything that determines the problems (for cache keys and run-log headers)."""
         return {"name": self.name, "min_digits": self.min_digits, "max_digits": self.max_digits,
                 "n_train": self.n_train, "n_val": self.n_val, "n_per_length": self.n_per_length,
-                "held_out_fraction": self.held_out_fraction, "seed": self.seed, "split_salt": self.split_salt}
+                "held_out_fraction": self.held_out_fraction, "seed": self.seed, "split_salt": self.split_salt,
+                "verify_scratchpad": self.verify_scratchpad}
 
     # ---- construction ------------------------------------------------------------------------
     @staticmethod
