@@ -37,19 +37,27 @@ def _assert_follows(got, want):
                 assert g[k] == v, (w.get("step"), k)
 
 
-def test_nproc_2_follows_nproc_1(tiny_dir, tmp_path, capsys):
-    one, two = tmp_path / "one", tmp_path / "two"
-    assert main(small_args(one, *SYNC)) == 0
+@pytest.fixture(scope="module")
+def one_process_run(tiny_dir, tmp_path_factory):
+    """The reference: the same run in one process (``--nproc 1``)."""
+    out = tmp_path_factory.mktemp("nproc") / "one"
+    assert main(small_args(out, *SYNC, "--no-report")) == 0
+    return out
+
+
+def test_nproc_2_follows_nproc_1(one_process_run, tmp_path, capsys):
+    two = tmp_path / "two"
     assert main(small_args(two, *SYNC, "--nproc", "2")) == 0
     assert "final model" in capsys.readouterr().out
-    _assert_follows(_rows(two), _rows(one))
+    _assert_follows(_rows(two), _rows(one_process_run))
     assert json.loads((two / "final" / "config.json").read_text())["dtype"] == "float32"
 
 
-def test_nproc_2_resumes_after_kill_9(tiny_dir, tmp_path):
-    ref, killed = tmp_path / "ref", tmp_path / "killed"
-    cmd = lambda out: [sys.executable, "-m", "scalerl.cli", *small_args(out, *SYNC, "--nproc", "2")]
-    subprocess.run(cmd(ref), check=True, capture_output=True, env=dict(os.environ))
+def test_nproc_2_resumes_after_kill_9(one_process_run, tmp_path):
+    """Killed and resumed with two processes, the run still follows the one-process run (which
+    an uninterrupted two-process run follows: the test above), row for row."""
+    killed = tmp_path / "killed"
+    cmd = lambda out: [sys.executable, "-m", "scalerl.cli", *small_args(out, *SYNC, "--nproc", "2", "--no-report")]
     # Its own process group: kill -9 reaches the launcher and both ranks at once.
     proc = subprocess.Popen(cmd(killed), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 300
@@ -62,8 +70,8 @@ def test_nproc_2_resumes_after_kill_9(tiny_dir, tmp_path):
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert main(["train", "--output", str(killed), "--resume", "--no-progress"]) == 0
-    _assert_follows(_rows(killed), _rows(ref))
+    assert main(["train", "--output", str(killed), "--resume", "--no-progress", "--no-report"]) == 0
+    _assert_follows(_rows(killed), _rows(one_process_run))
 
 
 def test_nproc_refuses_what_it_does_not_shard(tmp_path, capsys):

@@ -19,7 +19,8 @@ TIMING = ("gpu_hours",)
 
 
 def _cmd(out, *extra):
-    args = small_args(out, "--steps", "6", *extra)
+    # No report: it is the same code after any run (tested elsewhere) and its plots cost seconds.
+    args = small_args(out, "--steps", "6", "--no-report", *extra)
     return [sys.executable, "-m", "scalerl.cli", *args]
 
 
@@ -51,8 +52,10 @@ def _wait_for_row(log, predicate, proc, timeout=240):
 def test_kill_and_resume_matches_an_uninterrupted_run(tiny_dir, tmp_path, pipeline):
     env = dict(os.environ)
     ref, killed = tmp_path / "ref", tmp_path / "killed"
-    subprocess.run(_cmd(ref, *pipeline), check=True, env=env, capture_output=True)
-
+    # The uninterrupted reference runs beside the one to be killed (the two cores both work; the
+    # runs are seeded, so sharing the machine changes no row).
+    ref_err = tmp_path / "ref.stderr"
+    ref_proc = subprocess.Popen(_cmd(ref, *pipeline), env=env, stdout=subprocess.DEVNULL, stderr=ref_err.open("w"))
     proc = subprocess.Popen(_cmd(killed, *pipeline), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     # Kill between two checkpoints (they are written at steps 0, 2, 4, 6): right after step 3's row.
     _wait_for_row(killed / "runlog.jsonl", lambda r: r.get("type") == "train" and r.get("step") == 3, proc)
@@ -62,8 +65,9 @@ def test_kill_and_resume_matches_an_uninterrupted_run(tiny_dir, tmp_path, pipeli
     assert max(r["step"] for r in partial) < 6  # it really was interrupted
 
     resumed = subprocess.run([sys.executable, "-m", "scalerl.cli", "train", "--output", str(killed), "--resume",
-                              "--no-progress"], env=env, capture_output=True, text=True)
+                              "--no-progress", "--no-report"], env=env, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
+    assert ref_proc.wait(timeout=300) == 0, ref_err.read_text()
     assert _comparable(killed) == _comparable(ref)
 
 
@@ -85,7 +89,7 @@ def test_pipeline_rl_kill_and_resume_trains_every_batch_once(tiny_dir, tmp_path)
     assert not alive, f"left behind: {[p.cmdline() for p in alive]}"
 
     resumed = subprocess.run([sys.executable, "-m", "scalerl.cli", "train", "--output", str(out), "--resume",
-                              "--no-progress"], env=dict(os.environ), capture_output=True, text=True)
+                              "--no-progress", "--no-report"], env=dict(os.environ), capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     _, rows, notes = read_runlog(out / "runlog.jsonl")
     assert not notes

@@ -71,10 +71,12 @@ def test_output_holding_a_run_is_refused(tiny_dir, tmp_path, capsys):
 
 def test_resume_extends_a_finished_run(tiny_dir, tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(small_args(out, "--set", "pipeline=sync", "--set", "k=1")) == 0
+    assert main(small_args(out, "--set", "pipeline=sync", "--set", "k=1", "--no-report")) == 0
+    assert "scalerl report" in capsys.readouterr().out and not (out / "report.html").exists()  # --no-report
     assert main(["train", "--output", str(out), "--resume", "--steps", "6", "--no-progress"]) == 0
     _, rows = _rows(out)
     assert [r["step"] for r in rows if r["type"] == "eval"] == [0, 2, 4, 6]
+    assert (out / "report.html").exists()  # --no-report is not part of the run: the resumed one wrote it
 
 
 def test_bad_model_path_exits_2(tmp_path, capsys):

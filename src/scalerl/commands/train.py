@@ -29,6 +29,8 @@ def add_arguments(p) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="delete --output first if it holds a scalerl run (e.g. a crashed one); refuses any other directory")
     p.add_argument("--print-config", action="store_true", help="print the resolved config as YAML and exit")
+    p.add_argument("--no-report", action="store_true",
+                   help="skip the report at the end (plots and fits, a few seconds); `scalerl report DIR` writes it later")
 
 
 def run(args) -> int:
@@ -46,10 +48,10 @@ def run(args) -> int:
         return 0
     if args.overwrite:
         overwrite_run_dir(Path(cfg.run.output))
-    return _start(cfg, resume=False)
+    return _start(cfg, resume=False, report=not args.no_report)
 
 
-def _start(cfg, *, resume: bool) -> int:
+def _start(cfg, *, resume: bool, report: bool = True) -> int:
     """One process, ``run.nproc`` spawned here, or this rank of a torchrun-launched group."""
     from scalerl.train.distributed import env_rank
 
@@ -62,16 +64,16 @@ def _start(cfg, *, resume: bool) -> int:
 
             check_output(Path(cfg.run.output), resume)
         summary = run_rank(cfg, resume=resume)
-        return _finish(summary) if summary is not None else 0
+        return _finish(summary, report) if summary is not None else 0
     if cfg.run.nproc > 1:
         from scalerl.train.launch import launch
         from scalerl.train.trainer import check_output
 
         check_output(Path(cfg.run.output), resume)  # here, before any process starts
-        return _finish(launch(cfg, resume=resume))
+        return _finish(launch(cfg, resume=resume), report)
     from scalerl.train.trainer import Trainer
 
-    return _finish(Trainer(cfg, resume=resume).run())
+    return _finish(Trainer(cfg, resume=resume).run(), report)
 
 
 def _resume(args) -> int:
@@ -97,14 +99,18 @@ def _resume(args) -> int:
         return 0
     cfg = resumed_config(output, steps=args.steps, threads=args.threads,
                          progress=False if args.no_progress else None, nproc=args.nproc)
-    return _start(cfg, resume=True)
+    return _start(cfg, resume=True, report=not args.no_report)
 
 
-def _finish(summary) -> int:
+def _finish(summary, report: bool = True) -> int:
     from scalerl.train.report import summary_lines, write_run_report
 
-    report = write_run_report(summary.output)
     print(f"run directory: {summary.output}")
+    if not report:
+        print(f"report: not written (--no-report; `scalerl report {summary.output}` writes it)  "
+              f"final model: {summary.output / 'final'}")
+        return 0
+    report = write_run_report(summary.output)
     for k, v in summary_lines(report):
         print(f"  {k}: {v}")
     print(f"report: {summary.output / 'report.html'}  final model: {summary.output / 'final'}")
