@@ -6,6 +6,7 @@ from transformers import DynamicCache
 
 from scalerl.generate.base import Generator, SamplingParams
 from scalerl.generate.hf import HFGenerator
+from scalerl.generate.layout import forward_kwargs
 from scalerl.generate.logprobs import completion_logprobs, pack_completions
 from scalerl.generate.sampling import nucleus_filter, token_logprobs
 
@@ -202,10 +203,11 @@ def test_weights_updated_mid_generation_apply_from_the_next_step(random_model, c
     old = build_tiny_model(char_tokenizer, _arch(random_model), seed=0)
     ids = torch.tensor([out.prompt_ids + out.token_ids])
     p = len(out.prompt_ids)
+    cache_arg, _ = forward_kwargs(old)  # "cache" (transformers >= 5.2x) or "past_key_values"
     with torch.no_grad():
         cache = DynamicCache(config=old.config)
-        first = old(input_ids=ids[:, : p + 5], cache=cache, use_cache=True).logits
-        rest = other(input_ids=ids[:, p + 5 : -1], cache=cache, use_cache=True).logits
+        first = old(input_ids=ids[:, : p + 5], use_cache=True, **{cache_arg: cache}).logits
+        rest = other(input_ids=ids[:, p + 5 : -1], use_cache=True, **{cache_arg: cache}).logits
     logits = torch.cat([first[:, p - 1 :], rest], dim=1)[0]
     expected = token_logprobs(logits, torch.tensor(out.token_ids), 1.0)
     assert torch.allclose(torch.tensor(out.logprobs), expected, atol=1e-4)
