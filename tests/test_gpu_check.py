@@ -33,6 +33,7 @@ def test_gpu_check_dry_mode_runs_without_optional_packages(tmp_path):
     assert agree and int(agree.group(1)) > 0 and float(agree.group(2)) < 1e-2
     moved = [float(x) for x in re.findall(r"weights moved ([0-9.]+)%", text)]
     assert len(moved) == 2 and min(moved) > 99.0  # bf16 checkpoint, fp32 masters: every weight moves
-    gap = re.search(r"largest relative loss gap to one process ([0-9.e+-]+) over (\d+) steps", text)
-    assert gap and int(gap.group(2)) == 2 and float(gap.group(1)) < 1e-2  # FSDP's bf16 casts vs autocast
+    gap = re.search(r"largest relative loss gap to one process ([0-9.e+-]+) over (\d+) steps \(of (\d+);", text)
+    # FSDP's bf16 casts vs autocast, on the steps that trained on the same completions (at least one).
+    assert gap and int(gap.group(3)) == 2 and int(gap.group(2)) >= 1 and float(gap.group(1)) < 1e-2
     assert "samples/s" in text
