@@ -187,5 +187,6 @@ def test_verify_scratchpad_rewards_only_the_complete_right_scratchpad():
     assert strict.reward(p, wrong_line) == -1.0 and strict.reward(p, skipped) == -1.0
     assert ArithmeticMixTask(n_train=300, n_val=150, n_per_length=0).reward(p, skipped) == 1.0
     assert strict.reward(p, think + "</think>" + str(int(p.answer) + 1)) == -1.0
+    assert strict.reward(p, ref.replace("</think>", "</think>0</think>")) == -1.0  # something between
     # From the command line: task.settings reach the task.
     assert get_task("arithmetic-mix", verify_scratchpad=True, n_train=300, n_val=150, n_per_length=0).verify_scratchpad

@@ -135,8 +135,10 @@ class ArithmeticMixTask:
         answer = final_answer(completion)
         if answer is None or str(answer) != problem.answer:
             return -1.0
-        if self.verify_scratchpad and not completion.lstrip().startswith(self._reference_thinking(problem)):
-            return -1.0  # right sum, but not from a complete scratchpad (cut, skipped or wrong lines)
+        if self.verify_scratchpad:
+            thinking, text = self._reference_thinking(problem), completion.strip()
+            if not (text.startswith(thinking) and text[len(thinking):].strip() == problem.answer):
+                return -1.0  # right sum, but not right after a complete scratchpad (cut, skipped or wrong lines)
         return 1.0
 
     @staticmethod
