@@ -14,6 +14,8 @@ recipe on tiny-m, [26, 34], 16 prompts is in every family -- is copied instead o
 stays with the family that trained it and is shown as "shared". Families: model-size, gen-length,
 batch-size (the ceiling movers), model-size-compute (model size at equal FLOPs) and efficiency
 (loss aggregation, advantage normalisation, no-positive-resampling, PPO-off-policy-8 vs PipelineRL-8).
+The ``*-verified`` families are the ceiling movers' runs with a process-verified reward
+(``task.settings.verify_scratchpad``: a cut scratchpad never passes, so the cap is a hard bound).
 
 Printed per family: its CPU time -- the study process and every worker it reaped, user + system,
 from ``os.wait4`` (the figure that does not depend on how loaded the machine is) -- and its wall
