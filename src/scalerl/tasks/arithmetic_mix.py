@@ -108,6 +108,8 @@ class ArithmeticMixTask:
         for n in ("n_train", "n_val"):
             if getattr(self, n) < 1:
                 raise InputError(f"arithmetic-mix task: {n} must be >= 1, got {getattr(self, n)}")
+        if not isinstance(self.verify_scratchpad, bool):  # YAML "yes"/"no" are bools; a typo is not
+            raise InputError(f"arithmetic-mix task: verify_scratchpad must be true or false, got {self.verify_scratchpad!r}")
         if self.n_per_length < 0:
             raise InputError(f"arithmetic-mix task: n_per_length must be >= 0, got {self.n_per_length}")
         # The shortest length must hold enough held-out pairs for its share of val (1 column: 10).
