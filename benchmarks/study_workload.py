@@ -36,9 +36,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FAMILIES = ("model-size", "gen-length", "batch-size", "efficiency", "model-size-compute", "model-size-verified",
-            "gen-length-verified", "batch-size-verified",
-            "model-size-compute-verified")
+FAMILIES = ("model-size", "gen-length", "batch-size", "efficiency", "model-size-compute",
+            "model-size-verified", "gen-length-verified", "batch-size-verified", "model-size-compute-verified")
 
 
 def spec_file(family: str) -> Path:

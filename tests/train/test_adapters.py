@@ -9,7 +9,7 @@ import torch
 from scalerl.config import apply_overrides
 from scalerl.generate.base import SamplingParams
 from scalerl.generate.hf import HFGenerator
-from scalerl.generate.logprobs import _checkpointing, completion_logprobs, pack_completions
+from scalerl.generate.logprobs import checkpointing_enabled, completion_logprobs, pack_completions
 from scalerl.models.lora import generator_copy, generator_state_dict, has_lora
 from scalerl.pipeline.landing import Landing, UpdatePlan, WeightHistory
 from scalerl.rl.presets import get_recipe
@@ -62,7 +62,7 @@ def llama(user_model):
 def test_gradient_checkpointing_gives_the_same_gradients(llama):
     plain = _policy(llama)
     checkpointed = _policy(llama, "model.gradient_checkpointing=true")
-    assert _checkpointing(checkpointed.model) and not _checkpointing(plain.model)
+    assert checkpointing_enabled(checkpointed.model) and not checkpointing_enabled(plain.model)
     groups = _groups(copy.deepcopy(plain.model), plain.tokenizer)
     reference = _gradients(plain, groups)
     for share_prompt in (True, False):  # the shared-prompt pass falls back to whole sequences (no KV cache)

@@ -68,7 +68,7 @@ def completion_logprobs(model: Any, batch: dict[str, torch.Tensor], temperature:
     return token_logprobs(logits, batch["completion_ids"], temperature) * batch["completion_mask"]
 
 
-def _checkpointing(model: Any) -> bool:
+def checkpointing_enabled(model: Any) -> bool:
     """Whether gradient (activation) checkpointing is on (the attribute's name changed in transformers 5)."""
     for name in ("is_activation_checkpointing", "is_gradient_checkpointing"):
         if hasattr(type(model), name):
@@ -90,7 +90,7 @@ def shared_prompt_logprobs(
 
     Returns ``(logprobs [N, T], completion_ids [N, T], completion_mask [N, T])``.
     """
-    if model.training and torch.is_grad_enabled() and _checkpointing(model):
+    if model.training and torch.is_grad_enabled() and checkpointing_enabled(model):
         # A checkpointed layer drops the KV cache in training (transformers does, as the replay
         # would write it twice), so the prompt pass cannot be shared: score every sequence whole.
         batch = pack_completions(completions, pad_token_id, device)

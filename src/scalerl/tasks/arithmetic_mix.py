@@ -134,18 +134,19 @@ class ArithmeticMixTask:
         return sets
 
     def reward(self, problem: Problem, completion: str) -> float:
-        answer = final_answer(completion)
-        if answer is None or str(answer) != problem.answer:
-            return -1.0
         if self.verify_scratchpad:
-            thinking, text = self._reference_thinking(problem), completion.strip()
-            if not (text.startswith(thinking) and text[len(thinking):].strip() == problem.answer):
-                return -1.0  # right sum, but not right after a complete scratchpad (cut, skipped or wrong lines)
-        return 1.0
+            passed = self._after_reference_scratchpad(problem, completion)
+        else:
+            answer = final_answer(completion)
+            passed = answer is not None and str(answer) == problem.answer
+        return 1.0 if passed else -1.0
 
     @staticmethod
-    def _reference_thinking(problem: Problem) -> str:
-        return f"{THINK_OPEN}{scratchpad(problem.meta['a'], problem.meta['b'])}{THINK_CLOSE}"
+    def _after_reference_scratchpad(problem: Problem, completion: str) -> bool:
+        """The right sum right after the complete reference scratchpad (nothing cut, skipped or wrong)."""
+        thinking = f"{THINK_OPEN}{scratchpad(problem.meta['a'], problem.meta['b'])}{THINK_CLOSE}"
+        text = completion.strip()
+        return text.startswith(thinking) and text[len(thinking):].strip() == problem.answer
 
     # ---- extras ------------------------------------------------------------------------------
     def reference_completion(self, problem: Problem) -> str:
