@@ -24,7 +24,7 @@ def _by_label(plans):
 
 @pytest.mark.parametrize("name", ["model-size", "model-size-compute", "gen-length", "batch-size", "efficiency",
                                   "model-size-verified", "gen-length-verified", "batch-size-verified",
-                                  "model-size-compute-verified"])
+                                  "model-size-compute-verified", "efficiency-verified"])
 def test_every_workload_family_runs_the_workload_with_three_seeds(name, tmp_path):
     spec, plans = _plans(name, tmp_path)
     assert spec.seeds >= 3 and {p.seed for p in plans} == set(range(spec.seeds))
@@ -95,7 +95,7 @@ def test_task_is_part_of_what_a_run_is(tmp_path):
     assert {tuple(p.config.recipe.length.think_budget) for p in plain} == {(18, 26)}
 
 
-@pytest.mark.parametrize("name", ["model-size", "gen-length", "batch-size", "model-size-compute"])
+@pytest.mark.parametrize("name", ["model-size", "gen-length", "batch-size", "model-size-compute", "efficiency"])
 def test_verified_families_are_the_same_runs_with_a_process_verified_reward(name, tmp_path):
     """Only the reward differs: every run of ``<name>-verified`` is ``<name>``'s with the task's
     ``verify_scratchpad`` on (so the cap by construction is a hard bound)."""
