@@ -5,20 +5,24 @@ from __future__ import annotations
 import argparse
 import math
 
+from scalerl.curves.io import READERS
 from scalerl.curves.solver import PaperGrid
 from scalerl.errors import InputError
 
 
 def add_data_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
     if many:
-        p.add_argument("paths", nargs="+", metavar="PATH", help="run logs (JSONL, CSV, W&B CSV export, TensorBoard dir)")
+        p.add_argument("paths", nargs="+", metavar="PATH",
+                       help="run logs (JSONL, CSV, W&B CSV export, TensorBoard dir, verl console log, trainer_state.json)")
     else:
-        p.add_argument("path", metavar="PATH", help="run log (JSONL, CSV, W&B CSV export, TensorBoard dir or event file)")
-    p.add_argument("--x", required=True, metavar="COL", help="compute column (e.g. gpu_hours, flops, step)")
+        p.add_argument("path", metavar="PATH", help="run log (JSONL, CSV, W&B CSV export, TensorBoard dir or event file, "
+                                                    "verl console log, HF/TRL trainer_state.json or its run dir)")
+    p.add_argument("--x", required=True, metavar="COL",
+                   help="compute column (e.g. gpu_hours, flops, step); cum:COL is its running total (cum:timing_s/step)")
     p.add_argument("--y", required=True, metavar="COL", help="metric column (a pass rate in [0, 1])")
     if not many:
         p.add_argument("--run", metavar="NAME", help="which run, when the file holds several")
-    p.add_argument("--format", choices=["csv", "jsonl", "wandb", "tensorboard"], help="log format (default: from the path)")
+    p.add_argument("--format", choices=list(READERS), help="log format (default: from the path)")
     p.add_argument("--y-scale", type=float, default=1.0, metavar="S", help="multiply y by S (0.01 for percentages)")
     p.add_argument("--unbounded", action="store_true", help="y is not a pass rate: no [0, 1] check, A not capped at 1")
 

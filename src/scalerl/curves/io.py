@@ -5,10 +5,15 @@ Formats (chosen from the path, or by ``fmt``):
 * ``jsonl`` -- scalerl's run log (a header line, then rows), or any JSON-lines log;
 * ``csv`` -- one run, or many with a ``run`` column; ``#`` comment lines allowed;
 * ``wandb`` -- a W&B chart export (columns ``"<run> - <metric>"``, plus ``__MIN``/``__MAX``);
-* ``tensorboard`` -- event files (a file, or a directory; each sub-directory is a run).
+* ``tensorboard`` -- event files (a file, or a directory; each sub-directory is a run);
+* ``verl`` -- verl's console log, the stdout of a run (``step:N - key:value - ...`` lines);
+* ``hf-trainer`` -- a Hugging Face / TRL ``trainer_state.json``, or the run directory holding
+  its ``checkpoint-*`` directories (the latest one is read).
 
 The user names the x (compute) and y (metric) columns. An unknown name is an error that
-lists the available ones. Missing, NaN and infinite values are dropped and counted.
+lists the available ones. Missing, NaN and infinite values are dropped and counted. In the
+row logs (jsonl, verl, hf-trainer) x may be ``cum:COL``, the running total of a per-step column
+(``cum:timing_s/step``), or ``cum:GLOB``, of every column matching it (``cum:timing/*``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from pathlib import Path
 from typing import Callable
 
 from scalerl.curves.data import Curve
+from scalerl.curves.hf_trainer_log import is_trainer_state, read_trainer_state_rows
+from scalerl.curves.verl_log import looks_like_verl, read_verl_rows
 from scalerl.errors import InputError
 from scalerl.runlog import read_runlog
 
@@ -127,20 +134,95 @@ def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float
 def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True, run_column: str = "run") -> list[Curve]:
     path = Path(path)
     header, rows, notes = read_runlog(path)
-    keys: set[str] = set()
-    for r in rows:
-        keys.update(r)
-    for kind, col in (("x", x), ("y", y)):
-        if col not in keys:
-            raise _unknown_column(path, kind, col, keys - {"type"})
     default_name = str(header.get("run") or header.get("recipe") or path.parent.name or path.stem)
+    return curves_from_rows(path, rows, x, y, default_name=default_name, notes=notes, y_scale=y_scale,
+                            bounded=bounded, run_column=run_column)
+
+
+def read_verl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
+    """verl's console log (its stdout): see :mod:`scalerl.curves.verl_log`."""
+    path = Path(path)
+    rows, notes = read_verl_rows(path)
+    if not rows:
+        raise InputError(f"{path}: no verl step lines ('step:N - key:value - ...') in the file")
+    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)
+
+
+def read_hf_trainer(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
+    """A Hugging Face / TRL ``trainer_state.json`` (or the run directory holding its checkpoints)."""
+    path = Path(path)
+    rows, name, notes = read_trainer_state_rows(path)
+    return curves_from_rows(path, rows, x, y, default_name=name, notes=notes, y_scale=y_scale, bounded=bounded)
+
+
+# --------------------------------------------------------------------------- rows -> curves
+
+#: ``--x cum:COL``: the running total of a per-step column (``cum:timing_s/step``: wall seconds so
+#: far), or of every column matching a glob (``cum:timing/*``: the sum of the timed phases).
+CUMULATIVE = "cum:"
+
+
+def _cumulative_columns(path: Path, rows: list[dict], pattern: str) -> Callable[[dict], float]:
+    """The per-row amount ``cum:PATTERN`` adds up: one column, or the sum of every column matching
+    a glob. Rows without it (evaluation-only rows) add 0; a value that is not a number is an error."""
+    import fnmatch
+
+    keys: set[str] = set().union(*rows) if rows else set()
+    globbed = any(c in pattern for c in "*?[")
+    cols = sorted(k for k in keys if fnmatch.fnmatchcase(k, pattern)) if globbed else [pattern] if pattern in keys else []
+    if not cols:
+        raise _unknown_column(path, "x", CUMULATIVE + pattern, {CUMULATIVE + k for k in keys if k != "type"})
+
+    def amount(r: dict) -> float:
+        total = 0.0
+        for c in cols:
+            v = r.get(c)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise InputError(f"{path}: value {v!r} of {c!r} in a row at step {r.get('step', '?')} is not a number "
+                                 f"(needed for --x {CUMULATIVE}{pattern})")
+            if math.isfinite(v):
+                total += float(v)
+        return total
+
+    return amount
+
+
+def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_name: str, notes=(),
+                     y_scale: float = 1.0, bounded: bool = True, run_column: str = "run") -> list[Curve]:
+    """Curves from a log's rows (dicts, in log order): every row holding ``y`` is a point; rows
+    without it (training metrics) are not. ``x`` may be ``cum:COL`` (a running total, per run, over
+    every row). A point whose row lacks the x column takes the latest x logged before it (said in
+    the notes); one whose x or y is null is dropped and counted."""
+    keys: set[str] = set().union(*rows) if rows else set()
+    cumulative = _cumulative_columns(path, rows, x[len(CUMULATIVE):]) if x.startswith(CUMULATIVE) else None
+    for kind, col in (("x", x), ("y", y)):
+        if col not in keys and not (kind == "x" and cumulative):
+            raise _unknown_column(path, kind, col, keys - {"type"})
     groups: "OrderedDict[str, tuple[list[float], list[float], list[int]]]" = OrderedDict()
+    totals: dict[str, float] = {}  # cum: the running total so far, per run
+    latest: dict[str, object] = {}  # the last x logged, per run
+    carried: dict[str, int] = {}
     for r in rows:
+        name = str(r.get(run_column, default_name))
+        if cumulative is not None:
+            totals[name] = totals.get(name, 0.0) + cumulative(r)
+        elif x in r:
+            latest[name] = r[x]
         if y not in r:  # another kind of row (training metrics): not an evaluation
             continue
-        name = str(r.get(run_column, default_name))
         xs, ys, dropped = groups.setdefault(name, ([], [], [0]))
-        vx, vy = r.get(x), r.get(y)
+        if cumulative is not None:
+            vx = totals[name]
+        elif x in r:
+            vx = r[x]
+        else:
+            # Evaluation rows that do not log the compute counter (TRL's log_history: num_tokens is on
+            # the training rows): the counter as the latest row before the evaluation left it.
+            vx = latest.get(name)
+            carried[name] = carried.get(name, 0) + (vx is not None)
+        vy = r.get(y)
         if vx is None or vy is None:
             dropped[0] += 1
             continue
@@ -149,9 +231,14 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
             raise InputError(f"{path}: value {bad!r} in a row at step {r.get('step', '?')} is not a number")
         xs.append(float(vx))
         ys.append(float(vy) * y_scale)
+    def run_notes(name: str) -> tuple[str, ...]:
+        n = carried.get(name, 0)
+        return tuple(notes) + ((f"{n} evaluation(s) do not log {x!r}: each takes it from the latest row before it",)
+                               if n else ())
+
     return [
         Curve.from_arrays(xs, ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded,
-                          dropped=d[0], notes=tuple(notes))
+                          dropped=d[0], notes=run_notes(name))
         for name, (xs, ys, d) in groups.items()
     ]
 
@@ -207,18 +294,29 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "wandb": read_csv,  # detected from the header; the name is accepted for clarity
     "jsonl": read_jsonl,
     "tensorboard": read_tensorboard,
+    "verl": read_verl,
+    "hf-trainer": read_hf_trainer,
 }
 
 
 def detect_format(path: Path) -> str:
     name = path.name.lower()
-    if path.is_dir() or "tfevents" in name:
+    if path.is_dir():
+        return "hf-trainer" if is_trainer_state(path) else "tensorboard"
+    if "tfevents" in name:
         return "tensorboard"
+    if name.endswith(".json") and is_trainer_state(path):
+        return "hf-trainer"
     if name.endswith((".jsonl", ".json", ".ndjson")):
         return "jsonl"
-    if name.endswith((".csv", ".tsv", ".txt")):
+    if name.endswith((".csv", ".tsv")):
         return "csv"
-    # Unknown extension: sniff the first non-blank character.
+    if looks_like_verl(path):
+        return "verl"
+    if name.endswith((".log", ".out", ".err")):
+        raise InputError(f"{path}: a text log without verl step lines ('step:N - key:value - ...'); "
+                         f"give --format ({', '.join(READERS)}) or export the metrics as CSV/JSONL")
+    # .txt or an unknown extension: sniff the first non-blank character.
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             if line.strip():

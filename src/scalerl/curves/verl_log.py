@@ -1,0 +1,145 @@
+"""Read verl's console log (``trainer.logger=['console', ...]``): the stdout of a verl run.
+
+verl's console logger prints one line per training step::
+
+    step:10 - actor/pg_loss:0.007 - ... - val/test_score/openai/gsm8k:0.648 - timing_s/step:106.6 - ...
+
+(validation metrics ride on the line of the step they followed), and before training
+``Initial validation metrics: {...}`` (a Python dict). Real logs carry more: Ray's
+``(main_task pid=...)`` prefixes, ANSI colour codes, tqdm's carriage returns, sample
+completions, stray bytes. This module turns such a file into rows -- one dict per step line,
+in the order printed -- that :func:`scalerl.curves.io.curves_from_rows` makes curves of.
+
+What it smooths over, each said in the curve's notes:
+
+* **the evaluation before training** printed only as the ``Initial validation metrics`` dict
+  (older verl) becomes a row before the first step, at that step's number; when the next step
+  line repeats its values (newer verl logs it at step 0 too) the dict is dropped as a duplicate;
+* **older verl names that evaluation without the ``val/`` prefix** its later evaluations carry
+  (``test_score/openai/gsm8k`` then ``val/test_score/openai/gsm8k``): it is read under the
+  prefixed name too, so one ``--y`` column holds the whole curve;
+* **a restart** (the step numbers go back, as when a run resumes from a checkpoint): the rows
+  the abandoned attempt logged after the checkpoint it resumed from are dropped (their
+  compute too: ``cum:`` columns count the steps that the final weights went through).
+
+Values that are not numbers are kept as text (an error only if that column is asked for).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+#: ANSI escape sequences (Ray colours its worker prefixes).
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: A console-logger line: ``step:N - key:value - key:value ...`` after any prefix.
+_STEP_LINE = re.compile(r"(?:^|[\s)\]])step:(-?\d+) - (\S.*)$")
+#: ``Initial validation metrics: {...}`` (pprint of the metrics dict, maybe quoted).
+_INITIAL = re.compile(r"Initial validation metrics:\s*(\{.*\})")
+#: One ``'key': value`` item of that dict; numpy scalars print as ``np.float64(0.5)``.
+_DICT_ITEM = re.compile(r"""['"]([^'"]+)['"]\s*:\s*(?:np\.\w+\()?\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf))""")
+
+#: How many characters of a file's start are read to tell whether it is a verl console log.
+SNIFF_CHARS = 4_000_000
+
+
+def _value(text: str) -> Any:
+    s = text.strip()
+    try:
+        return float(s)
+    except ValueError:
+        return s
+
+
+def _step_items(rest: str) -> dict[str, Any]:
+    """``key:value - key:value`` -> dict. Keys may hold ':' (split at the last one)."""
+    items = {}
+    for part in rest.split(" - "):
+        key, sep, value = part.strip().rpartition(":")
+        if sep and key:
+            items[key] = _value(value)
+    return items
+
+
+def _lines(path: Path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for raw in f:
+            # tqdm redraws with '\r': the text after the last one is what the terminal showed.
+            for piece in raw.split("\r"):
+                line = _ANSI.sub("", piece).rstrip("\n")
+                if line.strip():
+                    yield line
+
+
+def looks_like_verl(path: Path) -> bool:
+    """Whether ``path`` holds verl console-logger step lines (looks at its first few MB)."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read(SNIFF_CHARS)
+    return any(_STEP_LINE.search(_ANSI.sub("", line)) for line in text.splitlines())
+
+
+def read_verl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """``(rows, notes)``: one dict per step line (``step`` plus its metrics), in log order."""
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    pending_initial: dict[str, Any] | None = None
+    restarts = dropped_on_restart = 0
+    last_step: int | None = None
+    for line in _lines(path):
+        m = _STEP_LINE.search(line)
+        if m is None:
+            init = _INITIAL.search(line)
+            if init:
+                pending_initial = {k: float(v) for k, v in _DICT_ITEM.findall(init.group(1))}
+            continue
+        step = int(m.group(1))
+        row = {"step": step, **_step_items(m.group(2))}
+        if last_step is not None and step < last_step:
+            # A restart from a checkpoint: what the abandoned attempt logged after the checkpoint
+            # goes. The new attempt's first line is either the checkpoint's own evaluation (at the
+            # checkpoint's step: the old rows up to it stay) or the first step trained again.
+            restarts += 1
+            keep = [r for r in rows if r["step"] < step or (r["step"] == step and _evaluation_only(row))]
+            dropped_on_restart += len(rows) - len(keep)
+            rows = keep
+        if pending_initial:
+            # Newer verl logs the same evaluation as this step line too: keep it once.
+            if not all(_close(row.get(k), v) for k, v in pending_initial.items()):
+                rows.append({"step": step, **pending_initial})
+            pending_initial = None
+        rows.append(row)
+        last_step = step
+    if pending_initial:  # a log that stops right after its first evaluation
+        rows.append({"step": 0, **pending_initial})
+    if restarts:
+        notes.append(f"the log restarts {restarts} time(s) (step numbers go back, as on a resume): "
+                     f"{dropped_on_restart} line(s) of the abandoned attempt(s) after the resumed step were dropped")
+    notes.extend(_alias_unprefixed_validation(rows))
+    return rows, notes
+
+
+def _evaluation_only(row: dict[str, Any]) -> bool:
+    """A line with validation metrics only (verl names them val/..., val-core/..., test_score/...)."""
+    return all(k == "step" or k.startswith(("val", "test_score")) for k in row)
+
+
+def _close(a: Any, b: float) -> bool:
+    # The step line prints 3 decimals, the dict full precision.
+    return isinstance(a, float) and math.isclose(a, b, abs_tol=5e-4 + 1e-9)
+
+
+def _alias_unprefixed_validation(rows: list[dict[str, Any]]) -> list[str]:
+    """Older verl: the evaluation before training is ``test_score/...``, later ones
+    ``val/test_score/...``. Give such a row the prefixed name too, so one column holds the curve."""
+    keys = {k for r in rows for k in r}
+    aliased = set()
+    for r in rows:
+        for k in list(r):
+            pk = f"val/{k}"
+            if not k.startswith("val/") and pk in keys and pk not in r:
+                r[pk] = r[k]
+                aliased.add(k)
+    return [f"{k!r} (the evaluation before training, as older verl names it) is read as 'val/{k}' too"
+            for k in sorted(aliased)]

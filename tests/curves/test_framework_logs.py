@@ -1,0 +1,171 @@
+"""Logs of other frameworks read as they are written: verl's console log, HF/TRL trainer_state.json,
+and ``--x cum:COL`` (a running total of a per-step column) in the row logs."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from scalerl.curves import read_curve
+from scalerl.curves.io import detect_format
+from scalerl.errors import InputError
+
+Y = "val/test_score/openai/gsm8k"
+RAY = "\x1b[2m\x1b[36m(main_task pid=926049)\x1b[0m "
+
+
+def _step(n, *, timing=None, **metrics):
+    """One verl console-logger line, as older verl prints it (Ray prefix, ANSI colours)."""
+    items = dict(metrics)
+    if timing is not None:
+        items.update({"timing/gen": timing * 0.6, "timing/update_actor": timing * 0.4})
+    items.update({"critic/score/mean": 0.5, "response_length/mean": 190.25})
+    return RAY + f"step:{n} - " + " - ".join(f"{k}:{v:.3f}" for k, v in items.items())
+
+
+def _older_verl_log(tmp_path):
+    """Older verl: the evaluation before training only as the pprint dict, without the 'val/' prefix;
+    steps from 0; a validation sample dump; a tqdm bar redrawn with carriage returns."""
+    lines = [
+        "Using LocalLogger is deprecated. The constructor API will change",
+        RAY + "\"Initial validation metrics: {'test_score/openai/gsm8k': 0.0007621951219512195}\"",
+        "Training Progress:   0%|          | 0/10\rTraining Progress:  10%|#         | 1/10",
+        _step(0, timing=60.0),
+        _step(1, timing=70.0, **{Y: 0.2}),
+        "[prompt] Janet's ducks lay 16 eggs per day. Let's think step by step.",
+        "[response] step:3 is not a log line; #### 18",
+        _step(2, timing=80.0),
+        _step(3, timing=90.0, **{Y: 0.45}),
+    ]
+    p = tmp_path / "run.log"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return p
+
+
+def test_verl_console_log_older_format(tmp_path):
+    p = _older_verl_log(tmp_path)
+    assert detect_format(p) == "verl"
+    by_step = read_curve(p, "step", Y)
+    # The evaluation before training sits at the first step's number and is read under the val/ name.
+    assert np.allclose(by_step.x, [0, 1, 3]) and np.allclose(by_step.y, [0.00076, 0.2, 0.45], atol=1e-5)
+    assert any("read as 'val/test_score/openai/gsm8k'" in n for n in by_step.notes)
+    # cum:GLOB adds up every timed phase of every step line: compute before training is 0.
+    hours = read_curve(p, "cum:timing/*", Y)
+    assert np.allclose(hours.x, [0.0, 130.0, 300.0]) and hours.name == "run"
+
+
+def test_verl_newer_format_keeps_the_first_evaluation_once(tmp_path):
+    """Newer verl prints the dict (numpy scalars) and logs the same evaluation at step 0."""
+    y = "val-core/openai/gsm8k/reward/mean@1"
+    lines = [
+        "(TaskRunner pid=77) (\"Initial validation metrics: {'val-core/openai/gsm8k/reward/mean@1': \"\n",
+        "(TaskRunner pid=77) \"np.float64(0.4101)}\")\n",
+        "(TaskRunner pid=77) step:0 - val-core/openai/gsm8k/reward/mean@1:0.410\n",
+        "(TaskRunner pid=77) step:1 - timing_s/step:100.000 - actor/pg_loss:nan\n",
+        f"(TaskRunner pid=77) step:2 - timing_s/step:110.000 - {y}:0.520\n",
+    ]
+    p = tmp_path / "stdout.txt"
+    p.write_text("".join(lines))
+    assert detect_format(p) == "verl"
+    c = read_curve(p, "cum:timing_s/step", y)
+    assert np.allclose(c.x, [0.0, 210.0]) and np.allclose(c.y, [0.41, 0.52])
+    # The one-line form of the dict is read too (and dropped as the same evaluation).
+    p.write_text("(TaskRunner pid=77) Initial validation metrics: {'" + y + "': np.float64(0.4101)}\n" + "".join(lines[2:]))
+    assert len(read_curve(p, "step", y)) == 2
+
+
+def test_verl_restart_drops_the_abandoned_attempt(tmp_path):
+    lines = [_step(n, timing=10.0, **({Y: 0.1 * n} if n % 2 else {})) for n in range(6)]
+    # Killed after step 5, resumed from the checkpoint of step 3: steps 4 and 5 are logged again.
+    lines += [_step(n, timing=20.0, **({Y: 0.1 * n + 0.05} if n % 2 else {})) for n in (4, 5)]
+    # Killed again after step 5, resumed from the checkpoint of step 5, evaluated before training on.
+    lines += [RAY + f"step:5 - {Y}:0.560", _step(6, timing=30.0)]
+    p = tmp_path / "resumed.log"
+    p.write_text("\n".join(lines) + "\n")
+    c = read_curve(p, "step", Y)
+    assert np.allclose(c.x, [1, 3, 5, 5]) and np.allclose(c.y, [0.1, 0.3, 0.55, 0.56])
+    assert any("restarts 1 time" in n and "2 line(s)" in n for n in c.notes)  # 5 -> 5 is no restart
+    # The abandoned attempt's compute is not counted either: 4 steps of 10 s, then 2 of 20 s.
+    assert np.allclose(read_curve(p, "cum:timing/*", Y).x, [20.0, 40.0, 80.0, 80.0])
+
+
+def test_a_text_log_without_verl_lines_says_what_to_do(tmp_path):
+    p = tmp_path / "train.log"
+    p.write_text("epoch 1 loss 0.3\nepoch 2 loss 0.2\n")
+    with pytest.raises(InputError, match="without verl step lines.*--format"):
+        read_curve(p, "step", "loss")
+
+
+def _trainer_state(step, rows):
+    return {"global_step": step, "epoch": 1.0, "log_history": rows, "best_metric": None}
+
+
+def _trl_rows(last):
+    rows = []
+    for s in range(10, last + 1, 10):
+        rows.append({"step": s, "epoch": s / 100, "loss": 0.01, "reward": 0.1 + s / 1000, "num_tokens": 1000.0 * s,
+                     "completions/mean_length": 120.0, "learning_rate": 1e-6})
+        if s % 20 == 0:
+            rows.append({"step": s, "epoch": s / 100, "eval_reward": 0.2 + s / 1000, "eval_loss": 0.0})
+    return rows
+
+
+def test_hf_trainer_state_file_and_run_directory(tmp_path):
+    run = tmp_path / "grpo-qwen"
+    for step in (40, 100):
+        d = run / f"checkpoint-{step}"
+        d.mkdir(parents=True)
+        (d / "trainer_state.json").write_text(json.dumps(_trainer_state(step, _trl_rows(step)), indent=2))
+    one = run / "checkpoint-40" / "trainer_state.json"
+    assert detect_format(one) == "hf-trainer" and detect_format(run) == "hf-trainer"
+    # TRL's evaluation rows do not log num_tokens: each takes the training row's before it.
+    c = read_curve(one, "num_tokens", "eval_reward")
+    assert c.name == "grpo-qwen" and np.allclose(c.x, [20000.0, 40000.0]) and np.allclose(c.y, [0.22, 0.24])
+    assert any("2 evaluation(s) do not log 'num_tokens'" in n for n in c.notes)
+    # The directory: the checkpoint with the most steps, said in the notes.
+    c = read_curve(run, "step", "eval_reward")
+    assert np.allclose(c.x, [20, 40, 60, 80, 100]) and np.allclose(c.y, [0.22, 0.24, 0.26, 0.28, 0.30])
+    assert any("checkpoint-100" in n for n in c.notes)
+    # cum: of a per-step column over the training rows (evaluation rows add nothing).
+    c = read_curve(run, "cum:completions/mean_length", "eval_reward")
+    assert np.allclose(c.x, [240.0, 480.0, 720.0, 960.0, 1200.0])
+
+
+def test_hf_trainer_state_bad_input(tmp_path):
+    p = tmp_path / "trainer_state.json"
+    p.write_text('{"global_step": 3, "log_history": [{"step": 1, "eval_reward": 0.1}, ')
+    with pytest.raises(InputError, match="not valid JSON.*cut short"):
+        read_curve(p, "step", "eval_reward")
+    p.write_text(json.dumps({"global_step": 3, "log_history": [{"step": 1, "reward": "high", "eval_reward": 0.2}]}))
+    with pytest.raises(InputError, match="'high'.*not a number.*cum:reward"):
+        read_curve(p, "cum:reward", "eval_reward")
+    with pytest.raises(InputError, match="no x column 'cum:rewards'.*'cum:reward'"):
+        read_curve(p, "cum:rewards", "eval_reward")
+    empty = tmp_path / "empty-run"
+    empty.mkdir()
+    with pytest.raises(InputError, match="no TensorBoard event files"):  # neither kind of run directory
+        read_curve(empty, "step", "eval_reward")
+
+
+def test_cumulative_x_in_a_scalerl_run_log(tmp_path):
+    p = tmp_path / "log.jsonl"
+    rows = [{"type": "train", "step": 1, "samples": 8}, {"type": "eval", "step": 1, "pass": 0.1},
+            {"type": "train", "step": 2, "samples": 8}, {"type": "train", "step": 3, "samples": 16},
+            {"type": "eval", "step": 3, "pass": 0.3}]
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert np.allclose(read_curve(p, "cum:samples", "pass").x, [8, 32])
+
+
+def test_cli_fits_a_verl_console_log(tmp_path):
+    p = _older_verl_log(tmp_path)
+    # Enough evaluations for a fit: a rising, flattening curve every other step.
+    extra = [_step(n, timing=60.0, **({Y: 0.6 - 0.55 * np.exp(-n / 8)} if n % 2 else {})) for n in range(4, 40)]
+    p.write_text(p.read_text() + "\n".join(extra) + "\n")
+    out = subprocess.run([sys.executable, "-m", "scalerl.cli", "fit", str(p), "--x", "cum:timing/*", "--y", Y,
+                          "--bootstrap", "0", "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    assert res["run"] == "run" and res["x"] == "cum:timing/*" and res["n_points"] >= 19 and res["A"] > 0.5
+    assert any("read as 'val/" in n for n in res["notes"])
