@@ -169,3 +169,22 @@ def test_cli_fits_a_verl_console_log(tmp_path):
     res = json.loads(out.stdout)
     assert res["run"] == "run" and res["x"] == "cum:timing/*" and res["n_points"] >= 19 and res["A"] > 0.5
     assert any("read as 'val/" in n for n in res["notes"])
+
+
+def test_a_real_trl_grpo_trainer_state(tmp_path):
+    """TRL 1.16's own file (tests/curves/data/make_trl_trainer_state.py): evaluation rows log
+    eval_num_tokens, the training rows num_tokens -- each evaluation takes the training count."""
+    import shutil
+    from pathlib import Path
+
+    real = Path(__file__).parent / "data" / "trl_grpo_trainer_state.json"
+    run = tmp_path / "grpo-tiny" / "checkpoint-6"
+    run.mkdir(parents=True)
+    shutil.copy(real, run / "trainer_state.json")
+    c = read_curve(tmp_path / "grpo-tiny", "num_tokens", "eval_reward")
+    history = json.loads(real.read_text())["log_history"]
+    evals = [r for r in history if "eval_reward" in r]
+    assert c.name == "grpo-tiny" and np.allclose(c.y, [r["eval_reward"] for r in evals]) and len(c) == 3
+    trained = {r["step"]: r["num_tokens"] for r in history if "num_tokens" in r}
+    assert np.allclose(c.x, [trained[r["step"]] for r in evals])
+    assert np.allclose(read_curve(real, "step", "eval_reward").x, [2, 4, 6])
