@@ -2,6 +2,7 @@ import threading
 
 import pytest
 import torch
+import transformers
 from transformers import DynamicCache
 
 from scalerl.generate.base import Generator, SamplingParams
@@ -365,3 +366,40 @@ def test_scheduled_weights_land_at_their_decode_step_whatever_the_generator_held
     held.update_weights(a, version=9)
     again = held.generate(prompts[:1], params, updates=_Schedule((a, 0), (b, 1), at=6))[0]
     assert again.token_ids == out.token_ids and again.versions == out.versions
+
+
+_SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4)
+ARCHITECTURES = {
+    "llama": lambda: transformers.LlamaConfig(**_SMALL, intermediate_size=64, num_key_value_heads=2),
+    "gemma2": lambda: transformers.Gemma2Config(**_SMALL, intermediate_size=64, num_key_value_heads=2, head_dim=8,
+                                                sliding_window=8),  # sliding window + logit soft-capping
+    "phi3": lambda: transformers.Phi3Config(**_SMALL, intermediate_size=64, num_key_value_heads=2),  # fused qkv
+    "gpt2": lambda: transformers.GPT2Config(n_embd=32, n_layer=2, n_head=4),  # learned absolute positions
+    "gpt_neox": lambda: transformers.GPTNeoXConfig(**_SMALL, intermediate_size=64),  # partial rotary
+    "opt": lambda: transformers.OPTConfig(**_SMALL, ffn_dim=64, word_embed_proj_dim=32),  # positions from the mask
+    "falcon": lambda: transformers.FalconConfig(**_SMALL),
+    "bloom": lambda: transformers.BloomConfig(hidden_size=32, n_layer=2, n_head=4),  # ALiBi from the mask
+    "mixtral": lambda: transformers.MixtralConfig(**_SMALL, intermediate_size=64, num_key_value_heads=2,
+                                                  num_local_experts=4, num_experts_per_tok=2),
+}
+
+
+@pytest.mark.parametrize("arch", sorted(ARCHITECTURES))
+def test_logprobs_match_an_unpadded_forward_on_other_architectures(arch, char_tokenizer, prompts):
+    """Left padding, position ids and the KV cache are every architecture's own: the generator's
+    log-probs equal the teacher-forced recomputation and a plain forward over each row alone."""
+    tok = char_tokenizer
+    config = ARCHITECTURES[arch]()
+    config.vocab_size, config.pad_token_id, config.eos_token_id = len(tok), tok.pad_token_id, tok.eos_token_id
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    out = HFGenerator(model, tok, seed=1).generate(prompts * 2, SamplingParams(max_new_tokens=16, temperature=1.0, seed=5))
+    batch = pack_completions(out, tok.pad_token_id)
+    with torch.no_grad():
+        recomputed = completion_logprobs(model, batch, 1.0)
+        for i, c in enumerate(out):
+            ids = torch.tensor([list(c.prompt_ids) + list(c.token_ids)])
+            alone = model(ids).logits[0, len(c.prompt_ids) - 1 : -1].float().log_softmax(-1)
+            alone = alone.gather(-1, torch.tensor(c.token_ids)[:, None])[:, 0]
+            torch.testing.assert_close(torch.tensor(c.logprobs), alone, rtol=0, atol=1e-4)
+            torch.testing.assert_close(recomputed[i, : len(c.logprobs)], alone, rtol=0, atol=1e-4)

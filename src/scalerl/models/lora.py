@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -34,7 +35,8 @@ from scalerl.errors import ConfigError
 ADAPTER = "default"
 #: Where ``peft`` keeps the adapter tensors of a LoRA layer (state-dict key fragment).
 _LORA_KEY = ".lora_"
-_BASE = ".base_layer"
+#: One or more ``.base_layer`` segments in a state-dict key (nested wrappers), dropped for the plain name.
+_NESTED_BASE = re.compile(r"(?:\.base_layer)+\.")
 
 
 def add_lora(model: nn.Module, *, rank: int, alpha: float, dropout: float, target_modules: Sequence[str]) -> nn.Module:
@@ -72,21 +74,33 @@ def has_lora(model: nn.Module) -> bool:
     return bool(lora_layers(model))
 
 
+def _base_param(layer: nn.Module) -> torch.Tensor:
+    """The base tensor a ``peft`` layer adapts: a module's ``weight`` (Linear, Embedding, ...), or the
+    parameter a ``ParamWrapper`` wraps (``target_parameters``: the 3-D expert tensors of a
+    mixture-of-experts layer, which "all-linear" reaches too)."""
+    get_param = getattr(layer, "get_param", None)
+    return get_param() if callable(get_param) else layer.get_base_layer().weight
+
+
 def generator_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
     """The weights a generator's plain copy of the policy loads: ``model.state_dict()``, with every
-    LoRA layer merged (base + delta, computed in the adapter's fp32) under the base layer's name."""
-    state = model.state_dict()
+    LoRA layer merged (base + delta, computed in the adapter's fp32) under the plain model's name
+    (every ``.base_layer`` dropped: adapters on MoE experts nest one wrapper per parameter)."""
     if not has_lora(model):
-        return state
-    merged: dict[str, torch.Tensor] = {}
+        return model.state_dict()
     with torch.no_grad():
-        deltas = {f"{name}{_BASE}.weight": layer.get_delta_weight(ADAPTER) for name, layer in lora_layers(model)}
-        for key, value in state.items():
+        # Keyed by the base tensor itself, not by a name: nested wrappers and tied weights resolve alike.
+        deltas: dict[int, torch.Tensor] = {}
+        for _, layer in lora_layers(model):
+            base = _base_param(layer)
+            delta = layer.get_delta_weight(ADAPTER).float()
+            deltas[id(base)] = deltas[id(base)] + delta if id(base) in deltas else delta
+        merged: dict[str, torch.Tensor] = {}
+        for key, value in model.state_dict(keep_vars=True).items():
             if _LORA_KEY in key:
                 continue
-            if key in deltas:
-                value = value.float() + deltas[key].float()
-            merged[key.replace(_BASE + ".", ".")] = value
+            merged_value = value.detach().float() + deltas[id(value)] if id(value) in deltas else value.detach()
+            merged[_NESTED_BASE.sub(".", key)] = merged_value
     return merged
 
 
@@ -94,10 +108,18 @@ def generator_copy(model: nn.Module, dtype: torch.dtype | None = None) -> nn.Mod
     """An inference copy of the policy: an ordinary model (LoRA merged and unloaded), frozen, in ``dtype``."""
     clone = copy.deepcopy(model)
     if has_lora(clone):
-        for name, layer in lora_layers(clone):
+        layers = lora_layers(clone)
+        for _, layer in layers:
             layer.merge(adapter_names=[ADAPTER])  # peft's own merge: base += delta, on the copy only
+        # Unwrap the outermost layers only: an inner wrapper (another parameter of the same MoE
+        # experts module) goes with its outer one, whose innermost base holds every merged tensor.
+        unwrapped: list[str] = []
+        for name, layer in layers:
+            if any(name.startswith(outer + ".") for outer in unwrapped):
+                continue
             parent_name, _, child = name.rpartition(".")
             setattr(clone.get_submodule(parent_name) if parent_name else clone, child, layer.get_base_layer())
+            unwrapped.append(name)
         del clone.peft_config
     if dtype is not None:
         clone.to(dtype)

@@ -79,6 +79,11 @@ class ModelConfig:
     (``run.share_prompt_forward`` has no effect); generation is unaffected."""
     lora: LoraSettings = field(default_factory=LoraSettings)
     """LoRA adapters (the ``peft`` library) instead of full fine-tuning; off by default (rank 0)."""
+    keep_dropout: bool = False
+    """Keep the checkpoint's dropout in training forwards. Off by default: every dropout probability
+    is set to 0 while training (``final/config.json`` keeps the checkpoint's values), because
+    generation samples without dropout, and with it the trainer's log-probs differ from the
+    generator's on unchanged weights -- a noisy importance ratio from the first step."""
     tiny_warm_start_steps: int = 200
     """``tiny`` only: supervised warm-start steps, i.e. how good the policy is before RL (200, the
     default tiny model: a sampled pass rate of ~0.3 on 2-digit addition; see models/tiny.py). The

@@ -16,6 +16,9 @@ Loading, in order:
 4. gradient checkpointing (``model.gradient_checkpointing``; non-reentrant, so a frozen
    embedding under LoRA needs no ``enable_input_require_grads``).
 
+Before 2, dropout is turned off (:mod:`scalerl.models.dropout`; ``model.keep_dropout`` keeps it):
+generation samples without it, so the update must score without it.
+
 The checkpoint holds what an exact resume needs and no more: the master weights (with LoRA,
 the adapters only: the frozen base is re-read from the model it came from), beside the
 optimizer state (which only ever covers trainable parameters) and the fp16 loss scale.
@@ -27,13 +30,14 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from scalerl.errors import ConfigError
+from scalerl.models.dropout import disable_dropout
 from scalerl.models.lora import add_lora, generator_state_dict, has_lora, save_adapter
 from scalerl.train.config import TrainConfig
 from scalerl.train.dtypes import storage_dtype
@@ -50,6 +54,9 @@ class Policy:
     """The dtype ``final/`` is written in (torch name)."""
     source: str
     """Where the model came from: a directory or hub id (a LoRA adapter's base model)."""
+    config_dropout: dict[str, float] = field(default_factory=dict)
+    """The checkpoint's dropout settings that training turned off (``model.keep_dropout``), written
+    back into ``final/config.json``."""
 
 
 def _tiny_spec(cfg: TrainConfig) -> Any:
@@ -70,6 +77,8 @@ def load_policy(cfg: TrainConfig, device: torch.device) -> Policy:
     lora = cfg.model.lora
     load_dtype = precision.compute_dtype if lora.rank and precision.mixed else MASTER_DTYPE
     model, tokenizer = load_model(cfg.model.name_or_path, dtype=load_dtype, tiny_spec=tiny)
+    # Before LoRA: an adapter's own dropout (model.lora.dropout) is a setting of its own.
+    config_dropout = {} if cfg.model.keep_dropout else disable_dropout(model)
     if cfg.recipe.fp32_lm_head:
         enable_fp32_lm_head(model)
     if lora.rank:
@@ -85,7 +94,8 @@ def load_policy(cfg: TrainConfig, device: torch.device) -> Policy:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.to(device)
     storage = storage_dtype(cfg.model.dtype) or stored_dtype(cfg.model.name_or_path, tiny_spec=tiny)
-    return Policy(model, tokenizer, precision, storage, resolve_model(cfg.model.name_or_path, tiny_spec=tiny))
+    return Policy(model, tokenizer, precision, storage, resolve_model(cfg.model.name_or_path, tiny_spec=tiny),
+                  config_dropout)
 
 
 # ----------------------------------------------------------------------------- checkpoint
@@ -114,8 +124,10 @@ def load_policy_weights(model: torch.nn.Module, state: dict[str, torch.Tensor]) 
 # ----------------------------------------------------------------------------- final model
 
 
-def _save_model(model: torch.nn.Module, directory: Path, dtype: str, weights: dict[str, torch.Tensor] | None) -> None:
-    """An ordinary Hugging Face model directory (LoRA merged) with weights in ``dtype``."""
+def _save_model(model: torch.nn.Module, directory: Path, dtype: str, weights: dict[str, torch.Tensor] | None,
+                config_dropout: dict[str, float]) -> None:
+    """An ordinary Hugging Face model directory (LoRA merged) with weights in ``dtype`` and the
+    checkpoint's own dropout settings (``config_dropout``; training ran without dropout)."""
     cast = getattr(torch, dtype)
     weights = generator_state_dict(model) if weights is None else weights
     state = {k: v.detach().to(cast) for k, v in weights.items()}
@@ -126,6 +138,7 @@ def _save_model(model: torch.nn.Module, directory: Path, dtype: str, weights: di
     config = json.loads(config_file.read_text())
     config["dtype"] = dtype
     config.pop("torch_dtype", None)
+    config.update(config_dropout)
     config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
@@ -140,7 +153,7 @@ def save_policy(policy: Policy, directory: str | os.PathLike, *, lora_save: str 
     if has_lora(model) and lora_save == "adapter":
         save_adapter(model, directory, base_model=policy.source)
     else:
-        _save_model(model, directory, policy.storage_dtype, weights)
+        _save_model(model, directory, policy.storage_dtype, weights, policy.config_dropout)
         if has_lora(model) and lora_save == "both":
             save_adapter(model, directory / "adapter", base_model=policy.source)
     policy.tokenizer.save_pretrained(directory)

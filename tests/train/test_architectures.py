@@ -1,0 +1,90 @@
+"""Architectures other than the tiny Qwen2: dropout off in training, LoRA on mixture-of-experts layers."""
+
+import copy
+import json
+
+import pytest
+import torch
+import transformers
+
+from scalerl.config import apply_overrides
+from scalerl.models.char_tokenizer import build_char_tokenizer
+from scalerl.models.dropout import disable_dropout
+from scalerl.models.lora import add_lora, generator_copy, generator_state_dict, has_lora
+from scalerl.train.config import TrainConfig
+from scalerl.train.policy import load_policy, save_policy
+
+CPU = torch.device("cpu")
+
+
+def _random_model(config_cls, **kw):
+    tok = build_char_tokenizer()
+    special = dict(vocab_size=len(tok), eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+                   bos_token_id=tok.bos_token_id)
+    torch.manual_seed(0)
+    return transformers.AutoModelForCausalLM.from_config(config_cls(**special, **kw)), tok
+
+
+def _train_vs_eval(model, ids):
+    with torch.no_grad():
+        model.train()
+        a = model(ids).logits
+        model.eval()
+        return (a - model(ids).logits).abs().max().item()
+
+
+def test_falcon_reads_dropout_from_its_config_at_every_forward():
+    """Zeroing nn.Dropout modules (what TRL does) is not enough for Falcon: its layers read
+    config.hidden_dropout each forward. The returned values are what final/ restores."""
+    model, _ = _random_model(transformers.FalconConfig, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                             hidden_dropout=0.3, attention_dropout=0.3)
+    ids = torch.randint(5, 20, (2, 12))
+    modules_only = copy.deepcopy(model)
+    for m in modules_only.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+    assert _train_vs_eval(modules_only, ids) > 1e-3
+    assert disable_dropout(model) == {"hidden_dropout": 0.3, "attention_dropout": 0.3}
+    assert _train_vs_eval(model, ids) == 0.0
+
+
+def test_the_policy_trains_without_dropout_and_final_keeps_the_checkpoints(user_model, tmp_path):
+    gpt2 = user_model("gpt2", dtype="float32")  # GPT-2's defaults: resid / embd / attn dropout 0.1
+    cfg = apply_overrides(TrainConfig(), [f"model.name_or_path={gpt2}", "precision.compute=fp32"]).validate()
+    policy = load_policy(cfg, CPU)
+    ids = torch.randint(5, 50, (2, 10))
+    assert _train_vs_eval(policy.model, ids) == 0.0
+    assert policy.config_dropout == {"resid_pdrop": 0.1, "embd_pdrop": 0.1, "attn_pdrop": 0.1, "summary_first_dropout": 0.1}
+    saved = json.loads((save_policy(policy, tmp_path / "final") / "config.json").read_text())
+    assert (saved["resid_pdrop"], saved["embd_pdrop"], saved["attn_pdrop"]) == (0.1, 0.1, 0.1)
+    kept = load_policy(apply_overrides(cfg, ["model.keep_dropout=true"]), CPU)
+    assert _train_vs_eval(kept.model, ids) > 1e-3 and kept.config_dropout == {}
+
+
+@pytest.mark.filterwarnings("ignore:The following (rank|alpha)_pattern keys did not match")
+@pytest.mark.parametrize("config_cls, kw", [
+    (transformers.MixtralConfig, dict(num_local_experts=4, num_experts_per_tok=2)),
+    (transformers.Qwen3MoeConfig, dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, head_dim=8)),
+])
+def test_lora_on_moe_experts_reaches_the_generators(config_cls, kw):
+    """all-linear reaches the experts' 3-D weights (peft ParamWrapper, nested one per parameter):
+    a generator's copy and a pushed state dict must hold the merged policy, under plain names."""
+    model, _ = _random_model(config_cls, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=2, **kw)
+    base = copy.deepcopy(model)
+    add_lora(model, rank=4, alpha=8, dropout=0.0, target_modules=["all-linear"])
+    assert any("experts" in n and "lora_" in n for n, _ in model.named_parameters())
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.5)  # a trained adapter: base + delta differs from the base
+    ids = torch.randint(5, 30, (2, 12))
+    with torch.no_grad():
+        policy = model(ids).logits
+        assert (policy - base(ids).logits).abs().max() > 0.1
+        clone = generator_copy(model)
+        assert not has_lora(clone)
+        # Merged weights round differently from base + adapter paths (fp32): 1e-4 on logits of size ~1.
+        torch.testing.assert_close(clone(ids).logits, policy, rtol=0, atol=1e-4)
+        base.load_state_dict(generator_state_dict(model))  # strict: the plain model's names exactly
+        torch.testing.assert_close(base(ids).logits, policy, rtol=0, atol=1e-4)
