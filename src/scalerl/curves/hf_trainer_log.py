@@ -56,11 +56,11 @@ def read_trainer_state_rows(path: Path) -> tuple[list[dict[str, Any]], str, list
         state, file = max(states, key=lambda sf: sf[0].get("global_step", 0) or 0)
         if len(files) > 1:
             notes.append(f"read {file.relative_to(path)} (step {state.get('global_step')}), the latest of {len(files)} trainer states")
-        name = path.name
+        name = path.resolve().name
     else:
         state, file = _load(path), path
         # .../run/checkpoint-500/trainer_state.json -> "run"
-        parent = file.parent
+        parent = file.resolve().parent
         name = parent.parent.name if parent.name.startswith("checkpoint-") else parent.name
     rows = [r for r in state["log_history"] if isinstance(r, dict)]
     if len(rows) != len(state["log_history"]):
