@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = ("model-size", "gen-length", "batch-size", "efficiency", "model-size-compute",
             "model-size-verified", "gen-length-verified", "batch-size-verified", "model-size-compute-verified",
-            "efficiency-verified", "model-size-long-verified")
+            "efficiency-verified", "model-size-long-verified", "resampling-verified")
 
 
 def spec_file(family: str) -> Path:

@@ -25,7 +25,7 @@ def _by_label(plans):
 @pytest.mark.parametrize("name", ["model-size", "model-size-compute", "gen-length", "batch-size", "efficiency",
                                   "model-size-verified", "gen-length-verified", "batch-size-verified",
                                   "model-size-compute-verified", "efficiency-verified",
-                                  "model-size-long-verified"])
+                                  "model-size-long-verified", "resampling-verified"])
 def test_every_workload_family_runs_the_workload_with_three_seeds(name, tmp_path):
     spec, plans = _plans(name, tmp_path)
     assert spec.seeds >= 3 and {p.seed for p in plans} == set(range(spec.seeds))
@@ -123,3 +123,18 @@ def test_model_size_long_is_the_ladder_at_gen_lengths_54_token_budgets(tmp_path)
         assert cfg.recipe.length == ref.recipe.length and cfg.recipe.length.max_new_tokens == 54
         cfg.model, cfg.recipe_name, cfg.run.output = ref.model, ref.recipe_name, ref.run.output
         assert cfg == ref
+
+
+def test_resampling_runs_several_epochs_over_a_small_pool(tmp_path):
+    """no-positive-resampling retires prompts for later epochs: the pool must be small enough that
+    the budget runs several, and the variant must differ from the base in that switch alone."""
+    from scalerl.tasks import get_task
+
+    spec, plans = _plans("resampling-verified", tmp_path)
+    by_label = _by_label(plans)
+    assert set(by_label) == {"scalerl", "loo-no-positive-resampling-off"}
+    cfg = by_label["scalerl"].config
+    pool = len(get_task(cfg.task.name, **cfg.task.settings).train_problems())
+    assert spec.steps * cfg.recipe.batch.prompts_per_step >= 3 * pool
+    assert cfg.recipe.sampler.no_positive_resampling
+    assert not by_label["loo-no-positive-resampling-off"].config.recipe.sampler.no_positive_resampling
