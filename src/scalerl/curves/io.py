@@ -19,6 +19,7 @@ row logs (jsonl, verl, hf-trainer) x may be ``cum:COL``, the running total of a 
 from __future__ import annotations
 
 import csv
+import fnmatch
 import math
 import os
 from collections import OrderedDict
@@ -165,8 +166,6 @@ CUMULATIVE = "cum:"
 def _cumulative_columns(path: Path, rows: list[dict], pattern: str) -> Callable[[dict], float]:
     """The per-row amount ``cum:PATTERN`` adds up: one column, or the sum of every column matching
     a glob. Rows without it (evaluation-only rows) add 0; a value that is not a number is an error."""
-    import fnmatch
-
     keys: set[str] = set().union(*rows) if rows else set()
     globbed = any(c in pattern for c in "*?[")
     cols = sorted(k for k in keys if fnmatch.fnmatchcase(k, pattern)) if globbed else [pattern] if pattern in keys else []
@@ -231,6 +230,7 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
             raise InputError(f"{path}: value {bad!r} in a row at step {r.get('step', '?')} is not a number")
         xs.append(float(vx))
         ys.append(float(vy) * y_scale)
+
     def run_notes(name: str) -> tuple[str, ...]:
         n = carried.get(name, 0)
         return tuple(notes) + ((f"{n} evaluation(s) do not log {x!r}: each takes it from the latest row before it",)
