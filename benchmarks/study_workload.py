@@ -14,8 +14,11 @@ recipe on tiny-m, [26, 34], 16 prompts is in every family -- is copied instead o
 stays with the family that trained it and is shown as "shared". Families: model-size, gen-length,
 batch-size (the ceiling movers), model-size-compute (model size at equal FLOPs) and efficiency
 (loss aggregation, advantage normalisation, no-positive-resampling, PPO-off-policy-8 vs PipelineRL-8).
-The ``*-verified`` families are the ceiling movers' runs with a process-verified reward
-(``task.settings.verify_scratchpad``: a cut scratchpad never passes, so the cap is a hard bound).
+The ``*-verified`` families are those runs with a process-verified reward
+(``task.settings.verify_scratchpad``: a cut scratchpad never passes, so the cap is a hard bound),
+plus three that only exist verified: model-size-long (the ladder at 54 tokens, where tiny-m sits
+below the cap), resampling (no-positive-resampling on a pool small enough for four epochs) and
+efficiency-long (the base and the two efficiency choices that bent lower, to 600 steps).
 
 Printed per family: its CPU time -- the study process and every worker it reaped, user + system,
 from ``os.wait4`` (the figure that does not depend on how loaded the machine is) -- and its wall
@@ -38,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = ("model-size", "gen-length", "batch-size", "efficiency", "model-size-compute",
             "model-size-verified", "gen-length-verified", "batch-size-verified", "model-size-compute-verified",
-            "efficiency-verified", "model-size-long-verified", "resampling-verified")
+            "efficiency-verified", "model-size-long-verified", "resampling-verified", "efficiency-long-verified")
 
 
 def spec_file(family: str) -> Path:

@@ -25,7 +25,7 @@ def _by_label(plans):
 @pytest.mark.parametrize("name", ["model-size", "model-size-compute", "gen-length", "batch-size", "efficiency",
                                   "model-size-verified", "gen-length-verified", "batch-size-verified",
                                   "model-size-compute-verified", "efficiency-verified",
-                                  "model-size-long-verified", "resampling-verified"])
+                                  "model-size-long-verified", "resampling-verified", "efficiency-long-verified"])
 def test_every_workload_family_runs_the_workload_with_three_seeds(name, tmp_path):
     spec, plans = _plans(name, tmp_path)
     assert spec.seeds >= 3 and {p.seed for p in plans} == set(range(spec.seeds))
@@ -138,3 +138,15 @@ def test_resampling_runs_several_epochs_over_a_small_pool(tmp_path):
     assert spec.steps * cfg.recipe.batch.prompts_per_step >= 3 * pool
     assert cfg.recipe.sampler.no_positive_resampling
     assert not by_label["loo-no-positive-resampling-off"].config.recipe.sampler.no_positive_resampling
+
+
+def test_efficiency_long_extends_the_same_runs(tmp_path):
+    """The 600-step family's runs are the 300-step family's, step budget aside (so a study extends them)."""
+    _, short = _plans("efficiency-verified", tmp_path / "short")
+    spec, long = _plans("efficiency-long-verified", tmp_path / "long")
+    short = {(p.variant.label, p.seed): p.config for p in short}
+    assert spec.steps == 600 and len(long) == 9
+    for p in long:
+        ref = short[(p.variant.label, p.seed)]
+        p.config.run.steps, p.config.run.output = ref.run.steps, ref.run.output
+        assert p.config == ref
