@@ -86,9 +86,22 @@ def test_verl_restart_drops_the_abandoned_attempt(tmp_path):
     p.write_text("\n".join(lines) + "\n")
     c = read_curve(p, "step", Y)
     assert np.allclose(c.x, [1, 3, 5, 5]) and np.allclose(c.y, [0.1, 0.3, 0.55, 0.56])
-    assert any("restarts 1 time" in n and "2 line(s)" in n for n in c.notes)  # 5 -> 5 is no restart
+    assert any("resumes from a checkpoint 1 time" in n and "2 line(s)" in n for n in c.notes)  # 5 -> 5 is no resume
     # The abandoned attempt's compute is not counted either: 4 steps of 10 s, then 2 of 20 s.
     assert np.allclose(read_curve(p, "cum:timing/*", Y).x, [20.0, 40.0, 80.0, 80.0])
+
+
+def test_verl_runs_that_start_over_are_runs_of_their_own(tmp_path):
+    """A sweep's runs in one stdout (or a start from scratch): nothing dropped, each its own run."""
+    first = [_step(n, timing=10.0, **({Y: 0.1 * n} if n % 2 else {})) for n in range(6)]
+    second = [_step(n, timing=20.0, **({Y: 0.05 * n} if n % 2 else {})) for n in range(4)]
+    p = tmp_path / "sweep.log"
+    p.write_text("\n".join(first + second) + "\n")
+    with pytest.raises(InputError, match="holds 2 runs.*--run"):
+        read_curve(p, "step", Y)
+    one, two = (read_curve(p, "cum:timing/*", Y, run=f"sweep#{i}") for i in (1, 2))
+    assert np.allclose(one.x, [20, 40, 60]) and np.allclose(two.x, [40, 80]) and np.allclose(two.y, [0.05, 0.15])
+    assert any("starts over from its first step 1 time(s)" in n for n in one.notes)
 
 
 def test_a_text_log_without_verl_lines_says_what_to_do(tmp_path):

@@ -18,9 +18,11 @@ What it smooths over, each said in the curve's notes:
 * **older verl names that evaluation without the ``val/`` prefix** its later evaluations carry
   (``test_score/openai/gsm8k`` then ``val/test_score/openai/gsm8k``): it is read under the
   prefixed name too, so one ``--y`` column holds the whole curve;
-* **a restart** (the step numbers go back, as when a run resumes from a checkpoint): the rows
+* **a resume** (the step numbers go back, as when a run resumes from a checkpoint): the rows
   the abandoned attempt logged after the checkpoint it resumed from are dropped (their
-  compute too: ``cum:`` columns count the steps that the final weights went through).
+  compute too: ``cum:`` columns count the steps that the final weights went through);
+* **several runs in one file** (the step numbers go back to the first one: a sweep's next run,
+  or a start from scratch): each is a run of its own, ``<stem>#1``, ``<stem>#2``, ...
 
 Values that are not numbers are kept as text (an error only if that column is asked for).
 """
@@ -81,11 +83,13 @@ def looks_like_verl(path: Path) -> bool:
 
 
 def read_verl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """``(rows, notes)``: one dict per step line (``step`` plus its metrics), in log order."""
-    rows: list[dict[str, Any]] = []
+    """``(rows, notes)``: one dict per step line (``step`` plus its metrics), in log order. A log
+    that starts over from its first step holds several runs: their rows carry ``run``
+    (``<stem>#1``, ``<stem>#2``, ...)."""
+    runs: list[list[dict[str, Any]]] = [[]]
     notes: list[str] = []
     pending_initial: dict[str, Any] | None = None
-    restarts = dropped_on_restart = 0
+    resumes = dropped_on_resume = 0
     last_step: int | None = None
     for line in _lines(path):
         m = _STEP_LINE.search(line)
@@ -96,14 +100,20 @@ def read_verl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             continue
         step = int(m.group(1))
         row = {"step": step, **_step_items(m.group(2))}
+        rows = runs[-1]
         if last_step is not None and step < last_step:
-            # A restart from a checkpoint: what the abandoned attempt logged after the checkpoint
-            # goes. The new attempt's first line is either the checkpoint's own evaluation (at the
-            # checkpoint's step: the old rows up to it stay) or the first step trained again.
-            restarts += 1
-            keep = [r for r in rows if r["step"] < step or (r["step"] == step and _evaluation_only(row))]
-            dropped_on_restart += len(rows) - len(keep)
-            rows = keep
+            if step <= rows[0]["step"]:
+                # Back to the first step: another run (a sweep's next one, or a start from scratch).
+                runs.append([])
+            else:
+                # A resume from a checkpoint: what the abandoned attempt logged after it goes. The new
+                # attempt's first line is the checkpoint's own evaluation (at its step: the old rows up
+                # to it stay) or the first step trained again.
+                resumes += 1
+                keep = [r for r in rows if r["step"] < step or (r["step"] == step and _evaluation_only(row))]
+                dropped_on_resume += len(rows) - len(keep)
+                runs[-1] = keep
+        rows = runs[-1]
         if pending_initial:
             # Newer verl logs the same evaluation as this step line too: keep it once.
             if not all(_close(row.get(k), v) for k, v in pending_initial.items()):
@@ -112,12 +122,19 @@ def read_verl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
         rows.append(row)
         last_step = step
     if pending_initial:  # a log that stops right after its first evaluation
-        rows.append({"step": 0, **pending_initial})
-    if restarts:
-        notes.append(f"the log restarts {restarts} time(s) (step numbers go back, as on a resume): "
-                     f"{dropped_on_restart} line(s) of the abandoned attempt(s) after the resumed step were dropped")
-    notes.extend(_alias_unprefixed_validation(rows))
-    return rows, notes
+        runs[-1].append({"step": 0, **pending_initial})
+    if resumes:
+        notes.append(f"the log resumes from a checkpoint {resumes} time(s) (step numbers go back): "
+                     f"{dropped_on_resume} line(s) the abandoned attempt(s) logged after the checkpoint were dropped")
+    if len(runs) > 1:
+        notes.append(f"the log starts over from its first step {len(runs) - 1} time(s): read as {len(runs)} runs, "
+                     f"{path.stem}#1 ... {path.stem}#{len(runs)}")
+        for i, rows in enumerate(runs, start=1):
+            for r in rows:
+                r["run"] = f"{path.stem}#{i}"
+    out = [r for rows in runs for r in rows]
+    notes.extend(_alias_unprefixed_validation(out))
+    return out, notes
 
 
 def _evaluation_only(row: dict[str, Any]) -> bool:
