@@ -2,6 +2,7 @@
 and ``--x cum:COL`` (a running total of a per-step column) in the row logs."""
 
 import json
+import pprint
 import subprocess
 import sys
 
@@ -59,10 +60,13 @@ def test_verl_console_log_older_format(tmp_path):
 def test_verl_newer_format_keeps_the_first_evaluation_once(tmp_path):
     """Newer verl prints the dict (numpy scalars) and logs the same evaluation at step 0."""
     y = "val-core/openai/gsm8k/reward/mean@1"
-    lines = [
-        "(TaskRunner pid=77) (\"Initial validation metrics: {'val-core/openai/gsm8k/reward/mean@1': \"\n",
-        "(TaskRunner pid=77) \"np.float64(0.4101)}\")\n",
-        "(TaskRunner pid=77) step:0 - val-core/openai/gsm8k/reward/mean@1:0.410\n",
+    # verl: pprint(f"Initial validation metrics: {val_metrics}") -- a long string is printed as a
+    # tuple of fragments, one per line, each behind Ray's prefix.
+    metrics = "{'val-core/openai/gsm8k/reward/mean@1': np.float64(0.4101), 'val-aux/openai/gsm8k/reward/mean@1': 0.4101}"
+    printed = pprint.pformat(f"Initial validation metrics: {metrics}").splitlines()
+    assert len(printed) == 2
+    lines = [f"(TaskRunner pid=77) {p}\n" for p in printed] + [
+        "(TaskRunner pid=77) step:0 - val-core/openai/gsm8k/reward/mean@1:0.410 - val-aux/openai/gsm8k/reward/mean@1:0.410\n",
         "(TaskRunner pid=77) step:1 - timing_s/step:100.000 - actor/pg_loss:nan\n",
         f"(TaskRunner pid=77) step:2 - timing_s/step:110.000 - {y}:0.520\n",
     ]
@@ -71,6 +75,11 @@ def test_verl_newer_format_keeps_the_first_evaluation_once(tmp_path):
     assert detect_format(p) == "verl"
     c = read_curve(p, "cum:timing_s/step", y)
     assert np.allclose(c.x, [0.0, 210.0]) and np.allclose(c.y, [0.41, 0.52])
+    # Without the step-0 line the split dict is the evaluation before training.
+    p.write_text("".join(lines[:2] + lines[3:]))
+    assert any("np.float64" in line for line in lines[:2])
+    c = read_curve(p, "cum:timing_s/step", y)
+    assert np.allclose(c.x, [0.0, 210.0]) and np.allclose(c.y, [0.4101, 0.52])
     # The one-line form of the dict is read too (and dropped as the same evaluation).
     p.write_text("(TaskRunner pid=77) Initial validation metrics: {'" + y + "': np.float64(0.4101)}\n" + "".join(lines[2:]))
     assert len(read_curve(p, "step", y)) == 2

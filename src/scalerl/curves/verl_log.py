@@ -29,6 +29,7 @@ Values that are not numbers are kept as text (an error only if that column is as
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 from pathlib import Path
@@ -82,6 +83,35 @@ def looks_like_verl(path: Path) -> bool:
     return any(_STEP_LINE.search(_ANSI.sub("", line)) for line in text.splitlines())
 
 
+#: Ray's prefix of a worker's output line: ``(TaskRunner pid=77)``, ``(main_task pid=1, ip=10.0.0.1)``.
+_RAY_PREFIX = re.compile(r"^\s*\([\w.-]+ pid=\d+(?:, ip=[\w.:-]+)?\)\s?")
+
+
+def _initial_metrics(line: str, rest) -> dict[str, float] | None:
+    """The ``Initial validation metrics`` dict starting at ``line``. ``pprint`` of the f-string
+    splits a long one over several lines as a tuple of string fragments (each line with Ray's
+    prefix); those are read from ``rest`` up to the closing brace and joined the way Python would."""
+    found = _INITIAL.search(line)
+    if found is None:
+        parts = [_RAY_PREFIX.sub("", line)]
+        for _ in range(50):  # a dict of a few hundred metrics at most
+            more = next(rest, None)
+            if more is None:
+                break
+            parts.append(_RAY_PREFIX.sub("", more))
+            if "}" in more:
+                break
+        text = "\n".join(parts)
+        try:
+            text = ast.literal_eval(text[text.index("("):].strip())
+        except (ValueError, SyntaxError):
+            return None
+        found = _INITIAL.search(text if isinstance(text, str) else "")
+        if found is None:
+            return None
+    return {k: float(v) for k, v in _DICT_ITEM.findall(found.group(1))}
+
+
 def read_verl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """``(rows, notes)``: one dict per step line (``step`` plus its metrics), in log order. A log
     that starts over from its first step holds several runs: their rows carry ``run``
@@ -91,12 +121,12 @@ def read_verl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     pending_initial: dict[str, Any] | None = None
     resumes = dropped_on_resume = 0
     last_step: int | None = None
-    for line in _lines(path):
+    lines = _lines(path)
+    for line in lines:
         m = _STEP_LINE.search(line)
         if m is None:
-            init = _INITIAL.search(line)
-            if init:
-                pending_initial = {k: float(v) for k, v in _DICT_ITEM.findall(init.group(1))}
+            if "Initial validation metrics:" in line:
+                pending_initial = _initial_metrics(line, lines)
             continue
         step = int(m.group(1))
         row = {"step": step, **_step_items(m.group(2))}
