@@ -16,8 +16,8 @@ batch-size (the ceiling movers), model-size-compute (model size at equal FLOPs) 
 (loss aggregation, advantage normalisation, no-positive-resampling, PPO-off-policy-8 vs PipelineRL-8).
 The ``*-verified`` families are those runs with a process-verified reward
 (``task.settings.verify_scratchpad``: a cut scratchpad never passes, so the cap is a hard bound),
-plus three that only exist verified: model-size-long (the ladder at 54 tokens, where tiny-m sits
-below the cap), resampling (no-positive-resampling on a pool small enough for four epochs) and
+plus four that only exist verified: model-size-long (the ladder at 54 tokens, where tiny-m sits
+below the cap) and model-size-long-compute (the same at equal FLOPs), resampling (no-positive-resampling on a pool small enough for four epochs) and
 efficiency-long (the base and the two efficiency choices that bent lower, to 600 steps).
 
 Printed per family: its CPU time -- the study process and every worker it reaped, user + system,
@@ -41,7 +41,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = ("model-size", "gen-length", "batch-size", "efficiency", "model-size-compute",
             "model-size-verified", "gen-length-verified", "batch-size-verified", "model-size-compute-verified",
-            "efficiency-verified", "model-size-long-verified", "resampling-verified", "efficiency-long-verified")
+            "efficiency-verified", "model-size-long-verified", "resampling-verified", "efficiency-long-verified",
+            "model-size-long-compute-verified")
 
 
 def spec_file(family: str) -> Path:

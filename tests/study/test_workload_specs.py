@@ -25,7 +25,8 @@ def _by_label(plans):
 @pytest.mark.parametrize("name", ["model-size", "model-size-compute", "gen-length", "batch-size", "efficiency",
                                   "model-size-verified", "gen-length-verified", "batch-size-verified",
                                   "model-size-compute-verified", "efficiency-verified",
-                                  "model-size-long-verified", "resampling-verified", "efficiency-long-verified"])
+                                  "model-size-long-verified", "resampling-verified", "efficiency-long-verified",
+                                  "model-size-long-compute-verified"])
 def test_every_workload_family_runs_the_workload_with_three_seeds(name, tmp_path):
     spec, plans = _plans(name, tmp_path)
     assert spec.seeds >= 3 and {p.seed for p in plans} == set(range(spec.seeds))
@@ -110,12 +111,13 @@ def test_verified_families_are_the_same_runs_with_a_process_verified_reward(name
         assert b.config == a.config
 
 
-def test_model_size_long_is_the_ladder_at_gen_lengths_54_token_budgets(tmp_path):
+@pytest.mark.parametrize("name", ["model-size-long-verified", "model-size-long-compute-verified"])
+def test_model_size_long_is_the_ladder_at_gen_lengths_54_token_budgets(name, tmp_path):
     """The ladder at 54 tokens: tiny-m's runs are gen-length-verified's length-54 runs (the same
     length budgets as families.length_overrides gives, only the recorded recipe name differs), and
     tiny-s / tiny-l differ from them only in the model."""
     _, lengths = _plans("gen-length-verified", tmp_path / "lengths")
-    _, sizes = _plans("model-size-long-verified", tmp_path / "sizes")
+    _, sizes = _plans(name, tmp_path / "sizes")
     length_54 = {p.seed: p.config for p in lengths if p.variant.label == "length-54"}
     assert len(length_54) == 3 and {p.config.model.name_or_path for p in sizes} == {"tiny-s", "tiny-m", "tiny-l"}
     for p in sizes:
