@@ -163,10 +163,9 @@ def read_hf_trainer(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool
 CUMULATIVE = "cum:"
 
 
-def _cumulative_columns(path: Path, rows: list[dict], pattern: str) -> Callable[[dict], float]:
+def _cumulative_columns(path: Path, keys: set[str], pattern: str) -> Callable[[dict], float]:
     """The per-row amount ``cum:PATTERN`` adds up: one column, or the sum of every column matching
     a glob. Rows without it (evaluation-only rows) add 0; a value that is not a number is an error."""
-    keys: set[str] = set().union(*rows) if rows else set()
     globbed = any(c in pattern for c in "*?[")
     cols = sorted(k for k in keys if fnmatch.fnmatchcase(k, pattern)) if globbed else [pattern] if pattern in keys else []
     if not cols:
@@ -195,7 +194,7 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     every row). A point whose row lacks the x column takes the latest x logged before it (said in
     the notes); one whose x or y is null is dropped and counted."""
     keys: set[str] = set().union(*rows) if rows else set()
-    cumulative = _cumulative_columns(path, rows, x[len(CUMULATIVE):]) if x.startswith(CUMULATIVE) else None
+    cumulative = _cumulative_columns(path, keys, x[len(CUMULATIVE):]) if x.startswith(CUMULATIVE) else None
     for kind, col in (("x", x), ("y", y)):
         if col not in keys and not (kind == "x" and cumulative):
             raise _unknown_column(path, kind, col, keys - {"type"})
