@@ -157,9 +157,9 @@ def _strict(text):
 
 
 def test_json_outputs_are_strict_json_on_a_short_run(capsys, tmp_path):
-    """A 5-point run: too short for the stability test (its peak is undefined) -- still valid JSON."""
+    """A 6-point run: too short for the stability test (its peak is undefined) -- still valid JSON."""
     path = tmp_path / "short.csv"
-    path.write_text("step,acc\n0,0.1\n1,0.2\n2,0.3\n3,0.35\n4,0.38\n")
+    path.write_text("step,acc\n0,0.1\n1,0.2\n2,0.3\n3,0.35\n4,0.38\n5,0.4\n")
     for argv in (["fit", str(path), "--x", "step", "--y", "acc", "--bootstrap", "20", "--json"],
                  ["backtest", str(path), "--x", "step", "--y", "acc", "--cut-fraction", "0.8", "--json"],
                  ["backtest", str(path), "--x", "step", "--y", "acc", "--all-runs", "--json"]):

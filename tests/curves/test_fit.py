@@ -61,6 +61,11 @@ def test_fit_window_limits_the_points():
 def test_too_few_points_flat_and_falling_metrics_are_refused():
     with pytest.raises(InputError, match="parameters"):
         fit_sigmoid(Curve.from_arrays([0, 1, 2], [0.1, 0.2, 0.3]))
+    # As many points as free parameters (A, B, C_mid): the curve would interpolate them and its
+    # bootstrap intervals come out zero-wide -- refused; one more point is enough to fit.
+    with pytest.raises(InputError, match="needs at least 4"):
+        fit_sigmoid(Curve.from_arrays([0, 1, 2, 3], [0.1, 0.2, 0.3, 0.32]))
+    assert fit_sigmoid(Curve.from_arrays([0, 1, 2, 3, 4], [0.1, 0.2, 0.3, 0.32, 0.33])).n_points == 4  # x > 0
     with pytest.raises(InputError, match="does not rise"):
         fit_sigmoid(Curve.from_arrays([0, 1, 2, 3, 4], [0.3] * 5))
     with pytest.raises(InputError, match="does not rise"):

@@ -38,7 +38,42 @@ def test_csv_comments_nan_and_percentages(tmp_path):
         read_curve(p, "compute", "acc")
     c = read_curve(p, "compute", "acc", y_scale=0.01)
     assert np.allclose(c.y, [0.1, 0.2, 0.4])
-    assert c.dropped == 3
+    assert c.dropped == 2  # nan and inf: dropped and counted
+    assert any("1 row(s) have no 'acc' value" in n for n in c.notes)  # the empty cell: said, not an evaluation
+
+
+@pytest.mark.parametrize("delimiter", [";", "\t", "|"])
+def test_csv_other_delimiters(tmp_path, delimiter):
+    p = tmp_path / "run.csv"
+    p.write_text("".join(delimiter.join(r) + "\n" for r in [("step", "acc"), ("0", "0.1"), ("10", "0.3"), ("20", "0.4")]))
+    c = read_curve(p, "step", "acc")
+    assert np.allclose(c.x, [0, 10, 20]) and np.allclose(c.y, [0.1, 0.3, 0.4])
+
+
+def test_csv_semicolon_export_with_decimal_commas(tmp_path):
+    # What a spreadsheet in a comma-decimal locale writes.
+    p = tmp_path / "export.csv"
+    p.write_text("gpu_hours;acc;model\n0,5;0,12;qwen, 7b\n1,25;0,31;qwen, 7b\n2;0,4;qwen, 7b\n")
+    c = read_curve(p, "gpu_hours", "acc")
+    assert np.allclose(c.x, [0.5, 1.25, 2.0]) and np.allclose(c.y, [0.12, 0.31, 0.4])
+
+
+def test_csv_log_history_export_cumulative_x_and_carried_compute(tmp_path):
+    # An exported TRL log_history: training rows log num_tokens and the step time, evaluation
+    # rows only eval_reward (empty cells elsewhere); a text column is not read.
+    p = tmp_path / "log_history.csv"
+    p.write_text(
+        "step,num_tokens,step_time,eval_reward,note\n"
+        "1,100,2.0,,warm\n2,200,2.0,,x\n2,,,0.25,eval\n3,300,3.0,,x\n4,400,1.0,,x\n4,,,0.5,eval\n"
+    )
+    c = read_curve(p, "num_tokens", "eval_reward")
+    assert np.allclose(c.x, [200, 400]) and np.allclose(c.y, [0.25, 0.5]) and c.dropped == 0
+    assert any("do not log 'num_tokens'" in n for n in c.notes)
+    assert any("4 row(s) have no 'eval_reward'" in n for n in c.notes)
+    c = read_curve(p, "cum:step_time", "eval_reward")
+    assert np.allclose(c.x, [4.0, 8.0])
+    with pytest.raises(InputError, match="cum:num_tokens"):  # the error lists what cum: could add up
+        read_curve(p, "cum:nope", "eval_reward")
 
 
 def test_csv_non_numeric_cell_names_the_line(tmp_path):

@@ -3,7 +3,8 @@
 Formats (chosen from the path, or by ``fmt``):
 
 * ``jsonl`` -- scalerl's run log (a header line, then rows), or any JSON-lines log;
-* ``csv`` -- one run, or many with a ``run`` column; ``#`` comment lines allowed;
+* ``csv`` -- one run, or many with a ``run`` column; ``#`` comment lines allowed; comma, ``;``
+  (with decimal commas), tab or ``|`` delimited;
 * ``wandb`` -- a W&B chart export (columns ``"<run> - <metric>"``, plus ``__MIN``/``__MAX``);
 * ``tensorboard`` -- event files (a file, or a directory; each sub-directory is a run);
 * ``verl`` -- verl's console log, the stdout of a run (``step:N - key:value - ...`` lines);
@@ -12,7 +13,7 @@ Formats (chosen from the path, or by ``fmt``):
 
 The user names the x (compute) and y (metric) columns. An unknown name is an error that
 lists the available ones. Missing, NaN and infinite values are dropped and counted. In the
-row logs (jsonl, verl, hf-trainer) x may be ``cum:COL``, the running total of a per-step column
+row logs (csv, jsonl, verl, hf-trainer) x may be ``cum:COL``, the running total of a per-step column
 (``cum:timing_s/step``), or ``cum:GLOB``, of every column matching it (``cum:timing/*``).
 """
 
@@ -22,6 +23,7 @@ import csv
 import fnmatch
 import math
 import os
+import re
 from collections import OrderedDict
 from pathlib import Path
 from typing import Callable
@@ -64,18 +66,37 @@ def _pick_runs(path: Path, curves: list[Curve], run: str | None) -> list[Curve]:
 # --------------------------------------------------------------------------- CSV
 
 
-def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+#: Delimiters a CSV may use: comma, and what spreadsheets in comma-decimal locales export (``;``),
+#: tab and pipe. The header and first rows decide (``csv.Sniffer``); a ``.tsv`` file is tab.
+_DELIMITERS = ",;\t|"
+
+
+def _dialect(path: Path, sample: list[str]):
+    if path.suffix.lower() == ".tsv":
+        return csv.excel_tab
+    try:
+        return csv.Sniffer().sniff("".join(sample), delimiters=_DELIMITERS)
+    except csv.Error:  # one column, or no consistent delimiter: the plain comma dialect
+        return csv.excel
+
+
+def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool]:
+    """Header, ``(line number, cells)`` rows, and whether numbers may use a decimal comma
+    (a ``;``-delimited export from a comma-decimal locale: ``0,53``)."""
     with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
         lines = [(i, line) for i, line in enumerate(f, start=1) if line.strip() and not line.lstrip().startswith("#")]
     if not lines:
         raise InputError(f"{path}: the file is empty (no header, no rows)")
-    dialect = csv.excel_tab if path.suffix.lower() == ".tsv" else csv.excel
+    dialect = _dialect(path, [line for _, line in lines[:20]])
     parsed = list(csv.reader([line for _, line in lines], dialect))
     header = [h.strip() for h in parsed[0]]
     rows = [(lineno, row) for (lineno, _), row in zip(lines[1:], parsed[1:])]
     if not rows:
         raise InputError(f"{path}: the file has a header but no rows")
-    return header, rows
+    return header, rows, dialect.delimiter == ";"
+
+
+_DECIMAL_COMMA = re.compile(r"^[+-]?\d+,\d+([eE][+-]?\d+)?$")
 
 
 def _is_wandb_export(header: list[str], y: str) -> bool:
@@ -83,27 +104,37 @@ def _is_wandb_export(header: list[str], y: str) -> bool:
 
 
 def read_csv(path, x: str, y: str, *, run_column: str = "run", y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
+    """One run, or one per value of ``run_column``. An empty cell means the row did not log that
+    column: a row with no ``y`` is not an evaluation (skipped, counted in the notes); an evaluation
+    with no ``x`` takes the latest earlier one, as in the other row logs. ``nan``/``inf`` cells
+    are dropped and counted. ``x`` may be ``cum:COL`` / ``cum:GLOB``."""
     path = Path(path)
-    header, rows = _read_csv_rows(path)
+    header, rows, decimal_comma = _read_csv_rows(path)
     if _is_wandb_export(header, y):
         return _wandb_from_rows(path, header, rows, x, y, y_scale=y_scale, bounded=bounded)
-    for kind, col in (("x", x), ("y", y)):
-        if col not in header:
-            raise _unknown_column(path, kind, col, header)
-    ix, iy = header.index(x), header.index(y)
-    ir = header.index(run_column) if run_column in header else None
-    groups: "OrderedDict[str, tuple[list[float], list[float]]]" = OrderedDict()
+    columns = set(header)
+    if y not in columns:
+        raise _unknown_column(path, "y", y, header)
+    needed = {y, *_x_columns(path, columns, x)}
+    index = {h: j for j, h in enumerate(header)}
+    ir = index.get(run_column)
+    records, without_y = [], 0
     for lineno, row in rows:
         if len(row) != len(header):
             raise InputError(f"{path}: line {lineno} has {len(row)} fields, the header has {len(header)}")
-        name = row[ir].strip() if ir is not None else path.stem
-        xs, ys = groups.setdefault(name, ([], []))
-        xs.append(_number(row[ix], where=f"{path}: line {lineno}, column {x!r}"))
-        ys.append(_number(row[iy], where=f"{path}: line {lineno}, column {y!r}") * y_scale)
-    return [
-        Curve.from_arrays(xs, ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded)
-        for name, (xs, ys) in groups.items()
-    ]
+        record: dict = {} if ir is None else {run_column: row[ir].strip()}
+        for col in needed:
+            cell = row[index[col]].strip()
+            if not cell:
+                continue  # not logged in this row
+            if decimal_comma and _DECIMAL_COMMA.match(cell):
+                cell = cell.replace(",", ".")
+            record[col] = _number(cell, where=f"{path}: line {lineno}, column {col!r}")
+        without_y += y not in record
+        records.append(record)
+    notes = (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
+    return curves_from_rows(path, records, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
+                            bounded=bounded, run_column=run_column)
 
 
 def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float, bounded: bool) -> list[Curve]:
@@ -163,13 +194,24 @@ def read_hf_trainer(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool
 CUMULATIVE = "cum:"
 
 
-def _cumulative_columns(path: Path, keys: set[str], pattern: str) -> Callable[[dict], float]:
-    """The per-row amount ``cum:PATTERN`` adds up: one column, or the sum of every column matching
-    a glob. Rows without it (evaluation-only rows) add 0; a value that is not a number is an error."""
+def _x_columns(path: Path, keys: set[str], x: str) -> list[str]:
+    """The columns ``--x`` reads: ``x`` itself, or those ``cum:COL`` / ``cum:GLOB`` adds up."""
+    if not x.startswith(CUMULATIVE):
+        if x not in keys:
+            raise _unknown_column(path, "x", x, keys - {"type"})
+        return [x]
+    pattern = x[len(CUMULATIVE):]
     globbed = any(c in pattern for c in "*?[")
     cols = sorted(k for k in keys if fnmatch.fnmatchcase(k, pattern)) if globbed else [pattern] if pattern in keys else []
     if not cols:
-        raise _unknown_column(path, "x", CUMULATIVE + pattern, {CUMULATIVE + k for k in keys if k != "type"})
+        raise _unknown_column(path, "x", x, {CUMULATIVE + k for k in keys if k != "type"})
+    return cols
+
+
+def _cumulative_columns(path: Path, keys: set[str], pattern: str) -> Callable[[dict], float]:
+    """The per-row amount ``cum:PATTERN`` adds up: one column, or the sum of every column matching
+    a glob. Rows without it (evaluation-only rows) add 0; a value that is not a number is an error."""
+    cols = _x_columns(path, keys, CUMULATIVE + pattern)
 
     def amount(r: dict) -> float:
         total = 0.0

@@ -57,14 +57,19 @@ def resolve_r0(curve: Curve, r0) -> tuple[float | None, str]:
 def check_fittable(x: np.ndarray, y: np.ndarray, n_params: int, what: str = "the fit window", R0: float | None = None) -> None:
     """Refuse what no sigmoid can describe: too few points, a flat or falling metric.
 
+    Too few: no more points with compute > 0 than free parameters.
+
     With R0 known, a window on the flat tail of a saturated run is fine (its points sit
     above R0: the gain has happened); without it, the window itself must rise.
     """
     pos = x > 0
-    if pos.sum() < n_params:
+    # One point more than parameters: with exactly as many the curve passes through every point,
+    # leaving no residual to measure the noise by, and the intervals would come out zero-wide.
+    if pos.sum() <= n_params:
         raise InputError(
-            f"{what} has {int(pos.sum())} points with compute > 0 but the fit has {n_params} parameters; "
-            "widen the window (--fit-from/--fit-until) or log more evaluations"
+            f"{what} has {int(pos.sum())} points with compute > 0 but the fit has {n_params} parameters and "
+            f"needs at least {n_params + 1} (one more, to measure the noise); widen the window "
+            "(--fit-from/--fit-until) or log more evaluations"
         )
     base = R0 if R0 is not None else (float(y[~pos].mean()) if (~pos).any() else None)
     if base is not None:
