@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from scalerl.curves import read_curve
+from scalerl.curves import read_curve, read_curves
 from scalerl.curves.io import detect_format
 from scalerl.errors import InputError
 
@@ -83,6 +83,23 @@ def test_verl_newer_format_keeps_the_first_evaluation_once(tmp_path):
     # The one-line form of the dict is read too (and dropped as the same evaluation).
     p.write_text("(TaskRunner pid=77) Initial validation metrics: {'" + y + "': np.float64(0.4101)}\n" + "".join(lines[2:]))
     assert len(read_curve(p, "step", y)) == 2
+
+
+def test_verl_step_values_printed_as_numpy_scalars(tmp_path):
+    """verl under numpy >= 2 prints its reduced metrics on the step line as ``np.float64(...)``
+    (the evaluation and the timings among them): read as the numbers they are."""
+    y = "val-core/openai/gsm8k/reward/mean@1"
+    lines = [
+        "(TaskRunner pid=3165) step:1 - actor/entropy:0.12 - critic/vf_loss:np.float64(0.0064) - "
+        "timing_s/step:57.3 - perf/total_num_tokens:68419\n",
+        f"(TaskRunner pid=3165) step:2 - critic/vf_loss:np.float64(0.0061) - {y}:np.float64(0.4943138741470811) - "
+        "training/global_step:2 - timing_s/step:np.float64(55.1) - count:np.int64(3) - loss:tensor(0.25)\n",
+    ]
+    p = tmp_path / "run.log"
+    p.write_text("".join(lines))
+    c = read_curve(p, "cum:timing_s/step", y)
+    assert np.allclose(c.x, [112.4]) and np.allclose(c.y, [0.4943138741470811])
+    assert np.allclose(read_curve(p, "count", y).x, [3]) and np.allclose(read_curve(p, "loss", y, bounded=False).x, [0.25])
 
 
 def test_verl_restart_drops_the_abandoned_attempt(tmp_path):
@@ -210,3 +227,69 @@ def test_a_real_trl_grpo_trainer_state(tmp_path):
     trained = {r["step"]: r["num_tokens"] for r in history if "num_tokens" in r}
     assert np.allclose(c.x, [trained[r["step"]] for r in evals])
     assert np.allclose(read_curve(real, "step", "eval_reward").x, [2, 4, 6])
+
+
+# --------------------------------------------------------------------------- MLflow
+
+DATA = __import__("pathlib").Path(__file__).parent / "data"
+VAL = "val-core/openai/gsm8k/reward/mean@1"
+
+
+def _mlflow_stores(tmp_path):
+    """The real stores of tests/curves/data/make_mlflow_stores.py: SQLite database and file store."""
+    import gzip
+    import shutil
+    import tarfile
+
+    db = tmp_path / "mlruns.db"
+    with gzip.open(DATA / "mlflow_sqlite.db.gz", "rb") as src, open(db, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    with tarfile.open(DATA / "mlflow_filestore.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    return db, tmp_path / "mlruns"
+
+
+def test_mlflow_sqlite_database_and_file_store(tmp_path):
+    """verl's mlflow logger: '@' is logged as '_at_' (either spelling reads); the deleted run is left
+    out; the NaN is dropped and counted; the resumed steps keep their latest values."""
+    for store in _mlflow_stores(tmp_path):
+        assert detect_format(store) == "mlflow"
+        curves = {c.name: c for c in read_curves(store, "step", VAL)}
+        assert sorted(curves) == ["grpo-a", "grpo-b"]
+        a, b = curves["grpo-a"], curves["grpo-b"]
+        assert np.allclose(a.x, np.arange(2, 31, 2)) and a.y[-1] == pytest.approx(0.59) and a.dropped == 0
+        assert 10 not in b.x and b.dropped == 1 and len(b) == 14
+        assert np.allclose(read_curve(store, "step", VAL.replace("@", "_at_"), run="grpo-b").y, b.y)
+        assert any("deleted" in n and "abandoned" in n for n in a.notes)
+        assert any("'grpo-a'" in n and "logged again" in n for n in a.notes)
+        # cum: of the per-step time; steps 25-30 were logged again at 60 s each.
+        timed = read_curve(store, "cum:timing_s/step", VAL, run="grpo-a")
+        assert timed.x[0] == pytest.approx(51 + 52) and timed.x[-1] == pytest.approx(sum(50 + s % 3 for s in range(1, 25)) + 6 * 60)
+        wall = read_curve(store, "wall_time", VAL, run="grpo-a")
+        assert np.all(np.diff(wall.x) >= 0) and wall.x[-1] < 1.0  # hours
+
+
+def test_mlflow_cli_backtests_every_run(tmp_path):
+    db, _ = _mlflow_stores(tmp_path)
+    out = subprocess.run([sys.executable, "-m", "scalerl.cli", "backtest", str(db), "--x", "cum:timing_s/step",
+                          "--y", VAL, "--all-runs", "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    runs = {r["run"]: r for r in json.loads(out.stdout)["runs"]}
+    assert sorted(runs) == ["grpo-a", "grpo-b"]
+
+
+def test_mlflow_bad_input(tmp_path):
+    import sqlite3
+
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE t (a)")
+    with pytest.raises(InputError, match="SQLite database without MLflow's"):
+        detect_format(other)
+    with pytest.raises(InputError, match="MLflow"):
+        read_curve(other, "step", VAL, fmt="mlflow")
+    _, store = _mlflow_stores(tmp_path)
+    metric = next(store.rglob("metrics/timing_s/step"))
+    metric.write_text(metric.read_text() + "1796139636999 oops 31\n")
+    with pytest.raises(InputError, match=r"line \d+ is not 'timestamp value step'"):
+        read_curve(store, "step", VAL, run="grpo-a")

@@ -9,11 +9,13 @@ Formats (chosen from the path, or by ``fmt``):
 * ``tensorboard`` -- event files (a file, or a directory; each sub-directory is a run);
 * ``verl`` -- verl's console log, the stdout of a run (``step:N - key:value - ...`` lines);
 * ``hf-trainer`` -- a Hugging Face / TRL ``trainer_state.json``, or the run directory holding
-  its ``checkpoint-*`` directories (the latest one is read).
+  its ``checkpoint-*`` directories (the latest one is read);
+* ``mlflow`` -- an MLflow tracking store: its SQLite database (``mlruns.db``) or an ``mlruns``
+  file-store directory; each MLflow run is a run.
 
 The user names the x (compute) and y (metric) columns. An unknown name is an error that
 lists the available ones. Missing, NaN and infinite values are dropped and counted. In the
-row logs (csv, jsonl, verl, hf-trainer) x may be ``cum:COL``, the running total of a per-step column
+row logs (csv, jsonl, verl, hf-trainer, mlflow) x may be ``cum:COL``, the running total of a per-step column
 (``cum:timing_s/step``), or ``cum:GLOB``, of every column matching it (``cum:timing/*``).
 """
 
@@ -30,6 +32,7 @@ from typing import Callable
 
 from scalerl.curves.data import Curve
 from scalerl.curves.hf_trainer_log import is_trainer_state, read_trainer_state_rows
+from scalerl.curves.mlflow_log import is_mlflow_store, is_sqlite, read_mlflow_rows
 from scalerl.curves.verl_log import looks_like_verl, read_verl_rows
 from scalerl.errors import InputError
 from scalerl.runlog import read_runlog
@@ -187,6 +190,20 @@ def read_hf_trainer(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool
     return curves_from_rows(path, rows, x, y, default_name=name, notes=notes, y_scale=y_scale, bounded=bounded)
 
 
+def read_mlflow(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
+    """An MLflow tracking store (SQLite database or ``mlruns`` directory); ``x`` may be ``step``,
+    ``wall_time`` (hours), a metric, or ``cum:`` of one. MLflow keys cannot hold ``@``: verl's
+    adapter logs ``mean@1`` as ``mean_at_1``, and either spelling is accepted."""
+    path = Path(path)
+    rows, notes = read_mlflow_rows(path)
+    keys = set().union(*rows)
+    spelled = {name: name.replace("@", "_at_") for name in (x, y) if "@" in name and name not in keys}
+    if spelled:
+        rows = [{**r, **{name: r[key] for name, key in spelled.items() if key in r}} for r in rows]
+    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
+                            bounded=bounded)
+
+
 # --------------------------------------------------------------------------- rows -> curves
 
 #: ``--x cum:COL``: the running total of a per-step column (``cum:timing_s/step``: wall seconds so
@@ -337,13 +354,19 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "tensorboard": read_tensorboard,
     "verl": read_verl,
     "hf-trainer": read_hf_trainer,
+    "mlflow": read_mlflow,
 }
 
 
 def detect_format(path: Path) -> str:
     name = path.name.lower()
     if path.is_dir():
-        return "hf-trainer" if is_trainer_state(path) else "tensorboard"
+        return "hf-trainer" if is_trainer_state(path) else "mlflow" if is_mlflow_store(path) else "tensorboard"
+    if is_mlflow_store(path):
+        return "mlflow"
+    if is_sqlite(path):
+        raise InputError(f"{path}: an SQLite database without MLflow's 'runs' and 'metrics' tables; "
+                         "export the metrics as CSV/JSONL")
     if "tfevents" in name:
         return "tensorboard"
     if name.endswith(".json") and is_trainer_state(path):

@@ -48,12 +48,20 @@ _DICT_ITEM = re.compile(r"""['"]([^'"]+)['"]\s*:\s*(?:np\.\w+\()?\s*([-+]?(?:\d+
 SNIFF_CHARS = 4_000_000
 
 
+#: A number printed as its numpy / torch repr: ``np.float64(0.49)`` (verl under numpy >= 2 prints
+#: its reduced metrics so), ``numpy.int64(3)``, ``tensor(0.5)``.
+_WRAPPED = re.compile(r"^(?:np|numpy)\.\w+\((.*)\)$|^tensor\(([^,()]*)\)$")
+
+
 def _value(text: str) -> Any:
     s = text.strip()
+    wrapped = _WRAPPED.match(s)
+    if wrapped:
+        s = (wrapped.group(1) if wrapped.group(1) is not None else wrapped.group(2)).strip()
     try:
         return float(s)
     except ValueError:
-        return s
+        return text.strip()
 
 
 def _step_items(rest: str) -> dict[str, Any]:

@@ -1,0 +1,163 @@
+"""Read an MLflow tracking store as it lies on disk: the SQLite database (MLflow 3's default
+backend; verl's ``trainer.logger=['mlflow']`` writes ``sqlite:////tmp/mlruns.db`` unless
+``MLFLOW_TRACKING_URI`` says otherwise) or a file store (an ``mlruns`` directory, MLflow 1-2's
+default: ``<experiment>/<run>/meta.yaml`` and one ``metrics/<key>`` file per metric).
+
+Both are read directly -- the SQLite tables ``runs``, ``metrics`` and ``tags``, the file store's
+``meta.yaml`` and ``timestamp value step`` lines, all unchanged since MLflow 1.x -- so forecasting
+from them needs neither MLflow (and its database stack) nor a tracking server. A server
+(``http://...``) is not read: export its runs as CSV.
+
+Each run becomes rows, one per logged step: ``run``, ``step``, ``wall_time`` (hours since the run's
+first metric) and every metric logged at that step, which
+:func:`scalerl.curves.io.curves_from_rows` makes curves of (so ``--x cum:timing_s/step`` works as
+on verl's console log). Deleted runs are left out; a metric logged again at the same step (a
+resumed run repeating it) keeps its latest value; both are said in the notes.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from scalerl.errors import InputError
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+RUN_NAME_TAG = "mlflow.runName"
+#: Milliseconds (MLflow's timestamps) per hour (``wall_time``'s unit, as in the TensorBoard reader).
+MS_PER_HOUR = 3_600_000.0
+
+# One metric value: (run id, run name, lifecycle stage, key, value, step, timestamp in ms).
+Record = tuple[str, str, str, str, float, int, int]
+
+
+def is_sqlite(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def _run_metas(directory: Path) -> list[Path]:
+    """``meta.yaml`` of every run under an ``mlruns`` directory, an experiment's, or one run's."""
+    found = [directory / "meta.yaml", *directory.glob("*/meta.yaml"), *directory.glob("*/*/meta.yaml")]
+    return sorted(p for p in found if p.is_file() and (p.parent / "metrics").is_dir() and ".trash" not in p.parts)
+
+
+def is_mlflow_store(path: Path) -> bool:
+    """An MLflow SQLite database (with ``runs`` and ``metrics`` tables) or a file store."""
+    if path.is_dir():
+        return bool(_run_metas(path))
+    if not is_sqlite(path):
+        return False
+    try:
+        with _connect(path) as db:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except (sqlite3.Error, InputError):
+        return False
+    return {"runs", "metrics"} <= tables
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    try:
+        return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise InputError(f"{path}: cannot open the SQLite database ({exc})") from None
+
+
+def _sqlite_records(path: Path) -> list[Record]:
+    # The mlflow.runName tag first: older stores leave runs.name empty and keep the name there.
+    query = """
+        SELECT r.run_uuid, COALESCE(NULLIF(t.value, ''), NULLIF(r.name, ''), substr(r.run_uuid, 1, 8)),
+               r.lifecycle_stage, m.key, CASE WHEN m.is_nan THEN NULL ELSE m.value END, m.step, m.timestamp
+        FROM metrics m JOIN runs r ON r.run_uuid = m.run_uuid
+        LEFT JOIN tags t ON t.run_uuid = r.run_uuid AND t.key = ?
+        ORDER BY r.start_time, r.run_uuid, m.step, m.timestamp
+    """
+    try:
+        with _connect(path) as db:
+            rows = db.execute(query, (RUN_NAME_TAG,)).fetchall()
+    except sqlite3.Error as exc:
+        raise InputError(f"{path}: not a readable MLflow database ({exc})") from None
+    return [(rid, name, stage, key, math.nan if v is None else float(v), int(step or 0), int(ts or 0))
+            for rid, name, stage, key, v, step, ts in rows]
+
+
+def _metric_lines(metrics_dir: Path) -> Iterable[tuple[str, Path]]:
+    for f in sorted(metrics_dir.rglob("*")):
+        if f.is_file():
+            yield f.relative_to(metrics_dir).as_posix(), f
+
+
+def _file_store_records(path: Path) -> list[Record]:
+    records: list[Record] = []
+    for meta_path in _run_metas(path):
+        try:
+            meta = yaml.safe_load(meta_path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise InputError(f"{meta_path}: not valid YAML ({exc})") from None
+        run_dir = meta_path.parent
+        rid = str(meta.get("run_id") or meta.get("run_uuid") or run_dir.name)
+        tag = run_dir / "tags" / RUN_NAME_TAG
+        name = str(meta.get("run_name") or (tag.read_text(encoding="utf-8").strip() if tag.is_file() else "") or rid[:8])
+        stage = str(meta.get("lifecycle_stage", "active"))
+        for key, f in _metric_lines(run_dir / "metrics"):
+            for lineno, line in enumerate(f.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
+                parts = line.split()
+                if not parts:
+                    continue
+                try:
+                    ts, value = int(parts[0]), float(parts[1])
+                    step = int(parts[2]) if len(parts) > 2 else 0  # MLflow < 1.0 logged no step
+                except (ValueError, IndexError):
+                    raise InputError(f"{f}: line {lineno} is not 'timestamp value step': {line[:60]!r}") from None
+                records.append((rid, name, stage, key, value, step, ts))
+    return records
+
+
+def read_mlflow_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows (``run``, ``step``, ``wall_time``, metrics...) of every live run, and notes."""
+    records = _file_store_records(path) if path.is_dir() else _sqlite_records(path)
+    if not records:
+        raise InputError(f"{path}: the MLflow store holds no metrics")
+    names: dict[str, str] = {}
+    deleted: set[str] = set()
+    # run id -> step -> key -> (timestamp, value); the latest timestamp wins.
+    steps: dict[str, dict[int, dict[str, tuple[int, float]]]] = defaultdict(lambda: defaultdict(dict))
+    repeated: dict[str, int] = defaultdict(int)
+    for rid, name, stage, key, value, step, ts in records:
+        if stage == "deleted":
+            deleted.add(name)
+            continue
+        names[rid] = name
+        seen = steps[rid][step].get(key)
+        repeated[name] += seen is not None
+        if seen is None or ts >= seen[0]:
+            steps[rid][step][key] = (ts, value)
+    # Two runs of one name (MLflow allows it): told apart by their id.
+    taken = defaultdict(int)
+    for name in names.values():
+        taken[name] += 1
+    rows: list[dict[str, Any]] = []
+    for rid, by_step in steps.items():
+        label = names[rid] if taken[names[rid]] == 1 else f"{names[rid]} [{rid[:8]}]"
+        t0 = min(ts for metrics in by_step.values() for ts, _ in metrics.values())
+        for step in sorted(by_step):
+            metrics = by_step[step]
+            row: dict[str, Any] = {"run": label, "step": step,
+                                   "wall_time": (max(ts for ts, _ in metrics.values()) - t0) / MS_PER_HOUR}
+            row.update({key: value for key, (_, value) in metrics.items()})
+            rows.append(row)
+    notes = []
+    if deleted:
+        notes.append(f"deleted MLflow run(s) left out: {', '.join(sorted(deleted))}")
+    for name, n in repeated.items():
+        if n:
+            notes.append(f"run {name!r}: {n} metric value(s) logged again at the same step (a resumed run?): the latest kept")
+    return rows, notes
