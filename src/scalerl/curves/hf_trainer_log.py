@@ -3,7 +3,7 @@ PPOTrainer, ...) and every other ``transformers.Trainer`` write into each checkp
 
 Its ``log_history`` is a list of dicts -- training rows (``step``, ``reward``, ``num_tokens``,
 ...) and evaluation rows (``step``, ``eval_reward``, ...) -- which become the rows
-:func:`scalerl.curves.io.curves_from_rows` makes curves of. Given a run's output directory,
+:func:`scalerl.curves.rows.curves_from_rows` makes curves of. Given a run's output directory,
 the checkpoint with the most steps is read (its state holds the whole history up to it).
 """
 
@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from scalerl.curves.data import Curve
+from scalerl.curves.rows import curves_from_rows
 from scalerl.errors import InputError
 
 STATE_FILE = "trainer_state.json"
@@ -66,3 +68,10 @@ def read_trainer_state_rows(path: Path) -> tuple[list[dict[str, Any]], str, list
     if len(rows) != len(state["log_history"]):
         notes.append(f"{len(state['log_history']) - len(rows)} log_history entries that are not objects were skipped")
     return rows, name or file.stem, notes
+
+
+def read_hf_trainer(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
+    """A Hugging Face / TRL ``trainer_state.json`` (or the run directory holding its checkpoints)."""
+    path = Path(path)
+    rows, name, notes = read_trainer_state_rows(path)
+    return curves_from_rows(path, rows, x, y, default_name=name, notes=notes, y_scale=y_scale, bounded=bounded)

@@ -10,7 +10,7 @@ from them needs neither MLflow (and its database stack) nor a tracking server. A
 
 Each run becomes rows, one per logged step: ``run``, ``step``, ``wall_time`` (hours since the run's
 first metric) and every metric logged at that step, which
-:func:`scalerl.curves.io.curves_from_rows` makes curves of (so ``--x cum:timing_s/step`` works as
+:func:`scalerl.curves.rows.curves_from_rows` makes curves of (so ``--x cum:timing_s/step`` works as
 on verl's console log). Deleted runs are left out; a metric logged again at the same step (a
 resumed run repeating it) keeps its latest value; both are said in the notes.
 """
@@ -25,6 +25,8 @@ from typing import Any, Iterable
 
 import yaml
 
+from scalerl.curves.data import Curve
+from scalerl.curves.rows import curves_from_rows
 from scalerl.errors import InputError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -161,3 +163,17 @@ def read_mlflow_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
         if n:
             notes.append(f"run {name!r}: {n} metric value(s) logged again at the same step (a resumed run?): the latest kept")
     return rows, notes
+
+
+def read_mlflow(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
+    """An MLflow tracking store (SQLite database or ``mlruns`` directory); ``x`` may be ``step``,
+    ``wall_time`` (hours), a metric, or ``cum:`` of one. MLflow keys cannot hold ``@``: verl's
+    adapter logs ``mean@1`` as ``mean_at_1``, and either spelling is accepted."""
+    path = Path(path)
+    rows, notes = read_mlflow_rows(path)
+    keys = set().union(*rows)
+    spelled = {name: name.replace("@", "_at_") for name in (x, y) if "@" in name and name not in keys}
+    if spelled:
+        rows = [{**r, **{name: r[key] for name, key in spelled.items() if key in r}} for r in rows]
+    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
+                            bounded=bounded)

@@ -8,7 +8,7 @@ verl's console logger prints one line per training step::
 ``Initial validation metrics: {...}`` (a Python dict). Real logs carry more: Ray's
 ``(main_task pid=...)`` prefixes, ANSI colour codes, tqdm's carriage returns, sample
 completions, stray bytes. This module turns such a file into rows -- one dict per step line,
-in the order printed -- that :func:`scalerl.curves.io.curves_from_rows` makes curves of.
+in the order printed -- that :func:`scalerl.curves.rows.curves_from_rows` makes curves of.
 
 What it smooths over, each said in the curve's notes:
 
@@ -34,6 +34,10 @@ import math
 import re
 from pathlib import Path
 from typing import Any
+
+from scalerl.curves.data import Curve
+from scalerl.curves.rows import curves_from_rows
+from scalerl.errors import InputError
 
 #: ANSI escape sequences (Ray colours its worker prefixes).
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -198,3 +202,12 @@ def _alias_unprefixed_validation(rows: list[dict[str, Any]]) -> list[str]:
                 aliased.add(k)
     return [f"{k!r} (the evaluation before training, as older verl names it) is read as 'val/{k}' too"
             for k in sorted(aliased)]
+
+
+def read_verl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
+    """verl's console log (its stdout): see :mod:`scalerl.curves.verl_log`."""
+    path = Path(path)
+    rows, notes = read_verl_rows(path)
+    if not rows:
+        raise InputError(f"{path}: no verl step lines ('step:N - key:value - ...') in the file")
+    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)

@@ -1,0 +1,122 @@
+"""CSV logs: one run, or one per value of a ``run`` column; W&B chart exports (``"<run> - <metric>"``
+columns). ``#`` comment lines allowed; comma, ``;`` (with decimal commas), tab or ``|`` delimited.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from pathlib import Path
+
+from scalerl.curves.data import Curve
+from scalerl.curves.rows import curves_from_rows, unknown_column, x_columns
+from scalerl.errors import InputError
+
+_MISSING = {"", "nan", "NaN", "NAN", "null", "None", "none", "inf", "-inf", "Infinity", "-Infinity", "+inf"}
+
+
+def _number(text: str, *, where: str) -> float:
+    """Parse a cell; missing / NaN / inf become NaN (dropped and counted later)."""
+    s = text.strip()
+    if s in _MISSING:
+        return math.nan
+    try:
+        return float(s)
+    except ValueError:
+        raise InputError(f"{where}: {s[:40]!r} is not a number -- fix the cell or choose another column") from None
+
+
+
+#: Delimiters a CSV may use: comma, and what spreadsheets in comma-decimal locales export (``;``),
+#: tab and pipe. The header and first rows decide (``csv.Sniffer``); a ``.tsv`` file is tab.
+_DELIMITERS = ",;\t|"
+
+
+def _dialect(path: Path, sample: list[str]):
+    if path.suffix.lower() == ".tsv":
+        return csv.excel_tab
+    try:
+        return csv.Sniffer().sniff("".join(sample), delimiters=_DELIMITERS)
+    except csv.Error:  # one column, or no consistent delimiter: the plain comma dialect
+        return csv.excel
+
+
+def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool]:
+    """Header, ``(line number, cells)`` rows, and whether numbers may use a decimal comma
+    (a ``;``-delimited export from a comma-decimal locale: ``0,53``)."""
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
+        lines = [(i, line) for i, line in enumerate(f, start=1) if line.strip() and not line.lstrip().startswith("#")]
+    if not lines:
+        raise InputError(f"{path}: the file is empty (no header, no rows)")
+    dialect = _dialect(path, [line for _, line in lines[:20]])
+    parsed = list(csv.reader([line for _, line in lines], dialect))
+    header = [h.strip() for h in parsed[0]]
+    rows = [(lineno, row) for (lineno, _), row in zip(lines[1:], parsed[1:])]
+    if not rows:
+        raise InputError(f"{path}: the file has a header but no rows")
+    return header, rows, dialect.delimiter == ";"
+
+
+_DECIMAL_COMMA = re.compile(r"^[+-]?\d+,\d+([eE][+-]?\d+)?$")
+
+
+def _is_wandb_export(header: list[str], y: str) -> bool:
+    return y not in header and any(h.endswith(f" - {y}") for h in header)
+
+
+def read_csv(path, x: str, y: str, *, run_column: str = "run", y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
+    """One run, or one per value of ``run_column``. An empty cell means the row did not log that
+    column: a row with no ``y`` is not an evaluation (skipped, counted in the notes); an evaluation
+    with no ``x`` takes the latest earlier one, as in the other row logs. ``nan``/``inf`` cells
+    are dropped and counted. ``x`` may be ``cum:COL`` / ``cum:GLOB``."""
+    path = Path(path)
+    header, rows, decimal_comma = _read_csv_rows(path)
+    if _is_wandb_export(header, y):
+        return _wandb_from_rows(path, header, rows, x, y, y_scale=y_scale, bounded=bounded)
+    columns = set(header)
+    if y not in columns:
+        raise unknown_column(path, "y", y, header)
+    needed = {y, *x_columns(path, columns, x)}
+    index = {h: j for j, h in enumerate(header)}
+    ir = index.get(run_column)
+    records, without_y = [], 0
+    for lineno, row in rows:
+        if len(row) != len(header):
+            raise InputError(f"{path}: line {lineno} has {len(row)} fields, the header has {len(header)}")
+        record: dict = {} if ir is None else {run_column: row[ir].strip()}
+        for col in needed:
+            cell = row[index[col]].strip()
+            if not cell:
+                continue  # not logged in this row
+            if decimal_comma and _DECIMAL_COMMA.match(cell):
+                cell = cell.replace(",", ".")
+            record[col] = _number(cell, where=f"{path}: line {lineno}, column {col!r}")
+        without_y += y not in record
+        records.append(record)
+    notes = (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
+    return curves_from_rows(path, records, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
+                            bounded=bounded, run_column=run_column)
+
+
+def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float, bounded: bool) -> list[Curve]:
+    """W&B chart export: one ``"<run> - <metric>"`` column per run; ``__MIN/__MAX`` ignored."""
+    if x not in header:
+        raise unknown_column(path, "x", x, [h for h in header if " - " not in h])
+    ix = header.index(x)
+    suffix = f" - {y}"
+    curves = []
+    for j, h in enumerate(header):
+        if not h.endswith(suffix):
+            continue
+        name = h[: -len(suffix)]
+        xs, ys = [], []
+        for lineno, row in rows:
+            # W&B leaves cells empty where a run did not log that step: missing, not an error.
+            if j >= len(row) or not row[j].strip():
+                continue
+            xs.append(_number(row[ix], where=f"{path}: line {lineno}, column {x!r}"))
+            ys.append(_number(row[j], where=f"{path}: line {lineno}, column {h!r}") * y_scale)
+        if xs:
+            curves.append(Curve.from_arrays(xs, ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded))
+    return curves

@@ -1,0 +1,116 @@
+"""Rows -> curves: the shared back end of the row logs (CSV, JSONL, verl, HF trainer state, MLflow).
+
+A log is a list of dicts in log order; every row holding ``y`` is a point, the others (training
+metrics) are not. ``x`` may be a column or ``cum:COL`` / ``cum:GLOB``, a running total.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from collections import OrderedDict
+from pathlib import Path
+from typing import Callable
+
+from scalerl.curves.data import Curve
+from scalerl.errors import InputError
+
+
+def unknown_column(path: Path, kind: str, name: str, available) -> InputError:
+    cols = ", ".join(repr(c) for c in sorted(available)) or "(none)"
+    return InputError(f"{path}: no {kind} column {name!r}; available columns: {cols}")
+
+
+#: ``--x cum:COL``: the running total of a per-step column (``cum:timing_s/step``: wall seconds so
+#: far), or of every column matching a glob (``cum:timing/*``: the sum of the timed phases).
+CUMULATIVE = "cum:"
+
+
+def x_columns(path: Path, keys: set[str], x: str) -> list[str]:
+    """The columns ``--x`` reads: ``x`` itself, or those ``cum:COL`` / ``cum:GLOB`` adds up."""
+    if not x.startswith(CUMULATIVE):
+        if x not in keys:
+            raise unknown_column(path, "x", x, keys - {"type"})
+        return [x]
+    pattern = x[len(CUMULATIVE):]
+    globbed = any(c in pattern for c in "*?[")
+    cols = sorted(k for k in keys if fnmatch.fnmatchcase(k, pattern)) if globbed else [pattern] if pattern in keys else []
+    if not cols:
+        raise unknown_column(path, "x", x, {CUMULATIVE + k for k in keys if k != "type"})
+    return cols
+
+
+def _cumulative_columns(path: Path, keys: set[str], pattern: str) -> Callable[[dict], float]:
+    """The per-row amount ``cum:PATTERN`` adds up: one column, or the sum of every column matching
+    a glob. Rows without it (evaluation-only rows) add 0; a value that is not a number is an error."""
+    cols = x_columns(path, keys, CUMULATIVE + pattern)
+
+    def amount(r: dict) -> float:
+        total = 0.0
+        for c in cols:
+            v = r.get(c)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise InputError(f"{path}: value {v!r} of {c!r} in a row at step {r.get('step', '?')} is not a number "
+                                 f"(needed for --x {CUMULATIVE}{pattern})")
+            if math.isfinite(v):
+                total += float(v)
+        return total
+
+    return amount
+
+
+def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_name: str, notes=(),
+                     y_scale: float = 1.0, bounded: bool = True, run_column: str = "run") -> list[Curve]:
+    """Curves from a log's rows (dicts, in log order): every row holding ``y`` is a point; rows
+    without it (training metrics) are not. ``x`` may be ``cum:COL`` (a running total, per run, over
+    every row). A point whose row lacks the x column takes the latest x logged before it (said in
+    the notes); one whose x or y is null is dropped and counted."""
+    keys: set[str] = set().union(*rows) if rows else set()
+    cumulative = _cumulative_columns(path, keys, x[len(CUMULATIVE):]) if x.startswith(CUMULATIVE) else None
+    for kind, col in (("x", x), ("y", y)):
+        if col not in keys and not (kind == "x" and cumulative):
+            raise unknown_column(path, kind, col, keys - {"type"})
+    groups: "OrderedDict[str, tuple[list[float], list[float], list[int]]]" = OrderedDict()
+    totals: dict[str, float] = {}  # cum: the running total so far, per run
+    latest: dict[str, object] = {}  # the last x logged, per run
+    carried: dict[str, int] = {}
+    for r in rows:
+        name = str(r.get(run_column, default_name))
+        if cumulative is not None:
+            totals[name] = totals.get(name, 0.0) + cumulative(r)
+        elif x in r:
+            latest[name] = r[x]
+        if y not in r:  # another kind of row (training metrics): not an evaluation
+            continue
+        xs, ys, dropped = groups.setdefault(name, ([], [], [0]))
+        if cumulative is not None:
+            vx = totals[name]
+        elif x in r:
+            vx = r[x]
+        else:
+            # Evaluation rows that do not log the compute counter (TRL's log_history: num_tokens is on
+            # the training rows): the counter as the latest row before the evaluation left it.
+            vx = latest.get(name)
+            carried[name] = carried.get(name, 0) + (vx is not None)
+        vy = r.get(y)
+        if vx is None or vy is None:
+            dropped[0] += 1
+            continue
+        if isinstance(vx, bool) or isinstance(vy, bool) or not isinstance(vx, (int, float)) or not isinstance(vy, (int, float)):
+            bad = vx if not isinstance(vx, (int, float)) else vy
+            raise InputError(f"{path}: value {bad!r} in a row at step {r.get('step', '?')} is not a number")
+        xs.append(float(vx))
+        ys.append(float(vy) * y_scale)
+
+    def run_notes(name: str) -> tuple[str, ...]:
+        n = carried.get(name, 0)
+        return tuple(notes) + ((f"{n} evaluation(s) do not log {x!r}: each takes it from the latest row before it",)
+                               if n else ())
+
+    return [
+        Curve.from_arrays(xs, ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded,
+                          dropped=d[0], notes=run_notes(name))
+        for name, (xs, ys, d) in groups.items()
+    ]
