@@ -170,3 +170,26 @@ def test_tensorboard_event_files(tmp_path):
     assert np.allclose(by_step.x, np.arange(6))
     with pytest.raises(InputError, match="available columns"):
         read_curves(tmp_path, "step", "val/nope")
+
+
+def test_run_column_named_by_the_user(tmp_path, capsys):
+    """A long-format CSV whose runs are told apart by another column: --run-column names it."""
+    from scalerl.cli import main
+
+    p = tmp_path / "sweep.csv"
+    p.write_text("experiment,step,acc\n" + "".join(f"{e},{s},{0.1 + 0.04 * s * (1 + i):.3f}\n"
+                                                   for i, e in enumerate(["lr1e-6", "lr3e-6"]) for s in range(6)))
+    with pytest.raises(InputError, match="--run-column"):  # one run of two interleaved: the hint says what to do
+        read_curve(p, "step", "acc")
+    curves = read_curves(p, "step", "acc", run_column="experiment")
+    assert [c.name for c in curves] == ["lr1e-6", "lr3e-6"] and all(len(c) == 6 for c in curves)
+    with pytest.raises(InputError, match="no run column 'exp'.*'experiment'"):
+        read_curves(p, "step", "acc", run_column="exp")
+    jl = tmp_path / "log.jsonl"
+    jl.write_text("".join(f'{{"name": "{e}", "step": {s}, "acc": 0.{s + 1}}}\n' for e in "ab" for s in range(4)))
+    assert [c.name for c in read_curves(jl, "step", "acc", run_column="name")] == ["a", "b"]
+    assert main(["fit", str(p), "--x", "step", "--y", "acc", "--run-column", "experiment", "--run", "lr3e-6",
+                 "--bootstrap", "0", "--json"]) == 0
+    assert '"run": "lr3e-6"' in capsys.readouterr().out
+    with pytest.raises(InputError, match="applies to csv, jsonl"):
+        read_curves(p, "step", "acc", run_column="experiment", fmt="verl")

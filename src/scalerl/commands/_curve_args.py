@@ -24,6 +24,8 @@ def add_data_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
     p.add_argument("--y", required=True, metavar="COL", help="metric column (a pass rate in [0, 1])")
     if not many:
         p.add_argument("--run", metavar="NAME", help="which run, when the file holds several")
+    p.add_argument("--run-column", metavar="COL",
+                   help="CSV / JSONL: the column naming each row's run (default: run)")
     p.add_argument("--format", choices=list(READERS), help="log format (default: from the path)")
     p.add_argument("--y-scale", type=float, default=1.0, metavar="S", help="multiply y by S (0.01 for percentages)")
     p.add_argument("--unbounded", action="store_true", help="y is not a pass rate: no [0, 1] check, A not capped at 1")
@@ -98,7 +100,7 @@ def fit_kwargs(args) -> dict:
 def read_kwargs(args) -> dict:
     if args.y_scale <= 0 or not math.isfinite(args.y_scale):
         raise InputError(f"--y-scale must be a positive number, got {args.y_scale}")
-    return dict(fmt=args.format, y_scale=args.y_scale, bounded=not args.unbounded)
+    return dict(fmt=args.format, y_scale=args.y_scale, bounded=not args.unbounded, run_column=args.run_column)
 
 
 def finite_json(obj):

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import curves_from_rows, unknown_column, x_columns
+from scalerl.curves.rows import DEFAULT_RUN_COLUMN, curves_from_rows, unknown_column, x_columns
 from scalerl.errors import InputError
 
 _MISSING = {"", "nan", "NaN", "NAN", "null", "None", "none", "inf", "-inf", "Infinity", "-Infinity", "+inf"}
@@ -65,9 +65,10 @@ def _is_wandb_export(header: list[str], y: str) -> bool:
     return y not in header and any(h.endswith(f" - {y}") for h in header)
 
 
-def read_csv(path, x: str, y: str, *, run_column: str = "run", y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
-    """One run, or one per value of ``run_column``. An empty cell means the row did not log that
-    column: a row with no ``y`` is not an evaluation (skipped, counted in the notes); an evaluation
+def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: float = 1.0,
+             bounded: bool = True) -> list[Curve]:
+    """One run, or one per value of ``run_column`` (default: a ``run`` column if there is one). An
+    empty cell means the row did not log that column: a row with no ``y`` is not an evaluation (skipped, counted in the notes); an evaluation
     with no ``x`` takes the latest earlier one, as in the other row logs. ``nan``/``inf`` cells
     are dropped and counted. ``x`` may be ``cum:COL`` / ``cum:GLOB``."""
     path = Path(path)
@@ -79,6 +80,9 @@ def read_csv(path, x: str, y: str, *, run_column: str = "run", y_scale: float = 
         raise unknown_column(path, "y", y, header)
     needed = {y, *x_columns(path, columns, x)}
     index = {h: j for j, h in enumerate(header)}
+    if run_column is not None and run_column not in index:
+        raise unknown_column(path, "run", run_column, header)
+    run_column = run_column or DEFAULT_RUN_COLUMN
     ir = index.get(run_column)
     records, without_y = [], 0
     for lineno, row in rows:
@@ -96,7 +100,7 @@ def read_csv(path, x: str, y: str, *, run_column: str = "run", y_scale: float = 
         records.append(record)
     notes = (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
     return curves_from_rows(path, records, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
-                            bounded=bounded, run_column=run_column)
+                            bounded=bounded, run_column=run_column if ir is not None else None)
 
 
 def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float, bounded: bool) -> list[Curve]:

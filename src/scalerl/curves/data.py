@@ -73,7 +73,8 @@ class Curve:
             raise InputError(
                 f"run {name!r}{where}: compute {x_name!r} decreases at point {i + 1} "
                 f"({x[i - 1]:g} -> {x[i]:g}); compute must be cumulative and non-decreasing -- "
-                "is this the right column, or are several runs mixed (use --run)?"
+                "is this the right column, or are several runs mixed (use --run; a CSV/JSONL whose run column is not "
+                "called 'run' needs --run-column COL)?"
             )
         if bounded and ((y < 0).any() or (y > 1).any()):
             bad = y[(y < 0) | (y > 1)][0]

@@ -56,6 +56,10 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
 }
 
 
+#: The formats whose runs are told apart by a column of their rows (``run_column``).
+RUN_COLUMN_FORMATS = ("csv", "jsonl")
+
+
 def detect_format(path: Path) -> str:
     name = path.name.lower()
     if path.is_dir():
@@ -95,8 +99,11 @@ def read_curves(
     fmt: str | None = None,
     y_scale: float = 1.0,
     bounded: bool = True,
+    run_column: str | None = None,
 ) -> list[Curve]:
-    """Every run in ``path`` (or only ``run``) as :class:`Curve` objects."""
+    """Every run in ``path`` (or only ``run``) as :class:`Curve` objects. ``run_column`` names the
+    column that tells runs apart in a CSV / JSONL log (default ``run``); the other formats define
+    their runs themselves."""
     path = Path(os.fspath(path))
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
@@ -104,6 +111,11 @@ def read_curves(
     if fmt not in READERS:
         raise InputError(f"unknown log format {fmt!r}; known: {', '.join(READERS)}")
     kwargs = {"y_scale": y_scale, "bounded": bounded}
+    if run_column is not None:
+        if fmt not in RUN_COLUMN_FORMATS:
+            raise InputError(f"--run-column applies to {', '.join(RUN_COLUMN_FORMATS)} logs; a {fmt} log "
+                             "names its runs itself (--run picks one)")
+        kwargs["run_column"] = run_column
     if path.is_file() and path.stat().st_size == 0:
         raise InputError(f"{path}: the file is empty")
     curves = READERS[fmt](path, x, y, **kwargs)

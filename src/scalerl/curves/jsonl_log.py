@@ -10,7 +10,10 @@ from scalerl.curves.rows import curves_from_rows
 from scalerl.runlog import read_runlog
 
 
-def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True, run_column: str = "run") -> list[Curve]:
+def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True,
+               run_column: str | None = None) -> list[Curve]:
+    """One run per value of ``run_column`` (default: a ``run`` key where rows have one), else the
+    header's run name."""
     path = Path(path)
     header, rows, notes = read_runlog(path)
     default_name = str(header.get("run") or header.get("recipe") or path.parent.name or path.stem)

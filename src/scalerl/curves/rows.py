@@ -16,6 +16,10 @@ from scalerl.curves.data import Curve
 from scalerl.errors import InputError
 
 
+#: The column (or key) that names each row's run, unless the user names another (``--run-column``).
+DEFAULT_RUN_COLUMN = "run"
+
+
 def unknown_column(path: Path, kind: str, name: str, available) -> InputError:
     cols = ", ".join(repr(c) for c in sorted(available)) or "(none)"
     return InputError(f"{path}: no {kind} column {name!r}; available columns: {cols}")
@@ -62,12 +66,16 @@ def _cumulative_columns(path: Path, keys: set[str], pattern: str) -> Callable[[d
 
 
 def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_name: str, notes=(),
-                     y_scale: float = 1.0, bounded: bool = True, run_column: str = "run") -> list[Curve]:
+                     y_scale: float = 1.0, bounded: bool = True, run_column: str | None = None) -> list[Curve]:
     """Curves from a log's rows (dicts, in log order): every row holding ``y`` is a point; rows
-    without it (training metrics) are not. ``x`` may be ``cum:COL`` (a running total, per run, over
+    without it (training metrics) are not. Runs are told apart by ``run_column`` (which must then
+    be a key of the rows; default: ``run`` where a row has it, else ``default_name``). ``x`` may be ``cum:COL`` (a running total, per run, over
     every row). A point whose row lacks the x column takes the latest x logged before it (said in
     the notes); one whose x or y is null is dropped and counted."""
     keys: set[str] = set().union(*rows) if rows else set()
+    if run_column is not None and run_column not in keys:
+        raise unknown_column(path, "run", run_column, keys - {"type"})
+    run_column = run_column or DEFAULT_RUN_COLUMN
     cumulative = _cumulative_columns(path, keys, x[len(CUMULATIVE):]) if x.startswith(CUMULATIVE) else None
     for kind, col in (("x", x), ("y", y)):
         if col not in keys and not (kind == "x" and cumulative):
