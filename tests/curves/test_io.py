@@ -50,6 +50,17 @@ def test_csv_other_delimiters(tmp_path, delimiter):
     assert np.allclose(c.x, [0, 10, 20]) and np.allclose(c.y, [0.1, 0.3, 0.4])
 
 
+def test_csv_cells_written_as_numpy_reprs(tmp_path):
+    # f"{value!r}" of a numpy 2 scalar writes np.float64(...): the number it shows is read.
+    p = tmp_path / "run.csv"
+    p.write_text("flops,acc\nnp.float64(1e+21),np.float64(0.25)\nnp.float64(2e+21),0.5\nnumpy.int64(3),x\n")
+    with pytest.raises(InputError, match="line 4.*'x' is not a number"):
+        read_curve(p, "flops", "acc")
+    p.write_text("flops,acc\nnp.float64(1e+21),np.float64(0.25)\nnp.float64(2e+21),0.5\n")
+    c = read_curve(p, "flops", "acc")
+    assert np.allclose(c.x, [1e21, 2e21]) and np.allclose(c.y, [0.25, 0.5])
+
+
 def test_csv_semicolon_export_with_decimal_commas(tmp_path):
     # What a spreadsheet in a comma-decimal locale writes.
     p = tmp_path / "export.csv"

@@ -10,15 +10,16 @@ import re
 from pathlib import Path
 
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import DEFAULT_RUN_COLUMN, curves_from_rows, unknown_column, x_columns
+from scalerl.curves.rows import DEFAULT_RUN_COLUMN, curves_from_rows, unknown_column, unwrap_scalar, x_columns
 from scalerl.errors import InputError
 
 _MISSING = {"", "nan", "NaN", "NAN", "null", "None", "none", "inf", "-inf", "Infinity", "-Infinity", "+inf"}
 
 
 def _number(text: str, *, where: str) -> float:
-    """Parse a cell; missing / NaN / inf become NaN (dropped and counted later)."""
-    s = text.strip()
+    """Parse a cell; missing / NaN / inf become NaN (dropped and counted later); a numpy repr
+    (``np.float64(0.5)``) is its number."""
+    s = unwrap_scalar(text.strip())
     if s in _MISSING:
         return math.nan
     try:

@@ -8,12 +8,26 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import re
 from collections import OrderedDict
 from pathlib import Path
 from typing import Callable
 
 from scalerl.curves.data import Curve
 from scalerl.errors import InputError
+
+
+#: A number printed as its numpy / torch repr: ``np.float64(0.49)`` (verl under numpy >= 2 prints
+#: its reduced metrics so; so does any f-string of a numpy value into a CSV), ``numpy.int64(3)``, ``tensor(0.5)``.
+_WRAPPED = re.compile(r"^(?:np|numpy)\.\w+\((.*)\)$|^tensor\(([^,()]*)\)$")
+
+
+def unwrap_scalar(text: str) -> str:
+    """``np.float64(0.49)`` -> ``0.49``; anything else unchanged."""
+    wrapped = _WRAPPED.match(text)
+    if not wrapped:
+        return text
+    return (wrapped.group(1) if wrapped.group(1) is not None else wrapped.group(2)).strip()
 
 
 #: The column (or key) that names each row's run, unless the user names another (``--run-column``).

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import curves_from_rows
+from scalerl.curves.rows import curves_from_rows, unwrap_scalar
 from scalerl.errors import InputError
 
 #: ANSI escape sequences (Ray colours its worker prefixes).
@@ -52,16 +52,8 @@ _DICT_ITEM = re.compile(r"""['"]([^'"]+)['"]\s*:\s*(?:np\.\w+\()?\s*([-+]?(?:\d+
 SNIFF_CHARS = 4_000_000
 
 
-#: A number printed as its numpy / torch repr: ``np.float64(0.49)`` (verl under numpy >= 2 prints
-#: its reduced metrics so), ``numpy.int64(3)``, ``tensor(0.5)``.
-_WRAPPED = re.compile(r"^(?:np|numpy)\.\w+\((.*)\)$|^tensor\(([^,()]*)\)$")
-
-
 def _value(text: str) -> Any:
-    s = text.strip()
-    wrapped = _WRAPPED.match(s)
-    if wrapped:
-        s = (wrapped.group(1) if wrapped.group(1) is not None else wrapped.group(2)).strip()
+    s = unwrap_scalar(text.strip())
     try:
         return float(s)
     except ValueError:
