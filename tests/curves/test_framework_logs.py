@@ -5,6 +5,7 @@ import json
 import pprint
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from scalerl.curves import read_curve, read_curves
 from scalerl.curves.io import detect_format
 from scalerl.errors import InputError
 
+DATA = Path(__file__).parent / "data"
 Y = "val/test_score/openai/gsm8k"
 RAY = "\x1b[2m\x1b[36m(main_task pid=926049)\x1b[0m "
 
@@ -229,9 +231,32 @@ def test_a_real_trl_grpo_trainer_state(tmp_path):
     assert np.allclose(read_curve(real, "step", "eval_reward").x, [2, 4, 6])
 
 
+def test_a_real_trl_console_log(tmp_path):
+    """TRL's console (tests/curves/data/make_trl_trainer_state.py --progress): warnings, progress
+    bars, and a printed dict per logging step, its values strings of 4 significant digits."""
+    log = DATA / "trl_grpo_console.log"
+    assert detect_format(log) == "dict-lines"
+    c = read_curve(log, "num_tokens", "eval_reward")
+    assert len(c) == 3 and c.name == "trl_grpo_console" and c.dropped == 0
+    assert np.all(np.diff(c.x) > 0) and np.all((c.y >= 0) & (c.y <= 1))
+    # The same evaluations as the run's trainer_state.json says, to the 4 digits printed.
+    state = DATA / "trl_grpo_trainer_state.json"
+    history = json.loads(state.read_text())["log_history"]
+    assert len([r for r in history if "eval_reward" in r]) == 3
+    assert np.allclose(read_curve(log, "epoch", "eval_reward").x, [r["epoch"] for r in history if "eval_reward" in r],
+                       rtol=1e-3)
+    # A dict line that cannot be read is counted, not fatal; a log without any is an error.
+    broken = tmp_path / "stdout.txt"
+    broken.write_text(log.read_text() + "{'loss': '0.1', 'oops': }\n")
+    assert any("could not be read" in n for n in read_curve(broken, "num_tokens", "eval_reward").notes)
+    plain = tmp_path / "plain.log"
+    plain.write_text("starting\nloss went down\n")
+    with pytest.raises(InputError, match="printed metric dicts"):
+        read_curve(plain, "step", "acc")
+
+
 # --------------------------------------------------------------------------- MLflow
 
-DATA = __import__("pathlib").Path(__file__).parent / "data"
 VAL = "val-core/openai/gsm8k/reward/mean@1"
 
 

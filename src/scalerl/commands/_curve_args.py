@@ -18,7 +18,7 @@ def add_data_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
     else:
         p.add_argument("path", metavar="PATH", help="run log (JSONL, CSV, W&B CSV export, TensorBoard dir or event file, "
                                                     "verl console log, HF/TRL trainer_state.json or its run dir, "
-                                                    "MLflow mlruns.db or mlruns directory)")
+                                                    "MLflow mlruns.db or mlruns directory, a console log of printed metric dicts)")
     p.add_argument("--x", required=True, metavar="COL",
                    help="compute column (e.g. gpu_hours, flops, step); cum:COL is its running total (cum:timing_s/step)")
     p.add_argument("--y", required=True, metavar="COL", help="metric column (a pass rate in [0, 1])")

@@ -10,23 +10,26 @@ Formats (chosen from the path, or by ``fmt``):
 * ``verl`` -- verl's console log, the stdout of a run (``step:N - key:value - ...`` lines);
 * ``hf-trainer`` -- a Hugging Face / TRL ``trainer_state.json``, or the run directory holding
   its ``checkpoint-*`` directories (the latest one is read);
+* ``dict-lines`` -- a console log of printed metric dicts, one per line (HF Trainer / TRL stdout);
 * ``mlflow`` -- an MLflow tracking store: its SQLite database (``mlruns.db``) or an ``mlruns``
   file-store directory; each MLflow run is a run.
 
 The user names the x (compute) and y (metric) columns. An unknown name is an error that
 lists the available ones. Missing, NaN and infinite values are dropped and counted. In the
-row logs (csv, jsonl, verl, hf-trainer, mlflow) x may be ``cum:COL``, the running total of a per-step column
+row logs (csv, jsonl, verl, hf-trainer, mlflow, dict-lines) x may be ``cum:COL``, the running total of a per-step column
 (``cum:timing_s/step``), or ``cum:GLOB``, of every column matching it (``cum:timing/*``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Callable
 
 from scalerl.curves.csv_log import read_csv
 from scalerl.curves.data import Curve
+from scalerl.curves.dict_lines_log import looks_like_dict_lines, read_dict_lines
 from scalerl.curves.hf_trainer_log import is_trainer_state, read_hf_trainer
 from scalerl.curves.jsonl_log import read_jsonl
 from scalerl.curves.mlflow_log import is_mlflow_store, is_sqlite, read_mlflow
@@ -53,11 +56,25 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "verl": read_verl,
     "hf-trainer": read_hf_trainer,
     "mlflow": read_mlflow,
+    "dict-lines": read_dict_lines,
 }
 
 
 #: The formats whose runs are told apart by a column of their rows (``run_column``).
 RUN_COLUMN_FORMATS = ("csv", "jsonl")
+
+
+def _first_line(path: Path) -> str:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return next((line.strip() for line in f if line.strip()), "")
+
+
+def _is_json(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
 
 
 def detect_format(path: Path) -> str:
@@ -79,14 +96,18 @@ def detect_format(path: Path) -> str:
         return "csv"
     if looks_like_verl(path):
         return "verl"
+    first = _first_line(path)
+    if first.startswith("{") and _is_json(first):
+        return "jsonl"
+    if looks_like_dict_lines(path):
+        return "dict-lines"
     if name.endswith((".log", ".out", ".err")):
-        raise InputError(f"{path}: a text log without verl step lines ('step:N - key:value - ...'); "
-                         f"give --format ({', '.join(READERS)}) or export the metrics as CSV/JSONL")
-    # .txt or an unknown extension: sniff the first non-blank character.
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if line.strip():
-                return "jsonl" if line.lstrip().startswith("{") else "csv"
+        raise InputError(f"{path}: a text log without verl step lines ('step:N - key:value - ...') or printed "
+                         f"metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
+                         "the metrics as CSV/JSONL")
+    # .txt or an unknown extension: by the first non-blank character.
+    if first:
+        return "jsonl" if first.startswith("{") else "csv"
     raise InputError(f"{path}: the file is empty")
 
 

@@ -4,6 +4,15 @@ every 3 steps; the file is the last checkpoint's trainer_state.json, as TRL wrot
 
     python tests/curves/data/make_trl_trainer_state.py runs/trl-grpo-tiny
     cp runs/trl-grpo-tiny/checkpoint-6/trainer_state.json tests/curves/data/trl_grpo_trainer_state.json
+
+trl_grpo_console.log is the console of the same run with TRL's default progress bars, stdout and
+stderr in one file, as ``> log 2>&1`` leaves it (warnings, bars, and a printed metrics dict per
+logging step):
+
+    python tests/curves/data/make_trl_trainer_state.py runs/trl-grpo-tiny-bars --progress \
+        > tests/curves/data/trl_grpo_console.log 2>&1
+
+(the virtual environment's absolute path in its warnings then shortened to ``.venv/``).
 """
 
 import sys
@@ -20,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 from vs_trl import tiny_dir  # noqa: E402  (the cached, warm-started tiny model)
 
 
-def main(out: str) -> None:
+def main(out: str, progress: bool = False) -> None:
     torch.set_num_threads(1)
     task = ArithmeticTask()
     train = list(task.train_problems())[:200]
@@ -33,7 +42,7 @@ def main(out: str) -> None:
     args = GRPOConfig(output_dir=out, max_steps=6, use_cpu=True, per_device_train_batch_size=16,
                       per_device_eval_batch_size=16, num_generations=4, max_completion_length=24,
                       eval_strategy="steps", eval_steps=2, save_strategy="steps", save_steps=3,
-                      report_to="none", logging_steps=1, disable_tqdm=True, beta=0.0)
+                      report_to="none", logging_steps=1, disable_tqdm=not progress, beta=0.0)
     trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(tiny_dir(), dtype=torch.float32),
                           reward_funcs=accuracy, args=args,
                           train_dataset=Dataset.from_dict({"prompt": [p.prompt for p in train]}),
@@ -43,4 +52,5 @@ def main(out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "runs/trl-grpo-tiny")
+    args = [a for a in sys.argv[1:] if a != "--progress"]
+    main(args[0] if args else "runs/trl-grpo-tiny", progress="--progress" in sys.argv[1:])

@@ -1,0 +1,92 @@
+"""Read a console log whose metrics are printed dicts, one per line: the stdout of a Hugging Face
+``Trainer`` / TRL trainer (``{'loss': '0.01', 'num_tokens': '1406', 'reward': '0.56', 'epoch':
+'0.04'}``, then ``{'eval_loss': ..., 'eval_reward': ...}`` at each evaluation), or of any script
+that prints ``print(metrics)``.
+
+Each dict is a row, in the order printed; :func:`scalerl.curves.rows.curves_from_rows` makes
+curves of them (a training row is not an evaluation; an evaluation row takes ``num_tokens`` from
+the training row before it). What else the log holds -- warnings, progress bars (a dict written
+over a bar's ``\\r`` line is found after it), colours -- is passed over. transformers >= 5 prints
+values as strings rounded to 4 significant digits (``'1.463'``): they are read as numbers, and the
+log's precision is that; ``trainer_state.json`` (the ``hf-trainer`` format) keeps every digit.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+from scalerl.curves.data import Curve
+from scalerl.curves.rows import curves_from_rows, unwrap_scalar
+from scalerl.errors import InputError
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: A printed dict of metrics: opens with a quoted key, closes the line.
+_DICT = re.compile(r"\{\s*['\"][^'\"\n]+['\"]\s*:.*\}\s*$")
+#: ``np.float64(0.5)`` / ``tensor(0.5)`` inside a dict, which ``ast.literal_eval`` cannot read.
+_SCALAR_CALL = re.compile(r"(?:np|numpy)\.\w+\(([^()]*)\)|tensor\(([^,()]*)\)")
+#: How many characters of a file's start are read to tell whether it is such a log.
+SNIFF_CHARS = 2_000_000
+
+
+def _dict_text(line: str) -> str | None:
+    line = _ANSI.sub("", line).split("\r")[-1] if "\r" in line else _ANSI.sub("", line)
+    found = _DICT.search(line)
+    return found.group(0) if found else None
+
+
+def _number_or_value(v: Any) -> Any:
+    if isinstance(v, str):
+        try:
+            return float(unwrap_scalar(v.strip()))
+        except ValueError:
+            return v
+    return v
+
+
+def _parse(text: str) -> dict[str, Any] | None:
+    text = _SCALAR_CALL.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)
+    try:
+        d = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(d, dict) or not all(isinstance(k, str) for k in d):
+        return None
+    return {k: _number_or_value(v) for k, v in d.items()}
+
+
+def looks_like_dict_lines(path: Path) -> bool:
+    """A text file with at least two printed metric dicts among its lines."""
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="") as f:
+            head = f.read(SNIFF_CHARS)
+    except OSError:
+        return False
+    return sum(1 for line in head.split("\n") if (t := _dict_text(line)) and _parse(t)) >= 2
+
+
+def read_dict_lines_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    rows, unreadable = [], 0
+    with open(path, encoding="utf-8", errors="replace", newline="") as f:
+        for line in f:
+            text = _dict_text(line.rstrip("\n"))
+            if text is None:
+                continue
+            row = _parse(text)
+            if row is None:
+                unreadable += 1
+            else:
+                rows.append(row)
+    notes = [f"{unreadable} dict-like line(s) could not be read and were skipped"] if unreadable else []
+    return rows, notes
+
+
+def read_dict_lines(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
+    """One run per file (named after it)."""
+    path = Path(path)
+    rows, notes = read_dict_lines_rows(path)
+    if not rows:
+        raise InputError(f"{path}: no printed metric dicts ({{'key': value, ...}} lines) in the file")
+    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)
