@@ -1,4 +1,5 @@
-"""Rows -> curves: the shared back end of the row logs (CSV, JSONL, verl, HF trainer state, MLflow).
+"""Rows -> curves: the shared back end of the row logs (CSV, JSONL, verl, HF trainer state, MLflow,
+printed dicts).
 
 A log is a list of dicts in log order; every row holding ``y`` is a point, the others (training
 metrics) are not. ``x`` may be a column or ``cum:COL`` / ``cum:GLOB``, a running total.
@@ -18,7 +19,8 @@ from scalerl.errors import InputError
 
 
 #: A number printed as its numpy / torch repr: ``np.float64(0.49)`` (verl under numpy >= 2 prints
-#: its reduced metrics so; so does any f-string of a numpy value into a CSV), ``numpy.int64(3)``, ``tensor(0.5)``.
+#: its reduced metrics so; so does any f-string of a numpy value into a CSV), ``numpy.int64(3)``,
+#: ``tensor(0.5)``.
 _WRAPPED = re.compile(r"^(?:np|numpy)\.\w+\((.*)\)$|^tensor\(([^,()]*)\)$")
 
 
