@@ -8,7 +8,7 @@ from transformers import DynamicCache
 from scalerl.generate.base import Generator, SamplingParams
 from scalerl.generate.hf import HFGenerator
 from scalerl.generate.layout import forward_kwargs
-from scalerl.generate.logprobs import completion_logprobs, pack_completions
+from scalerl.generate.logprobs import completion_logprobs, pack_completions, shared_prompt_logprobs
 from scalerl.generate.sampling import nucleus_filter, token_logprobs
 
 from scripted import ForcedPhrase
@@ -381,6 +381,19 @@ ARCHITECTURES = {
     "bloom": lambda: transformers.BloomConfig(hidden_size=32, n_layer=2, n_head=4),  # ALiBi from the mask
     "mixtral": lambda: transformers.MixtralConfig(**_SMALL, intermediate_size=64, num_key_value_heads=2,
                                                   num_local_experts=4, num_experts_per_tok=2),
+    # Recurrent layers, whose cache rows cannot be selected (a group's prompt is prefilled per row,
+    # finished rows stay in the batch) and, in pure Mamba, whose decode steps take no mask.
+    "mamba": lambda: transformers.MambaConfig(hidden_size=32, num_hidden_layers=2, state_size=8),
+    "lfm2": lambda: transformers.Lfm2Config(**_SMALL, num_key_value_heads=2, intermediate_size=64,
+                                            layer_types=["conv", "full_attention"]),  # short convolutions + attention
+    "qwen3_next": lambda: transformers.Qwen3NextConfig(  # gated delta-net linear attention + attention + MoE
+        **_SMALL, num_key_value_heads=2, intermediate_size=64, moe_intermediate_size=16,
+        shared_expert_intermediate_size=16, num_experts=4, num_experts_per_tok=2, head_dim=8, linear_num_value_heads=2,
+        linear_num_key_heads=2, linear_key_head_dim=8, linear_value_head_dim=8,
+        layer_types=["linear_attention", "full_attention"]),
+    "falcon_h1": lambda: transformers.FalconH1Config(  # Mamba-2 and attention in every layer
+        **_SMALL, num_key_value_heads=2, intermediate_size=64, mamba_d_ssm=32, mamba_n_heads=4, mamba_d_head=8,
+        mamba_d_state=8, mamba_n_groups=1),
 }
 
 
@@ -403,3 +416,5 @@ def test_logprobs_match_an_unpadded_forward_on_other_architectures(arch, char_to
             alone = alone.gather(-1, torch.tensor(c.token_ids)[:, None])[:, 0]
             torch.testing.assert_close(torch.tensor(c.logprobs), alone, rtol=0, atol=1e-4)
             torch.testing.assert_close(recomputed[i, : len(c.logprobs)], alone, rtol=0, atol=1e-4)
+        shared, _, _ = shared_prompt_logprobs(model, out, 1.0, tok.pad_token_id)  # the trainer's default pass
+        torch.testing.assert_close(shared, recomputed, rtol=0, atol=1e-4)

@@ -88,3 +88,33 @@ def test_lora_on_moe_experts_reaches_the_generators(config_cls, kw):
         torch.testing.assert_close(clone(ids).logits, policy, rtol=0, atol=1e-4)
         base.load_state_dict(generator_state_dict(model))  # strict: the plain model's names exactly
         torch.testing.assert_close(base(ids).logits, policy, rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("config_cls, kw, bypassed", [
+    (transformers.MambaConfig, dict(hidden_size=32, num_hidden_layers=2, state_size=8), ["dt_proj"]),
+    (transformers.FalconH1Config, dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                       intermediate_size=64, mamba_d_ssm=32, mamba_n_heads=4, mamba_d_head=8,
+                                       mamba_d_state=8, mamba_n_groups=1), []),
+])
+def test_lora_all_linear_on_state_space_models(config_cls, kw, bypassed):
+    """peft's all-linear picks a Mamba mixer's out_proj and conv1d, then refuses them: they are left
+    out. Mamba's forward reads dt_proj's weight directly (an adapter there would never train, yet
+    be merged into the generators): it is put back plain, with a warning. The generators get the
+    policy the trainer scores."""
+    import warnings
+
+    model, _ = _random_model(config_cls, **kw)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        add_lora(model, rank=4, alpha=8, dropout=0.0, target_modules=["all-linear"])
+    said = " ".join(str(w.message) for w in caught if "model.lora" in str(w.message))
+    assert all(b in said for b in bypassed) and bool(said) == bool(bypassed)
+    adapted = {n.split(".lora_")[0] for n, _ in model.named_parameters() if "lora_A" in n}
+    assert any(n.endswith("in_proj") for n in adapted)
+    assert not any(n.endswith(("mixer.out_proj", "mamba.out_proj", "conv1d", *bypassed)) for n in adapted)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.5)
+        ids = torch.randint(5, 30, (2, 12))
+        torch.testing.assert_close(generator_copy(model)(ids).logits, model(ids).logits, rtol=0, atol=1e-4)

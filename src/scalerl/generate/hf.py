@@ -32,7 +32,7 @@ import torch
 from scalerl.generate.attention import use_decode_attention
 from scalerl.generate.base import Completion, InFlightUpdates, LengthController, SamplingParams, ScheduledUpdates
 from scalerl.generate.kvcache import decode_cache
-from scalerl.generate.layout import eos_ids, forward_kwargs, left_pad, pad_id_of, position_ids
+from scalerl.generate.layout import attends, eos_ids, forward_kwargs, left_pad, pad_id_of, position_ids, rows_selectable
 from scalerl.generate.sampling import sample_next
 
 
@@ -179,10 +179,11 @@ class HFGenerator(InFlightUpdates):
 
     def _prefill(self, prompts, ids, mask, positions, cache) -> torch.Tensor:
         """The prompt pass. A group's G rows share one prompt: run each distinct prompt once and
-        expand its KV cache and last logits to its rows (same numbers, 1/G of the prefill)."""
+        expand its KV cache and last logits to its rows (same numbers, 1/G of the prefill) --
+        where the cache's rows can be selected (not a recurrent layer's: see rows_selectable)."""
         keys: dict[tuple[int, ...], int] = {}
         inverse = [keys.setdefault(tuple(p), len(keys)) for p in prompts]
-        if len(keys) == len(prompts):
+        if len(keys) == len(prompts) or not rows_selectable(cache):
             return self._forward(ids, mask, positions, cache)
         first = torch.tensor([inverse.index(j) for j in range(len(keys))], device=ids.device)
         logits = self._forward(ids[first], mask[first], positions[first], cache)
@@ -245,6 +246,8 @@ class HFGenerator(InFlightUpdates):
         if states is not None:
             live = torch.tensor([not s.finished for s in states], device=dev)
         cache = decode_cache(self.model)  # appends in place: no per-step concatenation
+        selectable = rows_selectable(cache)  # else finished rows stay in the batch, idle on padding
+        attention = attends(cache)  # else (Mamba) decode steps take no attention mask
         if max_new > 0 and bool(live.any()):
             self._scheduled(updates, 0)
             logits = self._prefill(prompts, ids, mask[:, :width], positions, cache)
@@ -276,7 +279,7 @@ class HFGenerator(InFlightUpdates):
             else:
                 self._apply_pending()
             finished_share = 1.0 - live.sum().item() / live.numel()
-            if finished_share > 0 and finished_share >= self.compact_fraction:
+            if finished_share > 0 and finished_share >= self.compact_fraction and selectable:
                 keep = live.nonzero().squeeze(-1)
                 cache.batch_select_indices(keep)
                 rows, mask, next_pos, tokens = rows[keep], mask[keep], next_pos[keep], tokens[keep]
@@ -285,7 +288,8 @@ class HFGenerator(InFlightUpdates):
             else:
                 tokens = tokens.masked_fill(~live, self.pad_id)  # finished rows idle on padding
             mask[:, width + t] = 1
-            logits = self._forward(tokens[:, None], mask[:, : width + t + 1], next_pos[:, None], cache)
+            step_mask = mask[:, : width + t + 1] if attention else None
+            logits = self._forward(tokens[:, None], step_mask, next_pos[:, None], cache)
             next_pos = next_pos + 1
 
         lengths_list = lengths.tolist()

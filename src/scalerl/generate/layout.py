@@ -55,6 +55,40 @@ def new_cache(model: Any) -> Any:
         return DynamicCache()
 
 
+def _linear_attention_layer_type() -> type | tuple:
+    try:
+        from transformers.cache_utils import LinearAttentionCacheLayerMixin
+    except ImportError:  # transformers before linear-attention caches: every layer is attention
+        return ()
+    return LinearAttentionCacheLayerMixin
+
+
+def attends(cache: Any) -> bool:
+    """Whether any layer of the model behind ``cache`` is attention (keeps keys and values). A
+    model made only of recurrent layers (Mamba) reads the attention mask solely to zero padded
+    inputs, which a decode step never has -- and expects none then: transformers' own generate
+    passes it no mask after the prompt, and a full-length one would be broadcast over the step."""
+    from transformers.cache_utils import DynamicLayer
+
+    recurrent = _linear_attention_layer_type()
+    layers = getattr(cache, "layers", None) or []
+    return not layers or any(isinstance(layer, DynamicLayer) or not isinstance(layer, recurrent) for layer in layers)
+
+
+def rows_selectable(cache: Any) -> bool:
+    """Whether ``cache.batch_select_indices`` keeps a cache's rows whole: true of attention caches
+    (keys and values), not of the recurrent and convolution states of state-space / linear-attention
+    layers (Mamba, and the hybrids: Qwen3-Next, Jamba, Falcon-H1, Granite 4, ...). transformers
+    gives a pure recurrent layer no row selection at all, and a hybrid layer its attention half's,
+    which would leave the recurrent states of the other rows in place. Without it the generator
+    decodes every row to the end and runs the prompt of a group once per row, and the trainer
+    scores every sequence whole: the same numbers, more compute."""
+    recurrent = _linear_attention_layer_type()
+    layers = getattr(cache, "layers", None) or []
+    return all(callable(getattr(layer, "batch_select_indices", None)) and not isinstance(layer, recurrent)
+               for layer in layers)
+
+
 def eos_ids(model: Any, tokenizer: Any) -> list[int]:
     """Every id that ends a completion: the model's generation config, its config, the tokenizer."""
     ids: set[int] = set()

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import torch
 
 from scalerl.generate.base import Completion
-from scalerl.generate.layout import forward_kwargs, left_pad, new_cache, position_ids
+from scalerl.generate.layout import forward_kwargs, left_pad, new_cache, position_ids, rows_selectable
 from scalerl.generate.sampling import token_logprobs
 
 
@@ -90,9 +90,11 @@ def shared_prompt_logprobs(
 
     Returns ``(logprobs [N, T], completion_ids [N, T], completion_mask [N, T])``.
     """
-    if model.training and torch.is_grad_enabled() and checkpointing_enabled(model):
-        # A checkpointed layer drops the KV cache in training (transformers does, as the replay
-        # would write it twice), so the prompt pass cannot be shared: score every sequence whole.
+    cache = new_cache(model)
+    # A checkpointed layer drops the KV cache in training (transformers does, as the replay would
+    # write it twice); a recurrent layer's cache cannot be expanded to the rows. Either way the
+    # prompt pass cannot be shared: score every sequence whole.
+    if (model.training and torch.is_grad_enabled() and checkpointing_enabled(model)) or not rows_selectable(cache):
         batch = pack_completions(completions, pad_token_id, device)
         return completion_logprobs(model, batch, temperature), batch["completion_ids"], batch["completion_mask"]
     keys: dict[tuple[int, ...], int] = {}
@@ -108,7 +110,6 @@ def shared_prompt_logprobs(
 
     cache_arg, keeps_logits = forward_kwargs(model)
     keep = {"logits_to_keep": 1} if keeps_logits else {}
-    cache = new_cache(model)
     p_pos = position_ids(p_mask)
     first = model(input_ids=p_ids, attention_mask=p_mask, position_ids=p_pos, use_cache=True,
                   **{cache_arg: cache}, **keep).logits[:, -1:, :]

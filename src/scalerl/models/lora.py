@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -48,17 +49,66 @@ def add_lora(model: nn.Module, *, rank: int, alpha: float, dropout: float, targe
         raise ConfigError("model.lora needs the peft library: pip install 'scalerl[lora]' (or peft)") from None
 
     targets: Any = list(target_modules)
+    exclude = None
     if targets == ["all-linear"]:
         targets = "all-linear"  # peft's keyword: every linear layer but the output head
-    config = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets, bias="none")
+        exclude = ssm_projections(model) or None
+    config = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets, bias="none",
+                        exclude_modules=exclude)
     try:
         inject_adapter_in_model(config, model, adapter_name=ADAPTER)
     except ValueError as exc:  # e.g. target modules the model does not have
         raise ConfigError(f"model.lora: {' '.join(str(exc).split())}") from None
+    bypassed = _unwrap_bypassed(model)
+    if bypassed:
+        warnings.warn(f"model.lora: the model's forward reads the weights of {', '.join(bypassed)} directly, past "
+                      "any adapter (Mamba's dt_proj does): left without LoRA", stacklevel=2)
     cast_adapter_dtype(model, ADAPTER)
     for name, p in model.named_parameters():
         p.requires_grad_(_LORA_KEY in name)
     return model
+
+
+def _unwrap_bypassed(model: nn.Module) -> list[str]:
+    """Put back the plain layer wherever a state-space mixer's forward never calls its adapted
+    projection (it reads the weight directly): the adapter could never train (no gradient reaches
+    it), and a trained-looking B there would still be merged into the generators' weights while
+    the trainer's policy ignores it. Found by one 2-token forward. Only the mixers' projections are
+    probed: a mixture-of-experts layer leaves the experts a short input does not route to uncalled,
+    and those adapters do train."""
+    mixers = {name for name, module in model.named_modules() if isinstance(getattr(module, "A_log", None), nn.Parameter)}
+    layers = [(n, m) for n, m in lora_layers(model) if n.rpartition(".")[0] in mixers]
+    if not layers:
+        return []
+    called: set[str] = set()
+    hooks = [m.register_forward_hook(lambda *_, n=n: called.add(n)) for n, m in layers]
+    try:
+        device = next(model.parameters()).device
+        with torch.no_grad():
+            model(input_ids=torch.zeros((1, 2), dtype=torch.long, device=device))
+    except Exception:  # a model that cannot run a bare forward here (meta weights, ...): leave it as it is
+        return []
+    finally:
+        for h in hooks:
+            h.remove()
+    bypassed = [n for n, _ in layers if n not in called]
+    for name in bypassed:
+        parent, _, child = name.rpartition(".")
+        setattr(model.get_submodule(parent), child, model.get_submodule(name).get_base_layer())
+    return bypassed
+
+
+#: Projections of a state-space mixer that peft refuses to adapt (its out_proj feeds the selective
+#: scan's fused kernel, conv1d is a convolution): peft's ``all-linear`` picks them, then raises.
+SSM_EXCLUDED = ("out_proj", "conv1d")
+
+
+def ssm_projections(model: nn.Module) -> list[str]:
+    """Full names of those projections in ``model``: the children of every state-space mixer (a
+    module holding the ``A_log`` parameter of Mamba, Mamba-2, Falcon-H1, Nemotron-H ...)."""
+    return [f"{name}.{child}" for name, module in model.named_modules()
+            if isinstance(getattr(module, "A_log", None), nn.Parameter)
+            for child in SSM_EXCLUDED if isinstance(getattr(module, child, None), nn.Module)]
 
 
 def lora_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
