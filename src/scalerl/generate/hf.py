@@ -167,7 +167,7 @@ class HFGenerator(InFlightUpdates):
         self._apply_if_idle()
         return completions
 
-    def _forward(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any) -> torch.Tensor:
+    def _forward(self, ids: torch.Tensor, mask: torch.Tensor | None, positions: torch.Tensor, cache: Any) -> torch.Tensor:
         kwargs = {self._cache_arg: cache, "use_cache": True}
         if self._keep_arg:
             kwargs["logits_to_keep"] = 1
