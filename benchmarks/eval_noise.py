@@ -119,7 +119,7 @@ def main() -> None:
                   f"{r['cpu_s_per_eval']:>10.1f}")
     if args.logs:
         rows = plateau_spread(args.logs)
-        print(f"\nplateau spread (sd of consecutive differences / sqrt 2, second half): "
+        print("\nplateau spread (sd of consecutive differences / sqrt 2, second half): "
               + ", ".join(f"{r['spread_sd']:.4f}" for r in rows))
 
 

@@ -3,14 +3,12 @@ deletes only run directories, --resume that takes the original command again. Un
 the end-to-end runs are in test_friction_e2e.py."""
 
 import argparse
-import dataclasses
-import os
 
 import pytest
 
 from scalerl.commands._train_args import add_config_args, overwrite_run_dir, resume_conflicts
 from scalerl.errors import InputError
-from scalerl.train.config import TrainConfig, absolute_paths, resolve
+from scalerl.train.config import TrainConfig, absolute_paths
 
 
 def test_local_paths_become_absolute_and_names_stay_as_typed(tmp_path, monkeypatch):

@@ -416,7 +416,7 @@ class Trainer:
                 self._checkpoint()
 
     def _train_step(self) -> None:
-        cfg, r = self.cfg, self.cfg.recipe
+        cfg = self.cfg
         self.meter.start()
         batch = self.source.next_batch(self.step)
         self.meter.generated(batch.samples, batch.tokens, batch.prompt_tokens)
