@@ -317,4 +317,7 @@ def test_mlflow_bad_input(tmp_path):
     metric = next(store.rglob("metrics/timing_s/step"))
     metric.write_text(metric.read_text() + "1796139636999 oops 31\n")
     with pytest.raises(InputError, match=r"line \d+ is not 'timestamp value step'"):
-        read_curve(store, "step", VAL, run="grpo-a")
+        read_curve(store, "cum:timing_s/step", VAL, run="grpo-a")
+    assert len(read_curve(store, "step", VAL, run="grpo-a")) == 15  # only the metrics asked for are read
+    with pytest.raises(InputError, match="no y column 'val/nope'.*'critic/score/mean'"):
+        read_curve(store, "step", "val/nope")

@@ -21,16 +21,18 @@ import math
 import sqlite3
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable
 
 import yaml
 
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import curves_from_rows
+from scalerl.curves.rows import curves_from_rows, unknown_column, x_columns
 from scalerl.errors import InputError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 RUN_NAME_TAG = "mlflow.runName"
+#: Columns every row has besides the metrics.
+SYNTHETIC = ("step", "wall_time")
 #: Milliseconds (MLflow's timestamps) per hour (``wall_time``'s unit, as in the TensorBoard reader).
 MS_PER_HOUR = 3_600_000.0
 
@@ -73,20 +75,26 @@ def _connect(path: Path) -> sqlite3.Connection:
         raise InputError(f"{path}: cannot open the SQLite database ({exc})") from None
 
 
-def _sqlite_records(path: Path) -> list[Record]:
+def _sqlite_query(path: Path, query: str, params: tuple = ()) -> list[tuple]:
+    try:
+        with _connect(path) as db:
+            return db.execute(query, params).fetchall()
+    except sqlite3.Error as exc:
+        raise InputError(f"{path}: not a readable MLflow database ({exc})") from None
+
+
+def _sqlite_records(path: Path, keys: Collection[str]) -> list[Record]:
     # The mlflow.runName tag first: older stores leave runs.name empty and keep the name there.
-    query = """
+    query = f"""
         SELECT r.run_uuid, COALESCE(NULLIF(t.value, ''), NULLIF(r.name, ''), substr(r.run_uuid, 1, 8)),
                r.lifecycle_stage, m.key, CASE WHEN m.is_nan THEN NULL ELSE m.value END, m.step, m.timestamp
         FROM metrics m JOIN runs r ON r.run_uuid = m.run_uuid
         LEFT JOIN tags t ON t.run_uuid = r.run_uuid AND t.key = ?
+        WHERE m.key IN ({", ".join("?" * len(keys))})
         ORDER BY r.start_time, r.run_uuid, m.step, m.timestamp
     """
-    try:
-        with _connect(path) as db:
-            rows = db.execute(query, (RUN_NAME_TAG,)).fetchall()
-    except sqlite3.Error as exc:
-        raise InputError(f"{path}: not a readable MLflow database ({exc})") from None
+    keys = sorted(keys)
+    rows = _sqlite_query(path, query, (RUN_NAME_TAG, *keys))
     return [(rid, name, stage, key, math.nan if v is None else float(v), int(step or 0), int(ts or 0))
             for rid, name, stage, key, v, step, ts in rows]
 
@@ -97,7 +105,7 @@ def _metric_lines(metrics_dir: Path) -> Iterable[tuple[str, Path]]:
             yield f.relative_to(metrics_dir).as_posix(), f
 
 
-def _file_store_records(path: Path) -> list[Record]:
+def _file_store_records(path: Path, keys: Collection[str]) -> list[Record]:
     records: list[Record] = []
     for meta_path in _run_metas(path):
         try:
@@ -110,6 +118,8 @@ def _file_store_records(path: Path) -> list[Record]:
         name = str(meta.get("run_name") or (tag.read_text(encoding="utf-8").strip() if tag.is_file() else "") or rid[:8])
         stage = str(meta.get("lifecycle_stage", "active"))
         for key, f in _metric_lines(run_dir / "metrics"):
+            if key not in keys:
+                continue
             for lineno, line in enumerate(f.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
                 parts = line.split()
                 if not parts:
@@ -123,9 +133,17 @@ def _file_store_records(path: Path) -> list[Record]:
     return records
 
 
-def read_mlflow_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """Rows (``run``, ``step``, ``wall_time``, metrics...) of every live run, and notes."""
-    records = _file_store_records(path) if path.is_dir() else _sqlite_records(path)
+def metric_keys(path: Path) -> set[str]:
+    """Every metric name the store holds."""
+    if path.is_dir():
+        return {key for meta in _run_metas(path) for key, _ in _metric_lines(meta.parent / "metrics")}
+    return {key for (key,) in _sqlite_query(path, "SELECT DISTINCT key FROM metrics")}
+
+
+def read_mlflow_rows(path: Path, keys: Collection[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows (``run``, ``step``, ``wall_time``, the metrics among ``keys``...) of every live run, and
+    notes. Only ``keys`` are read: a store holds every metric a trainer logs (verl: ~100 a step)."""
+    records = _file_store_records(path, keys) if path.is_dir() else _sqlite_records(path, keys)
     if not records:
         raise InputError(f"{path}: the MLflow store holds no metrics")
     names: dict[str, str] = {}
@@ -170,10 +188,14 @@ def read_mlflow(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = T
     ``wall_time`` (hours), a metric, or ``cum:`` of one. MLflow keys cannot hold ``@``: verl's
     adapter logs ``mean@1`` as ``mean_at_1``, and either spelling is accepted."""
     path = Path(path)
-    rows, notes = read_mlflow_rows(path)
-    keys = set().union(*rows)
-    spelled = {name: name.replace("@", "_at_") for name in (x, y) if "@" in name and name not in keys}
-    if spelled:
-        rows = [{**r, **{name: r[key] for name, key in spelled.items() if key in r}} for r in rows]
+    available = metric_keys(path) | set(SYNTHETIC)
+    stored = {name: name.replace("@", "_at_") if "@" in name and name not in available else name for name in (x, y)}
+    if stored[y] not in available:
+        raise unknown_column(path, "y", y, available)
+    wanted = {stored[y], *x_columns(path, available, stored[x])} - set(SYNTHETIC)
+    rows, notes = read_mlflow_rows(path, wanted)
+    renamed = {name: key for name, key in stored.items() if name != key}
+    if renamed:
+        rows = [{**r, **{name: r[key] for name, key in renamed.items() if key in r}} for r in rows]
     return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
                             bounded=bounded)
