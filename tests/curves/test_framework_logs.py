@@ -249,6 +249,12 @@ def test_a_real_trl_console_log(tmp_path):
     broken = tmp_path / "stdout.txt"
     broken.write_text(log.read_text() + "{'loss': '0.1', 'oops': }\n")
     assert any("could not be read" in n for n in read_curve(broken, "num_tokens", "eval_reward").notes)
+    # Older transformers print floats, a NaN loss as nan: read (the row's y is NaN: dropped, counted).
+    floats = tmp_path / "old.log"
+    floats.write_text("{'loss': nan, 'num_tokens': 100.0}\n{'eval_reward': nan, 'epoch': 0.1}\n"
+                      "{'loss': 0.2, 'num_tokens': 200.0}\n{'eval_reward': 0.5, 'epoch': 0.2}\n")
+    c = read_curve(floats, "num_tokens", "eval_reward")
+    assert np.allclose(c.x, [200.0]) and np.allclose(c.y, [0.5]) and c.dropped == 1
     plain = tmp_path / "plain.log"
     plain.write_text("starting\nloss went down\n")
     with pytest.raises(InputError, match="printed metric dicts"):

@@ -14,6 +14,7 @@ log's precision is that; ``trainer_state.json`` (the ``hf-trainer`` format) keep
 from __future__ import annotations
 
 import ast
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _DICT = re.compile(r"\{\s*['\"][^'\"\n]+['\"]\s*:.*\}\s*$")
 #: ``np.float64(0.5)`` / ``tensor(0.5)`` inside a dict, which ``ast.literal_eval`` cannot read.
 _SCALAR_CALL = re.compile(r"(?:np|numpy)\.\w+\(([^()]*)\)|tensor\(([^,()]*)\)")
+#: A float repr that is no Python literal: ``nan``, ``inf``, ``-inf`` as a value.
+_BARE_NONFINITE = re.compile(r"(?<=:\s)(-?inf|nan)(?=\s*[,}])")
 #: How many characters of a file's start are read to tell whether it is such a log.
 SNIFF_CHARS = 2_000_000
 
@@ -48,10 +51,20 @@ def _number_or_value(v: Any) -> Any:
 
 def _parse(text: str) -> dict[str, Any] | None:
     text = _SCALAR_CALL.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)
-    try:
-        d = ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
+    text = _BARE_NONFINITE.sub(r"'\1'", text)  # {'loss': nan}: a literal neither parser reads
+    d = None
+    if '"' not in text and "\\" not in text:
+        # Fast path: a repr of str keys and str / number values is JSON once its quotes are swapped
+        # (json is ~10x faster than ast.literal_eval; anything else falls through to it).
+        try:
+            d = json.loads(text.replace("'", '"'))
+        except ValueError:
+            d = None
+    if d is None:
+        try:
+            d = ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
     if not isinstance(d, dict) or not all(isinstance(k, str) for k in d):
         return None
     return {k: _number_or_value(v) for k, v in d.items()}
@@ -64,7 +77,13 @@ def looks_like_dict_lines(path: Path) -> bool:
             head = f.read(SNIFF_CHARS)
     except OSError:
         return False
-    return sum(1 for line in head.split("\n") if (t := _dict_text(line)) and _parse(t)) >= 2
+    found = 0
+    for line in head.split("\n"):
+        text = _dict_text(line)
+        found += bool(text and _parse(text))
+        if found == 2:  # enough: parsing every dict of the sniffed head would cost as much as reading it
+            return True
+    return False
 
 
 def read_dict_lines_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:

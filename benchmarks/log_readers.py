@@ -1,0 +1,165 @@
+"""How long reading a large log takes, per format: the time to a forecast's input.
+
+    python benchmarks/log_readers.py                 # default sizes
+    python benchmarks/log_readers.py --runs 20 --steps 1000 --metrics 100
+
+Each log is synthetic but shaped like the real thing: ``--runs`` runs of ``--steps`` steps, each
+step logging ``--metrics`` training metrics and ``timing_s/step``, every 10th step the validation
+score (verl's ``val-core/openai/gsm8k/reward/mean@1``). Formats: a long CSV (one row per step, a
+``run`` column), a JSONL log, verl console logs (one file per run, Ray prefixes), printed-dict
+console logs (one per run), and an MLflow SQLite database (the schema of the real store in
+``tests/curves/data/mlflow_sqlite.db.gz``, filled with ``INSERT``s). Printed per format: its size,
+the seconds ``read_curves(path, "cum:timing_s/step", y)`` took (median of ``--repeats``), and the
+curves read. For MLflow also the seconds to read every metric of the store (what the reader did
+before it asked the store for the needed ones only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+Y = "val-core/openai/gsm8k/reward/mean@1"
+X = "cum:timing_s/step"
+
+
+def _score(run: int, step: int) -> float:
+    return round(0.3 + (0.3 + 0.01 * run) * (1 - math.exp(-step / 300)), 4)
+
+
+def _metrics(step: int, n: int) -> dict[str, float]:
+    return {f"actor/m{k}": round((step * 7 + k) % 97 / 97, 4) for k in range(n)} | {"timing_s/step": 50.0}
+
+
+def write_csv(out: Path, runs: int, steps: int, n: int) -> Path:
+    path = out / "runs.csv"
+    with open(path, "w") as f:
+        f.write(",".join(["run", "step", *_metrics(0, n), Y]) + "\n")
+        for r in range(runs):
+            for s in range(1, steps + 1):
+                m = _metrics(s, n)
+                f.write(",".join([f"run{r}", str(s), *(str(v) for v in m.values()),
+                                  str(_score(r, s)) if s % 10 == 0 else ""]) + "\n")
+    return path
+
+
+def write_jsonl(out: Path, runs: int, steps: int, n: int) -> Path:
+    path = out / "runs.jsonl"
+    with open(path, "w") as f:
+        for r in range(runs):
+            for s in range(1, steps + 1):
+                row = {"run": f"run{r}", "step": s, **_metrics(s, n)}
+                if s % 10 == 0:
+                    row[Y] = _score(r, s)
+                f.write(json.dumps(row) + "\n")
+    return path
+
+
+def write_verl(out: Path, runs: int, steps: int, n: int) -> list[Path]:
+    paths = []
+    for r in range(runs):
+        path = out / f"verl-run{r}.log"
+        with open(path, "w") as f:
+            for s in range(1, steps + 1):
+                m = _metrics(s, n)
+                if s % 10 == 0:
+                    m[Y] = _score(r, s)
+                f.write(f"(TaskRunner pid=3165) step:{s} - " + " - ".join(f"{k}:{v}" for k, v in m.items()) + "\n")
+        paths.append(path)
+    return paths
+
+
+def write_dicts(out: Path, runs: int, steps: int, n: int) -> list[Path]:
+    paths = []
+    for r in range(runs):
+        path = out / f"trl-run{r}.log"
+        with open(path, "w") as f:
+            for s in range(1, steps + 1):
+                f.write(str({k: f"{v:.4g}" for k, v in _metrics(s, n).items()}) + "\n")
+                if s % 10 == 0:
+                    f.write(str({Y: f"{_score(r, s):.4g}"}) + "\n")
+        paths.append(path)
+    return paths
+
+
+def write_mlflow(out: Path, runs: int, steps: int, n: int) -> Path:
+    path = out / "mlruns.db"
+    with gzip.open(ROOT / "tests" / "curves" / "data" / "mlflow_sqlite.db.gz", "rb") as src, open(path, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    key = Y.replace("@", "_at_")  # as verl's MLflow adapter logs it
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM metrics")
+        db.execute("DELETE FROM runs")
+        exp = db.execute("SELECT experiment_id FROM experiments LIMIT 1").fetchone()[0]
+        for r in range(runs):
+            rid = uuid.uuid4().hex
+            db.execute("INSERT INTO runs (run_uuid, name, source_type, source_name, entry_point_name, user_id, status,"
+                       " start_time, end_time, source_version, lifecycle_stage, artifact_uri, experiment_id)"
+                       " VALUES (?, ?, 'LOCAL', '', '', 'u', 'FINISHED', ?, ?, '', 'active', '', ?)",
+                       (rid, f"run{r}", r, r, exp))
+            rows = []
+            for s in range(1, steps + 1):
+                rows += [(k, v, 1000 * s, rid, s, 0) for k, v in _metrics(s, n).items()]
+                if s % 10 == 0:
+                    rows.append((key, _score(r, s), 1000 * s, rid, s, 0))
+            db.executemany("INSERT INTO metrics (key, value, timestamp, run_uuid, step, is_nan) VALUES (?, ?, ?, ?, ?, ?)",
+                           rows)
+    return path
+
+
+def timed(fn, repeats: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--steps", type=int, default=1000)
+    p.add_argument("--metrics", type=int, default=100, help="training metrics per step besides timing_s/step")
+    p.add_argument("--repeats", type=int, default=3)
+    a = p.parse_args(argv)
+    sys.path.insert(0, str(ROOT / "src"))
+    from scalerl.curves import read_curves
+    from scalerl.curves.mlflow_log import metric_keys, read_mlflow_rows
+
+    work = Path(tempfile.mkdtemp(prefix="scalerl-readers-"))
+    print(f"{a.runs} runs x {a.steps} steps x {a.metrics + 1} metrics a step, the score every 10th step; "
+          f"read_curves(path, {X!r}, y), median of {a.repeats}", flush=True)
+    print(f"{'format':12s} {'files':>5s} {'MB':>7s} {'seconds':>8s} {'runs':>5s} {'points':>7s}")
+    logs = {
+        "csv": [write_csv(work, a.runs, a.steps, a.metrics)],
+        "jsonl": [write_jsonl(work, a.runs, a.steps, a.metrics)],
+        "verl": write_verl(work, a.runs, a.steps, a.metrics),
+        "dict-lines": write_dicts(work, a.runs, a.steps, a.metrics),
+        "mlflow": [write_mlflow(work, a.runs, a.steps, a.metrics)],
+    }
+    for fmt, paths in logs.items():
+        seconds, curves = timed(lambda: [c for path in paths for c in read_curves(path, X, Y)], a.repeats)
+        mb = sum(path.stat().st_size for path in paths) / 1e6
+        print(f"{fmt:12s} {len(paths):>5d} {mb:>7.1f} {seconds:>8.2f} {len(curves):>5d} {sum(len(c) for c in curves):>7d}",
+              flush=True)
+    db = logs["mlflow"][0]
+    seconds, (rows, _) = timed(lambda: read_mlflow_rows(db, metric_keys(db)), 1)
+    print(f"mlflow, every metric of the store read (before): {seconds:.2f} s ({len(rows)} rows)")
+    shutil.rmtree(work)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
