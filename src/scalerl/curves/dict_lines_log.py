@@ -20,14 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import curves_from_rows, unwrap_scalar
+from scalerl.curves.rows import SCALAR_REPR, curves_from_rows, scalar_of, unwrap_scalar
 from scalerl.errors import InputError
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: A printed dict of metrics: opens with a quoted key, closes the line.
 _DICT = re.compile(r"\{\s*['\"][^'\"\n]+['\"]\s*:.*\}\s*$")
-#: ``np.float64(0.5)`` / ``tensor(0.5)`` inside a dict, which ``ast.literal_eval`` cannot read.
-_SCALAR_CALL = re.compile(r"(?:np|numpy)\.\w+\(([^()]*)\)|tensor\(([^,()]*)\)")
 #: A float repr that is no Python literal: ``nan``, ``inf``, ``-inf`` as a value.
 _BARE_NONFINITE = re.compile(r"(?<=:\s)(-?inf|nan)(?=\s*[,}])")
 #: How many characters of a file's start are read to tell whether it is such a log.
@@ -50,7 +48,7 @@ def _number_or_value(v: Any) -> Any:
 
 
 def _parse(text: str) -> dict[str, Any] | None:
-    text = _SCALAR_CALL.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)
+    text = SCALAR_REPR.sub(scalar_of, text)  # np.float64(0.5) in a dict: no literal either parser reads
     text = _BARE_NONFINITE.sub(r"'\1'", text)  # {'loss': nan}: a literal neither parser reads
     d = None
     if '"' not in text and "\\" not in text:

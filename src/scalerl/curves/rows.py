@@ -21,15 +21,18 @@ from scalerl.errors import InputError
 #: A number printed as its numpy / torch repr: ``np.float64(0.49)`` (verl under numpy >= 2 prints
 #: its reduced metrics so; so does any f-string of a numpy value into a CSV), ``numpy.int64(3)``,
 #: ``tensor(0.5)``.
-_WRAPPED = re.compile(r"^(?:np|numpy)\.\w+\((.*)\)$|^tensor\(([^,()]*)\)$")
+SCALAR_REPR = re.compile(r"(?:np|numpy)\.\w+\(([^()]*)\)|tensor\(([^,()]*)\)")
+
+
+def scalar_of(match: re.Match) -> str:
+    """The number inside a :data:`SCALAR_REPR` match."""
+    return (match.group(1) if match.group(1) is not None else match.group(2)).strip()
 
 
 def unwrap_scalar(text: str) -> str:
     """``np.float64(0.49)`` -> ``0.49``; anything else unchanged."""
-    wrapped = _WRAPPED.match(text)
-    if not wrapped:
-        return text
-    return (wrapped.group(1) if wrapped.group(1) is not None else wrapped.group(2)).strip()
+    wrapped = SCALAR_REPR.fullmatch(text)
+    return scalar_of(wrapped) if wrapped else text
 
 
 #: The column (or key) that names each row's run, unless the user names another (``--run-column``).

@@ -76,7 +76,7 @@ def _unwrap_bypassed(model: nn.Module) -> list[str]:
     the trainer's policy ignores it. Found by one 2-token forward. Only the mixers' projections are
     probed: a mixture-of-experts layer leaves the experts a short input does not route to uncalled,
     and those adapters do train."""
-    mixers = {name for name, module in model.named_modules() if isinstance(getattr(module, "A_log", None), nn.Parameter)}
+    mixers = set(_ssm_mixers(model))
     layers = [(n, m) for n, m in lora_layers(model) if n.rpartition(".")[0] in mixers]
     if not layers:
         return []
@@ -106,9 +106,14 @@ SSM_EXCLUDED = ("out_proj", "conv1d")
 def ssm_projections(model: nn.Module) -> list[str]:
     """Full names of those projections in ``model``: the children of every state-space mixer (a
     module holding the ``A_log`` parameter of Mamba, Mamba-2, Falcon-H1, Nemotron-H ...)."""
-    return [f"{name}.{child}" for name, module in model.named_modules()
-            if isinstance(getattr(module, "A_log", None), nn.Parameter)
+    return [f"{name}.{child}" for name, module in _ssm_mixers(model).items()
             for child in SSM_EXCLUDED if isinstance(getattr(module, child, None), nn.Module)]
+
+
+def _ssm_mixers(model: nn.Module) -> dict[str, nn.Module]:
+    """The state-space mixers of ``model`` by name: modules holding an ``A_log`` parameter."""
+    return {name: module for name, module in model.named_modules()
+            if isinstance(getattr(module, "A_log", None), nn.Parameter)}
 
 
 def lora_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
