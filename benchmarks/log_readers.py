@@ -7,8 +7,9 @@ Each log is synthetic but shaped like the real thing: ``--runs`` runs of ``--ste
 step logging ``--metrics`` training metrics and ``timing_s/step``, every 10th step the validation
 score (verl's ``val-core/openai/gsm8k/reward/mean@1``). Formats: a long CSV (one row per step, a
 ``run`` column), a JSONL log, verl console logs (one file per run, Ray prefixes), printed-dict
-console logs (one per run), and an MLflow SQLite database (the schema of the real store in
-``tests/curves/data/mlflow_sqlite.db.gz``, filled with ``INSERT``s). Printed per format: its size,
+console logs (one per run), an MLflow SQLite database (the schema of the real store in
+``tests/curves/data/mlflow_sqlite.db.gz``, filled with ``INSERT``s) and a ``wandb`` directory of W&B
+run files (records made with wandb's own protobuf schema, framed as W&B frames them; needs wandb). Printed per format: its size,
 the seconds ``read_curves(path, "cum:timing_s/step", y)`` took (median of ``--repeats``), and the
 curves read. For MLflow also the seconds to read every metric of the store (what the reader did
 before it asked the store for the needed ones only).
@@ -27,6 +28,7 @@ import sys
 import tempfile
 import time
 import uuid
+import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,6 +120,48 @@ def write_mlflow(out: Path, runs: int, steps: int, n: int) -> Path:
     return path
 
 
+def _wandb_file(records: list[bytes]) -> bytes:
+    """W&B's run-file framing (the inverse of ``scalerl.curves.wandb_run_log._records``)."""
+    from scalerl.curves.wandb_run_log import BLOCK, CHUNK_HEADER, FILE_HEADER, FIRST, FULL, IDENT, LAST, MAGIC, MIDDLE, VERSION
+
+    out = bytearray(FILE_HEADER.pack(IDENT, MAGIC, VERSION))
+    for data in records:
+        first = True
+        while True:
+            room = BLOCK - len(out) % BLOCK
+            if room < CHUNK_HEADER.size:
+                out += bytes(room)
+                continue
+            n = min(len(data), room - CHUNK_HEADER.size)
+            piece, data = data[:n], data[n:]
+            kind = (FULL if not data else FIRST) if first else (LAST if not data else MIDDLE)
+            out += CHUNK_HEADER.pack(zlib.crc32(piece, zlib.crc32(bytes([kind]))), n, kind) + piece
+            first = False
+            if not data:
+                break
+    return bytes(out)
+
+
+def write_wandb(out: Path, runs: int, steps: int, n: int) -> Path:
+    """A ``wandb`` directory of run files, records made with wandb's own protobuf schema."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    root = out / "wandb"
+    for r in range(runs):
+        rid = f"run{r:05d}"
+        records = [pb.Record(run=pb.RunRecord(run_id=rid, display_name=f"run{r}")).SerializeToString()]
+        for s in range(1, steps + 1):
+            m = _metrics(s, n) | {"_step": s, "_runtime": 50.0 * s}
+            if s % 10 == 0:
+                m[Y] = _score(r, s)
+            items = [pb.HistoryItem(nested_key=[k], value_json=json.dumps(v)) for k, v in m.items()]
+            records.append(pb.Record(history=pb.HistoryRecord(item=items, step=pb.HistoryStep(num=s))).SerializeToString())
+        run_dir = root / f"run-20261201_000000-{rid}"
+        run_dir.mkdir(parents=True)
+        (run_dir / f"run-{rid}.wandb").write_bytes(_wandb_file(records))
+    return root
+
+
 def timed(fn, repeats: int) -> tuple[float, object]:
     times, out = [], None
     for _ in range(repeats):
@@ -148,10 +192,11 @@ def main(argv: list[str] | None = None) -> int:
         "verl": write_verl(work, a.runs, a.steps, a.metrics),
         "dict-lines": write_dicts(work, a.runs, a.steps, a.metrics),
         "mlflow": [write_mlflow(work, a.runs, a.steps, a.metrics)],
+        "wandb-run": [write_wandb(work, a.runs, a.steps, a.metrics)],
     }
     for fmt, paths in logs.items():
         seconds, curves = timed(lambda: [c for path in paths for c in read_curves(path, X, Y)], a.repeats)
-        mb = sum(path.stat().st_size for path in paths) / 1e6
+        mb = sum(f.stat().st_size for path in paths for f in ([path] if path.is_file() else path.rglob("*.wandb"))) / 1e6
         print(f"{fmt:12s} {len(paths):>5d} {mb:>7.1f} {seconds:>8.2f} {len(curves):>5d} {sum(len(c) for c in curves):>7d}",
               flush=True)
     db = logs["mlflow"][0]

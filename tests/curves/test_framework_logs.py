@@ -327,3 +327,87 @@ def test_mlflow_bad_input(tmp_path):
     assert len(read_curve(store, "step", VAL, run="grpo-a")) == 15  # only the metrics asked for are read
     with pytest.raises(InputError, match="no y column 'val/nope'.*'critic/score/mean'"):
         read_curve(store, "step", "val/nope")
+
+
+WB_VAL = "val-core/gsm8k/acc/mean@1"
+
+
+def _wandb_dir(tmp_path):
+    """The real ``wandb`` directory of tests/curves/data/make_wandb_runs.py (wandb 0.31.0, offline)."""
+    import tarfile
+
+    pytest.importorskip("wandb", reason="reading W&B run files needs the wandb package (the dev extra has it)")
+    with tarfile.open(DATA / "wandb_runs.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    return tmp_path / "wandb"
+
+
+def _level(step, ceiling):
+    return round(0.3 + (ceiling - 0.3) * (1 - np.exp(-step / 12)), 4)
+
+
+def test_wandb_run_files_directory_run_and_file(tmp_path):
+    """W&B's local run files, as a ``wandb`` directory, one run's directory or one file: the NaN is
+    dropped and counted, the histogram is not a value, a nested key reads as W&B shows it (eval.acc),
+    the resumed run is joined to its first attempt with the later value of a step logged twice, and
+    ``latest-run`` (a link to the last run directory) is not read twice."""
+    wandb_dir = _wandb_dir(tmp_path)
+    assert (wandb_dir / "latest-run").is_symlink()
+    assert detect_format(wandb_dir) == "wandb-run"
+    curves = {c.name: c for c in read_curves(wandb_dir, "step", WB_VAL)}
+    assert sorted(curves) == ["grpo-a", "grpo-b"]
+    a, b = curves["grpo-a"], curves["grpo-b"]
+    assert np.allclose(a.x, [s for s in range(4, 41, 4) if s != 20]) and a.dropped == 1
+    assert np.allclose(a.y, [_level(s, 0.6) for s in range(4, 41, 4) if s != 20])
+    assert np.allclose(b.x, np.arange(4, 41, 4)) and b.y[5] == pytest.approx(0.6)  # step 24, logged again
+    assert any("'grpo-b'" in n and "4 step(s) logged again" in n for n in b.notes)
+    nested = read_curve(wandb_dir, "step", "eval.acc", run="grpo-a")
+    assert len(nested) == 10 and nested.y[4] == pytest.approx(_level(20, 0.6))
+    # cum: of the per-step time over the joined run: steps 21-24 count once (the later values).
+    timed = read_curve(wandb_dir, "cum:timing_s/step", WB_VAL, run="grpo-b")
+    assert timed.x[-1] == pytest.approx(sum(30 + s % 3 for s in range(1, 41)))
+    for x in ("wall_time", "_runtime", "_step"):
+        assert np.all(np.diff(read_curve(wandb_dir, x, WB_VAL, run="grpo-a").x) >= 0)
+    # The step-12 record (1,500 more metrics) is longer than a 32 KiB block: read across blocks.
+    run_dir = next(wandb_dir.glob("*-grpoa001"))
+    assert (run_dir / "run-grpoa001.wandb").stat().st_size > 3 * 32 * 1024
+    wide = read_curve(wandb_dir, "step", "extra/m1499", run="grpo-a", bounded=False)
+    assert list(wide.x) == [12] and wide.y[0] == pytest.approx(1499 / 1500)
+    # One run's directory, and its file.
+    for path in (run_dir, run_dir / "run-grpoa001.wandb"):
+        assert detect_format(path) == "wandb-run"
+        assert np.allclose(read_curve(path, "step", WB_VAL).y, a.y)
+
+
+def test_wandb_run_file_cli(tmp_path):
+    wandb_dir = _wandb_dir(tmp_path)
+    out = subprocess.run([sys.executable, "-m", "scalerl.cli", "backtest", str(wandb_dir), "--x", "step", "--y", WB_VAL,
+                          "--all-runs", "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert sorted(r["run"] for r in json.loads(out.stdout)["runs"]) == ["grpo-a", "grpo-b"]
+    out = subprocess.run([sys.executable, "-m", "scalerl.cli", "fit", str(wandb_dir), "--run", "grpo-a", "--x", "step",
+                          "--y", "val/nope"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "no y column 'val/nope'" in out.stderr and "'train/reward'" in out.stderr
+
+
+def test_wandb_run_file_torn_or_damaged(tmp_path):
+    """A run killed mid-write leaves a torn last record; a flipped byte fails its record's checksum:
+    both are skipped and said, the rest is read."""
+    wandb_dir = _wandb_dir(tmp_path)
+    f = next(wandb_dir.glob("*-grpoa001")) / "run-grpoa001.wandb"
+    data = f.read_bytes()
+    torn = tmp_path / "torn.wandb"
+    torn.write_bytes(data[:-5])
+    c = read_curve(torn, "step", WB_VAL)
+    assert any("torn last record" in n for n in c.notes) and len(c) >= 8
+    damaged = bytearray(data)
+    at = data.index(b"val-core", len(data) // 2)  # inside a record (history or summary), past the header
+    damaged[at] ^= 0xFF
+    bad = tmp_path / "damaged.wandb"
+    bad.write_bytes(bytes(damaged))
+    c = read_curve(bad, "step", WB_VAL)
+    assert any("checksum failed" in n for n in c.notes) and len(c) >= 8  # one record lost at most
+    not_wandb = tmp_path / "x.wandb"
+    not_wandb.write_bytes(b"hello world, not a run file")
+    with pytest.raises(InputError, match="not a W&B run file"):
+        read_curve(not_wandb, "step", WB_VAL)

@@ -137,3 +137,30 @@ def test_eval_of_a_run_reproduces_its_last_evaluation(tiny_dir, tmp_path, capsys
 def test_eval_of_a_directory_that_is_not_a_run_exits_2(tmp_path, capsys):
     assert main(["eval", "--run", str(tmp_path)]) == 2
     assert "config.yaml" in capsys.readouterr().err
+
+
+def test_wandb_mirror_resumes_the_same_run_and_reads_back(tiny_dir, tmp_path, capsys, monkeypatch):
+    """log.wandb_project (offline: no account, no network): a resumed run continues the same W&B run,
+    and W&B's local run files read back as the run log's evaluations (`scalerl fit wandb/...`)."""
+    pytest.importorskip("wandb")
+    from scalerl.curves import read_curves
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    out = tmp_path / "run"
+    args = small_args(out, "--set", "pipeline=sync", "--set", "k=1", "--set", "log.wandb_project=scalerl-test",
+                      "--no-report")
+    args[args.index("--steps") + 1] = "2"
+    assert main(args) == 0, capsys.readouterr().err
+    run_id = (out / "wandb_run_id").read_text().strip()
+    args[args.index("--steps") + 1] = "4"
+    assert main([*args, "--resume"]) == 0, capsys.readouterr().err
+    assert (out / "wandb_run_id").read_text().strip() == run_id
+    assert len(list((out / "wandb").glob(f"*-{run_id}/run-{run_id}.wandb"))) == 2  # two attempts, one run
+    _, rows = _rows(out)
+    evals = [r for r in rows if r["type"] == "eval"]
+    curve, = read_curves(out / "wandb", "step", "val/pass_rate")
+    assert list(curve.x) == [r["step"] for r in evals] == [0, 2, 4]
+    assert list(curve.y) == pytest.approx([r["val/pass_rate"] for r in evals])
+    flops, = read_curves(out / "wandb", "flops", "val/pass_rate")
+    assert list(flops.x) == pytest.approx([r["flops"] for r in evals])

@@ -12,11 +12,13 @@ Formats (chosen from the path, or by ``fmt``):
   its ``checkpoint-*`` directories (the latest one is read);
 * ``dict-lines`` -- a console log of printed metric dicts, one per line (HF Trainer / TRL stdout);
 * ``mlflow`` -- an MLflow tracking store: its SQLite database (``mlruns.db``) or an ``mlruns``
-  file-store directory; each MLflow run is a run.
+  file-store directory; each MLflow run is a run;
+* ``wandb-run`` -- W&B's local run file (``run-<id>.wandb``), a run directory, or a ``wandb``
+  directory of runs (needs the ``wandb`` package).
 
 The user names the x (compute) and y (metric) columns. An unknown name is an error that
 lists the available ones. Missing, NaN and infinite values are dropped and counted. In the
-row logs (csv, jsonl, verl, hf-trainer, mlflow, dict-lines) x may be ``cum:COL``, the running total of a per-step column
+row logs (csv, jsonl, verl, hf-trainer, mlflow, dict-lines, wandb-run) x may be ``cum:COL``, the running total of a per-step column
 (``cum:timing_s/step``), or ``cum:GLOB``, of every column matching it (``cum:timing/*``).
 """
 
@@ -35,6 +37,7 @@ from scalerl.curves.jsonl_log import read_jsonl
 from scalerl.curves.mlflow_log import is_mlflow_store, is_sqlite, read_mlflow
 from scalerl.curves.tensorboard_log import read_tensorboard
 from scalerl.curves.verl_log import looks_like_verl, read_verl
+from scalerl.curves.wandb_run_log import is_wandb_run, read_wandb_run
 from scalerl.errors import InputError
 
 
@@ -57,6 +60,7 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "hf-trainer": read_hf_trainer,
     "mlflow": read_mlflow,
     "dict-lines": read_dict_lines,
+    "wandb-run": read_wandb_run,
 }
 
 
@@ -80,7 +84,11 @@ def _is_json(line: str) -> bool:
 def detect_format(path: Path) -> str:
     name = path.name.lower()
     if path.is_dir():
-        return "hf-trainer" if is_trainer_state(path) else "mlflow" if is_mlflow_store(path) else "tensorboard"
+        if is_trainer_state(path):
+            return "hf-trainer"
+        return "mlflow" if is_mlflow_store(path) else "wandb-run" if is_wandb_run(path) else "tensorboard"
+    if is_wandb_run(path):
+        return "wandb-run"
     if is_mlflow_store(path):
         return "mlflow"
     if is_sqlite(path):

@@ -6,6 +6,7 @@ Each sink takes flat ``{name: number}`` rows with a step; non-numeric values are
 from __future__ import annotations
 
 import numbers
+import uuid
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -40,13 +41,23 @@ class TensorBoardSink:
 
 
 class WandbSink:
+    """A W&B run per scalerl run: ``--resume`` continues the same W&B run (its id is kept in the run
+    directory, ``wandb_run_id``), so a killed and resumed run is one curve in W&B, not two."""
+
+    ID_FILE = "wandb_run_id"
+
     def __init__(self, project: str, name: str, config: dict[str, Any], directory: Path, resume: bool) -> None:
         try:
             import wandb
         except ImportError:
             raise ConfigError("log.wandb_project needs the wandb package: pip install 'scalerl[wandb]'") from None
-        self.run = wandb.init(project=project, name=name, config=config, dir=str(directory),
-                              resume="allow" if resume else None)
+        id_file = directory / self.ID_FILE
+        run_id = id_file.read_text().strip() if resume and id_file.is_file() else ""
+        if not run_id:
+            run_id = uuid.uuid4().hex[:8]  # W&B's id alphabet: lower-case letters and digits
+            id_file.write_text(run_id + "\n")
+        self.run = wandb.init(project=project, name=name, config=config, dir=str(directory), id=run_id,
+                              resume="allow")
 
     def log(self, row: dict[str, Any], step: int) -> None:
         self.run.log(_numeric(row), step=step)

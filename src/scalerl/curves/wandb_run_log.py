@@ -1,0 +1,238 @@
+"""Read W&B's local run files: ``wandb/run-<date>-<id>/run-<id>.wandb`` (``offline-run-...`` too).
+
+W&B writes every run's history to this file on the training machine first -- online runs as
+well as offline ones, which ``wandb sync`` uploads from it -- so a run's metrics can be forecast
+where it trains, without an export and without the network. verl, TRL, OpenRLHF and most RL
+trainers log to W&B by default.
+
+The file is a LevelDB-style log: a 7-byte header (``:W&B``, 0xBEE1, version 0), then 32 KiB
+blocks of chunks, each with a 7-byte header (CRC-32 of its type byte and data, length, type:
+full / first / middle / last piece of one record). This module undoes that framing (the format
+has not changed since wandb 0.10; wandb itself now reads it in its Go core only) and parses each
+record with the protobuf schema of the installed ``wandb`` package -- the one that wrote the
+file, so a newer schema is read by its own code. History records become rows: ``step`` (W&B's
+``_step``), ``wall_time`` (hours: ``_runtime`` / 3600), ``_step``, ``_runtime`` (seconds),
+``_timestamp`` and every numeric value logged at that step, which
+:func:`scalerl.curves.rows.curves_from_rows` makes curves of (so ``--x cum:timing_s/step`` works).
+
+A path may be one ``.wandb`` file, a run directory, or a ``wandb`` directory of runs (each run a
+curve, named by its display name). A resumed run (a second directory with the same run id) is
+joined to the first; a step logged in both keeps the later value, and a ``_runtime`` that started
+over (an offline resume) continues from the first file's last value. A torn last record (the run
+was killed mid-write) and records whose checksum fails are skipped and counted in the notes.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterator
+
+from scalerl.curves.data import Curve
+from scalerl.curves.rows import curves_from_rows, unknown_column, x_columns
+from scalerl.errors import InputError
+
+SUFFIX = ".wandb"
+FILE_HEADER = struct.Struct("<4sHB")  # ident, magic, version
+IDENT, MAGIC, VERSION = b":W&B", 0xBEE1, 0
+CHUNK_HEADER = struct.Struct("<IHB")  # checksum, length, type
+BLOCK = 32 * 1024
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+#: Columns every row has besides the metrics (W&B's own ``_step``, ``_runtime``, ``_timestamp`` too).
+SYNTHETIC = ("step", "wall_time")
+SECONDS_PER_HOUR = 3600.0
+INSTALL = "pip install wandb (or pip install 'scalerl[wandb]')"
+
+
+def is_wandb_file(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(IDENT)) == IDENT
+    except OSError:
+        return False
+
+
+def run_files(path: Path) -> list[Path]:
+    """The ``.wandb`` files of ``path``: itself, a run directory's, or those of a ``wandb`` directory's
+    runs (``latest-run``, a link to one of them, left out)."""
+    if path.is_file():
+        return [path]
+    found = [*path.glob(f"*{SUFFIX}"), *(f for d in path.iterdir() if d.is_dir() and d.name != "latest-run"
+                                         for f in d.glob(f"*{SUFFIX}"))] if path.is_dir() else []
+    return sorted(f for f in found if f.is_file())
+
+
+def is_wandb_run(path: Path) -> bool:
+    """A W&B run file, or a directory holding one (a run's) or several (``wandb/``'s runs)."""
+    if path.is_file():
+        return path.suffix == SUFFIX or is_wandb_file(path)
+    return path.is_dir() and any(is_wandb_file(f) for f in run_files(path))
+
+
+def _records(path: Path, notes: list[str]) -> Iterator[bytes]:
+    """The serialized records of one file, in order (framing undone, checksums checked)."""
+    data = path.read_bytes()
+    if len(data) < FILE_HEADER.size:
+        raise InputError(f"{path}: not a W&B run file (shorter than its header)")
+    ident, magic, version = FILE_HEADER.unpack_from(data)
+    if ident != IDENT or magic != MAGIC:
+        raise InputError(f"{path}: not a W&B run file (its header is {data[:FILE_HEADER.size]!r})")
+    if version != VERSION:
+        raise InputError(f"{path}: W&B run file version {version}; this reader knows version {VERSION}")
+    pos, pieces, bad, torn = FILE_HEADER.size, [], 0, False
+    while pos < len(data):
+        room = BLOCK - pos % BLOCK
+        if room < CHUNK_HEADER.size:  # a block's tail too short for a header is padding
+            pos += room
+            continue
+        if pos + CHUNK_HEADER.size > len(data):
+            torn = True
+            break
+        checksum, length, kind = CHUNK_HEADER.unpack_from(data, pos)
+        if kind == 0 and length == 0:  # zero padding up to the next block
+            pos += room
+            continue
+        start = pos + CHUNK_HEADER.size
+        chunk = data[start:start + length]
+        pos = start + length
+        if len(chunk) < length:
+            torn = True
+            break
+        if zlib.crc32(chunk, zlib.crc32(bytes([kind]))) != checksum or kind not in (FULL, FIRST, MIDDLE, LAST):
+            bad += 1
+            pieces = []
+            continue
+        if kind in (FULL, FIRST):
+            bad += bool(pieces)  # a record left unfinished by a new one
+            pieces = [chunk]
+        elif pieces:
+            pieces.append(chunk)
+        if kind in (FULL, LAST) and pieces:
+            yield b"".join(pieces)
+            pieces = []
+    torn = torn or bool(pieces)
+    if torn:
+        notes.append(f"{path.name}: skipped a torn last record -- the run was probably killed mid-write")
+    if bad:
+        notes.append(f"{path.name}: skipped {bad} record(s) whose checksum failed")
+
+
+def _record_class():
+    try:
+        from wandb.proto import wandb_internal_pb2
+    except ImportError:
+        raise InputError(f"reading a W&B run file needs the wandb package that writes them: {INSTALL}") from None
+    return wandb_internal_pb2.Record
+
+
+class _Run:
+    """One W&B run (one or more files: a resumed run continues in a new directory)."""
+
+    def __init__(self, run_id: str, name: str) -> None:
+        self.run_id, self.name = run_id, name
+        self.steps: dict[int, dict[str, str]] = {}  # step -> key -> value (JSON text)
+        self.relogged = 0
+        self.runtime = 0.0  # the largest _runtime so far (seconds)
+        self.restarted = 0  # later files whose _runtime started over
+
+    def add(self, history: list[tuple[int, dict[str, str]]]) -> None:
+        """One file's history rows. An offline run resumed in a new directory counts ``_runtime``
+        from 0 again (online, W&B continues it from the server): it is continued from the earlier
+        files' last value, so that time keeps adding up across the attempts."""
+        first = next((_number(v["_runtime"]) for _, v in history if "_runtime" in v), None)
+        offset = self.runtime if self.steps and first is not None and first < self.runtime else 0.0
+        self.restarted += offset > 0
+        for step, values in history:
+            if offset and "_runtime" in values:
+                values["_runtime"] = repr(_number(values["_runtime"]) + offset)
+            if "_runtime" in values:
+                self.runtime = max(self.runtime, _number(values["_runtime"]))
+            self.relogged += step in self.steps
+            self.steps.setdefault(step, {}).update(values)  # a resumed run's later value wins
+
+
+def _read_runs(path: Path, notes: list[str]) -> list[_Run]:
+    Record = _record_class()
+    runs: dict[str, _Run] = {}
+    for f in run_files(path):
+        run: _Run | None = None
+        history: list[tuple[int, dict[str, str]]] = []
+        undecodable = 0
+        for raw in _records(f, notes):
+            record = Record()
+            try:
+                record.ParseFromString(raw)
+            except Exception:  # protobuf's DecodeError: a damaged record
+                undecodable += 1
+                continue
+            kind = record.WhichOneof("record_type")
+            if kind == "run":
+                rid = record.run.run_id or f.stem
+                run = runs.get(rid) or runs.setdefault(rid, _Run(rid, record.run.display_name or rid))
+            elif kind == "history":
+                if run is None:  # no run record before the history: name it after the file
+                    run = runs.setdefault(f.stem, _Run(f.stem, f.stem))
+                values = {}
+                for item in record.history.item:  # inlined: ~100 items a step, the reader's hot loop
+                    nested = item.nested_key  # a key path; W&B shows nested dicts joined by dots
+                    values[nested[0] if len(nested) == 1 else ".".join(nested) if nested else item.key] = item.value_json
+                step = record.history.step.num if record.history.HasField("step") else int(_number(values.get("_step", "0")))
+                history.append((step, values))
+        if run is not None:
+            run.add(history)
+        if undecodable:
+            notes.append(f"{f.name}: skipped {undecodable} record(s) that did not parse")
+    return list(runs.values())
+
+
+def _number(text: str) -> float:
+    v = _value(text)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+
+def _value(text: str) -> Any:
+    """A logged value: a number (JSON ``NaN``/``Infinity`` included) or a string; media, histograms
+    and tables (JSON objects and lists) are not."""
+    try:
+        v = json.loads(text)
+    except ValueError:
+        return text
+    return None if isinstance(v, (dict, list)) else v
+
+
+def read_wandb_run(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
+    """W&B run file(s) (see the module docstring); ``x`` may be ``step``, ``wall_time`` (hours),
+    ``_step``, ``_runtime`` (seconds), ``_timestamp``, a metric, or ``cum:`` of one."""
+    path = Path(path)
+    notes: list[str] = []
+    runs = [r for r in _read_runs(path, notes) if r.steps]
+    if not runs:
+        raise InputError(f"{path}: the W&B run file(s) hold no logged history")
+    available = {k for r in runs for values in r.steps.values() for k in values} | set(SYNTHETIC)
+    if y not in available:
+        raise unknown_column(path, "y", y, available)
+    wanted = {y, *x_columns(path, available, x)}
+    taken: dict[str, int] = defaultdict(int)
+    for r in runs:
+        taken[r.name] += 1
+    rows: list[dict[str, Any]] = []
+    for r in runs:
+        label = r.name if taken[r.name] == 1 else f"{r.name} [{r.run_id}]"
+        if r.relogged:
+            notes.append(f"run {label!r}: {r.relogged} step(s) logged again (a resumed run?): the later values kept")
+        if r.restarted:
+            notes.append(f"run {label!r}: resumed offline in {r.restarted} later file(s) whose _runtime started "
+                         "over: continued from the earlier file's last value")
+        for step in sorted(r.steps):
+            values = r.steps[step]
+            row: dict[str, Any] = {"run": label, "step": step}
+            if "_runtime" in values:
+                runtime = _value(values["_runtime"])
+                if isinstance(runtime, (int, float)):
+                    row["wall_time"] = runtime / SECONDS_PER_HOUR
+            row.update({k: v for k in wanted & values.keys() if (v := _value(values[k])) is not None})
+            rows.append(row)
+    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)
