@@ -104,6 +104,33 @@ def test_unreachable_hub_id_is_an_input_error():
         load_model("nobody-xyz/no-such-model", local_files_only=True)
 
 
+def test_a_model_of_another_kind_or_without_a_tokenizer_is_refused_in_one_line(tmp_path, capsys):
+    """An encoder-decoder (T5), an unknown model_type and a causal LM saved without its tokenizer:
+    one-line errors from load_model and from `scalerl train` (whose profile choice reads the config
+    first), no traceback."""
+    from transformers import LlamaConfig, LlamaForCausalLM, T5Config, T5ForConditionalGeneration
+
+    from scalerl.cli import main
+
+    t5 = tmp_path / "t5"
+    T5ForConditionalGeneration(T5Config(d_model=16, d_ff=32, num_layers=1, num_heads=2, d_kv=8, vocab_size=64)).save_pretrained(t5)
+    unknown = tmp_path / "unknown"
+    unknown.mkdir()
+    (unknown / "config.json").write_text('{"model_type": "no_such_architecture"}')
+    no_tok = tmp_path / "no-tokenizer"
+    LlamaForCausalLM(LlamaConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                 vocab_size=64)).save_pretrained(no_tok)
+    cases = [(t5, "a t5 model .*T5ForConditionalGeneration.* is not a causal language model"),
+             (unknown, "cannot load model .*no_such_architecture"),
+             (no_tok, "cannot load the tokenizer of .*tokenizer.save_pretrained")]
+    for path, message in cases:
+        with pytest.raises(InputError, match=message):
+            load_model(str(path))
+        code = main(["train", "--model", str(path), "--steps", "1", "--output", str(tmp_path / "run"), "--no-progress"])
+        err = capsys.readouterr().err
+        assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) <= 2, err
+
+
 def test_a_concurrent_builder_that_finishes_first_wins(random_model, char_tokenizer, tmp_path, monkeypatch):
     spec = TinySpec(seed=99)
     target = tmp_path / "tiny" / spec.key()

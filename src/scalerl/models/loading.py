@@ -72,6 +72,28 @@ def hub_unreachable(repo_id: str, timeout: float = 3.0) -> str | None:
     return None
 
 
+def load_config(name_or_path: str, cache_dir: str | None = None, tiny_spec: Any = None, **kwargs: Any) -> Any:
+    """The model's ``transformers`` config, refused with a one-line :class:`InputError` unless it is
+    a causal LM that ``AutoModelForCausalLM`` loads (an encoder-decoder such as T5, an encoder such
+    as BERT without a causal head, or a config this transformers does not know)."""
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    source = resolve_model(name_or_path, cache_dir, tiny_spec)
+    try:
+        config = AutoConfig.from_pretrained(source, **kwargs)
+    except OSError as exc:
+        raise InputError(f"cannot load model {name_or_path!r}: {exc}") from None
+    except ValueError as exc:  # an unknown model_type, or code the checkpoint would have us run
+        raise InputError(f"cannot load model {name_or_path!r}: {str(exc).splitlines()[0]}") from None
+    if config.model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        kind = ", ".join(getattr(config, "architectures", None) or []) or config.model_type
+        raise InputError(f"cannot use {name_or_path!r}: a {config.model_type} model ({kind}) is not a causal "
+                         "language model that AutoModelForCausalLM loads; scalerl trains and evaluates decoder-only "
+                         "models (Llama, Qwen, Mistral, Gemma, Phi, ...)")
+    return config
+
+
 def load_model(
     name_or_path: str, dtype: Any = None, cache_dir: str | None = None, tiny_spec: Any = None, **kwargs: Any
 ) -> tuple[Any, Any]:
@@ -87,11 +109,17 @@ def load_model(
 
     hf_logging.disable_progress_bar()  # our own progress bar is the one that matters
     source = resolve_model(name_or_path, cache_dir, tiny_spec)
+    load_config(source, **kwargs)  # a model of another kind is refused here, in one line
     model_kwargs = dict(kwargs)
     if dtype is not None:
         model_kwargs["dtype"] = dtype
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+    except (OSError, ValueError) as exc:  # no tokenizer files saved with the weights, or an unusable one
+        reason = str(exc).splitlines()[0].rstrip(": ")
+        raise InputError(f"cannot load the tokenizer of {name_or_path!r} ({reason}): a model directory needs its "
+                         "tokenizer files beside the weights (tokenizer.save_pretrained(DIR))") from None
+    try:
         model = AutoModelForCausalLM.from_pretrained(source, **model_kwargs)
     except OSError as exc:  # not found locally, not on the hub, or no network
         raise InputError(f"cannot load model {name_or_path!r}: {exc}") from None
@@ -101,13 +129,7 @@ def load_model(
 def stored_dtype(name_or_path: str, cache_dir: str | None = None, tiny_spec: Any = None, **kwargs: Any) -> str:
     """The dtype a checkpoint's weights are stored in (its config's ``dtype``, ``torch_dtype`` before
     transformers 5), as a torch dtype name; ``float32`` when the config names none."""
-    from transformers import AutoConfig
-
-    source = resolve_model(name_or_path, cache_dir, tiny_spec)
-    try:
-        config = AutoConfig.from_pretrained(source, **kwargs)
-    except OSError as exc:
-        raise InputError(f"cannot load model {name_or_path!r}: {exc}") from None
+    config = load_config(name_or_path, cache_dir, tiny_spec, **kwargs)
     value = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
     if value is None or str(value) == "auto":
         return "float32"

@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from scalerl.errors import InputError
 
 #: name -> overrides (full dotted paths of TrainConfig).
 PROFILES: dict[str, list[str]] = {
@@ -131,14 +130,11 @@ def device_type(device: str) -> str:
 def count_parameters(name_or_path: str) -> int:
     """Parameters of a model from its config alone (instantiated on the meta device: no weights read)."""
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM
 
-    from scalerl.models.loading import resolve_model
+    from scalerl.models.loading import load_config
 
-    try:
-        config = AutoConfig.from_pretrained(resolve_model(name_or_path))
-    except OSError as exc:
-        raise InputError(f"cannot load model {name_or_path!r}: {exc}") from None
+    config = load_config(name_or_path)
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config)
     return sum(p.numel() for p in model.parameters())
