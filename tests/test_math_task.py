@@ -138,8 +138,10 @@ def test_csv_and_tsv_rows_are_read_with_the_same_field_checks(tmp_path):
     with pytest.raises(InputError, match=r"empty.csv: row 3: field 'answer' is empty"):
         load_rows(tmp_path / "empty.csv")
     (tmp_path / "cols.csv").write_text("question,answer\n1+1=,2\n")
-    with pytest.raises(InputError, match=r"row 2: missing field 'prompt' \(fields present: 'question', 'answer'\)"):
+    with pytest.raises(InputError, match=r"row 2: missing field 'prompt' \(fields present: 'question', 'answer'\); "
+                                         r"if another field holds it: --set 'task.settings=\{prompt_field: NAME\}'"):
         load_rows(tmp_path / "cols.csv")
+    assert load_rows(tmp_path / "cols.csv", prompt_field="question")[0].prompt == "1+1="
     (tmp_path / "extra.csv").write_text("prompt,answer\n1+1=,2,3\n")
     with pytest.raises(InputError, match="row 2: 3 cells, but the header names 2 fields"):
         load_rows(tmp_path / "extra.csv")

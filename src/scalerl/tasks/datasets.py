@@ -127,10 +127,11 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
     for number, record in _records(source, split):
         if not isinstance(record, dict):
             raise InputError(f"{source}: row {number}: expected an object with fields {prompt_field!r} and {answer_field!r}")
-        for name in (prompt_field, answer_field):
+        for setting, name in (("prompt_field", prompt_field), ("answer_field", answer_field)):
             if name not in record:
                 present = ", ".join(map(repr, record)) or "none"
-                raise InputError(f"{source}: row {number}: missing field {name!r} (fields present: {present})")
+                raise InputError(f"{source}: row {number}: missing field {name!r} (fields present: {present}); "
+                                 f"if another field holds it: --set 'task.settings={{{setting}: NAME}}'")
         prompt, answer = _text(record[prompt_field]), _text(record[answer_field])
         if not prompt or not prompt.strip():
             raise InputError(f"{source}: row {number}: field {prompt_field!r} is empty or not text")
