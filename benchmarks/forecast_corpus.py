@@ -404,22 +404,27 @@ def fit_design(cases: list[Case], choice: Choice, design: Design) -> tuple[float
     return best[1], best[2], best[3]
 
 
+def design_row(cases: list[Case], sources: list[str], design: Design, extra: list[Case] = (), label: str = "") -> list[str]:
+    """One design's LOSO figures per held-out source: end level covered / median half-width / share
+    of held-out evaluations in the prediction band. ``extra`` run-cuts join the calibration (those
+    of the other sources), never the held-out part."""
+    row = [label + design.name]
+    for src in sources:
+        native = scored([c for c in cases if c.source != src])
+        train = native + scored([c for c in extra if c.source != src])
+        held = scored([c for c in cases if c.source == src])
+        ch = choose_forecast(native)
+        g, qc, qp = fit_design(train, ch, design)
+        conf, pts, unit = _scores(held, ch, design, g)
+        row.append(f"{pct(np.mean(conf <= qc))} / {np.median(qc * unit):.3f} / "
+                   f"{pct(np.mean([np.mean(s <= qp) for s in pts]))}" + (f" (g {g:g})" if len(design.grid) > 1 else ""))
+    return row
+
+
 def design_table(cases: list[Case], sources: list[str]) -> None:
     print(f"\nBand designs (LOSO: member set, temperature, g and the factors chosen on the other sources; {int(LEVEL * 100)}% "
           "bands; end level covered / its median half-width / share of held-out evaluations in the prediction band):")
-    rows = []
-    for d in DESIGNS:
-        row = [d.name]
-        for src in sources:
-            train, held = scored([c for c in cases if c.source != src]), scored([c for c in cases if c.source == src])
-            ch = choose_forecast(train)
-            g, qc, qp = fit_design(train, ch, d)
-            conf, pts, unit = _scores(held, ch, d, g)
-            row.append(f"{pct(np.mean(conf <= qc))} / {np.median(qc * unit):.3f} / "
-                       f"{pct(np.mean([np.mean(s <= qp) for s in pts]))}" + (f" (g {g:g})" if len(d.grid) > 1 else ""))
-        rows.append(row)
-    print(table(rows, ["design"] + sources))
-
+    print(table([design_row(cases, sources, d) for d in DESIGNS], ["design"] + sources))
 
 
 # --- short windows: thinned copies of the calibration runs -----------------------------------
@@ -463,21 +468,11 @@ def window_table(cases: list[Case], thin: list[Case], sources: list[str]) -> Non
     full = {c.run: c.stable_run for c in cases}
     for c in thin:  # a thinned copy is a stable run when its full run is
         c.stable_run = full[c.run.split("/thin")[0]]
-    rows = []
-    for with_thin in (False, True):
-        for d in (SHIPPED, _window_design(None), _window_design(0.5), _window_design(1.0)):
-            row = [("thinned copies, " if with_thin else "") + d.name]
-            for src in sources:
-                native = scored([c for c in cases if c.source != src])
-                train = native + (scored([c for c in thin if c.source != src]) if with_thin else [])
-                held = scored([c for c in cases if c.source == src])
-                ch = choose_forecast(native)
-                g, qc, qp = fit_design(train, ch, d)
-                conf, pts, unit = _scores(held, ch, d, g)
-                row.append(f"{pct(np.mean(conf <= qc))} / {np.median(qc * unit):.3f} / "
-                           f"{pct(np.mean([np.mean(s <= qp) for s in pts]))}" + (f" (gamma {g:g})" if len(d.grid) > 1 else ""))
-            rows.append(row)
+    designs = (SHIPPED, _window_design(None), _window_design(0.5), _window_design(1.0))
+    rows = [design_row(cases, sources, d) for d in designs]
+    rows += [design_row(cases, sources, d, thin, "thinned copies, ") for d in designs]
     print(table(rows, ["design"] + sources))
+
 
 # --- the gain interval ----------------------------------------------------------------------------
 

@@ -373,6 +373,9 @@ def test_wandb_run_files_directory_run_and_file(tmp_path):
     assert (run_dir / "run-grpoa001.wandb").stat().st_size > 3 * 32 * 1024
     wide = read_curve(wandb_dir, "step", "extra/m1499", run="grpo-a", bounded=False)
     assert list(wide.x) == [12] and wide.y[0] == pytest.approx(1499 / 1500)
+    # W&B's link to the last run directory: the resumed attempt alone.
+    last = read_curve(wandb_dir / "latest-run", "step", WB_VAL)
+    assert last.name == "grpo-b" and list(last.x) == [24, 28, 32, 36, 40] and last.y[0] == pytest.approx(0.6)
     # One run's directory, and its file.
     for path in (run_dir, run_dir / "run-grpoa001.wandb"):
         assert detect_format(path) == "wandb-run"
