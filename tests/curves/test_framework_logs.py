@@ -382,6 +382,18 @@ def test_wandb_run_files_directory_run_and_file(tmp_path):
         assert np.allclose(read_curve(path, "step", WB_VAL).y, a.y)
 
 
+def test_a_run_file_of_an_older_wandb():
+    """A file written by wandb 0.17.9 (its history records carry the step as ``_step`` only), read
+    with the installed wandb's schema: the same values its own reader gave."""
+    pytest.importorskip("wandb")
+    f = DATA / "wandb_0_17_9_run.wandb"
+    assert detect_format(f) == "wandb-run"
+    c = read_curve(f, "step", "val/acc")
+    assert c.name == "old-run" and list(c.x) == list(range(4, 41, 4))
+    assert np.allclose(c.y, [_level(s, 0.6) for s in range(4, 41, 4)])
+    assert np.allclose(read_curve(f, "_runtime", "eval.acc").y, c.y)
+
+
 def test_wandb_run_file_cli(tmp_path):
     wandb_dir = _wandb_dir(tmp_path)
     out = subprocess.run([sys.executable, "-m", "scalerl.cli", "backtest", str(wandb_dir), "--x", "step", "--y", WB_VAL,

@@ -12,7 +12,8 @@ has not changed since wandb 0.10; wandb itself now reads it in its Go core only)
 record with the protobuf schema of the installed ``wandb`` package -- the one that wrote the
 file, so a newer schema is read by its own code. History records become rows: ``step`` (W&B's
 ``_step``), ``wall_time`` (hours: ``_runtime`` / 3600), ``_step``, ``_runtime`` (seconds),
-``_timestamp`` and every numeric value logged at that step, which
+``_timestamp`` and every numeric value logged at that step (a nested dict as ``key.sub``, as W&B
+shows it, whether the writer logged a key path or, as older wandb did, one JSON object), which
 :func:`scalerl.curves.rows.curves_from_rows` makes curves of (so ``--x cum:timing_s/step`` works).
 
 A path may be one ``.wandb`` file, a run directory, or a ``wandb`` directory of runs (each run a
@@ -142,6 +143,7 @@ class _Run:
         """One file's history rows. An offline run resumed in a new directory counts ``_runtime``
         from 0 again (online, W&B continues it from the server): it is continued from the earlier
         files' last value, so that time keeps adding up across the attempts."""
+        _flatten_objects(history)
         first = next((_number(v["_runtime"]) for _, v in history if "_runtime" in v), None)
         offset = self.runtime if self.steps and first is not None and first < self.runtime else 0.0
         self.restarted += offset > 0
@@ -175,7 +177,7 @@ def _read_runs(path: Path, notes: list[str]) -> list[_Run]:
             elif kind == "history":
                 if run is None:  # no run record before the history: name it after the file
                     run = runs.setdefault(f.stem, _Run(f.stem, f.stem))
-                values = {}
+                values: dict[str, str] = {}
                 for item in record.history.item:  # inlined: ~100 items a step, the reader's hot loop
                     nested = item.nested_key  # a key path; W&B shows nested dicts joined by dots
                     values[nested[0] if len(nested) == 1 else ".".join(nested) if nested else item.key] = item.value_json
@@ -186,6 +188,33 @@ def _read_runs(path: Path, notes: list[str]) -> list[_Run]:
         if undecodable:
             notes.append(f"{f.name}: skipped {undecodable} record(s) that did not parse")
     return list(runs.values())
+
+
+def _flatten_objects(history: list[tuple[int, dict[str, str]]]) -> None:
+    """Older wandb logs a nested dict as one JSON object under its top key: spread it into the
+    ``key.sub`` values newer wandb writes. Found per key from its first value (a set union and a
+    short scan, not a test of every value: this runs on every record of the file)."""
+    keys = set().union(*(values for _, values in history))
+    objects = [k for k in keys if next(v[k] for _, v in history if k in v)[:1] == "{"]
+    for key in objects:
+        for _, values in history:
+            if key in values:
+                values.update(_flatten(key, values.pop(key)))
+
+
+def _flatten(key: str, text: str) -> dict[str, str]:
+    """A JSON object logged under ``key`` as W&B shows it: ``key.sub`` per plain value (recursively);
+    media, histograms and tables (objects with a ``_type``) stay one value, which is not a number."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {key: text}
+    if not isinstance(value, dict) or "_type" in value:
+        return {key: text}
+    out: dict[str, str] = {}
+    for sub, v in value.items():
+        out.update(_flatten(f"{key}.{sub}", json.dumps(v)))
+    return out
 
 
 def _number(text: str) -> float:

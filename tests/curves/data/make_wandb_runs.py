@@ -1,5 +1,6 @@
 """Make ``wandb_runs.tar.gz``: a real ``wandb`` directory, as W&B leaves it on the training machine,
-read by ``tests/curves/test_framework_logs.py``.
+and ``wandb_0_17_9_run.wandb`` (``--single``, with an older wandb), read by
+``tests/curves/test_framework_logs.py``.
 
 Run it with wandb installed (made with wandb 0.31.0, offline mode: no account, no network):
 
@@ -74,5 +75,26 @@ def main(out: Path) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def single(out: Path) -> None:
+    """One run (``old-run``: 40 steps, the score every 4th) as ``wandb_<version>_run.wandb``: a file
+    written by an older wandb (0.17.9, whose history records carry the step as ``_step`` only)."""
+    work = Path(tempfile.mkdtemp())
+    try:
+        run = wandb.init(project="scalerl-fixture", name="old-run", mode="offline", dir=str(work))
+        for step in range(1, 41):
+            metrics = {"train/loss": 1.0 / step, "timing_s/step": 30.0}
+            if step % 4 == 0:
+                metrics["val/acc"] = level(step, 0.6)
+                metrics["eval"] = {"acc": level(step, 0.6)}
+            run.log(metrics, step=step)
+        run.finish()
+        f, = (work / "wandb").glob("offline-run-*/*.wandb")
+        shutil.copy(f, out / f"wandb_{wandb.__version__.replace('.', '_')}_run.wandb")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "."))
+    # python make_wandb_runs.py DIR            -- wandb_runs.tar.gz (made with wandb 0.31.0)
+    # python make_wandb_runs.py DIR --single   -- wandb_<version>_run.wandb (made with wandb 0.17.9)
+    (single if "--single" in sys.argv else main)(Path(sys.argv[1] if len(sys.argv) > 1 else "."))
