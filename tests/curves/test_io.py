@@ -183,6 +183,27 @@ def test_tensorboard_event_files(tmp_path):
         read_curves(tmp_path, "step", "val/nope")
 
 
+def test_tensorboard_run_resumed_from_a_checkpoint(tmp_path):
+    """A resumed run appends a second event file to its directory and logs the steps after the
+    checkpoint again: each step keeps its later value, and the note says how many were relogged."""
+    import time
+
+    SummaryWriter = pytest.importorskip("torch.utils.tensorboard").SummaryWriter
+    for first, last, offset in ((0, 8, 0.0), (5, 12, 0.01)):  # killed after step 8, resumed from step 5
+        w = SummaryWriter(str(tmp_path / "run"))
+        for step in range(first, last + 1):
+            w.add_scalar("val/pass_rate", 0.1 + 0.05 * step + offset, step)
+            w.add_scalar("compute/gpu_hours", 0.5 * step, step)
+        w.close()
+        time.sleep(1.1)  # event files are named by the second they are opened
+    assert len(list((tmp_path / "run").glob("*tfevents*"))) == 2
+    c = read_curve(tmp_path, "step", "val/pass_rate")
+    assert np.allclose(c.x, np.arange(13))
+    assert np.allclose(c.y, [0.1 + 0.05 * s + (0.01 if s >= 5 else 0.0) for s in range(13)])
+    assert any("4 step(s)" in n and "logged again" in n for n in c.notes)
+    assert np.allclose(read_curve(tmp_path, "compute/gpu_hours", "val/pass_rate").x, 0.5 * np.arange(13))
+
+
 def test_run_column_named_by_the_user(tmp_path, capsys):
     """A long-format CSV whose runs are told apart by another column: --run-column names it."""
     from scalerl.cli import main

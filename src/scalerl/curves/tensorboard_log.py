@@ -1,4 +1,7 @@
 """TensorBoard event files: a file, or a directory in which each sub-directory with event files is a run.
+
+A step logged more than once (a run resumed from a checkpoint appends a new event file to its
+directory and logs the steps after the checkpoint again) keeps its later value, said in the notes.
 """
 
 from __future__ import annotations
@@ -35,7 +38,14 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
         tags = acc.Tags().get("scalars", [])
         if y not in tags:
             raise unknown_column(d, "y", y, tags)
-        events = acc.Scalars(y)
+        # A run resumed from a checkpoint writes a new event file in the same directory and logs the
+        # steps after the checkpoint again: the later value of a step wins, as in the other readers.
+        latest = {}
+        for e in acc.Scalars(y):  # in file order: the later file's events come later
+            latest[e.step] = e
+        relogged = len(acc.Scalars(y)) - len(latest)
+        events = [latest[step] for step in sorted(latest)]
+        notes = (f"{relogged} step(s) of {y!r} logged again (a resumed run?): the later values kept",) if relogged else ()
         if x == "step":
             xs = [float(e.step) for e in events]
         elif x == "wall_time":
@@ -48,5 +58,6 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
             xs = [float(by_step.get(e.step, math.nan)) for e in events]
         ys = [e.value * y_scale for e in events]
         name = d.name if d != path else (path.name or "run")
-        curves.append(Curve.from_arrays(xs, ys, name=name, x_name=x, y_name=y, source=str(d), bounded=bounded))
+        curves.append(Curve.from_arrays(xs, ys, name=name, x_name=x, y_name=y, source=str(d), bounded=bounded,
+                                        notes=notes))
     return curves
