@@ -183,6 +183,17 @@ def test_tensorboard_event_files(tmp_path):
         read_curves(tmp_path, "step", "val/nope")
 
 
+def test_a_scalerl_run_directory_reads_its_run_log(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "runlog.jsonl").write_text("".join(f'{{"type": "eval", "step": {s}, "gpu_hours": {0.5 * s}, '
+                                              f'"val/pass_rate": {0.1 + 0.05 * s}}}\n' for s in range(6)))
+    (run / "tensorboard").mkdir()  # other things in the directory do not matter
+    c = read_curve(run, "gpu_hours", "val/pass_rate")
+    assert np.allclose(c.x, 0.5 * np.arange(6)) and c.source.endswith("runlog.jsonl")
+    assert np.allclose(read_curve(run / "runlog.jsonl", "gpu_hours", "val/pass_rate").y, c.y)
+
+
 def test_tensorboard_run_resumed_from_a_checkpoint(tmp_path):
     """A resumed run appends a second event file to its directory and logs the steps after the
     checkpoint again: each step keeps its later value, and the note says how many were relogged."""

@@ -161,6 +161,8 @@ def test_wandb_mirror_resumes_the_same_run_and_reads_back(tiny_dir, tmp_path, ca
     evals = [r for r in rows if r["type"] == "eval"]
     curve, = read_curves(out / "wandb", "step", "val/pass_rate")
     assert list(curve.x) == [r["step"] for r in evals] == [0, 2, 4]
+    own, = read_curves(out, "step", "val/pass_rate")  # the run directory: its run log
+    assert list(own.x) == list(curve.x) and list(own.y) == pytest.approx(list(curve.y))
     assert list(curve.y) == pytest.approx([r["val/pass_rate"] for r in evals])
     flops, = read_curves(out / "wandb", "flops", "val/pass_rate")
     assert list(flops.x) == pytest.approx([r["flops"] for r in evals])

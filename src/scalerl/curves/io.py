@@ -2,7 +2,7 @@
 
 Formats (chosen from the path, or by ``fmt``):
 
-* ``jsonl`` -- scalerl's run log (a header line, then rows), or any JSON-lines log;
+* ``jsonl`` -- scalerl's run log (a header line, then rows; or its run directory), or any JSON-lines log;
 * ``csv`` -- one run, or many with a ``run`` column; ``#`` comment lines allowed; comma, ``;``
   (with decimal commas), tab or ``|`` delimited;
 * ``wandb`` -- a W&B chart export (columns ``"<run> - <metric>"``, plus ``__MIN``/``__MAX``);
@@ -39,6 +39,7 @@ from scalerl.curves.tensorboard_log import read_tensorboard
 from scalerl.curves.verl_log import looks_like_verl, read_verl
 from scalerl.curves.wandb_run_log import is_wandb_run, read_wandb_run
 from scalerl.errors import InputError
+from scalerl.runlog import RUNLOG
 
 
 def _pick_runs(path: Path, curves: list[Curve], run: str | None) -> list[Curve]:
@@ -136,6 +137,8 @@ def read_curves(
     path = Path(os.fspath(path))
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
+    if path.is_dir() and (path / RUNLOG).is_file() and fmt in (None, "jsonl"):
+        path = path / RUNLOG  # a scalerl run directory: its run log
     fmt = fmt or detect_format(path)
     if fmt not in READERS:
         raise InputError(f"unknown log format {fmt!r}; known: {', '.join(READERS)}")
