@@ -183,6 +183,29 @@ def test_tensorboard_event_files(tmp_path):
         read_curves(tmp_path, "step", "val/nope")
 
 
+def test_tensorboard_scalars_written_as_tensors(tmp_path):
+    """TF2's tf.summary.scalar (and the JAX / Flax writers on it) store a scalar as a tensor with the
+    scalars plugin's metadata, not as a simple value: written here with TensorBoard's own summary
+    builder and event writer, as TF2 writes them."""
+    import time
+
+    pytest.importorskip("tensorboard")
+    from tensorboard.compat.proto import event_pb2
+    from tensorboard.plugins.scalar.summary_v2 import scalar_pb
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    w = EventFileWriter(str(tmp_path / "jax-run"))
+    for step in range(8):
+        for tag, value in (("eval/accuracy", 0.2 + 0.05 * step), ("compute/tokens", 1e6 * step)):
+            w.add_event(event_pb2.Event(wall_time=time.time(), step=step, summary=scalar_pb(tag, value)))
+    w.close()
+    c = read_curve(tmp_path, "compute/tokens", "eval/accuracy")
+    assert c.name == "jax-run" and np.allclose(c.x, 1e6 * np.arange(8))
+    assert np.allclose(c.y, 0.2 + 0.05 * np.arange(8), atol=1e-6)  # stored as float32
+    with pytest.raises(InputError, match="available columns: 'compute/tokens', 'eval/accuracy'"):
+        read_curve(tmp_path, "step", "eval/nope")
+
+
 def test_a_scalerl_run_directory_reads_its_run_log(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
