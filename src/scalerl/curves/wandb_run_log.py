@@ -20,12 +20,13 @@ A path may be one ``.wandb`` file, a run directory, or a ``wandb`` directory of 
 curve, named by its display name). A resumed run (a second directory with the same run id) is
 joined to the first; a step logged in both keeps the later value, and a ``_runtime`` that started
 over (an offline resume) continues from the first file's last value. A torn last record (the run
-was killed mid-write) and records whose checksum fails are skipped and counted in the notes.
+was killed mid-write) and damaged records (checksum or framing) are skipped and counted in the notes.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import struct
 import zlib
 from collections import defaultdict
@@ -46,6 +47,8 @@ FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 SYNTHETIC = ("step", "wall_time")
 SECONDS_PER_HOUR = 3600.0
 INSTALL = "pip install wandb (or pip install 'scalerl[wandb]')"
+#: The start time W&B puts in a run directory's name.
+STARTED = re.compile(r"run-(\d{8}_\d{6})-")
 
 
 def is_wandb_file(path: Path) -> bool:
@@ -63,7 +66,14 @@ def run_files(path: Path) -> list[Path]:
         return [path]
     found = [*path.glob(f"*{SUFFIX}"), *(f for d in path.iterdir() if d.is_dir() and d.name != "latest-run"
                                          for f in d.glob(f"*{SUFFIX}"))] if path.is_dir() else []
-    return sorted(f for f in found if f.is_file())
+    # In the order the attempts started (a resumed run's later attempt joins its earlier one): by the
+    # start time in the run directory's name (run-20251201_103000-<id>, offline-run-...), then the path.
+    return sorted((f for f in found if f.is_file()), key=lambda f: (_started(f), str(f)))
+
+
+def _started(f: Path) -> str:
+    match = STARTED.search(f.parent.name)
+    return match.group(1) if match else ""
 
 
 def is_wandb_run(path: Path) -> bool:
@@ -118,7 +128,7 @@ def _records(path: Path, notes: list[str]) -> Iterator[bytes]:
     if torn:
         notes.append(f"{path.name}: skipped a torn last record -- the run was probably killed mid-write")
     if bad:
-        notes.append(f"{path.name}: skipped {bad} record(s) whose checksum failed")
+        notes.append(f"{path.name}: skipped {bad} damaged record(s) (checksum or framing failed)")
 
 
 def _record_class():
