@@ -181,6 +181,21 @@ def test_tensorboard_event_files(tmp_path):
     assert np.allclose(by_step.x, np.arange(6))
     with pytest.raises(InputError, match="available columns"):
         read_curves(tmp_path, "step", "val/nope")
+    # A run that has not logged the metric yet (it crashed, or evaluates later) is left out and said.
+    w = SummaryWriter(str(tmp_path / "seed2"))
+    w.add_scalar("train/loss", 1.0, 0)
+    w.close()
+    curves = read_curves(tmp_path, "step", "val/pass_rate")
+    assert sorted(c.name for c in curves) == ["seed0", "seed1"]
+    assert all("without 'val/pass_rate' left out: seed2" in c.notes[-1] for c in curves)
+
+
+def test_a_run_without_the_metric_is_left_out_and_said(tmp_path):
+    p = tmp_path / "runs.jsonl"
+    p.write_text("".join(f'{{"run": "a", "step": {s}, "acc": {0.1 * s}}}\n' for s in range(1, 5))
+                 + "".join(f'{{"run": "b", "step": {s}, "loss": 1.0}}\n' for s in range(1, 5)))
+    curve, = read_curves(p, "step", "acc")
+    assert curve.name == "a" and "1 run(s) without 'acc' left out: b" in curve.notes
 
 
 def test_tensorboard_scalars_written_as_tensors(tmp_path):

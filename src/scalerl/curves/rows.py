@@ -103,8 +103,10 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     totals: dict[str, float] = {}  # cum: the running total so far, per run
     latest: dict[str, object] = {}  # the last x logged, per run
     carried: dict[str, int] = {}
+    seen: dict[str, None] = {}  # every run of the log, in order (a run without y yields no curve)
     for r in rows:
         name = str(r.get(run_column, default_name))
+        seen[name] = None
         if cumulative is not None:
             totals[name] = totals.get(name, 0.0) + cumulative(r)
         elif x in r:
@@ -131,10 +133,13 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
         xs.append(float(vx))
         ys.append(float(vy) * y_scale)
 
+    without = [name for name in seen if name not in groups]
+    left_out = ((f"{len(without)} run(s) without {y!r} left out: {', '.join(without)}",) if without else ())
+
     def run_notes(name: str) -> tuple[str, ...]:
         n = carried.get(name, 0)
         return tuple(notes) + ((f"{n} evaluation(s) do not log {x!r}: each takes it from the latest row before it",)
-                               if n else ())
+                               if n else ()) + left_out
 
     return [
         Curve.from_arrays(xs, ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded,

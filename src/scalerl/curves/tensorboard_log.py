@@ -56,11 +56,12 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
     if importlib.util.find_spec("tensorboard") is None:
         raise InputError("reading TensorBoard logs needs the tensorboard package: pip install 'scalerl[tensorboard]'")
     path = Path(path)
-    curves = []
+    curves, without = [], []
     for d in _event_dirs(path):
         scalars = _Scalars(d)
-        if y not in scalars.tags:
-            raise unknown_column(d, "y", y, scalars.tags)
+        if y not in scalars.tags:  # a run that has not logged it (yet): left out, unless none has
+            without.append((d, scalars.tags))
+            continue
         # A run resumed from a checkpoint writes a new event file in the same directory and logs the
         # steps after the checkpoint again: the later value of a step wins, as in the other readers.
         logged = scalars.series(y)  # in file order: the later file's events come later
@@ -80,6 +81,12 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
             xs = [float(by_step.get(step, math.nan)) for _, step, _ in events]
         ys = [v * y_scale for _, _, v in events]
         name = d.name if d != path else (path.name or "run")
-        curves.append(Curve.from_arrays(xs, ys, name=name, x_name=x, y_name=y, source=str(d), bounded=bounded,
-                                        notes=notes))
-    return curves
+        curves.append((name, xs, ys, str(d), notes))
+    if not curves:
+        d, tags = without[0]
+        raise unknown_column(d, "y", y, tags)
+    left_out = (f"{len(without)} event director{'y' if len(without) == 1 else 'ies'} without {y!r} left out: "
+                f"{', '.join(d.name for d, _ in without)}",) if without else ()
+    return [Curve.from_arrays(xs, ys, name=name, x_name=x, y_name=y, source=source, bounded=bounded,
+                              notes=notes + left_out)
+            for name, xs, ys, source, notes in curves]
