@@ -431,3 +431,79 @@ def test_wandb_run_file_torn_or_damaged(tmp_path):
     not_wandb.write_bytes(b"hello world, not a run file")
     with pytest.raises(InputError, match="not a W&B run file"):
         read_curve(not_wandb, "step", WB_VAL)
+
+
+def _replay_server(exchanges, status_override=None):
+    """Replays a real MLflow server's recorded answers (record_mlflow_server.py); an unrecorded request
+    gets a 500 that names it, so a changed reader fails loudly."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    answers = {(e["method"], e["path"], json.dumps(e["body"], sort_keys=True)): e for e in exchanges}
+
+    class Replay(BaseHTTPRequestHandler):
+        def _answer(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length)) if length else None
+            e = answers.get((self.command, self.path, json.dumps(body, sort_keys=True)))
+            status = status_override or (e["status"] if e else 500)
+            payload = json.dumps(e["answer"] if e and not status_override else {"error": f"unrecorded {self.path}"})
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(payload.encode())
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Replay)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def test_mlflow_tracking_server(tmp_path):
+    """An MLflow tracking server's REST API (answers recorded from MLflow 3.17.2 serving the same
+    store as mlflow_sqlite.db.gz): the same curves and notes as the store read from disk; the UI's
+    address of an experiment or of one run restricts what is read."""
+    import gzip
+
+    with gzip.open(DATA / "mlflow_server_exchanges.json.gz", "rt") as f:
+        recorded = json.load(f)
+    server, url = _replay_server(recorded["exchanges"])
+    try:
+        db, _ = _mlflow_stores(tmp_path)
+        from_disk = {c.name: c for c in read_curves(db, "cum:timing_s/step", VAL)}
+        served = {c.name: c for c in read_curves(url, "cum:timing_s/step", VAL)}
+        assert sorted(served) == sorted(from_disk) == ["grpo-a", "grpo-b"]
+        for name, c in served.items():
+            assert np.allclose(c.x, from_disk[name].x) and np.allclose(c.y, from_disk[name].y)
+            assert c.dropped == from_disk[name].dropped
+        assert any("deleted" in n and "abandoned" in n for n in served["grpo-a"].notes)
+        assert any("logged again" in n for n in served["grpo-a"].notes)
+        assert sorted(c.name for c in read_curves(url + "/#/experiments/1", "step", VAL)) == ["grpo-a", "grpo-b"]
+        one = read_curves(f"{url}/#/experiments/1/runs/{recorded['grpo_b_run_id']}", "step", VAL)
+        assert [c.name for c in one] == ["grpo-b"] and np.allclose(one[0].y, from_disk["grpo-b"].y)
+        with pytest.raises(InputError, match="no y column 'val/nope'.*'critic/score/mean'"):
+            read_curves(url, "step", "val/nope")
+        with pytest.raises(InputError, match="not an MLflow UI address"):
+            read_curves(url + "/#/models", "step", VAL)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_mlflow_tracking_server_errors():
+    server, url = _replay_server([], status_override=401)
+    try:
+        with pytest.raises(InputError, match="answered 401.*MLFLOW_TRACKING_TOKEN"):
+            read_curves(url, "step", VAL)
+    finally:
+        server.shutdown()
+        server.server_close()
+    with pytest.raises(InputError, match="cannot reach the MLflow server"):
+        read_curves(url, "step", VAL)  # shut down: nothing listens there any more
+    out = subprocess.run([sys.executable, "-m", "scalerl.cli", "fit", url, "--x", "step", "--y", VAL],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "cannot reach the MLflow server" in out.stderr and "Traceback" not in out.stderr

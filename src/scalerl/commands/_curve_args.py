@@ -13,12 +13,14 @@ from scalerl.errors import InputError
 def add_data_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
     if many:
         p.add_argument("paths", nargs="+", metavar="PATH",
-                       help="run logs (JSONL, CSV, W&B CSV export, TensorBoard dir, verl console log, trainer_state.json, "
-                            "MLflow store)")
+                       help="run logs (a scalerl run dir or JSONL, CSV, W&B CSV export or wandb run dir, TensorBoard dir, "
+                            "verl console log, trainer_state.json, MLflow store or server URL)")
     else:
-        p.add_argument("path", metavar="PATH", help="run log (JSONL, CSV, W&B CSV export, TensorBoard dir or event file, "
+        p.add_argument("path", metavar="PATH", help="run log (a scalerl run dir or its JSONL, CSV, W&B CSV export, "
+                                                    "a wandb dir or run-*.wandb file, TensorBoard dir or event file, "
                                                     "verl console log, HF/TRL trainer_state.json or its run dir, "
-                                                    "MLflow mlruns.db or mlruns directory, a console log of printed metric dicts)")
+                                                    "MLflow mlruns.db, mlruns directory or http(s) server URL, "
+                                                    "a console log of printed metric dicts)")
     p.add_argument("--x", required=True, metavar="COL",
                    help="compute column (e.g. gpu_hours, flops, step); cum:COL is its running total (cum:timing_s/step)")
     p.add_argument("--y", required=True, metavar="COL", help="metric column (a pass rate in [0, 1])")

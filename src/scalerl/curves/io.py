@@ -11,8 +11,9 @@ Formats (chosen from the path, or by ``fmt``):
 * ``hf-trainer`` -- a Hugging Face / TRL ``trainer_state.json``, or the run directory holding
   its ``checkpoint-*`` directories (the latest one is read);
 * ``dict-lines`` -- a console log of printed metric dicts, one per line (HF Trainer / TRL stdout);
-* ``mlflow`` -- an MLflow tracking store: its SQLite database (``mlruns.db``) or an ``mlruns``
-  file-store directory; each MLflow run is a run;
+* ``mlflow`` -- an MLflow tracking store: its SQLite database (``mlruns.db``), an ``mlruns``
+  file-store directory, or a tracking server's address (``http(s)://host:port``, or the UI's
+  address of an experiment or run); each MLflow run is a run;
 * ``wandb-run`` -- W&B's local run file (``run-<id>.wandb``), a run directory, or a ``wandb``
   directory of runs (needs the ``wandb`` package).
 
@@ -35,6 +36,7 @@ from scalerl.curves.dict_lines_log import looks_like_dict_lines, read_dict_lines
 from scalerl.curves.hf_trainer_log import is_trainer_state, read_hf_trainer
 from scalerl.curves.jsonl_log import read_jsonl
 from scalerl.curves.mlflow_log import is_mlflow_store, is_sqlite, read_mlflow
+from scalerl.curves.mlflow_server import is_server
 from scalerl.curves.tensorboard_log import read_tensorboard
 from scalerl.curves.verl_log import looks_like_verl, read_verl
 from scalerl.curves.wandb_run_log import is_wandb_run, read_wandb_run
@@ -134,6 +136,15 @@ def read_curves(
     """Every run in ``path`` (or only ``run``) as :class:`Curve` objects. ``run_column`` names the
     column that tells runs apart in a CSV / JSONL log (default ``run``); the other formats define
     their runs themselves."""
+    if is_server(path):  # an MLflow tracking server's address (http://host:port, or its UI's)
+        if fmt not in (None, "mlflow"):
+            raise InputError(f"{path}: an address is read as an MLflow tracking server, not as {fmt!r}")
+        if run_column is not None:
+            raise InputError("--run-column applies to csv, jsonl logs; MLflow names its runs itself (--run picks one)")
+        curves = read_mlflow(path, x, y, y_scale=y_scale, bounded=bounded)
+        if not curves:
+            raise InputError(f"{path}: no run has values of {y!r}")
+        return _pick_runs(path, curves, run)
     path = Path(os.fspath(path))
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")

@@ -1,12 +1,12 @@
 """Read an MLflow tracking store as it lies on disk: the SQLite database (MLflow 3's default
 backend; verl's ``trainer.logger=['mlflow']`` writes ``sqlite:////tmp/mlruns.db`` unless
-``MLFLOW_TRACKING_URI`` says otherwise) or a file store (an ``mlruns`` directory, MLflow 1-2's
-default: ``<experiment>/<run>/meta.yaml`` and one ``metrics/<key>`` file per metric).
+``MLFLOW_TRACKING_URI`` says otherwise), a file store (an ``mlruns`` directory, MLflow 1-2's
+default: ``<experiment>/<run>/meta.yaml`` and one ``metrics/<key>`` file per metric), or a tracking
+server's address (``http(s)://...``, read through its REST API: :mod:`scalerl.curves.mlflow_server`).
 
 Both are read directly -- the SQLite tables ``runs``, ``metrics`` and ``tags``, the file store's
 ``meta.yaml`` and ``timestamp value step`` lines, all unchanged since MLflow 1.x -- so forecasting
-from them needs neither MLflow (and its database stack) nor a tracking server. A server
-(``http://...``) is not read: export its runs as CSV.
+from them needs neither MLflow (and its database stack) nor a tracking server.
 
 Each run becomes rows, one per logged step: ``run``, ``step``, ``wall_time`` (hours since the run's
 first metric) and every metric logged at that step, which
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import urllib.parse
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Collection, Iterable
@@ -26,6 +27,7 @@ from typing import Any, Collection, Iterable
 import yaml
 
 from scalerl.curves.data import Curve
+from scalerl.curves.mlflow_server import Server, is_server
 from scalerl.curves.rows import curves_from_rows, unknown_column, x_columns
 from scalerl.errors import InputError
 
@@ -133,17 +135,22 @@ def _file_store_records(path: Path, keys: Collection[str]) -> list[Record]:
     return records
 
 
-def metric_keys(path: Path) -> set[str]:
+def metric_keys(path: Path | Server) -> set[str]:
     """Every metric name the store holds."""
+    if isinstance(path, Server):
+        return path.metric_keys()
     if path.is_dir():
         return {key for meta in _run_metas(path) for key, _ in _metric_lines(meta.parent / "metrics")}
     return {key for (key,) in _sqlite_query(path, "SELECT DISTINCT key FROM metrics")}
 
 
-def read_mlflow_rows(path: Path, keys: Collection[str]) -> tuple[list[dict[str, Any]], list[str]]:
+def read_mlflow_rows(path: Path | Server, keys: Collection[str]) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows (``run``, ``step``, ``wall_time``, the metrics among ``keys``...) of every live run, and
     notes. Only ``keys`` are read: a store holds every metric a trainer logs (verl: ~100 a step)."""
-    records = _file_store_records(path, keys) if path.is_dir() else _sqlite_records(path, keys)
+    if isinstance(path, Server):
+        records = path.records(keys)
+    else:
+        records = _file_store_records(path, keys) if path.is_dir() else _sqlite_records(path, keys)
     if not records:
         raise InputError(f"{path}: the MLflow store holds no metrics")
     names: dict[str, str] = {}
@@ -187,15 +194,16 @@ def read_mlflow(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = T
     """An MLflow tracking store (SQLite database or ``mlruns`` directory); ``x`` may be ``step``,
     ``wall_time`` (hours), a metric, or ``cum:`` of one. MLflow keys cannot hold ``@``: verl's
     adapter logs ``mean@1`` as ``mean_at_1``, and either spelling is accepted."""
-    path = Path(path)
-    available = metric_keys(path) | set(SYNTHETIC)
+    store: Path | Server = Server(path) if is_server(path) else Path(path)
+    where = path if is_server(path) else store  # how errors and curves name the source
+    available = metric_keys(store) | set(SYNTHETIC)
     stored = {name: name.replace("@", "_at_") if "@" in name and name not in available else name for name in (x, y)}
     if stored[y] not in available:
-        raise unknown_column(path, "y", y, available)
-    wanted = {stored[y], *x_columns(path, available, stored[x])} - set(SYNTHETIC)
-    rows, notes = read_mlflow_rows(path, wanted)
+        raise unknown_column(where, "y", y, available)
+    wanted = {stored[y], *x_columns(where, available, stored[x])} - set(SYNTHETIC)
+    rows, notes = read_mlflow_rows(store, wanted)
     renamed = {name: key for name, key in stored.items() if name != key}
     if renamed:
         rows = [{**r, **{name: r[key] for name, key in renamed.items() if key in r}} for r in rows]
-    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
-                            bounded=bounded)
+    name = urllib.parse.urlsplit(path).netloc if is_server(path) else store.stem
+    return curves_from_rows(where, rows, x, y, default_name=name, notes=notes, y_scale=y_scale, bounded=bounded)
