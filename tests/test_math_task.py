@@ -60,6 +60,13 @@ def test_math_task_from_jsonl_holds_out_val_disjointly(tmp_path):
     assert task.reward(p, "\\boxed{-1}") == -1.0
 
 
+def test_too_few_distinct_prompts_for_a_val_set_says_how_to_give_one(tmp_path):
+    rows = [{"prompt": f"What is {i % 2} + 1?", "answer": i % 2 + 1} for i in range(40)]  # 2 distinct prompts
+    task = MathTask(data=_write_jsonl(tmp_path / "few.jsonl", rows), val_fraction=0.05)
+    with pytest.raises(InputError, match=r"none of its 40 rows, 2 distinct prompts.*task.settings=\{eval_data: \{val: FILE"):
+        task.train_problems()
+
+
 def test_math_task_eval_files_and_registry(tmp_path):
     train = _write_jsonl(tmp_path / "t.jsonl", [{"q": "1+1?", "a": "2"}, {"q": "2+2?", "a": "4"}, {"q": "3+3?", "a": "6"}])
     val = _write_jsonl(tmp_path / "v.jsonl", [{"q": "3+3?", "a": "6"}])

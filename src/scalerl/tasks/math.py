@@ -116,7 +116,11 @@ class MathTask:
         if "val" not in evals and self.val_fraction > 0:
             held = [p for p in train if _held_out(p.prompt, self.val_fraction, self.split_salt)]
             if not held:
-                raise InputError(f"{self.data}: too few rows to hold out a val set; give one with eval_data")
+                distinct = len({p.prompt for p in train})
+                raise InputError(f"{self.data}: too few rows to hold out a val set (none of its {len(train)} rows, "
+                                 f"{distinct} distinct prompts, falls in the held-out {self.val_fraction:.0%}, chosen "
+                                 "by a hash of the prompt); give one: --set 'task.settings={eval_data: {val: FILE}}', "
+                                 "or raise task.settings val_fraction")
             evals = {"val": held[: self.max_val], **evals}
             train = [p for p in train if not _held_out(p.prompt, self.val_fraction, self.split_salt)]
         # Disjoint by prompt: an evaluation prompt never appears among the training problems.
