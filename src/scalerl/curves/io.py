@@ -136,21 +136,19 @@ def read_curves(
     """Every run in ``path`` (or only ``run``) as :class:`Curve` objects. ``run_column`` names the
     column that tells runs apart in a CSV / JSONL log (default ``run``); the other formats define
     their runs themselves."""
-    if is_server(path):  # an MLflow tracking server's address (http://host:port, or its UI's)
+    if is_server(path):  # an MLflow tracking server's address (http://host:port, or its UI's): no file
         if fmt not in (None, "mlflow"):
             raise InputError(f"{path}: an address is read as an MLflow tracking server, not as {fmt!r}")
-        if run_column is not None:
-            raise InputError("--run-column applies to csv, jsonl logs; MLflow names its runs itself (--run picks one)")
-        curves = read_mlflow(path, x, y, y_scale=y_scale, bounded=bounded)
-        if not curves:
-            raise InputError(f"{path}: no run has values of {y!r}")
-        return _pick_runs(path, curves, run)
-    path = Path(os.fspath(path))
-    if not path.exists():
-        raise InputError(f"{path}: no such file or directory")
-    if path.is_dir() and (path / RUNLOG).is_file() and fmt in (None, "jsonl"):
-        path = path / RUNLOG  # a scalerl run directory: its run log
-    fmt = fmt or detect_format(path)
+        fmt = "mlflow"
+    else:
+        path = Path(os.fspath(path))
+        if not path.exists():
+            raise InputError(f"{path}: no such file or directory")
+        if path.is_dir() and (path / RUNLOG).is_file() and fmt in (None, "jsonl"):
+            path = path / RUNLOG  # a scalerl run directory: its run log
+        if path.is_file() and path.stat().st_size == 0:
+            raise InputError(f"{path}: the file is empty")
+        fmt = fmt or detect_format(path)
     if fmt not in READERS:
         raise InputError(f"unknown log format {fmt!r}; known: {', '.join(READERS)}")
     kwargs = {"y_scale": y_scale, "bounded": bounded}
@@ -159,8 +157,6 @@ def read_curves(
             raise InputError(f"--run-column applies to {', '.join(RUN_COLUMN_FORMATS)} logs; a {fmt} log "
                              "names its runs itself (--run picks one)")
         kwargs["run_column"] = run_column
-    if path.is_file() and path.stat().st_size == 0:
-        raise InputError(f"{path}: the file is empty")
     curves = READERS[fmt](path, x, y, **kwargs)
     if not curves:
         raise InputError(f"{path}: no run has values in column {y!r}")

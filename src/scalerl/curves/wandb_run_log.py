@@ -158,10 +158,11 @@ class _Run:
         offset = self.runtime if self.steps and first is not None and first < self.runtime else 0.0
         self.restarted += offset > 0
         for step, values in history:
-            if offset and "_runtime" in values:
-                values["_runtime"] = repr(_number(values["_runtime"]) + offset)
             if "_runtime" in values:
-                self.runtime = max(self.runtime, _number(values["_runtime"]))
+                runtime = _number(values["_runtime"]) + offset
+                if offset:
+                    values["_runtime"] = repr(runtime)
+                self.runtime = max(self.runtime, runtime)
             self.relogged += step in self.steps
             self.steps.setdefault(step, {}).update(values)  # a resumed run's later value wins
 

@@ -76,10 +76,14 @@ def load_config(name_or_path: str, cache_dir: str | None = None, tiny_spec: Any 
     """The model's ``transformers`` config, refused with a one-line :class:`InputError` unless it is
     a causal LM that ``AutoModelForCausalLM`` loads (an encoder-decoder such as T5, an encoder such
     as BERT without a causal head, or a config this transformers does not know)."""
+    return causal_config(resolve_model(name_or_path, cache_dir, tiny_spec), name_or_path, **kwargs)
+
+
+def causal_config(source: str, name_or_path: str, **kwargs: Any) -> Any:
+    """:func:`load_config` of an already resolved ``source`` (``name_or_path`` names it in errors)."""
     from transformers import AutoConfig
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-    source = resolve_model(name_or_path, cache_dir, tiny_spec)
     try:
         config = AutoConfig.from_pretrained(source, **kwargs)
     except OSError as exc:
@@ -109,7 +113,7 @@ def load_model(
 
     hf_logging.disable_progress_bar()  # our own progress bar is the one that matters
     source = resolve_model(name_or_path, cache_dir, tiny_spec)
-    load_config(source, **kwargs)  # a model of another kind is refused here, in one line
+    causal_config(source, name_or_path, **kwargs)  # a model of another kind is refused here, in one line
     model_kwargs = dict(kwargs)
     if dtype is not None:
         model_kwargs["dtype"] = dtype
