@@ -9,7 +9,8 @@ score (verl's ``val-core/openai/gsm8k/reward/mean@1``). Formats: a long CSV (one
 ``run`` column), a JSONL log, verl console logs (one file per run, Ray prefixes), printed-dict
 console logs (one per run), an MLflow SQLite database (the schema of the real store in
 ``tests/curves/data/mlflow_sqlite.db.gz``, filled with ``INSERT``s) and a ``wandb`` directory of W&B
-run files (records made with wandb's own protobuf schema, framed as W&B frames them; needs wandb). Printed per format: its size,
+run files (records made with wandb's own protobuf schema, framed as W&B frames them; needs wandb) and
+a Trackio project database (its real schema, one JSON row per step). Printed per format: its size,
 the seconds ``read_curves(path, "cum:timing_s/step", y)`` took (median of ``--repeats``), and the
 curves read. For MLflow also the seconds to read every metric of the store (what the reader did
 before it asked the store for the needed ones only).
@@ -162,6 +163,27 @@ def write_wandb(out: Path, runs: int, steps: int, n: int) -> Path:
     return root
 
 
+def write_trackio(out: Path, runs: int, steps: int, n: int) -> Path:
+    """A Trackio project database: the real schema (trackio 0.43's, from the test fixture), one row
+    per logged step (the metrics as JSON), as ``trackio.log`` writes it."""
+    import tarfile
+
+    with tarfile.open(ROOT / "tests" / "curves" / "data" / "trackio_runs.tar.gz") as tar:
+        tar.extract("trackio/grpo-demo.db", out, filter="data")
+    path = out / "trackio" / "grpo-demo.db"
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM metrics")
+        for r in range(runs):
+            rid = uuid.uuid4().hex
+            rows = []
+            for s in range(1, steps + 1):
+                m = _metrics(s, n) | ({Y: _score(r, s)} if s % 10 == 0 else {})
+                stamp = f"2026-01-01T{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}+00:00"
+                rows.append((rid, stamp, f"run{r}", s, json.dumps(m)))
+            db.executemany("INSERT INTO metrics (run_id, timestamp, run_name, step, metrics) VALUES (?, ?, ?, ?, ?)", rows)
+    return path
+
+
 def timed(fn, repeats: int) -> tuple[float, object]:
     times, out = [], None
     for _ in range(repeats):
@@ -193,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         "dict-lines": write_dicts(work, a.runs, a.steps, a.metrics),
         "mlflow": [write_mlflow(work, a.runs, a.steps, a.metrics)],
         "wandb-run": [write_wandb(work, a.runs, a.steps, a.metrics)],
+        "trackio": [write_trackio(work, a.runs, a.steps, a.metrics)],
     }
     for fmt, paths in logs.items():
         seconds, curves = timed(lambda: [c for path in paths for c in read_curves(path, X, Y)], a.repeats)

@@ -5,6 +5,7 @@ import json
 import pprint
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -270,7 +271,6 @@ def _mlflow_stores(tmp_path):
     """The real stores of tests/curves/data/make_mlflow_stores.py: SQLite database and file store."""
     import gzip
     import shutil
-    import tarfile
 
     db = tmp_path / "mlruns.db"
     with gzip.open(DATA / "mlflow_sqlite.db.gz", "rb") as src, open(db, "wb") as dst:
@@ -315,7 +315,7 @@ def test_mlflow_bad_input(tmp_path):
     other = tmp_path / "other.db"
     with sqlite3.connect(other) as db:
         db.execute("CREATE TABLE t (a)")
-    with pytest.raises(InputError, match="SQLite database without MLflow's"):
+    with pytest.raises(InputError, match="neither an MLflow store"):
         detect_format(other)
     with pytest.raises(InputError, match="MLflow"):
         read_curve(other, "step", VAL, fmt="mlflow")
@@ -334,7 +334,6 @@ WB_VAL = "val-core/gsm8k/acc/mean@1"
 
 def _wandb_dir(tmp_path):
     """The real ``wandb`` directory of tests/curves/data/make_wandb_runs.py (wandb 0.31.0, offline)."""
-    import tarfile
 
     pytest.importorskip("wandb", reason="reading W&B run files needs the wandb package (the dev extra has it)")
     with tarfile.open(DATA / "wandb_runs.tar.gz") as tar:
@@ -360,7 +359,7 @@ def test_wandb_run_files_directory_run_and_file(tmp_path):
     assert np.allclose(a.x, [s for s in range(4, 41, 4) if s != 20]) and a.dropped == 1
     assert np.allclose(a.y, [_level(s, 0.6) for s in range(4, 41, 4) if s != 20])
     assert np.allclose(b.x, np.arange(4, 41, 4)) and b.y[5] == pytest.approx(0.6)  # step 24, logged again
-    assert any("'grpo-b'" in n and "4 step(s) logged again" in n for n in b.notes)
+    assert any("'grpo-b' resumed from a checkpoint 1 time(s) (step goes back): 4 row(s)" in n for n in b.notes)
     nested = read_curve(wandb_dir, "step", "eval.acc", run="grpo-a")
     assert len(nested) == 10 and nested.y[4] == pytest.approx(_level(20, 0.6))
     # cum: of the per-step time over the joined run: steps 21-24 count once (the later values).
@@ -385,6 +384,23 @@ def test_wandb_run_files_directory_run_and_file(tmp_path):
     for path in (run_dir, run_dir / "run-grpoa001.wandb"):
         assert detect_format(path) == "wandb-run"
         assert np.allclose(read_curve(path, "step", WB_VAL).y, a.y)
+
+
+def test_a_trl_run_resumed_offline_in_the_same_wandb_run(tmp_path):
+    """TRL + W&B offline, stopped after step 9 and resumed from its step-6 checkpoint in a second
+    process with the same run id (tests/curves/data/make_trl_logged_run.py). TRL logs no step, so
+    the resumed attempt's _step starts over at 0 (continued here), and W&B fills TRL's step metric
+    train/global_step with 0 until the trainer logs it: the first attempt's step-9 evaluation
+    (0.46875) gives way to the resumed one's (0.4625), steps 3 and 6 stay."""
+    pytest.importorskip("wandb")
+    with tarfile.open(DATA / "wandb_trl_resumed.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    for x, xs in (("train/global_step", [3, 6, 9, 12]), ("train/num_tokens", [718, 1420, 2130, 2830])):
+        c = read_curve(tmp_path / "wandb", x, "eval/reward")
+        assert c.name == "grpo-tiny" and list(c.x) == xs and np.allclose(c.y, [0.4625, 0.3875, 0.4625, 0.4125])
+        assert any("resumed offline in 1 later file(s) whose _step started over" in n for n in c.notes)
+        assert any("resumed from a checkpoint 1 time(s) (train/global_step goes back)" in n for n in c.notes)
+    assert np.all(np.diff(read_curve(tmp_path / "wandb", "step", "eval/reward").x) > 0)
 
 
 def test_a_run_file_of_an_older_wandb():

@@ -15,7 +15,9 @@ Formats (chosen from the path, or by ``fmt``):
   file-store directory, or a tracking server's address (``http(s)://host:port``, or the UI's
   address of an experiment or run); each MLflow run is a run;
 * ``wandb-run`` -- W&B's local run file (``run-<id>.wandb``), a run directory, or a ``wandb``
-  directory of runs (needs the ``wandb`` package).
+  directory of runs (needs the ``wandb`` package);
+* ``trackio`` -- a Trackio project's SQLite database (``~/.cache/huggingface/trackio/<project>.db``)
+  or the directory of them; each Trackio run is a run.
 
 The user names the x (compute) and y (metric) columns. An unknown name is an error that
 lists the available ones. Missing, NaN and infinite values are dropped and counted. In the
@@ -35,9 +37,11 @@ from scalerl.curves.data import Curve
 from scalerl.curves.dict_lines_log import looks_like_dict_lines, read_dict_lines
 from scalerl.curves.hf_trainer_log import is_trainer_state, read_hf_trainer
 from scalerl.curves.jsonl_log import read_jsonl
-from scalerl.curves.mlflow_log import is_mlflow_store, is_sqlite, read_mlflow
+from scalerl.curves.mlflow_log import is_mlflow_store, read_mlflow
 from scalerl.curves.mlflow_server import is_server
+from scalerl.curves.sqlite_db import is_sqlite
 from scalerl.curves.tensorboard_log import read_tensorboard
+from scalerl.curves.trackio_log import is_trackio, read_trackio
 from scalerl.curves.verl_log import looks_like_verl, read_verl
 from scalerl.curves.wandb_run_log import is_wandb_run, read_wandb_run
 from scalerl.errors import InputError
@@ -64,6 +68,7 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "mlflow": read_mlflow,
     "dict-lines": read_dict_lines,
     "wandb-run": read_wandb_run,
+    "trackio": read_trackio,
 }
 
 
@@ -89,13 +94,18 @@ def detect_format(path: Path) -> str:
     if path.is_dir():
         if is_trainer_state(path):
             return "hf-trainer"
-        return "mlflow" if is_mlflow_store(path) else "wandb-run" if is_wandb_run(path) else "tensorboard"
+        if is_mlflow_store(path):
+            return "mlflow"
+        return "wandb-run" if is_wandb_run(path) else "trackio" if is_trackio(path) else "tensorboard"
     if is_wandb_run(path):
         return "wandb-run"
     if is_mlflow_store(path):
         return "mlflow"
+    if is_trackio(path):
+        return "trackio"
     if is_sqlite(path):
-        raise InputError(f"{path}: an SQLite database without MLflow's 'runs' and 'metrics' tables; "
+        raise InputError(f"{path}: an SQLite database that is neither an MLflow store ('runs' and 'metrics' tables) "
+                         "nor a Trackio project ('metrics' with run_name, step, timestamp, metrics); "
                          "export the metrics as CSV/JSONL")
     if "tfevents" in name:
         return "tensorboard"

@@ -29,9 +29,9 @@ import yaml
 from scalerl.curves.data import Curve
 from scalerl.curves.mlflow_server import Server, is_server
 from scalerl.curves.rows import curves_from_rows, unknown_column, x_columns
+from scalerl.curves.sqlite_db import connect, tables
 from scalerl.errors import InputError
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
 RUN_NAME_TAG = "mlflow.runName"
 #: Columns every row has besides the metrics.
 SYNTHETIC = ("step", "wall_time")
@@ -40,14 +40,6 @@ MS_PER_HOUR = 3_600_000.0
 
 # One metric value: (run id, run name, lifecycle stage, key, value, step, timestamp in ms).
 Record = tuple[str, str, str, str, float, int, int]
-
-
-def is_sqlite(path: Path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
-    except OSError:
-        return False
 
 
 def _run_metas(directory: Path) -> list[Path]:
@@ -60,26 +52,12 @@ def is_mlflow_store(path: Path) -> bool:
     """An MLflow SQLite database (with ``runs`` and ``metrics`` tables) or a file store."""
     if path.is_dir():
         return bool(_run_metas(path))
-    if not is_sqlite(path):
-        return False
-    try:
-        with _connect(path) as db:
-            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except (sqlite3.Error, InputError):
-        return False
-    return {"runs", "metrics"} <= tables
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    try:
-        return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise InputError(f"{path}: cannot open the SQLite database ({exc})") from None
+    return {"runs", "metrics"} <= tables(path)
 
 
 def _sqlite_query(path: Path, query: str, params: tuple = ()) -> list[tuple]:
     try:
-        with _connect(path) as db:
+        with connect(path) as db:
             return db.execute(query, params).fetchall()
     except sqlite3.Error as exc:
         raise InputError(f"{path}: not a readable MLflow database ({exc})") from None

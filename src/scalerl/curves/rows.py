@@ -84,6 +84,39 @@ def _cumulative_columns(path: Path, keys: set[str], pattern: str) -> Callable[[d
     return amount
 
 
+#: The trainer's step, which ``transformers``' W&B and Trackio callbacks (TRL's trainers included) log
+#: in every row: the clock that tells a resumed attempt from the one it abandoned.
+TRAINER_STEP = "train/global_step"
+
+
+def drop_abandoned_attempts(rows: list[dict], counter: str) -> tuple[list[dict], int, int]:
+    """One run's rows in log order, where a training resumed from a checkpoint kept logging into the
+    same run: where ``counter`` (the run's step) goes back, the rows the abandoned attempt logged
+    from the resumed attempt's first step on go -- what it evaluated after the checkpoint was never
+    part of the run that went on. Rows without ``counter`` stay. A 0 where the step goes back is no
+    step yet: W&B fills a step metric (TRL's ``train/global_step``) that a new process has not
+    logged yet with 0, so the resumed attempt's first step is its first one above 0.
+    Returns ``(rows, resumes, rows dropped)``."""
+    kept: list[dict] = []
+    resumes = dropped = 0
+    last = None
+    resuming = False
+    for row in rows:
+        value = row.get(counter)
+        if value is not None:
+            if last is not None and value < last:
+                resumes += 1
+                resuming = True
+            if resuming and value > 0:
+                before = len(kept)
+                kept = [r for r in kept if r.get(counter) is None or r[counter] < value]
+                dropped += before - len(kept)
+                resuming = False
+            last = value
+        kept.append(row)
+    return kept, resumes, dropped
+
+
 def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_name: str, notes=(),
                      y_scale: float = 1.0, bounded: bool = True, run_column: str | None = None) -> list[Curve]:
     """Curves from a log's rows (dicts, in log order): every row holding ``y`` is a point; rows

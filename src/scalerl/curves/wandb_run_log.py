@@ -18,8 +18,12 @@ shows it, whether the writer logged a key path or, as older wandb did, one JSON 
 
 A path may be one ``.wandb`` file, a run directory, or a ``wandb`` directory of runs (each run a
 curve, named by its display name). A resumed run (a second directory with the same run id) is
-joined to the first; a step logged in both keeps the later value, and a ``_runtime`` that started
-over (an offline resume) continues from the first file's last value. A torn last record (the run
+joined to the first, in the order they started: a ``_runtime`` that started over (an offline
+resume) continues from the first file's last value, and so does a ``_step`` that started over (an
+offline resume of a trainer that does not pass its own step, such as TRL). Where the run's step goes
+back -- the trainer's ``train/global_step`` where it logs one, else W&B's -- the resumed attempt
+logged the steps after its checkpoint again, and the abandoned attempt's rows from that step on are
+dropped. A torn last record (the run
 was killed mid-write) and damaged records (checksum or framing) are skipped and counted in the notes.
 """
 
@@ -34,7 +38,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import curves_from_rows, unknown_column, x_columns
+from scalerl.curves.rows import TRAINER_STEP, curves_from_rows, drop_abandoned_attempts, unknown_column, x_columns
 from scalerl.errors import InputError
 
 SUFFIX = ".wandb"
@@ -144,27 +148,39 @@ class _Run:
 
     def __init__(self, run_id: str, name: str) -> None:
         self.run_id, self.name = run_id, name
-        self.steps: dict[int, dict[str, str]] = {}  # step -> key -> value (JSON text)
-        self.relogged = 0
+        self.rows: list[tuple[int, dict[str, str]]] = []  # (step, key -> value as JSON text), attempts in order
+        self.last_step = -1
         self.runtime = 0.0  # the largest _runtime so far (seconds)
         self.restarted = 0  # later files whose _runtime started over
+        self.steps_restarted = 0  # later files whose _step started over
 
     def add(self, history: list[tuple[int, dict[str, str]]]) -> None:
-        """One file's history rows. An offline run resumed in a new directory counts ``_runtime``
-        from 0 again (online, W&B continues it from the server): it is continued from the earlier
-        files' last value, so that time keeps adding up across the attempts."""
+        """One file's history rows, after the earlier files'. An offline run resumed in a new
+        directory counts ``_runtime`` from 0 again, and ``_step`` too where the trainer does not pass
+        its own step (TRL does not); online, W&B continues both from the server. Both are continued
+        from the earlier files' last values, so that they keep counting across the attempts. A step
+        logged in several records of one file is one row (the later value of a key wins)."""
+        if not history:
+            return
         _flatten_objects(history)
         first = next((_number(v["_runtime"]) for _, v in history if "_runtime" in v), None)
-        offset = self.runtime if self.steps and first is not None and first < self.runtime else 0.0
+        offset = self.runtime if self.rows and first is not None and first < self.runtime else 0.0
         self.restarted += offset > 0
+        step_offset = self.last_step + 1 if self.rows and history[0][0] == 0 else 0
+        self.steps_restarted += step_offset > 0
+        merged: dict[int, dict[str, str]] = {}
         for step, values in history:
             if "_runtime" in values:
                 runtime = _number(values["_runtime"]) + offset
                 if offset:
                     values["_runtime"] = repr(runtime)
                 self.runtime = max(self.runtime, runtime)
-            self.relogged += step in self.steps
-            self.steps.setdefault(step, {}).update(values)  # a resumed run's later value wins
+            if step_offset:
+                step += step_offset
+                values["_step"] = str(step)
+            merged.setdefault(step, {}).update(values)
+        self.rows.extend(merged.items())
+        self.last_step = max(self.last_step, *merged)
 
 
 def _read_runs(path: Path, notes: list[str]) -> list[_Run]:
@@ -248,31 +264,40 @@ def read_wandb_run(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool 
     ``_step``, ``_runtime`` (seconds), ``_timestamp``, a metric, or ``cum:`` of one."""
     path = Path(path)
     notes: list[str] = []
-    runs = [r for r in _read_runs(path, notes) if r.steps]
+    runs = [r for r in _read_runs(path, notes) if r.rows]
     if not runs:
         raise InputError(f"{path}: the W&B run file(s) hold no logged history")
-    available = {k for r in runs for values in r.steps.values() for k in values} | set(SYNTHETIC)
+    available = {k for r in runs for _, values in r.rows for k in values} | set(SYNTHETIC)
     if y not in available:
         raise unknown_column(path, "y", y, available)
-    wanted = {y, *x_columns(path, available, x)}
+    wanted = {y, *x_columns(path, available, x), TRAINER_STEP}
     taken: dict[str, int] = defaultdict(int)
     for r in runs:
         taken[r.name] += 1
     rows: list[dict[str, Any]] = []
     for r in runs:
         label = r.name if taken[r.name] == 1 else f"{r.name} [{r.run_id}]"
-        if r.relogged:
-            notes.append(f"run {label!r}: {r.relogged} step(s) logged again (a resumed run?): the later values kept")
         if r.restarted:
             notes.append(f"run {label!r}: resumed offline in {r.restarted} later file(s) whose _runtime started "
                          "over: continued from the earlier file's last value")
-        for step in sorted(r.steps):
-            values = r.steps[step]
+        if r.steps_restarted:
+            notes.append(f"run {label!r}: resumed offline in {r.steps_restarted} later file(s) whose _step started "
+                         "over: continued from the earlier file's last step")
+        run_rows = []
+        for step, values in r.rows:
             row: dict[str, Any] = {"run": label, "step": step}
             if "_runtime" in values:
                 runtime = _value(values["_runtime"])
                 if isinstance(runtime, (int, float)):
                     row["wall_time"] = runtime / SECONDS_PER_HOUR
             row.update({k: v for k in wanted & values.keys() if (v := _value(values[k])) is not None})
-            rows.append(row)
+            run_rows.append(row)
+        # A resumed attempt logs the steps after its checkpoint again: by the trainer's own step where
+        # it logs one (TRL: train/global_step), else by W&B's.
+        counter = TRAINER_STEP if any(TRAINER_STEP in row for row in run_rows) else "step"
+        run_rows, resumes, dropped = drop_abandoned_attempts(run_rows, counter)
+        if resumes:
+            notes.append(f"run {label!r} resumed from a checkpoint {resumes} time(s) ({counter} goes back): "
+                         f"{dropped} row(s) the abandoned attempt(s) logged from there on were dropped")
+        rows.extend(run_rows)
     return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)

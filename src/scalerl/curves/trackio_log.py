@@ -1,0 +1,190 @@
+"""Read Trackio's local store: Hugging Face's experiment tracker (``report_to="trackio"`` in TRL and
+``transformers``), which keeps every project in one SQLite database, ``<TRACKIO_DIR>/<project>.db``
+(by default ``~/.cache/huggingface/trackio``), online runs included (a Space syncs from it).
+
+The database is read directly (no trackio install): table ``metrics``, one row per ``trackio.log``
+call -- ``run_name``, ``step``, ``timestamp`` (ISO 8601) and the logged dict as JSON (NaN and
+infinities as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``; media and tables as objects
+with a ``_type``, which are not values; other nested dicts read as ``key.sub``, as Trackio's UI
+shows them). Databases from before trackio 0.24 have no ``run_id``: a run is then its name.
+
+Each run becomes rows in log order (``step``, ``wall_time`` = hours since the run's first log, and
+the metrics), which :func:`scalerl.curves.rows.curves_from_rows` makes curves of. ``step`` is
+Trackio's own counter: ``transformers``' callback does not pass one (Trackio counts its calls) and
+logs the trainer's step as ``train/global_step``, so ``--x train/global_step`` (or
+``train/num_tokens``) is the training progress of a TRL run.
+
+**A resumed run.** ``transformers``' callback opens its run with ``resume="allow"``: a training
+resumed from a checkpoint logs into the same run, and its ``train/global_step`` goes back to the
+checkpoint's. What the abandoned attempt logged from that step on (its evaluations included) is
+dropped, as if it had not run, and the notes say how much. A run logged without
+``train/global_step`` is checked the same way on ``step`` (a loop that passes its own step and
+logs steps again after a resume).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from scalerl.curves.data import Curve
+from scalerl.curves.rows import TRAINER_STEP, curves_from_rows, drop_abandoned_attempts, unknown_column, x_columns
+from scalerl.curves.sqlite_db import connect, tables
+from scalerl.errors import InputError
+
+#: The columns Trackio's ``metrics`` table has had since its first release.
+METRICS_COLUMNS = {"run_name", "step", "timestamp", "metrics"}
+#: How Trackio writes the values JSON cannot hold.
+NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+#: Columns every row has besides the metrics.
+SYNTHETIC = ("step", "wall_time")
+
+
+def _columns(db: sqlite3.Connection) -> set[str]:
+    return {row[1] for row in db.execute("PRAGMA table_info(metrics)")}
+
+
+def is_trackio_db(path: Path) -> bool:
+    """An SQLite database with Trackio's ``metrics`` table (and not MLflow's ``runs`` table)."""
+    names = tables(path) if path.is_file() else set()
+    if "metrics" not in names or "runs" in names:
+        return False
+    try:
+        with connect(path) as db:
+            return METRICS_COLUMNS <= _columns(db)
+    except (sqlite3.Error, InputError):
+        return False
+
+
+def trackio_dbs(path: Path) -> list[Path]:
+    """The Trackio databases ``path`` names: itself, or the projects of a Trackio directory."""
+    if path.is_dir():
+        return sorted(p for p in path.glob("*.db") if is_trackio_db(p))
+    return [path] if is_trackio_db(path) else []
+
+
+def is_trackio(path: Path) -> bool:
+    return bool(trackio_dbs(path))
+
+
+def _value(value: Any) -> float | str | None:
+    """A number (Trackio's spelled-out NaN / infinities included); another string is kept, for the
+    reader to refuse where it is needed as a number; booleans, lists and nulls are not values."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        return NON_FINITE.get(value, value)
+    return None
+
+
+def _flatten(metrics: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as ``key.sub``; media and tables (objects with a ``_type``) left out."""
+    out: dict[str, Any] = {}
+    for key, value in metrics.items():
+        if isinstance(value, dict):
+            if "_type" not in value:
+                out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[prefix + str(key)] = value
+    return out
+
+
+def _parse(metrics: bytes | str) -> dict[str, Any] | None:
+    """One logged row's metrics (flattened), or None where they are not a JSON object."""
+    try:
+        values = json.loads(metrics)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(values, dict):
+        return None
+    # A nested dict shows as a '{' past the first character: only then is the slower walk needed.
+    return _flatten(values) if metrics.find(b"{" if isinstance(metrics, bytes) else "{", 1) > 0 else values
+
+
+def _runs(path: Path) -> list[tuple[str, str, list[tuple[str, int, bytes | str]]]]:
+    """``(run key, run name, [(timestamp, step, metrics JSON), ...])`` per run, in log order."""
+    try:
+        with connect(path) as db:
+            key = "run_id" if "run_id" in _columns(db) else "run_name"
+            records = db.execute(f"SELECT {key}, run_name, timestamp, step, metrics FROM metrics ORDER BY id").fetchall()
+    except sqlite3.Error as exc:
+        raise InputError(f"{path}: not a readable Trackio database ({exc})") from None
+    runs: dict[str, tuple[str, list]] = {}
+    for run_key, name, stamp, step, metrics in records:
+        runs.setdefault(str(run_key or name), (str(name), []))[1].append((stamp, step, metrics))
+    return [(k, name, logs) for k, (name, logs) in runs.items()]
+
+
+class _Log:
+    """Every run of every project a path holds, parsed: ``runs`` = ``[(label, [(hours, step, metrics),
+    ...]), ...]`` in log order, ``keys`` every metric name logged, ``unreadable`` rows skipped."""
+
+    def __init__(self, path: Path) -> None:
+        dbs = trackio_dbs(path)
+        if not dbs:
+            raise InputError(f"{path}: no Trackio database (an SQLite file with Trackio's 'metrics' table)")
+        found = [(db, *run) for db in dbs for run in _runs(db)]
+        if not found:
+            raise InputError(f"{path}: the Trackio database holds no logged metrics")
+        # Names as Trackio shows them; the project in front where a directory holds several; two runs
+        # of one name (Trackio allows it) told apart by their id.
+        named = [(f"{db.stem}/{name}" if len(dbs) > 1 else name, key, logs) for db, key, name, logs in found]
+        count: dict[str, int] = defaultdict(int)
+        for name, _, _ in named:
+            count[name] += 1
+        self.keys: set[str] = set()
+        self.unreadable = 0
+        self.runs: list[tuple[str, list[tuple[float, int, dict[str, Any]]]]] = []
+        for name, key, logs in named:
+            label = name if count[name] == 1 else f"{name} [{key[:8]}]"
+            try:
+                stamps = [datetime.fromisoformat(stamp) for stamp, _, _ in logs]
+            except (TypeError, ValueError):
+                raise InputError(f"{path}: run {label!r} has a timestamp that is not ISO 8601") from None
+            t0 = min(stamps)
+            parsed = []
+            for when, (_, step, metrics) in zip(stamps, logs):
+                values = _parse(metrics)
+                if values is None:
+                    self.unreadable += 1
+                    continue
+                self.keys.update(values)
+                parsed.append(((when - t0).total_seconds() / 3600.0, step, values))
+            self.runs.append((label, parsed))
+
+
+def read_trackio(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
+    """A Trackio database (``<project>.db``) or a Trackio directory of them; ``x`` may be ``step``
+    (Trackio's counter), ``wall_time`` (hours), any logged number (``train/global_step``,
+    ``train/num_tokens``), or ``cum:`` of one."""
+    path = Path(path)
+    log = _Log(path)
+    available = log.keys | set(SYNTHETIC)
+    if y not in available:
+        raise unknown_column(path, "y", y, available)
+    # Only the columns the curve reads are converted (a TRL row logs ~40 metrics, verl's ~100).
+    wanted = ({y, TRAINER_STEP, *x_columns(path, available, x)} - set(SYNTHETIC)) & log.keys
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for label, parsed in log.runs:
+        run_rows = []
+        for hours, step, values in parsed:
+            row: dict[str, Any] = {"run": label, "step": step, "wall_time": hours}
+            row.update({k: v for k in wanted & values.keys() if (v := _value(values[k])) is not None})
+            run_rows.append(row)
+        counter = TRAINER_STEP if any(TRAINER_STEP in r for r in run_rows) else "step"
+        run_rows, resumes, dropped = drop_abandoned_attempts(run_rows, counter)
+        if resumes:
+            notes.append(f"run {label!r} resumed from a checkpoint {resumes} time(s) ({counter} goes back): "
+                         f"{dropped} row(s) the abandoned attempt(s) logged from there on were dropped")
+        rows.extend(run_rows)
+    if log.unreadable:
+        notes.append(f"{log.unreadable} logged row(s) whose metrics are not a JSON object were skipped")
+    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)

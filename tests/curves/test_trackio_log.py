@@ -1,0 +1,120 @@
+"""Trackio's local store (``report_to="trackio"`` in TRL / transformers) read as Trackio writes it:
+the databases of tests/curves/data/trackio_runs.tar.gz were written by the real trackio package
+(make_trackio_runs.py: trackio 0.43.0 and 0.20.0; make_trl_logged_run.py: a TRL 1.16 GRPO run,
+resumed from a checkpoint in a second process)."""
+
+import json
+import sqlite3
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scalerl.curves import read_curve, read_curves
+from scalerl.curves.io import detect_format
+from scalerl.errors import InputError
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture
+def trackio_dir(tmp_path):
+    with tarfile.open(DATA / "trackio_runs.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    return tmp_path / "trackio"
+
+
+def _reward(step, shift=0.0):  # make_trackio_runs.py's curve
+    return round(0.2 + 0.4 / (1 + np.exp(-(step - 15) / 5)) + shift, 6)
+
+
+def test_a_trl_run_resumed_from_a_checkpoint(trackio_dir):
+    """TRL's callback logs without a step (Trackio counts its calls) and TRL's profiling logs at the
+    trainer's step, so Trackio's ``step`` is no training clock; ``train/global_step`` is. The run was
+    stopped after step 9 and resumed from its step-6 checkpoint into the same Trackio run: the first
+    attempt's step-9 evaluation (0.46875) gives way to the resumed one's (0.4625)."""
+    db = trackio_dir / "trl-grpo.db"
+    assert detect_format(db) == "trackio"
+    c = read_curve(db, "train/global_step", "eval/reward")
+    assert c.name == "grpo-tiny"
+    assert list(c.x) == [3, 6, 9, 12] and np.allclose(c.y, [0.4625, 0.3875, 0.4625, 0.4125])
+    assert any("resumed from a checkpoint 1 time(s) (train/global_step goes back)" in n for n in c.notes)
+    # The evaluation rows do not log train/num_tokens: each takes the latest training row's.
+    tokens = read_curve(db, "train/num_tokens", "eval/reward")
+    assert list(tokens.x) == [718, 1420, 2130, 2830] and np.allclose(tokens.y, c.y)
+    assert any("do not log 'train/num_tokens'" in n for n in tokens.notes)
+    assert np.all(np.diff(read_curve(db, "wall_time", "eval/reward").x) >= 0)
+
+
+def test_a_directory_of_projects_nan_nested_and_resumed_steps(trackio_dir):
+    """Every project of a Trackio directory (names as project/run); Trackio's spelled-out NaN is
+    dropped and counted; a nested dict reads as key.sub; a run resumed with resume="allow" that logs
+    steps 25-29 again keeps the later attempt; a run without the metric is left out, said."""
+    assert detect_format(trackio_dir) == "trackio"
+    curves = {c.name: c for c in read_curves(trackio_dir, "step", "eval/reward")}
+    assert sorted(curves) == ["grpo-demo/run-a", "grpo-demo/run-b", "old-project/old-run", "trl-grpo/grpo-tiny"]
+    a = curves["grpo-demo/run-a"]
+    assert list(a.x) == [0, 5, 10, 20, 25, 30, 35] and a.dropped == 1  # step 15's NaN
+    assert np.allclose(a.y, [_reward(s) for s in (0, 5, 10, 20)] + [_reward(s, 0.01) for s in (25, 30, 35)])
+    assert any("'grpo-demo/run-a' resumed" in n and "5 row(s)" in n for n in a.notes)
+    assert any("without 'eval/reward' left out: grpo-demo/run-c" in n for n in a.notes)
+    assert list(curves["grpo-demo/run-b"].x) == list(range(10))  # logged without a step: Trackio counted
+    # A database of trackio 0.20 (before run ids: a run is its name).
+    old = read_curve(trackio_dir / "old-project.db", "train/num_tokens", "eval/reward")
+    assert old.name == "old-run" and list(old.x) == [800 * (s + 1) for s in range(20)]
+    assert np.allclose(old.y, [_reward(s) for s in range(20)])
+    nested = read_curve(trackio_dir / "grpo-demo.db", "step", "eval/nested.acc", run="run-a")
+    assert list(nested.x) == [0, 5, 10, 15, 20]  # step 25's was the abandoned attempt's
+    assert np.allclose(nested.y, [_reward(s) / 2 for s in (0, 5, 10)] + [0.2, _reward(20) / 2])
+
+
+def test_a_run_still_training_is_read_with_what_it_logged_so_far(trackio_dir):
+    """Trackio writes in WAL mode: while the trainer runs, its latest rows are in the -wal file."""
+    db = trackio_dir / "grpo-demo.db"
+    writer = sqlite3.connect(db)
+    try:
+        writer.execute("PRAGMA journal_mode = WAL")
+        run_id, t = writer.execute("SELECT run_id, timestamp FROM metrics WHERE run_name = 'run-b' LIMIT 1").fetchone()
+        writer.execute("INSERT INTO metrics (run_id, timestamp, run_name, step, metrics) VALUES (?, ?, 'run-b', 10, ?)",
+                       (run_id, t, json.dumps({"eval/reward": 0.4})))
+        writer.commit()
+        assert db.with_name(db.name + "-wal").stat().st_size > 0
+        c = read_curve(db, "step", "eval/reward", run="run-b")
+        assert list(c.x) == list(range(11)) and c.y[-1] == pytest.approx(0.4)
+    finally:
+        writer.close()
+
+
+def test_trackio_bad_input(trackio_dir, tmp_path):
+    db = trackio_dir / "grpo-demo.db"
+    with sqlite3.connect(db) as w:
+        w.execute("UPDATE metrics SET metrics = 'not json' WHERE id = 2")
+        w.execute("UPDATE metrics SET metrics = '[1, 2]' WHERE id = 3")
+    c = read_curve(db, "step", "eval/reward", run="run-a")
+    assert len(c) == 7 and any("2 logged row(s) whose metrics are not a JSON object" in n for n in c.notes)
+    with sqlite3.connect(db) as w:
+        w.execute("""UPDATE metrics SET metrics = '{"eval/reward": "n/a"}' WHERE id = 41""")  # run-a, step 35
+    with pytest.raises(InputError, match="value 'n/a' in a row at step 35 is not a number"):
+        read_curve(db, "step", "eval/reward", run="run-a")
+    with pytest.raises(InputError, match="no y column 'eval/nope'; available columns: .*'eval/reward'"):
+        read_curve(db, "step", "eval/nope")
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as w:
+        w.execute("CREATE TABLE metrics (a, b)")
+    with pytest.raises(InputError, match="neither an MLflow store .* nor a Trackio project"):
+        detect_format(other)
+    with pytest.raises(InputError, match="no Trackio database"):
+        read_curve(other, "step", "eval/reward", fmt="trackio")
+
+
+def test_trackio_cli(trackio_dir):
+    """Every run of a Trackio directory backtested; those too short for a fit at the cut are said."""
+    out = subprocess.run([sys.executable, "-m", "scalerl.cli", "backtest", str(trackio_dir), "--x", "step",
+                          "--y", "eval/reward", "--all-runs", "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert sorted(r["run"] for r in report["runs"]) == ["grpo-demo/run-b", "old-project/old-run"]
+    assert sorted(s["run"] for s in report["skipped"]) == ["grpo-demo/run-a", "trl-grpo/grpo-tiny"]
