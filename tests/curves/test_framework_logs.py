@@ -403,6 +403,28 @@ def test_a_trl_run_resumed_offline_in_the_same_wandb_run(tmp_path):
     assert np.all(np.diff(read_curve(tmp_path / "wandb", "step", "eval/reward").x) > 0)
 
 
+def test_a_trl_run_resumed_into_a_new_tensorboard_directory(tmp_path):
+    """TRL + TensorBoard: each start of a training logs to runs/<Mon><DD>_<HH-MM-SS>_<host>, so the
+    resumed attempt (from the step-6 checkpoint) has a directory of its own: joined to the first, whose
+    step-9 evaluation (0.46875) gives way to the resumed one's. A directory that is no Hugging Face
+    run directory, or that starts at the first step again, stays a run of its own."""
+    import shutil
+
+    with tarfile.open(DATA / "trl_tensorboard_resumed.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    runs = tmp_path / "runs"
+    first, resumed = sorted(runs.iterdir())
+    c = read_curve(runs, "step", "eval/reward")
+    assert c.name == first.name and list(c.x) == [3, 6, 9, 12] and np.allclose(c.y, [0.4625, 0.3875, 0.4625, 0.4125])
+    assert any(f"joined with the directories of its resumed attempt(s), {resumed.name}" in n for n in c.notes)
+    assert list(read_curve(runs, "train/num_tokens", "eval/reward").x) == [718, 1420, 2130, 2830]
+    shutil.copytree(first, runs / "Dec31_23-59-59_vm")  # a training started over: steps 1-9 again
+    assert sorted(len(c) for c in read_curves(runs, "step", "eval/reward")) == [3, 4]
+    shutil.rmtree(runs / "Dec31_23-59-59_vm")
+    resumed.rename(runs / "resumed")  # not named as a Trainer names its directories: not joined
+    assert sorted((c.name, len(c)) for c in read_curves(runs, "step", "eval/reward")) == [(first.name, 3), ("resumed", 2)]
+
+
 def test_a_run_file_of_an_older_wandb():
     """A file written by wandb 0.17.9 (its history records carry the step as ``_step`` only), read
     with the installed wandb's schema: the same values its own reader gave."""

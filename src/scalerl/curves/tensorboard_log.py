@@ -3,12 +3,20 @@
 Scalars are read whether written as simple values (PyTorch's ``SummaryWriter``, tensorboardX) or as
 scalar tensors (TF2's ``tf.summary.scalar``, JAX / Flax writers). A step logged more than once (a run resumed from a checkpoint appends a new event file to its
 directory and logs the steps after the checkpoint again) keeps its later value, said in the notes.
+
+A Hugging Face ``Trainer`` (TRL's trainers too) writes each start of a training to a directory of
+its own, ``runs/<Mon><DD>_<HH-MM-SS>_<host>``: a training resumed from a checkpoint lands next to
+the attempt it resumed. Such a directory whose first step comes after the first step of an earlier
+one of the same host, and no later than one past its last (it starts where a checkpoint of it left
+off), is read as that run's continuation: joined, the earlier attempt's steps from there on dropped,
+said in the notes. A directory that starts at the first step again is a training of its own.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import math
+import re
 from pathlib import Path
 
 from scalerl.curves.data import Curve
@@ -40,6 +48,14 @@ class _Scalars:
         self.tensors = {t for t in tags.get("tensors", [])
                         if self.acc.SummaryMetadata(t).plugin_data.plugin_name == "scalars"}
         self.tags = sorted(self.simple | self.tensors)
+        # Where the directory's events begin and end (for joining a resumed training's directories).
+        ends = [(events[0], events[-1]) for events in map(self._events, self.tags) if events]
+        self.first_time = min((first.wall_time for first, _ in ends), default=0.0)
+        self.first_step = min((first.step for first, _ in ends), default=0)
+        self.last_step = max((last.step for _, last in ends), default=0)
+
+    def _events(self, tag: str) -> list:
+        return self.acc.Scalars(tag) if tag in self.simple else self.acc.Tensors(tag)
 
     def series(self, tag: str) -> list[tuple[float, int, float]]:
         if tag in self.simple:
@@ -50,6 +66,50 @@ class _Scalars:
                 for e in self.acc.Tensors(tag)]
 
 
+#: The directory a Hugging Face ``Trainer`` logs one start of a training to: ``Dec01_20-42-13_host``.
+HF_RUN_DIR = re.compile(r"[A-Z][a-z]{2}\d{2}_\d{2}-\d{2}-\d{2}_(?P<host>.+)")
+
+
+class _Resumed:
+    """A run logged over several directories, one per attempt (a training resumed from a checkpoint):
+    each attempt's events up to the step the next one started from, then the next one's."""
+
+    def __init__(self, attempts: list[_Scalars]) -> None:
+        self.attempts = attempts
+        self.tags = sorted(set().union(*(a.tags for a in attempts)))
+        self.simple = set().union(*(a.simple for a in attempts))
+
+    def series(self, tag: str) -> list[tuple[float, int, float]]:
+        out: list[tuple[float, int, float]] = []
+        for attempt, following in zip(self.attempts, [*self.attempts[1:], None]):
+            if tag not in attempt.tags:
+                continue
+            stop = following.first_step if following is not None else math.inf
+            out += [e for e in attempt.series(tag) if e[1] < stop]
+        return out
+
+
+def _join_resumed(dirs: list[Path]) -> list[tuple[Path, _Scalars | _Resumed, list[Path]]]:
+    """``(directory, scalars, resumed attempts' directories)`` per run: Hugging Face run directories of
+    one host that continue an earlier one (see the module docstring) are joined to it."""
+    runs: list[tuple[Path, _Scalars | _Resumed, list[Path]]] = []
+    chains: dict[tuple[Path, str], int] = {}  # (parent, host) -> index in runs of its latest run
+    loaded = [(d, _Scalars(d)) for d in dirs]
+    for d, scalars in sorted(loaded, key=lambda item: item[1].first_time):
+        hf = HF_RUN_DIR.fullmatch(d.name)
+        key = (d.parent, hf.group("host")) if hf else None
+        if key in chains:
+            first, joined, later = runs[chains[key]]
+            attempts = joined.attempts if isinstance(joined, _Resumed) else [joined]
+            if attempts[0].first_step < scalars.first_step <= attempts[-1].last_step + 1:
+                runs[chains[key]] = (first, _Resumed([*attempts, scalars]), [*later, d])
+                continue
+        if key is not None:
+            chains[key] = len(runs)
+        runs.append((d, scalars, []))
+    return sorted(runs, key=lambda run: run[0])
+
+
 def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
     """``x`` may be ``step``, ``wall_time`` (hours since the first event) or another scalar tag
     (joined on step, e.g. a logged compute counter)."""
@@ -57,8 +117,7 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
         raise InputError("reading TensorBoard logs needs the tensorboard package: pip install 'scalerl[tensorboard]'")
     path = Path(path)
     curves, without = [], []
-    for d in _event_dirs(path):
-        scalars = _Scalars(d)
+    for d, scalars, resumed in _join_resumed(_event_dirs(path)):
         if y not in scalars.tags:  # a run that has not logged it (yet): left out, unless none has
             without.append((d, scalars.tags))
             continue
@@ -69,6 +128,10 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
         relogged = len(logged) - len(latest)
         events = [latest[step] for step in sorted(latest)]
         notes = (f"{relogged} step(s) of {y!r} logged again (a resumed run?): the later values kept",) if relogged else ()
+        if resumed:
+            notes += (f"joined with the directories of its resumed attempt(s), {', '.join(r.name for r in resumed)} "
+                      "(a training resumed from a checkpoint): each earlier attempt's steps from the next one's "
+                      "first step on dropped",)
         if x == "step":
             xs = [float(step) for _, step, _ in events]
         elif x == "wall_time":

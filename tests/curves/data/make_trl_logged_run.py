@@ -1,14 +1,19 @@
-"""A real TRL GRPO run logged to Trackio or W&B, stopped after step 9 and resumed from its step-6
-checkpoint to step 12 in a second process: what TRL users' tracker stores hold after a resume.
+"""A real TRL GRPO run logged to Trackio, W&B or TensorBoard, stopped after step 9 and resumed from
+its step-6 checkpoint to step 12 in a second process: what TRL users' logs hold after a resume.
 
     TRACKIO_DIR=OUT python make_trl_logged_run.py MODEL_DIR WORK_DIR trackio first
     TRACKIO_DIR=OUT python make_trl_logged_run.py MODEL_DIR WORK_DIR trackio resume
     python make_trl_logged_run.py MODEL_DIR WORK_DIR wandb first     # W&B offline, run id grpotrl1,
     python make_trl_logged_run.py MODEL_DIR WORK_DIR wandb resume    # WANDB_RESUME=allow: one run
+    python make_trl_logged_run.py MODEL_DIR WORK_DIR tensorboard first   # WORK_DIR/runs/<date>_<host>,
+    python make_trl_logged_run.py MODEL_DIR WORK_DIR tensorboard resume  # one directory per attempt
+
+Fixtures: trackio_runs.tar.gz (trackio/trl-grpo.db), wandb_trl_resumed.tar.gz (the two attempts'
+run files), trl_tensorboard_resumed.tar.gz (runs/, both attempts' event directories).
 
 MODEL_DIR: any small causal LM saved locally (the fixtures used scalerl's tiny arithmetic model,
 ``scalerl.models.tiny.tiny_model_dir()``). Made with trl 1.16.0, transformers 5.24.0, trackio 0.43.0,
-wandb 0.31.0 (and datasets).
+wandb 0.31.0, tensorboard 2.21.0 (and datasets).
 """
 
 import os
