@@ -425,6 +425,17 @@ def test_a_trl_run_resumed_into_a_new_tensorboard_directory(tmp_path):
     assert sorted((c.name, len(c)) for c in read_curves(runs, "step", "eval/reward")) == [(first.name, 3), ("resumed", 2)]
 
 
+def test_a_trl_run_resumed_into_a_new_mlflow_run_of_the_same_name(tmp_path):
+    """TRL + MLflow: the resumed training (from the step-6 checkpoint) opens a new MLflow run of the
+    same name; it continues the first (it starts within its steps), so the two are one run, the
+    first attempt's step-9 evaluation (0.46875) replaced by the resumed one's."""
+    with tarfile.open(DATA / "trl_mlflow_resumed.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    c = read_curve(tmp_path / "mlruns", "step", "eval_reward")
+    assert c.name == "grpo-tiny" and list(c.x) == [3, 6, 9, 12] and np.allclose(c.y, [0.4625, 0.3875, 0.4625, 0.4125])
+    assert any("continues run" in n and "from step 9" in n for n in c.notes)
+
+
 def test_a_run_file_of_an_older_wandb():
     """A file written by wandb 0.17.9 (its history records carry the step as ``_step`` only), read
     with the installed wandb's schema: the same values its own reader gave."""

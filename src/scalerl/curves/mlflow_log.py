@@ -12,7 +12,9 @@ Each run becomes rows, one per logged step: ``run``, ``step``, ``wall_time`` (ho
 first metric) and every metric logged at that step, which
 :func:`scalerl.curves.rows.curves_from_rows` makes curves of (so ``--x cum:timing_s/step`` works as
 on verl's console log). Deleted runs are left out; a metric logged again at the same step (a
-resumed run repeating it) keeps its latest value; both are said in the notes.
+resumed run repeating it) keeps its latest value; a training resumed from a checkpoint into a new
+run of the same name (a Hugging Face / TRL ``Trainer``'s resume) is joined to the run it continues;
+each is said in the notes.
 """
 
 from __future__ import annotations
@@ -122,6 +124,36 @@ def metric_keys(path: Path | Server) -> set[str]:
     return {key for (key,) in _sqlite_query(path, "SELECT DISTINCT key FROM metrics")}
 
 
+def _join_resumed(steps: dict[str, dict[int, dict]], names: dict[str, str]) -> list[str]:
+    """A training resumed from a checkpoint into a new MLflow run of the same name (what a Hugging Face
+    / TRL ``Trainer`` does unless told the run id): a run that starts after the first step of an
+    earlier run of its name, and no later than one past its last, continues it. Joined in place
+    (under the earlier run's id; the earlier run's steps from the later one's first step on go). The
+    steps are those of the metrics read (``--x`` / ``--y``'s). Returns the notes."""
+    notes = []
+    by_name: dict[str, list[str]] = defaultdict(list)
+    for rid in steps:
+        by_name[names[rid]].append(rid)
+    for name, rids in by_name.items():
+        if len(rids) < 2:
+            continue
+        rids.sort(key=lambda rid: min(ts for metrics in steps[rid].values() for ts, _ in metrics.values()))
+        head = rids[0]
+        for rid in rids[1:]:
+            start = min(steps[rid])
+            if min(steps[head]) < start <= max(steps[head]) + 1:
+                dropped = [step for step in steps[head] if step >= start]
+                for step in dropped:
+                    del steps[head][step]
+                steps[head].update(steps.pop(rid))
+                notes.append(f"MLflow run {rid[:8]} continues run {head[:8]} ({name!r}) from step {start} (a training "
+                             f"resumed from a checkpoint): joined, the {len(dropped)} step(s) the first logged from "
+                             "there on dropped")
+            else:
+                head = rid
+    return notes
+
+
 def read_mlflow_rows(path: Path | Server, keys: Collection[str]) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows (``run``, ``step``, ``wall_time``, the metrics among ``keys``...) of every live run, and
     notes. Only ``keys`` are read: a store holds every metric a trainer logs (verl: ~100 a step)."""
@@ -145,10 +177,11 @@ def read_mlflow_rows(path: Path | Server, keys: Collection[str]) -> tuple[list[d
         repeated[name] += seen is not None
         if seen is None or ts >= seen[0]:
             steps[rid][step][key] = (ts, value)
+    notes = _join_resumed(steps, names)
     # Two runs of one name (MLflow allows it): told apart by their id.
     taken = defaultdict(int)
-    for name in names.values():
-        taken[name] += 1
+    for rid in steps:
+        taken[names[rid]] += 1
     rows: list[dict[str, Any]] = []
     for rid, by_step in steps.items():
         label = names[rid] if taken[names[rid]] == 1 else f"{names[rid]} [{rid[:8]}]"
@@ -159,7 +192,6 @@ def read_mlflow_rows(path: Path | Server, keys: Collection[str]) -> tuple[list[d
                                    "wall_time": (max(ts for ts, _ in metrics.values()) - t0) / MS_PER_HOUR}
             row.update({key: value for key, (_, value) in metrics.items()})
             rows.append(row)
-    notes = []
     if deleted:
         notes.append(f"deleted MLflow run(s) left out: {', '.join(sorted(deleted))}")
     for name, n in repeated.items():

@@ -7,13 +7,16 @@ its step-6 checkpoint to step 12 in a second process: what TRL users' logs hold 
     python make_trl_logged_run.py MODEL_DIR WORK_DIR wandb resume    # WANDB_RESUME=allow: one run
     python make_trl_logged_run.py MODEL_DIR WORK_DIR tensorboard first   # WORK_DIR/runs/<date>_<host>,
     python make_trl_logged_run.py MODEL_DIR WORK_DIR tensorboard resume  # one directory per attempt
+    MLFLOW_ALLOW_FILE_STORE=true MLFLOW_TRACKING_URI=file://WORK_DIR/mlruns \
+        python make_trl_logged_run.py MODEL_DIR WORK_DIR mlflow first|resume  # one MLflow run per attempt
 
 Fixtures: trackio_runs.tar.gz (trackio/trl-grpo.db), wandb_trl_resumed.tar.gz (the two attempts'
-run files), trl_tensorboard_resumed.tar.gz (runs/, both attempts' event directories).
+run files), trl_tensorboard_resumed.tar.gz (runs/, both attempts' event directories),
+trl_mlflow_resumed.tar.gz (mlruns/, without params and artifacts).
 
 MODEL_DIR: any small causal LM saved locally (the fixtures used scalerl's tiny arithmetic model,
 ``scalerl.models.tiny.tiny_model_dir()``). Made with trl 1.16.0, transformers 5.24.0, trackio 0.43.0,
-wandb 0.31.0, tensorboard 2.21.0 (and datasets).
+wandb 0.31.0, tensorboard 2.21.0, mlflow-skinny 3.17.2 (and datasets).
 """
 
 import os
