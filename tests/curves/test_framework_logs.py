@@ -436,6 +436,21 @@ def test_a_trl_run_resumed_into_a_new_mlflow_run_of_the_same_name(tmp_path):
     assert any("continues run" in n and "from step 9" in n for n in c.notes)
 
 
+def test_a_trl_console_that_a_resumed_training_printed_into_as_well(tmp_path):
+    """Both attempts' stdout in one console log (tee -a): the epoch every dict carries goes back at
+    the resume, and what the first attempt printed from there on (its step-9 evaluation, 0.46875)
+    is dropped; a second training from scratch appended is a run of its own."""
+    log = DATA / "trl_grpo_console_resumed.log"
+    assert detect_format(log) == "dict-lines"
+    c = read_curve(log, "num_tokens", "eval_reward")
+    assert list(c.x) == [718, 1420, 2130, 2830] and np.allclose(c.y, [0.4625, 0.3875, 0.4625, 0.4125])
+    assert any("resumes from a checkpoint 1 time(s) (epoch goes back): 5 row(s)" in n for n in c.notes)
+    twice = tmp_path / "twice.log"
+    twice.write_text(log.read_text() * 2)
+    runs = read_curves(twice, "num_tokens", "eval_reward")
+    assert [r.name for r in runs] == ["twice#1", "twice#2"] and all(np.allclose(r.y, c.y) for r in runs)
+
+
 def test_a_run_file_of_an_older_wandb():
     """A file written by wandb 0.17.9 (its history records carry the step as ``_step`` only), read
     with the installed wandb's schema: the same values its own reader gave."""

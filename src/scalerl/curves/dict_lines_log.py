@@ -9,6 +9,10 @@ the training row before it). What else the log holds -- warnings, progress bars 
 over a bar's ``\\r`` line is found after it), colours -- is passed over. transformers >= 5 prints
 values as strings rounded to 4 significant digits (``'1.463'``): they are read as numbers, and the
 log's precision is that; ``trainer_state.json`` (the ``hf-trainer`` format) keeps every digit.
+
+A console that several trainings printed into (``tee -a``) is told apart by the ``epoch`` every
+dict carries: where it goes back to the start, a new run (``<stem>#2``); where it goes back less, a
+training resumed from a checkpoint, and what the abandoned attempt printed from there on is dropped.
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import SCALAR_REPR, curves_from_rows, scalar_of, unwrap_scalar
+from scalerl.curves.rows import SCALAR_REPR, curves_from_rows, scalar_of, split_attempts, unwrap_scalar
 from scalerl.errors import InputError
 
+#: What a Hugging Face ``Trainer`` prints in every dict, training and evaluation alike.
+TRAINER_EPOCH = "epoch"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: A printed dict of metrics: opens with a quoted key, closes the line.
 _DICT = re.compile(r"\{\s*['\"][^'\"\n]+['\"]\s*:.*\}\s*$")
@@ -106,4 +112,8 @@ def read_dict_lines(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool
     rows, notes = read_dict_lines_rows(path)
     if not rows:
         raise InputError(f"{path}: no printed metric dicts ({{'key': value, ...}} lines) in the file")
+    # A Trainer prints its epoch in every dict: the clock that tells a resume or a new training
+    # appended to the same console (tee -a) from the run before it.
+    rows, more = split_attempts(rows, TRAINER_EPOCH, path.stem)
+    notes = [*notes, *more]
     return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)

@@ -117,6 +117,42 @@ def drop_abandoned_attempts(rows: list[dict], counter: str) -> tuple[list[dict],
     return kept, resumes, dropped
 
 
+def split_attempts(rows: list[dict], counter: str, stem: str) -> tuple[list[dict], list[str]]:
+    """A console log several trainings printed into (``tee -a``), read by a counter every row of a
+    training logs (a Hugging Face ``Trainer``'s ``epoch``): where it goes back to or below where the
+    current run began, a training started over -- a run of its own (``stem#1``, ``stem#2``, ...);
+    where it goes back less, a training resumed from a checkpoint -- the rows the abandoned attempt
+    logged from there on go (:func:`drop_abandoned_attempts`). Returns ``(rows, notes)``."""
+    runs: list[list[dict]] = [[]]
+    resumes = dropped = 0
+    last = None
+    for row in rows:
+        value = row.get(counter)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            runs[-1].append(row)
+            continue
+        if last is not None and value < last:
+            first = next(r[counter] for r in runs[-1] if isinstance(r.get(counter), (int, float)))
+            if value <= first:
+                runs.append([])
+            else:
+                kept, _, n = drop_abandoned_attempts([*runs[-1], row], counter)
+                runs[-1] = kept[:-1]
+                resumes, dropped = resumes + 1, dropped + n
+        last = value
+        runs[-1].append(row)
+    notes = []
+    if resumes:
+        notes.append(f"the log resumes from a checkpoint {resumes} time(s) ({counter} goes back): {dropped} row(s) "
+                     "the abandoned attempt(s) logged from there on were dropped")
+    if len(runs) > 1:
+        notes.append(f"{counter} starts over {len(runs) - 1} time(s): read as {len(runs)} runs, {stem}#1 ... {stem}#{len(runs)}")
+        for i, run in enumerate(runs, start=1):
+            for r in run:
+                r["run"] = f"{stem}#{i}"
+    return [r for run in runs for r in run], notes
+
+
 def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_name: str, notes=(),
                      y_scale: float = 1.0, bounded: bool = True, run_column: str | None = None) -> list[Curve]:
     """Curves from a log's rows (dicts, in log order): every row holding ``y`` is a point; rows

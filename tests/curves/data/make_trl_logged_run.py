@@ -12,7 +12,8 @@ its step-6 checkpoint to step 12 in a second process: what TRL users' logs hold 
 
 Fixtures: trackio_runs.tar.gz (trackio/trl-grpo.db), wandb_trl_resumed.tar.gz (the two attempts'
 run files), trl_tensorboard_resumed.tar.gz (runs/, both attempts' event directories),
-trl_mlflow_resumed.tar.gz (mlruns/, without params and artifacts).
+trl_mlflow_resumed.tar.gz (mlruns/, without params and artifacts), trl_grpo_console_resumed.log
+(the trackio attempts' stdout and stderr, one after the other, as ``tee -a`` leaves them).
 
 MODEL_DIR: any small causal LM saved locally (the fixtures used scalerl's tiny arithmetic model,
 ``scalerl.models.tiny.tiny_model_dir()``). Made with trl 1.16.0, transformers 5.24.0, trackio 0.43.0,
