@@ -122,10 +122,11 @@ def write_mlflow(out: Path, runs: int, steps: int, n: int) -> Path:
 
 
 def _wandb_file(records: list[bytes]) -> bytes:
-    """W&B's run-file framing (the inverse of ``scalerl.curves.wandb_run_log._records``)."""
-    from scalerl.curves.wandb_run_log import BLOCK, CHUNK_HEADER, FILE_HEADER, FIRST, FULL, IDENT, LAST, MAGIC, MIDDLE, VERSION
+    """W&B's run-file framing (the inverse of ``scalerl.curves.leveldb_log.records``)."""
+    from scalerl.curves.leveldb_log import BLOCK, CHUNK_HEADER, FILE_HEADER, FIRST, FULL, LAST, MIDDLE
+    from scalerl.curves.wandb_run_log import VERSION, WANDB
 
-    out = bytearray(FILE_HEADER.pack(IDENT, MAGIC, VERSION))
+    out = bytearray(FILE_HEADER.pack(WANDB.ident, WANDB.magic, VERSION))
     for data in records:
         first = True
         while True:

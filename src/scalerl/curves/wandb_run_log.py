@@ -31,22 +31,18 @@ from __future__ import annotations
 
 import json
 import re
-import struct
-import zlib
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator
 
 from scalerl.curves.data import Curve
+from scalerl.curves.leveldb_log import Kind, has_ident, records, version
 from scalerl.curves.rows import TRAINER_STEP, curves_from_rows, drop_abandoned_attempts, unknown_column, x_columns
 from scalerl.errors import InputError
 
 SUFFIX = ".wandb"
-FILE_HEADER = struct.Struct("<4sHB")  # ident, magic, version
-IDENT, MAGIC, VERSION = b":W&B", 0xBEE1, 0
-CHUNK_HEADER = struct.Struct("<IHB")  # checksum, length, type
-BLOCK = 32 * 1024
-FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+WANDB = Kind(b":W&B", 0xBEE1, "W&B run file")
+VERSION = 0
 #: Columns every row has besides the metrics (W&B's own ``_step``, ``_runtime``, ``_timestamp`` too).
 SYNTHETIC = ("step", "wall_time")
 SECONDS_PER_HOUR = 3600.0
@@ -56,11 +52,7 @@ STARTED = re.compile(r"run-(\d{8}_\d{6})-")
 
 
 def is_wandb_file(path: Path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(IDENT)) == IDENT
-    except OSError:
-        return False
+    return has_ident(path, WANDB)
 
 
 def run_files(path: Path) -> list[Path]:
@@ -90,49 +82,10 @@ def is_wandb_run(path: Path) -> bool:
 def _records(path: Path, notes: list[str]) -> Iterator[bytes]:
     """The serialized records of one file, in order (framing undone, checksums checked)."""
     data = path.read_bytes()
-    if len(data) < FILE_HEADER.size:
-        raise InputError(f"{path}: not a W&B run file (shorter than its header)")
-    ident, magic, version = FILE_HEADER.unpack_from(data)
-    if ident != IDENT or magic != MAGIC:
-        raise InputError(f"{path}: not a W&B run file (its header is {data[:FILE_HEADER.size]!r})")
-    if version != VERSION:
-        raise InputError(f"{path}: W&B run file version {version}; this reader knows version {VERSION}")
-    pos, pieces, bad, torn = FILE_HEADER.size, [], 0, False
-    while pos < len(data):
-        room = BLOCK - pos % BLOCK
-        if room < CHUNK_HEADER.size:  # a block's tail too short for a header is padding
-            pos += room
-            continue
-        if pos + CHUNK_HEADER.size > len(data):
-            torn = True
-            break
-        checksum, length, kind = CHUNK_HEADER.unpack_from(data, pos)
-        if kind == 0 and length == 0:  # zero padding up to the next block
-            pos += room
-            continue
-        start = pos + CHUNK_HEADER.size
-        chunk = data[start:start + length]
-        pos = start + length
-        if len(chunk) < length:
-            torn = True
-            break
-        if zlib.crc32(chunk, zlib.crc32(bytes([kind]))) != checksum or kind not in (FULL, FIRST, MIDDLE, LAST):
-            bad += 1
-            pieces = []
-            continue
-        if kind in (FULL, FIRST):
-            bad += bool(pieces)  # a record left unfinished by a new one
-            pieces = [chunk]
-        elif pieces:
-            pieces.append(chunk)
-        if kind in (FULL, LAST) and pieces:
-            yield b"".join(pieces)
-            pieces = []
-    torn = torn or bool(pieces)
-    if torn:
-        notes.append(f"{path.name}: skipped a torn last record -- the run was probably killed mid-write")
-    if bad:
-        notes.append(f"{path.name}: skipped {bad} damaged record(s) (checksum or framing failed)")
+    found = version(data, path, WANDB)
+    if found != VERSION:
+        raise InputError(f"{path}: W&B run file version {found}; this reader knows version {VERSION}")
+    return records(data, path.name, notes)
 
 
 def _record_class():
