@@ -274,3 +274,27 @@ def test_run_column_named_by_the_user(tmp_path, capsys):
     assert '"run": "lr3e-6"' in capsys.readouterr().out
     with pytest.raises(InputError, match="applies to csv, jsonl"):
         read_curves(p, "step", "acc", run_column="experiment", fmt="verl")
+
+
+def test_a_run_that_cannot_be_read_leaves_the_others_readable(tmp_path):
+    """One run of a multi-run log whose compute goes back (or that never logged it) is left out with
+    its reason; the others read, --run picks one of them, and backtest --all-runs says what was left
+    out. Only a log where no run reads is an error."""
+    import subprocess
+    import sys
+
+    lines = ["run,step,acc"]
+    lines += [f"a,{s},{0.3 + 0.01 * s:.3f}" for s in range(1, 21)]
+    lines += [f"b,{21 - s},{0.3 + 0.01 * s:.3f}" for s in range(1, 21)]
+    f = tmp_path / "two.csv"
+    f.write_text("\n".join(lines) + "\n")
+    (a,) = read_curves(f, "step", "acc")
+    assert a.name == "a" and len(a) == 20
+    assert any("1 run(s) left out: run 'b'" in n and "decreases" in n for n in a.notes)
+    assert len(read_curve(f, "step", "acc", run="a")) == 20
+    out = subprocess.run([sys.executable, "-m", "scalerl.cli", "backtest", str(f), "--x", "step", "--y", "acc",
+                          "--all-runs"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "note: 1 run(s) left out: run 'b'" in out.stdout
+    f.write_text("\n".join(lines[:1] + lines[21:]) + "\n")
+    with pytest.raises(InputError, match="compute 'step' decreases"):
+        read_curves(f, "step", "acc")

@@ -107,6 +107,9 @@ def _all_runs(curves, args) -> int:
         except InputError as exc:  # a run that cannot be forecast is reported, not fatal
             skipped.append((c.name, str(exc)))
     summary = summarize(results, tolerance=0.001) if results else None
+    # What the reader says of the log as a whole (runs it left out, resumes it joined): the notes
+    # every run carries.
+    log_notes = [n for n in curves[0].notes if all(n in c.notes for c in curves)] if curves else []
     if args.json:
         print(json.dumps(finite_json({
             "cut": args.cut, "cut_fraction": args.cut_fraction,
@@ -117,6 +120,7 @@ def _all_runs(curves, args) -> int:
                       "power_law": _scores(bt.power_law), "bands": bt.bands.as_dict(), "end_level": bt.end_level}
                      for bt in results],
             "skipped": [{"run": n, "reason": r} for n, r in skipped],
+            "notes": log_notes,
             "summary": summary.as_dict() if summary else None,
         }), allow_nan=False, default=_jsonable))
         return 0
@@ -132,6 +136,8 @@ def _all_runs(curves, args) -> int:
                        "points in band", "plain sigmoid MAE", "power law MAE", "stability"]))
     for name, reason in skipped:
         print(f"skipped {name}: {reason}")
+    for note in log_notes:
+        print(f"note: {note}")
     if summary is not None:
         s = summary
         print(f"\n{s.n_runs} runs backtested; not scored: {s.n_unstable} unstable at the cut (no forecast given), "

@@ -17,7 +17,9 @@ Formats (chosen from the path, or by ``fmt``):
 * ``wandb-run`` -- W&B's local run file (``run-<id>.wandb``), a run directory, or a ``wandb``
   directory of runs (needs the ``wandb`` package);
 * ``trackio`` -- a Trackio project's SQLite database (``~/.cache/huggingface/trackio/<project>.db``)
-  or the directory of them; each Trackio run is a run.
+  or the directory of them; each Trackio run is a run;
+* ``swanlab`` -- SwanLab's local run file (``*.swanlab``), a run directory, or a ``swanlog``
+  directory of runs (swanlab >= 0.8's files need the ``swanlab`` package).
 
 The user names the x (compute) and y (metric) columns. An unknown name is an error that
 lists the available ones. Missing, NaN and infinite values are dropped and counted. In the
@@ -40,6 +42,7 @@ from scalerl.curves.jsonl_log import read_jsonl
 from scalerl.curves.mlflow_log import is_mlflow_store, read_mlflow
 from scalerl.curves.mlflow_server import is_server
 from scalerl.curves.sqlite_db import is_sqlite
+from scalerl.curves.swanlab_log import is_swanlab_run, read_swanlab
 from scalerl.curves.tensorboard_log import read_tensorboard
 from scalerl.curves.trackio_log import is_trackio, read_trackio
 from scalerl.curves.verl_log import looks_like_verl, read_verl
@@ -69,6 +72,7 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "dict-lines": read_dict_lines,
     "wandb-run": read_wandb_run,
     "trackio": read_trackio,
+    "swanlab": read_swanlab,
 }
 
 
@@ -96,9 +100,13 @@ def detect_format(path: Path) -> str:
             return "hf-trainer"
         if is_mlflow_store(path):
             return "mlflow"
-        return "wandb-run" if is_wandb_run(path) else "trackio" if is_trackio(path) else "tensorboard"
+        if is_wandb_run(path):
+            return "wandb-run"
+        return "swanlab" if is_swanlab_run(path) else "trackio" if is_trackio(path) else "tensorboard"
     if is_wandb_run(path):
         return "wandb-run"
+    if is_swanlab_run(path):
+        return "swanlab"
     if is_mlflow_store(path):
         return "mlflow"
     if is_trackio(path):

@@ -11,6 +11,7 @@ import fnmatch
 import math
 import re
 from collections import OrderedDict
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -210,8 +211,19 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
         return tuple(notes) + ((f"{n} evaluation(s) do not log {x!r}: each takes it from the latest row before it",)
                                if n else ()) + left_out
 
-    return [
-        Curve.from_arrays(xs, ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded,
-                          dropped=d[0], notes=run_notes(name))
-        for name, (xs, ys, d) in groups.items()
-    ]
+    # A run that cannot be a curve (no finite x: a run that never logged the counter) is left out
+    # with its reason, so that the log's other runs -- the one --run names -- still read; only
+    # when no run can be read is that an error.
+    curves, refused = [], []
+    for name, (xs, ys, d) in groups.items():
+        try:
+            curves.append(Curve.from_arrays(xs, ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded,
+                                            dropped=d[0], notes=run_notes(name)))
+        except InputError as exc:
+            refused.append(exc)
+    if refused and not curves:
+        raise refused[0]
+    if refused:
+        note = f"{len(refused)} run(s) left out: " + "; ".join(str(e) for e in refused)
+        curves = [replace(c, notes=(*c.notes, note)) for c in curves]
+    return curves

@@ -1,0 +1,107 @@
+"""SwanLab's local run files (verl's ``trainer.logger=['swanlab']``), as the real swanlab package
+writes them: tests/curves/data/swanlab_runs.tar.gz, made by make_swanlab_runs.py with swanlab 0.6.12
+(JSON records, format version 1), 0.9.8 and 0.10.3 (protobuf records, version 2)."""
+
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scalerl.curves import read_curve, read_curves
+from scalerl.curves.io import detect_format
+from scalerl.errors import InputError
+
+DATA = Path(__file__).parent / "data"
+VERSIONS = ["0.6.12", "0.9.8", "0.10.3"]
+
+
+def _level(step, ceiling):  # make_swanlab_runs.py's curve
+    return round(0.3 + (ceiling - 0.3) * (1 - np.exp(-step / 8)), 4)
+
+
+@pytest.fixture
+def swanlogs(tmp_path):
+    with tarfile.open(DATA / "swanlab_runs.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    return tmp_path
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_swanlab_run_files_of_each_format_version(swanlogs, version):
+    """A swanlog directory, one run's directory and its file read alike; the NaN dropped and counted;
+    SwanLab's system monitor (its own step counter) is no run data."""
+    if version != "0.6.12":
+        pytest.importorskip("swanlab", reason="swanlab >= 0.8's run files need the swanlab package (the dev extra has it)")
+    swanlog = swanlogs / f"swanlog-{version}"
+    assert detect_format(swanlog) == "swanlab"
+    curves = {c.name: c for c in read_curves(swanlog, "step", "val/acc")}
+    assert sorted(curves) == ["grpo-a", "grpo-b"]
+    a, b = curves["grpo-a"], curves["grpo-b"]
+    assert list(a.x) == [4, 12, 16, 20, 24] and a.dropped == 1
+    assert np.allclose(a.y, [_level(s, 0.6) for s in a.x])
+    assert list(b.x) == list(range(4, 25, 4)) and np.allclose(b.y, [_level(s, 0.7) for s in b.x])
+    assert not any("resumed" in n for n in a.notes + b.notes)
+    run_dir = min(swanlog.iterdir())  # grpo-a started first
+    for path in (run_dir, next(run_dir.glob("*.swanlab"))):
+        assert detect_format(path) == "swanlab"
+        assert np.allclose(read_curve(path, "train/global_step", "val/acc").y, a.y)
+    assert np.all(np.diff(read_curve(swanlog, "wall_time", "val/acc", run="grpo-a").x) >= 0)
+    with pytest.raises(InputError, match="no y column 'val/nope'.*'train/loss'"):
+        read_curve(swanlog, "step", "val/nope", run="grpo-a")
+
+
+def test_a_swanlab_run_resumed_in_a_new_directory(swanlogs):
+    """A run id in two directories (a resume): joined in the order they started; the steps the first
+    logged from the resumed attempt's first step on are dropped."""
+    swanlog = swanlogs / "swanlog-0.6.12"
+    first = min(swanlog.iterdir())
+    data = (first / "backup.swanlab").read_bytes()
+    resumed = swanlog / (first.name[:4] + "29991231_235959" + first.name[19:])
+    resumed.mkdir()
+    # The same run (same id) again from step 13 on, the score 0.01 higher.
+    from scalerl.curves.leveldb_log import BLOCK, CHUNK_HEADER, FILE_HEADER, FULL, records
+    import zlib
+
+    out = bytearray(data[:FILE_HEADER.size])
+    for raw in records(data, "x", []):
+        record = json.loads(raw)
+        if record["model_type"] == "Scalar":
+            if record["data"]["step"] < 13:
+                continue
+            if record["data"]["key"] == "val/acc":
+                record["data"]["metric"]["data"] += 0.01
+        raw = json.dumps(record).encode()
+        if BLOCK - len(out) % BLOCK < CHUNK_HEADER.size + len(raw):
+            out += bytes(BLOCK - len(out) % BLOCK)
+        out += CHUNK_HEADER.pack(zlib.crc32(raw, zlib.crc32(bytes([FULL]))), len(raw), FULL) + raw
+    (resumed / "backup.swanlab").write_bytes(bytes(out))
+    c = read_curve(swanlog, "train/global_step", "val/acc", run="grpo-a")
+    assert list(c.x) == [4, 12, 16, 20, 24]
+    assert np.allclose(c.y, [_level(4, 0.6), _level(12, 0.6)] + [_level(s, 0.6) + 0.01 for s in (16, 20, 24)])
+    assert any("'grpo-a' resumed from a checkpoint 1 time(s) (train/global_step goes back)" in n for n in c.notes)
+
+
+def test_swanlab_bad_input(swanlogs, tmp_path):
+    f = next((swanlogs / "swanlog-0.6.12").glob("*/backup.swanlab"))
+    data = f.read_bytes()
+    torn = tmp_path / "torn.swanlab"
+    torn.write_bytes(data[:-7])
+    c = read_curve(torn, "step", "val/acc")
+    assert any("torn last record" in n for n in c.notes) and len(c) >= 4
+    newer = tmp_path / "newer.swanlab"
+    newer.write_bytes(data[:6] + bytes([9]) + data[7:])
+    with pytest.raises(InputError, match="SwanLab run file version 9; this reader knows versions 1, 2"):
+        read_curve(newer, "step", "val/acc")
+
+
+def test_swanlab_cli(swanlogs):
+    out = subprocess.run([sys.executable, "-m", "scalerl.cli", "backtest", str(swanlogs / "swanlog-0.6.12"),
+                          "--x", "step", "--y", "val/acc", "--all-runs", "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert sorted([r["run"] for r in report["runs"]] + [s["run"] for s in report["skipped"]]) == ["grpo-a", "grpo-b"]
