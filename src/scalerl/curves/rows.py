@@ -118,6 +118,18 @@ def drop_abandoned_attempts(rows: list[dict], counter: str) -> tuple[list[dict],
     return kept, resumes, dropped
 
 
+def keep_resumed_attempts(rows: list[dict], label: str) -> tuple[list[dict], list[str]]:
+    """One run of a tracker that a resumed training kept logging into (W&B, Trackio, SwanLab): the
+    rows after :func:`drop_abandoned_attempts` by the trainer's ``train/global_step`` where the run
+    logs it, else the tracker's own ``step``; and the note that says so, if it did anything."""
+    counter = TRAINER_STEP if any(TRAINER_STEP in r for r in rows) else "step"
+    rows, resumes, dropped = drop_abandoned_attempts(rows, counter)
+    if not resumes:
+        return rows, []
+    return rows, [f"run {label!r} resumed from a checkpoint {resumes} time(s) ({counter} goes back): "
+                  f"{dropped} row(s) the abandoned attempt(s) logged from there on were dropped"]
+
+
 def split_attempts(rows: list[dict], counter: str, stem: str) -> tuple[list[dict], list[str]]:
     """A console log several trainings printed into (``tee -a``), read by a counter every row of a
     training logs (a Hugging Face ``Trainer``'s ``epoch``): where it goes back to or below where the

@@ -31,7 +31,7 @@ from typing import Any, Iterator
 
 from scalerl.curves.data import Curve
 from scalerl.curves.leveldb_log import Kind, has_ident, records, version
-from scalerl.curves.rows import TRAINER_STEP, curves_from_rows, drop_abandoned_attempts
+from scalerl.curves.rows import curves_from_rows, keep_resumed_attempts
 from scalerl.errors import InputError
 
 SWANLAB = Kind(b":SWL", 0xE1D6, "SwanLab run file")
@@ -174,11 +174,8 @@ def read_swanlab(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = 
                 row = by_step.setdefault(step, {"run": label, "step": step, "wall_time": (when - t0) / 3600.0})
                 row[key] = _number(value)
             run_rows += by_step.values()
-        counter = TRAINER_STEP if any(TRAINER_STEP in r for r in run_rows) else "step"
-        run_rows, resumes, dropped = drop_abandoned_attempts(run_rows, counter)
-        if resumes:
-            notes.append(f"run {label!r} resumed from a checkpoint {resumes} time(s) ({counter} goes back): "
-                         f"{dropped} row(s) the abandoned attempt(s) logged from there on were dropped")
+        run_rows, resumed = keep_resumed_attempts(run_rows, label)
+        notes += resumed
         rows += run_rows
     if not rows:
         raise InputError(f"{path}: the SwanLab run file(s) hold no logged scalars")

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import TRAINER_STEP, curves_from_rows, drop_abandoned_attempts, unknown_column, x_columns
+from scalerl.curves.rows import TRAINER_STEP, curves_from_rows, keep_resumed_attempts, unknown_column, x_columns
 from scalerl.curves.sqlite_db import connect, tables
 from scalerl.errors import InputError
 
@@ -179,11 +179,8 @@ def read_trackio(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = 
             row: dict[str, Any] = {"run": label, "step": step, "wall_time": hours}
             row.update({k: v for k in wanted & values.keys() if (v := _value(values[k])) is not None})
             run_rows.append(row)
-        counter = TRAINER_STEP if any(TRAINER_STEP in r for r in run_rows) else "step"
-        run_rows, resumes, dropped = drop_abandoned_attempts(run_rows, counter)
-        if resumes:
-            notes.append(f"run {label!r} resumed from a checkpoint {resumes} time(s) ({counter} goes back): "
-                         f"{dropped} row(s) the abandoned attempt(s) logged from there on were dropped")
+        run_rows, resumed = keep_resumed_attempts(run_rows, label)
+        notes += resumed
         rows.extend(run_rows)
     if log.unreadable:
         notes.append(f"{log.unreadable} logged row(s) whose metrics are not a JSON object were skipped")

@@ -37,7 +37,7 @@ from typing import Any, Iterator
 
 from scalerl.curves.data import Curve
 from scalerl.curves.leveldb_log import Kind, has_ident, records, version
-from scalerl.curves.rows import TRAINER_STEP, curves_from_rows, drop_abandoned_attempts, unknown_column, x_columns
+from scalerl.curves.rows import TRAINER_STEP, curves_from_rows, keep_resumed_attempts, unknown_column, x_columns
 from scalerl.errors import InputError
 
 SUFFIX = ".wandb"
@@ -245,12 +245,7 @@ def read_wandb_run(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool 
                     row["wall_time"] = runtime / SECONDS_PER_HOUR
             row.update({k: v for k in wanted & values.keys() if (v := _value(values[k])) is not None})
             run_rows.append(row)
-        # A resumed attempt logs the steps after its checkpoint again: by the trainer's own step where
-        # it logs one (TRL: train/global_step), else by W&B's.
-        counter = TRAINER_STEP if any(TRAINER_STEP in row for row in run_rows) else "step"
-        run_rows, resumes, dropped = drop_abandoned_attempts(run_rows, counter)
-        if resumes:
-            notes.append(f"run {label!r} resumed from a checkpoint {resumes} time(s) ({counter} goes back): "
-                         f"{dropped} row(s) the abandoned attempt(s) logged from there on were dropped")
+        run_rows, resumed = keep_resumed_attempts(run_rows, label)
+        notes += resumed
         rows.extend(run_rows)
     return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)
