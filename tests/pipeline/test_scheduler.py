@@ -259,6 +259,23 @@ def test_a_failing_worker_surfaces_in_the_trainer():
         source.close()
 
 
+def test_an_error_outside_a_request_surfaces_instead_of_hanging():
+    """A pool thread that fails outside a request (here: a result the scheduler cannot take, so
+    deliver() raises in the pool's thread) reports it through fail(); it used to end the thread with
+    a traceback on stderr while the trainer waited for a batch that never came."""
+    class Garbled(FakeWorker):
+        def run(self, request):
+            return None
+
+    source = PooledSource(ThreadPool([Garbled(0)]), make_plan(), PipelineSchedule.for_generators(8, 1))
+    try:
+        with pytest.raises(PipelineError, match="'scalerl-generator-0' stopped on AttributeError") as info:
+            in_time(lambda: source.next_batch(0), timeout=30)
+        assert isinstance(info.value.__cause__, AttributeError)
+    finally:
+        source.close()
+
+
 # ----------------------------------------------------------------------------- seeded (deterministic) mode
 
 

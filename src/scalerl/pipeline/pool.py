@@ -13,16 +13,41 @@ Contract:
   re-runs a request (after a crash) may deliver it again -- the scheduler drops duplicates.
 * ``fail(error)`` reports an error the run cannot continue past; :meth:`WorkerPool.check`
   raises one (called by the waiting trainer, so a wedged pool cannot hang it silently).
+* A pool thread runs its loop through :func:`reporting`: an exception the loop does not handle
+  itself reaches ``fail`` too -- a thread that dies unheard leaves the trainer waiting forever.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Protocol
 
 from scalerl.pipeline.work import RoundRequest, RoundResult
 
 Deliver = Callable[[RoundResult], None]
 Fail = Callable[[BaseException], None]
+
+
+class PipelineError(RuntimeError):
+    """A generator failed in a way the pipeline cannot recover from; the message says which and why."""
+
+
+def reporting(loop: Callable[..., None], fail: Fail) -> Callable[..., None]:
+    """``loop`` (a pool thread's body) such that whatever it raises and does not handle itself -- a
+    bug, an engine error between requests, an error in ``deliver`` -- is passed to ``fail`` as a
+    :class:`PipelineError` naming the thread (the original as its cause), instead of ending the
+    thread with a traceback on stderr while the trainer waits for a batch that never comes."""
+
+    def run(*args: Any) -> None:
+        try:
+            loop(*args)
+        except BaseException as exc:
+            error = PipelineError(f"the pool thread {threading.current_thread().name!r} stopped on "
+                                  f"{type(exc).__name__}: {exc}")
+            error.__cause__ = exc
+            fail(error)
+
+    return run
 
 
 class WorkerPool(Protocol):

@@ -32,7 +32,7 @@ from typing import Any
 
 from scalerl.models.lora import generator_state_dict
 from scalerl.pipeline.context import PipelineContext
-from scalerl.pipeline.pool import Deliver, Fail
+from scalerl.pipeline.pool import Deliver, Fail, reporting
 from scalerl.pipeline.scheduler import PipelineError
 from scalerl.pipeline.work import WorkerSpec, build_worker
 
@@ -135,7 +135,9 @@ class ProcessPool:
         return cls(WorkerSpec.from_context(ctx), ctx.model, ctx.version, ctx.backend.generators)
 
     def start(self, deliver: Deliver, fail: Fail) -> None:
-        self._reader = threading.Thread(target=self._read, args=(deliver, fail), name="scalerl-results", daemon=True)
+        self._reader = threading.Thread(target=reporting(self._read, fail), args=(deliver, fail),
+                                        name="scalerl-results",
+                                        daemon=True)
         self._reader.start()
 
     def _read(self, deliver: Deliver, fail: Fail) -> None:

@@ -55,7 +55,7 @@ from typing import Any
 from scalerl.errors import ConfigError
 from scalerl.models.lora import generator_state_dict
 from scalerl.pipeline.context import PipelineContext
-from scalerl.pipeline.pool import Deliver, Fail
+from scalerl.pipeline.pool import Deliver, Fail, reporting
 from scalerl.pipeline.scheduler import PipelineError
 from scalerl.pipeline.work import RoundRequest, WorkerSpec
 
@@ -262,6 +262,7 @@ class RayPool:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self.requeued = 0
+        self.updates_failed = 0  # fire-and-forget weight updates that raised (made good by the next request)
 
     @classmethod
     def for_context(cls, ctx: PipelineContext) -> "RayPool":
@@ -293,7 +294,8 @@ class RayPool:
 
     # ------------------------------------------------------------------ the dispatcher thread
     def start(self, deliver: Deliver, fail: Fail) -> None:
-        self._thread = threading.Thread(target=self._loop, args=(deliver, fail), name="scalerl-ray-dispatch",
+        self._thread = threading.Thread(target=reporting(self._loop, fail), args=(deliver, fail),
+                                        name="scalerl-ray-dispatch",
                                         daemon=True)
         self._thread.start()
 
@@ -378,8 +380,11 @@ class RayPool:
         for ref in done:
             try:
                 self.ray.get(ref)
-            except self.ray.exceptions.RayActorError:
-                pass  # the actor restarts and pulls the newest weights with its next request
+            except self.ray.exceptions.RayError:
+                # A dead actor restarts; any other failed update (an object gone, a task error) is
+                # made good by the next request, which brings the newest weights and syncs first --
+                # and raises there, through fail(), if the update itself is what fails.
+                self.updates_failed += 1
 
     # ------------------------------------------------------------------ the trainer's side
     def push_weights(self, model: Any, version: int) -> None:
@@ -393,7 +398,7 @@ class RayPool:
 
     def stats(self) -> dict[str, float]:
         return {"actor_restarts": self.restarts, "requeued": self.requeued, "actors_lost": len(self._dead),
-                "generator_nodes": len(set(self.nodes))}
+                "generator_nodes": len(set(self.nodes)), "weight_updates_failed": self.updates_failed}
 
     def kill(self, worker: int) -> None:
         """Kill generator actor ``worker`` as a crash would (Ray restarts it): for tests and drills."""

@@ -57,16 +57,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scalerl.pipeline.landing import UpdatePlan, WeightHistory, plan_updates
-from scalerl.pipeline.pool import WorkerPool
+from scalerl.pipeline.pool import PipelineError, WorkerPool
 from scalerl.pipeline.work import RolloutWorker, RoundRequest, RoundResult
 from scalerl.rl.filters import DynamicSamplingBuffer
 from scalerl.rollout.context import RolloutContext
 from scalerl.rollout.groups import RolloutBatch, completion_lags
 from scalerl.rollout.produce import add_round, finish, new_buffer, round_params
-
-
-class PipelineError(RuntimeError):
-    """A generator failed in a way the pipeline cannot recover from; the message says which and why."""
 
 
 # ----------------------------------------------------------------------------- schedules

@@ -30,7 +30,7 @@ import torch
 from scalerl.models.lora import generator_state_dict
 from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.landing import HistoryClosed, WeightHistory
-from scalerl.pipeline.pool import Deliver, Fail
+from scalerl.pipeline.pool import Deliver, Fail, reporting
 from scalerl.pipeline.work import RolloutWorker, RoundRequest
 
 
@@ -56,7 +56,8 @@ class ThreadPool:
 
     def start(self, deliver: Deliver, fail: Fail) -> None:
         self._threads = [
-            threading.Thread(target=self._loop, args=(w, deliver, fail), name=f"scalerl-generator-{w.worker_id}",
+            threading.Thread(target=reporting(self._loop, fail), args=(w, deliver, fail),
+                             name=f"scalerl-generator-{w.worker_id}",
                              daemon=True)
             for w in self.workers
         ]
