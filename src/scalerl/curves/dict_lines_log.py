@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import SCALAR_REPR, curves_from_rows, scalar_of, split_attempts, unwrap_scalar
+from scalerl.curves.attempts import split_attempts
+from scalerl.curves.rows import SCALAR_REPR, curves_from_rows, scalar_of, unwrap_scalar
 from scalerl.errors import InputError
 
 #: What a Hugging Face ``Trainer`` prints in every dict, training and evaluation alike.

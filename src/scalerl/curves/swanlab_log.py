@@ -31,7 +31,8 @@ from typing import Any, Iterator
 
 from scalerl.curves.data import Curve
 from scalerl.curves.leveldb_log import Kind, has_ident, records, version
-from scalerl.curves.rows import curves_from_rows, keep_resumed_attempts
+from scalerl.curves.attempts import keep_resumed_attempts
+from scalerl.curves.rows import curves_from_rows
 from scalerl.errors import InputError
 
 SWANLAB = Kind(b":SWL", 0xE1D6, "SwanLab run file")

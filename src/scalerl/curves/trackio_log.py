@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import TRAINER_STEP, curves_from_rows, keep_resumed_attempts, unknown_column, x_columns
+from scalerl.curves.attempts import TRAINER_STEP, keep_resumed_attempts
+from scalerl.curves.rows import curves_from_rows, unknown_column, x_columns
 from scalerl.curves.sqlite_db import connect, tables
 from scalerl.errors import InputError
 

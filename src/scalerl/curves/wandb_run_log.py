@@ -37,7 +37,8 @@ from typing import Any, Iterator
 
 from scalerl.curves.data import Curve
 from scalerl.curves.leveldb_log import Kind, has_ident, records, version
-from scalerl.curves.rows import TRAINER_STEP, curves_from_rows, keep_resumed_attempts, unknown_column, x_columns
+from scalerl.curves.attempts import TRAINER_STEP, keep_resumed_attempts
+from scalerl.curves.rows import curves_from_rows, unknown_column, x_columns
 from scalerl.errors import InputError
 
 SUFFIX = ".wandb"

@@ -1,0 +1,91 @@
+"""Resumed and restarted trainings in one log: which rows belong to the run that went on.
+
+A training resumed from a checkpoint logs the steps after the checkpoint again: in trackers that
+keep one run across the resume (W&B, Trackio, SwanLab) and in consoles appended to (``tee -a``),
+the run's step goes back. What the abandoned attempt logged from the resumed attempt's first step
+on is not part of the run that went on: it is dropped, and the notes say how much. (TensorBoard and
+MLflow give a resumed attempt a run of its own; their readers join it to the run it continues.)
+"""
+
+from __future__ import annotations
+
+
+#: The trainer's step, which ``transformers``' W&B and Trackio callbacks (TRL's trainers included) log
+#: in every row: the clock that tells a resumed attempt from the one it abandoned.
+TRAINER_STEP = "train/global_step"
+
+
+def drop_abandoned_attempts(rows: list[dict], counter: str) -> tuple[list[dict], int, int]:
+    """One run's rows in log order, where a training resumed from a checkpoint kept logging into the
+    same run: where ``counter`` (the run's step) goes back, the rows the abandoned attempt logged
+    from the resumed attempt's first step on go -- what it evaluated after the checkpoint was never
+    part of the run that went on. Rows without ``counter`` stay. A 0 where the step goes back is no
+    step yet: W&B fills a step metric (TRL's ``train/global_step``) that a new process has not
+    logged yet with 0, so the resumed attempt's first step is its first one above 0.
+    Returns ``(rows, resumes, rows dropped)``."""
+    kept: list[dict] = []
+    resumes = dropped = 0
+    last = None
+    resuming = False
+    for row in rows:
+        value = row.get(counter)
+        if value is not None:
+            if last is not None and value < last:
+                resumes += 1
+                resuming = True
+            if resuming and value > 0:
+                before = len(kept)
+                kept = [r for r in kept if r.get(counter) is None or r[counter] < value]
+                dropped += before - len(kept)
+                resuming = False
+            last = value
+        kept.append(row)
+    return kept, resumes, dropped
+
+
+def keep_resumed_attempts(rows: list[dict], label: str) -> tuple[list[dict], list[str]]:
+    """One run of a tracker that a resumed training kept logging into (W&B, Trackio, SwanLab): the
+    rows after :func:`drop_abandoned_attempts` by the trainer's ``train/global_step`` where the run
+    logs it, else the tracker's own ``step``; and the note that says so, if it did anything."""
+    counter = TRAINER_STEP if any(TRAINER_STEP in r for r in rows) else "step"
+    rows, resumes, dropped = drop_abandoned_attempts(rows, counter)
+    if not resumes:
+        return rows, []
+    return rows, [f"run {label!r} resumed from a checkpoint {resumes} time(s) ({counter} goes back): "
+                  f"{dropped} row(s) the abandoned attempt(s) logged from there on were dropped"]
+
+
+def split_attempts(rows: list[dict], counter: str, stem: str) -> tuple[list[dict], list[str]]:
+    """A console log several trainings printed into (``tee -a``), read by a counter every row of a
+    training logs (a Hugging Face ``Trainer``'s ``epoch``): where it goes back to or below where the
+    current run began, a training started over -- a run of its own (``stem#1``, ``stem#2``, ...);
+    where it goes back less, a training resumed from a checkpoint -- the rows the abandoned attempt
+    logged from there on go (:func:`drop_abandoned_attempts`). Returns ``(rows, notes)``."""
+    runs: list[list[dict]] = [[]]
+    resumes = dropped = 0
+    last = None
+    for row in rows:
+        value = row.get(counter)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            runs[-1].append(row)
+            continue
+        if last is not None and value < last:
+            first = next(r[counter] for r in runs[-1] if isinstance(r.get(counter), (int, float)))
+            if value <= first:
+                runs.append([])
+            else:
+                kept, _, n = drop_abandoned_attempts([*runs[-1], row], counter)
+                runs[-1] = kept[:-1]
+                resumes, dropped = resumes + 1, dropped + n
+        last = value
+        runs[-1].append(row)
+    notes = []
+    if resumes:
+        notes.append(f"the log resumes from a checkpoint {resumes} time(s) ({counter} goes back): {dropped} row(s) "
+                     "the abandoned attempt(s) logged from there on were dropped")
+    if len(runs) > 1:
+        notes.append(f"{counter} starts over {len(runs) - 1} time(s): read as {len(runs)} runs, {stem}#1 ... {stem}#{len(runs)}")
+        for i, run in enumerate(runs, start=1):
+            for r in run:
+                r["run"] = f"{stem}#{i}"
+    return [r for run in runs for r in run], notes
