@@ -77,7 +77,6 @@ class _Resumed:
     def __init__(self, attempts: list[_Scalars]) -> None:
         self.attempts = attempts
         self.tags = sorted(set().union(*(a.tags for a in attempts)))
-        self.simple = set().union(*(a.simple for a in attempts))
 
     def series(self, tag: str) -> list[tuple[float, int, float]]:
         out: list[tuple[float, int, float]] = []
