@@ -88,6 +88,27 @@ def test_a_run_still_training_is_read_with_what_it_logged_so_far(trackio_dir):
         writer.close()
 
 
+def test_trackio_parquet_export_reads_as_its_database(trackio_dir):
+    """The Parquet export a Trackio Space keeps (each metric a column; a null where a row did not log
+    it; nested dicts as structs) gives the curves its database gives; beside its database in one
+    directory, the project is read once."""
+    exports = trackio_dir.parent / "trackio-parquet"
+    for project, x, y in (("grpo-demo", "step", "eval/reward"), ("grpo-demo", "step", "eval/nested.acc"),
+                          ("trl-grpo", "train/global_step", "eval/reward"), ("trl-grpo", "train/num_tokens", "eval/reward")):
+        parquet = exports / f"{project}.parquet"
+        assert detect_format(parquet) == "trackio"
+        from_db = {c.name: c for c in read_curves(trackio_dir / f"{project}.db", x, y)}
+        from_parquet = {c.name: c for c in read_curves(parquet, x, y)}
+        assert sorted(from_parquet) == sorted(from_db)
+        for name, c in from_parquet.items():
+            assert np.array_equal(c.x, from_db[name].x) and np.array_equal(c.y, from_db[name].y)
+            assert c.dropped == from_db[name].dropped and c.notes == from_db[name].notes
+    for f in exports.iterdir():
+        f.rename(trackio_dir / f.name)
+    names = sorted(c.name for c in read_curves(trackio_dir, "step", "eval/reward"))
+    assert names == ["grpo-demo/run-a", "grpo-demo/run-b", "old-project/old-run", "trl-grpo/grpo-tiny"]
+
+
 def test_trackio_bad_input(trackio_dir, tmp_path):
     db = trackio_dir / "grpo-demo.db"
     with sqlite3.connect(db) as w:
@@ -106,8 +127,15 @@ def test_trackio_bad_input(trackio_dir, tmp_path):
         w.execute("CREATE TABLE metrics (a, b)")
     with pytest.raises(InputError, match="neither an MLflow store .* nor a Trackio project"):
         detect_format(other)
-    with pytest.raises(InputError, match="no Trackio database"):
+    with pytest.raises(InputError, match="no Trackio project"):
         read_curve(other, "step", "eval/reward", fmt="trackio")
+    table = tmp_path / "table.parquet"
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"a": [1, 2]}), table)
+    with pytest.raises(InputError, match="a Parquet file that is not Trackio's export"):
+        detect_format(table)
 
 
 def test_trackio_cli(trackio_dir):

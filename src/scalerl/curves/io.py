@@ -16,8 +16,8 @@ Formats (chosen from the path, or by ``fmt``):
   address of an experiment or run); each MLflow run is a run;
 * ``wandb-run`` -- W&B's local run file (``run-<id>.wandb``), a run directory, or a ``wandb``
   directory of runs (needs the ``wandb`` package);
-* ``trackio`` -- a Trackio project's SQLite database (``~/.cache/huggingface/trackio/<project>.db``)
-  or the directory of them; each Trackio run is a run;
+* ``trackio`` -- a Trackio project's SQLite database (``~/.cache/huggingface/trackio/<project>.db``),
+  its Parquet export (a Trackio Space's dataset), or the directory of them; each Trackio run is a run;
 * ``swanlab`` -- SwanLab's local run file (``*.swanlab``), a run directory, or a ``swanlog``
   directory of runs (swanlab >= 0.8's files need the ``swanlab`` package).
 
@@ -111,6 +111,9 @@ def detect_format(path: Path) -> str:
         return "mlflow"
     if is_trackio(path):
         return "trackio"
+    if name.endswith(".parquet"):
+        raise InputError(f"{path}: a Parquet file that is not Trackio's export of a project (its run_name, step and "
+                         "timestamp columns); export the metrics as CSV/JSONL")
     if is_sqlite(path):
         raise InputError(f"{path}: an SQLite database that is neither an MLflow store ('runs' and 'metrics' tables) "
                          "nor a Trackio project ('metrics' with run_name, step, timestamp, metrics); "

@@ -2,6 +2,9 @@
 ``transformers``), which keeps every project in one SQLite database, ``<TRACKIO_DIR>/<project>.db``
 (by default ``~/.cache/huggingface/trackio``), online runs included (a Space syncs from it).
 
+Trackio's Parquet export of a project (``<project>.parquet``, what a Trackio Space keeps in its
+Hub dataset: the same rows, each metric a column of its own) is read too.
+
 The database is read directly (no trackio install): table ``metrics``, one row per ``trackio.log``
 call -- ``run_name``, ``step``, ``timestamp`` (ISO 8601) and the logged dict as JSON (NaN and
 infinities as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``; media and tables as objects
@@ -40,6 +43,10 @@ from scalerl.errors import InputError
 
 #: The columns Trackio's ``metrics`` table has had since its first release.
 METRICS_COLUMNS = {"run_name", "step", "timestamp", "metrics"}
+#: Those of its Parquet export (the metrics spread into columns of their own) ...
+PARQUET_COLUMNS = {"run_name", "step", "timestamp"}
+#: ... and the ones of them that are Trackio's bookkeeping, not logged values.
+BOOKKEEPING = {"id", "run_id", "timestamp", "run_name", "step", "log_id", "space_id"}
 #: How Trackio writes the values JSON cannot hold.
 NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 #: Columns every row has besides the metrics.
@@ -62,15 +69,32 @@ def is_trackio_db(path: Path) -> bool:
         return False
 
 
-def trackio_dbs(path: Path) -> list[Path]:
-    """The Trackio databases ``path`` names: itself, or the projects of a Trackio directory."""
+def is_trackio_parquet(path: Path) -> bool:
+    """Trackio's Parquet export of a project (what a Trackio Space keeps in its Hub dataset): the
+    flattened ``metrics`` table, with Trackio's ``run_name``, ``step`` and ``timestamp`` columns."""
+    if path.suffix != ".parquet" or not path.is_file():
+        return False
+    import pyarrow.parquet as pq
+
+    try:
+        return PARQUET_COLUMNS <= set(pq.read_schema(path).names)
+    except Exception:  # pyarrow's ArrowInvalid and OSError: not a readable Parquet file
+        return False
+
+
+def trackio_files(path: Path) -> list[Path]:
+    """The Trackio projects ``path`` names: itself, or those of a Trackio directory (a project's
+    database and its Parquet export side by side are one project: the database is read)."""
     if path.is_dir():
-        return sorted(p for p in path.glob("*.db") if is_trackio_db(p))
-    return [path] if is_trackio_db(path) else []
+        dbs = [p for p in path.glob("*.db") if is_trackio_db(p)]
+        stems = {p.stem for p in dbs}
+        exports = [p for p in path.glob("*.parquet") if p.stem not in stems and is_trackio_parquet(p)]
+        return sorted(dbs + exports)
+    return [path] if is_trackio_db(path) or is_trackio_parquet(path) else []
 
 
 def is_trackio(path: Path) -> bool:
-    return bool(trackio_dbs(path))
+    return bool(trackio_files(path))
 
 
 def _value(value: Any) -> float | str | None:
@@ -97,8 +121,10 @@ def _flatten(metrics: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _parse(metrics: bytes | str) -> dict[str, Any] | None:
+def _parse(metrics: bytes | str | dict[str, Any]) -> dict[str, Any] | None:
     """One logged row's metrics (flattened), or None where they are not a JSON object."""
+    if isinstance(metrics, dict):  # a row of the Parquet export: nested dicts are its struct columns
+        return _flatten(metrics) if any(isinstance(v, dict) for v in metrics.values()) else metrics
     try:
         values = json.loads(metrics)
     except (TypeError, ValueError):
@@ -109,14 +135,36 @@ def _parse(metrics: bytes | str) -> dict[str, Any] | None:
     return _flatten(values) if metrics.find(b"{" if isinstance(metrics, bytes) else "{", 1) > 0 else values
 
 
-def _runs(path: Path) -> list[tuple[str, str, list[tuple[str, int, bytes | str]]]]:
-    """``(run key, run name, [(timestamp, step, metrics JSON), ...])`` per run, in log order."""
+def _parquet_records(path: Path) -> list[tuple[str, str, str, int, dict[str, Any]]]:
+    """Trackio's Parquet export as the database's records: (run key, run name, timestamp, step,
+    the values logged in that row -- a column's null is a metric that row did not log)."""
+    import pyarrow.parquet as pq
+
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except Exception as exc:  # pyarrow's ArrowInvalid, OSError
+        raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
+    if rows and "id" in rows[0]:
+        rows.sort(key=lambda r: r["id"])
+    return [(r.get("run_id") or r["run_name"], r["run_name"], r["timestamp"], r["step"],
+             {k: v for k, v in r.items() if k not in BOOKKEEPING and v is not None}) for r in rows]
+
+
+def _runs(path: Path) -> list[tuple[str, str, list[tuple[str, int, bytes | str | dict[str, Any]]]]]:
+    """``(run key, run name, [(timestamp, step, metrics), ...])`` per run, in log order; metrics as
+    the database holds them (JSON) or as the Parquet export does (a dict)."""
+    if path.suffix == ".parquet":
+        return _group_runs(_parquet_records(path))
     try:
         with connect(path) as db:
             key = "run_id" if "run_id" in _columns(db) else "run_name"
             records = db.execute(f"SELECT {key}, run_name, timestamp, step, metrics FROM metrics ORDER BY id").fetchall()
     except sqlite3.Error as exc:
         raise InputError(f"{path}: not a readable Trackio database ({exc})") from None
+    return _group_runs(records)
+
+
+def _group_runs(records) -> list[tuple[str, str, list]]:
     runs: dict[str, tuple[str, list]] = {}
     for run_key, name, stamp, step, metrics in records:
         runs.setdefault(str(run_key or name), (str(name), []))[1].append((stamp, step, metrics))
@@ -128,9 +176,10 @@ class _Log:
     ...]), ...]`` in log order, ``keys`` every metric name logged, ``unreadable`` rows skipped."""
 
     def __init__(self, path: Path) -> None:
-        dbs = trackio_dbs(path)
+        dbs = trackio_files(path)
         if not dbs:
-            raise InputError(f"{path}: no Trackio database (an SQLite file with Trackio's 'metrics' table)")
+            raise InputError(f"{path}: no Trackio project (an SQLite file with Trackio's 'metrics' table, or its "
+                             "Parquet export)")
         found = [(db, *run) for db in dbs for run in _runs(db)]
         if not found:
             raise InputError(f"{path}: the Trackio database holds no logged metrics")

@@ -1,5 +1,8 @@
 """Write the Trackio fixtures of tests/curves/test_trackio_log.py with the real trackio package
-(``trackio_runs.tar.gz`` holds these two databases and the TRL run of make_trl_logged_run.py).
+(``trackio_runs.tar.gz`` holds these two databases and the TRL run of make_trl_logged_run.py in
+``trackio/``, and in ``trackio-parquet/`` the Parquet export of ``grpo-demo.db`` and ``trl-grpo.db``
+that a Trackio Space keeps in its dataset, written by trackio 0.43.0's own exporter:
+``SQLiteStorage._flatten_and_write_parquet(db, "metrics", "metrics", parquet)``, with pyarrow 26).
 
     TRACKIO_DIR=OUT python make_trackio_runs.py new   # trackio 0.43.0 (pip install trackio==0.43.0)
     TRACKIO_DIR=OUT python make_trackio_runs.py old   # trackio 0.20.0: the schema before run ids (< 0.24)
