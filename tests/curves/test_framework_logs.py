@@ -451,6 +451,50 @@ def test_a_trl_console_that_a_resumed_training_printed_into_as_well(tmp_path):
     assert [r.name for r in runs] == ["twice#1", "twice#2"] and all(np.allclose(r.y, c.y) for r in runs)
 
 
+def test_verl_file_logger(tmp_path):
+    """verl's file logger (trainer.logger=[..., 'file']), written by verl 0.9.1's own FileLogger
+    (tests/curves/data/make_verl_file_logs.py) with the shipped verl run's scores: the same curve as
+    the shipped CSV, compute by cum:timing_s/step; the NaN orjson wrote as null dropped and counted;
+    the file of a resumed run (verl rewrites it) says where it begins; attempts appended to one file
+    (any writer that appends) keep the resumed one; trainings appended from scratch are runs of
+    their own; a torn last line is skipped, a malformed line in the middle is an error."""
+    import csv
+
+    log = DATA / "verl_file_logger.jsonl"
+    assert detect_format(log) == "verl-file"
+    with open(Path(__file__).parents[2] / "examples" / "data" / "real_rl_curves.csv") as f:
+        shipped = [r for r in csv.DictReader(f)
+                   if r["run"] == "verl-data__Qwen2.5-0.5B-bsz256_2-prompt512-resp256-0.538"]
+    c = read_curve(log, "step", VAL)
+    assert list(c.x) == [max(int(r["step"]), 0) for r in shipped]
+    assert np.allclose(c.y, [float(r["val_score"]) for r in shipped])
+    hours = read_curve(log, "cum:timing_s/step", VAL).x / 3600
+    assert np.allclose(hours, [float(r["cum_wall_hours"]) for r in shipped], atol=2e-3)
+    assert read_curve(log, "step", "actor/grad_norm", bounded=False).dropped == 1
+    resumed = DATA / "verl_file_logger_resumed.jsonl"
+    r = read_curve(resumed, "step", VAL)
+    assert r.x[0] == 199 and np.allclose(r.y, c.y[c.x >= 199])
+    assert any("begins at step 199" in n for n in r.notes)
+    lines = log.read_text().splitlines()
+    appended = tmp_path / "appended.jsonl"
+    appended.write_text("\n".join([line for line in lines if json.loads(line)["step"] <= 215]
+                                  + resumed.read_text().splitlines()) + "\n")
+    a = read_curve(appended, "step", VAL)
+    assert list(a.x) == list(c.x[c.x <= 199]) + list(c.x[c.x >= 199])  # 199 twice: the same weights
+    assert np.allclose(a.y[a.x >= 209], c.y[c.x >= 209])
+    assert any("resumes from a checkpoint 1 time(s) (step goes back): 16 row(s)" in n for n in a.notes)
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text(log.read_text() * 2)
+    assert [t.name for t in read_curves(twice, "step", VAL)] == ["twice#1", "twice#2"]
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text(log.read_text()[:-20])
+    assert any("torn last line" in n for n in read_curve(torn, "step", VAL).notes)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines[:5] + ['{"step": 6, "data": [1]}'] + lines[6:]) + "\n")
+    with pytest.raises(InputError, match="line 6 is not a verl file-logger line"):
+        read_curve(bad, "step", VAL, fmt="verl-file")
+
+
 def test_a_run_file_of_an_older_wandb():
     """A file written by wandb 0.17.9 (its history records carry the step as ``_step`` only), read
     with the installed wandb's schema: the same values its own reader gave."""

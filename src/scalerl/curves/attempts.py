@@ -9,19 +9,23 @@ MLflow give a resumed attempt a run of its own; their readers join it to the run
 
 from __future__ import annotations
 
+from typing import Callable
 
 #: The trainer's step, which ``transformers``' W&B and Trackio callbacks (TRL's trainers included) log
 #: in every row: the clock that tells a resumed attempt from the one it abandoned.
 TRAINER_STEP = "train/global_step"
 
 
-def drop_abandoned_attempts(rows: list[dict], counter: str) -> tuple[list[dict], int, int]:
+def drop_abandoned_attempts(rows: list[dict], counter: str, *,
+                            keep_same: Callable[[dict], bool] | None = None) -> tuple[list[dict], int, int]:
     """One run's rows in log order, where a training resumed from a checkpoint kept logging into the
     same run: where ``counter`` (the run's step) goes back, the rows the abandoned attempt logged
     from the resumed attempt's first step on go -- what it evaluated after the checkpoint was never
     part of the run that went on. Rows without ``counter`` stay. A 0 where the step goes back is no
     step yet: W&B fills a step metric (TRL's ``train/global_step``) that a new process has not
-    logged yet with 0, so the resumed attempt's first step is its first one above 0.
+    logged yet with 0, so the resumed attempt's first step is its first one above 0. Where
+    ``keep_same(row)`` holds for the resumed attempt's first row (verl: an evaluation of the
+    checkpoint it loaded, logged at the checkpoint's step), the old rows at that very step stay.
     Returns ``(rows, resumes, rows dropped)``."""
     kept: list[dict] = []
     resumes = dropped = 0
@@ -35,7 +39,8 @@ def drop_abandoned_attempts(rows: list[dict], counter: str) -> tuple[list[dict],
                 resuming = True
             if resuming and value > 0:
                 before = len(kept)
-                kept = [r for r in kept if r.get(counter) is None or r[counter] < value]
+                same = keep_same is not None and keep_same(row)
+                kept = [r for r in kept if r.get(counter) is None or r[counter] < value or (same and r[counter] == value)]
                 dropped += before - len(kept)
                 resuming = False
             last = value
@@ -55,7 +60,8 @@ def keep_resumed_attempts(rows: list[dict], label: str) -> tuple[list[dict], lis
                   f"{dropped} row(s) the abandoned attempt(s) logged from there on were dropped"]
 
 
-def split_attempts(rows: list[dict], counter: str, stem: str) -> tuple[list[dict], list[str]]:
+def split_attempts(rows: list[dict], counter: str, stem: str, *,
+                   keep_same: Callable[[dict], bool] | None = None) -> tuple[list[dict], list[str]]:
     """A console log several trainings printed into (``tee -a``), read by a counter every row of a
     training logs (a Hugging Face ``Trainer``'s ``epoch``): where it goes back to or below where the
     current run began, a training started over -- a run of its own (``stem#1``, ``stem#2``, ...);
@@ -74,7 +80,7 @@ def split_attempts(rows: list[dict], counter: str, stem: str) -> tuple[list[dict
             if value <= first:
                 runs.append([])
             else:
-                kept, _, n = drop_abandoned_attempts([*runs[-1], row], counter)
+                kept, _, n = drop_abandoned_attempts([*runs[-1], row], counter, keep_same=keep_same)
                 runs[-1] = kept[:-1]
                 resumes, dropped = resumes + 1, dropped + n
         last = value

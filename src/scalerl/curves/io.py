@@ -8,6 +8,7 @@ Formats (chosen from the path, or by ``fmt``):
 * ``wandb`` -- a W&B chart export (columns ``"<run> - <metric>"``, plus ``__MIN``/``__MAX``);
 * ``tensorboard`` -- event files (a file, or a directory; each sub-directory is a run);
 * ``verl`` -- verl's console log, the stdout of a run (``step:N - key:value - ...`` lines);
+* ``verl-file`` -- verl's file logger (``trainer.logger=[..., 'file']``): ``{"step": N, "data": {...}}`` lines;
 * ``hf-trainer`` -- a Hugging Face / TRL ``trainer_state.json``, or the run directory holding
   its ``checkpoint-*`` directories (the latest one is read);
 * ``dict-lines`` -- a console log of printed metric dicts, one per line (HF Trainer / TRL stdout);
@@ -45,6 +46,7 @@ from scalerl.curves.sqlite_db import is_sqlite
 from scalerl.curves.swanlab_log import is_swanlab_run, read_swanlab
 from scalerl.curves.tensorboard_log import read_tensorboard
 from scalerl.curves.trackio_log import is_trackio, read_trackio
+from scalerl.curves.verl_file_log import looks_like_verl_file, read_verl_file
 from scalerl.curves.verl_log import looks_like_verl, read_verl
 from scalerl.curves.wandb_run_log import is_wandb_run, read_wandb_run
 from scalerl.errors import InputError
@@ -67,6 +69,7 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "jsonl": read_jsonl,
     "tensorboard": read_tensorboard,
     "verl": read_verl,
+    "verl-file": read_verl_file,
     "hf-trainer": read_hf_trainer,
     "mlflow": read_mlflow,
     "dict-lines": read_dict_lines,
@@ -122,6 +125,8 @@ def detect_format(path: Path) -> str:
         return "tensorboard"
     if name.endswith(".json") and is_trainer_state(path):
         return "hf-trainer"
+    if looks_like_verl_file(path):
+        return "verl-file"
     if name.endswith((".jsonl", ".json", ".ndjson")):
         return "jsonl"
     if name.endswith((".csv", ".tsv")):
