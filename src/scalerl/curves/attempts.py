@@ -16,6 +16,14 @@ from typing import Callable
 TRAINER_STEP = "train/global_step"
 
 
+def continues(first: float, last: float, start: float) -> bool:
+    """A run whose first step is ``start`` continues one that logged steps ``first`` .. ``last``: it
+    starts after that run's first step (a run that starts at the first step again is a training of
+    its own) and no later than one past its last (where a checkpoint of it can have left off). For
+    the trackers that give a resumed training a run of its own (TensorBoard, MLflow)."""
+    return first < start <= last + 1
+
+
 def drop_abandoned_attempts(rows: list[dict], counter: str, *,
                             keep_same: Callable[[dict], bool] | None = None) -> tuple[list[dict], int, int]:
     """One run's rows in log order, where a training resumed from a checkpoint kept logging into the

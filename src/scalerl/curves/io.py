@@ -79,6 +79,15 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
 }
 
 
+#: The trackers' stores, each recognised by its own probe (a file, or a directory of them); tried in
+#: this order, for files and directories alike.
+TRACKER_PROBES: tuple[tuple[str, Callable[[Path], bool]], ...] = (
+    ("mlflow", is_mlflow_store),
+    ("wandb-run", is_wandb_run),
+    ("swanlab", is_swanlab_run),
+    ("trackio", is_trackio),
+)
+
 #: The formats whose runs are told apart by a column of their rows (``run_column``).
 RUN_COLUMN_FORMATS = ("csv", "jsonl")
 
@@ -98,22 +107,11 @@ def _is_json(line: str) -> bool:
 
 def detect_format(path: Path) -> str:
     name = path.name.lower()
-    if path.is_dir():
-        if is_trainer_state(path):
-            return "hf-trainer"
-        if is_mlflow_store(path):
-            return "mlflow"
-        if is_wandb_run(path):
-            return "wandb-run"
-        return "swanlab" if is_swanlab_run(path) else "trackio" if is_trackio(path) else "tensorboard"
-    if is_wandb_run(path):
-        return "wandb-run"
-    if is_swanlab_run(path):
-        return "swanlab"
-    if is_mlflow_store(path):
-        return "mlflow"
-    if is_trackio(path):
-        return "trackio"
+    if path.is_dir() and is_trainer_state(path):
+        return "hf-trainer"
+    found = next((fmt for fmt, probe in TRACKER_PROBES if probe(path)), None)
+    if found or path.is_dir():
+        return found or "tensorboard"  # a directory of nothing else: event files
     if name.endswith(".parquet"):
         raise InputError(f"{path}: a Parquet file that is not Trackio's export of a project (its run_name, step and "
                          "timestamp columns); export the metrics as CSV/JSONL")

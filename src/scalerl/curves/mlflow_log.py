@@ -28,6 +28,7 @@ from typing import Any, Collection, Iterable
 
 import yaml
 
+from scalerl.curves.attempts import continues
 from scalerl.curves.data import Curve
 from scalerl.curves.mlflow_server import Server, is_server
 from scalerl.curves.rows import curves_from_rows, unknown_column, x_columns
@@ -141,7 +142,7 @@ def _join_resumed(steps: dict[str, dict[int, dict]], names: dict[str, str]) -> l
         head = rids[0]
         for rid in rids[1:]:
             start = min(steps[rid])
-            if min(steps[head]) < start <= max(steps[head]) + 1:
+            if continues(min(steps[head]), max(steps[head]), start):
                 dropped = [step for step in steps[head] if step >= start]
                 for step in dropped:
                     del steps[head][step]

@@ -19,6 +19,7 @@ import math
 import re
 from pathlib import Path
 
+from scalerl.curves.attempts import continues
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import unknown_column
 from scalerl.errors import InputError
@@ -100,7 +101,7 @@ def _join_resumed(dirs: list[Path]) -> list[tuple[Path, _Scalars | _Resumed, lis
         if key in chains:
             first, joined, later = runs[chains[key]]
             attempts = joined.attempts if isinstance(joined, _Resumed) else [joined]
-            if attempts[0].first_step < scalars.first_step <= attempts[-1].last_step + 1:
+            if continues(attempts[0].first_step, attempts[-1].last_step, scalars.first_step):
                 runs[chains[key]] = (first, _Resumed([*attempts, scalars]), [*later, d])
                 continue
         if key is not None:

@@ -27,6 +27,7 @@ from typing import Any
 from scalerl.curves.attempts import split_attempts
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import curves_from_rows
+from scalerl.curves.verl_log import evaluation_only
 from scalerl.errors import InputError
 from scalerl.runlog import iter_lines
 
@@ -48,11 +49,6 @@ def looks_like_verl_file(path: Path) -> bool:
         return False
 
 
-def _evaluation_only(row: dict[str, Any]) -> bool:
-    """A line with validation metrics only (verl names them val-core/..., val-aux/..., val/...)."""
-    return all(k == "step" or k.startswith("val") for k in row)
-
-
 def read_verl_file_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows (``step`` and the metrics) in log order, resumes and restarts resolved, and notes."""
     lines = list(iter_lines(path))
@@ -71,7 +67,7 @@ def read_verl_file_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     if rows and rows[0]["step"] > 1:
         notes.append(f"the file begins at step {rows[0]['step']:g}: verl rewrites its file logger's file when a run "
                      "resumes, so the steps before the resume are not in it (its console log or tracker has them)")
-    rows, more = split_attempts(rows, "step", path.stem, keep_same=_evaluation_only)
+    rows, more = split_attempts(rows, "step", path.stem, keep_same=evaluation_only)
     return rows, notes + more
 
 

@@ -144,7 +144,7 @@ def read_verl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
                 # attempt's first line is the checkpoint's own evaluation (at its step: the old rows up
                 # to it stay) or the first step trained again.
                 resumes += 1
-                keep = [r for r in rows if r["step"] < step or (r["step"] == step and _evaluation_only(row))]
+                keep = [r for r in rows if r["step"] < step or (r["step"] == step and evaluation_only(row))]
                 dropped_on_resume += len(rows) - len(keep)
                 runs[-1] = keep
         rows = runs[-1]
@@ -171,7 +171,7 @@ def read_verl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     return out, notes
 
 
-def _evaluation_only(row: dict[str, Any]) -> bool:
+def evaluation_only(row: dict[str, Any]) -> bool:
     """A line with validation metrics only (verl names them val/..., val-core/..., test_score/...)."""
     return all(k == "step" or k.startswith(("val", "test_score")) for k in row)
 
