@@ -7,7 +7,7 @@ Each log is synthetic but shaped like the real thing: ``--runs`` runs of ``--ste
 step logging ``--metrics`` training metrics and ``timing_s/step``, every 10th step the validation
 score (verl's ``val-core/openai/gsm8k/reward/mean@1``). Formats: a long CSV (one row per step, a
 ``run`` column), a JSONL log, verl console logs (one file per run, Ray prefixes), printed-dict
-console logs (one per run), an MLflow SQLite database (the schema of the real store in
+console logs (one per run), SkyRL console logs (one per run, Ray prefixes), an MLflow SQLite database (the schema of the real store in
 ``tests/curves/data/mlflow_sqlite.db.gz``, filled with ``INSERT``s) and a ``wandb`` directory of W&B
 run files (records made with wandb's own protobuf schema, framed as W&B frames them; needs wandb) and
 a Trackio project database (its real schema, one JSON row per step). Printed per format: its size,
@@ -92,6 +92,25 @@ def write_dicts(out: Path, runs: int, steps: int, n: int) -> list[Path]:
                 f.write(str({k: f"{v:.4g}" for k, v in _metrics(s, n).items()}) + "\n")
                 if s % 10 == 0:
                     f.write(str({Y: f"{_score(r, s):.4g}"}) + "\n")
+        paths.append(path)
+    return paths
+
+
+def write_skyrl(out: Path, runs: int, steps: int, n: int) -> list[Path]:
+    """SkyRL's console: a loguru ``Step N:`` line over the pprint of the metrics, floats as strings."""
+    import pprint
+
+    paths = []
+    prefix = "\x1b[36m(skyrl_entrypoint pid=811)\x1b[0m "
+    for r in range(runs):
+        path = out / f"skyrl-run{r}.log"
+        with open(path, "w") as f:
+            for s in range(1, steps + 1):
+                m = {k: f"{v:.4f}" for k, v in _metrics(s, n).items()}
+                if s % 10 == 0:
+                    m[Y] = f"{_score(r, s):.4f}"
+                f.write(f"{prefix}2026-01-05 10:02:11.204 | INFO     | skyrl.train.utils.tracking:log:189 - Step {s}: \n")
+                f.write("".join(f"{prefix}{line}\n" for line in pprint.pformat(m).split("\n")))
         paths.append(path)
     return paths
 
@@ -214,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         "jsonl": [write_jsonl(work, a.runs, a.steps, a.metrics)],
         "verl": write_verl(work, a.runs, a.steps, a.metrics),
         "dict-lines": write_dicts(work, a.runs, a.steps, a.metrics),
+        "skyrl": write_skyrl(work, a.runs, a.steps, a.metrics),
         "mlflow": [write_mlflow(work, a.runs, a.steps, a.metrics)],
         "wandb-run": [write_wandb(work, a.runs, a.steps, a.metrics)],
         "trackio": [write_trackio(work, a.runs, a.steps, a.metrics)],

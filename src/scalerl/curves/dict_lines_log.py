@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from scalerl.curves.console import ANSI
 from scalerl.curves.data import Curve
 from scalerl.curves.attempts import split_attempts
 from scalerl.curves.rows import SCALAR_REPR, curves_from_rows, scalar_of, unwrap_scalar
@@ -30,7 +31,6 @@ from scalerl.errors import InputError
 
 #: What a Hugging Face ``Trainer`` prints in every dict, training and evaluation alike.
 TRAINER_EPOCH = "epoch"
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: A printed dict of metrics: opens with a quoted key, closes the line.
 _DICT = re.compile(r"\{\s*['\"][^'\"\n]+['\"]\s*:.*\}\s*$")
 #: A float repr that is no Python literal: ``nan``, ``inf``, ``-inf`` as a value.
@@ -40,7 +40,7 @@ SNIFF_CHARS = 2_000_000
 
 
 def _dict_text(line: str) -> str | None:
-    line = _ANSI.sub("", line).split("\r")[-1] if "\r" in line else _ANSI.sub("", line)
+    line = ANSI.sub("", line).split("\r")[-1] if "\r" in line else ANSI.sub("", line)
     found = _DICT.search(line)
     return found.group(0) if found else None
 
@@ -54,7 +54,9 @@ def _number_or_value(v: Any) -> Any:
     return v
 
 
-def _parse(text: str) -> dict[str, Any] | None:
+def parse_printed_dict(text: str) -> dict[str, Any] | None:
+    """A printed dict of metrics (``repr`` / ``pprint`` of str keys; values numbers, or numbers as
+    strings as transformers and SkyRL print them) as a dict with numbers read; None if it is none."""
     text = SCALAR_REPR.sub(scalar_of, text)  # np.float64(0.5) in a dict: no literal either parser reads
     text = _BARE_NONFINITE.sub(r"'\1'", text)  # {'loss': nan}: a literal neither parser reads
     d = None
@@ -85,7 +87,7 @@ def looks_like_dict_lines(path: Path) -> bool:
     found = 0
     for line in head.split("\n"):
         text = _dict_text(line)
-        found += bool(text and _parse(text))
+        found += bool(text and parse_printed_dict(text))
         if found == 2:  # enough: parsing every dict of the sniffed head would cost as much as reading it
             return True
     return False
@@ -98,7 +100,7 @@ def read_dict_lines_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             text = _dict_text(line.rstrip("\n"))
             if text is None:
                 continue
-            row = _parse(text)
+            row = parse_printed_dict(text)
             if row is None:
                 unreadable += 1
             else:

@@ -8,6 +8,7 @@ Formats (chosen from the path, or by ``fmt``):
 * ``wandb`` -- a W&B chart export (columns ``"<run> - <metric>"``, plus ``__MIN``/``__MAX``);
 * ``tensorboard`` -- event files (a file, or a directory; each sub-directory is a run);
 * ``verl`` -- verl's console log, the stdout of a run (``step:N - key:value - ...`` lines);
+* ``skyrl`` -- SkyRL's console log (``trainer.logger=console``: ``Step N:`` over a printed dict);
 * ``verl-file`` -- verl's file logger (``trainer.logger=[..., 'file']``): ``{"step": N, "data": {...}}`` lines;
 * ``hf-trainer`` -- a Hugging Face / TRL ``trainer_state.json``, or the run directory holding
   its ``checkpoint-*`` directories (the latest one is read);
@@ -24,7 +25,7 @@ Formats (chosen from the path, or by ``fmt``):
 
 The user names the x (compute) and y (metric) columns. An unknown name is an error that
 lists the available ones. Missing, NaN and infinite values are dropped and counted. In the
-row logs (csv, jsonl, verl, hf-trainer, mlflow, dict-lines, wandb-run) x may be ``cum:COL``, the running total of a per-step column
+row logs (csv, jsonl, verl, skyrl, hf-trainer, mlflow, dict-lines, wandb-run) x may be ``cum:COL``, the running total of a per-step column
 (``cum:timing_s/step``), or ``cum:GLOB``, of every column matching it (``cum:timing/*``).
 """
 
@@ -42,6 +43,7 @@ from scalerl.curves.hf_trainer_log import is_trainer_state, read_hf_trainer
 from scalerl.curves.jsonl_log import read_jsonl
 from scalerl.curves.mlflow_log import is_mlflow_store, read_mlflow
 from scalerl.curves.mlflow_server import is_server
+from scalerl.curves.skyrl_log import looks_like_skyrl, read_skyrl
 from scalerl.curves.sqlite_db import is_sqlite
 from scalerl.curves.swanlab_log import is_swanlab_run, read_swanlab
 from scalerl.curves.tensorboard_log import read_tensorboard
@@ -70,6 +72,7 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "tensorboard": read_tensorboard,
     "verl": read_verl,
     "verl-file": read_verl_file,
+    "skyrl": read_skyrl,
     "hf-trainer": read_hf_trainer,
     "mlflow": read_mlflow,
     "dict-lines": read_dict_lines,
@@ -131,14 +134,16 @@ def detect_format(path: Path) -> str:
         return "csv"
     if looks_like_verl(path):
         return "verl"
+    if looks_like_skyrl(path):  # before dict-lines: SkyRL's one-line status dicts are no metric rows
+        return "skyrl"
     first = _first_line(path)
     if first.startswith("{") and _is_json(first):
         return "jsonl"
     if looks_like_dict_lines(path):
         return "dict-lines"
     if name.endswith((".log", ".out", ".err")):
-        raise InputError(f"{path}: a text log without verl step lines ('step:N - key:value - ...') or printed "
-                         f"metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
+        raise InputError(f"{path}: a text log without verl step lines ('step:N - key:value - ...'), SkyRL "
+                         f"'Step N:' blocks or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
                          "the metrics as CSV/JSONL")
     # .txt or an unknown extension: by the first non-blank character.
     if first:

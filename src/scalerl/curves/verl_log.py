@@ -35,12 +35,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from scalerl.curves.console import ANSI, RAY_PREFIX, shown_lines
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import curves_from_rows, unwrap_scalar
 from scalerl.errors import InputError
 
-#: ANSI escape sequences (Ray colours its worker prefixes).
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: A console-logger line: ``step:N - key:value - key:value ...`` after any prefix.
 _STEP_LINE = re.compile(r"(?:^|[\s)\]])step:(-?\d+) - (\S.*)$")
 #: ``Initial validation metrics: {...}`` (pprint of the metrics dict, maybe quoted).
@@ -71,24 +70,14 @@ def _step_items(rest: str) -> dict[str, Any]:
 
 
 def _lines(path: Path):
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for raw in f:
-            # tqdm redraws with '\r': the text after the last one is what the terminal showed.
-            for piece in raw.split("\r"):
-                line = _ANSI.sub("", piece).rstrip("\n")
-                if line.strip():
-                    yield line
+    return (line for _, line in shown_lines(path))
 
 
 def looks_like_verl(path: Path) -> bool:
     """Whether ``path`` holds verl console-logger step lines (looks at its first few MB)."""
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read(SNIFF_CHARS)
-    return any(_STEP_LINE.search(_ANSI.sub("", line)) for line in text.splitlines())
-
-
-#: Ray's prefix of a worker's output line: ``(TaskRunner pid=77)``, ``(main_task pid=1, ip=10.0.0.1)``.
-_RAY_PREFIX = re.compile(r"^\s*\([\w.-]+ pid=\d+(?:, ip=[\w.:-]+)?\)\s?")
+    return any(_STEP_LINE.search(ANSI.sub("", line)) for line in text.splitlines())
 
 
 def _initial_metrics(line: str, rest) -> dict[str, float] | None:
@@ -97,12 +86,12 @@ def _initial_metrics(line: str, rest) -> dict[str, float] | None:
     prefix); those are read from ``rest`` up to the closing brace and joined the way Python would."""
     found = _INITIAL.search(line)
     if found is None:
-        parts = [_RAY_PREFIX.sub("", line)]
+        parts = [RAY_PREFIX.sub("", line)]
         for _ in range(50):  # a dict of a few hundred metrics at most
             more = next(rest, None)
             if more is None:
                 break
-            parts.append(_RAY_PREFIX.sub("", more))
+            parts.append(RAY_PREFIX.sub("", more))
             if "}" in more:
                 break
         text = "\n".join(parts)

@@ -1,0 +1,29 @@
+"""What the console-log readers share: the text a terminal showed, line by line.
+
+A trainer's stdout holds more than its metrics: ANSI colours (Ray colours its worker prefixes,
+SkyRL forces loguru's colours), progress bars redrawn with ``\\r``, and -- where the trainer runs
+in a Ray task or actor, as verl's and SkyRL's do -- each line behind Ray's prefix naming the
+process that printed it, ``(TaskRunner pid=77)`` or ``(skyrl_entrypoint pid=1, ip=10.0.0.1)``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterator
+
+#: ANSI escape sequences.
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: Ray's prefix of a worker's output line: ``(TaskRunner pid=77)``, ``(main_task pid=1, ip=10.0.0.1)``.
+RAY_PREFIX = re.compile(r"^\s*\([\w.-]+ pid=\d+(?:, ip=[\w.:-]+)?\)\s?")
+
+
+def shown_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of each non-blank line as a terminal showed it: colours removed, and
+    of a line redrawn with ``\\r`` (tqdm) each piece in turn."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for lineno, raw in enumerate(f, start=1):
+            for piece in raw.split("\r"):
+                line = ANSI.sub("", piece).rstrip("\n")
+                if line.strip():
+                    yield lineno, line
