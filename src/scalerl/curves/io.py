@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -48,6 +49,7 @@ from scalerl.curves.sqlite_db import is_sqlite
 from scalerl.curves.swanlab_log import is_swanlab_run, read_swanlab
 from scalerl.curves.tensorboard_log import read_tensorboard
 from scalerl.curves.trackio_log import is_trackio, read_trackio
+from scalerl.curves.unpack import unwrapped
 from scalerl.curves.verl_file_log import looks_like_verl_file, read_verl_file
 from scalerl.curves.verl_log import looks_like_verl, read_verl
 from scalerl.curves.wandb_run_log import is_wandb_run, read_wandb_run
@@ -100,6 +102,12 @@ def _first_line(path: Path) -> str:
         return next((line.strip() for line in f if line.strip()), "")
 
 
+def _is_binary(path: Path) -> bool:
+    """NUL bytes in the first 8 KiB: no text log (nor one of the text formats read here)."""
+    with open(path, "rb") as f:
+        return b"\0" in f.read(8192)
+
+
 def _is_json(line: str) -> bool:
     try:
         json.loads(line)
@@ -126,6 +134,9 @@ def detect_format(path: Path) -> str:
         return "tensorboard"
     if name.endswith(".json") and is_trainer_state(path):
         return "hf-trainer"
+    if _is_binary(path):
+        raise InputError(f"{path}: a binary file, not a log of a format read here ({', '.join(READERS)}; compressed "
+                         "logs and tar archives are unpacked first); export the metrics as CSV/JSONL")
     if looks_like_verl_file(path):
         return "verl-file"
     if name.endswith((".jsonl", ".json", ".ndjson")):
@@ -173,6 +184,20 @@ def read_curves(
         path = Path(os.fspath(path))
         if not path.exists():
             raise InputError(f"{path}: no such file or directory")
+        if path.is_file() and path.stat().st_size == 0:
+            raise InputError(f"{path}: the file is empty")
+        with unwrapped(path) as inner:
+            if inner != path:  # compressed, a tar archive, or UTF-16: read what it holds
+                try:
+                    curves = read_curves(inner, x, y, run=run, fmt=fmt, y_scale=y_scale, bounded=bounded,
+                                         run_column=run_column)
+                except InputError as exc:  # name the user's file, not the temporary one
+                    message = str(exc).replace(str(inner), str(path))
+                    if inner.is_dir() and len(top := sorted(p.name for p in inner.iterdir())) > 1:
+                        message += (f" (the archive holds {len(top)} entries at its top: {', '.join(top[:6])}"
+                                    f"{', ...' if len(top) > 6 else ''}; unpack it and name one)")
+                    raise InputError(message) from None
+                return [replace(c, source=str(path)) for c in curves]
         if path.is_dir() and (path / RUNLOG).is_file() and fmt in (None, "jsonl"):
             path = path / RUNLOG  # a scalerl run directory: its run log
         if path.is_file() and path.stat().st_size == 0:

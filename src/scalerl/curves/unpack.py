@@ -1,0 +1,110 @@
+"""Logs kept in another wrapping than the file a trainer wrote: compressed (gzip, bzip2, xz: how logs
+are archived and shared -- ``train.log.gz``, ``metrics.jsonl.xz``), a tar archive of a run directory
+(``wandb.tar.gz``, ``runs.tar``: how TensorBoard, W&B and SwanLab directories travel), or text
+written as UTF-16 (Windows PowerShell's ``>`` and ``Out-File`` write UTF-16 with a byte-order mark).
+
+:func:`unwrapped` gives the path of what the file holds, unpacked into a temporary directory that
+is removed afterwards, so every reader reads it as it would the original. A file is told by its
+first bytes, not its name. A damaged archive is an error that says so; an archive member that
+would land outside the directory (an absolute path, ``..``) is refused (tarfile's ``data`` filter).
+"""
+
+from __future__ import annotations
+
+import bz2
+import codecs
+import gzip
+import lzma
+import shutil
+import tarfile
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from scalerl.errors import InputError
+
+#: Compressed streams by their magic bytes: (name, opener, the suffix the compressed file's name carries).
+COMPRESSED: dict[bytes, tuple[str, Callable, str]] = {
+    b"\x1f\x8b": ("gzip", gzip.open, ".gz"),
+    b"BZh": ("bzip2", bz2.open, ".bz2"),
+    b"\xfd7zXZ\x00": ("xz", lzma.open, ".xz"),
+}
+#: Byte-order marks of UTF-16 text.
+UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+_CHUNK = 1 << 20
+
+
+def _head(path: Path, n: int = 8) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(n)
+
+
+def wrapping(path: Path) -> str | None:
+    """``'gzip'``, ``'bzip2'``, ``'xz'``, ``'tar'``, ``'utf-16'``, or None for a file read as it is."""
+    if not path.is_file():
+        return None
+    head = _head(path)
+    for magic, (name, _, _) in COMPRESSED.items():
+        if head.startswith(magic):
+            return name
+    if head.startswith(UTF16_BOMS):
+        return "utf-16"
+    return "tar" if tarfile.is_tarfile(path) else None
+
+
+def _inner_name(path: Path, suffix: str) -> str:
+    name = path.name
+    if name.lower().endswith(suffix):
+        return name[: -len(suffix)]
+    if name.lower().endswith(".tgz"):
+        return name[:-4] + ".tar"
+    return name
+
+
+def _untar(archive: Path, into: Path) -> Path:
+    """The archive's contents: its one top-level entry if it has one (``wandb/``), else the directory."""
+    target = into / "untarred"
+    target.mkdir()
+    with tarfile.open(archive) as tar:
+        if hasattr(tarfile, "data_filter"):  # Python >= 3.10.12 / 3.11.4
+            tar.extractall(target, filter="data")
+        else:
+            members = [m for m in tar.getmembers() if m.isfile() or m.isdir()]
+            for m in members:
+                if Path(m.name).is_absolute() or ".." in Path(m.name).parts:
+                    raise tarfile.TarError(f"member {m.name!r} would land outside the directory")
+            tar.extractall(target, members=members)
+    entries = list(target.iterdir())
+    if not entries:
+        raise InputError(f"{archive.name}: an empty tar archive")
+    return entries[0] if len(entries) == 1 else target
+
+
+@contextmanager
+def unwrapped(path: Path) -> Iterator[Path]:
+    """The path of what ``path`` holds (``path`` itself when it is no archive, compressed or UTF-16
+    file); unpacked ones live in a temporary directory for the ``with`` block."""
+    kind = wrapping(path)
+    if kind is None:
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="scalerl-log-") as tmp:
+        root = Path(tmp)
+        try:
+            if kind == "utf-16":
+                inner = root / path.name
+                with open(path, encoding="utf-16", newline="") as src, open(inner, "w", encoding="utf-8", newline="") as dst:
+                    shutil.copyfileobj(src, dst, _CHUNK)
+            elif kind == "tar":
+                inner = _untar(path, root)
+            else:
+                _, opener, suffix = next(v for m, v in COMPRESSED.items() if v[0] == kind)
+                inner = root / _inner_name(path, suffix)
+                with opener(path, "rb") as src, open(inner, "wb") as dst:
+                    shutil.copyfileobj(src, dst, _CHUNK)
+                if tarfile.is_tarfile(inner):  # a compressed tar archive: runs.tar.gz
+                    inner = _untar(inner, root)
+        except (OSError, EOFError, lzma.LZMAError, tarfile.TarError, UnicodeError) as exc:
+            raise InputError(f"{path}: a damaged {kind} file, which could not be unpacked ({exc})") from None
+        yield inner

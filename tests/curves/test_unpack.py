@@ -1,0 +1,91 @@
+"""Logs read through their wrapping: compressed, tar archives, UTF-16 text; binary files refused."""
+
+import bz2
+import gzip
+import io
+import lzma
+import shutil
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scalerl.curves import read_curves
+from scalerl.errors import InputError
+
+DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parents[2]
+CSV = ROOT / "examples" / "data" / "real_rl_curves.csv"
+
+
+def _same(a, b):
+    assert [c.name for c in a] == [c.name for c in b]
+    for ca, cb in zip(a, b):
+        np.testing.assert_array_equal(ca.x, cb.x)
+        np.testing.assert_array_equal(ca.y, cb.y)
+        assert ca.notes == cb.notes
+
+
+@pytest.mark.parametrize("opener,suffix", [(gzip.open, ".gz"), (bz2.open, ".bz2"), (lzma.open, ".xz")])
+def test_a_compressed_log_reads_as_the_log_it_holds(tmp_path, opener, suffix):
+    plain = read_curves(CSV, "cum_wall_hours", "val_score")
+    packed = tmp_path / f"real_rl_curves.csv{suffix}"
+    with opener(packed, "wb") as f:
+        f.write(CSV.read_bytes())
+    curves = read_curves(packed, "cum_wall_hours", "val_score")
+    _same(curves, plain)
+    assert all(c.source == str(packed) for c in curves)
+    # told by its bytes, not its name
+    renamed = tmp_path / "metrics"  # no extension: the bytes say compressed, the first line CSV
+    shutil.copy(packed, renamed)
+    _same(read_curves(renamed, "cum_wall_hours", "val_score"), plain)
+
+
+def test_a_console_log_written_as_utf16_by_powershell(tmp_path):
+    text = gzip.decompress((DATA / "skyrl_console.log.gz").read_bytes()).decode()
+    plain, wide = tmp_path / "plain.log", tmp_path / "wide" / "plain.log"
+    wide.parent.mkdir()
+    plain.write_text(text)
+    wide.write_text(text.replace("\n", "\r\n"), encoding="utf-16")  # PowerShell: BOM, CRLF
+    _same(read_curves(wide, "step", "eval/all/avg_score"), read_curves(plain, "step", "eval/all/avg_score"))
+
+
+def test_a_tar_archive_of_a_run_directory(tmp_path):
+    # How a TensorBoard / W&B directory travels: the archive reads as the directory it holds.
+    with tarfile.open(DATA / "trl_tensorboard_resumed.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    _same(read_curves(DATA / "trl_tensorboard_resumed.tar.gz", "step", "eval/reward"),
+          read_curves(tmp_path / "runs", "step", "eval/reward"))
+
+
+def test_an_error_names_the_users_file_and_what_the_archive_holds(tmp_path):
+    packed = tmp_path / "train.csv.gz"
+    packed.write_bytes(gzip.compress(CSV.read_bytes()))
+    with pytest.raises(InputError, match=r"train\.csv\.gz: no y column 'reward'") as exc:
+        read_curves(packed, "step", "reward")
+    assert "scalerl-log-" not in str(exc.value)
+    with pytest.raises(InputError, match="holds 2 entries at its top: trackio, trackio-parquet; unpack it"):
+        read_curves(DATA / "trackio_runs.tar.gz", "step", "eval/reward")
+
+
+def test_damaged_and_hostile_archives_and_binary_files(tmp_path):
+    cut = tmp_path / "train.log.gz"
+    cut.write_bytes(gzip.compress(CSV.read_bytes())[:300])  # the copy broke off
+    with pytest.raises(InputError, match="a damaged gzip file"):
+        read_curves(cut, "step", "val_score")
+
+    hostile = tmp_path / "runs.tar"
+    with tarfile.open(hostile, "w") as tar:
+        data = CSV.read_bytes()
+        member = tarfile.TarInfo("../escaped.csv")
+        member.size = len(data)
+        tar.addfile(member, io.BytesIO(data))
+    with pytest.raises(InputError, match="a damaged tar file"):
+        read_curves(hostile, "step", "val_score")
+    assert not (tmp_path.parent / "escaped.csv").exists()
+
+    binary = tmp_path / "model.log"
+    binary.write_bytes(b"\x00\x01PK" * 100)
+    with pytest.raises(InputError, match="a binary file, not a log of a format read here"):
+        read_curves(binary, "step", "val_score")
