@@ -244,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{fmt:12s} {len(paths):>5d} {mb:>7.1f} {seconds:>8.2f} {len(curves):>5d} {sum(len(c) for c in curves):>7d}",
               flush=True)
     db = logs["mlflow"][0]
-    seconds, (rows, _) = timed(lambda: read_mlflow_rows(db, metric_keys(db)), 1)
+    seconds, (rows, _, _) = timed(lambda: read_mlflow_rows(db, metric_keys(db)), 1)
     print(f"mlflow, every metric of the store read (before): {seconds:.2f} s ({len(rows)} rows)")
     shutil.rmtree(work)
     return 0

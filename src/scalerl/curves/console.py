@@ -23,7 +23,9 @@ def shown_lines(path: Path) -> Iterator[tuple[int, str]]:
     of a line redrawn with ``\\r`` (tqdm) each piece in turn."""
     with open(path, encoding="utf-8", errors="replace") as f:
         for lineno, raw in enumerate(f, start=1):
-            for piece in raw.split("\r"):
-                line = ANSI.sub("", piece).rstrip("\n")
+            if "\x1b" in raw:  # (the tests before the regexes: most lines of a large log have neither)
+                raw = ANSI.sub("", raw)
+            for piece in raw.split("\r") if "\r" in raw else (raw,):
+                line = piece.rstrip("\n")
                 if line.strip():
                     yield lineno, line

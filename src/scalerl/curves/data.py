@@ -31,6 +31,8 @@ class Curve:
     """Where the curve was read from, for messages."""
     notes: tuple[str, ...] = field(default=())
     """Things the reader noticed and the user should see (skipped lines, ...)."""
+    run_id: str = ""
+    """The tracker's id of the run where it has one (W&B, MLflow, Trackio, SwanLab): ``--run`` takes it too."""
 
     @classmethod
     def from_arrays(

@@ -57,12 +57,24 @@ from scalerl.errors import InputError
 from scalerl.runlog import RUNLOG
 
 
+#: The shortest prefix of a run id ``--run`` matches (W&B ids have 8 characters; MLflow's UI shows 8 of 32).
+MIN_ID_PREFIX = 6
+
+
 def _pick_runs(path: Path, curves: list[Curve], run: str | None) -> list[Curve]:
+    """The runs ``run`` names: by name, else by the tracker's run id (or its first characters: what a
+    W&B or MLflow address shows)."""
     if run is None:
         return curves
     picked = [c for c in curves if c.name == run]
     if not picked:
-        names = ", ".join(repr(c.name) for c in curves)
+        picked = [c for c in curves if c.run_id and (c.run_id == run or
+                                                     (len(run) >= MIN_ID_PREFIX and c.run_id.startswith(run)))]
+    if len({c.run_id for c in picked}) > 1 and not any(c.name == run for c in picked):
+        names = ", ".join(f"{c.name!r} ({c.run_id})" for c in picked)
+        raise InputError(f"{path}: {run!r} begins the ids of {len(picked)} runs: {names}; give more of the id")
+    if not picked:
+        names = ", ".join(repr(c.name) + (f" ({c.run_id})" if c.run_id and c.run_id != c.name else "") for c in curves)
         raise InputError(f"{path}: no run named {run!r}; runs in the file: {names}")
     return picked
 

@@ -155,9 +155,9 @@ def _join_resumed(steps: dict[str, dict[int, dict]], names: dict[str, str]) -> l
     return notes
 
 
-def read_mlflow_rows(path: Path | Server, keys: Collection[str]) -> tuple[list[dict[str, Any]], list[str]]:
-    """Rows (``run``, ``step``, ``wall_time``, the metrics among ``keys``...) of every live run, and
-    notes. Only ``keys`` are read: a store holds every metric a trainer logs (verl: ~100 a step)."""
+def read_mlflow_rows(path: Path | Server, keys: Collection[str]) -> tuple[list[dict[str, Any]], list[str], dict[str, str]]:
+    """Rows (``run``, ``step``, ``wall_time``, the metrics among ``keys``...) of every live run, notes,
+    and each run's id by its name in the rows. Only ``keys`` are read: a store holds every metric a trainer logs (verl: ~100 a step)."""
     if isinstance(path, Server):
         records = path.records(keys)
     else:
@@ -184,8 +184,10 @@ def read_mlflow_rows(path: Path | Server, keys: Collection[str]) -> tuple[list[d
     for rid in steps:
         taken[names[rid]] += 1
     rows: list[dict[str, Any]] = []
+    ids: dict[str, str] = {}
     for rid, by_step in steps.items():
         label = names[rid] if taken[names[rid]] == 1 else f"{names[rid]} [{rid[:8]}]"
+        ids[label] = rid
         t0 = min(ts for metrics in by_step.values() for ts, _ in metrics.values())
         for step in sorted(by_step):
             metrics = by_step[step]
@@ -198,7 +200,7 @@ def read_mlflow_rows(path: Path | Server, keys: Collection[str]) -> tuple[list[d
     for name, n in repeated.items():
         if n:
             notes.append(f"run {name!r}: {n} metric value(s) logged again at the same step (a resumed run?): the latest kept")
-    return rows, notes
+    return rows, notes, ids
 
 
 def read_mlflow(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
@@ -212,9 +214,10 @@ def read_mlflow(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = T
     if stored[y] not in available:
         raise unknown_column(where, "y", y, available)
     wanted = {stored[y], *x_columns(where, available, stored[x])} - set(SYNTHETIC)
-    rows, notes = read_mlflow_rows(store, wanted)
+    rows, notes, ids = read_mlflow_rows(store, wanted)
     renamed = {name: key for name, key in stored.items() if name != key}
     if renamed:
         rows = [{**r, **{name: r[key] for name, key in renamed.items() if key in r}} for r in rows]
     name = urllib.parse.urlsplit(path).netloc if is_server(path) else store.stem
-    return curves_from_rows(where, rows, x, y, default_name=name, notes=notes, y_scale=y_scale, bounded=bounded)
+    return curves_from_rows(where, rows, x, y, default_name=name, notes=notes, y_scale=y_scale, bounded=bounded,
+                            run_ids=ids)

@@ -7,6 +7,7 @@ metrics) are not. ``x`` may be a column or ``cum:COL`` / ``cum:GLOB``, a running
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import math
 import re
@@ -40,9 +41,28 @@ def unwrap_scalar(text: str) -> str:
 DEFAULT_RUN_COLUMN = "run"
 
 
+#: Up to this many columns an unknown column's message lists them all; a real trainer's log holds
+#: hundreds (verl ~100-300 a step), and then the message names the likely ones.
+LIST_ALL_COLUMNS = 60
+#: What the names of the columns an axis is usually given look like.
+_LIKELY = {
+    "x": re.compile(r"step|time|token|flop|sample|hour|epoch|runtime", re.I),
+    "y": re.compile(r"val|eval|test|acc|reward|score|pass|mean@|mean_at_", re.I),
+}
+
+
 def unknown_column(path: Path, kind: str, name: str, available) -> InputError:
-    cols = ", ".join(repr(c) for c in sorted(available)) or "(none)"
-    return InputError(f"{path}: no {kind} column {name!r}; available columns: {cols}")
+    cols = sorted(available)
+    if len(cols) <= LIST_ALL_COLUMNS:
+        listed = ", ".join(repr(c) for c in cols) or "(none)"
+        return InputError(f"{path}: no {kind} column {name!r}; available columns: {listed}")
+    close = difflib.get_close_matches(name, cols, n=5, cutoff=0.6)
+    likely = [c for c in cols if c not in close and _LIKELY.get(kind, _LIKELY["y"]).search(c)][:LIST_ALL_COLUMNS - len(close)]
+    shown = close + likely
+    hint = f" did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    return InputError(f"{path}: no {kind} column {name!r};{hint} {len(cols)} columns, among them "
+                      f"{', '.join(repr(c) for c in shown[len(close):]) or ', '.join(repr(c) for c in cols[:20])}"
+                      f"{f' (and {len(cols) - len(shown)} more)' if len(cols) > len(shown) else ''}")
 
 
 #: ``--x cum:COL``: the running total of a per-step column (``cum:timing_s/step``: wall seconds so
@@ -86,12 +106,14 @@ def _cumulative_columns(path: Path, keys: set[str], pattern: str) -> Callable[[d
 
 
 def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_name: str, notes=(),
-                     y_scale: float = 1.0, bounded: bool = True, run_column: str | None = None) -> list[Curve]:
+                     y_scale: float = 1.0, bounded: bool = True, run_column: str | None = None,
+                     run_ids: dict[str, str] | None = None) -> list[Curve]:
     """Curves from a log's rows (dicts, in log order): every row holding ``y`` is a point; rows
     without it (training metrics) are not. Runs are told apart by ``run_column`` (which must then
     be a key of the rows; default: ``run`` where a row has it, else ``default_name``). ``x`` may be ``cum:COL`` (a running total, per run, over
     every row). A point whose row lacks the x column takes the latest x logged before it (said in
-    the notes); one whose x or y is null is dropped and counted."""
+    the notes); one whose x or y is null is dropped and counted. ``run_ids`` maps a run's name to
+    its tracker's id (:attr:`Curve.run_id`)."""
     keys: set[str] = set().union(*rows) if rows else set()
     if run_column is not None and run_column not in keys:
         raise unknown_column(path, "run", run_column, keys - {"type"})
@@ -152,6 +174,8 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
                                             dropped=d[0], notes=run_notes(name)))
         except InputError as exc:
             refused.append(exc)
+    if run_ids:
+        curves = [replace(c, run_id=run_ids.get(c.name, "")) for c in curves]
     if refused and not curves:
         raise refused[0]
     if refused:

@@ -48,7 +48,7 @@ SNIFF_LINES = 200_000
 
 def _source(line: str) -> tuple[str, str]:
     """(Ray's prefix, or '' where there is none; the line without it)."""
-    found = RAY_PREFIX.match(line)
+    found = RAY_PREFIX.match(line) if "pid=" in line else None
     return (found.group(0).strip(), line[found.end():]) if found else ("", line)
 
 
@@ -79,7 +79,7 @@ def _blocks(path: Path, limit: int | None = None):
                     del open_blocks[who]
                     yield step, None, start
                 continue
-        header = _HEADER.search(text)
+        header = _HEADER.search(text) if "Step " in text else None
         if header:
             open_blocks[who] = (int(header.group(1)), lineno, [])
     for step, start, body in open_blocks.values():

@@ -160,8 +160,10 @@ def read_swanlab(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = 
     for name, _ in runs.values():
         taken[name] += 1
     rows: list[dict[str, Any]] = []
+    ids: dict[str, str] = {}
     for rid, (name, attempts) in runs.items():
         label = name if taken[name] == 1 else f"{name} [{rid}]"
+        ids[label] = rid
         times = [when for scalars in attempts for _, _, _, when in scalars]
         if not times:
             continue
@@ -180,4 +182,5 @@ def read_swanlab(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = 
         rows += run_rows
     if not rows:
         raise InputError(f"{path}: the SwanLab run file(s) hold no logged scalars")
-    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)
+    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded,
+                            run_ids=ids)

@@ -192,8 +192,10 @@ class _Log:
         self.keys: set[str] = set()
         self.unreadable = 0
         self.runs: list[tuple[str, list[tuple[float, int, dict[str, Any]]]]] = []
+        self.ids: dict[str, str] = {}  # run name -> Trackio's run id (trackio >= 0.24; older runs have none)
         for name, key, logs in named:
             label = name if count[name] == 1 else f"{name} [{key[:8]}]"
+            self.ids[label] = key
             try:
                 stamps = [datetime.fromisoformat(stamp) for stamp, _, _ in logs]
             except (TypeError, ValueError):
@@ -234,4 +236,5 @@ def read_trackio(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = 
         rows.extend(run_rows)
     if log.unreadable:
         notes.append(f"{log.unreadable} logged row(s) whose metrics are not a JSON object were skipped")
-    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)
+    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded,
+                            run_ids=log.ids)

@@ -42,6 +42,8 @@ from scalerl.errors import InputError
 
 #: A console-logger line: ``step:N - key:value - key:value ...`` after any prefix.
 _STEP_LINE = re.compile(r"(?:^|[\s)\]])step:(-?\d+) - (\S.*)$")
+#: The same, searched for in a whole text at once (a line at a time costs seconds on a large log that has none).
+_STEP_LINE_ANYWHERE = re.compile(_STEP_LINE.pattern, re.M)
 #: ``Initial validation metrics: {...}`` (pprint of the metrics dict, maybe quoted).
 _INITIAL = re.compile(r"Initial validation metrics:\s*(\{.*\})")
 #: One ``'key': value`` item of that dict; numpy scalars print as ``np.float64(0.5)``.
@@ -77,7 +79,7 @@ def looks_like_verl(path: Path) -> bool:
     """Whether ``path`` holds verl console-logger step lines (looks at its first few MB)."""
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read(SNIFF_CHARS)
-    return any(_STEP_LINE.search(ANSI.sub("", line)) for line in text.splitlines())
+    return _STEP_LINE_ANYWHERE.search(ANSI.sub("", text)) is not None
 
 
 def _initial_metrics(line: str, rest) -> dict[str, float] | None:

@@ -229,8 +229,10 @@ def read_wandb_run(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool 
     for r in runs:
         taken[r.name] += 1
     rows: list[dict[str, Any]] = []
+    ids: dict[str, str] = {}
     for r in runs:
         label = r.name if taken[r.name] == 1 else f"{r.name} [{r.run_id}]"
+        ids[label] = r.run_id
         if r.restarted:
             notes.append(f"run {label!r}: resumed offline in {r.restarted} later file(s) whose _runtime started "
                          "over: continued from the earlier file's last value")
@@ -249,4 +251,5 @@ def read_wandb_run(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool 
         run_rows, resumed = keep_resumed_attempts(run_rows, label)
         notes += resumed
         rows.extend(run_rows)
-    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)
+    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded,
+                            run_ids=ids)
