@@ -160,8 +160,8 @@ def detect_format(path: Path) -> str:
     if looks_like_skyrl(path):  # before dict-lines: SkyRL's one-line status dicts are no metric rows
         return "skyrl"
     first = _first_line(path)
-    if first.startswith("{") and _is_json(first):
-        return "jsonl"
+    if first.startswith(("{", "[")) and (_is_json(first) or first in ("{", "[")):
+        return "jsonl"  # JSON lines, or a JSON document (pretty-printed: its first line a lone bracket)
     if looks_like_dict_lines(path):
         return "dict-lines"
     if name.endswith((".log", ".out", ".err")):
@@ -170,7 +170,7 @@ def detect_format(path: Path) -> str:
                          "the metrics as CSV/JSONL")
     # .txt or an unknown extension: by the first non-blank character.
     if first:
-        return "jsonl" if first.startswith("{") else "csv"
+        return "jsonl" if first.startswith(("{", "[")) else "csv"
     raise InputError(f"{path}: the file is empty")
 
 
