@@ -45,6 +45,17 @@ def test_a_json_document_of_metrics_in_each_shape(tmp_path, orient):
     np.testing.assert_array_equal(same.y, curve.y)
 
 
+def test_tensorboards_download_of_a_scalar(tmp_path):
+    # TensorBoard's UI, "Download JSON" under a scalar chart: [[wall_time, step, value], ...]
+    df = _history()
+    path = tmp_path / "run-grpo-tag-val_acc.json"
+    path.write_text(json.dumps([[1.7e9 + 3600 * h, s, v] for h, s, v in zip(df["hours"], df["step"], df["acc"])]))
+    [curve] = read_curves(path, "wall_time", "value")
+    np.testing.assert_allclose(curve.x, df["hours"], atol=1e-6)
+    np.testing.assert_allclose(curve.y, df["acc"])
+    assert list(read_curves(path, "step", "value")[0].x) == list(df["step"])
+
+
 def test_rows_per_run_and_a_missing_value(tmp_path):
     df = _history()
     later = df.assign(acc=df["acc"] * 0.9)

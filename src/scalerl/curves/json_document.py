@@ -6,7 +6,10 @@ pandas' ``DataFrame.to_json`` write when a script saves its metrics. The tables 
 * pandas' default (``orient="columns"``) -- ``{"step": {"0": 0, "1": 10}, "acc": {"0": 0.21, ...}}``,
   and ``orient="index"`` -- ``{"0": {"step": 0, "acc": 0.21}, ...}``; ``orient="split"`` --
   ``{"columns": [...], "index": [...], "data": [[...], ...]}``;
-* ``runs`` -- rows per run: ``{"grpo-a": [{"step": 0, ...}, ...], "grpo-b": [...]}``, each key a run.
+* ``runs`` -- rows per run: ``{"grpo-a": [{"step": 0, ...}, ...], "grpo-b": [...]}``, each key a run;
+* TensorBoard's download (its UI's "Download JSON" of one scalar) -- ``[[wall_time, step, value],
+  ...]``: columns ``wall_time`` (hours since the first point, as the TensorBoard reader gives it),
+  ``step`` and ``value``.
 
 Anything else is an error that names the shapes read; rows are then read like JSON lines.
 """
@@ -19,7 +22,10 @@ from typing import Any
 
 from scalerl.errors import InputError
 
-SHAPES = "a list of rows, a list per column, pandas' to_json (columns, index, split, records), or rows per run"
+SHAPES = ("a list of rows, a list per column, pandas' to_json (columns, index, split, records), rows per run, "
+          "or TensorBoard's [[wall_time, step, value], ...]")
+#: TensorBoard's "Download JSON": seconds since the epoch, step, value.
+TENSORBOARD_DOWNLOAD = ("wall_time", "step", "value")
 
 
 def _int_like(keys) -> bool:
@@ -38,6 +44,10 @@ def document_rows(doc: Any, path: Path, run_column: str = "run") -> tuple[list[d
     """The rows of a JSON document of one of the shapes above, and the shape's name."""
     if isinstance(doc, list) and doc and all(isinstance(r, dict) for r in doc):
         return doc, "records"
+    if isinstance(doc, list) and doc and all(isinstance(r, list) and len(r) == 3 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in r) for r in doc):
+        t0 = min(r[0] for r in doc)
+        return [dict(zip(TENSORBOARD_DOWNLOAD, ((r[0] - t0) / 3600.0, r[1], r[2]))) for r in doc], "tensorboard"
     if isinstance(doc, dict) and doc:
         values = list(doc.values())
         if {"columns", "data"} <= doc.keys() and isinstance(doc["data"], list):
