@@ -69,6 +69,19 @@ def test_an_error_names_the_users_file_and_what_the_archive_holds(tmp_path):
         read_curves(DATA / "trackio_runs.tar.gz", "step", "eval/reward")
 
 
+def test_a_log_piped_in_on_standard_input(tmp_path):
+    import subprocess
+    import sys
+
+    cli = [sys.executable, "-m", "scalerl.cli", "fit", "-", "--x", "cum_wall_hours", "--y", "val_score", "--json"]
+    packed = gzip.compress(CSV.read_bytes())  # kubectl logs ... | gzip | scalerl fit - : told by its bytes
+    done = subprocess.run(cli + ["--run", "verl_training_log__grpo_run_deepseek7b_llm"], input=packed,
+                          capture_output=True, check=True)
+    assert b'"run": "verl_training_log__grpo_run_deepseek7b_llm"' in done.stdout
+    bad = subprocess.run(cli[:-1] + ["--run", "nope"], input=CSV.read_bytes(), capture_output=True)
+    assert bad.returncode != 0 and b"<stdin>: no run named 'nope'" in bad.stderr and b"scalerl-" not in bad.stderr
+
+
 def test_damaged_and_hostile_archives_and_binary_files(tmp_path):
     cut = tmp_path / "train.log.gz"
     cut.write_bytes(gzip.compress(CSV.read_bytes())[:300])  # the copy broke off

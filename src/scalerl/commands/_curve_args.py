@@ -13,14 +13,17 @@ from scalerl.errors import InputError
 def add_data_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
     if many:
         p.add_argument("paths", nargs="+", metavar="PATH",
-                       help="run logs (a scalerl run dir or JSONL, CSV, W&B CSV export or wandb run dir, TensorBoard dir, "
-                            "verl console log, trainer_state.json, MLflow store or server URL)")
+                       help="run logs (a scalerl run dir or JSONL, CSV, JSON, W&B CSV export or wandb run dir, TensorBoard "
+                            "dir, verl or SkyRL console log, trainer_state.json, MLflow store or server URL, Trackio or "
+                            "SwanLab store; compressed or a tar archive of one)")
     else:
         p.add_argument("path", metavar="PATH", help="run log (a scalerl run dir or its JSONL, CSV, W&B CSV export, "
                                                     "a wandb dir or run-*.wandb file, TensorBoard dir or event file, "
                                                     "verl console log, HF/TRL trainer_state.json or its run dir, "
                                                     "MLflow mlruns.db, mlruns directory or http(s) server URL, "
-                                                    "a console log of printed metric dicts)")
+                                                    "Trackio or SwanLab store, SkyRL console, a console log of printed "
+                                                    "metric dicts, a JSON document; compressed or a tar archive of "
+                                                    "one; - for standard input)")
     p.add_argument("--x", required=True, metavar="COL",
                    help="compute column (e.g. gpu_hours, flops, step); cum:COL is its running total (cum:timing_s/step)")
     p.add_argument("--y", required=True, metavar="COL", help="metric column (a pass rate in [0, 1])")

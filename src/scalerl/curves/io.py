@@ -49,7 +49,7 @@ from scalerl.curves.sqlite_db import is_sqlite
 from scalerl.curves.swanlab_log import is_swanlab_run, read_swanlab
 from scalerl.curves.tensorboard_log import read_tensorboard
 from scalerl.curves.trackio_log import is_trackio, read_trackio
-from scalerl.curves.unpack import unwrapped
+from scalerl.curves.unpack import STDIN, stdin_copy, unwrapped
 from scalerl.curves.verl_file_log import looks_like_verl_file, read_verl_file
 from scalerl.curves.verl_log import looks_like_verl, read_verl
 from scalerl.curves.wandb_run_log import is_wandb_run, read_wandb_run
@@ -187,7 +187,15 @@ def read_curves(
 ) -> list[Curve]:
     """Every run in ``path`` (or only ``run``) as :class:`Curve` objects. ``run_column`` names the
     column that tells runs apart in a CSV / JSONL log (default ``run``); the other formats define
-    their runs themselves."""
+    their runs themselves. ``path`` ``-`` reads standard input."""
+    if os.fspath(path) == STDIN:
+        with stdin_copy() as copy:
+            try:
+                curves = read_curves(copy, x, y, run=run, fmt=fmt, y_scale=y_scale, bounded=bounded,
+                                     run_column=run_column)
+            except InputError as exc:
+                raise InputError(str(exc).replace(str(copy), "<stdin>")) from None
+            return [replace(c, source="<stdin>") for c in curves]
     if is_server(path):  # an MLflow tracking server's address (http://host:port, or its UI's): no file
         if fmt not in (None, "mlflow"):
             raise InputError(f"{path}: an address is read as an MLflow tracking server, not as {fmt!r}")

@@ -1,4 +1,5 @@
-"""Logs kept in another wrapping than the file a trainer wrote: compressed (gzip, bzip2, xz: how logs
+"""Logs kept in another wrapping than the file a trainer wrote -- or no file at all (``-``: standard
+input, ``kubectl logs trainer | scalerl fit - ...``): compressed (gzip, bzip2, xz: how logs
 are archived and shared -- ``train.log.gz``, ``metrics.jsonl.xz``), a tar archive of a run directory
 (``wandb.tar.gz``, ``runs.tar``: how TensorBoard, W&B and SwanLab directories travel), or text
 written as UTF-16 (Windows PowerShell's ``>`` and ``Out-File`` write UTF-16 with a byte-order mark).
@@ -16,6 +17,7 @@ import codecs
 import gzip
 import lzma
 import shutil
+import sys
 import tarfile
 import tempfile
 from contextlib import contextmanager
@@ -79,6 +81,24 @@ def _untar(archive: Path, into: Path) -> Path:
     if not entries:
         raise InputError(f"{archive.name}: an empty tar archive")
     return entries[0] if len(entries) == 1 else target
+
+
+#: The path that names standard input.
+STDIN = "-"
+
+
+@contextmanager
+def stdin_copy() -> Iterator[Path]:
+    """Standard input, copied to a temporary file named ``stdin`` (every reader reads a file; a
+    console piped in has no name, so its format is told by its content)."""
+    if sys.stdin is None or sys.stdin.isatty():
+        raise InputError("PATH '-' reads the log from standard input, which is a terminal: pipe a log in "
+                         "(kubectl logs POD | scalerl fit - ...) or name a file")
+    with tempfile.TemporaryDirectory(prefix="scalerl-stdin-") as tmp:
+        copy = Path(tmp) / "stdin"
+        with open(copy, "wb") as dst:
+            shutil.copyfileobj(sys.stdin.buffer, dst, _CHUNK)
+        yield copy
 
 
 @contextmanager
