@@ -40,6 +40,11 @@ def test_csv_comments_nan_and_percentages(tmp_path):
     assert np.allclose(c.y, [0.1, 0.2, 0.4])
     assert c.dropped == 2  # nan and inf: dropped and counted
     assert any("1 row(s) have no 'acc' value" in n for n in c.notes)  # the empty cell: said, not an evaluation
+    # a spreadsheet's percent-formatted cells say what they are: read as fractions, no --y-scale
+    p.write_text("step,compute,acc\n0,0,10.5%\n1,1,20%\n2,2,40 %\n")
+    c = read_curve(p, "compute", "acc")
+    assert np.allclose(c.y, [0.105, 0.2, 0.4])
+    assert any("3 cell(s) written as percentages" in n for n in c.notes)
 
 
 @pytest.mark.parametrize("delimiter", [";", "\t", "|"])

@@ -18,12 +18,13 @@ _MISSING = {"", "nan", "NaN", "NAN", "null", "None", "none", "inf", "-inf", "Inf
 
 def _number(text: str, *, where: str) -> float:
     """Parse a cell; missing / NaN / inf become NaN (dropped and counted later); a numpy repr
-    (``np.float64(0.5)``) is its number."""
+    (``np.float64(0.5)``) is its number; a percentage (``45.3%``, as spreadsheets export a
+    percent-formatted cell) its fraction."""
     s = unwrap_scalar(text.strip())
     if s in _MISSING:
         return math.nan
     try:
-        return float(s)
+        return float(s[:-1]) / 100.0 if s.endswith("%") else float(s)
     except ValueError:
         raise InputError(f"{where}: {s[:40]!r} is not a number -- fix the cell or choose another column") from None
 
@@ -85,7 +86,7 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
         raise unknown_column(path, "run", run_column, header)
     run_column = run_column or DEFAULT_RUN_COLUMN
     ir = index.get(run_column)
-    records, without_y = [], 0
+    records, without_y, percent = [], 0, 0
     for lineno, row in rows:
         if len(row) != len(header):
             raise InputError(f"{path}: line {lineno} has {len(row)} fields, the header has {len(header)}")
@@ -97,9 +98,12 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
             if decimal_comma and _DECIMAL_COMMA.match(cell):
                 cell = cell.replace(",", ".")
             record[col] = _number(cell, where=f"{path}: line {lineno}, column {col!r}")
+            percent += cell.endswith("%")
         without_y += y not in record
         records.append(record)
     notes = (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
+    if percent:
+        notes += (f"{percent} cell(s) written as percentages ('45.3%') read as fractions (0.453)",)
     return curves_from_rows(path, records, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
                             bounded=bounded, run_column=run_column if ir is not None else None)
 
