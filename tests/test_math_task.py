@@ -179,3 +179,56 @@ def test_every_task_setting_is_documented():
                 continue
             assert documented.get(f.name), f"{cls.__name__}.{f.name} has no docstring"
             assert f"| `{f.name}` |" in docs, f"{cls.__name__}.{f.name} is not in docs/tasks.md"
+
+
+def _verl_rows(n=40):
+    """Rows as verl's examples/data_preprocess/gsm8k.py writes them: the prompt a conversation, the
+    answer under reward_model.ground_truth."""
+    return [{"data_source": "openai/gsm8k",
+             "prompt": [{"role": "system", "content": "You are a careful solver."},
+                        {"role": "user", "content": f"What is {i} + {i}? Let's think step by step."}],
+             "ability": "math", "reward_model": {"style": "rule", "ground_truth": str(2 * i)},
+             "extra_info": {"split": "train", "index": i}} for i in range(n)]
+
+
+def test_a_verl_parquet_with_a_conversation_prompt_and_a_nested_answer(tmp_path, user_model):
+    import datasets
+    from transformers import AutoTokenizer
+
+    from scalerl.tasks.encoding import encode_problem
+
+    path = tmp_path / "train.parquet"
+    datasets.Dataset.from_list(_verl_rows()).to_parquet(str(path))  # as verl's preprocessing saves it
+    rows = load_rows(path, answer_field="reward_model.ground_truth")
+    assert rows[3].prompt == "What is 3 + 3? Let's think step by step." and rows[3].answer == "6"
+    assert rows[3].messages == (("system", "You are a careful solver."), ("user", rows[3].prompt))
+
+    task = MathTask(data=str(path), answer_field="reward_model.ground_truth", val_fraction=0.2)
+    problem = task.train_problems()[0]
+    assert problem.messages and problem.prompt == problem.messages[-1][1]
+    # an instruct model gets the whole conversation through its chat template, system prompt included
+    tok = AutoTokenizer.from_pretrained(user_model("llama"))
+    ids = encode_problem(tok, problem)
+    expected = tok.apply_chat_template(problem.conversation, add_generation_prompt=True, tokenize=True)
+    assert ids == list(expected["input_ids"] if hasattr(expected, "keys") else expected)
+    assert "You are a careful solver." in tok.decode(ids)
+    # a base model (no chat template) reads the turns' texts one after another
+    tok.chat_template = None
+    assert tok.decode(encode_problem(tok, problem)).startswith("You are a careful solver.\n\nWhat is")
+
+
+def test_conversation_and_nested_field_errors(tmp_path):
+    bad = _verl_rows(2)
+    bad[1]["prompt"] = bad[1]["prompt"] + [{"role": "assistant", "content": "4"}]
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(InputError, match=r"row 2: the conversation in 'prompt' ends with a message of role 'assistant'"):
+        load_rows(path, answer_field="reward_model.ground_truth")
+    with pytest.raises(InputError, match=r"row 1: missing field 'answer' \(fields present: .*'reward_model.ground_truth'"):
+        load_rows(path)
+    path.write_text(json.dumps([{"prompt": [{"role": "user", "content": 3}], "answer": "3"}]))
+    with pytest.raises(InputError, match="field 'prompt' is empty or not text .nor a conversation"):
+        load_rows(path)
+    # a key that holds the dots itself is that key, not a path
+    path.write_text(json.dumps([{"a.b": "x", "a": {"b": "y"}, "prompt": "p"}]))
+    assert load_rows(path, answer_field="a.b")[0].answer == "x"

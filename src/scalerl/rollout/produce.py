@@ -18,7 +18,7 @@ from scalerl.rl.filters import DynamicSamplingBuffer
 from scalerl.rollout.context import RolloutContext, RoundContext
 from scalerl.rollout.groups import Group, RolloutBatch
 from scalerl.tasks.base import Problem
-from scalerl.tasks.encoding import encode_prompts
+from scalerl.tasks.encoding import encode_problems
 
 
 def round_params(params: SamplingParams, round_: int) -> SamplingParams:
@@ -49,7 +49,7 @@ def generate_groups(ctx: RoundContext, generator: Generator, problems: Sequence[
     (deterministic PipelineRL-k; :class:`~scalerl.generate.base.ScheduledUpdates`).
     """
     g = ctx.recipe.batch.generations_per_prompt
-    prompts = encode_prompts(ctx.tokenizer, [p.prompt for p in problems])
+    prompts = encode_problems(ctx.tokenizer, problems)
     flat = [prompts[i] for i in range(len(problems)) for _ in range(g)]
     if updates is None:
         completions = generator.generate(flat, params, ctx.length_control)

@@ -16,10 +16,22 @@ class Problem:
     id: str
     """Stable id (used by the no-positive-resampling sampler and in logs)."""
     prompt: str
-    """Text given to the model (before any chat template)."""
+    """Text given to the model (before any chat template); where the data gave a conversation
+    (``messages``), the text of its last user turn (what logs show and a reward function gets)."""
     answer: str
     """Reference answer the reward compares against."""
     meta: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    messages: tuple[tuple[str, str], ...] = ()
+    """The conversation to prompt with, where the data gave one: ``(role, content)`` pairs ending
+    with a user turn (a system prompt, then the question -- verl's and TRL's conversational
+    datasets); empty where ``prompt`` is the one user turn."""
+
+    @property
+    def conversation(self) -> list[dict[str, str]]:
+        """The prompt as chat messages: the data's conversation, or ``prompt`` as one user turn."""
+        if self.messages:
+            return [{"role": role, "content": content} for role, content in self.messages]
+        return [{"role": "user", "content": self.prompt}]
 
 
 @runtime_checkable

@@ -6,6 +6,12 @@ experiment without telling anyone (and shifts every later row id); one bad row i
 sign of a wrong field name or a broken export that the user wants to fix, not to train around.
 Rows are numbered from 1: for JSONL the row number is the line number in the file; for CSV
 it is the line the row starts on (the header is line 1), so an editor finds it.
+
+What verl's and TRL's data preparation write reads as it is: a field may be a path into nested
+objects (``reward_model.ground_truth``: verl's parquet keeps the answer there), and the prompt may
+be a conversation -- a list of ``{"role", "content"}`` messages ending with a user turn (verl's
+``prompt`` column, TRL's conversational format), which the model then gets through its chat
+template, system prompt included.
 """
 
 from __future__ import annotations
@@ -31,6 +37,12 @@ class Row:
     row: int
     prompt: str
     answer: str
+    messages: tuple[tuple[str, str], ...] = ()
+    """The conversation, where the prompt field held one (``prompt`` is then its last user turn)."""
+
+
+#: The roles a prompt conversation's messages may have.
+ROLES = ("system", "user", "assistant")
 
 
 def _jsonl(path: Path) -> Iterator[tuple[int, Any]]:
@@ -120,6 +132,42 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
+def _field(record: dict, name: str) -> tuple[bool, Any]:
+    """``(found, value)`` of ``name`` in ``record``: a key, or a dotted path into nested objects
+    (``reward_model.ground_truth``); a key that holds the dots itself wins."""
+    if name in record:
+        return True, record[name]
+    value: Any = record
+    for part in name.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False, None
+        value = value[part]
+    return True, value
+
+
+def _conversation(value: Any) -> tuple[tuple[str, str], ...] | None:
+    """A prompt given as chat messages, as ``(role, content)`` pairs; None if ``value`` is none."""
+    if hasattr(value, "tolist"):  # a numpy array of messages (pandas-written parquet)
+        value = value.tolist()
+    if not isinstance(value, list) or not value or not all(isinstance(m, dict) for m in value):
+        return None
+    pairs = tuple((m.get("role"), m.get("content")) for m in value)
+    if not all(role in ROLES and isinstance(content, str) for role, content in pairs):
+        return None
+    return pairs
+
+
+def _nested_fields(record: dict, depth: int = 2) -> list[str]:
+    """The fields of a record as dotted paths (to the given depth): what a message can suggest."""
+    out = []
+    for key, value in record.items():
+        if isinstance(value, dict) and depth > 1:
+            out += [f"{key}.{sub}" for sub in _nested_fields(value, depth - 1)]
+        else:
+            out.append(str(key))
+    return out
+
+
 def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: str = "answer", split: str = "train") -> list[Row]:
     """Every row of ``source`` as :class:`Row`; :class:`InputError` naming file and row on the first bad one."""
     source = str(source)
@@ -127,17 +175,29 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
     for number, record in _records(source, split):
         if not isinstance(record, dict):
             raise InputError(f"{source}: row {number}: expected an object with fields {prompt_field!r} and {answer_field!r}")
+        values = {}
         for setting, name in (("prompt_field", prompt_field), ("answer_field", answer_field)):
-            if name not in record:
-                present = ", ".join(map(repr, record)) or "none"
+            found, values[setting] = _field(record, name)
+            if not found:
+                present = ", ".join(map(repr, _nested_fields(record))) or "none"
                 raise InputError(f"{source}: row {number}: missing field {name!r} (fields present: {present}); "
-                                 f"if another field holds it: --set 'task.settings={{{setting}: NAME}}'")
-        prompt, answer = _text(record[prompt_field]), _text(record[answer_field])
+                                 f"if another field holds it: --set 'task.settings={{{setting}: NAME}}' "
+                                 "(a nested one as a dotted path: reward_model.ground_truth)")
+        messages = _conversation(values["prompt_field"]) or ()
+        if messages:
+            if messages[-1][0] != "user":
+                raise InputError(f"{source}: row {number}: the conversation in {prompt_field!r} ends with a message "
+                                 f"of role {messages[-1][0]!r}; a prompt ends with the user's turn")
+            prompt = messages[-1][1]
+        else:
+            prompt = _text(values["prompt_field"])
+        answer = _text(values["answer_field"])
         if not prompt or not prompt.strip():
-            raise InputError(f"{source}: row {number}: field {prompt_field!r} is empty or not text")
+            raise InputError(f"{source}: row {number}: field {prompt_field!r} is empty or not text (nor a "
+                             "conversation: a list of {role, content} messages ending with a user turn)")
         if answer is None or not answer.strip():
             raise InputError(f"{source}: row {number}: field {answer_field!r} is empty or not text")
-        rows.append(Row(row=number, prompt=prompt, answer=answer.strip()))
+        rows.append(Row(row=number, prompt=prompt, answer=answer.strip(), messages=messages))
     if not rows:
         raise InputError(f"{source}: no rows")
     return rows

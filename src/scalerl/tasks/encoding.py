@@ -1,31 +1,49 @@
-"""Turn a problem's prompt text into the token ids the generator is given.
+"""Turn a problem's prompt into the token ids the generator is given.
 
-An instruct model gets its chat template (one user turn plus the generation prompt), as it
-was trained to see; a base model -- the tiny one included -- gets the raw text with the
-tokenizer's usual special tokens (e.g. BOS).
+An instruct model gets its chat template (one user turn -- or the conversation the data gave,
+system prompt included -- plus the generation prompt), as it was trained to see; a base model --
+the tiny one included -- gets the raw text with the tokenizer's usual special tokens (e.g. BOS);
+a conversation then reads as its turns' texts one after another.
 """
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
+from scalerl.tasks.base import Problem
+
 
 def has_chat_template(tokenizer: Any) -> bool:
     return bool(getattr(tokenizer, "chat_template", None))
 
 
+def _chat_ids(tokenizer: Any, messages: list[dict[str, str]]) -> list[int]:
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    # transformers 5 returns a BatchEncoding here; 4.x returns the list of ids.
+    if hasattr(ids, "keys") and "input_ids" in ids:
+        ids = ids["input_ids"]
+    return list(ids)
+
+
 def encode_prompt(tokenizer: Any, text: str) -> list[int]:
-    """Token ids of one prompt: chat template when the tokenizer has one, else the raw text."""
+    """Token ids of one prompt text: chat template when the tokenizer has one, else the raw text."""
     if has_chat_template(tokenizer):
-        ids = tokenizer.apply_chat_template(
-            [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True
-        )
-        # transformers 5 returns a BatchEncoding here; 4.x returns the list of ids.
-        if hasattr(ids, "keys") and "input_ids" in ids:
-            ids = ids["input_ids"]
-        return list(ids)
+        return _chat_ids(tokenizer, [{"role": "user", "content": text}])
     return list(tokenizer(text).input_ids)
 
 
 def encode_prompts(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
     return [encode_prompt(tokenizer, t) for t in texts]
+
+
+def encode_problem(tokenizer: Any, problem: Problem) -> list[int]:
+    """Token ids of a problem's prompt: its conversation where the data gave one, else its text."""
+    if not problem.messages:
+        return encode_prompt(tokenizer, problem.prompt)
+    if has_chat_template(tokenizer):
+        return _chat_ids(tokenizer, problem.conversation)
+    return list(tokenizer("\n\n".join(content for _, content in problem.messages)).input_ids)
+
+
+def encode_problems(tokenizer: Any, problems: Sequence[Problem]) -> list[list[int]]:
+    return [encode_problem(tokenizer, p) for p in problems]

@@ -87,9 +87,12 @@ class MathTask:
     max_val: int = 1000
     """Cap on the held-out ``val`` set (the paper validates on 1,000 prompts)."""
     prompt_field: str = "prompt"
-    """Field (column) holding the prompt text, e.g. ``problem`` or ``question``."""
+    """Field (column) holding the prompt, e.g. ``problem`` or ``question``: text, or a conversation (a
+    list of ``{role, content}`` messages ending with a user turn: verl's ``prompt`` column, TRL's
+    conversational format); a dotted path reaches into nested objects."""
     answer_field: str = "answer"
-    """Field (column) holding the reference answer, e.g. ``solution``; math-verify compares to it."""
+    """Field (column) holding the reference answer, e.g. ``solution``, or verl's
+    ``reward_model.ground_truth`` (a dotted path into nested objects); math-verify compares to it."""
     split: str = "train"
     """Split to read from a dataset with several."""
     split_salt: str = "scalerl-math-v1"
@@ -104,7 +107,8 @@ class MathTask:
 
     def _problems(self, source: str, rows: list[Row]) -> list[Problem]:
         stem = Path(source).name
-        return [Problem(id=f"{stem}:{r.row}", prompt=r.prompt, answer=r.answer, meta={"row": r.row}) for r in rows]
+        return [Problem(id=f"{stem}:{r.row}", prompt=r.prompt, answer=r.answer, meta={"row": r.row}, messages=r.messages)
+                for r in rows]
 
     def _load(self, source: str) -> list[Row]:
         return load_rows(source, self.prompt_field, self.answer_field, self.split)

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 from scalerl.generate.base import Completion, Generator, LengthController, SamplingParams
 from scalerl.tasks.base import Problem, Task
-from scalerl.tasks.encoding import encode_prompts
+from scalerl.tasks.encoding import encode_problems
 
 TRUNCATED = ("length", "interrupted_length")
 
@@ -66,7 +66,7 @@ def evaluate(
         raise ValueError(f"evaluate: k must be >= 1, got {k}")
     if not problems:
         raise ValueError("evaluate: no problems")
-    prompts = encode_prompts(tokenizer, [p.prompt for p in problems])
+    prompts = encode_problems(tokenizer, problems)
     # Problem-major: the k samples of problem i are rows i*k .. i*k + k - 1.
     flat = [prompts[i] for i in range(len(problems)) for _ in range(k)]
     size = batch_size or len(flat)

@@ -28,7 +28,7 @@ from scalerl.config import apply_overrides
 from scalerl.errors import ConfigError, InputError
 from scalerl.rl.length import phrase_tokens
 from scalerl.rl.recipe import LengthConfig
-from scalerl.tasks.encoding import encode_prompt
+from scalerl.tasks.encoding import encode_problem
 
 #: Config attributes that bound the positions a model can attend over, in the order they are tried.
 POSITION_ATTRIBUTES = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx",
@@ -60,7 +60,7 @@ def completion_budget(length: LengthConfig, tokenizer: Any) -> tuple[int, str]:
 
 def longest_prompt(tokenizer: Any, problems: Iterable[Any]) -> int:
     """Token count of the longest prompt as the generator sees it (chat template applied)."""
-    return max((len(encode_prompt(tokenizer, p.prompt)) for p in problems), default=0)
+    return max((len(encode_problem(tokenizer, p)) for p in problems), default=0)
 
 
 def fitting_overrides(length: LengthConfig, tokenizer: Any, room: int) -> list[str]:
