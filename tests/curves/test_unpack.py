@@ -59,6 +59,22 @@ def test_a_tar_archive_of_a_run_directory(tmp_path):
           read_curves(tmp_path / "runs", "step", "eval/reward"))
 
 
+def test_a_zip_archive_of_a_run_directory(tmp_path):
+    import zipfile
+
+    with tarfile.open(DATA / "trl_tensorboard_resumed.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    archive = tmp_path / "runs.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for f in (tmp_path / "runs").rglob("*"):
+            z.write(f, f.relative_to(tmp_path))
+    _same(read_curves(archive, "step", "eval/reward"), read_curves(tmp_path / "runs", "step", "eval/reward"))
+    broken = tmp_path / "broken.zip"
+    broken.write_bytes(archive.read_bytes()[:200])
+    with pytest.raises(InputError, match="a damaged zip file"):
+        read_curves(broken, "step", "eval/reward")
+
+
 def test_an_error_names_the_users_file_and_what_the_archive_holds(tmp_path):
     packed = tmp_path / "train.csv.gz"
     packed.write_bytes(gzip.compress(CSV.read_bytes()))

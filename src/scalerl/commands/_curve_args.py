@@ -15,7 +15,7 @@ def add_data_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
         p.add_argument("paths", nargs="+", metavar="PATH",
                        help="run logs (a scalerl run dir or JSONL, CSV, JSON, W&B CSV export or wandb run dir, TensorBoard "
                             "dir, verl or SkyRL console log, trainer_state.json, MLflow store or server URL, Trackio or "
-                            "SwanLab store; compressed or a tar archive of one)")
+                            "SwanLab store; compressed or a tar or zip archive of one)")
     else:
         p.add_argument("path", metavar="PATH", help="run log (a scalerl run dir or its JSONL, CSV, W&B CSV export, "
                                                     "a wandb dir or run-*.wandb file, TensorBoard dir or event file, "

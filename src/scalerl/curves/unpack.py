@@ -1,13 +1,14 @@
 """Logs kept in another wrapping than the file a trainer wrote -- or no file at all (``-``: standard
 input, ``kubectl logs trainer | scalerl fit - ...``): compressed (gzip, bzip2, xz: how logs
-are archived and shared -- ``train.log.gz``, ``metrics.jsonl.xz``), a tar archive of a run directory
-(``wandb.tar.gz``, ``runs.tar``: how TensorBoard, W&B and SwanLab directories travel), or text
+are archived and shared -- ``train.log.gz``, ``metrics.jsonl.xz``), a tar or zip archive of a run
+directory (``wandb.tar.gz``, ``runs.zip``: how TensorBoard, W&B and SwanLab directories travel), or text
 written as UTF-16 (Windows PowerShell's ``>`` and ``Out-File`` write UTF-16 with a byte-order mark).
 
 :func:`unwrapped` gives the path of what the file holds, unpacked into a temporary directory that
 is removed afterwards, so every reader reads it as it would the original. A file is told by its
 first bytes, not its name. A damaged archive is an error that says so; an archive member that
-would land outside the directory (an absolute path, ``..``) is refused (tarfile's ``data`` filter).
+would land outside the directory (an absolute path, ``..``) is refused (tarfile's ``data`` filter;
+zipfile keeps such names inside).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import shutil
 import sys
 import tarfile
 import tempfile
+import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
@@ -43,7 +45,7 @@ def _head(path: Path, n: int = 8) -> bytes:
 
 
 def wrapping(path: Path) -> str | None:
-    """``'gzip'``, ``'bzip2'``, ``'xz'``, ``'tar'``, ``'utf-16'``, or None for a file read as it is."""
+    """``'gzip'``, ``'bzip2'``, ``'xz'``, ``'zip'``, ``'tar'``, ``'utf-16'``, or None for a file read as it is."""
     if not path.is_file():
         return None
     head = _head(path)
@@ -52,6 +54,8 @@ def wrapping(path: Path) -> str | None:
             return name
     if head.startswith(UTF16_BOMS):
         return "utf-16"
+    if head.startswith(b"PK\x03\x04"):
+        return "zip"
     return "tar" if tarfile.is_tarfile(path) else None
 
 
@@ -64,8 +68,24 @@ def _inner_name(path: Path, suffix: str) -> str:
     return name
 
 
+def _contents(target: Path, archive: Path) -> Path:
+    """What an archive unpacked into ``target`` holds: its one top-level entry if it has one
+    (``wandb/``), else the directory."""
+    entries = list(target.iterdir())
+    if not entries:
+        raise InputError(f"{archive.name}: an empty archive")
+    return entries[0] if len(entries) == 1 else target
+
+
+def _unzip(archive: Path, into: Path) -> Path:
+    target = into / "unzipped"
+    target.mkdir()
+    with zipfile.ZipFile(archive) as z:
+        z.extractall(target)  # member names with '..' or a root are kept inside target by zipfile
+    return _contents(target, archive)
+
+
 def _untar(archive: Path, into: Path) -> Path:
-    """The archive's contents: its one top-level entry if it has one (``wandb/``), else the directory."""
     target = into / "untarred"
     target.mkdir()
     with tarfile.open(archive) as tar:
@@ -77,10 +97,7 @@ def _untar(archive: Path, into: Path) -> Path:
                 if Path(m.name).is_absolute() or ".." in Path(m.name).parts:
                     raise tarfile.TarError(f"member {m.name!r} would land outside the directory")
             tar.extractall(target, members=members)
-    entries = list(target.iterdir())
-    if not entries:
-        raise InputError(f"{archive.name}: an empty tar archive")
-    return entries[0] if len(entries) == 1 else target
+    return _contents(target, archive)
 
 
 #: The path that names standard input.
@@ -118,6 +135,8 @@ def unwrapped(path: Path) -> Iterator[Path]:
                     shutil.copyfileobj(src, dst, _CHUNK)
             elif kind == "tar":
                 inner = _untar(path, root)
+            elif kind == "zip":
+                inner = _unzip(path, root)
             else:
                 _, opener, suffix = next(v for m, v in COMPRESSED.items() if v[0] == kind)
                 inner = root / _inner_name(path, suffix)
@@ -125,6 +144,6 @@ def unwrapped(path: Path) -> Iterator[Path]:
                     shutil.copyfileobj(src, dst, _CHUNK)
                 if tarfile.is_tarfile(inner):  # a compressed tar archive: runs.tar.gz
                     inner = _untar(inner, root)
-        except (OSError, EOFError, lzma.LZMAError, tarfile.TarError, UnicodeError) as exc:
+        except (OSError, EOFError, lzma.LZMAError, tarfile.TarError, zipfile.BadZipFile, UnicodeError) as exc:
             raise InputError(f"{path}: a damaged {kind} file, which could not be unpacked ({exc})") from None
         yield inner
