@@ -148,7 +148,7 @@ def detect_format(path: Path) -> str:
         return "hf-trainer"
     if _is_binary(path):
         raise InputError(f"{path}: a binary file, not a log of a format read here ({', '.join(READERS)}; compressed "
-                         "logs and tar archives are unpacked first); export the metrics as CSV/JSONL")
+                         "logs and tar or zip archives are unpacked first); export the metrics as CSV/JSONL")
     if looks_like_verl_file(path):
         return "verl-file"
     if name.endswith((".jsonl", ".json", ".ndjson")):
@@ -188,14 +188,10 @@ def read_curves(
     """Every run in ``path`` (or only ``run``) as :class:`Curve` objects. ``run_column`` names the
     column that tells runs apart in a CSV / JSONL log (default ``run``); the other formats define
     their runs themselves. ``path`` ``-`` reads standard input."""
+    again = dict(x=x, y=y, run=run, fmt=fmt, y_scale=y_scale, bounded=bounded, run_column=run_column)
     if os.fspath(path) == STDIN:
         with stdin_copy() as copy:
-            try:
-                curves = read_curves(copy, x, y, run=run, fmt=fmt, y_scale=y_scale, bounded=bounded,
-                                     run_column=run_column)
-            except InputError as exc:
-                raise InputError(str(exc).replace(str(copy), "<stdin>")) from None
-            return [replace(c, source="<stdin>") for c in curves]
+            return _read_instead(copy, "<stdin>", again)
     if is_server(path):  # an MLflow tracking server's address (http://host:port, or its UI's): no file
         if fmt not in (None, "mlflow"):
             raise InputError(f"{path}: an address is read as an MLflow tracking server, not as {fmt!r}")
@@ -207,17 +203,8 @@ def read_curves(
         if path.is_file() and path.stat().st_size == 0:
             raise InputError(f"{path}: the file is empty")
         with unwrapped(path) as inner:
-            if inner != path:  # compressed, a tar archive, or UTF-16: read what it holds
-                try:
-                    curves = read_curves(inner, x, y, run=run, fmt=fmt, y_scale=y_scale, bounded=bounded,
-                                         run_column=run_column)
-                except InputError as exc:  # name the user's file, not the temporary one
-                    message = str(exc).replace(str(inner), str(path))
-                    if inner.is_dir() and len(top := sorted(p.name for p in inner.iterdir())) > 1:
-                        message += (f" (the archive holds {len(top)} entries at its top: {', '.join(top[:6])}"
-                                    f"{', ...' if len(top) > 6 else ''}; unpack it and name one)")
-                    raise InputError(message) from None
-                return [replace(c, source=str(path)) for c in curves]
+            if inner != path:  # compressed, an archive, or UTF-16: read what it holds
+                return _read_instead(inner, str(path), again)
         if path.is_dir() and (path / RUNLOG).is_file() and fmt in (None, "jsonl"):
             path = path / RUNLOG  # a scalerl run directory: its run log
         if path.is_file() and path.stat().st_size == 0:
@@ -235,6 +222,20 @@ def read_curves(
     if not curves:
         raise InputError(f"{path}: no run has values in column {y!r}")
     return _pick_runs(path, curves, run)
+
+
+def _read_instead(inner: Path, shown: str, args: dict) -> list[Curve]:
+    """Read ``inner`` -- a temporary copy or unpacking of what the user named -- with messages and
+    curves naming ``shown``, the user's name for it."""
+    try:
+        curves = read_curves(inner, **args)
+    except InputError as exc:
+        message = str(exc).replace(str(inner), shown)
+        if inner.is_dir() and len(top := sorted(p.name for p in inner.iterdir())) > 1:
+            message += (f" (the archive holds {len(top)} entries at its top: {', '.join(top[:6])}"
+                        f"{', ...' if len(top) > 6 else ''}; unpack it and name one)")
+        raise InputError(message) from None
+    return [replace(c, source=shown) for c in curves]
 
 
 def read_curve(path, x: str, y: str, *, run: str | None = None, **kwargs) -> Curve:
