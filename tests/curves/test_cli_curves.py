@@ -128,6 +128,11 @@ def test_compare_two_runs(capsys, tmp_path):
         (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--level", "0.999"], "band level"),
         (["compare", str(REAL_CSV), *XY, "--at", "-3"], "--at"),
         (["compare", str(REAL_CSV), str(REAL_CSV), *XY, "--labels", "a"], "--labels"),
+        # without --x / --y: the log's columns, the likely ones for each axis first
+        (["fit", str(REAL_CSV)], "has 6 columns -- metrics (evaluation-like names): 'val_score'; compute (step, "
+                                 "time, token-like names; cum:COL sums a per-step one): 'cum_wall_hours', 'step'; "
+                                 "other: 'algo', 'model', 'run'"),
+        (["compare", str(REAL_CSV), str(REAL_CSV), "--x", "step"], "give --y (the metric: a pass rate)"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(capsys, argv, needle):

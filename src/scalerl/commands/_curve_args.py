@@ -24,9 +24,10 @@ def add_data_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
                                                     "Trackio or SwanLab store, SkyRL console, a console log of printed "
                                                     "metric dicts, a JSON document; compressed or a tar archive of "
                                                     "one; - for standard input)")
-    p.add_argument("--x", required=True, metavar="COL",
-                   help="compute column (e.g. gpu_hours, flops, step); cum:COL is its running total (cum:timing_s/step)")
-    p.add_argument("--y", required=True, metavar="COL", help="metric column (a pass rate in [0, 1])")
+    p.add_argument("--x", metavar="COL",
+                   help="compute column (e.g. gpu_hours, flops, step); cum:COL is its running total (cum:timing_s/step); "
+                        "without --x / --y the log's columns are listed")
+    p.add_argument("--y", metavar="COL", help="metric column (a pass rate in [0, 1])")
     if not many:
         p.add_argument("--run", metavar="NAME", help="which run, when the file holds several")
     p.add_argument("--run-column", metavar="COL",
@@ -105,7 +106,35 @@ def fit_kwargs(args) -> dict:
 def read_kwargs(args) -> dict:
     if args.y_scale <= 0 or not math.isfinite(args.y_scale):
         raise InputError(f"--y-scale must be a positive number, got {args.y_scale}")
-    return dict(fmt=args.format, y_scale=args.y_scale, bounded=not args.unbounded, run_column=args.run_column)
+    kwargs = dict(fmt=args.format, y_scale=args.y_scale, bounded=not args.unbounded, run_column=args.run_column)
+    if args.x is None or args.y is None:
+        raise _missing_axes(args.path if hasattr(args, "path") else args.paths[0], kwargs)
+    return kwargs
+
+
+#: How many columns of a kind the listing shows.
+_LISTED = 25
+
+
+def _missing_axes(path, kwargs: dict) -> InputError:
+    """--x or --y not given: the error lists the log's columns, the likely ones for each first."""
+    from scalerl.curves.io import log_columns
+    from scalerl.curves.rows import likely_columns
+
+    cols = log_columns(path, **kwargs)
+
+    def listed(names: list[str]) -> str:
+        more = f" (and {len(names) - _LISTED} more)" if len(names) > _LISTED else ""
+        return ", ".join(repr(c) for c in names[:_LISTED]) + more or "(none)"
+
+    compute = likely_columns("x", cols)  # first: 'timing/eval' is a time, not an evaluation
+    metrics = [c for c in likely_columns("y", cols) if c not in compute]
+    other = [c for c in cols if c not in metrics and c not in compute]
+    return InputError(
+        f"give --y (the metric: a pass rate) and --x (the compute); {path} has {len(cols)} columns -- "
+        f"metrics (evaluation-like names): {listed(metrics)}; "
+        f"compute (step, time, token-like names; cum:COL sums a per-step one): {listed(compute)}; "
+        f"other: {listed(other)}")
 
 
 def finite_json(obj):

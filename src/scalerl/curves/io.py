@@ -44,12 +44,13 @@ from scalerl.curves.hf_trainer_log import is_trainer_state, read_hf_trainer
 from scalerl.curves.jsonl_log import read_jsonl
 from scalerl.curves.mlflow_log import is_mlflow_store, read_mlflow
 from scalerl.curves.mlflow_server import is_server
+from scalerl.curves.rows import CUMULATIVE, UnknownColumn
 from scalerl.curves.skyrl_log import looks_like_skyrl, read_skyrl
 from scalerl.curves.sqlite_db import is_sqlite
 from scalerl.curves.swanlab_log import is_swanlab_run, read_swanlab
 from scalerl.curves.tensorboard_log import read_tensorboard
 from scalerl.curves.trackio_log import is_trackio, read_trackio
-from scalerl.curves.unpack import STDIN, stdin_copy, unwrapped
+from scalerl.curves.unpack import ARCHIVE_ROOTS, STDIN, stdin_copy, unwrapped
 from scalerl.curves.verl_file_log import looks_like_verl_file, read_verl_file
 from scalerl.curves.verl_log import looks_like_verl, read_verl
 from scalerl.curves.wandb_run_log import is_wandb_run, read_wandb_run
@@ -229,13 +230,29 @@ def _read_instead(inner: Path, shown: str, args: dict) -> list[Curve]:
     curves naming ``shown``, the user's name for it."""
     try:
         curves = read_curves(inner, **args)
+    except UnknownColumn as exc:
+        raise UnknownColumn(str(exc).replace(str(inner), shown), exc.available) from None
     except InputError as exc:
         message = str(exc).replace(str(inner), shown)
-        if inner.is_dir() and len(top := sorted(p.name for p in inner.iterdir())) > 1:
+        if inner.is_dir() and inner.name in ARCHIVE_ROOTS:
+            top = sorted(p.name for p in inner.iterdir())
             message += (f" (the archive holds {len(top)} entries at its top: {', '.join(top[:6])}"
                         f"{', ...' if len(top) > 6 else ''}; unpack it and name one)")
         raise InputError(message) from None
     return [replace(c, source=shown) for c in curves]
+
+
+#: A column name no log has: asking for it makes a reader say which columns the log has.
+_NO_COLUMN = "\x00"
+
+
+def log_columns(path, **kwargs) -> list[str]:
+    """The columns (metrics) a log offers for ``--x`` / ``--y``, as its reader sees them."""
+    try:
+        read_curves(path, _NO_COLUMN, _NO_COLUMN, **kwargs)
+    except UnknownColumn as exc:
+        return [c for c in exc.available if not c.startswith(CUMULATIVE)]
+    return []
 
 
 def read_curve(path, x: str, y: str, *, run: str | None = None, **kwargs) -> Curve:

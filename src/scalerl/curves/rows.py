@@ -46,23 +46,36 @@ DEFAULT_RUN_COLUMN = "run"
 LIST_ALL_COLUMNS = 60
 #: What the names of the columns an axis is usually given look like.
 _LIKELY = {
-    "x": re.compile(r"step|time|token|flop|sample|hour|epoch|runtime", re.I),
+    "x": re.compile(r"step|time|timing|token|flop|sample|hour|second|epoch|runtime|elapsed|gpu", re.I),
     "y": re.compile(r"val|eval|test|acc|reward|score|pass|mean@|mean_at_", re.I),
 }
+
+
+class UnknownColumn(InputError):
+    """A column the log does not have; ``available`` holds the log's columns (for listings)."""
+
+    def __init__(self, message: str, available) -> None:
+        super().__init__(message)
+        self.available = tuple(sorted(available))
+
+
+def likely_columns(kind: str, columns) -> list[str]:
+    """The columns whose names look like what axis ``kind`` (``x`` or ``y``) is usually given."""
+    return [c for c in columns if _LIKELY[kind].search(c)]
 
 
 def unknown_column(path: Path, kind: str, name: str, available) -> InputError:
     cols = sorted(available)
     if len(cols) <= LIST_ALL_COLUMNS:
         listed = ", ".join(repr(c) for c in cols) or "(none)"
-        return InputError(f"{path}: no {kind} column {name!r}; available columns: {listed}")
+        return UnknownColumn(f"{path}: no {kind} column {name!r}; available columns: {listed}", cols)
     close = difflib.get_close_matches(name, cols, n=5, cutoff=0.6)
-    likely = [c for c in cols if c not in close and _LIKELY.get(kind, _LIKELY["y"]).search(c)][:LIST_ALL_COLUMNS - len(close)]
-    shown = close + likely
+    likely = [c for c in likely_columns(kind if kind in _LIKELY else "y", cols) if c not in close]
+    shown = close + likely[:LIST_ALL_COLUMNS - len(close)]
     hint = f" did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    return InputError(f"{path}: no {kind} column {name!r};{hint} {len(cols)} columns, among them "
-                      f"{', '.join(repr(c) for c in shown[len(close):]) or ', '.join(repr(c) for c in cols[:20])}"
-                      f"{f' (and {len(cols) - len(shown)} more)' if len(cols) > len(shown) else ''}")
+    return UnknownColumn(f"{path}: no {kind} column {name!r};{hint} {len(cols)} columns, among them "
+                         f"{', '.join(repr(c) for c in shown[len(close):]) or ', '.join(repr(c) for c in cols[:20])}"
+                         f"{f' (and {len(cols) - len(shown)} more)' if len(cols) > len(shown) else ''}", cols)
 
 
 #: ``--x cum:COL``: the running total of a per-step column (``cum:timing_s/step``: wall seconds so

@@ -68,6 +68,10 @@ def _inner_name(path: Path, suffix: str) -> str:
     return name
 
 
+#: The directories an archive is unpacked into: what ``unwrapped`` gives when its top holds several entries.
+ARCHIVE_ROOTS = ("untarred", "unzipped")
+
+
 def _contents(target: Path, archive: Path) -> Path:
     """What an archive unpacked into ``target`` holds: its one top-level entry if it has one
     (``wandb/``), else the directory."""
@@ -78,7 +82,7 @@ def _contents(target: Path, archive: Path) -> Path:
 
 
 def _unzip(archive: Path, into: Path) -> Path:
-    target = into / "unzipped"
+    target = into / ARCHIVE_ROOTS[1]
     target.mkdir()
     with zipfile.ZipFile(archive) as z:
         z.extractall(target)  # member names with '..' or a root are kept inside target by zipfile
@@ -86,7 +90,7 @@ def _unzip(archive: Path, into: Path) -> Path:
 
 
 def _untar(archive: Path, into: Path) -> Path:
-    target = into / "untarred"
+    target = into / ARCHIVE_ROOTS[0]
     target.mkdir()
     with tarfile.open(archive) as tar:
         if hasattr(tarfile, "data_filter"):  # Python >= 3.10.12 / 3.11.4
