@@ -134,8 +134,7 @@ def test_trackio_bad_input(trackio_dir, tmp_path):
     import pyarrow.parquet as pq
 
     pq.write_table(pa.table({"a": [1, 2]}), table)
-    with pytest.raises(InputError, match="a Parquet file that is not Trackio's export"):
-        detect_format(table)
+    assert detect_format(table) == "parquet"  # a table of another kind: the Parquet reader's
 
 
 def test_trackio_cli(trackio_dir):

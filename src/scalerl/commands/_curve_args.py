@@ -31,7 +31,7 @@ def add_data_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
     if not many:
         p.add_argument("--run", metavar="NAME", help="which run, when the file holds several")
     p.add_argument("--run-column", metavar="COL",
-                   help="CSV / JSONL: the column naming each row's run (default: run)")
+                   help="CSV / JSONL / Parquet: the column naming each row's run (default: run)")
     p.add_argument("--format", choices=list(READERS), help="log format (default: from the path)")
     p.add_argument("--y-scale", type=float, default=1.0, metavar="S", help="multiply y by S (0.01 for percentages)")
     p.add_argument("--unbounded", action="store_true", help="y is not a pass rate: no [0, 1] check, A not capped at 1")

@@ -20,12 +20,14 @@ Formats (chosen from the path, or by ``fmt``):
   directory of runs (needs the ``wandb`` package);
 * ``trackio`` -- a Trackio project's SQLite database (``~/.cache/huggingface/trackio/<project>.db``),
   its Parquet export (a Trackio Space's dataset), or the directory of them; each Trackio run is a run;
+* ``parquet`` -- a Parquet table of metrics (pandas' ``to_parquet``: a row per step, a column per
+  metric; one run, or one per value of a ``run`` column);
 * ``swanlab`` -- SwanLab's local run file (``*.swanlab``), a run directory, or a ``swanlog``
   directory of runs (swanlab >= 0.8's files need the ``swanlab`` package).
 
 The user names the x (compute) and y (metric) columns. An unknown name is an error that
 lists the available ones. Missing, NaN and infinite values are dropped and counted. In the
-row logs (csv, jsonl, verl, skyrl, hf-trainer, mlflow, dict-lines, wandb-run) x may be ``cum:COL``, the running total of a per-step column
+row logs (csv, jsonl, parquet, verl, skyrl, hf-trainer, mlflow, dict-lines, wandb-run) x may be ``cum:COL``, the running total of a per-step column
 (``cum:timing_s/step``), or ``cum:GLOB``, of every column matching it (``cum:timing/*``).
 """
 
@@ -44,6 +46,7 @@ from scalerl.curves.hf_trainer_log import is_trainer_state, read_hf_trainer
 from scalerl.curves.jsonl_log import read_jsonl
 from scalerl.curves.mlflow_log import is_mlflow_store, read_mlflow
 from scalerl.curves.mlflow_server import is_server
+from scalerl.curves.parquet_log import is_parquet, read_parquet
 from scalerl.curves.rows import CUMULATIVE, UnknownColumn
 from scalerl.curves.skyrl_log import looks_like_skyrl, read_skyrl
 from scalerl.curves.sqlite_db import is_sqlite
@@ -94,6 +97,7 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "wandb-run": read_wandb_run,
     "trackio": read_trackio,
     "swanlab": read_swanlab,
+    "parquet": read_parquet,
 }
 
 
@@ -107,7 +111,7 @@ TRACKER_PROBES: tuple[tuple[str, Callable[[Path], bool]], ...] = (
 )
 
 #: The formats whose runs are told apart by a column of their rows (``run_column``).
-RUN_COLUMN_FORMATS = ("csv", "jsonl")
+RUN_COLUMN_FORMATS = ("csv", "jsonl", "parquet")
 
 
 def _first_line(path: Path) -> str:
@@ -136,9 +140,8 @@ def detect_format(path: Path) -> str:
     found = next((fmt for fmt, probe in TRACKER_PROBES if probe(path)), None)
     if found or path.is_dir():
         return found or "tensorboard"  # a directory of nothing else: event files
-    if name.endswith(".parquet"):
-        raise InputError(f"{path}: a Parquet file that is not Trackio's export of a project (its run_name, step and "
-                         "timestamp columns); export the metrics as CSV/JSONL")
+    if name.endswith(".parquet") or is_parquet(path):
+        return "parquet"
     if is_sqlite(path):
         raise InputError(f"{path}: an SQLite database that is neither an MLflow store ('runs' and 'metrics' tables) "
                          "nor a Trackio project ('metrics' with run_name, step, timestamp, metrics); "

@@ -1,0 +1,64 @@
+"""A Parquet table of metrics: a row per logged step, a column per metric -- what pandas'
+``to_parquet``, polars and Spark write when a script saves its history (a W&B run's
+``run.history()``, a dataframe of evaluations). Read like a CSV: one run, or one per value of the
+``run`` column (``--run-column`` names another). Only the columns a curve needs are converted.
+
+A null cell means the row did not log that column (a training row has no evaluation score): a row
+without ``y`` is no evaluation, skipped and counted in the notes; a NaN or infinite value is
+dropped and counted. A table of Trackio's export is read by the Trackio reader instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scalerl.curves.data import Curve
+from scalerl.curves.rows import DEFAULT_RUN_COLUMN, curves_from_rows, unknown_column, x_columns
+from scalerl.errors import InputError
+
+#: The first bytes of a Parquet file.
+MAGIC = b"PAR1"
+#: Columns pandas adds for a dataframe's index: no metric.
+_INDEX = "__index_level_"
+
+
+def is_parquet(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == MAGIC
+    except OSError:
+        return False
+
+
+def read_parquet(path, x: str, y: str, *, run_column: str | None = None, y_scale: float = 1.0,
+                 bounded: bool = True) -> list[Curve]:
+    """See :mod:`scalerl.curves.parquet_log`; ``x`` may be ``cum:COL`` / ``cum:GLOB``."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    try:
+        schema = pq.read_schema(path)
+    except Exception as exc:  # noqa: BLE001 -- pyarrow raises ArrowInvalid, OSError, ...
+        raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
+    columns = [c for c in schema.names if not c.startswith(_INDEX)]
+    keys = set(columns)
+    if y not in keys:
+        raise unknown_column(path, "y", y, keys)
+    if run_column is not None and run_column not in keys:
+        raise unknown_column(path, "run", run_column, keys)
+    run_column = run_column or DEFAULT_RUN_COLUMN
+    wanted = {y, *x_columns(path, keys, x)} | ({run_column} & keys)
+    try:
+        table = pq.read_table(path, columns=sorted(wanted))
+    except Exception as exc:  # noqa: BLE001
+        raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
+    rows, without_y = [], 0
+    for row in table.to_pylist():
+        record = {k: v for k, v in row.items() if v is not None}  # null: not logged in this row
+        if run_column in record:
+            record[run_column] = str(record[run_column])
+        without_y += y not in record
+        rows.append(record)
+    notes = (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
+    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
+                            bounded=bounded, run_column=run_column if run_column in keys else None)
