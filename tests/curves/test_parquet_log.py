@@ -1,6 +1,5 @@
 """A Parquet table of metrics, as pandas writes a script's history: read like a CSV."""
 
-import csv
 from pathlib import Path
 
 import numpy as np
