@@ -116,6 +116,47 @@ def _file_store_records(path: Path, keys: Collection[str]) -> list[Record]:
     return records
 
 
+def _last_line(f: Path) -> str:
+    """The last non-blank line of a (possibly long) metric file, read from its end."""
+    with open(f, "rb") as fh:
+        fh.seek(0, 2)
+        size = fh.tell()
+        fh.seek(max(0, size - 4096))
+        lines = [line for line in fh.read().decode("utf-8", errors="replace").splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def step_ranges(path: Path | Server) -> dict[str, tuple[int, int]]:
+    """Each run's first and last step over every metric it logged (not only those read): what tells
+    whether a run continues another. A file store's metric files are appended in step order, so
+    their first and last lines say it; a tracking server is not asked (empty: the readers fall back
+    to the steps of the metrics read)."""
+    if isinstance(path, Server):
+        return {}
+    if not path.is_dir():
+        rows = _sqlite_query(path, "SELECT run_uuid, MIN(step), MAX(step) FROM metrics GROUP BY run_uuid")
+        return {rid: (int(lo or 0), int(hi or 0)) for rid, lo, hi in rows}
+    ranges: dict[str, tuple[int, int]] = {}
+    for meta_path in _run_metas(path):
+        try:
+            meta = yaml.safe_load(meta_path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError:
+            continue  # the records' reading says what is wrong with it
+        rid = str(meta.get("run_id") or meta.get("run_uuid") or meta_path.parent.name)
+        for _, f in _metric_lines(meta_path.parent / "metrics"):
+            with open(f, encoding="utf-8", errors="replace") as fh:
+                first = next((line for line in fh if line.strip()), "")
+            for line in (first, _last_line(f)):
+                parts = line.split()
+                try:
+                    step = int(parts[2]) if len(parts) > 2 else 0
+                except ValueError:
+                    continue
+                lo, hi = ranges.get(rid, (step, step))
+                ranges[rid] = (min(lo, step), max(hi, step))
+    return ranges
+
+
 def metric_keys(path: Path | Server) -> set[str]:
     """Every metric name the store holds."""
     if isinstance(path, Server):
@@ -125,12 +166,17 @@ def metric_keys(path: Path | Server) -> set[str]:
     return {key for (key,) in _sqlite_query(path, "SELECT DISTINCT key FROM metrics")}
 
 
-def _join_resumed(steps: dict[str, dict[int, dict]], names: dict[str, str]) -> list[str]:
+def _join_resumed(steps: dict[str, dict[int, dict]], names: dict[str, str],
+                  ranges: dict[str, tuple[int, int]]) -> list[str]:
     """A training resumed from a checkpoint into a new MLflow run of the same name (what a Hugging Face
     / TRL ``Trainer`` does unless told the run id): a run that starts after the first step of an
     earlier run of its name, and no later than one past its last, continues it. Joined in place
-    (under the earlier run's id; the earlier run's steps from the later one's first step on go). The
-    steps are those of the metrics read (``--x`` / ``--y``'s). Returns the notes."""
+    (under the earlier run's id; the earlier run's steps from the later one's first step on go). A
+    run's first and last steps are those of every metric it logged (``ranges``: its training metrics
+    too, where the resumed attempt's first evaluation may come after the abandoned one's last), else
+    those of the metrics read. At the later run's first step the two are merged, the later one's
+    values winning: a resumed TRL training logs its profiling at the checkpoint's own step, which the
+    earlier run may have evaluated (and the later one does not evaluate again). Returns the notes."""
     notes = []
     by_name: dict[str, list[str]] = defaultdict(list)
     for rid in steps:
@@ -139,14 +185,20 @@ def _join_resumed(steps: dict[str, dict[int, dict]], names: dict[str, str]) -> l
         if len(rids) < 2:
             continue
         rids.sort(key=lambda rid: min(ts for metrics in steps[rid].values() for ts, _ in metrics.values()))
+        span = {rid: ranges.get(rid, (min(steps[rid]), max(steps[rid]))) for rid in rids}
         head = rids[0]
         for rid in rids[1:]:
-            start = min(steps[rid])
-            if continues(min(steps[head]), max(steps[head]), start):
-                dropped = [step for step in steps[head] if step >= start]
+            start = span[rid][0]
+            if continues(span[head][0], span[head][1], start):
+                dropped = [step for step in steps[head] if step > start]
                 for step in dropped:
                     del steps[head][step]
-                steps[head].update(steps.pop(rid))
+                later = steps.pop(rid)
+                if start in later and start in steps[head]:
+                    dropped.append(start)
+                    later[start] = {**steps[head][start], **later[start]}
+                steps[head].update(later)
+                span[head] = (span[head][0], max(span[head][1], span[rid][1]))
                 notes.append(f"MLflow run {rid[:8]} continues run {head[:8]} ({name!r}) from step {start} (a training "
                              f"resumed from a checkpoint): joined, the {len(dropped)} step(s) the first logged from "
                              "there on dropped")
@@ -178,7 +230,7 @@ def read_mlflow_rows(path: Path | Server, keys: Collection[str]) -> tuple[list[d
         repeated[name] += seen is not None
         if seen is None or ts >= seen[0]:
             steps[rid][step][key] = (ts, value)
-    notes = _join_resumed(steps, names)
+    notes = _join_resumed(steps, names, step_ranges(path))
     # Two runs of one name (MLflow allows it): told apart by their id.
     taken = defaultdict(int)
     for rid in steps:
