@@ -616,3 +616,25 @@ def test_mlflow_tracking_server_errors():
     out = subprocess.run([sys.executable, "-m", "scalerl.cli", "fit", url, "--x", "step", "--y", VAL],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "cannot reach the MLflow server" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_an_mlflow_run_resumed_after_its_last_evaluation_is_still_joined(tmp_path):
+    """Killed after step 10 (evaluations at 3, 6, 9), resumed from the step-9 checkpoint into a new run
+    of the same name whose first evaluation is at 12: its training metrics start at 10, so it
+    continues the first run; the join is decided on every metric the runs logged, not only y's."""
+    import yaml
+
+    def run(rid, start_ms, train_steps, evals):
+        d = tmp_path / "mlruns" / "0" / rid
+        (d / "metrics").mkdir(parents=True)
+        (d / "tags").mkdir()
+        (d / "meta.yaml").write_text(yaml.safe_dump({"run_id": rid, "run_name": "grpo", "lifecycle_stage": "active",
+                                                     "start_time": start_ms, "experiment_id": "0"}))
+        (d / "metrics" / "loss").write_text("".join(f"{start_ms + 1000 * s} 0.5 {s}\n" for s in train_steps))
+        (d / "metrics" / "eval_reward").write_text("".join(f"{start_ms + 1000 * s + 1} {v} {s}\n" for s, v in evals))
+
+    run("a" * 32, 1_700_000_000_000, range(1, 11), [(3, 0.30), (6, 0.35), (9, 0.40)])
+    run("b" * 32, 1_700_000_100_000, range(10, 16), [(12, 0.45), (15, 0.47)])
+    c = read_curve(tmp_path / "mlruns", "step", "eval_reward")
+    assert c.name == "grpo" and list(c.x) == [3, 6, 9, 12, 15]
+    assert any("continues run aaaaaaaa" in n and "from step 10" in n for n in c.notes)
