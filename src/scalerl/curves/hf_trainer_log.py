@@ -31,6 +31,8 @@ def _load(path: Path) -> dict[str, Any]:
             state = json.load(f)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); is the file cut short?") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}); is the file damaged?") from None
     if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
         raise InputError(f"{path}: not a Hugging Face trainer state (no 'log_history' list)")
     return state

@@ -20,7 +20,6 @@ each is said in the notes.
 from __future__ import annotations
 
 import math
-import sqlite3
 import urllib.parse
 from collections import defaultdict
 from pathlib import Path
@@ -32,7 +31,7 @@ from scalerl.curves.attempts import continues
 from scalerl.curves.data import Curve
 from scalerl.curves.mlflow_server import Server, is_server
 from scalerl.curves.rows import curves_from_rows, unknown_column, x_columns
-from scalerl.curves.sqlite_db import connect, tables
+from scalerl.curves.sqlite_db import DB_ERRORS, connect, tables
 from scalerl.errors import InputError
 
 RUN_NAME_TAG = "mlflow.runName"
@@ -62,7 +61,7 @@ def _sqlite_query(path: Path, query: str, params: tuple = ()) -> list[tuple]:
     try:
         with connect(path) as db:
             return db.execute(query, params).fetchall()
-    except sqlite3.Error as exc:
+    except DB_ERRORS as exc:
         raise InputError(f"{path}: not a readable MLflow database ({exc})") from None
 
 

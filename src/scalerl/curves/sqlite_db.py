@@ -9,6 +9,9 @@ from pathlib import Path
 from scalerl.errors import InputError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+#: What reading a damaged database raises: SQLite's errors, and Python's when the error message or a
+#: name in the damaged schema is not UTF-8.
+DB_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 
 
 def is_sqlite(path: Path) -> bool:
@@ -20,11 +23,14 @@ def is_sqlite(path: Path) -> bool:
 
 
 def connect(path: Path) -> sqlite3.Connection:
-    """A read-only connection (``mode=ro``); an unopenable file is an :class:`InputError`."""
+    """A read-only connection (``mode=ro``); an unopenable file is an :class:`InputError`. Text that
+    is not UTF-8 (a damaged page) reads with replacement characters instead of raising mid-query."""
     try:
-        return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except DB_ERRORS as exc:
         raise InputError(f"{path}: cannot open the SQLite database ({exc})") from None
+    db.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
+    return db
 
 
 def tables(path: Path) -> set[str]:
@@ -34,5 +40,5 @@ def tables(path: Path) -> set[str]:
     try:
         with connect(path) as db:
             return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except (sqlite3.Error, InputError):
+    except (*DB_ERRORS, InputError):
         return set()

@@ -38,7 +38,7 @@ from typing import Any
 from scalerl.curves.data import Curve
 from scalerl.curves.attempts import TRAINER_STEP, keep_resumed_attempts
 from scalerl.curves.rows import curves_from_rows, unknown_column, x_columns
-from scalerl.curves.sqlite_db import connect, tables
+from scalerl.curves.sqlite_db import DB_ERRORS, connect, tables
 from scalerl.errors import InputError
 
 #: The columns Trackio's ``metrics`` table has had since its first release.
@@ -65,7 +65,7 @@ def is_trackio_db(path: Path) -> bool:
     try:
         with connect(path) as db:
             return METRICS_COLUMNS <= _columns(db)
-    except (sqlite3.Error, InputError):
+    except (*DB_ERRORS, InputError):
         return False
 
 
@@ -159,7 +159,7 @@ def _runs(path: Path) -> list[tuple[str, str, list[tuple[str, int, bytes | str |
         with connect(path) as db:
             key = "run_id" if "run_id" in _columns(db) else "run_name"
             records = db.execute(f"SELECT {key}, run_name, timestamp, step, metrics FROM metrics ORDER BY id").fetchall()
-    except sqlite3.Error as exc:
+    except DB_ERRORS as exc:
         raise InputError(f"{path}: not a readable Trackio database ({exc})") from None
     return _group_runs(records)
 

@@ -22,6 +22,7 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
@@ -148,6 +149,9 @@ def unwrapped(path: Path) -> Iterator[Path]:
                     shutil.copyfileobj(src, dst, _CHUNK)
                 if tarfile.is_tarfile(inner):  # a compressed tar archive: runs.tar.gz
                     inner = _untar(inner, root)
-        except (OSError, EOFError, lzma.LZMAError, tarfile.TarError, zipfile.BadZipFile, UnicodeError) as exc:
+        except (OSError, EOFError, zlib.error, lzma.LZMAError, tarfile.TarError, zipfile.BadZipFile,
+                UnicodeError, RuntimeError, NotImplementedError) as exc:
+            # (zipfile: RuntimeError for a member it takes as encrypted, NotImplementedError for an
+            # unknown compression method -- both what a damaged header looks like.)
             raise InputError(f"{path}: a damaged {kind} file, which could not be unpacked ({exc})") from None
         yield inner

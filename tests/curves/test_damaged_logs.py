@@ -1,0 +1,115 @@
+"""Damaged logs: every real fixture, cut short, with bytes flipped, lines dropped, repeated, cut or
+garbage inserted, is read or refused with an InputError -- never a traceback (a UnicodeDecodeError
+from a damaged trainer state or SQLite page, zlib's and zipfile's own errors from a damaged
+archive were found this way)."""
+
+import gzip
+import random
+import shutil
+import tarfile
+import zipfile
+from pathlib import Path
+
+
+from scalerl.curves import read_curves
+from scalerl.errors import InputError
+
+DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parents[2]
+VAL = "val-core/openai/gsm8k/reward/mean@1"
+MUTATIONS = 12
+
+
+def _fixtures(tmp: Path) -> dict[str, tuple[Path, str, str]]:
+    """name -> (a copy of a real log, x, y)."""
+    out = {}
+
+    def copy(src: Path, name: str, x: str, y: str):
+        shutil.copy(src, tmp / name)
+        out[name] = (tmp / name, x, y)
+
+    copy(ROOT / "examples" / "data" / "real_rl_curves.csv", "runs.csv", "cum_wall_hours", "val_score")
+    copy(DATA / "trl_grpo_console.log", "trl.log", "num_tokens", "eval_reward")
+    copy(DATA / "trl_grpo_trainer_state.json", "trainer_state.json", "num_tokens", "eval_reward")
+    copy(DATA / "verl_file_logger.jsonl", "verl.jsonl", "cum:timing_s/step", VAL)
+    copy(DATA / "wandb_0_17_9_run.wandb", "run.wandb", "_step", "val/acc")
+    copy(DATA / "skyrl_console.log.gz", "skyrl.log.gz", "step", "eval/all/avg_score")
+    copy(DATA / "trl_tensorboard_resumed.tar.gz", "tb.tar.gz", "step", "eval/reward")
+    (tmp / "mlruns.db").write_bytes(gzip.decompress((DATA / "mlflow_sqlite.db.gz").read_bytes()))
+    out["mlruns.db"] = (tmp / "mlruns.db", "step", VAL)
+    sky = gzip.decompress((DATA / "skyrl_console.log.gz").read_bytes())
+    (tmp / "skyrl.log").write_bytes(sky)
+    out["skyrl.log"] = (tmp / "skyrl.log", "cum:timing/step", "eval/all/avg_score")
+    with tarfile.open(DATA / "trl_tensorboard_resumed.tar.gz") as tar:
+        tar.extractall(tmp / "tb", filter="data")
+    with zipfile.ZipFile(tmp / "tb.zip", "w", compression=zipfile.ZIP_DEFLATED) as z:
+        for f in sorted((tmp / "tb" / "runs").rglob("*")):
+            z.write(f, f.relative_to(tmp / "tb"))
+    out["tb.zip"] = (tmp / "tb.zip", "step", "eval/reward")
+    event = next((tmp / "tb" / "runs").rglob("*tfevents*"))
+    shutil.copy(event, tmp / event.name)
+    out["tfevents"] = (tmp / event.name, "step", "eval/reward")
+    with tarfile.open(DATA / "swanlab_runs.tar.gz") as tar:
+        tar.extractall(tmp / "sw", filter="data")
+    for version, pattern in (("v1", "swanlog-0.6.12/*/backup.swanlab"), ("v2", "swanlog-0.10.3/*/*.swanlab")):
+        shutil.copy(sorted((tmp / "sw").glob(pattern))[0], tmp / f"{version}.swanlab")
+        out[f"swanlab-{version}"] = (tmp / f"{version}.swanlab", "step", "val/acc")
+    import pandas as pd
+
+    df = pd.read_csv(tmp / "runs.csv")
+    df.to_parquet(tmp / "runs.parquet")
+    out["runs.parquet"] = (tmp / "runs.parquet", "cum_wall_hours", "val_score")
+    (tmp / "runs.json").write_text(df.to_json(orient="records"))
+    out["runs.json"] = (tmp / "runs.json", "cum_wall_hours", "val_score")
+    return out
+
+
+GARBAGE = [b"nan", b"{}", b"[]", b'{"step": "x"}', b"step:5 - a:b", b"Step 3:", b"{", b"PAR1", b"\x00\x00",
+           b"-1,-1,-1", b"\xff\xfe", b"\x1f\x8b"]
+
+
+def _mutate(data: bytes, rng: random.Random) -> bytes:
+    kind = rng.randrange(7)
+    if kind == 0:
+        return data[:rng.randrange(len(data))]
+    if kind == 1:
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 20)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        return bytes(b)
+    lines = data.split(b"\n")
+    i = rng.randrange(len(lines))
+    if kind == 2:
+        del lines[i]
+    elif kind == 3:
+        lines.insert(i, bytes(rng.randrange(256) for _ in range(rng.randint(1, 80))))
+    elif kind == 4:
+        lines.insert(i, lines[rng.randrange(len(lines))])
+    elif kind == 5:
+        lines[i] = lines[i][:rng.randrange(len(lines[i]) + 1)]
+    else:
+        lines.insert(i, rng.choice(GARBAGE))
+    return b"\n".join(lines)
+
+
+def test_damaged_real_logs_are_read_or_refused_never_a_traceback(tmp_path):
+    originals = tmp_path / "originals"
+    originals.mkdir()
+    fixtures = _fixtures(originals)
+    damaged = tmp_path / "damaged"
+    crashes = []
+    for name, (path, x, y) in fixtures.items():
+        read_curves(path, x, y)  # the undamaged log reads
+        data = path.read_bytes()
+        rng = random.Random(name)
+        for i in range(MUTATIONS):
+            target = damaged / f"{name}-{i}" / path.name
+            target.parent.mkdir(parents=True)
+            target.write_bytes(_mutate(data, rng))
+            try:
+                read_curves(target, x, y)
+            except InputError:
+                pass
+            except Exception as exc:  # noqa: BLE001 -- what the test is looking for
+                crashes.append(f"{name} #{i}: {type(exc).__name__}: {str(exc)[:120]}")
+    assert not crashes, "\n".join(crashes)
