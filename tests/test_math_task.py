@@ -232,3 +232,69 @@ def test_conversation_and_nested_field_errors(tmp_path):
     # a key that holds the dots itself is that key, not a path
     path.write_text(json.dumps([{"a.b": "x", "a": {"b": "y"}, "prompt": "p"}]))
     assert load_rows(path, answer_field="a.b")[0].answer == "x"
+
+
+def test_bytes_that_are_not_utf8_and_a_byte_order_mark(tmp_path):
+    jsonl = tmp_path / "d.jsonl"
+    jsonl.write_bytes(b'{"prompt": "a", "answer": "1"}\n{"prompt": "b", "answer": "2"}\n{"prompt": "\xe9t\xe9", "answer": "3"}\n')
+    with pytest.raises(InputError, match=r"d\.jsonl: row 3: not UTF-8 text \(byte 12"):  # Latin-1, not UTF-8
+        load_rows(jsonl)
+    array = tmp_path / "d.json"
+    array.write_bytes(b'[{"prompt": "\xff", "answer": "1"}]')
+    with pytest.raises(InputError, match=r"d\.json: not UTF-8 text"):
+        load_rows(array)
+    latin = tmp_path / "d.csv"
+    latin.write_bytes(b"prompt,answer\na,1\n\xe9t\xe9,2\n")
+    with pytest.raises(InputError, match=r"d\.csv: .*not UTF-8 text"):
+        load_rows(latin)
+    # what a spreadsheet or a Windows editor writes first: a byte-order mark, which is no part of the header
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbfprompt,answer\nWhat is 1+1?,2\n")
+    assert load_rows(bom)[0].answer == "2"
+    bom_lines = tmp_path / "bom.jsonl"
+    bom_lines.write_bytes(b'\xef\xbb\xbf{"prompt": "p", "answer": "1"}\n')
+    assert load_rows(bom_lines)[0].prompt == "p"
+
+
+def test_damaged_data_files_are_read_or_refused_never_a_traceback(tmp_path):
+    """Every data format, cut short, with bytes flipped or garbage lines inserted: rows, or an
+    InputError (non-UTF-8 bytes ended in a UnicodeDecodeError before)."""
+    import random
+
+    import datasets
+    import pandas as pd
+
+    rows = [{"prompt": f"What is {i}+{i}?", "answer": str(2 * i)} for i in range(40)]
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    (clean / "d.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    (clean / "d.json").write_text(json.dumps(rows))
+    pd.DataFrame(rows).to_csv(clean / "d.csv", index=False)
+    pd.DataFrame(rows).to_csv(clean / "d.tsv", index=False, sep="\t")
+    datasets.Dataset.from_list(_verl_rows()).to_parquet(str(clean / "v.parquet"))
+    crashes = []
+    for name in ("d.jsonl", "d.json", "d.csv", "d.tsv", "v.parquet"):
+        data, rng = (clean / name).read_bytes(), random.Random(name)
+        answer = "reward_model.ground_truth" if name.startswith("v") else "answer"
+        load_rows(clean / name, answer_field=answer)
+        for i in range(30):
+            b = bytearray(data)
+            kind = i % 3
+            if kind == 0:
+                b = b[:rng.randrange(len(b))]
+            elif kind == 1:
+                for _ in range(rng.randint(1, 10)):
+                    b[rng.randrange(len(b))] = rng.randrange(256)
+            else:
+                at = data.find(b"\n", rng.randrange(len(data)))
+                b[at:at] = b"\n" + bytes(rng.randrange(256) for _ in range(20))
+            damaged = tmp_path / f"{i}" / name
+            damaged.parent.mkdir(exist_ok=True)
+            damaged.write_bytes(bytes(b))
+            try:
+                load_rows(damaged, answer_field=answer)
+            except InputError:
+                pass
+            except Exception as exc:  # noqa: BLE001 -- what the test looks for
+                crashes.append(f"{name} #{i}: {type(exc).__name__}: {exc}")
+    assert not crashes, "\n".join(crashes[:10])

@@ -49,11 +49,11 @@ def read_parquet(path, x: str, y: str, *, run_column: str | None = None, y_scale
     run_column = run_column or DEFAULT_RUN_COLUMN
     wanted = {y, *x_columns(path, keys, x)} | ({run_column} & keys)
     try:
-        table = pq.read_table(path, columns=sorted(wanted))
+        records = pq.read_table(path, columns=sorted(wanted)).to_pylist()  # (a damaged column fails decoding)
     except Exception as exc:  # noqa: BLE001
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
     rows, without_y = [], 0
-    for row in table.to_pylist():
+    for row in records:
         record = {k: v for k, v in row.items() if v is not None}  # null: not logged in this row
         if run_column in record:
             record[run_column] = str(record[run_column])

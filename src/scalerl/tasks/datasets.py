@@ -45,18 +45,27 @@ class Row:
 ROLES = ("system", "user", "assistant")
 
 
+def _utf8(raw: bytes, where: str) -> str:
+    try:
+        return raw.decode("utf-8-sig")  # (a byte-order mark, as editors on Windows write one, is no text)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where}: not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r}); "
+                         "is the file damaged, or in another encoding?") from None
+
+
 def _jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    with path.open(encoding="utf-8") as f:
-        first = f.read(1)
+    with path.open("rb") as f:
+        first = f.read(4).lstrip(b"\xef\xbb\xbf")[:1]
         f.seek(0)
-        if first == "[":  # a JSON array of objects rather than JSON Lines
+        if first == b"[":  # a JSON array of objects rather than JSON Lines
             try:
-                data = json.load(f)
+                data = json.loads(_utf8(f.read(), str(path)))
             except json.JSONDecodeError as exc:
                 raise InputError(f"{path}: not valid JSON: {exc.msg} (line {exc.lineno})") from None
             yield from enumerate(data, start=1)
             return
-        for number, line in enumerate(f, start=1):
+        for number, raw in enumerate(f, start=1):
+            line = _utf8(raw, f"{path}: row {number}")
             if not line.strip():
                 continue
             try:
@@ -67,7 +76,7 @@ def _jsonl(path: Path) -> Iterator[tuple[int, Any]]:
 
 def _csv(path: Path) -> Iterator[tuple[int, Any]]:
     """Rows of a CSV (or, for ``.tsv``, tab-separated) file with a header line naming the fields."""
-    with path.open(encoding="utf-8", newline="") as f:
+    with path.open(encoding="utf-8-sig", newline="") as f:  # -sig: a spreadsheet's byte-order mark
         reader = csv.DictReader(f, delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
         try:
             start = 2  # the line the next row starts on (a quoted field may span lines)
@@ -79,16 +88,19 @@ def _csv(path: Path) -> Iterator[tuple[int, Any]]:
                 start = reader.line_num + 1
         except csv.Error as exc:
             raise InputError(f"{path}: row {reader.line_num}: not valid CSV ({exc})") from None
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: after row {reader.line_num}: not UTF-8 text ({exc.reason}); is the file "
+                             "damaged, or in another encoding?") from None
 
 
 def _parquet(path: Path) -> Iterator[tuple[int, Any]]:
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path)
+        records = pq.read_table(path).to_pylist()  # (a damaged string column fails only here, decoding)
     except Exception as exc:  # noqa: BLE001 -- pyarrow raises several types for a bad file
         raise InputError(f"{path}: cannot read as parquet: {exc}") from None
-    yield from enumerate(table.to_pylist(), start=1)
+    yield from enumerate(records, start=1)
 
 
 def _hf_dataset(source: str, split: str) -> Iterator[tuple[int, Any]]:
@@ -106,7 +118,12 @@ def _hf_dataset(source: str, split: str) -> Iterator[tuple[int, Any]]:
         if split not in data:
             raise InputError(f"{source}: no split {split!r}; splits: {', '.join(data)}")
         data = data[split]
-    yield from enumerate(data, start=1)
+    number = 0
+    try:
+        for number, record in enumerate(data, start=1):
+            yield number, record
+    except Exception as exc:  # noqa: BLE001 -- a damaged Arrow file fails while rows are decoded
+        raise InputError(f"{source}: row {number + 1}: cannot be read ({type(exc).__name__}: {exc})") from None
 
 
 def _records(source: str, split: str) -> Iterator[tuple[int, Any]]:
