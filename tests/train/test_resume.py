@@ -101,3 +101,23 @@ def test_pipeline_rl_kill_and_resume_trains_every_batch_once(tiny_dir, tmp_path)
     assert [r["batch_index"] for r in trains] == [0, 1, 2, 3, 4, 5]
     assert max(r["lag_max"] for r in trains) <= 8
     assert [r["step"] for r in rows if r["type"] == "eval"] == [0, 2, 4, 6]
+
+
+def test_a_damaged_checkpoint_names_the_one_to_resume_from(tmp_path):
+    """Checkpoints are atomic, so one that cannot be read was damaged afterwards (a disk, a copy):
+    refused in one line that names the newest earlier checkpoint, not a torch traceback."""
+    from scalerl.errors import InputError
+    from scalerl.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+
+    for step in (10, 20):
+        save_checkpoint(tmp_path, step, {"step": step, "weights": list(range(100))}, keep=3)
+    newest = latest_checkpoint(tmp_path)
+    assert load_checkpoint(newest)["step"] == 20
+    state = newest / "state.pt"
+    state.write_bytes(state.read_bytes()[:100])
+    with pytest.raises(InputError, match=r"step_000020 cannot be read .*move .*step_000020 away to resume from "
+                                         r"step_000010, the newest earlier one"):
+        load_checkpoint(newest)
+    (tmp_path / "step_000010" / "state.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(InputError, match="step_000010 cannot be read .*no earlier checkpoint is left"):
+        load_checkpoint(tmp_path / "step_000010")

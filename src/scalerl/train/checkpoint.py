@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from scalerl.errors import InputError
+
 LATEST = "latest"
 
 
@@ -108,5 +110,17 @@ def latest_checkpoint(directory: str | os.PathLike) -> Path | None:
 
 
 def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
-    # weights_only=False: the state holds our own dataclasses (pending rollouts) and RNG states.
-    return torch.load(Path(path) / "state.pt", map_location="cpu", weights_only=False)
+    """The state a checkpoint holds. One that cannot be read was damaged after it was written (a
+    kill cannot leave half of one): an :class:`InputError` that names the newest earlier checkpoint
+    to resume from instead."""
+    path = Path(path)
+    try:
+        # weights_only=False: the state holds our own dataclasses (pending rollouts) and RNG states.
+        return torch.load(path / "state.pt", map_location="cpu", weights_only=False)
+    except Exception as exc:  # noqa: BLE001 -- torch raises RuntimeError, EOFError, UnpicklingError, ...
+        earlier = sorted(p for p in path.parent.glob("step_*") if p.name < path.name and (p / "state.pt").exists()
+                         and ".tmp-" not in p.name)
+        where = (f"move {path} away to resume from {earlier[-1].name}, the newest earlier one (the run log is "
+                 "cut back to it)" if earlier else "no earlier checkpoint is left: start the run again")
+        raise InputError(f"checkpoint {path} cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0][:120]}): "
+                         f"it was damaged after it was written; {where}") from None
