@@ -131,6 +131,19 @@ def test_a_model_of_another_kind_or_without_a_tokenizer_is_refused_in_one_line(t
         assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) <= 2, err
 
 
+def test_damaged_weights_are_refused_in_one_line(user_model, tmp_path):
+    """A cut download or copy of the weights: one line naming the model and the loader's reason,
+    not safetensors' traceback."""
+    import shutil
+
+    cut = tmp_path / "cut"
+    shutil.copytree(user_model("llama"), cut)
+    weights = cut / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:5000])
+    with pytest.raises(InputError, match=r"cannot load the weights of .*cut' \(SafetensorError: .*are the weight files complete"):
+        load_model(str(cut))
+
+
 def test_a_concurrent_builder_that_finishes_first_wins(random_model, char_tokenizer, tmp_path, monkeypatch):
     spec = TinySpec(seed=99)
     target = tmp_path / "tiny" / spec.key()

@@ -127,6 +127,10 @@ def load_model(
         model = AutoModelForCausalLM.from_pretrained(source, **model_kwargs)
     except OSError as exc:  # not found locally, not on the hub, or no network
         raise InputError(f"cannot load model {name_or_path!r}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 -- damaged weights: safetensors' SafetensorError, torch's RuntimeError, ...
+        reason = str(exc).splitlines()[0][:200] if str(exc) else ""
+        raise InputError(f"cannot load the weights of {name_or_path!r} ({type(exc).__name__}: {reason}); are the "
+                         "weight files complete (a cut download or copy)?") from None
     return model.eval(), tokenizer
 
 
