@@ -298,3 +298,21 @@ def test_damaged_data_files_are_read_or_refused_never_a_traceback(tmp_path):
             except Exception as exc:  # noqa: BLE001 -- what the test looks for
                 crashes.append(f"{name} #{i}: {type(exc).__name__}: {exc}")
     assert not crashes, "\n".join(crashes[:10])
+
+
+def test_a_compressed_data_file(tmp_path):
+    import bz2
+    import gzip
+
+    rows = [{"prompt": f"What is {i}+1?", "answer": str(i + 1)} for i in range(20)]
+    text = "\n".join(json.dumps(r) for r in rows).encode()
+    (tmp_path / "d.jsonl.gz").write_bytes(gzip.compress(text))
+    (tmp_path / "d.jsonl.bz2").write_bytes(bz2.compress(text))
+    for name in ("d.jsonl.gz", "d.jsonl.bz2"):
+        assert [r.answer for r in load_rows(tmp_path / name)] == [r["answer"] for r in rows]
+    (tmp_path / "bad.jsonl.gz").write_bytes(gzip.compress(text + b'\n{"prompt": "x"}'))
+    with pytest.raises(InputError, match=r"bad\.jsonl\.gz: row 21: missing field 'answer'"):
+        load_rows(tmp_path / "bad.jsonl.gz")
+    (tmp_path / "cut.jsonl.gz").write_bytes(gzip.compress(text)[:40])
+    with pytest.raises(InputError, match=r"cut\.jsonl\.gz: a damaged gz file"):
+        load_rows(tmp_path / "cut.jsonl.gz")

@@ -25,7 +25,7 @@ from typing import Any, Iterator
 
 from scalerl.errors import InputError
 
-_FILE_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv")
+_FILE_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv", ".gz", ".bz2", ".xz")
 #: 'name' or 'owner/name': what a hub dataset id looks like (a missing local path does not).
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 
@@ -126,9 +126,35 @@ def _hf_dataset(source: str, split: str) -> Iterator[tuple[int, Any]]:
         raise InputError(f"{source}: row {number + 1}: cannot be read ({type(exc).__name__}: {exc})") from None
 
 
+#: Compressed data files (``train.jsonl.gz``): the opener of each, by the suffix it adds.
+_COMPRESSED = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma"}
+
+
+def _decompressed(path: Path, split: str) -> Iterator[tuple[int, Any]]:
+    """The records of a compressed data file (``train.jsonl.gz``), read as the file it holds."""
+    import importlib
+    import shutil
+    import tempfile
+
+    opener = importlib.import_module(_COMPRESSED[path.suffix.lower()]).open
+    with tempfile.TemporaryDirectory(prefix="scalerl-data-") as tmp:
+        inner = Path(tmp) / path.stem  # train.jsonl.gz -> train.jsonl
+        try:
+            with opener(path, "rb") as src, open(inner, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except Exception as exc:  # noqa: BLE001 -- gzip: OSError, zlib.error; lzma: LZMAError; bz2: OSError
+            raise InputError(f"{path}: a damaged {path.suffix[1:]} file ({exc})") from None
+        try:
+            yield from _records(str(inner), split)
+        except InputError as exc:
+            raise InputError(str(exc).replace(str(inner), str(path))) from None
+
+
 def _records(source: str, split: str) -> Iterator[tuple[int, Any]]:
     path = Path(source)
     suffix = path.suffix.lower()
+    if path.is_file() and suffix in _COMPRESSED:
+        return _decompressed(path, split)
     if path.is_file():
         if suffix in (".jsonl", ".json", ".ndjson"):
             return _jsonl(path)
@@ -136,8 +162,8 @@ def _records(source: str, split: str) -> Iterator[tuple[int, Any]]:
             return _parquet(path)
         if suffix in (".csv", ".tsv"):
             return _csv(path)
-        raise InputError(f"{source}: unknown data format {suffix!r}; use .jsonl, .json, .csv, .tsv, .parquet or a "
-                         "dataset directory")
+        raise InputError(f"{source}: unknown data format {suffix!r}; use .jsonl, .json, .csv, .tsv, .parquet (each "
+                         "may be compressed: .gz, .bz2, .xz) or a dataset directory")
     if path.is_dir() or (not path.exists() and suffix not in _FILE_SUFFIXES and _HUB_ID.fullmatch(source)):
         return _hf_dataset(source, split)
     raise InputError(f"{source}: no such file or directory")
