@@ -60,3 +60,20 @@ def test_an_unknown_column_among_hundreds_names_the_likely_ones(tmp_path):
     assert "203 columns" in message and "more)" in message and "actor/m150" not in message
     with pytest.raises(InputError, match=r"no x column 'tokens'; 203 columns, among them 'step', 'timing_s/step'"):
         read_curves(log, "tokens", "val-core/openai/gsm8k/reward/mean@1")
+
+
+def test_a_glob_for_y_reads_every_evaluation_set(tmp_path):
+    """--y 'eval/*/avg_score': each run's curve of each matching metric, named '<run> | <metric>';
+    no match says which metrics there are; a name that is itself a column is that column."""
+    import gzip
+
+    log = tmp_path / "skyrl.log"
+    log.write_bytes(gzip.decompress((DATA / "skyrl_console.log.gz").read_bytes()))
+    curves = read_curves(log, "step", "eval/*/avg_score")
+    assert [c.name for c in curves] == ["skyrl | eval/all/avg_score", "skyrl | eval/openai/gsm8k/avg_score"]
+    np.testing.assert_array_equal(curves[0].y, read_curves(log, "step", "eval/all/avg_score")[0].y)
+    with pytest.raises(InputError, match=r"no metric matches --y 'val/\*'; metric-like columns: 'eval/all/avg_score'"):
+        read_curves(log, "step", "val/*")
+    literal = tmp_path / "star.csv"
+    literal.write_text("step,acc*\n0,0.1\n1,0.2\n2,0.3\n3,0.35\n")
+    assert [c.name for c in read_curves(literal, "step", "acc*")] == ["star"]

@@ -27,7 +27,7 @@ def add_data_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
     p.add_argument("--x", metavar="COL",
                    help="compute column (e.g. gpu_hours, flops, step); cum:COL is its running total (cum:timing_s/step); "
                         "without --x / --y the log's columns are listed")
-    p.add_argument("--y", metavar="COL", help="metric column (a pass rate in [0, 1])")
+    p.add_argument("--y", metavar="COL", help="metric column (a pass rate in [0, 1]); a glob (val-core/*/acc/mean@1) reads every matching metric")
     if not many:
         p.add_argument("--run", metavar="NAME", help="which run, when the file holds several")
     p.add_argument("--run-column", metavar="COL",
@@ -127,8 +127,8 @@ def _missing_axes(path, kwargs: dict) -> InputError:
         more = f" (and {len(names) - _LISTED} more)" if len(names) > _LISTED else ""
         return ", ".join(repr(c) for c in names[:_LISTED]) + more or "(none)"
 
-    compute = likely_columns("x", cols)  # first: 'timing/eval' is a time, not an evaluation
-    metrics = [c for c in likely_columns("y", cols) if c not in compute]
+    compute = likely_columns("x", cols)
+    metrics = likely_columns("y", cols)
     other = [c for c in cols if c not in metrics and c not in compute]
     return InputError(
         f"give --y (the metric: a pass rate) and --x (the compute); {path} has {len(cols)} columns -- "

@@ -33,6 +33,7 @@ row logs (csv, jsonl, parquet, verl, skyrl, hf-trainer, mlflow, dict-lines, wand
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 from dataclasses import replace
@@ -47,7 +48,7 @@ from scalerl.curves.jsonl_log import read_jsonl
 from scalerl.curves.mlflow_log import is_mlflow_store, read_mlflow
 from scalerl.curves.mlflow_server import is_server
 from scalerl.curves.parquet_log import is_parquet, read_parquet
-from scalerl.curves.rows import CUMULATIVE, UnknownColumn
+from scalerl.curves.rows import CUMULATIVE, UnknownColumn, likely_columns
 from scalerl.curves.skyrl_log import looks_like_skyrl, read_skyrl
 from scalerl.curves.sqlite_db import is_sqlite
 from scalerl.curves.swanlab_log import is_swanlab_run, read_swanlab
@@ -191,11 +192,17 @@ def read_curves(
 ) -> list[Curve]:
     """Every run in ``path`` (or only ``run``) as :class:`Curve` objects. ``run_column`` names the
     column that tells runs apart in a CSV / JSONL log (default ``run``); the other formats define
-    their runs themselves. ``path`` ``-`` reads standard input."""
+    their runs themselves. ``path`` ``-`` reads standard input. A ``y`` with ``*``, ``?`` or ``[``
+    that is no column of the log is a glob: every metric it matches, each run's curve of each
+    named ``"<run> | <metric>"`` (several evaluation sets, ``val-core/*/reward/mean@1``)."""
     again = dict(x=x, y=y, run=run, fmt=fmt, y_scale=y_scale, bounded=bounded, run_column=run_column)
     if os.fspath(path) == STDIN:
         with stdin_copy() as copy:
             return _read_instead(copy, "<stdin>", again)
+    if any(c in y for c in _GLOB) and y != _NO_COLUMN:
+        metrics = _matching(path, y, again)
+        if metrics is not None:
+            return _read_metrics(path, metrics, again)
     if is_server(path):  # an MLflow tracking server's address (http://host:port, or its UI's): no file
         if fmt not in (None, "mlflow"):
             raise InputError(f"{path}: an address is read as an MLflow tracking server, not as {fmt!r}")
@@ -247,6 +254,39 @@ def _read_instead(inner: Path, shown: str, args: dict) -> list[Curve]:
 
 #: A column name no log has: asking for it makes a reader say which columns the log has.
 _NO_COLUMN = "\x00"
+#: The characters that make ``--y`` a glob over the log's metrics.
+_GLOB = "*?["
+
+
+def _matching(path, pattern: str, args: dict) -> list[str] | None:
+    """The log's metrics ``pattern`` matches; None where ``pattern`` is itself one of its columns."""
+    columns = log_columns(path, fmt=args["fmt"], run_column=args["run_column"])
+    if pattern in columns:
+        return None
+    matches = fnmatch.filter(columns, pattern)
+    if not matches:
+        likely = ", ".join(repr(c) for c in likely_columns("y", columns)[:30]) or "(none)"
+        raise InputError(f"{path}: no metric matches --y {pattern!r}; metric-like columns: {likely}")
+    return matches
+
+
+def _read_metrics(path, metrics: list[str], args: dict) -> list[Curve]:
+    """Each run's curve of each metric, named ``"<run> | <metric>"``; a metric no run can be a curve of
+    is left out, said in the notes (an error only when none can)."""
+    curves, left_out = [], []
+    for metric in metrics:
+        try:
+            found = read_curves(path, **{**args, "y": metric})
+        except InputError as exc:
+            left_out.append(f"{metric} ({exc})")
+            continue
+        curves += [replace(c, name=f"{c.name} | {metric}") for c in found]
+    if not curves:
+        raise InputError(f"{path}: none of the {len(metrics)} matching metrics reads as a curve: {'; '.join(left_out)}")
+    if left_out:
+        note = f"{len(left_out)} matching metric(s) left out: " + "; ".join(left_out)
+        curves = [replace(c, notes=(*c.notes, note)) for c in curves]
+    return curves
 
 
 def log_columns(path, **kwargs) -> list[str]:

@@ -60,8 +60,11 @@ class UnknownColumn(InputError):
 
 
 def likely_columns(kind: str, columns) -> list[str]:
-    """The columns whose names look like what axis ``kind`` (``x`` or ``y``) is usually given."""
-    return [c for c in columns if _LIKELY[kind].search(c)]
+    """The columns whose names look like what axis ``kind`` (``x`` or ``y``) is usually given; a name
+    that looks like both (``timing/eval``: a time) is an ``x``'s."""
+    if kind == "x":
+        return [c for c in columns if _LIKELY["x"].search(c)]
+    return [c for c in columns if _LIKELY["y"].search(c) and not _LIKELY["x"].search(c)]
 
 
 def unknown_column(path: Path, kind: str, name: str, available) -> InputError:
