@@ -74,6 +74,12 @@ def test_a_glob_for_y_reads_every_evaluation_set(tmp_path):
     np.testing.assert_array_equal(curves[0].y, read_curves(log, "step", "eval/all/avg_score")[0].y)
     with pytest.raises(InputError, match=r"no metric matches --y 'val/\*'; metric-like columns: 'eval/all/avg_score'"):
         read_curves(log, "step", "val/*")
+    # fit takes one curve: --run names it, or a run (each of its matching metrics)
+    [one] = read_curves(log, "step", "eval/*/avg_score", run="skyrl | eval/openai/gsm8k/avg_score")
+    assert one.name == "skyrl | eval/openai/gsm8k/avg_score"
+    assert len(read_curves(log, "step", "eval/*/avg_score", run="skyrl")) == 2
+    with pytest.raises(InputError, match="'eval/x/avg_score' is not among the metrics --y matches"):
+        read_curves(log, "step", "eval/*/avg_score", run="skyrl | eval/x/avg_score")
     literal = tmp_path / "star.csv"
     literal.write_text("step,acc*\n0,0.1\n1,0.2\n2,0.3\n3,0.35\n")
     assert [c.name for c in read_curves(literal, "step", "acc*")] == ["star"]
