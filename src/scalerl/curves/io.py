@@ -199,10 +199,6 @@ def read_curves(
     if os.fspath(path) == STDIN:
         with stdin_copy() as copy:
             return _read_instead(copy, "<stdin>", again)
-    if any(c in y for c in _GLOB) and y != _NO_COLUMN:
-        metrics = _matching(path, y, again)
-        if metrics is not None:
-            return _read_metrics(path, metrics, again)
     if is_server(path):  # an MLflow tracking server's address (http://host:port, or its UI's): no file
         if fmt not in (None, "mlflow"):
             raise InputError(f"{path}: an address is read as an MLflow tracking server, not as {fmt!r}")
@@ -223,6 +219,11 @@ def read_curves(
         fmt = fmt or detect_format(path)
     if fmt not in READERS:
         raise InputError(f"unknown log format {fmt!r}; known: {', '.join(READERS)}")
+    if any(c in y for c in _GLOB):  # here, after unpacking and detection: each metric's read does neither again
+        resolved = {**again, "fmt": fmt}
+        metrics = _matching(path, y, resolved)
+        if metrics is not None:
+            return _read_metrics(path, metrics, resolved)
     kwargs = {"y_scale": y_scale, "bounded": bounded}
     if run_column is not None:
         if fmt not in RUN_COLUMN_FORMATS:

@@ -23,7 +23,7 @@ import math
 import urllib.parse
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Collection, Iterable
+from typing import Any, Callable, Collection, Iterable
 
 import yaml
 
@@ -166,12 +166,13 @@ def metric_keys(path: Path | Server) -> set[str]:
 
 
 def _join_resumed(steps: dict[str, dict[int, dict]], names: dict[str, str],
-                  ranges: dict[str, tuple[int, int]]) -> list[str]:
+                  ranges: Callable[[], dict[str, tuple[int, int]]]) -> list[str]:
     """A training resumed from a checkpoint into a new MLflow run of the same name (what a Hugging Face
     / TRL ``Trainer`` does unless told the run id): a run that starts after the first step of an
     earlier run of its name, and no later than one past its last, continues it. Joined in place
     (under the earlier run's id; the earlier run's steps from the later one's first step on go). A
-    run's first and last steps are those of every metric it logged (``ranges``: its training metrics
+    run's first and last steps are those of every metric it logged (``ranges()``, asked only where a
+    name has several runs -- it reads the whole store's steps: its training metrics
     too, where the resumed attempt's first evaluation may come after the abandoned one's last), else
     those of the metrics read. At the later run's first step the two are merged, the later one's
     values winning: a resumed TRL training logs its profiling at the checkpoint's own step, which the
@@ -180,11 +181,11 @@ def _join_resumed(steps: dict[str, dict[int, dict]], names: dict[str, str],
     by_name: dict[str, list[str]] = defaultdict(list)
     for rid in steps:
         by_name[names[rid]].append(rid)
-    for name, rids in by_name.items():
-        if len(rids) < 2:
-            continue
+    repeated = {name: rids for name, rids in by_name.items() if len(rids) > 1}
+    known = ranges() if repeated else {}
+    for name, rids in repeated.items():
         rids.sort(key=lambda rid: min(ts for metrics in steps[rid].values() for ts, _ in metrics.values()))
-        span = {rid: ranges.get(rid, (min(steps[rid]), max(steps[rid]))) for rid in rids}
+        span = {rid: known.get(rid, (min(steps[rid]), max(steps[rid]))) for rid in rids}
         head = rids[0]
         for rid in rids[1:]:
             start = span[rid][0]
@@ -229,7 +230,7 @@ def read_mlflow_rows(path: Path | Server, keys: Collection[str]) -> tuple[list[d
         repeated[name] += seen is not None
         if seen is None or ts >= seen[0]:
             steps[rid][step][key] = (ts, value)
-    notes = _join_resumed(steps, names, step_ranges(path))
+    notes = _join_resumed(steps, names, lambda: step_ranges(path))
     # Two runs of one name (MLflow allows it): told apart by their id.
     taken = defaultdict(int)
     for rid in steps:

@@ -44,6 +44,9 @@ _HEADER = re.compile(r"(?:^|\s-\s)Step (-?\d+):\s*$")
 MAX_BLOCK_LINES = 10_000
 #: How many lines of a file's start are read to tell whether it is a SkyRL console.
 SNIFF_LINES = 200_000
+#: A header anywhere in a text, colours and all: the cheap test before the blocks are parsed (every
+#: text log that is no verl console is asked whether it is a SkyRL one).
+_HEADER_ANYWHERE = re.compile(r"Step -?\d+:\s*$", re.M)
 
 
 def _source(line: str) -> tuple[str, str]:
@@ -90,6 +93,9 @@ def _blocks(path: Path, limit: int | None = None):
 def looks_like_skyrl(path: Path) -> bool:
     """Whether the start of ``path`` holds a SkyRL console block (``Step N:`` over a printed dict)."""
     try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            if not _HEADER_ANYWHERE.search(f.read(4_000_000)):
+                return False
         return any(metrics is not None for _, metrics, _ in _blocks(path, SNIFF_LINES))
     except OSError:
         return False

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from scalerl.curves.unpack import COMPRESSED
 from scalerl.errors import InputError
 
-_FILE_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv", ".gz", ".bz2", ".xz")
+_FILE_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv", *(s for _, _, s in COMPRESSED.values()))
 #: 'name' or 'owner/name': what a hub dataset id looks like (a missing local path does not).
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 
@@ -126,17 +127,17 @@ def _hf_dataset(source: str, split: str) -> Iterator[tuple[int, Any]]:
         raise InputError(f"{source}: row {number + 1}: cannot be read ({type(exc).__name__}: {exc})") from None
 
 
-#: Compressed data files (``train.jsonl.gz``): the opener of each, by the suffix it adds.
-_COMPRESSED = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma"}
+#: Compressed data files (``train.jsonl.gz``): the opener of each, by the suffix it adds (the
+#: compressions the log readers unpack).
+_COMPRESSED = {suffix: opener for _, opener, suffix in COMPRESSED.values()}
 
 
 def _decompressed(path: Path, split: str) -> Iterator[tuple[int, Any]]:
     """The records of a compressed data file (``train.jsonl.gz``), read as the file it holds."""
-    import importlib
     import shutil
     import tempfile
 
-    opener = importlib.import_module(_COMPRESSED[path.suffix.lower()]).open
+    opener = _COMPRESSED[path.suffix.lower()]
     with tempfile.TemporaryDirectory(prefix="scalerl-data-") as tmp:
         inner = Path(tmp) / path.stem  # train.jsonl.gz -> train.jsonl
         try:
