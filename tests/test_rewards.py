@@ -24,6 +24,14 @@ def raises(completion):
 def not_a_number(completion):
     return "yes"
 
+def extracted(completion):
+    return completion.strip()  # the answer, not a reward: must not pass as the number 4
+
+async def judged(completion, answer):
+    import asyncio
+    await asyncio.sleep(0)
+    return completion.strip() == answer
+
 def hangs(completion):
     time.sleep(60)
 
@@ -70,6 +78,19 @@ def test_a_failing_call_scores_like_a_wrong_answer_and_is_counted(rewards_module
     with UserReward("my_rewards:not_a_number") as reward:
         assert reward(PROBLEM, "4") == -1.0
         assert "not a number" in reward.stats.last_error
+
+
+def test_text_is_not_a_reward_even_when_it_reads_as_a_number(rewards_module):
+    with UserReward("my_rewards:extracted") as reward:
+        assert reward(PROBLEM, "4") == -1.0
+        assert "returned str '4', not a number" in reward.stats.last_error
+
+
+def test_an_async_function_is_awaited(rewards_module):
+    with UserReward("my_rewards:judged") as reward:
+        assert reward(PROBLEM, "4") == 1.0
+        assert reward(PROBLEM, "5") == -1.0
+        assert reward.stats.errors == 0
 
 
 def test_hanging_function_is_killed_after_the_timeout_and_counted(rewards_module):

@@ -10,6 +10,7 @@ go to stderr so they cannot corrupt the protocol on stdout.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.util
 import inspect
@@ -69,9 +70,15 @@ def accepted_arguments(fn: Callable[..., Any]) -> tuple[str, ...]:
 
 
 def to_reward(value: Any) -> float:
-    """bool -> +1 / -1 (pass / fail); a finite real number as is; anything else is an error."""
+    """bool -> +1 / -1 (pass / fail); a finite real number as is; anything else is an error.
+
+    Text is an error even where it reads as a number: a function that returns the answer it
+    extracted (``'42'``) instead of comparing it would otherwise score 42, a pass."""
     if isinstance(value, bool):
         return 1.0 if value else -1.0
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"returned {type(value).__name__} {value!r}, not a number (return a number or a bool, "
+                        "e.g. the comparison of the extracted answer with `answer`)")
     try:
         out = float(value)
     except (TypeError, ValueError):
@@ -102,10 +109,16 @@ def main(argv: list[str] | None = None) -> int:
         out.write(json.dumps({"load_error": f"{type(exc).__name__}: {exc}"}) + "\n")
         return 2
     out.write(json.dumps({"ready": True}) + "\n")
+    # An `async def` function (an LLM judge, a remote verifier; TRL takes them too) is awaited,
+    # every call on the same event loop, so clients it keeps between calls stay usable.
+    loop = asyncio.new_event_loop()
     for line in requests:
         request = json.loads(line)
         try:
-            reply = {"value": to_reward(fn(**{k: request[k] for k in names}))}
+            value = fn(**{k: request[k] for k in names})
+            if inspect.isawaitable(value):
+                value = loop.run_until_complete(value)
+            reply = {"value": to_reward(value)}
         except BaseException as exc:  # noqa: BLE001 -- a failing reward is data, not a crash
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         out.write(json.dumps(reply) + "\n")
