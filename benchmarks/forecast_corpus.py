@@ -46,6 +46,7 @@ from scalerl.curves import Curve, backtest, check_stability, fit_power_law, fit_
 from scalerl.curves.backtest import END_TARGET, MAE_TARGET, Backtest, _end_slice
 from scalerl.curves.bands import (CALIBRATION_FILE, Calibration, band_scale, conformal_quantile, gain_scale,
                                  small_sample_factor)
+from scalerl.curves.calibrate import CutScore, calibration_from_scores, cut_score, leave_one_run_out
 from scalerl.curves.ensemble import DEFAULT_MEMBERS, origin_sizes
 from scalerl.curves.forecast import Forecast
 from scalerl.curves.uncertainty import _evaluate_many
@@ -536,25 +537,17 @@ def gain_table(cases: list[Case], sources: list[str]) -> None:
 
 
 def calibrate(cases: list[Case], choice: Choice | None = None, provenance: str = "") -> Calibration:
-    """The shipped design's factors at every level, from ``cases`` (each source weighted equally)."""
+    """The shipped design's factors at every level, from ``cases`` (each source weighted equally):
+    the library's own calibration (:mod:`scalerl.curves.calibrate`, what ``scalerl calibrate`` does
+    with a user's runs), given the benchmark's source weights."""
     choice = choice or choose_forecast(cases)
-    w = source_weights(cases)
-    conf, pts, _ = _scores(cases, choice, SHIPPED, 0.0)
-    h_max = float(max(c.parts(choice)["h"].max() for c in cases))
-    span = gain_span_ref(cases, choice)
-    gain, _ = _gain_scores(cases, choice, h_max, span)
-    n = len(cases)
-    return Calibration(
-        levels=LEVELS,
-        q_confidence=tuple(_q(conf, w, n, lv) for lv in LEVELS),
-        q_prediction=tuple(_q_points(pts, w, n, lv) for lv in LEVELS),
-        q_gain=tuple(_q(gain, w, n, lv) for lv in LEVELS),
-        h_max=h_max,
-        temperature=choice.temperature,
-        members=tuple(choice.members),
-        gain_span=span,
-        provenance=provenance,
-    )
+    return calibration_from_scores(cut_scores(cases, choice), members=choice.members,
+                                   temperature=choice.temperature, weights=source_weights(cases), levels=LEVELS,
+                                   provenance=provenance)
+
+
+def cut_scores(cases: list[Case], choice: Choice) -> list[CutScore]:
+    return [cut_score(c.forecast_with(choice), c.x, c.y, f"{c.source}/{c.run}") for c in cases]
 
 
 # --- scoring ---------------------------------------------------------------------------------------
@@ -661,6 +654,32 @@ def loso(cases: list[Case], sources: list[str], tolerance: float) -> None:
 
 
 HORIZONS = (0.0, 0.2, 0.4, 0.7, 1.3)
+
+
+def own_runs_table(cases: list[Case], sources: list[str]) -> None:
+    """Bands calibrated on a team's own runs (``scalerl calibrate``): for each source, each run's
+    cuts scored with factors from the source's other runs -- all of them, or random sets of 5 or
+    10 -- the forecast's make-up chosen on the other sources (LOSO) as before."""
+    print("\nBands calibrated on the runs of the same source (`scalerl calibrate`; leave one run out: each run scored "
+          "with factors from the source's other runs, all or random sets of 5 / 10; make-up chosen LOSO; 95%: end "
+          "level covered / its median half-width / held-out evaluations in the prediction band):")
+    header = ["calibrated on"] + sources
+    rows = []
+    loso_row = ["the other sources (shipped design, LOSO)"]
+    for src in sources:
+        loso_row.append(design_row(cases, [src], SHIPPED)[1])
+    rows.append(loso_row)
+    for label, n in (("all the other runs of the source", None), ("10 other runs of the source", 10),
+                     ("5 other runs of the source", 5)):
+        row = [label]
+        for src in sources:
+            ch = choose_forecast(scored([c for c in cases if c.source != src]))
+            chk = leave_one_run_out(cut_scores(scored([c for c in cases if c.source == src]), ch), ch.members,
+                                    ch.temperature, LEVEL, n_runs=n)
+            row.append("-" if chk is None else
+                       f"{pct(chk.end_coverage)} / {chk.end_half_width:.3f} / {pct(chk.point_coverage)}")
+        rows.append(row)
+    print(table(rows, header))
 
 
 def horizon_coverage(cases: list[Case], sources: list[str]) -> None:
@@ -871,6 +890,7 @@ def main() -> None:
     floor_table(cases, sources)
     design_table(cases, sources)
     gain_table(cases, sources)
+    own_runs_table(cases, sources)
     train = scored([c for c in cases if c.source != "verl"])
     ch = choose_forecast(train)
     for name in ("verl-data__Qwen2.5-0.5B-bsz256_2-prompt512-resp256-0.538", "verl_training_log__grpo_run_deepseek7b_llm"):

@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fit": ("scalerl.commands.fit", "fit a sigmoidal compute-performance curve to a run log"),
     "backtest": ("scalerl.commands.backtest", "fit on a prefix of a run log, score the rest (sigmoid vs power law)"),
     "compare": ("scalerl.commands.compare", "compare runs: ceiling (A) or efficiency (B, C_mid)"),
+    "calibrate": ("scalerl.commands.calibrate", "calibrate the forecast's bands on your own runs (for --calibration)"),
     "recipes": ("scalerl.commands.recipes", "list recipe presets and leave-one-out variants; show one as YAML"),
     "study": ("scalerl.commands.study", "run and classify leave-one-out / recipe / sweep studies"),
     "report": ("scalerl.commands.report", "regenerate a run's or a study's report from its logs"),

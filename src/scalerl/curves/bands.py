@@ -52,6 +52,7 @@ from pathlib import Path
 import numpy as np
 from scipy.special import ndtri, stdtrit
 
+from scalerl.curves.ensemble import MEMBERS
 from scalerl.errors import InputError
 
 CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
@@ -100,6 +101,43 @@ class Calibration:
 def default_calibration() -> Calibration:
     """The shipped calibration (``calibration.json`` next to this module)."""
     return Calibration.from_dict(json.loads(CALIBRATION_FILE.read_text()))
+
+
+def read_calibration(path) -> Calibration:
+    """A calibration file written by ``scalerl calibrate`` (or the shipped one), checked: a file
+    that is not one is refused in one line rather than giving bands of the wrong width."""
+    path = Path(path)
+    how = "write one with `scalerl calibrate LOG --x COL --y COL --output FILE`"
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"no calibration file {path}; {how}") from None
+    except IsADirectoryError:
+        raise InputError(f"calibration {path} is a directory, not a calibration file; {how}") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"{path} is not a calibration file (not JSON: {exc}); {how}") from None
+    try:
+        cal = Calibration.from_dict(d)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(f"{path} is not a scalerl calibration (bad or missing field {exc}); {how}") from None
+    n = len(cal.levels)
+    problems = []
+    if n < 2 or any(not 0 < lv < 1 for lv in cal.levels) or list(cal.levels) != sorted(set(cal.levels)):
+        problems.append("its levels must be increasing values in (0, 1)")
+    for name in ("q_confidence", "q_prediction", "q_gain"):
+        q = getattr(cal, name)
+        if len(q) != n or not all(math.isfinite(v) and v > 0 for v in q):
+            problems.append(f"{name} must hold {n} positive numbers, one per level")
+    if not (math.isfinite(cal.h_max) and cal.h_max > 0) or not (math.isfinite(cal.gain_span) and cal.gain_span > 0):
+        problems.append("h_max and gain_span must be positive")
+    if cal.temperature is not None and not (math.isfinite(cal.temperature) and cal.temperature > 0):
+        problems.append("temperature must be positive or null (equal weights)")
+    unknown = [m for m in cal.members if m not in MEMBERS]
+    if not cal.members or unknown:
+        problems.append(f"members must name forecast members ({', '.join(MEMBERS)}); got {list(cal.members)}")
+    if problems:
+        raise InputError(f"{path} is not a valid calibration: {'; '.join(problems)}")
+    return cal
 
 
 def conformal_quantile(scores, level: float, weights=None, n_units: int | None = None) -> float:

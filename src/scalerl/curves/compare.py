@@ -29,6 +29,7 @@ from typing import Sequence
 import numpy as np
 from scipy.optimize import least_squares
 
+from scalerl.curves.bands import Calibration
 from scalerl.curves.data import Curve
 from scalerl.curves.forecast import Forecast, Prediction, forecast
 from scalerl.curves.sigmoid_fit import SigmoidFit
@@ -278,12 +279,14 @@ def compare(
     seed: int = 0,
     forecast_at: float | None = None,
     forecasts: bool = True,
+    calibration: Calibration | None = None,
     **fit_kwargs,
 ) -> CompareResult:
     """Fit every run (pooling its seeds), then classify each against ``baseline`` (default: the first).
 
     With ``forecasts`` each run is also forecast (:func:`scalerl.curves.forecast`, its seeds
-    pooled) at one common compute, ``forecast_at`` (default: twice the largest last compute)."""
+    pooled) at one common compute, ``forecast_at`` (default: twice the largest last compute), its
+    bands from ``calibration`` (default: the shipped one)."""
     if len(runs) < 1:
         raise InputError("nothing to compare")
     labels = list(runs)
@@ -298,7 +301,8 @@ def compare(
         sf = fit_seeds(curves, n_boot=n_boot, level=level, seed=seed, **fit_kwargs)
         fc = None
         if forecasts:
-            fc = forecast(pool_curves(curves), n_boot=0, level=level, seed=seed, power_law=False, **fit_kwargs)
+            fc = forecast(pool_curves(curves), n_boot=0, level=level, seed=seed, power_law=False,
+                          calibration=calibration, **fit_kwargs)
         fits.append(RunFit(label, curves, sf, fc))
     if forecasts and forecast_at is None:
         forecast_at = 2.0 * max(float(c.x.max()) for rf in fits for c in rf.curves)

@@ -1,0 +1,118 @@
+"""``scalerl calibrate``: the bands' factors from your own runs, written to a file that ``fit``,
+``backtest`` and ``compare`` take with ``--calibration``.
+
+    scalerl calibrate runs/*.csv --x step --y val/acc --output my-calibration.json
+    scalerl fit next-run.csv --x step --y val/acc --calibration my-calibration.json
+
+Each run is backtested at 30%, 50% and 70% of its compute; the forecast's errors there, in
+units of its own scale, give the conformal factors (:mod:`scalerl.curves.calibrate`). Printed:
+how the shipped bands did on your runs, the new factors, and how the new factors do on a run
+they were not calibrated on (leave one run out) -- the figure to trust.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from scalerl.commands._curve_args import add_data_args, finite_json, parse_fit_from, parse_r0, read_kwargs, table
+from scalerl.errors import InputError
+
+#: Fewer run-cuts than this and the 95% factor is the largest score seen (the conformal
+#: quantile's finite-sample correction asks for more than all of them).
+_FULL_95 = 19
+
+
+def add_arguments(p) -> None:
+    add_data_args(p, many=True)
+    p.add_argument("--output", metavar="FILE", default="scalerl-calibration.json",
+                   help="where to write the calibration (default: scalerl-calibration.json)")
+    p.add_argument("--cuts", type=float, nargs="+", default=[0.3, 0.5, 0.7], metavar="F",
+                   help="where each run is cut, as shares of its compute (default: 0.3 0.5 0.7)")
+    p.add_argument("--fit-from", default="auto", metavar="X",
+                   help="as for fit: 'auto' (default), 'none' or a compute value -- use what you will forecast with")
+    p.add_argument("--r0", default="first", metavar="first|free|VALUE", help="as for fit (default: first)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args) -> int:
+    import math
+
+    from scalerl.curves import read_curves
+    from scalerl.curves.calibrate import calibrate
+
+    if any(not 0 < f < 1 for f in args.cuts):
+        raise InputError(f"--cuts must be shares of the compute in (0, 1), got {args.cuts}")
+    kwargs = read_kwargs(args)
+    curves = [c for path in args.paths for c in read_curves(path, args.x, args.y, **kwargs)]
+    # The same run name in two files (run.csv in two directories): keep them apart in the check.
+    seen: dict[str, int] = {}
+    for i, c in enumerate(curves):
+        seen[c.name] = seen.get(c.name, 0) + 1
+        if seen[c.name] > 1:
+            curves[i] = replace(c, name=f"{c.name}#{seen[c.name]}")
+    bounded = not args.unbounded
+    bar = _progress(len(curves), args.no_progress or args.json)
+    try:
+        result = calibrate(curves, cuts=tuple(args.cuts), progress=bar and (lambda _name: bar.update(1)), r0=parse_r0(args.r0),
+                           fit_from=parse_fit_from(args.fit_from), A_max=1.0 if bounded else math.inf,
+                           y_floor=0.0 if bounded else -math.inf)
+    finally:
+        if bar is not None:
+            bar.close()
+    out = Path(args.output)
+    if out.is_dir():
+        raise InputError(f"--output {out} is a directory; give a file name (e.g. {out / 'calibration.json'})")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result.calibration.as_dict(), indent=2) + "\n")
+    base, new, loro = result.check_base(), result.calibration, result.check_new()
+    runs_scored = len({bt.run for bt in result.scored})
+    unstable = sorted({bt.run for bt in result.backtests if not bt.scored})
+    if args.json:
+        print(json.dumps(finite_json({
+            "output": str(out), "runs": len(curves), "runs_scored": runs_scored, "run_cuts": len(result.scored),
+            "not_scored": unstable, "skipped": [{"run": r, "reason": why} for r, why in result.skipped],
+            "factors_95": {k: {"shipped": result.base.q(0.95, k), "yours": new.q(0.95, k)}
+                           for k in ("confidence", "prediction", "gain")},
+            "shipped_on_your_runs": vars(base), "yours_leave_one_run_out": vars(loro) if loro else None,
+            "calibration": new.as_dict()}), allow_nan=False))
+        return 0
+    print(f"calibrated on {runs_scored} run(s), {len(result.scored)} run-cuts (each run cut at "
+          f"{', '.join(f'{int(round(100 * f))}%' for f in args.cuts)} of its compute)")
+    if unstable:
+        print(f"not scored (unstable at a cut or over the whole run: they peak and fall): {', '.join(unstable)}")
+    for run_name, why in result.skipped:
+        print(f"skipped {run_name}: {why}")
+    rows = [[kind, f"{result.base.q(0.95, kind):.3f}", f"{new.q(0.95, kind):.3f}"]
+            for kind in ("confidence", "prediction", "gain")]
+    print(table(rows, ["95% factor", "shipped", "yours"]))
+    print(f"the shipped bands on your runs: end level in the 95% confidence band in {_pct(base.end_coverage)} of "
+          f"run-cuts (median half-width {base.end_half_width:.3f}); {_pct(base.point_coverage)} of held-out "
+          "evaluations in the 95% prediction band")
+    if loro is not None:
+        print(f"yours on a run they were not calibrated on (leave one run out): end level covered in "
+              f"{_pct(loro.end_coverage)} (median half-width {loro.end_half_width:.3f}); "
+              f"{_pct(loro.point_coverage)} of held-out evaluations in the prediction band")
+    else:
+        print("with fewer than 3 runs the new factors cannot be checked on a run they have not seen")
+    if len(result.scored) < _FULL_95:
+        print(f"note: {len(result.scored)} run-cuts is fewer than {_FULL_95}: the 95% factor is the largest error "
+              "seen (conservative); more runs make it sharper")
+    print(f"wrote {out}; use it with: scalerl fit LOG --x {args.x} --y {args.y} --calibration {out} "
+          "(backtest and compare take it too)")
+    return 0
+
+
+def _pct(v: float) -> str:
+    return f"{100 * v:.0f}%"
+
+
+def _progress(total: int, off: bool):
+    """A tqdm bar advanced once per run backtested, or None."""
+    if off or total < 2:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="backtesting runs", unit="run", leave=False)

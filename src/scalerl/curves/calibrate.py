@@ -1,0 +1,245 @@
+"""Calibrating the bands on runs of your own: conformal factors from backtests of logs you have.
+
+The shipped factors (``calibration.json``, :mod:`scalerl.curves.bands`) come from 41 real runs
+of three sources. A conformal band covers at its level when the runs it is calibrated on are
+exchangeable with the run it is used on; a run of another framework, model or task may drift
+more, or be noisier, than any of those three: held out, a whole source was covered at 86-100%
+(docs/forecasting.md). The runs most exchangeable with your next run are your earlier ones.
+
+:func:`calibrate` backtests each run at 30%, 50% and 70% of its compute, collects the same three
+scores the shipped calibration is made of -- ``|observed end level - forecast| / (f s)``,
+``|observed evaluation - forecast| / (f sqrt(s^2 + sigma^2))`` and the gain's (module
+docstring of :mod:`scalerl.curves.bands`) -- and returns their conformal quantiles at every
+level. What the point forecast combines (members, temperature) stays as shipped: chosen on 41
+runs, it would be chosen by noise on a handful. Runs that are unstable (they peak and fall),
+and cuts flagged unstable, are left out, as in the shipped calibration.
+
+The same functions make the shipped calibration (``benchmarks/forecast_corpus.py``), there with
+every source weighing the same.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from scalerl.curves.backtest import Backtest, _end_slice, backtest
+from scalerl.curves.bands import Calibration, conformal_quantile, default_calibration, gain_scale
+from scalerl.curves.data import Curve
+from scalerl.curves.forecast import Forecast
+from scalerl.errors import InputError
+
+#: Where each run is cut: the same shares as the shipped calibration.
+CUTS = (0.3, 0.5, 0.7)
+#: Levels the factors are given at (the bands interpolate between them).
+LEVELS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.975, 0.99)
+#: Fewest scored run-cuts a calibration is made from; below it the quantiles are noise.
+MIN_CUTS = 6
+#: Share of the held-out evaluations the gain is measured from (its first quarter to its last).
+GAIN_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class CutScore:
+    """One run cut at one compute: how far off the forecast was, in units of its own scale."""
+
+    run: str
+    end: float
+    """``|observed end level - forecast| / (f s)`` (the confidence band's score)."""
+    end_unit: float
+    """``f s`` at the end level: the confidence band's half-width per unit of factor."""
+    points: np.ndarray
+    """``|observed - forecast| / (f sqrt(s^2 + sigma^2))`` at each held-out evaluation (prediction band)."""
+    horizon: float
+    """Longest horizon ``ln(C / C_end)`` among the held-out evaluations."""
+    gain_error: float
+    """``|observed gain - forecast gain|`` from the first to the last quarter of the held-out evaluations."""
+    gain_ends: tuple[float, float]
+    """The bands' scale s at the two ends of that gain."""
+    gain_span: float
+    """``ln(TO / FROM)`` of that gain."""
+    gain_horizon: float
+    """Horizon of its far end."""
+    small_sample: float
+    """The forecast's small-sample factor f."""
+
+
+def cut_score(fc: Forecast, x: Sequence[float], y: Sequence[float], run: str = "") -> CutScore:
+    """The calibration scores of forecast ``fc`` against the held-out evaluations ``(x, y)``."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.size == 0:
+        raise InputError(f"run {run!r}: no held-out evaluations to score")
+    R, s = fc.mean(x), fc.scale(x)
+    f, sigma = fc.bands.small_sample, fc.bands.sigma
+    end = _end_slice(y.size)
+    k = max(1, int(round(GAIN_SHARE * y.size)))
+    first = slice(0, k)
+    c_from, c_to = float(np.exp(np.log(x[first]).mean())), float(np.exp(np.log(x[end]).mean()))
+    gain_fc = float(R[end].mean() - R[first].mean())
+    gain_obs = float(y[end].mean() - y[first].mean())
+    unit = f * float(s[end].mean())
+    return CutScore(
+        run=run,
+        end=abs(float(R[end].mean()) - float(y[end].mean())) / unit,
+        end_unit=unit,
+        points=np.abs(R - y) / (f * np.sqrt(s**2 + sigma**2)),
+        horizon=float(np.nanmax(fc.bands.horizon(x))),
+        gain_error=abs(gain_obs - gain_fc),
+        gain_ends=tuple(float(v) for v in fc.scale([c_from, c_to])),
+        gain_span=math.log(c_to / c_from),
+        gain_horizon=float(fc.bands.horizon([c_to])[0]),
+        small_sample=f,
+    )
+
+
+def calibration_from_scores(
+    scores: Sequence[CutScore],
+    *,
+    members: Iterable[str],
+    temperature: float | None,
+    weights: Sequence[float] | None = None,
+    levels: Sequence[float] = LEVELS,
+    provenance: str = "",
+) -> Calibration:
+    """The conformal factors at every level from run-cut scores; ``weights`` (default: equal)
+    say how much each run-cut counts (the shipped calibration gives every source one unit)."""
+    if not scores:
+        raise InputError("no run-cuts to calibrate on")
+    n = len(scores)
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    h_max = max(c.horizon for c in scores)
+    span = float(np.median([c.gain_span for c in scores]))
+    end = np.array([c.end for c in scores])
+    pts = np.concatenate([c.points for c in scores])
+    # Each run-cut's evaluations share its weight: a long held-out part counts no more than a short one.
+    w_pts = np.concatenate([np.full(c.points.size, wi / c.points.size) for c, wi in zip(scores, w)])
+    gain = np.array([
+        c.gain_error / max(c.small_sample * gain_scale(*c.gain_ends, c.gain_span, span)
+                           * max(1.0, c.gain_horizon / h_max), 1e-12)
+        for c in scores])
+    return Calibration(
+        levels=tuple(levels),
+        q_confidence=tuple(conformal_quantile(end, lv, weights=w, n_units=n) for lv in levels),
+        q_prediction=tuple(conformal_quantile(pts, lv, weights=w_pts, n_units=n) for lv in levels),
+        q_gain=tuple(conformal_quantile(gain, lv, weights=w, n_units=n) for lv in levels),
+        h_max=h_max,
+        temperature=temperature,
+        members=tuple(members),
+        gain_span=span,
+        provenance=provenance,
+    )
+
+
+@dataclass(frozen=True)
+class Check:
+    """How bands with given factors did on run-cuts they were not calibrated on."""
+
+    level: float
+    end_coverage: float
+    """Share of run-cuts whose observed end level lies in the confidence band."""
+    end_half_width: float
+    """Median half-width of the confidence band at the end level."""
+    point_coverage: float
+    """Mean over run-cuts of the share of held-out evaluations inside the prediction band."""
+
+
+def check(scores: Sequence[CutScore], cal: Calibration, level: float = 0.95) -> Check:
+    """Coverage of ``cal``'s bands at ``level`` on ``scores`` (run-cuts)."""
+    qc, qp = cal.q(level, "confidence"), cal.q(level, "prediction")
+    return Check(level, float(np.mean([c.end <= qc for c in scores])),
+                 float(np.median([qc * c.end_unit for c in scores])),
+                 float(np.mean([np.mean(c.points <= qp) for c in scores])))
+
+
+def leave_one_run_out(scores: Sequence[CutScore], members: Iterable[str], temperature: float | None,
+                      level: float = 0.95, *, n_runs: int | None = None, draws: int = 20,
+                      seed: int = 0) -> Check | None:
+    """How factors calibrated on your runs would do on a run they have not seen: each run's cuts
+    scored with the factors from the other runs -- all of them, or (``n_runs``) ``draws`` random
+    sets of that many, as a team with only ``n_runs`` earlier runs would have. None with fewer
+    than 3 runs (or fewer than ``n_runs + 1``)."""
+    runs = list(dict.fromkeys(c.run for c in scores))
+    if len(runs) < max(3, (n_runs or 0) + 1):
+        return None
+    members = tuple(members)
+    rng = np.random.default_rng(seed)
+    parts = []
+    for run in runs:
+        held = [c for c in scores if c.run == run]
+        others = [r for r in runs if r != run]
+        sets = [others] if n_runs is None else [list(rng.choice(others, n_runs, replace=False)) for _ in range(draws)]
+        for chosen in sets:
+            rest = [c for c in scores if c.run in chosen]
+            cal = calibration_from_scores(rest, members=members, temperature=temperature)
+            parts.append((check(held, cal, level), len(held) / len(sets)))
+    w = np.array([n for _, n in parts], dtype=float)
+    return Check(level, float(np.average([p.end_coverage for p, _ in parts], weights=w)),
+                 float(np.median([p.end_half_width for p, _ in parts])),
+                 float(np.average([p.point_coverage for p, _ in parts], weights=w)))
+
+
+@dataclass
+class CalibrationRun:
+    """What :func:`calibrate` did: the calibration, the backtests behind it, what it left out."""
+
+    calibration: Calibration
+    backtests: list[Backtest]
+    """Every backtest made (scored or not)."""
+    scored: list[Backtest]
+    """The run-cuts the factors come from."""
+    skipped: list[tuple[str, str]]
+    """(run, reason) for runs or cuts that could not be backtested."""
+    scores: list[CutScore]
+    base: Calibration
+    """The calibration the forecasts were made with (its factors: what your runs are compared with)."""
+
+    def check_base(self, level: float = 0.95) -> Check:
+        """How the base factors (the shipped ones) did on your runs."""
+        return check(self.scores, self.base, level)
+
+    def check_new(self, level: float = 0.95) -> Check | None:
+        """How the new factors do on a run they were not calibrated on (leave one run out)."""
+        return leave_one_run_out(self.scores, self.calibration.members, self.calibration.temperature, level)
+
+
+def calibrate(
+    curves: Sequence[Curve],
+    *,
+    cuts: Sequence[float] = CUTS,
+    base: Calibration | None = None,
+    provenance: str = "",
+    progress: Callable[[str], None] | None = None,
+    **forecast_kwargs,
+) -> CalibrationRun:
+    """Factors for the bands from backtests of ``curves`` (your runs) at ``cuts`` of their compute.
+
+    The forecasts are made with ``base`` (default: the shipped calibration): its members and
+    temperature are kept; only the factors are new. ``forecast_kwargs`` go to the forecast
+    (r0, fit_from, A_max, ...), as the runs will be forecast later."""
+    base = base or default_calibration()
+    backtests, skipped = [], []
+    for curve in curves:
+        for f in cuts:
+            try:
+                backtests.append(backtest(curve, cut_fraction=f, n_boot=0, calibration=base, **forecast_kwargs))
+            except InputError as exc:  # too short at this cut: the other cuts still count
+                skipped.append((curve.name, f"cut at {f:g}: {exc}"))
+        if progress is not None:
+            progress(curve.name)
+    scored = [bt for bt in backtests if bt.scored]
+    if len(scored) < MIN_CUTS:
+        raise InputError(
+            f"{len(scored)} run-cut(s) could be scored ({len(curves)} run(s) x {len(cuts)} cuts, unstable runs and "
+            f"runs too short to cut left out); a calibration needs at least {MIN_CUTS}: give more runs, or longer ones")
+    scores = [cut_score(bt.forecast, bt.test_x, bt.test_y, bt.run) for bt in scored]
+    cal = calibration_from_scores(scores, members=base.members, temperature=base.temperature,
+                                  provenance=provenance or f"scalerl calibrate: {len({bt.run for bt in scored})} "
+                                                           f"runs, {len(scored)} run-cuts at {list(cuts)}")
+    return CalibrationRun(cal, backtests, scored, skipped, scores, base)
+
+
+__all__ = ["CUTS", "CalibrationRun", "Check", "CutScore", "calibrate", "calibration_from_scores", "check", "cut_score",
+           "leave_one_run_out"]

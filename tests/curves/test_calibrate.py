@@ -1,0 +1,142 @@
+"""Bands calibrated on a user's own runs: `scalerl calibrate` and `--calibration FILE`."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from scalerl.cli import main
+from scalerl.curves import default_calibration
+from scalerl.curves.bands import conformal_quantile, read_calibration
+from scalerl.curves.calibrate import CutScore, calibration_from_scores, leave_one_run_out
+from scalerl.errors import InputError
+
+from .conftest import CORPUS_CSV
+
+XY = ["--x", "x", "--y", "val_score"]
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _score(run: str, end: float, points=(0.5,)) -> CutScore:
+    return CutScore(run=run, end=end, end_unit=0.01, points=np.asarray(points, dtype=float), horizon=1.0,
+                    gain_error=0.01, gain_ends=(0.01, 0.01), gain_span=0.5, gain_horizon=1.0, small_sample=1.0)
+
+
+def test_factors_are_the_conformal_quantiles_of_the_scores():
+    scores = [_score(f"r{i // 3}", end=0.1 * (i + 1), points=[0.05 * i, 0.1 * i]) for i in range(30)]
+    cal = calibration_from_scores(scores, members=("sigmoid",), temperature=None)
+    ends = [s.end for s in scores]
+    assert cal.q(0.95, "confidence") == conformal_quantile(ends, 0.95, n_units=30)
+    assert cal.q(0.5, "confidence") == conformal_quantile(ends, 0.5, n_units=30)
+    # Each run-cut's evaluations share one unit of weight.
+    pts = np.concatenate([s.points for s in scores])
+    w = np.concatenate([np.full(2, 0.5) for _ in scores])
+    assert cal.q(0.9, "prediction") == conformal_quantile(pts, 0.9, weights=w, n_units=30)
+    assert cal.members == ("sigmoid",) and cal.temperature is None
+
+
+def test_leave_one_run_out_scores_each_run_with_the_others_factors():
+    # Nine runs with small errors, one with a huge one: calibrated on the others it is missed.
+    scores = [_score(f"r{i}", end=1.0) for i in range(9)] + [_score("wild", end=50.0)]
+    chk = leave_one_run_out(scores, ("sigmoid",), None)
+    assert chk.end_coverage == pytest.approx(0.9)
+    assert leave_one_run_out(scores[:2], ("sigmoid",), None) is None  # fewer than 3 runs: no check
+    fewer = leave_one_run_out(scores, ("sigmoid",), None, n_runs=5, draws=4)
+    assert 0.0 <= fewer.end_coverage <= 1.0
+
+
+@pytest.fixture(scope="module")
+def six_runs(tmp_path_factory):
+    """Six real TinyZero runs (26 evaluations each) as one CSV."""
+    keep = ["cogbeh_qwen_backtracking_backward", "cogbeh_qwen_human_cot", "cogbeh_qwen_empty_cot",
+            "cogbeh_llama_backtracking_subgoal", "cogbeh_llama_human_cot", "cogbeh_llama_owmathqa2_ppo"]
+    path = tmp_path_factory.mktemp("calib") / "runs.csv"
+    with open(CORPUS_CSV, newline="") as f, open(path, "w", newline="") as g:
+        rows = [r for r in csv.DictReader(f) if r["run"] in keep]
+        w = csv.DictWriter(g, fieldnames=["run", "x", "val_score"])
+        w.writeheader()
+        w.writerows({"run": r["run"], "x": r["x"], "val_score": r["val_score"]} for r in rows)
+    return path
+
+
+def test_calibrate_writes_a_file_that_fit_backtest_and_compare_use(capsys, tmp_path, six_runs):
+    out = tmp_path / "cal.json"
+    code, text, err = run_cli(capsys, "calibrate", str(six_runs), *XY, "--output", str(out), "--no-progress")
+    assert code == 0, err
+    assert "calibrated on 6 run(s), 18 run-cuts" in text
+    assert "leave one run out" in text and f"wrote {out}" in text
+    cal = read_calibration(out)
+    shipped = default_calibration()
+    assert cal.members == shipped.members and cal.temperature == shipped.temperature
+    assert cal.q(0.95, "confidence") != shipped.q(0.95, "confidence")
+
+    run = ["--run", "cogbeh_qwen_human_cot"]
+    _, plain, _ = run_cli(capsys, "fit", str(six_runs), *XY, *run, "--fit-until", "120", "--bootstrap", "0",
+                          "--predict", "250", "--json")
+    _, mine, _ = run_cli(capsys, "fit", str(six_runs), *XY, *run, "--fit-until", "120", "--bootstrap", "0",
+                         "--predict", "250", "--json", "--calibration", str(out))
+    p, m = json.loads(plain)["predictions"][0], json.loads(mine)["predictions"][0]
+    assert m["R"] == pytest.approx(p["R"])  # the forecast is the same; only the band's factor moved
+    ratio = cal.q(0.95, "confidence") / shipped.q(0.95, "confidence")
+    assert (m["hi"] - m["lo"]) == pytest.approx((p["hi"] - p["lo"]) * ratio, rel=1e-6)
+
+    code, text, err = run_cli(capsys, "backtest", str(six_runs), *XY, "--all-runs", "--bootstrap", "0",
+                              "--calibration", str(out))
+    assert code == 0, err
+    two = tmp_path / "two.csv"
+    lines = six_runs.read_text().splitlines()
+    two.write_text("\n".join([lines[0]] + [ln for ln in lines[1:] if ln.startswith(("cogbeh_qwen_human_cot,",
+                                                                                      "cogbeh_llama_human_cot,"))]))
+    widths = []
+    for extra in ([], ["--calibration", str(out)]):
+        code, text, err = run_cli(capsys, "compare", str(two), *XY, "--bootstrap", "20", "--json", *extra)
+        assert code == 0, err
+        f = json.loads(text)["runs"][0]["forecast"]
+        widths.append(f["hi"] - f["lo"])
+    assert widths[1] == pytest.approx(widths[0] * ratio, rel=1e-6)
+
+
+def test_calibrate_json_and_too_few_runs(capsys, tmp_path, six_runs):
+    code, out, err = run_cli(capsys, "calibrate", str(six_runs), *XY, "--output", str(tmp_path / "c.json"), "--json")
+    assert code == 0, err
+    obj = json.loads(out)
+    assert obj["run_cuts"] == 18 and obj["runs_scored"] == 6
+    assert set(obj["factors_95"]) == {"confidence", "prediction", "gain"}
+    assert 0 <= obj["yours_leave_one_run_out"]["end_coverage"] <= 1
+
+    one = tmp_path / "one.csv"
+    lines = six_runs.read_text().splitlines()
+    one.write_text("\n".join([lines[0]] + [ln for ln in lines[1:] if ln.startswith("cogbeh_qwen_human_cot,")]) + "\n")
+    code, _, err = run_cli(capsys, "calibrate", str(one), *XY, "--output", str(tmp_path / "d.json"))
+    assert code == 2 and "3 run-cut(s) could be scored" in err and "at least 6" in err
+
+
+@pytest.mark.parametrize("content, message", [
+    ("not json", "not a calibration file (not JSON"),
+    ('{"levels": [0.5, 0.95]}', "not a scalerl calibration (bad or missing field"),
+    (None, "not a valid calibration: q_confidence must hold"),
+    ("members", "members must name forecast members"),
+])
+def test_a_bad_calibration_file_is_refused_in_one_line(capsys, tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    good = default_calibration().as_dict()
+    if content is None:
+        good["q_confidence"] = [-1.0] * len(good["levels"])
+        content = json.dumps(good)
+    elif content == "members":
+        good["members"] = ["sigmoid", "crystal-ball"]
+        content = json.dumps(good)
+    path.write_text(content)
+    with pytest.raises(InputError, match=message.replace("(", r"\(")):
+        read_calibration(path)
+    code, _, err = run_cli(capsys, "fit", str(CORPUS_CSV), *XY, "--run", "cogbeh_qwen_human_cot",
+                           "--calibration", str(path))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    with pytest.raises(InputError, match="no calibration file"):
+        read_calibration(tmp_path / "missing.json")
