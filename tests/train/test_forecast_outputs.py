@@ -60,3 +60,58 @@ def test_run_report_gives_the_forecast_with_both_bands(tmp_path):
     assert "facts (JSON)" in (tmp_path / "report.html").read_text()
     assert json.loads(json.dumps(f, default=str))["forecast_mae"] < 0.05
     assert np.isfinite(f["sigmoid_mae"])
+
+
+def _double_width_calibration(path):
+    """The shipped factors doubled: a user calibration whose effect is known exactly."""
+    from scalerl.curves import default_calibration
+
+    d = default_calibration().as_dict()
+    for k in ("q_confidence", "q_prediction", "q_gain"):
+        d[k] = [2 * v for v in d[k]]
+    path.write_text(json.dumps(d))
+    return path
+
+
+def test_live_forecast_and_run_report_take_a_users_calibration(tmp_path):
+    cal = _double_width_calibration(tmp_path / "cal.json")
+    from scalerl.curves.bands import read_calibration
+
+    rows = _rows(*synthetic(20, 4000, 1))
+    plain = live_forecast(rows, x="flops", y="val/pass_rate", total_steps=400, n_boot=50)
+    mine = live_forecast(rows, x="flops", y="val/pass_rate", total_steps=400, n_boot=50,
+                         calibration=read_calibration(cal))
+    assert mine["forecast/R_budget"] == plain["forecast/R_budget"]
+    width = lambda o: o["forecast/R_budget_hi"] - o["forecast/R_budget_lo"]  # noqa: E731
+    assert width(mine) > 1.5 * width(plain)  # doubled, less what the [0, 1] clip takes
+
+    run = tmp_path / "run"
+    run.mkdir()
+    with RunLogWriter(run / "runlog.jsonl", {"type": "header", "run": "r", "recipe": "scalerl", "model": "tiny",
+                                             "config": {"forecast": {"x": "flops", "calibration": str(cal)}}}) as log:
+        for r in _rows(*synthetic(30, 6000, 2)):
+            log.append(r)
+    f_cfg = write_run_report(run, n_boot=50).facts  # the run's own forecast.calibration
+    f_shipped = write_run_report(run, n_boot=50, calibration=_shipped_copy(tmp_path)).facts
+    w = lambda f: f["forecast_final_hi"] - f["forecast_final_lo"]  # noqa: E731
+    assert w(f_cfg) > 1.5 * w(f_shipped)
+
+
+def _shipped_copy(tmp_path):
+    from scalerl.curves.bands import CALIBRATION_FILE
+
+    path = tmp_path / "shipped.json"
+    path.write_text(CALIBRATION_FILE.read_text())
+    return path
+
+
+def test_a_bad_forecast_calibration_is_a_config_error_before_training(tmp_path):
+    import pytest
+
+    from scalerl.errors import ConfigError
+    from scalerl.train.config import TrainConfig
+
+    cfg = TrainConfig()
+    cfg.forecast.calibration = str(tmp_path / "missing.json")
+    with pytest.raises(ConfigError, match="forecast.calibration: no calibration file"):
+        cfg.validate()

@@ -17,6 +17,9 @@ def add_arguments(p) -> None:
     p.add_argument("--x", metavar="COL", help="run directories: compute column (default: the run's forecast.x)")
     p.add_argument("--bootstrap", type=int, metavar="N", help="study directories: bootstrap resamples "
                                                                "(default: the study's)")
+    p.add_argument("--calibration", metavar="FILE",
+                   help="run directories: the bands' factors from a file `scalerl calibrate` wrote (default: the "
+                        "run's forecast.calibration, else the shipped ones)")
 
 
 def run(args) -> int:
@@ -29,7 +32,7 @@ def run(args) -> int:
         raise InputError(f"{directory}: neither a run directory (runlog.jsonl) nor a study directory ({SPEC_FILE})")
     from scalerl.train.report import summary_lines, write_run_report
 
-    rep = write_run_report(directory, x=args.x)
+    rep = write_run_report(directory, x=args.x, calibration=args.calibration)
     for k, v in summary_lines(rep):
         print(f"{k}: {v}")
     print("wrote: " + ", ".join(str(p) for p in rep.files))
@@ -41,5 +44,7 @@ def _study(args, directory: Path) -> int:
 
     if args.x:
         raise InputError("--x is fixed by the study's spec (its x field); drop --x for a study directory")
+    if args.calibration:
+        raise InputError("--calibration is for a run directory; a study's forecasts use the shipped factors")
     print_summary(write_study_report(directory, n_boot=args.bootstrap))
     return 0

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from scalerl.config import apply_overrides, resolve_key
-from scalerl.errors import ConfigError
+from scalerl.errors import ConfigError, InputError
 from scalerl.pipeline.config import BackendConfig, backend_problems
 from scalerl.rl.presets import get_recipe
 from scalerl.rl.recipe import RecipeConfig
@@ -209,6 +209,9 @@ class ForecastConfig:
     """Evaluations needed (the R0 point included) before the first fit."""
     bootstrap: int = 200
     """Bootstrap resamples for the logged intervals."""
+    calibration: str | None = None
+    """A calibration file written by ``scalerl calibrate`` from your own earlier runs: the bands of
+    the live forecast and of the run's report use its factors (default: the shipped ones)."""
 
 
 @dataclass
@@ -301,6 +304,13 @@ class TrainConfig:
             problems.append(f"forecast.x: unknown compute column {self.forecast.x!r}; known: {', '.join(COMPUTE_COLUMNS)}")
         if self.profile not in PROFILES and self.profile != "auto":
             problems.append(f"profile: unknown profile {self.profile!r}; known: auto, {', '.join(PROFILES)}")
+        if self.forecast.calibration:
+            from scalerl.curves.bands import read_calibration
+
+            try:
+                read_calibration(self.forecast.calibration)
+            except InputError as exc:
+                problems.append(f"forecast.calibration: {exc}")
         if problems:
             raise ConfigError("invalid training config: " + "; ".join(problems))
         return self
@@ -384,6 +394,7 @@ def absolute_paths(cfg: TrainConfig, cwd: Path | None = None) -> TrainConfig:
     cfg.model.name_or_path = local(cfg.model.name_or_path)
     cfg.task.data = local(cfg.task.data)
     cfg.task.reward = _absolute_reward(cfg.task.reward, cwd)
+    cfg.forecast.calibration = local(cfg.forecast.calibration)
     settings = cfg.task.settings
     if isinstance(settings.get("data"), str):
         settings["data"] = local(settings["data"])

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from scalerl.curves import Curve, forecast
+from scalerl.curves import Calibration, Curve, forecast
 from scalerl.errors import InputError
 
 
@@ -26,8 +26,10 @@ def live_forecast(
     min_points: int = 5,
     n_boot: int = 200,
     seed: int = 0,
+    calibration: Calibration | None = None,
 ) -> dict[str, Any]:
-    """Forecast columns for the next run-log row, from the evaluation rows so far."""
+    """Forecast columns for the next run-log row, from the evaluation rows so far; the bands'
+    factors from ``calibration`` (default: the shipped ones)."""
     points = [(r[x], r[y]) for r in rows if r.get(x) is not None and r.get(y) is not None]
     if len(points) < min_points:
         return {"forecast/status": f"waiting for {min_points} evaluations ({len(points)} so far)"}
@@ -36,7 +38,7 @@ def live_forecast(
     budget = float(last[x]) * total_steps / step
     try:
         curve = Curve.from_arrays([p[0] for p in points], [p[1] for p in points], x_name=x, y_name=y)
-        fc = forecast(curve, n_boot=n_boot, seed=seed, power_law=False)
+        fc = forecast(curve, n_boot=n_boot, seed=seed, power_law=False, calibration=calibration)
     except InputError as exc:
         return {"forecast/status": f"no fit yet: {exc}"}
     iv = fc.intervals()

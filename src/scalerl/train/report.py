@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from scalerl.curves import Curve, backtest, forecast
+from scalerl.curves.bands import read_calibration
 from scalerl.errors import InputError
 from scalerl.report_text import html_page, html_table, md_table
 from scalerl.runlog import read_runlog
@@ -46,8 +47,10 @@ def _eval_sets(rows: list[dict[str, Any]]) -> list[str]:
     return names
 
 
-def write_run_report(output: str | Path, *, x: str | None = None, fraction: float = 0.5, n_boot: int = 500) -> RunReport:
-    """Build the report of the run in ``output`` (see the module docstring)."""
+def write_run_report(output: str | Path, *, x: str | None = None, fraction: float = 0.5, n_boot: int = 500,
+                     calibration: str | Path | None = None) -> RunReport:
+    """Build the report of the run in ``output`` (see the module docstring); the bands' factors
+    from the ``calibration`` file (default: the run's ``forecast.calibration``, else the shipped ones)."""
     from scalerl.curves.plot import plot_backtest
 
     output = Path(output)
@@ -60,6 +63,8 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
         raise InputError(f"{log}: no evaluation rows yet")
     cfg = header.get("config", {})
     x = x or cfg.get("forecast", {}).get("x", "flops")
+    calibration = calibration or cfg.get("forecast", {}).get("calibration")
+    cal = read_calibration(calibration) if calibration else None
     sets = _eval_sets(evals)
     y = f"{sets[0]}/pass_rate"
     rep = RunReport(output, header, evals, x, y)
@@ -76,7 +81,7 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     curve = Curve.from_arrays(xs, ys, name=output.name, x_name=x, y_name=y)
     # The half-budget forecast: fit on compute <= fraction x final compute, predict the rest.
     try:
-        bt = backtest(curve, cut_fraction=fraction, n_boot=n_boot)
+        bt = backtest(curve, cut_fraction=fraction, n_boot=n_boot, calibration=cal)
         (pred,) = bt.forecast.predict([xs[-1]])
         f.update(
             forecast_cut=bt.cut, forecast_points=bt.n_fit, forecast_final=pred.R, forecast_final_lo=pred.lo,
@@ -95,7 +100,7 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
         # Too early for a forecast: still draw what there is.
         rep.files.append(plot_curves([curve], output / "curve.png", title=textwrap.fill(f"{output.name}: {exc}", 100)))
     try:
-        full = forecast(curve, n_boot=n_boot, power_law=False)
+        full = forecast(curve, n_boot=n_boot, power_law=False, calibration=cal)
         iv = full.intervals()
         for name in ("A", "B", "C_mid"):
             f[f"fit_{name}"] = getattr(full.fit, name)

@@ -351,9 +351,12 @@ class Trainer:
             # Imported here: the forecast needs scipy, and a run with forecast.enabled=false does not.
             from scalerl.train.live_forecast import live_forecast
 
+            from scalerl.curves.bands import read_calibration
+
+            cal = read_calibration(cfg.forecast.calibration) if cfg.forecast.calibration else None
             row.update(live_forecast(self.evals, x=cfg.forecast.x, y=f"{cfg.eval.sets[0]}/pass_rate",
                                      total_steps=cfg.run.steps, min_points=cfg.forecast.min_points,
-                                     n_boot=cfg.forecast.bootstrap, seed=cfg.run.seed))
+                                     n_boot=cfg.forecast.bootstrap, seed=cfg.run.seed, calibration=cal))
         return row
 
     def _log(self, row: dict[str, Any]) -> None:
