@@ -103,10 +103,13 @@ def test_calibrate_writes_a_file_that_fit_backtest_and_compare_use(capsys, tmp_p
 
 
 def test_calibrate_json_and_too_few_runs(capsys, tmp_path, six_runs):
-    code, out, err = run_cli(capsys, "calibrate", str(six_runs), *XY, "--output", str(tmp_path / "c.json"), "--json")
+    # The same file twice: each run counted once (a copy would pass the leave-one-run-out check for nothing).
+    code, out, err = run_cli(capsys, "calibrate", str(six_runs), str(six_runs), *XY, "--output",
+                             str(tmp_path / "c.json"), "--json")
     assert code == 0, err
     obj = json.loads(out)
     assert obj["run_cuts"] == 18 and obj["runs_scored"] == 6
+    assert "cogbeh_qwen_human_cot is given twice: counted once" in err
     assert set(obj["factors_95"]) == {"confidence", "prediction", "gain"}
     assert 0 <= obj["yours_leave_one_run_out"]["end_coverage"] <= 1
 

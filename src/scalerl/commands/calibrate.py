@@ -13,6 +13,7 @@ they were not calibrated on (leave one run out) -- the figure to trust.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -47,12 +48,14 @@ def run(args) -> int:
         raise InputError(f"--cuts must be shares of the compute in (0, 1), got {args.cuts}")
     kwargs = read_kwargs(args)
     curves = [c for path in args.paths for c in read_curves(path, args.x, args.y, **kwargs)]
-    # The same run name in two files (run.csv in two directories): keep them apart in the check.
-    seen: dict[str, int] = {}
-    for i, c in enumerate(curves):
-        seen[c.name] = seen.get(c.name, 0) + 1
-        if seen[c.name] > 1:
-            curves[i] = replace(c, name=f"{c.name}#{seen[c.name]}")
+    out = Path(args.output)
+    if out.is_dir():
+        raise InputError(f"--output {out} is a directory; give a file name (e.g. {out / 'calibration.json'})")
+    curves, repeats = _distinct(curves)
+    for name, first in repeats:
+        what = f"{name} is given twice" if name == first else f"{name} is the same curve as {first}"
+        print(f"note: {what}: counted once (a run scored against a copy of itself would pass the "
+              "leave-one-run-out check for nothing)", file=sys.stderr if args.json else sys.stdout)
     bounded = not args.unbounded
     bar = _progress(len(curves), args.no_progress or args.json)
     try:
@@ -62,9 +65,6 @@ def run(args) -> int:
     finally:
         if bar is not None:
             bar.close()
-    out = Path(args.output)
-    if out.is_dir():
-        raise InputError(f"--output {out} is a directory; give a file name (e.g. {out / 'calibration.json'})")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result.calibration.as_dict(), indent=2) + "\n")
     base, new, loro = result.check_base(), result.calibration, result.check_new()
@@ -103,6 +103,24 @@ def run(args) -> int:
     print(f"wrote {out}; use it with: scalerl fit LOG --x {args.x} --y {args.y} --calibration {out} "
           "(backtest and compare take it too)")
     return 0
+
+
+def _distinct(curves):
+    """The curves with exact repeats dropped (the same file given twice), and (name, first name)
+    of each repeat; a run name seen in two files with other values is kept apart as ``name#2``."""
+    kept, repeats, seen = [], [], {}
+    names: dict[str, int] = {}
+    for c in curves:
+        key = (c.x.tobytes(), c.y.tobytes())
+        if key in seen:
+            repeats.append((c.name, seen[key]))
+            continue
+        names[c.name] = names.get(c.name, 0) + 1
+        if names[c.name] > 1:
+            c = replace(c, name=f"{c.name}#{names[c.name]}")
+        seen[key] = c.name
+        kept.append(c)
+    return kept, repeats
 
 
 def _pct(v: float) -> str:
