@@ -143,3 +143,19 @@ def test_a_bad_calibration_file_is_refused_in_one_line(capsys, tmp_path, content
     assert code == 2 and len(err.strip().splitlines()) == 1
     with pytest.raises(InputError, match="no calibration file"):
         read_calibration(tmp_path / "missing.json")
+
+
+def test_backtest_all_runs_points_to_calibrate_when_the_bands_miss(capsys, tmp_path):
+    # Runs that rise slowly, then take off after the cut: no band from the first 30% covers them.
+    path = tmp_path / "late.csv"
+    rng = np.random.default_rng(0)
+    lines = ["run,x,val_score"]
+    for r in range(4):
+        for x in range(0, 200, 10):
+            y = 0.30 + 0.0005 * x + (0.30 if x > 120 else 0.0) + rng.normal(0, 0.005)
+            lines.append(f"late{r},{x},{y:.4f}")
+    path.write_text("\n".join(lines) + "\n")
+    code, out, err = run_cli(capsys, "backtest", str(path), *XY, "--all-runs", "--cut-fraction", "0.3",
+                             "--bootstrap", "0")
+    assert code == 0, err
+    assert f"`scalerl calibrate {path} --x x --y val_score` makes factors from your runs" in out

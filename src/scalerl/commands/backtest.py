@@ -149,6 +149,10 @@ def _all_runs(curves, args) -> int:
               f"inside the {pct}% prediction band; forecast MAE no worse than the better of plain sigmoid and power law "
               f"(that better one picked with hindsight) in {_pct(s.no_worse_strict)} strictly, {_pct(s.no_worse_noise)} "
               f"within the held-out noise (sigma/sqrt(n)), {_pct(s.no_worse)} within {s.tolerance:g}")
+        if s.n_scored >= 3 and s.end_coverage < s.level - 0.05:
+            print(f"  the {pct}% bands covered {_pct(s.end_coverage)} of these runs' end levels: they are not like the "
+                  f"runs the shipped factors come from; `scalerl calibrate {args.path} --x {args.x} --y {args.y}` "
+                  "makes factors from your runs (then --calibration FILE)")
     return 0
 
 
