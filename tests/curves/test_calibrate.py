@@ -125,6 +125,8 @@ def test_calibrate_json_and_too_few_runs(capsys, tmp_path, six_runs):
     ('{"levels": [0.5, 0.95]}', "not a scalerl calibration (bad or missing field"),
     (None, "not a valid calibration: q_confidence must hold"),
     ("members", "members must name forecast members"),
+    ("text", "q_prediction must hold"),
+    ("huge", "its levels must be increasing"),
 ])
 def test_a_bad_calibration_file_is_refused_in_one_line(capsys, tmp_path, content, message):
     path = tmp_path / "bad.json"
@@ -134,6 +136,12 @@ def test_a_bad_calibration_file_is_refused_in_one_line(capsys, tmp_path, content
         content = json.dumps(good)
     elif content == "members":
         good["members"] = ["sigmoid", "crystal-ball"]
+        content = json.dumps(good)
+    elif content == "text":  # found by fuzzing: a non-number in a list was a TypeError traceback
+        good["q_prediction"][2] = "1.2"
+        content = json.dumps(good)
+    elif content == "huge":  # an integer too large for a float: OverflowError
+        good["levels"][0] = 10**400
         content = json.dumps(good)
     path.write_text(content)
     with pytest.raises(InputError, match=message.replace("(", r"\(")):

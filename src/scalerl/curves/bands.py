@@ -118,21 +118,29 @@ def read_calibration(path) -> Calibration:
         raise InputError(f"{path} is not a calibration file (not JSON: {exc}); {how}") from None
     try:
         cal = Calibration.from_dict(d)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise InputError(f"{path} is not a scalerl calibration (bad or missing field {exc}); {how}") from None
     n = len(cal.levels)
     problems = []
-    if n < 2 or any(not 0 < lv < 1 for lv in cal.levels) or list(cal.levels) != sorted(set(cal.levels)):
+
+    def numbers(values) -> bool:
+        try:  # an integer too large for a float overflows in isfinite
+            return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values)
+        except OverflowError:
+            return False
+
+    if n < 2 or not numbers(cal.levels) or any(not 0 < lv < 1 for lv in cal.levels) \
+            or list(cal.levels) != sorted(set(cal.levels)):
         problems.append("its levels must be increasing values in (0, 1)")
     for name in ("q_confidence", "q_prediction", "q_gain"):
         q = getattr(cal, name)
-        if len(q) != n or not all(math.isfinite(v) and v > 0 for v in q):
+        if len(q) != n or not numbers(q) or not all(v > 0 for v in q):
             problems.append(f"{name} must hold {n} positive numbers, one per level")
     if not (math.isfinite(cal.h_max) and cal.h_max > 0) or not (math.isfinite(cal.gain_span) and cal.gain_span > 0):
         problems.append("h_max and gain_span must be positive")
     if cal.temperature is not None and not (math.isfinite(cal.temperature) and cal.temperature > 0):
         problems.append("temperature must be positive or null (equal weights)")
-    unknown = [m for m in cal.members if m not in MEMBERS]
+    unknown = [m for m in cal.members if not isinstance(m, str) or m not in MEMBERS]
     if not cal.members or unknown:
         problems.append(f"members must name forecast members ({', '.join(MEMBERS)}); got {list(cal.members)}")
     if problems:
