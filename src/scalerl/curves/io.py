@@ -23,11 +23,13 @@ Formats (chosen from the path, or by ``fmt``):
 * ``parquet`` -- a Parquet table of metrics (pandas' ``to_parquet``: a row per step, a column per
   metric; one run, or one per value of a ``run`` column);
 * ``swanlab`` -- SwanLab's local run file (``*.swanlab``), a run directory, or a ``swanlog``
-  directory of runs (swanlab >= 0.8's files need the ``swanlab`` package).
+  directory of runs (swanlab >= 0.8's files need the ``swanlab`` package);
+* ``eval-dumps`` -- evaluations a trainer dumps to disk: verl's ``validation_data_dir`` (a
+  ``<step>.jsonl`` of samples per validation) or SkyRL's ``dumped_evals`` directory.
 
 The user names the x (compute) and y (metric) columns. An unknown name is an error that
 lists the available ones. Missing, NaN and infinite values are dropped and counted. In the
-row logs (csv, jsonl, parquet, verl, skyrl, hf-trainer, mlflow, dict-lines, wandb-run) x may be ``cum:COL``, the running total of a per-step column
+row logs (csv, jsonl, parquet, verl, skyrl, hf-trainer, mlflow, dict-lines, wandb-run, eval-dumps) x may be ``cum:COL``, the running total of a per-step column
 (``cum:timing_s/step``), or ``cum:GLOB``, of every column matching it (``cum:timing/*``).
 """
 
@@ -42,6 +44,7 @@ from typing import Callable
 
 from scalerl.curves.csv_log import read_csv
 from scalerl.curves.data import Curve
+from scalerl.curves.eval_dumps import is_eval_dumps, read_eval_dumps
 from scalerl.curves.dict_lines_log import looks_like_dict_lines, read_dict_lines
 from scalerl.curves.hf_trainer_log import is_trainer_state, read_hf_trainer
 from scalerl.curves.jsonl_log import read_jsonl
@@ -99,6 +102,7 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "trackio": read_trackio,
     "swanlab": read_swanlab,
     "parquet": read_parquet,
+    "eval-dumps": read_eval_dumps,
 }
 
 
@@ -138,6 +142,8 @@ def detect_format(path: Path) -> str:
     name = path.name.lower()
     if path.is_dir() and is_trainer_state(path):
         return "hf-trainer"
+    if is_eval_dumps(path):
+        return "eval-dumps"
     found = next((fmt for fmt, probe in TRACKER_PROBES if probe(path)), None)
     if found or path.is_dir():
         return found or "tensorboard"  # a directory of nothing else: event files

@@ -1,0 +1,147 @@
+"""Read the evaluations a trainer dumps to disk, one directory per run:
+
+* **verl** (``trainer.validation_data_dir``): at every validation a file ``<step>.jsonl`` with
+  one line per generated sample, ``{"input", "output", "gts", "score", "step", ...}`` plus what
+  the reward function returned besides the score (``acc``, ``pred``, ...). A row per file: the
+  mean of every numeric field over its samples (a bool, as verl's math reward writes ``acc``,
+  counts 1 / 0), at the file's step, and ``samples``. With one validation set, ``score`` is what
+  verl logs as ``val-core/<set>/reward/mean@<n>`` (the mean over prompts of the mean over their n
+  samples: the same mean when every prompt has n) -- at full precision. verl's dump has no field
+  naming the set; a line that has ``data_source`` (as forks add) also gives ``<source>/score``.
+  The validation before training is ``0.jsonl`` (or the checkpoint's step after a resume). verl
+  writes the training rollouts the same way (``trainer.rollout_data_dir``): that directory reads
+  the same, as the training reward.
+* **SkyRL** (``trainer.dump_eval_results``): ``<export_path>/dumped_evals/global_step_<N>_evals/``
+  with ``aggregated_results.jsonl``, the evaluation's metrics as its tracker gets them
+  (``eval/all/avg_score``, ``eval/<set>/pass_at_<n>``, ...), at full precision; the
+  ``dumped_evals`` directory or ``export_path`` is the run.
+
+A file cut short by a kill (a torn last line) counts the samples it holds, and an empty last
+file is skipped, each said in the notes; a malformed line in the middle is an error that names it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from scalerl.curves.data import Curve
+from scalerl.curves.rows import curves_from_rows
+from scalerl.errors import InputError
+from scalerl.runlog import iter_lines
+
+#: verl's dump file of one validation: ``<step>.jsonl``.
+VERL_DUMP = re.compile(r"^(\d+)\.jsonl$")
+#: Fields every line of verl's dump has.
+VERL_SAMPLE_KEYS = {"input", "output", "score", "step"}
+#: SkyRL's directory of one evaluation, and its file of aggregated metrics.
+SKYRL_EVAL_DIR = re.compile(r"^global_step_(\d+)_evals$")
+SKYRL_AGGREGATED = "aggregated_results.jsonl"
+SKYRL_DUMPS = "dumped_evals"
+
+
+def _verl_files(path: Path) -> list[tuple[int, Path]]:
+    return sorted((int(m.group(1)), p) for p in path.iterdir() if p.is_file() and (m := VERL_DUMP.match(p.name)))
+
+
+def _skyrl_dirs(path: Path) -> list[tuple[int, Path]]:
+    root = path / SKYRL_DUMPS if (path / SKYRL_DUMPS).is_dir() else path
+    return sorted((int(m.group(1)), p / SKYRL_AGGREGATED) for p in root.iterdir()
+                  if p.is_dir() and (m := SKYRL_EVAL_DIR.match(p.name)) and (p / SKYRL_AGGREGATED).is_file())
+
+
+def _first_object(path: Path) -> dict | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            line = next((ln for ln in f if ln.strip()), "")
+        obj = json.loads(line)
+    except (OSError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def is_eval_dumps(path: Path) -> bool:
+    """A directory of verl's dumped generations, or of SkyRL's dumped evaluations."""
+    if not path.is_dir():
+        return False
+    try:
+        files = _verl_files(path)
+        if files:
+            first = _first_object(files[0][1])
+            return first is not None and VERL_SAMPLE_KEYS <= set(first)
+        return bool(_skyrl_dirs(path))
+    except OSError:
+        return False
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)) and math.isfinite(v):
+        return float(v)
+    return None
+
+
+def _verl_row(step: int, path: Path, notes: list[str]) -> dict[str, Any]:
+    """The mean of every numeric field of one dump file's samples."""
+    lines = list(iter_lines(path))
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    samples = 0
+    for idx, (lineno, obj, raw) in enumerate(lines):
+        if obj is None:
+            if idx == len(lines) - 1 and samples:
+                notes.append(f"{path.name}: skipped a torn last line ({lineno}) -- the dump was cut short")
+                continue
+            raise InputError(f"{path}: line {lineno} is not a JSON object: {raw.strip()[:80]!r}")
+        samples += 1
+        source = obj.get("data_source")
+        for key, value in obj.items():
+            v = _number(value)
+            if v is None or key == "step":
+                continue
+            for name in (key, f"{source}/{key}") if isinstance(source, str) and source else (key,):
+                sums[name] = sums.get(name, 0.0) + v
+                counts[name] = counts.get(name, 0) + 1
+    if not samples:
+        raise InputError(f"{path}: no samples in the dump")
+    return {"step": step, "samples": samples, **{k: sums[k] / counts[k] for k in sums}}
+
+
+def _skyrl_row(step: int, path: Path, notes: list[str]) -> dict[str, Any] | None:
+    obj = _first_object(path)
+    if obj is None:
+        notes.append(f"{path.parent.name}/{path.name} is empty or damaged: skipped")
+        return None
+    return {**{k: v for k, v in obj.items() if _number(v) is not None}, "step": step}
+
+
+def read_eval_dumps(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
+    """A directory of dumped evaluations (see :mod:`scalerl.curves.eval_dumps`); ``x`` is ``step``
+    (or ``samples``, or any logged number)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise InputError(f"{path}: dumped evaluations are a directory (verl's validation_data_dir, SkyRL's dumped_evals)")
+    notes: list[str] = []
+    rows = []
+    verl = _verl_files(path)
+    if verl:
+        for i, (step, f) in enumerate(verl):
+            if i == len(verl) - 1 and not any(line.strip() for line in open(f, encoding="utf-8", errors="replace")):
+                notes.append(f"{f.name} is empty (the run was killed while it dumped): skipped")
+                continue
+            rows.append(_verl_row(step, f, notes))
+        name = path.name
+    else:
+        for step, f in _skyrl_dirs(path):
+            row = _skyrl_row(step, f, notes)
+            if row is not None:
+                rows.append(row)
+        name = path.parent.name if path.name == SKYRL_DUMPS else path.name
+    if not rows:
+        raise InputError(f"{path}: no dumped evaluations (<step>.jsonl files of verl, or SkyRL's "
+                         f"{SKYRL_DUMPS}/global_step_<N>_evals/{SKYRL_AGGREGATED})")
+    return curves_from_rows(path, rows, x, y, default_name=name, notes=notes, y_scale=y_scale, bounded=bounded)
