@@ -10,7 +10,8 @@ score (verl's ``val-core/openai/gsm8k/reward/mean@1``). Formats: a long CSV (one
 console logs (one per run), SkyRL console logs (one per run, Ray prefixes), an MLflow SQLite database (the schema of the real store in
 ``tests/curves/data/mlflow_sqlite.db.gz``, filled with ``INSERT``s) and a ``wandb`` directory of W&B
 run files (records made with wandb's own protobuf schema, framed as W&B frames them; needs wandb) and
-a Trackio project database (its real schema, one JSON row per step). Printed per format: its size,
+a Trackio project database (its real schema, one JSON row per step); and verl's validation
+dumps (``--dump-*``: a ``<step>.jsonl`` of samples per validation). Printed per format: its size,
 the seconds ``read_curves(path, "cum:timing_s/step", y)`` took (median of ``--repeats``), and the
 curves read. For MLflow also the seconds to read every metric of the store (what the reader did
 before it asked the store for the needed ones only).
@@ -204,6 +205,24 @@ def write_trackio(out: Path, runs: int, steps: int, n: int) -> Path:
     return path
 
 
+def write_verl_dumps(out: Path, validations: int, samples: int, chars: int) -> Path:
+    """verl's validation_data_dir: a <step>.jsonl per validation, one line per sample with its
+    prompt and a completion of ``chars`` characters (what makes the files large)."""
+    path = out / "val_generations"
+    path.mkdir()
+    text = ("Let me think step by step. " * (chars // 27 + 1))[:chars]
+    for v in range(validations):
+        step = 10 * v
+        p = _score(0, step)
+        with open(path / f"{step}.jsonl", "w") as f:
+            for i in range(samples):
+                ok = i < round(p * samples)
+                f.write(json.dumps({"input": "Natalia sold clips to 48 of her friends ...", "output": text,
+                                    "gts": "72", "score": 1.0 if ok else 0.0, "step": step, "acc": ok,
+                                    "pred": "72"}) + "\n")
+    return path
+
+
 def timed(fn, repeats: int) -> tuple[float, object]:
     times, out = [], None
     for _ in range(repeats):
@@ -219,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--metrics", type=int, default=100, help="training metrics per step besides timing_s/step")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--dump-validations", type=int, default=100, help="verl validation dumps: files (validations)")
+    p.add_argument("--dump-samples", type=int, default=1000, help="verl validation dumps: samples per file")
+    p.add_argument("--dump-chars", type=int, default=2000, help="verl validation dumps: characters per completion")
     a = p.parse_args(argv)
     sys.path.insert(0, str(ROOT / "src"))
     from scalerl.curves import read_curves
@@ -246,6 +268,11 @@ def main(argv: list[str] | None = None) -> int:
     db = logs["mlflow"][0]
     seconds, (rows, _, _) = timed(lambda: read_mlflow_rows(db, metric_keys(db)), 1)
     print(f"mlflow, every metric of the store read (before): {seconds:.2f} s ({len(rows)} rows)")
+    dumps = write_verl_dumps(work, a.dump_validations, a.dump_samples, a.dump_chars)
+    seconds, (curve,) = timed(lambda: read_curves(dumps, "step", "score"), a.repeats)
+    mb = sum(f.stat().st_size for f in dumps.iterdir()) / 1e6
+    print(f"verl validation dumps: {a.dump_validations} files x {a.dump_samples} samples x {a.dump_chars}-character "
+          f"completions, {mb:.0f} MB: {seconds:.2f} s ({len(curve)} points, x=step, y=score)")
     shutil.rmtree(work)
     return 0
 
