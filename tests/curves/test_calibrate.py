@@ -81,6 +81,8 @@ def test_calibrate_writes_a_file_that_fit_backtest_and_compare_use(capsys, tmp_p
                           "--predict", "250", "--json")
     _, mine, _ = run_cli(capsys, "fit", str(six_runs), *XY, *run, "--fit-until", "120", "--bootstrap", "0",
                          "--predict", "250", "--json", "--calibration", str(out))
+    assert json.loads(mine)["calibration"]["file"] == str(out)
+    assert json.loads(plain)["calibration"]["file"] is None
     p, m = json.loads(plain)["predictions"][0], json.loads(mine)["predictions"][0]
     assert m["R"] == pytest.approx(p["R"])  # the forecast is the same; only the band's factor moved
     ratio = cal.q(0.95, "confidence") / shipped.q(0.95, "confidence")

@@ -77,6 +77,7 @@ def _as_json(fc, preds, targets, verdict, args) -> dict:
         "intervals": fc.intervals(),
         "level": fc.level,
         "ensemble": fc.ensemble.describe(),
+        "calibration": {"file": args.calibration, "provenance": fc.bands.calibration.provenance},
         "predictions": [p.as_dict() for p in preds],
         "targets": [{"R": r, "C": _finite(c), "lo": _finite(lo), "hi": _finite(hi)} for r, c, lo, hi in targets],
         "power_law": ({**fc.power_law.law.params(), "sse": fc.power_law.sse} if fc.power_law else None),
@@ -132,6 +133,8 @@ def _as_text(fc, preds, targets, verdict, args) -> str:
         lines.append(f"NO FORECAST -- unstable run: {fc.stability.text()}")
     else:
         lines += [ensemble_line(fc), forecast_table(fc, preds)]
+        if args.calibration:
+            lines.append(f"bands: the factors of {args.calibration} ({fc.bands.calibration.provenance or 'no provenance'})")
         if not all(p.calibrated for p in preds):
             lines.append(f"* beyond the calibrated horizon ({math.exp(fc.bands.calibration.h_max):.2g}x the last fitted "
                          "compute) or too few points to validate: bands stretched, not calibrated")
