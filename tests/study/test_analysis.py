@@ -155,3 +155,29 @@ def test_the_papers_rule_always_names_a_kind(tmp_path):
     assert dapo.kind == "ceiling" and dapo.classification["dA_interval"] is None  # +-0.02 margin, no interval
     assert agg.kind == "efficiency" and agg.classification["rule"] == "paper"
     assert "| loo-aggregation-sample | aggregation | efficiency" in (tmp_path / "report.md").read_text()
+
+
+def test_a_study_with_a_users_calibration_widens_its_forecast_bands_by_the_factor(tmp_path):
+    """``calibration: FILE`` in the spec: the report's forecasts use its factors."""
+    from scalerl.curves import default_calibration
+
+    d = default_calibration().as_dict()
+    d["q_confidence"] = [2 * q for q in d["q_confidence"]]
+    cal = tmp_path / "cal.json"
+    cal.write_text(json.dumps(d))
+    laws = {"scalerl": LAWS["scalerl"], "loo-loss-dapo": LAWS["loo-loss-dapo"]}
+    widths = []
+    for name, calibration in (("plain", None), ("mine", str(cal))):
+        spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=200, eval_every=10, bootstrap=50,
+                         extrapolate=2.0, calibration=calibration)
+        write_study(tmp_path / name, spec, laws)
+        v = analyse_study(tmp_path / name).variant("scalerl")
+        widths.append(v.extrapolated_interval[1] - v.extrapolated_interval[0])
+    assert widths[1] == pytest.approx(2 * widths[0], rel=1e-6)
+
+
+def test_a_bad_calibration_in_a_study_spec_is_refused_before_any_run(tmp_path):
+    from scalerl.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="calibration: no calibration file"):
+        StudySpec(calibration=str(tmp_path / "missing.json")).validate()

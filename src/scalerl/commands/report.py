@@ -45,6 +45,7 @@ def _study(args, directory: Path) -> int:
     if args.x:
         raise InputError("--x is fixed by the study's spec (its x field); drop --x for a study directory")
     if args.calibration:
-        raise InputError("--calibration is for a run directory; a study's forecasts use the shipped factors")
+        raise InputError("--calibration is for a run directory; a study takes it in its spec "
+                         "(calibration: FILE, or scalerl study --calibration FILE)")
     print_summary(write_study_report(directory, n_boot=args.bootstrap))
     return 0

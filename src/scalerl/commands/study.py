@@ -28,6 +28,7 @@ _FLAGS = {
     "seeds": "seeds", "steps": "steps", "compute": "compute", "max_steps": "max_steps", "eval_every": "eval_every",
     "x": "x", "model": "model", "task": "task", "backend": "backend", "ray_address": "ray_address",
     "parallel": "parallel", "threads": "threads", "rule": "rule", "bootstrap": "bootstrap", "extrapolate": "extrapolate",
+    "calibration": "calibration",
 }
 
 
@@ -63,6 +64,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rule", metavar="NAME", help="classification rule: intervals (default) or paper")
     g.add_argument("--bootstrap", type=int, metavar="N", help="bootstrap resamples per interval (default 300)")
     g.add_argument("--extrapolate", type=float, metavar="K", help="predict each variant at K x the budget (default 10)")
+    g.add_argument("--calibration", metavar="FILE", help="the report's forecast bands from a file `scalerl calibrate` "
+                   "wrote from your own runs (default: the shipped factors)")
     g.add_argument("--no-progress", action="store_true", help="no per-run progress bars")
 
 
@@ -109,12 +112,15 @@ def resolve_spec(args):
         spec = load_spec(args.spec)
     elif saved is not None and not args.overrides and not (set(changes) - {"backend", "ray_address", "parallel",
                                                                              "threads", "rule", "bootstrap",
-                                                                             "extrapolate", "progress"}):
+                                                                             "extrapolate", "progress",
+                                                                             "calibration"}):
         spec = saved  # the same directory and nothing that defines runs: continue it
     else:
         spec = StudySpec()
     if args.overrides:
         changes["overrides"] = [*spec.overrides, *args.overrides]
+    if changes.get("calibration"):  # saved in the study's spec: absolute, so `report` finds it from anywhere
+        changes["calibration"] = str(Path(changes["calibration"]).expanduser().resolve())
     spec = with_changes(spec, changes).validate() if changes else spec.validate()
     directory = Path(args.output or f"runs/study-{spec.family}")
     if saved is None and (directory / SPEC_FILE).exists():  # the default directory may hold a study too

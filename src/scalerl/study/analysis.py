@@ -36,6 +36,7 @@ import numpy as np
 from scalerl.config import load_yaml
 from scalerl.curves import Curve, fit_seeds, forecast, pool_curves
 from scalerl.curves.compare import CEILING, EFFICIENCY, NONE, UNSTABLE, Classification, CompareResult, RunFit, classify
+from scalerl.curves.bands import read_calibration
 from scalerl.curves.solver import fit_sigmoid_fixed_A
 from scalerl.errors import InputError
 from scalerl.runlog import eval_rows
@@ -263,6 +264,7 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
     """Fit and classify every variant of the study in ``directory`` (see the module docstring)."""
     spec, directory = read_study(directory)
     n_boot = n_boot or spec.bootstrap
+    calibration = read_calibration(spec.calibration) if spec.calibration else None
     variants, curves, pending, y = _curves(spec, directory)
     base = next(v for v in variants if v.is_base)
     base_value = base.value
@@ -312,7 +314,7 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
         else:
             # The forecaster's forecast (ensemble, calibrated band), not the sigmoid's bootstrap alone.
             try:
-                fc = forecast(pool_curves(rf.curves), n_boot=0, power_law=False, seed=seed)
+                fc = forecast(pool_curves(rf.curves), n_boot=0, power_law=False, seed=seed, calibration=calibration)
                 (p,) = fc.predict([analysis.extrapolate_at])
                 vr.extrapolated, vr.extrapolated_interval, vr.extrapolated_calibrated = p.R, (p.lo, p.hi), p.calibrated
             except InputError as exc:

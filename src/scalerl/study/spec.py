@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from scalerl.config import from_dict, load_yaml, to_dict
-from scalerl.errors import ConfigError
+from scalerl.errors import ConfigError, InputError
 
 #: Compute columns a study may budget and fit against (those every run log has).
 X_COLUMNS = ("flops", "gpu_hours", "tokens", "samples", "step")
@@ -97,6 +97,10 @@ class StudySpec:
     """Bootstrap resamples for every interval of the analysis."""
     extrapolate: float = 10.0
     """The report predicts each variant's pass rate at this multiple of the budget."""
+    calibration: str | None = None
+    """A calibration file from ``scalerl calibrate`` (your own earlier runs): the bands of the
+    report's forecasts use its factors (default: the shipped ones). The runs' own live forecasts
+    take it with ``overrides: [forecast.calibration=FILE]``."""
     progress: bool = True
     """Show each run's progress bar (local backend)."""
 
@@ -136,6 +140,13 @@ class StudySpec:
         for item in self.overrides:
             if "=" not in item:
                 problems.append(f"overrides: {item!r} must look like key=value")
+        if self.calibration:
+            from scalerl.curves.bands import read_calibration
+
+            try:
+                read_calibration(self.calibration)
+            except InputError as exc:
+                problems.append(f"calibration: {exc}")
         if problems:
             raise ConfigError("invalid study: " + "; ".join(problems))
         return self
