@@ -54,6 +54,13 @@ def _fixtures(tmp: Path) -> dict[str, tuple[Path, str, str]]:
     for version, pattern in (("v1", "swanlog-0.6.12/*/backup.swanlab"), ("v2", "swanlog-0.10.3/*/*.swanlab")):
         shutil.copy(sorted((tmp / "sw").glob(pattern))[0], tmp / f"{version}.swanlab")
         out[f"swanlab-{version}"] = (tmp / f"{version}.swanlab", "step", "val/acc")
+    with tarfile.open(DATA / "clearml_offline.tar.gz") as tar:
+        tar.extractall(tmp / "cml", filter="data")
+    session = sorted(p for p in (tmp / "cml" / "offline").iterdir() if p.is_dir())[0]
+    shutil.copytree(session, tmp / "cml-session")
+    out["clearml"] = (tmp / "cml-session" / "metrics.jsonl", "step", VAL)
+    shutil.copy(session.with_suffix(".zip"), tmp / "session.zip")
+    out["clearml.zip"] = (tmp / "session.zip", "step", VAL)
     import pandas as pd
 
     df = pd.read_csv(tmp / "runs.csv")

@@ -22,7 +22,7 @@ def add_data_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
                                                     "a wandb dir or run-*.wandb file, TensorBoard dir or event file, "
                                                     "verl console log, HF/TRL trainer_state.json or its run dir, "
                                                     "MLflow mlruns.db, mlruns directory or http(s) server URL, "
-                                                    "Trackio or SwanLab store, SkyRL console, verl's or SkyRL's dumped "
+                                                    "Trackio or SwanLab store, ClearML offline session, SkyRL console, verl's or SkyRL's dumped "
                                                     "evaluations directory, a console log of printed "
                                                     "metric dicts, a JSON document; compressed or a tar archive of "
                                                     "one; - for standard input)")

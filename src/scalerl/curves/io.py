@@ -24,12 +24,14 @@ Formats (chosen from the path, or by ``fmt``):
   metric; one run, or one per value of a ``run`` column);
 * ``swanlab`` -- SwanLab's local run file (``*.swanlab``), a run directory, or a ``swanlog``
   directory of runs (swanlab >= 0.8's files need the ``swanlab`` package);
+* ``clearml`` -- a ClearML offline session (``offline-<id>/`` with ``metrics.jsonl`` and
+  ``task.json``, or its ``.zip``), or the ``offline`` directory of several;
 * ``eval-dumps`` -- evaluations a trainer dumps to disk: verl's ``validation_data_dir`` (a
   ``<step>.jsonl`` of samples per validation) or SkyRL's ``dumped_evals`` directory.
 
 The user names the x (compute) and y (metric) columns. An unknown name is an error that
 lists the available ones. Missing, NaN and infinite values are dropped and counted. In the
-row logs (csv, jsonl, parquet, verl, skyrl, hf-trainer, mlflow, dict-lines, wandb-run, eval-dumps) x may be ``cum:COL``, the running total of a per-step column
+row logs (csv, jsonl, parquet, verl, skyrl, hf-trainer, mlflow, dict-lines, wandb-run, eval-dumps, clearml) x may be ``cum:COL``, the running total of a per-step column
 (``cum:timing_s/step``), or ``cum:GLOB``, of every column matching it (``cum:timing/*``).
 """
 
@@ -42,6 +44,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+from scalerl.curves.clearml_log import is_clearml_session, read_clearml
 from scalerl.curves.csv_log import read_csv
 from scalerl.curves.data import Curve
 from scalerl.curves.eval_dumps import is_eval_dumps, read_eval_dumps
@@ -103,6 +106,7 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "swanlab": read_swanlab,
     "parquet": read_parquet,
     "eval-dumps": read_eval_dumps,
+    "clearml": read_clearml,
 }
 
 
@@ -113,6 +117,7 @@ TRACKER_PROBES: tuple[tuple[str, Callable[[Path], bool]], ...] = (
     ("wandb-run", is_wandb_run),
     ("swanlab", is_swanlab_run),
     ("trackio", is_trackio),
+    ("clearml", is_clearml_session),
 )
 
 #: The formats whose runs are told apart by a column of their rows (``run_column``).
