@@ -82,3 +82,20 @@ def test_json_documents_that_are_no_table(tmp_path):
     broken.write_text('[\n  {"step": 0, "acc": 0.1},\n  {"step": 10, "acc": 0.2\n]\n')
     with pytest.raises(InputError, match=r"broken\.json: not valid JSON, nor JSON lines \(Expecting ',' delimiter: line 4"):
         read_curves(broken, "step", "acc")
+
+
+def test_clearmls_reported_scalars_saved_as_json(tmp_path):
+    """``json.dump(task.get_reported_scalars(), f)``: {title: {series: {x, y}}}, verl's keys split at
+    their first '/' by its ClearML logger, rebuilt as TITLE/SERIES."""
+    df = _history()
+    doc = {"val-core": {"openai/gsm8k/reward/mean@1": {"x": df["step"].tolist(), "y": df["acc"].tolist()}},
+           "actor": {"pg_loss": {"x": list(range(int(df["step"].max()) + 1)),
+                                 "y": [0.01] * (int(df["step"].max()) + 1)}}}
+    path = tmp_path / "scalars.json"
+    path.write_text(json.dumps(doc))
+    (c,) = read_curves(path, "step", "val-core/openai/gsm8k/reward/mean@1")
+    assert c.x.tolist() == df["step"].tolist() and np.allclose(c.y, df["acc"])
+    doc["actor"]["pg_loss"]["x"][3] = "three"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="ClearML series 'actor/pg_loss': iteration 'three' is not a number"):
+        read_curves(path, "step", "val-core/openai/gsm8k/reward/mean@1")

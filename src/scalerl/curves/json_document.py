@@ -9,7 +9,10 @@ pandas' ``DataFrame.to_json`` write when a script saves its metrics. The tables 
 * ``runs`` -- rows per run: ``{"grpo-a": [{"step": 0, ...}, ...], "grpo-b": [...]}``, each key a run;
 * TensorBoard's download (its UI's "Download JSON" of one scalar) -- ``[[wall_time, step, value],
   ...]``: columns ``wall_time`` (hours since the first point, as the TensorBoard reader gives it),
-  ``step`` and ``value``.
+  ``step`` and ``value``;
+* ClearML's ``Task.get_reported_scalars()`` saved as JSON -- ``{title: {series: {"x": [...], "y":
+  [...]}}}``: a row per iteration ``step`` with a column ``TITLE/SERIES`` per series (for a verl
+  run, the key it logged).
 
 Anything else is an error that names the shapes read; rows are then read like JSON lines.
 """
@@ -23,7 +26,7 @@ from typing import Any
 from scalerl.errors import InputError
 
 SHAPES = ("a list of rows, a list per column, pandas' to_json (columns, index, split, records), rows per run, "
-          "or TensorBoard's [[wall_time, step, value], ...]")
+          "TensorBoard's [[wall_time, step, value], ...] or ClearML's {title: {series: {x: [...], y: [...]}}}")
 #: TensorBoard's "Download JSON": seconds since the epoch, step, value.
 TENSORBOARD_DOWNLOAD = ("wall_time", "step", "value")
 
@@ -38,6 +41,25 @@ def _int_like(keys) -> bool:
 
 def _scalar(v: Any) -> bool:
     return v is None or isinstance(v, (int, float, str, bool))
+
+
+def _is_clearml_scalars(doc: dict) -> bool:
+    """``{title: {series: {"x": [...], "y": [...]}}}`` (ClearML's ``get_reported_scalars()``)."""
+    return all(isinstance(t, dict) and t and all(
+        isinstance(v, dict) and isinstance(v.get("x"), list) and isinstance(v.get("y"), list)
+        and len(v["x"]) == len(v["y"]) for v in t.values()) for t in doc.values())
+
+
+def _clearml_rows(doc: dict, path: Path) -> list[dict[str, Any]]:
+    rows: dict[Any, dict[str, Any]] = {}
+    for title, series in doc.items():
+        for name, xy in series.items():
+            key = f"{title}/{name}" if name else str(title)
+            for step, value in zip(xy["x"], xy["y"]):
+                if not isinstance(step, (int, float)) or isinstance(step, bool):
+                    raise InputError(f"{path}: ClearML series {key!r}: iteration {step!r} is not a number")
+                rows.setdefault(step, {"step": step})[key] = value
+    return [rows[k] for k in sorted(rows)]
 
 
 def document_rows(doc: Any, path: Path, run_column: str = "run") -> tuple[list[dict[str, Any]], str]:
@@ -64,6 +86,8 @@ def document_rows(doc: Any, path: Path, run_column: str = "run") -> tuple[list[d
                 raise InputError(f"{path}: a JSON document of columns of different lengths "
                                  f"({', '.join(f'{k!r}: {len(v)}' for k, v in list(doc.items())[:6])}); "
                                  "each column needs a value per row (null where none was logged)")
+        if _is_clearml_scalars(doc):
+            return _clearml_rows(doc, path), "clearml"
         if all(isinstance(v, dict) for v in values):
             if _int_like(doc.keys()):  # orient="index": row label -> row
                 return [doc[k] for k in sorted(doc, key=int)], "index"
