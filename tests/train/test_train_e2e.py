@@ -70,13 +70,21 @@ def test_output_holding_a_run_is_refused(tiny_dir, tmp_path, capsys):
 
 
 def test_resume_extends_a_finished_run(tiny_dir, tmp_path, capsys):
+    from scalerl.curves.bands import CALIBRATION_FILE
+
     out = tmp_path / "run"
-    assert main(small_args(out, "--set", "pipeline=sync", "--set", "k=1", "--no-report")) == 0
+    cal = tmp_path / "my-calibration.json"  # a user's calibration (scalerl calibrate); here the shipped one
+    cal.write_text(CALIBRATION_FILE.read_text())
+    assert main(small_args(out, "--set", "pipeline=sync", "--set", "k=1", "--no-report",
+                           "--set", f"forecast.calibration={cal}")) == 0
     assert "scalerl report" in capsys.readouterr().out and not (out / "report.html").exists()  # --no-report
+    assert (out / "calibration.json").exists()  # the run keeps a copy ...
+    cal.unlink()  # ... so resuming and reporting do not depend on the original
     assert main(["train", "--output", str(out), "--resume", "--steps", "6", "--no-progress"]) == 0
     _, rows = _rows(out)
     assert [r["step"] for r in rows if r["type"] == "eval"] == [0, 2, 4, 6]
     assert (out / "report.html").exists()  # --no-report is not part of the run: the resumed one wrote it
+    assert f"calibrated by {cal}" in (out / "report.md").read_text()
 
 
 def test_bad_model_path_exits_2(tmp_path, capsys):

@@ -59,9 +59,9 @@ def run(args) -> int:
     bounded = not args.unbounded
     bar = _progress(len(curves), args.no_progress or args.json)
     try:
-        result = calibrate(curves, cuts=tuple(args.cuts), progress=bar and (lambda _name: bar.update(1)), r0=parse_r0(args.r0),
-                           fit_from=parse_fit_from(args.fit_from), A_max=1.0 if bounded else math.inf,
-                           y_floor=0.0 if bounded else -math.inf)
+        result = calibrate(curves, cuts=tuple(args.cuts), progress=bar and (lambda _name: bar.update(1)),
+                           r0=parse_r0(args.r0), fit_from=parse_fit_from(args.fit_from),
+                           A_max=1.0 if bounded else math.inf, y_floor=0.0 if bounded else -math.inf)
     finally:
         if bar is not None:
             bar.close()

@@ -211,7 +211,8 @@ class ForecastConfig:
     """Bootstrap resamples for the logged intervals."""
     calibration: str | None = None
     """A calibration file written by ``scalerl calibrate`` from your own earlier runs: the bands of
-    the live forecast and of the run's report use its factors (default: the shipped ones)."""
+    the live forecast and of the run's report use its factors (default: the shipped ones). The run
+    keeps a copy (``<output>/calibration.json``), which resuming and reporting use."""
 
 
 @dataclass
@@ -304,7 +305,8 @@ class TrainConfig:
             problems.append(f"forecast.x: unknown compute column {self.forecast.x!r}; known: {', '.join(COMPUTE_COLUMNS)}")
         if self.profile not in PROFILES and self.profile != "auto":
             problems.append(f"profile: unknown profile {self.profile!r}; known: auto, {', '.join(PROFILES)}")
-        if self.forecast.calibration:
+        if self.forecast.calibration and not (Path(self.run.output) / CALIBRATION_COPY).exists():
+            # A run that started keeps a copy (resuming never depends on the original file).
             from scalerl.curves.bands import read_calibration
 
             try:
@@ -315,6 +317,10 @@ class TrainConfig:
             raise ConfigError("invalid training config: " + "; ".join(problems))
         return self
 
+
+#: The run directory's copy of ``forecast.calibration``: resuming and reporting the run never depend
+#: on the original file (moved, edited or deleted since the run started).
+CALIBRATION_COPY = "calibration.json"
 
 #: Compute measures logged at every evaluation (any can be the forecast's x).
 COMPUTE_COLUMNS = ("flops", "gpu_hours", "tokens", "samples", "step")

@@ -11,10 +11,27 @@ real runs. A fit that is not possible yet (too few points, no rise so far) is lo
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, Sequence
 
 from scalerl.curves import Calibration, Curve, forecast
+from scalerl.curves.bands import read_calibration
 from scalerl.errors import InputError
+from scalerl.train.config import CALIBRATION_COPY
+
+
+def run_calibration(configured: str | None, output: Path) -> Calibration | None:
+    """The bands' calibration of the run in ``output``: its copy when it has one, else the file
+    ``configured`` (``forecast.calibration``), copied into the run directory; None: the shipped one."""
+    copy = Path(output) / CALIBRATION_COPY
+    if copy.exists():
+        return read_calibration(copy)
+    if not configured:
+        return None
+    cal = read_calibration(configured)
+    copy.write_text(json.dumps(cal.as_dict(), indent=2) + "\n")
+    return cal
 
 
 def live_forecast(

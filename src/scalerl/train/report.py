@@ -21,6 +21,7 @@ import numpy as np
 
 from scalerl.curves import Curve, backtest, forecast
 from scalerl.curves.bands import read_calibration
+from scalerl.train.config import CALIBRATION_COPY
 from scalerl.errors import InputError
 from scalerl.report_text import html_page, html_table, md_table
 from scalerl.runlog import read_runlog
@@ -63,8 +64,8 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
         raise InputError(f"{log}: no evaluation rows yet")
     cfg = header.get("config", {})
     x = x or cfg.get("forecast", {}).get("x", "flops")
-    calibration = calibration or cfg.get("forecast", {}).get("calibration")
-    cal = read_calibration(calibration) if calibration else None
+    configured = cfg.get("forecast", {}).get("calibration")
+    cal = read_calibration(calibration) if calibration else None  # asked for: an error if unreadable
     sets = _eval_sets(evals)
     y = f"{sets[0]}/pass_rate"
     rep = RunReport(output, header, evals, x, y)
@@ -78,6 +79,15 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
         gpu_hours=float(evals[-1].get("gpu_hours", math.nan)), flops=float(evals[-1].get("flops", math.nan)),
         samples=int(evals[-1].get("samples", 0)),
     )
+    copy = output / CALIBRATION_COPY
+    if cal is None and (configured or copy.exists()):
+        try:  # the run's own copy first: the original may have moved since the run started
+            cal = read_calibration(copy if copy.exists() else configured)
+            f["calibration"] = str(configured or copy)
+        except InputError as exc:  # the run trained; its report falls back, and says so
+            f["calibration"] = f"the shipped factors: the run's forecast.calibration could not be read ({exc})"
+    elif cal is not None:
+        f["calibration"] = str(calibration)
     curve = Curve.from_arrays(xs, ys, name=output.name, x_name=x, y_name=y)
     # The half-budget forecast: fit on compute <= fraction x final compute, predict the rest.
     try:
@@ -167,6 +177,8 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
         ("compute", f"{f['flops']:.3g} FLOPs, {f['gpu_hours'] * 3600:.0f} device-seconds, {f['samples']:,} samples"),
         (f"{rep.y}: start -> final", f"{f['start']:.3f} -> {f['final']:.3f} (gain {f['gain']:+.3f}, best {f['best']:.3f})"),
     ]
+    if f.get("calibration"):
+        lines.append(("forecast bands", f"calibrated by {f['calibration']}"))
     if f.get("run_unstable"):
         lines.append(("stability", f"UNSTABLE: {f['run_stability']}"))
     if "forecast_final" in f and f.get("forecast_unstable"):

@@ -36,7 +36,7 @@ from scalerl.runlog import RUNLOG, RunLogWriter
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
 from scalerl.train.checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from scalerl.train.compute import ComputeMeter
-from scalerl.train.config import TrainConfig
+from scalerl.train.config import CALIBRATION_COPY, TrainConfig
 from scalerl.train.distributed import Rank, TrainerGroup, barrier, make_group, rank_threads
 from scalerl.models.lora import generator_copy
 from scalerl.train.evaluate import eval_bar, evaluate
@@ -160,6 +160,12 @@ class Trainer:
             self.output.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # e.g. a path under /proc, or a read-only file system
             raise InputError(f"--output {self.output}: cannot create the run directory: {exc.strerror}") from None
+
+        self.calibration = None
+        if cfg.forecast.enabled and cfg.forecast.calibration:
+            from scalerl.train.live_forecast import run_calibration
+
+            self.calibration = run_calibration(cfg.forecast.calibration, self.output)
 
         # fp32 master weights, FP32 head, LoRA, gradient checkpointing, the compute dtype (train/policy.py).
         self.policy = load_policy(cfg, self.device)
@@ -351,12 +357,9 @@ class Trainer:
             # Imported here: the forecast needs scipy, and a run with forecast.enabled=false does not.
             from scalerl.train.live_forecast import live_forecast
 
-            from scalerl.curves.bands import read_calibration
-
-            cal = read_calibration(cfg.forecast.calibration) if cfg.forecast.calibration else None
             row.update(live_forecast(self.evals, x=cfg.forecast.x, y=f"{cfg.eval.sets[0]}/pass_rate",
                                      total_steps=cfg.run.steps, min_points=cfg.forecast.min_points,
-                                     n_boot=cfg.forecast.bootstrap, seed=cfg.run.seed, calibration=cal))
+                                     n_boot=cfg.forecast.bootstrap, seed=cfg.run.seed, calibration=self.calibration))
         return row
 
     def _log(self, row: dict[str, Any]) -> None:
@@ -390,8 +393,8 @@ class Trainer:
                                      f"scalerl train --output {self.output} --resume") from None
         except BaseException:
             if not self.resume:  # failed before its first checkpoint: leave the directory reusable
-                discard_unstarted_run(self.output, checkpoints=CHECKPOINTS, files=(RUNLOG, CONFIG, SAMPLES),
-                                      runlog=self.runlog)
+                discard_unstarted_run(self.output, checkpoints=CHECKPOINTS,
+                                      files=(RUNLOG, CONFIG, SAMPLES, CALIBRATION_COPY), runlog=self.runlog)
             raise
         finally:
             bar.close()
