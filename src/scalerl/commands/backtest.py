@@ -138,6 +138,8 @@ def _all_runs(curves, args) -> int:
         print(f"skipped {name}: {reason}")
     for note in log_notes:
         print(f"note: {note}")
+    if args.calibration:
+        print(f"bands: the factors of {args.calibration}")
     if summary is not None:
         s = summary
         print(f"\n{s.n_runs} runs backtested; not scored: {s.n_unstable} unstable at the cut (no forecast given), "

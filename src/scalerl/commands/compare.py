@@ -85,6 +85,8 @@ def run(args) -> int:
                        f"forecast at {g(result.forecast_at)} [{pct}% band]", "stability"]))
     if any(p is not None and not p.calibrated for p in preds.values()):
         print("* beyond the calibrated horizon of the bands: stretched, not calibrated")
+    if args.calibration:
+        print(f"bands: the factors of {args.calibration}")
     for rf in result.runs:
         if rf.stability.unstable:
             print(f"warning: {rf.label}: {rf.stability.text()}")
