@@ -47,8 +47,8 @@ from typing import Callable
 from scalerl.curves.clearml_log import is_clearml_session, read_clearml
 from scalerl.curves.csv_log import read_csv
 from scalerl.curves.data import Curve
-from scalerl.curves.eval_dumps import is_eval_dumps, read_eval_dumps
 from scalerl.curves.dict_lines_log import looks_like_dict_lines, read_dict_lines
+from scalerl.curves.eval_dumps import is_eval_dumps, read_eval_dumps
 from scalerl.curves.hf_trainer_log import is_trainer_state, read_hf_trainer
 from scalerl.curves.jsonl_log import read_jsonl
 from scalerl.curves.mlflow_log import is_mlflow_store, read_mlflow

@@ -35,8 +35,8 @@ import numpy as np
 
 from scalerl.config import load_yaml
 from scalerl.curves import Curve, fit_seeds, forecast, pool_curves
-from scalerl.curves.compare import CEILING, EFFICIENCY, NONE, UNSTABLE, Classification, CompareResult, RunFit, classify
 from scalerl.curves.bands import read_calibration
+from scalerl.curves.compare import CEILING, EFFICIENCY, NONE, UNSTABLE, Classification, CompareResult, RunFit, classify
 from scalerl.curves.solver import fit_sigmoid_fixed_A
 from scalerl.errors import InputError
 from scalerl.runlog import eval_rows

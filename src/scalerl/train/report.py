@@ -21,10 +21,10 @@ import numpy as np
 
 from scalerl.curves import Curve, backtest, forecast
 from scalerl.curves.bands import read_calibration
-from scalerl.train.config import CALIBRATION_COPY
 from scalerl.errors import InputError
 from scalerl.report_text import html_page, html_table, md_table
 from scalerl.runlog import read_runlog
+from scalerl.train.config import CALIBRATION_COPY
 
 
 @dataclass

@@ -162,7 +162,7 @@ class Trainer:
             raise InputError(f"--output {self.output}: cannot create the run directory: {exc.strerror}") from None
 
         self.calibration = None
-        if cfg.forecast.enabled and cfg.forecast.calibration:
+        if cfg.forecast.enabled and cfg.forecast.calibration and (self.rank is None or self.rank.leader):
             from scalerl.train.live_forecast import run_calibration
 
             self.calibration = run_calibration(cfg.forecast.calibration, self.output)
