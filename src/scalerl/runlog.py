@@ -96,6 +96,21 @@ def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any] | 
             yield i, obj if isinstance(obj, dict) else None, raw
 
 
+def object_lines(path: str | os.PathLike) -> tuple[list[tuple[int, dict[str, Any]]], int | None]:
+    """``([(line_number, object), ...], torn)``: every JSON-object line of a JSON-lines file, and the
+    number of a torn last line (a kill during a write: skipped; None if there is none). A malformed
+    line anywhere else is an error naming it: silently skipping it could drop real data."""
+    lines = list(iter_lines(path))
+    out: list[tuple[int, dict[str, Any]]] = []
+    for idx, (lineno, obj, raw) in enumerate(lines):
+        if obj is None:
+            if idx == len(lines) - 1 and out:
+                return out, lineno
+            raise InputError(f"{path}: line {lineno} is not a JSON object: {raw.strip()[:80]!r}")
+        out.append((lineno, obj))
+    return out, None
+
+
 def read_runlog(path: str | os.PathLike) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
     """Read a run log: ``(header, rows, notes)``.
 
@@ -105,18 +120,13 @@ def read_runlog(path: str | os.PathLike) -> tuple[dict[str, Any], list[dict[str,
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file")
-    lines = list(iter_lines(path))
-    if not lines:
+    objects, torn = object_lines(path)
+    if not objects and torn is None:
         raise InputError(f"{path}: the file is empty")
     header: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
-    notes: list[str] = []
-    for idx, (lineno, obj, raw) in enumerate(lines):
-        if obj is None:
-            if idx == len(lines) - 1 and rows:
-                notes.append(f"skipped a torn last line ({lineno}) -- the run was probably killed mid-write")
-                continue
-            raise InputError(f"{path}: line {lineno} is not a JSON object: {raw.strip()[:80]!r}")
+    notes = [] if torn is None else [f"skipped a torn last line ({torn}) -- the run was probably killed mid-write"]
+    for _, obj in objects:
         if obj.get("type") == HEADER:
             header = obj
         else:

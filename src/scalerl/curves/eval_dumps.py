@@ -31,7 +31,7 @@ from typing import Any
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import curves_from_rows
 from scalerl.errors import InputError
-from scalerl.runlog import iter_lines
+from scalerl.runlog import object_lines
 
 #: verl's dump file of one validation: ``<step>.jsonl``.
 VERL_DUMP = re.compile(r"^(\d+)\.jsonl$")
@@ -87,16 +87,13 @@ def _number(v: Any) -> float | None:
 
 def _verl_row(step: int, path: Path, notes: list[str]) -> dict[str, Any]:
     """The mean of every numeric field of one dump file's samples."""
-    lines = list(iter_lines(path))
+    objects, torn = object_lines(path)
+    if torn is not None:
+        notes.append(f"{path.name}: skipped a torn last line ({torn}) -- the dump was cut short")
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
     samples = 0
-    for idx, (lineno, obj, raw) in enumerate(lines):
-        if obj is None:
-            if idx == len(lines) - 1 and samples:
-                notes.append(f"{path.name}: skipped a torn last line ({lineno}) -- the dump was cut short")
-                continue
-            raise InputError(f"{path}: line {lineno} is not a JSON object: {raw.strip()[:80]!r}")
+    for _, obj in objects:
         samples += 1
         source = obj.get("data_source")
         for key, value in obj.items():
