@@ -71,6 +71,7 @@ def test_calibrate_writes_a_file_that_fit_backtest_and_compare_use(capsys, tmp_p
     assert code == 0, err
     assert "calibrated on 6 run(s), 18 run-cuts" in text
     assert "leave one run out" in text and f"wrote {out}" in text
+    assert "with 18 run-cuts the 95% factor is the largest error seen" in text and "(a 94.7% band, not 95%" in text
     cal = read_calibration(out)
     shipped = default_calibration()
     assert cal.members == shipped.members and cal.temperature == shipped.temperature

@@ -21,7 +21,8 @@ from scalerl.commands._curve_args import add_data_args, finite_json, parse_fit_f
 from scalerl.errors import InputError
 
 #: Fewer run-cuts than this and the 95% factor is the largest score seen (the conformal
-#: quantile's finite-sample correction asks for more than all of them).
+#: quantile's finite-sample correction asks for more than all of them): with n scores, the largest
+#: is exceeded by a new one with probability 1 / (n + 1).
 _FULL_95 = 19
 
 
@@ -97,9 +98,11 @@ def run(args) -> int:
               f"{_pct(loro.point_coverage)} of held-out evaluations in the prediction band")
     else:
         print("with fewer than 3 runs the new factors cannot be checked on a run they have not seen")
-    if len(result.scored) < _FULL_95:
-        print(f"note: {len(result.scored)} run-cuts is fewer than {_FULL_95}: the 95% factor is the largest error "
-              "seen (conservative); more runs make it sharper")
+    n = len(result.scored)
+    if n < _FULL_95:
+        print(f"note: with {n} run-cuts the 95% factor is the largest error seen, which a new run exceeds about "
+              f"1 time in {n + 1} (a {100 * n / (n + 1):.1f}% band, not 95%; run-cuts of one run are not independent "
+              f"either): calibrate on more runs before trusting it -- {_FULL_95} run-cuts at least")
     print(f"wrote {out}; use it with: scalerl fit LOG --x {args.x} --y {args.y} --calibration {out} "
           "(backtest and compare take it too)")
     return 0
