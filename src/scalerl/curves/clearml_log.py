@@ -112,11 +112,14 @@ def _number(v: Any) -> Any:
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def _session_rows(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A session's rows in report order: ``step``, ``wall_time`` (hours since its first event) and
-    the scalars of each iteration."""
-    stamps = [e["timestamp"] for e in events if isinstance(e.get("timestamp"), (int, float))]
-    t0 = min(stamps) if stamps else None
+def _started(events: list[dict[str, Any]]) -> float | None:
+    """The session's first event time (milliseconds since the epoch), None without timestamps."""
+    return min((e["timestamp"] for e in events if isinstance(e.get("timestamp"), (int, float))), default=None)
+
+
+def _session_rows(events: list[dict[str, Any]], t0: float | None) -> list[dict[str, Any]]:
+    """A session's rows in report order: ``step``, ``wall_time`` (hours since ``t0``, its first
+    event) and the scalars of each iteration."""
     rows: list[dict[str, Any]] = []
     for e in events:
         step, title, series = e.get("iter"), e.get("metric"), e.get("variant")
@@ -148,10 +151,10 @@ def read_clearml(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = 
     for session in found:
         name, task_id = _task_name(session)
         events = _events(session, notes)
-        rows = _session_rows(events)
+        t0 = _started(events)
+        rows = _session_rows(events, t0)
         if rows:
-            started = min((e["timestamp"] for e in events if isinstance(e.get("timestamp"), (int, float))), default=0.0)
-            by_name.setdefault(name, []).append((started, task_id, rows))
+            by_name.setdefault(name, []).append((t0 or 0.0, task_id, rows))
     out: list[dict[str, Any]] = []
     ids: dict[str, str] = {}
     for name, group in by_name.items():
