@@ -10,8 +10,10 @@ score (verl's ``val-core/openai/gsm8k/reward/mean@1``). Formats: a long CSV (one
 console logs (one per run), SkyRL console logs (one per run, Ray prefixes), an MLflow SQLite database (the schema of the real store in
 ``tests/curves/data/mlflow_sqlite.db.gz``, filled with ``INSERT``s) and a ``wandb`` directory of W&B
 run files (records made with wandb's own protobuf schema, framed as W&B frames them; needs wandb) and
-a Trackio project database (its real schema, one JSON row per step); and verl's validation
-dumps (``--dump-*``: a ``<step>.jsonl`` of samples per validation). Printed per format: its size,
+a Trackio project database (its real schema, one JSON row per step); NeMo-RL console logs (one per
+run: its fixed step block, ~25 lines, the validation's accuracy every 10th step; read with
+``cum:timing/train/total_step_time`` and ``validation/accuracy``); and verl's and NeMo-RL's validation
+dumps (``--dump-*``: a file of samples per validation). Printed per format: its size,
 the seconds ``read_curves(path, "cum:timing_s/step", y)`` took (median of ``--repeats``), and the
 curves read. For MLflow also the seconds to read every metric of the store (what the reader did
 before it asked the store for the needed ones only).
@@ -114,6 +116,45 @@ def write_skyrl(out: Path, runs: int, steps: int, n: int) -> list[Path]:
                 f.write("".join(f"{prefix}{line}\n" for line in pprint.pformat(m).split("\n")))
         paths.append(path)
     return paths
+
+
+def write_nemo_rl(out: Path, runs: int, steps: int, n: int) -> list[Path]:
+    """NeMo-RL's console: a ``Step N/M`` block per step, its sections' bullets (NeMo-RL prints a
+    fixed set: ``n`` does not apply), a worker's line behind Ray's prefix, the validation every 10th."""
+    paths = []
+    for r in range(runs):
+        path = out / f"nemo-rl-run{r}.log"
+        with open(path, "w") as f:
+            for s in range(1, steps + 1):
+                f.write(f"\n{'=' * 25} Step {s}/{steps} {'=' * 25}\n▶ Preparing batch...\n"
+                        "▶ Generating responses for batch of size 512...\n"
+                        "(VllmGenerationWorker pid=4411) INFO 01-05 10:02:40 [metrics.py:481] Avg generation throughput: 8123.4 tokens/s\n"
+                        "▶ Processing rewards...,\n▶ Computing advantages...\n▶ Computing logprobs...\n"
+                        "▶ Preparing for training...\n▶ Training policy...\n")
+                if s % 10 == 0:
+                    f.write(f"▶ Starting validation at step {s}...\n\n📊 Validation Results:\n"
+                            f"    • Accuracy: {_score(r, s):.4f}\n    • Average response length: 512.3 tokens\n"
+                            "    • Samples processed: 1000\n\n  ⏱️  Validation Timing:\n    • Total validation time: 31.20s\n")
+                f.write(f"\n📊 Training Results:\n  • Loss: 0.0123\n  • Generation KL Error: 0.0004\n"
+                        f"  • Avg Reward: {_score(r, s):.4f}\n  • Mean Generation Length: 312.4000\n\n⏱️  Timing:\n"
+                        "  • Total step time: 50.00s\n  • generation: 26.00s (52.0%)\n  • policy_training: 15.50s (31.0%)\n"
+                        "  • logprob_inference: 6.00s (12.0%)\n\n🔍 Performance Metrics:\n  • Mean Total Tokens per Sample: 812.00\n")
+        paths.append(path)
+    return paths
+
+
+def write_nemo_rl_dumps(out: Path, validations: int, samples: int, chars: int) -> Path:
+    """NeMo-RL's ``val_data_step<N>.jsonl``: a line per sample, its message log and ``rewards``."""
+    d = out / "logs" / "exp_001"
+    d.mkdir(parents=True)
+    text = "x" * chars
+    for v in range(validations):
+        with open(d / f"val_data_step{10 * v}.jsonl", "w") as f:
+            for i in range(samples):
+                log = [{"role": "user", "content": "What is 6 * 7?", "token_ids": "tensor([151644, 872])"},
+                       {"role": "assistant", "content": text, "token_ids": "tensor([151644, 77091])"}]
+                f.write(json.dumps({"content": [log], "rewards": [float((i * 7 + v) % 3 == 0)], "idx": i}) + "\n")
+    return d
 
 
 def write_mlflow(out: Path, runs: int, steps: int, n: int) -> Path:
@@ -259,9 +300,12 @@ def main(argv: list[str] | None = None) -> int:
         "mlflow": [write_mlflow(work, a.runs, a.steps, a.metrics)],
         "wandb-run": [write_wandb(work, a.runs, a.steps, a.metrics)],
         "trackio": [write_trackio(work, a.runs, a.steps, a.metrics)],
+        "nemo-rl": write_nemo_rl(work, a.runs, a.steps, a.metrics),
     }
+    axes = {"nemo-rl": ("cum:timing/train/total_step_time", "validation/accuracy")}
     for fmt, paths in logs.items():
-        seconds, curves = timed(lambda: [c for path in paths for c in read_curves(path, X, Y)], a.repeats)
+        x, y = axes.get(fmt, (X, Y))
+        seconds, curves = timed(lambda: [c for path in paths for c in read_curves(path, x, y)], a.repeats)
         mb = sum(f.stat().st_size for path in paths for f in ([path] if path.is_file() else path.rglob("*.wandb"))) / 1e6
         print(f"{fmt:12s} {len(paths):>5d} {mb:>7.1f} {seconds:>8.2f} {len(curves):>5d} {sum(len(c) for c in curves):>7d}",
               flush=True)
@@ -273,6 +317,11 @@ def main(argv: list[str] | None = None) -> int:
     mb = sum(f.stat().st_size for f in dumps.iterdir()) / 1e6
     print(f"verl validation dumps: {a.dump_validations} files x {a.dump_samples} samples x {a.dump_chars}-character "
           f"completions, {mb:.0f} MB: {seconds:.2f} s ({len(curve)} points, x=step, y=score)")
+    dumps = write_nemo_rl_dumps(work, a.dump_validations, a.dump_samples, a.dump_chars)
+    seconds, (curve,) = timed(lambda: read_curves(dumps, "step", "validation/accuracy"), a.repeats)
+    mb = sum(f.stat().st_size for f in dumps.iterdir()) / 1e6
+    print(f"NeMo-RL validation dumps: {a.dump_validations} files x {a.dump_samples} samples x {a.dump_chars}-character "
+          f"completions, {mb:.0f} MB: {seconds:.2f} s ({len(curve)} points, x=step, y=validation/accuracy)")
     shutil.rmtree(work)
     return 0
 

@@ -15,6 +15,15 @@
   with ``aggregated_results.jsonl``, the evaluation's metrics as its tracker gets them
   (``eval/all/avg_score``, ``eval/<set>/pass_at_<n>``, ...), at full precision; the
   ``dumped_evals`` directory or ``export_path`` is the run.
+* **NeMo-RL** (always on, trackers or not): at every validation ``val_data_step<N>.jsonl`` in the
+  run's log directory (``logs/exp_<NNN>/``, a new one per launch), a line per sample
+  ``{"content": [...], "rewards": [r], "idx": i}``. A row per file: ``validation/accuracy``, the
+  mean reward over the samples -- what NeMo-RL logs under that name --, at full precision, and
+  ``samples``. The ``logs`` directory holds a run per ``exp_<NNN>``; a launch that resumed a
+  training from its checkpoint (its first validation after the previous one's first and at most a
+  validation interval past its last) continues that run: the rows the abandoned launch logged from
+  the resumed one's first step on are dropped, and the notes say so. The training dumps beside
+  them (``train_data_step<N>.jsonl``: every token's ids and log-probs) are not read.
 
 A file cut short by a kill (a torn last line) counts the samples it holds, and an empty last
 file is skipped, each said in the notes; a malformed line in the middle is an error that names it.
@@ -28,6 +37,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from scalerl.curves.attempts import continues
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import curves_from_rows
 from scalerl.errors import InputError
@@ -41,6 +51,11 @@ VERL_SAMPLE_KEYS = {"input", "output", "score", "step"}
 SKYRL_EVAL_DIR = re.compile(r"^global_step_(\d+)_evals$")
 SKYRL_AGGREGATED = "aggregated_results.jsonl"
 SKYRL_DUMPS = "dumped_evals"
+#: NeMo-RL's dump of one validation, and its directory of one launch.
+NEMO_RL_DUMP = re.compile(r"^val_data_step(\d+)\.jsonl$")
+NEMO_RL_EXP = re.compile(r"^exp_(\d+)$")
+#: The validation's metric the dump's rewards give (NeMo-RL's name for their mean).
+NEMO_RL_ACCURACY = "validation/accuracy"
 
 
 def _verl_files(path: Path) -> list[tuple[int, Path]]:
@@ -51,6 +66,19 @@ def _skyrl_dirs(path: Path) -> list[tuple[int, Path]]:
     root = path / SKYRL_DUMPS if (path / SKYRL_DUMPS).is_dir() else path
     return sorted((int(m.group(1)), p / SKYRL_AGGREGATED) for p in root.iterdir()
                   if p.is_dir() and (m := SKYRL_EVAL_DIR.match(p.name)) and (p / SKYRL_AGGREGATED).is_file())
+
+
+def _nemo_rl_files(path: Path) -> list[tuple[int, Path]]:
+    return sorted((int(m.group(1)), p) for p in path.iterdir() if p.is_file() and (m := NEMO_RL_DUMP.match(p.name)))
+
+
+def _nemo_rl_launches(path: Path) -> list[tuple[str, list[tuple[int, Path]]]]:
+    """``(name, dump files)`` per launch: ``path`` itself, or each ``exp_<NNN>`` below it in order."""
+    own = _nemo_rl_files(path)
+    if own:
+        return [(path.name, own)]
+    exps = sorted((int(m.group(1)), p) for p in path.iterdir() if p.is_dir() and (m := NEMO_RL_EXP.match(p.name)))
+    return [(p.name, files) for _, p in exps if (files := _nemo_rl_files(p))]
 
 
 def _first_object(path: Path) -> dict | None:
@@ -64,7 +92,8 @@ def _first_object(path: Path) -> dict | None:
 
 
 def is_eval_dumps(path: Path) -> bool:
-    """A directory of verl's dumped generations, or of SkyRL's dumped evaluations."""
+    """A directory of verl's dumped generations, of SkyRL's dumped evaluations, or of NeMo-RL's
+    validation dumps (a launch's log directory, or the ``logs`` directory of its launches)."""
     if not path.is_dir():
         return False
     try:
@@ -72,7 +101,7 @@ def is_eval_dumps(path: Path) -> bool:
         if files:
             first = _first_object(files[0][1])
             return first is not None and VERL_SAMPLE_KEYS <= set(first)
-        return bool(_skyrl_dirs(path))
+        return bool(_skyrl_dirs(path)) or bool(_nemo_rl_launches(path))
     except OSError:
         return False
 
@@ -108,6 +137,54 @@ def _verl_row(step: int, path: Path, notes: list[str]) -> dict[str, Any]:
     return {"step": step, "samples": samples, **{k: sums[k] / counts[k] for k in sums}}
 
 
+def _rewards(obj: dict, path: Path, lineno: int) -> list[float]:
+    """A NeMo-RL dump line's rewards: a list (one per sample of the line, as its microbatch of one
+    writes it) or a number."""
+    value = obj.get("rewards")
+    values = value if isinstance(value, list) else [value]
+    out = [_number(v) for v in values]
+    if not values or any(v is None for v in out):
+        raise InputError(f"{path}:{lineno}: 'rewards' is {value!r}, not a number or a list of numbers "
+                         "(a NeMo-RL validation dump has one per sample)")
+    return out  # type: ignore[return-value]
+
+
+def _nemo_rl_row(step: int, path: Path, notes: list[str]) -> dict[str, Any] | None:
+    """The mean reward of one validation's samples."""
+    objects, torn = object_lines(path)
+    if torn is not None:
+        notes.append(f"{path.parent.name}/{path.name}: skipped a torn last line ({torn}) -- the dump was cut short")
+    rewards = [r for lineno, obj in objects for r in _rewards(obj, path, lineno)]
+    if not rewards:
+        notes.append(f"{path.parent.name}/{path.name} holds no samples: skipped")
+        return None
+    return {"step": step, "samples": len(rewards), NEMO_RL_ACCURACY: sum(rewards) / len(rewards)}
+
+
+def _nemo_rl_rows(launches: list[tuple[str, list[tuple[int, Path]]]], notes: list[str]) -> list[dict[str, Any]]:
+    """Every launch's rows, a launch that resumed a training joined to the run it continues."""
+    runs: list[tuple[str, list[dict[str, Any]]]] = []
+    for name, files in launches:
+        rows = [row for step, f in files if (row := _nemo_rl_row(step, f, notes)) is not None]
+        if not rows:
+            continue
+        if runs:
+            before, prev = runs[-1]
+            steps = [r["step"] for r in prev]
+            gap = max((b - a for a, b in zip(steps, steps[1:])), default=1)
+            # A resumed launch validates first at most one validation interval past the last
+            # validation of the launch it continues (the checkpoint lies between the two).
+            if continues(steps[0], steps[-1] + gap - 1, rows[0]["step"]):
+                kept = [r for r in prev if r["step"] < rows[0]["step"]]
+                notes.append(f"{name} resumes {before} (its first validation, step {rows[0]['step']}, follows "
+                             f"{before}'s first): joined; {len(prev) - len(kept)} validation(s) {before} logged "
+                             "from there on dropped")
+                runs[-1] = (before, kept + rows)
+                continue
+        runs.append((name, rows))
+    return [{**row, "run": name} for name, rows in runs for row in rows]
+
+
 def _skyrl_row(step: int, path: Path, notes: list[str]) -> dict[str, Any] | None:
     obj = _first_object(path)
     if obj is None:
@@ -121,7 +198,8 @@ def read_eval_dumps(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool
     (or ``samples``, or any logged number)."""
     path = Path(path)
     if not path.is_dir():
-        raise InputError(f"{path}: dumped evaluations are a directory (verl's validation_data_dir, SkyRL's dumped_evals)")
+        raise InputError(f"{path}: dumped evaluations are a directory (verl's validation_data_dir, SkyRL's "
+                         "dumped_evals, NeMo-RL's logs/exp_<NNN>)")
     notes: list[str] = []
     rows = []
     verl = _verl_files(path)
@@ -132,6 +210,9 @@ def read_eval_dumps(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool
                 continue
             rows.append(_verl_row(step, f, notes))
         name = path.name
+    elif launches := _nemo_rl_launches(path):
+        rows = _nemo_rl_rows(launches, notes)
+        name = path.name
     else:
         for step, f in _skyrl_dirs(path):
             row = _skyrl_row(step, f, notes)
@@ -139,6 +220,7 @@ def read_eval_dumps(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool
                 rows.append(row)
         name = path.parent.name if path.name == SKYRL_DUMPS else path.name
     if not rows:
-        raise InputError(f"{path}: no dumped evaluations (<step>.jsonl files of verl, or SkyRL's "
-                         f"{SKYRL_DUMPS}/global_step_<N>_evals/{SKYRL_AGGREGATED})")
+        raise InputError(f"{path}: no dumped evaluations (<step>.jsonl files of verl, SkyRL's "
+                         f"{SKYRL_DUMPS}/global_step_<N>_evals/{SKYRL_AGGREGATED}, or NeMo-RL's "
+                         "val_data_step<N>.jsonl)")
     return curves_from_rows(path, rows, x, y, default_name=name, notes=notes, y_scale=y_scale, bounded=bounded)

@@ -9,6 +9,8 @@ Formats (chosen from the path, or by ``fmt``):
 * ``tensorboard`` -- event files (a file, or a directory; each sub-directory is a run);
 * ``verl`` -- verl's console log, the stdout of a run (``step:N - key:value - ...`` lines);
 * ``skyrl`` -- SkyRL's console log (``trainer.logger=console``: ``Step N:`` over a printed dict);
+* ``nemo-rl`` -- NeMo-RL's console log (``===== Step N/M =====`` over its ``Validation Results`` /
+  ``Training Results`` / ``Timing`` sections);
 * ``verl-file`` -- verl's file logger (``trainer.logger=[..., 'file']``): ``{"step": N, "data": {...}}`` lines;
 * ``hf-trainer`` -- a Hugging Face / TRL ``trainer_state.json``, or the run directory holding
   its ``checkpoint-*`` directories (the latest one is read);
@@ -27,11 +29,12 @@ Formats (chosen from the path, or by ``fmt``):
 * ``clearml`` -- a ClearML offline session (``offline-<id>/`` with ``metrics.jsonl`` and
   ``task.json``, or its ``.zip``), or the ``offline`` directory of several;
 * ``eval-dumps`` -- evaluations a trainer dumps to disk: verl's ``validation_data_dir`` (a
-  ``<step>.jsonl`` of samples per validation) or SkyRL's ``dumped_evals`` directory.
+  ``<step>.jsonl`` of samples per validation), SkyRL's ``dumped_evals`` directory, or NeMo-RL's
+  log directory (``logs/exp_<NNN>/val_data_step<N>.jsonl``; the ``logs`` directory of its launches).
 
 The user names the x (compute) and y (metric) columns. An unknown name is an error that
 lists the available ones. Missing, NaN and infinite values are dropped and counted. In the
-row logs (csv, jsonl, parquet, verl, skyrl, hf-trainer, mlflow, dict-lines, wandb-run, eval-dumps, clearml) x may be ``cum:COL``, the running total of a per-step column
+row logs (csv, jsonl, parquet, verl, skyrl, nemo-rl, hf-trainer, mlflow, dict-lines, wandb-run, eval-dumps, clearml) x may be ``cum:COL``, the running total of a per-step column
 (``cum:timing_s/step``), or ``cum:GLOB``, of every column matching it (``cum:timing/*``).
 """
 
@@ -53,6 +56,7 @@ from scalerl.curves.hf_trainer_log import is_trainer_state, read_hf_trainer
 from scalerl.curves.jsonl_log import read_jsonl
 from scalerl.curves.mlflow_log import is_mlflow_store, read_mlflow
 from scalerl.curves.mlflow_server import is_server
+from scalerl.curves.nemo_rl_log import looks_like_nemo_rl, read_nemo_rl
 from scalerl.curves.parquet_log import is_parquet, read_parquet
 from scalerl.curves.rows import CUMULATIVE, UnknownColumn, likely_columns
 from scalerl.curves.skyrl_log import looks_like_skyrl, read_skyrl
@@ -98,6 +102,7 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "verl": read_verl,
     "verl-file": read_verl_file,
     "skyrl": read_skyrl,
+    "nemo-rl": read_nemo_rl,
     "hf-trainer": read_hf_trainer,
     "mlflow": read_mlflow,
     "dict-lines": read_dict_lines,
@@ -175,6 +180,8 @@ def detect_format(path: Path) -> str:
         return "verl"
     if looks_like_skyrl(path):  # before dict-lines: SkyRL's one-line status dicts are no metric rows
         return "skyrl"
+    if looks_like_nemo_rl(path):  # before dict-lines: NeMo-RL prints its config as a dict
+        return "nemo-rl"
     first = _first_line(path)
     if first.startswith(("{", "[")) and (_is_json(first) or first in ("{", "[")):
         return "jsonl"  # JSON lines, or a JSON document (pretty-printed: its first line a lone bracket)
@@ -182,7 +189,7 @@ def detect_format(path: Path) -> str:
         return "dict-lines"
     if name.endswith((".log", ".out", ".err")):
         raise InputError(f"{path}: a text log without verl step lines ('step:N - key:value - ...'), SkyRL "
-                         f"'Step N:' blocks or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
+                         f"'Step N:' blocks, NeMo-RL 'Step N/M' blocks or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
                          "the metrics as CSV/JSONL")
     # .txt or an unknown extension: by the first non-blank character.
     if first:

@@ -1,0 +1,187 @@
+"""Read NeMo-RL's console log: the stdout of ``examples/run_grpo*.py`` (and of its other
+algorithms), often the only record of a run -- NeMo-RL's example configs ship with every tracker
+off (``logger.wandb_enabled``, ``tensorboard_enabled``, ``mlflow_enabled``, ``swanlab_enabled``
+all ``false``). Each step prints a block::
+
+    ========================= Step 10/500 =========================
+    ▶ Preparing batch...
+    ...
+    ▶ Starting validation at step 10...
+
+    📊 Validation Results:
+        • Accuracy: 0.4102
+        • Average response length: 523.1 tokens
+        • Samples processed: 256
+
+      ⏱️  Validation Timing:
+        • Total validation time: 12.34s
+
+    📊 Training Results:
+      • Loss: 0.0123
+      • Generation KL Error: 0.0004
+      • Avg Reward: 0.4531
+      • Mean Generation Length: 312.4000
+
+    ⏱️  Timing:
+      • Total step time: 45.23s
+      • generation: 20.11s (44.5%)
+
+A row per step (``step``: the ``N`` of ``Step N/M``, the step NeMo-RL logs to its trackers) with
+each section's bullets under the names NeMo-RL's trackers give them: ``validation/accuracy`` (the
+mean reward over the validation samples, 4 decimals), ``validation/avg_length``,
+``timing/validation/total_validation_time``, ``train/loss``, ``train/reward`` (``Avg Reward``, or
+``Avg Total Reward`` under dynamic sampling), ``train/gen_kl_error``,
+``timing/train/total_step_time`` (seconds: ``cum:timing/train/total_step_time`` is the run's
+training time so far) and ``timing/train/<timer>``; any other bullet of a section as its label in
+snake case. The validation before training (``grpo.val_at_start``, ``Step`` 0) is a row of its own
+at step 0; a validation takes its step from ``Starting validation at step S``.
+
+* **a console appended to by a resumed training** (``tee -a``; NeMo-RL resumes from the last
+  checkpoint in ``checkpointing.checkpoint_dir``): the step goes back to the checkpoint's; what the
+  abandoned attempt logged after it is dropped; a training started over (the step back to where the
+  log began) is a run of its own, ``<stem>#1``, ``<stem>#2``, ...;
+* a step the run was stopped in (no ``Training Results``) keeps what it printed, and the notes say so;
+* Ray's prefixes, colours and progress bars are passed over (:mod:`scalerl.curves.console`).
+
+Format read from NeMo-RL's source (``nemo_rl/algorithms/grpo.py``: ``grpo_train``,
+``async_grpo_train``, ``validate``), where the same sections print for its other algorithms.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from scalerl.curves.attempts import split_attempts
+from scalerl.curves.console import RAY_PREFIX, shown_lines
+from scalerl.curves.data import Curve
+from scalerl.curves.rows import curves_from_rows
+from scalerl.errors import InputError
+
+#: ``===== Step N/M =====``, the line each step opens with.
+STEP_HEADER = re.compile(r"={3,}\s*Step (\d+)/(\d+)\s*={3,}")
+#: ``▶ Starting validation at step S...``: the step a validation's results are logged at.
+VALIDATION_START = re.compile(r"Starting validation at step (\d+)")
+#: A section's title, the emoji before it left out (a log passed through a terminal without UTF-8
+#: may have lost it): ``📊 Validation Results:``, ``📊 Validation Results for `math` set:``,
+#: ``⏱️  Validation Timing:``, ``📊 Training Results:``, ``⏱️  Timing:``.
+SECTION = re.compile(r"^[^\w]*(Validation Results|Validation Timing|Training Results|Timing)"
+                     r"(?: for `([^`]+)` set)?:\s*$")
+#: The tracker prefix of each section (NeMo-RL's ``logger.log_metrics(..., prefix=...)``).
+SECTION_PREFIX = {
+    "Validation Results": "validation",
+    "Validation Timing": "timing/validation",
+    "Training Results": "train",
+    "Timing": "timing/train",
+}
+#: A bullet: ``• Label: 0.4102``, with the unit NeMo-RL prints after some (``s``, ``tokens``, ``%``,
+#: ``steps``) and, for a timer, its share in brackets. (Any symbol as the bullet: a log passed
+#: through an ASCII-only pipe has ``?`` there.)
+BULLET = re.compile(r"^\s*[^\w\s(]{1,3}\s*([^:]+?):\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|-?inf)"
+                    r"\s*(s|tokens|%|steps)?(?:\s*\([^)]*\))?\s*$", re.I)
+#: The printed labels whose tracker names differ from the label in snake case.
+TRACKER_NAMES = {
+    ("validation", "average_response_length"): "avg_length",
+    ("validation", "samples_processed"): "num_samples",
+    ("train", "avg_reward"): "reward",
+    ("train", "avg_total_reward"): "reward",
+    ("train", "avg_filtered_reward"): "filtered_reward",
+    ("train", "generation_kl_error"): "gen_kl_error",
+    ("train", "mean_generation_length"): "mean_gen_tokens_per_sample",
+}
+#: How many characters of a file's start are searched for NeMo-RL's sections to tell its console.
+SNIFF_CHARS = 4_000_000
+#: A timer's name as NeMo-RL's ``Timer`` keeps it (printed as is).
+_TIMER_NAME = re.compile(r"^[\w/.-]+$")
+
+
+def _key(prefix: str, label: str) -> str:
+    """The tracker name of a bullet of section ``prefix``: a timer's own name, else the label in
+    snake case (``Avg Reward`` -> ``reward``, per :data:`TRACKER_NAMES`)."""
+    base = prefix.split("-", 1)[0]  # "validation-<set>"
+    if base.startswith("timing") and _TIMER_NAME.match(label):
+        return f"{prefix}/{label}"
+    name = re.sub(r"[^0-9a-z]+", "_", label.lower()).strip("_")
+    if base == "validation" and name.startswith("validation_"):
+        name = name[len("validation_"):]  # "• Validation loss:" (NeMo-RL's SFT / DPO)
+    return f"{prefix}/{TRACKER_NAMES.get((base, name), name)}"
+
+
+def _text(line: str) -> str:
+    found = RAY_PREFIX.match(line) if "pid=" in line else None
+    return line[found.end():] if found else line
+
+
+def read_nemo_rl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows (``step`` and the metrics) in log order, resumes and restarts resolved, and notes."""
+    rows: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None  # the row of the step being printed
+    val_step: int | None = None
+    section: tuple[str, dict[str, Any]] | None = None  # (prefix, the row its bullets go to)
+    seen_training = False
+    for _, raw in shown_lines(path):
+        line = _text(raw)
+        if "Step " in line and (m := STEP_HEADER.search(line)):
+            if current is not None:
+                rows.append(current)
+            current, val_step, section, seen_training = {"step": int(m.group(1))}, None, None, False
+            continue
+        if "validation at step" in line and (m := VALIDATION_START.search(line)):
+            val_step, section = int(m.group(1)), None
+            continue
+        if ":" in line and (m := SECTION.match(line.strip())):
+            prefix = SECTION_PREFIX[m.group(1)]
+            if m.group(2):
+                prefix = prefix.replace("validation", f"validation-{m.group(2)}")
+            if prefix.startswith(("validation", "timing/validation")):
+                step = val_step if val_step is not None else (current["step"] if current is not None else 0)
+                if current is not None and current["step"] == step:
+                    target = current
+                elif rows and rows[-1]["step"] == step and current is None:
+                    target = rows[-1]
+                else:  # the evaluation before training, or one logged at another step
+                    target = {"step": step}
+                    rows.append(target)
+            else:
+                if current is None:  # results before any step header: a log cut at its start
+                    current = {"step": 0}
+                target = current
+                seen_training = seen_training or prefix == "train"
+            section = (prefix, target)
+            continue
+        if section is not None:
+            m = BULLET.match(line)
+            if m and (not section[0].startswith("timing") or (m.group(3) or "").lower() == "s"):
+                section[1][_key(section[0], m.group(1).strip())] = float(m.group(2))
+                continue
+            section = None  # any other line ends the section
+    notes: list[str] = []
+    if current is not None:
+        rows.append(current)
+        if not seen_training:
+            notes.append(f"step {current['step']} has no 'Training Results' (the run was stopped during it): "
+                         "kept what it printed")
+    rows, more = split_attempts(rows, "step", path.stem)
+    return rows, notes + more
+
+
+def looks_like_nemo_rl(path: Path) -> bool:
+    """Whether the start of ``path`` holds a NeMo-RL step header over one of its result sections."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = f.read(SNIFF_CHARS)
+    except OSError:
+        return False
+    return bool(STEP_HEADER.search(head)) and ("Training Results:" in head or "Validation Results" in head)
+
+
+def read_nemo_rl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
+    """NeMo-RL's console log: see :mod:`scalerl.curves.nemo_rl_log`; ``x`` may be ``step`` or
+    ``cum:timing/train/total_step_time`` (seconds of training so far)."""
+    path = Path(path)
+    rows, notes = read_nemo_rl_rows(path)
+    if not rows:
+        raise InputError(f"{path}: no NeMo-RL step blocks ('===== Step N/M =====' and its 'Training Results' / "
+                         "'Validation Results') in the file")
+    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)

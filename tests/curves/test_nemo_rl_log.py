@@ -1,0 +1,154 @@
+"""NeMo-RL's console and validation dumps (what its example configs leave: every tracker is off),
+as NeMo-RL prints and writes them (tests/curves/data/make_nemo_rl_logs.py), fed the shipped verl
+run's scores."""
+
+import csv
+import gzip
+import json
+import tarfile
+
+import numpy as np
+import pytest
+
+from scalerl.curves import read_curve, read_curves
+from scalerl.curves.io import detect_format
+from scalerl.curves.nemo_rl_log import _key
+from scalerl.errors import InputError
+
+from .conftest import REAL_CSV
+
+DATA = __import__("pathlib").Path(__file__).parent / "data"
+RUN = "verl-data__Qwen2.5-0.5B-bsz256_2-prompt512-resp256-0.538"
+ACC = "validation/accuracy"
+
+
+def _real() -> tuple[list[int], list[float], list[float]]:
+    """NeMo-RL steps, hours and scores of the run the fixtures were fed."""
+    with open(REAL_CSV) as f:
+        rows = [r for r in csv.DictReader(f) if r["run"] == RUN]
+    return ([int(r["step"]) + 1 for r in rows], [float(r["cum_wall_hours"]) for r in rows],
+            [float(r["val_score"]) for r in rows])
+
+
+def _console(tmp_path, name="nemo_rl_console", edit=None):
+    text = gzip.decompress((DATA / f"{name}.log.gz").read_bytes()).decode()
+    if edit:
+        text = edit(text)
+    path = tmp_path / f"{name}.log"
+    path.write_text(text)
+    return path
+
+
+def _logs(tmp_path):
+    with tarfile.open(DATA / "nemo_rl_logs.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    return tmp_path / "logs"
+
+
+def test_a_nemo_rl_console_is_recognised_and_read_as_the_run_it_printed(tmp_path):
+    path = _console(tmp_path)
+    assert detect_format(path) == "nemo-rl"  # not dict-lines, though it opens with the config's pprint
+    steps, hours, scores = _real()
+    c = read_curve(path, "step", ACC)
+    assert c.x.tolist() == steps and np.allclose(c.y, scores, atol=5e-5)  # 4 decimals printed
+    # Each step's seconds summed: the run's training time at every validation (printed to 0.01 s).
+    t = read_curve(path, "cum:timing/train/total_step_time", ACC)
+    assert np.allclose(t.x, np.array(hours) * 3600, atol=0.005 * steps[-1] + 1e-9)
+    train = read_curve(path, "step", "train/reward")
+    assert len(train.x) == steps[-1] and train.x[0] == 1  # a training row per step, from step 1
+    assert read_curve(path, "step", "timing/validation/total_validation_time", bounded=False).x.tolist() == steps
+    loss = read_curve(path, "step", "train/loss", bounded=False)
+    assert loss.y.min() < 0  # signed values read as printed
+    assert not c.notes
+
+
+def test_a_console_appended_to_by_a_resumed_training_keeps_the_run_that_went_on(tmp_path):
+    path = _console(tmp_path, "nemo_rl_console_resumed")
+    steps, _, scores = _real()
+    c = read_curve(path, "step", ACC)
+    want = {s: v for s, v in zip(steps, scores) if s <= 200}
+    assert c.x.tolist() == sorted(want)
+    # The first process's step-110 validation (0.05 lower) was abandoned with it.
+    assert np.allclose(c.y, [want[s] for s in sorted(want)], atol=5e-5)
+    assert any("resumes from a checkpoint 1 time" in n for n in c.notes)
+    # The abandoned attempt's training rows after the checkpoint went too: one row per step.
+    assert read_curve(path, "step", "train/reward").x.tolist() == list(range(1, 201))
+
+
+def test_a_training_started_over_in_the_same_console_is_a_run_of_its_own(tmp_path):
+    whole = gzip.decompress((DATA / "nemo_rl_console.log.gz").read_bytes()).decode()
+    path = _console(tmp_path, edit=lambda t: t + whole[: whole.index("Step 60/500")])
+    curves = read_curves(path, "step", ACC)
+    assert [c.name for c in curves] == ["nemo_rl_console#1", "nemo_rl_console#2"]
+    assert curves[1].x.tolist() == [0, 10, 20, 30, 40, 50]
+
+
+def test_a_console_cut_while_a_step_printed_keeps_what_it_printed_and_says_so(tmp_path):
+    def cut(text):
+        return text[: text.rindex("\n", 0, text.index("Training Results", text.index("Step 300/500")))]
+
+    c = read_curve(_console(tmp_path, edit=cut), "step", ACC)
+    assert c.x[-1] == 300  # its validation had printed
+    assert any("step 300 has no 'Training Results'" in n for n in c.notes)
+
+
+def test_a_console_that_lost_its_emoji_and_carries_ray_prefixes_reads_the_same(tmp_path):
+    def strip(text):
+        lines = text.encode("ascii", "replace").decode().splitlines()
+        return "\n".join(f"(grpo_driver pid=17) {line}" if line.strip() else line for line in lines)
+
+    path = _console(tmp_path, edit=strip)
+    assert detect_format(path) == "nemo-rl"
+    steps, _, scores = _real()
+    c = read_curve(path, "step", ACC)
+    assert c.x.tolist() == steps and np.allclose(c.y, scores, atol=5e-5)
+
+
+def test_printed_labels_take_the_names_nemo_rl_logs_them_under():
+    assert _key("train", "Avg Reward") == "train/reward"
+    assert _key("train", "Avg Total Reward") == "train/reward"  # dynamic sampling: the unfiltered mean
+    assert _key("train", "Avg Filtered Reward") == "train/filtered_reward"
+    assert _key("validation", "Average response length") == "validation/avg_length"
+    assert _key("validation", "Validation loss") == "validation/loss"  # NeMo-RL's SFT / DPO
+    assert _key("timing/train", "Total step time") == "timing/train/total_step_time"
+    assert _key("timing/train", "policy_training") == "timing/train/policy_training"  # a timer as named
+
+
+def test_validation_dumps_read_at_full_precision_and_a_resumed_launch_joins_its_run(tmp_path):
+    logs = _logs(tmp_path)
+    assert detect_format(logs) == detect_format(logs / "exp_001") == "eval-dumps"
+    steps, _, scores = _real()
+    want = {s: v for s, v in zip(steps, scores)}
+    curves = {c.name: c for c in read_curves(logs, "step", ACC)}
+    assert list(curves) == ["exp_001", "exp_003"]
+    run = curves["exp_001"]  # exp_002 resumed it from the step-100 checkpoint
+    assert run.x.tolist() == list(range(0, 201, 10))
+    assert np.allclose(run.y, [want[s] for s in range(0, 201, 10)], atol=1e-12)  # 110: the resumed launch's
+    assert any("exp_002 resumes exp_001" in n and "1 validation(s)" in n for n in run.notes)
+    assert curves["exp_003"].x.tolist() == [0, 10, 20, 30, 40, 50]
+    alone = read_curve(logs / "exp_002", "step", ACC)
+    assert alone.name == "exp_002" and alone.x.tolist() == list(range(110, 201, 10))
+    assert read_curve(logs / "exp_002", "step", "samples", bounded=False).y.tolist() == [1000] * 10
+
+
+def test_the_console_and_the_dumps_of_one_run_agree(tmp_path):
+    console = read_curve(_console(tmp_path, "nemo_rl_console_resumed"), "step", ACC)
+    dumps = read_curve(_logs(tmp_path), "step", ACC, run="exp_001")
+    assert console.x.tolist() == dumps.x.tolist()
+    assert np.abs(console.y - dumps.y).max() <= 5e-5
+
+
+def test_damaged_validation_dumps_are_noted_or_refused_in_one_line(tmp_path):
+    exp = _logs(tmp_path) / "exp_003"
+    with open(exp / "val_data_step50.jsonl", "a") as f:
+        f.write('{"content": [[{"role": "user", "cont')  # killed while it wrote
+    c = read_curve(exp, "step", ACC)
+    assert c.x[-1] == 50 and any("torn last line" in n for n in c.notes)
+    (exp / "val_data_step60.jsonl").write_text("")
+    c = read_curve(exp, "step", ACC)
+    assert c.x[-1] == 50 and any("val_data_step60.jsonl holds no samples" in n for n in c.notes)
+    lines = (exp / "val_data_step20.jsonl").read_text().splitlines()
+    lines[4] = json.dumps({"content": [], "rewards": ["tensor([1.])"], "idx": 4})
+    (exp / "val_data_step20.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"val_data_step20.jsonl:5: 'rewards' is \['tensor"):
+        read_curves(exp, "step", ACC)
