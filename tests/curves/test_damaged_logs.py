@@ -36,6 +36,8 @@ def _fixtures(tmp: Path) -> dict[str, tuple[Path, str, str]]:
     copy(DATA / "skyrl_console.log.gz", "skyrl.log.gz", "step", "eval/all/avg_score")
     copy(DATA / "trl_tensorboard_resumed.tar.gz", "tb.tar.gz", "step", "eval/reward")
     copy(DATA / "nemo_rl_console.log.gz", "nemo.log.gz", "step", "validation/accuracy")
+    (tmp / "openrlhf.log").write_bytes(gzip.decompress((DATA / "openrlhf_console_async.log.gz").read_bytes()))
+    out["openrlhf.log"] = (tmp / "openrlhf.log", "step", "eval_openai/gsm8k_pass1")
     (tmp / "nemo.log").write_bytes(gzip.decompress((DATA / "nemo_rl_console_resumed.log.gz").read_bytes()))
     out["nemo.log"] = (tmp / "nemo.log", "cum:timing/train/total_step_time", "validation/accuracy")
     (tmp / "mlruns.db").write_bytes(gzip.decompress((DATA / "mlflow_sqlite.db.gz").read_bytes()))

@@ -10,9 +10,16 @@ over a bar's ``\\r`` line is found after it), colours -- is passed over. transfo
 values as strings rounded to 4 significant digits (``'1.463'``): they are read as numbers, and the
 log's precision is that; ``trainer_state.json`` (the ``hf-trainer`` format) keeps every digit.
 
+A step printed before a dict on its line is the row's ``step`` (where the dict has none): OpenRLHF
+logs ``✨ Global step 10: {...}`` and ``Evaluation completed in 0:01:23, global_step 10,
+eval_metrics: {...}`` (its asynchronous trainer ``Eval at step 10: {...}``, after printing the same
+metrics without a step as ``Async evaluation completed: {...}``: that copy is dropped), as do
+scripts that print ``step 10: {...}``.
+
 A console that several trainings printed into (``tee -a``) is told apart by the ``epoch`` every
-dict carries: where it goes back to the start, a new run (``<stem>#2``); where it goes back less, a
-training resumed from a checkpoint, and what the abandoned attempt printed from there on is dropped.
+dict of a Hugging Face ``Trainer`` carries, or else by that printed step: where it goes back to the
+start, a new run (``<stem>#2``); where it goes back less, a training resumed from a checkpoint, and
+what the abandoned attempt printed from there on is dropped.
 """
 
 from __future__ import annotations
@@ -35,14 +42,27 @@ TRAINER_EPOCH = "epoch"
 _DICT = re.compile(r"\{\s*['\"][^'\"\n]+['\"]\s*:.*\}\s*$")
 #: A float repr that is no Python literal: ``nan``, ``inf``, ``-inf`` as a value.
 _BARE_NONFINITE = re.compile(r"(?<=:\s)(-?inf|nan)(?=\s*[,}])")
+#: A step printed before the dict on its line: ``Global step 10:``, ``global_step 10,``, ``step=10``.
+_STEP_BEFORE = re.compile(r"(?i)\b(?:global[ _])?step[ \t:=#]*(\d+)\b")
+#: The key that step takes.
+PRINTED_STEP = "step"
 #: How many characters of a file's start are read to tell whether it is such a log.
 SNIFF_CHARS = 2_000_000
 
 
-def _dict_text(line: str) -> str | None:
+def _dict_and_step(line: str) -> tuple[str | None, int | None]:
+    """The printed dict of a line and the step printed before it on the line (None where either is missing)."""
     line = ANSI.sub("", line).split("\r")[-1] if "\r" in line else ANSI.sub("", line)
     found = _DICT.search(line)
-    return found.group(0) if found else None
+    if not found:
+        return None, None
+    before = line[: found.start()]
+    steps = _STEP_BEFORE.findall(before) if "tep" in before else []
+    return found.group(0), int(steps[-1]) if steps else None
+
+
+def _dict_text(line: str) -> str | None:
+    return _dict_and_step(line)[0]
 
 
 def _number_or_value(v: Any) -> Any:
@@ -94,18 +114,40 @@ def looks_like_dict_lines(path: Path) -> bool:
 
 
 def read_dict_lines_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    rows, unreadable = [], 0
+    rows: list[dict[str, Any]] = []
+    unreadable = copies = 0
+    # The same metrics printed once without their step and once with it (OpenRLHF's asynchronous
+    # evaluation, from two processes: either line can reach the console first): the copy without goes.
+    stepless: dict[str, int] = {}  # a dict printed without a step -> its row's index
+    stepped: set[str] = set()
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
         for line in f:
-            text = _dict_text(line.rstrip("\n"))
+            text, step = _dict_and_step(line.rstrip("\n"))
             if text is None:
                 continue
             row = parse_printed_dict(text)
             if row is None:
                 unreadable += 1
-            else:
+                continue
+            if step is None or PRINTED_STEP in row:
+                if step is None and text in stepped:
+                    stepped.discard(text)
+                    copies += 1
+                    continue
+                if step is None:
+                    stepless[text] = len(rows)
                 rows.append(row)
+                continue
+            if (earlier := stepless.pop(text, None)) is not None:
+                rows[earlier] = {}
+                copies += 1
+            else:
+                stepped.add(text)
+            rows.append({**row, PRINTED_STEP: step})
+    rows = [r for r in rows if r]
     notes = [f"{unreadable} dict-like line(s) could not be read and were skipped"] if unreadable else []
+    if copies:
+        notes.append(f"{copies} dict(s) printed both with and without their step: the copy without it dropped")
     return rows, notes
 
 
@@ -116,7 +158,8 @@ def read_dict_lines(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool
     if not rows:
         raise InputError(f"{path}: no printed metric dicts ({{'key': value, ...}} lines) in the file")
     # A Trainer prints its epoch in every dict: the clock that tells a resume or a new training
-    # appended to the same console (tee -a) from the run before it.
-    rows, more = split_attempts(rows, TRAINER_EPOCH, path.stem)
+    # appended to the same console (tee -a) from the run before it; else the printed step.
+    clock = TRAINER_EPOCH if any(TRAINER_EPOCH in r for r in rows) else PRINTED_STEP
+    rows, more = split_attempts(rows, clock, path.stem)
     notes = [*notes, *more]
     return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)

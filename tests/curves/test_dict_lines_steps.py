@@ -1,0 +1,78 @@
+"""Printed dicts with their step printed before them: OpenRLHF's console (its own logger, under Ray,
+made by tests/curves/data/make_openrlhf_console.py from the shipped verl run's scores)."""
+
+import csv
+import gzip
+
+import numpy as np
+
+from scalerl.curves import read_curve, read_curves
+from scalerl.curves.io import detect_format
+
+from .conftest import REAL_CSV
+
+DATA = __import__("pathlib").Path(__file__).parent / "data"
+RUN = "verl-data__Qwen2.5-0.5B-bsz256_2-prompt512-resp256-0.538"
+Y = "eval_openai/gsm8k_pass1"
+
+
+def _real(last: int = 430) -> tuple[list[int], list[float], list[float]]:
+    """OpenRLHF's global steps of the evaluations (none before training), hours and scores."""
+    with open(REAL_CSV) as f:
+        rows = [r for r in csv.DictReader(f) if r["run"] == RUN and 0 < int(r["step"]) + 1 <= last]
+    return ([int(r["step"]) + 1 for r in rows], [float(r["cum_wall_hours"]) for r in rows],
+            [float(r["val_score"]) for r in rows])
+
+
+def _console(tmp_path, name, edit=None):
+    text = gzip.decompress((DATA / f"{name}.log.gz").read_bytes()).decode()
+    path = tmp_path / f"{name}.log"
+    path.write_text(edit(text) if edit else text)
+    return path
+
+
+def test_an_openrlhf_console_reads_with_the_step_it_prints_before_each_dict(tmp_path):
+    path = _console(tmp_path, "openrlhf_console")
+    assert detect_format(path) == "dict-lines"
+    steps, hours, scores = _real()
+    c = read_curve(path, "step", Y)
+    assert c.x.tolist() == steps and np.allclose(c.y, scores, atol=1e-12)  # Python's repr: every digit
+    assert not c.notes  # every evaluation carries its own step: none taken from the row before
+    # timing/step_total is the step's seconds: their running total is the run's time at each evaluation.
+    t = read_curve(path, "cum:timing/step_total", Y)
+    assert np.allclose(t.x, np.array(hours) * 3600, rtol=1e-9)
+    assert read_curve(path, "step", "reward").x.tolist() == list(range(1, 431))
+
+
+def test_an_openrlhf_console_appended_to_by_a_resumed_training_keeps_the_run_that_went_on(tmp_path):
+    c = read_curve(_console(tmp_path, "openrlhf_console_resumed"), "step", Y)
+    steps, _, scores = _real(200)
+    assert c.x.tolist() == steps and np.allclose(c.y, scores, atol=1e-12)
+    assert any("resumes from a checkpoint 1 time" in n and "5 row(s)" in n for n in c.notes)  # steps 101-105
+
+
+def test_the_asynchronous_trainers_evaluation_printed_twice_is_one_point_in_either_order(tmp_path):
+    steps, _, scores = _real(200)
+    c = read_curve(_console(tmp_path, "openrlhf_console_async"), "step", Y)
+    assert c.x.tolist() == steps and np.allclose(c.y, scores, atol=1e-12)
+    assert any("20 dict(s) printed both with and without their step" in n for n in c.notes)
+
+    def step_first(text):  # the generator's copy reaches the console after the training actor's line
+        lines = text.splitlines()
+        for line in [ln for ln in lines if "Async evaluation completed" in ln]:
+            metrics = line[line.index("{"):]
+            lines.remove(line)
+            at = next(k for k, ln in enumerate(lines) if "Eval at step" in ln and ln.endswith(metrics))
+            lines.insert(at + 1, line)
+        return "\n".join(lines) + "\n"
+
+    swapped = read_curve(_console(tmp_path, "openrlhf_console_async", step_first), "step", Y)
+    assert swapped.x.tolist() == steps and np.allclose(swapped.y, scores, atol=1e-12)
+
+
+def test_a_scripts_step_printed_before_its_dict_is_the_rows_step(tmp_path):
+    path = tmp_path / "train.log"
+    path.write_text("starting\nstep=1 {'loss': 0.5}\n[eval] step 2: {'acc': 0.25}\nglobal_step: 4 -> {'acc': 0.5}\n"
+                    "warning: steps 7 {'acc': 0.75}\n")
+    rows = read_curves(path, "step", "acc")[0]
+    assert rows.x.tolist() == [2, 4, 4] and rows.y.tolist() == [0.25, 0.5, 0.75]  # 'steps 7' is no step
