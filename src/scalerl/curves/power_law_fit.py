@@ -12,7 +12,7 @@ from scipy.optimize import least_squares
 
 from scalerl.curves.data import Curve
 from scalerl.curves.laws import PowerLaw
-from scalerl.curves.solver import check_fittable
+from scalerl.curves.solver import check_compute_origin, check_fittable
 
 
 @dataclass
@@ -63,6 +63,7 @@ def fit_power_law(
     A_max: float = 1.0,
 ) -> PowerLawFit:
     """Fit ``A - D / C^B`` to the points of ``curve`` with C > 0 in ``[fit_from, fit_until]``."""
+    check_compute_origin(curve.x, f"run {curve.name!r}", curve.x_name)
     win = curve.window(fit_from, fit_until)
     pos = win.x > 0
     x, y = win.x[pos], win.y[pos]

@@ -121,6 +121,29 @@ def _cumulative_columns(path: Path, keys: set[str], pattern: str) -> Callable[[d
     return amount
 
 
+#: ``--x wall_time`` in a row log that has no such column: hours since each run's first row, read
+#: from its clock column (Unix seconds -- or milliseconds --, as prime-rl's file monitor and many
+#: scripts log ``time``), the first of these it has.
+WALL_TIME = "wall_time"
+CLOCK_COLUMNS = ("_timestamp", "timestamp", "time")
+#: Beyond this a clock counts milliseconds (Unix seconds reach it in the year 5138).
+_CLOCK_MS = 1e11
+
+
+def _with_wall_time(rows: list[dict], clock: str, run_column: str, default_name: str) -> list[dict]:
+    """Each row with ``wall_time``: hours since its run's first ``clock`` (rows without one: none)."""
+    start: dict[str, float] = {}
+    out = []
+    for r in rows:
+        t = r.get(clock)
+        if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t):
+            t = t / 1000.0 if abs(t) > _CLOCK_MS else float(t)
+            name = str(r.get(run_column, default_name))
+            r = {**r, WALL_TIME: (t - start.setdefault(name, t)) / 3600.0}
+        out.append(r)
+    return out
+
+
 def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_name: str, notes=(),
                      y_scale: float = 1.0, bounded: bool = True, run_column: str | None = None,
                      run_ids: dict[str, str] | None = None) -> list[Curve]:
@@ -134,6 +157,9 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     if run_column is not None and run_column not in keys:
         raise unknown_column(path, "run", run_column, keys - {"type"})
     run_column = run_column or DEFAULT_RUN_COLUMN
+    if x == WALL_TIME and WALL_TIME not in keys and (clock := next((c for c in CLOCK_COLUMNS if c in keys), None)):
+        rows, keys = _with_wall_time(rows, clock, run_column, default_name), keys | {WALL_TIME}
+        notes = (*notes, f"x wall_time: hours since each run's first {clock!r}")
     cumulative = _cumulative_columns(path, keys, x[len(CUMULATIVE):]) if x.startswith(CUMULATIVE) else None
     for kind, col in (("x", x), ("y", y)):
         if col not in keys and not (kind == "x" and cumulative):

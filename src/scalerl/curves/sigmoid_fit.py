@@ -16,7 +16,7 @@ import numpy as np
 
 from scalerl.curves.data import Curve
 from scalerl.curves.laws import Sigmoid
-from scalerl.curves.solver import SIGMOID_METHODS, PaperGrid, check_fittable, fit_fast, resolve_r0
+from scalerl.curves.solver import SIGMOID_METHODS, PaperGrid, check_compute_origin, check_fittable, fit_fast, resolve_r0
 from scalerl.curves.window import EarlyCut, select_fit_from
 from scalerl.errors import InputError
 
@@ -83,6 +83,7 @@ def fit_sigmoid(
     """
     if method not in SIGMOID_METHODS:
         raise InputError(f"unknown fit method {method!r}; known: {', '.join(SIGMOID_METHODS)}")
+    check_compute_origin(curve.x, f"run {curve.name!r}", curve.x_name)
     R0, r0_mode = resolve_r0(curve, r0)
     early_cut = None
     if isinstance(fit_from, str):

@@ -54,6 +54,27 @@ def resolve_r0(curve: Curve, r0) -> tuple[float | None, str]:
     return value, "given"
 
 
+#: A run's compute must grow by at least this share of where it starts to be compute counted from
+#: the run's start: a clock (Unix time: 1.76e9 s, growing by 0.04% a week) does not.
+MIN_COMPUTE_GROWTH = 0.01
+
+
+def check_compute_origin(x: np.ndarray, what: str, x_name: str) -> None:
+    """Refuse compute that does not start near 0: the sigmoid is a law of compute *spent* (C = 0 at
+    the run's start), and a column that only grows by a sliver of where it starts -- a clock such as
+    Unix time -- gives a fit of nothing (C_mid in the year 2030, "2x the compute" in 2081)."""
+    pos = x[x > 0]
+    if pos.size < 2:
+        return
+    start, span = float(pos.min()), float(pos.max() - pos.min())
+    if span < MIN_COMPUTE_GROWTH * start:
+        raise InputError(
+            f"{what}: compute {x_name!r} runs from {start:.6g} to {start + span:.6g}, growing by {100 * span / start:.2g}% "
+            "of where it starts: not compute counted from the run's start (a clock such as Unix time?) -- give "
+            "--x wall_time (hours since the run's first row, for a log with a time or timestamp column), "
+            "cum:COL of a per-step time, or step")
+
+
 def check_fittable(x: np.ndarray, y: np.ndarray, n_params: int, what: str = "the fit window", R0: float | None = None) -> None:
     """Refuse what no sigmoid can describe: too few points, a flat or falling metric.
 
