@@ -68,32 +68,58 @@ def keep_resumed_attempts(rows: list[dict], label: str) -> tuple[list[dict], lis
                   f"{dropped} row(s) the abandoned attempt(s) logged from there on were dropped"]
 
 
+def _late(values: list, i: int, last: float) -> bool:
+    """Whether row ``i`` (its counter below ``last``, the latest before it) was logged late -- an
+    asynchronous evaluation of an earlier step, written after later steps -- rather than a resumed
+    training's first row: after it (and any more rows at or below its step) the counter is back at
+    ``last`` or beyond, where a resumed training would go on counting up from the checkpoint."""
+    for v in values[i + 1:]:
+        if v is None or v <= values[i]:
+            continue
+        return v >= last
+    return True
+
+
 def split_attempts(rows: list[dict], counter: str, stem: str, *,
-                   keep_same: Callable[[dict], bool] | None = None) -> tuple[list[dict], list[str]]:
+                   keep_same: Callable[[dict], bool] | None = None,
+                   late_rows: bool = False) -> tuple[list[dict], list[str]]:
     """A console log several trainings printed into (``tee -a``), read by a counter every row of a
     training logs (a Hugging Face ``Trainer``'s ``epoch``): where it goes back to or below where the
     current run began, a training started over -- a run of its own (``stem#1``, ``stem#2``, ...);
     where it goes back less, a training resumed from a checkpoint -- the rows the abandoned attempt
-    logged from there on go (:func:`drop_abandoned_attempts`). Returns ``(rows, notes)``."""
+    logged from there on go (:func:`drop_abandoned_attempts`). With ``late_rows``, a row the counter
+    goes back at that is followed by the counter's return to where it was (:func:`_late`: an
+    evaluation logged after later steps, as asynchronous trainers write their metrics files) stays
+    in place. Returns ``(rows, notes)``."""
+    values = [r.get(counter) if isinstance(r.get(counter), (int, float)) and not isinstance(r.get(counter), bool)
+              else None for r in rows]
     runs: list[list[dict]] = [[]]
-    resumes = dropped = 0
+    resumes = dropped = late = 0
     last = None
-    for row in rows:
-        value = row.get(counter)
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
+    for i, row in enumerate(rows):
+        value = values[i]
+        if value is None:
             runs[-1].append(row)
             continue
         if last is not None and value < last:
+            if late_rows and _late(values, i, last):
+                late += 1
+                runs[-1].append(row)
+                continue
             first = next(r[counter] for r in runs[-1] if isinstance(r.get(counter), (int, float)))
             if value <= first:
                 runs.append([])
-            else:
-                kept, _, n = drop_abandoned_attempts([*runs[-1], row], counter, keep_same=keep_same)
-                runs[-1] = kept[:-1]
-                resumes, dropped = resumes + 1, dropped + n
+            else:  # the abandoned attempt's rows from the resumed attempt's first step on go
+                same = keep_same is not None and keep_same(row)
+                before = len(runs[-1])
+                runs[-1] = [r for r in runs[-1] if not isinstance(r.get(counter), (int, float))
+                            or r[counter] < value or (same and r[counter] == value)]
+                resumes, dropped = resumes + 1, dropped + before - len(runs[-1])
         last = value
         runs[-1].append(row)
     notes = []
+    if late:
+        notes.append(f"{late} row(s) logged after later {counter}s (asynchronous evaluations) kept where they are")
     if resumes:
         notes.append(f"the log resumes from a checkpoint {resumes} time(s) ({counter} goes back): {dropped} row(s) "
                      "the abandoned attempt(s) logged from there on were dropped")

@@ -160,6 +160,6 @@ def read_dict_lines(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool
     # A Trainer prints its epoch in every dict: the clock that tells a resume or a new training
     # appended to the same console (tee -a) from the run before it; else the printed step.
     clock = TRAINER_EPOCH if any(TRAINER_EPOCH in r for r in rows) else PRINTED_STEP
-    rows, more = split_attempts(rows, clock, path.stem)
+    rows, more = split_attempts(rows, clock, path.stem, late_rows=clock == PRINTED_STEP)
     notes = [*notes, *more]
     return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)

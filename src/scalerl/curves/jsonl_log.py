@@ -1,15 +1,26 @@
 """JSON logs: scalerl's run log (a header line, then rows), any JSON-lines log, or a JSON document
 that holds a table of metrics (:mod:`scalerl.curves.json_document`).
+
+A JSON-lines log of one run (no ``run`` key) that a resumed training appended to -- prime-rl's file
+monitor (``{"step": N, "time": ..., ...}``) and most scripts open it with ``"a"`` -- is read by its
+``step``: where it goes back, a training resumed from a checkpoint (what the abandoned attempt
+logged from there on is dropped) or started over (a run of its own, ``<stem>#2``); an evaluation
+written after later steps (an asynchronous trainer's) stays where it is.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from scalerl.curves.attempts import split_attempts
 from scalerl.curves.data import Curve
 from scalerl.curves.json_document import document_rows, read_document
-from scalerl.curves.rows import curves_from_rows
+from scalerl.curves.rows import DEFAULT_RUN_COLUMN, curves_from_rows
 from scalerl.runlog import read_runlog
+
+
+#: The counter a resumed training's rows are told by.
+STEP = "step"
 
 
 def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True,
@@ -24,5 +35,8 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
                                 run_column=run_column)
     header, rows, notes = read_runlog(path)
     default_name = str(header.get("run") or header.get("recipe") or path.parent.name or path.stem)
+    if run_column is None and not any(DEFAULT_RUN_COLUMN in r for r in rows):
+        rows, more = split_attempts(rows, STEP, default_name, late_rows=True)
+        notes = [*notes, *more]
     return curves_from_rows(path, rows, x, y, default_name=default_name, notes=notes, y_scale=y_scale,
                             bounded=bounded, run_column=run_column)

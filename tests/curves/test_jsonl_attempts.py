@@ -1,0 +1,62 @@
+"""A JSON-lines metrics log that a resumed training appended to, as prime-rl's file monitor writes
+it (``{"step": N, "time": <Unix s>, **metrics}`` a line, the file opened with ``"a"``; its
+evaluations run beside training and are written when they finish, after later steps)."""
+
+import json
+import math
+
+import numpy as np
+
+from scalerl.curves import read_curve, read_curves
+
+Y = "eval/gsm8k/avg@1"
+
+
+def score(step: int, shift: float = 0.0) -> float:
+    return 0.3 + 0.3 * (1 - math.exp(-step / 60)) + shift
+
+
+def rows(first: int, last: int, *, t0: float, lag: int = 2, shift: float = 0.0) -> list[dict]:
+    """Training rows for steps first..last; the evaluation of every 10th step written ``lag`` steps later."""
+    out, pending = [], []
+    for s in range(first, last + 1):
+        out.append({"step": s, "time": t0 + 60 * s, "reward/mean": 0.25, "time/step": 60.0})
+        if s % 10 == 0:
+            pending.append(s)
+        for e in [p for p in pending if s - p >= lag]:
+            out.append({"step": e, "time": t0 + 60 * s + 1, Y: score(e, shift)})
+            pending.remove(e)
+    return out
+
+
+def _write(path, *parts):
+    path.write_text("".join(json.dumps(r) + "\n" for part in parts for r in part))
+    return path
+
+
+def test_late_evaluations_stay_in_place_and_a_resume_keeps_the_run_that_went_on(tmp_path):
+    # Killed at step 127 (its step-120 evaluation written, 0.05 off), resumed from the step-100 checkpoint.
+    path = _write(tmp_path / "metrics.jsonl", rows(1, 127, t0=0.0, shift=-0.05), rows(101, 200, t0=9000.0))
+    c = read_curve(path, "step", Y)
+    want = list(range(10, 191, 10))  # the step-200 evaluation was never written (the run ended first)
+    assert c.x.tolist() == want
+    assert np.allclose(c.y[:10], [score(s, -0.05) for s in want[:10]])  # before the checkpoint: the first attempt's
+    assert np.allclose(c.y[10:], [score(s) for s in want[10:]])  # after it: the resumed attempt's
+    assert any("resumes from a checkpoint 1 time" in n for n in c.notes)
+    assert any("logged after later steps (asynchronous evaluations)" in n for n in c.notes)
+    # Its per-step seconds add up over the run that went on: 200 steps of 60 s.
+    assert read_curve(path, "cum:time/step", "reward/mean").x[-1] == 200 * 60.0
+
+
+def test_a_training_started_over_in_the_same_file_is_a_run_of_its_own(tmp_path):
+    path = _write(tmp_path / "metrics.jsonl", rows(1, 60, t0=0.0), rows(1, 40, t0=5000.0, shift=0.1))
+    curves = read_curves(path, "step", Y)
+    assert [c.name[-2:] for c in curves] == ["#1", "#2"]  # named after the run's directory
+    assert [len(c) for c in curves] == [5, 3]
+    assert np.allclose(curves[1].y, [score(s, 0.1) for s in (10, 20, 30)])
+
+
+def test_a_log_in_order_reads_as_before(tmp_path):
+    path = _write(tmp_path / "metrics.jsonl", rows(1, 100, t0=0.0, lag=0))
+    c = read_curve(path, "step", Y)
+    assert c.x.tolist() == list(range(10, 101, 10)) and not c.notes
