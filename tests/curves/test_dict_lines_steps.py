@@ -76,3 +76,33 @@ def test_a_scripts_step_printed_before_its_dict_is_the_rows_step(tmp_path):
                     "warning: steps 7 {'acc': 0.75}\n")
     rows = read_curves(path, "step", "acc")[0]
     assert rows.x.tolist() == [2, 4, 4] and rows.y.tolist() == [0.25, 0.5, 0.75]  # 'steps 7' is no step
+
+
+def _slime_console(first: int, last: int, shift: float = 0.0) -> list[str]:
+    """What slime's source prints for rollouts first..last (``perf {rollout_id}: {log_dict}`` and
+    ``eval {rollout_id}: {log_dict}`` from the rollout manager, ``step {accumulated_step_id}:
+    {log_dict}`` from the trainer, two optimizer steps a rollout), behind Ray's prefixes; the
+    logger's own prefix here is a stand-in."""
+    out = []
+    for r in range(first, last + 1):
+        perf = {"rollout/response_len/mean": 512.0 + r, "perf/rollout_time": 60.5, "perf/tokens_per_gpu_per_sec": 1800.0}
+        out.append(f"(RolloutManager pid=311) [2026-01-05 10:02:11] rollout.py:612 - perf {r}: {perf}")
+        for k in range(2):
+            out.append(f"(MegatronTrainRayActor pid=402) step {2 * r + k}: {{'train/loss': 0.01, 'train/grad_norm': 0.5}}")
+        if r % 10 == 0:
+            ev = {"eval/gsm8k": round(0.3 + 0.003 * r + shift, 4), "eval/gsm8k-truncated_ratio": 0.0}
+            out.append(f"(RolloutManager pid=311) [2026-01-05 10:05:11] rollout.py:571 - eval {r}: {ev}")
+    return out
+
+
+def test_slimes_rollout_number_is_the_rows_rollout_id_and_tells_a_resume(tmp_path):
+    path = tmp_path / "slime.log"
+    # Killed after rollout 57, resumed from the checkpoint after rollout 49.
+    path.write_text("\n".join(_slime_console(0, 57, shift=-0.05) + _slime_console(50, 100)) + "\n")
+    assert detect_format(path) == "dict-lines"
+    c = read_curve(path, "rollout_id", "eval/gsm8k")
+    assert c.x.tolist() == list(range(0, 101, 10))
+    assert np.allclose(c.y, [round(0.3 + 0.003 * r - (0.05 if r < 50 else 0.0), 4) for r in range(0, 101, 10)])
+    assert any("resumes from a checkpoint 1 time" in n for n in c.notes)
+    t = read_curve(path, "cum:perf/rollout_time", "eval/gsm8k")
+    assert t.x[-1] == 101 * 60.5  # the rollouts of the run that went on, each once

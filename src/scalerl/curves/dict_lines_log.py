@@ -14,10 +14,12 @@ A step printed before a dict on its line is the row's ``step`` (where the dict h
 logs ``✨ Global step 10: {...}`` and ``Evaluation completed in 0:01:23, global_step 10,
 eval_metrics: {...}`` (its asynchronous trainer ``Eval at step 10: {...}``, after printing the same
 metrics without a step as ``Async evaluation completed: {...}``: that copy is dropped), as do
-scripts that print ``step 10: {...}``.
+scripts that print ``step 10: {...}``. slime prints its rollouts' and evaluations' metrics as
+``perf 10: {...}`` and ``eval 10: {...}`` at the rollout's number (its training ``step N: {...}``
+counts optimizer steps): that number is the row's ``rollout_id``.
 
 A console that several trainings printed into (``tee -a``) is told apart by the ``epoch`` every
-dict of a Hugging Face ``Trainer`` carries, or else by that printed step: where it goes back to the
+dict of a Hugging Face ``Trainer`` carries, or else by the printed rollout number or step: where it goes back to the
 start, a new run (``<stem>#2``); where it goes back less, a training resumed from a checkpoint, and
 what the abandoned attempt printed from there on is dropped.
 """
@@ -44,25 +46,31 @@ _DICT = re.compile(r"\{\s*['\"][^'\"\n]+['\"]\s*:.*\}\s*$")
 _BARE_NONFINITE = re.compile(r"(?<=:\s)(-?inf|nan)(?=\s*[,}])")
 #: A step printed before the dict on its line: ``Global step 10:``, ``global_step 10,``, ``step=10``.
 _STEP_BEFORE = re.compile(r"(?i)\b(?:global[ _])?step[ \t:=#]*(\d+)\b")
-#: The key that step takes.
+#: slime's rollout number, right before the dict: ``eval 10: {``, ``perf 10: {``, ``rollout 10: {``.
+_ROLLOUT_BEFORE = re.compile(r"\b(?:eval|perf|rollout) (\d+):\s*$")
+#: The keys those counters take.
 PRINTED_STEP = "step"
+PRINTED_ROLLOUT = "rollout_id"
 #: How many characters of a file's start are read to tell whether it is such a log.
 SNIFF_CHARS = 2_000_000
 
 
-def _dict_and_step(line: str) -> tuple[str | None, int | None]:
-    """The printed dict of a line and the step printed before it on the line (None where either is missing)."""
+def _dict_and_counter(line: str) -> tuple[str | None, str | None, int | None]:
+    """The printed dict of a line, and the counter printed before it on the line -- its key
+    (:data:`PRINTED_ROLLOUT`, :data:`PRINTED_STEP`) and value --, None where either is missing."""
     line = ANSI.sub("", line).split("\r")[-1] if "\r" in line else ANSI.sub("", line)
     found = _DICT.search(line)
     if not found:
-        return None, None
+        return None, None, None
     before = line[: found.start()]
+    if before and (rollout := _ROLLOUT_BEFORE.search(before)):
+        return found.group(0), PRINTED_ROLLOUT, int(rollout.group(1))
     steps = _STEP_BEFORE.findall(before) if "tep" in before else []
-    return found.group(0), int(steps[-1]) if steps else None
+    return (found.group(0), PRINTED_STEP, int(steps[-1])) if steps else (found.group(0), None, None)
 
 
 def _dict_text(line: str) -> str | None:
-    return _dict_and_step(line)[0]
+    return _dict_and_counter(line)[0]
 
 
 def _number_or_value(v: Any) -> Any:
@@ -122,14 +130,14 @@ def read_dict_lines_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     stepped: set[str] = set()
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
         for line in f:
-            text, step = _dict_and_step(line.rstrip("\n"))
+            text, counter, step = _dict_and_counter(line.rstrip("\n"))
             if text is None:
                 continue
             row = parse_printed_dict(text)
             if row is None:
                 unreadable += 1
                 continue
-            if step is None or PRINTED_STEP in row:
+            if step is None or counter in row:
                 if step is None and text in stepped:
                     stepped.discard(text)
                     copies += 1
@@ -143,7 +151,7 @@ def read_dict_lines_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
                 copies += 1
             else:
                 stepped.add(text)
-            rows.append({**row, PRINTED_STEP: step})
+            rows.append({**row, counter: step})
     rows = [r for r in rows if r]
     notes = [f"{unreadable} dict-like line(s) could not be read and were skipped"] if unreadable else []
     if copies:
@@ -158,8 +166,9 @@ def read_dict_lines(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool
     if not rows:
         raise InputError(f"{path}: no printed metric dicts ({{'key': value, ...}} lines) in the file")
     # A Trainer prints its epoch in every dict: the clock that tells a resume or a new training
-    # appended to the same console (tee -a) from the run before it; else the printed step.
-    clock = TRAINER_EPOCH if any(TRAINER_EPOCH in r for r in rows) else PRINTED_STEP
-    rows, more = split_attempts(rows, clock, path.stem, late_rows=clock == PRINTED_STEP)
+    # appended to the same console (tee -a) from the run before it; else the printed rollout number
+    # (slime: its evaluations print no step) or step.
+    clock = next((c for c in (TRAINER_EPOCH, PRINTED_ROLLOUT) if any(c in r for r in rows)), PRINTED_STEP)
+    rows, more = split_attempts(rows, clock, path.stem, late_rows=clock != TRAINER_EPOCH)
     notes = [*notes, *more]
     return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)
