@@ -24,6 +24,13 @@ def continues(first: float, last: float, start: float) -> bool:
     return first < start <= last + 1
 
 
+def _before(rows: list[dict], counter: str, value: float, same: bool) -> list[dict]:
+    """The rows an abandoned attempt logged before the resumed attempt's first ``counter`` value
+    (and at it, where ``same``), with the rows that do not log the counter."""
+    return [r for r in rows if not isinstance(r.get(counter), (int, float))
+            or r[counter] < value or (same and r[counter] == value)]
+
+
 def drop_abandoned_attempts(rows: list[dict], counter: str, *,
                             keep_same: Callable[[dict], bool] | None = None) -> tuple[list[dict], int, int]:
     """One run's rows in log order, where a training resumed from a checkpoint kept logging into the
@@ -47,8 +54,7 @@ def drop_abandoned_attempts(rows: list[dict], counter: str, *,
                 resuming = True
             if resuming and value > 0:
                 before = len(kept)
-                same = keep_same is not None and keep_same(row)
-                kept = [r for r in kept if r.get(counter) is None or r[counter] < value or (same and r[counter] == value)]
+                kept = _before(kept, counter, value, keep_same is not None and keep_same(row))
                 dropped += before - len(kept)
                 resuming = False
             last = value
@@ -87,7 +93,7 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
     training logs (a Hugging Face ``Trainer``'s ``epoch``): where it goes back to or below where the
     current run began, a training started over -- a run of its own (``stem#1``, ``stem#2``, ...);
     where it goes back less, a training resumed from a checkpoint -- the rows the abandoned attempt
-    logged from there on go (:func:`drop_abandoned_attempts`). With ``late_rows``, a row the counter
+    logged from there on go (as in :func:`drop_abandoned_attempts`). With ``late_rows``, a row the counter
     goes back at that is followed by the counter's return to where it was (:func:`_late`: an
     evaluation logged after later steps, as asynchronous trainers write their metrics files) stays
     in place. Returns ``(rows, notes)``."""
@@ -110,10 +116,8 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
             if value <= first:
                 runs.append([])
             else:  # the abandoned attempt's rows from the resumed attempt's first step on go
-                same = keep_same is not None and keep_same(row)
                 before = len(runs[-1])
-                runs[-1] = [r for r in runs[-1] if not isinstance(r.get(counter), (int, float))
-                            or r[counter] < value or (same and r[counter] == value)]
+                runs[-1] = _before(runs[-1], counter, value, keep_same is not None and keep_same(row))
                 resumes, dropped = resumes + 1, dropped + before - len(runs[-1])
         last = value
         runs[-1].append(row)
