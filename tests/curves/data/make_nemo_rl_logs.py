@@ -28,7 +28,6 @@ evaluations, and each validation's 1,000 samples rewarded 1 / 0 so that their me
   from step 0, validations 0-50).
 """
 
-import csv
 import gzip
 import io
 import json
@@ -37,8 +36,8 @@ import sys
 import tarfile
 from pathlib import Path
 
-RUN = "verl-data__Qwen2.5-0.5B-bsz256_2-prompt512-resp256-0.538"
-ROOT = Path(__file__).resolve().parents[3]
+from shipped_run import check_literals, points  # (this directory: run as a script)
+
 VAL_PERIOD = 10
 MAX_STEPS = 500
 SAMPLES = 1000
@@ -58,18 +57,8 @@ RUN_GRPO_LITERALS = ["Final config:", "pprint.pprint(config)", "📊 Using log d
 
 
 def check_against(checkout: Path) -> None:
-    grpo = (checkout / "nemo_rl" / "algorithms" / "grpo.py").read_text()
-    run = (checkout / "examples" / "run_grpo.py").read_text()
-    missing = [s for s in GRPO_LITERALS if s not in grpo] + [s for s in RUN_GRPO_LITERALS if s not in run]
-    if missing:
-        sys.exit(f"not in this NeMo-RL checkout's source: {missing}")
-
-
-def points() -> list[tuple[int, float, float]]:
-    """(NeMo-RL step, hours, score) of the shipped verl run."""
-    with open(ROOT / "examples" / "data" / "real_rl_curves.csv") as f:
-        rows = [r for r in csv.DictReader(f) if r["run"] == RUN]
-    return [(int(r["step"]) + 1, float(r["cum_wall_hours"]), float(r["val_score"])) for r in rows]
+    check_literals(checkout, {"nemo_rl/algorithms/grpo.py": GRPO_LITERALS, "examples/run_grpo.py": RUN_GRPO_LITERALS},
+                   "NeMo-RL")
 
 
 def step_seconds(pts) -> dict[int, float]:

@@ -25,14 +25,12 @@ training), per-step seconds spread evenly between two evaluations as ``timing/*`
   the same metrics again with their step (``Eval at step N: {...}``).
 """
 
-import csv
 import gzip
 import subprocess
 import sys
 from pathlib import Path
 
-RUN = "verl-data__Qwen2.5-0.5B-bsz256_2-prompt512-resp256-0.538"
-ROOT = Path(__file__).resolve().parents[3]
+from shipped_run import check_literals, points  # (this directory: run as a script)
 EVAL_STEPS = 10
 #: The literal pieces of OpenRLHF's messages used below, each checked against its source.
 SYNC_LITERALS = ['logger.info(f"✨ Global step {global_step}: {log_status}")',
@@ -45,18 +43,8 @@ ASYNC_LITERALS = ['logger.info(f"Async evaluation completed: {logs}")', 'logger.
 
 
 def check_against(checkout: Path) -> None:
-    sync = (checkout / "openrlhf/trainer/ppo_trainer.py").read_text()
-    asyn = (checkout / "openrlhf/trainer/ppo_trainer_async.py").read_text()
-    missing = [s for s in SYNC_LITERALS if s not in sync] + [s for s in ASYNC_LITERALS if s not in asyn]
-    if missing:
-        sys.exit(f"not in this OpenRLHF checkout's source: {missing}")
-
-
-def points() -> list[tuple[int, float, float]]:
-    """(OpenRLHF global_step, hours, score) of the shipped verl run."""
-    with open(ROOT / "examples" / "data" / "real_rl_curves.csv") as f:
-        rows = [r for r in csv.DictReader(f) if r["run"] == RUN]
-    return [(int(r["step"]) + 1, float(r["cum_wall_hours"]), float(r["val_score"])) for r in rows]
+    check_literals(checkout, {"openrlhf/trainer/ppo_trainer.py": SYNC_LITERALS,
+                              "openrlhf/trainer/ppo_trainer_async.py": ASYNC_LITERALS}, "OpenRLHF")
 
 
 # Runs in the Ray actors: OpenRLHF's logging module (passed in as source), then the trainer's calls.
