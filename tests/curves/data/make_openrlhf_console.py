@@ -83,17 +83,22 @@ def status(step, seconds, score):
     s["timing/step_total"] = sum(v for k, v in s.items() if k.startswith("timing/"))
     return s
 
+def steps(points, first, last):
+    """(global_step, its status, its evaluation's score or None) of the steps first+1 .. last."""
+    seconds, score = per_step_seconds(points), {s: v for s, _, v in points}
+    for global_step in range(first + 1, last + 1):
+        yield (global_step, status(global_step, seconds[global_step], score[global_step - global_step % 10]),
+               score[global_step] if global_step % 10 == 0 and global_step in score else None)
+
 @ray.remote(num_cpus=0)
 class PPOTrainer:
     def fit(self, src, points, first, last):
         logger = make_logger(src)
-        seconds, score = per_step_seconds(points), {s: v for s, _, v in points}
-        for global_step in range(first + 1, last + 1):
-            log_status = status(global_step, seconds[global_step], score[global_step - global_step % 10])
+        for global_step, log_status, evaluated in steps(points, first, last):
             logger.info(f"✨ Global step {global_step}: {log_status}")
-            if global_step % 10 == 0 and global_step in score:
+            if evaluated is not None:
                 logger.info(f"⏰ Evaluation start time: {time.strftime('%Y-%m-%d %H:%M:%S')}")
-                logs = eval_logs(score[global_step])
+                logs = eval_logs(evaluated)
                 time_str = "0:01:23"
                 logger.info(f"✨ Evaluation completed in {time_str}, global_step {global_step}, eval_metrics: {logs}")
 
@@ -110,13 +115,11 @@ class GenerateSamplesActor:
 class TrainingActor:
     def fit(self, src, points, last, generator):
         logger = make_logger(src)
-        seconds, score = per_step_seconds(points), {s: v for s, _, v in points}
-        for global_step in range(1, last + 1):
-            log_status = status(global_step, seconds[global_step], score[global_step - global_step % 10])
-            log_status["timing/step_total"] = seconds[global_step]  # async: the iteration's wall clock
+        for global_step, log_status, evaluated in steps(points, 0, last):
+            # (async: timing/step_total is the iteration's wall clock, here the same seconds)
             logger.info(f"Global step {global_step}: {log_status}")
-            if global_step % 10 == 0 and global_step in score:
-                eval_metrics = ray.get(generator.run_eval.remote(src, score[global_step]))
+            if evaluated is not None:
+                eval_metrics = ray.get(generator.run_eval.remote(src, evaluated))
                 time.sleep(0.05)  # the generator's line reaches the driver first, as in a real run
                 eval_step = global_step
                 logger.info(f"Eval at step {eval_step}: {eval_metrics}")
