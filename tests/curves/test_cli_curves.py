@@ -113,6 +113,26 @@ def test_compare_two_runs(capsys, tmp_path):
     assert (tmp_path / "c.png").exists()
 
 
+def test_compare_takes_one_metric_name_per_log(capsys, tmp_path):
+    """Two trainers' logs name the metric differently (a CSV's val_score, a JSON-lines log's eval/acc)."""
+    import csv
+
+    with open(REAL_CSV) as f:
+        rows = [r for r in csv.DictReader(f) if r["run"] == DEEPSEEK]
+    other = tmp_path / "other.jsonl"
+    other.write_text("".join(json.dumps({"hours": float(r["cum_wall_hours"]), "eval/acc": float(r["val_score"])}) + "\n"
+                             for r in rows))
+    code, out, err = run_cli(capsys, "compare", str(REAL_CSV), str(other), "--x", "cum_wall_hours", "hours",
+                             "--y", "val_score", "eval/acc", "--labels", "csv", "jsonl", "--bootstrap", "50", "--json")
+    assert code == 0, err
+    runs = {r["label"]: r for r in json.loads(out)["runs"]}
+    assert set(runs) == {f"csv/{QWEN}", f"csv/{DEEPSEEK}", "jsonl"}
+    assert runs["jsonl"]["A"] == pytest.approx(runs[f"csv/{DEEPSEEK}"]["A"])  # the same run, read from either
+    code, out, err = run_cli(capsys, "compare", str(REAL_CSV), str(other), str(other), "--x", "hours",
+                             "--y", "val_score", "eval/acc")
+    assert code == 2 and "--y has 2 columns for 3 paths" in err
+
+
 @pytest.mark.parametrize(
     "argv, needle",
     [

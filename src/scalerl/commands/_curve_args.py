@@ -26,10 +26,15 @@ def add_data_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
                                                     "verl's, SkyRL's or NeMo-RL's dumped evaluations directory, a console log of printed "
                                                     "metric dicts, a JSON document; compressed or a tar archive of "
                                                     "one; - for standard input)")
-    p.add_argument("--x", metavar="COL",
+    # Several logs: one column for all, or one per log (trainers name the same metric differently:
+    # NeMo-RL's validation/accuracy is OpenRLHF's eval_<set>_pass1).
+    per_path = dict(nargs="+", metavar="COL") if many else dict(metavar="COL")
+    each = "; one for every PATH, or one per PATH in order" if many else ""
+    p.add_argument("--x", **per_path,
                    help="compute column (e.g. gpu_hours, flops, step); cum:COL is its running total (cum:timing_s/step); "
-                        "without --x / --y the log's columns are listed")
-    p.add_argument("--y", metavar="COL", help="metric column (a pass rate in [0, 1]); a glob (val-core/*/acc/mean@1) reads every matching metric")
+                        f"without --x / --y the log's columns are listed{each}")
+    p.add_argument("--y", **per_path,
+                   help=f"metric column (a pass rate in [0, 1]); a glob (val-core/*/acc/mean@1) reads every matching metric{each}")
     if not many:
         p.add_argument("--run", metavar="NAME", help="which run, when the file holds several")
     p.add_argument("--run-column", metavar="COL",
@@ -107,6 +112,15 @@ def fit_kwargs(args) -> dict:
         y_floor=0.0 if bounded else -math.inf,
         paper_grid=grid,
     )
+
+
+def axes_per_path(args) -> list[tuple[str, str]]:
+    """``(x, y)`` for each of ``args.paths``: ``--x`` / ``--y`` name one column for every log, or one per log."""
+    n = len(args.paths)
+    for flag, names in (("--x", args.x), ("--y", args.y)):
+        if len(names) not in (1, n):
+            raise InputError(f"{flag} has {len(names)} columns for {n} paths; give one for every path, or one per path")
+    return [(args.x[i if len(args.x) > 1 else 0], args.y[i if len(args.y) > 1 else 0]) for i in range(n)]
 
 
 def read_kwargs(args) -> dict:

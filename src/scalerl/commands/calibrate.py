@@ -17,7 +17,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from scalerl.commands._curve_args import add_data_args, finite_json, parse_fit_from, parse_r0, read_kwargs, table
+from scalerl.commands._curve_args import (add_data_args, axes_per_path, finite_json, parse_fit_from, parse_r0,
+                                          read_kwargs, table)
 from scalerl.errors import InputError
 
 #: Fewer run-cuts than this and the 95% factor is the largest score seen (the conformal
@@ -48,7 +49,7 @@ def run(args) -> int:
     if any(not 0 < f < 1 for f in args.cuts):
         raise InputError(f"--cuts must be shares of the compute in (0, 1), got {args.cuts}")
     kwargs = read_kwargs(args)
-    curves = [c for path in args.paths for c in read_curves(path, args.x, args.y, **kwargs)]
+    curves = [c for path, (x, y) in zip(args.paths, axes_per_path(args)) for c in read_curves(path, x, y, **kwargs)]
     out = Path(args.output)
     if out.is_dir():
         raise InputError(f"--output {out} is a directory; give a file name (e.g. {out / 'calibration.json'})")
@@ -103,7 +104,7 @@ def run(args) -> int:
         print(f"note: with {n} run-cuts the 95% factor is the largest error seen, which a new run exceeds about "
               f"1 time in {n + 1} (a {100 * n / (n + 1):.1f}% band, not 95%; run-cuts of one run are not independent "
               f"either): calibrate on more runs before trusting it -- {_FULL_95} run-cuts at least")
-    print(f"wrote {out}; use it with: scalerl fit LOG --x {args.x} --y {args.y} --calibration {out} "
+    print(f"wrote {out}; use it with: scalerl fit LOG --x {args.x[0]} --y {args.y[0]} --calibration {out} "
           "(backtest and compare take it too)")
     return 0
 

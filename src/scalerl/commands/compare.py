@@ -4,6 +4,8 @@ run against a baseline: did it move the ceiling, the efficiency, or nothing clea
     scalerl compare base.jsonl loss_dapo.jsonl --x gpu_hours --y val/pass_rate --labels scalerl dapo
     # seeds: give the same label to several paths
     scalerl compare a1.jsonl a2.jsonl b1.jsonl b2.jsonl --x gpu_hours --y val/pass_rate --labels a a b b
+    # logs of two trainers: one metric name per log
+    scalerl compare nemo.log openrlhf.log --x step --y validation/accuracy eval_math_pass1
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 
-from scalerl.commands._curve_args import add_data_args, add_fit_args, finite_json, fit_kwargs, g, read_kwargs, table
+from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_path, finite_json, fit_kwargs, g,
+                                          read_kwargs, table)
 from scalerl.errors import InputError
 
 
@@ -38,8 +41,9 @@ def _group(args) -> "OrderedDict[str, list]":
     if args.labels and len(args.labels) != len(args.paths):
         raise InputError(f"--labels has {len(args.labels)} names for {len(args.paths)} paths; give one per path")
     groups: "OrderedDict[str, list]" = OrderedDict()
-    for i, path in enumerate(args.paths):
-        curves = read_curves(path, args.x, args.y, **read_kwargs(args))
+    kwargs = read_kwargs(args)
+    for i, (path, (x, y)) in enumerate(zip(args.paths, axes_per_path(args))):
+        curves = read_curves(path, x, y, **kwargs)
         for c in curves:
             if not args.labels:
                 label = c.name
