@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from scalerl.curves import read_curve, read_curves
-from scalerl.curves.io import detect_format
+from scalerl.curves.io import detect_format, log_columns
 from scalerl.curves.nemo_rl_log import _key
 from scalerl.errors import InputError
 
@@ -152,3 +152,19 @@ def test_damaged_validation_dumps_are_noted_or_refused_in_one_line(tmp_path):
     (exp / "val_data_step20.jsonl").write_text("\n".join(lines) + "\n")
     with pytest.raises(InputError, match=r"val_data_step20.jsonl:5: 'rewards' is \['tensor"):
         read_curves(exp, "step", ACC)
+
+
+def test_a_validation_with_several_samples_a_prompt_gives_pass_k(tmp_path):
+    """``val_num_generations_per_prompt: 4``: a prompt's samples are consecutive lines (NeMo-RL's
+    pass_k is ``(rewards.view(-1, 4) > 0).any(1).mean()``)."""
+    exp = tmp_path / "exp_001"
+    exp.mkdir()
+    for step, hits in ((0, [0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]), (10, [1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 1])):
+        with open(exp / f"val_data_step{step}.jsonl", "w") as f:
+            for i, r in enumerate(hits):
+                log = [{"role": "user", "content": f"prompt {i // 4}"}, {"role": "assistant", "content": "..."}]
+                f.write(json.dumps({"content": [log], "rewards": [float(r)], "idx": i}) + "\n")
+    assert read_curve(exp, "step", "validation/pass_k").y.tolist() == [1 / 3, 1.0]
+    assert read_curve(exp, "step", ACC).y.tolist() == [1 / 12, 4 / 12]
+    # One sample a prompt (the fixture's dumps): no pass_k.
+    assert "validation/pass_k" not in log_columns(_logs(tmp_path / "x") / "exp_003")

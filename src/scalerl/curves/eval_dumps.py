@@ -19,7 +19,10 @@
   run's log directory (``logs/exp_<NNN>/``, a new one per launch), a line per sample
   ``{"content": [...], "rewards": [r], "idx": i}``. A row per file: ``validation/accuracy``, the
   mean reward over the samples -- what NeMo-RL logs under that name --, at full precision, and
-  ``samples``. The ``logs`` directory holds a run per ``exp_<NNN>``; a launch that resumed a
+  ``samples``; where the validation drew several samples a prompt (``val_num_generations_per_prompt``:
+  a prompt's samples are consecutive lines with the same user message), ``validation/pass_k``, the
+  share of prompts with a sample rewarded above 0, as NeMo-RL computes it. The ``logs`` directory
+  holds a run per ``exp_<NNN>``; a launch that resumed a
   training from its checkpoint (its first validation after the previous one's first and at most a
   validation interval past its last) continues that run: the rows the abandoned launch logged from
   the resumed one's first step on are dropped, and the notes say so. The training dumps beside
@@ -31,6 +34,7 @@ file is skipped, each said in the notes; a malformed line in the middle is an er
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -54,8 +58,10 @@ SKYRL_DUMPS = "dumped_evals"
 #: NeMo-RL's dump of one validation, and its directory of one launch.
 NEMO_RL_DUMP = re.compile(r"^val_data_step(\d+)\.jsonl$")
 NEMO_RL_EXP = re.compile(r"^exp_(\d+)$")
-#: The validation's metric the dump's rewards give (NeMo-RL's name for their mean).
+#: The validation's metrics the dump's rewards give (NeMo-RL's names: their mean, and pass@k over
+#: each prompt's k samples).
 NEMO_RL_ACCURACY = "validation/accuracy"
+NEMO_RL_PASS_K = "validation/pass_k"
 
 
 def _verl_files(path: Path) -> list[tuple[int, Path]]:
@@ -149,16 +155,47 @@ def _rewards(obj: dict, path: Path, lineno: int) -> list[float]:
     return out  # type: ignore[return-value]
 
 
+def _prompt(obj: dict) -> str | None:
+    """The user message a NeMo-RL dump line's sample answered (``content``: its message log, in a list of one)."""
+    content = obj.get("content")
+    log = content[0] if isinstance(content, list) and len(content) == 1 else content
+    if not isinstance(log, list):
+        return None
+    return next((m.get("content") for m in log if isinstance(m, dict) and m.get("role") == "user"
+                 and isinstance(m.get("content"), str)), None)
+
+
+def _pass_k(prompts: list[str | None], rewards: list[float]) -> float | None:
+    """pass@k where each prompt's k samples are consecutive (NeMo-RL's ``view(-1, k)``, k > 1), or
+    None where the dump shows no such grouping."""
+    if len(prompts) != len(rewards) or any(p is None for p in prompts):
+        return None
+    runs = [len(list(group)) for _, group in itertools.groupby(prompts)]
+    k = min(runs)
+    if k < 2 or any(n % k for n in runs):
+        return None
+    chunks = [rewards[i:i + k] for i in range(0, len(rewards), k)]
+    return sum(any(r > 0 for r in chunk) for chunk in chunks) / len(chunks)
+
+
 def _nemo_rl_row(step: int, path: Path, notes: list[str]) -> dict[str, Any] | None:
-    """The mean reward of one validation's samples."""
+    """The mean reward of one validation's samples (and pass@k, where it drew several a prompt)."""
     objects, torn = object_lines(path)
     if torn is not None:
         notes.append(f"{path.parent.name}/{path.name}: skipped a torn last line ({torn}) -- the dump was cut short")
-    rewards = [r for lineno, obj in objects for r in _rewards(obj, path, lineno)]
+    rewards: list[float] = []
+    prompts: list[str | None] = []
+    for lineno, obj in objects:
+        got = _rewards(obj, path, lineno)
+        rewards.extend(got)
+        prompts.extend([_prompt(obj)] * len(got))
     if not rewards:
         notes.append(f"{path.parent.name}/{path.name} holds no samples: skipped")
         return None
-    return {"step": step, "samples": len(rewards), NEMO_RL_ACCURACY: sum(rewards) / len(rewards)}
+    row = {"step": step, "samples": len(rewards), NEMO_RL_ACCURACY: sum(rewards) / len(rewards)}
+    if (pass_k := _pass_k(prompts, rewards)) is not None:
+        row[NEMO_RL_PASS_K] = pass_k
+    return row
 
 
 def _nemo_rl_rows(launches: list[tuple[str, list[tuple[int, Path]]]], notes: list[str]) -> list[dict[str, Any]]:
