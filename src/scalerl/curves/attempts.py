@@ -74,16 +74,27 @@ def keep_resumed_attempts(rows: list[dict], label: str) -> tuple[list[dict], lis
                   f"{dropped} row(s) the abandoned attempt(s) logged from there on were dropped"]
 
 
-def _late(values: list, i: int, last: float) -> bool:
+def _next_greater(values: list) -> list:
+    """For each row, the first value after it that is greater than its own (None where there is
+    none, or the row has no value): one pass with a stack, so that a log whose counter stalls
+    below where it was does not cost a scan per row."""
+    out: list = [None] * len(values)
+    stack: list[int] = []  # rows still waiting for a greater value, their values non-increasing
+    for j, v in enumerate(values):
+        if v is None:
+            continue
+        while stack and values[stack[-1]] < v:
+            out[stack.pop()] = v
+        stack.append(j)
+    return out
+
+
+def _late(next_greater, i: int, last: float) -> bool:
     """Whether row ``i`` (its counter below ``last``, the latest before it) was logged late -- an
     asynchronous evaluation of an earlier step, written after later steps -- rather than a resumed
-    training's first row: after it (and any more rows at or below its step) the counter is back at
-    ``last`` or beyond, where a resumed training would go on counting up from the checkpoint."""
-    for v in values[i + 1:]:
-        if v is None or v <= values[i]:
-            continue
-        return v >= last
-    return True
+    training's first row: the first value above its own after it is ``last`` or beyond (the counter
+    came back to where it was), where a resumed training would go on counting up from the checkpoint."""
+    return next_greater[i] is None or next_greater[i] >= last
 
 
 def split_attempts(rows: list[dict], counter: str, stem: str, *,
@@ -98,7 +109,8 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
     evaluation logged after later steps, as asynchronous trainers write their metrics files) stays
     in place. Returns ``(rows, notes)``."""
     values = [r.get(counter) if isinstance(r.get(counter), (int, float)) and not isinstance(r.get(counter), bool)
-              else None for r in rows]
+              and r.get(counter) == r.get(counter) else None for r in rows]  # (NaN: no value)
+    next_greater = _next_greater(values) if late_rows else []
     runs: list[list[dict]] = [[]]
     resumes = dropped = late = 0
     last = None
@@ -108,7 +120,7 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
             runs[-1].append(row)
             continue
         if last is not None and value < last:
-            if late_rows and _late(values, i, last):
+            if late_rows and _late(next_greater, i, last):
                 late += 1
                 runs[-1].append(row)
                 continue
