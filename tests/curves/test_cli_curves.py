@@ -133,6 +133,27 @@ def test_compare_takes_one_metric_name_per_log(capsys, tmp_path):
     assert code == 2 and "--y has 2 columns for 3 paths" in err
 
 
+def test_backtest_scores_every_run_of_several_logs_in_one_table(capsys, tmp_path):
+    """A console per run (NeMo-RL, OpenRLHF, ...): several PATHs, each its own metric name."""
+    import csv
+
+    with open(REAL_CSV) as f:
+        rows = list(csv.DictReader(f))
+    paths = []
+    for i, run in enumerate((QWEN, DEEPSEEK)):
+        path = tmp_path / f"run{i}" / "metrics.jsonl"  # a JSON-lines log is named after its directory
+        path.parent.mkdir()
+        path.write_text("".join(json.dumps({"hours": float(r["cum_wall_hours"]), f"acc{i}": float(r["val_score"])}) + "\n"
+                                for r in rows if r["run"] == run))
+        paths.append(str(path))
+    code, out, err = run_cli(capsys, "backtest", *paths, "--x", "hours", "--y", "acc0", "acc1", "--json")
+    assert code == 0, err
+    obj = json.loads(out)
+    assert [r["run"] for r in obj["runs"]] == ["run0", "run1"] and obj["summary"]["n_runs"] == 2
+    code, out, err = run_cli(capsys, "backtest", *paths, "--x", "hours", "--y", "acc0", "acc1", "--run", "run0")
+    assert code == 2 and "drop --run" in err
+
+
 @pytest.mark.parametrize(
     "argv, needle",
     [

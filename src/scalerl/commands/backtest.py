@@ -5,6 +5,8 @@ paper's sigmoid, the plain sigmoid and the power law, and how its bands did.
         --run verl_training_log__grpo_run_deepseek7b_llm --cut-fraction 0.5
     # every run of a file, one summary table (score the forecaster on your own logs)
     scalerl backtest examples/data/rl_curve_corpus.csv --x x --y val_score --all-runs --cut-fraction 0.5
+    # every run of several logs (a console per run): one summary table
+    scalerl backtest runs/*.log --x step --y eval_math_pass1
 """
 
 from __future__ import annotations
@@ -12,18 +14,22 @@ from __future__ import annotations
 import json
 import math
 
-from scalerl.commands._curve_args import add_data_args, add_fit_args, finite_json, fit_kwargs, g, read_kwargs, table
+from dataclasses import replace
+
+from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_path, finite_json, fit_kwargs, g,
+                                          read_kwargs, table)
 from scalerl.errors import InputError
 
 
 def add_arguments(p) -> None:
-    add_data_args(p)
+    add_data_args(p, many=True)
+    p.add_argument("--run", metavar="NAME", help="which run, when the (one) log holds several")
     cut = p.add_mutually_exclusive_group()
     cut.add_argument("--cut", type=float, metavar="X", help="fit on compute <= X, score the rest")
     cut.add_argument("--cut-fraction", type=float, metavar="F", help="cut at F x the last compute (e.g. 0.5)")
     p.add_argument("--all-runs", action="store_true",
                    help="every run in the file, one summary table (default cut: --cut-fraction 0.5); runs that "
-                        "cannot be forecast are listed with the reason, not fatal")
+                        "cannot be forecast are listed with the reason, not fatal; implied by several PATHs")
     add_fit_args(p, fit_until=False)
     p.set_defaults(bootstrap=200)
     p.add_argument("--plot", metavar="FILE", help="write the figure (.png or .svg)")
@@ -32,15 +38,25 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from scalerl.curves import read_curves
 
+    if len(args.paths) > 1:
+        if args.run or args.plot:
+            raise InputError(f"{len(args.paths)} logs: every run of each is scored in one table; drop --run and --plot "
+                             "(or give one log)")
+        args.all_runs = True
     if args.all_runs and (args.run or args.plot):
         raise InputError("--all-runs scores every run: drop --run and --plot (or drop --all-runs)")
     if args.cut is None and args.cut_fraction is None:
         if not args.all_runs:
             raise InputError("give --cut X (compute) or --cut-fraction F (0..1)")
         args.cut_fraction = 0.5
-    curves = read_curves(args.path, args.x, args.y, run=args.run, **read_kwargs(args))
+    kwargs = read_kwargs(args)
+    per_log = [read_curves(path, x, y, run=args.run, **kwargs) for path, (x, y) in zip(args.paths, axes_per_path(args))]
+    curves = [c for log in per_log for c in log]
+    names = [c.name for c in curves]
+    if len(set(names)) < len(names):  # runs of the same name in different logs (each console its own 'exp_001')
+        curves = [replace(c, name=f"{path}:{c.name}") for path, log in zip(args.paths, per_log) for c in log]
     if len(curves) > 1 and args.plot:
-        raise InputError(f"{args.path} holds {len(curves)} runs; choose one with --run to plot")
+        raise InputError(f"{args.paths[0]} holds {len(curves)} runs; choose one with --run to plot")
     if args.all_runs:
         return _all_runs(curves, args)
     results = [_backtest(c, args) for c in curves]
@@ -153,7 +169,8 @@ def _all_runs(curves, args) -> int:
               f"within the held-out noise (sigma/sqrt(n)), {_pct(s.no_worse)} within {s.tolerance:g}")
         if s.n_scored >= 3 and s.end_coverage < s.level - 0.05:
             print(f"  the {pct}% bands covered {_pct(s.end_coverage)} of these runs' end levels: they are not like the "
-                  f"runs the shipped factors come from; `scalerl calibrate {args.path} --x {args.x} --y {args.y}` "
+                  f"runs the shipped factors come from; `scalerl calibrate {' '.join(args.paths)} --x {' '.join(args.x)} "
+                  f"--y {' '.join(args.y)}` "
                   "makes factors from your runs (then --calibration FILE)")
     return 0
 
