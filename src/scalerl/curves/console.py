@@ -18,6 +18,13 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 RAY_PREFIX = re.compile(r"^\s*\([\w.-]+ pid=\d+(?:, ip=[\w.:-]+)?\)\s?")
 
 
+def ray_source(line: str) -> tuple[str, str]:
+    """``(Ray's prefix -- the process that printed the line --, or '' where there is none; the line
+    without it)``."""
+    found = RAY_PREFIX.match(line) if "pid=" in line else None  # (the test first: most lines have none)
+    return (found.group(0).strip(), line[found.end():]) if found else ("", line)
+
+
 def shown_lines(path: Path) -> Iterator[tuple[int, str]]:
     """``(line number, text)`` of each non-blank line as a terminal showed it: colours removed, and
     of a line redrawn with ``\\r`` (tqdm) each piece in turn."""

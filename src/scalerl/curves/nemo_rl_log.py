@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.curves.attempts import split_attempts
-from scalerl.curves.console import RAY_PREFIX, shown_lines
+from scalerl.curves.console import ray_source, shown_lines
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import curves_from_rows
 from scalerl.errors import InputError
@@ -108,11 +108,6 @@ def _key(prefix: str, label: str) -> str:
     return f"{prefix}/{TRACKER_NAMES.get((base, name), name)}"
 
 
-def _text(line: str) -> str:
-    found = RAY_PREFIX.match(line) if "pid=" in line else None
-    return line[found.end():] if found else line
-
-
 def read_nemo_rl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows (``step`` and the metrics) in log order, resumes and restarts resolved, and notes."""
     rows: list[dict[str, Any]] = []
@@ -121,7 +116,7 @@ def read_nemo_rl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     section: tuple[str, dict[str, Any]] | None = None  # (prefix, the row its bullets go to)
     seen_training = False
     for _, raw in shown_lines(path):
-        line = _text(raw)
+        line = ray_source(raw)[1]
         if "Step " in line and (m := STEP_HEADER.search(line)):
             if current is not None:
                 rows.append(current)

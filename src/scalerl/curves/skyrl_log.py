@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.curves.attempts import split_attempts
-from scalerl.curves.console import RAY_PREFIX, shown_lines
+from scalerl.curves.console import ray_source, shown_lines
 from scalerl.curves.data import Curve
 from scalerl.curves.dict_lines_log import parse_printed_dict
 from scalerl.curves.rows import curves_from_rows
@@ -49,12 +49,6 @@ SNIFF_LINES = 200_000
 _HEADER_ANYWHERE = re.compile(r"Step -?\d+:\s*$", re.M)
 
 
-def _source(line: str) -> tuple[str, str]:
-    """(Ray's prefix, or '' where there is none; the line without it)."""
-    found = RAY_PREFIX.match(line) if "pid=" in line else None
-    return (found.group(0).strip(), line[found.end():]) if found else ("", line)
-
-
 def _blocks(path: Path, limit: int | None = None):
     """``(step, metrics or None, header's line number)`` per block, in the order they close; None
     for a block that never parsed (cut off, or not a dict)."""
@@ -62,7 +56,7 @@ def _blocks(path: Path, limit: int | None = None):
     for n, (lineno, line) in enumerate(shown_lines(path)):
         if limit is not None and n >= limit:
             return
-        who, text = _source(line)
+        who, text = ray_source(line)
         if who in open_blocks:
             step, start, body = open_blocks[who]
             if not body and not text.startswith("{"):
