@@ -60,3 +60,19 @@ def test_a_log_in_order_reads_as_before(tmp_path):
     path = _write(tmp_path / "metrics.jsonl", rows(1, 100, t0=0.0, lag=0))
     c = read_curve(path, "step", Y)
     assert c.x.tolist() == list(range(10, 101, 10)) and not c.notes
+
+
+def test_a_burst_of_late_evaluations_is_no_resume(tmp_path):
+    # Two evaluations (steps 10 and 20) finish together after step 22, then training goes on: both
+    # are late rows, not a training resumed from step 10 (which would log 11, 12, ... again).
+    train = [{"step": s, "time": 60.0 * s, "reward/mean": 0.25} for s in range(1, 41)]
+    late = [{"step": e, "time": 60.0 * 22 + 1, Y: score(e)} for e in (10, 20)]
+    on_time = [{"step": 30, "time": 60.0 * 30 + 1, Y: score(30)}, {"step": 40, "time": 60.0 * 40 + 1, Y: score(40)}]
+    path = _write(tmp_path / "metrics.jsonl", train[:22], late, train[22:30], on_time[:1], train[30:], on_time[1:])
+    c = read_curve(path, "step", Y)
+    assert c.x.tolist() == [10, 20, 30, 40]
+    assert np.allclose(c.y, [score(s) for s in (10, 20, 30, 40)])
+    assert not any("resumes" in n for n in c.notes)
+    assert any("2 row(s) logged after later steps" in n for n in c.notes)
+    assert read_curve(path, "step", "reward/mean").x.tolist() == list(range(1, 41))
+

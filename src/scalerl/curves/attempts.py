@@ -89,12 +89,52 @@ def _next_greater(values: list) -> list:
     return out
 
 
-def _late(next_greater, i: int, last: float) -> bool:
-    """Whether row ``i`` (its counter below ``last``, the latest before it) was logged late -- an
-    asynchronous evaluation of an earlier step, written after later steps -- rather than a resumed
-    training's first row: the first value above its own after it is ``last`` or beyond (the counter
-    came back to where it was), where a resumed training would go on counting up from the checkpoint."""
-    return next_greater[i] is None or next_greater[i] >= last
+def _spacing(values: list) -> float:
+    """The log's usual step between consecutive counter values (the median rise; ``values`` without
+    gaps): how far one row takes a training that logs in order. 1 where the counter never rises."""
+    rises = sorted(b - a for a, b in zip(values, values[1:]) if b > a)
+    return rises[len(rises) // 2] if rises else 1.0
+
+
+#: The most rows a burst of late evaluations is looked for in (:class:`_LateRows`): an asynchronous
+#: trainer writes a handful of evaluations at once, not hundreds.
+MAX_LATE_BURST = 100
+
+
+class _LateRows:
+    """Tells a row logged late -- an asynchronous evaluation of an earlier step, written after later
+    steps -- from a resumed training's first row, where the counter goes back below ``last`` (the
+    latest value before the row). A resumed training counts up again from its checkpoint, logging
+    every step on its way back to ``last``; late rows do neither:
+
+    * the first value above the row's own after it is ``last`` or beyond (the counter came back to
+      where it was at once), or there is none (the log ends);
+    * or the counter passes ``last`` again after fewer rows than a training would need to count
+      from the row's value back to ``last`` at the log's own spacing (:func:`_spacing`): a
+      burst of late evaluations, ``22, 10, 20, 23``, written after step 22. A burst is looked for
+      among the next :data:`MAX_LATE_BURST` rows only, so that a log whose counter stays below a
+      value it once had costs no scan to its end per row.
+    """
+
+    def __init__(self, values: list) -> None:
+        self.values = values
+        self.next_greater = _next_greater(values)
+        self.counted = [v for v in values if v is not None]  # the rows that log the counter, in order
+        self.rank = {i: k for k, i in enumerate(i for i, v in enumerate(values) if v is not None)}
+        self.spacing = _spacing(self.counted)
+
+    def __call__(self, i: int, last: float) -> bool:
+        above = self.next_greater[i]
+        if above is None or above >= last:
+            return True
+        needed = min((last - self.values[i]) / self.spacing, MAX_LATE_BURST)  # rows a resume logs to get back
+        start = self.rank[i]
+        for rows, v in enumerate(self.counted[start: start + MAX_LATE_BURST + 1]):
+            if v > last:
+                return rows < needed
+            if rows + 1 >= needed:
+                return False
+        return False  # the log ends first: rows that never came back past ``last``
 
 
 def split_attempts(rows: list[dict], counter: str, stem: str, *,
@@ -105,12 +145,11 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
     current run began, a training started over -- a run of its own (``stem#1``, ``stem#2``, ...);
     where it goes back less, a training resumed from a checkpoint -- the rows the abandoned attempt
     logged from there on go (as in :func:`drop_abandoned_attempts`). With ``late_rows``, a row the counter
-    goes back at that is followed by the counter's return to where it was (:func:`_late`: an
-    evaluation logged after later steps, as asynchronous trainers write their metrics files) stays
-    in place. Returns ``(rows, notes)``."""
+    goes back at that was logged late (:class:`_LateRows`: an evaluation written after later
+    steps, as asynchronous trainers write their metrics files) stays in place. Returns ``(rows, notes)``."""
     values = [r.get(counter) if isinstance(r.get(counter), (int, float)) and not isinstance(r.get(counter), bool)
               and r.get(counter) == r.get(counter) else None for r in rows]  # (NaN: no value)
-    next_greater = _next_greater(values) if late_rows else []
+    late_row = _LateRows(values) if late_rows else None
     runs: list[list[dict]] = [[]]
     resumes = dropped = late = 0
     last = None
@@ -120,7 +159,7 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
             runs[-1].append(row)
             continue
         if last is not None and value < last:
-            if late_rows and _late(next_greater, i, last):
+            if late_row is not None and late_row(i, last):
                 late += 1
                 runs[-1].append(row)
                 continue
