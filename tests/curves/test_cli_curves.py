@@ -102,6 +102,24 @@ def test_backtest_all_runs(capsys, tmp_path):
         assert {"forecast", "plain_sigmoid", "power_law", "bands", "unstable", "scored"} <= set(r)
 
 
+def test_backtest_of_several_runs_reports_one_that_cannot_be_forecast_and_scores_the_others(capsys, tmp_path):
+    # Without --all-runs each run gets its own report; a run too short to fit at the cut is said, not fatal.
+    rows = REAL_CSV.read_text().splitlines()
+    short = [f"short,m,a,{i},{i * 0.5},{0.3 + 0.01 * i}" for i in range(5)]
+    path = tmp_path / "runs.csv"
+    path.write_text("\n".join(rows + short) + "\n")
+    code, out, err = run_cli(capsys, "backtest", str(path), *XY, "--cut-fraction", "0.5", "--bootstrap", "0")
+    assert code == 0, err
+    assert f"run: {QWEN}" in out and f"run: {DEEPSEEK}" in out
+    assert "skipped short: run 'short'" in out and "needs at least 4" in out
+    code, out, err = run_cli(capsys, "backtest", str(path), *XY, "--cut-fraction", "0.5", "--bootstrap", "0", "--json")
+    obj = json.loads(out)
+    assert len(obj["runs"]) == 2 and obj["skipped"][0]["run"] == "short"
+    # every run failing is the command failing, each reason said
+    code, out, err = run_cli(capsys, "backtest", str(path), *XY, "--run", "short", "--cut-fraction", "0.5")
+    assert code == 2 and "needs at least 4" in err
+
+
 def test_compare_two_runs(capsys, tmp_path):
     code, out, err = run_cli(capsys, "compare", str(REAL_CSV), *XY, "--bootstrap", "100", "--json",
                              "--plot", str(tmp_path / "c.png"))

@@ -59,18 +59,30 @@ def run(args) -> int:
         raise InputError(f"{args.paths[0]} holds {len(curves)} runs; choose one with --run to plot")
     if args.all_runs:
         return _all_runs(curves, args)
-    results = [_backtest(c, args) for c in curves]
+    results, skipped = [], []
+    for c in curves:
+        try:
+            results.append(_backtest(c, args))
+        except InputError as exc:  # one run of several that cannot be forecast: said, the others still scored
+            if len(curves) == 1:
+                raise
+            skipped.append((c.name, str(exc)))
+    if not results:
+        raise InputError("no run could be backtested:\n" + "\n".join(f"  {n}: {r}" for n, r in skipped))
     if args.plot:
         from scalerl.curves.plot import plot_backtest
 
         plot_backtest(results[0], args.plot)
     if args.json:
         objs = [bt.as_dict() for bt in results]
-        print(json.dumps(finite_json(objs[0] if len(objs) == 1 else {"runs": objs}), allow_nan=False, default=_jsonable))
+        out = objs[0] if len(curves) == 1 else {"runs": objs, "skipped": [{"run": n, "reason": r} for n, r in skipped]}
+        print(json.dumps(finite_json(out), allow_nan=False, default=_jsonable))
         return 0
     for bt in results:
         print(_text(bt))
         print()
+    for name, reason in skipped:
+        print(f"skipped {name}: {reason}")
     return 0
 
 
