@@ -120,6 +120,30 @@ def test_backtest_of_several_runs_reports_one_that_cannot_be_forecast_and_scores
     assert code == 2 and "needs at least 4" in err
 
 
+def test_backtest_at_several_cuts_scores_each_run_at_each_and_summarises_per_cut(capsys):
+    code, out, err = run_cli(capsys, "backtest", str(REAL_CSV), *XY, "--cut-fraction", "0.3", "0.5", "0.7",
+                             "--bootstrap", "0")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["run", "cut", "fit/held"]
+    assert sum(line.startswith(DEEPSEEK[:40]) for line in lines) == 3 and sum(line.startswith(QWEN[:40]) for line in lines) == 3
+    assert "cut at 0.5 of each run's compute:" in out and "all cuts (0.3, 0.5, 0.7) pooled:" in out
+    assert "6 run-cuts backtested" in out
+    code, out, err = run_cli(capsys, "backtest", str(REAL_CSV), *XY, "--run", QWEN, "--cut-fraction", "0.3", "0.7",
+                             "--bootstrap", "0", "--json")
+    obj = json.loads(out)
+    assert obj["cut_fraction"] == [0.3, 0.7] and [r["cut_fraction"] for r in obj["runs"]] == [0.3, 0.7]
+    assert set(obj["summary_by_cut"]) == {"0.3", "0.7"} and obj["summary"]["n_runs"] == 2
+    # one run, one cut: the single report, as before
+    code, out, err = run_cli(capsys, "backtest", str(REAL_CSV), *XY, "--run", QWEN, "--cut-fraction", "0.5",
+                             "--bootstrap", "0", "--json")
+    assert json.loads(out)["cut"] > 0
+    for argv, needle in ((["--cut-fraction", "0.3", "1.5"], "between 0 and 1"),
+                         (["--cut-fraction", "0.3", "0.5", "--plot", "x.png"], "drop --plot")):
+        code, out, err = run_cli(capsys, "backtest", str(REAL_CSV), *XY, *argv)
+        assert code == 2 and needle in err
+
+
 def test_compare_two_runs(capsys, tmp_path):
     code, out, err = run_cli(capsys, "compare", str(REAL_CSV), *XY, "--bootstrap", "100", "--json",
                              "--plot", str(tmp_path / "c.png"))

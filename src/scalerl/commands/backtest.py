@@ -7,6 +7,8 @@ paper's sigmoid, the plain sigmoid and the power law, and how its bands did.
     scalerl backtest examples/data/rl_curve_corpus.csv --x x --y val_score --all-runs --cut-fraction 0.5
     # every run of several logs (a console per run): one summary table
     scalerl backtest runs/*.log --x step --y eval_math_pass1
+    # each run cut at 30%, 50% and 70% of its compute: a row per run and cut, a summary per cut and pooled
+    scalerl backtest runs/*.log --x step --y eval_math_pass1 --cut-fraction 0.3 0.5 0.7
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ def add_arguments(p) -> None:
     p.add_argument("--run", metavar="NAME", help="which run, when the (one) log holds several")
     cut = p.add_mutually_exclusive_group()
     cut.add_argument("--cut", type=float, metavar="X", help="fit on compute <= X, score the rest")
-    cut.add_argument("--cut-fraction", type=float, metavar="F", help="cut at F x the last compute (e.g. 0.5)")
+    cut.add_argument("--cut-fraction", type=float, nargs="+", metavar="F",
+                     help="cut at F x the last compute (e.g. 0.5); several (0.3 0.5 0.7): each run at each, in one "
+                          "summary table, as the shipped calibration scores runs")
     p.add_argument("--all-runs", action="store_true",
                    help="every run in the file, one summary table (default cut: --cut-fraction 0.5); runs that "
-                        "cannot be forecast are listed with the reason, not fatal; implied by several PATHs")
+                        "cannot be forecast are listed with the reason, not fatal; implied by several PATHs or cuts")
     add_fit_args(p, fit_until=False)
     p.set_defaults(bootstrap=200)
     p.add_argument("--plot", metavar="FILE", help="write the figure (.png or .svg)")
@@ -45,10 +49,18 @@ def run(args) -> int:
         args.all_runs = True
     if args.all_runs and (args.run or args.plot):
         raise InputError("--all-runs scores every run: drop --run and --plot (or drop --all-runs)")
+    if args.cut_fraction is not None and len(args.cut_fraction) > 1:  # (of one --run, or of every run)
+        if args.plot:
+            raise InputError(f"{len(args.cut_fraction)} cuts: each is scored in one table; drop --plot "
+                             "(or give one --cut-fraction)")
+        args.all_runs = True
     if args.cut is None and args.cut_fraction is None:
         if not args.all_runs:
             raise InputError("give --cut X (compute) or --cut-fraction F (0..1)")
-        args.cut_fraction = 0.5
+        args.cut_fraction = [0.5]
+    bad = [f for f in args.cut_fraction or () if not 0 < f < 1]
+    if bad:
+        raise InputError(f"--cut-fraction {bad[0]:g}: give a share of the run's last compute between 0 and 1 (e.g. 0.5)")
     kwargs = read_kwargs(args)
     per_log = [read_curves(path, x, y, run=args.run, **kwargs) for path, (x, y) in zip(args.paths, axes_per_path(args))]
     curves = [c for log in per_log for c in log]
@@ -62,7 +74,7 @@ def run(args) -> int:
     results, skipped = [], []
     for c in curves:
         try:
-            results.append(_backtest(c, args))
+            results.append(_backtest(c, args, None if args.cut_fraction is None else args.cut_fraction[0]))
         except InputError as exc:  # one run of several that cannot be forecast: said, the others still scored
             if len(curves) == 1:
                 raise
@@ -86,10 +98,10 @@ def run(args) -> int:
     return 0
 
 
-def _backtest(curve, args):
+def _backtest(curve, args, cut_fraction: float | None):
     from scalerl.curves import backtest
 
-    return backtest(curve, cut=args.cut, cut_fraction=args.cut_fraction, n_boot=args.bootstrap, level=args.level,
+    return backtest(curve, cut=args.cut, cut_fraction=cut_fraction, n_boot=args.bootstrap, level=args.level,
                     seed=args.seed, **fit_kwargs(args))
 
 
@@ -128,40 +140,48 @@ def _text(bt) -> str:
 def _all_runs(curves, args) -> int:
     from scalerl.curves import summarize
 
-    results, skipped = [], []
+    cuts = [None] if args.cut_fraction is None else args.cut_fraction  # None: the one --cut X
+    several = len(cuts) > 1
+    results, skipped = [], []  # (cut fraction, backtest), (run, reason)
     for c in curves:
-        try:
-            results.append(_backtest(c, args))
-        except InputError as exc:  # a run that cannot be forecast is reported, not fatal
-            skipped.append((c.name, str(exc)))
-    summary = summarize(results, tolerance=0.001) if results else None
+        for f in cuts:
+            try:
+                results.append((f, _backtest(c, args, f)))
+            except InputError as exc:  # a run that cannot be forecast is reported, not fatal
+                skipped.append((c.name + (f" at {f:g}" if several else ""), str(exc)))
+    by_cut = {f: summarize([bt for g_, bt in results if g_ == f], tolerance=0.001) for f in cuts
+              if any(g_ == f for g_, _ in results)}
+    summary = summarize([bt for _, bt in results], tolerance=0.001) if results else None
     # What the reader says of the log as a whole (runs it left out, resumes it joined): the notes
     # every run carries.
     log_notes = [n for n in curves[0].notes if all(n in c.notes for c in curves)] if curves else []
     if args.json:
         print(json.dumps(finite_json({
-            "cut": args.cut, "cut_fraction": args.cut_fraction,
-            "runs": [{"run": bt.run, "cut": bt.cut, "n_fit": bt.n_fit, "n_test": bt.n_test, "unstable": bt.unstable,
+            "cut": args.cut, "cut_fraction": cuts if several else args.cut_fraction and args.cut_fraction[0],
+            "runs": [{"run": bt.run, "cut": bt.cut, **({"cut_fraction": f} if several else {}), "n_fit": bt.n_fit,
+                      "n_test": bt.n_test, "unstable": bt.unstable,
                       "scored": bt.scored, "run_stability": bt.run_stability.text(),
                       "stability": bt.forecast.stability.text(), "forecast": _scores(bt.default),
                       "sigmoid": _scores(bt.sigmoid), "plain_sigmoid": _scores(bt.plain_sigmoid),
                       "power_law": _scores(bt.power_law), "bands": bt.bands.as_dict(), "end_level": bt.end_level}
-                     for bt in results],
+                     for f, bt in results],
             "skipped": [{"run": n, "reason": r} for n, r in skipped],
             "notes": log_notes,
             "summary": summary.as_dict() if summary else None,
+            **({"summary_by_cut": {f"{f:g}": s.as_dict() for f, s in by_cut.items()}} if several else {}),
         }), allow_nan=False, default=_jsonable))
         return 0
     pct = int(round(100 * args.level))
     rows = []
-    for bt in results:
-        rows.append([bt.run[:48], f"{bt.n_fit}/{bt.n_test}", f"{bt.default.mae:.4f}", f"{bt.default.end_error:+.4f}",
+    for f, bt in results:
+        rows.append([bt.run[:48], *([f"{f:g}"] if several else []), f"{bt.n_fit}/{bt.n_test}", f"{bt.default.mae:.4f}",
+                     f"{bt.default.end_error:+.4f}",
                      "yes" if bt.bands.end_covered else "NO", f"{bt.bands.end_half_width:.3f}",
                      f"{100 * bt.bands.point_coverage:.0f}%",
                      f"{bt.plain_sigmoid.mae:.4f}" if bt.plain_sigmoid else "-",
                      f"{bt.power_law.mae:.4f}" if bt.power_law else "-", _status(bt)])
-    print(table(rows, ["run", "fit/held", "MAE", "end error", f"end in {pct}% band", "half-width",
-                       "points in band", "plain sigmoid MAE", "power law MAE", "stability"]))
+    print(table(rows, ["run", *(["cut"] if several else []), "fit/held", "MAE", "end error", f"end in {pct}% band",
+                       "half-width", "points in band", "plain sigmoid MAE", "power law MAE", "stability"]))
     for name, reason in skipped:
         print(f"skipped {name}: {reason}")
     for note in log_notes:
@@ -169,22 +189,33 @@ def _all_runs(curves, args) -> int:
     if args.calibration:
         print(f"bands: the factors of {args.calibration}")
     if summary is not None:
-        s = summary
-        print(f"\n{s.n_runs} runs backtested; not scored: {s.n_unstable} unstable at the cut (no forecast given), "
-              f"{s.n_unstable_later} that fell after it (unstable over the whole run); {len(skipped)} skipped. "
-              f"Over the {s.n_scored} scored:")
-        print(f"  MAE <= 0.015 in {_pct(s.mae_ok)} (median {s.median_mae:.4f}); |end-level error| <= 0.02 in "
-              f"{_pct(s.end_ok)}; end level inside the {pct}% confidence band in {_pct(s.end_coverage)} "
-              f"(median half-width {s.median_end_half_width:.3f}); {_pct(s.point_coverage)} of held-out evaluations "
-              f"inside the {pct}% prediction band; forecast MAE no worse than the better of plain sigmoid and power law "
-              f"(that better one picked with hindsight) in {_pct(s.no_worse_strict)} strictly, {_pct(s.no_worse_noise)} "
-              f"within the held-out noise (sigma/sqrt(n)), {_pct(s.no_worse)} within {s.tolerance:g}")
-        if s.n_scored >= 3 and s.end_coverage < s.level - 0.05:
-            print(f"  the {pct}% bands covered {_pct(s.end_coverage)} of these runs' end levels: they are not like the "
-                  f"runs the shipped factors come from; `scalerl calibrate {' '.join(args.paths)} --x {' '.join(args.x)} "
-                  f"--y {' '.join(args.y)}` "
+        what = "run-cuts" if several else "runs"
+        for f, s in by_cut.items() if several else ():
+            print(f"\ncut at {f:g} of each run's compute:")
+            print(_summary_lines(s, what, skipped=None))
+        if several:
+            print(f"\nall cuts ({', '.join(f'{f:g}' for f in cuts)}) pooled:")
+        print(("" if several else "\n") + _summary_lines(summary, what, skipped=len(skipped)))
+        if summary.n_scored >= 3 and summary.end_coverage < summary.level - 0.05:
+            print(f"  the {pct}% bands covered {_pct(summary.end_coverage)} of these {what}' end levels: they are not "
+                  f"like the runs the shipped factors come from; `scalerl calibrate {' '.join(args.paths)} "
+                  f"--x {' '.join(args.x)} --y {' '.join(args.y)}` "
                   "makes factors from your runs (then --calibration FILE)")
     return 0
+
+
+def _summary_lines(s, what: str, *, skipped: int | None) -> str:
+    """The summary of a set of backtests, as two lines of text."""
+    pct = int(round(100 * s.level))
+    return (f"{s.n_runs} {what} backtested; not scored: {s.n_unstable} unstable at the cut (no forecast given), "
+            f"{s.n_unstable_later} that fell after it (unstable over the whole run)"
+            + (f"; {skipped} skipped" if skipped is not None else "") + f". Over the {s.n_scored} scored:\n"
+            f"  MAE <= 0.015 in {_pct(s.mae_ok)} (median {s.median_mae:.4f}); |end-level error| <= 0.02 in "
+            f"{_pct(s.end_ok)}; end level inside the {pct}% confidence band in {_pct(s.end_coverage)} "
+            f"(median half-width {s.median_end_half_width:.3f}); {_pct(s.point_coverage)} of held-out evaluations "
+            f"inside the {pct}% prediction band; forecast MAE no worse than the better of plain sigmoid and power law "
+            f"(that better one picked with hindsight) in {_pct(s.no_worse_strict)} strictly, {_pct(s.no_worse_noise)} "
+            f"within the held-out noise (sigma/sqrt(n)), {_pct(s.no_worse)} within {s.tolerance:g}")
 
 
 def _status(bt) -> str:
