@@ -90,6 +90,25 @@ def test_lora_on_moe_experts_reaches_the_generators(config_cls, kw):
         torch.testing.assert_close(base(ids).logits, policy, rtol=0, atol=1e-4)
 
 
+@pytest.mark.filterwarnings("ignore:The following (rank|alpha)_pattern keys did not match")
+def test_lora_all_linear_leaves_out_a_linear_with_a_forward_of_its_own():
+    """Llama 4's MoE router is an nn.Linear whose forward returns (scores, logits): peft's LoRA layer
+    cannot add its term to a tuple (the first forward raised). all-linear leaves it out; the
+    generators still get the policy the trainer scores."""
+    model, _ = _random_model(transformers.Llama4TextConfig, hidden_size=32, intermediate_size=64,
+                             intermediate_size_mlp=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                             head_dim=8, num_local_experts=4, num_experts_per_tok=1)
+    add_lora(model, rank=4, alpha=8, dropout=0.0, target_modules=["all-linear"])
+    adapted = {n.split(".lora_")[0] for n, _ in model.named_parameters() if "lora_A" in n}
+    assert not any(n.endswith("router") for n in adapted) and any(n.endswith("q_proj") for n in adapted)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.5)
+        ids = torch.randint(5, 30, (2, 12))
+        torch.testing.assert_close(generator_copy(model)(ids).logits, model(ids).logits, rtol=0, atol=1e-4)
+
+
 @pytest.mark.parametrize("config_cls, kw, bypassed", [
     (transformers.MambaConfig, dict(hidden_size=32, num_hidden_layers=2, state_size=8), ["dt_proj"]),
     (transformers.FalconH1Config, dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,

@@ -52,7 +52,7 @@ def add_lora(model: nn.Module, *, rank: int, alpha: float, dropout: float, targe
     exclude = None
     if targets == ["all-linear"]:
         targets = "all-linear"  # peft's keyword: every linear layer but the output head
-        exclude = ssm_projections(model) or None
+        exclude = ssm_projections(model) + linears_of_their_own(model) or None
     config = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets, bias="none",
                         exclude_modules=exclude)
     try:
@@ -108,6 +108,15 @@ def ssm_projections(model: nn.Module) -> list[str]:
     module holding the ``A_log`` parameter of Mamba, Mamba-2, Falcon-H1, Nemotron-H ...)."""
     return [f"{name}.{child}" for name, module in _ssm_mixers(model).items()
             for child in SSM_EXCLUDED if isinstance(getattr(module, child, None), nn.Module)]
+
+
+def linears_of_their_own(model: nn.Module) -> list[str]:
+    """Full names of the ``nn.Linear`` subclasses in ``model`` with a ``forward`` of their own: not a
+    linear map of their input that an adapter could add to (Llama 4's MoE router returns its routing
+    scores and logits as a tuple, which peft's LoRA layer cannot add its term to). Left out of
+    ``all-linear``; named in ``target_modules`` they are still adapted, as asked."""
+    return [name for name, module in model.named_modules()
+            if isinstance(module, nn.Linear) and type(module).forward is not nn.Linear.forward]
 
 
 def _ssm_mixers(model: nn.Module) -> dict[str, nn.Module]:
