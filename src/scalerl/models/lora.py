@@ -111,12 +111,15 @@ def ssm_projections(model: nn.Module) -> list[str]:
 
 
 def linears_of_their_own(model: nn.Module) -> list[str]:
-    """Full names of the ``nn.Linear`` subclasses in ``model`` with a ``forward`` of their own: not a
-    linear map of their input that an adapter could add to (Llama 4's MoE router returns its routing
-    scores and logits as a tuple, which peft's LoRA layer cannot add its term to). Left out of
-    ``all-linear``; named in ``target_modules`` they are still adapted, as asked."""
+    """Full names of the layers a model's own code derives from ``nn.Linear`` with a ``forward`` of
+    their own: not a linear map of their input that an adapter could add to (Llama 4's MoE router
+    returns its routing scores and logits as a tuple, which peft's LoRA layer cannot add its term
+    to). Left out of ``all-linear``; named in ``target_modules`` they are still adapted, as asked.
+    Quantised linear layers (bitsandbytes, transformers' integrations) are not the model's own
+    code: peft has adapters for those."""
     return [name for name, module in model.named_modules()
-            if isinstance(module, nn.Linear) and type(module).forward is not nn.Linear.forward]
+            if isinstance(module, nn.Linear) and type(module).forward is not nn.Linear.forward
+            and type(module).__module__.startswith("transformers.models.")]
 
 
 def _ssm_mixers(model: nn.Module) -> dict[str, nn.Module]:
