@@ -184,3 +184,12 @@ def g(v: float, digits: int = 4) -> str:
     if isinstance(v, float) and math.isinf(v):
         return "inf" if v > 0 else "-inf"
     return f"{v:.{digits}g}"
+
+
+def progress_bar(total: int, off: bool, desc: str, unit: str):
+    """A tqdm bar on stderr (gone when done) for work over ``total`` items, or None: off, or one item."""
+    if off or total < 2:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, leave=False)

@@ -19,7 +19,7 @@ import math
 from dataclasses import replace
 
 from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_path, finite_json, fit_kwargs, g,
-                                          read_kwargs, table)
+                                          progress_bar, read_kwargs, table)
 from scalerl.errors import InputError
 
 
@@ -37,6 +37,7 @@ def add_arguments(p) -> None:
     add_fit_args(p, fit_until=False)
     p.set_defaults(bootstrap=200)
     p.add_argument("--plot", metavar="FILE", help="write the figure (.png or .svg)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (one is shown for several runs or cuts)")
 
 
 def run(args) -> int:
@@ -143,12 +144,19 @@ def _all_runs(curves, args) -> int:
     cuts = [None] if args.cut_fraction is None else args.cut_fraction  # None: the one --cut X
     several = len(cuts) > 1
     results, skipped = [], []  # (cut fraction, backtest), (run, reason)
-    for c in curves:
-        for f in cuts:
-            try:
-                results.append((f, _backtest(c, args, f)))
-            except InputError as exc:  # a run that cannot be forecast is reported, not fatal
-                skipped.append((c.name + (f" at {f:g}" if several else ""), str(exc)))
+    bar = progress_bar(len(curves) * len(cuts), args.no_progress or args.json, "backtesting", "run-cut")
+    try:
+        for c in curves:
+            for f in cuts:
+                try:
+                    results.append((f, _backtest(c, args, f)))
+                except InputError as exc:  # a run that cannot be forecast is reported, not fatal
+                    skipped.append((c.name + (f" at {f:g}" if several else ""), str(exc)))
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
     by_cut = {f: summarize([bt for g_, bt in results if g_ == f], tolerance=0.001) for f in cuts
               if any(g_ == f for g_, _ in results)}
     summary = summarize([bt for _, bt in results], tolerance=0.001) if results else None

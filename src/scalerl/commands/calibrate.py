@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from scalerl.commands._curve_args import (add_data_args, axes_per_path, finite_json, parse_fit_from, parse_r0,
-                                          read_kwargs, table)
+                                          progress_bar, read_kwargs, table)
 from scalerl.errors import InputError
 
 #: Fewer run-cuts than this and the 95% factor is the largest score seen (the conformal
@@ -59,7 +59,7 @@ def run(args) -> int:
         print(f"note: {what}: counted once (a run scored against a copy of itself would pass the "
               "leave-one-run-out check for nothing)", file=sys.stderr if args.json else sys.stdout)
     bounded = not args.unbounded
-    bar = _progress(len(curves), args.no_progress or args.json)
+    bar = progress_bar(len(curves), args.no_progress or args.json, "backtesting runs", "run")
     try:
         result = calibrate(curves, cuts=tuple(args.cuts), progress=bar and (lambda _name: bar.update(1)),
                            r0=parse_r0(args.r0), fit_from=parse_fit_from(args.fit_from),
@@ -129,12 +129,3 @@ def _distinct(curves):
 
 def _pct(v: float) -> str:
     return f"{100 * v:.0f}%"
-
-
-def _progress(total: int, off: bool):
-    """A tqdm bar advanced once per run backtested, or None."""
-    if off or total < 2:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="backtesting runs", unit="run", leave=False)
