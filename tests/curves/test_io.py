@@ -258,6 +258,30 @@ def test_tensorboard_run_resumed_from_a_checkpoint(tmp_path):
     assert np.allclose(read_curve(tmp_path, "compute/gpu_hours", "val/pass_rate").x, 0.5 * np.arange(13))
 
 
+def test_tensorboard_running_total_of_a_per_step_timer(tmp_path):
+    """--x cum:TAG: the seconds of every step up to each evaluation (verl's timing_s/step, NeMo-RL's
+    timing/train/total_step_time), a glob summing several timers; a step logged again counts once."""
+    import time
+
+    SummaryWriter = pytest.importorskip("torch.utils.tensorboard").SummaryWriter
+    for first, last, seconds in ((0, 14, 10.0), (11, 30, 20.0)):  # killed after step 14, resumed from step 10
+        w = SummaryWriter(str(tmp_path / "run"))
+        for step in range(first, last + 1):
+            if step:
+                w.add_scalar("timing_s/gen", seconds / 2, step)
+                w.add_scalar("timing_s/update", seconds / 2, step)
+                w.add_scalar("timing_s/step", seconds, step)
+            if step % 10 == 0:
+                w.add_scalar("val/acc", 0.3 + 0.01 * step, step)
+        w.close()
+        time.sleep(1.1)  # event files are named by the second they are opened
+    want = [0.0, 100.0, 100.0 + 10 * 20.0, 100.0 + 20 * 20.0]  # steps 11-14 of the first attempt replaced
+    assert np.allclose(read_curve(tmp_path, "cum:timing_s/step", "val/acc").x, want)
+    assert np.allclose(read_curve(tmp_path, "cum:timing_s/[gu]*", "val/acc").x, want)
+    with pytest.raises(InputError, match="'cum:timing_s/step'"):
+        read_curve(tmp_path, "cum:timing/step", "val/acc")
+
+
 def test_run_column_named_by_the_user(tmp_path, capsys):
     """A long-format CSV whose runs are told apart by another column: --run-column names it."""
     from scalerl.cli import main

@@ -131,6 +131,26 @@ def test_validation_dumps_read_at_full_precision_and_a_resumed_launch_joins_its_
     assert read_curve(logs / "exp_002", "step", "samples", bounded=False).y.tolist() == [1000] * 10
 
 
+def test_dumps_beside_nemo_rls_tensorboard_read_as_dumps_and_name_it_for_the_timers(tmp_path):
+    """With NeMo-RL's TensorBoard on, logs/exp_<NNN> holds the dumps and tensorboard/: the directory
+    reads as the dumps; a column only the tracker has (its timers) is refused naming the tracker's
+    directory, which reads with --x cum: over its per-step seconds."""
+    SummaryWriter = pytest.importorskip("torch.utils.tensorboard").SummaryWriter
+    exp = _logs(tmp_path) / "exp_003"
+    w = SummaryWriter(str(exp / "tensorboard"))
+    for step in range(0, 51):
+        if step:
+            w.add_scalar("timing/train/total_step_time", 30.0, step)
+        if step % 10 == 0:
+            w.add_scalar(ACC, 0.3 + 0.004 * step, step)
+    w.close()
+    assert read_curve(exp, "step", ACC).x.tolist() == [0, 10, 20, 30, 40, 50]  # the dumps
+    with pytest.raises(InputError, match=r"also holds tracker logs.*exp_003/tensorboard"):
+        read_curve(exp, "cum:timing/train/total_step_time", ACC)
+    timed = read_curve(exp / "tensorboard", "cum:timing/train/total_step_time", ACC)
+    assert timed.x.tolist() == [0.0, 300.0, 600.0, 900.0, 1200.0, 1500.0]
+
+
 def test_the_console_and_the_dumps_of_one_run_agree(tmp_path):
     console = read_curve(_console(tmp_path, "nemo_rl_console_resumed"), "step", ACC)
     dumps = read_curve(_logs(tmp_path), "step", ACC, run="exp_001")

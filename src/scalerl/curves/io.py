@@ -34,7 +34,8 @@ Formats (chosen from the path, or by ``fmt``):
 
 The user names the x (compute) and y (metric) columns. An unknown name is an error that
 lists the available ones. Missing, NaN and infinite values are dropped and counted. In the
-row logs (csv, jsonl, parquet, verl, skyrl, nemo-rl, hf-trainer, mlflow, dict-lines, wandb-run, eval-dumps, clearml) x may be ``cum:COL``, the running total of a per-step column
+row logs (csv, jsonl, parquet, verl, skyrl, nemo-rl, hf-trainer, mlflow, dict-lines, wandb-run, eval-dumps, clearml)
+and TensorBoard, x may be ``cum:COL``, the running total of a per-step column
 (``cum:timing_s/step``), or ``cum:GLOB``, of every column matching it (``cum:timing/*``).
 """
 
@@ -248,10 +249,31 @@ def read_curves(
             raise InputError(f"--run-column applies to {', '.join(RUN_COLUMN_FORMATS)} logs; a {fmt} log "
                              "names its runs itself (--run picks one)")
         kwargs["run_column"] = run_column
-    curves = READERS[fmt](path, x, y, **kwargs)
+    try:
+        curves = READERS[fmt](path, x, y, **kwargs)
+    except UnknownColumn as exc:
+        beside = _tracker_logs_beside(path) if fmt == "eval-dumps" and _NO_COLUMN not in (x, y) else []
+        if beside:
+            raise UnknownColumn(f"{exc}. The directory also holds tracker logs, which have the trainer's other "
+                                f"metrics (timers, training reward): read {' or '.join(str(b) for b in beside)}",
+                                exc.available) from None
+        raise
     if not curves:
         raise InputError(f"{path}: no run has values in column {y!r}")
     return _pick_runs(path, curves, run)
+
+
+#: Where a trainer that dumps its evaluations keeps its trackers' logs beside them (NeMo-RL:
+#: ``logs/exp_<NNN>/{tensorboard,wandb,swanlab,mlflow}`` when those trackers are on).
+_TRACKER_DIRS = ("tensorboard", "wandb", "swanlab", "mlflow")
+
+
+def _tracker_logs_beside(path: Path) -> list[Path]:
+    """Tracker directories inside a directory of dumped evaluations (or one level down)."""
+    if not path.is_dir():
+        return []
+    return sorted(d for pattern in ("*", "*/*") for d in path.glob(pattern)
+                  if d.is_dir() and d.name in _TRACKER_DIRS)[:4]
 
 
 def _read_instead(inner: Path, shown: str, args: dict) -> list[Curve]:

@@ -14,14 +14,16 @@ said in the notes. A directory that starts at the first step again is a training
 
 from __future__ import annotations
 
+import bisect
 import importlib.util
+import itertools
 import math
 import re
 from pathlib import Path
 
 from scalerl.curves.attempts import continues
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import unknown_column
+from scalerl.curves.rows import CUMULATIVE, unknown_column, x_columns
 from scalerl.errors import InputError
 
 
@@ -110,9 +112,23 @@ def _join_resumed(dirs: list[Path]) -> list[tuple[Path, _Scalars | _Resumed, lis
     return sorted(runs, key=lambda run: run[0])
 
 
+def _running_total(scalars: "_Scalars | _Resumed", d: Path, x: str, steps: list[int]) -> list[float]:
+    """``cum:TAG`` at each of ``steps``: the sum of a per-step tag (a step's seconds, verl's
+    ``timing_s/step``) over every step up to and including it -- or of every tag a glob matches. A step
+    logged again keeps its later value; a NaN adds nothing."""
+    per_step: dict[int, float] = {}
+    for tag in x_columns(d, set(scalars.tags), x):
+        for step, v in {step: v for _, step, v in scalars.series(tag)}.items():
+            if math.isfinite(v):
+                per_step[step] = per_step.get(step, 0.0) + v
+    order = sorted(per_step)
+    totals = list(itertools.accumulate(per_step[s] for s in order))
+    return [totals[i - 1] if (i := bisect.bisect_right(order, step)) else 0.0 for step in steps]
+
+
 def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
-    """``x`` may be ``step``, ``wall_time`` (hours since the first event) or another scalar tag
-    (joined on step, e.g. a logged compute counter)."""
+    """``x`` may be ``step``, ``wall_time`` (hours since the first event), another scalar tag
+    (joined on step, e.g. a logged compute counter) or ``cum:TAG`` (its running total over steps)."""
     if importlib.util.find_spec("tensorboard") is None:
         raise InputError("reading TensorBoard logs needs the tensorboard package: pip install 'scalerl[tensorboard]'")
     path = Path(path)
@@ -137,6 +153,8 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
         elif x == "wall_time":
             t0 = min(t for t, _, _ in events)
             xs = [(t - t0) / 3600.0 for t, _, _ in events]
+        elif x.startswith(CUMULATIVE):
+            xs = _running_total(scalars, d, x, [step for _, step, _ in events])
         else:
             if x not in scalars.tags:
                 raise unknown_column(d, "x", x, ["step", "wall_time", *scalars.tags])
