@@ -34,8 +34,7 @@ Formats (chosen from the path, or by ``fmt``):
 
 The user names the x (compute) and y (metric) columns. An unknown name is an error that
 lists the available ones. Missing, NaN and infinite values are dropped and counted. In the
-row logs (csv, jsonl, parquet, verl, skyrl, nemo-rl, hf-trainer, mlflow, dict-lines, wandb-run, eval-dumps, clearml)
-and TensorBoard, x may be ``cum:COL``, the running total of a per-step column
+every format but the W&B chart export (one metric per column: no timers), x may be ``cum:COL``, the running total of a per-step column
 (``cum:timing_s/step``), or ``cum:GLOB``, of every column matching it (``cum:timing/*``).
 """
 
