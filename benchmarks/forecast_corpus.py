@@ -199,7 +199,11 @@ def build_cases(runs, cuts=CUTS, log=print) -> list[Case]:
         for f in cuts:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                bt = backtest(curve, cut_fraction=f, n_boot=0, members=DEFAULT_MEMBERS, temperature=None)
+                try:
+                    bt = backtest(curve, cut_fraction=f, n_boot=0, members=DEFAULT_MEMBERS, temperature=None)
+                except InputError as exc:  # too few points before the cut (a run evaluated rarely): not scored
+                    print(f"  skipped {curve.name} at {f:g}: {exc}")
+                    continue
             cases.append(Case(source, curve.name, f, bt, stable, curve))
         log(f"  {source:<9} {curve.name[:58]:<58} {len(curve):>5} points  ({time.process_time() - t0:.0f} CPU-s)")
     return cases
