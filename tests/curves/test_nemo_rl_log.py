@@ -149,6 +149,7 @@ def test_dumps_beside_nemo_rls_tensorboard_read_as_dumps_and_name_it_for_the_tim
         read_curve(exp, "cum:timing/train/total_step_time", ACC)
     timed = read_curve(exp / "tensorboard", "cum:timing/train/total_step_time", ACC)
     assert timed.x.tolist() == [0.0, 300.0, 600.0, 900.0, 1200.0, 1500.0]
+    assert timed.name == "exp_003"  # named after the launch, as the dumps reader names it
 
 
 def test_the_console_and_the_dumps_of_one_run_agree(tmp_path):

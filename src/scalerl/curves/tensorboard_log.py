@@ -112,6 +112,18 @@ def _join_resumed(dirs: list[Path]) -> list[tuple[Path, _Scalars | _Resumed, lis
     return sorted(runs, key=lambda run: run[0])
 
 
+#: Directory names that say "TensorBoard events" rather than which run: such a run is named after the
+#: directory above (NeMo-RL writes ``logs/exp_<NNN>/tensorboard``, as its dumps reader names ``exp_<NNN>``).
+GENERIC_DIRS = ("tensorboard", "tensorboard_log", "tb", "tb_logs")
+
+
+def _run_name(d: Path) -> str:
+    d = d.resolve() if not d.name else d
+    if d.name.lower() in GENERIC_DIRS and d.parent.name:
+        return d.parent.name
+    return d.name or "run"
+
+
 def _running_total(scalars: "_Scalars | _Resumed", d: Path, x: str, steps: list[int]) -> list[float]:
     """``cum:TAG`` at each of ``steps``: the sum of a per-step tag (a step's seconds, verl's
     ``timing_s/step``) over every step up to and including it -- or of every tag a glob matches. A step
@@ -161,7 +173,7 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
             by_step = {step: v for _, step, v in scalars.series(x)}
             xs = [float(by_step.get(step, math.nan)) for _, step, _ in events]
         ys = [v * y_scale for _, _, v in events]
-        name = d.name if d != path else (path.name or "run")
+        name = _run_name(d if d != path else path)
         curves.append((name, xs, ys, str(d), notes))
     if not curves:
         d, tags = without[0]
