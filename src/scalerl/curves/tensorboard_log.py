@@ -118,6 +118,7 @@ GENERIC_DIRS = ("tensorboard", "tensorboard_log", "tb", "tb_logs")
 
 
 def _run_name(d: Path) -> str:
+    """A run's name: its directory's (or event file's), the one above where that is generic (``.``: resolved)."""
     d = d.resolve() if not d.name else d
     if d.name.lower() in GENERIC_DIRS and d.parent.name:
         return d.parent.name
