@@ -72,14 +72,11 @@ def run(args) -> int:
         raise InputError(f"{args.paths[0]} holds {len(curves)} runs; choose one with --run to plot")
     if args.all_runs:
         return _all_runs(curves, args)
-    results, skipped = [], []
-    for c in curves:
-        try:
-            results.append(_backtest(c, args, None if args.cut_fraction is None else args.cut_fraction[0]))
-        except InputError as exc:  # one run of several that cannot be forecast: said, the others still scored
-            if len(curves) == 1:
-                raise
-            skipped.append((c.name, str(exc)))
+    if len(curves) == 1:  # one run: what stops it is the command's error
+        results, skipped = [_backtest(curves[0], args, _cuts(args)[0])], []
+    else:
+        scored, skipped = _backtests(curves, _cuts(args), args)
+        results = [bt for _, bt in scored]
     if not results:
         raise InputError("no run could be backtested:\n" + "\n".join(f"  {n}: {r}" for n, r in skipped))
     if args.plot:
@@ -104,6 +101,26 @@ def _backtest(curve, args, cut_fraction: float | None):
 
     return backtest(curve, cut=args.cut, cut_fraction=cut_fraction, n_boot=args.bootstrap, level=args.level,
                     seed=args.seed, **fit_kwargs(args))
+
+
+def _cuts(args) -> list[float | None]:
+    """The cut fractions asked for; ``[None]``: the one compute ``--cut X``."""
+    return [None] if args.cut_fraction is None else args.cut_fraction
+
+
+def _backtests(curves, cuts, args, bar=None) -> tuple[list, list[tuple[str, str]]]:
+    """Each run at each cut: ``([(cut fraction, backtest)], [(run, reason)])`` -- a run that cannot be
+    forecast at a cut is reported with the reason, not fatal, the others still scored."""
+    results, skipped = [], []
+    for c in curves:
+        for f in cuts:
+            try:
+                results.append((f, _backtest(c, args, f)))
+            except InputError as exc:
+                skipped.append((c.name + (f" at {f:g}" if len(cuts) > 1 else ""), str(exc)))
+            if bar is not None:
+                bar.update(1)
+    return results, skipped
 
 
 def _jsonable(v):
@@ -141,19 +158,11 @@ def _text(bt) -> str:
 def _all_runs(curves, args) -> int:
     from scalerl.curves import summarize
 
-    cuts = [None] if args.cut_fraction is None else args.cut_fraction  # None: the one --cut X
+    cuts = _cuts(args)
     several = len(cuts) > 1
-    results, skipped = [], []  # (cut fraction, backtest), (run, reason)
     bar = progress_bar(len(curves) * len(cuts), args.no_progress or args.json, "backtesting", "run-cut")
     try:
-        for c in curves:
-            for f in cuts:
-                try:
-                    results.append((f, _backtest(c, args, f)))
-                except InputError as exc:  # a run that cannot be forecast is reported, not fatal
-                    skipped.append((c.name + (f" at {f:g}" if several else ""), str(exc)))
-                if bar is not None:
-                    bar.update(1)
+        results, skipped = _backtests(curves, cuts, args, bar)
     finally:
         if bar is not None:
             bar.close()
@@ -165,7 +174,7 @@ def _all_runs(curves, args) -> int:
     log_notes = [n for n in curves[0].notes if all(n in c.notes for c in curves)] if curves else []
     if args.json:
         print(json.dumps(finite_json({
-            "cut": args.cut, "cut_fraction": cuts if several else args.cut_fraction and args.cut_fraction[0],
+            "cut": args.cut, "cut_fraction": cuts if several else cuts[0],
             "runs": [{"run": bt.run, "cut": bt.cut, **({"cut_fraction": f} if several else {}), "n_fit": bt.n_fit,
                       "n_test": bt.n_test, "unstable": bt.unstable,
                       "scored": bt.scored, "run_stability": bt.run_stability.text(),
