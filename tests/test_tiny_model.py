@@ -240,3 +240,19 @@ def test_tiny_names_get_their_scale_profile(model, task, profile):
     cfg = TrainConfig()
     cfg.model.name_or_path, cfg.task.name = model, task
     assert profile_for(cfg) == profile
+
+
+def test_load_model_without_weights_reads_no_weight_file(user_model, tmp_path):
+    """A trainer rank > 0 builds the architecture only (meta device): it must not even open the
+    weights, so a rank needs no memory for the full model."""
+    import shutil
+
+    src = user_model("llama")
+    bare = tmp_path / "config-and-tokenizer-only"
+    shutil.copytree(src, bare, ignore=shutil.ignore_patterns("*.safetensors"))
+    model, tokenizer = load_model(str(bare), dtype=torch.float32, weights=False)
+    full, _ = load_model(str(src), dtype=torch.float32)
+    assert all(p.is_meta for p in model.parameters())
+    assert [(n, p.shape, p.dtype) for n, p in model.named_parameters()] == \
+        [(n, p.shape, p.dtype) for n, p in full.named_parameters()]
+    assert tokenizer.eos_token == AutoTokenizer.from_pretrained(src).eos_token

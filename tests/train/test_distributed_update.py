@@ -102,3 +102,86 @@ def test_share_splits_micro_batches_round_robin_and_pads():
     assert Share(1, 2).split([1, 2, 3]) == ([2], 2)  # one zero-weighted pass to pad
     assert Share(1, 3).split([1]) == ([], 1)
     assert Share().split([1, 2]) == ([1, 2], 2)
+
+
+def _checkpoint_rank(rank, world, port, path, box):
+    """Rank 0 drives three trainer groups (the others follow its orders, as in a run): one that
+    steps, saves its shards and steps again; one that loads the shards; one that loads the same
+    state gathered into one dict (the checkpoints written before they were sharded)."""
+    import torch.distributed as dist
+    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+    from scalerl.rl.components import resolve_recipe
+    from scalerl.rl.presets import get_recipe
+    from scalerl.train.distributed import Rank, TrainerGroup, follow, shard
+    from scalerl.train.precision import FULL
+    from scalerl.train.update import build_optimizer
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    recipe = get_recipe("scalerl")
+    recipe.optimizer.lr = 1e-3
+    cpu = torch.device("cpu")
+
+    def group(scramble: bool):
+        model, groups = _setup()
+        if scramble:  # the weights a load must replace
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.normal_()
+        shard(model, FULL, fp32_root=True, world=world, device=cpu)
+        opt, sched = build_optimizer(model, recipe)
+        args = dict(temperature=1.0, pad_token_id=0, micro_batch_size=4, device=cpu, share_prompt=True)
+        return TrainerGroup(model, opt, sched, resolve_recipe(recipe), FULL, Rank(rank, world, cpu), args), groups
+
+    def numpy(weights):
+        return {k: v.numpy().copy() for k, v in weights.items()}
+
+    try:
+        first, groups = group(scramble=False)
+        if rank != 0:
+            follow(first)
+            for _ in range(2):
+                follow(group(scramble=True)[0])
+            return
+        first.update(groups, 0)
+        first.save_shards(path)
+        saved = first.state()
+        first.update(groups, 1)
+        want = numpy(first.full_weights())
+        first.stop()
+
+        sharded, _ = group(scramble=True)
+        sharded.load_shards(path, saved["optimizer_saved"], saved["scheduler"])
+        sharded.update(groups, 1)
+        from_shards = numpy(sharded.full_weights())
+        sharded.stop()
+
+        dcp_to_torch_save(path, path.parent / "gathered.pt")
+        gathered_state = torch.load(path.parent / "gathered.pt", weights_only=False)
+        gathered, _ = group(scramble=True)
+        gathered.load({**gathered_state, "scheduler": saved["scheduler"]})
+        gathered.update(groups, 1)
+        from_gathered = numpy(gathered.full_weights())
+        gathered.stop()
+        box.put((saved, want, from_shards, from_gathered))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_sharded_checkpoint_resumes_the_update_and_a_gathered_one_still_loads(tmp_path):
+    """The step after a sharded save-and-load equals the step without it (weights and AdamW's
+    moments restored on every rank); so does the step after loading the same state gathered."""
+    ctx = mp.get_context("spawn")
+    box = ctx.SimpleQueue()
+    path = tmp_path / "shards"
+    procs = mp.start_processes(_checkpoint_rank, args=(2, _free_port(), path, box), nprocs=2, join=False,
+                               start_method="spawn")
+    saved, want, from_shards, from_gathered = box.get()
+    while not procs.join():
+        pass
+    assert saved["weights"] == "shards" and saved["optimizer_saved"] and (path / ".metadata").exists()
+    assert len(list(path.glob("*.distcp"))) == 2  # one file per rank
+    for name, w in want.items():
+        torch.testing.assert_close(torch.from_numpy(from_shards[name]), torch.from_numpy(w), rtol=1e-6, atol=1e-7)
+        torch.testing.assert_close(torch.from_numpy(from_gathered[name]), torch.from_numpy(w), rtol=1e-6, atol=1e-7)

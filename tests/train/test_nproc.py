@@ -1,4 +1,4 @@
-"""``scalerl train --nproc 2`` (two gloo processes, FSDP2) follows ``--nproc 1``; it resumes exactly."""
+"""``scalerl train --nproc 2`` (two gloo processes, FSDP2) follows ``--nproc 1``; it checkpoints in shards and resumes exactly."""
 
 import json
 import os
@@ -11,6 +11,7 @@ import pytest
 
 from scalerl.cli import main
 from scalerl.runlog import read_runlog
+from scalerl.train.checkpoint import latest_checkpoint, load_checkpoint
 
 from .conftest import small_args
 
@@ -51,6 +52,11 @@ def test_nproc_2_follows_nproc_1(one_process_run, tmp_path, capsys):
     assert "final model" in capsys.readouterr().out
     _assert_follows(_rows(two), _rows(one_process_run))
     assert json.loads((two / "final" / "config.json").read_text())["dtype"] == "float32"
+    # Each rank wrote its own shard; rank 0's state.pt holds no weights and no optimizer state.
+    ckpt = latest_checkpoint(two / "checkpoints")
+    state = load_checkpoint(ckpt)
+    assert state["weights"] == "shards" and "model" not in state and "optimizer" not in state
+    assert len(list((ckpt / "shards").glob("*.distcp"))) == 2 and (ckpt / "shards" / ".metadata").exists()
 
 
 def test_nproc_2_resumes_after_kill_9(one_process_run, tmp_path):

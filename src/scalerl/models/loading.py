@@ -99,13 +99,17 @@ def causal_config(source: str, name_or_path: str, **kwargs: Any) -> Any:
 
 
 def load_model(
-    name_or_path: str, dtype: Any = None, cache_dir: str | None = None, tiny_spec: Any = None, **kwargs: Any
+    name_or_path: str, dtype: Any = None, cache_dir: str | None = None, tiny_spec: Any = None, *,
+    weights: bool = True, **kwargs: Any
 ) -> tuple[Any, Any]:
     """``(model, tokenizer)`` for ``tiny``, a local directory or a hub id.
 
     ``dtype``: a torch dtype or its name ("bfloat16"); None keeps the checkpoint's.
     ``cache_dir`` / ``tiny_spec``: where and which tiny model to build (``tiny`` only). Extra
     keyword arguments go to both ``from_pretrained`` calls (e.g. ``local_files_only=True``).
+    ``weights=False``: the architecture only, built from the config on the meta device -- no
+    weight file is read and no memory is taken (a trainer rank whose shard of the weights comes
+    from rank 0: :func:`scalerl.train.distributed.make_group`).
     A missing path or an unreachable hub id raises :class:`InputError` naming it.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -113,7 +117,7 @@ def load_model(
 
     hf_logging.disable_progress_bar()  # our own progress bar is the one that matters
     source = resolve_model(name_or_path, cache_dir, tiny_spec)
-    causal_config(source, name_or_path, **kwargs)  # a model of another kind is refused here, in one line
+    config = causal_config(source, name_or_path, **kwargs)  # a model of another kind is refused here, in one line
     model_kwargs = dict(kwargs)
     if dtype is not None:
         model_kwargs["dtype"] = dtype
@@ -123,6 +127,12 @@ def load_model(
         reason = str(exc).splitlines()[0].rstrip(": ")
         raise InputError(f"cannot load the tokenizer of {name_or_path!r} ({reason}): a model directory needs its "
                          "tokenizer files beside the weights (tokenizer.save_pretrained(DIR))") from None
+    if not weights:
+        import torch
+
+        config_kwargs = {k: v for k, v in model_kwargs.items() if k in ("dtype", "trust_remote_code")}
+        with torch.device("meta"):
+            return AutoModelForCausalLM.from_config(config, **config_kwargs).eval(), tokenizer
     try:
         model = AutoModelForCausalLM.from_pretrained(source, **model_kwargs)
     except OSError as exc:  # not found locally, not on the hub, or no network

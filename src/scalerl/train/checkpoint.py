@@ -4,6 +4,9 @@ Layout under ``<run>/checkpoints/``::
 
     step_000040/state.pt     model, optimizer, scheduler, sampler, compute counters, RNG
                              states, pending rollouts, and the run log's byte offset
+    step_000040/shards/      under a multi-process trainer: each rank's shard of the model and
+                             the optimizer (torch.distributed.checkpoint), which state.pt then
+                             leaves out
     latest                   the name of the newest complete checkpoint
 
 A checkpoint is written to ``step_000040.tmp-<pid>`` and renamed into place; ``latest`` is
@@ -19,7 +22,7 @@ import os
 import random
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -55,8 +58,17 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def save_checkpoint(directory: str | os.PathLike, step: int, state: dict[str, Any], *, keep: int = 2) -> Path:
-    """Write ``state`` as checkpoint ``step`` atomically; keep the newest ``keep`` checkpoints."""
+#: The directory of a checkpoint that holds the trainer ranks' shards.
+SHARDS = "shards"
+
+
+def save_checkpoint(directory: str | os.PathLike, step: int, state: dict[str, Any], *, keep: int = 2,
+                    write_shards: Callable[[Path], None] | None = None) -> Path:
+    """Write ``state`` as checkpoint ``step`` atomically; keep the newest ``keep`` checkpoints.
+
+    ``write_shards``: called with the checkpoint's ``shards/`` directory inside the temporary
+    copy, before ``state.pt`` is written (every rank of a trainer group writes its shard there),
+    so the rename makes shards and state appear together or not at all."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     name = f"step_{step:06d}"
@@ -66,6 +78,8 @@ def save_checkpoint(directory: str | os.PathLike, step: int, state: dict[str, An
         shutil.rmtree(tmp)
     tmp.mkdir()
     try:
+        if write_shards is not None:
+            write_shards(tmp / SHARDS)
         with open(tmp / "state.pt", "wb") as f:
             torch.save(state, f)
             f.flush()

@@ -10,7 +10,7 @@ end) it broadcasts an *order* -- a method name and its arguments -- and ranks > 
     group = TrainerGroup(model, optimizer, scheduler, components, precision, rank=0, world=2, ...)
     result = group.update(batch.groups, version)    # every rank: its share of the micro-batches
     group.gather_into(generator_model)              # the full weights, once per update
-    state = group.state()                           # full model + optimizer state (rank 0)
+    group.save_shards(checkpoint / "shards")        # every rank its shard (a checkpoint)
 
 **The gradient equals the single-process one.** Every rank builds the step's advantages,
 filters and aggregation weights from the *whole* batch (the batch-level std, the prompt-level
@@ -27,23 +27,32 @@ for each decoder layer and reduces gradients in fp32, so autocast is off under F
 (embeddings, final norm, LM head) computes in fp32 when ``recipe.fp32_lm_head`` is on: the
 head keeps fp32 weights, tied or not.
 
-**Checkpoints are gathered**, not sharded: ``state()`` returns the full model and optimizer
-state on rank 0 (``torch.distributed.checkpoint.state_dict`` with ``full_state_dict``), which
-the trainer writes with the same atomic ``save_checkpoint`` as a single-process run; a resume
-broadcasts it from rank 0. Why: one file, one atomic rename, the format every other run uses.
-What it costs: rank 0's CPU memory must hold model + optimizer state (16 bytes a parameter);
-beyond that, a sharded ``torch.distributed.checkpoint`` save is the way (not built).
+**Loading never puts the whole model on a device.** Rank 0 reads the checkpoint into host
+memory, the other ranks build the architecture on the meta device (no weights read);
+``fully_shard`` moves each rank's shard to its device one layer at a time, and every shard and
+buffer is then broadcast from rank 0's copy (:func:`make_group`).
+
+**Checkpoints are sharded**: every rank writes its shard of the weights and AdamW state
+(``torch.distributed.checkpoint``) into the checkpoint's ``shards/``, inside the same
+temporary directory and atomic rename as a one-process checkpoint; ``state.pt`` (rank 0) holds
+the rest. No rank gathers the full state, and a resume may use another number of ranks (the
+checkpoint's metadata maps the pieces). Checkpoints from before (the full state gathered into
+``state.pt``) still resume (:meth:`TrainerGroup.load`). ``final/`` is the one place the full
+fp32 weights are gathered, on rank 0's CPU (4 bytes a parameter), to write an ordinary model.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import torch
 import torch.distributed as dist
 
+from scalerl.errors import InputError
 from scalerl.rl.components import RecipeComponents
 from scalerl.rollout.groups import Group
 from scalerl.train.config import TrainConfig, group_problems
@@ -142,20 +151,58 @@ class TrainerGroup:
                     params[name].copy_(full)
 
     def state(self) -> dict[str, Any]:
-        """The full fp32 model and optimizer state, on rank 0's CPU (empty on the others)."""
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, get_optimizer_state_dict
+        """What a checkpoint's ``state.pt`` holds of the trainer group (rank 0): the schedule, and
+        whether :meth:`save_shards` wrote an optimizer state. The weights and AdamW's state are
+        in the shards."""
+        return {"scheduler": self.scheduler.state_dict(), "weights": "shards",
+                "optimizer_saved": bool(self.optimizer.state)}
 
-        self._order("state")
-        options = StateDictOptions(full_state_dict=True, cpu_offload=True)
-        model = get_model_state_dict(self.model, options=options)
+    def save_shards(self, path: Path) -> None:
+        """Every rank writes its own shard of the fp32 weights and AdamW state into ``path``
+        (``torch.distributed.checkpoint``): no rank ever holds the full state (16 bytes a
+        parameter). ``path`` must be on a file system every rank sees (one machine, or a shared
+        one across machines); rank 0 checks that every rank's file arrived."""
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_optimizer_state_dict
+
+        self._order("save_shards", path)
+        state: dict[str, Any] = {"model": get_model_state_dict(self.model)}
         # Before the first step AdamW has no state, and get_optimizer_state_dict would create it
         # with a zero-gradient step -- one that counts in AdamW's bias correction (measured: the
         # first real update came out 0.745x the single-process one). Nothing to save then.
-        optimizer = get_optimizer_state_dict(self.model, self.optimizer, options=options) if self.optimizer.state else None
-        return {"model": model, "optimizer": optimizer, "scheduler": self.scheduler.state_dict()}
+        if self.optimizer.state:
+            state["optimizer"] = get_optimizer_state_dict(self.model, self.optimizer)
+        metadata = dcp.save(state, checkpoint_id=path)
+        if self.rank.leader:
+            missing = sorted({info.relative_path for info in (metadata.storage_data or {}).values()
+                              if not (path / info.relative_path).exists()})
+            if missing:
+                raise InputError(f"checkpoint shards {', '.join(missing[:4])} were written by other trainer ranks but "
+                                 f"are not in {path} as rank 0 sees it: under a multi-machine trainer group the run "
+                                 "directory (--output) must be on a file system every machine shares")
+
+    def load_shards(self, path: Path, has_optimizer: bool, scheduler: dict[str, Any]) -> None:
+        """Every rank reads its shard of what :meth:`save_shards` wrote (any number of ranks: the
+        checkpoint's metadata maps the saved pieces onto this group's sharding)."""
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import (get_model_state_dict, get_optimizer_state_dict,
+                                                             set_model_state_dict, set_optimizer_state_dict)
+
+        self._order("load_shards", path, has_optimizer, scheduler)
+        # Templates of this group's sharding for dcp.load to fill. The optimizer's is made by a
+        # zero-gradient step (see save_shards), whose state and weight decay the load then overwrites.
+        state: dict[str, Any] = {"model": get_model_state_dict(self.model)}
+        if has_optimizer:
+            state["optimizer"] = get_optimizer_state_dict(self.model, self.optimizer)
+        dcp.load(state, checkpoint_id=path)
+        set_model_state_dict(self.model, state["model"])
+        if has_optimizer:
+            set_optimizer_state_dict(self.model, self.optimizer, state["optimizer"])
+        self.scheduler.load_state_dict(scheduler)
 
     def load(self, state: dict[str, Any] | None) -> None:
-        """Put :meth:`state` back on every rank (rank 0 passes it; it is broadcast from there)."""
+        """Put a gathered state (``{"model", "optimizer", "scheduler"}``: what checkpoints held
+        before they were sharded) back on every rank (rank 0 passes it; it is broadcast from there)."""
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict, set_optimizer_state_dict
 
         self._order("load", None)
@@ -203,9 +250,14 @@ def make_group(cfg: TrainConfig, policy: Any, rank: Rank) -> TrainerGroup:
     if problems:
         raise ConfigError("; ".join(problems))
     model = policy.model
-    full = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()} if rank.leader else None
+    # Rank 0 loaded the weights into host memory; sharding leaves those tensors as they are (it
+    # copies each rank's shard out), so they are the full state to broadcast, with no copy.
+    full = {k: v.detach() for k, v in model.state_dict().items()} if rank.leader else None
     shard(model, policy.precision, fp32_root=cfg.recipe.fp32_lm_head, world=rank.world, device=rank.device)
+    if any(t.is_meta for t in itertools.chain(model.parameters(), model.buffers())):
+        model.to_empty(device=rank.device)  # ranks > 0 built the architecture on the meta device
     broadcast_initial_weights(model, full, rank)
+    del full
     optimizer, scheduler = build_optimizer(model, cfg.recipe)
     update_args = dict(temperature=cfg.sampling.temperature, pad_token_id=pad_id_of(model, policy.tokenizer),
                        micro_batch_size=cfg.run.micro_batch_size, device=rank.device,
@@ -215,11 +267,16 @@ def make_group(cfg: TrainConfig, policy: Any, rank: Rank) -> TrainerGroup:
 
 
 def broadcast_initial_weights(model: torch.nn.Module, full: dict[str, torch.Tensor] | None, rank: Rank) -> None:
-    """Start every shard from rank 0's weights (whatever each rank loaded or initialised)."""
+    """Start every shard from rank 0's weights (whatever each rank loaded or initialised), and
+    every buffer from rank 0's: the non-persistent ones (rotary ``inv_freq``, ...) are in no state
+    dict, and a rank that built its model on the meta device has only uninitialised memory there."""
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 
     options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True)
     set_model_state_dict(model, full if rank.leader and full is not None else {}, options=options)
+    if rank.world > 1:
+        for buffer in model.buffers():
+            dist.broadcast(buffer, src=0)
 
 
 def barrier() -> None:

@@ -50,7 +50,8 @@ def _follow(cfg: TrainConfig, rank: Rank) -> None:
         torch.set_num_threads(threads)
     torch.manual_seed(cfg.run.seed)
     barrier()  # rank 0 has loaded the model (and built any cache it needed)
-    follow(make_group(cfg, load_policy(cfg, rank.device), rank))
+    # The architecture only: this rank's shard of the weights comes from rank 0 (make_group).
+    follow(make_group(cfg, load_policy(cfg, rank.device, placement="meta"), rank))
 
 
 def run_rank(cfg: TrainConfig, *, resume: bool, rank: int | None = None, world: int | None = None,

@@ -1,6 +1,7 @@
 """The policy the trainer optimises: how it is loaded, what a checkpoint holds of it, how it is saved.
 
     policy = load_policy(cfg, device)                   # model, tokenizer, precision, storage dtype
+    policy = load_policy(cfg, device, placement="meta") # a trainer rank > 0: no weights read (FSDP)
     state = policy_weights(policy.model)                # the checkpoint's "model" entry
     load_policy_weights(policy.model, state)            # on resume
     save_policy(policy, "runs/x/final", lora_save="merged")
@@ -67,8 +68,20 @@ def _tiny_spec(cfg: TrainConfig) -> Any:
     return TinySpec(warm_start_steps=cfg.model.tiny_warm_start_steps)
 
 
-def load_policy(cfg: TrainConfig, device: torch.device) -> Policy:
-    """The policy of ``cfg`` on ``device``, ready to train (see the module docstring for the order)."""
+#: Where :func:`load_policy` puts the weights.
+PLACEMENTS = ("device", "host", "meta")
+
+
+def load_policy(cfg: TrainConfig, device: torch.device, *, placement: str = "device") -> Policy:
+    """The policy of ``cfg``, ready to train (see the module docstring for the order).
+
+    ``placement``: ``device`` -- the weights on ``device`` (one process); ``host`` -- read into
+    the CPU's memory and left there, for FSDP to move each rank's shard to ``device`` one layer
+    at a time (rank 0 of a trainer group: no device ever holds the whole fp32 model); ``meta`` --
+    the architecture only, no weights read (ranks > 0: their shards come from rank 0).
+    """
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
     from scalerl.models.loading import load_model, resolve_model, stored_dtype
     from scalerl.rl.fp32_head import enable_fp32_lm_head
 
@@ -76,7 +89,7 @@ def load_policy(cfg: TrainConfig, device: torch.device) -> Policy:
     tiny = _tiny_spec(cfg)
     lora = cfg.model.lora
     load_dtype = precision.compute_dtype if lora.rank and precision.mixed else MASTER_DTYPE
-    model, tokenizer = load_model(cfg.model.name_or_path, dtype=load_dtype, tiny_spec=tiny)
+    model, tokenizer = load_model(cfg.model.name_or_path, dtype=load_dtype, tiny_spec=tiny, weights=placement != "meta")
     # Before LoRA: an adapter's own dropout (model.lora.dropout) is a setting of its own.
     config_dropout = {} if cfg.model.keep_dropout else disable_dropout(model)
     if cfg.recipe.fp32_lm_head:
@@ -92,7 +105,8 @@ def load_policy(cfg: TrainConfig, device: torch.device) -> Policy:
             model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
         else:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    model.to(device)
+    if placement == "device":
+        model.to(device)
     storage = storage_dtype(cfg.model.dtype) or stored_dtype(cfg.model.name_or_path, tiny_spec=tiny)
     return Policy(model, tokenizer, precision, storage, resolve_model(cfg.model.name_or_path, tiny_spec=tiny),
                   config_dropout)

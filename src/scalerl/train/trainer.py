@@ -34,7 +34,7 @@ from scalerl.errors import ConfigError, InputError, NonFiniteError, RunInterrupt
 from scalerl.generate.base import SamplingParams
 from scalerl.runlog import RUNLOG, RunLogWriter
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
-from scalerl.train.checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from scalerl.train.checkpoint import SHARDS, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from scalerl.train.compute import ComputeMeter
 from scalerl.train.config import CALIBRATION_COPY, TrainConfig
 from scalerl.train.distributed import Rank, TrainerGroup, barrier, make_group, rank_threads
@@ -168,7 +168,8 @@ class Trainer:
             self.calibration = run_calibration(cfg.forecast.calibration, self.output)
 
         # fp32 master weights, FP32 head, LoRA, gradient checkpointing, the compute dtype (train/policy.py).
-        self.policy = load_policy(cfg, self.device)
+        # Under FSDP the weights stay in host memory until sharding moves this rank's shard to the device.
+        self.policy = load_policy(cfg, self.device, placement="device" if self.rank is None else "host")
         self.model, self.tokenizer, self.precision = self.policy.model, self.policy.tokenizer, self.policy.precision
         validate_recipe(r, self.tokenizer)  # the length budgets, now that the phrase's length is known
         self.pad_id = pad_id_of(self.model, self.tokenizer)
@@ -179,7 +180,7 @@ class Trainer:
         self.gen_model = self.model
         if self.rank is not None:
             barrier()  # the other ranks load the model now (any cache it built is complete)
-            self.gen_model = generator_copy(self.model, self.precision.generator_dtype)
+            self.gen_model = generator_copy(self.model, self.precision.generator_dtype).to(self.device)
             self.group = make_group(cfg, self.policy, self.rank)
 
         settings = dict(cfg.task.settings)
@@ -258,8 +259,8 @@ class Trainer:
             "version": self.version,
             "skipped_steps": self.skipped_steps,
             "lag_hist": dict(self.lag_hist),
-            # fp32 master weights (LoRA: the adapters), AdamW, the schedule; under FSDP gathered from
-            # every rank (optimizer state keyed by parameter name: torch.distributed.checkpoint).
+            # fp32 master weights (LoRA: the adapters), AdamW, the schedule; under FSDP the schedule
+            # only: every rank writes its shard of the rest (_checkpoint, TrainerGroup.save_shards).
             **(self.group.state() if self.group is not None else {
                 "model": policy_weights(self.model),
                 "optimizer": self.optimizer.state_dict(),
@@ -277,7 +278,8 @@ class Trainer:
         }
 
     def _checkpoint(self) -> None:
-        save_checkpoint(self.output / CHECKPOINTS, self.step, self._state(), keep=self.cfg.run.keep_checkpoints)
+        save_checkpoint(self.output / CHECKPOINTS, self.step, self._state(), keep=self.cfg.run.keep_checkpoints,
+                        write_shards=self.group.save_shards if self.group is not None else None)
 
     def _restore(self) -> None:
         ckpt = latest_checkpoint(self.output / CHECKPOINTS)
@@ -292,7 +294,10 @@ class Trainer:
         if (written > 1) != (self.group is not None):
             raise InputError(f"{ckpt} was written by {written} trainer process(es); resume it with --nproc {written}")
         if self.group is not None:
-            self.group.load(state)  # broadcast from here to every rank's shard
+            if state.get("weights") == "shards":  # every rank reads its own shard
+                self.group.load_shards(ckpt / SHARDS, state["optimizer_saved"], state["scheduler"])
+            else:  # a checkpoint gathered into state.pt (written before checkpoints were sharded)
+                self.group.load(state)  # broadcast from here to every rank's shard
             self.group.gather_into(self.gen_model)
         else:
             load_policy_weights(self.model, state["model"])
