@@ -142,3 +142,17 @@ def _generators_get_the_trained_policy(model) -> None:
                 p.normal_(0, 0.5)
         ids = torch.randint(5, 30, (2, 12))
         torch.testing.assert_close(generator_copy(model)(ids).logits, model(ids).logits, rtol=0, atol=1e-4)
+
+
+def test_fsdp_units_are_the_outermost_layers():
+    """Mamba lists its block and the block's mixer as layers not to split: sharding both stopped
+    ``--nproc 2`` in fully_shard (the mixer's parameters were shards already). One unit per block."""
+    from scalerl.train.distributed import shard_units
+
+    model, _ = _random_model(transformers.MambaConfig, hidden_size=32, num_hidden_layers=2, state_size=8)
+    assert {"MambaBlock", "MambaMixer"} <= set(model._no_split_modules)
+    units = shard_units(model)
+    assert [type(u).__name__ for u in units] == ["MambaBlock", "MambaBlock"]
+    llama, _ = _random_model(transformers.LlamaConfig, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+                             num_attention_heads=4, num_key_value_heads=2)
+    assert [type(u).__name__ for u in shard_units(llama)] == ["LlamaDecoderLayer"] * 3

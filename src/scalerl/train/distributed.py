@@ -91,20 +91,29 @@ def backend_for(device: torch.device) -> str:
 
 
 def shard(model: torch.nn.Module, precision: Precision, *, fp32_root: bool, world: int, device: torch.device) -> None:
-    """FSDP2 over ``world`` ranks: each decoder layer (Hugging Face's ``_no_split_modules``) its
-    own unit in the compute dtype, then the root (embeddings, norm, head) -- in fp32 when
+    """FSDP2 over ``world`` ranks: each decoder layer (the outermost of Hugging Face's
+    ``_no_split_modules``) its own unit in the compute dtype, then the root (embeddings, norm, head) -- in fp32 when
     ``fp32_root`` (the FP32 LM head), else in the compute dtype."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     mesh = init_device_mesh(device.type, (world,))
     layer_policy = precision.fsdp_policy()
-    names = set(getattr(model, "_no_split_modules", None) or ())
-    layers = [m for m in model.modules() if type(m).__name__ in names]
-    for layer in layers:
+    for layer in shard_units(model):
         fully_shard(layer, mesh=mesh, mp_policy=layer_policy)
     root_policy = MixedPrecisionPolicy(param_dtype=MASTER_DTYPE, reduce_dtype=MASTER_DTYPE) if fp32_root else layer_policy
     fully_shard(model, mesh=mesh, mp_policy=root_policy)
+
+
+def shard_units(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The modules that become FSDP units of their own: the model's ``_no_split_modules`` (its
+    decoder layers), the outermost of them only -- a class listed inside another (Mamba lists its
+    block and the block's mixer) would be sharded twice, and ``fully_shard`` refuses parameters
+    that are shards already."""
+    names = set(getattr(model, "_no_split_modules", None) or ())
+    units = [m for m in model.modules() if type(m).__name__ in names]
+    nested = {id(inner) for m in units for inner in m.modules() if inner is not m}
+    return [m for m in units if id(m) not in nested]
 
 
 class TrainerGroup:
