@@ -121,3 +121,30 @@ def test_a_damaged_checkpoint_names_the_one_to_resume_from(tmp_path):
     (tmp_path / "step_000010" / "state.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(InputError, match="step_000010 cannot be read .*no earlier checkpoint is left"):
         load_checkpoint(tmp_path / "step_000010")
+
+
+@pytest.mark.filterwarnings("ignore:torch.distributed is disabled")  # one process writes them here
+def test_a_lost_or_cut_shard_is_found_before_the_ranks_read(tmp_path):
+    """A multi-process checkpoint's shards (torch.distributed.checkpoint) are checked against their
+    metadata in one process: a file cut short or lost is an OSError naming it (the trainer turns it
+    into the one-line "damaged" error above), not a traceback from every rank."""
+    import torch
+    import torch.distributed.checkpoint as dcp
+
+    from scalerl.train.checkpoint import save_checkpoint, verify_shards
+
+    def shards(path):
+        dcp.save({"model": {"w": torch.arange(1000.0), "b": torch.ones(10)}}, checkpoint_id=path, no_dist=True)
+
+    ckpt = save_checkpoint(tmp_path, 4, {"step": 4}, write_shards=shards)
+    verify_shards(ckpt / "shards")
+    (shard,) = (ckpt / "shards").glob("*.distcp")
+    shard.write_bytes(shard.read_bytes()[:100])
+    with pytest.raises(OSError, match=rf"{shard.name} holds 100 bytes of the \d+ its metadata lists"):
+        verify_shards(ckpt / "shards")
+    shard.unlink()
+    with pytest.raises(FileNotFoundError, match=f"{shard.name} is missing"):
+        verify_shards(ckpt / "shards")
+    (ckpt / "shards" / ".metadata").unlink()
+    with pytest.raises(FileNotFoundError, match="metadata is missing"):
+        verify_shards(ckpt / "shards")

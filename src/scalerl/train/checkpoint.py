@@ -132,9 +132,36 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
         # weights_only=False: the state holds our own dataclasses (pending rollouts) and RNG states.
         return torch.load(path / "state.pt", map_location="cpu", weights_only=False)
     except Exception as exc:  # noqa: BLE001 -- torch raises RuntimeError, EOFError, UnpicklingError, ...
-        earlier = sorted(p for p in path.parent.glob("step_*") if p.name < path.name and (p / "state.pt").exists()
-                         and ".tmp-" not in p.name)
-        where = (f"move {path} away to resume from {earlier[-1].name}, the newest earlier one (the run log is "
-                 "cut back to it)" if earlier else "no earlier checkpoint is left: start the run again")
-        raise InputError(f"checkpoint {path} cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0][:120]}): "
-                         f"it was damaged after it was written; {where}") from None
+        raise damaged(path, exc) from None
+
+
+def verify_shards(path: Path) -> None:
+    """Raise ``OSError`` unless every file the shards' metadata (``torch.distributed.checkpoint``)
+    lists is in ``path`` and as long as the metadata says: a lost or cut-short shard is found here,
+    by one process, before every rank sets out to read (or finishes writing) a checkpoint."""
+    from torch.distributed.checkpoint import FileSystemReader
+
+    if not (path / ".metadata").is_file():
+        raise FileNotFoundError(f"{path}/.metadata is missing")
+    metadata = FileSystemReader(str(path)).read_metadata()
+    need: dict[str, int] = {}
+    for info in (metadata.storage_data or {}).values():
+        need[info.relative_path] = max(need.get(info.relative_path, 0), info.offset + info.length)
+    for name, size in sorted(need.items()):
+        file = path / name
+        if not file.is_file():
+            raise FileNotFoundError(f"{file} is missing")
+        if file.stat().st_size < size:
+            raise OSError(f"{file} holds {file.stat().st_size} bytes of the {size} its metadata lists")
+
+
+def damaged(path: Path, exc: BaseException) -> InputError:
+    """The error for checkpoint ``path`` (its state or its shards) that cannot be read: it names the
+    newest earlier checkpoint to resume from instead."""
+    earlier = sorted(p for p in path.parent.glob("step_*") if p.name < path.name and (p / "state.pt").exists()
+                     and ".tmp-" not in p.name)
+    where = (f"move {path} away to resume from {earlier[-1].name}, the newest earlier one (the run log is "
+             "cut back to it)" if earlier else "no earlier checkpoint is left: start the run again")
+    reason = (str(exc).splitlines() or [""])[0][:120]
+    return InputError(f"checkpoint {path} cannot be read ({type(exc).__name__}: {reason}): "
+                      f"it was damaged after it was written; {where}")

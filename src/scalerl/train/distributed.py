@@ -55,6 +55,7 @@ import torch.distributed as dist
 from scalerl.errors import InputError
 from scalerl.rl.components import RecipeComponents
 from scalerl.rollout.groups import Group
+from scalerl.train.checkpoint import verify_shards
 from scalerl.train.config import TrainConfig, group_problems
 from scalerl.train.precision import MASTER_DTYPE, Precision
 from scalerl.train.share import Share, full_value
@@ -91,9 +92,9 @@ def backend_for(device: torch.device) -> str:
 
 
 def shard(model: torch.nn.Module, precision: Precision, *, fp32_root: bool, world: int, device: torch.device) -> None:
-    """FSDP2 over ``world`` ranks: each decoder layer (the outermost of Hugging Face's
-    ``_no_split_modules``) its own unit in the compute dtype, then the root (embeddings, norm, head) -- in fp32 when
-    ``fp32_root`` (the FP32 LM head), else in the compute dtype."""
+    """FSDP2 over ``world`` ranks: each decoder layer (:func:`shard_units`) its own unit in the
+    compute dtype, then the root (embeddings, norm, head) -- in fp32 when ``fp32_root`` (the FP32
+    LM head), else in the compute dtype."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
@@ -181,14 +182,14 @@ class TrainerGroup:
         # first real update came out 0.745x the single-process one). Nothing to save then.
         if self.optimizer.state:
             state["optimizer"] = get_optimizer_state_dict(self.model, self.optimizer)
-        metadata = dcp.save(state, checkpoint_id=path)
+        dcp.save(state, checkpoint_id=path)
         if self.rank.leader:
-            missing = sorted({info.relative_path for info in (metadata.storage_data or {}).values()
-                              if not (path / info.relative_path).exists()})
-            if missing:
-                raise InputError(f"checkpoint shards {', '.join(missing[:4])} were written by other trainer ranks but "
-                                 f"are not in {path} as rank 0 sees it: under a multi-machine trainer group the run "
-                                 "directory (--output) must be on a file system every machine shares")
+            try:
+                verify_shards(path)
+            except OSError as exc:
+                raise InputError(f"a checkpoint's shards, written by every trainer rank, are not all in {path} as rank 0 "
+                                 f"sees it ({exc}): under a multi-machine trainer group the run directory (--output) "
+                                 "must be on a file system every machine shares") from None
 
     def load_shards(self, path: Path, has_optimizer: bool, scheduler: dict[str, Any]) -> None:
         """Every rank reads its shard of what :meth:`save_shards` wrote (any number of ranks: the
@@ -285,7 +286,12 @@ def broadcast_initial_weights(model: torch.nn.Module, full: dict[str, torch.Tens
     set_model_state_dict(model, full if rank.leader and full is not None else {}, options=options)
     if rank.world > 1:
         for buffer in model.buffers():
-            dist.broadcast(buffer, src=0)
+            # Through the group's device (NCCL moves GPU tensors only), wherever the buffer lives.
+            sent = buffer.detach().to(rank.device)
+            dist.broadcast(sent, src=0)
+            if sent is not buffer:
+                with torch.no_grad():
+                    buffer.copy_(sent)
 
 
 def barrier() -> None:

@@ -33,7 +33,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import torch
 
@@ -69,10 +69,11 @@ def _tiny_spec(cfg: TrainConfig) -> Any:
 
 
 #: Where :func:`load_policy` puts the weights.
-PLACEMENTS = ("device", "host", "meta")
+Placement = Literal["device", "host", "meta"]
+PLACEMENTS: tuple[Placement, ...] = get_args(Placement)
 
 
-def load_policy(cfg: TrainConfig, device: torch.device, *, placement: str = "device") -> Policy:
+def load_policy(cfg: TrainConfig, device: torch.device, *, placement: Placement = "device") -> Policy:
     """The policy of ``cfg``, ready to train (see the module docstring for the order).
 
     ``placement``: ``device`` -- the weights on ``device`` (one process); ``host`` -- read into

@@ -34,7 +34,8 @@ from scalerl.errors import ConfigError, InputError, NonFiniteError, RunInterrupt
 from scalerl.generate.base import SamplingParams
 from scalerl.runlog import RUNLOG, RunLogWriter
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
-from scalerl.train.checkpoint import SHARDS, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint,
+                                     set_rng_state, verify_shards)
 from scalerl.train.compute import ComputeMeter
 from scalerl.train.config import CALIBRATION_COPY, TrainConfig
 from scalerl.train.distributed import Rank, TrainerGroup, barrier, make_group, rank_threads
@@ -295,6 +296,10 @@ class Trainer:
             raise InputError(f"{ckpt} was written by {written} trainer process(es); resume it with --nproc {written}")
         if self.group is not None:
             if state.get("weights") == "shards":  # every rank reads its own shard
+                try:  # here, before the ranks set out to read: a lost or cut shard is one line, not N tracebacks
+                    verify_shards(ckpt / SHARDS)
+                except Exception as exc:  # noqa: BLE001 -- OSError, or unreadable metadata
+                    raise damaged(ckpt, exc) from None
                 self.group.load_shards(ckpt / SHARDS, state["optimizer_saved"], state["scheduler"])
             else:  # a checkpoint gathered into state.pt (written before checkpoints were sharded)
                 self.group.load(state)  # broadcast from here to every rank's shard
