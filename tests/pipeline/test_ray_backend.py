@@ -50,7 +50,7 @@ def _record(trainer):
 
 
 def _rows(summary):
-    return [{k: v for k, v in r.items() if k not in TIMING and not k.startswith("pipeline/")} for r in summary.evals]
+    return [{k: v for k, v in r.items() if k not in TIMING and not k.startswith(("pipeline/", "memory/"))} for r in summary.evals]
 
 
 def test_a_killed_actor_is_restarted_and_no_batch_is_lost_or_duplicated(tiny_dir, tmp_path, ray_cluster):

@@ -16,7 +16,7 @@ TIMING = ("gpu_hours",)
 def _rows(out):
     _, rows, notes = read_runlog(out / "runlog.jsonl")
     assert not notes
-    return [{k: v for k, v in r.items() if k not in TIMING and not k.startswith("pipeline/")} for r in rows]
+    return [{k: v for k, v in r.items() if k not in TIMING and not k.startswith(("pipeline/", "memory/"))} for r in rows]
 
 
 @pytest.mark.parametrize(("generators", "extra"), [(1, []), (2, []),

@@ -92,6 +92,9 @@ def test_two_process_fsdp_update_equals_one_process(aggregation, micro):
     for g, w in zip(got, want):  # global metrics: loss, grad norm (before clipping), token means
         assert g.keys() == w.keys()
         for k in w:
+            if k == "memory/peak_gb":  # each process its own (the largest over the two ranks)
+                assert 0 < g[k] < 64
+                continue
             assert g[k] == pytest.approx(w[k], rel=1e-5, abs=1e-7), k
     for name, p in reference.items():  # two AdamW steps on the same gradient
         torch.testing.assert_close(torch.from_numpy(weights[name]), torch.from_numpy(p), rtol=1e-4, atol=1e-6)

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:`is_gradient_
 def _rows(out):
     _, rows, _ = read_runlog(out / "runlog.jsonl")
     # Wall-clock columns differ between any two runs; the forecast's budget is the run's own --steps.
-    return [{k: v for k, v in r.items() if k != "gpu_hours" and not k.startswith(("pipeline/", "forecast/"))}
+    return [{k: v for k, v in r.items() if k != "gpu_hours" and not k.startswith(("pipeline/", "forecast/", "memory/"))}
             for r in rows]
 
 

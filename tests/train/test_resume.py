@@ -27,7 +27,7 @@ def _cmd(out, *extra):
 def _comparable(out):
     header, rows, notes = read_runlog(out / "runlog.jsonl")
     assert not notes
-    return [{k: v for k, v in r.items() if k not in TIMING and not k.startswith("pipeline/")} for r in rows]
+    return [{k: v for k, v in r.items() if k not in TIMING and not k.startswith(("pipeline/", "memory/"))} for r in rows]
 
 
 def _wait_for_row(log, predicate, proc, timeout=240):

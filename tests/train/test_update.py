@@ -110,3 +110,23 @@ def test_the_filter_judges_groups_on_its_basis(random_model, groups, basis, filt
     penalised = [Group(groups[0].problem, groups[0].completions, [-1.0] * 4, [-1.0, -1.25, -1.0, -1.5]), *groups[1:]]
     res, _ = _grads(random_model, penalised, recipe, micro=100)
     assert res.metrics["filtered_frac"] == pytest.approx(filtered)
+
+
+
+def test_the_step_reports_the_process_peak_memory(random_model, groups):
+    """``memory/peak_gb``: on the CPU the process's peak resident set, which a fresh process that
+    writes a 256 MiB tensor sees rise by that much."""
+    import subprocess
+    import sys
+
+    from scalerl.train.memory import peak_memory_gb
+
+    res, _ = _grads(random_model, groups, get_recipe("scalerl"), micro=100)
+    assert 0 < res.metrics["memory/peak_gb"] <= peak_memory_gb("cpu")
+    # The resident set now (statm: pages) plus the tensor is a floor for the new peak.
+    code = ("import os, torch; from scalerl.train.memory import peak_memory_gb as p; a = p('cpu'); "
+            "now = int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE') / 1024**3; "
+            "t = torch.ones(64 * 1024 * 1024); print(a, now, p('cpu'))")
+    before, resident, after = map(float, subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                                        check=True).stdout.split())
+    assert resident + 0.24 <= after <= max(before, resident) + 0.3

@@ -38,6 +38,7 @@ from scalerl.rl.filters import zero_variance_mask
 from scalerl.rl.losses import LossInputs
 from scalerl.rl.recipe import RecipeConfig
 from scalerl.rollout.groups import Group, completion_lags
+from scalerl.train.memory import peak_memory_gb
 from scalerl.train.share import SINGLE, Share, full_value
 from scalerl.train.precision import FULL, Precision
 
@@ -107,8 +108,9 @@ def policy_update(
     ``share_prompt``: run each distinct prompt through the model once per micro-batch and its
     completions on top of its KV cache (:func:`shared_prompt_logprobs`: same log-probs, ~20%
     less compute on the tiny task); False: every sequence whole. The
-    ``loss/*`` metrics are means over the tokens that went through the passes, and
-    ``no_grad_frac`` is the share of sequences left out.
+    ``loss/*`` metrics are means over the tokens that went through the passes,
+    ``no_grad_frac`` is the share of sequences left out, and ``memory/peak_gb`` the process's
+    peak memory after the passes (:mod:`scalerl.train.memory`; the largest over the ranks).
     ``precision``: the compute dtype of the forward passes (autocast) and the fp16 loss scaling
     (:mod:`scalerl.train.precision`); the parameters and the optimizer stay as they are (fp32).
     ``share``: under multi-process training (:mod:`scalerl.train.distributed`), this rank's share
@@ -215,9 +217,11 @@ def policy_update(
             else:
                 totals[k] = totals.get(k, 0.0) + float(v) * n_tok
         trained += int(c_mask.sum())
+    peak_gb = peak_memory_gb(device)  # after the passes: activations and gradients included
     if share.world > 1:  # every rank's part of the metrics
         parts_ = share.merge({"loss": loss_value, "counted": counted, "trained": trained,
-                              "totals": totals, "maxima": maxima})
+                              "totals": totals, "maxima": maxima, "peak_gb": peak_gb})
+        peak_gb = max(p["peak_gb"] for p in parts_)
         loss_value = sum(p["loss"] for p in parts_)
         counted = sum(p["counted"] for p in parts_)
         trained = sum(p["trained"] for p in parts_)
@@ -243,6 +247,7 @@ def policy_update(
     metrics["loss"] = loss_value
     metrics["grad_norm"] = float(grad_norm)
     metrics["lr"] = scheduler.get_last_lr()[0]
+    metrics["memory/peak_gb"] = peak_gb
     metrics.update(precision.metrics())
     if not (math.isfinite(loss_value) and math.isfinite(float(grad_norm))):
         optimizer.zero_grad(set_to_none=True)
