@@ -1,6 +1,6 @@
 """Peak memory of each trainer rank under ``scalerl train --nproc N`` (CPU, gloo, FSDP2).
 
-    python benchmarks/nproc_memory.py [--hidden 1024] [--layers 12] [--nproc 1 2] [--steps 2]
+    python benchmarks/nproc_memory.py [--hidden 1536] [--layers 12] [--nproc 1 2] [--steps 2]
 
 Builds a random Llama checkpoint locally (``examples/user_model.py``, bf16 storage like a hub
 model; ``--hidden`` x ``--layers`` sets its size), trains it for ``--steps`` steps through the
@@ -98,7 +98,7 @@ def one_run(model: Path, data: Path, reward: Path, out: Path, nproc: int, steps:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--hidden", type=int, default=1024)
+    p.add_argument("--hidden", type=int, default=1536)
     p.add_argument("--layers", type=int, default=12)
     p.add_argument("--nproc", type=int, nargs="+", default=[1, 2])
     p.add_argument("--steps", type=int, default=2)
@@ -116,7 +116,7 @@ def main() -> int:
         params = 0
         for f in model.glob("*.safetensors"):
             with safe_open(str(f), "pt") as st:
-                params += sum(_numel(st.get_slice(k).get_shape()) for k in st.keys())
+                params += sum(math.prod(st.get_slice(k).get_shape()) for k in st.keys())
         print(f"random Llama, hidden {args.hidden}, {args.layers} layers: {params / 1e6:.0f}M parameters; "
               f"fp32 weights {params * 4 / 1024**3:.2f} GB, weights + gradients + AdamW {params * 16 / 1024**3:.2f} GB; "
               f"cores {os.cpu_count()}")
@@ -125,13 +125,6 @@ def main() -> int:
             peaks = one_run(model, data, reward, Path(tmp) / f"run-{nproc}", nproc, args.steps)
             print(f"{nproc:>5}  " + "  ".join(f"{a:.2f} / {b:.2f}" for a, b in peaks), flush=True)
     return 0
-
-
-def _numel(shape: list[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 if __name__ == "__main__":
