@@ -33,9 +33,10 @@ Formats (chosen from the path, or by ``fmt``):
   log directory (``logs/exp_<NNN>/val_data_step<N>.jsonl``; the ``logs`` directory of its launches).
 
 The user names the x (compute) and y (metric) columns. An unknown name is an error that
-lists the available ones. Missing, NaN and infinite values are dropped and counted. In the
-every format but the W&B chart export (one metric per column: no timers), x may be ``cum:COL``, the running total of a per-step column
-(``cum:timing_s/step``), or ``cum:GLOB``, of every column matching it (``cum:timing/*``).
+lists the available ones. Missing, NaN and infinite values are dropped and counted. In
+every format but the W&B chart export (one metric per column: no timers), x may be
+``cum:COL``, the running total of a per-step column (``cum:timing_s/step``), or ``cum:GLOB``,
+of every column matching it (``cum:timing/*``).
 """
 
 from __future__ import annotations
