@@ -3,6 +3,25 @@ import os
 import pytest
 
 
+def shared_dir(tmp_path_factory, name):
+    """A directory every pytest-xdist worker of this session shares (the workers' base temp
+    directories have one parent), so cached models are built once, not once per worker; the
+    cache's own file lock keeps two workers from building the same model at once."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        path = tmp_path_factory.getbasetemp().parent / name
+        path.mkdir(exist_ok=True)
+        return path
+    return tmp_path_factory.mktemp(name)
+
+
+def pytest_collection_modifyitems(items):
+    # Tests that start a Ray cluster run one after another on one worker: two clusters starting
+    # at once on a two-core machine time out (`ray start` of a joined node failed in set-up).
+    for item in items:
+        if item.get_closest_marker("ray_cluster"):
+            item.add_marker(pytest.mark.xdist_group("ray"))
+
+
 @pytest.fixture(scope="session")
 def char_tokenizer():
     from scalerl.models.char_tokenizer import build_char_tokenizer
@@ -25,14 +44,14 @@ def warm_tiny_dir(tmp_path_factory):
     from scalerl.models.tiny import TinySpec, tiny_model_dir
 
     spec = TinySpec(task_settings={"digits": 1}, warm_start_steps=60, warm_start_batch_size=32)
-    return tiny_model_dir(spec, cache_dir=tmp_path_factory.mktemp("scalerl-cache"))
+    return tiny_model_dir(spec, cache_dir=shared_dir(tmp_path_factory, "scalerl-cache"))
 
 
 @pytest.fixture(scope="session")
 def scalerl_cache(tmp_path_factory):
     """One cache for the session: the real ``tiny`` model is warm-started once (~20 s) and
     shared by every end-to-end test and subprocess."""
-    path = tmp_path_factory.mktemp("scalerl-cache")
+    path = shared_dir(tmp_path_factory, "scalerl-cache")
     old = os.environ.get("SCALERL_CACHE")
     os.environ["SCALERL_CACHE"] = str(path)
     yield path

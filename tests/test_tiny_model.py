@@ -160,6 +160,30 @@ def test_a_concurrent_builder_that_finishes_first_wins(random_model, char_tokeni
     assert os.listdir(target.parent) == [spec.key()]  # and no temporary directory is left
 
 
+def test_processes_that_ask_at_once_wait_for_one_build(random_model, char_tokenizer, tmp_path, monkeypatch):
+    # Two builders at once (a study's parallel runs, test workers): one warm start, both get it.
+    import threading
+    import time
+
+    spec = TinySpec(seed=97)
+    builds = []
+
+    def slow_build(_spec):
+        builds.append(threading.get_ident())
+        time.sleep(0.5)
+        return random_model, char_tokenizer, {"key": spec.key()}
+
+    monkeypatch.setattr(tiny, "make_tiny_model", slow_build)
+    paths = []
+    threads = [threading.Thread(target=lambda: paths.append(tiny_model_dir(spec, cache_dir=tmp_path))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(builds) == 1
+    assert paths == [tmp_path / "tiny" / spec.key()] * 2
+
+
 def test_build_writes_a_complete_model_directory(random_model, char_tokenizer, tmp_path, monkeypatch):
     spec = TinySpec(seed=98)
     monkeypatch.setattr(tiny, "make_tiny_model", lambda _spec: (random_model, char_tokenizer, {"key": spec.key()}))

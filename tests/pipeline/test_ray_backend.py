@@ -12,7 +12,7 @@ import pytest
 from scalerl.train.config import TrainConfig, resolve
 from scalerl.train.trainer import Trainer
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.ray_cluster]
 ray = pytest.importorskip("ray")
 
 #: Columns that measure wall-clock time or the pipeline's own timing, which no two runs share.

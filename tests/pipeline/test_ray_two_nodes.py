@@ -18,7 +18,7 @@ import pytest
 
 from scalerl.runlog import read_runlog
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.ray_cluster]
 pytest.importorskip("ray")
 RAY = shutil.which("ray", path=str(Path(sys.executable).parent)) or shutil.which("ray")
 

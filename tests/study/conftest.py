@@ -1,22 +1,14 @@
-import os
-
 import pytest
 
 
 @pytest.fixture(scope="session")
-def study_cache(tmp_path_factory):
-    """The tiny model cache for the study's end-to-end tests: the one a test session already
-    uses (tests/train sets $SCALERL_CACHE for the session), else a fresh one -- so the ~20 s
-    warm start happens once per session, not once per test directory."""
-    old = os.environ.get("SCALERL_CACHE")
-    path = old or str(tmp_path_factory.mktemp("scalerl-cache"))
-    os.environ["SCALERL_CACHE"] = path
+def study_cache(scalerl_cache):
+    """The tiny model cache for the study's end-to-end tests: the session's (tests/conftest.py),
+    so the ~20 s warm start happens once per session, not once per test directory."""
     from scalerl.models.tiny import TinySpec, tiny_model_dir
 
     tiny_model_dir(TinySpec())
-    yield path
-    if old is None:
-        os.environ.pop("SCALERL_CACHE", None)
+    return str(scalerl_cache)
 
 
 def micro_args(output, *extra):

@@ -153,6 +153,7 @@ def test_killed_study_resumes_and_skips_finished_runs(study_cache, tmp_path, cap
     assert run_status(second, budget) == "done" and (out / "report.md").exists()
 
 
+@pytest.mark.ray_cluster
 def test_ray_backend_runs_every_run_as_a_task(study_cache, tmp_path, capsys):
     pytest.importorskip("ray")
     out = tmp_path / "study"

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
 #: Bump when the build procedure changes in a way the settings below do not capture.
 BUILD_VERSION = 2
 
@@ -162,8 +164,20 @@ def tiny_model_dir(spec: TinySpec = TinySpec(), cache_dir: str | os.PathLike | N
     target = root / "tiny" / spec.key()
     if (target / "scalerl_tiny.json").exists():
         return target
-    model, tokenizer, info = make_tiny_model(spec)
     target.parent.mkdir(parents=True, exist_ok=True)
+    # One build per spec: processes that start together (a study's parallel runs, test workers)
+    # wait for the first builder instead of each spending the warm start on the same directory.
+    locks = root / ".locks"  # beside, not inside, the model directories
+    locks.mkdir(parents=True, exist_ok=True)
+    with FileLock(locks / f"tiny-{spec.key()}.lock"):
+        if not (target / "scalerl_tiny.json").exists():
+            _build(spec, target)
+    return target
+
+
+def _build(spec: TinySpec, target: Path) -> None:
+    """Warm-start ``spec`` and move the saved directory into place atomically."""
+    model, tokenizer, info = make_tiny_model(spec)
     tmp = Path(tempfile.mkdtemp(prefix=f".{spec.key()}.", dir=target.parent))
     try:
         model.save_pretrained(tmp)
@@ -178,4 +192,3 @@ def tiny_model_dir(spec: TinySpec = TinySpec(), cache_dir: str | os.PathLike | N
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return target
