@@ -151,13 +151,18 @@ def _checkpoint_rank(rank, world, port, path, box):
         first.save_shards(path)
         saved = first.state()
         first.update(groups, 1)
-        want = numpy(first.full_weights())
+        want = numpy(first.full_weights(torch.float32))
+        # final/ in bf16: every tensor of the unsharded model's state dict, cast as it arrives.
+        half = first.full_weights(torch.bfloat16)
+        assert set(half) == set(_setup()[0].state_dict())
+        assert all(v.dtype == torch.bfloat16 and v.device.type == "cpu" for v in half.values())
+        half = {k: v.float().numpy() for k, v in half.items()}
         first.stop()
 
         sharded, _ = group(scramble=True)
         sharded.load_shards(path, saved["optimizer_saved"], saved["scheduler"])
         sharded.update(groups, 1)
-        from_shards = numpy(sharded.full_weights())
+        from_shards = numpy(sharded.full_weights(torch.float32))
         sharded.stop()
 
         dcp_to_torch_save(path, path.parent / "gathered.pt")
@@ -165,9 +170,9 @@ def _checkpoint_rank(rank, world, port, path, box):
         gathered, _ = group(scramble=True)
         gathered.load({**gathered_state, "scheduler": saved["scheduler"]})
         gathered.update(groups, 1)
-        from_gathered = numpy(gathered.full_weights())
+        from_gathered = numpy(gathered.full_weights(torch.float32))
         gathered.stop()
-        box.put((saved, want, from_shards, from_gathered))
+        box.put((saved, want, half, from_shards, from_gathered))
     finally:
         dist.destroy_process_group()
 
@@ -180,11 +185,12 @@ def test_sharded_checkpoint_resumes_the_update_and_a_gathered_one_still_loads(tm
     path = tmp_path / "shards"
     procs = mp.start_processes(_checkpoint_rank, args=(2, _free_port(), path, box), nprocs=2, join=False,
                                start_method="spawn")
-    saved, want, from_shards, from_gathered = box.get()
+    saved, want, half, from_shards, from_gathered = box.get()
     while not procs.join():
         pass
     assert saved["weights"] == "shards" and saved["optimizer_saved"] and (path / ".metadata").exists()
     assert len(list(path.glob("*.distcp"))) == 2  # one file per rank
     for name, w in want.items():
+        assert torch.equal(torch.from_numpy(half[name]), torch.from_numpy(w).to(torch.bfloat16).float()), name
         torch.testing.assert_close(torch.from_numpy(from_shards[name]), torch.from_numpy(w), rtol=1e-6, atol=1e-7)
         torch.testing.assert_close(torch.from_numpy(from_gathered[name]), torch.from_numpy(w), rtol=1e-6, atol=1e-7)

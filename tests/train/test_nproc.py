@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+import torch
 
 from scalerl.cli import main
 from scalerl.runlog import read_runlog
@@ -52,6 +53,13 @@ def test_nproc_2_follows_nproc_1(one_process_run, tmp_path, capsys):
     assert "final model" in capsys.readouterr().out
     _assert_follows(_rows(two), _rows(one_process_run))
     assert json.loads((two / "final" / "config.json").read_text())["dtype"] == "float32"
+    # final/ gathered from the shards holds what the one process trained.
+    from safetensors.torch import load_file
+
+    got, want = load_file(two / "final" / "model.safetensors"), load_file(one_process_run / "final" / "model.safetensors")
+    assert got.keys() == want.keys()
+    for name, w in want.items():
+        torch.testing.assert_close(got[name], w, rtol=1e-4, atol=1e-6)
     # Each rank wrote its own shard; rank 0's state.pt holds no weights and no optimizer state.
     ckpt = latest_checkpoint(two / "checkpoints")
     state = load_checkpoint(ckpt)

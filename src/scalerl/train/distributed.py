@@ -38,7 +38,8 @@ temporary directory and atomic rename as a one-process checkpoint; ``state.pt`` 
 the rest. No rank gathers the full state, and a resume may use another number of ranks (the
 checkpoint's metadata maps the pieces). Checkpoints from before (the full state gathered into
 ``state.pt``) still resume (:meth:`TrainerGroup.load`). ``final/`` is the one place the full
-fp32 weights are gathered, on rank 0's CPU (4 bytes a parameter), to write an ordinary model.
+weights are gathered, on rank 0's CPU, one tensor at a time and cast to the dtype ``final/`` is
+stored in as they come (2 bytes a parameter for a bf16 model), to write an ordinary model.
 """
 
 from __future__ import annotations
@@ -227,12 +228,19 @@ class TrainerGroup:
             set_optimizer_state_dict(self.model, self.optimizer, state.get("optimizer") or {}, options=options)
         self.scheduler.load_state_dict(scheduler)
 
-    def full_weights(self) -> dict[str, torch.Tensor]:
-        """The full fp32 model weights on rank 0's CPU (for ``final/``)."""
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
-
-        self._order("full_weights")
-        return get_model_state_dict(self.model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    def full_weights(self, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+        """The full model weights in ``dtype`` on rank 0's CPU (for ``final/``; other ranks: {}).
+        Gathered one tensor at a time and cast as each arrives: rank 0 holds the stored dtype's
+        2 bytes a parameter (bf16), not the fp32 state's 4 plus a cast copy's 2."""
+        self._order("full_weights", dtype)
+        weights: dict[str, torch.Tensor] = {}
+        with torch.no_grad():
+            for name, value in self.model.state_dict().items():
+                full = full_value(value)  # an all-gather on every rank; buffers are as they are
+                if self.rank.leader:
+                    weights[name] = full.to(device="cpu", dtype=dtype if full.is_floating_point() else full.dtype)
+                del full
+        return weights
 
     def stop(self) -> None:
         """Rank 0: release the other ranks (the run is over)."""

@@ -161,8 +161,9 @@ def save_policy(policy: Policy, directory: str | os.PathLike, *, lora_save: str 
                 weights: dict[str, torch.Tensor] | None = None) -> Path:
     """Write the trained policy and its tokenizer to ``directory`` (see the module docstring).
 
-    ``weights``: the full fp32 weights when ``policy.model`` does not hold them itself (a plain
-    copy standing in for an FSDP-sharded model; :mod:`scalerl.train.distributed`)."""
+    ``weights``: the full weights (cast to the stored dtype here, a no-op where they are in it)
+    when ``policy.model`` does not hold them itself (a plain copy standing in for an FSDP-sharded
+    model; :mod:`scalerl.train.distributed`)."""
     directory = Path(directory)
     model = policy.model
     if has_lora(model) and lora_save == "adapter":

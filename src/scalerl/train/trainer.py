@@ -490,8 +490,8 @@ class Trainer:
     def _save_final(self) -> None:
         final = self.output / FINAL
         tmp = self.output / f"{FINAL}.tmp-{os.getpid()}"
-        if self.group is not None:  # the full fp32 weights, gathered, written through the plain copy
-            weights = self.group.full_weights()
+        if self.group is not None:  # the full weights, gathered in the stored dtype, written through the plain copy
+            weights = self.group.full_weights(getattr(torch, self.policy.storage_dtype))
             self.group.stop()
             save_policy(dataclasses.replace(self.policy, model=self.gen_model), tmp, weights=weights)
         else:
