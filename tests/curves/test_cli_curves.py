@@ -112,6 +112,9 @@ def test_backtest_of_several_runs_reports_one_that_cannot_be_forecast_and_scores
     assert code == 0, err
     assert f"run: {QWEN}" in out and f"run: {DEEPSEEK}" in out
     assert "skipped short: run 'short'" in out and "needs at least 4" in out
+    # the legend once, after the reports, and what they add up to
+    assert out.count("plain sigmoid: every point") == 1
+    assert "2 runs backtested" in out and "1 skipped" in out and "--all-runs" in out
     code, out, err = run_cli(capsys, "backtest", str(path), *XY, "--cut-fraction", "0.5", "--bootstrap", "0", "--json")
     obj = json.loads(out)
     assert len(obj["runs"]) == 2 and obj["skipped"][0]["run"] == "short"

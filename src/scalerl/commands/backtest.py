@@ -75,7 +75,12 @@ def run(args) -> int:
     if len(curves) == 1:  # one run: what stops it is the command's error
         results, skipped = [_backtest(curves[0], args, _cuts(args)[0])], []
     else:
-        scored, skipped = _backtests(curves, _cuts(args), args)
+        bar = progress_bar(len(curves), args.no_progress or args.json, "backtesting", "run")
+        try:
+            scored, skipped = _backtests(curves, _cuts(args), args, bar)
+        finally:
+            if bar is not None:
+                bar.close()
         results = [bt for _, bt in scored]
     if not results:
         raise InputError("no run could be backtested:\n" + "\n".join(f"  {n}: {r}" for n, r in skipped))
@@ -88,11 +93,18 @@ def run(args) -> int:
         out = objs[0] if len(curves) == 1 else {"runs": objs, "skipped": [{"run": n, "reason": r} for n, r in skipped]}
         print(json.dumps(finite_json(out), allow_nan=False, default=_jsonable))
         return 0
+    several = len(results) > 1
     for bt in results:
-        print(_text(bt))
+        print(_text(bt, legend=not several))
         print()
     for name, reason in skipped:
         print(f"skipped {name}: {reason}")
+    if several:  # the legend once, and what the reports add up to (--all-runs: one table instead)
+        from scalerl.curves import summarize
+
+        print(LEGEND)
+        print("\n" + _summary_lines(summarize(results, tolerance=0.001), "runs", skipped=len(skipped)))
+        print("(--all-runs: one line per run instead of a report)")
     return 0
 
 
@@ -127,7 +139,11 @@ def _jsonable(v):
     return None if isinstance(v, float) and not math.isfinite(v) else str(v)
 
 
-def _text(bt) -> str:
+LEGEND = ("sigmoid: the paper's law on the default window (the fit behind A, B, C_mid); plain sigmoid: every point, "
+          "R0 = first evaluation; end-level error: forecast minus observed, mean of the last quarter")
+
+
+def _text(bt, *, legend: bool = True) -> str:
     c = bt.forecast.curve
     fit = bt.forecast.fit
     lines = [f"run: {c.name}",
@@ -149,8 +165,8 @@ def _text(bt) -> str:
                  f"{pct}% prediction band (median half-width {b.point_half_width:.4f}) holds "
                  f"{100 * b.point_coverage:.0f}% of the held-out evaluations"
                  + ("" if b.calibrated else " (partly beyond the calibrated horizon)"))
-    lines.append("sigmoid: the paper's law on the default window (the fit behind A, B, C_mid); plain sigmoid: every "
-                 "point, R0 = first evaluation; end-level error: forecast minus observed, mean of the last quarter")
+    if legend:
+        lines.append(LEGEND)
     lines += [f"warning: {w}" for w in fit.warnings] + [f"note: {n}" for n in bt.forecast.notes]
     return "\n".join(lines)
 
