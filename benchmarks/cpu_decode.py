@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/cpu_decode.py                 # ~2 min on 2 busy cores
     .venv/bin/python benchmarks/cpu_decode.py --rounds 20 --batch 256
+    .venv/bin/python benchmarks/cpu_decode.py --whole-only --ablate --rounds 40   # each change left out in turn
 
 Parts (each timed in isolation at the tiny model's decode shape, best of --rounds):
 
@@ -90,7 +91,14 @@ def parts(rounds: int) -> None:
         print(f"| {name} | {before:.0f} | {after:.0f} | {after / before:.2f} |")
 
 
-def whole(rounds: int, batch: int) -> None:
+#: The generator's three CPU changes, each on or off: (decode attention, append cache, inverse-CDF sampling).
+SETS = {"before": (False, False, False), "after": (True, True, True),
+        "after without the decode attention": (False, True, True),
+        "after without the append cache": (True, False, True),
+        "after without the inverse-CDF sampling": (True, True, False)}
+
+
+def whole(rounds: int, batch: int, ablate: bool) -> None:
     import scalerl.generate.hf as hf
     import scalerl.generate.sampling as sampling
     from scalerl.generate.base import SamplingParams
@@ -108,20 +116,21 @@ def whole(rounds: int, batch: int) -> None:
     def multinomial(probs, generator):
         return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
-    def setup(before: bool) -> hf.HFGenerator:
-        hf.decode_cache = new_cache if before else new_cat
-        sampling.sample_categorical = multinomial if before else new_sample
+    def setup(attention: bool, cache: bool, sample: bool) -> hf.HFGenerator:
+        hf.decode_cache = new_cat if cache else new_cache
+        sampling.sample_categorical = new_sample if sample else multinomial
         model.set_attn_implementation("sdpa")
         gen = hf.HFGenerator(model, tok, seed=0)  # switches to the decode attention on a CPU
-        if before:
+        if not attention:
             model.set_attn_implementation("sdpa")
         return gen
 
-    cpu = {"before": [], "after": []}
-    tokens = {"before": 0, "after": 0}
+    names = list(SETS) if ablate else ["before", "after"]
+    cpu: dict[str, list[float]] = {n: [] for n in names}
+    tokens = {n: 0 for n in names}
     for r in range(rounds + 1):
-        for name in ("before", "after"):
-            gen = setup(name == "before")
+        for name in names:
+            gen = setup(*SETS[name])
             start = time.process_time()
             out = gen.generate(prompts, SamplingParams(max_new_tokens=48, temperature=1.0, seed=r))
             if r:  # round 0 warms up
@@ -135,6 +144,15 @@ def whole(rounds: int, batch: int) -> None:
     for n in cpu:
         print(f"| {n} | {statistics.median(cpu[n]):.4f} | {per[n]:.4f} | {tokens[n] / rounds / len(prompts):.1f} |")
     print(f"\nafter / before, CPU per token: {per['after'] / per['before']:.3f}")
+    if ablate:
+        # Each set against "after" in the same round (the machine's speed drifts between rounds);
+        # the sets with the same sampler draw the same tokens, so per call is per token there (not
+        # for the one without the inverse-CDF sampling: its tokens differ, a little in number).
+        print("\nper round, CPU of the set / CPU of after (median [quartiles]): above 1 = the change left out helps")
+        for n in names[2:]:
+            ratios = [a / b for a, b in zip(cpu[n], cpu["after"])]
+            q1, q2, q3 = statistics.quantiles(ratios, n=4)
+            print(f"  {n}: {q2:.3f} [{q1:.3f}, {q3:.3f}]")
 
 
 def main() -> None:
@@ -143,11 +161,13 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--whole-only", action="store_true", help="skip the part-by-part timings")
+    p.add_argument("--ablate", action="store_true",
+                   help="also time the whole generator with each of the three changes left out")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     if not a.whole_only:
         parts(a.rounds)
-    whole(a.rounds, a.batch)
+    whole(a.rounds, a.batch, a.ablate)
 
 
 if __name__ == "__main__":
