@@ -7,7 +7,7 @@ from transformers import DynamicCache
 
 from scalerl.generate.base import Generator, SamplingParams
 from scalerl.generate.hf import HFGenerator
-from scalerl.generate.layout import forward_kwargs
+from scalerl.generate.layout import forward_kwargs, rows_selectable
 from scalerl.generate.logprobs import completion_logprobs, pack_completions, shared_prompt_logprobs
 from scalerl.generate.sampling import nucleus_filter, token_logprobs
 
@@ -395,8 +395,6 @@ ARCHITECTURES = {
         **_SMALL, num_key_value_heads=2, intermediate_size=64, mamba_d_ssm=32, mamba_n_heads=4, mamba_d_head=8,
         mamba_d_state=8, mamba_n_groups=1),
 }
-
-
 @pytest.mark.parametrize("arch", sorted(ARCHITECTURES))
 def test_logprobs_match_an_unpadded_forward_on_other_architectures(arch, char_tokenizer, prompts):
     """Left padding, position ids and the KV cache are every architecture's own: the generator's
@@ -418,3 +416,56 @@ def test_logprobs_match_an_unpadded_forward_on_other_architectures(arch, char_to
             torch.testing.assert_close(recomputed[i, : len(c.logprobs)], alone, rtol=0, atol=1e-4)
         shared, _, _ = shared_prompt_logprobs(model, out, 1.0, tok.pad_token_id)  # the trainer's default pass
         torch.testing.assert_close(shared, recomputed, rtol=0, atol=1e-4)
+
+
+@pytest.mark.skipif(not hasattr(transformers, "DeepseekV4Config"), reason="transformers without DeepSeek-V4")
+def test_deepseek_v4_compressor_state_keeps_its_rows(char_tokenizer, prompts):
+    """DeepSeek-V4's cache layers keep compressor buffers per row beyond keys and values, which
+    only their reorder_cache selects: rows are not selected (a group's prompt prefilled per row,
+    finished rows kept), and generator and trainer agree. (Selecting them failed: 8 rows of
+    buffer against 16 of keys.) transformers' compressor also counts left-pad positions in its
+    windows, so a padded row's log-probs differ from the same row alone, in the generator and the
+    trainer alike: only the unpadded row is compared with its plain forward."""
+    from scalerl.generate.kvcache import decode_cache
+
+    tok = char_tokenizer
+    config = transformers.DeepseekV4Config(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4, head_dim=16,
+        q_lora_rank=16, qk_rope_head_dim=8, moe_intermediate_size=32, n_routed_experts=4, num_experts_per_tok=2,
+        sliding_window=8, layer_types=["heavily_compressed_attention", "compressed_sparse_attention"],
+        vocab_size=len(tok), pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    assert not rows_selectable(decode_cache(model))
+    out = HFGenerator(model, tok, seed=1).generate(prompts * 2, SamplingParams(max_new_tokens=16, temperature=1.0, seed=5))
+    batch = pack_completions(out, tok.pad_token_id)
+    with torch.no_grad():
+        recomputed = completion_logprobs(model, batch, 1.0)
+        for i, c in enumerate(out):
+            torch.testing.assert_close(torch.tensor(c.logprobs), recomputed[i, : len(c.logprobs)], rtol=0, atol=1e-4)
+        shared, _, _ = shared_prompt_logprobs(model, out, 1.0, tok.pad_token_id)
+        torch.testing.assert_close(shared, recomputed, rtol=0, atol=1e-4)
+        longest = max(range(len(out)), key=lambda i: len(out[i].prompt_ids))
+        c = out[longest]
+        ids = torch.tensor([list(c.prompt_ids) + list(c.token_ids)])
+        alone = model(ids).logits[0, len(c.prompt_ids) - 1 : -1].float().log_softmax(-1)
+        alone = alone.gather(-1, torch.tensor(c.token_ids)[:, None])[:, 0]
+        torch.testing.assert_close(torch.tensor(c.logprobs), alone, rtol=0, atol=1e-4)
+
+
+def test_a_cache_layer_whose_extra_state_only_reorder_cache_knows_is_not_row_selectable():
+    from transformers.cache_utils import DynamicLayer
+
+    from scalerl.generate.layout import _selection_covers_reorder
+
+    class Buffered(DynamicLayer):  # per-row state beyond keys and values, reordered for beam search
+        def reorder_cache(self, beam_idx):
+            super().reorder_cache(beam_idx)
+
+    class BufferedAndSelected(Buffered):
+        def batch_select_indices(self, indices):
+            super().batch_select_indices(indices)
+
+    assert _selection_covers_reorder(DynamicLayer)
+    assert not _selection_covers_reorder(Buffered)
+    assert _selection_covers_reorder(BufferedAndSelected)

@@ -80,13 +80,28 @@ def rows_selectable(cache: Any) -> bool:
     (keys and values), not of the recurrent and convolution states of state-space / linear-attention
     layers (Mamba, and the hybrids: Qwen3-Next, Jamba, Falcon-H1, Granite 4, ...). transformers
     gives a pure recurrent layer no row selection at all, and a hybrid layer its attention half's,
-    which would leave the recurrent states of the other rows in place. Without it the generator
-    decodes every row to the end and runs the prompt of a group once per row, and the trainer
-    scores every sequence whole: the same numbers, more compute."""
+    which would leave the recurrent states of the other rows in place; nor of an attention layer
+    whose extra per-row state only ``reorder_cache`` knows (:func:`_selection_covers_reorder`).
+    Without it the generator decodes every row to the end and runs the prompt of a group once per
+    row, and the trainer scores every sequence whole: the same numbers, more compute."""
     recurrent = _linear_attention_layer_type()
     layers = getattr(cache, "layers", None) or []
     return all(callable(getattr(layer, "batch_select_indices", None)) and not isinstance(layer, recurrent)
-               for layer in layers)
+               and _selection_covers_reorder(type(layer)) for layer in layers)
+
+
+def _selection_covers_reorder(cls: type) -> bool:
+    """Whether ``cls.batch_select_indices`` is defined at or below the class that defines its
+    ``reorder_cache``. A cache layer with per-row state beyond keys and values extends
+    ``reorder_cache`` for it (beam search needs it); when it inherits ``batch_select_indices``
+    from further up, a selection keeps that state's old rows (DeepSeek-V4's compressor buffers:
+    the next step failed on 8 rows of buffer against 16 of keys). Those caches are treated as
+    not selectable: every row decoded to the end, the same numbers."""
+    def owner(name: str) -> type | None:
+        return next((c for c in cls.__mro__ if name in vars(c)), None)
+
+    select, reorder = owner("batch_select_indices"), owner("reorder_cache")
+    return reorder is None or select is None or issubclass(select, reorder)
 
 
 def eos_ids(model: Any, tokenizer: Any) -> list[int]:
