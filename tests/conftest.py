@@ -44,7 +44,8 @@ def warm_tiny_dir(tmp_path_factory):
     from scalerl.models.tiny import TinySpec, tiny_model_dir
 
     spec = TinySpec(task_settings={"digits": 1}, warm_start_steps=60, warm_start_batch_size=32)
-    return tiny_model_dir(spec, cache_dir=shared_dir(tmp_path_factory, "scalerl-cache"))
+    # A cache of its own: tests list its directory and expect this model alone there.
+    return tiny_model_dir(spec, cache_dir=shared_dir(tmp_path_factory, "scalerl-cache-warm"))
 
 
 @pytest.fixture(scope="session")
