@@ -30,13 +30,8 @@ from pathlib import Path
 import torch
 import torch.multiprocessing as mp
 
-
-def _status_gb(field: str) -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024**2
-    raise RuntimeError(f"no {field} in /proc/self/status")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from nproc_memory import status_gb  # noqa: E402  (the /proc/PID/status reader both benchmarks use)
 
 
 def _model(hidden: int, layers: int, dtype: torch.dtype):
@@ -70,7 +65,7 @@ def _rank(rank: int, world: int, port: int, way: str, hidden: int, layers: int, 
         if rank == 0:
             with open("/proc/self/clear_refs", "w") as f:
                 f.write("5")  # VmHWM := VmRSS: the peak from here on
-            before = _status_gb("VmRSS")
+            before = status_gb("self", "VmRSS")
             start = time.perf_counter()
         if way == "state-dict":
             weights = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
@@ -82,7 +77,7 @@ def _rank(rank: int, world: int, port: int, way: str, hidden: int, layers: int, 
         if rank == 0:
             _save_model(plain, Path(out), stored, weights, {})
             seconds = time.perf_counter() - start
-            box.put((_status_gb("VmHWM") - before, seconds))
+            box.put((status_gb("self", "VmHWM") - before, seconds))
             if way == "streamed":
                 group.stop()
     finally:

@@ -39,15 +39,21 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def _peak_gb(pid: int) -> float | None:
+def status_gb(pid: int | str, field: str) -> float | None:
+    """A memory field of ``/proc/PID/status`` (``VmHWM``: the peak resident set, ``VmRSS``: the
+    resident set now) in GB; None once the process is gone."""
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) / 1024**2  # kB -> GB
     except OSError:
         return None
     return None
+
+
+def _peak_gb(pid: int) -> float | None:
+    return status_gb(pid, "VmHWM")
 
 
 def _is_rank(pid: int) -> bool:

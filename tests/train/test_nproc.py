@@ -9,6 +9,7 @@ import time
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from scalerl.cli import main
 from scalerl.runlog import read_runlog
@@ -54,8 +55,6 @@ def test_nproc_2_follows_nproc_1(one_process_run, tmp_path, capsys):
     _assert_follows(_rows(two), _rows(one_process_run))
     assert json.loads((two / "final" / "config.json").read_text())["dtype"] == "float32"
     # final/ gathered from the shards holds what the one process trained.
-    from safetensors.torch import load_file
-
     got, want = load_file(two / "final" / "model.safetensors"), load_file(one_process_run / "final" / "model.safetensors")
     assert got.keys() == want.keys()
     for name, w in want.items():

@@ -1,6 +1,7 @@
 """One policy update on a real (random, tiny) Qwen2: micro-batching, filtering, skipping."""
 
 import copy
+from pathlib import Path
 
 import pytest
 import torch
@@ -112,7 +113,7 @@ def test_the_filter_judges_groups_on_its_basis(random_model, groups, basis, filt
     assert res.metrics["filtered_frac"] == pytest.approx(filtered)
 
 
-
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads the resident set from /proc (Linux)")
 def test_the_step_reports_the_process_peak_memory(random_model, groups):
     """``memory/peak_gb``: on the CPU the process's peak resident set, which a fresh process that
     writes a 256 MiB tensor sees rise by that much."""

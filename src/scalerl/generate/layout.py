@@ -15,6 +15,7 @@ ratio is exactly 1 on unchanged weights only if all of them agree.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any, Sequence
 
@@ -90,6 +91,7 @@ def rows_selectable(cache: Any) -> bool:
                and _selection_covers_reorder(type(layer)) for layer in layers)
 
 
+@functools.cache  # one answer per cache-layer class; asked at every generate call and update pass
 def _selection_covers_reorder(cls: type) -> bool:
     """Whether ``cls.batch_select_indices`` is defined at or below the class that defines its
     ``reorder_cache``. A cache layer with per-row state beyond keys and values extends
