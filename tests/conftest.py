@@ -14,12 +14,20 @@ def shared_dir(tmp_path_factory, name):
     return tmp_path_factory.mktemp(name)
 
 
-def pytest_collection_modifyitems(items):
-    # Tests that start a Ray cluster run one after another on one worker: two clusters starting
-    # at once on a two-core machine time out (`ray start` of a joined node failed in set-up).
-    for item in items:
-        if item.get_closest_marker("ray_cluster"):
-            item.add_marker(pytest.mark.xdist_group("ray"))
+@pytest.fixture(autouse=True)
+def one_ray_cluster_at_a_time(request, tmp_path_factory):
+    """Tests marked ``ray_cluster`` run one at a time across xdist workers: two Ray clusters busy
+    at once on a two-core machine time out (a joined node's ``ray start`` failed in set-up). A file
+    lock, not xdist's ``xdist_group``: pytest-xdist 3.8's ``--dist loadgroup`` groups nothing under
+    pytest 9.2 (it renames ``item._nodeid``, which pytest 9.2 no longer reads), and the lock holds
+    whichever way the tests are scheduled."""
+    if request.node.get_closest_marker("ray_cluster") is None or not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    from filelock import FileLock
+
+    with FileLock(shared_dir(tmp_path_factory, "locks") / "ray_cluster.lock"):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -153,7 +153,10 @@ def test_killed_study_resumes_and_skips_finished_runs(study_cache, tmp_path, cap
     assert run_status(second, budget) == "done" and (out / "report.md").exists()
 
 
+# `extended` (make test-all, 25-70 s): a study's runs in worker processes are
+# test_local_parallel_..., and training on a Ray cluster is tests/pipeline/test_ray_backend.py.
 @pytest.mark.ray_cluster
+@pytest.mark.extended
 def test_ray_backend_runs_every_run_as_a_task(study_cache, tmp_path, capsys):
     pytest.importorskip("ray")
     out = tmp_path / "study"

@@ -19,8 +19,12 @@ def _rows(out):
     return [{k: v for k, v in r.items() if k not in TIMING and not k.startswith(("pipeline/", "memory/"))} for r in rows]
 
 
+# bf16 + LoRA is `extended` (make test-all, ~30 s): the merged-adapter copies it adds are checked
+# against the trained model by tests/train/test_adapters.py.
 @pytest.mark.parametrize(("generators", "extra"), [(1, []), (2, []),
-                                                   (2, ["--set", "precision.compute=bf16", "--set", "model.lora.rank=4"])],
+                                                   pytest.param(2, ["--set", "precision.compute=bf16",
+                                                                    "--set", "model.lora.rank=4"],
+                                                                marks=pytest.mark.extended)],
                          ids=["default", "two-generators", "two-generators-bf16-lora"])
 def test_same_seed_same_run_log_for_the_default_recipe(tiny_dir, tmp_path, capsys, generators, extra):
     """bf16-lora: the generator threads hold bf16 copies with the adapter merged in, and the weights

@@ -66,6 +66,9 @@ def test_nproc_2_follows_nproc_1(one_process_run, tmp_path, capsys):
     assert len(list((ckpt / "shards").glob("*.distcp"))) == 2 and (ckpt / "shards" / ".metadata").exists()
 
 
+# `extended` (make test-all, ~35 s): the sharded checkpoint's resume is checked in one process group by
+# tests/train/test_distributed_update.py, and kill -9 + resume of the default recipe by test_resume.py.
+@pytest.mark.extended
 def test_nproc_2_resumes_after_kill_9(one_process_run, tmp_path):
     """Killed and resumed with two processes, the run still follows the one-process run (which
     an uninterrupted two-process run follows: the test above), row for row."""

@@ -35,7 +35,11 @@ def _config(out, steps, extra):
     return resolve(TrainConfig(), overrides)
 
 
-@pytest.mark.parametrize("extra", [["precision.compute=bf16"], ["precision.compute=bf16", "model.lora.rank=4"]],
+# LoRA's case is `extended` (make test-all): its checkpoint holds the adapters only, which
+# tests/train/test_adapters.py saves and loads back.
+@pytest.mark.parametrize("extra", [["precision.compute=bf16"],
+                                   pytest.param(["precision.compute=bf16", "model.lora.rank=4"],
+                                                marks=pytest.mark.extended)],
                          ids=["bf16", "bf16-lora"])
 def test_resume_of_a_bf16_run_is_exact(tiny_dir, tmp_path, extra):
     ref, split = tmp_path / "ref", tmp_path / "split"

@@ -48,10 +48,14 @@ def _wait_for_row(log, predicate, proc, timeout=240):
 # its own threads. Synchronous kill -9 + resume is tested by test_nproc.py (its checkpoints
 # sharded) and, in one process, by test_precision_resume.py; the default recipe's checkpoint
 # holds everything a synchronous one does, and more.
+# The other two sources' kill -9 + resume are `extended` (make test-all): the default recipe's
+# covers the same checkpoint code with the most state (in-flight sequences), at ~30 s a case.
 @pytest.mark.parametrize("pipeline", [[],
-                                      ["--set", "pipeline=ppo-off-policy-k", "--set", "k=3", "--threads", "1"],
-                                      ["--set", "backend.generators=2", "--set", "k=2",
-                                       "--set", "filtering.dynamic_sampling=true"]],
+                                      pytest.param(["--set", "pipeline=ppo-off-policy-k", "--set", "k=3",
+                                                    "--threads", "1"], marks=pytest.mark.extended),
+                                      pytest.param(["--set", "backend.generators=2", "--set", "k=2",
+                                                    "--set", "filtering.dynamic_sampling=true"],
+                                                   marks=pytest.mark.extended)],
                          ids=["default-pipeline-rl-8", "ppo-off-policy-3", "pipeline-rl-2-dynamic-sampling"])
 def test_kill_and_resume_matches_an_uninterrupted_run(tiny_dir, tmp_path, pipeline):
     env = dict(os.environ)
