@@ -149,7 +149,7 @@ def test_a_concurrent_builder_that_finishes_first_wins(random_model, char_tokeni
     spec = TinySpec(seed=99)
     target = tmp_path / "tiny" / spec.key()
 
-    def other_process_finishes_meanwhile(_spec):
+    def other_process_finishes_meanwhile(_spec, _progress=None):
         target.mkdir(parents=True)
         (target / "scalerl_tiny.json").write_text("{}")  # the other builder's complete directory
         return random_model, char_tokenizer, {"key": spec.key()}
@@ -168,7 +168,7 @@ def test_processes_that_ask_at_once_wait_for_one_build(random_model, char_tokeni
     spec = TinySpec(seed=97)
     builds = []
 
-    def slow_build(_spec):
+    def slow_build(_spec, _progress=None):
         builds.append(threading.get_ident())
         time.sleep(0.5)
         return random_model, char_tokenizer, {"key": spec.key()}
@@ -186,10 +186,22 @@ def test_processes_that_ask_at_once_wait_for_one_build(random_model, char_tokeni
 
 def test_build_writes_a_complete_model_directory(random_model, char_tokenizer, tmp_path, monkeypatch):
     spec = TinySpec(seed=98)
-    monkeypatch.setattr(tiny, "make_tiny_model", lambda _spec: (random_model, char_tokenizer, {"key": spec.key()}))
+    monkeypatch.setattr(tiny, "make_tiny_model", lambda _spec, _progress=None: (random_model, char_tokenizer, {"key": spec.key()}))
     path = tiny_model_dir(spec, cache_dir=tmp_path)
     assert {"config.json", "model.safetensors", "tokenizer.json", "scalerl_tiny.json"} <= set(os.listdir(path))
     assert AutoModelForCausalLM.from_pretrained(path).config.hidden_size == random_model.config.hidden_size
+
+
+def test_a_build_shows_its_warm_start_progress_when_asked(tmp_path, capsys):
+    # tiny-m's warm start is minutes on two cores: the first run on a machine must not sit silent.
+    spec = TinySpec(warm_start_steps=3, seed=96)
+    tiny_model_dir(spec, cache_dir=tmp_path / "quiet")
+    assert capsys.readouterr().err == ""
+    tiny_model_dir(spec, cache_dir=tmp_path / "shown", progress=True)
+    err = capsys.readouterr().err
+    assert "building the tiny model (once; cached in" in err and "3/3" in err
+    tiny_model_dir(spec, cache_dir=tmp_path / "shown", progress=True)  # cached: nothing to show
+    assert capsys.readouterr().err == ""
 
 
 # ---------------------------------------------------------------- the arithmetic-mix model ladder

@@ -12,7 +12,7 @@ import math
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -78,8 +78,10 @@ def supervised_warm_start(
     tokenizer: Any,
     pairs: Sequence[tuple[str, str]],
     config: WarmStartConfig = WarmStartConfig(),
+    progress: Callable[[int], Any] | None = None,
 ) -> dict[str, float]:
-    """Train ``model`` in place on ``(prompt, completion)`` text pairs; returns loss and timing figures."""
+    """Train ``model`` in place on ``(prompt, completion)`` text pairs; returns loss and timing figures.
+    ``progress``: called with 1 after every optimizer step (a progress bar's ``update``)."""
     if not pairs:
         raise ValueError("supervised_warm_start needs at least one (prompt, completion) pair")
     eos = tokenizer.eos_token_id
@@ -98,12 +100,13 @@ def supervised_warm_start(
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _train(model, tokenizer, examples, config, rng)
+        return _train(model, tokenizer, examples, config, rng, progress)
     finally:
         torch.set_num_threads(threads)
 
 
-def _train(model: Any, tokenizer: Any, examples: list, config: WarmStartConfig, rng: random.Random) -> dict[str, float]:
+def _train(model: Any, tokenizer: Any, examples: list, config: WarmStartConfig, rng: random.Random,
+           progress: Callable[[int], Any] | None) -> dict[str, float]:
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     model.train()
     start, losses, order = time.perf_counter(), [], []
@@ -122,6 +125,8 @@ def _train(model: Any, tokenizer: Any, examples: list, config: WarmStartConfig, 
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         losses.append(loss.item())
+        if progress is not None:
+            progress(1)
     model.eval()
     tail = losses[-max(1, len(losses) // 10) :]
     return {
