@@ -196,9 +196,9 @@ def _tiny_spec(p: RunPlan):
     return tiny_spec(p.config.model.name_or_path)  # a ladder size (fixed warm start), or None
 
 
-def prepare_models(plans: list[RunPlan]) -> None:
+def prepare_models(plans: list[RunPlan], progress: bool = False) -> None:
     """Build (or find cached) every tiny model a plan needs, before any run starts, so that runs
-    only ever read the shared cache."""
+    only ever read the shared cache; ``progress``: a bar over each warm start built here."""
     from scalerl.models.tiny import tiny_model_dir
 
     done = set()
@@ -206,7 +206,7 @@ def prepare_models(plans: list[RunPlan]) -> None:
         spec = _tiny_spec(p)
         if spec is None or spec.key() in done:
             continue
-        tiny_model_dir(spec)
+        tiny_model_dir(spec, progress=progress)
         done.add(spec.key())
 
 
@@ -488,7 +488,7 @@ def run_study(spec: StudySpec, study_dir: str | Path, *, echo: Echo | None = Non
     check_existing(plans)
     study_dir.mkdir(parents=True, exist_ok=True)
     save_spec(spec, study_dir)
-    prepare_models(plans)
+    prepare_models(plans, progress=spec.progress)
     budget = Budget.of(spec)
     t0 = time.perf_counter()
 
