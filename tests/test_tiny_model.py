@@ -202,6 +202,9 @@ def test_a_build_shows_its_warm_start_progress_when_asked(tmp_path, capsys):
     assert "building the tiny model (once; cached in" in err and "3/3" in err
     tiny_model_dir(spec, cache_dir=tmp_path / "shown", progress=True)  # cached: nothing to show
     assert capsys.readouterr().err == ""
+    # What the trainer (progress = log.progress) and `scalerl eval` call.
+    load_model("tiny", tiny_spec=spec, cache_dir=str(tmp_path / "loaded"), progress=True)
+    assert "building the tiny model" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- the arithmetic-mix model ladder

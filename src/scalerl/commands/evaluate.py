@@ -93,7 +93,7 @@ def run(args) -> int:
         raise InputError("--k and --problems must be >= 1")
     # On the CPU this command runs on, in fp32 like the trainer there (precision auto): a bf16 final/
     # is upcast (bf16 matmuls are slower on most CPUs, and the run's own evaluations computed in fp32).
-    model, tokenizer = load_model(pick["model"], dtype="float32")
+    model, tokenizer = load_model(pick["model"], dtype="float32", progress=True)  # a tiny model built here: minutes
     task_settings = dict(base.get("task_settings", {})) if pick["task"] == base.get("task") else {}
     if pick["data"]:
         task_settings["data"] = pick["data"]

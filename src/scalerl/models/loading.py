@@ -18,14 +18,16 @@ from scalerl.errors import InputError
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 
 
-def resolve_model(name_or_path: str, cache_dir: str | None = None, tiny_spec: Any = None) -> str:
+def resolve_model(name_or_path: str, cache_dir: str | None = None, tiny_spec: Any = None, *,
+                  progress: bool = False) -> str:
     """A path or hub id ``from_pretrained`` can load; a tiny model name (``tiny``, ``tiny-s``, ...)
     becomes its cached directory (built if needed, from ``tiny_spec`` -- a
-    :class:`~scalerl.models.tiny.TinySpec` -- or the name's own spec)."""
+    :class:`~scalerl.models.tiny.TinySpec` -- or the name's own spec; ``progress``: with a progress
+    bar over the build, minutes on a machine's first run)."""
     from scalerl.models.tiny import tiny_model_dir, tiny_spec as named_tiny_spec
 
     if named_tiny_spec(name_or_path) is not None:  # tiny, tiny-s, tiny-m, tiny-l (models/tiny.py)
-        return str(tiny_model_dir(tiny_spec or named_tiny_spec(name_or_path), cache_dir=cache_dir))
+        return str(tiny_model_dir(tiny_spec or named_tiny_spec(name_or_path), cache_dir=cache_dir, progress=progress))
     path = Path(name_or_path).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
@@ -100,7 +102,7 @@ def causal_config(source: str, name_or_path: str, **kwargs: Any) -> Any:
 
 def load_model(
     name_or_path: str, dtype: Any = None, cache_dir: str | None = None, tiny_spec: Any = None, *,
-    weights: bool = True, **kwargs: Any
+    weights: bool = True, progress: bool = False, **kwargs: Any
 ) -> tuple[Any, Any]:
     """``(model, tokenizer)`` for ``tiny``, a local directory or a hub id.
 
@@ -110,13 +112,14 @@ def load_model(
     ``weights=False``: the architecture only, built from the config on the meta device -- no
     weight file is read and no memory is taken (a trainer rank whose shard of the weights comes
     from rank 0: :func:`scalerl.train.distributed.make_group`).
+    ``progress``: a progress bar over a tiny model's warm start, where it is built here.
     A missing path or an unreachable hub id raises :class:`InputError` naming it.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # our own progress bar is the one that matters
-    source = resolve_model(name_or_path, cache_dir, tiny_spec)
+    source = resolve_model(name_or_path, cache_dir, tiny_spec, progress=progress)
     config = causal_config(source, name_or_path, **kwargs)  # a model of another kind is refused here, in one line
     model_kwargs = dict(kwargs)
     if dtype is not None:

@@ -185,7 +185,9 @@ def tiny_model_dir(spec: TinySpec = TinySpec(), cache_dir: str | os.PathLike | N
 def _build(spec: TinySpec, target: Path, progress: bool = False) -> None:
     """Warm-start ``spec`` and move the saved directory into place atomically."""
     from tqdm.auto import tqdm
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # save_pretrained's "Writing model shards": ours is the bar to show
     with tqdm(total=spec.warm_start_steps, desc=f"building the tiny model (once; cached in {target.parent})",
               unit="step", leave=False, disable=not progress, dynamic_ncols=True, file=sys.stderr) as bar:
         model, tokenizer, info = make_tiny_model(spec, bar.update)

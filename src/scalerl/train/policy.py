@@ -68,16 +68,6 @@ def _tiny_spec(cfg: TrainConfig) -> Any:
     return TinySpec(warm_start_steps=cfg.model.tiny_warm_start_steps)
 
 
-def _build_tiny_model(cfg: TrainConfig, tiny: Any) -> None:
-    """A tiny model (``tiny``, ``tiny-m``, ...) not cached yet is warm-started now, under the run's
-    progress bar setting: minutes of silence otherwise, on a machine's first run."""
-    from scalerl.models.tiny import tiny_model_dir, tiny_spec
-
-    spec = tiny or tiny_spec(cfg.model.name_or_path)
-    if spec is not None:
-        tiny_model_dir(spec, progress=cfg.log.progress)
-
-
 #: Where :func:`load_policy` puts the weights.
 Placement = Literal["device", "host", "meta"]
 PLACEMENTS: tuple[Placement, ...] = get_args(Placement)
@@ -98,10 +88,11 @@ def load_policy(cfg: TrainConfig, device: torch.device, *, placement: Placement 
 
     precision = Precision.create(cfg.precision.compute, device, init_scale=cfg.precision.fp16_init_scale)
     tiny = _tiny_spec(cfg)
-    _build_tiny_model(cfg, tiny)
     lora = cfg.model.lora
     load_dtype = precision.compute_dtype if lora.rank and precision.mixed else MASTER_DTYPE
-    model, tokenizer = load_model(cfg.model.name_or_path, dtype=load_dtype, tiny_spec=tiny, weights=placement != "meta")
+    # A tiny model built here (a machine's first run: minutes) shows its warm start's progress.
+    model, tokenizer = load_model(cfg.model.name_or_path, dtype=load_dtype, tiny_spec=tiny, weights=placement != "meta",
+                                  progress=cfg.log.progress)
     # Before LoRA: an adapter's own dropout (model.lora.dropout) is a setting of its own.
     config_dropout = {} if cfg.model.keep_dropout else disable_dropout(model)
     if cfg.recipe.fp32_lm_head:
