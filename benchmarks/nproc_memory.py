@@ -52,10 +52,6 @@ def status_gb(pid: int | str, field: str) -> float | None:
     return None
 
 
-def _peak_gb(pid: int) -> float | None:
-    return status_gb(pid, "VmHWM")
-
-
 def _is_rank(pid: int) -> bool:
     """A spawned trainer rank, not multiprocessing's resource tracker."""
     try:
@@ -88,7 +84,7 @@ def one_run(model: Path, data: Path, reward: Path, out: Path, nproc: int, steps:
     while proc.poll() is None:  # VmHWM only grows: the last value read before a process exits is its peak
         ranks = [p for p in _children(proc.pid) if _is_rank(p)] if nproc > 1 else [proc.pid]
         for p in ranks:
-            v = _peak_gb(p)
+            v = status_gb(p, "VmHWM")
             if v is not None:
                 peaks[p] = max(peaks.get(p, 0.0), v)
         # The first run-log row is the evaluation before training: loading and sharding are over.

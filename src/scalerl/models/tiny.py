@@ -182,8 +182,9 @@ def tiny_model_dir(spec: TinySpec = TinySpec(), cache_dir: str | os.PathLike | N
     return target
 
 
-def _build(spec: TinySpec, target: Path, progress: bool = False) -> None:
-    """Warm-start ``spec`` and move the saved directory into place atomically."""
+def _build(spec: TinySpec, target: Path, progress: bool) -> None:
+    """Warm-start ``spec`` (a progress bar over it where ``progress``) and move the saved directory
+    into place atomically."""
     from tqdm.auto import tqdm
     from transformers.utils import logging as hf_logging
 
