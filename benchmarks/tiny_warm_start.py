@@ -8,7 +8,8 @@ For each model (a name of ``scalerl.models.tiny.TINY_MODELS``) and warm-start le
 a temporary cache (nothing is reused), then mean@k on every evaluation set of the task it was
 warm-started on (for arithmetic-mix: ``val`` and one set per length), greedy (k = 1) and sampled
 at temperature 1 (the RL setting), without length control (every scratchpad may finish). The
-build's CPU-seconds are process time on one thread (the warm start always uses one).
+build's CPU-seconds are process time (the warm start always runs on two torch threads:
+``scalerl.models.warmstart.WARM_START_THREADS``); ``warm_start_wall_s`` is its wall time.
 """
 
 from __future__ import annotations

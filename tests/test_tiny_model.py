@@ -210,6 +210,27 @@ def test_a_build_shows_its_warm_start_progress_when_asked(tmp_path, capsys):
 # ---------------------------------------------------------------- the arithmetic-mix model ladder
 
 
+def test_the_warm_start_weights_do_not_depend_on_the_callers_threads():
+    # The build is cached under a key that ignores the machine: its weights must not follow the
+    # core count (torch's default thread count), and the caller's setting is left as it was.
+    from scalerl.models.tiny import make_tiny_model
+    from scalerl.models.warmstart import WARM_START_THREADS
+
+    spec = TinySpec(warm_start_steps=4, seed=97)
+    before = torch.get_num_threads()
+    weights = {}
+    try:
+        for n in (1, 3):
+            torch.set_num_threads(n)
+            seen = []
+            model, _, _ = make_tiny_model(spec, lambda _: seen.append(torch.get_num_threads()))
+            assert seen == [WARM_START_THREADS] * 4 and torch.get_num_threads() == n
+            weights[n] = model.state_dict()
+    finally:
+        torch.set_num_threads(before)
+    assert all(torch.equal(weights[1][k], weights[3][k]) for k in weights[1])
+
+
 def test_ladder_sizes_are_ordered_and_share_one_warm_start_recipe(char_tokenizer):
     from scalerl.models.tiny import TINY_MODELS
 
