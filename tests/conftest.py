@@ -1,3 +1,4 @@
+import contextlib
 import os
 
 import pytest
@@ -14,19 +15,30 @@ def shared_dir(tmp_path_factory, name):
     return tmp_path_factory.mktemp(name)
 
 
+@pytest.fixture(scope="session")
+def ray_cluster_lock(tmp_path_factory):
+    """The lock a Ray cluster is started under: a file lock every xdist worker shares (a no-op
+    without xdist). One object per worker, and filelock's locks are reentrant, so a module that
+    keeps one Ray session for its tests (``test_ray_backend.py``) holds it from ``ray.init`` to
+    ``ray.shutdown`` while its tests take it again."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return contextlib.nullcontext()
+    from filelock import FileLock
+
+    return FileLock(shared_dir(tmp_path_factory, "locks") / "ray_cluster.lock")
+
+
 @pytest.fixture(autouse=True)
-def one_ray_cluster_at_a_time(request, tmp_path_factory):
+def one_ray_cluster_at_a_time(request):
     """Tests marked ``ray_cluster`` run one at a time across xdist workers: two Ray clusters busy
     at once on a two-core machine time out (a joined node's ``ray start`` failed in set-up). A file
     lock, not xdist's ``xdist_group``: pytest-xdist 3.8's ``--dist loadgroup`` groups nothing under
     pytest 9.2 (it renames ``item._nodeid``, which pytest 9.2 no longer reads), and the lock holds
     whichever way the tests are scheduled."""
-    if request.node.get_closest_marker("ray_cluster") is None or not os.environ.get("PYTEST_XDIST_WORKER"):
+    if request.node.get_closest_marker("ray_cluster") is None:
         yield
         return
-    from filelock import FileLock
-
-    with FileLock(shared_dir(tmp_path_factory, "locks") / "ray_cluster.lock"):
+    with request.getfixturevalue("ray_cluster_lock"):
         yield
 
 

@@ -20,10 +20,11 @@ TIMING = ("gpu_hours",)
 
 
 @pytest.fixture(scope="module")
-def ray_cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+def ray_cluster(ray_cluster_lock):
+    with ray_cluster_lock:  # the session lives as long as the module: no other worker's cluster beside it
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        yield
+        ray.shutdown()
 
 
 def _cfg(out, *overrides):
