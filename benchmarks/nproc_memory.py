@@ -1,6 +1,7 @@
 """Peak memory of each trainer rank under ``scalerl train --nproc N`` (CPU, gloo, FSDP2).
 
     python benchmarks/nproc_memory.py [--hidden 1536] [--layers 12] [--nproc 1 2] [--steps 2]
+    python benchmarks/nproc_memory.py --nproc 2 --generate-on-shards   # no generator copy on rank 0
 
 Builds a random Llama checkpoint locally (``examples/user_model.py``, bf16 storage like a hub
 model; ``--hidden`` x ``--layers`` sets its size), trains it for ``--steps`` steps through the
@@ -13,8 +14,9 @@ the peak in GB.
 
 What to look for: a rank's peak should be what its shard needs (model + gradients + AdamW
 state / N) plus the process's fixed cost (torch, transformers: ~0.5 GB here), not the full
-model; rank 0 also holds the generators' copy (in the compute dtype) and the gathered
-checkpoint. Linux only (``/proc``).
+model; rank 0 also holds the generators' copy (in the compute dtype) -- unless
+``--generate-on-shards`` (``run.generate_on_shards``: the ranks generate on their shards) -- and
+gathers ``final/``. Linux only (``/proc``).
 """
 
 from __future__ import annotations
@@ -67,7 +69,8 @@ def _is_rank(pid: int) -> bool:
 REWARD = "def coin(completion):\n    return len(completion) % 2 == 0\n"
 
 
-def one_run(model: Path, data: Path, reward: Path, out: Path, nproc: int, steps: int) -> list[tuple[float, float]]:
+def one_run(model: Path, data: Path, reward: Path, out: Path, nproc: int, steps: int,
+            on_shards: bool = False) -> list[tuple[float, float]]:
     """Peak resident GB of each trainer rank (rank 0 first): up to the evaluation before the first
     step (loading, sharding, the generators' copy), and over the whole run."""
     cmd = [sys.executable, "-m", "scalerl.cli", "train", "--model", str(model), "--task", "math", "--data", str(data),
@@ -76,7 +79,8 @@ def one_run(model: Path, data: Path, reward: Path, out: Path, nproc: int, steps:
            "--nproc", str(nproc), "--threads", str(max(1, nproc)),
            "--set", "pipeline=sync", "--set", "recipe.batch.prompts_per_step=2",
            "--set", "recipe.batch.generations_per_prompt=2", "--set", "recipe.length.mode=truncate", "--set", "recipe.length.max_new_tokens=8", "--set", "recipe.length.overlong_max_len=8", "--set", "recipe.length.overlong_cache=4",
-           "--set", "eval.problems=2", "--set", "eval.samples_per_problem=1", "--set", "forecast.enabled=false"]
+           "--set", "eval.problems=2", "--set", "eval.samples_per_problem=1", "--set", "forecast.enabled=false",
+           "--set", f"run.generate_on_shards={str(on_shards).lower()}"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     peaks: dict[int, float] = {}
     loaded: dict[int, float] | None = None
@@ -104,6 +108,8 @@ def main() -> int:
     p.add_argument("--layers", type=int, default=12)
     p.add_argument("--nproc", type=int, nargs="+", default=[1, 2])
     p.add_argument("--steps", type=int, default=2)
+    p.add_argument("--generate-on-shards", action="store_true",
+                   help="run.generate_on_shards: generation on the shards, no full copy on rank 0")
     args = p.parse_args()
     sys.path.insert(0, str(ROOT / "examples"))
     from user_model import save_user_model, write_math_data
@@ -124,7 +130,7 @@ def main() -> int:
               f"cores {os.cpu_count()}")
         print(f"{'nproc':>5}  peak resident GB per rank (rank 0 first): loaded and sharded / whole run")
         for nproc in args.nproc:
-            peaks = one_run(model, data, reward, Path(tmp) / f"run-{nproc}", nproc, args.steps)
+            peaks = one_run(model, data, reward, Path(tmp) / f"run-{nproc}", nproc, args.steps, args.generate_on_shards)
             print(f"{nproc:>5}  " + "  ".join(f"{a:.2f} / {b:.2f}" for a, b in peaks), flush=True)
     return 0
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import random
 import threading
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
@@ -34,6 +34,15 @@ from scalerl.generate.base import Completion, InFlightUpdates, LengthController,
 from scalerl.generate.kvcache import decode_cache
 from scalerl.generate.layout import attends, eos_ids, forward_kwargs, left_pad, pad_id_of, position_ids, rows_selectable
 from scalerl.generate.sampling import sample_next
+
+
+def _sharded(model: Any) -> bool:
+    """Whether ``model``'s parameters are FSDP shards (DTensors)."""
+    if not torch.distributed.is_available():
+        return False
+    from torch.distributed.tensor import DTensor
+
+    return any(isinstance(p, DTensor) for p in model.parameters())
 
 
 class HFGenerator(InFlightUpdates):
@@ -54,6 +63,7 @@ class HFGenerator(InFlightUpdates):
         seed: int = 0,
         compact_fraction: float = 0.25,
         autocast_dtype: torch.dtype | None = None,
+        lockstep: Callable[[bool], bool] | None = None,
     ) -> None:
         """``compact_fraction``: drop finished rows from the batch and the KV cache once at least
         this share of the rows still in it have finished (1.0 never drops them; see the benchmark).
@@ -62,12 +72,21 @@ class HFGenerator(InFlightUpdates):
 
         An ``sdpa`` model on a CPU is switched to :data:`scalerl.generate.attention.NAME`: SDPA
         everywhere except single-query no-grad steps (the decode loop), so a trainer sharing the
-        model computes its passes exactly as before."""
+        model computes its passes exactly as before.
+
+        ``lockstep``: for a model whose forward is a collective (FSDP shards: every rank runs every
+        forward). Called once before the prompt pass and after every decode step with whether
+        this generator still has rows to decode; returns whether any rank has. While one has,
+        every rank steps on (its finished rows idle on padding), so all run the same forwards."""
         self.model = model
         self.tokenizer = tokenizer
         self.version = version
         self.compact_fraction = compact_fraction
         self.autocast_dtype = autocast_dtype
+        self.lockstep = lockstep
+        # No inference mode on FSDP shards: the all-gather buffers a forward fills are reused by
+        # the training passes, and an inference tensor cannot be written outside inference mode.
+        self._grad_off = torch.no_grad if _sharded(model) else torch.inference_mode
         self.device = next(model.parameters()).device
         self.pad_id = pad_id_of(model, tokenizer)
         self.eos = torch.tensor(eos_ids(model, tokenizer), device=self.device)
@@ -161,7 +180,8 @@ class HFGenerator(InFlightUpdates):
             was_training = self.model.training
             self.model.eval()
             try:
-                completions = self._generate(prompts, params, length_control, updates)
+                with self._grad_off():
+                    completions = self._generate(prompts, params, length_control, updates)
             finally:
                 self.model.train(was_training)
         self._apply_if_idle()
@@ -215,7 +235,11 @@ class HFGenerator(InFlightUpdates):
                 done[b] = not stop_list[b] and states[i].finished
         return torch.tensor(done, dtype=torch.bool, device=tokens.device)
 
-    @torch.inference_mode()
+    def _any_live(self, live: torch.Tensor) -> bool:
+        """Whether to run another forward: a row of this batch (or, in lockstep, of any rank's) decodes."""
+        here = bool(live.any())
+        return self.lockstep(here) if self.lockstep is not None else here
+
     def _generate(
         self, prompts: Sequence[Sequence[int]], params: SamplingParams, length_control: LengthController | None,
         updates: ScheduledUpdates | None = None,
@@ -248,12 +272,13 @@ class HFGenerator(InFlightUpdates):
         cache = decode_cache(self.model)  # appends in place: no per-step concatenation
         selectable = rows_selectable(cache)  # else finished rows stay in the batch, idle on padding
         attention = attends(cache)  # else (Mamba) decode steps take no attention mask
-        if max_new > 0 and bool(live.any()):
+        decoding = max_new > 0 and self._any_live(live)
+        if decoding:
             self._scheduled(updates, 0)
             logits = self._prefill(prompts, ids, mask[:, :width], positions, cache)
         next_pos = positions[:, -1] + 1
 
-        for t in range(max_new if bool(live.any()) else 0):
+        for t in range(max_new if decoding else 0):
             step_versions.append(self.version)  # the weights that computed `logits`
             tokens, logprobs = sample_next(logits, params.temperature, params.top_p, torch_rng)
             if states is not None:
@@ -269,7 +294,7 @@ class HFGenerator(InFlightUpdates):
             if states is not None:
                 ended = stop | self._observe(states, row_list, live, tokens, stop)
             live &= ~ended
-            if t + 1 == max_new or not bool(live.any()):
+            if t + 1 == max_new or not self._any_live(live):
                 break
 
             # In-flight weight update: between two decode steps, cache kept -- at the step the
@@ -279,7 +304,8 @@ class HFGenerator(InFlightUpdates):
             else:
                 self._apply_pending()
             finished_share = 1.0 - live.sum().item() / live.numel()
-            if finished_share > 0 and finished_share >= self.compact_fraction and selectable:
+            # (All finished happens only in lockstep, while another rank decodes: keep the rows.)
+            if 0 < finished_share < 1 and finished_share >= self.compact_fraction and selectable:
                 keep = live.nonzero().squeeze(-1)
                 cache.batch_select_indices(keep)
                 rows, mask, next_pos, tokens = rows[keep], mask[keep], next_pos[keep], tokens[keep]

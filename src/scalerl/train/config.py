@@ -177,6 +177,12 @@ class RunConfig:
     AdamW state) over that many processes with torch.distributed and FSDP2 -- one per GPU (NCCL),
     or CPU processes (gloo). Rank 0 generates, evaluates and writes the run; the global batch and
     the gradient are those of one process (docs/distributed.md). Across machines use torchrun."""
+    generate_on_shards: bool = False
+    """With nproc > 1: generate and evaluate on the FSDP shards themselves -- every rank samples a
+    share of the prompts, each forward all-gathering one decoder layer at a time, as the training
+    passes do -- instead of on a full copy of the policy on rank 0. For a model whose weights do
+    not fit on one device; slower (every decode step gathers the model). The trainer's own
+    generation only: pipeline sync or ppo-off-policy-k on the local backend. One process: no effect."""
     deterministic: bool = True
     """Derive every sampling seed from (seed, step), so a resumed run repeats an uninterrupted one."""
     micro_batch_size: int = 64
@@ -349,6 +355,10 @@ def group_problems(cfg: TrainConfig, world: int) -> list[str]:
         problems.append("LoRA (model.lora.rank > 0) trains in one process: drop --nproc or model.lora.rank")
     if cfg.precision.compute in ("fp16", "float16", "half"):
         problems.append("fp16 loss scaling is not sharded across processes: use precision.compute=bf16 with --nproc")
+    if cfg.run.generate_on_shards and (cfg.recipe.off_policy.pipeline == "pipeline-rl-k" or cfg.backend.name != "local"):
+        problems.append("run.generate_on_shards generates on the trainer ranks between updates: use "
+                        "recipe.off_policy.pipeline=sync or ppo-off-policy-k with backend.name=local "
+                        "(pipeline-rl-k and Ray generate beside the trainer, each generator with its own copy)")
     return problems
 
 

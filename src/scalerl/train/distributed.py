@@ -122,11 +122,15 @@ class TrainerGroup:
     """The sharded policy, its optimizer, and the orders rank 0 gives the other ranks."""
 
     def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any,
-                 components: RecipeComponents, precision: Precision, rank: Rank, update_args: dict[str, Any]) -> None:
+                 components: RecipeComponents, precision: Precision, rank: Rank, update_args: dict[str, Any],
+                 generator: Any | None = None, length_control: Any | None = None) -> None:
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
         self.components, self.precision, self.rank = components, precision, rank
         self.update_args = update_args
         """``policy_update``'s keyword arguments that do not change during a run."""
+        self.generator, self.length_control = generator, length_control
+        """``run.generate_on_shards``: this rank's generator on the sharded model (an HFGenerator
+        in lockstep with the other ranks) and the recipe's length controller; else None."""
 
     # ---- orders ------------------------------------------------------------------------------
     def _order(self, name: str, *args: Any) -> None:
@@ -149,6 +153,16 @@ class TrainerGroup:
         return policy_update(self.model, self.optimizer, self.scheduler, groups, self.components,
                              version=version, precision=self.precision,
                              share=Share(self.rank.rank, self.rank.world), **self.update_args)
+
+    def generate(self, prompts: list[list[int]], params: Any, length_control: bool, version: int) -> Any:
+        """Every rank samples its share of ``prompts`` on the shards (``run.generate_on_shards``);
+        rank 0 gets every completion, in order (:mod:`scalerl.train.shard_generation`)."""
+        from scalerl.train.shard_generation import generate_share
+
+        self._order("generate", prompts, params, length_control, version)
+        self.generator.version = version  # the policy version each token is recorded with
+        return generate_share(self.generator, prompts, params, self.length_control if length_control else None,
+                              self.rank.rank, self.rank.world)
 
     def gather_into(self, target: torch.nn.Module | None) -> None:
         """Copy the full weights into ``target`` (rank 0's plain generator model), one parameter
@@ -280,8 +294,20 @@ def make_group(cfg: TrainConfig, policy: Any, rank: Rank) -> TrainerGroup:
     update_args = dict(temperature=cfg.sampling.temperature, pad_token_id=pad_id_of(model, policy.tokenizer),
                        micro_batch_size=cfg.run.micro_batch_size, device=rank.device,
                        share_prompt=cfg.run.share_prompt_forward)
-    return TrainerGroup(model, optimizer, scheduler, resolve_recipe(cfg.recipe), policy.precision.under_fsdp(),
-                        rank, update_args)
+    components = resolve_recipe(cfg.recipe)
+    generator = length_control = None
+    if cfg.run.generate_on_shards:
+        from functools import partial
+
+        from scalerl.generate.hf import HFGenerator
+        from scalerl.train.shard_generation import RANK_SEED_STRIDE, any_rank
+
+        # No autocast: under FSDP the mixed-precision policy computes in the compute dtype.
+        generator = HFGenerator(model, policy.tokenizer, seed=cfg.run.seed + RANK_SEED_STRIDE * rank.rank,
+                                lockstep=partial(any_rank, device=rank.device))
+        length_control = components.length_controller(policy.tokenizer)
+    return TrainerGroup(model, optimizer, scheduler, components, policy.precision.under_fsdp(),
+                        rank, update_args, generator, length_control)
 
 
 def broadcast_initial_weights(model: torch.nn.Module, full: dict[str, torch.Tensor] | None, rank: Rank) -> None:

@@ -31,7 +31,7 @@ import torch
 
 from scalerl.config import load_yaml, save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, NonFiniteError, RunInterrupted, ScaleRLError
-from scalerl.generate.base import SamplingParams
+from scalerl.generate.base import Generator, SamplingParams
 from scalerl.runlog import RUNLOG, RunLogWriter
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
 from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint,
@@ -44,6 +44,7 @@ from scalerl.train.evaluate import eval_bar, evaluate
 from scalerl.train.loggers import make_sinks
 from scalerl.train.policy import load_policy_weights, policy_weights, save_policy
 from scalerl.train.preflight import check_generation_budget, check_writable, discard_unstarted_run, run_device
+from scalerl.train.shard_generation import ShardedGenerator
 from scalerl.train.update import build_optimizer, policy_update
 
 CONFIG, CHECKPOINTS, FINAL = "config.yaml", "checkpoints", "final"
@@ -176,12 +177,14 @@ class Trainer:
         self.pad_id = pad_id_of(self.model, self.tokenizer)
         params = sum(p.numel() for p in self.model.parameters())
         # What generates and what the generators' weights are read from: the trained model itself
-        # in one process; under FSDP a plain copy on rank 0, refreshed after every update.
+        # in one process; under FSDP a plain copy on rank 0, refreshed after every update -- or,
+        # with run.generate_on_shards, the shards themselves (train/shard_generation.py).
         self.group: TrainerGroup | None = None
         self.gen_model = self.model
         if self.rank is not None:
             barrier()  # the other ranks load the model now (any cache it built is complete)
-            self.gen_model = generator_copy(self.model, self.precision.generator_dtype).to(self.device)
+            if not cfg.run.generate_on_shards:
+                self.gen_model = generator_copy(self.model, self.precision.generator_dtype).to(self.device)
             self.group = make_group(cfg, self.policy, self.rank)
 
         settings = dict(cfg.task.settings)
@@ -204,8 +207,10 @@ class Trainer:
 
         # A generator copy is already in the compute dtype; the trained model needs autocast.
         mixed = self.precision.mixed and self.gen_model is self.model
-        self.generator = HFGenerator(self.gen_model, self.tokenizer, seed=cfg.run.seed,
-                                     autocast_dtype=self.precision.compute_dtype if mixed else None)
+        self.generator: Generator = (
+            ShardedGenerator(self.group) if self.group is not None and self.group.generator is not None
+            else HFGenerator(self.gen_model, self.tokenizer, seed=cfg.run.seed,
+                             autocast_dtype=self.precision.compute_dtype if mixed else None))
         if self.group is not None:
             self.optimizer, self.scheduler = self.group.optimizer, self.group.scheduler
         else:
@@ -303,7 +308,8 @@ class Trainer:
                 self.group.load_shards(ckpt / SHARDS, state["optimizer_saved"], state["scheduler"])
             else:  # a checkpoint gathered into state.pt (written before checkpoints were sharded)
                 self.group.load(state)  # broadcast from here to every rank's shard
-            self.group.gather_into(self.gen_model)
+            if self.gen_model is not self.model:  # a plain copy to refresh (not generation on the shards)
+                self.group.gather_into(self.gen_model)
         else:
             load_policy_weights(self.model, state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
@@ -438,7 +444,7 @@ class Trainer:
         self.meter.generated(batch.samples, batch.tokens, batch.prompt_tokens)
         if self.group is not None:  # every rank its share; the weights gathered into the generator copy
             result = self.group.update(batch.groups, self.version)
-            if not result.skipped:
+            if not result.skipped and self.gen_model is not self.model:
                 self.group.gather_into(self.gen_model)
         else:
             result = policy_update(
