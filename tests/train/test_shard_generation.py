@@ -121,3 +121,23 @@ def test_a_run_generates_on_its_shards_and_refuses_a_pipeline_beside_the_trainer
     assert main(small_args(tmp_path / "x", "--nproc", "2", "--set", "run.generate_on_shards=true")) == 2
     err = capsys.readouterr().err
     assert "run.generate_on_shards" in err and "pipeline=sync" in err and "Traceback" not in err
+
+
+# `extended` (make test-all, ~40 s): resume under run.generate_on_shards -- the restore path skips
+# the generator copy's refresh; the shards themselves are what test_nproc.py's resume checks.
+@pytest.mark.extended
+def test_a_run_on_its_shards_extended_by_resume_repeats_the_uninterrupted_run(tmp_path):
+    on = [*SYNC, "--nproc", "2", "--set", "run.generate_on_shards=true", "--no-report"]
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    assert main(small_args(whole, *on)) == 0
+    two = small_args(parts, *on)
+    two[two.index("--steps") + 1] = "2"
+    assert main(two) == 0
+    assert main(["train", "--output", str(parts), "--resume", "--steps", "4", "--no-progress", "--no-report"]) == 0
+
+    def rows(out):
+        _, got, _ = read_runlog(out / "runlog.jsonl")
+        return [{k: v for k, v in r.items() if k != "gpu_hours" and not k.startswith(("pipeline/", "memory/"))}
+                for r in got]
+
+    assert rows(parts) == rows(whole)
