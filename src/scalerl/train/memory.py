@@ -1,4 +1,5 @@
-"""Peak memory of a trainer process: the run log's ``memory/peak_gb`` on every train row.
+"""A trainer's memory: the peak it reached (the run log's ``memory/peak_gb`` on every train row),
+and, before loading, whether a device can hold the training state at all (:func:`memory_problem`).
 
 On a GPU it is the most memory torch's allocator has held allocated on the device since the
 process started (``torch.cuda.max_memory_allocated``; verl logs the same as
@@ -25,3 +26,53 @@ def peak_memory_gb(device: torch.device | str) -> float:
     # Linux reports kilobytes, macOS bytes.
     scale = 1 if sys.platform == "darwin" else 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / GIB
+
+
+# ----------------------------------------------------------------------------- before loading
+
+#: Bytes a trainable parameter adds to its weight: the fp32 gradient and AdamW's two fp32 moments.
+TRAINING_BYTES_PER_PARAMETER = 4 + 8
+#: The share of a device the training state may fill when a number of ranks is suggested: the
+#: rest is for activations, the allocator's slack and the CUDA context.
+STATE_SHARE = 0.7
+
+
+def device_capacity(device: torch.device | str) -> int | None:
+    """Total bytes of memory on ``device``: a GPU's; None on the CPU (host memory is not checked:
+    it swaps rather than failing, and a CPU run is a small model)."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory
+    return None
+
+
+def training_state_bytes(model: torch.nn.Module, world: int = 1) -> int:
+    """What training ``model`` holds on each of ``world`` FSDP ranks before any activation: the
+    weights as loaded (fp32 masters; LoRA's frozen base in the compute dtype) and, for every
+    trainable parameter, its fp32 gradient and AdamW's two moments."""
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    return -(-(weights + trainable * TRAINING_BYTES_PER_PARAMETER) // world)
+
+
+def memory_problem(state: int, copy: int, capacity: int, *, world: int, device: str, parameters: int,
+                   copy_bytes_per_parameter: int) -> str | None:
+    """Why a run cannot fit on ``device`` (``capacity`` bytes), or None. ``state``: the training
+    state per rank (:func:`training_state_bytes`); ``copy``: rank 0's generator copy of the whole
+    model (0 without one). Refused only where the state alone, before any activation, exceeds the
+    device -- a certain out-of-memory error, minutes into loading -- with the ranks that would fit."""
+    if state + copy <= capacity:
+        return None
+    gb = lambda b: f"{b / GIB:.1f} GB"  # noqa: E731
+    total = state * world
+    ranks = max(world + 1, -(-total // int(STATE_SHARE * capacity)))
+    what = (f"the training state of this {parameters / 1e9:.2f}B-parameter model (fp32 weights, gradients and "
+            f"AdamW's moments: {gb(total)}) needs " + (f"{gb(state)} on each of {world} ranks" if world > 1 else "it all on one device"))
+    if copy:
+        what += f" plus {gb(copy)} for rank 0's generator copy"
+    fix = f"shard it over more devices: --nproc {ranks} (or torchrun with {ranks} ranks)"
+    whole = parameters * copy_bytes_per_parameter
+    if whole > STATE_SHARE * capacity:
+        fix += (f", with --set run.generate_on_shards=true --set pipeline=sync: its weights alone "
+                f"({gb(whole)} in the compute dtype) do not fit on one device beside a shard")
+    return f"{what}, and {device} has {gb(capacity)}: {fix}"

@@ -73,13 +73,15 @@ Placement = Literal["device", "host", "meta"]
 PLACEMENTS: tuple[Placement, ...] = get_args(Placement)
 
 
-def load_policy(cfg: TrainConfig, device: torch.device, *, placement: Placement = "device") -> Policy:
+def load_policy(cfg: TrainConfig, device: torch.device, *, placement: Placement = "device", world: int = 1) -> Policy:
     """The policy of ``cfg``, ready to train (see the module docstring for the order).
 
     ``placement``: ``device`` -- the weights on ``device`` (one process); ``host`` -- read into
     the CPU's memory and left there, for FSDP to move each rank's shard to ``device`` one layer
     at a time (rank 0 of a trainer group: no device ever holds the whole fp32 model); ``meta`` --
     the architecture only, no weights read (ranks > 0: their shards come from rank 0).
+    ``world``: the trainer ranks the state will be sharded over; a device that cannot hold this
+    rank's share of it is refused before the weights are moved there (:func:`_check_fits`).
     """
     if placement not in PLACEMENTS:
         raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
@@ -108,11 +110,31 @@ def load_policy(cfg: TrainConfig, device: torch.device, *, placement: Placement 
             model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
         else:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if placement != "meta":
+        _check_fits(model, device, precision, world=world, on_shards=cfg.run.generate_on_shards)
     if placement == "device":
         model.to(device)
     storage = storage_dtype(cfg.model.dtype) or stored_dtype(cfg.model.name_or_path, tiny_spec=tiny)
     return Policy(model, tokenizer, precision, storage, resolve_model(cfg.model.name_or_path, tiny_spec=tiny),
                   config_dropout)
+
+
+def _check_fits(model: torch.nn.Module, device: torch.device, precision: Precision, *, world: int,
+                on_shards: bool) -> None:
+    """Refuse, in one line that says how many ranks would do, a device that cannot hold this
+    rank's training state (and, on rank 0 of a group, the generator copy) before any activation."""
+    from scalerl.train import memory
+
+    capacity = memory.device_capacity(device)
+    if capacity is None:
+        return
+    parameters = sum(p.numel() for p in model.parameters())
+    copy_bytes = torch.empty((), dtype=precision.generator_dtype).element_size()
+    copy = parameters * copy_bytes if world > 1 and not on_shards else 0
+    problem = memory.memory_problem(memory.training_state_bytes(model, world), copy, capacity, world=world,
+                                    device=str(device), parameters=parameters, copy_bytes_per_parameter=copy_bytes)
+    if problem is not None:
+        raise ConfigError(problem)
 
 
 # ----------------------------------------------------------------------------- checkpoint

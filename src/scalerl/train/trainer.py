@@ -171,7 +171,8 @@ class Trainer:
 
         # fp32 master weights, FP32 head, LoRA, gradient checkpointing, the compute dtype (train/policy.py).
         # Under FSDP the weights stay in host memory until sharding moves this rank's shard to the device.
-        self.policy = load_policy(cfg, self.device, placement="device" if self.rank is None else "host")
+        self.policy = load_policy(cfg, self.device, placement="device" if self.rank is None else "host",
+                                  world=self.rank.world if self.rank is not None else 1)
         self.model, self.tokenizer, self.precision = self.policy.model, self.policy.tokenizer, self.policy.precision
         validate_recipe(r, self.tokenizer)  # the length budgets, now that the phrase's length is known
         self.pad_id = pad_id_of(self.model, self.tokenizer)

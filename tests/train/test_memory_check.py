@@ -1,0 +1,36 @@
+"""A device too small for the training state is refused before loading, in one line that says how
+many ranks would hold it (and when the generator copy must go: ``run.generate_on_shards``)."""
+
+from scalerl.cli import main
+from scalerl.train import memory
+from scalerl.train.memory import GIB, memory_problem, training_state_bytes
+
+from .conftest import small_args
+
+
+def test_the_training_state_counts_weights_gradients_and_both_adamw_moments(random_model):
+    n = sum(p.numel() for p in random_model.parameters())
+    assert training_state_bytes(random_model) == 16 * n  # fp32: 4 + 4 + 8 bytes a parameter
+    assert training_state_bytes(random_model, world=4) == -(-16 * n // 4)
+
+
+def test_what_is_refused_and_what_is_suggested():
+    b8, b70, h100 = 8 * 10**9, 70 * 10**9, 80 * GIB
+    # 8B in one process: 128 GB of state on an 80 GB device -> 3 ranks at 70% of each.
+    problem = memory_problem(16 * b8, 0, h100, world=1, device="cuda:0", parameters=b8, copy_bytes_per_parameter=2)
+    assert "8.00B-parameter" in problem and "--nproc 3" in problem and "generate_on_shards" not in problem
+    # 70B over 8 ranks, each 140 GB of state, rank 0 also a 140 GB bf16 copy: the copy must go.
+    problem = memory_problem(16 * b70 // 8, 2 * b70, h100, world=8, device="cuda:0", parameters=b70,
+                             copy_bytes_per_parameter=2)
+    assert "generator copy" in problem and "--nproc 19" in problem and "run.generate_on_shards=true" in problem
+    # What fits is not refused (activations are not estimated: only a certain failure is).
+    assert memory_problem(16 * b8 // 2, 2 * b8, h100, world=2, device="cuda:0", parameters=b8,
+                          copy_bytes_per_parameter=2) is None
+
+
+def test_a_run_on_a_device_too_small_stops_before_loading_in_one_line(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(memory, "device_capacity", lambda device: 64 * 1024)  # a 64 KB device
+    assert main(small_args(tmp_path / "run", "--steps", "1")) == 2
+    err = capsys.readouterr().err
+    assert "the training state of this" in err and "--nproc" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
