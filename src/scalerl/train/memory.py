@@ -66,8 +66,9 @@ def memory_problem(state: int, copy: int, capacity: int, *, world: int, device: 
     gb = lambda b: f"{b / GIB:.1f} GB"  # noqa: E731
     total = state * world
     ranks = max(world + 1, -(-total // int(STATE_SHARE * capacity)))
+    where = f"{gb(state)} on each of {world} ranks" if world > 1 else "it all on one device"
     what = (f"the training state of this {parameters / 1e9:.2f}B-parameter model (fp32 weights, gradients and "
-            f"AdamW's moments: {gb(total)}) needs " + (f"{gb(state)} on each of {world} ranks" if world > 1 else "it all on one device"))
+            f"AdamW's moments: {gb(total)}) needs {where}")
     if copy:
         what += f" plus {gb(copy)} for rank 0's generator copy"
     fix = f"shard it over more devices: --nproc {ranks} (or torchrun with {ranks} ranks)"
