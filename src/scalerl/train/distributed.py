@@ -54,6 +54,7 @@ import torch
 import torch.distributed as dist
 
 from scalerl.errors import InputError
+from scalerl.generate.base import Completion, SamplingParams
 from scalerl.rl.components import RecipeComponents
 from scalerl.rollout.groups import Group
 from scalerl.train.checkpoint import verify_shards
@@ -154,7 +155,8 @@ class TrainerGroup:
                              version=version, precision=self.precision,
                              share=Share(self.rank.rank, self.rank.world), **self.update_args)
 
-    def generate(self, prompts: list[list[int]], params: Any, length_control: bool, version: int) -> Any:
+    def generate(self, prompts: list[list[int]], params: SamplingParams, length_control: bool,
+                 version: int) -> list[Completion] | None:
         """Every rank samples its share of ``prompts`` on the shards (``run.generate_on_shards``);
         rank 0 gets every completion, in order (:mod:`scalerl.train.shard_generation`)."""
         from scalerl.train.shard_generation import generate_share
