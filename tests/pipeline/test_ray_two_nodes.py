@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -72,12 +73,16 @@ def _join(address: str, temp: Path, env: dict, tries: int = 3) -> None:
 
 
 @pytest.fixture
-def two_nodes(tmp_path_factory):
+def two_nodes():
     """A head (--num-cpus 1) and a second node joined to it (--num-cpus 1), both with token
     authentication (Ray >= 2.59 turns it on: a node or driver without the token is refused)."""
     if RAY is None:
         pytest.skip("the ray command is not installed")
-    temp = tmp_path_factory.mktemp("ray")  # unique: it marks our processes for the finalizer
+    # Unique (it marks our processes for the finalizer) and short: Ray puts its AF_UNIX sockets
+    # under it (107 bytes at most), and pytest's own temp path made the joined node's
+    # ".../session_<time>_<pid>/sockets/plasma_store.1" 108 bytes once pytest's run counter had two
+    # digits (/tmp/pytest-of-root/pytest-19/popen-gw1/ray0): "the second node did not join".
+    temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
     port = _free_port()
     env = dict(os.environ, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
     address = f"127.0.0.1:{port}"
@@ -89,6 +94,7 @@ def two_nodes(tmp_path_factory):
         yield env, address
     finally:
         _stop(str(temp))
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def test_the_finalizer_finds_processes_by_their_temp_dir(tmp_path):
