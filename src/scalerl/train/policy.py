@@ -129,7 +129,7 @@ def _check_fits(model: torch.nn.Module, device: torch.device, precision: Precisi
     if capacity is None:
         return
     parameters = sum(p.numel() for p in model.parameters())
-    copy_bytes = torch.empty((), dtype=precision.generator_dtype).element_size()
+    copy_bytes = precision.generator_dtype.itemsize
     copy = parameters * copy_bytes if world > 1 and not on_shards else 0
     problem = memory.memory_problem(memory.training_state_bytes(model, world), copy, capacity, world=world,
                                     device=str(device), parameters=parameters, copy_bytes_per_parameter=copy_bytes)

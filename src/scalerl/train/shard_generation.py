@@ -89,10 +89,6 @@ class ShardedGenerator:
     def version(self, value: int) -> None:
         self.group.generator.version = value
 
-    @property
-    def latest_version(self) -> int:
-        return self.version
-
     def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams,
                  length_control: LengthController | None = None, *,
                  updates: ScheduledUpdates | None = None) -> list[Completion]:
