@@ -2,8 +2,10 @@
 many ranks would hold it (and when the generator copy must go: ``run.generate_on_shards``)."""
 
 from scalerl.cli import main
+from scalerl.pipeline.config import BackendConfig
+from scalerl.pipeline.registry import trainer_device_copies
 from scalerl.train import memory
-from scalerl.train.memory import GIB, memory_problem, training_state_bytes
+from scalerl.train.memory import GIB, PIPELINE_COPIES, RANK0_COPY, memory_problem, training_state_bytes
 
 from .conftest import small_args
 
@@ -17,14 +19,39 @@ def test_the_training_state_counts_weights_gradients_and_both_adamw_moments(rand
 def test_what_is_refused_and_what_is_suggested():
     b8, b70, h100 = 8 * 10**9, 70 * 10**9, 80 * GIB
     # 8B in one process: 128 GB of state on an 80 GB device -> 3 ranks at 70% of each.
-    problem = memory_problem(16 * b8, 0, h100, world=1, device="cuda:0", parameters=b8, copy_bytes_per_parameter=2)
+    problem = memory_problem(16 * b8, {}, h100, world=1, device="cuda:0", parameters=b8, copy_bytes_per_parameter=2)
     assert "8.00B-parameter" in problem and "--nproc 3" in problem and "generate_on_shards" not in problem
     # 70B over 8 ranks, each 140 GB of state, rank 0 also a 140 GB bf16 copy: the copy must go.
-    problem = memory_problem(16 * b70 // 8, 2 * b70, h100, world=8, device="cuda:0", parameters=b70,
+    problem = memory_problem(16 * b70 // 8, {RANK0_COPY: 2 * b70}, h100, world=8, device="cuda:0", parameters=b70,
                              copy_bytes_per_parameter=2)
     assert "generator copy" in problem and "--nproc 19" in problem and "run.generate_on_shards=true" in problem
     # What fits is not refused (activations are not estimated: only a certain failure is).
-    assert memory_problem(16 * b8 // 2, 2 * b8, h100, world=2, device="cuda:0", parameters=b8,
+    assert memory_problem(16 * b8 // 2, {RANK0_COPY: 2 * b8}, h100, world=2, device="cuda:0", parameters=b8,
+                          copy_bytes_per_parameter=2) is None
+
+
+def test_the_local_pipelines_copies_on_the_trainers_device_are_counted():
+    threads = BackendConfig(generators=2)
+    # Seeded pipeline-rl-k on two generator threads: two copies, and window(8, 2) + 2 = 3 snapshots.
+    assert trainer_device_copies("pipeline-rl-k", 8, threads) == 5
+    assert trainer_device_copies("pipeline-rl-k", 8, BackendConfig(generators=2, updates="timing")) == 2
+    assert trainer_device_copies("pipeline-rl-k", 1, BackendConfig()) == 1 + 2
+    for mode in ("sync", "ppo-off-policy-k"):  # the trainer generates on its own weights
+        assert trainer_device_copies(mode, 8, threads) == 0
+    assert trainer_device_copies("pipeline-rl-k", 8, BackendConfig(generators=2, workers="processes")) == 0
+    assert trainer_device_copies("pipeline-rl-k", 8, BackendConfig(name="ray", generators=2)) == 0
+
+    # 8B on an 80 GB device: the state alone (128 GB) is refused with both remedies; 1B's state
+    # (16 GB) fits, but not beside 40 bf16 copies -- only the copies' remedy is offered.
+    b1, b8, h100 = 10**9, 8 * 10**9, 80 * GIB
+    problem = memory_problem(16 * b8, {PIPELINE_COPIES: 5 * 2 * b8}, h100, world=1, device="cuda:0", parameters=b8,
+                             copy_bytes_per_parameter=2)
+    assert "74.5 GB for pipeline-rl-k's generator threads" in problem  # 80e9 bytes
+    assert "--nproc" in problem and "pipeline=sync" in problem
+    problem = memory_problem(16 * b1, {PIPELINE_COPIES: 40 * 2 * b1}, h100, world=1, device="cuda:0", parameters=b1,
+                             copy_bytes_per_parameter=2)
+    assert "--nproc" not in problem and "pipeline=sync" in problem and "backend.generators" in problem
+    assert memory_problem(16 * b1, {PIPELINE_COPIES: 5 * 2 * b1}, h100, world=1, device="cuda:0", parameters=b1,
                           copy_bytes_per_parameter=2) is None
 
 

@@ -41,6 +41,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+import torch
+
 from scalerl.models.lora import generator_state_dict
 from scalerl.seeds import UPDATE_POINTS, derive_seed
 
@@ -96,19 +98,54 @@ class WeightHistory:
         self._cond = threading.Condition()
         self._weights: dict[int, tuple[Mapping[str, Any], int]] = {}
         self._error: BaseException | None = None
+        self._layout: dict[str, tuple[torch.dtype, torch.device]] = {}
         self.waited_s = 0.0
         """Seconds generators spent waiting for weights not yet published (what determinism costs)."""
+        self.peak_bytes = 0
+        """The most bytes of snapshots held at once (:meth:`held_bytes` after each publish)."""
+
+    def store_as(self, layout: Mapping[str, tuple[torch.dtype, torch.device]]) -> None:
+        """Store snapshots as the generators hold their weights: ``layout`` is name -> (dtype,
+        device) of a generator's tensors (:func:`layout_of`; names not in it stay as the trainer
+        has them). The values are those a generator holds once it has loaded a snapshot (its copy
+        casts on arrival anyway), at its bytes per parameter: half the trainer's fp32 masters under
+        a bf16 compute dtype. Call before the first :meth:`publish`."""
+        with self._cond:
+            if self._weights:
+                raise RuntimeError("WeightHistory.store_as must be called before the first snapshot is published")
+            self._layout = dict(layout)
 
     def publish(self, tick: int, version: int, model: Any) -> None:
         """Record the trainer's weights after ``tick`` steps (policy ``version``); a copy is kept, as
         the generators' plain models load it (LoRA adapters merged in)."""
         with self._cond:
             same = next((w for w in self._weights.values() if w[1] == version), None)
-        state = same[0] if same is not None else {k: v.detach().clone()
-                                                  for k, v in generator_state_dict(model).items()}
+        state = same[0] if same is not None else self._snapshot(generator_state_dict(model))
         with self._cond:
             self._weights[tick] = (state, version)
             self._cond.notify_all()
+        self.peak_bytes = max(self.peak_bytes, self.held_bytes())
+
+    def _snapshot(self, state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """A copy of ``state`` in the generators' layout; names that alias one tensor (tied
+        embeddings) share one copy, as they share one tensor in the trainer."""
+        out: dict[str, torch.Tensor] = {}
+        copies: dict[tuple, torch.Tensor] = {}
+        with torch.no_grad():
+            for name, value in state.items():
+                value = value.detach()
+                dtype, device = self._layout.get(name, (value.dtype, value.device))
+                alias = (value.data_ptr(), tuple(value.shape), value.stride(), value.dtype, dtype, str(device))
+                if alias not in copies or value.data_ptr() == 0:
+                    copies[alias] = value.to(device=device, dtype=dtype, copy=True)
+                out[name] = copies[alias]
+        return out
+
+    def held_bytes(self) -> int:
+        """Bytes of the snapshots held now (shared tensors counted once)."""
+        with self._cond:
+            tensors = {id(t): t for state, _ in self._weights.values() for t in state.values()}
+        return sum(t.numel() * t.element_size() for t in tensors.values())
 
     def wait(self, tick: int) -> tuple[Mapping[str, Any], int]:
         """The weights after ``tick`` steps and their version, once published (blocks until then)."""
@@ -143,6 +180,11 @@ class WeightHistory:
             for tick, (weights, version) in state.items():
                 self._weights[int(tick)] = (weights, version)
             self._cond.notify_all()
+
+
+def layout_of(model: torch.nn.Module) -> dict[str, tuple[torch.dtype, torch.device]]:
+    """name -> (dtype, device) of every state-dict entry of a generator's model."""
+    return {name: (t.dtype, t.device) for name, t in model.state_dict().items()}
 
 
 class Landing:

@@ -25,7 +25,7 @@ from typing import Any, Callable
 from scalerl.errors import ConfigError
 from scalerl.pipeline.config import BackendConfig, update_mode
 from scalerl.pipeline.context import PipelineContext
-from scalerl.pipeline.landing import WeightHistory, window
+from scalerl.pipeline.landing import WeightHistory, layout_of, window
 from scalerl.pipeline.pool import WorkerPool
 from scalerl.pipeline.scheduler import OffPolicySchedule, PipelineSchedule, PooledSource, SeededPipelineSchedule
 from scalerl.pipeline.sources import OffPolicySource, RolloutSource
@@ -75,6 +75,8 @@ def _seeded(ctx: PipelineContext, mode: str, k: int) -> RolloutSource:
 
     history = WeightHistory()
     pool = ThreadPool.for_context(ctx, history)
+    # Snapshots in the generators' dtype, not the trainer's fp32: (window + 2) of them are held.
+    history.store_as(layout_of(pool.workers[0].generator.model))
     schedule = SeededPipelineSchedule(k, window(k, pool.size), ctx.rollout.seed, ctx.rollout.recipe.length.max_new_tokens)
     own = RolloutWorker(ctx.generator, ctx.rollout.round)
     return PooledSource(pool, ctx.rollout, schedule, version=ctx.version, history=history, own=own)
@@ -135,3 +137,15 @@ def trainer_threads(mode: str, backend: BackendConfig, cores: int | None = None)
         return None
     cores = cores or cpu_cores()
     return max(1, cores - backend.generators * backend.generator_threads)
+
+
+def trainer_device_copies(mode: str, k: int, backend: BackendConfig) -> int:
+    """Copies of the policy's weights, in the generators' dtype, that the pipeline keeps on the
+    trainer's device: under pipeline-rl-k on the local backend's generator threads, one per thread
+    plus, with seeded updates, the trainer's weight snapshots (at most ``window + 2`` at once:
+    :class:`~scalerl.pipeline.landing.WeightHistory`). 0 elsewhere: sync and ppo-off-policy-k
+    generate with the trainer's own model, processes and Ray actors hold theirs elsewhere."""
+    if mode != "pipeline-rl-k" or backend.name != "local" or backend.workers != "threads":
+        return 0
+    snapshots = window(k, backend.generators) + 2 if update_mode(backend) == "seeded" else 0
+    return backend.generators + snapshots

@@ -385,10 +385,11 @@ class PooledSource:
         if self.own is not None:
             self.own.generator.update_weights({}, version)  # shares the trainer's model: the version only
         if self.history is not None:
-            self.history.publish(step, version, model)
             # Batches from `step` on are still to be trained on; the oldest weights they name are
-            # those batch `step` starts on.
+            # those batch `step` starts on. Forgotten before the new snapshot is taken, so at most
+            # window + 2 are held at once (trainer_device_copies counts them).
             self.history.forget_before(self.schedule.plan(step).start)
+            self.history.publish(step, version, model)
             return
         if version == self._pushed:  # a skipped step: the weights did not change
             return
@@ -414,6 +415,7 @@ class PooledSource:
         }
         if self.history is not None:  # seeded: generators waiting for weights the plan names
             out["pipeline/generator_wait_frac"] = self.history.waited_s / (elapsed * self.pool.size) if running else 0.0
+            out["pipeline/weight_history_gb"] = self.history.peak_bytes / 2**30
         out.update({f"pipeline/{k}": v for k, v in self.pool.stats().items()})
         return out
 

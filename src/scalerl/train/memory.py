@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import resource
 import sys
+from typing import Mapping
 
 import torch
 
@@ -55,25 +56,40 @@ def training_state_bytes(model: torch.nn.Module, world: int = 1) -> int:
     return -(-(weights + trainable * TRAINING_BYTES_PER_PARAMETER) // world)
 
 
-def memory_problem(state: int, copy: int, capacity: int, *, world: int, device: str, parameters: int,
-                   copy_bytes_per_parameter: int) -> str | None:
+#: What a copy of the policy on the trainer's device is called in :func:`memory_problem`'s copies.
+RANK0_COPY = "rank 0's generator copy"
+PIPELINE_COPIES = "pipeline-rl-k's generator threads and weight snapshots"
+
+
+def memory_problem(state: int, copies: Mapping[str, int], capacity: int, *, world: int, device: str,
+                   parameters: int, copy_bytes_per_parameter: int) -> str | None:
     """Why a run cannot fit on ``device`` (``capacity`` bytes), or None. ``state``: the training
-    state per rank (:func:`training_state_bytes`); ``copy``: rank 0's generator copy of the whole
-    model (0 without one). Refused only where the state alone, before any activation, exceeds the
-    device -- a certain out-of-memory error, minutes into loading -- with the ranks that would fit."""
-    if state + copy <= capacity:
+    state per rank (:func:`training_state_bytes`); ``copies``: bytes of the other copies of the
+    policy this device holds, by what they are (:data:`RANK0_COPY`, :data:`PIPELINE_COPIES`).
+    Refused only where these alone, before any activation, exceed the device -- a certain
+    out-of-memory error, minutes into loading -- with what would fit: more ranks for the state,
+    no copies beside it."""
+    copies = {what: b for what, b in copies.items() if b}
+    if state + sum(copies.values()) <= capacity:
         return None
     gb = lambda b: f"{b / GIB:.1f} GB"  # noqa: E731
     total = state * world
-    ranks = max(world + 1, -(-total // int(STATE_SHARE * capacity)))
     where = f"{gb(state)} on each of {world} ranks" if world > 1 else "it all on one device"
     what = (f"the training state of this {parameters / 1e9:.2f}B-parameter model (fp32 weights, gradients and "
             f"AdamW's moments: {gb(total)}) needs {where}")
-    if copy:
-        what += f" plus {gb(copy)} for rank 0's generator copy"
-    fix = f"shard it over more devices: --nproc {ranks} (or torchrun with {ranks} ranks)"
-    whole = parameters * copy_bytes_per_parameter
-    if whole > STATE_SHARE * capacity:
-        fix += (f", with --set run.generate_on_shards=true --set pipeline=sync: its weights alone "
-                f"({gb(whole)} in the compute dtype) do not fit on one device beside a shard")
-    return f"{what}, and {device} has {gb(capacity)}: {fix}"
+    for name, b in copies.items():
+        what += f" plus {gb(b)} for {name}"
+    fixes = []
+    if state + copies.get(RANK0_COPY, 0) > capacity:
+        ranks = max(world + 1, -(-total // int(STATE_SHARE * capacity)))
+        fix = f"shard it over more devices: --nproc {ranks} (or torchrun with {ranks} ranks)"
+        whole = parameters * copy_bytes_per_parameter
+        if whole > STATE_SHARE * capacity:
+            fix += (f", with --set run.generate_on_shards=true --set pipeline=sync: its weights alone "
+                    f"({gb(whole)} in the compute dtype) do not fit on one device beside a shard")
+        fixes.append(fix)
+    if PIPELINE_COPIES in copies:
+        fixes.append("keep the generators' copies off this device: --set pipeline=sync (the trainer generates on "
+                     "its own weights), fewer backend.generators, or --backend ray with GPUs of their own "
+                     "(backend.generator_gpus=1)")
+    return f"{what}, and {device} has {gb(capacity)}: {'; or '.join(fixes)}"

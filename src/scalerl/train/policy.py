@@ -111,7 +111,7 @@ def load_policy(cfg: TrainConfig, device: torch.device, *, placement: Placement 
         else:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     if placement != "meta":
-        _check_fits(model, device, precision, world=world, on_shards=cfg.run.generate_on_shards)
+        _check_fits(model, device, precision, cfg, world=world)
     if placement == "device":
         model.to(device)
     storage = storage_dtype(cfg.model.dtype) or stored_dtype(cfg.model.name_or_path, tiny_spec=tiny)
@@ -119,10 +119,12 @@ def load_policy(cfg: TrainConfig, device: torch.device, *, placement: Placement 
                   config_dropout)
 
 
-def _check_fits(model: torch.nn.Module, device: torch.device, precision: Precision, *, world: int,
-                on_shards: bool) -> None:
-    """Refuse, in one line that says how many ranks would do, a device that cannot hold this
-    rank's training state (and, on rank 0 of a group, the generator copy) before any activation."""
+def _check_fits(model: torch.nn.Module, device: torch.device, precision: Precision, cfg: TrainConfig, *,
+                world: int) -> None:
+    """Refuse, in one line that says what would fit, a device that cannot hold this rank's training
+    state and the copies of the policy beside it (rank 0's generator copy of a trainer group;
+    the local pipeline's generator threads and weight snapshots) before any activation."""
+    from scalerl.pipeline.registry import trainer_device_copies
     from scalerl.train import memory
 
     capacity = memory.device_capacity(device)
@@ -130,8 +132,12 @@ def _check_fits(model: torch.nn.Module, device: torch.device, precision: Precisi
         return
     parameters = sum(p.numel() for p in model.parameters())
     copy_bytes = precision.generator_dtype.itemsize
-    copy = parameters * copy_bytes if world > 1 and not on_shards else 0
-    problem = memory.memory_problem(memory.training_state_bytes(model, world), copy, capacity, world=world,
+    off = cfg.recipe.off_policy
+    copies = {
+        memory.RANK0_COPY: parameters * copy_bytes if world > 1 and not cfg.run.generate_on_shards else 0,
+        memory.PIPELINE_COPIES: parameters * copy_bytes * trainer_device_copies(off.pipeline, off.k, cfg.backend),
+    }
+    problem = memory.memory_problem(memory.training_state_bytes(model, world), copies, capacity, world=world,
                                     device=str(device), parameters=parameters, copy_bytes_per_parameter=copy_bytes)
     if problem is not None:
         raise ConfigError(problem)
