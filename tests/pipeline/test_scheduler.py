@@ -9,6 +9,7 @@ import threading
 import time
 
 import pytest
+import torch
 
 from scalerl.generate.base import Completion
 from scalerl.pipeline.landing import Landing, WeightHistory, plan_updates, window
@@ -86,8 +87,15 @@ class FakeWorker:
 
 
 class FakeModel:
-    def state_dict(self):
-        return {}
+    """A weight source with no weights (the fake workers generate without a model)."""
+
+    device = torch.device("cpu")
+
+    def tensors(self):
+        return iter(())
+
+    def meta(self):
+        return []
 
 
 def make_plan(recipe=None, problems=40, seed=0):

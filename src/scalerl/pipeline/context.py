@@ -13,6 +13,7 @@ import torch
 
 from scalerl.generate.hf import HFGenerator
 from scalerl.pipeline.config import BackendConfig
+from scalerl.pipeline.weights import Weights, WeightSource
 from scalerl.rollout.context import RolloutContext
 
 
@@ -48,3 +49,11 @@ class PipelineContext:
     inference copy needs no fp32 master weights; logits stay fp32 through the FP32 head)."""
     version: int = 0
     """The trainer's policy version when the source is built."""
+    weights: WeightSource | None = None
+    """Where generator processes and Ray actors read the weights from when not ``model``: under
+    ``run.generate_on_shards`` a stream off the trainer group's shards (no whole copy on a device)."""
+
+    @property
+    def generator_weights(self) -> Weights:
+        """What generator processes and Ray actors start from: :attr:`weights`, else the model."""
+        return self.weights if self.weights is not None else self.model

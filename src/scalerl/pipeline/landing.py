@@ -39,11 +39,11 @@ import random
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import torch
 
-from scalerl.models.lora import generator_state_dict
+from scalerl.pipeline.weights import Weights, weight_source
 from scalerl.seeds import UPDATE_POINTS, derive_seed
 
 
@@ -115,24 +115,24 @@ class WeightHistory:
                 raise RuntimeError("WeightHistory.store_as must be called before the first snapshot is published")
             self._layout = dict(layout)
 
-    def publish(self, tick: int, version: int, model: Any) -> None:
+    def publish(self, tick: int, version: int, weights: Weights) -> None:
         """Record the trainer's weights after ``tick`` steps (policy ``version``); a copy is kept, as
         the generators' plain models load it (LoRA adapters merged in)."""
         with self._cond:
             same = next((w for w in self._weights.values() if w[1] == version), None)
-        state = same[0] if same is not None else self._snapshot(generator_state_dict(model))
+        state = same[0] if same is not None else self._snapshot(weight_source(weights).tensors())
         with self._cond:
             self._weights[tick] = (state, version)
             self._cond.notify_all()
         self.peak_bytes = max(self.peak_bytes, self.held_bytes())
 
-    def _snapshot(self, state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def _snapshot(self, state: Iterable[tuple[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
         """A copy of ``state`` in the generators' layout; names that alias one tensor (tied
         embeddings) share one copy, as they share one tensor in the trainer."""
         out: dict[str, torch.Tensor] = {}
         copies: dict[tuple, torch.Tensor] = {}
         with torch.no_grad():
-            for name, value in state.items():
+            for name, value in state:
                 value = value.detach()
                 dtype, device = self._layout.get(name, (value.dtype, value.device))
                 alias = (value.data_ptr(), tuple(value.shape), value.stride(), value.dtype, dtype, str(device))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Protocol
 
+from scalerl.pipeline.weights import Weights
 from scalerl.pipeline.work import RoundRequest, RoundResult
 
 Deliver = Callable[[RoundResult], None]
@@ -58,8 +59,9 @@ class WorkerPool(Protocol):
 
     def submit(self, request: RoundRequest) -> None: ...
 
-    def push_weights(self, model: Any, version: int) -> None:
-        """Send the trainer's current weights as policy ``version`` to every generator; each applies
+    def push_weights(self, weights: Weights, version: int) -> None:
+        """Send the trainer's current weights (its model, or a :class:`~scalerl.pipeline.weights.WeightSource`)
+        as policy ``version`` to every generator; each applies
         them between two decode steps of whatever it is generating (in-flight update)."""
         ...
 

@@ -30,10 +30,10 @@ import time
 import traceback
 from typing import Any
 
-from scalerl.models.lora import generator_state_dict
 from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.pool import Deliver, Fail, reporting
 from scalerl.pipeline.scheduler import PipelineError
+from scalerl.pipeline.weights import Weights, weight_source
 from scalerl.pipeline.work import WorkerSpec, build_worker
 
 
@@ -103,12 +103,12 @@ def _process_main(spec: WorkerSpec, shared: dict, shared_version: Any, lock: Any
 
 
 class ProcessPool:
-    def __init__(self, spec: WorkerSpec, model: Any, version: int, size: int) -> None:
+    def __init__(self, spec: WorkerSpec, weights: Weights, version: int, size: int) -> None:
         import torch.multiprocessing as mp
 
         ctx = mp.get_context("spawn")
         self.size = size
-        self._shared = {k: v.detach().to("cpu", copy=True).share_memory_() for k, v in generator_state_dict(model).items()}
+        self._shared = {k: v.detach().to("cpu", copy=True).share_memory_() for k, v in weight_source(weights).tensors()}
         self._version = ctx.Value("q", version, lock=False)  # guarded by self._lock, with the tensors
         self._lock = ctx.Lock()
         self._requests = ctx.Queue()
@@ -132,7 +132,7 @@ class ProcessPool:
 
     @classmethod
     def for_context(cls, ctx: PipelineContext) -> "ProcessPool":
-        return cls(WorkerSpec.from_context(ctx), ctx.model, ctx.version, ctx.backend.generators)
+        return cls(WorkerSpec.from_context(ctx), ctx.generator_weights, ctx.version, ctx.backend.generators)
 
     def start(self, deliver: Deliver, fail: Fail) -> None:
         self._reader = threading.Thread(target=reporting(self._read, fail), args=(deliver, fail),
@@ -165,8 +165,8 @@ class ProcessPool:
     def submit(self, request: Any) -> None:
         self._requests.put(request)
 
-    def push_weights(self, model: Any, version: int) -> None:
-        state = generator_state_dict(model)  # LoRA merged: the generators hold plain models
+    def push_weights(self, weights: Weights, version: int) -> None:
+        state = dict(weight_source(weights).tensors())  # LoRA merged: the generators hold plain models
         with self._lock:
             for name, target in self._shared.items():
                 target.copy_(state[name].detach())

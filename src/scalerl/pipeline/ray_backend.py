@@ -50,14 +50,17 @@ import contextlib
 import os
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scalerl.errors import ConfigError
-from scalerl.models.lora import generator_state_dict
 from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.pool import Deliver, Fail, reporting
 from scalerl.pipeline.scheduler import PipelineError
+from scalerl.pipeline.weights import Weights, WeightSource, weight_source
 from scalerl.pipeline.work import RoundRequest, WorkerSpec
+
+if TYPE_CHECKING:
+    import torch
 
 
 def _ray():
@@ -126,23 +129,25 @@ class GeneratorActor:
 NO_WEIGHTS = -1
 
 
-def _cpu_state(model: Any) -> dict[str, Any]:
-    return {k: v.detach().to("cpu") for k, v in generator_state_dict(model).items()}  # LoRA merged
+def _cpu_state(weights: WeightSource) -> dict[str, Any]:
+    # One tensor at a time into host memory: a stream off the trainer's shards never has a
+    # whole copy on a device.
+    return {k: v.detach().to("cpu") for k, v in weights.tensors()}
 
 
 class _ObjectStoreSync:
     """Weights through Ray's object store: one ``ray.put`` per update, every actor pulls."""
 
-    def __init__(self, pool: "RayPool", model: Any, version: int) -> None:
+    def __init__(self, pool: "RayPool", weights: WeightSource, version: int) -> None:
         self.pool = pool
-        self.latest = (pool.ray.put(_cpu_state(model)), version)
+        self.latest = (pool.ray.put(_cpu_state(weights)), version)
 
     def request_args(self) -> tuple[list, int]:
         ref, version = self.latest
         return [ref], version
 
-    def push(self, model: Any, version: int) -> list:
-        ref = self.pool.ray.put(_cpu_state(model))
+    def push(self, weights: WeightSource, version: int) -> list:
+        ref = self.pool.ray.put(_cpu_state(weights))
         self.latest = (ref, version)
         return [a.update_weights.remote([ref], version) for a in self.pool.live_actors()]
 
@@ -150,7 +155,7 @@ class _ObjectStoreSync:
 class _NcclSync:
     """Weights by NCCL broadcast from the trainer's GPU to every vLLM generator (GPU clusters only)."""
 
-    def __init__(self, pool: "RayPool", model: Any, version: int) -> None:
+    def __init__(self, pool: "RayPool", weights: WeightSource, version: int) -> None:
         import torch
         from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator
         from vllm.distributed.utils import StatelessProcessGroup
@@ -158,7 +163,7 @@ class _NcclSync:
         ray = pool.ray
         self.pool = pool
         self.version = version
-        device = next(model.parameters()).device
+        device = weights.device
         if device.type != "cuda":
             raise ConfigError("backend.weight_sync=nccl needs the trainer on a CUDA GPU (run.device=cuda)")
         address = ray.util.get_node_ip_address()
@@ -169,29 +174,27 @@ class _NcclSync:
         self.comm = PyNcclCommunicator(group, device=device)
         ray.get(joins)
         self.stream = torch.cuda.current_stream
-        self.push(model, version)
+        self.push(weights, version)
 
     def request_args(self) -> tuple[list, int]:
         return [], self.version  # actors receive every broadcast; nothing to pull
 
-    def push(self, model: Any, version: int) -> list:
+    def push(self, weights: WeightSource, version: int) -> list:
         # Each actor posts its receives between two engine steps; the broadcasts below complete
         # once all have. A restarted actor cannot rejoin the group: with nccl a dead actor fails the run.
-        state = generator_state_dict(model)  # LoRA merged
-        meta = [(k, str(v.dtype).removeprefix("torch."), tuple(v.shape)) for k, v in state.items()]
+        meta = [(k, str(dtype).removeprefix("torch."), shape) for k, dtype, shape in weights.meta()]
         calls = [a.receive_weight_broadcast.remote(meta, version) for a in self.pool.live_actors()]
-        for _, tensor in state.items():
+        for _, tensor in weights.tensors():  # sent as each arrives (a stream off the shards: one at a time)
             self.comm.broadcast(tensor.detach().contiguous(), src=0, stream=self.stream())
         self.version = version
         return calls
 
 
 @contextlib.contextmanager
-def _without_trainer_gpu(model: Any, address: str | None):
+def _without_trainer_gpu(device: "torch.device", address: str | None):
     """Starting a one-machine cluster from a trainer on a GPU: hide that GPU from Ray, so that no
     generator actor is placed on it (the trainer's CUDA context already exists and is unaffected).
     A cluster started with ``ray start`` is the user's to lay out (docs/distributed.md)."""
-    device = next(model.parameters()).device
     if address is not None or device.type != "cuda":
         yield
         return
@@ -225,8 +228,9 @@ WEIGHT_SYNC = {"object_store": _ObjectStoreSync, "nccl": _NcclSync}
 class RayPool:
     """Generator actors behind the :class:`~scalerl.pipeline.pool.WorkerPool` interface."""
 
-    def __init__(self, spec: WorkerSpec, model: Any, version: int, size: int, *, address: str | None = None,
+    def __init__(self, spec: WorkerSpec, weights: Weights, version: int, size: int, *, address: str | None = None,
                  cpus: float = 1.0, gpus: float = 0.0, max_restarts: int = 3, weight_sync: str = "auto") -> None:
+        weights = weight_source(weights)
         ray = self.ray = _ray()
         self._owns_ray = False
         sync_name = weight_sync if weight_sync != "auto" else ("nccl" if spec.generator == "vllm" else "object_store")
@@ -236,7 +240,7 @@ class RayPool:
             max_restarts = 0
         if not ray.is_initialized():
             address = address or os.environ.get("RAY_ADDRESS")
-            with _without_trainer_gpu(model, address):
+            with _without_trainer_gpu(weights.device, address):
                 ray.init(address=address, include_dashboard=False)
             self._owns_ray = True
         self._check_resources(size, cpus, gpus)
@@ -248,7 +252,7 @@ class RayPool:
         )
         self.actors = [cls.remote(spec, i) for i in range(size)]
         self._wait_ready()
-        self._sync = WEIGHT_SYNC[sync_name](self, model, version)
+        self._sync = WEIGHT_SYNC[sync_name](self, weights, version)
         self._lock = threading.Condition()
         self._pending: collections.deque[RoundRequest] = collections.deque()
         self._idle: collections.deque[int] = collections.deque(range(size))
@@ -267,7 +271,7 @@ class RayPool:
     @classmethod
     def for_context(cls, ctx: PipelineContext) -> "RayPool":
         b = ctx.backend
-        return cls(WorkerSpec.from_context(ctx), ctx.model, ctx.version, b.generators,
+        return cls(WorkerSpec.from_context(ctx), ctx.generator_weights, ctx.version, b.generators,
                    address=b.ray_address, cpus=b.generator_cpus, gpus=b.generator_gpus, max_restarts=b.max_restarts,
                    weight_sync=b.weight_sync)
 
@@ -387,8 +391,8 @@ class RayPool:
                 self.updates_failed += 1
 
     # ------------------------------------------------------------------ the trainer's side
-    def push_weights(self, model: Any, version: int) -> None:
-        calls = self._sync.push(model, version)
+    def push_weights(self, weights: Weights, version: int) -> None:
+        calls = self._sync.push(weight_source(weights), version)
         with self._lock:
             self._update_calls.extend(calls)
 

@@ -58,6 +58,7 @@ from typing import Any
 
 from scalerl.pipeline.landing import UpdatePlan, WeightHistory, plan_updates
 from scalerl.pipeline.pool import PipelineError, WorkerPool
+from scalerl.pipeline.weights import Weights
 from scalerl.pipeline.work import RolloutWorker, RoundRequest, RoundResult
 from scalerl.rl.filters import DynamicSamplingBuffer
 from scalerl.rollout.context import RolloutContext
@@ -379,7 +380,7 @@ class PooledSource:
             self._batches[asm.index] = fresh
         self.pool.submit(first)
 
-    def weights_updated(self, model: Any, version: int, *, step: int) -> None:
+    def weights_updated(self, weights: Weights, version: int, *, step: int) -> None:
         """The trainer has taken ``step`` steps; its policy is ``version``."""
         self.version = version
         if self.own is not None:
@@ -389,12 +390,12 @@ class PooledSource:
             # those batch `step` starts on. Forgotten before the new snapshot is taken, so at most
             # window + 2 are held at once (trainer_device_copies counts them).
             self.history.forget_before(self.schedule.plan(step).start)
-            self.history.publish(step, version, model)
+            self.history.publish(step, version, weights)
             return
         if version == self._pushed:  # a skipped step: the weights did not change
             return
         self._pushed = version
-        self.pool.push_weights(model, version)
+        self.pool.push_weights(weights, version)
 
     # ------------------------------------------------------------------ logs and checkpoints
     def stats(self) -> dict[str, float]:

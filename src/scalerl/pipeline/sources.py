@@ -21,6 +21,7 @@ from collections import deque
 from typing import Any, Protocol
 
 from scalerl.generate.base import Generator
+from scalerl.pipeline.weights import Weights
 from scalerl.rollout.context import RolloutContext
 from scalerl.rollout.groups import RolloutBatch
 from scalerl.rollout.produce import make_batch
@@ -31,9 +32,10 @@ class RolloutSource(Protocol):
         """The batch for optimizer step ``step`` (blocks until one is ready)."""
         ...
 
-    def weights_updated(self, model: Any, version: int, *, step: int) -> None:
-        """Called after every optimizer step (and on resume) with the trainer's model, its policy
-        version and the number of steps it has taken."""
+    def weights_updated(self, weights: Weights, version: int, *, step: int) -> None:
+        """Called after every optimizer step (and on resume) with the trainer's weights (its model,
+        or a :class:`~scalerl.pipeline.weights.WeightSource`), its policy version and the number of
+        steps it has taken."""
         ...
 
     def state_dict(self) -> dict[str, Any]: ...
@@ -75,7 +77,7 @@ class OffPolicySource:
         self.samples += batch.samples
         return batch
 
-    def weights_updated(self, model: Any, version: int, *, step: int) -> None:
+    def weights_updated(self, weights: Weights, version: int, *, step: int) -> None:
         self.generator.update_weights({}, version)
 
     def stats(self) -> dict[str, float]:

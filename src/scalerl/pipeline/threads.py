@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any
 
 import torch
 
-from scalerl.models.lora import generator_state_dict
 from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.landing import HistoryClosed, WeightHistory
 from scalerl.pipeline.pool import Deliver, Fail, reporting
+from scalerl.pipeline.weights import Weights, weight_source
 from scalerl.pipeline.work import RolloutWorker, RoundRequest
 
 
@@ -89,9 +88,9 @@ class ThreadPool:
     def submit(self, request: RoundRequest) -> None:
         self._requests.put(request)
 
-    def push_weights(self, model: Any, version: int) -> None:
+    def push_weights(self, weights: Weights, version: int) -> None:
         """Timing mode: hand the new weights to every generator (applied at its next decode step)."""
-        state = generator_state_dict(model)  # LoRA merged: the generators hold plain models
+        state = dict(weight_source(weights).tensors())  # LoRA merged: the generators hold plain models
         for w in self.workers:
             w.generator.update_weights(state, version)
 

@@ -181,8 +181,10 @@ class RunConfig:
     """With nproc > 1: generate and evaluate on the FSDP shards themselves -- every rank samples a
     share of the prompts, each forward all-gathering one decoder layer at a time, as the training
     passes do -- instead of on a full copy of the policy on rank 0. For a model whose weights do
-    not fit on one device; slower (every decode step gathers the model). The trainer's own
-    generation only: pipeline sync or ppo-off-policy-k on the local backend. One process: no effect."""
+    not fit on one device; slower (every decode step gathers the model). Generators beside the
+    trainer (Ray actors, local generator processes) then get their weights streamed off the shards,
+    one gathered tensor at a time; pipeline-rl-k's generator threads, which would each hold a copy
+    on rank 0's device, are refused. One process: no effect."""
     deterministic: bool = True
     """Derive every sampling seed from (seed, step), so a resumed run repeats an uninterrupted one."""
     micro_batch_size: int = 64
@@ -355,10 +357,13 @@ def group_problems(cfg: TrainConfig, world: int) -> list[str]:
         problems.append("LoRA (model.lora.rank > 0) trains in one process: drop --nproc or model.lora.rank")
     if cfg.precision.compute in ("fp16", "float16", "half"):
         problems.append("fp16 loss scaling is not sharded across processes: use precision.compute=bf16 with --nproc")
-    if cfg.run.generate_on_shards and (cfg.recipe.off_policy.pipeline == "pipeline-rl-k" or cfg.backend.name != "local"):
-        problems.append("run.generate_on_shards generates on the trainer ranks between updates: use "
-                        "recipe.off_policy.pipeline=sync or ppo-off-policy-k with backend.name=local "
-                        "(pipeline-rl-k and Ray generate beside the trainer, each generator with its own copy)")
+    b = cfg.backend
+    if (cfg.run.generate_on_shards and cfg.recipe.off_policy.pipeline == "pipeline-rl-k" and b.name == "local"
+            and b.workers == "threads"):
+        problems.append("run.generate_on_shards keeps no whole copy of the policy on rank 0's device, and "
+                        "pipeline-rl-k's generator threads would each hold one there: generate with Ray actors "
+                        "(--backend ray) or backend.workers=processes, or use recipe.off_policy.pipeline=sync or "
+                        "ppo-off-policy-k (generation on the shards)")
     return problems
 
 

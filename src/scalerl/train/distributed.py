@@ -48,7 +48,7 @@ import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 import torch.distributed as dist
@@ -250,13 +250,30 @@ class TrainerGroup:
         2 bytes a parameter (bf16), not the fp32 state's 4 plus a cast copy's 2."""
         self._order("full_weights", dtype)
         weights: dict[str, torch.Tensor] = {}
-        with torch.no_grad():
-            for name, value in self.model.state_dict().items():
-                full = full_value(value)  # an all-gather on every rank; buffers are as they are
-                if self.rank.leader:
-                    weights[name] = full.to(device="cpu", dtype=dtype if full.is_floating_point() else full.dtype)
-                del full
+        for name, full in self._gathered(dtype):
+            if self.rank.leader:
+                weights[name] = full.to("cpu")
         return weights
+
+    def stream_weights(self, dtype: torch.dtype) -> Iterator[tuple[str, torch.Tensor]]:
+        """Rank 0: the full weights one tensor at a time, in ``dtype``, on this rank's device (the
+        generators' weights under ``run.generate_on_shards``: :mod:`scalerl.train.shard_weights`).
+        Every rank all-gathers each tensor in turn (:meth:`gather_each`); consume it to the end."""
+        self._order("gather_each", dtype)
+        yield from self._gathered(dtype)
+
+    def gather_each(self, dtype: torch.dtype) -> None:
+        """Ranks > 0: take part in rank 0's :meth:`stream_weights`."""
+        for _ in self._gathered(dtype):
+            pass
+
+    def _gathered(self, dtype: torch.dtype) -> Iterator[tuple[str, torch.Tensor]]:
+        """Every state-dict entry, whole (an all-gather on every rank), floating point ones in
+        ``dtype``; one at a time, so no rank holds a second full copy."""
+        for name, value in self.model.state_dict().items():  # detached: no autograd
+            full = full_value(value)  # buffers are as they are
+            yield name, full.to(dtype) if full.is_floating_point() else full
+            del full
 
     def stop(self) -> None:
         """Rank 0: release the other ranks (the run is over)."""

@@ -85,8 +85,8 @@ def memory_problem(state: int, copies: Mapping[str, int], capacity: int, *, worl
         fix = f"shard it over more devices: --nproc {ranks} (or torchrun with {ranks} ranks)"
         whole = parameters * copy_bytes_per_parameter
         if whole > STATE_SHARE * capacity:
-            fix += (f", with --set run.generate_on_shards=true --set pipeline=sync: its weights alone "
-                    f"({gb(whole)} in the compute dtype) do not fit on one device beside a shard")
+            fix += (f", with --set run.generate_on_shards=true and --set pipeline=sync or --backend ray: its "
+                    f"weights alone ({gb(whole)} in the compute dtype) do not fit on one device beside a shard")
         fixes.append(fix)
     if PIPELINE_COPIES in copies:
         fixes.append("keep the generators' copies off this device: --set pipeline=sync (the trainer generates on "

@@ -45,6 +45,7 @@ from scalerl.train.loggers import make_sinks
 from scalerl.train.policy import load_policy_weights, policy_weights, save_policy
 from scalerl.train.preflight import check_generation_budget, check_writable, discard_unstarted_run, run_device
 from scalerl.train.shard_generation import ShardedGenerator
+from scalerl.train.shard_weights import ShardWeights
 from scalerl.train.update import build_optimizer, policy_update
 
 CONFIG, CHECKPOINTS, FINAL = "config.yaml", "checkpoints", "final"
@@ -140,6 +141,7 @@ class Trainer:
         from scalerl.generate.layout import pad_id_of
         from scalerl.pipeline.context import PipelineContext, TaskSpec
         from scalerl.pipeline.registry import make_source, trainer_threads
+        from scalerl.pipeline.weights import Weights
         from scalerl.rl.components import resolve_recipe, validate_recipe
         from scalerl.rl.sampler import PromptSampler
         from scalerl.rollout.context import RolloutContext, RoundContext
@@ -187,6 +189,11 @@ class Trainer:
             if not cfg.run.generate_on_shards:
                 self.gen_model = generator_copy(self.model, self.precision.generator_dtype).to(self.device)
             self.group = make_group(cfg, self.policy, self.rank)
+        # What the generators' weights are read from after an update: the generator model, or
+        # (generation on the shards, no whole copy anywhere) a stream off the shards.
+        shard_weights = (ShardWeights(self.group, self.precision.generator_dtype)
+                         if self.group is not None and cfg.run.generate_on_shards else None)
+        self.weights: Weights = shard_weights or self.gen_model
 
         settings = dict(cfg.task.settings)
         if cfg.task.data is not None:
@@ -233,6 +240,7 @@ class Trainer:
             self.rollout, cfg.backend, self.gen_model, self.generator,
             TaskSpec(cfg.task.name, settings, cfg.task.reward, cfg.task.reward_timeout),
             model_path=cfg.model.name_or_path, generator_dtype=self.precision.generator_dtype, version=self.version,
+            weights=shard_weights,
         )
         self.source = make_source(self.pipeline)
         # Devices the clock counts (accelerator-hours): Ray's generator actors hold their own.
@@ -244,7 +252,7 @@ class Trainer:
             save_yaml(cfg, self.output / CONFIG, header=f"scalerl run {self.output.name} (resolved config)")
             self.runlog = RunLogWriter(self.output / RUNLOG, self._header())
             self.samples = RunLogWriter(self.output / SAMPLES, resume_offset=0)
-        self.source.weights_updated(self.gen_model, self.version, step=self.step)  # the weights it starts from
+        self.source.weights_updated(self.weights, self.version, step=self.step)  # the weights it starts from
         self.sinks = make_sinks(cfg.log, self.output, self.output.name, to_dict(cfg), self.resume)
 
     def _header(self) -> dict[str, Any]:
@@ -461,7 +469,7 @@ class Trainer:
         self.meter.step = self.step
         if not result.skipped:
             self.version += 1
-        self.source.weights_updated(self.gen_model, self.version, step=self.step)
+        self.source.weights_updated(self.weights, self.version, step=self.step)
         self.meter.pause()
 
         nonfinite = result.skipped and result.reason.startswith("non-finite")
