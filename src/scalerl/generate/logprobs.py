@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import torch
 
 from scalerl.generate.base import Completion
+from scalerl.generate.head_chunks import chunked_logprobs, head_of, needs_chunks
 from scalerl.generate.layout import forward_kwargs, left_pad, new_cache, position_ids, rows_selectable
 from scalerl.generate.sampling import token_logprobs
 
@@ -47,24 +48,28 @@ def pack_completions(
     return {k: v.to(device) for k, v in out.items()}
 
 
-def completion_logprobs(model: Any, batch: dict[str, torch.Tensor], temperature: float) -> torch.Tensor:
+def completion_logprobs(model: Any, batch: dict[str, torch.Tensor], temperature: float,
+                        logits_budget: int = 0) -> torch.Tensor:
     """``log pi(token)`` of every completion position, ``[B, T]`` fp32 (0 where padded).
 
-    Runs under the caller's grad mode: the trainer calls it with gradients on.
+    Runs under the caller's grad mode: the trainer calls it with gradients on. ``logits_budget``:
+    bytes the fp32 logits may take at once; above it the LM head runs in chunks
+    (:mod:`scalerl.generate.head_chunks`; same log-probs). 0: in one piece.
     """
     length = batch["completion_ids"].shape[1]
     if length == 0:
         return torch.zeros(batch["completion_ids"].shape, dtype=torch.float32, device=batch["input_ids"].device)
-    extra = {"logits_to_keep": length + 1} if forward_kwargs(model)[1] else {}
-    out = model(
-        input_ids=batch["input_ids"],
-        attention_mask=batch["attention_mask"],
-        position_ids=batch["position_ids"],
-        use_cache=False,
-        **extra,
-    )
+    inputs = dict(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                  position_ids=batch["position_ids"], use_cache=False)
     # Position j predicts token j + 1: of the last T + 1 positions, all but the final one score the T tokens.
-    logits = out.logits[:, -(length + 1) : -1, :]
+    scoring = lambda t: t[:, -(length + 1) : -1]  # noqa: E731
+    head = head_of(model)
+    if needs_chunks(*batch["completion_ids"].shape, head, logits_budget):
+        logprobs = chunked_logprobs(model, head, batch["completion_ids"], temperature, logits_budget, scoring, **inputs)
+        if logprobs is not None:
+            return logprobs * batch["completion_mask"]
+    extra = {"logits_to_keep": length + 1} if forward_kwargs(model)[1] else {}
+    logits = scoring(model(**inputs, **extra).logits)
     return token_logprobs(logits, batch["completion_ids"], temperature) * batch["completion_mask"]
 
 
@@ -77,7 +82,8 @@ def checkpointing_enabled(model: Any) -> bool:
 
 
 def shared_prompt_logprobs(
-    model: Any, completions: Sequence[Completion], temperature: float, pad_token_id: int, device: torch.device | str = "cpu"
+    model: Any, completions: Sequence[Completion], temperature: float, pad_token_id: int, device: torch.device | str = "cpu",
+    logits_budget: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Like :func:`completion_logprobs`, but each distinct prompt goes through the model once.
 
@@ -88,7 +94,8 @@ def shared_prompt_logprobs(
     first completion token is scored by the prompt's last position, the rest by the
     completion pass. Same log-probs as the full forward up to float rounding (tested).
 
-    Returns ``(logprobs [N, T], completion_ids [N, T], completion_mask [N, T])``.
+    Returns ``(logprobs [N, T], completion_ids [N, T], completion_mask [N, T])``. ``logits_budget``:
+    as in :func:`completion_logprobs`.
     """
     cache = new_cache(model)
     # A checkpointed layer drops the KV cache in training (transformers does, as the replay would
@@ -96,7 +103,8 @@ def shared_prompt_logprobs(
     # prompt pass cannot be shared: score every sequence whole.
     if (model.training and torch.is_grad_enabled() and checkpointing_enabled(model)) or not rows_selectable(cache):
         batch = pack_completions(completions, pad_token_id, device)
-        return completion_logprobs(model, batch, temperature), batch["completion_ids"], batch["completion_mask"]
+        logprobs = completion_logprobs(model, batch, temperature, logits_budget)
+        return logprobs, batch["completion_ids"], batch["completion_mask"]
     keys: dict[tuple[int, ...], int] = {}
     inverse = [keys.setdefault(tuple(c.prompt_ids), len(keys)) for c in completions]
     n = len(completions)
@@ -116,7 +124,18 @@ def shared_prompt_logprobs(
     cache.batch_select_indices(inv)  # expand: completion i attends to the K/V of its prompt
     mask = torch.cat([p_mask[inv], c_mask], dim=1)
     pos = position_ids(mask)[:, p_mask.shape[1]:]  # the completions continue their prompt's count
-    rest = model(input_ids=c_ids, attention_mask=mask, position_ids=pos, use_cache=True, **{cache_arg: cache}).logits
+    inputs = dict(input_ids=c_ids, attention_mask=mask, position_ids=pos, use_cache=True, **{cache_arg: cache})
+    head = head_of(model)
+    if needs_chunks(n, length, head, logits_budget):
+        # The prompt's last position scores the first token (its logits are one position: kept);
+        # the completion pass's positions score the rest, its head in chunks.
+        rest = chunked_logprobs(model, head, c_ids[:, 1:], temperature, logits_budget, lambda t: t[:, :-1], **inputs)
+        if rest is not None:
+            first_lp = token_logprobs(first[inv], c_ids[:, :1], temperature)
+            return torch.cat([first_lp, rest], dim=1) * c_mask, c_ids, c_mask
+        # Not chunkable after all: the KV cache now holds the completions, so start over whole.
+        return shared_prompt_logprobs(model, completions, temperature, pad_token_id, device)
+    rest = model(**inputs).logits
     logits = torch.cat([first[inv], rest[:, :-1, :]], dim=1)
     return token_logprobs(logits, c_ids, temperature) * c_mask, c_ids, c_mask
 

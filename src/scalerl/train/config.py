@@ -189,6 +189,13 @@ class RunConfig:
     """Derive every sampling seed from (seed, step), so a resumed run repeats an uninterrupted one."""
     micro_batch_size: int = 64
     """Sequences per forward/backward pass; gradients accumulate to the full step (exactly)."""
+    logits_budget_mb: int = 256
+    """MiB the fp32 logits of one forward pass may take. A pass whose logits would exceed it runs
+    the LM head in chunks of that size, each recomputed in the backward pass, instead of holding
+    rows x positions x vocabulary floats (2.5 GB per 4,096-token completion of a 152k-token
+    vocabulary): same log-probs and gradients, one more head matmul (scalerl.generate.head_chunks).
+    0: always in one piece. Models that post-process their logits, and FSDP-sharded ones, are
+    scored in one piece whatever this says."""
     share_prompt_forward: bool = True
     """In the update, run each prompt through the model once for its whole group and the
     completions on its KV cache (same log-probs and gradients; less compute when G > 1).
@@ -296,6 +303,8 @@ class TrainConfig:
             problems.append(f"run.threads must be >= 0 (0 = torch's default), got {self.run.threads}")
         if self.run.micro_batch_size < 1:
             problems.append(f"run.micro_batch_size must be >= 1, got {self.run.micro_batch_size}")
+        if self.run.logits_budget_mb < 0:
+            problems.append(f"run.logits_budget_mb must be >= 0 (0: no chunking), got {self.run.logits_budget_mb}")
         if self.run.max_nan_steps < 1:
             problems.append(f"run.max_nan_steps must be >= 1, got {self.run.max_nan_steps}")
         if self.backend.generators < 1:

@@ -461,6 +461,7 @@ class Trainer:
                 temperature=cfg.sampling.temperature, pad_token_id=self.pad_id,
                 micro_batch_size=cfg.run.micro_batch_size, device=self.device, version=self.version,
                 share_prompt=cfg.run.share_prompt_forward, precision=self.precision,
+                logits_budget=cfg.run.logits_budget_mb * 2**20,
             )
         self.meter.trained(result.trained_tokens)
         for lag, n in result.lag_counts.items():

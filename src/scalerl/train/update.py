@@ -95,6 +95,7 @@ def policy_update(
     share_prompt: bool = True,
     precision: Precision = FULL,
     share: Share = SINGLE,
+    logits_budget: int = 0,
 ) -> UpdateResult:
     """One optimizer step on ``groups`` (see the module docstring for the order of the parts).
 
@@ -116,6 +117,8 @@ def policy_update(
     ``share``: under multi-process training (:mod:`scalerl.train.distributed`), this rank's share
     of the micro-batches; everything before them is computed on the whole batch, so the summed
     gradient, the clipping norm and the metrics are those of one process.
+    ``logits_budget``: bytes a pass's fp32 logits may take; above it the LM head runs in chunks
+    (:mod:`scalerl.generate.head_chunks`: same log-probs and gradients). 0: in one piece.
     """
     parts = recipe if isinstance(recipe, RecipeComponents) else resolve_recipe(recipe)
     cfg = parts.recipe
@@ -189,10 +192,11 @@ def policy_update(
         chunk = [completions[i] for i in index]
         with precision.autocast():  # bf16 / fp16 compute on the fp32 weights; fp32 logits (FP32 head)
             if share_prompt:
-                logprobs, _, c_mask = shared_prompt_logprobs(model, chunk, temperature, pad_token_id, device)
+                logprobs, _, c_mask = shared_prompt_logprobs(model, chunk, temperature, pad_token_id, device,
+                                                             logits_budget)
             else:
                 sub = pack_completions(chunk, pad_token_id, device)
-                logprobs, c_mask = completion_logprobs(model, sub, temperature), sub["completion_mask"]
+                logprobs, c_mask = completion_logprobs(model, sub, temperature, logits_budget), sub["completion_mask"]
         t = logprobs.shape[1]
         out = parts.loss(
             LossInputs(
