@@ -71,12 +71,22 @@ def chunked_logprobs(model: Any, head: torch.nn.Module, tokens: torch.Tensor, te
     remembers the model -- when ``head(hidden)`` does not reproduce the model's own logits:
     the caller then computes them the plain way.
     """
-    out = model(**inputs, output_hidden_states=True, logits_to_keep=1)
+    try:
+        out = model(**inputs, output_hidden_states=True, logits_to_keep=1)
+    except TypeError:  # a forward that takes no output_hidden_states: a plain forward will tell why
+        _NOT_CHUNKABLE.add(model)
+        return None
+    if not out.hidden_states:
+        _NOT_CHUNKABLE.add(model)
+        return None
     hidden = out.hidden_states[-1]
     with torch.no_grad():
-        own = out.logits[:, -1, :].float()
-        mine = head(hidden[:, -1, :]).float()
-    if own.shape != mine.shape or not torch.allclose(mine, own, rtol=1e-3, atol=1e-3):
+        # The very call the model made (same input, same shape: same kernel), so a plain head
+        # matches to rounding; post-processing as gentle as Gemma 2's soft-capping of a random
+        # model's logits (~4e-4) does not.
+        own = out.logits[:, -1:, :].float()
+        mine = head(hidden[:, -1:, :]).float()
+    if own.shape != mine.shape or not torch.allclose(mine, own, rtol=1e-5, atol=1e-5):
         _NOT_CHUNKABLE.add(model)
         return None
     h = select(hidden)
