@@ -18,7 +18,11 @@ Stages, each printing one line per figure (and appending them to $OUT/gpu_check.
 3. **train**: ``precision.compute=bf16`` training of the saved model (sync, one process) --
    weights moved, samples/s, the run's pass rates;
 4. **fsdp**: the same run as a one-rank trainer group (FSDP2 + NCCL on the GPU; gloo on the CPU),
-   samples/s, and its losses against stage 3's (same seed, same batches).
+   samples/s, and its losses against stage 3's (same seed, same batches);
+5. **logits**: peak device memory of one update's scoring pass (forward + backward, FP32 head,
+   bf16 autocast) of 4 x 2,048-token completions with a 151,936-token vocabulary, the LM head in
+   one piece against ``run.logits_budget_mb`` 256 (``scalerl.generate.head_chunks``), and the
+   largest log-prob difference between the two (``--tiny``: 2 x 64 tokens, CPU, no memory figure).
 """
 
 from __future__ import annotations
@@ -198,13 +202,54 @@ def train_fsdp(directory: Path, work: Path, device: torch.device, tiny: bool, st
         f"(of {len(losses)}; the others sampled different completions)")
 
 
+def logits_memory(device: torch.device, tiny: bool) -> None:
+    """Stage 5: the scoring pass's peak memory with the LM head whole and in chunks."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from scalerl.generate.base import Completion
+    from scalerl.generate.logprobs import shared_prompt_logprobs
+    from scalerl.rl.fp32_head import enable_fp32_lm_head
+
+    vocab, rows, tokens = (1000, 2, 64) if tiny else (151_936, 4, 2048)
+    torch.manual_seed(0)
+    cfg = Qwen2Config(vocab_size=vocab, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False)
+    model = enable_fp32_lm_head(Qwen2ForCausalLM(cfg)).to(device).train()
+    g = torch.Generator().manual_seed(1)
+    prompt = torch.randint(1, vocab, (32,), generator=g).tolist()
+    comps = [Completion(prompt, t, [0.0] * tokens, [1] * tokens, [0] * tokens, "length")
+             for t in torch.randint(1, vocab, (rows, tokens), generator=g).tolist()]
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    results = {}
+    # --tiny: a budget of 16 positions, so that the dry run goes through the chunks too.
+    chunked = 16 * vocab * 4 if tiny else 256 * 2**20
+    for budget in (0, chunked):
+        model.zero_grad(set_to_none=True)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+            torch.cuda.reset_peak_memory_stats(device)
+            base = torch.cuda.memory_allocated(device)
+        t = time.perf_counter()
+        with torch.autocast(device.type, dtype=dtype, enabled=device.type == "cuda"):
+            logprobs, _, _ = shared_prompt_logprobs(model, comps, 1.0, 0, device, logits_budget=budget)
+        logprobs.sum().backward()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        seconds = time.perf_counter() - t
+        peak = (torch.cuda.max_memory_allocated(device) - base) / 2**30 if device.type == "cuda" else float("nan")
+        results[budget] = logprobs.detach().float()
+        say(f"logits: {rows} x {tokens} tokens, vocabulary {vocab:,}, logits budget {budget / 2**20:.2f} MiB: "
+            f"peak {peak:.2f} GB above the model, forward + backward {seconds:.2f} s")
+    say(f"logits: max |log-prob difference| chunked vs whole {(results[0] - results[chunked]).abs().max().item():.2e}")
+
+
 def main(argv: list[str] | None = None) -> int:
     global OUT_FILE
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--device", default="cuda", help="cuda (the check) or cpu (a dry run)")
     p.add_argument("--tiny", action="store_true", help="a 2-layer model and short runs (the dry mode)")
     p.add_argument("--steps", type=int, default=None, help="training steps per run (default: 20; --tiny: 2)")
-    p.add_argument("--stages", default="model,logprobs,train,fsdp")
+    p.add_argument("--stages", default="model,logprobs,train,fsdp,logits")
     args = p.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -230,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
         reference = train_once(directory, work, device, args.tiny, steps)
     if "fsdp" in stages:
         train_fsdp(directory, work, device, args.tiny, steps, reference)
+    if "logits" in stages:
+        logits_memory(device, args.tiny)
     say("gpu_check: done")
     return 0
 

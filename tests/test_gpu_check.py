@@ -37,3 +37,6 @@ def test_gpu_check_dry_mode_runs_without_optional_packages(tmp_path):
     # FSDP's bf16 casts vs autocast, on the steps that trained on the same completions (at least one).
     assert gap and int(gap.group(3)) == 2 and int(gap.group(2)) >= 1 and float(gap.group(1)) < 1e-2
     assert "samples/s" in text
+    # The LM head in chunks scores as the whole head does (fp32 on the CPU).
+    diff = re.search(r"max \|log-prob difference\| chunked vs whole ([0-9.e+-]+)", text)
+    assert diff and float(diff.group(1)) < 1e-5

@@ -189,8 +189,10 @@ def _build(spec: TinySpec, target: Path, progress: bool) -> None:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # save_pretrained's "Writing model shards": ours is the bar to show
-    with tqdm(total=spec.warm_start_steps, desc=f"building the tiny model (once; cached in {target.parent})",
-              unit="step", leave=False, disable=not progress, dynamic_ncols=True, file=sys.stderr) as bar:
+    if progress:  # the path on a line of its own: in the bar's description it pushed the counter off narrow lines
+        print(f"building the tiny model (once; cached in {target.parent})", file=sys.stderr, flush=True)
+    with tqdm(total=spec.warm_start_steps, desc="tiny model warm start", unit="step", leave=False,
+              disable=not progress, dynamic_ncols=True, file=sys.stderr) as bar:
         model, tokenizer, info = make_tiny_model(spec, bar.update)
     tmp = Path(tempfile.mkdtemp(prefix=f".{spec.key()}.", dir=target.parent))
     try:
