@@ -189,6 +189,12 @@ class RunConfig:
     """Derive every sampling seed from (seed, step), so a resumed run repeats an uninterrupted one."""
     micro_batch_size: int = 64
     """Sequences per forward/backward pass; gradients accumulate to the full step (exactly)."""
+    micro_batch_tokens: int = 16384
+    """Padded tokens per forward/backward pass (rows x (longest prompt + longest completion)): a
+    micro-batch also closes before it would exceed this, so that long completions come in fewer
+    rows -- activations grow with tokens, not sequences (verl's ppo_max_token_len_per_gpu has the
+    same default). The gradient does not depend on it. A longer sequence gets a pass of its own;
+    0: by micro_batch_size alone."""
     logits_budget_mb: int = 256
     """MiB the fp32 logits of one forward pass may take. A pass whose logits would exceed it runs
     the LM head in chunks of that size, each recomputed in the backward pass, instead of holding
@@ -303,6 +309,8 @@ class TrainConfig:
             problems.append(f"run.threads must be >= 0 (0 = torch's default), got {self.run.threads}")
         if self.run.micro_batch_size < 1:
             problems.append(f"run.micro_batch_size must be >= 1, got {self.run.micro_batch_size}")
+        if self.run.micro_batch_tokens < 0:
+            problems.append(f"run.micro_batch_tokens must be >= 0 (0: no token limit), got {self.run.micro_batch_tokens}")
         if self.run.logits_budget_mb < 0:
             problems.append(f"run.logits_budget_mb must be >= 0 (0: no chunking), got {self.run.logits_budget_mb}")
         if self.run.max_nan_steps < 1:

@@ -311,7 +311,8 @@ def make_group(cfg: TrainConfig, policy: Any, rank: Rank) -> TrainerGroup:
     del full
     optimizer, scheduler = build_optimizer(model, cfg.recipe)
     update_args = dict(temperature=cfg.sampling.temperature, pad_token_id=pad_id_of(model, policy.tokenizer),
-                       micro_batch_size=cfg.run.micro_batch_size, device=rank.device,
+                       micro_batch_size=cfg.run.micro_batch_size, micro_batch_tokens=cfg.run.micro_batch_tokens,
+                       device=rank.device,
                        share_prompt=cfg.run.share_prompt_forward, logits_budget=cfg.run.logits_budget_mb * 2**20)
     components = resolve_recipe(cfg.recipe)
     generator = length_control = None

@@ -459,7 +459,8 @@ class Trainer:
             result = policy_update(
                 self.model, self.optimizer, self.scheduler, batch.groups, self.components,
                 temperature=cfg.sampling.temperature, pad_token_id=self.pad_id,
-                micro_batch_size=cfg.run.micro_batch_size, device=self.device, version=self.version,
+                micro_batch_size=cfg.run.micro_batch_size, micro_batch_tokens=cfg.run.micro_batch_tokens,
+                device=self.device, version=self.version,
                 share_prompt=cfg.run.share_prompt_forward, precision=self.precision,
                 logits_budget=cfg.run.logits_budget_mb * 2**20,
             )

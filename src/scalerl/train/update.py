@@ -39,6 +39,7 @@ from scalerl.rl.losses import LossInputs
 from scalerl.rl.recipe import RecipeConfig
 from scalerl.rollout.groups import Group, completion_lags
 from scalerl.train.memory import peak_memory_gb
+from scalerl.train.micro_batches import micro_batches
 from scalerl.train.share import SINGLE, Share, full_value
 from scalerl.train.precision import FULL, Precision
 
@@ -89,6 +90,7 @@ def policy_update(
     temperature: float,
     pad_token_id: int,
     micro_batch_size: int,
+    micro_batch_tokens: int = 0,
     device: torch.device | str = "cpu",
     version: int = 0,
     skip_idle: bool = True,
@@ -117,6 +119,8 @@ def policy_update(
     ``share``: under multi-process training (:mod:`scalerl.train.distributed`), this rank's share
     of the micro-batches; everything before them is computed on the whole batch, so the summed
     gradient, the clipping norm and the metrics are those of one process.
+    ``micro_batch_tokens``: also close a micro-batch before its padded tokens exceed this
+    (:mod:`scalerl.train.micro_batches`; 0: by ``micro_batch_size`` alone).
     ``logits_budget``: bytes a pass's fp32 logits may take; above it the LM head runs in chunks
     (:mod:`scalerl.generate.head_chunks`: same log-probs and gradients). 0: in one piece.
     """
@@ -177,7 +181,8 @@ def policy_update(
     optimizer.zero_grad(set_to_none=True)
     # The micro-batches one process would run (a micro-batch with nothing to learn is left out),
     # then this rank's share of them; a rank with one fewer runs a zero-weighted pass.
-    micro = [order[s : s + micro_batch_size] for s in range(0, len(order), micro_batch_size)]
+    lengths = [(len(c.prompt_ids), len(c.token_ids)) for c in completions]
+    micro = micro_batches(order, lengths, micro_batch_size, micro_batch_tokens)
     micro = [m for m in micro if loss_mask[torch.tensor(m, dtype=torch.long)].sum() > 0]
     mine, passes = share.split(micro)
     plan = [(m, 1.0) for m in mine] + [(micro[0], 0.0) for _ in range(passes - len(mine))]
