@@ -18,6 +18,8 @@ from scalerl.train.config import TrainConfig, resolve
                                                               "generator threads"),
     (["backend.name=ray", "backend.updates=seeded"], "with processes or Ray use backend.updates=timing"),
     (["backend.updates=sometimes"], "backend.updates: 'sometimes' is not one of 'auto', 'seeded', 'timing'"),
+    (["eval.engine=generators"], "eval.engine=generators evaluates on Ray's generator actors: add --backend ray"),
+    (["run.nproc=2", "run.generate_on_shards=true"], "pipeline-rl-k's generator threads would each hold one there"),
 ])
 def test_unsupported_backend_combinations_are_config_errors(overrides, message):
     with pytest.raises(ConfigError, match=message):

@@ -94,12 +94,29 @@ def test_a_killed_actor_is_restarted_and_no_batch_is_lost_or_duplicated(tiny_dir
         assert a["step"] == b["step"] and abs(a["val/pass_rate"] - b["val/pass_rate"]) <= 0.1
 
 
+def test_evaluations_on_the_actors_are_the_trainers_own_when_greedy(tiny_dir, tmp_path, ray_cluster):
+    # Greedy, with a fixed thinking budget (a drawn one depends on the sampling seeds, which the
+    # actors' shares have their own of): the actors must sample what the trainer's model samples.
+    same = ["pipeline=sync", "k=1", "backend.name=ray", "backend.generators=2", "backend.generator_cpus=0.5",
+            "eval.temperature=0", "recipe.length.think_budget=[22, 22]", "eval.problems=24"]
+    rows = {}
+    for engine in ("trainer", "generators"):
+        summary = Trainer(_cfg(tmp_path / engine, *same, f"eval.engine={engine}")).run()
+        rows[engine] = [(r["step"], r["val/pass_rate"], r["val/mean_len"], r["eval_tokens"]) for r in summary.evals]
+    assert [r[0] for r in rows["generators"]] == [0, 2, 4]
+    assert rows["generators"] == rows["trainer"]
+
+
 def test_pipeline_rl_on_actors_keeps_the_lag_bound(tiny_dir, tmp_path, ray_cluster):
+    # Evaluated on the actors too: their shares go ahead of the training batches in the queue.
     trainer = Trainer(_cfg(tmp_path / "ray", "pipeline=pipeline-rl-k", "k=2", "backend.name=ray",
-                           "backend.generators=2", "backend.generator_cpus=0.5", "run.steps=6"))
+                           "backend.generators=2", "backend.generator_cpus=0.5", "run.steps=6",
+                           "eval.engine=generators"))
     seen = _record(trainer)
     summary = trainer.run()
     assert [s[0] for s in seen] == list(range(6))
+    assert [r["step"] for r in summary.evals] == [0, 2, 4, 6]
+    assert all(0.0 <= r["val/pass_rate"] <= 1.0 and r["val/mean_len"] > 0 for r in summary.evals)
     last = summary.evals[-1]
     assert last["lag_max_since_eval"] <= 2
     assert all(int(k.split("/")[1]) <= 2 for r in summary.evals for k in r if k.startswith("lag_hist/"))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Protocol
 
+from scalerl.generate.base import Generator
 from scalerl.pipeline.weights import Weights
 from scalerl.pipeline.work import RoundRequest, RoundResult
 
@@ -68,5 +69,10 @@ class WorkerPool(Protocol):
     def check(self) -> None: ...
 
     def stats(self) -> dict[str, float]: ...
+
+    def generator(self) -> Generator | None:
+        """The generators as one :class:`~scalerl.generate.base.Generator` for the trainer's
+        evaluations (``eval.engine: generators``), or None where this pool offers none."""
+        ...
 
     def close(self) -> None: ...

@@ -181,6 +181,9 @@ class ProcessPool:
     def stats(self) -> dict[str, float]:
         return {}
 
+    def generator(self) -> None:
+        return None  # generator processes share the trainer's machine: its own model is as fast
+
     def close(self) -> None:
         self._stop.set()
         self._stop_all.set()

@@ -56,6 +56,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from scalerl.generate.base import Generator
 from scalerl.pipeline.landing import UpdatePlan, WeightHistory, plan_updates
 from scalerl.pipeline.pool import PipelineError, WorkerPool
 from scalerl.pipeline.weights import Weights
@@ -301,6 +302,14 @@ class PooledSource:
             self.ctx.sampler.record(group.problem.id, group.rewards)
 
     # ------------------------------------------------------------------ the trainer's side
+    def eval_generator(self, step: int) -> Generator | None:
+        """The pool's generators as one (Ray actors), started if they are not yet: the first
+        evaluation comes before the first batch."""
+        generator = self.pool.generator()
+        if generator is not None and not self._started:
+            self._start(step)
+        return generator
+
     def next_batch(self, step: int) -> RolloutBatch:
         if not self._started:
             self._start(step)

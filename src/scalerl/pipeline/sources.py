@@ -38,6 +38,11 @@ class RolloutSource(Protocol):
         steps it has taken."""
         ...
 
+    def eval_generator(self, step: int) -> Generator | None:
+        """The source's generators as one, for the trainer's evaluation at ``step`` (``eval.engine:
+        generators``), or None where it has none of its own."""
+        ...
+
     def state_dict(self) -> dict[str, Any]: ...
 
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
@@ -79,6 +84,9 @@ class OffPolicySource:
 
     def weights_updated(self, weights: Weights, version: int, *, step: int) -> None:
         self.generator.update_weights({}, version)
+
+    def eval_generator(self, step: int) -> None:
+        return None  # it generates with the trainer's own generator
 
     def stats(self) -> dict[str, float]:
         elapsed = max(time.perf_counter() - self._t0, 1e-9) if self._t0 is not None else None

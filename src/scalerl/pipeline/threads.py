@@ -100,6 +100,9 @@ class ThreadPool:
     def stats(self) -> dict[str, float]:
         return {}
 
+    def generator(self) -> None:
+        return None  # the trainer's own model is as fast, on the same cores
+
     def close(self) -> None:
         self._stop.set()
         if self.history is not None:

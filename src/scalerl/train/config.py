@@ -158,6 +158,12 @@ class EvalConfig:
     log_samples: int = 3
     """Completions written to ``samples.jsonl`` per evaluation set at every evaluation (prompt,
     completion, reward: the first sample of each of the first N problems); 0 = none."""
+    engine: Literal["trainer", "generators"] = "trainer"
+    """What samples the evaluations: trainer (the trainer's own model or generator copy; on the
+    FSDP shards under run.generate_on_shards) or generators (backend ray: the generator actors --
+    vLLM where backend.generator=vllm, so an evaluation runs at the rollouts' speed -- each a share
+    of the prompts, queued ahead of the training batches, on the trainer's current weights). The
+    sampled completions differ between the two (other engines, other seeds); the metric does not."""
 
 
 @dataclass
@@ -320,6 +326,9 @@ class TrainConfig:
         if self.backend.generator_threads < 1 or self.backend.max_restarts < 0:
             problems.append("backend.generator_threads must be >= 1 and backend.max_restarts >= 0")
         problems.extend(backend_problems(self.backend))
+        if self.eval.engine == "generators" and self.backend.name != "ray":
+            problems.append("eval.engine=generators evaluates on Ray's generator actors: add --backend ray, or use "
+                            "eval.engine=trainer (local generators share the trainer's machine: no faster)")
         problems.extend(dtype_problems(self.precision.compute, self.model.dtype))
         problems.extend(lora_problems(self.model.lora))
         if self.precision.fp16_init_scale <= 0:

@@ -344,12 +344,14 @@ class Trainer:
         """mean@k on every evaluation set, with the compute columns and the live forecast."""
         cfg = self.cfg
         row: dict[str, Any] = {"type": "eval", **self.meter.row(), "version": self.version}
+        # eval.engine=generators: Ray's actors (validated), on the weights pushed after the last step.
+        generator = (self.source.eval_generator(self.step) if cfg.eval.engine == "generators" else None) or self.generator
         for i, (name, problems) in enumerate(self.eval_sets.items()):
             params = SamplingParams(max_new_tokens=cfg.recipe.length.max_new_tokens, temperature=cfg.eval.temperature,
                                     seed=eval_seed(cfg.run.seed, i))
             examples: list[dict[str, Any]] = []
             with eval_bar(cfg.log.progress, name, len(problems) * cfg.eval.samples_per_problem) as bar:
-                m = evaluate(self.generator, self.tokenizer, self.task, problems, cfg.eval.samples_per_problem, params,
+                m = evaluate(generator, self.tokenizer, self.task, problems, cfg.eval.samples_per_problem, params,
                              self.length_control, batch_size=cfg.eval.batch_size, progress=bar.update,
                              examples=examples, n_examples=cfg.eval.log_samples)
             for example in examples:
