@@ -125,6 +125,7 @@ def test_the_tiny_model_keeps_cpu_tiny_and_gpus_get_sizes_by_parameters(monkeypa
         assert name == expected and f"scale profile {expected}" in note
     resolved = resolve(apply_overrides(cfg, ["profile=gpu-small"]))
     assert resolved.recipe.length.max_new_tokens == 4096 and resolved.profile == "none"
+    assert resolved.eval.batch_size == 128  # the decode loop holds every row's KV cache at once
 
 
 # ----------------------------------------------------------------------------- evaluation progress
