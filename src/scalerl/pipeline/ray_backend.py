@@ -47,18 +47,17 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import dataclasses
 import os
 import threading
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 from scalerl.errors import ConfigError
-from scalerl.generate.base import Completion, SamplingParams
+from scalerl.generate.base import Completion
 from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.pool import Deliver, Fail, reporting
+from scalerl.pipeline.pool_generator import GenerateJob, PoolGenerator, QueuedJob
 from scalerl.pipeline.scheduler import PipelineError
 from scalerl.pipeline.weights import Weights, WeightSource, weight_source
 from scalerl.pipeline.work import RoundRequest, WorkerSpec
@@ -103,7 +102,7 @@ class GeneratorActor:
         self._sync(weights, version)
         return os.getpid(), self.worker.run(request)
 
-    def generate(self, job: "GenerateJob", weights: list, version: int) -> tuple[int, Any]:
+    def generate(self, job: GenerateJob, weights: list, version: int) -> tuple[int, Any]:
         """Sample ``job``'s prompts on the newest weights (the trainer's evaluation): the
         completions, unscored (the trainer scores them with its own task)."""
         self._sync(weights, version)
@@ -232,66 +231,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@dataclass
-class GenerateJob:
-    """Prompts for one actor to sample outside the training batches (an evaluation's share)."""
-
-    prompts: list[list[int]]
-    params: SamplingParams
-    length_control: bool
-    """Apply the recipe's length control (forced interruptions), as the trainer's own would."""
-
-
-@dataclass
-class _Queued:
-    """A :class:`GenerateJob` in the pool's queue (only the job travels to the actor), and its result."""
-
-    job: GenerateJob
-    result: "Future[list[Completion]]" = field(default_factory=Future)
-
-
-#: Sampling seeds of an evaluation's shards: shard i samples with the call's seed + i x this.
-SHARD_SEED_STRIDE = 1_000_003
-
-
-class PoolGenerator:
-    """The generator actors as one :class:`~scalerl.generate.base.Generator` (``eval.engine:
-    generators``): a call is cut into one share per live actor (rows i, i + N, ...; each share
-    with its own seed, so results depend on the number of actors, as they do on the number of
-    ranks on the shards), queued *ahead* of the training batches, and gathered back into order.
-    Every share carries the newest weights, which the actor loads first: the trainer's current
-    policy, since the trainer pushes after each step and waits here before the next."""
-
-    def __init__(self, pool: "RayPool") -> None:
-        self.pool = pool
-
-    @property
-    def version(self) -> int:
-        return self.pool.version
-
-    def update_weights(self, state_dict: Any, version: int) -> None:
-        if state_dict:
-            raise ValueError("PoolGenerator: the actors get their weights from the pool's weight sync")
-
-    def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams, length_control: Any = None, *,
-                 updates: Any = None) -> list[Completion]:
-        if updates is not None:
-            raise ValueError("PoolGenerator: scheduled in-flight updates are the training batches' own")
-        if not prompts:
-            return []
-        shares = max(1, min(len(prompts), len(self.pool.live_actors())))
-        jobs = []
-        for i in range(shares):
-            seed = None if params.seed is None else params.seed + SHARD_SEED_STRIDE * i
-            jobs.append(GenerateJob([list(p) for p in prompts[i::shares]], dataclasses.replace(params, seed=seed),
-                                    length_control is not None))
-        results = self.pool.submit_jobs(jobs)
-        out: list[Completion | None] = [None] * len(prompts)
-        for i, result in enumerate(results):
-            out[i::shares] = result.result()  # raises what the actor (or the pool) raised
-        return out  # type: ignore[return-value]
-
-
 #: backend.weight_sync -> how weights reach the actors ("auto" resolved by RayPool).
 WEIGHT_SYNC = {"object_store": _ObjectStoreSync, "nccl": _NcclSync}
 
@@ -325,9 +264,9 @@ class RayPool:
         self._wait_ready()
         self._sync = WEIGHT_SYNC[sync_name](self, weights, version)
         self._lock = threading.Condition()
-        self._pending: collections.deque[RoundRequest | _Queued] = collections.deque()
+        self._pending: collections.deque[RoundRequest | QueuedJob] = collections.deque()
         self._idle: collections.deque[int] = collections.deque(range(size))
-        self._inflight: dict[Any, tuple[int, RoundRequest | _Queued]] = {}
+        self._inflight: dict[Any, tuple[int, RoundRequest | QueuedJob]] = {}
         self._dead: set[int] = set()
         self._not_before: dict[int, float] = {}
         self._pids: list[int | None] = list(self._pids_at_start)
@@ -382,7 +321,7 @@ class RayPool:
 
     def submit_jobs(self, jobs: Sequence[GenerateJob]) -> list["Future[list[Completion]]"]:
         """Queue ``jobs`` ahead of every training request (the trainer is waiting on them); their results."""
-        queued = [_Queued(job) for job in jobs]
+        queued = [QueuedJob(job) for job in jobs]
         with self._lock:
             if self._jobs_error is not None:  # the dispatcher is gone: nothing would run them
                 raise self._jobs_error
@@ -411,7 +350,7 @@ class RayPool:
                 request = self._pending.popleft()
                 weights, version = self._sync.request_args()
                 try:
-                    if isinstance(request, _Queued):
+                    if isinstance(request, QueuedJob):
                         ref = self.actors[i].generate.remote(request.job, weights, version)
                     else:
                         ref = self.actors[i].run.remote(request, weights, version)
@@ -431,8 +370,8 @@ class RayPool:
     def _fail_jobs(self, error: BaseException) -> None:
         with self._lock:
             self._jobs_error = error  # later submit_jobs calls raise it
-            jobs = [r for r in self._pending if isinstance(r, _Queued)]
-            jobs += [r for _, r in self._inflight.values() if isinstance(r, _Queued)]
+            jobs = [r for r in self._pending if isinstance(r, QueuedJob)]
+            jobs += [r for _, r in self._inflight.values() if isinstance(r, QueuedJob)]
         for job in jobs:
             if not job.result.done():
                 job.result.set_exception(error)
@@ -458,7 +397,7 @@ class RayPool:
                         return
                     continue
                 except Exception as exc:  # the generator itself raised: a bug or bad input, not a crash
-                    if isinstance(request, _Queued):  # the trainer's own call: raised there
+                    if isinstance(request, QueuedJob):  # the trainer's own call: raised there
                         with self._lock:
                             self._idle.append(i)
                         request.result.set_exception(exc)
@@ -471,7 +410,7 @@ class RayPool:
                     if self._pids[i] is not None and self._pids[i] != pid:
                         self.restarts += 1  # a new process answered for actor i
                     self._pids[i] = pid
-                if isinstance(request, _Queued):
+                if isinstance(request, QueuedJob):
                     request.result.set_result(result)
                 else:
                     deliver(result)
