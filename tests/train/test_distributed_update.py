@@ -74,6 +74,18 @@ def _free_port():
         return s.getsockname()[1]
 
 
+def run_ranks(target, *args, world=2):
+    """Spawn ``world`` gloo ranks running ``target(rank, world, port, *args, box)``; what rank 0
+    puts in ``box`` (one object)."""
+    box = mp.get_context("spawn").SimpleQueue()
+    procs = mp.start_processes(target, args=(world, _free_port(), *args, box), nprocs=world, join=False,
+                               start_method="spawn")
+    out = box.get()  # before joining: a large put waits for its reader
+    while not procs.join():
+        pass
+    return out
+
+
 @pytest.mark.parametrize("aggregation,micro", [("prompt", 3), ("token", 64)],
                          ids=["prompt-uneven-share", "token-one-micro-batch"])
 def test_two_process_fsdp_update_equals_one_process(aggregation, micro):
@@ -82,13 +94,7 @@ def test_two_process_fsdp_update_equals_one_process(aggregation, micro):
     recipe = get_recipe("scalerl")
     recipe.aggregation = aggregation
     recipe.optimizer.lr = 1e-3
-    ctx = mp.get_context("spawn")
-    box = ctx.SimpleQueue()
-    procs = mp.start_processes(_rank, args=(2, _free_port(), recipe, micro, box), nprocs=2, join=False,
-                               start_method="spawn")
-    got, want, weights, reference = box.get()  # before joining: a large put waits for its reader
-    while not procs.join():
-        pass
+    got, want, weights, reference = run_ranks(_rank, recipe, micro)
     for g, w in zip(got, want):  # global metrics: loss, grad norm (before clipping), token means
         assert g.keys() == w.keys()
         for k in w:
@@ -180,14 +186,8 @@ def _checkpoint_rank(rank, world, port, path, box):
 def test_sharded_checkpoint_resumes_the_update_and_a_gathered_one_still_loads(tmp_path):
     """The step after a sharded save-and-load equals the step without it (weights and AdamW's
     moments restored on every rank); so does the step after loading the same state gathered."""
-    ctx = mp.get_context("spawn")
-    box = ctx.SimpleQueue()
     path = tmp_path / "shards"
-    procs = mp.start_processes(_checkpoint_rank, args=(2, _free_port(), path, box), nprocs=2, join=False,
-                               start_method="spawn")
-    saved, want, half, from_shards, from_gathered = box.get()
-    while not procs.join():
-        pass
+    saved, want, half, from_shards, from_gathered = run_ranks(_checkpoint_rank, path)
     assert saved["weights"] == "shards" and saved["optimizer_saved"] and (path / ".metadata").exists()
     assert len(list(path.glob("*.distcp"))) == 2  # one file per rank
     for name, w in want.items():

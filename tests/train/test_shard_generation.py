@@ -3,14 +3,13 @@ the prompts in lockstep and rank 0 gets what one process with the whole model wo
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 
 from scalerl.cli import main
 from scalerl.runlog import read_runlog
 from scalerl.train.shard_generation import RANK_SEED_STRIDE, rank_params, share_rows
 
 from .conftest import small_args
-from .test_distributed_update import _free_port, _setup
+from .test_distributed_update import _setup, run_ranks
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::UserWarning")]
 
@@ -69,12 +68,7 @@ def _rank(rank, world, port, box):
 
 
 def test_two_ranks_sample_on_their_shards_what_one_process_samples():
-    ctx = mp.get_context("spawn")
-    box = ctx.SimpleQueue()
-    procs = mp.start_processes(_rank, args=(2, _free_port(), box), nprocs=2, join=False, start_method="spawn")
-    got, want, skipped = box.get()
-    while not procs.join():
-        pass
+    got, want, skipped = run_ranks(_rank)
     assert not skipped
 
     def same(a, b):

@@ -3,13 +3,12 @@ beside the trainer): every tensor the generator copy would have held, gathered o
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 
 from scalerl.cli import main
 from scalerl.runlog import read_runlog
 
 from .conftest import small_args
-from .test_distributed_update import _free_port, _setup
+from .test_distributed_update import _setup, run_ranks
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::UserWarning")]
 
@@ -65,12 +64,7 @@ def _rank(rank, world, port, box):
 
 
 def test_the_stream_off_the_shards_is_the_generator_copy_one_tensor_at_a_time():
-    ctx = mp.get_context("spawn")
-    box = ctx.SimpleQueue()
-    procs = mp.start_processes(_rank, args=(2, _free_port(), box), nprocs=2, join=False, start_method="spawn")
-    out = box.get()
-    while not procs.join():
-        pass
+    out = run_ranks(_rank)
     got, want = out["names"]
     assert got == want and len(got) > 10
     assert out["meta"][0] == out["meta"][1]
