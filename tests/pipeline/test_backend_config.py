@@ -67,3 +67,14 @@ def test_updates_auto_is_seeded_on_local_threads_only_and_placement_splits_the_c
     assert trainer_threads("pipeline-rl-k", BackendConfig(generators=4), cores=2) == 1
     assert trainer_threads("sync", BackendConfig(), cores=2) is None
     assert trainer_threads("pipeline-rl-k", BackendConfig(name="ray"), cores=2) is None
+
+
+def test_evaluations_go_to_vllm_actors_by_default_and_stay_with_the_trainer_otherwise():
+    from scalerl.train.config import eval_engine
+
+    engine = lambda *o: eval_engine(resolve(TrainConfig(), list(o)))  # noqa: E731
+    assert engine() == "trainer"
+    assert engine("backend.name=ray") == "trainer"  # hf actors: no faster than the trainer's model
+    assert engine("backend.name=ray", "backend.generator=vllm") == "generators"
+    assert engine("backend.name=ray", "backend.generator=vllm", "eval.engine=trainer") == "trainer"
+    assert engine("backend.name=ray", "eval.engine=generators") == "generators"

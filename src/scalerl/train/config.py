@@ -158,12 +158,13 @@ class EvalConfig:
     log_samples: int = 3
     """Completions written to ``samples.jsonl`` per evaluation set at every evaluation (prompt,
     completion, reward: the first sample of each of the first N problems); 0 = none."""
-    engine: Literal["trainer", "generators"] = "trainer"
+    engine: Literal["auto", "trainer", "generators"] = "auto"
     """What samples the evaluations: trainer (the trainer's own model or generator copy; on the
-    FSDP shards under run.generate_on_shards) or generators (backend ray: the generator actors --
-    vLLM where backend.generator=vllm, so an evaluation runs at the rollouts' speed -- each a share
-    of the prompts, queued ahead of the training batches, on the trainer's current weights). The
-    sampled completions differ between the two (other engines, other seeds); the metric does not."""
+    FSDP shards under run.generate_on_shards), generators (backend ray: the generator actors, each a
+    share of the prompts, queued ahead of the training batches, on the trainer's current weights),
+    or auto (generators where they are vLLM actors -- an evaluation then runs at the rollouts'
+    speed, not the Hugging Face decode loop's -- else trainer). The sampled completions differ
+    between the two (other engines, other seeds); the metric does not."""
 
 
 @dataclass
@@ -391,6 +392,13 @@ def group_problems(cfg: TrainConfig, world: int) -> list[str]:
                         "(--backend ray) or backend.workers=processes, or use recipe.off_policy.pipeline=sync or "
                         "ppo-off-policy-k (generation on the shards)")
     return problems
+
+
+def eval_engine(cfg: TrainConfig) -> str:
+    """``eval.engine`` with auto resolved: generators for vLLM actors on Ray, else trainer."""
+    if cfg.eval.engine != "auto":
+        return cfg.eval.engine
+    return "generators" if cfg.backend.name == "ray" and cfg.backend.generator == "vllm" else "trainer"
 
 
 def profile_for(cfg: TrainConfig) -> str:

@@ -37,7 +37,7 @@ from scalerl.seeds import EVAL_SAMPLING, derive_seed
 from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint,
                                      set_rng_state, verify_shards)
 from scalerl.train.compute import ComputeMeter
-from scalerl.train.config import CALIBRATION_COPY, TrainConfig
+from scalerl.train.config import CALIBRATION_COPY, TrainConfig, eval_engine
 from scalerl.train.distributed import Rank, TrainerGroup, barrier, make_group, rank_threads
 from scalerl.models.lora import generator_copy
 from scalerl.train.evaluate import eval_bar, evaluate
@@ -345,7 +345,7 @@ class Trainer:
         cfg = self.cfg
         row: dict[str, Any] = {"type": "eval", **self.meter.row(), "version": self.version}
         # eval.engine=generators: Ray's actors (validated), on the weights pushed after the last step.
-        generator = (self.source.eval_generator(self.step) if cfg.eval.engine == "generators" else None) or self.generator
+        generator = (self.source.eval_generator(self.step) if eval_engine(cfg) == "generators" else None) or self.generator
         for i, (name, problems) in enumerate(self.eval_sets.items()):
             params = SamplingParams(max_new_tokens=cfg.recipe.length.max_new_tokens, temperature=cfg.eval.temperature,
                                     seed=eval_seed(cfg.run.seed, i))
