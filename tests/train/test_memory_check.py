@@ -61,3 +61,27 @@ def test_a_run_on_a_device_too_small_stops_before_loading_in_one_line(monkeypatc
     err = capsys.readouterr().err
     assert "the training state of this" in err and "--nproc" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_the_kv_cache_per_token_of_standard_attention_and_none_where_the_formula_does_not_hold():
+    from transformers import DeepseekV3Config, LlamaConfig, Qwen3NextConfig
+
+    llama = LlamaConfig(num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8, hidden_size=4096)
+    assert memory.kv_bytes_per_token(llama, 2) == 2 * 32 * 8 * 128 * 2  # Llama-3-8B: 128 KB a token in bf16
+    assert memory.kv_bytes_per_token(DeepseekV3Config(), 2) is None  # latent attention: another cache
+    assert memory.kv_bytes_per_token(Qwen3NextConfig(), 2) is None  # linear-attention layers
+    # 768 rows x 14,848 tokens of that (the paper's batch and length) do not fit beside an 8B state.
+    note = memory.generation_note(768, 14_848, 131_072, 80 * GIB, 128 * 10**9 // 8, "cuda:0")
+    assert "1392.0 GB of KV cache (768 rows x 14848 tokens x 128 KB)" in note and "backend.generator=vllm" in note
+    assert memory.generation_note(128, 4_096, 12_288, 80 * GIB, 8 * GIB, "cuda:0") is None
+    assert memory.generation_note(768, 14_848, None, 80 * GIB, 0, "cuda:0") is None  # unknown: say nothing
+
+
+def test_a_run_whose_generation_cannot_fit_says_so_before_it_starts(monkeypatch, tmp_path, capsys):
+    # The tiny model's state (16 bytes x 1.08M parameters, 17.2 MB) fits in 18 MiB; its evaluation's
+    # 32 rows of ~60 tokens at 4 KB a token (4 layers x 4 heads x 32 x fp32, keys and values) do not.
+    monkeypatch.setattr(memory, "device_capacity", lambda device: 18 * 2**20)
+    assert main(small_args(tmp_path / "run", "--steps", "1", "--set", "pipeline=sync", "--set", "k=1",
+                           "--no-report")) == 0
+    err = capsys.readouterr().err
+    assert "note: generation can hold up to" in err and "32 rows x" in err and "KB) on cpu" in err

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import resource
 import sys
-from typing import Mapping
+from typing import Any, Mapping
 
 import torch
 
@@ -93,3 +93,45 @@ def memory_problem(state: int, copies: Mapping[str, int], capacity: int, *, worl
                      "its own weights), fewer backend.generators, or --backend ray with GPUs of their own "
                      "(backend.generator_gpus=1)")
     return f"{what}, and {device} has {gb(capacity)}: {'; or '.join(fixes)}"
+
+
+# ----------------------------------------------------------------------------- generation
+
+#: Layer kinds whose cache grows by keys and values per token (a sliding window stops growing:
+#: counted in full, an upper bound).
+_KV_LAYERS = {"full_attention", "sliding_attention", "attention"}
+
+
+def kv_bytes_per_token(config: Any, dtype_bytes: int) -> int | None:
+    """Bytes of KV cache one token takes in a decoder of standard attention layers: keys and
+    values x layers x KV heads x head size x ``dtype_bytes``. None where the formula does not
+    describe the cache (multi-head latent attention, linear-attention or state-space layers)."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    layers, heads = getattr(text, "num_hidden_layers", None), getattr(text, "num_attention_heads", None)
+    if not isinstance(layers, int) or not isinstance(heads, int) or heads < 1 or getattr(text, "kv_lora_rank", None):
+        return None
+    kinds = getattr(text, "layer_types", None)
+    if kinds and any(kind not in _KV_LAYERS for kind in kinds):
+        return None
+    kv_heads = getattr(text, "num_key_value_heads", None) or heads
+    head_dim = getattr(text, "head_dim", None) or getattr(text, "hidden_size", 0) // heads
+    if not isinstance(kv_heads, int) or not isinstance(head_dim, int) or head_dim < 1:
+        return None
+    return 2 * layers * kv_heads * head_dim * dtype_bytes
+
+
+def generation_note(rows: int, tokens: int, per_token: int | None, capacity: int | None, state: int,
+                    device: str) -> str | None:
+    """What to say when ``rows`` sequences of up to ``tokens`` tokens, decoded at once by the
+    Hugging Face loop on ``device``, hold more KV cache than it has beside the training state
+    (``state`` bytes): a certain out-of-memory error mid-generation unless the completions stay
+    short. None when it fits, or when the device or the cache's size per token is unknown."""
+    if capacity is None or per_token is None:
+        return None
+    need = rows * tokens * per_token
+    if need + state <= capacity:
+        return None
+    return (f"generation can hold up to {need / GIB:.1f} GB of KV cache ({rows} rows x {tokens} tokens x "
+            f"{per_token / 1024:.0f} KB) on {device} ({capacity / GIB:.1f} GB, {state / GIB:.1f} GB of it training "
+            "state): generate with vLLM actors (--backend ray --set backend.generator=vllm), or lower "
+            "batch.prompts_per_step / batch.generations_per_prompt / eval.batch_size / length.max_new_tokens")

@@ -106,6 +106,40 @@ def check_generation_budget(cfg: Any, model: Any, tokenizer: Any, train: Sequenc
     raise InputError(f"{head}; fit it with {' '.join('--set ' + f for f in fix)} or use a model with more positions")
 
 
+def generation_memory_note(cfg: Any, model: Any, tokenizer: Any, problems: Sequence[Any],
+                           eval_sets: Mapping[str, Sequence[Any]], compute_bytes: int, device: Any,
+                           world: int = 1) -> str | None:
+    """A one-line note when the Hugging Face decode loop on the trainer's device can hold more KV
+    cache than the device has beside the training state (:func:`scalerl.train.memory.generation_note`):
+    the rows it decodes at once -- a training batch where the trainer's device generates it (sync
+    and ppo-off-policy-k locally; every generator thread's under pipeline-rl-k), an evaluation
+    chunk unless the generator actors evaluate -- each up to the longest prompt + max_new_tokens."""
+    from scalerl.train import memory
+    from scalerl.train.config import eval_engine
+
+    capacity = memory.device_capacity(device)
+    if capacity is None:
+        return None
+    b, off = cfg.backend, cfg.recipe.off_policy
+    batch = cfg.recipe.batch.prompts_per_step * cfg.recipe.batch.generations_per_prompt
+    if b.name != "local" or (off.pipeline == "pipeline-rl-k" and b.workers != "threads"):
+        train_rows = 0  # actors and processes generate elsewhere
+    else:
+        train_rows = batch * (b.generators if off.pipeline == "pipeline-rl-k" else 1)
+    eval_rows = 0
+    if eval_engine(cfg) == "trainer":
+        largest = max((len(s) for s in eval_sets.values()), default=0) * cfg.eval.samples_per_problem
+        eval_rows = min(cfg.eval.batch_size or largest, largest)
+    rows = max(train_rows, eval_rows)
+    if cfg.run.generate_on_shards and world > 1:
+        rows = -(-rows // world)  # each rank decodes its share
+    tokens = longest_prompt(tokenizer, [*problems, *(p for s in eval_sets.values() for p in s)]) \
+        + cfg.recipe.length.max_new_tokens
+    per_token = memory.kv_bytes_per_token(model.config, compute_bytes)
+    return memory.generation_note(rows, tokens, per_token, capacity, memory.training_state_bytes(model, world),
+                                  str(device))
+
+
 def discard_unstarted_run(output: Path, *, checkpoints: str, files: Sequence[str], runlog: Any = None) -> bool:
     """Remove ``files`` from ``output`` when no checkpoint exists yet; True if it did.
 

@@ -43,7 +43,8 @@ from scalerl.models.lora import generator_copy
 from scalerl.train.evaluate import eval_bar, evaluate
 from scalerl.train.loggers import make_sinks
 from scalerl.train.policy import load_policy_weights, policy_weights, save_policy
-from scalerl.train.preflight import check_generation_budget, check_writable, discard_unstarted_run, run_device
+from scalerl.train.preflight import (check_generation_budget, check_writable, discard_unstarted_run,
+                                     generation_memory_note, run_device)
 from scalerl.train.shard_generation import ShardedGenerator
 from scalerl.train.shard_weights import ShardWeights
 from scalerl.train.update import build_optimizer, policy_update
@@ -212,6 +213,11 @@ class Trainer:
         self.length_control = self.components.length_controller(self.tokenizer)
         # Before anything is written to the run directory: a budget the model cannot hold fails here.
         check_generation_budget(cfg, self.model, self.tokenizer, list(problems.values()), self.eval_sets)
+        note = generation_memory_note(cfg, self.model, self.tokenizer, list(problems.values()), self.eval_sets,
+                                      self.precision.generator_dtype.itemsize, self.device,
+                                      self.rank.world if self.rank is not None else 1)
+        if note is not None:
+            print(f"note: {note}", file=sys.stderr)
 
         # A generator copy is already in the compute dtype; the trained model needs autocast.
         mixed = self.precision.mixed and self.gen_model is self.model
