@@ -85,3 +85,12 @@ def test_a_run_whose_generation_cannot_fit_says_so_before_it_starts(monkeypatch,
                            "--no-report")) == 0
     err = capsys.readouterr().err
     assert "note: generation can hold up to" in err and "32 rows x" in err and "KB) on cpu" in err
+
+
+def test_which_generators_decode_on_the_trainers_device():
+    from scalerl.pipeline.registry import trainer_device_generators
+
+    assert trainer_device_generators("sync", BackendConfig(generators=3)) == 1  # the trainer's own model
+    assert trainer_device_generators("pipeline-rl-k", BackendConfig(generators=3)) == 3
+    assert trainer_device_generators("pipeline-rl-k", BackendConfig(generators=3, workers="processes")) == 0
+    assert trainer_device_generators("sync", BackendConfig(name="ray")) == 0

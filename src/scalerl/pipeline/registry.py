@@ -139,13 +139,24 @@ def trainer_threads(mode: str, backend: BackendConfig, cores: int | None = None)
     return max(1, cores - backend.generators * backend.generator_threads)
 
 
+def trainer_device_generators(mode: str, backend: BackendConfig) -> int:
+    """Generators that decode on the trainer's device: on the local backend the trainer's own
+    (sync, ppo-off-policy-k) or one per generator thread (pipeline-rl-k); 0 where processes or Ray
+    actors generate."""
+    if backend.name != "local":
+        return 0
+    if mode != "pipeline-rl-k":
+        return 1
+    return backend.generators if backend.workers == "threads" else 0
+
+
 def trainer_device_copies(mode: str, k: int, backend: BackendConfig) -> int:
     """Copies of the policy's weights, in the generators' dtype, that the pipeline keeps on the
     trainer's device: under pipeline-rl-k on the local backend's generator threads, one per thread
     plus, with seeded updates, the trainer's weight snapshots (at most ``window + 2`` at once:
     :class:`~scalerl.pipeline.landing.WeightHistory`). 0 elsewhere: sync and ppo-off-policy-k
     generate with the trainer's own model, processes and Ray actors hold theirs elsewhere."""
-    if mode != "pipeline-rl-k" or backend.name != "local" or backend.workers != "threads":
+    if mode != "pipeline-rl-k" or trainer_device_generators(mode, backend) == 0:
         return 0
     snapshots = window(k, backend.generators) + 2 if update_mode(backend) == "seeded" else 0
     return backend.generators + snapshots

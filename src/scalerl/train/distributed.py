@@ -48,19 +48,22 @@ import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import torch
 import torch.distributed as dist
 
 from scalerl.errors import InputError
-from scalerl.generate.base import Completion, SamplingParams
+from scalerl.generate.base import Completion, LengthController, SamplingParams
 from scalerl.rl.components import RecipeComponents
 from scalerl.rollout.groups import Group
 from scalerl.train.checkpoint import verify_shards
 from scalerl.train.config import TrainConfig, group_problems
 from scalerl.train.precision import MASTER_DTYPE, Precision
 from scalerl.train.share import Share, full_value
+
+if TYPE_CHECKING:  # the hf module only where a rank generates (run.generate_on_shards)
+    from scalerl.generate.hf import HFGenerator
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,7 @@ class TrainerGroup:
 
     def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any,
                  components: RecipeComponents, precision: Precision, rank: Rank, update_args: dict[str, Any],
-                 generator: Any | None = None, length_control: Any | None = None) -> None:
+                 generator: HFGenerator | None = None, length_control: LengthController | None = None) -> None:
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
         self.components, self.precision, self.rank = components, precision, rank
         self.update_args = update_args
@@ -250,9 +253,9 @@ class TrainerGroup:
         2 bytes a parameter (bf16), not the fp32 state's 4 plus a cast copy's 2."""
         self._order("full_weights", dtype)
         weights: dict[str, torch.Tensor] = {}
-        for name, full in self._gathered(dtype):
+        for name, full in self._gathered(dtype, torch.device("cpu")):
             if self.rank.leader:
-                weights[name] = full.to("cpu")
+                weights[name] = full
         return weights
 
     def stream_weights(self, dtype: torch.dtype) -> Iterator[tuple[str, torch.Tensor]]:
@@ -267,12 +270,15 @@ class TrainerGroup:
         for _ in self._gathered(dtype):
             pass
 
-    def _gathered(self, dtype: torch.dtype) -> Iterator[tuple[str, torch.Tensor]]:
-        """Every state-dict entry, whole (an all-gather on every rank), floating point ones in
-        ``dtype``; one at a time, so no rank holds a second full copy."""
+    def _gathered(self, dtype: torch.dtype, device: torch.device | None = None) -> Iterator[tuple[str, torch.Tensor]]:
+        """Every state-dict entry, whole (an all-gather on every rank), one at a time, so no rank
+        holds a second full copy; on rank 0 moved to ``device`` (default: where it is) and cast,
+        floating point ones, to ``dtype`` in one copy. The other ranks' are as gathered (unused)."""
         for name, value in self.model.state_dict().items():  # detached: no autograd
             full = full_value(value)  # buffers are as they are
-            yield name, full.to(dtype) if full.is_floating_point() else full
+            if self.rank.leader:
+                full = full.to(device=device or full.device, dtype=dtype if full.is_floating_point() else full.dtype)
+            yield name, full
             del full
 
     def stop(self) -> None:

@@ -114,18 +114,15 @@ def generation_memory_note(cfg: Any, model: Any, tokenizer: Any, problems: Seque
     the rows it decodes at once -- a training batch where the trainer's device generates it (sync
     and ppo-off-policy-k locally; every generator thread's under pipeline-rl-k), an evaluation
     chunk unless the generator actors evaluate -- each up to the longest prompt + max_new_tokens."""
+    from scalerl.pipeline.registry import trainer_device_generators
     from scalerl.train import memory
     from scalerl.train.config import eval_engine
 
     capacity = memory.device_capacity(device)
     if capacity is None:
         return None
-    b, off = cfg.backend, cfg.recipe.off_policy
     batch = cfg.recipe.batch.prompts_per_step * cfg.recipe.batch.generations_per_prompt
-    if b.name != "local" or (off.pipeline == "pipeline-rl-k" and b.workers != "threads"):
-        train_rows = 0  # actors and processes generate elsewhere
-    else:
-        train_rows = batch * (b.generators if off.pipeline == "pipeline-rl-k" else 1)
+    train_rows = batch * trainer_device_generators(cfg.recipe.off_policy.pipeline, cfg.backend)
     eval_rows = 0
     if eval_engine(cfg) == "trainer":
         largest = max((len(s) for s in eval_sets.values()), default=0) * cfg.eval.samples_per_problem
