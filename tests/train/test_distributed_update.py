@@ -45,27 +45,20 @@ def _steps(model, groups, recipe, share, steps, micro):
     return results
 
 
-def _rank(rank, world, port, recipe, micro, box):
-    import torch.distributed as dist
-
+def _rank(rank, world, recipe, micro, box):
     from scalerl.train.distributed import shard
     from scalerl.train.share import full_value
     from scalerl.train.precision import FULL
 
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    try:
-        model, groups = _setup()
-        reference = copy.deepcopy(model) if rank == 0 else None
-        shard(model, FULL, fp32_root=True, world=world, device=torch.device("cpu"))
-        got = _steps(model, groups, recipe, Share(rank, world), 2, micro)
-        # numpy through the queue: torch tensors would travel as shared memory the exiting process frees
-        weights = {n: full_value(p.detach()).numpy().copy() for n, p in model.named_parameters()}
-        if rank == 0:
-            want = _steps(reference, groups, recipe, Share(), 2, micro)
-            box.put((got, want, weights, {n: p.detach().numpy().copy() for n, p in reference.named_parameters()}))
-    finally:
-        dist.destroy_process_group()
+    model, groups = _setup()
+    reference = copy.deepcopy(model) if rank == 0 else None
+    shard(model, FULL, fp32_root=True, world=world, device=torch.device("cpu"))
+    got = _steps(model, groups, recipe, Share(rank, world), 2, micro)
+    # numpy through the queue: torch tensors would travel as shared memory the exiting process frees
+    weights = {n: full_value(p.detach()).numpy().copy() for n, p in model.named_parameters()}
+    if rank == 0:
+        want = _steps(reference, groups, recipe, Share(), 2, micro)
+        box.put((got, want, weights, {n: p.detach().numpy().copy() for n, p in reference.named_parameters()}))
 
 
 def _free_port():
@@ -74,11 +67,28 @@ def _free_port():
         return s.getsockname()[1]
 
 
+def _in_group(rank, target, world, port, args, box):
+    """One spawned rank: in a gloo group on one torch thread, ``target(rank, world, *args, box)``,
+    then leave the group as a trainer rank does (together on success)."""
+    import torch.distributed as dist
+
+    from scalerl.train.launch import leave_group
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    clean = False
+    try:
+        target(rank, world, *args, box)
+        clean = True
+    finally:
+        leave_group(clean=clean)
+
+
 def run_ranks(target, *args, world=2):
-    """Spawn ``world`` gloo ranks running ``target(rank, world, port, *args, box)``; what rank 0
-    puts in ``box`` (one object)."""
+    """Spawn ``world`` gloo ranks running ``target(rank, world, *args, box)``; what rank 0 puts in
+    ``box`` (one object)."""
     box = mp.get_context("spawn").SimpleQueue()
-    procs = mp.start_processes(target, args=(world, _free_port(), *args, box), nprocs=world, join=False,
+    procs = mp.start_processes(_in_group, args=(target, world, _free_port(), args, box), nprocs=world, join=False,
                                start_method="spawn")
     out = box.get()  # before joining: a large put waits for its reader
     while not procs.join():
@@ -113,11 +123,10 @@ def test_share_splits_micro_batches_round_robin_and_pads():
     assert Share().split([1, 2]) == ([1, 2], 2)
 
 
-def _checkpoint_rank(rank, world, port, path, box):
+def _checkpoint_rank(rank, world, path, box):
     """Rank 0 drives three trainer groups (the others follow its orders, as in a run): one that
     steps, saves its shards and steps again; one that loads the shards; one that loads the same
     state gathered into one dict (the checkpoints written before they were sharded)."""
-    import torch.distributed as dist
     from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
     from scalerl.rl.components import resolve_recipe
@@ -126,8 +135,6 @@ def _checkpoint_rank(rank, world, port, path, box):
     from scalerl.train.precision import FULL
     from scalerl.train.update import build_optimizer
 
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     recipe = get_recipe("scalerl")
     recipe.optimizer.lr = 1e-3
     cpu = torch.device("cpu")
@@ -146,41 +153,38 @@ def _checkpoint_rank(rank, world, port, path, box):
     def numpy(weights):
         return {k: v.numpy().copy() for k, v in weights.items()}
 
-    try:
-        first, groups = group(scramble=False)
-        if rank != 0:
-            follow(first)
-            for _ in range(2):
-                follow(group(scramble=True)[0])
-            return
-        first.update(groups, 0)
-        first.save_shards(path)
-        saved = first.state()
-        first.update(groups, 1)
-        want = numpy(first.full_weights(torch.float32))
-        # final/ in bf16: every tensor of the unsharded model's state dict, cast as it arrives.
-        half = first.full_weights(torch.bfloat16)
-        assert set(half) == set(_setup()[0].state_dict())
-        assert all(v.dtype == torch.bfloat16 and v.device.type == "cpu" for v in half.values())
-        half = {k: v.float().numpy() for k, v in half.items()}
-        first.stop()
+    first, groups = group(scramble=False)
+    if rank != 0:
+        follow(first)
+        for _ in range(2):
+            follow(group(scramble=True)[0])
+        return
+    first.update(groups, 0)
+    first.save_shards(path)
+    saved = first.state()
+    first.update(groups, 1)
+    want = numpy(first.full_weights(torch.float32))
+    # final/ in bf16: every tensor of the unsharded model's state dict, cast as it arrives.
+    half = first.full_weights(torch.bfloat16)
+    assert set(half) == set(_setup()[0].state_dict())
+    assert all(v.dtype == torch.bfloat16 and v.device.type == "cpu" for v in half.values())
+    half = {k: v.float().numpy() for k, v in half.items()}
+    first.stop()
 
-        sharded, _ = group(scramble=True)
-        sharded.load_shards(path, saved["optimizer_saved"], saved["scheduler"])
-        sharded.update(groups, 1)
-        from_shards = numpy(sharded.full_weights(torch.float32))
-        sharded.stop()
+    sharded, _ = group(scramble=True)
+    sharded.load_shards(path, saved["optimizer_saved"], saved["scheduler"])
+    sharded.update(groups, 1)
+    from_shards = numpy(sharded.full_weights(torch.float32))
+    sharded.stop()
 
-        dcp_to_torch_save(path, path.parent / "gathered.pt")
-        gathered_state = torch.load(path.parent / "gathered.pt", weights_only=False)
-        gathered, _ = group(scramble=True)
-        gathered.load({**gathered_state, "scheduler": saved["scheduler"]})
-        gathered.update(groups, 1)
-        from_gathered = numpy(gathered.full_weights(torch.float32))
-        gathered.stop()
-        box.put((saved, want, half, from_shards, from_gathered))
-    finally:
-        dist.destroy_process_group()
+    dcp_to_torch_save(path, path.parent / "gathered.pt")
+    gathered_state = torch.load(path.parent / "gathered.pt", weights_only=False)
+    gathered, _ = group(scramble=True)
+    gathered.load({**gathered_state, "scheduler": saved["scheduler"]})
+    gathered.update(groups, 1)
+    from_gathered = numpy(gathered.full_weights(torch.float32))
+    gathered.stop()
+    box.put((saved, want, half, from_shards, from_gathered))
 
 
 def test_sharded_checkpoint_resumes_the_update_and_a_gathered_one_still_loads(tmp_path):

@@ -16,11 +16,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::UserWarning"
 PROMPTS = ["12+34=", "5+6=", "7+1=", "99+1=", "3+3="]
 
 
-def _rank(rank, world, port, box):
+def _rank(rank, world, box):
     import copy
     from functools import partial
-
-    import torch.distributed as dist
 
     from scalerl.generate.base import SamplingParams
     from scalerl.generate.hf import HFGenerator
@@ -32,39 +30,34 @@ def _rank(rank, world, port, box):
     from scalerl.train.shard_generation import ShardedGenerator, any_rank
     from scalerl.train.update import build_optimizer
 
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     cpu = torch.device("cpu")
-    try:
-        tok = build_char_tokenizer()
-        model, groups = _setup()
-        plain = copy.deepcopy(model)
-        shard(model, FULL, fp32_root=True, world=world, device=cpu)
-        recipe = get_recipe("scalerl")
-        opt, sched = build_optimizer(model, recipe)
-        gen = HFGenerator(model, tok, seed=rank, lockstep=partial(any_rank, device=cpu))
-        args = dict(temperature=1.0, pad_token_id=0, micro_batch_size=4, device=cpu, share_prompt=True)
-        group = TrainerGroup(model, opt, sched, resolve_recipe(recipe), FULL, Rank(rank, world, cpu), args, gen, None)
-        if rank != 0:
-            follow(group)
-            return
-        sharded = ShardedGenerator(group)
-        sharded.update_weights({}, 3)
-        prompts = [tok(p).input_ids for p in PROMPTS]
-        greedy = SamplingParams(max_new_tokens=10, temperature=0.0, seed=1)
-        sampled = SamplingParams(max_new_tokens=10, temperature=1.0, seed=5)
-        got = {"greedy": sharded.generate(prompts, greedy), "sampled": sharded.generate(prompts, sampled),
-               "one": sharded.generate(prompts[:1], sampled)}  # fewer prompts than ranks
-        result = group.update(groups, 3)  # the training passes still run after no-grad forwards
-        group.stop()
-        one = HFGenerator(plain, tok, seed=0)
-        want = {"greedy": one.generate(prompts, greedy), "one": one.generate(prompts[:1], sampled),
-                # each rank samples its share with its own seed
-                "sampled": [one.generate([prompts[i] for i in share_rows(5, r, world)], rank_params(sampled, r))
-                            for r in range(world)]}
-        box.put((got, want, result.skipped))
-    finally:
-        dist.destroy_process_group()
+    tok = build_char_tokenizer()
+    model, groups = _setup()
+    plain = copy.deepcopy(model)
+    shard(model, FULL, fp32_root=True, world=world, device=cpu)
+    recipe = get_recipe("scalerl")
+    opt, sched = build_optimizer(model, recipe)
+    gen = HFGenerator(model, tok, seed=rank, lockstep=partial(any_rank, device=cpu))
+    args = dict(temperature=1.0, pad_token_id=0, micro_batch_size=4, device=cpu, share_prompt=True)
+    group = TrainerGroup(model, opt, sched, resolve_recipe(recipe), FULL, Rank(rank, world, cpu), args, gen, None)
+    if rank != 0:
+        follow(group)
+        return
+    sharded = ShardedGenerator(group)
+    sharded.update_weights({}, 3)
+    prompts = [tok(p).input_ids for p in PROMPTS]
+    greedy = SamplingParams(max_new_tokens=10, temperature=0.0, seed=1)
+    sampled = SamplingParams(max_new_tokens=10, temperature=1.0, seed=5)
+    got = {"greedy": sharded.generate(prompts, greedy), "sampled": sharded.generate(prompts, sampled),
+           "one": sharded.generate(prompts[:1], sampled)}  # fewer prompts than ranks
+    result = group.update(groups, 3)  # the training passes still run after no-grad forwards
+    group.stop()
+    one = HFGenerator(plain, tok, seed=0)
+    want = {"greedy": one.generate(prompts, greedy), "one": one.generate(prompts[:1], sampled),
+            # each rank samples its share with its own seed
+            "sampled": [one.generate([prompts[i] for i in share_rows(5, r, world)], rank_params(sampled, r))
+                        for r in range(world)]}
+    box.put((got, want, result.skipped))
 
 
 def test_two_ranks_sample_on_their_shards_what_one_process_samples():

@@ -13,10 +13,8 @@ from .test_distributed_update import _setup, run_ranks
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::UserWarning")]
 
 
-def _rank(rank, world, port, box):
+def _rank(rank, world, box):
     import copy
-
-    import torch.distributed as dist
 
     from scalerl.models.lora import generator_copy
     from scalerl.pipeline.weights import ModelWeights
@@ -27,40 +25,35 @@ def _rank(rank, world, port, box):
     from scalerl.train.shard_weights import ShardWeights
     from scalerl.train.update import build_optimizer
 
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     cpu = torch.device("cpu")
-    try:
-        model, groups = _setup()
-        plain = copy.deepcopy(model)
-        shard(model, FULL, fp32_root=True, world=world, device=cpu)
-        recipe = get_recipe("scalerl")
-        opt, sched = build_optimizer(model, recipe)
-        args = dict(temperature=1.0, pad_token_id=0, micro_batch_size=4, device=cpu, share_prompt=True)
-        group = TrainerGroup(model, opt, sched, resolve_recipe(recipe), FULL, Rank(rank, world, cpu), args)
-        if rank != 0:
-            follow(group)
-            return
-        stream = ShardWeights(group, torch.bfloat16)
-        got = [(name, t.clone()) for name, t in stream.tensors()]
-        meta = stream.meta()
-        result = group.update(groups, 0)  # the ranks' orders still line up after a stream
-        after = dict(stream.tensors())
-        final = group.full_weights(torch.float32)
-        group.stop()
-        want = ModelWeights(generator_copy(plain, torch.bfloat16))
-        # Compared here: tensors through a queue outlive their sender only as long as it lives.
-        box.put({
-            "names": ([n for n, _ in got], [n for n, _ in want.tensors()]),
-            "meta": (meta, want.meta()),
-            "unequal": [n for (n, a), (_, b) in zip(got, want.tensors()) if a.dtype != b.dtype or not torch.equal(a, b)],
-            "dtypes": {a.dtype for _, a in got},
-            "skipped": result.skipped,
-            "moved": sum(not torch.equal(after[n], a) for n, a in got),
-            "unlike_final": [n for n, t in after.items() if not torch.equal(t, final[n].to(torch.bfloat16))],
-        })
-    finally:
-        dist.destroy_process_group()
+    model, groups = _setup()
+    plain = copy.deepcopy(model)
+    shard(model, FULL, fp32_root=True, world=world, device=cpu)
+    recipe = get_recipe("scalerl")
+    opt, sched = build_optimizer(model, recipe)
+    args = dict(temperature=1.0, pad_token_id=0, micro_batch_size=4, device=cpu, share_prompt=True)
+    group = TrainerGroup(model, opt, sched, resolve_recipe(recipe), FULL, Rank(rank, world, cpu), args)
+    if rank != 0:
+        follow(group)
+        return
+    stream = ShardWeights(group, torch.bfloat16)
+    got = [(name, t.clone()) for name, t in stream.tensors()]
+    meta = stream.meta()
+    result = group.update(groups, 0)  # the ranks' orders still line up after a stream
+    after = dict(stream.tensors())
+    final = group.full_weights(torch.float32)
+    group.stop()
+    want = ModelWeights(generator_copy(plain, torch.bfloat16))
+    # Compared here: tensors through a queue outlive their sender only as long as it lives.
+    box.put({
+        "names": ([n for n, _ in got], [n for n, _ in want.tensors()]),
+        "meta": (meta, want.meta()),
+        "unequal": [n for (n, a), (_, b) in zip(got, want.tensors()) if a.dtype != b.dtype or not torch.equal(a, b)],
+        "dtypes": {a.dtype for _, a in got},
+        "skipped": result.skipped,
+        "moved": sum(not torch.equal(after[n], a) for n, a in got),
+        "unlike_final": [n for n, t in after.items() if not torch.equal(t, final[n].to(torch.bfloat16))],
+    })
 
 
 def test_the_stream_off_the_shards_is_the_generator_copy_one_tensor_at_a_time():
