@@ -469,3 +469,88 @@ def test_a_cache_layer_whose_extra_state_only_reorder_cache_knows_is_not_row_sel
     assert _selection_covers_reorder(DynamicLayer)
     assert not _selection_covers_reorder(Buffered)
     assert _selection_covers_reorder(BufferedAndSelected)
+
+
+# ---- decoding a batch a few rows at a time (max_rows) ------------------------------------------
+
+def test_a_batch_cut_into_pieces_is_greedy_decoded_as_a_whole(random_model, char_tokenizer, prompts):
+    many = [p for p in prompts for _ in range(3)]  # 12 rows, groups of 3 sharing a prompt
+    greedy = SamplingParams(max_new_tokens=12, temperature=0.0)
+    whole = HFGenerator(random_model, char_tokenizer).generate(many, greedy)
+    cut = HFGenerator(random_model, char_tokenizer, max_rows=5).generate(many, greedy)  # 5 + 5 + 2
+    assert [c.token_ids for c in cut] == [c.token_ids for c in whole]
+    assert [c.prompt_ids for c in cut] == many
+    torch.testing.assert_close(torch.tensor([lp for c in cut for lp in c.logprobs]),
+                               torch.tensor([lp for c in whole for lp in c.logprobs]))
+    with pytest.raises(ValueError, match="max_rows"):
+        HFGenerator(random_model, char_tokenizer, max_rows=0)
+
+
+def test_pieces_draw_from_one_seeded_stream(random_model, char_tokenizer, prompts):
+    same = [prompts[1]] * 6
+    params = SamplingParams(max_new_tokens=12, temperature=1.0, seed=3)
+    gen = HFGenerator(random_model, char_tokenizer, max_rows=2)
+    first, again = gen.generate(same, params), gen.generate(same, params)
+    assert [c.token_ids for c in first] == [c.token_ids for c in again]  # the seed decides
+    pieces = [tuple(tuple(c.token_ids) for c in first[i: i + 2]) for i in (0, 2, 4)]
+    assert len(set(pieces)) == 3  # the seed is not restarted per piece
+
+
+def test_every_piece_replays_the_weight_schedule(random_model, char_tokenizer, prompts):
+    from scalerl.models.tiny import build_tiny_model
+
+    a = {k: v.clone() for k, v in build_tiny_model(char_tokenizer, _arch(random_model), seed=0).state_dict().items()}
+    b = {k: v.clone() for k, v in build_tiny_model(char_tokenizer, _arch(random_model), seed=123).state_dict().items()}
+    greedy = SamplingParams(max_new_tokens=20, temperature=0.0)
+    rows = [prompts[0], prompts[2], prompts[0], prompts[2]]
+    # (Held as version 5: a version names its weights, so version 0 would be taken for a.)
+    whole = HFGenerator(build_tiny_model(char_tokenizer, _arch(random_model), seed=7), char_tokenizer, version=5)
+    want = whole.generate(rows, greedy, updates=_Schedule((a, 0), (b, 1), at=4))
+    cut = HFGenerator(build_tiny_model(char_tokenizer, _arch(random_model), seed=7), char_tokenizer, version=5,
+                      max_rows=2)
+    got = cut.generate(rows, greedy, updates=_Schedule((a, 0), (b, 1), at=4))
+    # Each piece starts on the schedule's first weights and switches at its step 4, as the whole did.
+    assert [c.versions for c in got] == [c.versions for c in want]
+    assert all(c.versions[:4] == [0] * 4 and set(c.versions[4:]) <= {1} for c in got)
+    assert [c.token_ids for c in got] == [c.token_ids for c in want]
+
+
+def test_in_lockstep_a_rank_with_fewer_pieces_runs_the_others_forwards(random_model, char_tokenizer, prompts):
+    """Two generators in lockstep (a stand-in for FSDP ranks, whose every forward is a collective):
+    5 rows against 2 in pieces of 2 -- the short one decodes stand-ins until the long one is done,
+    both call the lockstep the same number of times, and each returns its own rows only."""
+    import copy
+
+    barrier = threading.Barrier(2, timeout=60)  # a mismatched call count fails here instead of hanging
+    votes: list[bool] = []
+    calls = [0, 0]
+
+    def any_rank(rank, here):
+        calls[rank] += 1
+        votes.append(here)
+        barrier.wait()
+        answer = any(votes[-2:])
+        barrier.wait()
+        if rank == 0:
+            votes.clear()
+        barrier.wait()
+        return answer
+
+    shares = {0: [prompts[i % 4] for i in range(5)], 1: prompts[:2]}
+    greedy = SamplingParams(max_new_tokens=10, temperature=0.0)
+    out: dict[int, list] = {}
+
+    def rank(r):
+        gen = HFGenerator(copy.deepcopy(random_model), char_tokenizer, max_rows=2,
+                          lockstep=lambda here: any_rank(r, here))
+        out[r] = gen.generate(shares[r], greedy)
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert calls[0] == calls[1] > 0
+    alone = HFGenerator(random_model, char_tokenizer)
+    for r in (0, 1):
+        assert [c.token_ids for c in out[r]] == [c.token_ids for c in alone.generate(shares[r], greedy)]

@@ -70,21 +70,39 @@ def test_the_kv_cache_per_token_of_standard_attention_and_none_where_the_formula
     assert memory.kv_bytes_per_token(llama, 2) == 2 * 32 * 8 * 128 * 2  # Llama-3-8B: 128 KB a token in bf16
     assert memory.kv_bytes_per_token(DeepseekV3Config(), 2) is None  # latent attention: another cache
     assert memory.kv_bytes_per_token(Qwen3NextConfig(), 2) is None  # linear-attention layers
-    # 768 rows x 14,848 tokens of that (the paper's batch and length) do not fit beside an 8B state.
-    note = memory.generation_note(768, 14_848, 131_072, 80 * GIB, 128 * 10**9 // 8, "cuda:0")
-    assert "1392.0 GB of KV cache (768 rows x 14848 tokens x 128 KB)" in note and "backend.generator=vllm" in note
-    assert memory.generation_note(128, 4_096, 12_288, 80 * GIB, 8 * GIB, "cuda:0") is None
-    assert memory.generation_note(768, 14_848, None, 80 * GIB, 0, "cuda:0") is None  # unknown: say nothing
+    # 768 rows x 14,848 tokens of that (the paper's batch and length) do not fit beside an 8B
+    # model's training state on an 80 GB GPU: 17 rows do, in half the 64 GiB left (a row: 1.9 GB).
+    state = 16 * GIB
+    assert memory.decode_fit(768, 14_848, 131_072, 80 * GIB, state) == 17
+    note = memory.decode_note(768, 14_848, 131_072, 80 * GIB, state, "cuda:0", 17, cut=True)
+    assert "768 rows of up to 14848 tokens hold 1392.0 GB of KV cache (128 KB a token)" in note
+    assert "decoding 17 rows at a time" in note and "backend.generator=vllm" in note
+    assert "run.decode_rows=17" in memory.decode_note(768, 14_848, 131_072, 80 * GIB, state, "cuda:0", 17, cut=False)
+    assert memory.decode_fit(768, 14_848, 131_072, 80 * GIB, state, generators=4) == 4  # threads share the room
+    assert memory.decode_fit(768, 14_848, 131_072, 80 * GIB, 79 * GIB) == 0
+    assert "not even one row" in memory.decode_note(768, 14_848, 131_072, 80 * GIB, 79 * GIB, "cuda:0", 0, cut=True)
+    assert memory.decode_fit(128, 4_096, 12_288, 80 * GIB, 8 * GIB) is None  # all fit
+    assert memory.decode_fit(768, 14_848, None, 80 * GIB, 0) is None  # unknown: say nothing
+    assert memory.decode_fit(768, 14_848, 131_072, None, 0) is None  # the CPU
 
 
-def test_a_run_whose_generation_cannot_fit_says_so_before_it_starts(monkeypatch, tmp_path, capsys):
-    # The tiny model's state (16 bytes x 1.08M parameters, 17.2 MB) fits in 18 MiB; its evaluation's
-    # 32 rows of ~60 tokens at 4 KB a token (4 layers x 4 heads x 32 x fp32, keys and values) do not.
-    monkeypatch.setattr(memory, "device_capacity", lambda device: 18 * 2**20)
+def test_a_run_whose_generation_cannot_fit_decodes_a_few_rows_at_a_time(monkeypatch, tmp_path, capsys):
+    # The tiny model's state (16 bytes x 1.08M parameters, 16.4 MiB) fits in 19 MiB; its evaluation's
+    # 32 rows of up to 55 tokens at 4 KB a token (4 layers x 4 heads x 32 x fp32, keys and values)
+    # do not: the 2.6 MiB left, halved, holds 5 of them (220 KB each).
+    from scalerl.generate.hf import HFGenerator
+
+    monkeypatch.setattr(memory, "device_capacity", lambda device: 19 * 2**20)
+    decoded = []  # rows of every decode loop run
+    real = HFGenerator._generate
+    monkeypatch.setattr(HFGenerator, "_generate", lambda self, prompts, *a: decoded.append(len(prompts)) or
+                        real(self, prompts, *a))
     assert main(small_args(tmp_path / "run", "--steps", "1", "--set", "pipeline=sync", "--set", "k=1",
                            "--no-report")) == 0
     err = capsys.readouterr().err
-    assert "note: generation can hold up to" in err and "32 rows x" in err and "KB) on cpu" in err
+    assert "note: 32 rows of up to 55 tokens hold 6.9 MB of KV cache" in err and "decoding 5 rows at a time" in err
+    # Two evaluations of 32 rows and a batch of 16, five rows at a time.
+    assert max(decoded) == 5 and sum(decoded) == 2 * 32 + 16
 
 
 def test_which_generators_decode_on_the_trainers_device():
@@ -94,3 +112,18 @@ def test_which_generators_decode_on_the_trainers_device():
     assert trainer_device_generators("pipeline-rl-k", BackendConfig(generators=3)) == 3
     assert trainer_device_generators("pipeline-rl-k", BackendConfig(generators=3, workers="processes")) == 0
     assert trainer_device_generators("sync", BackendConfig(name="ray")) == 0
+
+
+def test_decode_rows_set_by_hand_cuts_every_decode_loop_on_the_trainers_device(monkeypatch, tmp_path, capsys):
+    from scalerl.generate.hf import HFGenerator
+
+    decoded = []
+    real = HFGenerator._generate
+    monkeypatch.setattr(HFGenerator, "_generate", lambda self, prompts, *a: decoded.append(len(prompts)) or
+                        real(self, prompts, *a))
+    # The default pipeline: PipelineRL-k's generator threads, and the trainer's own evaluations.
+    assert main(small_args(tmp_path / "run", "--steps", "2", "--set", "run.decode_rows=4", "--no-report")) == 0
+    assert max(decoded) == 4 and sum(decoded) >= 2 * 32 + 2 * 16
+    assert "note:" not in capsys.readouterr().err
+    assert main(small_args(tmp_path / "bad", "--set", "run.decode_rows=-1")) == 2
+    assert "run.decode_rows must be >= 0" in capsys.readouterr().err

@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::UserWarning"
 PROMPTS = ["12+34=", "5+6=", "7+1=", "99+1=", "3+3="]
 
 
-def _rank(rank, world, box):
+def _rank(rank, world, max_rows, box):
     import copy
     from functools import partial
 
@@ -37,7 +37,7 @@ def _rank(rank, world, box):
     shard(model, FULL, fp32_root=True, world=world, device=cpu)
     recipe = get_recipe("scalerl")
     opt, sched = build_optimizer(model, recipe)
-    gen = HFGenerator(model, tok, seed=rank, lockstep=partial(any_rank, device=cpu))
+    gen = HFGenerator(model, tok, seed=rank, lockstep=partial(any_rank, device=cpu), max_rows=max_rows)
     args = dict(temperature=1.0, pad_token_id=0, micro_batch_size=4, device=cpu, share_prompt=True)
     group = TrainerGroup(model, opt, sched, resolve_recipe(recipe), FULL, Rank(rank, world, cpu), args, gen, None)
     if rank != 0:
@@ -52,7 +52,7 @@ def _rank(rank, world, box):
            "one": sharded.generate(prompts[:1], sampled)}  # fewer prompts than ranks
     result = group.update(groups, 3)  # the training passes still run after no-grad forwards
     group.stop()
-    one = HFGenerator(plain, tok, seed=0)
+    one = HFGenerator(plain, tok, seed=0, max_rows=max_rows)
     want = {"greedy": one.generate(prompts, greedy), "one": one.generate(prompts[:1], sampled),
             # each rank samples its share with its own seed
             "sampled": [one.generate([prompts[i] for i in share_rows(5, r, world)], rank_params(sampled, r))
@@ -60,8 +60,11 @@ def _rank(rank, world, box):
     box.put((got, want, result.skipped))
 
 
-def test_two_ranks_sample_on_their_shards_what_one_process_samples():
-    got, want, skipped = run_ranks(_rank)
+@pytest.mark.parametrize("max_rows", [None, 2], ids=["all-rows", "two-rows-at-a-time"])
+def test_two_ranks_sample_on_their_shards_what_one_process_samples(max_rows):
+    """Also a few rows at a time (run.decode_rows): rank 0's share of 3 rows is two pieces, rank
+    1's of 2 one, and rank 1 runs rank 0's second piece's forwards on a stand-in."""
+    got, want, skipped = run_ranks(_rank, max_rows)
     assert not skipped
 
     def same(a, b):

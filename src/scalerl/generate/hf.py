@@ -14,6 +14,10 @@ controller (the interruption phrase, loss mask 0). The loop below does exactly t
    (``updates``), the weights scheduled for the next step --, drop finished rows from the batch
    (and the cache) once enough have finished.
 
+A call with more rows than ``max_rows`` is decoded ``max_rows`` rows at a time (one RNG stream
+through the pieces, each replaying the weight schedule from its start): the KV cache of every
+row is held until the batch ends, and on a GPU that, not the weights, is what runs out.
+
 Log-probs follow :mod:`scalerl.generate.sampling` (fp32, after temperature, no top-p).
 
     from scalerl.generate.hf import HFGenerator
@@ -64,6 +68,7 @@ class HFGenerator(InFlightUpdates):
         compact_fraction: float = 0.25,
         autocast_dtype: torch.dtype | None = None,
         lockstep: Callable[[bool], bool] | None = None,
+        max_rows: int | None = None,
     ) -> None:
         """``compact_fraction``: drop finished rows from the batch and the KV cache once at least
         this share of the rows still in it have finished (1.0 never drops them; see the benchmark).
@@ -77,13 +82,19 @@ class HFGenerator(InFlightUpdates):
         ``lockstep``: for a model whose forward is a collective (FSDP shards: every rank runs every
         forward). Called once before the prompt pass and after every decode step with whether
         this generator still has rows to decode; returns whether any rank has. While one has,
-        every rank steps on (its finished rows idle on padding), so all run the same forwards."""
+        every rank steps on (its finished rows idle on padding), so all run the same forwards.
+
+        ``max_rows``: decode at most this many rows at once (their KV cache); a larger call is cut
+        into consecutive pieces decoded one after the other. None: every row at once."""
+        if max_rows is not None and max_rows < 1:
+            raise ValueError(f"HFGenerator: max_rows must be >= 1 or None, got {max_rows}")
         self.model = model
         self.tokenizer = tokenizer
         self.version = version
         self.compact_fraction = compact_fraction
         self.autocast_dtype = autocast_dtype
         self.lockstep = lockstep
+        self.max_rows = max_rows
         # No inference mode on FSDP shards: the all-gather buffers a forward fills are reused by
         # the training passes, and an inference tensor cannot be written outside inference mode.
         self._grad_off = torch.no_grad if _sharded(model) else torch.inference_mode
@@ -181,11 +192,36 @@ class HFGenerator(InFlightUpdates):
             self.model.eval()
             try:
                 with self._grad_off():
-                    completions = self._generate(prompts, params, length_control, updates)
+                    completions = self._generate_pieces(prompts, params, length_control, updates)
             finally:
                 self.model.train(was_training)
         self._apply_if_idle()
         return completions
+
+    def _generate_pieces(self, prompts: Sequence[Sequence[int]], params: SamplingParams,
+                         length_control: LengthController | None, updates: ScheduledUpdates | None) -> list[Completion]:
+        """All rows at once, or ``max_rows`` at a time through one RNG stream (a seed drawn once per
+        call: pieces never repeat each other's samples)."""
+        if params.seed is None:
+            rngs = (self._torch_rng, self._py_rng)
+        else:
+            rngs = (torch.Generator(device=self.device).manual_seed(params.seed), random.Random(params.seed))
+        size = self.max_rows
+        if size is None:
+            return self._generate(prompts, params, length_control, updates, rngs)
+        pieces = [prompts[i: i + size] for i in range(0, len(prompts), size)]
+        if self.lockstep is None:
+            return [c for piece in pieces for c in self._generate(piece, params, length_control, updates, rngs)]
+        # In lockstep every rank runs every forward: while any rank has a piece left, one with none
+        # decodes a stand-in (its first prompt again) whose completion it drops.
+        out: list[Completion] = []
+        i = 0
+        while self.lockstep(i < len(pieces)):
+            done = self._generate(pieces[i] if i < len(pieces) else prompts[:1], params, length_control, updates, rngs)
+            if i < len(pieces):
+                out.extend(done)
+            i += 1
+        return out
 
     def _forward(self, ids: torch.Tensor, mask: torch.Tensor | None, positions: torch.Tensor, cache: Any) -> torch.Tensor:
         kwargs = {self._cache_arg: cache, "use_cache": True}
@@ -242,14 +278,10 @@ class HFGenerator(InFlightUpdates):
 
     def _generate(
         self, prompts: Sequence[Sequence[int]], params: SamplingParams, length_control: LengthController | None,
-        updates: ScheduledUpdates | None = None,
+        updates: ScheduledUpdates | None, rngs: tuple[torch.Generator, random.Random],
     ) -> list[Completion]:
         n, dev, max_new = len(prompts), self.device, params.max_new_tokens
-        if params.seed is None:
-            torch_rng, py_rng = self._torch_rng, self._py_rng
-        else:
-            torch_rng = torch.Generator(device=dev).manual_seed(params.seed)
-            py_rng = random.Random(params.seed)
+        torch_rng, py_rng = rngs
         states = [length_control.start(py_rng) for _ in range(n)] if length_control is not None else None
 
         ids, mask = left_pad(prompts, self.pad_id, extra=max_new)  # the mask grows by slicing, not concatenation

@@ -49,6 +49,9 @@ class PipelineContext:
     inference copy needs no fp32 master weights; logits stay fp32 through the FP32 head)."""
     version: int = 0
     """The trainer's policy version when the source is built."""
+    decode_rows: int | None = None
+    """The most rows a generator thread's Hugging Face decode loop holds at once (their KV cache
+    shares the trainer's device; None: every row of a batch)."""
     weights: WeightSource | None = None
     """Where generator processes and Ray actors read the weights from when not ``model``: under
     ``run.generate_on_shards`` a stream off the trainer group's shards (no whole copy on a device)."""

@@ -207,6 +207,7 @@ def thread_worker(ctx: PipelineContext, worker_id: int, history: WeightHistory |
     model = generator_copy(ctx.model, ctx.generator_dtype)
     rnd = ctx.rollout.round
     tokenizer = copy.deepcopy(rnd.tokenizer)
-    gen = HFGenerator(model, tokenizer, seed=worker_seed(ctx.rollout.seed, worker_id), version=ctx.version)
+    gen = HFGenerator(model, tokenizer, seed=worker_seed(ctx.rollout.seed, worker_id), version=ctx.version,
+                      max_rows=ctx.decode_rows)
     own = RoundContext(tokenizer, rnd.task, rnd.components, rnd.length_control)
     return RolloutWorker(gen, own, worker_id=worker_id, history=history)

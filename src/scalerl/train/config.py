@@ -209,6 +209,16 @@ class RunConfig:
     vocabulary): same log-probs and gradients, one more head matmul (scalerl.generate.head_chunks).
     0: always in one piece. Models that post-process their logits, and FSDP-sharded ones, are
     scored in one piece whatever this says."""
+    decode_rows: int = 0
+    """Most rows the Hugging Face decode loop holds at once: it keeps every row's KV cache until
+    the batch ends, and a larger batch (a training batch, an evaluation chunk) is decoded this
+    many rows at a time. 0: on a GPU, as many as fit in half of what the training state leaves
+    free (from the model's layers x KV heads x head size and the longest prompt +
+    length.max_new_tokens; all at once when that formula does not describe the cache, or on the
+    CPU); ``scalerl train`` prints the choice when it cuts. Under run.generate_on_shards only a
+    number set here cuts (every rank must cut alike); generators in processes of their own and
+    Ray actors decode every row at once. A cut batch samples other tokens than the whole one for
+    the same seed (one random stream through the pieces)."""
     share_prompt_forward: bool = True
     """In the update, run each prompt through the model once for its whole group and the
     completions on its KV cache (same log-probs and gradients; less compute when G > 1).
@@ -318,6 +328,8 @@ class TrainConfig:
             problems.append(f"run.micro_batch_size must be >= 1, got {self.run.micro_batch_size}")
         if self.run.micro_batch_tokens < 0:
             problems.append(f"run.micro_batch_tokens must be >= 0 (0: no token limit), got {self.run.micro_batch_tokens}")
+        if self.run.decode_rows < 0:
+            problems.append(f"run.decode_rows must be >= 0 (0: as many as fit), got {self.run.decode_rows}")
         if self.run.logits_budget_mb < 0:
             problems.append(f"run.logits_budget_mb must be >= 0 (0: no chunking), got {self.run.logits_budget_mb}")
         if self.run.max_nan_steps < 1:

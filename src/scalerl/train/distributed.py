@@ -330,7 +330,7 @@ def make_group(cfg: TrainConfig, policy: Any, rank: Rank) -> TrainerGroup:
 
         # No autocast: under FSDP the mixed-precision policy computes in the compute dtype.
         generator = HFGenerator(model, policy.tokenizer, seed=cfg.run.seed + RANK_SEED_STRIDE * rank.rank,
-                                lockstep=partial(any_rank, device=rank.device))
+                                lockstep=partial(any_rank, device=rank.device), max_rows=cfg.run.decode_rows or None)
         length_control = components.length_controller(policy.tokenizer)
     return TrainerGroup(model, optimizer, scheduler, components, policy.precision.under_fsdp(),
                         rank, update_args, generator, length_control)

@@ -120,18 +120,46 @@ def kv_bytes_per_token(config: Any, dtype_bytes: int) -> int | None:
     return 2 * layers * kv_heads * head_dim * dtype_bytes
 
 
-def generation_note(rows: int, tokens: int, per_token: int | None, capacity: int | None, state: int,
-                    device: str) -> str | None:
-    """What to say when ``rows`` sequences of up to ``tokens`` tokens, decoded at once by the
-    Hugging Face loop on ``device``, hold more KV cache than it has beside the training state
-    (``state`` bytes): a certain out-of-memory error mid-generation unless the completions stay
-    short. None when it fits, or when the device or the cache's size per token is unknown."""
+#: Share of what the training state and the policy's copies leave free on the device that the
+#: decode loop's KV cache may take. The rest is for the cache's growth (a buffer re-copied into a
+#: larger one holds both for a moment: scalerl.generate.kvcache), the sampling logits, the prompt
+#: pass's activations and the allocator's fragmentation.
+KV_SHARE = 0.5
+
+
+def rows_that_fit(tokens: int, per_token: int, free: int, generators: int = 1) -> int:
+    """Rows of up to ``tokens`` tokens that each of ``generators`` concurrent decode loops can hold
+    in :data:`KV_SHARE` of ``free`` bytes (0: not even one)."""
+    return max(0, int(KV_SHARE * free)) // (max(1, generators) * tokens * per_token)
+
+
+def decode_fit(rows: int, tokens: int, per_token: int | None, capacity: int | None, held: int,
+               generators: int = 1) -> int | None:
+    """How many of ``rows`` sequences of up to ``tokens`` tokens each of ``generators`` Hugging Face
+    decode loops can hold at once on a device of ``capacity`` bytes, ``held`` of them taken by the
+    training state and the policy's copies: None when all of them fit, or when the device or the
+    cache's size per token is unknown; else the rows that fit (0: not even one)."""
     if capacity is None or per_token is None:
         return None
-    need = rows * tokens * per_token
-    if need + state <= capacity:
-        return None
-    return (f"generation can hold up to {need / GIB:.1f} GB of KV cache ({rows} rows x {tokens} tokens x "
-            f"{per_token / 1024:.0f} KB) on {device} ({capacity / GIB:.1f} GB, {state / GIB:.1f} GB of it training "
-            "state): generate with vLLM actors (--backend ray --set backend.generator=vllm), or lower "
-            "batch.prompts_per_step / batch.generations_per_prompt / eval.batch_size / length.max_new_tokens")
+    fit = rows_that_fit(tokens, per_token, capacity - held, generators)
+    return None if fit >= rows else fit
+
+
+def decode_note(rows: int, tokens: int, per_token: int, capacity: int, held: int, device: str, fit: int, *,
+                cut: bool) -> str:
+    """The one-line note for :func:`decode_fit`'s answer ``fit``: ``cut``, the loop now decodes
+    ``max(fit, 1)`` rows at a time; else only what to set."""
+    def size(b: int) -> str:
+        return f"{b / GIB:.1f} GB" if b >= GIB else f"{b / 2**20:.1f} MB"
+
+    head = (f"{rows} rows of up to {tokens} tokens hold {size(rows * tokens * per_token)} of KV cache "
+            f"({per_token / 1024:.0f} KB a token); {device} has {size(capacity)}, {size(held)} of it taken by the "
+            "training state and the policy's copies")
+    faster = "vLLM actors decode faster (--backend ray --set backend.generator=vllm)"
+    if fit < 1:
+        how = "decoding one row at a time, which may still run out of memory" if cut else "set --set run.decode_rows=1"
+        return (f"{head}: not even one row fits beside them; {how}: lower length.max_new_tokens, shard the training "
+                f"state (--nproc), or generate elsewhere: {faster}")
+    if cut:
+        return f"{head}: decoding {fit} rows at a time (run.decode_rows sets another number); {faster}"
+    return f"{head}: set --set run.decode_rows={fit} (every rank then cuts its share alike); {faster}"

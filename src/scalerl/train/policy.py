@@ -119,12 +119,25 @@ def load_policy(cfg: TrainConfig, device: torch.device, *, placement: Placement 
                   config_dropout)
 
 
+def device_copies(cfg: TrainConfig, copy_bytes: int, *, world: int) -> dict[str, int]:
+    """Bytes of the copies of the policy (each ``copy_bytes`` in the generators' dtype) that rank
+    0's device holds beside the training state, by what they are: rank 0's generator copy of a
+    trainer group, the local pipeline's generator threads and weight snapshots."""
+    from scalerl.pipeline.registry import trainer_device_copies
+    from scalerl.train import memory
+
+    off = cfg.recipe.off_policy
+    return {
+        memory.RANK0_COPY: copy_bytes if world > 1 and not cfg.run.generate_on_shards else 0,
+        memory.PIPELINE_COPIES: copy_bytes * trainer_device_copies(off.pipeline, off.k, cfg.backend),
+    }
+
+
 def _check_fits(model: torch.nn.Module, device: torch.device, precision: Precision, cfg: TrainConfig, *,
                 world: int) -> None:
     """Refuse, in one line that says what would fit, a device that cannot hold this rank's training
     state and the copies of the policy beside it (rank 0's generator copy of a trainer group;
     the local pipeline's generator threads and weight snapshots) before any activation."""
-    from scalerl.pipeline.registry import trainer_device_copies
     from scalerl.train import memory
 
     capacity = memory.device_capacity(device)
@@ -132,11 +145,7 @@ def _check_fits(model: torch.nn.Module, device: torch.device, precision: Precisi
         return
     parameters = sum(p.numel() for p in model.parameters())
     copy_bytes = precision.generator_dtype.itemsize
-    off = cfg.recipe.off_policy
-    copies = {
-        memory.RANK0_COPY: parameters * copy_bytes if world > 1 and not cfg.run.generate_on_shards else 0,
-        memory.PIPELINE_COPIES: parameters * copy_bytes * trainer_device_copies(off.pipeline, off.k, cfg.backend),
-    }
+    copies = device_copies(cfg, parameters * copy_bytes, world=world)
     problem = memory.memory_problem(memory.training_state_bytes(model, world), copies, capacity, world=world,
                                     device=str(device), parameters=parameters, copy_bytes_per_parameter=copy_bytes)
     if problem is not None:

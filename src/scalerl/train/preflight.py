@@ -106,35 +106,52 @@ def check_generation_budget(cfg: Any, model: Any, tokenizer: Any, train: Sequenc
     raise InputError(f"{head}; fit it with {' '.join('--set ' + f for f in fix)} or use a model with more positions")
 
 
-def generation_memory_note(cfg: Any, model: Any, tokenizer: Any, problems: Sequence[Any],
-                           eval_sets: Mapping[str, Sequence[Any]], compute_bytes: int, device: Any,
-                           world: int = 1) -> str | None:
-    """A one-line note when the Hugging Face decode loop on the trainer's device can hold more KV
-    cache than the device has beside the training state (:func:`scalerl.train.memory.generation_note`):
-    the rows it decodes at once -- a training batch where the trainer's device generates it (sync
-    and ppo-off-policy-k locally; every generator thread's under pipeline-rl-k), an evaluation
-    chunk unless the generator actors evaluate -- each up to the longest prompt + max_new_tokens."""
+def decode_rows(cfg: Any, model: Any, tokenizer: Any, problems: Sequence[Any],
+                eval_sets: Mapping[str, Sequence[Any]], compute_bytes: int, device: Any,
+                world: int = 1) -> tuple[int | None, str | None]:
+    """The most rows the Hugging Face decode loops on the trainer's device hold at once (None: every
+    row of a call), and a one-line note when they cannot hold them all
+    (:func:`scalerl.train.memory.decode_fit`). ``run.decode_rows`` when set; else what fits
+    beside the training state and the policy's copies on a GPU: the rows a loop decodes at once
+    are a training batch where the trainer's device generates it (sync and ppo-off-policy-k
+    locally; every generator thread's under pipeline-rl-k, the threads sharing the room) or an
+    evaluation chunk unless the generator actors evaluate, each up to the longest prompt +
+    max_new_tokens. Under ``run.generate_on_shards`` every rank must cut alike, and the others
+    do not see the prompts: a note only (the number is the setting's)."""
     from scalerl.pipeline.registry import trainer_device_generators
     from scalerl.train import memory
     from scalerl.train.config import eval_engine
+    from scalerl.train.policy import device_copies
 
+    if cfg.run.decode_rows:
+        return cfg.run.decode_rows, None
     capacity = memory.device_capacity(device)
     if capacity is None:
-        return None
-    batch = cfg.recipe.batch.prompts_per_step * cfg.recipe.batch.generations_per_prompt
-    train_rows = batch * trainer_device_generators(cfg.recipe.off_policy.pipeline, cfg.backend)
+        return None, None
+    generators = trainer_device_generators(cfg.recipe.off_policy.pipeline, cfg.backend)
+    train_rows = cfg.recipe.batch.prompts_per_step * cfg.recipe.batch.generations_per_prompt if generators else 0
     eval_rows = 0
     if eval_engine(cfg) == "trainer":
         largest = max((len(s) for s in eval_sets.values()), default=0) * cfg.eval.samples_per_problem
         eval_rows = min(cfg.eval.batch_size or largest, largest)
     rows = max(train_rows, eval_rows)
-    if cfg.run.generate_on_shards and world > 1:
+    shards = cfg.run.generate_on_shards and world > 1
+    if shards:
         rows = -(-rows // world)  # each rank decodes its share
+    if rows == 0:
+        return None, None
     tokens = longest_prompt(tokenizer, [*problems, *(p for s in eval_sets.values() for p in s)]) \
         + cfg.recipe.length.max_new_tokens
     per_token = memory.kv_bytes_per_token(model.config, compute_bytes)
-    return memory.generation_note(rows, tokens, per_token, capacity, memory.training_state_bytes(model, world),
-                                  str(device))
+    parameters = sum(p.numel() for p in model.parameters())
+    held = memory.training_state_bytes(model, world) + sum(device_copies(cfg, parameters * compute_bytes,
+                                                                         world=world).values())
+    fit = memory.decode_fit(rows, tokens, per_token, capacity, held, max(1, generators))
+    if fit is None:
+        return None, None
+    assert per_token is not None
+    note = memory.decode_note(rows, tokens, per_token, capacity, held, str(device), fit, cut=not shards)
+    return (None if shards else max(fit, 1)), note
 
 
 def discard_unstarted_run(output: Path, *, checkpoints: str, files: Sequence[str], runlog: Any = None) -> bool:

@@ -44,7 +44,7 @@ from scalerl.train.evaluate import eval_bar, evaluate
 from scalerl.train.loggers import make_sinks
 from scalerl.train.policy import load_policy_weights, policy_weights, save_policy
 from scalerl.train.preflight import (check_generation_budget, check_writable, discard_unstarted_run,
-                                     generation_memory_note, run_device)
+                                     decode_rows, run_device)
 from scalerl.train.shard_generation import ShardedGenerator
 from scalerl.train.shard_weights import ShardWeights
 from scalerl.train.update import build_optimizer, policy_update
@@ -213,9 +213,10 @@ class Trainer:
         self.length_control = self.components.length_controller(self.tokenizer)
         # Before anything is written to the run directory: a budget the model cannot hold fails here.
         check_generation_budget(cfg, self.model, self.tokenizer, list(problems.values()), self.eval_sets)
-        note = generation_memory_note(cfg, self.model, self.tokenizer, list(problems.values()), self.eval_sets,
-                                      self.precision.generator_dtype.itemsize, self.device,
-                                      self.rank.world if self.rank is not None else 1)
+        # The decode loops on this device hold at most this many rows' KV cache at once.
+        self.decode_rows, note = decode_rows(cfg, self.model, self.tokenizer, list(problems.values()), self.eval_sets,
+                                             self.precision.generator_dtype.itemsize, self.device,
+                                             self.rank.world if self.rank is not None else 1)
         if note is not None:
             print(f"note: {note}", file=sys.stderr)
 
@@ -224,7 +225,7 @@ class Trainer:
         self.generator: Generator = (
             ShardedGenerator(self.group) if self.group is not None and self.group.generator is not None
             else HFGenerator(self.gen_model, self.tokenizer, seed=cfg.run.seed,
-                             autocast_dtype=self.precision.compute_dtype if mixed else None))
+                             autocast_dtype=self.precision.compute_dtype if mixed else None, max_rows=self.decode_rows))
         if self.group is not None:
             self.optimizer, self.scheduler = self.group.optimizer, self.group.scheduler
         else:
@@ -246,7 +247,7 @@ class Trainer:
             self.rollout, cfg.backend, self.gen_model, self.generator,
             TaskSpec(cfg.task.name, settings, cfg.task.reward, cfg.task.reward_timeout),
             model_path=cfg.model.name_or_path, generator_dtype=self.precision.generator_dtype, version=self.version,
-            weights=shard_weights,
+            weights=shard_weights, decode_rows=self.decode_rows,
         )
         self.source = make_source(self.pipeline)
         # Devices the clock counts (accelerator-hours): Ray's generator actors hold their own.
