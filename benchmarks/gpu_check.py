@@ -22,7 +22,11 @@ Stages, each printing one line per figure (and appending them to $OUT/gpu_check.
 5. **logits**: peak device memory of one update's scoring pass (forward + backward, FP32 head,
    bf16 autocast) of 4 x 2,048-token completions with a 151,936-token vocabulary, the LM head in
    one piece against ``run.logits_budget_mb`` 256 (``scalerl.generate.head_chunks``), and the
-   largest log-prob difference between the two (``--tiny``: 2 x 64 tokens, CPU, no memory figure).
+   largest log-prob difference between the two (``--tiny``: 2 x 64 tokens, CPU, no memory figure);
+6. **decode**: the Hugging Face decode loop on the stage-1 model in bf16, 32 rows x 256 new tokens
+   greedy, all rows at once against 8 at a time (``run.decode_rows``): peak device memory of each
+   against the KV cache ``scalerl.train.memory.kv_bytes_per_token`` predicts, seconds, and the
+   share of rows whose tokens agree (``--tiny``: 6 rows x 16 tokens, 4 at a time, CPU).
 """
 
 from __future__ import annotations
@@ -243,13 +247,48 @@ def logits_memory(device: torch.device, tiny: bool) -> None:
     say(f"logits: max |log-prob difference| chunked vs whole {(results[0] - results[chunked]).abs().max().item():.2e}")
 
 
+def decode_rows(directory: Path, device: torch.device, tiny: bool) -> None:
+    """Stage 6: the decode loop's peak memory, every row at once against a few at a time."""
+    from scalerl.generate.base import SamplingParams
+    from scalerl.generate.hf import HFGenerator
+    from scalerl.models.loading import load_model
+    from scalerl.train.memory import kv_bytes_per_token
+
+    rows, new, piece = (6, 16, 4) if tiny else (32, 256, 8)
+    model, tok = load_model(str(directory), dtype=torch.bfloat16)
+    model.to(device)
+    prompts = [tok(f"{a}+{b}=").input_ids for a, b in ((12, 34), (5, 61), (70, 8), (9, 99))]
+    batch = [prompts[i % len(prompts)] for i in range(rows)]
+    per_token = kv_bytes_per_token(model.config, 2) or 0
+    kv = rows * (max(map(len, prompts)) + new) * per_token
+    greedy = SamplingParams(max_new_tokens=new, temperature=0.0)
+    out = {}
+    for max_rows in (None, piece):
+        gen = HFGenerator(model, tok, max_rows=max_rows)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+            torch.cuda.reset_peak_memory_stats(device)
+            base = torch.cuda.memory_allocated(device)
+        t = time.perf_counter()
+        out[max_rows] = gen.generate(batch, greedy)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        seconds = time.perf_counter() - t
+        peak = (torch.cuda.max_memory_allocated(device) - base) / 2**20 if device.type == "cuda" else float("nan")
+        tokens = sum(len(c.token_ids) for c in out[max_rows])
+        say(f"decode: {rows} rows x {new} new tokens, {max_rows or rows} at a time: peak {peak:.1f} MiB above the "
+            f"model (KV cache predicted for all rows {kv / 2**20:.1f} MiB), {tokens} tokens in {seconds:.2f} s")
+    same = sum(a.token_ids == b.token_ids for a, b in zip(out[None], out[piece]))
+    say(f"decode: rows with the same greedy tokens whole and in pieces: {same} of {rows}")
+
+
 def main(argv: list[str] | None = None) -> int:
     global OUT_FILE
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--device", default="cuda", help="cuda (the check) or cpu (a dry run)")
     p.add_argument("--tiny", action="store_true", help="a 2-layer model and short runs (the dry mode)")
     p.add_argument("--steps", type=int, default=None, help="training steps per run (default: 20; --tiny: 2)")
-    p.add_argument("--stages", default="model,logprobs,train,fsdp,logits")
+    p.add_argument("--stages", default="model,logprobs,train,fsdp,logits,decode")
     args = p.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -277,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
         train_fsdp(directory, work, device, args.tiny, steps, reference)
     if "logits" in stages:
         logits_memory(device, args.tiny)
+    if "decode" in stages:
+        decode_rows(directory, device, args.tiny)
     say("gpu_check: done")
     return 0
 

@@ -40,3 +40,5 @@ def test_gpu_check_dry_mode_runs_without_optional_packages(tmp_path):
     # The LM head in chunks scores as the whole head does (fp32 on the CPU).
     diff = re.search(r"max \|log-prob difference\| chunked vs whole ([0-9.e+-]+)", text)
     assert diff and float(diff.group(1)) < 1e-5
+    # A few rows at a time: the same greedy tokens as every row at once (bf16 on the CPU).
+    assert "rows with the same greedy tokens whole and in pieces: 6 of 6" in text
