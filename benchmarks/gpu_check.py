@@ -18,7 +18,8 @@ Stages, each printing one line per figure (and appending them to $OUT/gpu_check.
 3. **train**: ``precision.compute=bf16`` training of the saved model (sync, one process) --
    weights moved, samples/s, the run's pass rates;
 4. **fsdp**: the same run as a one-rank trainer group (FSDP2 + NCCL on the GPU; gloo on the CPU),
-   samples/s, and its losses against stage 3's (same seed, same batches);
+   with a 1 MiB logits budget (the LM head in chunks on the FSDP root), samples/s, and its losses
+   against stage 3's (head whole; same seed, same batches);
 5. **logits**: peak device memory of one update's scoring pass (forward + backward, FP32 head,
    bf16 autocast) of 4 x 2,048-token completions with a 151,936-token vocabulary, the LM head in
    one piece against ``run.logits_budget_mb`` 256 (``scalerl.generate.head_chunks``), and the
@@ -116,7 +117,7 @@ def logprob_agreement(directory: Path, device: torch.device, tiny: bool) -> None
         del model, gens
 
 
-def train_config(directory: Path, output: Path, device: torch.device, tiny: bool, steps: int):
+def train_config(directory: Path, output: Path, device: torch.device, tiny: bool, steps: int, extra=()):
     from scalerl.train.config import TrainConfig, resolve
 
     cfg = TrainConfig()
@@ -137,7 +138,7 @@ def train_config(directory: Path, output: Path, device: torch.device, tiny: bool
                  "recipe.optimizer.warmup_steps=0", "eval.problems=32", "eval.samples_per_problem=2"]
     if tiny:
         overrides += ["batch.prompts_per_step=4", "batch.generations_per_prompt=4"]
-    return resolve(cfg, overrides)
+    return resolve(cfg, [*overrides, *extra])
 
 
 def first_char_is_digit(completion: str) -> float:
@@ -190,7 +191,10 @@ def train_fsdp(directory: Path, work: Path, device: torch.device, tiny: bool, st
         port = s.getsockname()[1]
     out = work / "fsdp"
     t0 = time.perf_counter()
-    summary = run_rank(train_config(directory, out, device, tiny, steps), resume=False, rank=0, world=1,
+    # A 1 MiB logits budget: the full-size run's micro-batches (64 rows x ~56 positions x the
+    # character vocabulary, ~1.4 MB) score the LM head in chunks on the FSDP root; --tiny's do not.
+    cfg = train_config(directory, out, device, tiny, steps, extra=["run.logits_budget_mb=1"])
+    summary = run_rank(cfg, resume=False, rank=0, world=1,
                        local_rank=0, init_method=f"tcp://127.0.0.1:{port}")
     losses = _losses(out)
     # Under FSDP rank 0 generates with a bf16 *copy* of the weights; one process generates with

@@ -33,31 +33,36 @@ def _setup():
     return model, groups
 
 
-def _steps(model, groups, recipe, share, steps, micro):
+def _steps(model, groups, recipe, share, steps, micro, budget=0):
     from scalerl.train.update import build_optimizer, policy_update
 
     opt, sched = build_optimizer(model, recipe)
     results = []
     for _ in range(steps):
         res = policy_update(model, opt, sched, groups, recipe, temperature=1.0, pad_token_id=0, micro_batch_size=micro,
-                            share=share)
+                            share=share, logits_budget=budget)
         results.append(res.metrics)
     return results
 
 
-def _rank(rank, world, recipe, micro, box):
+def _rank(rank, world, recipe, micro, budget, box):
+    from scalerl.generate import logprobs
     from scalerl.train.distributed import shard
     from scalerl.train.share import full_value
     from scalerl.train.precision import FULL
 
+    chunked = []  # the passes scored with the head in chunks
+    real = logprobs.chunked_logprobs
+    logprobs.chunked_logprobs = lambda *a, **k: (lambda out: chunked.append(out is not None) or out)(real(*a, **k))
     model, groups = _setup()
     reference = copy.deepcopy(model) if rank == 0 else None
     shard(model, FULL, fp32_root=True, world=world, device=torch.device("cpu"))
-    got = _steps(model, groups, recipe, Share(rank, world), 2, micro)
+    got = _steps(model, groups, recipe, Share(rank, world), 2, micro, budget)
+    got = [{**m, "chunked passes": sum(chunked)} for m in got]  # this rank's
     # numpy through the queue: torch tensors would travel as shared memory the exiting process frees
     weights = {n: full_value(p.detach()).numpy().copy() for n, p in model.named_parameters()}
     if rank == 0:
-        want = _steps(reference, groups, recipe, Share(), 2, micro)
+        want = _steps(reference, groups, recipe, Share(), 2, micro)  # the head whole
         box.put((got, want, weights, {n: p.detach().numpy().copy() for n, p in reference.named_parameters()}))
 
 
@@ -96,15 +101,20 @@ def run_ranks(target, *args, world=2):
     return out
 
 
-@pytest.mark.parametrize("aggregation,micro", [("prompt", 3), ("token", 64)],
-                         ids=["prompt-uneven-share", "token-one-micro-batch"])
-def test_two_process_fsdp_update_equals_one_process(aggregation, micro):
+@pytest.mark.parametrize("aggregation,micro,budget", [("prompt", 3, 0), ("token", 64, 0), ("prompt", 3, 2048)],
+                         ids=["prompt-uneven-share", "token-one-micro-batch", "prompt-head-in-chunks"])
+def test_two_process_fsdp_update_equals_one_process(aggregation, micro, budget):
+    """Also with the LM head in chunks on the shards (a 2 KB logits budget: ~5 positions of the
+    character vocabulary at a time; through the shared-prompt pass, as a run scores), against the
+    one-process update with the head whole."""
     from scalerl.rl.presets import get_recipe
 
     recipe = get_recipe("scalerl")
     recipe.aggregation = aggregation
     recipe.optimizer.lr = 1e-3
-    got, want, weights, reference = run_ranks(_rank, recipe, micro)
+    got, want, weights, reference = run_ranks(_rank, recipe, micro, budget)
+    chunked = [g.pop("chunked passes") for g in got]
+    assert (chunked[-1] > 0) == (budget > 0)  # rank 0's passes of both steps
     for g, w in zip(got, want):  # global metrics: loss, grad norm (before clipping), token means
         assert g.keys() == w.keys()
         for k in w:

@@ -18,12 +18,19 @@ Hugging Face models that post-process the head's output (Gemma 2's logit soft-ca
 Cohere's logit scale, ...) would be scored wrongly by ``head(hidden)``. The head the model
 computed for the last position is the check, at no cost, on every call: where ``head(hidden)``
 does not reproduce it, the model is remembered as not chunkable and scored with its own
-logits from then on. So are FSDP-sharded models (the head would run outside the root module's
-forward, where FSDP gathers its weights) and models without ``logits_to_keep``.
+logits from then on. So are models without ``logits_to_keep``.
+
+Under FSDP2 the head belongs to the root unit (scalerl.train.distributed.shard), whose weights
+FSDP gathers for the root's forward and, for training, keeps gathered until the backward pass
+is over (the root is not resharded after its forward): the chunks run on those gathered weights
+after the forward, their recomputation in the backward pass too, and the head's gradient is
+reduce-scattered with the root's at the end of the backward pass. A head that is an FSDP unit
+of its own, or whose weights are shards again once the forward returns, is scored whole.
 """
 
 from __future__ import annotations
 
+import sys
 import weakref
 from typing import Any, Callable
 
@@ -46,9 +53,23 @@ def head_of(model: Any) -> torch.nn.Module | None:
         return None
     get = getattr(model, "get_output_embeddings", None)
     head = get() if callable(get) else None
-    if not isinstance(head, torch.nn.Linear) or hasattr(head.weight, "full_tensor"):  # DTensor: FSDP
+    if not isinstance(head, torch.nn.Linear):
+        return None
+    if _sharded(head.weight) and not _in_fsdp_root(model, head):
         return None
     return head
+
+
+def _sharded(weight: torch.Tensor) -> bool:
+    return hasattr(weight, "full_tensor")  # a DTensor: an FSDP shard
+
+
+def _in_fsdp_root(model: Any, head: torch.nn.Module) -> bool:
+    """Whether ``head``'s weights are the FSDP root ``model``'s own (gathered by its forward).
+    Looked up in ``sys.modules``: a model can be an FSDP module only where FSDP was imported."""
+    fsdp = sys.modules.get("torch.distributed.fsdp")
+    unit = getattr(fsdp, "FSDPModule", None)
+    return unit is not None and isinstance(model, unit) and not isinstance(head, unit)
 
 
 def chunk_positions(budget_bytes: int, vocab: int) -> int:
@@ -80,6 +101,9 @@ def chunked_logprobs(model: Any, head: torch.nn.Module, tokens: torch.Tensor, te
         _NOT_CHUNKABLE.add(model)
         return None
     hidden = out.hidden_states[-1]
+    if _sharded(head.weight):  # FSDP resharded the root after its forward: the head has no weights to use
+        _NOT_CHUNKABLE.add(model)
+        return None
     with torch.no_grad():
         # The very call the model made (same input, same shape: same kernel), so a plain head
         # matches to rounding; post-processing as gentle as Gemma 2's soft-capping of a random

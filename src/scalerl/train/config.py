@@ -207,8 +207,8 @@ class RunConfig:
     the LM head in chunks of that size, each recomputed in the backward pass, instead of holding
     rows x positions x vocabulary floats (2.5 GB per 4,096-token completion of a 152k-token
     vocabulary): same log-probs and gradients, one more head matmul (scalerl.generate.head_chunks).
-    0: always in one piece. Models that post-process their logits, and FSDP-sharded ones, are
-    scored in one piece whatever this says."""
+    0: always in one piece. Models that post-process their logits are scored in one piece
+    whatever this says; FSDP-sharded ones are chunked too (the head is the root unit's)."""
     decode_rows: int = 0
     """Most rows the Hugging Face decode loop holds at once: it keeps every row's KV cache until
     the batch ends, and a larger batch (a training batch, an evaluation chunk) is decoded this
