@@ -27,7 +27,11 @@ Stages, each printing one line per figure (and appending them to $OUT/gpu_check.
 6. **decode**: the Hugging Face decode loop on the stage-1 model in bf16, 32 rows x 256 new tokens
    greedy, all rows at once against 8 at a time (``run.decode_rows``): peak device memory of each
    against the KV cache ``scalerl.train.memory.kv_bytes_per_token`` predicts, seconds, and the
-   share of rows whose tokens agree (``--tiny``: 6 rows x 16 tokens, 4 at a time, CPU).
+   share of rows whose tokens agree (``--tiny``: 6 rows x 16 tokens, 4 at a time, CPU);
+7. **activations**: the update's activations measured by ``scalerl.train.activation_probe`` on
+   the stage-1 model (fp32 masters, bf16 autocast, FP32 head), the pass it predicts for 8 rows x
+   480 tokens against the peak device memory a forward + backward of that pass reaches above
+   the model and its gradients (``--tiny``: 2 x 48 tokens, CPU, the prediction only).
 """
 
 from __future__ import annotations
@@ -286,13 +290,55 @@ def decode_rows(directory: Path, device: torch.device, tiny: bool) -> None:
     say(f"decode: rows with the same greedy tokens whole and in pieces: {same} of {rows}")
 
 
+def activations(directory: Path, device: torch.device, tiny: bool) -> None:
+    """Stage 7: the activation probe's prediction against the allocator's peak."""
+    from scalerl.generate.base import Completion
+    from scalerl.generate.logprobs import shared_prompt_logprobs
+    from scalerl.models.loading import load_model
+    from scalerl.rl.fp32_head import enable_fp32_lm_head
+    from scalerl.train.activation_probe import probe_activations
+    from scalerl.train.precision import Precision
+
+    rows, length = (2, 48) if tiny else (8, 480)
+    model, tok = load_model(str(directory), dtype=torch.float32)
+    model = enable_fp32_lm_head(model).to(device)
+    precision = Precision.create("bf16", device)
+    t = time.perf_counter()
+    cost = probe_activations(model, precision, temperature=1.0, pad_token_id=tok.pad_token_id, device=device,
+                             logits_budget=256 * 2**20, max_length=model.config.max_position_embeddings)
+    say(f"activations: probe {time.perf_counter() - t:.2f} s: {cost.fixed / 2**20:.1f} MiB a pass + "
+        f"{cost.per_token / 1024:.1f} KB a token + {cost.per_token_sq:.1f} B x length^2 a row; whole logits "
+        f"{cost.logits_per_token / 1024:.2f} KB a token")
+    g = torch.Generator().manual_seed(2)
+    vocab = model.get_input_embeddings().num_embeddings
+    comps = [Completion(t[:16], t[16:], [0.0] * (length - 16), [1] * (length - 16), [0] * (length - 16), "length")
+             for t in torch.randint(1, vocab, (rows, length), generator=g).tolist()]
+    # Gradients allocated first (as after the first step), so the peak above them is the pass's own.
+    model.train()
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    peak = float("nan")
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        base = torch.cuda.memory_allocated(device)
+    with precision.autocast():
+        logprobs = shared_prompt_logprobs(model, comps, 1.0, tok.pad_token_id, device, 256 * 2**20)[0]
+    logprobs.sum().backward()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        peak = (torch.cuda.max_memory_allocated(device) - base) / 2**20
+    say(f"activations: {rows} x {length} tokens: predicted {cost.pass_bytes(rows, length) / 2**20:.1f} MiB kept for "
+        f"the backward pass, peak {peak:.1f} MiB above the model and its gradients (forward + backward)")
+
+
 def main(argv: list[str] | None = None) -> int:
     global OUT_FILE
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--device", default="cuda", help="cuda (the check) or cpu (a dry run)")
     p.add_argument("--tiny", action="store_true", help="a 2-layer model and short runs (the dry mode)")
     p.add_argument("--steps", type=int, default=None, help="training steps per run (default: 20; --tiny: 2)")
-    p.add_argument("--stages", default="model,logprobs,train,fsdp,logits,decode")
+    p.add_argument("--stages", default="model,logprobs,train,fsdp,logits,decode,activations")
     args = p.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -322,6 +368,8 @@ def main(argv: list[str] | None = None) -> int:
         logits_memory(device, args.tiny)
     if "decode" in stages:
         decode_rows(directory, device, args.tiny)
+    if "activations" in stages:
+        activations(directory, device, args.tiny)
     say("gpu_check: done")
     return 0
 

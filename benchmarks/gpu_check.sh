@@ -4,7 +4,8 @@
 #   1. benchmarks/gpu_check.py: a random ~90M-parameter Qwen2 saved in bf16; the FP32 head's log-prob
 #      agreement between the HF generator and the trainer (bf16 compute); bf16 training, one process;
 #      the same run as a one-rank FSDP2 trainer group on NCCL (what --nproc N runs per GPU); samples/s.
-#      Then the LM head whole vs in chunks (peak memory) and the decode loop all rows vs a few at a time.
+#      Then the LM head whole vs in chunks (peak memory), the decode loop all rows vs a few at a time,
+#      and the activation probe's prediction against the allocator's peak.
 #   2. mixed precision (was gpu_precision_check.sh): benchmarks/mixed_precision.py on CUDA and short
 #      tiny-model runs on cuda (auto=bf16, fp16, PipelineRL-2; LoRA + gradient checkpointing when peft is there).
 # Usage: OUT=/tmp/out bash benchmarks/gpu_check.sh       (figures in $OUT/gpu_check.txt and $OUT/*.log)

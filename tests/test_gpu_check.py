@@ -42,3 +42,5 @@ def test_gpu_check_dry_mode_runs_without_optional_packages(tmp_path):
     assert diff and float(diff.group(1)) < 1e-5
     # A few rows at a time: the same greedy tokens as every row at once (bf16 on the CPU).
     assert "rows with the same greedy tokens whole and in pieces: 6 of 6" in text
+    # The activation probe runs on the saved model and predicts a pass.
+    assert re.search(r"activations: 2 x 48 tokens: predicted [0-9.]+ MiB", text)

@@ -163,3 +163,35 @@ def decode_note(rows: int, tokens: int, per_token: int, capacity: int, held: int
     if cut:
         return f"{head}: decoding {fit} rows at a time (run.decode_rows sets another number); {faster}"
     return f"{head}: set --set run.decode_rows={fit} (every rank then cuts its share alike); {faster}"
+
+
+# ----------------------------------------------------------------------------- the update's passes
+
+#: Share of what the training state and the policy's copies leave free on the device that one
+#: update pass's activations may take (the other half is the decode loop's KV cache: under
+#: PipelineRL-k on the trainer's device both are held at once). The rest of this half is for
+#: what the probe does not count: the backward pass's transient gradients, checkpointed layers'
+#: inputs and the allocator's fragmentation.
+ACTIVATION_SHARE = 0.5
+
+
+def update_tokens_note(capacity: int, held: int, device: str, longest: int, configured: int, fit: int,
+                       per_token: float, checkpointing: bool) -> str:
+    """The one-line note when the update's passes must hold fewer padded tokens than
+    ``run.micro_batch_tokens`` (``configured``; 0: no limit) to fit: ``fit`` tokens, from the
+    measured ``per_token`` bytes (a pass of one longest sequence, over its length), beside
+    ``held`` of the device's ``capacity``."""
+    def size(b: float) -> str:
+        return f"{b / GIB:.1f} GB" if b >= GIB else f"{b / 2**20:.1f} MB"
+
+    head = (f"the update's activations, measured on the model, take ~{per_token / 1024:.0f} KB a token in passes "
+            f"of {longest:,}-token sequences; {device} has {size(capacity)}, {size(held)} of it taken by the training "
+            "state and the policy's copies")
+    if fit >= longest:
+        was = f"{configured:,}" if configured else "no limit"
+        return (f"{head}: passes of at most {fit:,} padded tokens (run.micro_batch_tokens: {was}); the gradient is "
+                "the same however the passes are cut")
+    fixes = ["model.gradient_checkpointing=true"] if not checkpointing else []
+    fixes += ["a shorter length.max_new_tokens", "more ranks for the training state (--nproc)"]
+    return (f"{head}: even one sequence may not fit ({max(fit, 0):,} tokens do); passes of one sequence from here; "
+            f"try {', '.join(fixes)}")

@@ -44,7 +44,7 @@ from scalerl.train.evaluate import eval_bar, evaluate
 from scalerl.train.loggers import make_sinks
 from scalerl.train.policy import load_policy_weights, policy_weights, save_policy
 from scalerl.train.preflight import (check_generation_budget, check_writable, discard_unstarted_run,
-                                     decode_rows, run_device)
+                                     decode_rows, run_device, update_tokens)
 from scalerl.train.shard_generation import ShardedGenerator
 from scalerl.train.shard_weights import ShardWeights
 from scalerl.train.update import build_optimizer, policy_update
@@ -219,6 +219,14 @@ class Trainer:
                                              self.rank.world if self.rank is not None else 1)
         if note is not None:
             print(f"note: {note}", file=sys.stderr)
+        # The update's passes hold at most this many padded tokens: on a GPU, what its measured
+        # activations fit beside the training state (one process; under FSDP as configured).
+        self.micro_batch_tokens = cfg.run.micro_batch_tokens
+        if self.group is None:
+            self.micro_batch_tokens, note = update_tokens(cfg, self.model, self.tokenizer, list(problems.values()),
+                                                          self.eval_sets, self.precision, self.pad_id, self.device)
+            if note is not None:
+                print(f"note: {note}", file=sys.stderr)
 
         # A generator copy is already in the compute dtype; the trained model needs autocast.
         mixed = self.precision.mixed and self.gen_model is self.model
@@ -468,7 +476,7 @@ class Trainer:
             result = policy_update(
                 self.model, self.optimizer, self.scheduler, batch.groups, self.components,
                 temperature=cfg.sampling.temperature, pad_token_id=self.pad_id,
-                micro_batch_size=cfg.run.micro_batch_size, micro_batch_tokens=cfg.run.micro_batch_tokens,
+                micro_batch_size=cfg.run.micro_batch_size, micro_batch_tokens=self.micro_batch_tokens,
                 device=self.device, version=self.version,
                 share_prompt=cfg.run.share_prompt_forward, precision=self.precision,
                 logits_budget=cfg.run.logits_budget_mb * 2**20,
