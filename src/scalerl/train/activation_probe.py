@@ -6,9 +6,10 @@ activations are not: they depend on the architecture's implementation, the atten
 low-precision copy of every weight it casts, until the backward pass) and gradient
 checkpointing. So they are measured rather than estimated: :func:`probe_activations` runs the
 update's own scoring pass (:func:`scalerl.generate.logprobs.shared_prompt_logprobs`, under the
-run's autocast) on one made-up sequence at three lengths, gradients on and no backward pass,
-and adds up the bytes of every tensor autograd saves for the backward pass (a
-``saved_tensors_hooks`` pack hook; the parameters themselves excepted). Three lengths fit
+run's autocast) on made-up sequences, gradients on and no backward pass, and adds up the bytes
+of every tensor autograd saves for the backward pass (a ``saved_tensors_hooks`` pack hook; the
+parameters themselves excepted; under gradient checkpointing, what the checkpoints keep -- each
+layer's input -- is seen the same way). Three lengths fit
 ``a + per_token x T + per_token_sq x T^2`` for one row, and two rows at the middle length split
 ``a`` into what the pass keeps once and what each row adds: a pass of ``rows`` rows padded to
 ``T`` keeps about ``fixed + rows x (per_row + per_token x T + per_token_sq x T^2)``.
@@ -16,10 +17,10 @@ and adds up the bytes of every tensor autograd saves for the backward pass (a
 The probe scores the completion with the LM head in chunks (where the model allows it), and the
 longest sequence once more with the head whole: a pass whose logits fit in
 ``run.logits_budget_mb`` keeps them whole, at the difference a token, up to what the budget
-allows (:meth:`ActivationCost.pass_bytes`). Not counted: the inputs of checkpointed layers
-(torch's non-reentrant checkpoint stores them outside the hooks: one hidden state per layer and
-token), the transient gradients of the backward pass, and the allocator's fragmentation -- the
-reason :data:`scalerl.train.memory.ACTIVATION_SHARE` leaves room.
+allows (:meth:`ActivationCost.pass_bytes`). Not counted: the transient gradients of the
+backward pass (and a checkpointed layer's recomputed activations while its backward runs), and
+the allocator's fragmentation -- the reason :data:`scalerl.train.memory.ACTIVATION_SHARE` leaves
+room.
 """
 
 from __future__ import annotations

@@ -169,9 +169,11 @@ def decode_note(rows: int, tokens: int, per_token: int, capacity: int, held: int
 
 #: Share of what the training state and the policy's copies leave free on the device that one
 #: update pass's activations may take (the other half is the decode loop's KV cache: under
-#: PipelineRL-k on the trainer's device both are held at once). The rest of this half is for
-#: what the probe does not count: the backward pass's transient gradients, checkpointed layers'
-#: inputs and the allocator's fragmentation.
+#: PipelineRL-k on the trainer's device both are held at once). The passes are cut so that
+#: their measured activations stay within it; what the probe does not count -- the backward
+#: pass's transient gradients, a checkpointed layer's recomputation, the allocator's
+#: fragmentation -- must fit beside them (synchronously, the KV cache's half is free while the
+#: update runs; under PipelineRL-k on the trainer's device it is not: a margin, not a guarantee).
 ACTIVATION_SHARE = 0.5
 
 

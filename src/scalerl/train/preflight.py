@@ -163,8 +163,8 @@ def update_tokens(cfg: Any, model: Any, tokenizer: Any, problems: Sequence[Any],
     padded tokens whose activations fit in :data:`~scalerl.train.memory.ACTIVATION_SHARE` of what
     the training state and the policy's copies leave free. As configured where that is more
     than a pass can hold anyway, and on the CPU (no probe)."""
-    from scalerl.train import memory
     from scalerl.generate.logprobs import checkpointing_enabled
+    from scalerl.train import memory
     from scalerl.train.activation_probe import probe_activations
     from scalerl.train.policy import device_copies
 
