@@ -45,7 +45,7 @@ def measure(model, precision, rows: int, length: int, budget: int) -> int:
         with torch.enable_grad(), precision.autocast():
             return shared_prompt_logprobs(model, comps, 1.0, 0, device, budget)[0]
 
-    return saved_bytes(run, {p.untyped_storage().data_ptr() for p in model.parameters()})
+    return saved_bytes(run)
 
 
 def check(name: str, compute: str, checkpointing: bool) -> tuple[str, float, float, float]:

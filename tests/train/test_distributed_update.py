@@ -33,14 +33,14 @@ def _setup():
     return model, groups
 
 
-def _steps(model, groups, recipe, share, steps, micro, budget=0):
+def _steps(model, groups, recipe, share, steps, micro, budget=0, tokens=0):
     from scalerl.train.update import build_optimizer, policy_update
 
     opt, sched = build_optimizer(model, recipe)
     results = []
     for _ in range(steps):
         res = policy_update(model, opt, sched, groups, recipe, temperature=1.0, pad_token_id=0, micro_batch_size=micro,
-                            share=share, logits_budget=budget)
+                            share=share, logits_budget=budget, micro_batch_tokens=tokens)
         results.append(res.metrics)
     return results
 
@@ -95,7 +95,12 @@ def run_ranks(target, *args, world=2):
     box = mp.get_context("spawn").SimpleQueue()
     procs = mp.start_processes(_in_group, args=(target, world, _free_port(), args, box), nprocs=world, join=False,
                                start_method="spawn")
-    out = box.get()  # before joining: a large put waits for its reader
+    # Read before joining (a large put waits for its reader); a rank that fails raises here, with
+    # its traceback, instead of leaving the reader waiting for a put that never comes.
+    while box.empty():
+        if procs.join(timeout=0.5):
+            raise AssertionError("the ranks finished without rank 0 putting a result")
+    out = box.get()
     while not procs.join():
         pass
     return out
@@ -208,3 +213,43 @@ def test_sharded_checkpoint_resumes_the_update_and_a_gathered_one_still_loads(tm
         assert torch.equal(torch.from_numpy(half[name]), torch.from_numpy(w).to(torch.bfloat16).float()), name
         torch.testing.assert_close(torch.from_numpy(from_shards[name]), torch.from_numpy(w), rtol=1e-6, atol=1e-7)
         torch.testing.assert_close(torch.from_numpy(from_gathered[name]), torch.from_numpy(w), rtol=1e-6, atol=1e-7)
+
+
+def _probe_rank(rank, world, box):
+    """Rank 0 probes the activations on the shards (every rank runs the forwards), cuts the passes
+    to 40 tokens and steps; then the same, unsharded, in one process."""
+    from scalerl.rl.components import resolve_recipe
+    from scalerl.rl.presets import get_recipe
+    from scalerl.train.activation_probe import probe_activations
+    from scalerl.train.distributed import Rank, TrainerGroup, follow, shard
+    from scalerl.train.precision import FULL
+    from scalerl.train.update import build_optimizer
+
+    cpu = torch.device("cpu")
+    recipe = get_recipe("scalerl")
+    recipe.optimizer.lr = 1e-3
+    model, groups = _setup()
+    plain = copy.deepcopy(model)
+    shard(model, FULL, fp32_root=True, world=world, device=cpu)
+    opt, sched = build_optimizer(model, recipe)
+    args = dict(temperature=1.0, pad_token_id=0, micro_batch_size=64, device=cpu, share_prompt=True, logits_budget=0)
+    group = TrainerGroup(model, opt, sched, resolve_recipe(recipe), FULL, Rank(rank, world, cpu), args)
+    if rank != 0:
+        follow(group)
+        return
+    sharded = group.probe(64)
+    group.cut_passes(40)
+    stepped = group.update(groups, 0)
+    group.stop()
+    one = probe_activations(plain, FULL, temperature=1.0, pad_token_id=0, device=cpu, logits_budget=0, max_length=64)
+    box.put((sharded, one, stepped.metrics, _steps(plain, groups, recipe, Share(), 1, 64, tokens=40)[0]))
+
+
+def test_the_activation_probe_on_shards_measures_what_one_process_does_and_the_step_follows():
+    sharded, one, got, want = run_ranks(_probe_rank)
+    # The gathered weights FSDP swaps in for each unit's forward are parameters, not activations.
+    assert sharded.per_token == pytest.approx(one.per_token, rel=0.02)
+    assert sharded.fixed + sharded.per_row < 0.5 * 2**20
+    # A forward without a backward pass leaves FSDP as it was: the next update is the one-process one.
+    assert got["loss"] == pytest.approx(want["loss"], rel=1e-5, abs=1e-7)
+    assert got["grad_norm"] == pytest.approx(want["grad_norm"], rel=1e-5)

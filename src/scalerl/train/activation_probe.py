@@ -84,20 +84,29 @@ class ActivationCost:
         return max(0, int(min(whole, 2**62)))
 
 
-def saved_bytes(run: Any, exclude: set[int]) -> int:
-    """Bytes of the distinct storages autograd saves while ``run()`` runs, those whose data
-    pointers are in ``exclude`` (the parameters) left out."""
+def _storage(t: torch.Tensor) -> torch.UntypedStorage:
+    """The storage of ``t`` -- of its local shard where it is a DTensor (FSDP's sharded parameters)."""
+    local = t.to_local() if hasattr(t, "to_local") else t
+    return local.untyped_storage()
+
+
+def saved_bytes(run: Any) -> int:
+    """Bytes of the distinct storages autograd saves while ``run()`` runs, parameters (and views of
+    them) left out. Parameters are told by their type when saved, not by address: FSDP swaps in
+    gathered weights for each unit's forward and frees them after, and the allocator hands the
+    same addresses to later activations."""
     seen: dict[int, int] = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
-        storage = t.untyped_storage()
-        seen[storage.data_ptr()] = storage.nbytes()
+        if not isinstance(t, torch.nn.Parameter) and not isinstance(t._base, torch.nn.Parameter):
+            storage = _storage(t)
+            seen[storage.data_ptr()] = storage.nbytes()
         return t
 
     with saved_tensors_hooks(pack, lambda t: t):
         out = run()
     del out
-    return sum(b for ptr, b in seen.items() if ptr not in exclude)
+    return sum(seen.values())
 
 
 def fit_cost(lengths: tuple[int, ...], measured: list[int]) -> tuple[float, float, float]:
@@ -131,7 +140,6 @@ def probe_activations(model: torch.nn.Module, precision: Any, *, temperature: fl
     from scalerl.generate.logprobs import shared_prompt_logprobs
 
     vocab = model.get_input_embeddings().num_embeddings
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     g = torch.Generator().manual_seed(0)  # the probe's made-up tokens
     was_training = model.training
     model.train()
@@ -150,7 +158,7 @@ def probe_activations(model: torch.nn.Module, precision: Any, *, temperature: fl
         if not counted:
             run()
             return 0
-        return saved_bytes(run, params)
+        return saved_bytes(run)
 
     # fork_rng: the random state as it was (dropout draws from it), so that a run's draws do not
     # depend on whether it was probed.

@@ -201,9 +201,9 @@ class RunConfig:
     micro-batch also closes before it would exceed this, so that long completions come in fewer
     rows -- activations grow with tokens, not sequences (verl's ppo_max_token_len_per_gpu has the
     same default). The gradient does not depend on it. A longer sequence gets a pass of its own;
-    0: by micro_batch_size alone. On a GPU in one process it is lowered, with a note, to what the
-    update's activations -- measured on the model at the start (scalerl.train.activation_probe)
-    -- fit in half of what the training state leaves free."""
+    0: by micro_batch_size alone. On a GPU it is lowered, with a note, to what the update's
+    activations -- measured on the model at the start (scalerl.train.activation_probe; on every
+    rank's shards under FSDP) -- fit in half of what the training state leaves free."""
     logits_budget_mb: int = 256
     """MiB the fp32 logits of one forward pass may take. A pass whose logits would exceed it runs
     the LM head in chunks of that size, each recomputed in the backward pass, instead of holding

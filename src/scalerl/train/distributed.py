@@ -281,6 +281,23 @@ class TrainerGroup:
             yield name, full
             del full
 
+    def probe(self, max_length: int | None) -> Any:
+        """Every rank: the update's activations on its shards (:mod:`scalerl.train.activation_probe`;
+        a forward is a collective, so all ranks probe); each rank's own measurement."""
+        from scalerl.train.activation_probe import probe_activations
+
+        self._order("probe", max_length)
+        a = self.update_args
+        return probe_activations(self.model, self.precision, temperature=a["temperature"],
+                                 pad_token_id=a["pad_token_id"], device=self.rank.device,
+                                 logits_budget=a["logits_budget"], max_length=max_length)
+
+    def cut_passes(self, tokens: int) -> None:
+        """Every rank: the update's passes hold at most ``tokens`` padded tokens from now on
+        (``run.micro_batch_tokens`` as rank 0 fitted it to the measured activations)."""
+        self._order("cut_passes", tokens)
+        self.update_args["micro_batch_tokens"] = tokens
+
     def stop(self) -> None:
         """Rank 0: release the other ranks (the run is over)."""
         self._order("stop")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from scalerl.config import apply_overrides
 from scalerl.errors import ConfigError, InputError
@@ -155,17 +155,17 @@ def decode_rows(cfg: Any, model: Any, tokenizer: Any, problems: Sequence[Any],
 
 
 def update_tokens(cfg: Any, model: Any, tokenizer: Any, problems: Sequence[Any],
-                  eval_sets: Mapping[str, Sequence[Any]], precision: Any, pad_token_id: int,
-                  device: Any) -> tuple[int, str | None]:
-    """``run.micro_batch_tokens`` as the update uses it on ``device`` (one process), and a one-line
-    note when that differs: on a GPU the update's activations are measured on the model
-    (:func:`scalerl.train.activation_probe.probe_activations`) and the passes hold at most the
-    padded tokens whose activations fit in :data:`~scalerl.train.memory.ACTIVATION_SHARE` of what
-    the training state and the policy's copies leave free. As configured where that is more
-    than a pass can hold anyway, and on the CPU (no probe)."""
+                  eval_sets: Mapping[str, Sequence[Any]], probe: Callable[..., Any], compute_bytes: int,
+                  device: Any, world: int = 1) -> tuple[int, str | None]:
+    """``run.micro_batch_tokens`` as the update uses it on ``device``, and a one-line note when that
+    differs: on a GPU the update's activations are measured on the model (``probe(max_length=...)``:
+    :func:`scalerl.train.activation_probe.probe_activations`, or every rank's under FSDP) and the
+    passes hold at most the padded tokens whose activations fit in
+    :data:`~scalerl.train.memory.ACTIVATION_SHARE` of what the training state (this rank's
+    shard of it) and the policy's copies (``compute_bytes`` a parameter) leave free. As
+    configured where that is more than a pass can hold anyway, and on the CPU (no probe)."""
     from scalerl.generate.logprobs import checkpointing_enabled
     from scalerl.train import memory
-    from scalerl.train.activation_probe import probe_activations
     from scalerl.train.policy import device_copies
 
     configured = cfg.run.micro_batch_tokens
@@ -173,20 +173,17 @@ def update_tokens(cfg: Any, model: Any, tokenizer: Any, problems: Sequence[Any],
     if capacity is None:
         return configured, None
     bound = max_positions(model.config)
-    cost = probe_activations(model, precision, temperature=cfg.sampling.temperature, pad_token_id=pad_token_id,
-                             device=device, logits_budget=cfg.run.logits_budget_mb * 2**20,
-                             max_length=bound[0] if bound else None)
+    cost = probe(max_length=bound[0] if bound else None)
     parameters = sum(p.numel() for p in model.parameters())
-    copies = device_copies(cfg, parameters * precision.generator_dtype.itemsize, world=1)
-    held = memory.training_state_bytes(model) + sum(copies.values())
+    copies = device_copies(cfg, parameters * compute_bytes, world=world)
+    held = memory.training_state_bytes(model, world) + sum(copies.values())
     longest = longest_prompt(tokenizer, [*problems, *(p for s in eval_sets.values() for p in s)]) \
         + cfg.recipe.length.max_new_tokens
     fit = cost.tokens_that_fit(memory.ACTIVATION_SHARE * (capacity - held), longest)
     if fit >= (configured or cfg.run.micro_batch_size * longest):  # no pass is cut by it
         return configured, None
-    checkpointing = checkpointing_enabled(model)
     note = memory.update_tokens_note(capacity, held, str(device), longest, configured, fit,
-                                     cost.pass_bytes(1, longest) / longest, checkpointing)
+                                     cost.pass_bytes(1, longest) / longest, checkpointing_enabled(model))
     return max(fit, 1), note
 
 

@@ -24,6 +24,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from scalerl.seeds import EVAL_SAMPLING, derive_seed
 from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint,
                                      set_rng_state, verify_shards)
 from scalerl.train.compute import ComputeMeter
+from scalerl.train.activation_probe import probe_activations
 from scalerl.train.config import CALIBRATION_COPY, TrainConfig, eval_engine
 from scalerl.train.distributed import Rank, TrainerGroup, barrier, make_group, rank_threads
 from scalerl.models.lora import generator_copy
@@ -220,13 +222,18 @@ class Trainer:
         if note is not None:
             print(f"note: {note}", file=sys.stderr)
         # The update's passes hold at most this many padded tokens: on a GPU, what its measured
-        # activations fit beside the training state (one process; under FSDP as configured).
-        self.micro_batch_tokens = cfg.run.micro_batch_tokens
-        if self.group is None:
-            self.micro_batch_tokens, note = update_tokens(cfg, self.model, self.tokenizer, list(problems.values()),
-                                                          self.eval_sets, self.precision, self.pad_id, self.device)
-            if note is not None:
-                print(f"note: {note}", file=sys.stderr)
+        # activations fit beside the training state (under FSDP every rank probes its shards).
+        probe = self.group.probe if self.group is not None else partial(
+            probe_activations, self.model, self.precision, temperature=cfg.sampling.temperature,
+            pad_token_id=self.pad_id, device=self.device, logits_budget=cfg.run.logits_budget_mb * 2**20)
+        self.micro_batch_tokens, note = update_tokens(
+            cfg, self.model, self.tokenizer, list(problems.values()), self.eval_sets,
+            probe, self.precision.generator_dtype.itemsize, self.device,
+            self.rank.world if self.rank is not None else 1)
+        if note is not None:
+            print(f"note: {note}", file=sys.stderr)
+        if self.group is not None and self.micro_batch_tokens != cfg.run.micro_batch_tokens:
+            self.group.cut_passes(self.micro_batch_tokens)
 
         # A generator copy is already in the compute dtype; the trained model needs autocast.
         mixed = self.precision.mixed and self.gen_model is self.model
