@@ -75,8 +75,8 @@ def check(name: str, compute: str, checkpointing: bool) -> tuple[str, float, flo
     chunked = cost.pass_bytes(6, big) / measure(model, precision, 6, big, 1)
     small = min(200, positions or 200)
     whole = cost.pass_bytes(2, small) / measure(model, precision, 2, small, budget)
-    terms = (f"{cost.fixed / 2**20:6.2f} MiB + rows x ({cost.per_row / 2**20:5.2f} MiB + {cost.per_token / 1024:6.1f} KB/token"
-             f" + {cost.per_token_sq:6.1f} B x L^2), "
+    terms = (f"{cost.fixed / 2**20:6.2f} MiB + rows x ({cost.per_row / 2**20:5.2f} MiB + "
+             f"{cost.per_token / 1024:6.1f} KB/token + {cost.per_token_sq:6.1f} B x L^2), "
              f"whole logits {cost.logits_per_token / 1024:5.2f} KB/token")
     return terms, chunked, whole, probe_s
 

@@ -106,6 +106,24 @@ def check_generation_budget(cfg: Any, model: Any, tokenizer: Any, train: Sequenc
     raise InputError(f"{head}; fit it with {' '.join('--set ' + f for f in fix)} or use a model with more positions")
 
 
+def longest_sequence(cfg: Any, tokenizer: Any, problems: Sequence[Any], eval_sets: Mapping[str, Sequence[Any]]) -> int:
+    """Tokens of the longest sequence a run can decode or score: its longest prompt (training or
+    evaluation, chat template applied) + ``length.max_new_tokens``."""
+    return longest_prompt(tokenizer, [*problems, *(p for s in eval_sets.values() for p in s)]) \
+        + cfg.recipe.length.max_new_tokens
+
+
+def held_bytes(cfg: Any, model: Any, compute_bytes: int, world: int) -> int:
+    """Bytes of a device that rank 0 holds before any activation or KV cache: its share of the
+    training state and the policy's copies beside it (``compute_bytes`` a parameter)."""
+    from scalerl.train import memory
+    from scalerl.train.policy import device_copies
+
+    parameters = sum(p.numel() for p in model.parameters())
+    copies = device_copies(cfg, parameters * compute_bytes, world=world)
+    return memory.training_state_bytes(model, world) + sum(copies.values())
+
+
 def decode_rows(cfg: Any, model: Any, tokenizer: Any, problems: Sequence[Any],
                 eval_sets: Mapping[str, Sequence[Any]], compute_bytes: int, device: Any,
                 world: int = 1) -> tuple[int | None, str | None]:
@@ -121,7 +139,6 @@ def decode_rows(cfg: Any, model: Any, tokenizer: Any, problems: Sequence[Any],
     from scalerl.pipeline.registry import trainer_device_generators
     from scalerl.train import memory
     from scalerl.train.config import eval_engine
-    from scalerl.train.policy import device_copies
 
     if cfg.run.decode_rows:
         return cfg.run.decode_rows, None
@@ -140,12 +157,9 @@ def decode_rows(cfg: Any, model: Any, tokenizer: Any, problems: Sequence[Any],
         rows = -(-rows // world)  # each rank decodes its share
     if rows == 0:
         return None, None
-    tokens = longest_prompt(tokenizer, [*problems, *(p for s in eval_sets.values() for p in s)]) \
-        + cfg.recipe.length.max_new_tokens
+    tokens = longest_sequence(cfg, tokenizer, problems, eval_sets)
     per_token = memory.kv_bytes_per_token(model.config, compute_bytes)
-    parameters = sum(p.numel() for p in model.parameters())
-    held = memory.training_state_bytes(model, world) + sum(device_copies(cfg, parameters * compute_bytes,
-                                                                         world=world).values())
+    held = held_bytes(cfg, model, compute_bytes, world)
     fit = memory.decode_fit(rows, tokens, per_token, capacity, held, max(1, generators))
     if fit is None:
         return None, None
@@ -166,7 +180,6 @@ def update_tokens(cfg: Any, model: Any, tokenizer: Any, problems: Sequence[Any],
     configured where that is more than a pass can hold anyway, and on the CPU (no probe)."""
     from scalerl.generate.logprobs import checkpointing_enabled
     from scalerl.train import memory
-    from scalerl.train.policy import device_copies
 
     configured = cfg.run.micro_batch_tokens
     capacity = memory.device_capacity(device)
@@ -174,11 +187,8 @@ def update_tokens(cfg: Any, model: Any, tokenizer: Any, problems: Sequence[Any],
         return configured, None
     bound = max_positions(model.config)
     cost = probe(max_length=bound[0] if bound else None)
-    parameters = sum(p.numel() for p in model.parameters())
-    copies = device_copies(cfg, parameters * compute_bytes, world=world)
-    held = memory.training_state_bytes(model, world) + sum(copies.values())
-    longest = longest_prompt(tokenizer, [*problems, *(p for s in eval_sets.values() for p in s)]) \
-        + cfg.recipe.length.max_new_tokens
+    held = held_bytes(cfg, model, compute_bytes, world)
+    longest = longest_sequence(cfg, tokenizer, problems, eval_sets)
     fit = cost.tokens_that_fit(memory.ACTIVATION_SHARE * (capacity - held), longest)
     if fit >= (configured or cfg.run.micro_batch_size * longest):  # no pass is cut by it
         return configured, None
