@@ -46,7 +46,7 @@ def leave_group(*, clean: bool) -> None:
 
     On a clean exit the ranks leave together: a gloo rank that tore its group down and exited
     while another was still computing aborted once in CI (SIGABRT, "terminate called without an
-    active exception", in one of ~1,000 two-rank test runs). The objects that hold the group
+    active exception"; 50 runs of that test here did not repeat it). The objects that hold the group
     (FSDP's device mesh) are then collected here, while the interpreter is whole: a process
     group destroyed during the interpreter's finalization can abort the same way. After an error
     nobody waits, since the failed rank never arrives.
