@@ -178,17 +178,17 @@ ACTIVATION_SHARE = 0.5
 
 
 def update_tokens_note(capacity: int, held: int, device: str, longest: int, configured: int, fit: int,
-                       per_token: float, checkpointing: bool) -> str:
+                       per_token: float, per_pass: float, checkpointing: bool) -> str:
     """The one-line note when the update's passes must hold fewer padded tokens than
     ``run.micro_batch_tokens`` (``configured``; 0: no limit) to fit: ``fit`` tokens, from the
-    measured ``per_token`` bytes (a pass of one longest sequence, over its length), beside
-    ``held`` of the device's ``capacity``."""
+    measured ``per_token`` bytes (in passes of ``longest``-token sequences) and ``per_pass``
+    bytes, beside ``held`` of the device's ``capacity``."""
     def size(b: float) -> str:
-        return f"{b / GIB:.1f} GB" if b >= GIB else f"{b / 2**20:.1f} MB"
+        return f"{b / GIB:.1f} GB" if b >= GIB else f"{b / 2**20:.1f} MB" if b >= 2**20 else f"{b / 1024:.0f} KB"
 
-    head = (f"the update's activations, measured on the model, take ~{per_token / 1024:.0f} KB a token in passes "
-            f"of {longest:,}-token sequences; {device} has {size(capacity)}, {size(held)} of it taken by the training "
-            "state and the policy's copies")
+    head = (f"the update's activations, measured on the model, take {per_token / 1024:.0f} KB a token (in passes "
+            f"of {longest:,}-token sequences) and {size(per_pass)} a pass; {device} has {size(capacity)}, "
+            f"{size(held)} of it taken by the training state and the policy's copies")
     if fit >= longest:
         was = f"{configured:,}" if configured else "no limit"
         return (f"{head}: passes of at most {fit:,} padded tokens (run.micro_batch_tokens: {was}); the gradient is "

@@ -192,8 +192,9 @@ def update_tokens(cfg: Any, model: Any, tokenizer: Any, problems: Sequence[Any],
     fit = cost.tokens_that_fit(memory.ACTIVATION_SHARE * (capacity - held), longest)
     if fit >= (configured or cfg.run.micro_batch_size * longest):  # no pass is cut by it
         return configured, None
-    note = memory.update_tokens_note(capacity, held, str(device), longest, configured, fit,
-                                     cost.pass_bytes(1, longest) / longest, checkpointing_enabled(model))
+    per_token = cost.per_token + cost.per_token_sq * longest + cost.per_row / longest
+    note = memory.update_tokens_note(capacity, held, str(device), longest, configured, fit, per_token, cost.fixed,
+                                     checkpointing_enabled(model))
     return max(fit, 1), note
 
 
