@@ -85,7 +85,8 @@ class ActivationCost:
 
 
 def _storage(t: torch.Tensor) -> torch.UntypedStorage:
-    """The storage of ``t`` -- of its local shard where it is a DTensor (FSDP's sharded parameters)."""
+    """The storage of ``t`` -- of its local shard where it is a DTensor (a saved tensor is one only
+    under tensor parallelism; FSDP's sharded parameters are left out before this is asked)."""
     local = t.to_local() if hasattr(t, "to_local") else t
     return local.untyped_storage()
 

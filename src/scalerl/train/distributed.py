@@ -64,6 +64,7 @@ from scalerl.train.share import Share, full_value
 
 if TYPE_CHECKING:  # the hf module only where a rank generates (run.generate_on_shards)
     from scalerl.generate.hf import HFGenerator
+    from scalerl.train.activation_probe import ActivationCost
 
 
 @dataclass(frozen=True)
@@ -281,7 +282,7 @@ class TrainerGroup:
             yield name, full
             del full
 
-    def probe(self, max_length: int | None) -> Any:
+    def probe(self, max_length: int | None) -> "ActivationCost":
         """Every rank: the update's activations on its shards (:mod:`scalerl.train.activation_probe`;
         a forward is a collective, so all ranks probe); each rank's own measurement."""
         from scalerl.train.activation_probe import probe_activations

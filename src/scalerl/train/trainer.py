@@ -35,10 +35,10 @@ from scalerl.errors import ConfigError, InputError, NonFiniteError, RunInterrupt
 from scalerl.generate.base import Generator, SamplingParams
 from scalerl.runlog import RUNLOG, RunLogWriter
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
+from scalerl.train.activation_probe import probe_activations
 from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint,
                                      set_rng_state, verify_shards)
 from scalerl.train.compute import ComputeMeter
-from scalerl.train.activation_probe import probe_activations
 from scalerl.train.config import CALIBRATION_COPY, TrainConfig, eval_engine
 from scalerl.train.distributed import Rank, TrainerGroup, barrier, make_group, rank_threads
 from scalerl.models.lora import generator_copy
