@@ -73,3 +73,41 @@ def test_weights_pushed_mid_sequence_show_in_versions_and_are_used(char_tokenize
                     deviation.append(abs(lp + log_v))
     assert sum(deviation) / len(deviation) > 0.1
     assert switched > 0  # some sequences changed weights mid-way, with their KV cache
+
+
+def test_a_process_decodes_run_decode_rows_at_a_time(char_tokenizer, models):
+    """``run.decode_rows`` reaches a generator process's hf engine: its seeded batch is the one an
+    in-process worker cutting 3 rows at a time samples, not the one it samples whole."""
+    from dataclasses import replace
+
+    from scalerl.pipeline.work import build_worker
+
+    _, random_model = models
+    recipe = RecipeConfig()
+    recipe.length.mode = "truncate"
+    recipe.length.max_new_tokens = 12
+    spec = WorkerSpec(model_config=random_model.config, tokenizer=char_tokenizer, dtype="float32",
+                      fp32_lm_head=False, recipe=recipe, task_name="arithmetic", task_settings={}, task_reward=None,
+                      task_reward_timeout=5, seed=0, decode_rows=3)
+    request = RoundRequest(0, 0, ArithmeticTask().train_problems()[:4],
+                           SamplingParams(max_new_tokens=12, temperature=1.0, seed=7), 0)
+    pool = ProcessPool(spec, random_model, version=0, size=1)
+    results, errors = [], []
+    done = threading.Event()
+    pool.start(lambda r: (results.append(r), done.set()), lambda e: (errors.append(e), done.set()))
+    try:
+        pool.submit(request)
+        assert done.wait(120), "the generator process never answered"
+    finally:
+        pool.close()
+    assert not errors, errors
+
+    def tokens(result):
+        return [c.token_ids for g in result.groups for c in g.completions]
+
+    def in_process(rows):
+        worker = build_worker(replace(spec, decode_rows=rows), random_model.state_dict(), 0, 0)
+        assert worker.generator.max_rows == rows
+        return tokens(worker.run(request))
+
+    assert tokens(results[0]) == in_process(3) != in_process(None)

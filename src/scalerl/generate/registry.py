@@ -27,7 +27,7 @@ def _hf(spec: Any, state_dict: Mapping[str, Any], version: int, seed: int) -> An
     model.to(spec.device).eval()
     for p in model.parameters():
         p.requires_grad_(False)
-    return HFGenerator(model, spec.tokenizer, seed=seed, version=version)
+    return HFGenerator(model, spec.tokenizer, seed=seed, version=version, max_rows=spec.decode_rows)
 
 
 def _vllm(spec: Any, state_dict: Mapping[str, Any], version: int, seed: int) -> Any:

@@ -52,6 +52,10 @@ class PipelineContext:
     decode_rows: int | None = None
     """The most rows a generator thread's Hugging Face decode loop holds at once (their KV cache
     shares the trainer's device; None: every row of a batch)."""
+    engine_rows: int | None = None
+    """The most rows a generator process's or Ray actor's Hugging Face decode loop holds at once:
+    ``run.decode_rows`` when set, else None (every row). The automatic fit of :attr:`decode_rows`
+    measures the trainer's device, not theirs, so it does not carry over."""
     weights: WeightSource | None = None
     """Where generator processes and Ray actors read the weights from when not ``model``: under
     ``run.generate_on_shards`` a stream off the trainer group's shards (no whole copy on a device)."""

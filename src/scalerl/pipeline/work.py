@@ -155,6 +155,9 @@ class WorkerSpec:
     """Extra options for the engine (vllm: engine keyword arguments)."""
     model_path: str | None = None
     """Where the engine may load the architecture and tokenizer from (vllm needs a path)."""
+    decode_rows: int | None = None
+    """The hf engine decodes at most this many rows at once, a larger call in pieces (None: every
+    row; vllm schedules its own KV cache)."""
 
     @classmethod
     def from_context(cls, ctx: PipelineContext) -> "WorkerSpec":
@@ -169,6 +172,7 @@ class WorkerSpec:
             task_reward_timeout=ctx.task.reward_timeout, seed=ctx.rollout.seed, threads=b.generator_threads,
             device=b.generator_device, generator=b.generator, generator_options=dict(b.generator_options),
             model_path=resolve_model(ctx.model_path) if b.generator == "vllm" else None,
+            decode_rows=ctx.engine_rows,
         )
 
 

@@ -218,9 +218,10 @@ class RunConfig:
     free (from the model's layers x KV heads x head size and the longest prompt +
     length.max_new_tokens; all at once when that formula does not describe the cache, or on the
     CPU); ``scalerl train`` prints the choice when it cuts. Under run.generate_on_shards only a
-    number set here cuts (every rank must cut alike); generators in processes of their own and
-    Ray actors decode every row at once. A cut batch samples other tokens than the whole one for
-    the same seed (one random stream through the pieces)."""
+    number set here cuts (every rank must cut alike); so do generator processes and Ray actors
+    with the hf engine (the automatic fit measures the trainer's device, not theirs; vllm
+    schedules its own cache). A cut batch samples other tokens than the whole one for the same
+    seed (one random stream through the pieces)."""
     share_prompt_forward: bool = True
     """In the update, run each prompt through the model once for its whole group and the
     completions on its KV cache (same log-probs and gradients; less compute when G > 1).

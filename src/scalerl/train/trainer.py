@@ -262,7 +262,7 @@ class Trainer:
             self.rollout, cfg.backend, self.gen_model, self.generator,
             TaskSpec(cfg.task.name, settings, cfg.task.reward, cfg.task.reward_timeout),
             model_path=cfg.model.name_or_path, generator_dtype=self.precision.generator_dtype, version=self.version,
-            weights=shard_weights, decode_rows=self.decode_rows,
+            weights=shard_weights, decode_rows=self.decode_rows, engine_rows=cfg.run.decode_rows or None,
         )
         self.source = make_source(self.pipeline)
         # Devices the clock counts (accelerator-hours): Ray's generator actors hold their own.
