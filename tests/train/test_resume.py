@@ -1,5 +1,6 @@
 """Kill -9 mid-run, resume: the run log equals an uninterrupted run's, row for row."""
 
+import json
 import os
 import signal
 import subprocess
@@ -153,3 +154,28 @@ def test_a_lost_or_cut_shard_is_found_before_the_ranks_read(tmp_path):
     (ckpt / "shards" / ".metadata").unlink()
     with pytest.raises(FileNotFoundError, match="metadata is missing"):
         verify_shards(ckpt / "shards")
+
+
+def test_resuming_with_no_checkpoint_left_refuses_to_overwrite_the_logged_history(tmp_path, capsys):
+    """A run whose checkpoints were removed (to save disk) and then resumed to extend it would start
+    over from step 0, deleting its run log and overwriting final/: refused in one line. A run
+    killed before its first checkpoint (only the step-0 evaluation logged) still starts over."""
+    import shutil
+
+    from scalerl.cli import main
+    from scalerl.train.trainer import refuse_lost_history
+
+    out = tmp_path / "run"
+    assert main(small_args(out, "--steps", "2", "--no-report")) == 0
+    log = (out / "runlog.jsonl").read_bytes()
+    shutil.rmtree(out / "checkpoints")
+    assert main(["train", "--output", str(out), "--resume", "--steps", "3", "--no-progress", "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert "has 2 logged steps but no checkpoint to resume from" in err and "another --output" in err
+    assert (out / "runlog.jsonl").read_bytes() == log  # nothing lost
+    # Killed after the step-0 evaluation, before its checkpoint landed: nothing to lose.
+    header, rows, _ = read_runlog(out / "runlog.jsonl")
+    first = next(r for r in rows if r["step"] == 0)
+    (out / "runlog.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(first) + "\n")
+    refuse_lost_history(out / "runlog.jsonl")
+    refuse_lost_history(tmp_path / "missing.jsonl")

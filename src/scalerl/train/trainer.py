@@ -33,7 +33,7 @@ import torch
 from scalerl.config import load_yaml, save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, NonFiniteError, RunInterrupted, ScaleRLError
 from scalerl.generate.base import Generator, SamplingParams
-from scalerl.runlog import RUNLOG, RunLogWriter
+from scalerl.runlog import RUNLOG, RunLogWriter, read_runlog
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
 from scalerl.train.activation_probe import probe_activations
 from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint,
@@ -90,6 +90,22 @@ def check_output(output: Path, resume: bool) -> None:
         raise InputError(
             f"{output} already holds a run; pass --resume to continue it, or choose another --output"
         )
+
+
+def refuse_lost_history(runlog: Path) -> None:
+    """With no checkpoint to resume from, a run starts over -- right after a kill before the first
+    checkpoint, which is written right after the step-0 evaluation. A logged step past 0 means
+    checkpoints existed and were removed (or never kept): starting over would delete that history
+    and overwrite ``final/``, so refuse instead."""
+    if not runlog.exists() or not runlog.stat().st_size:
+        return
+    _, rows, _ = read_runlog(runlog)  # a damaged log is an error here too: it holds data
+    steps = [r["step"] for r in rows if isinstance(r.get("step"), int)]
+    if steps and max(steps) > 0:
+        raise InputError(
+            f"--resume: {runlog.parent} has {max(steps)} logged steps but no checkpoint to resume from "
+            f"({runlog.parent / CHECKPOINTS} is missing or empty); resuming would start over and overwrite "
+            "them. Start a new run with another --output (or --overwrite to discard this one)")
 
 
 def resumed_config(output: str | Path, *, steps: int | None = None, progress: bool | None = None,
@@ -321,6 +337,7 @@ class Trainer:
     def _restore(self) -> None:
         ckpt = latest_checkpoint(self.output / CHECKPOINTS)
         if ckpt is None:
+            refuse_lost_history(self.output / RUNLOG)
             # Killed before the first checkpoint: nothing a checkpoint covers exists; start over.
             (self.output / RUNLOG).unlink(missing_ok=True)
             self.runlog = RunLogWriter(self.output / RUNLOG, self._header())
