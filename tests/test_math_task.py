@@ -38,6 +38,31 @@ def test_math_verify_reward_works_off_the_main_thread():
     assert out == [1.0]
 
 
+def test_a_math_verify_call_that_never_ends_is_stopped_off_the_main_thread(tmp_path):
+    """Off the main thread (the default pipeline's generator threads) math-verify has no alarm, and
+    sympy computing 99999999! holds the GIL in C: the call runs in a worker process, killed after
+    ``verify_timeout``; it scores -1 and is counted, and the next call is scored as usual."""
+    from scalerl.tasks.base import Problem
+
+    task = MathTask(data=str(tmp_path / "unused.jsonl"), verify_timeout=2)
+    five = Problem(id="a", prompt="p", answer="5")
+    out = []
+
+    def score():
+        out.append(task.reward(five, "\\boxed{99999999!}"))
+        out.append(task.reward(five, "so it is \\boxed{5}"))
+
+    thread = threading.Thread(target=score)
+    thread.start()
+    thread.join(120)
+    task.close()
+    assert out == [-1.0, 1.0]
+    stats = task.reward_stats()
+    assert stats["calls"] == 2 and stats["timeouts"] == 1 and "exceeded 2 s" in stats["first_error"]
+    with pytest.raises(InputError, match="verify_timeout must be a number of seconds > 0"):
+        MathTask(data="x.jsonl", verify_timeout=float("nan"))
+
+
 def test_answer_region():
     assert answer_region("a</think>b</think>c") == "c"
     assert answer_region("<think>a") is None

@@ -125,7 +125,8 @@ class RolloutWorker:
 
     def close(self) -> None:
         if self.owns_task:
-            close = getattr(getattr(self.task, "user_reward", None), "close", None)
+            # A user reward's worker process, or the math task's math-verify worker.
+            close = getattr(self.task, "close", None) or getattr(getattr(self.task, "user_reward", None), "close", None)
             if close is not None:
                 close()
 

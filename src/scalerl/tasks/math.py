@@ -6,8 +6,12 @@ never closed it). math-verify extracts the answer from it (``\\boxed{}``, LaTeX,
 expressions) and checks mathematical equivalence with the reference. The chat template is
 applied at encoding time (:func:`scalerl.tasks.encoding.encode_prompt`), not here.
 
-math-verify bounds its own parsing with ``signal.alarm``, which works only in the main
-thread; elsewhere (a generator or reward thread) it is called without that bound.
+math-verify bounds its own parsing and checking with ``signal.alarm``, which works only in the
+main thread. Elsewhere (the default pipeline scores its batches in generator threads) a call is
+sent to a worker process, where math-verify runs on its main thread with its own bounds, and the
+process is killed if a call outlives ``verify_timeout`` anyway: an answer such as ``99999999!``
+makes sympy compute in C, holding the GIL, where no alarm can stop it and no thread can be
+killed. Such a call scores -1, as a wrong answer, and is counted (``reward_timeouts``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,10 @@ from typing import Any
 from scalerl.errors import InputError
 from scalerl.tasks.base import Problem
 from scalerl.tasks.datasets import Row, load_rows
+from scalerl.tasks.rewards import RewardStats, UserReward
+
+#: Guards the lazy start of a task's math-verify worker process (generator threads race to it).
+_VERIFIER_LOCK = threading.Lock()
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
@@ -97,6 +105,10 @@ class MathTask:
     """Split to read from a dataset with several."""
     split_salt: str = "scalerl-math-v1"
     """Key of the hash that holds out ``val`` rows; change it only to get a different held-out set."""
+    verify_timeout: float = 15.0
+    """Seconds one math-verify call off the main thread may take in its worker process before the
+    process is killed and the call scores -1 (math-verify's own bounds there are 5 s to parse and
+    5 s to verify; this catches what they cannot stop)."""
     name: str = field(default="math", init=False)
 
     def __post_init__(self) -> None:
@@ -104,6 +116,8 @@ class MathTask:
             object.__setattr__(self, "eval_data", {"val": self.eval_data})
         if not 0.0 <= self.val_fraction < 1.0:
             raise InputError(f"math task: val_fraction must be in [0, 1), got {self.val_fraction}")
+        if not 0.0 < self.verify_timeout < 1e6:  # also refuses nan and inf
+            raise InputError(f"math task: verify_timeout must be a number of seconds > 0, got {self.verify_timeout}")
 
     def _problems(self, source: str, rows: list[Row]) -> list[Problem]:
         stem = Path(source).name
@@ -141,7 +155,29 @@ class MathTask:
         return self._split[1]
 
     def reward(self, problem: Problem, completion: str) -> float:
-        return math_verify_reward(completion, problem.answer)
+        if _alarm_ok():
+            return math_verify_reward(completion, problem.answer)
+        return self._verifier()(problem, completion)
+
+    @cached_property
+    def _bounded(self) -> UserReward:
+        return UserReward(f"{__name__}:math_verify_reward", timeout=self.verify_timeout)
+
+    def _verifier(self) -> UserReward:
+        """The worker process that scores calls off the main thread (started on first use)."""
+        with _VERIFIER_LOCK:
+            return self._bounded
+
+    def reward_stats(self) -> dict[str, Any]:
+        """Calls scored in the worker process, and how many of them failed or ran out of time."""
+        bounded = self.__dict__.get("_bounded")
+        return (bounded.stats if bounded is not None else RewardStats()).as_dict()
+
+    def close(self) -> None:
+        """Stop the worker process, if one was started."""
+        bounded = self.__dict__.get("_bounded")
+        if bounded is not None:
+            bounded.close()
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -154,4 +190,5 @@ class MathTask:
             "answer_field": self.answer_field,
             "split": self.split,
             "split_salt": self.split_salt,
+            "verify_timeout": self.verify_timeout,
         }

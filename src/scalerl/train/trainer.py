@@ -416,7 +416,7 @@ class Trainer:
             row["reward_errors"] = stats["errors"] + remote.get("errors", 0)
             row["reward_timeouts"] = stats["timeouts"] + remote.get("timeouts", 0)
             if not self.evals:
-                _check_reward_works(cfg.task.reward, stats)
+                _check_reward_works(cfg.task.reward or f"of the {cfg.task.name} task", stats)
         self.lag_hist = {}
         self.evals.append(row)
         if cfg.forecast.enabled:
