@@ -112,12 +112,30 @@ def run(args) -> int:
         params = SamplingParams(max_new_tokens=pick["max_new_tokens"], temperature=pick["temperature"], seed=seed)
         results[s] = evaluate(gen, tokenizer, task, list(sets[s])[: pick["problems"]], pick["k"], params, length,
                               batch_size=base.get("batch_size", 512))
+        rewards = _reward_counts(task, pick["reward"])
     if args.json:
-        print(json.dumps({"model": pick["model"], "task": pick["task"], "k": pick["k"], "sets": results}))
+        print(json.dumps({"model": pick["model"], "task": pick["task"], "k": pick["k"], "sets": results, **rewards}))
         return 0
     how = "the run's length control" if length is not None else "plain sampling"
     print(f"model {pick['model']}, task {pick['task']}, mean@{pick['k']} at temperature {pick['temperature']}, {how}")
     for s, m in results.items():
         print(f"  {s:<8} pass rate {m['pass_rate']:.3f}  pass@{pick['k']} {m['pass_at_k']:.3f}  "
               f"mean length {m['mean_len']:.1f}  ({int(m['problems'])} problems)")
+    if rewards:
+        print(f"  reward function {pick['reward']}: {rewards['reward_errors']} errors and "
+              f"{rewards['reward_timeouts']} timeouts in {rewards['reward_calls']} calls (each scored -1)")
     return 0
+
+
+def _reward_counts(task, spec: str | None) -> dict[str, int]:
+    """A user reward function's failed calls so far, for the report (empty without ``--reward``).
+
+    Stops, as ``scalerl train`` does, when every call failed: a broken reward function (a missing
+    import, a wrong return type, a hung judge) would otherwise read as a model that scores 0."""
+    from scalerl.train.trainer import check_reward_works
+
+    if not hasattr(task, "reward_stats"):
+        return {}
+    stats = task.reward_stats()
+    check_reward_works(spec, stats, "of this evaluation")
+    return {"reward_calls": stats["calls"], "reward_errors": stats["errors"], "reward_timeouts": stats["timeouts"]}

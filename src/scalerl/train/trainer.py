@@ -399,7 +399,7 @@ class Trainer:
             row["reward_errors"] = stats["errors"] + remote.get("errors", 0)
             row["reward_timeouts"] = stats["timeouts"] + remote.get("timeouts", 0)
             if not self.evals:
-                _check_reward_works(cfg.task.reward, stats)
+                check_reward_works(cfg.task.reward, stats, "of the first evaluation")
         self.lag_hist = {}
         self.evals.append(row)
         if cfg.forecast.enabled:
@@ -553,13 +553,14 @@ class Trainer:
             close()
 
 
-def _check_reward_works(spec: str | None, stats: dict[str, Any]) -> None:
-    """Stop when every reward call of the run's first evaluation failed: a run on a broken reward
-    would train on -1 everywhere and report a pass rate of 0 as if it were a result."""
+def check_reward_works(spec: str | None, stats: dict[str, Any], when: str) -> None:
+    """Stop when every reward call so far (``when``: "of the first evaluation") failed: a run on a
+    broken reward would train on -1 everywhere and report a pass rate of 0 as if it were a result.
+    ``scalerl eval`` makes the same check, for the same reason."""
     failed = stats["errors"] + stats["timeouts"]
     if stats["calls"] and failed == stats["calls"]:
         raise InputError(
-            f"the reward function {spec} failed on all {stats['calls']} calls of the first evaluation; "
+            f"the reward function {spec} failed on all {stats['calls']} calls {when}; "
             f"the first: {stats['first_error'] or stats['last_error']}. Fix it (README: 'Your own reward "
             "function' has the contract) and run again"
         )
