@@ -35,6 +35,9 @@ async def judged(completion, answer):
 def hangs(completion):
     time.sleep(60)
 
+def beyond_float32(completion):
+    return -1e39 if completion == "-" else 1e39
+
 def wrong_signature(x, y):
     return 1
 '''
@@ -84,6 +87,15 @@ def test_text_is_not_a_reward_even_when_it_reads_as_a_number(rewards_module):
     with UserReward("my_rewards:extracted") as reward:
         assert reward(PROBLEM, "4") == -1.0
         assert "returned str '4', not a number" in reward.stats.last_error
+
+
+def test_a_reward_beyond_float32_is_a_failed_call(rewards_module):
+    # It would be inf in the trainer's float32 rewards, and every step's loss NaN.
+    with UserReward("my_rewards:beyond_float32") as reward:
+        assert reward(PROBLEM, "4") == -1.0 and reward(PROBLEM, "-") == -1.0
+        assert reward.stats.errors == 2 and reward.stats.calls == 2
+        assert "returned 1e+39, outside the float32 range" in reward.stats.first_error
+        assert "returned -1e+39" in reward.stats.last_error
 
 
 def test_an_async_function_is_awaited(rewards_module):

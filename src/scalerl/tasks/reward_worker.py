@@ -24,6 +24,10 @@ from typing import Any, Callable
 
 ARGUMENTS = ("prompt", "completion", "answer")
 
+#: The largest finite float32 (``torch.finfo(torch.float32).max``; not imported, the worker starts
+#: without torch). Rewards are held in float32, where a larger one is inf and every loss NaN.
+FLOAT32_MAX = 3.4028234663852886e38
+
 
 def load_function(spec: str) -> Callable[..., Any]:
     """Import ``module.path:function`` or ``path/to/file.py:function`` (raises ValueError with the reason)."""
@@ -70,7 +74,7 @@ def accepted_arguments(fn: Callable[..., Any]) -> tuple[str, ...]:
 
 
 def to_reward(value: Any) -> float:
-    """bool -> +1 / -1 (pass / fail); a finite real number as is; anything else is an error.
+    """bool -> +1 / -1 (pass / fail); a real number finite in float32 as is; anything else is an error.
 
     Text is an error even where it reads as a number: a function that returns the answer it
     extracted (``'42'``) instead of comparing it would otherwise score 42, a pass."""
@@ -85,6 +89,9 @@ def to_reward(value: Any) -> float:
         raise TypeError(f"returned {type(value).__name__} {value!r}, not a number") from None
     if not math.isfinite(out):
         raise ValueError(f"returned {out}, not a finite number")
+    if abs(out) > FLOAT32_MAX:
+        raise ValueError(f"returned {out:g}, outside the float32 range the trainer holds rewards in "
+                         "(rewards should be on the order of +-1)")
     return out
 
 
