@@ -101,6 +101,12 @@ def test_loader_reads_a_json_array(tmp_path):
         (['{"prompt": "", "answer": "1"}'], r"row 1: field 'prompt' is empty"),
         (['{"prompt": "a", "answer": null}'], r"row 1: field 'answer' is empty"),
         (['["a", "1"]'], r"row 1: expected an object"),
+        # Python's json reads NaN (pandas writes a missing number so); as text it would be "nan".
+        (['{"prompt": "a", "answer": "1"}', '{"prompt": "b", "answer": NaN}'],
+         r"d\.jsonl: row 2: field 'answer' is nan \(a missing value\?\); fill it in or drop the row"),
+        (['{"prompt": "a", "answer": -Infinity}'], r"row 1: field 'answer' is -inf"),
+        (['{"prompt": "a", "answer": true}'], r"row 1: field 'answer' is the boolean true, not text; quote it"),
+        (['{"prompt": NaN, "answer": "1"}'], r"row 1: field 'prompt' is nan"),
         ([], r"no rows"),
     ],
 )
@@ -232,6 +238,16 @@ def test_conversation_and_nested_field_errors(tmp_path):
     # a key that holds the dots itself is that key, not a path
     path.write_text(json.dumps([{"a.b": "x", "a": {"b": "y"}, "prompt": "p"}]))
     assert load_rows(path, answer_field="a.b")[0].answer == "x"
+
+
+def test_a_nan_in_a_numeric_parquet_column_is_a_missing_answer(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist([{"prompt": "a", "answer": 1.0}, {"prompt": "b", "answer": float("nan")}])
+    pq.write_table(table, tmp_path / "d.parquet")
+    with pytest.raises(InputError, match=r"d\.parquet: row 2: field 'answer' is nan \(a missing value\?\)"):
+        load_rows(tmp_path / "d.parquet")
 
 
 def test_bytes_that_are_not_utf8_and_a_byte_order_mark(tmp_path):

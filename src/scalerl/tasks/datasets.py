@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import csv
 import json
+import math
+import numbers
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,6 +178,19 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
+def _not_text(value: Any) -> str | None:
+    """Why a field value that ``str()`` would turn into plausible text is not one, else None.
+
+    A NaN is how pandas (and Python's json) writes a missing value in a numeric column; as the
+    text "nan" it is an answer no completion can match. A JSON ``true`` is rarely the answer
+    "True" that its text would be."""
+    if type(value).__name__ in ("bool", "bool_"):  # (numpy's bool, "bool_" before numpy 2, is no bool subclass)
+        return f"is the boolean {str(value).lower()}, not text; quote it if that is the answer"
+    if isinstance(value, numbers.Real) and not math.isfinite(value):
+        return f"is {value} (a missing value?); fill it in or drop the row"
+    return None
+
+
 def _field(record: dict, name: str) -> tuple[bool, Any]:
     """``(found, value)`` of ``name`` in ``record``: a key, or a dotted path into nested objects
     (``reward_model.ground_truth``); a key that holds the dots itself wins."""
@@ -227,6 +242,9 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
                 raise InputError(f"{source}: row {number}: missing field {name!r} (fields present: {present}); "
                                  f"if another field holds it: --set 'task.settings={{{setting}: NAME}}' "
                                  "(a nested one as a dotted path: reward_model.ground_truth)")
+            why = _not_text(values[setting])
+            if why is not None:
+                raise InputError(f"{source}: row {number}: field {name!r} {why}")
         messages = _conversation(values["prompt_field"]) or ()
         if messages:
             if messages[-1][0] != "user":
