@@ -57,6 +57,19 @@ def test_a_64_position_gpt2_is_refused_up_front(user_model, math_jsonl, tmp_path
     assert not out.exists() or not any(out.iterdir())  # nothing written: the directory stays usable
 
 
+def test_eval_checks_prompts_and_budget_against_the_positions_as_train_does(user_model, math_jsonl, capsys):
+    """GPT-2's learned positions raised an IndexError deep in generation; a RoPE model ran on."""
+    gpt2 = str(user_model("gpt2", positions=64))
+    args = ["eval", "--model", gpt2, "--task", "math", "--data", str(math_jsonl), "--problems", "2", "--k", "1"]
+    assert main([*args, "--max-new-tokens", "200"]) == 2
+    err = capsys.readouterr().err
+    line = [x for x in err.splitlines() if x.startswith("scalerl eval: error:")]
+    assert len(line) == 1 and "Traceback" not in err, err
+    assert "64 positions" in line[0] and "lower --max-new-tokens to at most" in line[0]
+    room = int(line[0].split("at most ")[1].split()[0])
+    assert main([*args, "--max-new-tokens", str(room), "--json"]) == 0, capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_the_corrected_rerun_uses_the_same_directory(user_model, math_jsonl, tmp_path, capsys):
     gpt2, out = user_model("gpt2", positions=64), tmp_path / "run"

@@ -103,6 +103,8 @@ def run(args) -> int:
     unknown = [s for s in names if s not in sets]
     if unknown:
         raise InputError(f"task {pick['task']!r} has no evaluation set {unknown[0]!r}; it has: {', '.join(sets)}")
+    problems = {s: list(sets[s])[: pick["problems"]] for s in names}
+    _check_positions(model, tokenizer, problems, base.get("length"), pick["max_new_tokens"])
     length = length_controller(base["length"], tokenizer) if "length" in base else None
     gen = HFGenerator(model, tokenizer, seed=pick["seed"])
     set_seeds = base.get("set_seeds", {}) if args.seed is None else {}
@@ -110,7 +112,7 @@ def run(args) -> int:
     for s in names:
         seed = set_seeds.get(s, pick["seed"])
         params = SamplingParams(max_new_tokens=pick["max_new_tokens"], temperature=pick["temperature"], seed=seed)
-        results[s] = evaluate(gen, tokenizer, task, list(sets[s])[: pick["problems"]], pick["k"], params, length,
+        results[s] = evaluate(gen, tokenizer, task, problems[s], pick["k"], params, length,
                               batch_size=base.get("batch_size", 512))
         rewards = _reward_counts(task, pick["reward"])
     if args.json:
@@ -125,6 +127,22 @@ def run(args) -> int:
         print(f"  reward function {pick['reward']}: {rewards['reward_errors']} errors and "
               f"{rewards['reward_timeouts']} timeouts in {rewards['reward_calls']} calls (each scored -1)")
     return 0
+
+
+def _check_positions(model, tokenizer, problems: dict, length, max_new_tokens: int) -> None:
+    """Refuse in one line, as ``scalerl train`` does, prompts + budget that exceed the model's
+    positions: past them a learned-position model raises deep in generation, and a RoPE model
+    runs on into positions it never saw (a pass rate that measures nothing). ``length``: the
+    run's length control (``--run``), else plain sampling."""
+    import dataclasses
+
+    from scalerl.rl.recipe import LengthConfig
+    from scalerl.train.preflight import check_positions
+
+    budget = (dataclasses.replace(length, max_new_tokens=max_new_tokens) if length is not None
+              else LengthConfig(mode="truncate", max_new_tokens=max_new_tokens))
+    check_positions(model, tokenizer, [p for rows in problems.values() for p in rows], budget,
+                    lambda room: f"lower --max-new-tokens to at most {room}")
 
 
 def _reward_counts(task, spec: str | None) -> dict[str, int]:
