@@ -107,6 +107,13 @@ def test_loader_reads_a_json_array(tmp_path):
         (['{"prompt": "a", "answer": -Infinity}'], r"row 1: field 'answer' is -inf"),
         (['{"prompt": "a", "answer": true}'], r"row 1: field 'answer' is the boolean true, not text; quote it"),
         (['{"prompt": NaN, "answer": "1"}'], r"row 1: field 'prompt' is nan"),
+        # A lone surrogate, valid as a JSON escape, fails wherever the text is encoded (hashed, tokenized).
+        (['{"prompt": "a", "answer": "1"}', '{"prompt": "x\\ud800", "answer": "7"}'],
+         r"d\.jsonl: row 2: field 'prompt' holds text that is not valid Unicode \(a lone surrogate '\\ud800' at "
+         r"character 1\); fix or drop the row"),
+        (['{"prompt": "a", "answer": "\\udfff"}'], r"row 1: field 'answer' holds text that is not valid Unicode"),
+        (['{"prompt": [{"role": "system", "content": "\\ud800"}, {"role": "user", "content": "a"}], "answer": "1"}'],
+         r"row 1: field 'prompt' holds text that is not valid Unicode"),
         ([], r"no rows"),
     ],
 )

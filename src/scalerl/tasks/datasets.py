@@ -191,6 +191,19 @@ def _not_text(value: Any) -> str | None:
     return None
 
 
+def _surrogate(texts: list[str]) -> str | None:
+    """Why one of ``texts`` cannot be encoded (a lone surrogate), else None. JSON may escape one
+    (``"\\ud800"``: UTF-16 cut in half by a scraper or a truncation); every later step that encodes
+    the text -- tokenizing, hashing it for the val split -- would fail on it."""
+    for text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return (f"holds text that is not valid Unicode (a lone surrogate {text[exc.start]!r} at character "
+                    f"{exc.start}); fix or drop the row")
+    return None
+
+
 def _field(record: dict, name: str) -> tuple[bool, Any]:
     """``(found, value)`` of ``name`` in ``record``: a key, or a dotted path into nested objects
     (``reward_model.ground_truth``); a key that holds the dots itself wins."""
@@ -259,6 +272,10 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
                              "conversation: a list of {role, content} messages ending with a user turn)")
         if answer is None or not answer.strip():
             raise InputError(f"{source}: row {number}: field {answer_field!r} is empty or not text")
+        for name, texts in ((prompt_field, [c for _, c in messages] or [prompt]), (answer_field, [answer])):
+            why = _surrogate(texts)
+            if why is not None:
+                raise InputError(f"{source}: row {number}: field {name!r} {why}")
         rows.append(Row(row=number, prompt=prompt, answer=answer.strip(), messages=messages))
     if not rows:
         raise InputError(f"{source}: no rows")
