@@ -230,6 +230,27 @@ def test_a_verl_parquet_with_a_conversation_prompt_and_a_nested_answer(tmp_path,
     assert tok.decode(encode_problem(tok, problem)).startswith("You are a careful solver.\n\nWhat is")
 
 
+def test_a_chat_template_that_does_not_compile_or_refuses_is_one_line(user_model):
+    from transformers import AutoTokenizer
+
+    from scalerl.tasks.base import Problem
+    from scalerl.tasks.encoding import encode_problem
+
+    tok = AutoTokenizer.from_pretrained(user_model("llama"))
+    problem = Problem(id="train:6", prompt="2+3?", answer="5", messages=(("system", "Be terse."), ("user", "2+3?")))
+    tok.chat_template = "{% for m in messages %}{{ m['content'] }{% endfor %}"
+    with pytest.raises(InputError, match=r"chat template of '.*' does not compile \(unexpected '}', template line 1\); "
+                                         r"fix chat_template in the model's tokenizer_config.json"):
+        encode_problem(tok, problem)
+    # Gemma's and Mistral's templates raise on a system message.
+    tok.chat_template = ("{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}"
+                         "{% endif %}{% for m in messages %}{{ m['content'] }}{% endfor %}")
+    with pytest.raises(InputError, match=r"refuses problem train:6 \(System role not supported\); change the data .* "
+                                         r"drop the system message or merge it into the user turn"):
+        encode_problem(tok, problem)
+    assert encode_problem(tok, Problem(id="train:7", prompt="2+3?", answer="5"))  # a user turn alone is accepted
+
+
 def test_conversation_and_nested_field_errors(tmp_path):
     bad = _verl_rows(2)
     bad[1]["prompt"] = bad[1]["prompt"] + [{"role": "assistant", "content": "4"}]
