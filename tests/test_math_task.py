@@ -67,6 +67,14 @@ def test_too_few_distinct_prompts_for_a_val_set_says_how_to_give_one(tmp_path):
         task.train_problems()
 
 
+@pytest.mark.parametrize("settings, message", [({"max_val": 0}, r"max_val must be a whole number >= 1 .*got 0"),
+                                                ({"max_val": -1}, r"max_val must .*got -1"),
+                                                ({"val_fraction": 1.0}, r"val_fraction must be in \[0, 1\)")])
+def test_impossible_math_settings_are_one_line(tmp_path, settings, message):
+    with pytest.raises(InputError, match=message):
+        MathTask(data=str(tmp_path / "d.jsonl"), **settings)
+
+
 def test_math_task_eval_files_and_registry(tmp_path):
     train = _write_jsonl(tmp_path / "t.jsonl", [{"q": "1+1?", "a": "2"}, {"q": "2+2?", "a": "4"}, {"q": "3+3?", "a": "6"}])
     val = _write_jsonl(tmp_path / "v.jsonl", [{"q": "3+3?", "a": "6"}])

@@ -104,6 +104,10 @@ class MathTask:
             object.__setattr__(self, "eval_data", {"val": self.eval_data})
         if not 0.0 <= self.val_fraction < 1.0:
             raise InputError(f"math task: val_fraction must be in [0, 1), got {self.val_fraction}")
+        # (0 left no val problems, a traceback in the first evaluation; -1 dropped the last held-out row.)
+        if isinstance(self.max_val, bool) or not isinstance(self.max_val, int) or self.max_val < 1:
+            raise InputError(f"math task: max_val must be a whole number >= 1 (the most held-out val rows; default "
+                             f"1000), got {self.max_val!r}")
 
     def _problems(self, source: str, rows: list[Row]) -> list[Problem]:
         stem = Path(source).name
