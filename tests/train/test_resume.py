@@ -128,6 +128,18 @@ def test_a_damaged_checkpoint_names_the_one_to_resume_from(tmp_path):
         load_checkpoint(tmp_path / "step_000010")
 
 
+@pytest.mark.parametrize("pointer", [b"\x00\xff", b"step_0\x00", b"", b"step_000099"])
+def test_a_garbled_or_stale_latest_pointer_falls_back_to_the_newest_checkpoint(tmp_path, pointer):
+    """Bytes that are no name (damaged on disk) were a UnicodeDecodeError traceback; they are
+    treated as a stale pointer is."""
+    from scalerl.train.checkpoint import LATEST, latest_checkpoint, save_checkpoint
+
+    for step in (10, 20):
+        save_checkpoint(tmp_path, step, {"step": step}, keep=3)
+    (tmp_path / LATEST).write_bytes(pointer)
+    assert latest_checkpoint(tmp_path) == tmp_path / "step_000020"
+
+
 @pytest.mark.filterwarnings("ignore:torch.distributed is disabled")  # one process writes them here
 def test_a_lost_or_cut_shard_is_found_before_the_ranks_read(tmp_path):
     """A multi-process checkpoint's shards (torch.distributed.checkpoint) are checked against their

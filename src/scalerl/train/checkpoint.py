@@ -113,14 +113,23 @@ def _prune(directory: Path, keep: int, current: str) -> None:
 def latest_checkpoint(directory: str | os.PathLike) -> Path | None:
     """The newest complete checkpoint, or None."""
     directory = Path(directory)
-    pointer = directory / LATEST
-    if pointer.exists():
-        candidate = directory / pointer.read_text().strip()
-        if (candidate / "state.pt").exists():
-            return candidate
-    # No (or a stale) pointer: fall back to the newest complete directory.
+    pointed = _pointed(directory)
+    if pointed is not None:
+        return pointed
+    # No (or a stale or garbled) pointer: fall back to the newest complete directory.
     done = sorted(p for p in directory.glob("step_*") if (p / "state.pt").exists() and ".tmp-" not in p.name)
     return done[-1] if done else None
+
+
+def _pointed(directory: Path) -> Path | None:
+    """The complete checkpoint the ``latest`` pointer names, or None: no pointer, a stale one, or
+    one whose bytes are no name (damaged on disk: not UTF-8, a NUL byte, a directory)."""
+    try:
+        name = (directory / LATEST).read_text().strip()
+        candidate = directory / name
+        return candidate if name and (candidate / "state.pt").exists() else None
+    except (OSError, UnicodeDecodeError, ValueError):  # (ValueError: an embedded NUL byte)
+        return None
 
 
 def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
