@@ -75,6 +75,21 @@ def test_impossible_math_settings_are_one_line(tmp_path, settings, message):
         MathTask(data=str(tmp_path / "d.jsonl"), **settings)
 
 
+@pytest.mark.parametrize("name, settings, message", [
+    ("math", {}, r"task 'math' reads its problems from a data file: give --data FILE"),
+    ("arithmetic", {"data": "d.jsonl"}, r"--data \(task.data\) is for .*--task math.*'arithmetic' makes its own"),
+    ("arithmetic", {"digitz": 2}, r"unknown setting 'digitz' of task 'arithmetic' \(task.settings\); did you mean "
+                                  r"digits\? known: digits, n_train"),
+    ("math", {"data": "d.jsonl", "val_frac": 0.1}, r"did you mean val_fraction\?"),
+])
+def test_a_task_setting_mistake_says_what_to_do(name, settings, message):
+    # The constructors' own TypeError ("__init__() got an unexpected keyword argument") named neither.
+    from scalerl.tasks import get_task
+
+    with pytest.raises(InputError, match=message):
+        get_task(name, **settings)
+
+
 def test_math_task_eval_files_and_registry(tmp_path):
     train = _write_jsonl(tmp_path / "t.jsonl", [{"q": "1+1?", "a": "2"}, {"q": "2+2?", "a": "4"}, {"q": "3+3?", "a": "6"}])
     val = _write_jsonl(tmp_path / "v.jsonl", [{"q": "3+3?", "a": "6"}])
