@@ -69,7 +69,9 @@ def test_too_few_distinct_prompts_for_a_val_set_says_how_to_give_one(tmp_path):
 
 @pytest.mark.parametrize("settings, message", [({"max_val": 0}, r"max_val must be a whole number >= 1 .*got 0"),
                                                 ({"max_val": -1}, r"max_val must .*got -1"),
-                                                ({"val_fraction": 1.0}, r"val_fraction must be in \[0, 1\)")])
+                                                ({"val_fraction": 1.0}, r"val_fraction must be in \[0, 1\)"),
+                                                ({"val_fraction": 0}, r"val_fraction 0 and no eval_data leave no "
+                                                 r"evaluation set; give one with --set 'task.settings=\{eval_data")])
 def test_impossible_math_settings_are_one_line(tmp_path, settings, message):
     with pytest.raises(InputError, match=message):
         MathTask(data=str(tmp_path / "d.jsonl"), **settings)

@@ -104,6 +104,9 @@ class MathTask:
             object.__setattr__(self, "eval_data", {"val": self.eval_data})
         if not 0.0 <= self.val_fraction < 1.0:
             raise InputError(f"math task: val_fraction must be in [0, 1), got {self.val_fraction}")
+        if self.val_fraction == 0 and not self.eval_data:  # (the trainer's "it has: " listed nothing)
+            raise InputError("math task: val_fraction 0 and no eval_data leave no evaluation set; give one with "
+                             "--set 'task.settings={eval_data: {val: FILE}}', or a val_fraction > 0 (default 0.05)")
         # (0 left no val problems, a traceback in the first evaluation; -1 dropped the last held-out row.)
         if isinstance(self.max_val, bool) or not isinstance(self.max_val, int) or self.max_val < 1:
             raise InputError(f"math task: max_val must be a whole number >= 1 (the most held-out val rows; default "
