@@ -92,8 +92,17 @@ def _csv(path: Path) -> Iterator[tuple[int, Any]]:
         except csv.Error as exc:
             raise InputError(f"{path}: row {reader.line_num}: not valid CSV ({exc})") from None
         except UnicodeDecodeError as exc:
+            _check_utf8_lines(path)  # raises, naming the line
             raise InputError(f"{path}: after row {reader.line_num}: not UTF-8 text ({exc.reason}); is the file "
                              "damaged, or in another encoding?") from None
+
+
+def _check_utf8_lines(path: Path) -> None:
+    """Raise :func:`_utf8`'s error naming the first line of ``path`` that is not UTF-8: the CSV
+    reader decodes ahead in blocks, so where it failed says nothing about the row."""
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, start=1):
+            _utf8(raw, f"{path}: row {number}")  # (a line break is never part of a UTF-8 sequence)
 
 
 def _parquet(path: Path) -> Iterator[tuple[int, Any]]:
