@@ -57,6 +57,18 @@ def test_a_64_position_gpt2_is_refused_up_front(user_model, math_jsonl, tmp_path
     assert not out.exists() or not any(out.iterdir())  # nothing written: the directory stays usable
 
 
+def test_prompts_that_alone_do_not_fit_are_named(user_model, tmp_path, capsys):
+    data = tmp_path / "long.jsonl"
+    rows = [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(40)]
+    rows[5]["prompt"] = "1+" * 100 + "1="
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "run"
+    code = main(_train(user_model("gpt2", positions=64), data, out, "--set", "task.settings={val_fraction: 0.3}"))
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    assert "the prompts alone do not fit (1 of 40 have 64 tokens or more, the first long.jsonl:6): shorten or drop" in err
+
+
 def test_eval_checks_prompts_and_budget_against_the_positions_as_train_does(user_model, math_jsonl, capsys):
     """GPT-2's learned positions raised an IndexError deep in generation; a RoPE model ran on."""
     gpt2 = str(user_model("gpt2", positions=64))

@@ -104,7 +104,11 @@ def check_positions(model: Any, tokenizer: Any, problems: Sequence[Any], length:
             f"{prompt} + {budget} = {prompt + budget}: the longest prompt ({prompt} tokens) + the token budget ({parts})")
     room = positions - prompt
     if room < 1:
-        raise InputError(f"{head}; the prompts alone do not fit: shorten them or use a model with more positions")
+        # Named by id (a data file's is file:row) so the user can find them; encoded again only here.
+        too_long = [p.id for p in problems if len(encode_problem(tokenizer, p)) >= positions]
+        raise InputError(f"{head}; the prompts alone do not fit ({len(too_long)} of {len(problems)} have {positions} "
+                         f"tokens or more, the first {too_long[0]}): shorten or drop them, or use a model with more "
+                         "positions")
     raise InputError(f"{head}; {fix(room)} or use a model with more positions")
 
 
