@@ -1,5 +1,6 @@
 import json
 import threading
+import time
 
 import pytest
 
@@ -158,9 +159,16 @@ def test_loader_error_in_parquet_names_row(tmp_path):
         load_rows(tmp_path / "d.parquet")
 
 
-def test_loader_missing_path_and_unknown_format(tmp_path):
+def test_loader_missing_path_and_unknown_format(tmp_path, monkeypatch):
     with pytest.raises(InputError, match="no such file"):
         load_rows(tmp_path / "missing.jsonl")
+    # A hub-like name under a local directory is a mistyped path: not ~25 s of hub retries first.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    start = time.monotonic()
+    with pytest.raises(InputError, match=r"^data/nosuch: no such file or directory$"):
+        load_rows("data/nosuch")
+    assert time.monotonic() - start < 5
     (tmp_path / "d.xlsx").write_text("prompt,answer\n")
     with pytest.raises(InputError, match="unknown data format"):
         load_rows(tmp_path / "d.xlsx")

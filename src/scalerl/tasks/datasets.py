@@ -176,8 +176,11 @@ def _records(source: str, split: str) -> Iterator[tuple[int, Any]]:
             return _csv(path)
         raise InputError(f"{source}: unknown data format {suffix!r}; use .jsonl, .json, .csv, .tsv, .parquet (each "
                          "may be compressed: .gz, .bz2, .xz) or a dataset directory")
-    if path.is_dir() or (not path.exists() and suffix not in _FILE_SUFFIXES and _HUB_ID.fullmatch(source)):
+    if path.is_dir() or (not path.exists() and suffix not in _FILE_SUFFIXES and _HUB_ID.fullmatch(source)
+                         and not Path(source.split("/")[0]).is_dir()):
         return _hf_dataset(source, split)
+    # (A hub-like 'data/nosuch' whose first part is a local directory is a mistyped path, not an
+    # owner on the hub: asking the hub cost ~25 s of retries and a message about the hub.)
     raise InputError(f"{source}: no such file or directory")
 
 
