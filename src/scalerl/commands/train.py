@@ -109,9 +109,21 @@ def _finish(summary, report: bool = True) -> int:
     if not report:
         print(f"report: not written (--no-report; `scalerl report {summary.output}` writes it)  "
               f"final model: {summary.output / 'final'}")
-        return 0
-    report = write_run_report(summary.output)
-    for k, v in summary_lines(report):
-        print(f"  {k}: {v}")
-    print(f"report: {summary.output / 'report.html'}  final model: {summary.output / 'final'}")
+    else:
+        report = write_run_report(summary.output)
+        for k, v in summary_lines(report):
+            print(f"  {k}: {v}")
+        print(f"report: {summary.output / 'report.html'}  final model: {summary.output / 'final'}")
+    _check_trained(summary)
     return 0
+
+
+def _check_trained(summary) -> None:
+    """Refuse to call a run done whose every step was skipped (a run shorter than run.max_nan_steps
+    stopped nowhere): its final model is the starting one, and exit status 0 said it trained."""
+    from scalerl.train.trainer import TrainingError
+
+    if summary.steps and summary.skipped_steps >= summary.steps:
+        raise TrainingError(f"all {summary.steps} steps were skipped (skip_reason in {summary.output / 'runlog.jsonl'} "
+                            f"says why), so {summary.output / 'final'} is the starting model, untrained; check the "
+                            "reward function's values, then recipe.optimizer.lr, and start again")
