@@ -27,6 +27,7 @@ from typing import Any, Iterator
 
 from scalerl.curves.unpack import COMPRESSED
 from scalerl.errors import InputError
+from scalerl.tasks.base import is_bool
 
 _FILE_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv", *(s for _, _, s in COMPRESSED.values()))
 #: 'name' or 'owner/name': what a hub dataset id looks like (a missing local path does not).
@@ -196,7 +197,7 @@ def _not_text(value: Any) -> str | None:
     A NaN is how pandas (and Python's json) writes a missing value in a numeric column; as the
     text "nan" it is an answer no completion can match. A JSON ``true`` is rarely the answer
     "True" that its text would be."""
-    if type(value).__name__ in ("bool", "bool_"):  # (numpy's bool, "bool_" before numpy 2, is no bool subclass)
+    if is_bool(value):
         return f"is the boolean {str(value).lower()}, not text; quote it if that is the answer"
     if isinstance(value, numbers.Real) and not math.isfinite(value):
         return f"is {value} (a missing value?); fill it in or drop the row"
