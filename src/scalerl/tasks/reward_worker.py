@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from scalerl.tasks.base import is_bool
+
 ARGUMENTS = ("prompt", "completion", "answer")
 
 #: The largest finite float32 (``torch.finfo(torch.float32).max``; not imported, the worker starts
@@ -58,11 +60,13 @@ def accepted_arguments(fn: Callable[..., Any]) -> tuple[str, ...]:
     params = inspect.signature(fn).parameters.values()
     if any(p.kind is p.VAR_KEYWORD for p in params):
         return ARGUMENTS
-    names = {p.name for p in params}
+    # Arguments are passed by name: a positional-only one (``def f(completion, /)``) cannot get its value.
+    names = {p.name for p in params if p.kind is not p.POSITIONAL_ONLY}
     unknown = [
         p.name
         for p in params
-        if p.name not in ARGUMENTS and p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        if (p.name not in names or p.name not in ARGUMENTS) and p.default is p.empty
+        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]
     if unknown or not names & set(ARGUMENTS):
         raise ValueError(
@@ -78,7 +82,7 @@ def to_reward(value: Any) -> float:
 
     Text is an error even where it reads as a number: a function that returns the answer it
     extracted (``'42'``) instead of comparing it would otherwise score 42, a pass."""
-    if isinstance(value, bool):
+    if is_bool(value):  # (numpy's too: a comparison of numpy values; it scored 1.0 / 0.0)
         return 1.0 if value else -1.0
     if isinstance(value, (str, bytes)):
         raise TypeError(f"returned {type(value).__name__} {value!r}, not a number (return a number or a bool, "
