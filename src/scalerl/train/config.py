@@ -339,6 +339,15 @@ class TrainConfig:
         if not 0 < self.task.reward_timeout <= MAX_REWARD_TIMEOUT:  # (false for NaN too)
             problems.append(f"task.reward_timeout must be seconds in (0, {MAX_REWARD_TIMEOUT}] (a day at most; the "
                             f"default is 10), got {self.task.reward_timeout}")
+        # (Each was taken silently: -1 checkpointed every step, 0 kept one, a 0 batch meant "all at once".)
+        if self.run.checkpoint_every is not None and self.run.checkpoint_every < 1:
+            problems.append(f"run.checkpoint_every must be >= 1 (or null: at every evaluation), got "
+                            f"{self.run.checkpoint_every}")
+        if self.run.keep_checkpoints < 1:
+            problems.append(f"run.keep_checkpoints must be >= 1 (the newest is always kept), got "
+                            f"{self.run.keep_checkpoints}")
+        if self.eval.batch_size is not None and self.eval.batch_size < 1:
+            problems.append(f"eval.batch_size must be >= 1 (or null: all at once), got {self.eval.batch_size}")
         if self.run.max_nan_steps < 1:
             problems.append(f"run.max_nan_steps must be >= 1, got {self.run.max_nan_steps}")
         if self.backend.generators < 1:
