@@ -127,6 +127,15 @@ def test_a_user_model_on_a_cpu_gets_a_small_profile_and_a_note(user_model, capsy
     assert "note:" in err and "scale profile cpu-small" in err and "0.14M parameters" in err
     assert cfg["recipe"]["batch"]["prompts_per_step"] == 8 and cfg["recipe"]["length"]["max_new_tokens"] == 256
     assert cfg["eval"]["problems"] == 32 and cfg["profile"] == "none"
+    assert "your --set" not in err
+
+
+def test_the_profile_note_names_the_settings_a_set_replaces(user_model, capsys):
+    # The note's summary gives the profile's values; "8 prompts x 4" was printed under prompts_per_step=2.
+    cfg, err = _print_config(capsys, "--model", str(user_model("llama")), "--set", "run.device=cpu",
+                             "--set", "prompts_per_step=2", "--set", "eval.problems=4")
+    assert cfg["recipe"]["batch"]["prompts_per_step"] == 2
+    assert "; your --set replaces recipe.batch.prompts_per_step, eval.problems" in err
 
 
 def test_explicit_flags_and_set_win_over_the_profile(user_model, capsys):
