@@ -16,6 +16,7 @@ that differs from the saved ``config.yaml`` is refused, by name; ``--steps`` may
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from scalerl.commands._train_args import add_config_args, config_from_args, overwrite_run_dir, resume_conflicts
@@ -119,11 +120,18 @@ def _finish(summary, report: bool = True) -> int:
 
 
 def _check_trained(summary) -> None:
-    """Refuse to call a run done whose every step was skipped (a run shorter than run.max_nan_steps
-    stopped nowhere): its final model is the starting one, and exit status 0 said it trained."""
+    """A run whose every step was skipped did not train: its final model is the starting one.
+    Every step non-finite (a run shorter than run.max_nan_steps, which stopped nowhere) is refused
+    as the max_nan_steps stop is; skipped for want of a learning signal (every group's rewards alike:
+    a weak model on hard problems), a note says so -- exit status 0 alone said it trained."""
     from scalerl.train.trainer import TrainingError
 
-    if summary.steps and summary.skipped_steps >= summary.steps:
-        raise TrainingError(f"all {summary.steps} steps were skipped (skip_reason in {summary.output / 'runlog.jsonl'} "
-                            f"says why), so {summary.output / 'final'} is the starting model, untrained; check the "
-                            "reward function's values, then recipe.optimizer.lr, and start again")
+    if not summary.steps or summary.skipped_steps < summary.steps:
+        return
+    final, log = summary.output / "final", summary.output / "runlog.jsonl"
+    if summary.nan_streak >= summary.steps:
+        raise TrainingError(f"all {summary.steps} steps were skipped for a non-finite loss or gradient (skip_reason "
+                            f"in {log}), so {final} is the starting model, untrained; check the reward function's "
+                            "values, then lower recipe.optimizer.lr, and start again")
+    print(f"note: all {summary.steps} steps were skipped (skip_reason in {log} says why: e.g. every group's rewards "
+          f"alike, no learning signal), so {final} is the starting model, untrained", file=sys.stderr)

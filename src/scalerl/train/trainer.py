@@ -67,6 +67,8 @@ class RunSummary:
     evals: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     skipped_steps: int = 0
+    nan_streak: int = 0
+    """Consecutive steps skipped for a non-finite loss or gradient that the run ended with."""
 
 
 def eval_seed(run_seed: int, set_index: int) -> int:
@@ -451,7 +453,8 @@ class Trainer:
             torch.set_num_threads(self._torch_threads)
         self._save_final()
         self._close()
-        return RunSummary(self.output, self.step, list(self.evals), time.perf_counter() - t_start, self.skipped_steps)
+        return RunSummary(self.output, self.step, list(self.evals), time.perf_counter() - t_start, self.skipped_steps,
+                          self.nan_streak)
 
     def _loop(self, bar: Any) -> None:
         cfg = self.cfg
