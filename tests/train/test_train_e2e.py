@@ -123,6 +123,19 @@ def test_eval_with_a_reward_reports_its_failed_calls(tiny_dir, tmp_path, capsys)
     assert f"{obj['reward_errors']} errors and 0 timeouts in 20 calls" in capsys.readouterr().out
 
 
+def test_eval_run_takes_the_runs_reward_and_its_timeout(tmp_path):
+    from scalerl.commands.evaluate import _run_settings
+    from scalerl.config import save_yaml
+    from scalerl.train.config import TrainConfig
+
+    cfg = TrainConfig()
+    cfg.task.reward, cfg.task.reward_timeout = "judge.py:score", 60.0
+    save_yaml(cfg, tmp_path / "config.yaml")
+    (tmp_path / "final").mkdir()
+    settings = _run_settings(str(tmp_path))
+    assert (settings["reward"], settings["reward_timeout"]) == ("judge.py:score", 60.0)
+
+
 def test_demo_smoke(scalerl_cache, tmp_path, capsys, monkeypatch):
     """The demo's defaults (tiny-m on arithmetic-mix, the cpu-tiny-mix profile, its evaluation)
     for two steps. tiny-m's 700-step warm start (~2.5 CPU-minutes) is replaced by a 30-step

@@ -61,6 +61,7 @@ def _run_settings(run_dir: str):
     settings = {
         "model": str(final) if final.is_dir() else None,
         "task": cfg.task.name, "data": cfg.task.data, "reward": cfg.task.reward, "task_settings": dict(cfg.task.settings),
+        "reward_timeout": cfg.task.reward_timeout,  # (a slow judge the run allowed 60 s would time out at 10)
         "sets": list(cfg.eval.sets), "k": cfg.eval.samples_per_problem, "problems": cfg.eval.problems,
         "temperature": cfg.eval.temperature, "max_new_tokens": cfg.recipe.length.max_new_tokens,
         "length": cfg.recipe.length, "batch_size": cfg.eval.batch_size,
@@ -79,6 +80,7 @@ def run(args) -> int:
     from scalerl.models.loading import load_model
     from scalerl.rl.length import length_controller
     from scalerl.tasks.registry import get_task
+    from scalerl.train.config import TaskConfig
     from scalerl.train.evaluate import evaluate
 
     base = _run_settings(args.run) if args.run else {}
@@ -97,7 +99,8 @@ def run(args) -> int:
     task_settings = dict(base.get("task_settings", {})) if pick["task"] == base.get("task") else {}
     if pick["data"]:
         task_settings["data"] = pick["data"]
-    task = get_task(pick["task"], reward=pick["reward"], **task_settings)
+    timeout = base.get("reward_timeout", TaskConfig.reward_timeout)  # the run's, or train's default
+    task = get_task(pick["task"], reward=pick["reward"], reward_timeout=timeout, **task_settings)
     sets = task.eval_sets()
     names = pick["sets"] or list(sets)
     unknown = [s for s in names if s not in sets]
