@@ -133,6 +133,20 @@ def test_sync_with_an_explicit_k_above_1_is_still_refused(capsys):
     _one_line_error(capsys, code, "pipeline=sync means k=1 (got k=4)")
 
 
+@pytest.mark.parametrize("value", ["inf", "nan", "1e12", "0", "-1"])
+def test_a_reward_timeout_that_is_not_finite_seconds_is_refused(capsys, value):
+    # inf / 1e12 overflowed select() in a traceback; 0 / -1 timed out every call and blamed the function.
+    code = main(["train", "--set", f"task.reward_timeout={value}", "--print-config"])
+    _one_line_error(capsys, code, "task.reward_timeout must be seconds in (0, 86400]")
+
+
+@pytest.mark.parametrize("setting, needle", [("run.checkpoint_every=-1", "run.checkpoint_every must be >= 1"),
+                                             ("run.keep_checkpoints=0", "run.keep_checkpoints must be >= 1"),
+                                             ("eval.batch_size=0", "eval.batch_size must be >= 1 (or null")])
+def test_checkpoint_and_eval_batch_settings_below_1_are_refused(capsys, setting, needle):
+    _one_line_error(capsys, main(["train", "--set", setting, "--print-config"]), needle)
+
+
 @pytest.mark.parametrize("flags, needle", [(["--max-new-tokens", "0"], "--max-new-tokens"),
                                            (["--temperature", "-1"], "--temperature"),
                                            (["--k", "0"], "--k")])

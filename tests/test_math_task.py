@@ -1,5 +1,6 @@
 import json
 import threading
+import time
 
 import pytest
 
@@ -92,6 +93,31 @@ def test_too_few_distinct_prompts_for_a_val_set_says_how_to_give_one(tmp_path):
         task.train_problems()
 
 
+@pytest.mark.parametrize("settings, message", [({"max_val": 0}, r"max_val must be a whole number >= 1 .*got 0"),
+                                                ({"max_val": -1}, r"max_val must .*got -1"),
+                                                ({"val_fraction": 1.0}, r"val_fraction must be in \[0, 1\)"),
+                                                ({"val_fraction": 0}, r"val_fraction 0 and no eval_data leave no "
+                                                 r"evaluation set; give one with --set 'task.settings=\{eval_data")])
+def test_impossible_math_settings_are_one_line(tmp_path, settings, message):
+    with pytest.raises(InputError, match=message):
+        MathTask(data=str(tmp_path / "d.jsonl"), **settings)
+
+
+@pytest.mark.parametrize("name, settings, message", [
+    ("math", {}, r"task 'math' reads its problems from a data file: give --data FILE"),
+    ("arithmetic", {"data": "d.jsonl"}, r"--data \(task.data\) is for .*--task math.*'arithmetic' makes its own"),
+    ("arithmetic", {"digitz": 2}, r"unknown setting 'digitz' of task 'arithmetic' \(task.settings\); did you mean "
+                                  r"digits\? known: digits, n_train"),
+    ("math", {"data": "d.jsonl", "val_frac": 0.1}, r"did you mean val_fraction\?"),
+])
+def test_a_task_setting_mistake_says_what_to_do(name, settings, message):
+    # The constructors' own TypeError ("__init__() got an unexpected keyword argument") named neither.
+    from scalerl.tasks import get_task
+
+    with pytest.raises(InputError, match=message):
+        get_task(name, **settings)
+
+
 def test_math_task_eval_files_and_registry(tmp_path):
     train = _write_jsonl(tmp_path / "t.jsonl", [{"q": "1+1?", "a": "2"}, {"q": "2+2?", "a": "4"}, {"q": "3+3?", "a": "6"}])
     val = _write_jsonl(tmp_path / "v.jsonl", [{"q": "3+3?", "a": "6"}])
@@ -126,6 +152,19 @@ def test_loader_reads_a_json_array(tmp_path):
         (['{"prompt": "", "answer": "1"}'], r"row 1: field 'prompt' is empty"),
         (['{"prompt": "a", "answer": null}'], r"row 1: field 'answer' is empty"),
         (['["a", "1"]'], r"row 1: expected an object"),
+        # Python's json reads NaN (pandas writes a missing number so); as text it would be "nan".
+        (['{"prompt": "a", "answer": "1"}', '{"prompt": "b", "answer": NaN}'],
+         r"d\.jsonl: row 2: field 'answer' is nan \(a missing value\?\); fill it in or drop the row"),
+        (['{"prompt": "a", "answer": -Infinity}'], r"row 1: field 'answer' is -inf"),
+        (['{"prompt": "a", "answer": true}'], r"row 1: field 'answer' is the boolean true, not text; quote it"),
+        (['{"prompt": NaN, "answer": "1"}'], r"row 1: field 'prompt' is nan"),
+        # A lone surrogate, valid as a JSON escape, fails wherever the text is encoded (hashed, tokenized).
+        (['{"prompt": "a", "answer": "1"}', '{"prompt": "x\\ud800", "answer": "7"}'],
+         r"d\.jsonl: row 2: field 'prompt' holds text that is not valid Unicode \(a lone surrogate '\\ud800' at "
+         r"character 1\); fix or drop the row"),
+        (['{"prompt": "a", "answer": "\\udfff"}'], r"row 1: field 'answer' holds text that is not valid Unicode"),
+        (['{"prompt": [{"role": "system", "content": "\\ud800"}, {"role": "user", "content": "a"}], "answer": "1"}'],
+         r"row 1: field 'prompt' holds text that is not valid Unicode"),
         ([], r"no rows"),
     ],
 )
@@ -145,9 +184,16 @@ def test_loader_error_in_parquet_names_row(tmp_path):
         load_rows(tmp_path / "d.parquet")
 
 
-def test_loader_missing_path_and_unknown_format(tmp_path):
+def test_loader_missing_path_and_unknown_format(tmp_path, monkeypatch):
     with pytest.raises(InputError, match="no such file"):
         load_rows(tmp_path / "missing.jsonl")
+    # A hub-like name under a local directory is a mistyped path: not ~25 s of hub retries first.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    start = time.monotonic()
+    with pytest.raises(InputError, match=r"^data/nosuch: no such file or directory$"):
+        load_rows("data/nosuch")
+    assert time.monotonic() - start < 5
     (tmp_path / "d.xlsx").write_text("prompt,answer\n")
     with pytest.raises(InputError, match="unknown data format"):
         load_rows(tmp_path / "d.xlsx")
@@ -242,6 +288,27 @@ def test_a_verl_parquet_with_a_conversation_prompt_and_a_nested_answer(tmp_path,
     assert tok.decode(encode_problem(tok, problem)).startswith("You are a careful solver.\n\nWhat is")
 
 
+def test_a_chat_template_that_does_not_compile_or_refuses_is_one_line(user_model):
+    from transformers import AutoTokenizer
+
+    from scalerl.tasks.base import Problem
+    from scalerl.tasks.encoding import encode_problem
+
+    tok = AutoTokenizer.from_pretrained(user_model("llama"))
+    problem = Problem(id="train:6", prompt="2+3?", answer="5", messages=(("system", "Be terse."), ("user", "2+3?")))
+    tok.chat_template = "{% for m in messages %}{{ m['content'] }{% endfor %}"
+    with pytest.raises(InputError, match=r"chat template of '.*' does not compile \(unexpected '}', template line 1\); "
+                                         r"fix chat_template in the model's tokenizer_config.json"):
+        encode_problem(tok, problem)
+    # Gemma's and Mistral's templates raise on a system message.
+    tok.chat_template = ("{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}"
+                         "{% endif %}{% for m in messages %}{{ m['content'] }}{% endfor %}")
+    with pytest.raises(InputError, match=r"refuses problem train:6 \(System role not supported\); change the data .* "
+                                         r"drop the system message or merge it into the user turn"):
+        encode_problem(tok, problem)
+    assert encode_problem(tok, Problem(id="train:7", prompt="2+3?", answer="5"))  # a user turn alone is accepted
+
+
 def test_conversation_and_nested_field_errors(tmp_path):
     bad = _verl_rows(2)
     bad[1]["prompt"] = bad[1]["prompt"] + [{"role": "assistant", "content": "4"}]
@@ -259,6 +326,16 @@ def test_conversation_and_nested_field_errors(tmp_path):
     assert load_rows(path, answer_field="a.b")[0].answer == "x"
 
 
+def test_a_nan_in_a_numeric_parquet_column_is_a_missing_answer(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist([{"prompt": "a", "answer": 1.0}, {"prompt": "b", "answer": float("nan")}])
+    pq.write_table(table, tmp_path / "d.parquet")
+    with pytest.raises(InputError, match=r"d\.parquet: row 2: field 'answer' is nan \(a missing value\?\)"):
+        load_rows(tmp_path / "d.parquet")
+
+
 def test_bytes_that_are_not_utf8_and_a_byte_order_mark(tmp_path):
     jsonl = tmp_path / "d.jsonl"
     jsonl.write_bytes(b'{"prompt": "a", "answer": "1"}\n{"prompt": "b", "answer": "2"}\n{"prompt": "\xe9t\xe9", "answer": "3"}\n')
@@ -270,7 +347,7 @@ def test_bytes_that_are_not_utf8_and_a_byte_order_mark(tmp_path):
         load_rows(array)
     latin = tmp_path / "d.csv"
     latin.write_bytes(b"prompt,answer\na,1\n\xe9t\xe9,2\n")
-    with pytest.raises(InputError, match=r"d\.csv: .*not UTF-8 text"):
+    with pytest.raises(InputError, match=r"d\.csv: row 3: not UTF-8 text \(byte 0"):  # the line, as for JSONL
         load_rows(latin)
     # what a spreadsheet or a Windows editor writes first: a byte-order mark, which is no part of the header
     bom = tmp_path / "bom.csv"

@@ -35,7 +35,17 @@ async def judged(completion, answer):
 def hangs(completion):
     time.sleep(60)
 
+def beyond_float32(completion):
+    return -1e39 if completion == "-" else 1e39
+
+def numpy_bool(completion, answer):
+    import numpy as np
+    return np.bool_(completion == answer)
+
 def wrong_signature(x, y):
+    return 1
+
+def positional_only(completion, /):
     return 1
 '''
 
@@ -84,6 +94,21 @@ def test_text_is_not_a_reward_even_when_it_reads_as_a_number(rewards_module):
     with UserReward("my_rewards:extracted") as reward:
         assert reward(PROBLEM, "4") == -1.0
         assert "returned str '4', not a number" in reward.stats.last_error
+
+
+def test_a_numpy_bool_scores_like_a_bool(rewards_module):
+    # +1 / -1 as the contract says, not 1.0 / 0.0 (numpy's bool is no bool subclass).
+    with UserReward("my_rewards:numpy_bool") as reward:
+        assert reward(PROBLEM, "4") == 1.0 and reward(PROBLEM, "5") == -1.0
+
+
+def test_a_reward_beyond_float32_is_a_failed_call(rewards_module):
+    # It would be inf in the trainer's float32 rewards, and every step's loss NaN.
+    with UserReward("my_rewards:beyond_float32") as reward:
+        assert reward(PROBLEM, "4") == -1.0 and reward(PROBLEM, "-") == -1.0
+        assert reward.stats.errors == 2 and reward.stats.calls == 2
+        assert "returned 1e+39, outside the float32 range" in reward.stats.first_error
+        assert "returned -1e+39" in reward.stats.last_error
 
 
 def test_an_async_function_is_awaited(rewards_module):
@@ -142,6 +167,12 @@ def test_a_wrong_signature_is_told_the_contract(rewards_module):
     for needle in ("prompt, completion, answer", "by name", "> 0 is a pass", "True +1, False -1",
                    "def reward(completion, answer)"):
         assert needle in message, message
+
+
+def test_a_positional_only_parameter_is_refused_up_front(rewards_module):
+    # It passed the load check, then failed on every call: arguments are passed by name.
+    with pytest.raises(InputError, match=r"positional_only\(completion, /\) must take parameters named from .*by name"):
+        UserReward("my_rewards:positional_only")
 
 
 def test_the_documented_example_reward_is_accepted(tmp_path, monkeypatch):

@@ -146,6 +146,19 @@ def test_damaged_weights_are_refused_in_one_line(user_model, tmp_path):
         load_model(str(cut))
 
 
+def test_weights_that_do_not_match_the_config_are_not_blamed_on_a_cut_download(user_model, tmp_path):
+    import json
+    import shutil
+
+    edited = tmp_path / "edited"
+    shutil.copytree(user_model("llama"), edited)
+    config = json.loads((edited / "config.json").read_text())
+    (edited / "config.json").write_text(json.dumps({**config, "vocab_size": 100}))
+    with pytest.raises(InputError, match=r"cannot load the weights of .*edited' .*the weights' shapes do not match the "
+                                         r"model's config.json .*restore the one saved with the weights$"):
+        load_model(str(edited))
+
+
 def test_a_concurrent_builder_that_finishes_first_wins(random_model, char_tokenizer, tmp_path, monkeypatch):
     spec = TinySpec(seed=99)
     target = tmp_path / "tiny" / spec.key()

@@ -89,19 +89,34 @@ def test_repeated_nans_stop_the_run_with_a_message(tiny_dir, tmp_path, capsys, f
     assert "consecutive steps" in err and "--resume" in err
 
 
+def test_a_run_whose_every_step_was_skipped_does_not_exit_0(tiny_dir, tmp_path, capsys, flaky_loss):
+    # Fewer steps than run.max_nan_steps: nothing stopped it, and it "finished" untrained.
+    flaky_loss["nan_on"] = set(range(1, 100))
+    out = tmp_path / "run"
+    code = main(small_args(out, "--set", "loss.name=test-flaky", "--set", "pipeline=sync", "--set", "k=1",
+                           "--set", "run.micro_batch_size=1024", "--steps", "2", "--no-report"))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "all 2 steps were skipped for a non-finite loss" in err and "is the starting model, untrained" in err, err
+    assert (out / "final").is_dir()  # the run directory is complete: nothing lost
+
+
 @pytest.mark.parametrize("pipeline", [["--set", "pipeline=ppo-off-policy-k", "--set", "k=2"],
                                       ["--set", "pipeline=pipeline-rl-k", "--set", "backend.updates=seeded"],
                                       ["--set", "pipeline=pipeline-rl-k", "--set", "backend.updates=timing"]],
                          ids=["own-model", "pipeline-seeded", "pipeline-timing"])
 def test_dynamic_sampling_that_keeps_no_group_skips_the_step(tiny_dir, tmp_path, capsys, pipeline):
     # Every answer scores -1: every group has zero variance, dynamic sampling runs out of rounds with
-    # nothing kept. The step is skipped and counted, its train row says why, and the run goes on.
+    # nothing kept. The step is skipped and counted, its train row says why, and the run goes on; at
+    # its end a note says that no step trained.
     module = tmp_path / "never.py"
     module.write_text("def reward(prompt, completion, answer):\n    return -1.0\n")
     out = tmp_path / "run"
     code = main(small_args(out, "--recipe", "qwen-dapo", "--reward", f"{module}:reward", "--steps", "2",
                            "--set", "filtering.max_generation_rounds=2", *pipeline))
-    assert code == 0, capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "note: all 2 steps were skipped" in err and "is the starting model, untrained" in err
     rows = read_runlog(out / "runlog.jsonl")[1]
     trains = [r for r in rows if r["type"] == "train"]
     assert [r["step"] for r in trains] == [1, 2]

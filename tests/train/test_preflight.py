@@ -57,6 +57,31 @@ def test_a_64_position_gpt2_is_refused_up_front(user_model, math_jsonl, tmp_path
     assert not out.exists() or not any(out.iterdir())  # nothing written: the directory stays usable
 
 
+def test_prompts_that_alone_do_not_fit_are_named(user_model, tmp_path, capsys):
+    data = tmp_path / "long.jsonl"
+    rows = [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(40)]
+    rows[5]["prompt"] = "1+" * 100 + "1="
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "run"
+    code = main(_train(user_model("gpt2", positions=64), data, out, "--set", "task.settings={val_fraction: 0.3}"))
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    assert "the prompts alone do not fit (1 of 40 have 64 tokens or more, the first long.jsonl:6): shorten or drop" in err
+
+
+def test_eval_checks_prompts_and_budget_against_the_positions_as_train_does(user_model, math_jsonl, capsys):
+    """GPT-2's learned positions raised an IndexError deep in generation; a RoPE model ran on."""
+    gpt2 = str(user_model("gpt2", positions=64))
+    args = ["eval", "--model", gpt2, "--task", "math", "--data", str(math_jsonl), "--problems", "2", "--k", "1"]
+    assert main([*args, "--max-new-tokens", "200"]) == 2
+    err = capsys.readouterr().err
+    line = [x for x in err.splitlines() if x.startswith("scalerl eval: error:")]
+    assert len(line) == 1 and "Traceback" not in err, err
+    assert "64 positions" in line[0] and "lower --max-new-tokens to at most" in line[0]
+    room = int(line[0].split("at most ")[1].split()[0])
+    assert main([*args, "--max-new-tokens", str(room), "--json"]) == 0, capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_the_corrected_rerun_uses_the_same_directory(user_model, math_jsonl, tmp_path, capsys):
     gpt2, out = user_model("gpt2", positions=64), tmp_path / "run"
@@ -102,6 +127,15 @@ def test_a_user_model_on_a_cpu_gets_a_small_profile_and_a_note(user_model, capsy
     assert "note:" in err and "scale profile cpu-small" in err and "0.14M parameters" in err
     assert cfg["recipe"]["batch"]["prompts_per_step"] == 8 and cfg["recipe"]["length"]["max_new_tokens"] == 256
     assert cfg["eval"]["problems"] == 32 and cfg["profile"] == "none"
+    assert "your --set" not in err
+
+
+def test_the_profile_note_names_the_settings_a_set_replaces(user_model, capsys):
+    # The note's summary gives the profile's values; "8 prompts x 4" was printed under prompts_per_step=2.
+    cfg, err = _print_config(capsys, "--model", str(user_model("llama")), "--set", "run.device=cpu",
+                             "--set", "prompts_per_step=2", "--set", "eval.problems=4")
+    assert cfg["recipe"]["batch"]["prompts_per_step"] == 2
+    assert "; your --set replaces recipe.batch.prompts_per_step, eval.problems" in err
 
 
 def test_explicit_flags_and_set_win_over_the_profile(user_model, capsys):

@@ -129,6 +129,37 @@ def test_a_damaged_checkpoint_names_the_one_to_resume_from(tmp_path):
         load_checkpoint(tmp_path / "step_000010")
 
 
+def test_a_damaged_checkpoint_names_only_an_earlier_one_that_looks_intact(tmp_path):
+    """With the two newest damaged, the hint skips the second (it named it, and the user hit a second error)."""
+    from scalerl.errors import InputError
+    from scalerl.train.checkpoint import load_checkpoint, save_checkpoint
+
+    for step in (10, 15, 20):
+        save_checkpoint(tmp_path, step, {"step": step, "weights": list(range(100))}, keep=3)
+    for step in (15, 20):
+        state = tmp_path / f"step_0000{step}" / "state.pt"
+        state.write_bytes(state.read_bytes()[:100])
+    with pytest.raises(InputError, match=r"move .*step_000020 away to resume from step_000010, the newest earlier one "
+                                         r"that looks intact \(step_000015 cannot be read either\)"):
+        load_checkpoint(tmp_path / "step_000020")
+    (tmp_path / "step_000010" / "state.pt").write_bytes(b"")
+    with pytest.raises(InputError, match=r"no earlier checkpoint is left \(step_000010, step_000015 cannot be read "
+                                         r"either\): start the run again"):
+        load_checkpoint(tmp_path / "step_000020")
+
+
+@pytest.mark.parametrize("pointer", [b"\x00\xff", b"step_0\x00", b"", b"step_000099"])
+def test_a_garbled_or_stale_latest_pointer_falls_back_to_the_newest_checkpoint(tmp_path, pointer):
+    """Bytes that are no name (damaged on disk) were a UnicodeDecodeError traceback; they are
+    treated as a stale pointer is."""
+    from scalerl.train.checkpoint import LATEST, latest_checkpoint, save_checkpoint
+
+    for step in (10, 20):
+        save_checkpoint(tmp_path, step, {"step": step}, keep=3)
+    (tmp_path / LATEST).write_bytes(pointer)
+    assert latest_checkpoint(tmp_path) == tmp_path / "step_000020"
+
+
 @pytest.mark.filterwarnings("ignore:torch.distributed is disabled")  # one process writes them here
 def test_a_lost_or_cut_shard_is_found_before_the_ranks_read(tmp_path):
     """A multi-process checkpoint's shards (torch.distributed.checkpoint) are checked against their

@@ -99,6 +99,43 @@ def test_eval_command(tiny_dir, capsys):
     assert 0.0 <= obj["sets"]["val"]["pass_rate"] <= 1.0
 
 
+def test_eval_with_a_reward_that_fails_on_every_call_is_refused(tiny_dir, tmp_path, capsys):
+    """As train does: a broken reward function is not a pass rate of 0."""
+    module = tmp_path / "bad_reward.py"
+    module.write_text("def reward(completion, answer):\n    raise RuntimeError('boom')\n")
+    code = main(["eval", "--model", "tiny", "--reward", f"{module}:reward", "--sets", "val", "--k", "1",
+                 "--problems", "3", "--max-new-tokens", "4", "--json"])
+    err = capsys.readouterr().err
+    assert code == 2 and "failed on all 3 calls of this evaluation" in err and "boom" in err, err
+
+
+def test_eval_with_a_reward_reports_its_failed_calls(tiny_dir, tmp_path, capsys):
+    module = tmp_path / "some_fail.py"
+    module.write_text("def reward(prompt, completion, answer):\n"
+                      "    if int(prompt.split('+')[0]) < 50:\n        return -1.0\n"
+                      "    raise ValueError('boom')\n")
+    args = ["eval", "--model", "tiny", "--reward", f"{module}:reward", "--sets", "val", "--k", "1",
+            "--problems", "20", "--max-new-tokens", "4"]
+    assert main([*args, "--json"]) == 0, capsys.readouterr().err
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["reward_calls"] == 20 and 0 < obj["reward_errors"] < 20 and obj["reward_timeouts"] == 0
+    assert main(args) == 0
+    assert f"{obj['reward_errors']} errors and 0 timeouts in 20 calls" in capsys.readouterr().out
+
+
+def test_eval_run_takes_the_runs_reward_and_its_timeout(tmp_path):
+    from scalerl.commands.evaluate import _run_settings
+    from scalerl.config import save_yaml
+    from scalerl.train.config import TrainConfig
+
+    cfg = TrainConfig()
+    cfg.task.reward, cfg.task.reward_timeout = "judge.py:score", 60.0
+    save_yaml(cfg, tmp_path / "config.yaml")
+    (tmp_path / "final").mkdir()
+    settings = _run_settings(str(tmp_path))
+    assert (settings["reward"], settings["reward_timeout"]) == ("judge.py:score", 60.0)
+
+
 def test_demo_smoke(scalerl_cache, tmp_path, capsys, monkeypatch):
     """The demo's defaults (tiny-m on arithmetic-mix, the cpu-tiny-mix profile, its evaluation)
     for two steps. tiny-m's 700-step warm start (~2.5 CPU-minutes) is replaced by a 30-step

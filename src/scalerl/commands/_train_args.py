@@ -10,7 +10,7 @@ from pathlib import Path
 from scalerl.config import load_yaml_and_keys, resolve_key, to_dict
 from scalerl.errors import InputError
 from scalerl.train.config import TrainConfig, absolute_paths, resolve, sync_means_k1, with_recipe
-from scalerl.train.profiles import SUMMARY, choose_profile
+from scalerl.train.profiles import PROFILES, SUMMARY, choose_profile
 
 
 def add_config_args(p: argparse.ArgumentParser) -> None:
@@ -68,9 +68,20 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False) ->
     # profile auto: chosen here by model size and device, and said so for a user model.
     cfg.profile, note = choose_profile(cfg)
     if note and not quiet:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {note}{_overridden(cfg.profile, args.overrides)}", file=sys.stderr)
     # Local paths stored absolute: the run directory works from any working directory.
     return absolute_paths(resolve(cfg, args.overrides))
+
+
+def _overridden(profile: str, overrides: list[str] | None) -> str:
+    """The profile note's tail naming the profile's settings that ``--set`` replaces: the note's
+    summary gives the profile's values (8 prompts x 4 ...), which those are not."""
+    try:
+        keys = {resolve_key(TrainConfig, item.partition("=")[0].strip()) for item in overrides or []}
+    except Exception:  # noqa: BLE001 -- a bad key is reported by resolve(), with its did-you-mean
+        return ""
+    replaced = [item.partition("=")[0] for item in PROFILES.get(profile, []) if item.partition("=")[0] in keys]
+    return f"; your --set replaces {', '.join(replaced)}" if replaced else ""
 
 
 #: What a scalerl run directory holds (any one of them marks it as one).

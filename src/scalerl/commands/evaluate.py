@@ -61,6 +61,7 @@ def _run_settings(run_dir: str):
     settings = {
         "model": str(final) if final.is_dir() else None,
         "task": cfg.task.name, "data": cfg.task.data, "reward": cfg.task.reward, "task_settings": dict(cfg.task.settings),
+        "reward_timeout": cfg.task.reward_timeout,  # (a slow judge the run allowed 60 s would time out at 10)
         "sets": list(cfg.eval.sets), "k": cfg.eval.samples_per_problem, "problems": cfg.eval.problems,
         "temperature": cfg.eval.temperature, "max_new_tokens": cfg.recipe.length.max_new_tokens,
         "length": cfg.recipe.length, "batch_size": cfg.eval.batch_size,
@@ -79,6 +80,7 @@ def run(args) -> int:
     from scalerl.models.loading import load_model
     from scalerl.rl.length import length_controller
     from scalerl.tasks.registry import get_task
+    from scalerl.train.config import TaskConfig
     from scalerl.train.evaluate import evaluate
 
     base = _run_settings(args.run) if args.run else {}
@@ -97,12 +99,15 @@ def run(args) -> int:
     task_settings = dict(base.get("task_settings", {})) if pick["task"] == base.get("task") else {}
     if pick["data"]:
         task_settings["data"] = pick["data"]
-    task = get_task(pick["task"], reward=pick["reward"], **task_settings)
+    timeout = base.get("reward_timeout", TaskConfig.reward_timeout)  # the run's, or train's default
+    task = get_task(pick["task"], reward=pick["reward"], reward_timeout=timeout, **task_settings)
     sets = task.eval_sets()
     names = pick["sets"] or list(sets)
     unknown = [s for s in names if s not in sets]
     if unknown:
         raise InputError(f"task {pick['task']!r} has no evaluation set {unknown[0]!r}; it has: {', '.join(sets)}")
+    problems = {s: list(sets[s])[: pick["problems"]] for s in names}
+    _check_positions(model, tokenizer, problems, base.get("length"), pick["max_new_tokens"])
     length = length_controller(base["length"], tokenizer) if "length" in base else None
     gen = HFGenerator(model, tokenizer, seed=pick["seed"])
     set_seeds = base.get("set_seeds", {}) if args.seed is None else {}
@@ -110,14 +115,48 @@ def run(args) -> int:
     for s in names:
         seed = set_seeds.get(s, pick["seed"])
         params = SamplingParams(max_new_tokens=pick["max_new_tokens"], temperature=pick["temperature"], seed=seed)
-        results[s] = evaluate(gen, tokenizer, task, list(sets[s])[: pick["problems"]], pick["k"], params, length,
+        results[s] = evaluate(gen, tokenizer, task, problems[s], pick["k"], params, length,
                               batch_size=base.get("batch_size", 512))
+        rewards = _reward_counts(task, pick["reward"])
     if args.json:
-        print(json.dumps({"model": pick["model"], "task": pick["task"], "k": pick["k"], "sets": results}))
+        print(json.dumps({"model": pick["model"], "task": pick["task"], "k": pick["k"], "sets": results, **rewards}))
         return 0
     how = "the run's length control" if length is not None else "plain sampling"
     print(f"model {pick['model']}, task {pick['task']}, mean@{pick['k']} at temperature {pick['temperature']}, {how}")
     for s, m in results.items():
         print(f"  {s:<8} pass rate {m['pass_rate']:.3f}  pass@{pick['k']} {m['pass_at_k']:.3f}  "
               f"mean length {m['mean_len']:.1f}  ({int(m['problems'])} problems)")
+    if rewards:
+        print(f"  reward function {pick['reward']}: {rewards['reward_errors']} errors and "
+              f"{rewards['reward_timeouts']} timeouts in {rewards['reward_calls']} calls (each scored -1)")
     return 0
+
+
+def _check_positions(model, tokenizer, problems: dict, length, max_new_tokens: int) -> None:
+    """Refuse in one line, as ``scalerl train`` does, prompts + budget that exceed the model's
+    positions: past them a learned-position model raises deep in generation, and a RoPE model
+    runs on into positions it never saw (a pass rate that measures nothing). ``length``: the
+    run's length control (``--run``), else plain sampling."""
+    import dataclasses
+
+    from scalerl.rl.recipe import LengthConfig
+    from scalerl.train.preflight import check_positions
+
+    budget = (dataclasses.replace(length, max_new_tokens=max_new_tokens) if length is not None
+              else LengthConfig(mode="truncate", max_new_tokens=max_new_tokens))
+    check_positions(model, tokenizer, [p for rows in problems.values() for p in rows], budget,
+                    lambda room: f"lower --max-new-tokens to at most {room}")
+
+
+def _reward_counts(task, spec: str | None) -> dict[str, int]:
+    """A user reward function's failed calls so far, for the report (empty without ``--reward``).
+
+    Stops, as ``scalerl train`` does, when every call failed: a broken reward function (a missing
+    import, a wrong return type, a hung judge) would otherwise read as a model that scores 0."""
+    from scalerl.train.trainer import check_reward_works
+
+    if not hasattr(task, "reward_stats"):
+        return {}
+    stats = task.reward_stats()
+    check_reward_works(spec, stats, "of this evaluation")
+    return {"reward_calls": stats["calls"], "reward_errors": stats["errors"], "reward_timeouts": stats["timeouts"]}

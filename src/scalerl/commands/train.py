@@ -16,6 +16,7 @@ that differs from the saved ``config.yaml`` is refused, by name; ``--steps`` may
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from scalerl.commands._train_args import add_config_args, config_from_args, overwrite_run_dir, resume_conflicts
@@ -109,9 +110,28 @@ def _finish(summary, report: bool = True) -> int:
     if not report:
         print(f"report: not written (--no-report; `scalerl report {summary.output}` writes it)  "
               f"final model: {summary.output / 'final'}")
-        return 0
-    report = write_run_report(summary.output)
-    for k, v in summary_lines(report):
-        print(f"  {k}: {v}")
-    print(f"report: {summary.output / 'report.html'}  final model: {summary.output / 'final'}")
+    else:
+        report = write_run_report(summary.output)
+        for k, v in summary_lines(report):
+            print(f"  {k}: {v}")
+        print(f"report: {summary.output / 'report.html'}  final model: {summary.output / 'final'}")
+    _check_trained(summary)
     return 0
+
+
+def _check_trained(summary) -> None:
+    """A run whose every step was skipped did not train: its final model is the starting one.
+    Every step non-finite (a run shorter than run.max_nan_steps, which stopped nowhere) is refused
+    as the max_nan_steps stop is; skipped for want of a learning signal (every group's rewards alike:
+    a weak model on hard problems), a note says so -- exit status 0 alone said it trained."""
+    from scalerl.train.trainer import TrainingError
+
+    if not summary.steps or summary.skipped_steps < summary.steps:
+        return
+    final, log = summary.output / "final", summary.output / "runlog.jsonl"
+    if summary.nan_streak >= summary.steps:
+        raise TrainingError(f"all {summary.steps} steps were skipped for a non-finite loss or gradient (skip_reason "
+                            f"in {log}), so {final} is the starting model, untrained; check the reward function's "
+                            "values, then lower recipe.optimizer.lr, and start again")
+    print(f"note: all {summary.steps} steps were skipped (skip_reason in {log} says why: e.g. every group's rewards "
+          f"alike, no learning signal), so {final} is the starting model, untrained", file=sys.stderr)

@@ -142,9 +142,19 @@ def load_model(
         raise InputError(f"cannot load model {name_or_path!r}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 -- damaged weights: safetensors' SafetensorError, torch's RuntimeError, ...
         reason = str(exc).splitlines()[0][:200] if str(exc) else ""
-        raise InputError(f"cannot load the weights of {name_or_path!r} ({type(exc).__name__}: {reason}); are the "
-                         "weight files complete (a cut download or copy)?") from None
+        raise InputError(f"cannot load the weights of {name_or_path!r} ({type(exc).__name__}: {reason}); "
+                         f"{_weights_hint(str(exc))}") from None
     return model.eval(), tokenizer
+
+
+def _weights_hint(message: str) -> str:
+    """What to check when the weights do not load: shapes that differ from config.json (transformers
+    5 says ``ignore_mismatched_sizes``, 4.x ``size mismatch``) are a config that is not the
+    weights' own -- the files are whole; anything else, most often, files cut short."""
+    if "ignore_mismatched_sizes" in message or "size mismatch" in message:
+        return ("the weights' shapes do not match the model's config.json (see the report above): the config was "
+                "edited or belongs to another model; restore the one saved with the weights")
+    return "are the weight files complete (a cut download or copy)?"
 
 
 def stored_dtype(name_or_path: str, cache_dir: str | None = None, tiny_spec: Any = None, **kwargs: Any) -> str:

@@ -9,6 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence, runtime_checkable
 
 
+def is_bool(value: Any) -> bool:
+    """Python's bool or numpy's (``numpy.bool_``, named ``bool`` since numpy 2: no bool subclass)."""
+    return type(value).__name__ in ("bool", "bool_")
+
+
 @dataclass(frozen=True)
 class Problem:
     """One prompt with its reference answer."""

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import csv
 import json
+import math
+import numbers
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,7 @@ from typing import Any, Iterator
 
 from scalerl.curves.unpack import COMPRESSED
 from scalerl.errors import InputError
+from scalerl.tasks.base import is_bool
 
 _FILE_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv", *(s for _, _, s in COMPRESSED.values()))
 #: 'name' or 'owner/name': what a hub dataset id looks like (a missing local path does not).
@@ -90,8 +93,17 @@ def _csv(path: Path) -> Iterator[tuple[int, Any]]:
         except csv.Error as exc:
             raise InputError(f"{path}: row {reader.line_num}: not valid CSV ({exc})") from None
         except UnicodeDecodeError as exc:
+            _check_utf8_lines(path)  # raises, naming the line
             raise InputError(f"{path}: after row {reader.line_num}: not UTF-8 text ({exc.reason}); is the file "
                              "damaged, or in another encoding?") from None
+
+
+def _check_utf8_lines(path: Path) -> None:
+    """Raise :func:`_utf8`'s error naming the first line of ``path`` that is not UTF-8: the CSV
+    reader decodes ahead in blocks, so where it failed says nothing about the row."""
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, start=1):
+            _utf8(raw, f"{path}: row {number}")  # (a line break is never part of a UTF-8 sequence)
 
 
 def _parquet(path: Path) -> Iterator[tuple[int, Any]]:
@@ -165,8 +177,11 @@ def _records(source: str, split: str) -> Iterator[tuple[int, Any]]:
             return _csv(path)
         raise InputError(f"{source}: unknown data format {suffix!r}; use .jsonl, .json, .csv, .tsv, .parquet (each "
                          "may be compressed: .gz, .bz2, .xz) or a dataset directory")
-    if path.is_dir() or (not path.exists() and suffix not in _FILE_SUFFIXES and _HUB_ID.fullmatch(source)):
+    if path.is_dir() or (not path.exists() and suffix not in _FILE_SUFFIXES and _HUB_ID.fullmatch(source)
+                         and not Path(source.split("/")[0]).is_dir()):
         return _hf_dataset(source, split)
+    # (A hub-like 'data/nosuch' whose first part is a local directory is a mistyped path, not an
+    # owner on the hub: asking the hub cost ~25 s of retries and a message about the hub.)
     raise InputError(f"{source}: no such file or directory")
 
 
@@ -174,6 +189,32 @@ def _text(value: Any) -> str | None:
     if value is None or isinstance(value, (dict, list)):
         return None
     return str(value)
+
+
+def _not_text(value: Any) -> str | None:
+    """Why a field value that ``str()`` would turn into plausible text is not one, else None.
+
+    A NaN is how pandas (and Python's json) writes a missing value in a numeric column; as the
+    text "nan" it is an answer no completion can match. A JSON ``true`` is rarely the answer
+    "True" that its text would be."""
+    if is_bool(value):
+        return f"is the boolean {str(value).lower()}, not text; quote it if that is the answer"
+    if isinstance(value, numbers.Real) and not math.isfinite(value):
+        return f"is {value} (a missing value?); fill it in or drop the row"
+    return None
+
+
+def _surrogate(texts: list[str]) -> str | None:
+    """Why one of ``texts`` cannot be encoded (a lone surrogate), else None. JSON may escape one
+    (``"\\ud800"``: UTF-16 cut in half by a scraper or a truncation); every later step that encodes
+    the text -- tokenizing, hashing it for the val split -- would fail on it."""
+    for text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return (f"holds text that is not valid Unicode (a lone surrogate {text[exc.start]!r} at character "
+                    f"{exc.start}); fix or drop the row")
+    return None
 
 
 def _field(record: dict, name: str) -> tuple[bool, Any]:
@@ -227,6 +268,9 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
                 raise InputError(f"{source}: row {number}: missing field {name!r} (fields present: {present}); "
                                  f"if another field holds it: --set 'task.settings={{{setting}: NAME}}' "
                                  "(a nested one as a dotted path: reward_model.ground_truth)")
+            why = _not_text(values[setting])
+            if why is not None:
+                raise InputError(f"{source}: row {number}: field {name!r} {why}")
         messages = _conversation(values["prompt_field"]) or ()
         if messages:
             if messages[-1][0] != "user":
@@ -241,6 +285,10 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
                              "conversation: a list of {role, content} messages ending with a user turn)")
         if answer is None or not answer.strip():
             raise InputError(f"{source}: row {number}: field {answer_field!r} is empty or not text")
+        for name, texts in ((prompt_field, [c for _, c in messages] or [prompt]), (answer_field, [answer])):
+            why = _surrogate(texts)
+            if why is not None:
+                raise InputError(f"{source}: row {number}: field {name!r} {why}")
         rows.append(Row(row=number, prompt=prompt, answer=answer.strip(), messages=messages))
     if not rows:
         raise InputError(f"{source}: no rows")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from scalerl.errors import InputError
 from scalerl.tasks.base import Problem
 
 
@@ -37,7 +38,40 @@ def encode_prompts(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
 
 
 def encode_problem(tokenizer: Any, problem: Problem) -> list[int]:
-    """Token ids of a problem's prompt: its conversation where the data gave one, else its text."""
+    """Token ids of a problem's prompt: its conversation where the data gave one, else its text.
+
+    :class:`InputError` (one line, naming the problem) when the chat template does not compile or
+    refuses the conversation (Gemma's and Mistral's raise on a system message)."""
+    try:
+        return _encode(tokenizer, problem)
+    except Exception as exc:
+        refusal = _template_refusal(tokenizer, problem, exc)
+        if refusal is None:
+            raise
+        raise InputError(refusal) from None
+
+
+def _template_refusal(tokenizer: Any, problem: Problem, exc: Exception) -> str | None:
+    """What to tell the user when ``exc`` is the chat template's own error, else None."""
+    try:  # (jinja2 is no dependency of ours: transformers needs it only to run a chat template)
+        from jinja2 import TemplateError, TemplateSyntaxError
+    except ImportError:
+        return None
+    if isinstance(exc, TemplateSyntaxError):
+        return (f"the chat template of {_model(tokenizer)} does not compile ({exc.message}, template line "
+                f"{exc.lineno}); fix chat_template in the model's tokenizer_config.json or chat_template.jinja, "
+                "or use another model")
+    if isinstance(exc, TemplateError):
+        return (f"the chat template of {_model(tokenizer)} refuses problem {problem.id} ({exc}); change the data to "
+                "what it accepts (e.g. drop the system message or merge it into the user turn) or use another model")
+    return None
+
+
+def _model(tokenizer: Any) -> str:
+    return repr(getattr(tokenizer, "name_or_path", "") or "the model")
+
+
+def _encode(tokenizer: Any, problem: Problem) -> list[int]:
     if not problem.messages:
         return encode_prompt(tokenizer, problem.prompt)
     if has_chat_template(tokenizer):

@@ -118,6 +118,13 @@ class MathTask:
             raise InputError(f"math task: val_fraction must be in [0, 1), got {self.val_fraction}")
         if not 0.0 < self.verify_timeout < 1e6:  # also refuses nan and inf
             raise InputError(f"math task: verify_timeout must be a number of seconds > 0, got {self.verify_timeout}")
+        if self.val_fraction == 0 and not self.eval_data:  # (the trainer's "it has: " listed nothing)
+            raise InputError("math task: val_fraction 0 and no eval_data leave no evaluation set; give one with "
+                             "--set 'task.settings={eval_data: {val: FILE}}', or a val_fraction > 0 (default 0.05)")
+        # (0 left no val problems, a traceback in the first evaluation; -1 dropped the last held-out row.)
+        if isinstance(self.max_val, bool) or not isinstance(self.max_val, int) or self.max_val < 1:
+            raise InputError(f"math task: max_val must be a whole number >= 1 (the most held-out val rows; default "
+                             f"1000), got {self.max_val!r}")
 
     def _problems(self, source: str, rows: list[Row]) -> list[Problem]:
         stem = Path(source).name

@@ -6,41 +6,74 @@ a user function (run in a worker process, see :mod:`scalerl.tasks.rewards`).
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 from typing import Any, Callable
 
 from scalerl.errors import InputError
 from scalerl.tasks.base import Task
 
 TASKS: dict[str, Callable[..., Task]] = {}
+#: Where a task's settings are declared (``"module:DataclassName"``), for tasks registered with one:
+#: its settings are checked by name before it is built, so a typo gets a did-you-mean.
+TASK_SETTINGS: dict[str, str] = {}
 
 
-def register_task(name: str) -> Callable[[Callable[..., Task]], Callable[..., Task]]:
+def register_task(name: str, settings: str | None = None) -> Callable[[Callable[..., Task]], Callable[..., Task]]:
+    """Register a task factory; ``settings``: ``"module:Class"``, the dataclass whose fields are its settings."""
     def register(factory: Callable[..., Task]) -> Callable[..., Task]:
         TASKS[name] = factory
+        if settings is not None:
+            TASK_SETTINGS[name] = settings
         return factory
 
     return register
 
 
-@register_task("arithmetic")
+@register_task("arithmetic", settings="scalerl.tasks.arithmetic:ArithmeticTask")
 def _arithmetic(**kwargs: Any) -> Task:
     from scalerl.tasks.arithmetic import ArithmeticTask
 
     return ArithmeticTask(**kwargs)
 
 
-@register_task("arithmetic-mix")
+@register_task("arithmetic-mix", settings="scalerl.tasks.arithmetic_mix:ArithmeticMixTask")
 def _arithmetic_mix(**kwargs: Any) -> Task:
     from scalerl.tasks.arithmetic_mix import ArithmeticMixTask
 
     return ArithmeticMixTask(**kwargs)
 
 
-@register_task("math")
+@register_task("math", settings="scalerl.tasks.math:MathTask")
 def _math(**kwargs: Any) -> Task:
     from scalerl.tasks.math import MathTask
 
     return MathTask(**kwargs)
+
+
+def _check_settings(name: str, settings: dict[str, Any]) -> None:
+    """:class:`InputError` saying what to do for an unknown or a missing setting of task ``name``
+    (the constructor's own TypeError names neither the flag nor the known settings)."""
+    import difflib
+
+    module, _, cls = TASK_SETTINGS[name].partition(":")
+    fields = [f for f in dataclasses.fields(getattr(importlib.import_module(module), cls)) if f.init]
+    known = [f.name for f in fields]
+    for key in settings:
+        if key in known:
+            continue
+        if key == "data":
+            raise InputError(f"--data (task.data) is for a task that reads a data file (--task math); task {name!r} "
+                             "makes its own problems")
+        close = difflib.get_close_matches(key, known, n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise InputError(f"unknown setting {key!r} of task {name!r} (task.settings); {hint}known: {', '.join(known)}")
+    missing = [f.name for f in fields if f.default is dataclasses.MISSING
+               and f.default_factory is dataclasses.MISSING and f.name not in settings]
+    if missing == ["data"]:
+        raise InputError(f"task {name!r} reads its problems from a data file: give --data FILE (task.data)")
+    if missing:
+        raise InputError(f"task {name!r} needs the setting {missing[0]!r}: --set 'task.settings={{{missing[0]}: ...}}'")
 
 
 def get_task(name: str, *, reward: str | None = None, reward_timeout: float = 10.0, **kwargs: Any) -> Task:
@@ -48,6 +81,8 @@ def get_task(name: str, *, reward: str | None = None, reward_timeout: float = 10
     factory = TASKS.get(name)
     if factory is None:
         raise InputError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")
+    if name in TASK_SETTINGS:
+        _check_settings(name, kwargs)
     try:
         task = factory(**kwargs)
     except TypeError as exc:  # an unknown or missing setting

@@ -22,7 +22,13 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from scalerl.tasks.base import is_bool
+
 ARGUMENTS = ("prompt", "completion", "answer")
+
+#: The largest finite float32 (``torch.finfo(torch.float32).max``; not imported, the worker starts
+#: without torch). Rewards are held in float32, where a larger one is inf and every loss NaN.
+FLOAT32_MAX = 3.4028234663852886e38
 
 
 def load_function(spec: str) -> Callable[..., Any]:
@@ -54,11 +60,13 @@ def accepted_arguments(fn: Callable[..., Any]) -> tuple[str, ...]:
     params = inspect.signature(fn).parameters.values()
     if any(p.kind is p.VAR_KEYWORD for p in params):
         return ARGUMENTS
-    names = {p.name for p in params}
+    # Arguments are passed by name: a positional-only one (``def f(completion, /)``) cannot get its value.
+    names = {p.name for p in params if p.kind is not p.POSITIONAL_ONLY}
     unknown = [
         p.name
         for p in params
-        if p.name not in ARGUMENTS and p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        if (p.name not in names or p.name not in ARGUMENTS) and p.default is p.empty
+        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]
     if unknown or not names & set(ARGUMENTS):
         raise ValueError(
@@ -70,11 +78,11 @@ def accepted_arguments(fn: Callable[..., Any]) -> tuple[str, ...]:
 
 
 def to_reward(value: Any) -> float:
-    """bool -> +1 / -1 (pass / fail); a finite real number as is; anything else is an error.
+    """bool -> +1 / -1 (pass / fail); a real number finite in float32 as is; anything else is an error.
 
     Text is an error even where it reads as a number: a function that returns the answer it
     extracted (``'42'``) instead of comparing it would otherwise score 42, a pass."""
-    if isinstance(value, bool):
+    if is_bool(value):  # (numpy's too: a comparison of numpy values; it scored 1.0 / 0.0)
         return 1.0 if value else -1.0
     if isinstance(value, (str, bytes)):
         raise TypeError(f"returned {type(value).__name__} {value!r}, not a number (return a number or a bool, "
@@ -85,6 +93,9 @@ def to_reward(value: Any) -> float:
         raise TypeError(f"returned {type(value).__name__} {value!r}, not a number") from None
     if not math.isfinite(out):
         raise ValueError(f"returned {out}, not a finite number")
+    if abs(out) > FLOAT32_MAX:
+        raise ValueError(f"returned {out:g}, outside the float32 range the trainer holds rewards in "
+                         "(rewards should be on the order of +-1)")
     return out
 
 

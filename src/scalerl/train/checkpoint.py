@@ -113,14 +113,23 @@ def _prune(directory: Path, keep: int, current: str) -> None:
 def latest_checkpoint(directory: str | os.PathLike) -> Path | None:
     """The newest complete checkpoint, or None."""
     directory = Path(directory)
-    pointer = directory / LATEST
-    if pointer.exists():
-        candidate = directory / pointer.read_text().strip()
-        if (candidate / "state.pt").exists():
-            return candidate
-    # No (or a stale) pointer: fall back to the newest complete directory.
+    pointed = _pointed(directory)
+    if pointed is not None:
+        return pointed
+    # No (or a stale or garbled) pointer: fall back to the newest complete directory.
     done = sorted(p for p in directory.glob("step_*") if (p / "state.pt").exists() and ".tmp-" not in p.name)
     return done[-1] if done else None
+
+
+def _pointed(directory: Path) -> Path | None:
+    """The complete checkpoint the ``latest`` pointer names, or None: no pointer, a stale one, or
+    one whose bytes are no name (damaged on disk: not UTF-8, a NUL byte, a directory)."""
+    try:
+        name = (directory / LATEST).read_text().strip()
+        candidate = directory / name
+        return candidate if name and (candidate / "state.pt").exists() else None
+    except (OSError, UnicodeDecodeError, ValueError):  # (ValueError: an embedded NUL byte)
+        return None
 
 
 def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
@@ -155,13 +164,33 @@ def verify_shards(path: Path) -> None:
             raise OSError(f"{file} holds {file.stat().st_size} bytes of the {size} its metadata lists")
 
 
+def _looks_intact(path: Path) -> bool:
+    """Whether checkpoint ``path`` passes the cheap checks: its state a whole zip archive (what
+    ``torch.save`` writes; one cut short has lost its directory at the end) and its shards all
+    there. Not a full read: a state can be gigabytes."""
+    import zipfile
+
+    if not zipfile.is_zipfile(path / "state.pt"):
+        return False
+    try:
+        if (path / SHARDS).is_dir():
+            verify_shards(path / SHARDS)
+    except Exception:  # noqa: BLE001 -- any failure to check means it cannot be read
+        return False
+    return True
+
+
 def damaged(path: Path, exc: BaseException) -> InputError:
     """The error for checkpoint ``path`` (its state or its shards) that cannot be read: it names the
     newest earlier checkpoint to resume from instead."""
     earlier = sorted(p for p in path.parent.glob("step_*") if p.name < path.name and (p / "state.pt").exists()
                      and ".tmp-" not in p.name)
-    where = (f"move {path} away to resume from {earlier[-1].name}, the newest earlier one (the run log is "
-             "cut back to it)" if earlier else "no earlier checkpoint is left: start the run again")
+    # Only one that passes the cheap checks is named: naming a damaged one led to a second error.
+    intact = [p for p in earlier if _looks_intact(p)]
+    broken = [p.name for p in earlier if p not in intact]
+    also = f" ({', '.join(broken)} cannot be read either)" if broken else ""
+    where = (f"move {path} away to resume from {intact[-1].name}, the newest earlier one that looks intact{also} (the "
+             "run log is cut back to it)" if intact else f"no earlier checkpoint is left{also}: start the run again")
     reason = (str(exc).splitlines() or [""])[0][:120]
     return InputError(f"checkpoint {path} cannot be read ({type(exc).__name__}: {reason}): "
                       f"it was damaged after it was written; {where}")

@@ -120,7 +120,8 @@ class TaskConfig:
     (> 0 is a pass) or a bool (True -> +1, False -> -1). A call that raises scores -1 (as a wrong
     answer) and is counted; if every call of the first evaluation fails, the run stops."""
     reward_timeout: float = 10.0
-    """Seconds a user reward function may take per completion before it is killed and scored -1."""
+    """Seconds a user reward function may take per completion before it is killed and scored -1
+    (at most :data:`MAX_REWARD_TIMEOUT`, a day)."""
     settings: dict[str, Any] = field(default_factory=dict)
     """Task-specific settings passed to the task (every one is listed in docs/tasks.md): arithmetic
     digits, n_train, n_val, n_hard, held_out_fraction, seed, split_salt; math eval_data,
@@ -335,6 +336,18 @@ class TrainConfig:
             problems.append(f"run.decode_rows must be >= 0 (0: as many as fit), got {self.run.decode_rows}")
         if self.run.logits_budget_mb < 0:
             problems.append(f"run.logits_budget_mb must be >= 0 (0: no chunking), got {self.run.logits_budget_mb}")
+        if not 0 < self.task.reward_timeout <= MAX_REWARD_TIMEOUT:  # (false for NaN too)
+            problems.append(f"task.reward_timeout must be seconds in (0, {MAX_REWARD_TIMEOUT}] (a day at most; the "
+                            f"default is 10), got {self.task.reward_timeout}")
+        # (Each was taken silently: -1 checkpointed every step, 0 kept one, a 0 batch meant "all at once".)
+        if self.run.checkpoint_every is not None and self.run.checkpoint_every < 1:
+            problems.append(f"run.checkpoint_every must be >= 1 (or null: at every evaluation), got "
+                            f"{self.run.checkpoint_every}")
+        if self.run.keep_checkpoints < 1:
+            problems.append(f"run.keep_checkpoints must be >= 1 (the newest is always kept), got "
+                            f"{self.run.keep_checkpoints}")
+        if self.eval.batch_size is not None and self.eval.batch_size < 1:
+            problems.append(f"eval.batch_size must be >= 1 (or null: all at once), got {self.eval.batch_size}")
         if self.run.max_nan_steps < 1:
             problems.append(f"run.max_nan_steps must be >= 1, got {self.run.max_nan_steps}")
         if self.backend.generators < 1:
@@ -371,6 +384,10 @@ class TrainConfig:
 #: The run directory's copy of ``forecast.calibration``: resuming and reporting the run never depend
 #: on the original file (moved, edited or deleted since the run started).
 CALIBRATION_COPY = "calibration.json"
+
+#: The longest task.reward_timeout, in seconds: a day. A timeout is finite (the worker must be
+#: stoppable) and within what select() takes (1e12 s overflowed it).
+MAX_REWARD_TIMEOUT = 86400
 
 #: Compute measures logged at every evaluation (any can be the forecast's x).
 COMPUTE_COLUMNS = ("flops", "gpu_hours", "tokens", "samples", "step")

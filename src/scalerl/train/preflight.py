@@ -83,27 +83,45 @@ def fitting_overrides(length: LengthConfig, tokenizer: Any, room: int) -> list[s
 def check_generation_budget(cfg: Any, model: Any, tokenizer: Any, train: Sequence[Any],
                             eval_sets: Mapping[str, Sequence[Any]]) -> None:
     """Raise :class:`InputError` (one line) when prompt + budget exceeds the model's positions."""
+    check_positions(model, tokenizer, [*train, *(p for s in eval_sets.values() for p in s)], cfg.recipe.length,
+                    lambda room: _train_fix(cfg, tokenizer, room))
+
+
+def check_positions(model: Any, tokenizer: Any, problems: Sequence[Any], length: LengthConfig,
+                    fix: Callable[[int], str]) -> None:
+    """Raise :class:`InputError` (one line) when the longest of ``problems``' prompts + the budget of
+    ``length`` exceeds the model's positions; ``fix(room)`` says how to bring the budget within
+    ``room`` tokens. ``scalerl train`` (:func:`check_generation_budget`) and ``scalerl eval`` share it."""
     bound = max_positions(model.config)
     if bound is None:
         return
     positions, attribute = bound
-    prompt = longest_prompt(tokenizer, [*train, *(p for s in eval_sets.values() for p in s)])
-    budget, parts = completion_budget(cfg.recipe.length, tokenizer)
+    prompt = longest_prompt(tokenizer, problems)
+    budget, parts = completion_budget(length, tokenizer)
     if prompt + budget <= positions:
         return
     head = (f"the model has {positions} positions ({attribute} in its config), but a sequence can need "
             f"{prompt} + {budget} = {prompt + budget}: the longest prompt ({prompt} tokens) + the token budget ({parts})")
     room = positions - prompt
     if room < 1:
-        raise InputError(f"{head}; the prompts alone do not fit: shorten them or use a model with more positions")
+        # Named by id (a data file's is file:row) so the user can find them; encoded again only here.
+        too_long = [p.id for p in problems if len(encode_problem(tokenizer, p)) >= positions]
+        raise InputError(f"{head}; the prompts alone do not fit ({len(too_long)} of {len(problems)} have {positions} "
+                         f"tokens or more, the first {too_long[0]}): shorten or drop them, or use a model with more "
+                         "positions")
+    raise InputError(f"{head}; {fix(room)} or use a model with more positions")
+
+
+def _train_fix(cfg: Any, tokenizer: Any, room: int) -> str:
+    """How a training run's budget comes within ``room`` tokens: the ``--set`` flags, where the
+    config accepts them (only what it accepts is suggested)."""
     fix = fitting_overrides(cfg.recipe.length, tokenizer, room)
-    try:  # only suggest what the config accepts
+    try:
         recipe = apply_overrides(cfg.recipe, fix)
         dataclasses.replace(cfg, recipe=recipe).validate()
     except ConfigError:
-        raise InputError(f"{head}; lower length.max_new_tokens to at most {room} (and the budgets within it) "
-                         "or use a model with more positions") from None
-    raise InputError(f"{head}; fit it with {' '.join('--set ' + f for f in fix)} or use a model with more positions")
+        return f"lower length.max_new_tokens to at most {room} (and the budgets within it)"
+    return f"fit it with {' '.join('--set ' + f for f in fix)}"
 
 
 def longest_sequence(cfg: Any, tokenizer: Any, problems: Sequence[Any], eval_sets: Mapping[str, Sequence[Any]]) -> int:

@@ -67,6 +67,8 @@ class RunSummary:
     evals: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     skipped_steps: int = 0
+    nan_streak: int = 0
+    """Consecutive steps skipped for a non-finite loss or gradient that the run ended with."""
 
 
 def eval_seed(run_seed: int, set_index: int) -> int:
@@ -416,7 +418,7 @@ class Trainer:
             row["reward_errors"] = stats["errors"] + remote.get("errors", 0)
             row["reward_timeouts"] = stats["timeouts"] + remote.get("timeouts", 0)
             if not self.evals:
-                _check_reward_works(cfg.task.reward or f"of the {cfg.task.name} task", stats)
+                check_reward_works(cfg.task.reward or f"of the {cfg.task.name} task", stats, "of the first evaluation")
         self.lag_hist = {}
         self.evals.append(row)
         if cfg.forecast.enabled:
@@ -468,7 +470,8 @@ class Trainer:
             torch.set_num_threads(self._torch_threads)
         self._save_final()
         self._close()
-        return RunSummary(self.output, self.step, list(self.evals), time.perf_counter() - t_start, self.skipped_steps)
+        return RunSummary(self.output, self.step, list(self.evals), time.perf_counter() - t_start, self.skipped_steps,
+                          self.nan_streak)
 
     def _loop(self, bar: Any) -> None:
         cfg = self.cfg
@@ -570,13 +573,14 @@ class Trainer:
             close()
 
 
-def _check_reward_works(spec: str | None, stats: dict[str, Any]) -> None:
-    """Stop when every reward call of the run's first evaluation failed: a run on a broken reward
-    would train on -1 everywhere and report a pass rate of 0 as if it were a result."""
+def check_reward_works(spec: str | None, stats: dict[str, Any], when: str) -> None:
+    """Stop when every reward call so far (``when``: "of the first evaluation") failed: a run on a
+    broken reward would train on -1 everywhere and report a pass rate of 0 as if it were a result.
+    ``scalerl eval`` makes the same check, for the same reason."""
     failed = stats["errors"] + stats["timeouts"]
     if stats["calls"] and failed == stats["calls"]:
         raise InputError(
-            f"the reward function {spec} failed on all {stats['calls']} calls of the first evaluation; "
+            f"the reward function {spec} failed on all {stats['calls']} calls {when}; "
             f"the first: {stats['first_error'] or stats['last_error']}. Fix it (README: 'Your own reward "
             "function' has the contract) and run again"
         )
