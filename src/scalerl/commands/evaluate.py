@@ -153,7 +153,7 @@ def _reward_counts(task, spec: str | None) -> dict[str, int]:
 
     Stops, as ``scalerl train`` does, when every call failed: a broken reward function (a missing
     import, a wrong return type, a hung judge) would otherwise read as a model that scores 0."""
-    from scalerl.train.trainer import check_reward_works
+    from scalerl.tasks.rewards import check_reward_works
 
     if not hasattr(task, "reward_stats"):
         return {}

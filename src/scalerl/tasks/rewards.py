@@ -185,6 +185,18 @@ class UserReward:
         return self.score(problem.prompt, completion, problem.answer)
 
 
+def check_reward_works(spec: str | None, stats: dict[str, Any], when: str) -> None:
+    """Stop when every reward call so far (``when``: "of the first evaluation") failed: a run on a
+    broken reward would train on -1 everywhere and report a pass rate of 0 as if it were a result.
+    ``scalerl eval`` makes the same check, for the same reason."""
+    failed = stats["errors"] + stats["timeouts"]
+    if stats["calls"] and failed == stats["calls"]:
+        raise InputError(
+            f"the reward function {spec} failed on all {stats['calls']} calls {when}; "
+            f"the first: {stats['first_error'] or stats['last_error']}. Fix it (README: 'Your own reward "
+            "function' has the contract) and run again"
+        )
+
 @dataclass
 class UserRewardTask:
     """A task whose problems come from ``base`` and whose reward is a user function."""

@@ -35,6 +35,7 @@ from scalerl.errors import ConfigError, InputError, NonFiniteError, RunInterrupt
 from scalerl.generate.base import Generator, SamplingParams
 from scalerl.runlog import RUNLOG, RunLogWriter, read_runlog
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
+from scalerl.tasks.rewards import check_reward_works
 from scalerl.train.activation_probe import probe_activations
 from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint,
                                      set_rng_state, verify_shards)
@@ -571,19 +572,6 @@ class Trainer:
         close = getattr(getattr(self.task, "user_reward", None), "close", None)
         if close is not None:
             close()
-
-
-def check_reward_works(spec: str | None, stats: dict[str, Any], when: str) -> None:
-    """Stop when every reward call so far (``when``: "of the first evaluation") failed: a run on a
-    broken reward would train on -1 everywhere and report a pass rate of 0 as if it were a result.
-    ``scalerl eval`` makes the same check, for the same reason."""
-    failed = stats["errors"] + stats["timeouts"]
-    if stats["calls"] and failed == stats["calls"]:
-        raise InputError(
-            f"the reward function {spec} failed on all {stats['calls']} calls {when}; "
-            f"the first: {stats['first_error'] or stats['last_error']}. Fix it (README: 'Your own reward "
-            "function' has the contract) and run again"
-        )
 
 
 def _progress(cfg: TrainConfig, initial: int):
