@@ -271,3 +271,30 @@ def test_unbounded_metric(capsys, tmp_path):
     assert 3.4 < p["R"] < 4.2 and p["hi"] > 1.0
     code, _, err = run_cli(capsys, "fit", str(path), "--x", "step", "--y", "reward")
     assert code == 2 and "[0, 1]" in err
+
+
+def _sigmoid_csv(path, A):
+    """A clean sigmoid run (R0 0.2, B 1.5, C_mid 200) of ceiling ``A`` as ``step,score``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    steps = (0, 20, 40, 60, 80, 100, 150, 200, 250, 300, 400, 500, 600, 800)
+    path.write_text("step,score\n" + "".join(f"{c},{0.2 + (A - 0.2) / (1 + (200 / c) ** 1.5) if c else 0.2:.4f}\n"
+                                             for c in steps))
+    return str(path)
+
+
+def test_compare_keeps_runs_of_one_name_from_different_paths_apart(capsys, tmp_path):
+    """grpo/metrics.csv and ppo/metrics.csv are two runs, not two seeds of 'metrics' (pooled, they said 'no clear effect')."""
+    paths = [_sigmoid_csv(tmp_path / "base.csv", 0.70), _sigmoid_csv(tmp_path / "grpo" / "metrics.csv", 0.85),
+             _sigmoid_csv(tmp_path / "ppo" / "metrics.csv", 0.55)]
+    code, out, err = run_cli(capsys, "compare", *paths, "--x", "step", "--y", "score", "--bootstrap", "20", "--json")
+    assert code == 0, err
+    obj = json.loads(out)
+    runs = {r["label"]: r for r in obj["runs"]}
+    assert set(runs) == {"base", "grpo/metrics", "ppo/metrics"}
+    assert runs["grpo/metrics"]["seeds"] == 1 and runs["grpo/metrics"]["A"] == pytest.approx(0.85, abs=0.01)
+    assert "give them one label with --labels" in obj["notes"][0]
+    # seeds are still pooled when --labels says so
+    code, out, err = run_cli(capsys, "compare", *paths, "--x", "step", "--y", "score", "--bootstrap", "20",
+                             "--labels", "base", "new", "new", "--json")
+    assert code == 0, err
+    assert {r["label"]: r["seeds"] for r in json.loads(out)["runs"]} == {"base": 1, "new": 2}

@@ -618,6 +618,22 @@ def test_mlflow_tracking_server_errors():
     assert out.returncode == 2 and "cannot reach the MLflow server" in out.stderr and "Traceback" not in out.stderr
 
 
+def test_mlflow_wall_time_starts_at_the_runs_first_metric_not_its_first_evaluation(tmp_path):
+    """Training metrics from t0, the first evaluation 500 s in: it is not compute 0 (as TensorBoard and JSONL agree)."""
+    import yaml
+
+    d = tmp_path / "mlruns" / "0" / ("a" * 32)
+    (d / "metrics" / "val").mkdir(parents=True)
+    (d / "meta.yaml").write_text(yaml.safe_dump({"run_id": "a" * 32, "run_name": "late", "lifecycle_stage": "active"}))
+    t0 = 1_700_000_000_000
+    (d / "metrics" / "loss").write_text("".join(f"{t0 + 10_000 * s} 1.0 {s}\n" for s in range(0, 401, 10)))
+    (d / "metrics" / "val" / "acc").write_text("".join(f"{t0 + 10_000 * s + 1000} {0.2 + s / 1000} {s}\n"
+                                                         for s in range(50, 401, 50)))
+    c = read_curve(tmp_path / "mlruns", "wall_time", "val/acc")
+    assert c.x[0] == pytest.approx(501 / 3600) and c.x[-1] == pytest.approx(4001 / 3600)
+    assert np.allclose(read_curve(tmp_path / "mlruns", "step", "val/acc").x, range(50, 401, 50))
+
+
 def test_an_mlflow_run_resumed_after_its_last_evaluation_is_still_joined(tmp_path):
     """Killed after step 10 (evaluations at 3, 6, 9), resumed from the step-9 checkpoint into a new run
     of the same name whose first evaluation is at 12: its training metrics start at 10, so it

@@ -327,3 +327,38 @@ def test_a_run_that_cannot_be_read_leaves_the_others_readable(tmp_path):
     f.write_text("\n".join(lines[:1] + lines[21:]) + "\n")
     with pytest.raises(InputError, match="compute 'step' decreases"):
         read_curves(f, "step", "acc")
+
+
+def _tb_run(directory, t0=1_700_000_000.0, first_eval=50):
+    """A TensorBoard run: train/loss every 10 steps at 10 s a step from ``t0``, val/acc every 50 steps from ``first_eval``."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    def scalar(tag, value):
+        return summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)])
+
+    w = EventFileWriter(str(directory))
+    for step in range(0, 401, 10):
+        w.add_event(event_pb2.Event(wall_time=t0 + 10 * step, step=step, summary=scalar("train/loss", 1.0)))
+        if step >= first_eval and step % 50 == 0:
+            w.add_event(event_pb2.Event(wall_time=t0 + 10 * step + 1, step=step,
+                                        summary=scalar("val/acc", 0.2 + step / 1000)))
+    w.close()
+
+
+def test_tensorboard_wall_time_starts_at_the_runs_first_event_not_its_first_evaluation(tmp_path):
+    """The first evaluation at step 50 (500 s in) was put at compute 0 (the R0 point), shifting the axis."""
+    pytest.importorskip("tensorboard")
+    _tb_run(tmp_path / "late")
+    c = read_curve(tmp_path, "wall_time", "val/acc")
+    assert c.x[0] == pytest.approx(501 / 3600) and c.x[-1] == pytest.approx(4001 / 3600)
+
+
+def test_tensorboard_runs_whose_directories_share_a_leaf_name_are_named_by_their_path(tmp_path):
+    """a/run1 and b/run1 were both 'run1': --run could choose neither, and compare pooled them as seeds."""
+    pytest.importorskip("tensorboard")
+    _tb_run(tmp_path / "a" / "run1")
+    _tb_run(tmp_path / "b" / "run1")
+    _tb_run(tmp_path / "c" / "late")
+    assert sorted(c.name for c in read_curves(tmp_path, "step", "val/acc")) == ["a/run1", "b/run1", "late"]
+    assert read_curve(tmp_path, "step", "val/acc", run="b/run1").source.endswith("run1")
