@@ -120,6 +120,17 @@ def test_verl_restart_drops_the_abandoned_attempt(tmp_path):
     assert np.allclose(read_curve(p, "cum:timing/*", Y).x, [20.0, 40.0, 80.0, 80.0])
 
 
+def test_printed_text_with_step_n_in_it_is_not_a_step_line(tmp_path):
+    """A sample completion 'First, step:3 - add the numbers' was a step line: taken for a resume, it
+    dropped the 10 evaluations after it."""
+    lines = [_step(n, timing=10.0, **{Y: 0.2 + 0.001 * n}) for n in range(0, 401, 20)]
+    lines.insert(11, RAY + "[response] First, step:3 - add the numbers")
+    p = tmp_path / "stray.log"
+    p.write_text("\n".join(lines) + "\n")
+    c = read_curve(p, "step", Y)
+    assert len(c) == 21 and not any("resumes" in n for n in c.notes)
+
+
 def test_verl_runs_that_start_over_are_runs_of_their_own(tmp_path):
     """A sweep's runs in one stdout (or a start from scratch): nothing dropped, each its own run."""
     first = [_step(n, timing=10.0, **({Y: 0.1 * n} if n % 2 else {})) for n in range(6)]
