@@ -362,3 +362,12 @@ def test_tensorboard_runs_whose_directories_share_a_leaf_name_are_named_by_their
     _tb_run(tmp_path / "c" / "late")
     assert sorted(c.name for c in read_curves(tmp_path, "step", "val/acc")) == ["a/run1", "b/run1", "late"]
     assert read_curve(tmp_path, "step", "val/acc", run="b/run1").source.endswith("run1")
+
+
+def test_an_empty_x_cell_in_a_table_of_evaluations_is_dropped_not_given_the_previous_rows_x(tmp_path):
+    """The point measured at 80 was fitted at 60 (the row before's x), moving B from 1.5 to 1.4."""
+    p = tmp_path / "emptyx.csv"
+    p.write_text("step,score\n0,0.2\n20,0.25\n40,0.3\n,0.35\n80,0.4\n100,0.45\n")
+    c = read_curve(p, "step", "score")
+    assert np.allclose(c.x, [0, 20, 40, 80, 100]) and np.allclose(c.y, [0.2, 0.25, 0.3, 0.4, 0.45])
+    assert c.dropped == 1 and not any("do not log" in n for n in c.notes)

@@ -71,8 +71,9 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
              bounded: bool = True) -> list[Curve]:
     """One run, or one per value of ``run_column`` (default: a ``run`` column if there is one). An
     empty cell means the row did not log that column: a row with no ``y`` is not an evaluation (skipped, counted in the notes); an evaluation
-    with no ``x`` takes the latest earlier one, as in the other row logs. ``nan``/``inf`` cells
-    are dropped and counted. ``x`` may be ``cum:COL`` / ``cum:GLOB``."""
+    with no ``x`` takes the latest earlier one where only training rows (no ``y``) log it, as in the other
+    row logs, and is dropped and counted where other evaluations log it (an empty cell in a table of
+    evaluations). ``nan``/``inf`` cells are dropped and counted. ``x`` may be ``cum:COL`` / ``cum:GLOB``."""
     path = Path(path)
     header, rows, decimal_comma = _read_csv_rows(path)
     if _is_wandb_export(header, y):
@@ -105,7 +106,7 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     if percent:
         notes += (f"{percent} cell(s) written as percentages ('45.3%') read as fractions (0.453)",)
     return curves_from_rows(path, records, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
-                            bounded=bounded, run_column=run_column if ir is not None else None)
+                            bounded=bounded, table=True, run_column=run_column if ir is not None else None)
 
 
 def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float, bounded: bool) -> list[Curve]:

@@ -61,4 +61,4 @@ def read_parquet(path, x: str, y: str, *, run_column: str | None = None, y_scale
         rows.append(record)
     notes = (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
     return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
-                            bounded=bounded, run_column=run_column if run_column in keys else None)
+                            bounded=bounded, table=True, run_column=run_column if run_column in keys else None)

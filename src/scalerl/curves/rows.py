@@ -144,14 +144,21 @@ def _with_wall_time(rows: list[dict], clock: str, run_column: str, default_name:
     return out
 
 
+def _runs_where(rows: list[dict], run_column: str, default_name: str, keep) -> set[str]:
+    """The names of the runs that have a row for which ``keep(row)`` holds."""
+    return {str(r.get(run_column, default_name)) for r in rows if keep(r)}
+
+
 def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_name: str, notes=(),
                      y_scale: float = 1.0, bounded: bool = True, run_column: str | None = None,
-                     run_ids: dict[str, str] | None = None) -> list[Curve]:
+                     run_ids: dict[str, str] | None = None, table: bool = False) -> list[Curve]:
     """Curves from a log's rows (dicts, in log order): every row holding ``y`` is a point; rows
     without it (training metrics) are not. Runs are told apart by ``run_column`` (which must then
     be a key of the rows; default: ``run`` where a row has it, else ``default_name``). ``x`` may be ``cum:COL`` (a running total, per run, over
     every row). A point whose row lacks the x column takes the latest x logged before it (said in
-    the notes); one whose x or y is null is dropped and counted. ``run_ids`` maps a run's name to
+    the notes); in a ``table`` (CSV, Parquet: an empty cell is a missing value) only where that is
+    how its run logs (training rows log the counter, no evaluation row does). A point whose x or y
+    is null, or that is not given an x, is dropped and counted. ``run_ids`` maps a run's name to
     its tracker's id (:attr:`Curve.run_id`)."""
     keys: set[str] = set().union(*rows) if rows else set()
     if run_column is not None and run_column not in keys:
@@ -169,6 +176,11 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     latest: dict[str, object] = {}  # the last x logged, per run
     carried: dict[str, int] = {}
     seen: dict[str, None] = {}  # every run of the log, in order (a run without y yields no curve)
+    # In a table, only runs whose evaluations never log x but other rows do (TRL's log_history
+    # exported: num_tokens is on the training rows) carry it forward. Where evaluations log x, an
+    # empty x cell is a missing value: the previous row's x would fit the point at the wrong compute.
+    carry = (_runs_where(rows, run_column, default_name, lambda r: y not in r and x in r)
+             - _runs_where(rows, run_column, default_name, lambda r: y in r and x in r)) if table else None
     for r in rows:
         name = str(r.get(run_column, default_name))
         seen[name] = None
@@ -183,11 +195,13 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
             vx = totals[name]
         elif x in r:
             vx = r[x]
-        else:
+        elif carry is None or name in carry:
             # Evaluation rows that do not log the compute counter (TRL's log_history: num_tokens is on
             # the training rows): the counter as the latest row before the evaluation left it.
             vx = latest.get(name)
             carried[name] = carried.get(name, 0) + (vx is not None)
+        else:
+            vx = None
         vy = r.get(y)
         if vx is None or vy is None:
             dropped[0] += 1
