@@ -298,3 +298,25 @@ def test_compare_keeps_runs_of_one_name_from_different_paths_apart(capsys, tmp_p
                              "--labels", "base", "new", "new", "--json")
     assert code == 0, err
     assert {r["label"]: r["seeds"] for r in json.loads(out)["runs"]} == {"base": 1, "new": 2}
+
+
+def test_fit_predict_needs_positive_compute(capsys, tmp_path):
+    """--predict 0 printed a forecast of -inf with [nan, nan] bands, marked calibrated."""
+    code, out, err = run_cli(capsys, "fit", _sigmoid_csv(tmp_path / "good.csv", 0.7), "--x", "step", "--y", "score",
+                             "--predict", "0", "1e9")
+    assert code == 2 and "--predict values must be finite compute values > 0, got 0" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_fit_targets_below_the_start_above_the_ceiling_and_not_a_pass_rate(capsys, tmp_path):
+    """0.1 was 'reached' at the first compute (the curve starts at 0.2); 0.99 was a bare inf; 1.5 was accepted."""
+    path = _sigmoid_csv(tmp_path / "good.csv", 0.7)
+    code, out, err = run_cli(capsys, "fit", path, "--x", "step", "--y", "score", "--bootstrap", "0",
+                             "--target", "0.1", "0.5", "0.99", "--json")
+    assert code == 0, err
+    low, mid, high = json.loads(out)["targets"]
+    assert low["C"] == 0 and low["status"].startswith("already reached (R0 = 0.2")
+    assert 200 < mid["C"] < 300 and mid["status"] == "reached"
+    assert high["C"] is None and high["status"].startswith("above the forecast ceiling (about 0.7")
+    code, out, err = run_cli(capsys, "fit", path, "--x", "step", "--y", "score", "--target", "1.5")
+    assert code == 2 and "--target 1.5 is not a pass rate in [0, 1]" in err
