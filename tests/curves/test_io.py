@@ -371,3 +371,16 @@ def test_an_empty_x_cell_in_a_table_of_evaluations_is_dropped_not_given_the_prev
     c = read_curve(p, "step", "score")
     assert np.allclose(c.x, [0, 20, 40, 80, 100]) and np.allclose(c.y, [0.2, 0.25, 0.3, 0.4, 0.45])
     assert c.dropped == 1 and not any("do not log" in n for n in c.notes)
+
+
+def test_percent_cells_with_a_y_scale_are_refused_not_scaled_twice(tmp_path):
+    """'64.4%' is read as 0.644; --y-scale 0.01 on top made it 0.0064 (the note said percent, the numbers were wrong)."""
+    p = tmp_path / "pct.csv"
+    p.write_text("step,score\n0,20.0%\n100,33.1%\n200,45.0%\n400,56.9%\n")
+    assert np.allclose(read_curve(p, "step", "score").y, [0.2, 0.331, 0.45, 0.569])
+    with pytest.raises(InputError, match=r"column 'score' is written as percentages .* drop --y-scale 0.01"):
+        read_curve(p, "step", "score", y_scale=0.01)
+    wandb = tmp_path / "wandb.csv"
+    wandb.write_text("Step,grpo - val/acc\n0,20%\n100,33%\n")
+    with pytest.raises(InputError, match="drop --y-scale 0.01"):
+        read_curve(wandb, "Step", "val/acc", y_scale=0.01)

@@ -87,7 +87,7 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
         raise unknown_column(path, "run", run_column, header)
     run_column = run_column or DEFAULT_RUN_COLUMN
     ir = index.get(run_column)
-    records, without_y, percent = [], 0, 0
+    records, without_y, percent, percent_y = [], 0, 0, 0
     for lineno, row in rows:
         if len(row) != len(header):
             raise InputError(f"{path}: line {lineno} has {len(row)} fields, the header has {len(header)}")
@@ -100,13 +100,23 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
                 cell = cell.replace(",", ".")
             record[col] = _number(cell, where=f"{path}: line {lineno}, column {col!r}")
             percent += cell.endswith("%")
+            percent_y += col == y and cell.endswith("%")
         without_y += y not in record
         records.append(record)
+    _check_percent_scale(path, cells=percent_y, y=y, y_scale=y_scale)
     notes = (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
     if percent:
         notes += (f"{percent} cell(s) written as percentages ('45.3%') read as fractions (0.453)",)
     return curves_from_rows(path, records, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
                             bounded=bounded, table=True, run_column=run_column if ir is not None else None)
+
+
+def _check_percent_scale(path: Path, *, cells: int, y: str, y_scale: float) -> None:
+    """A y written as percentages (``45.3%``) is read as fractions already: a --y-scale on top of that
+    (0.01, as the error for 0-100 values advises) made every value 100x too small, silently."""
+    if cells and y_scale != 1.0:
+        raise InputError(f"{path}: column {y!r} is written as percentages ('45.3%'), which are read as fractions "
+                         f"(0.453) already; drop --y-scale {y_scale:g}")
 
 
 def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float, bounded: bool) -> list[Curve]:
@@ -125,6 +135,7 @@ def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float
             # W&B leaves cells empty where a run did not log that step: missing, not an error.
             if j >= len(row) or not row[j].strip():
                 continue
+            _check_percent_scale(path, cells=row[j].strip().endswith("%"), y=h, y_scale=y_scale)
             xs.append(_number(row[ix], where=f"{path}: line {lineno}, column {x!r}"))
             ys.append(_number(row[j], where=f"{path}: line {lineno}, column {h!r}") * y_scale)
         if xs:
