@@ -384,3 +384,14 @@ def test_percent_cells_with_a_y_scale_are_refused_not_scaled_twice(tmp_path):
     wandb.write_text("Step,grpo - val/acc\n0,20%\n100,33%\n")
     with pytest.raises(InputError, match="drop --y-scale 0.01"):
         read_curve(wandb, "Step", "val/acc", y_scale=0.01)
+
+
+def test_a_column_named_twice_in_the_header_is_an_error_naming_both(tmp_path):
+    """The last 'score' (a constant 0.9) was read, silently."""
+    p = tmp_path / "dup.csv"
+    p.write_text("step,score,score,note,note\n0,0.2,0.9,a,b\n10,0.3,0.9,a,b\n20,0.4,0.9,a,b\n")
+    with pytest.raises(InputError, match=r"names column 'score' 2 times \(columns 2, 3\)"):
+        read_curve(p, "step", "score")
+    q = tmp_path / "dup_unread.csv"  # a repeated column that is not read does not matter
+    q.write_text("step,score,note,note\n0,0.2,a,b\n10,0.3,a,b\n20,0.4,a,b\n")
+    assert np.allclose(read_curve(q, "step", "score").y, [0.2, 0.3, 0.4])

@@ -86,6 +86,7 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     if run_column is not None and run_column not in index:
         raise unknown_column(path, "run", run_column, header)
     run_column = run_column or DEFAULT_RUN_COLUMN
+    _check_unique(path, header, needed | {run_column})
     ir = index.get(run_column)
     records, without_y, percent, percent_y = [], 0, 0, 0
     for lineno, row in rows:
@@ -109,6 +110,16 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
         notes += (f"{percent} cell(s) written as percentages ('45.3%') read as fractions (0.453)",)
     return curves_from_rows(path, records, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
                             bounded=bounded, table=True, run_column=run_column if ir is not None else None)
+
+
+def _check_unique(path: Path, header: list[str], read: set[str]) -> None:
+    """A column read that the header names twice: which one is meant cannot be known (the last one
+    was read, silently)."""
+    for col in sorted(read):
+        where = [j + 1 for j, h in enumerate(header) if h == col]
+        if len(where) > 1:
+            raise InputError(f"{path}: the header names column {col!r} {len(where)} times (columns "
+                             f"{', '.join(map(str, where))}); rename all but one so that it is clear which is meant")
 
 
 def _check_percent_scale(path: Path, *, cells: int, y: str, y_scale: float) -> None:
