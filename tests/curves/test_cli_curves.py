@@ -214,6 +214,15 @@ def test_backtest_scores_every_run_of_several_logs_in_one_table(capsys, tmp_path
         (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--level", "0.999"], "band level"),
         (["compare", str(REAL_CSV), *XY, "--at", "-3"], "--at"),
         (["compare", str(REAL_CSV), str(REAL_CSV), *XY, "--labels", "a"], "--labels"),
+        # NaN compared false with every |dA|: a raised ceiling read "same ceiling"
+        (["compare", str(REAL_CSV), *XY, "--min-effect", "nan"], "--min-effect must be a finite number >= 0"),
+        (["compare", str(REAL_CSV), *XY, "--rule", "paper", "--margin", "-1"], "--margin must be a finite number >= 0"),
+        # a repeated cut was scored again as another run-cut
+        (["backtest", str(REAL_CSV), *XY, "--cut-fraction", "0.5", "0.5"], "--cut-fraction 0.5 is given 2 times"),
+        (["calibrate", str(REAL_CSV), *XY, "--cuts", "0.5", "0.5", "0.5"], "--cuts 0.5 is given 3 times"),
+        # a negative R0 was fitted (A pinned at 1); one above 1 was blamed on the y column
+        (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--r0", "-0.1"], "--r0 -0.1 is not a pass rate in [0, 1]"),
+        (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--r0", "1.5"], "--r0 1.5 is not a pass rate in [0, 1]"),
         # without --x / --y: the log's columns, the likely ones for each axis first
         (["fit", str(REAL_CSV)], "has 6 columns -- metrics (evaluation-like names): 'val_score'; compute (step, "
                                  "time, token-like names; cum:COL sums a per-step one): 'cum_wall_hours', 'step'; "

@@ -79,7 +79,9 @@ def parse_fit_from(value):
     return v
 
 
-def parse_r0(value):
+def parse_r0(value, *, bounded: bool = True):
+    """``first``, ``free`` or a number: for a pass rate (``bounded``) one in [0, 1] -- a negative R0
+    was fitted (A then pinned at its bound of 1), and one above 1 blamed on the y column."""
     if value in ("first", "free"):
         return value
     try:
@@ -88,7 +90,18 @@ def parse_r0(value):
         raise InputError(f"--r0 must be 'first', 'free' or a number, got {value!r}") from None
     if not math.isfinite(v):
         raise InputError(f"--r0 must be finite, got {value!r}")
+    if bounded and not 0 <= v <= 1:
+        raise InputError(f"--r0 {value} is not a pass rate in [0, 1]; give a fraction (0.2, not 20), "
+                         "or pass --unbounded for a metric that is not a pass rate")
     return v
+
+
+def distinct_cuts(option: str, cuts) -> None:
+    """Each cut once: a repeated one was scored again as another run-cut, so three copies of one cut
+    passed calibrate's minimum number of run-cuts, and its errors counted thrice."""
+    repeated = sorted({f for f in cuts or () if list(cuts).count(f) > 1})
+    if repeated:
+        raise InputError(f"{option} {repeated[0]:g} is given {list(cuts).count(repeated[0])} times; give each cut once")
 
 
 def fit_kwargs(args) -> dict:
@@ -106,7 +119,7 @@ def fit_kwargs(args) -> dict:
     return dict(
         calibration=read_calibration(args.calibration) if getattr(args, "calibration", None) else None,
         method=args.method,
-        r0=parse_r0(args.r0),
+        r0=parse_r0(args.r0, bounded=bounded),
         fit_from=parse_fit_from(args.fit_from),
         A_max=1.0 if bounded else math.inf,
         y_floor=0.0 if bounded else -math.inf,

@@ -18,8 +18,8 @@ import math
 
 from dataclasses import replace
 
-from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_path, finite_json, fit_kwargs, g,
-                                          progress_bar, read_kwargs, table)
+from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_path, distinct_cuts, finite_json,
+                                          fit_kwargs, g, progress_bar, read_kwargs, table)
 from scalerl.errors import InputError
 
 
@@ -62,6 +62,7 @@ def run(args) -> int:
     bad = [f for f in args.cut_fraction or () if not 0 < f < 1]
     if bad:
         raise InputError(f"--cut-fraction {bad[0]:g}: give a share of the run's last compute between 0 and 1 (e.g. 0.5)")
+    distinct_cuts("--cut-fraction", args.cut_fraction)
     kwargs = read_kwargs(args)
     per_log = [read_curves(path, x, y, run=args.run, **kwargs) for path, (x, y) in zip(args.paths, axes_per_path(args))]
     curves = [c for log in per_log for c in log]

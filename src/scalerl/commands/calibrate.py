@@ -17,8 +17,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from scalerl.commands._curve_args import (add_data_args, axes_per_path, finite_json, parse_fit_from, parse_r0,
-                                          progress_bar, read_kwargs, table)
+from scalerl.commands._curve_args import (add_data_args, axes_per_path, distinct_cuts, finite_json, parse_fit_from,
+                                          parse_r0, progress_bar, read_kwargs, table)
 from scalerl.errors import InputError
 
 #: Fewer run-cuts than this and the 95% factor is the largest score seen (the conformal
@@ -48,6 +48,7 @@ def run(args) -> int:
 
     if any(not 0 < f < 1 for f in args.cuts):
         raise InputError(f"--cuts must be shares of the compute in (0, 1), got {args.cuts}")
+    distinct_cuts("--cuts", args.cuts)
     kwargs = read_kwargs(args)
     curves = [c for path, (x, y) in zip(args.paths, axes_per_path(args)) for c in read_curves(path, x, y, **kwargs)]
     out = Path(args.output)
@@ -62,7 +63,7 @@ def run(args) -> int:
     bar = progress_bar(len(curves), args.no_progress or args.json, "backtesting runs", "run")
     try:
         result = calibrate(curves, cuts=tuple(args.cuts), progress=bar and (lambda _name: bar.update(1)),
-                           r0=parse_r0(args.r0), fit_from=parse_fit_from(args.fit_from),
+                           r0=parse_r0(args.r0, bounded=bounded), fit_from=parse_fit_from(args.fit_from),
                            A_max=1.0 if bounded else math.inf, y_floor=0.0 if bounded else -math.inf)
     finally:
         if bar is not None:

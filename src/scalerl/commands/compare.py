@@ -93,6 +93,8 @@ def _distinct_labels(name: str, sources: list) -> list:
 def run(args) -> int:
     from scalerl.curves import compare
 
+    for option, value in (("--margin", args.margin), ("--min-effect", args.min_effect)):
+        _non_negative(option, value)
     notes: list = []
     groups = _group(args, notes)
     if len(groups) < 2:
@@ -142,6 +144,12 @@ def run(args) -> int:
     if args.plot:
         print(f"plot: {args.plot}")
     return 0
+
+
+def _non_negative(option: str, v: float) -> None:
+    # NaN compares false with everything: |dA| >= nan never held, so a raised ceiling read "same ceiling".
+    if not (0 <= v < float("inf")):
+        raise InputError(f"{option} must be a finite number >= 0 (a change in the ceiling A), got {v:g}")
 
 
 def _positive(v):
