@@ -329,3 +329,22 @@ def test_fit_targets_below_the_start_above_the_ceiling_and_not_a_pass_rate(capsy
     assert high["C"] is None and high["status"].startswith("above the forecast ceiling (about 0.7")
     code, out, err = run_cli(capsys, "fit", path, "--x", "step", "--y", "score", "--target", "1.5")
     assert code == 2 and "--target 1.5 is not a pass rate in [0, 1]" in err
+
+
+def test_an_unwritable_plot_or_output_is_one_line_before_the_work(capsys, tmp_path):
+    """A --plot that is a directory, or under a file, was a traceback from matplotlib after the fit;
+    calibrate --output likewise after the whole calibration."""
+    (tmp_path / "dir.png").mkdir()
+    (tmp_path / "afile").write_text("")
+    cases = [
+        (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--plot", str(tmp_path / "dir.png")], "is a directory"),
+        (["compare", str(REAL_CSV), *XY, "--plot", str(tmp_path / "afile" / "c.png")], "cannot write the plot to"),
+        (["backtest", str(REAL_CSV), *XY, "--run", QWEN, "--cut-fraction", "0.5", "--plot", str(tmp_path / "dir.png")],
+         "is a directory"),
+        (["calibrate", str(REAL_CSV), *XY, "--no-progress", "--output", str(tmp_path / "afile" / "c.json")],
+         "cannot write --output"),
+    ]
+    for argv, needle in cases:
+        code, out, err = run_cli(capsys, *argv)
+        assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, (argv, err)
+        assert out == ""  # nothing was fitted and printed first

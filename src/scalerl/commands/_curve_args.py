@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
 from scalerl.curves.bands import read_calibration
 from scalerl.curves.io import READERS
@@ -94,6 +95,32 @@ def parse_r0(value, *, bounded: bool = True):
         raise InputError(f"--r0 {value} is not a pass rate in [0, 1]; give a fraction (0.2, not 20), "
                          "or pass --unbounded for a metric that is not a pass rate")
     return v
+
+
+def writable_file(path, option: str) -> Path:
+    """``path``, checked before any work that ends in writing it: a directory, a read-only place or a
+    parent that cannot be made got a traceback after the fit (or a whole calibration) was done."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{option} {path} is a directory; give a file name in it")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        existed = path.exists()
+        with open(path, "ab"):  # appending nothing: opens it as the write will, changing nothing
+            pass
+        if not existed:
+            path.unlink()
+    except OSError as exc:
+        raise InputError(f"cannot write {option} {path}: {exc.strerror or exc}; give a path in a directory "
+                         "you can write to") from None
+    return path
+
+
+def plot_path(value) -> Path:
+    """``--plot FILE`` checked before the fit: a format the plots write, in a place that can be written."""
+    from scalerl.curves.plot import _check_path
+
+    return writable_file(_check_path(value), "--plot")
 
 
 def distinct_cuts(option: str, cuts) -> None:

@@ -19,7 +19,7 @@ import math
 from dataclasses import replace
 
 from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_path, distinct_cuts, finite_json,
-                                          fit_kwargs, g, progress_bar, read_kwargs, table)
+                                          fit_kwargs, g, plot_path, progress_bar, read_kwargs, table)
 from scalerl.errors import InputError
 
 
@@ -63,6 +63,8 @@ def run(args) -> int:
     if bad:
         raise InputError(f"--cut-fraction {bad[0]:g}: give a share of the run's last compute between 0 and 1 (e.g. 0.5)")
     distinct_cuts("--cut-fraction", args.cut_fraction)
+    if args.plot:
+        plot_path(args.plot)
     kwargs = read_kwargs(args)
     per_log = [read_curves(path, x, y, run=args.run, **kwargs) for path, (x, y) in zip(args.paths, axes_per_path(args))]
     curves = [c for log in per_log for c in log]

@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from scalerl.commands._curve_args import (add_data_args, axes_per_path, distinct_cuts, finite_json, parse_fit_from,
-                                          parse_r0, progress_bar, read_kwargs, table)
+                                          parse_r0, progress_bar, read_kwargs, table, writable_file)
 from scalerl.errors import InputError
 
 #: Fewer run-cuts than this and the 95% factor is the largest score seen (the conformal
@@ -54,6 +54,7 @@ def run(args) -> int:
     out = Path(args.output)
     if out.is_dir():
         raise InputError(f"--output {out} is a directory; give a file name (e.g. {out / 'calibration.json'})")
+    writable_file(out, "--output")  # before the calibration, not a traceback after it
     curves, repeats = _distinct(curves)
     for name, first in repeats:
         what = f"{name} is given twice" if name == first else f"{name} is the same curve as {first}"

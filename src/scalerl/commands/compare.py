@@ -15,7 +15,7 @@ from collections import OrderedDict
 from pathlib import PurePath
 
 from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_path, finite_json, fit_kwargs, g,
-                                          read_kwargs, table)
+                                          plot_path, read_kwargs, table)
 from scalerl.errors import InputError
 
 
@@ -93,6 +93,8 @@ def _distinct_labels(name: str, sources: list) -> list:
 def run(args) -> int:
     from scalerl.curves import compare
 
+    if args.plot:
+        plot_path(args.plot)
     for option, value in (("--margin", args.margin), ("--min-effect", args.min_effect)):
         _non_negative(option, value)
     notes: list = []

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import math
 
-from scalerl.commands._curve_args import add_data_args, add_fit_args, finite_json, fit_kwargs, g, read_kwargs, table
+from scalerl.commands._curve_args import (add_data_args, add_fit_args, finite_json, fit_kwargs, g, plot_path,
+                                          read_kwargs, table)
 from scalerl.errors import InputError
 
 
@@ -27,6 +28,8 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from scalerl.curves import forecast, read_curve
 
+    if args.plot:
+        plot_path(args.plot)
     _check_predict(args.predict)
     _check_targets(args.target, bounded=not args.unbounded)
     curve = read_curve(args.path, args.x, args.y, run=args.run, **read_kwargs(args))
