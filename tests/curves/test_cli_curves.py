@@ -348,3 +348,11 @@ def test_an_unwritable_plot_or_output_is_one_line_before_the_work(capsys, tmp_pa
         code, out, err = run_cli(capsys, *argv)
         assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, (argv, err)
         assert out == ""  # nothing was fitted and printed first
+
+
+@pytest.mark.parametrize("command", ["compare", "calibrate"])
+def test_run_is_not_taken_for_run_column_where_a_command_has_no_run(capsys, command):
+    """argparse's prefix matching made `--run b` mean --run-column b: "no run column 'b'"."""
+    with pytest.raises(SystemExit) as exc:
+        main([command, str(REAL_CSV), *XY, "--run", QWEN])
+    assert exc.value.code == 2 and "unrecognized arguments: --run" in capsys.readouterr().err

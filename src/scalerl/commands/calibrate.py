@@ -27,6 +27,10 @@ from scalerl.errors import InputError
 _FULL_95 = 19
 
 
+#: No prefix matching of options: this command has no --run, and `--run NAME` was taken for --run-column.
+ALLOW_ABBREV = False
+
+
 def add_arguments(p) -> None:
     add_data_args(p, many=True)
     p.add_argument("--output", metavar="FILE", default="scalerl-calibration.json",

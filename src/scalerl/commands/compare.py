@@ -19,6 +19,10 @@ from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_
 from scalerl.errors import InputError
 
 
+#: No prefix matching of options: this command has no --run, and `--run NAME` was taken for --run-column.
+ALLOW_ABBREV = False
+
+
 def add_arguments(p) -> None:
     add_data_args(p, many=True)
     p.add_argument("--labels", nargs="+", metavar="LABEL",
