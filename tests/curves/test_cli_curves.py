@@ -356,3 +356,16 @@ def test_run_is_not_taken_for_run_column_where_a_command_has_no_run(capsys, comm
     with pytest.raises(SystemExit) as exc:
         main([command, str(REAL_CSV), *XY, "--run", QWEN])
     assert exc.value.code == 2 and "unrecognized arguments: --run" in capsys.readouterr().err
+
+
+def test_backtest_of_several_logs_lists_one_that_cannot_be_read_as_skipped(capsys, tmp_path):
+    """A log in percent among several PATHs aborted the command; --all-runs says such runs are listed, not fatal."""
+    good = _sigmoid_csv(tmp_path / "good.csv", 0.7)
+    pct = tmp_path / "pct.csv"
+    pct.write_text("step,score\n0,20\n100,35\n200,45\n400,60\n")
+    code, out, err = run_cli(capsys, "backtest", good, str(pct), "--x", "step", "--y", "score", "--bootstrap", "20",
+                             "--json")
+    assert code == 0, err
+    obj = json.loads(out)
+    assert [r["run"] for r in obj["runs"]] == ["good"]
+    assert obj["skipped"][0]["run"] == str(pct) and "--y-scale 0.01" in obj["skipped"][0]["reason"]

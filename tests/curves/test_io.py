@@ -329,7 +329,7 @@ def test_a_run_that_cannot_be_read_leaves_the_others_readable(tmp_path):
         read_curves(f, "step", "acc")
 
 
-def _tb_run(directory, t0=1_700_000_000.0, first_eval=50):
+def _tb_run(directory, t0=1_700_000_000.0, first_eval=50, scale=1.0):
     """A TensorBoard run: train/loss every 10 steps at 10 s a step from ``t0``, val/acc every 50 steps from ``first_eval``."""
     from tensorboard.compat.proto import event_pb2, summary_pb2
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
@@ -342,7 +342,7 @@ def _tb_run(directory, t0=1_700_000_000.0, first_eval=50):
         w.add_event(event_pb2.Event(wall_time=t0 + 10 * step, step=step, summary=scalar("train/loss", 1.0)))
         if step >= first_eval and step % 50 == 0:
             w.add_event(event_pb2.Event(wall_time=t0 + 10 * step + 1, step=step,
-                                        summary=scalar("val/acc", 0.2 + step / 1000)))
+                                        summary=scalar("val/acc", scale * (0.2 + step / 1000))))
     w.close()
 
 
@@ -395,3 +395,18 @@ def test_a_column_named_twice_in_the_header_is_an_error_naming_both(tmp_path):
     q = tmp_path / "dup_unread.csv"  # a repeated column that is not read does not matter
     q.write_text("step,score,note,note\n0,0.2,a,b\n10,0.3,a,b\n20,0.4,a,b\n")
     assert np.allclose(read_curve(q, "step", "score").y, [0.2, 0.3, 0.4])
+
+
+def test_one_run_in_percent_does_not_block_the_other_runs_of_a_tensorboard_dir_or_wandb_export(tmp_path):
+    """tb/pct (values 20..60) stopped even `--run good`; CSV / JSONL logs already left such a run out with a note."""
+    pytest.importorskip("tensorboard")
+    _tb_run(tmp_path / "tb" / "good")
+    _tb_run(tmp_path / "tb" / "pct", scale=100.0)
+    c = read_curve(tmp_path / "tb", "step", "val/acc", run="good")
+    assert len(c) == 8 and any("1 run(s) left out: run 'pct'" in n for n in c.notes)
+    wandb = tmp_path / "wandb.csv"
+    wandb.write_text("Step,good - val/acc,other - val/acc\n0,0.2,20\n100,0.3,30\n200,0.4,40\n")
+    c = read_curve(wandb, "Step", "val/acc", run="good")
+    assert np.allclose(c.y, [0.2, 0.3, 0.4]) and any("run 'other'" in n and "--y-scale 0.01" in n for n in c.notes)
+    with pytest.raises(InputError, match="outside"):  # when no run can be read, that is the error
+        read_curve(tmp_path / "tb" / "pct", "step", "val/acc")

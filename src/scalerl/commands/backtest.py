@@ -41,8 +41,6 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from scalerl.curves import read_curves
-
     if len(args.paths) > 1:
         if args.run or args.plot:
             raise InputError(f"{len(args.paths)} logs: every run of each is scored in one table; drop --run and --plot "
@@ -65,16 +63,15 @@ def run(args) -> int:
     distinct_cuts("--cut-fraction", args.cut_fraction)
     if args.plot:
         plot_path(args.plot)
-    kwargs = read_kwargs(args)
-    per_log = [read_curves(path, x, y, run=args.run, **kwargs) for path, (x, y) in zip(args.paths, axes_per_path(args))]
+    paths, per_log, unread = _read_logs(args)
     curves = [c for log in per_log for c in log]
     names = [c.name for c in curves]
     if len(set(names)) < len(names):  # runs of the same name in different logs (each console its own 'exp_001')
-        curves = [replace(c, name=f"{path}:{c.name}") for path, log in zip(args.paths, per_log) for c in log]
+        curves = [replace(c, name=f"{path}:{c.name}") for path, log in zip(paths, per_log) for c in log]
     if len(curves) > 1 and args.plot:
         raise InputError(f"{args.paths[0]} holds {len(curves)} runs; choose one with --run to plot")
     if args.all_runs:
-        return _all_runs(curves, args)
+        return _all_runs(curves, args, unread)
     if len(curves) == 1:  # one run: what stops it is the command's error
         results, skipped = [_backtest(curves[0], args, _cuts(args)[0])], []
     else:
@@ -174,7 +171,29 @@ def _text(bt, *, legend: bool = True) -> str:
     return "\n".join(lines)
 
 
-def _all_runs(curves, args) -> int:
+def _read_logs(args) -> tuple[list[str], list[list], list[tuple[str, str]]]:
+    """``(paths read, their curves, (path, reason) of each that could not be)``. One log of several that
+    cannot be read (in percent, say) is skipped with its reason, as a run that cannot be forecast is,
+    not fatal to the others; with one log, or none readable, its error is the command's."""
+    from scalerl.curves import read_curves
+
+    kwargs = read_kwargs(args)
+    paths, per_log, unread, errors = [], [], [], []
+    for path, (x, y) in zip(args.paths, axes_per_path(args)):
+        try:
+            per_log.append(read_curves(path, x, y, run=args.run, **kwargs))
+            paths.append(path)
+        except InputError as exc:
+            if len(args.paths) == 1:
+                raise
+            errors.append(exc)
+            unread.append((path, str(exc)))
+    if not per_log:
+        raise errors[0]
+    return paths, per_log, unread
+
+
+def _all_runs(curves, args, unread=()) -> int:
     from scalerl.curves import summarize
 
     cuts = _cuts(args)
@@ -185,6 +204,7 @@ def _all_runs(curves, args) -> int:
     finally:
         if bar is not None:
             bar.close()
+    skipped = [*unread, *skipped]
     by_cut = {f: summarize([bt for g_, bt in results if g_ == f], tolerance=0.001) for f in cuts
               if any(g_ == f for g_, _ in results)}
     summary = summarize([bt for _, bt in results], tolerance=0.001) if results else None

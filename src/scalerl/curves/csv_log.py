@@ -7,10 +7,12 @@ from __future__ import annotations
 import csv
 import math
 import re
+from functools import partial
 from pathlib import Path
 
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import DEFAULT_RUN_COLUMN, curves_from_rows, unknown_column, unwrap_scalar, x_columns
+from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, curves_from_rows, readable_curves, unknown_column, unwrap_scalar,
+                                 x_columns)
 from scalerl.errors import InputError
 
 _MISSING = {"", "nan", "NaN", "NAN", "null", "None", "none", "inf", "-inf", "Infinity", "-Infinity", "+inf"}
@@ -150,5 +152,7 @@ def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float
             xs.append(_number(row[ix], where=f"{path}: line {lineno}, column {x!r}"))
             ys.append(_number(row[j], where=f"{path}: line {lineno}, column {h!r}") * y_scale)
         if xs:
-            curves.append(Curve.from_arrays(xs, ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded))
-    return curves
+            curves.append(partial(Curve.from_arrays, xs, ys, name=name, x_name=x, y_name=y, source=str(path),
+                                  bounded=bounded))
+    # One run that cannot be read (in percent, say) is left out with its reason, not fatal to the others.
+    return readable_curves(curves) if curves else []

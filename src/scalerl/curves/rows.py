@@ -13,8 +13,9 @@ import math
 import re
 from collections import OrderedDict
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from scalerl.curves.data import Curve
 from scalerl.errors import InputError
@@ -220,18 +221,26 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
         return tuple(notes) + ((f"{n} evaluation(s) do not log {x!r}: each takes it from the latest row before it",)
                                if n else ()) + left_out
 
-    # A run that cannot be a curve (no finite x: a run that never logged the counter) is left out
-    # with its reason, so that the log's other runs -- the one --run names -- still read; only
-    # when no run can be read is that an error.
-    curves, refused = [], []
-    for name, (xs, ys, d) in groups.items():
-        try:
-            curves.append(Curve.from_arrays(xs, ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded,
-                                            dropped=d[0], notes=run_notes(name)))
-        except InputError as exc:
-            refused.append(exc)
+    curves = readable_curves(
+        partial(Curve.from_arrays, xs, ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded,
+                dropped=d[0], notes=run_notes(name))
+        for name, (xs, ys, d) in groups.items())
     if run_ids:
         curves = [replace(c, run_id=run_ids.get(c.name, "")) for c in curves]
+    return curves
+
+
+def readable_curves(makers: Iterable[Callable[[], Curve]]) -> list[Curve]:
+    """The curves of a log's runs, each made by calling one of ``makers``. A run that cannot be a
+    curve (no finite x: a run that never logged the counter; values in percent) is left out with
+    its reason in the others' notes, so that the log's other runs -- the one --run names -- still
+    read; only when no run can be read is that an error."""
+    curves, refused = [], []
+    for make in makers:
+        try:
+            curves.append(make())
+        except InputError as exc:
+            refused.append(exc)
     if refused and not curves:
         raise refused[0]
     if refused:

@@ -19,11 +19,12 @@ import importlib.util
 import itertools
 import math
 import re
+from functools import partial
 from pathlib import Path
 
 from scalerl.curves.attempts import continues
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import CUMULATIVE, unknown_column, x_columns
+from scalerl.curves.rows import CUMULATIVE, readable_curves, unknown_column, x_columns
 from scalerl.errors import InputError
 
 
@@ -201,6 +202,8 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
     curves = _distinct_names(path, curves)
     left_out = (f"{len(without)} event director{'y' if len(without) == 1 else 'ies'} without {y!r} left out: "
                 f"{', '.join(d.name for d, _ in without)}",) if without else ()
-    return [Curve.from_arrays(xs, ys, name=name, x_name=x, y_name=y, source=source, bounded=bounded,
-                              notes=notes + left_out)
-            for name, xs, ys, source, notes in curves]
+    # One run that cannot be read (in percent, say) is left out with its reason, not fatal to the others.
+    return readable_curves(
+        partial(Curve.from_arrays, xs, ys, name=name, x_name=x, y_name=y, source=source, bounded=bounded,
+                notes=notes + left_out)
+        for name, xs, ys, source, notes in curves)
