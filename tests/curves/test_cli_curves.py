@@ -210,6 +210,9 @@ def test_backtest_scores_every_run_of_several_logs_in_one_table(capsys, tmp_path
         (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--plot", "x.gif"], ".png"),
         (["backtest", str(REAL_CSV), *XY, "--run", QWEN, "--cut-fraction", "1.5"], "cut-fraction"),
         (["backtest", str(REAL_CSV), *XY, "--run", QWEN], "--cut"),
+        # the window is set by the cut: "widen --fit-from/--fit-until" was the wrong advice; NaN was "cut earlier"
+        (["backtest", str(REAL_CSV), *XY, "--run", QWEN, "--cut", "1e-9"], "the fit needs at least 4: cut later, at"),
+        (["backtest", str(REAL_CSV), *XY, "--run", QWEN, "--cut", "nan"], "--cut must be a finite compute value > 0"),
         (["backtest", str(REAL_CSV), *XY, "--all-runs", "--run", QWEN], "--all-runs"),
         (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--level", "0.999"], "band level"),
         (["compare", str(REAL_CSV), *XY, "--at", "-3"], "--at"),
