@@ -214,6 +214,7 @@ def test_backtest_scores_every_run_of_several_logs_in_one_table(capsys, tmp_path
         (["backtest", str(REAL_CSV), *XY, "--run", QWEN, "--cut", "1e-9"], "the fit needs at least 4: cut later, at"),
         (["backtest", str(REAL_CSV), *XY, "--run", QWEN, "--cut", "nan"], "--cut must be a finite compute value > 0"),
         (["backtest", str(REAL_CSV), *XY, "--all-runs", "--run", QWEN], "--all-runs"),
+        (["backtest", str(REAL_CSV), *XY, "--all-runs", "--plot", "bt.png"], "--all-runs scores every run: drop --plot (or"),
         (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--level", "0.999"], "band level"),
         (["compare", str(REAL_CSV), *XY, "--at", "-3"], "--at"),
         (["compare", str(REAL_CSV), str(REAL_CSV), *XY, "--labels", "a"], "--labels"),
@@ -373,3 +374,9 @@ def test_backtest_of_several_logs_lists_one_that_cannot_be_read_as_skipped(capsy
     obj = json.loads(out)
     assert [r["run"] for r in obj["runs"]] == ["good"]
     assert obj["skipped"][0]["run"] == str(pct) and "--y-scale 0.01" in obj["skipped"][0]["reason"]
+
+
+def test_compare_of_paths_that_give_one_label_says_which(capsys, tmp_path):
+    path = _sigmoid_csv(tmp_path / "good.csv", 0.7)
+    code, out, err = run_cli(capsys, "compare", path, path, "--x", "step", "--y", "score")
+    assert code == 2 and "the paths give one: 'good' (2 curve(s))" in err and "--labels" in err

@@ -43,11 +43,11 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     if len(args.paths) > 1:
         if args.run or args.plot:
-            raise InputError(f"{len(args.paths)} logs: every run of each is scored in one table; drop --run and --plot "
+            raise InputError(f"{len(args.paths)} logs: every run of each is scored in one table; drop {_one_run_options(args)} "
                              "(or give one log)")
         args.all_runs = True
     if args.all_runs and (args.run or args.plot):
-        raise InputError("--all-runs scores every run: drop --run and --plot (or drop --all-runs)")
+        raise InputError(f"--all-runs scores every run: drop {_one_run_options(args)} (or drop --all-runs)")
     if args.cut_fraction is not None and len(args.cut_fraction) > 1:  # (of one --run, or of every run)
         if args.plot:
             raise InputError(f"{len(args.cut_fraction)} cuts: each is scored in one table; drop --plot "
@@ -169,6 +169,11 @@ def _text(bt, *, legend: bool = True) -> str:
         lines.append(LEGEND)
     lines += [f"warning: {w}" for w in fit.warnings] + [f"note: {n}" for n in bt.forecast.notes]
     return "\n".join(lines)
+
+
+def _one_run_options(args) -> str:
+    """Which of the one-run options were given (the advice named both where only --plot was)."""
+    return " and ".join(option for option, value in (("--run", args.run), ("--plot", args.plot)) if value)
 
 
 def _read_logs(args) -> tuple[list[str], list[list], list[tuple[str, str]]]:

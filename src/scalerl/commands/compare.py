@@ -104,7 +104,9 @@ def run(args) -> int:
     notes: list = []
     groups = _group(args, notes)
     if len(groups) < 2:
-        raise InputError("compare needs at least two runs (labels); paths with the same label are seeds of one run")
+        seen = ", ".join(f"{label!r} ({len(curves)} curve(s))" for label, curves in groups.items())
+        raise InputError(f"compare needs at least two runs (labels), and the paths give one: {seen}; paths with the "
+                         "same label are seeds of one run -- give --labels to name them apart")
     kw = fit_kwargs(args)
     result = compare(
         groups, baseline=args.baseline, rule=args.rule, margin=args.margin, min_effect=args.min_effect,
