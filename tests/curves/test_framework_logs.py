@@ -198,7 +198,7 @@ def test_hf_trainer_state_bad_input(tmp_path):
         read_curve(p, "cum:rewards", "eval_reward")
     empty = tmp_path / "empty-run"
     empty.mkdir()
-    with pytest.raises(InputError, match="no TensorBoard event files"):  # neither kind of run directory
+    with pytest.raises(InputError, match="a directory holding no log of a format read as a directory"):  # neither kind of run directory
         read_curve(empty, "step", "eval_reward")
 
 

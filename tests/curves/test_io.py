@@ -410,3 +410,15 @@ def test_one_run_in_percent_does_not_block_the_other_runs_of_a_tensorboard_dir_o
     assert np.allclose(c.y, [0.2, 0.3, 0.4]) and any("run 'other'" in n and "--y-scale 0.01" in n for n in c.notes)
     with pytest.raises(InputError, match="outside"):  # when no run can be read, that is the error
         read_curve(tmp_path / "tb" / "pct", "step", "val/acc")
+
+
+def test_a_directory_of_no_known_log_names_what_it_holds(tmp_path):
+    """It said "no TensorBoard event files (*tfevents*) found" of a directory holding good.csv."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "good.csv").write_text("step,score\n0,0.2\n10,0.3\n")
+    with pytest.raises(InputError, match=r"a directory holding no log of a format read as a directory .*; "
+                                         r"it holds good.csv: name the log among them"):
+        read_curve(tmp_path / "logs", "step", "score")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="it holds no files"):
+        read_curve(tmp_path / "empty", "step", "score")

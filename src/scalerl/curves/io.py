@@ -42,6 +42,7 @@ of every column matching it (``cum:timing/*``).
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import json
 import os
 from dataclasses import replace
@@ -149,6 +150,19 @@ def _is_json(line: str) -> bool:
     return True
 
 
+def _check_event_files(path: Path) -> None:
+    """A directory of no known log: saying "no TensorBoard event files" of one that holds good.csv
+    sent the user looking for TensorBoard; what it holds is named instead, to pick the log from."""
+    if next(path.rglob("*tfevents*"), None) is not None:
+        return
+    files = sorted(str(f.relative_to(path)) for f in itertools.islice(path.rglob("*"), 1000) if f.is_file())
+    held = (f"it holds {', '.join(files[:6])}{', ...' if len(files) > 6 else ''}: name the log among them"
+            if files else "it holds no files")
+    raise InputError(f"{path}: a directory holding no log of a format read as a directory (a scalerl run directory, "
+                     "TensorBoard event files, an MLflow, W&B, Trackio, SwanLab or ClearML store, a trainer_state.json "
+                     f"run directory, dumped evaluations); {held}")
+
+
 def detect_format(path: Path) -> str:
     name = path.name.lower()
     if path.is_dir() and is_trainer_state(path):
@@ -156,8 +170,11 @@ def detect_format(path: Path) -> str:
     if is_eval_dumps(path):
         return "eval-dumps"
     found = next((fmt for fmt, probe in TRACKER_PROBES if probe(path)), None)
-    if found or path.is_dir():
-        return found or "tensorboard"  # a directory of nothing else: event files
+    if found:
+        return found
+    if path.is_dir():
+        _check_event_files(path)
+        return "tensorboard"  # a directory of nothing else: event files
     if name.endswith(".parquet") or is_parquet(path):
         return "parquet"
     if is_sqlite(path):
