@@ -121,6 +121,12 @@ def test_calibrate_json_and_too_few_runs(capsys, tmp_path, six_runs):
     one.write_text("\n".join([lines[0]] + [ln for ln in lines[1:] if ln.startswith("cogbeh_qwen_human_cot,")]) + "\n")
     code, _, err = run_cli(capsys, "calibrate", str(one), *XY, "--output", str(tmp_path / "d.json"))
     assert code == 2 and "3 run-cut(s) could be scored" in err and "at least 6" in err
+    # the runs left out are named, with why (it said only how many)
+    flat = tmp_path / "flat.csv"
+    flat.write_text("step,val_score\n" + "".join(f"{s},0.5\n" for s in range(0, 100, 10)))
+    code, _, err = run_cli(capsys, "calibrate", str(one), str(flat), "--x", "x", "step", "--y", "val_score",
+                           "--output", str(tmp_path / "d.json"))
+    assert code == 2 and "left out: flat (cut at 0.3: run 'flat'" in err and "at least 6" in err
 
 
 @pytest.mark.parametrize("content, message", [
