@@ -422,3 +422,13 @@ def test_a_directory_of_no_known_log_names_what_it_holds(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match="it holds no files"):
         read_curve(tmp_path / "empty", "step", "score")
+
+
+def test_a_message_appended_to_a_csv_is_skipped_with_a_note_a_short_row_elsewhere_is_an_error(tmp_path):
+    p = tmp_path / "junk.csv"
+    p.write_text("step,score\n0,0.2\n10,0.3\n20,0.4\nTraining finished!\n")
+    c = read_curve(p, "step", "score")
+    assert len(c) == 3 and any("line 5: 'Training finished!'" in n and "skipped" in n for n in c.notes)
+    p.write_text("step,score\n0,0.2\n10\n20,0.4\n")
+    with pytest.raises(InputError, match="line 3 has 1 fields, the header has 2 -- fix or delete that line"):
+        read_curve(p, "step", "score")

@@ -90,10 +90,12 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     run_column = run_column or DEFAULT_RUN_COLUMN
     _check_unique(path, header, needed | {run_column})
     ir = index.get(run_column)
+    rows, trailer = _without_trailer(rows, len(header))
     records, without_y, percent, percent_y = [], 0, 0, 0
     for lineno, row in rows:
         if len(row) != len(header):
-            raise InputError(f"{path}: line {lineno} has {len(row)} fields, the header has {len(header)}")
+            raise InputError(f"{path}: line {lineno} has {len(row)} fields, the header has {len(header)} -- "
+                             "fix or delete that line")
         record: dict = {} if ir is None else {run_column: row[ir].strip()}
         for col in needed:
             cell = row[index[col]].strip()
@@ -108,10 +110,21 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
         records.append(record)
     _check_percent_scale(path, cells=percent_y, y=y, y_scale=y_scale)
     notes = (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
+    notes += (trailer,) if trailer else ()
     if percent:
         notes += (f"{percent} cell(s) written as percentages ('45.3%') read as fractions (0.453)",)
     return curves_from_rows(path, records, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
                             bounded=bounded, table=True, run_column=run_column if ir is not None else None)
+
+
+def _without_trailer(rows: list, n_fields: int) -> tuple[list, str]:
+    """The rows less a last line with a single field where the header has several -- a message
+    appended to the file ("Training finished!"), as JSONL's torn last line is skipped -- and a note
+    saying so. A short line elsewhere stays an error: it is a damaged row."""
+    if n_fields > 1 and rows and len(rows[-1][1]) == 1:
+        lineno, (text,) = rows[-1]
+        return rows[:-1], f"the last line (line {lineno}: {text[:40]!r}) is not a row of the table: skipped"
+    return rows, ""
 
 
 def _check_unique(path: Path, header: list[str], read: set[str]) -> None:
