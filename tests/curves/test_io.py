@@ -432,3 +432,19 @@ def test_a_message_appended_to_a_csv_is_skipped_with_a_note_a_short_row_elsewher
     p.write_text("step,score\n0,0.2\n10\n20,0.4\n")
     with pytest.raises(InputError, match="line 3 has 1 fields, the header has 2 -- fix or delete that line"):
         read_curve(p, "step", "score")
+
+
+def test_numbers_written_as_strings_in_json_lines_and_parquet_are_read_as_numbers(tmp_path):
+    """{"acc": "0.2"} was "value '0.2' ... is not a number", though a CSV cell "0.2" reads."""
+    p = tmp_path / "strnum.jsonl"
+    p.write_text("".join(json.dumps({"step": s, "acc": f"{0.2 + s / 1000}"}) + "\n" for s in (0, 10, 20)))
+    c = read_curve(p, "step", "acc")
+    assert np.allclose(c.y, [0.2, 0.21, 0.22]) and any("3 value(s) written as strings" in n for n in c.notes)
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    pq.write_table(pa.table({"step": [0, 10, 20], "acc": ["0.2", "0.21", "0.22"]}), tmp_path / "s.parquet")
+    assert np.allclose(read_curve(tmp_path / "s.parquet", "step", "acc").y, [0.2, 0.21, 0.22])
+    p.write_text(json.dumps({"step": 0, "acc": "high"}) + "\n")
+    with pytest.raises(InputError, match="value 'high' in a row at step 0 is not a number -- fix the value"):
+        read_curve(p, "step", "acc")

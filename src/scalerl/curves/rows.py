@@ -145,6 +145,17 @@ def _with_wall_time(rows: list[dict], clock: str, run_column: str, default_name:
     return out
 
 
+def _quoted_number(v):
+    """A number written as a string (``"0.2"``, as transformers >= 5 prints and some JSON writers store
+    them) as that number, as a CSV cell is read; anything else unchanged (refused by the caller)."""
+    if not isinstance(v, str):
+        return v
+    try:
+        return float(unwrap_scalar(v.strip()))
+    except ValueError:
+        return v
+
+
 def _runs_where(rows: list[dict], run_column: str, default_name: str, keep) -> set[str]:
     """The names of the runs that have a row for which ``keep(row)`` holds."""
     return {str(r.get(run_column, default_name)) for r in rows if keep(r)}
@@ -176,6 +187,7 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     totals: dict[str, float] = {}  # cum: the running total so far, per run
     latest: dict[str, object] = {}  # the last x logged, per run
     carried: dict[str, int] = {}
+    quoted = [0]  # numbers written as strings ("0.2"), read as numbers
     seen: dict[str, None] = {}  # every run of the log, in order (a run without y yields no curve)
     # In a table, only runs whose evaluations never log x but other rows do (TRL's log_history
     # exported: num_tokens is on the training rows) carry it forward. Where evaluations log x, an
@@ -207,14 +219,20 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
         if vx is None or vy is None:
             dropped[0] += 1
             continue
+        quoted[0] += isinstance(vx, str) + isinstance(vy, str)
+        vx, vy = _quoted_number(vx), _quoted_number(vy)
         if isinstance(vx, bool) or isinstance(vy, bool) or not isinstance(vx, (int, float)) or not isinstance(vy, (int, float)):
             bad = vx if not isinstance(vx, (int, float)) else vy
-            raise InputError(f"{path}: value {bad!r} in a row at step {r.get('step', '?')} is not a number")
+            raise InputError(f"{path}: value {bad!r} in a row at step {r.get('step', '?')} is not a number -- "
+                             "fix the value or choose another column")
         xs.append(float(vx))
         ys.append(float(vy) * y_scale)
 
     without = [name for name in seen if name not in groups]
     left_out = ((f"{len(without)} run(s) without {y!r} left out: {', '.join(without)}",) if without else ())
+
+    if quoted[0]:
+        notes = (*notes, f"{quoted[0]} value(s) written as strings ('0.2') read as numbers")
 
     def run_notes(name: str) -> tuple[str, ...]:
         n = carried.get(name, 0)
