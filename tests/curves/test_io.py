@@ -448,3 +448,19 @@ def test_numbers_written_as_strings_in_json_lines_and_parquet_are_read_as_number
     p.write_text(json.dumps({"step": 0, "acc": "high"}) + "\n")
     with pytest.raises(InputError, match="value 'high' in a row at step 0 is not a number -- fix the value"):
         read_curve(p, "step", "acc")
+
+
+def test_nested_metrics_of_json_lines_and_parquet_structs_are_read_as_dotted_names(tmp_path):
+    """{"val": {"acc": 0.2}} listed 'val' as a metric and had no 'val/acc'; Trackio and W&B already flatten to val.acc."""
+    p = tmp_path / "nested.jsonl"
+    p.write_text("".join(json.dumps({"step": s, "val": {"acc": 0.2 + s / 1000}, "timing": {"step_s": 10}}) + "\n"
+                         for s in (0, 10, 20)))
+    assert np.allclose(read_curve(p, "step", "val.acc").y, [0.2, 0.21, 0.22])
+    assert np.allclose(read_curve(p, "cum:timing.step_s", "val.acc").x, [10, 20, 30])
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    table = pa.table({"step": [0, 10, 20], "val": [{"acc": 0.2}, {"acc": 0.21}, None]})
+    pq.write_table(table, tmp_path / "struct.parquet")
+    c = read_curve(tmp_path / "struct.parquet", "step", "val.acc")
+    assert np.allclose(c.y, [0.2, 0.21]) and any("1 row(s) have no 'val.acc'" in n for n in c.notes)

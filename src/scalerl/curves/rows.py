@@ -145,6 +145,20 @@ def _with_wall_time(rows: list[dict], clock: str, run_column: str, default_name:
     return out
 
 
+def flatten_nested(row: dict, prefix: str = "") -> dict:
+    """A row's nested dicts (``{"val": {"acc": 0.2}}``, a JSON log's or a Parquet struct's) as
+    ``val.acc``, the name the Trackio and W&B readers give such a metric; without it ``val`` was listed
+    as a metric and ``val/acc`` was "no such column". Media and tables (``_type`` objects) left out."""
+    out: dict = {}
+    for key, value in row.items():
+        if isinstance(value, dict):
+            if "_type" not in value:
+                out.update(flatten_nested(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
 def _quoted_number(v):
     """A number written as a string (``"0.2"``, as transformers >= 5 prints and some JSON writers store
     them) as that number, as a CSV cell is read; anything else unchanged (refused by the caller)."""
@@ -172,6 +186,8 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     how its run logs (training rows log the counter, no evaluation row does). A point whose x or y
     is null, or that is not given an x, is dropped and counted. ``run_ids`` maps a run's name to
     its tracker's id (:attr:`Curve.run_id`)."""
+    if any(isinstance(v, dict) for r in rows for v in r.values()):
+        rows = [flatten_nested(r) for r in rows]
     keys: set[str] = set().union(*rows) if rows else set()
     if run_column is not None and run_column not in keys:
         raise unknown_column(path, "run", run_column, keys - {"type"})
