@@ -66,7 +66,7 @@ from scalerl.curves.sqlite_db import is_sqlite
 from scalerl.curves.swanlab_log import is_swanlab_run, read_swanlab
 from scalerl.curves.tensorboard_log import read_tensorboard
 from scalerl.curves.trackio_log import is_trackio, read_trackio
-from scalerl.curves.unpack import ARCHIVE_ROOTS, STDIN, stdin_copy, unwrapped
+from scalerl.curves.unpack import ARCHIVE_ROOTS, STDIN, stdin_copy, stream_copy, unwrapped
 from scalerl.curves.verl_file_log import looks_like_verl_file, read_verl_file
 from scalerl.curves.verl_log import looks_like_verl, read_verl
 from scalerl.curves.wandb_run_log import is_wandb_run, read_wandb_run
@@ -243,6 +243,9 @@ def read_curves(
         path = Path(os.fspath(path))
         if not path.exists():
             raise InputError(f"{path}: no such file or directory")
+        if not path.is_file() and not path.is_dir():  # a pipe or FIFO: read once, into a file
+            with stream_copy(path) as copy:
+                return _read_instead(copy, str(path), again)
         if path.is_file() and path.stat().st_size == 0:
             raise InputError(f"{path}: the file is empty")
         with unwrapped(path) as inner:
