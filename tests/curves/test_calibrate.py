@@ -113,6 +113,9 @@ def test_calibrate_json_and_too_few_runs(capsys, tmp_path, six_runs):
     obj = json.loads(out)
     assert obj["run_cuts"] == 18 and obj["runs_scored"] == 6
     assert "cogbeh_qwen_human_cot is given twice: counted once" in err
+    code, out, err = run_cli(capsys, "calibrate", *[str(six_runs)] * 3, *XY, "--output", str(tmp_path / "c3.json"),
+                             "--json")
+    assert code == 0 and err.count("cogbeh_qwen_human_cot is given 3 times: counted once") == 1  # not "twice", twice
     assert set(obj["factors_95"]) == {"confidence", "prediction", "gain"}
     assert 0 <= obj["yours_leave_one_run_out"]["end_coverage"] <= 1
 

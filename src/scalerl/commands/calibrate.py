@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -60,8 +61,9 @@ def run(args) -> int:
         raise InputError(f"--output {out} is a directory; give a file name (e.g. {out / 'calibration.json'})")
     writable_file(out, "--output")  # before the calibration, not a traceback after it
     curves, repeats = _distinct(curves)
-    for name, first in repeats:
-        what = f"{name} is given twice" if name == first else f"{name} is the same curve as {first}"
+    # One note per repeated run, with how often it was given (three copies printed "given twice" twice).
+    for (name, first), n in Counter(repeats).items():
+        what = f"{name} is given {_times(n + 1)}" if name == first else f"{name} is the same curve as {first}"
         print(f"note: {what}: counted once (a run scored against a copy of itself would pass the "
               "leave-one-run-out check for nothing)", file=sys.stderr if args.json else sys.stdout)
     bounded = not args.unbounded
@@ -131,6 +133,10 @@ def _distinct(curves):
         seen[key] = c.name
         kept.append(c)
     return kept, repeats
+
+
+def _times(n: int) -> str:
+    return "twice" if n == 2 else f"{n} times"
 
 
 def _pct(v: float) -> str:
