@@ -380,3 +380,16 @@ def test_compare_of_paths_that_give_one_label_says_which(capsys, tmp_path):
     path = _sigmoid_csv(tmp_path / "good.csv", 0.7)
     code, out, err = run_cli(capsys, "compare", path, path, "--x", "step", "--y", "score")
     assert code == 2 and "the paths give one: 'good' (2 curve(s))" in err and "--labels" in err
+
+
+def test_compare_of_runs_on_different_compute_columns_says_so_and_prints_ratios_readably(capsys, tmp_path):
+    """A step run against a FLOPs run: no word of the units, and '999999999999999456934671417344.00x'."""
+    base = _sigmoid_csv(tmp_path / "base.csv", 0.7)
+    lines = (tmp_path / "base.csv").read_text().splitlines()
+    flops = tmp_path / "flops.csv"
+    flops.write_text("flops,score\n" + "".join(f"{float(s) * 1e30:g},{v}\n" for s, v in (ln.split(",") for ln in lines[1:])))
+    code, out, err = run_cli(capsys, "compare", base, str(flops), "--x", "step", "flops", "--y", "score",
+                             "--bootstrap", "20")
+    assert code == 0, err
+    assert "note: the runs' compute columns differ ('step', 'flops')" in out
+    assert "1e+30x the baseline's compute" in out

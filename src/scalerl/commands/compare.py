@@ -103,6 +103,10 @@ def run(args) -> int:
         _non_negative(option, value)
     notes: list = []
     groups = _group(args, notes)
+    x_names = list(dict.fromkeys(c.x_name for curves in groups.values() for c in curves))
+    if len(x_names) > 1:  # C_mid and compute ratios are then in different units: said, not refused
+        notes.append(f"the runs' compute columns differ ({', '.join(map(repr, x_names))}): C_mid and the compute "
+                     "ratios compare numbers in different units")
     if len(groups) < 2:
         seen = ", ".join(f"{label!r} ({len(curves)} curve(s))" for label, curves in groups.items())
         raise InputError(f"compare needs at least two runs (labels), and the paths give one: {seen}; paths with the "
