@@ -85,7 +85,7 @@ def test_backtest_all_runs(capsys, tmp_path):
     path.write_text("\n".join(rows + flat) + "\n")
     code, out, err = run_cli(capsys, "backtest", str(path), *XY, "--all-runs", "--bootstrap", "0")
     assert code == 0, err
-    assert QWEN[:40] in out and DEEPSEEK[:40] in out
+    assert QWEN[:22] + "..." + QWEN[-23:] in out and DEEPSEEK in out  # a long name cut in its middle: its end tells runs apart
     assert "skipped flat:" in out and "3 runs backtested" not in out and "2 runs backtested" in out
     assert "MAE <= 0.015 in 100%" in out and "end level inside the 95% confidence band in 100%" in out
     assert "strictly" in out and "within the held-out noise" in out
@@ -129,7 +129,7 @@ def test_backtest_at_several_cuts_scores_each_run_at_each_and_summarises_per_cut
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["run", "cut", "fit/held"]
-    assert sum(line.startswith(DEEPSEEK[:40]) for line in lines) == 3 and sum(line.startswith(QWEN[:40]) for line in lines) == 3
+    assert sum(line.startswith(DEEPSEEK[:40]) for line in lines) == 3 and sum(line.startswith(QWEN[:22] + "...") for line in lines) == 3
     assert "cut at 0.5 of each run's compute:" in out and "all cuts (0.3, 0.5, 0.7) pooled:" in out
     assert "6 run-cuts backtested" in out
     code, out, err = run_cli(capsys, "backtest", str(REAL_CSV), *XY, "--run", QWEN, "--cut-fraction", "0.3", "0.7",

@@ -171,6 +171,15 @@ def _text(bt, *, legend: bool = True) -> str:
     return "\n".join(lines)
 
 
+def _short(name: str, width: int = 48) -> str:
+    """A run name cut to ``width`` in its middle: runs of a sweep share a long prefix and differ at the
+    end (cut at the end, ``...-resp256-0.538`` and ``...-resp512-0.61`` looked the same)."""
+    if len(name) <= width:
+        return name
+    head = (width - 3) // 2
+    return f"{name[:head]}...{name[-(width - 3 - head):]}"
+
+
 def _one_run_options(args) -> str:
     """Which of the one-run options were given (the advice named both where only --plot was)."""
     return " and ".join(option for option, value in (("--run", args.run), ("--plot", args.plot)) if value)
@@ -235,7 +244,7 @@ def _all_runs(curves, args, unread=()) -> int:
     pct = int(round(100 * args.level))
     rows = []
     for f, bt in results:
-        rows.append([bt.run[:48], *([f"{f:g}"] if several else []), f"{bt.n_fit}/{bt.n_test}", f"{bt.default.mae:.4f}",
+        rows.append([_short(bt.run), *([f"{f:g}"] if several else []), f"{bt.n_fit}/{bt.n_test}", f"{bt.default.mae:.4f}",
                      f"{bt.default.end_error:+.4f}",
                      "yes" if bt.bands.end_covered else "NO", f"{bt.bands.end_half_width:.3f}",
                      f"{100 * bt.bands.point_coverage:.0f}%",
