@@ -135,3 +135,11 @@ def test_a_pipe_is_read_once_like_standard_input(tmp_path):
     finally:
         writer.join(timeout=10)
     assert len(c) == 10 and c.name == "piped"
+
+
+def test_a_plain_file_named_as_compressed_says_so_when_it_cannot_be_read(tmp_path):
+    """'not gzip' in fake.csv.gz said only "the file has a header but no rows"."""
+    fake = tmp_path / "fake.csv.gz"
+    fake.write_text("not gzip\n")
+    with pytest.raises(InputError, match=r"header but no rows \(the name ends in .gz, but the file is not gzip-compressed"):
+        read_curves(fake, "step", "score")

@@ -66,7 +66,7 @@ from scalerl.curves.sqlite_db import is_sqlite
 from scalerl.curves.swanlab_log import is_swanlab_run, read_swanlab
 from scalerl.curves.tensorboard_log import read_tensorboard
 from scalerl.curves.trackio_log import is_trackio, read_trackio
-from scalerl.curves.unpack import ARCHIVE_ROOTS, STDIN, stdin_copy, stream_copy, unwrapped
+from scalerl.curves.unpack import ARCHIVE_ROOTS, COMPRESSED, STDIN, stdin_copy, stream_copy, unwrapped, wrapping
 from scalerl.curves.verl_file_log import looks_like_verl_file, read_verl_file
 from scalerl.curves.verl_log import looks_like_verl, read_verl
 from scalerl.curves.wandb_run_log import is_wandb_run, read_wandb_run
@@ -278,9 +278,24 @@ def read_curves(
                                 f"metrics (timers, training reward): read {' or '.join(str(b) for b in beside)}",
                                 exc.available) from None
         raise
+    except InputError as exc:
+        misnamed = _misnamed(path)
+        if misnamed:
+            raise InputError(f"{exc} ({misnamed})") from None
+        raise
     if not curves:
         raise InputError(f"{path}: no run has values in column {y!r}")
     return _pick_runs(path, curves, run)
+
+
+def _misnamed(path) -> str:
+    """What a file named as compressed (``log.csv.gz``) that is not says, for the error it gives: read as
+    the text it is, a plain file renamed .gz failed with "a header but no rows" and no word of why."""
+    suffix = Path(str(path)).suffix.lower()
+    kinds = {s: name for name, _, s in COMPRESSED.values()}
+    if suffix in kinds and Path(str(path)).is_file() and wrapping(Path(str(path))) is None:
+        return f"the name ends in {suffix}, but the file is not {kinds[suffix]}-compressed: is it the file meant?"
+    return ""
 
 
 #: Where a trainer that dumps its evaluations keeps its trackers' logs beside them (NeMo-RL:
