@@ -7,6 +7,7 @@ metrics) are not. ``x`` may be a column or ``cum:COL`` / ``cum:GLOB``, a running
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import fnmatch
 import math
@@ -137,6 +138,8 @@ def _with_wall_time(rows: list[dict], clock: str, run_column: str, default_name:
     out = []
     for r in rows:
         t = r.get(clock)
+        if isinstance(t, datetime.datetime):  # a Parquet / pandas timestamp column: its seconds
+            t = t.timestamp()
         if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t):
             t = t / 1000.0 if abs(t) > _CLOCK_MS else float(t)
             name = str(r.get(run_column, default_name))
@@ -157,6 +160,11 @@ def flatten_nested(row: dict, prefix: str = "") -> dict:
         else:
             out[f"{prefix}{key}"] = value
     return out
+
+
+#: What to do with a date-time column (a Parquet timestamp) asked for as compute or metric.
+_DATE_HINT = ("a date and time is no compute value: choose a counter (step, tokens), or, with the time in a column "
+              "named timestamp or time, give --x wall_time (hours since the run's first row)")
 
 
 def _quoted_number(v):
@@ -240,7 +248,8 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
         if isinstance(vx, bool) or isinstance(vy, bool) or not isinstance(vx, (int, float)) or not isinstance(vy, (int, float)):
             bad = vx if not isinstance(vx, (int, float)) else vy
             raise InputError(f"{path}: value {bad!r} in a row at step {r.get('step', '?')} is not a number -- "
-                             "fix the value or choose another column")
+                             + (_DATE_HINT if isinstance(bad, (datetime.date, datetime.time)) else
+                                "fix the value or choose another column"))
         xs.append(float(vx))
         ys.append(float(vy) * y_scale)
 
