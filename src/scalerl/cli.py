@@ -69,7 +69,10 @@ def main(argv: list[str] | None = None) -> int:
         if _missing_extra(name, exc):
             return 2
         raise
-    parser = argparse.ArgumentParser(prog=f"scalerl {name}", description=help_)
+    # A command may turn off argparse's prefix matching: compare and calibrate have no --run, and
+    # took `--run b` for --run-column b (a confusing "no run column 'b'").
+    parser = argparse.ArgumentParser(prog=f"scalerl {name}", description=help_,
+                                     allow_abbrev=getattr(module, "ALLOW_ABBREV", True))
     module.add_arguments(parser)
     args = parser.parse_args(rest)
     try:

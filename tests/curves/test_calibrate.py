@@ -113,6 +113,9 @@ def test_calibrate_json_and_too_few_runs(capsys, tmp_path, six_runs):
     obj = json.loads(out)
     assert obj["run_cuts"] == 18 and obj["runs_scored"] == 6
     assert "cogbeh_qwen_human_cot is given twice: counted once" in err
+    code, out, err = run_cli(capsys, "calibrate", *[str(six_runs)] * 3, *XY, "--output", str(tmp_path / "c3.json"),
+                             "--json")
+    assert code == 0 and err.count("cogbeh_qwen_human_cot is given 3 times: counted once") == 1  # not "twice", twice
     assert set(obj["factors_95"]) == {"confidence", "prediction", "gain"}
     assert 0 <= obj["yours_leave_one_run_out"]["end_coverage"] <= 1
 
@@ -121,6 +124,12 @@ def test_calibrate_json_and_too_few_runs(capsys, tmp_path, six_runs):
     one.write_text("\n".join([lines[0]] + [ln for ln in lines[1:] if ln.startswith("cogbeh_qwen_human_cot,")]) + "\n")
     code, _, err = run_cli(capsys, "calibrate", str(one), *XY, "--output", str(tmp_path / "d.json"))
     assert code == 2 and "3 run-cut(s) could be scored" in err and "at least 6" in err
+    # the runs left out are named, with why (it said only how many)
+    flat = tmp_path / "flat.csv"
+    flat.write_text("step,val_score\n" + "".join(f"{s},0.5\n" for s in range(0, 100, 10)))
+    code, _, err = run_cli(capsys, "calibrate", str(one), str(flat), "--x", "x", "step", "--y", "val_score",
+                           "--output", str(tmp_path / "d.json"))
+    assert code == 2 and "left out: flat (cut at 0.3: run 'flat'" in err and "at least 6" in err
 
 
 @pytest.mark.parametrize("content, message", [

@@ -85,7 +85,7 @@ def test_backtest_all_runs(capsys, tmp_path):
     path.write_text("\n".join(rows + flat) + "\n")
     code, out, err = run_cli(capsys, "backtest", str(path), *XY, "--all-runs", "--bootstrap", "0")
     assert code == 0, err
-    assert QWEN[:40] in out and DEEPSEEK[:40] in out
+    assert QWEN[:22] + "..." + QWEN[-23:] in out and DEEPSEEK in out  # a long name cut in its middle: its end tells runs apart
     assert "skipped flat:" in out and "3 runs backtested" not in out and "2 runs backtested" in out
     assert "MAE <= 0.015 in 100%" in out and "end level inside the 95% confidence band in 100%" in out
     assert "strictly" in out and "within the held-out noise" in out
@@ -129,7 +129,7 @@ def test_backtest_at_several_cuts_scores_each_run_at_each_and_summarises_per_cut
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["run", "cut", "fit/held"]
-    assert sum(line.startswith(DEEPSEEK[:40]) for line in lines) == 3 and sum(line.startswith(QWEN[:40]) for line in lines) == 3
+    assert sum(line.startswith(DEEPSEEK[:40]) for line in lines) == 3 and sum(line.startswith(QWEN[:22] + "...") for line in lines) == 3
     assert "cut at 0.5 of each run's compute:" in out and "all cuts (0.3, 0.5, 0.7) pooled:" in out
     assert "6 run-cuts backtested" in out
     code, out, err = run_cli(capsys, "backtest", str(REAL_CSV), *XY, "--run", QWEN, "--cut-fraction", "0.3", "0.7",
@@ -210,10 +210,24 @@ def test_backtest_scores_every_run_of_several_logs_in_one_table(capsys, tmp_path
         (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--plot", "x.gif"], ".png"),
         (["backtest", str(REAL_CSV), *XY, "--run", QWEN, "--cut-fraction", "1.5"], "cut-fraction"),
         (["backtest", str(REAL_CSV), *XY, "--run", QWEN], "--cut"),
+        # the window is set by the cut: "widen --fit-from/--fit-until" was the wrong advice; NaN was "cut earlier"
+        (["backtest", str(REAL_CSV), *XY, "--run", QWEN, "--cut", "1e-9"], "the fit needs at least 4: cut later, at"),
+        (["backtest", str(REAL_CSV), *XY, "--run", QWEN, "--cut", "nan"], "--cut must be a finite compute value > 0"),
         (["backtest", str(REAL_CSV), *XY, "--all-runs", "--run", QWEN], "--all-runs"),
+        (["backtest", str(REAL_CSV), *XY, "--all-runs", "--plot", "bt.png"], "--all-runs scores every run: drop --plot (or"),
         (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--level", "0.999"], "band level"),
         (["compare", str(REAL_CSV), *XY, "--at", "-3"], "--at"),
         (["compare", str(REAL_CSV), str(REAL_CSV), *XY, "--labels", "a"], "--labels"),
+        # NaN compared false with every |dA|: a raised ceiling read "same ceiling"
+        (["compare", str(REAL_CSV), *XY, "--min-effect", "nan"], "--min-effect must be a finite number >= 0"),
+        (["compare", str(REAL_CSV), *XY, "--rule", "paper", "--margin", "-1"], "--margin must be a finite number >= 0"),
+        # a repeated cut was scored again as another run-cut
+        (["backtest", str(REAL_CSV), *XY, "--cut-fraction", "0.5", "0.5"], "--cut-fraction 0.5 is given 2 times"),
+        (["calibrate", str(REAL_CSV), *XY, "--cuts", "0.5", "0.5", "0.5"], "--cuts 0.5 is given 3 times"),
+        # a negative R0 was fitted (A pinned at 1); one above 1 was blamed on the y column
+        (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--r0", "-0.1"], "--r0 -0.1 is not a pass rate in [0, 1]"),
+        (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--r0", "1.5"], "--r0 1.5 is not a pass rate in [0, 1]"),
+        (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--r0", "0.99"], "the given R0 (--r0 0.99) is not below any"),
         # without --x / --y: the log's columns, the likely ones for each axis first
         (["fit", str(REAL_CSV)], "has 6 columns -- metrics (evaluation-like names): 'val_score'; compute (step, "
                                  "time, token-like names; cum:COL sums a per-step one): 'cum_wall_hours', 'step'; "
@@ -271,3 +285,111 @@ def test_unbounded_metric(capsys, tmp_path):
     assert 3.4 < p["R"] < 4.2 and p["hi"] > 1.0
     code, _, err = run_cli(capsys, "fit", str(path), "--x", "step", "--y", "reward")
     assert code == 2 and "[0, 1]" in err
+
+
+def _sigmoid_csv(path, A):
+    """A clean sigmoid run (R0 0.2, B 1.5, C_mid 200) of ceiling ``A`` as ``step,score``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    steps = (0, 20, 40, 60, 80, 100, 150, 200, 250, 300, 400, 500, 600, 800)
+    path.write_text("step,score\n" + "".join(f"{c},{0.2 + (A - 0.2) / (1 + (200 / c) ** 1.5) if c else 0.2:.4f}\n"
+                                             for c in steps))
+    return str(path)
+
+
+def test_compare_keeps_runs_of_one_name_from_different_paths_apart(capsys, tmp_path):
+    """grpo/metrics.csv and ppo/metrics.csv are two runs, not two seeds of 'metrics' (pooled, they said 'no clear effect')."""
+    paths = [_sigmoid_csv(tmp_path / "base.csv", 0.70), _sigmoid_csv(tmp_path / "grpo" / "metrics.csv", 0.85),
+             _sigmoid_csv(tmp_path / "ppo" / "metrics.csv", 0.55)]
+    code, out, err = run_cli(capsys, "compare", *paths, "--x", "step", "--y", "score", "--bootstrap", "20", "--json")
+    assert code == 0, err
+    obj = json.loads(out)
+    runs = {r["label"]: r for r in obj["runs"]}
+    assert set(runs) == {"base", "grpo/metrics", "ppo/metrics"}
+    assert runs["grpo/metrics"]["seeds"] == 1 and runs["grpo/metrics"]["A"] == pytest.approx(0.85, abs=0.01)
+    assert "give them one label with --labels" in obj["notes"][0]
+    # seeds are still pooled when --labels says so
+    code, out, err = run_cli(capsys, "compare", *paths, "--x", "step", "--y", "score", "--bootstrap", "20",
+                             "--labels", "base", "new", "new", "--json")
+    assert code == 0, err
+    assert {r["label"]: r["seeds"] for r in json.loads(out)["runs"]} == {"base": 1, "new": 2}
+
+
+def test_fit_predict_needs_positive_compute(capsys, tmp_path):
+    """--predict 0 printed a forecast of -inf with [nan, nan] bands, marked calibrated."""
+    code, out, err = run_cli(capsys, "fit", _sigmoid_csv(tmp_path / "good.csv", 0.7), "--x", "step", "--y", "score",
+                             "--predict", "0", "1e9")
+    assert code == 2 and "--predict values must be finite compute values > 0, got 0" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_fit_targets_below_the_start_above_the_ceiling_and_not_a_pass_rate(capsys, tmp_path):
+    """0.1 was 'reached' at the first compute (the curve starts at 0.2); 0.99 was a bare inf; 1.5 was accepted."""
+    path = _sigmoid_csv(tmp_path / "good.csv", 0.7)
+    code, out, err = run_cli(capsys, "fit", path, "--x", "step", "--y", "score", "--bootstrap", "0",
+                             "--target", "0.1", "0.5", "0.99", "--json")
+    assert code == 0, err
+    low, mid, high = json.loads(out)["targets"]
+    assert low["C"] == 0 and low["status"].startswith("already reached (R0 = 0.2")
+    assert 200 < mid["C"] < 300 and mid["status"] == "reached"
+    assert high["C"] is None and high["status"].startswith("above the forecast ceiling (about 0.7")
+    code, out, err = run_cli(capsys, "fit", path, "--x", "step", "--y", "score", "--target", "1.5")
+    assert code == 2 and "--target 1.5 is not a pass rate in [0, 1]" in err
+
+
+def test_an_unwritable_plot_or_output_is_one_line_before_the_work(capsys, tmp_path):
+    """A --plot that is a directory, or under a file, was a traceback from matplotlib after the fit;
+    calibrate --output likewise after the whole calibration."""
+    (tmp_path / "dir.png").mkdir()
+    (tmp_path / "afile").write_text("")
+    cases = [
+        (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--plot", str(tmp_path / "dir.png")], "is a directory"),
+        (["compare", str(REAL_CSV), *XY, "--plot", str(tmp_path / "afile" / "c.png")], "cannot write the plot to"),
+        (["backtest", str(REAL_CSV), *XY, "--run", QWEN, "--cut-fraction", "0.5", "--plot", str(tmp_path / "dir.png")],
+         "is a directory"),
+        (["calibrate", str(REAL_CSV), *XY, "--no-progress", "--output", str(tmp_path / "afile" / "c.json")],
+         "cannot write --output"),
+    ]
+    for argv, needle in cases:
+        code, out, err = run_cli(capsys, *argv)
+        assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, (argv, err)
+        assert out == ""  # nothing was fitted and printed first
+
+
+@pytest.mark.parametrize("command", ["compare", "calibrate"])
+def test_run_is_not_taken_for_run_column_where_a_command_has_no_run(capsys, command):
+    """argparse's prefix matching made `--run b` mean --run-column b: "no run column 'b'"."""
+    with pytest.raises(SystemExit) as exc:
+        main([command, str(REAL_CSV), *XY, "--run", QWEN])
+    assert exc.value.code == 2 and "unrecognized arguments: --run" in capsys.readouterr().err
+
+
+def test_backtest_of_several_logs_lists_one_that_cannot_be_read_as_skipped(capsys, tmp_path):
+    """A log in percent among several PATHs aborted the command; --all-runs says such runs are listed, not fatal."""
+    good = _sigmoid_csv(tmp_path / "good.csv", 0.7)
+    pct = tmp_path / "pct.csv"
+    pct.write_text("step,score\n0,20\n100,35\n200,45\n400,60\n")
+    code, out, err = run_cli(capsys, "backtest", good, str(pct), "--x", "step", "--y", "score", "--bootstrap", "20",
+                             "--json")
+    assert code == 0, err
+    obj = json.loads(out)
+    assert [r["run"] for r in obj["runs"]] == ["good"]
+    assert obj["skipped"][0]["run"] == str(pct) and "--y-scale 0.01" in obj["skipped"][0]["reason"]
+
+
+def test_compare_of_paths_that_give_one_label_says_which(capsys, tmp_path):
+    path = _sigmoid_csv(tmp_path / "good.csv", 0.7)
+    code, out, err = run_cli(capsys, "compare", path, path, "--x", "step", "--y", "score")
+    assert code == 2 and "the paths give one: 'good' (2 curve(s))" in err and "--labels" in err
+
+
+def test_compare_of_runs_on_different_compute_columns_says_so_and_prints_ratios_readably(capsys, tmp_path):
+    """A step run against a FLOPs run: no word of the units, and '999999999999999456934671417344.00x'."""
+    base = _sigmoid_csv(tmp_path / "base.csv", 0.7)
+    lines = (tmp_path / "base.csv").read_text().splitlines()
+    flops = tmp_path / "flops.csv"
+    flops.write_text("flops,score\n" + "".join(f"{float(s) * 1e30:g},{v}\n" for s, v in (ln.split(",") for ln in lines[1:])))
+    code, out, err = run_cli(capsys, "compare", base, str(flops), "--x", "step", "flops", "--y", "score",
+                             "--bootstrap", "20")
+    assert code == 0, err
+    assert "note: the runs' compute columns differ ('step', 'flops')" in out
+    assert "1e+30x the baseline's compute" in out

@@ -120,6 +120,17 @@ def test_verl_restart_drops_the_abandoned_attempt(tmp_path):
     assert np.allclose(read_curve(p, "cum:timing/*", Y).x, [20.0, 40.0, 80.0, 80.0])
 
 
+def test_printed_text_with_step_n_in_it_is_not_a_step_line(tmp_path):
+    """A sample completion 'First, step:3 - add the numbers' was a step line: taken for a resume, it
+    dropped the 10 evaluations after it."""
+    lines = [_step(n, timing=10.0, **{Y: 0.2 + 0.001 * n}) for n in range(0, 401, 20)]
+    lines.insert(11, RAY + "[response] First, step:3 - add the numbers")
+    p = tmp_path / "stray.log"
+    p.write_text("\n".join(lines) + "\n")
+    c = read_curve(p, "step", Y)
+    assert len(c) == 21 and not any("resumes" in n for n in c.notes)
+
+
 def test_verl_runs_that_start_over_are_runs_of_their_own(tmp_path):
     """A sweep's runs in one stdout (or a start from scratch): nothing dropped, each its own run."""
     first = [_step(n, timing=10.0, **({Y: 0.1 * n} if n % 2 else {})) for n in range(6)]
@@ -187,7 +198,7 @@ def test_hf_trainer_state_bad_input(tmp_path):
         read_curve(p, "cum:rewards", "eval_reward")
     empty = tmp_path / "empty-run"
     empty.mkdir()
-    with pytest.raises(InputError, match="no TensorBoard event files"):  # neither kind of run directory
+    with pytest.raises(InputError, match="a directory holding no log of a format read as a directory"):  # neither kind of run directory
         read_curve(empty, "step", "eval_reward")
 
 
@@ -616,6 +627,22 @@ def test_mlflow_tracking_server_errors():
     out = subprocess.run([sys.executable, "-m", "scalerl.cli", "fit", url, "--x", "step", "--y", VAL],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "cannot reach the MLflow server" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_mlflow_wall_time_starts_at_the_runs_first_metric_not_its_first_evaluation(tmp_path):
+    """Training metrics from t0, the first evaluation 500 s in: it is not compute 0 (as TensorBoard and JSONL agree)."""
+    import yaml
+
+    d = tmp_path / "mlruns" / "0" / ("a" * 32)
+    (d / "metrics" / "val").mkdir(parents=True)
+    (d / "meta.yaml").write_text(yaml.safe_dump({"run_id": "a" * 32, "run_name": "late", "lifecycle_stage": "active"}))
+    t0 = 1_700_000_000_000
+    (d / "metrics" / "loss").write_text("".join(f"{t0 + 10_000 * s} 1.0 {s}\n" for s in range(0, 401, 10)))
+    (d / "metrics" / "val" / "acc").write_text("".join(f"{t0 + 10_000 * s + 1000} {0.2 + s / 1000} {s}\n"
+                                                         for s in range(50, 401, 50)))
+    c = read_curve(tmp_path / "mlruns", "wall_time", "val/acc")
+    assert c.x[0] == pytest.approx(501 / 3600) and c.x[-1] == pytest.approx(4001 / 3600)
+    assert np.allclose(read_curve(tmp_path / "mlruns", "step", "val/acc").x, range(50, 401, 50))
 
 
 def test_an_mlflow_run_resumed_after_its_last_evaluation_is_still_joined(tmp_path):

@@ -327,3 +327,140 @@ def test_a_run_that_cannot_be_read_leaves_the_others_readable(tmp_path):
     f.write_text("\n".join(lines[:1] + lines[21:]) + "\n")
     with pytest.raises(InputError, match="compute 'step' decreases"):
         read_curves(f, "step", "acc")
+
+
+def _tb_run(directory, t0=1_700_000_000.0, first_eval=50, scale=1.0):
+    """A TensorBoard run: train/loss every 10 steps at 10 s a step from ``t0``, val/acc every 50 steps from ``first_eval``."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    def scalar(tag, value):
+        return summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)])
+
+    w = EventFileWriter(str(directory))
+    for step in range(0, 401, 10):
+        w.add_event(event_pb2.Event(wall_time=t0 + 10 * step, step=step, summary=scalar("train/loss", 1.0)))
+        if step >= first_eval and step % 50 == 0:
+            w.add_event(event_pb2.Event(wall_time=t0 + 10 * step + 1, step=step,
+                                        summary=scalar("val/acc", scale * (0.2 + step / 1000))))
+    w.close()
+
+
+def test_tensorboard_wall_time_starts_at_the_runs_first_event_not_its_first_evaluation(tmp_path):
+    """The first evaluation at step 50 (500 s in) was put at compute 0 (the R0 point), shifting the axis."""
+    pytest.importorskip("tensorboard")
+    _tb_run(tmp_path / "late")
+    c = read_curve(tmp_path, "wall_time", "val/acc")
+    assert c.x[0] == pytest.approx(501 / 3600) and c.x[-1] == pytest.approx(4001 / 3600)
+
+
+def test_tensorboard_runs_whose_directories_share_a_leaf_name_are_named_by_their_path(tmp_path):
+    """a/run1 and b/run1 were both 'run1': --run could choose neither, and compare pooled them as seeds."""
+    pytest.importorskip("tensorboard")
+    _tb_run(tmp_path / "a" / "run1")
+    _tb_run(tmp_path / "b" / "run1")
+    _tb_run(tmp_path / "c" / "late")
+    assert sorted(c.name for c in read_curves(tmp_path, "step", "val/acc")) == ["a/run1", "b/run1", "late"]
+    assert read_curve(tmp_path, "step", "val/acc", run="b/run1").source.endswith("run1")
+
+
+def test_an_empty_x_cell_in_a_table_of_evaluations_is_dropped_not_given_the_previous_rows_x(tmp_path):
+    """The point measured at 80 was fitted at 60 (the row before's x), moving B from 1.5 to 1.4."""
+    p = tmp_path / "emptyx.csv"
+    p.write_text("step,score\n0,0.2\n20,0.25\n40,0.3\n,0.35\n80,0.4\n100,0.45\n")
+    c = read_curve(p, "step", "score")
+    assert np.allclose(c.x, [0, 20, 40, 80, 100]) and np.allclose(c.y, [0.2, 0.25, 0.3, 0.4, 0.45])
+    assert c.dropped == 1 and not any("do not log" in n for n in c.notes)
+
+
+def test_percent_cells_with_a_y_scale_are_refused_not_scaled_twice(tmp_path):
+    """'64.4%' is read as 0.644; --y-scale 0.01 on top made it 0.0064 (the note said percent, the numbers were wrong)."""
+    p = tmp_path / "pct.csv"
+    p.write_text("step,score\n0,20.0%\n100,33.1%\n200,45.0%\n400,56.9%\n")
+    assert np.allclose(read_curve(p, "step", "score").y, [0.2, 0.331, 0.45, 0.569])
+    with pytest.raises(InputError, match=r"column 'score' is written as percentages .* drop --y-scale 0.01"):
+        read_curve(p, "step", "score", y_scale=0.01)
+    wandb = tmp_path / "wandb.csv"
+    wandb.write_text("Step,grpo - val/acc\n0,20%\n100,33%\n")
+    with pytest.raises(InputError, match="drop --y-scale 0.01"):
+        read_curve(wandb, "Step", "val/acc", y_scale=0.01)
+
+
+def test_a_column_named_twice_in_the_header_is_an_error_naming_both(tmp_path):
+    """The last 'score' (a constant 0.9) was read, silently."""
+    p = tmp_path / "dup.csv"
+    p.write_text("step,score,score,note,note\n0,0.2,0.9,a,b\n10,0.3,0.9,a,b\n20,0.4,0.9,a,b\n")
+    with pytest.raises(InputError, match=r"names column 'score' 2 times \(columns 2, 3\)"):
+        read_curve(p, "step", "score")
+    q = tmp_path / "dup_unread.csv"  # a repeated column that is not read does not matter
+    q.write_text("step,score,note,note\n0,0.2,a,b\n10,0.3,a,b\n20,0.4,a,b\n")
+    assert np.allclose(read_curve(q, "step", "score").y, [0.2, 0.3, 0.4])
+
+
+def test_one_run_in_percent_does_not_block_the_other_runs_of_a_tensorboard_dir_or_wandb_export(tmp_path):
+    """tb/pct (values 20..60) stopped even `--run good`; CSV / JSONL logs already left such a run out with a note."""
+    pytest.importorskip("tensorboard")
+    _tb_run(tmp_path / "tb" / "good")
+    _tb_run(tmp_path / "tb" / "pct", scale=100.0)
+    c = read_curve(tmp_path / "tb", "step", "val/acc", run="good")
+    assert len(c) == 8 and any("1 run(s) left out: run 'pct'" in n for n in c.notes)
+    wandb = tmp_path / "wandb.csv"
+    wandb.write_text("Step,good - val/acc,other - val/acc\n0,0.2,20\n100,0.3,30\n200,0.4,40\n")
+    c = read_curve(wandb, "Step", "val/acc", run="good")
+    assert np.allclose(c.y, [0.2, 0.3, 0.4]) and any("run 'other'" in n and "--y-scale 0.01" in n for n in c.notes)
+    with pytest.raises(InputError, match="outside"):  # when no run can be read, that is the error
+        read_curve(tmp_path / "tb" / "pct", "step", "val/acc")
+
+
+def test_a_directory_of_no_known_log_names_what_it_holds(tmp_path):
+    """It said "no TensorBoard event files (*tfevents*) found" of a directory holding good.csv."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "good.csv").write_text("step,score\n0,0.2\n10,0.3\n")
+    with pytest.raises(InputError, match=r"a directory holding no log of a format read as a directory .*; "
+                                         r"it holds good.csv: name the log among them"):
+        read_curve(tmp_path / "logs", "step", "score")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="it holds no files"):
+        read_curve(tmp_path / "empty", "step", "score")
+
+
+def test_a_message_appended_to_a_csv_is_skipped_with_a_note_a_short_row_elsewhere_is_an_error(tmp_path):
+    p = tmp_path / "junk.csv"
+    p.write_text("step,score\n0,0.2\n10,0.3\n20,0.4\nTraining finished!\n")
+    c = read_curve(p, "step", "score")
+    assert len(c) == 3 and any("line 5: 'Training finished!'" in n and "skipped" in n for n in c.notes)
+    p.write_text("step,score\n0,0.2\n10\n20,0.4\n")
+    with pytest.raises(InputError, match="line 3 has 1 fields, the header has 2 -- fix or delete that line"):
+        read_curve(p, "step", "score")
+
+
+def test_numbers_written_as_strings_in_json_lines_and_parquet_are_read_as_numbers(tmp_path):
+    """{"acc": "0.2"} was "value '0.2' ... is not a number", though a CSV cell "0.2" reads."""
+    p = tmp_path / "strnum.jsonl"
+    p.write_text("".join(json.dumps({"step": s, "acc": f"{0.2 + s / 1000}"}) + "\n" for s in (0, 10, 20)))
+    c = read_curve(p, "step", "acc")
+    assert np.allclose(c.y, [0.2, 0.21, 0.22]) and any("3 value(s) written as strings" in n for n in c.notes)
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    pq.write_table(pa.table({"step": [0, 10, 20], "acc": ["0.2", "0.21", "0.22"]}), tmp_path / "s.parquet")
+    assert np.allclose(read_curve(tmp_path / "s.parquet", "step", "acc").y, [0.2, 0.21, 0.22])
+    p.write_text(json.dumps({"step": 0, "acc": "high"}) + "\n")
+    with pytest.raises(InputError, match="value 'high' in a row at step 0 is not a number -- fix the value"):
+        read_curve(p, "step", "acc")
+
+
+def test_nested_metrics_of_json_lines_and_parquet_structs_are_read_as_dotted_names(tmp_path):
+    """{"val": {"acc": 0.2}} listed 'val' as a metric and had no 'val/acc'; Trackio and W&B already flatten to val.acc."""
+    p = tmp_path / "nested.jsonl"
+    p.write_text("".join(json.dumps({"step": s, "val": {"acc": 0.2 + s / 1000}, "timing": {"step_s": 10}}) + "\n"
+                         for s in (0, 10, 20)))
+    assert np.allclose(read_curve(p, "step", "val.acc").y, [0.2, 0.21, 0.22])
+    assert np.allclose(read_curve(p, "cum:timing.step_s", "val.acc").x, [10, 20, 30])
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    table = pa.table({"step": [0, 10, 20], "val": [{"acc": 0.2}, {"acc": 0.21}, None]})
+    pq.write_table(table, tmp_path / "struct.parquet")
+    c = read_curve(tmp_path / "struct.parquet", "step", "val.acc")
+    assert np.allclose(c.y, [0.2, 0.21]) and any("1 row(s) have no 'val.acc'" in n for n in c.notes)

@@ -60,3 +60,19 @@ def test_a_broken_parquet_file(tmp_path):
     path.write_bytes(path.read_bytes()[:40])
     with pytest.raises(InputError, match="not a readable Parquet file"):
         read_curves(path, "step", "acc")
+
+
+def test_a_date_time_column_is_no_compute_but_a_timestamp_column_gives_wall_time(tmp_path):
+    """A datetime 'step' said "value datetime.datetime(...) ... is not a number" and no more."""
+    import datetime
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    start = datetime.datetime(2023, 11, 14, 22, 0, 0)
+    times = [start + datetime.timedelta(minutes=30 * i) for i in range(4)]
+    pq.write_table(pa.table({"timestamp": times, "acc": [0.2, 0.3, 0.4, 0.5]}), tmp_path / "dt.parquet")
+    with pytest.raises(InputError, match="a date and time is no compute value: choose a counter"):
+        read_curves(tmp_path / "dt.parquet", "timestamp", "acc")
+    [c] = read_curves(tmp_path / "dt.parquet", "wall_time", "acc")
+    assert np.allclose(c.x, [0, 0.5, 1.0, 1.5])

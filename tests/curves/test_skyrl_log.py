@@ -46,6 +46,14 @@ def test_a_skyrl_console_is_recognised_and_read_as_the_run_it_logged(tmp_path):
     assert curve.dropped == 0 and curve.notes == ()
 
 
+def test_a_decoded_example_with_step_n_in_it_does_not_make_the_console_verl(tmp_path):
+    """'... [response] step:2 - think' matched verl's step line, and the console was read as verl's."""
+    path = _console(tmp_path, edit=lambda text: text + "[response] step:2 - think it through\n")
+    assert detect_format(path) == "skyrl"
+    [curve] = read_curves(path, "step", SCORE)
+    assert len(curve) == len(_shipped())
+
+
 def test_what_else_the_console_prints_is_not_a_metric_row(tmp_path):
     # SkyRL logs the trainer's status as a one-line dict each step ({'final_loss': ...}): not the tracker's rows.
     path = _console(tmp_path)

@@ -118,3 +118,28 @@ def test_damaged_and_hostile_archives_and_binary_files(tmp_path):
     binary.write_bytes(b"\x00\x01PK" * 100)
     with pytest.raises(InputError, match="a binary file, not a log of a format read here"):
         read_curves(binary, "step", "val_score")
+
+
+def test_a_pipe_is_read_once_like_standard_input(tmp_path):
+    """`scalerl fit <(zcat log.gz)`: the format probes consumed the pipe, and the log was "empty"."""
+    import os
+    import threading
+
+    fifo = tmp_path / "piped"
+    os.mkfifo(fifo)
+    text = "step,score\n" + "".join(f"{s},{0.2 + s / 1000}\n" for s in range(0, 100, 10))
+    writer = threading.Thread(target=fifo.write_text, args=(text,))
+    writer.start()
+    try:
+        [c] = read_curves(fifo, "step", "score")
+    finally:
+        writer.join(timeout=10)
+    assert len(c) == 10 and c.name == "piped"
+
+
+def test_a_plain_file_named_as_compressed_says_so_when_it_cannot_be_read(tmp_path):
+    """'not gzip' in fake.csv.gz said only "the file has a header but no rows"."""
+    fake = tmp_path / "fake.csv.gz"
+    fake.write_text("not gzip\n")
+    with pytest.raises(InputError, match=r"header but no rows \(the name ends in .gz, but the file is not gzip-compressed"):
+        read_curves(fake, "step", "score")

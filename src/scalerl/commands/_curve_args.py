@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
 from scalerl.curves.bands import read_calibration
 from scalerl.curves.io import READERS
@@ -79,7 +80,9 @@ def parse_fit_from(value):
     return v
 
 
-def parse_r0(value):
+def parse_r0(value, *, bounded: bool = True):
+    """``first``, ``free`` or a number: for a pass rate (``bounded``) one in [0, 1] -- a negative R0
+    was fitted (A then pinned at its bound of 1), and one above 1 blamed on the y column."""
     if value in ("first", "free"):
         return value
     try:
@@ -88,7 +91,44 @@ def parse_r0(value):
         raise InputError(f"--r0 must be 'first', 'free' or a number, got {value!r}") from None
     if not math.isfinite(v):
         raise InputError(f"--r0 must be finite, got {value!r}")
+    if bounded and not 0 <= v <= 1:
+        raise InputError(f"--r0 {value} is not a pass rate in [0, 1]; give a fraction (0.2, not 20), "
+                         "or pass --unbounded for a metric that is not a pass rate")
     return v
+
+
+def writable_file(path, option: str) -> Path:
+    """``path``, checked before any work that ends in writing it: a directory, a read-only place or a
+    parent that cannot be made got a traceback after the fit (or a whole calibration) was done."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{option} {path} is a directory; give a file name in it")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        existed = path.exists()
+        with open(path, "ab"):  # appending nothing: opens it as the write will, changing nothing
+            pass
+        if not existed:
+            path.unlink()
+    except OSError as exc:
+        raise InputError(f"cannot write {option} {path}: {exc.strerror or exc}; give a path in a directory "
+                         "you can write to") from None
+    return path
+
+
+def plot_path(value) -> Path:
+    """``--plot FILE`` checked before the fit: a format the plots write, in a place that can be written."""
+    from scalerl.curves.plot import _check_path
+
+    return writable_file(_check_path(value), "--plot")
+
+
+def distinct_cuts(option: str, cuts) -> None:
+    """Each cut once: a repeated one was scored again as another run-cut, so three copies of one cut
+    passed calibrate's minimum number of run-cuts, and its errors counted thrice."""
+    repeated = sorted({f for f in cuts or () if list(cuts).count(f) > 1})
+    if repeated:
+        raise InputError(f"{option} {repeated[0]:g} is given {list(cuts).count(repeated[0])} times; give each cut once")
 
 
 def fit_kwargs(args) -> dict:
@@ -106,7 +146,7 @@ def fit_kwargs(args) -> dict:
     return dict(
         calibration=read_calibration(args.calibration) if getattr(args, "calibration", None) else None,
         method=args.method,
-        r0=parse_r0(args.r0),
+        r0=parse_r0(args.r0, bounded=bounded),
         fit_from=parse_fit_from(args.fit_from),
         A_max=1.0 if bounded else math.inf,
         y_floor=0.0 if bounded else -math.inf,

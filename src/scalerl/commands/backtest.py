@@ -18,8 +18,8 @@ import math
 
 from dataclasses import replace
 
-from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_path, finite_json, fit_kwargs, g,
-                                          progress_bar, read_kwargs, table)
+from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_path, distinct_cuts, finite_json,
+                                          fit_kwargs, g, plot_path, progress_bar, read_kwargs, table)
 from scalerl.errors import InputError
 
 
@@ -41,15 +41,13 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from scalerl.curves import read_curves
-
     if len(args.paths) > 1:
         if args.run or args.plot:
-            raise InputError(f"{len(args.paths)} logs: every run of each is scored in one table; drop --run and --plot "
+            raise InputError(f"{len(args.paths)} logs: every run of each is scored in one table; drop {_one_run_options(args)} "
                              "(or give one log)")
         args.all_runs = True
     if args.all_runs and (args.run or args.plot):
-        raise InputError("--all-runs scores every run: drop --run and --plot (or drop --all-runs)")
+        raise InputError(f"--all-runs scores every run: drop {_one_run_options(args)} (or drop --all-runs)")
     if args.cut_fraction is not None and len(args.cut_fraction) > 1:  # (of one --run, or of every run)
         if args.plot:
             raise InputError(f"{len(args.cut_fraction)} cuts: each is scored in one table; drop --plot "
@@ -62,16 +60,18 @@ def run(args) -> int:
     bad = [f for f in args.cut_fraction or () if not 0 < f < 1]
     if bad:
         raise InputError(f"--cut-fraction {bad[0]:g}: give a share of the run's last compute between 0 and 1 (e.g. 0.5)")
-    kwargs = read_kwargs(args)
-    per_log = [read_curves(path, x, y, run=args.run, **kwargs) for path, (x, y) in zip(args.paths, axes_per_path(args))]
+    distinct_cuts("--cut-fraction", args.cut_fraction)
+    if args.plot:
+        plot_path(args.plot)
+    paths, per_log, unread = _read_logs(args)
     curves = [c for log in per_log for c in log]
     names = [c.name for c in curves]
     if len(set(names)) < len(names):  # runs of the same name in different logs (each console its own 'exp_001')
-        curves = [replace(c, name=f"{path}:{c.name}") for path, log in zip(args.paths, per_log) for c in log]
+        curves = [replace(c, name=f"{path}:{c.name}") for path, log in zip(paths, per_log) for c in log]
     if len(curves) > 1 and args.plot:
         raise InputError(f"{args.paths[0]} holds {len(curves)} runs; choose one with --run to plot")
     if args.all_runs:
-        return _all_runs(curves, args)
+        return _all_runs(curves, args, unread)
     if len(curves) == 1:  # one run: what stops it is the command's error
         results, skipped = [_backtest(curves[0], args, _cuts(args)[0])], []
     else:
@@ -171,7 +171,43 @@ def _text(bt, *, legend: bool = True) -> str:
     return "\n".join(lines)
 
 
-def _all_runs(curves, args) -> int:
+def _short(name: str, width: int = 48) -> str:
+    """A run name cut to ``width`` in its middle: runs of a sweep share a long prefix and differ at the
+    end (cut at the end, ``...-resp256-0.538`` and ``...-resp512-0.61`` looked the same)."""
+    if len(name) <= width:
+        return name
+    head = (width - 3) // 2
+    return f"{name[:head]}...{name[-(width - 3 - head):]}"
+
+
+def _one_run_options(args) -> str:
+    """Which of the one-run options were given (the advice named both where only --plot was)."""
+    return " and ".join(option for option, value in (("--run", args.run), ("--plot", args.plot)) if value)
+
+
+def _read_logs(args) -> tuple[list[str], list[list], list[tuple[str, str]]]:
+    """``(paths read, their curves, (path, reason) of each that could not be)``. One log of several that
+    cannot be read (in percent, say) is skipped with its reason, as a run that cannot be forecast is,
+    not fatal to the others; with one log, or none readable, its error is the command's."""
+    from scalerl.curves import read_curves
+
+    kwargs = read_kwargs(args)
+    paths, per_log, unread, errors = [], [], [], []
+    for path, (x, y) in zip(args.paths, axes_per_path(args)):
+        try:
+            per_log.append(read_curves(path, x, y, run=args.run, **kwargs))
+            paths.append(path)
+        except InputError as exc:
+            if len(args.paths) == 1:
+                raise
+            errors.append(exc)
+            unread.append((path, str(exc)))
+    if not per_log:
+        raise errors[0]
+    return paths, per_log, unread
+
+
+def _all_runs(curves, args, unread=()) -> int:
     from scalerl.curves import summarize
 
     cuts = _cuts(args)
@@ -182,6 +218,7 @@ def _all_runs(curves, args) -> int:
     finally:
         if bar is not None:
             bar.close()
+    skipped = [*unread, *skipped]
     by_cut = {f: summarize([bt for g_, bt in results if g_ == f], tolerance=0.001) for f in cuts
               if any(g_ == f for g_, _ in results)}
     summary = summarize([bt for _, bt in results], tolerance=0.001) if results else None
@@ -207,7 +244,7 @@ def _all_runs(curves, args) -> int:
     pct = int(round(100 * args.level))
     rows = []
     for f, bt in results:
-        rows.append([bt.run[:48], *([f"{f:g}"] if several else []), f"{bt.n_fit}/{bt.n_test}", f"{bt.default.mae:.4f}",
+        rows.append([_short(bt.run), *([f"{f:g}"] if several else []), f"{bt.n_fit}/{bt.n_test}", f"{bt.default.mae:.4f}",
                      f"{bt.default.end_error:+.4f}",
                      "yes" if bt.bands.end_covered else "NO", f"{bt.bands.end_half_width:.3f}",
                      f"{100 * bt.bands.point_coverage:.0f}%",

@@ -14,17 +14,22 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from scalerl.commands._curve_args import (add_data_args, axes_per_path, finite_json, parse_fit_from, parse_r0,
-                                          progress_bar, read_kwargs, table)
+from scalerl.commands._curve_args import (add_data_args, axes_per_path, distinct_cuts, finite_json, parse_fit_from,
+                                          parse_r0, progress_bar, read_kwargs, table, writable_file)
 from scalerl.errors import InputError
 
 #: Fewer run-cuts than this and the 95% factor is the largest score seen (the conformal
 #: quantile's finite-sample correction asks for more than all of them): with n scores, the largest
 #: is exceeded by a new one with probability 1 / (n + 1).
 _FULL_95 = 19
+
+
+#: No prefix matching of options: this command has no --run, and `--run NAME` was taken for --run-column.
+ALLOW_ABBREV = False
 
 
 def add_arguments(p) -> None:
@@ -48,21 +53,24 @@ def run(args) -> int:
 
     if any(not 0 < f < 1 for f in args.cuts):
         raise InputError(f"--cuts must be shares of the compute in (0, 1), got {args.cuts}")
+    distinct_cuts("--cuts", args.cuts)
     kwargs = read_kwargs(args)
     curves = [c for path, (x, y) in zip(args.paths, axes_per_path(args)) for c in read_curves(path, x, y, **kwargs)]
     out = Path(args.output)
     if out.is_dir():
         raise InputError(f"--output {out} is a directory; give a file name (e.g. {out / 'calibration.json'})")
+    writable_file(out, "--output")  # before the calibration, not a traceback after it
     curves, repeats = _distinct(curves)
-    for name, first in repeats:
-        what = f"{name} is given twice" if name == first else f"{name} is the same curve as {first}"
+    # One note per repeated run, with how often it was given (three copies printed "given twice" twice).
+    for (name, first), n in Counter(repeats).items():
+        what = f"{name} is given {_times(n + 1)}" if name == first else f"{name} is the same curve as {first}"
         print(f"note: {what}: counted once (a run scored against a copy of itself would pass the "
               "leave-one-run-out check for nothing)", file=sys.stderr if args.json else sys.stdout)
     bounded = not args.unbounded
     bar = progress_bar(len(curves), args.no_progress or args.json, "backtesting runs", "run")
     try:
         result = calibrate(curves, cuts=tuple(args.cuts), progress=bar and (lambda _name: bar.update(1)),
-                           r0=parse_r0(args.r0), fit_from=parse_fit_from(args.fit_from),
+                           r0=parse_r0(args.r0, bounded=bounded), fit_from=parse_fit_from(args.fit_from),
                            A_max=1.0 if bounded else math.inf, y_floor=0.0 if bounded else -math.inf)
     finally:
         if bar is not None:
@@ -125,6 +133,10 @@ def _distinct(curves):
         seen[key] = c.name
         kept.append(c)
     return kept, repeats
+
+
+def _times(n: int) -> str:
+    return "twice" if n == 2 else f"{n} times"
 
 
 def _pct(v: float) -> str:

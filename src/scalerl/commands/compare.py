@@ -12,10 +12,15 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
+from pathlib import PurePath
 
 from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_path, finite_json, fit_kwargs, g,
-                                          read_kwargs, table)
+                                          plot_path, read_kwargs, table)
 from scalerl.errors import InputError
+
+
+#: No prefix matching of options: this command has no --run, and `--run NAME` was taken for --run-column.
+ALLOW_ABBREV = False
 
 
 def add_arguments(p) -> None:
@@ -35,32 +40,77 @@ def add_arguments(p) -> None:
     p.add_argument("--plot", metavar="FILE", help="write all runs on one figure (.png or .svg)")
 
 
-def _group(args) -> "OrderedDict[str, list]":
+def _group(args, notes: list) -> "OrderedDict[str, list]":
     from scalerl.curves import read_curves
 
     if args.labels and len(args.labels) != len(args.paths):
         raise InputError(f"--labels has {len(args.labels)} names for {len(args.paths)} paths; give one per path")
     groups: "OrderedDict[str, list]" = OrderedDict()
     kwargs = read_kwargs(args)
-    for i, (path, (x, y)) in enumerate(zip(args.paths, axes_per_path(args))):
-        curves = read_curves(path, x, y, **kwargs)
+    read = [(path, read_curves(path, x, y, **kwargs)) for path, (x, y) in zip(args.paths, axes_per_path(args))]
+    if not args.labels:
+        return _group_by_name(read, notes)
+    for label, (_, curves) in zip(args.labels, read):
         for c in curves:
-            if not args.labels:
-                label = c.name
-            elif len(curves) == 1:
-                label = args.labels[i]
-            else:  # a file with several runs: keep them apart under the path's label
-                label = f"{args.labels[i]}/{c.name}"
-            groups.setdefault(label, []).append(c)
+            # a file with several runs: keep them apart under the path's label
+            groups.setdefault(label if len(curves) == 1 else f"{label}/{c.name}", []).append(c)
     return groups
+
+
+def _group_by_name(read: list, notes: list) -> "OrderedDict[str, list]":
+    """Each run under its own name. Runs of one name read from different places (``grpo/metrics.csv`` and
+    ``ppo/metrics.csv``) are different runs until ``--labels`` says they are seeds: pooling them silently
+    compared a merge of two trainings, so they are kept apart under a name that tells their paths apart."""
+    by_name: "OrderedDict[str, list]" = OrderedDict()
+    for path, curves in read:
+        for c in curves:
+            by_name.setdefault(c.name, []).append((c.source or str(path), c))
+    groups: "OrderedDict[str, list]" = OrderedDict()
+    for name, found in by_name.items():
+        if len({source for source, _ in found}) == 1:
+            groups[name] = [c for _, c in found]
+            continue
+        labels = _distinct_labels(name, [source for source, _ in found])
+        for label, (_, c) in zip(labels, found):
+            groups.setdefault(label, []).append(c)
+        notes.append(f"{len(found)} runs share the name {name!r}: compared apart as "
+                     f"{', '.join(dict.fromkeys(labels))}; to pool them as seeds of one run give them one label with --labels")
+    return groups
+
+
+def _distinct_labels(name: str, sources: list) -> list:
+    """The shortest trailing parts of each source path that tell them apart (``grpo/metrics``), with the
+    run's name after a colon where the path does not end in it; the whole path if nothing shorter does."""
+    parts = []
+    for source in sources:
+        p = list(PurePath(source).parts) or [source]
+        if p[-1].split(".")[0] == name:  # metrics.csv.gz -> metrics
+            p[-1] = name
+        parts.append(p)
+    for k in range(1, max(map(len, parts)) + 1):
+        labels = ["/".join(p[-k:]) + ("" if p[-1] == name else f":{name}") for p in parts]
+        if len(set(labels)) == len(set(map(tuple, parts))):
+            return labels
+    return [f"{source}:{name}" for source in sources]
 
 
 def run(args) -> int:
     from scalerl.curves import compare
 
-    groups = _group(args)
+    if args.plot:
+        plot_path(args.plot)
+    for option, value in (("--margin", args.margin), ("--min-effect", args.min_effect)):
+        _non_negative(option, value)
+    notes: list = []
+    groups = _group(args, notes)
+    x_names = list(dict.fromkeys(c.x_name for curves in groups.values() for c in curves))
+    if len(x_names) > 1:  # C_mid and compute ratios are then in different units: said, not refused
+        notes.append(f"the runs' compute columns differ ({', '.join(map(repr, x_names))}): C_mid and the compute "
+                     "ratios compare numbers in different units")
     if len(groups) < 2:
-        raise InputError("compare needs at least two runs (labels); paths with the same label are seeds of one run")
+        seen = ", ".join(f"{label!r} ({len(curves)} curve(s))" for label, curves in groups.items())
+        raise InputError(f"compare needs at least two runs (labels), and the paths give one: {seen}; paths with the "
+                         "same label are seeds of one run -- give --labels to name them apart")
     kw = fit_kwargs(args)
     result = compare(
         groups, baseline=args.baseline, rule=args.rule, margin=args.margin, min_effect=args.min_effect,
@@ -72,7 +122,7 @@ def run(args) -> int:
 
         plot_compare(result, args.plot)
     if args.json:
-        print(json.dumps(finite_json(_as_json(result, args)), allow_nan=False, default=str))
+        print(json.dumps(finite_json({**_as_json(result, args), "notes": notes}), allow_nan=False, default=str))
         return 0
     rows = []
     preds = result.predictions()
@@ -101,9 +151,17 @@ def run(args) -> int:
     print()
     for c in result.classifications:
         print(f"{c.label}: {c.explanation}")
+    for note in notes:
+        print(f"note: {note}")
     if args.plot:
         print(f"plot: {args.plot}")
     return 0
+
+
+def _non_negative(option: str, v: float) -> None:
+    # NaN compares false with everything: |dA| >= nan never held, so a raised ceiling read "same ceiling".
+    if not (0 <= v < float("inf")):
+        raise InputError(f"{option} must be a finite number >= 0 (a change in the ceiling A), got {v:g}")
 
 
 def _positive(v):

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import math
 
-from scalerl.commands._curve_args import add_data_args, add_fit_args, finite_json, fit_kwargs, g, read_kwargs, table
+from scalerl.commands._curve_args import (add_data_args, add_fit_args, finite_json, fit_kwargs, g, plot_path,
+                                          read_kwargs, table)
 from scalerl.errors import InputError
 
 
@@ -27,14 +28,16 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from scalerl.curves import forecast, read_curve
 
+    if args.plot:
+        plot_path(args.plot)
+    _check_predict(args.predict)
+    _check_targets(args.target, bounded=not args.unbounded)
     curve = read_curve(args.path, args.x, args.y, run=args.run, **read_kwargs(args))
     fc = forecast(curve, fit_until=args.fit_until, n_boot=args.bootstrap, level=args.level, seed=args.seed, **fit_kwargs(args))
     points = args.predict or [float(fc.ensemble.x_end) * m for m in (1, 2, 10)]
-    if any(not math.isfinite(c) or c < 0 for c in points):
-        raise InputError("--predict values must be finite and >= 0")
     # An unstable run gets no forecast: its extrapolation is not one (the fit is still shown).
     preds = [] if fc.unstable else fc.predict(points)
-    targets = [] if fc.unstable else [(r, *fc.compute_to_reach(r)) for r in (args.target or [])]
+    targets = [] if fc.unstable else [_reach(fc, r) for r in (args.target or [])]
     verdict = fc.verdict(*args.verdict) if args.verdict and not fc.unstable else None
     if args.plot:
         from scalerl.curves.plot import plot_forecast
@@ -45,6 +48,37 @@ def run(args) -> int:
         return 0
     print(_as_text(fc, preds, targets, verdict, args))
     return 0
+
+
+def _check_predict(points) -> None:
+    """Compute values to forecast at must be > 0: at 0 (before training) the power-law member is
+    -inf and the forecast came out -inf with NaN bands; the curve's value there is its R0."""
+    if points and any(not math.isfinite(c) or c <= 0 for c in points):
+        bad = next(c for c in points if not math.isfinite(c) or c <= 0)
+        raise InputError(f"--predict values must be finite compute values > 0, got {bad:g} "
+                         "(at 0, before training, the forecast is the run's R0, printed as R0)")
+
+
+def _check_targets(targets, *, bounded: bool) -> None:
+    """Targets are pass rates: finite, and in [0, 1] unless the metric is --unbounded."""
+    for r in targets or []:
+        if not math.isfinite(r):
+            raise InputError(f"--target values must be finite, got {r:g}")
+        if bounded and not 0 <= r <= 1:
+            raise InputError(f"--target {r:g} is not a pass rate in [0, 1]; give a fraction "
+                             "(0.6, not 60), or pass --unbounded for a metric that is not a pass rate")
+
+
+def _reach(fc, r: float) -> tuple[float, float, float, float, str]:
+    """``(target, compute, lo, hi, status)``: the compute to reach ``r``, with what the numbers mean
+    where there is none to spend -- a target the run starts at, or one above where it levels off."""
+    if r <= fc.fit.R0:  # the search starts at the first compute > 0; the curve is at R0 before it
+        return r, 0.0, 0.0, 0.0, f"already reached (R0 = {fc.fit.R0:.4g})"
+    c, lo, hi = fc.compute_to_reach(r)
+    ceiling = fc.ceiling()
+    if not math.isfinite(c) and r >= ceiling:
+        return r, c, lo, hi, f"above the forecast ceiling (about {ceiling:.4g}): not reached"
+    return r, c, lo, hi, "" if math.isfinite(c) else "not reached within 10^6x the fit window"
 
 
 def _jsonable(v):
@@ -79,7 +113,8 @@ def _as_json(fc, preds, targets, verdict, args) -> dict:
         "ensemble": fc.ensemble.describe(),
         "calibration": {"file": args.calibration, "provenance": fc.bands.calibration.provenance},
         "predictions": [p.as_dict() for p in preds],
-        "targets": [{"R": r, "C": _finite(c), "lo": _finite(lo), "hi": _finite(hi)} for r, c, lo, hi in targets],
+        "targets": [{"R": r, "C": _finite(c), "lo": _finite(lo), "hi": _finite(hi), "status": status or "reached"}
+                    for r, c, lo, hi, status in targets],
         "power_law": ({**fc.power_law.law.params(), "sse": fc.power_law.sse} if fc.power_law else None),
         "warnings": f.warnings,
         "notes": fc.notes,
@@ -139,8 +174,8 @@ def _as_text(fc, preds, targets, verdict, args) -> str:
             lines.append(f"* beyond the calibrated horizon ({math.exp(fc.bands.calibration.h_max):.2g}x the last fitted "
                          "compute) or too few points to validate: bands stretched, not calibrated")
     if targets:
-        lines += ["", table([[f"{r:.4f}", g(cc), g(lo), g(hi)] for r, cc, lo, hi in targets],
-                            ["target R", "compute", "lo", "hi"])]
+        lines += ["", table([[f"{r:.4f}", g(cc), g(lo), g(hi), status] for r, cc, lo, hi, status in targets],
+                            ["target R", "compute", "lo", "hi", "note"])]
     if verdict is not None:
         lines += ["", verdict.text(c.x_name)]
     for w in f.warnings:

@@ -157,6 +157,17 @@ def _score(pred: np.ndarray, y: np.ndarray, params: dict, warnings) -> LawScore:
     )
 
 
+def _check_enough_before(curve: Curve, cut: float, n_params: int) -> None:
+    """In a backtest the fit window is set by the cut: too few points before it is "cut later" (the
+    fit's own error advised widening --fit-from/--fit-until, which backtest does not take)."""
+    pos = curve.x[curve.x > 0]
+    need = n_params + 1  # one more than parameters, to measure the noise (as the fit requires)
+    if (pos <= cut).sum() < need and pos.size > need:  # (a run too short for any cut: the fit's own error)
+        raise InputError(f"run {curve.name!r}: the cut {cut:g} leaves {int((pos <= cut).sum())} point(s) with compute > 0 "
+                         f"to fit, and the fit needs at least {need}: cut later, at {pos[need - 1]:g} or after "
+                         f"(evaluation {need} with compute > 0)")
+
+
 def backtest(
     curve: Curve,
     *,
@@ -176,9 +187,12 @@ def backtest(
             raise InputError(f"--cut-fraction must be in (0, 1), got {cut_fraction}")
         cut = float(curve.x.max() * cut_fraction)
     assert cut is not None
+    if not (math.isfinite(cut) and cut > 0):
+        raise InputError(f"--cut must be a finite compute value > 0, got {cut:g}")
     test = curve.x > cut
     if test.sum() < 1:
         raise InputError(f"no points after the cut {cut:g} (last compute {curve.x.max():g}); cut earlier")
+    _check_enough_before(curve, cut, 4 if forecast_kwargs.get("r0") == "free" else 3)
     fc = forecast(curve, fit_until=cut, n_boot=n_boot, **forecast_kwargs)
     xt, yt = curve.x[test], curve.y[test]
     b = fc.band_arrays(xt)

@@ -205,6 +205,17 @@ class CalibrationRun:
         return leave_one_run_out(self.scores, self.calibration.members, self.calibration.temperature, level)
 
 
+def _left_out(backtests: list, skipped: list[tuple[str, str]]) -> str:
+    """Which runs were left out and why (the first reason of each): the error said only how many."""
+    reasons: dict[str, str] = {}
+    for run, why in skipped:
+        reasons.setdefault(run, why if len(why) <= 120 else why[:117] + "...")
+    for bt in backtests:
+        if not bt.scored:
+            reasons.setdefault(bt.run, "unstable at a cut or over the whole run")
+    return (": " + "; ".join(f"{run} ({why})" for run, why in reasons.items())) if reasons else ""
+
+
 def calibrate(
     curves: Sequence[Curve],
     *,
@@ -233,7 +244,8 @@ def calibrate(
     if len(scored) < MIN_CUTS:
         raise InputError(
             f"{len(scored)} run-cut(s) could be scored ({len(curves)} run(s) x {len(cuts)} cuts, unstable runs and "
-            f"runs too short to cut left out); a calibration needs at least {MIN_CUTS}: give more runs, or longer ones")
+            f"runs too short to cut left out{_left_out(backtests, skipped)}); a calibration needs at least {MIN_CUTS}: "
+            "give more runs, or longer ones")
     scores = [cut_score(bt.forecast, bt.test_x, bt.test_y, bt.run) for bt in scored]
     cal = calibration_from_scores(scores, members=base.members, temperature=base.temperature,
                                   provenance=provenance or f"scalerl calibrate: {len({bt.run for bt in scored})} "

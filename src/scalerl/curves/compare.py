@@ -240,7 +240,7 @@ def classify(
         run.label, base.label, EFFICIENCY, better,
         explanation=(
             f"efficiency {'better' if better else 'worse'}: same ceiling (A shared at {A:.3f}); reaches half the "
-            f"gain with {ratio:.2f}x the baseline's compute (C_mid {C_r:.3g} vs {C_b:.3g}, ln-ratio interval "
+            f"gain with {ratio:.3g}x the baseline's compute (C_mid {C_r:.3g} vs {C_b:.3g}, ln-ratio interval "
             f"{dC_int[0]:+.2f} to {dC_int[1]:+.2f}); B {B_r:.2f} vs {B_b:.2f} (dB interval {dB_int[0]:+.2f} to {dB_int[1]:+.2f})"
         ),
         **common,

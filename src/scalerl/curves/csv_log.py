@@ -7,10 +7,12 @@ from __future__ import annotations
 import csv
 import math
 import re
+from functools import partial
 from pathlib import Path
 
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import DEFAULT_RUN_COLUMN, curves_from_rows, unknown_column, unwrap_scalar, x_columns
+from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, curves_from_rows, readable_curves, unknown_column, unwrap_scalar,
+                                 x_columns)
 from scalerl.errors import InputError
 
 _MISSING = {"", "nan", "NaN", "NAN", "null", "None", "none", "inf", "-inf", "Infinity", "-Infinity", "+inf"}
@@ -71,8 +73,9 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
              bounded: bool = True) -> list[Curve]:
     """One run, or one per value of ``run_column`` (default: a ``run`` column if there is one). An
     empty cell means the row did not log that column: a row with no ``y`` is not an evaluation (skipped, counted in the notes); an evaluation
-    with no ``x`` takes the latest earlier one, as in the other row logs. ``nan``/``inf`` cells
-    are dropped and counted. ``x`` may be ``cum:COL`` / ``cum:GLOB``."""
+    with no ``x`` takes the latest earlier one where only training rows (no ``y``) log it, as in the other
+    row logs, and is dropped and counted where other evaluations log it (an empty cell in a table of
+    evaluations). ``nan``/``inf`` cells are dropped and counted. ``x`` may be ``cum:COL`` / ``cum:GLOB``."""
     path = Path(path)
     header, rows, decimal_comma = _read_csv_rows(path)
     if _is_wandb_export(header, y):
@@ -85,11 +88,14 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     if run_column is not None and run_column not in index:
         raise unknown_column(path, "run", run_column, header)
     run_column = run_column or DEFAULT_RUN_COLUMN
+    _check_unique(path, header, needed | {run_column})
     ir = index.get(run_column)
-    records, without_y, percent = [], 0, 0
+    rows, trailer = _without_trailer(rows, len(header))
+    records, without_y, percent, percent_y = [], 0, 0, 0
     for lineno, row in rows:
         if len(row) != len(header):
-            raise InputError(f"{path}: line {lineno} has {len(row)} fields, the header has {len(header)}")
+            raise InputError(f"{path}: line {lineno} has {len(row)} fields, the header has {len(header)} -- "
+                             "fix or delete that line")
         record: dict = {} if ir is None else {run_column: row[ir].strip()}
         for col in needed:
             cell = row[index[col]].strip()
@@ -99,13 +105,44 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
                 cell = cell.replace(",", ".")
             record[col] = _number(cell, where=f"{path}: line {lineno}, column {col!r}")
             percent += cell.endswith("%")
+            percent_y += col == y and cell.endswith("%")
         without_y += y not in record
         records.append(record)
+    _check_percent_scale(path, cells=percent_y, y=y, y_scale=y_scale)
     notes = (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
+    notes += (trailer,) if trailer else ()
     if percent:
         notes += (f"{percent} cell(s) written as percentages ('45.3%') read as fractions (0.453)",)
     return curves_from_rows(path, records, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
-                            bounded=bounded, run_column=run_column if ir is not None else None)
+                            bounded=bounded, table=True, run_column=run_column if ir is not None else None)
+
+
+def _without_trailer(rows: list, n_fields: int) -> tuple[list, str]:
+    """The rows less a last line with a single field where the header has several -- a message
+    appended to the file ("Training finished!"), as JSONL's torn last line is skipped -- and a note
+    saying so. A short line elsewhere stays an error: it is a damaged row."""
+    if n_fields > 1 and rows and len(rows[-1][1]) == 1:
+        lineno, (text,) = rows[-1]
+        return rows[:-1], f"the last line (line {lineno}: {text[:40]!r}) is not a row of the table: skipped"
+    return rows, ""
+
+
+def _check_unique(path: Path, header: list[str], read: set[str]) -> None:
+    """A column read that the header names twice: which one is meant cannot be known (the last one
+    was read, silently)."""
+    for col in sorted(read):
+        where = [j + 1 for j, h in enumerate(header) if h == col]
+        if len(where) > 1:
+            raise InputError(f"{path}: the header names column {col!r} {len(where)} times (columns "
+                             f"{', '.join(map(str, where))}); rename all but one so that it is clear which is meant")
+
+
+def _check_percent_scale(path: Path, *, cells: int, y: str, y_scale: float) -> None:
+    """A y written as percentages (``45.3%``) is read as fractions already: a --y-scale on top of that
+    (0.01, as the error for 0-100 values advises) made every value 100x too small, silently."""
+    if cells and y_scale != 1.0:
+        raise InputError(f"{path}: column {y!r} is written as percentages ('45.3%'), which are read as fractions "
+                         f"(0.453) already; drop --y-scale {y_scale:g}")
 
 
 def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float, bounded: bool) -> list[Curve]:
@@ -124,8 +161,11 @@ def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float
             # W&B leaves cells empty where a run did not log that step: missing, not an error.
             if j >= len(row) or not row[j].strip():
                 continue
+            _check_percent_scale(path, cells=row[j].strip().endswith("%"), y=h, y_scale=y_scale)
             xs.append(_number(row[ix], where=f"{path}: line {lineno}, column {x!r}"))
             ys.append(_number(row[j], where=f"{path}: line {lineno}, column {h!r}") * y_scale)
         if xs:
-            curves.append(Curve.from_arrays(xs, ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded))
-    return curves
+            curves.append(partial(Curve.from_arrays, xs, ys, name=name, x_name=x, y_name=y, source=str(path),
+                                  bounded=bounded))
+    # One run that cannot be read (in percent, say) is left out with its reason, not fatal to the others.
+    return readable_curves(curves) if curves else []

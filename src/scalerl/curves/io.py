@@ -42,6 +42,7 @@ of every column matching it (``cum:timing/*``).
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import json
 import os
 from dataclasses import replace
@@ -65,7 +66,7 @@ from scalerl.curves.sqlite_db import is_sqlite
 from scalerl.curves.swanlab_log import is_swanlab_run, read_swanlab
 from scalerl.curves.tensorboard_log import read_tensorboard
 from scalerl.curves.trackio_log import is_trackio, read_trackio
-from scalerl.curves.unpack import ARCHIVE_ROOTS, STDIN, stdin_copy, unwrapped
+from scalerl.curves.unpack import ARCHIVE_ROOTS, COMPRESSED, STDIN, stdin_copy, stream_copy, unwrapped, wrapping
 from scalerl.curves.verl_file_log import looks_like_verl_file, read_verl_file
 from scalerl.curves.verl_log import looks_like_verl, read_verl
 from scalerl.curves.wandb_run_log import is_wandb_run, read_wandb_run
@@ -149,6 +150,19 @@ def _is_json(line: str) -> bool:
     return True
 
 
+def _check_event_files(path: Path) -> None:
+    """A directory of no known log: saying "no TensorBoard event files" of one that holds good.csv
+    sent the user looking for TensorBoard; what it holds is named instead, to pick the log from."""
+    if next(path.rglob("*tfevents*"), None) is not None:
+        return
+    files = sorted(str(f.relative_to(path)) for f in itertools.islice(path.rglob("*"), 1000) if f.is_file())
+    held = (f"it holds {', '.join(files[:6])}{', ...' if len(files) > 6 else ''}: name the log among them"
+            if files else "it holds no files")
+    raise InputError(f"{path}: a directory holding no log of a format read as a directory (a scalerl run directory, "
+                     "TensorBoard event files, an MLflow, W&B, Trackio, SwanLab or ClearML store, a trainer_state.json "
+                     f"run directory, dumped evaluations); {held}")
+
+
 def detect_format(path: Path) -> str:
     name = path.name.lower()
     if path.is_dir() and is_trainer_state(path):
@@ -156,8 +170,11 @@ def detect_format(path: Path) -> str:
     if is_eval_dumps(path):
         return "eval-dumps"
     found = next((fmt for fmt, probe in TRACKER_PROBES if probe(path)), None)
-    if found or path.is_dir():
-        return found or "tensorboard"  # a directory of nothing else: event files
+    if found:
+        return found
+    if path.is_dir():
+        _check_event_files(path)
+        return "tensorboard"  # a directory of nothing else: event files
     if name.endswith(".parquet") or is_parquet(path):
         return "parquet"
     if is_sqlite(path):
@@ -226,6 +243,9 @@ def read_curves(
         path = Path(os.fspath(path))
         if not path.exists():
             raise InputError(f"{path}: no such file or directory")
+        if not path.is_file() and not path.is_dir():  # a pipe or FIFO: read once, into a file
+            with stream_copy(path) as copy:
+                return _read_instead(copy, str(path), again)
         if path.is_file() and path.stat().st_size == 0:
             raise InputError(f"{path}: the file is empty")
         with unwrapped(path) as inner:
@@ -258,9 +278,24 @@ def read_curves(
                                 f"metrics (timers, training reward): read {' or '.join(str(b) for b in beside)}",
                                 exc.available) from None
         raise
+    except InputError as exc:
+        misnamed = _misnamed(path)
+        if misnamed:
+            raise InputError(f"{exc} ({misnamed})") from None
+        raise
     if not curves:
         raise InputError(f"{path}: no run has values in column {y!r}")
     return _pick_runs(path, curves, run)
+
+
+def _misnamed(path) -> str:
+    """What a file named as compressed (``log.csv.gz``) that is not says, for the error it gives: read as
+    the text it is, a plain file renamed .gz failed with "a header but no rows" and no word of why."""
+    suffix = Path(str(path)).suffix.lower()
+    kinds = {s: name for name, _, s in COMPRESSED.values()}
+    if suffix in kinds and Path(str(path)).is_file() and wrapping(Path(str(path))) is None:
+        return f"the name ends in {suffix}, but the file is not {kinds[suffix]}-compressed: is it the file meant?"
+    return ""
 
 
 #: Where a trainer that dumps its evaluations keeps its trackers' logs beside them (NeMo-RL:

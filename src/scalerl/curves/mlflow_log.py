@@ -9,7 +9,7 @@ Both are read directly -- the SQLite tables ``runs``, ``metrics`` and ``tags``, 
 from them needs neither MLflow (and its database stack) nor a tracking server.
 
 Each run becomes rows, one per logged step: ``run``, ``step``, ``wall_time`` (hours since the run's
-first metric) and every metric logged at that step, which
+first metric of those read; every metric is read for ``--x wall_time``) and every metric logged at that step, which
 :func:`scalerl.curves.rows.curves_from_rows` makes curves of (so ``--x cum:timing_s/step`` works as
 on verl's console log). Deleted runs are left out; a metric logged again at the same step (a
 resumed run repeating it) keeps its latest value; a training resumed from a checkpoint into a new
@@ -257,7 +257,7 @@ def read_mlflow_rows(path: Path | Server, keys: Collection[str]) -> tuple[list[d
 
 def read_mlflow(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
     """An MLflow tracking store (SQLite database or ``mlruns`` directory); ``x`` may be ``step``,
-    ``wall_time`` (hours), a metric, or ``cum:`` of one. MLflow keys cannot hold ``@``: verl's
+    ``wall_time`` (hours since the run's first logged metric of any key), a metric, or ``cum:`` of one. MLflow keys cannot hold ``@``: verl's
     adapter logs ``mean@1`` as ``mean_at_1``, and either spelling is accepted."""
     store: Path | Server = Server(path) if is_server(path) else Path(path)
     where = path if is_server(path) else store  # how errors and curves name the source
@@ -266,6 +266,10 @@ def read_mlflow(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = T
     if stored[y] not in available:
         raise unknown_column(where, "y", y, available)
     wanted = {stored[y], *x_columns(where, available, stored[x])} - set(SYNTHETIC)
+    if x == "wall_time":
+        # The clock starts at the run's first metric of any key (as the TensorBoard and row readers
+        # measure it), not at its first evaluation: that would put the first evaluation at compute 0.
+        wanted = available - set(SYNTHETIC)
     rows, notes, ids = read_mlflow_rows(store, wanted)
     renamed = {name: key for name, key in stored.items() if name != key}
     if renamed:

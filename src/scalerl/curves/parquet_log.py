@@ -13,7 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import DEFAULT_RUN_COLUMN, curves_from_rows, unknown_column, x_columns
+from scalerl.curves.rows import (CLOCK_COLUMNS, DEFAULT_RUN_COLUMN, WALL_TIME, curves_from_rows, flatten_nested,
+                                 unknown_column, x_columns)
 from scalerl.errors import InputError
 
 #: The first bytes of a Parquet file.
@@ -30,6 +31,19 @@ def is_parquet(path: Path) -> bool:
         return False
 
 
+def _leaf_columns(schema) -> dict[str, str]:
+    """Each readable name -> the top-level column it is read from: a plain column its own name, a
+    struct column (``val: {acc}``) its fields as ``val.acc``, as the row readers flatten nested dicts."""
+    import pyarrow as pa
+
+    def leaves(name: str, typ) -> list[str]:
+        if pa.types.is_struct(typ):
+            return [leaf for i in range(typ.num_fields) for leaf in leaves(f"{name}.{typ.field(i).name}", typ.field(i).type)]
+        return [name]
+
+    return {leaf: f.name for f in schema if not f.name.startswith(_INDEX) for leaf in leaves(f.name, f.type)}
+
+
 def read_parquet(path, x: str, y: str, *, run_column: str | None = None, y_scale: float = 1.0,
                  bounded: bool = True) -> list[Curve]:
     """See :mod:`scalerl.curves.parquet_log`; ``x`` may be ``cum:COL`` / ``cum:GLOB``."""
@@ -40,25 +54,27 @@ def read_parquet(path, x: str, y: str, *, run_column: str | None = None, y_scale
         schema = pq.read_schema(path)
     except Exception as exc:  # noqa: BLE001 -- pyarrow raises ArrowInvalid, OSError, ...
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
-    columns = [c for c in schema.names if not c.startswith(_INDEX)]
-    keys = set(columns)
+    top = _leaf_columns(schema)  # a struct column's fields as COL.FIELD (flattened in the rows), each to its column
+    keys = set(top)
     if y not in keys:
         raise unknown_column(path, "y", y, keys)
     if run_column is not None and run_column not in keys:
         raise unknown_column(path, "run", run_column, keys)
     run_column = run_column or DEFAULT_RUN_COLUMN
-    wanted = {y, *x_columns(path, keys, x)} | ({run_column} & keys)
+    clock = next((c for c in CLOCK_COLUMNS if c in keys), None) if x == WALL_TIME and x not in keys else None
+    # --x wall_time from a timestamp / time column (a Parquet timestamp too), as the other row logs
+    wanted = {y, *([clock] if clock else x_columns(path, keys, x))} | ({run_column} & keys)
     try:
-        records = pq.read_table(path, columns=sorted(wanted)).to_pylist()  # (a damaged column fails decoding)
+        records = pq.read_table(path, columns=sorted({top[k] for k in wanted})).to_pylist()  # (a damaged column fails decoding)
     except Exception as exc:  # noqa: BLE001
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
     rows, without_y = [], 0
     for row in records:
-        record = {k: v for k, v in row.items() if v is not None}  # null: not logged in this row
+        record = {k: v for k, v in flatten_nested(row).items() if v is not None}  # null: not logged in this row
         if run_column in record:
             record[run_column] = str(record[run_column])
         without_y += y not in record
         rows.append(record)
     notes = (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
     return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
-                            bounded=bounded, run_column=run_column if run_column in keys else None)
+                            bounded=bounded, table=True, run_column=run_column if run_column in keys else None)

@@ -30,7 +30,10 @@ def _check_path(path) -> Path:
     path = Path(path)
     if path.suffix.lower() not in _FORMATS:
         raise InputError(f"plot file {path} must end in one of {', '.join(_FORMATS)}")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot write the plot to {path}: {exc.strerror or exc}") from None
     return path
 
 
@@ -53,8 +56,12 @@ def finish(fig, ax, path: Path, *, title: str, legend_loc: str = "outside") -> P
         ax.legend(fontsize=7, loc=legend_loc)
         fig.tight_layout()
     declutter_log_ticks(fig, ax)
-    fig.savefig(path)
-    _plt().close(fig)
+    try:
+        fig.savefig(path)
+    except OSError as exc:  # the commands check the path first; this is for callers of the library
+        raise InputError(f"cannot write the plot to {path}: {exc.strerror or exc}") from None
+    finally:
+        _plt().close(fig)
     return path
 
 

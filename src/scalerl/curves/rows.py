@@ -7,14 +7,16 @@ metrics) are not. ``x`` may be a column or ``cum:COL`` / ``cum:GLOB``, a running
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import fnmatch
 import math
 import re
 from collections import OrderedDict
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from scalerl.curves.data import Curve
 from scalerl.errors import InputError
@@ -136,6 +138,8 @@ def _with_wall_time(rows: list[dict], clock: str, run_column: str, default_name:
     out = []
     for r in rows:
         t = r.get(clock)
+        if isinstance(t, datetime.datetime):  # a Parquet / pandas timestamp column: its seconds
+            t = t.timestamp()
         if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t):
             t = t / 1000.0 if abs(t) > _CLOCK_MS else float(t)
             name = str(r.get(run_column, default_name))
@@ -144,15 +148,54 @@ def _with_wall_time(rows: list[dict], clock: str, run_column: str, default_name:
     return out
 
 
+def flatten_nested(row: dict, prefix: str = "") -> dict:
+    """A row's nested dicts (``{"val": {"acc": 0.2}}``, a JSON log's or a Parquet struct's) as
+    ``val.acc``, the name the Trackio and W&B readers give such a metric; without it ``val`` was listed
+    as a metric and ``val/acc`` was "no such column". Media and tables (``_type`` objects) left out."""
+    out: dict = {}
+    for key, value in row.items():
+        if isinstance(value, dict):
+            if "_type" not in value:
+                out.update(flatten_nested(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+#: What to do with a date-time column (a Parquet timestamp) asked for as compute or metric.
+_DATE_HINT = ("a date and time is no compute value: choose a counter (step, tokens), or, with the time in a column "
+              "named timestamp or time, give --x wall_time (hours since the run's first row)")
+
+
+def _quoted_number(v):
+    """A number written as a string (``"0.2"``, as transformers >= 5 prints and some JSON writers store
+    them) as that number, as a CSV cell is read; anything else unchanged (refused by the caller)."""
+    if not isinstance(v, str):
+        return v
+    try:
+        return float(unwrap_scalar(v.strip()))
+    except ValueError:
+        return v
+
+
+def _runs_where(rows: list[dict], run_column: str, default_name: str, keep) -> set[str]:
+    """The names of the runs that have a row for which ``keep(row)`` holds."""
+    return {str(r.get(run_column, default_name)) for r in rows if keep(r)}
+
+
 def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_name: str, notes=(),
                      y_scale: float = 1.0, bounded: bool = True, run_column: str | None = None,
-                     run_ids: dict[str, str] | None = None) -> list[Curve]:
+                     run_ids: dict[str, str] | None = None, table: bool = False) -> list[Curve]:
     """Curves from a log's rows (dicts, in log order): every row holding ``y`` is a point; rows
     without it (training metrics) are not. Runs are told apart by ``run_column`` (which must then
     be a key of the rows; default: ``run`` where a row has it, else ``default_name``). ``x`` may be ``cum:COL`` (a running total, per run, over
     every row). A point whose row lacks the x column takes the latest x logged before it (said in
-    the notes); one whose x or y is null is dropped and counted. ``run_ids`` maps a run's name to
+    the notes); in a ``table`` (CSV, Parquet: an empty cell is a missing value) only where that is
+    how its run logs (training rows log the counter, no evaluation row does). A point whose x or y
+    is null, or that is not given an x, is dropped and counted. ``run_ids`` maps a run's name to
     its tracker's id (:attr:`Curve.run_id`)."""
+    if any(isinstance(v, dict) for r in rows for v in r.values()):
+        rows = [flatten_nested(r) for r in rows]
     keys: set[str] = set().union(*rows) if rows else set()
     if run_column is not None and run_column not in keys:
         raise unknown_column(path, "run", run_column, keys - {"type"})
@@ -168,7 +211,13 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     totals: dict[str, float] = {}  # cum: the running total so far, per run
     latest: dict[str, object] = {}  # the last x logged, per run
     carried: dict[str, int] = {}
+    quoted = [0]  # numbers written as strings ("0.2"), read as numbers
     seen: dict[str, None] = {}  # every run of the log, in order (a run without y yields no curve)
+    # In a table, only runs whose evaluations never log x but other rows do (TRL's log_history
+    # exported: num_tokens is on the training rows) carry it forward. Where evaluations log x, an
+    # empty x cell is a missing value: the previous row's x would fit the point at the wrong compute.
+    carry = (_runs_where(rows, run_column, default_name, lambda r: y not in r and x in r)
+             - _runs_where(rows, run_column, default_name, lambda r: y in r and x in r)) if table else None
     for r in rows:
         name = str(r.get(run_column, default_name))
         seen[name] = None
@@ -183,41 +232,58 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
             vx = totals[name]
         elif x in r:
             vx = r[x]
-        else:
+        elif carry is None or name in carry:
             # Evaluation rows that do not log the compute counter (TRL's log_history: num_tokens is on
             # the training rows): the counter as the latest row before the evaluation left it.
             vx = latest.get(name)
             carried[name] = carried.get(name, 0) + (vx is not None)
+        else:
+            vx = None
         vy = r.get(y)
         if vx is None or vy is None:
             dropped[0] += 1
             continue
+        quoted[0] += isinstance(vx, str) + isinstance(vy, str)
+        vx, vy = _quoted_number(vx), _quoted_number(vy)
         if isinstance(vx, bool) or isinstance(vy, bool) or not isinstance(vx, (int, float)) or not isinstance(vy, (int, float)):
             bad = vx if not isinstance(vx, (int, float)) else vy
-            raise InputError(f"{path}: value {bad!r} in a row at step {r.get('step', '?')} is not a number")
+            raise InputError(f"{path}: value {bad!r} in a row at step {r.get('step', '?')} is not a number -- "
+                             + (_DATE_HINT if isinstance(bad, (datetime.date, datetime.time)) else
+                                "fix the value or choose another column"))
         xs.append(float(vx))
         ys.append(float(vy) * y_scale)
 
     without = [name for name in seen if name not in groups]
     left_out = ((f"{len(without)} run(s) without {y!r} left out: {', '.join(without)}",) if without else ())
 
+    if quoted[0]:
+        notes = (*notes, f"{quoted[0]} value(s) written as strings ('0.2') read as numbers")
+
     def run_notes(name: str) -> tuple[str, ...]:
         n = carried.get(name, 0)
         return tuple(notes) + ((f"{n} evaluation(s) do not log {x!r}: each takes it from the latest row before it",)
                                if n else ()) + left_out
 
-    # A run that cannot be a curve (no finite x: a run that never logged the counter) is left out
-    # with its reason, so that the log's other runs -- the one --run names -- still read; only
-    # when no run can be read is that an error.
-    curves, refused = [], []
-    for name, (xs, ys, d) in groups.items():
-        try:
-            curves.append(Curve.from_arrays(xs, ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded,
-                                            dropped=d[0], notes=run_notes(name)))
-        except InputError as exc:
-            refused.append(exc)
+    curves = readable_curves(
+        partial(Curve.from_arrays, xs, ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded,
+                dropped=d[0], notes=run_notes(name))
+        for name, (xs, ys, d) in groups.items())
     if run_ids:
         curves = [replace(c, run_id=run_ids.get(c.name, "")) for c in curves]
+    return curves
+
+
+def readable_curves(makers: Iterable[Callable[[], Curve]]) -> list[Curve]:
+    """The curves of a log's runs, each made by calling one of ``makers``. A run that cannot be a
+    curve (no finite x: a run that never logged the counter; values in percent) is left out with
+    its reason in the others' notes, so that the log's other runs -- the one --run names -- still
+    read; only when no run can be read is that an error."""
+    curves, refused = [], []
+    for make in makers:
+        try:
+            curves.append(make())
+        except InputError as exc:
+            refused.append(exc)
     if refused and not curves:
         raise refused[0]
     if refused:

@@ -62,6 +62,19 @@ class SigmoidFit:
         return math.sqrt(self.sse / dof)
 
 
+def _check_given_r0(curve: Curve, r0) -> None:
+    """A given R0 (``--r0 VALUE``) at or above what the run measured after it started: the fit then
+    found no rise, and its error blamed the y column ("is it a pass rate, not a loss?")."""
+    if isinstance(r0, str) or r0 is None:
+        return
+    after = curve.y[curve.x > 0]
+    # At or above every evaluation, no fit window can rise above it (one above some could still).
+    if after.size and float(after.max()) <= float(r0):
+        raise InputError(f"run {curve.name!r}: the given R0 (--r0 {float(r0):g}) is not below any of the run's "
+                         f"evaluations after it starts (the highest is {after.max():.3g}); R0 is the pass rate "
+                         "before RL -- give a lower value, or --r0 first (the first evaluation)")
+
+
 def fit_sigmoid(
     curve: Curve,
     *,
@@ -85,6 +98,7 @@ def fit_sigmoid(
         raise InputError(f"unknown fit method {method!r}; known: {', '.join(SIGMOID_METHODS)}")
     check_compute_origin(curve.x, f"run {curve.name!r}", curve.x_name)
     R0, r0_mode = resolve_r0(curve, r0)
+    _check_given_r0(curve, r0)
     early_cut = None
     if isinstance(fit_from, str):
         if fit_from != "auto":

@@ -19,11 +19,12 @@ import importlib.util
 import itertools
 import math
 import re
+from functools import partial
 from pathlib import Path
 
 from scalerl.curves.attempts import continues
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import CUMULATIVE, unknown_column, x_columns
+from scalerl.curves.rows import CUMULATIVE, readable_curves, unknown_column, x_columns
 from scalerl.errors import InputError
 
 
@@ -80,6 +81,7 @@ class _Resumed:
     def __init__(self, attempts: list[_Scalars]) -> None:
         self.attempts = attempts
         self.tags = sorted(set().union(*(a.tags for a in attempts)))
+        self.first_time = attempts[0].first_time
 
     def series(self, tag: str) -> list[tuple[float, int, float]]:
         out: list[tuple[float, int, float]] = []
@@ -125,6 +127,21 @@ def _run_name(d: Path) -> str:
     return d.name or "run"
 
 
+def _distinct_names(path: Path, curves: list) -> list:
+    """Runs whose directories share a leaf name (``a/run1``, ``b/run1``) named by their path under ``path``
+    instead: one name for both could not be chosen with ``--run`` and read as seeds of one run."""
+    names = [name for name, *_ in curves]
+    if len(set(names)) == len(names):
+        return curves
+    out = []
+    for name, xs, ys, source, notes in curves:
+        if names.count(name) > 1:
+            rel = Path(source).relative_to(path) if Path(source).is_relative_to(path) else Path(source)
+            name = rel.as_posix() if rel.parts else name
+        out.append((name, xs, ys, source, notes))
+    return out
+
+
 def _running_total(scalars: "_Scalars | _Resumed", d: Path, x: str, steps: list[int]) -> list[float]:
     """``cum:TAG`` at each of ``steps``: the sum of a per-step tag (a step's seconds, verl's
     ``timing_s/step``) over every step up to and including it -- or of every tag a glob matches. A step
@@ -140,7 +157,8 @@ def _running_total(scalars: "_Scalars | _Resumed", d: Path, x: str, steps: list[
 
 
 def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
-    """``x`` may be ``step``, ``wall_time`` (hours since the first event), another scalar tag
+    """``x`` may be ``step``, ``wall_time`` (hours since the run's first event of any tag, as the row
+    readers measure it from the run's first logged row), another scalar tag
     (joined on step, e.g. a logged compute counter) or ``cum:TAG`` (its running total over steps)."""
     if importlib.util.find_spec("tensorboard") is None:
         raise InputError("reading TensorBoard logs needs the tensorboard package: pip install 'scalerl[tensorboard]'")
@@ -164,7 +182,9 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
         if x == "step":
             xs = [float(step) for _, step, _ in events]
         elif x == "wall_time":
-            t0 = min(t for t, _, _ in events)
+            # From the run's start as best known (its first event of any tag), not its first evaluation:
+            # a run evaluated first at step 50 would put that evaluation at compute 0 and shift the axis.
+            t0 = min(scalars.first_time, *(t for t, _, _ in events))
             xs = [(t - t0) / 3600.0 for t, _, _ in events]
         elif x.startswith(CUMULATIVE):
             xs = _running_total(scalars, d, x, [step for _, step, _ in events])
@@ -179,8 +199,11 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
     if not curves:
         d, tags = without[0]
         raise unknown_column(d, "y", y, tags)
+    curves = _distinct_names(path, curves)
     left_out = (f"{len(without)} event director{'y' if len(without) == 1 else 'ies'} without {y!r} left out: "
                 f"{', '.join(d.name for d, _ in without)}",) if without else ()
-    return [Curve.from_arrays(xs, ys, name=name, x_name=x, y_name=y, source=source, bounded=bounded,
-                              notes=notes + left_out)
-            for name, xs, ys, source, notes in curves]
+    # One run that cannot be read (in percent, say) is left out with its reason, not fatal to the others.
+    return readable_curves(
+        partial(Curve.from_arrays, xs, ys, name=name, x_name=x, y_name=y, source=source, bounded=bounded,
+                notes=notes + left_out)
+        for name, xs, ys, source, notes in curves)

@@ -124,6 +124,20 @@ def stdin_copy() -> Iterator[Path]:
 
 
 @contextmanager
+def stream_copy(path: Path) -> Iterator[Path]:
+    """A pipe (``<(zcat log.gz)``), FIFO or device copied once to a temporary file, as standard input
+    is: it can be read only once, and the format probes each read it (the last found it "empty")."""
+    with tempfile.TemporaryDirectory(prefix="scalerl-pipe-") as tmp:
+        copy = Path(tmp) / path.name
+        try:
+            with open(path, "rb") as src, open(copy, "wb") as dst:
+                shutil.copyfileobj(src, dst, _CHUNK)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        yield copy
+
+
+@contextmanager
 def unwrapped(path: Path) -> Iterator[Path]:
     """The path of what ``path`` holds (``path`` itself when it is no archive, compressed or UTF-16
     file); unpacked ones live in a temporary directory for the ``with`` block."""

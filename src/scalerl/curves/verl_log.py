@@ -71,6 +71,16 @@ def _step_items(rest: str) -> dict[str, Any]:
     return items
 
 
+def _metric_items(rest: str) -> dict[str, Any] | None:
+    """The items of a step line's ``rest``, or None where none is a metric (a key without spaces and a
+    number): printed text such as a sample's ``First, step:3 - add the numbers`` is not a step line --
+    counted as one it took the log for a resume and dropped half its evaluations."""
+    items = _step_items(rest)
+    if any(isinstance(v, float) and not any(ch.isspace() for ch in k) for k, v in items.items()):
+        return items
+    return None
+
+
 def _lines(path: Path):
     return (line for _, line in shown_lines(path))
 
@@ -79,7 +89,7 @@ def looks_like_verl(path: Path) -> bool:
     """Whether ``path`` holds verl console-logger step lines (looks at its first few MB)."""
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read(SNIFF_CHARS)
-    return _STEP_LINE_ANYWHERE.search(ANSI.sub("", text)) is not None
+    return any(_metric_items(m.group(2)) is not None for m in _STEP_LINE_ANYWHERE.finditer(ANSI.sub("", text)))
 
 
 def _initial_metrics(line: str, rest) -> dict[str, float] | None:
@@ -119,12 +129,13 @@ def read_verl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     lines = _lines(path)
     for line in lines:
         m = _STEP_LINE.search(line)
-        if m is None:
+        items = _metric_items(m.group(2)) if m is not None else None
+        if items is None:
             if "Initial validation metrics:" in line:
                 pending_initial = _initial_metrics(line, lines)
             continue
         step = int(m.group(1))
-        row = {"step": step, **_step_items(m.group(2))}
+        row = {"step": step, **items}
         rows = runs[-1]
         if last_step is not None and step < last_step:
             if step <= rows[0]["step"]:
