@@ -440,6 +440,9 @@ class Trainer:
     def run(self) -> RunSummary:
         cfg = self.cfg
         t_start = time.perf_counter()
+        if self.step > cfg.run.steps:  # resumed with a smaller --steps: nothing is trained or undone
+            print(f"note: {self.output} is already at step {self.step}, past --steps {cfg.run.steps}: nothing to "
+                  f"train (its final model is step {self.step}'s); a larger --steps extends it", file=sys.stderr)
         bar = _progress(cfg, self.step)
         try:
             try:
