@@ -118,9 +118,9 @@ def writable_file(path, option: str) -> Path:
 
 def plot_path(value) -> Path:
     """``--plot FILE`` checked before the fit: a format the plots write, in a place that can be written."""
-    from scalerl.curves.plot import _check_path
+    from scalerl.curves.plot import check_plot_path
 
-    return writable_file(_check_path(value), "--plot")
+    return writable_file(check_plot_path(value), "--plot")
 
 
 def distinct_cuts(option: str, cuts) -> None:

@@ -26,7 +26,7 @@ def _plt():
     return plt
 
 
-def _check_path(path) -> Path:
+def check_plot_path(path) -> Path:
     path = Path(path)
     if path.suffix.lower() not in _FORMATS:
         raise InputError(f"plot file {path} must end in one of {', '.join(_FORMATS)}")
@@ -91,7 +91,7 @@ def _grid(xmin: float, xmax: float, extend: float) -> np.ndarray:
 def plot_forecast(fc, path, *, title: str | None = None, extend: float = 3.0, x_label: str | None = None, y_label: str | None = None) -> Path:
     """One run: observed points (fitted ● vs held out ○), the forecast with its confidence band
     (dark) and prediction band (light), the paper's sigmoid, the power law, the asymptote."""
-    path = _check_path(path)
+    path = check_plot_path(path)
     plt = _plt()
     curve, fit = fc.curve, fc.fit
     fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=120)
@@ -144,7 +144,7 @@ def plot_compare(result, path, *, title: str | None = None, extend: float = 3.0)
     (dashed line, shaded) -- the same band ``compare`` prints at the common compute. A run
     compared without forecasts falls back to the bootstrap band of its sigmoid; an unstable
     run gets no band (its extrapolation is not a forecast)."""
-    path = _check_path(path)
+    path = check_plot_path(path)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
     xmin = min(float(c.x[c.x > 0].min()) for r in result.runs for c in r.curves)
@@ -188,7 +188,7 @@ def plot_backtest(bt, path, **kwargs) -> Path:
 
 def plot_curves(curves: Sequence, path, *, fits=None, title: str = "") -> Path:
     """Raw curves (no fit) on one log-x axis -- used by reports."""
-    path = _check_path(path)
+    path = check_plot_path(path)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=120)
     for i, c in enumerate(curves):
