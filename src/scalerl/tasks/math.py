@@ -26,7 +26,7 @@ from typing import Any
 from scalerl.errors import InputError
 from scalerl.tasks.base import Problem
 from scalerl.tasks.datasets import Row, load_rows
-from scalerl.tasks.rewards import RewardStats, UserReward
+from scalerl.tasks.rewards import MAX_TIMEOUT, RewardStats, UserReward
 
 #: Guards the lazy start of a task's math-verify worker process (generator threads race to it).
 _VERIFIER_LOCK = threading.Lock()
@@ -116,8 +116,9 @@ class MathTask:
             object.__setattr__(self, "eval_data", {"val": self.eval_data})
         if not 0.0 <= self.val_fraction < 1.0:
             raise InputError(f"math task: val_fraction must be in [0, 1), got {self.val_fraction}")
-        if not 0.0 < self.verify_timeout < 1e6:  # also refuses nan and inf
-            raise InputError(f"math task: verify_timeout must be a number of seconds > 0, got {self.verify_timeout}")
+        if not 0.0 < self.verify_timeout <= MAX_TIMEOUT:  # also refuses nan and inf
+            raise InputError(f"math task: verify_timeout must be a number of seconds > 0 (at most {MAX_TIMEOUT}), "
+                             f"got {self.verify_timeout}")
         if self.val_fraction == 0 and not self.eval_data:  # (the trainer's "it has: " listed nothing)
             raise InputError("math task: val_fraction 0 and no eval_data leave no evaluation set; give one with "
                              "--set 'task.settings={eval_data: {val: FILE}}', or a val_fraction > 0 (default 0.05)")

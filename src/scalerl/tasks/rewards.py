@@ -34,6 +34,10 @@ from scalerl.tasks.base import Problem, Task
 
 log = logging.getLogger(__name__)
 
+#: The longest per-call timeout, in seconds: a day. A timeout is finite (the worker must be
+#: stoppable) and within what select() takes (1e12 s overflowed it).
+MAX_TIMEOUT = 86400
+
 #: What a failed call (raised, returned a non-number, timed out) scores: the tasks' minimum, -1,
 #: the score of a wrong answer.
 FAILURE_REWARD = -1.0

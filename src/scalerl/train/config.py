@@ -35,6 +35,7 @@ from scalerl.errors import ConfigError, InputError
 from scalerl.pipeline.config import BackendConfig, backend_problems
 from scalerl.rl.presets import get_recipe
 from scalerl.rl.recipe import RecipeConfig
+from scalerl.tasks.rewards import MAX_TIMEOUT
 from scalerl.train.dtypes import dtype_problems
 from scalerl.train.profiles import PROFILES, choose_profile
 
@@ -385,9 +386,8 @@ class TrainConfig:
 #: on the original file (moved, edited or deleted since the run started).
 CALIBRATION_COPY = "calibration.json"
 
-#: The longest task.reward_timeout, in seconds: a day. A timeout is finite (the worker must be
-#: stoppable) and within what select() takes (1e12 s overflowed it).
-MAX_REWARD_TIMEOUT = 86400
+#: The longest task.reward_timeout (a day: scalerl.tasks.rewards.MAX_TIMEOUT).
+MAX_REWARD_TIMEOUT = MAX_TIMEOUT
 
 #: Compute measures logged at every evaluation (any can be the forecast's x).
 COMPUTE_COLUMNS = ("flops", "gpu_hours", "tokens", "samples", "step")
