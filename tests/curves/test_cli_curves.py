@@ -393,3 +393,23 @@ def test_compare_of_runs_on_different_compute_columns_says_so_and_prints_ratios_
     assert code == 0, err
     assert "note: the runs' compute columns differ ('step', 'flops')" in out
     assert "1e+30x the baseline's compute" in out
+
+
+def test_backtest_all_runs_counts_a_run_the_reader_left_out_as_skipped(capsys, tmp_path):
+    """A run of one log in percent was left out at read time and only named in a note: the summary
+    said "2 runs backtested ... 0 skipped" of a log holding three."""
+    steps = (0, 20, 40, 60, 80, 100, 150, 200, 250, 300, 400, 500, 600, 800)
+    rows = [f"{run},{c},{0.2 + (A - 0.2) / (1 + (200 / c) ** 1.5) if c else 0.2:.4f}"
+            for run, A in (("a", 0.7), ("b", 0.8)) for c in steps]
+    rows += [f"p,{c},{20 + i}" for i, c in enumerate(steps)]
+    path = tmp_path / "mixed.csv"
+    path.write_text("run,step,score\n" + "\n".join(rows) + "\n")
+    argv = ("backtest", str(path), "--x", "step", "--y", "score", "--all-runs", "--bootstrap", "20", "--no-progress")
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    assert "2 runs backtested" in out and "1 skipped" in out
+    assert "skipped p: run 'p'" in out and "--y-scale 0.01" in out
+    assert "note: 1 run(s) left out" not in out  # listed once, as skipped
+    code, out, err = run_cli(capsys, *argv, "--json")
+    obj = json.loads(out)
+    assert [r["run"] for r in obj["runs"]] == ["a", "b"] and [s["run"] for s in obj["skipped"]] == ["p"]

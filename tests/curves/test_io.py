@@ -323,7 +323,8 @@ def test_a_run_that_cannot_be_read_leaves_the_others_readable(tmp_path):
     assert len(read_curve(f, "step", "acc", run="a")) == 20
     out = subprocess.run([sys.executable, "-m", "scalerl.cli", "backtest", str(f), "--x", "step", "--y", "acc",
                           "--all-runs"], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and "note: 1 run(s) left out: run 'b'" in out.stdout
+    assert out.returncode == 0 and "skipped b: run 'b'" in out.stdout and "1 skipped" in out.stdout
+    assert a.left_out == (("b", a.left_out[0][1]),) and "decreases" in a.left_out[0][1]
     f.write_text("\n".join(lines[:1] + lines[21:]) + "\n")
     with pytest.raises(InputError, match="compute 'step' decreases"):
         read_curves(f, "step", "acc")

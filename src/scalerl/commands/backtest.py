@@ -209,6 +209,7 @@ def _read_logs(args) -> tuple[list[str], list[list], list[tuple[str, str]]]:
 
 def _all_runs(curves, args, unread=()) -> int:
     from scalerl.curves import summarize
+    from scalerl.curves.rows import left_out_note
 
     cuts = _cuts(args)
     several = len(cuts) > 1
@@ -218,13 +219,17 @@ def _all_runs(curves, args, unread=()) -> int:
     finally:
         if bar is not None:
             bar.close()
-    skipped = [*unread, *skipped]
+    # Runs a log held but the reader could not read (in percent, say) are skipped runs too: counted
+    # in the summary, listed with the others, not only in a note.
+    left_out = list(dict.fromkeys(pair for c in curves for pair in c.left_out))
+    skipped = [*unread, *left_out, *skipped]
     by_cut = {f: summarize([bt for g_, bt in results if g_ == f], tolerance=0.001) for f in cuts
               if any(g_ == f for g_, _ in results)}
     summary = summarize([bt for _, bt in results], tolerance=0.001) if results else None
     # What the reader says of the log as a whole (runs it left out, resumes it joined): the notes
     # every run carries.
-    log_notes = [n for n in curves[0].notes if all(n in c.notes for c in curves)] if curves else []
+    listed = {left_out_note(c.left_out) for c in curves if c.left_out}
+    log_notes = [n for n in curves[0].notes if all(n in c.notes for c in curves) and n not in listed] if curves else []
     if args.json:
         print(json.dumps(finite_json({
             "cut": args.cut, "cut_fraction": cuts if several else cuts[0],

@@ -33,6 +33,10 @@ class Curve:
     """Things the reader noticed and the user should see (skipped lines, ...)."""
     run_id: str = ""
     """The tracker's id of the run where it has one (W&B, MLflow, Trackio, SwanLab): ``--run`` takes it too."""
+    left_out: tuple[tuple[str, str], ...] = field(default=())
+    """Runs of the same log that logged the metric but could not be read as curves (in percent, no
+    finite x), as ``(run, reason)``: every curve of the log carries them, so that a command over the
+    whole log (``backtest --all-runs``) counts them with the runs it skipped."""
 
     @classmethod
     def from_arrays(

@@ -274,19 +274,31 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
 
 
 def readable_curves(makers: Iterable[Callable[[], Curve]]) -> list[Curve]:
-    """The curves of a log's runs, each made by calling one of ``makers``. A run that cannot be a
-    curve (no finite x: a run that never logged the counter; values in percent) is left out with
-    its reason in the others' notes, so that the log's other runs -- the one --run names -- still
-    read; only when no run can be read is that an error."""
+    """The curves of a log's runs, each made by calling one of ``makers`` (``partial(Curve.from_arrays,
+    ..., name=RUN)``). A run that cannot be a curve (no finite x: a run that never logged the counter;
+    values in percent) is left out with its reason in the others' notes and ``left_out``, so that the
+    log's other runs -- the one --run names -- still read; only when no run can be read is that an
+    error."""
     curves, refused = [], []
     for make in makers:
         try:
             curves.append(make())
         except InputError as exc:
-            refused.append(exc)
+            refused.append((_maker_name(make), exc))
     if refused and not curves:
-        raise refused[0]
+        raise refused[0][1]
     if refused:
-        note = f"{len(refused)} run(s) left out: " + "; ".join(str(e) for e in refused)
-        curves = [replace(c, notes=(*c.notes, note)) for c in curves]
+        left_out = tuple((name, str(e)) for name, e in refused)
+        curves = [replace(c, notes=(*c.notes, left_out_note(left_out)), left_out=(*c.left_out, *left_out))
+                  for c in curves]
     return curves
+
+
+def left_out_note(left_out: tuple[tuple[str, str], ...]) -> str:
+    """The note a log's curves carry for its runs that could not be read (``Curve.left_out``)."""
+    return f"{len(left_out)} run(s) left out: " + "; ".join(reason for _, reason in left_out)
+
+
+def _maker_name(make: Callable[[], Curve]) -> str:
+    """The run name a curve maker was given (``name=`` of its partial), for the list of runs left out."""
+    return str(getattr(make, "keywords", {}).get("name", "run"))
