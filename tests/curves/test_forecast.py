@@ -56,6 +56,17 @@ def test_verdict_words():
         fc.verdict(10, 5)
 
 
+def test_gain_interval_of_a_pass_rate_stays_within_what_a_pass_rate_can_move():
+    """Extrapolated absurdly far, the interval read -8.6 to +8.7 for a pass rate in [0, 1]."""
+    fc = forecast(synthetic(n=40, c_max=8000, seed=3), n_boot=0)
+    v = fc.verdict(8000, 1e300)
+    p_from = fc.predict([8000])[0]
+    assert -p_from.obs_hi - 1e-12 <= v.gain_lo <= v.gain <= v.gain_hi <= 1 - p_from.obs_lo + 1e-12
+    assert fc.verdict(500, 5000).gain_hi - fc.verdict(500, 5000).gain_lo < 0.2  # near the data: not clipped
+    unbounded = forecast(synthetic(n=40, c_max=8000, seed=3), n_boot=0, A_max=math.inf)
+    assert unbounded.verdict(8000, 1e300).gain_hi > 1  # an unbounded metric is not clipped
+
+
 def test_gain_interval_holds_the_true_gain_and_shrinks_with_the_span():
     """On the paper's law the gain's interval contains the true gain, and two nearly equal
     budgets have a nearly zero gain with a nearly zero interval."""

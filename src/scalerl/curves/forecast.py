@@ -181,6 +181,12 @@ class Forecast:
         else:
             half = 0.0
         lo, hi = gain - half, gain + half
+        if self.bands is not None:
+            # A pass rate stays within the bands' bounds ([0, 1]): the gain cannot leave [floor - the
+            # highest, top - the lowest plausible evaluation at budget_from] however far the
+            # extrapolation goes (at 1e297x the compute it read -8.6 to +8.7).
+            floor, top = self.bands.bounds
+            lo, hi = max(lo, floor - p_from.obs_hi), min(hi, top - p_from.obs_lo)
         headroom = self.ceiling() - p_from.R
         share = gain / headroom if headroom > 0 else 0.0
         if self.unstable:
