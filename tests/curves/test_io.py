@@ -170,6 +170,19 @@ def test_wandb_chart_export(tmp_path):
     assert np.allclose(curves[1].x, [0, 20])  # empty cells: the run did not log that step
 
 
+def test_wandb_chart_export_offers_its_metric_not_the_raw_per_run_columns(tmp_path):
+    """The listing offered 'grpo - val/acc', its __MIN and __MAX as metrics, none of which --y takes."""
+    from scalerl.curves.io import log_columns
+
+    p = tmp_path / "wandb_export.csv"
+    p.write_text('"Step","grpo - val/acc","grpo - val/acc__MIN","grpo - val/acc__MAX","ppo - baseline - val/acc"\n'
+                 "0,0.1,0.1,0.1,0.2\n10,0.3,0.3,0.3,0.4\n")
+    assert log_columns(p) == ["Step", "val/acc"]
+    with pytest.raises(InputError, match=r"no y column 'val/accc'.*W&B chart export of 2 run\(s\): 'grpo', 'ppo - baseline'"):
+        read_curves(p, "Step", "val/accc")
+    assert [c.name for c in read_curves(p, "Step", "val/acc")] == ["grpo", "ppo - baseline"]
+
+
 def test_tensorboard_event_files(tmp_path):
     SummaryWriter = pytest.importorskip("torch.utils.tensorboard").SummaryWriter
     for run, scale in (("seed0", 1.0), ("seed1", 0.9)):

@@ -11,8 +11,8 @@ from functools import partial
 from pathlib import Path
 
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, curves_from_rows, readable_curves, unknown_column, unwrap_scalar,
-                                 x_columns)
+from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, UnknownColumn, curves_from_rows, readable_curves, unknown_column,
+                                 unwrap_scalar, x_columns)
 from scalerl.errors import InputError
 
 _MISSING = {"", "nan", "NaN", "NAN", "null", "None", "none", "inf", "-inf", "Infinity", "-Infinity", "+inf"}
@@ -69,6 +69,24 @@ def _is_wandb_export(header: list[str], y: str) -> bool:
     return y not in header and any(h.endswith(f" - {y}") for h in header)
 
 
+#: The columns a W&B chart export adds beside each run's metric (the range of a sampled bucket).
+_WANDB_RANGE = ("__MIN", "__MAX")
+
+
+def _wandb_layout(header: list[str]) -> tuple[list[str], list[str], list[str]] | None:
+    """``(compute columns, metrics, runs)`` of a W&B chart export (every column but the step /
+    time ones is ``"<run> - <metric>"``, with optional ``__MIN``/``__MAX`` beside it), else None.
+    A run's name may hold " - " itself ("ppo - baseline"): the metric is what follows the last one."""
+    plain = [h for h in header if " - " not in h]
+    pairs = [h.removesuffix(_WANDB_RANGE[0]).removesuffix(_WANDB_RANGE[1]).rsplit(" - ", 1)
+             for h in header if " - " in h]
+    if not pairs or not plain or len(plain) > 3:
+        return None
+    runs = list(dict.fromkeys(run for run, _ in pairs))
+    metrics = list(dict.fromkeys(metric for _, metric in pairs))
+    return plain, metrics, runs
+
+
 def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: float = 1.0,
              bounded: bool = True) -> list[Curve]:
     """One run, or one per value of ``run_column`` (default: a ``run`` column if there is one). An
@@ -82,6 +100,13 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
         return _wandb_from_rows(path, header, rows, x, y, y_scale=y_scale, bounded=bounded)
     columns = set(header)
     if y not in columns:
+        layout = _wandb_layout(header)
+        if layout is not None:  # name the metrics ('val/acc'), not the raw per-run columns
+            plain, metrics, runs = layout
+            exc = unknown_column(path, "y", y, plain + metrics)
+            raise UnknownColumn(f"{exc} (a W&B chart export of {len(runs)} run(s): "
+                                f"{', '.join(repr(r) for r in runs)}; --y takes the metric, --run the run)",
+                                exc.available)
         raise unknown_column(path, "y", y, header)
     needed = {y, *x_columns(path, columns, x)}
     index = {h: j for j, h in enumerate(header)}
