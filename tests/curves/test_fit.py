@@ -92,6 +92,17 @@ def test_power_law_overshoots_where_the_sigmoid_does_not():
     assert abs(sig.A - 0.61) < abs(pl.law.A - 0.61)
 
 
+def test_power_law_fit_does_not_depend_on_the_unit_of_compute():
+    """In FLOPs (x 1e22) and beyond, D's bounds and x^-B's underflow cut the fit short: the power-law
+    column of backtest changed with the unit (0.49 at x 1e300 where steps gave 0.61)."""
+    c = synthetic(n=40, c_max=8000, seed=2)
+    base = fit_power_law(c).law
+    for scale in (1e-30, 1e22, 1e300):
+        law = fit_power_law(Curve.from_arrays(c.x * scale, c.y)).law
+        assert (law.A, law.B, law.D) == pytest.approx((base.A, base.B, base.D), rel=1e-4)
+        assert law(c.x[-1] * scale) == pytest.approx(base(c.x[-1]), abs=1e-6)
+
+
 def test_select_fit_from_drops_an_opening_plateau():
     # A run that shows nothing for a while, jumps, then drifts up slowly.
     rng = np.random.default_rng(0)

@@ -45,6 +45,8 @@ def test_slope_matches_finite_difference():
     pl = PowerLaw(A=1.0, D=0.5, B=0.4)
     C = 50.0
     assert pl.slope(C) == pytest.approx((pl(C + 1e-4) - pl(C - 1e-4)) / 2e-4, rel=1e-5)
+    pl = PowerLaw(A=1.0, D=0.5, B=0.4, C_ref=30.0)
+    assert pl.slope(C) == pytest.approx((pl(C + 1e-4) - pl(C - 1e-4)) / 2e-4, rel=1e-5)
 
 
 def test_power_law_values_and_inverse():
@@ -53,8 +55,11 @@ def test_power_law_values_and_inverse():
     assert pl.compute_for(pl(123.0)) == pytest.approx(123.0)
     assert pl.compute_for(0.95) == math.inf
     assert pl(0.0) == -math.inf
+    # in units of C_ref: the same law as the classic A - D' / C^B with D' = D * C_ref^B
+    scaled = PowerLaw(A=0.9, D=0.5 / 10.0 ** 0.5, B=0.5, C_ref=10.0)
+    assert scaled(4.0) == pytest.approx(pl(4.0)) and scaled.compute_for(0.7) == pytest.approx(pl.compute_for(0.7))
 
 
 def test_params_report_every_parameter():
     assert set(Sigmoid(0.6, 1.0, 10.0, 0.1).params()) == {"A", "B", "C_mid", "R0"}
-    assert set(PowerLaw(0.6, 1.0, 0.5).params()) == {"A", "D", "B"}
+    assert set(PowerLaw(0.6, 1.0, 0.5).params()) == {"A", "D", "B", "C_ref"}

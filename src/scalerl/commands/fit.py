@@ -162,7 +162,8 @@ def _as_text(fc, preds, targets, verdict, args) -> str:
     lines.append(table(rows, ["param", "estimate", level]))
     if fc.power_law is not None:
         pl = fc.power_law.law
-        lines += ["", f"power law A - D/C^B: A={g(pl.A)} D={g(pl.D)} B={g(pl.B)} SSE {fc.power_law.sse:.4g}"]
+        lines += ["", f"power law A - D (C/C_ref)^-B: A={g(pl.A)} D={g(pl.D)} B={g(pl.B)} C_ref={pl.C_ref:.4g} "
+                      f"SSE {fc.power_law.sse:.4g}"]
     lines.append("")
     if fc.unstable:
         lines.append(f"NO FORECAST -- unstable run: {fc.stability.text()}")

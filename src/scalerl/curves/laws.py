@@ -78,29 +78,35 @@ class Sigmoid:
 
 @dataclass(frozen=True)
 class PowerLaw:
-    """``R(C) = A - D / C ** B`` -- the law the paper shows to overshoot when fitted early."""
+    """``R(C) = A - D * (C / C_ref) ** -B`` -- the law the paper shows to overshoot when fitted early.
+
+    ``C_ref`` is the unit compute is measured in for ``D`` (1: the classic ``A - D / C^B``); a fit
+    takes a compute of its data, so that D -- the gap below A there -- does not over- or underflow
+    when compute is counted in FLOPs (1e22) rather than steps, and the fit does not change with the
+    unit."""
 
     A: float
     D: float
     B: float
+    C_ref: float = 1.0
 
     name = "power_law"
 
     def __call__(self, C):
         C = np.asarray(C, dtype=float)
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            out = np.where(C > 0, self.A - self.D / np.power(np.where(C > 0, C, 1.0), self.B), -np.inf)
+            out = np.where(C > 0, self.A - self.D * np.power(np.where(C > 0, C, 1.0) / self.C_ref, -self.B), -np.inf)
         return float(out) if out.ndim == 0 else out
 
     def compute_for(self, R: float) -> float:
         """Compute at which the curve reaches ``R`` (inf at or beyond A)."""
         if R >= self.A or self.D <= 0:
             return math.inf
-        return float((self.D / (self.A - R)) ** (1.0 / self.B))
+        return float(self.C_ref * (self.D / (self.A - R)) ** (1.0 / self.B))
 
     def slope(self, C):
         C = np.asarray(C, dtype=float)
-        out = self.D * self.B * np.power(C, -self.B - 1.0)
+        out = self.D * self.B / self.C_ref * np.power(C / self.C_ref, -self.B - 1.0)
         return float(out) if out.ndim == 0 else out
 
     def params(self) -> dict[str, float]:

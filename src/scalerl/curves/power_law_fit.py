@@ -28,21 +28,24 @@ class PowerLawFit:
 
 def fit_power_law_arrays(x: np.ndarray, y: np.ndarray, *, A_max: float = 1.0) -> tuple[PowerLaw, float]:
     """``(law, sse)`` on points with C > 0. For fixed B the model is linear in (A, D), so a
-    profile over B gives the start; a bounded least squares refines all three."""
+    profile over B gives the start; a bounded least squares refines all three. Compute is
+    measured in units of its geometric mean (``C_ref``): the same fit whatever the unit of x (in
+    raw FLOPs, x^-B under- and D overflowed, and D's bounds cut the fit short)."""
+    C_ref = float(np.exp(np.log(x).mean()))
+    u = np.log(x / C_ref)
     best = None
     for B in np.geomspace(1e-3, 5.0, 80):
-        X = np.stack([np.ones_like(x), -np.power(x, -B)], axis=1)
+        X = np.stack([np.ones_like(u), -np.exp(-B * u)], axis=1)
         (A, D), *_ = np.linalg.lstsq(X, y, rcond=None)
         if D <= 0:
             continue
         A = min(A, A_max)
-        sse = float(((A - D * x ** -B - y) ** 2).sum())
+        sse = float(((A - D * np.exp(-B * u) - y) ** 2).sum())
         if best is None or sse < best[0]:
             best = (sse, A, D, B)
     if best is None:
         best = (math.inf, min(float(y.max()) + 0.01, A_max), 1e-3, 0.5)
     _, A0, D0, B0 = best
-    u = np.log(x)
 
     def resid(p):
         A, lnD, B = p
@@ -52,7 +55,7 @@ def fit_power_law_arrays(x: np.ndarray, y: np.ndarray, *, A_max: float = 1.0) ->
     p0 = np.clip([A0, math.log(max(D0, 1e-12)), B0], np.array(lb) + 1e-9, np.array(ub) - 1e-9)
     res = least_squares(resid, p0, bounds=(lb, ub), method="trf", x_scale="jac")
     A, lnD, B = res.x
-    return PowerLaw(A=float(A), D=float(math.exp(lnD)), B=float(B)), float(2 * res.cost)
+    return PowerLaw(A=float(A), D=float(math.exp(lnD)), B=float(B), C_ref=C_ref), float(2 * res.cost)
 
 
 def fit_power_law(
