@@ -140,6 +140,15 @@ def test_a_reward_timeout_that_is_not_finite_seconds_is_refused(capsys, value):
     _one_line_error(capsys, code, "task.reward_timeout must be seconds in (0, 86400]")
 
 
+@pytest.mark.parametrize("value, message", [
+    ("0", "task.reward_workers must be a whole number in [1, 256]"), ("-2", "must be a whole number in [1, 256]"),
+    ("100000", "must be a whole number in [1, 256]"), ("1.5", "task.reward_workers: expected an integer"),
+    ("true", "task.reward_workers: expected an integer")])
+def test_reward_workers_that_are_not_a_whole_number_in_range_are_refused(capsys, value, message):
+    code = main(["train", "--set", f"task.reward_workers={value}", "--print-config"])
+    _one_line_error(capsys, code, message)
+
+
 @pytest.mark.parametrize("setting, needle", [("run.checkpoint_every=-1", "run.checkpoint_every must be >= 1"),
                                              ("run.keep_checkpoints=0", "run.keep_checkpoints must be >= 1"),
                                              ("eval.batch_size=0", "eval.batch_size must be >= 1 (or null")])

@@ -6,7 +6,7 @@ import pytest
 from scalerl.errors import InputError
 from scalerl.tasks import get_task
 from scalerl.tasks.base import Problem
-from scalerl.tasks.rewards import UserReward
+from scalerl.tasks.rewards import RewardWorkers, UserReward
 
 REWARDS = '''
 import time
@@ -47,6 +47,14 @@ def wrong_signature(x, y):
 
 def positional_only(completion, /):
     return 1
+
+def pid_after_a_while(completion):
+    import os
+    time.sleep(60 if completion == "hang" else 0.3)  # long enough for the batch to spread
+    return os.getpid()
+
+def echo(completion):
+    return float(completion)
 '''
 
 
@@ -187,3 +195,41 @@ def test_the_documented_example_reward_is_accepted(tmp_path, monkeypatch):
     with UserReward("my_rewards:exact") as reward:
         assert reward(PROBLEM, "<think>2+2</think> 4") == 1.0
         assert reward(PROBLEM, "<think>2+2</think> 5") == -1.0
+
+
+def test_reward_workers_score_a_batch_concurrently_in_order(rewards_module):
+    """A slow reward (a judge, a sandbox) scored one call at a time held up every step."""
+    with RewardWorkers("my_rewards:pid_after_a_while", timeout=30, workers=3) as reward:
+        pids = reward.score_many([(PROBLEM, str(i)) for i in range(9)])
+        assert len(set(pids)) == 3  # three processes shared the batch
+        assert reward.stats.calls == 9 and reward.stats.errors == reward.stats.timeouts == 0
+    with RewardWorkers("my_rewards:echo", workers=4) as reward:
+        assert reward.score_many([(PROBLEM, str(i)) for i in range(20)]) == [float(i) for i in range(20)]
+        assert reward(PROBLEM, "7") == 7.0
+
+
+def test_a_hung_call_stops_only_its_own_worker(rewards_module):
+    with RewardWorkers("my_rewards:pid_after_a_while", timeout=2, workers=2) as reward:
+        start = time.monotonic()
+        scores = reward.score_many([(PROBLEM, c) for c in ("hang", "a", "b", "c", "d")])
+        assert scores[0] == -1.0 and all(s > 1 for s in scores[1:])
+        assert time.monotonic() - start < 10
+        stats = reward.stats
+        assert stats.calls == 5 and stats.timeouts == 1 and "exceeded 2 s" in stats.first_error
+
+
+@pytest.mark.parametrize("workers", [0, -1, 1.5, True, 10**6])
+def test_reward_workers_must_be_a_whole_number_in_range(rewards_module, workers):
+    with pytest.raises(InputError, match="reward workers must be a whole number"):
+        RewardWorkers("my_rewards:echo", workers=workers)
+
+
+def test_a_task_with_reward_workers_scores_rounds_through_them(rewards_module):
+    from scalerl.tasks.base import score_all
+
+    task = get_task("arithmetic", n_val=6, n_hard=0, reward="my_rewards:exact", reward_workers=2)
+    problems = list(task.eval_sets()["val"])
+    pairs = [(p, f"<think></think>{p.answer if i % 2 else 'x'}") for i, p in enumerate(problems)]
+    assert score_all(task, pairs) == [1.0 if i % 2 else -1.0 for i in range(len(pairs))]
+    assert task.reward_stats()["calls"] == len(pairs)
+    task.close()

@@ -20,7 +20,9 @@ def _evals(out):
     return [r for r in read_runlog(out / "runlog.jsonl")[1] if r["type"] == "eval"]
 
 
-def test_reward_function_that_raises_or_hangs_is_counted(tiny_dir, tmp_path, capsys):
+@pytest.mark.parametrize("pipeline", [("--set", "pipeline=sync", "--set", "k=1"),
+                                      ("--set", "task.reward_workers=2")], ids=["sync", "pipeline-2-workers"])
+def test_reward_function_that_raises_or_hangs_is_counted(tiny_dir, tmp_path, capsys, pipeline):
     module = tmp_path / "my_reward.py"
     module.write_text(
         "import time\n"
@@ -32,7 +34,7 @@ def test_reward_function_that_raises_or_hangs_is_counted(tiny_dir, tmp_path, cap
         "    return 1.0 if completion.split('</think>')[-1].strip() == answer else -1.0\n"
     )
     out = tmp_path / "run"
-    code = main(small_args(out, "--reward", f"{module}:reward", "--set", "pipeline=sync", "--set", "k=1",
+    code = main(small_args(out, "--reward", f"{module}:reward", *pipeline,
                            "--set", "task.reward_timeout=0.5", "--steps", "2"))
     assert code == 0, capsys.readouterr().err
     last = _evals(out)[-1]

@@ -129,11 +129,11 @@ def test_eval_run_takes_the_runs_reward_and_its_timeout(tmp_path):
     from scalerl.train.config import TrainConfig
 
     cfg = TrainConfig()
-    cfg.task.reward, cfg.task.reward_timeout = "judge.py:score", 60.0
+    cfg.task.reward, cfg.task.reward_timeout, cfg.task.reward_workers = "judge.py:score", 60.0, 4
     save_yaml(cfg, tmp_path / "config.yaml")
     (tmp_path / "final").mkdir()
     settings = _run_settings(str(tmp_path))
-    assert (settings["reward"], settings["reward_timeout"]) == ("judge.py:score", 60.0)
+    assert (settings["reward"], settings["reward_timeout"], settings["reward_workers"]) == ("judge.py:score", 60.0, 4)
 
 
 def test_demo_smoke(scalerl_cache, tmp_path, capsys, monkeypatch):

@@ -62,6 +62,7 @@ def _run_settings(run_dir: str):
         "model": str(final) if final.is_dir() else None,
         "task": cfg.task.name, "data": cfg.task.data, "reward": cfg.task.reward, "task_settings": dict(cfg.task.settings),
         "reward_timeout": cfg.task.reward_timeout,  # (a slow judge the run allowed 60 s would time out at 10)
+        "reward_workers": cfg.task.reward_workers,
         "sets": list(cfg.eval.sets), "k": cfg.eval.samples_per_problem, "problems": cfg.eval.problems,
         "temperature": cfg.eval.temperature, "max_new_tokens": cfg.recipe.length.max_new_tokens,
         "length": cfg.recipe.length, "batch_size": cfg.eval.batch_size,
@@ -100,7 +101,8 @@ def run(args) -> int:
     if pick["data"]:
         task_settings["data"] = pick["data"]
     timeout = base.get("reward_timeout", TaskConfig.reward_timeout)  # the run's, or train's default
-    task = get_task(pick["task"], reward=pick["reward"], reward_timeout=timeout, **task_settings)
+    task = get_task(pick["task"], reward=pick["reward"], reward_timeout=timeout,
+                    reward_workers=base.get("reward_workers", TaskConfig.reward_workers), **task_settings)
     sets = task.eval_sets()
     names = pick["sets"] or list(sets)
     unknown = [s for s in names if s not in sets]

@@ -25,6 +25,7 @@ class TaskSpec:
     settings: dict[str, Any] = field(default_factory=dict)
     reward: str | None = None
     reward_timeout: float = 10.0
+    reward_workers: int = 1
 
 
 @dataclass

@@ -17,7 +17,7 @@ from scalerl.generate.base import Completion, Generator, SamplingParams, Schedul
 from scalerl.rl.filters import DynamicSamplingBuffer
 from scalerl.rollout.context import RolloutContext, RoundContext
 from scalerl.rollout.groups import Group, RolloutBatch
-from scalerl.tasks.base import Problem
+from scalerl.tasks.base import Problem, score_all
 from scalerl.tasks.encoding import encode_problems
 
 
@@ -32,10 +32,13 @@ def round_params(params: SamplingParams, round_: int) -> SamplingParams:
 def score_groups(ctx: RoundContext, problems: Sequence[Problem], completions: Sequence[Completion],
                  generations: int) -> list[Group]:
     """Reward problem-major completions (the G completions of problem i are rows i*G .. i*G+G-1)."""
+    # The whole round at once: a task with reward workers scores its completions concurrently.
+    every = score_all(ctx.task, [(p, completions[i * generations + j].text)
+                                 for i, p in enumerate(problems) for j in range(generations)])
     groups = []
     for i, problem in enumerate(problems):
         comps = list(completions[i * generations : (i + 1) * generations])
-        rewards = [float(ctx.task.reward(problem, c.text)) for c in comps]
+        rewards = [float(r) for r in every[i * generations : (i + 1) * generations]]
         shaped = [ctx.components.shape_reward(r, len(c.token_ids)) for r, c in zip(rewards, comps)]
         groups.append(Group(problem, comps, rewards, shaped))
     return groups

@@ -54,3 +54,12 @@ class Task(Protocol):
     def reward(self, problem: Problem, completion: str) -> float:
         """Score one completion: +1.0 correct, -1.0 otherwise. Must not raise for bad completions."""
         ...
+
+
+def score_all(task: Task, pairs: Sequence[tuple[Problem, str]]) -> list[float]:
+    """Rewards of ``(problem, completion)`` pairs, in order. A task that scores in worker processes
+    offers ``rewards(pairs)`` to score a batch concurrently; any other is called once per pair."""
+    batch = getattr(task, "rewards", None)
+    if batch is not None:
+        return list(batch(pairs))
+    return [task.reward(problem, completion) for problem, completion in pairs]

@@ -76,8 +76,10 @@ def _check_settings(name: str, settings: dict[str, Any]) -> None:
         raise InputError(f"task {name!r} needs the setting {missing[0]!r}: --set 'task.settings={{{missing[0]}: ...}}'")
 
 
-def get_task(name: str, *, reward: str | None = None, reward_timeout: float = 10.0, **kwargs: Any) -> Task:
-    """Build task ``name`` with its settings; ``reward``: a user reward function replacing the task's own."""
+def get_task(name: str, *, reward: str | None = None, reward_timeout: float = 10.0, reward_workers: int = 1,
+             **kwargs: Any) -> Task:
+    """Build task ``name`` with its settings; ``reward``: a user reward function replacing the task's
+    own, run in ``reward_workers`` worker processes."""
     factory = TASKS.get(name)
     if factory is None:
         raise InputError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")
@@ -88,7 +90,7 @@ def get_task(name: str, *, reward: str | None = None, reward_timeout: float = 10
     except TypeError as exc:  # an unknown or missing setting
         raise InputError(f"task {name!r}: {exc}") from None
     if reward is not None:
-        from scalerl.tasks.rewards import UserReward, UserRewardTask
+        from scalerl.tasks.rewards import RewardWorkers, UserRewardTask
 
-        task = UserRewardTask(task, UserReward(reward, timeout=reward_timeout))
+        task = UserRewardTask(task, RewardWorkers(reward, timeout=reward_timeout, workers=reward_workers))
     return task

@@ -35,7 +35,7 @@ from scalerl.errors import ConfigError, InputError
 from scalerl.pipeline.config import BackendConfig, backend_problems
 from scalerl.rl.presets import get_recipe
 from scalerl.rl.recipe import RecipeConfig
-from scalerl.tasks.rewards import MAX_TIMEOUT
+from scalerl.tasks.rewards import MAX_TIMEOUT, MAX_WORKERS
 from scalerl.train.dtypes import dtype_problems
 from scalerl.train.profiles import PROFILES, choose_profile
 
@@ -123,6 +123,10 @@ class TaskConfig:
     reward_timeout: float = 10.0
     """Seconds a user reward function may take per completion before it is killed and scored -1
     (at most :data:`MAX_REWARD_TIMEOUT`, a day)."""
+    reward_workers: int = 1
+    """Worker processes a user reward function runs in: each round's completions are scored up to
+    this many at a time (a slow reward -- an LLM judge, a code sandbox -- would otherwise hold up
+    every step). The math task's math-verify has its own: task.settings verify_workers."""
     settings: dict[str, Any] = field(default_factory=dict)
     """Task-specific settings passed to the task (every one is listed in docs/tasks.md): arithmetic
     digits, n_train, n_val, n_hard, held_out_fraction, seed, split_salt; math eval_data,
@@ -337,6 +341,10 @@ class TrainConfig:
             problems.append(f"run.decode_rows must be >= 0 (0: as many as fit), got {self.run.decode_rows}")
         if self.run.logits_budget_mb < 0:
             problems.append(f"run.logits_budget_mb must be >= 0 (0: no chunking), got {self.run.logits_budget_mb}")
+        w = self.task.reward_workers
+        if isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= MAX_REWARD_WORKERS:
+            problems.append(f"task.reward_workers must be a whole number in [1, {MAX_REWARD_WORKERS}] (worker "
+                            f"processes of the reward function; default 1), got {w!r}")
         if not 0 < self.task.reward_timeout <= MAX_REWARD_TIMEOUT:  # (false for NaN too)
             problems.append(f"task.reward_timeout must be seconds in (0, {MAX_REWARD_TIMEOUT}] (a day at most; the "
                             f"default is 10), got {self.task.reward_timeout}")
@@ -388,6 +396,9 @@ CALIBRATION_COPY = "calibration.json"
 
 #: The longest task.reward_timeout (a day: scalerl.tasks.rewards.MAX_TIMEOUT).
 MAX_REWARD_TIMEOUT = MAX_TIMEOUT
+
+#: The most worker processes of task.reward_workers (scalerl.tasks.rewards.MAX_WORKERS).
+MAX_REWARD_WORKERS = MAX_WORKERS
 
 #: Compute measures logged at every evaluation (any can be the forecast's x).
 COMPUTE_COLUMNS = ("flops", "gpu_hours", "tokens", "samples", "step")

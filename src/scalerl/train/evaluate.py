@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any, Callable, Sequence
 
 from scalerl.generate.base import Completion, Generator, LengthController, SamplingParams
-from scalerl.tasks.base import Problem, Task
+from scalerl.tasks.base import Problem, Task, score_all
 from scalerl.tasks.encoding import encode_problems
 
 TRUNCATED = ("length", "interrupted_length")
@@ -76,9 +76,8 @@ def evaluate(
         completions += generator.generate(flat[start : start + size], chunk_params, length_control)
         if progress is not None:
             progress(len(flat[start : start + size]))
-    rewards = [
-        [task.reward(problem, completions[i * k + j].text) for j in range(k)] for i, problem in enumerate(problems)
-    ]
+    every = score_all(task, [(problem, completions[i * k + j].text) for i, problem in enumerate(problems) for j in range(k)])
+    rewards = [every[i * k : (i + 1) * k] for i in range(len(problems))]
     if examples is not None:
         examples += [{"problem_id": p.id, "prompt": p.prompt, "answer": p.answer, "completion": completions[i * k].text,
                       "reward": rewards[i][0], "passed": rewards[i][0] > 0}

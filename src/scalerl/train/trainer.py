@@ -220,7 +220,8 @@ class Trainer:
         settings = dict(cfg.task.settings)
         if cfg.task.data is not None:
             settings["data"] = cfg.task.data
-        self.task = get_task(cfg.task.name, reward=cfg.task.reward, reward_timeout=cfg.task.reward_timeout, **settings)
+        self.task = get_task(cfg.task.name, reward=cfg.task.reward, reward_timeout=cfg.task.reward_timeout,
+                             reward_workers=cfg.task.reward_workers, **settings)
         train = list(self.task.train_problems())
         if not train:
             raise InputError(f"task {cfg.task.name!r} has no training problems")
@@ -279,7 +280,7 @@ class Trainer:
         )
         self.pipeline = PipelineContext(
             self.rollout, cfg.backend, self.gen_model, self.generator,
-            TaskSpec(cfg.task.name, settings, cfg.task.reward, cfg.task.reward_timeout),
+            TaskSpec(cfg.task.name, settings, cfg.task.reward, cfg.task.reward_timeout, cfg.task.reward_workers),
             model_path=cfg.model.name_or_path, generator_dtype=self.precision.generator_dtype, version=self.version,
             weights=shard_weights, decode_rows=self.decode_rows, engine_rows=cfg.run.decode_rows or None,
         )
@@ -572,7 +573,7 @@ class Trainer:
         self.samples.close()
         for sink in self.sinks:
             sink.close()
-        close = getattr(getattr(self.task, "user_reward", None), "close", None)
+        close = getattr(self.task, "close", None)  # a reward's worker processes (user function, math-verify)
         if close is not None:
             close()
 
