@@ -413,3 +413,19 @@ def test_backtest_all_runs_counts_a_run_the_reader_left_out_as_skipped(capsys, t
     code, out, err = run_cli(capsys, *argv, "--json")
     obj = json.loads(out)
     assert [r["run"] for r in obj["runs"]] == ["a", "b"] and [s["run"] for s in obj["skipped"]] == ["p"]
+
+
+def test_compare_of_one_seed_runs_says_the_verdict_may_be_the_seeds(capsys, tmp_path):
+    """A replicate of one configuration came out 'efficiency better' against itself: one seed's
+    interval holds its evaluation noise only. With seeds on both sides the note is not given."""
+    base, better = _sigmoid_csv(tmp_path / "base.csv", 0.70), _sigmoid_csv(tmp_path / "high.csv", 0.85)
+    code, out, err = run_cli(capsys, "compare", base, better, "--x", "step", "--y", "score", "--bootstrap", "50")
+    assert code == 0, err
+    assert "note: one seed (base, high)" in out and "the verdict on high may be the seed's" in out
+    seeds = [_sigmoid_csv(tmp_path / f"s{i}" / "base.csv", 0.70 + 0.002 * i) for i in range(2)]
+    seeds += [_sigmoid_csv(tmp_path / f"s{i}" / "high.csv", 0.85 + 0.002 * i) for i in range(2)]
+    code, out, err = run_cli(capsys, "compare", *seeds, "--labels", "base", "base", "high", "high", "--x", "step",
+                             "--y", "score", "--bootstrap", "50", "--json")
+    assert code == 0, err
+    obj = json.loads(out)
+    assert not any("one seed" in n for n in obj["notes"])

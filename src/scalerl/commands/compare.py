@@ -96,6 +96,7 @@ def _distinct_labels(name: str, sources: list) -> list:
 
 def run(args) -> int:
     from scalerl.curves import compare
+    from scalerl.curves.compare import one_seed_caveat
 
     if args.plot:
         plot_path(args.plot)
@@ -117,6 +118,9 @@ def run(args) -> int:
         n_boot=args.bootstrap, level=args.level, seed=args.seed, fit_until=args.fit_until,
         forecast_at=_positive(args.forecast_at), **kw,
     )
+    caveat = one_seed_caveat(result)
+    if caveat:
+        notes.append(caveat)
     if args.plot:
         from scalerl.curves.plot import plot_compare
 

@@ -317,4 +317,25 @@ def compare(
     return result
 
 
-__all__ = ["compare", "classify", "CompareResult", "Classification", "RunFit", "RULES", "UNSTABLE", "pool_curves"]
+def one_seed_caveat(result: CompareResult) -> str | None:
+    """What a verdict from one seed does not include, where a run or its baseline has one seed
+    and was called a ceiling or efficiency change by the intervals rule (None otherwise).
+
+    A one-seed run's bootstrap resamples its own evaluations: the interval holds its evaluation
+    noise, not the run-to-run variation of training (sampling, data order, thread timing). An
+    identical configuration trained again came out "efficiency better" against the original on
+    scalerl's own workload (docs/study.md), so such a verdict can be the seed, not the change."""
+    if result.rule != "intervals":
+        return None
+    single = {r.label for r in result.runs if len(r.curves) == 1}
+    called = [c.label for c in result.classifications if c.kind in (CEILING, EFFICIENCY)
+              and (c.label in single or c.baseline in single)]
+    if not called:
+        return None
+    return (f"one seed ({', '.join(sorted(single))}): the intervals hold each run's evaluation noise, not the "
+            "variation between seeds of one configuration (a replicate of the same run can come out 'efficiency' "
+            f"against it), so the verdict on {', '.join(called)} may be the seed's; give each run 2 or more seeds "
+            "(paths that share a --labels name) for intervals that include it")
+
+
+__all__ = ["compare", "classify", "one_seed_caveat", "CompareResult", "Classification", "RunFit", "RULES", "UNSTABLE", "pool_curves"]
