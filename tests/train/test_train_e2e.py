@@ -115,7 +115,7 @@ def test_eval_with_a_reward_reports_its_failed_calls(tiny_dir, tmp_path, capsys)
                       "    if int(prompt.split('+')[0]) < 50:\n        return -1.0\n"
                       "    raise ValueError('boom')\n")
     args = ["eval", "--model", "tiny", "--reward", f"{module}:reward", "--sets", "val", "--k", "1",
-            "--problems", "20", "--max-new-tokens", "4"]
+            "--problems", "20", "--max-new-tokens", "4", "--reward-workers", "3"]  # (counted over every worker)
     assert main([*args, "--json"]) == 0, capsys.readouterr().err
     obj = json.loads(capsys.readouterr().out)
     assert obj["reward_calls"] == 20 and 0 < obj["reward_errors"] < 20 and obj["reward_timeouts"] == 0

@@ -36,6 +36,9 @@ def add_arguments(p) -> None:
     p.add_argument("--task", help="task (default: the run's, or arithmetic)")
     p.add_argument("--data", metavar="FILE", help="math task: data file")
     p.add_argument("--reward", metavar="MODULE:FUNCTION", help="your own reward function")
+    p.add_argument("--reward-workers", type=int, metavar="N",
+                   help="worker processes the reward function runs in, scoring N completions at a time (a slow "
+                        "judge; default: the run's task.reward_workers, or 1)")
     p.add_argument("--sets", nargs="+", metavar="NAME", help="evaluation sets (default: the run's, or all of the task's)")
     p.add_argument("--k", type=int, help="samples per problem, mean@k (default: the run's, or 4)")
     p.add_argument("--problems", type=int, help="problems per set (default: the run's, or 200)")
@@ -81,6 +84,7 @@ def run(args) -> int:
     from scalerl.models.loading import load_model
     from scalerl.rl.length import length_controller
     from scalerl.tasks.registry import get_task
+    from scalerl.tasks.rewards import MAX_WORKERS
     from scalerl.train.config import TaskConfig
     from scalerl.train.evaluate import evaluate
 
@@ -94,6 +98,9 @@ def run(args) -> int:
         raise InputError("--max-new-tokens must be >= 1 and --temperature >= 0")
     if pick["k"] < 1 or pick["problems"] < 1:
         raise InputError("--k and --problems must be >= 1")
+    if args.reward_workers is not None and not 1 <= args.reward_workers <= MAX_WORKERS:
+        raise InputError(f"--reward-workers must be in [1, {MAX_WORKERS}] (worker processes of the reward function), "
+                         f"got {args.reward_workers}")
     # On the CPU this command runs on, in fp32 like the trainer there (precision auto): a bf16 final/
     # is upcast (bf16 matmuls are slower on most CPUs, and the run's own evaluations computed in fp32).
     model, tokenizer = load_model(pick["model"], dtype="float32", progress=True)  # a tiny model built here: minutes
@@ -101,8 +108,10 @@ def run(args) -> int:
     if pick["data"]:
         task_settings["data"] = pick["data"]
     timeout = base.get("reward_timeout", TaskConfig.reward_timeout)  # the run's, or train's default
-    task = get_task(pick["task"], reward=pick["reward"], reward_timeout=timeout,
-                    reward_workers=base.get("reward_workers", TaskConfig.reward_workers), **task_settings)
+    workers = args.reward_workers if args.reward_workers is not None else base.get("reward_workers",
+                                                                                   TaskConfig.reward_workers)
+    task = get_task(pick["task"], reward=pick["reward"], reward_timeout=timeout, reward_workers=workers,
+                    **task_settings)
     sets = task.eval_sets()
     names = pick["sets"] or list(sets)
     unknown = [s for s in names if s not in sets]
