@@ -136,12 +136,16 @@ def test_when_the_base_cannot_be_fitted_every_variant_says_why_it_is_not_classif
     a = write_study_report(tmp_path).analysis
     assert "does not rise" in a.variant("scalerl").fit_error and not a.variant("scalerl").not_classified
     dapo, flat = a.variant("loo-loss-dapo"), a.variant("loo-length-penalty")
-    assert dapo.A is None and dapo.classification is None and not dapo.fit_error  # fitted on its own, not compared
+    assert dapo.classification is None and not dapo.fit_error  # fitted on its own, not compared
     assert dapo.not_classified.startswith("the base scalerl has no fitted curve (")
+    # Its own fit is still reported (it was shown as "not fitted: " with no reason).
+    assert dapo.A == pytest.approx(0.6, abs=0.03) and dapo.A_interval and dapo.extrapolated is not None
     assert flat.not_classified == flat.fit_error and "does not rise" in flat.fit_error
     report = (tmp_path / "report.md").read_text()
     assert "| loo-loss-dapo | loss | not classified: the base scalerl has no fitted curve (" in report
     assert "| loo-length-penalty | length | not fitted |" in report
+    dapo_fit_row = next(line for line in report.splitlines() if line.startswith("| loo-loss-dapo | 0 |"))
+    assert "not fitted" not in dapo_fit_row and "| 0.600 [" in dapo_fit_row
 
 
 def test_the_papers_rule_always_names_a_kind(tmp_path):

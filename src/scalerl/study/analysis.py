@@ -293,6 +293,13 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
                 fits[vr.label] = RunFit(vr.label, curves[vr.label], fit_seeds(curves[vr.label], n_boot=n_boot, seed=seed))
             except InputError as exc:
                 vr.fit_error = str(exc)
+    # Every fitted variant's own fit and forecast are reported, whether or not the base could be
+    # fitted: a variant that fitted is not "not fitted" because the base failed.
+    if fits:
+        finals = [float(c.x[-1]) for rf in fits.values() for c in rf.curves]
+        analysis.extrapolate_at = spec.extrapolate * float(np.median(finals))
+    for rf in fits.values():
+        _fill_fit(analysis.variant(rf.label), rf, analysis.extrapolate_at, calibration, seed)
     if base.label not in fits:
         why = analysis.variant(base.label).fit_error
         analysis.notes.append(f"the base {base.label} has no fitted curve ({why}); nothing can be compared yet")
@@ -302,23 +309,8 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
         return analysis
     result = CompareResult(runs=list(fits.values()), baseline=base.label, rule=spec.rule)
     analysis.compare = result
-    finals = [float(c.x[-1]) for rf in fits.values() for c in rf.curves]
-    analysis.extrapolate_at = spec.extrapolate * float(np.median(finals))
     for rf in result.runs:
         vr = analysis.variant(rf.label)
-        f = rf.fit
-        vr.A, vr.B, vr.C_mid = f.A, f.B, f.C_mid
-        vr.A_interval, vr.B_interval, vr.C_mid_interval = (rf.interval(p) for p in ("A", "B", "C_mid"))
-        if rf.stability.unstable:
-            vr.unstable = rf.stability.text()
-        else:
-            # The forecaster's forecast (ensemble, calibrated band), not the sigmoid's bootstrap alone.
-            try:
-                fc = forecast(pool_curves(rf.curves), n_boot=0, power_law=False, seed=seed, calibration=calibration)
-                (p,) = fc.predict([analysis.extrapolate_at])
-                vr.extrapolated, vr.extrapolated_interval, vr.extrapolated_calibrated = p.R, (p.lo, p.hi), p.calibrated
-            except InputError as exc:
-                vr.fit_error = f"no forecast: {exc}"
         if rf.label == base.label:
             continue
         try:
@@ -354,6 +346,24 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
     if not_fitted:
         analysis.notes.append(f"not fitted: {', '.join(not_fitted)} (see their rows)")
     return analysis
+
+
+def _fill_fit(vr: VariantResult, rf: RunFit, at: float, calibration: Any, seed: int) -> None:
+    """``vr``'s own fit (A, B, C_mid and their intervals), its stability and, for a stable run,
+    its forecast at ``at`` with the calibrated band."""
+    f = rf.fit
+    vr.A, vr.B, vr.C_mid = f.A, f.B, f.C_mid
+    vr.A_interval, vr.B_interval, vr.C_mid_interval = (rf.interval(p) for p in ("A", "B", "C_mid"))
+    if rf.stability.unstable:
+        vr.unstable = rf.stability.text()
+        return
+    # The forecaster's forecast (ensemble, calibrated band), not the sigmoid's bootstrap alone.
+    try:
+        fc = forecast(pool_curves(rf.curves), n_boot=0, power_law=False, seed=seed, calibration=calibration)
+        (p,) = fc.predict([at])
+        vr.extrapolated, vr.extrapolated_interval, vr.extrapolated_calibrated = p.R, (p.lo, p.hi), p.calibrated
+    except InputError as exc:
+        vr.fit_error = f"no forecast: {exc}"
 
 
 def _common_A_view(analysis: StudyAnalysis, result: CompareResult, n_boot: int, seed: int) -> None:
