@@ -28,7 +28,9 @@ def _one_line_error(capsys, code, *needles):
     (["--family", "batch-size", "--values", "eight"], ["must be integers"]),
     (["--set", "lr=abc"], ["expected a number"]),
     (["--set", "nope=1"], ["unknown key 'nope'"]),
-    (["--steps", "20", "--eval-every", "10"], ["at least 3"]),
+    (["--steps", "20", "--eval-every", "10"], ["at least 4"]),
+    # 3 evaluations after R0 were accepted, then no run could be fitted (the fit needs 4 points).
+    (["--steps", "30", "--eval-every", "10"], ["gives 3 evaluations", "at least 4"]),
     (["--x", "wall"], ["unknown compute column 'wall'"]),
     (["--task", "nope"], ["unknown task 'nope'", "arithmetic-mix"]),
 ])

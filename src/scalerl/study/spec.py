@@ -116,10 +116,10 @@ class StudySpec:
             problems.append(f"steps must be >= 1, got {self.steps}")
         if self.eval_every < 1:
             problems.append(f"eval_every must be >= 1, got {self.eval_every}")
-        elif self.steps // self.eval_every < 3:
+        elif self.steps // self.eval_every < MIN_EVALUATIONS:
             problems.append(
                 f"steps {self.steps} with eval_every {self.eval_every} gives {self.steps // self.eval_every} "
-                "evaluations after R0; a sigmoid needs at least 3 -- lower eval_every or raise steps"
+                f"evaluations after R0; a sigmoid fit needs at least {MIN_EVALUATIONS} -- lower eval_every or raise steps"
             )
         if self.compute is not None and not self.compute > 0:
             problems.append(f"compute must be > 0 or null, got {self.compute}")
@@ -152,9 +152,16 @@ class StudySpec:
         return self
 
 
-#: Fields that decide what each run is; changing them changes the plan, not just its execution.
 #: More seeds per variant than any study can run (each is a whole training run).
 MAX_SEEDS = 1000
+
+#: Evaluations after R0 a run needs for its curve to be fitted: the sigmoid has 3 free parameters
+#: (R0 is the first evaluation) and the fit wants one point more to measure the noise
+#: (scalerl.curves.solver.check_fittable). With fewer, every run trains and then none can be
+#: fitted or compared, so such a budget is refused before anything trains.
+MIN_EVALUATIONS = 4
+
+#: Fields that decide what each run is; changing them changes the plan, not just its execution.
 
 RUN_FIELDS = ("family", "base", "values", "base_value", "only", "seeds", "steps", "compute", "max_steps",
               "eval_every", "x", "model", "task", "overrides")
