@@ -82,3 +82,34 @@ def test_list_shows_every_family_and_variant(capsys):
     for needle in ("loo:", "recipes:", "batch-size:", "generations:", "gen-length:", "model-size:",
                    "loo-no-positive-resampling-off", "minimax-m1", "batch-32", "model-tiny-l"):
         assert needle in out
+
+
+@pytest.mark.parametrize("dry_run", [["--dry-run"], []])
+def test_an_output_that_is_a_file_or_a_training_runs_directory_is_refused(tmp_path, capsys, dry_run):
+    """A file gave a traceback (FileExistsError); a run directory got a study.yaml written into it,
+    after which `scalerl report DIR` no longer reported the run."""
+    args = ["study", "--family", "loo", "--only", "loo-loss-dapo", "--steps", "40", "--eval-every", "10", *dry_run]
+    afile = tmp_path / "notes.txt"
+    afile.write_text("mine\n")
+    _one_line_error(capsys, main([*args, "--output", str(afile)]), "is a file, not a directory")
+    _one_line_error(capsys, main([*args, "--output", str(afile / "sub")]), "is a file, not a directory")
+    assert afile.read_text() == "mine\n"
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "runlog.jsonl").write_text('{"type": "header"}\n')
+    _one_line_error(capsys, main([*args, "--output", str(run_dir)]), "holds a training run (runlog.jsonl)")
+    assert sorted(p.name for p in run_dir.iterdir()) == ["runlog.jsonl"]
+
+
+def test_train_refuses_to_write_a_run_into_a_study_directory(tmp_path, capsys):
+    from scalerl.study.spec import SPEC_FILE
+    from scalerl.train.trainer import STUDY_SPEC
+
+    assert STUDY_SPEC == SPEC_FILE  # the trainer names the study's file without importing the study layer
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10)
+    write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=5)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code = main(["train", "--output", str(tmp_path), "--steps", "4", "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("scalerl train: error:") and "holds a study (study.yaml)" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

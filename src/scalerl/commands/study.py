@@ -156,8 +156,9 @@ def _with_family(spec, family: str):
 
 
 def _dry_run(spec, directory: Path) -> int:
-    from scalerl.study.runner import Budget, check_existing, plan_study, run_status
+    from scalerl.study.runner import Budget, check_existing, check_study_output, plan_study, run_status
 
+    check_study_output(directory)
     plans = plan_study(spec, directory)
     check_existing(plans)
     budget = Budget.of(spec)
@@ -176,8 +177,9 @@ def run(args) -> int:
         return _list(spec)
     if args.dry_run:
         return _dry_run(spec, directory)
-    from scalerl.study.runner import plan_study, run_study
+    from scalerl.study.runner import check_study_output, plan_study, run_study
 
+    check_study_output(directory)  # before the line that announces the study
     plan_study(spec, directory)  # every config resolved and checked before the first line is printed
     what = f"{spec.compute:g} {spec.x}" if spec.compute else f"{spec.steps} steps"
     print(f"scalerl study: {spec.family} of {spec.base}, {spec.seeds} seed(s), {what} per run, backend "

@@ -480,10 +480,31 @@ def save_spec(spec: StudySpec, study_dir: Path) -> None:
     os.replace(tmp, study_dir / SPEC_FILE)
 
 
+#: Files at the top of a directory that make it a training run's (scalerl train / demo), not a study's.
+_RUN_FILES = ("runlog.jsonl", "config.yaml", "checkpoints")
+
+
+def check_study_output(study_dir: Path) -> None:
+    """Refuse a study directory that cannot be one: a file, a training run's directory (a study
+    written into it would hide the run from ``scalerl report``), or one that cannot be written."""
+    study_dir = Path(study_dir)
+    if study_dir.exists() and not study_dir.is_dir():
+        raise InputError(f"--output {study_dir} is a file, not a directory; give a directory for the study")
+    if not (study_dir / SPEC_FILE).exists():
+        run_files = [name for name in _RUN_FILES if (study_dir / name).exists()]
+        if run_files:
+            raise InputError(f"--output {study_dir} holds a training run ({', '.join(run_files)}), not a study; "
+                             "give the study a directory of its own")
+    from scalerl.train.preflight import check_writable  # also: a file where a parent directory should be
+
+    check_writable(study_dir)
+
+
 def run_study(spec: StudySpec, study_dir: str | Path, *, echo: Echo | None = None) -> StudyRun:
     """Plan, check, then run or resume every run of ``spec`` into ``study_dir``."""
     echo = echo or (lambda line: print(line, file=sys.stderr, flush=True))
     study_dir = Path(study_dir)
+    check_study_output(study_dir)
     plans = plan_study(spec, study_dir)
     check_existing(plans)
     study_dir.mkdir(parents=True, exist_ok=True)
