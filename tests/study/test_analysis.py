@@ -84,6 +84,19 @@ def test_report_command_regenerates_a_study_report(study, capsys):
     assert (d / "report.md").exists()
 
 
+def test_report_that_cannot_write_its_files_says_which_in_one_line(tmp_path, capsys):
+    """A directory where report.md goes (as a read-only directory would) gave an IsADirectoryError traceback,
+    for a study directory and for one of its run directories alike."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=200, eval_every=10, bootstrap=50)
+    plans = write_study(tmp_path, spec, {k: LAWS[k] for k in ("scalerl", "loo-loss-dapo")})
+    for directory in (tmp_path, plans[0].directory):
+        (directory / "report.md").mkdir()
+        code = main(["report", str(directory), "--bootstrap", "50"])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and len(err.splitlines()) == 1, err
+        assert err.startswith("scalerl report: error:") and f"{directory / 'report.md'}: Is a directory" in err
+
+
 def test_linearising_transform_has_slope_B_and_crosses_zero_at_C_mid():
     A, B, C_mid, R0 = 0.65, 1.8, 3e3, 0.25
     C = np.geomspace(3e2, 3e4, 30)

@@ -6,7 +6,9 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from scalerl.errors import InputError
 
@@ -32,7 +34,8 @@ def run(args) -> int:
         raise InputError(f"{directory}: neither a run directory (runlog.jsonl) nor a study directory ({SPEC_FILE})")
     from scalerl.train.report import summary_lines, write_run_report
 
-    rep = write_run_report(directory, x=args.x, calibration=args.calibration)
+    with report_files(directory):
+        rep = write_run_report(directory, x=args.x, calibration=args.calibration)
     for k, v in summary_lines(rep):
         print(f"{k}: {v}")
     print("wrote: " + ", ".join(str(p) for p in rep.files))
@@ -47,5 +50,20 @@ def _study(args, directory: Path) -> int:
     if args.calibration:
         raise InputError("--calibration is for a run directory; a study takes it in its spec "
                          "(calibration: FILE, or scalerl study --calibration FILE)")
-    print_summary(write_study_report(directory, n_boot=args.bootstrap))
+    with report_files(directory):
+        rep = write_study_report(directory, n_boot=args.bootstrap)
+    print_summary(rep)
     return 0
+
+
+@contextmanager
+def report_files(directory: Path) -> Iterator[None]:
+    """An OS error while a report reads the logs or writes its files (a read-only directory, a
+    directory where report.md should be, a full disk) as one line that says which file, not a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        where = exc.filename or directory
+        raise InputError(f"{where}: {exc.strerror or exc} -- the report reads the run logs and writes its files "
+                         f"into {directory}; fix the permissions or move what is in the way, then run "
+                         f"scalerl report {directory}") from None

@@ -194,9 +194,11 @@ def run(args) -> int:
           f"({sum(o.status != 'skipped' for o in result.outcomes)} trained or resumed, "
           f"{sum(o.status == 'skipped' for o in result.outcomes)} already done)", file=sys.stderr)
     if not args.no_report:
+        from scalerl.commands.report import report_files
         from scalerl.study.report import print_summary, write_study_report
 
-        report = write_study_report(directory)
+        with report_files(directory):  # the runs are kept; `scalerl report DIR` writes it later
+            report = write_study_report(directory)
         print_summary(report)
     for o in result.failed:
         print(f"scalerl study: run {o.label}/seed{o.seed} failed: {o.error}", file=sys.stderr)
