@@ -32,6 +32,9 @@ def _one_line_error(capsys, code, *needles):
     # 3 evaluations after R0 were accepted, then no run could be fitted (the fit needs 4 points).
     (["--steps", "30", "--eval-every", "10"], ["gives 3 evaluations", "at least 4"]),
     (["--x", "wall"], ["unknown compute column 'wall'"]),
+    # An infinite budget was accepted: never reached, every run trained to max_steps.
+    (["--compute", "inf"], ["compute must be a finite number > 0"]),
+    (["--extrapolate", "inf"], ["extrapolate must be a finite number > 1"]),
     (["--task", "nope"], ["unknown task 'nope'", "arithmetic-mix"]),
 ])
 def test_bad_flags_exit_2_with_one_line(tmp_path, capsys, args, needles):

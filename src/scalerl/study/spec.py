@@ -18,6 +18,7 @@ No torch here: ``scalerl study --help`` and ``scalerl report`` stay fast.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -121,8 +122,9 @@ class StudySpec:
                 f"steps {self.steps} with eval_every {self.eval_every} gives {self.steps // self.eval_every} "
                 f"evaluations after R0; a sigmoid fit needs at least {MIN_EVALUATIONS} -- lower eval_every or raise steps"
             )
-        if self.compute is not None and not self.compute > 0:
-            problems.append(f"compute must be > 0 or null, got {self.compute}")
+        # Finite too: an infinite budget is never reached, so every run would train to max_steps.
+        if self.compute is not None and not 0 < self.compute < math.inf:
+            problems.append(f"compute must be a finite number > 0 or null, got {self.compute}")
         if self.max_steps < self.steps:
             problems.append(f"max_steps ({self.max_steps}) must be >= steps ({self.steps})")
         if self.x not in X_COLUMNS:
@@ -135,8 +137,8 @@ class StudySpec:
             problems.append("parallel and threads must be >= 0")
         if self.bootstrap < 20:
             problems.append(f"bootstrap must be >= 20, got {self.bootstrap}")
-        if not self.extrapolate > 1:
-            problems.append(f"extrapolate must be > 1 (a multiple of the budget), got {self.extrapolate}")
+        if not 1 < self.extrapolate < math.inf:
+            problems.append(f"extrapolate must be a finite number > 1 (a multiple of the budget), got {self.extrapolate}")
         for item in self.overrides:
             if "=" not in item:
                 problems.append(f"overrides: {item!r} must look like key=value")
