@@ -31,7 +31,7 @@ import textwrap
 import types
 import typing
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, TypeVar
+from typing import Any, Callable, Iterable, Literal, Mapping, TypeVar
 
 import yaml
 
@@ -298,10 +298,14 @@ def load_yaml(cls: type[T], path: str | Path) -> T:
     return from_dict(cls, _read_mapping(path))
 
 
-def load_yaml_and_keys(cls: type[T], path: str | Path) -> tuple[T, set[str]]:
+def load_yaml_and_keys(cls: type[T], path: str | Path, *,
+                       wrap: "Callable[[dict, Path], dict] | None" = None) -> tuple[T, set[str]]:
     """:func:`load_yaml`, and the dotted paths of the leaves the file sets (``recipe.off_policy.pipeline``):
-    what the user wrote, told from the defaults."""
+    what the user wrote, told from the defaults. ``wrap(data, path)`` may first reshape the file's
+    mapping (e.g. a recipe file read as the ``recipe:`` section of a training config)."""
     data = _read_mapping(path)
+    if wrap is not None:
+        data = wrap(data, Path(path))
 
     def leaves(d: Any, prefix: str) -> set[str]:
         if not isinstance(d, dict) or not d:

@@ -40,3 +40,30 @@ def test_unknown_or_missing_name_exits_2_listing_the_known_names(capsys):
     assert "scalerl-loo-loss-dapo" in err and len(err.strip().splitlines()) == 1
     assert main(["recipes", "show"]) == 2
     assert "show needs a recipe name" in capsys.readouterr().err
+
+
+def test_shown_yaml_trains_as_it_says_with_train_config(tmp_path, capsys):
+    """The YAML says "copy and edit"; given to `scalerl train --config` it was refused ("unknown key
+    'loss' in top level"): no command took it back."""
+    from scalerl.config import load_yaml
+    from scalerl.train.config import TrainConfig
+
+    assert main(["recipes", "show", "deepseek-grpo", "loss.name=dapo"]) == 0
+    mine = tmp_path / "my-grpo.yaml"
+    mine.write_text(capsys.readouterr().out)
+    assert "scalerl train --config FILE" in mine.read_text()
+    assert main(["train", "--config", str(mine), "--print-config"]) == 0
+    printed = tmp_path / "printed.yaml"
+    printed.write_text(capsys.readouterr().out)
+    cfg = load_yaml(TrainConfig, printed)
+    expected = get_recipe("deepseek-grpo")
+    expected.loss.name = "dapo"
+    # The recipe as written (the batch is the scale profile's, as for any --config).
+    assert cfg.recipe_name == "my-grpo"
+    assert (cfg.recipe.loss, cfg.recipe.off_policy, cfg.recipe.aggregation) == (
+        expected.loss, expected.off_policy, expected.aggregation)
+    # A full training config is read as before; a mix of both kinds is refused naming the key.
+    mixed = tmp_path / "mixed.yaml"
+    mixed.write_text("loss:\n  name: ppo\nrun:\n  steps: 3\n")
+    assert main(["train", "--config", str(mixed), "--print-config"]) == 2
+    assert "unknown key 'loss' in top level" in capsys.readouterr().err

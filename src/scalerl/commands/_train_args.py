@@ -9,7 +9,8 @@ from pathlib import Path
 
 from scalerl.config import load_yaml_and_keys, resolve_key, to_dict
 from scalerl.errors import InputError
-from scalerl.train.config import TrainConfig, absolute_paths, resolve, sync_means_k1, with_recipe
+from scalerl.train.config import (TrainConfig, absolute_paths, recipe_file_as_config, resolve, sync_means_k1,
+                                  with_recipe)
 from scalerl.train.profiles import PROFILES, SUMMARY, choose_profile
 
 
@@ -39,7 +40,7 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
 
 def config_from_args(args, *, output: str | None = None, quiet: bool = False) -> TrainConfig:
     if args.config:  # a file that says pipeline: sync and no k means k = 1, as --set does
-        cfg, written = load_yaml_and_keys(TrainConfig, args.config)
+        cfg, written = load_yaml_and_keys(TrainConfig, args.config, wrap=recipe_file_as_config)
         cfg = sync_means_k1(cfg, written)
     else:
         cfg = TrainConfig()
