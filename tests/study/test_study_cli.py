@@ -116,3 +116,34 @@ def test_train_refuses_to_write_a_run_into_a_study_directory(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.startswith("scalerl train: error:") and "holds a study (study.yaml)" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_run_with_a_damaged_log_fails_alone_and_is_left_untouched(tmp_path, capsys):
+    """A malformed line in one run's log stopped the whole study (exit 2, no report) and
+    `scalerl report` of the study with it; now that run is reported as failed and left as it is."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo", "loo-aggregation-sample"], steps=200, eval_every=10,
+                     bootstrap=50)
+    laws = {"scalerl": (0.7, 1.5, 5e11), "loo-loss-dapo": (0.55, 1.5, 5e11), "loo-aggregation-sample": (0.7, 1.5, 1e12)}
+    plans = write_study(tmp_path, spec, laws)
+    damaged = next(p for p in plans if p.variant.label == "loo-aggregation-sample").directory
+    log = damaged / "runlog.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    lines[3] = "garbage\n"
+    log.write_text("".join(lines))
+    before = log.read_bytes()
+
+    assert main(["study", "--output", str(tmp_path), "--dry-run"]) == 0
+    assert f"damaged  {damaged}" in capsys.readouterr().out
+    assert main(["study", "--output", str(tmp_path), "--resume"]) == 1
+    captured = capsys.readouterr()
+    assert "loo-aggregation-sample/seed0: FAILED" in captured.err and "line 4 is not a JSON object" in captured.err
+    assert "resuming" not in captured.err and "1 failed" in captured.err
+    assert log.read_bytes() == before and (damaged / "final").exists()
+    assert "loo-loss-dapo" in captured.out and (tmp_path / "report.md").exists()  # the others still compared
+
+    assert main(["report", str(tmp_path), "--bootstrap", "50"]) == 0
+    from scalerl.study.analysis import analyse_study
+
+    a = analyse_study(tmp_path, n_boot=50)
+    assert a.variant("loo-loss-dapo").kind == "ceiling"
+    assert a.variant("loo-aggregation-sample").pending[0].startswith("seed0: damaged run log (")

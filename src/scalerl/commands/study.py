@@ -190,9 +190,10 @@ def run(args) -> int:
         from scalerl.errors import RunInterrupted
 
         raise RunInterrupted(f"interrupted; resume with: scalerl study --output {directory} --resume") from None
+    counts = {s: sum(o.status in s.split("/") for o in result.outcomes) for s in ("trained/resumed", "skipped", "failed")}
+    failed = f", {counts['failed']} failed" if counts["failed"] else ""
     print(f"runs finished in {result.seconds / 60:.1f} min, {result.cpu_seconds / 60:.1f} CPU-min "
-          f"({sum(o.status != 'skipped' for o in result.outcomes)} trained or resumed, "
-          f"{sum(o.status == 'skipped' for o in result.outcomes)} already done)", file=sys.stderr)
+          f"({counts['trained/resumed']} trained or resumed, {counts['skipped']} already done{failed})", file=sys.stderr)
     if not args.no_report:
         from scalerl.commands.report import report_files
         from scalerl.study.report import print_summary, write_study_report

@@ -152,7 +152,7 @@ def _y_column(run_dir: Path) -> str:
 
 def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, list[Curve]], dict[str, list[str]], str]:
     """Variants of the study and the curves of their finished runs."""
-    from scalerl.study.runner import Budget, plan_study, run_status
+    from scalerl.study.runner import DAMAGED, Budget, log_problem, plan_study, run_status
 
     plans = plan_study(spec, directory)
     budget = Budget.of(spec)
@@ -165,6 +165,9 @@ def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, 
             variants.append(p.variant)
             curves[p.variant.label], pending[p.variant.label] = [], []
         status = run_status(p.directory, budget)
+        if status == DAMAGED:  # left out, with the reason; the other runs are still analysed
+            pending[p.variant.label].append(f"seed{p.seed}: damaged run log ({log_problem(p.directory)})")
+            continue
         if status != "done":
             rows = eval_rows(p.directory)
             where = f"step {rows[-1]['step']}" if rows else "not started"

@@ -213,11 +213,29 @@ def prepare_models(plans: list[RunPlan], progress: bool = False) -> None:
 # ----------------------------------------------------------------------------- state of a run
 
 
+#: A run whose log cannot be read (a malformed line before its end: not a kill, which only tears the
+#: last line). The study leaves it alone -- resuming or retraining it could overwrite what it holds --
+#: reports it as failed and goes on with the others.
+DAMAGED = "damaged"
+
+
+def log_problem(directory: Path) -> str:
+    """Why the run log in ``directory`` cannot be read, or "" when it can (or there is none yet)."""
+    try:
+        eval_rows(directory)
+    except InputError as exc:
+        return str(exc)
+    return ""
+
+
 def run_status(directory: Path, budget: Budget) -> str:
-    """done (finished: final model saved, budget met), partial (a run to resume), or new."""
+    """done (finished: final model saved, budget met), partial (a run to resume), new, or damaged
+    (its log cannot be read: see :data:`DAMAGED`)."""
     directory = Path(directory)
     if not (directory / "config.yaml").exists():
         return "new"
+    if log_problem(directory):
+        return DAMAGED
     rows = eval_rows(directory)
     if (directory / "final" / "config.json").exists() and budget.reached(rows[-1] if rows else None):
         return "done"
@@ -280,6 +298,9 @@ def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
     status = run_status(out, budget)
     if status == "done":
         return _outcome(label, seed, "skipped", 0.0, out)
+    if status == DAMAGED:
+        return _outcome(label, seed, "failed", 0.0, out, error=f"{log_problem(out)} -- left untouched: repair that "
+                        f"line, or remove {out} to train the run again")
     progress = cfg.log.progress
     try:
         if status == "new":
@@ -312,7 +333,7 @@ def _run_report(out: Path) -> None:
 
 def _outcome(label: str, seed: int, status: str, seconds: float, out: Path, error: str = "",
              cpu: float = 0.0) -> Outcome:
-    rows = eval_rows(out)
+    rows = [] if log_problem(out) else eval_rows(out)  # a damaged log: the outcome says so, without rows
     o = Outcome(label, seed, status, seconds, cpu_seconds=cpu, error=error)
     if rows:
         from scalerl.train.config import TrainConfig
@@ -350,9 +371,9 @@ def _local(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo, re
     outcomes, times = [], []
     for i, p in enumerate(plans, 1):
         status = run_status(p.directory, budget)
-        if status != "done":
+        if status in ("new", "partial"):  # (a damaged run is not touched: its outcome says so)
             eta = ""
-            todo = sum(run_status(q.directory, budget) != "done" for q in plans[i - 1:])
+            todo = sum(run_status(q.directory, budget) in ("new", "partial") for q in plans[i - 1:])
             if times:
                 eta = f"; about {todo * sum(times) / len(times) / 60:.0f} min left for {todo} run(s)"
             echo(f"[{i}/{len(plans)}] {p.name}: {'starting' if status == 'new' else 'resuming'}{eta}")
