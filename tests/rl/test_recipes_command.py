@@ -67,3 +67,16 @@ def test_shown_yaml_trains_as_it_says_with_train_config(tmp_path, capsys):
     mixed.write_text("loss:\n  name: ppo\nrun:\n  steps: 3\n")
     assert main(["train", "--config", str(mixed), "--print-config"]) == 2
     assert "unknown key 'loss' in top level" in capsys.readouterr().err
+
+
+def test_a_recipe_flag_over_a_config_file_with_a_recipe_says_what_it_replaces(tmp_path, capsys):
+    """--config FILE --recipe NAME: the preset replaced the file's recipe settings without a word."""
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("recipe:\n  loss:\n    name: dapo\nrun:\n  steps: 7\n")
+    assert main(["train", "--config", str(mine), "--recipe", "scalerl", "--print-config"]) == 0
+    captured = capsys.readouterr()
+    assert "note: --recipe scalerl replaces the recipe of" in captured.err and "recipe.loss.name" in captured.err
+    assert "name: cispo" in captured.out and "steps: 7" in captured.out  # the preset wins; the rest is kept
+    mine.write_text("run:\n  steps: 7\n")  # nothing of the recipe in the file: nothing to say
+    assert main(["train", "--config", str(mine), "--recipe", "scalerl", "--print-config"]) == 0
+    assert "replaces the recipe" not in capsys.readouterr().err

@@ -46,6 +46,10 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False) ->
         cfg = TrainConfig()
     if args.recipe:
         cfg = with_recipe(cfg, args.recipe)
+        replaced = sorted(k for k in written if k.startswith("recipe.")) if args.config else []
+        if replaced and not quiet:  # the preset replaces the whole recipe: say so, not silently
+            print(f"note: --recipe {args.recipe} replaces the recipe of {args.config}, which set "
+                  f"{_some(replaced)}; to keep a value, give it with --set", file=sys.stderr)
     flags = {
         "model.name_or_path": args.model,
         "task.name": args.task,
@@ -72,6 +76,12 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False) ->
         print(f"note: {note}{_overridden(cfg.profile, args.overrides)}", file=sys.stderr)
     # Local paths stored absolute: the run directory works from any working directory.
     return absolute_paths(resolve(cfg, args.overrides))
+
+
+def _some(keys: list[str], n: int = 3) -> str:
+    """The first ``n`` of ``keys`` and how many more."""
+    more = f" and {len(keys) - n} more" if len(keys) > n else ""
+    return ", ".join(keys[:n]) + more
 
 
 def _overridden(profile: str, overrides: list[str] | None) -> str:
