@@ -161,6 +161,29 @@ def test_when_the_base_cannot_be_fitted_every_variant_says_why_it_is_not_classif
     assert "not fitted" not in dapo_fit_row and "| 0.600 [" in dapo_fit_row
 
 
+@pytest.mark.parametrize("damage, reason", [
+    (lambda row: row.pop("flops"), "no rows with finite 'flops'"),
+    (lambda row: row.update({"val/pass_rate": 2 * row["val/pass_rate"]}), "outside [0, 1]"),
+])
+def test_a_run_whose_curve_cannot_be_read_is_left_out_and_the_rest_still_compared(tmp_path, damage, reason):
+    """A log without the x column, or with a pass rate outside [0, 1], stopped the whole study's report
+    (exit 2); now that run is left out with the reason and the other variants are compared."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo", "loo-aggregation-sample"], steps=200, eval_every=10,
+                     bootstrap=50)
+    plans = write_study(tmp_path, spec, {k: LAWS[k] for k in ("scalerl", "loo-loss-dapo", "loo-aggregation-sample")})
+    log = next(p for p in plans if p.variant.label == "loo-aggregation-sample").directory / "runlog.jsonl"
+    header, *rows = [json.loads(line) for line in log.read_text().splitlines()]
+    for row in rows:
+        damage(row)
+    log.write_text("".join(json.dumps(r) + "\n" for r in [header, *rows]))
+    a = write_study_report(tmp_path).analysis
+    agg = a.variant("loo-aggregation-sample")
+    assert agg.left_out and agg.left_out[0].startswith("seed0: ") and reason in agg.left_out[0]
+    assert agg.fit_error.startswith("no usable run: seed0: ") and agg.classification is None
+    assert a.variant("loo-loss-dapo").kind == "ceiling"
+    assert "| loo-aggregation-sample | - | - | - | not fitted: no usable run: seed0: " in (tmp_path / "report.md").read_text()
+
+
 def test_the_papers_rule_always_names_a_kind(tmp_path):
     spec = StudySpec(family="loo", only=["loo-loss-dapo", "loo-aggregation-sample"], steps=200, eval_every=10,
                      rule="paper", bootstrap=50)

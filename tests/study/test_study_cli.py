@@ -146,4 +146,4 @@ def test_a_run_with_a_damaged_log_fails_alone_and_is_left_untouched(tmp_path, ca
 
     a = analyse_study(tmp_path, n_boot=50)
     assert a.variant("loo-loss-dapo").kind == "ceiling"
-    assert a.variant("loo-aggregation-sample").pending[0].startswith("seed0: damaged run log (")
+    assert a.variant("loo-aggregation-sample").left_out[0].startswith("seed0: damaged run log (")

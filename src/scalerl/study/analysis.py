@@ -61,6 +61,9 @@ class VariantResult:
     """Seeds whose finished runs were used."""
     pending: list[str] = field(default_factory=list)
     """Runs not (yet) finished: 'seedK: step S' -- left out of every fit."""
+    left_out: list[str] = field(default_factory=list)
+    """Finished or started runs that cannot be used, with the reason ('seedK: a damaged run log (...)',
+    a log whose curve cannot be read) -- left out of every fit; the other runs are still analysed."""
     fit_error: str = ""
     """Why no curve could be fitted (e.g. the pass rate never rose), if so."""
     not_classified: str = ""
@@ -150,8 +153,10 @@ def _y_column(run_dir: Path) -> str:
     return f"{cfg.eval.sets[0]}/pass_rate"
 
 
-def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, list[Curve]], dict[str, list[str]], str]:
-    """Variants of the study and the curves of their finished runs."""
+def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, list[Curve]], dict[str, list[str]],
+                                                       dict[str, list[str]], str]:
+    """Variants of the study, the curves of their finished runs, the runs still pending and the runs
+    left out (with the reason: one unreadable log must not sink the analysis of all the others)."""
     from scalerl.study.runner import DAMAGED, Budget, log_problem, plan_study, run_status
 
     plans = plan_study(spec, directory)
@@ -159,14 +164,15 @@ def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, 
     variants: list[Variant] = []
     curves: dict[str, list[Curve]] = {}
     pending: dict[str, list[str]] = {}
+    left_out: dict[str, list[str]] = {}
     y = "val/pass_rate"
     for p in plans:
         if p.variant.label not in curves:
             variants.append(p.variant)
-            curves[p.variant.label], pending[p.variant.label] = [], []
+            curves[p.variant.label], pending[p.variant.label], left_out[p.variant.label] = [], [], []
         status = run_status(p.directory, budget)
-        if status == DAMAGED:  # left out, with the reason; the other runs are still analysed
-            pending[p.variant.label].append(f"seed{p.seed}: damaged run log ({log_problem(p.directory)})")
+        if status == DAMAGED:
+            left_out[p.variant.label].append(f"seed{p.seed}: damaged run log ({log_problem(p.directory)})")
             continue
         if status != "done":
             rows = eval_rows(p.directory)
@@ -175,10 +181,13 @@ def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, 
             continue
         y = _y_column(p.directory)
         rows = eval_rows(p.directory)
-        curves[p.variant.label].append(Curve.from_arrays(
-            [r.get(spec.x) for r in rows], [r.get(y) for r in rows], name=p.name, x_name=spec.x, y_name=y,
-            source=str(p.directory / "runlog.jsonl")))
-    return variants, curves, pending, y
+        try:
+            curves[p.variant.label].append(Curve.from_arrays(
+                [r.get(spec.x) for r in rows], [r.get(y) for r in rows], name=p.name, x_name=spec.x, y_name=y,
+                source=str(p.directory / "runlog.jsonl")))
+        except InputError as exc:  # no finite x, a pass rate outside [0, 1], ...
+            left_out[p.variant.label].append(f"seed{p.seed}: {exc}")
+    return variants, curves, pending, left_out, y
 
 
 # ----------------------------------------------------------------------------- the common-A view
@@ -268,13 +277,14 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
     spec, directory = read_study(directory)
     n_boot = n_boot or spec.bootstrap
     calibration = read_calibration(spec.calibration) if spec.calibration else None
-    variants, curves, pending, y = _curves(spec, directory)
+    variants, curves, pending, left_out, y = _curves(spec, directory)
     base = next(v for v in variants if v.is_base)
     base_value = base.value
     results = []
     for v in variants:
         exp = expectation(list(v.components)) if not v.is_base else Finding(UNNAMED, "")
         vr = VariantResult(v.label, v.summary, list(v.components), v.is_base, pending=pending[v.label],
+                           left_out=left_out[v.label],
                            expected=exp.kind, expected_note=exp.note, expected_better=_expected_better(spec, v, base_value))
         cs = curves[v.label]
         vr.seeds = [int(c.name.rsplit("seed", 1)[1]) for c in cs]
@@ -282,6 +292,8 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
             vr.R0 = float(np.mean([c.y[0] for c in cs]))
             vr.final = float(np.mean([c.y[-1] for c in cs]))
             vr.final_x = float(np.mean([c.x[-1] for c in cs]))
+        elif vr.left_out:
+            vr.fit_error = "no usable run: " + "; ".join(vr.left_out)
         else:
             vr.fit_error = "no finished run yet"
         results.append(vr)

@@ -101,6 +101,8 @@ def fit_rows(a: StudyAnalysis) -> list[list[str]]:
         seeds = ",".join(map(str, v.seeds)) or "-"
         if v.pending:
             seeds += f" (pending: {'; '.join(v.pending)})"
+        if v.left_out and v.seeds:  # (with no seed used, the fit column gives the reasons)
+            seeds += f" (left out: {'; '.join(v.left_out)})"
         if v.A is None:
             rows.append([v.label, seeds, _f(v.R0), _f(v.final), f"not fitted: {v.fit_error}", "", "", ""])
             continue
