@@ -97,6 +97,19 @@ def test_report_that_cannot_write_its_files_says_which_in_one_line(tmp_path, cap
         assert err.startswith("scalerl report: error:") and f"{directory / 'report.md'}: Is a directory" in err
 
 
+def test_report_of_a_missing_path_or_of_the_log_file_itself_says_what_to_give(tmp_path, capsys):
+    """`scalerl report RUN/runlog.jsonl` said the file was 'neither a run directory nor a study directory'."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=200, eval_every=10, bootstrap=50)
+    plans = write_study(tmp_path, spec, {k: LAWS[k] for k in ("scalerl", "loo-loss-dapo")})
+    for path, needle in [(plans[0].directory / "runlog.jsonl", f"is a file; give the directory that holds it: "
+                                                                f"scalerl report {plans[0].directory}"),
+                         (tmp_path / "study.yaml", f"scalerl report {tmp_path}"),
+                         (tmp_path / "nope", "does not exist; give a run directory")]:
+        assert main(["report", str(path)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("scalerl report: error:") and needle in err, err
+
+
 def test_linearising_transform_has_slope_B_and_crosses_zero_at_C_mid():
     A, B, C_mid, R0 = 0.65, 1.8, 3e3, 0.25
     C = np.geomspace(3e2, 3e4, 30)

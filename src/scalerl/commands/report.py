@@ -31,7 +31,7 @@ def run(args) -> int:
     if (directory / SPEC_FILE).exists():
         return _study(args, directory)
     if not (directory / "runlog.jsonl").exists():
-        raise InputError(f"{directory}: neither a run directory (runlog.jsonl) nor a study directory ({SPEC_FILE})")
+        raise InputError(not_a_report_directory(directory, SPEC_FILE))
     from scalerl.train.report import summary_lines, write_run_report
 
     with report_files(directory):
@@ -40,6 +40,15 @@ def run(args) -> int:
         print(f"{k}: {v}")
     print("wrote: " + ", ".join(str(p) for p in rep.files))
     return 0
+
+
+def not_a_report_directory(path: Path, spec_file: str) -> str:
+    """What is wrong with ``path`` as ``scalerl report``'s DIR, and what to give instead."""
+    if not path.exists():
+        return f"{path} does not exist; give a run directory (holds runlog.jsonl) or a study directory ({spec_file})"
+    if path.is_file() and path.name in ("runlog.jsonl", spec_file):  # the file, not its directory
+        return f"{path} is a file; give the directory that holds it: scalerl report {path.parent}"
+    return f"{path}: neither a run directory (runlog.jsonl) nor a study directory ({spec_file})"
 
 
 def _study(args, directory: Path) -> int:
