@@ -110,6 +110,18 @@ def test_report_of_a_missing_path_or_of_the_log_file_itself_says_what_to_give(tm
         assert err.startswith("scalerl report: error:") and needle in err, err
 
 
+def test_a_hand_edited_progress_file_does_not_cost_the_report(tmp_path, capsys):
+    """A line of progress.jsonl that was JSON but not a run's record (`[1]`) gave an AttributeError traceback."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=200, eval_every=10, bootstrap=50)
+    write_study(tmp_path, spec, {k: LAWS[k] for k in ("scalerl", "loo-loss-dapo")})
+    (tmp_path / "progress.jsonl").write_text(
+        '{"label": "scalerl", "seed": 0, "status": "trained", "seconds": 60.0, "cpu_seconds": 90.0}\n'
+        '[1]\n"text"\ngarbage\n{"status": "trained"}\n{"label": "x", "status": "resumed", "seconds": "n/a"}\n')
+    assert main(["report", str(tmp_path), "--bootstrap", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "training wall time (sum over runs): 1.0 min" in out and "training CPU time (sum over runs): 1.5 min" in out
+
+
 def test_linearising_transform_has_slope_B_and_crosses_zero_at_C_mid():
     A, B, C_mid, R0 = 0.65, 1.8, 3e3, 0.25
     C = np.geomspace(3e2, 3e4, 30)

@@ -215,9 +215,16 @@ def _run_seconds(directory: Path, key: str = "seconds") -> float | None:
             o = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if o.get("status") in ("trained", "resumed"):
-            run = (o["label"], o["seed"])
-            latest[run] = latest.get(run, 0.0) + float(o.get(key, 0.0))
+        # Only the times are read from here, so a line that is not a run's record is skipped, as a
+        # torn one is: a hand-edited progress file must not cost the report.
+        if not isinstance(o, dict) or o.get("status") not in ("trained", "resumed") or "label" not in o:
+            continue
+        try:
+            seconds = float(o.get(key) or 0.0)
+        except (TypeError, ValueError):
+            continue
+        run = (o["label"], o.get("seed"))
+        latest[run] = latest.get(run, 0.0) + seconds
     return sum(latest.values()) if latest else None
 
 
