@@ -3,6 +3,7 @@
 import pytest
 
 from scalerl.config import load_yaml, to_dict
+from scalerl.errors import ConfigError
 from scalerl.rl.presets import LEAVE_ONE_OUT, PRESETS, changed_components, get_recipe
 from scalerl.study.families import FAMILIES, length_overrides
 from scalerl.study.runner import Budget, check_existing, plan_study, run_status
@@ -142,3 +143,14 @@ def test_a_run_directory_configured_differently_is_refused(tmp_path):
     check_existing(plan_study(StudySpec(family="loo", only=["loo-loss-dapo"], steps=80, eval_every=10, seeds=3),
                               tmp_path))
     assert load_yaml(TrainConfig, tmp_path / "runs" / "scalerl" / "seed0" / "config.yaml").run.seed == 0
+
+
+@pytest.mark.parametrize("overrides, variant", [(["loss.name=dapo"], "loo-loss-dapo"),
+                                                (["lr=2e-4", "aggregation=sample"], "loo-aggregation-sample")])
+def test_an_override_that_makes_a_variant_the_base_itself_is_refused(tmp_path, overrides, variant):
+    """--set loss.name=dapo in a leave-one-out study made loo-loss-dapo train exactly the base's run;
+    the report then compared a run with itself under the variant's name."""
+    with pytest.raises(ConfigError, match=rf"variant\(s\) {variant} would train the same run as the base scalerl"):
+        plan_study(StudySpec(family="loo", overrides=overrides), tmp_path)
+    # Overrides that leave every variant its own change are fine.
+    assert len(plan_study(StudySpec(family="loo", overrides=["lr=2e-4"]), tmp_path)) == 9

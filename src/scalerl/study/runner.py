@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from scalerl.config import from_dict, load_yaml, save_yaml, to_dict
-from scalerl.errors import InputError, ScaleRLError
+from scalerl.errors import ConfigError, InputError, ScaleRLError
 from scalerl.runlog import eval_rows
 from scalerl.study.families import TINY_SIZES, Variant, family_variants
 from scalerl.study.spec import SPEC_FILE, StudySpec
@@ -165,6 +165,7 @@ def plan_study(spec: StudySpec, study_dir: str | Path) -> list[RunPlan]:
     spec.validate()
     study_dir = Path(study_dir)
     plans = []
+    resolved: dict[str, Any] = {}
     for v in family_variants(spec, base_config(spec)):
         cfg = _start_config(spec, v.recipe, v.recipe_name)
         if v.arch is not None and v.arch != "tiny":
@@ -175,13 +176,33 @@ def plan_study(spec: StudySpec, study_dir: str | Path) -> list[RunPlan]:
             cfg = resolve(cfg, [*spec.overrides, *v.overrides])
         except ScaleRLError as exc:
             raise type(exc)(f"variant {v.label}: {exc}") from None
+        resolved[v.label] = cfg
         for seed in range(spec.seeds):
             run_cfg = from_dict(type(cfg), to_dict(cfg))
             run_cfg.run.seed = seed
             run_cfg.run.steps = spec.steps
             run_cfg.run.output = str(run_directory(study_dir, v.label, seed))
             plans.append(RunPlan(v, seed, run_directory(study_dir, v.label, seed), run_cfg))
+    check_variants_differ(resolved, next(p.variant.label for p in plans if p.variant.is_base), spec.overrides)
     return plans
+
+
+def _as_run(cfg: Any) -> dict[str, Any]:
+    """What a resolved config trains, without its name and where it writes."""
+    d = _comparable(to_dict(cfg))
+    d.pop("recipe_name", None)
+    return d
+
+
+def check_variants_differ(configs: dict[str, Any], base: str, overrides: list[str]) -> None:
+    """Refuse a variant whose resolved config is the base's: the study's overrides set the very thing
+    it changes (``--set loss.name=dapo`` in a leave-one-out study makes ``loo-loss-dapo`` the base
+    itself), and the report would compare a run with itself under the variant's name."""
+    same = [label for label, cfg in configs.items() if label != base and _as_run(cfg) == _as_run(configs[base])]
+    if same:
+        raise ConfigError(f"variant(s) {', '.join(same)} would train the same run as the base {base} once the "
+                          f"study's overrides ({', '.join(overrides) or 'none'}) are applied -- an override sets what "
+                          "the variant changes: drop that override, or leave the variant out with --only")
 
 
 def _tiny_spec(p: RunPlan):
