@@ -147,3 +147,18 @@ def test_a_run_with_a_damaged_log_fails_alone_and_is_left_untouched(tmp_path, ca
     a = analyse_study(tmp_path, n_boot=50)
     assert a.variant("loo-loss-dapo").kind == "ceiling"
     assert a.variant("loo-aggregation-sample").left_out[0].startswith("seed0: damaged run log (")
+
+
+def test_flags_without_a_spec_file_change_the_directorys_own_study(tmp_path, capsys):
+    """`scalerl study --output DIR --seeds 2` planned the default study (400 steps, evaluation every
+    20) and was refused as clashing with the runs on disk; it adds a seed to DIR's study."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10, bootstrap=50)
+    write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=5)
+    assert main(["study", "--output", str(tmp_path), "--seeds", "2", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("done ") == 2 and out.count("new ") == 2 and "seed1" in out
+    assert "4 runs (2 variants x 2 seed(s)), 40 steps each, evaluation every 10 steps" in out
+    # What defines the runs still may not change under them, and the advice names a working command.
+    line = _one_line_error(capsys, main(["study", "--output", str(tmp_path), "--set", "lr=3e-4", "--dry-run"]),
+                           "configured differently")
+    assert "scalerl study --output DIR --resume" in line

@@ -110,11 +110,10 @@ def resolve_spec(args):
         spec = saved
     elif args.spec:
         spec = load_spec(args.spec)
-    elif saved is not None and not args.overrides and not (set(changes) - {"backend", "ray_address", "parallel",
-                                                                             "threads", "rule", "bootstrap",
-                                                                             "extrapolate", "progress",
-                                                                             "calibration"}):
-        spec = saved  # the same directory and nothing that defines runs: continue it
+    elif saved is not None:
+        # The directory's own study, the flags changing it (--seeds 2 adds a seed, --steps 800 extends
+        # it): starting from the defaults instead planned runs that clash with those on disk.
+        spec = saved
     else:
         spec = StudySpec()
     if args.overrides:

@@ -301,7 +301,7 @@ def check_existing(plans: list[RunPlan]) -> None:
         diff = _first_difference(_comparable(to_dict(load_yaml(TrainConfig, saved))), _comparable(to_dict(p.config)))
         if diff:
             raise InputError(f"{p.directory} holds a run configured differently from this study ({diff}); "
-                             "continue it with the spec that made it (scalerl study --resume DIR) or use another --output")
+                             "continue it with the spec that made it (scalerl study --output DIR --resume) or use another --output")
 
 
 # ----------------------------------------------------------------------------- one run
