@@ -122,6 +122,20 @@ def test_a_hand_edited_progress_file_does_not_cost_the_report(tmp_path, capsys):
     assert "training wall time (sum over runs): 1.0 min" in out and "training CPU time (sum over runs): 1.5 min" in out
 
 
+@pytest.mark.parametrize("target, flags, needle", [
+    ("run", ["--x", "nope"], "no column 'nope' in every evaluation row; give --x one of: flops, step"),  # KeyError
+    ("study", ["--bootstrap", "-1"], "--bootstrap must be >= 20, got -1"),  # an IndexError traceback
+    ("study", ["--bootstrap", "3"], "--bootstrap must be >= 20, got 3"),  # every variant "not fitted"
+    ("study", ["--bootstrap", "0"], "--bootstrap must be >= 20, got 0"),  # silently the study's own
+])
+def test_report_flags_out_of_range_are_one_line(tmp_path, capsys, target, flags, needle):
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=200, eval_every=10, bootstrap=50)
+    plans = write_study(tmp_path, spec, {k: LAWS[k] for k in ("scalerl", "loo-loss-dapo")})
+    assert main(["report", str(tmp_path if target == "study" else plans[0].directory), *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("scalerl report: error:") and needle in err and len(err.splitlines()) == 1, err
+
+
 def test_linearising_transform_has_slope_B_and_crosses_zero_at_C_mid():
     A, B, C_mid, R0 = 0.65, 1.8, 3e3, 0.25
     C = np.geomspace(3e2, 3e4, 30)

@@ -59,6 +59,12 @@ def _study(args, directory: Path) -> int:
     if args.calibration:
         raise InputError("--calibration is for a run directory; a study takes it in its spec "
                          "(calibration: FILE, or scalerl study --calibration FILE)")
+    from scalerl.study.spec import MIN_BOOTSTRAP
+
+    # As the spec's own field: -1 gave a traceback, 3 left every variant "not fitted", 0 was ignored.
+    if args.bootstrap is not None and args.bootstrap < MIN_BOOTSTRAP:
+        raise InputError(f"--bootstrap must be >= {MIN_BOOTSTRAP}, got {args.bootstrap}; "
+                         "drop it to use the study's own (its bootstrap field)")
     with report_files(directory):
         rep = write_study_report(directory, n_boot=args.bootstrap)
     print_summary(rep)

@@ -135,8 +135,8 @@ class StudySpec:
             problems.append(f"task: unknown task {self.task!r}; known: {', '.join(sorted(TASKS))}")
         if self.parallel < 0 or self.threads < 0:
             problems.append("parallel and threads must be >= 0")
-        if self.bootstrap < 20:
-            problems.append(f"bootstrap must be >= 20, got {self.bootstrap}")
+        if self.bootstrap < MIN_BOOTSTRAP:
+            problems.append(f"bootstrap must be >= {MIN_BOOTSTRAP}, got {self.bootstrap}")
         if not 1 < self.extrapolate < math.inf:
             problems.append(f"extrapolate must be a finite number > 1 (a multiple of the budget), got {self.extrapolate}")
         for item in self.overrides:
@@ -156,6 +156,9 @@ class StudySpec:
 
 #: More seeds per variant than any study can run (each is a whole training run).
 MAX_SEEDS = 1000
+
+#: Fewest bootstrap resamples an interval is computed from (fewer give no usable 95% interval).
+MIN_BOOTSTRAP = 20
 
 #: Evaluations after R0 a run needs for its curve to be fitted: the sigmoid has 3 free parameters
 #: (R0 is the first evaluation) and the fit wants one point more to measure the noise

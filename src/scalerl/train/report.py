@@ -68,6 +68,7 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     cal = read_calibration(calibration) if calibration else None  # asked for: an error if unreadable
     sets = _eval_sets(evals)
     y = f"{sets[0]}/pass_rate"
+    check_x_column(evals, x, log)
     rep = RunReport(output, header, evals, x, y)
     xs = np.array([r[x] for r in evals], dtype=float)
     ys = np.array([r[y] for r in evals], dtype=float)
@@ -122,6 +123,16 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     rep.sample = last_sample(output)
     rep.files += _write_text(rep, sets)
     return rep
+
+
+def check_x_column(evals: list[dict[str, Any]], x: str, log: Path) -> None:
+    """:class:`InputError` naming the columns when ``x`` is not in every evaluation row
+    (``scalerl report RUN --x nope`` gave a KeyError traceback)."""
+    if all(x in r for r in evals):
+        return
+    numeric = sorted({k for r in evals for k, v in r.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+                      and "/" not in k})
+    raise InputError(f"{log}: no column {x!r} in every evaluation row; give --x one of: {', '.join(numeric)}")
 
 
 def last_sample(output: Path) -> dict[str, Any] | None:
