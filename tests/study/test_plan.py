@@ -154,3 +154,24 @@ def test_an_override_that_makes_a_variant_the_base_itself_is_refused(tmp_path, o
         plan_study(StudySpec(family="loo", overrides=overrides), tmp_path)
     # Overrides that leave every variant its own change are fine.
     assert len(plan_study(StudySpec(family="loo", overrides=["lr=2e-4"]), tmp_path)) == 9
+
+
+def test_a_run_that_crashes_in_process_fails_alone_as_in_a_worker(tmp_path, monkeypatch):
+    """On the local backend one after another, an error that is not a ScaleRLError (a bug, a torch
+    RuntimeError) stopped the whole study with a traceback; in worker processes it failed that run only."""
+    from scalerl.study import runner
+
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10)
+    plans = plan_study(spec, tmp_path)
+
+    def execute(cfg_dict, budget):
+        if "loo-loss-dapo" in cfg_dict["run"]["output"]:
+            raise RuntimeError("CUDA error: an illegal memory access\nmore detail")
+        return runner.Outcome("scalerl", 0, "trained", 1.0)
+
+    monkeypatch.setattr(runner, "execute_run", execute)
+    lines, records = [], []
+    outcomes = runner._local(plans, Budget.of(spec), spec, lines.append, records.append)
+    assert [(o.label, o.status) for o in outcomes] == [("scalerl", "trained"), ("loo-loss-dapo", "failed")]
+    assert outcomes[1].error == "RuntimeError: CUDA error: an illegal memory access" and len(records) == 2
+    assert any("loo-loss-dapo/seed0: FAILED" in line for line in lines)

@@ -398,7 +398,7 @@ def _local(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo, re
             if times:
                 eta = f"; about {todo * sum(times) / len(times) / 60:.0f} min left for {todo} run(s)"
             echo(f"[{i}/{len(plans)}] {p.name}: {'starting' if status == 'new' else 'resuming'}{eta}")
-        o = execute_run(to_dict(p.config), budget)
+        o = _collect(lambda: asdict(execute_run(to_dict(p.config), budget)), p)  # a crash fails this run only
         if o.status in ("trained", "resumed"):
             times.append(o.seconds)
         echo(f"[{i}/{len(plans)}] {p.name}: {_describe(o, budget.x)}")
@@ -450,8 +450,9 @@ def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo:
 
 
 def _collect(result: Callable[[], dict], p: RunPlan) -> Outcome:
-    """The outcome of a run trained in a worker (a process or a Ray task). A crashed worker is
-    recorded like a failed run, so the rest of the study goes on."""
+    """The outcome of a run trained here, in a worker process or in a Ray task. A crash (an error
+    that is not a :class:`ScaleRLError`, which the run reports itself) is recorded like a failed
+    run, on every backend alike, so the rest of the study goes on; Ctrl-C still stops the study."""
     try:
         return Outcome(**result())
     except Exception as exc:
