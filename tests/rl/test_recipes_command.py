@@ -80,3 +80,10 @@ def test_a_recipe_flag_over_a_config_file_with_a_recipe_says_what_it_replaces(tm
     mine.write_text("run:\n  steps: 7\n")  # nothing of the recipe in the file: nothing to say
     assert main(["train", "--config", str(mine), "--recipe", "scalerl", "--print-config"]) == 0
     assert "replaces the recipe" not in capsys.readouterr().err
+
+
+def test_list_with_a_name_says_to_use_show(capsys):
+    """`scalerl recipes list scalerl` printed the whole list, ignoring the name (exit 0)."""
+    assert main(["recipes", "list", "scalerl", "k=4"]) == 2
+    assert capsys.readouterr().err.strip() == ("scalerl recipes: error: list takes no recipe name; "
+                                               "to see one: scalerl recipes show scalerl k=4")
