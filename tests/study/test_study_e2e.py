@@ -197,7 +197,7 @@ def test_local_parallel_runs_in_worker_processes_as_they_would_in_process(study_
         return [(r["step"], r["val/pass_rate"]) for r in map(json.loads, (run / "runlog.jsonl").read_text().splitlines())
                 if r.get("type") == "eval"]
 
-    assert evals(worker_run) == evals(tmp_path / "in-process") and len(evals(worker_run)) == 4
+    assert evals(worker_run) == evals(tmp_path / "in-process") and len(evals(worker_run)) == 5  # R0 + 4 steps
 
 
 def yaml_config(run: Path) -> dict:
