@@ -162,3 +162,16 @@ def test_flags_without_a_spec_file_change_the_directorys_own_study(tmp_path, cap
     line = _one_line_error(capsys, main(["study", "--output", str(tmp_path), "--set", "lr=3e-4", "--dry-run"]),
                            "configured differently")
     assert "scalerl study --output DIR --resume" in line
+
+
+def test_a_budget_below_what_the_runs_trained_is_refused(tmp_path, capsys):
+    """`--steps 20` on a study whose runs trained 40 steps counted them as done and rewrote study.yaml:
+    the report then fitted 40-step curves under a '20 steps per run' budget."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=5, bootstrap=50)
+    write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=9)
+    saved = (tmp_path / "study.yaml").read_text()
+    for dry_run in (["--dry-run"], []):
+        _one_line_error(capsys, main(["study", "--output", str(tmp_path), "--steps", "20", *dry_run]),
+                        "has trained to step 40, past this study's 20 steps", "keep steps >= 40")
+    assert (tmp_path / "study.yaml").read_text() == saved
+    assert main(["study", "--output", str(tmp_path), "--steps", "40", "--dry-run"]) == 0  # the same budget is fine

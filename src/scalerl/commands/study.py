@@ -159,8 +159,8 @@ def _dry_run(spec, directory: Path) -> int:
 
     check_study_output(directory)
     plans = plan_study(spec, directory)
-    check_existing(plans)
     budget = Budget.of(spec)
+    check_existing(plans, budget)
     for p in plans:
         change = "(base)" if p.variant.is_base else ", ".join(p.variant.overrides) or p.variant.summary
         print(f"{run_status(p.directory, budget):<8} {p.directory}  {p.config.recipe_name}  {change}")
@@ -176,10 +176,11 @@ def run(args) -> int:
         return _list(spec)
     if args.dry_run:
         return _dry_run(spec, directory)
-    from scalerl.study.runner import check_study_output, plan_study, run_study
+    from scalerl.study.runner import Budget, check_existing, check_study_output, plan_study, run_study
 
     check_study_output(directory)  # before the line that announces the study
-    plan_study(spec, directory)  # every config resolved and checked before the first line is printed
+    plans = plan_study(spec, directory)  # every config resolved and checked before the first line is printed
+    check_existing(plans, Budget.of(spec))  # and the runs on disk (run_study checks again, for API callers)
     what = f"{spec.compute:g} {spec.x}" if spec.compute else f"{spec.steps} steps"
     print(f"scalerl study: {spec.family} of {spec.base}, {spec.seeds} seed(s), {what} per run, backend "
           f"{spec.backend}; output {directory}", file=sys.stderr)

@@ -287,11 +287,14 @@ def _first_difference(a: Any, b: Any, path: str = "") -> str | None:
     return None if a == b else f"{path}: {a!r} on disk, {b!r} planned"
 
 
-def check_existing(plans: list[RunPlan]) -> None:
-    """Refuse to continue into run directories that hold a differently configured run."""
+def check_existing(plans: list[RunPlan], budget: Budget | None = None) -> None:
+    """Refuse to continue into run directories that hold a differently configured run, or (with a
+    steps ``budget``) one that has trained past the budget."""
     from scalerl.train.config import TrainConfig
 
     for p in plans:
+        if budget is not None:
+            _check_not_past(p, budget)
         saved = p.directory / "config.yaml"
         if not saved.exists():
             if (p.directory / "runlog.jsonl").exists():
@@ -302,6 +305,19 @@ def check_existing(plans: list[RunPlan]) -> None:
         if diff:
             raise InputError(f"{p.directory} holds a run configured differently from this study ({diff}); "
                              "continue it with the spec that made it (scalerl study --output DIR --resume) or use another --output")
+
+
+def _check_not_past(p: RunPlan, budget: Budget) -> None:
+    """A steps budget below what a run on disk has trained: the run would count as done, and the
+    report would fit its longer curve under the shorter budget's name. (A compute budget's runs go
+    past ``steps`` by design, and a run's log that cannot be read is reported as damaged elsewhere.)"""
+    if budget.compute is not None or log_problem(p.directory):
+        return
+    rows = eval_rows(p.directory)
+    if rows and rows[-1]["step"] > budget.steps:
+        raise InputError(f"{p.directory} has trained to step {rows[-1]['step']}, past this study's {budget.steps} "
+                         f"steps; a study does not shorten its runs (the report would fit the longer curves) -- "
+                         f"keep steps >= {rows[-1]['step']}, or use another --output")
 
 
 # ----------------------------------------------------------------------------- one run
@@ -549,7 +565,7 @@ def run_study(spec: StudySpec, study_dir: str | Path, *, echo: Echo | None = Non
     study_dir = Path(study_dir)
     check_study_output(study_dir)
     plans = plan_study(spec, study_dir)
-    check_existing(plans)
+    check_existing(plans, Budget.of(spec))
     study_dir.mkdir(parents=True, exist_ok=True)
     save_spec(spec, study_dir)
     prepare_models(plans, progress=spec.progress)
