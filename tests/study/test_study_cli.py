@@ -175,3 +175,20 @@ def test_a_budget_below_what_the_runs_trained_is_refused(tmp_path, capsys):
                         "has trained to step 40, past this study's 20 steps", "keep steps >= 40")
     assert (tmp_path / "study.yaml").read_text() == saved
     assert main(["study", "--output", str(tmp_path), "--steps", "40", "--dry-run"]) == 0  # the same budget is fine
+
+
+def test_an_empty_saved_spec_is_named_and_a_spec_file_restores_it(tmp_path, capsys):
+    """An empty study.yaml was read as the default study: `scalerl report` planned 9 variants and
+    listed the real runs as pending, `scalerl study` planned runs that clashed with those on disk."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10, bootstrap=50)
+    write_study(tmp_path / "s", spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=9)
+    (tmp_path / "s" / "study.yaml").write_text("")
+    code = main(["report", str(tmp_path / "s")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "study.yaml is empty, so this study's spec is lost" in err, err
+    _one_line_error(capsys, main(["study", "--output", str(tmp_path / "s"), "--dry-run"]), "is empty")
+    # The spec it was made with restores it: the runs match, nothing trains, study.yaml is written again.
+    (tmp_path / "spec.yaml").write_text("family: loo\nonly: [loo-loss-dapo]\nsteps: 40\neval_every: 10\nbootstrap: 50\n")
+    assert main(["study", str(tmp_path / "spec.yaml"), "--output", str(tmp_path / "s")]) == 0
+    assert capsys.readouterr().err.count("already finished") == 2
+    assert main(["report", str(tmp_path / "s")]) == 0

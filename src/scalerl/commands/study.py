@@ -100,7 +100,7 @@ def resolve_spec(args):
 
     changes = _changes(args)
     saved_path = Path(args.output) / SPEC_FILE if args.output else None
-    saved = load_spec(saved_path) if saved_path is not None and saved_path.exists() else None
+    saved = _saved(saved_path, spec_file=bool(args.spec))
     if args.resume:
         if saved is None:
             raise InputError(f"--resume: {args.output or '(no --output)'} holds no study ({SPEC_FILE}); "
@@ -123,11 +123,26 @@ def resolve_spec(args):
     spec = with_changes(spec, changes).validate() if changes else spec.validate()
     directory = Path(args.output or f"runs/study-{spec.family}")
     if saved is None and (directory / SPEC_FILE).exists():  # the default directory may hold a study too
-        saved = load_spec(directory / SPEC_FILE)
+        saved = _saved(directory / SPEC_FILE, spec_file=bool(args.spec))
     if saved is not None and (saved.family, saved.base) != (spec.family, spec.base):
         raise InputError(f"{directory} holds a {saved.family} study of {saved.base}; this is a {spec.family} "
                          f"study of {spec.base} -- use another --output")
     return spec, directory
+
+
+def _saved(path: Path | None, *, spec_file: bool):
+    """The study directory's saved spec, or None when there is none -- or when it was lost (an empty
+    study.yaml) and a spec file is given to restore it (its runs are still checked against the plan)."""
+    from scalerl.study.spec import LostSpec, load_saved_spec
+
+    if path is None or not path.exists():
+        return None
+    try:
+        return load_saved_spec(path)
+    except LostSpec:
+        if spec_file:
+            return None
+        raise
 
 
 def _list(spec) -> int:

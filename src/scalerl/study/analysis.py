@@ -42,7 +42,7 @@ from scalerl.errors import InputError
 from scalerl.runlog import eval_rows
 from scalerl.study.families import Variant
 from scalerl.study.paper import UNNAMED, Finding, expectation
-from scalerl.study.spec import SPEC_FILE, StudySpec, load_spec
+from scalerl.study.spec import SPEC_FILE, StudySpec, load_saved_spec
 
 #: Agreement of a measured classification with the paper's expectation.
 AGREES, OPPOSITE, DISAGREES, INCONCLUSIVE, NOT_APPLICABLE = (
@@ -143,7 +143,7 @@ def read_study(directory: str | Path) -> tuple[StudySpec, Path]:
     directory = Path(directory)
     if not (directory / SPEC_FILE).exists():
         raise InputError(f"{directory}: no {SPEC_FILE} here; give a study directory (made by scalerl study)")
-    return load_spec(directory / SPEC_FILE), directory
+    return load_saved_spec(directory / SPEC_FILE), directory
 
 
 def _y_column(run_dir: Path) -> str:

@@ -179,6 +179,26 @@ def load_spec(path: str | Path) -> StudySpec:
     return load_yaml(StudySpec, path)
 
 
+def load_saved_spec(path: str | Path) -> StudySpec:
+    """A study directory's own ``study.yaml``. Unlike a spec file a user writes, where an empty file
+    means every default, an empty saved spec means it was lost (``save_spec`` writes every field,
+    atomically): read as the defaults, it re-planned another study over the runs on disk."""
+    path = Path(path)
+    try:
+        empty = not path.read_text(errors="replace").strip()
+    except OSError:
+        empty = False  # unreadable: load_spec says why
+    if empty:
+        raise LostSpec(f"{path} is empty, so this study's spec is lost; give the spec the study was made with: "
+                       f"scalerl study SPEC.yaml --output {path.parent} (--dry-run first names any run that does not "
+                       "match it; finished runs are skipped)")
+    return load_spec(path)
+
+
+class LostSpec(InputError):
+    """A study directory's ``study.yaml`` is empty (see :func:`load_saved_spec`)."""
+
+
 def spec_from_dict(data: dict) -> StudySpec:
     return from_dict(StudySpec, data)
 
