@@ -175,3 +175,15 @@ def test_a_run_that_crashes_in_process_fails_alone_as_in_a_worker(tmp_path, monk
     assert [(o.label, o.status) for o in outcomes] == [("scalerl", "trained"), ("loo-loss-dapo", "failed")]
     assert outcomes[1].error == "RuntimeError: CUDA error: an illegal memory access" and len(records) == 2
     assert any("loo-loss-dapo/seed0: FAILED" in line for line in lines)
+
+
+def test_a_run_that_saved_a_lora_adapter_alone_counts_as_finished(tmp_path):
+    """With model.lora.save=adapter, final/ holds adapter_config.json and no config.json: the study
+    took such a run for unfinished forever (resumed on every invocation, never analysed)."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10)
+    plans = write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=5)
+    final = plans[0].directory / "final"
+    (final / "config.json").rename(final / "adapter_config.json")
+    assert run_status(plans[0].directory, Budget.of(spec)) == "done"
+    (final / "adapter_config.json").unlink()
+    assert run_status(plans[0].directory, Budget.of(spec)) == "partial"

@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 from scalerl.config import from_dict, load_yaml, save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, ScaleRLError
-from scalerl.runlog import eval_rows
+from scalerl.runlog import eval_rows, has_final_model
 from scalerl.study.families import TINY_SIZES, Variant, family_variants
 from scalerl.study.spec import SPEC_FILE, StudySpec
 
@@ -258,7 +258,7 @@ def run_status(directory: Path, budget: Budget) -> str:
     if log_problem(directory):
         return DAMAGED
     rows = eval_rows(directory)
-    if (directory / "final" / "config.json").exists() and budget.reached(rows[-1] if rows else None):
+    if has_final_model(directory) and budget.reached(rows[-1] if rows else None):
         return "done"
     return "partial"
 
