@@ -32,6 +32,11 @@ def _one_line_error(capsys, code, *needles):
     # 3 evaluations after R0 were accepted, then no run could be fitted (the fit needs 4 points).
     (["--steps", "30", "--eval-every", "10"], ["gives 3 evaluations", "at least 4"]),
     (["--x", "wall"], ["unknown compute column 'wall'"]),
+    # Settings the study owns: the runs evaluated every 5 steps while the spec and report said 20, etc.
+    (["--set", "eval.every=5"], ["'eval.every=5' sets eval.every, which the study sets from its eval_every field"]),
+    (["--set", "model.name_or_path=tiny-s"], ["from its model field"]),
+    (["--set", "forecast.x=step"], ["from its x field"]),
+    (["--set", "run.seed=7"], ["from its seeds field"]),
     # An infinite budget was accepted: never reached, every run trained to max_steps.
     (["--compute", "inf"], ["compute must be a finite number > 0"]),
     (["--extrapolate", "inf"], ["extrapolate must be a finite number > 1"]),

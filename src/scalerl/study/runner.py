@@ -154,6 +154,27 @@ def base_config(spec: StudySpec):
     return resolve(_start_config(spec, spec.base, spec.base), list(spec.overrides))
 
 
+#: Run settings the study sets from its own fields: an override of one would train something other
+#: than what the spec (and the report) says -- or, for seed/steps/output, be silently replaced.
+SPEC_OWNED = {
+    "run.seed": "seeds", "run.steps": "steps (or compute)", "run.output": "--output", "eval.every": "eval_every",
+    "forecast.x": "x", "model.name_or_path": "model", "task.name": "task", "run.threads": "threads",
+    "log.progress": "--no-progress",
+}
+
+
+def check_overrides(overrides: list[str]) -> None:
+    """Refuse an override of a setting the study owns (:data:`SPEC_OWNED`), naming the field to use."""
+    from scalerl.config import resolve_key
+    from scalerl.train.config import TrainConfig
+
+    for item in overrides:
+        path = resolve_key(TrainConfig, item.partition("=")[0].strip())  # a bad key: its own did-you-mean
+        if path in SPEC_OWNED:
+            raise ConfigError(f"overrides: {item!r} sets {path}, which the study sets from its {SPEC_OWNED[path]} "
+                              "field (so the spec and the report would say otherwise); give that instead")
+
+
 def plan_study(spec: StudySpec, study_dir: str | Path) -> list[RunPlan]:
     """Every (variant, seed) run of ``spec`` with its directory and resolved config.
 
@@ -163,6 +184,7 @@ def plan_study(spec: StudySpec, study_dir: str | Path) -> list[RunPlan]:
     from scalerl.train.config import resolve
 
     spec.validate()
+    check_overrides(spec.overrides)
     study_dir = Path(study_dir)
     plans = []
     resolved: dict[str, Any] = {}
