@@ -1,5 +1,7 @@
 """Planning a study: families, variants, run directories and configs, budgets -- nothing trains."""
 
+import json
+
 import pytest
 
 from scalerl.config import load_yaml, to_dict
@@ -187,3 +189,36 @@ def test_a_run_that_saved_a_lora_adapter_alone_counts_as_finished(tmp_path):
     assert run_status(plans[0].directory, Budget.of(spec)) == "done"
     (final / "adapter_config.json").unlink()
     assert run_status(plans[0].directory, Budget.of(spec)) == "partial"
+
+
+def test_a_run_whose_compute_cannot_be_measured_fails_instead_of_resuming_forever(tmp_path, monkeypatch):
+    """With a compute budget, a last evaluation without the x column gave a target of `steps`, where the
+    run already was: resumed to where it was, over and over (a hang). It now fails that run."""
+    from scalerl.config import to_dict
+    from scalerl.study import runner
+    from scalerl.train import trainer
+
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10, compute=1e20)
+    plans = write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=5)
+    log = plans[0].directory / "runlog.jsonl"
+    lines = log.read_text().splitlines()
+    last = json.loads(lines[-1])
+    last["flops"] = None  # JSON has no NaN: the run log writes it as null
+    log.write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
+    resumes = []
+
+    class Stuck:  # a resumed run that is already at its target step: nothing new is logged
+        @classmethod
+        def resumed(cls, out, steps, progress=None):
+            resumes.append(steps)
+            if len(resumes) > 3:
+                raise AssertionError(f"resumed again and again: {resumes}")
+            return cls()
+
+        def run(self):
+            return None
+
+    monkeypatch.setattr(trainer, "Trainer", Stuck)
+    o = runner.execute_run(to_dict(plans[0].config), Budget.of(spec))
+    assert o.status == "failed" and "cannot be extended to the budget (1e+20 flops)" in o.error
+    assert "has flops = None" in o.error and len(resumes) == 1

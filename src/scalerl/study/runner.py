@@ -370,7 +370,7 @@ def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
         # A compute budget: extend until the last evaluation reaches it (each pass re-measures the rate).
         rows = eval_rows(out)
         while not budget.reached(rows[-1] if rows else None):
-            Trainer.resumed(out, steps=budget.next_target(rows[-1]), progress=progress).run()
+            Trainer.resumed(out, steps=_extension(budget, rows), progress=progress).run()
             rows = eval_rows(out)
     except ScaleRLError as exc:
         return _outcome(label, seed, "failed", time.perf_counter() - t0, out, error=str(exc),
@@ -378,6 +378,24 @@ def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
     _run_report(out)
     return _outcome(label, seed, "trained" if status == "new" else "resumed", time.perf_counter() - t0, out,
                     cpu=time.process_time() - cpu0)
+
+
+def _extension(budget: Budget, rows: list[dict[str, Any]]) -> int:
+    """The step to extend a run to, short of its budget after ``rows``; :class:`InputError` when that
+    would not move it (no evaluation yet, or a last evaluation without the compute column to measure
+    a rate by), which would otherwise resume the run to where it is, over and over, forever."""
+    last = rows[-1] if rows else None
+    target = budget.next_target(last)
+    if last is None or target <= int(last.get("step") or 0):
+        where = "no evaluation was logged" if last is None else \
+            f"its last evaluation (step {last.get('step')}) has {budget.x} = {last.get(budget.x)!r}"
+        raise InputError(f"the run cannot be extended to the budget ({_budget_text(budget)}): {where} -- check that "
+                         f"its log records {budget.x}, or give the study a steps budget")
+    return target
+
+
+def _budget_text(budget: Budget) -> str:
+    return f"{budget.compute:g} {budget.x}" if budget.compute is not None else f"{budget.steps} steps"
 
 
 def _run_report(out: Path) -> None:
