@@ -184,3 +184,12 @@ def test_a_mistyped_hub_like_model_name_fails_fast_offline(monkeypatch, capsys):
     _one_line_error(capsys, code, "'my-modle' is not a local directory and not in the Hugging Face cache",
                     "HF_HUB_OFFLINE is set")
     assert time.monotonic() - start < 10
+
+
+@pytest.mark.parametrize("command", ["train", "demo"])
+def test_resume_with_overwrite_is_refused_by_train_and_demo_alike(tmp_path, capsys, command):
+    """demo --resume --overwrite ignored --overwrite (train refuses the pair)."""
+    code = main([command, "--resume", "--overwrite", "--output", str(tmp_path / "run")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err == (f"scalerl {command}: error: --resume continues the "
+                                 f"{'run' if command == 'train' else 'demo'} in --output, --overwrite deletes it: choose one")

@@ -132,6 +132,29 @@ def test_load_yaml_errors_are_config_errors(tmp_path):
         load_yaml(Root, bad)
 
 
+def test_a_key_given_twice_in_a_yaml_file_is_refused_naming_it(tmp_path):
+    """PyYAML keeps the last of two equal keys silently: `family: loo` ... `family: recipes` in a
+    study spec ran the recipes study, `run:` twice in a train config dropped the first section."""
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("name: a\ninner:\n  k: 4\nname: b\n")
+    with pytest.raises(ConfigError, match=r"key 'name' is given twice \(lines 1 and 4\); keep one of them"):
+        load_yaml(Root, dup)
+    dup.write_text("inner: {k: 4, k: 5}\n")
+    with pytest.raises(ConfigError, match=r"key 'k' is given twice \(line 1\)"):
+        load_yaml(Root, dup)
+    # A YAML merge may still be overridden key by key; equal keys in different sections are fine.
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("inner: &in {k: 4, rate: 0.1}\nother:\n  <<: {rate: 3.0}\n  rate: 5.0\nextra: {k: 1.0}\n")
+    cfg = load_yaml(Root, ok)
+    assert (cfg.inner.k, cfg.other.rate, cfg.extra) == (4, 5.0, {"k": 1.0})
+
+
+def test_an_unknown_key_without_a_close_match_is_still_a_sentence():
+    with pytest.raises(ConfigError) as exc:
+        from_dict(Root, {"zzzzzz": 1})
+    assert "unknown key 'zzzzzz' in top level. Known keys: name," in str(exc.value)
+
+
 def test_overrides_by_path_and_unique_leaf_name():
     cfg = apply_overrides(
         Root(), ["inner.k=4", "mode=b-c", "other.rate=3", "pair=[7, 8]", "label=null", "extra={beta: 0.5}"]

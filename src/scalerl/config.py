@@ -31,7 +31,7 @@ import textwrap
 import types
 import typing
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, TypeVar
+from typing import Any, Callable, Iterable, Literal, Mapping, TypeVar
 
 import yaml
 
@@ -134,7 +134,7 @@ def _where(path: str) -> str:
 
 def _unknown_key_message(key: str, path: str, known: list[str]) -> str:
     hint = difflib.get_close_matches(key, known, n=1)
-    did_you_mean = f"; did you mean '{hint[0]}'?" if hint else ""
+    did_you_mean = f"; did you mean '{hint[0]}'?" if hint else "."  # a sentence either way
     return f"unknown key '{key}' in {_where(path)}{did_you_mean} Known keys: {', '.join(known)}"
 
 
@@ -298,10 +298,14 @@ def load_yaml(cls: type[T], path: str | Path) -> T:
     return from_dict(cls, _read_mapping(path))
 
 
-def load_yaml_and_keys(cls: type[T], path: str | Path) -> tuple[T, set[str]]:
+def load_yaml_and_keys(cls: type[T], path: str | Path, *,
+                       wrap: "Callable[[dict, Path], dict] | None" = None) -> tuple[T, set[str]]:
     """:func:`load_yaml`, and the dotted paths of the leaves the file sets (``recipe.off_policy.pipeline``):
-    what the user wrote, told from the defaults."""
+    what the user wrote, told from the defaults. ``wrap(data, path)`` may first reshape the file's
+    mapping (e.g. a recipe file read as the ``recipe:`` section of a training config)."""
     data = _read_mapping(path)
+    if wrap is not None:
+        data = wrap(data, Path(path))
 
     def leaves(d: Any, prefix: str) -> set[str]:
         if not isinstance(d, dict) or not d:
@@ -311,14 +315,44 @@ def load_yaml_and_keys(cls: type[T], path: str | Path) -> tuple[T, set[str]]:
     return from_dict(cls, data), leaves(data, "")
 
 
+class _DuplicateKey(yaml.YAMLError):
+    """A key given twice in one YAML mapping (see :class:`_UniqueKeyLoader`)."""
+
+    def __init__(self, key: Any, first_line: int, second_line: int):
+        where = f"line {first_line}" if first_line == second_line else f"lines {first_line} and {second_line}"
+        super().__init__(f"key {key!r} is given twice ({where}); keep one of them")
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice in one mapping: PyYAML keeps the last
+    silently, so ``family: loo`` followed further down by ``family: recipes`` ran the recipes study."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: its keys may be overridden
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in seen:
+                    raise _DuplicateKey(key, seen[key], line)
+                seen[key] = line
+            except TypeError:  # an unhashable key: the base class reports it
+                continue
+        return super().construct_mapping(node, deep=deep)
+
+
 def _read_mapping(path: str | Path) -> dict:
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 -- a SafeLoader
     except FileNotFoundError:
         raise ConfigError(f"config file {str(path)!r} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:  # a directory, no permission, a binary file
         raise ConfigError(f"config file {str(path)!r} cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
+    except _DuplicateKey as exc:
+        raise ConfigError(f"config file {str(path)!r}: {exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"config file {str(path)!r} is not valid YAML: {exc}".replace("\n", " ")) from None
     if data is not None and not isinstance(data, dict):
@@ -412,7 +446,7 @@ def _unknown_path_message(cls: type, key: str, leaves: list[str]) -> str:
         return f"'{key}' is a section, not a value; set one of its keys: {known}"
     known = [f.name for f in dataclasses.fields(section)]
     close = difflib.get_close_matches(key, leaves, n=3, cutoff=0.6)
-    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    hint = f"; did you mean {' or '.join(close)}?" if close else "."  # a sentence either way
     return f"unknown key '{key}'{hint} Known keys in {_where(prefix)}: {', '.join(known)}"
 
 

@@ -24,6 +24,16 @@ RUNLOG = "runlog.jsonl"
 
 HEADER = "header"
 
+FINAL = "final"
+"""The finished run's model directory in a run directory (renamed into place when the run ends)."""
+
+
+def has_final_model(run_dir: str | os.PathLike) -> bool:
+    """Whether the run in ``run_dir`` saved its final model: a full model (``config.json``) or, with
+    ``model.lora.save=adapter``, a LoRA adapter alone (``adapter_config.json``, no config.json)."""
+    final = Path(run_dir) / FINAL
+    return (final / "config.json").exists() or (final / "adapter_config.json").exists()
+
 
 def _clean(value: Any) -> Any:
     """JSON has no NaN/inf: write them as null so every reader can parse the line."""

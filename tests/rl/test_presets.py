@@ -102,8 +102,16 @@ def test_presets_are_fresh_objects():
 
 
 def test_unknown_recipe_lists_the_known_names():
-    with pytest.raises(ConfigError, match="unknown recipe 'scalerll'; known recipes: scalerl, deepseek-grpo"):
-        get_recipe("scalerll")
+    with pytest.raises(ConfigError, match="unknown recipe 'nope'; known recipes: scalerl, deepseek-grpo"):
+        get_recipe("nope")
+
+
+@pytest.mark.parametrize("name, meant", [("scalerll", "scalerl"), ("qwen_dapo", "qwen-dapo"),
+                                         # a study's variant label (scalerl study --list) names no recipe
+                                         ("loo-loss-dapo", "scalerl-loo-loss-dapo")])
+def test_unknown_recipe_says_which_one_was_meant(name, meant):
+    with pytest.raises(ConfigError, match=rf"unknown recipe '{name}' \(did you mean '{meant}'\?\); known recipes: "):
+        get_recipe(name)
 
 
 def test_every_config_field_has_a_docstring():

@@ -40,3 +40,50 @@ def test_unknown_or_missing_name_exits_2_listing_the_known_names(capsys):
     assert "scalerl-loo-loss-dapo" in err and len(err.strip().splitlines()) == 1
     assert main(["recipes", "show"]) == 2
     assert "show needs a recipe name" in capsys.readouterr().err
+
+
+def test_shown_yaml_trains_as_it_says_with_train_config(tmp_path, capsys):
+    """The YAML says "copy and edit"; given to `scalerl train --config` it was refused ("unknown key
+    'loss' in top level"): no command took it back."""
+    from scalerl.config import load_yaml
+    from scalerl.train.config import TrainConfig
+
+    assert main(["recipes", "show", "deepseek-grpo", "loss.name=dapo"]) == 0
+    mine = tmp_path / "my-grpo.yaml"
+    mine.write_text(capsys.readouterr().out)
+    assert "scalerl train --config FILE" in mine.read_text()
+    assert main(["train", "--config", str(mine), "--print-config"]) == 0
+    printed = tmp_path / "printed.yaml"
+    printed.write_text(capsys.readouterr().out)
+    cfg = load_yaml(TrainConfig, printed)
+    expected = get_recipe("deepseek-grpo")
+    expected.loss.name = "dapo"
+    # The recipe as written (the batch is the scale profile's, as for any --config).
+    assert cfg.recipe_name == "my-grpo"
+    assert (cfg.recipe.loss, cfg.recipe.off_policy, cfg.recipe.aggregation) == (
+        expected.loss, expected.off_policy, expected.aggregation)
+    # A full training config is read as before; a mix of both kinds is refused naming the key.
+    mixed = tmp_path / "mixed.yaml"
+    mixed.write_text("loss:\n  name: ppo\nrun:\n  steps: 3\n")
+    assert main(["train", "--config", str(mixed), "--print-config"]) == 2
+    assert "unknown key 'loss' in top level" in capsys.readouterr().err
+
+
+def test_a_recipe_flag_over_a_config_file_with_a_recipe_says_what_it_replaces(tmp_path, capsys):
+    """--config FILE --recipe NAME: the preset replaced the file's recipe settings without a word."""
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("recipe:\n  loss:\n    name: dapo\nrun:\n  steps: 7\n")
+    assert main(["train", "--config", str(mine), "--recipe", "scalerl", "--print-config"]) == 0
+    captured = capsys.readouterr()
+    assert "note: --recipe scalerl replaces the recipe of" in captured.err and "recipe.loss.name" in captured.err
+    assert "name: cispo" in captured.out and "steps: 7" in captured.out  # the preset wins; the rest is kept
+    mine.write_text("run:\n  steps: 7\n")  # nothing of the recipe in the file: nothing to say
+    assert main(["train", "--config", str(mine), "--recipe", "scalerl", "--print-config"]) == 0
+    assert "replaces the recipe" not in capsys.readouterr().err
+
+
+def test_list_with_a_name_says_to_use_show(capsys):
+    """`scalerl recipes list scalerl` printed the whole list, ignoring the name (exit 0)."""
+    assert main(["recipes", "list", "scalerl", "k=4"]) == 2
+    assert capsys.readouterr().err.strip() == ("scalerl recipes: error: list takes no recipe name; "
+                                               "to see one: scalerl recipes show scalerl k=4")

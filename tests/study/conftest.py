@@ -12,9 +12,10 @@ def study_cache(scalerl_cache):
 
 
 def micro_args(output, *extra):
-    """A micro-study: the real tiny model, 3 steps per run, small batches and evaluations."""
+    """A micro-study: the real tiny model, 4 steps per run (the fewest evaluations a fit takes),
+    small batches and evaluations."""
     return [
-        "study", "--output", str(output), "--steps", "3", "--eval-every", "1", "--no-progress", "--bootstrap", "50",
+        "study", "--output", str(output), "--steps", "4", "--eval-every", "1", "--no-progress", "--bootstrap", "50",
         "--set", "batch.prompts_per_step=4",
         "--set", "batch.generations_per_prompt=4", "--set", "eval.problems=16", "--set", "eval.samples_per_problem=2",
         "--set", "forecast.enabled=false", *extra,

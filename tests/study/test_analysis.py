@@ -84,6 +84,58 @@ def test_report_command_regenerates_a_study_report(study, capsys):
     assert (d / "report.md").exists()
 
 
+def test_report_that_cannot_write_its_files_says_which_in_one_line(tmp_path, capsys):
+    """A directory where report.md goes (as a read-only directory would) gave an IsADirectoryError traceback,
+    for a study directory and for one of its run directories alike."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=200, eval_every=10, bootstrap=50)
+    plans = write_study(tmp_path, spec, {k: LAWS[k] for k in ("scalerl", "loo-loss-dapo")})
+    for directory in (tmp_path, plans[0].directory):
+        (directory / "report.md").mkdir()
+        code = main(["report", str(directory), "--bootstrap", "50"])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and len(err.splitlines()) == 1, err
+        assert err.startswith("scalerl report: error:") and f"{directory / 'report.md'}: Is a directory" in err
+
+
+def test_report_of_a_missing_path_or_of_the_log_file_itself_says_what_to_give(tmp_path, capsys):
+    """`scalerl report RUN/runlog.jsonl` said the file was 'neither a run directory nor a study directory'."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=200, eval_every=10, bootstrap=50)
+    plans = write_study(tmp_path, spec, {k: LAWS[k] for k in ("scalerl", "loo-loss-dapo")})
+    for path, needle in [(plans[0].directory / "runlog.jsonl", f"is a file; give the directory that holds it: "
+                                                                f"scalerl report {plans[0].directory}"),
+                         (tmp_path / "study.yaml", f"scalerl report {tmp_path}"),
+                         (tmp_path / "nope", "does not exist; give a run directory")]:
+        assert main(["report", str(path)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("scalerl report: error:") and needle in err, err
+
+
+def test_a_hand_edited_progress_file_does_not_cost_the_report(tmp_path, capsys):
+    """A line of progress.jsonl that was JSON but not a run's record (`[1]`) gave an AttributeError traceback."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=200, eval_every=10, bootstrap=50)
+    write_study(tmp_path, spec, {k: LAWS[k] for k in ("scalerl", "loo-loss-dapo")})
+    (tmp_path / "progress.jsonl").write_text(
+        '{"label": "scalerl", "seed": 0, "status": "trained", "seconds": 60.0, "cpu_seconds": 90.0}\n'
+        '[1]\n"text"\ngarbage\n{"status": "trained"}\n{"label": "x", "status": "resumed", "seconds": "n/a"}\n')
+    assert main(["report", str(tmp_path), "--bootstrap", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "training wall time (sum over runs): 1.0 min" in out and "training CPU time (sum over runs): 1.5 min" in out
+
+
+@pytest.mark.parametrize("target, flags, needle", [
+    ("run", ["--x", "nope"], "no column 'nope' in every evaluation row; give --x one of: flops, step"),  # KeyError
+    ("study", ["--bootstrap", "-1"], "--bootstrap must be >= 20, got -1"),  # an IndexError traceback
+    ("study", ["--bootstrap", "3"], "--bootstrap must be >= 20, got 3"),  # every variant "not fitted"
+    ("study", ["--bootstrap", "0"], "--bootstrap must be >= 20, got 0"),  # silently the study's own
+])
+def test_report_flags_out_of_range_are_one_line(tmp_path, capsys, target, flags, needle):
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=200, eval_every=10, bootstrap=50)
+    plans = write_study(tmp_path, spec, {k: LAWS[k] for k in ("scalerl", "loo-loss-dapo")})
+    assert main(["report", str(tmp_path if target == "study" else plans[0].directory), *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("scalerl report: error:") and needle in err and len(err.splitlines()) == 1, err
+
+
 def test_linearising_transform_has_slope_B_and_crosses_zero_at_C_mid():
     A, B, C_mid, R0 = 0.65, 1.8, 3e3, 0.25
     C = np.geomspace(3e2, 3e4, 30)
@@ -136,12 +188,39 @@ def test_when_the_base_cannot_be_fitted_every_variant_says_why_it_is_not_classif
     a = write_study_report(tmp_path).analysis
     assert "does not rise" in a.variant("scalerl").fit_error and not a.variant("scalerl").not_classified
     dapo, flat = a.variant("loo-loss-dapo"), a.variant("loo-length-penalty")
-    assert dapo.A is None and dapo.classification is None and not dapo.fit_error  # fitted on its own, not compared
+    assert dapo.classification is None and not dapo.fit_error  # fitted on its own, not compared
     assert dapo.not_classified.startswith("the base scalerl has no fitted curve (")
+    # Its own fit is still reported (it was shown as "not fitted: " with no reason).
+    assert dapo.A == pytest.approx(0.6, abs=0.03) and dapo.A_interval and dapo.extrapolated is not None
     assert flat.not_classified == flat.fit_error and "does not rise" in flat.fit_error
     report = (tmp_path / "report.md").read_text()
     assert "| loo-loss-dapo | loss | not classified: the base scalerl has no fitted curve (" in report
     assert "| loo-length-penalty | length | not fitted |" in report
+    dapo_fit_row = next(line for line in report.splitlines() if line.startswith("| loo-loss-dapo | 0 |"))
+    assert "not fitted" not in dapo_fit_row and "| 0.600 [" in dapo_fit_row
+
+
+@pytest.mark.parametrize("damage, reason", [
+    (lambda row: row.pop("flops"), "no rows with finite 'flops'"),
+    (lambda row: row.update({"val/pass_rate": 2 * row["val/pass_rate"]}), "outside [0, 1]"),
+])
+def test_a_run_whose_curve_cannot_be_read_is_left_out_and_the_rest_still_compared(tmp_path, damage, reason):
+    """A log without the x column, or with a pass rate outside [0, 1], stopped the whole study's report
+    (exit 2); now that run is left out with the reason and the other variants are compared."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo", "loo-aggregation-sample"], steps=200, eval_every=10,
+                     bootstrap=50)
+    plans = write_study(tmp_path, spec, {k: LAWS[k] for k in ("scalerl", "loo-loss-dapo", "loo-aggregation-sample")})
+    log = next(p for p in plans if p.variant.label == "loo-aggregation-sample").directory / "runlog.jsonl"
+    header, *rows = [json.loads(line) for line in log.read_text().splitlines()]
+    for row in rows:
+        damage(row)
+    log.write_text("".join(json.dumps(r) + "\n" for r in [header, *rows]))
+    a = write_study_report(tmp_path).analysis
+    agg = a.variant("loo-aggregation-sample")
+    assert agg.left_out and agg.left_out[0].startswith("seed0: ") and reason in agg.left_out[0]
+    assert agg.fit_error.startswith("no usable run: seed0: ") and agg.classification is None
+    assert a.variant("loo-loss-dapo").kind == "ceiling"
+    assert "| loo-aggregation-sample | - | - | - | not fitted: no usable run: seed0: " in (tmp_path / "report.md").read_text()
 
 
 def test_the_papers_rule_always_names_a_kind(tmp_path):

@@ -1,8 +1,11 @@
 """Planning a study: families, variants, run directories and configs, budgets -- nothing trains."""
 
+import json
+
 import pytest
 
 from scalerl.config import load_yaml, to_dict
+from scalerl.errors import ConfigError
 from scalerl.rl.presets import LEAVE_ONE_OUT, PRESETS, changed_components, get_recipe
 from scalerl.study.families import FAMILIES, length_overrides
 from scalerl.study.runner import Budget, check_existing, plan_study, run_status
@@ -142,3 +145,80 @@ def test_a_run_directory_configured_differently_is_refused(tmp_path):
     check_existing(plan_study(StudySpec(family="loo", only=["loo-loss-dapo"], steps=80, eval_every=10, seeds=3),
                               tmp_path))
     assert load_yaml(TrainConfig, tmp_path / "runs" / "scalerl" / "seed0" / "config.yaml").run.seed == 0
+
+
+@pytest.mark.parametrize("overrides, variant", [(["loss.name=dapo"], "loo-loss-dapo"),
+                                                (["lr=2e-4", "aggregation=sample"], "loo-aggregation-sample")])
+def test_an_override_that_makes_a_variant_the_base_itself_is_refused(tmp_path, overrides, variant):
+    """--set loss.name=dapo in a leave-one-out study made loo-loss-dapo train exactly the base's run;
+    the report then compared a run with itself under the variant's name."""
+    with pytest.raises(ConfigError, match=rf"variant\(s\) {variant} would train the same run as the base scalerl"):
+        plan_study(StudySpec(family="loo", overrides=overrides), tmp_path)
+    # Overrides that leave every variant its own change are fine.
+    assert len(plan_study(StudySpec(family="loo", overrides=["lr=2e-4"]), tmp_path)) == 9
+
+
+def test_a_run_that_crashes_in_process_fails_alone_as_in_a_worker(tmp_path, monkeypatch):
+    """On the local backend one after another, an error that is not a ScaleRLError (a bug, a torch
+    RuntimeError) stopped the whole study with a traceback; in worker processes it failed that run only."""
+    from scalerl.study import runner
+
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10)
+    plans = plan_study(spec, tmp_path)
+
+    def execute(cfg_dict, budget):
+        if "loo-loss-dapo" in cfg_dict["run"]["output"]:
+            raise RuntimeError("CUDA error: an illegal memory access\nmore detail")
+        return runner.Outcome("scalerl", 0, "trained", 1.0)
+
+    monkeypatch.setattr(runner, "execute_run", execute)
+    lines, records = [], []
+    outcomes = runner._local(plans, Budget.of(spec), spec, lines.append, records.append)
+    assert [(o.label, o.status) for o in outcomes] == [("scalerl", "trained"), ("loo-loss-dapo", "failed")]
+    assert outcomes[1].error == "RuntimeError: CUDA error: an illegal memory access" and len(records) == 2
+    assert any("loo-loss-dapo/seed0: FAILED" in line for line in lines)
+
+
+def test_a_run_that_saved_a_lora_adapter_alone_counts_as_finished(tmp_path):
+    """With model.lora.save=adapter, final/ holds adapter_config.json and no config.json: the study
+    took such a run for unfinished forever (resumed on every invocation, never analysed)."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10)
+    plans = write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=5)
+    final = plans[0].directory / "final"
+    (final / "config.json").rename(final / "adapter_config.json")
+    assert run_status(plans[0].directory, Budget.of(spec)) == "done"
+    (final / "adapter_config.json").unlink()
+    assert run_status(plans[0].directory, Budget.of(spec)) == "partial"
+
+
+def test_a_run_whose_compute_cannot_be_measured_fails_instead_of_resuming_forever(tmp_path, monkeypatch):
+    """With a compute budget, a last evaluation without the x column gave a target of `steps`, where the
+    run already was: resumed to where it was, over and over (a hang). It now fails that run."""
+    from scalerl.config import to_dict
+    from scalerl.study import runner
+    from scalerl.train import trainer
+
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10, compute=1e20)
+    plans = write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=5)
+    log = plans[0].directory / "runlog.jsonl"
+    lines = log.read_text().splitlines()
+    last = json.loads(lines[-1])
+    last["flops"] = None  # JSON has no NaN: the run log writes it as null
+    log.write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
+    resumes = []
+
+    class Stuck:  # a resumed run that is already at its target step: nothing new is logged
+        @classmethod
+        def resumed(cls, out, steps, progress=None):
+            resumes.append(steps)
+            if len(resumes) > 3:
+                raise AssertionError(f"resumed again and again: {resumes}")
+            return cls()
+
+        def run(self):
+            return None
+
+    monkeypatch.setattr(trainer, "Trainer", Stuck)
+    o = runner.execute_run(to_dict(plans[0].config), Budget.of(spec))
+    assert o.status == "failed" and "cannot be extended to the budget (1e+20 flops)" in o.error
+    assert "has flops = None" in o.error and len(resumes) == 1

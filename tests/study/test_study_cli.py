@@ -28,8 +28,18 @@ def _one_line_error(capsys, code, *needles):
     (["--family", "batch-size", "--values", "eight"], ["must be integers"]),
     (["--set", "lr=abc"], ["expected a number"]),
     (["--set", "nope=1"], ["unknown key 'nope'"]),
-    (["--steps", "20", "--eval-every", "10"], ["at least 3"]),
+    (["--steps", "20", "--eval-every", "10"], ["at least 4"]),
+    # 3 evaluations after R0 were accepted, then no run could be fitted (the fit needs 4 points).
+    (["--steps", "30", "--eval-every", "10"], ["gives 3 evaluations", "at least 4"]),
     (["--x", "wall"], ["unknown compute column 'wall'"]),
+    # Settings the study owns: the runs evaluated every 5 steps while the spec and report said 20, etc.
+    (["--set", "eval.every=5"], ["'eval.every=5' sets eval.every, which the study sets from its eval_every field"]),
+    (["--set", "model.name_or_path=tiny-s"], ["from its model field"]),
+    (["--set", "forecast.x=step"], ["from its x field"]),
+    (["--set", "run.seed=7"], ["from its seeds field"]),
+    # An infinite budget was accepted: never reached, every run trained to max_steps.
+    (["--compute", "inf"], ["compute must be a finite number > 0"]),
+    (["--extrapolate", "inf"], ["extrapolate must be a finite number > 1"]),
     (["--task", "nope"], ["unknown task 'nope'", "arithmetic-mix"]),
 ])
 def test_bad_flags_exit_2_with_one_line(tmp_path, capsys, args, needles):
@@ -80,3 +90,110 @@ def test_list_shows_every_family_and_variant(capsys):
     for needle in ("loo:", "recipes:", "batch-size:", "generations:", "gen-length:", "model-size:",
                    "loo-no-positive-resampling-off", "minimax-m1", "batch-32", "model-tiny-l"):
         assert needle in out
+
+
+@pytest.mark.parametrize("dry_run", [["--dry-run"], []])
+def test_an_output_that_is_a_file_or_a_training_runs_directory_is_refused(tmp_path, capsys, dry_run):
+    """A file gave a traceback (FileExistsError); a run directory got a study.yaml written into it,
+    after which `scalerl report DIR` no longer reported the run."""
+    args = ["study", "--family", "loo", "--only", "loo-loss-dapo", "--steps", "40", "--eval-every", "10", *dry_run]
+    afile = tmp_path / "notes.txt"
+    afile.write_text("mine\n")
+    _one_line_error(capsys, main([*args, "--output", str(afile)]), "is a file, not a directory")
+    _one_line_error(capsys, main([*args, "--output", str(afile / "sub")]), "is a file, not a directory")
+    assert afile.read_text() == "mine\n"
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "runlog.jsonl").write_text('{"type": "header"}\n')
+    _one_line_error(capsys, main([*args, "--output", str(run_dir)]), "holds a training run (runlog.jsonl)")
+    assert sorted(p.name for p in run_dir.iterdir()) == ["runlog.jsonl"]
+
+
+def test_train_refuses_to_write_a_run_into_a_study_directory(tmp_path, capsys):
+    from scalerl.study.spec import SPEC_FILE
+    from scalerl.train.trainer import STUDY_SPEC
+
+    assert STUDY_SPEC == SPEC_FILE  # the trainer names the study's file without importing the study layer
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10)
+    write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=5)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code = main(["train", "--output", str(tmp_path), "--steps", "4", "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("scalerl train: error:") and "holds a study (study.yaml)" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_run_with_a_damaged_log_fails_alone_and_is_left_untouched(tmp_path, capsys):
+    """A malformed line in one run's log stopped the whole study (exit 2, no report) and
+    `scalerl report` of the study with it; now that run is reported as failed and left as it is."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo", "loo-aggregation-sample"], steps=200, eval_every=10,
+                     bootstrap=50)
+    laws = {"scalerl": (0.7, 1.5, 5e11), "loo-loss-dapo": (0.55, 1.5, 5e11), "loo-aggregation-sample": (0.7, 1.5, 1e12)}
+    plans = write_study(tmp_path, spec, laws)
+    damaged = next(p for p in plans if p.variant.label == "loo-aggregation-sample").directory
+    log = damaged / "runlog.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    lines[3] = "garbage\n"
+    log.write_text("".join(lines))
+    before = log.read_bytes()
+
+    assert main(["study", "--output", str(tmp_path), "--dry-run"]) == 0
+    assert f"damaged  {damaged}" in capsys.readouterr().out
+    assert main(["study", "--output", str(tmp_path), "--resume"]) == 1
+    captured = capsys.readouterr()
+    assert "loo-aggregation-sample/seed0: FAILED" in captured.err and "line 4 is not a JSON object" in captured.err
+    assert "resuming" not in captured.err and "1 failed" in captured.err
+    assert log.read_bytes() == before and (damaged / "final").exists()
+    assert "loo-loss-dapo" in captured.out and (tmp_path / "report.md").exists()  # the others still compared
+
+    assert main(["report", str(tmp_path), "--bootstrap", "50"]) == 0
+    from scalerl.study.analysis import analyse_study
+
+    a = analyse_study(tmp_path, n_boot=50)
+    assert a.variant("loo-loss-dapo").kind == "ceiling"
+    assert a.variant("loo-aggregation-sample").left_out[0].startswith("seed0: damaged run log (")
+
+
+def test_flags_without_a_spec_file_change_the_directorys_own_study(tmp_path, capsys):
+    """`scalerl study --output DIR --seeds 2` planned the default study (400 steps, evaluation every
+    20) and was refused as clashing with the runs on disk; it adds a seed to DIR's study."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10, bootstrap=50)
+    write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=5)
+    assert main(["study", "--output", str(tmp_path), "--seeds", "2", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("done ") == 2 and out.count("new ") == 2 and "seed1" in out
+    assert "4 runs (2 variants x 2 seed(s)), 40 steps each, evaluation every 10 steps" in out
+    # What defines the runs still may not change under them, and the advice names a working command.
+    line = _one_line_error(capsys, main(["study", "--output", str(tmp_path), "--set", "lr=3e-4", "--dry-run"]),
+                           "configured differently")
+    assert "scalerl study --output DIR --resume" in line
+
+
+def test_a_budget_below_what_the_runs_trained_is_refused(tmp_path, capsys):
+    """`--steps 20` on a study whose runs trained 40 steps counted them as done and rewrote study.yaml:
+    the report then fitted 40-step curves under a '20 steps per run' budget."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=5, bootstrap=50)
+    write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=9)
+    saved = (tmp_path / "study.yaml").read_text()
+    for dry_run in (["--dry-run"], []):
+        _one_line_error(capsys, main(["study", "--output", str(tmp_path), "--steps", "20", *dry_run]),
+                        "has trained to step 40, past this study's 20 steps", "keep steps >= 40")
+    assert (tmp_path / "study.yaml").read_text() == saved
+    assert main(["study", "--output", str(tmp_path), "--steps", "40", "--dry-run"]) == 0  # the same budget is fine
+
+
+def test_an_empty_saved_spec_is_named_and_a_spec_file_restores_it(tmp_path, capsys):
+    """An empty study.yaml was read as the default study: `scalerl report` planned 9 variants and
+    listed the real runs as pending, `scalerl study` planned runs that clashed with those on disk."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10, bootstrap=50)
+    write_study(tmp_path / "s", spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=9)
+    (tmp_path / "s" / "study.yaml").write_text("")
+    code = main(["report", str(tmp_path / "s")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "study.yaml is empty, so this study's spec is lost" in err, err
+    _one_line_error(capsys, main(["study", "--output", str(tmp_path / "s"), "--dry-run"]), "is empty")
+    # The spec it was made with restores it: the runs match, nothing trains, study.yaml is written again.
+    (tmp_path / "spec.yaml").write_text("family: loo\nonly: [loo-loss-dapo]\nsteps: 40\neval_every: 10\nbootstrap: 50\n")
+    assert main(["study", str(tmp_path / "spec.yaml"), "--output", str(tmp_path / "s")]) == 0
+    assert capsys.readouterr().err.count("already finished") == 2
+    assert main(["report", str(tmp_path / "s")]) == 0

@@ -101,7 +101,7 @@ def test_micro_study_end_to_end(study_cache, tmp_path, capsys, monkeypatch):
         assert dapo["classification"]["kind"] in ("ceiling", "efficiency", "no clear effect", "unstable run")
         assert dapo["kind"] == dapo["classification"]["kind"] and dapo["agreement"] != "n/a"
         assert (out / "curves.png").exists() and (out / "intervals.png").exists()
-    else:  # a curve (its own or the base's) that did not rise in three steps: the report says why
+    else:  # a curve (its own or the base's) that did not rise in four steps: the report says why
         assert dapo["not_classified"]
         row = "| loo-loss-dapo | loss | " + ("not fitted |" if dapo["fit_error"] else "not classified: ")
         assert row in (out / "report.md").read_text()
@@ -149,7 +149,7 @@ def test_killed_study_resumes_and_skips_finished_runs(study_cache, tmp_path, cap
     assert "[2/2] loo-aggregation-sample/seed0: resuming" in err and "resumed in" in err
     assert (first / "runlog.jsonl").read_bytes() == first_log  # the finished run was not touched
     rows = [json.loads(line) for line in (second / "runlog.jsonl").read_text().splitlines()[1:]]
-    assert [r["step"] for r in rows if r["type"] == "eval"] == [0, 1, 2, 3]  # no row lost or repeated
+    assert [r["step"] for r in rows if r["type"] == "eval"] == [0, 1, 2, 3, 4]  # no row lost or repeated
     assert run_status(second, budget) == "done" and (out / "report.md").exists()
 
 
@@ -197,7 +197,7 @@ def test_local_parallel_runs_in_worker_processes_as_they_would_in_process(study_
         return [(r["step"], r["val/pass_rate"]) for r in map(json.loads, (run / "runlog.jsonl").read_text().splitlines())
                 if r.get("type") == "eval"]
 
-    assert evals(worker_run) == evals(tmp_path / "in-process") and len(evals(worker_run)) == 4
+    assert evals(worker_run) == evals(tmp_path / "in-process") and len(evals(worker_run)) == 5  # R0 + 4 steps
 
 
 def yaml_config(run: Path) -> dict:

@@ -115,3 +115,17 @@ def test_a_bad_forecast_calibration_is_a_config_error_before_training(tmp_path):
     cfg.forecast.calibration = str(tmp_path / "missing.json")
     with pytest.raises(ConfigError, match="forecast.calibration: no calibration file"):
         cfg.validate()
+
+
+def test_run_report_of_an_unfinished_run_says_so(tmp_path):
+    """`scalerl report RUN` of a run still training read like a finished run's report."""
+    rows = _rows(*synthetic(30, 6000, 2))
+    with RunLogWriter(tmp_path / "runlog.jsonl", {"type": "header", "run": "r", "recipe": "scalerl", "model": "tiny",
+                                                  "config": {"forecast": {"x": "flops"}}}) as log:
+        for r in rows:
+            log.append(r)
+    text = dict(summary_lines(write_run_report(tmp_path, n_boot=50)))
+    assert text["status"].startswith("unfinished (no final/ model yet): this covers the steps logged so far")
+    (tmp_path / "final").mkdir()
+    (tmp_path / "final" / "config.json").write_text("{}")
+    assert "status" not in dict(summary_lines(write_run_report(tmp_path, n_boot=50)))

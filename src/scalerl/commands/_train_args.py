@@ -9,7 +9,8 @@ from pathlib import Path
 
 from scalerl.config import load_yaml_and_keys, resolve_key, to_dict
 from scalerl.errors import InputError
-from scalerl.train.config import TrainConfig, absolute_paths, resolve, sync_means_k1, with_recipe
+from scalerl.train.config import (TrainConfig, absolute_paths, recipe_file_as_config, resolve, sync_means_k1,
+                                  with_recipe)
 from scalerl.train.profiles import PROFILES, SUMMARY, choose_profile
 
 
@@ -39,12 +40,16 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
 
 def config_from_args(args, *, output: str | None = None, quiet: bool = False) -> TrainConfig:
     if args.config:  # a file that says pipeline: sync and no k means k = 1, as --set does
-        cfg, written = load_yaml_and_keys(TrainConfig, args.config)
+        cfg, written = load_yaml_and_keys(TrainConfig, args.config, wrap=recipe_file_as_config)
         cfg = sync_means_k1(cfg, written)
     else:
         cfg = TrainConfig()
     if args.recipe:
         cfg = with_recipe(cfg, args.recipe)
+        replaced = sorted(k for k in written if k.startswith("recipe.")) if args.config else []
+        if replaced and not quiet:  # the preset replaces the whole recipe: say so, not silently
+            print(f"note: --recipe {args.recipe} replaces the recipe of {args.config}, which set "
+                  f"{_some(replaced)}; to keep a value, give it with --set", file=sys.stderr)
     flags = {
         "model.name_or_path": args.model,
         "task.name": args.task,
@@ -71,6 +76,12 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False) ->
         print(f"note: {note}{_overridden(cfg.profile, args.overrides)}", file=sys.stderr)
     # Local paths stored absolute: the run directory works from any working directory.
     return absolute_paths(resolve(cfg, args.overrides))
+
+
+def _some(keys: list[str], n: int = 3) -> str:
+    """The first ``n`` of ``keys`` and how many more."""
+    more = f" and {len(keys) - n} more" if len(keys) > n else ""
+    return ", ".join(keys[:n]) + more
 
 
 def _overridden(profile: str, overrides: list[str] | None) -> str:

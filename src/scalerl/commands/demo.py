@@ -34,7 +34,11 @@ def run(args) -> int:
     from scalerl.train.trainer import Trainer
 
     out = Path(args.output)
-    if args.overwrite and not args.resume:
+    if args.resume and args.overwrite:  # as scalerl train: resuming what --overwrite deletes means nothing
+        from scalerl.errors import InputError
+
+        raise InputError("--resume continues the demo in --output, --overwrite deletes it: choose one")
+    if args.overwrite:
         overwrite_run_dir(out)
     if args.resume:
         trainer = Trainer.resumed(out, progress=False if args.no_progress else None)

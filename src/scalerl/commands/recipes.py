@@ -25,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.action == "show":
         return _show(args)
+    if args.name or args.overrides:  # `recipes list scalerl` listed everything, ignoring the name
+        raise ConfigError(f"list takes no recipe name; to see one: scalerl recipes show {args.name} "
+                          f"{' '.join(args.overrides)}".rstrip())
     width = max(len(n) for n in {**PRESETS, **LEAVE_ONE_OUT})
     print("presets:")
     for p in PRESETS.values():

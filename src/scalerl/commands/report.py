@@ -6,7 +6,9 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from scalerl.errors import InputError
 
@@ -29,14 +31,24 @@ def run(args) -> int:
     if (directory / SPEC_FILE).exists():
         return _study(args, directory)
     if not (directory / "runlog.jsonl").exists():
-        raise InputError(f"{directory}: neither a run directory (runlog.jsonl) nor a study directory ({SPEC_FILE})")
+        raise InputError(not_a_report_directory(directory, SPEC_FILE))
     from scalerl.train.report import summary_lines, write_run_report
 
-    rep = write_run_report(directory, x=args.x, calibration=args.calibration)
+    with report_files(directory):
+        rep = write_run_report(directory, x=args.x, calibration=args.calibration)
     for k, v in summary_lines(rep):
         print(f"{k}: {v}")
     print("wrote: " + ", ".join(str(p) for p in rep.files))
     return 0
+
+
+def not_a_report_directory(path: Path, spec_file: str) -> str:
+    """What is wrong with ``path`` as ``scalerl report``'s DIR, and what to give instead."""
+    if not path.exists():
+        return f"{path} does not exist; give a run directory (holds runlog.jsonl) or a study directory ({spec_file})"
+    if path.is_file() and path.name in ("runlog.jsonl", spec_file):  # the file, not its directory
+        return f"{path} is a file; give the directory that holds it: scalerl report {path.parent}"
+    return f"{path}: neither a run directory (runlog.jsonl) nor a study directory ({spec_file})"
 
 
 def _study(args, directory: Path) -> int:
@@ -47,5 +59,26 @@ def _study(args, directory: Path) -> int:
     if args.calibration:
         raise InputError("--calibration is for a run directory; a study takes it in its spec "
                          "(calibration: FILE, or scalerl study --calibration FILE)")
-    print_summary(write_study_report(directory, n_boot=args.bootstrap))
+    from scalerl.study.spec import MIN_BOOTSTRAP
+
+    # As the spec's own field: -1 gave a traceback, 3 left every variant "not fitted", 0 was ignored.
+    if args.bootstrap is not None and args.bootstrap < MIN_BOOTSTRAP:
+        raise InputError(f"--bootstrap must be >= {MIN_BOOTSTRAP}, got {args.bootstrap}; "
+                         "drop it to use the study's own (its bootstrap field)")
+    with report_files(directory):
+        rep = write_study_report(directory, n_boot=args.bootstrap)
+    print_summary(rep)
     return 0
+
+
+@contextmanager
+def report_files(directory: Path) -> Iterator[None]:
+    """An OS error while a report reads the logs or writes its files (a read-only directory, a
+    directory where report.md should be, a full disk) as one line that says which file, not a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        where = exc.filename or directory
+        raise InputError(f"{where}: {exc.strerror or exc} -- the report reads the run logs and writes its files "
+                         f"into {directory}; fix the permissions or move what is in the way, then run "
+                         f"scalerl report {directory}") from None

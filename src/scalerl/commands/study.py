@@ -100,7 +100,7 @@ def resolve_spec(args):
 
     changes = _changes(args)
     saved_path = Path(args.output) / SPEC_FILE if args.output else None
-    saved = load_spec(saved_path) if saved_path is not None and saved_path.exists() else None
+    saved = _saved(saved_path, spec_file=bool(args.spec))
     if args.resume:
         if saved is None:
             raise InputError(f"--resume: {args.output or '(no --output)'} holds no study ({SPEC_FILE}); "
@@ -110,11 +110,10 @@ def resolve_spec(args):
         spec = saved
     elif args.spec:
         spec = load_spec(args.spec)
-    elif saved is not None and not args.overrides and not (set(changes) - {"backend", "ray_address", "parallel",
-                                                                             "threads", "rule", "bootstrap",
-                                                                             "extrapolate", "progress",
-                                                                             "calibration"}):
-        spec = saved  # the same directory and nothing that defines runs: continue it
+    elif saved is not None:
+        # The directory's own study, the flags changing it (--seeds 2 adds a seed, --steps 800 extends
+        # it): starting from the defaults instead planned runs that clash with those on disk.
+        spec = saved
     else:
         spec = StudySpec()
     if args.overrides:
@@ -124,11 +123,26 @@ def resolve_spec(args):
     spec = with_changes(spec, changes).validate() if changes else spec.validate()
     directory = Path(args.output or f"runs/study-{spec.family}")
     if saved is None and (directory / SPEC_FILE).exists():  # the default directory may hold a study too
-        saved = load_spec(directory / SPEC_FILE)
+        saved = _saved(directory / SPEC_FILE, spec_file=bool(args.spec))
     if saved is not None and (saved.family, saved.base) != (spec.family, spec.base):
         raise InputError(f"{directory} holds a {saved.family} study of {saved.base}; this is a {spec.family} "
                          f"study of {spec.base} -- use another --output")
     return spec, directory
+
+
+def _saved(path: Path | None, *, spec_file: bool):
+    """The study directory's saved spec, or None when there is none -- or when it was lost (an empty
+    study.yaml) and a spec file is given to restore it (its runs are still checked against the plan)."""
+    from scalerl.study.spec import LostSpec, load_saved_spec
+
+    if path is None or not path.exists():
+        return None
+    try:
+        return load_saved_spec(path)
+    except LostSpec:
+        if spec_file:
+            return None
+        raise
 
 
 def _list(spec) -> int:
@@ -156,11 +170,12 @@ def _with_family(spec, family: str):
 
 
 def _dry_run(spec, directory: Path) -> int:
-    from scalerl.study.runner import Budget, check_existing, plan_study, run_status
+    from scalerl.study.runner import Budget, check_existing, check_study_output, plan_study, run_status
 
+    check_study_output(directory)
     plans = plan_study(spec, directory)
-    check_existing(plans)
     budget = Budget.of(spec)
+    check_existing(plans, budget)
     for p in plans:
         change = "(base)" if p.variant.is_base else ", ".join(p.variant.overrides) or p.variant.summary
         print(f"{run_status(p.directory, budget):<8} {p.directory}  {p.config.recipe_name}  {change}")
@@ -176,9 +191,11 @@ def run(args) -> int:
         return _list(spec)
     if args.dry_run:
         return _dry_run(spec, directory)
-    from scalerl.study.runner import plan_study, run_study
+    from scalerl.study.runner import Budget, check_existing, check_study_output, plan_study, run_study
 
-    plan_study(spec, directory)  # every config resolved and checked before the first line is printed
+    check_study_output(directory)  # before the line that announces the study
+    plans = plan_study(spec, directory)  # every config resolved and checked before the first line is printed
+    check_existing(plans, Budget.of(spec))  # and the runs on disk (run_study checks again, for API callers)
     what = f"{spec.compute:g} {spec.x}" if spec.compute else f"{spec.steps} steps"
     print(f"scalerl study: {spec.family} of {spec.base}, {spec.seeds} seed(s), {what} per run, backend "
           f"{spec.backend}; output {directory}", file=sys.stderr)
@@ -188,13 +205,16 @@ def run(args) -> int:
         from scalerl.errors import RunInterrupted
 
         raise RunInterrupted(f"interrupted; resume with: scalerl study --output {directory} --resume") from None
+    counts = {s: sum(o.status in s.split("/") for o in result.outcomes) for s in ("trained/resumed", "skipped", "failed")}
+    failed = f", {counts['failed']} failed" if counts["failed"] else ""
     print(f"runs finished in {result.seconds / 60:.1f} min, {result.cpu_seconds / 60:.1f} CPU-min "
-          f"({sum(o.status != 'skipped' for o in result.outcomes)} trained or resumed, "
-          f"{sum(o.status == 'skipped' for o in result.outcomes)} already done)", file=sys.stderr)
+          f"({counts['trained/resumed']} trained or resumed, {counts['skipped']} already done{failed})", file=sys.stderr)
     if not args.no_report:
+        from scalerl.commands.report import report_files
         from scalerl.study.report import print_summary, write_study_report
 
-        report = write_study_report(directory)
+        with report_files(directory):  # the runs are kept; `scalerl report DIR` writes it later
+            report = write_study_report(directory)
         print_summary(report)
     for o in result.failed:
         print(f"scalerl study: run {o.label}/seed{o.seed} failed: {o.error}", file=sys.stderr)

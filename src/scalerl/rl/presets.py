@@ -12,6 +12,7 @@ or in ``docs/recipe.md``; everything else is the paper's.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -189,8 +190,18 @@ def recipe_names() -> list[str]:
 def get_preset(name: str) -> Preset:
     presets = all_presets()
     if name not in presets:
-        raise ConfigError(f"unknown recipe {name!r}; known recipes: {', '.join(presets)}")
+        raise ConfigError(f"unknown recipe {name!r}{_did_you_mean(name, list(presets))}; "
+                          f"known recipes: {', '.join(presets)}")
     return presets[name]
+
+
+def _did_you_mean(name: str, known: list[str]) -> str:
+    """`` (did you mean 'X'?)`` for a misspelt name, or for a study's variant label (``loo-loss-dapo``)
+    whose recipe is named ``scalerl-loo-loss-dapo``; empty when nothing is close."""
+    if f"scalerl-{name}" in known:
+        return f" (did you mean 'scalerl-{name}'?)"
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def get_recipe(name: str) -> RecipeConfig:
@@ -204,7 +215,8 @@ def recipe_yaml(name: str, cfg: RecipeConfig | None = None) -> str:
     cfg = cfg if cfg is not None else get_recipe(name)
     header = (
         f"recipe: {preset.name}\n{preset.summary}\n"
-        "Copy and edit; any key can also be overridden on the command line as key=value."
+        "Copy and edit, then train with it: scalerl train --config FILE (the file's name names the recipe);\n"
+        "any key can also be overridden on the command line as key=value."
     )
     return dump_yaml(cfg, header=header)
 

@@ -42,7 +42,7 @@ from scalerl.errors import InputError
 from scalerl.runlog import eval_rows
 from scalerl.study.families import Variant
 from scalerl.study.paper import UNNAMED, Finding, expectation
-from scalerl.study.spec import SPEC_FILE, StudySpec, load_spec
+from scalerl.study.spec import SPEC_FILE, StudySpec, load_saved_spec
 
 #: Agreement of a measured classification with the paper's expectation.
 AGREES, OPPOSITE, DISAGREES, INCONCLUSIVE, NOT_APPLICABLE = (
@@ -61,6 +61,9 @@ class VariantResult:
     """Seeds whose finished runs were used."""
     pending: list[str] = field(default_factory=list)
     """Runs not (yet) finished: 'seedK: step S' -- left out of every fit."""
+    left_out: list[str] = field(default_factory=list)
+    """Finished or started runs that cannot be used, with the reason ('seedK: a damaged run log (...)',
+    a log whose curve cannot be read) -- left out of every fit; the other runs are still analysed."""
     fit_error: str = ""
     """Why no curve could be fitted (e.g. the pass rate never rose), if so."""
     not_classified: str = ""
@@ -140,7 +143,7 @@ def read_study(directory: str | Path) -> tuple[StudySpec, Path]:
     directory = Path(directory)
     if not (directory / SPEC_FILE).exists():
         raise InputError(f"{directory}: no {SPEC_FILE} here; give a study directory (made by scalerl study)")
-    return load_spec(directory / SPEC_FILE), directory
+    return load_saved_spec(directory / SPEC_FILE), directory
 
 
 def _y_column(run_dir: Path) -> str:
@@ -150,21 +153,27 @@ def _y_column(run_dir: Path) -> str:
     return f"{cfg.eval.sets[0]}/pass_rate"
 
 
-def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, list[Curve]], dict[str, list[str]], str]:
-    """Variants of the study and the curves of their finished runs."""
-    from scalerl.study.runner import Budget, plan_study, run_status
+def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, list[Curve]], dict[str, list[str]],
+                                                       dict[str, list[str]], str]:
+    """Variants of the study, the curves of their finished runs, the runs still pending and the runs
+    left out (with the reason: one unreadable log must not sink the analysis of all the others)."""
+    from scalerl.study.runner import DAMAGED, Budget, log_problem, plan_study, run_status
 
     plans = plan_study(spec, directory)
     budget = Budget.of(spec)
     variants: list[Variant] = []
     curves: dict[str, list[Curve]] = {}
     pending: dict[str, list[str]] = {}
+    left_out: dict[str, list[str]] = {}
     y = "val/pass_rate"
     for p in plans:
         if p.variant.label not in curves:
             variants.append(p.variant)
-            curves[p.variant.label], pending[p.variant.label] = [], []
+            curves[p.variant.label], pending[p.variant.label], left_out[p.variant.label] = [], [], []
         status = run_status(p.directory, budget)
+        if status == DAMAGED:
+            left_out[p.variant.label].append(f"seed{p.seed}: damaged run log ({log_problem(p.directory)})")
+            continue
         if status != "done":
             rows = eval_rows(p.directory)
             where = f"step {rows[-1]['step']}" if rows else "not started"
@@ -172,10 +181,13 @@ def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, 
             continue
         y = _y_column(p.directory)
         rows = eval_rows(p.directory)
-        curves[p.variant.label].append(Curve.from_arrays(
-            [r.get(spec.x) for r in rows], [r.get(y) for r in rows], name=p.name, x_name=spec.x, y_name=y,
-            source=str(p.directory / "runlog.jsonl")))
-    return variants, curves, pending, y
+        try:
+            curves[p.variant.label].append(Curve.from_arrays(
+                [r.get(spec.x) for r in rows], [r.get(y) for r in rows], name=p.name, x_name=spec.x, y_name=y,
+                source=str(p.directory / "runlog.jsonl")))
+        except InputError as exc:  # no finite x, a pass rate outside [0, 1], ...
+            left_out[p.variant.label].append(f"seed{p.seed}: {exc}")
+    return variants, curves, pending, left_out, y
 
 
 # ----------------------------------------------------------------------------- the common-A view
@@ -265,13 +277,14 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
     spec, directory = read_study(directory)
     n_boot = n_boot or spec.bootstrap
     calibration = read_calibration(spec.calibration) if spec.calibration else None
-    variants, curves, pending, y = _curves(spec, directory)
+    variants, curves, pending, left_out, y = _curves(spec, directory)
     base = next(v for v in variants if v.is_base)
     base_value = base.value
     results = []
     for v in variants:
         exp = expectation(list(v.components)) if not v.is_base else Finding(UNNAMED, "")
         vr = VariantResult(v.label, v.summary, list(v.components), v.is_base, pending=pending[v.label],
+                           left_out=left_out[v.label],
                            expected=exp.kind, expected_note=exp.note, expected_better=_expected_better(spec, v, base_value))
         cs = curves[v.label]
         vr.seeds = [int(c.name.rsplit("seed", 1)[1]) for c in cs]
@@ -279,6 +292,8 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
             vr.R0 = float(np.mean([c.y[0] for c in cs]))
             vr.final = float(np.mean([c.y[-1] for c in cs]))
             vr.final_x = float(np.mean([c.x[-1] for c in cs]))
+        elif vr.left_out:
+            vr.fit_error = "no usable run: " + "; ".join(vr.left_out)
         else:
             vr.fit_error = "no finished run yet"
         results.append(vr)
@@ -293,6 +308,13 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
                 fits[vr.label] = RunFit(vr.label, curves[vr.label], fit_seeds(curves[vr.label], n_boot=n_boot, seed=seed))
             except InputError as exc:
                 vr.fit_error = str(exc)
+    # Every fitted variant's own fit and forecast are reported, whether or not the base could be
+    # fitted: a variant that fitted is not "not fitted" because the base failed.
+    if fits:
+        finals = [float(c.x[-1]) for rf in fits.values() for c in rf.curves]
+        analysis.extrapolate_at = spec.extrapolate * float(np.median(finals))
+    for rf in fits.values():
+        _fill_fit(analysis.variant(rf.label), rf, analysis.extrapolate_at, calibration, seed)
     if base.label not in fits:
         why = analysis.variant(base.label).fit_error
         analysis.notes.append(f"the base {base.label} has no fitted curve ({why}); nothing can be compared yet")
@@ -302,23 +324,8 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
         return analysis
     result = CompareResult(runs=list(fits.values()), baseline=base.label, rule=spec.rule)
     analysis.compare = result
-    finals = [float(c.x[-1]) for rf in fits.values() for c in rf.curves]
-    analysis.extrapolate_at = spec.extrapolate * float(np.median(finals))
     for rf in result.runs:
         vr = analysis.variant(rf.label)
-        f = rf.fit
-        vr.A, vr.B, vr.C_mid = f.A, f.B, f.C_mid
-        vr.A_interval, vr.B_interval, vr.C_mid_interval = (rf.interval(p) for p in ("A", "B", "C_mid"))
-        if rf.stability.unstable:
-            vr.unstable = rf.stability.text()
-        else:
-            # The forecaster's forecast (ensemble, calibrated band), not the sigmoid's bootstrap alone.
-            try:
-                fc = forecast(pool_curves(rf.curves), n_boot=0, power_law=False, seed=seed, calibration=calibration)
-                (p,) = fc.predict([analysis.extrapolate_at])
-                vr.extrapolated, vr.extrapolated_interval, vr.extrapolated_calibrated = p.R, (p.lo, p.hi), p.calibrated
-            except InputError as exc:
-                vr.fit_error = f"no forecast: {exc}"
         if rf.label == base.label:
             continue
         try:
@@ -354,6 +361,24 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
     if not_fitted:
         analysis.notes.append(f"not fitted: {', '.join(not_fitted)} (see their rows)")
     return analysis
+
+
+def _fill_fit(vr: VariantResult, rf: RunFit, at: float, calibration: Any, seed: int) -> None:
+    """``vr``'s own fit (A, B, C_mid and their intervals), its stability and, for a stable run,
+    its forecast at ``at`` with the calibrated band."""
+    f = rf.fit
+    vr.A, vr.B, vr.C_mid = f.A, f.B, f.C_mid
+    vr.A_interval, vr.B_interval, vr.C_mid_interval = (rf.interval(p) for p in ("A", "B", "C_mid"))
+    if rf.stability.unstable:
+        vr.unstable = rf.stability.text()
+        return
+    # The forecaster's forecast (ensemble, calibrated band), not the sigmoid's bootstrap alone.
+    try:
+        fc = forecast(pool_curves(rf.curves), n_boot=0, power_law=False, seed=seed, calibration=calibration)
+        (p,) = fc.predict([at])
+        vr.extrapolated, vr.extrapolated_interval, vr.extrapolated_calibrated = p.R, (p.lo, p.hi), p.calibrated
+    except InputError as exc:
+        vr.fit_error = f"no forecast: {exc}"
 
 
 def _common_A_view(analysis: StudyAnalysis, result: CompareResult, n_boot: int, seed: int) -> None:

@@ -101,6 +101,8 @@ def fit_rows(a: StudyAnalysis) -> list[list[str]]:
         seeds = ",".join(map(str, v.seeds)) or "-"
         if v.pending:
             seeds += f" (pending: {'; '.join(v.pending)})"
+        if v.left_out and v.seeds:  # (with no seed used, the fit column gives the reasons)
+            seeds += f" (left out: {'; '.join(v.left_out)})"
         if v.A is None:
             rows.append([v.label, seeds, _f(v.R0), _f(v.final), f"not fitted: {v.fit_error}", "", "", ""])
             continue
@@ -213,9 +215,16 @@ def _run_seconds(directory: Path, key: str = "seconds") -> float | None:
             o = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if o.get("status") in ("trained", "resumed"):
-            run = (o["label"], o["seed"])
-            latest[run] = latest.get(run, 0.0) + float(o.get(key, 0.0))
+        # Only the times are read from here, so a line that is not a run's record is skipped, as a
+        # torn one is: a hand-edited progress file must not cost the report.
+        if not isinstance(o, dict) or o.get("status") not in ("trained", "resumed") or "label" not in o:
+            continue
+        try:
+            seconds = float(o.get(key) or 0.0)
+        except (TypeError, ValueError):
+            continue
+        run = (o["label"], o.get("seed"))
+        latest[run] = latest.get(run, 0.0) + seconds
     return sum(latest.values()) if latest else None
 
 

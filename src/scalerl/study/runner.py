@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from scalerl.config import from_dict, load_yaml, save_yaml, to_dict
-from scalerl.errors import InputError, ScaleRLError
-from scalerl.runlog import eval_rows
+from scalerl.errors import ConfigError, InputError, ScaleRLError
+from scalerl.runlog import eval_rows, has_final_model
 from scalerl.study.families import TINY_SIZES, Variant, family_variants
 from scalerl.study.spec import SPEC_FILE, StudySpec
 
@@ -154,6 +154,27 @@ def base_config(spec: StudySpec):
     return resolve(_start_config(spec, spec.base, spec.base), list(spec.overrides))
 
 
+#: Run settings the study sets from its own fields: an override of one would train something other
+#: than what the spec (and the report) says -- or, for seed/steps/output, be silently replaced.
+SPEC_OWNED = {
+    "run.seed": "seeds", "run.steps": "steps (or compute)", "run.output": "--output", "eval.every": "eval_every",
+    "forecast.x": "x", "model.name_or_path": "model", "task.name": "task", "run.threads": "threads",
+    "log.progress": "--no-progress",
+}
+
+
+def check_overrides(overrides: list[str]) -> None:
+    """Refuse an override of a setting the study owns (:data:`SPEC_OWNED`), naming the field to use."""
+    from scalerl.config import resolve_key
+    from scalerl.train.config import TrainConfig
+
+    for item in overrides:
+        path = resolve_key(TrainConfig, item.partition("=")[0].strip())  # a bad key: its own did-you-mean
+        if path in SPEC_OWNED:
+            raise ConfigError(f"overrides: {item!r} sets {path}, which the study sets from its {SPEC_OWNED[path]} "
+                              "field (so the spec and the report would say otherwise); give that instead")
+
+
 def plan_study(spec: StudySpec, study_dir: str | Path) -> list[RunPlan]:
     """Every (variant, seed) run of ``spec`` with its directory and resolved config.
 
@@ -163,8 +184,10 @@ def plan_study(spec: StudySpec, study_dir: str | Path) -> list[RunPlan]:
     from scalerl.train.config import resolve
 
     spec.validate()
+    check_overrides(spec.overrides)
     study_dir = Path(study_dir)
     plans = []
+    resolved: dict[str, Any] = {}
     for v in family_variants(spec, base_config(spec)):
         cfg = _start_config(spec, v.recipe, v.recipe_name)
         if v.arch is not None and v.arch != "tiny":
@@ -175,13 +198,33 @@ def plan_study(spec: StudySpec, study_dir: str | Path) -> list[RunPlan]:
             cfg = resolve(cfg, [*spec.overrides, *v.overrides])
         except ScaleRLError as exc:
             raise type(exc)(f"variant {v.label}: {exc}") from None
+        resolved[v.label] = cfg
         for seed in range(spec.seeds):
             run_cfg = from_dict(type(cfg), to_dict(cfg))
             run_cfg.run.seed = seed
             run_cfg.run.steps = spec.steps
             run_cfg.run.output = str(run_directory(study_dir, v.label, seed))
             plans.append(RunPlan(v, seed, run_directory(study_dir, v.label, seed), run_cfg))
+    check_variants_differ(resolved, next(p.variant.label for p in plans if p.variant.is_base), spec.overrides)
     return plans
+
+
+def _as_run(cfg: Any) -> dict[str, Any]:
+    """What a resolved config trains, without its name and where it writes."""
+    d = _comparable(to_dict(cfg))
+    d.pop("recipe_name", None)
+    return d
+
+
+def check_variants_differ(configs: dict[str, Any], base: str, overrides: list[str]) -> None:
+    """Refuse a variant whose resolved config is the base's: the study's overrides set the very thing
+    it changes (``--set loss.name=dapo`` in a leave-one-out study makes ``loo-loss-dapo`` the base
+    itself), and the report would compare a run with itself under the variant's name."""
+    same = [label for label, cfg in configs.items() if label != base and _as_run(cfg) == _as_run(configs[base])]
+    if same:
+        raise ConfigError(f"variant(s) {', '.join(same)} would train the same run as the base {base} once the "
+                          f"study's overrides ({', '.join(overrides) or 'none'}) are applied -- an override sets what "
+                          "the variant changes: drop that override, or leave the variant out with --only")
 
 
 def _tiny_spec(p: RunPlan):
@@ -213,13 +256,31 @@ def prepare_models(plans: list[RunPlan], progress: bool = False) -> None:
 # ----------------------------------------------------------------------------- state of a run
 
 
+#: A run whose log cannot be read (a malformed line before its end: not a kill, which only tears the
+#: last line). The study leaves it alone -- resuming or retraining it could overwrite what it holds --
+#: reports it as failed and goes on with the others.
+DAMAGED = "damaged"
+
+
+def log_problem(directory: Path) -> str:
+    """Why the run log in ``directory`` cannot be read, or "" when it can (or there is none yet)."""
+    try:
+        eval_rows(directory)
+    except InputError as exc:
+        return str(exc)
+    return ""
+
+
 def run_status(directory: Path, budget: Budget) -> str:
-    """done (finished: final model saved, budget met), partial (a run to resume), or new."""
+    """done (finished: final model saved, budget met), partial (a run to resume), new, or damaged
+    (its log cannot be read: see :data:`DAMAGED`)."""
     directory = Path(directory)
     if not (directory / "config.yaml").exists():
         return "new"
+    if log_problem(directory):
+        return DAMAGED
     rows = eval_rows(directory)
-    if (directory / "final" / "config.json").exists() and budget.reached(rows[-1] if rows else None):
+    if has_final_model(directory) and budget.reached(rows[-1] if rows else None):
         return "done"
     return "partial"
 
@@ -248,11 +309,14 @@ def _first_difference(a: Any, b: Any, path: str = "") -> str | None:
     return None if a == b else f"{path}: {a!r} on disk, {b!r} planned"
 
 
-def check_existing(plans: list[RunPlan]) -> None:
-    """Refuse to continue into run directories that hold a differently configured run."""
+def check_existing(plans: list[RunPlan], budget: Budget | None = None) -> None:
+    """Refuse to continue into run directories that hold a differently configured run, or (with a
+    steps ``budget``) one that has trained past the budget."""
     from scalerl.train.config import TrainConfig
 
     for p in plans:
+        if budget is not None:
+            _check_not_past(p, budget)
         saved = p.directory / "config.yaml"
         if not saved.exists():
             if (p.directory / "runlog.jsonl").exists():
@@ -262,7 +326,20 @@ def check_existing(plans: list[RunPlan]) -> None:
         diff = _first_difference(_comparable(to_dict(load_yaml(TrainConfig, saved))), _comparable(to_dict(p.config)))
         if diff:
             raise InputError(f"{p.directory} holds a run configured differently from this study ({diff}); "
-                             "continue it with the spec that made it (scalerl study --resume DIR) or use another --output")
+                             "continue it with the spec that made it (scalerl study --output DIR --resume) or use another --output")
+
+
+def _check_not_past(p: RunPlan, budget: Budget) -> None:
+    """A steps budget below what a run on disk has trained: the run would count as done, and the
+    report would fit its longer curve under the shorter budget's name. (A compute budget's runs go
+    past ``steps`` by design, and a run's log that cannot be read is reported as damaged elsewhere.)"""
+    if budget.compute is not None or log_problem(p.directory):
+        return
+    rows = eval_rows(p.directory)
+    if rows and rows[-1]["step"] > budget.steps:
+        raise InputError(f"{p.directory} has trained to step {rows[-1]['step']}, past this study's {budget.steps} "
+                         f"steps; a study does not shorten its runs (the report would fit the longer curves) -- "
+                         f"keep steps >= {rows[-1]['step']}, or use another --output")
 
 
 # ----------------------------------------------------------------------------- one run
@@ -280,6 +357,9 @@ def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
     status = run_status(out, budget)
     if status == "done":
         return _outcome(label, seed, "skipped", 0.0, out)
+    if status == DAMAGED:
+        return _outcome(label, seed, "failed", 0.0, out, error=f"{log_problem(out)} -- left untouched: repair that "
+                        f"line, or remove {out} to train the run again")
     progress = cfg.log.progress
     try:
         if status == "new":
@@ -290,7 +370,7 @@ def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
         # A compute budget: extend until the last evaluation reaches it (each pass re-measures the rate).
         rows = eval_rows(out)
         while not budget.reached(rows[-1] if rows else None):
-            Trainer.resumed(out, steps=budget.next_target(rows[-1]), progress=progress).run()
+            Trainer.resumed(out, steps=_extension(budget, rows), progress=progress).run()
             rows = eval_rows(out)
     except ScaleRLError as exc:
         return _outcome(label, seed, "failed", time.perf_counter() - t0, out, error=str(exc),
@@ -298,6 +378,24 @@ def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
     _run_report(out)
     return _outcome(label, seed, "trained" if status == "new" else "resumed", time.perf_counter() - t0, out,
                     cpu=time.process_time() - cpu0)
+
+
+def _extension(budget: Budget, rows: list[dict[str, Any]]) -> int:
+    """The step to extend a run to, short of its budget after ``rows``; :class:`InputError` when that
+    would not move it (no evaluation yet, or a last evaluation without the compute column to measure
+    a rate by), which would otherwise resume the run to where it is, over and over, forever."""
+    last = rows[-1] if rows else None
+    target = budget.next_target(last)
+    if last is None or target <= int(last.get("step") or 0):
+        where = "no evaluation was logged" if last is None else \
+            f"its last evaluation (step {last.get('step')}) has {budget.x} = {last.get(budget.x)!r}"
+        raise InputError(f"the run cannot be extended to the budget ({_budget_text(budget)}): {where} -- check that "
+                         f"its log records {budget.x}, or give the study a steps budget")
+    return target
+
+
+def _budget_text(budget: Budget) -> str:
+    return f"{budget.compute:g} {budget.x}" if budget.compute is not None else f"{budget.steps} steps"
 
 
 def _run_report(out: Path) -> None:
@@ -312,7 +410,7 @@ def _run_report(out: Path) -> None:
 
 def _outcome(label: str, seed: int, status: str, seconds: float, out: Path, error: str = "",
              cpu: float = 0.0) -> Outcome:
-    rows = eval_rows(out)
+    rows = [] if log_problem(out) else eval_rows(out)  # a damaged log: the outcome says so, without rows
     o = Outcome(label, seed, status, seconds, cpu_seconds=cpu, error=error)
     if rows:
         from scalerl.train.config import TrainConfig
@@ -350,13 +448,13 @@ def _local(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo, re
     outcomes, times = [], []
     for i, p in enumerate(plans, 1):
         status = run_status(p.directory, budget)
-        if status != "done":
+        if status in ("new", "partial"):  # (a damaged run is not touched: its outcome says so)
             eta = ""
-            todo = sum(run_status(q.directory, budget) != "done" for q in plans[i - 1:])
+            todo = sum(run_status(q.directory, budget) in ("new", "partial") for q in plans[i - 1:])
             if times:
                 eta = f"; about {todo * sum(times) / len(times) / 60:.0f} min left for {todo} run(s)"
             echo(f"[{i}/{len(plans)}] {p.name}: {'starting' if status == 'new' else 'resuming'}{eta}")
-        o = execute_run(to_dict(p.config), budget)
+        o = _collect(lambda: asdict(execute_run(to_dict(p.config), budget)), p)  # a crash fails this run only
         if o.status in ("trained", "resumed"):
             times.append(o.seconds)
         echo(f"[{i}/{len(plans)}] {p.name}: {_describe(o, budget.x)}")
@@ -408,8 +506,9 @@ def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo:
 
 
 def _collect(result: Callable[[], dict], p: RunPlan) -> Outcome:
-    """The outcome of a run trained in a worker (a process or a Ray task). A crashed worker is
-    recorded like a failed run, so the rest of the study goes on."""
+    """The outcome of a run trained here, in a worker process or in a Ray task. A crash (an error
+    that is not a :class:`ScaleRLError`, which the run reports itself) is recorded like a failed
+    run, on every backend alike, so the rest of the study goes on; Ctrl-C still stops the study."""
     try:
         return Outcome(**result())
     except Exception as exc:
@@ -480,12 +579,33 @@ def save_spec(spec: StudySpec, study_dir: Path) -> None:
     os.replace(tmp, study_dir / SPEC_FILE)
 
 
+#: Files at the top of a directory that make it a training run's (scalerl train / demo), not a study's.
+_RUN_FILES = ("runlog.jsonl", "config.yaml", "checkpoints")
+
+
+def check_study_output(study_dir: Path) -> None:
+    """Refuse a study directory that cannot be one: a file, a training run's directory (a study
+    written into it would hide the run from ``scalerl report``), or one that cannot be written."""
+    study_dir = Path(study_dir)
+    if study_dir.exists() and not study_dir.is_dir():
+        raise InputError(f"--output {study_dir} is a file, not a directory; give a directory for the study")
+    if not (study_dir / SPEC_FILE).exists():
+        run_files = [name for name in _RUN_FILES if (study_dir / name).exists()]
+        if run_files:
+            raise InputError(f"--output {study_dir} holds a training run ({', '.join(run_files)}), not a study; "
+                             "give the study a directory of its own")
+    from scalerl.train.preflight import check_writable  # also: a file where a parent directory should be
+
+    check_writable(study_dir)
+
+
 def run_study(spec: StudySpec, study_dir: str | Path, *, echo: Echo | None = None) -> StudyRun:
     """Plan, check, then run or resume every run of ``spec`` into ``study_dir``."""
     echo = echo or (lambda line: print(line, file=sys.stderr, flush=True))
     study_dir = Path(study_dir)
+    check_study_output(study_dir)
     plans = plan_study(spec, study_dir)
-    check_existing(plans)
+    check_existing(plans, Budget.of(spec))
     study_dir.mkdir(parents=True, exist_ok=True)
     save_spec(spec, study_dir)
     prepare_models(plans, progress=spec.progress)

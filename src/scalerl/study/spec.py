@@ -18,6 +18,7 @@ No torch here: ``scalerl study --help`` and ``scalerl report`` stay fast.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -116,13 +117,14 @@ class StudySpec:
             problems.append(f"steps must be >= 1, got {self.steps}")
         if self.eval_every < 1:
             problems.append(f"eval_every must be >= 1, got {self.eval_every}")
-        elif self.steps // self.eval_every < 3:
+        elif self.steps // self.eval_every < MIN_EVALUATIONS:
             problems.append(
                 f"steps {self.steps} with eval_every {self.eval_every} gives {self.steps // self.eval_every} "
-                "evaluations after R0; a sigmoid needs at least 3 -- lower eval_every or raise steps"
+                f"evaluations after R0; a sigmoid fit needs at least {MIN_EVALUATIONS} -- lower eval_every or raise steps"
             )
-        if self.compute is not None and not self.compute > 0:
-            problems.append(f"compute must be > 0 or null, got {self.compute}")
+        # Finite too: an infinite budget is never reached, so every run would train to max_steps.
+        if self.compute is not None and not 0 < self.compute < math.inf:
+            problems.append(f"compute must be a finite number > 0 or null, got {self.compute}")
         if self.max_steps < self.steps:
             problems.append(f"max_steps ({self.max_steps}) must be >= steps ({self.steps})")
         if self.x not in X_COLUMNS:
@@ -133,10 +135,10 @@ class StudySpec:
             problems.append(f"task: unknown task {self.task!r}; known: {', '.join(sorted(TASKS))}")
         if self.parallel < 0 or self.threads < 0:
             problems.append("parallel and threads must be >= 0")
-        if self.bootstrap < 20:
-            problems.append(f"bootstrap must be >= 20, got {self.bootstrap}")
-        if not self.extrapolate > 1:
-            problems.append(f"extrapolate must be > 1 (a multiple of the budget), got {self.extrapolate}")
+        if self.bootstrap < MIN_BOOTSTRAP:
+            problems.append(f"bootstrap must be >= {MIN_BOOTSTRAP}, got {self.bootstrap}")
+        if not 1 < self.extrapolate < math.inf:
+            problems.append(f"extrapolate must be a finite number > 1 (a multiple of the budget), got {self.extrapolate}")
         for item in self.overrides:
             if "=" not in item:
                 problems.append(f"overrides: {item!r} must look like key=value")
@@ -152,9 +154,19 @@ class StudySpec:
         return self
 
 
-#: Fields that decide what each run is; changing them changes the plan, not just its execution.
 #: More seeds per variant than any study can run (each is a whole training run).
 MAX_SEEDS = 1000
+
+#: Fewest bootstrap resamples an interval is computed from (fewer give no usable 95% interval).
+MIN_BOOTSTRAP = 20
+
+#: Evaluations after R0 a run needs for its curve to be fitted: the sigmoid has 3 free parameters
+#: (R0 is the first evaluation) and the fit wants one point more to measure the noise
+#: (scalerl.curves.solver.check_fittable). With fewer, every run trains and then none can be
+#: fitted or compared, so such a budget is refused before anything trains.
+MIN_EVALUATIONS = 4
+
+#: Fields that decide what each run is; changing them changes the plan, not just its execution.
 
 RUN_FIELDS = ("family", "base", "values", "base_value", "only", "seeds", "steps", "compute", "max_steps",
               "eval_every", "x", "model", "task", "overrides")
@@ -165,6 +177,26 @@ SPEC_FILE = "study.yaml"
 def load_spec(path: str | Path) -> StudySpec:
     """A spec file (strict: an unknown key is an error naming the known ones)."""
     return load_yaml(StudySpec, path)
+
+
+def load_saved_spec(path: str | Path) -> StudySpec:
+    """A study directory's own ``study.yaml``. Unlike a spec file a user writes, where an empty file
+    means every default, an empty saved spec means it was lost (``save_spec`` writes every field,
+    atomically): read as the defaults, it re-planned another study over the runs on disk."""
+    path = Path(path)
+    try:
+        empty = not path.read_text(errors="replace").strip()
+    except OSError:
+        empty = False  # unreadable: load_spec says why
+    if empty:
+        raise LostSpec(f"{path} is empty, so this study's spec is lost; give the spec the study was made with: "
+                       f"scalerl study SPEC.yaml --output {path.parent} (--dry-run first names any run that does not "
+                       "match it; finished runs are skipped)")
+    return load_spec(path)
+
+
+class LostSpec(InputError):
+    """A study directory's ``study.yaml`` is empty (see :func:`load_saved_spec`)."""
 
 
 def spec_from_dict(data: dict) -> StudySpec:

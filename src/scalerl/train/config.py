@@ -519,6 +519,16 @@ def _absolute_reward(spec: str | None, cwd: Path) -> str | None:
     return spec
 
 
+def recipe_file_as_config(data: dict, path: Path) -> dict:
+    """A YAML file whose top-level keys are all recipe components (what ``scalerl recipes show``
+    prints: loss, aggregation, ...) as a training config's ``recipe:`` section, named after the file;
+    any other mapping unchanged. The two never share a top-level key, so nothing is ambiguous."""
+    recipe_keys = {f.name for f in dataclasses.fields(RecipeConfig)}
+    if data and set(data) <= recipe_keys:
+        return {"recipe": data, "recipe_name": path.stem}
+    return data
+
+
 def with_recipe(cfg: TrainConfig, name: str) -> TrainConfig:
     """``cfg`` with its recipe replaced by the named preset or leave-one-out variant."""
     return dataclasses.replace(cfg, recipe=get_recipe(name), recipe_name=name)

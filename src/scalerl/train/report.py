@@ -23,7 +23,7 @@ from scalerl.curves import Curve, backtest, forecast
 from scalerl.curves.bands import read_calibration
 from scalerl.errors import InputError
 from scalerl.report_text import html_page, html_table, md_table
-from scalerl.runlog import read_runlog
+from scalerl.runlog import has_final_model, read_runlog
 from scalerl.train.config import CALIBRATION_COPY
 
 
@@ -68,6 +68,7 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     cal = read_calibration(calibration) if calibration else None  # asked for: an error if unreadable
     sets = _eval_sets(evals)
     y = f"{sets[0]}/pass_rate"
+    check_x_column(evals, x, log)
     rep = RunReport(output, header, evals, x, y)
     xs = np.array([r[x] for r in evals], dtype=float)
     ys = np.array([r[y] for r in evals], dtype=float)
@@ -78,6 +79,7 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
         start=float(ys[0]), final=float(ys[-1]), gain=float(ys[-1] - ys[0]), best=float(ys.max()),
         gpu_hours=float(evals[-1].get("gpu_hours", math.nan)), flops=float(evals[-1].get("flops", math.nan)),
         samples=int(evals[-1].get("samples", 0)),
+        finished=has_final_model(output),
     )
     copy = output / CALIBRATION_COPY
     if cal is None and (configured or copy.exists()):
@@ -124,6 +126,16 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     return rep
 
 
+def check_x_column(evals: list[dict[str, Any]], x: str, log: Path) -> None:
+    """:class:`InputError` naming the columns when ``x`` is not in every evaluation row
+    (``scalerl report RUN --x nope`` gave a KeyError traceback)."""
+    if all(x in r for r in evals):
+        return
+    numeric = sorted({k for r in evals for k, v in r.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+                      and "/" not in k})
+    raise InputError(f"{log}: no column {x!r} in every evaluation row; give --x one of: {', '.join(numeric)}")
+
+
 def last_sample(output: Path) -> dict[str, Any] | None:
     """A completion of the run's last evaluation from ``samples.jsonl`` (a passing one if there
     is one: it shows what the model learned to write), or None when the run logged none."""
@@ -168,12 +180,23 @@ def _fmt(v: Any, digits: int = 3) -> str:
     return str(v)
 
 
+def _unfinished(f: dict[str, Any]) -> list[tuple[str, str]]:
+    """A status line for a run with no final model yet (still training, or stopped): without it, a
+    report of a run in progress read like the report of a finished one ("final" = the latest)."""
+    if f.get("finished", True):
+        return []
+    # (Not "step N of M": a resumed run's config keeps the steps it was started with.)
+    return [("status", f"unfinished (no final/ model yet): this covers the steps logged so far, to step {f['steps']}; "
+                       "'final' below is the latest evaluation")]
+
+
 def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
     f = rep.facts
     lines = [
         ("recipe", _fmt(f["recipe"])),
         ("model", f"{f['model']} ({f['params']:,} parameters)" if f.get("params") else _fmt(f["model"])),
         ("steps / evaluations", f"{f['steps']} / {f['evaluations']}"),
+        *_unfinished(f),
         ("compute", f"{f['flops']:.3g} FLOPs, {f['gpu_hours'] * 3600:.0f} device-seconds, {f['samples']:,} samples"),
         (f"{rep.y}: start -> final", f"{f['start']:.3f} -> {f['final']:.3f} (gain {f['gain']:+.3f}, best {f['best']:.3f})"),
     ]

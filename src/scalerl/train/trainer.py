@@ -82,10 +82,18 @@ def eval_seed(run_seed: int, set_index: int) -> int:
 _DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
 
 
+#: The file that marks a study directory (scalerl.study.spec.SPEC_FILE; named here because the
+#: trainer sits below the study layer and may not import it).
+STUDY_SPEC = "study.yaml"
+
+
 def check_output(output: Path, resume: bool) -> None:
     """Refuse to write into a directory that holds another run, unless resuming it, or one that
     cannot be written."""
     check_writable(output)
+    if (output / STUDY_SPEC).exists():  # a run's files beside study.yaml would mix into the study's own
+        raise InputError(f"{output} holds a study ({STUDY_SPEC}); its runs live in {output / 'runs'} -- "
+                         "choose another --output for this run")
     holds_run = (output / RUNLOG).exists() or (output / CHECKPOINTS).exists()
     if resume and not (output / CONFIG).exists():
         raise InputError(f"--resume: {output} holds no run to resume (no {CONFIG}); drop --resume to start one")
