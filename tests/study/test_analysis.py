@@ -48,6 +48,19 @@ def test_each_variant_is_classified_as_the_truth_says(study):
     assert (fp32.expected, fp32.agreement) == ("ceiling", "inconclusive")
 
 
+def test_a_one_seed_study_says_its_verdicts_may_be_the_seeds(tmp_path, study):
+    """Two seeds a variant (the study above): no such note. One seed: a note naming the verdicts
+    that rest on it and how to add seeds to the study."""
+    assert not any("one seed" in n for n in study[1].analysis.notes)
+    spec = StudySpec(family="loo", only=["loo-loss-dapo", "loo-fp32-head-off"], seeds=1, steps=200, eval_every=10,
+                     bootstrap=50)
+    write_study(tmp_path, spec, LAWS)
+    notes = analyse_study(tmp_path).notes
+    (note,) = [n for n in notes if n.startswith("one seed")]
+    # (the FP32-head variant is the base's law with another noise draw: with one seed it may be called too)
+    assert "the verdict on loo-loss-dapo" in note and f"--output {tmp_path} --seeds 3" in note
+
+
 def test_fits_intervals_and_extrapolation_cover_the_truth(study):
     _, rep = study
     a = rep.analysis

@@ -36,7 +36,8 @@ import numpy as np
 from scalerl.config import load_yaml
 from scalerl.curves import Curve, fit_seeds, forecast, pool_curves
 from scalerl.curves.bands import read_calibration
-from scalerl.curves.compare import CEILING, EFFICIENCY, NONE, UNSTABLE, Classification, CompareResult, RunFit, classify
+from scalerl.curves.compare import (CEILING, EFFICIENCY, NONE, UNSTABLE, Classification, CompareResult, RunFit, classify,
+                                    one_seed_caveat)
 from scalerl.curves.solver import fit_sigmoid_fixed_A
 from scalerl.errors import InputError
 from scalerl.runlog import eval_rows
@@ -338,6 +339,9 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
         vr.agreement = _agreement(Finding(vr.expected, vr.expected_note), vr.expected_better, c)
 
     _common_A_view(analysis, result, n_boot, seed)
+    caveat = one_seed_caveat(result, f"`scalerl study --output {directory} --seeds 3` adds seeds to this study")
+    if caveat:
+        analysis.notes.append(caveat)
     at_bound = [rf.label for rf in result.runs if rf.fit.A >= 0.999]
     if at_bound:
         analysis.notes.append(

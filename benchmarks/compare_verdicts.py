@@ -1,0 +1,85 @@
+"""How often does ``scalerl compare`` call what it should? Verdict rates on curves of known truth.
+
+Pairs of runs drawn from chosen sigmoids (R0 0.3, A 0.70, B 1.5, C_mid 5e11, 21 evaluations
+over 4x C_mid, one seed each, Gaussian evaluation noise ``--noise``), the run against the base
+with the default rule (``intervals``, 95%):
+
+- ``identical``: the same law -- every verdict other than *no clear effect* is a false one (the
+  ceiling test and the efficiency test are each meant to err 5% of the time at most);
+- ``C_mid x1.5`` / ``C_mid x2.4`` / ``B 1.5 -> 2.2``: efficiency changes -- *efficiency* is right;
+- ``A -0.05`` / ``A -0.15``: ceiling changes -- *ceiling* is right.
+
+This measures the classifier under its own assumptions (independent evaluation noise, one seed):
+what it gets wrong here it gets wrong on real runs too; run-to-run variation between seeds comes
+on top (see ``one_seed_caveat``).
+
+    python benchmarks/compare_verdicts.py                 # 100 pairs a case, noise 0.006 (~6 min)
+    python benchmarks/compare_verdicts.py --pairs 40 --noise 0.015
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from scalerl.curves import Curve
+from scalerl.curves.compare import CEILING, EFFICIENCY, NONE, compare
+
+BASE = (0.70, 1.5, 5e11)
+
+#: case -> (A, B, C_mid) of the run, and the verdict that is right
+CASES = {
+    "identical": ((0.70, 1.5, 5e11), NONE),
+    "C_mid x1.5": ((0.70, 1.5, 7.5e11), EFFICIENCY),
+    "C_mid x2.4": ((0.70, 1.5, 1.2e12), EFFICIENCY),
+    "B 1.5 -> 2.2": ((0.70, 2.2, 5e11), EFFICIENCY),
+    "A -0.05": ((0.65, 1.5, 5e11), CEILING),
+    "A -0.15": ((0.55, 1.5, 5e11), CEILING),
+}
+
+
+def sigmoid(C: np.ndarray, A: float, B: float, C_mid: float, R0: float = 0.3) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.where(C > 0, R0 + (A - R0) / (1 + (C_mid / np.where(C > 0, C, 1.0)) ** B), R0)
+
+
+def verdicts(law: tuple[float, float, float], pairs: int, noise: float, n_boot: int) -> dict[str, int]:
+    """Counts of each verdict over ``pairs`` draws of (base, run)."""
+    x = np.linspace(0, 200, 21).round() * 1e10
+    counts: dict[str, int] = {}
+    for i in range(pairs):
+        rng = np.random.default_rng(i)
+        runs = {}
+        for label, params in (("base", BASE), ("run", law)):
+            y = sigmoid(x, *params) + rng.normal(0, noise, x.size)
+            y[0] = 0.3  # the same model and evaluation seed: both start at R0
+            runs[label] = [Curve.from_arrays(x, y, name=label)]
+        kind = compare(runs, n_boot=n_boot, forecasts=False, seed=i).classifications[0].kind
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pairs", type=int, default=100)
+    ap.add_argument("--noise", type=float, default=0.006)
+    ap.add_argument("--bootstrap", type=int, default=300, help="compare's bootstrap resamples (its default)")
+    ap.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    args = ap.parse_args(argv)
+    print(f"{args.pairs} pairs a case, noise sd {args.noise:g}, one seed a run, rule intervals (95%)\n")
+    print(f"{'case':<14} {'right verdict':<16} {'ceiling':>8} {'efficiency':>10} {'no clear effect':>15}  {'right':>6}")
+    t = time.perf_counter()
+    for case in args.cases:
+        law, right = CASES[case]
+        c = verdicts(law, args.pairs, args.noise, args.bootstrap)
+        share = {k: c.get(k, 0) / args.pairs for k in (CEILING, EFFICIENCY, NONE)}
+        print(f"{case:<14} {right:<16} {share[CEILING]:>7.0%} {share[EFFICIENCY]:>10.0%} {share[NONE]:>15.0%}  "
+              f"{share[right]:>6.0%}")
+    print(f"\n{time.perf_counter() - t:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
