@@ -3,7 +3,7 @@ lack or carry, and what ``scalerl train`` / ``eval`` make of it."""
 
 import json
 
-import pytest
+import torch
 import transformers
 
 from scalerl.cli import main
@@ -33,3 +33,40 @@ def test_a_model_with_no_eos_token_is_refused_in_one_line(user_model, math_jsonl
     assert code == 2
     assert "Traceback" not in err and "eos_token" in err and "end-of-sequence" in err
     assert not (out / "runlog.jsonl").exists()
+
+
+def _adapter_dir(base, dst):
+    """A LoRA adapter over ``base`` saved the way ``model.lora.save=adapter`` writes ``final/``:
+    adapter_config.json naming the base, the adapter's weights and the tokenizer, no config.json."""
+    from peft import LoraConfig, get_peft_model
+
+    torch.manual_seed(0)
+    model = get_peft_model(transformers.AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32),
+                           LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    model.save_pretrained(dst)
+    transformers.AutoTokenizer.from_pretrained(base).save_pretrained(dst)
+    return model.eval(), dst
+
+
+def test_an_adapter_directory_loads_as_its_base_with_the_adapter_merged(user_model, tmp_path):
+    """``final/`` of a run with model.lora.save=adapter was refused by eval --run ('has no
+    config.json; is it a Hugging Face model directory?')."""
+    from scalerl.models.loading import load_config, load_model, stored_dtype
+
+    base = user_model("llama", dtype="float32")
+    peft_model, adapter = _adapter_dir(base, tmp_path / "final")
+    model, tokenizer = load_model(str(adapter), dtype="float32")
+    assert not any("lora" in name for name, _ in model.named_parameters())  # merged: an ordinary model
+    ids = torch.tensor([tokenizer("Compute 2 * 3.")["input_ids"]])
+    with torch.no_grad():
+        torch.testing.assert_close(model(input_ids=ids).logits, peft_model(input_ids=ids).logits, rtol=1e-4, atol=1e-5)
+    assert load_config(str(adapter)).model_type == "llama" and stored_dtype(str(adapter)) == "float32"
+
+
+def test_eval_runs_on_an_adapter_directory(user_model, math_jsonl, tmp_path, capsys):
+    _, adapter = _adapter_dir(user_model("llama", dtype="float32"), tmp_path / "final")
+    code = main(["eval", "--model", str(adapter), "--task", "math", "--data", str(math_jsonl), "--problems", "2",
+                 "--k", "1", "--max-new-tokens", "8", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out.splitlines()[-1])["sets"]["val"]["samples"] == 2
