@@ -3,6 +3,7 @@ lack or carry, and what ``scalerl train`` / ``eval`` make of it."""
 
 import json
 
+import pytest
 import torch
 import transformers
 
@@ -70,3 +71,27 @@ def test_eval_runs_on_an_adapter_directory(user_model, math_jsonl, tmp_path, cap
     out, err = capsys.readouterr()
     assert code == 0, err
     assert json.loads(out.splitlines()[-1])["sets"]["val"]["samples"] == 2
+
+
+def _fake_run(model_dir, out):
+    """A finished run's directory as eval --run reads it: config.yaml and final/ (here a copy of
+    ``model_dir``, which is what final/ of a run of a checkpoint stored in that dtype holds)."""
+    import shutil
+
+    from scalerl.config import save_yaml
+    from scalerl.train.config import TrainConfig
+
+    save_yaml(TrainConfig(), out / "config.yaml")
+    shutil.copytree(model_dir, out / "final")
+    return out
+
+
+@pytest.mark.parametrize("dtype, noted", [("bfloat16", True), ("float32", False)])
+def test_eval_run_says_when_final_is_rounded_from_the_runs_fp32_weights(user_model, tmp_path, capsys, dtype, noted):
+    """A bf16 checkpoint's run evaluates its fp32 master weights; final/ is stored rounded to bf16,
+    so eval --run sampled other tokens (pass rate 0.0 against the run's last row 0.5) while its
+    docstring promised the last row 'reproduced exactly', with nothing said."""
+    run = _fake_run(user_model("llama", dtype=dtype), tmp_path)
+    assert main(["eval", "--run", str(run), "--problems", "1", "--k", "1", "--max-new-tokens", "4", "--json"]) == 0
+    err = capsys.readouterr().err
+    assert ("stored in bfloat16" in err and "model.dtype=float32" in err) is noted
