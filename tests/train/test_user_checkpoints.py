@@ -95,3 +95,26 @@ def test_eval_run_says_when_final_is_rounded_from_the_runs_fp32_weights(user_mod
     assert main(["eval", "--run", str(run), "--problems", "1", "--k", "1", "--max-new-tokens", "4", "--json"]) == 0
     err = capsys.readouterr().err
     assert ("stored in bfloat16" in err and "model.dtype=float32" in err) is noted
+
+
+def test_tied_embeddings_are_saved_once_from_gathered_weights(user_model, tmp_path):
+    """--nproc 2 on Qwen2 / GPT-2 (tied embeddings) wrote final/ with lm_head.weight beside the
+    embedding, a second copy of the vocabulary matrix (one process saved it once). The gathered
+    weights (``weights=``) hold the tied tensor under both names; the file must hold it once."""
+    from safetensors import safe_open
+
+    from scalerl.config import apply_overrides
+    from scalerl.train.config import TrainConfig
+    from scalerl.train.policy import load_policy, save_policy
+
+    cfg = apply_overrides(TrainConfig(), [f"model.name_or_path={user_model('qwen2', dtype='float32')}",
+                                          "precision.compute=fp32"]).validate()
+    policy = load_policy(cfg, torch.device("cpu"))
+    assert policy.model.config.tie_word_embeddings
+    gathered = {name: p.detach().clone() for name, p in policy.model.named_parameters(remove_duplicate=False)}
+    assert "lm_head.weight" in gathered
+    out = save_policy(policy, tmp_path / "final", weights=gathered)
+    with safe_open(str(out / "model.safetensors"), "pt") as f:
+        assert "lm_head.weight" not in set(f.keys())
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(out)
+    torch.testing.assert_close(loaded.lm_head.weight, gathered["model.embed_tokens.weight"])
