@@ -118,3 +118,19 @@ def test_tied_embeddings_are_saved_once_from_gathered_weights(user_model, tmp_pa
         assert "lm_head.weight" not in set(f.keys())
     loaded = transformers.AutoModelForCausalLM.from_pretrained(out)
     torch.testing.assert_close(loaded.lm_head.weight, gathered["model.embed_tokens.weight"])
+
+
+def test_a_tokenizer_with_ids_past_the_embedding_is_refused_in_one_line(user_model, math_jsonl, tmp_path, capsys):
+    """A tokenizer that is not the model's own (ids up to 511, an embedding of 300 rows) raised
+    torch's 'IndexError: index out of range in self' from the first evaluation's forward pass."""
+    src = user_model("llama", dtype="float32")
+    model = transformers.AutoModelForCausalLM.from_pretrained(src)
+    model.resize_token_embeddings(300)
+    model.save_pretrained(tmp_path / "m")
+    transformers.AutoTokenizer.from_pretrained(src).save_pretrained(tmp_path / "m")
+    for command in (["train", "--output", str(tmp_path / "run"), "--steps", "1", "--no-progress", "--no-report"],
+                    ["eval", "--problems", "2", "--k", "1", "--max-new-tokens", "4"]):
+        code = main([*command, "--model", str(tmp_path / "m"), "--task", "math", "--data", str(math_jsonl)])
+        err = capsys.readouterr().err
+        assert code == 2 and "Traceback" not in err, err
+        assert "300" in err and "resize_token_embeddings" in err
