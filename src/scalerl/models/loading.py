@@ -72,7 +72,11 @@ def _merged_adapter(model: Any, source: str) -> Any:
     except ImportError:
         raise InputError(f"{source!r} holds a LoRA adapter; loading it needs the peft library: "
                          "pip install 'scalerl[lora]'") from None
-    return PeftModel.from_pretrained(model, source).merge_and_unload()
+    import warnings
+
+    with warnings.catch_warnings():  # peft reads a property transformers 5 deprecates: noise, not the user's doing
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        return PeftModel.from_pretrained(model, source).merge_and_unload()
 
 
 def hub_unreachable(repo_id: str, timeout: float = 3.0) -> str | None:
