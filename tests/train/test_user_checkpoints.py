@@ -2,6 +2,7 @@
 lack or carry, and what ``scalerl train`` / ``eval`` make of it."""
 
 import json
+import shutil
 
 import pytest
 import torch
@@ -76,8 +77,6 @@ def test_eval_runs_on_an_adapter_directory(user_model, math_jsonl, tmp_path, cap
 def _fake_run(model_dir, out):
     """A finished run's directory as eval --run reads it: config.yaml and final/ (here a copy of
     ``model_dir``, which is what final/ of a run of a checkpoint stored in that dtype holds)."""
-    import shutil
-
     from scalerl.config import save_yaml
     from scalerl.train.config import TrainConfig
 
@@ -134,3 +133,13 @@ def test_a_tokenizer_with_ids_past_the_embedding_is_refused_in_one_line(user_mod
         err = capsys.readouterr().err
         assert code == 2 and "Traceback" not in err, err
         assert "300" in err and "resize_token_embeddings" in err
+
+
+def test_eval_run_of_an_adapter_final_over_a_bf16_base_says_nothing_of_rounding(user_model, tmp_path, capsys):
+    """The adapter is saved in fp32 and the base is the run's own starting weights: nothing rounded."""
+    (tmp_path / "run").mkdir()
+    run = _fake_run(user_model("llama", dtype="bfloat16"), tmp_path / "run")
+    shutil.rmtree(run / "final")
+    _adapter_dir(user_model("llama", dtype="bfloat16"), run / "final")
+    assert main(["eval", "--run", str(run), "--problems", "1", "--k", "1", "--max-new-tokens", "4", "--json"]) == 0
+    assert "stored in" not in capsys.readouterr().err

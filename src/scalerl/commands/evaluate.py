@@ -80,8 +80,10 @@ def rounded_final_note(final: str) -> str | None:
     """A note when a run's ``final/`` is stored in a narrower dtype than the fp32 master weights
     the run trained and evaluated (``model.dtype``: the starting checkpoint's, e.g. bf16): the
     rounded weights can sample other tokens, so ``--run`` need not repeat the run's last row."""
-    from scalerl.models.loading import stored_dtype
+    from scalerl.models.loading import adapter_base, stored_dtype
 
+    if adapter_base(final) is not None:  # fp32 adapter weights over the unchanged base: nothing was rounded
+        return None
     dtype = stored_dtype(final)
     if dtype == "float32":
         return None
