@@ -143,3 +143,27 @@ def test_eval_run_of_an_adapter_final_over_a_bf16_base_says_nothing_of_rounding(
     _adapter_dir(user_model("llama", dtype="bfloat16"), run / "final")
     assert main(["eval", "--run", str(run), "--problems", "1", "--k", "1", "--max-new-tokens", "4", "--json"]) == 0
     assert "stored in" not in capsys.readouterr().err
+
+
+def test_a_lora_run_refuses_to_resume_on_a_changed_base(user_model, math_jsonl, tmp_path, capsys):
+    """A LoRA checkpoint holds the adapters only; the base is re-read from model.name_or_path on
+    resume. A base re-saved (or a hub model re-downloaded at a new revision) between the kill and
+    --resume trained the old adapters on other weights, silently, exit 0."""
+    base = tmp_path / "base"
+    shutil.copytree(user_model("llama", dtype="float32"), base)
+    out = tmp_path / "run"
+    args = ["train", "--model", str(base), "--task", "math", "--data", str(math_jsonl), "--output", str(out),
+            "--no-progress", "--no-report", "--eval-every", "1", "--set", "model.lora.rank=4", "--set", "pipeline=sync",
+            "--set", "checkpoint_every=1", "--set", "prompts_per_step=1", "--set", "generations_per_prompt=2",
+            "--set", "eval.problems=1", "--set", "eval.samples_per_problem=1", "--set", "length.mode=truncate",
+            "--set", "length.max_new_tokens=8", "--set", "length.overlong_max_len=8", "--set", "length.overlong_cache=2"]
+    assert main([*args, "--steps", "1"]) == 0, capsys.readouterr().err
+    assert main([*args, "--steps", "2", "--resume"]) == 0, capsys.readouterr().err  # the same base: resumes
+    model = transformers.AutoModelForCausalLM.from_pretrained(base)
+    with torch.no_grad():
+        model.model.layers[0].self_attn.q_proj.weight.mul_(1.5)
+    model.save_pretrained(base)
+    capsys.readouterr()
+    assert main([*args, "--steps", "3", "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "base" in err and "changed" in err and "Traceback" not in err
