@@ -145,6 +145,27 @@ def test_eval_run_of_an_adapter_final_over_a_bf16_base_says_nothing_of_rounding(
     assert "stored in" not in capsys.readouterr().err
 
 
+def _small_run_args(model, data, out, *extra):
+    """A run of a user model small enough for a test: one prompt x two samples, 8 tokens, a checkpoint every step."""
+    return ["train", "--model", str(model), "--task", "math", "--data", str(data), "--output", str(out),
+            "--no-progress", "--no-report", "--eval-every", "1", "--set", "pipeline=sync",
+            "--set", "checkpoint_every=1", "--set", "prompts_per_step=1", "--set", "generations_per_prompt=2",
+            "--set", "eval.problems=1", "--set", "eval.samples_per_problem=1", "--set", "length.mode=truncate",
+            "--set", "length.max_new_tokens=8", "--set", "length.overlong_max_len=8", "--set", "length.overlong_cache=2",
+            *extra]
+
+
+def test_a_final_model_left_half_written_by_a_kill_is_removed(user_model, math_jsonl, tmp_path, capsys):
+    """A kill while final/ was being written leaves final.tmp-<pid> (a whole model's size); the
+    resumed run wrote final/ and left the half-written copy beside it for good."""
+    out = tmp_path / "run"
+    args = _small_run_args(user_model("llama", dtype="float32"), math_jsonl, out)
+    assert main([*args, "--steps", "1"]) == 0, capsys.readouterr().err
+    shutil.copytree(out / "final", out / "final.tmp-999999")
+    assert main([*args, "--steps", "2", "--resume"]) == 0, capsys.readouterr().err
+    assert (out / "final" / "config.json").exists() and not list(out.glob("final.tmp-*"))
+
+
 def test_a_lora_run_refuses_to_resume_on_a_changed_base(user_model, math_jsonl, tmp_path, capsys):
     """A LoRA checkpoint holds the adapters only; the base is re-read from model.name_or_path on
     resume. A base re-saved (or a hub model re-downloaded at a new revision) between the kill and
@@ -152,11 +173,7 @@ def test_a_lora_run_refuses_to_resume_on_a_changed_base(user_model, math_jsonl, 
     base = tmp_path / "base"
     shutil.copytree(user_model("llama", dtype="float32"), base)
     out = tmp_path / "run"
-    args = ["train", "--model", str(base), "--task", "math", "--data", str(math_jsonl), "--output", str(out),
-            "--no-progress", "--no-report", "--eval-every", "1", "--set", "model.lora.rank=4", "--set", "pipeline=sync",
-            "--set", "checkpoint_every=1", "--set", "prompts_per_step=1", "--set", "generations_per_prompt=2",
-            "--set", "eval.problems=1", "--set", "eval.samples_per_problem=1", "--set", "length.mode=truncate",
-            "--set", "length.max_new_tokens=8", "--set", "length.overlong_max_len=8", "--set", "length.overlong_cache=2"]
+    args = _small_run_args(base, math_jsonl, out, "--set", "model.lora.rank=4")
     assert main([*args, "--steps", "1"]) == 0, capsys.readouterr().err
     assert main([*args, "--steps", "2", "--resume"]) == 0, capsys.readouterr().err  # the same base: resumes
     model = transformers.AutoModelForCausalLM.from_pretrained(base)

@@ -581,11 +581,15 @@ class Trainer:
             save_policy(dataclasses.replace(self.policy, model=self.gen_model), tmp, weights=weights)
         else:
             save_policy(self.policy, tmp, lora_save=self.cfg.model.lora.save)  # in model.dtype; LoRA merged or not
-        if final.exists():
-            import shutil
+        import shutil
 
+        if final.exists():
             shutil.rmtree(final)
         os.rename(tmp, final)
+        # A kill while an earlier final/ was written left its copy (a whole model's size): one
+        # writer per run directory, as for the checkpoints' leftovers (checkpoint._prune).
+        for stale in self.output.glob(f"{FINAL}.tmp-*"):
+            shutil.rmtree(stale, ignore_errors=True)
 
     def _close(self) -> None:
         self.runlog.close()
