@@ -111,3 +111,16 @@ def test_a_process_decodes_run_decode_rows_at_a_time(char_tokenizer, models):
         return tokens(worker.run(request))
 
     assert tokens(results[0]) == in_process(3) != in_process(None)
+
+
+def test_a_killed_generator_process_is_one_line_that_says_how_to_resume():
+    """kill -9 of a generator process: the trainer stopped at once (no hang) but with a traceback
+    ending in 'exited unexpectedly (exit code -9); see its output above' (there was none)."""
+    from scalerl.errors import ScaleRLError
+    from scalerl.pipeline.processes import GeneratorExited, exited_message
+    from scalerl.pipeline.scheduler import PipelineError
+
+    killed = exited_message(1, -9)
+    assert "generator process 1" in killed and "SIGKILL" in killed and "--resume" in killed
+    assert "output above" in exited_message(0, 1)
+    assert issubclass(GeneratorExited, ScaleRLError) and issubclass(GeneratorExited, PipelineError)

@@ -107,3 +107,11 @@ def test_an_error_in_rank_0_comes_back_as_one_line(user_model, math_jsonl, tmp_p
     line = [x for x in err.splitlines() if x.startswith("scalerl train: error:")]
     assert len(line) == 1 and "Traceback" not in err and "64 positions" in line[0]
     assert not out.exists() or not any(out.iterdir())  # the directory stays usable
+
+
+def test_a_rank_killed_without_a_word_is_reported_with_how_to_resume():
+    """kill -9 of one rank: the launcher said only 'stopped without a result (a rank was killed?)'."""
+    from scalerl.train.launch import lost_rank_message
+
+    message = lost_rank_message(2, "runs/big")
+    assert "2 processes" in message and "scalerl train --output runs/big --resume" in message

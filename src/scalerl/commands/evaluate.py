@@ -6,13 +6,16 @@
 ``--run DIR`` takes everything from the run's ``config.yaml`` -- task, evaluation sets, k,
 problems, temperature, token budget and the recipe's length control (forced interruptions) --
 and, unless ``--seed`` is given, the run's own evaluation seeds: the last evaluation row of a
-finished run is reproduced exactly. Any flag given overrides the run's setting.
+finished run is reproduced exactly when ``final/`` is stored in fp32 (a bf16 or fp16 ``final/`` --
+the starting checkpoint's dtype -- holds the run's fp32 master weights rounded, and a note says
+its pass rates can differ). Any flag given overrides the run's setting.
 Without ``--run`` the defaults are plain sampling (no interruptions) on the arithmetic task.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 #: Defaults when neither a flag nor a run's config says otherwise. The token budget is not
@@ -77,6 +80,22 @@ def _run_settings(run_dir: str):
     return settings
 
 
+def rounded_final_note(final: str) -> str | None:
+    """A note when a run's ``final/`` is stored in a narrower dtype than the fp32 master weights
+    the run trained and evaluated (``model.dtype``: the starting checkpoint's, e.g. bf16): the
+    rounded weights can sample other tokens, so ``--run`` need not repeat the run's last row."""
+    from scalerl.models.loading import adapter_base, stored_dtype
+
+    if adapter_base(final) is not None:  # fp32 adapter weights over the unchanged base: nothing was rounded
+        return None
+    dtype = stored_dtype(final)
+    if dtype == "float32":
+        return None
+    return (f"note: {final} is stored in {dtype} (the run's model.dtype) but the run evaluated its fp32 master weights; "
+            "rounded, they can sample other tokens, so these pass rates can differ from the run's last evaluation row "
+            "(a run with --set model.dtype=float32 saves final/ unrounded)")
+
+
 def run(args) -> int:
     from scalerl.errors import InputError
     from scalerl.generate.base import SamplingParams
@@ -103,6 +122,10 @@ def run(args) -> int:
                          f"got {args.reward_workers}")
     # On the CPU this command runs on, in fp32 like the trainer there (precision auto): a bf16 final/
     # is upcast (bf16 matmuls are slower on most CPUs, and the run's own evaluations computed in fp32).
+    if args.run and args.model is None:
+        note = rounded_final_note(pick["model"])
+        if note:
+            print(note, file=sys.stderr)
     model, tokenizer = load_model(pick["model"], dtype="float32", progress=True)  # a tiny model built here: minutes
     task_settings = dict(base.get("task_settings", {})) if pick["task"] == base.get("task") else {}
     if pick["data"]:

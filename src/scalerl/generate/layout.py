@@ -21,6 +21,15 @@ from typing import Any, Sequence
 
 import torch
 
+from scalerl.errors import InputError
+
+#: Why a model with no end-of-sequence id cannot be trained or evaluated, and what to do: every
+#: completion would run to the token budget, and the answer phase could never end.
+NO_EOS = ("the model defines no end-of-sequence token: no eos_token in its tokenizer (tokenizer_config.json), "
+          "no eos_token_id in config.json or generation_config.json, so no completion could end before the "
+          "token budget; set one (e.g. tokenizer.eos_token = '<|im_end|>' or config.eos_token_id = ID, then "
+          "save_pretrained) and run again")
+
 
 def left_pad(prompts: Sequence[Sequence[int]], pad_id: int, *, extra: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """``(ids [B, P], attention_mask [B, P + extra])``: prompts right-aligned at width ``P`` (the
@@ -114,7 +123,7 @@ def eos_ids(model: Any, tokenizer: Any) -> list[int]:
         if value is not None:
             ids.update(value if isinstance(value, (list, tuple)) else [value])
     if not ids:
-        raise ValueError("neither the model nor the tokenizer defines an eos_token_id")
+        raise InputError(NO_EOS)
     return sorted(ids)
 
 

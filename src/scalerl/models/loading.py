@@ -30,7 +30,7 @@ def resolve_model(name_or_path: str, cache_dir: str | None = None, tiny_spec: An
         return str(tiny_model_dir(tiny_spec or named_tiny_spec(name_or_path), cache_dir=cache_dir, progress=progress))
     path = Path(name_or_path).expanduser()
     if path.is_dir():
-        if not (path / "config.json").is_file():
+        if not (path / "config.json").is_file() and adapter_base(str(path)) is None:
             raise InputError(f"model directory {name_or_path!r} has no config.json; is it a Hugging Face model directory?")
         return str(path)
     if path.exists():
@@ -43,6 +43,40 @@ def resolve_model(name_or_path: str, cache_dir: str | None = None, tiny_spec: An
         raise InputError(f"model {name_or_path!r} is not a local directory and not in the Hugging Face cache, and "
                          f"{why}; check the name (a local path?) or download it first")
     return name_or_path
+
+
+def adapter_base(source: str) -> str | None:
+    """The base model of a LoRA adapter directory (peft's ``adapter_config.json`` beside no
+    ``config.json``: what ``final/`` holds with ``model.lora.save=adapter``), or None for anything
+    else. Such a directory is loaded as its base with the adapter merged in (:func:`load_model`)."""
+    import json
+
+    path = Path(source)
+    if not path.is_dir() or (path / "config.json").is_file() or not (path / "adapter_config.json").is_file():
+        return None
+    try:
+        base = json.loads((path / "adapter_config.json").read_text()).get("base_model_name_or_path")
+    except (OSError, ValueError, AttributeError):
+        base = None
+    if not base:
+        raise InputError(f"{source!r} holds a LoRA adapter whose adapter_config.json names no base model "
+                         "(base_model_name_or_path); set it to the base model's directory or hub id")
+    return str(base)
+
+
+def _merged_adapter(model: Any, source: str) -> Any:
+    """``model`` (the adapter's base) with the adapter in ``source`` merged into its weights: an
+    ordinary model of the base's class, as ``model.lora.save=merged`` would have saved it."""
+    try:
+        from peft import PeftModel
+    except ImportError:
+        raise InputError(f"{source!r} holds a LoRA adapter; loading it needs the peft library: "
+                         "pip install 'scalerl[lora]'") from None
+    import warnings
+
+    with warnings.catch_warnings():  # peft reads a property transformers 5 deprecates: noise, not the user's doing
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        return PeftModel.from_pretrained(model, source).merge_and_unload()
 
 
 def hub_unreachable(repo_id: str, timeout: float = 3.0) -> str | None:
@@ -86,6 +120,9 @@ def causal_config(source: str, name_or_path: str, **kwargs: Any) -> Any:
     from transformers import AutoConfig
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
+    base = adapter_base(source)
+    if base is not None:  # a LoRA adapter: the merged model has its base's architecture
+        return load_config(base, **kwargs)
     try:
         config = AutoConfig.from_pretrained(source, **kwargs)
     except OSError as exc:
@@ -121,6 +158,12 @@ def load_model(
     hf_logging.disable_progress_bar()  # our own progress bar is the one that matters
     source = resolve_model(name_or_path, cache_dir, tiny_spec, progress=progress)
     config = causal_config(source, name_or_path, **kwargs)  # a model of another kind is refused here, in one line
+    base = adapter_base(source)
+    if base is not None:  # a LoRA adapter: its base with the adapter merged in, and the tokenizer saved beside it
+        base_model, tokenizer = load_model(base, dtype, weights=weights, **kwargs)
+        if any((Path(source) / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")):
+            tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+        return (_merged_adapter(base_model, source) if weights else base_model).eval(), tokenizer
     model_kwargs = dict(kwargs)
     if dtype is not None:
         model_kwargs["dtype"] = dtype

@@ -149,6 +149,22 @@ def _base_param(layer: nn.Module) -> torch.Tensor:
     return get_param() if callable(get_param) else layer.get_base_layer().weight
 
 
+def base_digest(model: nn.Module) -> dict[str, float]:
+    """A fingerprint of a LoRA model's frozen base: each frozen tensor's sum of squares (float64).
+    A LoRA checkpoint holds the adapters only and the base is re-read on resume, so the
+    checkpoint carries this to tell a base that changed in between (:func:`base_changed`)."""
+    return {name: float(p.detach().double().square().sum()) for name, p in model.named_parameters()
+            if not p.requires_grad}
+
+
+def base_changed(saved: dict[str, float], current: dict[str, float], rtol: float = 1e-5) -> list[str]:
+    """Names of the frozen tensors whose fingerprint differs (``rtol``: another device may sum in
+    another order; a re-saved or re-released base differs by far more)."""
+    return [name for name in sorted(set(saved) | set(current))
+            if name not in saved or name not in current
+            or abs(saved[name] - current[name]) > rtol * max(abs(saved[name]), abs(current[name]), 1e-12)]
+
+
 def generator_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
     """The weights a generator's plain copy of the policy loads: ``model.state_dict()``, with every
     LoRA layer merged (base + delta, computed in the adapter's fp32) under the plain model's name

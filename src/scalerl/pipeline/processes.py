@@ -30,11 +30,28 @@ import time
 import traceback
 from typing import Any
 
+from scalerl.errors import ScaleRLError
 from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.pool import Deliver, Fail, reporting
 from scalerl.pipeline.scheduler import PipelineError
 from scalerl.pipeline.weights import Weights, weight_source
 from scalerl.pipeline.work import WorkerSpec, build_worker
+
+
+class GeneratorExited(PipelineError, ScaleRLError):
+    """A generator process died (killed, out of memory, or crashed with its traceback printed):
+    one line on the command line, not the trainer's traceback, which says nothing more."""
+
+
+def exited_message(index: int, code: int | None) -> str:
+    """Why generator process ``index`` is gone (``code``: its exit code, negative for a signal)
+    and how the run continues: from its last checkpoint."""
+    if code is not None and code < 0:
+        how = f"killed by signal {-code} ({signal.Signals(-code).name}: kill, or the out-of-memory killer?)"
+    else:
+        how = f"exit code {code}; see its output above"
+    return (f"generator process {index} exited unexpectedly ({how}); the run continues from its last checkpoint "
+            "with scalerl train --output RUN_DIR --resume")
 
 
 def _exit_with_parent() -> None:
@@ -148,8 +165,7 @@ class ProcessPool:
                 dead = [(i, p.exitcode) for i, p in enumerate(self._procs) if not p.is_alive()]
                 if dead and not self._stop.is_set():
                     i, code = dead[0]
-                    self._error = PipelineError(f"generator process {i} exited unexpectedly (exit code {code}); "
-                                                "see its output above")
+                    self._error = GeneratorExited(exited_message(i, code))
                     fail(self._error)
                     return
                 continue

@@ -146,4 +146,11 @@ def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
     if crashes:
         index, text = crashes[0]
         raise RuntimeError(f"trainer rank {index} failed:\n{text}")
-    raise TrainerGroupError(f"the trainer group of {world} processes stopped without a result (a rank was killed?)")
+    raise TrainerGroupError(lost_rank_message(world, cfg.run.output))
+
+
+def lost_rank_message(world: int, output: Any) -> str:
+    """What to say when a rank died without a word (``kill -9``, the OOM killer): what happened,
+    and that the run continues from its last checkpoint."""
+    return (f"the trainer group of {world} processes stopped without a result (a rank was killed: kill -9, or out "
+            f"of memory?); continue from the last checkpoint with: scalerl train --output {output} --resume")

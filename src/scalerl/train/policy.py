@@ -178,12 +178,22 @@ def load_policy_weights(model: torch.nn.Module, state: dict[str, torch.Tensor]) 
 # ----------------------------------------------------------------------------- final model
 
 
+def _without_tied_aliases(model: torch.nn.Module, weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``weights`` without the second names of tied parameters (a tied LM head's
+    ``lm_head.weight``). Gathered weights (FSDP's ``full_weights``) are separate tensors under
+    every name, so ``save_pretrained`` cannot see the tie and wrote the vocabulary matrix twice;
+    from_pretrained re-ties it from the config."""
+    kept = {name for name, _ in model.named_parameters()}  # one name per shared tensor
+    aliases = {name for name, _ in model.named_parameters(remove_duplicate=False)} - kept
+    return {k: v for k, v in weights.items() if k not in aliases}
+
+
 def _save_model(model: torch.nn.Module, directory: Path, dtype: str, weights: dict[str, torch.Tensor] | None,
                 config_dropout: dict[str, float]) -> None:
     """An ordinary Hugging Face model directory (LoRA merged) with weights in ``dtype`` and the
     checkpoint's own dropout settings (``config_dropout``; training ran without dropout)."""
     cast = getattr(torch, dtype)
-    weights = generator_state_dict(model) if weights is None else weights
+    weights = generator_state_dict(model) if weights is None else _without_tied_aliases(model, weights)
     state = {k: v.detach().to(cast) for k, v in weights.items()}
     model.save_pretrained(directory, state_dict=state)
     # save_pretrained records the live parameters' dtype (the fp32 master); record the stored one,

@@ -91,12 +91,15 @@ def check_positions(model: Any, tokenizer: Any, problems: Sequence[Any], length:
                     fix: Callable[[int], str]) -> None:
     """Raise :class:`InputError` (one line) when the longest of ``problems``' prompts + the budget of
     ``length`` exceeds the model's positions; ``fix(room)`` says how to bring the budget within
-    ``room`` tokens. ``scalerl train`` (:func:`check_generation_budget`) and ``scalerl eval`` share it."""
+    ``room`` tokens. ``scalerl train`` (:func:`check_generation_budget`) and ``scalerl eval`` share it.
+    First, :func:`check_token_ids` (the prompts are encoded once, for both)."""
+    encoded = [(p.id, encode_problem(tokenizer, p)) for p in problems]
+    check_token_ids(model, encoded)
     bound = max_positions(model.config)
     if bound is None:
         return
     positions, attribute = bound
-    prompt = longest_prompt(tokenizer, problems)
+    prompt = max((len(ids) for _, ids in encoded), default=0)
     budget, parts = completion_budget(length, tokenizer)
     if prompt + budget <= positions:
         return
@@ -104,12 +107,32 @@ def check_positions(model: Any, tokenizer: Any, problems: Sequence[Any], length:
             f"{prompt} + {budget} = {prompt + budget}: the longest prompt ({prompt} tokens) + the token budget ({parts})")
     room = positions - prompt
     if room < 1:
-        # Named by id (a data file's is file:row) so the user can find them; encoded again only here.
-        too_long = [p.id for p in problems if len(encode_problem(tokenizer, p)) >= positions]
+        # Named by id (a data file's is file:row) so the user can find them.
+        too_long = [pid for pid, ids in encoded if len(ids) >= positions]
         raise InputError(f"{head}; the prompts alone do not fit ({len(too_long)} of {len(problems)} have {positions} "
                          f"tokens or more, the first {too_long[0]}): shorten or drop them, or use a model with more "
                          "positions")
     raise InputError(f"{head}; {fix(room)} or use a model with more positions")
+
+
+def check_token_ids(model: Any, encoded: Sequence[tuple[str, Sequence[int]]]) -> None:
+    """Raise :class:`InputError` (one line) when the tokenizer turned a prompt (``encoded``: each
+    problem's id and its prompt's token ids) into an id the model's
+    input embedding has no row for -- a tokenizer that is not the model's own, or tokens added
+    without ``resize_token_embeddings``. Uncaught, the first forward pass raised torch's
+    ``IndexError: index out of range in self``. (An embedding larger than the tokenizer, as
+    Qwen's padded vocabularies are, is fine.)"""
+    embedding = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    rows = getattr(embedding, "num_embeddings", None)
+    if not isinstance(rows, int):
+        return
+    top = max(((max(ids), pid) for pid, ids in encoded if len(ids)), default=None)
+    if top is None or top[0] < rows:
+        return
+    raise InputError(f"the tokenizer gives token id {top[0]} (prompt {top[1]}) but the model's input embedding has "
+                     f"{rows} rows (ids 0-{rows - 1}): the tokenizer saved with the weights is not this model's, or "
+                     "tokens were added to it without model.resize_token_embeddings(len(tokenizer)); save the model's "
+                     "own tokenizer beside its weights")
 
 
 def _train_fix(cfg: Any, tokenizer: Any, room: int) -> str:

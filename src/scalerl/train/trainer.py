@@ -42,7 +42,7 @@ from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_c
 from scalerl.train.compute import ComputeMeter
 from scalerl.train.config import CALIBRATION_COPY, TrainConfig, eval_engine
 from scalerl.train.distributed import Rank, TrainerGroup, barrier, make_group, rank_threads
-from scalerl.models.lora import generator_copy
+from scalerl.models.lora import base_changed, base_digest, generator_copy, has_lora
 from scalerl.train.evaluate import eval_bar, evaluate
 from scalerl.train.loggers import make_sinks
 from scalerl.train.policy import load_policy_weights, policy_weights, save_policy
@@ -117,6 +117,17 @@ def refuse_lost_history(runlog: Path) -> None:
             f"--resume: {runlog.parent} has {max(steps)} logged steps but no checkpoint to resume from "
             f"({runlog.parent / CHECKPOINTS} is missing or empty); resuming would start over and overwrite "
             "them. Start a new run with another --output (or --overwrite to discard this one)")
+
+
+def check_lora_base(saved: dict[str, float], current: dict[str, float], model: str, ckpt: Path) -> None:
+    """Refuse to resume a LoRA run whose base changed since ``ckpt`` was written: the checkpoint
+    holds the adapters only, and adapters trained on one base mean nothing on another."""
+    changed = base_changed(saved, current)
+    if changed:
+        raise InputError(
+            f"--resume: the base model {model} has changed since {ckpt} was written ({len(changed)} of its frozen "
+            f"tensors differ, the first {changed[0]}); a LoRA checkpoint holds only the adapters, trained on the old "
+            "base. Restore that base (the same directory, or the hub revision it was) or start a new run")
 
 
 def resumed_config(output: str | Path, *, steps: int | None = None, progress: bool | None = None,
@@ -330,6 +341,7 @@ class Trainer:
                 "model": policy_weights(self.model),
                 "optimizer": self.optimizer.state_dict(),
                 "scheduler": self.scheduler.state_dict(),
+                **({"lora_base": self._base_digest()} if has_lora(self.model) else {}),
             }),
             "precision": self.precision.state_dict(),  # the fp16 loss scale
             "nproc": self.rank.world if self.rank is not None else 1,  # the layout of "optimizer"
@@ -341,6 +353,12 @@ class Trainer:
             "samples_offset": self.samples.offset(),
             "evals": self.evals,
         }
+
+    def _base_digest(self) -> dict[str, float]:
+        """The frozen LoRA base's fingerprint, computed once (the base never changes in a run)."""
+        if getattr(self, "_lora_base", None) is None:
+            self._lora_base = base_digest(self.model)
+        return self._lora_base
 
     def _checkpoint(self) -> None:
         save_checkpoint(self.output / CHECKPOINTS, self.step, self._state(), keep=self.cfg.run.keep_checkpoints,
@@ -371,6 +389,8 @@ class Trainer:
             if self.gen_model is not self.model:  # a plain copy to refresh (not generation on the shards)
                 self.group.gather_into(self.gen_model)
         else:
+            if "lora_base" in state:
+                check_lora_base(state["lora_base"], self._base_digest(), self.cfg.model.name_or_path, ckpt)
             load_policy_weights(self.model, state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
             self.scheduler.load_state_dict(state["scheduler"])
@@ -570,11 +590,15 @@ class Trainer:
             save_policy(dataclasses.replace(self.policy, model=self.gen_model), tmp, weights=weights)
         else:
             save_policy(self.policy, tmp, lora_save=self.cfg.model.lora.save)  # in model.dtype; LoRA merged or not
-        if final.exists():
-            import shutil
+        import shutil
 
+        if final.exists():
             shutil.rmtree(final)
         os.rename(tmp, final)
+        # A kill while an earlier final/ was written left its copy (a whole model's size): one
+        # writer per run directory, as for the checkpoints' leftovers (checkpoint._prune).
+        for stale in self.output.glob(f"{FINAL}.tmp-*"):
+            shutil.rmtree(stale, ignore_errors=True)
 
     def _close(self) -> None:
         self.runlog.close()

@@ -1,0 +1,186 @@
+"""Checkpoints shaped like real ones (QA round on user models): what a user's own directory can
+lack or carry, and what ``scalerl train`` / ``eval`` make of it."""
+
+import json
+import shutil
+
+import pytest
+import torch
+import transformers
+
+from scalerl.cli import main
+
+
+def _without_eos(src, dst):
+    """``src`` saved again with no end-of-sequence token anywhere: not in the tokenizer, the
+    config or the generation config (a base model's tokenizer saved without its special tokens)."""
+    model = transformers.AutoModelForCausalLM.from_pretrained(src)
+    model.config.eos_token_id = None
+    model.generation_config.eos_token_id = None
+    model.save_pretrained(dst)
+    tok = transformers.AutoTokenizer.from_pretrained(src)
+    bare = transformers.PreTrainedTokenizerFast(tokenizer_object=tok.backend_tokenizer, pad_token=tok.pad_token)
+    bare.chat_template = tok.chat_template
+    bare.save_pretrained(dst)
+    return dst
+
+
+def test_a_model_with_no_eos_token_is_refused_in_one_line(user_model, math_jsonl, tmp_path, capsys):
+    """It raised a ValueError traceback from the generator's constructor (exit 1)."""
+    model = _without_eos(user_model("llama", dtype="float32"), tmp_path / "no-eos")
+    out = tmp_path / "run"
+    code = main(["train", "--model", str(model), "--task", "math", "--data", str(math_jsonl), "--output", str(out),
+                 "--steps", "1", "--no-progress", "--no-report"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "Traceback" not in err and "eos_token" in err and "end-of-sequence" in err
+    assert not (out / "runlog.jsonl").exists()
+
+
+def _adapter_dir(base, dst):
+    """A LoRA adapter over ``base`` saved the way ``model.lora.save=adapter`` writes ``final/``:
+    adapter_config.json naming the base, the adapter's weights and the tokenizer, no config.json."""
+    from peft import LoraConfig, get_peft_model
+
+    torch.manual_seed(0)
+    model = get_peft_model(transformers.AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32),
+                           LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    model.save_pretrained(dst)
+    transformers.AutoTokenizer.from_pretrained(base).save_pretrained(dst)
+    return model.eval(), dst
+
+
+def test_an_adapter_directory_loads_as_its_base_with_the_adapter_merged(user_model, tmp_path):
+    """``final/`` of a run with model.lora.save=adapter was refused by eval --run ('has no
+    config.json; is it a Hugging Face model directory?')."""
+    from scalerl.models.loading import load_config, load_model, stored_dtype
+
+    base = user_model("llama", dtype="float32")
+    peft_model, adapter = _adapter_dir(base, tmp_path / "final")
+    model, tokenizer = load_model(str(adapter), dtype="float32")
+    assert not any("lora" in name for name, _ in model.named_parameters())  # merged: an ordinary model
+    ids = torch.tensor([tokenizer("Compute 2 * 3.")["input_ids"]])
+    with torch.no_grad():
+        torch.testing.assert_close(model(input_ids=ids).logits, peft_model(input_ids=ids).logits, rtol=1e-4, atol=1e-5)
+    assert load_config(str(adapter)).model_type == "llama" and stored_dtype(str(adapter)) == "float32"
+
+
+def test_eval_runs_on_an_adapter_directory(user_model, math_jsonl, tmp_path, capsys):
+    _, adapter = _adapter_dir(user_model("llama", dtype="float32"), tmp_path / "final")
+    code = main(["eval", "--model", str(adapter), "--task", "math", "--data", str(math_jsonl), "--problems", "2",
+                 "--k", "1", "--max-new-tokens", "8", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out.splitlines()[-1])["sets"]["val"]["samples"] == 2
+
+
+def _fake_run(model_dir, out):
+    """A finished run's directory as eval --run reads it: config.yaml and final/ (here a copy of
+    ``model_dir``, which is what final/ of a run of a checkpoint stored in that dtype holds)."""
+    from scalerl.config import save_yaml
+    from scalerl.train.config import TrainConfig
+
+    save_yaml(TrainConfig(), out / "config.yaml")
+    shutil.copytree(model_dir, out / "final")
+    return out
+
+
+@pytest.mark.parametrize("dtype, noted", [("bfloat16", True), ("float32", False)])
+def test_eval_run_says_when_final_is_rounded_from_the_runs_fp32_weights(user_model, tmp_path, capsys, dtype, noted):
+    """A bf16 checkpoint's run evaluates its fp32 master weights; final/ is stored rounded to bf16,
+    so eval --run sampled other tokens (pass rate 0.0 against the run's last row 0.5) while its
+    docstring promised the last row 'reproduced exactly', with nothing said."""
+    run = _fake_run(user_model("llama", dtype=dtype), tmp_path)
+    assert main(["eval", "--run", str(run), "--problems", "1", "--k", "1", "--max-new-tokens", "4", "--json"]) == 0
+    err = capsys.readouterr().err
+    assert ("stored in bfloat16" in err and "model.dtype=float32" in err) is noted
+
+
+def test_tied_embeddings_are_saved_once_from_gathered_weights(user_model, tmp_path):
+    """--nproc 2 on Qwen2 / GPT-2 (tied embeddings) wrote final/ with lm_head.weight beside the
+    embedding, a second copy of the vocabulary matrix (one process saved it once). The gathered
+    weights (``weights=``) hold the tied tensor under both names; the file must hold it once."""
+    from safetensors import safe_open
+
+    from scalerl.config import apply_overrides
+    from scalerl.train.config import TrainConfig
+    from scalerl.train.policy import load_policy, save_policy
+
+    cfg = apply_overrides(TrainConfig(), [f"model.name_or_path={user_model('qwen2', dtype='float32')}",
+                                          "precision.compute=fp32"]).validate()
+    policy = load_policy(cfg, torch.device("cpu"))
+    assert policy.model.config.tie_word_embeddings
+    gathered = {name: p.detach().clone() for name, p in policy.model.named_parameters(remove_duplicate=False)}
+    assert "lm_head.weight" in gathered
+    out = save_policy(policy, tmp_path / "final", weights=gathered)
+    with safe_open(str(out / "model.safetensors"), "pt") as f:
+        assert "lm_head.weight" not in set(f.keys())
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(out)
+    torch.testing.assert_close(loaded.lm_head.weight, gathered["model.embed_tokens.weight"])
+
+
+def test_a_tokenizer_with_ids_past_the_embedding_is_refused_in_one_line(user_model, math_jsonl, tmp_path, capsys):
+    """A tokenizer that is not the model's own (ids up to 511, an embedding of 300 rows) raised
+    torch's 'IndexError: index out of range in self' from the first evaluation's forward pass."""
+    src = user_model("llama", dtype="float32")
+    model = transformers.AutoModelForCausalLM.from_pretrained(src)
+    model.resize_token_embeddings(300)
+    model.save_pretrained(tmp_path / "m")
+    transformers.AutoTokenizer.from_pretrained(src).save_pretrained(tmp_path / "m")
+    for command in (["train", "--output", str(tmp_path / "run"), "--steps", "1", "--no-progress", "--no-report"],
+                    ["eval", "--problems", "2", "--k", "1", "--max-new-tokens", "4"]):
+        code = main([*command, "--model", str(tmp_path / "m"), "--task", "math", "--data", str(math_jsonl)])
+        err = capsys.readouterr().err
+        assert code == 2 and "Traceback" not in err, err
+        assert "300" in err and "resize_token_embeddings" in err
+
+
+def test_eval_run_of_an_adapter_final_over_a_bf16_base_says_nothing_of_rounding(user_model, tmp_path, capsys):
+    """The adapter is saved in fp32 and the base is the run's own starting weights: nothing rounded."""
+    (tmp_path / "run").mkdir()
+    run = _fake_run(user_model("llama", dtype="bfloat16"), tmp_path / "run")
+    shutil.rmtree(run / "final")
+    _adapter_dir(user_model("llama", dtype="bfloat16"), run / "final")
+    assert main(["eval", "--run", str(run), "--problems", "1", "--k", "1", "--max-new-tokens", "4", "--json"]) == 0
+    assert "stored in" not in capsys.readouterr().err
+
+
+def _small_run_args(model, data, out, *extra):
+    """A run of a user model small enough for a test: one prompt x two samples, 8 tokens, a checkpoint every step."""
+    return ["train", "--model", str(model), "--task", "math", "--data", str(data), "--output", str(out),
+            "--no-progress", "--no-report", "--eval-every", "1", "--set", "pipeline=sync",
+            "--set", "checkpoint_every=1", "--set", "prompts_per_step=1", "--set", "generations_per_prompt=2",
+            "--set", "eval.problems=1", "--set", "eval.samples_per_problem=1", "--set", "length.mode=truncate",
+            "--set", "length.max_new_tokens=8", "--set", "length.overlong_max_len=8", "--set", "length.overlong_cache=2",
+            *extra]
+
+
+def test_a_final_model_left_half_written_by_a_kill_is_removed(user_model, math_jsonl, tmp_path, capsys):
+    """A kill while final/ was being written leaves final.tmp-<pid> (a whole model's size); the
+    resumed run wrote final/ and left the half-written copy beside it for good."""
+    out = tmp_path / "run"
+    args = _small_run_args(user_model("llama", dtype="float32"), math_jsonl, out)
+    assert main([*args, "--steps", "1"]) == 0, capsys.readouterr().err
+    shutil.copytree(out / "final", out / "final.tmp-999999")
+    assert main([*args, "--steps", "2", "--resume"]) == 0, capsys.readouterr().err
+    assert (out / "final" / "config.json").exists() and not list(out.glob("final.tmp-*"))
+
+
+def test_a_lora_run_refuses_to_resume_on_a_changed_base(user_model, math_jsonl, tmp_path, capsys):
+    """A LoRA checkpoint holds the adapters only; the base is re-read from model.name_or_path on
+    resume. A base re-saved (or a hub model re-downloaded at a new revision) between the kill and
+    --resume trained the old adapters on other weights, silently, exit 0."""
+    base = tmp_path / "base"
+    shutil.copytree(user_model("llama", dtype="float32"), base)
+    out = tmp_path / "run"
+    args = _small_run_args(base, math_jsonl, out, "--set", "model.lora.rank=4")
+    assert main([*args, "--steps", "1"]) == 0, capsys.readouterr().err
+    assert main([*args, "--steps", "2", "--resume"]) == 0, capsys.readouterr().err  # the same base: resumes
+    model = transformers.AutoModelForCausalLM.from_pretrained(base)
+    with torch.no_grad():
+        model.model.layers[0].self_attn.q_proj.weight.mul_(1.5)
+    model.save_pretrained(base)
+    capsys.readouterr()
+    assert main([*args, "--steps", "3", "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "base" in err and "changed" in err and "Traceback" not in err
