@@ -110,9 +110,10 @@ class MathTask:
     process is killed and the call scores -1 (math-verify's own bounds there are 5 s to parse and
     5 s to verify; this catches what they cannot stop)."""
     verify_workers: int = 1
-    """Worker processes that score math-verify calls in parallel, a batch at a time (~2 ms a call:
-    8,192 completions a step are ~19 s on one). With 1, calls on the main thread run in this
-    process, others in one worker; with more, every batch goes to the workers."""
+    """Worker processes that score math-verify calls in parallel, a batch at a time. With 1, calls
+    on the main thread run in this process, others in one worker; with more, every batch goes to
+    the workers -- worth it where cores are free: a call is ~0.5 ms, its round trip to a worker
+    ~0.4 ms more (benchmarks/reward_workers.py)."""
     name: str = field(default="math", init=False)
 
     def __post_init__(self) -> None:
