@@ -44,12 +44,16 @@ def test_live_forecast_of_a_falling_run_gives_no_forecast():
     assert "forecast/R_budget" not in out
 
 
-def test_run_report_gives_the_forecast_with_both_bands(tmp_path):
-    rows = _rows(*synthetic(30, 6000, 2))
-    with RunLogWriter(tmp_path / "runlog.jsonl", {"type": "header", "run": "r", "recipe": "scalerl", "model": "tiny",
-                                                  "config": {"forecast": {"x": "flops"}}}) as log:
-        for r in rows:
+def _write_synthetic_run(directory) -> None:
+    """A run log (no final/ model) of 30 evaluations on a known sigmoid, x = flops."""
+    with RunLogWriter(directory / "runlog.jsonl", {"type": "header", "run": "r", "recipe": "scalerl", "model": "tiny",
+                                                   "config": {"forecast": {"x": "flops"}}}) as log:
+        for r in _rows(*synthetic(30, 6000, 2)):
             log.append(r)
+
+
+def test_run_report_gives_the_forecast_with_both_bands(tmp_path):
+    _write_synthetic_run(tmp_path)
     rep = write_run_report(tmp_path, n_boot=50)
     f = rep.facts
     assert f["forecast_final_obs_lo"] <= f["forecast_final_lo"] <= f["forecast_final"] <= f["forecast_final_hi"]
@@ -119,11 +123,7 @@ def test_a_bad_forecast_calibration_is_a_config_error_before_training(tmp_path):
 
 def test_run_report_of_an_unfinished_run_says_so(tmp_path):
     """`scalerl report RUN` of a run still training read like a finished run's report."""
-    rows = _rows(*synthetic(30, 6000, 2))
-    with RunLogWriter(tmp_path / "runlog.jsonl", {"type": "header", "run": "r", "recipe": "scalerl", "model": "tiny",
-                                                  "config": {"forecast": {"x": "flops"}}}) as log:
-        for r in rows:
-            log.append(r)
+    _write_synthetic_run(tmp_path)
     text = dict(summary_lines(write_run_report(tmp_path, n_boot=50)))
     assert text["status"].startswith("unfinished (no final/ model yet): this covers the steps logged so far")
     (tmp_path / "final").mkdir()
