@@ -83,6 +83,30 @@ def test_cuda_without_cuda_is_refused_before_anything_is_written(tmp_path, capsy
     assert not out.exists() or not any(out.iterdir())
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_without_cuda_under_nproc_is_one_line_not_a_traceback_per_rank(tmp_path, capsys):
+    # README: `scalerl train ... --nproc 4 --set run.device=cuda` on a machine without CUDA
+    out = tmp_path / "r"
+    code = main(["train", "--nproc", "2", "--set", "run.device=cuda", "--output", str(out), "--no-progress"])
+    _one_line_error(capsys, code, "run.device=cuda: CUDA is not available", "run.device=cpu")
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_more_ranks_than_gpus_is_refused_in_one_line(monkeypatch):
+    from scalerl.errors import ConfigError
+    from scalerl.train.distributed import device_for
+    from scalerl.train.launch import _check_devices
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with pytest.raises(ConfigError, match="--nproc 4 needs a GPU per process, but 2 are visible"):
+        _check_devices("cuda", 4)  # `scalerl train --nproc 4`, before any process starts
+    with pytest.raises(ConfigError, match="rank 2 of this machine has no GPU of its own"):
+        device_for("cuda", 2)  # a torchrun rank
+    _check_devices("cuda", 2)
+    _check_devices("cpu", 4)
+
+
 def test_an_unknown_device_is_refused(tmp_path, capsys):
     code = main(["train", "--set", "run.device=tpu9", "--output", str(tmp_path / "r"), "--no-progress"])
     _one_line_error(capsys, code, "run.device", "tpu9")

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 import torch
 import torch.distributed as dist
 
-from scalerl.errors import InputError
+from scalerl.errors import ConfigError, InputError
 from scalerl.generate.base import Completion, LengthController, SamplingParams
 from scalerl.rl.components import RecipeComponents
 from scalerl.rollout.groups import Group
@@ -81,11 +81,16 @@ class Rank:
 
 
 def device_for(name: str, local_rank: int) -> torch.device:
-    """The device of trainer rank ``local_rank`` on its machine: its own GPU, or the CPU."""
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    device = torch.device(name)
+    """The device of trainer rank ``local_rank`` on its machine: its own GPU, or the CPU.
+    :class:`~scalerl.errors.ConfigError` (one line, not a traceback from every rank) for a device
+    this machine lacks: ``run.device=cuda`` without CUDA, or fewer GPUs than ranks on it."""
+    from scalerl.train.preflight import run_device
+
+    device = run_device(name)
     if device.type == "cuda" and device.index is None:
+        if local_rank >= torch.cuda.device_count():
+            raise ConfigError(f"run.device={name}: trainer rank {local_rank} of this machine has no GPU of its own "
+                              f"({torch.cuda.device_count()} visible); lower --nproc / --nproc-per-node")
         device = torch.device("cuda", local_rank)
     if device.type == "cuda":
         torch.cuda.set_device(device)

@@ -113,11 +113,22 @@ def _spawned(index: int, cfg: TrainConfig, resume: bool, world: int, port: int, 
         raise
 
 
+def _check_devices(name: str, world: int) -> None:
+    """:func:`device_for`'s checks for ``world`` ranks, without selecting a GPU in the launching process."""
+    from scalerl.train.preflight import run_device
+
+    device = run_device(name)
+    if device.type == "cuda" and device.index is None and world > torch.cuda.device_count():
+        raise errors.ConfigError(f"run.device={name}: --nproc {world} needs a GPU per process, but "
+                                 f"{torch.cuda.device_count()} are visible; lower --nproc")
+
+
 def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
     """Run ``cfg`` over ``cfg.run.nproc`` processes on this machine; rank 0's RunSummary."""
     import torch.multiprocessing as mp
 
     world = cfg.run.nproc
+    _check_devices(cfg.run.device, world)  # a device this machine lacks: one line here, before any process starts
     ctx = mp.get_context("spawn")
     box = ctx.SimpleQueue()
     results: list[tuple[str, Any]] = []
