@@ -8,7 +8,8 @@ For each run against a baseline, one of three classes:
 ``efficiency``
     A is the same, but with A shared the curves differ in B or C_mid. Rule ``intervals``:
     both runs are refitted jointly with one A; the bootstrap interval of B_run - B_base or
-    of ln(C_mid_run / C_mid_base) excludes zero. Rule ``paper``: both are refitted with the
+    of ln(C_mid_run / C_mid_base) excludes zero (each at half the error rate, so the two err
+    at the level together). Rule ``paper``: both are refitted with the
     average of their A values; the higher B wins (the paper always names a winner).
 ``no clear effect``
     Neither (intervals rule only).

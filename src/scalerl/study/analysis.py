@@ -40,7 +40,6 @@ from scalerl.curves.compare import (CEILING, EFFICIENCY, NONE, UNSTABLE, Classif
                                     one_seed_caveat)
 from scalerl.curves.solver import fit_sigmoid_fixed_A
 from scalerl.errors import InputError
-from scalerl.runlog import eval_rows
 from scalerl.study.families import Variant
 from scalerl.study.paper import UNNAMED, Finding, expectation
 from scalerl.study.spec import SPEC_FILE, StudySpec, load_saved_spec
@@ -158,7 +157,7 @@ def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, 
                                                        dict[str, list[str]], str]:
     """Variants of the study, the curves of their finished runs, the runs still pending and the runs
     left out (with the reason: one unreadable log must not sink the analysis of all the others)."""
-    from scalerl.study.runner import DAMAGED, Budget, log_problem, plan_study, run_status
+    from scalerl.study.runner import DAMAGED, Budget, plan_study, read_log, run_status
 
     plans = plan_study(spec, directory)
     budget = Budget.of(spec)
@@ -171,17 +170,16 @@ def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, 
         if p.variant.label not in curves:
             variants.append(p.variant)
             curves[p.variant.label], pending[p.variant.label], left_out[p.variant.label] = [], [], []
-        status = run_status(p.directory, budget)
+        rows, problem = log = read_log(p.directory)
+        status = run_status(p.directory, budget, log)
         if status == DAMAGED:
-            left_out[p.variant.label].append(f"seed{p.seed}: damaged run log ({log_problem(p.directory)})")
+            left_out[p.variant.label].append(f"seed{p.seed}: damaged run log ({problem})")
             continue
         if status != "done":
-            rows = eval_rows(p.directory)
             where = f"step {rows[-1]['step']}" if rows else "not started"
             pending[p.variant.label].append(f"seed{p.seed}: {where}")
             continue
         y = _y_column(p.directory)
-        rows = eval_rows(p.directory)
         try:
             curves[p.variant.label].append(Curve.from_arrays(
                 [r.get(spec.x) for r in rows], [r.get(y) for r in rows], name=p.name, x_name=spec.x, y_name=y,

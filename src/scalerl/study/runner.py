@@ -262,24 +262,25 @@ def prepare_models(plans: list[RunPlan], progress: bool = False) -> None:
 DAMAGED = "damaged"
 
 
-def log_problem(directory: Path) -> str:
-    """Why the run log in ``directory`` cannot be read, or "" when it can (or there is none yet)."""
+def read_log(directory: Path) -> tuple[list[dict[str, Any]], str]:
+    """``(evaluation rows, "")`` of the run log in ``directory`` (no rows when there is none yet), or
+    ``([], why)`` when it cannot be read. Read once and passed on: a log holds every step's row."""
     try:
-        eval_rows(directory)
+        return eval_rows(directory), ""
     except InputError as exc:
-        return str(exc)
-    return ""
+        return [], str(exc)
 
 
-def run_status(directory: Path, budget: Budget) -> str:
+def run_status(directory: Path, budget: Budget, log: tuple[list[dict[str, Any]], str] | None = None) -> str:
     """done (finished: final model saved, budget met), partial (a run to resume), new, or damaged
-    (its log cannot be read: see :data:`DAMAGED`)."""
+    (its log cannot be read: see :data:`DAMAGED`). ``log``: :func:`read_log`'s answer, where the
+    caller has it."""
     directory = Path(directory)
     if not (directory / "config.yaml").exists():
         return "new"
-    if log_problem(directory):
+    rows, problem = log if log is not None else read_log(directory)
+    if problem:
         return DAMAGED
-    rows = eval_rows(directory)
     if has_final_model(directory) and budget.reached(rows[-1] if rows else None):
         return "done"
     return "partial"
@@ -333,9 +334,9 @@ def _check_not_past(p: RunPlan, budget: Budget) -> None:
     """A steps budget below what a run on disk has trained: the run would count as done, and the
     report would fit its longer curve under the shorter budget's name. (A compute budget's runs go
     past ``steps`` by design, and a run's log that cannot be read is reported as damaged elsewhere.)"""
-    if budget.compute is not None or log_problem(p.directory):
+    if budget.compute is not None:
         return
-    rows = eval_rows(p.directory)
+    rows, _ = read_log(p.directory)
     if rows and rows[-1]["step"] > budget.steps:
         raise InputError(f"{p.directory} has trained to step {rows[-1]['step']}, past this study's {budget.steps} "
                          f"steps; a study does not shorten its runs (the report would fit the longer curves) -- "
@@ -354,11 +355,12 @@ def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
     out = Path(cfg.run.output)
     label, seed = out.parent.name, cfg.run.seed
     t0, cpu0 = time.perf_counter(), time.process_time()
-    status = run_status(out, budget)
+    log = read_log(out)
+    status = run_status(out, budget, log)
     if status == "done":
         return _outcome(label, seed, "skipped", 0.0, out)
     if status == DAMAGED:
-        return _outcome(label, seed, "failed", 0.0, out, error=f"{log_problem(out)} -- left untouched: repair that "
+        return _outcome(label, seed, "failed", 0.0, out, error=f"{log[1]} -- left untouched: repair that "
                         f"line, or remove {out} to train the run again")
     progress = cfg.log.progress
     try:
@@ -410,7 +412,7 @@ def _run_report(out: Path) -> None:
 
 def _outcome(label: str, seed: int, status: str, seconds: float, out: Path, error: str = "",
              cpu: float = 0.0) -> Outcome:
-    rows = [] if log_problem(out) else eval_rows(out)  # a damaged log: the outcome says so, without rows
+    rows, _ = read_log(out)  # a damaged log: the outcome says so, without rows
     o = Outcome(label, seed, status, seconds, cpu_seconds=cpu, error=error)
     if rows:
         from scalerl.train.config import TrainConfig

@@ -167,7 +167,6 @@ MIN_BOOTSTRAP = 20
 MIN_EVALUATIONS = 4
 
 #: Fields that decide what each run is; changing them changes the plan, not just its execution.
-
 RUN_FIELDS = ("family", "base", "values", "base_value", "only", "seeds", "steps", "compute", "max_steps",
               "eval_every", "x", "model", "task", "overrides")
 
