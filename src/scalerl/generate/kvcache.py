@@ -48,11 +48,9 @@ class AppendLayer(DynamicLayer):
         self.device = key_states.device
         self.is_initialized = True
 
-    def _resize(self, capacity: int, rows: torch.Tensor | None = None) -> None:
-        """New buffers with room for ``capacity`` positions holding the filled part (of ``rows``)."""
+    def _resize(self, capacity: int) -> None:
+        """New buffers with room for ``capacity`` positions holding the filled part."""
         k, v = self._k[:, :, : self._len], self._v[:, :, : self._len]
-        if rows is not None:
-            k, v = k[rows], v[rows]
         new_k = k.new_empty((k.shape[0], k.shape[1], capacity, k.shape[3]))
         new_v = v.new_empty((v.shape[0], v.shape[1], capacity, v.shape[3]))
         new_k[:, :, : self._len] = k
@@ -93,8 +91,11 @@ class AppendLayer(DynamicLayer):
     crop = batch_repeat_interleave = reorder_cache = _unsupported
 
     def batch_select_indices(self, indices: torch.Tensor) -> None:
+        # One gather of whole buffers (spare room included): indexing the filled views first and
+        # copying them into new buffers copied every kept byte twice (~1 ms a layer at 128 rows).
         if self._len > 0:
-            self._resize(self._k.shape[-2], rows=indices)
+            self._k = self._k.index_select(0, indices)
+            self._v = self._v.index_select(0, indices)
             self._views()
 
 
