@@ -63,8 +63,10 @@ def test_too_few_points_flat_and_falling_metrics_are_refused():
         fit_sigmoid(Curve.from_arrays([0, 1, 2], [0.1, 0.2, 0.3]))
     # As many points as free parameters (A, B, C_mid): the curve would interpolate them and its
     # bootstrap intervals come out zero-wide -- refused; one more point is enough to fit.
-    with pytest.raises(InputError, match="needs at least 4"):
+    with pytest.raises(InputError, match="needs at least 4") as refused:
         fit_sigmoid(Curve.from_arrays([0, 1, 2, 3], [0.1, 0.2, 0.3, 0.32]))
+    # The same error reaches fit, the run report and the study: its advice names each one's remedy.
+    assert "fit: --fit-from/--fit-until" in str(refused.value) and "eval.every" in str(refused.value)
     assert fit_sigmoid(Curve.from_arrays([0, 1, 2, 3, 4], [0.1, 0.2, 0.3, 0.32, 0.33])).n_points == 4  # x > 0
     with pytest.raises(InputError, match="does not rise"):
         fit_sigmoid(Curve.from_arrays([0, 1, 2, 3, 4], [0.3] * 5))

@@ -90,7 +90,7 @@ def check_fittable(x: np.ndarray, y: np.ndarray, n_params: int, what: str = "the
         raise InputError(
             f"{what} has {int(pos.sum())} points with compute > 0 but the fit has {n_params} parameters and "
             f"needs at least {n_params + 1} (one more, to measure the noise); widen the window "
-            "(--fit-from/--fit-until) or log more evaluations"
+            "(fit: --fit-from/--fit-until) or log more evaluations (train / study: a smaller eval.every)"
         )
     base = R0 if R0 is not None else (float(y[~pos].mean()) if (~pos).any() else None)
     if base is not None:
