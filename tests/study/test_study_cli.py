@@ -26,6 +26,8 @@ def _one_line_error(capsys, code, *needles):
     (["--family", "loo", "--values", "8", "16"], ["values/base_value apply to sweep families"]),
     (["--family", "model-size", "--values", "tiny-xl"], ["unknown tiny model size 'tiny-xl'"]),
     (["--family", "batch-size", "--values", "eight"], ["must be integers"]),
+    (["--family", "batch-size", "--values", "16"], ["only its base (batch-16)", "--values 8 16 32"]),
+    (["--family", "loo", "--only", "scalerl"], ["only its base (scalerl)", "besides the base"]),
     (["--set", "lr=abc"], ["expected a number"]),
     (["--set", "nope=1"], ["unknown key 'nope'"]),
     (["--steps", "20", "--eval-every", "10"], ["at least 4"]),

@@ -312,6 +312,12 @@ def family_variants(spec, base_cfg) -> list[Variant]:
                                   f"known: {', '.join(labels)}")
             wanted.add(key)
         variants = [v for v in variants if v.is_base or v.label in wanted]
+    if len(variants) < 2:  # a study compares variants with its base: one run alone has nothing to compare
+        only = variants[0].label if variants else spec.base
+        remedy = ("give values beside the base's (e.g. --values 8 16 32)" if family.sweep
+                  else "name a variant besides the base in only (scalerl study --list shows them)")
+        raise ConfigError(f"the study has only its base ({only}): nothing to compare it with -- {remedy}; "
+                          "to train one recipe alone (any seeds), use scalerl train --seed N")
     labels = [v.label for v in variants]
     assert len(set(labels)) == len(labels), labels  # run directories are named by label
     return variants
