@@ -9,6 +9,8 @@ import pytest
 import torch
 from torch import nn
 
+from scalerl.errors import ConfigError
+
 transformers = pytest.importorskip("transformers")
 
 from scalerl.rl.fp32_head import FP32Linear, enable_fp32_lm_head, fp32_lm_head_enabled  # noqa: E402
@@ -112,5 +114,5 @@ def test_unsupported_heads_are_refused():
         def get_output_embeddings(self):
             return nn.Embedding(3, 3)
 
-    with pytest.raises(TypeError, match="set fp32_lm_head=false"):
+    with pytest.raises(ConfigError, match="--set fp32_lm_head=false"):
         enable_fp32_lm_head(Odd())

@@ -28,6 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from scalerl.errors import ConfigError
+
 __all__ = ["FP32Linear", "enable_fp32_lm_head", "fp32_lm_head_enabled"]
 
 
@@ -49,10 +51,10 @@ def enable_fp32_lm_head(model: nn.Module) -> nn.Module:
     head = get_head() if callable(get_head) else None
     if isinstance(head, FP32Linear):
         return model
-    if type(head) is not nn.Linear:
-        raise TypeError(
-            f"cannot enable the fp32 LM head: {type(model).__name__}.get_output_embeddings() returned "
-            f"{type(head).__name__}, not torch.nn.Linear; set fp32_lm_head=false for this model"
+    if type(head) is not nn.Linear:  # a user's model: said in one line by the CLI, not a traceback
+        raise ConfigError(
+            f"cannot enable the FP32 LM head: {type(model).__name__}.get_output_embeddings() returned "
+            f"{type(head).__name__}, not torch.nn.Linear; train this model with --set fp32_lm_head=false"
         )
     head.__class__ = FP32Linear
     return model
