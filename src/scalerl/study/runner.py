@@ -448,11 +448,14 @@ def _local(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo, re
     if spec.parallel > 1:
         return _local_parallel(plans, budget, spec, echo, record)
     outcomes, times = [], []
+    # Each run's status read once, up front: only the run being trained changes it here (asking
+    # every remaining run's at each run read n^2 / 2 run logs for the time estimate).
+    to_train = [run_status(p.directory, budget) in ("new", "partial") for p in plans]
     for i, p in enumerate(plans, 1):
         status = run_status(p.directory, budget)
         if status in ("new", "partial"):  # (a damaged run is not touched: its outcome says so)
             eta = ""
-            todo = sum(run_status(q.directory, budget) in ("new", "partial") for q in plans[i - 1:])
+            todo = sum(to_train[i - 1:])
             if times:
                 eta = f"; about {todo * sum(times) / len(times) / 60:.0f} min left for {todo} run(s)"
             echo(f"[{i}/{len(plans)}] {p.name}: {'starting' if status == 'new' else 'resuming'}{eta}")
