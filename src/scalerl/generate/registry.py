@@ -7,12 +7,34 @@ imported only when chosen, so that importing scalerl never needs vLLM).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 from scalerl.errors import ConfigError
+from scalerl.generate.base import Generator
 
 
-def _hf(spec: Any, state_dict: Mapping[str, Any], version: int, seed: int) -> Any:
+class EngineSpec(Protocol):
+    """What an engine is built from, as a generator process receives it (the pipeline's
+    ``WorkerSpec`` is one): read here by name, so this layer needs nothing of the pipeline's."""
+
+    generator: str
+    """Engine name: a key of :data:`GENERATORS`."""
+    model_config: Any
+    """The policy's Hugging Face config (architecture only; the weights come separately)."""
+    tokenizer: Any
+    dtype: str
+    """torch dtype name the engine holds the policy in."""
+    fp32_lm_head: bool
+    device: str
+    decode_rows: int | None
+    """hf: decode at most this many rows at once (None: all)."""
+    model_path: str | None
+    """vllm: where the architecture and tokenizer are loaded from."""
+    generator_options: dict[str, Any]
+    """vllm: engine keyword arguments."""
+
+
+def _hf(spec: EngineSpec, state_dict: Mapping[str, Any], version: int, seed: int) -> Generator:
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -30,20 +52,23 @@ def _hf(spec: Any, state_dict: Mapping[str, Any], version: int, seed: int) -> An
     return HFGenerator(model, spec.tokenizer, seed=seed, version=version, max_rows=spec.decode_rows)
 
 
-def _vllm(spec: Any, state_dict: Mapping[str, Any], version: int, seed: int) -> Any:
+def _vllm(spec: EngineSpec, state_dict: Mapping[str, Any], version: int, seed: int) -> Generator:
     from scalerl.generate.vllm import VLLMGenerator
 
-    gen = VLLMGenerator.from_spec(spec, seed=seed)
+    if spec.model_path is None:
+        raise ConfigError("backend.generator=vllm needs model.name_or_path to be a model directory or hub id")
+    gen = VLLMGenerator.build(spec.model_path, spec.tokenizer, seed=seed, dtype=spec.dtype,
+                              fp32_lm_head=spec.fp32_lm_head, options=spec.generator_options)
     if state_dict:
         gen.update_weights(state_dict, version)
     return gen
 
 
 #: name -> factory(spec, state_dict, version, seed) -> a Generator.
-GENERATORS: dict[str, Callable[[Any, Mapping[str, Any], int, int], Any]] = {"hf": _hf, "vllm": _vllm}
+GENERATORS: dict[str, Callable[[EngineSpec, Mapping[str, Any], int, int], Generator]] = {"hf": _hf, "vllm": _vllm}
 
 
-def make_generator(spec: Any, state_dict: Mapping[str, Any], version: int, *, seed: int) -> Any:
+def make_generator(spec: EngineSpec, state_dict: Mapping[str, Any], version: int, *, seed: int) -> Generator:
     if spec.generator not in GENERATORS:
         raise ConfigError(f"backend.generator: unknown generator {spec.generator!r}; known: {', '.join(GENERATORS)}")
     return GENERATORS[spec.generator](spec, state_dict, version, seed)

@@ -133,13 +133,6 @@ class VLLMGenerator(InFlightUpdates):
             engine.collective_rpc("scalerl_fp32_head")
         return cls(engine, tokenizer, _eos_ids(tokenizer, model_path), seed=seed)
 
-    @classmethod
-    def from_spec(cls, spec: Any, *, seed: int) -> "VLLMGenerator":
-        if spec.model_path is None:
-            raise ConfigError("backend.generator=vllm needs model.name_or_path to be a model directory or hub id")
-        return cls.build(spec.model_path, spec.tokenizer, seed=seed, dtype=spec.dtype, fp32_lm_head=spec.fp32_lm_head,
-                         options=spec.generator_options)
-
     # ---- weights ------------------------------------------------------------------------------
     @property
     def latest_version(self) -> int:

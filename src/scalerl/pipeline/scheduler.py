@@ -139,6 +139,10 @@ class OffPolicySchedule:
         return None
 
 
+#: What the scheduler asks of a schedule: ``bound``, ``wait_all``, ``to_dispatch`` and ``plan``.
+Schedule = PipelineSchedule | SeededPipelineSchedule | OffPolicySchedule
+
+
 # ----------------------------------------------------------------------------- one batch
 
 
@@ -183,7 +187,7 @@ class PooledSource:
     trainer's own generator -- generates the dynamic-sampling refills in the trainer's thread.
     """
 
-    def __init__(self, pool: WorkerPool, ctx: RolloutContext, schedule: Any, *, version: int = 0,
+    def __init__(self, pool: WorkerPool, ctx: RolloutContext, schedule: Schedule, *, version: int = 0,
                  history: WeightHistory | None = None, own: RolloutWorker | None = None) -> None:
         if history is not None and own is None:
             raise ValueError("a seeded pipeline needs the trainer's own worker for dynamic-sampling refills")

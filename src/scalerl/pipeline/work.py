@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from scalerl.generate.base import SamplingParams
+from scalerl.generate.base import Generator, SamplingParams
 from scalerl.pipeline.config import BackendConfig
 from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.landing import Landing, UpdatePlan, WeightHistory
@@ -87,7 +87,7 @@ class RolloutWorker:
 
     ``history``: where planned weights come from (deterministic PipelineRL-k on threads)."""
 
-    def __init__(self, generator: Any, ctx: RoundContext, *, worker_id: int = 0, owns_task: bool = False,
+    def __init__(self, generator: Generator, ctx: RoundContext, *, worker_id: int = 0, owns_task: bool = False,
                  history: WeightHistory | None = None) -> None:
         self.generator = generator
         self.ctx = ctx
