@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.errors import InputError
+from scalerl.models.tiny import TinySpec
 
 #: What a hub id looks like: 'name' or 'owner/name' (letters, digits, '-', '_', '.').
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 
 
-def resolve_model(name_or_path: str, cache_dir: str | None = None, tiny_spec: Any = None, *,
+def resolve_model(name_or_path: str, cache_dir: str | None = None, tiny_spec: TinySpec | None = None, *,
                   progress: bool = False) -> str:
     """A path or hub id ``from_pretrained`` can load; a tiny model name (``tiny``, ``tiny-s``, ...)
     becomes its cached directory (built if needed, from ``tiny_spec`` -- a
@@ -108,7 +109,7 @@ def hub_unreachable(repo_id: str, timeout: float = 3.0) -> str | None:
     return None
 
 
-def load_config(name_or_path: str, cache_dir: str | None = None, tiny_spec: Any = None, **kwargs: Any) -> Any:
+def load_config(name_or_path: str, cache_dir: str | None = None, tiny_spec: TinySpec | None = None, **kwargs: Any) -> Any:
     """The model's ``transformers`` config, refused with a one-line :class:`InputError` unless it is
     a causal LM that ``AutoModelForCausalLM`` loads (an encoder-decoder such as T5, an encoder such
     as BERT without a causal head, or a config this transformers does not know)."""
@@ -138,7 +139,7 @@ def causal_config(source: str, name_or_path: str, **kwargs: Any) -> Any:
 
 
 def load_model(
-    name_or_path: str, dtype: Any = None, cache_dir: str | None = None, tiny_spec: Any = None, *,
+    name_or_path: str, dtype: Any = None, cache_dir: str | None = None, tiny_spec: TinySpec | None = None, *,
     weights: bool = True, progress: bool = False, **kwargs: Any
 ) -> tuple[Any, Any]:
     """``(model, tokenizer)`` for ``tiny``, a local directory or a hub id.
@@ -200,7 +201,7 @@ def _weights_hint(message: str) -> str:
     return "are the weight files complete (a cut download or copy)?"
 
 
-def stored_dtype(name_or_path: str, cache_dir: str | None = None, tiny_spec: Any = None, **kwargs: Any) -> str:
+def stored_dtype(name_or_path: str, cache_dir: str | None = None, tiny_spec: TinySpec | None = None, **kwargs: Any) -> str:
     """The dtype a checkpoint's weights are stored in (its config's ``dtype``, ``torch_dtype`` before
     transformers 5), as a torch dtype name; ``float32`` when the config names none."""
     config = load_config(name_or_path, cache_dir, tiny_spec, **kwargs)

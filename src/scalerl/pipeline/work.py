@@ -31,6 +31,7 @@ from scalerl.generate.base import Generator, SamplingParams
 from scalerl.pipeline.config import BackendConfig
 from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.landing import Landing, UpdatePlan, WeightHistory
+from scalerl.rl.recipe import RecipeConfig
 from scalerl.rollout.context import RoundContext
 from scalerl.rollout.groups import Group
 from scalerl.rollout.produce import generate_groups
@@ -141,7 +142,7 @@ class WorkerSpec:
     dtype: str
     """Dtype name the generator holds the policy in: the run's compute dtype (float32, bfloat16, ...)."""
     fp32_lm_head: bool
-    recipe: Any
+    recipe: RecipeConfig
     task_name: str
     task_settings: dict[str, Any]
     task_reward: str | None

@@ -27,9 +27,12 @@ from __future__ import annotations
 
 import random
 import threading
-from typing import Any, Hashable, Sequence
+from typing import TYPE_CHECKING, Any, Hashable, Sequence
 
 from scalerl.errors import ScaleRLError
+
+if TYPE_CHECKING:
+    from scalerl.rl.recipe import SamplerConfig
 
 __all__ = ["PromptSampler", "SamplerExhausted"]
 
@@ -68,7 +71,7 @@ class PromptSampler:
         self._lock = threading.RLock()
 
     @classmethod
-    def from_config(cls, prompt_ids: Sequence[Hashable], cfg: Any, *, seed: int = 0) -> "PromptSampler":
+    def from_config(cls, prompt_ids: Sequence[Hashable], cfg: SamplerConfig, *, seed: int = 0) -> "PromptSampler":
         """Build from a :class:`~scalerl.rl.recipe.SamplerConfig`."""
         return cls(
             prompt_ids,

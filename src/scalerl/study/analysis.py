@@ -35,7 +35,7 @@ import numpy as np
 
 from scalerl.config import load_yaml
 from scalerl.curves import Curve, fit_seeds, forecast, pool_curves
-from scalerl.curves.bands import read_calibration
+from scalerl.curves.bands import Calibration, read_calibration
 from scalerl.curves.compare import (CEILING, EFFICIENCY, NONE, UNSTABLE, Classification, CompareResult, RunFit, classify,
                                     one_seed_caveat)
 from scalerl.curves.solver import fit_sigmoid_fixed_A
@@ -365,7 +365,7 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
     return analysis
 
 
-def _fill_fit(vr: VariantResult, rf: RunFit, at: float, calibration: Any, seed: int) -> None:
+def _fill_fit(vr: VariantResult, rf: RunFit, at: float, calibration: Calibration | None, seed: int) -> None:
     """``vr``'s own fit (A, B, C_mid and their intervals), its stability and, for a stable run,
     its forecast at ``at`` with the calibrated band."""
     f = rf.fit

@@ -39,13 +39,16 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from scalerl.config import from_dict, load_yaml, save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, ScaleRLError
 from scalerl.runlog import eval_rows, has_final_model
 from scalerl.study.families import TINY_SIZES, Variant, family_variants
 from scalerl.study.spec import SPEC_FILE, StudySpec
+
+if TYPE_CHECKING:  # imported where runs are planned: the study's --list needs no trainer config
+    from scalerl.train.config import TrainConfig
 
 RUNS, PROGRESS = "runs", "progress.jsonl"
 
@@ -91,8 +94,8 @@ class RunPlan:
     variant: Variant
     seed: int
     directory: Path
-    config: Any
-    """The resolved :class:`scalerl.train.config.TrainConfig`."""
+    config: TrainConfig
+    """The resolved training config of the run."""
 
     @property
     def name(self) -> str:
@@ -209,7 +212,7 @@ def plan_study(spec: StudySpec, study_dir: str | Path) -> list[RunPlan]:
     return plans
 
 
-def _as_run(cfg: Any) -> dict[str, Any]:
+def _as_run(cfg: TrainConfig) -> dict[str, Any]:
     """What a resolved config trains, without its name and where it writes."""
     d = _comparable(to_dict(cfg))
     d.pop("recipe_name", None)

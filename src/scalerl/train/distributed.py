@@ -65,6 +65,7 @@ from scalerl.train.share import Share, full_value
 if TYPE_CHECKING:  # the hf module only where a rank generates (run.generate_on_shards)
     from scalerl.generate.hf import HFGenerator
     from scalerl.train.activation_probe import ActivationCost
+    from scalerl.train.policy import Policy
 
 
 @dataclass(frozen=True)
@@ -318,7 +319,7 @@ def follow(group: TrainerGroup) -> None:
         getattr(group, name)(*args)
 
 
-def make_group(cfg: TrainConfig, policy: Any, rank: Rank) -> TrainerGroup:
+def make_group(cfg: TrainConfig, policy: Policy, rank: Rank) -> TrainerGroup:
     """Shard ``policy.model`` over the process group (every rank, in the same order), start every
     shard from rank 0's weights, and build the optimizer on the shards."""
     from scalerl.errors import ConfigError

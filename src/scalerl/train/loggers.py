@@ -8,9 +8,12 @@ from __future__ import annotations
 import numbers
 import uuid
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scalerl.errors import ConfigError
+
+if TYPE_CHECKING:  # train.config imports no loggers; only the annotation needs it
+    from scalerl.train.config import LogConfig
 
 
 class Sink(Protocol):
@@ -66,7 +69,7 @@ class WandbSink:
         self.run.finish()
 
 
-def make_sinks(log_cfg: Any, output: Path, name: str, config: dict[str, Any], resume: bool) -> list[Sink]:
+def make_sinks(log_cfg: LogConfig, output: Path, name: str, config: dict[str, Any], resume: bool) -> list[Sink]:
     sinks: list[Sink] = []
     if log_cfg.tensorboard:
         sinks.append(TensorBoardSink(output / "tensorboard"))

@@ -22,13 +22,16 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from scalerl.config import apply_overrides
 from scalerl.errors import ConfigError, InputError
 from scalerl.rl.length import phrase_tokens
 from scalerl.rl.recipe import LengthConfig
 from scalerl.tasks.encoding import encode_problem
+
+if TYPE_CHECKING:  # train.config is imported by the trainer that calls these checks
+    from scalerl.train.config import TrainConfig
 
 #: Config attributes that bound the positions a model can attend over, in the order they are tried.
 POSITION_ATTRIBUTES = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx",
@@ -80,7 +83,7 @@ def fitting_overrides(length: LengthConfig, tokenizer: Any, room: int) -> list[s
     return sets
 
 
-def check_generation_budget(cfg: Any, model: Any, tokenizer: Any, train: Sequence[Any],
+def check_generation_budget(cfg: TrainConfig, model: Any, tokenizer: Any, train: Sequence[Any],
                             eval_sets: Mapping[str, Sequence[Any]]) -> None:
     """Raise :class:`InputError` (one line) when prompt + budget exceeds the model's positions."""
     check_positions(model, tokenizer, [*train, *(p for s in eval_sets.values() for p in s)], cfg.recipe.length,
@@ -135,7 +138,7 @@ def check_token_ids(model: Any, encoded: Sequence[tuple[str, Sequence[int]]]) ->
                      "own tokenizer beside its weights")
 
 
-def _train_fix(cfg: Any, tokenizer: Any, room: int) -> str:
+def _train_fix(cfg: TrainConfig, tokenizer: Any, room: int) -> str:
     """How a training run's budget comes within ``room`` tokens: the ``--set`` flags, where the
     config accepts them (only what it accepts is suggested)."""
     fix = fitting_overrides(cfg.recipe.length, tokenizer, room)
@@ -147,14 +150,14 @@ def _train_fix(cfg: Any, tokenizer: Any, room: int) -> str:
     return f"fit it with {' '.join('--set ' + f for f in fix)}"
 
 
-def longest_sequence(cfg: Any, tokenizer: Any, problems: Sequence[Any], eval_sets: Mapping[str, Sequence[Any]]) -> int:
+def longest_sequence(cfg: TrainConfig, tokenizer: Any, problems: Sequence[Any], eval_sets: Mapping[str, Sequence[Any]]) -> int:
     """Tokens of the longest sequence a run can decode or score: its longest prompt (training or
     evaluation, chat template applied) + ``length.max_new_tokens``."""
     return longest_prompt(tokenizer, [*problems, *(p for s in eval_sets.values() for p in s)]) \
         + cfg.recipe.length.max_new_tokens
 
 
-def held_bytes(cfg: Any, model: Any, compute_bytes: int, world: int) -> int:
+def held_bytes(cfg: TrainConfig, model: Any, compute_bytes: int, world: int) -> int:
     """Bytes of a device that rank 0 holds before any activation or KV cache: its share of the
     training state and the policy's copies beside it (``compute_bytes`` a parameter)."""
     from scalerl.train import memory
@@ -165,7 +168,7 @@ def held_bytes(cfg: Any, model: Any, compute_bytes: int, world: int) -> int:
     return memory.training_state_bytes(model, world) + sum(copies.values())
 
 
-def decode_rows(cfg: Any, model: Any, tokenizer: Any, problems: Sequence[Any],
+def decode_rows(cfg: TrainConfig, model: Any, tokenizer: Any, problems: Sequence[Any],
                 eval_sets: Mapping[str, Sequence[Any]], compute_bytes: int, device: Any,
                 world: int = 1) -> tuple[int | None, str | None]:
     """The most rows the Hugging Face decode loops on the trainer's device hold at once (None: every
@@ -209,7 +212,7 @@ def decode_rows(cfg: Any, model: Any, tokenizer: Any, problems: Sequence[Any],
     return (None if shards else max(fit, 1)), note
 
 
-def update_tokens(cfg: Any, model: Any, tokenizer: Any, problems: Sequence[Any],
+def update_tokens(cfg: TrainConfig, model: Any, tokenizer: Any, problems: Sequence[Any],
                   eval_sets: Mapping[str, Sequence[Any]], probe: Callable[..., Any], compute_bytes: int,
                   device: Any, world: int = 1) -> tuple[int, str | None]:
     """``run.micro_batch_tokens`` as the update uses it on ``device``, and a one-line note when that

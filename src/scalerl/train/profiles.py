@@ -24,7 +24,10 @@ instantiation). No torch at import time: ``scalerl train --help`` stays fast.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # train.config imports this module
+    from scalerl.train.config import TrainConfig
 
 
 #: name -> overrides (full dotted paths of TrainConfig).
@@ -143,7 +146,7 @@ def count_parameters(name_or_path: str) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def choose_profile(cfg: Any) -> tuple[str, str | None]:
+def choose_profile(cfg: TrainConfig) -> tuple[str, str | None]:
     """``(profile, note)`` for ``cfg``: its own profile when not ``auto``; otherwise the :data:`AUTO`
     choice and, for a user model, a one-line note saying which and why (None for the tiny model)."""
     if cfg.profile != "auto":

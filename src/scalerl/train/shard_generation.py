@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import torch
 import torch.distributed as dist
 
-from scalerl.generate.base import Completion, LengthController, SamplingParams, ScheduledUpdates
+from scalerl.generate.base import Completion, Generator, LengthController, SamplingParams, ScheduledUpdates
 
 if TYPE_CHECKING:
     from scalerl.train.distributed import TrainerGroup
@@ -54,7 +54,7 @@ def rank_params(params: SamplingParams, rank: int) -> SamplingParams:
     return dataclasses.replace(params, seed=params.seed + RANK_SEED_STRIDE * rank)
 
 
-def generate_share(generator: Any, prompts: Sequence[Sequence[int]], params: SamplingParams,
+def generate_share(generator: Generator, prompts: Sequence[Sequence[int]], params: SamplingParams,
                    length_control: LengthController | None, rank: int, world: int) -> list[Completion] | None:
     """Every rank: sample this rank's share of ``prompts`` on the sharded model (``generator``, an
     :class:`~scalerl.generate.hf.HFGenerator` with ``lockstep``); rank 0 returns all completions in
