@@ -11,6 +11,8 @@ Parts (each timed in isolation at the tiny model's decode shape, best of --round
   (:mod:`scalerl.generate.attention`), on contiguous keys and on the decode cache's strided views;
 * the KV cache append: ``torch.cat`` of the whole cache (transformers' ``DynamicLayer``) against a
   write into spare room (:mod:`scalerl.generate.kvcache`);
+* the KV cache's row selection (finished rows dropped, a quarter here): indexing the filled part
+  and copying it into new buffers against one ``index_select`` of the whole buffers;
 * drawing one token per row of a 128 x 103 distribution: ``torch.multinomial`` against
   inverse-CDF sampling (:func:`scalerl.generate.sampling.sample_categorical`);
 * one AdamW step on the tiny model's 51 tensors: torch's default (a loop over tensors on the CPU)
@@ -78,6 +80,16 @@ def parts(rounds: int) -> None:
                      best(lambda: decode_attention(module, q, sk, sv, mask, scaling=d ** -0.5), rounds)))
         rows.append(("KV append (keys + values)", best(lambda: (torch.cat([k, new], 2), torch.cat([v, new], 2)), rounds),
                      best(lambda: (spare_k[:, :, length:length + 1].copy_(new), spare_v[:, :, length:length + 1].copy_(new)), rounds)))
+        keep = torch.randperm(b, generator=torch.Generator().manual_seed(0))[: b * 3 // 4].sort().values  # 3/4 of the rows stay
+
+        def select_filled_then_copy():  # index the filled views, then copy into new spare-room buffers
+            for buf in (spare_k, spare_v):
+                part = buf[:, :, :length][keep]
+                out = part.new_empty((part.shape[0], h, length + 16, d))
+                out[:, :, :length] = part
+
+        rows.append(("KV row selection (keys + values)", best(select_filled_then_copy, rounds),
+                     best(lambda: (spare_k.index_select(0, keep), spare_v.index_select(0, keep)), rounds)))
         rows.append(("draw 1 token from 128 x 103", best(lambda: torch.multinomial(probs, 1, generator=gen), rounds),
                      best(lambda: sample_categorical(probs, gen), rounds)))
     model, _ = load_model(str(tiny_model_dir()), dtype="float32")
