@@ -36,22 +36,20 @@ def add_arguments(p) -> None:
                         "cannot be forecast are listed with the reason, not fatal; implied by several PATHs or cuts")
     add_fit_args(p, fit_until=False)
     p.set_defaults(bootstrap=200)
-    p.add_argument("--plot", metavar="FILE", help="write the figure (.png or .svg)")
+    p.add_argument("--plot", metavar="FILE",
+                   help="write the figure (.png, .svg or .pdf): one run's forecast; several runs or cuts, a panel each")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (one is shown for several runs or cuts)")
 
 
 def run(args) -> int:
     if len(args.paths) > 1:
-        if args.run or args.plot:
-            raise InputError(f"{len(args.paths)} logs: every run of each is scored in one table; drop {_one_run_options(args)} "
+        if args.run:
+            raise InputError(f"{len(args.paths)} logs: every run of each is scored in one table; drop --run "
                              "(or give one log)")
         args.all_runs = True
-    if args.all_runs and (args.run or args.plot):
-        raise InputError(f"--all-runs scores every run: drop {_one_run_options(args)} (or drop --all-runs)")
+    if args.all_runs and args.run:
+        raise InputError("--all-runs scores every run: drop --run (or drop --all-runs)")
     if args.cut_fraction is not None and len(args.cut_fraction) > 1:  # (of one --run, or of every run)
-        if args.plot:
-            raise InputError(f"{len(args.cut_fraction)} cuts: each is scored in one table; drop --plot "
-                             "(or give one --cut-fraction)")
         args.all_runs = True
     if args.cut is None and args.cut_fraction is None:
         if not args.all_runs:
@@ -68,8 +66,6 @@ def run(args) -> int:
     names = [c.name for c in curves]
     if len(set(names)) < len(names):  # runs of the same name in different logs (each console its own 'exp_001')
         curves = [replace(c, name=f"{path}:{c.name}") for path, log in zip(paths, per_log) for c in log]
-    if len(curves) > 1 and args.plot:
-        raise InputError(f"{args.paths[0]} holds {len(curves)} runs; choose one with --run to plot")
     if args.all_runs:
         return _all_runs(curves, args, unread)
     if len(curves) == 1:  # one run: what stops it is the command's error
@@ -84,10 +80,7 @@ def run(args) -> int:
         results = [bt for _, bt in scored]
     if not results:
         raise InputError("no run could be backtested:\n" + "\n".join(f"  {n}: {r}" for n, r in skipped))
-    if args.plot:
-        from scalerl.curves.plot import plot_backtest
-
-        plot_backtest(results[0], args.plot)
+    plotted = _plot(results, args) if args.plot else None
     if args.json:
         objs = [bt.as_dict() for bt in results]
         out = objs[0] if len(curves) == 1 else {"runs": objs, "skipped": [{"run": n, "reason": r} for n, r in skipped]}
@@ -105,6 +98,8 @@ def run(args) -> int:
         print(LEGEND)
         print("\n" + _summary_lines(summarize(results, tolerance=0.001), "runs", skipped=len(skipped)))
         print("(--all-runs: one line per run instead of a report)")
+    if plotted:
+        print(plotted)
     return 0
 
 
@@ -180,9 +175,18 @@ def _short(name: str, width: int = 48) -> str:
     return f"{name[:head]}...{name[-(width - 3 - head):]}"
 
 
-def _one_run_options(args) -> str:
-    """Which of the one-run options were given (the advice named both where only --plot was)."""
-    return " and ".join(option for option, value in (("--run", args.run), ("--plot", args.plot)) if value)
+def _plot(results, args, cut_labels=None) -> str:
+    """One backtest: its forecast figure; several (runs, cuts): a panel each (small multiples).
+    Returns the line that names the file (printed after the text it illustrates; not with --json)."""
+    from scalerl.curves.plot import MAX_PANELS, plot_backtest, plot_backtests
+
+    if len(results) == 1:
+        plot_backtest(results[0], args.plot)
+        return f"plot: {args.plot}"
+    plot_backtests(results, args.plot, title=f"backtests: {', '.join(args.y)} against {', '.join(args.x)}",
+                   cut_labels=cut_labels)
+    more = f" (the first {MAX_PANELS} of {len(results)} backtests)" if len(results) > MAX_PANELS else ""
+    return f"plot: {args.plot}, a panel per {'run and cut' if cut_labels else 'run'}{more}"
 
 
 def _read_logs(args) -> tuple[list[str], list[list], list[tuple[str, str]]]:
@@ -230,6 +234,9 @@ def _all_runs(curves, args, unread=()) -> int:
     # every run carries.
     listed = {left_out_note(c.left_out) for c in curves if c.left_out}
     log_notes = [n for n in curves[0].notes if all(n in c.notes for c in curves) and n not in listed] if curves else []
+    plotted = None
+    if args.plot and results:
+        plotted = _plot([bt for _, bt in results], args, cut_labels=[f"{f:g}" for f, _ in results] if several else None)
     if args.json:
         print(json.dumps(finite_json({
             "cut": args.cut, "cut_fraction": cuts if several else cuts[0],
@@ -276,6 +283,8 @@ def _all_runs(curves, args, unread=()) -> int:
                   f"like the runs the shipped factors come from; `scalerl calibrate {' '.join(args.paths)} "
                   f"--x {' '.join(args.x)} --y {' '.join(args.y)}` "
                   "makes factors from your runs (then --calibration FILE)")
+    if plotted:
+        print(plotted)
     return 0
 
 

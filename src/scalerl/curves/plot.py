@@ -186,6 +186,82 @@ def plot_backtest(bt, path, **kwargs) -> Path:
     return plot_forecast(bt.forecast, path, title=kwargs.pop("title", None) or f"{bt.forecast.curve.name}: backtest cut at {bt.cut:.4g}", **kwargs)
 
 
+#: Most panels in one small-multiples figure: beyond it the panels are too small to read.
+MAX_PANELS = 48
+
+
+def plot_backtests(results: Sequence, path, *, title: str = "", cut_labels: Sequence[str] | None = None) -> Path:
+    """Small multiples of many backtests (``backtest --all-runs``): a panel per run (and cut) with
+    the points fitted (filled) and held out (open), the forecast, its confidence band (dark) and
+    prediction band (light), the cut, and the observed end level (mean of the last quarter of the
+    held-out evaluations) as a bar over them -- red where the band missed it. At most
+    :data:`MAX_PANELS` panels (the first ones)."""
+    path = check_plot_path(path)
+    plt = _plt()
+    from matplotlib import ticker
+
+    shown = list(results)[:MAX_PANELS]
+    if not shown:
+        raise InputError("no backtest to plot")
+    ncols = min(6, int(np.ceil(np.sqrt(len(shown)))))
+    nrows = int(np.ceil(len(shown) / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.7 * ncols, 2.2 * nrows + 0.9), dpi=110, squeeze=False)
+    for i, ax in enumerate(axes.flat):
+        if i >= len(shown):
+            ax.set_visible(False)
+            continue
+        bt = shown[i]
+        fc = bt.forecast
+        xs, ys = fc.curve.x, fc.curve.y
+        pos = xs > 0
+        fitted = pos & (xs <= bt.cut)
+        # From the fit window's start: left of an opening plateau the law is no forecast of anything.
+        start = fc.fit.fit_from if fc.fit.fit_from is not None else xs[pos].min()
+        grid = np.geomspace(start, xs.max(), 120)
+        b = fc.band_arrays(grid)
+        ax.fill_between(grid, b["obs_lo"], b["obs_hi"], color="C0", alpha=0.10, lw=0, label="prediction band")
+        ax.fill_between(grid, b["lo"], b["hi"], color="C0", alpha=0.25, lw=0, label="confidence band")
+        ax.plot(grid, b["R"], ":" if bt.unstable else "-", color="C0", lw=1.3, label="forecast")
+        ax.scatter(xs[fitted], ys[fitted], s=7, color="C0", zorder=3, label="fitted")
+        ax.scatter(bt.test_x, bt.test_y, s=9, facecolors="none", edgecolors="C3", lw=0.7, zorder=3, label="held out")
+        ax.axvline(bt.cut, color="gray", lw=0.6)
+        if bt.test_x:
+            end = bt.test_x[len(bt.test_x) - max(1, len(bt.test_x) // 4):]
+            missed = bt.scored and not bt.bands.end_covered
+            ax.hlines(bt.end_level, end[0], end[-1], color="C3" if missed else "k", lw=2.2, zorder=4,
+                      label="end level (band missed it: red)")
+        # The data's range: a law extrapolated left of its fit window (an opening plateau left out)
+        # can dive far below it and would flatten every point.
+        lo, hi = float(ys[pos].min()), float(ys[pos].max())
+        span = max(hi - lo, 0.05)
+        ax.set_ylim(lo - 0.12 * span, hi + 0.12 * span)
+        ax.set_xscale("log")
+        ax.tick_params(labelsize=6)
+        ax.xaxis.set_major_locator(ticker.LogLocator(numticks=3))
+        ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+        ax.grid(alpha=0.25, which="major")
+        state = ("UNSTABLE: no forecast" if bt.unstable else "fell later: not scored" if not bt.scored
+                 else f"MAE {bt.default.mae:.3f}, end {bt.default.end_error:+.3f}")
+        name = bt.run if len(bt.run) <= 34 else bt.run[:15] + "..." + bt.run[-16:]
+        cut = f" @{cut_labels[i]}" if cut_labels else ""
+        ax.set_title(f"{name}{cut}\n{state}", fontsize=6.5,
+                     color="C3" if bt.scored and not bt.bands.end_covered else "black")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.set_layout_engine("constrained")
+    fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=6, frameon=False)
+    more = len(results) - len(shown)
+    heading = title + (f" (the first {len(shown)} of {len(results)})" if more > 0 else "")
+    if heading:
+        fig.suptitle(heading, fontsize=9)
+    try:
+        fig.savefig(path)
+    except OSError as exc:
+        raise InputError(f"cannot write the plot to {path}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)
+    return path
+
+
 def plot_curves(curves: Sequence, path, *, fits=None, title: str = "") -> Path:
     """Raw curves (no fit) on one log-x axis -- used by reports."""
     path = check_plot_path(path)
