@@ -116,3 +116,12 @@ def test_checkpoint_paths_of_the_trainers_and_two_runs(tmp_path, pattern, name):
     curves = {c.name: c for c in read_curves(out, "step", "gsm8k/exact_match,strict-match")}
     assert set(curves) == {"grpo-a", "grpo-b"}
     assert list(curves[name].x) == [10, 20, 30]
+
+
+def test_the_listing_of_columns_names_exact_match_a_metric():
+    """Without --y the columns are listed, metrics first: lm-eval's and lighteval's ``exact_match`` /
+    ``extractive_match`` were listed under "other"."""
+    from scalerl.curves.rows import likely_columns
+
+    columns = ["gsm8k/exact_match,strict-match", "lighteval|math_500|0/extractive_match", "lr", "step"]
+    assert likely_columns("y", columns) == columns[:2]
