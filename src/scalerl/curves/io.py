@@ -11,6 +11,8 @@ Formats (chosen from the path, or by ``fmt``):
 * ``skyrl`` -- SkyRL's console log (``trainer.logger=console``: ``Step N:`` over a printed dict);
 * ``nemo-rl`` -- NeMo-RL's console log (``===== Step N/M =====`` over its ``Validation Results`` /
   ``Training Results`` / ``Timing`` sections);
+* ``roll`` -- ROLL's console log or driver log file (its ``stdout`` tracker: ``metrics_tag: {"step": N,
+  "metrics": {...}}`` lines);
 * ``verl-file`` -- verl's file logger (``trainer.logger=[..., 'file']``): ``{"step": N, "data": {...}}`` lines;
 * ``hf-trainer`` -- a Hugging Face / TRL ``trainer_state.json``, or the run directory holding
   its ``checkpoint-*`` directories (the latest one is read);
@@ -63,6 +65,7 @@ from scalerl.curves.mlflow_log import is_mlflow_store, read_mlflow
 from scalerl.curves.mlflow_server import is_server
 from scalerl.curves.nemo_rl_log import looks_like_nemo_rl, read_nemo_rl
 from scalerl.curves.parquet_log import is_parquet, read_parquet
+from scalerl.curves.roll_log import looks_like_roll, read_roll
 from scalerl.curves.rows import CUMULATIVE, UnknownColumn, likely_columns
 from scalerl.curves.skyrl_log import looks_like_skyrl, read_skyrl
 from scalerl.curves.sqlite_db import is_sqlite
@@ -118,6 +121,7 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "eval-dumps": read_eval_dumps,
     "clearml": read_clearml,
     "lm-eval": read_lm_eval,
+    "roll": read_roll,
 }
 
 
@@ -202,6 +206,8 @@ def detect_format(path: Path) -> str:
         return "csv"
     if looks_like_verl(path):
         return "verl"
+    if looks_like_roll(path):  # before dict-lines: ROLL's tracker line is a JSON dict after a prefix
+        return "roll"
     if looks_like_skyrl(path):  # before dict-lines: SkyRL's one-line status dicts are no metric rows
         return "skyrl"
     if looks_like_nemo_rl(path):  # before dict-lines: NeMo-RL prints its config as a dict
@@ -212,8 +218,8 @@ def detect_format(path: Path) -> str:
     if looks_like_dict_lines(path):
         return "dict-lines"
     if name.endswith((".log", ".out", ".err")):
-        raise InputError(f"{path}: a text log without verl step lines ('step:N - key:value - ...'), SkyRL "
-                         f"'Step N:' blocks, NeMo-RL 'Step N/M' blocks or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
+        raise InputError(f"{path}: a text log without verl step lines ('step:N - key:value - ...'), ROLL "
+                         f"'metrics_tag:' lines, SkyRL 'Step N:' blocks, NeMo-RL 'Step N/M' blocks or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
                          "the metrics as CSV/JSONL")
     # .txt or an unknown extension: by the first non-blank character.
     if first:
