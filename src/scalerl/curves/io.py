@@ -11,6 +11,8 @@ Formats (chosen from the path, or by ``fmt``):
 * ``skyrl`` -- SkyRL's console log (``trainer.logger=console``: ``Step N:`` over a printed dict);
 * ``nemo-rl`` -- NeMo-RL's console log (``===== Step N/M =====`` over its ``Validation Results`` /
   ``Training Results`` / ``Timing`` sections);
+* ``areal`` -- AReaL's console log or log file (``StatsLogger``'s ``Train step N/T done.`` and a
+  table of the step's stats);
 * ``roll`` -- ROLL's console log or driver log file (its ``stdout`` tracker: ``metrics_tag: {"step": N,
   "metrics": {...}}`` lines);
 * ``verl-file`` -- verl's file logger (``trainer.logger=[..., 'file']``): ``{"step": N, "data": {...}}`` lines;
@@ -53,6 +55,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+from scalerl.curves.areal_log import looks_like_areal, read_areal
 from scalerl.curves.clearml_log import is_clearml_session, read_clearml
 from scalerl.curves.csv_log import read_csv
 from scalerl.curves.data import Curve
@@ -122,6 +125,7 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "clearml": read_clearml,
     "lm-eval": read_lm_eval,
     "roll": read_roll,
+    "areal": read_areal,
 }
 
 
@@ -206,6 +210,8 @@ def detect_format(path: Path) -> str:
         return "csv"
     if looks_like_verl(path):
         return "verl"
+    if looks_like_areal(path):
+        return "areal"
     if looks_like_roll(path):  # before dict-lines: ROLL's tracker line is a JSON dict after a prefix
         return "roll"
     if looks_like_skyrl(path):  # before dict-lines: SkyRL's one-line status dicts are no metric rows
@@ -219,7 +225,7 @@ def detect_format(path: Path) -> str:
         return "dict-lines"
     if name.endswith((".log", ".out", ".err")):
         raise InputError(f"{path}: a text log without verl step lines ('step:N - key:value - ...'), ROLL "
-                         f"'metrics_tag:' lines, SkyRL 'Step N:' blocks, NeMo-RL 'Step N/M' blocks or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
+                         f"'metrics_tag:' lines, AReaL 'Train step N/T done.' stats tables, SkyRL 'Step N:' blocks, NeMo-RL 'Step N/M' blocks or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
                          "the metrics as CSV/JSONL")
     # .txt or an unknown extension: by the first non-blank character.
     if first:
