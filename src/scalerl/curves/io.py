@@ -36,7 +36,9 @@ Formats (chosen from the path, or by ``fmt``):
   ``<step>.jsonl`` of samples per validation), SkyRL's ``dumped_evals`` directory, or NeMo-RL's
   log directory (``logs/exp_<NNN>/val_data_step<N>.jsonl``; the ``logs`` directory of its launches);
 * ``lm-eval`` -- lm-evaluation-harness results of a series of checkpoints (``results_<date>.json``
-  per evaluation, or the ``--output_path`` directory of them): x ``step``, the checkpoint's.
+  per evaluation, or the ``--output_path`` directory of them): x ``step``, the checkpoint's;
+* ``lighteval`` -- lighteval results of a series of checkpoints (``results/<model>/results_<date>.json``
+  per evaluation, or the ``--output-dir`` directory): x ``step``, the checkpoint's.
 
 The user names the x (compute) and y (metric) columns. An unknown name is an error that
 lists the available ones. Missing, NaN and infinite values are dropped and counted. In
@@ -63,6 +65,7 @@ from scalerl.curves.dict_lines_log import looks_like_dict_lines, read_dict_lines
 from scalerl.curves.eval_dumps import is_eval_dumps, read_eval_dumps
 from scalerl.curves.hf_trainer_log import is_trainer_state, read_hf_trainer
 from scalerl.curves.jsonl_log import read_jsonl
+from scalerl.curves.lighteval_log import is_lighteval, read_lighteval
 from scalerl.curves.lm_eval_log import is_lm_eval, read_lm_eval
 from scalerl.curves.mlflow_log import is_mlflow_store, read_mlflow
 from scalerl.curves.mlflow_server import is_server
@@ -124,6 +127,7 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "eval-dumps": read_eval_dumps,
     "clearml": read_clearml,
     "lm-eval": read_lm_eval,
+    "lighteval": read_lighteval,
     "roll": read_roll,
     "areal": read_areal,
 }
@@ -172,7 +176,7 @@ def _check_event_files(path: Path) -> None:
             if files else "it holds no files")
     raise InputError(f"{path}: a directory holding no log of a format read as a directory (a scalerl run directory, "
                      "TensorBoard event files, an MLflow, W&B, Trackio, SwanLab or ClearML store, a trainer_state.json "
-                     f"run directory, dumped evaluations, lm-evaluation-harness results); {held}")
+                     f"run directory, dumped evaluations, lm-evaluation-harness or lighteval results); {held}")
 
 
 def detect_format(path: Path) -> str:
@@ -183,6 +187,8 @@ def detect_format(path: Path) -> str:
         return "eval-dumps"
     if is_lm_eval(path):
         return "lm-eval"
+    if is_lighteval(path):
+        return "lighteval"
     found = next((fmt for fmt, probe in TRACKER_PROBES if probe(path)), None)
     if found:
         return found
