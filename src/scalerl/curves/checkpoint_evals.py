@@ -32,8 +32,10 @@ def holds(path: Path, load: Callable[[Path], dict | None]) -> bool:
     """Whether ``path`` is a results file ``load`` reads, or a directory holding one."""
     if path.is_file():
         return path.suffix.lower() == ".json" and load(path) is not None
-    if path.is_dir():
-        return any(load(f) is not None for f in itertools.islice(candidates(path), SNIFF_FILES))
+    if path.is_dir():  # (a look at a few files: a large directory of something else costs no full walk)
+        named = itertools.islice(path.rglob("results*.json"), SNIFF_FILES)
+        others = itertools.islice(path.rglob(RESULTS_GLOB), SNIFF_FILES)
+        return any(load(f) is not None for f in itertools.chain(named, others))
     return False
 
 

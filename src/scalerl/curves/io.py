@@ -143,6 +143,13 @@ TRACKER_PROBES: tuple[tuple[str, Callable[[Path], bool]], ...] = (
     ("clearml", is_clearml_session),
 )
 
+#: The evaluation harnesses' results of a series of checkpoints (a results file, or a directory of
+#: them: one that holds no tracker's store nor event files).
+HARNESS_PROBES: tuple[tuple[str, Callable[[Path], bool]], ...] = (
+    ("lm-eval", is_lm_eval),
+    ("lighteval", is_lighteval),
+)
+
 #: The formats whose runs are told apart by a column of their rows (``run_column``).
 RUN_COLUMN_FORMATS = ("csv", "jsonl", "parquet")
 
@@ -185,14 +192,14 @@ def detect_format(path: Path) -> str:
         return "hf-trainer"
     if is_eval_dumps(path):
         return "eval-dumps"
-    if is_lm_eval(path):
-        return "lm-eval"
-    if is_lighteval(path):
-        return "lighteval"
     found = next((fmt for fmt, probe in TRACKER_PROBES if probe(path)), None)
     if found:
         return found
     if path.is_dir():
+        if next(path.rglob("*tfevents*"), None) is None:
+            harness = next((fmt for fmt, probe in HARNESS_PROBES if probe(path)), None)
+            if harness:
+                return harness
         _check_event_files(path)
         return "tensorboard"  # a directory of nothing else: event files
     if name.endswith(".parquet") or is_parquet(path):
@@ -205,6 +212,8 @@ def detect_format(path: Path) -> str:
         return "tensorboard"
     if name.endswith(".json") and is_trainer_state(path):
         return "hf-trainer"
+    if name.endswith(".json") and (harness := next((fmt for fmt, probe in HARNESS_PROBES if probe(path)), None)):
+        return harness
     if _is_binary(path):
         raise InputError(f"{path}: a binary file, not a log of a format read here ({', '.join(READERS)}; compressed "
                          "logs and tar or zip archives are unpacked first); export the metrics as CSV/JSONL")
