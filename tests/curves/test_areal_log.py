@@ -56,3 +56,27 @@ def test_a_resumed_training_appended_to_the_console(console, tmp_path):
     (curve,) = read_curves(resumed, "step", "eval-rollout/reward")
     assert list(curve.x) == list(range(4, 40, 5))
     assert any("dropped" in n for n in curve.notes)
+
+
+def _table(stats: dict) -> str:
+    """A one-column-pair fancy_grid table, as tabulate draws one (widths padded to the longest cell)."""
+    w = max(map(len, stats)) + 2
+    rows = [f"│ {k:<{w - 2}} │ {v:.4e} │" for k, v in stats.items()]
+    rule = "├" + "─" * w + "┼" + "─" * 12 + "┤"
+    return "\n".join(["╒" + "═" * w + "╤" + "═" * 12 + "╕", f"\n{rule}\n".join(rows), "╘" + "═" * w + "╧" + "═" * 12 + "╛"])
+
+
+def test_a_commit_of_several_stats_dicts_logs_them_at_consecutive_steps(tmp_path):
+    """``StatsLogger.commit`` with a list: dict i at ``max(global_step, last + 1) + i``."""
+    log = "(AReaL) 20251120-10:00:00.000 StatsLogger INFO: "
+    lines = []
+    for g in (0, 1):
+        lines.append(f"{log}Epoch 1/1 Step {g + 1}/2 Train step {g + 1}/2 done.")
+        for i in (1, 2):
+            lines.append(f"{log}Stats ({i}/2):")
+            lines.append(f"{log}\n" + _table({"eval-rollout/reward": 0.25 * (2 * g + i), "timeperf/train_step": 1.0}))
+    path = tmp_path / "areal.log"
+    path.write_text("\n".join(lines) + "\n")
+    curve = read_curve(path, "step", "eval-rollout/reward")
+    assert list(curve.x) == [0, 1, 2, 3]  # global step 0: steps 0, 1; global step 1: max(1, 2) = 2, then 3
+    assert list(curve.y) == [0.25, 0.5, 0.75, 1.0]
