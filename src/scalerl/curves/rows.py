@@ -254,6 +254,7 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     # With step_column: per run, the steps in order and the (latest x, running total) their rows left.
     by_step: dict[str, tuple[list[float], list[tuple[object, float]]]] = {}
     late: dict[str, int] = {}
+    unplaced: dict[str, int] = {}  # evaluations before any row that logs x (TRL's eval_on_start): dropped
     for r in rows:
         name = str(r.get(run_column, default_name))
         seen[name] = None
@@ -283,6 +284,8 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
             # the training rows): the counter as the latest row before the evaluation left it.
             vx = latest.get(name)
             carried[name] = carried.get(name, 0) + (vx is not None)
+            if vx is None and name not in latest:
+                unplaced[name] = unplaced.get(name, 0) + 1
         else:
             vx = None
         vy = r.get(y)
@@ -311,7 +314,10 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
                                  + (f" ({k} written after later steps: from the rows of its own step)" if k else ""),)
                                 if n else ())
                 + ((f"{k} evaluation(s) written after later steps: {x!r} summed up to their own step",)
-                   if k and cumulative is not None else ()) + left_out)
+                   if k and cumulative is not None else ())
+                + ((f"{u} evaluation(s) logged before any row that logs {x!r} (an evaluation before training?) "
+                    f"dropped: no {x!r} to take; --x step keeps them",) if (u := unplaced.get(name, 0)) else ())
+                + left_out)
 
     curves = readable_curves(
         partial(Curve.from_arrays, xs, ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded,
