@@ -681,3 +681,20 @@ def test_an_evaluation_before_any_row_of_the_counter_is_said_to_be_dropped(tmp_p
     c = read_curve(path, "num_tokens", "eval_reward")
     assert list(c.x) == [2000.0, 4000.0, 6000.0]
     assert any("before any row that logs 'num_tokens'" in n and "--x step" in n for n in c.notes), c.notes
+
+
+def test_openrlhfs_wandb_run_evaluations_at_the_step_they_evaluated():
+    """OpenRLHF logs ``train/global_step`` in its training rows and ``eval/global_step`` in its
+    evaluation rows, neither as W&B's step (data/make_openrlhf_wandb.py); its asynchronous trainer
+    logs an evaluation after later steps. ``--x train/global_step`` carried the latest training
+    row's step into the evaluation (12 for the evaluation of step 10), ``cum:`` summed the later
+    steps' time too."""
+    pytest.importorskip("wandb")
+    run = Path(__file__).parent / "data" / "openrlhf_async_wandb.wandb.gz"
+    y = "eval/eval_gsm8k_pass1"
+    evaluated = [10.0 * k for k in range(1, 10)]
+    assert list(read_curve(run, "train/global_step", y).x) == evaluated
+    assert list(read_curve(run, "eval/global_step", y).x) == evaluated
+    assert list(read_curve(run, "cum:train/timing/step_total", y).x) == [10.0 * s for s in evaluated]
+    c = read_curve(run, "step", y)  # W&B's _step counts OpenRLHF's log calls: no training step
+    assert c.x[0] == 12.0
