@@ -23,7 +23,6 @@ started over is a run of its own (``<stem>#2``).
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 from typing import Any
@@ -46,10 +45,9 @@ SNIFF_CHARS = 4_000_000
 
 def _number(text: str) -> float | None:
     try:
-        value = float(text)
+        return float(text)  # (nan and inf too: dropped and counted later, like any missing value)
     except ValueError:
         return None
-    return value if math.isfinite(value) or text.strip().lower() in ("nan", "inf", "-inf") else None
 
 
 def _cells(line: str) -> list[tuple[str, float]] | None:
