@@ -106,3 +106,18 @@ def test_slimes_rollout_number_is_the_rows_rollout_id_and_tells_a_resume(tmp_pat
     assert any("resumes from a checkpoint 1 time" in n for n in c.notes)
     t = read_curve(path, "cum:perf/rollout_time", "eval/gsm8k")
     assert t.x[-1] == 101 * 60.5  # the rollouts of the run that went on, each once
+
+
+def test_an_asynchronous_evaluation_printed_after_later_steps_takes_the_compute_of_its_step(tmp_path):
+    """OpenRLHF's asynchronous trainer prints ``Eval at step N: {...}`` when the training loop takes
+    the evaluation off its queue -- after later steps where the evaluation ran long."""
+    lines = []
+    for step in range(1, 41):
+        lines.append(f"Global step {step}: {{'policy_loss': 0.01, 'reward': 0.3, 'timing/step_total': 10.0}}")
+        if step % 10 == 2 and step > 10:  # the evaluation of step step - 2, printed two steps late
+            lines.append(f"Eval at step {step - 2}: {{'{Y}': {0.1 * (step - 2) / 10}}}")
+    path = tmp_path / "openrlhf_async.log"
+    path.write_text("\n".join(lines) + "\n")
+    c = read_curve(path, "cum:timing/step_total", Y)
+    assert list(c.x) == [100.0, 200.0, 300.0]  # was [120, 220, 320]: the time of the later steps too
+    assert list(read_curve(path, "step", Y).x) == [10, 20, 30]

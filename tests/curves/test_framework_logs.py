@@ -665,3 +665,36 @@ def test_an_mlflow_run_resumed_after_its_last_evaluation_is_still_joined(tmp_pat
     c = read_curve(tmp_path / "mlruns", "step", "eval_reward")
     assert c.name == "grpo" and list(c.x) == [3, 6, 9, 12, 15]
     assert any("continues run aaaaaaaa" in n and "from step 10" in n for n in c.notes)
+
+
+def test_an_evaluation_before_any_row_of_the_counter_is_said_to_be_dropped(tmp_path):
+    """TRL's ``eval_on_start``: the evaluation at step 0 comes before any training row, so there is no
+    ``num_tokens`` to carry; it is dropped, and the notes say which evaluation and why (they said
+    only "1 row(s) with missing, NaN or infinite values were dropped")."""
+    history = [{"eval_reward": 0.2, "epoch": 0, "step": 0}]
+    for step in range(1, 7):
+        history.append({"loss": 0.01, "num_tokens": 1000.0 * step, "reward": 0.3, "epoch": step / 6, "step": step})
+        if step % 2 == 0:
+            history.append({"eval_reward": 0.2 + step / 20, "epoch": step / 6, "step": step})
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"global_step": 6, "log_history": history}))
+    c = read_curve(path, "num_tokens", "eval_reward")
+    assert list(c.x) == [2000.0, 4000.0, 6000.0]
+    assert any("before any row that logs 'num_tokens'" in n and "--x step" in n for n in c.notes), c.notes
+
+
+def test_openrlhfs_wandb_run_evaluations_at_the_step_they_evaluated():
+    """OpenRLHF logs ``train/global_step`` in its training rows and ``eval/global_step`` in its
+    evaluation rows, neither as W&B's step (data/make_openrlhf_wandb.py); its asynchronous trainer
+    logs an evaluation after later steps. ``--x train/global_step`` carried the latest training
+    row's step into the evaluation (12 for the evaluation of step 10), ``cum:`` summed the later
+    steps' time too."""
+    pytest.importorskip("wandb")
+    run = Path(__file__).parent / "data" / "openrlhf_async_wandb.wandb.gz"
+    y = "eval/eval_gsm8k_pass1"
+    evaluated = [10.0 * k for k in range(1, 10)]
+    assert list(read_curve(run, "train/global_step", y).x) == evaluated
+    assert list(read_curve(run, "eval/global_step", y).x) == evaluated
+    assert list(read_curve(run, "cum:train/timing/step_total", y).x) == [10.0 * s for s in evaluated]
+    c = read_curve(run, "step", y)  # W&B's _step counts OpenRLHF's log calls: no training step
+    assert c.x[0] == 12.0

@@ -76,3 +76,21 @@ def test_a_burst_of_late_evaluations_is_no_resume(tmp_path):
     assert any("2 row(s) logged after later steps" in n for n in c.notes)
     assert read_curve(path, "step", "reward/mean").x.tolist() == list(range(1, 41))
 
+
+
+def test_a_late_evaluation_takes_the_compute_of_its_own_step(tmp_path):
+    """An evaluation written ``lag`` steps late that does not log the x column takes it from the rows
+    of its own step, not from the latest row (a later step's): prime-rl's evaluation rows log
+    ``step`` and the metrics alone, its training rows ``progress/total_tokens`` and ``time/step``."""
+    out = []
+    for part in rows(1, 100, t0=0.0, lag=3):
+        if "step" in part and Y not in part:
+            part = {**part, "progress/total_tokens": 1000 * part["step"]}
+        out.append(part)
+    path = _write(tmp_path / "metrics.jsonl", out)
+    evaluated = [10, 20, 30, 40, 50, 60, 70, 80, 90]  # (100's is never written: the log ends first)
+    c = read_curve(path, "progress/total_tokens", Y)
+    assert list(c.x) == [1000 * s for s in evaluated]  # was [13000, 23000, ...]: the step 3 later
+    c = read_curve(path, "cum:time/step", Y)
+    assert list(c.x) == [60.0 * s for s in evaluated]  # was [780, 1380, ...]
+    assert list(read_curve(path, "step", Y).x) == evaluated

@@ -16,15 +16,16 @@ def add_data_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
     if many:
         p.add_argument("paths", nargs="+", metavar="PATH",
                        help="run logs (a scalerl run dir or JSONL, CSV, JSON, W&B CSV export or wandb run dir, TensorBoard "
-                            "dir, verl, SkyRL or NeMo-RL console log, trainer_state.json, MLflow store or server URL, Trackio or "
-                            "SwanLab store, ClearML offline session, dumped evaluations (verl, SkyRL, NeMo-RL); compressed or a tar or zip archive of one)")
+                            "dir, verl, SkyRL, NeMo-RL, ROLL or AReaL console log, trainer_state.json, MLflow store or server URL, Trackio or "
+                            "SwanLab store, ClearML offline session, dumped evaluations (verl, SkyRL, NeMo-RL), lm-eval or lighteval results of checkpoints; compressed or a tar or zip archive of one)")
     else:
         p.add_argument("path", metavar="PATH", help="run log (a scalerl run dir or its JSONL, CSV, W&B CSV export, "
                                                     "a wandb dir or run-*.wandb file, TensorBoard dir or event file, "
                                                     "verl console log, HF/TRL trainer_state.json or its run dir, "
                                                     "MLflow mlruns.db, mlruns directory or http(s) server URL, "
-                                                    "Trackio or SwanLab store, ClearML offline session, SkyRL or NeMo-RL console, "
-                                                    "verl's, SkyRL's or NeMo-RL's dumped evaluations directory, a console log of printed "
+                                                    "Trackio or SwanLab store, ClearML offline session, SkyRL, NeMo-RL, ROLL or AReaL console, "
+                                                    "verl's, SkyRL's or NeMo-RL's dumped evaluations directory, lm-eval or lighteval results of "
+                                                    "checkpoints, a console log of printed "
                                                     "metric dicts, a JSON document; compressed or a tar archive of "
                                                     "one; - for standard input)")
     # Several logs: one column for all, or one per log (trainers name the same metric differently:

@@ -169,6 +169,8 @@ def read_dict_lines(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool
     # appended to the same console (tee -a) from the run before it; else the printed rollout number
     # (slime: its evaluations print no step) or step.
     clock = next((c for c in (TRAINER_EPOCH, PRINTED_ROLLOUT) if any(c in r for r in rows)), PRINTED_STEP)
-    rows, more = split_attempts(rows, clock, path.stem, late_rows=clock != TRAINER_EPOCH)
+    late_rows = clock != TRAINER_EPOCH  # (an evaluation printed after later steps: OpenRLHF's asynchronous trainer)
+    rows, more = split_attempts(rows, clock, path.stem, late_rows=late_rows)
     notes = [*notes, *more]
-    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)
+    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded,
+                            step_column=clock if late_rows else None)

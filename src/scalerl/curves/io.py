@@ -11,6 +11,10 @@ Formats (chosen from the path, or by ``fmt``):
 * ``skyrl`` -- SkyRL's console log (``trainer.logger=console``: ``Step N:`` over a printed dict);
 * ``nemo-rl`` -- NeMo-RL's console log (``===== Step N/M =====`` over its ``Validation Results`` /
   ``Training Results`` / ``Timing`` sections);
+* ``areal`` -- AReaL's console log or log file (``StatsLogger``'s ``Train step N/T done.`` and a
+  table of the step's stats);
+* ``roll`` -- ROLL's console log or driver log file (its ``stdout`` tracker: ``metrics_tag: {"step": N,
+  "metrics": {...}}`` lines);
 * ``verl-file`` -- verl's file logger (``trainer.logger=[..., 'file']``): ``{"step": N, "data": {...}}`` lines;
 * ``hf-trainer`` -- a Hugging Face / TRL ``trainer_state.json``, or the run directory holding
   its ``checkpoint-*`` directories (the latest one is read);
@@ -30,7 +34,11 @@ Formats (chosen from the path, or by ``fmt``):
   ``task.json``, or its ``.zip``), or the ``offline`` directory of several;
 * ``eval-dumps`` -- evaluations a trainer dumps to disk: verl's ``validation_data_dir`` (a
   ``<step>.jsonl`` of samples per validation), SkyRL's ``dumped_evals`` directory, or NeMo-RL's
-  log directory (``logs/exp_<NNN>/val_data_step<N>.jsonl``; the ``logs`` directory of its launches).
+  log directory (``logs/exp_<NNN>/val_data_step<N>.jsonl``; the ``logs`` directory of its launches);
+* ``lm-eval`` -- lm-evaluation-harness results of a series of checkpoints (``results_<date>.json``
+  per evaluation, or the ``--output_path`` directory of them): x ``step``, the checkpoint's;
+* ``lighteval`` -- lighteval results of a series of checkpoints (``results/<model>/results_<date>.json``
+  per evaluation, or the ``--output-dir`` directory): x ``step``, the checkpoint's.
 
 The user names the x (compute) and y (metric) columns. An unknown name is an error that
 lists the available ones. Missing, NaN and infinite values are dropped and counted. In
@@ -49,6 +57,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+from scalerl.curves.areal_log import looks_like_areal, read_areal
 from scalerl.curves.clearml_log import is_clearml_session, read_clearml
 from scalerl.curves.csv_log import read_csv
 from scalerl.curves.data import Curve
@@ -56,10 +65,13 @@ from scalerl.curves.dict_lines_log import looks_like_dict_lines, read_dict_lines
 from scalerl.curves.eval_dumps import is_eval_dumps, read_eval_dumps
 from scalerl.curves.hf_trainer_log import is_trainer_state, read_hf_trainer
 from scalerl.curves.jsonl_log import read_jsonl
+from scalerl.curves.lighteval_log import is_lighteval, read_lighteval
+from scalerl.curves.lm_eval_log import is_lm_eval, read_lm_eval
 from scalerl.curves.mlflow_log import is_mlflow_store, read_mlflow
 from scalerl.curves.mlflow_server import is_server
 from scalerl.curves.nemo_rl_log import looks_like_nemo_rl, read_nemo_rl
 from scalerl.curves.parquet_log import is_parquet, read_parquet
+from scalerl.curves.roll_log import looks_like_roll, read_roll
 from scalerl.curves.rows import CUMULATIVE, UnknownColumn, likely_columns
 from scalerl.curves.skyrl_log import looks_like_skyrl, read_skyrl
 from scalerl.curves.sqlite_db import is_sqlite
@@ -114,6 +126,10 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "parquet": read_parquet,
     "eval-dumps": read_eval_dumps,
     "clearml": read_clearml,
+    "lm-eval": read_lm_eval,
+    "lighteval": read_lighteval,
+    "roll": read_roll,
+    "areal": read_areal,
 }
 
 
@@ -125,6 +141,13 @@ TRACKER_PROBES: tuple[tuple[str, Callable[[Path], bool]], ...] = (
     ("swanlab", is_swanlab_run),
     ("trackio", is_trackio),
     ("clearml", is_clearml_session),
+)
+
+#: The evaluation harnesses' results of a series of checkpoints (a results file, or a directory of
+#: them: one that holds no tracker's store nor event files).
+HARNESS_PROBES: tuple[tuple[str, Callable[[Path], bool]], ...] = (
+    ("lm-eval", is_lm_eval),
+    ("lighteval", is_lighteval),
 )
 
 #: The formats whose runs are told apart by a column of their rows (``run_column``).
@@ -160,7 +183,7 @@ def _check_event_files(path: Path) -> None:
             if files else "it holds no files")
     raise InputError(f"{path}: a directory holding no log of a format read as a directory (a scalerl run directory, "
                      "TensorBoard event files, an MLflow, W&B, Trackio, SwanLab or ClearML store, a trainer_state.json "
-                     f"run directory, dumped evaluations); {held}")
+                     f"run directory, dumped evaluations, lm-evaluation-harness or lighteval results); {held}")
 
 
 def detect_format(path: Path) -> str:
@@ -173,6 +196,10 @@ def detect_format(path: Path) -> str:
     if found:
         return found
     if path.is_dir():
+        if next(path.rglob("*tfevents*"), None) is None:
+            harness = next((fmt for fmt, probe in HARNESS_PROBES if probe(path)), None)
+            if harness:
+                return harness
         _check_event_files(path)
         return "tensorboard"  # a directory of nothing else: event files
     if name.endswith(".parquet") or is_parquet(path):
@@ -185,6 +212,8 @@ def detect_format(path: Path) -> str:
         return "tensorboard"
     if name.endswith(".json") and is_trainer_state(path):
         return "hf-trainer"
+    if name.endswith(".json") and (harness := next((fmt for fmt, probe in HARNESS_PROBES if probe(path)), None)):
+        return harness
     if _is_binary(path):
         raise InputError(f"{path}: a binary file, not a log of a format read here ({', '.join(READERS)}; compressed "
                          "logs and tar or zip archives are unpacked first); export the metrics as CSV/JSONL")
@@ -196,6 +225,10 @@ def detect_format(path: Path) -> str:
         return "csv"
     if looks_like_verl(path):
         return "verl"
+    if looks_like_areal(path):
+        return "areal"
+    if looks_like_roll(path):  # before dict-lines: ROLL's tracker line is a JSON dict after a prefix
+        return "roll"
     if looks_like_skyrl(path):  # before dict-lines: SkyRL's one-line status dicts are no metric rows
         return "skyrl"
     if looks_like_nemo_rl(path):  # before dict-lines: NeMo-RL prints its config as a dict
@@ -206,8 +239,8 @@ def detect_format(path: Path) -> str:
     if looks_like_dict_lines(path):
         return "dict-lines"
     if name.endswith((".log", ".out", ".err")):
-        raise InputError(f"{path}: a text log without verl step lines ('step:N - key:value - ...'), SkyRL "
-                         f"'Step N:' blocks, NeMo-RL 'Step N/M' blocks or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
+        raise InputError(f"{path}: a text log without verl step lines ('step:N - key:value - ...'), ROLL "
+                         f"'metrics_tag:' lines, AReaL 'Train step N/T done.' stats tables, SkyRL 'Step N:' blocks, NeMo-RL 'Step N/M' blocks or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
                          "the metrics as CSV/JSONL")
     # .txt or an unknown extension: by the first non-blank character.
     if first:

@@ -5,7 +5,8 @@ A JSON-lines log of one run (no ``run`` key) that a resumed training appended to
 monitor (``{"step": N, "time": ..., ...}``) and most scripts open it with ``"a"`` -- is read by its
 ``step``: where it goes back, a training resumed from a checkpoint (what the abandoned attempt
 logged from there on is dropped) or started over (a run of its own, ``<stem>#2``); an evaluation
-written after later steps (an asynchronous trainer's) stays where it is.
+written after later steps (an asynchronous trainer's) stays where it is, and an x it does not log
+(``progress/total_tokens``, ``cum:time/step``) is the one of its own step, not of the later steps.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
                                 run_column=run_column)
     header, rows, notes = read_runlog(path)
     default_name = str(header.get("run") or header.get("recipe") or path.parent.name or path.stem)
-    if run_column is None and not any(DEFAULT_RUN_COLUMN in r for r in rows):
+    one_run = run_column is None and not any(DEFAULT_RUN_COLUMN in r for r in rows)
+    if one_run:
         rows, more = split_attempts(rows, STEP, default_name, late_rows=True)
         notes = [*notes, *more]
     return curves_from_rows(path, rows, x, y, default_name=default_name, notes=notes, y_scale=y_scale,
-                            bounded=bounded, run_column=run_column)
+                            bounded=bounded, run_column=run_column, step_column=STEP if one_run else None)

@@ -7,6 +7,7 @@ metrics) are not. ``x`` may be a column or ``cum:COL`` / ``cum:GLOB``, a running
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import difflib
 import fnmatch
@@ -49,7 +50,7 @@ LIST_ALL_COLUMNS = 60
 #: What the names of the columns an axis is usually given look like.
 _LIKELY = {
     "x": re.compile(r"step|time|timing|token|flop|sample|hour|second|epoch|runtime|elapsed|gpu", re.I),
-    "y": re.compile(r"val|eval|test|acc|reward|score|pass|mean@|mean_at_", re.I),
+    "y": re.compile(r"val|eval|test|acc|reward|score|pass|match|mean@|mean_at_", re.I),
 }
 
 
@@ -183,9 +184,38 @@ def _runs_where(rows: list[dict], run_column: str, default_name: str, keep) -> s
     return {str(r.get(run_column, default_name)) for r in rows if keep(r)}
 
 
+def _step_value(v) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
+
+
+def _late_step_state(by_step, name: str, step) -> tuple[object, float] | None:
+    """For a row whose step is below one its run logged before (a late row): what the rows up to its
+    step left -- (latest x, running total) -- or (None, 0.0) where no row came at or before its step;
+    None for a row in order (or without a step)."""
+    s = _step_value(step)
+    if s is None or name not in by_step or s >= by_step[name][0][-1]:
+        return None
+    steps, states = by_step[name]
+    i = bisect.bisect_right(steps, s) - 1
+    return states[i] if i >= 0 else (None, 0.0)
+
+
+def _record_step(by_step, name: str, step, state: tuple[object, float]) -> None:
+    s = _step_value(step)
+    if s is None:
+        return
+    steps, states = by_step.setdefault(name, ([], []))
+    if steps and steps[-1] == s:
+        states[-1] = state
+    else:
+        steps.append(s)
+        states.append(state)
+
+
 def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_name: str, notes=(),
                      y_scale: float = 1.0, bounded: bool = True, run_column: str | None = None,
-                     run_ids: dict[str, str] | None = None, table: bool = False) -> list[Curve]:
+                     run_ids: dict[str, str] | None = None, table: bool = False,
+                     step_column: str | None = None) -> list[Curve]:
     """Curves from a log's rows (dicts, in log order): every row holding ``y`` is a point; rows
     without it (training metrics) are not. Runs are told apart by ``run_column`` (which must then
     be a key of the rows; default: ``run`` where a row has it, else ``default_name``). ``x`` may be ``cum:COL`` (a running total, per run, over
@@ -193,7 +223,10 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     the notes); in a ``table`` (CSV, Parquet: an empty cell is a missing value) only where that is
     how its run logs (training rows log the counter, no evaluation row does). A point whose x or y
     is null, or that is not given an x, is dropped and counted. ``run_ids`` maps a run's name to
-    its tracker's id (:attr:`Curve.run_id`)."""
+    its tracker's id (:attr:`Curve.run_id`). With ``step_column``, an evaluation row logged late -- its
+    step below one an earlier row of its run logged (an asynchronous evaluation written after later
+    steps) -- takes a carried or ``cum:`` x as the rows up to its own step left it, not as the later
+    steps did."""
     if any(isinstance(v, dict) for r in rows for v in r.values()):
         rows = [flatten_nested(r) for r in rows]
     keys: set[str] = set().union(*rows) if rows else set()
@@ -218,17 +251,31 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     # empty x cell is a missing value: the previous row's x would fit the point at the wrong compute.
     carry = (_runs_where(rows, run_column, default_name, lambda r: y not in r and x in r)
              - _runs_where(rows, run_column, default_name, lambda r: y in r and x in r)) if table else None
+    # With step_column: per run, the steps in order and the (latest x, running total) their rows left.
+    by_step: dict[str, tuple[list[float], list[tuple[object, float]]]] = {}
+    late: dict[str, int] = {}
+    unplaced: dict[str, int] = {}  # evaluations before any row that logs x (TRL's eval_on_start): dropped
     for r in rows:
         name = str(r.get(run_column, default_name))
         seen[name] = None
+        own = cumulative(r) if cumulative is not None else 0.0
         if cumulative is not None:
-            totals[name] = totals.get(name, 0.0) + cumulative(r)
+            totals[name] = totals.get(name, 0.0) + own
         elif x in r:
             latest[name] = r[x]
+        before = _late_step_state(by_step, name, r.get(step_column)) if step_column else None
+        if step_column and before is None:
+            _record_step(by_step, name, r.get(step_column), (latest.get(name), totals.get(name, 0.0)))
         if y not in r:  # another kind of row (training metrics): not an evaluation
             continue
         xs, ys, dropped = groups.setdefault(name, ([], [], [0]))
-        if cumulative is not None:
+        if before is not None and (cumulative is not None or x not in r):
+            # An evaluation written after later steps: the compute as the rows up to its step left it.
+            late[name] = late.get(name, 0) + 1
+            vx = before[1] + own if cumulative is not None else before[0]
+            if cumulative is None:
+                carried[name] = carried.get(name, 0) + (vx is not None)
+        elif cumulative is not None:
             vx = totals[name]
         elif x in r:
             vx = r[x]
@@ -237,6 +284,8 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
             # the training rows): the counter as the latest row before the evaluation left it.
             vx = latest.get(name)
             carried[name] = carried.get(name, 0) + (vx is not None)
+            if vx is None and name not in latest:
+                unplaced[name] = unplaced.get(name, 0) + 1
         else:
             vx = None
         vy = r.get(y)
@@ -260,9 +309,15 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
         notes = (*notes, f"{quoted[0]} value(s) written as strings ('0.2') read as numbers")
 
     def run_notes(name: str) -> tuple[str, ...]:
-        n = carried.get(name, 0)
-        return tuple(notes) + ((f"{n} evaluation(s) do not log {x!r}: each takes it from the latest row before it",)
-                               if n else ()) + left_out
+        n, k = carried.get(name, 0), late.get(name, 0)
+        return (tuple(notes) + ((f"{n} evaluation(s) do not log {x!r}: each takes it from the latest row before it"
+                                 + (f" ({k} written after later steps: from the rows of its own step)" if k else ""),)
+                                if n else ())
+                + ((f"{k} evaluation(s) written after later steps: {x!r} summed up to their own step",)
+                   if k and cumulative is not None else ())
+                + ((f"{u} evaluation(s) logged before any row that logs {x!r} (an evaluation before training?) "
+                    f"dropped: no {x!r} to take; --x step keeps them",) if (u := unplaced.get(name, 0)) else ())
+                + left_out)
 
     curves = readable_curves(
         partial(Curve.from_arrays, xs, ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded,

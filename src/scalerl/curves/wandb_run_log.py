@@ -23,7 +23,10 @@ resume) continues from the first file's last value, and so does a ``_step`` that
 offline resume of a trainer that does not pass its own step, such as TRL). Where the run's step goes
 back -- the trainer's ``train/global_step`` where it logs one, else W&B's -- the resumed attempt
 logged the steps after its checkpoint again, and the abandoned attempt's rows from that step on are
-dropped. A torn last record (the run
+dropped. OpenRLHF logs its evaluations' step as ``eval/global_step``, its training rows'
+``train/global_step``: an evaluation row's is taken as its ``train/global_step`` too, so ``--x
+train/global_step`` places it at the step it evaluated (its asynchronous trainer logs it after later
+steps; a carried or ``cum:`` x is then that step's as well). A torn last record (the run
 was killed mid-write) and damaged records (checksum or framing) are skipped and counted in the notes.
 """
 
@@ -44,6 +47,9 @@ from scalerl.errors import InputError
 SUFFIX = ".wandb"
 WANDB = Kind(b":W&B", 0xBEE1, "W&B run file")
 VERSION = 0
+#: OpenRLHF's evaluation rows log their training step under this name, its training rows under
+#: ``train/global_step`` (openrlhf/utils/logging_utils.py: ``log_eval`` / ``log_train``).
+EVAL_STEP = "eval/global_step"
 #: Columns every row has besides the metrics (W&B's own ``_step``, ``_runtime``, ``_timestamp`` too).
 SYNTHETIC = ("step", "wall_time")
 SECONDS_PER_HOUR = 3600.0
@@ -224,7 +230,7 @@ def read_wandb_run(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool 
     available = {k for r in runs for _, values in r.rows for k in values} | set(SYNTHETIC)
     if y not in available:
         raise unknown_column(path, "y", y, available)
-    wanted = {y, *x_columns(path, available, x), TRAINER_STEP}
+    wanted = {y, *x_columns(path, available, x), TRAINER_STEP, EVAL_STEP}
     taken: dict[str, int] = defaultdict(int)
     for r in runs:
         taken[r.name] += 1
@@ -251,5 +257,11 @@ def read_wandb_run(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool 
         run_rows, resumed = keep_resumed_attempts(run_rows, label)
         notes += resumed
         rows.extend(run_rows)
+    # OpenRLHF: an evaluation row's eval/global_step is its train/global_step (its asynchronous trainer
+    # logs it after later steps: a carried or cum: x is then the one of the step it evaluated). Set
+    # after the resumes are resolved, which a late evaluation's step going back must not look like.
+    split = any(TRAINER_STEP in r for r in rows) and any(EVAL_STEP in r and TRAINER_STEP not in r for r in rows)
+    if split:
+        rows = [{**r, TRAINER_STEP: r[EVAL_STEP]} if EVAL_STEP in r and TRAINER_STEP not in r else r for r in rows]
     return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded,
-                            run_ids=ids)
+                            run_ids=ids, step_column=TRAINER_STEP if split else None)

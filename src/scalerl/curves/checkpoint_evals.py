@@ -1,0 +1,83 @@
+"""What the readers of evaluation harnesses' results share (lm-evaluation-harness, lighteval): a
+results file per evaluation of one checkpoint, the checkpoint named by its path -- its step, and the
+training run it belongs to, read from that path --, joined into a row per checkpoint."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from scalerl.curves.rows import DEFAULT_RUN_COLUMN
+from scalerl.errors import InputError
+
+#: The files the harnesses write their results to (``results_<date>.json``).
+RESULTS_GLOB = "*.json"
+#: How many JSON files of a directory are opened to tell whether it holds such results.
+SNIFF_FILES = 20
+#: A part of a checkpoint's path that names its step: ``checkpoint-N`` (Hugging Face / TRL),
+#: ``global_step_N`` (verl), ``iter_N`` (Megatron), ``step_N`` / ``stepN``.
+_STEP_PART = re.compile(r"^(?:global_step|checkpoint|ckpt|iter|step)[-_]?(\d+)$", re.I)
+STEP = "step"
+
+
+def candidates(path: Path) -> list[Path]:
+    """The JSON files of a directory that may be results, ``results_*`` first."""
+    files = sorted(itertools.islice(path.rglob(RESULTS_GLOB), 100_000))
+    return sorted(files, key=lambda f: not f.name.startswith("results"))
+
+
+def holds(path: Path, load: Callable[[Path], dict | None]) -> bool:
+    """Whether ``path`` is a results file ``load`` reads, or a directory holding one."""
+    if path.is_file():
+        return path.suffix.lower() == ".json" and load(path) is not None
+    if path.is_dir():  # (a look at a few files: a large directory of something else costs no full walk)
+        named = itertools.islice(path.rglob("results*.json"), SNIFF_FILES)
+        others = itertools.islice(path.rglob(RESULTS_GLOB), SNIFF_FILES)
+        return any(load(f) is not None for f in itertools.chain(named, others))
+    return False
+
+
+def checkpoint_of(model: str) -> tuple[str, int | None]:
+    """The run and the step a checkpoint's path names (``/`` or lm-eval's ``__`` between its parts):
+    the last part that names a step, and the part before it; the step None where no part names one."""
+    parts = [p for p in re.split(r"[/\\]+|__", model) if p]
+    for i in range(len(parts) - 1, -1, -1):
+        found = _STEP_PART.match(parts[i])
+        if found:
+            run = parts[i - 1] if i > 0 else "/".join(parts[:i] + ["*"] + parts[i + 1:])
+            return run, int(found.group(1))
+    return model, None
+
+
+def rows_by_checkpoint(path: Path, evaluations: Iterable[tuple[str, dict[str, float]]],
+                       what: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """A row per evaluated checkpoint (``run``, ``step``, its metrics), by run and step, and notes;
+    ``evaluations`` -- ``(model path, metrics)`` -- in the order they were made: a later evaluation of a
+    checkpoint wins where both have a metric. An evaluation of a model whose path names no step is
+    left out, said in the notes."""
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    no_step: list[str] = []
+    again: set[int] = set()
+    for model, metrics in evaluations:
+        run, step = checkpoint_of(model)
+        if step is None:
+            no_step.append(model)
+            continue
+        row = rows.setdefault((run, step), {DEFAULT_RUN_COLUMN: run, STEP: step})
+        if any(k in row for k in metrics):
+            again.add(step)
+        row.update(metrics)
+    notes = []
+    if no_step:
+        shown = ", ".join(sorted(set(no_step))[:5]) + (", ..." if len(set(no_step)) > 5 else "")
+        notes.append(f"{len(no_step)} evaluation(s) of a model whose path names no checkpoint step left out: {shown}")
+    if again:
+        notes.append(f"{len(again)} checkpoint(s) evaluated more than once (steps "
+                     f"{', '.join(map(str, sorted(again)[:5]))}{', ...' if len(again) > 5 else ''}): "
+                     "the latest evaluation's value kept")
+    if not rows:
+        raise InputError(f"{path}: {len(no_step)} {what} result(s), none of a checkpoint whose path names its step "
+                         "(checkpoint-N, global_step_N, iter_N, step_N): no curve over training")
+    return sorted(rows.values(), key=lambda r: (r[DEFAULT_RUN_COLUMN], r[STEP])), notes

@@ -1,0 +1,127 @@
+"""lm-evaluation-harness results of a series of checkpoints: ``lm_eval --output_path OUT`` writes
+``OUT/<model_name_sanitized>/results_<date>.json`` per evaluation (lm_eval/loggers/
+evaluation_tracker.py, ``save_results_aggregated``), the model's path naming the checkpoint."""
+
+import json
+import math
+import re
+
+import pytest
+
+from scalerl.curves.io import detect_format, log_columns, read_curve, read_curves
+from scalerl.curves.rows import UnknownColumn
+
+
+def _sanitized(model: str) -> str:
+    return re.sub(r"[\"<>:/|\\?*\[\]]+", "__", model)  # lm_eval.utils.sanitize_model_name
+
+
+def _accuracy(step: int) -> float:
+    return round(0.2 + 0.5 / (1 + math.exp(-(step - 80) / 30)), 4)
+
+
+def write_results(out, model: str, acc: float, date_id: str, task: str = "gsm8k") -> None:
+    """One ``results_<date>.json`` as lm-eval's evaluation tracker writes it (fields trimmed)."""
+    results = {
+        "results": {task: {"alias": task, "exact_match,strict-match": acc, "exact_match_stderr,strict-match": 0.012,
+                           "exact_match,flexible-extract": acc + 0.01, "exact_match_stderr,flexible-extract": "N/A"}},
+        "group_subtasks": {task: []},
+        "configs": {task: {"task": task, "num_fewshot": 5}},
+        "versions": {task: 3.0},
+        "n-shot": {task: 5},
+        "higher_is_better": {task: {"exact_match": True}},
+        "n-samples": {task: {"original": 1319, "effective": 1319}},
+        "config": {"model": "vllm", "model_args": f"pretrained={model},tensor_parallel_size=1", "batch_size": "auto"},
+        "git_hash": "4e7e0d4",
+        "date": 1764000000.0,
+        "task_hashes": {},
+        "model_source": "vllm",
+        "model_name": model,
+        "model_name_sanitized": _sanitized(model),
+        "start_time": 1000.0,
+        "end_time": 1500.0,
+        "total_evaluation_time_seconds": "500.0",
+    }
+    d = out / _sanitized(model)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"results_{date_id}.json").write_text(json.dumps(results, indent=2))
+
+
+def _series(out, run="qwen-grpo", steps=range(10, 210, 10), pattern="/ckpt/{run}/global_step_{step}/actor/huggingface"):
+    for i, step in enumerate(steps):
+        write_results(out, pattern.format(run=run, step=step), _accuracy(step), f"2026-11-01T10-{i:02d}-00.000000")
+
+
+def test_a_directory_of_checkpoint_evaluations_is_a_curve_over_the_checkpoints_steps(tmp_path):
+    out = tmp_path / "evals"
+    _series(out)
+    write_results(out, "Qwen/Qwen2.5-1.5B-Instruct", 0.21, "2026-10-31T09-00-00.000000")  # the base model
+    assert detect_format(out) == "lm-eval"
+    curve = read_curve(out, "step", "gsm8k/exact_match,strict-match")
+    assert curve.name == "qwen-grpo"
+    assert list(curve.x) == list(range(10, 210, 10))  # in step order, not the directories' (10, 100, 110, ...)
+    assert list(curve.y) == [_accuracy(s) for s in range(10, 210, 10)]
+    assert any("Qwen/Qwen2.5-1.5B-Instruct" in n and "no checkpoint step" in n for n in curve.notes)
+
+
+def test_the_columns_are_named_as_lm_evals_wandb_logger_names_them(tmp_path):
+    _series(tmp_path / "evals")
+    with pytest.raises(UnknownColumn) as exc:
+        read_curves(tmp_path / "evals", "step", "exact_match")
+    assert "gsm8k/exact_match,strict-match" in str(exc.value)
+    columns = log_columns(tmp_path / "evals")
+    assert {"step", "gsm8k/exact_match,strict-match", "gsm8k/exact_match,flexible-extract"} <= set(columns)
+    assert "gsm8k/exact_match_stderr,flexible-extract" not in columns  # "N/A": no number
+
+
+def test_one_results_file_is_read_too(tmp_path):
+    _series(tmp_path, steps=[40])
+    (file,) = tmp_path.rglob("results_*.json")
+    assert detect_format(file) == "lm-eval"
+    curve = read_curve(file, "step", "gsm8k/exact_match,strict-match")
+    assert list(curve.x) == [40]
+
+
+def test_a_checkpoint_evaluated_again_keeps_its_latest_evaluation_once(tmp_path):
+    out = tmp_path / "evals"
+    _series(out, steps=[10, 20, 30])
+    write_results(out, "/ckpt/qwen-grpo/global_step_20/actor/huggingface", 0.99, "2026-11-02T10-00-00.000000")
+    curve = read_curve(out, "step", "gsm8k/exact_match,strict-match")
+    assert list(curve.x) == [10, 20, 30]
+    assert curve.y[1] == 0.99
+    assert any("evaluated more than once" in n for n in curve.notes)
+
+
+def test_tasks_evaluated_in_separate_invocations_join_at_their_checkpoint(tmp_path):
+    out = tmp_path / "evals"
+    for i, step in enumerate([10, 20]):
+        model = f"runs/grpo/checkpoint-{step}"
+        write_results(out, model, 0.3 + i / 10, f"2026-11-01T10-0{i}-00.000000")
+        write_results(out, model, 0.5 + i / 10, f"2026-11-01T11-0{i}-00.000000", task="math500")
+    curve = read_curve(out, "step", "math500/exact_match,strict-match")
+    assert list(curve.x) == [10, 20] and list(curve.y) == [0.5, 0.6]
+    assert list(read_curve(out, "step", "gsm8k/exact_match,strict-match").y) == [0.3, 0.4]
+
+
+@pytest.mark.parametrize("pattern, name", [
+    ("runs/{run}/checkpoint-{step}", "grpo-a"),  # HF Trainer / TRL
+    ("/ckpt/{run}/global_step_{step}/actor/huggingface", "grpo-a"),  # verl, merged to HF
+    ("/ckpt/{run}/iter_{step:07d}", "grpo-a"),  # Megatron (slime)
+    ("/ckpt/{run}/step_{step}", "grpo-a"),  # NeMo-RL, SkyRL, prime-rl
+])
+def test_checkpoint_paths_of_the_trainers_and_two_runs(tmp_path, pattern, name):
+    out = tmp_path / "evals"
+    _series(out, run="grpo-a", steps=[10, 20, 30], pattern=pattern)
+    _series(out, run="grpo-b", steps=[10, 20], pattern=pattern)
+    curves = {c.name: c for c in read_curves(out, "step", "gsm8k/exact_match,strict-match")}
+    assert set(curves) == {"grpo-a", "grpo-b"}
+    assert list(curves[name].x) == [10, 20, 30]
+
+
+def test_the_listing_of_columns_names_exact_match_a_metric():
+    """Without --y the columns are listed, metrics first: lm-eval's and lighteval's ``exact_match`` /
+    ``extractive_match`` were listed under "other"."""
+    from scalerl.curves.rows import likely_columns
+
+    columns = ["gsm8k/exact_match,strict-match", "lighteval|math_500|0/extractive_match", "lr", "step"]
+    assert likely_columns("y", columns) == columns[:2]
