@@ -667,10 +667,11 @@ def test_an_mlflow_run_resumed_after_its_last_evaluation_is_still_joined(tmp_pat
     assert any("continues run aaaaaaaa" in n and "from step 10" in n for n in c.notes)
 
 
-def test_an_evaluation_before_any_row_of_the_counter_is_said_to_be_dropped(tmp_path):
+def test_an_evaluation_before_any_row_of_the_counter(tmp_path):
     """TRL's ``eval_on_start``: the evaluation at step 0 comes before any training row, so there is no
-    ``num_tokens`` to carry; it is dropped, and the notes say which evaluation and why (they said
-    only "1 row(s) with missing, NaN or infinite values were dropped")."""
+    ``num_tokens`` to carry. At step 0 no compute is spent: it is the run's R0, at x = 0 (it was
+    dropped, the fit's R0 then the first evaluation after training began). One before the counter
+    but after step 0 has no x to take: dropped, and the notes say which and why."""
     history = [{"eval_reward": 0.2, "epoch": 0, "step": 0}]
     for step in range(1, 7):
         history.append({"loss": 0.01, "num_tokens": 1000.0 * step, "reward": 0.3, "epoch": step / 6, "step": step})
@@ -678,6 +679,11 @@ def test_an_evaluation_before_any_row_of_the_counter_is_said_to_be_dropped(tmp_p
             history.append({"eval_reward": 0.2 + step / 20, "epoch": step / 6, "step": step})
     path = tmp_path / "trainer_state.json"
     path.write_text(json.dumps({"global_step": 6, "log_history": history}))
+    c = read_curve(path, "num_tokens", "eval_reward")
+    assert list(c.x) == [0.0, 2000.0, 4000.0, 6000.0] and c.y[0] == 0.2
+    assert any("step 0" in n and "num_tokens = 0" in n for n in c.notes), c.notes
+    late_start = [{"eval_reward": 0.2, "epoch": 0.5, "step": 3}] + history[1:]  # a log that begins mid-run
+    path.write_text(json.dumps({"global_step": 6, "log_history": late_start}))
     c = read_curve(path, "num_tokens", "eval_reward")
     assert list(c.x) == [2000.0, 4000.0, 6000.0]
     assert any("before any row that logs 'num_tokens'" in n and "--x step" in n for n in c.notes), c.notes

@@ -212,6 +212,18 @@ def _record_step(by_step, name: str, step, state: tuple[object, float]) -> None:
         states.append(state)
 
 
+def _at_step_zero(row: dict) -> bool:
+    """Whether ``row`` says it was logged at step 0 (a ``step`` or ``global_step`` of 0)."""
+    for key in ("step", "global_step", "train/global_step"):
+        v = row.get(key)
+        if v is not None and not isinstance(v, bool):
+            try:
+                return float(v) == 0.0
+            except (TypeError, ValueError):
+                return False
+    return False
+
+
 def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_name: str, notes=(),
                      y_scale: float = 1.0, bounded: bool = True, run_column: str | None = None,
                      run_ids: dict[str, str] | None = None, table: bool = False,
@@ -254,7 +266,8 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     # With step_column: per run, the steps in order and the (latest x, running total) their rows left.
     by_step: dict[str, tuple[list[float], list[tuple[object, float]]]] = {}
     late: dict[str, int] = {}
-    unplaced: dict[str, int] = {}  # evaluations before any row that logs x (TRL's eval_on_start): dropped
+    unplaced: dict[str, int] = {}  # evaluations before any row that logs x, after step 0: dropped
+    at_start: dict[str, int] = {}  # ... at step 0 (TRL's eval_on_start, the R0 point): placed at x = 0
     for r in rows:
         name = str(r.get(run_column, default_name))
         seen[name] = None
@@ -285,7 +298,11 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
             vx = latest.get(name)
             carried[name] = carried.get(name, 0) + (vx is not None)
             if vx is None and name not in latest:
-                unplaced[name] = unplaced.get(name, 0) + 1
+                if _at_step_zero(r):  # before any training (TRL's eval_on_start): no compute spent yet
+                    vx = 0.0
+                    at_start[name] = at_start.get(name, 0) + 1
+                else:
+                    unplaced[name] = unplaced.get(name, 0) + 1
         else:
             vx = None
         vy = r.get(y)
@@ -317,6 +334,8 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
                    if k and cumulative is not None else ())
                 + ((f"{u} evaluation(s) logged before any row that logs {x!r} (an evaluation before training?) "
                     f"dropped: no {x!r} to take; --x step keeps them",) if (u := unplaced.get(name, 0)) else ())
+                + ((f"the evaluation at step 0, before any row that logs {x!r} (before training), placed at "
+                    f"{x} = 0",) if at_start.get(name) else ())
                 + left_out)
 
     curves = readable_curves(
