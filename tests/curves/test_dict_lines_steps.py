@@ -108,6 +108,31 @@ def test_slimes_rollout_number_is_the_rows_rollout_id_and_tells_a_resume(tmp_pat
     assert t.x[-1] == 101 * 60.5  # the rollouts of the run that went on, each once
 
 
+def test_slimes_evaluations_sit_at_the_rollouts_trained_on(tmp_path):
+    """slime's train.py evaluates before training (``eval 0``) and after training rollout r, printing
+    that ``eval r`` too (``should_run_periodic_action``: (r + 1) % interval == 0). On ``rollout_id`` the
+    first trained evaluation sat at 0 beside the one before training (read as the run's R0) and every
+    other one rollout early; ``rollouts`` counts the rollouts trained on."""
+    ev = lambda r, v: f"(RolloutManager pid=311) rollout.py:571 - eval {r}: {{'eval/gsm8k': {v}}}"  # noqa: E731
+    lines = [ev(0, 0.2)]  # before training
+    for r in range(0, 20):
+        lines.append(f"(RolloutManager pid=311) rollout.py:612 - perf {r}: {{'perf/rollout_time': 60.0}}")
+        lines.append(f"(MegatronTrainRayActor pid=402) step {r}: {{'train/loss': 0.01}}")
+        if (r + 1) % 5 == 0:
+            lines.append(ev(r, round(0.2 + 0.01 * (r + 1), 4)))
+    path = tmp_path / "slime.log"
+    path.write_text("\n".join(lines) + "\n")
+    c = read_curve(path, "rollouts", "eval/gsm8k")
+    assert c.x.tolist() == [0, 5, 10, 15, 20] and c.y.tolist() == [0.2, 0.25, 0.3, 0.35, 0.4]
+    assert read_curve(path, "rollout_id", "eval/gsm8k").x.tolist() == [0, 4, 9, 14, 19]  # slime's own numbering
+    assert read_curve(path, "cum:perf/rollout_time", "eval/gsm8k").x.tolist() == [0, 300, 600, 900, 1200]
+    # With an evaluation every rollout, the one after rollout 0 is no second R0 any more.
+    lines = [ev(0, 0.2)] + [line for r in range(3) for line in (
+        f"perf {r}: {{'perf/rollout_time': 60.0}}", ev(r, 0.3 + 0.01 * r))]
+    path.write_text("\n".join(lines) + "\n")
+    assert read_curve(path, "rollouts", "eval/gsm8k").x.tolist() == [0, 1, 2, 3]
+
+
 def test_an_asynchronous_evaluation_printed_after_later_steps_takes_the_compute_of_its_step(tmp_path):
     """OpenRLHF's asynchronous trainer prints ``Eval at step N: {...}`` when the training loop takes
     the evaluation off its queue -- after later steps where the evaluation ran long."""

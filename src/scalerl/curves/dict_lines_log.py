@@ -16,7 +16,9 @@ eval_metrics: {...}`` (its asynchronous trainer ``Eval at step 10: {...}``, afte
 metrics without a step as ``Async evaluation completed: {...}``: that copy is dropped), as do
 scripts that print ``step 10: {...}``. slime prints its rollouts' and evaluations' metrics as
 ``perf 10: {...}`` and ``eval 10: {...}`` at the rollout's number (its training ``step N: {...}``
-counts optimizer steps): that number is the row's ``rollout_id``.
+counts optimizer steps): that number is the row's ``rollout_id``, and ``rollouts`` the rollouts
+trained on when it was printed (``eval 10`` follows rollout 10's training: 11; the evaluation
+before training, also ``eval 0``: 0) -- the x for an evaluation's compute.
 
 A console that several trainings printed into (``tee -a``) is told apart by the ``epoch`` every
 dict of a Hugging Face ``Trainer`` carries, or else by the printed rollout number or step: where it goes back to the
@@ -35,7 +37,7 @@ from typing import Any
 from scalerl.curves.console import ANSI
 from scalerl.curves.data import Curve
 from scalerl.curves.attempts import split_attempts
-from scalerl.curves.rows import SCALAR_REPR, curves_from_rows, scalar_of, unwrap_scalar
+from scalerl.curves.rows import DEFAULT_RUN_COLUMN, SCALAR_REPR, curves_from_rows, scalar_of, unwrap_scalar
 from scalerl.errors import InputError
 
 #: What a Hugging Face ``Trainer`` prints in every dict, training and evaluation alike.
@@ -47,10 +49,14 @@ _BARE_NONFINITE = re.compile(r"(?<=:\s)(-?inf|nan)(?=\s*[,}])")
 #: A step printed before the dict on its line: ``Global step 10:``, ``global_step 10,``, ``step=10``.
 _STEP_BEFORE = re.compile(r"(?i)\b(?:global[ _])?step[ \t:=#]*(\d+)\b")
 #: slime's rollout number, right before the dict: ``eval 10: {``, ``perf 10: {``, ``rollout 10: {``.
-_ROLLOUT_BEFORE = re.compile(r"\b(?:eval|perf|rollout) (\d+):\s*$")
+_ROLLOUT_BEFORE = re.compile(r"\b(eval|perf|rollout) (\d+):\s*$")
 #: The keys those counters take.
 PRINTED_STEP = "step"
 PRINTED_ROLLOUT = "rollout_id"
+#: slime: how many rollouts were trained on when the row was printed -- ``eval N`` after training
+#: rollout N is N + 1, the evaluation before training (also ``eval 0``) 0, ``perf N`` N.
+ROLLOUTS_TRAINED = "rollouts"
+_EVAL_MARK = "\0eval"  # a row printed as ``eval N`` (read here, never a column)
 #: How many characters of a file's start are read to tell whether it is such a log.
 SNIFF_CHARS = 2_000_000
 
@@ -64,9 +70,36 @@ def _dict_and_counter(line: str) -> tuple[str | None, str | None, int | None]:
         return None, None, None
     before = line[: found.start()]
     if before and (rollout := _ROLLOUT_BEFORE.search(before)):
-        return found.group(0), PRINTED_ROLLOUT, int(rollout.group(1))
+        return found.group(0), PRINTED_ROLLOUT, int(rollout.group(2))
     steps = _STEP_BEFORE.findall(before) if "tep" in before else []
     return (found.group(0), PRINTED_STEP, int(steps[-1])) if steps else (found.group(0), None, None)
+
+
+def _dict_prefix(line: str) -> str:
+    """What a line prints before its dict (colours and progress-bar redraws taken off)."""
+    line = ANSI.sub("", line.rstrip("\n")).split("\r")[-1]
+    found = _DICT.search(line)
+    return line[: found.start()] if found else ""
+
+
+def _rollouts_trained(rows: list[dict[str, Any]]) -> None:
+    """slime: each row's :data:`ROLLOUTS_TRAINED`, in place. slime evaluates *after* training rollout
+    N and prints it as ``eval N``, and prints its evaluation before training as ``eval 0`` too: on
+    ``rollout_id`` both sat at 0 (the trained model's score read as the run's R0) and every later
+    evaluation one rollout early. An ``eval N`` printed after rollout N's ``perf N`` / ``rollout N``
+    line follows its training; one before it, the evaluation before training."""
+    generated: dict[object, set[int]] = {}  # per training (a console trainings were appended to: runs)
+    for r in rows:
+        n = r.get(PRINTED_ROLLOUT)
+        evaluation = r.pop(_EVAL_MARK, False)
+        if not isinstance(n, int):
+            continue
+        seen = generated.setdefault(r.get(DEFAULT_RUN_COLUMN), set())
+        if evaluation:
+            r[ROLLOUTS_TRAINED] = n + 1 if n in seen else n
+        else:
+            seen.add(n)
+            r[ROLLOUTS_TRAINED] = n
 
 
 def _dict_text(line: str) -> str | None:
@@ -152,6 +185,8 @@ def read_dict_lines_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             else:
                 stepped.add(text)
             rows.append({**row, counter: step})
+            if counter == PRINTED_ROLLOUT and (kind := _ROLLOUT_BEFORE.search(_dict_prefix(line))) and kind.group(1) == "eval":
+                rows[-1][_EVAL_MARK] = True
     rows = [r for r in rows if r]
     notes = [f"{unreadable} dict-like line(s) could not be read and were skipped"] if unreadable else []
     if copies:
@@ -172,5 +207,6 @@ def read_dict_lines(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool
     late_rows = clock != TRAINER_EPOCH  # (an evaluation printed after later steps: OpenRLHF's asynchronous trainer)
     rows, more = split_attempts(rows, clock, path.stem, late_rows=late_rows)
     notes = [*notes, *more]
+    _rollouts_trained(rows)  # (after the abandoned attempts are dropped: a resume generates its rollouts again)
     return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded,
                             step_column=clock if late_rows else None)

@@ -49,7 +49,7 @@ DEFAULT_RUN_COLUMN = "run"
 LIST_ALL_COLUMNS = 60
 #: What the names of the columns an axis is usually given look like.
 _LIKELY = {
-    "x": re.compile(r"step|time|timing|token|flop|sample|hour|second|epoch|runtime|elapsed|gpu", re.I),
+    "x": re.compile(r"step|time|timing|token|flop|sample|hour|second|epoch|runtime|elapsed|gpu|rollouts", re.I),
     "y": re.compile(r"val|eval|test|acc|reward|score|pass|match|mean@|mean_at_", re.I),
 }
 
