@@ -53,7 +53,7 @@ import time
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Sequence
 
-from scalerl.errors import ConfigError
+from scalerl.errors import ConfigError, ScaleRLError
 from scalerl.generate.base import Completion
 from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.pool import Deliver, Fail, reporting
@@ -221,6 +221,21 @@ def _without_trainer_gpu(device: "torch.device", address: str | None):
             os.environ.pop("CUDA_VISIBLE_DEVICES", None)
         else:
             os.environ["CUDA_VISIBLE_DEVICES"] = visible
+
+
+class ActorsLost(PipelineError, ScaleRLError):
+    """Every generator actor died and Ray restarts none of them: one line on the command line, as a
+    dead generator process is (:class:`~scalerl.pipeline.processes.GeneratorExited`), not the
+    trainer's traceback around Ray's many-line error."""
+
+
+def actors_lost_message(max_restarts: int, last: BaseException) -> str:
+    """Why the pool has no actor left (``last``: the error of the last one lost; only its first line,
+    Ray's runs to a dozen) and how the run continues: from its last checkpoint."""
+    first = next((line.strip() for line in str(last).splitlines() if line.strip()), type(last).__name__)
+    return (f"every generator actor died and backend.max_restarts={max_restarts} restarts are used up (last: "
+            f"{first} -- killed, or out of memory? see the Ray logs); the run continues from its last checkpoint "
+            "with scalerl train --output RUN_DIR --resume")
 
 
 def _free_port() -> int:
@@ -430,9 +445,7 @@ class RayPool:
                 self._not_before[i] = time.monotonic() + 0.5
                 self._idle.append(i)
             if len(self._dead) == self.size:
-                self._error = PipelineError(
-                    f"every generator actor died and backend.max_restarts={self.max_restarts} restarts are used up "
-                    f"(last: {exc}); see the Ray logs")
+                self._error = ActorsLost(actors_lost_message(self.max_restarts, exc))
                 return False
         return True
 
