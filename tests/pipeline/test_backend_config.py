@@ -13,6 +13,10 @@ from scalerl.train.config import TrainConfig, resolve
     (["backend.generator=vllm"], "backend.generator=vllm runs in Ray actors: add --backend ray"),
     (["backend.name=ray", "backend.weight_sync=nccl"], "weight_sync=nccl is implemented for the vllm generator"),
     (["backend.generators=0"], "backend.generators must be >= 1"),
+    # (A negative or NaN reservation reached Ray: a ValueError traceback after the cluster started.)
+    (["backend.name=ray", "backend.generator_cpus=-1"], r"backend.generator_cpus must be a number >= 0, got -1"),
+    (["backend.name=ray", "backend.generator_cpus=nan"], r"backend.generator_cpus must be a number >= 0, got nan"),
+    (["backend.name=ray", "backend.generator_gpus=-0.5"], r"backend.generator_gpus must be a number >= 0, got -0.5"),
     (["backend.workers=threads", "backend.generator_device=cuda"], "thread workers share the trainer's device"),
     (["backend.workers=processes", "backend.updates=seeded"], "backend.updates=seeded runs on the local backend's "
                                                               "generator threads"),
