@@ -48,6 +48,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
+import signal
 import threading
 import time
 from concurrent.futures import Future
@@ -238,6 +239,18 @@ def actors_lost_message(max_restarts: int, last: BaseException) -> str:
             "with scalerl train --output RUN_DIR --resume")
 
 
+def init_ray(address: str | None) -> None:
+    """Start a local Ray cluster (``address`` None) or join one, leaving SIGTERM as it was: Ray's
+    start-up puts its own crash handler on it, which answers ``kill PID`` (a batch scheduler's stop)
+    with a C++ stack dump and an abort. The run ends as on the local backend instead, and resumes
+    from its last checkpoint either way."""
+    main_thread = threading.current_thread() is threading.main_thread()  # only it may set handlers
+    before = signal.getsignal(signal.SIGTERM) if main_thread else None
+    _ray().init(address=address, include_dashboard=False)
+    if before is not None:
+        signal.signal(signal.SIGTERM, before)
+
+
 def _free_port() -> int:
     import socket
 
@@ -266,7 +279,7 @@ class RayPool:
         if not ray.is_initialized():
             address = address or os.environ.get("RAY_ADDRESS")
             with _without_trainer_gpu(weights.device, address):
-                ray.init(address=address, include_dashboard=False)
+                init_ray(address)
             self._owns_ray = True
         self._check_resources(size, cpus, gpus)
         self.size = size
