@@ -42,3 +42,13 @@ def test_an_actor_being_restarted_is_not_lost():
     pool = _pool(size=1)
     assert pool._actor_lost(0, "request 2", ray.exceptions.ActorUnavailableError("restarting", None)) is True
     assert pool._error is None and list(pool._idle) == [0] and not pool._dead
+
+
+def test_one_actor_lost_of_two_is_said_once_and_the_run_goes_on(capsys):
+    """With max_restarts=0 and two actors, a killed actor halved generation without a word (only
+    the run log's pipeline/actors_lost said so)."""
+    pool = _pool(size=2, max_restarts=0)
+    assert pool._actor_lost(1, "request 3", ray.exceptions.ActorDiedError()) is True
+    assert pool._error is None and pool._dead == {1}
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "generator actor 1" in err and "1 of 2 actors" in err

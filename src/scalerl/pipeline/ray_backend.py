@@ -49,6 +49,7 @@ import collections
 import contextlib
 import os
 import signal
+import sys
 import threading
 import time
 from concurrent.futures import Future
@@ -453,7 +454,11 @@ class RayPool:
             self._pending.appendleft(request)  # the same request: same index, prompts, seed
             self.requeued += 1
             if isinstance(exc, self.ray.exceptions.ActorDiedError):
+                newly, alive = i not in self._dead, self.size - len(self._dead | {i})
                 self._dead.add(i)
+                if newly and alive:  # generation slows down: say so once, not only in pipeline/actors_lost
+                    print(f"note: generator actor {i} died and backend.max_restarts={self.max_restarts} restarts are "
+                          f"used up; the run goes on with {alive} of {self.size} actors", file=sys.stderr)
             else:  # restarting (or a network blip): try it again shortly
                 self._not_before[i] = time.monotonic() + 0.5
                 self._idle.append(i)
