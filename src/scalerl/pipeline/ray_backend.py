@@ -49,6 +49,7 @@ import collections
 import contextlib
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -240,11 +241,28 @@ def actors_lost_message(max_restarts: int, last: BaseException) -> str:
             "with scalerl train --output RUN_DIR --resume")
 
 
+def _check_reachable(address: str | None) -> None:
+    """A cluster address (``HOST:PORT``) where nothing answers is one line at once: Ray itself retries
+    for about two minutes, printing GCS time-outs, then exits the process. (``auto``, ``local`` and
+    ``ray://`` client addresses are Ray's to resolve.)"""
+    host, sep, port = (address or "").rpartition(":")
+    if not sep or not host or "://" in address or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as exc:
+        raise ConfigError(
+            f"backend.ray_address {address}: no Ray cluster answers there ({exc.strerror or exc}); start one on "
+            f"that machine with ray start --head --port {port}, or fix the address (backend.ray_address or "
+            "RAY_ADDRESS; unset, a local cluster starts by itself)") from None
+
+
 def init_ray(address: str | None) -> None:
     """Start a local Ray cluster (``address`` None) or join one, leaving SIGTERM as it was: Ray's
     start-up puts its own crash handler on it, which answers ``kill PID`` (a batch scheduler's stop)
     with a C++ stack dump and an abort. The run ends as on the local backend instead, and resumes
     from its last checkpoint either way."""
+    _check_reachable(address)
     main_thread = threading.current_thread() is threading.main_thread()  # only it may set handlers
     before = signal.getsignal(signal.SIGTERM) if main_thread else None
     _ray().init(address=address, include_dashboard=False)
@@ -253,8 +271,6 @@ def init_ray(address: str | None) -> None:
 
 
 def _free_port() -> int:
-    import socket
-
     with socket.socket() as s:
         s.bind(("", 0))
         return s.getsockname()[1]
