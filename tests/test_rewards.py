@@ -233,3 +233,45 @@ def test_a_task_with_reward_workers_scores_rounds_through_them(rewards_module):
     assert score_all(task, pairs) == [1.0 if i % 2 else -1.0 for i in range(len(pairs))]
     assert task.reward_stats()["calls"] == len(pairs)
     task.close()
+
+
+PARENT = '''
+import json, subprocess, sys, time
+worker = subprocess.Popen([sys.executable, "-m", "scalerl.tasks.reward_worker", sys.argv[1]],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+assert json.loads(worker.stdout.readline()) == {"ready": True}
+worker.stdin.write(json.dumps({"prompt": "p", "completion": "c", "answer": "a"}) + "\\n")
+worker.stdin.flush()
+print(worker.pid, flush=True)
+time.sleep(120)
+'''
+
+
+def test_a_worker_in_a_hung_call_exits_with_the_process_that_started_it(rewards_module):
+    """kill -9 of a trainer whose reward call hung (the case the timeout is for): the worker never
+    read the end of its requests and stayed behind, sleeping or spinning, for good."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    psutil = pytest.importorskip("psutil")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(rewards_module.parent), *sys.path])}
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, "my_rewards:hangs"], stdout=subprocess.PIPE, text=True,
+                              env=env)
+    worker = psutil.Process(int(parent.stdout.readline()))
+    time.sleep(0.5)  # in the call
+    assert worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            if worker.status() == psutil.STATUS_ZOMBIE:
+                break
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.1)
+    else:
+        worker.kill()
+        pytest.fail("the reward worker outlived the process that started it")

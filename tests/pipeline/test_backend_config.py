@@ -13,6 +13,10 @@ from scalerl.train.config import TrainConfig, resolve
     (["backend.generator=vllm"], "backend.generator=vllm runs in Ray actors: add --backend ray"),
     (["backend.name=ray", "backend.weight_sync=nccl"], "weight_sync=nccl is implemented for the vllm generator"),
     (["backend.generators=0"], "backend.generators must be >= 1"),
+    # (A negative or NaN reservation reached Ray: a ValueError traceback after the cluster started.)
+    (["backend.name=ray", "backend.generator_cpus=-1"], r"backend.generator_cpus must be a number >= 0, got -1"),
+    (["backend.name=ray", "backend.generator_cpus=nan"], r"backend.generator_cpus must be a number >= 0, got nan"),
+    (["backend.name=ray", "backend.generator_gpus=-0.5"], r"backend.generator_gpus must be a number >= 0, got -0.5"),
     (["backend.workers=threads", "backend.generator_device=cuda"], "thread workers share the trainer's device"),
     (["backend.workers=processes", "backend.updates=seeded"], "backend.updates=seeded runs on the local backend's "
                                                               "generator threads"),
@@ -78,3 +82,22 @@ def test_evaluations_go_to_vllm_actors_by_default_and_stay_with_the_trainer_othe
     assert engine("backend.name=ray", "backend.generator=vllm") == "generators"
     assert engine("backend.name=ray", "backend.generator=vllm", "eval.engine=trainer") == "trainer"
     assert engine("backend.name=ray", "eval.engine=generators") == "generators"
+
+
+def test_a_ray_address_where_nothing_listens_is_one_line_at_once():
+    """`--set backend.ray_address=HOST:PORT` with no cluster there (a typo, a cluster not started):
+    Ray retried for minutes, printing GCS time-outs, before anything said what was wrong."""
+    import socket
+    import time
+
+    pytest.importorskip("ray")
+    from scalerl.pipeline.ray_backend import init_ray
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t = time.monotonic()
+    with pytest.raises(ConfigError, match=rf"backend.ray_address 127.0.0.1:{port}: no Ray cluster answers there .*"
+                                          r"ray start --head"):
+        init_ray(f"127.0.0.1:{port}")
+    assert time.monotonic() - t < 15

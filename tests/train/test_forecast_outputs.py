@@ -129,3 +129,17 @@ def test_run_report_of_an_unfinished_run_says_so(tmp_path):
     (tmp_path / "final").mkdir()
     (tmp_path / "final" / "config.json").write_text("{}")
     assert "status" not in dict(summary_lines(write_run_report(tmp_path, n_boot=50)))
+
+
+def test_run_report_counts_the_reward_functions_failures(tmp_path):
+    """A run whose reward function raised on 117 calls had a report that said nothing of it (the
+    counts were only in the run log's columns); a run without failures gets no such line."""
+    _write_synthetic_run(tmp_path)
+    assert "reward function failures" not in dict(summary_lines(write_run_report(tmp_path, n_boot=50)))
+    log = tmp_path / "runlog.jsonl"
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    last = max(i for i, r in enumerate(rows) if r.get("type") == "eval")
+    rows[last].update(reward_errors=117, reward_timeouts=3)
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    text = dict(summary_lines(write_run_report(tmp_path, n_boot=50)))
+    assert text["reward function failures"].startswith("117 errors and 3 timeouts, each scored -1")

@@ -5,6 +5,7 @@ Plain data (no torch): the training config embeds it, :mod:`scalerl.pipeline.reg
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -67,6 +68,9 @@ def backend_problems(b: BackendConfig) -> list[str]:
             problems.append(f"backend.{key}: unknown value {getattr(b, key)!r}; known: {', '.join(known)}")
     if problems:
         return problems
+    for key in ("generator_cpus", "generator_gpus"):  # Ray refuses them only once the cluster is up
+        if not math.isfinite(getattr(b, key)) or getattr(b, key) < 0:
+            problems.append(f"backend.{key} must be a number >= 0, got {getattr(b, key):g}")
     if b.generator == "vllm" and b.name != "ray":
         problems.append("backend.generator=vllm runs in Ray actors: add --backend ray (a one-machine cluster "
                         "starts by itself)")

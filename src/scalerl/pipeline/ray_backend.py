@@ -48,12 +48,15 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
+import signal
+import socket
+import sys
 import threading
 import time
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Sequence
 
-from scalerl.errors import ConfigError
+from scalerl.errors import ConfigError, ScaleRLError
 from scalerl.generate.base import Completion
 from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.pool import Deliver, Fail, reporting
@@ -223,9 +226,51 @@ def _without_trainer_gpu(device: "torch.device", address: str | None):
             os.environ["CUDA_VISIBLE_DEVICES"] = visible
 
 
-def _free_port() -> int:
-    import socket
+class ActorsLost(PipelineError, ScaleRLError):
+    """Every generator actor died and Ray restarts none of them: one line on the command line, as a
+    dead generator process is (:class:`~scalerl.pipeline.processes.GeneratorExited`), not the
+    trainer's traceback around Ray's many-line error."""
 
+
+def actors_lost_message(max_restarts: int, last: BaseException) -> str:
+    """Why the pool has no actor left (``last``: the error of the last one lost; only its first line,
+    Ray's runs to a dozen) and how the run continues: from its last checkpoint."""
+    first = next((line.strip() for line in str(last).splitlines() if line.strip()), type(last).__name__)
+    return (f"every generator actor died and backend.max_restarts={max_restarts} restarts are used up (last: "
+            f"{first} -- killed, or out of memory? see the Ray logs); the run continues from its last checkpoint "
+            "with scalerl train --output RUN_DIR --resume")
+
+
+def _check_reachable(address: str | None) -> None:
+    """A cluster address (``HOST:PORT``) where nothing answers is one line at once: Ray itself retries
+    for about two minutes, printing GCS time-outs, then exits the process. (``auto``, ``local`` and
+    ``ray://`` client addresses are Ray's to resolve.)"""
+    host, sep, port = (address or "").rpartition(":")
+    if not sep or not host or "://" in address or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as exc:
+        raise ConfigError(
+            f"backend.ray_address {address}: no Ray cluster answers there ({exc.strerror or exc}); start one on "
+            f"that machine with ray start --head --port {port}, or fix the address (backend.ray_address or "
+            "RAY_ADDRESS; unset, a local cluster starts by itself)") from None
+
+
+def init_ray(address: str | None) -> None:
+    """Start a local Ray cluster (``address`` None) or join one, leaving SIGTERM as it was: Ray's
+    start-up puts its own crash handler on it, which answers ``kill PID`` (a batch scheduler's stop)
+    with a C++ stack dump and an abort. The run ends as on the local backend instead, and resumes
+    from its last checkpoint either way."""
+    _check_reachable(address)
+    main_thread = threading.current_thread() is threading.main_thread()  # only it may set handlers
+    before = signal.getsignal(signal.SIGTERM) if main_thread else None
+    _ray().init(address=address, include_dashboard=False)
+    if before is not None:
+        signal.signal(signal.SIGTERM, before)
+
+
+def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("", 0))
         return s.getsockname()[1]
@@ -251,7 +296,7 @@ class RayPool:
         if not ray.is_initialized():
             address = address or os.environ.get("RAY_ADDRESS")
             with _without_trainer_gpu(weights.device, address):
-                ray.init(address=address, include_dashboard=False)
+                init_ray(address)
             self._owns_ray = True
         self._check_resources(size, cpus, gpus)
         self.size = size
@@ -425,14 +470,16 @@ class RayPool:
             self._pending.appendleft(request)  # the same request: same index, prompts, seed
             self.requeued += 1
             if isinstance(exc, self.ray.exceptions.ActorDiedError):
+                newly, alive = i not in self._dead, self.size - len(self._dead | {i})
                 self._dead.add(i)
+                if newly and alive:  # generation slows down: say so once, not only in pipeline/actors_lost
+                    print(f"note: generator actor {i} died and backend.max_restarts={self.max_restarts} restarts are "
+                          f"used up; the run goes on with {alive} of {self.size} actors", file=sys.stderr)
             else:  # restarting (or a network blip): try it again shortly
                 self._not_before[i] = time.monotonic() + 0.5
                 self._idle.append(i)
             if len(self._dead) == self.size:
-                self._error = PipelineError(
-                    f"every generator actor died and backend.max_restarts={self.max_restarts} restarts are used up "
-                    f"(last: {exc}); see the Ray logs")
+                self._error = ActorsLost(actors_lost_message(self.max_restarts, exc))
                 return False
         return True
 

@@ -19,6 +19,8 @@ import math
 import os
 import signal
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -99,8 +101,26 @@ def to_reward(value: Any) -> float:
     return out
 
 
+def _exit_with_parent(interval: float = 0.5) -> None:
+    """Exit when the process that started this worker is gone. At the end of its requests the
+    worker exits by itself, but a call hung for good -- the case ``task.reward_timeout`` exists for --
+    never reads that end: after a ``kill -9`` of the trainer (or of the generator process or Ray actor
+    that scores with it) the worker stayed behind for good. A thread watches the parent instead (a
+    call stuck in C code that holds the GIL stops it too; then only the timeout's kill, from a living
+    parent, ends the worker)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="scalerl-parent-watch", daemon=True).start()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _exit_with_parent()
     # Ctrl-C reaches the whole process group: the trainer stops this worker when it closes; a
     # KeyboardInterrupt here would print a traceback in the middle of the trainer's message.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -79,6 +79,7 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
         start=float(ys[0]), final=float(ys[-1]), gain=float(ys[-1] - ys[0]), best=float(ys.max()),
         gpu_hours=float(evals[-1].get("gpu_hours", math.nan)), flops=float(evals[-1].get("flops", math.nan)),
         samples=int(evals[-1].get("samples", 0)),
+        reward_errors=int(evals[-1].get("reward_errors", 0)), reward_timeouts=int(evals[-1].get("reward_timeouts", 0)),
         finished=has_final_model(output),
     )
     copy = output / CALIBRATION_COPY
@@ -190,6 +191,15 @@ def _unfinished(f: dict[str, Any]) -> list[tuple[str, str]]:
                        "'final' below is the latest evaluation")]
 
 
+def _reward_failures(f: dict[str, Any]) -> list[tuple[str, str]]:
+    """The reward function's failures over the run, where there were any: each scored like a wrong
+    answer, so a report without them read as if every reward had been computed."""
+    if not f.get("reward_errors") and not f.get("reward_timeouts"):
+        return []
+    return [("reward function failures", f"{f['reward_errors']} errors and {f['reward_timeouts']} timeouts, each scored "
+                                         "-1 as a wrong answer (reward_errors, reward_timeouts in the run log)")]
+
+
 def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
     f = rep.facts
     lines = [
@@ -199,6 +209,7 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
         *_unfinished(f),
         ("compute", f"{f['flops']:.3g} FLOPs, {f['gpu_hours'] * 3600:.0f} device-seconds, {f['samples']:,} samples"),
         (f"{rep.y}: start -> final", f"{f['start']:.3f} -> {f['final']:.3f} (gain {f['gain']:+.3f}, best {f['best']:.3f})"),
+        *_reward_failures(f),
     ]
     if f.get("calibration"):
         lines.append(("forecast bands", f"calibrated by {f['calibration']}"))

@@ -288,6 +288,7 @@ class Trainer:
         self.version = 0
         self.step = 0
         self.skipped_steps = 0
+        self.reward_counts_before = {"errors": 0, "timeouts": 0}  # counted by the processes a resume follows
         self.nan_streak = 0
         self.lag_hist: dict[int, int] = {}  # trained tokens per lag since the last evaluation row
         self.evals: list[dict[str, Any]] = []
@@ -335,6 +336,7 @@ class Trainer:
             "version": self.version,
             "skipped_steps": self.skipped_steps,
             "lag_hist": dict(self.lag_hist),
+            "reward_counts": self._reward_counts(),
             # fp32 master weights (LoRA: the adapters), AdamW, the schedule; under FSDP the schedule
             # only: every rank writes its shard of the rest (_checkpoint, TrainerGroup.save_shards).
             **(self.group.state() if self.group is not None else {
@@ -402,6 +404,7 @@ class Trainer:
         self.step, self.version = state["step"], state["version"]
         self.skipped_steps = state["skipped_steps"]
         self.lag_hist = dict(state.get("lag_hist", {}))
+        self.reward_counts_before.update(state.get("reward_counts", {}))
         self.evals = state["evals"]
         self.generator.version = self.version
         self.runlog = RunLogWriter(self.output / RUNLOG, resume_offset=state["runlog_offset"])
@@ -442,13 +445,10 @@ class Trainer:
         if stats is not None:
             row.update(stats())
         if hasattr(self.task, "reward_stats"):
-            stats = self.task.reward_stats()
-            # Rewards scored in generator processes or actors are counted there.
-            remote = getattr(self.source, "reward_stats", dict)()
-            row["reward_errors"] = stats["errors"] + remote.get("errors", 0)
-            row["reward_timeouts"] = stats["timeouts"] + remote.get("timeouts", 0)
+            row.update({f"reward_{key}": n for key, n in self._reward_counts().items()})
             if not self.evals:
-                check_reward_works(cfg.task.reward or f"of the {cfg.task.name} task", stats, "of the first evaluation")
+                check_reward_works(cfg.task.reward or f"of the {cfg.task.name} task", self.task.reward_stats(),
+                                   "of the first evaluation")
         self.lag_hist = {}
         self.evals.append(row)
         if cfg.forecast.enabled:
@@ -459,6 +459,15 @@ class Trainer:
                                      total_steps=cfg.run.steps, min_points=cfg.forecast.min_points,
                                      n_boot=cfg.forecast.bootstrap, seed=cfg.run.seed, calibration=self.calibration))
         return row
+
+    def _reward_counts(self) -> dict[str, int]:
+        """The run's reward errors and timeouts so far: this process's -- the trainer's task, and the
+        generator processes or actors, which count their own -- on top of those of the processes
+        before a resume (the checkpoint's)."""
+        stats = self.task.reward_stats() if hasattr(self.task, "reward_stats") else {}
+        remote = getattr(self.source, "reward_stats", dict)()
+        return {key: self.reward_counts_before[key] + stats.get(key, 0) + remote.get(key, 0)
+                for key in self.reward_counts_before}
 
     def _log(self, row: dict[str, Any]) -> None:
         self.runlog.append(row)
