@@ -5,6 +5,7 @@ training run it belongs to, read from that path --, joined into a row per checkp
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -20,6 +21,15 @@ SNIFF_FILES = 20
 #: ``global_step_N`` (verl), ``iter_N`` (Megatron), ``step_N`` / ``stepN``.
 _STEP_PART = re.compile(r"^(?:global_step|checkpoint|ckpt|iter|step)[-_]?(\d+)$", re.I)
 STEP = "step"
+
+
+def load_json(path: Path) -> Any:
+    """A JSON file's document, or None where it is not one (unreadable, not JSON, not UTF-8)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
 
 
 def candidates(path: Path) -> list[Path]:

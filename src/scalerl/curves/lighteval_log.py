@@ -17,22 +17,17 @@ checkpoint's path kept as directories), ``{"config_general": {"model_name": ...}
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from scalerl.curves.checkpoint_evals import candidates, holds, rows_by_checkpoint
+from scalerl.curves.checkpoint_evals import candidates, holds, load_json, rows_by_checkpoint
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import curves_from_rows
 from scalerl.errors import InputError
 
 
 def _load(path: Path) -> dict | None:
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
+    doc = load_json(path)
     if isinstance(doc, dict) and isinstance(doc.get("results"), dict) and isinstance(doc.get("config_general"), dict):
         return doc
     return None

@@ -19,12 +19,11 @@ pretrained=CKPT --output_path OUT`` writes, per evaluation, ``OUT/<model>/result
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
-from scalerl.curves.checkpoint_evals import candidates, holds, rows_by_checkpoint
+from scalerl.curves.checkpoint_evals import candidates, holds, load_json, rows_by_checkpoint
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import curves_from_rows
 from scalerl.errors import InputError
@@ -36,11 +35,7 @@ _NO_FILTER = ",none"
 
 
 def _load(path: Path) -> dict | None:
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
+    doc = load_json(path)
     if (isinstance(doc, dict) and isinstance(doc.get("results"), dict) and "versions" in doc
             and "config_general" not in doc and any(k in doc for k in _RESULT_KEYS)):
         return doc
