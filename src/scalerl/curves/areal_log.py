@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.curves.attempts import split_attempts
-from scalerl.curves.console import ANSI, shown_lines
+from scalerl.curves.console import ANSI, shown_lines, text_head
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import curves_from_rows
 
@@ -71,10 +71,8 @@ def _cells(line: str) -> list[tuple[str, float]] | None:
 
 def looks_like_areal(path: Path) -> bool:
     """Whether the start of ``path`` holds an AReaL ``StatsLogger`` commit line."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            head = f.read(SNIFF_CHARS)
-    except OSError:
+    head = text_head(path, SNIFF_CHARS)
+    if head is None:
         return False
     return "Train step" in head and _DONE.search(ANSI.sub("", head)) is not None and "Stats (" in head
 

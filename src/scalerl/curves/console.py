@@ -25,6 +25,16 @@ def ray_source(line: str) -> tuple[str, str]:
     return (found.group(0).strip(), line[found.end():]) if found else ("", line)
 
 
+def text_head(path: Path, chars: int) -> str | None:
+    """The first ``chars`` characters of a text file (undecodable bytes replaced), what a reader's
+    format test looks at; None where it cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(chars)
+    except OSError:
+        return None
+
+
 def shown_lines(path: Path) -> Iterator[tuple[int, str]]:
     """``(line number, text)`` of each non-blank line as a terminal showed it: colours removed, and
     of a line redrawn with ``\\r`` (tqdm) each piece in turn."""

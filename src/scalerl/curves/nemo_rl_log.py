@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.curves.attempts import split_attempts
-from scalerl.curves.console import ray_source, shown_lines
+from scalerl.curves.console import ray_source, shown_lines, text_head
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import curves_from_rows
 from scalerl.errors import InputError
@@ -163,10 +163,8 @@ def read_nemo_rl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
 
 def looks_like_nemo_rl(path: Path) -> bool:
     """Whether the start of ``path`` holds a NeMo-RL step header over one of its result sections."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            head = f.read(SNIFF_CHARS)
-    except OSError:
+    head = text_head(path, SNIFF_CHARS)
+    if head is None:
         return False
     return bool(STEP_HEADER.search(head)) and ("Training Results:" in head or "Validation Results" in head)
 

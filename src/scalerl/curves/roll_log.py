@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.curves.attempts import split_attempts
-from scalerl.curves.console import shown_lines
+from scalerl.curves.console import shown_lines, text_head
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import curves_from_rows
 
@@ -49,10 +49,8 @@ def _row(line: str) -> dict[str, Any] | None:
 
 def looks_like_roll(path: Path) -> bool:
     """Whether the start of ``path`` holds a line of ROLL's stdout tracker."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            head = f.read(SNIFF_CHARS)
-    except OSError:
+    head = text_head(path, SNIFF_CHARS)
+    if head is None:
         return False
     return TAG in head and any(_row(line) is not None for line in head.splitlines() if TAG in line)
 

@@ -214,14 +214,8 @@ def _record_step(by_step, name: str, step, state: tuple[object, float]) -> None:
 
 def _at_step_zero(row: dict) -> bool:
     """Whether ``row`` says it was logged at step 0 (a ``step`` or ``global_step`` of 0)."""
-    for key in ("step", "global_step", "train/global_step"):
-        v = row.get(key)
-        if v is not None and not isinstance(v, bool):
-            try:
-                return float(v) == 0.0
-            except (TypeError, ValueError):
-                return False
-    return False
+    step = next((row[k] for k in ("step", "global_step", "train/global_step") if row.get(k) is not None), None)
+    return _step_value(step) == 0.0
 
 
 def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_name: str, notes=(),
