@@ -16,7 +16,7 @@ def _accuracy(step: int) -> float:
     return round(0.2 + 0.5 / (1 + math.exp(-(step - 80) / 30)), 4)
 
 
-def write_results(out, model: str, acc: float, date_id: str) -> None:
+def write_results(out, model: str, acc: float, date_id: str, revision: str | None = None) -> None:
     results = {
         "config_general": {"lighteval_sha": "3fd1526", "num_fewshot_seeds": 1, "max_samples": None, "job_id": "0",
                            "start_time": 1234.5, "end_time": 1534.5, "total_evaluation_time_secondes": "300.0",
@@ -29,6 +29,8 @@ def write_results(out, model: str, acc: float, date_id: str) -> None:
         "summary_tasks": {TASK: {"hashes": {}, "truncated": 0, "padded": 0}},
         "summary_general": {"hashes": {}, "truncated": 0, "padded": 0},
     }
+    if revision is not None:
+        results["config_general"]["model_config"]["revision"] = revision
     d = out / "results" / model.strip("/")
     d.mkdir(parents=True, exist_ok=True)
     (d / f"results_{date_id}.json").write_text(json.dumps(results, indent=2))
@@ -48,3 +50,15 @@ def test_a_directory_of_checkpoint_evaluations_is_a_curve_over_the_checkpoints_s
     assert list(curve.y) == [0.99 if s == 50 else _accuracy(s) for s in range(10, 210, 10)]
     assert any("evaluated more than once" in n for n in curve.notes)
     assert {"step", f"{TASK}/extractive_match", "all/extractive_match"} <= set(log_columns(out))
+
+
+def test_hub_checkpoints_named_by_their_revision_take_its_step(tmp_path):
+    """``lighteval vllm "model_name=allenai/OLMo-2-1124-7B,revision=stage1-step1000-tokens5B"``: the
+    same model name for every checkpoint, the step in the revision."""
+    out = tmp_path / "lighteval"
+    for i, step in enumerate([1000, 2000, 3000]):
+        write_results(out, "allenai/OLMo-2-1124-7B", _accuracy(step / 25), f"2026-11-01T10-{i:02d}-00.000000",
+                      revision=f"stage1-step{step}-tokens{step // 200}B")
+    curve = read_curve(out, "step", f"{TASK}/extractive_match")
+    assert list(curve.x) == [1000, 2000, 3000]
+    assert curve.name == "OLMo-2-1124-7B"

@@ -20,7 +20,7 @@ def _accuracy(step: int) -> float:
     return round(0.2 + 0.5 / (1 + math.exp(-(step - 80) / 30)), 4)
 
 
-def write_results(out, model: str, acc: float, date_id: str, task: str = "gsm8k") -> None:
+def write_results(out, model: str, acc: float, date_id: str, task: str = "gsm8k", revision: str = "") -> None:
     """One ``results_<date>.json`` as lm-eval's evaluation tracker writes it (fields trimmed)."""
     results = {
         "results": {task: {"alias": task, "exact_match,strict-match": acc, "exact_match_stderr,strict-match": 0.012,
@@ -31,7 +31,7 @@ def write_results(out, model: str, acc: float, date_id: str, task: str = "gsm8k"
         "n-shot": {task: 5},
         "higher_is_better": {task: {"exact_match": True}},
         "n-samples": {task: {"original": 1319, "effective": 1319}},
-        "config": {"model": "vllm", "model_args": f"pretrained={model},tensor_parallel_size=1", "batch_size": "auto"},
+        "config": {"model": "vllm", "model_args": f"pretrained={model},{revision and f'revision={revision},'}tensor_parallel_size=1", "batch_size": "auto"},
         "git_hash": "4e7e0d4",
         "date": 1764000000.0,
         "task_hashes": {},
@@ -116,6 +116,23 @@ def test_checkpoint_paths_of_the_trainers_and_two_runs(tmp_path, pattern, name):
     curves = {c.name: c for c in read_curves(out, "step", "gsm8k/exact_match,strict-match")}
     assert set(curves) == {"grpo-a", "grpo-b"}
     assert list(curves[name].x) == [10, 20, 30]
+
+
+@pytest.mark.parametrize("revision, step", [("step1000", 1000), ("stage1-step1000-tokens5B", 1000),
+                                            ("checkpoint-1000", 1000)])
+def test_hub_checkpoints_named_by_their_revision_take_its_step(tmp_path, revision, step):
+    """``--model_args pretrained=EleutherAI/pythia-160m,revision=step1000`` (Pythia; OLMo names its
+    branches ``stage1-step1000-tokens5B``): one model name for every checkpoint, the step in the
+    revision; a revision that names no step (a commit) leaves the evaluation out, as before."""
+    out = tmp_path / "evals"
+    write_results(out, "EleutherAI/pythia-160m", 0.31, "2026-11-01T10-00-00.000000", revision=revision)
+    write_results(out, "EleutherAI/pythia-160m", 0.42, "2026-11-01T10-01-00.000000",
+                  revision=revision.replace("1000", "2000"))
+    write_results(out, "EleutherAI/pythia-160m", 0.5, "2026-11-01T10-02-00.000000", revision="4e7e0d4a")
+    curve = read_curve(out, "step", "gsm8k/exact_match,strict-match")
+    assert curve.name == "pythia-160m"
+    assert list(curve.x) == [step, 2 * step] and list(curve.y) == [0.31, 0.42]
+    assert any("no checkpoint step" in n for n in curve.notes)
 
 
 def test_the_listing_of_columns_names_exact_match_a_metric():

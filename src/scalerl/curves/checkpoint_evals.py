@@ -20,6 +20,9 @@ SNIFF_FILES = 20
 #: A part of a checkpoint's path that names its step: ``checkpoint-N`` (Hugging Face / TRL),
 #: ``global_step_N`` (verl), ``iter_N`` (Megatron), ``step_N`` / ``stepN``.
 _STEP_PART = re.compile(r"^(?:global_step|checkpoint|ckpt|iter|step)[-_]?(\d+)$", re.I)
+#: A hub revision that names a checkpoint's step: Pythia's ``step143000``, OLMo's
+#: ``stage1-step140000-tokens588B``, a branch ``checkpoint-500`` (a commit hash names none).
+_REVISION_STEP = re.compile(r"(?:^|[-_/])(?:global_step|checkpoint|ckpt|iter|step)[-_]?(\d+)(?=$|[-_/])", re.I)
 STEP = "step"
 
 
@@ -47,6 +50,14 @@ def holds(path: Path, load: Callable[[Path], dict | None]) -> bool:
         others = itertools.islice(path.rglob(RESULTS_GLOB), SNIFF_FILES)
         return any(load(f) is not None for f in itertools.chain(named, others))
     return False
+
+
+def with_revision(model: str, revision: object) -> str:
+    """The model's path with the step its hub revision names as its last part (``--model_args
+    pretrained=EleutherAI/pythia-160m,revision=step1000``: every checkpoint has the same path, its
+    step is in the revision); the path alone where the revision names no step."""
+    found = _REVISION_STEP.search(revision) if isinstance(revision, str) else None
+    return f"{model.rstrip('/')}/step_{found.group(1)}" if found else model
 
 
 def checkpoint_of(model: str) -> tuple[str, int | None]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from scalerl.curves.checkpoint_evals import candidates, holds, load_json, rows_by_checkpoint
+from scalerl.curves.checkpoint_evals import candidates, holds, load_json, rows_by_checkpoint, with_revision
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import curves_from_rows
 from scalerl.errors import InputError
@@ -39,8 +39,14 @@ def is_lighteval(path: Path) -> bool:
 
 
 def _model_path(doc: dict, file: Path) -> str:
-    name = doc["config_general"].get("model_name")
-    return name if isinstance(name, str) and name else str(file.parent)
+    """The evaluated checkpoint's path, with the step its hub revision (``model_config.revision``)
+    names where it names one; else the results' directory."""
+    general = doc["config_general"]
+    name = general.get("model_name")
+    if not (isinstance(name, str) and name):
+        return str(file.parent)
+    config = general.get("model_config")
+    return with_revision(name, config.get("revision") if isinstance(config, dict) else None)
 
 
 def _metrics(doc: dict) -> dict[str, float]:

@@ -7,7 +7,9 @@ pretrained=CKPT --output_path OUT`` writes, per evaluation, ``OUT/<model>/result
   ``pretrained=``, else its directory's name); the checkpoint's step is the number of the last part
   of that path that names one: ``checkpoint-N`` (Hugging Face / TRL), ``global_step_N`` (verl),
   ``iter_N`` (Megatron), ``step_N`` / ``stepN``. The part before it names the run: checkpoints of
-  several trainings in one directory are runs of their own. The column ``step`` is the x;
+  several trainings in one directory are runs of their own. A checkpoint on the hub named by its
+  revision (``pretrained=EleutherAI/pythia-160m,revision=step1000``; OLMo's
+  ``stage1-step1000-tokens5B``) takes the step the revision names. The column ``step`` is the x;
 * its metrics are columns named as lm-eval's own W&B logger names them: ``<task>/<metric>,<filter>``
   (``gsm8k/exact_match,strict-match``), ``,none`` left off (``mmlu/acc``); a group's too. Strings
   (``"N/A"`` standard errors, aliases) are no columns;
@@ -19,11 +21,10 @@ pretrained=CKPT --output_path OUT`` writes, per evaluation, ``OUT/<model>/result
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
-from scalerl.curves.checkpoint_evals import candidates, holds, load_json, rows_by_checkpoint
+from scalerl.curves.checkpoint_evals import candidates, holds, load_json, rows_by_checkpoint, with_revision
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import curves_from_rows
 from scalerl.errors import InputError
@@ -47,16 +48,23 @@ def is_lm_eval(path: Path) -> bool:
     return holds(path, _load)
 
 
-def _model_path(doc: dict, file: Path) -> str:
-    if isinstance(doc.get("model_name"), str) and doc["model_name"]:
-        return doc["model_name"]
+def _model_args(doc: dict) -> dict[str, str]:
+    """``config.model_args``, given as lm-eval's ``k=v,k=v`` string or as a mapping."""
     args = (doc.get("config") or {}).get("model_args")
     if isinstance(args, dict):
-        args = ",".join(f"{k}={v}" for k, v in args.items())
+        return {str(k): str(v) for k, v in args.items()}
     if isinstance(args, str):
-        found = re.search(r"(?:^|,)\s*(?:pretrained|model|path)=([^,]+)", args)
-        if found:
-            return found.group(1).strip()
+        return {k.strip(): v.strip() for k, _, v in (a.partition("=") for a in args.split(",")) if k.strip()}
+    return {}
+
+
+def _model_path(doc: dict, file: Path) -> str:
+    """The evaluated checkpoint's path (its ``model_name``, else ``pretrained=``), with the step that
+    its ``revision=`` names where it names one; else the results' directory."""
+    args = _model_args(doc)
+    for model in (doc.get("model_name"), args.get("pretrained"), args.get("model"), args.get("path")):
+        if isinstance(model, str) and model:
+            return with_revision(model, args.get("revision"))
     return file.parent.name
 
 
