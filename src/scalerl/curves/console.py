@@ -25,11 +25,12 @@ def ray_source(line: str) -> tuple[str, str]:
     return (found.group(0).strip(), line[found.end():]) if found else ("", line)
 
 
-def text_head(path: Path, chars: int) -> str | None:
+def text_head(path: Path, chars: int, newline: str | None = None) -> str | None:
     """The first ``chars`` characters of a text file (undecodable bytes replaced), what a reader's
-    format test looks at; None where it cannot be read."""
+    format test looks at; None where it cannot be read. ``newline=""`` keeps a ``\r`` (a line a
+    progress bar redrew) inside its line."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with open(path, encoding="utf-8", errors="replace", newline=newline) as f:
             return f.read(chars)
     except OSError:
         return None

@@ -34,7 +34,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from scalerl.curves.console import ANSI
+from scalerl.curves.console import ANSI, text_head
 from scalerl.curves.data import Curve
 from scalerl.curves.attempts import split_attempts
 from scalerl.curves.rows import DEFAULT_RUN_COLUMN, SCALAR_REPR, curves_from_rows, scalar_of, unwrap_scalar
@@ -140,10 +140,8 @@ def parse_printed_dict(text: str) -> dict[str, Any] | None:
 
 def looks_like_dict_lines(path: Path) -> bool:
     """A text file with at least two printed metric dicts among its lines."""
-    try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as f:
-            head = f.read(SNIFF_CHARS)
-    except OSError:
+    head = text_head(path, SNIFF_CHARS, newline="")
+    if head is None:
         return False
     found = 0
     for line in head.split("\n"):
