@@ -243,9 +243,10 @@ def test_backtest_scores_every_run_of_several_logs_in_one_table(capsys, tmp_path
         (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--r0", "1.5"], "--r0 1.5 is not a pass rate in [0, 1]"),
         (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--r0", "0.99"], "the given R0 (--r0 0.99) is not below any"),
         # without --x / --y: the log's columns, the likely ones for each axis first
-        (["fit", str(REAL_CSV)], "has 6 columns -- metrics (evaluation-like names): 'val_score'; compute (step, "
+        # (the column telling runs apart is said as such, not listed among the others)
+        (["fit", str(REAL_CSV)], "has 5 columns -- metrics (evaluation-like names): 'val_score'; compute (step, "
                                  "time, token-like names; cum:COL sums a per-step one): 'cum_wall_hours', 'step'; "
-                                 "other: 'algo', 'model', 'run'"),
+                                 "other: 'algo', 'model'; runs told apart by 'run'"),
         (["compare", str(REAL_CSV), str(REAL_CSV), "--x", "step"], "give --y (the metric: a pass rate)"),
     ],
 )

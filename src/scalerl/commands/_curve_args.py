@@ -180,9 +180,13 @@ _LISTED = 25
 def _missing_axes(path, kwargs: dict) -> InputError:
     """--x or --y not given: the error lists the log's columns, the likely ones for each first."""
     from scalerl.curves.io import log_columns
-    from scalerl.curves.rows import likely_columns
+    from scalerl.curves.rows import DEFAULT_RUN_COLUMN, likely_columns
 
     cols = log_columns(path, **kwargs)
+    run_column = kwargs.get("run_column") or DEFAULT_RUN_COLUMN
+    # The column that tells runs apart is no metric nor compute: said as what it is.
+    runs = f"; runs told apart by {run_column!r}" if run_column in cols else ""
+    cols = [c for c in cols if c != run_column]
 
     def listed(names: list[str]) -> str:
         more = f" (and {len(names) - _LISTED} more)" if len(names) > _LISTED else ""
@@ -195,7 +199,7 @@ def _missing_axes(path, kwargs: dict) -> InputError:
         f"give --y (the metric: a pass rate) and --x (the compute); {path} has {len(cols)} columns -- "
         f"metrics (evaluation-like names): {listed(metrics)}; "
         f"compute (step, time, token-like names; cum:COL sums a per-step one): {listed(compute)}; "
-        f"other: {listed(other)}")
+        f"other: {listed(other)}{runs}")
 
 
 def finite_json(obj):
