@@ -35,7 +35,7 @@ from scalerl.rl.recipe import RecipeConfig
 from scalerl.rollout.context import RoundContext
 from scalerl.rollout.groups import Group
 from scalerl.rollout.produce import generate_groups
-from scalerl.tasks.base import Problem
+from scalerl.tasks.base import Problem, Task
 
 
 @dataclass
@@ -97,7 +97,7 @@ class RolloutWorker:
         self.history = history
 
     @property
-    def task(self) -> Any:
+    def task(self) -> Task:
         return self.ctx.task
 
     def run(self, request: RoundRequest) -> RoundResult:

@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any
+from typing import Callable
 
 import numpy as np
 import torch
 from torch.autograd.graph import saved_tensors_hooks
+
+from scalerl.train.precision import Precision
 
 #: Lengths (tokens, prompt included) of the three probe sequences, at most. Past 256: scans that
 #: work in chunks of 256 positions (Mamba-2's) keep a chunk's worth whatever the length.
@@ -91,7 +93,7 @@ def _storage(t: torch.Tensor) -> torch.UntypedStorage:
     return local.untyped_storage()
 
 
-def saved_bytes(run: Any) -> int:
+def saved_bytes(run: Callable[[], object]) -> int:
     """Bytes of the distinct storages autograd saves while ``run()`` runs, parameters (and views of
     them) left out. Parameters are told by their type when saved, not by address: FSDP swaps in
     gathered weights for each unit's forward and frees them after, and the allocator hands the
@@ -133,7 +135,7 @@ def fit_cost(lengths: tuple[int, ...], measured: list[int]) -> tuple[float, floa
     return float(best[0]), float(best[1]), float(best[2])
 
 
-def probe_activations(model: torch.nn.Module, precision: Any, *, temperature: float, pad_token_id: int,
+def probe_activations(model: torch.nn.Module, precision: Precision, *, temperature: float, pad_token_id: int,
                       device: torch.device, logits_budget: int, max_length: int | None = None) -> ActivationCost:
     """Measure the update's scoring pass on ``model`` (see the module docstring), on sequences of
     at most ``max_length`` tokens (its positions); leaves no gradient and no state behind."""
