@@ -129,8 +129,10 @@ class TaskConfig:
     every step). The math task's math-verify has its own: task.settings verify_workers."""
     settings: dict[str, Any] = field(default_factory=dict)
     """Task-specific settings passed to the task (every one is listed in docs/tasks.md): arithmetic
-    digits, n_train, n_val, n_hard, held_out_fraction, seed, split_salt; math eval_data,
-    val_fraction, max_val, prompt_field, answer_field, split, split_salt. E.g.
+    digits, n_train, n_val, n_hard, held_out_fraction, seed, split_salt; arithmetic-mix min_digits,
+    max_digits, n_train, n_val, n_per_length, held_out_fraction, seed, split_salt, verify_scratchpad;
+    math eval_data, val_fraction, max_val, prompt_field, answer_field, split, split_salt,
+    verify_timeout, verify_workers. E.g.
     ``--set 'task.settings={prompt_field: question, answer_field: solution, eval_data: {val: val.csv}}'``."""
 
 
