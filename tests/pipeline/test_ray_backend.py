@@ -123,3 +123,19 @@ def test_pipeline_rl_on_actors_keeps_the_lag_bound(tiny_dir, tmp_path, ray_clust
     assert sum(v for r in summary.evals for k, v in r.items() if k.startswith("lag_hist/")) > 0
     assert 0.0 <= last["pipeline/trainer_wait_frac"] <= 1.0 and last["pipeline/samples_per_s"] > 0
     assert last["pipeline/actor_restarts"] == 0 and last["pipeline/requeued"] == 0
+
+
+def test_an_actor_that_cannot_start_says_why_in_one_error(tiny_dir, tmp_path, ray_cluster):
+    """`--backend ray --set backend.generator=vllm` where the actors' machine has no vLLM: the
+    actor's constructor raised the one-line ConfigError, Ray killed the actor, and the command
+    ended with a page of ActorDiedError traceback (exit 1) plus the actor's own, streamed."""
+    import importlib.util
+
+    from scalerl.errors import ConfigError
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed here: its actors would start")
+    cfg = _cfg(tmp_path / "vllm", "pipeline=sync", "k=1", "backend.name=ray", "backend.generator=vllm",
+               "backend.generator_cpus=0.5")
+    with pytest.raises(ConfigError, match=r"backend.generator=vllm needs vLLM on the generator machines"):
+        Trainer(cfg)

@@ -33,6 +33,17 @@ def test_show_applies_and_validates_overrides(capsys):
     assert "off_policy.k must be >= 1" in capsys.readouterr().err
 
 
+def test_show_with_pipeline_sync_implies_k_1_as_train_set_does(capsys):
+    """`scalerl train --set pipeline=sync` means k = 1 (README, docs/distributed.md); the same
+    override to `recipes show` was refused ('sync means k=1 (got k=8)'), so the YAML a user
+    copies to train with could not be made that way. A k given beside it is still checked."""
+    assert main(["recipes", "show", "scalerl", "pipeline=sync"]) == 0
+    cfg = from_dict(RecipeConfig, yaml.safe_load(capsys.readouterr().out))
+    assert (cfg.off_policy.pipeline, cfg.off_policy.k) == ("sync", 1)
+    assert main(["recipes", "show", "scalerl", "pipeline=sync", "k=4"]) == 2
+    assert "sync means k=1" in capsys.readouterr().err
+
+
 def test_unknown_or_missing_name_exits_2_listing_the_known_names(capsys):
     assert main(["recipes", "show", "nope"]) == 2
     err = capsys.readouterr().err

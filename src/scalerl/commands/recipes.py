@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 
-from scalerl.config import apply_overrides
+from scalerl.config import apply_overrides, resolve_key
 from scalerl.errors import ConfigError
 from scalerl.rl.presets import LEAVE_ONE_OUT, PRESETS, get_recipe, recipe_yaml
+from scalerl.rl.recipe import RecipeConfig, sync_means_k1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +48,8 @@ def _show(args: argparse.Namespace) -> int:
     if args.overrides:
         from scalerl.rl.components import validate_recipe  # the names' registries import torch
 
-        cfg = validate_recipe(apply_overrides(cfg, args.overrides))
+        cfg = apply_overrides(cfg, args.overrides)
+        keys = {resolve_key(RecipeConfig, item.partition("=")[0].strip()) for item in args.overrides}
+        cfg = validate_recipe(sync_means_k1(cfg, "off_policy.k" in keys))  # pipeline=sync: k = 1, as in train
     print(recipe_yaml(args.name, cfg), end="")
     return 0

@@ -86,11 +86,28 @@ class GeneratorActor:
         # reference to the newest weights, which _sync pulls before generating.
         from scalerl.pipeline.work import build_worker
 
-        self.worker = build_worker(spec, {}, NO_WEIGHTS, worker_id)
         self._lock = threading.Lock()
         self._latest = NO_WEIGHTS
+        # A user-facing error (vLLM not installed on this machine, ...) is kept and raised by every
+        # call, ready() first. Raised here, Ray kills the actor and the driver gets an ActorDiedError
+        # whose page of traceback (and the actor's own, streamed) buries the one line that says what
+        # to do; raised by a call, it reaches the driver as itself (RayTaskError.cause).
+        self._start_error: ScaleRLError | None = None
+        try:
+            self._worker = build_worker(spec, {}, NO_WEIGHTS, worker_id)
+        except ScaleRLError as exc:
+            self._start_error = exc
+
+    @property
+    def worker(self):
+        """The generator worker; raises the error that stopped the constructor, if one did."""
+        if self._start_error is not None:
+            raise self._start_error
+        return self._worker
 
     def ready(self) -> int:
+        if self._start_error is not None:
+            raise self._start_error
         return os.getpid()
 
     def node(self) -> str:
@@ -135,7 +152,8 @@ class GeneratorActor:
             self._latest = max(self._latest, version)
 
     def close(self) -> None:
-        self.worker.close()
+        if self._start_error is None:
+            self._worker.close()
 
 
 #: The version of an actor that holds no weights yet (so that any update, version 0 included, is newer).
@@ -348,6 +366,12 @@ class RayPool:
             self.nodes = self.ray.get([a.node.remote() for a in self.actors], timeout=timeout)
         except self.ray.exceptions.GetTimeoutError:
             raise PipelineError(f"generator actors did not start within {timeout:g} s (see the Ray logs)") from None
+        except self.ray.exceptions.RayTaskError as exc:  # an actor's own one-line error (GeneratorActor)
+            if isinstance(exc.cause, ScaleRLError):
+                for actor in self.actors:  # alive but useless: free their CPUs / GPUs now
+                    self.ray.kill(actor, no_restart=True)
+                raise exc.cause from None
+            raise
 
     def live_actors(self) -> list:
         return [a for i, a in enumerate(self.actors) if i not in self._dead]

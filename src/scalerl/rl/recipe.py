@@ -17,6 +17,7 @@ registries (so that the registries may import this config and not the other way 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
@@ -283,6 +284,16 @@ def _check_length(cfg: RecipeConfig):
             f"length.overlong_max_len ({n.overlong_max_len}) exceeds max_new_tokens ({n.max_new_tokens}): "
             "the penalty could never reach -1; set overlong_max_len <= max_new_tokens"
         )
+
+
+def sync_means_k1(cfg: RecipeConfig, k_set: bool) -> RecipeConfig:
+    """``pipeline: sync`` on a recipe whose k is not 1 (a preset's 8): synchronous training has no
+    staleness, so k becomes 1 -- unless the user set k too (``k_set``), which validation checks.
+    One rule for ``scalerl train --set`` and ``scalerl recipes show``."""
+    o = cfg.off_policy
+    if o.pipeline == "sync" and o.k != 1 and not k_set:
+        return dataclasses.replace(cfg, off_policy=dataclasses.replace(o, k=1))
+    return cfg
 
 
 def _check_off_policy(cfg: RecipeConfig):

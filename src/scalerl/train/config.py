@@ -34,7 +34,7 @@ from scalerl.config import apply_overrides, resolve_key
 from scalerl.errors import ConfigError, InputError
 from scalerl.pipeline.config import BackendConfig, backend_problems
 from scalerl.rl.presets import get_recipe
-from scalerl.rl.recipe import RecipeConfig
+from scalerl.rl.recipe import RecipeConfig, sync_means_k1 as recipe_sync_means_k1
 from scalerl.tasks.rewards import MAX_TIMEOUT, MAX_WORKERS
 from scalerl.train.dtypes import dtype_problems
 from scalerl.train.profiles import PROFILES, choose_profile
@@ -129,8 +129,10 @@ class TaskConfig:
     every step). The math task's math-verify has its own: task.settings verify_workers."""
     settings: dict[str, Any] = field(default_factory=dict)
     """Task-specific settings passed to the task (every one is listed in docs/tasks.md): arithmetic
-    digits, n_train, n_val, n_hard, held_out_fraction, seed, split_salt; math eval_data,
-    val_fraction, max_val, prompt_field, answer_field, split, split_salt. E.g.
+    digits, n_train, n_val, n_hard, held_out_fraction, seed, split_salt; arithmetic-mix min_digits,
+    max_digits, n_train, n_val, n_per_length, held_out_fraction, seed, split_salt, verify_scratchpad;
+    math eval_data, val_fraction, max_val, prompt_field, answer_field, split, split_salt,
+    verify_timeout, verify_workers. E.g.
     ``--set 'task.settings={prompt_field: question, answer_field: solution, eval_data: {val: val.csv}}'``."""
 
 
@@ -468,10 +470,8 @@ def sync_means_k1(cfg: TrainConfig, keys: set[str]) -> TrainConfig:
     """``pipeline=sync`` set (``keys``: the dotted fields a user set, by ``--set`` or in a config
     file) on a preset with k = 8: synchronous training has no staleness, so k becomes 1. A k
     set alongside is kept (and refused by validation if not 1)."""
-    off = cfg.recipe.off_policy
-    if off.pipeline == "sync" and off.k != 1 and "recipe.off_policy.k" not in keys:
-        cfg = apply_overrides(cfg, ["recipe.off_policy.k=1"])
-    return cfg
+    recipe = recipe_sync_means_k1(cfg.recipe, "recipe.off_policy.k" in keys)
+    return cfg if recipe is cfg.recipe else dataclasses.replace(cfg, recipe=recipe)
 
 
 def absolute_paths(cfg: TrainConfig, cwd: Path | None = None) -> TrainConfig:
