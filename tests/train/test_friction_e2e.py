@@ -83,6 +83,21 @@ def test_a_diverged_learning_rate_stops_with_a_line_naming_it(tiny_dir, tmp_path
         assert _steps(out) == [0, 2]
 
 
+def test_a_policy_that_collapsed_without_a_nan_gets_a_note(tiny_dir, tmp_path, capsys):
+    """lr = 1e6 breaks the weights in one step without a NaN: from then on every completion fails,
+    every group has zero variance and every step is skipped -- a note says so while the run goes on."""
+    out = tmp_path / "run"
+    code = main(small_args(out, *SYNC, "--set", "warmup_steps=0", "--set", "lr=1e6", "--steps", "7",
+                           "--eval-every", "7", "--no-report"))
+    err = capsys.readouterr().err
+    assert code == 0, err
+    trains = [r for r in read_runlog(out / "runlog.jsonl")[1] if r["type"] == "train"]
+    assert not trains[0]["skipped"] and all(r["train_pass_rate"] == 0 for r in trains[1:6])  # the premise
+    notes = [line for line in err.splitlines() if "the policy may have collapsed" in line]
+    assert len(notes) == 1 and "steps 2-6: every completion failed" in notes[0], err
+    assert "recipe.optimizer.lr = 1e+06" in notes[0]
+
+
 def test_a_reward_that_fails_on_every_call_stops_before_training(tiny_dir, tmp_path, capsys):
     module = tmp_path / "broken.py"
     module.write_text("def reward(completion, answer):\n    return int(answer) / 0\n")

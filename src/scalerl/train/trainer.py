@@ -78,6 +78,11 @@ def eval_seed(run_seed: int, set_index: int) -> int:
     return derive_seed(run_seed, EVAL_SAMPLING, set_index)
 
 
+#: Consecutive steps in which every completion failed, after the run had trained, that earn a note
+#: on stderr: a policy that collapsed (a learning rate too high breaks the weights without a NaN)
+#: gets only zero-variance groups, so every step is skipped and the run would go on without a word.
+COLLAPSE_STEPS = 5
+
 #: Write failures that are the machine's state, not a bug: they stop the run with one line.
 _DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
 
@@ -290,6 +295,7 @@ class Trainer:
         self.skipped_steps = 0
         self.reward_counts_before = {"errors": 0, "timeouts": 0}  # counted by the processes a resume follows
         self.nan_streak = 0
+        self.fail_streak = 0  # consecutive steps in which every completion failed (see COLLAPSE_STEPS)
         self.lag_hist: dict[int, int] = {}  # trained tokens per lag since the last evaluation row
         self.evals: list[dict[str, Any]] = []
         # What the rollout sources see of the run (built once; the pipeline never reads the trainer).
@@ -487,7 +493,7 @@ class Trainer:
                 self._loop(bar)
             except NonFiniteError as exc:
                 raise TrainingError(
-                    f"stopped at step {self.step}: {exc}. The learning rate (recipe.optimizer.lr = "
+                    f"stopped with {self.step} step{'' if self.step == 1 else 's'} done: {exc}. The learning rate (recipe.optimizer.lr = "
                     f"{cfg.recipe.optimizer.lr:g}) is likely too high for this model: lower it and start again"
                 ) from None
             except OSError as exc:
@@ -564,8 +570,9 @@ class Trainer:
         if result.skipped:
             self.skipped_steps += 1
         self.nan_streak = self.nan_streak + 1 if nonfinite else 0
+        rewards = [x for g in batch.groups for x in g.rewards]
+        self._note_collapse(rewards)
         if self.step % cfg.log.train_every == 0 or result.skipped:
-            rewards = [x for g in batch.groups for x in g.rewards]
             comps = batch.completions
             row = {
                 "type": "train",
@@ -588,6 +595,17 @@ class Trainer:
                 f"stopped at step {self.step}. Lower recipe.optimizer.lr, check the reward, or raise run.max_nan_steps; "
                 f"the run can be resumed with --resume"
             )
+
+    def _note_collapse(self, rewards: list[float]) -> None:
+        """A note, once a streak, when every completion of COLLAPSE_STEPS steps in a row failed after
+        the run had trained: nothing is learnt from such steps, and a collapsed policy stays there."""
+        self.fail_streak = self.fail_streak + 1 if rewards and not any(x > 0 for x in rewards) else 0
+        if self.fail_streak == COLLAPSE_STEPS and self.version > 0:
+            first = self.step - COLLAPSE_STEPS + 1
+            print(f"note: steps {first}-{self.step}: every completion failed (train pass rate 0) and nothing was learnt "
+                  f"from them: the policy may have collapsed -- is recipe.optimizer.lr = "
+                  f"{self.cfg.recipe.optimizer.lr:g} too high? The run goes on; stop it and start again with a lower "
+                  "one, or let it run if the problems are this hard", file=sys.stderr)
 
     # ------------------------------------------------------------------ the end
     def _save_final(self) -> None:
