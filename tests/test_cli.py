@@ -1,6 +1,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from scalerl.cli import COMMANDS, main
 
 
@@ -16,7 +18,8 @@ def test_unknown_command_exits_2(capsys):
     assert "known commands" in capsys.readouterr().err
 
 
-def test_console_script_runs():
-    proc = subprocess.run([sys.executable, "-m", "scalerl.cli", "--version"], capture_output=True, text=True)
-    assert proc.returncode == 0
+@pytest.mark.parametrize("module", ["scalerl.cli", "scalerl"])
+def test_console_script_runs(module):
+    proc = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
     assert "scalerl" in proc.stdout
