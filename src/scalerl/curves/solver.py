@@ -75,6 +75,10 @@ def check_compute_origin(x: np.ndarray, what: str, x_name: str) -> None:
             "cum:COL of a per-step time, or step")
 
 
+
+def _points(n: int) -> str:
+    return "no points" if n == 0 else "1 point" if n == 1 else f"{n} points"
+
 def check_fittable(x: np.ndarray, y: np.ndarray, n_params: int, what: str = "the fit window", R0: float | None = None) -> None:
     """Refuse what no sigmoid can describe: too few points, a flat or falling metric.
 
@@ -88,8 +92,8 @@ def check_fittable(x: np.ndarray, y: np.ndarray, n_params: int, what: str = "the
     # leaving no residual to measure the noise by, and the intervals would come out zero-wide.
     if pos.sum() <= n_params:
         raise InputError(
-            f"{what} has {int(pos.sum())} points with compute > 0 but the fit has {n_params} parameters and "
-            f"needs at least {n_params + 1} (one more, to measure the noise); widen the window "
+            f"{what} has {_points(int(pos.sum()))} with compute > 0 but the fit has {n_params} parameters and "
+            f"needs at least {n_params + 1} (one more than its parameters, to measure the noise); widen the window "
             "(fit: --fit-from/--fit-until) or log more evaluations (train / study: a smaller eval.every)"
         )
     base = R0 if R0 is not None else (float(y[~pos].mean()) if (~pos).any() else None)
