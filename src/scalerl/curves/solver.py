@@ -75,9 +75,9 @@ def check_compute_origin(x: np.ndarray, what: str, x_name: str) -> None:
             "cum:COL of a per-step time, or step")
 
 
-
 def _points(n: int) -> str:
     return "no points" if n == 0 else "1 point" if n == 1 else f"{n} points"
+
 
 def check_fittable(x: np.ndarray, y: np.ndarray, n_params: int, what: str = "the fit window", R0: float | None = None) -> None:
     """Refuse what no sigmoid can describe: too few points, a flat or falling metric.
