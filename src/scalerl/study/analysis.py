@@ -359,9 +359,9 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
     for vr in results:
         if not vr.is_base and vr.classification is None:
             vr.not_classified = vr.fit_error
-    not_fitted = [v.label for v in results if v.fit_error]
-    if not_fitted:
-        analysis.notes.append(f"not fitted: {', '.join(not_fitted)} (see their rows)")
+    for v in results:
+        if v.fit_error:
+            analysis.notes.append(f"not fitted: {v.label}: {v.fit_error}")
     return analysis
 
 

@@ -104,7 +104,8 @@ def fit_rows(a: StudyAnalysis) -> list[list[str]]:
         if v.left_out and v.seeds:  # (with no seed used, the fit column gives the reasons)
             seeds += f" (left out: {'; '.join(v.left_out)})"
         if v.A is None:
-            rows.append([v.label, seeds, _f(v.R0), _f(v.final), f"not fitted: {v.fit_error}", "", "", ""])
+            # (the reason, often a long one, is in the notes: in the cell it widened every row's column)
+            rows.append([v.label, seeds, _f(v.R0), _f(v.final), "not fitted (see the notes)", "", "", ""])
             continue
         rows.append([
             v.label + (" (base)" if v.is_base else ""), seeds, _f(v.R0), _f(v.final),
