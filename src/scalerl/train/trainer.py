@@ -498,9 +498,9 @@ class Trainer:
                     f"the last complete checkpoint is intact: free space, then resume with: "
                     f"scalerl train --output {self.output} --resume"
                 ) from None
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (errors.Terminated)
                 raise RunInterrupted(f"interrupted at step {self.step}; resume with: "
-                                     f"scalerl train --output {self.output} --resume") from None
+                                     f"scalerl train --output {self.output} --resume", cause=exc) from None
         except BaseException:
             if not self.resume:  # failed before its first checkpoint: leave the directory reusable
                 discard_unstarted_run(self.output, checkpoints=CHECKPOINTS,
