@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from scalerl.errors import InputError
+from scalerl.parent_death import start_process
 from scalerl.tasks.base import Problem, Task
 
 log = logging.getLogger(__name__)
@@ -94,7 +95,8 @@ class UserReward:
         # The worker resolves 'module:function' on the same path as this process (tests, notebooks
         # and scripts often extend sys.path at run time).
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        self._proc = subprocess.Popen(
+        # (From a thread that lasts: the worker dies with the thread that started it, on Linux.)
+        self._proc = start_process(
             [sys.executable, "-m", "scalerl.tasks.reward_worker", self.spec],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
