@@ -299,3 +299,20 @@ def test_a_worker_started_from_a_thread_that_ended_still_scores(rewards_module):
     assert reward.score("p", "0.5", "a") == 0.5
     assert reward.stats.errors == 0
     reward.close()
+
+
+def test_a_worker_killed_between_calls_is_a_counted_failure_and_restarted(rewards_module):
+    """A worker gone between two calls (the out-of-memory killer, a stray kill): the next call's
+    request stayed in the pipe's buffer, and closing the pipe raised BrokenPipeError out of
+    score() -- a crash of the run instead of one failed call."""
+    import os
+    import signal
+
+    reward = UserReward("my_rewards:echo")
+    assert reward.score("p", "1", "a") == 1.0
+    os.kill(reward._proc.pid, signal.SIGKILL)
+    reward._proc.wait()
+    assert reward.score("p", "2", "a") == -1.0
+    assert reward.stats.errors == 1
+    assert reward.score("p", "3", "a") == 3.0  # restarted
+    reward.close()

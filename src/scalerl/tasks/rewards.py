@@ -121,7 +121,10 @@ class UserReward:
             self._proc.kill()
             self._proc.wait()
             for stream in (self._proc.stdin, self._proc.stdout):
-                stream.close()
+                try:
+                    stream.close()
+                except OSError:  # a request left in the buffer of a dead worker's pipe: close flushes it
+                    pass
             self._proc = None
 
     def _read(self, deadline: float) -> dict:
