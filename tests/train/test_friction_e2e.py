@@ -154,3 +154,6 @@ def test_ctrl_c_says_how_to_resume_and_nothing_else(tiny_dir, tmp_path, stop):
                               "--steps", "2", "--no-progress"], capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     assert _steps(out, "train") == [1, 2]  # the rows after the checkpoint (step 2) written once
+    resumes = [r for r in read_runlog(out / "runlog.jsonl")[1] if r["type"] == "resume"]
+    assert len(resumes) == 1 and resumes[0]["from_step"] in (0, 2)  # its checkpoint: step 0 or 2
+    assert "resumed: 1 time, from the checkpoint at step" in resumed.stdout

@@ -19,6 +19,7 @@ the config (model, profile, backend), not the code.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import errno
 import os
 import sys
@@ -33,7 +34,7 @@ import torch
 from scalerl.config import load_yaml, save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, NonFiniteError, RunInterrupted, ScaleRLError
 from scalerl.generate.base import Generator, SamplingParams
-from scalerl.runlog import RUNLOG, RunLogWriter, read_runlog
+from scalerl.runlog import RESUME, RUNLOG, RunLogWriter, read_runlog
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
 from scalerl.tasks.rewards import check_reward_works
 from scalerl.train.activation_probe import probe_activations
@@ -292,6 +293,7 @@ class Trainer:
         self.nan_streak = 0
         self.lag_hist: dict[int, int] = {}  # trained tokens per lag since the last evaluation row
         self.evals: list[dict[str, Any]] = []
+        self.resumed_from: int | None = None  # the checkpoint's step, when resumed from one
         # What the rollout sources see of the run (built once; the pipeline never reads the trainer).
         self.rollout = RolloutContext(
             RoundContext(self.tokenizer, self.task, self.components, self.length_control),
@@ -408,6 +410,7 @@ class Trainer:
         self.evals = state["evals"]
         self.generator.version = self.version
         self.runlog = RunLogWriter(self.output / RUNLOG, resume_offset=state["runlog_offset"])
+        self.resumed_from = self.step
         # A checkpoint from before samples.jsonl existed has no offset: keep what is there.
         samples = self.output / SAMPLES
         offset = state.get("samples_offset", samples.stat().st_size if samples.exists() else 0)
@@ -481,6 +484,8 @@ class Trainer:
         if self.step > cfg.run.steps:  # resumed with a smaller --steps: nothing is trained or undone
             print(f"note: {self.output} is already at step {self.step}, past --steps {cfg.run.steps}: nothing to "
                   f"train (its final model is step {self.step}'s); a larger --steps extends it", file=sys.stderr)
+        if self.resumed_from is not None and self.step < cfg.run.steps:
+            self._log_resume()
         bar = _progress(cfg, self.step)
         try:
             try:
@@ -514,6 +519,13 @@ class Trainer:
         self._close()
         return RunSummary(self.output, self.step, list(self.evals), time.perf_counter() - t_start, self.skipped_steps,
                           self.nan_streak)
+
+    def _log_resume(self) -> None:
+        """A row that says where the run went on, for the report: the rows alone read the same as a
+        run trained in one go. Not for a resume with nothing to train (a finished run's report
+        regenerated); a resume killed before its next checkpoint loses it with the rest it wrote."""
+        self.runlog.append({"type": RESUME, "from_step": self.step,
+                            "utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")})
 
     def _loop(self, bar: Any) -> None:
         cfg = self.cfg
