@@ -316,3 +316,31 @@ def test_a_worker_killed_between_calls_is_a_counted_failure_and_restarted(reward
     assert reward.stats.errors == 1
     assert reward.score("p", "3", "a") == 3.0  # restarted
     reward.close()
+
+
+def test_a_scorings_failures_are_tallied_for_it_alone_across_the_workers_threads(rewards_module):
+    """Each batch carries the failures of its own scoring (so that a batch scored again after a
+    resume is counted once): calls handed to the reward workers' threads count in the tally of
+    the scoring that made them, not in a concurrent one's."""
+    import threading
+
+    from scalerl.tasks.failure_tally import counting_failures
+
+    workers = RewardWorkers("my_rewards:raises", workers=2)
+    pairs = [(PROBLEM, str(i)) for i in range(6)]
+    other = {}
+
+    def concurrent():
+        with counting_failures() as tally:
+            workers.score(PROBLEM.prompt, "x", PROBLEM.answer)
+        other.update(tally.as_dict())
+
+    with counting_failures() as tally:
+        thread = threading.Thread(target=concurrent)
+        thread.start()
+        assert workers.score_many(pairs) == [-1.0] * 6
+        thread.join()
+    assert tally.as_dict() == {"errors": 6, "timeouts": 0}
+    assert other == {"errors": 1, "timeouts": 0}
+    assert workers.stats.errors == 7  # the task's own count: every call
+    workers.close()

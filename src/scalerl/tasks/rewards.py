@@ -34,6 +34,7 @@ from typing import Any, Sequence
 from scalerl.errors import InputError
 from scalerl.parent_death import start_process
 from scalerl.tasks.base import Problem, Task
+from scalerl.tasks.failure_tally import current_tally, in_tally, note_failure
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +166,7 @@ class UserReward:
         else:
             self.stats.errors += 1
             first = self.stats.errors == 1
+        note_failure("timeouts" if kind == "timeout" else "errors")  # for the batch or evaluation it scored
         self.stats.last_error = message
         self.stats.first_error = self.stats.first_error or message
         if first:  # once per kind; the counts carry the rest
@@ -272,7 +274,8 @@ class RewardWorkers:
         with self._grow:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="reward")
-        return list(self._executor.map(lambda pair: self(*pair), pairs))
+        tally = current_tally()  # the calls run in the executor's threads: their failures are this scoring's
+        return list(self._executor.map(lambda pair: in_tally(tally, self, *pair), pairs))
 
     def close(self) -> None:
         """Stop every worker process (and the threads that fed them)."""

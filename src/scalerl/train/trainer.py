@@ -36,6 +36,7 @@ from scalerl.errors import ConfigError, InputError, NonFiniteError, RunInterrupt
 from scalerl.generate.base import Generator, SamplingParams
 from scalerl.runlog import RESUME, RUNLOG, RunLogWriter, read_runlog
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
+from scalerl.tasks.failure_tally import KINDS, add_counts, counting_failures
 from scalerl.tasks.rewards import check_reward_works
 from scalerl.train.activation_probe import probe_activations
 from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint,
@@ -289,7 +290,9 @@ class Trainer:
         self.version = 0
         self.step = 0
         self.skipped_steps = 0
-        self.reward_counts_before = {"errors": 0, "timeouts": 0}  # counted by the processes a resume follows
+        # Failed reward calls of the batches trained on and of the evaluations (each batch's own,
+        # counted once when it is trained on: tasks/failure_tally.py), the checkpoint's included.
+        self.reward_counts = dict.fromkeys(KINDS, 0)
         self.nan_streak = 0
         self.lag_hist: dict[int, int] = {}  # trained tokens per lag since the last evaluation row
         self.evals: list[dict[str, Any]] = []
@@ -338,7 +341,7 @@ class Trainer:
             "version": self.version,
             "skipped_steps": self.skipped_steps,
             "lag_hist": dict(self.lag_hist),
-            "reward_counts": self._reward_counts(),
+            "reward_counts": dict(self.reward_counts),
             # fp32 master weights (LoRA: the adapters), AdamW, the schedule; under FSDP the schedule
             # only: every rank writes its shard of the rest (_checkpoint, TrainerGroup.save_shards).
             **(self.group.state() if self.group is not None else {
@@ -406,7 +409,7 @@ class Trainer:
         self.step, self.version = state["step"], state["version"]
         self.skipped_steps = state["skipped_steps"]
         self.lag_hist = dict(state.get("lag_hist", {}))
-        self.reward_counts_before.update(state.get("reward_counts", {}))
+        self.reward_counts.update(state.get("reward_counts", {}))
         self.evals = state["evals"]
         self.generator.version = self.version
         self.runlog = RunLogWriter(self.output / RUNLOG, resume_offset=state["runlog_offset"])
@@ -427,10 +430,12 @@ class Trainer:
             params = SamplingParams(max_new_tokens=cfg.recipe.length.max_new_tokens, temperature=cfg.eval.temperature,
                                     seed=eval_seed(cfg.run.seed, i))
             examples: list[dict[str, Any]] = []
-            with eval_bar(cfg.log.progress, name, len(problems) * cfg.eval.samples_per_problem) as bar:
+            with eval_bar(cfg.log.progress, name, len(problems) * cfg.eval.samples_per_problem) as bar, \
+                    counting_failures() as failures:
                 m = evaluate(generator, self.tokenizer, self.task, problems, cfg.eval.samples_per_problem, params,
                              self.length_control, batch_size=cfg.eval.batch_size, progress=bar.update,
                              examples=examples, n_examples=cfg.eval.log_samples)
+            add_counts(self.reward_counts, failures.as_dict())
             for example in examples:
                 self.samples.append({"step": self.step, "version": self.version, "set": name, **example})
             self.meter.eval_tokens += int(m["tokens"])
@@ -448,7 +453,7 @@ class Trainer:
         if stats is not None:
             row.update(stats())
         if hasattr(self.task, "reward_stats"):
-            row.update({f"reward_{key}": n for key, n in self._reward_counts().items()})
+            row.update({f"reward_{key}": n for key, n in self.reward_counts.items()})
             if not self.evals:
                 check_reward_works(cfg.task.reward or f"of the {cfg.task.name} task", self.task.reward_stats(),
                                    "of the first evaluation")
@@ -462,15 +467,6 @@ class Trainer:
                                      total_steps=cfg.run.steps, min_points=cfg.forecast.min_points,
                                      n_boot=cfg.forecast.bootstrap, seed=cfg.run.seed, calibration=self.calibration))
         return row
-
-    def _reward_counts(self) -> dict[str, int]:
-        """The run's reward errors and timeouts so far: this process's -- the trainer's task, and the
-        generator processes or actors, which count their own -- on top of those of the processes
-        before a resume (the checkpoint's)."""
-        stats = self.task.reward_stats() if hasattr(self.task, "reward_stats") else {}
-        remote = getattr(self.source, "reward_stats", dict)()
-        return {key: self.reward_counts_before[key] + stats.get(key, 0) + remote.get(key, 0)
-                for key in self.reward_counts_before}
 
     def _log(self, row: dict[str, Any]) -> None:
         self.runlog.append(row)
@@ -549,6 +545,8 @@ class Trainer:
         self.meter.start()
         batch = self.source.next_batch(self.step)
         self.meter.generated(batch.samples, batch.tokens, batch.prompt_tokens)
+        # (A batch pickled in a checkpoint written before batches carried their failures has none.)
+        add_counts(self.reward_counts, getattr(batch, "reward_failures", {}))
         if self.group is not None:  # every rank its share; the weights gathered into the generator copy
             result = self.group.update(batch.groups, self.version)
             if not result.skipped and self.gen_model is not self.model:
