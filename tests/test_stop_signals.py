@@ -79,3 +79,21 @@ def test_a_parallel_study_passes_sigterm_on_to_its_workers_and_starts_no_queued_
     assert queued.cancelled() or isinstance(queued.exception(timeout=30), Terminated)
     pool.shutdown(wait=True)
     assert time.time() - t0 < 30
+
+
+def test_the_interrupted_line_names_the_checkpoint_a_resume_goes_on_from():
+    """Stopped at step 4 with the last checkpoint at step 2, the line said "interrupted at step 4;
+    resume with ..." (the resume trains steps 3 and 4 again); stopped before the first checkpoint
+    it said to --resume a directory it had just emptied (which --resume then refused)."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from scalerl.train.trainer import Trainer
+
+    line = lambda **kw: Trainer._interrupted_message(SimpleNamespace(output=Path("runs/x"), **kw))
+    assert line(step=4, checkpoint_step=2, resume=False) == (
+        "interrupted at step 4, last checkpoint at step 2; resume with: scalerl train --output runs/x --resume")
+    assert line(step=0, checkpoint_step=None, resume=False) == (
+        "interrupted at step 0, before its first checkpoint (nothing kept in runs/x); run the same command again "
+        "to start it")
+    assert line(step=0, checkpoint_step=None, resume=True).endswith("resume with: scalerl train --output runs/x --resume")

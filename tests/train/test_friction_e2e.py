@@ -6,6 +6,7 @@ import errno
 import html
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -150,6 +151,9 @@ def test_ctrl_c_says_how_to_resume_and_nothing_else(tiny_dir, tmp_path, stop):
     assert len(lines) == 1, err
     assert lines[0].startswith("scalerl train: interrupted at step ")
     assert lines[0].endswith(f"resume with: scalerl train --output {out} --resume")
+    # Where the resume goes on from: the steps after the last checkpoint are trained again.
+    stopped, saved = map(int, re.search(r"at step (\d+), last checkpoint at step (\d+);", lines[0]).groups())
+    assert saved in (0, 2) and saved <= stopped
     resumed = subprocess.run([sys.executable, "-m", "scalerl.cli", "train", "--output", str(out), "--resume",
                               "--steps", "2", "--no-progress"], capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr

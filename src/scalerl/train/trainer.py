@@ -297,6 +297,7 @@ class Trainer:
         self.lag_hist: dict[int, int] = {}  # trained tokens per lag since the last evaluation row
         self.evals: list[dict[str, Any]] = []
         self.resumed_from: int | None = None  # the checkpoint's step, when resumed from one
+        self.checkpoint_step: int | None = None  # the newest checkpoint's (where a resume goes on from)
         # What the rollout sources see of the run (built once; the pipeline never reads the trainer).
         self.rollout = RolloutContext(
             RoundContext(self.tokenizer, self.task, self.components, self.length_control),
@@ -370,6 +371,7 @@ class Trainer:
     def _checkpoint(self) -> None:
         save_checkpoint(self.output / CHECKPOINTS, self.step, self._state(), keep=self.cfg.run.keep_checkpoints,
                         write_shards=self.group.save_shards if self.group is not None else None)
+        self.checkpoint_step = self.step
 
     def _restore(self) -> None:
         ckpt = latest_checkpoint(self.output / CHECKPOINTS)
@@ -413,7 +415,7 @@ class Trainer:
         self.evals = state["evals"]
         self.generator.version = self.version
         self.runlog = RunLogWriter(self.output / RUNLOG, resume_offset=state["runlog_offset"])
-        self.resumed_from = self.step
+        self.resumed_from = self.checkpoint_step = self.step
         # A checkpoint from before samples.jsonl existed has no offset: keep what is there.
         samples = self.output / SAMPLES
         offset = state.get("samples_offset", samples.stat().st_size if samples.exists() else 0)
@@ -500,8 +502,7 @@ class Trainer:
                     f"scalerl train --output {self.output} --resume"
                 ) from None
             except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (errors.Terminated)
-                raise RunInterrupted(f"interrupted at step {self.step}; resume with: "
-                                     f"scalerl train --output {self.output} --resume", cause=exc) from None
+                raise RunInterrupted(self._interrupted_message(), cause=exc) from None
         except BaseException:
             if not self.resume:  # failed before its first checkpoint: leave the directory reusable
                 discard_unstarted_run(self.output, checkpoints=CHECKPOINTS,
@@ -515,6 +516,18 @@ class Trainer:
         self._close()
         return RunSummary(self.output, self.step, list(self.evals), time.perf_counter() - t_start, self.skipped_steps,
                           self.nan_streak)
+
+    def _interrupted_message(self) -> str:
+        """Where the run stopped and how to go on: a resume goes on from the last checkpoint (the
+        steps after it are trained again), so the line says which; before the first one the run
+        directory is left empty (discard_unstarted_run) and the same command starts it again."""
+        resume = f"resume with: scalerl train --output {self.output} --resume"
+        if self.checkpoint_step is not None:
+            return f"interrupted at step {self.step}, last checkpoint at step {self.checkpoint_step}; {resume}"
+        if self.resume:  # (a resume that found no checkpoint started over: it does again)
+            return f"interrupted at step {self.step}, before its first checkpoint; {resume}"
+        return (f"interrupted at step {self.step}, before its first checkpoint (nothing kept in {self.output}); "
+                "run the same command again to start it")
 
     def _log_resume(self) -> None:
         """A row that says where the run went on, for the report: the rows alone read the same as a
