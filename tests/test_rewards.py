@@ -55,6 +55,11 @@ def pid_after_a_while(completion):
 
 def echo(completion):
     return float(completion)
+
+def holds_the_gil(completion):
+    import re
+    # Catastrophic backtracking: 2**40 steps in the C regex engine, which never releases the GIL.
+    return re.match(r"(a+)+$", "a" * 40 + "b") is not None
 '''
 
 
@@ -247,9 +252,11 @@ time.sleep(120)
 '''
 
 
-def test_a_worker_in_a_hung_call_exits_with_the_process_that_started_it(rewards_module):
+@pytest.mark.parametrize("function", ["hangs", "holds_the_gil"])
+def test_a_worker_in_a_hung_call_exits_with_the_process_that_started_it(rewards_module, function):
     """kill -9 of a trainer whose reward call hung (the case the timeout is for): the worker never
-    read the end of its requests and stayed behind, sleeping or spinning, for good."""
+    read the end of its requests and stayed behind, sleeping or spinning, for good. A call stuck in
+    C code that holds the GIL (a regex backtracking) stopped the thread that watched the parent too."""
     import os
     import signal
     import subprocess
@@ -257,7 +264,7 @@ def test_a_worker_in_a_hung_call_exits_with_the_process_that_started_it(rewards_
 
     psutil = pytest.importorskip("psutil")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(rewards_module.parent), *sys.path])}
-    parent = subprocess.Popen([sys.executable, "-c", PARENT, "my_rewards:hangs"], stdout=subprocess.PIPE, text=True,
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, f"my_rewards:{function}"], stdout=subprocess.PIPE, text=True,
                               env=env)
     worker = psutil.Process(int(parent.stdout.readline()))
     time.sleep(0.5)  # in the call
@@ -275,3 +282,65 @@ def test_a_worker_in_a_hung_call_exits_with_the_process_that_started_it(rewards_
     else:
         worker.kill()
         pytest.fail("the reward worker outlived the process that started it")
+
+
+def test_a_worker_started_from_a_thread_that_ended_still_scores(rewards_module):
+    """The kernel's parent-death signal (which ends a worker stuck in C code when the trainer is
+    killed) follows the *thread* that started the worker: one started from a thread that then ended
+    (a restart after a timeout, in a generator's or a pool's thread) must not be killed with it."""
+    import threading
+
+    made = []
+    thread = threading.Thread(target=lambda: made.append(UserReward("my_rewards:echo")))
+    thread.start()
+    thread.join()
+    time.sleep(0.5)  # a signal would have arrived by now
+    reward = made[0]
+    assert reward.score("p", "0.5", "a") == 0.5
+    assert reward.stats.errors == 0
+    reward.close()
+
+
+def test_a_worker_killed_between_calls_is_a_counted_failure_and_restarted(rewards_module):
+    """A worker gone between two calls (the out-of-memory killer, a stray kill): the next call's
+    request stayed in the pipe's buffer, and closing the pipe raised BrokenPipeError out of
+    score() -- a crash of the run instead of one failed call."""
+    import os
+    import signal
+
+    reward = UserReward("my_rewards:echo")
+    assert reward.score("p", "1", "a") == 1.0
+    os.kill(reward._proc.pid, signal.SIGKILL)
+    reward._proc.wait()
+    assert reward.score("p", "2", "a") == -1.0
+    assert reward.stats.errors == 1
+    assert reward.score("p", "3", "a") == 3.0  # restarted
+    reward.close()
+
+
+def test_a_scorings_failures_are_tallied_for_it_alone_across_the_workers_threads(rewards_module):
+    """Each batch carries the failures of its own scoring (so that a batch scored again after a
+    resume is counted once): calls handed to the reward workers' threads count in the tally of
+    the scoring that made them, not in a concurrent one's."""
+    import threading
+
+    from scalerl.tasks.failure_tally import counting_failures
+
+    workers = RewardWorkers("my_rewards:raises", workers=2)
+    pairs = [(PROBLEM, str(i)) for i in range(6)]
+    other = {}
+
+    def concurrent():
+        with counting_failures() as tally:
+            workers.score(PROBLEM.prompt, "x", PROBLEM.answer)
+        other.update(tally.as_dict())
+
+    with counting_failures() as tally:
+        thread = threading.Thread(target=concurrent)
+        thread.start()
+        assert workers.score_many(pairs) == [-1.0] * 6
+        thread.join()
+    assert tally.as_dict() == {"errors": 6, "timeouts": 0}
+    assert other == {"errors": 1, "timeouts": 0}
+    assert workers.stats.errors == 7  # the task's own count: every call
+    workers.close()

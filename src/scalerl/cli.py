@@ -14,7 +14,8 @@ import argparse
 import importlib
 import sys
 
-from scalerl.errors import ScaleRLError
+from scalerl.errors import ScaleRLError, interrupt_status
+from scalerl.stop_signals import sigterm_stops_like_ctrl_c
 
 #: A missing package -> the extra that installs it (``pip install 'scalerl[EXTRA]'``).
 EXTRAS: dict[str, str] = {
@@ -76,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     module.add_arguments(parser)
     args = parser.parse_args(rest)
     try:
-        return int(module.run(args) or 0)
+        with sigterm_stops_like_ctrl_c():
+            return int(module.run(args) or 0)
     except ScaleRLError as exc:
         # One line: a message that spans lines (a wrapped library error) is joined.
         print(f"scalerl {name}: error: {' '.join(str(exc).split())}", file=sys.stderr)
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         raise
     except KeyboardInterrupt as exc:  # a run says where it stopped and how to resume
         print(f"scalerl {name}: {exc or 'interrupted'}", file=sys.stderr)
-        return 130
+        return interrupt_status(exc)  # 130 for Ctrl-C, 143 for SIGTERM
     except BrokenPipeError:  # output piped into `head` and closed: not an error of ours
         sys.stderr.close()
         return 0

@@ -1,4 +1,5 @@
-"""Errors that the command line turns into a one-line message and exit status 2."""
+"""Errors that the command line turns into a one-line message and exit status 2 (a stopped run:
+130 for Ctrl-C, 143 for SIGTERM)."""
 
 
 class ScaleRLError(Exception):
@@ -21,5 +22,28 @@ class NonFiniteError(ScaleRLError, ArithmeticError):
     """The model produced non-finite values (NaN / inf weights or logits): training diverged."""
 
 
+#: The exit status of a command stopped by Ctrl-C (128 + SIGINT), the shell's convention.
+INTERRUPTED_STATUS = 130
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill PID``; what SLURM, Kubernetes and systemd send to stop a job), raised in the
+    main thread by the handler the command line installs, so that a run stops as on Ctrl-C. A
+    KeyboardInterrupt, so that every ``except KeyboardInterrupt`` that cleans up after Ctrl-C
+    cleans up after it too; the command exits 143 (128 + SIGTERM), the shell's convention."""
+
+    status = 143
+
+
 class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a run; the message says where it stopped and how to resume (exit status 130)."""
+    """Ctrl-C or SIGTERM during a run; the message says where it stopped and how to resume
+    (exit status 130 for Ctrl-C, 143 for SIGTERM: ``status``)."""
+
+    def __init__(self, message: str, *, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.status = interrupt_status(cause) if cause is not None else INTERRUPTED_STATUS
+
+
+def interrupt_status(exc: BaseException) -> int:
+    """The exit status for a run stopped by ``exc`` (a KeyboardInterrupt): 143 after SIGTERM, 130 else."""
+    return getattr(exc, "status", INTERRUPTED_STATUS)

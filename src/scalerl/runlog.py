@@ -4,7 +4,9 @@ The first line is a header ``{"type": "header", "run": ..., "recipe": ..., "conf
 every other line is a row (``"type": "eval"`` for evaluations). The forecaster reads rows by
 column name; the trainer writes them. Rows are never rewritten: a resumed run truncates the
 file back to the byte offset its checkpoint recorded, so a kill -9 can neither lose a row
-that a checkpoint covers nor duplicate one.
+that a checkpoint covers nor duplicate one, and then writes a ``"type": "resume"`` row (which
+checkpoint it went on from: ``from_step``; when: ``utc``) -- no ``step`` column, so readers that
+order rows by step pass it by.
 
 No torch here: the forecaster imports this module.
 """
@@ -23,6 +25,9 @@ RUNLOG = "runlog.jsonl"
 """The run log's file name in a run directory."""
 
 HEADER = "header"
+
+RESUME = "resume"
+"""The ``type`` of the row a resumed run writes where it goes on (``from_step``, ``utc``)."""
 
 FINAL = "final"
 """The finished run's model directory in a run directory (renamed into place when the run ends)."""

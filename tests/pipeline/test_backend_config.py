@@ -101,3 +101,25 @@ def test_a_ray_address_where_nothing_listens_is_one_line_at_once():
                                           r"ray start --head"):
         init_ray(f"127.0.0.1:{port}")
     assert time.monotonic() - t < 15
+
+
+def test_more_generator_processes_than_cores_get_a_one_line_note(monkeypatch, capsys):
+    """backend.workers=processes ran 5 generator processes and the trainer on 2 cores without a
+    word (Ray refuses more actors than CPUs): a one-line note, not an error; none where they fit."""
+    from types import SimpleNamespace
+
+    from scalerl.pipeline import processes, registry
+    from scalerl.pipeline.config import BackendConfig
+
+    monkeypatch.setattr(processes.ProcessPool, "for_context", classmethod(lambda cls, ctx: "pool"))
+    monkeypatch.setattr(registry, "cpu_cores", lambda: 2)
+    ctx = lambda **kw: SimpleNamespace(backend=BackendConfig(workers="processes", **kw))
+    assert registry._process_pool(ctx(generators=5)) == "pool"
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("note: ")
+    assert "5 generator processes" in err and "2 CPU cores" in err and "backend.generators=1" in err
+    registry._process_pool(ctx(generators=1))
+    registry._process_pool(ctx(generators=1, generator_threads=2))  # 1 x 2 threads + the trainer: 3 on 2
+    assert capsys.readouterr().err.count("note: ") == 1
+    registry._process_pool(ctx(generators=2, generator_device="cuda"))  # 2 + 1 on 2: still more
+    assert capsys.readouterr().err.count("note: ") == 1

@@ -22,7 +22,8 @@ time.sleep(60)
 def test_sigterm_after_ray_starts_is_the_default_not_rays_abort():
     """`kill PID` of `scalerl train --backend ray`: Ray's start-up had put its own handler on SIGTERM,
     which printed a C++ stack dump ('*** SIGTERM received ... PC: @ ...') and aborted (exit -6);
-    the local backend ends quietly (exit -15), and both resume from the last checkpoint."""
+    the handler from before Ray is put back (here Python's default, exit -15; under the command
+    line scalerl's, which stops the run as Ctrl-C does: tests/test_stop_signals.py)."""
     done = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, timeout=120)
     assert done.returncode == -15, done.stderr[-2000:]
     assert "SIGTERM received" not in done.stderr

@@ -143,3 +143,20 @@ def test_run_report_counts_the_reward_functions_failures(tmp_path):
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
     text = dict(summary_lines(write_run_report(tmp_path, n_boot=50)))
     assert text["reward function failures"].startswith("117 errors and 3 timeouts, each scored -1")
+
+
+def test_run_report_says_when_the_run_was_resumed(tmp_path):
+    """A report read the same whether the run trained in one go or was stopped and resumed five
+    times; the resumes (the run log's "resume" rows) are named, with the checkpoints they went
+    on from. A run log without them (never resumed, or from before they were written) gets no line."""
+    _write_synthetic_run(tmp_path)
+    assert "resumed" not in dict(summary_lines(write_run_report(tmp_path, n_boot=50)))
+    log = tmp_path / "runlog.jsonl"
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    rows.insert(8, {"type": "resume", "from_step": 60, "utc": "2026-12-03T12:00:00Z"})
+    rows.insert(20, {"type": "resume", "from_step": 180, "utc": "2026-12-03T13:00:00Z"})
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rep = write_run_report(tmp_path, n_boot=50)
+    assert rep.facts["resumed_from_steps"] == [60, 180]
+    assert dict(summary_lines(rep))["resumed"] == "2 times, from the checkpoints at steps 60 and 180"
+    assert "resumed" in (tmp_path / "report.md").read_text()

@@ -6,6 +6,7 @@ import errno
 import html
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -132,9 +133,12 @@ def test_a_run_directory_works_from_another_working_directory(tiny_dir, tmp_path
     assert any(html.escape(r["completion"]) in page and html.escape(r["prompt"]) in page for r in last)
 
 
-def test_ctrl_c_says_how_to_resume_and_nothing_else(tiny_dir, tmp_path):
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
+def test_ctrl_c_says_how_to_resume_and_nothing_else(tiny_dir, tmp_path, stop):
     """SIGINT to the process group, as a terminal's Ctrl-C: the trainer and its reward worker both
-    get it. One line, exit 130, no traceback from either; the run then resumes."""
+    get it. One line, exit 130, no traceback from either; the run then resumes. SIGTERM to the
+    trainer alone (`kill PID`, a scheduler's stop) the same, exit 143 (it ended the run at once,
+    exit -15, without a word)."""
     module = tmp_path / "my_reward.py"
     module.write_text("def exact(completion, answer):\n    return completion.rsplit('</think>', 1)[-1].strip() == answer\n")
     out = tmp_path / "run"
@@ -151,14 +155,24 @@ def test_ctrl_c_says_how_to_resume_and_nothing_else(tiny_dir, tmp_path):
             break
         time.sleep(0.05)
     assert proc.poll() is None, proc.communicate()[1]
-    os.killpg(proc.pid, signal.SIGINT)
+    if stop == "ctrl-c":
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.terminate()
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
+    assert proc.returncode == {"ctrl-c": 130, "sigterm": 143}[stop], err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     assert lines[0].startswith("scalerl train: interrupted at step ")
     assert lines[0].endswith(f"resume with: scalerl train --output {out} --resume")
+    # Where the resume goes on from: the steps after the last checkpoint are trained again.
+    stopped, saved = map(int, re.search(r"at step (\d+), last checkpoint at step (\d+);", lines[0]).groups())
+    assert saved in (0, 2) and saved <= stopped
     resumed = subprocess.run([sys.executable, "-m", "scalerl.cli", "train", "--output", str(out), "--resume",
                               "--steps", "2", "--no-progress"], capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
+    assert _steps(out, "train") == [1, 2]  # the rows after the checkpoint (step 2) written once
+    resumes = [r for r in read_runlog(out / "runlog.jsonl")[1] if r["type"] == "resume"]
+    assert len(resumes) == 1 and resumes[0]["from_step"] in (0, 2)  # its checkpoint: step 0 or 2
+    assert "resumed: 1 time, from the checkpoint at step" in resumed.stdout

@@ -26,7 +26,8 @@ WALL = ("gpu_hours",)
 def _rows(out):
     _, rows, notes = read_runlog(out / "runlog.jsonl")
     assert not notes
-    return [{k: v for k, v in r.items() if k not in WALL and not k.startswith(("pipeline/", "memory/"))} for r in rows]
+    return [{k: v for k, v in r.items() if k not in WALL and not k.startswith(("pipeline/", "memory/"))} for r in rows
+            if r["type"] != "resume"]  # (the row that says the run was resumed)
 
 
 def _assert_follows(got, want):

@@ -15,7 +15,7 @@ def _rows(out):
     _, rows, _ = read_runlog(out / "runlog.jsonl")
     # Wall-clock columns differ between any two runs; the forecast's budget is the run's own --steps.
     return [{k: v for k, v in r.items() if k != "gpu_hours" and not k.startswith(("pipeline/", "forecast/", "memory/"))}
-            for r in rows]
+            for r in rows if r["type"] != "resume"]  # (the row that says the run was resumed)
 
 
 @pytest.fixture(autouse=True)

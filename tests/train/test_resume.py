@@ -28,7 +28,8 @@ def _cmd(out, *extra):
 def _comparable(out):
     header, rows, notes = read_runlog(out / "runlog.jsonl")
     assert not notes
-    return [{k: v for k, v in r.items() if k not in TIMING and not k.startswith(("pipeline/", "memory/"))} for r in rows]
+    return [{k: v for k, v in r.items() if k not in TIMING and not k.startswith(("pipeline/", "memory/"))} for r in rows
+            if r["type"] != "resume"]  # (the one row that says the run was resumed: asserted where it matters)
 
 
 def _wait_for_row(log, predicate, proc, timeout=240):
@@ -78,6 +79,7 @@ def test_kill_and_resume_matches_an_uninterrupted_run(tiny_dir, tmp_path, pipeli
     assert resumed.returncode == 0, resumed.stderr
     assert ref_proc.wait(timeout=300) == 0, ref_err.read_text()
     assert _comparable(killed) == _comparable(ref)
+    assert [r["from_step"] for r in read_runlog(killed / "runlog.jsonl")[1] if r["type"] == "resume"] == [2]
 
 
 def test_pipeline_rl_kill_and_resume_trains_every_batch_once(tiny_dir, tmp_path):

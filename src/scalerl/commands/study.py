@@ -201,10 +201,11 @@ def run(args) -> int:
           f"{spec.backend}; output {directory}", file=sys.stderr)
     try:
         result = run_study(spec, directory)
-    except KeyboardInterrupt:  # the run's own message would name the run, not the study
+    except KeyboardInterrupt as exc:  # the run's own message would name the run, not the study
         from scalerl.errors import RunInterrupted
 
-        raise RunInterrupted(f"interrupted; resume with: scalerl study --output {directory} --resume") from None
+        raise RunInterrupted(f"interrupted; resume with: scalerl study --output {directory} --resume",
+                             cause=exc) from None
     counts = {s: sum(o.status in s.split("/") for o in result.outcomes) for s in ("trained/resumed", "skipped", "failed")}
     failed = f", {counts['failed']} failed" if counts["failed"] else ""
     print(f"runs finished in {result.seconds / 60:.1f} min, {result.cpu_seconds / 60:.1f} CPU-min "

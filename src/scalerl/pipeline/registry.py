@@ -20,6 +20,7 @@ torch thread count.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Callable
 
 from scalerl.errors import ConfigError
@@ -48,6 +49,9 @@ def _thread_pool(ctx: PipelineContext) -> WorkerPool:
 def _process_pool(ctx: PipelineContext) -> WorkerPool:
     from scalerl.pipeline.processes import ProcessPool
 
+    note = process_cores_note(ctx.backend, cpu_cores())
+    if note is not None:
+        print(f"note: {note}", file=sys.stderr)
     return ProcessPool.for_context(ctx)
 
 
@@ -125,6 +129,21 @@ def cpu_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def process_cores_note(backend: BackendConfig, cores: int) -> str | None:
+    """A note when generator processes (``backend.generator_threads`` torch threads each on a CPU
+    generator, one core for a GPU one's Python) and the trainer need more cores than this process
+    may use -- they run, taking turns; Ray refuses more actors than CPUs, threads share a GIL anyway.
+    Not an error: the run is correct, only slower than with fewer. None where they fit."""
+    per = backend.generator_threads if backend.generator_device == "cpu" else 1
+    need = backend.generators * per + 1
+    if need <= cores:
+        return None
+    fit = max(1, (cores - 1) // per)
+    return (f"backend.workers=processes: {backend.generators} generator processes "
+            f"({per} thread{'s' if per > 1 else ''} each) and the trainer need {need} cores; this run may use {cores} "
+            f"CPU cores: they take turns, which is slower than fewer (backend.generators={fit} fits)")
 
 
 def trainer_threads(mode: str, backend: BackendConfig, cores: int | None = None) -> int | None:

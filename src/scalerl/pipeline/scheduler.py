@@ -65,6 +65,7 @@ from scalerl.rl.filters import DynamicSamplingBuffer
 from scalerl.rollout.context import RolloutContext
 from scalerl.rollout.groups import RolloutBatch, completion_lags
 from scalerl.rollout.produce import add_round, finish, new_buffer, round_params
+from scalerl.tasks.failure_tally import add_counts
 
 
 # ----------------------------------------------------------------------------- schedules
@@ -164,6 +165,8 @@ class _Assembly:
         rounds = [self.results[r] for r in sorted(self.results)]
         batch = RolloutBatch(groups=[], samples=sum(r.samples for r in rounds), tokens=sum(r.tokens for r in rounds),
                              prompt_tokens=sum(r.prompt_tokens for r in rounds))
+        for r in rounds:
+            add_counts(batch.reward_failures, r.reward_failures)
         if self.buffer is None:
             batch.groups = [g for r in rounds for g in r.groups]
         else:
@@ -218,7 +221,6 @@ class PooledSource:
         self.busy = 0.0
         self.stale_regenerated = 0
         self.duplicates_ignored = 0
-        self.remote_reward_stats = {"errors": 0, "timeouts": 0}
 
     @property
     def seeded(self) -> bool:
@@ -272,8 +274,6 @@ class PooledSource:
                 return
             asm.results[result.round] = result
             self.busy += result.busy_s
-            for key, value in result.reward_stats.items():
-                self.remote_reward_stats[key] = self.remote_reward_stats.get(key, 0) + value
             if asm.buffer is None:
                 asm.done = True
             else:
@@ -432,11 +432,6 @@ class PooledSource:
             out["pipeline/weight_history_gb"] = self.history.peak_bytes / 2**30
         out.update({f"pipeline/{k}": v for k, v in self.pool.stats().items()})
         return out
-
-    def reward_stats(self) -> dict[str, int]:
-        """User-reward errors and timeouts counted in generator processes (not in the trainer's task)."""
-        with self._cond:
-            return dict(self.remote_reward_stats)
 
     def state_dict(self) -> dict[str, Any]:
         # Batches dispatched but not consumed: their requests, to re-send on resume. Results are

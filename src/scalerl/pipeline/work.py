@@ -36,6 +36,7 @@ from scalerl.rollout.context import RoundContext
 from scalerl.rollout.groups import Group
 from scalerl.rollout.produce import generate_groups
 from scalerl.tasks.base import Problem, Task
+from scalerl.tasks.failure_tally import counting_failures
 
 
 @dataclass
@@ -74,9 +75,9 @@ class RoundResult:
     busy_s: float
     """Seconds the worker spent on it (generation and scoring)."""
     worker: int
-    reward_stats: dict[str, int] = field(default_factory=dict)
-    """Errors / timeouts of a user reward function in this round, when the worker scored with
-    its own copy of the task (processes, Ray); empty when it shares the trainer's."""
+    reward_failures: dict[str, int] = field(default_factory=dict)
+    """Failed reward calls (errors, timeouts) in scoring this round, whichever copy of the task
+    scored it (the trainer's, shared by generator threads; a process's or an actor's own)."""
 
     @property
     def key(self) -> tuple[int, int]:
@@ -102,27 +103,18 @@ class RolloutWorker:
 
     def run(self, request: RoundRequest) -> RoundResult:
         t = time.perf_counter()
-        before = self._reward_counts()
         updates = None
         if request.updates is not None:
             if self.history is None:
                 raise RuntimeError("a request with an update plan reached a worker without a weight history")
             updates = Landing(request.updates, self.history)
-        groups, samples, tokens, prompt_tokens = generate_groups(self.ctx, self.generator, request.problems,
-                                                                 request.params, updates=updates)
-        after = self._reward_counts()
+        with counting_failures() as tally:
+            groups, samples, tokens, prompt_tokens = generate_groups(self.ctx, self.generator, request.problems,
+                                                                     request.params, updates=updates)
         return RoundResult(
             request.index, request.round, groups, samples, tokens, prompt_tokens,
-            busy_s=time.perf_counter() - t, worker=self.worker_id,
-            reward_stats={k: after[k] - before[k] for k in after},
+            busy_s=time.perf_counter() - t, worker=self.worker_id, reward_failures=tally.as_dict(),
         )
-
-    def _reward_counts(self) -> dict[str, int]:
-        stats = getattr(self.task, "reward_stats", None)
-        if not self.owns_task or stats is None:
-            return {}
-        s = stats()
-        return {"errors": s["errors"], "timeouts": s["timeouts"]}
 
     def close(self) -> None:
         if self.owns_task:

@@ -38,6 +38,10 @@ class RolloutBatch:
     """Completion tokens generated, dropped groups included."""
     prompt_tokens: int = 0
     stats: dict[str, float] = field(default_factory=dict)
+    reward_failures: dict[str, int] = field(default_factory=dict)
+    """Failed reward calls (errors, timeouts) in scoring this batch, refill rounds included: the
+    trainer counts them when it trains on the batch, so a batch scored again after a resume is
+    counted once (:mod:`scalerl.tasks.failure_tally`)."""
 
     @property
     def completions(self) -> list[Completion]:

@@ -19,6 +19,7 @@ from scalerl.rollout.context import RolloutContext, RoundContext
 from scalerl.rollout.groups import Group, RolloutBatch
 from scalerl.tasks.base import Problem, score_all
 from scalerl.tasks.encoding import encode_problems
+from scalerl.tasks.failure_tally import counting_failures
 
 
 def round_params(params: SamplingParams, round_: int) -> SamplingParams:
@@ -89,6 +90,13 @@ def make_batch(ctx: RolloutContext, generator: Generator, index: int) -> Rollout
     Every group scored is reported to the sampler (no-positive-resampling retires prompts
     whose pass rate reaches the threshold), dropped ones included: they were answered.
     """
+    with counting_failures() as tally:
+        batch = _make_batch(ctx, generator, index)
+    batch.reward_failures = tally.as_dict()
+    return batch
+
+
+def _make_batch(ctx: RolloutContext, generator: Generator, index: int) -> RolloutBatch:
     n = ctx.recipe.batch.prompts_per_step
     params = ctx.sampling_params(index)
     batch = RolloutBatch(groups=[])

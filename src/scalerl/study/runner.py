@@ -471,15 +471,66 @@ def _local(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo, re
     return outcomes
 
 
-def _die_with_parent() -> None:
+#: In a worker process: the driver's stop event (set when the study stops: Ctrl-C, SIGTERM).
+_STOPPED: Any = None
+
+
+def _init_worker(stopped: Any) -> None:
     """Worker initializer: on Linux, be killed when the driver dies (even by kill -9), so that a
-    resumed study never races a run an orphaned worker is still training."""
+    resumed study never races a run an orphaned worker is still training. SIGTERM (which the
+    driver passes on, :func:`_stop_workers`) stops the worker's run as Ctrl-C does."""
+    import signal
+
+    from scalerl.stop_signals import raise_terminated
+
+    global _STOPPED
+    _STOPPED = stopped
+    signal.signal(signal.SIGTERM, raise_terminated)
     if sys.platform.startswith("linux"):
         import ctypes
-        import signal
 
         PR_SET_PDEATHSIG = 1
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _unless_stopped(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in a worker, unless the study has stopped: the pool hands a run it had already
+    queued to a fresh worker even after its shutdown (one run per worker), which trained it whole."""
+    if _STOPPED is not None and _STOPPED.is_set():
+        from scalerl.errors import Terminated
+
+        raise Terminated("the study stopped before this run started")
+    return fn(*args)
+
+
+def _worker_pool(parallel: int, stopped: Any) -> Any:
+    """``parallel`` spawned worker processes (fresh torch state), one run each (Python >= 3.11;
+    3.10 reuses workers, and every run still sets its own seeds and threads)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    fresh = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
+    return ProcessPoolExecutor(max_workers=parallel, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_init_worker, initargs=(stopped,), **fresh)
+
+
+def _stop_workers(pool: Any, futures: Any, stopped: Any, exc: BaseException) -> None:
+    """The driver stops (Ctrl-C, SIGTERM): start no queued run, and pass SIGTERM on to the workers
+    -- ``kill PID`` reaches the driver alone (Ctrl-C the whole process group), and leaving the pool
+    waited for every running run to finish: the study trained on for as long as a run takes."""
+    import signal
+
+    from scalerl.errors import Terminated
+
+    stopped.set()  # a run already in the pool's call queue (not cancellable) stops as it starts
+    for fut in futures:
+        fut.cancel()
+    if isinstance(exc, Terminated):
+        for worker in list(pool._processes.values()):  # (no public API names a pool's processes)
+            try:
+                os.kill(worker.pid, signal.SIGTERM)
+            except OSError:  # already gone
+                pass
 
 
 def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo,
@@ -487,7 +538,7 @@ def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo:
     """``spec.parallel`` runs at once, each in a spawned worker process (fresh torch state, one
     run per worker process so that nothing carries over), in plan order."""
     import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, wait
 
     todo = [p for p in plans if run_status(p.directory, budget) != "done"]
     outcomes = [execute_run(to_dict(p.config), budget) for p in plans if p not in todo]  # skipped: instant
@@ -496,20 +547,21 @@ def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo:
     if not todo:
         return outcomes
     echo(f"{len(todo)} run(s) to train, {spec.parallel} at once, {todo[0].config.run.threads} torch thread(s) each")
-    ctx = multiprocessing.get_context("spawn")
-    # One run per worker process (Python >= 3.11; 3.10 reuses workers, and every run still sets
-    # its own seeds and threads).
-    fresh = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
-    with ProcessPoolExecutor(max_workers=spec.parallel, mp_context=ctx, initializer=_die_with_parent, **fresh) as pool:
-        running = {pool.submit(_execute_dict, to_dict(p.config), asdict(budget)): p for p in todo}
-        while running:
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                p = running.pop(fut)
-                o = _collect(fut.result, p)
-                echo(f"[{len(outcomes) + 1}/{len(plans)}] {p.name}: {_describe(o, budget.x)}")
-                record(o)
-                outcomes.append(o)
+    stopped = multiprocessing.get_context("spawn").Event()
+    with _worker_pool(spec.parallel, stopped) as pool:
+        running = {pool.submit(_unless_stopped, _execute_dict, to_dict(p.config), asdict(budget)): p for p in todo}
+        try:
+            while running:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    p = running.pop(fut)
+                    o = _collect(fut.result, p)
+                    echo(f"[{len(outcomes) + 1}/{len(plans)}] {p.name}: {_describe(o, budget.x)}")
+                    record(o)
+                    outcomes.append(o)
+        except KeyboardInterrupt as exc:
+            _stop_workers(pool, running, stopped, exc)
+            raise
     return outcomes
 
 

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from scalerl.parent_death import die_with_parent
 from scalerl.tasks.base import is_bool
 
 ARGUMENTS = ("prompt", "completion", "answer")
@@ -105,9 +106,12 @@ def _exit_with_parent(interval: float = 0.5) -> None:
     """Exit when the process that started this worker is gone. At the end of its requests the
     worker exits by itself, but a call hung for good -- the case ``task.reward_timeout`` exists for --
     never reads that end: after a ``kill -9`` of the trainer (or of the generator process or Ray actor
-    that scores with it) the worker stayed behind for good. A thread watches the parent instead (a
-    call stuck in C code that holds the GIL stops it too; then only the timeout's kill, from a living
-    parent, ends the worker)."""
+    that scores with it) the worker stayed behind for good. On Linux the kernel kills the worker
+    (:func:`~scalerl.parent_death.die_with_parent`), even in a call stuck in C code that holds the
+    GIL; elsewhere a thread watches the parent (which such a call stops too: then only the timeout's
+    kill, from a living parent, ends the worker)."""
+    if die_with_parent():
+        return
     parent = os.getppid()
 
     def watch() -> None:

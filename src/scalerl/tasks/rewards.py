@@ -32,7 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from scalerl.errors import InputError
+from scalerl.parent_death import start_process
 from scalerl.tasks.base import Problem, Task
+from scalerl.tasks.failure_tally import current_tally, in_tally, note_failure
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +96,8 @@ class UserReward:
         # The worker resolves 'module:function' on the same path as this process (tests, notebooks
         # and scripts often extend sys.path at run time).
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        self._proc = subprocess.Popen(
+        # (From a thread that lasts: the worker dies with the thread that started it, on Linux.)
+        self._proc = start_process(
             [sys.executable, "-m", "scalerl.tasks.reward_worker", self.spec],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -119,7 +122,10 @@ class UserReward:
             self._proc.kill()
             self._proc.wait()
             for stream in (self._proc.stdin, self._proc.stdout):
-                stream.close()
+                try:
+                    stream.close()
+                except OSError:  # a request left in the buffer of a dead worker's pipe: close flushes it
+                    pass
             self._proc = None
 
     def _read(self, deadline: float) -> dict:
@@ -160,6 +166,7 @@ class UserReward:
         else:
             self.stats.errors += 1
             first = self.stats.errors == 1
+        note_failure("timeouts" if kind == "timeout" else "errors")  # for the batch or evaluation it scored
         self.stats.last_error = message
         self.stats.first_error = self.stats.first_error or message
         if first:  # once per kind; the counts carry the rest
@@ -267,7 +274,8 @@ class RewardWorkers:
         with self._grow:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="reward")
-        return list(self._executor.map(lambda pair: self(*pair), pairs))
+        tally = current_tally()  # the calls run in the executor's threads: their failures are this scoring's
+        return list(self._executor.map(lambda pair: in_tally(tally, self, *pair), pairs))
 
     def close(self) -> None:
         """Stop every worker process (and the threads that fed them)."""

@@ -23,7 +23,7 @@ from scalerl.curves import Curve, backtest, forecast
 from scalerl.curves.bands import read_calibration
 from scalerl.errors import InputError
 from scalerl.report_text import html_page, html_table, md_table
-from scalerl.runlog import has_final_model, read_runlog
+from scalerl.runlog import RESUME, has_final_model, read_runlog
 from scalerl.train.config import CALIBRATION_COPY
 
 
@@ -81,6 +81,7 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
         samples=int(evals[-1].get("samples", 0)),
         reward_errors=int(evals[-1].get("reward_errors", 0)), reward_timeouts=int(evals[-1].get("reward_timeouts", 0)),
         finished=has_final_model(output),
+        resumed_from_steps=[r.get("from_step") for r in rows if r.get("type") == RESUME],
     )
     copy = output / CALIBRATION_COPY
     if cal is None and (configured or copy.exists()):
@@ -200,6 +201,19 @@ def _reward_failures(f: dict[str, Any]) -> list[tuple[str, str]]:
                                          "-1 as a wrong answer (reward_errors, reward_timeouts in the run log)")]
 
 
+def _resumed(f: dict[str, Any]) -> list[tuple[str, str]]:
+    """How often the run was stopped and resumed, and from which checkpoints: its rows alone read
+    the same as a run trained in one go. No line for a run log without resume rows (never resumed,
+    or written before they were)."""
+    steps = f.get("resumed_from_steps") or []
+    if not steps:
+        return []
+    n = len(steps)
+    where = ", ".join(str(s) for s in steps[:-1]) + (" and " if n > 1 else "") + str(steps[-1])
+    return [("resumed", f"{n} time{'s' if n > 1 else ''}, from the checkpoint{'s' if n > 1 else ''} "
+                        f"at step{'s' if n > 1 else ''} {where}")]
+
+
 def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
     f = rep.facts
     lines = [
@@ -207,6 +221,7 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
         ("model", f"{f['model']} ({f['params']:,} parameters)" if f.get("params") else _fmt(f["model"])),
         ("steps / evaluations", f"{f['steps']} / {f['evaluations']}"),
         *_unfinished(f),
+        *_resumed(f),
         ("compute", f"{f['flops']:.3g} FLOPs, {f['gpu_hours'] * 3600:.0f} device-seconds, {f['samples']:,} samples"),
         (f"{rep.y}: start -> final", f"{f['start']:.3f} -> {f['final']:.3f} (gain {f['gain']:+.3f}, best {f['best']:.3f})"),
         *_reward_failures(f),

@@ -19,6 +19,7 @@ the config (model, profile, backend), not the code.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import errno
 import os
 import sys
@@ -33,8 +34,9 @@ import torch
 from scalerl.config import load_yaml, save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, NonFiniteError, RunInterrupted, ScaleRLError
 from scalerl.generate.base import Generator, SamplingParams
-from scalerl.runlog import RUNLOG, RunLogWriter, read_runlog
+from scalerl.runlog import RESUME, RUNLOG, RunLogWriter, read_runlog
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
+from scalerl.tasks.failure_tally import KINDS, add_counts, counting_failures
 from scalerl.tasks.rewards import check_reward_works
 from scalerl.train.activation_probe import probe_activations
 from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint,
@@ -293,11 +295,15 @@ class Trainer:
         self.version = 0
         self.step = 0
         self.skipped_steps = 0
-        self.reward_counts_before = {"errors": 0, "timeouts": 0}  # counted by the processes a resume follows
+        # Failed reward calls of the batches trained on and of the evaluations (each batch's own,
+        # counted once when it is trained on: tasks/failure_tally.py), the checkpoint's included.
+        self.reward_counts = dict.fromkeys(KINDS, 0)
         self.nan_streak = 0
         self.fail_streak = 0  # consecutive steps in which every completion failed (see COLLAPSE_STEPS)
         self.lag_hist: dict[int, int] = {}  # trained tokens per lag since the last evaluation row
         self.evals: list[dict[str, Any]] = []
+        self.resumed_from: int | None = None  # the checkpoint's step, when resumed from one
+        self.checkpoint_step: int | None = None  # the newest checkpoint's (where a resume goes on from)
         # What the rollout sources see of the run (built once; the pipeline never reads the trainer).
         self.rollout = RolloutContext(
             RoundContext(self.tokenizer, self.task, self.components, self.length_control),
@@ -342,7 +348,7 @@ class Trainer:
             "version": self.version,
             "skipped_steps": self.skipped_steps,
             "lag_hist": dict(self.lag_hist),
-            "reward_counts": self._reward_counts(),
+            "reward_counts": dict(self.reward_counts),
             # fp32 master weights (LoRA: the adapters), AdamW, the schedule; under FSDP the schedule
             # only: every rank writes its shard of the rest (_checkpoint, TrainerGroup.save_shards).
             **(self.group.state() if self.group is not None else {
@@ -371,6 +377,7 @@ class Trainer:
     def _checkpoint(self) -> None:
         save_checkpoint(self.output / CHECKPOINTS, self.step, self._state(), keep=self.cfg.run.keep_checkpoints,
                         write_shards=self.group.save_shards if self.group is not None else None)
+        self.checkpoint_step = self.step
 
     def _restore(self) -> None:
         ckpt = latest_checkpoint(self.output / CHECKPOINTS)
@@ -410,10 +417,11 @@ class Trainer:
         self.step, self.version = state["step"], state["version"]
         self.skipped_steps = state["skipped_steps"]
         self.lag_hist = dict(state.get("lag_hist", {}))
-        self.reward_counts_before.update(state.get("reward_counts", {}))
+        self.reward_counts.update(state.get("reward_counts", {}))
         self.evals = state["evals"]
         self.generator.version = self.version
         self.runlog = RunLogWriter(self.output / RUNLOG, resume_offset=state["runlog_offset"])
+        self.resumed_from = self.checkpoint_step = self.step
         # A checkpoint from before samples.jsonl existed has no offset: keep what is there.
         samples = self.output / SAMPLES
         offset = state.get("samples_offset", samples.stat().st_size if samples.exists() else 0)
@@ -430,10 +438,12 @@ class Trainer:
             params = SamplingParams(max_new_tokens=cfg.recipe.length.max_new_tokens, temperature=cfg.eval.temperature,
                                     seed=eval_seed(cfg.run.seed, i))
             examples: list[dict[str, Any]] = []
-            with eval_bar(cfg.log.progress, name, len(problems) * cfg.eval.samples_per_problem) as bar:
+            with eval_bar(cfg.log.progress, name, len(problems) * cfg.eval.samples_per_problem) as bar, \
+                    counting_failures() as failures:
                 m = evaluate(generator, self.tokenizer, self.task, problems, cfg.eval.samples_per_problem, params,
                              self.length_control, batch_size=cfg.eval.batch_size, progress=bar.update,
                              examples=examples, n_examples=cfg.eval.log_samples)
+            add_counts(self.reward_counts, failures.as_dict())
             for example in examples:
                 self.samples.append({"step": self.step, "version": self.version, "set": name, **example})
             self.meter.eval_tokens += int(m["tokens"])
@@ -451,7 +461,7 @@ class Trainer:
         if stats is not None:
             row.update(stats())
         if hasattr(self.task, "reward_stats"):
-            row.update({f"reward_{key}": n for key, n in self._reward_counts().items()})
+            row.update({f"reward_{key}": n for key, n in self.reward_counts.items()})
             if not self.evals:
                 check_reward_works(cfg.task.reward or f"of the {cfg.task.name} task", self.task.reward_stats(),
                                    "of the first evaluation")
@@ -466,15 +476,6 @@ class Trainer:
                                      n_boot=cfg.forecast.bootstrap, seed=cfg.run.seed, calibration=self.calibration))
         return row
 
-    def _reward_counts(self) -> dict[str, int]:
-        """The run's reward errors and timeouts so far: this process's -- the trainer's task, and the
-        generator processes or actors, which count their own -- on top of those of the processes
-        before a resume (the checkpoint's)."""
-        stats = self.task.reward_stats() if hasattr(self.task, "reward_stats") else {}
-        remote = getattr(self.source, "reward_stats", dict)()
-        return {key: self.reward_counts_before[key] + stats.get(key, 0) + remote.get(key, 0)
-                for key in self.reward_counts_before}
-
     def _log(self, row: dict[str, Any]) -> None:
         self.runlog.append(row)
         for sink in self.sinks:
@@ -487,6 +488,8 @@ class Trainer:
         if self.step > cfg.run.steps:  # resumed with a smaller --steps: nothing is trained or undone
             print(f"note: {self.output} is already at step {self.step}, past --steps {cfg.run.steps}: nothing to "
                   f"train (its final model is step {self.step}'s); a larger --steps extends it", file=sys.stderr)
+        if self.resumed_from is not None and self.step < cfg.run.steps:
+            self._log_resume()
         bar = _progress(cfg, self.step)
         try:
             try:
@@ -504,9 +507,8 @@ class Trainer:
                     f"the last complete checkpoint is intact: free space, then resume with: "
                     f"scalerl train --output {self.output} --resume"
                 ) from None
-            except KeyboardInterrupt:
-                raise RunInterrupted(f"interrupted at step {self.step}; resume with: "
-                                     f"scalerl train --output {self.output} --resume") from None
+            except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (errors.Terminated)
+                raise RunInterrupted(self._interrupted_message(), cause=exc) from None
         except BaseException:
             if not self.resume:  # failed before its first checkpoint: leave the directory reusable
                 discard_unstarted_run(self.output, checkpoints=CHECKPOINTS,
@@ -520,6 +522,25 @@ class Trainer:
         self._close()
         return RunSummary(self.output, self.step, list(self.evals), time.perf_counter() - t_start, self.skipped_steps,
                           self.nan_streak)
+
+    def _interrupted_message(self) -> str:
+        """Where the run stopped and how to go on: a resume goes on from the last checkpoint (the
+        steps after it are trained again), so the line says which; before the first one the run
+        directory is left empty (discard_unstarted_run) and the same command starts it again."""
+        resume = f"resume with: scalerl train --output {self.output} --resume"
+        if self.checkpoint_step is not None:
+            return f"interrupted at step {self.step}, last checkpoint at step {self.checkpoint_step}; {resume}"
+        if self.resume:  # (a resume that found no checkpoint started over: it does again)
+            return f"interrupted at step {self.step}, before its first checkpoint; {resume}"
+        return (f"interrupted at step {self.step}, before its first checkpoint (nothing kept in {self.output}); "
+                "run the same command again to start it")
+
+    def _log_resume(self) -> None:
+        """A row that says where the run went on, for the report: the rows alone read the same as a
+        run trained in one go. Not for a resume with nothing to train (a finished run's report
+        regenerated); a resume killed before its next checkpoint loses it with the rest it wrote."""
+        self.runlog.append({"type": RESUME, "from_step": self.step,
+                            "utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")})
 
     def _loop(self, bar: Any) -> None:
         cfg = self.cfg
@@ -543,6 +564,8 @@ class Trainer:
         self.meter.start()
         batch = self.source.next_batch(self.step)
         self.meter.generated(batch.samples, batch.tokens, batch.prompt_tokens)
+        # (A batch pickled in a checkpoint written before batches carried their failures has none.)
+        add_counts(self.reward_counts, getattr(batch, "reward_failures", {}))
         if self.group is not None:  # every rank its share; the weights gathered into the generator copy
             result = self.group.update(batch.groups, self.version)
             if not result.skipped and self.gen_model is not self.model:

@@ -1,0 +1,99 @@
+"""SIGTERM (`kill PID`, a scheduler's stop) stops a command as Ctrl-C does, exit status 143."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from scalerl import cli
+from scalerl.errors import RunInterrupted, Terminated, interrupt_status
+from scalerl.stop_signals import sigterm_stops_like_ctrl_c
+
+
+def test_sigterm_raises_terminated_inside_the_block_and_the_handler_is_put_back():
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated):
+        with sigterm_stops_like_ctrl_c():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler runs at the next bytecode: never this long
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_the_exit_status_is_143_after_sigterm_and_130_after_ctrl_c():
+    assert interrupt_status(Terminated()) == 143
+    assert interrupt_status(KeyboardInterrupt()) == 130
+    # A run's own message keeps the status of what stopped it (the study re-wraps the run's).
+    assert interrupt_status(RunInterrupted("x", cause=Terminated())) == 143
+    assert interrupt_status(RunInterrupted("y", cause=RunInterrupted("x", cause=Terminated()))) == 143
+    assert interrupt_status(RunInterrupted("x", cause=KeyboardInterrupt())) == 130
+
+
+def test_a_command_killed_with_sigterm_says_so_in_one_line_and_exits_143(monkeypatch, capsys):
+    def run(args):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+
+    monkeypatch.setitem(cli.COMMANDS, "recipes", ("scalerl.commands.recipes", "list recipes"))
+    import scalerl.commands.recipes as recipes
+
+    monkeypatch.setattr(recipes, "run", run)
+    assert cli.main(["recipes"]) == 143
+    assert capsys.readouterr().err == "scalerl recipes: terminated (SIGTERM)\n"
+
+
+def test_a_second_sigterm_during_the_clean_up_ends_the_process():
+    code = ("import os, signal, time\n"
+            "from scalerl.stop_signals import sigterm_stops_like_ctrl_c\n"
+            "with sigterm_stops_like_ctrl_c():\n"
+            "    try:\n"
+            "        os.kill(os.getpid(), signal.SIGTERM); time.sleep(5)\n"
+            "    except KeyboardInterrupt:\n"
+            "        os.kill(os.getpid(), signal.SIGTERM); time.sleep(5)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == -signal.SIGTERM, done.stderr
+
+
+def test_a_parallel_study_passes_sigterm_on_to_its_workers_and_starts_no_queued_run():
+    """`kill PID` reaches the study's driver alone: leaving its worker pool waited for every
+    running run to finish (the study trained on for a run's length), and a fresh worker then
+    started the run the pool had queued."""
+    import multiprocessing
+
+    from scalerl.study.runner import _stop_workers, _unless_stopped, _worker_pool
+
+    stopped = multiprocessing.get_context("spawn").Event()
+    pool = _worker_pool(1, stopped)
+    running, queued = (pool.submit(_unless_stopped, time.sleep, 60) for _ in range(2))
+    deadline = time.time() + 60
+    while not (running.running() and pool._processes) and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(2)  # the worker ran its initializer: it is in time.sleep
+    t0 = time.time()
+    _stop_workers(pool, [running, queued], stopped, Terminated())
+    with pytest.raises(Terminated):
+        running.result(timeout=30)
+    # Queued in the pool's call queue (not cancellable), it starts in a fresh worker and stops at once.
+    assert queued.cancelled() or isinstance(queued.exception(timeout=30), Terminated)
+    pool.shutdown(wait=True)
+    assert time.time() - t0 < 30
+
+
+def test_the_interrupted_line_names_the_checkpoint_a_resume_goes_on_from():
+    """Stopped at step 4 with the last checkpoint at step 2, the line said "interrupted at step 4;
+    resume with ..." (the resume trains steps 3 and 4 again); stopped before the first checkpoint
+    it said to --resume a directory it had just emptied (which --resume then refused)."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from scalerl.train.trainer import Trainer
+
+    line = lambda **kw: Trainer._interrupted_message(SimpleNamespace(output=Path("runs/x"), **kw))
+    assert line(step=4, checkpoint_step=2, resume=False) == (
+        "interrupted at step 4, last checkpoint at step 2; resume with: scalerl train --output runs/x --resume")
+    assert line(step=0, checkpoint_step=None, resume=False) == (
+        "interrupted at step 0, before its first checkpoint (nothing kept in runs/x); run the same command again "
+        "to start it")
+    assert line(step=0, checkpoint_step=None, resume=True).endswith("resume with: scalerl train --output runs/x --resume")
