@@ -133,6 +133,24 @@ def test_jsonl_run_log_with_header_and_train_rows(tmp_path):
     assert np.allclose(c.x, [0, 1, 3]) and c.dropped == 1  # NaN was written as null, dropped, counted
 
 
+def test_a_resumed_runs_resume_row_is_a_note_not_columns(tmp_path):
+    """A resumed training writes ``{"type": "resume", "from_step", "utc"}`` where it goes on: no
+    values (``from_step`` was listed as a compute column), said in the notes."""
+    from scalerl.curves.io import log_columns
+
+    p = tmp_path / "runlog.jsonl"
+    with RunLogWriter(p, {"run": "demo", "recipe": "scalerl", "config": {}}) as w:
+        for i in range(3):
+            w.append({"type": "eval", "step": i, "flops": i * 1e9, "val/pass_rate": 0.1 * (i + 1)})
+        w.append({"type": "resume", "from_step": 2, "utc": "2026-12-03T13:05:24Z"})
+        for i in range(3, 5):
+            w.append({"type": "eval", "step": i, "flops": i * 1e9, "val/pass_rate": 0.1 * (i + 1)})
+    c = read_curve(p, "flops", "val/pass_rate")
+    assert list(c.x) == [0, 1e9, 2e9, 3e9, 4e9]
+    assert any("resumed 1 time(s), from the checkpoint(s) at step(s) 2" in n for n in c.notes)
+    assert not {"from_step", "utc"} & set(log_columns(p))
+
+
 def test_jsonl_torn_last_line_is_skipped_with_a_note(tmp_path):
     p = tmp_path / "runlog.jsonl"
     rows = [json.dumps({"c": i, "r": 0.1 * i}) for i in range(5)]

@@ -17,7 +17,7 @@ from scalerl.curves.attempts import split_attempts
 from scalerl.curves.data import Curve
 from scalerl.curves.json_document import document_rows, read_document
 from scalerl.curves.rows import DEFAULT_RUN_COLUMN, curves_from_rows
-from scalerl.runlog import read_runlog
+from scalerl.runlog import RESUME, read_runlog
 
 
 #: The counter a resumed training's rows are told by.
@@ -35,6 +35,12 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
         return curves_from_rows(path, rows, x, y, default_name=path.stem, y_scale=y_scale, bounded=bounded,
                                 run_column=run_column)
     header, rows, notes = read_runlog(path)
+    # A resumed run marks where it went on with a row of no values (``from_step``, ``utc``): said, not read.
+    resumes = [r for r in rows if r.get("type") == RESUME]
+    if resumes:
+        rows = [r for r in rows if r.get("type") != RESUME]
+        steps = ", ".join(str(r.get("from_step")) for r in resumes)
+        notes = [*notes, f"resumed {len(resumes)} time(s), from the checkpoint(s) at step(s) {steps}"]
     default_name = str(header.get("run") or header.get("recipe") or path.parent.name or path.stem)
     one_run = run_column is None and not any(DEFAULT_RUN_COLUMN in r for r in rows)
     if one_run:
