@@ -3,6 +3,13 @@
     .venv/bin/python benchmarks/vs_trl.py                      # 40 steps x 3 sides x 2 repeats: ~5 min (2 cores)
     .venv/bin/python benchmarks/vs_trl.py --repeats 5 --sides trl ours-grpo ours-scalerl ours-scalerl-sync
     .venv/bin/python benchmarks/vs_trl.py --steps 200 --repeats 3 --json runs/vs_trl.json
+    .venv/bin/python benchmarks/vs_trl.py --steps 20 --repeats 3 --sides trl ours-grpo --concurrent
+
+``--concurrent`` runs a repeat's sides at the same time, each pinned to a core of its own (one
+torch thread each): on a machine whose speed drifts by minutes (a shared host: one side's repeat
+ran 20% slower than the next with the machine otherwise idle), the sides of a pair then see the
+same machine, where one after the other they do not. Each side has the other as its neighbour
+(shared caches and memory bandwidth), the same for both.
 
 Sides (each repeat runs every side once, in a rotated order, each in a fresh subprocess):
 
@@ -399,20 +406,32 @@ def worker(a: argparse.Namespace) -> None:
 # ----------------------------------------------------------------------------- the driver
 
 
-def spawn(side: str, a: argparse.Namespace, seed: int) -> dict[str, Any]:
+def start_side(side: str, a: argparse.Namespace, seed: int, core: int | None = None):
+    """Start one side's run in a fresh subprocess (pinned to ``core`` where given)."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = f.name
     cmd = [sys.executable, __file__, "--worker", side, "--result", out, "--steps", str(a.steps), "--seed", str(seed),
            "--threads", str(a.threads), "--eval-problems", str(a.eval_problems), "--eval-k", str(a.eval_k)]
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if core is not None:
+        cmd += ["--core", str(core)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return side, seed, proc, out, time.perf_counter()
+
+
+def finish_side(started) -> dict[str, Any]:
+    side, seed, proc, out, t = started
+    stdout, stderr = proc.communicate()
     if proc.returncode != 0:
-        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-8000:])
+        sys.stderr.write(stdout[-4000:] + stderr[-8000:])
         raise SystemExit(f"{side} (seed {seed}) failed with status {proc.returncode}")
     result = json.loads(Path(out).read_text())
     os.unlink(out)
     result["process_seconds"] = time.perf_counter() - t
     return result
+
+
+def spawn(side: str, a: argparse.Namespace, seed: int) -> dict[str, Any]:
+    return finish_side(start_side(side, a, seed))
 
 
 def _spread(values: list[float], fmt: str) -> str:
@@ -441,7 +460,7 @@ def summarize(results: dict[str, list[dict[str, Any]]], start: dict[str, float],
         f"torch {start['versions']['torch']}, transformers {start['versions']['transformers']}, "
         f"trl {start['versions']['trl']}; "
         f"{a.steps} optimizer steps x 128 completions (16 prompts x 8) = {samples} samples per run; {a.repeats} "
-        f"repeat(s) per side, interleaved; {a.threads or 'default'} torch thread(s). median [min-max] over repeats; "
+        f"repeat(s) per side, {'at the same time, a core each' if a.concurrent else 'interleaved'}; {a.threads or 'default'} torch thread(s). median [min-max] over repeats; "
         "ratios are paired within a repeat.",
         "",
         f"| side | what | samples/s (wall) | ours / TRL | samples per CPU-second | ours / TRL | val mean@{a.eval_k} "
@@ -510,12 +529,22 @@ def main() -> None:
     p.add_argument("--eval-problems", type=int, default=200, help="held-out val problems in the final evaluation")
     p.add_argument("--eval-k", type=int, default=8, help="samples per problem (mean@k) in the final evaluation")
     p.add_argument("--json", help="also write every run's measurements here")
+    p.add_argument("--concurrent", action="store_true",
+                   help="run a repeat's sides at the same time, each pinned to a core of its own (one thread each)")
+    p.add_argument("--core", type=int, help=argparse.SUPPRESS)
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--result", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.worker:
+        if a.core is not None:  # --concurrent: this side alone on its core
+            os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[a.core]})
         worker(a)
         return
+    if a.concurrent:
+        cores = len(os.sched_getaffinity(0))
+        if a.threads != 1 or len(a.sides) > cores:
+            p.error(f"--concurrent runs each side on a core of its own with one thread: give --threads 1 and at most "
+                    f"{cores} sides (this machine's cores)")
 
     tiny_dir()  # build the cached tiny model once, before any timing
     t0 = time.perf_counter()
@@ -523,8 +552,12 @@ def main() -> None:
     results: dict[str, list[dict[str, Any]]] = {s: [] for s in a.sides}
     for rep in range(a.repeats):
         order = a.sides[rep % len(a.sides):] + a.sides[: rep % len(a.sides)]  # rotate: no side always first
-        for side in order:
-            r = spawn(side, a, a.seed + rep)
+        if a.concurrent:
+            started = [start_side(side, a, a.seed + rep, core=i) for i, side in enumerate(order)]
+            done = [(st[0], finish_side(st)) for st in started]
+        else:
+            done = [(side, spawn(side, a, a.seed + rep)) for side in order]
+        for side, r in done:
             results[side].append(r)
             print(f"[{time.perf_counter() - t0:6.0f}s] repeat {rep + 1}/{a.repeats} {side:<18} "
                   f"{r['samples'] / r['wall']:6.0f} samples/s  val mean@{a.eval_k} {r['pass_rate']:.3f}  "
