@@ -20,7 +20,7 @@ LAYERS: list[set[str]] = [
     {"errors", "config", "runlog", "curves", "report_text", "seeds", "stop_signals", "parent_death"},  # foundations: no model, no run
     {"rollout", "rl", "generate", "tasks", "models"},  # the pieces of a run
     {"study", "train", "pipeline"},  # what drives runs
-    {"commands", "cli"},  # the command line
+    {"commands", "cli", "__main__"},  # the command line
 ]
 LAYER = {name: i for i, names in enumerate(LAYERS) for name in names}
 

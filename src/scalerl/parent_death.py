@@ -35,10 +35,12 @@ _starter_pid = 0  # the process the starter thread belongs to (a forked child ha
 _starter_lock = threading.Lock()
 
 
-def die_with_parent() -> bool:
+def die_with_parent(parent: int | None = None) -> bool:
     """In a child: be killed when the parent dies. True where the kernel does it (Linux); False
     elsewhere, where the caller watches its parent from a thread instead. Exits at once when the
-    parent is already gone."""
+    parent is already gone: ``parent`` is its pid as the parent knew it (a multiprocessing child's
+    ``multiprocessing.parent_process().pid``), by default what :func:`start_process` put in the
+    environment."""
     if not sys.platform.startswith("linux"):
         return False
     import ctypes
@@ -48,8 +50,10 @@ def die_with_parent() -> bool:
             return False
     except (OSError, AttributeError):  # no libc prctl: a watching thread then
         return False
-    parent = os.environ.get(PARENT_PID_ENV, "")
-    if parent.isdigit() and os.getppid() != int(parent):  # died before prctl ran: no signal comes
+    if parent is None:
+        told = os.environ.get(PARENT_PID_ENV, "")
+        parent = int(told) if told.isdigit() else None
+    if parent is not None and os.getppid() != parent:  # died before prctl ran: no signal comes
         os._exit(0)
     return True
 

@@ -479,18 +479,17 @@ def _init_worker(stopped: Any) -> None:
     """Worker initializer: on Linux, be killed when the driver dies (even by kill -9), so that a
     resumed study never races a run an orphaned worker is still training. SIGTERM (which the
     driver passes on, :func:`_stop_workers`) stops the worker's run as Ctrl-C does."""
+    import multiprocessing
     import signal
 
+    from scalerl.parent_death import die_with_parent
     from scalerl.stop_signals import raise_terminated
 
     global _STOPPED
     _STOPPED = stopped
     signal.signal(signal.SIGTERM, raise_terminated)
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        PR_SET_PDEATHSIG = 1
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    driver = multiprocessing.parent_process()
+    die_with_parent(driver.pid if driver is not None else None)  # (a driver gone before this line: exit)
 
 
 def _unless_stopped(fn: Callable[..., Any], *args: Any) -> Any:
