@@ -97,6 +97,8 @@ def test_a_policy_that_collapsed_without_a_nan_gets_a_note(tiny_dir, tmp_path, c
     notes = [line for line in err.splitlines() if "the policy may have collapsed" in line]
     assert len(notes) == 1 and "steps 2-6: every completion failed" in notes[0], err
     assert "recipe.optimizer.lr = 1e+06" in notes[0]
+    assert main(["report", str(out)]) == 0  # the report says it too
+    assert "steps 2-7: every completion failed" in (out / "report.md").read_text()
 
 
 def test_a_reward_that_fails_on_every_call_stops_before_training(tiny_dir, tmp_path, capsys):

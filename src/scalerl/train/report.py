@@ -24,6 +24,7 @@ from scalerl.curves.bands import read_calibration
 from scalerl.errors import InputError
 from scalerl.report_text import html_page, html_table, md_table
 from scalerl.runlog import RESUME, has_final_model, read_runlog
+from scalerl.train.collapse import collapse_note, collapsed_steps
 from scalerl.train.config import CALIBRATION_COPY
 
 
@@ -82,6 +83,8 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
         reward_errors=int(evals[-1].get("reward_errors", 0)), reward_timeouts=int(evals[-1].get("reward_timeouts", 0)),
         finished=has_final_model(output),
         resumed_from_steps=[r.get("from_step") for r in rows if r.get("type") == RESUME],
+        collapsed_steps=collapsed_steps(r for r in rows if r.get("type") == "train"),
+        lr=cfg.get("recipe", {}).get("optimizer", {}).get("lr"),
     )
     copy = output / CALIBRATION_COPY
     if cal is None and (configured or copy.exists()):
@@ -214,6 +217,15 @@ def _resumed(f: dict[str, Any]) -> list[tuple[str, str]]:
                         f"at step{'s' if n > 1 else ''} {where}")]
 
 
+def _collapsed(f: dict[str, Any]) -> list[tuple[str, str]]:
+    """A streak of steps whose every completion failed after the run had trained: the trainer said
+    so on stderr while it ran; the report says it too (its pass rates alone read as a hard task)."""
+    if not f.get("collapsed_steps"):
+        return []
+    lr = f.get("lr")
+    return [("collapse?", collapse_note(*f["collapsed_steps"], lr if isinstance(lr, (int, float)) else math.nan))]
+
+
 def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
     f = rep.facts
     lines = [
@@ -225,6 +237,7 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
         ("compute", f"{f['flops']:.3g} FLOPs, {f['gpu_hours'] * 3600:.0f} device-seconds, {f['samples']:,} samples"),
         (f"{rep.y}: start -> final", f"{f['start']:.3f} -> {f['final']:.3f} (gain {f['gain']:+.3f}, best {f['best']:.3f})"),
         *_reward_failures(f),
+        *_collapsed(f),
     ]
     if f.get("calibration"):
         lines.append(("forecast bands", f"calibrated by {f['calibration']}"))

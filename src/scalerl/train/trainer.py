@@ -41,6 +41,7 @@ from scalerl.tasks.rewards import check_reward_works
 from scalerl.train.activation_probe import probe_activations
 from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint,
                                      set_rng_state, verify_shards)
+from scalerl.train.collapse import COLLAPSE_STEPS, collapse_note
 from scalerl.train.compute import ComputeMeter
 from scalerl.train.config import CALIBRATION_COPY, TrainConfig, eval_engine
 from scalerl.train.distributed import Rank, TrainerGroup, barrier, make_group, rank_threads
@@ -79,11 +80,6 @@ def eval_seed(run_seed: int, set_index: int) -> int:
     (common random numbers: consecutive rows differ by the policy, not by the draw)."""
     return derive_seed(run_seed, EVAL_SAMPLING, set_index)
 
-
-#: Consecutive steps in which every completion failed, after the run had trained, that earn a note
-#: on stderr: a policy that collapsed (a learning rate too high breaks the weights without a NaN)
-#: gets only zero-variance groups, so every step is skipped and the run would go on without a word.
-COLLAPSE_STEPS = 5
 
 #: Write failures that are the machine's state, not a bug: they stop the run with one line.
 _DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
@@ -621,14 +617,12 @@ class Trainer:
 
     def _note_collapse(self, rewards: list[float]) -> None:
         """A note, once a streak, when every completion of COLLAPSE_STEPS steps in a row failed after
-        the run had trained: nothing is learnt from such steps, and a collapsed policy stays there."""
+        the run had trained (:mod:`scalerl.train.collapse`): the run would go on without a word."""
         self.fail_streak = self.fail_streak + 1 if rewards and not any(x > 0 for x in rewards) else 0
         if self.fail_streak == COLLAPSE_STEPS and self.version > 0:
-            first = self.step - COLLAPSE_STEPS + 1
-            print(f"note: steps {first}-{self.step}: every completion failed (train pass rate 0) and nothing was learnt "
-                  f"from them: the policy may have collapsed -- is recipe.optimizer.lr = "
-                  f"{self.cfg.recipe.optimizer.lr:g} too high? The run goes on; stop it and start again with a lower "
-                  "one, or let it run if the problems are this hard", file=sys.stderr)
+            note = collapse_note(self.step - COLLAPSE_STEPS + 1, self.step, self.cfg.recipe.optimizer.lr)
+            print(f"note: {note} The run goes on; stop it and start again with a lower one, or let it run if the "
+                  "problems are this hard", file=sys.stderr)
 
     # ------------------------------------------------------------------ the end
     def _save_final(self) -> None:
