@@ -10,7 +10,7 @@ import pytest
 
 from scalerl import cli
 from scalerl.errors import RunInterrupted, Terminated, interrupt_status
-from scalerl.stop_signals import sigterm_stops_like_ctrl_c
+from scalerl.stop_signals import sigterm_stops_like_ctrl_c, stops_deferred
 
 
 def test_sigterm_raises_terminated_inside_the_block_and_the_handler_is_put_back():
@@ -46,7 +46,7 @@ def test_a_command_killed_with_sigterm_says_so_in_one_line_and_exits_143(monkeyp
 
 def test_a_second_sigterm_during_the_clean_up_ends_the_process():
     code = ("import os, signal, time\n"
-            "from scalerl.stop_signals import sigterm_stops_like_ctrl_c\n"
+            "from scalerl.stop_signals import sigterm_stops_like_ctrl_c, stops_deferred\n"
             "with sigterm_stops_like_ctrl_c():\n"
             "    try:\n"
             "        os.kill(os.getpid(), signal.SIGTERM); time.sleep(5)\n"
@@ -97,3 +97,26 @@ def test_the_interrupted_line_names_the_checkpoint_a_resume_goes_on_from():
         "interrupted at step 0, before its first checkpoint (nothing kept in runs/x); run the same command again "
         "to start it")
     assert line(step=0, checkpoint_step=None, resume=True).endswith("resume with: scalerl train --output runs/x --resume")
+
+
+# Stops that wait for a write that must not be cut (a checkpoint), then take effect.
+
+
+@pytest.mark.parametrize("signum, raised", [(signal.SIGTERM, Terminated), (signal.SIGINT, KeyboardInterrupt)],
+                         ids=["sigterm", "ctrl-c"])
+def test_a_stop_during_the_block_takes_effect_after_it(signum, raised):
+    done = []
+    with sigterm_stops_like_ctrl_c():
+        with pytest.raises(raised) as exc:
+            with stops_deferred():
+                os.kill(os.getpid(), signum)
+                done.append("the write finished")  # not cut by the signal
+        assert done == ["the write finished"]
+    assert interrupt_status(exc.value) == (143 if signum == signal.SIGTERM else 130)
+
+
+def test_without_a_stop_nothing_is_raised_and_the_handlers_are_put_back():
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    with stops_deferred():
+        pass
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before

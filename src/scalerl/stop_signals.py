@@ -38,3 +38,28 @@ def sigterm_stops_like_ctrl_c() -> Iterator[None]:
     finally:
         # None: a handler not set from Python (there is none to put back); the default then.
         signal.signal(signal.SIGTERM, signal.SIG_DFL if before is None else before)
+
+
+@contextlib.contextmanager
+def stops_deferred() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait for the end of the block, then take effect as they would have: for a
+    write that must not be cut. A checkpoint's ``torch.save`` stopped mid-archive raised its own
+    RuntimeError ("unexpected pos ...") over the KeyboardInterrupt, and the stop came out as a
+    traceback and exit 1 instead of its "resume with" line; finished, it is one more step a resume
+    keeps. Outside the main thread, where Python cannot set a handler, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+
+    def hold(signum: int, frame: object) -> None:
+        caught.append(signum)
+
+    before = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)
+    if caught:  # delivered again, to the handlers put back: Ctrl-C's KeyboardInterrupt, SIGTERM's Terminated
+        signal.raise_signal(caught[0])

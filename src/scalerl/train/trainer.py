@@ -36,6 +36,7 @@ from scalerl.errors import ConfigError, InputError, NonFiniteError, RunInterrupt
 from scalerl.generate.base import Generator, SamplingParams
 from scalerl.runlog import RESUME, RUNLOG, RunLogWriter, read_runlog
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
+from scalerl.stop_signals import stops_deferred
 from scalerl.tasks.failure_tally import KINDS, add_counts, counting_failures
 from scalerl.tasks.rewards import check_reward_works
 from scalerl.train.activation_probe import probe_activations
@@ -371,8 +372,9 @@ class Trainer:
         return self._lora_base
 
     def _checkpoint(self) -> None:
-        save_checkpoint(self.output / CHECKPOINTS, self.step, self._state(), keep=self.cfg.run.keep_checkpoints,
-                        write_shards=self.group.save_shards if self.group is not None else None)
+        with stops_deferred():  # a stop waits for the checkpoint: cut, torch.save's error hid the stop
+            save_checkpoint(self.output / CHECKPOINTS, self.step, self._state(), keep=self.cfg.run.keep_checkpoints,
+                            write_shards=self.group.save_shards if self.group is not None else None)
         self.checkpoint_step = self.step
 
     def _restore(self) -> None:
