@@ -460,7 +460,8 @@ def summarize(results: dict[str, list[dict[str, Any]]], start: dict[str, float],
         f"torch {start['versions']['torch']}, transformers {start['versions']['transformers']}, "
         f"trl {start['versions']['trl']}; "
         f"{a.steps} optimizer steps x 128 completions (16 prompts x 8) = {samples} samples per run; {a.repeats} "
-        f"repeat(s) per side, {'at the same time, a core each' if a.concurrent else 'interleaved'}; {a.threads or 'default'} torch thread(s). median [min-max] over repeats; "
+        f"repeat(s) per side, {'at the same time, a core each' if a.concurrent else 'interleaved'}; "
+        f"{a.threads or 'default'} torch thread(s). median [min-max] over repeats; "
         "ratios are paired within a repeat.",
         "",
         f"| side | what | samples/s (wall) | ours / TRL | samples per CPU-second | ours / TRL | val mean@{a.eval_k} "

@@ -29,8 +29,7 @@ from typing import Any
 
 from scalerl.curves.attempts import split_attempts
 from scalerl.curves.console import ANSI, shown_lines, text_head
-from scalerl.curves.data import Curve
-from scalerl.curves.rows import curves_from_rows
+from scalerl.curves.rows import read_from_rows
 
 #: The line a commit opens with; N is ``global_step + 1``.
 _DONE = re.compile(r"Train step (\d+)/\d+ done\.")
@@ -124,7 +123,4 @@ def read_areal_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     return rows, notes + more
 
 
-def read_areal(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
-    path = Path(path)
-    rows, notes = read_areal_rows(path)
-    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)
+read_areal = read_from_rows(read_areal_rows)

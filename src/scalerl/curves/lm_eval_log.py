@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.curves.checkpoint_evals import candidates, holds, load_json, rows_by_checkpoint, with_revision
-from scalerl.curves.data import Curve
-from scalerl.curves.rows import curves_from_rows
+from scalerl.curves.rows import read_from_rows
 from scalerl.errors import InputError
 
 #: The keys of an lm-eval results file besides ``results`` (any one of them).
@@ -99,7 +98,4 @@ def read_lm_eval_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     return rows_by_checkpoint(path, ((_model_path(doc, f), _metrics(doc)) for f, doc in docs), "lm-eval")
 
 
-def read_lm_eval(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
-    path = Path(path)
-    rows, notes = read_lm_eval_rows(path)
-    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)
+read_lm_eval = read_from_rows(read_lm_eval_rows)

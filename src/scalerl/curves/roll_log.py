@@ -22,8 +22,7 @@ from typing import Any
 
 from scalerl.curves.attempts import split_attempts
 from scalerl.curves.console import shown_lines, text_head
-from scalerl.curves.data import Curve
-from scalerl.curves.rows import curves_from_rows
+from scalerl.curves.rows import read_from_rows
 
 #: The tracker's line: what follows is ``{"step": N, "metrics": {...}}``.
 TAG = "metrics_tag: "
@@ -72,7 +71,4 @@ def read_roll_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     return rows, notes + more
 
 
-def read_roll(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
-    path = Path(path)
-    rows, notes = read_roll_rows(path)
-    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)
+read_roll = read_from_rows(read_roll_rows)

@@ -341,6 +341,23 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     return curves
 
 
+
+#: A reader's rows of a log and its notes: what :func:`read_from_rows` makes a reader of.
+RowsReader = Callable[[Path], tuple[list[dict], list[str]]]
+
+
+def read_from_rows(read_rows: RowsReader) -> Callable[..., list[Curve]]:
+    """The ``read_<format>(path, x, y, *, y_scale, bounded)`` of a format whose reader gives its
+    rows and notes (runs named by a ``run`` key of the rows, else by the file's stem)."""
+
+    def read(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
+        path = Path(path)
+        rows, notes = read_rows(path)
+        return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
+                                bounded=bounded)
+
+    return read
+
 def readable_curves(makers: Iterable[Callable[[], Curve]]) -> list[Curve]:
     """The curves of a log's runs, each made by calling one of ``makers`` (``partial(Curve.from_arrays,
     ..., name=RUN)``). A run that cannot be a curve (no finite x: a run that never logged the counter;

@@ -494,7 +494,8 @@ class Trainer:
                 self._loop(bar)
             except NonFiniteError as exc:
                 raise TrainingError(
-                    f"stopped with {self.step} step{'' if self.step == 1 else 's'} done: {exc}. The learning rate (recipe.optimizer.lr = "
+                    f"stopped with {self.step} step{'' if self.step == 1 else 's'} done: {exc}. "
+                    f"The learning rate (recipe.optimizer.lr = "
                     f"{cfg.recipe.optimizer.lr:g}) is likely too high for this model: lower it and start again"
                 ) from None
             except OSError as exc:
