@@ -23,6 +23,7 @@ one and the alternatives, each calibrated LOSO) and the **gain-interval** design
     python benchmarks/forecast_corpus.py                      # the tables (about a CPU-minute)
     python benchmarks/forecast_corpus.py --stability          # + the evidence for the instability rule
     python benchmarks/forecast_corpus.py --short-windows      # + calibration on thinned copies (short windows)
+    python benchmarks/forecast_corpus.py --keep-excursions    # every evaluation fitted (no excursion left out)
     python benchmarks/forecast_corpus.py --write-calibration  # refit the shipped calibration on all sources
     python benchmarks/forecast_corpus.py --extra runs.csv --x step --y acc   # score other runs (all-source calibration)
 """
@@ -191,7 +192,7 @@ def first_pass_gain_scale(fc: Forecast, c_from: float, c_to: float) -> float:
     return math.sqrt(float(boot) ** 2 + stab**2 + spread**2)
 
 
-def build_cases(runs, cuts=CUTS, log=print) -> list[Case]:
+def build_cases(runs, cuts=CUTS, log=print, excursions: bool = True) -> list[Case]:
     cases = []
     t0 = time.process_time()
     for source, curve in runs:
@@ -200,7 +201,8 @@ def build_cases(runs, cuts=CUTS, log=print) -> list[Case]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 try:
-                    bt = backtest(curve, cut_fraction=f, n_boot=0, members=DEFAULT_MEMBERS, temperature=None)
+                    bt = backtest(curve, cut_fraction=f, n_boot=0, members=DEFAULT_MEMBERS, temperature=None,
+                                  excursions=excursions)
                 except InputError as exc:  # too few points before the cut (a run evaluated rarely): not scored
                     print(f"  skipped {curve.name} at {f:g}: {exc}")
                     continue
@@ -879,6 +881,8 @@ def main() -> None:
     ap.add_argument("--write-calibration", action="store_true", help="refit calibration.json on all sources")
     ap.add_argument("--tolerance", type=float, default=0.001,
                     help="'no worse' with this MAE margin, beside the strict and the noise-scaled counts (default 0.001)")
+    ap.add_argument("--keep-excursions", action="store_true",
+                    help="fit every evaluation: no one-evaluation dip or spike left out (the default leaves them out)")
     ap.add_argument("--extra", metavar="PATH", help="also score the runs in PATH (needs --x and --y)")
     ap.add_argument("--x", help="compute column of --extra")
     ap.add_argument("--y", help="metric column of --extra")
@@ -888,7 +892,10 @@ def main() -> None:
     sources = list(dict.fromkeys(s for s, _ in runs))
     print(f"{len(runs)} real runs ({', '.join(f'{s}: {sum(1 for r, _ in runs if r == s)}' for s in sources)}), "
           f"cut at {', '.join(f'{int(f * 100)}%' for f in CUTS)} of their compute:")
-    cases = build_cases(runs)
+    cases = build_cases(runs, excursions=not args.keep_excursions)
+    left = sum(len(c.fc.excursions) for c in cases)
+    print(f"one-evaluation excursions left out of the fit windows: {left} in {sum(bool(c.fc.excursions) for c in cases)} "
+          f"of {len(cases)} run-cuts" + (" (--keep-excursions: none)" if args.keep_excursions else ""))
     loso(cases, sources, args.tolerance)
     choice_table(cases, sources)
     floor_table(cases, sources)

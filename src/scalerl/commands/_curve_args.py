@@ -52,6 +52,9 @@ def add_fit_args(p: argparse.ArgumentParser, *, fit_until: bool = True) -> None:
                         "forward validation says so; 'none' keeps every point")
     if fit_until:
         p.add_argument("--fit-until", type=float, metavar="X", help="fit points with compute <= X (the rest are held out)")
+    p.add_argument("--keep-excursions", action="store_true",
+                   help="fit every evaluation; by default a one-evaluation dip or spike far beyond the curve's noise "
+                        "(a policy evaluated mid-oscillation) is left out of the fit, and a note says so")
     p.add_argument("--r0", default="first", metavar="first|free|VALUE",
                    help="pass rate before RL: the first evaluation (default), fitted, or a number")
     p.add_argument("--method", default="fast", choices=["fast", "paper"], help="fitting method (default: fast)")
@@ -152,6 +155,7 @@ def fit_kwargs(args) -> dict:
         A_max=1.0 if bounded else math.inf,
         y_floor=0.0 if bounded else -math.inf,
         paper_grid=grid,
+        excursions=not getattr(args, "keep_excursions", False),
     )
 
 

@@ -118,6 +118,7 @@ def run(args) -> int:
         n_boot=args.bootstrap, level=args.level, seed=args.seed, fit_until=args.fit_until,
         forecast_at=_positive(args.forecast_at), **kw,
     )
+    notes += result.notes
     caveat = one_seed_caveat(result)
     if caveat:
         notes.append(caveat)

@@ -119,6 +119,7 @@ def _as_json(fc, preds, targets, verdict, args) -> dict:
         "warnings": f.warnings,
         "notes": fc.notes,
         "dropped_rows": fc.curve.dropped,
+        "excursions": [{"x": x, "y": y, "depth": d} for x, y, d in zip(fc.excursions.x, fc.excursions.y, fc.excursions.depth)],
     }
     if verdict is not None:
         out["verdict"] = {**verdict.__dict__, "text": verdict.text(fc.curve.x_name)}

@@ -17,7 +17,9 @@ For each run against a baseline, one of three classes:
     The run or the baseline peaked and fell, or is falling (:mod:`scalerl.curves.stability`):
     its fitted A is not a ceiling it will reach, so nothing is classified.
 
-Several seeds per run are pooled (see :func:`scalerl.curves.uncertainty.fit_seeds`).
+Several seeds per run are pooled (see :func:`scalerl.curves.uncertainty.fit_seeds`). Each
+seed's one-evaluation excursions are left out first (:mod:`scalerl.curves.excursions`), as a
+forecast leaves them out of its window.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from scipy.stats import norm
 
 from scalerl.curves.bands import Calibration
 from scalerl.curves.data import Curve
+from scalerl.curves.excursions import drop_seed_excursions
 from scalerl.curves.forecast import Forecast, Prediction, forecast
 from scalerl.curves.sigmoid_fit import SigmoidFit
 from scalerl.curves.solver import B_BOUNDS, fit_sigmoid_fixed_A, sigmoid_model
@@ -105,6 +108,8 @@ class CompareResult:
     rule: str = "intervals"
     forecast_at: float | None = None
     """The common compute every run's forecast is given at (None: no forecasts)."""
+    notes: list[str] = field(default_factory=list)
+    """What the fits left out (one-evaluation excursions, per seed)."""
 
     def predictions(self) -> dict[str, "Prediction | None"]:
         """Each run's forecast at :attr:`forecast_at` (None for an unstable run: not a forecast)."""
@@ -301,33 +306,40 @@ def compare(
     forecast_at: float | None = None,
     forecasts: bool = True,
     calibration: Calibration | None = None,
+    excursions: bool = True,
     **fit_kwargs,
 ) -> CompareResult:
     """Fit every run (pooling its seeds), then classify each against ``baseline`` (default: the first).
 
     With ``forecasts`` each run is also forecast (:func:`scalerl.curves.forecast`, its seeds
     pooled) at one common compute, ``forecast_at`` (default: twice the largest last compute), its
-    bands from ``calibration`` (default: the shipped one)."""
+    bands from ``calibration`` (default: the shipped one). ``excursions``: leave each seed's
+    one-evaluation excursions out of the fits (False: fit every point)."""
     if len(runs) < 1:
         raise InputError("nothing to compare")
     labels = list(runs)
     baseline = baseline or labels[0]
     if baseline not in runs:
         raise InputError(f"baseline {baseline!r} is not one of the runs: {', '.join(labels)}")
-    fits = []
+    fits, notes = [], []
     for label, curves in runs.items():
         curves = list(curves)
         if not curves:
             raise InputError(f"run {label!r} has no curves")
+        if excursions:
+            curves, left = drop_seed_excursions(label, curves, fit_kwargs.get("fit_until"),
+                                                bounded=math.isfinite(fit_kwargs.get("A_max", 1.0)))
+            notes += left
         sf = fit_seeds(curves, n_boot=n_boot, level=level, seed=seed, **fit_kwargs)
         fc = None
         if forecasts:
             fc = forecast(pool_curves(curves), n_boot=0, level=level, seed=seed, power_law=False,
-                          calibration=calibration, **fit_kwargs)
+                          calibration=calibration, excursions=False, **fit_kwargs)
         fits.append(RunFit(label, curves, sf, fc))
     if forecasts and forecast_at is None:
         forecast_at = 2.0 * max(float(c.x.max()) for rf in fits for c in rf.curves)
-    result = CompareResult(runs=fits, baseline=baseline, rule=rule, forecast_at=forecast_at if forecasts else None)
+    result = CompareResult(runs=fits, baseline=baseline, rule=rule, forecast_at=forecast_at if forecasts else None,
+                           notes=notes)
     base = result.run(baseline)
     for rf in fits:
         if rf.label == baseline:

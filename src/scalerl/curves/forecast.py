@@ -3,6 +3,8 @@ target, the marginal gain of more compute, and a verdict on a bigger budget.
 
 :func:`forecast` puts the pieces together:
 
+* the fit window without its one-evaluation excursions (:mod:`excursions`), which every
+  fit below sees; the curve itself (plots, held-out scores) keeps them;
 * the paper's sigmoid on the default window (:mod:`sigmoid_fit`) with a residual bootstrap
   (:mod:`uncertainty`) -- the parameters A, B, C_mid and their intervals;
 * the ensemble of laws and windows, its make-up calibrated on real runs (:mod:`ensemble`)
@@ -22,6 +24,7 @@ import numpy as np
 from scalerl.curves.bands import Bands, Calibration, band_scale, default_calibration, gain_scale
 from scalerl.curves.data import Curve
 from scalerl.curves.ensemble import Ensemble, FitSettings, fit_ensemble
+from scalerl.curves.excursions import Excursions, drop_excursions
 from scalerl.curves.power_law_fit import PowerLawFit, fit_power_law
 from scalerl.curves.sigmoid_fit import SigmoidFit, fit_sigmoid
 from scalerl.curves.stability import Stability, check_stability
@@ -67,6 +70,9 @@ class Forecast:
     stability: Stability | None = None
     band_boot: Bootstrap | None = None
     """Bootstrap behind the bands' parameter term (``boot`` when it is large enough)."""
+    excursions: Excursions = field(default_factory=Excursions)
+    """Evaluations of the fit window left out of every fit as one-evaluation excursions (they
+    stay in :attr:`curve`)."""
 
     @property
     def unstable(self) -> bool:
@@ -248,14 +254,21 @@ def forecast(
     members=None,
     calibration: Calibration | None = None,
     temperature: float | None | str = "calibrated",
+    excursions: bool = True,
 ) -> Forecast:
     """Forecast ``curve`` from its points up to ``fit_until`` (see the module docstring).
 
     ``n_boot`` resamples give the parameter intervals (0: none; the bands still use
     :data:`BAND_BOOTSTRAP`). ``calibration`` (default: the shipped one), ``members``
     (default: the calibration's) and ``temperature`` (default: the calibration's; None: equal
-    weights) are for calibrating the forecaster itself.
+    weights) are for calibrating the forecaster itself. ``excursions``: leave the window's
+    one-evaluation excursions out of the fits (:mod:`scalerl.curves.excursions`); False fits
+    every point.
     """
+    shown = curve
+    left = Excursions()
+    if excursions:
+        curve, left = drop_excursions(curve, fit_until, bounded=math.isfinite(A_max))
     calibration = calibration or default_calibration()
     members = calibration.members if members is None else tuple(members)
     if temperature == "calibrated":
@@ -283,11 +296,13 @@ def forecast(
                   bounds=(y_floor if math.isfinite(y_floor) else -np.inf, A_max if bounded else np.inf),
                   df=int(((window.x > 0) & np.isfinite(window.y)).sum()))
     stability = check_stability(window.x, window.y, R0=fit.R0 if fit.r0_mode != "free" else None)
-    out = Forecast(fit=fit, boot=boot, power_law=pl, curve=curve, ensemble=ens, bands=bands,
-                   stability=stability, band_boot=band_boot)
+    out = Forecast(fit=fit, boot=boot, power_law=pl, curve=shown, ensemble=ens, bands=bands,
+                   stability=stability, band_boot=band_boot, excursions=left)
     if curve.dropped:
         out.notes.append(f"{curve.dropped} row(s) with missing, NaN or infinite values were dropped")
     out.notes.extend(curve.notes)
+    if left:
+        out.notes.append(left.note(curve.x_name))
     if fit.early_cut is not None and fit.early_cut.dropped:
         out.notes.append(fit.early_cut.reason)
     out.notes.extend(ens.notes)

@@ -101,13 +101,17 @@ def plot_forecast(fc, path, *, title: str | None = None, extend: float = 3.0, x_
     lo_fit = fit.fit_from if fit.fit_from is not None else xs.min()
     used = xs <= hi_fit
     early = used & (xs < lo_fit)
-    used &= ~early
-    held = xs > hi_fit
+    excursion = fc.excursions.mask(xs, ys)
+    used &= ~early & ~excursion
+    held = (xs > hi_fit) & ~excursion
     ax.scatter(xs[used], ys[used], s=18, color="C0", label="fitted", zorder=3)
     if held.any():
         ax.scatter(xs[held], ys[held], s=22, facecolors="none", edgecolors="C3", label="held out (after the fit window)", zorder=3)
     if early.any():
         ax.scatter(xs[early], ys[early], s=22, marker="x", color="gray", label="left out of the sigmoid (opening plateau)", zorder=3)
+    if excursion.any():
+        ax.scatter(xs[excursion], ys[excursion], s=26, marker="x", color="C3",
+                   label="left out of the fit (one-evaluation excursion)", zorder=3)
     grid = _grid(xs.min(), max(xs.max(), hi_fit), extend)
     b = fc.band_arrays(grid)
     pct = int(round(100 * fc.level))
@@ -214,7 +218,8 @@ def plot_backtests(results: Sequence, path, *, title: str = "", cut_labels: Sequ
         fc = bt.forecast
         xs, ys = fc.curve.x, fc.curve.y
         pos = xs > 0
-        fitted = pos & (xs <= bt.cut)
+        excursion = fc.excursions.mask(xs, ys)
+        fitted = pos & (xs <= bt.cut) & ~excursion
         # From the fit window's start: left of an opening plateau the law is no forecast of anything.
         start = fc.fit.fit_from if fc.fit.fit_from is not None else xs[pos].min()
         grid = np.geomspace(start, xs.max(), 120)
@@ -224,6 +229,9 @@ def plot_backtests(results: Sequence, path, *, title: str = "", cut_labels: Sequ
         ax.plot(grid, b["R"], ":" if bt.unstable else "-", color="C0", lw=1.3, label="forecast")
         ax.scatter(xs[fitted], ys[fitted], s=7, color="C0", zorder=3, label="fitted")
         ax.scatter(bt.test_x, bt.test_y, s=9, facecolors="none", edgecolors="C3", lw=0.7, zorder=3, label="held out")
+        if excursion.any():
+            ax.scatter(xs[excursion], ys[excursion], s=12, marker="x", color="C3", lw=0.8, zorder=3,
+                       label="left out (one-evaluation excursion)")
         ax.axvline(bt.cut, color="gray", lw=0.6)
         if bt.test_x:
             end = bt.test_x[len(bt.test_x) - max(1, len(bt.test_x) // 4):]

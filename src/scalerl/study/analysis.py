@@ -35,6 +35,7 @@ import numpy as np
 
 from scalerl.config import load_yaml
 from scalerl.curves import Curve, fit_seeds, forecast, pool_curves
+from scalerl.curves.excursions import drop_seed_excursions
 from scalerl.curves.bands import Calibration, read_calibration
 from scalerl.curves.compare import (CEILING, EFFICIENCY, NONE, UNSTABLE, Classification, CompareResult, RunFit, classify,
                                     one_seed_caveat)
@@ -300,11 +301,15 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
 
     # Each variant fitted on its own (seeds pooled), so one curve that cannot be a sigmoid -- a
     # variant that never learned -- is reported as such instead of sinking the whole comparison.
+    # One-evaluation excursions (a policy evaluated mid-oscillation) are left out of the fits, seed
+    # by seed, as a forecast leaves them out of its window; the finals above keep them.
     fits: dict[str, RunFit] = {}
     for vr in results:
         if curves[vr.label]:
+            fitted, left = drop_seed_excursions(vr.label, curves[vr.label])
+            analysis.notes.extend(left)
             try:
-                fits[vr.label] = RunFit(vr.label, curves[vr.label], fit_seeds(curves[vr.label], n_boot=n_boot, seed=seed))
+                fits[vr.label] = RunFit(vr.label, fitted, fit_seeds(fitted, n_boot=n_boot, seed=seed))
             except InputError as exc:
                 vr.fit_error = str(exc)
     # Every fitted variant's own fit and forecast are reported, whether or not the base could be
@@ -376,7 +381,8 @@ def _fill_fit(vr: VariantResult, rf: RunFit, at: float, calibration: Calibration
         return
     # The forecaster's forecast (ensemble, calibrated band), not the sigmoid's bootstrap alone.
     try:
-        fc = forecast(pool_curves(rf.curves), n_boot=0, power_law=False, seed=seed, calibration=calibration)
+        fc = forecast(pool_curves(rf.curves), n_boot=0, power_law=False, seed=seed, calibration=calibration,
+                      excursions=False)  # rf.curves are without them already
         (p,) = fc.predict([at])
         vr.extrapolated, vr.extrapolated_interval, vr.extrapolated_calibrated = p.R, (p.lo, p.hi), p.calibrated
     except InputError as exc:

@@ -9,6 +9,7 @@ Writes ``curve.png``, ``sets.png``, ``report.md`` and ``report.html`` into the r
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import math
@@ -123,6 +124,9 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
             f[f"fit_{name}"] = getattr(full.fit, name)
             f[f"fit_{name}_interval"] = iv.get(name)
         f["run_unstable"], f["run_stability"] = full.unstable, full.stability.text()
+        # Said at their steps, not at their FLOPs.
+        steps = tuple(float(evals[int(np.flatnonzero(xs == v)[0])]["step"]) for v in full.excursions.x)
+        f["fit_excursions"] = dataclasses.replace(full.excursions, x=steps).describe("step")
     except InputError as exc:
         f["fit_error_message"] = str(exc)
     rep.files.append(_plot_sets(evals, sets, x, output / "sets.png"))
@@ -266,6 +270,8 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
                 _fmt(f["fit_C_mid"]), _fmt(f["fit_C_mid_interval"]),
             ),
         ))
+    if f.get("fit_excursions"):
+        lines.append(("left out of the fits", f["fit_excursions"]))
     return lines
 
 
@@ -277,7 +283,8 @@ def _write_text(rep: RunReport, sets: list[str]) -> list[Path]:
            "Filled points: the evaluations the forecast was fitted on (first half of the compute). Open circles: the "
            "later evaluations it predicted. Bands: 95% confidence (the expected curve, dark) and prediction (one "
            "evaluation, light), calibrated on real runs. Thin line: the paper's sigmoid; dashed: the power law "
-           "A - D/C^B fitted on the same points.", "",
+           "A - D/C^B fitted on the same points. Red crosses: one-evaluation excursions (a policy evaluated "
+           "mid-oscillation) the fits left out.", "",
            "![every evaluation set](sets.png)", "", "## Evaluations", ""]
     cols = ["step", rep.x, *[f"{s}/pass_rate" for s in sets]]
     table = [cols] + [[_fmt(r.get(c), 4) if c != rep.x else f"{r.get(c):.4g}" for c in cols] for r in rep.rows]

@@ -1,0 +1,156 @@
+"""One-evaluation excursions: a single evaluation far below (or above) the points on both sides.
+
+RL curves have them: the policy is evaluated mid-oscillation -- a bad update, undone by the next
+ones -- and one evaluation lands 0.1-0.2 below a curve that is back where it was at the next
+evaluation (the arithmetic-mix workload shows one or two per 300-step run, with the gradient
+norm spiking 10-20x just before). A least-squares fit pays for such a point with the square of
+its distance, so one dip drags a ceiling down, and a fit near the end of its window can no
+longer place it at all (A on its bound, the interval [0.46, 1.0]).
+
+The rule (a Hampel identifier, with the curve's own noise level as the scale): an evaluation is
+an *excursion* when it is
+
+1. an interior point of the window (one with evaluations on both sides: the last point of a fit
+   window may be the start of a real change, and nothing after it can tell),
+2. a strict local extreme (below both neighbours, or above both) -- a step of a jump (the model
+   learning the answer format) lies between its neighbours and is never one,
+3. farther than :data:`EXCURSION_SD` times the noise of that distance from the median of the
+   evaluations around it -- as many on each side, two at most --, the noise level being the
+   robust one of the window (:func:`scalerl.curves.window.noise_sd`, with the floor of a pass
+   rate's). One pass: what a left-out point's neighbours would look like without it is not
+   judged again.
+
+Excursions are left out of the fit and said in a note; they stay in the data (plots show them,
+backtests score the held-out evaluations as they are). A sustained fall is several points and
+never an excursion: that is for :mod:`scalerl.curves.stability`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from scalerl.curves.data import Curve
+from scalerl.curves.ensemble import SIGMA_FLOOR
+from scalerl.curves.window import noise_sd
+
+#: How far from its neighbours' median an extreme evaluation must lie to be left out, in units of
+#: the distance's own noise (the noise level times sqrt(1 + 1/(2h)) for h neighbours a side).
+#: Chosen for false alarms, not for any run's figures: on Gaussian evaluation noise 5 flags
+#: 3 of 45,600 points (1,200 synthetic curves; 4 flagged 31), on the shipped real runs 1 point
+#: in 126 fit windows, and in the arithmetic-mix demo the dips of 0.05-0.2 it should
+#: (``python benchmarks/excursions.py``).
+EXCURSION_SD = 5.0
+
+#: Fewest evaluations after training starts for the rule to judge any (fewer: none is left out).
+MIN_POINTS = 5
+
+
+def _around(ys: np.ndarray, j: int) -> np.ndarray:
+    """The evaluations around ``ys[j]``: as many on each side, two at most -- on a rising curve a
+    one-sided set would put the reference above or below the point by the slope alone."""
+    h = min(2, j, ys.size - 1 - j)
+    return np.concatenate([ys[j - h:j], ys[j + 1:j + 1 + h]])
+
+
+def excursion_mask(x: np.ndarray, y: np.ndarray, *, k: float = EXCURSION_SD, floor: float = SIGMA_FLOOR) -> np.ndarray:
+    """Boolean mask of the excursions among ``(x, y)`` (x non-decreasing). Points at zero
+    compute (the R0 evaluation) are never judged nor used as neighbours."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    out = np.zeros(x.size, dtype=bool)
+    idx = np.flatnonzero(x > 0)
+    if idx.size < MIN_POINTS:
+        return out
+    sigma = max(noise_sd(y[idx]), floor)
+    # Largest first, then again without it: one excursion shifts the median of its neighbours'
+    # neighbours, and judged all at once a clean point beside a deep dip could look like a spike.
+    kept = list(idx)
+    for _ in range(idx.size // 4):
+        ys = y[kept]
+        worst, at = k, None
+        for j in range(1, ys.size - 1):
+            below = ys[j] < ys[j - 1] and ys[j] < ys[j + 1]
+            above = ys[j] > ys[j - 1] and ys[j] > ys[j + 1]
+            if not (below or above):
+                continue
+            around = _around(ys, j)
+            # In units of the distance's own noise: the point's and that of its neighbours' median.
+            score = abs(ys[j] - float(np.median(around))) / (sigma * np.sqrt(1.0 + 1.0 / around.size))
+            if score > worst:
+                worst, at = score, j
+        if at is None:
+            break
+        out[kept.pop(at)] = True
+    return out
+
+
+@dataclass(frozen=True)
+class Excursions:
+    """The evaluations a fit left out as excursions."""
+
+    x: tuple[float, ...] = ()
+    y: tuple[float, ...] = ()
+    depth: tuple[float, ...] = ()
+    """Each one's distance from its neighbours' median (negative: a dip)."""
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def mask(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Which of the points ``(x, y)`` are these excursions (for plots)."""
+        out = np.zeros(np.shape(x), dtype=bool)
+        for ex, ey in zip(self.x, self.y):
+            out |= (np.asarray(x) == ex) & (np.asarray(y) == ey)
+        return out
+
+    def describe(self, x_name: str = "compute") -> str:
+        """What was left out, in words ("" when nothing was)."""
+        if not self.x:
+            return ""
+        kind = "dip" if all(d < 0 for d in self.depth) else "excursion"
+        each = ", ".join(f"{y:.3f} at {x_name} {x:.4g} ({d:+.3f})" for x, y, d in zip(self.x, self.y, self.depth))
+        return (f"{len(self.x)} one-evaluation {kind}{'s' if len(self.x) > 1 else ''}: {each} from the median of "
+                f"the evaluations on both sides, over {EXCURSION_SD:g} times the noise of that distance")
+
+    def note(self, x_name: str = "compute", run: str = "") -> str | None:
+        """One line for a command's output, or None when nothing was left out."""
+        if not self.x:
+            return None
+        return f"{run + ': ' if run else ''}left out of the fit {self.describe(x_name)}; --keep-excursions fits every evaluation"
+
+
+def drop_excursions(curve: Curve, until: float | None = None, *, bounded: bool = True,
+                    k: float = EXCURSION_SD) -> tuple[Curve, Excursions]:
+    """``curve`` without the excursions among its points with ``x <= until`` (all points: None),
+    and what was left out. Points after ``until`` (held out) are kept as they are. ``bounded``: y
+    is a pass rate, whose noise level is at least ``SIGMA_FLOOR`` (else the floor is 1% of y's range, as the
+    ensemble's)."""
+    judged = np.ones(curve.x.size, dtype=bool) if until is None else curve.x <= until
+    idx = np.flatnonzero(judged)
+    floor = SIGMA_FLOOR if bounded else 0.01 * float(np.ptp(curve.y[idx])) if idx.size else 0.0
+    flagged = np.zeros(curve.x.size, dtype=bool)
+    flagged[idx] = excursion_mask(curve.x[idx], curve.y[idx], k=k, floor=floor)
+    if not flagged.any():
+        return curve, Excursions()
+    # Each one's depth against the neighbours the rule judged it by: the points not left out.
+    pos = np.flatnonzero(judged & (curve.x > 0) & ~flagged)
+    depth = []
+    for i in np.flatnonzero(flagged):
+        ys = np.insert(curve.y[pos], int(np.searchsorted(pos, i)), curve.y[i])
+        depth.append(float(curve.y[i] - np.median(_around(ys, int(np.searchsorted(pos, i))))))
+    left = Excursions(tuple(float(v) for v in curve.x[flagged]), tuple(float(v) for v in curve.y[flagged]), tuple(depth))
+    return replace(curve, x=curve.x[~flagged], y=curve.y[~flagged]), left
+
+
+def drop_seed_excursions(label: str, curves: list[Curve], until: float | None = None, *,
+                         bounded: bool = True) -> tuple[list[Curve], list[str]]:
+    """Each seed of run ``label`` without its excursions (points with ``x <= until``), and a note
+    per seed that had any. Seeds are judged one by one: their pooled series interleaves them."""
+    kept, notes = [], []
+    for c in curves:
+        c2, left = drop_excursions(c, until, bounded=bounded)
+        kept.append(c2)
+        if left:
+            notes.append(left.note(c.x_name, run=label if len(curves) == 1 else f"{label} ({c.name})"))
+    return kept, notes

@@ -1,0 +1,130 @@
+"""One-evaluation excursions: left out of the fits, said, and never confused with noise, jumps or falls."""
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from scalerl.cli import main
+from scalerl.curves import Curve, backtest, compare, forecast, read_curves
+from scalerl.curves.excursions import drop_excursions, excursion_mask
+
+from .conftest import PAPER_LAW, REAL_CSV, jump_then_drift, synthetic
+
+
+def with_dip(curve: Curve, index: int, depth: float) -> Curve:
+    y = curve.y.copy()
+    y[index] += depth
+    return replace(curve, y=y)
+
+
+def test_plain_noise_is_never_an_excursion():
+    # Gaussian evaluation noise of three sizes, 20 curves each: nothing is left out.
+    for noise in (0.003, 0.01, 0.03):
+        for seed in range(20):
+            c = synthetic(n=40, noise=noise, seed=seed)
+            assert not excursion_mask(c.x, c.y).any(), (noise, seed)
+
+
+def test_a_single_dip_is_left_out_of_the_fit_and_said():
+    clean = synthetic(n=30, noise=0.005, seed=3)
+    dipped = with_dip(clean, 12, -0.15)
+    fc = forecast(dipped, n_boot=0)
+    assert fc.excursions.x == (float(dipped.x[12]),)
+    assert fc.excursions.depth[0] < -0.1
+    assert any("left out of the fit 1 one-evaluation dip" in n for n in fc.notes)
+    # The data stay: the forecast's curve still has the dip (plots show it, red).
+    assert fc.curve.y[12] == dipped.y[12] and len(fc.curve) == len(dipped)
+    # Left out, the fit is that of the curve without the point; kept in, the dip drags it.
+    keep = np.arange(len(clean)) != 12
+    ref = forecast(replace(clean, x=clean.x[keep], y=clean.y[keep]), n_boot=0, excursions=False)
+    kept = forecast(dipped, n_boot=0, excursions=False)
+    assert kept.excursions.x == () and not any("one-evaluation" in n for n in kept.notes)
+    assert fc.fit.A == pytest.approx(ref.fit.A, abs=1e-9)
+    assert fc.fit.sse == pytest.approx(ref.fit.sse, rel=1e-6)
+    assert kept.fit.sse > 10 * ref.fit.sse
+    assert abs(fc.fit.A - PAPER_LAW.A) < abs(kept.fit.A - PAPER_LAW.A)
+
+
+def test_a_spike_up_is_an_excursion_too():
+    c = with_dip(synthetic(n=30, noise=0.005, seed=4), 15, +0.12)
+    (_, left) = drop_excursions(c)
+    assert left.x == (float(c.x[15]),) and left.depth[0] > 0.1
+    assert "one-evaluation excursion" in left.describe()
+
+
+def test_a_jump_a_fall_and_the_window_s_last_point_are_not_excursions():
+    # The format-learning jump of a real run: every point of it lies between its neighbours.
+    jump = jump_then_drift(seed=1)
+    assert not excursion_mask(jump.x, jump.y).any()
+    # A collapse (the last six points falling) is the stability check's, not this rule's.
+    c = synthetic(n=30, noise=0.004, seed=5)
+    y = c.y.copy()
+    y[-6:] -= np.linspace(0.05, 0.3, 6)
+    fallen = replace(c, y=y)
+    assert not excursion_mask(fallen.x, fallen.y).any()
+    assert forecast(fallen, n_boot=0).unstable
+    # The last point of a window may be the start of a change: nothing after it can tell.
+    last = with_dip(c, len(c) - 1, -0.2)
+    assert not excursion_mask(last.x, last.y).any()
+
+
+def test_only_the_fit_window_is_judged_and_held_out_points_are_scored_as_they_are():
+    c = with_dip(synthetic(n=40, noise=0.005, seed=6), 30, -0.2)
+    cut = float(c.x[20])
+    bt = backtest(c, cut=cut, n_boot=0)
+    assert bt.forecast.excursions.x == ()  # the dip is after the cut
+    assert min(bt.test_y) == pytest.approx(float(c.y[30]))  # and scored against, not dropped
+    inside = with_dip(synthetic(n=40, noise=0.005, seed=6), 10, -0.2)
+    assert backtest(inside, cut=cut, n_boot=0).forecast.excursions.x == (float(inside.x[10]),)
+
+
+def test_the_r0_evaluation_is_never_judged():
+    c = synthetic(n=20, noise=0.004, seed=7)
+    y = c.y.copy()
+    y[0] = 0.0  # far below the trained points, at zero compute
+    assert not excursion_mask(c.x, y).any()
+
+
+def test_compare_leaves_out_each_seed_s_excursions_and_says_whose():
+    seeds = [with_dip(synthetic(n=30, noise=0.005, seed=s), 14, -0.18) if s == 11 else synthetic(n=30, noise=0.005, seed=s)
+             for s in (10, 11)]
+    seeds = [replace(c, name=f"seed{i}") for i, c in enumerate(seeds)]
+    other = [replace(synthetic(replace(PAPER_LAW, A=0.55), n=30, noise=0.005, seed=s), name=f"seed{s}") for s in (12, 14)]
+    result = compare({"base": seeds, "run": other}, n_boot=50)
+    assert len(result.notes) == 1 and result.notes[0].startswith("base (seed1): left out of the fit 1 one-evaluation dip")
+    kept = compare({"base": seeds, "run": other}, n_boot=50, excursions=False)
+    assert kept.notes == []
+    assert result.runs[0].fit.sse < kept.runs[0].fit.sse
+
+
+def test_an_unbounded_metric_uses_its_own_range_as_the_noise_floor():
+    # A reward on a 0-100 scale: smooth, with one dip of 30.
+    c = synthetic(n=30, noise=0.004, seed=8)
+    big = Curve.from_arrays(c.x, c.y * 100, bounded=False)
+    assert not drop_excursions(big, bounded=False)[1]
+    dipped = with_dip(big, 12, -30.0)
+    assert drop_excursions(dipped, bounded=False)[1].x == (float(big.x[12]),)
+
+
+def test_real_runs_keep_their_forecasts():
+    # The two shipped verl runs: whatever the rule leaves out, the half-budget forecast stays
+    # within the issue's MAE target.
+    for curve in read_curves(REAL_CSV, "cum_wall_hours", "val_score"):
+        bt = backtest(curve, cut_fraction=0.5, n_boot=0)
+        assert bt.default.mae <= 0.015, curve.name
+
+
+def test_cli_fit_says_what_it_left_out_and_keep_excursions_fits_every_point(tmp_path, capsys):
+    c = with_dip(synthetic(n=30, noise=0.005, seed=3), 12, -0.15)
+    path = tmp_path / "run.csv"
+    path.write_text("step,acc\n" + "".join(f"{x},{y}\n" for x, y in zip(c.x, c.y)))
+    assert main(["fit", str(path), "--x", "step", "--y", "acc", "--bootstrap", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "note: left out of the fit 1 one-evaluation dip" in out and f"at step {c.x[12]:.4g}" in out
+    assert main(["fit", str(path), "--x", "step", "--y", "acc", "--bootstrap", "0", "--keep-excursions"]) == 0
+    assert "one-evaluation" not in capsys.readouterr().out
+    assert main(["fit", str(path), "--x", "step", "--y", "acc", "--bootstrap", "0", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [e["x"] for e in doc["excursions"]] == [float(c.x[12])]
