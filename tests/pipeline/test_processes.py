@@ -124,3 +124,38 @@ def test_a_killed_generator_process_is_one_line_that_says_how_to_resume():
     assert "generator process 1" in killed and "SIGKILL" in killed and "--resume" in killed
     assert "output above" in exited_message(0, 1)
     assert issubclass(GeneratorExited, ScaleRLError) and issubclass(GeneratorExited, PipelineError)
+
+
+def test_a_generator_process_outlives_a_sigterm_to_the_process_group_and_is_killed_on_close(char_tokenizer, models):
+    """SIGTERM to the whole process group (``kill -- -PGID``, SLURM, Kubernetes) killed the generator
+    processes with the trainer, and "generator process N exited unexpectedly (SIGTERM)" could win the
+    race against the trainer's own clean stop. A generator process ignores it (and Ctrl-C); the
+    trainer stops it when it closes the pool, at once, even mid-request."""
+    import os
+    import signal
+    import time
+
+    uniform, _ = models
+    recipe = RecipeConfig()
+    recipe.length.mode = "truncate"
+    recipe.length.max_new_tokens = 12
+    spec = WorkerSpec(model_config=uniform.config, tokenizer=char_tokenizer, dtype="float32", fp32_lm_head=False,
+                      recipe=recipe, task_name="arithmetic", task_settings={}, task_reward=None, task_reward_timeout=5,
+                      seed=0)
+    pool = ProcessPool(spec, uniform, version=0, size=1)
+    errors = []
+    pool.start(lambda r: None, errors.append)
+    try:
+        deadline = time.monotonic() + 120
+        while not pool.ready and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert pool.ready, "the generator process never started"
+        (proc,) = pool._procs
+        os.kill(proc.pid, signal.SIGTERM)
+        os.kill(proc.pid, signal.SIGINT)
+        time.sleep(1.5)  # the results reader looks for dead processes every 0.5 s
+        assert proc.is_alive() and not errors, (proc.exitcode, errors)
+    finally:
+        t0 = time.monotonic()
+        pool.close()
+    assert not proc.is_alive() and time.monotonic() - t0 < 10
