@@ -32,6 +32,7 @@ import traceback
 from typing import Any
 
 from scalerl.errors import ScaleRLError
+from scalerl.parent_death import die_with_parent, from_lasting_thread
 from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.pool import Deliver, Fail, reporting
 from scalerl.pipeline.scheduler import PipelineError
@@ -62,12 +63,15 @@ def exited_message(index: int, code: int | None) -> str:
 
 def _exit_with_parent() -> None:
     """A generator process must not outlive its trainer (killed with -9, say): it would wait on
-    its request queue forever. Exit as soon as the parent's sentinel fires."""
+    its request queue forever. On Linux the kernel kills it with its trainer
+    (:func:`~scalerl.parent_death.die_with_parent`; the pool starts it from a thread that lasts),
+    even while its main thread is stuck in C code that holds the GIL -- which a thread watching the
+    parent, the fallback elsewhere, cannot run through: it exits when the parent's sentinel fires."""
     import multiprocessing
     from multiprocessing.connection import wait
 
     parent = multiprocessing.parent_process()
-    if parent is None:
+    if parent is None or die_with_parent(parent.pid):
         return
 
     def watch() -> None:
@@ -149,8 +153,8 @@ class ProcessPool:
         ]
         # Started now, not on the first batch: loading torch and the model overlaps the trainer's
         # first evaluation.
-        for p in self._procs:
-            p.start()
+        for p in self._procs:  # (from a thread that lasts: a process dies with the thread that started it)
+            from_lasting_thread(p.start)
         # They ignore SIGTERM: multiprocessing's own exit handler (terminate, then join) would wait
         # on them for ever if the pool were never closed.
         atexit.register(self._kill)
