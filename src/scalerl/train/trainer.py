@@ -537,7 +537,8 @@ class Trainer:
     def _log_resume(self) -> None:
         """A row that says where the run went on, for the report: the rows alone read the same as a
         run trained in one go. Not for a resume with nothing to train (a finished run's report
-        regenerated); a resume killed before its next checkpoint loses it with the rest it wrote."""
+        regenerated). A resume stopped before its next checkpoint keeps it: the next resume's truncation
+        of the run log spares resume rows (runlog.RunLogWriter)."""
         self.runlog.append({"type": RESUME, "from_step": self.step,
                             "utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")})
 
