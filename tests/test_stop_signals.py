@@ -192,3 +192,43 @@ def test_the_line_of_a_stop_during_the_final_save_says_the_run_is_trained():
     line = Trainer._final_interrupted_message(SimpleNamespace(output=Path("runs/x"), step=8))
     assert line == ("interrupted after the last step (8) and the final model's save (runs/x/final): the run is "
                     "complete; `scalerl report runs/x` writes its report")
+
+
+def test_a_stop_deferred_in_a_process_that_blocks_the_signal_still_takes_effect():
+    """A Ray worker blocks SIGINT, and ray.cancel stops its task through Python's handler alone
+    (PyErr_SetInterrupt; here _thread.interrupt_main): a cancel that came during a checkpoint was
+    raised again with raise_signal after it, stayed pending for good, and the study's run that
+    should have stopped trained on to its end."""
+    code = ("import _thread, signal, time\n"
+            "from scalerl.stop_signals import stops_deferred\n"
+            "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+            "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})\n"
+            "try:\n"
+            "    with stops_deferred():\n"
+            "        _thread.interrupt_main()\n"
+            "        time.sleep(0.2)\n"
+            "    time.sleep(2)\n"
+            "    print('not stopped')\n"
+            "except KeyboardInterrupt:\n"
+            "    print('stopped')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "stopped", done.stderr
+
+
+def test_a_keyboard_interrupt_that_c_code_made_of_a_sigterm_is_terminated_again():
+    """Ray's ray.wait turns the Terminated our SIGTERM handler raised into a plain KeyboardInterrupt:
+    the study exited 130, not 143."""
+    from scalerl.stop_signals import terminated_stays_terminated
+
+    with sigterm_stops_like_ctrl_c():
+        with pytest.raises(Terminated):
+            with terminated_stays_terminated():
+                try:
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    time.sleep(5)
+                except Terminated:
+                    raise KeyboardInterrupt from None  # what Ray's check_status does
+    with pytest.raises(KeyboardInterrupt) as ctrl_c:  # no SIGTERM: Ctrl-C's stays Ctrl-C's
+        with terminated_stays_terminated():
+            raise KeyboardInterrupt
+    assert not isinstance(ctrl_c.value, Terminated)
