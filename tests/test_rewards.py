@@ -344,3 +344,20 @@ def test_a_scorings_failures_are_tallied_for_it_alone_across_the_workers_threads
     assert other == {"errors": 1, "timeouts": 0}
     assert workers.stats.errors == 7  # the task's own count: every call
     workers.close()
+
+
+def test_a_reward_worker_outlives_a_sigterm_to_the_process_group_and_is_killed_on_close(rewards_module):
+    """SIGTERM to the whole process group (``kill -- -PGID``, SLURM, Kubernetes) killed the reward
+    workers with the trainer: a call in flight then failed as "the worker process died", racing the
+    trainer's own clean stop. The worker ignores it (and Ctrl-C); the trainer stops it when it closes."""
+    import os
+    import signal
+
+    with UserReward("my_rewards:exact") as reward:
+        proc = reward._proc
+        os.kill(proc.pid, signal.SIGTERM)
+        os.kill(proc.pid, signal.SIGINT)
+        time.sleep(0.5)
+        assert proc.poll() is None
+        assert reward(PROBLEM, "4") == 1.0 and reward.stats.errors == 0
+    assert proc.poll() is not None

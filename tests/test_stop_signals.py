@@ -130,3 +130,105 @@ def test_without_a_stop_nothing_is_raised_and_the_handlers_are_put_back():
     with stops_deferred():
         pass
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+# The final model's save: a stop waits for it, and final/ is never half-written.
+
+
+@pytest.mark.parametrize("when", ["writing", "replacing"])
+def test_a_stop_during_the_final_save_waits_for_it_and_never_leaves_half_a_final_model(tmp_path, monkeypatch, when):
+    """A stop (Ctrl-C, SIGTERM) during the final model's save was not deferred as a checkpoint's is:
+    cut while the old final/ (an extended run's) was deleted, it left a final/ with its config.json
+    and without its weights -- a directory that reads as a saved model and does not load; cut while
+    the new one was written, the command said "terminated" without a word of the run's state."""
+    import shutil
+    from types import SimpleNamespace
+
+    from scalerl.train import trainer as trainer_module
+    from scalerl.train.trainer import Trainer
+
+    def stop():
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def save_policy(policy, path, **kw):
+        path.mkdir()
+        (path / "config.json").write_text("new")
+        if when == "writing":
+            stop()
+        (path / "model.safetensors").write_text("new")
+
+    real_rmtree = shutil.rmtree
+
+    def rmtree(path, *args, **kw):  # stopped after the first file
+        files = sorted(Path(path).iterdir())
+        files[0].unlink()
+        if when == "replacing":
+            stop()
+        real_rmtree(path, *args, **kw)
+
+    from pathlib import Path
+
+    monkeypatch.setattr(trainer_module, "save_policy", save_policy)
+    monkeypatch.setattr(shutil, "rmtree", rmtree)
+    final = tmp_path / "final"
+    final.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        (final / name).write_text("old")
+    me = SimpleNamespace(output=tmp_path, group=None, policy=None,
+                         cfg=SimpleNamespace(model=SimpleNamespace(lora=SimpleNamespace(save="merged"))))
+    with sigterm_stops_like_ctrl_c():
+        with pytest.raises(Terminated):
+            Trainer._save_final(me)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["final"]
+    assert {p.name: p.read_text() for p in final.iterdir()} == {"config.json": "new", "model.safetensors": "new"}
+
+
+def test_the_line_of_a_stop_during_the_final_save_says_the_run_is_trained():
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from scalerl.train.trainer import Trainer
+
+    line = Trainer._final_interrupted_message(SimpleNamespace(output=Path("runs/x"), step=8))
+    assert line == ("interrupted after the last step (8) and the final model's save (runs/x/final): the run is "
+                    "complete; `scalerl report runs/x` writes its report")
+
+
+def test_a_stop_deferred_in_a_process_that_blocks_the_signal_still_takes_effect():
+    """A Ray worker blocks SIGINT, and ray.cancel stops its task through Python's handler alone
+    (PyErr_SetInterrupt; here _thread.interrupt_main): a cancel that came during a checkpoint was
+    raised again with raise_signal after it, stayed pending for good, and the study's run that
+    should have stopped trained on to its end."""
+    code = ("import _thread, signal, time\n"
+            "from scalerl.stop_signals import stops_deferred\n"
+            "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+            "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})\n"
+            "try:\n"
+            "    with stops_deferred():\n"
+            "        _thread.interrupt_main()\n"
+            "        time.sleep(0.2)\n"
+            "    time.sleep(2)\n"
+            "    print('not stopped')\n"
+            "except KeyboardInterrupt:\n"
+            "    print('stopped')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "stopped", done.stderr
+
+
+def test_a_keyboard_interrupt_that_c_code_made_of_a_sigterm_is_terminated_again():
+    """Ray's ray.wait turns the Terminated our SIGTERM handler raised into a plain KeyboardInterrupt:
+    the study exited 130, not 143."""
+    from scalerl.stop_signals import terminated_stays_terminated
+
+    with sigterm_stops_like_ctrl_c():
+        with pytest.raises(Terminated):
+            with terminated_stays_terminated():
+                try:
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    time.sleep(5)
+                except Terminated:
+                    raise KeyboardInterrupt from None  # what Ray's check_status does
+    with pytest.raises(KeyboardInterrupt) as ctrl_c:  # no SIGTERM: Ctrl-C's stays Ctrl-C's
+        with terminated_stays_terminated():
+            raise KeyboardInterrupt
+    assert not isinstance(ctrl_c.value, Terminated)

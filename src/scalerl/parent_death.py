@@ -23,10 +23,12 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 #: The environment variable in which :func:`start_process` tells a child its parent's pid.
 PARENT_PID_ENV = "SCALERL_PARENT_PID"
+
+T = TypeVar("T")
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -61,11 +63,18 @@ def die_with_parent(parent: int | None = None) -> bool:
 def start_process(args: list[str], **popen: Any) -> subprocess.Popen:
     """``subprocess.Popen(args, **popen)``, started from a thread that lasts as long as this
     process (see the module's docstring), with this process's pid in the child's environment."""
-    global _starter, _starter_pid
     popen["env"] = {**(popen.get("env") or os.environ), PARENT_PID_ENV: str(os.getpid())}
+    return from_lasting_thread(subprocess.Popen, args, **popen)
+
+
+def from_lasting_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` in the thread that lasts as long as this process: for a child
+    started otherwise than by :func:`start_process` (a multiprocessing ``Process.start``) whose
+    :func:`die_with_parent` must not fire when the thread that happened to start it ends."""
+    global _starter, _starter_pid
     with _starter_lock:
         if _starter is None or _starter_pid != os.getpid():
             _starter = ThreadPoolExecutor(1, thread_name_prefix="scalerl-process-starter")
             _starter_pid = os.getpid()
         starter = _starter
-    return starter.submit(subprocess.Popen, args, **popen).result()
+    return starter.submit(fn, *args, **kwargs).result()

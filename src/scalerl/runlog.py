@@ -6,7 +6,8 @@ column name; the trainer writes them. Rows are never rewritten: a resumed run tr
 file back to the byte offset its checkpoint recorded, so a kill -9 can neither lose a row
 that a checkpoint covers nor duplicate one, and then writes a ``"type": "resume"`` row (which
 checkpoint it went on from: ``from_step``; when: ``utc``) -- no ``step`` column, so readers that
-order rows by step pass it by.
+order rows by step pass it by. The truncation keeps the resume rows it cuts (written again right
+after the checkpoint's rows): a resume stopped before its next checkpoint still counts as one.
 
 No torch here: the forecaster imports this module.
 """
@@ -67,12 +68,18 @@ class RunLogWriter:
             if not exists and resume_offset > 0:
                 raise InputError(f"cannot resume: run log {self.path} does not exist")
             # Drop everything written after the checkpoint (rows the resumed run will redo,
-            # or a torn line from a kill mid-write).
+            # or a torn line from a kill mid-write) -- but the resume rows: each records an attempt
+            # that was made (and stopped), whatever it trained.
+            kept = _resume_rows_after(self.path, resume_offset) if self.path.exists() else []
             if self.path.exists():
                 os.truncate(self.path, resume_offset)
         elif exists:
             raise InputError(f"run log {self.path} already exists; resume the run or choose another output")
         self._f = open(self.path, "a", encoding="utf-8")
+        if resume_offset is not None and kept:
+            self._f.write("".join(kept))
+            self._f.flush()
+            os.fsync(self._f.fileno())
         if resume_offset is None and header is not None:
             self.append({"type": HEADER, **header})
 
@@ -96,6 +103,22 @@ class RunLogWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _resume_rows_after(path: Path, offset: int) -> list[str]:
+    """The complete ``resume`` rows of ``path`` after byte ``offset``, as written (newline included)."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        *complete, _torn = f.read().split(b"\n")
+    kept = []
+    for raw in complete:
+        try:
+            row = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and row.get("type") == RESUME:
+            kept.append(raw.decode("utf-8") + "\n")
+    return kept
 
 
 def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any] | None, str]]:

@@ -17,11 +17,30 @@ from typing import Iterator
 from scalerl.errors import Terminated
 
 
+_sigterms = 0  # how many SIGTERMs raise_terminated has turned into Terminated in this process
+
+
 def raise_terminated(signum: int, frame: object) -> None:
     """SIGTERM handler: raise :class:`Terminated` once. A second SIGTERM during the clean-up ends
     the process at once (the default action, put back here): a scheduler that repeats itself means it."""
+    global _sigterms
+    _sigterms += 1
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     raise Terminated("terminated (SIGTERM)")
+
+
+@contextlib.contextmanager
+def terminated_stays_terminated() -> Iterator[None]:
+    """Around C code that turns any exception of its own signal check into a plain
+    KeyboardInterrupt (Ray's ``ray.wait`` and ``ray.get``): one raised in the block after a SIGTERM
+    is raised as :class:`Terminated` again, so that the command exits 143, not 130."""
+    before = _sigterms
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, Terminated) or _sigterms == before:
+            raise
+        raise Terminated("terminated (SIGTERM)") from None
 
 
 @contextlib.contextmanager
@@ -61,5 +80,26 @@ def stops_deferred() -> Iterator[None]:
     finally:
         for s, handler in before.items():
             signal.signal(s, signal.SIG_DFL if handler is None else handler)
-    if caught:  # delivered again, to the handlers put back: Ctrl-C's KeyboardInterrupt, SIGTERM's Terminated
-        signal.raise_signal(caught[0])
+    if caught:  # handed to the handler put back: Ctrl-C's KeyboardInterrupt, SIGTERM's Terminated
+        # Called, not raised again with raise_signal: a process that blocks the signal (a Ray
+        # worker blocks SIGINT; ray.cancel interrupts its task through Python's handler) never saw
+        # it, and a run cancelled during a checkpoint trained on to its end.
+        handler = signal.getsignal(caught[0])
+        if callable(handler):
+            handler(caught[0], None)
+        elif handler == signal.SIG_DFL:
+            signal.raise_signal(caught[0])
+
+
+@contextlib.contextmanager
+def keeps_sigterm() -> Iterator[None]:
+    """SIGTERM's handler as it was before the block, whatever the block sets: Ray's start-up puts
+    its own crash handler on it, which answers ``kill PID`` (a batch scheduler's stop) with a C++
+    stack dump and an abort, exit 1, instead of a run's clean stop. Outside the main thread, where
+    Python cannot set a handler, nothing changes."""
+    before = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
+    try:
+        yield
+    finally:
+        if before is not None:
+            signal.signal(signal.SIGTERM, before)

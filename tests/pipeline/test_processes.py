@@ -124,3 +124,109 @@ def test_a_killed_generator_process_is_one_line_that_says_how_to_resume():
     assert "generator process 1" in killed and "SIGKILL" in killed and "--resume" in killed
     assert "output above" in exited_message(0, 1)
     assert issubclass(GeneratorExited, ScaleRLError) and issubclass(GeneratorExited, PipelineError)
+
+
+def test_a_generator_process_outlives_a_sigterm_to_the_process_group_and_is_killed_on_close(char_tokenizer, models):
+    """SIGTERM to the whole process group (``kill -- -PGID``, SLURM, Kubernetes) killed the generator
+    processes with the trainer, and "generator process N exited unexpectedly (SIGTERM)" could win the
+    race against the trainer's own clean stop. A generator process ignores it (and Ctrl-C); the
+    trainer stops it when it closes the pool, at once, even mid-request."""
+    import os
+    import signal
+    import time
+
+    uniform, _ = models
+    recipe = RecipeConfig()
+    recipe.length.mode = "truncate"
+    recipe.length.max_new_tokens = 12
+    spec = WorkerSpec(model_config=uniform.config, tokenizer=char_tokenizer, dtype="float32", fp32_lm_head=False,
+                      recipe=recipe, task_name="arithmetic", task_settings={}, task_reward=None, task_reward_timeout=5,
+                      seed=0)
+    pool = ProcessPool(spec, uniform, version=0, size=1)
+    errors = []
+    pool.start(lambda r: None, errors.append)
+    try:
+        deadline = time.monotonic() + 120
+        while not pool.ready and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert pool.ready, "the generator process never started"
+        (proc,) = pool._procs
+        os.kill(proc.pid, signal.SIGTERM)
+        os.kill(proc.pid, signal.SIGINT)
+        time.sleep(1.5)  # the results reader looks for dead processes every 0.5 s
+        assert proc.is_alive() and not errors, (proc.exitcode, errors)
+    finally:
+        t0 = time.monotonic()
+        pool.close()
+    assert not proc.is_alive() and time.monotonic() - t0 < 10
+
+
+SPIN = '''
+import re
+from pathlib import Path
+
+def spin(ready):
+    from scalerl.pipeline.processes import _exit_with_parent
+
+    _exit_with_parent()
+    Path(ready).write_text("ready")
+    # Catastrophic backtracking: 2**40 steps in the C regex engine, which never releases the GIL.
+    re.match(r"(a+)+$", "a" * 40 + "b")
+'''
+
+PARENT = '''
+import multiprocessing, sys, time
+from spin import spin
+
+if __name__ == "__main__":
+    child = multiprocessing.get_context("spawn").Process(target=spin, args=(sys.argv[1],), daemon=True)
+    child.start()
+    print(child.pid, flush=True)
+    time.sleep(120)
+'''
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_generator_process_holding_the_gil_dies_with_its_trainer_killed_with_sigkill(tmp_path):
+    """A generator process watched its trainer from a Python thread, which cannot run while the
+    process's main thread is stuck in C code that holds the GIL: after a ``kill -9`` of the trainer
+    it stayed behind. The kernel kills it now (parent_death.die_with_parent)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "spin.py").write_text(SPIN)
+    (tmp_path / "parent.py").write_text(PARENT)
+    ready = tmp_path / "ready"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    parent = subprocess.Popen([sys.executable, str(tmp_path / "parent.py"), str(ready)], stdout=subprocess.PIPE,
+                              text=True, env=env)
+    child = int(parent.stdout.readline())
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert ready.exists(), "the child never started"
+        time.sleep(0.5)  # in the regex
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while not _gone(child) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _gone(child), "the generator process outlived its trainer"
+    finally:
+        parent.kill()
+        try:
+            os.kill(child, signal.SIGKILL)
+        except OSError:
+            pass

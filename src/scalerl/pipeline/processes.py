@@ -22,6 +22,7 @@ the Ray backend restarts actors).
 
 from __future__ import annotations
 
+import atexit
 import os
 import queue
 import signal
@@ -31,11 +32,17 @@ import traceback
 from typing import Any
 
 from scalerl.errors import ScaleRLError
+from scalerl.parent_death import die_with_parent, from_lasting_thread
 from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.pool import Deliver, Fail, reporting
 from scalerl.pipeline.scheduler import PipelineError
 from scalerl.pipeline.weights import Weights, weight_source
 from scalerl.pipeline.work import WorkerSpec, build_worker
+
+
+#: Seconds :meth:`ProcessPool.close` waits for a generator process to finish its request and exit
+#: before it kills it.
+CLOSE_GRACE_S = 2.0
 
 
 class GeneratorExited(PipelineError, ScaleRLError):
@@ -56,12 +63,15 @@ def exited_message(index: int, code: int | None) -> str:
 
 def _exit_with_parent() -> None:
     """A generator process must not outlive its trainer (killed with -9, say): it would wait on
-    its request queue forever. Exit as soon as the parent's sentinel fires."""
+    its request queue forever. On Linux the kernel kills it with its trainer
+    (:func:`~scalerl.parent_death.die_with_parent`; the pool starts it from a thread that lasts),
+    even while its main thread is stuck in C code that holds the GIL -- which a thread watching the
+    parent, the fallback elsewhere, cannot run through: it exits when the parent's sentinel fires."""
     import multiprocessing
     from multiprocessing.connection import wait
 
     parent = multiprocessing.parent_process()
-    if parent is None:
+    if parent is None or die_with_parent(parent.pid):
         return
 
     def watch() -> None:
@@ -74,9 +84,12 @@ def _exit_with_parent() -> None:
 def _process_main(spec: WorkerSpec, shared: dict, shared_version: Any, lock: Any, requests: Any, results: Any,
                   notify: Any, stop: Any, worker_id: int) -> None:
     _exit_with_parent()
-    # Ctrl-C reaches the whole process group: the trainer handles it and closes the pool; a
-    # generator that raised KeyboardInterrupt itself would only print a second traceback.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C and a scheduler's SIGTERM (``kill -- -PGID``, SLURM, Kubernetes) reach the whole
+    # process group: the trainer handles them and closes the pool, which kills this process. A
+    # generator stopped here first raced the trainer's clean stop ("generator process N exited
+    # unexpectedly") or printed a second traceback.
+    for stop_signal in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop_signal, signal.SIG_IGN)
     try:
         with lock:
             state = {k: v.clone() for k, v in shared.items()}
@@ -140,8 +153,11 @@ class ProcessPool:
         ]
         # Started now, not on the first batch: loading torch and the model overlaps the trainer's
         # first evaluation.
-        for p in self._procs:
-            p.start()
+        for p in self._procs:  # (from a thread that lasts: a process dies with the thread that started it)
+            from_lasting_thread(p.start)
+        # They ignore SIGTERM: multiprocessing's own exit handler (terminate, then join) would wait
+        # on them for ever if the pool were never closed.
+        atexit.register(self._kill)
         self._reader: threading.Thread | None = None
         self._stop = threading.Event()
         self._error: BaseException | None = None
@@ -200,7 +216,15 @@ class ProcessPool:
     def generator(self) -> None:
         return None  # generator processes share the trainer's machine: its own model is as fast
 
+    def _kill(self) -> None:
+        for p in self._procs:
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=5)
+
     def close(self) -> None:
+        """Stop the generator processes: idle ones exit when told, the others are killed after
+        :data:`CLOSE_GRACE_S` (a stop -- Ctrl-C, SIGTERM -- waits no longer than that)."""
         self._stop.set()
         self._stop_all.set()
         while True:  # queued requests are not worth finishing
@@ -212,12 +236,11 @@ class ProcessPool:
             self._requests.put(None)
         for q in self._notify:
             q.put(None)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + CLOSE_GRACE_S
         for p in self._procs:
             p.join(timeout=max(0.1, deadline - time.monotonic()))
-            if p.is_alive():  # stuck in a long generate call: not worth waiting for
-                p.terminate()
-                p.join(timeout=5)
+        self._kill()  # the rest are in a generate call not worth waiting for (and ignore SIGTERM)
+        atexit.unregister(self._kill)
         if self._reader is not None:
             self._reader.join(timeout=5)
         self._requests.close()

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
-import threading
 from typing import TYPE_CHECKING
 
 from scalerl.errors import ConfigError
+from scalerl.stop_signals import keeps_sigterm
 
 if TYPE_CHECKING:
     import torch
@@ -73,8 +72,5 @@ def init_ray(address: str | None) -> None:
     with a C++ stack dump and an abort. The run ends as on the local backend instead, and resumes
     from its last checkpoint either way."""
     _check_reachable(address)
-    main_thread = threading.current_thread() is threading.main_thread()  # only it may set handlers
-    before = signal.getsignal(signal.SIGTERM) if main_thread else None
-    _ray().init(address=address, include_dashboard=False)
-    if before is not None:
-        signal.signal(signal.SIGTERM, before)
+    with keeps_sigterm():
+        _ray().init(address=address, include_dashboard=False)

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from scalerl.config import from_dict, load_yaml, save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, ScaleRLError
 from scalerl.runlog import eval_rows, has_final_model
+from scalerl.stop_signals import keeps_sigterm, terminated_stays_terminated
 from scalerl.study.families import TINY_SIZES, Variant, family_variants
 from scalerl.study.spec import SPEC_FILE, StudySpec
 
@@ -432,6 +433,20 @@ def _execute_dict(cfg_dict: dict[str, Any], budget: dict[str, Any]) -> dict[str,
     return asdict(execute_run(cfg_dict, Budget(**budget)))
 
 
+def _execute_ray_task(execute: Callable[..., dict[str, Any]], cfg_dict: dict[str, Any],
+                      budget: dict[str, Any]) -> dict[str, Any]:
+    """``execute`` (:func:`_execute_dict`) as a Ray task, stoppable by ``ray.cancel`` (the study's stop), which
+    raises KeyboardInterrupt through Python's SIGINT handler: a Ray worker inherits SIGINT ignored
+    from a driver started in the background (``cmd &`` in a script, nohup; a pytest-xdist worker),
+    and the cancel then did nothing -- the run trained on to its end."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    return execute(cfg_dict, budget)
+
+
 # ----------------------------------------------------------------------------- backends
 
 
@@ -582,29 +597,64 @@ def _ray(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo, reco
     env = {k: os.environ[k] for k in ("SCALERL_CACHE", "HF_HOME") if k in os.environ}
     started = not ray.is_initialized()
     if started:
-        ray.init(address=spec.ray_address, runtime_env={"env_vars": env} if env else None,
-                 include_dashboard=False, log_to_driver=False)
+        with keeps_sigterm():  # Ray's own handler aborted the driver on `kill PID` (exit 1, a C++ stack dump)
+            ray.init(address=spec.ray_address, runtime_env={"env_vars": env} if env else None,
+                     include_dashboard=False, log_to_driver=False)
+    running: dict[Any, RunPlan] = {}
     try:
-        task = ray.remote(num_cpus=max(1, spec.threads))(_execute_dict)
+        task = ray.remote(num_cpus=max(1, spec.threads))(_execute_ray_task)
         queue = [p for p in plans]
         limit = spec.parallel or len(queue)
-        running: dict[Any, RunPlan] = {}
         outcomes = []
         while queue or running:
             while queue and len(running) < limit:
                 p = queue.pop(0)
-                running[task.remote(to_dict(p.config), asdict(budget))] = p
+                running[task.remote(_execute_dict, to_dict(p.config), asdict(budget))] = p
                 echo(f"submitted {p.name} ({len(running)} running, {len(queue)} waiting)")
-            (ref,), _ = ray.wait(list(running), num_returns=1)
+            with terminated_stays_terminated():  # (ray.wait raises a plain KeyboardInterrupt for our Terminated)
+                (ref,), _ = ray.wait(list(running), num_returns=1)
             p = running.pop(ref)
             o = _collect(lambda: ray.get(ref), p)
             echo(f"[{len(plans) - len(queue) - len(running)}/{len(plans)}] {p.name}: {_describe(o, budget.x)}")
             record(o)
             outcomes.append(o)
         return outcomes
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the runs under way stop as they would on their own
+        _stop_ray_runs(ray, list(running))
+        raise
     finally:
         if started:
             ray.shutdown()
+
+
+#: Seconds a stopped study waits for its Ray tasks' runs to stop (a checkpoint being written is
+#: finished first) before it shuts Ray down, which kills them.
+RAY_STOP_WAIT_S = 30
+
+
+#: Seconds between two cancels of a run that has not stopped: one that lands while the task starts
+#: (before the run, in Ray's or a library's code) can be lost.
+RAY_CANCEL_EVERY_S = 5
+
+
+def _stop_ray_runs(ray: Any, refs: list[Any]) -> None:
+    """Stop the runs of ``refs`` as Ctrl-C stops a run (``ray.cancel``: a KeyboardInterrupt in the
+    task, by Python's SIGINT handler), and wait for them: killed by ``ray.shutdown`` instead, a run
+    was cut anywhere. The queue's runs were never submitted; a task Ray had not started yet is
+    cancelled. A cancel sent while the task was starting was lost (the run trained on), so a run
+    still going is cancelled again every :data:`RAY_CANCEL_EVERY_S`."""
+    deadline = time.monotonic() + RAY_STOP_WAIT_S
+    while refs and time.monotonic() < deadline:
+        for ref in refs:
+            try:
+                ray.cancel(ref)
+            except Exception:  # noqa: BLE001 -- finished meanwhile, or the cluster is gone
+                pass
+        try:
+            _, refs = ray.wait(refs, num_returns=len(refs),
+                               timeout=min(RAY_CANCEL_EVERY_S, max(0.1, deadline - time.monotonic())))
+        except Exception:  # noqa: BLE001
+            return
 
 
 #: backend name -> runner(plans, budget, spec, echo, record) -> outcomes.

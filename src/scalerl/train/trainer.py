@@ -517,8 +517,12 @@ class Trainer:
             bar.close()
             self.source.close()
             torch.set_num_threads(self._torch_threads)
-        self._save_final()
-        self._close()
+        try:
+            self._save_final()
+        except KeyboardInterrupt as exc:  # a stop during the save, which waited for it
+            raise RunInterrupted(self._final_interrupted_message(), cause=exc) from None
+        finally:
+            self._close()
         return RunSummary(self.output, self.step, list(self.evals), time.perf_counter() - t_start, self.skipped_steps,
                           self.nan_streak)
 
@@ -537,7 +541,8 @@ class Trainer:
     def _log_resume(self) -> None:
         """A row that says where the run went on, for the report: the rows alone read the same as a
         run trained in one go. Not for a resume with nothing to train (a finished run's report
-        regenerated); a resume killed before its next checkpoint loses it with the rest it wrote."""
+        regenerated). A resume stopped before its next checkpoint keeps it: the next resume's truncation
+        of the run log spares resume rows (runlog.RunLogWriter)."""
         self.runlog.append({"type": RESUME, "from_step": self.step,
                             "utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")})
 
@@ -629,23 +634,33 @@ class Trainer:
 
     # ------------------------------------------------------------------ the end
     def _save_final(self) -> None:
+        """Write ``final/``: into a temporary directory, renamed into place (an earlier one -- an
+        extended run's -- renamed away first, then deleted), so that no kill leaves a half-written or
+        half-deleted ``final/``; a stop (Ctrl-C, SIGTERM) waits for the save, as for a checkpoint."""
         final = self.output / FINAL
         tmp = self.output / f"{FINAL}.tmp-{os.getpid()}"
-        if self.group is not None:  # the full weights, gathered in the stored dtype, written through the plain copy
-            weights = self.group.full_weights(getattr(torch, self.policy.storage_dtype))
-            self.group.stop()
-            save_policy(dataclasses.replace(self.policy, model=self.gen_model), tmp, weights=weights)
-        else:
-            save_policy(self.policy, tmp, lora_save=self.cfg.model.lora.save)  # in model.dtype; LoRA merged or not
+        old = self.output / f"{FINAL}.old-{os.getpid()}"
         import shutil
 
-        if final.exists():
-            shutil.rmtree(final)
-        os.rename(tmp, final)
-        # A kill while an earlier final/ was written left its copy (a whole model's size): one
-        # writer per run directory, as for the checkpoints' leftovers (checkpoint._prune).
-        for stale in self.output.glob(f"{FINAL}.tmp-*"):
-            shutil.rmtree(stale, ignore_errors=True)
+        with stops_deferred():
+            if self.group is not None:  # the full weights, gathered in the stored dtype, written through the plain copy
+                weights = self.group.full_weights(getattr(torch, self.policy.storage_dtype))
+                self.group.stop()
+                save_policy(dataclasses.replace(self.policy, model=self.gen_model), tmp, weights=weights)
+            else:
+                save_policy(self.policy, tmp, lora_save=self.cfg.model.lora.save)  # in model.dtype; LoRA merged or not
+            if final.exists():
+                os.rename(final, old)
+            os.rename(tmp, final)
+            # A kill while an earlier final/ was written or replaced left its copy (a whole model's
+            # size): one writer per run directory, as for the checkpoints' leftovers (checkpoint._prune).
+            for stale in (*self.output.glob(f"{FINAL}.tmp-*"), *self.output.glob(f"{FINAL}.old-*")):
+                shutil.rmtree(stale, ignore_errors=True)
+
+    def _final_interrupted_message(self) -> str:
+        """A stop during the final save took effect after it: the run is complete but for its report."""
+        return (f"interrupted after the last step ({self.step}) and the final model's save "
+                f"({self.output / FINAL}): the run is complete; `scalerl report {self.output}` writes its report")
 
     def _close(self) -> None:
         self.runlog.close()

@@ -1,0 +1,28 @@
+"""The run log's resume: rows after the checkpoint are dropped, the record of each resume is not."""
+
+from scalerl.runlog import RESUME, RunLogWriter, read_runlog
+
+
+def test_a_resume_killed_before_its_next_checkpoint_keeps_its_resume_row(tmp_path):
+    """A resumed run killed before its next checkpoint lost its ``resume`` row with the rest of the
+    rows after the checkpoint (the next resume truncated them), and the report's "resumed: N times"
+    undercounted the stops. The row is about the attempt, not about the rows it trained: kept."""
+    path = tmp_path / "runlog.jsonl"
+    w = RunLogWriter(path, {"run": "r"})
+    w.append({"type": "eval", "step": 0, "pass_rate": 0.1})
+    offset = w.offset()  # the checkpoint at step 0
+    w.append({"type": "train", "step": 1})
+    w.close()
+    for utc in ("2026-12-03T10:00:00Z", "2026-12-03T11:00:00Z"):  # two resumes, each killed before step 2's checkpoint
+        w = RunLogWriter(path, resume_offset=offset)
+        w.append({"type": RESUME, "from_step": 0, "utc": utc})
+        w.append({"type": "train", "step": 1})
+        w.close()
+    with open(path, "a") as f:
+        f.write('{"type": "train", "st')  # a torn line from the last kill
+    w = RunLogWriter(path, resume_offset=offset)
+    assert w.offset() == path.stat().st_size  # (what its next checkpoint records)
+    w.close()
+    rows = read_runlog(path)[1]
+    assert [(r["type"], r.get("step"), r.get("utc")) for r in rows] == [
+        ("eval", 0, None), (RESUME, None, "2026-12-03T10:00:00Z"), (RESUME, None, "2026-12-03T11:00:00Z")]
