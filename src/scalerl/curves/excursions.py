@@ -2,8 +2,8 @@
 
 RL curves have them: the policy is evaluated mid-oscillation -- a bad update, undone by the next
 ones -- and one evaluation lands 0.1-0.2 below a curve that is back where it was at the next
-evaluation (the arithmetic-mix workload shows one or two per 300-step run, with the gradient
-norm spiking 10-20x just before). A least-squares fit pays for such a point with the square of
+evaluation (the arithmetic-mix workload shows up to two per 300-step run, with the gradient
+norm at 5-20x its median a few steps before). A least-squares fit pays for such a point with the square of
 its distance, so one dip drags a ceiling down, and a fit near the end of its window can no
 longer place it at all (A on its bound, the interval [0.46, 1.0]).
 
