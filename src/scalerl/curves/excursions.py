@@ -113,11 +113,13 @@ class Excursions:
         return (f"{len(self.x)} one-evaluation {kind}{'s' if len(self.x) > 1 else ''}: {each} from the median of "
                 f"the evaluations on both sides, over {EXCURSION_SD:g} times the noise of that distance")
 
-    def note(self, x_name: str = "compute", run: str = "") -> str | None:
-        """One line for a command's output, or None when nothing was left out."""
+    def note(self, x_name: str = "compute", run: str = "", *, hint: bool = True) -> str | None:
+        """One line for a command's output, or None when nothing was left out. ``hint``: name the
+        option that keeps them (commands that have it: fit, backtest, compare)."""
         if not self.x:
             return None
-        return f"{run + ': ' if run else ''}left out of the fit {self.describe(x_name)}; --keep-excursions fits every evaluation"
+        tail = "; --keep-excursions fits every evaluation" if hint else ""
+        return f"{run + ': ' if run else ''}left out of the fit {self.describe(x_name)}{tail}"
 
 
 def drop_excursions(curve: Curve, until: float | None = None, *, bounded: bool = True,
@@ -128,7 +130,7 @@ def drop_excursions(curve: Curve, until: float | None = None, *, bounded: bool =
     ensemble's)."""
     judged = np.ones(curve.x.size, dtype=bool) if until is None else curve.x <= until
     idx = np.flatnonzero(judged)
-    floor = SIGMA_FLOOR if bounded else 0.01 * float(np.ptp(curve.y[idx])) if idx.size else 0.0
+    floor = SIGMA_FLOOR if bounded else (0.01 * float(np.ptp(curve.y[idx])) if idx.size else 0.0)
     flagged = np.zeros(curve.x.size, dtype=bool)
     flagged[idx] = excursion_mask(curve.x[idx], curve.y[idx], k=k, floor=floor)
     if not flagged.any():
@@ -144,13 +146,14 @@ def drop_excursions(curve: Curve, until: float | None = None, *, bounded: bool =
 
 
 def drop_seed_excursions(label: str, curves: list[Curve], until: float | None = None, *,
-                         bounded: bool = True) -> tuple[list[Curve], list[str]]:
+                         bounded: bool = True, hint: bool = True) -> tuple[list[Curve], list[str]]:
     """Each seed of run ``label`` without its excursions (points with ``x <= until``), and a note
-    per seed that had any. Seeds are judged one by one: their pooled series interleaves them."""
+    per seed that had any (``hint``: see :meth:`Excursions.note`). Seeds are judged one by one:
+    their pooled series interleaves them."""
     kept, notes = [], []
     for c in curves:
         c2, left = drop_excursions(c, until, bounded=bounded)
         kept.append(c2)
         if left:
-            notes.append(left.note(c.x_name, run=label if len(curves) == 1 else f"{label} ({c.name})"))
+            notes.append(left.note(c.x_name, run=label if len(curves) == 1 else f"{label} ({c.name})", hint=hint))
     return kept, notes

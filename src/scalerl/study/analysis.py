@@ -306,7 +306,7 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
     fits: dict[str, RunFit] = {}
     for vr in results:
         if curves[vr.label]:
-            fitted, left = drop_seed_excursions(vr.label, curves[vr.label])
+            fitted, left = drop_seed_excursions(vr.label, curves[vr.label], hint=False)  # no such option here
             analysis.notes.extend(left)
             try:
                 fits[vr.label] = RunFit(vr.label, fitted, fit_seeds(fitted, n_boot=n_boot, seed=seed))
