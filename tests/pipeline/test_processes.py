@@ -35,14 +35,19 @@ def models(char_tokenizer):
     return uniform, random_model
 
 
-def test_weights_pushed_mid_sequence_show_in_versions_and_are_used(char_tokenizer, models):
-    uniform, random_model = models
+def worker_spec(model, tokenizer, *, max_new_tokens: int) -> WorkerSpec:
+    """A generator process's spec for the arithmetic task, sequences cut at ``max_new_tokens``."""
     recipe = RecipeConfig()
     recipe.length.mode = "truncate"
-    recipe.length.max_new_tokens = 300
-    spec = WorkerSpec(model_config=uniform.config, tokenizer=char_tokenizer, dtype="float32", fp32_lm_head=False,
+    recipe.length.max_new_tokens = max_new_tokens
+    return WorkerSpec(model_config=model.config, tokenizer=tokenizer, dtype="float32", fp32_lm_head=False,
                       recipe=recipe, task_name="arithmetic", task_settings={}, task_reward=None, task_reward_timeout=5,
                       seed=0)
+
+
+def test_weights_pushed_mid_sequence_show_in_versions_and_are_used(char_tokenizer, models):
+    uniform, random_model = models
+    spec = worker_spec(uniform, char_tokenizer, max_new_tokens=300)
     pool = ProcessPool(spec, uniform, version=0, size=1)
     results, errors = [], []
     done = threading.Event()
@@ -136,12 +141,7 @@ def test_a_generator_process_outlives_a_sigterm_to_the_process_group_and_is_kill
     import time
 
     uniform, _ = models
-    recipe = RecipeConfig()
-    recipe.length.mode = "truncate"
-    recipe.length.max_new_tokens = 12
-    spec = WorkerSpec(model_config=uniform.config, tokenizer=char_tokenizer, dtype="float32", fp32_lm_head=False,
-                      recipe=recipe, task_name="arithmetic", task_settings={}, task_reward=None, task_reward_timeout=5,
-                      seed=0)
+    spec = worker_spec(uniform, char_tokenizer, max_new_tokens=12)
     pool = ProcessPool(spec, uniform, version=0, size=1)
     errors = []
     pool.start(lambda r: None, errors.append)
