@@ -44,6 +44,7 @@ bench-forecast: $(STAMP)
 	$(PY) benchmarks/forecast_speed.py
 	$(PY) benchmarks/forecast_recovery.py
 	$(PY) benchmarks/forecast_corpus.py
+	$(PY) benchmarks/excursions.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
