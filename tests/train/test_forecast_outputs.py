@@ -160,3 +160,10 @@ def test_run_report_says_when_the_run_was_resumed(tmp_path):
     assert rep.facts["resumed_from_steps"] == [60, 180]
     assert dict(summary_lines(rep))["resumed"] == "2 times, from the checkpoints at steps 60 and 180"
     assert "resumed" in (tmp_path / "report.md").read_text()
+    # Stopped again before each next checkpoint: the same one, said once.
+    rows = [r for r in rows if r.get("type") != "resume"]
+    for at in (8, 9, 10):
+        rows.insert(at, {"type": "resume", "from_step": 60, "utc": "2026-12-03T12:00:00Z"})
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert dict(summary_lines(write_run_report(tmp_path, n_boot=50)))["resumed"] == \
+        "3 times, each from the checkpoint at step 60"

@@ -216,6 +216,8 @@ def _resumed(f: dict[str, Any]) -> list[tuple[str, str]]:
     if not steps:
         return []
     n = len(steps)
+    if n > 1 and len(set(steps)) == 1:  # resumed again from the same checkpoint, stopped each time before the next
+        return [("resumed", f"{n} times, each from the checkpoint at step {steps[0]}")]
     where = ", ".join(str(s) for s in steps[:-1]) + (" and " if n > 1 else "") + str(steps[-1])
     return [("resumed", f"{n} time{'s' if n > 1 else ''}, from the checkpoint{'s' if n > 1 else ''} "
                         f"at step{'s' if n > 1 else ''} {where}")]
