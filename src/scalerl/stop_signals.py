@@ -103,3 +103,13 @@ def keeps_sigterm() -> Iterator[None]:
     finally:
         if before is not None:
             signal.signal(signal.SIGTERM, before)
+
+
+def ignore_stops() -> None:
+    """In a child the trainer stops itself (a generator process, a reward worker): Ctrl-C and a
+    scheduler's SIGTERM (``kill -- -PGID``, SLURM, Kubernetes) reach the whole process group, and a
+    child stopped by them first raced the trainer's clean stop ("exited unexpectedly", "died during
+    the call") or printed a second traceback. The trainer kills it when it closes; a ``kill -9`` of
+    the trainer ends it through :mod:`scalerl.parent_death`."""
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, signal.SIG_IGN)

@@ -65,23 +65,35 @@ def excursion_mask(x: np.ndarray, y: np.ndarray, *, k: float = EXCURSION_SD, flo
     sigma = max(noise_sd(y[idx]), floor)
     # Largest first, then again without it: one excursion shifts the median of its neighbours'
     # neighbours, and judged all at once a clean point beside a deep dip could look like a spike.
-    kept = list(idx)
+    kept = np.asarray(idx)
     for _ in range(idx.size // 4):
-        ys = y[kept]
-        worst, at = k, None
-        for j in range(1, ys.size - 1):
-            below = ys[j] < ys[j - 1] and ys[j] < ys[j + 1]
-            above = ys[j] > ys[j - 1] and ys[j] > ys[j + 1]
-            if not (below or above):
-                continue
-            around = _around(ys, j)
-            # In units of the distance's own noise: the point's and that of its neighbours' median.
-            score = abs(ys[j] - float(np.median(around))) / (sigma * np.sqrt(1.0 + 1.0 / around.size))
-            if score > worst:
-                worst, at = score, j
-        if at is None:
+        scores = _scores(y[kept]) / sigma
+        at = int(np.argmax(scores))
+        if not scores[at] > k:
             break
-        out[kept.pop(at)] = True
+        out[kept[at]] = True
+        kept = np.delete(kept, at)
+    return out
+
+
+def _scores(ys: np.ndarray) -> np.ndarray:
+    """Each point's distance from the median of :func:`_around` it, in units of that distance's
+    own noise per unit of sigma (sqrt(1 + 1/neighbours)); 0 for a point that is not a strict local
+    extreme, and for the two ends. All points at once: a log of a thousand evaluations is judged
+    in well under a millisecond a pass."""
+    n = ys.size
+    out = np.zeros(n)
+    if n < 3:
+        return out
+    mid = ys[1:-1]
+    extreme = ((mid < ys[:-2]) & (mid < ys[2:])) | ((mid > ys[:-2]) & (mid > ys[2:]))
+    ref = (ys[:-2] + ys[2:]) / 2.0  # one a side (the second and the second-to-last point)
+    factor = np.full(n - 2, np.sqrt(1.5))
+    if n >= 5:  # two a side elsewhere: the median of four is the mean of the middle two
+        four = np.sort(np.stack([ys[:-4], ys[1:-3], ys[3:-1], ys[4:]], axis=1), axis=1)
+        ref[1:-1] = (four[:, 1] + four[:, 2]) / 2.0
+        factor[1:-1] = np.sqrt(1.25)
+    out[1:-1] = np.where(extreme, np.abs(mid - ref) / factor, 0.0)
     return out
 
 

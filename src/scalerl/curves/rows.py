@@ -341,7 +341,6 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     return curves
 
 
-
 #: A reader's rows of a log and its notes: what :func:`read_from_rows` makes a reader of.
 RowsReader = Callable[[Path], tuple[list[dict], list[str]]]
 
@@ -357,6 +356,7 @@ def read_from_rows(read_rows: RowsReader) -> Callable[..., list[Curve]]:
                                 bounded=bounded)
 
     return read
+
 
 def readable_curves(makers: Iterable[Callable[[], Curve]]) -> list[Curve]:
     """The curves of a log's runs, each made by calling one of ``makers`` (``partial(Curve.from_arrays,

@@ -38,6 +38,7 @@ from scalerl.pipeline.pool import Deliver, Fail, reporting
 from scalerl.pipeline.scheduler import PipelineError
 from scalerl.pipeline.weights import Weights, weight_source
 from scalerl.pipeline.work import WorkerSpec, build_worker
+from scalerl.stop_signals import ignore_stops
 
 
 #: Seconds :meth:`ProcessPool.close` waits for a generator process to finish its request and exit
@@ -84,12 +85,7 @@ def _exit_with_parent() -> None:
 def _process_main(spec: WorkerSpec, shared: dict, shared_version: Any, lock: Any, requests: Any, results: Any,
                   notify: Any, stop: Any, worker_id: int) -> None:
     _exit_with_parent()
-    # Ctrl-C and a scheduler's SIGTERM (``kill -- -PGID``, SLURM, Kubernetes) reach the whole
-    # process group: the trainer handles them and closes the pool, which kills this process. A
-    # generator stopped here first raced the trainer's clean stop ("generator process N exited
-    # unexpectedly") or printed a second traceback.
-    for stop_signal in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(stop_signal, signal.SIG_IGN)
+    ignore_stops()  # the trainer handles Ctrl-C and SIGTERM and closes the pool, which kills this process
     try:
         with lock:
             state = {k: v.clone() for k, v in shared.items()}

@@ -438,7 +438,8 @@ def _execute_ray_task(execute: Callable[..., dict[str, Any]], cfg_dict: dict[str
     """``execute`` (:func:`_execute_dict`) as a Ray task, stoppable by ``ray.cancel`` (the study's stop), which
     raises KeyboardInterrupt through Python's SIGINT handler: a Ray worker inherits SIGINT ignored
     from a driver started in the background (``cmd &`` in a script, nohup; a pytest-xdist worker),
-    and the cancel then did nothing -- the run trained on to its end."""
+    and the cancel then did nothing -- the run trained on to its end. ``execute`` travels with the
+    task rather than being looked up in the worker, so that the driver's (a test's stand-in) runs."""
     import signal
     import threading
 

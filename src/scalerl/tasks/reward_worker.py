@@ -17,7 +17,6 @@ import inspect
 import json
 import math
 import os
-import signal
 import sys
 import threading
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from scalerl.parent_death import die_with_parent
+from scalerl.stop_signals import ignore_stops
 from scalerl.tasks.base import is_bool
 
 ARGUMENTS = ("prompt", "completion", "answer")
@@ -125,13 +125,7 @@ def _exit_with_parent(interval: float = 0.5) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     _exit_with_parent()
-    # Ctrl-C and a scheduler's SIGTERM (``kill -- -PGID``, SLURM, Kubernetes) reach the whole
-    # process group: the trainer stops and kills this worker when it closes. Stopped here first,
-    # a call in flight failed ("the worker process died") in a race with the trainer's clean stop,
-    # and a KeyboardInterrupt printed a traceback in the middle of the trainer's message. (kill -9
-    # of the trainer still ends the worker: _exit_with_parent.)
-    for stop in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(stop, signal.SIG_IGN)
+    ignore_stops()  # the trainer kills this worker when it closes (kill -9 of it: _exit_with_parent)
     # Keep the protocol channels private: move them to fresh descriptors, then point fds 0 / 1
     # at /dev/null / stderr, so even a C extension writing to fd 1 cannot corrupt a reply.
     out = os.fdopen(os.dup(1), "w", buffering=1)
