@@ -62,7 +62,7 @@ def excursion_mask(x: np.ndarray, y: np.ndarray, *, k: float = EXCURSION_SD, flo
     idx = np.flatnonzero(x > 0)
     if idx.size < MIN_POINTS:
         return out
-    sigma = max(noise_sd(y[idx]), floor)
+    sigma = max(noise_sd(y[idx]), floor, 1e-12)  # (a flat unbounded series: floor 0)
     # Largest first, then again without it: one excursion shifts the median of its neighbours'
     # neighbours, and judged all at once a clean point beside a deep dip could look like a spike.
     kept = np.asarray(idx)
