@@ -61,6 +61,9 @@ def test_run_report_gives_the_forecast_with_both_bands(tmp_path):
     text = dict(summary_lines(rep))
     line = text["forecast of the final val/pass_rate from the first half of the compute"]
     assert "confidence band" in line and "prediction band" in line
+    # The end level: the mean of the last quarter of the held-out evaluations, forecast and observed.
+    assert abs(f["forecast_end_level"] - f["final"]) < 0.05 and abs(f["forecast_end_error"]) < 0.05
+    assert f"end level (mean of the last quarter of the held-out evaluations) {f['forecast_end_level']:.3f}" in line
     assert "facts (JSON)" in (tmp_path / "report.html").read_text()
     assert json.loads(json.dumps(f, default=str))["forecast_mae"] < 0.05
     assert np.isfinite(f["sigmoid_mae"])

@@ -105,6 +105,9 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
             forecast_cut=bt.cut, forecast_points=bt.n_fit, forecast_final=pred.R, forecast_final_lo=pred.lo,
             forecast_final_hi=pred.hi, forecast_final_obs_lo=pred.obs_lo, forecast_final_obs_hi=pred.obs_hi,
             forecast_error=pred.R - ys[-1], forecast_mae=bt.default.mae, forecast_unstable=bt.unstable,
+            # The end level (mean of the last quarter of the held-out evaluations): one evaluation can
+            # be caught mid-oscillation, the end level is what a user means by "where the run ends".
+            forecast_end_level=bt.end_level, forecast_end_error=bt.default.end_error,
             forecast_stability=bt.forecast.stability.text(), sigmoid_mae=bt.sigmoid.mae,
             forecast_A=bt.forecast.fit.A, power_law_final=(bt.power_law.predictions[-1] if bt.power_law else None),
             power_law_mae=(bt.power_law.mae if bt.power_law else None),
@@ -257,7 +260,9 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
             f"forecast of the final {rep.y} from the first half of the compute",
             f"{f['forecast_final']:.3f} (95% confidence band {f['forecast_final_lo']:.3f}-{f['forecast_final_hi']:.3f}, "
             f"prediction band for one evaluation {f['forecast_final_obs_lo']:.3f}-{f['forecast_final_obs_hi']:.3f}; "
-            f"observed {f['final']:.3f}, error {f['forecast_error']:+.3f}; MAE over the held-out points "
+            f"observed {f['final']:.3f}, error {f['forecast_error']:+.3f}; the end level (mean of the last "
+            f"quarter of the held-out evaluations) {f['forecast_end_level']:.3f}, error {f['forecast_end_error']:+.3f}; "
+            f"MAE over the held-out points "
             f"{f['forecast_mae']:.3f}, the sigmoid alone {f['sigmoid_mae']:.3f})",
         ))
         if f.get("power_law_final") is not None:
