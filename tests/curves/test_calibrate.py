@@ -132,6 +132,29 @@ def test_calibrate_json_and_too_few_runs(capsys, tmp_path, six_runs):
     assert code == 2 and "left out: flat (cut at 0.3: run 'flat'" in err and "at least 6" in err
 
 
+def test_calibrate_keep_excursions_fits_every_evaluation(capsys, tmp_path, six_runs):
+    """A one-evaluation spike early in every run: left out of the fits by default (as fit does), kept with
+    --keep-excursions, so the two calibrations differ -- calibrate as you will forecast."""
+    lines = six_runs.read_text().splitlines()
+    by_run: dict[str, list[str]] = {}
+    for ln in lines[1:]:
+        by_run.setdefault(ln.split(",")[0], []).append(ln)
+    dipped = []
+    for rows in by_run.values():
+        run, x, y = rows[3].split(",")
+        rows[3] = f"{run},{x},{min(1.0, float(y) + 0.3)}"  # the 4th evaluation: inside every fit window
+        dipped += rows
+    path = tmp_path / "dipped.csv"
+    path.write_text("\n".join([lines[0], *dipped]) + "\n")
+    factors = []
+    for extra in ([], ["--keep-excursions"]):
+        code, out, err = run_cli(capsys, "calibrate", str(path), *XY, "--output", str(tmp_path / "c.json"), "--json",
+                                 *extra)
+        assert code == 0, err
+        factors.append(json.loads(out)["factors_95"])
+    assert factors[0] != factors[1]
+
+
 @pytest.mark.parametrize("content, message", [
     ("not json", "not a calibration file (not JSON"),
     ('{"levels": [0.5, 0.95]}', "not a scalerl calibration (bad or missing field"),

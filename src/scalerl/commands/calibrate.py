@@ -41,6 +41,9 @@ def add_arguments(p) -> None:
     p.add_argument("--fit-from", default="auto", metavar="X",
                    help="as for fit: 'auto' (default), 'none' or a compute value -- use what you will forecast with")
     p.add_argument("--r0", default="first", metavar="first|free|VALUE", help="as for fit (default: first)")
+    p.add_argument("--keep-excursions", action="store_true",
+                   help="as for fit: every evaluation in the fits (by default one-evaluation dips or spikes far "
+                        "beyond the noise are left out) -- calibrate as you will forecast")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -71,7 +74,8 @@ def run(args) -> int:
     try:
         result = calibrate(curves, cuts=tuple(args.cuts), progress=bar and (lambda _name: bar.update(1)),
                            r0=parse_r0(args.r0, bounded=bounded), fit_from=parse_fit_from(args.fit_from),
-                           A_max=1.0 if bounded else math.inf, y_floor=0.0 if bounded else -math.inf)
+                           A_max=1.0 if bounded else math.inf, y_floor=0.0 if bounded else -math.inf,
+                           excursions=not args.keep_excursions)
     finally:
         if bar is not None:
             bar.close()
