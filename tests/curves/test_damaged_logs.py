@@ -40,6 +40,10 @@ def _fixtures(tmp: Path) -> dict[str, tuple[Path, str, str]]:
     out["openrlhf.log"] = (tmp / "openrlhf.log", "step", "eval_openai/gsm8k_pass1")
     (tmp / "nemo.log").write_bytes(gzip.decompress((DATA / "nemo_rl_console_resumed.log.gz").read_bytes()))
     out["nemo.log"] = (tmp / "nemo.log", "cum:timing/train/total_step_time", "validation/accuracy")
+    copy(DATA / "primerl_console.log.gz", "primerl.log.gz", "step", "eval/gsm8k/reward")
+    for name in ("primerl_console_resumed", "primerl_console_json"):
+        (tmp / f"{name}.log").write_bytes(gzip.decompress((DATA / f"{name}.log.gz").read_bytes()))
+        out[f"{name}.log"] = (tmp / f"{name}.log", "cum:time/step", "eval/gsm8k/reward")
     (tmp / "mlruns.db").write_bytes(gzip.decompress((DATA / "mlflow_sqlite.db.gz").read_bytes()))
     out["mlruns.db"] = (tmp / "mlruns.db", "step", VAL)
     sky = gzip.decompress((DATA / "skyrl_console.log.gz").read_bytes())

@@ -15,6 +15,8 @@ Formats (chosen from the path, or by ``fmt``):
   table of the step's stats);
 * ``roll`` -- ROLL's console log or driver log file (its ``stdout`` tracker: ``metrics_tag: {"step": N,
   "metrics": {...}}`` lines);
+* ``prime-rl`` -- prime-rl's orchestrator console or ``logs/attempt_<n>/orchestrator.log`` (its
+  ``Step N | ... | Reward ...`` and ``Evaluated ENV (Step N) | ...`` lines);
 * ``verl-file`` -- verl's file logger (``trainer.logger=[..., 'file']``): ``{"step": N, "data": {...}}`` lines;
 * ``hf-trainer`` -- a Hugging Face / TRL ``trainer_state.json``, or the run directory holding
   its ``checkpoint-*`` directories (the latest one is read);
@@ -70,6 +72,7 @@ from scalerl.curves.lm_eval_log import is_lm_eval, read_lm_eval
 from scalerl.curves.mlflow_log import is_mlflow_store, read_mlflow
 from scalerl.curves.mlflow_server import is_server
 from scalerl.curves.nemo_rl_log import looks_like_nemo_rl, read_nemo_rl
+from scalerl.curves.primerl_log import looks_like_primerl, read_primerl
 from scalerl.curves.parquet_log import is_parquet, read_parquet
 from scalerl.curves.roll_log import looks_like_roll, read_roll
 from scalerl.curves.rows import CUMULATIVE, UnknownColumn, likely_columns
@@ -130,6 +133,7 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "lighteval": read_lighteval,
     "roll": read_roll,
     "areal": read_areal,
+    "prime-rl": read_primerl,
 }
 
 
@@ -233,6 +237,8 @@ def detect_format(path: Path) -> str:
         return "skyrl"
     if looks_like_nemo_rl(path):  # before dict-lines: NeMo-RL prints its config as a dict
         return "nemo-rl"
+    if looks_like_primerl(path):  # before JSON lines: with log.json_logging, each line is a JSON record
+        return "prime-rl"
     first = _first_line(path)
     if first.startswith(("{", "[")) and (_is_json(first) or first in ("{", "[")):
         return "jsonl"  # JSON lines, or a JSON document (pretty-printed: its first line a lone bracket)
@@ -240,7 +246,7 @@ def detect_format(path: Path) -> str:
         return "dict-lines"
     if name.endswith((".log", ".out", ".err")):
         raise InputError(f"{path}: a text log without verl step lines ('step:N - key:value - ...'), ROLL "
-                         f"'metrics_tag:' lines, AReaL 'Train step N/T done.' stats tables, SkyRL 'Step N:' blocks, NeMo-RL 'Step N/M' blocks or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
+                         f"'metrics_tag:' lines, AReaL 'Train step N/T done.' stats tables, SkyRL 'Step N:' blocks, NeMo-RL 'Step N/M' blocks, prime-rl 'Step N | ...' lines or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
                          "the metrics as CSV/JSONL")
     # .txt or an unknown extension: by the first non-blank character.
     if first:

@@ -1,0 +1,208 @@
+"""Read prime-rl's orchestrator console: its stdout, or the log file ``uv run rl`` writes it to
+(``<output_dir>/logs/attempt_<n>/orchestrator.log``, one per launch; ``logs/latest`` points at the
+newest). The orchestrator logs each training step it ships and each evaluation it finishes as one
+loguru line (``src/prime_rl/orchestrator/orchestrator.py``: ``log_train_batch``,
+``finalize_eval_batch``; the format of ``src/prime_rl/utils/logger.py``, colours forced)::
+
+    14:02:11 SUCCESS Step 12 |   41.3s | Reward 0.4123 | Trainable 120/128 (93.8%) | Turns 1.0 | Branches 1.0 | Max Off-Policy 1 | Error 0.0% | Cancelled 0.0% | Truncation 2.3%
+    14:02:40 SUCCESS Evaluated gsm8k (Step 10) | Policy v9 |  2m 5s | Reward 0.5120 | Turns 1.0 | Branches 1.0 | Error 0.0% | Truncation 1.0%
+
+Each is a row at its step: a step's ``time/step`` (seconds, as prime-rl prints them: to 0.1 s
+under a minute, cut to the second, minute or hour above), ``train/reward``, ``train/trainable``,
+``train/turns``, ``train/branches``, ``train/max_off_policy``, ``train/error``,
+``train/cancelled``, ``train/truncation`` (percentages as fractions); a run of several training
+environments adds a ``╰─ <env> | Ratio ... | Reward ...`` line per environment below the step's,
+read as ``train/<env>/ratio``, ``train/<env>/reward``, ...; an evaluation's ``eval/<env>/reward``
+(the mean reward of its non-errored rollouts, printed to 4 decimals: the pass rate where rewards are
+0 or 1), ``eval/<env>/policy_version``, ``eval/<env>/time``, ``eval/<env>/turns``, ... The
+evaluation before training is logged at step 1 (prime-rl's first step). With ``log.json_logging``
+each line is a JSON object whose ``message`` is that text: read the same. The rest of the console
+(the pipeline view, set-up lines, warnings) is passed over.
+
+* evaluations finish while training goes on, so an evaluation's line comes after later steps':
+  it stays at its own step (and a ``cum:`` x is the one its step left);
+* a console several launches printed into (``tee -a``, or the attempts' files joined) is read by
+  the step: where it goes back, a run resumed from a checkpoint (what the abandoned attempt logged
+  from there on is dropped) or started over (a run of its own, ``<stem>#2``);
+* a step or evaluation line cut off (no ``Truncation``, the last figure prime-rl prints) or
+  unreadable is skipped and counted.
+
+prime-rl also writes every metric at full precision to ``<output_dir>/metrics.jsonl`` (its file
+monitor, on by default), which the JSONL reader reads; the console is for a run without it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from scalerl.curves.attempts import split_attempts
+from scalerl.curves.console import ANSI, shown_lines, text_head
+from scalerl.curves.data import Curve
+from scalerl.curves.rows import curves_from_rows
+from scalerl.errors import InputError
+
+STEP = "step"
+#: loguru's line prefix in prime-rl's format: ``HH:mm:ss`` and the level, padded to 7.
+_PREFIX = re.compile(r"^\s*(?:\d\d:\d\d:\d\d\s+)?(?:(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s+)?")
+#: What ``log.level=debug`` appends to each message: `` [file.py::line]``.
+_DEBUG_SUFFIX = re.compile(r"\s\[[^\[\]\s]+::\d+\]\s*$")
+_STEP = re.compile(r"^Step (\d+) \| (.*)$")
+_EVAL = re.compile(r"^Evaluated (.+?) \(Step (\d+)\) \| Policy v(\d+) \| (.*)$")
+_ENV = re.compile(r"^\s*╰─ (.+?)\s*\| (.*)$")
+_FIELD = re.compile(r"^([A-Za-z][A-Za-z -]*?) (?:(-?\d+(?:\.\d+)?|nan|-?inf)(%?)|(\d+)/(\d+) \(\d+(?:\.\d+)?%\))$")
+#: prime-rl's ``format_time``: ``800ms``, ``41.3s``, ``2m 5s``, ``1h 23m``, ``1d 2h``.
+_TIME = re.compile(r"^(?:(\d+(?:\.\d+)?)ms|(\d+(?:\.\d+)?)s|(\d+)m (\d+)s|(\d+)h (\d+)m|(\d+)d (\d+)h)$")
+#: The last figure of a step's and an evaluation's line: a line without it was cut off.
+LAST = "truncation"
+#: The text a line of either kind holds, colours and all: the cheap test before lines are parsed.
+_ANYWHERE = re.compile(r"(?:Step \d+|Evaluated .+ \(Step \d+\) \| Policy v\d+) \| .*\| Reward ")
+#: How much of a file's start is searched for a step or evaluation line to tell a prime-rl console.
+SNIFF_CHARS = 4_000_000
+_RESUMING = re.compile(r"Resuming orchestrator from checkpoint step (\d+)")
+
+
+def seconds(text: str) -> float | None:
+    """A duration as prime-rl's ``format_time`` prints it, in seconds; None where it is none."""
+    found = _TIME.match(text.strip())
+    if not found:
+        return None
+    g = found.groups()
+    if g[0] is not None:
+        return float(g[0]) / 1000
+    if g[1] is not None:
+        return float(g[1])
+    for i, unit, sub in ((2, 60, 1), (4, 3600, 60), (6, 86400, 3600)):
+        if g[i] is not None:
+            return int(g[i]) * unit + int(g[i + 1]) * sub
+    return None
+
+
+def _figures(fields: list[str]) -> dict[str, float] | None:
+    """``Label value`` fields (``Reward 0.4123``, ``Error 0.0%``, ``Trainable 120/128 (93.8%)``) as
+    ``{label: number}``, percentages and counts out of a total as fractions; None where a field is
+    unreadable or the line's last figure is missing (a line cut off)."""
+    out: dict[str, float] = {}
+    for field in fields:
+        found = _FIELD.match(field.strip())
+        if not found:
+            return None
+        label, number, percent, part, whole = found.groups()
+        key = label.strip().lower().replace(" ", "_").replace("-", "_")
+        if number is not None:
+            out[key] = float(number) / (100 if percent else 1)
+        else:
+            out[key] = int(part) / int(whole) if int(whole) else 0.0
+    return out if LAST in out and fields[-1].strip().endswith("%") else None
+
+
+def _message(line: str) -> str:
+    """The message of one console line: loguru's prefix and the debug suffix removed; of a JSON log
+    line (``log.json_logging``), its ``message``."""
+    if line.startswith("{"):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if isinstance(record, dict) and isinstance(record.get("message"), str):
+            return record["message"]
+    return _DEBUG_SUFFIX.sub("", line[_PREFIX.match(line).end():])
+
+
+def _parse(message: str, last: dict[str, Any] | None) -> tuple[str, dict[str, Any] | None]:
+    """``(kind, row)`` of one message line: ``"step"`` / ``"eval"`` (row None where it is cut off or
+    unreadable), ``"env"`` (the figures added to ``last``, the step's row above it), or ``""``."""
+    if message.startswith("Step "):
+        found = _STEP.match(message)
+        if not found:
+            return "", None  # ("Step 5: empty train batch ...": a warning, no step line)
+        time, *fields = found.group(2).split(" | ")
+        figures, took = _figures(fields), seconds(time)
+        if figures is None or took is None:
+            return "step", None
+        return "step", {STEP: int(found.group(1)), "time/step": took, **{f"train/{k}": v for k, v in figures.items()}}
+    if message.startswith("Evaluated "):
+        found = _EVAL.match(message)
+        if not found:
+            return "eval", None
+        env, step, policy, rest = found.groups()
+        time, *fields = rest.split(" | ")
+        figures, took = _figures(fields), seconds(time)
+        if figures is None or took is None:
+            return "eval", None
+        return "eval", {STEP: int(step), f"eval/{env}/policy_version": int(policy), f"eval/{env}/time": took,
+                        **{f"eval/{env}/{k}": v for k, v in figures.items()}}
+    if last is not None and "╰─" in message:
+        found = _ENV.match(message)
+        figures = _figures(found.group(2).split(" | ")) if found else None
+        if figures is not None:
+            last.update({f"train/{found.group(1)}/{k}": v for k, v in figures.items()})
+            return "env", last
+    return "", None
+
+
+def _messages(path: Path, head: str | None = None):
+    """``(line number, message line)`` of the console (of ``head``, the start of it, where given), a
+    multi-line message (a JSON line's) split."""
+    lines = ((n, ANSI.sub("", line)) for n, line in enumerate(head.splitlines(), 1)) \
+        if head is not None else shown_lines(path)
+    for lineno, line in lines:
+        for part in _message(line).split("\n"):
+            yield lineno, part
+
+
+def _rows(path: Path, head: str | None = None):
+    """``(line number, kind, row or None)`` per step, evaluation and resume line, in log order."""
+    last = None
+    for lineno, message in _messages(path, head):
+        kind, row = _parse(message, last)
+        if kind in ("step", "eval"):
+            yield lineno, kind, row
+        elif kind == "" and (resumed := _RESUMING.search(message)):
+            yield lineno, "resume", {STEP: int(resumed.group(1))}
+        if kind != "env":
+            last = row if kind == "step" else None
+
+
+def looks_like_primerl(path: Path) -> bool:
+    """Whether the start of ``path`` holds a step or evaluation line of prime-rl's orchestrator."""
+    head = text_head(path, SNIFF_CHARS)
+    if head is None or "| Reward " not in head or not _ANYWHERE.search(head):
+        return False
+    return any(row is not None for _, kind, row in _rows(path, head) if kind != "resume")
+
+
+def read_primerl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows (``step`` and the figures) in log order, resumes and restarts resolved, and notes."""
+    rows: list[dict[str, Any]] = []
+    torn: list[int] = []
+    resumed_from = None
+    for lineno, kind, row in _rows(path):
+        if kind == "resume":
+            if not rows:
+                resumed_from = row[STEP]
+        elif row is None:
+            torn.append(lineno)
+        else:
+            rows.append(row)
+    notes = [f"{len(torn)} step or evaluation line(s) cut off or unreadable (line {', '.join(map(str, torn[:5]))}"
+             f"{', ...' if len(torn) > 5 else ''}) skipped"] if torn else []
+    if resumed_from is not None:
+        notes.append(f"the log begins where the orchestrator resumed from the checkpoint at step {resumed_from}: "
+                     "the steps before are in an earlier attempt's log (logs/attempt_<n>/orchestrator.log)")
+    rows, more = split_attempts(rows, STEP, path.stem, late_rows=True)
+    return rows, notes + more
+
+
+def read_primerl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
+    """prime-rl's orchestrator console: see :mod:`scalerl.curves.primerl_log`; ``x`` may be
+    ``step``, or ``cum:time/step`` (seconds of training so far)."""
+    path = Path(path)
+    rows, notes = read_primerl_rows(path)
+    if not rows:
+        raise InputError(f"{path}: no prime-rl orchestrator lines ('Step N | ... | Reward ...' or "
+                         "'Evaluated ENV (Step N) | ...') in the file")
+    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
+                            bounded=bounded, step_column=STEP)
