@@ -47,3 +47,12 @@ def shown_lines(path: Path) -> Iterator[tuple[int, str]]:
                 line = piece.rstrip("\n")
                 if line.strip():
                     yield lineno, line
+
+
+def skipped_lines_note(lines: list[int], what: str) -> list[str]:
+    """The note for a console's lines of ``what`` that were cut off or unreadable (the first five
+    line numbers), or none."""
+    if not lines:
+        return []
+    shown = ", ".join(map(str, lines[:5])) + (", ..." if len(lines) > 5 else "")
+    return [f"{len(lines)} {what} line(s) cut off or unreadable (line {shown}) skipped"]

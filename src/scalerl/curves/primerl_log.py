@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.curves.attempts import split_attempts
-from scalerl.curves.console import ANSI, shown_lines, text_head
+from scalerl.curves.console import ANSI, shown_lines, skipped_lines_note, text_head
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import curves_from_rows
 from scalerl.errors import InputError
@@ -187,8 +187,7 @@ def read_primerl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             torn.append(lineno)
         else:
             rows.append(row)
-    notes = [f"{len(torn)} step or evaluation line(s) cut off or unreadable (line {', '.join(map(str, torn[:5]))}"
-             f"{', ...' if len(torn) > 5 else ''}) skipped"] if torn else []
+    notes = skipped_lines_note(torn, "step or evaluation")
     if resumed_from is not None:
         notes.append(f"the log begins where the orchestrator resumed from the checkpoint at step {resumed_from}: "
                      "the steps before are in an earlier attempt's log (logs/attempt_<n>/orchestrator.log)")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.curves.attempts import split_attempts
-from scalerl.curves.console import shown_lines, text_head
+from scalerl.curves.console import shown_lines, skipped_lines_note, text_head
 from scalerl.curves.rows import read_from_rows
 
 #: The tracker's line: what follows is ``{"step": N, "metrics": {...}}``.
@@ -65,8 +65,7 @@ def read_roll_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             torn.append(lineno)
         else:
             rows.append(row)
-    notes = [f"{len(torn)} tracker line(s) cut off or unreadable (line {', '.join(map(str, torn[:5]))}"
-             f"{', ...' if len(torn) > 5 else ''}) skipped"] if torn else []
+    notes = skipped_lines_note(torn, "tracker")
     rows, more = split_attempts(rows, STEP, path.stem)
     return rows, notes + more
 
