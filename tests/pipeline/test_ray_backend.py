@@ -139,3 +139,30 @@ def test_an_actor_that_cannot_start_says_why_in_one_error(tiny_dir, tmp_path, ra
                "backend.generator_cpus=0.5")
     with pytest.raises(ConfigError, match=r"backend.generator=vllm needs vLLM on the generator machines"):
         Trainer(cfg)
+
+
+def test_an_evaluation_after_the_dispatcher_stopped_hears_why(tiny_dir, tmp_path, ray_cluster):
+    """CI once failed with 'the generator pool was closed' in an evaluation: the dispatcher thread had
+    stopped on an exception, which went to the scheduler only, and the evaluation's jobs heard a
+    generic line instead. Both must hear the same error, naming the cause."""
+    from scalerl.generate.base import SamplingParams
+    from scalerl.pipeline.pool import PipelineError
+    from scalerl.pipeline.pool_generator import GenerateJob
+
+    trainer = Trainer(_cfg(tmp_path / "ray", "pipeline=sync", "k=1", "backend.name=ray", "backend.generators=1",
+                           "backend.generator_cpus=0.5"))
+    pool = trainer.source.pool
+    try:
+        def broken_assign():
+            raise RuntimeError("boom in the dispatcher")
+
+        pool._assign = broken_assign
+        failures = []
+        pool.start(lambda result: None, failures.append)
+        pool._thread.join(timeout=30)
+        assert not pool._thread.is_alive()
+        with pytest.raises(PipelineError, match="stopped on RuntimeError: boom in the dispatcher") as caught:
+            pool.submit_jobs([GenerateJob([[1, 2, 3]], SamplingParams(max_new_tokens=4), False)])
+        assert failures == [caught.value]  # the trainer's next batch raises the same error
+    finally:
+        trainer.source.close()

@@ -44,12 +44,18 @@ def reporting(loop: Callable[..., None], fail: Fail) -> Callable[..., None]:
         try:
             loop(*args)
         except BaseException as exc:
-            error = PipelineError(f"the pool thread {threading.current_thread().name!r} stopped on "
-                                  f"{type(exc).__name__}: {exc}")
-            error.__cause__ = exc
-            fail(error)
+            fail(thread_error(exc))
 
     return run
+
+
+def thread_error(exc: BaseException) -> PipelineError:
+    """What a pool thread that stopped on ``exc`` reports: a :class:`PipelineError` naming the
+    thread, with ``exc`` as its cause."""
+    error = PipelineError(f"the pool thread {threading.current_thread().name!r} stopped on "
+                          f"{type(exc).__name__}: {exc}")
+    error.__cause__ = exc
+    return error
 
 
 class WorkerPool(Protocol):

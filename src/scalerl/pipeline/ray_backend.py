@@ -57,7 +57,7 @@ from typing import Any, Sequence
 from scalerl.errors import ConfigError, ScaleRLError
 from scalerl.generate.base import Completion
 from scalerl.pipeline.context import PipelineContext
-from scalerl.pipeline.pool import Deliver, Fail, reporting
+from scalerl.pipeline.pool import Deliver, Fail, reporting, thread_error
 from scalerl.pipeline.pool_generator import GenerateJob, PoolGenerator, QueuedJob
 from scalerl.pipeline.ray_cluster import _ray, _without_trainer_gpu, init_ray
 from scalerl.pipeline.scheduler import PipelineError
@@ -368,6 +368,9 @@ class RayPool:
     def _loop(self, deliver: Deliver, fail: Fail) -> None:
         try:
             self._dispatch(deliver, fail)
+        except BaseException as exc:  # (reporting() would say it to fail(), but the jobs must hear it too)
+            self._error = thread_error(exc)
+            fail(self._error)
         finally:  # stopped or failed: nobody will run the jobs the trainer waits on
             self._fail_jobs(self._error or PipelineError("the generator pool was closed"))
 
@@ -445,9 +448,13 @@ class RayPool:
     def _reap_updates(self) -> None:
         # Weight-update calls are fire-and-forget; collect the finished ones so that a call to an
         # actor that was dead at the time does not leak or print as an unhandled error.
-        if not self._update_calls:
+        with self._lock:  # (push_weights adds to the list from the trainer's thread)
+            calls, self._update_calls = self._update_calls, []
+        if not calls:
             return
-        done, self._update_calls = self.ray.wait(self._update_calls, num_returns=len(self._update_calls), timeout=0)
+        done, waiting = self.ray.wait(calls, num_returns=len(calls), timeout=0)
+        with self._lock:
+            self._update_calls.extend(waiting)
         for ref in done:
             try:
                 self.ray.get(ref)
