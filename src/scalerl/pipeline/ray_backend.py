@@ -448,7 +448,10 @@ class RayPool:
     def _reap_updates(self) -> None:
         # Weight-update calls are fire-and-forget; collect the finished ones so that a call to an
         # actor that was dead at the time does not leak or print as an unhandled error.
-        with self._lock:  # (push_weights adds to the list from the trainer's thread)
+        # ray.wait gets a list of its own: push_weights extends self._update_calls from the trainer's
+        # thread, and a list that grows during ray.wait (which releases the GIL) makes Ray's core
+        # worker raise an AssertionError -- which stopped this thread (tests/pipeline/test_ray_reap.py).
+        with self._lock:
             calls, self._update_calls = self._update_calls, []
         if not calls:
             return
