@@ -128,3 +128,18 @@ def test_cli_fit_says_what_it_left_out_and_keep_excursions_fits_every_point(tmp_
     assert main(["fit", str(path), "--x", "step", "--y", "acc", "--bootstrap", "0", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [e["x"] for e in doc["excursions"]] == [float(c.x[12])]
+
+
+def test_several_seeds_excursions_are_one_note_for_the_run():
+    """A study of many seeds printed one long line per seed with a dip; the run's seeds share one."""
+    from scalerl.curves.excursions import drop_seed_excursions
+
+    seeds = [replace(with_dip(synthetic(n=30, noise=0.005, seed=s), 14 if s != 12 else 20, -0.18), name=f"seed{s}")
+             for s in (10, 11, 12)] + [replace(synthetic(n=30, noise=0.005, seed=13), name="seed13")]
+    kept, notes = drop_seed_excursions("base", seeds)
+    assert [len(c.x) for c in kept] == [30, 30, 30, 31]  # (R0 and 30 evaluations)
+    assert len(notes) == 1
+    note = notes[0]
+    assert note.startswith("base: left out of the fit 3 one-evaluation dips in 3 of 4 seeds (seed10: ")
+    assert "seed11: " in note and "seed12: " in note and "seed13" not in note
+    assert note.count("over 5 times the noise") == 1 and note.endswith("--keep-excursions fits every evaluation")

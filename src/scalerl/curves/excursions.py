@@ -46,6 +46,13 @@ EXCURSION_SD = 5.0
 #: Fewest evaluations after training starts for the rule to judge any (fewer: none is left out).
 MIN_POINTS = 5
 
+#: How a note says what an excursion is.
+_RULE = f"from the median of the evaluations on both sides, over {EXCURSION_SD:g} times the noise of that distance"
+
+
+def _count(n: int, kind: str) -> str:
+    return f"{n} one-evaluation {kind}{'s' if n > 1 else ''}"
+
 
 def _around(ys: np.ndarray, j: int) -> np.ndarray:
     """The evaluations around ``ys[j]``: as many on each side, two at most -- on a rising curve a
@@ -116,14 +123,20 @@ class Excursions:
             out |= (np.asarray(x) == ex) & (np.asarray(y) == ey)
         return out
 
+    @property
+    def kind(self) -> str:
+        """"dip" when every one lies below its neighbours, else "excursion"."""
+        return "dip" if all(d < 0 for d in self.depth) else "excursion"
+
+    def points(self, x_name: str = "compute") -> str:
+        """Each one's value, place and depth: ``0.412 at step 120 (-0.134)``, comma-separated."""
+        return ", ".join(f"{y:.3f} at {x_name} {x:.4g} ({d:+.3f})" for x, y, d in zip(self.x, self.y, self.depth))
+
     def describe(self, x_name: str = "compute") -> str:
         """What was left out, in words ("" when nothing was)."""
         if not self.x:
             return ""
-        kind = "dip" if all(d < 0 for d in self.depth) else "excursion"
-        each = ", ".join(f"{y:.3f} at {x_name} {x:.4g} ({d:+.3f})" for x, y, d in zip(self.x, self.y, self.depth))
-        return (f"{len(self.x)} one-evaluation {kind}{'s' if len(self.x) > 1 else ''}: {each} from the median of "
-                f"the evaluations on both sides, over {EXCURSION_SD:g} times the noise of that distance")
+        return f"{_count(len(self.x), self.kind)}: {self.points(x_name)} {_RULE}"
 
     def note(self, x_name: str = "compute", run: str = "", *, hint: bool = True) -> str | None:
         """One line for a command's output, or None when nothing was left out. ``hint``: name the
@@ -159,13 +172,23 @@ def drop_excursions(curve: Curve, until: float | None = None, *, bounded: bool =
 
 def drop_seed_excursions(label: str, curves: list[Curve], until: float | None = None, *,
                          bounded: bool = True, hint: bool = True) -> tuple[list[Curve], list[str]]:
-    """Each seed of run ``label`` without its excursions (points with ``x <= until``), and a note
-    per seed that had any (``hint``: see :meth:`Excursions.note`). Seeds are judged one by one:
-    their pooled series interleaves them."""
-    kept, notes = [], []
+    """Each seed of run ``label`` without its excursions (points with ``x <= until``), and the note
+    that says what was left out (``hint``: see :meth:`Excursions.note`): none, or one for the run --
+    a study of many seeds said it once per seed, the rule's explanation each time. Seeds are judged
+    one by one: their pooled series interleaves them."""
+    kept, found = [], []
     for c in curves:
         c2, left = drop_excursions(c, until, bounded=bounded)
         kept.append(c2)
         if left:
-            notes.append(left.note(c.x_name, run=label if len(curves) == 1 else f"{label} ({c.name})", hint=hint))
-    return kept, notes
+            found.append((c, left))
+    if len(found) == 1:
+        c, left = found[0]
+        return kept, [left.note(c.x_name, run=label if len(curves) == 1 else f"{label} ({c.name})", hint=hint)]
+    if not found:
+        return kept, []
+    kind = "dip" if all(left.kind == "dip" for _, left in found) else "excursion"
+    each = "; ".join(f"{c.name}: {left.points(c.x_name)}" for c, left in found)
+    tail = "; --keep-excursions fits every evaluation" if hint else ""
+    return kept, [f"{label}: left out of the fit {_count(sum(len(left) for _, left in found), kind)} in {len(found)} "
+                  f"of {len(curves)} seeds ({each}) {_RULE}{tail}"]
