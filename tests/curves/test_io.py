@@ -31,6 +31,16 @@ def test_unknown_column_lists_the_available_ones():
     assert "cum_wall_hours" in str(e.value) and "available columns" in str(e.value)
 
 
+def test_a_mean_reward_of_plus_or_minus_one_is_pointed_to_unbounded(tmp_path):
+    """A +1 / -1 reward's mean (what many trainers log as the score) is no pass rate: the error says
+    how to fit it anyway, not only how to rescale percentages."""
+    p = tmp_path / "run.csv"
+    p.write_text("step,val/reward\n0,-0.9\n10,-0.5\n20,0.1\n")
+    with pytest.raises(InputError, match="not a pass rate .* --unbounded"):
+        read_curve(p, "step", "val/reward")
+    assert read_curve(p, "step", "val/reward", bounded=False).y[0] == -0.9
+
+
 def test_csv_comments_nan_and_percentages(tmp_path):
     p = tmp_path / "run.csv"
     p.write_text("# exported by hand\nstep,compute,acc\n0,0,10\n1,1,20\n# a note\n2,2,nan\n3,3,\n4,4,inf\n5,5,40\n")

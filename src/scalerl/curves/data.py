@@ -86,7 +86,8 @@ class Curve:
             bad = y[(y < 0) | (y > 1)][0]
             raise InputError(
                 f"run {name!r}{where}: {y_name!r} has values outside [0, 1] (e.g. {bad:g}); "
-                "a pass rate must be a fraction -- for percentages pass --y-scale 0.01"
+                "a pass rate must be a fraction -- for percentages pass --y-scale 0.01; a metric that is not a pass "
+                "rate (a mean reward of +1 / -1, a score) fits with --unbounded (A then is not capped at 1)"
             )
         return cls(x=x, y=y, name=name, x_name=x_name, y_name=y_name, dropped=dropped, source=source, notes=tuple(notes))
 
