@@ -44,3 +44,17 @@ def test_weight_updates_pushed_while_the_dispatcher_reaps_are_neither_lost_nor_r
     pool._reap_updates()
     assert sorted(pool._update_calls) == ["pushed during the wait", "running"]
     assert pool.updates_failed == 0
+
+
+def test_busy_workers_lists_training_batches_not_evaluation_shares():
+    """An evaluation's share (a QueuedJob) has no batch index: busy_workers raised AttributeError
+    while one was in flight."""
+    from scalerl.generate.base import SamplingParams
+    from scalerl.pipeline.pool_generator import GenerateJob, QueuedJob
+    from scalerl.pipeline.work import RoundRequest
+
+    pool = RayPool.__new__(RayPool)
+    pool._lock = threading.Condition()
+    pool._inflight = {"a": (0, QueuedJob(GenerateJob([[1]], SamplingParams(max_new_tokens=1), False))),
+                      "b": (1, RoundRequest(7, 0, [], SamplingParams(max_new_tokens=1), min_version=0))}
+    assert pool.busy_workers() == {1: 7}

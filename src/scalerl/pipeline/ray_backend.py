@@ -486,9 +486,9 @@ class RayPool:
         self.ray.kill(self.actors[worker], no_restart=False)
 
     def busy_workers(self) -> dict[int, int]:
-        """actor -> batch index it is running now."""
+        """actor -> batch index it is running now (an evaluation's share has none: not listed)."""
         with self._lock:
-            return {i: request.index for i, request in self._inflight.values()}
+            return {i: request.index for i, request in self._inflight.values() if not isinstance(request, QueuedJob)}
 
     def close(self) -> None:
         self._stop.set()
