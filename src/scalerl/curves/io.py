@@ -72,7 +72,7 @@ from scalerl.curves.lm_eval_log import is_lm_eval, read_lm_eval
 from scalerl.curves.mlflow_log import is_mlflow_store, read_mlflow
 from scalerl.curves.mlflow_server import is_server
 from scalerl.curves.nemo_rl_log import looks_like_nemo_rl, read_nemo_rl
-from scalerl.curves.primerl_log import looks_like_primerl, read_primerl
+from scalerl.curves.primerl_log import attempt_logs, looks_like_primerl, read_primerl
 from scalerl.curves.parquet_log import is_parquet, read_parquet
 from scalerl.curves.roll_log import looks_like_roll, read_roll
 from scalerl.curves.rows import CUMULATIVE, UnknownColumn, likely_columns
@@ -200,6 +200,8 @@ def detect_format(path: Path) -> str:
     if found:
         return found
     if path.is_dir():
+        if attempt_logs(path) is not None:  # prime-rl's output directory (or its logs): the attempts' consoles
+            return "prime-rl"
         if next(path.rglob("*tfevents*"), None) is None:
             harness = next((fmt for fmt, probe in HARNESS_PROBES if probe(path)), None)
             if harness:
