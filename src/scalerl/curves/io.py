@@ -16,7 +16,8 @@ Formats (chosen from the path, or by ``fmt``):
 * ``roll`` -- ROLL's console log or driver log file (its ``stdout`` tracker: ``metrics_tag: {"step": N,
   "metrics": {...}}`` lines);
 * ``prime-rl`` -- prime-rl's orchestrator console or ``logs/attempt_<n>/orchestrator.log`` (its
-  ``Step N | ... | Reward ...`` and ``Evaluated ENV (Step N) | ...`` lines);
+  ``Step N | ... | Reward ...`` and ``Evaluated ENV (Step N) | ...`` lines), or the output directory
+  (or its ``logs``) holding them: the attempts' consoles in turn, one run;
 * ``verl-file`` -- verl's file logger (``trainer.logger=[..., 'file']``): ``{"step": N, "data": {...}}`` lines;
 * ``hf-trainer`` -- a Hugging Face / TRL ``trainer_state.json``, or the run directory holding
   its ``checkpoint-*`` directories (the latest one is read);
@@ -187,7 +188,8 @@ def _check_event_files(path: Path) -> None:
             if files else "it holds no files")
     raise InputError(f"{path}: a directory holding no log of a format read as a directory (a scalerl run directory, "
                      "TensorBoard event files, an MLflow, W&B, Trackio, SwanLab or ClearML store, a trainer_state.json "
-                     f"run directory, dumped evaluations, lm-evaluation-harness or lighteval results); {held}")
+                     "run directory, a prime-rl output directory, dumped evaluations, lm-evaluation-harness or "
+                     f"lighteval results); {held}")
 
 
 def detect_format(path: Path) -> str:

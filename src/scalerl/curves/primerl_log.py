@@ -23,12 +23,17 @@ each line is a JSON object whose ``message`` is that text: read the same. The re
   it stays at its own step (and a ``cum:`` x is the one its step left);
 * a console several launches printed into (``tee -a``, or the attempts' files joined) is read by
   the step: where it goes back, a run resumed from a checkpoint (what the abandoned attempt logged
-  from there on is dropped) or started over (a run of its own, ``<stem>#2``);
+  from there on is dropped) or started over (a run of its own: ``<stem>#1``, ``<stem>#2``, ...);
+* the output directory (or its ``logs``) is read as that: the attempts' consoles in attempt order
+  (``attempt_10`` after ``attempt_9``; ``logs/latest`` is no attempt of its own), one run named after
+  the output directory; an empty or missing attempt log is skipped and said, one that cannot be read
+  or is not UTF-8 text is an error;
 * a step or evaluation line cut off (no ``Truncation``, the last figure prime-rl prints) or
   unreadable is skipped and counted.
 
 prime-rl also writes every metric at full precision to ``<output_dir>/metrics.jsonl`` (its file
-monitor, on by default), which the JSONL reader reads; the console is for a run without it.
+monitor, on by default), which the JSONL reader reads (name the file); the console is for a run
+without it. An output directory holding both is read by its consoles.
 """
 
 from __future__ import annotations
