@@ -164,3 +164,114 @@ def test_a_log_without_orchestrator_lines(tmp_path):
                                         ("1d 2h", 93600), ("  1m 6s", 66), ("5 s", None), ("1h", None)])
 def test_durations_as_prime_rl_prints_them(text, want):
     assert seconds(text) == pytest.approx(want) if want is not None else seconds(text) is None
+
+
+# --- an output directory: ``logs/attempt_<n>/orchestrator.log``, one per launch ---------------------
+
+def _text(name="primerl_console") -> str:
+    return gzip.decompress((DATA / f"{name}.log.gz").read_bytes()).decode()
+
+
+def _halves(text: str) -> tuple[str, str]:
+    """The resumed fixture as ``uv run rl`` writes it: the first launch's log, and the second's (from
+    its ``Resuming orchestrator`` line on)."""
+    cut = text.rindex("\n", 0, text.index("Resuming orchestrator")) + 1
+    return text[:cut], text[cut:]
+
+
+def _output_dir(tmp_path, attempts: dict[int, str | bytes], name="my-run") -> Path:
+    out = tmp_path / name
+    for n, text in attempts.items():
+        log = out / "logs" / f"attempt_{n}" / "orchestrator.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return out
+
+
+def _same(a, b):
+    assert len(a) == len(b)
+    for ca, cb in zip(a, b):
+        np.testing.assert_array_equal(ca.x, cb.x)
+        np.testing.assert_array_equal(ca.y, cb.y)
+
+
+def test_an_output_directory_is_read_as_its_attempts_consoles_joined(tmp_path):
+    whole = _console(tmp_path, "primerl_console_resumed", out="joined.log")
+    first, second = _halves(whole.read_text())
+    out = _output_dir(tmp_path, {0: first, 1: second})
+    for path in (out, out / "logs"):
+        assert detect_format(path) == "prime-rl"
+        for x, y in (("step", Y), ("step", "train/reward"), ("cum:time/step", Y)):
+            [curve] = read_curves(path, x, y)
+            _same([curve], read_curves(whole, x, y))
+            assert curve.name == "my-run"  # the output directory's, not "orchestrator" nor "logs"
+        [curve] = read_curves(path, "step", Y)
+        assert any("resumes from a checkpoint 1 time(s)" in n and "5 row(s)" in n for n in curve.notes)
+        assert log_columns(path) == log_columns(whole)
+
+
+def test_attempts_are_read_in_numeric_order_and_latest_is_no_attempt(tmp_path):
+    first, second = _halves(_text("primerl_console_resumed"))
+    out = _output_dir(tmp_path, {9: first, 10: second})
+    (out / "logs" / "latest").symlink_to("attempt_10", target_is_directory=True)
+    whole = tmp_path / "joined.log"
+    whole.write_text(first + second)
+    [curve] = read_curves(out, "step", "train/reward")
+    assert list(curve.x) == list(range(1, 201))  # attempt_9 before attempt_10; latest not read again
+    _same([curve], read_curves(whole, "step", "train/reward"))
+
+
+def test_an_attempt_started_over_is_a_run_of_its_own_named_after_the_directory(tmp_path):
+    text = _text()
+    cut = text.index("Step 51 |")
+    cut = text.rindex("\n", 0, cut) + 1
+    out = _output_dir(tmp_path, {0: text[:cut], 1: text})
+    curves = read_curves(out / "logs", "step", Y)
+    assert [c.name for c in curves] == ["my-run#1", "my-run#2"]  # (as split_attempts names them)
+    assert curves[1].x[-1] == 430
+
+
+def test_empty_attempt_logs_are_skipped_and_said(tmp_path):
+    first, second = _halves(_text("primerl_console_resumed"))
+    out = _output_dir(tmp_path, {0: first, 1: "", 2: second})
+    [curve] = read_curves(out, "step", "train/reward")
+    assert list(curve.x) == list(range(1, 201))
+    assert any("attempt_1/orchestrator.log" in n and "empty" in n for n in curve.notes)
+
+
+def test_unreadable_attempt_logs_are_one_line_errors_naming_the_file(tmp_path):
+    first, second = _halves(_text("primerl_console_resumed"))
+    bad = _output_dir(tmp_path, {0: first, 1: b"\xff\xfe\x00 not text\n" + second.encode()}, name="bad")
+    with pytest.raises(InputError, match=r"attempt_1/orchestrator\.log.*UTF-8") as exc:
+        read_curves(bad, "step", Y)
+    assert "\n" not in str(exc.value)
+    unreadable = _output_dir(tmp_path, {0: first}, name="unreadable")
+    (unreadable / "logs" / "attempt_1" / "orchestrator.log").mkdir(parents=True)  # (root reads a chmod 000 file)
+    with pytest.raises(InputError, match=r"attempt_1/orchestrator\.log") as exc:
+        read_curves(unreadable, "step", Y)
+    assert "\n" not in str(exc.value)
+    none = _output_dir(tmp_path, {0: "17:56:32    INFO Training from scratch\n", 1: ""}, name="none")
+    with pytest.raises(InputError, match=r"none.*no prime-rl orchestrator lines.*attempt_0/orchestrator\.log") as exc:
+        read_curves(none, "step", Y)
+    assert "\n" not in str(exc.value)
+
+
+def test_metrics_jsonl_beside_the_consoles_and_alone(tmp_path):
+    first, second = _halves(_text("primerl_console_resumed"))
+    out = _output_dir(tmp_path, {0: first, 1: second})
+    (out / "metrics.jsonl").write_text('{"step": 1, "time": 1700000000.0, "reward/mean": 0.2}\n')
+    assert detect_format(out) == "prime-rl"  # the consoles are read (metrics.jsonl can be named itself)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "metrics.jsonl").write_text('{"step": 1, "time": 1700000000.0, "reward/mean": 0.2}\n')
+    with pytest.raises(InputError, match="name the log among them"):
+        detect_format(alone)
+
+
+def test_cli_fits_a_prime_rl_output_directory(tmp_path, capsys):
+    out = _output_dir(tmp_path, {0: _text()})
+    code = main(["fit", str(out), "--x", "step", "--y", Y, "--bootstrap", "0", "--json"])
+    stdout, err = capsys.readouterr()
+    assert code == 0, err
+    res = json.loads(stdout)
+    assert res["status"] == "ok" and res["y"] == Y

@@ -16,7 +16,8 @@ Formats (chosen from the path, or by ``fmt``):
 * ``roll`` -- ROLL's console log or driver log file (its ``stdout`` tracker: ``metrics_tag: {"step": N,
   "metrics": {...}}`` lines);
 * ``prime-rl`` -- prime-rl's orchestrator console or ``logs/attempt_<n>/orchestrator.log`` (its
-  ``Step N | ... | Reward ...`` and ``Evaluated ENV (Step N) | ...`` lines);
+  ``Step N | ... | Reward ...`` and ``Evaluated ENV (Step N) | ...`` lines), or the output directory
+  (or its ``logs``) holding them: the attempts' consoles in turn, one run;
 * ``verl-file`` -- verl's file logger (``trainer.logger=[..., 'file']``): ``{"step": N, "data": {...}}`` lines;
 * ``hf-trainer`` -- a Hugging Face / TRL ``trainer_state.json``, or the run directory holding
   its ``checkpoint-*`` directories (the latest one is read);
@@ -72,7 +73,7 @@ from scalerl.curves.lm_eval_log import is_lm_eval, read_lm_eval
 from scalerl.curves.mlflow_log import is_mlflow_store, read_mlflow
 from scalerl.curves.mlflow_server import is_server
 from scalerl.curves.nemo_rl_log import looks_like_nemo_rl, read_nemo_rl
-from scalerl.curves.primerl_log import looks_like_primerl, read_primerl
+from scalerl.curves.primerl_log import attempt_logs, looks_like_primerl, read_primerl
 from scalerl.curves.parquet_log import is_parquet, read_parquet
 from scalerl.curves.roll_log import looks_like_roll, read_roll
 from scalerl.curves.rows import CUMULATIVE, UnknownColumn, likely_columns
@@ -187,7 +188,8 @@ def _check_event_files(path: Path) -> None:
             if files else "it holds no files")
     raise InputError(f"{path}: a directory holding no log of a format read as a directory (a scalerl run directory, "
                      "TensorBoard event files, an MLflow, W&B, Trackio, SwanLab or ClearML store, a trainer_state.json "
-                     f"run directory, dumped evaluations, lm-evaluation-harness or lighteval results); {held}")
+                     "run directory, a prime-rl output directory, dumped evaluations, lm-evaluation-harness or "
+                     f"lighteval results); {held}")
 
 
 def detect_format(path: Path) -> str:
@@ -200,6 +202,8 @@ def detect_format(path: Path) -> str:
     if found:
         return found
     if path.is_dir():
+        if attempt_logs(path) is not None:  # prime-rl's output directory (or its logs): the attempts' consoles
+            return "prime-rl"
         if next(path.rglob("*tfevents*"), None) is None:
             harness = next((fmt for fmt, probe in HARNESS_PROBES if probe(path)), None)
             if harness:

@@ -23,16 +23,22 @@ each line is a JSON object whose ``message`` is that text: read the same. The re
   it stays at its own step (and a ``cum:`` x is the one its step left);
 * a console several launches printed into (``tee -a``, or the attempts' files joined) is read by
   the step: where it goes back, a run resumed from a checkpoint (what the abandoned attempt logged
-  from there on is dropped) or started over (a run of its own, ``<stem>#2``);
+  from there on is dropped) or started over (a run of its own: ``<stem>#1``, ``<stem>#2``, ...);
+* the output directory (or its ``logs``) is read as that: the attempts' consoles in attempt order
+  (``attempt_10`` after ``attempt_9``; ``logs/latest`` is no attempt of its own), one run named after
+  the output directory; an empty or missing attempt log is skipped and said, one that cannot be read
+  or is not UTF-8 text is an error;
 * a step or evaluation line cut off (no ``Truncation``, the last figure prime-rl prints) or
   unreadable is skipped and counted.
 
 prime-rl also writes every metric at full precision to ``<output_dir>/metrics.jsonl`` (its file
-monitor, on by default), which the JSONL reader reads; the console is for a run without it.
+monitor, on by default), which the JSONL reader reads (name the file); the console is for a run
+without it. An output directory holding both is read by its consoles.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from pathlib import Path
@@ -62,6 +68,9 @@ _ANYWHERE = re.compile(r"(?:Step \d+|Evaluated .+ \(Step \d+\) \| Policy v\d+) \
 #: How much of a file's start is searched for a step or evaluation line to tell a prime-rl console.
 SNIFF_CHARS = 4_000_000
 _RESUMING = re.compile(r"Resuming orchestrator from checkpoint step (\d+)")
+#: A launch's directory in ``<output_dir>/logs`` (``latest`` links to the newest) and its console.
+_ATTEMPT = re.compile(r"^attempt_(\d+)$")
+CONSOLE = "orchestrator.log"
 
 
 def seconds(text: str) -> float | None:
@@ -174,34 +183,109 @@ def looks_like_primerl(path: Path) -> bool:
     return any(row is not None for _, kind, row in _rows(path, head) if kind != "resume")
 
 
-def read_primerl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """Rows (``step`` and the figures) in log order, resumes and restarts resolved, and notes."""
+def attempt_logs(path: Path) -> tuple[str, list[tuple[Path, str]]] | None:
+    """The orchestrator consoles of a prime-rl output directory (``logs/attempt_<n>/orchestrator.log``)
+    or of its ``logs`` directory, in attempt order (``attempt_10`` after ``attempt_9``), each with its
+    name inside ``path``, and the run's name (the output directory's); None where ``path`` is neither.
+    ``logs/latest``, a link to the newest attempt, is no attempt of its own. An attempt directory
+    without an orchestrator log is listed (and said when read)."""
+    if not path.is_dir():
+        return None
+    for logs in (path, path / "logs"):
+        try:
+            found = sorted((int(m.group(1)), d.name) for d in logs.iterdir()
+                           if (m := _ATTEMPT.match(d.name)) and d.is_dir() and not d.is_symlink())
+        except OSError:
+            continue
+        consoles = [(logs / name / CONSOLE, str((logs / name / CONSOLE).relative_to(path))) for _, name in found]
+        if any(log.exists() for log, _ in consoles):
+            top = path.resolve() if logs == path else (path / "logs").resolve()
+            return top.parent.name or top.name, consoles
+    return None
+
+
+def _holds_text(log: Path) -> bool:
+    """Whether an attempt's console holds anything (False: empty or missing); an InputError where it
+    cannot be read or is not UTF-8 text (a last character cut off, as a killed process leaves it, is
+    no error)."""
+    if not log.exists():
+        return False
+    decoder, size = codecs.getincrementaldecoder("utf-8")(), 0
+    try:
+        with open(log, "rb") as f:
+            while chunk := f.read(1 << 20):
+                try:
+                    decoder.decode(chunk)
+                except UnicodeDecodeError as exc:
+                    raise InputError(f"{log}: not UTF-8 text (byte {size + exc.start}): not prime-rl's "
+                                     "orchestrator console") from None
+                size += len(chunk)
+    except OSError as exc:
+        raise InputError(f"{log}: cannot be read ({exc.strerror or exc})") from None
+    return size > 0
+
+
+def _joined_rows(consoles: list[tuple[Path, str]], name: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows (``step`` and the figures) of one console, or of several launches' in turn, in log order,
+    resumes and restarts resolved (a run started over named ``<name>#2``), and notes; a console's
+    shown name (where given) ends its note of lines skipped."""
     rows: list[dict[str, Any]] = []
-    torn: list[int] = []
+    notes: list[str] = []
     resumed_from = None
-    for lineno, kind, row in _rows(path):
-        if kind == "resume":
-            if not rows:
-                resumed_from = row[STEP]
-        elif row is None:
-            torn.append(lineno)
-        else:
-            rows.append(row)
-    notes = skipped_lines_note(torn, "step or evaluation")
+    for path, shown in consoles:
+        torn: list[int] = []
+        for lineno, kind, row in _rows(path):
+            if kind == "resume":
+                if not rows:
+                    resumed_from = row[STEP]
+            elif row is None:
+                torn.append(lineno)
+            else:
+                rows.append(row)
+        notes += [f"{note} in {shown}" if shown else note for note in skipped_lines_note(torn, "step or evaluation")]
     if resumed_from is not None:
         notes.append(f"the log begins where the orchestrator resumed from the checkpoint at step {resumed_from}: "
                      "the steps before are in an earlier attempt's log (logs/attempt_<n>/orchestrator.log)")
-    rows, more = split_attempts(rows, STEP, path.stem, late_rows=True)
+    rows, more = split_attempts(rows, STEP, name, late_rows=True)
     return rows, notes + more
 
 
-def read_primerl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
-    """prime-rl's orchestrator console: see :mod:`scalerl.curves.primerl_log`; ``x`` may be
-    ``step``, or ``cum:time/step`` (seconds of training so far)."""
-    path = Path(path)
-    rows, notes = read_primerl_rows(path)
+def read_primerl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows (``step`` and the figures) in log order, resumes and restarts resolved, and notes."""
+    return _joined_rows([(path, "")], path.stem)
+
+
+_NO_LINES = "no prime-rl orchestrator lines ('Step N | ... | Reward ...' or 'Evaluated ENV (Step N) | ...')"
+
+
+def _read_output_dir(path: Path) -> tuple[str, list[dict[str, Any]], list[str]]:
+    """The run's name, rows and notes of a prime-rl output directory (or its ``logs``): its attempts'
+    consoles read as one console several launches printed into; empty ones skipped and said."""
+    found = attempt_logs(path)
+    if found is None:
+        raise InputError(f"{path}: a directory without prime-rl's logs/attempt_<n>/orchestrator.log; "
+                         "name the console or log file to read")
+    name, consoles = found
+    held = [(log, shown) for log, shown in consoles if _holds_text(log)]
+    rows, notes = _joined_rows(held, name)
     if not rows:
-        raise InputError(f"{path}: no prime-rl orchestrator lines ('Step N | ... | Reward ...' or "
-                         "'Evaluated ENV (Step N) | ...') in the file")
-    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
+        raise InputError(f"{path}: {_NO_LINES} in its attempts' logs ({', '.join(s for _, s in consoles)})")
+    empty = [shown for log, shown in consoles if (log, shown) not in held]
+    if empty:
+        notes.append(f"{len(empty)} attempt log(s) empty or missing, skipped: {', '.join(empty)}")
+    return name, rows, notes
+
+
+def read_primerl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
+    """prime-rl's orchestrator console, or an output directory of them: see
+    :mod:`scalerl.curves.primerl_log`; ``x`` may be ``step``, or ``cum:time/step`` (seconds of
+    training so far)."""
+    path = Path(path)
+    if path.is_dir():
+        name, rows, notes = _read_output_dir(path)
+    else:
+        name, (rows, notes) = path.stem, read_primerl_rows(path)
+        if not rows:
+            raise InputError(f"{path}: {_NO_LINES} in the file")
+    return curves_from_rows(path, rows, x, y, default_name=name, notes=notes, y_scale=y_scale,
                             bounded=bounded, step_column=STEP)
