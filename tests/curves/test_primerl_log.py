@@ -239,12 +239,12 @@ def test_empty_attempt_logs_are_skipped_and_said(tmp_path):
     assert any("attempt_1/orchestrator.log" in n and "empty" in n for n in curve.notes)
 
 
-def test_unreadable_attempt_logs_are_one_line_errors_naming_the_file(tmp_path):
+def test_unreadable_attempt_logs_are_one_line_errors_naming_the_file_and_junk_bytes_cost_their_line(tmp_path):
     first, second = _halves(_text("primerl_console_resumed"))
-    bad = _output_dir(tmp_path, {0: first, 1: b"\xff\xfe\x00 not text\n" + second.encode()}, name="bad")
-    with pytest.raises(InputError, match=r"attempt_1/orchestrator\.log.*UTF-8") as exc:
-        read_curves(bad, "step", Y)
-    assert "\n" not in str(exc.value)
+    # Bytes that are not UTF-8 (a crash's junk) cost their line, as in a single console: no error.
+    junk = _output_dir(tmp_path, {0: first, 1: b"\xff\xfe\x00 not text\n" + second.encode()}, name="junk")
+    [whole] = read_curves(_output_dir(tmp_path, {0: first, 1: second}, name="whole"), "step", Y)
+    assert list(read_curves(junk, "step", Y)[0].y) == list(whole.y)
     unreadable = _output_dir(tmp_path, {0: first}, name="unreadable")
     (unreadable / "logs" / "attempt_1" / "orchestrator.log").mkdir(parents=True)  # (root reads a chmod 000 file)
     with pytest.raises(InputError, match=r"attempt_1/orchestrator\.log") as exc:

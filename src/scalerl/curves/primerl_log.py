@@ -27,7 +27,7 @@ each line is a JSON object whose ``message`` is that text: read the same. The re
 * the output directory (or its ``logs``) is read as that: the attempts' consoles in attempt order
   (``attempt_10`` after ``attempt_9``; ``logs/latest`` is no attempt of its own), one run named after
   the output directory; an empty or missing attempt log is skipped and said, one that cannot be read
-  or is not UTF-8 text is an error;
+  is an error;
 * a step or evaluation line cut off (no ``Truncation``, the last figure prime-rl prints) or
   unreadable is skipped and counted.
 
@@ -38,7 +38,6 @@ without it. An output directory holding both is read by its consoles.
 
 from __future__ import annotations
 
-import codecs
 import json
 import re
 from pathlib import Path
@@ -206,23 +205,14 @@ def attempt_logs(path: Path) -> tuple[str, list[tuple[Path, str]]] | None:
 
 def _holds_text(log: Path) -> bool:
     """Whether an attempt's console holds anything (False: empty or missing); an InputError where it
-    cannot be read or is not UTF-8 text (a last character cut off, as a killed process leaves it, is
-    no error)."""
+    cannot be read. (Bytes that are not UTF-8 are read as a single console's are: replaced.)"""
     if not log.exists():
         return False
-    decoder, size = codecs.getincrementaldecoder("utf-8")(), 0
     try:
         with open(log, "rb") as f:
-            while chunk := f.read(1 << 20):
-                try:
-                    decoder.decode(chunk)
-                except UnicodeDecodeError as exc:
-                    raise InputError(f"{log}: not UTF-8 text (byte {size + exc.start}): not prime-rl's "
-                                     "orchestrator console") from None
-                size += len(chunk)
+            return bool(f.read(1))
     except OSError as exc:
         raise InputError(f"{log}: cannot be read ({exc.strerror or exc})") from None
-    return size > 0
 
 
 def _joined_rows(consoles: list[tuple[Path, str]], name: str) -> tuple[list[dict[str, Any]], list[str]]:
