@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/cpu_decode.py                 # ~2 min on 2 busy cores
     .venv/bin/python benchmarks/cpu_decode.py --rounds 20 --batch 256
     .venv/bin/python benchmarks/cpu_decode.py --whole-only --ablate --rounds 40   # each change left out in turn
+    .venv/bin/python benchmarks/cpu_decode.py --roofline      # how far the generator is from the core's matmul peak
 
 Parts (each timed in isolation at the tiny model's decode shape, best of --rounds):
 
@@ -22,6 +23,12 @@ Whole: ``HFGenerator.generate`` on --batch rows (16 arithmetic prompts x 8, up t
 temperature 1) as it was (transformers' cache, SDPA, ``torch.multinomial``) and as it is, in
 interleaved rounds, CPU seconds per 1,000 generated tokens (the two draw different samples of
 the same distribution, so the lengths differ a little: hence per token).
+
+Roofline (``--roofline``): where one ``generate`` call's CPU time goes by operator (``torch.profiler``:
+the matmuls ``mm`` / ``addmm`` / ``bmm`` against the rest), and the rate of the decode step's
+matmul shapes (each linear layer's ``[rows, in] x [in, out]`` from the model's config) against a
+1024^3 matmul, the core's practical peak: a generator whose matmuls run at that peak can only
+gain in the rest.
 
 CPU seconds (``time.process_time``) of this process, one torch thread: other jobs on a shared
 machine slow it less than the wall clock, but not to nothing (caches, memory bandwidth): compare
@@ -167,16 +174,63 @@ def whole(rounds: int, batch: int, ablate: bool) -> None:
             print(f"  {n}: {q2:.3f} [{q1:.3f}, {q3:.3f}]")
 
 
+def roofline(rounds: int, batch: int) -> None:
+    from torch.profiler import ProfilerActivity, profile
+
+    from scalerl.generate.base import SamplingParams
+    from scalerl.generate.hf import HFGenerator
+    from scalerl.models.loading import load_model
+    from scalerl.models.tiny import tiny_model_dir
+    from scalerl.tasks.arithmetic import ArithmeticTask
+    from scalerl.tasks.encoding import encode_prompts
+
+    model, tok = load_model(str(tiny_model_dir()), dtype="float32")
+    problems = ArithmeticTask().train_problems()[: max(batch // 8, 1)]
+    prompts = [p for p in encode_prompts(tok, [p.prompt for p in problems]) for _ in range(8)][:batch]
+    gen = HFGenerator(model, tok, seed=0)
+    params = SamplingParams(max_new_tokens=48, temperature=1.0, seed=0)
+    gen.generate(prompts, params)  # warm-up
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        gen.generate(prompts, params)
+    own = {e.key: e.self_cpu_time_total for e in prof.key_averages()}
+    total = sum(own.values())
+    share = {k: own.get(f"aten::{k}", 0.0) / total for k in ("mm", "addmm", "bmm")}
+    print(f"\nHFGenerator.generate, {len(prompts)} rows x <= 48 tokens, one call under torch.profiler: "
+          f"{total / 1e6:.3f} CPU-s of operators")
+    print("| operators | share of the call |\n|---|---|")
+    for k, v in share.items():
+        print(f"| aten::{k} | {v:.0%} |")
+    print(f"| everything else | {1 - sum(share.values()):.0%} |")
+
+    def rate(m: int, k: int, n: int) -> float:
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        return 2 * m * k * n / best(lambda: a @ b, rounds, inner=max(1, int(2e8 // (2 * m * k * n)))) / 1e3
+
+    c = model.config
+    h, i, v = c.hidden_size, c.intermediate_size, c.vocab_size
+    shapes = {"1024 x 1024 x 1024 (the peak)": (1024, 1024, 1024), f"q/k/v/o projection ({batch} x {h} x {h})": (batch, h, h),
+              f"MLP up / gate ({batch} x {h} x {i})": (batch, h, i), f"MLP down ({batch} x {i} x {h})": (batch, i, h),
+              f"LM head ({batch} x {h} x {v})": (batch, h, v)}
+    print("\n| matmul | GFLOP/s (best of rounds, one thread) |\n|---|---|")
+    for name, shape in shapes.items():
+        print(f"| {name} | {rate(*shape):.1f} |")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--whole-only", action="store_true", help="skip the part-by-part timings")
+    p.add_argument("--roofline", action="store_true",
+                   help="only the generator's operator shares and its matmuls' rate against the core's peak")
     p.add_argument("--ablate", action="store_true",
                    help="also time the whole generator with each of the three changes left out")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
+    if a.roofline:
+        roofline(a.rounds, a.batch)
+        return
     if not a.whole_only:
         parts(a.rounds)
     whole(a.rounds, a.batch, a.ablate)
