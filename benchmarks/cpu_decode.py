@@ -117,11 +117,8 @@ SETS = {"before": (False, False, False), "after": (True, True, True),
         "after without the inverse-CDF sampling": (True, True, False)}
 
 
-def whole(rounds: int, batch: int, ablate: bool) -> None:
-    import scalerl.generate.hf as hf
-    import scalerl.generate.sampling as sampling
-    from scalerl.generate.base import SamplingParams
-    from scalerl.generate.layout import new_cache
+def tiny_prompts(batch: int) -> tuple:
+    """The tiny model, its tokenizer and ``batch`` prompts: arithmetic problems, 8 rows each (a group)."""
     from scalerl.models.loading import load_model
     from scalerl.models.tiny import tiny_model_dir
     from scalerl.tasks.arithmetic import ArithmeticTask
@@ -129,7 +126,16 @@ def whole(rounds: int, batch: int, ablate: bool) -> None:
 
     model, tok = load_model(str(tiny_model_dir()), dtype="float32")
     problems = ArithmeticTask().train_problems()[: max(batch // 8, 1)]
-    prompts = [p for p in encode_prompts(tok, [p.prompt for p in problems]) for _ in range(8)][:batch]
+    return model, tok, [p for p in encode_prompts(tok, [p.prompt for p in problems]) for _ in range(8)][:batch]
+
+
+def whole(rounds: int, batch: int, ablate: bool) -> None:
+    import scalerl.generate.hf as hf
+    import scalerl.generate.sampling as sampling
+    from scalerl.generate.base import SamplingParams
+    from scalerl.generate.layout import new_cache
+
+    model, tok, prompts = tiny_prompts(batch)
     new_cat, new_sample = hf.decode_cache, sampling.sample_categorical
 
     def multinomial(probs, generator):
@@ -179,14 +185,8 @@ def roofline(rounds: int, batch: int) -> None:
 
     from scalerl.generate.base import SamplingParams
     from scalerl.generate.hf import HFGenerator
-    from scalerl.models.loading import load_model
-    from scalerl.models.tiny import tiny_model_dir
-    from scalerl.tasks.arithmetic import ArithmeticTask
-    from scalerl.tasks.encoding import encode_prompts
 
-    model, tok = load_model(str(tiny_model_dir()), dtype="float32")
-    problems = ArithmeticTask().train_problems()[: max(batch // 8, 1)]
-    prompts = [p for p in encode_prompts(tok, [p.prompt for p in problems]) for _ in range(8)][:batch]
+    model, tok, prompts = tiny_prompts(batch)
     gen = HFGenerator(model, tok, seed=0)
     params = SamplingParams(max_new_tokens=48, temperature=1.0, seed=0)
     gen.generate(prompts, params)  # warm-up

@@ -198,8 +198,7 @@ def attempt_logs(path: Path) -> tuple[str, list[tuple[Path, str]]] | None:
             continue
         consoles = [(logs / name / CONSOLE, str((logs / name / CONSOLE).relative_to(path))) for _, name in found]
         if any(log.exists() for log, _ in consoles):
-            top = path.resolve() if logs == path else (path / "logs").resolve()
-            return top.parent.name or top.name, consoles
+            return logs.resolve().parent.name, consoles  # (the output directory's name)
     return None
 
 
