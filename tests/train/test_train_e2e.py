@@ -211,3 +211,54 @@ def test_wandb_mirror_resumes_the_same_run_and_reads_back(tiny_dir, tmp_path, ca
     assert list(curve.y) == pytest.approx([r["val/pass_rate"] for r in evals])
     flops, = read_curves(out / "wandb", "flops", "val/pass_rate")
     assert list(flops.x) == pytest.approx([r["flops"] for r in evals])
+
+
+def _wandb_exit_codes(wandb_dir):
+    """The exit code each W&B run file under ``wandb_dir`` recorded (None: the run was never finished)."""
+    from scalerl.curves.wandb_run_log import _record_class, _records
+
+    Record, codes = _record_class(), {}
+    for f in sorted(wandb_dir.glob("*/run-*.wandb")):
+        codes[f.stem] = None
+        for raw in _records(f, []):
+            record = Record()
+            record.ParseFromString(raw)
+            if record.WhichOneof("record_type") == "exit":
+                codes[f.stem] = record.exit.exit_code
+    return codes
+
+
+def test_a_stopped_run_finishes_its_wandb_run_and_the_next_run_in_the_process_gets_its_own(
+        tiny_dir, tmp_path, capsys, monkeypatch):
+    """A run stopped (or failed) mid-training left its W&B run open, and W&B handed that open run to
+    the next wandb.init in the process: a study's next run (in-process, or in a reused Ray worker)
+    logged its metrics into the stopped run's W&B run. Now the stopped run's W&B run is finished as
+    failed, and the next run writes a W&B run of its own that reads back as its evaluations."""
+    pytest.importorskip("wandb")
+    from scalerl.curves import read_curves
+    from scalerl.train.trainer import Trainer
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    step = Trainer._train_step
+
+    def stopped_at_step_3(self):
+        if self.step == 2:
+            raise KeyboardInterrupt  # Ctrl-C (or a study's cancel) during the third step
+        step(self)
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    monkeypatch.setattr(Trainer, "_train_step", stopped_at_step_3)
+    args = ["--set", "pipeline=sync", "--set", "k=1", "--set", "log.wandb_project=scalerl-test", "--no-report"]
+    assert main(small_args(first, *args)) == 130
+    assert "interrupted at step 2" in capsys.readouterr().err
+    assert list(_wandb_exit_codes(first / "wandb").values()) == [1]  # finished, as failed
+    monkeypatch.setattr(Trainer, "_train_step", step)
+    assert main(small_args(second, *args)) == 0, capsys.readouterr().err
+    assert list(_wandb_exit_codes(second / "wandb").values()) == [0]
+    _, rows = _rows(second)
+    curve, = read_curves(second / "wandb", "step", "val/pass_rate")
+    assert list(curve.x) == [0, 2, 4]
+    assert list(curve.y) == pytest.approx([r["val/pass_rate"] for r in rows if r["type"] == "eval"])
+    stopped, = read_curves(first / "wandb", "step", "val/pass_rate")
+    assert list(stopped.x) == [0, 2]  # the stopped run's evaluations only

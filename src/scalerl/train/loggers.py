@@ -19,7 +19,9 @@ if TYPE_CHECKING:  # train.config imports no loggers; only the annotation needs 
 class Sink(Protocol):
     def log(self, row: dict[str, Any], step: int) -> None: ...
 
-    def close(self) -> None: ...
+    def close(self, ok: bool = True) -> None:
+        """Flush and close; ``ok`` is False when the run failed or was stopped."""
+        ...
 
 
 def _numeric(row: dict[str, Any]) -> dict[str, float]:
@@ -39,7 +41,7 @@ class TensorBoardSink:
             self.writer.add_scalar(k, v, step)
         self.writer.flush()
 
-    def close(self) -> None:
+    def close(self, ok: bool = True) -> None:
         self.writer.close()
 
 
@@ -59,14 +61,17 @@ class WandbSink:
         if not run_id:
             run_id = uuid.uuid4().hex[:8]  # W&B's id alphabet: lower-case letters and digits
             id_file.write_text(run_id + "\n")
+        # create_new: a run of its own even where the process has another W&B run open (a user's
+        # script or notebook calling scalerl; W&B's default handed that one back, and our metrics
+        # went into it). The sink logs through its own run object, never the global wandb.log.
         self.run = wandb.init(project=project, name=name, config=config, dir=str(directory), id=run_id,
-                              resume="allow")
+                              resume="allow", reinit="create_new")
 
     def log(self, row: dict[str, Any], step: int) -> None:
         self.run.log(_numeric(row), step=step)
 
-    def close(self) -> None:
-        self.run.finish()
+    def close(self, ok: bool = True) -> None:
+        self.run.finish(exit_code=0 if ok else 1)  # W&B shows a run that failed or was stopped as failed
 
 
 def make_sinks(log_cfg: LogConfig, output: Path, name: str, config: dict[str, Any], resume: bool) -> list[Sink]:

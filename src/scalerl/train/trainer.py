@@ -489,6 +489,25 @@ class Trainer:
         if self.resumed_from is not None and self.step < cfg.run.steps:
             self._log_resume()
         bar = _progress(cfg, self.step)
+        ok = False
+        try:
+            self._train(bar)
+            try:
+                self._save_final()
+            except KeyboardInterrupt as exc:  # a stop during the save, which waited for it
+                raise RunInterrupted(self._final_interrupted_message(), cause=exc) from None
+            ok = True
+        finally:
+            # However the run ended: an interrupted or failed run left its W&B run open, and the
+            # next wandb.init in the process (a study's next run, in-process or in a reused Ray
+            # worker) was handed that run back -- the next run's metrics logged into it.
+            self._close(ok)
+        return RunSummary(self.output, self.step, list(self.evals), time.perf_counter() - t_start, self.skipped_steps,
+                          self.nan_streak)
+
+    def _train(self, bar: Any) -> None:
+        """The loop, its errors said as what to do, and the generators closed however it ended."""
+        cfg = self.cfg
         try:
             try:
                 self._loop(bar)
@@ -517,14 +536,6 @@ class Trainer:
             bar.close()
             self.source.close()
             torch.set_num_threads(self._torch_threads)
-        try:
-            self._save_final()
-        except KeyboardInterrupt as exc:  # a stop during the save, which waited for it
-            raise RunInterrupted(self._final_interrupted_message(), cause=exc) from None
-        finally:
-            self._close()
-        return RunSummary(self.output, self.step, list(self.evals), time.perf_counter() - t_start, self.skipped_steps,
-                          self.nan_streak)
 
     def _interrupted_message(self) -> str:
         """Where the run stopped and how to go on: a resume goes on from the last checkpoint (the
@@ -662,11 +673,12 @@ class Trainer:
         return (f"interrupted after the last step ({self.step}) and the final model's save "
                 f"({self.output / FINAL}): the run is complete; `scalerl report {self.output}` writes its report")
 
-    def _close(self) -> None:
+    def _close(self, ok: bool) -> None:
+        """Files, metric sinks (``ok``: whether the run ended well, as W&B records it) and reward workers."""
         self.runlog.close()
         self.samples.close()
         for sink in self.sinks:
-            sink.close()
+            sink.close(ok)
         close = getattr(self.task, "close", None)  # a reward's worker processes (user function, math-verify)
         if close is not None:
             close()
