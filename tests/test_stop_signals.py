@@ -232,3 +232,69 @@ def test_a_keyboard_interrupt_that_c_code_made_of_a_sigterm_is_terminated_again(
         with terminated_stays_terminated():
             raise KeyboardInterrupt
     assert not isinstance(ctrl_c.value, Terminated)
+
+
+def test_a_repeated_interrupt_waits_for_the_clean_up_of_the_stop_it_repeats():
+    """A study cancels a Ray task every few seconds until it ends (a cancel that lands while the task
+    starts can be lost); each cancel is a KeyboardInterrupt through Python's SIGINT handler. One that
+    came during the run's clean-up (closing its generators, finishing its W&B run) cut it."""
+    from scalerl.stop_signals import interrupted_until_stopping, stop_under_way
+
+    steps, cleaned = [], []
+    outside = signal.getsignal(signal.SIGINT)
+    with interrupted_until_stopping():
+        with pytest.raises(KeyboardInterrupt):
+            try:
+                for step in range(100):
+                    steps.append(step)
+                    if step == 3:
+                        signal.raise_signal(signal.SIGINT)  # the first cancel
+            except KeyboardInterrupt:
+                stop_under_way()
+                for part in ("generators", "trackers"):
+                    signal.raise_signal(signal.SIGINT)  # a cancel repeated during the clean-up
+                    cleaned.append(part)
+                raise
+    assert steps == [0, 1, 2, 3] and cleaned == ["generators", "trackers"]
+    assert signal.getsignal(signal.SIGINT) is outside
+    with interrupted_until_stopping():  # the next task in a reused worker: interruptible again
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+
+
+def test_a_run_cancelled_again_during_its_clean_up_closes_its_generators_and_says_where_it_stopped(
+        tiny_dir, tmp_path, monkeypatch, capsys):
+    """The trainer says stop_under_way when it catches its stop: a study's repeated cancel of its Ray
+    task (here, SIGINT again while the generators close) no longer cuts the clean-up."""
+    from scalerl.pipeline import registry
+    from scalerl.stop_signals import interrupted_until_stopping
+    from scalerl.train.trainer import Trainer
+
+    step, make_source, closed = Trainer._train_step, registry.make_source, []
+
+    def stopped_at_step_3(self):
+        if self.step == 2:
+            signal.raise_signal(signal.SIGINT)  # the study's cancel
+        step(self)
+
+    def source_closed_under_cancels(pipeline):
+        source = make_source(pipeline)
+        close = source.close
+
+        def cancelled_while_closing():
+            signal.raise_signal(signal.SIGINT)  # the cancel, repeated
+            close()
+            closed.append(True)
+        source.close = cancelled_while_closing
+        return source
+
+    monkeypatch.setattr(Trainer, "_train_step", stopped_at_step_3)
+    monkeypatch.setattr(registry, "make_source", source_closed_under_cancels)
+    out = tmp_path / "run"
+    args = ["train", "--model", "tiny", "--output", str(out), "--no-progress", "--steps", "4", "--eval-every", "2",
+            "--set", "batch.prompts_per_step=4", "--set", "batch.generations_per_prompt=4", "--set", "eval.problems=8",
+            "--set", "pipeline=sync", "--set", "k=1", "--no-report"]
+    with interrupted_until_stopping():
+        assert cli.main(args) == 130
+    assert "interrupted at step 2, last checkpoint at step 2" in capsys.readouterr().err
+    assert closed == [True]

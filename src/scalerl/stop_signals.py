@@ -91,6 +91,46 @@ def stops_deferred() -> Iterator[None]:
             signal.raise_signal(caught[0])
 
 
+_stop_under_way = False  # a run in this process caught its stop and is cleaning up (interrupted_until_stopping)
+
+
+def stop_under_way() -> None:
+    """Said by a run that caught its stop (Ctrl-C, SIGTERM, a cancel) and now cleans up: closes its
+    generators, finishes its tracker runs. Inside :func:`interrupted_until_stopping`, a repeated
+    interrupt then waits for that clean-up instead of cutting it."""
+    global _stop_under_way
+    _stop_under_way = True
+
+
+def _interrupt_until_stopping(signum: int, frame: object) -> None:
+    if not _stop_under_way:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def interrupted_until_stopping() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt in the block until the run in it says :func:`stop_under_way`;
+    later ones are let go. For a run that is interrupted repeatedly on purpose: a study cancels its
+    Ray tasks every few seconds (``ray.cancel``, delivered through Python's SIGINT handler), because a
+    cancel that lands while the task starts can be swallowed by Ray's or a library's code -- and a
+    clean-up longer than that interval (closing vLLM actors, finishing a W&B run) was cut by the next
+    cancel. Sets the handler even where SIGINT was ignored (a Ray worker of a driver started in the
+    background inherits that), and puts the previous one back after the block (a reused Ray worker
+    runs the next task with it). Outside the main thread, where Python cannot set a handler,
+    nothing changes."""
+    global _stop_under_way
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _stop_under_way = False
+    before = signal.signal(signal.SIGINT, _interrupt_until_stopping)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL if before is None else before)
+        _stop_under_way = False
+
+
 @contextlib.contextmanager
 def keeps_sigterm() -> Iterator[None]:
     """SIGTERM's handler as it was before the block, whatever the block sets: Ray's start-up puts

@@ -33,7 +33,11 @@ def run(cfg, budget):  # a run: stopped as on Ctrl-C, it says so
         for _ in range(1200):  # a run's loop: Python code between short waits
             time.sleep(0.1)
     except KeyboardInterrupt:
+        from scalerl.stop_signals import stop_under_way
+        stop_under_way()  # as the trainer says it
         pathlib.Path(cfg["mark"] + ".stopped").write_text("")
+        time.sleep(runner.RAY_CANCEL_EVERY_S + 1.5)  # a clean-up the next cancel comes in (closing vLLM actors)
+        pathlib.Path(cfg["mark"] + ".cleaned").write_text("")
         raise
 
 runner._execute_dict = run  # (what the Ray task runs, after its set-up)
@@ -65,7 +69,8 @@ def test_sigterm_stops_a_ray_study_at_once_and_leaves_no_ray_process(tmp_path):
     """Ray's start-up put its own crash handler on SIGTERM in the study's driver (the study called
     ray.init itself, not init_ray): `kill PID` printed a C++ stack dump and exited 1, the running
     run killed by ray.shutdown wherever it was rather than stopped. With the handler kept, ray.wait
-    turned the Terminated it raised into a plain KeyboardInterrupt: exit 130, not 143."""
+    turned the Terminated it raised into a plain KeyboardInterrupt: exit 130, not 143. The study
+    cancels a run again every few seconds until it ends; a clean-up longer than that was cut."""
     driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -81,6 +86,7 @@ def test_sigterm_stops_a_ray_study_at_once_and_leaves_no_ray_process(tmp_path):
         assert "SIGTERM received" not in err
         assert took < 30
         assert (tmp_path / "run0.stopped").exists()  # stopped as on Ctrl-C: its checkpoint intact
+        assert (tmp_path / "run0.cleaned").exists()  # its clean-up not cut by the cancel repeated meanwhile
         assert not (tmp_path / "run1.started").exists()  # the queued run never started
         time.sleep(2)
         assert _session_processes(driver.pid) == []

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from scalerl.config import from_dict, load_yaml, save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, ScaleRLError
 from scalerl.runlog import eval_rows, has_final_model
-from scalerl.stop_signals import keeps_sigterm, terminated_stays_terminated
+from scalerl.stop_signals import interrupted_until_stopping, keeps_sigterm, terminated_stays_terminated
 from scalerl.study.families import TINY_SIZES, Variant, family_variants
 from scalerl.study.spec import SPEC_FILE, StudySpec
 
@@ -440,12 +440,8 @@ def _execute_ray_task(execute: Callable[..., dict[str, Any]], cfg_dict: dict[str
     from a driver started in the background (``cmd &`` in a script, nohup; a pytest-xdist worker),
     and the cancel then did nothing -- the run trained on to its end. ``execute`` travels with the
     task rather than being looked up in the worker, so that the driver's (a test's stand-in) runs."""
-    import signal
-    import threading
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    return execute(cfg_dict, budget)
+    with interrupted_until_stopping():  # repeated cancels (_stop_ray_runs) do not cut the run's clean-up
+        return execute(cfg_dict, budget)
 
 
 # ----------------------------------------------------------------------------- backends

@@ -36,7 +36,7 @@ from scalerl.errors import ConfigError, InputError, NonFiniteError, RunInterrupt
 from scalerl.generate.base import Generator, SamplingParams
 from scalerl.runlog import RESUME, RUNLOG, RunLogWriter, read_runlog
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
-from scalerl.stop_signals import stops_deferred
+from scalerl.stop_signals import stop_under_way, stops_deferred
 from scalerl.tasks.failure_tally import KINDS, add_counts, counting_failures
 from scalerl.tasks.rewards import check_reward_works
 from scalerl.train.activation_probe import probe_activations
@@ -495,6 +495,7 @@ class Trainer:
             try:
                 self._save_final()
             except KeyboardInterrupt as exc:  # a stop during the save, which waited for it
+                stop_under_way()
                 raise RunInterrupted(self._final_interrupted_message(), cause=exc) from None
             ok = True
         finally:
@@ -526,6 +527,7 @@ class Trainer:
                     f"scalerl train --output {self.output} --resume"
                 ) from None
             except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (errors.Terminated)
+                stop_under_way()  # a study's repeated cancels wait for the clean-up below
                 raise RunInterrupted(self._interrupted_message(), cause=exc) from None
         except BaseException:
             if not self.resume:  # failed before its first checkpoint: leave the directory reusable
