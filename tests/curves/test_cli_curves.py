@@ -9,7 +9,7 @@ import pytest
 from scalerl.cli import main
 from scalerl.curves import default_calibration
 
-from .conftest import DEEPSEEK, QWEN, REAL_CSV
+from .conftest import CORPUS_CSV, DEEPSEEK, QWEN, REAL_CSV
 
 XY = ["--x", "cum_wall_hours", "--y", "val_score"]
 
@@ -248,6 +248,9 @@ def test_backtest_scores_every_run_of_several_logs_in_one_table(capsys, tmp_path
                                  "time, token-like names; cum:COL sums a per-step one): 'cum_wall_hours', 'step'; "
                                  "other: 'algo', 'model'; runs told apart by 'run'"),
         (["compare", str(REAL_CSV), str(REAL_CSV), "--x", "step"], "give --y (the metric: a pass rate)"),
+        # a table of curves with its compute column named x (its unit in x_name) listed as compute
+        (["backtest", str(CORPUS_CSV), "--all-runs"], "metrics (evaluation-like names): 'val_score'; compute (step, "
+                                                      "time, token-like names; cum:COL sums a per-step one): 'x'; "),
     ],
 )
 def test_bad_input_exits_2_with_one_line(capsys, argv, needle):

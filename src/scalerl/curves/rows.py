@@ -49,7 +49,8 @@ DEFAULT_RUN_COLUMN = "run"
 LIST_ALL_COLUMNS = 60
 #: What the names of the columns an axis is usually given look like.
 _LIKELY = {
-    "x": re.compile(r"step|time|timing|token|flop|sample|hour|second|epoch|runtime|elapsed|gpu|rollouts", re.I),
+    # (^x$: a table of curves whose compute column is just x, its unit in another: x_name, x, score)
+    "x": re.compile(r"step|time|timing|token|flop|sample|hour|second|epoch|runtime|elapsed|gpu|rollouts|^x$", re.I),
     "y": re.compile(r"val|eval|test|acc|reward|score|pass|match|mean@|mean_at_", re.I),
 }
 
