@@ -13,6 +13,16 @@ from .conftest import small_args
 pytestmark = pytest.mark.slow
 
 
+@pytest.fixture
+def fresh_wandb():
+    """W&B keeps the settings of its first start in the process (an earlier test's offline mode):
+    torn down before and after, a test's W&B reads its own environment, as a fresh command would."""
+    wandb = pytest.importorskip("wandb")
+    wandb.teardown()
+    yield wandb
+    wandb.teardown()
+
+
 def _rows(out):
     header, rows, notes = read_runlog(out / "runlog.jsonl")
     return header, rows
@@ -184,10 +194,9 @@ def test_eval_of_a_directory_that_is_not_a_run_exits_2(tmp_path, capsys):
     assert "config.yaml" in capsys.readouterr().err
 
 
-def test_wandb_mirror_resumes_the_same_run_and_reads_back(tiny_dir, tmp_path, capsys, monkeypatch):
+def test_wandb_mirror_resumes_the_same_run_and_reads_back(tiny_dir, tmp_path, capsys, monkeypatch, fresh_wandb):
     """log.wandb_project (offline: no account, no network): a resumed run continues the same W&B run,
     and W&B's local run files read back as the run log's evaluations (`scalerl fit wandb/...`)."""
-    pytest.importorskip("wandb")
     from scalerl.curves import read_curves
 
     monkeypatch.setenv("WANDB_MODE", "offline")
@@ -229,12 +238,11 @@ def _wandb_exit_codes(wandb_dir):
 
 
 def test_a_stopped_run_finishes_its_wandb_run_and_the_next_run_in_the_process_gets_its_own(
-        tiny_dir, tmp_path, capsys, monkeypatch):
+        tiny_dir, tmp_path, capsys, monkeypatch, fresh_wandb):
     """A run stopped (or failed) mid-training left its W&B run open, and W&B handed that open run to
     the next wandb.init in the process: a study's next run (in-process, or in a reused Ray worker)
     logged its metrics into the stopped run's W&B run. Now the stopped run's W&B run is finished as
     failed, and the next run writes a W&B run of its own that reads back as its evaluations."""
-    pytest.importorskip("wandb")
     from scalerl.curves import read_curves
     from scalerl.train.trainer import Trainer
 
@@ -262,3 +270,26 @@ def test_a_stopped_run_finishes_its_wandb_run_and_the_next_run_in_the_process_ge
     assert list(curve.y) == pytest.approx([r["val/pass_rate"] for r in rows if r["type"] == "eval"])
     stopped, = read_curves(first / "wandb", "step", "val/pass_rate")
     assert list(stopped.x) == [0, 2]  # the stopped run's evaluations only
+
+
+def test_wandb_that_cannot_start_is_one_line_and_leaves_the_directory_to_the_same_command(
+        tiny_dir, tmp_path, capsys, monkeypatch, fresh_wandb):
+    """log.wandb_project without a W&B login: a wandb traceback, after the run had written its
+    config and run log -- and then the same command, once logged in (or without W&B), was refused:
+    the directory "already holds a run"."""
+    import multiprocessing
+
+    for name in ("WANDB_MODE", "WANDB_API_KEY", "WANDB_SILENT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.netrc, no W&B settings
+    monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "home" / ".config" / "wandb"))
+    out = tmp_path / "run"
+    args = small_args(out, "--no-report")
+    processes = ["--set", "backend.workers=processes", "--set", "backend.generators=1"]
+    assert main([*args, *processes, "--set", "log.wandb_project=scalerl-test"]) == 2
+    err = capsys.readouterr().err
+    assert "log.wandb_project: W&B could not start the run" in err and "WANDB_MODE=offline" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert not [p for p in ("runlog.jsonl", "config.yaml", "samples.jsonl") if (out / p).exists()]
+    assert multiprocessing.active_children() == []  # the generator processes it had started: closed
+    assert main(args) == 0, capsys.readouterr().err  # the same command, without W&B: not refused

@@ -272,8 +272,9 @@ class LogConfig:
     """Also write TensorBoard event files to <output>/tensorboard."""
     wandb_project: str | None = None
     """Also log to this Weights & Biases project (needs the wandb package and a login, or
-    ``WANDB_MODE=offline``). The W&B run's id is kept in <output>/wandb_run_id, so ``--resume``
-    continues the same W&B run."""
+    ``WANDB_MODE=offline``; one that cannot start fails the run before it writes anything). The
+    W&B run's id is kept in <output>/wandb_run_id, so ``--resume`` continues the same W&B run; a
+    run that stops or fails finishes its W&B run as failed."""
     progress: bool = True
     """Show a progress bar (pass rate, throughput, ETA) on stderr."""
     train_every: int = 1

@@ -64,8 +64,12 @@ class WandbSink:
         # create_new: a run of its own even where the process has another W&B run open (a user's
         # script or notebook calling scalerl; W&B's default handed that one back, and our metrics
         # went into it). The sink logs through its own run object, never the global wandb.log.
-        self.run = wandb.init(project=project, name=name, config=config, dir=str(directory), id=run_id,
-                              resume="allow", reinit="create_new")
+        try:
+            self.run = wandb.init(project=project, name=name, config=config, dir=str(directory), id=run_id,
+                                  resume="allow", reinit="create_new")
+        except wandb.errors.Error as exc:  # not logged in, no network, a bad entity: before any step
+            raise ConfigError(f"log.wandb_project: W&B could not start the run: {exc} (or set WANDB_MODE=offline to "
+                              "keep the W&B run on this machine; `wandb sync` uploads it later)") from None
 
     def log(self, row: dict[str, Any], step: int) -> None:
         self.run.log(_numeric(row), step=step)

@@ -170,7 +170,11 @@ class Trainer:
         self.cfg = cfg
         self.resume = resume
         self.rank = rank
-        self._setup()
+        try:
+            self._setup()
+        except BaseException:
+            self._abandon_setup()
+            raise
 
     @classmethod
     def resumed(cls, output: str | Path, *, steps: int | None = None, progress: bool | None = None,
@@ -181,6 +185,28 @@ class Trainer:
         return cls(resumed_config(output, steps=steps, progress=progress, threads=threads), resume=True, rank=rank)
 
     # ------------------------------------------------------------------ setup
+    def _abandon_setup(self) -> None:
+        """A set-up that failed part-way (W&B not logged in, a damaged checkpoint, a stop) closes
+        what it had started -- generator and reward processes, files, tracker runs -- and, for a new
+        run, removes the files it wrote: left behind, they made the same command, rerun once the
+        cause was fixed, refuse the directory as one that "already holds a run"."""
+        parts = self.__dict__
+        if "source" in parts:
+            self.source.close()
+        for sink in parts.get("sinks", ()):
+            sink.close(False)
+        for name in ("runlog", "samples"):
+            if name in parts:
+                parts[name].close()
+        close = getattr(parts.get("task"), "close", None)
+        if close is not None:
+            close()
+        if "_torch_threads" in parts:
+            torch.set_num_threads(self._torch_threads)
+        if not self.resume and (self.rank is None or self.rank.leader) and self.output.is_dir():
+            discard_unstarted_run(self.output, checkpoints=CHECKPOINTS,
+                                  files=(RUNLOG, CONFIG, SAMPLES, CALIBRATION_COPY))
+
     def _setup(self) -> None:
         from scalerl.generate.hf import HFGenerator
         from scalerl.generate.layout import pad_id_of
@@ -317,6 +343,8 @@ class Trainer:
         # Devices the clock counts (accelerator-hours): Ray's generator actors hold their own.
         self.meter.devices = getattr(self.source, "devices", 1) + (self.rank.world - 1 if self.rank else 0)
 
+        # Trackers first: one that cannot start (W&B not logged in) fails before the run has files.
+        self.sinks = make_sinks(cfg.log, self.output, self.output.name, to_dict(cfg), self.resume)
         if self.resume:
             self._restore()
         else:
@@ -324,7 +352,6 @@ class Trainer:
             self.runlog = RunLogWriter(self.output / RUNLOG, self._header())
             self.samples = RunLogWriter(self.output / SAMPLES, resume_offset=0)
         self.source.weights_updated(self.weights, self.version, step=self.step)  # the weights it starts from
-        self.sinks = make_sinks(cfg.log, self.output, self.output.name, to_dict(cfg), self.resume)
 
     def _header(self) -> dict[str, Any]:
         cfg = self.cfg
