@@ -23,3 +23,21 @@ def test_console_script_runs(module):
     proc = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "scalerl" in proc.stdout
+
+
+@pytest.mark.parametrize("stop, message, status", [
+    (KeyboardInterrupt(), "interrupted", 130),  # Ctrl-C in a command that has nothing to add
+    (KeyboardInterrupt("stopped at step 3; resume with --resume"), "stopped at step 3; resume with --resume", 130),
+])
+def test_an_interrupted_command_says_so_on_one_line(monkeypatch, capsys, stop, message, status):
+    """A bare Ctrl-C printed 'scalerl recipes: ' and nothing after it: an exception object is
+    truthy, so ``exc or 'interrupted'`` never fell back."""
+    import scalerl.commands.recipes as recipes
+
+    def interrupted(args):
+        raise stop
+
+    monkeypatch.setattr(recipes, "run", interrupted)
+    assert main(["recipes"]) == status
+    err = capsys.readouterr().err.strip()
+    assert err == f"scalerl recipes: {message}"

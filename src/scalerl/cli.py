@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         raise
     except KeyboardInterrupt as exc:  # a run says where it stopped and how to resume
-        print(f"scalerl {name}: {exc or 'interrupted'}", file=sys.stderr)
+        print(f"scalerl {name}: {str(exc) or 'interrupted'}", file=sys.stderr)
         return interrupt_status(exc)  # 130 for Ctrl-C, 143 for SIGTERM
     except BrokenPipeError:  # output piped into `head` and closed: not an error of ours
         sys.stderr.close()
