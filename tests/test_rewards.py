@@ -361,3 +361,41 @@ def test_a_reward_worker_outlives_a_sigterm_to_the_process_group_and_is_killed_o
         assert proc.poll() is None
         assert reward(PROBLEM, "4") == 1.0 and reward.stats.errors == 0
     assert proc.poll() is not None
+
+
+def test_close_stops_hung_and_queued_calls_at_once_and_does_not_count_them_as_failures(rewards_module):
+    """A stopping run closes its reward workers: close() waited for every queued call and each hung
+    one's timeout (here 6 calls of 30 s on 2 workers: 90 s) before it killed a worker. Now the
+    workers die first; the calls cut short score -1 and are neither calls nor failures in the
+    counts (the function did not fail: the run stopped it)."""
+    import threading
+
+    from scalerl.tasks.failure_tally import counting_failures
+
+    workers = RewardWorkers("my_rewards:hangs", timeout=30, workers=2)
+    scored, tallies = [], []
+
+    def score_batch():
+        with counting_failures() as tally:
+            scored.extend(workers.score_many([(PROBLEM, str(i)) for i in range(6)]))
+        tallies.append(tally.as_dict())
+
+    batch = threading.Thread(target=score_batch, daemon=True)
+    batch.start()
+    deadline = time.monotonic() + 20
+    while len(workers._all) < 2 and time.monotonic() < deadline:  # both workers started, calls in flight
+        time.sleep(0.1)
+    time.sleep(0.5)
+    procs = [w._proc for w in workers._all]
+    start = time.monotonic()
+    closing = threading.Thread(target=workers.close, daemon=True)
+    closing.start()
+    closing.join(timeout=10)
+    batch.join(timeout=5)
+    assert not closing.is_alive() and time.monotonic() - start < 10
+    assert not batch.is_alive() and scored == [-1.0] * 6
+    assert tallies == [{"errors": 0, "timeouts": 0}]
+    assert workers.stats.calls == workers.stats.errors == workers.stats.timeouts == 0
+    assert all(p is not None and p.poll() is not None for p in procs)  # every worker process gone
+    assert workers.score(PROBLEM.prompt, "4", PROBLEM.answer) == -1.0  # no worker restarted after close
+    assert all(w._proc is None for w in workers._all)

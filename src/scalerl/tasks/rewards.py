@@ -12,7 +12,9 @@ cannot be killed, a process can. A call that raises (or returns a non-number) sc
 :data:`FAILURE_REWARD` (-1, what a wrong answer scores: a failure must never pay better than a
 wrong answer, or the policy learns to make the function fail); a call that exceeds ``timeout``
 seconds scores the same and the worker is killed and restarted for the next call. Both are counted in :attr:`UserReward.stats` (and logged once each) so the
-trainer can put them in the run log. The worker is one process started once, not one per
+trainer can put them in the run log. :meth:`UserReward.close` kills the worker at once, a call in
+flight included: that call, and any made after, scores -1 too but is neither a call nor a failure
+in the counts (the function did not fail: the run stopped it). The worker is one process started once, not one per
 call: a round trip costs well under a millisecond, a process start ~50-100 ms.
 """
 
@@ -85,6 +87,7 @@ class UserReward:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._buffer = b""
+        self._closed = False
         error = self._start()
         if error is not None:
             raise InputError(f"reward function {spec!r}: {error}")
@@ -143,6 +146,13 @@ class UserReward:
         return json.loads(line)
 
     def close(self) -> None:
+        """Kill the worker now, without waiting for a call in flight (a hung one waited out its
+        timeout, up to a day, and held up a stopping run): that call sees its worker die and
+        returns (see :meth:`score`); later calls score -1 at once, no worker restarted."""
+        self._closed = True
+        proc = self._proc  # (a kill signal only: the call in flight owns the pipes until it returns)
+        if proc is not None:
+            proc.kill()
         with self._lock:
             self._kill()
 
@@ -177,6 +187,8 @@ class UserReward:
     def score(self, prompt: str, completion: str, answer: str) -> float:
         """Reward of one completion; :data:`FAILURE_REWARD` when the function raised or timed out."""
         with self._lock:
+            if self._closed:  # a stopping run's last calls: its results are thrown away
+                return FAILURE_REWARD
             self.stats.calls += 1
             if self._proc is None:  # killed after a timeout: restart for this call
                 error = self._start()
@@ -187,11 +199,13 @@ class UserReward:
                 self._proc.stdin.write(request.encode())
                 self._proc.stdin.flush()
                 reply = self._read(time.monotonic() + self.timeout)
-            except TimeoutError:
+            except (TimeoutError, _WorkerDied, BrokenPipeError) as exc:
                 self._kill()
-                return self._failed("timeout", f"call exceeded {self.timeout:g} s; worker killed")
-            except (_WorkerDied, BrokenPipeError):
-                self._kill()
+                if self._closed:  # close() killed it mid-call: not the function's failure
+                    self.stats.calls -= 1
+                    return FAILURE_REWARD
+                if isinstance(exc, TimeoutError):
+                    return self._failed("timeout", f"call exceeded {self.timeout:g} s; worker killed")
                 return self._failed("error", "the worker process died during the call")
             if "error" in reply:
                 return self._failed("error", reply["error"])
@@ -223,6 +237,7 @@ class RewardWorkers:
         self._free.put(first)
         self._grow = threading.Lock()
         self._start_failed = False
+        self._closed = False
         self._executor: ThreadPoolExecutor | None = None
 
     @property
@@ -244,7 +259,7 @@ class RewardWorkers:
         except queue.Empty:
             pass
         with self._grow:
-            if len(self._all) < self.workers and not self._start_failed:
+            if len(self._all) < self.workers and not self._start_failed and not self._closed:
                 try:
                     worker = UserReward(self.spec, timeout=self.timeout, startup_timeout=self.startup_timeout)
                 except InputError as exc:  # out of processes or memory: carry on with the ones running
@@ -278,12 +293,17 @@ class RewardWorkers:
         return list(self._executor.map(lambda pair: in_tally(tally, self, *pair), pairs))
 
     def close(self) -> None:
-        """Stop every worker process (and the threads that fed them)."""
+        """Stop every worker process (and the threads that fed them) at once: the workers first, so
+        that calls in flight return and queued ones score -1 without a call (see
+        :meth:`UserReward.close`); waiting for them first made a stopping run wait out each hung
+        call's timeout, one after another."""
+        with self._grow:
+            self._closed = True
+        for worker in list(self._all):
+            worker.close()
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None
-        for worker in self._all:
-            worker.close()
 
     def __enter__(self) -> "RewardWorkers":
         return self
