@@ -399,3 +399,52 @@ def test_close_stops_hung_and_queued_calls_at_once_and_does_not_count_them_as_fa
     assert all(p is not None and p.poll() is not None for p in procs)  # every worker process gone
     assert workers.score(PROBLEM.prompt, "4", PROBLEM.answer) == -1.0  # no worker restarted after close
     assert all(w._proc is None for w in workers._all)
+
+
+SLOW_RESTART = '''
+import os
+import time
+
+if os.path.exists(__file__ + ".loaded"):  # a restarted worker loads slowly (a heavy import)
+    time.sleep(60)
+open(__file__ + ".loaded", "w").close()
+
+def hangs(completion):
+    time.sleep(60)
+'''
+
+
+def test_close_during_a_workers_restart_is_not_counted_as_a_failure(tmp_path):
+    """A call that restarts its worker (the one before it timed out) and is cut short by close()
+    while the new worker loads: close killed that worker, the restart 'failed', and the call was
+    counted as a reward error (in the stats and in the scoring's failure tally) -- the function did
+    not fail, the run stopped it."""
+    import threading
+
+    from scalerl.tasks.failure_tally import counting_failures
+
+    module = tmp_path / "slow_restart.py"
+    module.write_text(SLOW_RESTART)
+    reward = UserReward(f"{module}:hangs", timeout=0.5)
+    tallies = []
+
+    def score_twice():
+        with counting_failures() as tally:
+            reward.score("p", "1", "a")  # times out: a counted failure, the worker killed
+            reward.score("p", "2", "a")  # restarts the worker, which takes 60 s to load
+        tallies.append(tally.as_dict())
+
+    scoring = threading.Thread(target=score_twice, daemon=True)
+    scoring.start()
+    deadline = time.monotonic() + 15
+    while not (reward.stats.calls == 2 and reward._proc is not None) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)  # the new worker is loading
+    assert reward.stats.timeouts == 1 and reward._proc is not None
+    start = time.monotonic()
+    reward.close()
+    scoring.join(timeout=5)
+    assert not scoring.is_alive() and time.monotonic() - start < 5
+    assert tallies == [{"errors": 0, "timeouts": 1}]  # the first call's timeout alone
+    assert (reward.stats.calls, reward.stats.errors, reward.stats.timeouts) == (1, 0, 1)
+    assert reward._proc is None

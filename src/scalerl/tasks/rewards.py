@@ -192,6 +192,10 @@ class UserReward:
             self.stats.calls += 1
             if self._proc is None:  # killed after a timeout: restart for this call
                 error = self._start()
+                if self._closed:  # close() came during the restart (and killed the worker loading)
+                    self._kill()
+                    self.stats.calls -= 1
+                    return FAILURE_REWARD
                 if error is not None:
                     return self._failed("error", f"restart failed: {error}")
             request = json.dumps({"prompt": prompt, "completion": completion, "answer": answer}) + "\n"
