@@ -191,6 +191,8 @@ class Trainer:
         run, removes the files it wrote: left behind, they made the same command, rerun once the
         cause was fixed, refuse the directory as one that "already holds a run"."""
         parts = self.__dict__
+        if "task" in parts:  # before the source, as in _train (no generator has started yet here)
+            self._close_task()
         if "source" in parts:
             self.source.close()
         for sink in parts.get("sinks", ()):
@@ -198,9 +200,6 @@ class Trainer:
         for name in ("runlog", "samples"):
             if name in parts:
                 parts[name].close()
-        close = getattr(parts.get("task"), "close", None)
-        if close is not None:
-            close()
         if "_torch_threads" in parts:
             torch.set_num_threads(self._torch_threads)
         if not self.resume and (self.rank is None or self.rank.leader) and self.output.is_dir():
@@ -563,6 +562,10 @@ class Trainer:
             raise
         finally:
             bar.close()
+            # The reward workers before the generators: a generator thread waiting on a hung
+            # reward call returns only when its worker dies, and closing the generators first
+            # waited for each such thread up to its join timeout (60 s) before a stop could end.
+            self._close_task()
             self.source.close()
             torch.set_num_threads(self._torch_threads)
 
@@ -703,12 +706,16 @@ class Trainer:
                 f"({self.output / FINAL}): the run is complete; `scalerl report {self.output}` writes its report")
 
     def _close(self, ok: bool) -> None:
-        """Files, metric sinks (``ok``: whether the run ended well, as W&B records it) and reward workers."""
+        """Files and metric sinks (``ok``: whether the run ended well, as W&B records it); the reward
+        workers are closed with the generators (:meth:`_train`)."""
         self.runlog.close()
         self.samples.close()
         for sink in self.sinks:
             sink.close(ok)
-        close = getattr(self.task, "close", None)  # a reward's worker processes (user function, math-verify)
+
+    def _close_task(self) -> None:
+        """Stop the task's reward worker processes (a user function's, math-verify's), if it has any."""
+        close = getattr(self.task, "close", None)
         if close is not None:
             close()
 
