@@ -39,7 +39,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from scalerl.config import from_dict, load_yaml, save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, ScaleRLError
@@ -483,38 +483,102 @@ def _local(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo, re
     return outcomes
 
 
-#: In a worker process: the driver's stop event (set when the study stops: Ctrl-C, SIGTERM).
-_STOPPED: Any = None
+class _Latch:
+    """A flag the driver sets once and its worker processes read, which no worker can jam: the read
+    end of a pipe, set by closing the write end (every reader then sees end-of-file). Not a
+    multiprocessing Event: a worker that exited while waiting on one (its run over) left the
+    Event's condition counting a sleeper that never woke, and the driver's ``set()`` hung."""
+
+    def __init__(self) -> None:
+        import multiprocessing
+
+        self._reader, self._writer = multiprocessing.Pipe(duplex=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_reader": self._reader, "_writer": None}  # a worker gets the read end alone
+
+    def set(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+    def is_set(self) -> bool:
+        return self._reader.poll()
+
+    def wait(self) -> None:
+        from multiprocessing.connection import wait
+
+        wait([self._reader])
 
 
-def _init_worker(stopped: Any) -> None:
+class _Stops(NamedTuple):
+    """What a parallel study's driver tells its worker processes when it stops."""
+
+    start_none: _Latch
+    """Set: a run not started yet does not start (the pool hands a run it had already queued to a
+    fresh worker even after its shutdown, one run per worker, which trained it whole)."""
+    stop_runs: _Latch
+    """Set: the running runs stop as on Ctrl-C -- each worker sends itself SIGTERM (_init_worker)."""
+
+
+#: In a worker process: the driver's :class:`_Stops`.
+_STOPS: Any = None
+
+
+def _init_worker(stops: _Stops) -> None:
     """Worker initializer: on Linux, be killed when the driver dies (even by kill -9), so that a
-    resumed study never races a run an orphaned worker is still training. SIGTERM (which the
-    driver passes on, :func:`_stop_workers`) stops the worker's run as Ctrl-C does."""
+    resumed study never races a run an orphaned worker is still training. SIGTERM stops the
+    worker's run as Ctrl-C does (:func:`_unless_stopped`) and is ignored between runs; a thread
+    here sends it when the driver says ``stops.stop_runs`` (:func:`_stop_workers`)."""
     import multiprocessing
     import signal
+    import threading
 
     from scalerl.parent_death import die_with_parent
-    from scalerl.stop_signals import raise_terminated
 
-    global _STOPPED
-    _STOPPED = stopped
-    signal.signal(signal.SIGTERM, raise_terminated)
+    global _STOPS
+    _STOPS = stops
+    # Ignored outside a run: a SIGTERM raised in an idle worker (waiting for its next run) made it
+    # exit with a traceback; the pool, broken, then killed every other worker with a second
+    # SIGTERM, which cut their runs' clean-up (the first one's handler had put back the default).
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    threading.Thread(target=_stop_run_when_told, args=(stops.stop_runs,), daemon=True).start()
     driver = multiprocessing.parent_process()
     die_with_parent(driver.pid if driver is not None else None)  # (a driver gone before this line: exit)
 
 
+def _stop_run_when_told(stop_runs: _Latch) -> None:
+    """In a worker: SIGTERM to itself once the driver sets ``stop_runs``, which stops a run under way.
+    The driver does not signal its workers itself: one still starting up (the pool starts a fresh
+    worker as each run ends) has no handler yet, and SIGTERM's default action killed it -- breaking
+    the pool as above."""
+    import signal
+
+    stop_runs.wait()
+    # Not between runs (ignored anyway), nor in a run a SIGTERM stopped already (`kill -- -PGID`
+    # reaches the workers too): raise_terminated put back the default action, and a second one
+    # would kill the run in its clean-up.
+    if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN):
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def _unless_stopped(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` in a worker, unless the study has stopped: the pool hands a run it had already
-    queued to a fresh worker even after its shutdown (one run per worker), which trained it whole."""
-    if _STOPPED is not None and _STOPPED.is_set():
-        from scalerl.errors import Terminated
+    """``fn(*args)`` in a worker, SIGTERM stopping it as Ctrl-C does, unless the study has stopped."""
+    import signal
 
-        raise Terminated("the study stopped before this run started")
-    return fn(*args)
+    from scalerl.errors import Terminated
+    from scalerl.stop_signals import raise_terminated
+
+    # The handler first: a stop the check below misses (set just after it) is a SIGTERM it catches.
+    signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        if _STOPS is not None and _STOPS.start_none.is_set():
+            raise Terminated("the study stopped before this run started")
+        return fn(*args)
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
-def _worker_pool(parallel: int, stopped: Any) -> Any:
+def _worker_pool(parallel: int, stops: _Stops) -> Any:
     """``parallel`` spawned worker processes (fresh torch state), one run each (Python >= 3.11;
     3.10 reuses workers, and every run still sets its own seeds and threads)."""
     import multiprocessing
@@ -522,33 +586,30 @@ def _worker_pool(parallel: int, stopped: Any) -> Any:
 
     fresh = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
     return ProcessPoolExecutor(max_workers=parallel, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_init_worker, initargs=(stopped,), **fresh)
+                               initializer=_init_worker, initargs=(stops,), **fresh)
 
 
-def _stop_workers(pool: Any, futures: Any, stopped: Any, exc: BaseException) -> None:
-    """The driver stops (Ctrl-C, SIGTERM): start no queued run, and pass SIGTERM on to the workers
-    -- ``kill PID`` reaches the driver alone (Ctrl-C the whole process group), and leaving the pool
-    waited for every running run to finish: the study trained on for as long as a run takes."""
-    import signal
-
+def _stop_workers(futures: Any, stops: _Stops, exc: BaseException) -> None:
+    """The driver stops -- Ctrl-C, SIGTERM, or an error of its own (its output closed, a disk full):
+    start no queued run, and stop the running ones as Ctrl-C does. Leaving the pool waited for every
+    run, queued ones too, to finish: the study trained on for as long as its runs took (a failed
+    driver raised its error only then, with none of them recorded in progress.jsonl)."""
     from scalerl.errors import Terminated
 
-    stopped.set()  # a run already in the pool's call queue (not cancellable) stops as it starts
+    stops.start_none.set()  # a run already in the pool's call queue (not cancellable) stops as it starts
     for fut in futures:
         fut.cancel()
-    if isinstance(exc, Terminated):
-        for worker in list(pool._processes.values()):  # (no public API names a pool's processes)
-            try:
-                os.kill(worker.pid, signal.SIGTERM)
-            except OSError:  # already gone
-                pass
+    # Ctrl-C reached the workers already (it goes to the whole process group), and a second stop
+    # would cut their clean-up; anything else -- `kill PID`, an error of the driver's -- reaches the
+    # driver alone.
+    if isinstance(exc, Terminated) or not isinstance(exc, KeyboardInterrupt):
+        stops.stop_runs.set()
 
 
 def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo,
                     record: Callable[[Outcome], None]) -> list[Outcome]:
     """``spec.parallel`` runs at once, each in a spawned worker process (fresh torch state, one
     run per worker process so that nothing carries over), in plan order."""
-    import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, wait
 
     todo = [p for p in plans if run_status(p.directory, budget) != "done"]
@@ -558,10 +619,12 @@ def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo:
     if not todo:
         return outcomes
     echo(f"{len(todo)} run(s) to train, {spec.parallel} at once, {todo[0].config.run.threads} torch thread(s) each")
-    stopped = multiprocessing.get_context("spawn").Event()
-    with _worker_pool(spec.parallel, stopped) as pool:
-        running = {pool.submit(_unless_stopped, _execute_dict, to_dict(p.config), asdict(budget)): p for p in todo}
+    stops = _Stops(_Latch(), _Latch())
+    with _worker_pool(spec.parallel, stops) as pool:
+        running: dict[Any, RunPlan] = {}
         try:
+            for p in todo:
+                running[pool.submit(_unless_stopped, _execute_dict, to_dict(p.config), asdict(budget))] = p
             while running:
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in finished:
@@ -570,8 +633,8 @@ def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo:
                     echo(f"[{len(outcomes) + 1}/{len(plans)}] {p.name}: {_describe(o, budget.x)}")
                     record(o)
                     outcomes.append(o)
-        except KeyboardInterrupt as exc:
-            _stop_workers(pool, running, stopped, exc)
+        except BaseException as exc:  # a stop, or the driver failed: the runs under way stop too
+            _stop_workers(running, stops, exc)
             raise
     return outcomes
 
