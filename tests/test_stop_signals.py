@@ -60,9 +60,10 @@ def test_a_parallel_study_passes_sigterm_on_to_its_workers_and_starts_no_queued_
     """`kill PID` reaches the study's driver alone: leaving its worker pool waited for every
     running run to finish (the study trained on for a run's length), and a fresh worker then
     started the run the pool had queued."""
-    from scalerl.study.runner import _Latch, _stop_workers, _Stops, _unless_stopped, _worker_pool
+    from scalerl.stop_signals import StopLatch
+    from scalerl.study.runner import _stop_workers, _Stops, _unless_stopped, _worker_pool
 
-    stops = _Stops(_Latch(), _Latch())
+    stops = _Stops(StopLatch(), StopLatch())
     pool = _worker_pool(1, stops)
     running, queued = (pool.submit(_unless_stopped, time.sleep, 60) for _ in range(2))
     deadline = time.time() + 60

@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 from scalerl.config import from_dict, load_yaml, save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, ScaleRLError
 from scalerl.runlog import eval_rows, has_final_model
-from scalerl.stop_signals import interrupted_until_stopping, keeps_sigterm, terminated_stays_terminated
+from scalerl.stop_signals import (StopLatch, interrupted_until_stopping, keeps_sigterm, sigterm_when_set,
+                                  terminated_stays_terminated)
 from scalerl.study.families import TINY_SIZES, Variant, family_variants
 from scalerl.study.spec import SPEC_FILE, StudySpec
 
@@ -483,40 +484,13 @@ def _local(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo, re
     return outcomes
 
 
-class _Latch:
-    """A flag the driver sets once and its worker processes read, which no worker can jam: the read
-    end of a pipe, set by closing the write end (every reader then sees end-of-file). Not a
-    multiprocessing Event: a worker that exited while waiting on one (its run over) left the
-    Event's condition counting a sleeper that never woke, and the driver's ``set()`` hung."""
-
-    def __init__(self) -> None:
-        import multiprocessing
-
-        self._reader, self._writer = multiprocessing.Pipe(duplex=False)
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"_reader": self._reader, "_writer": None}  # a worker gets the read end alone
-
-    def set(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-
-    def is_set(self) -> bool:
-        return self._reader.poll()
-
-    def wait(self) -> None:
-        from multiprocessing.connection import wait
-
-        wait([self._reader])
-
-
 class _Stops(NamedTuple):
     """What a parallel study's driver tells its worker processes when it stops."""
 
-    start_none: _Latch
+    start_none: StopLatch
     """Set: a run not started yet does not start (the pool hands a run it had already queued to a
     fresh worker even after its shutdown, one run per worker, which trained it whole)."""
-    stop_runs: _Latch
+    stop_runs: StopLatch
     """Set: the running runs stop as on Ctrl-C -- each worker sends itself SIGTERM (_init_worker)."""
 
 
@@ -527,11 +501,10 @@ _STOPS: Any = None
 def _init_worker(stops: _Stops) -> None:
     """Worker initializer: on Linux, be killed when the driver dies (even by kill -9), so that a
     resumed study never races a run an orphaned worker is still training. SIGTERM stops the
-    worker's run as Ctrl-C does (:func:`_unless_stopped`) and is ignored between runs; a thread
-    here sends it when the driver says ``stops.stop_runs`` (:func:`_stop_workers`)."""
+    worker's run as Ctrl-C does (:func:`_unless_stopped`) and is ignored between runs; the worker
+    sends it itself when the driver sets ``stops.stop_runs`` (:func:`_stop_workers`)."""
     import multiprocessing
     import signal
-    import threading
 
     from scalerl.parent_death import die_with_parent
 
@@ -540,25 +513,11 @@ def _init_worker(stops: _Stops) -> None:
     # Ignored outside a run: a SIGTERM raised in an idle worker (waiting for its next run) made it
     # exit with a traceback; the pool, broken, then killed every other worker with a second
     # SIGTERM, which cut their runs' clean-up (the first one's handler had put back the default).
+    # (The driver does not signal its workers, see sigterm_when_set; `kill -- -PGID` reaches them all.)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    threading.Thread(target=_stop_run_when_told, args=(stops.stop_runs,), daemon=True).start()
+    sigterm_when_set(stops.stop_runs)
     driver = multiprocessing.parent_process()
     die_with_parent(driver.pid if driver is not None else None)  # (a driver gone before this line: exit)
-
-
-def _stop_run_when_told(stop_runs: _Latch) -> None:
-    """In a worker: SIGTERM to itself once the driver sets ``stop_runs``, which stops a run under way.
-    The driver does not signal its workers itself: one still starting up (the pool starts a fresh
-    worker as each run ends) has no handler yet, and SIGTERM's default action killed it -- breaking
-    the pool as above."""
-    import signal
-
-    stop_runs.wait()
-    # Not between runs (ignored anyway), nor in a run a SIGTERM stopped already (`kill -- -PGID`
-    # reaches the workers too): raise_terminated put back the default action, and a second one
-    # would kill the run in its clean-up.
-    if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN):
-        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _unless_stopped(fn: Callable[..., Any], *args: Any) -> Any:
@@ -619,7 +578,7 @@ def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo:
     if not todo:
         return outcomes
     echo(f"{len(todo)} run(s) to train, {spec.parallel} at once, {todo[0].config.run.threads} torch thread(s) each")
-    stops = _Stops(_Latch(), _Latch())
+    stops = _Stops(StopLatch(), StopLatch())
     with _worker_pool(spec.parallel, stops) as pool:
         running: dict[Any, RunPlan] = {}
         try:
