@@ -60,19 +60,18 @@ def test_a_parallel_study_passes_sigterm_on_to_its_workers_and_starts_no_queued_
     """`kill PID` reaches the study's driver alone: leaving its worker pool waited for every
     running run to finish (the study trained on for a run's length), and a fresh worker then
     started the run the pool had queued."""
-    import multiprocessing
+    from scalerl.stop_signals import StopLatch
+    from scalerl.study.runner import _stop_workers, _Stops, _unless_stopped, _worker_pool
 
-    from scalerl.study.runner import _stop_workers, _unless_stopped, _worker_pool
-
-    stopped = multiprocessing.get_context("spawn").Event()
-    pool = _worker_pool(1, stopped)
+    stops = _Stops(StopLatch(), StopLatch())
+    pool = _worker_pool(1, stops)
     running, queued = (pool.submit(_unless_stopped, time.sleep, 60) for _ in range(2))
     deadline = time.time() + 60
     while not (running.running() and pool._processes) and time.time() < deadline:
         time.sleep(0.05)
     time.sleep(2)  # the worker ran its initializer: it is in time.sleep
     t0 = time.time()
-    _stop_workers(pool, [running, queued], stopped, Terminated())
+    _stop_workers([running, queued], stops, Terminated())
     with pytest.raises(Terminated):
         running.result(timeout=30)
     # Queued in the pool's call queue (not cancellable), it starts in a fresh worker and stops at once.

@@ -10,8 +10,10 @@ after Ctrl-C cleans up after it too, and the command exits 143 (128 + SIGTERM).
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
+import time
 from typing import Iterator
 
 from scalerl.errors import Terminated
@@ -153,3 +155,44 @@ def ignore_stops() -> None:
     the trainer ends it through :mod:`scalerl.parent_death`."""
     for stop in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop, signal.SIG_IGN)
+
+
+class StopLatch:
+    """A stop that a process sets once and the children it starts read (passed to them as they
+    start, spawn): a flag in shared memory, without a lock, which no child can jam. Not a
+    multiprocessing Event: a child that exited while waiting on one left the Event's condition
+    counting a sleeper that never woke, and the parent's ``set()`` hung. Nor a pipe's end-of-file,
+    which the parent's death (``kill -9``) gives too: children that stop by themselves then (a
+    torch-spawned rank gets SIGINT) got a second stop that cut their clean-up."""
+
+    def __init__(self) -> None:
+        import multiprocessing
+
+        self._flag = multiprocessing.get_context("spawn").RawValue("b", 0)
+
+    def set(self) -> None:
+        self._flag.value = 1
+
+    def is_set(self) -> bool:
+        return bool(self._flag.value)
+
+    def wait(self, poll_s: float = 0.2) -> None:
+        while not self._flag.value:
+            time.sleep(poll_s)
+
+
+def sigterm_when_set(latch: StopLatch) -> None:
+    """In a child: once ``latch`` is set, SIGTERM to this process -- the parent's stop passed on,
+    which the child's SIGTERM handler turns into a clean stop. The parent does not signal its
+    children itself: one still starting up has no handler yet, and SIGTERM's default action killed
+    it without a word. From a thread, which waits for the whole life of the process."""
+
+    def watch() -> None:
+        latch.wait()
+        # Not where SIGTERM is ignored (a study's worker between runs), nor after a SIGTERM has
+        # raised Terminated here already (`kill -- -PGID` reaches the children too): raise_terminated
+        # put back the default action, and a second one would kill the process in its clean-up.
+        if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN):
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="sigterm-when-set", daemon=True).start()

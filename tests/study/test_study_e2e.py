@@ -200,6 +200,47 @@ def test_local_parallel_runs_in_worker_processes_as_they_would_in_process(study_
     assert evals(worker_run) == evals(tmp_path / "in-process") and len(evals(worker_run)) == 5  # R0 + 4 steps
 
 
+
+def test_a_parallel_study_whose_driver_fails_stops_its_runs_and_leaves_no_worker(study_cache, tmp_path):
+    """The driver of a --parallel study failed while a run trained in a worker (here its output was
+    closed, as under `scalerl study ... 2>&1 | head`; a progress.jsonl on a full disk is the same):
+    leaving the worker pool waited for every run, queued ones too, to train to its end -- the study
+    went on for as long as its runs took, recording none of them, and only then raised. Now the
+    running runs stop as on Ctrl-C (SIGTERM: the run raises Terminated and cleans up, its worker
+    exits normally), the run is left to resume, and the driver's error comes out with no worker left."""
+    import multiprocessing
+
+    from scalerl.study.spec import StudySpec
+    from scalerl.train.checkpoint import latest_checkpoint
+
+    out = tmp_path / "study"
+    long_run = out / "runs" / "scalerl" / "seed0"
+    failing = out / "runs" / "loo-fp32-head-off" / "seed0"
+    failing.parent.mkdir(parents=True)
+    failing.write_text("a file where the run's directory goes: the run fails as it starts\n")
+    spec = StudySpec(family="loo", only=["loo-fp32-head-off"], steps=200, eval_every=50, parallel=2, threads=1,
+                     progress=False, overrides=["batch.prompts_per_step=4", "batch.generations_per_prompt=4",
+                                                "eval.problems=16", "eval.samples_per_problem=2",
+                                                "forecast.enabled=false"])
+    workers = []
+
+    def echo(line):
+        if "FAILED" not in line:
+            return
+        workers.extend(multiprocessing.active_children())
+        deadline = time.monotonic() + 120
+        while latest_checkpoint(long_run / "checkpoints") is None and time.monotonic() < deadline:
+            time.sleep(0.1)  # the other run is under way, a checkpoint kept
+        raise BrokenPipeError(32, "Broken pipe")  # what print() to a closed stderr raises
+
+    with pytest.raises(BrokenPipeError):
+        runner.run_study(spec, out, echo=echo)
+    assert multiprocessing.active_children() == []
+    assert workers  # the pool's worker processes at the failure
+    assert [w.exitcode for w in workers] == [0] * len(workers)  # stopped by their runs' clean stop, not killed
+    assert run_status(long_run, Budget.of(spec)) == "partial"  # stopped short of its 200 steps, resumable
+
+
 def yaml_config(run: Path) -> dict:
     from scalerl.config import load_yaml, to_dict
     from scalerl.train.config import TrainConfig

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -89,6 +90,43 @@ def test_nproc_2_resumes_after_kill_9(one_process_run, tmp_path):
     proc.wait()
     assert main(["train", "--output", str(killed), "--resume", "--no-progress", "--no-report"]) == 0
     _assert_follows(_rows(killed), _rows(one_process_run))
+
+
+
+def test_sigterm_to_the_launcher_stops_the_ranks_cleanly(tiny_dir, tmp_path):
+    """`kill PID` of `scalerl train --nproc 2` (a scheduler's stop reaches the launcher alone): the
+    launcher printed "terminated (SIGTERM)" but the ranks never heard of it -- they trained the run to
+    its end while the launcher waited for them to exit, then exited 143 over a finished run. Now the
+    ranks stop as on their own SIGTERM, and the launcher waits for them and exits 143 with rank 0's
+    line: where it stopped, its checkpoint, how to resume."""
+    psutil = pytest.importorskip("psutil")
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "scalerl.cli", *small_args(out, *SYNC, "--nproc", "2", "--steps", "40", "--no-report")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.time() + 300
+        log = out / "runlog.jsonl"
+        while time.time() < deadline:  # stop it once it trains: after step 0's checkpoint
+            assert proc.poll() is None, proc.communicate()[1]
+            if log.exists() and any(r["type"] == "train" for r in read_runlog(log)[1]):
+                break
+            time.sleep(0.05)
+        ranks = [p for p in psutil.Process(proc.pid).children() if "spawn_main" in " ".join(p.cmdline())]
+        assert len(ranks) == 2
+        proc.terminate()
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err, err
+    line = err.strip().splitlines()[-1]  # (after any note the run printed)
+    stopped = re.fullmatch(rf"scalerl train: interrupted at step (\d+), last checkpoint at step (\d+); resume with: "
+                           rf"scalerl train --output {re.escape(str(out))} --resume", line)
+    assert stopped, err
+    assert int(stopped[1]) < 40 and latest_checkpoint(out / "checkpoints").name == f"step_{int(stopped[2]):06d}"
+    assert not any(r.is_running() and r.status() != psutil.STATUS_ZOMBIE for r in ranks)
 
 
 def test_nproc_refuses_what_it_does_not_shard(tmp_path, capsys):

@@ -39,12 +39,13 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from scalerl.config import from_dict, load_yaml, save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, ScaleRLError
 from scalerl.runlog import eval_rows, has_final_model
-from scalerl.stop_signals import interrupted_until_stopping, keeps_sigterm, terminated_stays_terminated
+from scalerl.stop_signals import (StopLatch, interrupted_until_stopping, keeps_sigterm, sigterm_when_set,
+                                  terminated_stays_terminated)
 from scalerl.study.families import TINY_SIZES, Variant, family_variants
 from scalerl.study.spec import SPEC_FILE, StudySpec
 
@@ -483,38 +484,60 @@ def _local(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo, re
     return outcomes
 
 
-#: In a worker process: the driver's stop event (set when the study stops: Ctrl-C, SIGTERM).
-_STOPPED: Any = None
+class _Stops(NamedTuple):
+    """What a parallel study's driver tells its worker processes when it stops."""
+
+    start_none: StopLatch
+    """Set: a run not started yet does not start (the pool hands a run it had already queued to a
+    fresh worker even after its shutdown, one run per worker, which trained it whole)."""
+    stop_runs: StopLatch
+    """Set: the running runs stop as on Ctrl-C -- each worker sends itself SIGTERM (_init_worker)."""
 
 
-def _init_worker(stopped: Any) -> None:
+#: In a worker process: the driver's :class:`_Stops`.
+_STOPS: Any = None
+
+
+def _init_worker(stops: _Stops) -> None:
     """Worker initializer: on Linux, be killed when the driver dies (even by kill -9), so that a
-    resumed study never races a run an orphaned worker is still training. SIGTERM (which the
-    driver passes on, :func:`_stop_workers`) stops the worker's run as Ctrl-C does."""
+    resumed study never races a run an orphaned worker is still training. SIGTERM stops the
+    worker's run as Ctrl-C does (:func:`_unless_stopped`) and is ignored between runs; the worker
+    sends it itself when the driver sets ``stops.stop_runs`` (:func:`_stop_workers`)."""
     import multiprocessing
     import signal
 
     from scalerl.parent_death import die_with_parent
-    from scalerl.stop_signals import raise_terminated
 
-    global _STOPPED
-    _STOPPED = stopped
-    signal.signal(signal.SIGTERM, raise_terminated)
+    global _STOPS
+    _STOPS = stops
+    # Ignored outside a run: a SIGTERM raised in an idle worker (waiting for its next run) made it
+    # exit with a traceback; the pool, broken, then killed every other worker with a second
+    # SIGTERM, which cut their runs' clean-up (the first one's handler had put back the default).
+    # (The driver does not signal its workers, see sigterm_when_set; `kill -- -PGID` reaches them all.)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sigterm_when_set(stops.stop_runs)
     driver = multiprocessing.parent_process()
     die_with_parent(driver.pid if driver is not None else None)  # (a driver gone before this line: exit)
 
 
 def _unless_stopped(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` in a worker, unless the study has stopped: the pool hands a run it had already
-    queued to a fresh worker even after its shutdown (one run per worker), which trained it whole."""
-    if _STOPPED is not None and _STOPPED.is_set():
-        from scalerl.errors import Terminated
+    """``fn(*args)`` in a worker, SIGTERM stopping it as Ctrl-C does, unless the study has stopped."""
+    import signal
 
-        raise Terminated("the study stopped before this run started")
-    return fn(*args)
+    from scalerl.errors import Terminated
+    from scalerl.stop_signals import raise_terminated
+
+    # The handler first: a stop the check below misses (set just after it) is a SIGTERM it catches.
+    signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        if _STOPS is not None and _STOPS.start_none.is_set():
+            raise Terminated("the study stopped before this run started")
+        return fn(*args)
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
-def _worker_pool(parallel: int, stopped: Any) -> Any:
+def _worker_pool(parallel: int, stops: _Stops) -> Any:
     """``parallel`` spawned worker processes (fresh torch state), one run each (Python >= 3.11;
     3.10 reuses workers, and every run still sets its own seeds and threads)."""
     import multiprocessing
@@ -522,33 +545,30 @@ def _worker_pool(parallel: int, stopped: Any) -> Any:
 
     fresh = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
     return ProcessPoolExecutor(max_workers=parallel, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_init_worker, initargs=(stopped,), **fresh)
+                               initializer=_init_worker, initargs=(stops,), **fresh)
 
 
-def _stop_workers(pool: Any, futures: Any, stopped: Any, exc: BaseException) -> None:
-    """The driver stops (Ctrl-C, SIGTERM): start no queued run, and pass SIGTERM on to the workers
-    -- ``kill PID`` reaches the driver alone (Ctrl-C the whole process group), and leaving the pool
-    waited for every running run to finish: the study trained on for as long as a run takes."""
-    import signal
-
+def _stop_workers(futures: Any, stops: _Stops, exc: BaseException) -> None:
+    """The driver stops -- Ctrl-C, SIGTERM, or an error of its own (its output closed, a disk full):
+    start no queued run, and stop the running ones as Ctrl-C does. Leaving the pool waited for every
+    run, queued ones too, to finish: the study trained on for as long as its runs took (a failed
+    driver raised its error only then, with none of them recorded in progress.jsonl)."""
     from scalerl.errors import Terminated
 
-    stopped.set()  # a run already in the pool's call queue (not cancellable) stops as it starts
+    stops.start_none.set()  # a run already in the pool's call queue (not cancellable) stops as it starts
     for fut in futures:
         fut.cancel()
-    if isinstance(exc, Terminated):
-        for worker in list(pool._processes.values()):  # (no public API names a pool's processes)
-            try:
-                os.kill(worker.pid, signal.SIGTERM)
-            except OSError:  # already gone
-                pass
+    # Ctrl-C reached the workers already (it goes to the whole process group), and a second stop
+    # would cut their clean-up; anything else -- `kill PID`, an error of the driver's -- reaches the
+    # driver alone.
+    if isinstance(exc, Terminated) or not isinstance(exc, KeyboardInterrupt):
+        stops.stop_runs.set()
 
 
 def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo,
                     record: Callable[[Outcome], None]) -> list[Outcome]:
     """``spec.parallel`` runs at once, each in a spawned worker process (fresh torch state, one
     run per worker process so that nothing carries over), in plan order."""
-    import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, wait
 
     todo = [p for p in plans if run_status(p.directory, budget) != "done"]
@@ -558,10 +578,12 @@ def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo:
     if not todo:
         return outcomes
     echo(f"{len(todo)} run(s) to train, {spec.parallel} at once, {todo[0].config.run.threads} torch thread(s) each")
-    stopped = multiprocessing.get_context("spawn").Event()
-    with _worker_pool(spec.parallel, stopped) as pool:
-        running = {pool.submit(_unless_stopped, _execute_dict, to_dict(p.config), asdict(budget)): p for p in todo}
+    stops = _Stops(StopLatch(), StopLatch())
+    with _worker_pool(spec.parallel, stops) as pool:
+        running: dict[Any, RunPlan] = {}
         try:
+            for p in todo:
+                running[pool.submit(_unless_stopped, _execute_dict, to_dict(p.config), asdict(budget))] = p
             while running:
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in finished:
@@ -570,8 +592,8 @@ def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo:
                     echo(f"[{len(outcomes) + 1}/{len(plans)}] {p.name}: {_describe(o, budget.x)}")
                     record(o)
                     outcomes.append(o)
-        except KeyboardInterrupt as exc:
-            _stop_workers(pool, running, stopped, exc)
+        except BaseException as exc:  # a stop, or the driver failed: the runs under way stop too
+            _stop_workers(running, stops, exc)
             raise
     return outcomes
 

@@ -8,7 +8,9 @@
 (gloo on the CPU, NCCL on GPUs; a free TCP port on 127.0.0.1) and runs :func:`run_rank`:
 rank 0 the :class:`~scalerl.train.trainer.Trainer`, the others
 :func:`scalerl.train.distributed.follow`. A user-facing error in a rank (bad data, a budget the
-model cannot hold) comes back as the same one-line error in the launching process.
+model cannot hold) comes back as the same one-line error in the launching process. SIGTERM to
+the launching process (``kill PID``, a scheduler's stop) is passed on to the ranks, which stop as
+on their own SIGTERM; rank 0's "interrupted at step N ...; resume with" line then comes back.
 
 Across machines, torchrun starts the ranks instead (``torchrun --nnodes 2 --nproc-per-node 8
 --rdzv-endpoint HOST:PORT -m scalerl.cli train ...``, docs/distributed.md); :func:`run_rank`
@@ -18,6 +20,7 @@ reads ``RANK`` / ``WORLD_SIZE`` / ``LOCAL_RANK`` and the rendezvous from the env
 from __future__ import annotations
 
 import gc
+import signal
 import socket
 import traceback
 from typing import Any
@@ -26,7 +29,8 @@ import torch
 import torch.distributed as dist
 
 from scalerl import errors
-from scalerl.errors import ScaleRLError
+from scalerl.errors import RunInterrupted, ScaleRLError, Terminated, interrupt_status
+from scalerl.stop_signals import StopLatch, raise_terminated, sigterm_when_set
 from scalerl.train.config import TrainConfig
 from scalerl.train.distributed import Rank, backend_for, barrier, device_for, env_rank, follow, make_group, rank_threads
 
@@ -98,8 +102,12 @@ def run_rank(cfg: TrainConfig, *, resume: bool, rank: int | None = None, world: 
         leave_group(clean=clean)
 
 
-def _spawned(index: int, cfg: TrainConfig, resume: bool, world: int, port: int, box: Any) -> None:
-    """One spawned rank: its result (rank 0) or its user-facing error go back through ``box``."""
+def _spawned(index: int, cfg: TrainConfig, resume: bool, world: int, port: int, box: Any, stop: StopLatch) -> None:
+    """One spawned rank: its result (rank 0) or its user-facing error go back through ``box``.
+    SIGTERM stops it as it stops a rank under torchrun (the command line's handler there), and the
+    launcher's SIGTERM comes as one when it sets ``stop``."""
+    signal.signal(signal.SIGTERM, raise_terminated)
+    sigterm_when_set(stop)
     try:
         summary = run_rank(cfg, resume=resume, rank=index, world=world, local_rank=index,
                            init_method=f"tcp://127.0.0.1:{port}")
@@ -108,6 +116,9 @@ def _spawned(index: int, cfg: TrainConfig, resume: bool, world: int, port: int, 
     except ScaleRLError as exc:
         box.put(("error", (type(exc).__name__, str(exc))))
         raise SystemExit(2) from None
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM: a clean stop, which exits 0
+        if index == 0:  # where it stopped and how to resume (the other ranks only follow it)
+            box.put(("stopped", (str(exc), interrupt_status(exc))))
     except BaseException:
         box.put(("crash", (index, traceback.format_exc())))
         raise
@@ -123,6 +134,12 @@ def _check_devices(name: str, world: int) -> None:
                                  f"{torch.cuda.device_count()} are visible; lower --nproc")
 
 
+def _drain(box: Any, results: list[tuple[str, Any]]) -> None:
+    # While waiting: a put larger than a pipe's buffer blocks until it is read.
+    while not box.empty():
+        results.append(box.get())
+
+
 def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
     """Run ``cfg`` over ``cfg.run.nproc`` processes on this machine; rank 0's RunSummary."""
     import torch.multiprocessing as mp
@@ -131,23 +148,44 @@ def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
     _check_devices(cfg.run.device, world)  # a device this machine lacks: one line here, before any process starts
     ctx = mp.get_context("spawn")
     box = ctx.SimpleQueue()
+    stop = StopLatch()
     results: list[tuple[str, Any]] = []
-    context = mp.start_processes(_spawned, args=(cfg, resume, world, _free_port(), box), nprocs=world, join=False,
-                                 start_method="spawn")
-    while True:
-        # Drain while waiting: a put larger than a pipe's buffer blocks until it is read.
-        while not box.empty():
-            results.append(box.get())
-        try:
-            if context.join(timeout=0.5):
-                break
-        except (mp.ProcessExitedException, mp.ProcessRaisedException):
-            break  # what went wrong is in the box (a user-facing error exits with status 2)
-    while not box.empty():
-        results.append(box.get())
+    stopped: KeyboardInterrupt | None = None
+    context = mp.start_processes(_spawned, args=(cfg, resume, world, _free_port(), box, stop), nprocs=world,
+                                 join=False, start_method="spawn")
+    try:
+        while True:
+            _drain(box, results)
+            try:
+                if context.join(timeout=0.5):
+                    break
+            except (mp.ProcessExitedException, mp.ProcessRaisedException):
+                break  # what went wrong is in the box (a user-facing error exits with status 2)
+    except KeyboardInterrupt as exc:
+        # Ctrl-C reached every rank (it goes to the whole process group); SIGTERM (`kill PID`, a
+        # scheduler's stop) only this process, so it is passed on: it used to end the launcher alone,
+        # and the ranks, which never heard of it, trained the run to its end while it waited to exit.
+        stopped = exc
+        if isinstance(exc, Terminated):
+            stop.set()
+        # Each rank's own end, not torch's join: that kills the other ranks (a second SIGTERM,
+        # which cuts a clean stop) as soon as one exits with an error.
+        for process in context.processes:
+            while process.exitcode is None:
+                _drain(box, results)
+                process.join(0.5)
+    _drain(box, results)
     for kind, value in results:
         if kind == "ok":
-            return value
+            return value  # (a stop that came as the run finished)
+    for kind, value in results:
+        if kind == "stopped":
+            message, status = value
+            interrupted = RunInterrupted(message)
+            interrupted.status = status
+            raise interrupted
+    if stopped is not None:
+        raise stopped  # before rank 0 could say where the run stopped (a rank's error then is the stop's)
     for kind, value in results:
         if kind == "error":
             name, message = value
