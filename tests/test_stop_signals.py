@@ -297,3 +297,20 @@ def test_a_run_cancelled_again_during_its_clean_up_closes_its_generators_and_say
         assert cli.main(args) == 130
     assert "interrupted at step 2, last checkpoint at step 2" in capsys.readouterr().err
     assert closed == [True]
+
+
+@pytest.mark.parametrize("exc, passed_on", [(Terminated(), True), (BrokenPipeError(32, "Broken pipe"), True),
+                                            (OSError(28, "No space left on device"), True),
+                                            (KeyboardInterrupt(), False)])
+def test_a_study_driver_that_stops_starts_no_run_and_stops_the_running_ones_unless_ctrl_c_reached_them(
+        exc, passed_on):
+    """`kill PID` and the driver's own errors (its output closed, a full disk) reach the driver
+    alone: its running runs are told to stop. Ctrl-C reached every worker already (the process
+    group): a second stop would cut their clean-up. No queued run starts, either way."""
+    from scalerl.stop_signals import StopLatch
+    from scalerl.study.runner import _stop_workers, _Stops
+
+    stops = _Stops(StopLatch(), StopLatch())
+    _stop_workers([], stops, exc)
+    assert stops.start_none.is_set()
+    assert stops.stop_runs.is_set() == passed_on

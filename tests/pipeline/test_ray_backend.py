@@ -98,12 +98,13 @@ def test_evaluations_on_the_actors_are_the_trainers_own_when_greedy(tiny_dir, tm
     # Greedy, with a fixed thinking budget (a drawn one depends on the sampling seeds, which the
     # actors' shares have their own of): the actors must sample what the trainer's model samples.
     same = ["pipeline=sync", "k=1", "backend.name=ray", "backend.generators=2", "backend.generator_cpus=0.5",
-            "eval.temperature=0", "recipe.length.think_budget=[22, 22]", "eval.problems=24"]
+            "eval.temperature=0", "recipe.length.think_budget=[22, 22]", "eval.problems=24",
+            "run.steps=2"]  # one update between the two evaluations is enough to tell the weights apart
     rows = {}
     for engine in ("trainer", "generators"):
         summary = Trainer(_cfg(tmp_path / engine, *same, f"eval.engine={engine}")).run()
         rows[engine] = [(r["step"], r["val/pass_rate"], r["val/mean_len"], r["eval_tokens"]) for r in summary.evals]
-    assert [r[0] for r in rows["generators"]] == [0, 2, 4]
+    assert [r[0] for r in rows["generators"]] == [0, 2]
     assert rows["generators"] == rows["trainer"]
 
 

@@ -200,6 +200,7 @@ def test_local_parallel_runs_in_worker_processes_as_they_would_in_process(study_
     assert evals(worker_run) == evals(tmp_path / "in-process") and len(evals(worker_run)) == 5  # R0 + 4 steps
 
 
+@pytest.mark.extended  # (the rule itself: tests/test_stop_signals.py, in the default run)
 def test_a_parallel_study_whose_driver_fails_stops_its_runs_and_leaves_no_worker(study_cache, tmp_path):
     """The driver of a --parallel study failed while a run trained in a worker (here its output was
     closed, as under `scalerl study ... 2>&1 | head`; a progress.jsonl on a full disk is the same):

@@ -92,6 +92,7 @@ def test_nproc_2_resumes_after_kill_9(one_process_run, tmp_path):
     _assert_follows(_rows(killed), _rows(one_process_run))
 
 
+@pytest.mark.extended  # (the latch that passes a stop on: tests/test_stop_signals.py, in the default run)
 def test_sigterm_to_the_launcher_stops_the_ranks_cleanly(tiny_dir, tmp_path):
     """`kill PID` of `scalerl train --nproc 2` (a scheduler's stop reaches the launcher alone): the
     launcher printed "terminated (SIGTERM)" but the ranks never heard of it -- they trained the run to
