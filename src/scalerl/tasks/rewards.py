@@ -11,11 +11,12 @@ It runs in a separate worker process. That is what makes a hung call stoppable: 
 cannot be killed, a process can. A call that raises (or returns a non-number) scores
 :data:`FAILURE_REWARD` (-1, what a wrong answer scores: a failure must never pay better than a
 wrong answer, or the policy learns to make the function fail); a call that exceeds ``timeout``
-seconds scores the same and the worker is killed and restarted for the next call. Both are counted in :attr:`UserReward.stats` (and logged once each) so the
-trainer can put them in the run log. :meth:`UserReward.close` kills the worker at once, a call in
-flight included: that call, and any made after, scores -1 too but is neither a call nor a failure
-in the counts (the function did not fail: the run stopped it). The worker is one process started once, not one per
-call: a round trip costs well under a millisecond, a process start ~50-100 ms.
+seconds scores the same and the worker is killed and restarted for the next call. Both are
+counted in :attr:`UserReward.stats` (and logged once each) so the trainer can put them in the run
+log. :meth:`UserReward.close` kills the worker at once, a call in flight included: that call, and
+any made after, scores -1 too but is neither a call nor a failure in the counts (the function did
+not fail: the run stopped it). The worker is one process started once, not one per call: a round
+trip costs well under a millisecond, a process start ~50-100 ms.
 """
 
 from __future__ import annotations
@@ -184,6 +185,13 @@ class UserReward:
                         self.spec, message, FAILURE_REWARD)
         return FAILURE_REWARD
 
+    def _cut_short(self) -> float:
+        """A call :meth:`close` cut short: scored -1, and neither a call nor a failure in the counts
+        (the function did not fail: the run stopped it)."""
+        self._kill()
+        self.stats.calls -= 1
+        return FAILURE_REWARD
+
     def score(self, prompt: str, completion: str, answer: str) -> float:
         """Reward of one completion; :data:`FAILURE_REWARD` when the function raised or timed out."""
         with self._lock:
@@ -193,9 +201,7 @@ class UserReward:
             if self._proc is None:  # killed after a timeout: restart for this call
                 error = self._start()
                 if self._closed:  # close() came during the restart (and killed the worker loading)
-                    self._kill()
-                    self.stats.calls -= 1
-                    return FAILURE_REWARD
+                    return self._cut_short()
                 if error is not None:
                     return self._failed("error", f"restart failed: {error}")
             request = json.dumps({"prompt": prompt, "completion": completion, "answer": answer}) + "\n"
@@ -204,10 +210,9 @@ class UserReward:
                 self._proc.stdin.flush()
                 reply = self._read(time.monotonic() + self.timeout)
             except (TimeoutError, _WorkerDied, BrokenPipeError) as exc:
+                if self._closed:  # close() killed it mid-call
+                    return self._cut_short()
                 self._kill()
-                if self._closed:  # close() killed it mid-call: not the function's failure
-                    self.stats.calls -= 1
-                    return FAILURE_REWARD
                 if isinstance(exc, TimeoutError):
                     return self._failed("timeout", f"call exceeded {self.timeout:g} s; worker killed")
                 return self._failed("error", "the worker process died during the call")
