@@ -19,7 +19,9 @@ Stages, each printing one line per figure (and appending them to $OUT/gpu_check.
    weights moved, samples/s, the run's pass rates;
 4. **fsdp**: the same run as a one-rank trainer group (FSDP2 + NCCL on the GPU; gloo on the CPU),
    with a 1 MiB logits budget (the LM head in chunks on the FSDP root), samples/s, and its losses
-   against stage 3's (head whole; same seed, same batches);
+   against stage 3's (head whole; same seed) on the steps that sampled the same completions;
+   **fsdp-fp32**: a shorter pair (a quarter of the steps) in fp32 compute, one process and one
+   rank, whose generators hold the same weights, so every step's loss compares;
 5. **logits**: peak device memory of one update's scoring pass (forward + backward, FP32 head,
    bf16 autocast) of 4 x 2,048-token completions with a 151,936-token vocabulary, the LM head in
    one piece against ``run.logits_budget_mb`` 256 (``scalerl.generate.head_chunks``), and the
@@ -27,7 +29,8 @@ Stages, each printing one line per figure (and appending them to $OUT/gpu_check.
 6. **decode**: the Hugging Face decode loop on the stage-1 model in bf16, 32 rows x 256 new tokens
    greedy, all rows at once against 8 at a time (``run.decode_rows``): peak device memory of each
    against the KV cache ``scalerl.train.memory.kv_bytes_per_token`` predicts, seconds, and the
-   share of rows whose tokens agree (``--tiny``: 6 rows x 16 tokens, 4 at a time, CPU);
+   share of rows whose tokens agree (``--tiny``: 6 rows x 16 tokens, 4 at a time, CPU); then the
+   same in fp32 with 64 new tokens, where whole and pieces must agree on every row;
 7. **activations**: the update's activations measured by ``scalerl.train.activation_probe`` on
    the stage-1 model (fp32 masters, bf16 autocast, FP32 head), the pass it predicts for 8 rows x
    480 tokens against the peak device memory a forward + backward of that pass reaches above
@@ -56,6 +59,7 @@ except ImportError as exc:  # not on PYTHONPATH, or a package the box lacks
     sys.exit(MISSING_HINT.format(exc=exc))
 
 OUT_FILE: Path | None = None
+DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float32: "fp32"}
 
 
 def say(line: str) -> None:
@@ -173,42 +177,46 @@ def _rate(summary) -> float:
     return summary.evals[-1]["samples"] / max(summary.seconds, 1e-9)
 
 
-def train_once(directory: Path, work: Path, device: torch.device, tiny: bool, steps: int) -> list[tuple[float, tuple]]:
+def train_once(directory: Path, work: Path, device: torch.device, tiny: bool, steps: int,
+               compute: str = "bf16") -> list[tuple[float, tuple]]:
     from scalerl.train.trainer import Trainer
 
-    out = work / "one-process"
+    out = work / f"one-process-{compute}"
     t0 = time.perf_counter()
-    summary = Trainer(train_config(directory, out, device, tiny, steps)).run()
+    summary = Trainer(train_config(directory, out, device, tiny, steps, extra=[f"precision.compute={compute}"])).run()
     rows = [r for r in summary.evals]
-    say(f"train bf16 one process: {steps} steps in {time.perf_counter() - t0:.1f}s, "
+    say(f"train {compute} one process: {steps} steps in {time.perf_counter() - t0:.1f}s, "
         f"{_rate(summary):.1f} samples/s (evaluations included), weights moved {_moved(directory, out):.1%}, "
         f"val pass rate {rows[0]['val/pass_rate']:.3f} -> {rows[-1]['val/pass_rate']:.3f}")
     return _losses(out)
 
 
 def train_fsdp(directory: Path, work: Path, device: torch.device, tiny: bool, steps: int,
-               reference: list[tuple[float, tuple]]) -> None:
+               reference: list[tuple[float, tuple]], compute: str = "bf16") -> None:
     from scalerl.train.launch import run_rank
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    out = work / "fsdp"
+    out = work / f"fsdp-{compute}"
     t0 = time.perf_counter()
     # A 1 MiB logits budget: the full-size run's micro-batches (64 rows x ~56 positions x the
     # character vocabulary, ~1.4 MB) score the LM head in chunks on the FSDP root; --tiny's do not.
-    cfg = train_config(directory, out, device, tiny, steps, extra=["run.logits_budget_mb=1"])
+    cfg = train_config(directory, out, device, tiny, steps,
+                       extra=["run.logits_budget_mb=1", f"precision.compute={compute}"])
     summary = run_rank(cfg, resume=False, rank=0, world=1,
                        local_rank=0, init_method=f"tcp://127.0.0.1:{port}")
     losses = _losses(out)
-    # Under FSDP rank 0 generates with a bf16 *copy* of the weights; one process generates with
-    # autocast over the fp32 weights. The two differ by ~1e-3 in a log-prob, which can flip a sampled
-    # token, and a step trained on other completions has another loss. So the gap is taken over the
-    # steps whose batches are the same (same mean length and mean reward), the others are counted.
+    # Under FSDP rank 0 generates with a *copy* of the weights in the compute dtype; one process
+    # generates with autocast over the fp32 weights. In bf16 the two differ by ~1e-3 in a log-prob,
+    # which can flip a sampled token (on an H200 every one of 20 steps had other completions), and a
+    # step trained on other completions has another loss. So the gap is taken over the steps whose
+    # batches are the same (same mean length and mean reward), the others are counted; the fp32 pair
+    # (stage fsdp-fp32) samples the same completions, so there every step compares.
     same = [(a, b) for (a, ka), (b, kb) in zip(losses, reference) if ka == kb]
     gap = max((abs(a - b) / max(abs(b), 1e-6) for a, b in same), default=math.nan)
     backend = "nccl" if device.type == "cuda" else "gloo"
-    say(f"train bf16 FSDP2 one rank ({backend}): {steps} steps in {time.perf_counter() - t0:.1f}s, "
+    say(f"train {compute} FSDP2 one rank ({backend}): {steps} steps in {time.perf_counter() - t0:.1f}s, "
         f"{_rate(summary):.1f} samples/s, weights moved {_moved(directory, out):.1%}, "
         f"largest relative loss gap to one process {gap:.2e} over {len(same)} steps "
         f"(of {len(losses)}; the others sampled different completions)")
@@ -255,19 +263,25 @@ def logits_memory(device: torch.device, tiny: bool) -> None:
     say(f"logits: max |log-prob difference| chunked vs whole {(results[0] - results[chunked]).abs().max().item():.2e}")
 
 
-def decode_rows(directory: Path, device: torch.device, tiny: bool) -> None:
-    """Stage 6: the decode loop's peak memory, every row at once against a few at a time."""
+def decode_rows(directory: Path, device: torch.device, tiny: bool, dtype: torch.dtype = torch.bfloat16,
+                new: int | None = None) -> None:
+    """Stage 6: the decode loop's peak memory, every row at once against a few at a time.
+
+    In bf16 a random model's logits are full of near-ties that a GEMM tiled for another batch size
+    rounds the other way (16 of 32 rows agreed on an H200), so the rows are decoded in fp32 too:
+    there pieces and whole must agree, or the pieces' padding and positions are wrong."""
     from scalerl.generate.base import SamplingParams
     from scalerl.generate.hf import HFGenerator
     from scalerl.models.loading import load_model
     from scalerl.train.memory import kv_bytes_per_token
 
-    rows, new, piece = (6, 16, 4) if tiny else (32, 256, 8)
-    model, tok = load_model(str(directory), dtype=torch.bfloat16)
+    rows, default_new, piece = (6, 16, 4) if tiny else (32, 256, 8)
+    new = new or default_new
+    model, tok = load_model(str(directory), dtype=dtype)
     model.to(device)
     prompts = [tok(f"{a}+{b}=").input_ids for a, b in ((12, 34), (5, 61), (70, 8), (9, 99))]
     batch = [prompts[i % len(prompts)] for i in range(rows)]
-    per_token = kv_bytes_per_token(model.config, 2) or 0
+    per_token = kv_bytes_per_token(model.config, torch.finfo(dtype).bits // 8) or 0
     kv = rows * (max(map(len, prompts)) + new) * per_token
     greedy = SamplingParams(max_new_tokens=new, temperature=0.0)
     out = {}
@@ -284,10 +298,10 @@ def decode_rows(directory: Path, device: torch.device, tiny: bool) -> None:
         seconds = time.perf_counter() - t
         peak = (torch.cuda.max_memory_allocated(device) - base) / 2**20 if device.type == "cuda" else float("nan")
         tokens = sum(len(c.token_ids) for c in out[max_rows])
-        say(f"decode: {rows} rows x {new} new tokens, {max_rows or rows} at a time: peak {peak:.1f} MiB above the "
+        say(f"decode {DTYPE_NAMES[dtype]}: {rows} rows x {new} new tokens, {max_rows or rows} at a time: peak {peak:.1f} MiB above the "
             f"model (KV cache predicted for all rows {kv / 2**20:.1f} MiB), {tokens} tokens in {seconds:.2f} s")
     same = sum(a.token_ids == b.token_ids for a, b in zip(out[None], out[piece]))
-    say(f"decode: rows with the same greedy tokens whole and in pieces: {same} of {rows}")
+    say(f"decode {DTYPE_NAMES[dtype]}: rows with the same greedy tokens whole and in pieces: {same} of {rows}")
 
 
 def activations(directory: Path, device: torch.device, tiny: bool) -> None:
@@ -338,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cuda", help="cuda (the check) or cpu (a dry run)")
     p.add_argument("--tiny", action="store_true", help="a 2-layer model and short runs (the dry mode)")
     p.add_argument("--steps", type=int, default=None, help="training steps per run (default: 20; --tiny: 2)")
-    p.add_argument("--stages", default="model,logprobs,train,fsdp,logits,decode,activations")
+    p.add_argument("--stages", default="model,logprobs,train,fsdp,fsdp-fp32,logits,decode,activations")
     args = p.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -364,10 +378,17 @@ def main(argv: list[str] | None = None) -> int:
         reference = train_once(directory, work, device, args.tiny, steps)
     if "fsdp" in stages:
         train_fsdp(directory, work, device, args.tiny, steps, reference)
+    if "fsdp-fp32" in stages:
+        # fp32 compute: the FSDP rank's generator copy holds the same weights as the one process's
+        # model, so both runs sample the same completions and every step's loss compares.
+        short = max(2, steps // 4)
+        train_fsdp(directory, work, device, args.tiny, short, train_once(directory, work, device, args.tiny, short, "fp32"),
+                   compute="fp32")
     if "logits" in stages:
         logits_memory(device, args.tiny)
     if "decode" in stages:
         decode_rows(directory, device, args.tiny)
+        decode_rows(directory, device, args.tiny, torch.float32, new=None if args.tiny else 64)
     if "activations" in stages:
         activations(directory, device, args.tiny)
     say("gpu_check: done")

@@ -32,15 +32,19 @@ def test_gpu_check_dry_mode_runs_without_optional_packages(tmp_path):
     agree = re.search(r"head=fp32 generator=autocast: tokens (\d+) .* max\|ratio-1\| ([0-9.e+-]+)", text)
     assert agree and int(agree.group(1)) > 0 and float(agree.group(2)) < 1e-2
     moved = [float(x) for x in re.findall(r"weights moved ([0-9.]+)%", text)]
-    assert len(moved) == 2 and min(moved) > 99.0  # bf16 checkpoint, fp32 masters: every weight moves
-    gap = re.search(r"largest relative loss gap to one process ([0-9.e+-]+) over (\d+) steps \(of (\d+);", text)
+    assert len(moved) == 4 and min(moved) > 99.0  # bf16 checkpoint, fp32 masters: every weight moves
+    gap = re.search(r"bf16 FSDP2 .* loss gap to one process ([0-9.e+-]+) over (\d+) steps \(of (\d+);", text)
     # FSDP's bf16 casts vs autocast, on the steps that trained on the same completions (at least one).
     assert gap and int(gap.group(3)) == 2 and int(gap.group(2)) >= 1 and float(gap.group(1)) < 1e-2
+    # In fp32 both generators hold the same weights: every step compares, and the losses agree.
+    gap = re.search(r"fp32 FSDP2 .* loss gap to one process ([0-9.e+-]+) over (\d+) steps \(of (\d+);", text)
+    assert gap and int(gap.group(2)) == int(gap.group(3)) == 2 and float(gap.group(1)) < 1e-5
     assert "samples/s" in text
     # The LM head in chunks scores as the whole head does (fp32 on the CPU).
     diff = re.search(r"max \|log-prob difference\| chunked vs whole ([0-9.e+-]+)", text)
     assert diff and float(diff.group(1)) < 1e-5
     # A few rows at a time: the same greedy tokens as every row at once (bf16 on the CPU).
-    assert "rows with the same greedy tokens whole and in pieces: 6 of 6" in text
+    assert "decode bf16: rows with the same greedy tokens whole and in pieces: 6 of 6" in text
+    assert "decode fp32: rows with the same greedy tokens whole and in pieces: 6 of 6" in text
     # The activation probe runs on the saved model and predicts a pass.
     assert re.search(r"activations: 2 x 48 tokens: predicted [0-9.]+ MiB", text)
