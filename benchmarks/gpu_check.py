@@ -31,6 +31,10 @@ Stages, each printing one line per figure (and appending them to $OUT/gpu_check.
    against the KV cache ``scalerl.train.memory.kv_bytes_per_token`` predicts, seconds, and the
    share of rows whose tokens agree (``--tiny``: 6 rows x 16 tokens, 4 at a time, CPU); then the
    same in fp32 with 64 new tokens, where whole and pieces must agree on every row;
+6b. **sdpa**: bf16 greedy decoding of new shapes with cuDNN's attention kernel allowed (torch's
+   default), then off (``run.cudnn_attention=false``, scalerl's default), then allowed again on
+   shapes it has seen: ms a decode step each (cuDNN builds a plan per new shape; on an H200 the
+   first bf16 decode took 172.7 ms a step against 15-19 warm);
 7. **activations**: the update's activations measured by ``scalerl.train.activation_probe`` on
    the stage-1 model (fp32 masters, bf16 autocast, FP32 head), the pass it predicts for 8 rows x
    480 tokens against the peak device memory a forward + backward of that pass reaches above
@@ -304,6 +308,34 @@ def decode_rows(directory: Path, device: torch.device, tiny: bool, dtype: torch.
     say(f"decode {DTYPE_NAMES[dtype]}: rows with the same greedy tokens whole and in pieces: {same} of {rows}")
 
 
+def sdpa_cold_shapes(directory: Path, device: torch.device, tiny: bool) -> None:
+    """Stage 6b: decode steps on shapes cuDNN has not planned for, with its kernel allowed and not."""
+    from scalerl.generate.attention import cudnn_attention
+    from scalerl.generate.base import SamplingParams
+    from scalerl.generate.hf import HFGenerator
+    from scalerl.models.loading import load_model
+
+    new = 8 if tiny else 64
+    model, tok = load_model(str(directory), dtype=torch.bfloat16)
+    model.to(device)
+    prompts = [tok(f"{a}+{b}=").input_ids for a, b in ((12, 34), (5, 61), (70, 8), (9, 99))]
+    before = cudnn_attention(device, True)
+    # Row counts no earlier stage used: every (batch, length) shape is new to cuDNN the first time.
+    for rows, allowed in ((24, True), (20, False), (24, True)):
+        cudnn_attention(device, allowed)
+        gen = HFGenerator(model, tok)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        t = time.perf_counter()
+        gen.generate([prompts[i % len(prompts)] for i in range(rows)], SamplingParams(max_new_tokens=new, temperature=0.0))
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        say(f"sdpa: bf16 decode {rows} rows x {new} tokens, cuDNN attention {'allowed' if allowed else 'off'}: "
+            f"{1000 * (time.perf_counter() - t) / new:.1f} ms a step")
+    if before is not None:
+        cudnn_attention(device, before)
+
+
 def activations(directory: Path, device: torch.device, tiny: bool) -> None:
     """Stage 7: the activation probe's prediction against the allocator's peak."""
     from scalerl.generate.base import Completion
@@ -352,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cuda", help="cuda (the check) or cpu (a dry run)")
     p.add_argument("--tiny", action="store_true", help="a 2-layer model and short runs (the dry mode)")
     p.add_argument("--steps", type=int, default=None, help="training steps per run (default: 20; --tiny: 2)")
-    p.add_argument("--stages", default="model,logprobs,train,fsdp,fsdp-fp32,logits,decode,activations")
+    p.add_argument("--stages", default="model,logprobs,train,fsdp,fsdp-fp32,logits,decode,sdpa,activations")
     args = p.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -389,6 +421,8 @@ def main(argv: list[str] | None = None) -> int:
     if "decode" in stages:
         decode_rows(directory, device, args.tiny)
         decode_rows(directory, device, args.tiny, torch.float32, new=None if args.tiny else 64)
+    if "sdpa" in stages:
+        sdpa_cold_shapes(directory, device, args.tiny)
     if "activations" in stages:
         activations(directory, device, args.tiny)
     say("gpu_check: done")

@@ -46,5 +46,6 @@ def test_gpu_check_dry_mode_runs_without_optional_packages(tmp_path):
     # A few rows at a time: the same greedy tokens as every row at once (bf16 on the CPU).
     assert "decode bf16: rows with the same greedy tokens whole and in pieces: 6 of 6" in text
     assert "decode fp32: rows with the same greedy tokens whole and in pieces: 6 of 6" in text
+    assert len(re.findall(r"sdpa: bf16 decode .* ms a step", text)) == 3
     # The activation probe runs on the saved model and predicts a pass.
     assert re.search(r"activations: 2 x 48 tokens: predicted [0-9.]+ MiB", text)

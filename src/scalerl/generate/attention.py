@@ -1,4 +1,5 @@
-"""SDPA, except for the decode loop's single-query steps on a CPU: one batched matmul-softmax-matmul.
+"""Which attention kernels the passes use: SDPA, except for the decode loop's single-query steps on
+a CPU (one batched matmul-softmax-matmul), and on CUDA without cuDNN's kernel unless asked for.
 
 torch's CPU SDPA kernel (``cpu_flash_attention``) runs a query of length 1 as a loop of tiny
 per-(row, head) GEMVs; on the tiny model's decode step (128 rows x 4 heads, ~30 keys) it took
@@ -15,6 +16,18 @@ interface; :func:`use_decode_attention` switches a model on a CPU from ``sdpa`` 
 
     from scalerl.generate.attention import use_decode_attention
     use_decode_attention(model)      # True when switched (an sdpa model on a CPU)
+
+**cuDNN attention on CUDA** (:func:`cudnn_attention`, ``run.cudnn_attention``, off by default).
+torch (2.11 on an H200, seen) sends bf16/fp16 SDPA calls with a padding mask to cuDNN's kernel
+first, and cuDNN builds an execution plan for every new shape (batch, query and key lengths). RL
+passes have a new shape almost every call: each decode step has one more key, rows finish and
+leave the batch, and every update's micro-batches have their own padded length. On one H200 the
+first bf16 decode of 32 rows x 64 tokens of a 90M Qwen2 took 172.7 ms a step, the same decode
+again 15-19 ms, as fp32 (no cuDNN kernel) did the first time (``benchmarks/figures/
+gpu_check_h200.txt``); a published report of the same (FunASR issue 3704, torch 2.11 on a B200)
+measured 0.44 s a forward and 0.55 s a backward per new shape, and the same steady-state speed
+without it. So scalerl's processes that compute on CUDA turn it off (the flash and memory-efficient
+kernels take those calls); ``--set run.cudnn_attention=true`` leaves torch's choice.
 """
 
 from __future__ import annotations
@@ -60,6 +73,17 @@ def decode_attention(
 
 AttentionInterface.register(NAME, decode_attention)
 AttentionMaskInterface.register(NAME, sdpa_mask)  # the same boolean masks SDPA gets
+
+
+def cudnn_attention(device: torch.device | str, enabled: bool) -> bool | None:
+    """Let SDPA use cuDNN's attention kernel on CUDA (``enabled``) or not; returns the setting it
+    replaced, to restore at the end (None off CUDA, where nothing is changed). torch's switch is
+    process-wide: one setting for every model of the process."""
+    if torch.device(device).type != "cuda":
+        return None
+    previous = torch.backends.cuda.cudnn_sdp_enabled()
+    torch.backends.cuda.enable_cudnn_sdp(enabled)
+    return previous
 
 
 def use_decode_attention(model: Any) -> bool:

@@ -28,6 +28,8 @@ class EngineSpec(Protocol):
     device: str
     decode_rows: int | None
     """hf: decode at most this many rows at once (None: all)."""
+    cudnn_attention: bool
+    """hf on CUDA: let SDPA use cuDNN's kernel (:func:`scalerl.generate.attention.cudnn_attention`)."""
     model_path: str | None
     """vllm: where the architecture and tokenizer are loaded from."""
     generator_options: dict[str, Any]
@@ -38,9 +40,11 @@ def _hf(spec: EngineSpec, state_dict: Mapping[str, Any], version: int, seed: int
     import torch
     from transformers import AutoModelForCausalLM
 
+    from scalerl.generate.attention import cudnn_attention
     from scalerl.generate.hf import HFGenerator
     from scalerl.rl.fp32_head import enable_fp32_lm_head
 
+    cudnn_attention(spec.device, spec.cudnn_attention)  # the process is this engine's alone
     model = AutoModelForCausalLM.from_config(spec.model_config, dtype=getattr(torch, spec.dtype))
     if spec.fp32_lm_head:
         enable_fp32_lm_head(model)

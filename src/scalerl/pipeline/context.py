@@ -57,6 +57,9 @@ class PipelineContext:
     """The most rows a generator process's or Ray actor's Hugging Face decode loop holds at once:
     ``run.decode_rows`` when set, else None (every row). The automatic fit of :attr:`decode_rows`
     measures the trainer's device, not theirs, so it does not carry over."""
+    cudnn_attention: bool = False
+    """``run.cudnn_attention``: whether generator processes and Ray actors on CUDA let SDPA use
+    cuDNN's kernel (:func:`scalerl.generate.attention.cudnn_attention`)."""
     weights: WeightSource | None = None
     """Where generator processes and Ray actors read the weights from when not ``model``: under
     ``run.generate_on_shards`` a stream off the trainer group's shards (no whole copy on a device)."""

@@ -154,6 +154,8 @@ class WorkerSpec:
     decode_rows: int | None = None
     """The hf engine decodes at most this many rows at once, a larger call in pieces (None: every
     row; vllm schedules its own KV cache)."""
+    cudnn_attention: bool = False
+    """The hf engine on CUDA lets SDPA use cuDNN's kernel (``run.cudnn_attention``)."""
 
     @classmethod
     def from_context(cls, ctx: PipelineContext) -> "WorkerSpec":
@@ -169,7 +171,7 @@ class WorkerSpec:
             seed=ctx.rollout.seed, threads=b.generator_threads,
             device=b.generator_device, generator=b.generator, generator_options=dict(b.generator_options),
             model_path=resolve_model(ctx.model_path) if b.generator == "vllm" else None,
-            decode_rows=ctx.engine_rows,
+            decode_rows=ctx.engine_rows, cudnn_attention=ctx.cudnn_attention,
         )
 
 

@@ -219,6 +219,12 @@ class RunConfig:
     vocabulary): same log-probs and gradients, one more head matmul (scalerl.generate.head_chunks).
     0: always in one piece. Models that post-process their logits are scored in one piece
     whatever this says; FSDP-sharded ones are chunked too (the head is the root unit's)."""
+    cudnn_attention: bool = False
+    """On CUDA, let torch's SDPA pick cuDNN's attention kernel. Off: cuDNN builds an execution plan
+    for every new (batch, length) shape -- 0.15-0.5 s each, and RL passes have a new shape almost
+    every call (each decode step, each update's padded length) -- so the flash and memory-efficient
+    kernels take those calls (scalerl.generate.attention). Applies to the trainer's process and to
+    generator processes and Ray actors with the hf engine (vLLM picks its own kernels)."""
     decode_rows: int = 0
     """Most rows the Hugging Face decode loop holds at once: it keeps every row's KV cache until
     the batch ends, and a larger batch (a training batch, an evaluation chunk) is decoded this

@@ -33,6 +33,7 @@ import torch
 
 from scalerl.config import load_yaml, save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, NonFiniteError, RunInterrupted, ScaleRLError
+from scalerl.generate.attention import cudnn_attention
 from scalerl.generate.base import Generator, SamplingParams
 from scalerl.runlog import RESUME, RUNLOG, RunLogWriter, read_runlog
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
@@ -202,6 +203,8 @@ class Trainer:
                 parts[name].close()
         if "_torch_threads" in parts:
             torch.set_num_threads(self._torch_threads)
+        if parts.get("_cudnn_attention") is not None:
+            cudnn_attention(self.device, self._cudnn_attention)
         if not self.resume and (self.rank is None or self.rank.leader) and self.output.is_dir():
             discard_unstarted_run(self.output, checkpoints=CHECKPOINTS,
                                   files=(RUNLOG, CONFIG, SAMPLES, CALIBRATION_COPY))
@@ -230,6 +233,8 @@ class Trainer:
             torch.set_num_threads(threads)
         torch.manual_seed(cfg.run.seed)
         self.device = self.rank.device if self.rank is not None else run_device(cfg.run.device)
+        # Process-wide, like the threads: restored when the run ends (generate/attention.py says why).
+        self._cudnn_attention = cudnn_attention(self.device, cfg.run.cudnn_attention)
         try:
             self.output.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # e.g. a path under /proc, or a read-only file system
@@ -337,6 +342,7 @@ class Trainer:
             TaskSpec(cfg.task.name, settings, cfg.task.reward, cfg.task.reward_timeout, cfg.task.reward_workers),
             model_path=cfg.model.name_or_path, generator_dtype=self.precision.generator_dtype, version=self.version,
             weights=shard_weights, decode_rows=self.decode_rows, engine_rows=cfg.run.decode_rows or None,
+            cudnn_attention=cfg.run.cudnn_attention,
         )
         self.source = make_source(self.pipeline)
         # Devices the clock counts (accelerator-hours): Ray's generator actors hold their own.
@@ -568,6 +574,8 @@ class Trainer:
             self._close_task()
             self.source.close()
             torch.set_num_threads(self._torch_threads)
+            if self._cudnn_attention is not None:
+                cudnn_attention(self.device, self._cudnn_attention)
 
     def _interrupted_message(self) -> str:
         """Where the run stopped and how to go on: a resume goes on from the last checkpoint (the
