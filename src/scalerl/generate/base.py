@@ -113,6 +113,10 @@ class ScheduledUpdates(Protocol):
         ...
 
 
+class GenerationCancelled(RuntimeError):
+    """A generate call stopped at a decode step because its generator was cancelled (closed)."""
+
+
 @runtime_checkable
 class Generator(Protocol):
     """A sampling backend. ``version`` is the policy version of the weights it holds.

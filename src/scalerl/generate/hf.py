@@ -35,7 +35,8 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from scalerl.generate.attention import use_decode_attention
-from scalerl.generate.base import Completion, InFlightUpdates, LengthController, SamplingParams, ScheduledUpdates
+from scalerl.generate.base import (Completion, GenerationCancelled, InFlightUpdates, LengthController, SamplingParams,
+                                   ScheduledUpdates)
 from scalerl.generate.kvcache import decode_cache
 from scalerl.generate.layout import attends, eos_ids, forward_kwargs, left_pad, pad_id_of, position_ids, rows_selectable
 from scalerl.generate.sampling import sample_next
@@ -109,6 +110,18 @@ class HFGenerator(InFlightUpdates):
         self._busy = threading.Lock()  # held for a whole generate call
         self._pending_lock = threading.Lock()
         self._pending: tuple[dict[str, torch.Tensor], int] | None = None
+        self._cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        """Stop the generate call in progress at its next decode step -- it raises
+        :class:`~scalerl.generate.base.GenerationCancelled` -- and every later call at once. For a
+        generator being closed: a stop must not wait for a long generation (minutes on a real
+        model) to run to its end. Not for lockstep generators (every rank must run every forward)."""
+        self._cancelled.set()
+
+    def _check_cancelled(self) -> None:
+        if self._cancelled.is_set():
+            raise GenerationCancelled("the generator was cancelled (its pool is closing)")
 
     # ---- weights -----------------------------------------------------------------------------
     def update_weights(self, state_dict: Mapping[str, Any], version: int) -> None:
@@ -186,6 +199,7 @@ class HFGenerator(InFlightUpdates):
             return []
         if any(len(p) == 0 for p in prompts):
             raise ValueError("HFGenerator.generate: every prompt needs at least one token")
+        self._check_cancelled()
         with self._busy:
             self._apply_pending()
             was_training = self.model.training
@@ -311,6 +325,7 @@ class HFGenerator(InFlightUpdates):
         next_pos = positions[:, -1] + 1
 
         for t in range(max_new if decoding else 0):
+            self._check_cancelled()
             step_versions.append(self.version)  # the weights that computed `logits`
             tokens, logprobs = sample_next(logits, params.temperature, params.top_p, torch_rng)
             if states is not None:

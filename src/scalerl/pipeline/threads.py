@@ -22,15 +22,25 @@ the 2-core development machine this costs less than a process's extra copies and
 from __future__ import annotations
 
 import queue
+import sys
 import threading
+import time
 
 import torch
 
+from scalerl.generate.base import GenerationCancelled
+from scalerl.generate.hf import HFGenerator
 from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.landing import HistoryClosed, WeightHistory
 from scalerl.pipeline.pool import Deliver, Fail, reporting
 from scalerl.pipeline.weights import Weights, weight_source
 from scalerl.pipeline.work import RolloutWorker, RoundRequest
+
+
+#: Seconds :meth:`ThreadPool.close` waits, for all its threads together, for them to return. A
+#: cancelled decode loop returns at its next step; a thread still running after this (a long
+#: prompt pass) is left to end on its own -- threads cannot be killed, and these are daemons.
+CLOSE_WAIT_S = 10.0
 
 
 class ThreadPool:
@@ -45,6 +55,8 @@ class ThreadPool:
         self._requests: queue.Queue[RoundRequest | None] = queue.Queue()
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
+        # What close() stops mid-generation (thread workers hold HF generators; test fakes may not).
+        self._cancels = [w.generator.cancel for w in workers if isinstance(w.generator, HFGenerator)]
 
     @classmethod
     def for_context(cls, ctx: PipelineContext, history: WeightHistory | None = None) -> "ThreadPool":
@@ -76,7 +88,7 @@ class ThreadPool:
                 assert worker.generator.latest_version >= request.min_version
             try:
                 result = worker.run(request)
-            except HistoryClosed:
+            except (HistoryClosed, GenerationCancelled):
                 return  # the pool is closing (or another worker failed and said so)
             except BaseException as exc:  # surfaced in the trainer's thread
                 if self.history is not None:
@@ -114,5 +126,15 @@ class ThreadPool:
                 break
         for _ in self._threads:
             self._requests.put(None)
+        # A generation in progress stops at its next decode step. Before, each thread was joined
+        # for up to 60 s in turn while it finished its batch: N threads in long generations made a
+        # stop wait N minutes.
+        for cancel in self._cancels:
+            cancel()
+        deadline = time.monotonic() + CLOSE_WAIT_S
         for t in self._threads:
-            t.join(timeout=60)
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
+        left = [t.name for t in self._threads if t.is_alive()]
+        if left:
+            print(f"note: {', '.join(left)} still running {CLOSE_WAIT_S:.0f} s after the pipeline closed; "
+                  "left to end in the background", file=sys.stderr)
