@@ -448,3 +448,46 @@ def test_close_during_a_workers_restart_is_not_counted_as_a_failure(tmp_path):
     assert tallies == [{"errors": 0, "timeouts": 1}]  # the first call's timeout alone
     assert (reward.stats.calls, reward.stats.errors, reward.stats.timeouts) == (1, 0, 1)
     assert reward._proc is None
+
+
+SLOW_SECOND_WORKER = '''
+import os
+import time
+
+if os.path.exists(__file__ + ".loaded"):  # the second worker loads slowly (a heavy import)
+    open(__file__ + ".second", "w").close()
+    time.sleep(30)
+open(__file__ + ".loaded", "w").close()
+
+def exact(completion, answer):
+    time.sleep(5)  # still in flight when close() comes
+    return completion == answer
+'''
+
+
+def test_close_while_a_second_worker_starts_returns_at_once_and_closes_that_worker(tmp_path):
+    """close() took the lock a worker's start holds, so a stop that came while a slow-loading
+    second worker started waited for that start (here 30 s; up to startup_timeout, 60 s). Now it
+    returns at once, and the worker is closed as soon as it is up: its call scores -1, uncounted."""
+    import threading
+
+    module = tmp_path / "slow_second.py"
+    module.write_text(SLOW_SECOND_WORKER)
+    workers = RewardWorkers(f"{module}:exact", timeout=5, workers=2)
+    scored = []
+    batch = threading.Thread(target=lambda: scored.extend(workers.score_many([(PROBLEM, "4"), (PROBLEM, "4")])),
+                             daemon=True)
+    batch.start()
+    deadline = time.monotonic() + 15
+    while not (tmp_path / "slow_second.py.second").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (tmp_path / "slow_second.py.second").exists(), "the second worker never started loading"
+    start = time.monotonic()
+    closing = threading.Thread(target=workers.close, daemon=True)
+    closing.start()
+    closing.join(timeout=10)
+    assert not closing.is_alive() and time.monotonic() - start < 3
+    batch.join(timeout=40)  # the starting worker loads (30 s), is closed, and its call returns
+    assert not batch.is_alive() and scored == [-1.0, -1.0]
+    assert workers.stats.errors == workers.stats.timeouts == 0
+    assert len(workers._all) == 2 and all(w._proc is None for w in workers._all)

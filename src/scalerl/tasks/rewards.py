@@ -277,6 +277,8 @@ class RewardWorkers:
                                 len(self._all) + 1, exc, len(self._all))
                 else:
                     self._all.append(worker)
+                    if self._closed:  # close() came while it started (and may not have seen it)
+                        worker.close()  # its call scores -1 at once, uncounted
                     return worker
         return self._free.get()
 
@@ -305,13 +307,17 @@ class RewardWorkers:
         """Stop every worker process (and the threads that fed them) at once: the workers first, so
         that calls in flight return and queued ones score -1 without a call (see
         :meth:`UserReward.close`); waiting for them first made a stopping run wait out each hung
-        call's timeout, one after another."""
-        with self._grow:
-            self._closed = True
+        call's timeout, one after another. Not under ``_grow``: a worker's start holds it (up to
+        ``startup_timeout``), and a stop must not wait for that start -- :meth:`_checkout` closes
+        the new worker once it is up."""
+        self._closed = True
         for worker in list(self._all):
             worker.close()
         if self._executor is not None:
-            self._executor.shutdown(wait=True)
+            # Not waiting: its calls return at once on closed workers (queued ones included, which
+            # must run to give their -1: a cancelled future would raise in score_many) -- except
+            # one that is starting a worker, which ends when that start does.
+            self._executor.shutdown(wait=False)
             self._executor = None
 
     def __enter__(self) -> "RewardWorkers":
