@@ -491,3 +491,65 @@ def test_close_while_a_second_worker_starts_returns_at_once_and_closes_that_work
     assert not batch.is_alive() and scored == [-1.0, -1.0]
     assert workers.stats.errors == workers.stats.timeouts == 0
     assert len(workers._all) == 2 and all(w._proc is None for w in workers._all)
+
+
+INTERRUPTED = '''
+import os
+import time
+
+LOADS = __file__ + ".loads"
+with open(LOADS, "a") as f:  # one line per load of this module: per worker started
+    f.write("x")
+if os.path.getsize(LOADS) > 1 and os.environ.get("SLOW_RESTART"):  # a restart loads slowly
+    time.sleep(3)
+
+def marked(completion):
+    if completion == "slow":
+        time.sleep(3)
+        return 99.0  # the slow call's own score: it must never be any other call's
+    return float(completion)
+'''
+
+
+def _ctrl_c_in(seconds):
+    """Ctrl-C (SIGINT, a KeyboardInterrupt) to the main thread ``seconds`` from now: it interrupts a
+    blocking select() there as a real one does."""
+    import signal
+    import threading
+
+    timer = threading.Timer(seconds, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+    timer.start()
+    return timer
+
+
+@pytest.mark.parametrize("where", ["call", "restart"])
+def test_a_call_interrupted_by_ctrl_c_is_not_answered_to_the_next_call(tmp_path, monkeypatch, where):
+    """Ctrl-C in a reward call (a notebook that catches it and evaluates again with the same
+    reward): the worker still answered the interrupted call, and the next call read that reply --
+    99.0, the slow call's score, for the completion "2". One interrupted while its worker restarted
+    read the new worker's hello as its reply and raised KeyError('value'). The interrupt must
+    propagate at once, and the interrupted call is neither a call nor a failure in the counts."""
+    import signal
+
+    if not hasattr(signal, "pthread_kill"):
+        pytest.skip("needs signal.pthread_kill")
+    module = tmp_path / "interrupted.py"
+    module.write_text(INTERRUPTED)
+    if where == "restart":
+        monkeypatch.setenv("SLOW_RESTART", "1")
+    reward = UserReward(f"{module}:marked", timeout=30)
+    try:
+        assert reward.score("p", "1", "a") == 1.0
+        if where == "restart":
+            reward._kill()  # as after a timeout: the next call restarts the worker, which loads for 3 s
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            timer = _ctrl_c_in(0.5)
+            reward.score("p", "slow", "a")
+        timer.join()
+        assert time.monotonic() - start < 2.5  # at once, not after the call (3 s)
+        assert reward.score("p", "2", "a") == 2.0
+        assert reward.score("p", "3", "a") == 3.0
+        assert (reward.stats.calls, reward.stats.errors, reward.stats.timeouts) == (3, 0, 0)
+    finally:
+        reward.close()

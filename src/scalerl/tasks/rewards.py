@@ -15,7 +15,9 @@ seconds scores the same and the worker is killed and restarted for the next call
 counted in :attr:`UserReward.stats` (and logged once each) so the trainer can put them in the run
 log. :meth:`UserReward.close` kills the worker at once, a call in flight included: that call, and
 any made after, scores -1 too but is neither a call nor a failure in the counts (the function did
-not fail: the run stopped it). The worker is one process started once, not one per call: a round
+not fail: the run stopped it). A call interrupted by the caller (Ctrl-C) raises at once, is not
+counted either, and the worker is killed and restarted for the next call, which would otherwise
+read the interrupted call's reply. The worker is one process started once, not one per call: a round
 trip costs well under a millisecond, a process start ~50-100 ms.
 """
 
@@ -89,6 +91,7 @@ class UserReward:
         self._proc: subprocess.Popen | None = None
         self._buffer = b""
         self._closed = False
+        self._unanswered = False  # a call left before its reply (see _interrupted)
         error = self._start()
         if error is not None:
             raise InputError(f"reward function {spec!r}: {error}")
@@ -192,33 +195,58 @@ class UserReward:
         self.stats.calls -= 1
         return FAILURE_REWARD
 
+    def _interrupted(self) -> None:
+        """A call left before its reply by an exception (Ctrl-C, a SIGTERM's Terminated, or any
+        other raised while it waited): the worker still answers it -- or, restarting, still says it is ready -- and
+        the next call read that line as its own reply (the wrong score for the wrong completion).
+        So the worker is killed now (no wait for the call; a hung one stops at once) and the next
+        call restarts it; should this kill be interrupted too, ``_unanswered`` stays set and the
+        next call kills it first. The call is neither a call nor a failure in the counts (the
+        function did not fail: the caller stopped it)."""
+        self.stats.calls -= 1
+        self._kill()
+
     def score(self, prompt: str, completion: str, answer: str) -> float:
-        """Reward of one completion; :data:`FAILURE_REWARD` when the function raised or timed out."""
+        """Reward of one completion; :data:`FAILURE_REWARD` when the function raised or timed out.
+        An exception while it waits (Ctrl-C) propagates at once (see :meth:`_interrupted`)."""
         with self._lock:
             if self._closed:  # a stopping run's last calls: its results are thrown away
                 return FAILURE_REWARD
-            self.stats.calls += 1
-            if self._proc is None:  # killed after a timeout: restart for this call
-                error = self._start()
-                if self._closed:  # close() came during the restart (and killed the worker loading)
-                    return self._cut_short()
-                if error is not None:
-                    return self._failed("error", f"restart failed: {error}")
-            request = json.dumps({"prompt": prompt, "completion": completion, "answer": answer}) + "\n"
-            try:
-                self._proc.stdin.write(request.encode())
-                self._proc.stdin.flush()
-                reply = self._read(time.monotonic() + self.timeout)
-            except (TimeoutError, _WorkerDied, BrokenPipeError) as exc:
-                if self._closed:  # close() killed it mid-call
-                    return self._cut_short()
+            if self._unanswered:  # the last call was interrupted and its worker not yet killed
                 self._kill()
-                if isinstance(exc, TimeoutError):
-                    return self._failed("timeout", f"call exceeded {self.timeout:g} s; worker killed")
-                return self._failed("error", "the worker process died during the call")
-            if "error" in reply:
-                return self._failed("error", reply["error"])
-            return float(reply["value"])
+            self.stats.calls += 1
+            self._unanswered = True
+            try:
+                value = self._call(prompt, completion, answer)
+            except BaseException:
+                self._interrupted()
+                raise
+            self._unanswered = False
+            return value
+
+    def _call(self, prompt: str, completion: str, answer: str) -> float:
+        """One request and its reply, the worker restarted first if it was killed (see :meth:`score`)."""
+        if self._proc is None:  # killed after a timeout or an interrupted call: restart for this call
+            error = self._start()
+            if self._closed:  # close() came during the restart (and killed the worker loading)
+                return self._cut_short()
+            if error is not None:
+                return self._failed("error", f"restart failed: {error}")
+        request = json.dumps({"prompt": prompt, "completion": completion, "answer": answer}) + "\n"
+        try:
+            self._proc.stdin.write(request.encode())
+            self._proc.stdin.flush()
+            reply = self._read(time.monotonic() + self.timeout)
+        except (TimeoutError, _WorkerDied, BrokenPipeError) as exc:
+            if self._closed:  # close() killed it mid-call
+                return self._cut_short()
+            self._kill()
+            if isinstance(exc, TimeoutError):
+                return self._failed("timeout", f"call exceeded {self.timeout:g} s; worker killed")
+            return self._failed("error", "the worker process died during the call")
+        if "error" in reply:
+            return self._failed("error", reply["error"])
+        return float(reply["value"])
 
     def __call__(self, problem: Problem, completion: str) -> float:
         return self.score(problem.prompt, completion, problem.answer)
