@@ -230,3 +230,49 @@ def test_a_generator_process_holding_the_gil_dies_with_its_trainer_killed_with_s
             os.kill(child, signal.SIGKILL)
         except OSError:
             pass
+
+
+class _FailsOnPickle:
+    """A spec value that pickles ``good`` times (as a plain dict) and then raises ``error``: each
+    generator process pickles its spec when it starts (``spawn``), so this fails the start of the
+    process after the first ``good`` -- as running out of memory or file descriptors would, or
+    Ctrl-C (KeyboardInterrupt) pressed while the pool starts its processes."""
+
+    def __init__(self, error: BaseException, good: int = 1) -> None:
+        self.error = error
+        self.left = good
+
+    def __reduce__(self):
+        if self.left == 0:
+            raise self.error
+        self.left -= 1
+        return dict, ()
+
+
+def _generator_processes() -> list:
+    import multiprocessing
+
+    return [p for p in multiprocessing.active_children() if p.name.startswith("scalerl-generator-")]
+
+
+@pytest.mark.parametrize("error", [OSError("no more processes"), KeyboardInterrupt()], ids=type)
+def test_a_pool_whose_constructor_fails_leaves_no_generator_process_running(char_tokenizer, models, error):
+    """A process that failed to start (or a Ctrl-C) in ProcessPool's constructor left the processes
+    it had started running -- with nothing to close them: the trainer never got the pool, and the
+    pool's atexit guard kept it alive until the interpreter exited (a notebook's next run found them)."""
+    from dataclasses import replace
+
+    uniform, _ = models
+    spec = worker_spec(uniform, char_tokenizer, max_new_tokens=12)
+    # The hf engine ignores generator_options: the value is only there to be pickled.
+    spec = replace(spec, generator_options={"fails_on_pickle": _FailsOnPickle(error)})
+    assert not _generator_processes()
+    try:
+        with pytest.raises(type(error)) as caught:
+            ProcessPool(spec, uniform, version=0, size=3)
+        assert caught.value is error  # the constructor's own error, not one from its clean-up
+        assert not _generator_processes()
+    finally:  # the old code's leftovers: not into the next test
+        for p in _generator_processes():
+            p.kill()
+            p.join(5)

@@ -15,12 +15,16 @@ Contract:
   raises one (called by the waiting trainer, so a wedged pool cannot hang it silently).
 * A pool thread runs its loop through :func:`reporting`: an exception the loop does not handle
   itself reaches ``fail`` too -- a thread that dies unheard leaves the trainer waiting forever.
+* A pool's constructor that fails part-way closes what it had started (:func:`undone_if_raised`):
+  its caller never gets the object, so nobody else can.
 """
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import threading
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 from scalerl.generate.base import Generator
 from scalerl.pipeline.weights import Weights
@@ -56,6 +60,26 @@ def thread_error(exc: BaseException) -> PipelineError:
                           f"{type(exc).__name__}: {exc}")
     error.__cause__ = exc
     return error
+
+
+@contextlib.contextmanager
+def undone_if_raised(undo: Callable[[], None]) -> Iterator[None]:
+    """Run the body; if it raises anything -- Ctrl-C included -- call ``undo``, then raise the
+    body's error again.
+
+    For a pool's constructor: processes, actors or a Ray cluster it had started when it failed
+    stayed behind, harmless on the command line (the process exits) but found by the next run
+    of a notebook or an in-process study. The body's error is what the user must see: one from
+    ``undo`` itself is only a note on stderr."""
+    try:
+        yield
+    except BaseException:
+        try:
+            undo()
+        except BaseException as failed:  # (a second Ctrl-C too: the first is on its way out)
+            print(f"note: closing the half-started generator pool failed too: {type(failed).__name__}: {failed}",
+                  file=sys.stderr)
+        raise
 
 
 class WorkerPool(Protocol):

@@ -34,7 +34,7 @@ from typing import Any
 from scalerl.errors import ScaleRLError
 from scalerl.parent_death import die_with_parent, from_lasting_thread
 from scalerl.pipeline.context import PipelineContext
-from scalerl.pipeline.pool import Deliver, Fail, reporting
+from scalerl.pipeline.pool import Deliver, Fail, reporting, undone_if_raised
 from scalerl.pipeline.scheduler import PipelineError
 from scalerl.pipeline.weights import Weights, weight_source
 from scalerl.pipeline.work import WorkerSpec, build_worker
@@ -147,17 +147,18 @@ class ProcessPool:
                               self._notify[i], self._stop_all, i))
             for i in range(size)
         ]
-        # Started now, not on the first batch: loading torch and the model overlaps the trainer's
-        # first evaluation.
-        for p in self._procs:  # (from a thread that lasts: a process dies with the thread that started it)
-            from_lasting_thread(p.start)
-        # They ignore SIGTERM: multiprocessing's own exit handler (terminate, then join) would wait
-        # on them for ever if the pool were never closed.
-        atexit.register(self._kill)
         self._reader: threading.Thread | None = None
         self._stop = threading.Event()
         self._error: BaseException | None = None
         self.ready = 0
+        # They ignore SIGTERM: multiprocessing's own exit handler (terminate, then join) would wait
+        # on them for ever if the pool were never closed.
+        atexit.register(self._kill)
+        # Started now, not on the first batch: loading torch and the model overlaps the trainer's
+        # first evaluation. A start that fails (or Ctrl-C) kills those already started.
+        with undone_if_raised(self._abandon):
+            for p in self._procs:  # (from a thread that lasts: a process dies with the thread that started it)
+                from_lasting_thread(p.start)
 
     @classmethod
     def for_context(cls, ctx: PipelineContext) -> "ProcessPool":
@@ -235,7 +236,20 @@ class ProcessPool:
         deadline = time.monotonic() + CLOSE_GRACE_S
         for p in self._procs:
             p.join(timeout=max(0.1, deadline - time.monotonic()))
-        self._kill()  # the rest are in a generate call not worth waiting for (and ignore SIGTERM)
+        self._release()  # the rest are in a generate call not worth waiting for (and ignore SIGTERM)
+
+    def _abandon(self) -> None:
+        """Undo a constructor that failed part-way: kill the processes it had started, at once
+        (none has a request to finish), and release the queues."""
+        # A start that Ctrl-C stopped the constructor waiting for still runs in the lasting thread;
+        # a call queued behind it returns once it is done, so that process is killed too.
+        from_lasting_thread(lambda: None)
+        self._release()
+
+    def _release(self) -> None:
+        """Kill the processes still running, and close the queues once the results reader (if
+        started) is done with them."""
+        self._kill()
         atexit.unregister(self._kill)
         if self._reader is not None:
             self._reader.join(timeout=5)

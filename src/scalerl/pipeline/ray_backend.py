@@ -57,7 +57,7 @@ from typing import Any, Sequence
 from scalerl.errors import ConfigError, ScaleRLError
 from scalerl.generate.base import Completion
 from scalerl.pipeline.context import PipelineContext
-from scalerl.pipeline.pool import Deliver, Fail, reporting, thread_error
+from scalerl.pipeline.pool import Deliver, Fail, reporting, thread_error, undone_if_raised
 from scalerl.pipeline.pool_generator import GenerateJob, PoolGenerator, QueuedJob
 from scalerl.pipeline.ray_cluster import _ray, _without_trainer_gpu, init_ray
 from scalerl.pipeline.scheduler import PipelineError
@@ -239,35 +239,35 @@ class RayPool:
     def __init__(self, spec: WorkerSpec, weights: Weights, version: int, size: int, *, address: str | None = None,
                  cpus: float = 1.0, gpus: float = 0.0, max_restarts: int = 3, weight_sync: str = "auto") -> None:
         weights = weight_source(weights)
-        ray = self.ray = _ray()
+        self.ray = _ray()
         self._owns_ray = False
         sync_name = weight_sync if weight_sync != "auto" else ("nccl" if spec.generator == "vllm" else "object_store")
         if sync_name == "nccl":
             # A restarted process cannot rejoin a NCCL group (its membership is fixed at creation):
             # with nccl a dead generator ends the run, with a clear error, instead of a restart.
             max_restarts = 0
-        if not ray.is_initialized():
-            address = address or os.environ.get("RAY_ADDRESS")
-            with _without_trainer_gpu(weights.device, address):
-                init_ray(address)
-            self._owns_ray = True
-        self._check_resources(size, cpus, gpus)
         self.size = size
         self.devices = 1 + size  # the trainer and each generator actor (for accelerator-hours)
         self.max_restarts = max_restarts
-        cls = ray.remote(GeneratorActor).options(
-            num_cpus=cpus, num_gpus=gpus, max_restarts=max_restarts, max_task_retries=0, max_concurrency=2,
-        )
-        self.actors = [cls.remote(spec, i) for i in range(size)]
-        self._wait_ready()
-        self._sync = WEIGHT_SYNC[sync_name](self, weights, version)
+        self.actors: list = []
+        self._init_dispatch_state()  # before the weight sync, which sends to the live actors
+        # The caller never gets a pool whose constructor raised, so nobody else could close what it
+        # had started when it failed: a cluster too small, an actor that cannot start, Ctrl-C.
+        with undone_if_raised(self._release):
+            self._join_cluster(address, weights.device)
+            self._check_resources(size, cpus, gpus)
+            self._start_actors(spec, cpus, gpus)
+            self._sync = WEIGHT_SYNC[sync_name](self, weights, version)
+        self._pids: list[int | None] = list(self._pids_at_start)
+
+    def _init_dispatch_state(self) -> None:
+        """The dispatcher's bookkeeping: nothing started yet, every actor idle."""
         self._lock = threading.Condition()
         self._pending: collections.deque[RoundRequest | QueuedJob] = collections.deque()
-        self._idle: collections.deque[int] = collections.deque(range(size))
+        self._idle: collections.deque[int] = collections.deque(range(self.size))
         self._inflight: dict[Any, tuple[int, RoundRequest | QueuedJob]] = {}
         self._dead: set[int] = set()
         self._not_before: dict[int, float] = {}
-        self._pids: list[int | None] = list(self._pids_at_start)
         self.restarts = 0
         self._update_calls: list = []
         self._stop = threading.Event()
@@ -283,6 +283,26 @@ class RayPool:
         return cls(WorkerSpec.from_context(ctx), ctx.generator_weights, ctx.version, b.generators,
                    address=b.ray_address, cpus=b.generator_cpus, gpus=b.generator_gpus, max_restarts=b.max_restarts,
                    weight_sync=b.weight_sync)
+
+    def _join_cluster(self, address: str | None, device: Any) -> None:
+        """Use this process's Ray session if it has one; else connect to the cluster at ``address``
+        (or ``RAY_ADDRESS``), or start a local one: a session this pool then owns, and ends on close
+        (a local cluster with it)."""
+        if self.ray.is_initialized():
+            return
+        address = address or os.environ.get("RAY_ADDRESS")
+        self._owns_ray = True  # before: a start stopped part-way (Ctrl-C) may have left processes to end
+        with _without_trainer_gpu(device, address):
+            init_ray(address)
+
+    def _start_actors(self, spec: WorkerSpec, cpus: float, gpus: float) -> None:
+        """Create the generator actors and wait until each has built its generator."""
+        cls = self.ray.remote(GeneratorActor).options(
+            num_cpus=cpus, num_gpus=gpus, max_restarts=self.max_restarts, max_task_retries=0, max_concurrency=2,
+        )
+        for i in range(self.size):  # one at a time into the list: a Ctrl-C between two leaves none unknown
+            self.actors.append(cls.remote(spec, i))
+        self._wait_ready()
 
     def _check_resources(self, size: int, cpus: float, gpus: float) -> None:
         have = self.ray.cluster_resources()
@@ -302,9 +322,7 @@ class RayPool:
         except self.ray.exceptions.GetTimeoutError:
             raise PipelineError(f"generator actors did not start within {timeout:g} s (see the Ray logs)") from None
         except self.ray.exceptions.RayTaskError as exc:  # an actor's own one-line error (GeneratorActor)
-            if isinstance(exc.cause, ScaleRLError):
-                for actor in self.actors:  # alive but useless: free their CPUs / GPUs now
-                    self.ray.kill(actor, no_restart=True)
+            if isinstance(exc.cause, ScaleRLError):  # (the constructor then kills the actors, alive but useless)
                 raise exc.cause from None
             raise
 
@@ -498,6 +516,11 @@ class RayPool:
             self.ray.get([a.close.remote() for a in self.live_actors()], timeout=10)
         except Exception:  # a dead or stuck actor: killed below anyway
             pass
+        self._release()
+
+    def _release(self) -> None:
+        """Kill the actors, and shut down the Ray cluster if this pool started it: the end of
+        :meth:`close`, and all a constructor that failed part-way needs (no actor has run anything)."""
         for a in self.actors:
             try:
                 self.ray.kill(a, no_restart=True)
