@@ -154,3 +154,48 @@ def test_a_rank_killed_without_a_word_is_reported_with_how_to_resume():
 
     message = lost_rank_message(2, "runs/big")
     assert "2 processes" in message and "scalerl train --output runs/big --resume" in message
+
+
+def test_a_rank_killed_by_a_signal_is_named_with_its_signal_and_rank_0s_resume_line():
+    from scalerl.train.launch import killed_rank_message
+
+    where = "interrupted at step 3, last checkpoint at step 2; resume with: scalerl train --output runs/big --resume"
+    message = killed_rank_message(1, 9, 2, "runs/big", where)
+    assert message == ("trainer rank 1 of 2 was killed by signal 9 (SIGKILL: kill -9, or the out-of-memory killer?), "
+                       f"so the group stopped: {where}")
+    message = killed_rank_message(0, 11, 2, "runs/big", None)  # rank 0 itself: nobody said where it stopped
+    assert message.startswith("trainer rank 0 of 2 was killed by signal 11 (SIGSEGV: ")
+    assert message.endswith("continue from the last checkpoint with: scalerl train --output runs/big --resume")
+
+
+@pytest.mark.extended
+def test_kill_9_of_a_follower_rank_says_so_instead_of_looking_like_a_stop(tiny_dir, tmp_path):
+    """A follower rank killed (the out-of-memory killer, kill -9): torch stopped rank 0 with SIGTERM,
+    and the launcher exited 143 with rank 0's "interrupted at step N ...; resume with" -- a user's
+    stop, as far as anyone could tell. Now it names the rank and the signal, then rank 0's line."""
+    psutil = pytest.importorskip("psutil")
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "scalerl.cli", *small_args(out, *SYNC, "--nproc", "2", "--steps", "40", "--no-report")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.time() + 300
+        log = out / "runlog.jsonl"
+        while time.time() < deadline:  # once it trains: after step 0's checkpoint
+            assert proc.poll() is None, proc.communicate()[1]
+            if log.exists() and any(r["type"] == "train" for r in read_runlog(log)[1]):
+                break
+            time.sleep(0.05)
+        ranks = [p for p in psutil.Process(proc.pid).children() if "spawn_main" in " ".join(p.cmdline())]
+        assert len(ranks) == 2
+        ranks[1].kill()  # spawned in rank order: rank 1, a follower
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 2, err
+    assert "Traceback" not in err, err
+    line = err.strip().splitlines()[-1]
+    assert re.fullmatch(rf"scalerl train: error: trainer rank 1 of 2 was killed by signal 9 \(SIGKILL: .*\), so the "
+                        rf"group stopped: interrupted at step \d+, last checkpoint at step \d+; resume with: "
+                        rf"scalerl train --output {re.escape(str(out))} --resume", line), err

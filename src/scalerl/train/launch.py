@@ -10,7 +10,9 @@ rank 0 the :class:`~scalerl.train.trainer.Trainer`, the others
 :func:`scalerl.train.distributed.follow`. A user-facing error in a rank (bad data, a budget the
 model cannot hold) comes back as the same one-line error in the launching process. SIGTERM to
 the launching process (``kill PID``, a scheduler's stop) is passed on to the ranks, which stop as
-on their own SIGTERM; rank 0's "interrupted at step N ...; resume with" line then comes back.
+on their own SIGTERM; rank 0's "interrupted at step N ...; resume with" line then comes back. A
+rank killed by a signal (``kill -9``, the out-of-memory killer) is named, with the signal, before
+that line (torch stops the other ranks with SIGTERM, so rank 0's own line alone looked like a stop).
 
 Across machines, torchrun starts the ranks instead (``torchrun --nnodes 2 --nproc-per-node 8
 --rdzv-endpoint HOST:PORT -m scalerl.cli train ...``, docs/distributed.md); :func:`run_rank`
@@ -151,6 +153,7 @@ def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
     stop = StopLatch()
     results: list[tuple[str, Any]] = []
     stopped: KeyboardInterrupt | None = None
+    killed: tuple[int, int] | None = None  # (rank, signal): a rank killed from outside (kill -9, out of memory)
     context = mp.start_processes(_spawned, args=(cfg, resume, world, _free_port(), box, stop), nprocs=world,
                                  join=False, start_method="spawn")
     try:
@@ -159,8 +162,12 @@ def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
             try:
                 if context.join(timeout=0.5):
                     break
-            except (mp.ProcessExitedException, mp.ProcessRaisedException):
-                break  # what went wrong is in the box (a user-facing error exits with status 2)
+            except (mp.ProcessExitedException, mp.ProcessRaisedException) as exc:
+                # A rank that died of a signal said nothing; torch then stopped the others with
+                # SIGTERM, and rank 0's "interrupted ... resume with" made it look like a user's stop.
+                if isinstance(exc, mp.ProcessExitedException) and exc.exit_code < 0:
+                    killed = (exc.error_index, -exc.exit_code)
+                break  # else what went wrong is in the box (a user-facing error exits with status 2)
     except KeyboardInterrupt as exc:
         # Ctrl-C reached every rank (it goes to the whole process group); SIGTERM (`kill PID`, a
         # scheduler's stop) only this process, so it is passed on: it used to end the launcher alone,
@@ -178,6 +185,9 @@ def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
     for kind, value in results:
         if kind == "ok":
             return value  # (a stop that came as the run finished)
+    if killed is not None:  # the cause, before its consequences (rank 0's stop, or its crash in a collective)
+        where = next((value[0] for kind, value in results if kind == "stopped"), None)
+        raise TrainerGroupError(killed_rank_message(*killed, world, cfg.run.output, where))
     for kind, value in results:
         if kind == "stopped":
             message, status = value
@@ -196,6 +206,20 @@ def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
         index, text = crashes[0]
         raise RuntimeError(f"trainer rank {index} failed:\n{text}")
     raise TrainerGroupError(lost_rank_message(world, cfg.run.output))
+
+
+def killed_rank_message(rank: int, signum: int, world: int, output: Any, where: str | None) -> str:
+    """A rank killed by a signal (``where``: rank 0's "interrupted at step N, last checkpoint at
+    step C; resume with ..." when it got to say it): which rank, which signal, how to go on."""
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = f"signal {signum}"
+    why = "kill -9, or the out-of-memory killer?" if signum == signal.SIGKILL else "killed, or a crash in native code"
+    head = f"trainer rank {rank} of {world} was killed by signal {signum} ({name}: {why}), so the group stopped"
+    if where:
+        return f"{head}: {where}"
+    return f"{head}; continue from the last checkpoint with: scalerl train --output {output} --resume"
 
 
 def lost_rank_message(world: int, output: Any) -> str:
