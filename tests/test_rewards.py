@@ -523,8 +523,19 @@ def _ctrl_c_in(seconds):
     return timer
 
 
+@pytest.fixture()
+def python_sigint():
+    """Python's own Ctrl-C handler, as in a notebook: pytest-xdist's workers ignore SIGINT (the
+    controller's Ctrl-C is theirs to handle), and there a Ctrl-C never arrives."""
+    import signal
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 @pytest.mark.parametrize("where", ["call", "restart"])
-def test_a_call_interrupted_by_ctrl_c_is_not_answered_to_the_next_call(tmp_path, monkeypatch, where):
+def test_a_call_interrupted_by_ctrl_c_is_not_answered_to_the_next_call(tmp_path, monkeypatch, where, python_sigint):
     """Ctrl-C in a reward call (a notebook that catches it and evaluates again with the same
     reward): the worker still answered the interrupted call, and the next call read that reply --
     99.0, the slow call's score, for the completion "2". One interrupted while its worker restarted

@@ -1,5 +1,6 @@
 """``scalerl train --nproc 2`` (two gloo processes, FSDP2) follows ``--nproc 1``; it checkpoints in shards and resumes exactly."""
 
+import contextlib
 import json
 import os
 import re
@@ -40,6 +41,31 @@ def _assert_follows(got, want):
                 assert g[k] == pytest.approx(v, rel=1e-4, abs=1e-6), (w.get("step"), k)
             else:
                 assert g[k] == v, (w.get("step"), k)
+
+
+@contextlib.contextmanager
+def training_nproc_2(out):
+    """``scalerl train --nproc 2`` (40 steps) in its own process group, once it trains (after step
+    0's checkpoint): yields the launcher and its two ranks; whatever is left is killed at the end."""
+    import psutil
+
+    cmd = [sys.executable, "-m", "scalerl.cli", *small_args(out, *SYNC, "--nproc", "2", "--steps", "40", "--no-report")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.time() + 300
+        log = out / "runlog.jsonl"
+        while time.time() < deadline:
+            assert proc.poll() is None, proc.communicate()[1]
+            if log.exists() and any(r["type"] == "train" for r in read_runlog(log)[1]):
+                break
+            time.sleep(0.05)
+        ranks = [p for p in psutil.Process(proc.pid).children() if "spawn_main" in " ".join(p.cmdline())]
+        assert len(ranks) == 2
+        yield proc, ranks
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -101,24 +127,9 @@ def test_sigterm_to_the_launcher_stops_the_ranks_cleanly(tiny_dir, tmp_path):
     line: where it stopped, its checkpoint, how to resume."""
     psutil = pytest.importorskip("psutil")
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "scalerl.cli", *small_args(out, *SYNC, "--nproc", "2", "--steps", "40", "--no-report")]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        deadline = time.time() + 300
-        log = out / "runlog.jsonl"
-        while time.time() < deadline:  # stop it once it trains: after step 0's checkpoint
-            assert proc.poll() is None, proc.communicate()[1]
-            if log.exists() and any(r["type"] == "train" for r in read_runlog(log)[1]):
-                break
-            time.sleep(0.05)
-        ranks = [p for p in psutil.Process(proc.pid).children() if "spawn_main" in " ".join(p.cmdline())]
-        assert len(ranks) == 2
+    with training_nproc_2(out) as (proc, ranks):
         proc.terminate()
         _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
     assert proc.returncode == 143, err
     assert "Traceback" not in err, err
     line = err.strip().splitlines()[-1]  # (after any note the run printed)
@@ -173,26 +184,11 @@ def test_kill_9_of_a_follower_rank_says_so_instead_of_looking_like_a_stop(tiny_d
     """A follower rank killed (the out-of-memory killer, kill -9): torch stopped rank 0 with SIGTERM,
     and the launcher exited 143 with rank 0's "interrupted at step N ...; resume with" -- a user's
     stop, as far as anyone could tell. Now it names the rank and the signal, then rank 0's line."""
-    psutil = pytest.importorskip("psutil")
+    pytest.importorskip("psutil")
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "scalerl.cli", *small_args(out, *SYNC, "--nproc", "2", "--steps", "40", "--no-report")]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        deadline = time.time() + 300
-        log = out / "runlog.jsonl"
-        while time.time() < deadline:  # once it trains: after step 0's checkpoint
-            assert proc.poll() is None, proc.communicate()[1]
-            if log.exists() and any(r["type"] == "train" for r in read_runlog(log)[1]):
-                break
-            time.sleep(0.05)
-        ranks = [p for p in psutil.Process(proc.pid).children() if "spawn_main" in " ".join(p.cmdline())]
-        assert len(ranks) == 2
+    with training_nproc_2(out) as (proc, ranks):
         ranks[1].kill()  # spawned in rank order: rank 1, a follower
         _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
     assert proc.returncode == 2, err
     assert "Traceback" not in err, err
     line = err.strip().splitlines()[-1]
