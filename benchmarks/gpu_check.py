@@ -17,6 +17,8 @@ Stages, each printing one line per figure (and appending them to $OUT/gpu_check.
    mean and max |ratio - 1| -- with the FP32 head on and off;
 3. **train**: ``precision.compute=bf16`` training of the saved model (sync, one process) --
    weights moved, samples/s, the run's pass rates;
+   **train-cudnn**: a quarter of the steps again in bf16 with cuDNN's attention kernel allowed
+   (``run.cudnn_attention=true``, torch's default), then off (scalerl's default): samples/s each;
 4. **fsdp**: the same run as a one-rank trainer group (FSDP2 + NCCL on the GPU; gloo on the CPU),
    with a 1 MiB logits budget (the LM head in chunks on the FSDP root), samples/s, and its losses
    against stage 3's (head whole; same seed) on the steps that sampled the same completions;
@@ -182,14 +184,16 @@ def _rate(summary) -> float:
 
 
 def train_once(directory: Path, work: Path, device: torch.device, tiny: bool, steps: int,
-               compute: str = "bf16") -> list[tuple[float, tuple]]:
+               compute: str = "bf16", cudnn_attention: bool = False) -> list[tuple[float, tuple]]:
     from scalerl.train.trainer import Trainer
 
-    out = work / f"one-process-{compute}"
+    label = f"{compute}{', cuDNN attention allowed' if cudnn_attention else ''}"
+    out = Path(tempfile.mkdtemp(prefix=f"one-process-{compute}-", dir=work)) / "run"  # a run of its own each time
     t0 = time.perf_counter()
-    summary = Trainer(train_config(directory, out, device, tiny, steps, extra=[f"precision.compute={compute}"])).run()
+    extra = [f"precision.compute={compute}", f"run.cudnn_attention={str(cudnn_attention).lower()}"]
+    summary = Trainer(train_config(directory, out, device, tiny, steps, extra=extra)).run()
     rows = [r for r in summary.evals]
-    say(f"train {compute} one process: {steps} steps in {time.perf_counter() - t0:.1f}s, "
+    say(f"train {label} one process: {steps} steps in {time.perf_counter() - t0:.1f}s, "
         f"{_rate(summary):.1f} samples/s (evaluations included), weights moved {_moved(directory, out):.1%}, "
         f"val pass rate {rows[0]['val/pass_rate']:.3f} -> {rows[-1]['val/pass_rate']:.3f}")
     return _losses(out)
@@ -384,7 +388,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cuda", help="cuda (the check) or cpu (a dry run)")
     p.add_argument("--tiny", action="store_true", help="a 2-layer model and short runs (the dry mode)")
     p.add_argument("--steps", type=int, default=None, help="training steps per run (default: 20; --tiny: 2)")
-    p.add_argument("--stages", default="model,logprobs,train,fsdp,fsdp-fp32,logits,decode,sdpa,activations")
+    p.add_argument("--stages",
+                   default="model,logprobs,train,train-cudnn,fsdp,fsdp-fp32,logits,decode,sdpa,activations")
     args = p.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -410,6 +415,12 @@ def main(argv: list[str] | None = None) -> int:
         reference = train_once(directory, work, device, args.tiny, steps)
     if "fsdp" in stages:
         train_fsdp(directory, work, device, args.tiny, steps, reference)
+    if "train-cudnn" in stages:
+        # The same bf16 run with cuDNN's attention allowed (torch's default), then off again
+        # (scalerl's default): each new padded length costs it a plan, forward and backward.
+        short = max(2, steps // 4)
+        for allowed in (True, False):
+            train_once(directory, work, device, args.tiny, short, "bf16", cudnn_attention=allowed)
     if "fsdp-fp32" in stages:
         # fp32 compute: the FSDP rank's generator copy holds the same weights as the one process's
         # model, so both runs sample the same completions and every step's loss compares.

@@ -32,7 +32,9 @@ def test_gpu_check_dry_mode_runs_without_optional_packages(tmp_path):
     agree = re.search(r"head=fp32 generator=autocast: tokens (\d+) .* max\|ratio-1\| ([0-9.e+-]+)", text)
     assert agree and int(agree.group(1)) > 0 and float(agree.group(2)) < 1e-2
     moved = [float(x) for x in re.findall(r"weights moved ([0-9.]+)%", text)]
-    assert len(moved) == 4 and min(moved) > 99.0  # bf16 checkpoint, fp32 masters: every weight moves
+    assert len(moved) == 6 and min(moved) > 99.0  # bf16 checkpoint, fp32 masters: every weight moves
+    # bf16 again with cuDNN's attention allowed, then off (on a CPU the switch changes nothing).
+    assert len(re.findall(r"train bf16, cuDNN attention allowed one process: 2 steps", text)) == 1
     gap = re.search(r"bf16 FSDP2 .* loss gap to one process ([0-9.e+-]+) over (\d+) steps \(of (\d+);", text)
     # FSDP's bf16 casts vs autocast, on the steps that trained on the same completions (at least one).
     assert gap and int(gap.group(3)) == 2 and int(gap.group(2)) >= 1 and float(gap.group(1)) < 1e-2
