@@ -103,6 +103,23 @@ def test_a_ray_address_where_nothing_listens_is_one_line_at_once():
     assert time.monotonic() - t < 15
 
 
+def test_nccl_weight_sync_with_a_trainer_off_cuda_is_refused_before_ray_starts(random_model, char_tokenizer):
+    """vLLM actors with the trainer on a CPU (``weight_sync`` auto is nccl for vllm): the refusal
+    came only after the Ray cluster and every actor had started (minutes of vLLM loading)."""
+    ray = pytest.importorskip("ray")
+    from scalerl.pipeline.ray_backend import RayPool
+    from scalerl.pipeline.work import WorkerSpec
+    from scalerl.rl.recipe import RecipeConfig
+
+    spec = WorkerSpec(model_config=random_model.config, tokenizer=char_tokenizer, dtype="float32",
+                      fp32_lm_head=False, recipe=RecipeConfig(), task_name="arithmetic", task_settings={},
+                      task_reward=None, task_reward_timeout=5, seed=0, generator="vllm")
+    running = ray.is_initialized()
+    with pytest.raises(ConfigError, match=r"weight_sync=nccl needs the trainer on a CUDA GPU .*object_store"):
+        RayPool(spec, random_model, 0, 1, weight_sync="auto")
+    assert ray.is_initialized() == running  # no cluster started (nor joined) for it
+
+
 def test_more_generator_processes_than_cores_get_a_one_line_note(monkeypatch, capsys):
     """backend.workers=processes ran 5 generator processes and the trainer on 2 cores without a
     word (Ray refuses more actors than CPUs): a one-line note, not an error; none where they fit."""

@@ -181,9 +181,7 @@ class _NcclSync:
         ray = pool.ray
         self.pool = pool
         self.version = version
-        device = weights.device
-        if device.type != "cuda":
-            raise ConfigError("backend.weight_sync=nccl needs the trainer on a CUDA GPU (run.device=cuda)")
+        device = weights.device  # on CUDA: RayPool checked it before any actor started
         address = ray.util.get_node_ip_address()
         port = _free_port()
         world = 1 + len(pool.actors)  # one vLLM worker per actor (tensor_parallel_size=1)
@@ -242,6 +240,11 @@ class RayPool:
         self.ray = _ray()
         self._owns_ray = False
         sync_name = weight_sync if weight_sync != "auto" else ("nccl" if spec.generator == "vllm" else "object_store")
+        if sync_name == "nccl" and weights.device.type != "cuda":
+            # Before the cluster and the actors: the vLLM actors take minutes to start, and the
+            # broadcast that needs the trainer's GPU comes only after them.
+            raise ConfigError("backend.weight_sync=nccl needs the trainer on a CUDA GPU (run.device=cuda); "
+                              "use backend.weight_sync=object_store")
         if sync_name == "nccl":
             # A restarted process cannot rejoin a NCCL group (its membership is fixed at creation):
             # with nccl a dead generator ends the run, with a clear error, instead of a restart.
