@@ -210,6 +210,25 @@ def test_an_output_directory_is_read_as_its_attempts_consoles_joined(tmp_path):
         assert log_columns(path) == log_columns(whole)
 
 
+def test_an_output_directory_with_a_wandb_store_is_read_by_its_consoles_and_the_store_on_its_own(tmp_path):
+    """prime-rl's W&B monitor writes into the output directory (``wandb.init(dir=output_dir)``:
+    ``<output_dir>/wandb/run-<time>-<id>/run-<id>.wandb``): the directory stays prime-rl's, read
+    by its consoles, and its ``wandb`` directory is the W&B store."""
+    import shutil
+
+    pytest.importorskip("wandb")
+    whole = _console(tmp_path, out="joined.log")
+    out = _output_dir(tmp_path, {0: whole.read_text()})
+    run_dir = out / "wandb" / "run-20251201_103000-abc123"
+    run_dir.mkdir(parents=True)
+    shutil.copy(DATA / "wandb_0_17_9_run.wandb", run_dir / "run-abc123.wandb")
+    assert detect_format(out) == "prime-rl" and detect_format(out / "logs") == "prime-rl"
+    _same(read_curves(out, "step", Y), read_curves(whole, "step", Y))
+    assert detect_format(out / "wandb") == "wandb-run"
+    [curve] = read_curves(out / "wandb", "step", "val/acc")
+    assert len(curve.x) == 10
+
+
 def test_attempts_are_read_in_numeric_order_and_latest_is_no_attempt(tmp_path):
     first, second = _halves(_text("primerl_console_resumed"))
     out = _output_dir(tmp_path, {9: first, 10: second})

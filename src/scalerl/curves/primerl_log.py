@@ -33,7 +33,8 @@ each line is a JSON object whose ``message`` is that text: read the same. The re
 
 prime-rl also writes every metric at full precision to ``<output_dir>/metrics.jsonl`` (its file
 monitor, on by default), which the JSONL reader reads (name the file); the console is for a run
-without it. An output directory holding both is read by its consoles.
+without it. An output directory holding both is read by its consoles, as is one holding its W&B
+monitor's store (``wandb/``, read when named).
 """
 
 from __future__ import annotations
