@@ -5,7 +5,10 @@
 #      agreement between the HF generator and the trainer (bf16 compute); bf16 training, one process;
 #      the same run as a one-rank FSDP2 trainer group on NCCL (what --nproc N runs per GPU); samples/s.
 #      Then the LM head whole vs in chunks (peak memory), the decode loop all rows vs a few at a time,
-#      and the activation probe's prediction against the allocator's peak.
+#      and the activation probe's prediction against the allocator's peak; bf16 training and decoding
+#      with cuDNN's attention kernel allowed and off; an fp32 FSDP pair that compares step by step.
+#      (On one H200 the whole script took 324 s, part 2 about 150 s of it; the stages added since
+#      then are estimated at ~100 s more, hence part 1's 480 s limit.)
 #   2. mixed precision (was gpu_precision_check.sh): benchmarks/mixed_precision.py on CUDA and short
 #      tiny-model runs on cuda (auto=bf16, fp16, PipelineRL-2; LoRA + gradient checkpointing when peft is there).
 # Usage: OUT=/tmp/out bash benchmarks/gpu_check.sh       (figures in $OUT/gpu_check.txt and $OUT/*.log)
@@ -25,7 +28,7 @@ for name in ("peft", "scipy", "matplotlib", "ray", "vllm", "math_verify"):
     print(f"  optional {name}: {'yes' if importlib.util.find_spec(name) else 'no (not needed by part 1)'}")
 PY
 # 1. (the 100M model, log-probs, bf16 training, FSDP on NCCL)
-timeout 360 $PY benchmarks/gpu_check.py --device cuda 2>&1 | grep -v -i "warn" | tee "$OUT/part1.log" | grep -v "shards"
+timeout 480 $PY benchmarks/gpu_check.py --device cuda 2>&1 | grep -v -i "warn" | tee "$OUT/part1.log" | grep -v "shards"
 echo "part 1 exit ${PIPESTATUS[0]}" | tee -a "$OUT/gpu_check.txt"
 # 2. mixed precision on the tiny model
 timeout 120 $PY benchmarks/mixed_precision.py --device cuda 2>&1 | grep -v -i "warn\|scheduler.step" | tee -a "$OUT/gpu_check.txt"
