@@ -456,7 +456,7 @@ import time
 
 if os.path.exists(__file__ + ".loaded"):  # the second worker loads slowly (a heavy import)
     open(__file__ + ".second", "w").close()
-    time.sleep(8)
+    time.sleep(5)
 open(__file__ + ".loaded", "w").close()
 
 def exact(completion, answer):
@@ -467,7 +467,7 @@ def exact(completion, answer):
 
 def test_close_while_a_second_worker_starts_returns_at_once_and_closes_that_worker(tmp_path):
     """close() took the lock a worker's start holds, so a stop that came while a slow-loading
-    second worker started waited for that start (here 8 s; up to startup_timeout, 60 s). Now it
+    second worker started waited for that start (here 5 s; up to startup_timeout, 60 s). Now it
     returns at once (under 3 s), and the worker is closed as soon as it is up: its call scores -1,
     uncounted."""
     import threading
@@ -488,7 +488,7 @@ def test_close_while_a_second_worker_starts_returns_at_once_and_closes_that_work
     closing.start()
     closing.join(timeout=10)
     assert not closing.is_alive() and time.monotonic() - start < 3
-    batch.join(timeout=20)  # the starting worker loads (8 s), is closed, and its call returns
+    batch.join(timeout=20)  # the starting worker loads (5 s), is closed, and its call returns
     assert not batch.is_alive() and scored == [-1.0, -1.0]
     assert workers.stats.errors == workers.stats.timeouts == 0
     assert len(workers._all) == 2 and all(w._proc is None for w in workers._all)

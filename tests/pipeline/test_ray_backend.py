@@ -136,8 +136,9 @@ def test_an_actor_that_cannot_start_says_why_in_one_error(tiny_dir, tmp_path, ra
 
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vLLM is installed here: its actors would start")
+    # object_store: nccl (vLLM's default sync) with this CPU trainer is refused before any actor starts.
     cfg = _cfg(tmp_path / "vllm", "pipeline=sync", "k=1", "backend.name=ray", "backend.generator=vllm",
-               "backend.generator_cpus=0.5")
+               "backend.generator_cpus=0.5", "backend.weight_sync=object_store")
     with pytest.raises(ConfigError, match=r"backend.generator=vllm needs vLLM on the generator machines"):
         Trainer(cfg)
 
