@@ -82,6 +82,10 @@ def test_kill_and_resume_matches_an_uninterrupted_run(tiny_dir, tmp_path, pipeli
     assert [r["from_step"] for r in read_runlog(killed / "runlog.jsonl")[1] if r["type"] == "resume"] == [2]
 
 
+# `extended` (make test-all, ~40 s): the default run keeps the default recipe's kill -9 + resume
+# equality above and tests/pipeline/test_processes.py's generator process that dies with its
+# SIGKILLed trainer.
+@pytest.mark.extended
 def test_pipeline_rl_kill_and_resume_trains_every_batch_once(tiny_dir, tmp_path):
     """Timing-driven PipelineRL-k (generator processes) is not bit-reproducible (timing decides
     which weights each token saw), but a kill -9 must leave no generator process behind, and the

@@ -70,6 +70,9 @@ RAY_SYNC = ["--nproc", "2", "--backend", "ray", "--set", "pipeline=sync", "--set
             "--set", "run.micro_batch_size=4", "--set", "forecast.enabled=false", "--no-report"]
 
 
+# `extended` (make test-all, ~50 s of two ranks and a Ray cluster): the default run keeps the unit
+# test of the stream above and test_shard_generation.py's run on the shards.
+@pytest.mark.extended
 @pytest.mark.ray_cluster
 def test_ray_actors_generate_on_weights_streamed_off_the_shards(tmp_path):
     out = tmp_path / "stream"
