@@ -201,13 +201,19 @@ class Trainer:
         for name in ("runlog", "samples"):
             if name in parts:
                 parts[name].close()
+        self._restore_process_settings()
+        if not self.resume and (self.rank is None or self.rank.leader) and self.output.is_dir():
+            discard_unstarted_run(self.output, checkpoints=CHECKPOINTS,
+                                  files=(RUNLOG, CONFIG, SAMPLES, CALIBRATION_COPY))
+
+    def _restore_process_settings(self) -> None:
+        """torch's process-wide settings this run changed -- its thread count, cuDNN attention --
+        back as they were (those it got to change: a set-up can fail before either)."""
+        parts = self.__dict__
         if "_torch_threads" in parts:
             torch.set_num_threads(self._torch_threads)
         if parts.get("_cudnn_attention") is not None:
             cudnn_attention(self.device, self._cudnn_attention)
-        if not self.resume and (self.rank is None or self.rank.leader) and self.output.is_dir():
-            discard_unstarted_run(self.output, checkpoints=CHECKPOINTS,
-                                  files=(RUNLOG, CONFIG, SAMPLES, CALIBRATION_COPY))
 
     def _setup(self) -> None:
         from scalerl.generate.hf import HFGenerator
@@ -573,9 +579,7 @@ class Trainer:
             # waited for each such thread up to its join timeout (60 s) before a stop could end.
             self._close_task()
             self.source.close()
-            torch.set_num_threads(self._torch_threads)
-            if self._cudnn_attention is not None:
-                cudnn_attention(self.device, self._cudnn_attention)
+            self._restore_process_settings()
 
     def _interrupted_message(self) -> str:
         """Where the run stopped and how to go on: a resume goes on from the last checkpoint (the
