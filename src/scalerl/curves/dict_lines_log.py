@@ -139,15 +139,18 @@ def parse_printed_dict(text: str) -> dict[str, Any] | None:
 
 
 def looks_like_dict_lines(path: Path) -> bool:
-    """A text file with at least two printed metric dicts among its lines."""
+    """A text file with at least two printed metric dicts among its lines, or one printed after its
+    step or rollout number (slime's first ``perf 0: {...}``, OpenRLHF's ``Global step 1: {...}``: a
+    console cut short after its first step is as much this format as a longer one)."""
     head = text_head(path, SNIFF_CHARS, newline="")
     if head is None:
         return False
     found = 0
     for line in head.split("\n"):
-        text = _dict_text(line)
-        found += bool(text and parse_printed_dict(text))
-        if found == 2:  # enough: parsing every dict of the sniffed head would cost as much as reading it
+        text, counter, _ = _dict_and_counter(line)
+        if text and parse_printed_dict(text):
+            found += 2 if counter else 1
+        if found >= 2:  # enough: parsing every dict of the sniffed head would cost as much as reading it
             return True
     return False
 

@@ -19,6 +19,9 @@ evaluation before training is logged at step 1 (prime-rl's first step). With ``l
 each line is a JSON object whose ``message`` is that text: read the same. The rest of the console
 (the pipeline view, set-up lines, warnings) is passed over.
 
+The console of a prime-rl from before June 2026 (``Step N | Time: 73.77s | Reward: 0.3887 | ...``, its
+evaluations without their step) is read too: :mod:`scalerl.curves.primerl_legacy`.
+
 * evaluations finish while training goes on, so an evaluation's line comes after later steps':
   it stays at its own step (and a ``cum:`` x is the one its step left);
 * a console several launches printed into (``tee -a``, or the attempts' files joined) is read by
@@ -47,6 +50,9 @@ from typing import Any
 from scalerl.curves.attempts import split_attempts
 from scalerl.curves.console import ANSI, shown_lines, skipped_lines_note, text_head
 from scalerl.curves.data import Curve
+from scalerl.curves.primerl_legacy import eval_row as legacy_eval
+from scalerl.curves.primerl_legacy import evals_step as legacy_evals_step
+from scalerl.curves.primerl_legacy import step_row as legacy_step
 from scalerl.curves.rows import curves_from_rows
 from scalerl.errors import InputError
 
@@ -64,7 +70,7 @@ _TIME = re.compile(r"^(?:(\d+(?:\.\d+)?)ms|(\d+(?:\.\d+)?)s|(\d+)m (\d+)s|(\d+)h
 #: The last figure of a step's and an evaluation's line: a line without it was cut off.
 LAST = "truncation"
 #: The text a line of either kind holds, colours and all: the cheap test before lines are parsed.
-_ANYWHERE = re.compile(r"(?:Step \d+|Evaluated .+ \(Step \d+\) \| Policy v\d+) \| .*\| Reward ")
+_ANYWHERE = re.compile(r"(?:Step \d+|Evaluated .+ \(Step \d+\) \| Policy v\d+) \| .*\| Reward[ :]")
 #: How much of a file's start is searched for a step or evaluation line to tell a prime-rl console.
 SNIFF_CHARS = 4_000_000
 _RESUMING = re.compile(r"Resuming orchestrator from checkpoint step (\d+)")
@@ -120,10 +126,16 @@ def _message(line: str) -> str:
     return _DEBUG_SUFFIX.sub("", line[_PREFIX.match(line).end():])
 
 
-def _parse(message: str, last: dict[str, Any] | None) -> tuple[str, dict[str, Any] | None]:
+def _parse(message: str, last: dict[str, Any] | None,
+           evals_at: int | None = None) -> tuple[str, dict[str, Any] | None]:
     """``(kind, row)`` of one message line: ``"step"`` / ``"eval"`` (row None where it is cut off or
-    unreadable), ``"env"`` (the figures added to ``last``, the step's row above it), or ``""``."""
+    unreadable), ``"env"`` (the figures added to ``last``, the step's row above it), or ``""``. The
+    console of a prime-rl before June 2026 (:mod:`scalerl.curves.primerl_legacy`) is read too; its
+    evaluations are of the step ``evals_at`` (what the line before them named)."""
     if message.startswith("Step "):
+        old, row = legacy_step(message)
+        if old:
+            return "step", row
         found = _STEP.match(message)
         if not found:
             return "", None  # ("Step 5: empty train batch ...": a warning, no step line)
@@ -133,6 +145,9 @@ def _parse(message: str, last: dict[str, Any] | None) -> tuple[str, dict[str, An
             return "step", None
         return "step", {STEP: int(found.group(1)), "time/step": took, **{f"train/{k}": v for k, v in figures.items()}}
     if message.startswith("Evaluated "):
+        old, row = legacy_eval(message, evals_at)
+        if old:
+            return "eval", row
         found = _EVAL.match(message)
         if not found:
             return "eval", None
@@ -165,12 +180,17 @@ def _messages(path: Path, head: str | None = None):
 def _rows(path: Path, head: str | None = None):
     """``(line number, kind, row or None)`` per step, evaluation and resume line, in log order."""
     last = None
+    evals_at = last_step = None  # (an older console's evaluations: the step the line before them named)
     for lineno, message in _messages(path, head):
-        kind, row = _parse(message, last)
+        kind, row = _parse(message, last, evals_at)
         if kind in ("step", "eval"):
             yield lineno, kind, row
+            if kind == "step" and row is not None:
+                last_step = row[STEP]
         elif kind == "" and (resumed := _RESUMING.search(message)):
             yield lineno, "resume", {STEP: int(resumed.group(1))}
+        elif kind == "" and (named := legacy_evals_step(message, last_step)) is not None:
+            evals_at = named
         if kind != "env":
             last = row if kind == "step" else None
 
@@ -178,7 +198,7 @@ def _rows(path: Path, head: str | None = None):
 def looks_like_primerl(path: Path) -> bool:
     """Whether the start of ``path`` holds a step or evaluation line of prime-rl's orchestrator."""
     head = text_head(path, SNIFF_CHARS)
-    if head is None or "| Reward " not in head or not _ANYWHERE.search(head):
+    if head is None or "| Reward" not in head or not _ANYWHERE.search(head):
         return False
     return any(row is not None for _, kind, row in _rows(path, head) if kind != "resume")
 

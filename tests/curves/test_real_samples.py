@@ -1,0 +1,102 @@
+"""Excerpts of real framework logs, as users pasted them into public GitHub issues and pull requests
+(tests/curves/data/real_samples/README.md names each one's source): each is told as its framework's
+format, and its curve is the steps and values the text shows."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scalerl.curves import read_curves
+from scalerl.curves.io import detect_format
+
+SAMPLES = Path(__file__).parent / "data" / "real_samples"
+
+
+@pytest.mark.parametrize("name, fmt", [
+    ("verl_issue2060.log", "verl"),
+    ("verl_awesome_ml_sys_issue106.log", "verl"),
+    ("trl_issue3452.log", "dict-lines"),
+    ("nemo_rl_dpo_nemo_platform_pr901.log", "nemo-rl"),
+    ("primerl_pr1318.log", "prime-rl"),
+    ("primerl_pr2280.log", "prime-rl"),
+    ("slime_issue1837.log", "dict-lines"),
+])
+def test_each_sample_is_told_as_its_frameworks_log(name, fmt):
+    assert detect_format(SAMPLES / name) == fmt
+
+
+def _curve(name, x, y, **kw):
+    (curve,) = read_curves(SAMPLES / name, x, y, **kw)
+    return curve
+
+
+def test_verl_val_core_and_val_aux_at_their_steps():
+    curve = _curve("verl_issue2060.log", "step", "val-core/openai/gsm8k/acc/mean@1")
+    assert list(curve.x) == [0] and list(curve.y) == [0.508]
+    aux = _curve("verl_issue2060.log", "step", "val-aux/openai/gsm8k/reward/mean@1")
+    assert list(aux.y) == [0.565]
+
+
+def test_verl_behind_rays_task_runner_prefix():
+    curve = _curve("verl_awesome_ml_sys_issue106.log", "step", "val-core/openai/gsm8k/reward/mean@1")
+    assert list(curve.x) == [80] and list(curve.y) == [0.827]
+
+
+def test_trl_printed_dicts_by_epoch():
+    curve = _curve("trl_issue3452.log", "epoch", "reward", bounded=False)
+    assert np.allclose(curve.x, [0.31, 0.33, 0.37])
+    assert np.allclose(curve.y, [1.7171093285083772, 1.8844376266002656, 1.968537563085556])
+
+
+def test_nemo_rl_validation_of_a_named_set():
+    curve = _curve("nemo_rl_dpo_nemo_platform_pr901.log", "step", "validation-default/accuracy")
+    assert list(curve.x) == [2] and list(curve.y) == [1.0]
+
+
+def test_prime_rl_console_before_june_2026_steps():
+    """prime-rl's step line before its orchestrator refactor (PrimeIntellect-ai/prime-rl f6563ff0e):
+    ``Step N | Time: 73.77s | Reward: 0.3887 | ...`` -- read as no log at all before."""
+    curve = _curve("primerl_pr1318.log", "cum:time/step", "train/reward")
+    assert list(curve.x) == pytest.approx([73.77, 73.77 + 72.73, 73.77 + 72.73 + 79.39])
+    assert list(curve.y) == [0.3887, 0.4018, 0.3743]
+    steps = _curve("primerl_pr2280.log", "step", "train/seq_length", bounded=False)
+    assert list(steps.x) == [9, 10] and list(steps.y) == [331.1, 332.0]
+
+
+def test_prime_rl_evaluations_before_june_2026_take_the_step_named_before_them(tmp_path):
+    """An evaluation line of that console names no step: it is the one ``Running evals ...`` named.
+    (The evaluation lines are written from the f-string of src/prime_rl/orchestrator/envs.py at
+    prime-rl f6563ff0e^ -- no public log held one; the step lines are primerl_pr2280.log's.)"""
+    steps = (SAMPLES / "primerl_pr2280.log").read_text(encoding="utf-8").splitlines()
+    evaluated = ("SUCCESS Evaluated gsm8k in 12.50s (Avg@4=0.5123, Pass@1: 0.5123, Pass@2: 0.6010, No-response: 0.0%, "
+                 "Completion Length: 345.20 (±80.10, ∈[12.00, 1024.00]), Truncated: 1.2%)")
+    lines = ["00:27:00    INFO Running evals for checkpoint step 0", f"00:27:01 {evaluated.replace('0.5123', '0.4000')}",
+             *steps[:5], "00:27:06    INFO Running evals at step=10 for gsm8k", f"00:27:07 {evaluated}", *steps[5:],
+             "00:30:00    INFO Running final evals", f"00:30:09 {evaluated.replace('0.5123', '0.6000')}"]
+    log = tmp_path / "orchestrator.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    curve = _curve(log, "step", "eval/gsm8k/avg@4")
+    assert list(curve.x) == [0, 10, 10] and list(curve.y) == [0.4, 0.5123, 0.6]
+    same = _curve(log, "step", "eval/gsm8k/reward")
+    assert list(same.y) == list(curve.y)
+    (row,) = [r for r in _rows(log) if r.get("eval/gsm8k/pass@2")][:1]
+    assert row["eval/gsm8k/is_truncated/mean"] == pytest.approx(0.012) and row["eval/gsm8k/completion_len/mean"] == 345.2
+
+
+def _rows(path):
+    from scalerl.curves.primerl_log import read_primerl_rows
+    return read_primerl_rows(path)[0]
+
+
+def test_prime_rl_step_line_cut_off_is_skipped():
+    from scalerl.curves.primerl_legacy import step_row
+    line = "Step 28 | Time: 73.77s | Reward: 0.3887 | Throughput: 2408.9 tokens/s | Seq. Length: 345.6 tokens/sample"
+    assert step_row(line)[1] is not None  # (July 2025: the line ended there)
+    assert step_row(line + " | Async Level: 1 | Max. Off-Policy Level: 0")[1]["train/max_off_policy_level"] == 0
+    assert step_row(line + " | Async Lev") == (True, None)
+
+
+def test_slime_perf_line_behind_ray_and_its_logger():
+    curve = _curve("slime_issue1837.log", "rollout_id", "perf/rollout_time", bounded=False)
+    assert list(curve.x) == [0] and list(curve.y) == [371.1796889305115]
