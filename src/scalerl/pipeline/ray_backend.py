@@ -190,7 +190,10 @@ class _NcclSync:
         self.comm = PyNcclCommunicator(group, device=device)
         ray.get(joins)
         self.stream = torch.cuda.current_stream
-        self.push(weights, version)
+        # The first weights are waited for, not fired and forgotten as later pushes are: a receive
+        # that fails (a name or shape the engine does not have) then fails the pool's start with
+        # the actor's error; dropped, its error was never read.
+        ray.get(self.push(weights, version))
 
     def request_args(self) -> tuple[list, int]:
         return [], self.version  # actors receive every broadcast; nothing to pull
