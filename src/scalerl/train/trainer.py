@@ -43,6 +43,7 @@ from scalerl.tasks.rewards import check_reward_works
 from scalerl.train.activation_probe import probe_activations
 from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint,
                                      set_rng_state, verify_shards)
+from scalerl.train.closing import close_each
 from scalerl.train.collapse import COLLAPSE_STEPS, collapse_note
 from scalerl.train.compute import ComputeMeter
 from scalerl.train.config import CALIBRATION_COPY, TrainConfig, eval_engine
@@ -192,17 +193,20 @@ class Trainer:
         run, removes the files it wrote: left behind, they made the same command, rerun once the
         cause was fixed, refuse the directory as one that "already holds a run"."""
         parts = self.__dict__
+        steps: list = []
         if "task" in parts:  # before the source, as in _train (no generator has started yet here)
-            self._close_task()
+            steps.append(self._close_task)
         if "source" in parts:
-            self.source.close()
-        for sink in parts.get("sinks", ()):
-            sink.close(False)
-        for name in ("runlog", "samples"):
-            if name in parts:
-                parts[name].close()
-        self._restore_process_settings()
-        if not self.resume and (self.rank is None or self.rank.leader) and self.output.is_dir():
+            steps.append(self.source.close)
+        steps += [partial(sink.close, False) for sink in parts.get("sinks", ())]
+        steps += [parts[name].close for name in ("runlog", "samples") if name in parts]
+        steps.append(self._restore_process_settings)
+        if not self.resume and (self.rank is None or self.rank.leader):
+            steps.append(self._discard_unstarted)
+        close_each(steps, failing=True)
+
+    def _discard_unstarted(self) -> None:
+        if self.output.is_dir():
             discard_unstarted_run(self.output, checkpoints=CHECKPOINTS,
                                   files=(RUNLOG, CONFIG, SAMPLES, CALIBRATION_COPY))
 
@@ -547,6 +551,7 @@ class Trainer:
     def _train(self, bar: Any) -> None:
         """The loop, its errors said as what to do, and the generators closed however it ended."""
         cfg = self.cfg
+        failing = True
         try:
             try:
                 self._loop(bar)
@@ -567,19 +572,18 @@ class Trainer:
             except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (errors.Terminated)
                 stop_under_way()  # a study's repeated cancels wait for the clean-up below
                 raise RunInterrupted(self._interrupted_message(), cause=exc) from None
+            failing = False
         except BaseException:
             if not self.resume:  # failed before its first checkpoint: leave the directory reusable
                 discard_unstarted_run(self.output, checkpoints=CHECKPOINTS,
                                       files=(RUNLOG, CONFIG, SAMPLES, CALIBRATION_COPY), runlog=self.runlog)
             raise
         finally:
-            bar.close()
             # The reward workers before the generators: a generator thread waiting on a hung
             # reward call returns only when its worker dies, and closing the generators first
             # waited for each such thread up to its join timeout (60 s) before a stop could end.
-            self._close_task()
-            self.source.close()
-            self._restore_process_settings()
+            close_each([bar.close, self._close_task, self.source.close, self._restore_process_settings],
+                       failing=failing)
 
     def _interrupted_message(self) -> str:
         """Where the run stopped and how to go on: a resume goes on from the last checkpoint (the
@@ -720,10 +724,8 @@ class Trainer:
     def _close(self, ok: bool) -> None:
         """Files and metric sinks (``ok``: whether the run ended well, as W&B records it); the reward
         workers are closed with the generators (:meth:`_train`)."""
-        self.runlog.close()
-        self.samples.close()
-        for sink in self.sinks:
-            sink.close(ok)
+        close_each([self.runlog.close, self.samples.close, *(partial(sink.close, ok) for sink in self.sinks)],
+                   failing=not ok)
 
     def _close_task(self) -> None:
         """Stop the task's reward worker processes (a user function's, math-verify's), if it has any."""
