@@ -140,6 +140,30 @@ def test_sigterm_to_the_launcher_stops_the_ranks_cleanly(tiny_dir, tmp_path):
     assert not any(r.is_running() and r.status() != psutil.STATUS_ZOMBIE for r in ranks)
 
 
+@pytest.mark.extended  # (as above)
+@pytest.mark.parametrize("group", [False, True], ids=["launcher-alone", "ctrl-c"])
+def test_sigint_stops_the_ranks_cleanly(tiny_dir, tmp_path, group):
+    """A SIGINT to the launcher alone (a notebook's "interrupt kernel", `timeout -s INT`) reached no
+    rank: they trained the run to its end while the launcher waited. Ctrl-C at the terminal (the
+    whole process group) must still stop it once, cleanly: exit 130 and rank 0's resume line."""
+    psutil = pytest.importorskip("psutil")
+    out = tmp_path / "run"
+    with training_nproc_2(out) as (proc, ranks):
+        if group:
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err, err
+    line = err.strip().splitlines()[-1]
+    stopped = re.fullmatch(rf"scalerl train: interrupted at step (\d+), last checkpoint at step (\d+); resume with: "
+                           rf"scalerl train --output {re.escape(str(out))} --resume", line)
+    assert stopped, err
+    assert int(stopped[1]) < 40
+    assert not any(r.is_running() and r.status() != psutil.STATUS_ZOMBIE for r in ranks)
+
+
 def test_nproc_refuses_what_it_does_not_shard(tmp_path, capsys):
     assert main(small_args(tmp_path / "x", "--nproc", "2", "--set", "model.lora.rank=4")) == 2
     err = capsys.readouterr().err

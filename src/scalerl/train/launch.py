@@ -10,7 +10,9 @@ rank 0 the :class:`~scalerl.train.trainer.Trainer`, the others
 :func:`scalerl.train.distributed.follow`. A user-facing error in a rank (bad data, a budget the
 model cannot hold) comes back as the same one-line error in the launching process. SIGTERM to
 the launching process (``kill PID``, a scheduler's stop) is passed on to the ranks, which stop as
-on their own SIGTERM; rank 0's "interrupted at step N ...; resume with" line then comes back. A
+on their own SIGTERM; rank 0's "interrupted at step N ...; resume with" line then comes back. So is
+a SIGINT: Ctrl-C at the terminal, or one to the launching process alone (a notebook's "interrupt
+kernel", ``timeout -s INT``, ``kill -INT PID``), which the ranks never heard of. A
 rank killed by a signal (``kill -9``, the out-of-memory killer) is named, with the signal, before
 that line (torch stops the other ranks with SIGTERM, so rank 0's own line alone looked like a stop).
 
@@ -31,7 +33,7 @@ import torch
 import torch.distributed as dist
 
 from scalerl import errors
-from scalerl.errors import RunInterrupted, ScaleRLError, Terminated, interrupt_status
+from scalerl.errors import RunInterrupted, ScaleRLError, interrupt_status
 from scalerl.stop_signals import StopLatch, raise_terminated, sigterm_when_set
 from scalerl.train.config import TrainConfig
 from scalerl.train.distributed import Rank, backend_for, barrier, device_for, env_rank, follow, make_group, rank_threads
@@ -107,7 +109,13 @@ def run_rank(cfg: TrainConfig, *, resume: bool, rank: int | None = None, world: 
 def _spawned(index: int, cfg: TrainConfig, resume: bool, world: int, port: int, box: Any, stop: StopLatch) -> None:
     """One spawned rank: its result (rank 0) or its user-facing error go back through ``box``.
     SIGTERM stops it as it stops a rank under torchrun (the command line's handler there), and the
-    launcher's SIGTERM comes as one when it sets ``stop``."""
+    launcher's SIGTERM comes as one when it sets ``stop``.
+
+    SIGINT is ignored: the launcher passes every stop on through ``stop``, Ctrl-C's too. A SIGINT
+    sent to the launcher alone never reached the ranks, which trained on to the run's end while it
+    waited; and one that reached the whole group (Ctrl-C) as well as through ``stop`` came twice to
+    a rank, the second cutting its clean stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, raise_terminated)
     sigterm_when_set(stop)
     try:
@@ -169,12 +177,11 @@ def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
                     killed = (exc.error_index, -exc.exit_code)
                 break  # else what went wrong is in the box (a user-facing error exits with status 2)
     except KeyboardInterrupt as exc:
-        # Ctrl-C reached every rank (it goes to the whole process group); SIGTERM (`kill PID`, a
-        # scheduler's stop) only this process, so it is passed on: it used to end the launcher alone,
-        # and the ranks, which never heard of it, trained the run to its end while it waited to exit.
+        # Passed on to the ranks, whatever it was: SIGTERM (`kill PID`, a scheduler's stop) and a
+        # SIGINT sent to this process alone reach no rank, which then trained the run to its end
+        # while this process waited; the ranks ignore Ctrl-C's own SIGINT (_spawned) and stop on this.
         stopped = exc
-        if isinstance(exc, Terminated):
-            stop.set()
+        stop.set()
         # Each rank's own end, not torch's join: that kills the other ranks (a second SIGTERM,
         # which cuts a clean stop) as soon as one exits with an error.
         for process in context.processes:
@@ -192,7 +199,8 @@ def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
         if kind == "stopped":
             message, status = value
             interrupted = RunInterrupted(message)
-            interrupted.status = status
+            # The launcher's own stop says the status: a Ctrl-C reaches the ranks as a SIGTERM.
+            interrupted.status = interrupt_status(stopped) if stopped is not None else status
             raise interrupted
     if stopped is not None:
         raise stopped  # before rank 0 could say where the run stopped (a rank's error then is the stop's)
