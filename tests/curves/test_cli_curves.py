@@ -242,6 +242,14 @@ def test_backtest_scores_every_run_of_several_logs_in_one_table(capsys, tmp_path
         (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--r0", "-0.1"], "--r0 -0.1 is not a pass rate in [0, 1]"),
         (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--r0", "1.5"], "--r0 1.5 is not a pass rate in [0, 1]"),
         (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--r0", "0.99"], "the given R0 (--r0 0.99) is not below any"),
+        # a bad setting with several runs: each run was listed as skipped for it, exit 0 (--seed -1: numpy's traceback)
+        (["backtest", str(REAL_CSV), *XY, "--all-runs", "--seed", "-1"], "--seed) must be a whole number >= 0, got -1"),
+        (["backtest", str(REAL_CSV), *XY, "--all-runs", "--r0", "maybe"], "--r0 must be 'first', 'free' or a number"),
+        (["backtest", str(REAL_CSV), *XY, "--all-runs", "--cut", "-1"], "--cut must be a finite compute value > 0"),
+        (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--seed", "-1"], "--seed) must be a whole number >= 0, got -1"),
+        # NaN selected no point: "widen the window"
+        (["fit", str(REAL_CSV), *XY, "--run", QWEN, "--fit-until", "nan"], "--fit-until must be a compute value > 0"),
+        (["compare", str(REAL_CSV), *XY, "--fit-from", "3", "--fit-until", "1"], "--fit-from 3 is above --fit-until 1"),
         # without --x / --y: the log's columns, the likely ones for each axis first
         # (the column telling runs apart is said as such, not listed among the others)
         (["fit", str(REAL_CSV)], "has 5 columns -- metrics (evaluation-like names): 'val_score'; compute (step, "

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from scalerl.curves import Sigmoid, backtest, bootstrap, compare, fit_seeds, fit_sigmoid, forecast, read_curve
+from scalerl.curves import Curve, Sigmoid, backtest, bootstrap, compare, fit_seeds, fit_sigmoid, forecast, read_curve
 from scalerl.errors import InputError
 
 from .conftest import DEEPSEEK, PAPER_LAW, QWEN, REAL_CSV, synthetic
@@ -99,6 +99,29 @@ def test_backtest_needs_exactly_one_cut(paper_curve):
         backtest(paper_curve, cut=10, cut_fraction=0.5)
     with pytest.raises(InputError, match="no points after"):
         backtest(paper_curve, cut=1e9)
+
+
+def test_a_run_evaluated_only_at_compute_0_is_said_to_have_nothing_to_cut():
+    """Its cut came out 0, and the reason given was "--cut must be ... > 0, got 0", a --cut never given."""
+    curve = Curve.from_arrays([0.0, 0.0], [0.1, 0.12], name="c")
+    with pytest.raises(InputError, match="run 'c': its 2 evaluation\\(s\\) are all at compute 0"):
+        backtest(curve, cut_fraction=0.5)
+
+
+def test_a_seed_numpy_refuses_is_an_input_error(paper_curve):
+    """--seed -1 ended in numpy's traceback ("expected non-negative integer")."""
+    with pytest.raises(InputError, match="seed \\(--seed\\) must be a whole number >= 0, got -1"):
+        forecast(paper_curve, n_boot=0, seed=-1)
+    with pytest.raises(InputError, match="--seed"):
+        fit_seeds([paper_curve, synthetic(seed=1)], n_boot=20, seed=-1)
+
+
+def test_a_fit_window_that_holds_nothing_says_why(paper_curve):
+    """--fit-until nan selected no point, and the error advised widening the window."""
+    with pytest.raises(InputError, match="--fit-until must be a compute value > 0 .*, got nan"):
+        fit_sigmoid(paper_curve, fit_until=math.nan)
+    with pytest.raises(InputError, match="--fit-from 3000 is above --fit-until 2000"):
+        fit_sigmoid(paper_curve, fit_from=3000.0, fit_until=2000.0)
 
 
 def test_seed_pooling_reports_the_spread():

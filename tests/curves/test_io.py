@@ -506,3 +506,20 @@ def test_nested_metrics_of_json_lines_and_parquet_structs_are_read_as_dotted_nam
     pq.write_table(table, tmp_path / "struct.parquet")
     c = read_curve(tmp_path / "struct.parquet", "step", "val.acc")
     assert np.allclose(c.y, [0.2, 0.21]) and any("1 row(s) have no 'val.acc'" in n for n in c.notes)
+
+
+def test_an_evaluation_row_written_twice_is_read_once_and_said(tmp_path):
+    """Each row of a log written twice (a logger that flushed twice) was fitted twice: 2x the points,
+    intervals too narrow, and no word of it. Equal rows of a cum: x are steps of their own."""
+    steps = range(0, 100, 10)
+    csv_log, jsonl_log = tmp_path / "twice.csv", tmp_path / "twice" / "metrics.jsonl"
+    csv_log.write_text("step,acc\n" + "".join(f"{s},{0.1 + s / 1000}\n" * 2 for s in steps))
+    jsonl_log.parent.mkdir()
+    jsonl_log.write_text("".join((json.dumps({"step": s, "acc": 0.1 + s / 1000}) + "\n") * 2 for s in steps))
+    for path in (csv_log, jsonl_log):
+        c = read_curve(path, "step", "acc")
+        assert list(c.x) == list(steps)
+        assert "10 evaluation row(s) repeating the row before them verbatim (written twice): read once" in c.notes
+    fixed = tmp_path / "fixed_batch.csv"
+    fixed.write_text("tokens,acc\n" + "".join(f"512,{0.1 + s / 1000}\n" for s in steps) + "512,0.19\n")
+    assert list(read_curve(fixed, "cum:tokens", "acc").x) == [512.0 * (i + 1) for i in range(11)]

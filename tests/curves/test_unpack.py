@@ -1,8 +1,10 @@
 """Logs read through their wrapping: compressed, tar archives, UTF-16 text; binary files refused."""
 
 import bz2
+import codecs
 import gzip
 import io
+import json
 import lzma
 import shutil
 import tarfile
@@ -49,6 +51,32 @@ def test_a_console_log_written_as_utf16_by_powershell(tmp_path):
     plain.write_text(text)
     wide.write_text(text.replace("\n", "\r\n"), encoding="utf-16")  # PowerShell: BOM, CRLF
     _same(read_curves(wide, "step", "eval/all/avg_score"), read_curves(plain, "step", "eval/all/avg_score"))
+
+
+def test_a_compressed_or_piped_json_lines_log_keeps_its_run_name(tmp_path, monkeypatch):
+    """A JSON-lines log's run is named after its directory: unpacked or copied into a temporary one, it
+    was named after that (``scalerl-log-igz6qmvr``), anew at each read."""
+    rows = "".join(json.dumps({"step": s, "acc": 0.1 + s / 1000}) + "\n" for s in range(0, 100, 10))
+    plain = tmp_path / "myrun" / "metrics.jsonl"
+    plain.parent.mkdir()
+    plain.write_text(rows)
+    packed = plain.with_name("metrics.jsonl.gz")
+    packed.write_bytes(gzip.compress(rows.encode()))
+    assert [c.name for c in read_curves(packed, "step", "acc")] == ["myrun"]
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(rows.encode())))
+    assert [c.name for c in read_curves("-", "step", "acc")] == ["stdin"]
+
+
+def test_json_lines_behind_a_utf8_byte_order_mark(tmp_path):
+    """Notepad's or PowerShell 5's UTF-8: the first line, mark and all, was "not a JSON object"."""
+    rows = "".join(json.dumps({"step": s, "acc": 0.1 + s / 1000}) + "\n" for s in range(0, 100, 10))
+    plain = tmp_path / "run" / "log.jsonl"
+    plain.parent.mkdir()
+    plain.write_text(rows)
+    for marked in (tmp_path / "marked" / "run" / "log.jsonl", tmp_path / "txt" / "run" / "log"):  # log: no extension
+        marked.parent.mkdir(parents=True)
+        marked.write_bytes(codecs.BOM_UTF8 + rows.encode())
+        _same(read_curves(marked, "step", "acc"), read_curves(plain, "step", "acc"))
 
 
 def test_a_tar_archive_of_a_run_directory(tmp_path):

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 from scalerl.curves.bands import read_calibration
+from scalerl.curves.forecast import check_settings
 from scalerl.curves.io import READERS
 from scalerl.curves.solver import PaperGrid
 from scalerl.errors import InputError
@@ -147,8 +148,11 @@ def fit_kwargs(args) -> dict:
     if args.method == "paper" and args.r0 == "free":
         raise InputError("the paper method keeps R0 fixed; use --r0 first or a value, or --method fast")
     bounded = not args.unbounded
+    calibration = read_calibration(args.calibration) if getattr(args, "calibration", None) else None
+    # Refused here, once: a backtest of several runs listed each as skipped for it, and exited 0.
+    check_settings(n_boot=args.bootstrap, level=args.level, seed=args.seed, calibration=calibration)
     return dict(
-        calibration=read_calibration(args.calibration) if getattr(args, "calibration", None) else None,
+        calibration=calibration,
         method=args.method,
         r0=parse_r0(args.r0, bounded=bounded),
         fit_from=parse_fit_from(args.fit_from),

@@ -59,6 +59,11 @@ def run(args) -> int:
     if bad:
         raise InputError(f"--cut-fraction {bad[0]:g}: give a share of the run's last compute between 0 and 1 (e.g. 0.5)")
     distinct_cuts("--cut-fraction", args.cut_fraction)
+    if args.cut is not None:
+        from scalerl.curves.backtest import check_cut
+
+        check_cut(args.cut)
+    settings = fit_kwargs(args)  # a bad setting is the command's error, not a reason to skip each run
     if args.plot:
         plot_path(args.plot)
     paths, per_log, unread = _read_logs(args)
@@ -67,13 +72,13 @@ def run(args) -> int:
     if len(set(names)) < len(names):  # runs of the same name in different logs (each console its own 'exp_001')
         curves = [replace(c, name=f"{path}:{c.name}") for path, log in zip(paths, per_log) for c in log]
     if args.all_runs:
-        return _all_runs(curves, args, unread)
+        return _all_runs(curves, args, settings, unread)
     if len(curves) == 1:  # one run: what stops it is the command's error
-        results, skipped = [_backtest(curves[0], args, _cuts(args)[0])], []
+        results, skipped = [_backtest(curves[0], args, settings, _cuts(args)[0])], []
     else:
         bar = progress_bar(len(curves), args.no_progress or args.json, "backtesting", "run")
         try:
-            scored, skipped = _backtests(curves, _cuts(args), args, bar)
+            scored, skipped = _backtests(curves, _cuts(args), args, settings, bar)
         finally:
             if bar is not None:
                 bar.close()
@@ -103,11 +108,11 @@ def run(args) -> int:
     return 0
 
 
-def _backtest(curve, args, cut_fraction: float | None):
+def _backtest(curve, args, settings: dict, cut_fraction: float | None):
     from scalerl.curves import backtest
 
     return backtest(curve, cut=args.cut, cut_fraction=cut_fraction, n_boot=args.bootstrap, level=args.level,
-                    seed=args.seed, **fit_kwargs(args))
+                    seed=args.seed, **settings)
 
 
 def _cuts(args) -> list[float | None]:
@@ -115,14 +120,14 @@ def _cuts(args) -> list[float | None]:
     return [None] if args.cut_fraction is None else args.cut_fraction
 
 
-def _backtests(curves, cuts, args, bar=None) -> tuple[list, list[tuple[str, str]]]:
+def _backtests(curves, cuts, args, settings: dict, bar=None) -> tuple[list, list[tuple[str, str]]]:
     """Each run at each cut: ``([(cut fraction, backtest)], [(run, reason)])`` -- a run that cannot be
     forecast at a cut is reported with the reason, not fatal, the others still scored."""
     results, skipped = [], []
     for c in curves:
         for f in cuts:
             try:
-                results.append((f, _backtest(c, args, f)))
+                results.append((f, _backtest(c, args, settings, f)))
             except InputError as exc:
                 skipped.append((c.name + (f" at {f:g}" if len(cuts) > 1 else ""), str(exc)))
             if bar is not None:
@@ -211,7 +216,7 @@ def _read_logs(args) -> tuple[list[str], list[list], list[tuple[str, str]]]:
     return paths, per_log, unread
 
 
-def _all_runs(curves, args, unread=()) -> int:
+def _all_runs(curves, args, settings: dict, unread=()) -> int:
     from scalerl.curves import summarize
     from scalerl.curves.rows import left_out_note
 
@@ -219,7 +224,7 @@ def _all_runs(curves, args, unread=()) -> int:
     several = len(cuts) > 1
     bar = progress_bar(len(curves) * len(cuts), args.no_progress or args.json, "backtesting", "run-cut")
     try:
-        results, skipped = _backtests(curves, cuts, args, bar)
+        results, skipped = _backtests(curves, cuts, args, settings, bar)
     finally:
         if bar is not None:
             bar.close()

@@ -168,6 +168,12 @@ def _check_enough_before(curve: Curve, cut: float, n_params: int) -> None:
                          f"(evaluation {need} with compute > 0)")
 
 
+def check_cut(cut: float) -> None:
+    """``--cut``: a compute value after training began."""
+    if not (math.isfinite(cut) and cut > 0):
+        raise InputError(f"--cut must be a finite compute value > 0, got {cut:g}")
+
+
 def backtest(
     curve: Curve,
     *,
@@ -185,10 +191,12 @@ def backtest(
     if cut_fraction is not None:
         if not 0.0 < cut_fraction < 1.0:
             raise InputError(f"--cut-fraction must be in (0, 1), got {cut_fraction}")
+        if not curve.x.max() > 0:  # (its cut came out 0, and the reason given was a --cut never given)
+            raise InputError(f"run {curve.name!r}: its {len(curve)} evaluation(s) are all at compute 0 (before "
+                             "training): there is nothing to cut -- is --x the compute column?")
         cut = float(curve.x.max() * cut_fraction)
     assert cut is not None
-    if not (math.isfinite(cut) and cut > 0):
-        raise InputError(f"--cut must be a finite compute value > 0, got {cut:g}")
+    check_cut(cut)
     test = curve.x > cut
     if test.sum() < 1:
         raise InputError(f"no points after the cut {cut:g} (last compute {curve.x.max():g}); cut earlier")

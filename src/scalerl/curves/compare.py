@@ -40,7 +40,7 @@ from scalerl.curves.forecast import Forecast, Prediction, forecast
 from scalerl.curves.sigmoid_fit import SigmoidFit
 from scalerl.curves.solver import B_BOUNDS, fit_sigmoid_fixed_A, sigmoid_model
 from scalerl.curves.stability import Stability, check_stability
-from scalerl.curves.uncertainty import SeedFit, fit_seeds, pool_curves
+from scalerl.curves.uncertainty import SeedFit, fit_seeds, pool_curves, seeded_rng
 from scalerl.errors import InputError
 
 RULES = ("intervals", "paper")
@@ -222,7 +222,7 @@ def classify(
     n_pts = sum(len(r) for r in resid)
     inflate = math.sqrt(n_pts / max(n_pts - 5, 1))
     resid = [(r - r.mean()) * inflate for r in resid]
-    rng = np.random.default_rng(seed)
+    rng = seeded_rng(seed)
     dB, dlogC = [], []
     st = [(A, B_r, C_r), (A, B_b, C_b)]
     for _ in range(n_boot):

@@ -11,8 +11,8 @@ from functools import partial
 from pathlib import Path
 
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, UnknownColumn, curves_from_rows, readable_curves, unknown_column,
-                                 unwrap_scalar, x_columns)
+from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, UnknownColumn, curves_from_rows, drop_repeated_evaluations,
+                                 readable_curves, unknown_column, unwrap_scalar, x_columns)
 from scalerl.errors import InputError
 
 _MISSING = {"", "nan", "NaN", "NAN", "null", "None", "none", "inf", "-inf", "Infinity", "-Infinity", "+inf"}
@@ -116,6 +116,8 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     _check_unique(path, header, needed | {run_column})
     ir = index.get(run_column)
     rows, trailer = _without_trailer(rows, len(header))
+    rows, repeated = drop_repeated_evaluations(rows, x, lambda r: len(r[1]) > index[y] and bool(r[1][index[y]].strip()),
+                                               cells=lambda r: r[1])
     records, without_y, percent, percent_y = [], 0, 0, 0
     for lineno, row in rows:
         if len(row) != len(header):
@@ -135,7 +137,7 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
         records.append(record)
     _check_percent_scale(path, cells=percent_y, y=y, y_scale=y_scale)
     notes = (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
-    notes += (trailer,) if trailer else ()
+    notes += tuple(n for n in (trailer, repeated) if n)
     if percent:
         notes += (f"{percent} cell(s) written as percentages ('45.3%') read as fractions (0.453)",)
     return curves_from_rows(path, records, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,

@@ -28,7 +28,7 @@ from scalerl.curves.excursions import Excursions, drop_excursions
 from scalerl.curves.power_law_fit import PowerLawFit, fit_power_law
 from scalerl.curves.sigmoid_fit import SigmoidFit, fit_sigmoid
 from scalerl.curves.stability import Stability, check_stability
-from scalerl.curves.uncertainty import Bootstrap, _evaluate_many, bootstrap
+from scalerl.curves.uncertainty import Bootstrap, _evaluate_many, bootstrap, check_bootstrap, seeded_rng
 from scalerl.errors import InputError
 
 #: Bootstrap resamples behind the bands' parameter-uncertainty term when the caller asked
@@ -236,6 +236,17 @@ class Verdict:
         )
 
 
+def check_settings(*, n_boot: int, level: float, seed, calibration: Calibration | None = None) -> None:
+    """Refuse settings no forecast can be made with -- a band level the calibration does not cover, a
+    bootstrap too small for intervals, a seed numpy refuses -- before any work. A command over several
+    runs calls it once, before it reads them: ``backtest`` listed every run as skipped for a bad
+    ``--seed``, ``--level`` or ``--bootstrap`` and exited 0."""
+    (calibration or default_calibration()).q(level, "confidence")
+    if n_boot:
+        check_bootstrap(n_boot, level=level)
+    seeded_rng(seed)
+
+
 def forecast(
     curve: Curve,
     *,
@@ -265,6 +276,7 @@ def forecast(
     one-evaluation excursions out of the fits (:mod:`scalerl.curves.excursions`); False fits
     every point.
     """
+    check_settings(n_boot=n_boot, level=level, seed=seed, calibration=calibration)  # before any work
     shown = curve
     left = Excursions()
     if excursions:
@@ -273,7 +285,6 @@ def forecast(
     members = calibration.members if members is None else tuple(members)
     if temperature == "calibrated":
         temperature = calibration.temperature
-    calibration.q(level, "confidence")  # an unsupported level is refused before any work
     fit = fit_sigmoid(
         curve, method=method, r0=r0, fit_from=fit_from, fit_until=fit_until, A_max=A_max, y_floor=y_floor,
         paper_grid=paper_grid,

@@ -16,7 +16,7 @@ from pathlib import Path
 from scalerl.curves.attempts import split_attempts
 from scalerl.curves.data import Curve
 from scalerl.curves.json_document import document_rows, read_document
-from scalerl.curves.rows import DEFAULT_RUN_COLUMN, curves_from_rows
+from scalerl.curves.rows import DEFAULT_RUN_COLUMN, curves_from_rows, drop_repeated_evaluations
 from scalerl.runlog import RESUME, read_runlog
 
 
@@ -35,6 +35,8 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
         return curves_from_rows(path, rows, x, y, default_name=path.stem, y_scale=y_scale, bounded=bounded,
                                 run_column=run_column)
     header, rows, notes = read_runlog(path)
+    rows, repeated = drop_repeated_evaluations(rows, x, lambda r: y in r)
+    notes = [*notes, repeated] if repeated else notes
     # A resumed run marks where it went on with a row of no values (``from_step``, ``utc``): said, not read.
     resumes = [r for r in rows if r.get("type") == RESUME]
     if resumes:

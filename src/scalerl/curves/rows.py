@@ -342,6 +342,19 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     return curves
 
 
+def drop_repeated_evaluations(rows: list, x: str, holds_y: Callable[[object], bool],
+                              cells: Callable[[object], object] = lambda r: r) -> tuple[list, str]:
+    """``rows`` less each evaluation row (``holds_y``) that repeats the row before it verbatim (every cell
+    the same: ``cells``) -- one evaluation written twice (a logger that flushed twice, a line appended
+    again), which was fitted twice, narrowing the intervals -- and a note saying how many. Not with a
+    ``cum:`` x, where two equal rows are two steps (a fixed batch: the same tokens every step)."""
+    if x.startswith(CUMULATIVE):
+        return rows, ""
+    kept = [r for i, r in enumerate(rows) if not (i and holds_y(r) and cells(r) == cells(rows[i - 1]))]
+    n = len(rows) - len(kept)
+    return kept, (f"{n} evaluation row(s) repeating the row before them verbatim (written twice): read once" if n else "")
+
+
 #: A reader's rows of a log and its notes: what :func:`read_from_rows` makes a reader of.
 RowsReader = Callable[[Path], tuple[list[dict], list[str]]]
 

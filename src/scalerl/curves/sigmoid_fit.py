@@ -75,6 +75,18 @@ def _check_given_r0(curve: Curve, r0) -> None:
                          "before RL -- give a lower value, or --r0 first (the first evaluation)")
 
 
+def _check_window(fit_from, fit_until) -> None:
+    """A window that can hold points: --fit-until NaN held none, and the error advised widening it;
+    a --fit-from above --fit-until was "too few points" with no word of why."""
+    if fit_until is None:
+        return
+    if not fit_until > 0:
+        raise InputError(f"--fit-until must be a compute value > 0 (the fit uses the points up to it), got {fit_until:g}")
+    if isinstance(fit_from, (int, float)) and fit_from > fit_until:
+        raise InputError(f"--fit-from {fit_from:g} is above --fit-until {fit_until:g}: no point lies between; "
+                         "give --fit-from below --fit-until")
+
+
 def fit_sigmoid(
     curve: Curve,
     *,
@@ -97,6 +109,7 @@ def fit_sigmoid(
     if method not in SIGMOID_METHODS:
         raise InputError(f"unknown fit method {method!r}; known: {', '.join(SIGMOID_METHODS)}")
     check_compute_origin(curve.x, f"run {curve.name!r}", curve.x_name)
+    _check_window(fit_from, fit_until)
     R0, r0_mode = resolve_r0(curve, r0)
     _check_given_r0(curve, r0)
     early_cut = None

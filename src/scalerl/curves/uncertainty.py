@@ -97,6 +97,22 @@ def _start(fit: SigmoidFit) -> tuple[float, float, float, float]:
     return (fit.A, fit.B, fit.C_mid, fit.R0)
 
 
+def seeded_rng(seed) -> np.random.Generator:
+    """The bootstrap's random numbers; a seed numpy refuses (a negative one, ``--seed -1``) ended in
+    numpy's traceback."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"the bootstrap seed (--seed) must be a whole number >= 0, got {seed!r}")
+    return np.random.default_rng(seed)
+
+
+def check_bootstrap(n: int, *, level: float) -> None:
+    """Refuse a bootstrap too small to give intervals, or an interval level it cannot give."""
+    if n < 10:
+        raise InputError(f"a bootstrap needs at least 10 resamples, got {n}")
+    if not 0.5 <= level < 1.0:
+        raise InputError(f"interval level must be in [0.5, 1), got {level}")
+
+
 def bootstrap(
     fit: SigmoidFit,
     n: int = 1000,
@@ -110,11 +126,8 @@ def bootstrap(
     """Bootstrap a sigmoid fit over its evaluation points (see the module docstring)."""
     if kind not in BOOTSTRAP_KINDS:
         raise InputError(f"unknown bootstrap kind {kind!r}; known: {', '.join(BOOTSTRAP_KINDS)}")
-    if n < 10:
-        raise InputError(f"a bootstrap needs at least 10 resamples, got {n}")
-    if not 0.5 <= level < 1.0:
-        raise InputError(f"interval level must be in [0.5, 1), got {level}")
-    rng = np.random.default_rng(seed)
+    check_bootstrap(n, level=level)
+    rng = seeded_rng(seed)
     x, y = fit.x, fit.y
     free_r0 = fit.r0_mode == "free"
     fitted = fit.law(x)
@@ -230,7 +243,7 @@ def fit_seeds(
         return SeedFit(pooled, per_seed, None)
     if len(curves) == 1:
         return SeedFit(pooled, per_seed, bootstrap(pooled, n_boot, level=level, seed=seed))
-    rng = np.random.default_rng(seed)
+    rng = seeded_rng(seed)
     # Residuals of each seed against the pooled curve, kept per seed.
     parts = []
     for f in per_seed:

@@ -2,7 +2,9 @@
 input, ``kubectl logs trainer | scalerl fit - ...``): compressed (gzip, bzip2, xz: how logs
 are archived and shared -- ``train.log.gz``, ``metrics.jsonl.xz``), a tar or zip archive of a run
 directory (``wandb.tar.gz``, ``runs.zip``: how TensorBoard, W&B and SwanLab directories travel), or text
-written as UTF-16 (Windows PowerShell's ``>`` and ``Out-File`` write UTF-16 with a byte-order mark).
+written as UTF-16 (Windows PowerShell's ``>`` and ``Out-File`` write UTF-16 with a byte-order mark),
+or UTF-8 text behind a byte-order mark (Notepad, PowerShell 5's ``Out-File -Encoding utf8``, Excel's
+"CSV UTF-8"): the JSON-lines reader took its first line for no JSON object.
 
 :func:`unwrapped` gives the path of what the file holds, unpacked into a temporary directory that
 is removed afterwards, so every reader reads it as it would the original. A file is told by its
@@ -37,6 +39,8 @@ COMPRESSED: dict[bytes, tuple[str, Callable, str]] = {
 }
 #: Byte-order marks of UTF-16 text.
 UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+#: What :func:`wrapping` calls UTF-8 text that begins with a byte-order mark.
+UTF8_BOM = "utf-8-bom"
 _CHUNK = 1 << 20
 
 
@@ -46,7 +50,8 @@ def _head(path: Path, n: int = 8) -> bytes:
 
 
 def wrapping(path: Path) -> str | None:
-    """``'gzip'``, ``'bzip2'``, ``'xz'``, ``'zip'``, ``'tar'``, ``'utf-16'``, or None for a file read as it is."""
+    """``'gzip'``, ``'bzip2'``, ``'xz'``, ``'zip'``, ``'tar'``, ``'utf-16'``, ``'utf-8-bom'``, or None for a
+    file read as it is."""
     if not path.is_file():
         return None
     head = _head(path)
@@ -55,9 +60,19 @@ def wrapping(path: Path) -> str | None:
             return name
     if head.startswith(UTF16_BOMS):
         return "utf-16"
+    if head.startswith(codecs.BOM_UTF8):
+        return UTF8_BOM
     if head.startswith(b"PK\x03\x04"):
         return "zip"
     return "tar" if tarfile.is_tarfile(path) else None
+
+
+def _copy_path(root: Path, path: Path, name: str) -> Path:
+    """Where in ``root`` the copy of ``path`` named ``name`` goes: in a directory named as ``path``'s, since
+    a JSON-lines log's run is named after its directory (the temporary one's random name was its name)."""
+    home = root / "copy" / path.parent.name
+    home.mkdir(parents=True)
+    return home / name
 
 
 def _inner_name(path: Path, suffix: str) -> str:
@@ -117,7 +132,7 @@ def stdin_copy() -> Iterator[Path]:
         raise InputError("PATH '-' reads the log from standard input, which is a terminal: pipe a log in "
                          "(kubectl logs POD | scalerl fit - ...) or name a file")
     with tempfile.TemporaryDirectory(prefix="scalerl-stdin-") as tmp:
-        copy = Path(tmp) / "stdin"
+        copy = _copy_path(Path(tmp), Path("stdin", "stdin"), "stdin")
         with open(copy, "wb") as dst:
             shutil.copyfileobj(sys.stdin.buffer, dst, _CHUNK)
         yield copy
@@ -128,7 +143,7 @@ def stream_copy(path: Path) -> Iterator[Path]:
     """A pipe (``<(zcat log.gz)``), FIFO or device copied once to a temporary file, as standard input
     is: it can be read only once, and the format probes each read it (the last found it "empty")."""
     with tempfile.TemporaryDirectory(prefix="scalerl-pipe-") as tmp:
-        copy = Path(tmp) / path.name
+        copy = _copy_path(Path(tmp), path, path.name)
         try:
             with open(path, "rb") as src, open(copy, "wb") as dst:
                 shutil.copyfileobj(src, dst, _CHUNK)
@@ -139,8 +154,8 @@ def stream_copy(path: Path) -> Iterator[Path]:
 
 @contextmanager
 def unwrapped(path: Path) -> Iterator[Path]:
-    """The path of what ``path`` holds (``path`` itself when it is no archive, compressed or UTF-16
-    file); unpacked ones live in a temporary directory for the ``with`` block."""
+    """The path of what ``path`` holds (``path`` itself when it is no archive, compressed, UTF-16 or
+    byte-order-marked file); unpacked ones live in a temporary directory for the ``with`` block."""
     kind = wrapping(path)
     if kind is None:
         yield path
@@ -149,8 +164,13 @@ def unwrapped(path: Path) -> Iterator[Path]:
         root = Path(tmp)
         try:
             if kind == "utf-16":
-                inner = root / path.name
+                inner = _copy_path(root, path, path.name)
                 with open(path, encoding="utf-16", newline="") as src, open(inner, "w", encoding="utf-8", newline="") as dst:
+                    shutil.copyfileobj(src, dst, _CHUNK)
+            elif kind == UTF8_BOM:  # the text less its mark, byte for byte
+                inner = _copy_path(root, path, path.name)
+                with open(path, "rb") as src, open(inner, "wb") as dst:
+                    src.seek(len(codecs.BOM_UTF8))
                     shutil.copyfileobj(src, dst, _CHUNK)
             elif kind == "tar":
                 inner = _untar(path, root)
@@ -158,7 +178,7 @@ def unwrapped(path: Path) -> Iterator[Path]:
                 inner = _unzip(path, root)
             else:
                 _, opener, suffix = next(v for m, v in COMPRESSED.items() if v[0] == kind)
-                inner = root / _inner_name(path, suffix)
+                inner = _copy_path(root, path, _inner_name(path, suffix))
                 with opener(path, "rb") as src, open(inner, "wb") as dst:
                     shutil.copyfileobj(src, dst, _CHUNK)
                 if tarfile.is_tarfile(inner):  # a compressed tar archive: runs.tar.gz
