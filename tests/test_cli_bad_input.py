@@ -175,7 +175,9 @@ def test_reward_workers_that_are_not_a_whole_number_in_range_are_refused(capsys,
 
 @pytest.mark.parametrize("setting, needle", [("run.checkpoint_every=-1", "run.checkpoint_every must be >= 1"),
                                              ("run.keep_checkpoints=0", "run.keep_checkpoints must be >= 1"),
-                                             ("eval.batch_size=0", "eval.batch_size must be >= 1 (or null")])
+                                             ("eval.batch_size=0", "eval.batch_size must be >= 1 (or null"),
+                                             # (the live forecast's bootstrap refused it at every evaluation)
+                                             ("run.seed=-3", "run.seed must be >= 0, got -3")])
 def test_checkpoint_and_eval_batch_settings_below_1_are_refused(capsys, setting, needle):
     _one_line_error(capsys, main(["train", "--set", setting, "--print-config"]), needle)
 

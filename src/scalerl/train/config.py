@@ -182,7 +182,7 @@ class RunConfig:
     steps: int = 100
     """Optimizer steps to train for."""
     seed: int = 0
-    """Seed for prompt order, sampling and initialisation."""
+    """Seed for prompt order, sampling and initialisation (>= 0)."""
     device: str = "auto"
     """cpu, cuda, cuda:1, ... or auto (cuda when available)."""
     threads: int = 0
@@ -329,6 +329,8 @@ class TrainConfig:
         problems = []
         if self.run.steps < 1:
             problems.append(f"run.steps must be >= 1, got {self.run.steps}")
+        if self.run.seed < 0:  # numpy refuses one: the live forecast's bootstrap failed at every evaluation
+            problems.append(f"run.seed must be >= 0, got {self.run.seed}")
         if self.eval.every < 1:
             problems.append(f"eval.every must be >= 1, got {self.eval.every}")
         if self.eval.log_samples < 0:
