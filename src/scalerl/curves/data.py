@@ -9,6 +9,27 @@ import numpy as np
 from scalerl.errors import InputError
 
 
+#: How many compute values, and what share of them, must each hold several different evaluations
+#: before :func:`shared_x_note` speaks: one or two are a resumed run's repeated evaluation.
+SHARED_X_MIN, SHARED_X_SHARE = 3, 0.25
+
+
+def shared_x_note(x: np.ndarray, y: np.ndarray, x_name: str) -> str:
+    """A note when many compute values each hold two or more different evaluations: a long-format
+    log with several tasks, evaluation sets or runs in one column, read as one run, is fitted as one
+    curve jumping between them -- a wrong answer with narrow intervals. Equal evaluations at one
+    value (a logger that wrote a row twice) and a resumed run's repeated step or two are not it."""
+    values, first, counts = np.unique(x, return_index=True, return_counts=True)
+    held = [i for i, (at, n) in enumerate(zip(first, counts)) if n > 1 and np.ptp(y[at:at + n]) > 0]
+    if len(held) < SHARED_X_MIN or len(held) < SHARED_X_SHARE * len(values):
+        return ""
+    at, n = first[held[0]], counts[held[0]]
+    seen = ", ".join(f"{v:.4g}" for v in y[at:at + min(n, 3)]) + (", ..." if n > 3 else "")
+    return (f"{len(held)} of {len(values)} {x_name} values hold several different evaluations (at {values[held[0]]:g}: "
+            f"{seen}) -- several tasks, sets or runs in one column? They are fitted as one curve; read one of them "
+            "(--run; a column that names them: --run-column COL)")
+
+
 @dataclass(frozen=True)
 class Curve:
     """Validation metric ``y`` (e.g. pass rate) against training compute ``x`` for one run.
@@ -89,7 +110,9 @@ class Curve:
                 "a pass rate must be a fraction -- for percentages pass --y-scale 0.01; a metric that is not a pass "
                 "rate (a mean reward of +1 / -1, a score) fits with --unbounded (A then is not capped at 1)"
             )
-        return cls(x=x, y=y, name=name, x_name=x_name, y_name=y_name, dropped=dropped, source=source, notes=tuple(notes))
+        shared = shared_x_note(x, y, x_name)
+        notes = (*notes, shared) if shared else tuple(notes)
+        return cls(x=x, y=y, name=name, x_name=x_name, y_name=y_name, dropped=dropped, source=source, notes=notes)
 
     def __len__(self) -> int:
         return int(self.x.size)
