@@ -523,3 +523,25 @@ def test_an_evaluation_row_written_twice_is_read_once_and_said(tmp_path):
     fixed = tmp_path / "fixed_batch.csv"
     fixed.write_text("tokens,acc\n" + "".join(f"512,{0.1 + s / 1000}\n" for s in steps) + "512,0.19\n")
     assert list(read_curve(fixed, "cum:tokens", "acc").x) == [512.0 * (i + 1) for i in range(11)]
+
+
+def test_a_csv_log_a_resumed_training_appended_to_is_split_by_its_step(tmp_path):
+    """A training resumed from its step-30 checkpoint, appended to the same CSV: the step goes back, and
+    the error said "several runs mixed". As for a JSON-lines log, the resumed attempt's rows stand."""
+    def log(step: bool) -> str:
+        attempts = ((range(0, 60, 5), 0.0), (range(30, 100, 5), 0.01))
+        return ("step," * step + "tokens,acc\n"
+                + "".join(f"{f'{s},' * step}{1000 * s},{0.2 + s / 200 + shift:.4f}\n" for steps, shift in attempts
+                          for s in steps))
+
+    p = tmp_path / "resumed.csv"
+    p.write_text(log(step=True))
+    for x, unit in (("step", 1), ("tokens", 1000)):
+        c = read_curve(p, x, "acc")
+        assert list(c.x) == [unit * s for s in range(0, 100, 5)]
+        assert np.allclose(c.y[6:], [0.2 + s / 200 + 0.01 for s in range(30, 100, 5)])  # the later attempt's
+        assert any("resumes from a checkpoint 1 time(s) (step goes back): 6 row(s)" in n for n in c.notes)
+    # Without a step column nothing tells a resume: the error names it among the causes.
+    p.write_text(log(step=False))
+    with pytest.raises(InputError, match="decreases.*or was a training resumed from a checkpoint appended"):
+        read_curve(p, "tokens", "acc")

@@ -10,10 +10,15 @@ import re
 from functools import partial
 from pathlib import Path
 
+from scalerl.curves.attempts import TRAINER_STEP, split_attempts
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, UnknownColumn, curves_from_rows, drop_repeated_evaluations,
                                  readable_curves, unknown_column, unwrap_scalar, x_columns)
 from scalerl.errors import InputError
+
+#: The columns a CSV log's step may be in, the trainer's first (W&B's own ``_step`` does not go back
+#: at a resume): the counter that tells a resumed training appended to the file (it goes back).
+STEP_COLUMNS = (TRAINER_STEP, "trainer/global_step", "global_step", "step", "_step")
 
 _MISSING = {"", "nan", "NaN", "NAN", "null", "None", "none", "inf", "-inf", "Infinity", "-Infinity", "+inf"}
 
@@ -113,8 +118,12 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     if run_column is not None and run_column not in index:
         raise unknown_column(path, "run", run_column, header)
     run_column = run_column or DEFAULT_RUN_COLUMN
-    _check_unique(path, header, needed | {run_column})
     ir = index.get(run_column)
+    # One run's log (no run column) that a resumed training appended to: told by its step, as a
+    # JSON-lines log is (a table of several runs is not: its runs' rows need not be in log order).
+    # (A step column the header names twice is not read: which one is meant cannot be known.)
+    step = next((c for c in STEP_COLUMNS if header.count(c) == 1), None) if ir is None else None
+    _check_unique(path, header, needed | {run_column})
     rows, trailer = _without_trailer(rows, len(header))
     rows, repeated = drop_repeated_evaluations(rows, x, lambda r: len(r[1]) > index[y] and bool(r[1][index[y]].strip()),
                                                cells=lambda r: r[1])
@@ -133,6 +142,8 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
             record[col] = _number(cell, where=f"{path}: line {lineno}, column {col!r}")
             percent += cell.endswith("%")
             percent_y += col == y and cell.endswith("%")
+        if step and step not in needed:
+            record[step] = _step_cell(row[index[step]])
         without_y += y not in record
         records.append(record)
     _check_percent_scale(path, cells=percent_y, y=y, y_scale=y_scale)
@@ -140,8 +151,32 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     notes += tuple(n for n in (trailer, repeated) if n)
     if percent:
         notes += (f"{percent} cell(s) written as percentages ('45.3%') read as fractions (0.453)",)
+    if step:
+        records, resumed = _resumed(path, records, step)
+        notes += resumed
     return curves_from_rows(path, records, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
-                            bounded=bounded, table=True, run_column=run_column if ir is not None else None)
+                            bounded=bounded, table=True, run_column=run_column if ir is not None else None,
+                            step_column=step)
+
+
+def _resumed(path: Path, records: list[dict], step: str) -> tuple[list[dict], tuple[str, ...]]:
+    """One run's rows where a training resumed from a checkpoint was appended (``step`` goes back): the
+    abandoned attempt's rows from the checkpoint's step on go, said in the notes, as in a JSON-lines log.
+    A step that starts over is left alone: in a table that is several runs without a run column more
+    often than a training started anew, and the error for it says --run-column."""
+    split, notes = split_attempts([dict(r) for r in records], step, path.stem, late_rows=True)
+    if any(DEFAULT_RUN_COLUMN in r for r in split):  # (split_attempts names the runs of a start over so)
+        return records, ()
+    return split, tuple(notes)
+
+
+def _step_cell(text: str) -> float | None:
+    """A step column's cell where the step is not read as x or y: its number, None where it holds
+    none (that row then stays where it is); not an error -- the user did not ask for this column."""
+    try:
+        return _number(text, where="")
+    except InputError:
+        return None
 
 
 def _without_trailer(rows: list, n_fields: int) -> tuple[list, str]:
