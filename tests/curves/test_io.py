@@ -545,3 +545,15 @@ def test_a_csv_log_a_resumed_training_appended_to_is_split_by_its_step(tmp_path)
     p.write_text(log(step=False))
     with pytest.raises(InputError, match="decreases.*or was a training resumed from a checkpoint appended"):
         read_curve(p, "tokens", "acc")
+
+
+def test_blank_run_cells_are_the_files_one_run_when_all_blank_and_refused_naming_the_lines_when_some_are(tmp_path):
+    """Blank cells of the run column were a run named ''."""
+    p = tmp_path / "blank.csv"
+    p.write_text("run,step,acc\n" + "".join(f",{s},{0.1 + s / 100}\n" for s in range(0, 40, 10)))
+    (c,) = read_curves(p, "step", "acc")
+    assert c.name == "blank" and len(c) == 4 and any("'run' column is empty on every row" in n for n in c.notes)
+    p.write_text("run,step,acc\na,0,0.1\na,10,0.2\n ,20,0.3\na,30,0.4\n,40,0.5\n")
+    with pytest.raises(InputError, match=r"the 'run' cell is empty on line\(s\) 4, 6, while the other rows name their "
+                                         r"run -- fill in the run of those rows"):
+        read_curves(p, "step", "acc")

@@ -119,12 +119,13 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
         raise unknown_column(path, "run", run_column, header)
     run_column = run_column or DEFAULT_RUN_COLUMN
     ir = index.get(run_column)
+    rows, trailer = _without_trailer(rows, len(header))
+    ir, unnamed = _run_cells(path, rows, ir, run_column)
     # One run's log (no run column) that a resumed training appended to: told by its step, as a
     # JSON-lines log is (a table of several runs is not: its runs' rows need not be in log order).
     # (A step column the header names twice is not read: which one is meant cannot be known.)
     step = next((c for c in STEP_COLUMNS if header.count(c) == 1), None) if ir is None else None
     _check_unique(path, header, needed | {run_column})
-    rows, trailer = _without_trailer(rows, len(header))
     rows, repeated = drop_repeated_evaluations(rows, x, lambda r: len(r[1]) > index[y] and bool(r[1][index[y]].strip()),
                                                cells=lambda r: r[1])
     records, without_y, percent, percent_y = [], 0, 0, 0
@@ -148,7 +149,7 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
         records.append(record)
     _check_percent_scale(path, cells=percent_y, y=y, y_scale=y_scale)
     notes = (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
-    notes += tuple(n for n in (trailer, repeated) if n)
+    notes += tuple(n for n in (trailer, repeated, unnamed) if n)
     if percent:
         notes += (f"{percent} cell(s) written as percentages ('45.3%') read as fractions (0.453)",)
     if step:
@@ -177,6 +178,29 @@ def _step_cell(text: str) -> float | None:
         return _number(text, where="")
     except InputError:
         return None
+
+
+#: How many lines an error names before it says how many more.
+_LINES_SHOWN = 10
+
+
+def _run_cells(path: Path, rows: list, ir: int | None, run_column: str) -> tuple[int | None, str]:
+    """The run column's index as read, and a note. A run column empty on every row is a file of one
+    run whose column was never filled (a template's, an export's): read as no run column -- the run
+    named after the file, as a file without one is -- and said. Empty on some rows only, which run
+    those rows belong to cannot be known (the row before's? one of their own?): a guess could mix two
+    runs' points silently, so that is refused, naming the lines (a run named '' was read)."""
+    if ir is None:
+        return None, ""
+    blank = [lineno for lineno, row in rows if ir < len(row) and not row[ir].strip()]
+    if not blank:
+        return ir, ""
+    if len(blank) == len(rows):
+        return None, f"the {run_column!r} column is empty on every row: read as one run, named after the file"
+    shown = ", ".join(map(str, blank[:_LINES_SHOWN])) + (f" (and {len(blank) - _LINES_SHOWN} more)"
+                                                         if len(blank) > _LINES_SHOWN else "")
+    raise InputError(f"{path}: the {run_column!r} cell is empty on line(s) {shown}, while the other rows name their "
+                     "run -- fill in the run of those rows (or delete them)")
 
 
 def _without_trailer(rows: list, n_fields: int) -> tuple[list, str]:
