@@ -31,6 +31,19 @@ def test_unknown_column_lists_the_available_ones():
     assert "cum_wall_hours" in str(e.value) and "available columns" in str(e.value)
 
 
+def test_unknown_column_of_a_short_list_suggests_the_close_ones_too(tmp_path):
+    """Up to 60 columns the message listed them all but gave no "did you mean", as a longer list does."""
+    with pytest.raises(InputError, match=r"no x column 'cum_wall_hour'; did you mean 'cum_wall_hours'\? "
+                                         r"available columns: .*'val_score'"):
+        read_curves(REAL_CSV, "cum_wall_hour", "val_score")
+    p = tmp_path / "run.jsonl"
+    p.write_text('{"step": 0, "val/acc": 0.1}\n{"step": 10, "val/acc": 0.2}\n')
+    with pytest.raises(InputError, match=r"no y column 'val/accc'; did you mean 'val/acc'\? available columns: "):
+        read_curves(p, "step", "val/accc")
+    with pytest.raises(InputError, match=r"no y column 'reward'; available columns: "):  # nothing close: no guess
+        read_curves(p, "step", "reward")
+
+
 def test_a_mean_reward_of_plus_or_minus_one_is_pointed_to_unbounded(tmp_path):
     """A +1 / -1 reward's mean (what many trainers log as the score) is no pass rate: the error says
     how to fit it anyway, not only how to rescale percentages."""

@@ -73,13 +73,14 @@ def likely_columns(kind: str, columns) -> list[str]:
 
 def unknown_column(path: Path, kind: str, name: str, available) -> InputError:
     cols = sorted(available)
+    # A typo's likely target first, however few the columns: in a list of 40 the one meant is easy to miss.
+    close = difflib.get_close_matches(name, cols, n=5, cutoff=0.6)
+    hint = f" did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     if len(cols) <= LIST_ALL_COLUMNS:
         listed = ", ".join(repr(c) for c in cols) or "(none)"
-        return UnknownColumn(f"{path}: no {kind} column {name!r}; available columns: {listed}", cols)
-    close = difflib.get_close_matches(name, cols, n=5, cutoff=0.6)
+        return UnknownColumn(f"{path}: no {kind} column {name!r};{hint} available columns: {listed}", cols)
     likely = [c for c in likely_columns(kind if kind in _LIKELY else "y", cols) if c not in close]
     shown = close + likely[:LIST_ALL_COLUMNS - len(close)]
-    hint = f" did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     return UnknownColumn(f"{path}: no {kind} column {name!r};{hint} {len(cols)} columns, among them "
                          f"{', '.join(repr(c) for c in shown[len(close):]) or ', '.join(repr(c) for c in cols[:20])}"
                          f"{f' (and {len(cols) - len(shown)} more)' if len(cols) > len(shown) else ''}", cols)
