@@ -224,6 +224,19 @@ def test_wandb_chart_export_offers_its_metric_not_the_raw_per_run_columns(tmp_pa
     assert [c.name for c in read_curves(p, "Step", "val/acc")] == ["grpo", "ppo - baseline"]
 
 
+def test_a_non_numeric_cell_of_one_run_of_a_wandb_export_leaves_that_run_out_not_the_file(tmp_path):
+    """One run's 'oops' stopped every run of the export; as in a plain CSV it is an error naming its
+    line and column -- that run's, said when it is asked for, the other runs read."""
+    p = tmp_path / "wandb_export.csv"
+    p.write_text("Step,good - val/acc,bad - val/acc\n0,0.2,0.1\n100,0.3,oops\n200,0.4,0.3\n")
+    (c,) = read_curves(p, "Step", "val/acc")
+    assert c.name == "good" and np.allclose(c.y, [0.2, 0.3, 0.4])
+    assert any("1 run(s) left out" in n and "line 3, column 'bad - val/acc': 'oops' is not a number" in n
+               for n in c.notes)
+    with pytest.raises(InputError, match="line 3, column 'bad - val/acc': 'oops' is not a number -- fix the cell"):
+        read_curve(p, "Step", "val/acc", run="bad")
+
+
 def test_tensorboard_event_files(tmp_path):
     SummaryWriter = pytest.importorskip("torch.utils.tensorboard").SummaryWriter
     for run, scale in (("seed0", 1.0), ("seed1", 0.9)):

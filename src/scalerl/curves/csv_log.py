@@ -242,16 +242,22 @@ def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float
         if not h.endswith(suffix):
             continue
         name = h[: -len(suffix)]
-        xs, ys = [], []
-        for lineno, row in rows:
-            # W&B leaves cells empty where a run did not log that step: missing, not an error.
-            if j >= len(row) or not row[j].strip():
-                continue
-            _check_percent_scale(path, cells=row[j].strip().endswith("%"), y=h, y_scale=y_scale)
-            xs.append(_number(row[ix], where=f"{path}: line {lineno}, column {x!r}"))
-            ys.append(_number(row[j], where=f"{path}: line {lineno}, column {h!r}") * y_scale)
-        if xs:
-            curves.append(partial(Curve.from_arrays, xs, ys, name=name, x_name=x, y_name=y, source=str(path),
-                                  bounded=bounded))
-    # One run that cannot be read (in percent, say) is left out with its reason, not fatal to the others.
+        # W&B leaves cells empty where a run did not log that step: missing, not an error.
+        cells = [(lineno, row[ix], row[j]) for lineno, row in rows if j < len(row) and row[j].strip()]
+        for _, _, cell in cells:
+            _check_percent_scale(path, cells=cell.strip().endswith("%"), y=h, y_scale=y_scale)
+        if cells:
+            curves.append(partial(_wandb_curve, path, cells, column=h, y_scale=y_scale, name=name, x_name=x,
+                                  y_name=y, source=str(path), bounded=bounded))
+    # One run that cannot be read (in percent; a cell that is not a number) is left out with its reason,
+    # not fatal to the others.
     return readable_curves(curves) if curves else []
+
+
+def _wandb_curve(path: Path, cells: list[tuple[int, str, str]], *, column: str, y_scale: float, **curve) -> Curve:
+    """One run's curve of a W&B chart export from its ``(line, x cell, y cell)``. A cell that is not a
+    number is the error it is in a plain CSV, naming its line, but this run's only: raised here, in
+    :func:`readable_curves`, it leaves the run out with that reason and the others read."""
+    xs = [_number(cx, where=f"{path}: line {lineno}, column {curve['x_name']!r}") for lineno, cx, _ in cells]
+    ys = [_number(cy, where=f"{path}: line {lineno}, column {column!r}") * y_scale for lineno, _, cy in cells]
+    return Curve.from_arrays(xs, ys, **curve)
