@@ -197,6 +197,22 @@ def test_jsonl_non_numeric_value(tmp_path):
         read_curve(p, "c", "r")
 
 
+def test_jsonl_empty_and_percent_strings_are_read_as_a_csv_reads_those_cells(tmp_path):
+    """{"acc": ""} and {"acc": "45%"} were "not a number", while a CSV reads such cells as a missing
+    value and as the fraction 0.45."""
+    p = tmp_path / "log.jsonl"
+    p.write_text('{"step": 0, "acc": 0.1}\n{"step": 10, "acc": "45%"}\n{"step": 20, "acc": ""}\n'
+                 '{"step": 30, "acc": " 50 %"}\n{"step": "", "acc": 0.6}\n')
+    c = read_curve(p, "step", "acc")
+    assert list(c.x) == [0, 10, 30] and np.allclose(c.y, [0.1, 0.45, 0.5]) and c.dropped == 2  # "" is missing
+    assert "2 cell(s) written as percentages ('45.3%') read as fractions (0.453)" in c.notes
+    with pytest.raises(InputError, match="written as percentages .* drop --y-scale 0.01"):
+        read_curve(p, "step", "acc", y_scale=0.01)
+    p.write_text('{"step": 0, "acc": "45 pct"}\n')
+    with pytest.raises(InputError, match="value '45 pct' in a row at step 0 is not a number"):
+        read_curve(p, "step", "acc")
+
+
 def test_wandb_chart_export(tmp_path):
     p = tmp_path / "wandb_export.csv"
     p.write_text(

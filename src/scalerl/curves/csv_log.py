@@ -12,8 +12,9 @@ from pathlib import Path
 
 from scalerl.curves.attempts import TRAINER_STEP, split_attempts
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, UnknownColumn, curves_from_rows, drop_repeated_evaluations,
-                                 readable_curves, unknown_column, unwrap_scalar, x_columns)
+from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, UnknownColumn, check_percent_scale, curves_from_rows,
+                                 drop_repeated_evaluations, percent_note, readable_curves, unknown_column,
+                                 unwrap_scalar, x_columns)
 from scalerl.errors import InputError
 
 #: The columns a CSV log's step may be in, the trainer's first (W&B's own ``_step`` does not go back
@@ -147,11 +148,11 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
             record[step] = _step_cell(row[index[step]])
         without_y += y not in record
         records.append(record)
-    _check_percent_scale(path, cells=percent_y, y=y, y_scale=y_scale)
+    check_percent_scale(path, cells=percent_y, y=y, y_scale=y_scale)
     notes = (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
     notes += tuple(n for n in (trailer, repeated, unnamed) if n)
     if percent:
-        notes += (f"{percent} cell(s) written as percentages ('45.3%') read as fractions (0.453)",)
+        notes += (percent_note(percent),)
     if step:
         records, resumed = _resumed(path, records, step)
         notes += resumed
@@ -223,14 +224,6 @@ def _check_unique(path: Path, header: list[str], read: set[str]) -> None:
                              f"{', '.join(map(str, where))}); rename all but one so that it is clear which is meant")
 
 
-def _check_percent_scale(path: Path, *, cells: int, y: str, y_scale: float) -> None:
-    """A y written as percentages (``45.3%``) is read as fractions already: a --y-scale on top of that
-    (0.01, as the error for 0-100 values advises) made every value 100x too small, silently."""
-    if cells and y_scale != 1.0:
-        raise InputError(f"{path}: column {y!r} is written as percentages ('45.3%'), which are read as fractions "
-                         f"(0.453) already; drop --y-scale {y_scale:g}")
-
-
 def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float, bounded: bool) -> list[Curve]:
     """W&B chart export: one ``"<run> - <metric>"`` column per run; ``__MIN/__MAX`` ignored."""
     if x not in header:
@@ -245,7 +238,7 @@ def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float
         # W&B leaves cells empty where a run did not log that step: missing, not an error.
         cells = [(lineno, row[ix], row[j]) for lineno, row in rows if j < len(row) and row[j].strip()]
         for _, _, cell in cells:
-            _check_percent_scale(path, cells=cell.strip().endswith("%"), y=h, y_scale=y_scale)
+            check_percent_scale(path, cells=cell.strip().endswith("%"), y=h, y_scale=y_scale)
         if cells:
             curves.append(partial(_wandb_curve, path, cells, column=h, y_scale=y_scale, name=name, x_name=x,
                                   y_name=y, source=str(path), bounded=bounded))

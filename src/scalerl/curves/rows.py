@@ -181,6 +181,20 @@ def _quoted_number(v):
         return v
 
 
+def percent_note(cells: int) -> str:
+    """What a log's reader says of the values it read from percentages (``45.3%``: a spreadsheet's
+    percent-formatted cell) as fractions."""
+    return f"{cells} cell(s) written as percentages ('45.3%') read as fractions (0.453)"
+
+
+def check_percent_scale(path: Path, *, cells: int, y: str, y_scale: float) -> None:
+    """A y written as percentages (``45.3%``) is read as fractions already: a --y-scale on top of that
+    (0.01, as the error for 0-100 values advises) made every value 100x too small, silently."""
+    if cells and y_scale != 1.0:
+        raise InputError(f"{path}: column {y!r} is written as percentages ('45.3%'), which are read as fractions "
+                         f"(0.453) already; drop --y-scale {y_scale:g}")
+
+
 def _runs_where(rows: list[dict], run_column: str, default_name: str, keep) -> set[str]:
     """The names of the runs that have a row for which ``keep(row)`` holds."""
     return {str(r.get(run_column, default_name)) for r in rows if keep(r)}
