@@ -123,6 +123,21 @@ def test_backtest_of_several_runs_reports_one_that_cannot_be_forecast_and_scores
     assert code == 2 and "needs at least 4" in err
 
 
+def test_backtest_all_runs_where_every_run_is_skipped_fails_saying_why(capsys, tmp_path):
+    """--all-runs printed an empty table (no summary) and exited 0 where no run could be backtested;
+    without --all-runs the same log is "no run could be backtested", exit 2."""
+    path = tmp_path / "short.csv"
+    path.write_text("run,step,acc\n" + "".join(f"{r},{s},{0.1 + 0.05 * s}\n" for r in "ab" for s in range(4)))
+    argv = ("backtest", str(path), "--x", "step", "--y", "acc", "--all-runs", "--bootstrap", "0", "--no-progress")
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and "skipped a: run 'a'" in out and "skipped b: run 'b'" in out
+    assert "no run could be backtested: all 2 runs were skipped, each for the reason listed above" in err
+    assert len(err.strip().splitlines()) == 1
+    code, out, err = run_cli(capsys, *argv, "--json")
+    assert code == 2 and [s["run"] for s in json.loads(out)["skipped"]] == ["a", "b"]
+    assert "no run could be backtested: all 2 runs were skipped" in err and "JSON's \"skipped\"" in err
+
+
 def test_backtest_at_several_cuts_scores_each_run_at_each_and_summarises_per_cut(capsys):
     code, out, err = run_cli(capsys, "backtest", str(REAL_CSV), *XY, "--cut-fraction", "0.3", "0.5", "0.7",
                              "--bootstrap", "0")
@@ -288,14 +303,15 @@ def _strict(text):
 
 
 def test_json_outputs_are_strict_json_on_a_short_run(capsys, tmp_path):
-    """A 6-point run: too short for the stability test (its peak is undefined) -- still valid JSON."""
+    """A 6-point run: too short for the stability test (its peak is undefined) -- still valid JSON
+    (--all-runs at its default cut 0.5 skips it: the JSON lists why, and the exit status is 2)."""
     path = tmp_path / "short.csv"
     path.write_text("step,acc\n0,0.1\n1,0.2\n2,0.3\n3,0.35\n4,0.38\n5,0.4\n")
-    for argv in (["fit", str(path), "--x", "step", "--y", "acc", "--bootstrap", "20", "--json"],
-                 ["backtest", str(path), "--x", "step", "--y", "acc", "--cut-fraction", "0.8", "--json"],
-                 ["backtest", str(path), "--x", "step", "--y", "acc", "--all-runs", "--json"]):
+    for argv, status in ((["fit", str(path), "--x", "step", "--y", "acc", "--bootstrap", "20", "--json"], 0),
+                         (["backtest", str(path), "--x", "step", "--y", "acc", "--cut-fraction", "0.8", "--json"], 0),
+                         (["backtest", str(path), "--x", "step", "--y", "acc", "--all-runs", "--json"], 2)):
         code, out, err = run_cli(capsys, *argv)
-        assert code == 0, err
+        assert code == status, err
         _strict(out)
 
 

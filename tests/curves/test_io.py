@@ -31,6 +31,19 @@ def test_unknown_column_lists_the_available_ones():
     assert "cum_wall_hours" in str(e.value) and "available columns" in str(e.value)
 
 
+def test_unknown_column_of_a_short_list_suggests_the_close_ones_too(tmp_path):
+    """Up to 60 columns the message listed them all but gave no "did you mean", as a longer list does."""
+    with pytest.raises(InputError, match=r"no x column 'cum_wall_hour'; did you mean 'cum_wall_hours'\? "
+                                         r"available columns: .*'val_score'"):
+        read_curves(REAL_CSV, "cum_wall_hour", "val_score")
+    p = tmp_path / "run.jsonl"
+    p.write_text('{"step": 0, "val/acc": 0.1}\n{"step": 10, "val/acc": 0.2}\n')
+    with pytest.raises(InputError, match=r"no y column 'val/accc'; did you mean 'val/acc'\? available columns: "):
+        read_curves(p, "step", "val/accc")
+    with pytest.raises(InputError, match=r"no y column 'reward'; available columns: "):  # nothing close: no guess
+        read_curves(p, "step", "reward")
+
+
 def test_a_mean_reward_of_plus_or_minus_one_is_pointed_to_unbounded(tmp_path):
     """A +1 / -1 reward's mean (what many trainers log as the score) is no pass rate: the error says
     how to fit it anyway, not only how to rescale percentages."""
@@ -184,6 +197,22 @@ def test_jsonl_non_numeric_value(tmp_path):
         read_curve(p, "c", "r")
 
 
+def test_jsonl_empty_and_percent_strings_are_read_as_a_csv_reads_those_cells(tmp_path):
+    """{"acc": ""} and {"acc": "45%"} were "not a number", while a CSV reads such cells as a missing
+    value and as the fraction 0.45."""
+    p = tmp_path / "log.jsonl"
+    p.write_text('{"step": 0, "acc": 0.1}\n{"step": 10, "acc": "45%"}\n{"step": 20, "acc": ""}\n'
+                 '{"step": 30, "acc": " 50 %"}\n{"step": "", "acc": 0.6}\n')
+    c = read_curve(p, "step", "acc")
+    assert list(c.x) == [0, 10, 30] and np.allclose(c.y, [0.1, 0.45, 0.5]) and c.dropped == 2  # "" is missing
+    assert "2 cell(s) written as percentages ('45.3%') read as fractions (0.453)" in c.notes
+    with pytest.raises(InputError, match="written as percentages .* drop --y-scale 0.01"):
+        read_curve(p, "step", "acc", y_scale=0.01)
+    p.write_text('{"step": 0, "acc": "45 pct"}\n')
+    with pytest.raises(InputError, match="value '45 pct' in a row at step 0 is not a number"):
+        read_curve(p, "step", "acc")
+
+
 def test_wandb_chart_export(tmp_path):
     p = tmp_path / "wandb_export.csv"
     p.write_text(
@@ -209,6 +238,19 @@ def test_wandb_chart_export_offers_its_metric_not_the_raw_per_run_columns(tmp_pa
     with pytest.raises(InputError, match=r"no y column 'val/accc'.*W&B chart export of 2 run\(s\): 'grpo', 'ppo - baseline'"):
         read_curves(p, "Step", "val/accc")
     assert [c.name for c in read_curves(p, "Step", "val/acc")] == ["grpo", "ppo - baseline"]
+
+
+def test_a_non_numeric_cell_of_one_run_of_a_wandb_export_leaves_that_run_out_not_the_file(tmp_path):
+    """One run's 'oops' stopped every run of the export; as in a plain CSV it is an error naming its
+    line and column -- that run's, said when it is asked for, the other runs read."""
+    p = tmp_path / "wandb_export.csv"
+    p.write_text("Step,good - val/acc,bad - val/acc\n0,0.2,0.1\n100,0.3,oops\n200,0.4,0.3\n")
+    (c,) = read_curves(p, "Step", "val/acc")
+    assert c.name == "good" and np.allclose(c.y, [0.2, 0.3, 0.4])
+    assert any("1 run(s) left out" in n and "line 3, column 'bad - val/acc': 'oops' is not a number" in n
+               for n in c.notes)
+    with pytest.raises(InputError, match="line 3, column 'bad - val/acc': 'oops' is not a number -- fix the cell"):
+        read_curve(p, "Step", "val/acc", run="bad")
 
 
 def test_tensorboard_event_files(tmp_path):
@@ -523,3 +565,37 @@ def test_an_evaluation_row_written_twice_is_read_once_and_said(tmp_path):
     fixed = tmp_path / "fixed_batch.csv"
     fixed.write_text("tokens,acc\n" + "".join(f"512,{0.1 + s / 1000}\n" for s in steps) + "512,0.19\n")
     assert list(read_curve(fixed, "cum:tokens", "acc").x) == [512.0 * (i + 1) for i in range(11)]
+
+
+def test_a_csv_log_a_resumed_training_appended_to_is_split_by_its_step(tmp_path):
+    """A training resumed from its step-30 checkpoint, appended to the same CSV: the step goes back, and
+    the error said "several runs mixed". As for a JSON-lines log, the resumed attempt's rows stand."""
+    def log(step: bool) -> str:
+        attempts = ((range(0, 60, 5), 0.0), (range(30, 100, 5), 0.01))
+        return ("step," * step + "tokens,acc\n"
+                + "".join(f"{f'{s},' * step}{1000 * s},{0.2 + s / 200 + shift:.4f}\n" for steps, shift in attempts
+                          for s in steps))
+
+    p = tmp_path / "resumed.csv"
+    p.write_text(log(step=True))
+    for x, unit in (("step", 1), ("tokens", 1000)):
+        c = read_curve(p, x, "acc")
+        assert list(c.x) == [unit * s for s in range(0, 100, 5)]
+        assert np.allclose(c.y[6:], [0.2 + s / 200 + 0.01 for s in range(30, 100, 5)])  # the later attempt's
+        assert any("resumes from a checkpoint 1 time(s) (step goes back): 6 row(s)" in n for n in c.notes)
+    # Without a step column nothing tells a resume: the error names it among the causes.
+    p.write_text(log(step=False))
+    with pytest.raises(InputError, match="decreases.*or was a training resumed from a checkpoint appended"):
+        read_curve(p, "tokens", "acc")
+
+
+def test_blank_run_cells_are_the_files_one_run_when_all_blank_and_refused_naming_the_lines_when_some_are(tmp_path):
+    """Blank cells of the run column were a run named ''."""
+    p = tmp_path / "blank.csv"
+    p.write_text("run,step,acc\n" + "".join(f",{s},{0.1 + s / 100}\n" for s in range(0, 40, 10)))
+    (c,) = read_curves(p, "step", "acc")
+    assert c.name == "blank" and len(c) == 4 and any("'run' column is empty on every row" in n for n in c.notes)
+    p.write_text("run,step,acc\na,0,0.1\na,10,0.2\n ,20,0.3\na,30,0.4\n,40,0.5\n")
+    with pytest.raises(InputError, match=r"the 'run' cell is empty on line\(s\) 4, 6, while the other rows name their "
+                                         r"run -- fill in the run of those rows"):
+        read_curves(p, "step", "acc")

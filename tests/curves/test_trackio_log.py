@@ -120,7 +120,7 @@ def test_trackio_bad_input(trackio_dir, tmp_path):
         w.execute("""UPDATE metrics SET metrics = '{"eval/reward": "n/a"}' WHERE id = 41""")  # run-a, step 35
     with pytest.raises(InputError, match="value 'n/a' in a row at step 35 is not a number"):
         read_curve(db, "step", "eval/reward", run="run-a")
-    with pytest.raises(InputError, match="no y column 'eval/nope'; available columns: .*'eval/reward'"):
+    with pytest.raises(InputError, match="no y column 'eval/nope'; did you mean 'eval/reward'. available columns: .*'eval/reward'"):
         read_curve(db, "step", "eval/nope")
     other = tmp_path / "other.db"
     with sqlite3.connect(other) as w:

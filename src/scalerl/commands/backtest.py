@@ -257,6 +257,7 @@ def _all_runs(curves, args, settings: dict, unread=()) -> int:
             "summary": summary.as_dict() if summary else None,
             **({"summary_by_cut": {f"{f:g}": s.as_dict() for f, s in by_cut.items()}} if several else {}),
         }), allow_nan=False, default=_jsonable))
+        _check_any_backtested(results, skipped, "run-cuts" if several else "runs", "in the JSON's \"skipped\"")
         return 0
     pct = int(round(100 * args.level))
     rows = []
@@ -290,7 +291,16 @@ def _all_runs(curves, args, settings: dict, unread=()) -> int:
                   "makes factors from your runs (then --calibration FILE)")
     if plotted:
         print(plotted)
+    _check_any_backtested(results, skipped, "run-cuts" if several else "runs", "listed above ('skipped RUN: ...')")
     return 0
+
+
+def _check_any_backtested(results, skipped, what: str, where: str) -> None:
+    """--all-runs where every run was skipped: the table (or JSON) lists why, and the command fails
+    as it does without --all-runs -- an empty table with exit 0 read as a forecaster that passed."""
+    if not results:
+        raise InputError(f"no run could be backtested: all {len(skipped)} {what} were skipped, each for the reason "
+                         f"{where}; do what those say (more evaluations, a later --cut-fraction, another --x / --y)")
 
 
 def _summary_lines(s, what: str, *, skipped: int | None) -> str:

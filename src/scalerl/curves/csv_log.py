@@ -10,10 +10,16 @@ import re
 from functools import partial
 from pathlib import Path
 
+from scalerl.curves.attempts import TRAINER_STEP, split_attempts
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, UnknownColumn, curves_from_rows, drop_repeated_evaluations,
-                                 readable_curves, unknown_column, unwrap_scalar, x_columns)
+from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, UnknownColumn, check_percent_scale, curves_from_rows,
+                                 drop_repeated_evaluations, percent_note, readable_curves, unknown_column,
+                                 unwrap_scalar, x_columns)
 from scalerl.errors import InputError
+
+#: The columns a CSV log's step may be in, the trainer's first (W&B's own ``_step`` does not go back
+#: at a resume): the counter that tells a resumed training appended to the file (it goes back).
+STEP_COLUMNS = (TRAINER_STEP, "trainer/global_step", "global_step", "step", "_step")
 
 _MISSING = {"", "nan", "NaN", "NAN", "null", "None", "none", "inf", "-inf", "Infinity", "-Infinity", "+inf"}
 
@@ -113,9 +119,14 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     if run_column is not None and run_column not in index:
         raise unknown_column(path, "run", run_column, header)
     run_column = run_column or DEFAULT_RUN_COLUMN
-    _check_unique(path, header, needed | {run_column})
     ir = index.get(run_column)
     rows, trailer = _without_trailer(rows, len(header))
+    ir, unnamed = _run_cells(path, rows, ir, run_column)
+    # One run's log (no run column) that a resumed training appended to: told by its step, as a
+    # JSON-lines log is (a table of several runs is not: its runs' rows need not be in log order).
+    # (A step column the header names twice is not read: which one is meant cannot be known.)
+    step = next((c for c in STEP_COLUMNS if header.count(c) == 1), None) if ir is None else None
+    _check_unique(path, header, needed | {run_column})
     rows, repeated = drop_repeated_evaluations(rows, x, lambda r: len(r[1]) > index[y] and bool(r[1][index[y]].strip()),
                                                cells=lambda r: r[1])
     records, without_y, percent, percent_y = [], 0, 0, 0
@@ -133,15 +144,64 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
             record[col] = _number(cell, where=f"{path}: line {lineno}, column {col!r}")
             percent += cell.endswith("%")
             percent_y += col == y and cell.endswith("%")
+        if step and step not in needed:
+            record[step] = _step_cell(row[index[step]])
         without_y += y not in record
         records.append(record)
-    _check_percent_scale(path, cells=percent_y, y=y, y_scale=y_scale)
+    check_percent_scale(path, cells=percent_y, y=y, y_scale=y_scale)
     notes = (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
-    notes += tuple(n for n in (trailer, repeated) if n)
+    notes += tuple(n for n in (trailer, repeated, unnamed) if n)
     if percent:
-        notes += (f"{percent} cell(s) written as percentages ('45.3%') read as fractions (0.453)",)
+        notes += (percent_note(percent),)
+    if step:
+        records, resumed = _resumed(path, records, step)
+        notes += resumed
     return curves_from_rows(path, records, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
-                            bounded=bounded, table=True, run_column=run_column if ir is not None else None)
+                            bounded=bounded, table=True, run_column=run_column if ir is not None else None,
+                            step_column=step)
+
+
+def _resumed(path: Path, records: list[dict], step: str) -> tuple[list[dict], tuple[str, ...]]:
+    """One run's rows where a training resumed from a checkpoint was appended (``step`` goes back): the
+    abandoned attempt's rows from the checkpoint's step on go, said in the notes, as in a JSON-lines log.
+    A step that starts over is left alone: in a table that is several runs without a run column more
+    often than a training started anew, and the error for it says --run-column."""
+    split, notes = split_attempts([dict(r) for r in records], step, path.stem, late_rows=True)
+    if any(DEFAULT_RUN_COLUMN in r for r in split):  # (split_attempts names the runs of a start over so)
+        return records, ()
+    return split, tuple(notes)
+
+
+def _step_cell(text: str) -> float | None:
+    """A step column's cell where the step is not read as x or y: its number, None where it holds
+    none (that row then stays where it is); not an error -- the user did not ask for this column."""
+    try:
+        return _number(text, where="")
+    except InputError:
+        return None
+
+
+#: How many lines an error names before it says how many more.
+_LINES_SHOWN = 10
+
+
+def _run_cells(path: Path, rows: list, ir: int | None, run_column: str) -> tuple[int | None, str]:
+    """The run column's index as read, and a note. A run column empty on every row is a file of one
+    run whose column was never filled (a template's, an export's): read as no run column -- the run
+    named after the file, as a file without one is -- and said. Empty on some rows only, which run
+    those rows belong to cannot be known (the row before's? one of their own?): a guess could mix two
+    runs' points silently, so that is refused, naming the lines (a run named '' was read)."""
+    if ir is None:
+        return None, ""
+    blank = [lineno for lineno, row in rows if ir < len(row) and not row[ir].strip()]
+    if not blank:
+        return ir, ""
+    if len(blank) == len(rows):
+        return None, f"the {run_column!r} column is empty on every row: read as one run, named after the file"
+    shown = ", ".join(map(str, blank[:_LINES_SHOWN])) + (f" (and {len(blank) - _LINES_SHOWN} more)"
+                                                         if len(blank) > _LINES_SHOWN else "")
+    raise InputError(f"{path}: the {run_column!r} cell is empty on line(s) {shown}, while the other rows name their "
+                     "run -- fill in the run of those rows (or delete them)")
 
 
 def _without_trailer(rows: list, n_fields: int) -> tuple[list, str]:
@@ -164,14 +224,6 @@ def _check_unique(path: Path, header: list[str], read: set[str]) -> None:
                              f"{', '.join(map(str, where))}); rename all but one so that it is clear which is meant")
 
 
-def _check_percent_scale(path: Path, *, cells: int, y: str, y_scale: float) -> None:
-    """A y written as percentages (``45.3%``) is read as fractions already: a --y-scale on top of that
-    (0.01, as the error for 0-100 values advises) made every value 100x too small, silently."""
-    if cells and y_scale != 1.0:
-        raise InputError(f"{path}: column {y!r} is written as percentages ('45.3%'), which are read as fractions "
-                         f"(0.453) already; drop --y-scale {y_scale:g}")
-
-
 def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float, bounded: bool) -> list[Curve]:
     """W&B chart export: one ``"<run> - <metric>"`` column per run; ``__MIN/__MAX`` ignored."""
     if x not in header:
@@ -183,16 +235,22 @@ def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float
         if not h.endswith(suffix):
             continue
         name = h[: -len(suffix)]
-        xs, ys = [], []
-        for lineno, row in rows:
-            # W&B leaves cells empty where a run did not log that step: missing, not an error.
-            if j >= len(row) or not row[j].strip():
-                continue
-            _check_percent_scale(path, cells=row[j].strip().endswith("%"), y=h, y_scale=y_scale)
-            xs.append(_number(row[ix], where=f"{path}: line {lineno}, column {x!r}"))
-            ys.append(_number(row[j], where=f"{path}: line {lineno}, column {h!r}") * y_scale)
-        if xs:
-            curves.append(partial(Curve.from_arrays, xs, ys, name=name, x_name=x, y_name=y, source=str(path),
-                                  bounded=bounded))
-    # One run that cannot be read (in percent, say) is left out with its reason, not fatal to the others.
+        # W&B leaves cells empty where a run did not log that step: missing, not an error.
+        cells = [(lineno, row[ix], row[j]) for lineno, row in rows if j < len(row) and row[j].strip()]
+        for _, _, cell in cells:
+            check_percent_scale(path, cells=cell.strip().endswith("%"), y=h, y_scale=y_scale)
+        if cells:
+            curves.append(partial(_wandb_curve, path, cells, column=h, y_scale=y_scale, name=name, x_name=x,
+                                  y_name=y, source=str(path), bounded=bounded))
+    # One run that cannot be read (in percent; a cell that is not a number) is left out with its reason,
+    # not fatal to the others.
     return readable_curves(curves) if curves else []
+
+
+def _wandb_curve(path: Path, cells: list[tuple[int, str, str]], *, column: str, y_scale: float, **curve) -> Curve:
+    """One run's curve of a W&B chart export from its ``(line, x cell, y cell)``. A cell that is not a
+    number is the error it is in a plain CSV, naming its line, but this run's only: raised here, in
+    :func:`readable_curves`, it leaves the run out with that reason and the others read."""
+    xs = [_number(cx, where=f"{path}: line {lineno}, column {curve['x_name']!r}") for lineno, cx, _ in cells]
+    ys = [_number(cy, where=f"{path}: line {lineno}, column {column!r}") * y_scale for lineno, _, cy in cells]
+    return Curve.from_arrays(xs, ys, **curve)

@@ -100,8 +100,10 @@ class Curve:
             raise InputError(
                 f"run {name!r}{where}: compute {x_name!r} decreases at point {i + 1} "
                 f"({x[i - 1]:g} -> {x[i]:g}); compute must be cumulative and non-decreasing -- "
-                "is this the right column, or are several runs mixed (use --run; a CSV/JSONL whose run column is not "
-                "called 'run' needs --run-column COL)?"
+                "is this the right column, are several runs mixed (use --run; a CSV/JSONL whose run column is not "
+                "called 'run' needs --run-column COL), or was a training resumed from a checkpoint appended to the "
+                "same log (a CSV/JSONL of one run, without a run column, is split there by its step column; else "
+                "delete the abandoned attempt's rows from the checkpoint's step on)?"
             )
         if bounded and ((y < 0).any() or (y > 1).any()):
             bad = y[(y < 0) | (y > 1)][0]

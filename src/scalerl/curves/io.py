@@ -107,6 +107,10 @@ def _pick_runs(path: Path, curves: list[Curve], run: str | None) -> list[Curve]:
         names = ", ".join(f"{c.name!r} ({c.run_id})" for c in picked)
         raise InputError(f"{path}: {run!r} begins the ids of {len(picked)} runs: {names}; give more of the id")
     if not picked:
+        # A run of the file that could not be read (left out, the others read): why, not "no run named".
+        reason = next((why for c in curves for name, why in c.left_out if name == run), None)
+        if reason is not None:
+            raise InputError(reason)
         names = ", ".join(repr(c.name) + (f" ({c.run_id})" if c.run_id and c.run_id != c.name else "") for c in curves)
         raise InputError(f"{path}: no run named {run!r}; runs in the file: {names}")
     return picked

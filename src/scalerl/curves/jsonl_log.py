@@ -16,7 +16,8 @@ from pathlib import Path
 from scalerl.curves.attempts import split_attempts
 from scalerl.curves.data import Curve
 from scalerl.curves.json_document import document_rows, read_document
-from scalerl.curves.rows import DEFAULT_RUN_COLUMN, curves_from_rows, drop_repeated_evaluations
+from scalerl.curves.rows import (CUMULATIVE, DEFAULT_RUN_COLUMN, check_percent_scale, curves_from_rows,
+                                 drop_repeated_evaluations, flatten_nested, percent_note)
 from scalerl.runlog import RESUME, read_runlog
 
 
@@ -32,9 +33,12 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
     doc = read_document(path)
     if doc is not None:
         rows, _ = document_rows(doc, path, run_column or "run")
-        return curves_from_rows(path, rows, x, y, default_name=path.stem, y_scale=y_scale, bounded=bounded,
-                                run_column=run_column)
+        rows, notes = _as_csv_cells(path, rows, x, y, y_scale)
+        return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
+                                bounded=bounded, run_column=run_column)
     header, rows, notes = read_runlog(path)
+    rows, percent = _as_csv_cells(path, rows, x, y, y_scale)
+    notes = [*notes, *percent]
     rows, repeated = drop_repeated_evaluations(rows, x, lambda r: y in r)
     notes = [*notes, repeated] if repeated else notes
     # A resumed run marks where it went on with a row of no values (``from_step``, ``utc``): said, not read.
@@ -50,3 +54,33 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
         notes = [*notes, *more]
     return curves_from_rows(path, rows, x, y, default_name=default_name, notes=notes, y_scale=y_scale,
                             bounded=bounded, run_column=run_column, step_column=STEP if one_run else None)
+
+
+def _as_csv_cells(path: Path, rows: list[dict], x: str, y: str, y_scale: float) -> tuple[list[dict], list[str]]:
+    """The rows with their x and y strings read as the CSV reader reads those cells (a log written
+    from a spreadsheet's or a CSV's values): ``""`` is a missing value, as ``null`` (the evaluation
+    dropped and counted), and ``"45%"`` the fraction 0.45 (said in the notes; with --y-scale refused,
+    as in a CSV: it would scale twice). They were "not a number" here, while the CSV read them."""
+    if any(isinstance(v, dict) for r in rows for v in r.values()):  # (a nested y: read by its dotted name)
+        rows = [flatten_nested(r) for r in rows]
+    cols = [y] if x.startswith(CUMULATIVE) else list(dict.fromkeys((x, y)))
+    percent = percent_y = 0
+    out = []
+    for r in rows:
+        read = {}
+        for col in cols:
+            v = r.get(col)
+            if not isinstance(v, str):
+                continue
+            text = v.strip()
+            if not text:
+                read[col] = None
+            elif text.endswith("%"):
+                try:
+                    read[col] = float(text[:-1]) / 100.0
+                except ValueError:
+                    continue  # not a number: said so where it is read
+                percent, percent_y = percent + 1, percent_y + (col == y)
+        out.append({**r, **read} if read else r)
+    check_percent_scale(path, cells=percent_y, y=y, y_scale=y_scale)
+    return out, [percent_note(percent)] if percent else []

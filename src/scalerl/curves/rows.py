@@ -73,13 +73,14 @@ def likely_columns(kind: str, columns) -> list[str]:
 
 def unknown_column(path: Path, kind: str, name: str, available) -> InputError:
     cols = sorted(available)
+    # A typo's likely target first, however few the columns: in a list of 40 the one meant is easy to miss.
+    close = difflib.get_close_matches(name, cols, n=5, cutoff=0.6)
+    hint = f" did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     if len(cols) <= LIST_ALL_COLUMNS:
         listed = ", ".join(repr(c) for c in cols) or "(none)"
-        return UnknownColumn(f"{path}: no {kind} column {name!r}; available columns: {listed}", cols)
-    close = difflib.get_close_matches(name, cols, n=5, cutoff=0.6)
+        return UnknownColumn(f"{path}: no {kind} column {name!r};{hint} available columns: {listed}", cols)
     likely = [c for c in likely_columns(kind if kind in _LIKELY else "y", cols) if c not in close]
     shown = close + likely[:LIST_ALL_COLUMNS - len(close)]
-    hint = f" did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     return UnknownColumn(f"{path}: no {kind} column {name!r};{hint} {len(cols)} columns, among them "
                          f"{', '.join(repr(c) for c in shown[len(close):]) or ', '.join(repr(c) for c in cols[:20])}"
                          f"{f' (and {len(cols) - len(shown)} more)' if len(cols) > len(shown) else ''}", cols)
@@ -178,6 +179,20 @@ def _quoted_number(v):
         return float(unwrap_scalar(v.strip()))
     except ValueError:
         return v
+
+
+def percent_note(cells: int) -> str:
+    """What a log's reader says of the values it read from percentages (``45.3%``: a spreadsheet's
+    percent-formatted cell) as fractions."""
+    return f"{cells} cell(s) written as percentages ('45.3%') read as fractions (0.453)"
+
+
+def check_percent_scale(path: Path, *, cells: int, y: str, y_scale: float) -> None:
+    """A y written as percentages (``45.3%``) is read as fractions already: a --y-scale on top of that
+    (0.01, as the error for 0-100 values advises) made every value 100x too small, silently."""
+    if cells and y_scale != 1.0:
+        raise InputError(f"{path}: column {y!r} is written as percentages ('45.3%'), which are read as fractions "
+                         f"(0.453) already; drop --y-scale {y_scale:g}")
 
 
 def _runs_where(rows: list[dict], run_column: str, default_name: str, keep) -> set[str]:
