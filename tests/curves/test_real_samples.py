@@ -100,3 +100,16 @@ def test_prime_rl_step_line_cut_off_is_skipped():
 def test_slime_perf_line_behind_ray_and_its_logger():
     curve = _curve("slime_issue1837.log", "rollout_id", "perf/rollout_time", bounded=False)
     assert list(curve.x) == [0] and list(curve.y) == [371.1796889305115]
+
+
+@pytest.mark.parametrize("name", ["msswift_issue4146.log", "msswift_issue9261.jsonl"])
+def test_ms_swift_progress_text_gives_step_and_wall_time(name):
+    """ms-swift writes its step only as ``'global_step/max_steps': '78/176'`` and its clock as
+    ``'elapsed_time': '1h 54m 53s'``: neither --x step nor a wall-clock x could be read."""
+    y = "rewards/accuracies" if name.endswith(".log") else "entropy/mean"
+    steps, hours = {"msswift_issue4146.log": ([78, 79], [(1 * 3600 + 54 * 60 + 53) / 3600, (1 * 3600 + 56 * 60 + 20) / 3600]),
+                    "msswift_issue9261.jsonl": ([1, 2], [36 / 3600, 39 / 3600])}[name]
+    by_step, by_clock = _curve(name, "step", y), _curve(name, "wall_time", y)
+    assert list(by_step.x) == steps and "x step: from 'global_step/max_steps'" in by_step.notes
+    np.testing.assert_allclose(by_clock.x, hours)
+    assert any("from 'elapsed_time'" in n for n in by_clock.notes)

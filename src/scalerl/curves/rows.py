@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from scalerl.curves.data import Curve
+from scalerl.curves.progress_columns import with_progress_columns
 from scalerl.errors import InputError
 
 
@@ -255,6 +256,8 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     if run_column is not None and run_column not in keys:
         raise unknown_column(path, "run", run_column, keys - {"type"})
     run_column = run_column or DEFAULT_RUN_COLUMN
+    rows, keys, made = with_progress_columns(rows, keys, step="step", wall_time=WALL_TIME)  # (ms-swift's)
+    notes = (*notes, made[x]) if x in made else notes
     if x == WALL_TIME and WALL_TIME not in keys and (clock := next((c for c in CLOCK_COLUMNS if c in keys), None)):
         rows, keys = _with_wall_time(rows, clock, run_column, default_name), keys | {WALL_TIME}
         notes = (*notes, f"x wall_time: hours since each run's first {clock!r}")
