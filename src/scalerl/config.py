@@ -41,6 +41,7 @@ T = TypeVar("T")
 
 __all__ = [
     "apply_overrides",
+    "coerce",
     "dump_yaml",
     "field_docs",
     "from_dict",
@@ -210,6 +211,13 @@ def _coerce(value: Any, tp: Any, path: str) -> Any:
     if isinstance(tp, type) and isinstance(value, tp):
         return value
     raise ConfigError(f"{path}: expected {_type_name(tp)}, got {value!r}")
+
+
+def coerce(value: Any, tp: Any, path: str) -> Any:
+    """``value`` (as YAML reads it) converted to the annotated type ``tp``, or a ConfigError naming
+    ``path``: the check :func:`from_dict` makes of each field, for values held outside a config
+    dataclass (a task's ``task.settings``, checked against the task's own fields)."""
+    return _coerce(value, tp, path)
 
 
 def _type_name(tp: Any) -> str:

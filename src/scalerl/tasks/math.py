@@ -86,7 +86,7 @@ class MathTask:
     data: str
     """Training data: a .jsonl / .json / .csv / .tsv / .parquet file, a saved HF dataset directory,
     or a hub dataset id (``--data`` sets it)."""
-    eval_data: dict[str, str] = field(default_factory=dict)
+    eval_data: dict[str, str] | str = field(default_factory=dict)
     """Named evaluation files, e.g. ``{"val": "val.jsonl", "aime": "aime24.jsonl"}`` (same formats as
     ``data``); a single file means the ``val`` set. Prompts in them are removed from training."""
     val_fraction: float = 0.05
