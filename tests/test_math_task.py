@@ -461,3 +461,20 @@ def test_a_compressed_data_file(tmp_path):
     (tmp_path / "cut.jsonl.gz").write_bytes(gzip.compress(text)[:40])
     with pytest.raises(InputError, match=r"cut\.jsonl\.gz: a damaged gz file"):
         load_rows(tmp_path / "cut.jsonl.gz")
+
+
+def test_a_prompt_with_two_different_answers_is_warned_of_with_a_count(tmp_path, caplog):
+    # Kept silently before: every completion right by one row was scored wrong by the other.
+    rows = [{"prompt": f"{i}+1?", "answer": str(i + 1)} for i in range(40)]
+    rows += [{"prompt": "3+1?", "answer": "4"}, {"prompt": "5+1?", "answer": "7"}, {"prompt": "3+1?", "answer": "5"}]
+    task = get_task("math", data=_write_jsonl(tmp_path / "d.jsonl", rows))
+    with caplog.at_level("WARNING", logger="scalerl.tasks.math"):
+        train = task.train_problems()
+    assert len(train) + len(task.eval_sets()["val"]) == 43  # warned of, not dropped
+    [record] = [r for r in caplog.records if "different answers" in r.getMessage()]
+    assert "2 prompt(s) appear with different answers (the first: rows 6 and 42, answers '6' and '7')" \
+        in record.getMessage()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="scalerl.tasks.math"):  # repeated rows that agree: no warning
+        get_task("math", data=_write_jsonl(tmp_path / "e.jsonl", rows[:40] * 2)).train_problems()
+    assert not [r for r in caplog.records if "different answers" in r.getMessage()]
