@@ -454,6 +454,11 @@ def _unknown_path_message(cls: type, key: str, leaves: list[str]) -> str:
         return f"'{key}' is a section, not a value; set one of its keys: {known}"
     known = [f.name for f in dataclasses.fields(section)]
     close = difflib.get_close_matches(key, leaves, n=3, cutoff=0.6)
+    # A leaf name mistyped (``lrr`` for ``lr``) is close to no full path: match the last part too.
+    names = {p.rsplit(".", 1)[-1] for p in leaves}
+    for name in difflib.get_close_matches(parts[-1], sorted(names), n=3, cutoff=0.6):
+        close += [p for p in leaves if p.rsplit(".", 1)[-1] == name and p not in close]
+    close = close[:3]
     hint = f"; did you mean {' or '.join(close)}?" if close else "."  # a sentence either way
     return f"unknown key '{key}'{hint} Known keys in {_where(prefix)}: {', '.join(known)}"
 
