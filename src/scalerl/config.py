@@ -196,14 +196,19 @@ def _coerce(value: Any, tp: Any, path: str) -> Any:
             return value
         raise ConfigError(f"{path}: expected an integer, got {value!r}")
     if tp is float:
+        out = None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):  # YAML 1.1 reads '1e-15' (no dot) as a string
+            out = float(value)
+        elif isinstance(value, str):  # YAML 1.1 reads '1e-15' (no dot) as a string
             try:
-                return float(value)
+                out = float(value)
             except ValueError:
                 pass
-        raise ConfigError(f"{path}: expected a number, got {value!r}")
+        # NaN is no setting's value; every range check (x > 0, 0 < x <= 1) let it through, so
+        # sampling.temperature=nan sampled at temperature 1 while the config said nan.
+        if out is None or math.isnan(out):
+            raise ConfigError(f"{path}: expected a number, got {value!r}")
+        return out
     if tp is str:
         if isinstance(value, str):
             return value
