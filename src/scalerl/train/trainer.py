@@ -41,8 +41,8 @@ from scalerl.stop_signals import stop_under_way, stops_deferred
 from scalerl.tasks.failure_tally import KINDS, add_counts, counting_failures
 from scalerl.tasks.rewards import check_reward_works
 from scalerl.train.activation_probe import probe_activations
-from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint,
-                                     set_rng_state, verify_shards)
+from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, refuse_damaged_newer,
+                                     rng_state, save_checkpoint, set_rng_state, verify_shards)
 from scalerl.train.collapse import COLLAPSE_STEPS, collapse_note
 from scalerl.train.compute import ComputeMeter
 from scalerl.train.config import CALIBRATION_COPY, TrainConfig, eval_engine
@@ -424,6 +424,7 @@ class Trainer:
             self.runlog = RunLogWriter(self.output / RUNLOG, self._header())
             self.samples = RunLogWriter(self.output / SAMPLES, resume_offset=0)
             return
+        refuse_damaged_newer(ckpt)
         state = load_checkpoint(ckpt)
         written = state.get("nproc", 1)
         if (written > 1) != (self.group is not None):
