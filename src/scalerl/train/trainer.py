@@ -106,6 +106,25 @@ def check_output(output: Path, resume: bool) -> None:
         raise InputError(
             f"{output} already holds a run; pass --resume to continue it, or choose another --output"
         )
+    if not resume:
+        refuse_foreign_files(output)
+
+
+#: What a run writes at its start (one of them: the directory holds a run, perhaps a crashed one).
+RUN_FILES = (CONFIG, RUNLOG, SAMPLES, CHECKPOINTS, FINAL)
+
+
+def refuse_foreign_files(output: Path) -> None:
+    """Refuse to start a run in a directory that holds files and no run. The run's files went in
+    beside them, the directory then held a run, and ``--overwrite`` -- which deletes a run
+    directory whole -- deleted the user's files with it. Hidden files (``.gitkeep``) do not count."""
+    if not output.is_dir() or any((output / name).exists() for name in RUN_FILES):
+        return
+    foreign = sorted(p.name for p in output.iterdir() if not p.name.startswith("."))
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise InputError(f"--output {output} holds files that are not a scalerl run ({shown}); a run writes its "
+                         "files there and --overwrite deletes a run directory whole: choose a new or empty --output")
 
 
 def refuse_lost_history(runlog: Path) -> None:
