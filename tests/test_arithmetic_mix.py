@@ -104,7 +104,7 @@ def test_fits_budget_share():
     ({"n_per_length": -1}, "n_per_length"),
     ({"held_out_fraction": 1.0}, "held_out_fraction"),
     ({"min_digits": 1, "n_val": 1000}, "raise min_digits"),  # 1 column: only ~10 held-out pairs
-    ({"verify_scratchpad": "ture"}, "verify_scratchpad must be true or false"),
+    ({"verify_scratchpad": "ture"}, "verify_scratchpad: expected true or false, got 'ture'"),
 ])
 def test_bad_settings_are_one_line_input_errors(settings, match):
     with pytest.raises(InputError, match=match) as info:

@@ -157,11 +157,25 @@ def test_sync_with_an_explicit_k_above_1_is_still_refused(capsys):
     _one_line_error(capsys, code, "pipeline=sync means k=1 (got k=4)")
 
 
-@pytest.mark.parametrize("value", ["inf", "nan", "1e12", "0", "-1"])
-def test_a_reward_timeout_that_is_not_finite_seconds_is_refused(capsys, value):
+@pytest.mark.parametrize("value, message", [(v, "task.reward_timeout must be seconds in (0, 86400]")
+                                            for v in ("inf", "1e12", "0", "-1")]
+                         + [("nan", "task.reward_timeout: expected a number, got 'nan'")])  # (no setting is NaN)
+def test_a_reward_timeout_that_is_not_finite_seconds_is_refused(capsys, value, message):
     # inf / 1e12 overflowed select() in a traceback; 0 / -1 timed out every call and blamed the function.
     code = main(["train", "--set", f"task.reward_timeout={value}", "--print-config"])
-    _one_line_error(capsys, code, "task.reward_timeout must be seconds in (0, 86400]")
+    _one_line_error(capsys, code, message)
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("sampling.temperature=nan", "sampling.temperature: expected a number, got 'nan'"),  # sampled at temperature 1
+    ("sampling.temperature=inf", "sampling.temperature must be > 0 and finite"),  # sampled uniformly
+    ("eval.temperature=nan", "eval.temperature: expected a number, got 'nan'"),
+    ("eval.temperature=inf", "eval.temperature must be finite (<= 0: greedy), got inf"),
+    ("precision.fp16_init_scale=inf", "precision.fp16_init_scale must be > 0 and finite"),
+])
+def test_a_temperature_or_scale_that_is_not_a_finite_number_is_refused(capsys, setting, message):
+    code = main(["train", "--set", setting, "--print-config"])
+    _one_line_error(capsys, code, message)
 
 
 @pytest.mark.parametrize("value, message", [

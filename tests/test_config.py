@@ -183,6 +183,24 @@ def test_override_errors():
         apply_overrides(Root(), ["inner=3"])
 
 
+def test_a_mistyped_leaf_name_is_told_the_full_path_it_is_close_to():
+    # --set lrr=1e-4 listed only the top-level sections: a bare leaf is close to no full path.
+    with pytest.raises(ConfigError, match=r"unknown key 'labl'; did you mean other.label\? Known keys in top level"):
+        apply_overrides(Root(), ["labl=x"])
+    with pytest.raises(ConfigError, match=r"unknown key 'rat'; did you mean inner.rate or other.rate\?"):
+        apply_overrides(Root(), ["rat=1"])
+
+
+@pytest.mark.parametrize("value", ["nan", ".nan", "NaN"])
+def test_nan_is_no_number_a_setting_takes(value):
+    # Every range check (x > 0, 0 < x <= 1) let NaN through: sampling.temperature=nan sampled at 1.
+    with pytest.raises(ConfigError, match=r"other.rate: expected a number, got"):
+        apply_overrides(Root(), [f"other.rate={value}"])
+    with pytest.raises(ConfigError, match=r"other.rate: expected a number, got nan"):
+        from_dict(Root, {"other": {"rate": float("nan")}})
+    assert apply_overrides(Root(), ["other.rate=inf"]).other.rate == float("inf")  # (no upper clip, say)
+
+
 def test_resolve_key_prefers_a_full_path():
     assert resolve_key(Root, "k") == "inner.k"
     assert resolve_key(Root, "other.rate") == "other.rate"

@@ -133,6 +133,34 @@ def test_a_task_setting_mistake_says_what_to_do(name, settings, message):
         get_task(name, **settings)
 
 
+@pytest.mark.parametrize("name, settings, message", [
+    # --set 'task.settings={eval_data: [val.jsonl]}': AttributeError ('list' has no 'items') reading the data
+    ("math", {"eval_data": ["v.jsonl"]}, r"task 'math': task.settings.eval_data: expected dict\[str, str\] or str"),
+    ("math", {"eval_data": None}, r"task.settings.eval_data: expected"),
+    ("math", {"prompt_field": None}, r"task.settings.prompt_field: expected a string, got None"),  # AttributeError
+    ("math", {"answer_field": 3}, r"task.settings.answer_field: expected a string, got 3 \(quote it in YAML\)"),
+    ("math", {"val_fraction": "abc"}, r"task.settings.val_fraction: expected a number, got 'abc'"),  # '<=' not supported
+    ("math", {"verify_workers": 2.0}, r"task.settings.verify_workers: expected an integer, got 2.0"),
+    ("arithmetic", {"digits": 2.5}, r"task 'arithmetic': task.settings.digits: expected an integer"),  # TypeError
+    ("arithmetic", {"seed": "a"}, r"task.settings.seed: expected an integer, got 'a'"),  # accepted, a str seed
+])
+def test_a_task_setting_of_the_wrong_type_is_named(tmp_path, name, settings, message):
+    if name == "math":
+        settings = {"data": _write_jsonl(tmp_path / "d.jsonl", [{"prompt": "1+1?", "answer": "2"}]), **settings}
+    with pytest.raises(InputError, match=message) as info:
+        get_task(name, **settings).train_problems()
+    assert "\n" not in str(info.value)
+
+
+def test_task_settings_are_converted_to_their_types(tmp_path):
+    data = tmp_path / "d.jsonl"  # a Path, as the Python API may pass one
+    rows = [{"prompt": f"{i}+1?", "answer": str(i + 1)} for i in range(40)]
+    _write_jsonl(data, rows)
+    task = get_task("math", data=data, eval_data=_write_jsonl(tmp_path / "v.jsonl", rows[:2]), val_fraction="1e-1")
+    assert task.val_fraction == 0.1 and task.data == str(data) and task.eval_data["val"].endswith("v.jsonl")
+    assert len(task.train_problems()) == 38
+
+
 def test_math_task_eval_files_and_registry(tmp_path):
     train = _write_jsonl(tmp_path / "t.jsonl", [{"q": "1+1?", "a": "2"}, {"q": "2+2?", "a": "4"}, {"q": "3+3?", "a": "6"}])
     val = _write_jsonl(tmp_path / "v.jsonl", [{"q": "3+3?", "a": "6"}])
@@ -433,3 +461,20 @@ def test_a_compressed_data_file(tmp_path):
     (tmp_path / "cut.jsonl.gz").write_bytes(gzip.compress(text)[:40])
     with pytest.raises(InputError, match=r"cut\.jsonl\.gz: a damaged gz file"):
         load_rows(tmp_path / "cut.jsonl.gz")
+
+
+def test_a_prompt_with_two_different_answers_is_warned_of_with_a_count(tmp_path, caplog):
+    # Kept silently before: every completion right by one row was scored wrong by the other.
+    rows = [{"prompt": f"{i}+1?", "answer": str(i + 1)} for i in range(40)]
+    rows += [{"prompt": "3+1?", "answer": "4"}, {"prompt": "5+1?", "answer": "7"}, {"prompt": "3+1?", "answer": "5"}]
+    task = get_task("math", data=_write_jsonl(tmp_path / "d.jsonl", rows))
+    with caplog.at_level("WARNING", logger="scalerl.tasks.math"):
+        train = task.train_problems()
+    assert len(train) + len(task.eval_sets()["val"]) == 43  # warned of, not dropped
+    [record] = [r for r in caplog.records if "different answers" in r.getMessage()]
+    assert "2 prompt(s) appear with different answers (the first: rows 6 and 42, answers '6' and '7')" \
+        in record.getMessage()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="scalerl.tasks.math"):  # repeated rows that agree: no warning
+        get_task("math", data=_write_jsonl(tmp_path / "e.jsonl", rows[:40] * 2)).train_problems()
+    assert not [r for r in caplog.records if "different answers" in r.getMessage()]

@@ -56,6 +56,13 @@ def pid_after_a_while(completion):
 def echo(completion):
     return float(completion)
 
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no message")
+
+def raises_unprintable(completion):
+    raise Unprintable()
+
 def holds_the_gil(completion):
     import re
     # Catastrophic backtracking: 2**40 steps in the C regex engine, which never releases the GIL.
@@ -101,6 +108,18 @@ def test_a_failing_call_scores_like_a_wrong_answer_and_is_counted(rewards_module
     with UserReward("my_rewards:not_a_number") as reward:
         assert reward(PROBLEM, "4") == -1.0
         assert "not a number" in reward.stats.last_error
+
+
+def test_an_exception_whose_message_cannot_be_made_is_a_counted_error_not_a_dead_worker(rewards_module):
+    # Its str() raised in the worker's own handler: the worker died on every call (a traceback on
+    # stderr, a restart) and the count blamed a dead worker instead of the function's exception.
+    with UserReward("my_rewards:raises_unprintable") as reward:
+        pid = reward._proc.pid
+        assert reward(PROBLEM, "4") == -1.0
+        assert reward.stats.errors == 1
+        assert reward.stats.last_error == ("Unprintable: <its message could not be made: RuntimeError in its "
+                                           "__str__>")
+        assert reward._proc is not None and reward._proc.pid == pid  # the same worker goes on
 
 
 def test_text_is_not_a_reward_even_when_it_reads_as_a_number(rewards_module):

@@ -1,5 +1,7 @@
 """The run log's resume: rows after the checkpoint are dropped, the record of each resume is not."""
 
+import os
+
 from scalerl.runlog import RESUME, RunLogWriter, read_runlog
 
 
@@ -26,3 +28,22 @@ def test_a_resume_killed_before_its_next_checkpoint_keeps_its_resume_row(tmp_pat
     rows = read_runlog(path)[1]
     assert [(r["type"], r.get("step"), r.get("utc")) for r in rows] == [
         ("eval", 0, None), (RESUME, None, "2026-12-03T10:00:00Z"), (RESUME, None, "2026-12-03T11:00:00Z")]
+
+
+def test_a_run_log_cut_shorter_than_the_checkpoints_offset_is_refused_not_padded(tmp_path):
+    """os.truncate "back" to the checkpoint's offset extended a run log cut short since (a copy, a
+    sync) with NUL bytes, and the resumed run wrote on after them: its last rows lost, the log unreadable."""
+    import pytest
+
+    from scalerl.errors import InputError
+
+    path = tmp_path / "runlog.jsonl"
+    w = RunLogWriter(path, {"run": "r"})
+    w.append({"type": "eval", "step": 0, "pass_rate": 0.1})
+    offset = w.offset()
+    w.close()
+    os.truncate(path, offset - 10)
+    with pytest.raises(InputError, match=rf"runlog.jsonl holds {offset - 10} bytes, fewer than the {offset} written "
+                                         r"when the checkpoint was saved: .*restore it, or move the newest checkpoint"):
+        RunLogWriter(path, resume_offset=offset)
+    assert path.stat().st_size == offset - 10 and b"\0" not in path.read_bytes()  # left as it was

@@ -41,6 +41,7 @@ T = TypeVar("T")
 
 __all__ = [
     "apply_overrides",
+    "coerce",
     "dump_yaml",
     "field_docs",
     "from_dict",
@@ -195,14 +196,19 @@ def _coerce(value: Any, tp: Any, path: str) -> Any:
             return value
         raise ConfigError(f"{path}: expected an integer, got {value!r}")
     if tp is float:
+        out = None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):  # YAML 1.1 reads '1e-15' (no dot) as a string
+            out = float(value)
+        elif isinstance(value, str):  # YAML 1.1 reads '1e-15' (no dot) as a string
             try:
-                return float(value)
+                out = float(value)
             except ValueError:
                 pass
-        raise ConfigError(f"{path}: expected a number, got {value!r}")
+        # NaN is no setting's value; every range check (x > 0, 0 < x <= 1) let it through, so
+        # sampling.temperature=nan sampled at temperature 1 while the config said nan.
+        if out is None or math.isnan(out):
+            raise ConfigError(f"{path}: expected a number, got {value!r}")
+        return out
     if tp is str:
         if isinstance(value, str):
             return value
@@ -210,6 +216,13 @@ def _coerce(value: Any, tp: Any, path: str) -> Any:
     if isinstance(tp, type) and isinstance(value, tp):
         return value
     raise ConfigError(f"{path}: expected {_type_name(tp)}, got {value!r}")
+
+
+def coerce(value: Any, tp: Any, path: str) -> Any:
+    """``value`` (as YAML reads it) converted to the annotated type ``tp``, or a ConfigError naming
+    ``path``: the check :func:`from_dict` makes of each field, for values held outside a config
+    dataclass (a task's ``task.settings``, checked against the task's own fields)."""
+    return _coerce(value, tp, path)
 
 
 def _type_name(tp: Any) -> str:
@@ -446,6 +459,11 @@ def _unknown_path_message(cls: type, key: str, leaves: list[str]) -> str:
         return f"'{key}' is a section, not a value; set one of its keys: {known}"
     known = [f.name for f in dataclasses.fields(section)]
     close = difflib.get_close_matches(key, leaves, n=3, cutoff=0.6)
+    # A leaf name mistyped (``lrr`` for ``lr``) is close to no full path: match the last part too.
+    names = {p.rsplit(".", 1)[-1] for p in leaves}
+    for name in difflib.get_close_matches(parts[-1], sorted(names), n=3, cutoff=0.6):
+        close += [p for p in leaves if p.rsplit(".", 1)[-1] == name and p not in close]
+    close = close[:3]
     hint = f"; did you mean {' or '.join(close)}?" if close else "."  # a sentence either way
     return f"unknown key '{key}'{hint} Known keys in {_where(prefix)}: {', '.join(known)}"
 

@@ -67,6 +67,12 @@ class RunLogWriter:
         if resume_offset is not None:
             if not exists and resume_offset > 0:
                 raise InputError(f"cannot resume: run log {self.path} does not exist")
+            size = self.path.stat().st_size if exists else 0
+            if size < resume_offset:  # (truncating "back" to the offset padded it with NUL bytes, rows lost)
+                raise InputError(f"cannot resume: run log {self.path} holds {size} bytes, fewer than the "
+                                 f"{resume_offset} written when the checkpoint was saved: it was cut short since "
+                                 "(a copy, a sync, a full disk); restore it, or move the newest checkpoint away to "
+                                 "resume from an earlier one")
             # Drop everything written after the checkpoint (rows the resumed run will redo,
             # or a torn line from a kill mid-write) -- but the resume rows: each records an attempt
             # that was made (and stopped), whatever it trained.

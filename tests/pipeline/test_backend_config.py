@@ -15,7 +15,7 @@ from scalerl.train.config import TrainConfig, resolve
     (["backend.generators=0"], "backend.generators must be >= 1"),
     # (A negative or NaN reservation reached Ray: a ValueError traceback after the cluster started.)
     (["backend.name=ray", "backend.generator_cpus=-1"], r"backend.generator_cpus must be a number >= 0, got -1"),
-    (["backend.name=ray", "backend.generator_cpus=nan"], r"backend.generator_cpus must be a number >= 0, got nan"),
+    (["backend.name=ray", "backend.generator_cpus=nan"], r"backend.generator_cpus: expected a number, got 'nan'"),
     (["backend.name=ray", "backend.generator_gpus=-0.5"], r"backend.generator_gpus must be a number >= 0, got -0.5"),
     (["backend.workers=threads", "backend.generator_device=cuda"], "thread workers share the trainer's device"),
     (["backend.workers=processes", "backend.updates=seeded"], "backend.updates=seeded runs on the local backend's "

@@ -153,6 +153,11 @@ def test_overrides_on_the_recipe():
         (["gspo.eps_low=1.5"], "loss.gspo.eps_low must be in [0, 1)"),
         (["grad_clip=0"], "grad_clip must be > 0 or null"),
         (["max_generation_rounds=0"], "max_generation_rounds must be >= 1"),
+        # inf was taken: weights inf after one step, or every update (eps) / advantage (std_eps) 0
+        (["lr=inf"], "optimizer.lr must be finite, got inf"),
+        (["optimizer.eps=inf"], "optimizer.eps must be finite, got inf"),
+        (["weight_decay=inf"], "optimizer.weight_decay must be finite, got inf"),
+        (["std_eps=inf"], "advantages.std_eps must be finite, got inf"),
     ],
 )
 def test_validation_refuses_inconsistent_values(overrides, message):

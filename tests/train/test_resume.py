@@ -135,6 +135,24 @@ def test_a_damaged_checkpoint_names_the_one_to_resume_from(tmp_path):
         load_checkpoint(tmp_path / "step_000010")
 
 
+def test_a_newer_checkpoint_that_lost_its_state_is_refused_not_passed_over(tmp_path):
+    """A checkpoint directory without its state.pt (deleted, or lost in a copy: a kill cannot leave
+    one) was passed over, and the resume went back to the one before without a word."""
+    from scalerl.errors import InputError
+    from scalerl.train.checkpoint import latest_checkpoint, refuse_damaged_newer, save_checkpoint
+
+    for step in (10, 20, 30):
+        save_checkpoint(tmp_path, step, {"step": step}, keep=3)
+    refuse_damaged_newer(latest_checkpoint(tmp_path))  # intact: nothing to say
+    (tmp_path / "step_000030" / "state.pt").unlink()
+    (tmp_path / "step_000040.tmp-123").mkdir()  # a kill mid-write: not damage
+    chosen = latest_checkpoint(tmp_path)
+    assert chosen.name == "step_000020"
+    with pytest.raises(InputError, match=r"step_000030 cannot be read \(FileNotFoundError: .*state.pt is missing\): "
+                                         r".*move .*step_000030 away to resume from step_000020"):
+        refuse_damaged_newer(chosen)
+
+
 def test_a_damaged_checkpoint_names_only_an_earlier_one_that_looks_intact(tmp_path):
     """With the two newest damaged, the hint skips the second (it named it, and the user hit a second error)."""
     from scalerl.errors import InputError

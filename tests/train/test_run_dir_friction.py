@@ -71,6 +71,29 @@ def test_overwrite_deletes_a_run_directory_and_refuses_anything_else(tmp_path, m
         overwrite_run_dir(inside)
 
 
+def test_a_run_is_not_started_among_files_that_are_no_run(tmp_path):
+    # The run went in beside the user's files; the directory then held a run, and --overwrite
+    # deleted it whole, the user's files with it.
+    from scalerl.train.trainer import check_output
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("precious")
+    with pytest.raises(InputError, match=r"--output .*mine holds files that are not a scalerl run \(notes.txt\); "
+                                         r".*choose a new or empty --output"):
+        check_output(mine, False)
+    assert (mine / "notes.txt").read_text() == "precious"
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / ".gitkeep").write_text("")
+    check_output(hidden, False)  # hidden files do not count
+    crashed = tmp_path / "crashed"
+    crashed.mkdir()
+    (crashed / "config.yaml").write_text("x: 1\n")  # a run that stopped after writing its config
+    check_output(crashed, False)
+    check_output(tmp_path / "new", False)
+
+
 def _args(*argv):
     p = argparse.ArgumentParser()
     add_config_args(p)

@@ -18,6 +18,7 @@ registries (so that the registries may import this config and not the other way 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
@@ -242,6 +243,8 @@ def _check_loss(cfg: RecipeConfig):
 def _check_advantages(cfg: RecipeConfig):
     if not cfg.advantages.std_eps > 0:
         yield f"advantages.std_eps must be > 0, got {cfg.advantages.std_eps}"
+    elif cfg.advantages.std_eps == math.inf:
+        yield "advantages.std_eps must be finite, got inf"
 
 
 def _check_filtering(cfg: RecipeConfig):
@@ -321,6 +324,10 @@ def _check_optimizer(cfg: RecipeConfig):
     o = cfg.optimizer
     if not o.lr > 0:
         yield f"optimizer.lr must be > 0, got {o.lr}"
+    # inf: every weight inf after the first step, or (eps, std_eps) every update or advantage 0.
+    for name, value in (("optimizer.lr", o.lr), ("optimizer.eps", o.eps), ("optimizer.weight_decay", o.weight_decay)):
+        if value == math.inf:
+            yield f"{name} must be finite, got inf"
     if not all(0 <= b < 1 for b in o.betas):
         yield f"optimizer.betas must be in [0, 1), got {list(o.betas)}"
     if not o.eps > 0:

@@ -293,3 +293,19 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
     if not rows:
         raise InputError(f"{source}: no rows")
     return rows
+
+
+def answer_conflicts(rows: list[Row]) -> tuple[int, tuple[Row, Row] | None]:
+    """How many prompts (conversations) appear in ``rows`` with more than one answer, and the first
+    two rows that disagree. Each row is scored against its own answer, so a completion right by one
+    is wrong by the other: a broken merge or export the user should hear of, not a row to drop
+    (which of the two is right is the user's call)."""
+    first_row: dict[Any, Row] = {}
+    conflicting: dict[Any, tuple[Row, Row]] = {}
+    for row in rows:
+        key = row.messages or row.prompt
+        seen = first_row.setdefault(key, row)
+        if seen.answer != row.answer and key not in conflicting:
+            conflicting[key] = (seen, row)
+    return len(conflicting), min(conflicting.values(), key=lambda pair: pair[1].row, default=None)
+

@@ -17,6 +17,7 @@ killed. Such a call scores -1, as a wrong answer, and is counted (``reward_timeo
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -25,8 +26,10 @@ from typing import Any, Sequence
 
 from scalerl.errors import InputError
 from scalerl.tasks.base import Problem
-from scalerl.tasks.datasets import Row, load_rows
+from scalerl.tasks.datasets import Row, answer_conflicts, load_rows
 from scalerl.tasks.rewards import MAX_TIMEOUT, MAX_WORKERS, RewardStats, RewardWorkers
+
+log = logging.getLogger(__name__)
 
 #: Guards the lazy start of a task's math-verify worker process (generator threads race to it).
 _VERIFIER_LOCK = threading.Lock()
@@ -86,7 +89,7 @@ class MathTask:
     data: str
     """Training data: a .jsonl / .json / .csv / .tsv / .parquet file, a saved HF dataset directory,
     or a hub dataset id (``--data`` sets it)."""
-    eval_data: dict[str, str] = field(default_factory=dict)
+    eval_data: dict[str, str] | str = field(default_factory=dict)
     """Named evaluation files, e.g. ``{"val": "val.jsonl", "aime": "aime24.jsonl"}`` (same formats as
     ``data``); a single file means the ``val`` set. Prompts in them are removed from training."""
     val_fraction: float = 0.05
@@ -142,7 +145,14 @@ class MathTask:
                 for r in rows]
 
     def _load(self, source: str) -> list[Row]:
-        return load_rows(source, self.prompt_field, self.answer_field, self.split)
+        rows = load_rows(source, self.prompt_field, self.answer_field, self.split)
+        count, first = answer_conflicts(rows)
+        if first is not None:
+            a, b = first
+            log.warning("%s: %d prompt(s) appear with different answers (the first: rows %d and %d, answers %r and "
+                        "%r); each row is scored against its own answer, so a completion right by one is wrong by "
+                        "the other: fix or drop the wrong rows", source, count, a.row, b.row, a.answer, b.answer)
+        return rows
 
     @cached_property
     def _split(self) -> tuple[list[Problem], dict[str, list[Problem]]]:

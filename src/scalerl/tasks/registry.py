@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
 from typing import Any, Callable
 
-from scalerl.errors import InputError
+from scalerl.errors import ConfigError, InputError
 from scalerl.tasks.base import Task
 
 TASKS: dict[str, Callable[..., Task]] = {}
@@ -51,13 +52,19 @@ def _math(**kwargs: Any) -> Task:
     return MathTask(**kwargs)
 
 
-def _check_settings(name: str, settings: dict[str, Any]) -> None:
-    """:class:`InputError` saying what to do for an unknown or a missing setting of task ``name``
-    (the constructor's own TypeError names neither the flag nor the known settings)."""
+def _check_settings(name: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` converted to the types task ``name`` declares; :class:`InputError` saying what to
+    do for an unknown or a missing setting (the constructor's own TypeError names neither the flag
+    nor the known settings), and one naming a setting of the wrong type (``eval_data: [a.jsonl]``
+    or ``prompt_field: null`` stopped in a traceback when the data was read)."""
     import difflib
+    import typing
 
-    module, _, cls = TASK_SETTINGS[name].partition(":")
-    fields = [f for f in dataclasses.fields(getattr(importlib.import_module(module), cls)) if f.init]
+    from scalerl.config import coerce
+
+    module, _, cls_name = TASK_SETTINGS[name].partition(":")
+    cls = getattr(importlib.import_module(module), cls_name)
+    fields = [f for f in dataclasses.fields(cls) if f.init]
     known = [f.name for f in fields]
     for key in settings:
         if key in known:
@@ -74,6 +81,20 @@ def _check_settings(name: str, settings: dict[str, Any]) -> None:
         raise InputError(f"task {name!r} reads its problems from a data file: give --data FILE (task.data)")
     if missing:
         raise InputError(f"task {name!r} needs the setting {missing[0]!r}: --set 'task.settings={{{missing[0]}: ...}}'")
+    hints = typing.get_type_hints(cls)
+    try:
+        return {key: coerce(_paths_as_text(value), hints[key], f"task.settings.{key}") for key, value in settings.items()}
+    except ConfigError as exc:
+        raise InputError(f"task {name!r}: {exc}; docs/tasks.md (Task settings) lists each setting") from None
+
+
+def _paths_as_text(value: Any) -> Any:
+    """A ``pathlib.Path`` (the Python API's ``data=tmp / "train.jsonl"``) as the text a setting holds."""
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, dict):
+        return {k: _paths_as_text(v) for k, v in value.items()}
+    return value
 
 
 def get_task(name: str, *, reward: str | None = None, reward_timeout: float = 10.0, reward_workers: int = 1,
@@ -84,7 +105,7 @@ def get_task(name: str, *, reward: str | None = None, reward_timeout: float = 10
     if factory is None:
         raise InputError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")
     if name in TASK_SETTINGS:
-        _check_settings(name, kwargs)
+        kwargs = _check_settings(name, kwargs)
     try:
         task = factory(**kwargs)
     except TypeError as exc:  # an unknown or missing setting

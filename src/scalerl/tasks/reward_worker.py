@@ -102,6 +102,16 @@ def to_reward(value: Any) -> float:
     return out
 
 
+def describe(exc: BaseException) -> str:
+    """``Type: message`` of an exception, even one whose ``str()`` raises itself (which crashed the
+    worker on every call: a traceback on stderr and a restart, scored as a died worker)."""
+    try:
+        text = str(exc)
+    except Exception as inner:  # noqa: BLE001 -- the user's __str__ may raise anything
+        text = f"<its message could not be made: {type(inner).__name__} in its __str__>"
+    return f"{type(exc).__name__}: {text}"
+
+
 def _exit_with_parent(interval: float = 0.5) -> None:
     """Exit when the process that started this worker is gone. At the end of its requests the
     worker exits by itself, but a call hung for good -- the case ``task.reward_timeout`` exists for --
@@ -139,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         fn = load_function(argv[0])
         names = accepted_arguments(fn)
     except BaseException as exc:  # noqa: BLE001 -- any import-time failure is reported, not raised
-        out.write(json.dumps({"load_error": f"{type(exc).__name__}: {exc}"}) + "\n")
+        out.write(json.dumps({"load_error": describe(exc)}) + "\n")
         return 2
     out.write(json.dumps({"ready": True}) + "\n")
     # An `async def` function (an LLM judge, a remote verifier; TRL takes them too) is awaited,
@@ -153,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                 value = loop.run_until_complete(value)
             reply = {"value": to_reward(value)}
         except BaseException as exc:  # noqa: BLE001 -- a failing reward is data, not a crash
-            reply = {"error": f"{type(exc).__name__}: {exc}"}
+            reply = {"error": describe(exc)}
         out.write(json.dumps(reply) + "\n")
     return 0
 

@@ -121,6 +121,16 @@ def latest_checkpoint(directory: str | os.PathLike) -> Path | None:
     return done[-1] if done else None
 
 
+def refuse_damaged_newer(chosen: Path) -> None:
+    """Raise :func:`damaged` for a checkpoint newer than ``chosen`` that has lost its state (a kill
+    cannot leave one: a checkpoint is renamed into place whole). Passed over, it made the resume
+    go back to an earlier checkpoint without a word, where a state cut short is refused."""
+    newer = sorted(p for p in chosen.parent.glob("step_*") if p.is_dir() and p.name > chosen.name
+                   and ".tmp-" not in p.name and not (p / "state.pt").exists())
+    if newer:
+        raise damaged(newer[-1], FileNotFoundError(f"{newer[-1] / 'state.pt'} is missing"))
+
+
 def _pointed(directory: Path) -> Path | None:
     """The complete checkpoint the ``latest`` pointer names, or None: no pointer, a stale one, or
     one whose bytes are no name (damaged on disk: not UTF-8, a NUL byte, a directory)."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -380,10 +381,12 @@ class TrainConfig:
                             "eval.engine=trainer (local generators share the trainer's machine: no faster)")
         problems.extend(dtype_problems(self.precision.compute, self.model.dtype))
         problems.extend(lora_problems(self.model.lora))
-        if self.precision.fp16_init_scale <= 0:
-            problems.append(f"precision.fp16_init_scale must be > 0, got {self.precision.fp16_init_scale}")
-        if not 0 < self.sampling.top_p <= 1 or self.sampling.temperature <= 0:
-            problems.append("sampling.temperature must be > 0 and sampling.top_p in (0, 1]")
+        if not 0 < self.precision.fp16_init_scale < math.inf:
+            problems.append(f"precision.fp16_init_scale must be > 0 and finite, got {self.precision.fp16_init_scale}")
+        if not 0 < self.sampling.top_p <= 1 or not 0 < self.sampling.temperature < math.inf:
+            problems.append("sampling.temperature must be > 0 and finite, and sampling.top_p in (0, 1]")
+        if not math.isfinite(self.eval.temperature):  # (inf sampled uniformly: every token alike)
+            problems.append(f"eval.temperature must be finite (<= 0: greedy), got {self.eval.temperature}")
         if self.forecast.x not in COMPUTE_COLUMNS:
             problems.append(f"forecast.x: unknown compute column {self.forecast.x!r}; known: {', '.join(COMPUTE_COLUMNS)}")
         if self.profile not in PROFILES and self.profile != "auto":
@@ -420,8 +423,8 @@ def lora_problems(lora: LoraSettings) -> list[str]:
     if lora.rank == 0:
         return []
     problems = []
-    if lora.alpha <= 0:
-        problems.append(f"model.lora.alpha must be > 0, got {lora.alpha}")
+    if not 0 < lora.alpha < math.inf:
+        problems.append(f"model.lora.alpha must be > 0 and finite, got {lora.alpha}")
     if not 0 <= lora.dropout < 1:
         problems.append(f"model.lora.dropout must be in [0, 1), got {lora.dropout}")
     if not lora.target_modules:

@@ -41,8 +41,8 @@ from scalerl.stop_signals import stop_under_way, stops_deferred
 from scalerl.tasks.failure_tally import KINDS, add_counts, counting_failures
 from scalerl.tasks.rewards import check_reward_works
 from scalerl.train.activation_probe import probe_activations
-from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint,
-                                     set_rng_state, verify_shards)
+from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, refuse_damaged_newer,
+                                     rng_state, save_checkpoint, set_rng_state, verify_shards)
 from scalerl.train.closing import close_each
 from scalerl.train.collapse import COLLAPSE_STEPS, collapse_note
 from scalerl.train.compute import ComputeMeter
@@ -107,6 +107,25 @@ def check_output(output: Path, resume: bool) -> None:
         raise InputError(
             f"{output} already holds a run; pass --resume to continue it, or choose another --output"
         )
+    if not resume:
+        refuse_foreign_files(output)
+
+
+#: What a run writes at its start (one of them: the directory holds a run, perhaps a crashed one).
+RUN_FILES = (CONFIG, RUNLOG, SAMPLES, CHECKPOINTS, FINAL)
+
+
+def refuse_foreign_files(output: Path) -> None:
+    """Refuse to start a run in a directory that holds files and no run. The run's files went in
+    beside them, the directory then held a run, and ``--overwrite`` -- which deletes a run
+    directory whole -- deleted the user's files with it. Hidden files (``.gitkeep``) do not count."""
+    if not output.is_dir() or any((output / name).exists() for name in RUN_FILES):
+        return
+    foreign = sorted(p.name for p in output.iterdir() if not p.name.startswith("."))
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise InputError(f"--output {output} holds files that are not a scalerl run ({shown}); a run writes its "
+                         "files there and --overwrite deletes a run directory whole: choose a new or empty --output")
 
 
 def refuse_lost_history(runlog: Path) -> None:
@@ -428,6 +447,7 @@ class Trainer:
             self.runlog = RunLogWriter(self.output / RUNLOG, self._header())
             self.samples = RunLogWriter(self.output / SAMPLES, resume_offset=0)
             return
+        refuse_damaged_newer(ckpt)
         state = load_checkpoint(ckpt)
         written = state.get("nproc", 1)
         if (written > 1) != (self.group is not None):
