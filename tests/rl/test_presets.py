@@ -146,8 +146,8 @@ def test_overrides_on_the_recipe():
         (["generations_per_prompt=1"], "generations_per_prompt must be >= 2"),
         (["lr=0"], "optimizer.lr must be > 0"),
         (["pass_rate_threshold=1.5"], "pass_rate_threshold must be in (0, 1]"),
-        (["overlong_cache=0"], "overlong_cache must be in (0, overlong_max_len]"),
-        (["overlong_max_len=20000"], "exceeds max_new_tokens"),
+        (["length.mode=overlong_penalty", "overlong_cache=0"], "overlong_cache must be in (0, overlong_max_len]"),
+        (["length.mode=overlong_penalty", "overlong_max_len=20000"], "exceeds max_new_tokens"),
         (["interruption_phrase=Stop now."], "must end with end_think"),
         (["eps_max=-1"], "loss.cispo.eps_max must be > 0"),
         (["gspo.eps_low=1.5"], "loss.gspo.eps_low must be in [0, 1)"),
@@ -165,6 +165,15 @@ def test_validation_refuses_inconsistent_values(overrides, message):
     with pytest.raises(ConfigError) as exc:
         validate_recipe(cfg)  # values (RecipeConfig.validate), component names, length budgets
     assert message in str(exc.value)
+
+
+def test_the_overlong_penalty_lengths_are_checked_only_where_they_are_used():
+    """A smaller max_new_tokens alone, in interrupt mode: its overlong_max_len (14,336), which the
+    mode never reads, made it three tries -- overlong_max_len, then overlong_cache, then the budget."""
+    cfg = apply_overrides(get_recipe("scalerl"), ["max_new_tokens=512", "think_budget=[256, 384]", "answer_budget=64"])
+    validate_recipe(cfg)
+    with pytest.raises(ConfigError, match="exceeds max_new_tokens"):
+        validate_recipe(apply_overrides(cfg, ["length.mode=overlong_penalty"]))
 
 
 def test_validation_reports_every_problem_at_once():

@@ -44,6 +44,10 @@ def test_budget_arithmetic(user_model):
         fix = fitting_overrides(LengthConfig(), tok, room)
         cfg = apply_overrides(TrainConfig(), fix).validate()
         assert completion_budget(cfg.recipe.length, tok)[0] <= room
+        assert not any("overlong" in f for f in fix)  # interrupt mode never reads them
+        penalty = apply_overrides(TrainConfig(), ["length.mode=overlong_penalty"])
+        fix = fitting_overrides(penalty.recipe.length, tok, room)
+        assert completion_budget(apply_overrides(penalty, fix).validate().recipe.length, tok)[0] <= room
 
 
 @pytest.mark.parametrize("profile", ["none", "auto"])

@@ -277,6 +277,10 @@ def _check_length(cfg: RecipeConfig):
         yield f"length.answer_budget must be >= 1, got {n.answer_budget}"
     if not n.interruption_phrase.rstrip().endswith(n.end_think):
         yield f"length.interruption_phrase must end with end_think ({n.end_think!r}) so the answer phase starts"
+    if n.mode != "overlong_penalty":
+        # Unused in the other modes: checked there, a smaller max_new_tokens alone took three tries
+        # (overlong_max_len, then overlong_cache, then the budget) for settings the run never reads.
+        return
     if not 0 < n.overlong_cache <= n.overlong_max_len:
         yield (
             f"length.overlong_cache must be in (0, overlong_max_len], got {n.overlong_cache} "

@@ -78,7 +78,7 @@ def fitting_overrides(length: LengthConfig, tokenizer: Any, room: int) -> list[s
         else:
             sets += [f"length.think_budget=[{min(length.think_budget[0], think)},{think}]",
                      f"length.answer_budget={answer}"]
-    if length.overlong_max_len > room:
+    if length.mode == "overlong_penalty" and length.overlong_max_len > room:  # (no other mode reads them)
         sets += [f"length.overlong_max_len={room}", f"length.overlong_cache={max(1, min(length.overlong_cache, room // 4))}"]
     return sets
 
