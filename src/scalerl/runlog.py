@@ -66,7 +66,8 @@ class RunLogWriter:
         exists = self.path.exists() and self.path.stat().st_size > 0
         if resume_offset is not None:
             if not exists and resume_offset > 0:
-                raise InputError(f"cannot resume: run log {self.path} does not exist")
+                raise InputError(f"cannot resume: run log {self.path} does not exist (deleted or moved since the "
+                                 "checkpoint was saved); restore it, or start the run anew (--overwrite)")
             size = self.path.stat().st_size if exists else 0
             if size < resume_offset:  # (truncating "back" to the offset padded it with NUL bytes, rows lost)
                 raise InputError(f"cannot resume: run log {self.path} holds {size} bytes, fewer than the "

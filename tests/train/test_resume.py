@@ -239,3 +239,28 @@ def test_resuming_with_no_checkpoint_left_refuses_to_overwrite_the_logged_histor
     (out / "runlog.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(first) + "\n")
     refuse_lost_history(out / "runlog.jsonl")
     refuse_lost_history(tmp_path / "missing.jsonl")
+
+
+def test_a_lost_samples_log_is_said_and_the_resume_goes_on(tiny_dir, tmp_path, capsys):
+    """samples.jsonl (the logged completions) deleted since the checkpoint: the resume refused with
+    "run log ... does not exist" and no way on; the run log and the checkpoint are whole."""
+    import torch
+
+    from scalerl.train.config import TrainConfig, resolve
+    from scalerl.train.trainer import Trainer
+
+    threads = torch.get_num_threads()
+    out = tmp_path / "run"
+    cfg = resolve(TrainConfig(), ["model.name_or_path=tiny", f"run.output={out}", "run.steps=1", "eval.every=1",
+                                  "log.progress=false", "pipeline=sync", "batch.prompts_per_step=4",
+                                  "batch.generations_per_prompt=4", "eval.problems=4", "eval.samples_per_problem=1",
+                                  "forecast.enabled=false", "run.threads=1", "eval.log_samples=2"])
+    try:
+        Trainer(cfg).run()
+        assert (out / "samples.jsonl").stat().st_size > 0
+        (out / "samples.jsonl").unlink()
+        assert Trainer.resumed(out, steps=2).run().steps == 2
+    finally:
+        torch.set_num_threads(threads)
+    assert "samples.jsonl is missing: the completions logged up to step 1 are lost" in capsys.readouterr().err
+    assert (out / "samples.jsonl").stat().st_size > 0  # the resumed steps' completions

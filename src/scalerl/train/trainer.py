@@ -485,6 +485,12 @@ class Trainer:
         # A checkpoint from before samples.jsonl existed has no offset: keep what is there.
         samples = self.output / SAMPLES
         offset = state.get("samples_offset", samples.stat().st_size if samples.exists() else 0)
+        if offset and not (samples.exists() and samples.stat().st_size):
+            # The completions logged so far are gone, and refusing the resume would not bring them
+            # back; the run log and the checkpoint, which the run goes on from, are whole.
+            print(f"warning: {samples} is missing: the completions logged up to step {self.step} are lost; "
+                  "those of the resumed steps are written to a new one", file=sys.stderr)
+            offset = 0
         self.samples = RunLogWriter(samples, resume_offset=offset)
 
     # ------------------------------------------------------------------ evaluation
