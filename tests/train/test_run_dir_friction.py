@@ -92,6 +92,10 @@ def test_a_run_is_not_started_among_files_that_are_no_run(tmp_path):
     (crashed / "config.yaml").write_text("x: 1\n")  # a run that stopped after writing its config
     check_output(crashed, False)
     check_output(tmp_path / "new", False)
+    tracked = tmp_path / "tracked"  # a start that failed after its trackers began (W&B not logged in)
+    (tracked / "tensorboard").mkdir(parents=True)
+    (tracked / "wandb_run_id").write_text("abc123\n")
+    check_output(tracked, False)
 
 
 def _args(*argv):

@@ -50,7 +50,7 @@ from scalerl.train.config import CALIBRATION_COPY, TrainConfig, eval_engine
 from scalerl.train.distributed import Rank, TrainerGroup, barrier, make_group, rank_threads
 from scalerl.models.lora import base_changed, base_digest, generator_copy, has_lora
 from scalerl.train.evaluate import eval_bar, evaluate
-from scalerl.train.loggers import make_sinks
+from scalerl.train.loggers import WandbSink, make_sinks
 from scalerl.train.policy import load_policy_weights, policy_weights, save_policy
 from scalerl.train.preflight import (check_generation_budget, check_writable, discard_unstarted_run,
                                      decode_rows, run_device, update_tokens)
@@ -113,6 +113,10 @@ def check_output(output: Path, resume: bool) -> None:
 
 #: What a run writes at its start (one of them: the directory holds a run, perhaps a crashed one).
 RUN_FILES = (CONFIG, RUNLOG, SAMPLES, CHECKPOINTS, FINAL)
+#: What else a run writes into its directory -- its trackers' files, which a start that failed
+#: leaves (W&B not logged in: its run id), and the report: never the user's files.
+RUN_EXTRAS = (CALIBRATION_COPY, WandbSink.ID_FILE, "wandb", "tensorboard", "report.html", "report.md", "curve.png",
+              "sets.png")
 
 
 def refuse_foreign_files(output: Path) -> None:
@@ -121,7 +125,7 @@ def refuse_foreign_files(output: Path) -> None:
     directory whole -- deleted the user's files with it. Hidden files (``.gitkeep``) do not count."""
     if not output.is_dir() or any((output / name).exists() for name in RUN_FILES):
         return
-    foreign = sorted(p.name for p in output.iterdir() if not p.name.startswith("."))
+    foreign = sorted(p.name for p in output.iterdir() if not p.name.startswith(".") and p.name not in RUN_EXTRAS)
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise InputError(f"--output {output} holds files that are not a scalerl run ({shown}); a run writes its "
