@@ -22,6 +22,9 @@ runpy.run_path("benchmarks/gpu_check.py", run_name="__main__")
 """
 
 
+# `extended` (make test-all, ~45 s): CI time. Run it (or `bash benchmarks/gpu_check.sh --dry`)
+# before a GPU session: a broken stage found on the device costs its scarce minutes.
+@pytest.mark.extended
 def test_gpu_check_dry_mode_runs_without_optional_packages(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), OUT=str(tmp_path))
     proc = subprocess.run([sys.executable, "-c", RUN], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)

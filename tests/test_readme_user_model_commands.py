@@ -96,6 +96,9 @@ def test_the_parser_reads_the_documents():
     assert failing and all(c["code"] == 2 and c["fragments"] for c in failing)
 
 
+# `extended` (make test-all, ~65 s): CI time. The default run keeps the parser's test above, and
+# the commands' own behaviour is tested where each is built (tests/train/test_preflight.py, ...).
+@pytest.mark.extended
 def test_the_documented_user_model_commands_run_as_written(tmp_path, monkeypatch, capsys, scalerl_cache):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "examples").symlink_to(ROOT / "examples")
