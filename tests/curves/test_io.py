@@ -211,6 +211,11 @@ def test_jsonl_empty_and_percent_strings_are_read_as_a_csv_reads_those_cells(tmp
     p.write_text('{"step": 0, "acc": "45 pct"}\n')
     with pytest.raises(InputError, match="value '45 pct' in a row at step 0 is not a number"):
         read_curve(p, "step", "acc")
+    # What writers print for a missing value, as a CSV reads those cells (they were "not a number").
+    p.write_text('{"step": 0, "acc": 0.1}\n{"step": 10, "acc": "null"}\n{"step": 20, "acc": "None"}\n'
+                 '{"step": 30, "acc": "nan"}\n{"step": 40, "acc": 0.5}\n')
+    c = read_curve(p, "step", "acc")
+    assert list(c.x) == [0, 40] and c.dropped == 3
 
 
 def test_wandb_chart_export(tmp_path):

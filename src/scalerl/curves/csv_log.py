@@ -12,16 +12,15 @@ from pathlib import Path
 
 from scalerl.curves.attempts import TRAINER_STEP, split_attempts
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, UnknownColumn, check_percent_scale, curves_from_rows,
-                                 drop_repeated_evaluations, percent_note, readable_curves, unknown_column,
-                                 unwrap_scalar, x_columns)
+from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, MISSING_CELLS, UnknownColumn, check_percent_scale,
+                                 curves_from_rows, drop_repeated_evaluations, percent_note, readable_curves,
+                                 unknown_column, unwrap_scalar, x_columns)
 from scalerl.errors import InputError
 
 #: The columns a CSV log's step may be in, the trainer's first (W&B's own ``_step`` does not go back
 #: at a resume): the counter that tells a resumed training appended to the file (it goes back).
 STEP_COLUMNS = (TRAINER_STEP, "trainer/global_step", "global_step", "step", "_step")
 
-_MISSING = {"", "nan", "NaN", "NAN", "null", "None", "none", "inf", "-inf", "Infinity", "-Infinity", "+inf"}
 
 
 def _number(text: str, *, where: str) -> float:
@@ -29,7 +28,7 @@ def _number(text: str, *, where: str) -> float:
     (``np.float64(0.5)``) is its number; a percentage (``45.3%``, as spreadsheets export a
     percent-formatted cell) its fraction."""
     s = unwrap_scalar(text.strip())
-    if s in _MISSING:
+    if s in MISSING_CELLS:
         return math.nan
     try:
         return float(s[:-1]) / 100.0 if s.endswith("%") else float(s)

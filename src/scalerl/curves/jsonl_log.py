@@ -16,8 +16,8 @@ from pathlib import Path
 from scalerl.curves.attempts import split_attempts
 from scalerl.curves.data import Curve
 from scalerl.curves.json_document import document_rows, read_document
-from scalerl.curves.rows import (CUMULATIVE, DEFAULT_RUN_COLUMN, check_percent_scale, curves_from_rows,
-                                 drop_repeated_evaluations, flatten_nested, percent_note)
+from scalerl.curves.rows import (CUMULATIVE, DEFAULT_RUN_COLUMN, MISSING_CELLS, check_percent_scale,
+                                 curves_from_rows, drop_repeated_evaluations, flatten_nested, percent_note)
 from scalerl.runlog import RESUME, read_runlog
 
 
@@ -59,7 +59,7 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
 def _as_csv_cells(path: Path, rows: list[dict], x: str, y: str, y_scale: float) -> tuple[list[dict], list[str]]:
     """The rows with their x and y strings read as the CSV reader reads those cells (a log written
     from a spreadsheet's or a CSV's values): ``""`` is a missing value, as ``null`` (the evaluation
-    dropped and counted), and ``"45%"`` the fraction 0.45 (said in the notes; with --y-scale refused,
+    dropped and counted) -- so are ``"null"``, ``"None"``, ``"nan"`` --, and ``"45%"`` the fraction 0.45 (said in the notes; with --y-scale refused,
     as in a CSV: it would scale twice). They were "not a number" here, while the CSV read them."""
     if any(isinstance(v, dict) for r in rows for v in r.values()):  # (a nested y: read by its dotted name)
         rows = [flatten_nested(r) for r in rows]
@@ -73,7 +73,7 @@ def _as_csv_cells(path: Path, rows: list[dict], x: str, y: str, y_scale: float) 
             if not isinstance(v, str):
                 continue
             text = v.strip()
-            if not text:
+            if text in MISSING_CELLS:
                 read[col] = None
             elif text.endswith("%"):
                 try:

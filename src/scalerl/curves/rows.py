@@ -182,6 +182,12 @@ def _quoted_number(v):
         return v
 
 
+#: Cells that hold no value: empty, or what writers print for a missing or non-finite one (a CSV's
+#: cells; a JSON log's strings, read the same).
+MISSING_CELLS = frozenset({"", "nan", "NaN", "NAN", "null", "None", "none", "inf", "-inf", "Infinity", "-Infinity",
+                           "+inf"})
+
+
 def percent_note(cells: int) -> str:
     """What a log's reader says of the values it read from percentages (``45.3%``: a spreadsheet's
     percent-formatted cell) as fractions."""
