@@ -218,6 +218,21 @@ def test_jsonl_empty_and_percent_strings_are_read_as_a_csv_reads_those_cells(tmp
     assert list(c.x) == [0, 40] and c.dropped == 3
 
 
+def test_jsonl_blank_run_names_are_the_files_one_run_when_all_blank_and_refused_when_some_are(tmp_path):
+    """{"run": ""} made a run named ''."""
+    p = tmp_path / "log.jsonl"
+    p.write_text("".join(f'{{"run": {name}, "step": {s}, "acc": {0.1 + s / 100}}}\n'
+                         for s, name in [(0, '""'), (10, "null"), (20, '" "')]))
+    (c,) = read_curves(p, "step", "acc")
+    p2 = tmp_path / "plain.jsonl"
+    p2.write_text('{"step": 0, "acc": 0.1}\n')
+    assert c.name == read_curves(p2, "step", "acc")[0].name != "" and len(c) == 3  # as a log without the key
+    assert any("empty in every row" in n for n in c.notes)
+    p.write_text('{"run": "a", "step": 0, "acc": 0.1}\n{"run": "", "step": 10, "acc": 0.2}\n')
+    with pytest.raises(InputError, match=r"1 row\(s\) name no run \('run' empty or null\) while 1 do"):
+        read_curves(p, "step", "acc")
+
+
 def test_wandb_chart_export(tmp_path):
     p = tmp_path / "wandb_export.csv"
     p.write_text(

@@ -262,6 +262,8 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     if run_column is not None and run_column not in keys:
         raise unknown_column(path, "run", run_column, keys - {"type"})
     run_column = run_column or DEFAULT_RUN_COLUMN
+    rows, unnamed = _without_blank_run_names(path, rows, run_column)
+    notes = (*notes, unnamed) if unnamed else notes
     rows, keys, made = with_progress_columns(rows, keys, step="step", wall_time=WALL_TIME)  # (ms-swift's)
     notes = (*notes, made[x]) if x in made else notes
     if x == WALL_TIME and WALL_TIME not in keys and (clock := next((c for c in CLOCK_COLUMNS if c in keys), None)):
@@ -364,6 +366,22 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     if run_ids:
         curves = [replace(c, run_id=run_ids.get(c.name, "")) for c in curves]
     return curves
+
+
+def _without_blank_run_names(path: Path, rows: list[dict], run_column: str) -> tuple[list[dict], str]:
+    """Rows whose run is named ``""`` or null (a JSON log's; a CSV's blank cells are its reader's): a
+    run named ``''`` was read. Blank in every row, it is a log of one run whose name was never filled
+    in: the rows lose the key (the run is named after the file), said in a note. Blank in some rows
+    only, which run those belong to cannot be known, and a guess could mix two runs: refused."""
+    named = [r for r in rows if run_column in r]
+    blank = [r for r in named if r[run_column] is None or not str(r[run_column]).strip()]
+    if not blank:
+        return rows, ""
+    if len(blank) < len(named):
+        raise InputError(f"{path}: {len(blank)} row(s) name no run ({run_column!r} empty or null) while "
+                         f"{len(named) - len(blank)} do -- fill in the run of those rows (or delete them)")
+    return ([{k: v for k, v in r.items() if k != run_column} for r in rows],
+            f"the {run_column!r} value is empty in every row: read as one run, named after the file")
 
 
 def drop_repeated_evaluations(rows: list, x: str, holds_y: Callable[[object], bool],
