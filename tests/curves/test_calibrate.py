@@ -132,6 +132,9 @@ def test_calibrate_json_and_too_few_runs(capsys, tmp_path, six_runs):
     assert code == 2 and "left out: flat (cut at 0.3: run 'flat'" in err and "at least 6" in err
 
 
+# `extended` (make test-all, 17-31 s: two calibrations): CI time. fit's --keep-excursions, the same
+# switch into the same forecast, stays in the default run (tests/curves/test_excursions.py).
+@pytest.mark.extended
 def test_calibrate_keep_excursions_fits_every_evaluation(capsys, tmp_path, six_runs):
     """A one-evaluation spike early in every run: left out of the fits by default (as fit does), kept with
     --keep-excursions, so the two calibrations differ -- calibrate as you will forecast."""

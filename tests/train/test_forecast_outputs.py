@@ -148,6 +148,18 @@ def test_run_report_counts_the_reward_functions_failures(tmp_path):
     assert text["reward function failures"].startswith("117 errors and 3 timeouts, each scored -1")
 
 
+def test_no_report_still_says_the_reward_functions_failures(tmp_path, capsys):
+    """With --no-report the run's reward failures went unsaid (only the first one's warning)."""
+    from scalerl.commands.train import _finish
+    from scalerl.train.trainer import RunSummary
+
+    evals = [{"step": 0, "reward_errors": 2}, {"step": 4, "reward_errors": 117, "reward_timeouts": 3}]
+    assert _finish(RunSummary(tmp_path, 4, evals), report=False) == 0
+    assert "reward function failures: 117 errors and 3 timeouts, each scored -1" in capsys.readouterr().out
+    assert _finish(RunSummary(tmp_path, 4, [{"step": 4}]), report=False) == 0
+    assert "reward function failures" not in capsys.readouterr().out
+
+
 def test_run_report_says_when_the_run_was_resumed(tmp_path):
     """A report read the same whether the run trained in one go or was stopped and resumed five
     times; the resumes (the run log's "resume" rows) are named, with the checkpoints they went

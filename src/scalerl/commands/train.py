@@ -104,10 +104,12 @@ def _resume(args) -> int:
 
 
 def _finish(summary, report: bool = True) -> int:
-    from scalerl.train.report import summary_lines, write_run_report
+    from scalerl.train.report import reward_failure_lines, summary_lines, write_run_report
 
     print(f"run directory: {summary.output}")
     if not report:
+        for k, v in reward_failure_lines(summary.evals):
+            print(f"  {k}: {v}")
         print(f"report: not written (--no-report; `scalerl report {summary.output}` writes it)  "
               f"final model: {summary.output / 'final'}")
     else:

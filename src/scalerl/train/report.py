@@ -211,6 +211,14 @@ def _reward_failures(f: dict[str, Any]) -> list[tuple[str, str]]:
                                          "-1 as a wrong answer (reward_errors, reward_timeouts in the run log)")]
 
 
+def reward_failure_lines(evals: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The run's reward failures from its evaluation rows (the last holds the run's totals), for a run
+    that writes no report (``--no-report``): they went unsaid there, but for the first one's warning."""
+    last = evals[-1] if evals else {}
+    return _reward_failures({"reward_errors": int(last.get("reward_errors", 0)),
+                             "reward_timeouts": int(last.get("reward_timeouts", 0))})
+
+
 def _resumed(f: dict[str, Any]) -> list[tuple[str, str]]:
     """How often the run was stopped and resumed, and from which checkpoints: its rows alone read
     the same as a run trained in one go. No line for a run log without resume rows (never resumed,
