@@ -28,6 +28,10 @@ from scalerl.runlog import RESUME, has_final_model, read_runlog
 from scalerl.train.collapse import collapse_note, collapsed_steps
 from scalerl.train.config import CALIBRATION_COPY
 
+#: The report's files in the run directory: the page, its Markdown twin and its two figures.
+REPORT_HTML, REPORT_MD, CURVE_PNG, SETS_PNG = "report.html", "report.md", "curve.png", "sets.png"
+REPORT_FILES = (REPORT_HTML, REPORT_MD, CURVE_PNG, SETS_PNG)
+
 
 @dataclass
 class RunReport:
@@ -112,14 +116,14 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
             forecast_A=bt.forecast.fit.A, power_law_final=(bt.power_law.predictions[-1] if bt.power_law else None),
             power_law_mae=(bt.power_law.mae if bt.power_law else None),
         )
-        rep.files.append(plot_backtest(bt, output / "curve.png", title=f"{output.name}: sigmoid fitted on the first "
+        rep.files.append(plot_backtest(bt, output / CURVE_PNG, title=f"{output.name}: sigmoid fitted on the first "
                                        f"{int(fraction * 100)}% of the compute"))
     except InputError as exc:
         f["forecast_error_message"] = str(exc)
         from scalerl.curves.plot import plot_curves
 
         # Too early for a forecast: still draw what there is.
-        rep.files.append(plot_curves([curve], output / "curve.png", title=textwrap.fill(f"{output.name}: {exc}", 100)))
+        rep.files.append(plot_curves([curve], output / CURVE_PNG, title=textwrap.fill(f"{output.name}: {exc}", 100)))
     try:
         full = forecast(curve, n_boot=n_boot, power_law=False, calibration=cal)
         iv = full.intervals()
@@ -132,7 +136,7 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
         f["fit_excursions"] = dataclasses.replace(full.excursions, x=steps).describe("step")
     except InputError as exc:
         f["fit_error_message"] = str(exc)
-    rep.files.append(_plot_sets(evals, sets, x, output / "sets.png"))
+    rep.files.append(_plot_sets(evals, sets, x, output / SETS_PNG))
     rep.sample = last_sample(output)
     rep.files += _write_text(rep, sets)
     return rep
@@ -312,7 +316,7 @@ def _write_text(rep: RunReport, sets: list[str]) -> list[Path]:
             md += [f"**{name}**", "", "```", text, "```", ""]
         sample_html = f"<h2>A sample</h2><p>{html.escape(head)}:</p>" + "".join(
             f'<p><b>{html.escape(name)}</b></p><pre class="sample">{html.escape(text)}</pre>' for name, text in parts)
-    md_path = rep.output / "report.md"
+    md_path = rep.output / REPORT_MD
     md_path.write_text("\n".join(md) + "\n")
     body = f"""{html_table([["", ""], *[[k, v] for k, v in lines]])}
 <img src="curve.png" alt="pass rate against compute"><p>Filled points: fitted (first half of the compute); open circles:
@@ -321,6 +325,6 @@ held out and predicted; bands: 95% confidence (dark) and prediction (light); thi
 <h2>Evaluations</h2>{html_table(table)}
 <details><summary>facts (JSON)</summary><pre>{html.escape(json.dumps(rep.facts, indent=1, default=str))}</pre></details>"""
     page = html_page(f"scalerl run report: {rep.output.name}", body, max_width=960)
-    html_path = rep.output / "report.html"
+    html_path = rep.output / REPORT_HTML
     html_path.write_text(page)
     return [md_path, html_path]

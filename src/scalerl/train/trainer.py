@@ -54,6 +54,7 @@ from scalerl.train.loggers import WandbSink, make_sinks
 from scalerl.train.policy import load_policy_weights, policy_weights, save_policy
 from scalerl.train.preflight import (check_generation_budget, check_writable, discard_unstarted_run,
                                      decode_rows, run_device, update_tokens)
+from scalerl.train.report import REPORT_FILES
 from scalerl.train.shard_generation import ShardedGenerator
 from scalerl.train.shard_weights import ShardWeights
 from scalerl.train.update import build_optimizer, policy_update
@@ -115,8 +116,7 @@ def check_output(output: Path, resume: bool) -> None:
 RUN_FILES = (CONFIG, RUNLOG, SAMPLES, CHECKPOINTS, FINAL)
 #: What else a run writes into its directory -- its trackers' files, which a start that failed
 #: leaves (W&B not logged in: its run id), and the report: never the user's files.
-RUN_EXTRAS = (CALIBRATION_COPY, WandbSink.ID_FILE, "wandb", "tensorboard", "report.html", "report.md", "curve.png",
-              "sets.png")
+RUN_EXTRAS = (CALIBRATION_COPY, WandbSink.ID_FILE, "wandb", "tensorboard", *REPORT_FILES)
 
 
 def refuse_foreign_files(output: Path) -> None:
@@ -228,10 +228,12 @@ class Trainer:
             steps.append(self._discard_unstarted)
         close_each(steps, failing=True)
 
-    def _discard_unstarted(self) -> None:
+    def _discard_unstarted(self, runlog: RunLogWriter | None = None) -> None:
+        """A run stopped before its first checkpoint leaves its directory as it found it (the files
+        it wrote at its start removed; ``runlog``: closed first), so the same command starts it again."""
         if self.output.is_dir():
             discard_unstarted_run(self.output, checkpoints=CHECKPOINTS,
-                                  files=(RUNLOG, CONFIG, SAMPLES, CALIBRATION_COPY))
+                                  files=(RUNLOG, CONFIG, SAMPLES, CALIBRATION_COPY), runlog=runlog)
 
     def _restore_process_settings(self) -> None:
         """torch's process-wide settings this run changed -- its thread count, cuDNN attention --
@@ -605,8 +607,7 @@ class Trainer:
             failing = False
         except BaseException:
             if not self.resume:  # failed before its first checkpoint: leave the directory reusable
-                discard_unstarted_run(self.output, checkpoints=CHECKPOINTS,
-                                      files=(RUNLOG, CONFIG, SAMPLES, CALIBRATION_COPY), runlog=self.runlog)
+                self._discard_unstarted(runlog=self.runlog)
             raise
         finally:
             # The reward workers before the generators: a generator thread waiting on a hung
