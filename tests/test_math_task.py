@@ -268,6 +268,23 @@ def test_csv_and_tsv_rows_are_read_with_the_same_field_checks(tmp_path):
         load_rows(tmp_path / "extra.csv")
 
 
+def test_a_csv_quote_left_open_is_refused_naming_its_row_not_read_as_one_long_answer(tmp_path):
+    # Python's csv reader, lenient, read the three rows after the open quote into one answer
+    # ('2\n2+2=,4\n...'): rows lost and a wrong answer, silently.
+    data = tmp_path / "d.csv"
+    data.write_text('prompt,answer\n1+1=,2\n2+2=,"4\n3+3=,6\n4+4=,8\n')
+    with pytest.raises(InputError, match=r"d\.csv: row 3: a quoted cell opens on this row and is never closed"):
+        load_rows(data)
+    # Text after a closing quote (the lenient reader dropped the quotes: '"a"b' read as 'ab').
+    data.write_text('prompt,answer\n1+1=,2\n"say "hi" twice",6\n')
+    with pytest.raises(InputError, match=r"row 3: not valid CSV .*a quote inside a quoted cell is written as two"):
+        load_rows(data)
+    # Quotes written as a CSV writer writes them still read, a line break inside a quoted cell too.
+    data.write_text('prompt,answer\n"say ""hi""\ntwice",6\n5" screens,7\n')
+    assert [(r.row, r.prompt, r.answer) for r in load_rows(data)] == [(2, 'say "hi"\ntwice', "6"),
+                                                                        (4, '5" screens', "7")]
+
+
 def test_the_math_task_trains_on_a_csv_with_its_own_field_names(tmp_path):
     rows = "".join(f'"What is {i} + {i}?",{2 * i}\n' for i in range(60))
     (tmp_path / "train.csv").write_text("question,solution\n" + rows)

@@ -63,6 +63,20 @@ def test_overwrite_deletes_a_run_directory_and_refuses_anything_else(tmp_path, m
     afile.write_text("x")
     with pytest.raises(InputError, match="is a file"):
         overwrite_run_dir(afile)
+    # A run directory the user has since put files of their own in: deleting it deleted those.
+    used = tmp_path / "used"
+    (used / "checkpoints" / "step_000010").mkdir(parents=True)
+    for name in ("config.yaml", "runlog.jsonl", "samples.jsonl", "report.html", "curve.png", "wandb_run_id"):
+        (used / name).write_text("x")
+    (used / "final.tmp-123").mkdir()  # what a run killed while saving its final model leaves
+    (used / "analysis.ipynb").write_text("mine")
+    with pytest.raises(InputError, match=r"--overwrite: .*used holds files that a run does not write "
+                                         r"\(analysis.ipynb\); .*move them out first"):
+        overwrite_run_dir(used)
+    assert (used / "analysis.ipynb").read_text() == "mine"
+    (used / "analysis.ipynb").unlink()
+    overwrite_run_dir(used)
+    assert not used.exists()
     inside = tmp_path / "run2"
     inside.mkdir()
     (inside / "runlog.jsonl").write_text("")

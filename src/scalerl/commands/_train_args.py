@@ -112,6 +112,12 @@ def overwrite_run_dir(out: Path) -> None:
     if any(out.iterdir()) and not any((out / m).exists() for m in RUN_MARKERS):
         raise InputError(f"--overwrite: {out} is not a scalerl run directory (no {', '.join(RUN_MARKERS)}); "
                          "refusing to delete it")
+    from scalerl.train.trainer import foreign_files  # (torch: imported here only when it trains anyway)
+
+    shown = foreign_files(out)
+    if shown:  # put there since the run (a notebook, the user's plot): deleted with it, unseen
+        raise InputError(f"--overwrite: {out} holds files that a run does not write ({shown}); --overwrite deletes "
+                         "the directory whole: move them out first, or choose another --output")
     shutil.rmtree(out)
 
 

@@ -81,9 +81,11 @@ def _jsonl(path: Path) -> Iterator[tuple[int, Any]]:
 def _csv(path: Path) -> Iterator[tuple[int, Any]]:
     """Rows of a CSV (or, for ``.tsv``, tab-separated) file with a header line naming the fields."""
     with path.open(encoding="utf-8-sig", newline="") as f:  # -sig: a spreadsheet's byte-order mark
-        reader = csv.DictReader(f, delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
+        # strict: a quote left open would otherwise swallow every later line into one cell (the
+        # rows after it lost, their text read as one answer), and a stray quote be dropped.
+        reader = csv.DictReader(f, delimiter="\t" if path.suffix.lower() == ".tsv" else ",", strict=True)
+        start = 2  # the line the next row starts on (a quoted field may span lines)
         try:
-            start = 2  # the line the next row starts on (a quoted field may span lines)
             for record in reader:
                 if None in record:  # more cells than the header names
                     raise InputError(f"{path}: row {start}: {len(record) - 1 + len(record[None])} cells, but the "
@@ -91,7 +93,14 @@ def _csv(path: Path) -> Iterator[tuple[int, Any]]:
                 yield start, record
                 start = reader.line_num + 1
         except csv.Error as exc:
-            raise InputError(f"{path}: row {reader.line_num}: not valid CSV ({exc})") from None
+            if "unexpected end of data" in str(exc):
+                raise InputError(f"{path}: row {start}: a quoted cell opens on this row and is never closed (every "
+                                 "later line would be read into it); close the quote, or write a quote inside "
+                                 'a quoted cell as two ("")') from None
+            hint = ""
+            if "expected after" in str(exc):
+                hint = ': text after a quoted cell\'s closing quote; a quote inside a quoted cell is written as two ("")'
+            raise InputError(f"{path}: row {start}: not valid CSV ({exc}){hint}") from None
         except UnicodeDecodeError as exc:
             _check_utf8_lines(path)  # raises, naming the line
             raise InputError(f"{path}: after row {reader.line_num}: not UTF-8 text ({exc.reason}); is the file "

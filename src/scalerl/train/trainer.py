@@ -119,15 +119,28 @@ RUN_FILES = (CONFIG, RUNLOG, SAMPLES, CHECKPOINTS, FINAL)
 RUN_EXTRAS = (CALIBRATION_COPY, WandbSink.ID_FILE, "wandb", "tensorboard", *REPORT_FILES)
 
 
+def foreign_files(output: Path) -> str | None:
+    """The files in run directory ``output`` that no run writes (the first three named, then a
+    count), else None. Hidden files (``.gitkeep``) do not count; nor does what a killed run left of
+    its final model's swap (``final.tmp-PID`` / ``final.old-PID``)."""
+    if not output.is_dir():
+        return None
+    mine = (*RUN_FILES, *RUN_EXTRAS)
+    foreign = sorted(p.name for p in output.iterdir() if not p.name.startswith(".") and p.name not in mine
+                     and not p.name.startswith((f"{FINAL}.tmp-", f"{FINAL}.old-")))
+    if not foreign:
+        return None
+    return ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+
+
 def refuse_foreign_files(output: Path) -> None:
     """Refuse to start a run in a directory that holds files and no run. The run's files went in
     beside them, the directory then held a run, and ``--overwrite`` -- which deletes a run
-    directory whole -- deleted the user's files with it. Hidden files (``.gitkeep``) do not count."""
+    directory whole -- deleted the user's files with it."""
     if not output.is_dir() or any((output / name).exists() for name in RUN_FILES):
         return
-    foreign = sorted(p.name for p in output.iterdir() if not p.name.startswith(".") and p.name not in RUN_EXTRAS)
-    if foreign:
-        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+    shown = foreign_files(output)
+    if shown:
         raise InputError(f"--output {output} holds files that are not a scalerl run ({shown}); a run writes its "
                          "files there and --overwrite deletes a run directory whole: choose a new or empty --output")
 
