@@ -619,3 +619,23 @@ def test_blank_run_cells_are_the_files_one_run_when_all_blank_and_refused_naming
     with pytest.raises(InputError, match=r"the 'run' cell is empty on line\(s\) 4, 6, while the other rows name their "
                                          r"run -- fill in the run of those rows"):
         read_curves(p, "step", "acc")
+
+
+def test_a_csv_in_a_windows_code_page_is_read_with_its_names_and_a_utf8_one_with_a_bad_byte_said(tmp_path):
+    # Read as UTF-8 with replacement, the header held 'pr\ufffdcision': no --y could name it.
+    rows = "".join(f"modèle–base,{s},{0.2 + s / 100:.3f}\n" for s in range(0, 60, 10))
+    legacy = tmp_path / "excel.csv"
+    legacy.write_bytes(("run,step,précision\n" + rows).encode("cp1252"))
+    curve = read_curve(legacy, x="step", y="précision")
+    assert curve.name == "modèle–base" and len(curve.x) == 6
+    assert any("not UTF-8 (line 1): read as Windows-1252" in n for n in curve.notes)
+    # A UTF-8 file with one damaged byte stays UTF-8 (its other names intact), said.
+    damaged = tmp_path / "damaged.csv"
+    damaged.write_bytes(("run,step,précision\n" + rows).encode() + b"mod\xe8le,70,0.9\n")
+    curves = read_curves(damaged, x="step", y="précision")
+    assert {c.name for c in curves} == {"modèle–base", "mod\ufffdle"}
+    assert any("not valid UTF-8 from line 8 on" in n for n in curves[0].notes)
+    # UTF-8 (with or without a byte-order mark): no note.
+    clean = tmp_path / "clean.csv"
+    clean.write_bytes(b"\xef\xbb\xbf" + ("run,step,précision\n" + rows).encode())
+    assert not any("UTF-8" in n for n in read_curve(clean, x="step", y="précision").notes)

@@ -5,6 +5,7 @@ columns). ``#`` comment lines allowed; comma, ``;`` (with decimal commas), tab o
 from __future__ import annotations
 
 import csv
+import io
 import math
 import re
 from functools import partial
@@ -51,11 +52,36 @@ def _dialect(path: Path, sample: list[str]):
         return csv.excel
 
 
-def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool]:
-    """Header, ``(line number, cells)`` rows, and whether numbers may use a decimal comma
-    (a ``;``-delimited export from a comma-decimal locale: ``0,53``)."""
-    with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
-        lines = [(i, line) for i, line in enumerate(f, start=1) if line.strip() and not line.lstrip().startswith("#")]
+#: A UTF-8 sequence of two to four bytes: a file holding one is UTF-8 text (damaged where it does
+#: not decode), not a legacy code page's (whose accented letters are single bytes).
+_UTF8_SEQUENCE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
+
+
+def _decoded(path: Path) -> tuple[str, str | None]:
+    """The text of a CSV, and a note where it is not UTF-8. A spreadsheet on Windows exports in its
+    code page (``accuracy (é)`` as byte 0xE9): read as Windows-1252, the names are the ones the user
+    sees and types; read as UTF-8 with replacement they held U+FFFD, which no ``--y`` matches."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig"), None
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+    if _UTF8_SEQUENCE.search(raw):
+        return (raw.decode("utf-8-sig", errors="replace"),
+                f"not valid UTF-8 from line {line} on: the bytes that do not decode are read as U+FFFD")
+    try:
+        text, code = raw.decode("cp1252"), "Windows-1252"
+    except UnicodeDecodeError:  # (five bytes cp1252 leaves undefined)
+        text, code = raw.decode("latin-1"), "Latin-1"
+    return text, f"not UTF-8 (line {line}): read as {code}, as a spreadsheet on Windows exports; save it as UTF-8 if its names look wrong"
+
+
+def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool, str | None]:
+    """Header, ``(line number, cells)`` rows, whether numbers may use a decimal comma (a
+    ``;``-delimited export from a comma-decimal locale: ``0,53``), and the note on its encoding."""
+    text, encoding_note = _decoded(path)
+    lines = [(i, line) for i, line in enumerate(io.StringIO(text, newline=""), start=1)
+             if line.strip() and not line.lstrip().startswith("#")]
     if not lines:
         raise InputError(f"{path}: the file is empty (no header, no rows)")
     dialect = _dialect(path, [line for _, line in lines[:20]])
@@ -64,7 +90,7 @@ def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], 
     rows = [(lineno, row) for (lineno, _), row in zip(lines[1:], parsed[1:])]
     if not rows:
         raise InputError(f"{path}: the file has a header but no rows")
-    return header, rows, dialect.delimiter == ";"
+    return header, rows, dialect.delimiter == ";", encoding_note
 
 
 _DECIMAL_COMMA = re.compile(r"^[+-]?\d+,\d+([eE][+-]?\d+)?$")
@@ -100,9 +126,10 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     row logs, and is dropped and counted where other evaluations log it (an empty cell in a table of
     evaluations). ``nan``/``inf`` cells are dropped and counted. ``x`` may be ``cum:COL`` / ``cum:GLOB``."""
     path = Path(path)
-    header, rows, decimal_comma = _read_csv_rows(path)
+    header, rows, decimal_comma, encoding_note = _read_csv_rows(path)
     if _is_wandb_export(header, y):
-        return _wandb_from_rows(path, header, rows, x, y, y_scale=y_scale, bounded=bounded)
+        return _wandb_from_rows(path, header, rows, x, y, y_scale=y_scale, bounded=bounded,
+                                notes=(encoding_note,) if encoding_note else ())
     columns = set(header)
     if y not in columns:
         layout = _wandb_layout(header)
@@ -148,7 +175,8 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
         without_y += y not in record
         records.append(record)
     check_percent_scale(path, cells=percent_y, y=y, y_scale=y_scale)
-    notes = (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
+    notes = (encoding_note,) if encoding_note else ()
+    notes += (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
     notes += tuple(n for n in (trailer, repeated, unnamed) if n)
     if percent:
         notes += (percent_note(percent),)
@@ -223,7 +251,8 @@ def _check_unique(path: Path, header: list[str], read: set[str]) -> None:
                              f"{', '.join(map(str, where))}); rename all but one so that it is clear which is meant")
 
 
-def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float, bounded: bool) -> list[Curve]:
+def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float, bounded: bool,
+                     notes: tuple[str, ...] = ()) -> list[Curve]:
     """W&B chart export: one ``"<run> - <metric>"`` column per run; ``__MIN/__MAX`` ignored."""
     if x not in header:
         raise unknown_column(path, "x", x, [h for h in header if " - " not in h])
@@ -240,7 +269,7 @@ def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float
             check_percent_scale(path, cells=cell.strip().endswith("%"), y=h, y_scale=y_scale)
         if cells:
             curves.append(partial(_wandb_curve, path, cells, column=h, y_scale=y_scale, name=name, x_name=x,
-                                  y_name=y, source=str(path), bounded=bounded))
+                                  y_name=y, source=str(path), bounded=bounded, notes=notes))
     # One run that cannot be read (in percent; a cell that is not a number) is left out with its reason,
     # not fatal to the others.
     return readable_curves(curves) if curves else []
