@@ -495,3 +495,20 @@ def test_a_prompt_with_two_different_answers_is_warned_of_with_a_count(tmp_path,
     with caplog.at_level("WARNING", logger="scalerl.tasks.math"):  # repeated rows that agree: no warning
         get_task("math", data=_write_jsonl(tmp_path / "e.jsonl", rows[:40] * 2)).train_problems()
     assert not [r for r in caplog.records if "different answers" in r.getMessage()]
+
+
+def test_an_evaluation_set_holding_a_problem_twice_is_warned_of(tmp_path, caplog):
+    rows = [{"prompt": f"{i}+1?", "answer": str(i + 1)} for i in range(40)]
+    val = rows[:5] + [rows[2]]
+    task = get_task("math", data=_write_jsonl(tmp_path / "d.jsonl", rows[5:]),
+                    eval_data={"val": _write_jsonl(tmp_path / "v.jsonl", val)})
+    with caplog.at_level("WARNING", logger="scalerl.tasks.math"):
+        assert len(task.eval_sets()["val"]) == 6  # warned of, kept
+    [record] = [r for r in caplog.records if "repeat" in r.getMessage()]
+    assert "evaluation set 'val': 1 problem(s) repeat an earlier one, prompt and answer (the first: rows 3 and 6)" \
+        in record.getMessage()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="scalerl.tasks.math"):  # training data repeated: upsampling, no warning
+        get_task("math", data=_write_jsonl(tmp_path / "e.jsonl", rows * 2),
+                 eval_data={"val": _write_jsonl(tmp_path / "w.jsonl", rows[:5])}).train_problems()
+    assert not [r for r in caplog.records if "repeat" in r.getMessage()]

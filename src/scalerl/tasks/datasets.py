@@ -318,3 +318,17 @@ def answer_conflicts(rows: list[Row]) -> tuple[int, tuple[Row, Row] | None]:
             conflicting[key] = (seen, row)
     return len(conflicting), min(conflicting.values(), key=lambda pair: pair[1].row, default=None)
 
+
+
+def repeated_rows(rows: list[Row]) -> tuple[int, tuple[Row, Row] | None]:
+    """How many of ``rows`` repeat an earlier row's prompt (conversation) and answer, and the first
+    such pair. In an evaluation set each copy counts in the pass rate (a repeated problem weighs
+    twice); in training data a repeat is often meant (upsampling)."""
+    first_row: dict[Any, Row] = {}
+    count, first = 0, None
+    for row in rows:
+        seen = first_row.setdefault((row.messages or row.prompt, row.answer), row)
+        if seen is not row:
+            count += 1
+            first = first or (seen, row)
+    return count, first

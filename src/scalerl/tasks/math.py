@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 from scalerl.errors import InputError
 from scalerl.tasks.base import Problem
-from scalerl.tasks.datasets import Row, answer_conflicts, load_rows
+from scalerl.tasks.datasets import Row, answer_conflicts, load_rows, repeated_rows
 from scalerl.tasks.rewards import MAX_TIMEOUT, MAX_WORKERS, RewardStats, RewardWorkers
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,18 @@ def math_verify_reward(completion: str, answer: str) -> float:
 def _held_out(prompt: str, fraction: float, salt: str) -> bool:
     h = hashlib.blake2b(f"{salt}:{prompt}".encode(), digest_size=8).digest()
     return int.from_bytes(h, "big") < fraction * 2**64
+
+
+def _warn_repeats(name: str, problems: list[Problem]) -> None:
+    """Warn of an evaluation set holding a problem more than once: its mean weighs that problem
+    twice, and a later run on the de-duplicated set is not comparable (the held-out val set holds
+    every copy of a prompt the training data repeats)."""
+    count, first = repeated_rows([Row(row=p.meta["row"], prompt=p.prompt, answer=p.answer, messages=p.messages)
+                                  for p in problems])
+    if first is not None:
+        log.warning("evaluation set %r: %d problem(s) repeat an earlier one, prompt and answer (the first: rows "
+                    "%d and %d): each copy counts in its pass rate; drop the copies for a plain mean", name, count,
+                    first[0].row, first[1].row)
 
 
 @dataclass(frozen=True)
@@ -168,6 +180,8 @@ class MathTask:
                                  "or raise task.settings val_fraction")
             evals = {"val": held[: self.max_val], **evals}
             train = [p for p in train if not _held_out(p.prompt, self.val_fraction, self.split_salt)]
+        for name, problems in evals.items():
+            _warn_repeats(name, problems)
         # Disjoint by prompt: an evaluation prompt never appears among the training problems.
         held_prompts = {p.prompt for problems in evals.values() for p in problems}
         train = [p for p in train if p.prompt not in held_prompts]
