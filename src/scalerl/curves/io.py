@@ -40,6 +40,8 @@ Formats (chosen from the path, or by ``fmt``):
   log directory (``logs/exp_<NNN>/val_data_step<N>.jsonl``; the ``logs`` directory of its launches);
 * ``lm-eval`` -- lm-evaluation-harness results of a series of checkpoints (``results_<date>.json``
   per evaluation, or the ``--output_path`` directory of them): x ``step``, the checkpoint's;
+* ``torchtune`` -- torchtune's ``DiskLogger`` file (``log_<time>.txt``: ``Step N | name:value ...``
+  lines), its ``log_dir`` of them (one run), or a console its ``StdoutLogger`` printed into;
 * ``lighteval`` -- lighteval results of a series of checkpoints (``results/<model>/results_<date>.json``
   per evaluation, or the ``--output-dir`` directory): x ``step``, the checkpoint's.
 
@@ -81,6 +83,7 @@ from scalerl.curves.skyrl_log import looks_like_skyrl, read_skyrl
 from scalerl.curves.sqlite_db import is_sqlite
 from scalerl.curves.swanlab_log import is_swanlab_run, read_swanlab
 from scalerl.curves.tensorboard_log import read_tensorboard
+from scalerl.curves.torchtune_log import disk_logs, looks_like_torchtune, read_torchtune
 from scalerl.curves.trackio_log import is_trackio, read_trackio
 from scalerl.curves.unpack import ARCHIVE_ROOTS, COMPRESSED, STDIN, stdin_copy, stream_copy, unwrapped, wrapping
 from scalerl.curves.verl_file_log import looks_like_verl_file, read_verl_file
@@ -139,6 +142,7 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "roll": read_roll,
     "areal": read_areal,
     "prime-rl": read_primerl,
+    "torchtune": read_torchtune,
 }
 
 
@@ -208,6 +212,8 @@ def detect_format(path: Path) -> str:
     if path.is_dir():
         if attempt_logs(path) is not None:  # prime-rl's output directory (or its logs): the attempts' consoles
             return "prime-rl"
+        if disk_logs(path) is not None:  # torchtune's log_dir: a DiskLogger file per start of the recipe
+            return "torchtune"
         if next(path.rglob("*tfevents*"), None) is None:
             harness = next((fmt for fmt, probe in HARNESS_PROBES if probe(path)), None)
             if harness:
@@ -247,6 +253,8 @@ def detect_format(path: Path) -> str:
         return "nemo-rl"
     if looks_like_primerl(path):  # before JSON lines: with log.json_logging, each line is a JSON record
         return "prime-rl"
+    if looks_like_torchtune(path):  # before the CSV guess: 'Step 1 | loss:0.5 ...' read as '|'-delimited
+        return "torchtune"
     first = _first_line(path)
     if first.startswith(("{", "[")) and (_is_json(first) or first in ("{", "[")):
         return "jsonl"  # JSON lines, or a JSON document (pretty-printed: its first line a lone bracket)
@@ -254,7 +262,7 @@ def detect_format(path: Path) -> str:
         return "dict-lines"
     if name.endswith((".log", ".out", ".err")):
         raise InputError(f"{path}: a text log without verl step lines ('step:N - key:value - ...'), ROLL "
-                         f"'metrics_tag:' lines, AReaL 'Train step N/T done.' stats tables, SkyRL 'Step N:' blocks, NeMo-RL 'Step N/M' blocks, prime-rl 'Step N | ...' lines or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
+                         f"'metrics_tag:' lines, AReaL 'Train step N/T done.' stats tables, SkyRL 'Step N:' blocks, NeMo-RL 'Step N/M' blocks, prime-rl 'Step N | ...' lines, torchtune 'Step N | name:value ...' lines or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
                          "the metrics as CSV/JSONL")
     # .txt or an unknown extension: by the first non-blank character.
     if first:

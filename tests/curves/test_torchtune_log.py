@@ -1,0 +1,78 @@
+"""torchtune's metric logs: torchtune/training/metric_logging.py's ``DiskLogger.log_dict`` writes
+``f"Step {step} | "``, then ``f"{name}:{data} "`` per metric, then a newline (``log``: ``f"Step {step}
+| {name}:{data}\\n"``), into ``<log_dir>/log_<unix time>.txt``, a new file at each start of the recipe;
+``StdoutLogger`` prints the same. The GRPO recipe (recipes/dev/grpo_full_finetune_distributed.py,
+``log_metrics``) passes tensors, which print as torch's repr."""
+
+import math
+
+import pytest
+
+from scalerl.curves.io import detect_format, log_columns, read_curve, read_curves
+from scalerl.errors import InputError
+
+
+def _successes(step: int) -> float:
+    return 0.1 + 0.5 * (1 - math.exp(-step / 20))
+
+
+def disk_logger_lines(steps) -> list[str]:
+    """What ``DiskLogger.log_dict`` writes for the GRPO recipe's metrics (CUDA tensors' reprs)."""
+    lines = []
+    for step in steps:
+        s = _successes(step)
+        payload = {"rewards": f"tensor({10 * s:.4f}, device='cuda:0')", "successes": f"tensor({s:.4f}, device='cuda:0')",
+                   "num_stop_tokens": "tensor(12, device='cuda:0')",
+                   "loss": "tensor(0.0123, device='cuda:0', grad_fn=<MeanBackward0>)", "lr": 1e-05,
+                   "grad_norm": "tensor(0.8123, device='cuda:0')"}
+        lines.append(f"Step {step} | " + "".join(f"{name}:{data} " for name, data in payload.items()) + "\n")
+    return lines
+
+
+def test_a_disk_logger_file_of_the_grpo_recipe_reads_its_tensors_as_numbers(tmp_path):
+    log = tmp_path / "log_1733300000.txt"
+    log.write_text("".join(disk_logger_lines(range(1, 61))))
+    assert detect_format(log) == "torchtune"  # (read as a '|'-delimited CSV before: 'no y column')
+    curve = read_curve(log, x="step", y="successes")
+    assert list(curve.x) == list(range(1, 61))
+    assert curve.y[9] == pytest.approx(round(_successes(10), 4))
+    assert {"rewards", "num_stop_tokens", "loss", "lr", "grad_norm"} <= set(log_columns(log))
+    assert read_curve(log, x="step", y="loss").y[0] == pytest.approx(0.0123)
+
+
+def test_log_calls_of_one_step_are_one_row_and_a_cut_off_line_is_skipped_and_said(tmp_path):
+    log = tmp_path / "console.txt"
+    lines = disk_logger_lines(range(1, 31))
+    lines.insert(5, "Step 5 | val_accuracy:0.42\n")  # a log() call after the step's log_dict()
+    lines.insert(3, "INFO:torchtune.utils._logging:Writing logs to /out/logs/log_1733300000.txt\n")
+    lines.append("Step 31 | rewards:tensor(3.1")  # the recipe killed while it wrote
+    log.write_text("".join(lines))
+    curve = read_curve(log, x="step", y="val_accuracy")
+    assert list(curve.x) == [5] and list(curve.y) == [0.42]
+    assert list(read_curve(log, x="step", y="successes").x) == list(range(1, 31))
+    assert any("1 metric line(s) cut off or unreadable (line 33) skipped" in n for n in curve.notes)
+
+
+def test_a_log_dir_is_one_run_its_files_in_time_order_and_a_resume_drops_the_abandoned_steps(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "log_1733300000.txt").write_text("".join(disk_logger_lines(range(1, 41))))
+    # Resumed from the checkpoint of step 30: a new file from step 31 on.
+    (logs / "log_1733309999.txt").write_text("".join(disk_logger_lines(range(31, 61))))
+    (logs / "log_dict.pkl").write_bytes(b"\x80\x04}\x94.")  # DiskLogger.close()'s pickle: passed over
+    assert detect_format(logs) == "torchtune"
+    [curve] = read_curves(logs, x="step", y="successes")
+    assert list(curve.x) == list(range(1, 61))
+    assert any("resume" in n for n in curve.notes)
+
+
+def test_other_step_lines_are_not_taken_for_torchtunes(tmp_path):
+    old_primerl = tmp_path / "orchestrator.txt"  # prime-rl before June 2026: 'Label: value' with a space
+    old_primerl.write_text("".join(f"Step {s} | Time: 7.10s | Reward: 0.3887 | Seq. Length: 345.6 tokens/sample\n"
+                                   for s in range(1, 5)))
+    assert detect_format(old_primerl) != "torchtune"
+    prose = tmp_path / "notes.txt"  # 'Step 1 | ' in prose: no metric
+    prose.write_text("Step 1 | install: pip install torchtune\nStep 2 | run: tune run grpo\n")
+    assert detect_format(prose) != "torchtune"
+    with pytest.raises(InputError):
+        read_curve(prose, x="step", y="install")
