@@ -250,7 +250,8 @@ def _model_size(spec, base_cfg) -> list[Variant]:
                           f"a size of the arithmetic-mix ladder (tiny-s, tiny-m, tiny-l); model is {spec.model!r} -- "
                           "compare your own models as separate studies")
     ladder = spec.model != "tiny"
-    values = [str(v) for v in spec.values] or list(sizes)
+    # A size given twice runs once, as a knob value given twice does (it was an AssertionError's traceback).
+    values = list(dict.fromkeys(str(v) for v in spec.values)) or list(sizes)
     base_value = str(spec.base_value) if spec.base_value is not None else spec.model
     if base_value not in values:
         values.insert(0, base_value)
