@@ -156,6 +156,17 @@ def test_a_run_with_a_damaged_log_fails_alone_and_is_left_untouched(tmp_path, ca
     assert a.variant("loo-aggregation-sample").left_out[0].startswith("seed0: damaged run log (")
 
 
+def test_a_run_with_an_empty_config_is_named_as_such(tmp_path, capsys):
+    """A run's config.yaml left empty (a run stopped while writing it) was read as every default and refused
+    as "configured differently (eval.every: 10 on disk, 5 planned)": a difference that is not there."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=5, bootstrap=50)
+    plans = write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=9)
+    (plans[1].directory / "config.yaml").write_text("")
+    line = _one_line_error(capsys, main(["study", "--output", str(tmp_path), "--dry-run"]), "config.yaml is empty",
+                           f"remove {plans[1].directory} to train it again")
+    assert "configured differently" not in line
+
+
 def test_flags_without_a_spec_file_change_the_directorys_own_study(tmp_path, capsys):
     """`scalerl study --output DIR --seeds 2` planned the default study (400 steps, evaluation every
     20) and was refused as clashing with the runs on disk; it adds a seed to DIR's study."""
