@@ -190,6 +190,23 @@ def test_compare_unknown_baseline():
         compare({"a": [synthetic()], "b": [synthetic(seed=1)]}, baseline="c", n_boot=0)
 
 
+def test_compare_refuses_what_it_cannot_answer():
+    """From Python: a seed given twice was pooled with itself (narrower intervals, silently); a NaN margin or
+    min_effect read every raised ceiling as 'same ceiling'; a NaN forecast_at forecast NaN; a list of curves
+    or a bare curve per label gave an AttributeError or a TypeError."""
+    a, b = synthetic(seed=0), synthetic(PAPER_LAW, seed=1)
+    with pytest.raises(InputError, match="run 'a': seeds 1 and 3 are the same curve, point for point"):
+        compare({"a": [a, synthetic(seed=2), a], "b": [b]}, n_boot=0)
+    for kw, needle in (({"rule": "paper", "margin": math.nan}, "margin must be a finite number >= 0"),
+                       ({"min_effect": math.nan}, "min_effect must be a finite number >= 0"),
+                       ({"forecast_at": math.nan}, "forecast_at must be a finite compute value > 0")):
+        with pytest.raises(InputError, match=needle):
+            compare({"a": [a], "b": [b]}, n_boot=0, **kw)
+    for runs in ([a, b], {"a": a, "b": b}):
+        with pytest.raises(InputError, match=r"compare takes \{label: \[curve, ...\]\}"):
+            compare(runs, n_boot=0)
+
+
 def test_plot_compare_draws_the_calibrated_band(tmp_path, monkeypatch):
     """Each run's shaded band is its forecast's calibrated confidence band, not the bootstrap of
     the sigmoid's mean curve."""
