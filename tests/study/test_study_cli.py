@@ -21,6 +21,9 @@ def _one_line_error(capsys, code, *needles):
 @pytest.mark.parametrize("args,needles", [
     (["--family", "lool"], ["unknown family 'lool'", "known: loo, recipes"]),
     (["--family", "loo", "--only", "loo-loss-gspo"], ["unknown variant 'loo-loss-gspo'", "loo-loss-dapo"]),
+    # qwen-dapo already has the DAPO loss: the variant was called "unknown"
+    (["--family", "loo", "--base", "qwen-dapo", "--only", "loo-loss-dapo"],
+     ["'loo-loss-dapo' would be the base qwen-dapo itself", "its variants: qwen-dapo, loo-aggregation-sample"]),
     (["--family", "recipes", "--base", "scalerl-loo-loss-dapo"], ["recipes family compares the presets"]),
     (["--base", "grpo"], ["unknown recipe 'grpo'"]),
     (["--family", "loo", "--values", "8", "16"], ["values/base_value apply to sweep families"]),

@@ -309,6 +309,12 @@ def family_variants(spec, base_cfg) -> list[Variant]:
         for name in spec.only:
             key = name.removeprefix("scalerl-") if spec.family == "loo" else name
             if key not in labels:
+                from scalerl.rl.presets import LEAVE_ONE_OUT
+
+                if spec.family == "loo" and f"scalerl-{key}" in LEAVE_ONE_OUT:  # it was "unknown variant"
+                    raise ConfigError(f"only: {name!r} would be the base {spec.base} itself (it already has what that "
+                                      f"variant changes), so a loo study of {spec.base} has no such run; "
+                                      f"its variants: {', '.join(labels)}")
                 raise ConfigError(f"only: unknown variant {name!r} of family {spec.family!r}; "
                                   f"known: {', '.join(labels)}")
             wanted.add(key)
