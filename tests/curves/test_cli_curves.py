@@ -419,9 +419,25 @@ def test_backtest_of_several_logs_lists_one_that_cannot_be_read_as_skipped(capsy
 
 
 def test_compare_of_paths_that_give_one_label_says_which(capsys, tmp_path):
-    path = _sigmoid_csv(tmp_path / "good.csv", 0.7)
-    code, out, err = run_cli(capsys, "compare", path, path, "--x", "step", "--y", "score")
+    paths = [_sigmoid_csv(tmp_path / f"seed{i}.csv", 0.7) for i in (1, 2)]
+    code, out, err = run_cli(capsys, "compare", *paths, "--x", "step", "--y", "score", "--labels", "good", "good")
     assert code == 2 and "the paths give one: 'good' (2 curve(s))" in err and "--labels" in err
+
+
+@pytest.mark.parametrize("labels, needle", [([], "without --labels"), (["a", "a", "b"], "with the same --x/--y under the label 'a'")])
+def test_compare_refuses_a_log_given_twice_as_two_seeds(capsys, tmp_path, labels, needle):
+    """The same log twice (without --labels, or twice under one label) was pooled with itself as two seeds:
+    each point counted twice, zero seed spread, every interval narrowed -- a wrong answer, silently."""
+    a, b = _sigmoid_csv(tmp_path / "a.csv", 0.7), _sigmoid_csv(tmp_path / "b.csv", 0.6)
+    again = f"{tmp_path}/./a.csv" if labels else a  # under a label: the same file, spelt otherwise
+    code, out, err = run_cli(capsys, "compare", a, again, b, "--x", "step", "--y", "score", "--bootstrap", "20",
+                             *(["--labels", *labels] if labels else []))
+    assert code == 2 and f"is given twice (paths 1 and 2) {needle}" in err and "give each log once" in err, err
+    assert len(err.strip().splitlines()) == 1
+    # One log under two labels is a run compared with itself, or one metric with another: kept.
+    code, out, err = run_cli(capsys, "compare", a, a, "--x", "step", "--y", "score", "--bootstrap", "20",
+                             "--labels", "p", "q", "--json")
+    assert code == 0, err
 
 
 def test_compare_of_runs_on_different_compute_columns_says_so_and_prints_ratios_readably(capsys, tmp_path):

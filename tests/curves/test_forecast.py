@@ -56,6 +56,41 @@ def test_verdict_words():
         fc.verdict(10, 5)
 
 
+def test_the_questions_refuse_what_has_no_answer_instead_of_nan(paper_curve):
+    """The README's API at NaN, 0 or a negative compute, and pass rates that are not one, answered silently:
+    predict(nan) and predict(0) gave R = -inf with NaN bands, compute_to_reach(nan) "never" (inf),
+    compute_to_reach below R0 the first compute evaluated, marginal_gain NaN, a NaN min_gain 'uncertain'."""
+    fc = forecast(paper_curve, n_boot=0)
+    for C, needle in ((math.nan, "got nan"), (0, "at 0, before training, the curve is at its R0"), (-5, "got -5")):
+        with pytest.raises(InputError, match="compute to predict at must be a number > 0"):
+            fc.predict([1000, C])
+        with pytest.raises(InputError, match=needle):
+            fc.predict(C)
+    with pytest.raises(InputError, match="must be a number > 0"):
+        fc.predict(None)
+    for R in (math.nan, 1.5, -0.1, 60):
+        with pytest.raises(InputError, match=r"the pass rate to reach must be a number in \[0, 1\]"):
+            fc.compute_to_reach(R)
+    with pytest.raises(InputError, match="must be one number, got \\[0.5, 0.6\\]"):
+        fc.compute_to_reach([0.5, 0.6])
+    assert fc.compute_to_reach(fc.fit.R0 - 0.05) == (0.0, 0.0, 0.0)  # already there before training
+    assert fc.compute_to_reach(1.0)[0] == math.inf  # a pass rate above the ceiling: never, as before
+    for C in (math.nan, 0, -5, math.inf):
+        with pytest.raises(InputError, match="marginal gain must be a finite number > 0"):
+            fc.marginal_gain(C)
+    with pytest.raises(InputError, match="min_gain must be a finite gain"):
+        fc.verdict(500, 5000, min_gain=math.nan)
+    with pytest.raises(InputError, match=r"need 0 < from < to, got from=5000 to=500"):
+        fc.verdict(5000, 500)  # swapped
+
+
+def test_forecast_and_backtest_of_arrays_say_to_build_a_curve():
+    """forecast([...]) and backtest([...]) gave "AttributeError: 'list' object has no attribute 'x'"."""
+    for call in (lambda: forecast([0, 1, 2]), lambda: backtest(np.arange(3.0), cut=1)):
+        with pytest.raises(InputError, match=r"takes a Curve, got (list|ndarray); build one with Curve.from_arrays"):
+            call()
+
+
 def test_gain_interval_of_a_pass_rate_stays_within_what_a_pass_rate_can_move():
     """Extrapolated absurdly far, the interval read -8.6 to +8.7 for a pass rate in [0, 1]."""
     fc = forecast(synthetic(n=40, c_max=8000, seed=3), n_boot=0)
@@ -153,6 +188,23 @@ def test_compare_classifies_ceiling_efficiency_and_nothing():
 def test_compare_unknown_baseline():
     with pytest.raises(InputError, match="baseline"):
         compare({"a": [synthetic()], "b": [synthetic(seed=1)]}, baseline="c", n_boot=0)
+
+
+def test_compare_refuses_what_it_cannot_answer():
+    """From Python: a seed given twice was pooled with itself (narrower intervals, silently); a NaN margin or
+    min_effect read every raised ceiling as 'same ceiling'; a NaN forecast_at forecast NaN; a list of curves
+    or a bare curve per label gave an AttributeError or a TypeError."""
+    a, b = synthetic(seed=0), synthetic(PAPER_LAW, seed=1)
+    with pytest.raises(InputError, match="run 'a': seeds 1 and 3 are the same curve, point for point"):
+        compare({"a": [a, synthetic(seed=2), a], "b": [b]}, n_boot=0)
+    for kw, needle in (({"rule": "paper", "margin": math.nan}, "margin must be a finite number >= 0"),
+                       ({"min_effect": math.nan}, "min_effect must be a finite number >= 0"),
+                       ({"forecast_at": math.nan}, "forecast_at must be a finite compute value > 0")):
+        with pytest.raises(InputError, match=needle):
+            compare({"a": [a], "b": [b]}, n_boot=0, **kw)
+    for runs in ([a, b], {"a": a, "b": b}):
+        with pytest.raises(InputError, match=r"compare takes \{label: \[curve, ...\]\}"):
+            compare(runs, n_boot=0)
 
 
 def test_plot_compare_draws_the_calibrated_band(tmp_path, monkeypatch):

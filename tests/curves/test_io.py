@@ -526,6 +526,10 @@ def test_a_directory_of_no_known_log_names_what_it_holds(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match="it holds no files"):
         read_curve(tmp_path / "empty", "step", "score")
+    # A directory named like an event file is none: it was read as one (an IsADirectoryError's traceback).
+    (tmp_path / "tb" / "run" / "events.out.tfevents.1").mkdir(parents=True)
+    with pytest.raises(InputError, match="it holds no files"):
+        read_curve(tmp_path / "tb", "step", "score")
 
 
 def test_a_message_appended_to_a_csv_is_skipped_with_a_note_a_short_row_elsewhere_is_an_error(tmp_path):

@@ -102,9 +102,9 @@ def test_report_that_cannot_write_its_files_says_which_in_one_line(tmp_path, cap
     for a study directory and for one of its run directories alike."""
     spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=200, eval_every=10, bootstrap=50)
     plans = write_study(tmp_path, spec, {k: LAWS[k] for k in ("scalerl", "loo-loss-dapo")})
-    for directory in (tmp_path, plans[0].directory):
+    for directory, flags in ((tmp_path, ["--bootstrap", "50"]), (plans[0].directory, [])):
         (directory / "report.md").mkdir()
-        code = main(["report", str(directory), "--bootstrap", "50"])
+        code = main(["report", str(directory), *flags])
         err = capsys.readouterr().err.strip()
         assert code == 2 and len(err.splitlines()) == 1, err
         assert err.startswith("scalerl report: error:") and f"{directory / 'report.md'}: Is a directory" in err
@@ -140,6 +140,7 @@ def test_a_hand_edited_progress_file_does_not_cost_the_report(tmp_path, capsys):
     ("study", ["--bootstrap", "-1"], "--bootstrap must be >= 20, got -1"),  # an IndexError traceback
     ("study", ["--bootstrap", "3"], "--bootstrap must be >= 20, got 3"),  # every variant "not fitted"
     ("study", ["--bootstrap", "0"], "--bootstrap must be >= 20, got 0"),  # silently the study's own
+    ("run", ["--bootstrap", "50"], "--bootstrap is for a study directory (study.yaml); drop it"),  # silently ignored
 ])
 def test_report_flags_out_of_range_are_one_line(tmp_path, capsys, target, flags, needle):
     spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=200, eval_every=10, bootstrap=50)

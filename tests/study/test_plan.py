@@ -96,6 +96,15 @@ def test_model_size_gives_each_size_its_own_cached_model(tmp_path, monkeypatch):
     assert all(p.config.recipe.batch.prompts_per_step == 16 for p in plans)
 
 
+def test_a_model_size_given_twice_runs_once(tmp_path, monkeypatch):
+    """`values: [tiny-s, tiny-s]` ended in an AssertionError's traceback (two runs named model-tiny-s); a knob
+    sweep's repeated value already ran once."""
+    monkeypatch.setenv("SCALERL_CACHE", str(tmp_path / "cache"))
+    plans = plan_study(StudySpec(family="model-size", values=["tiny-s", "tiny-s"]), tmp_path / "study")
+    assert _labels(plans) == ["model-tiny", "model-tiny-s"]
+    assert _labels(plan_study(StudySpec(family="batch-size", values=[8, 8]), tmp_path / "b")) == ["batch-16", "batch-8"]
+
+
 def test_two_runs_never_share_a_directory(tmp_path):
     """Share nothing mutable, by construction: every (variant, seed) has its own directory, no
     directory inside another, and each run's config writes to exactly its own."""

@@ -21,6 +21,9 @@ def _one_line_error(capsys, code, *needles):
 @pytest.mark.parametrize("args,needles", [
     (["--family", "lool"], ["unknown family 'lool'", "known: loo, recipes"]),
     (["--family", "loo", "--only", "loo-loss-gspo"], ["unknown variant 'loo-loss-gspo'", "loo-loss-dapo"]),
+    # qwen-dapo already has the DAPO loss: the variant was called "unknown"
+    (["--family", "loo", "--base", "qwen-dapo", "--only", "loo-loss-dapo"],
+     ["'loo-loss-dapo' would be the base qwen-dapo itself", "its variants: qwen-dapo, loo-aggregation-sample"]),
     (["--family", "recipes", "--base", "scalerl-loo-loss-dapo"], ["recipes family compares the presets"]),
     (["--base", "grpo"], ["unknown recipe 'grpo'"]),
     (["--family", "loo", "--values", "8", "16"], ["values/base_value apply to sweep families"]),
@@ -154,6 +157,17 @@ def test_a_run_with_a_damaged_log_fails_alone_and_is_left_untouched(tmp_path, ca
     a = analyse_study(tmp_path, n_boot=50)
     assert a.variant("loo-loss-dapo").kind == "ceiling"
     assert a.variant("loo-aggregation-sample").left_out[0].startswith("seed0: damaged run log (")
+
+
+def test_a_run_with_an_empty_config_is_named_as_such(tmp_path, capsys):
+    """A run's config.yaml left empty (a run stopped while writing it) was read as every default and refused
+    as "configured differently (eval.every: 10 on disk, 5 planned)": a difference that is not there."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=5, bootstrap=50)
+    plans = write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=9)
+    (plans[1].directory / "config.yaml").write_text("")
+    line = _one_line_error(capsys, main(["study", "--output", str(tmp_path), "--dry-run"]), "config.yaml is empty",
+                           f"remove {plans[1].directory} to train it again")
+    assert "configured differently" not in line
 
 
 def test_flags_without_a_spec_file_change_the_directorys_own_study(tmp_path, capsys):

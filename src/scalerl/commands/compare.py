@@ -11,6 +11,7 @@ run against a baseline: did it move the ceiling, the efficiency, or nothing clea
 from __future__ import annotations
 
 import json
+import os
 from collections import OrderedDict
 from pathlib import PurePath
 
@@ -47,7 +48,9 @@ def _group(args, notes: list) -> "OrderedDict[str, list]":
         raise InputError(f"--labels has {len(args.labels)} names for {len(args.paths)} paths; give one per path")
     groups: "OrderedDict[str, list]" = OrderedDict()
     kwargs = read_kwargs(args)
-    read = [(path, read_curves(path, x, y, **kwargs)) for path, (x, y) in zip(args.paths, axes_per_path(args))]
+    axes = axes_per_path(args)
+    _refuse_repeats(args.paths, axes, args.labels)
+    read = [(path, read_curves(path, x, y, **kwargs)) for path, (x, y) in zip(args.paths, axes)]
     if not args.labels:
         return _group_by_name(read, notes)
     for label, (_, curves) in zip(args.labels, read):
@@ -55,6 +58,22 @@ def _group(args, notes: list) -> "OrderedDict[str, list]":
             # a file with several runs: keep them apart under the path's label
             groups.setdefault(label if len(curves) == 1 else f"{label}/{c.name}", []).append(c)
     return groups
+
+
+def _refuse_repeats(paths: list, axes: list, labels: list | None) -> None:
+    """A log given twice where its runs would be pooled with themselves as seeds -- without --labels, or twice
+    under one label with the same --x/--y: each run counted as two seeds of zero spread narrowed every interval,
+    silently. The same log under two labels (a run compared with itself, or one metric with another) is kept."""
+    seen: dict = {}
+    for i, (path, xy) in enumerate(zip(paths, axes)):
+        key = (os.path.realpath(path),) if not labels else (os.path.realpath(path), xy, labels[i])
+        if key in seen:
+            j = seen[key]
+            under = f"with the same --x/--y under the label {labels[i]!r}" if labels else "without --labels"
+            raise InputError(f"{path} is given twice (paths {j + 1} and {i + 1}) {under}: its runs would be pooled "
+                             "with themselves as seeds, narrowing the intervals -- give each log once"
+                             + ("" if labels else ", or --labels to compare its runs (or metrics) apart"))
+        seen[key] = i
 
 
 def _group_by_name(read: list, notes: list) -> "OrderedDict[str, list]":

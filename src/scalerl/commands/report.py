@@ -32,6 +32,8 @@ def run(args) -> int:
         return _study(args, directory)
     if not (directory / "runlog.jsonl").exists():
         raise InputError(not_a_report_directory(directory, SPEC_FILE))
+    if args.bootstrap is not None:  # it was ignored: the run's report has no bootstrap to set
+        raise InputError("--bootstrap is for a study directory (study.yaml); drop it for a run directory")
     from scalerl.train.report import summary_lines, write_run_report
 
     with report_files(directory):

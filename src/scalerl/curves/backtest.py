@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from scalerl.curves.data import Curve
-from scalerl.curves.forecast import Forecast, forecast
+from scalerl.curves.forecast import Forecast, check_curve, forecast
 from scalerl.curves.sigmoid_fit import fit_sigmoid
 from scalerl.curves.stability import Stability, check_stability
 from scalerl.curves.window import noise_sd
@@ -186,6 +186,7 @@ def backtest(
 
     ``cut`` is absolute compute; ``cut_fraction`` a fraction of the curve's last compute.
     """
+    check_curve(curve, "backtest")
     if (cut is None) == (cut_fraction is None):
         raise InputError("give exactly one of --cut (compute) or --cut-fraction (0..1)")
     if cut_fraction is not None:

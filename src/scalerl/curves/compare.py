@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 from scipy.optimize import least_squares
@@ -183,6 +183,9 @@ def classify(
     """Classify ``run`` against ``base`` (see the module docstring)."""
     if rule not in RULES:
         raise InputError(f"unknown comparison rule {rule!r}; known: {', '.join(RULES)}")
+    for name, v in (("margin", margin), ("min_effect", min_effect)):
+        if not 0 <= v < math.inf:  # NaN: |dA| >= nan never held, so a raised ceiling read "same ceiling"
+            raise InputError(f"{name} must be a finite number >= 0 (a change in the ceiling A), got {v:g}")
     dA = run.fit.A - base.fit.A
     falling = [r for r in (run, base) if r.stability.unstable]
     if falling:
@@ -315,8 +318,13 @@ def compare(
     pooled) at one common compute, ``forecast_at`` (default: twice the largest last compute), its
     bands from ``calibration`` (default: the shipped one). ``excursions``: leave each seed's
     one-evaluation excursions out of the fits (False: fit every point)."""
+    if not isinstance(runs, Mapping) or any(isinstance(c, Curve) for c in runs.values()):
+        raise InputError("compare takes {label: [curve, ...]} (each run's seeds in a list), got "
+                         f"{type(runs).__name__}" + (" of curves" if isinstance(runs, Mapping) else ""))
     if len(runs) < 1:
         raise InputError("nothing to compare")
+    if forecast_at is not None and not 0 < forecast_at < math.inf:  # NaN was a forecast of NaN, said later
+        raise InputError(f"forecast_at must be a finite compute value > 0, got {forecast_at:g}")
     labels = list(runs)
     baseline = baseline or labels[0]
     if baseline not in runs:
@@ -326,6 +334,7 @@ def compare(
         curves = list(curves)
         if not curves:
             raise InputError(f"run {label!r} has no curves")
+        _refuse_repeated_seeds(label, curves)
         if excursions:
             curves, left = drop_seed_excursions(label, curves, fit_kwargs.get("fit_until"),
                                                 bounded=math.isfinite(fit_kwargs.get("A_max", 1.0)))
@@ -348,6 +357,16 @@ def compare(
             classify(rf, base, rule=rule, margin=margin, min_effect=min_effect, n_boot=n_boot, level=level, seed=seed)
         )
     return result
+
+
+def _refuse_repeated_seeds(label: str, curves: list[Curve]) -> None:
+    """A seed given twice (the same curve, point for point) counted each point twice with no seed spread:
+    every interval narrowed, silently."""
+    for j, c in enumerate(curves):
+        for i in range(j):
+            if np.array_equal(c.x, curves[i].x) and np.array_equal(c.y, curves[i].y):
+                raise InputError(f"run {label!r}: seeds {i + 1} and {j + 1} are the same curve, point for point (one "
+                                 "log given twice?); pooled, it would narrow the intervals -- give each seed once")
 
 
 def one_seed_caveat(result: CompareResult,

@@ -104,8 +104,10 @@ class Forecast:
     def band_arrays(self, C) -> dict[str, np.ndarray]:
         """Forecast, both bands and the calibrated flag at every C, as arrays (for plots)."""
         C = np.atleast_1d(np.asarray(C, dtype=float))
-        if (C < 0).any():
-            raise InputError("compute to predict at must be >= 0")
+        if not (C > 0).all():  # NaN too: it came out as a forecast of -inf with NaN bands
+            bad = float(C[~(C > 0)][0])
+            raise InputError(f"compute to predict at must be a number > 0, got {bad:g}"
+                             + (" (at 0, before training, the curve is at its R0: fit.R0)" if bad == 0 else ""))
         R = self.mean(C)
         if self.bands is None or self.ensemble is None:
             return {"R": R, "lo": R, "hi": R, "obs_lo": R, "obs_hi": R, "calibrated": np.ones(C.shape, bool)}
@@ -142,7 +144,15 @@ class Forecast:
 
     def compute_to_reach(self, R: float) -> tuple[float, float, float]:
         """Compute at which the forecast reaches pass rate ``R``: (estimate, lo, hi) from the
-        mean curve and its confidence band; ``inf`` when it does not within 10^6 x the fit window."""
+        mean curve and its confidence band; ``inf`` when it does not within 10^6 x the fit window,
+        0 when the run starts there (``R`` at or below R0)."""
+        R = _number(R, "the pass rate to reach")
+        lo_b, hi_b = self.bands.bounds if self.bands is not None else (-math.inf, math.inf)
+        if not lo_b <= R <= hi_b:  # NaN too: it was "never" (inf), as for a level above the ceiling
+            raise InputError(f"the pass rate to reach must be a number in [{lo_b:g}, {hi_b:g}], got {R:g}; give a "
+                             "fraction (0.6, not 60)")
+        if R <= self.fit.R0:  # the search starts at the first compute > 0: it answered that compute
+            return 0.0, 0.0, 0.0
         grid = self._search_grid()
         b = self.band_arrays(grid)
         return (self._first_reach(grid, b["R"], R), self._first_reach(grid, b["hi"], R),
@@ -158,6 +168,9 @@ class Forecast:
 
     def marginal_gain(self, C: float) -> float:
         """dR/dC of the forecast at C: the pass rate one more unit of compute buys there."""
+        C = _number(C, "the compute of the marginal gain")
+        if not 0 < C < math.inf:  # it was NaN at 0, below it and at NaN
+            raise InputError(f"the compute of the marginal gain must be a finite number > 0, got {C:g}")
         eps = 1e-4
         lo, hi = self.mean([C * (1 - eps), C * (1 + eps)])
         return float((hi - lo) / (2 * eps * C))
@@ -180,6 +193,8 @@ class Forecast:
         on gains observed in real runs (:mod:`scalerl.curves.bands`)."""
         if not 0 < budget_from < budget_to:
             raise InputError(f"need 0 < from < to, got from={budget_from:g} to={budget_to:g}")
+        if not math.isfinite(min_gain):  # NaN compared false with both ends: always 'uncertain'
+            raise InputError(f"min_gain must be a finite gain in pass rate (e.g. 0.01), got {min_gain:g}")
         p_from, p_to = self.predict([budget_from, budget_to])
         gain = p_to.R - p_from.R
         if self.bands is not None and self.ensemble is not None:
@@ -236,6 +251,21 @@ class Verdict:
         )
 
 
+def _number(value, what: str) -> float:
+    """``value`` as one float, or an InputError naming ``what`` (a list or a string gave numpy's error)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{what} must be one number, got {value!r}") from None
+
+
+def check_curve(curve, what: str) -> None:
+    """A :class:`Curve`, or an InputError saying how to make one (arrays gave an AttributeError)."""
+    if not isinstance(curve, Curve):
+        raise InputError(f"{what} takes a Curve, got {type(curve).__name__}; build one with "
+                         "Curve.from_arrays(x, y) or read_curve(PATH, x=COL, y=COL)")
+
+
 def check_settings(*, n_boot: int, level: float, seed, calibration: Calibration | None = None) -> None:
     """Refuse settings no forecast can be made with -- a band level the calibration does not cover, a
     bootstrap too small for intervals, a seed numpy refuses -- before any work. A command over several
@@ -276,6 +306,7 @@ def forecast(
     one-evaluation excursions out of the fits (:mod:`scalerl.curves.excursions`); False fits
     every point.
     """
+    check_curve(curve, "forecast")
     check_settings(n_boot=n_boot, level=level, seed=seed, calibration=calibration)  # before any work
     shown = curve
     left = Excursions()

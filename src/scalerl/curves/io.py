@@ -186,10 +186,16 @@ def _is_json(line: str) -> bool:
     return True
 
 
+def has_event_files(path: Path) -> bool:
+    """Whether directory ``path`` holds a TensorBoard event file (a directory named like one is none: it was
+    read as one, an IsADirectoryError's traceback)."""
+    return any(p.is_file() for p in path.rglob("*tfevents*"))
+
+
 def _check_event_files(path: Path) -> None:
     """A directory of no known log: saying "no TensorBoard event files" of one that holds good.csv
     sent the user looking for TensorBoard; what it holds is named instead, to pick the log from."""
-    if next(path.rglob("*tfevents*"), None) is not None:
+    if has_event_files(path):
         return
     files = sorted(str(f.relative_to(path)) for f in itertools.islice(path.rglob("*"), 1000) if f.is_file())
     held = (f"it holds {', '.join(files[:6])}{', ...' if len(files) > 6 else ''}: name the log among them"
@@ -214,7 +220,7 @@ def detect_format(path: Path) -> str:
             return "prime-rl"
         if disk_logs(path) is not None:  # torchtune's log_dir: a DiskLogger file per start of the recipe
             return "torchtune"
-        if next(path.rglob("*tfevents*"), None) is None:
+        if not has_event_files(path):
             harness = next((fmt for fmt, probe in HARNESS_PROBES if probe(path)), None)
             if harness:
                 return harness

@@ -31,7 +31,7 @@ from scalerl.errors import InputError
 def _event_dirs(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
-    dirs = sorted({p.parent for p in path.rglob("*tfevents*")})
+    dirs = sorted({p.parent for p in path.rglob("*tfevents*") if p.is_file()})  # not a directory named so
     if not dirs:
         raise InputError(f"{path}: no TensorBoard event files (*tfevents*) found")
     return dirs

@@ -250,7 +250,8 @@ def _model_size(spec, base_cfg) -> list[Variant]:
                           f"a size of the arithmetic-mix ladder (tiny-s, tiny-m, tiny-l); model is {spec.model!r} -- "
                           "compare your own models as separate studies")
     ladder = spec.model != "tiny"
-    values = [str(v) for v in spec.values] or list(sizes)
+    # A size given twice runs once, as a knob value given twice does (it was an AssertionError's traceback).
+    values = list(dict.fromkeys(str(v) for v in spec.values)) or list(sizes)
     base_value = str(spec.base_value) if spec.base_value is not None else spec.model
     if base_value not in values:
         values.insert(0, base_value)
@@ -308,6 +309,12 @@ def family_variants(spec, base_cfg) -> list[Variant]:
         for name in spec.only:
             key = name.removeprefix("scalerl-") if spec.family == "loo" else name
             if key not in labels:
+                from scalerl.rl.presets import LEAVE_ONE_OUT
+
+                if spec.family == "loo" and f"scalerl-{key}" in LEAVE_ONE_OUT:  # it was "unknown variant"
+                    raise ConfigError(f"only: {name!r} would be the base {spec.base} itself (it already has what that "
+                                      f"variant changes), so a loo study of {spec.base} has no such run; "
+                                      f"its variants: {', '.join(labels)}")
                 raise ConfigError(f"only: unknown variant {name!r} of family {spec.family!r}; "
                                   f"known: {', '.join(labels)}")
             wanted.add(key)

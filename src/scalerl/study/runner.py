@@ -329,6 +329,9 @@ def check_existing(plans: list[RunPlan], budget: Budget | None = None) -> None:
                 raise InputError(f"{p.directory} holds a run log but no config.yaml; it is not a run this study "
                                  "can resume -- remove it or use another --output")
             continue
+        if not saved.read_text(errors="replace").strip():  # read as every default: "configured differently"
+            raise InputError(f"{saved} is empty (the run was stopped while writing it?), so what the run trained "
+                             f"is unknown; remove {p.directory} to train it again, or use another --output")
         diff = _first_difference(_comparable(to_dict(load_yaml(TrainConfig, saved))), _comparable(to_dict(p.config)))
         if diff:
             raise InputError(f"{p.directory} holds a run configured differently from this study ({diff}); "
