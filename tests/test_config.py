@@ -81,6 +81,24 @@ def test_round_trip_dict_and_yaml(tmp_path):
     assert load_yaml(Root, path) == cfg
 
 
+def test_a_write_cut_short_leaves_the_previous_yaml_whole(tmp_path, monkeypatch):
+    # A kill mid-write left config.yaml empty or cut, which a resume read back as every default.
+    path = tmp_path / "config.yaml"
+    save_yaml(Root(name="before"), path)
+    real = type(path).write_text
+
+    def cut(self, text, *args, **kwargs):  # half the text reaches the disk, then the process dies
+        real(self, text[: len(text) // 2], *args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(type(path), "write_text", cut)
+    with pytest.raises(KeyboardInterrupt):
+        save_yaml(Root(name="after"), path)
+    monkeypatch.undo()
+    assert load_yaml(Root, path).name == "before"
+    assert [p.name for p in tmp_path.iterdir()] == ["config.yaml"]  # no temporary file left
+
+
 def test_dump_yaml_writes_field_docs_as_comments():
     text = dump_yaml(Root())
     assert "# How many.\n  k: 8" in text

@@ -27,6 +27,7 @@ import difflib
 import functools
 import inspect
 import math
+import os
 import textwrap
 import types
 import typing
@@ -375,8 +376,16 @@ def _read_mapping(path: str | Path) -> dict:
 
 
 def save_yaml(cfg: Any, path: str | Path, *, header: str = "") -> None:
-    """Write ``cfg`` as commented YAML (see :func:`dump_yaml`)."""
-    Path(path).write_text(dump_yaml(cfg, header=header))
+    """Write ``cfg`` as commented YAML (see :func:`dump_yaml`), atomically: a kill mid-write leaves
+    the previous file or none, never an empty or cut one (an empty run config read back as every
+    default)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")  # hidden: not taken for a user's file
+    try:
+        tmp.write_text(dump_yaml(cfg, header=header))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def dump_yaml(cfg: Any, *, header: str = "", comments: bool = True, width: int = 92) -> str:

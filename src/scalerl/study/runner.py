@@ -704,10 +704,8 @@ class StudyRun:
 
 
 def save_spec(spec: StudySpec, study_dir: Path) -> None:
-    """Write ``study.yaml`` atomically (a kill mid-write leaves the previous one)."""
-    tmp = study_dir / f".{SPEC_FILE}.tmp-{os.getpid()}"
-    save_yaml(spec, tmp, header="scalerl study spec (scalerl report DIR re-reads it)")
-    os.replace(tmp, study_dir / SPEC_FILE)
+    """Write ``study.yaml`` (atomically: a kill mid-write leaves the previous one)."""
+    save_yaml(spec, study_dir / SPEC_FILE, header="scalerl study spec (scalerl report DIR re-reads it)")
 
 
 #: Files at the top of a directory that make it a training run's (scalerl train / demo), not a study's.
