@@ -233,9 +233,38 @@ def _weights_hint(message: str) -> str:
 
 def stored_dtype(name_or_path: str, cache_dir: str | None = None, tiny_spec: TinySpec | None = None, **kwargs: Any) -> str:
     """The dtype a checkpoint's weights are stored in (its config's ``dtype``, ``torch_dtype`` before
-    transformers 5), as a torch dtype name; ``float32`` when the config names none."""
+    transformers 5), as a torch dtype name. Where the config names none (an older or hand-written
+    config.json), the dtype of a local directory's safetensors weights -- what transformers'
+    ``dtype="auto"`` loads then --, else ``float32``."""
     config = load_config(name_or_path, cache_dir, tiny_spec, **kwargs)
     value = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
     if value is None or str(value) == "auto":
-        return "float32"
+        return _safetensors_dtype(resolve_model(name_or_path, cache_dir, tiny_spec)) or "float32"
     return str(value).removeprefix("torch.")
+
+
+#: safetensors' names of the floating dtypes, as torch names them.
+_SAFETENSORS_FLOATS = {"F64": "float64", "F32": "float32", "BF16": "bfloat16", "F16": "float16"}
+
+
+def _safetensors_dtype(source: str) -> str | None:
+    """The dtype of the first floating-point tensor in a local directory's ``model*.safetensors``
+    (its base's, for a LoRA adapter directory), read from the file headers; None where there are none."""
+    base = adapter_base(source)
+    if base is not None:
+        return _safetensors_dtype(base)
+    files = sorted(Path(source).glob("model*.safetensors")) if Path(source).is_dir() else []
+    if not files:
+        return None
+    from safetensors import safe_open
+
+    for file in files:
+        try:
+            with safe_open(str(file), "pt") as f:
+                for key in f.keys():
+                    name = _SAFETENSORS_FLOATS.get(str(f.get_slice(key).get_dtype()))
+                    if name is not None:
+                        return name
+        except Exception:  # noqa: BLE001 -- a damaged file: loading the model says what is wrong with it
+            return None
+    return None
