@@ -264,3 +264,33 @@ def test_a_checkpoint_that_needs_its_own_code_is_refused_without_asking(user_mod
     model, _ = load_model(str(native))
     assert type(model).__name__ == "LlamaForCausalLM"
     assert asked == []
+
+
+def test_a_tokenizer_that_cannot_be_read_says_what_it_lacks(user_model, tmp_path, capsys):
+    """A SentencePiece tokenizer.model with no tokenizer.json (older Llama / Mistral fine-tunes)
+    without the sentencepiece library was refused as "`tiktoken` is required" (transformers' fallback);
+    a directory with no tokenizer files at all, as "(Couldn't instantiate the backend tokenizer from one of)"."""
+    import importlib.util
+
+    from scalerl.errors import InputError
+    from scalerl.models.loading import load_model
+
+    bare = tmp_path / "bare"
+    shutil.copytree(user_model("llama", dtype="float32"), bare)
+    for f in bare.iterdir():
+        if f.name.startswith("tokenizer") or f.name == "chat_template.jinja":
+            f.unlink()
+    with pytest.raises(InputError, match=r"\(the directory holds no tokenizer files: tokenizer.json, .*\): a model "
+                                         r"directory needs its tokenizer files"):
+        load_model(str(bare))
+    if importlib.util.find_spec("sentencepiece") is not None:
+        return  # it would read the model file (here not a real one)
+    spm = tmp_path / "spm"
+    shutil.copytree(bare, spm)
+    (spm / "tokenizer.model").write_bytes(bytes(range(256)) * 4)
+    (spm / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "LlamaTokenizer", "eos_token": "</s>"}))
+    capsys.readouterr()
+    code = main(["eval", "--model", str(spm), "--problems", "1", "--k", "1", "--max-new-tokens", "4"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    assert "SentencePiece model (tokenizer.model) with no tokenizer.json" in err and "pip install sentencepiece" in err

@@ -201,9 +201,7 @@ def load_model(
     except (OSError, ValueError) as exc:  # no tokenizer files saved with the weights, or an unusable one
         if "trust_remote_code" in str(exc):
             raise InputError(_REMOTE_CODE.format(name=name_or_path, what="tokenizer")) from None
-        reason = str(exc).splitlines()[0].rstrip(": ")
-        raise InputError(f"cannot load the tokenizer of {name_or_path!r} ({reason}): a model directory needs its "
-                         "tokenizer files beside the weights (tokenizer.save_pretrained(DIR))") from None
+        raise InputError(_tokenizer_refusal(source, name_or_path, exc)) from None
     if not weights:
         import torch
 
@@ -219,6 +217,38 @@ def load_model(
         raise InputError(f"cannot load the weights of {name_or_path!r} ({type(exc).__name__}: {reason}); "
                          f"{_weights_hint(str(exc))}") from None
     return model.eval(), tokenizer
+
+
+#: A SentencePiece model file, which transformers converts to a fast tokenizer with the sentencepiece library.
+_SENTENCEPIECE_FILES = ("tokenizer.model", "spiece.model", "sentencepiece.bpe.model")
+
+
+def _tokenizer_refusal(source: str, name_or_path: str, exc: Exception) -> str:
+    """One line on a tokenizer ``AutoTokenizer`` could not load. A SentencePiece model without a
+    tokenizer.json needs the sentencepiece library to be read: transformers then falls back to
+    tiktoken and says that ``tiktoken`` is required (or, from a directory with no tokenizer at
+    all, cuts its advice to a first line that ends 'from one of')."""
+    import importlib.util
+
+    path = Path(source)
+    if (path.is_dir() and not (path / "tokenizer.json").is_file()
+            and any((path / f).is_file() for f in _SENTENCEPIECE_FILES)
+            and importlib.util.find_spec("sentencepiece") is None):
+        spm = next(f for f in _SENTENCEPIECE_FILES if (path / f).is_file())
+        return (f"cannot load the tokenizer of {name_or_path!r}: it is a SentencePiece model ({spm}) with no "
+                "tokenizer.json, and reading it needs the sentencepiece library: pip install sentencepiece")
+    if path.is_dir() and not any(_is_tokenizer_file(f.name) for f in path.iterdir()):
+        reason = "the directory holds no tokenizer files: tokenizer.json, tokenizer_config.json, ..."
+    else:
+        reason = str(exc).splitlines()[0].rstrip(": ")
+    return (f"cannot load the tokenizer of {name_or_path!r} ({reason}): a model directory needs its tokenizer files "
+            "beside the weights (tokenizer.save_pretrained(DIR))")
+
+
+def _is_tokenizer_file(name: str) -> bool:
+    """Whether a file of this name can hold (part of) a tokenizer: fast, slow or tiktoken."""
+    return (name.startswith(("tokenizer", "vocab", "merges", "spiece", "special_tokens_map"))
+            or name.endswith((".model", ".tiktoken")))
 
 
 def _weights_hint(message: str) -> str:
