@@ -512,3 +512,23 @@ def test_an_evaluation_set_holding_a_problem_twice_is_warned_of(tmp_path, caplog
         get_task("math", data=_write_jsonl(tmp_path / "e.jsonl", rows * 2),
                  eval_data={"val": _write_jsonl(tmp_path / "w.jsonl", rows[:5])}).train_problems()
     assert not [r for r in caplog.records if "repeat" in r.getMessage()]
+
+
+def test_a_chat_template_that_refuses_a_lone_user_turn_is_not_told_to_drop_a_system_message(user_model):
+    """A template that wants a system message first refused the built-in task's one user turn, and
+    the hint said to drop or merge the system message the problem did not have."""
+    from transformers import AutoTokenizer
+
+    from scalerl.tasks.base import Problem
+    from scalerl.tasks.encoding import encode_problem
+
+    tok = AutoTokenizer.from_pretrained(user_model("llama"))
+    tok.chat_template = ("{% if messages[0]['role'] != 'system' %}{{ raise_exception('Conversation must start with a "
+                         "system message') }}{% endif %}{% for m in messages %}{{ m['content'] }}{% endfor %}")
+    with pytest.raises(InputError) as caught:
+        encode_problem(tok, Problem(id="train:7", prompt="2+3?", answer="5"))
+    said = str(caught.value)
+    assert "refuses problem train:7 (Conversation must start with a system message)" in said
+    assert "drop the system message" not in said and "one user turn" in said and "--data" in said
+    assert encode_problem(tok, Problem(id="train:8", prompt="2+3?", answer="5",
+                                       messages=(("system", "Be terse."), ("user", "2+3?"))))

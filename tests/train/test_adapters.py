@@ -189,3 +189,20 @@ def test_a_bf16_checkpoint_is_saved_back_in_bf16(user_model, tmp_path):
         assert json.loads((out / "config.json").read_text())["dtype"] == expected
         with safe_open(str(out / "model.safetensors"), "pt") as f:
             assert {str(f.get_tensor(k).dtype) for k in f.keys()} == {f"torch.{expected}"}
+
+
+def test_a_checkpoint_whose_config_names_no_dtype_is_saved_back_in_its_weights_dtype(user_model, tmp_path):
+    """An older or hand-written config.json names no dtype: final/ of bf16 weights was written in
+    float32 (twice the size, config saying float32), where transformers' dtype="auto" reads bf16."""
+    import shutil
+
+    from scalerl.models.loading import stored_dtype
+
+    src = tmp_path / "no-dtype"
+    shutil.copytree(user_model("llama", dtype="bfloat16"), src)
+    config = json.loads((src / "config.json").read_text())
+    config.pop("dtype", None), config.pop("torch_dtype", None)
+    (src / "config.json").write_text(json.dumps(config))
+    assert stored_dtype(str(src)) == "bfloat16"
+    out = save_policy(_policy(src), tmp_path / "final")
+    assert json.loads((out / "config.json").read_text())["dtype"] == "bfloat16"

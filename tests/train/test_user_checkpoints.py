@@ -2,6 +2,7 @@
 lack or carry, and what ``scalerl train`` / ``eval`` make of it."""
 
 import json
+import re
 import shutil
 
 import pytest
@@ -184,3 +185,112 @@ def test_a_lora_run_refuses_to_resume_on_a_changed_base(user_model, math_jsonl, 
     assert main([*args, "--steps", "3", "--resume"]) == 2
     err = capsys.readouterr().err
     assert "base" in err and "changed" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("kind", ["encoder", "encoder-decoder"])
+def test_a_model_that_is_not_decoder_only_is_refused_though_it_has_a_causal_lm_class(tmp_path, capsys, kind):
+    """BERT saved as a masked LM (is_decoder false) and BART (an encoder-decoder) both have a
+    causal-LM class, so AutoModelForCausalLM loaded them: BERT trained with every token attending
+    to the tokens after it (generator and trainer disagreed), BART's decoder trained alone and
+    final/ was saved as BartForCausalLM without the encoder -- silently, exit 0."""
+    from scalerl.errors import InputError
+    from scalerl.models.loading import load_model
+
+    small = dict(vocab_size=64, max_position_embeddings=64)
+    if kind == "encoder":
+        model = transformers.BertForMaskedLM(transformers.BertConfig(
+            hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, **small))
+        said = "a bert model (BertForMaskedLM) saved as an encoder (is_decoder false"
+    else:
+        model = transformers.BartForConditionalGeneration(transformers.BartConfig(
+            d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+            encoder_ffn_dim=32, decoder_ffn_dim=32, **small))
+        said = "a bart model (BartForConditionalGeneration) is an encoder-decoder"
+    model.save_pretrained(tmp_path / "m")
+    with pytest.raises(InputError, match=re.escape(said)):
+        load_model(str(tmp_path / "m"))
+    out = tmp_path / "run"
+    capsys.readouterr()
+    code = main(["train", "--model", str(tmp_path / "m"), "--steps", "1", "--output", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and said in err and "decoder-only" in err and "Traceback" not in err, err
+    assert not out.exists()
+
+
+def test_a_bert_saved_as_a_decoder_still_loads(tmp_path):
+    from scalerl.models.loading import load_config
+
+    transformers.BertLMHeadModel(transformers.BertConfig(
+        vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+        is_decoder=True)).save_pretrained(tmp_path)
+    assert load_config(str(tmp_path)).is_decoder
+
+
+def _with_auto_map(src, dst, file, auto_map, **fields):
+    shutil.copytree(src, dst)
+    data = json.loads((dst / file).read_text())
+    (dst / file).write_text(json.dumps({**data, "auto_map": auto_map, **fields}))
+    for module in {v.split(".")[0] for v in auto_map.values() if isinstance(v, str)} | {
+            v[0].split(".")[0] for v in auto_map.values() if isinstance(v, list)}:
+        (dst / f"{module}.py").write_text("raise RuntimeError('the checkpoint's own code ran')\n")
+    return dst
+
+
+def test_a_checkpoint_that_needs_its_own_code_is_refused_without_asking(user_model, tmp_path, capsys, monkeypatch):
+    """transformers asked 'Do you wish to run the custom code? [y/N]' on the terminal (waiting
+    15 s, once per from_pretrained call) and the refusal, cut to its first line, never said that
+    scalerl has no way to allow it. A known model_type with an auto_map still loads natively."""
+    import builtins
+
+    from scalerl.errors import InputError
+    from scalerl.models.loading import load_model
+
+    asked = []
+    monkeypatch.setattr(builtins, "input", lambda *a: asked.append(a) or "n")
+    src = user_model("llama", dtype="float32")
+    model_code = {"AutoConfig": "configuration_my.MyConfig", "AutoModelForCausalLM": "modeling_my.MyForCausalLM"}
+    custom = _with_auto_map(src, tmp_path / "custom", "config.json", model_code, model_type="my_own_model")
+    tokenizer_code = _with_auto_map(src, tmp_path / "tok", "tokenizer_config.json",
+                                    {"AutoTokenizer": ["tokenization_my.MyTokenizer", None]}, tokenizer_class="MyTokenizer")
+    for path, what in ((custom, "config.json"), (tokenizer_code, "tokenizer")):
+        with pytest.raises(InputError, match=f"its {what} needs Python code shipped with the checkpoint .*scalerl does "
+                                             "not run a checkpoint's own code"):
+            load_model(str(path))
+        capsys.readouterr()
+        code = main(["eval", "--model", str(path), "--problems", "1", "--k", "1", "--max-new-tokens", "4"])
+        err = capsys.readouterr().err
+        assert code == 2 and "trust_remote_code" in err and "Traceback" not in err, err
+    native = _with_auto_map(src, tmp_path / "native", "config.json", model_code)  # model_type llama: its own class
+    model, _ = load_model(str(native))
+    assert type(model).__name__ == "LlamaForCausalLM"
+    assert asked == []
+
+
+def test_a_tokenizer_that_cannot_be_read_says_what_it_lacks(user_model, tmp_path, capsys):
+    """A SentencePiece tokenizer.model with no tokenizer.json (older Llama / Mistral fine-tunes)
+    without the sentencepiece library was refused as "`tiktoken` is required" (transformers' fallback);
+    a directory with no tokenizer files at all, as "(Couldn't instantiate the backend tokenizer from one of)"."""
+    import importlib.util
+
+    from scalerl.errors import InputError
+    from scalerl.models.loading import load_model
+
+    bare = tmp_path / "bare"
+    shutil.copytree(user_model("llama", dtype="float32"), bare)
+    for f in bare.iterdir():
+        if f.name.startswith("tokenizer") or f.name == "chat_template.jinja":
+            f.unlink()
+    with pytest.raises(InputError, match=r"\(the directory holds no tokenizer files: tokenizer.json, .*\): a model "
+                                         r"directory needs its tokenizer files"):
+        load_model(str(bare))
+    if importlib.util.find_spec("sentencepiece") is not None:
+        return  # it would read the model file (here not a real one)
+    spm = tmp_path / "spm"
+    shutil.copytree(bare, spm)
+    (spm / "tokenizer.model").write_bytes(bytes(range(256)) * 4)
+    (spm / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "LlamaTokenizer", "eos_token": "</s>"}))
+    capsys.readouterr()
+    code = main(["eval", "--model", str(spm), "--problems", "1", "--k", "1", "--max-new-tokens", "4"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    assert "SentencePiece model (tokenizer.model) with no tokenizer.json" in err and "pip install sentencepiece" in err

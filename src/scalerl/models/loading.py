@@ -119,23 +119,50 @@ def load_config(name_or_path: str, cache_dir: str | None = None, tiny_spec: Tiny
 def causal_config(source: str, name_or_path: str, **kwargs: Any) -> Any:
     """:func:`load_config` of an already resolved ``source`` (``name_or_path`` names it in errors)."""
     from transformers import AutoConfig
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
     base = adapter_base(source)
     if base is not None:  # a LoRA adapter: the merged model has its base's architecture
         return load_config(base, **kwargs)
     try:
-        config = AutoConfig.from_pretrained(source, **kwargs)
+        config = AutoConfig.from_pretrained(source, **no_remote_code(kwargs))
     except OSError as exc:
         raise InputError(f"cannot load model {name_or_path!r}: {exc}") from None
     except ValueError as exc:  # an unknown model_type, or code the checkpoint would have us run
+        if "trust_remote_code" in str(exc):
+            raise InputError(_REMOTE_CODE.format(name=name_or_path, what="config.json")) from None
         raise InputError(f"cannot load model {name_or_path!r}: {str(exc).splitlines()[0]}") from None
+    kind = ", ".join(getattr(config, "architectures", None) or []) or config.model_type
     if config.model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-        kind = ", ".join(getattr(config, "architectures", None) or []) or config.model_type
         raise InputError(f"cannot use {name_or_path!r}: a {config.model_type} model ({kind}) is not a causal "
-                         "language model that AutoModelForCausalLM loads; scalerl trains and evaluates decoder-only "
-                         "models (Llama, Qwen, Mistral, Gemma, Phi, ...)")
+                         f"language model that AutoModelForCausalLM loads; {_DECODER_ONLY}")
+    # The next two kinds have a causal-LM class too, which AutoModelForCausalLM would load silently.
+    if getattr(config, "is_encoder_decoder", False):  # BART, mBART, Whisper, ...: the decoder alone, encoder dropped
+        raise InputError(f"cannot use {name_or_path!r}: a {config.model_type} model ({kind}) is an encoder-decoder; "
+                         "AutoModelForCausalLM would load its decoder alone, without the encoder it reads (and a "
+                         f"saved final model would hold the decoder only); {_DECODER_ONLY}")
+    if config.model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES and not (
+            getattr(config, "is_decoder", False) or getattr(config, "causal", False)):  # (XLM names it causal)
+        raise InputError(f"cannot use {name_or_path!r}: a {config.model_type} model ({kind}) saved as an encoder "
+                         "(is_decoder false in its config.json): every token attends to the tokens after it too, so "
+                         f"it does not generate text left to right; {_DECODER_ONLY}")
     return config
+
+
+_DECODER_ONLY = "scalerl trains and evaluates decoder-only models (Llama, Qwen, Mistral, Gemma, Phi, ...)"
+
+#: The refusal of a checkpoint that needs its own Python code (``auto_map`` in its config.json or tokenizer_config.json).
+_REMOTE_CODE = ("cannot load model {name!r}: its {what} needs Python code shipped with the checkpoint (auto_map: a class "
+                "this transformers does not have), and scalerl does not run a checkpoint's own code "
+                "(trust_remote_code); use a model whose architecture transformers ships (a newer transformers may "
+                "have it)")
+
+
+def no_remote_code(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with ``trust_remote_code=False`` unless the caller set it: transformers otherwise
+    asks on the terminal whether to run a checkpoint's own code (and waits 15 s for an answer),
+    once per ``from_pretrained`` call; a caller of :func:`load_model` may still pass True."""
+    return {"trust_remote_code": False, **kwargs}
 
 
 def load_model(
@@ -163,17 +190,18 @@ def load_model(
     if base is not None:  # a LoRA adapter: its base with the adapter merged in, and the tokenizer saved beside it
         base_model, tokenizer = load_model(base, dtype, weights=weights, **kwargs)
         if any((Path(source) / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")):
-            tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+            tokenizer = AutoTokenizer.from_pretrained(source, **no_remote_code(kwargs))
         return (_merged_adapter(base_model, source) if weights else base_model).eval(), tokenizer
+    kwargs = no_remote_code(kwargs)
     model_kwargs = dict(kwargs)
     if dtype is not None:
         model_kwargs["dtype"] = dtype
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
     except (OSError, ValueError) as exc:  # no tokenizer files saved with the weights, or an unusable one
-        reason = str(exc).splitlines()[0].rstrip(": ")
-        raise InputError(f"cannot load the tokenizer of {name_or_path!r} ({reason}): a model directory needs its "
-                         "tokenizer files beside the weights (tokenizer.save_pretrained(DIR))") from None
+        if "trust_remote_code" in str(exc):
+            raise InputError(_REMOTE_CODE.format(name=name_or_path, what="tokenizer")) from None
+        raise InputError(_tokenizer_refusal(source, name_or_path, exc)) from None
     if not weights:
         import torch
 
@@ -191,6 +219,38 @@ def load_model(
     return model.eval(), tokenizer
 
 
+#: A SentencePiece model file, which transformers converts to a fast tokenizer with the sentencepiece library.
+_SENTENCEPIECE_FILES = ("tokenizer.model", "spiece.model", "sentencepiece.bpe.model")
+
+
+def _tokenizer_refusal(source: str, name_or_path: str, exc: Exception) -> str:
+    """One line on a tokenizer ``AutoTokenizer`` could not load. A SentencePiece model without a
+    tokenizer.json needs the sentencepiece library to be read: transformers then falls back to
+    tiktoken and says that ``tiktoken`` is required (or, from a directory with no tokenizer at
+    all, cuts its advice to a first line that ends 'from one of')."""
+    import importlib.util
+
+    path = Path(source)
+    if (path.is_dir() and not (path / "tokenizer.json").is_file()
+            and any((path / f).is_file() for f in _SENTENCEPIECE_FILES)
+            and importlib.util.find_spec("sentencepiece") is None):
+        spm = next(f for f in _SENTENCEPIECE_FILES if (path / f).is_file())
+        return (f"cannot load the tokenizer of {name_or_path!r}: it is a SentencePiece model ({spm}) with no "
+                "tokenizer.json, and reading it needs the sentencepiece library: pip install sentencepiece")
+    if path.is_dir() and not any(_is_tokenizer_file(f.name) for f in path.iterdir()):
+        reason = "the directory holds no tokenizer files: tokenizer.json, tokenizer_config.json, ..."
+    else:
+        reason = str(exc).splitlines()[0].rstrip(": ")
+    return (f"cannot load the tokenizer of {name_or_path!r} ({reason}): a model directory needs its tokenizer files "
+            "beside the weights (tokenizer.save_pretrained(DIR))")
+
+
+def _is_tokenizer_file(name: str) -> bool:
+    """Whether a file of this name can hold (part of) a tokenizer: fast, slow or tiktoken."""
+    return (name.startswith(("tokenizer", "vocab", "merges", "spiece", "special_tokens_map"))
+            or name.endswith((".model", ".tiktoken")))
+
+
 def _weights_hint(message: str) -> str:
     """What to check when the weights do not load: shapes that differ from config.json (transformers
     5 says ``ignore_mismatched_sizes``, 4.x ``size mismatch``) are a config that is not the
@@ -203,9 +263,38 @@ def _weights_hint(message: str) -> str:
 
 def stored_dtype(name_or_path: str, cache_dir: str | None = None, tiny_spec: TinySpec | None = None, **kwargs: Any) -> str:
     """The dtype a checkpoint's weights are stored in (its config's ``dtype``, ``torch_dtype`` before
-    transformers 5), as a torch dtype name; ``float32`` when the config names none."""
+    transformers 5), as a torch dtype name. Where the config names none (an older or hand-written
+    config.json), the dtype of a local directory's safetensors weights -- what transformers'
+    ``dtype="auto"`` loads then --, else ``float32``."""
     config = load_config(name_or_path, cache_dir, tiny_spec, **kwargs)
     value = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
     if value is None or str(value) == "auto":
-        return "float32"
+        return _safetensors_dtype(resolve_model(name_or_path, cache_dir, tiny_spec)) or "float32"
     return str(value).removeprefix("torch.")
+
+
+#: safetensors' names of the floating dtypes, as torch names them.
+_SAFETENSORS_FLOATS = {"F64": "float64", "F32": "float32", "BF16": "bfloat16", "F16": "float16"}
+
+
+def _safetensors_dtype(source: str) -> str | None:
+    """The dtype of the first floating-point tensor in a local directory's ``model*.safetensors``
+    (its base's, for a LoRA adapter directory), read from the file headers; None where there are none."""
+    base = adapter_base(source)
+    if base is not None:
+        return _safetensors_dtype(base)
+    files = sorted(Path(source).glob("model*.safetensors")) if Path(source).is_dir() else []
+    if not files:
+        return None
+    from safetensors import safe_open
+
+    for file in files:
+        try:
+            with safe_open(str(file), "pt") as f:
+                for key in f.keys():
+                    name = _SAFETENSORS_FLOATS.get(str(f.get_slice(key).get_dtype()))
+                    if name is not None:
+                        return name
+        except Exception:  # noqa: BLE001 -- a damaged file: loading the model says what is wrong with it
+            return None
+    return None

@@ -62,9 +62,23 @@ def _template_refusal(tokenizer: Any, problem: Problem, exc: Exception) -> str |
                 f"{exc.lineno}); fix chat_template in the model's tokenizer_config.json or chat_template.jinja, "
                 "or use another model")
     if isinstance(exc, TemplateError):
-        return (f"the chat template of {_model(tokenizer)} refuses problem {problem.id} ({exc}); change the data to "
-                "what it accepts (e.g. drop the system message or merge it into the user turn) or use another model")
+        return f"the chat template of {_model(tokenizer)} refuses problem {problem.id} ({exc}); {_refusal_hint(problem)}"
     return None
+
+
+def _refusal_hint(problem: Problem) -> str:
+    """What the user can change when the chat template refuses ``problem``'s conversation."""
+    roles = [role for role, _ in problem.messages]
+    if "system" in roles:  # Gemma's and Mistral's templates refuse a system message
+        return ("change the data to what it accepts (e.g. drop the system message or merge it into the user turn) "
+                "or use another model")
+    if roles:
+        return "change the data's conversations to what it accepts or use another model"
+    # The prompt was one user turn (a built-in task's, or --data's prompt text): a template that
+    # refuses it wants more (a system message first, say), which only a conversation can give.
+    return ("the prompt was one user turn; give the problems as conversations it accepts (--task math --data with a "
+            "prompt field holding a list of {role, content} messages, e.g. a system message first) or use another "
+            "model")
 
 
 def _model(tokenizer: Any) -> str:
