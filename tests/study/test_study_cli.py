@@ -213,3 +213,22 @@ def test_an_empty_saved_spec_is_named_and_a_spec_file_restores_it(tmp_path, caps
     assert main(["study", str(tmp_path / "spec.yaml"), "--output", str(tmp_path / "s")]) == 0
     assert capsys.readouterr().err.count("already finished") == 2
     assert main(["report", str(tmp_path / "s")]) == 0
+
+
+def test_a_spec_files_relative_calibration_is_saved_absolute(tmp_path, monkeypatch):
+    """A spec file's `calibration: cal.json` was saved as written: `scalerl report DIR` from another
+    working directory then found no calibration file (the --calibration flag's was made absolute)."""
+    import argparse
+
+    from scalerl.commands.study import add_arguments, resolve_spec
+    import json
+
+    from scalerl.curves import default_calibration
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cal.json").write_text(json.dumps(default_calibration().as_dict()))
+    (tmp_path / "s.yaml").write_text("family: loo\nonly: [loo-loss-dapo]\ncalibration: cal.json\n")
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    spec, _ = resolve_spec(p.parse_args(["s.yaml", "--output", str(tmp_path / "study")]))
+    assert spec.calibration == str(tmp_path.resolve() / "cal.json")

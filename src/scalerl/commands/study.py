@@ -118,8 +118,11 @@ def resolve_spec(args):
         spec = StudySpec()
     if args.overrides:
         changes["overrides"] = [*spec.overrides, *args.overrides]
-    if changes.get("calibration"):  # saved in the study's spec: absolute, so `report` finds it from anywhere
-        changes["calibration"] = str(Path(changes["calibration"]).expanduser().resolve())
+    # Saved in the study's spec: absolute, so `report` finds it from anywhere -- the flag's, and a
+    # spec file's (relative to the working directory, as a train config's paths are).
+    calibration = changes.get("calibration") or (spec.calibration if args.spec else None)
+    if calibration:
+        changes["calibration"] = str(Path(calibration).expanduser().resolve())
     spec = with_changes(spec, changes).validate() if changes else spec.validate()
     directory = Path(args.output or f"runs/study-{spec.family}")
     if saved is None and (directory / SPEC_FILE).exists():  # the default directory may hold a study too
