@@ -21,6 +21,11 @@ SAMPLES = Path(__file__).parent / "data" / "real_samples"
     ("primerl_pr1318.log", "prime-rl"),
     ("primerl_pr2280.log", "prime-rl"),
     ("slime_issue1837.log", "dict-lines"),
+    ("rllm_verl_issue54.log", "verl"),
+    ("trl_ppo_hongbomiao_pr37684.log", "dict-lines"),
+    ("unsloth_grpo_issue2291.txt", "csv"),
+    ("torchtune_pr1358.log", "torchtune"),
+    ("torchtune_pr640.log", "torchtune"),
 ])
 def test_each_sample_is_told_as_its_frameworks_log(name, fmt):
     assert detect_format(SAMPLES / name) == fmt
@@ -41,6 +46,25 @@ def test_verl_val_core_and_val_aux_at_their_steps():
 def test_verl_behind_rays_task_runner_prefix():
     curve = _curve("verl_awesome_ml_sys_issue106.log", "step", "val-core/openai/gsm8k/reward/mean@1")
     assert list(curve.x) == [80] and list(curve.y) == [0.827]
+    # The paste wrapped the line mid-key ('- c' / 'ritic/returns/min:0.000 - ...'): what follows the wrap is
+    # the same step's (it was lost, its timers with it).
+    assert list(_curve("verl_awesome_ml_sys_issue106.log", "step", "critic/returns/min").y) == [0.0]
+    assert list(_curve("verl_awesome_ml_sys_issue106.log", "step", "timing_s/reward", bounded=False).y) == [1.036]
+
+
+def test_verl_step_lines_hard_wrapped_mid_item_are_joined():
+    """rLLM's verl (March 2025): step lines the paste wrapped at ``prompt_length/max:`` / ``265.000 - ...``
+    and ``prompt_length/max`` / ``:448.000 - ...``. Read apart, the cut metric was text and every metric after
+    the wrap was lost (step 7's ``timing_s/step`` among them)."""
+    name = "rllm_verl_issue54.log"
+    assert list(_curve(name, "step", "prompt_length/max", bounded=False).x) == [1, 7]
+    assert list(_curve(name, "step", "prompt_length/max", bounded=False).y) == [265.0, 448.0]
+    assert list(_curve(name, "step", "prompt_length/min", bounded=False).y) == [40.0, 36.0]
+    timed = _curve(name, "step", "timing_s/step", bounded=False)  # (step 1's was trimmed from the sample)
+    assert list(timed.x) == [7] and list(timed.y) == [122.367]
+    # The evaluation before training: the quoted 'Initial validation metrics' dict and the step-0 line, once.
+    evaluation = _curve(name, "step", "val/test_score/")
+    assert list(evaluation.x) == [0] and list(evaluation.y) == [0.0]
 
 
 def test_trl_printed_dicts_by_epoch():
@@ -113,3 +137,56 @@ def test_ms_swift_progress_text_gives_step_and_wall_time(name):
     assert list(by_step.x) == steps and "x step: from 'global_step/max_steps'" in by_step.notes
     np.testing.assert_allclose(by_clock.x, hours)
     assert any("from 'elapsed_time'" in n for n in by_clock.notes)
+
+
+def test_trl_ppo_trainer_dicts_by_episode():
+    curve = _curve("trl_ppo_hongbomiao_pr37684.log", "episode", "objective/scores", bounded=False)
+    assert list(curve.x) == [816, 832, 960, 976]
+    assert list(curve.y) == [1.6328125, 1.6796875, 2.265625, 1.703125]
+    by_epoch = _curve("trl_ppo_hongbomiao_pr37684.log", "epoch", "objective/rlhf_reward", bounded=False)
+    assert np.allclose(by_epoch.x, [0.91, 0.92, 1.07, 1.08])
+    assert np.allclose(by_epoch.y, [1.1074223518371582, 1.1153466701507568, 1.7084589004516602, 1.116663932800293])
+
+
+def test_unsloth_notebook_table_pasted_as_markdown():
+    """The notebook's table as GitHub holds it: ``Step | Training Loss | reward ...`` over ``-- | -- ...``
+    -- the delimiter row was read as the first row ("'--' is not a number")."""
+    curve = _curve("unsloth_grpo_issue2291.txt", "Step", "reward", bounded=False)
+    assert list(curve.x) == list(range(1, 12))
+    assert list(curve.y) == [-17.25, -10.5, 0.0, -18.75, -4.0, -17.25, -13.75, 7.5, -3.0, -11.5, -17.25]
+    part = _curve("unsloth_grpo_issue2291.txt", "Step", "rewards / match_format_approximately", bounded=False)
+    assert list(part.y[:3]) == [-1.25, -0.5, -2.0]
+
+
+def test_markdown_table_with_outer_pipes_and_aligned_rule(tmp_path):
+    """The same Markdown table as most editors write it: ``| a | b |`` lines, ``|---:|:---|`` rule."""
+    table = tmp_path / "evals.md"
+    table.write_text("| step | acc |\n|---:|:---|\n| 10 | 0.5 |\n| 20 | 0.6 |\n| 30 | 0.7 |\n", encoding="utf-8")
+    (curve,) = read_curves(table, "step", "acc")
+    assert list(curve.x) == [10, 20, 30] and list(curve.y) == [0.5, 0.6, 0.7]
+
+
+@pytest.mark.parametrize("name, keys, values", [
+    ("unsloth_gspo_issue3485.log", 21, {"reward": 4.0, "epoch": 0.01, "loss": 0.0, "kl": 0.0,
+                                        "rewards/json_format_reward_func/mean": 1.0, "num_tokens": 83968.0}),
+    ("video_r1_grpo_issue86.log", 13, {"reward": 0.0, "epoch": 0.09, "temporal_rewards": 0.9167,
+                                       "grad_norm": 1.9272357593331177}),
+])
+def test_a_printed_dict_over_several_lines_is_one_row(name, keys, values):
+    """A dict broken over lines (pretty-printed a key per line, or a paste broken at its commas): no row was
+    read from it at all."""
+    from scalerl.curves.dict_lines_log import read_dict_lines_rows
+    rows, notes = read_dict_lines_rows(SAMPLES / name)
+    (row,) = rows
+    assert len(row) == keys and {k: row[k] for k in values} == values and not notes
+    curve = _curve(name, "epoch", "reward", fmt="dict-lines", bounded=False)
+    assert list(curve.x) == [values["epoch"]] and list(curve.y) == [values["reward"]]
+
+
+@pytest.mark.parametrize("name, steps, losses", [
+    ("torchtune_pr1358.log", list(range(1, 13)), [2.085338592529297, 1.8718312978744507, 1.1732845306396484]),
+    ("torchtune_pr640.log", list(range(0, 11)), [1.7535516023635864, 1.5729001760482788, 0.9040272831916809]),
+])
+def test_torchtune_stdout_lines(name, steps, losses):
+    curve = _curve(name, "step", "loss", bounded=False)
+    assert list(curve.x) == steps and list(curve.y[:3]) == losses

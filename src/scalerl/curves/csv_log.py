@@ -1,5 +1,6 @@
 """CSV logs: one run, or one per value of a ``run`` column; W&B chart exports (``"<run> - <metric>"``
-columns). ``#`` comment lines allowed; comma, ``;`` (with decimal commas), tab or ``|`` delimited.
+columns). ``#`` comment lines allowed; comma, ``;`` (with decimal commas), tab or ``|`` delimited
+(a Markdown table: its ``---`` rule row and outer pipes are no data).
 """
 
 from __future__ import annotations
@@ -86,11 +87,28 @@ def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], 
         raise InputError(f"{path}: the file is empty (no header, no rows)")
     dialect = _dialect(path, [line for _, line in lines[:20]])
     parsed = list(csv.reader([line for _, line in lines], dialect))
+    if dialect.delimiter == "|":
+        lines, parsed = _markdown_table(lines, parsed)
     header = [h.strip() for h in parsed[0]]
     rows = [(lineno, row) for (lineno, _), row in zip(lines[1:], parsed[1:])]
     if not rows:
         raise InputError(f"{path}: the file has a header but no rows")
     return header, rows, dialect.delimiter == ";", encoding_note
+
+
+#: A cell of a Markdown table's delimiter row (``---``, ``:--``, ``--:``).
+_MARKDOWN_RULE = re.compile(r"^\s*:?-+:?\s*$")
+
+
+def _markdown_table(lines: list[tuple[int, str]], parsed: list[list[str]]):
+    """A ``|``-delimited table as Markdown writes it (a notebook's table pasted into a GitHub issue:
+    ``Step | Training Loss | reward`` over ``-- | -- | --``): its delimiter row under the header is
+    no row, and the pipes that open and close each line (``| 1 | 0.5 |``) no empty columns."""
+    if all(line.strip().startswith("|") and line.strip().endswith("|") for _, line in lines):
+        parsed = [row[1:-1] for row in parsed]
+    if len(parsed) > 1 and parsed[1] and all(_MARKDOWN_RULE.match(c) for c in parsed[1]):
+        lines, parsed = lines[:1] + lines[2:], parsed[:1] + parsed[2:]
+    return lines, parsed
 
 
 _DECIMAL_COMMA = re.compile(r"^[+-]?\d+,\d+([eE][+-]?\d+)?$")

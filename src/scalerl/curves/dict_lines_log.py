@@ -6,7 +6,8 @@ that prints ``print(metrics)``.
 Each dict is a row, in the order printed; :func:`scalerl.curves.rows.curves_from_rows` makes
 curves of them (a training row is not an evaluation; an evaluation row takes ``num_tokens`` from
 the training row before it). What else the log holds -- warnings, progress bars (a dict written
-over a bar's ``\\r`` line is found after it), colours -- is passed over. transformers >= 5 prints
+over a bar's ``\\r`` line is found after it), colours -- is passed over. A dict spread over several
+lines (``pprint``'s key per line, or a paste broken at its commas) is one row. transformers >= 5 prints
 values as strings rounded to 4 significant digits (``'1.463'``): they are read as numbers, and the
 log's precision is that; ``trainer_state.json`` (the ``hf-trainer`` format) keeps every digit.
 
@@ -102,6 +103,36 @@ def _rollouts_trained(rows: list[dict[str, Any]]) -> None:
             r[ROLLOUTS_TRAINED] = n
 
 
+#: A line that opens a printed dict and does not close it (``pprint``'s ``{'loss': 0.0,``), and a line
+#: that goes on with its items (`` 'grad_norm': 1.92,``): a dict printed, or pasted, over several lines.
+_DICT_OPENS = re.compile(r"\{\s*['\"][^'\"\n]+['\"]\s*:")
+_DICT_GOES_ON = re.compile(r"^\s*['\"][^'\"\n]+['\"]\s*:")
+#: The most lines one printed dict is joined over.
+_MAX_DICT_LINES = 500
+
+
+def _logical_lines(lines):
+    """The lines, with a dict spread over several (``pprint`` of a long one: a key per line, or a
+    paste broken at its commas) joined into one line where it closes; lines that break off before
+    the dict closes are passed on as they were."""
+    held: list[str] = []
+    for line in lines:
+        if held:
+            if _DICT_GOES_ON.match(line) and len(held) < _MAX_DICT_LINES:
+                held.append(line)
+                if line.rstrip().endswith("}"):
+                    yield " ".join(h.rstrip("\r\n").strip() if i else h.rstrip("\r\n") for i, h in enumerate(held))
+                    held = []
+                continue
+            yield from held
+            held = []
+        if "{" in line and not _DICT.search(line.rstrip("\r\n")) and _DICT_OPENS.search(line):
+            held.append(line)
+            continue
+        yield line
+    yield from held
+
+
 def _dict_text(line: str) -> str | None:
     return _dict_and_counter(line)[0]
 
@@ -146,7 +177,7 @@ def looks_like_dict_lines(path: Path) -> bool:
     if head is None:
         return False
     found = 0
-    for line in head.split("\n"):
+    for line in _logical_lines(head.split("\n")):
         text, counter, _ = _dict_and_counter(line)
         if text and parse_printed_dict(text):
             found += 2 if counter else 1
@@ -163,7 +194,7 @@ def read_dict_lines_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     stepless: dict[str, int] = {}  # a dict printed without a step -> its row's index
     stepped: set[str] = set()
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
-        for line in f:
+        for line in _logical_lines(f):
             text, counter, step = _dict_and_counter(line.rstrip("\n"))
             if text is None:
                 continue

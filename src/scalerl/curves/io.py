@@ -4,7 +4,7 @@ Formats (chosen from the path, or by ``fmt``):
 
 * ``jsonl`` -- scalerl's run log (a header line, then rows; or its run directory), or any JSON-lines log;
 * ``csv`` -- one run, or many with a ``run`` column; ``#`` comment lines allowed; comma, ``;``
-  (with decimal commas), tab or ``|`` delimited;
+  (with decimal commas), tab or ``|`` delimited (a Markdown table too);
 * ``wandb`` -- a W&B chart export (columns ``"<run> - <metric>"``, plus ``__MIN``/``__MAX``);
 * ``tensorboard`` -- event files (a file, or a directory; each sub-directory is a run);
 * ``verl`` -- verl's console log, the stdout of a run (``step:N - key:value - ...`` lines);

@@ -21,6 +21,8 @@ What it smooths over, each said in the curve's notes:
 * **a resume** (the step numbers go back, as when a run resumes from a checkpoint): the rows
   the abandoned attempt logged after the checkpoint it resumed from are dropped (their
   compute too: ``cum:`` columns count the steps that the final weights went through);
+* **a step line hard-wrapped** by a terminal or a paste (``... - prompt_length/max`` over
+  ``:448.000 - ...``): its continuation lines are joined to it again;
 * **several runs in one file** (the step numbers go back to the first one: a sweep's next run,
   or a start from scratch): each is a run of its own, ``<stem>#1``, ``<stem>#2``, ...
 
@@ -82,7 +84,50 @@ def _metric_items(rest: str) -> dict[str, Any] | None:
 
 
 def _lines(path: Path):
-    return (line for _, line in shown_lines(path))
+    return _unwrapped(line for _, line in shown_lines(path))
+
+
+def _unwrapped(lines):
+    """The lines, with a step line that a terminal or a paste hard-wrapped (``... - prompt_length/max``
+    over ``:448.000 - prompt_length/min:36.000 - ...``) joined again: a line right after a step line
+    that carries no Ray prefix, is no step line itself and holds ``key:number`` items goes on with it.
+    Read apart, the cut item was text and every metric after the wrap (``timing_s/step`` among them)
+    was lost."""
+    held = None
+    for line in lines:
+        if held is not None:
+            if _continues(held, line):
+                held = _joined(held, line)
+                continue
+            yield held
+            held = None
+        if "step:" in line and _STEP_LINE.search(line):
+            held = line
+        else:
+            yield line
+    if held is not None:
+        yield held
+
+
+def _continues(held: str, line: str) -> bool:
+    """Whether ``line`` goes on with the wrapped ``held``: no prefix, no step line, ``key:number`` items, and
+    the item the wrap cut (``held``'s last piece run into ``line``'s first) a ``key:number`` itself -- a log
+    line of another kind printed right after a step line is not taken for its continuation."""
+    if RAY_PREFIX.match(line) is not None or _STEP_LINE.search(line) is not None or _metric_items(line) is None:
+        return False
+    first = line.removeprefix("- ").split(" - ", 1)[0]
+    cut = first if _at_separator(held, line) else held.rsplit(" - ", 1)[-1] + first
+    return not any(ch.isspace() for ch in cut) and _metric_items(cut) is not None
+
+
+def _joined(held: str, more: str) -> str:
+    """A wrapped line and its continuation, as one: run together where the wrap cut a word or a
+    number, with the separator's space kept where the cut fell at it."""
+    return f"{held.rstrip()} {more.lstrip()}" if _at_separator(held, more) else held + more
+
+
+def _at_separator(held: str, more: str) -> bool:
+    return held.rstrip().endswith(" -") or more.startswith("- ")
 
 
 def looks_like_verl(path: Path) -> bool:
