@@ -193,6 +193,31 @@ def test_the_line_of_a_stop_during_the_final_save_says_the_run_is_trained():
                     "complete; `scalerl report runs/x` writes its report")
 
 
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, Terminated])
+def test_a_stop_while_the_report_is_written_says_the_run_is_complete(tmp_path, monkeypatch, capsys, stop):
+    """Ctrl-C or SIGTERM once the run had finished, while its report was written (plots and fits:
+    seconds), said "scalerl train: interrupted" alone -- no step, no checkpoint, no way on, on a run
+    that is complete and only lacks its report. (benchmarks/kill_fuzz.py found it.)"""
+    from types import SimpleNamespace
+
+    from scalerl.commands import train as train_command
+    from scalerl.train import report
+
+    def write_run_report(output):
+        (output / "curve.png").write_text("half")
+        raise stop()
+
+    monkeypatch.setattr(report, "write_run_report", write_run_report)
+    monkeypatch.setattr(train_command, "_start", lambda cfg, **kw: train_command._finish(
+        SimpleNamespace(output=tmp_path, steps=12, evals=[], skipped_steps=0, nan_streak=0), kw["report"]))
+    status = cli.main(["train", "--model", "tiny", "--output", str(tmp_path / "unused")])
+    assert status == (143 if stop is Terminated else 130)
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == (
+        f"scalerl train: interrupted while the report was written; the run is complete (step 12, {tmp_path}/final "
+        f"saved): `scalerl report {tmp_path}` writes its report")
+
+
 def test_a_stop_deferred_in_a_process_that_blocks_the_signal_still_takes_effect():
     """A Ray worker blocks SIGINT, and ray.cancel stops its task through Python's handler alone
     (PyErr_SetInterrupt; here _thread.interrupt_main): a cancel that came during a checkpoint was

@@ -264,3 +264,66 @@ def test_a_lost_samples_log_is_said_and_the_resume_goes_on(tiny_dir, tmp_path, c
         torch.set_num_threads(threads)
     assert "samples.jsonl is missing: the completions logged up to step 1 are lost" in capsys.readouterr().err
     assert (out / "samples.jsonl").stat().st_size > 0  # the resumed steps' completions
+
+
+def test_a_kill_while_an_old_same_step_checkpoint_is_deleted_does_not_block_the_resume(tmp_path, monkeypatch):
+    """A kill between a checkpoint's rename and its ``latest`` pointer leaves step_N complete and
+    the pointer one behind; the resume redoes step N and replaced the old step_N with rmtree. A kill
+    inside that rmtree left step_N without its state.pt, newer than the pointed one, and every later
+    resume was refused as a damaged checkpoint ("move ... away"). The old copy is renamed aside first."""
+    from scalerl.train import checkpoint
+    from scalerl.train.checkpoint import LATEST, latest_checkpoint, load_checkpoint, refuse_damaged_newer
+
+    for step in (4, 8):
+        checkpoint.save_checkpoint(tmp_path, step, {"step": step}, keep=3)
+    (tmp_path / LATEST).write_text("step_000004\n")  # killed before the pointer moved to step 8
+
+    real_rmtree = checkpoint.shutil.rmtree
+
+    def killed_inside(path, *args, **kwargs):  # deletes the state, then the process dies
+        (path / "state.pt").unlink()
+        monkeypatch.setattr(checkpoint.shutil, "rmtree", real_rmtree)
+        raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(checkpoint.shutil, "rmtree", killed_inside)
+    with pytest.raises(KeyboardInterrupt):
+        checkpoint.save_checkpoint(tmp_path, 8, {"step": 8, "again": True}, keep=3)
+    chosen = latest_checkpoint(tmp_path)
+    assert chosen.name == "step_000004"
+    refuse_damaged_newer(chosen)  # nothing damaged: a kill did this
+    assert load_checkpoint(chosen)["step"] == 4
+    checkpoint.save_checkpoint(tmp_path, 8, {"step": 8, "again": True}, keep=3)  # the next resume
+    assert load_checkpoint(latest_checkpoint(tmp_path))["again"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [LATEST, "step_000004", "step_000008"]
+
+
+def test_resuming_a_finished_run_clears_what_a_kill_left_beside_its_checkpoints(tiny_dir, tmp_path):
+    """Killed after the last checkpoint's pointer moved but before the older ones were pruned, a
+    finished run kept one checkpoint too many (a model's size) for good: its resume trains nothing
+    and writes no checkpoint, the only thing that pruned. (kill_fuzz.py found it.) The resume prunes."""
+    import shutil
+
+    import torch
+
+    from scalerl.train.checkpoint import LATEST
+    from scalerl.train.config import TrainConfig, resolve
+    from scalerl.train.trainer import Trainer
+
+    threads = torch.get_num_threads()
+    out = tmp_path / "run"
+    cfg = resolve(TrainConfig(), ["model.name_or_path=tiny", f"run.output={out}", "run.steps=2", "eval.every=1",
+                                  "log.progress=false", "pipeline=sync", "batch.prompts_per_step=4",
+                                  "batch.generations_per_prompt=4", "eval.problems=4", "eval.samples_per_problem=1",
+                                  "forecast.enabled=false", "run.threads=1"])
+    try:
+        Trainer(cfg).run()
+        ckpts = out / "checkpoints"
+        assert sorted(p.name for p in ckpts.iterdir()) == [LATEST, "step_000001", "step_000002"]
+        # What the kill left: step 0 not yet pruned, a half-written copy, a pointer's temporary file.
+        shutil.copytree(ckpts / "step_000001", ckpts / "step_000000")
+        (ckpts / "step_000003.tmp-99999").mkdir()
+        (ckpts / f"{LATEST}.tmp-99999").write_text("step_000002\n")
+        assert Trainer.resumed(out).run().steps == 2
+    finally:
+        torch.set_num_threads(threads)
+    assert sorted(p.name for p in ckpts.iterdir()) == [LATEST, "step_000001", "step_000002"]

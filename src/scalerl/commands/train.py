@@ -113,7 +113,14 @@ def _finish(summary, report: bool = True) -> int:
         print(f"report: not written (--no-report; `scalerl report {summary.output}` writes it)  "
               f"final model: {summary.output / 'final'}")
     else:
-        report = write_run_report(summary.output)
+        try:
+            report = write_run_report(summary.output)
+        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: it said "interrupted" alone, on a finished run
+            from scalerl.errors import RunInterrupted
+
+            raise RunInterrupted(f"interrupted while the report was written; the run is complete (step {summary.steps}, "
+                                 f"{summary.output / 'final'} saved): `scalerl report {summary.output}` writes its "
+                                 "report", cause=exc) from None
         for k, v in summary_lines(report):
             print(f"  {k}: {v}")
         print(f"report: {summary.output / 'report.html'}  final model: {summary.output / 'final'}")

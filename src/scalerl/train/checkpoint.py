@@ -88,17 +88,26 @@ def save_checkpoint(directory: str | os.PathLike, step: int, state: dict[str, An
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     if final.exists():  # a checkpoint of the same step from an earlier, interrupted attempt
-        shutil.rmtree(final)
+        # Renamed aside before it is deleted: a kill inside rmtree left step_N without its state.pt,
+        # newer than the checkpoint `latest` names, and the resume was refused as a damaged one.
+        aside = directory / f"{name}.replaced.tmp-{os.getpid()}"
+        os.rename(final, aside)
+        shutil.rmtree(aside)
     os.rename(tmp, final)
     pointer = directory / f"{LATEST}.tmp-{os.getpid()}"
     pointer.write_text(name + "\n")
     os.replace(pointer, directory / LATEST)
     _fsync_dir(directory)
-    _prune(directory, keep, current=name)
+    prune_checkpoints(directory, keep, current=name)
     return final
 
 
-def _prune(directory: Path, keep: int, current: str) -> None:
+def prune_checkpoints(directory: str | os.PathLike, keep: int, current: str) -> None:
+    """Delete all but the newest ``keep`` complete checkpoints (never ``current``, the one a run
+    goes on from) and the leftovers of a kill mid-write. After each checkpoint, and on resume: a kill
+    after the last checkpoint's pointer moved, before this ran, left one checkpoint too many (a
+    model's size), and a resume of the finished run writes no checkpoint that would delete it."""
+    directory = Path(directory)
     done = sorted(p for p in directory.glob("step_*") if p.is_dir() and ".tmp-" not in p.name)
     for old in done[: max(len(done) - keep, 0)]:
         if old.name != current:

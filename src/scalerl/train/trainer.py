@@ -41,8 +41,8 @@ from scalerl.stop_signals import stop_under_way, stops_deferred
 from scalerl.tasks.failure_tally import KINDS, add_counts, counting_failures
 from scalerl.tasks.rewards import check_reward_works
 from scalerl.train.activation_probe import probe_activations
-from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, refuse_damaged_newer,
-                                     rng_state, save_checkpoint, set_rng_state, verify_shards)
+from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, prune_checkpoints,
+                                     refuse_damaged_newer, rng_state, save_checkpoint, set_rng_state, verify_shards)
 from scalerl.train.closing import close_each
 from scalerl.train.collapse import COLLAPSE_STEPS, collapse_note
 from scalerl.train.compute import ComputeMeter
@@ -501,6 +501,9 @@ class Trainer:
         self.generator.version = self.version
         self.runlog = RunLogWriter(self.output / RUNLOG, resume_offset=state["runlog_offset"])
         self.resumed_from = self.checkpoint_step = self.step
+        # What a kill left beside the checkpoints (one too many, a half-written copy): only once this
+        # one has loaded -- a damaged one's error names an earlier one to resume from instead.
+        prune_checkpoints(self.output / CHECKPOINTS, self.cfg.run.keep_checkpoints, current=ckpt.name)
         # A checkpoint from before samples.jsonl existed has no offset: keep what is there.
         samples = self.output / SAMPLES
         offset = state.get("samples_offset", samples.stat().st_size if samples.exists() else 0)
@@ -756,7 +759,7 @@ class Trainer:
                 os.rename(final, old)
             os.rename(tmp, final)
             # A kill while an earlier final/ was written or replaced left its copy (a whole model's
-            # size): one writer per run directory, as for the checkpoints' leftovers (checkpoint._prune).
+            # size): one writer per run directory, as for the checkpoints' leftovers (checkpoint.prune_checkpoints).
             for stale in (*self.output.glob(f"{FINAL}.tmp-*"), *self.output.glob(f"{FINAL}.old-*")):
                 shutil.rmtree(stale, ignore_errors=True)
 

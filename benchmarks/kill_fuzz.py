@@ -1,0 +1,324 @@
+"""Kill-fuzz campaign: kill a small training run at random moments, resume it, check the result.
+
+    PYTHONPATH=src python benchmarks/kill_fuzz.py                       # 25 trials, default recipe
+    PYTHONPATH=src python benchmarks/kill_fuzz.py --trials 12 --sync    # --set pipeline=sync as well
+    PYTHONPATH=src python benchmarks/kill_fuzz.py --trials 10 --seed 3 --work /tmp/kf --keep
+
+A tool, not a CI test (minutes of CPU; the regression tests it led to are in tests/train/).
+
+What it does, for each recipe (the default one -- PipelineRL -- and, with ``--sync``,
+``--set pipeline=sync``):
+
+1. one uninterrupted reference run of the tiny model (``--steps 12 --eval-every 4``, small
+   batches and evaluations, ``--threads 1``; ~10-20 s on a CPU), timed;
+2. ``--trials`` times: the same command in a fresh directory, killed at a moment drawn uniformly
+   over the reference's wall time (start-up, the step-0 evaluation, steps, checkpoint writes, the
+   final model's save, the report and the exit included), with SIGKILL (most trials), SIGTERM or
+   SIGINT -- or, in a share of the trials (``--triggered``), the moment a file appears (a
+   checkpoint's or ``final/``'s temporary directory, the ``latest`` pointer's temporary file,
+   ``config.yaml``'s, the last checkpoint, the report's files: ``TRIGGERS``), which a uniform draw
+   rarely hits; then the same command with ``--resume`` (or, when the stop left no run to resume -- a
+   SIGTERM/SIGINT before the first checkpoint empties the directory, as its message says -- the same
+   command again), itself killed in some trials, until it exits 0 (at most ``--max-attempts``);
+3. after each trial: the run completed; its evaluation rows (step and every pass rate) equal the
+   reference's; its whole run log does too (but for timing, pipeline and memory columns, and the
+   ``resume`` rows); ``final/`` loads with ``AutoModelForCausalLM.from_pretrained`` and its weights
+   equal the reference's bit for bit; no temporary file is left (``*.tmp-*``, ``*.old-*``, hidden
+   ``.*.tmp-*``), nor a checkpoint beyond ``run.keep_checkpoints``; the run log has no torn line;
+   ``scalerl report DIR`` exits 0; no process of the run is left.
+
+It prints one line per trial as it goes, then a table::
+
+    recipe  trial  signal   t_kill  phase                      attempts  outcome
+    default     3  SIGKILL   7.41s  step 6 (ckpt 4)            2         ok
+    default     4  SIGTERM  12.90s  report                     2         FAIL: leftover final.old-123
+
+``phase``: what the kill hit, read from the run directory right after it (the run log's last row,
+the checkpoints and temporary directories present, ``final/``, the report's files). ``outcome``:
+``ok`` or ``FAIL:`` with every check that failed; a summary per recipe and signal follows. Exit
+status 1 if any trial failed. ``--keep`` keeps the failed trials' directories (always printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from scalerl.runlog import read_runlog
+
+STEPS, EVAL_EVERY = 12, 4
+SMALL = ["--model", "tiny", "--steps", str(STEPS), "--eval-every", str(EVAL_EVERY), "--no-progress", "--threads", "1",
+         "--set", "batch.prompts_per_step=4", "--set", "batch.generations_per_prompt=4",
+         "--set", "eval.problems=16", "--set", "eval.samples_per_problem=2",
+         "--set", "forecast.min_points=3", "--set", "forecast.bootstrap=20"]
+RECIPES = {"default": [], "sync": ["--set", "pipeline=sync"]}
+#: Columns no two runs share (wall-clock time, pipeline timing, memory).
+TIMING = ("gpu_hours", "utc", "seconds")
+SIGNALS = {"SIGKILL": signal.SIGKILL, "SIGTERM": signal.SIGTERM, "SIGINT": signal.SIGINT}
+
+
+def command(out: Path, recipe: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "scalerl", "train", *SMALL, *RECIPES[recipe], "--output", str(out), *extra]
+
+
+def run_timed(cmd: list[str], log: Path) -> tuple[int, float]:
+    t0 = time.perf_counter()
+    with log.open("w") as err:
+        rc = subprocess.run(cmd, stdout=err, stderr=subprocess.STDOUT).returncode
+    return rc, time.perf_counter() - t0
+
+
+def descendants(pid: int) -> list:
+    try:
+        import psutil
+
+        return psutil.Process(pid).children(recursive=True)
+    except Exception:  # noqa: BLE001 -- no psutil, or the process is gone
+        return []
+
+
+#: Trigger trials: the kill comes as soon as one of these appears in the run directory (polled
+#: every millisecond), to hit the short windows a uniform draw rarely does.
+TRIGGERS = ("checkpoints/step_*.tmp-*", "checkpoints/latest.tmp-*", "final.tmp-*", "final/config.json",
+            ".config.yaml.tmp-*", "config.yaml", "checkpoints/step_000012", "report.md", "curve.png")
+
+
+def run_killed(cmd: list[str], log: Path, at: float, sig: int, out: Path | None = None,
+               trigger: str | None = None) -> tuple[int, bool, list]:
+    """Start ``cmd``, send ``sig`` ``at`` seconds later -- or, with ``trigger``, as soon as that glob
+    matches under ``out`` -- unless it ended first. (exit status, whether the signal was sent, the
+    processes it had started)."""
+    with log.open("w") as err:
+        proc = subprocess.Popen(cmd, stdout=err, stderr=subprocess.STDOUT)
+        deadline = time.perf_counter() + at
+        if trigger is not None:
+            while proc.poll() is None and not any(out.glob(trigger)):
+                time.sleep(0.001)
+        while time.perf_counter() < deadline and proc.poll() is None:
+            time.sleep(min(0.01, max(deadline - time.perf_counter(), 0)))
+        if proc.poll() is not None:
+            return proc.returncode, False, []
+        children = descendants(proc.pid)
+        proc.send_signal(sig)
+        try:
+            rc = proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:  # a stop that hangs is a failure of its own
+            proc.kill()
+            rc = proc.wait()
+            children.append("hung after the signal")
+    return rc, True, children
+
+
+def phase(out: Path) -> str:
+    """What a stop hit, from the run directory it left."""
+    if not out.exists():
+        return "start-up (no dir)"
+    if not (out / "config.yaml").exists():
+        return "start-up (no config)"
+    ckdir = out / "checkpoints"
+    cks = sorted(p.name for p in ckdir.glob("step_*")) if ckdir.exists() else []
+    tmp_ck = [n for n in cks if ".tmp-" in n]
+    done = [int(n[5:11]) for n in cks if ".tmp-" not in n]
+    if list(out.glob("final.tmp-*")) or list(out.glob("final.old-*")):
+        return "final save"
+    if (out / "final").exists():
+        reports = [n for n in ("curve.png", "sets.png", "report.md", "report.html") if (out / n).exists()]
+        return f"report ({len(reports)}/4 files)" if len(reports) < 4 else "report done / exit"
+    if tmp_ck:
+        return f"checkpoint write ({tmp_ck[-1].split('.')[0]})"
+    if list(ckdir.glob("latest.tmp-*")) if ckdir.exists() else False:
+        return "checkpoint pointer"
+    last = "-"
+    log = out / "runlog.jsonl"
+    if log.exists() and log.stat().st_size:
+        try:
+            _, rows, _ = read_runlog(log)
+            steps = [r for r in rows if "step" in r]
+            if steps:
+                last = f"{steps[-1]['type']} {steps[-1]['step']}"
+        except Exception as exc:  # noqa: BLE001
+            last = f"unreadable log ({type(exc).__name__})"
+    else:
+        last = "setup"
+    return f"{last} (ckpt {done[-1] if done else '-'})"
+
+
+def comparable(out: Path) -> tuple[list, list, list]:
+    """(eval rows: step and pass rates, every row but timing, the run log's notes)."""
+    _, rows, notes = read_runlog(out / "runlog.jsonl")
+    evals = [{k: v for k, v in r.items() if k == "step" or k.endswith(("/pass_rate", "/pass_at_k"))}
+             for r in rows if r.get("type") == "eval"]
+    full = [{k: v for k, v in r.items() if k not in TIMING and not k.startswith(("pipeline/", "memory/"))}
+            for r in rows if r.get("type") != "resume"]
+    return evals, full, notes
+
+
+def final_weights(out: Path):
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(out / "final")
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def leftovers(out: Path) -> list[str]:
+    bad = []
+    for p in out.rglob("*"):
+        rel = str(p.relative_to(out))
+        if ".tmp-" in p.name or ".old-" in p.name or p.name.endswith((".tmp", ".partial")):
+            bad.append(rel)
+    cks = [p for p in (out / "checkpoints").glob("step_*")] if (out / "checkpoints").exists() else []
+    if len(cks) > 2:  # run.keep_checkpoints defaults to 2
+        bad.append(f"{len(cks)} checkpoints")
+    return bad
+
+
+def check(out: Path, ref: dict, rc: int) -> list[str]:
+    import torch
+
+    fails = []
+    if rc != 0:
+        return [f"exit {rc}"]
+    try:
+        evals, full, notes = comparable(out)
+    except Exception as exc:  # noqa: BLE001
+        return [f"run log unreadable: {exc}"]
+    if notes:
+        fails.append(f"run log notes: {notes}")
+    if evals != ref["evals"]:
+        fails.append("eval rows differ")
+    elif full != ref["full"]:
+        diff = [(a.get("type"), a.get("step"), sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k)))
+                for a, b in zip(full, ref["full"]) if a != b]
+        fails.append(f"other rows differ ({len(full)} vs {len(ref['full'])} rows; {diff[:2]})")
+    try:
+        weights = final_weights(out)
+        if weights.keys() != ref["weights"].keys() or any(not torch.equal(weights[k], ref["weights"][k])
+                                                          for k in weights):
+            fails.append("final weights differ")
+    except Exception as exc:  # noqa: BLE001
+        fails.append(f"final/ does not load: {type(exc).__name__}: {str(exc)[:80]}")
+    bad = leftovers(out)
+    if bad:
+        fails.append(f"leftover {', '.join(bad)}")
+    rep = subprocess.run([sys.executable, "-m", "scalerl", "report", str(out)], capture_output=True, text=True)
+    if rep.returncode != 0:
+        fails.append(f"report exit {rep.returncode}: {rep.stderr.strip()[-160:]}")
+    return fails
+
+
+def trial(work: Path, recipe: str, i: int, rng: random.Random, ref: dict, max_attempts: int,
+          triggered: float) -> dict:
+    out = work / f"{recipe}-{i:02d}"
+    name = rng.choices(list(SIGNALS), weights=[6, 2, 2])[0]
+    trigger = rng.choice(TRIGGERS) if rng.random() < triggered else None
+    at = 0.0 if trigger else rng.uniform(0, ref["seconds"] * 1.05)
+    t0 = time.perf_counter()
+    rc, sent, children = run_killed(command(out, recipe), work / f"{recipe}-{i:02d}.0.log", at, SIGNALS[name],
+                                    out, trigger)
+    if trigger:
+        at = time.perf_counter() - t0  # (when it ended, for a trigger)
+    where = phase(out) if sent else "ended before the kill"
+    if trigger:
+        where = f"@{trigger.split('/')[-1]}: {where}"
+    row = {"recipe": recipe, "trial": i, "signal": name, "t_kill": at, "phase": where, "first_rc": rc,
+           "attempts": 1, "fails": [], "dir": str(out)}
+    time.sleep(0.2)
+    alive = [c for c in children if isinstance(c, str) or c.is_running()]
+    if alive:
+        row["fails"].append(f"left behind: {alive}")
+    later = []
+    while rc != 0 and row["attempts"] < max_attempts:
+        log = work / f"{recipe}-{i:02d}.{row['attempts']}.log"
+        previous = (work / f"{recipe}-{i:02d}.{row['attempts'] - 1}.log").read_text()
+        # A stop before the first checkpoint empties the directory and says to run the command again.
+        again = "run the same command again" in previous or not (out / "config.yaml").exists()
+        cmd = command(out, recipe) if again else command(out, recipe, "--resume")
+        if rng.random() < 0.25 and row["attempts"] < max_attempts - 1:  # kill the resume too
+            sig2 = rng.choices(list(SIGNALS), weights=[6, 2, 2])[0]
+            t2 = rng.uniform(0, ref["seconds"])
+            rc, sent2, _ = run_killed(cmd, log, t2, SIGNALS[sig2])
+            later.append(f"{'again' if again else 'resume'}:{sig2}@{t2:.1f}s" + ("" if sent2 else "(done)")
+                         + (f"[{phase(out)}]" if sent2 else ""))
+        else:
+            rc, _ = run_timed(cmd, log)
+            later.append(("again" if again else "resume") + f"->{rc}")
+        row["attempts"] += 1
+    row["later"] = later
+    if rc != 0:
+        log = work / f"{recipe}-{i:02d}.{row['attempts'] - 1}.log"
+        tail = log.read_text().strip().splitlines()[-1:] if log.exists() else []
+        row["fails"].append(f"did not complete (exit {rc}): {tail}")
+    else:
+        row["fails"] += check(out, ref, rc)
+    return row
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--trials", type=int, default=25)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--work", default="/tmp/kill_fuzz")
+    p.add_argument("--sync", action="store_true", help="also fuzz --set pipeline=sync")
+    p.add_argument("--only-sync", action="store_true", help="fuzz --set pipeline=sync alone")
+    p.add_argument("--max-attempts", type=int, default=5)
+    p.add_argument("--triggered", type=float, default=0.3,
+                   help="the share of trials killed when a file appears (TRIGGERS), not at a random time")
+    p.add_argument("--keep", action="store_true", help="keep every trial's directory (else the passing ones go)")
+    args = p.parse_args()
+    # A shell's background job ignores SIGINT, and a child inherits that (Python then installs no
+    # KeyboardInterrupt handler): SIGINT trials would test nothing. Children start with the default.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    work = Path(args.work)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    rng = random.Random(args.seed)
+    recipes = ["sync"] if args.only_sync else ["default", "sync"] if args.sync else ["default"]
+    results = []
+    for recipe in recipes:
+        ref_dir = work / f"{recipe}-ref"
+        rc, seconds = run_timed(command(ref_dir, recipe), work / f"{recipe}-ref.log")
+        if rc != 0:
+            print(f"{recipe}: the reference run failed (exit {rc}); see {work / f'{recipe}-ref.log'}")
+            return 2
+        evals, full, _ = comparable(ref_dir)
+        ref = {"seconds": seconds, "evals": evals, "full": full, "weights": final_weights(ref_dir)}
+        print(f"{recipe}: reference {seconds:.1f} s, {len(evals)} evaluations: "
+              f"{[round(e['val/pass_rate'], 4) for e in evals if 'val/pass_rate' in e]}", flush=True)
+        for i in range(args.trials):
+            row = trial(work, recipe, i, rng, ref, args.max_attempts, args.triggered)
+            results.append(row)
+            outcome = "ok" if not row["fails"] else "FAIL: " + "; ".join(row["fails"])
+            print(f"{recipe:8} {i:3d} {row['signal']:8} {row['t_kill']:6.2f}s  {row['phase']:28} "
+                  f"rc={row['first_rc']:<4} {' '.join(row['later']):40} {outcome}", flush=True)
+            if not row["fails"] and not args.keep:
+                shutil.rmtree(row["dir"], ignore_errors=True)
+    print()
+    print(f"{'recipe':8} {'trial':>5} {'signal':8} {'t_kill':>7}  {'phase':28} {'attempts':>8}  outcome")
+    for r in results:
+        outcome = "ok" if not r["fails"] else "FAIL: " + "; ".join(r["fails"])
+        print(f"{r['recipe']:8} {r['trial']:5d} {r['signal']:8} {r['t_kill']:6.2f}s  {r['phase']:28} "
+              f"{r['attempts']:8d}  {outcome}")
+    print()
+    tally = Counter((r["recipe"], r["signal"], "ok" if not r["fails"] else "FAIL") for r in results)
+    for (recipe, sig, outcome), n in sorted(tally.items()):
+        print(f"{recipe:8} {sig:8} {outcome:5} {n}")
+    failed = [r for r in results if r["fails"]]
+    print(f"\n{len(results) - len(failed)}/{len(results)} trials ok" + (
+        "; failed directories: " + ", ".join(r["dir"] for r in failed) if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
