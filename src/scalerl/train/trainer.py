@@ -502,8 +502,10 @@ class Trainer:
         self.runlog = RunLogWriter(self.output / RUNLOG, resume_offset=state["runlog_offset"])
         self.resumed_from = self.checkpoint_step = self.step
         # What a kill left beside the checkpoints (one too many, a half-written copy): only once this
-        # one has loaded -- a damaged one's error names an earlier one to resume from instead.
-        prune_checkpoints(self.output / CHECKPOINTS, self.cfg.run.keep_checkpoints, current=ckpt.name)
+        # one has loaded -- a damaged one's error names an earlier one to resume from instead. By one
+        # process (the leader of --nproc's ranks), as the checkpoints are written.
+        if self.rank is None or self.rank.leader:
+            prune_checkpoints(self.output / CHECKPOINTS, self.cfg.run.keep_checkpoints, current=ckpt.name)
         # A checkpoint from before samples.jsonl existed has no offset: keep what is there.
         samples = self.output / SAMPLES
         offset = state.get("samples_offset", samples.stat().st_size if samples.exists() else 0)
