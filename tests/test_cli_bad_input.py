@@ -285,3 +285,31 @@ def test_demo_keeps_the_model_task_and_steps_of_its_config_file(tmp_path):
     assert resolved("--config", str(cfg)) == (40, "tiny", "arithmetic", 20)
     assert resolved() == (300, "tiny-m", "arithmetic-mix", 20)
     assert resolved("--config", str(cfg), "--steps", "7", "--model", "tiny-s") == (7, "tiny-s", "arithmetic", 20)
+
+
+def test_eval_of_a_run_with_no_final_model_takes_the_model_it_is_told_to(tmp_path, capsys):
+    """`--run CRASHED` said 'no final/ model yet ...; pass --model PATH', and with --model said it again."""
+    run = tmp_path / "crashed"
+    run.mkdir()
+    assert main(["train", "--print-config"]) == 0
+    (run / "config.yaml").write_text(capsys.readouterr().out)
+    _one_line_error(capsys, main(["eval", "--run", str(run)]), "no final/ model yet (the run did not finish); "
+                                                                   "pass --model PATH")
+    missing = tmp_path / "no-such-model"
+    code = main(["eval", "--run", str(run), "--model", str(missing)])  # --model is taken: its own error now
+    _one_line_error(capsys, code, f"{missing}")
+    study = tmp_path / "study"
+    (study / "runs" / "base" / "seed0").mkdir(parents=True)
+    (study / "study.yaml").write_text("family: loo\n")
+    (study / "runs" / "base" / "seed0" / "config.yaml").write_text((run / "config.yaml").read_text())
+    _one_line_error(capsys, main(["eval", "--run", str(study)]), f"--run {study} is a study directory (study.yaml); "
+                                                                     f"give one of its runs, e.g. --run {study}/runs/base/seed0")
+
+
+def test_a_seed_too_large_for_torch_is_refused_in_one_line(capsys):
+    """A seed of 2**64 or more was a traceback from torch.manual_seed (train: once training began)."""
+    _one_line_error(capsys, main(["eval", "--seed", str(2**64)]), f"--seed must be in [0, 2**63), got {2**64}")
+    _one_line_error(capsys, main(["train", "--seed", str(2**64), "--print-config"]),
+                    f"run.seed must be below 2**32 (4294967296), got {2**64}")
+    _one_line_error(capsys, main(["train", "--seed", str(2**32), "--print-config"]), "run.seed must be below 2**32")
+    assert main(["train", "--seed", str(2**32 - 1), "--print-config"]) == 0
