@@ -233,3 +233,83 @@ def test_resume_with_overwrite_is_refused_by_train_and_demo_alike(tmp_path, caps
     err = capsys.readouterr().err.strip()
     assert code == 2 and err == (f"scalerl {command}: error: --resume continues the "
                                  f"{'run' if command == 'train' else 'demo'} in --output, --overwrite deletes it: choose one")
+
+
+def test_a_config_file_s_values_the_scale_profile_replaces_are_named(tmp_path, capsys):
+    """The profile is applied over --config: a hand-written file's lr and batch size were replaced
+    by cpu-tiny's (1e-4, 16) with not a word. A run's own config.yaml (profile: none) says nothing."""
+    cfg = tmp_path / "mine.yaml"
+    cfg.write_text("recipe:\n  optimizer:\n    lr: 3.0e-5\n  batch:\n    prompts_per_step: 16\n")  # 16: cpu-tiny's too
+    assert main(["train", "--config", str(cfg), "--print-config"]) == 0
+    out, err = capsys.readouterr()
+    assert yaml.safe_load(out)["recipe"]["optimizer"]["lr"] == 1e-4  # (the documented order: profile over file)
+    assert err.strip() == (f"note: scale profile cpu-tiny replaces recipe.optimizer.lr of {cfg}; to keep the file's "
+                           "values, write 'profile: none' in it (or pass --profile none), or give them with --set")
+    for more in (["--set", "lr=3e-5"], ["--profile", "none"]):  # kept: nothing replaced, nothing said
+        assert main(["train", "--config", str(cfg), *more, "--print-config"]) == 0
+        out, err = capsys.readouterr()
+        assert yaml.safe_load(out)["recipe"]["optimizer"]["lr"] == 3e-5 and err == ""
+    saved = tmp_path / "config.yaml"
+    saved.write_text(out)
+    assert main(["train", "--config", str(saved), "--print-config"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_a_flag_and_a_set_of_the_same_field_say_which_wins(capsys):
+    """`--steps 5 --set run.steps=7` trained 7 steps, in whichever order they came, unsaid."""
+    assert main(["train", "--set", "run.steps=7", "--steps", "5", "--no-progress", "--set", "log.progress=true",
+                 "--seed", "2", "--set", "seed=2", "--print-config"]) == 0
+    out, err = capsys.readouterr()
+    assert yaml.safe_load(out)["run"]["steps"] == 7
+    assert err.splitlines() == ["note: --set run.steps=7 replaces --steps 5",
+                                "note: --set log.progress=true replaces --no-progress"]  # (seed: the same value)
+
+
+def test_demo_keeps_the_model_task_and_steps_of_its_config_file(tmp_path):
+    """The demo's own model, task, steps and evaluation interval were argparse defaults, so they
+    replaced a --config file's (`run: {steps: 40}` ran 300 steps of tiny-m)."""
+    import argparse
+
+    from scalerl.commands import demo
+    from scalerl.commands._train_args import config_from_args
+
+    cfg = tmp_path / "demo.yaml"
+    cfg.write_text("run:\n  steps: 40\nmodel:\n  name_or_path: tiny\ntask:\n  name: arithmetic\n")
+    parser = argparse.ArgumentParser()
+    demo.add_arguments(parser)
+
+    def resolved(*argv):
+        c = config_from_args(parser.parse_args(list(argv)), output="x", quiet=True, defaults=demo.DEMO_DEFAULTS)
+        return c.run.steps, c.model.name_or_path, c.task.name, c.eval.every
+
+    assert resolved("--config", str(cfg)) == (40, "tiny", "arithmetic", 20)
+    assert resolved() == (300, "tiny-m", "arithmetic-mix", 20)
+    assert resolved("--config", str(cfg), "--steps", "7", "--model", "tiny-s") == (7, "tiny-s", "arithmetic", 20)
+
+
+def test_eval_of_a_run_with_no_final_model_takes_the_model_it_is_told_to(tmp_path, capsys):
+    """`--run CRASHED` said 'no final/ model yet ...; pass --model PATH', and with --model said it again."""
+    run = tmp_path / "crashed"
+    run.mkdir()
+    assert main(["train", "--print-config"]) == 0
+    (run / "config.yaml").write_text(capsys.readouterr().out)
+    _one_line_error(capsys, main(["eval", "--run", str(run)]), "no final/ model yet (the run did not finish); "
+                                                                   "pass --model PATH")
+    missing = tmp_path / "no-such-model"
+    code = main(["eval", "--run", str(run), "--model", str(missing)])  # --model is taken: its own error now
+    _one_line_error(capsys, code, f"{missing}")
+    study = tmp_path / "study"
+    (study / "runs" / "base" / "seed0").mkdir(parents=True)
+    (study / "study.yaml").write_text("family: loo\n")
+    (study / "runs" / "base" / "seed0" / "config.yaml").write_text((run / "config.yaml").read_text())
+    _one_line_error(capsys, main(["eval", "--run", str(study)]), f"--run {study} is a study directory (study.yaml); "
+                                                                     f"give one of its runs, e.g. --run {study}/runs/base/seed0")
+
+
+def test_a_seed_too_large_for_torch_is_refused_in_one_line(capsys):
+    """A seed of 2**64 or more was a traceback from torch.manual_seed (train: once training began)."""
+    _one_line_error(capsys, main(["eval", "--seed", str(2**64)]), f"--seed must be in [0, 2**63), got {2**64}")
+    _one_line_error(capsys, main(["train", "--seed", str(2**64), "--print-config"]),
+                    f"run.seed must be below 2**32 (4294967296), got {2**64}")
+    _one_line_error(capsys, main(["train", "--seed", str(2**32), "--print-config"]), "run.seed must be below 2**32")
+    assert main(["train", "--seed", str(2**32 - 1), "--print-config"]) == 0

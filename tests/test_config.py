@@ -252,3 +252,25 @@ def test_config_and_recipe_import_without_torch():
         "assert 'torch' not in sys.modules, 'torch was imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_an_empty_override_of_a_field_that_takes_no_null_says_no_value_was_given():
+    # `--set recipe.loss.name=` was refused as "expected a string, got None (quote it in YAML)":
+    # the user typed no YAML and no None. A field that takes null still reads the empty value as null.
+    with pytest.raises(ConfigError, match=r"override 'name=' gives name no value; write name=VALUE \(now x\)"):
+        apply_overrides(Root(), ["name="])
+    with pytest.raises(ConfigError, match=r"override 'k= ' gives inner.k no value; write k=VALUE \(now 8\)"):
+        apply_overrides(Root(), ["k= "])
+    assert apply_overrides(Root(), ["clip="]).clip is None
+
+
+def test_a_dotted_key_in_a_yaml_file_is_told_to_nest_it(tmp_path):
+    # `run.steps: 7` (--set's syntax) in a file listed the top-level keys, among them `run`.
+    path = tmp_path / "c.yaml"
+    path.write_text("inner.k: 4\n")
+    with pytest.raises(ConfigError, match=r"unknown key 'inner.k' in top level: a file nests the sections; write it "
+                                          r"as 'inner:' with 'k:' indented under it, or pass --set inner.k=VALUE"):
+        load_yaml(Root, path)
+    path.write_text("name.x: 4\n")  # a leaf, not a section: the ordinary message
+    with pytest.raises(ConfigError, match=r"unknown key 'name.x' in top level; did you mean 'name'\? Known keys"):
+        load_yaml(Root, path)

@@ -87,7 +87,9 @@ def from_dict(cls: type[T], data: Mapping[str, Any], *, path: str = "") -> T:
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     unknown = [k for k in data if k not in fields]
     if unknown:
-        raise ConfigError(_unknown_key_message(unknown[0], path, list(fields)))
+        hints = _type_hints(cls)
+        sections = [n for n in fields if dataclasses.is_dataclass(hints[n])]
+        raise ConfigError(_unknown_key_message(unknown[0], path, list(fields), sections))
     hints = _type_hints(cls)
     kwargs: dict[str, Any] = {}
     for name, value in data.items():
@@ -134,7 +136,12 @@ def _where(path: str) -> str:
     return f"section '{path}'" if path else "top level"
 
 
-def _unknown_key_message(key: str, path: str, known: list[str]) -> str:
+def _unknown_key_message(key: str, path: str, known: list[str], sections: Iterable[str] = ()) -> str:
+    head = key.split(".", 1)[0] if isinstance(key, str) and "." in key else None
+    if head in sections:  # `run.steps: 7` in a file: a dotted path is --set's syntax, not YAML's
+        rest = key.split(".", 1)[1]
+        return (f"unknown key '{key}' in {_where(path)}: a file nests the sections; write it as "
+                f"'{head}:' with '{rest}:' indented under it, or pass --set {_join(path, key)}=VALUE")
     hint = difflib.get_close_matches(key, known, n=1)
     did_you_mean = f"; did you mean '{hint[0]}'?" if hint else "."  # a sentence either way
     return f"unknown key '{key}' in {_where(path)}{did_you_mean} Known keys: {', '.join(known)}"
@@ -500,6 +507,9 @@ def apply_overrides(cfg: T, overrides: Iterable[str]) -> T:
             value = raw
         if _wants_text(leaves[path]) and value is not None and not isinstance(value, str):
             value = raw.strip()
+        if not raw.strip() and not _takes_null(leaves[path]):  # `--set lr=`: read as null, which it does not take
+            raise ConfigError(f"override {item!r} gives {path} no value; write {key}=VALUE "
+                              f"(now {_scalar(_plain(_get(data, path)))})")
         node = data
         *parents, leaf = path.split(".")
         for part in parents:
@@ -507,6 +517,16 @@ def apply_overrides(cfg: T, overrides: Iterable[str]) -> T:
         node[leaf] = value
         _coerce(value, leaves[path], path)  # fail here, naming the override, not later
     return from_dict(cls, data)
+
+
+def _takes_null(tp: Any) -> bool:
+    return tp is Any or (typing.get_origin(tp) in (typing.Union, types.UnionType) and _NONE in typing.get_args(tp))
+
+
+def _get(data: dict, path: str) -> Any:
+    for part in path.split("."):
+        data = data[part]
+    return data
 
 
 def _wants_text(tp: Any) -> bool:

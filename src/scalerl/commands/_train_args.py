@@ -38,12 +38,29 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def config_from_args(args, *, output: str | None = None, quiet: bool = False) -> TrainConfig:
+#: The flag that sets each config field (for notes naming what the user typed).
+FLAG_NAMES = {
+    "model.name_or_path": "--model", "task.name": "--task", "task.data": "--data", "task.reward": "--reward",
+    "run.steps": "--steps", "eval.every": "--eval-every", "run.seed": "--seed", "backend.name": "--backend",
+    "profile": "--profile", "run.threads": "--threads", "run.nproc": "--nproc", "run.output": "--output",
+    "log.progress": "--no-progress",
+}
+
+
+def config_from_args(args, *, output: str | None = None, quiet: bool = False,
+                     defaults: dict | None = None) -> TrainConfig:
+    """The config ``args`` ask for. ``defaults``: dotted field -> value, a command's own defaults
+    (``scalerl demo``'s model, task, steps), applied where the ``--config`` file sets nothing."""
+    written: set[str] = set()
     if args.config:  # a file that says pipeline: sync and no k means k = 1, as --set does
         cfg, written = load_yaml_and_keys(TrainConfig, args.config, wrap=recipe_file_as_config)
         cfg = sync_means_k1(cfg, written)
     else:
         cfg = TrainConfig()
+    for path, value in (defaults or {}).items():  # (flags, set below, still win over these)
+        if path not in written:
+            section, _, leaf = path.rpartition(".")
+            setattr(getattr(cfg, section) if section else cfg, leaf, value)
     if args.recipe:
         cfg = with_recipe(cfg, args.recipe)
         replaced = sorted(k for k in written if k.startswith("recipe.")) if args.config else []
@@ -74,8 +91,35 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False) ->
     cfg.profile, note = choose_profile(cfg)
     if note and not quiet:
         print(f"note: {note}{_overridden(cfg.profile, args.overrides)}", file=sys.stderr)
+    out = resolve(cfg, args.overrides)
+    if not quiet:
+        sets = {resolve_key(TrainConfig, item.partition("=")[0].strip()): item for item in args.overrides}
+        _note_replaced(cfg, out, args, written, sets)
+        for path, value in flags.items():  # `--steps 5 --set run.steps=7`: --set wins, and says so
+            if value is not None and path in sets and _get(out, path) != value:
+                print(f"note: --set {sets[path]} replaces {FLAG_NAMES[path]}"
+                      f"{'' if isinstance(value, bool) else f' {value}'}", file=sys.stderr)
     # Local paths stored absolute: the run directory works from any working directory.
-    return absolute_paths(resolve(cfg, args.overrides))
+    return absolute_paths(out)
+
+
+def _get(cfg, path: str):
+    for part in path.split("."):
+        cfg = getattr(cfg, part)
+    return cfg
+
+
+def _note_replaced(cfg: TrainConfig, out: TrainConfig, args, written: set[str], sets: dict[str, str]) -> None:
+    """A note naming the values the ``--config`` file sets that the scale profile replaced (it is
+    applied over the file: a hand-written file's lr and batch were trained with the profile's,
+    silently). A run's own config.yaml says ``profile: none``: nothing to say."""
+    keys = [item.partition("=")[0] for item in PROFILES.get(cfg.profile, [])]
+    replaced = [k for k in keys if k in written and k not in sets and _get(out, k) != _get(cfg, k)
+                and not (args.recipe and k.startswith("recipe."))]  # (--recipe's own note covers those)
+    if replaced:
+        print(f"note: scale profile {cfg.profile} replaces {_some(replaced)} of {args.config}; to keep the file's "
+              "values, write 'profile: none' in it (or pass --profile none), or give them with --set",
+              file=sys.stderr)
 
 
 def _some(keys: list[str], n: int = 3) -> str:

@@ -18,7 +18,8 @@ from scalerl.commands._train_args import add_config_args, config_from_args, over
 #: cpu-tiny-mix: 16 prompts x 8 generations, lr 1e-4, thinking budget [26, 34] -> a ceiling of
 #: 0.614 by construction; evaluation 500 problems x mean@2 of the stratified val set, chosen by
 #: benchmarks/eval_noise.py), every 20 steps: 16 points, 8 in the half-budget fit (docs/workload.md).
-DEMO_DEFAULTS = {"model": "tiny-m", "task": "arithmetic-mix", "steps": 300, "eval_every": 20}
+#: Defaults, not flags: a --config file's own model, task, steps or eval.every are kept.
+DEMO_DEFAULTS = {"model.name_or_path": "tiny-m", "task.name": "arithmetic-mix", "run.steps": 300, "eval.every": 20}
 
 
 def add_arguments(p) -> None:
@@ -26,7 +27,6 @@ def add_arguments(p) -> None:
     p.add_argument("--output", default="runs/demo", metavar="DIR", help="run directory (default: runs/demo)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted demo in --output")
     p.add_argument("--overwrite", action="store_true", help="delete --output first if it holds an earlier demo")
-    p.set_defaults(**DEMO_DEFAULTS)
 
 
 def run(args) -> int:
@@ -44,7 +44,7 @@ def run(args) -> int:
         trainer = Trainer.resumed(out, progress=False if args.no_progress else None)
         cfg = trainer.cfg
     else:
-        cfg = config_from_args(args, output=str(out))
+        cfg = config_from_args(args, output=str(out), defaults=DEMO_DEFAULTS)
         trainer = Trainer(cfg)
     print(f"scalerl demo: {cfg.recipe_name} recipe ({cfg.recipe.off_policy.pipeline}, k={cfg.recipe.off_policy.k}, "
           f"{cfg.recipe.loss.name} loss), model {cfg.model.name_or_path}, task {cfg.task.name}, {cfg.run.steps} steps, evaluation every {cfg.eval.every}; "

@@ -60,6 +60,10 @@ def _run_settings(run_dir: str):
     from scalerl.train.trainer import eval_seed
 
     cfg_path = Path(run_dir) / "config.yaml"
+    if not cfg_path.is_file() and (Path(run_dir) / "study.yaml").is_file():
+        runs = sorted(p.parent for p in Path(run_dir).glob("runs/*/*/config.yaml"))
+        example = runs[0] if runs else Path(run_dir) / "runs" / "LABEL" / "seed0"
+        raise InputError(f"--run {run_dir} is a study directory (study.yaml); give one of its runs, e.g. --run {example}")
     if not cfg_path.is_file():
         raise InputError(f"--run {run_dir}: no config.yaml there; give a run directory written by scalerl train/demo")
     cfg = load_yaml(TrainConfig, cfg_path)
@@ -75,8 +79,6 @@ def _run_settings(run_dir: str):
         # The trainer's seed for evaluation set i (Trainer.evaluate), so that --run reproduces it.
         "set_seeds": {name: eval_seed(cfg.run.seed, i) for i, name in enumerate(cfg.eval.sets)},
     }
-    if settings["model"] is None:
-        raise InputError(f"--run {run_dir}: no final/ model yet (the run did not finish); pass --model PATH")
     return settings
 
 
@@ -111,6 +113,10 @@ def run(args) -> int:
     # A flag wins over the run's setting, which wins over the plain default.
     pick = {key: getattr(args, key) if getattr(args, key) is not None else base.get(key, DEFAULTS.get(key))
             for key in ("model", "task", "data", "reward", "sets", "k", "problems", "temperature", "max_new_tokens", "seed")}
+    if pick["model"] is None:  # (checked here: --model may stand in for it)
+        raise InputError(f"--run {args.run}: no final/ model yet (the run did not finish); pass --model PATH")
+    if not 0 <= pick["seed"] < 2**63:  # torch's generator takes 64 bits: a larger one was a traceback
+        raise InputError(f"--seed must be in [0, 2**63), got {pick['seed']}")
     if pick["max_new_tokens"] is None:
         pick["max_new_tokens"] = train_budget(pick["model"])
     if pick["max_new_tokens"] < 1 or pick["temperature"] < 0:

@@ -183,7 +183,7 @@ class RunConfig:
     steps: int = 100
     """Optimizer steps to train for."""
     seed: int = 0
-    """Seed for prompt order, sampling and initialisation (>= 0)."""
+    """Seed for prompt order, sampling and initialisation (0 to 2**32 - 1)."""
     device: str = "auto"
     """cpu, cuda, cuda:1, ... or auto (cuda when available)."""
     threads: int = 0
@@ -332,6 +332,9 @@ class TrainConfig:
             problems.append(f"run.steps must be >= 1, got {self.run.steps}")
         if self.run.seed < 0:  # numpy refuses one: the live forecast's bootstrap failed at every evaluation
             problems.append(f"run.seed must be >= 0, got {self.run.seed}")
+        elif self.run.seed >= 2**32:  # torch.manual_seed refused 2**64 in a traceback; below it, the
+            # sampling seeds derive from its low 32 bits (scalerl.seeds): seed 2**32 + 1 drew what 1 draws
+            problems.append(f"run.seed must be below 2**32 (4294967296), got {self.run.seed}")
         if self.eval.every < 1:
             problems.append(f"eval.every must be >= 1, got {self.eval.every}")
         if self.eval.log_samples < 0:
