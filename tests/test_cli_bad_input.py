@@ -4,6 +4,7 @@ These stop before any training starts (at the config, the device or the output d
 they are fast.
 """
 
+import argparse
 import os
 import subprocess
 import sys
@@ -313,3 +314,23 @@ def test_a_seed_too_large_for_torch_is_refused_in_one_line(capsys):
                     f"run.seed must be below 2**32 (4294967296), got {2**64}")
     _one_line_error(capsys, main(["train", "--seed", str(2**32), "--print-config"]), "run.seed must be below 2**32")
     assert main(["train", "--seed", str(2**32 - 1), "--print-config"]) == 0
+
+
+def test_demo_resume_refuses_flags_that_differ_from_the_saved_demo(tmp_path, capsys):
+    """`demo --resume --set lr=1e-3` went on with the saved lr, unsaid (the flags were not read)."""
+    from scalerl.commands import demo
+    from scalerl.commands._train_args import config_from_args
+    from scalerl.config import save_yaml
+
+    p = argparse.ArgumentParser()
+    demo.add_arguments(p)
+    out = tmp_path / "demo"
+    out.mkdir()
+    cfg = config_from_args(p.parse_args(["--output", str(out)]), output=str(out), quiet=True,
+                           defaults=demo.DEMO_DEFAULTS)
+    save_yaml(cfg, out / "config.yaml")
+    (out / "runlog.jsonl").write_text("")
+    code = main(["demo", "--resume", "--output", str(out), "--set", "lr=1e-3", "--model", "tiny"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--resume: the flags differ from the saved demo" in err
+    assert "model.name_or_path: saved 'tiny-m', given 'tiny'" in err and "recipe.optimizer.lr: saved" in err

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from scalerl.commands._train_args import add_config_args, config_from_args, overwrite_run_dir
+from scalerl.commands._train_args import add_config_args, config_from_args, overwrite_run_dir, resume_conflicts
 
 #: The demo run: the scalerl preset on the tiny-m model and the arithmetic-mix task (profile
 #: cpu-tiny-mix: 16 prompts x 8 generations, lr 1e-4, thinking budget [26, 34] -> a ceiling of
@@ -41,7 +41,12 @@ def run(args) -> int:
     if args.overwrite:
         overwrite_run_dir(out)
     if args.resume:
-        trainer = Trainer.resumed(out, progress=False if args.no_progress else None)
+        # As `scalerl train --resume`: the saved config is the truth; --steps may extend the demo,
+        # --threads and --no-progress change how it runs; any other flag that differs is refused by
+        # name (they were ignored, unsaid: `demo --resume --set lr=1e-3` went on with the saved lr).
+        _refuse_resume_conflicts(out, args)
+        trainer = Trainer.resumed(out, steps=args.steps, threads=args.threads,
+                                  progress=False if args.no_progress else None)
         cfg = trainer.cfg
     else:
         cfg = config_from_args(args, output=str(out), defaults=DEMO_DEFAULTS)
@@ -59,3 +64,18 @@ def run(args) -> int:
     print(f"final model: {out / 'final'}  (AutoModelForCausalLM.from_pretrained loads it)")
     print(f"forecast it yourself: scalerl fit {out / 'runlog.jsonl'} --x {report.x} --y {report.y}")
     return 0
+
+
+def _refuse_resume_conflicts(out: Path, args) -> None:
+    from scalerl.config import load_yaml
+    from scalerl.errors import InputError
+    from scalerl.train.config import TrainConfig
+    from scalerl.train.trainer import CONFIG, check_output
+
+    check_output(out, True)
+    saved = load_yaml(TrainConfig, out / CONFIG)
+    saved.run.output = str(out)
+    conflicts = resume_conflicts(saved, args)
+    if conflicts:
+        raise InputError(f"--resume: the flags differ from the saved demo ({out / CONFIG}): {'; '.join(conflicts)}. "
+                         "Drop them to continue it (--steps may extend it), or start a new demo in another --output")
