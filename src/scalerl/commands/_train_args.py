@@ -175,6 +175,23 @@ FLAG_FIELDS = {
 RESUME_FREE = ("run.steps", "run.threads", "run.nproc", "run.output", "log.progress")
 
 
+def saved_config_to_resume(output: Path, args, what: str = "run") -> TrainConfig:
+    """The saved config of the run in ``output``, refusing (by name) any flag of ``args`` whose value
+    differs from it: a resume continues the saved run; only --steps (to extend it), --threads and
+    --no-progress may change."""
+    from scalerl.config import load_yaml
+    from scalerl.train.trainer import CONFIG, check_output
+
+    check_output(output, True)
+    saved = load_yaml(TrainConfig, output / CONFIG)
+    saved.run.output = str(output)
+    conflicts = resume_conflicts(saved, args)
+    if conflicts:
+        raise InputError(f"--resume: the flags differ from the saved {what} ({output / CONFIG}): {'; '.join(conflicts)}. "
+                         f"Drop them to continue it (--steps may extend it), or start a new {what} in another --output")
+    return saved
+
+
 def resume_conflicts(saved: TrainConfig, args) -> list[str]:
     """The config fields the command's flags set to a value other than the saved run's, as
     ``key: saved X, given Y`` -- empty when the flags repeat (part of) the original command."""

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from scalerl.commands._train_args import add_config_args, config_from_args, overwrite_run_dir, resume_conflicts
+from scalerl.commands._train_args import add_config_args, config_from_args, overwrite_run_dir, saved_config_to_resume
 
 #: The demo run: the scalerl preset on the tiny-m model and the arithmetic-mix task (profile
 #: cpu-tiny-mix: 16 prompts x 8 generations, lr 1e-4, thinking budget [26, 34] -> a ceiling of
@@ -44,7 +44,7 @@ def run(args) -> int:
         # As `scalerl train --resume`: the saved config is the truth; --steps may extend the demo,
         # --threads and --no-progress change how it runs; any other flag that differs is refused by
         # name (they were ignored, unsaid: `demo --resume --set lr=1e-3` went on with the saved lr).
-        _refuse_resume_conflicts(out, args)
+        saved_config_to_resume(out, args, what="demo")
         trainer = Trainer.resumed(out, steps=args.steps, threads=args.threads,
                                   progress=False if args.no_progress else None)
         cfg = trainer.cfg
@@ -65,17 +65,3 @@ def run(args) -> int:
     print(f"forecast it yourself: scalerl fit {out / 'runlog.jsonl'} --x {report.x} --y {report.y}")
     return 0
 
-
-def _refuse_resume_conflicts(out: Path, args) -> None:
-    from scalerl.config import load_yaml
-    from scalerl.errors import InputError
-    from scalerl.train.config import TrainConfig
-    from scalerl.train.trainer import CONFIG, check_output
-
-    check_output(out, True)
-    saved = load_yaml(TrainConfig, out / CONFIG)
-    saved.run.output = str(out)
-    conflicts = resume_conflicts(saved, args)
-    if conflicts:
-        raise InputError(f"--resume: the flags differ from the saved demo ({out / CONFIG}): {'; '.join(conflicts)}. "
-                         "Drop them to continue it (--steps may extend it), or start a new demo in another --output")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from scalerl.commands._train_args import add_config_args, config_from_args, overwrite_run_dir, resume_conflicts
+from scalerl.commands._train_args import add_config_args, config_from_args, overwrite_run_dir, saved_config_to_resume
 
 
 def add_arguments(p) -> None:
@@ -78,21 +78,13 @@ def _start(cfg, *, resume: bool, report: bool = True) -> int:
 
 
 def _resume(args) -> int:
-    from scalerl.config import load_yaml
     from scalerl.errors import InputError
-    from scalerl.train.config import TrainConfig
-    from scalerl.train.trainer import CONFIG, check_output, resumed_config
+    from scalerl.train.trainer import resumed_config
 
     if not args.output:
         raise InputError("--resume needs --output DIR: the run directory to continue")
     output = Path(args.output)
-    check_output(output, True)
-    saved = load_yaml(TrainConfig, output / CONFIG)
-    saved.run.output = str(output)
-    conflicts = resume_conflicts(saved, args)
-    if conflicts:
-        raise InputError(f"--resume: the flags differ from the saved run ({output / CONFIG}): {'; '.join(conflicts)}. "
-                         "Drop them to continue it (--steps may extend it), or start a new run in another --output")
+    saved = saved_config_to_resume(output, args)
     if args.print_config:
         from scalerl.config import dump_yaml
 
