@@ -98,3 +98,14 @@ def test_list_with_a_name_says_to_use_show(capsys):
     assert main(["recipes", "list", "scalerl", "k=4"]) == 2
     assert capsys.readouterr().err.strip() == ("scalerl recipes: error: list takes no recipe name; "
                                                "to see one: scalerl recipes show scalerl k=4")
+
+
+def test_a_recipe_name_alone_shows_it_and_an_unknown_word_lists_the_names(capsys):
+    """`scalerl recipes scalerl` was argparse's "invalid choice: 'scalerl' (choose from 'list', 'show')"."""
+    assert main(["recipes", "show", "scalerl", "k=2"]) == 0
+    shown = capsys.readouterr().out
+    assert main(["recipes", "scalerl", "k=2"]) == 0
+    assert capsys.readouterr().out == shown
+    assert main(["recipes", "lst"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("scalerl recipes: error: unknown recipe 'lst'; known recipes: scalerl, ")

@@ -16,14 +16,20 @@ from scalerl.rl.recipe import RecipeConfig, sync_means_k1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", nargs="?", choices=["list", "show"], default="list",
-                        help="list (default) or show NAME")
+    parser.add_argument("action", nargs="?", default="list", metavar="{list,show}",
+                        help="list (default) or show NAME (a recipe's name alone shows it too)")
     parser.add_argument("name", nargs="?", help="recipe to show (see 'scalerl recipes')")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
                         help="overrides for show, e.g. loss.name=dapo or k=4")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action not in ("list", "show"):
+        if args.action not in {**PRESETS, **LEAVE_ONE_OUT}:  # get_recipe's error lists the known names
+            get_recipe(args.action)
+        # `scalerl recipes scalerl k=4`: the name alone is what was meant (argparse said "invalid choice").
+        overrides = [args.name, *args.overrides] if args.name else args.overrides
+        args.action, args.name, args.overrides = "show", args.action, overrides
     if args.action == "show":
         return _show(args)
     if args.name or args.overrides:  # `recipes list scalerl` listed everything, ignoring the name
