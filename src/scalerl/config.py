@@ -86,11 +86,10 @@ def from_dict(cls: type[T], data: Mapping[str, Any], *, path: str = "") -> T:
         raise ConfigError(f"{_where(path)}: expected a mapping of keys to values, got {data!r}")
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     unknown = [k for k in data if k not in fields]
+    hints = _type_hints(cls)
     if unknown:
-        hints = _type_hints(cls)
         sections = [n for n in fields if dataclasses.is_dataclass(hints[n])]
         raise ConfigError(_unknown_key_message(unknown[0], path, list(fields), sections))
-    hints = _type_hints(cls)
     kwargs: dict[str, Any] = {}
     for name, value in data.items():
         if dataclasses.is_dataclass(hints[name]) and isinstance(value, Mapping):

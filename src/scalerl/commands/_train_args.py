@@ -59,8 +59,7 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
         cfg = TrainConfig()
     for path, value in (defaults or {}).items():  # (flags, set below, still win over these)
         if path not in written:
-            section, _, leaf = path.rpartition(".")
-            setattr(getattr(cfg, section) if section else cfg, leaf, value)
+            _set(cfg, path, value)
     if args.recipe:
         cfg = with_recipe(cfg, args.recipe)
         replaced = sorted(k for k in written if k.startswith("recipe.")) if args.config else []
@@ -85,8 +84,7 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
         flags["log.progress"] = False
     for path, value in flags.items():
         if value is not None:
-            section, _, leaf = path.rpartition(".")
-            setattr(getattr(cfg, section) if section else cfg, leaf, value)
+            _set(cfg, path, value)
     # profile auto: chosen here by model size and device, and said so for a user model.
     cfg.profile, note = choose_profile(cfg)
     if note and not quiet:
@@ -104,9 +102,16 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
 
 
 def _get(cfg, path: str):
+    """The value of dotted field ``path`` of a config object."""
     for part in path.split("."):
         cfg = getattr(cfg, part)
     return cfg
+
+
+def _set(cfg, path: str, value) -> None:
+    """Set dotted field ``path`` of a config object (``profile``, ``run.steps``)."""
+    section, _, leaf = path.rpartition(".")
+    setattr(_get(cfg, section) if section else cfg, leaf, value)
 
 
 def _note_replaced(cfg: TrainConfig, out: TrainConfig, args, written: set[str], sets: dict[str, str]) -> None:
@@ -204,8 +209,7 @@ def resume_conflicts(saved: TrainConfig, args) -> list[str]:
         args = argparse.Namespace(**vars(args))
         for flag, path in FLAG_FIELDS.items():
             if path is not None and getattr(args, flag, None) is None:
-                section, leaf = path.split(".")
-                setattr(args, flag, getattr(getattr(saved, section), leaf))
+                setattr(args, flag, _get(saved, path))
     else:
         keys = {FLAG_FIELDS[f] for f in given}
         keys |= {resolve_key(TrainConfig, item.partition("=")[0].strip()) for item in args.overrides}

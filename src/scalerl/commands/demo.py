@@ -64,4 +64,3 @@ def run(args) -> int:
     print(f"final model: {out / 'final'}  (AutoModelForCausalLM.from_pretrained loads it)")
     print(f"forecast it yourself: scalerl fit {out / 'runlog.jsonl'} --x {report.x} --y {report.y}")
     return 0
-

@@ -57,13 +57,13 @@ def _run_settings(run_dir: str):
     from scalerl.config import load_yaml
     from scalerl.errors import InputError
     from scalerl.train.config import TrainConfig
-    from scalerl.train.trainer import eval_seed
+    from scalerl.train.trainer import STUDY_SPEC, eval_seed
 
     cfg_path = Path(run_dir) / "config.yaml"
-    if not cfg_path.is_file() and (Path(run_dir) / "study.yaml").is_file():
+    if not cfg_path.is_file() and (Path(run_dir) / STUDY_SPEC).is_file():
         runs = sorted(p.parent for p in Path(run_dir).glob("runs/*/*/config.yaml"))
         example = runs[0] if runs else Path(run_dir) / "runs" / "LABEL" / "seed0"
-        raise InputError(f"--run {run_dir} is a study directory (study.yaml); give one of its runs, e.g. --run {example}")
+        raise InputError(f"--run {run_dir} is a study directory ({STUDY_SPEC}); give one of its runs, e.g. --run {example}")
     if not cfg_path.is_file():
         raise InputError(f"--run {run_dir}: no config.yaml there; give a run directory written by scalerl train/demo")
     cfg = load_yaml(TrainConfig, cfg_path)

@@ -23,7 +23,7 @@ import numbers
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from scalerl.curves.unpack import COMPRESSED
 from scalerl.errors import InputError
@@ -319,12 +319,12 @@ def answer_conflicts(rows: list[Row]) -> tuple[int, tuple[Row, Row] | None]:
     return len(conflicting), min(conflicting.values(), key=lambda pair: pair[1].row, default=None)
 
 
-
-def repeated_rows(rows: list[Row]) -> tuple[int, tuple[Row, Row] | None]:
-    """How many of ``rows`` repeat an earlier row's prompt (conversation) and answer, and the first
-    such pair. In an evaluation set each copy counts in the pass rate (a repeated problem weighs
-    twice); in training data a repeat is often meant (upsampling)."""
-    first_row: dict[Any, Row] = {}
+def repeated_rows(rows: Sequence[Any]) -> tuple[int, tuple[Any, Any] | None]:
+    """How many of ``rows`` (:class:`Row` s or problems: anything with ``prompt``, ``messages`` and
+    ``answer``) repeat an earlier one's prompt (conversation) and answer, and the first such pair. In
+    an evaluation set each copy counts in the pass rate (a repeated problem weighs twice); in
+    training data a repeat is often meant (upsampling)."""
+    first_row: dict[Any, Any] = {}
     count, first = 0, None
     for row in rows:
         seen = first_row.setdefault((row.messages or row.prompt, row.answer), row)

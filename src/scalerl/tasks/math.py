@@ -86,12 +86,11 @@ def _warn_repeats(name: str, problems: list[Problem]) -> None:
     """Warn of an evaluation set holding a problem more than once: its mean weighs that problem
     twice, and a later run on the de-duplicated set is not comparable (the held-out val set holds
     every copy of a prompt the training data repeats)."""
-    count, first = repeated_rows([Row(row=p.meta["row"], prompt=p.prompt, answer=p.answer, messages=p.messages)
-                                  for p in problems])
+    count, first = repeated_rows(problems)
     if first is not None:
         log.warning("evaluation set %r: %d problem(s) repeat an earlier one, prompt and answer (the first: rows "
                     "%d and %d): each copy counts in its pass rate; drop the copies for a plain mean", name, count,
-                    first[0].row, first[1].row)
+                    first[0].meta["row"], first[1].meta["row"])
 
 
 @dataclass(frozen=True)
