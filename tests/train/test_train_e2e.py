@@ -222,19 +222,28 @@ def test_wandb_mirror_resumes_the_same_run_and_reads_back(tiny_dir, tmp_path, ca
     assert list(flops.x) == pytest.approx([r["flops"] for r in evals])
 
 
-def _wandb_exit_codes(wandb_dir):
-    """The exit code each W&B run file under ``wandb_dir`` recorded (None: the run was never finished)."""
+def _wandb_exit_codes(wandb_dir, wait: float = 15.0):
+    """The exit code each W&B run file under ``wandb_dir`` recorded (None: the run was never finished).
+    W&B's service process writes the file: on a loaded machine its exit record reached the disk after
+    ``finish()`` had returned (a CI run read None once), so a missing record is waited for a while."""
+    import time
+
     from scalerl.curves.wandb_run_log import _record_class, _records
 
-    Record, codes = _record_class(), {}
-    for f in sorted(wandb_dir.glob("*/run-*.wandb")):
-        codes[f.stem] = None
-        for raw in _records(f, []):
-            record = Record()
-            record.ParseFromString(raw)
-            if record.WhichOneof("record_type") == "exit":
-                codes[f.stem] = record.exit.exit_code
-    return codes
+    Record = _record_class()
+    deadline = time.monotonic() + wait
+    while True:
+        codes = {}
+        for f in sorted(wandb_dir.glob("*/run-*.wandb")):
+            codes[f.stem] = None
+            for raw in _records(f, []):
+                record = Record()
+                record.ParseFromString(raw)
+                if record.WhichOneof("record_type") == "exit":
+                    codes[f.stem] = record.exit.exit_code
+        if None not in codes.values() or time.monotonic() > deadline:
+            return codes
+        time.sleep(0.2)
 
 
 def test_a_stopped_run_finishes_its_wandb_run_and_the_next_run_in_the_process_gets_its_own(
