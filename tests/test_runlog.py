@@ -2,6 +2,8 @@
 
 import os
 
+import pytest
+
 from scalerl.runlog import RESUME, RunLogWriter, read_runlog
 
 
@@ -47,3 +49,47 @@ def test_a_run_log_cut_shorter_than_the_checkpoints_offset_is_refused_not_padded
                                          r"when the checkpoint was saved: .*restore it, or move the newest checkpoint"):
         RunLogWriter(path, resume_offset=offset)
     assert path.stat().st_size == offset - 10 and b"\0" not in path.read_bytes()  # left as it was
+
+
+class _Killed(KeyboardInterrupt):
+    """A kill simulated at one point of the resume's cut-back."""
+
+
+@pytest.mark.parametrize("kill_at", ["os.truncate", "os.fsync", "os.replace"])
+def test_a_kill_inside_the_resumes_cut_back_loses_no_resume_row(tmp_path, monkeypatch, kill_at):
+    """The cut-back truncated the log to the checkpoint's offset, then wrote the earlier attempts'
+    resume rows after it: a kill in between lost them for good (the report undercounted the stops).
+    Now the cut log is written beside it and renamed over it: a kill at any point leaves the old log
+    or the new, each with every resume row, and the next resume goes on from there."""
+    path = tmp_path / "runlog.jsonl"
+    w = RunLogWriter(path, {"run": "r"})
+    w.append({"type": "eval", "step": 0, "pass_rate": 0.1})
+    offset = w.offset()
+    w.close()
+    w = RunLogWriter(path, resume_offset=offset)
+    w.append({"type": RESUME, "from_step": 0, "utc": "2026-12-03T10:00:00Z"})
+    w.append({"type": "train", "step": 1})
+    w.close()
+
+    module, name = kill_at.split(".")
+    real = getattr(os, name)
+
+    def killed_after(*args, **kwargs):
+        if name != "replace":
+            real(*args, **kwargs)  # the kill lands right after it (before, for the rename)
+        raise _Killed
+
+    monkeypatch.setattr(os, name, killed_after)
+    try:
+        RunLogWriter(path, resume_offset=offset).close()
+    except _Killed:
+        pass
+    monkeypatch.setattr(os, name, real)
+    assert [r["type"] for r in read_runlog(path)[1]][:2] == ["eval", RESUME]
+    w = RunLogWriter(path, resume_offset=offset)  # the next attempt
+    w.append({"type": RESUME, "from_step": 0, "utc": "2026-12-03T12:00:00Z"})
+    w.close()
+    rows = read_runlog(path)[1]
+    assert [(r["type"], r.get("utc")) for r in rows] == [
+        ("eval", None), (RESUME, "2026-12-03T10:00:00Z"), (RESUME, "2026-12-03T12:00:00Z")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runlog.jsonl"]  # no temporary left behind

@@ -27,7 +27,6 @@ import difflib
 import functools
 import inspect
 import math
-import os
 import textwrap
 import types
 import typing
@@ -36,6 +35,7 @@ from typing import Any, Callable, Iterable, Literal, Mapping, TypeVar
 
 import yaml
 
+from scalerl.atomic_files import write_text_atomically
 from scalerl.errors import ConfigError
 
 T = TypeVar("T")
@@ -385,13 +385,7 @@ def save_yaml(cfg: Any, path: str | Path, *, header: str = "") -> None:
     """Write ``cfg`` as commented YAML (see :func:`dump_yaml`), atomically: a kill mid-write leaves
     the previous file or none, never an empty or cut one (an empty run config read back as every
     default)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")  # hidden: not taken for a user's file
-    try:
-        tmp.write_text(dump_yaml(cfg, header=header))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_text_atomically(path, dump_yaml(cfg, header=header))
 
 
 def dump_yaml(cfg: Any, *, header: str = "", comments: bool = True, width: int = 92) -> str:

@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+from scalerl.atomic_files import replaced_atomically
 from scalerl.errors import InputError
 
 RUNLOG = "runlog.jsonl"
@@ -77,16 +78,11 @@ class RunLogWriter:
             # Drop everything written after the checkpoint (rows the resumed run will redo,
             # or a torn line from a kill mid-write) -- but the resume rows: each records an attempt
             # that was made (and stopped), whatever it trained.
-            kept = _resume_rows_after(self.path, resume_offset) if self.path.exists() else []
             if self.path.exists():
-                os.truncate(self.path, resume_offset)
+                _cut_back(self.path, resume_offset, _resume_rows_after(self.path, resume_offset))
         elif exists:
             raise InputError(f"run log {self.path} already exists; resume the run or choose another output")
         self._f = open(self.path, "a", encoding="utf-8")
-        if resume_offset is not None and kept:
-            self._f.write("".join(kept))
-            self._f.flush()
-            os.fsync(self._f.fileno())
         if resume_offset is None and header is not None:
             self.append({"type": HEADER, **header})
 
@@ -110,6 +106,23 @@ class RunLogWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _cut_back(path: Path, offset: int, kept: list[str]) -> None:
+    """Cut ``path`` back to its first ``offset`` bytes followed by the ``kept`` rows, whole or not at
+    all: truncating in place and then writing them lost the earlier attempts' resume rows to a kill
+    in between. The copy is made beside the log and renamed over it."""
+    with replaced_atomically(path) as tmp, open(path, "rb") as src, open(tmp, "wb") as dst:
+        left = offset
+        while left > 0:
+            chunk = src.read(min(left, 1 << 20))
+            if not chunk:
+                break
+            dst.write(chunk)
+            left -= len(chunk)
+        dst.write("".join(kept).encode("utf-8"))
+        dst.flush()
+        os.fsync(dst.fileno())
 
 
 def _resume_rows_after(path: Path, offset: int) -> list[str]:

@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+from scalerl.atomic_files import write_text_atomically
 from scalerl.commands._curve_args import (add_data_args, axes_per_path, distinct_cuts, finite_json, parse_fit_from,
                                           parse_r0, progress_bar, read_kwargs, table, writable_file)
 from scalerl.errors import InputError
@@ -80,7 +81,7 @@ def run(args) -> int:
         if bar is not None:
             bar.close()
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result.calibration.as_dict(), indent=2) + "\n")
+    write_text_atomically(out, json.dumps(result.calibration.as_dict(), indent=2) + "\n")
     base, new, loro = result.check_base(), result.calibration, result.check_new()
     runs_scored = len({bt.run for bt in result.scored})
     unstable = sorted({bt.run for bt in result.backtests if not bt.scored})

@@ -12,6 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
+from scalerl.atomic_files import replaced_atomically
 from scalerl.errors import InputError
 
 _FORMATS = (".png", ".svg", ".pdf")
@@ -57,7 +58,8 @@ def finish(fig, ax, path: Path, *, title: str, legend_loc: str = "outside") -> P
         fig.tight_layout()
     declutter_log_ticks(fig, ax)
     try:
-        fig.savefig(path)
+        with replaced_atomically(path) as tmp:  # a kill mid-save leaves the old figure, not a cut one
+            fig.savefig(tmp)
     except OSError as exc:  # the commands check the path first; this is for callers of the library
         raise InputError(f"cannot write the plot to {path}: {exc.strerror or exc}") from None
     finally:
@@ -262,7 +264,8 @@ def plot_backtests(results: Sequence, path, *, title: str = "", cut_labels: Sequ
     if heading:
         fig.suptitle(heading, fontsize=9)
     try:
-        fig.savefig(path)
+        with replaced_atomically(path) as tmp:
+            fig.savefig(tmp)
     except OSError as exc:
         raise InputError(f"cannot write the plot to {path}: {exc.strerror or exc}") from None
     finally:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from scalerl.atomic_files import replaced_atomically, write_text_atomically
 from scalerl.report_text import html_page, html_table, inline_md, md_table
 from scalerl.study.analysis import StudyAnalysis, VariantResult, analyse_study, linearise
 
@@ -165,7 +166,8 @@ def _plot_intervals(a: StudyAnalysis, path: Path) -> Path:
     fig.suptitle(f"{a.spec.family} study of {a.spec.base}: fitted parameters with 95% intervals "
                  f"(seeds pooled; dashed: the base)", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path)
+    with replaced_atomically(path) as tmp:  # a kill mid-save leaves the old figure, not a cut one
+        fig.savefig(tmp)
     plt.close(fig)
     return path
 
@@ -197,7 +199,8 @@ def _plot_loo_view(a: StudyAnalysis, path: Path) -> Path:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    fig.savefig(path)
+    with replaced_atomically(path) as tmp:  # a kill mid-save leaves the old figure, not a cut one
+        fig.savefig(tmp)
     plt.close(fig)
     return path
 
@@ -265,7 +268,7 @@ def write_study_report(directory: str | Path, *, n_boot: int | None = None) -> S
         rep.files.append(_plot_intervals(a, d / "intervals.png"))
         if a.common_A is not None:
             rep.files.append(_plot_loo_view(a, d / "loo_view.png"))
-    (d / "analysis.json").write_text(json.dumps(a.as_dict(), indent=1, default=_json_default) + "\n")
+    write_text_atomically(d / "analysis.json", json.dumps(a.as_dict(), indent=1, default=_json_default) + "\n")
     rep.files.append(d / "analysis.json")
     rep.files += _write_text(rep)
     return rep
@@ -321,7 +324,7 @@ def _write_text(rep: StudyReport) -> list[Path]:
     if a.notes:
         md += ["## Notes", "", *[f"- {n}" for n in a.notes], ""]
     md_path = a.directory / "report.md"
-    md_path.write_text("\n".join(md))
+    write_text_atomically(md_path, "\n".join(md))
 
     imgs = ""
     if a.compare is not None:
@@ -339,7 +342,7 @@ def _write_text(rep: StudyReport) -> list[Path]:
 {f"<h2>Notes</h2><ul>{notes}</ul>" if notes else ""}"""
     page = html_page(title, body)
     html_path = a.directory / "report.html"
-    html_path.write_text(page)
+    write_text_atomically(html_path, page)
     return [md_path, html_path]
 
 

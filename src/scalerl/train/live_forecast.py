@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from scalerl.atomic_files import write_text_atomically
 from scalerl.curves import Calibration, Curve, forecast
 from scalerl.curves.bands import read_calibration
 from scalerl.errors import InputError
@@ -30,7 +31,8 @@ def run_calibration(configured: str | None, output: Path) -> Calibration | None:
     if not configured:
         return None
     cal = read_calibration(configured)
-    copy.write_text(json.dumps(cal.as_dict(), indent=2) + "\n")
+    # Whole or not at all: a copy cut by a kill was read first by every later resume, which refused it.
+    write_text_atomically(copy, json.dumps(cal.as_dict(), indent=2) + "\n")
     return cal
 
 

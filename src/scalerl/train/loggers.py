@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from scalerl.atomic_files import write_text_atomically
 from scalerl.errors import ConfigError
 
 if TYPE_CHECKING:  # train.config imports no loggers; only the annotation needs it
@@ -60,7 +61,7 @@ class WandbSink:
         run_id = id_file.read_text().strip() if resume and id_file.is_file() else ""
         if not run_id:
             run_id = uuid.uuid4().hex[:8]  # W&B's id alphabet: lower-case letters and digits
-            id_file.write_text(run_id + "\n")
+            write_text_atomically(id_file, run_id + "\n")  # a cut id would resume into a stranger's run
         # create_new: a run of its own even where the process has another W&B run open (a user's
         # script or notebook calling scalerl; W&B's default handed that one back, and our metrics
         # went into it). The sink logs through its own run object, never the global wandb.log.

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from scalerl.atomic_files import write_text_atomically
 from scalerl.curves import Curve, backtest, forecast
 from scalerl.curves.bands import read_calibration
 from scalerl.errors import InputError
@@ -317,7 +318,7 @@ def _write_text(rep: RunReport, sets: list[str]) -> list[Path]:
         sample_html = f"<h2>A sample</h2><p>{html.escape(head)}:</p>" + "".join(
             f'<p><b>{html.escape(name)}</b></p><pre class="sample">{html.escape(text)}</pre>' for name, text in parts)
     md_path = rep.output / REPORT_MD
-    md_path.write_text("\n".join(md) + "\n")
+    write_text_atomically(md_path, "\n".join(md) + "\n")
     body = f"""{html_table([["", ""], *[[k, v] for k, v in lines]])}
 <img src="curve.png" alt="pass rate against compute"><p>Filled points: fitted (first half of the compute); open circles:
 held out and predicted; bands: 95% confidence (dark) and prediction (light); thin line: the sigmoid; dashed: the power law.</p><img src="sets.png" alt="every evaluation set">
@@ -326,5 +327,5 @@ held out and predicted; bands: 95% confidence (dark) and prediction (light); thi
 <details><summary>facts (JSON)</summary><pre>{html.escape(json.dumps(rep.facts, indent=1, default=str))}</pre></details>"""
     page = html_page(f"scalerl run report: {rep.output.name}", body, max_width=960)
     html_path = rep.output / REPORT_HTML
-    html_path.write_text(page)
+    write_text_atomically(html_path, page)
     return [md_path, html_path]
