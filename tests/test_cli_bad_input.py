@@ -334,3 +334,17 @@ def test_demo_resume_refuses_flags_that_differ_from_the_saved_demo(tmp_path, cap
     err = capsys.readouterr().err
     assert code == 2 and "--resume: the flags differ from the saved demo" in err
     assert "model.name_or_path: saved 'tiny-m', given 'tiny'" in err and "recipe.optimizer.lr: saved" in err
+
+
+@pytest.mark.parametrize("text", ["", "# my settings, to fill in\n\n", "---\n"])
+def test_a_config_file_that_sets_nothing_is_said_not_run_as_defaults_unsaid(tmp_path, capsys, text):
+    """An empty or comments-only ``--config`` (the wrong file given, an editor's unsaved buffer)
+    ran every default without a word: the user believed their settings were trained."""
+    cfg = tmp_path / "mine.yaml"
+    cfg.write_text(text)
+    assert main(["train", "--config", str(cfg), "--print-config"]) == 0
+    err = capsys.readouterr().err
+    assert f"note: config file {cfg} sets nothing (it is empty or holds only comments): every field keeps its default" in err
+    cfg.write_text("run: {steps: 7}\n")
+    assert main(["train", "--config", str(cfg), "--print-config"]) == 0
+    assert "sets nothing" not in capsys.readouterr().err

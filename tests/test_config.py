@@ -150,6 +150,22 @@ def test_load_yaml_errors_are_config_errors(tmp_path):
         load_yaml(Root, bad)
 
 
+@pytest.mark.parametrize("text, message", [
+    ("inner:\n\tx: 1\n", "at line 2, column 1: 'x: 1' -- YAML indents and separates with spaces, not tabs"),
+    ("inner:\n  x:\t1\n", "at line 2, column 5: 'x:\\t1' -- YAML indents and separates with spaces, not tabs"),
+    ("inner: {x: 1\n", "(while parsing a flow mapping that starts at line 1, column 8)"),
+    ("inner:\n  x: 1\n   y: 2\n", "mapping values are not allowed here at line 3, column 5: 'y: 2'"),
+])
+def test_a_yaml_syntax_error_says_where_and_what_to_do_in_one_line(tmp_path, text, message):
+    """PyYAML's wording (`found character '\\t' that cannot start any token in "<unicode string>"`,
+    over several lines) named neither the rule nor, for an unclosed bracket, where it opened."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    with pytest.raises(ConfigError) as exc:
+        load_yaml(Root, bad)
+    assert message in str(exc.value) and "\n" not in str(exc.value) and "<unicode string>" not in str(exc.value)
+
+
 def test_a_key_given_twice_in_a_yaml_file_is_refused_naming_it(tmp_path):
     """PyYAML keeps the last of two equal keys silently: `family: loo` ... `family: recipes` in a
     study spec ran the recipes study, `run:` twice in a train config dropped the first section."""

@@ -363,10 +363,31 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
+    """PyYAML's error as one line a user can act on: what, where, the line itself, and for a tab
+    the rule it breaks (its own wording said "found character '\\t' that cannot start any token
+    in "<unicode string>"")."""
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if not problem or mark is None:
+        return " ".join(str(exc).split())
+    lines = text.splitlines()
+    line = lines[mark.line].strip() if mark.line < len(lines) else ""
+    out = f"{problem} at line {mark.line + 1}, column {mark.column + 1}" + (f": {line!r}" if line else "")
+    context, opened = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    if context and opened is not None and opened.line != mark.line:  # an unclosed bracket or quote: where it opened
+        out += f" ({context} that starts at line {opened.line + 1}, column {opened.column + 1})"
+    if mark.line < len(lines) and "\t" in lines[mark.line][: mark.column + 1]:
+        out += " -- YAML indents and separates with spaces, not tabs"
+    return out
+
+
 def _read_mapping(path: str | Path) -> dict:
     path = Path(path)
+    text = ""
     try:
-        data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 -- a SafeLoader
+        text = path.read_text()
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 -- a SafeLoader
     except FileNotFoundError:
         raise ConfigError(f"config file {str(path)!r} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:  # a directory, no permission, a binary file
@@ -374,7 +395,7 @@ def _read_mapping(path: str | Path) -> dict:
     except _DuplicateKey as exc:
         raise ConfigError(f"config file {str(path)!r}: {exc}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {exc}".replace("\n", " ")) from None
+        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {_yaml_problem(exc, text)}") from None
     if data is not None and not isinstance(data, dict):
         raise ConfigError(f"config file {str(path)!r} must hold a mapping of sections (model:, recipe:, ...), "
                           f"not a {type(data).__name__}")

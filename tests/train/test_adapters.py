@@ -206,3 +206,25 @@ def test_a_checkpoint_whose_config_names_no_dtype_is_saved_back_in_its_weights_d
     assert stored_dtype(str(src)) == "bfloat16"
     out = save_policy(_policy(src), tmp_path / "final")
     assert json.loads((out / "config.json").read_text())["dtype"] == "bfloat16"
+
+
+def test_a_bin_only_checkpoint_whose_config_names_no_dtype_is_read_as_its_weights_dtype(user_model, tmp_path):
+    """The same for a checkpoint saved before safetensors (``pytorch_model.bin``): its dtype was
+    taken as float32, and bf16 weights were saved back at twice their size."""
+    from safetensors.torch import load_file
+
+    from scalerl.models.loading import stored_dtype
+
+    src = tmp_path / "bin-no-dtype"
+    src.mkdir()
+    model = user_model("llama", dtype="bfloat16")
+    for f in model.iterdir():
+        if f.suffix != ".safetensors":
+            (src / f.name).write_bytes(f.read_bytes())
+    torch.save(load_file(str(model / "model.safetensors")), src / "pytorch_model.bin")
+    config = json.loads((src / "config.json").read_text())
+    config.pop("dtype", None), config.pop("torch_dtype", None)
+    (src / "config.json").write_text(json.dumps(config))
+    assert stored_dtype(str(src)) == "bfloat16"
+    torch.save(load_file(str(model / "model.safetensors")), src / "pytorch_model.bin", _use_new_zipfile_serialization=False)
+    assert stored_dtype(str(src)) == "bfloat16"  # the legacy format too

@@ -55,6 +55,9 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
     if args.config:  # a file that says pipeline: sync and no k means k = 1, as --set does
         cfg, written = load_yaml_and_keys(TrainConfig, args.config, wrap=recipe_file_as_config)
         cfg = sync_means_k1(cfg, written)
+        if not written and not quiet:  # (the wrong file given, or one not yet saved: said, not run as defaults unsaid)
+            print(f"note: config file {args.config} sets nothing (it is empty or holds only comments): "
+                  "every field keeps its default", file=sys.stderr)
     else:
         cfg = TrainConfig()
     for path, value in (defaults or {}).items():  # (flags, set below, still win over these)

@@ -264,13 +264,39 @@ def _weights_hint(message: str) -> str:
 def stored_dtype(name_or_path: str, cache_dir: str | None = None, tiny_spec: TinySpec | None = None, **kwargs: Any) -> str:
     """The dtype a checkpoint's weights are stored in (its config's ``dtype``, ``torch_dtype`` before
     transformers 5), as a torch dtype name. Where the config names none (an older or hand-written
-    config.json), the dtype of a local directory's safetensors weights -- what transformers'
-    ``dtype="auto"`` loads then --, else ``float32``."""
+    config.json), the dtype of a local directory's weights (safetensors, else ``pytorch_model*.bin``)
+    -- what transformers' ``dtype="auto"`` loads then --, else ``float32``."""
     config = load_config(name_or_path, cache_dir, tiny_spec, **kwargs)
     value = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
     if value is None or str(value) == "auto":
-        return _safetensors_dtype(resolve_model(name_or_path, cache_dir, tiny_spec)) or "float32"
+        source = resolve_model(name_or_path, cache_dir, tiny_spec)
+        return _safetensors_dtype(source) or _pickled_dtype(source) or "float32"
     return str(value).removeprefix("torch.")
+
+
+def _pickled_dtype(source: str) -> str | None:
+    """The dtype of the first floating-point tensor in a local directory's ``pytorch_model*.bin``
+    (the format before safetensors), loaded onto the meta device (no tensor data is read); None
+    where there are none or they cannot be read."""
+    base = adapter_base(source)
+    if base is not None:
+        return _pickled_dtype(base)
+    files = sorted(Path(source).glob("pytorch_model*.bin")) if Path(source).is_dir() else []
+    if not files:
+        return None
+    import torch
+
+    try:
+        try:
+            state = torch.load(files[0], map_location="meta", weights_only=True, mmap=True)
+        except RuntimeError:  # the legacy (non-zip) format cannot be memory-mapped
+            state = torch.load(files[0], map_location="meta", weights_only=True)
+    except Exception:  # noqa: BLE001 -- a damaged file: loading the model says what is wrong with it
+        return None
+    for tensor in state.values() if isinstance(state, dict) else ():
+        if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
+            return str(tensor.dtype).removeprefix("torch.")
+    return None
 
 
 #: safetensors' names of the floating dtypes, as torch names them.
