@@ -20,6 +20,7 @@ from scalerl.errors import Terminated
 
 
 _sigterms = 0  # how many SIGTERMs raise_terminated has turned into Terminated in this process
+_sigints = 0  # how many Ctrl-Cs raise_interrupt has turned into KeyboardInterrupt in this process
 
 
 def raise_terminated(signum: int, frame: object) -> None:
@@ -29,6 +30,21 @@ def raise_terminated(signum: int, frame: object) -> None:
     _sigterms += 1
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     raise Terminated("terminated (SIGTERM)")
+
+
+def raise_interrupt(signum: int, frame: object) -> None:
+    """SIGINT handler: Python's own (KeyboardInterrupt), counted (see :func:`stops_delivered`)."""
+    global _sigints
+    _sigints += 1
+    raise KeyboardInterrupt
+
+
+def stops_delivered() -> int:
+    """How many stops (Ctrl-C, SIGTERM) the handlers here have raised in this process. A loop
+    compares it with its value when the loop began: a stop raised while CPython ran a ``__del__``
+    (or a weakref callback) is printed as "Exception ignored" and lost -- the run trained on to its
+    end, exit 0 -- and the count still says it came."""
+    return _sigints + _sigterms
 
 
 @contextlib.contextmanager
@@ -47,18 +63,25 @@ def terminated_stays_terminated() -> Iterator[None]:
 
 @contextlib.contextmanager
 def sigterm_stops_like_ctrl_c() -> Iterator[None]:
-    """SIGTERM raises :class:`Terminated` inside the block; the previous handler is put back after
-    it (a caller of the command line in-process keeps its own). Outside the main thread, where
-    Python cannot set a handler, nothing changes."""
+    """SIGTERM raises :class:`Terminated` inside the block, and Ctrl-C its KeyboardInterrupt counted
+    (:func:`raise_interrupt`, where Python's own handler was set: not where SIGINT is ignored or a
+    caller set another); the previous handlers are put back after it (a caller of the command line
+    in-process keeps its own). Outside the main thread, where Python cannot set a handler, nothing
+    changes."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     before = signal.signal(signal.SIGTERM, raise_terminated)
+    before_int = signal.getsignal(signal.SIGINT)
+    if before_int is signal.default_int_handler:
+        signal.signal(signal.SIGINT, raise_interrupt)
     try:
         yield
     finally:
         # None: a handler not set from Python (there is none to put back); the default then.
         signal.signal(signal.SIGTERM, signal.SIG_DFL if before is None else before)
+        if before_int is signal.default_int_handler:
+            signal.signal(signal.SIGINT, before_int)
 
 
 @contextlib.contextmanager

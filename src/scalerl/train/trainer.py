@@ -37,7 +37,7 @@ from scalerl.generate.attention import cudnn_attention
 from scalerl.generate.base import Generator, SamplingParams
 from scalerl.runlog import RESUME, RUNLOG, RunLogWriter, read_runlog
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
-from scalerl.stop_signals import stop_under_way, stops_deferred
+from scalerl.stop_signals import stop_under_way, stops_deferred, stops_delivered
 from scalerl.tasks.failure_tally import KINDS, add_counts, counting_failures
 from scalerl.tasks.rewards import check_reward_works
 from scalerl.train.activation_probe import probe_activations
@@ -656,10 +656,13 @@ class Trainer:
 
     def _loop(self, bar: Any) -> None:
         cfg = self.cfg
+        stops = stops_delivered()
         if self.step == 0 and not self.evals:
             self._log(self.evaluate())  # R0: the pass rate before RL
             self._checkpoint()
         while self.step < cfg.run.steps:
+            if stops_delivered() != stops:  # a stop CPython swallowed (raised inside a __del__): taken here
+                raise KeyboardInterrupt
             self._train_step()
             bar.update(1)
             done = self.step == cfg.run.steps
