@@ -270,48 +270,57 @@ def stored_dtype(name_or_path: str, cache_dir: str | None = None, tiny_spec: Tin
     value = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
     if value is None or str(value) == "auto":
         source = resolve_model(name_or_path, cache_dir, tiny_spec)
-        return _safetensors_dtype(source) or _pickled_dtype(source) or "float32"
+        return _weights_dtype(source) or "float32"
     return str(value).removeprefix("torch.")
 
 
-def _pickled_dtype(source: str) -> str | None:
-    """The dtype of the first floating-point tensor in a local directory's ``pytorch_model*.bin``
-    (the format before safetensors), loaded onto the meta device (no tensor data is read); None
-    where there are none or they cannot be read."""
+def _weights_dtype(source: str) -> str | None:
+    """The dtype of the first floating-point tensor of a local directory's weights (its base's, for a
+    LoRA adapter directory): ``model*.safetensors`` read from the file headers, else
+    ``pytorch_model*.bin`` (the format before safetensors) loaded onto the meta device (no tensor
+    data is read); None where there are none or they cannot be read (loading the model then says
+    what is wrong with them)."""
     base = adapter_base(source)
     if base is not None:
-        return _pickled_dtype(base)
-    files = sorted(Path(source).glob("pytorch_model*.bin")) if Path(source).is_dir() else []
-    if not files:
+        return _weights_dtype(base)
+    if not Path(source).is_dir():
         return None
-    import torch
-
     try:
-        try:
-            state = torch.load(files[0], map_location="meta", weights_only=True, mmap=True)
-        except RuntimeError:  # the legacy (non-zip) format cannot be memory-mapped
-            state = torch.load(files[0], map_location="meta", weights_only=True)
-    except Exception:  # noqa: BLE001 -- a damaged file: loading the model says what is wrong with it
+        return _safetensors_dtype(sorted(Path(source).glob("model*.safetensors"))) or \
+            _pickled_dtype(sorted(Path(source).glob("pytorch_model*.bin")))
+    except Exception:  # noqa: BLE001 -- a damaged file: safetensors' SafetensorError, torch's UnpicklingError, ...
         return None
-    for tensor in state.values() if isinstance(state, dict) else ():
-        if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
-            return str(tensor.dtype).removeprefix("torch.")
-    return None
 
 
 #: safetensors' names of the floating dtypes, as torch names them.
 _SAFETENSORS_FLOATS = {"F64": "float64", "F32": "float32", "BF16": "bfloat16", "F16": "float16"}
 
 
-def _safetensors_dtype(source: str) -> str | None:
-    """The dtype of the first floating-point tensor in a local directory's ``model*.safetensors``
-    (its base's, for a LoRA adapter directory), read from the file headers; None where there are none."""
-    base = adapter_base(source)
-    if base is not None:
-        return _safetensors_dtype(base)
-    files = sorted(Path(source).glob("model*.safetensors")) if Path(source).is_dir() else []
+def _safetensors_dtype(files: list[Path]) -> str | None:
+    from safetensors import safe_open
+
+    for file in files:
+        with safe_open(str(file), "pt") as f:
+            for key in f.keys():
+                name = _SAFETENSORS_FLOATS.get(str(f.get_slice(key).get_dtype()))
+                if name is not None:
+                    return name
+    return None
+
+
+def _pickled_dtype(files: list[Path]) -> str | None:
     if not files:
         return None
+    import torch
+
+    try:
+        state = torch.load(files[0], map_location="meta", weights_only=True, mmap=True)
+    except RuntimeError:  # the legacy (non-zip) format cannot be memory-mapped
+        state = torch.load(files[0], map_location="meta", weights_only=True)
+    for tensor in state.values() if isinstance(state, dict) else ():
+        if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
+            return str(tensor.dtype).removeprefix("torch.")
+    return None
     from safetensors import safe_open
 
     for file in files:
