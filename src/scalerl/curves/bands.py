@@ -116,6 +116,9 @@ def read_calibration(path) -> Calibration:
         raise InputError(f"calibration {path} is a directory, not a calibration file; {how}") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"{path} is not a calibration file (not JSON: {exc}); {how}") from None
+    if not isinstance(d, dict):  # (a list, a number: from_dict's AttributeError read "bad field 'list' object ...")
+        raise InputError(f"{path} is not a scalerl calibration (a JSON {type(d).__name__}, not an object with "
+                         f"levels and factors); {how}")
     try:
         cal = Calibration.from_dict(d)
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
