@@ -161,7 +161,7 @@ def test_calibrate_keep_excursions_fits_every_evaluation(capsys, tmp_path, six_r
 @pytest.mark.parametrize("content, message", [
     ("not json", "not a calibration file (not JSON"),
     ('{"levels": [0.5, 0.95]}', "not a scalerl calibration (bad or missing field"),
-    ("[0.5, 0.95]", "not a scalerl calibration (a JSON list, not an object with levels and factors)"),
+    ("[0.5, 0.95]", "not a scalerl calibration (a JSON list, not an object with levels and factors"),
     ("0.95", "not a scalerl calibration (a JSON float, not an object"),
     (None, "not a valid calibration: q_confidence must hold"),
     ("members", "members must name forecast members"),
