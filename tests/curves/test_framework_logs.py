@@ -144,6 +144,20 @@ def test_verl_runs_that_start_over_are_runs_of_their_own(tmp_path):
     assert any("starts over from its first step 1 time(s)" in n for n in one.notes)
 
 
+def test_verl_step_line_wrapped_right_before_a_value_is_joined(tmp_path):
+    """A wrap that leaves only the value on the next line (``... - critic/score/mean:`` over ``0.53``, or the key
+    over ``:0.53``): the item was read as the text '' (an error for that column) and the value line passed over.
+    A number alone after a whole ``key:value`` is not taken into the step (it may be anything printed next)."""
+    p = tmp_path / "train.log"
+    p.write_text(RAY + "step:1 - critic/score/max:1.000 - critic/score/mean:\n0.530\n"
+                 + RAY + "step:2 - critic/score/mean:0.600 - critic/score/max\n:0.900 - response_length/mean:190.250\n"
+                 + RAY + "step:3 - critic/score/mean:0.700 - critic/score/max:\n1.000 - response_length/mean:180.000\n"
+                 + RAY + "step:4 - critic/score/mean:0.8\n5\n")
+    assert list(read_curve(p, "step", "critic/score/mean").y) == [0.53, 0.6, 0.7, 0.8]
+    assert list(read_curve(p, "step", "critic/score/max").y) == [1.0, 0.9, 1.0]
+    assert list(read_curve(p, "step", "response_length/mean", bounded=False).x) == [2, 3]
+
+
 def test_a_text_log_without_verl_lines_says_what_to_do(tmp_path):
     p = tmp_path / "train.log"
     p.write_text("epoch 1 loss 0.3\nepoch 2 loss 0.2\n")
