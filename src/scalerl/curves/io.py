@@ -44,6 +44,8 @@ Formats (chosen from the path, or by ``fmt``):
   per evaluation, or the ``--output_path`` directory of them): x ``step``, the checkpoint's;
 * ``torchtune`` -- torchtune's ``DiskLogger`` file (``log_<time>.txt``: ``Step N | name:value ...``
   lines), its ``log_dir`` of them (one run), or a console its ``StdoutLogger`` printed into;
+* ``mlx-lm`` -- the console of mlx-lm's ``mlx_lm.lora`` or mlx-lm-lora's trainers (``Iter N: Train loss ...,
+  Trained Tokens ...`` and ``Iter N: Val loss ...`` reports; mlx-lm-lora's GRPO report blocks);
 * ``lighteval`` -- lighteval results of a series of checkpoints (``results/<model>/results_<date>.json``
   per evaluation, or the ``--output-dir`` directory): x ``step``, the checkpoint's.
 
@@ -76,6 +78,7 @@ from scalerl.curves.lighteval_log import is_lighteval, read_lighteval
 from scalerl.curves.lm_eval_log import is_lm_eval, read_lm_eval
 from scalerl.curves.mlflow_log import is_mlflow_store, read_mlflow
 from scalerl.curves.mlflow_server import is_server
+from scalerl.curves.mlx_lm_log import looks_like_mlx_lm, read_mlx_lm
 from scalerl.curves.nemo_rl_log import looks_like_nemo_rl, read_nemo_rl
 from scalerl.curves.primerl_log import attempt_logs, looks_like_primerl, read_primerl
 from scalerl.curves.parquet_log import is_parquet, read_parquet
@@ -145,6 +148,7 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "areal": read_areal,
     "prime-rl": read_primerl,
     "torchtune": read_torchtune,
+    "mlx-lm": read_mlx_lm,
 }
 
 
@@ -263,6 +267,8 @@ def detect_format(path: Path) -> str:
         return "prime-rl"
     if looks_like_torchtune(path):  # before the CSV guess: 'Step 1 | loss:0.5 ...' read as '|'-delimited
         return "torchtune"
+    if looks_like_mlx_lm(path):  # before dict-lines: mlx-vlm prints a dict beside each report
+        return "mlx-lm"
     first = _first_line(path)
     if first.startswith(("{", "[")) and (_is_json(first) or first in ("{", "[")):
         return "jsonl"  # JSON lines, or a JSON document (pretty-printed: its first line a lone bracket)
@@ -275,7 +281,7 @@ def detect_format(path: Path) -> str:
                          "before it nor a Trainer's 'epoch' in it; if it is a row of metrics, give --format dict-lines")
     if name.endswith((".log", ".out", ".err")):
         raise InputError(f"{path}: a text log without verl step lines ('step:N - key:value - ...'), ROLL "
-                         f"'metrics_tag:' lines, AReaL 'Train step N/T done.' stats tables, SkyRL 'Step N:' blocks, NeMo-RL 'Step N/M' blocks, prime-rl 'Step N | ...' lines, torchtune 'Step N | name:value ...' lines or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
+                         f"'metrics_tag:' lines, AReaL 'Train step N/T done.' stats tables, SkyRL 'Step N:' blocks, NeMo-RL 'Step N/M' blocks, prime-rl 'Step N | ...' lines, torchtune 'Step N | name:value ...' lines, mlx-lm 'Iter N: ...' reports or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
                          "the metrics as CSV/JSONL")
     # .txt or an unknown extension: by the first non-blank character.
     if first:
