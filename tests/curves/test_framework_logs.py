@@ -144,6 +144,42 @@ def test_verl_runs_that_start_over_are_runs_of_their_own(tmp_path):
     assert any("starts over from its first step 1 time(s)" in n for n in one.notes)
 
 
+def test_verl_step_line_wrapped_right_before_a_value_is_joined(tmp_path):
+    """A wrap that leaves only the value on the next line (``... - critic/score/mean:`` over ``0.53``, or the key
+    over ``:0.53``): the item was read as the text '' (an error for that column) and the value line passed over.
+    A number alone after a whole ``key:value`` is not taken into the step (it may be anything printed next)."""
+    p = tmp_path / "train.log"
+    p.write_text(RAY + "step:1 - critic/score/max:1.000 - critic/score/mean:\n0.530\n"
+                 + RAY + "step:2 - critic/score/mean:0.600 - critic/score/max\n:0.900 - response_length/mean:190.250\n"
+                 + RAY + "step:3 - critic/score/mean:0.700 - critic/score/max:\n1.000 - response_length/mean:180.000\n"
+                 + RAY + "step:4 - critic/score/mean:0.8\n5\n")
+    assert list(read_curve(p, "step", "critic/score/mean").y) == [0.53, 0.6, 0.7, 0.8]
+    assert list(read_curve(p, "step", "critic/score/max").y) == [1.0, 0.9, 1.0]
+    assert list(read_curve(p, "step", "response_length/mean", bounded=False).x) == [2, 3]
+
+
+def test_cum_x_skips_a_step_line_that_lacks_the_timer(tmp_path):
+    """A step line without its ``timing_s/step`` (cut off, not timed) added 0: its point sat at the compute
+    before it (x = 0 on a first step). It is dropped and counted; the evaluation before training (no timer, only
+    ``val*`` keys) still sits at 0, and a later step at the sum of the steps that were timed."""
+    p = tmp_path / "train.log"
+    lines = [RAY + "step:0 - val-core/acc/mean@1:0.100",
+             RAY + "step:1 - actor/pg_loss:0.010 - critic/score/mean:0.200",  # its timers cut off
+             RAY + "step:2 - actor/pg_loss:0.020 - critic/score/mean:0.300 - timing_s/step:10.000",
+             RAY + "step:3 - actor/pg_loss:0.030 - critic/score/mean:0.400 - timing_s/step:12.000 - val-core/acc/mean@1:0.500"]
+    p.write_text("\n".join(lines) + "\n")
+    score = read_curve(p, "cum:timing_s/step", "critic/score/mean")
+    assert list(score.x) == [10.0, 22.0] and list(score.y) == [0.3, 0.4] and score.dropped == 1
+    assert any("1 step row(s) lack 'timing_s/step'" in n and "1 point(s) on them dropped" in n for n in score.notes)
+    val = read_curve(p, "cum:timing_s/*", "val-core/acc/mean@1")
+    assert list(val.x) == [0.0, 22.0] and list(val.y) == [0.1, 0.5]
+    assert any("1 step row(s) lack 'timing_s/*'" in n for n in val.notes)
+    # Most steps untimed: no running total to give.
+    p.write_text("\n".join(lines[:2] + [lines[1].replace("step:1", "step:2")] + lines[3:]) + "\n")
+    with pytest.raises(InputError, match="2 step row.*lack 'timing_s/step' and only 1 have it.*choose another x"):
+        read_curve(p, "cum:timing_s/step", "critic/score/mean")
+
+
 def test_a_text_log_without_verl_lines_says_what_to_do(tmp_path):
     p = tmp_path / "train.log"
     p.write_text("epoch 1 loss 0.3\nepoch 2 loss 0.2\n")

@@ -26,6 +26,12 @@ SAMPLES = Path(__file__).parent / "data" / "real_samples"
     ("unsloth_grpo_issue2291.txt", "csv"),
     ("torchtune_pr1358.log", "torchtune"),
     ("torchtune_pr640.log", "torchtune"),
+    ("mlx_lm_pr330.log", "mlx-lm"),
+    ("mlx_lm_issue18.log", "mlx-lm"),
+    ("mlx_lm_orpo_pr6.log", "mlx-lm"),
+    ("trl_dpo_pr570.log", "dict-lines"),
+    ("trl_dpo_issue1236.log", "dict-lines"),
+    ("open_r1_grpo_issue255.log", "dict-lines"),
 ])
 def test_each_sample_is_told_as_its_frameworks_log(name, fmt):
     assert detect_format(SAMPLES / name) == fmt
@@ -190,3 +196,54 @@ def test_a_printed_dict_over_several_lines_is_one_row(name, keys, values):
 def test_torchtune_stdout_lines(name, steps, losses):
     curve = _curve(name, "step", "loss", bounded=False)
     assert list(curve.x) == steps and list(curve.y[:3]) == losses
+
+
+def test_mlx_lm_lora_console_train_and_val_reports():
+    """mlx-lm on CUDA (July 2025): the validation before training (``Iter 1``: 0 iterations, 0 tokens) and five
+    training reports -- read as no log at all before."""
+    val = _curve("mlx_lm_pr330.log", "trained_tokens", "val_loss", bounded=False)
+    assert list(val.x) == [0.0] and list(val.y) == [2.936]
+    train = _curve("mlx_lm_pr330.log", "trained_tokens", "train_loss", bounded=False)
+    assert list(train.x) == [3290, 6568, 9669, 12807, 16150]
+    assert list(train.y) == [2.662, 2.101, 1.781, 1.505, 1.585]
+    assert list(_curve("mlx_lm_pr330.log", "step", "peak_memory", bounded=False).y) == [9.707] + [10.588] * 4
+
+
+def test_mlx_lm_validations_before_each_update_with_their_tokens_interpolated():
+    """mlx-lm 0.22 (March 2025), a report and a validation every 5 iterations: ``Iter 5: Val`` is printed before
+    iteration 5's update (4 trained); its tokens lie between the reports at 0 and 5. ``Peak58.946 GB`` (that
+    version's typo) is still the peak memory."""
+    by_step = _curve("mlx_lm_issue18.log", "step", "val_loss", bounded=False)
+    assert list(by_step.x) == [0, 4, 9, 14, 19] and list(by_step.y) == [3.77, 3.044, 2.526, 2.368, 2.094]
+    by_tokens = _curve("mlx_lm_issue18.log", "trained_tokens", "val_loss", bounded=False)
+    assert list(by_tokens.x) == pytest.approx([0, 8557 * 4 / 5, 8557 + (17373 - 8557) * 4 / 5,
+                                               17373 + (27571 - 17373) * 4 / 5, 27571 + (35004 - 27571) * 4 / 5])
+    assert any("4 validation(s) fall between 'Trained Tokens' reports" in n for n in by_tokens.notes)
+    assert list(_curve("mlx_lm_issue18.log", "step", "peak_memory", bounded=False).y) == [56.494, 58.946, 65.006, 65.006]
+
+
+def test_mlx_lm_orpo_reports_name_their_preference_metrics():
+    val = _curve("mlx_lm_orpo_pr6.log", "step", "val_accuracy")
+    assert list(val.x) == [0, 49] and list(val.y) == [1.0, 1.0]
+    margin = _curve("mlx_lm_orpo_pr6.log", "step", "margin")
+    assert list(margin.x) == [10, 20, 30, 40, 50] and list(margin.y) == [0.021, 0.027, 0.016, 0.028, 0.071]
+    chosen = _curve("mlx_lm_orpo_pr6.log", "step", "val_chosen_reward", bounded=False)
+    assert list(chosen.y) == [-0.24, -0.25]
+
+
+def test_trl_dpo_trainer_dicts():
+    """TRL's DPOTrainer (2023, 2024): training dicts and an evaluation dict, by epoch."""
+    train = _curve("trl_dpo_pr570.log", "epoch", "rewards/margins", bounded=False)
+    assert list(train.x) == [0.16, 0.24] and list(train.y) == [0.2992585599422455, 0.41145211458206177]
+    evaluation = _curve("trl_dpo_pr570.log", "epoch", "eval_rewards/accuracies")
+    assert list(evaluation.x) == [0.2] and list(evaluation.y) == [0.45192307233810425]
+    # Three dicts at the same printed epoch (rounded to 0.05): three points, in order.
+    same = _curve("trl_dpo_issue1236.log", "epoch", "rewards/accuracies")
+    assert list(same.x) == [0.05] * 3 and list(same.y) == [1.0, 0.0, 0.5]
+
+
+def test_open_r1_grpo_dicts_after_the_issues_text():
+    curve = _curve("open_r1_grpo_issue255.log", "epoch", "rewards/accuracy_reward")
+    assert list(curve.x) == [0.01, 0.02] and list(curve.y) == [0.15982143627479672, 0.1178571494296193]
+    length = _curve("open_r1_grpo_issue255.log", "epoch", "completion_length", bounded=False)
+    assert list(length.y) == [387.50359020233157, 378.24644565582275]

@@ -1,6 +1,7 @@
 """CSV logs: one run, or one per value of a ``run`` column; W&B chart exports (``"<run> - <metric>"``
 columns). ``#`` comment lines allowed; comma, ``;`` (with decimal commas), tab or ``|`` delimited
-(a Markdown table: its ``---`` rule row and outer pipes are no data).
+(a Markdown table: its ``---`` rule row and outer pipes are no data; a heading or other lines around
+it are passed over, said in the notes).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from functools import partial
 from pathlib import Path
 
 from scalerl.curves.attempts import TRAINER_STEP, split_attempts
+from scalerl.curves.console import text_head
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, MISSING_CELLS, UnknownColumn, check_percent_scale,
                                  curves_from_rows, drop_repeated_evaluations, percent_note, readable_curves,
@@ -79,12 +81,15 @@ def _decoded(path: Path) -> tuple[str, str | None]:
 
 def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool, str | None]:
     """Header, ``(line number, cells)`` rows, whether numbers may use a decimal comma (a
-    ``;``-delimited export from a comma-decimal locale: ``0,53``), and the note on its encoding."""
+    ``;``-delimited export from a comma-decimal locale: ``0,53``), and the notes on its encoding and
+    on the lines around a Markdown table that were passed over ('; '-joined)."""
     text, encoding_note = _decoded(path)
     lines = [(i, line) for i, line in enumerate(io.StringIO(text, newline=""), start=1)
              if line.strip() and not line.lstrip().startswith("#")]
     if not lines:
         raise InputError(f"{path}: the file is empty (no header, no rows)")
+    lines, outside = _markdown_block(lines)
+    encoding_note = "; ".join(n for n in (encoding_note, outside) if n) or None
     dialect = _dialect(path, [line for _, line in lines[:20]])
     parsed = list(csv.reader([line for _, line in lines], dialect))
     if dialect.delimiter == "|":
@@ -98,6 +103,46 @@ def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], 
 
 #: A cell of a Markdown table's delimiter row (``---``, ``:--``, ``--:``).
 _MARKDOWN_RULE = re.compile(r"^\s*:?-+:?\s*$")
+#: A Markdown table's delimiter row, two cells or more: ``|---|:--:|``, ``-- | --``.
+_MARKDOWN_RULE_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)+\|?\s*$")
+#: How many of a file's first lines are looked at for a Markdown table's header and rule.
+_TABLE_SNIFF_LINES = 200
+
+
+def _table_start(lines: list[str]) -> int | None:
+    """The index of a Markdown table's header among ``lines`` (non-blank): a line with ``|`` over a
+    delimiter row; None where there is none."""
+    return next((i for i in range(len(lines) - 1)
+                 if "|" in lines[i] and not _MARKDOWN_RULE_ROW.match(lines[i]) and _MARKDOWN_RULE_ROW.match(lines[i + 1])),
+                None)
+
+
+def looks_like_markdown_table(path: Path) -> bool:
+    """Whether ``path`` holds a Markdown table (a ``|`` header over its ``---`` rule) among its first lines:
+    a table pasted into a ``.log`` file, or one a script printed among its other output."""
+    head = text_head(path, 1_000_000)
+    if head is None:
+        return False
+    lines = [line for line in head.splitlines() if line.strip()][:_TABLE_SNIFF_LINES]
+    return _table_start(lines) is not None
+
+
+def _markdown_block(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]], str]:
+    """The lines of the Markdown table among ``lines`` -- its header, rule and the ``|`` lines after them --
+    and a note on the lines around it that were passed over (a heading, a script's other output, a
+    second table); ``lines`` as they are where they hold no Markdown table or nothing else."""
+    start = _table_start([line for _, line in lines[:_TABLE_SNIFF_LINES]])
+    if start is None:
+        return lines, ""
+    end = start + 2
+    while end < len(lines) and "|" in lines[end][1]:
+        end += 1
+    outside = lines[:start] + lines[end:]
+    if not outside:
+        return lines, ""
+    shown = ", ".join(str(n) for n, _ in outside[:5]) + (", ..." if len(outside) > 5 else "")
+    return lines[start:end], (f"read the Markdown table of lines {lines[start][0]}-{lines[end - 1][0]}; "
+                              f"{len(outside)} line(s) around it (line {shown}) passed over")
 
 
 def _markdown_table(lines: list[tuple[int, str]], parsed: list[list[str]]):

@@ -169,21 +169,44 @@ def parse_printed_dict(text: str) -> dict[str, Any] | None:
     return {k: _number_or_value(v) for k, v in d.items()}
 
 
+def _sniffed(path: Path) -> tuple[int, dict[str, Any] | None, bool]:
+    """What the head of ``path`` holds: how many printed metric dicts (one printed after its step or
+    rollout number counting two), the last one read, and whether it holds other non-blank lines;
+    stops at two."""
+    head = text_head(path, SNIFF_CHARS, newline="")
+    if head is None:
+        return 0, None, False
+    found, last, other = 0, None, False
+    for line in _logical_lines(head.split("\n")):
+        text, counter, _ = _dict_and_counter(line)
+        row = parse_printed_dict(text) if text else None
+        if row:
+            found, last = found + (2 if counter else 1), row
+        elif line.strip():
+            other = True
+        if found >= 2:  # enough: parsing every dict of the sniffed head would cost as much as reading it
+            break
+    return found, last, other
+
+
+def _metrics(row: dict[str, Any] | None) -> bool:
+    return row is not None and any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in row.values())
+
+
 def looks_like_dict_lines(path: Path) -> bool:
     """A text file with at least two printed metric dicts among its lines, or one printed after its
     step or rollout number (slime's first ``perf 0: {...}``, OpenRLHF's ``Global step 1: {...}``: a
-    console cut short after its first step is as much this format as a longer one)."""
-    head = text_head(path, SNIFF_CHARS, newline="")
-    if head is None:
-        return False
-    found = 0
-    for line in _logical_lines(head.split("\n")):
-        text, counter, _ = _dict_and_counter(line)
-        if text and parse_printed_dict(text):
-            found += 2 if counter else 1
-        if found >= 2:  # enough: parsing every dict of the sniffed head would cost as much as reading it
-            return True
-    return False
+    console cut short after its first step is as much this format as a longer one), or one alone that
+    a Hugging Face ``Trainer`` printed (its ``epoch`` in it) or that is all the file holds."""
+    found, last, other = _sniffed(path)
+    return found >= 2 or (found == 1 and _metrics(last) and (TRAINER_EPOCH in last or not other))
+
+
+def lone_printed_dict(path: Path) -> bool:
+    """Whether ``path`` holds one printed dict of numbers among other lines, with no step before it nor a
+    Trainer's ``epoch`` in it: maybe a row of metrics, maybe a config -- not told as this format unasked."""
+    found, last, _ = _sniffed(path)
+    return found == 1 and _metrics(last)
 
 
 def read_dict_lines_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:

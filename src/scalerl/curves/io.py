@@ -4,7 +4,8 @@ Formats (chosen from the path, or by ``fmt``):
 
 * ``jsonl`` -- scalerl's run log (a header line, then rows; or its run directory), or any JSON-lines log;
 * ``csv`` -- one run, or many with a ``run`` column; ``#`` comment lines allowed; comma, ``;``
-  (with decimal commas), tab or ``|`` delimited (a Markdown table too);
+  (with decimal commas), tab or ``|`` delimited (a Markdown table too, in any file: the lines around it
+  passed over and said in the notes);
 * ``wandb`` -- a W&B chart export (columns ``"<run> - <metric>"``, plus ``__MIN``/``__MAX``);
 * ``tensorboard`` -- event files (a file, or a directory; each sub-directory is a run);
 * ``verl`` -- verl's console log, the stdout of a run (``step:N - key:value - ...`` lines);
@@ -21,7 +22,8 @@ Formats (chosen from the path, or by ``fmt``):
 * ``verl-file`` -- verl's file logger (``trainer.logger=[..., 'file']``): ``{"step": N, "data": {...}}`` lines;
 * ``hf-trainer`` -- a Hugging Face / TRL ``trainer_state.json``, or the run directory holding
   its ``checkpoint-*`` directories (the latest one is read);
-* ``dict-lines`` -- a console log of printed metric dicts, one per line (HF Trainer / TRL stdout);
+* ``dict-lines`` -- a console log of printed metric dicts, one per line (HF Trainer / TRL stdout; a
+  console of one dict is told as one where a Trainer printed it -- its ``epoch`` -- or it is all the file holds);
 * ``mlflow`` -- an MLflow tracking store: its SQLite database (``mlruns.db``), an ``mlruns``
   file-store directory, or a tracking server's address (``http(s)://host:port``, or the UI's
   address of an experiment or run); each MLflow run is a run;
@@ -42,6 +44,8 @@ Formats (chosen from the path, or by ``fmt``):
   per evaluation, or the ``--output_path`` directory of them): x ``step``, the checkpoint's;
 * ``torchtune`` -- torchtune's ``DiskLogger`` file (``log_<time>.txt``: ``Step N | name:value ...``
   lines), its ``log_dir`` of them (one run), or a console its ``StdoutLogger`` printed into;
+* ``mlx-lm`` -- the console of mlx-lm's ``mlx_lm.lora`` or mlx-lm-lora's trainers (``Iter N: Train loss ...,
+  Trained Tokens ...`` and ``Iter N: Val loss ...`` reports; mlx-lm-lora's GRPO report blocks);
 * ``lighteval`` -- lighteval results of a series of checkpoints (``results/<model>/results_<date>.json``
   per evaluation, or the ``--output-dir`` directory): x ``step``, the checkpoint's.
 
@@ -64,9 +68,9 @@ from typing import Callable
 
 from scalerl.curves.areal_log import looks_like_areal, read_areal
 from scalerl.curves.clearml_log import is_clearml_session, read_clearml
-from scalerl.curves.csv_log import read_csv
+from scalerl.curves.csv_log import looks_like_markdown_table, read_csv
 from scalerl.curves.data import Curve
-from scalerl.curves.dict_lines_log import looks_like_dict_lines, read_dict_lines
+from scalerl.curves.dict_lines_log import lone_printed_dict, looks_like_dict_lines, read_dict_lines
 from scalerl.curves.eval_dumps import is_eval_dumps, read_eval_dumps
 from scalerl.curves.hf_trainer_log import is_trainer_state, read_hf_trainer
 from scalerl.curves.jsonl_log import read_jsonl
@@ -74,6 +78,7 @@ from scalerl.curves.lighteval_log import is_lighteval, read_lighteval
 from scalerl.curves.lm_eval_log import is_lm_eval, read_lm_eval
 from scalerl.curves.mlflow_log import is_mlflow_store, read_mlflow
 from scalerl.curves.mlflow_server import is_server
+from scalerl.curves.mlx_lm_log import looks_like_mlx_lm, read_mlx_lm
 from scalerl.curves.nemo_rl_log import looks_like_nemo_rl, read_nemo_rl
 from scalerl.curves.primerl_log import attempt_logs, looks_like_primerl, read_primerl
 from scalerl.curves.parquet_log import is_parquet, read_parquet
@@ -143,6 +148,7 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "areal": read_areal,
     "prime-rl": read_primerl,
     "torchtune": read_torchtune,
+    "mlx-lm": read_mlx_lm,
 }
 
 
@@ -261,14 +267,21 @@ def detect_format(path: Path) -> str:
         return "prime-rl"
     if looks_like_torchtune(path):  # before the CSV guess: 'Step 1 | loss:0.5 ...' read as '|'-delimited
         return "torchtune"
+    if looks_like_mlx_lm(path):  # before dict-lines: mlx-vlm prints a dict beside each report
+        return "mlx-lm"
     first = _first_line(path)
     if first.startswith(("{", "[")) and (_is_json(first) or first in ("{", "[")):
         return "jsonl"  # JSON lines, or a JSON document (pretty-printed: its first line a lone bracket)
     if looks_like_dict_lines(path):
         return "dict-lines"
+    if looks_like_markdown_table(path):  # (a .log of a pasted table; a .txt or .md one is read as CSV anyway)
+        return "csv"
+    if lone_printed_dict(path):
+        raise InputError(f"{path}: one printed dict ({{'key': value, ...}}) among other lines, with no step printed "
+                         "before it nor a Trainer's 'epoch' in it; if it is a row of metrics, give --format dict-lines")
     if name.endswith((".log", ".out", ".err")):
         raise InputError(f"{path}: a text log without verl step lines ('step:N - key:value - ...'), ROLL "
-                         f"'metrics_tag:' lines, AReaL 'Train step N/T done.' stats tables, SkyRL 'Step N:' blocks, NeMo-RL 'Step N/M' blocks, prime-rl 'Step N | ...' lines, torchtune 'Step N | name:value ...' lines or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
+                         f"'metrics_tag:' lines, AReaL 'Train step N/T done.' stats tables, SkyRL 'Step N:' blocks, NeMo-RL 'Step N/M' blocks, prime-rl 'Step N | ...' lines, torchtune 'Step N | name:value ...' lines, mlx-lm 'Iter N: ...' reports or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
                          "the metrics as CSV/JSONL")
     # .txt or an unknown extension: by the first non-blank character.
     if first:

@@ -21,6 +21,7 @@ from typing import Callable, Iterable
 
 from scalerl.curves.data import Curve
 from scalerl.curves.progress_columns import with_progress_columns
+from scalerl.curves.untimed_steps import timed, untimed_note, untimed_steps
 from scalerl.errors import InputError
 
 
@@ -108,7 +109,8 @@ def x_columns(path: Path, keys: set[str], x: str) -> list[str]:
 
 def _cumulative_columns(path: Path, keys: set[str], pattern: str) -> Callable[[dict], float]:
     """The per-row amount ``cum:PATTERN`` adds up: one column, or the sum of every column matching
-    a glob. Rows without it (evaluation-only rows) add 0; a value that is not a number is an error."""
+    a glob. Rows without it (evaluation-only rows) add 0 (training steps without it:
+    :mod:`scalerl.curves.untimed_steps`); a value that is not a number is an error."""
     cols = x_columns(path, keys, CUMULATIVE + pattern)
 
     def amount(r: dict) -> float:
@@ -270,6 +272,10 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
         rows, keys = _with_wall_time(rows, clock, run_column, default_name), keys | {WALL_TIME}
         notes = (*notes, f"x wall_time: hours since each run's first {clock!r}")
     cumulative = _cumulative_columns(path, keys, x[len(CUMULATIVE):]) if x.startswith(CUMULATIVE) else None
+    summed = x_columns(path, keys, x) if cumulative is not None else []
+    untimed = untimed_steps(rows, summed, run_column) if cumulative is not None else set()
+    steps_timed: dict[str, int] = {}
+    steps_untimed: dict[str, list[int]] = {}  # per run: [untimed step rows, points on them dropped]
     for kind, col in (("x", x), ("y", y)):
         if col not in keys and not (kind == "x" and cumulative):
             raise unknown_column(path, kind, col, keys - {"type"})
@@ -289,9 +295,13 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     late: dict[str, int] = {}
     unplaced: dict[str, int] = {}  # evaluations before any row that logs x, after step 0: dropped
     at_start: dict[str, int] = {}  # ... at step 0 (TRL's eval_on_start, the R0 point): placed at x = 0
-    for r in rows:
+    for i, r in enumerate(rows):
         name = str(r.get(run_column, default_name))
         seen[name] = None
+        if i in untimed:
+            steps_untimed.setdefault(name, [0, 0])[0] += 1
+        elif cumulative is not None and timed(r, summed):
+            steps_timed[name] = steps_timed.get(name, 0) + 1
         own = cumulative(r) if cumulative is not None else 0.0
         if cumulative is not None:
             totals[name] = totals.get(name, 0.0) + own
@@ -303,6 +313,10 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
         if y not in r:  # another kind of row (training metrics): not an evaluation
             continue
         xs, ys, dropped = groups.setdefault(name, ([], [], [0]))
+        if i in untimed:  # a step whose compute is unknown: the total so far is not its x
+            steps_untimed[name][1] += 1
+            dropped[0] += 1
+            continue
         if before is not None and (cumulative is not None or x not in r):
             # An evaluation written after later steps: the compute as the rows up to its step left it.
             late[name] = late.get(name, 0) + 1
@@ -340,6 +354,11 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
         xs.append(float(vx))
         ys.append(float(vy) * y_scale)
 
+    for name, (n, _) in steps_untimed.items():
+        if n > steps_timed.get(name, 0):
+            raise InputError(f"{path}: --x {x}: {n} step row(s) of run {name!r} lack {x[len(CUMULATIVE):]!r} and only "
+                             f"{steps_timed.get(name, 0)} have it -- a running total would leave out most of the "
+                             "compute; choose another x (the step, or a counter the trainer logs)")
     without = [name for name in seen if name not in groups]
     left_out = ((f"{len(without)} run(s) without {y!r} left out: {', '.join(without)}",) if without else ())
 
@@ -357,6 +376,7 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
                     f"dropped: no {x!r} to take; --x step keeps them",) if (u := unplaced.get(name, 0)) else ())
                 + ((f"the evaluation at step 0, before any row that logs {x!r} (before training), placed at "
                     f"{x} = 0",) if at_start.get(name) else ())
+                + ((untimed_note(*steps_untimed[name], x),) if name in steps_untimed else ())
                 + left_out)
 
     curves = readable_curves(

@@ -109,11 +109,23 @@ def _unwrapped(lines):
         yield held
 
 
+#: A line that is a value alone (``0.53``, ``:0.53``): what a wrap right after an item's ``key:`` (or its key) left.
+_LONE_VALUE = re.compile(r"^\s*:?\s*[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf)\s*$")
+
+
 def _continues(held: str, line: str) -> bool:
     """Whether ``line`` goes on with the wrapped ``held``: no prefix, no step line, ``key:number`` items, and
     the item the wrap cut (``held``'s last piece run into ``line``'s first) a ``key:number`` itself -- a log
-    line of another kind printed right after a step line is not taken for its continuation."""
-    if RAY_PREFIX.match(line) is not None or _STEP_LINE.search(line) is not None or _metric_items(line) is None:
+    line of another kind printed right after a step line is not taken for its continuation. A value alone on
+    the line goes on with ``held`` only where ``held`` ends in an item's key waiting for it (``.../mean:``, or
+    ``.../mean`` over ``:0.53``): after a whole ``key:value`` a number may be anything printed next."""
+    if RAY_PREFIX.match(line) is not None or _STEP_LINE.search(line) is not None:
+        return False
+    if _LONE_VALUE.match(line):
+        last = held.rstrip().rsplit(" - ", 1)[-1]
+        waiting = last.endswith(":") if not line.lstrip().startswith(":") else ":" not in last
+        return waiting and not any(ch.isspace() for ch in last) and _metric_items(last + line.strip()) is not None
+    if _metric_items(line) is None:
         return False
     first = line.removeprefix("- ").split(" - ", 1)[0]
     cut = first if _at_separator(held, line) else held.rsplit(" - ", 1)[-1] + first
