@@ -256,6 +256,25 @@ def test_a_config_file_s_values_the_scale_profile_replaces_are_named(tmp_path, c
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.parametrize("flags, sets", [
+    (["--profile", "cpu-small"], ["--set", "profile=cpu-small"]),
+    (["--task", "arithmetic-mix"], ["--set", "task.name=arithmetic-mix"]),
+])
+def test_a_set_chooses_the_scale_profile_as_its_flag_does(tmp_path, capsys, flags, sets):
+    """The profile was chosen before the --set overrides: `--set task.name=arithmetic-mix` got
+    cpu-tiny's sizes (cpu-tiny-mix with --task), and `--set profile=cpu-small` applied cpu-tiny's
+    sizes while config.yaml recorded `profile: cpu-small` (its --config would apply it again)."""
+    configs = []
+    for args in (flags, sets):
+        assert main(["train", *args, "--print-config"]) == 0
+        configs.append(yaml.safe_load(capsys.readouterr().out))
+    assert configs[0] == configs[1] and configs[1]["profile"] == "none"
+    saved = tmp_path / "config.yaml"
+    saved.write_text(yaml.safe_dump(configs[1]))
+    assert main(["train", "--config", str(saved), "--print-config"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out) == configs[1]
+
+
 def test_a_flag_and_a_set_of_the_same_field_say_which_wins(capsys):
     """`--steps 5 --set run.steps=7` trained 7 steps, in whichever order they came, unsaid."""
     assert main(["train", "--set", "run.steps=7", "--steps", "5", "--no-progress", "--set", "log.progress=true",

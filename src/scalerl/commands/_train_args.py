@@ -7,7 +7,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from scalerl.config import load_yaml_and_keys, resolve_key, to_dict
+from scalerl.config import apply_overrides, load_yaml_and_keys, resolve_key, to_dict
 from scalerl.errors import InputError
 from scalerl.train.config import (TrainConfig, absolute_paths, recipe_file_as_config, resolve, sync_means_k1,
                                   with_recipe)
@@ -89,7 +89,7 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
         if value is not None:
             _set(cfg, path, value)
     # profile auto: chosen here by model size and device, and said so for a user model.
-    cfg.profile, note = choose_profile(cfg)
+    cfg.profile, note = choose_profile(apply_overrides(cfg, args.overrides) if args.overrides else cfg)
     if note and not quiet:
         print(f"note: {note}{_overridden(cfg.profile, args.overrides)}", file=sys.stderr)
     out = resolve(cfg, args.overrides)

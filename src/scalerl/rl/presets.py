@@ -5,8 +5,8 @@
     recipe_names()                        # presets first, then leave-one-out variants
 
 Every preset is a function returning a new config, so callers may mutate what they get.
-Values the paper (docs/paper.md, "The recipe") does not give are marked "our choice" in the one-line summary
-or in ``docs/recipe.md``; everything else is the paper's.
+Values the paper (docs/paper.md, "The recipe") does not give are marked "our choice" in
+``docs/recipe.md`` (and in a field's own comment where it is one); everything else is the paper's.
 """
 
 from __future__ import annotations

@@ -471,12 +471,15 @@ def resolve(cfg: TrainConfig, overrides: list[str] | None = None) -> TrainConfig
 
     The result records ``profile: none`` so that saving and reloading it changes nothing.
     """
-    name = profile_for(cfg)
+    # The profile is chosen on the config as the overrides leave it: `--set profile=cpu-small`,
+    # `--set task.name=arithmetic-mix` or `--set run.device=cpu` choose as the flags would (the
+    # profile was chosen before them, and `profile=X` recorded X over another profile's values).
+    name = profile_for(apply_overrides(cfg, overrides) if overrides else cfg)
     if name not in PROFILES:
         raise ConfigError(f"unknown profile {name!r}; known: auto, {', '.join(PROFILES)}")
     cfg = apply_overrides(dataclasses.replace(cfg, profile="none"), PROFILES[name])
     if overrides:
-        cfg = apply_overrides(cfg, overrides)
+        cfg = dataclasses.replace(apply_overrides(cfg, overrides), profile="none")  # applied above
         cfg = sync_means_k1(cfg, {resolve_key(TrainConfig, item.partition("=")[0].strip()) for item in overrides})
     return cfg.validate()
 
