@@ -1,7 +1,7 @@
 """The study families of the arithmetic-mix workload, run and timed in CPU-seconds (docs/workload.md).
 
     python benchmarks/study_workload.py --families gen-length                  # one family, 3 seeds
-    python benchmarks/study_workload.py                                        # all four families
+    python benchmarks/study_workload.py                                        # every family in FAMILIES (14)
     python benchmarks/study_workload.py --families model-size --seeds 1 --output runs/bench-workload
     python benchmarks/study_workload.py --report-only --families gen-length    # the table again
 
