@@ -91,6 +91,25 @@ def test_missing_local_path_is_an_input_error_naming_it(path):
         load_model(path)
 
 
+def test_a_run_directory_or_its_checkpoint_given_as_a_model_names_the_runs_final_model(tmp_path):
+    """`scalerl eval --model RUN/checkpoints/step_N` (a --nproc run's checkpoint is shards/ and
+    state.pt), `--model RUN/checkpoints` or `--model RUN`: "has no config.json; is it a Hugging Face
+    model directory?" said nothing of where the run's model is."""
+    run = tmp_path / "run"
+    step = run / "checkpoints" / "step_000004"
+    (step / "shards").mkdir(parents=True)
+    (step / "state.pt").write_text("")
+    (run / "checkpoints" / "latest").write_text("step_000004")
+    (run / "config.yaml").write_text("")
+    (run / "runlog.jsonl").write_text("")
+    final = re.escape(repr(str(run / "final")))
+    for given, says in [(step, "is a training checkpoint of the run"), (run / "checkpoints", "holds the training "
+                        "checkpoints of the run"), (run, "is a scalerl run directory")]:
+        with pytest.raises(InputError, match=rf"{re.escape(repr(str(given)))} {says}.*model is {final} "
+                                             rf"\(scalerl eval --run {re.escape(str(run))}"):
+            load_model(str(given))
+
+
 def test_directory_without_config_and_file_paths(tmp_path):
     with pytest.raises(InputError, match="no config.json"):
         load_model(str(tmp_path))

@@ -140,3 +140,79 @@ def test_more_generator_processes_than_cores_get_a_one_line_note(monkeypatch, ca
     assert capsys.readouterr().err.count("note: ") == 1
     registry._process_pool(ctx(generators=2, generator_device="cuda"))  # 2 + 1 on 2: still more
     assert capsys.readouterr().err.count("note: ") == 1
+
+
+class _FakeRay:
+    """A ``ray`` module whose ``init`` raises ``error`` (what Ray raises), recording its calls."""
+
+    def __init__(self, error: BaseException | None = None) -> None:
+        self.error, self.inits = error, []
+
+    def is_initialized(self) -> bool:
+        return False
+
+    def init(self, **kwargs) -> None:
+        self.inits.append(kwargs)
+        if self.error is not None:
+            raise self.error
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_ray_address_auto_with_no_cluster_running_is_one_line(monkeypatch):
+    """`--set backend.ray_address=auto` (or RAY_ADDRESS=auto) with no cluster on this machine: Ray's
+    ConnectionError came out as a traceback."""
+    import sys
+
+    from scalerl.pipeline.ray_cluster import init_ray
+
+    fake = _FakeRay(ConnectionError("Could not find any running Ray instance. Please specify the one to connect to "
+                                    "by setting `--address` flag or `RAY_ADDRESS` environment variable."))
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with pytest.raises(ConfigError, match=r"^backend.ray_address auto: Could not find any running Ray instance; "
+                                          r"start a cluster with ray start --head, or unset backend.ray_address "
+                                          r"and RAY_ADDRESS \(a local cluster then starts by itself\)$"):
+        init_ray("auto")
+    monkeypatch.setenv("RAY_ADDRESS", "auto")  # the environment's address, named as such
+    with pytest.raises(ConfigError, match=r"^backend.ray_address auto: Could not find"):
+        init_ray(None)
+
+
+def test_a_ray_client_address_where_nothing_listens_is_one_line_at_once(monkeypatch):
+    """`ray://HOST:PORT` (a Ray Client address) with nothing there: Ray's client retried for 30 s,
+    then raised a ConnectionError traceback ("ray client connection timeout")."""
+    import sys
+
+    from scalerl.pipeline.ray_cluster import init_ray
+
+    fake = _FakeRay()
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    port = _free_port()
+    with pytest.raises(ConfigError, match=rf"^backend.ray_address ray://127.0.0.1:{port}: no Ray cluster answers "
+                                          r"there .*ray start --head"):
+        init_ray(f"ray://127.0.0.1:{port}")
+    assert fake.inits == []  # refused before Ray was asked
+
+
+def test_a_ray_study_with_an_address_where_nothing_listens_is_one_line_at_once(monkeypatch, tmp_path, capsys):
+    """`scalerl study --backend ray --ray-address HOST:PORT` with no cluster there: the study called
+    ray.init itself, which retried for minutes (GCS time-outs; 5 minutes here before it was killed)."""
+    import sys
+
+    fake = _FakeRay(AssertionError("ray.init was called with an address where nothing listens"))
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    port = _free_port()
+    code = main(["study", "--output", str(tmp_path / "s"), "--family", "loo", "--only", "loo-loss-dapo",
+                 "--steps", "8", "--eval-every", "2", "--no-progress", "--no-report", "--backend", "ray",
+                 "--ray-address", f"127.0.0.1:{port}"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and fake.inits == [], err
+    assert err[-1].startswith(f"scalerl study: error: --ray-address 127.0.0.1:{port}: no Ray cluster answers there")
+    assert f"ray start --head --port {port}" in err[-1]

@@ -58,3 +58,35 @@ def test_a_task_close_that_raises_still_closes_the_generators(tiny_dir, tmp_path
     finally:
         trainer.source.close()
         torch.set_num_threads(torch_threads)
+
+
+@pytest.mark.parametrize("lost", ["process", "actors"])
+def test_a_lost_generator_says_how_to_resume_this_run(tiny_dir, tmp_path, lost):
+    """A generator process killed, or every Ray actor lost with its restarts used up: the one line said
+    "the run continues from its last checkpoint with scalerl train --output RUN_DIR --resume" --
+    a placeholder where the trainer knows the run directory."""
+    from scalerl.pipeline.processes import GeneratorExited, exited_message
+
+    out = tmp_path / "run"
+    cfg = resolve(TrainConfig(), ["model.name_or_path=tiny", f"run.output={out}", "run.steps=2", "eval.every=2",
+                                  "log.progress=false", "batch.prompts_per_step=4", "batch.generations_per_prompt=4",
+                                  "eval.problems=4", "eval.samples_per_problem=1", "forecast.enabled=false",
+                                  "pipeline=sync", "k=1"])
+    trainer = Trainer(cfg)
+    if lost == "process":
+        error = GeneratorExited(exited_message(0, -9))
+    else:
+        ray = pytest.importorskip("ray")
+        from scalerl.pipeline.ray_backend import ActorsLost, actors_lost_message
+
+        error = ActorsLost(actors_lost_message(3, ray.exceptions.ActorDiedError()))
+
+    def next_batch(step):  # what the pool raises in the trainer once its generator is gone
+        raise error
+
+    trainer.source.next_batch = next_batch
+    with pytest.raises(type(error)) as caught:
+        trainer.run()
+    message = str(caught.value)
+    assert "RUN_DIR" not in message and message.endswith(f"from its last checkpoint with scalerl train --output {out} "
+                                                         "--resume"), message

@@ -32,6 +32,7 @@ def resolve_model(name_or_path: str, cache_dir: str | None = None, tiny_spec: Ti
     path = Path(name_or_path).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file() and adapter_base(str(path)) is None:
+            _refuse_run_part(path, name_or_path)
             raise InputError(f"model directory {name_or_path!r} has no config.json; is it a Hugging Face model directory?")
         return str(path)
     if path.exists():
@@ -44,6 +45,23 @@ def resolve_model(name_or_path: str, cache_dir: str | None = None, tiny_spec: Ti
         raise InputError(f"model {name_or_path!r} is not a local directory and not in the Hugging Face cache, and "
                          f"{why}; check the name (a local path?) or download it first")
     return name_or_path
+
+
+def _refuse_run_part(path: Path, given: str) -> None:
+    """A scalerl run directory, its ``checkpoints`` folder or one checkpoint (``step_N``: training
+    state for ``--resume``, sharded under ``--nproc``) given as a model: say where the run's model is."""
+    if (path / "config.yaml").is_file() and (path / "runlog.jsonl").is_file():
+        raise InputError(f"{given!r} is a scalerl run directory, not a model directory; its model is "
+                         f"{str(path / 'final')!r} (scalerl eval --run {path} evaluates it as the run did)")
+    if (path / "state.pt").is_file() and path.parent.name == "checkpoints":
+        run, what = path.parent.parent, "is a training checkpoint"
+    elif path.name == "checkpoints" and (path / "latest").is_file():
+        run, what = path.parent, "holds the training checkpoints"
+    else:
+        return
+    raise InputError(f"{given!r} {what} of the run {str(run)!r} (its state for --resume), not a model directory; "
+                     f"the run's model is {str(run / 'final')!r} (scalerl eval --run {run}), written at its end "
+                     f"(a stopped run: scalerl train --output {run} --resume)")
 
 
 def adapter_base(source: str) -> str | None:

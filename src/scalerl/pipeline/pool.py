@@ -38,6 +38,20 @@ class PipelineError(RuntimeError):
     """A generator failed in a way the pipeline cannot recover from; the message says which and why."""
 
 
+#: The command a pipeline error's message gives to continue the run. The pipeline does not know the
+#: run directory; the trainer puts it in for ``RUN_DIR`` (:func:`with_run_dir`).
+RESUME_COMMAND = "scalerl train --output RUN_DIR --resume"
+
+
+def with_run_dir(exc: BaseException, run_dir: object) -> BaseException:
+    """``exc`` with :data:`RESUME_COMMAND` in its message naming ``run_dir`` (a user-facing error of
+    the same class), or ``exc`` itself when its message has none."""
+    message = str(exc)
+    if RESUME_COMMAND not in message:
+        return exc
+    return type(exc)(message.replace(RESUME_COMMAND, RESUME_COMMAND.replace("RUN_DIR", str(run_dir))))
+
+
 def reporting(loop: Callable[..., None], fail: Fail) -> Callable[..., None]:
     """``loop`` (a pool thread's body) such that whatever it raises and does not handle itself -- a
     bug, an engine error between requests, an error in ``deliver`` -- is passed to ``fail`` as a

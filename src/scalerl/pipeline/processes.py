@@ -34,7 +34,7 @@ from typing import Any
 from scalerl.errors import ScaleRLError
 from scalerl.parent_death import die_with_parent, from_lasting_thread
 from scalerl.pipeline.context import PipelineContext
-from scalerl.pipeline.pool import Deliver, Fail, reporting, undone_if_raised
+from scalerl.pipeline.pool import RESUME_COMMAND, Deliver, Fail, reporting, undone_if_raised
 from scalerl.pipeline.scheduler import PipelineError
 from scalerl.pipeline.weights import Weights, weight_source
 from scalerl.pipeline.work import WorkerSpec, build_worker
@@ -59,7 +59,7 @@ def exited_message(index: int, code: int | None) -> str:
     else:
         how = f"exit code {code}; see its output above"
     return (f"generator process {index} exited unexpectedly ({how}); the run continues from its last checkpoint "
-            "with scalerl train --output RUN_DIR --resume")
+            f"with {RESUME_COMMAND}")
 
 
 def _exit_with_parent() -> None:

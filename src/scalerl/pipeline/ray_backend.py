@@ -57,7 +57,7 @@ from typing import Any, Sequence
 from scalerl.errors import ConfigError, ScaleRLError
 from scalerl.generate.base import Completion
 from scalerl.pipeline.context import PipelineContext
-from scalerl.pipeline.pool import Deliver, Fail, reporting, thread_error, undone_if_raised
+from scalerl.pipeline.pool import RESUME_COMMAND, Deliver, Fail, reporting, thread_error, undone_if_raised
 from scalerl.pipeline.pool_generator import GenerateJob, PoolGenerator, QueuedJob
 from scalerl.pipeline.ray_cluster import _ray, _without_trainer_gpu, init_ray
 from scalerl.pipeline.scheduler import PipelineError
@@ -221,7 +221,7 @@ def actors_lost_message(max_restarts: int, last: BaseException) -> str:
     first = next((line.strip() for line in str(last).splitlines() if line.strip()), type(last).__name__)
     return (f"every generator actor died and backend.max_restarts={max_restarts} restarts are used up (last: "
             f"{first} -- killed, or out of memory? see the Ray logs); the run continues from its last checkpoint "
-            "with scalerl train --output RUN_DIR --resume")
+            f"with {RESUME_COMMAND}")
 
 
 def _free_port() -> int:

@@ -50,27 +50,42 @@ def _without_trainer_gpu(device: "torch.device", address: str | None):
             os.environ["CUDA_VISIBLE_DEVICES"] = visible
 
 
-def _check_reachable(address: str | None) -> None:
-    """A cluster address (``HOST:PORT``) where nothing answers is one line at once: Ray itself retries
-    for about two minutes, printing GCS time-outs, then exits the process. (``auto``, ``local`` and
-    ``ray://`` client addresses are Ray's to resolve.)"""
-    host, sep, port = (address or "").rpartition(":")
-    if not sep or not host or "://" in address or not port.isdigit():
+def _check_reachable(address: str | None, name: str = "backend.ray_address") -> None:
+    """A cluster address (``HOST:PORT``, or a Ray Client's ``ray://HOST:PORT``) where nothing answers
+    is one line at once: Ray itself retries for about two minutes, printing GCS time-outs, then exits
+    the process (a client retries for 30 s, then raises). (``auto`` and ``local`` are Ray's to resolve.)"""
+    rest = (address or "").removeprefix("ray://")
+    host, sep, port = rest.rpartition(":")
+    if not sep or not host or "://" in rest or not port.isdigit():
         return
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
     except OSError as exc:
+        start = ("ray start --head (a Ray Client listens on its --ray-client-server-port, 10001)"
+                 if address.startswith("ray://") else f"ray start --head --port {port}")
         raise ConfigError(
-            f"backend.ray_address {address}: no Ray cluster answers there ({exc.strerror or exc}); start one on "
-            f"that machine with ray start --head --port {port}, or fix the address (backend.ray_address or "
-            "RAY_ADDRESS; unset, a local cluster starts by itself)") from None
+            f"{name} {address}: no Ray cluster answers there ({exc.strerror or exc}); start one on "
+            f"that machine with {start}, or fix the address ({name} or RAY_ADDRESS; unset, a local cluster starts "
+            "by itself)") from None
 
 
-def init_ray(address: str | None) -> None:
-    """Start a local Ray cluster (``address`` None) or join one, leaving SIGTERM as it was: Ray's
-    start-up puts its own crash handler on it, which answers ``kill PID`` (a batch scheduler's stop)
-    with a C++ stack dump and an abort. The run ends as on the local backend instead, and resumes
-    from its last checkpoint either way."""
-    _check_reachable(address)
-    with keeps_sigterm():
-        _ray().init(address=address, include_dashboard=False)
+def init_ray(address: str | None, name: str = "backend.ray_address", **options) -> None:
+    """Start a local Ray cluster (``address`` and ``RAY_ADDRESS`` unset) or join one, leaving SIGTERM
+    as it was: Ray's start-up puts its own crash handler on it, which answers ``kill PID`` (a batch
+    scheduler's stop) with a C++ stack dump and an abort. The run ends as on the local backend
+    instead, and resumes from its last checkpoint either way. ``name``: the setting that gave the
+    address, for the messages; ``options``: more of ``ray.init``'s arguments."""
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    _check_reachable(address, name)
+    ray = _ray()
+    try:
+        with keeps_sigterm():
+            ray.init(address=address, include_dashboard=False, **options)
+    except ConnectionError as exc:  # `auto` with no cluster running, a client that timed out: a traceback
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        first = first.split(". ")[0]  # (Ray's next sentence names its own flag and RAY_ADDRESS)
+        if address is None:
+            raise ConfigError(f"Ray could not start a local cluster: {first} (see the Ray logs under "
+                              "/tmp/ray/session_latest/logs)") from None
+        raise ConfigError(f"{name} {address}: {first.rstrip('.')}; start a cluster with ray start --head, or unset "
+                          f"{name} and RAY_ADDRESS (a local cluster then starts by itself)") from None

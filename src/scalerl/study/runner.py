@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 from scalerl.config import from_dict, load_yaml, save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, ScaleRLError
 from scalerl.runlog import eval_rows, has_final_model
-from scalerl.stop_signals import (StopLatch, interrupted_until_stopping, keeps_sigterm, sigterm_when_set,
+from scalerl.stop_signals import (StopLatch, interrupted_until_stopping, sigterm_when_set,
                                   terminated_stays_terminated)
 from scalerl.study.families import TINY_SIZES, Variant, family_variants
 from scalerl.study.spec import SPEC_FILE, StudySpec
@@ -616,12 +616,15 @@ def _ray(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo, reco
         import ray
     except ImportError:
         raise InputError("backend ray needs the ray package: pip install 'scalerl[ray]'") from None
+    from scalerl.pipeline.ray_cluster import init_ray
+
     env = {k: os.environ[k] for k in ("SCALERL_CACHE", "HF_HOME") if k in os.environ}
     started = not ray.is_initialized()
     if started:
-        with keeps_sigterm():  # Ray's own handler aborted the driver on `kill PID` (exit 1, a C++ stack dump)
-            ray.init(address=spec.ray_address, runtime_env={"env_vars": env} if env else None,
-                     include_dashboard=False, log_to_driver=False)
+        # SIGTERM kept (Ray's own handler aborted the driver on `kill PID`: exit 1, a C++ stack dump);
+        # an address where nothing answers is one line at once (Ray retried for minutes).
+        init_ray(spec.ray_address, name="--ray-address",
+                 runtime_env={"env_vars": env} if env else None, log_to_driver=False)
     running: dict[Any, RunPlan] = {}
     try:
         task = ray.remote(num_cpus=max(1, spec.threads))(_execute_ray_task)

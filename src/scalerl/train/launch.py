@@ -24,6 +24,7 @@ reads ``RANK`` / ``WORLD_SIZE`` / ``LOCAL_RANK`` and the rendezvous from the env
 from __future__ import annotations
 
 import gc
+import os
 import signal
 import socket
 import traceback
@@ -91,7 +92,7 @@ def run_rank(cfg: TrainConfig, *, resume: bool, rank: int | None = None, world: 
         rank, world, local_rank = found
     assert world is not None
     device = device_for(cfg.run.device, local_rank or 0)
-    dist.init_process_group(backend_for(device), init_method=init_method, rank=rank, world_size=world)
+    _join_group(backend_for(device), init_method, rank, world)
     me = Rank(rank, world, device)
     clean = False
     try:
@@ -104,6 +105,25 @@ def run_rank(cfg: TrainConfig, *, resume: bool, rank: int | None = None, world: 
         return summary
     finally:
         leave_group(clean=clean)
+
+
+def _join_group(backend: str, init_method: str, rank: int, world: int) -> None:
+    """``dist.init_process_group``, a port that cannot be listened on (another program holds it)
+    said in one line with what to do, not torch's DistNetworkError traceback."""
+    try:
+        dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world)
+    except dist.DistNetworkError as exc:
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        taken = "EADDRINUSE" in first or "address already in use" in first
+        if init_method != "env://":  # scalerl train --nproc: a free port chosen, then taken by another program
+            where, fix = init_method, "run the command again (it chooses another free port)"
+        else:  # torchrun, or a scheduler's MASTER_ADDR / MASTER_PORT
+            where = f"MASTER_ADDR:MASTER_PORT {os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
+            fix = ("another program holds the port: set MASTER_PORT to a free one (torchrun: --master-port, or the "
+                   "port of --rdzv-endpoint)" if taken else
+                   "check that rank 0 runs and that this machine reaches MASTER_ADDR:MASTER_PORT")
+        raise TrainerGroupError(f"trainer rank {rank} of {world} could not open the process group at {where}: "
+                                f"{first}; {fix}") from None
 
 
 def _spawned(index: int, cfg: TrainConfig, resume: bool, world: int, port: int, box: Any, stop: StopLatch) -> None:

@@ -622,6 +622,13 @@ class Trainer:
             except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (errors.Terminated)
                 stop_under_way()  # a study's repeated cancels wait for the clean-up below
                 raise RunInterrupted(self._interrupted_message(), cause=exc) from None
+            except ScaleRLError as exc:  # a generator process or every Ray actor lost: "resume with" this run
+                from scalerl.pipeline.pool import with_run_dir
+
+                named = with_run_dir(exc, self.output)
+                if named is exc:
+                    raise
+                raise named from None
             failing = False
         except BaseException:
             if not self.resume:  # failed before its first checkpoint: leave the directory reusable

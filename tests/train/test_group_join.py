@@ -1,0 +1,44 @@
+"""Joining the trainer group's process group (``scalerl train --nproc N``, torchrun, or a scheduler's
+MASTER_ADDR / MASTER_PORT) on a port another program holds: one line that says what to do, not
+torch's DistNetworkError traceback."""
+
+import socket
+
+import pytest
+
+from scalerl.cli import main
+from scalerl.train.config import TrainConfig
+from scalerl.train.launch import TrainerGroupError, run_rank
+
+
+@pytest.fixture
+def held_port():
+    """A port another program listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+def test_a_port_taken_after_the_launcher_chose_it_says_run_again(held_port):
+    """--nproc: the launcher picks a free port, and another program may take it before rank 0 listens."""
+    with pytest.raises(TrainerGroupError, match=rf"^trainer rank 0 of 2 could not open the process group at "
+                                                rf"tcp://127.0.0.1:{held_port}: .*address already in use; "
+                                                r"run the command again"):
+        run_rank(TrainConfig(), resume=False, rank=0, world=2, local_rank=0, init_method=f"tcp://127.0.0.1:{held_port}")
+
+
+def test_a_master_port_in_use_is_one_line_naming_master_port(held_port, tmp_path, monkeypatch, capsys):
+    """A rank started with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT (torchrun, srun) where that
+    port is another program's: exit 2 and one line, and no run directory left behind."""
+    for key, value in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+                       "MASTER_PORT": str(held_port)}.items():
+        monkeypatch.setenv(key, value)
+    out = tmp_path / "run"
+    code = main(["train", "--model", "tiny", "--output", str(out), "--no-progress", "--steps", "1", "--no-report"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"scalerl train: error: trainer rank 0 of 1 could not open the process group at "
+                             f"MASTER_ADDR:MASTER_PORT 127.0.0.1:{held_port}: "), err
+    assert "another program holds the port: set MASTER_PORT to a free one" in err[0]
+    assert not out.exists()
