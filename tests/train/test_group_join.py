@@ -42,3 +42,29 @@ def test_a_master_port_in_use_is_one_line_naming_master_port(held_port, tmp_path
                              f"MASTER_ADDR:MASTER_PORT 127.0.0.1:{held_port}: "), err
     assert "another program holds the port: set MASTER_PORT to a free one" in err[0]
     assert not out.exists()
+
+
+def test_more_cpu_ranks_than_cores_are_noted_before_they_start(monkeypatch, capsys):
+    """``--nproc`` above the cores started its interpreters without a word (``--nproc 100000``
+    too): now a note says they take turns; the run still starts (a resume must keep its --nproc)."""
+    import torch.multiprocessing
+
+    from scalerl.pipeline import registry
+    from scalerl.train import launch as launch_module
+
+    assert launch_module.ranks_cores_note(2, "cpu", 2) is None and launch_module.ranks_cores_note(8, "cuda", 2) is None
+
+    class Started(Exception):
+        pass
+
+    def start_processes(*args, **kwargs):
+        raise Started
+
+    monkeypatch.setattr(registry, "cpu_cores", lambda: 2)
+    monkeypatch.setattr(torch.multiprocessing, "start_processes", start_processes)
+    cfg = TrainConfig()
+    cfg.run.nproc, cfg.run.device = 3, "cpu"
+    with pytest.raises(Started):
+        launch_module.launch(cfg)
+    assert "note: --nproc 3 trainer processes on 2 CPU core(s): they take turns, slower than --nproc 2" in \
+        capsys.readouterr().err

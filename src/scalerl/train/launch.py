@@ -27,6 +27,7 @@ import gc
 import os
 import signal
 import socket
+import sys
 import traceback
 from typing import Any
 
@@ -164,6 +165,17 @@ def _check_devices(name: str, world: int) -> None:
                                  f"{torch.cuda.device_count()} are visible; lower --nproc")
 
 
+def ranks_cores_note(world: int, device_type: str, cores: int) -> str | None:
+    """A note when ``world`` CPU ranks outnumber the cores this process may use: they run, taking
+    turns (each holds one torch thread at least), only slower than ``--nproc`` at most the cores
+    -- and ``--nproc 100000`` started interpreters without a word. Not an error: a resume under
+    another machine's ``--nproc`` must run. None where they fit, or on GPUs."""
+    if device_type != "cpu" or world <= cores:
+        return None
+    return (f"note: --nproc {world} trainer processes on {cores} CPU core(s): they take turns, slower than "
+            f"--nproc {cores} (a run keeps its --nproc: a resume must give the same)")
+
+
 def _drain(box: Any, results: list[tuple[str, Any]]) -> None:
     # While waiting: a put larger than a pipe's buffer blocks until it is read.
     while not box.empty():
@@ -176,6 +188,12 @@ def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
 
     world = cfg.run.nproc
     _check_devices(cfg.run.device, world)  # a device this machine lacks: one line here, before any process starts
+    from scalerl.pipeline.registry import cpu_cores
+    from scalerl.train.preflight import run_device
+
+    note = ranks_cores_note(world, run_device(cfg.run.device).type, cpu_cores())
+    if note:
+        print(note, file=sys.stderr)
     ctx = mp.get_context("spawn")
     box = ctx.SimpleQueue()
     stop = StopLatch()
