@@ -116,7 +116,7 @@ def test_an_output_that_is_a_file_or_a_training_runs_directory_is_refused(tmp_pa
 
 def test_train_refuses_to_write_a_run_into_a_study_directory(tmp_path, capsys):
     from scalerl.study.spec import SPEC_FILE
-    from scalerl.train.trainer import STUDY_SPEC
+    from scalerl.train.run_directory import STUDY_SPEC
 
     assert STUDY_SPEC == SPEC_FILE  # the trainer names the study's file without importing the study layer
     spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10)

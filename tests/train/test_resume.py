@@ -218,7 +218,7 @@ def test_resuming_with_no_checkpoint_left_refuses_to_overwrite_the_logged_histor
     import shutil
 
     from scalerl.cli import main
-    from scalerl.train.trainer import refuse_lost_history
+    from scalerl.train.run_directory import refuse_lost_history
 
     out = tmp_path / "run"
     assert main(small_args(out, "--steps", "2", "--no-report")) == 0

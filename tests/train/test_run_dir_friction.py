@@ -88,7 +88,7 @@ def test_overwrite_deletes_a_run_directory_and_refuses_anything_else(tmp_path, m
 def test_a_run_is_not_started_among_files_that_are_no_run(tmp_path):
     # The run went in beside the user's files; the directory then held a run, and --overwrite
     # deleted it whole, the user's files with it.
-    from scalerl.train.trainer import check_output
+    from scalerl.train.run_directory import check_output
 
     mine = tmp_path / "mine"
     mine.mkdir()

@@ -164,7 +164,7 @@ def overwrite_run_dir(out: Path) -> None:
     if any(out.iterdir()) and not any((out / m).exists() for m in RUN_MARKERS):
         raise InputError(f"--overwrite: {out} is not a scalerl run directory (no {', '.join(RUN_MARKERS)}); "
                          "refusing to delete it")
-    from scalerl.train.trainer import foreign_files  # (torch: imported here only when it trains anyway)
+    from scalerl.train.run_directory import foreign_files
 
     shown = foreign_files(out)
     if shown:  # put there since the run (a notebook, the user's plot): deleted with it, unseen
@@ -188,7 +188,7 @@ def saved_config_to_resume(output: Path, args, what: str = "run") -> TrainConfig
     differs from it: a resume continues the saved run; only --steps (to extend it), --threads and
     --no-progress may change."""
     from scalerl.config import load_yaml
-    from scalerl.train.trainer import CONFIG, check_output
+    from scalerl.train.run_directory import CONFIG, check_output
 
     check_output(output, True)
     saved = load_yaml(TrainConfig, output / CONFIG)

@@ -57,7 +57,8 @@ def _run_settings(run_dir: str):
     from scalerl.config import load_yaml
     from scalerl.errors import InputError
     from scalerl.train.config import TrainConfig
-    from scalerl.train.trainer import STUDY_SPEC, eval_seed
+    from scalerl.train.run_directory import STUDY_SPEC
+    from scalerl.train.trainer import eval_seed
 
     cfg_path = Path(run_dir) / "config.yaml"
     if not cfg_path.is_file() and (Path(run_dir) / STUDY_SPEC).is_file():

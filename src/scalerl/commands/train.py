@@ -61,14 +61,14 @@ def _start(cfg, *, resume: bool, report: bool = True) -> int:
         from scalerl.train.launch import run_rank
 
         if found[0] == 0:
-            from scalerl.train.trainer import check_output
+            from scalerl.train.run_directory import check_output
 
             check_output(Path(cfg.run.output), resume)
         summary = run_rank(cfg, resume=resume)
         return _finish(summary, report) if summary is not None else 0
     if cfg.run.nproc > 1:
         from scalerl.train.launch import launch
-        from scalerl.train.trainer import check_output
+        from scalerl.train.run_directory import check_output
 
         check_output(Path(cfg.run.output), resume)  # here, before any process starts
         return _finish(launch(cfg, resume=resume), report)
@@ -79,7 +79,7 @@ def _start(cfg, *, resume: bool, report: bool = True) -> int:
 
 def _resume(args) -> int:
     from scalerl.errors import InputError
-    from scalerl.train.trainer import resumed_config
+    from scalerl.train.run_directory import resumed_config
 
     if not args.output:
         raise InputError("--resume needs --output DIR: the run directory to continue")

@@ -31,11 +31,11 @@ from typing import Any
 
 import torch
 
-from scalerl.config import load_yaml, save_yaml, to_dict
+from scalerl.config import save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, NonFiniteError, RunInterrupted, ScaleRLError
 from scalerl.generate.attention import cudnn_attention
 from scalerl.generate.base import Generator, SamplingParams
-from scalerl.runlog import RESUME, RUNLOG, RunLogWriter, read_runlog
+from scalerl.runlog import FINAL, RESUME, RUNLOG, RunLogWriter
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
 from scalerl.stop_signals import stop_under_way, stops_deferred, stops_delivered
 from scalerl.tasks.failure_tally import KINDS, add_counts, counting_failures
@@ -50,18 +50,16 @@ from scalerl.train.config import CALIBRATION_COPY, TrainConfig, eval_engine
 from scalerl.train.distributed import Rank, TrainerGroup, barrier, make_group, rank_threads
 from scalerl.models.lora import base_changed, base_digest, generator_copy, has_lora
 from scalerl.train.evaluate import eval_bar, evaluate
-from scalerl.train.loggers import WandbSink, make_sinks
+from scalerl.train.loggers import make_sinks
 from scalerl.train.policy import load_policy_weights, policy_weights, save_policy
-from scalerl.train.preflight import (check_generation_budget, check_writable, discard_unstarted_run,
+from scalerl.train.preflight import (check_generation_budget, discard_unstarted_run,
                                      decode_rows, run_device, update_tokens)
-from scalerl.train.report import REPORT_FILES
+from scalerl.train.run_directory import (CHECKPOINTS, CONFIG, SAMPLES, check_output, refuse_lost_history,
+                                        resumed_config)
 from scalerl.train.shard_generation import ShardedGenerator
 from scalerl.train.shard_weights import ShardWeights
 from scalerl.train.update import build_optimizer, policy_update
 
-CONFIG, CHECKPOINTS, FINAL = "config.yaml", "checkpoints", "final"
-#: A few completions per evaluation (prompt, completion, reward), append-only like the run log.
-SAMPLES = "samples.jsonl"
 
 
 class TrainingError(ScaleRLError):
@@ -89,78 +87,6 @@ def eval_seed(run_seed: int, set_index: int) -> int:
 _DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
 
 
-#: The file that marks a study directory (scalerl.study.spec.SPEC_FILE; named here because the
-#: trainer sits below the study layer and may not import it).
-STUDY_SPEC = "study.yaml"
-
-
-def check_output(output: Path, resume: bool) -> None:
-    """Refuse to write into a directory that holds another run, unless resuming it, or one that
-    cannot be written."""
-    check_writable(output)
-    if (output / STUDY_SPEC).exists():  # a run's files beside study.yaml would mix into the study's own
-        raise InputError(f"{output} holds a study ({STUDY_SPEC}); its runs live in {output / 'runs'} -- "
-                         "choose another --output for this run")
-    holds_run = (output / RUNLOG).exists() or (output / CHECKPOINTS).exists()
-    if resume and not (output / CONFIG).exists():
-        raise InputError(f"--resume: {output} holds no run to resume (no {CONFIG}); drop --resume to start one")
-    if holds_run and not resume:
-        raise InputError(
-            f"{output} already holds a run; pass --resume to continue it, or choose another --output"
-        )
-    if not resume:
-        refuse_foreign_files(output)
-
-
-#: What a run writes at its start (one of them: the directory holds a run, perhaps a crashed one).
-RUN_FILES = (CONFIG, RUNLOG, SAMPLES, CHECKPOINTS, FINAL)
-#: What else a run writes into its directory -- its trackers' files, which a start that failed
-#: leaves (W&B not logged in: its run id), and the report: never the user's files.
-RUN_EXTRAS = (CALIBRATION_COPY, WandbSink.ID_FILE, "wandb", "tensorboard", *REPORT_FILES)
-
-
-def foreign_files(output: Path) -> str | None:
-    """The files in run directory ``output`` that no run writes (the first three named, then a
-    count), else None. Hidden files (``.gitkeep``) do not count; nor does what a killed run left of
-    its final model's swap (``final.tmp-PID`` / ``final.old-PID``)."""
-    if not output.is_dir():
-        return None
-    mine = (*RUN_FILES, *RUN_EXTRAS)
-    foreign = sorted(p.name for p in output.iterdir() if not p.name.startswith(".") and p.name not in mine
-                     and not p.name.startswith((f"{FINAL}.tmp-", f"{FINAL}.old-")))
-    if not foreign:
-        return None
-    return ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-
-
-def refuse_foreign_files(output: Path) -> None:
-    """Refuse to start a run in a directory that holds files and no run. The run's files went in
-    beside them, the directory then held a run, and ``--overwrite`` -- which deletes a run
-    directory whole -- deleted the user's files with it."""
-    if not output.is_dir() or any((output / name).exists() for name in RUN_FILES):
-        return
-    shown = foreign_files(output)
-    if shown:
-        raise InputError(f"--output {output} holds files that are not a scalerl run ({shown}); a run writes its "
-                         "files there and --overwrite deletes a run directory whole: choose a new or empty --output")
-
-
-def refuse_lost_history(runlog: Path) -> None:
-    """With no checkpoint to resume from, a run starts over -- right after a kill before the first
-    checkpoint, which is written right after the step-0 evaluation. A logged step past 0 means
-    checkpoints existed and were removed (or never kept): starting over would delete that history
-    and overwrite ``final/``, so refuse instead."""
-    if not runlog.exists() or not runlog.stat().st_size:
-        return
-    _, rows, _ = read_runlog(runlog)  # a damaged log is an error here too: it holds data
-    steps = [r["step"] for r in rows if isinstance(r.get("step"), int)]
-    if steps and max(steps) > 0:
-        raise InputError(
-            f"--resume: {runlog.parent} has {max(steps)} logged steps but no checkpoint to resume from "
-            f"({runlog.parent / CHECKPOINTS} is missing or empty); resuming would start over and overwrite "
-            "them. Start a new run with another --output (or --overwrite to discard this one)")
-
-
 def check_lora_base(saved: dict[str, float], current: dict[str, float], model: str, ckpt: Path) -> None:
     """Refuse to resume a LoRA run whose base changed since ``ckpt`` was written: the checkpoint
     holds the adapters only, and adapters trained on one base mean nothing on another."""
@@ -170,26 +96,6 @@ def check_lora_base(saved: dict[str, float], current: dict[str, float], model: s
             f"--resume: the base model {model} has changed since {ckpt} was written ({len(changed)} of its frozen "
             f"tensors differ, the first {changed[0]}); a LoRA checkpoint holds only the adapters, trained on the old "
             "base. Restore that base (the same directory, or the hub revision it was) or start a new run")
-
-
-def resumed_config(output: str | Path, *, steps: int | None = None, progress: bool | None = None,
-                   nproc: int | None = None, threads: int | None = None) -> TrainConfig:
-    """The saved config of the run in ``output``, to continue it. Only the number of steps (to
-    extend it), the progress bar, the CPU threads and the number of trainer processes may change
-    (checkpoints hold the full, gathered state, whatever ``run.nproc`` wrote them)."""
-    output = Path(output)
-    check_output(output, True)
-    cfg = load_yaml(TrainConfig, output / CONFIG)
-    cfg.run.output = str(output)
-    if steps is not None:
-        cfg.run.steps = steps
-    if progress is not None:
-        cfg.log.progress = progress
-    if nproc is not None:
-        cfg.run.nproc = nproc
-    if threads is not None:
-        cfg.run.threads = threads
-    return cfg.validate()
 
 
 class Trainer:

@@ -1,0 +1,115 @@
+"""A run directory: what a run writes into it, and the checks before one is started or resumed.
+
+    check_output(Path("runs/a"), resume=False)   # refuses another run's directory, a study's, a user's files
+    cfg = resumed_config("runs/a", steps=400)     # the saved config, to go on (and extend)
+
+No torch here: the commands check a directory before they import the trainer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scalerl.config import load_yaml
+from scalerl.errors import InputError
+from scalerl.runlog import FINAL, RUNLOG, read_runlog
+from scalerl.train.config import CALIBRATION_COPY, TrainConfig
+from scalerl.train.loggers import WandbSink
+from scalerl.train.preflight import check_writable
+from scalerl.train.report import REPORT_FILES
+
+#: The resolved config a run saves (``--resume`` reads it back) and its checkpoints' directory.
+CONFIG, CHECKPOINTS = "config.yaml", "checkpoints"
+#: A few completions per evaluation (prompt, completion, reward), append-only like the run log.
+SAMPLES = "samples.jsonl"
+
+#: The file that marks a study directory (scalerl.study.spec.SPEC_FILE; named here because train
+#: sits below the study layer and may not import it).
+STUDY_SPEC = "study.yaml"
+
+
+def check_output(output: Path, resume: bool) -> None:
+    """Refuse to write into a directory that holds another run, unless resuming it, or one that
+    cannot be written."""
+    check_writable(output)
+    if (output / STUDY_SPEC).exists():  # a run's files beside study.yaml would mix into the study's own
+        raise InputError(f"{output} holds a study ({STUDY_SPEC}); its runs live in {output / 'runs'} -- "
+                         "choose another --output for this run")
+    holds_run = (output / RUNLOG).exists() or (output / CHECKPOINTS).exists()
+    if resume and not (output / CONFIG).exists():
+        raise InputError(f"--resume: {output} holds no run to resume (no {CONFIG}); drop --resume to start one")
+    if holds_run and not resume:
+        raise InputError(
+            f"{output} already holds a run; pass --resume to continue it, or choose another --output"
+        )
+    if not resume:
+        refuse_foreign_files(output)
+
+
+#: What a run writes at its start (one of them: the directory holds a run, perhaps a crashed one).
+RUN_FILES = (CONFIG, RUNLOG, SAMPLES, CHECKPOINTS, FINAL)
+#: What else a run writes into its directory -- its trackers' files, which a start that failed
+#: leaves (W&B not logged in: its run id), and the report: never the user's files.
+RUN_EXTRAS = (CALIBRATION_COPY, WandbSink.ID_FILE, "wandb", "tensorboard", *REPORT_FILES)
+
+
+def foreign_files(output: Path) -> str | None:
+    """The files in run directory ``output`` that no run writes (the first three named, then a
+    count), else None. Hidden files (``.gitkeep``) do not count; nor does what a killed run left of
+    its final model's swap (``final.tmp-PID`` / ``final.old-PID``)."""
+    if not output.is_dir():
+        return None
+    mine = (*RUN_FILES, *RUN_EXTRAS)
+    foreign = sorted(p.name for p in output.iterdir() if not p.name.startswith(".") and p.name not in mine
+                     and not p.name.startswith((f"{FINAL}.tmp-", f"{FINAL}.old-")))
+    if not foreign:
+        return None
+    return ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+
+
+def refuse_foreign_files(output: Path) -> None:
+    """Refuse to start a run in a directory that holds files and no run. The run's files went in
+    beside them, the directory then held a run, and ``--overwrite`` -- which deletes a run
+    directory whole -- deleted the user's files with it."""
+    if not output.is_dir() or any((output / name).exists() for name in RUN_FILES):
+        return
+    shown = foreign_files(output)
+    if shown:
+        raise InputError(f"--output {output} holds files that are not a scalerl run ({shown}); a run writes its "
+                         "files there and --overwrite deletes a run directory whole: choose a new or empty --output")
+
+
+def refuse_lost_history(runlog: Path) -> None:
+    """With no checkpoint to resume from, a run starts over -- right after a kill before the first
+    checkpoint, which is written right after the step-0 evaluation. A logged step past 0 means
+    checkpoints existed and were removed (or never kept): starting over would delete that history
+    and overwrite ``final/``, so refuse instead."""
+    if not runlog.exists() or not runlog.stat().st_size:
+        return
+    _, rows, _ = read_runlog(runlog)  # a damaged log is an error here too: it holds data
+    steps = [r["step"] for r in rows if isinstance(r.get("step"), int)]
+    if steps and max(steps) > 0:
+        raise InputError(
+            f"--resume: {runlog.parent} has {max(steps)} logged steps but no checkpoint to resume from "
+            f"({runlog.parent / CHECKPOINTS} is missing or empty); resuming would start over and overwrite "
+            "them. Start a new run with another --output (or --overwrite to discard this one)")
+
+
+def resumed_config(output: str | Path, *, steps: int | None = None, progress: bool | None = None,
+                   nproc: int | None = None, threads: int | None = None) -> TrainConfig:
+    """The saved config of the run in ``output``, to continue it. Only the number of steps (to
+    extend it), the progress bar, the CPU threads and the number of trainer processes may change
+    (checkpoints hold the full, gathered state, whatever ``run.nproc`` wrote them)."""
+    output = Path(output)
+    check_output(output, True)
+    cfg = load_yaml(TrainConfig, output / CONFIG)
+    cfg.run.output = str(output)
+    if steps is not None:
+        cfg.run.steps = steps
+    if progress is not None:
+        cfg.log.progress = progress
+    if nproc is not None:
+        cfg.run.nproc = nproc
+    if threads is not None:
+        cfg.run.threads = threads
+    return cfg.validate()
