@@ -33,6 +33,7 @@ SAMPLES = Path(__file__).parent / "data" / "real_samples"
     ("trl_dpo_issue1236.log", "dict-lines"),
     ("open_r1_grpo_issue255.log", "dict-lines"),
     ("llamafactory_trainer_log_issue774.jsonl", "jsonl"),
+    ("deepspeed_chat_issue586.log", "deepspeed-chat"),
 ])
 def test_each_sample_is_told_as_its_frameworks_log(name, fmt):
     assert detect_format(SAMPLES / name) == fmt
@@ -268,3 +269,15 @@ def test_llamafactory_trainer_log_by_step_and_by_its_printed_timedelta_clock():
 def test_elapsed_time_as_a_printed_timedelta_or_ms_swifts_units(text, seconds):
     from scalerl.curves.progress_columns import duration_seconds
     assert duration_seconds(text) == seconds
+
+
+def test_deepspeed_chat_rlhf_steps_and_their_reward_lines():
+    """DeepSpeed-Chat's step 3 (June 2023): ``epoch: 0|step: 259|ppo_ep: 1|act_loss: ...`` then ``average reward
+    score: ...`` -- read as no log at all before (a .txt of it: one CSV column named after the first line)."""
+    name = "deepspeed_chat_issue586.log"
+    curve = _curve(name, "global_step", "average_reward_score")
+    assert list(curve.x) == [259, 260, 261, 262, 263, 264]
+    assert list(curve.y) == [0.20556640625, 0.205810546875, 0.2064208984375, 0.2059326171875, 0.20654296875,
+                             0.2060546875]
+    loss = _curve(name, "step", "act_loss", bounded=False)
+    assert list(loss.y[:3]) == [0.0253753662109375, 0.1915283203125, -0.1837158203125] and loss.y[-1] == 0.10009765625
