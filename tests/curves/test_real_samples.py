@@ -34,6 +34,7 @@ SAMPLES = Path(__file__).parent / "data" / "real_samples"
     ("open_r1_grpo_issue255.log", "dict-lines"),
     ("llamafactory_trainer_log_issue774.jsonl", "jsonl"),
     ("deepspeed_chat_issue586.log", "deepspeed-chat"),
+    ("mlx_examples_grpo_pr1233.log", "mlx-lm"),
 ])
 def test_each_sample_is_told_as_its_frameworks_log(name, fmt):
     assert detect_format(SAMPLES / name) == fmt
@@ -281,3 +282,12 @@ def test_deepspeed_chat_rlhf_steps_and_their_reward_lines():
                              0.2060546875]
     loss = _curve(name, "step", "act_loss", bounded=False)
     assert list(loss.y[:3]) == [0.0253753662109375, 0.1915283203125, -0.1837158203125] and loss.y[-1] == 0.10009765625
+
+
+def test_mlx_examples_grpo_one_line_reports_name_each_reward_function():
+    name = "mlx_examples_grpo_pr1233.log"
+    speed = _curve(name, "step", "tokens_per_second", bounded=False)
+    assert list(speed.x) == [7, 8] and list(speed.y) == [204.607, 205.690]
+    reward = _curve(name, "step", "r1_accuracy_reward_func_mean")
+    assert list(reward.y) == [0.0, 0.0]
+    assert list(_curve(name, "step", "learning_rate", bounded=False).y) == [1e-05, 1e-05]
