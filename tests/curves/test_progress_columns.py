@@ -7,7 +7,7 @@ from scalerl.curves.progress_columns import duration_seconds, step_of_max, with_
 
 @pytest.mark.parametrize("text, seconds", [("36s", 36.0), ("1m 2s", 62.0), ("1h 1m 32s", 3692.0),
                                            ("4d 3h 37m 48s", ((4 * 24 + 3) * 60 + 37) * 60 + 48.0), ("2.5s", 2.5),
-                                           ("", None), ("soon", None), ("1:02:03", None), (62, None)])
+                                           ("", None), ("soon", None), ("1:02:03", 3723.0), ("02:03", None), (62, None)])
 def test_duration_seconds(text, seconds):
     assert duration_seconds(text) == seconds
 

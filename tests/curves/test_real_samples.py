@@ -32,6 +32,9 @@ SAMPLES = Path(__file__).parent / "data" / "real_samples"
     ("trl_dpo_pr570.log", "dict-lines"),
     ("trl_dpo_issue1236.log", "dict-lines"),
     ("open_r1_grpo_issue255.log", "dict-lines"),
+    ("llamafactory_trainer_log_issue774.jsonl", "jsonl"),
+    ("deepspeed_chat_issue586.log", "deepspeed-chat"),
+    ("mlx_examples_grpo_pr1233.log", "mlx-lm"),
 ])
 def test_each_sample_is_told_as_its_frameworks_log(name, fmt):
     assert detect_format(SAMPLES / name) == fmt
@@ -247,3 +250,44 @@ def test_open_r1_grpo_dicts_after_the_issues_text():
     assert list(curve.x) == [0.01, 0.02] and list(curve.y) == [0.15982143627479672, 0.1178571494296193]
     length = _curve("open_r1_grpo_issue255.log", "epoch", "completion_length", bounded=False)
     assert list(length.y) == [387.50359020233157, 378.24644565582275]
+
+
+def test_llamafactory_trainer_log_by_step_and_by_its_printed_timedelta_clock():
+    """LLaMA-Factory's ``trainer_log.jsonl`` (September 2023): ``current_steps``, nulls for what the step did
+    not log, and the clock as Python prints a ``timedelta`` (``"elapsed_time": "5:13:22"``). That clock was
+    offered as ``wall_time`` but never read ("no rows with finite 'wall_time'", every row dropped)."""
+    name = "llamafactory_trainer_log_issue774.jsonl"
+    curve = _curve(name, "current_steps", "loss", bounded=False)
+    assert list(curve.x) == [3200, 3210, 3220, 3230] and list(curve.y) == [4.4671, 4.4577, 4.4458, 4.4598]
+    assert curve.dropped == 1  # the last row: "loss": null
+    clock = _curve(name, "wall_time", "loss", bounded=False)
+    np.testing.assert_allclose(clock.x, [(5 * 3600 + m * 60 + s) / 3600 for m, s in ((13, 22), (14, 24), (15, 22), (16, 20))])
+    assert any("from 'elapsed_time'" in n for n in clock.notes)
+
+
+@pytest.mark.parametrize("text, seconds", [("5:13:22", 18802.0), ("0:00:29.5", 29.5), ("1 day, 2:03:04", 93784.0),
+                                           ("3 days, 0:00:00", 259200.0), ("1h 1m 32s", 3692.0), ("12:60:00", None)])
+def test_elapsed_time_as_a_printed_timedelta_or_ms_swifts_units(text, seconds):
+    from scalerl.curves.progress_columns import duration_seconds
+    assert duration_seconds(text) == seconds
+
+
+def test_deepspeed_chat_rlhf_steps_and_their_reward_lines():
+    """DeepSpeed-Chat's step 3 (June 2023): ``epoch: 0|step: 259|ppo_ep: 1|act_loss: ...`` then ``average reward
+    score: ...`` -- read as no log at all before (a .txt of it: one CSV column named after the first line)."""
+    name = "deepspeed_chat_issue586.log"
+    curve = _curve(name, "global_step", "average_reward_score")
+    assert list(curve.x) == [259, 260, 261, 262, 263, 264]
+    assert list(curve.y) == [0.20556640625, 0.205810546875, 0.2064208984375, 0.2059326171875, 0.20654296875,
+                             0.2060546875]
+    loss = _curve(name, "step", "act_loss", bounded=False)
+    assert list(loss.y[:3]) == [0.0253753662109375, 0.1915283203125, -0.1837158203125] and loss.y[-1] == 0.10009765625
+
+
+def test_mlx_examples_grpo_one_line_reports_name_each_reward_function():
+    name = "mlx_examples_grpo_pr1233.log"
+    speed = _curve(name, "step", "tokens_per_second", bounded=False)
+    assert list(speed.x) == [7, 8] and list(speed.y) == [204.607, 205.690]
+    reward = _curve(name, "step", "r1_accuracy_reward_func_mean")
+    assert list(reward.y) == [0.0, 0.0]
+    assert list(_curve(name, "step", "learning_rate", bounded=False).y) == [1e-05, 1e-05]

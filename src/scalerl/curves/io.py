@@ -44,6 +44,8 @@ Formats (chosen from the path, or by ``fmt``):
   per evaluation, or the ``--output_path`` directory of them): x ``step``, the checkpoint's;
 * ``torchtune`` -- torchtune's ``DiskLogger`` file (``log_<time>.txt``: ``Step N | name:value ...``
   lines), its ``log_dir`` of them (one run), or a console its ``StdoutLogger`` printed into;
+* ``deepspeed-chat`` -- the console of DeepSpeed-Chat's RLHF stage (``epoch: E|step: S|ppo_ep: P|act_loss: ...``
+  lines, each with the ``average reward score: ...`` line after it);
 * ``mlx-lm`` -- the console of mlx-lm's ``mlx_lm.lora`` or mlx-lm-lora's trainers (``Iter N: Train loss ...,
   Trained Tokens ...`` and ``Iter N: Val loss ...`` reports; mlx-lm-lora's GRPO report blocks);
 * ``lighteval`` -- lighteval results of a series of checkpoints (``results/<model>/results_<date>.json``
@@ -70,6 +72,7 @@ from scalerl.curves.areal_log import looks_like_areal, read_areal
 from scalerl.curves.clearml_log import is_clearml_session, read_clearml
 from scalerl.curves.csv_log import looks_like_markdown_table, read_csv
 from scalerl.curves.data import Curve
+from scalerl.curves.deepspeed_chat_log import looks_like_deepspeed_chat, read_deepspeed_chat
 from scalerl.curves.dict_lines_log import lone_printed_dict, looks_like_dict_lines, read_dict_lines
 from scalerl.curves.eval_dumps import is_eval_dumps, read_eval_dumps
 from scalerl.curves.hf_trainer_log import is_trainer_state, read_hf_trainer
@@ -149,6 +152,7 @@ READERS: dict[str, Callable[..., list[Curve]]] = {
     "prime-rl": read_primerl,
     "torchtune": read_torchtune,
     "mlx-lm": read_mlx_lm,
+    "deepspeed-chat": read_deepspeed_chat,
 }
 
 
@@ -267,6 +271,8 @@ def detect_format(path: Path) -> str:
         return "prime-rl"
     if looks_like_torchtune(path):  # before the CSV guess: 'Step 1 | loss:0.5 ...' read as '|'-delimited
         return "torchtune"
+    if looks_like_deepspeed_chat(path):  # before the CSV guess: its step lines are '|'-delimited
+        return "deepspeed-chat"
     if looks_like_mlx_lm(path):  # before dict-lines: mlx-vlm prints a dict beside each report
         return "mlx-lm"
     first = _first_line(path)
@@ -281,7 +287,7 @@ def detect_format(path: Path) -> str:
                          "before it nor a Trainer's 'epoch' in it; if it is a row of metrics, give --format dict-lines")
     if name.endswith((".log", ".out", ".err")):
         raise InputError(f"{path}: a text log without verl step lines ('step:N - key:value - ...'), ROLL "
-                         f"'metrics_tag:' lines, AReaL 'Train step N/T done.' stats tables, SkyRL 'Step N:' blocks, NeMo-RL 'Step N/M' blocks, prime-rl 'Step N | ...' lines, torchtune 'Step N | name:value ...' lines, mlx-lm 'Iter N: ...' reports or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
+                         f"'metrics_tag:' lines, AReaL 'Train step N/T done.' stats tables, SkyRL 'Step N:' blocks, NeMo-RL 'Step N/M' blocks, prime-rl 'Step N | ...' lines, torchtune 'Step N | name:value ...' lines, mlx-lm 'Iter N: ...' reports, DeepSpeed-Chat 'epoch: E|step: S|ppo_ep: ...' lines or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
                          "the metrics as CSV/JSONL")
     # .txt or an unknown extension: by the first non-blank character.
     if first:

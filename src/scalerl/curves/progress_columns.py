@@ -6,6 +6,8 @@ among them) logs every row -- in ``logging.jsonl`` and on its console -- with::
 and no ``step`` or clock column, so neither ``--x step`` nor a wall-clock x could be read. Where a
 log has no column of that name, each row gets ``step`` (the ``12`` of ``'12/94'``) and ``wall_time``
 (hours, from ``elapsed_time``: the time since the training started, as ms-swift counts it).
+LLaMA-Factory's ``trainer_log.jsonl`` writes the same ``elapsed_time`` as Python prints a
+``timedelta``: ``'5:13:22'``, ``'1 day, 2:03:04'``; read the same way.
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ STEP_OF_MAX = "global_step/max_steps"
 ELAPSED = "elapsed_time"
 _STEP_OF_MAX = re.compile(r"^\s*(\d+)\s*/\s*\d+\s*$")
 _DURATION = re.compile(r"^\s*(?:(\d+)d\s*)?(?:(\d+)h\s*)?(?:(\d+)m\s*)?(?:(\d+(?:\.\d+)?)s)?\s*$")
+#: ``str(timedelta(...))``: ``'5:13:22'``, ``'0:00:29.5'``, ``'1 day, 2:03:04'``, ``'3 days, 0:00:00'``.
+_CLOCK = re.compile(r"^\s*(?:(\d+) days?, )?(\d+):([0-5]\d):([0-5]\d(?:\.\d+)?)\s*$")
 
 
 def duration_seconds(text: object) -> float | None:
-    """``'1h 1m 32s'`` as 3692.0; None for anything else (an empty string too)."""
+    """``'1h 1m 32s'`` (ms-swift) or ``'1:01:32'`` (a printed ``timedelta``: LLaMA-Factory) as 3692.0;
+    None for anything else (an empty string too)."""
     if not isinstance(text, str) or not text.strip():
         return None
-    found = _DURATION.match(text)
+    found = _DURATION.match(text) or _CLOCK.match(text)
     if found is None:
         return None
     d, h, m, s = (float(g) if g else 0.0 for g in found.groups())
