@@ -265,6 +265,16 @@ def test_llamafactory_trainer_log_by_step_and_by_its_printed_timedelta_clock():
     assert any("from 'elapsed_time'" in n for n in clock.notes)
 
 
+def test_a_column_every_row_leaves_null_is_not_offered_in_the_listing():
+    """The listing without --x / --y offered LLaMA-Factory's ``eval_loss``, ``predict_loss`` and ``reward``
+    (null on every training row) as metrics, and the read then found no point in them."""
+    from scalerl.curves.io import log_columns
+
+    cols = log_columns(SAMPLES / "llamafactory_trainer_log_issue774.jsonl")
+    assert "loss" in cols and "wall_time" in cols
+    assert not {"eval_loss", "predict_loss", "reward"} & set(cols)
+
+
 @pytest.mark.parametrize("text, seconds", [("5:13:22", 18802.0), ("0:00:29.5", 29.5), ("1 day, 2:03:04", 93784.0),
                                            ("3 days, 0:00:00", 259200.0), ("1h 1m 32s", 3692.0), ("12:60:00", None)])
 def test_elapsed_time_as_a_printed_timedelta_or_ms_swifts_units(text, seconds):

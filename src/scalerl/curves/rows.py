@@ -278,7 +278,7 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     steps_untimed: dict[str, list[int]] = {}  # per run: [untimed step rows, points on them dropped]
     for kind, col in (("x", x), ("y", y)):
         if col not in keys and not (kind == "x" and cumulative):
-            raise unknown_column(path, kind, col, keys - {"type"})
+            raise unknown_column(path, kind, col, _holding_values(rows, keys - {"type"}))
     groups: "OrderedDict[str, tuple[list[float], list[float], list[int]]]" = OrderedDict()
     totals: dict[str, float] = {}  # cum: the running total so far, per run
     latest: dict[str, object] = {}  # the last x logged, per run
@@ -386,6 +386,16 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     if run_ids:
         curves = [replace(c, run_id=run_ids.get(c.name, "")) for c in curves]
     return curves
+
+
+def _holding_values(rows: list[dict], keys: set[str]) -> set[str]:
+    """The ``keys`` some row gives a value (not null, not NaN): the columns a listing offers. A column
+    every row leaves null (LLaMA-Factory's ``eval_loss`` and ``reward`` keys on training rows) was
+    offered as a metric, and the read then found no point in it."""
+    def value(v: object) -> bool:
+        return v is not None and not (isinstance(v, float) and math.isnan(v)) and v != ""
+
+    return {k for k in keys if any(value(r.get(k)) for r in rows)}
 
 
 def _without_blank_run_names(path: Path, rows: list[dict], run_column: str) -> tuple[list[dict], str]:
