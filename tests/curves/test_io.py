@@ -209,7 +209,7 @@ def test_jsonl_empty_and_percent_strings_are_read_as_a_csv_reads_those_cells(tmp
     with pytest.raises(InputError, match="written as percentages .* drop --y-scale 0.01"):
         read_curve(p, "step", "acc", y_scale=0.01)
     p.write_text('{"step": 0, "acc": "45 pct"}\n')
-    with pytest.raises(InputError, match="value '45 pct' in a row at step 0 is not a number"):
+    with pytest.raises(InputError, match=r"acc value '45 pct' \(at step 0\) is not a number"):
         read_curve(p, "step", "acc")
     # What writers print for a missing value, as a CSV reads those cells (they were "not a number").
     p.write_text('{"step": 0, "acc": 0.1}\n{"step": 10, "acc": "null"}\n{"step": 20, "acc": "None"}\n'
@@ -554,7 +554,7 @@ def test_numbers_written_as_strings_in_json_lines_and_parquet_are_read_as_number
     pq.write_table(pa.table({"step": [0, 10, 20], "acc": ["0.2", "0.21", "0.22"]}), tmp_path / "s.parquet")
     assert np.allclose(read_curve(tmp_path / "s.parquet", "step", "acc").y, [0.2, 0.21, 0.22])
     p.write_text(json.dumps({"step": 0, "acc": "high"}) + "\n")
-    with pytest.raises(InputError, match="value 'high' in a row at step 0 is not a number -- fix the value"):
+    with pytest.raises(InputError, match=r"acc value 'high' \(at step 0\) is not a number -- fix the value"):
         read_curve(p, "step", "acc")
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from scalerl.curves import read_curves
 from scalerl.curves.io import detect_format
+from scalerl.errors import InputError
 
 SAMPLES = Path(__file__).parent / "data" / "real_samples"
 
@@ -263,6 +264,9 @@ def test_llamafactory_trainer_log_by_step_and_by_its_printed_timedelta_clock():
     clock = _curve(name, "wall_time", "loss", bounded=False)
     np.testing.assert_allclose(clock.x, [(5 * 3600 + m * 60 + s) / 3600 for m, s in ((13, 22), (14, 24), (15, 22), (16, 20))])
     assert any("from 'elapsed_time'" in n for n in clock.notes)
+    with pytest.raises(InputError, match=r"elapsed_time value '5:13:22' \(row 1\) is not a number -- 'elapsed_time' holds a "
+                                         r"duration: --x wall_time reads it, in hours"):
+        _curve(name, "elapsed_time", "loss", bounded=False)  # ("at step ?" before, and "fix the value")
 
 
 def test_a_column_every_row_leaves_null_is_not_offered_in_the_listing():

@@ -118,7 +118,7 @@ def test_trackio_bad_input(trackio_dir, tmp_path):
     assert len(c) == 7 and any("2 logged row(s) whose metrics are not a JSON object" in n for n in c.notes)
     with sqlite3.connect(db) as w:
         w.execute("""UPDATE metrics SET metrics = '{"eval/reward": "n/a"}' WHERE id = 41""")  # run-a, step 35
-    with pytest.raises(InputError, match="value 'n/a' in a row at step 35 is not a number"):
+    with pytest.raises(InputError, match=r"eval/reward value 'n/a' \(at step 35\) is not a number"):
         read_curve(db, "step", "eval/reward", run="run-a")
     with pytest.raises(InputError, match="no y column 'eval/nope'; did you mean 'eval/reward'. available columns: .*'eval/reward'"):
         read_curve(db, "step", "eval/nope")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from scalerl.curves.data import Curve
-from scalerl.curves.progress_columns import with_progress_columns
+from scalerl.curves.progress_columns import ELAPSED, duration_seconds, with_progress_columns
 from scalerl.curves.untimed_steps import timed, untimed_note, untimed_steps
 from scalerl.errors import InputError
 
@@ -347,10 +347,9 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
         quoted[0] += isinstance(vx, str) + isinstance(vy, str)
         vx, vy = _quoted_number(vx), _quoted_number(vy)
         if isinstance(vx, bool) or isinstance(vy, bool) or not isinstance(vx, (int, float)) or not isinstance(vy, (int, float)):
-            bad = vx if not isinstance(vx, (int, float)) else vy
-            raise InputError(f"{path}: value {bad!r} in a row at step {r.get('step', '?')} is not a number -- "
-                             + (_DATE_HINT if isinstance(bad, (datetime.date, datetime.time)) else
-                                "fix the value or choose another column"))
+            col, bad = (x, vx) if not isinstance(vx, (int, float)) else (y, vy)
+            where = f"at step {r['step']}" if r.get("step") is not None else f"row {i + 1}"
+            raise InputError(f"{path}: {col} value {bad!r} ({where}) is not a number -- " + _not_a_number_hint(bad, col))
         xs.append(float(vx))
         ys.append(float(vy) * y_scale)
 
@@ -386,6 +385,15 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     if run_ids:
         curves = [replace(c, run_id=run_ids.get(c.name, "")) for c in curves]
     return curves
+
+
+def _not_a_number_hint(value: object, column: str) -> str:
+    """What to do with a value of ``column`` that is not a number."""
+    if isinstance(value, (datetime.date, datetime.time)):
+        return _DATE_HINT
+    if column == ELAPSED and duration_seconds(value) is not None:  # LLaMA-Factory's, ms-swift's: '5:13:22', '1h 2m'
+        return f"{column!r} holds a duration: --x {WALL_TIME} reads it, in hours"
+    return "fix the value or choose another column"
 
 
 def _holding_values(rows: list[dict], keys: set[str]) -> set[str]:
