@@ -1,4 +1,5 @@
 import json
+import re
 import threading
 import time
 
@@ -532,3 +533,20 @@ def test_a_chat_template_that_refuses_a_lone_user_turn_is_not_told_to_drop_a_sys
     assert "drop the system message" not in said and "one user turn" in said and "--data" in said
     assert encode_problem(tok, Problem(id="train:8", prompt="2+3?", answer="5",
                                        messages=(("system", "Be terse."), ("user", "2+3?"))))
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("eu.csv", 'prompt;answer\n"What is 1/2?";"0,5"\n', "header 'prompt;answer' separates the fields with semicolons, "
+                                                       "not commas; save it with commas (and decimal points)"),
+    ("tabs.csv", "prompt\tanswer\n1+1=\t2\n", "separates the fields with tabs, not commas; name it .tsv"),
+    ("bars.tsv", "prompt|answer\n1+1=|2\n", "separates the fields with vertical bars, not tabs; save it with tabs"),
+])
+def test_a_csv_whose_header_uses_another_separator_is_refused_saying_which(tmp_path, name, text, message):
+    """A spreadsheet in a European locale saves "CSV" with semicolons (and decimal commas): read with
+    commas its header was one field ("missing field 'prompt' (fields present: 'prompt;answer')") or a
+    quoted cell "not valid CSV". Refused, naming the separator, not read another way: "0,5" is a
+    decimal comma or a list, which no reading can tell."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputError, match=re.escape(message)):
+        load_rows(path)

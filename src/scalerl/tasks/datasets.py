@@ -80,10 +80,12 @@ def _jsonl(path: Path) -> Iterator[tuple[int, Any]]:
 
 def _csv(path: Path) -> Iterator[tuple[int, Any]]:
     """Rows of a CSV (or, for ``.tsv``, tab-separated) file with a header line naming the fields."""
+    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    _refuse_another_separator(path, delimiter)
     with path.open(encoding="utf-8-sig", newline="") as f:  # -sig: a spreadsheet's byte-order mark
         # strict: a quote left open would otherwise swallow every later line into one cell (the
         # rows after it lost, their text read as one answer), and a stray quote be dropped.
-        reader = csv.DictReader(f, delimiter="\t" if path.suffix.lower() == ".tsv" else ",", strict=True)
+        reader = csv.DictReader(f, delimiter=delimiter, strict=True)
         start = 2  # the line the next row starts on (a quoted field may span lines)
         try:
             for record in reader:
@@ -105,6 +107,33 @@ def _csv(path: Path) -> Iterator[tuple[int, Any]]:
             _check_utf8_lines(path)  # raises, naming the line
             raise InputError(f"{path}: after row {reader.line_num}: not UTF-8 text ({exc.reason}); is the file "
                              "damaged, or in another encoding?") from None
+
+
+#: Separators a header may use instead of the file's own, by name.
+_SEPARATORS = {",": "commas", ";": "semicolons", "\t": "tabs", "|": "vertical bars"}
+
+
+def _refuse_another_separator(path: Path, delimiter: str) -> None:
+    """Refuse a file whose header separates its fields with something else than ``delimiter`` (and
+    never with it): a spreadsheet set to a European locale saves "CSV" with semicolons (and decimal
+    commas, "0,5", which no reading could tell from a list), and a tab-separated file may be named
+    .csv. Read as it is, the header was one field ("missing field 'prompt' (fields present:
+    'prompt;answer')") or a quoted cell "not valid CSV"."""
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as f:
+            header = f.readline()
+    except UnicodeDecodeError:
+        return  # the reader names the line that is not UTF-8
+    if delimiter in header:
+        return
+    other = next((s for s in _SEPARATORS if s != delimiter and s in header), None)
+    if other is None:
+        return
+    fix = ("name it .tsv" if other == "\t" else
+           f"save it with {_SEPARATORS[delimiter]} (and decimal points)" if delimiter == "," else
+           f"save it with {_SEPARATORS[delimiter]}")
+    raise InputError(f"{path}: its header {header.strip()!r} separates the fields with {_SEPARATORS[other]}, not "
+                     f"{_SEPARATORS[delimiter]}; {fix}, or convert it to JSONL")
 
 
 def _check_utf8_lines(path: Path) -> None:
