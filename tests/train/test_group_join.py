@@ -68,3 +68,24 @@ def test_more_cpu_ranks_than_cores_are_noted_before_they_start(monkeypatch, caps
         launch_module.launch(cfg)
     assert "note: --nproc 3 trainer processes on 2 CPU core(s): they take turns, slower than --nproc 2" in \
         capsys.readouterr().err
+
+
+def test_a_one_process_run_resumed_with_nproc_is_refused_before_any_rank_starts(tmp_path, monkeypatch, capsys):
+    """A run of one process resumed with ``--nproc 2`` was refused only by rank 0, once both ranks had
+    started and joined their group (~12 s, and torch's "Terminating process" warning): the launcher
+    now reads who wrote the latest checkpoint first."""
+    import torch.multiprocessing
+
+    from .conftest import small_args
+
+    out = tmp_path / "r"
+    assert main(small_args(out, "--steps", "1")) == 0
+
+    def start_processes(*args, **kwargs):
+        raise AssertionError("the ranks were started")
+
+    monkeypatch.setattr(torch.multiprocessing, "start_processes", start_processes)
+    capsys.readouterr()
+    assert main(["train", "--output", str(out), "--resume", "--nproc", "2", "--steps", "2", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "was written by 1 trainer process(es); resume it with --nproc 1" in err, err

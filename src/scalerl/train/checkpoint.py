@@ -163,6 +163,25 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
         raise damaged(path, exc) from None
 
 
+def refuse_other_nproc(ckpt: Path, written: int, grouped: bool) -> None:
+    """Refuse to resume checkpoint ``ckpt``, written by ``written`` trainer processes, in a run of one
+    process (``grouped`` False) when it was written by several, or the other way round: the
+    optimizer's state is laid out by the group that wrote it."""
+    if (written > 1) != grouped:
+        raise InputError(f"{ckpt} was written by {written} trainer process(es); resume it with --nproc {written}")
+
+
+def written_by(ckpt: Path) -> int:
+    """How many trainer processes wrote checkpoint ``ckpt``, read before any of them starts (its
+    state memory-mapped: the tensors are not read); 1 where the checkpoint cannot be read (the
+    run's own load then says it is damaged)."""
+    try:
+        state = torch.load(ckpt / "state.pt", map_location="cpu", weights_only=False, mmap=True)
+    except Exception:  # noqa: BLE001 -- a damaged or legacy-format file: the resume itself says what is wrong
+        return 1
+    return int(state.get("nproc", 1)) if isinstance(state, dict) else 1
+
+
 def verify_shards(path: Path) -> None:
     """Raise ``OSError`` unless every file the shards' metadata (``torch.distributed.checkpoint``)
     lists is in ``path`` and as long as the metadata says: a lost or cut-short shard is found here,

@@ -29,6 +29,7 @@ import signal
 import socket
 import sys
 import traceback
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -194,6 +195,13 @@ def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
     note = ranks_cores_note(world, run_device(cfg.run.device).type, cpu_cores())
     if note:
         print(note, file=sys.stderr)
+    if resume:  # a run of one process resumed with --nproc N: refused here, not after N ranks started (~12 s)
+        from scalerl.train.checkpoint import latest_checkpoint, refuse_other_nproc, written_by
+        from scalerl.train.run_directory import CHECKPOINTS
+
+        ckpt = latest_checkpoint(Path(cfg.run.output) / CHECKPOINTS)
+        if ckpt is not None:
+            refuse_other_nproc(ckpt, written_by(ckpt), grouped=True)
     ctx = mp.get_context("spawn")
     box = ctx.SimpleQueue()
     stop = StopLatch()

@@ -42,7 +42,7 @@ from scalerl.tasks.failure_tally import KINDS, add_counts, counting_failures
 from scalerl.tasks.rewards import check_reward_works
 from scalerl.train.activation_probe import probe_activations
 from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, prune_checkpoints,
-                                     refuse_damaged_newer, rng_state, save_checkpoint, set_rng_state, verify_shards)
+                                     refuse_damaged_newer, refuse_other_nproc, rng_state, save_checkpoint, set_rng_state, verify_shards)
 from scalerl.train.closing import close_each
 from scalerl.train.collapse import COLLAPSE_STEPS, collapse_note
 from scalerl.train.compute import ComputeMeter
@@ -374,9 +374,7 @@ class Trainer:
             return
         refuse_damaged_newer(ckpt)
         state = load_checkpoint(ckpt)
-        written = state.get("nproc", 1)
-        if (written > 1) != (self.group is not None):
-            raise InputError(f"{ckpt} was written by {written} trainer process(es); resume it with --nproc {written}")
+        refuse_other_nproc(ckpt, state.get("nproc", 1), grouped=self.group is not None)
         if self.group is not None:
             if state.get("weights") == "shards":  # every rank reads its own shard
                 try:  # here, before the ranks set out to read: a lost or cut shard is one line, not N tracebacks
