@@ -380,7 +380,7 @@ def test_conversation_and_nested_field_errors(tmp_path):
     with pytest.raises(InputError, match=r"row 1: missing field 'answer' \(fields present: .*'reward_model.ground_truth'"):
         load_rows(path)
     path.write_text(json.dumps([{"prompt": [{"role": "user", "content": 3}], "answer": "3"}]))
-    with pytest.raises(InputError, match="field 'prompt' is empty or not text .nor a conversation"):
+    with pytest.raises(InputError, match="field 'prompt' is not a conversation: message 1's content is 3, not text"):
         load_rows(path)
     # a key that holds the dots itself is that key, not a path
     path.write_text(json.dumps([{"a.b": "x", "a": {"b": "y"}, "prompt": "p"}]))
@@ -550,3 +550,190 @@ def test_a_csv_whose_header_uses_another_separator_is_refused_saying_which(tmp_p
     path.write_text(text)
     with pytest.raises(InputError, match=re.escape(message)):
         load_rows(path)
+
+
+_TABLE = [{"prompt": "What is 1+1?", "answer": "2"}, {"prompt": "What is 1/2?", "answer": "0.5"}]
+
+
+@pytest.mark.parametrize("name, text", [
+    # pandas' DataFrame.to_json, every orient (columns is its default)
+    ("columns.json", lambda df: df.to_json()),
+    ("split.json", lambda df: df.to_json(orient="split")),
+    ("index.json", lambda df: df.to_json(orient="index")),
+    ("table.json", lambda df: df.to_json(orient="table")),
+    ("list.json", lambda df: json.dumps(df.to_dict(orient="list"))),
+    ("lines.json", lambda df: df.to_json(orient="records", lines=True)),
+    # rows under a key, as SQuAD-like and exported files keep them
+    ("wrapped.json", lambda df: json.dumps({"data": _TABLE})),
+    ("versioned.json", lambda df: json.dumps({"version": "1.0", "data": _TABLE}, indent=2)),
+    ("versioned.jsonl", lambda df: json.dumps({"version": "1.0", "data": _TABLE})),
+    ("splits.json", lambda df: json.dumps({"train": _TABLE, "test": _TABLE[:1]})),
+    # a JSON array (or an indented object) written in a .jsonl file
+    ("array.jsonl", lambda df: "\n  " + json.dumps(_TABLE, indent=2)),
+    ("indented.jsonl", lambda df: json.dumps(_TABLE[0], indent=2)),
+])
+def test_a_json_document_of_any_shape_reads_as_its_rows(tmp_path, name, text):
+    """A dict of columns read as one row whose prompt was 'empty or not text'; a wrapper or a
+    pandas split/table/index document as one row 'missing field prompt'; an array after a blank
+    line as rows that are not objects."""
+    import pandas as pd
+
+    path = tmp_path / name
+    path.write_text(text(pd.DataFrame(_TABLE)))
+    expected = _TABLE[:1] if name == "indented.jsonl" else _TABLE
+    assert [{"prompt": r.prompt, "answer": r.answer} for r in load_rows(path)] == expected
+
+
+def test_json_documents_that_do_not_read_as_rows_say_why(tmp_path):
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps({"prompt": ["a", "b"], "answer": ["1"]}))
+    with pytest.raises(InputError, match=r"d\.json: a table of columns .* of different lengths \('prompt': 2, "
+                                         r"'answer': 1\)"):
+        load_rows(path)
+    path.write_text(json.dumps({"easy": _TABLE, "hard": _TABLE}))
+    with pytest.raises(InputError, match=r"rows under several keys \('easy', 'hard'\); name the one to read: "
+                                         r"--set 'task.settings=\{split: KEY\}'"):
+        load_rows(path)
+    assert len(load_rows(path, split="hard")) == 2
+    # one row in a .json file, a conversation as its prompt, is that row
+    path.write_text(json.dumps({"prompt": [{"role": "user", "content": "2+2?"}], "answer": 4}))
+    assert [(r.prompt, r.answer) for r in load_rows(path)] == [("2+2?", "4")]
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"prompt": "a", "answer": "1"},', "a comma after the object; JSON Lines has one object a line and no commas"),
+    ("# exported 2024-05-01", "a comment\\? JSON Lines has none; drop the line"),
+    ('{"prompt": "a", "answer": "1"} {"prompt": "b", "answer": "2"}', "text after the object"),
+])
+def test_a_jsonl_line_that_is_not_json_says_what_it_holds(tmp_path, line, message):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"prompt": "p", "answer": "0"}\n' + line + "\n")
+    with pytest.raises(InputError, match=r"d\.jsonl: row 2: not valid JSON \(.*\): " + message):
+        load_rows(path)
+
+
+def test_utf16_text_and_a_compressed_file_are_told_by_their_bytes(tmp_path):
+    """PowerShell's '>' writes UTF-16 with a byte-order mark ('not UTF-8 text (byte 0: b'\\xff')');
+    a gzip file named .jsonl (as curl saves a served file) was 'not UTF-8 text' too, and a plain
+    file named .jsonl.gz 'a damaged gz file'."""
+    import gzip
+
+    lines = "\r\n".join(json.dumps(r) for r in _TABLE) + "\r\n"
+    (tmp_path / "ps.jsonl").write_bytes(lines.encode("utf-16"))
+    (tmp_path / "ps.csv").write_bytes('prompt,answer\r\n"What is 1+1?",2\r\n"What is 1/2?",0.5\r\n'.encode("utf-16"))
+    (tmp_path / "gz.jsonl").write_bytes(gzip.compress(lines.encode()))
+    (tmp_path / "plain.jsonl.gz").write_bytes(lines.encode())
+    (tmp_path / "ps.json.gz").write_bytes(gzip.compress(json.dumps(_TABLE).encode("utf-16")))
+    for name in ("ps.jsonl", "ps.csv", "gz.jsonl", "plain.jsonl.gz", "ps.json.gz"):
+        assert [(r.prompt, r.answer) for r in load_rows(tmp_path / name)] == [(t["prompt"], t["answer"]) for t in _TABLE]
+    (tmp_path / "bad.jsonl").write_bytes((lines + '{"prompt": "x"}\n').encode("utf-16"))
+    with pytest.raises(InputError, match=r"bad\.jsonl: row 3: missing field 'answer'"):  # named as the user's file
+        load_rows(tmp_path / "bad.jsonl")
+
+
+@pytest.mark.parametrize("answer, text", [
+    (42.0, "42"),  # a float column's whole number (pandas makes an int column with a gap float)
+    (1e20, "100000000000000000000"),  # '1e+20', which math-verify reads as no number
+    (1e-07, "0.0000001"),
+    (0.5, "0.5"),
+    (-0.0, "0"),
+    (b"3/4", "3/4"),  # a parquet binary column: "b'3/4'" before
+])
+def test_a_numeric_or_binary_answer_reaches_math_verify_as_its_number(tmp_path, answer, text):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist([{"prompt": "p", "answer": answer}]), tmp_path / "d.parquet")
+    [row] = load_rows(tmp_path / "d.parquet")
+    assert row.answer == text
+    assert math_verify_reward(f"\\boxed{{{text}}}", row.answer) == 1.0
+
+
+@pytest.mark.parametrize("answer, message", [
+    (["1/2", "0.5"], r"field 'answer' is a list \(\[\"1/2\", \"0.5\"\]\), not one answer; math-verify compares each "
+                     r"completion with one reference: keep one"),
+    ([], r"field 'answer' is an empty list"),
+    ({"value": 5}, r"field 'answer' is an object \(fields 'value'\), not text; name the field inside it as a dotted "
+                   r"path: --set 'task.settings=\{answer_field: answer.value\}'"),
+])
+def test_an_answer_that_is_a_list_or_an_object_is_refused_saying_so(tmp_path, answer, message):
+    """'empty or not text' before: a list of acceptable answers is not empty."""
+    path = _write_jsonl(tmp_path / "d.jsonl", [{"prompt": "p", "answer": answer}])
+    with pytest.raises(InputError, match=r"d\.jsonl: row 1: " + message):
+        load_rows(path)
+
+
+def test_a_csv_header_naming_a_field_twice_is_refused_not_read_as_its_last_column(tmp_path):
+    # The reader kept the last 'answer' column: '3', silently, for a problem whose answer is 2.
+    path = tmp_path / "d.csv"
+    path.write_text("prompt,answer,answer\nWhat is 1+1?,2,3\n")
+    with pytest.raises(InputError, match=r"d\.csv: row 2: field 'answer' is named by 2 columns of the header "
+                                         r"\(columns 2, 3\); rename all but one"):
+        load_rows(path)
+    path.write_text("prompt,answer,note,note\nWhat is 1+1?,2,a,b\n")  # a repeated column not read is no matter
+    assert load_rows(path)[0].answer == "2"
+
+
+def test_conversation_prompts_in_other_shapes(tmp_path):
+    """Content as a list of text parts (OpenAI's, TRL's multimodal format) reads as its text; a
+    tool turn, ShareGPT's {from, value} or an image part is refused naming the message (each was
+    'empty or not text')."""
+    parts = [{"role": "system", "content": [{"type": "text", "text": "Be terse."}]},
+             {"role": "user", "content": [{"type": "text", "text": "What is "}, {"type": "text", "text": "2+2?"}]}]
+    path = _write_jsonl(tmp_path / "d.jsonl", [{"prompt": parts, "answer": "4"}])
+    [row] = load_rows(path)
+    assert row.prompt == "What is 2+2?" and row.messages == (("system", "Be terse."), ("user", "What is 2+2?"))
+    for prompt, message in [
+        ([{"role": "user", "content": "a"}, {"role": "tool", "content": "b"}, {"role": "user", "content": "c"}],
+         r"message 2 has the role 'tool'; a prompt conversation's roles are system, user, assistant"),
+        ([{"from": "human", "value": "2+2?"}], r"message 1 has the fields 'from', 'value', ShareGPT's"),
+        ([{"role": "user", "content": [{"type": "image", "image": "x.png"}, {"type": "text", "text": "?"}]}],
+         r"message 1 holds a part of type 'image'; only text parts"),
+        ([{"role": "user", "content": None}], r"message 1's content is null, not text"),
+    ]:
+        _write_jsonl(tmp_path / "d.jsonl", [{"prompt": prompt, "answer": "4"}])
+        with pytest.raises(InputError, match=r"row 1: field 'prompt' is not a conversation: " + message):
+            load_rows(path)
+
+
+def test_an_arrow_file_and_directories_that_are_no_saved_dataset(tmp_path):
+    import datasets
+    import pyarrow as pa
+    import pyarrow.feather as feather
+
+    data = datasets.Dataset.from_list(_TABLE)
+    data.save_to_disk(str(tmp_path / "saved"))
+    [arrow] = (tmp_path / "saved").glob("*.arrow")  # an Arrow stream, as datasets writes its files
+    feather.write_feather(pa.Table.from_pylist(_TABLE), tmp_path / "d.feather")
+    for path in (arrow, tmp_path / "d.feather"):
+        assert [r.answer for r in load_rows(path)] == ["2", "0.5"]
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for i, row in enumerate(_TABLE):
+        _write_jsonl(shards / f"train-{i:05d}-of-00002.jsonl", [row])
+    with pytest.raises(InputError, match=r"shards: a directory of 2 data file\(s\) \(train-00000-of-00002.jsonl, "
+                                         r"train-00001-of-00002.jsonl\), not a dataset saved with save_to_disk; give "
+                                         r"one file, or join them"):
+        load_rows(shards)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match=r"empty: a directory that holds no data file and no dataset"):
+        load_rows(tmp_path / "empty")
+    datasets.DatasetDict({"test": data}).save_to_disk(str(tmp_path / "dict"))
+    with pytest.raises(InputError, match=r"dict: no split 'train'; splits: test; choose one: "
+                                         r"--set 'task.settings=\{split: NAME\}'"):
+        load_rows(tmp_path / "dict")
+
+
+def test_an_eval_prompt_that_differs_in_whitespace_is_removed_from_training(tmp_path):
+    """'What is 3+3? ' in the eval file and 'What is 3+3?' in training: the same problem, trained on
+    and evaluated (prompts were matched exactly)."""
+    rows = [{"q": f"What is {i}+{i}?", "a": str(2 * i)} for i in range(10)]
+    train = _write_jsonl(tmp_path / "t.jsonl", rows)
+    val = _write_jsonl(tmp_path / "v.jsonl", [{"q": "What is 3+3? ", "a": "6"}, {"q": "What  is 4+4?\n", "a": "8"}])
+    task = get_task("math", data=train, eval_data={"val": val}, prompt_field="q", answer_field="a")
+    assert len(task.eval_sets()["val"]) == 2
+    assert [p.prompt for p in task.train_problems()] == [r["q"] for r in rows if r["a"] not in ("6", "8")]
+    task = get_task("math", data=train, eval_data=train, prompt_field="q", answer_field="a")
+    with pytest.raises(InputError, match=r"no training rows left after removing the evaluation prompts \(eval_data "
+                                         r"'val' is the training file itself\)"):
+        task.train_problems()

@@ -1,4 +1,4 @@
-"""Load ``{prompt, answer}`` rows from JSONL / JSON, CSV / TSV, parquet, a saved Hugging Face dataset, or a hub dataset.
+"""Load ``{prompt, answer}`` rows from JSONL / JSON, CSV / TSV, parquet, Arrow, a saved Hugging Face dataset, or a hub dataset.
 
 A row that lacks a field, has an empty prompt, or is not parseable raises :class:`InputError`
 naming the file and the row -- it is not skipped. A silently shrunk dataset changes the
@@ -17,6 +17,7 @@ template, system prompt included.
 from __future__ import annotations
 
 import csv
+import decimal
 import json
 import math
 import numbers
@@ -25,11 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from scalerl.curves.unpack import COMPRESSED
+from scalerl.curves.unpack import COMPRESSED, UTF16_BOMS
 from scalerl.errors import InputError
 from scalerl.tasks.base import is_bool
 
-_FILE_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv", *(s for _, _, s in COMPRESSED.values()))
+_FILE_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv", ".arrow", ".feather", *(s for _, _, s in COMPRESSED.values()))
 #: 'name' or 'owner/name': what a hub dataset id looks like (a missing local path does not).
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 
@@ -57,30 +58,121 @@ def _utf8(raw: bytes, where: str) -> str:
                          "is the file damaged, or in another encoding?") from None
 
 
-def _jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+def _jsonl(path: Path, prompt_field: str, split: str, document_first: bool) -> Iterator[tuple[int, Any]]:
+    """JSON Lines, or one JSON document (a ``.json`` file; a ``.jsonl`` that holds an array, or an
+    object written over several lines): its rows as :func:`_document_rows` finds them."""
     with path.open("rb") as f:
-        first = f.read(4).lstrip(b"\xef\xbb\xbf")[:1]
+        first = f.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
         f.seek(0)
-        if first == b"[":  # a JSON array of objects rather than JSON Lines
+        if first == b"[" or document_first:
+            text = _utf8(f.read(), str(path))
             try:
-                data = json.loads(_utf8(f.read(), str(path)))
+                document = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise InputError(f"{path}: not valid JSON: {exc.msg} (line {exc.lineno})") from None
-            yield from enumerate(data, start=1)
-            return
+                if not text.strip():
+                    return  # (load_rows: "no rows")
+                if first == b"[":
+                    raise InputError(f"{path}: not valid JSON: {exc.msg} (line {exc.lineno})") from None
+                f.seek(0)  # JSON Lines in a .json file (pandas' to_json(lines=True)): read line by line
+            else:
+                yield from _document_rows(document, path, prompt_field, split)
+                return
+        pending, count = None, 0  # (one object held back: a file of one is read as a document)
         for number, raw in enumerate(f, start=1):
             line = _utf8(raw, f"{path}: row {number}")
             if not line.strip():
                 continue
             try:
-                yield number, json.loads(line)
+                record = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise InputError(f"{path}: row {number}: not valid JSON ({exc.msg})") from None
+                if not count:  # an object written over several lines: one document
+                    f.seek(0)
+                    try:
+                        document = json.loads(_utf8(f.read(), str(path)))
+                    except json.JSONDecodeError:
+                        pass
+                    else:
+                        yield from _document_rows(document, path, prompt_field, split)
+                        return
+                raise InputError(f"{path}: row {number}: not valid JSON ({exc.msg}){_jsonl_hint(line, exc)}") from None
+            if pending is not None:
+                yield pending
+            pending, count = (number, record), count + 1
+        if count == 1:  # one line: a row, or a wrapper of rows ({"data": [...]})
+            rows = list(_document_rows(pending[1], path, prompt_field, split))
+            yield from [pending] if len(rows) == 1 and rows[0][1] is pending[1] else rows
+        elif pending is not None:
+            yield pending
 
 
-def _csv(path: Path) -> Iterator[tuple[int, Any]]:
-    """Rows of a CSV (or, for ``.tsv``, tab-separated) file with a header line naming the fields."""
-    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+def _jsonl_hint(line: str, exc: json.JSONDecodeError) -> str:
+    """What a JSON Lines line that is not JSON most likely holds, as the error's tail."""
+    stripped = line.strip()
+    if stripped.startswith(("#", "//")):
+        return ": a comment? JSON Lines has none; drop the line"
+    if exc.msg == "Extra data":
+        if stripped[exc.pos:].strip() == ",":
+            return ": a comma after the object; JSON Lines has one object a line and no commas between them"
+        return ": text after the object (two objects on one line?)"
+    return ""
+
+
+def _document_rows(document: Any, path: Path, prompt_field: str, split: str) -> Iterator[tuple[int, Any]]:
+    """The rows of one JSON document, numbered from 1: an array of objects; an object that is one
+    row (it holds ``prompt_field``); or a table as pandas' ``to_json`` writes it -- ``orient``
+    ``columns`` (its default: ``{"prompt": {"0": ...}, ...}``), ``list`` (``{"prompt": [...], ...}``),
+    ``index``, ``split``, ``table`` -- or rows under a key (``{"version": ..., "data": [...]}``; with
+    several such keys, ``split`` names the one)."""
+    if isinstance(document, list):
+        yield from enumerate(document, start=1)
+        return
+    if not isinstance(document, dict):
+        yield 1, document
+        return
+    found, value = _field(document, prompt_field)
+    if found and not isinstance(value, dict) and not (isinstance(value, list) and value
+                                                      and not all(isinstance(m, dict) for m in value)):
+        yield 1, document  # one row (its prompt text or a conversation)
+        return
+    columns = list(document.values())
+    if found and columns and all(isinstance(c, list) for c in columns):
+        lengths = {len(c) for c in columns}
+        if len(lengths) > 1:
+            raise InputError(f"{path}: a table of columns (fields holding lists) of different lengths "
+                             f"({', '.join(f'{k!r}: {len(c)}' for k, c in document.items())}); each row needs one of each")
+        yield from enumerate((dict(zip(document, cells)) for cells in zip(*columns)), start=1)
+        return
+    if found and columns and all(isinstance(c, dict) for c in columns):  # orient="columns": column -> index -> cell
+        index = list(dict.fromkeys(key for c in columns for key in c))
+        yield from enumerate(({name: c.get(key) for name, c in document.items()} for key in index), start=1)
+        return
+    if isinstance(document.get("data"), list) and isinstance(document.get("columns"), list) \
+            and set(document) <= {"columns", "index", "data"}:  # orient="split"
+        names = document["columns"]
+        yield from enumerate((dict(zip(names, cells)) if isinstance(cells, list) and len(cells) == len(names)
+                              else cells for cells in document["data"]), start=1)
+        return
+    lists = {key: v for key, v in document.items() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)
+             and not {"role", "from"} & set(v[0])}  # (not a conversation under a key other than prompt_field)
+    if lists and not found:  # rows under a key: {"data": [...]}, pandas' orient="table" ({"schema", "data"})
+        if len(lists) == 1:
+            yield from enumerate(next(iter(lists.values())), start=1)
+            return
+        if split in lists:
+            yield from enumerate(lists[split], start=1)
+            return
+        raise InputError(f"{path}: rows under several keys ({', '.join(map(repr, lists))}); name the one to read: "
+                         "--set 'task.settings={split: KEY}'")
+    if columns and not found and all(isinstance(r, dict) and _field(r, prompt_field)[0] for r in columns):
+        yield from enumerate(columns, start=1)  # orient="index": index -> row
+        return
+    yield 1, document
+
+
+def _csv(path: Path, delimiter: str) -> Iterator[tuple[int, Any]]:
+    """Rows of a CSV (or, for ``.tsv``, tab-separated) file with a header line naming the fields.
+    A name the header gives twice reads as :class:`_Repeated` in every row (the reader kept the
+    last column's cell: a wrong answer, silently, if that was the answer field)."""
     _refuse_another_separator(path, delimiter)
     with path.open(encoding="utf-8-sig", newline="") as f:  # -sig: a spreadsheet's byte-order mark
         # strict: a quote left open would otherwise swallow every later line into one cell (the
@@ -88,11 +180,14 @@ def _csv(path: Path) -> Iterator[tuple[int, Any]]:
         reader = csv.DictReader(f, delimiter=delimiter, strict=True)
         start = 2  # the line the next row starts on (a quoted field may span lines)
         try:
+            names = reader.fieldnames or []
+            repeated = {name: _Repeated(name, [i + 1 for i, n in enumerate(names) if n == name])
+                        for name in names if names.count(name) > 1}
             for record in reader:
                 if None in record:  # more cells than the header names
                     raise InputError(f"{path}: row {start}: {len(record) - 1 + len(record[None])} cells, but the "
                                      f"header names {len(reader.fieldnames or [])} fields")
-                yield start, record
+                yield start, {**record, **repeated}
                 start = reader.line_num + 1
         except csv.Error as exc:
             if "unexpected end of data" in str(exc):
@@ -107,6 +202,18 @@ def _csv(path: Path) -> Iterator[tuple[int, Any]]:
             _check_utf8_lines(path)  # raises, naming the line
             raise InputError(f"{path}: after row {reader.line_num}: not UTF-8 text ({exc.reason}); is the file "
                              "damaged, or in another encoding?") from None
+
+
+@dataclass(frozen=True)
+class _Repeated:
+    """A CSV field that the header names more than once (at these 1-based columns)."""
+
+    name: str
+    columns: list[int]
+
+    def why(self) -> str:
+        return (f"is named by {len(self.columns)} columns of the header (columns "
+                f"{', '.join(map(str, self.columns))}); rename all but one")
 
 
 #: Separators a header may use instead of the file's own, by name.
@@ -167,7 +274,8 @@ def _hf_dataset(source: str, split: str) -> Iterator[tuple[int, Any]]:
         raise InputError(f"{source}: cannot load as a Hugging Face dataset: {exc}") from None
     if isinstance(data, datasets.DatasetDict):
         if split not in data:
-            raise InputError(f"{source}: no split {split!r}; splits: {', '.join(data)}")
+            raise InputError(f"{source}: no split {split!r}; splits: {', '.join(data)}; choose one: "
+                             "--set 'task.settings={split: NAME}'")
         data = data[split]
     number = 0
     try:
@@ -180,41 +288,95 @@ def _hf_dataset(source: str, split: str) -> Iterator[tuple[int, Any]]:
 #: Compressed data files (``train.jsonl.gz``): the opener of each, by the suffix it adds (the
 #: compressions the log readers unpack).
 _COMPRESSED = {suffix: opener for _, opener, suffix in COMPRESSED.values()}
+_FORMATS = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv", ".arrow", ".feather")
 
 
-def _decompressed(path: Path, split: str) -> Iterator[tuple[int, Any]]:
-    """The records of a compressed data file (``train.jsonl.gz``), read as the file it holds."""
+def _wrapping(path: Path) -> tuple[str, Any] | None:
+    """``(what, opener)`` of a file told by its first bytes, whatever its name: a compressed stream
+    (a ``.jsonl`` that is gzip inside, as ``curl`` saves a served file) or UTF-16 text (PowerShell's
+    ``>`` writes UTF-16 with a byte-order mark); None for a file read as it is."""
+    with path.open("rb") as f:
+        head = f.read(8)
+    for magic, (name, opener, suffix) in COMPRESSED.items():
+        if head.startswith(magic) and (name != "bzip2" or head[3:4].isdigit()):
+            return suffix[1:], opener
+    if head.startswith(UTF16_BOMS):
+        return "UTF-16", None
+    return None
+
+
+def _unwrapped(path: Path, what: str, opener: Any, read: Any) -> Iterator[tuple[int, Any]]:
+    """The records of a compressed or UTF-16 data file, read (``read(inner)``) as the file it holds:
+    ``train.jsonl.gz`` as ``train.jsonl``; errors name ``path``."""
     import shutil
     import tempfile
 
-    opener = _COMPRESSED[path.suffix.lower()]
     with tempfile.TemporaryDirectory(prefix="scalerl-data-") as tmp:
-        inner = Path(tmp) / path.stem  # train.jsonl.gz -> train.jsonl
+        name = path.name[: -len(path.suffix)] if path.suffix.lower() in _COMPRESSED else path.name
+        inner = Path(tmp) / name  # train.jsonl.gz -> train.jsonl
         try:
-            with opener(path, "rb") as src, open(inner, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-        except Exception as exc:  # noqa: BLE001 -- gzip: OSError, zlib.error; lzma: LZMAError; bz2: OSError
-            raise InputError(f"{path}: a damaged {path.suffix[1:]} file ({exc})") from None
+            if opener is None:  # UTF-16 text, as UTF-8
+                with open(path, encoding="utf-16", newline="") as src, open(inner, "w", encoding="utf-8", newline="") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+            else:
+                with opener(path, "rb") as src, open(inner, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+        except Exception as exc:  # noqa: BLE001 -- gzip: OSError, zlib.error; lzma: LZMAError; bz2: OSError; UnicodeError
+            raise InputError(f"{path}: a damaged {what} file ({exc})") from None
         try:
-            yield from _records(str(inner), split)
+            yield from read(inner)
         except InputError as exc:
             raise InputError(str(exc).replace(str(inner), str(path))) from None
 
 
-def _records(source: str, split: str) -> Iterator[tuple[int, Any]]:
+def _arrow(path: Path) -> Iterator[tuple[int, Any]]:
+    """An Arrow IPC file (``.arrow``, ``.feather``) or stream (what ``datasets`` writes its ``.arrow`` files as)."""
+    import pyarrow as pa
+
+    try:
+        try:
+            with pa.memory_map(str(path)) as source:
+                table = pa.ipc.open_file(source).read_all()
+        except pa.ArrowInvalid:
+            with pa.memory_map(str(path)) as source:
+                table = pa.ipc.open_stream(source).read_all()
+        records = table.to_pylist()
+    except Exception as exc:  # noqa: BLE001 -- pyarrow raises several types for a bad file
+        raise InputError(f"{path}: cannot read as an Arrow file: {exc}") from None
+    yield from enumerate(records, start=1)
+
+
+def _read_file(path: Path, suffix: str, split: str, prompt_field: str) -> Iterator[tuple[int, Any]]:
+    """The records of a data file read as ``suffix`` says (a compressed one's inner suffix)."""
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return _jsonl(path, prompt_field, split, document_first=suffix == ".json")
+    if suffix == ".parquet":
+        return _parquet(path)
+    if suffix in (".csv", ".tsv"):
+        return _csv(path, "\t" if suffix == ".tsv" else ",")
+    if suffix in (".arrow", ".feather"):
+        return _arrow(path)
+    raise InputError(f"{path}: unknown data format {suffix!r}; use .jsonl, .json, .csv, .tsv, .parquet, .arrow (each "
+                     "may be compressed: .gz, .bz2, .xz) or a dataset directory")
+
+
+def _read_unwrapped(path: Path, suffix: str, split: str, prompt_field: str) -> Iterator[tuple[int, Any]]:
+    """The records of a data file, unwrapped first where its bytes tell it is compressed or UTF-16
+    (a .jsonl that is gzip inside, PowerShell's UTF-16 inside a .gz), then read as ``suffix`` says."""
+    wrapping = _wrapping(path)
+    if wrapping is not None:
+        return _unwrapped(path, *wrapping, lambda p: _read_unwrapped(p, suffix, split, prompt_field))
+    return _read_file(path, suffix, split, prompt_field)
+
+
+def _records(source: str, split: str, prompt_field: str = "prompt") -> Iterator[tuple[int, Any]]:
     path = Path(source)
     suffix = path.suffix.lower()
-    if path.is_file() and suffix in _COMPRESSED:
-        return _decompressed(path, split)
     if path.is_file():
-        if suffix in (".jsonl", ".json", ".ndjson"):
-            return _jsonl(path)
-        if suffix == ".parquet":
-            return _parquet(path)
-        if suffix in (".csv", ".tsv"):
-            return _csv(path)
-        raise InputError(f"{source}: unknown data format {suffix!r}; use .jsonl, .json, .csv, .tsv, .parquet (each "
-                         "may be compressed: .gz, .bz2, .xz) or a dataset directory")
+        inner = Path(path.stem).suffix.lower() if suffix in _COMPRESSED else suffix
+        return _read_unwrapped(path, inner, split, prompt_field)  # (a .jsonl.gz that is plain text is read so)
+    if path.is_dir():
+        _refuse_a_directory_of_files(path)
     if path.is_dir() or (not path.exists() and suffix not in _FILE_SUFFIXES and _HUB_ID.fullmatch(source)
                          and not Path(source.split("/")[0]).is_dir()):
         return _hf_dataset(source, split)
@@ -223,23 +385,83 @@ def _records(source: str, split: str) -> Iterator[tuple[int, Any]]:
     raise InputError(f"{source}: no such file or directory")
 
 
+def _refuse_a_directory_of_files(path: Path) -> None:
+    """Refuse a directory that is no ``save_to_disk`` dataset -- shards of data files (a hub
+    dataset's ``data/train-00000-of-00002.parquet``), or nothing -- saying what to give instead
+    (``datasets`` said it "is neither a `Dataset` directory nor a `DatasetDict` directory")."""
+    if any((path / marker).is_file() for marker in ("state.json", "dataset_dict.json", "dataset_info.json")):
+        return
+    files = sorted(p.name for p in path.iterdir() if p.is_file() and
+                   (p.suffix.lower() in _FORMATS or Path(p.stem).suffix.lower() in _FORMATS))
+    if not files:
+        raise InputError(f"{path}: a directory that holds no data file and no dataset saved with save_to_disk; "
+                         "give a data file (.jsonl, .json, .csv, .tsv, .parquet, .arrow)")
+    shown = ", ".join(files[:3]) + (", ..." if len(files) > 3 else "")
+    raise InputError(f"{path}: a directory of {len(files)} data file(s) ({shown}), not a dataset saved with "
+                     "save_to_disk; give one file, or join them into one (JSON Lines: cat DIR/*.jsonl > "
+                     "train.jsonl)")
+
+
 def _text(value: Any) -> str | None:
-    if value is None or isinstance(value, (dict, list)):
-        return None
-    return str(value)
+    """A field's value as text: a string as it is, a number as math-verify reads it (a float column's
+    ``42.0`` as ``42``; ``1e+20``, which math-verify reads as no number, as its digits), UTF-8 bytes (a
+    parquet binary column) decoded; None for anything else (a list, an object: :func:`_not_text`)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, (numbers.Real, decimal.Decimal)):
+        number = decimal.Decimal(repr(float(value))) if isinstance(value, numbers.Real) else value
+        if number == number.to_integral_value():
+            return str(int(number))
+        return format(number, "f")  # positional: 1e-07 as 0.0000001
+    return None
 
 
-def _not_text(value: Any) -> str | None:
+def _not_text(value: Any, setting: str, name: str) -> str | None:
     """Why a field value that ``str()`` would turn into plausible text is not one, else None.
 
     A NaN is how pandas (and Python's json) writes a missing value in a numeric column; as the
     text "nan" it is an answer no completion can match. A JSON ``true`` is rarely the answer
-    "True" that its text would be."""
+    "True" that its text would be. A list's text (``"['1/2', '0.5']"``) is no answer at all."""
+    if isinstance(value, _Repeated):
+        return value.why()
     if is_bool(value):
         return f"is the boolean {str(value).lower()}, not text; quote it if that is the answer"
     if isinstance(value, numbers.Real) and not math.isfinite(value):
         return f"is {value} (a missing value?); fill it in or drop the row"
+    if isinstance(value, (decimal.Decimal,)) and not value.is_finite():
+        return f"is {value} (a missing value?); fill it in or drop the row"
+    if isinstance(value, bytes) and _text(value) is None:
+        return "holds bytes that are not UTF-8 text"
+    if isinstance(value, dict):
+        keys = list(value)
+        shown = ", ".join(map(repr, keys[:5])) + (", ..." if len(keys) > 5 else "")
+        inner = keys[0] if len(keys) == 1 else "FIELD"
+        return (f"is an object (fields {shown or 'none'}), not text; name the field inside it as a dotted path: "
+                f"--set 'task.settings={{{setting}: {name}.{inner}}}'")
+    if hasattr(value, "tolist") and not isinstance(value, numbers.Number):
+        value = value.tolist()  # a numpy array (pandas-written data)
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "is an empty list"
+        if setting == "prompt_field" and all(isinstance(m, dict) for m in value):
+            return None  # a conversation: _conversation reads it
+        if setting == "answer_field":
+            return (f"is a list ({_short(value)}), not one answer; math-verify compares each completion with one "
+                    "reference: keep one (it takes equal forms, such as 1/2 and 0.5, as equal)")
+        return f"is a list ({_short(value)}), not text (nor a conversation: a list of {{role, content}} messages)"
     return None
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _surrogate(texts: list[str]) -> str | None:
@@ -268,16 +490,37 @@ def _field(record: dict, name: str) -> tuple[bool, Any]:
     return True, value
 
 
-def _conversation(value: Any) -> tuple[tuple[str, str], ...] | None:
-    """A prompt given as chat messages, as ``(role, content)`` pairs; None if ``value`` is none."""
-    if hasattr(value, "tolist"):  # a numpy array of messages (pandas-written parquet)
+def _conversation(value: Any) -> tuple[tuple[tuple[str, str], ...], str | None]:
+    """A prompt given as chat messages, as ``(role, content)`` pairs, or why a list of messages is
+    none; ``((), None)`` when ``value`` is no list of objects. A message's content may be a list of
+    parts (``[{"type": "text", "text": ...}]``: OpenAI's and TRL's multimodal format): its texts,
+    joined as a chat template renders them."""
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):  # a numpy array (pandas-written parquet)
         value = value.tolist()
     if not isinstance(value, list) or not value or not all(isinstance(m, dict) for m in value):
-        return None
-    pairs = tuple((m.get("role"), m.get("content")) for m in value)
-    if not all(role in ROLES and isinstance(content, str) for role, content in pairs):
-        return None
-    return pairs
+        return (), None
+    pairs = []
+    for i, message in enumerate(value, start=1):
+        role, content = message.get("role"), message.get("content")
+        if role is None and {"from", "value"} & set(message):
+            return (), (f"message {i} has the fields {', '.join(map(repr, message))}, ShareGPT's; write its messages as "
+                        "{role, content} (from human: role user; from gpt: role assistant)")
+        if role not in ROLES:
+            return (), (f"message {i} has the role {role!r}; a prompt conversation's roles are {', '.join(ROLES)}, "
+                        "ending with a user turn")
+        if hasattr(content, "tolist") and not isinstance(content, (str, bytes)):
+            content = content.tolist()
+        if isinstance(content, list) and all(isinstance(part, dict) for part in content):
+            kinds = [part.get("type") for part in content]
+            other = next((k for k in kinds if k != "text"), None)
+            if other is not None or not all(isinstance(part.get("text"), str) for part in content):
+                return (), (f"message {i} holds a part of type {other!r}; only text parts ({{type: text, text}}) "
+                            "are read")
+            content = "".join(part["text"] for part in content)
+        if not isinstance(content, str):
+            return (), f"message {i}'s content is {_short(content)}, not text"
+        pairs.append((role, content))
+    return tuple(pairs), None
 
 
 def _nested_fields(record: dict, depth: int = 2) -> list[str]:
@@ -295,7 +538,7 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
     """Every row of ``source`` as :class:`Row`; :class:`InputError` naming file and row on the first bad one."""
     source = str(source)
     rows = []
-    for number, record in _records(source, split):
+    for number, record in _records(source, split, prompt_field):
         if not isinstance(record, dict):
             raise InputError(f"{source}: row {number}: expected an object with fields {prompt_field!r} and {answer_field!r}")
         values = {}
@@ -306,10 +549,12 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
                 raise InputError(f"{source}: row {number}: missing field {name!r} (fields present: {present}); "
                                  f"if another field holds it: --set 'task.settings={{{setting}: NAME}}' "
                                  "(a nested one as a dotted path: reward_model.ground_truth)")
-            why = _not_text(values[setting])
+            why = _not_text(values[setting], setting, name)
             if why is not None:
                 raise InputError(f"{source}: row {number}: field {name!r} {why}")
-        messages = _conversation(values["prompt_field"]) or ()
+        messages, why = _conversation(values["prompt_field"])
+        if why is not None:
+            raise InputError(f"{source}: row {number}: field {prompt_field!r} is not a conversation: {why}")
         if messages:
             if messages[-1][0] != "user":
                 raise InputError(f"{source}: row {number}: the conversation in {prompt_field!r} ends with a message "

@@ -82,6 +82,11 @@ def _held_out(prompt: str, fraction: float, salt: str) -> bool:
     return int.from_bytes(h, "big") < fraction * 2**64
 
 
+def _words(prompt: str) -> str:
+    """A prompt with its whitespace normalized: how training and evaluation prompts are matched."""
+    return " ".join(prompt.split())
+
+
 def _warn_repeats(name: str, problems: list[Problem]) -> None:
     """Warn of an evaluation set holding a problem more than once: its mean weighs that problem
     twice, and a later run on the de-duplicated set is not comparable (the held-out val set holds
@@ -98,8 +103,8 @@ class MathTask:
     """Problems from a data file; evaluation sets from other files or a held-out share of it."""
 
     data: str
-    """Training data: a .jsonl / .json / .csv / .tsv / .parquet file, a saved HF dataset directory,
-    or a hub dataset id (``--data`` sets it)."""
+    """Training data: a .jsonl / .json / .csv / .tsv / .parquet / .arrow file, a saved HF dataset
+    directory, or a hub dataset id (``--data`` sets it)."""
     eval_data: dict[str, str] | str = field(default_factory=dict)
     """Named evaluation files, e.g. ``{"val": "val.jsonl", "aime": "aime24.jsonl"}`` (same formats as
     ``data``); a single file means the ``val`` set. Prompts in them are removed from training."""
@@ -116,7 +121,7 @@ class MathTask:
     """Field (column) holding the reference answer, e.g. ``solution``, or verl's
     ``reward_model.ground_truth`` (a dotted path into nested objects); math-verify compares to it."""
     split: str = "train"
-    """Split to read from a dataset with several."""
+    """Split to read from a dataset with several (or the key of a JSON document's rows, where it has several)."""
     split_salt: str = "scalerl-math-v1"
     """Key of the hash that holds out ``val`` rows; change it only to get a different held-out set."""
     verify_timeout: float = 15.0
@@ -181,11 +186,16 @@ class MathTask:
             train = [p for p in train if not _held_out(p.prompt, self.val_fraction, self.split_salt)]
         for name, problems in evals.items():
             _warn_repeats(name, problems)
-        # Disjoint by prompt: an evaluation prompt never appears among the training problems.
-        held_prompts = {p.prompt for problems in evals.values() for p in problems}
-        train = [p for p in train if p.prompt not in held_prompts]
+        # Disjoint by prompt: an evaluation prompt never appears among the training problems, nor
+        # one that differs from it only in whitespace (a trailing space or newline another export
+        # left: the same problem, trained on and then evaluated).
+        held_prompts = {_words(p.prompt) for problems in evals.values() for p in problems}
+        train = [p for p in train if _words(p.prompt) not in held_prompts]
         if not train:
-            raise InputError(f"{self.data}: no training rows left after removing the evaluation prompts")
+            same = [name for name, src in self.eval_data.items() if Path(src).resolve() == Path(self.data).resolve()]
+            hint = f" (eval_data {same[0]!r} is the training file itself)" if same else ""
+            raise InputError(f"{self.data}: no training rows left after removing the evaluation prompts{hint}; give "
+                             "evaluation problems that are not all in the training data")
         return train, evals
 
     def train_problems(self) -> list[Problem]:
