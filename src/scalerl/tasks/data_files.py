@@ -1,0 +1,393 @@
+"""Records from a data file, whatever its shape: JSON Lines, a JSON document (a list, pandas'
+``to_json`` tables, rows under a key), CSV / TSV, parquet, Arrow, compressed (told by its bytes),
+UTF-16, a dataset saved with ``save_to_disk``, or a hub dataset.
+
+    for number, record in records("train.jsonl", split="train"):   # (row number, a dict as the file has it)
+
+Each record comes with its row number (JSONL: its line; CSV: the line it starts on, the header being
+line 1), and a file that cannot be read is an :class:`InputError` naming it and the row. What a
+record's fields mean (prompt, answer, conversation) is :mod:`scalerl.tasks.datasets`' business.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from scalerl.curves.unpack import COMPRESSED, UTF16_BOMS
+from scalerl.errors import InputError
+
+_FILE_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv", ".arrow", ".feather", *(s for _, _, s in COMPRESSED.values()))
+#: 'name' or 'owner/name': what a hub dataset id looks like (a missing local path does not).
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
+
+
+def _utf8(raw: bytes, where: str) -> str:
+    try:
+        return raw.decode("utf-8-sig")  # (a byte-order mark, as editors on Windows write one, is no text)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where}: not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r}); "
+                         "is the file damaged, or in another encoding?") from None
+
+
+def _jsonl(path: Path, prompt_field: str, split: str, document_first: bool) -> Iterator[tuple[int, Any]]:
+    """JSON Lines, or one JSON document (a ``.json`` file; a ``.jsonl`` that holds an array, or an
+    object written over several lines): its rows as :func:`_document_rows` finds them."""
+    with path.open("rb") as f:
+        first = f.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+        f.seek(0)
+        if first == b"[" or document_first:
+            text = _utf8(f.read(), str(path))
+            try:
+                document = json.loads(text)
+            except json.JSONDecodeError as exc:
+                if not text.strip():
+                    return  # (load_rows: "no rows")
+                if first == b"[":
+                    raise InputError(f"{path}: not valid JSON: {exc.msg} (line {exc.lineno})") from None
+                f.seek(0)  # JSON Lines in a .json file (pandas' to_json(lines=True)): read line by line
+            else:
+                yield from _document_rows(document, path, prompt_field, split)
+                return
+        pending, count = None, 0  # (one object held back: a file of one is read as a document)
+        for number, raw in enumerate(f, start=1):
+            line = _utf8(raw, f"{path}: row {number}")
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                if not count:  # an object written over several lines: one document
+                    f.seek(0)
+                    try:
+                        document = json.loads(_utf8(f.read(), str(path)))
+                    except json.JSONDecodeError:
+                        pass
+                    else:
+                        yield from _document_rows(document, path, prompt_field, split)
+                        return
+                raise InputError(f"{path}: row {number}: not valid JSON ({exc.msg}){_jsonl_hint(line, exc)}") from None
+            if pending is not None:
+                yield pending
+            pending, count = (number, record), count + 1
+        if count == 1:  # one line: a row, or a wrapper of rows ({"data": [...]})
+            rows = list(_document_rows(pending[1], path, prompt_field, split))
+            yield from [pending] if len(rows) == 1 and rows[0][1] is pending[1] else rows
+        elif pending is not None:
+            yield pending
+
+
+def _jsonl_hint(line: str, exc: json.JSONDecodeError) -> str:
+    """What a JSON Lines line that is not JSON most likely holds, as the error's tail."""
+    stripped = line.strip()
+    if stripped.startswith(("#", "//")):
+        return ": a comment? JSON Lines has none; drop the line"
+    if exc.msg == "Extra data":
+        if stripped[exc.pos:].strip() == ",":
+            return ": a comma after the object; JSON Lines has one object a line and no commas between them"
+        return ": text after the object (two objects on one line?)"
+    return ""
+
+
+def _document_rows(document: Any, path: Path, prompt_field: str, split: str) -> Iterator[tuple[int, Any]]:
+    """The rows of one JSON document, numbered from 1: an array of objects; an object that is one
+    row (it holds ``prompt_field``); or a table as pandas' ``to_json`` writes it -- ``orient``
+    ``columns`` (its default: ``{"prompt": {"0": ...}, ...}``), ``list`` (``{"prompt": [...], ...}``),
+    ``index``, ``split``, ``table`` -- or rows under a key (``{"version": ..., "data": [...]}``; with
+    several such keys, ``split`` names the one)."""
+    if isinstance(document, list):
+        yield from enumerate(document, start=1)
+        return
+    if not isinstance(document, dict):
+        yield 1, document
+        return
+    found, value = dotted_field(document, prompt_field)
+    if found and not isinstance(value, dict) and not (isinstance(value, list) and value
+                                                      and not all(isinstance(m, dict) for m in value)):
+        yield 1, document  # one row (its prompt text or a conversation)
+        return
+    columns = list(document.values())
+    if found and columns and all(isinstance(c, list) for c in columns):
+        lengths = {len(c) for c in columns}
+        if len(lengths) > 1:
+            raise InputError(f"{path}: a table of columns (fields holding lists) of different lengths "
+                             f"({', '.join(f'{k!r}: {len(c)}' for k, c in document.items())}); each row needs one of each")
+        yield from enumerate((dict(zip(document, cells)) for cells in zip(*columns)), start=1)
+        return
+    if found and columns and all(isinstance(c, dict) for c in columns):  # orient="columns": column -> index -> cell
+        index = list(dict.fromkeys(key for c in columns for key in c))
+        yield from enumerate(({name: c.get(key) for name, c in document.items()} for key in index), start=1)
+        return
+    if isinstance(document.get("data"), list) and isinstance(document.get("columns"), list) \
+            and set(document) <= {"columns", "index", "data"}:  # orient="split"
+        names = document["columns"]
+        yield from enumerate((dict(zip(names, cells)) if isinstance(cells, list) and len(cells) == len(names)
+                              else cells for cells in document["data"]), start=1)
+        return
+    lists = {key: v for key, v in document.items() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)
+             and not {"role", "from"} & set(v[0])}  # (not a conversation under a key other than prompt_field)
+    if lists and not found:  # rows under a key: {"data": [...]}, pandas' orient="table" ({"schema", "data"})
+        if len(lists) == 1:
+            yield from enumerate(next(iter(lists.values())), start=1)
+            return
+        if split in lists:
+            yield from enumerate(lists[split], start=1)
+            return
+        raise InputError(f"{path}: rows under several keys ({', '.join(map(repr, lists))}); name the one to read: "
+                         "--set 'task.settings={split: KEY}'")
+    if columns and not found and all(isinstance(r, dict) and dotted_field(r, prompt_field)[0] for r in columns):
+        yield from enumerate(columns, start=1)  # orient="index": index -> row
+        return
+    yield 1, document
+
+
+def _csv(path: Path, delimiter: str) -> Iterator[tuple[int, Any]]:
+    """Rows of a CSV (or, for ``.tsv``, tab-separated) file with a header line naming the fields.
+    A name the header gives twice reads as :class:`RepeatedColumn` in every row (the reader kept the
+    last column's cell: a wrong answer, silently, if that was the answer field)."""
+    _refuse_another_separator(path, delimiter)
+    with path.open(encoding="utf-8-sig", newline="") as f:  # -sig: a spreadsheet's byte-order mark
+        # strict: a quote left open would otherwise swallow every later line into one cell (the
+        # rows after it lost, their text read as one answer), and a stray quote be dropped.
+        reader = csv.DictReader(f, delimiter=delimiter, strict=True)
+        start = 2  # the line the next row starts on (a quoted field may span lines)
+        try:
+            names = reader.fieldnames or []
+            repeated = {name: RepeatedColumn(name, [i + 1 for i, n in enumerate(names) if n == name])
+                        for name in names if names.count(name) > 1}
+            for record in reader:
+                if None in record:  # more cells than the header names
+                    raise InputError(f"{path}: row {start}: {len(record) - 1 + len(record[None])} cells, but the "
+                                     f"header names {len(reader.fieldnames or [])} fields")
+                yield start, {**record, **repeated}
+                start = reader.line_num + 1
+        except csv.Error as exc:
+            if "unexpected end of data" in str(exc):
+                raise InputError(f"{path}: row {start}: a quoted cell opens on this row and is never closed (every "
+                                 "later line would be read into it); close the quote, or write a quote inside "
+                                 'a quoted cell as two ("")') from None
+            hint = ""
+            if "expected after" in str(exc):
+                hint = ': text after a quoted cell\'s closing quote; a quote inside a quoted cell is written as two ("")'
+            raise InputError(f"{path}: row {start}: not valid CSV ({exc}){hint}") from None
+        except UnicodeDecodeError as exc:
+            _check_utf8_lines(path)  # raises, naming the line
+            raise InputError(f"{path}: after row {reader.line_num}: not UTF-8 text ({exc.reason}); is the file "
+                             "damaged, or in another encoding?") from None
+
+
+@dataclass(frozen=True)
+class RepeatedColumn:
+    """A CSV field that the header names more than once (at these 1-based columns)."""
+
+    name: str
+    columns: list[int]
+
+    def why(self) -> str:
+        return (f"is named by {len(self.columns)} columns of the header (columns "
+                f"{', '.join(map(str, self.columns))}); rename all but one")
+
+
+#: Separators a header may use instead of the file's own, by name.
+_SEPARATORS = {",": "commas", ";": "semicolons", "\t": "tabs", "|": "vertical bars"}
+
+
+def _refuse_another_separator(path: Path, delimiter: str) -> None:
+    """Refuse a file whose header separates its fields with something else than ``delimiter`` (and
+    never with it): a spreadsheet set to a European locale saves "CSV" with semicolons (and decimal
+    commas, "0,5", which no reading could tell from a list), and a tab-separated file may be named
+    .csv. Read as it is, the header was one field ("missing field 'prompt' (fields present:
+    'prompt;answer')") or a quoted cell "not valid CSV"."""
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as f:
+            header = f.readline()
+    except UnicodeDecodeError:
+        return  # the reader names the line that is not UTF-8
+    if delimiter in header:
+        return
+    other = next((s for s in _SEPARATORS if s != delimiter and s in header), None)
+    if other is None:
+        return
+    fix = ("name it .tsv" if other == "\t" else
+           f"save it with {_SEPARATORS[delimiter]} (and decimal points)" if delimiter == "," else
+           f"save it with {_SEPARATORS[delimiter]}")
+    raise InputError(f"{path}: its header {header.strip()!r} separates the fields with {_SEPARATORS[other]}, not "
+                     f"{_SEPARATORS[delimiter]}; {fix}, or convert it to JSONL")
+
+
+def _check_utf8_lines(path: Path) -> None:
+    """Raise :func:`_utf8`'s error naming the first line of ``path`` that is not UTF-8: the CSV
+    reader decodes ahead in blocks, so where it failed says nothing about the row."""
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, start=1):
+            _utf8(raw, f"{path}: row {number}")  # (a line break is never part of a UTF-8 sequence)
+
+
+def _parquet(path: Path) -> Iterator[tuple[int, Any]]:
+    import pyarrow.parquet as pq
+
+    try:
+        records = pq.read_table(path).to_pylist()  # (a damaged string column fails only here, decoding)
+    except Exception as exc:  # noqa: BLE001 -- pyarrow raises several types for a bad file
+        raise InputError(f"{path}: cannot read as parquet: {exc}") from None
+    yield from enumerate(records, start=1)
+
+
+def _hf_dataset(source: str, split: str) -> Iterator[tuple[int, Any]]:
+    """A ``save_to_disk`` directory, or else a dataset name on the Hugging Face hub."""
+    import datasets
+
+    try:
+        if Path(source).is_dir():
+            data = datasets.load_from_disk(source)
+        else:
+            data = datasets.load_dataset(source, split=split)
+    except Exception as exc:  # noqa: BLE001 -- report any loading failure as bad input
+        raise InputError(f"{source}: cannot load as a Hugging Face dataset: {exc}") from None
+    if isinstance(data, datasets.DatasetDict):
+        if split not in data:
+            raise InputError(f"{source}: no split {split!r}; splits: {', '.join(data)}; choose one: "
+                             "--set 'task.settings={split: NAME}'")
+        data = data[split]
+    number = 0
+    try:
+        for number, record in enumerate(data, start=1):
+            yield number, record
+    except Exception as exc:  # noqa: BLE001 -- a damaged Arrow file fails while rows are decoded
+        raise InputError(f"{source}: row {number + 1}: cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+#: Compressed data files (``train.jsonl.gz``): the opener of each, by the suffix it adds (the
+#: compressions the log readers unpack).
+_COMPRESSED = {suffix: opener for _, opener, suffix in COMPRESSED.values()}
+_FORMATS = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv", ".arrow", ".feather")
+
+
+def _wrapping(path: Path) -> tuple[str, Any] | None:
+    """``(what, opener)`` of a file told by its first bytes, whatever its name: a compressed stream
+    (a ``.jsonl`` that is gzip inside, as ``curl`` saves a served file) or UTF-16 text (PowerShell's
+    ``>`` writes UTF-16 with a byte-order mark); None for a file read as it is."""
+    with path.open("rb") as f:
+        head = f.read(8)
+    for magic, (name, opener, suffix) in COMPRESSED.items():
+        if head.startswith(magic) and (name != "bzip2" or head[3:4].isdigit()):
+            return suffix[1:], opener
+    if head.startswith(UTF16_BOMS):
+        return "UTF-16", None
+    return None
+
+
+def _unwrapped(path: Path, what: str, opener: Any, read: Any) -> Iterator[tuple[int, Any]]:
+    """The records of a compressed or UTF-16 data file, read (``read(inner)``) as the file it holds:
+    ``train.jsonl.gz`` as ``train.jsonl``; errors name ``path``."""
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="scalerl-data-") as tmp:
+        name = path.name[: -len(path.suffix)] if path.suffix.lower() in _COMPRESSED else path.name
+        inner = Path(tmp) / name  # train.jsonl.gz -> train.jsonl
+        try:
+            if opener is None:  # UTF-16 text, as UTF-8
+                with open(path, encoding="utf-16", newline="") as src, open(inner, "w", encoding="utf-8", newline="") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+            else:
+                with opener(path, "rb") as src, open(inner, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+        except Exception as exc:  # noqa: BLE001 -- gzip: OSError, zlib.error; lzma: LZMAError; bz2: OSError; UnicodeError
+            raise InputError(f"{path}: a damaged {what} file ({exc})") from None
+        try:
+            yield from read(inner)
+        except InputError as exc:
+            raise InputError(str(exc).replace(str(inner), str(path))) from None
+
+
+def _arrow(path: Path) -> Iterator[tuple[int, Any]]:
+    """An Arrow IPC file (``.arrow``, ``.feather``) or stream (what ``datasets`` writes its ``.arrow`` files as)."""
+    import pyarrow as pa
+
+    try:
+        try:
+            with pa.memory_map(str(path)) as source:
+                table = pa.ipc.open_file(source).read_all()
+        except pa.ArrowInvalid:
+            with pa.memory_map(str(path)) as source:
+                table = pa.ipc.open_stream(source).read_all()
+        records = table.to_pylist()
+    except Exception as exc:  # noqa: BLE001 -- pyarrow raises several types for a bad file
+        raise InputError(f"{path}: cannot read as an Arrow file: {exc}") from None
+    yield from enumerate(records, start=1)
+
+
+def _read_file(path: Path, suffix: str, split: str, prompt_field: str) -> Iterator[tuple[int, Any]]:
+    """The records of a data file read as ``suffix`` says (a compressed one's inner suffix)."""
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return _jsonl(path, prompt_field, split, document_first=suffix == ".json")
+    if suffix == ".parquet":
+        return _parquet(path)
+    if suffix in (".csv", ".tsv"):
+        return _csv(path, "\t" if suffix == ".tsv" else ",")
+    if suffix in (".arrow", ".feather"):
+        return _arrow(path)
+    raise InputError(f"{path}: unknown data format {suffix!r}; use .jsonl, .json, .csv, .tsv, .parquet, .arrow (each "
+                     "may be compressed: .gz, .bz2, .xz) or a dataset directory")
+
+
+def _read_unwrapped(path: Path, suffix: str, split: str, prompt_field: str) -> Iterator[tuple[int, Any]]:
+    """The records of a data file, unwrapped first where its bytes tell it is compressed or UTF-16
+    (a .jsonl that is gzip inside, PowerShell's UTF-16 inside a .gz), then read as ``suffix`` says."""
+    wrapping = _wrapping(path)
+    if wrapping is not None:
+        return _unwrapped(path, *wrapping, lambda p: _read_unwrapped(p, suffix, split, prompt_field))
+    return _read_file(path, suffix, split, prompt_field)
+
+
+def records(source: str, split: str, prompt_field: str = "prompt") -> Iterator[tuple[int, Any]]:
+    """``(row number, record)`` of every row of ``source`` (a file, a saved dataset's directory, a hub id);
+    ``split`` picks one of several, ``prompt_field`` tells a wrapper's rows from its other keys."""
+    path = Path(source)
+    suffix = path.suffix.lower()
+    if path.is_file():
+        inner = Path(path.stem).suffix.lower() if suffix in _COMPRESSED else suffix
+        return _read_unwrapped(path, inner, split, prompt_field)  # (a .jsonl.gz that is plain text is read so)
+    if path.is_dir():
+        _refuse_a_directory_of_files(path)
+    if path.is_dir() or (not path.exists() and suffix not in _FILE_SUFFIXES and _HUB_ID.fullmatch(source)
+                         and not Path(source.split("/")[0]).is_dir()):
+        return _hf_dataset(source, split)
+    # (A hub-like 'data/nosuch' whose first part is a local directory is a mistyped path, not an
+    # owner on the hub: asking the hub cost ~25 s of retries and a message about the hub.)
+    raise InputError(f"{source}: no such file or directory")
+
+
+def _refuse_a_directory_of_files(path: Path) -> None:
+    """Refuse a directory that is no ``save_to_disk`` dataset -- shards of data files (a hub
+    dataset's ``data/train-00000-of-00002.parquet``), or nothing -- saying what to give instead
+    (``datasets`` said it "is neither a `Dataset` directory nor a `DatasetDict` directory")."""
+    if any((path / marker).is_file() for marker in ("state.json", "dataset_dict.json", "dataset_info.json")):
+        return
+    files = sorted(p.name for p in path.iterdir() if p.is_file() and
+                   (p.suffix.lower() in _FORMATS or Path(p.stem).suffix.lower() in _FORMATS))
+    if not files:
+        raise InputError(f"{path}: a directory that holds no data file and no dataset saved with save_to_disk; "
+                         "give a data file (.jsonl, .json, .csv, .tsv, .parquet, .arrow)")
+    shown = ", ".join(files[:3]) + (", ..." if len(files) > 3 else "")
+    raise InputError(f"{path}: a directory of {len(files)} data file(s) ({shown}), not a dataset saved with "
+                     "save_to_disk; give one file, or join them into one (JSON Lines: cat DIR/*.jsonl > "
+                     "train.jsonl)")
+
+
+def dotted_field(record: dict, name: str) -> tuple[bool, Any]:
+    """``(found, value)`` of ``name`` in ``record``: a key, or a dotted path into nested objects
+    (``reward_model.ground_truth``); a key that holds the dots itself wins."""
+    if name in record:
+        return True, record[name]
+    value: Any = record
+    for part in name.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False, None
+        value = value[part]
+    return True, value
