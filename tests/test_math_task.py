@@ -737,3 +737,21 @@ def test_an_eval_prompt_that_differs_in_whitespace_is_removed_from_training(tmp_
     with pytest.raises(InputError, match=r"no training rows left after removing the evaluation prompts \(eval_data "
                                          r"'val' is the training file itself\)"):
         task.train_problems()
+
+
+def test_a_saved_dataset_dict_trains_on_one_split_and_evaluates_on_another(tmp_path):
+    """One ``split`` applied to ``data`` and ``eval_data`` alike: training on a saved DatasetDict's
+    ``train`` and evaluating on its ``test`` (GSM8K as ``save_to_disk`` writes it) read ``train``
+    twice and stopped with "no training rows left". ``eval_split`` names the evaluation's."""
+    import datasets
+
+    saved = tmp_path / "gsm8k"
+    datasets.DatasetDict({
+        "train": datasets.Dataset.from_list([{"prompt": f"{i}+1=", "answer": str(i + 1)} for i in range(6)]),
+        "test": datasets.Dataset.from_list([{"prompt": f"{i}+2=", "answer": str(i + 2)} for i in range(3)]),
+    }).save_to_disk(str(saved))
+    task = MathTask(data=str(saved), eval_data={"val": str(saved)}, eval_split="test")
+    assert sorted(p.prompt for p in task.train_problems()) == [f"{i}+1=" for i in range(6)]
+    assert [p.prompt for p in task.eval_sets()["val"]] == [f"{i}+2=" for i in range(3)]
+    with pytest.raises(InputError, match=r"is the training file itself; a saved dataset's other split: eval_split: NAME"):
+        MathTask(data=str(saved), eval_data={"val": str(saved)}).train_problems()

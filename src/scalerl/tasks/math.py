@@ -122,6 +122,10 @@ class MathTask:
     ``reward_model.ground_truth`` (a dotted path into nested objects); math-verify compares to it."""
     split: str = "train"
     """Split to read from a dataset with several (or the key of a JSON document's rows, where it has several)."""
+    eval_split: str | None = None
+    """Split to read from the ``eval_data`` datasets that have several -- a saved ``DatasetDict``'s
+    ``test`` beside training on its ``train`` (the same directory in ``data`` and ``eval_data``);
+    None: ``split``."""
     split_salt: str = "scalerl-math-v1"
     """Key of the hash that holds out ``val`` rows; change it only to get a different held-out set."""
     verify_timeout: float = 15.0
@@ -160,8 +164,8 @@ class MathTask:
         return [Problem(id=f"{stem}:{r.row}", prompt=r.prompt, answer=r.answer, meta={"row": r.row}, messages=r.messages)
                 for r in rows]
 
-    def _load(self, source: str) -> list[Row]:
-        rows = load_rows(source, self.prompt_field, self.answer_field, self.split)
+    def _load(self, source: str, split: str) -> list[Row]:
+        rows = load_rows(source, self.prompt_field, self.answer_field, split)
         count, first = answer_conflicts(rows)
         if first is not None:
             a, b = first
@@ -172,8 +176,9 @@ class MathTask:
 
     @cached_property
     def _split(self) -> tuple[list[Problem], dict[str, list[Problem]]]:
-        train = self._problems(self.data, self._load(self.data))
-        evals = {name: self._problems(src, self._load(src)) for name, src in self.eval_data.items()}
+        train = self._problems(self.data, self._load(self.data, self.split))
+        eval_split = self.split if self.eval_split is None else self.eval_split
+        evals = {name: self._problems(src, self._load(src, eval_split)) for name, src in self.eval_data.items()}
         if "val" not in evals and self.val_fraction > 0:
             held = [p for p in train if _held_out(p.prompt, self.val_fraction, self.split_salt)]
             if not held:
@@ -193,7 +198,8 @@ class MathTask:
         train = [p for p in train if _words(p.prompt) not in held_prompts]
         if not train:
             same = [name for name, src in self.eval_data.items() if Path(src).resolve() == Path(self.data).resolve()]
-            hint = f" (eval_data {same[0]!r} is the training file itself)" if same else ""
+            hint = f" (eval_data {same[0]!r} is the training file itself" + (
+                "; a saved dataset's other split: eval_split: NAME)" if Path(self.data).is_dir() else ")") if same else ""
             raise InputError(f"{self.data}: no training rows left after removing the evaluation prompts{hint}; give "
                              "evaluation problems that are not all in the training data")
         return train, evals
@@ -246,6 +252,7 @@ class MathTask:
             "prompt_field": self.prompt_field,
             "answer_field": self.answer_field,
             "split": self.split,
+            "eval_split": self.eval_split,
             "split_salt": self.split_salt,
             "verify_timeout": self.verify_timeout,
             "verify_workers": self.verify_workers,
