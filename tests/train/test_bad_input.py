@@ -139,3 +139,17 @@ def test_an_answer_budget_the_phrase_would_eat_is_refused_before_training(tiny_d
     assert found and int(found[2]) == 39 + int(found[1]) + 8
     assert f"set length.max_new_tokens={found[2]}" in err and len(err.splitlines()) == 1
     assert not (out / "runlog.jsonl").exists()
+
+
+def test_an_evaluation_set_smaller_than_eval_problems_is_said(tmp_path, capsys):
+    """A user's evaluation file of 3 problems under ``eval.problems=16`` (200 by default) was
+    evaluated whole without a word: the user read its pass rate as a 200-problem one."""
+    data, val = tmp_path / "train.jsonl", tmp_path / "val.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"{i}+1=", "answer": str(i + 1)}) + "\n" for i in range(40)))
+    val.write_text("".join(json.dumps({"prompt": f"{i}+2=", "answer": str(i + 2)}) + "\n" for i in range(3)))
+    code = main(small_args(tmp_path / "r", "--task", "math", "--data", str(data), "--steps", "1",
+                           "--set", f"task.settings={{eval_data: {{val: {val}}}}}"))
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert ("note: eval.problems is 16 but the evaluation set(s) hold fewer problems (val: 3): all of them are "
+            "evaluated") in err

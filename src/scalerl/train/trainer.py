@@ -238,6 +238,11 @@ class Trainer:
         if missing:
             raise ConfigError(f"eval.sets: task {cfg.task.name!r} has no set {missing[0]!r}; it has: {', '.join(available)}")
         self.eval_sets = {s: list(available[s])[: cfg.eval.problems] for s in cfg.eval.sets}
+        short = {s: len(v) for s, v in self.eval_sets.items() if len(v) < cfg.eval.problems}
+        if short and not self.resume and (self.rank is None or self.rank.leader):  # (said once, at the start)
+            print(f"note: eval.problems is {cfg.eval.problems} but the evaluation set(s) hold fewer problems "
+                  f"({', '.join(f'{s}: {n}' for s, n in short.items())}): all of them are evaluated, and each "
+                  "evaluation's pass rate is the noisier for it", file=sys.stderr)
         self.sampler = PromptSampler.from_config(list(problems), r.sampler, seed=cfg.run.seed)
         self.length_control = self.components.length_controller(self.tokenizer)
         # Before anything is written to the run directory: a budget the model cannot hold fails here.
