@@ -89,6 +89,29 @@ def test_dry_run_and_resume_of_a_finished_study_train_nothing(tmp_path, capsys):
     assert "loo-loss-dapo" in captured.out and (tmp_path / "report.html").exists()
 
 
+def test_a_finished_run_stopped_while_its_report_was_written_gets_its_report_on_resume(tmp_path, capsys):
+    """A study killed after a run saved final/ but before its own report was written (curve.png,
+    sets.png, report.md, report.html) skipped that run as done on every resume: it never got its
+    report, and the killed writer's temporary figure stayed in its directory."""
+    from scalerl.train.report import REPORT_FILES
+
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10, bootstrap=50)
+    plans = write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=5)
+    cut, whole = plans[0].directory, plans[1].directory
+    dead = cut / ".curve.png.tmp-999999999-1.png"  # what a kill -9 of the report's writer leaves
+    dead.write_bytes(b"")
+    for name in REPORT_FILES:  # the other run's report is there, written after its log
+        (whole / name).write_text("its report\n")
+    log = cut / "runlog.jsonl"
+    before = log.read_bytes()
+
+    assert main(["study", "--output", str(tmp_path), "--resume"]) == 0
+    assert capsys.readouterr().err.count("already finished") == 2
+    assert all((cut / name).stat().st_size > 0 for name in REPORT_FILES)
+    assert not dead.exists() and log.read_bytes() == before  # the run itself is not touched
+    assert all((whole / name).read_text() == "its report\n" for name in REPORT_FILES)  # nothing rewritten
+
+
 def test_list_shows_every_family_and_variant(capsys):
     assert main(["study", "--list"]) == 0
     out = capsys.readouterr().out
