@@ -607,7 +607,7 @@ def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo:
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     p = running.pop(fut)
-                    o = _collect(fut.result, p)
+                    o = _collect(lambda fut=fut, p=p: _worker_result(fut, p), p)
                     echo(f"[{len(outcomes) + 1}/{len(plans)}] {p.name}: {_describe(o, budget.x)}")
                     record(o)
                     outcomes.append(o)
@@ -615,6 +615,22 @@ def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo:
             _stop_workers(running, stops, exc)
             raise
     return outcomes
+
+
+def _worker_result(fut: Any, p: RunPlan) -> dict:
+    """A worker's result. A worker process that died (the kernel's out-of-memory killer, a ``kill -9``)
+    broke the pool, which fails every run under way or waiting with "A process in the process pool
+    was terminated abruptly": not which, nor what to do."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        return fut.result()
+    except BrokenProcessPool:
+        study = p.directory.parents[2]
+        return asdict(Outcome(p.variant.label, p.seed, "failed", error=(
+            "a worker process of the study died (killed by a signal: out of memory? kill -9?), which stops "
+            "every run under way or waiting; nothing before a run's last checkpoint is lost -- continue with: "
+            f"scalerl study --output {study} --resume")))
 
 
 def _collect(result: Callable[[], dict], p: RunPlan) -> Outcome:
