@@ -89,6 +89,58 @@ def test_dry_run_and_resume_of_a_finished_study_train_nothing(tmp_path, capsys):
     assert "loo-loss-dapo" in captured.out and (tmp_path / "report.html").exists()
 
 
+def test_a_finished_run_stopped_while_its_report_was_written_gets_its_report_on_resume(tmp_path, capsys):
+    """A study killed after a run saved final/ but before its own report was written (curve.png,
+    sets.png, report.md, report.html) skipped that run as done on every resume: it never got its
+    report, and the killed writer's temporary figure stayed in its directory."""
+    from scalerl.train.report import REPORT_FILES
+
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10, bootstrap=50)
+    plans = write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=5)
+    cut, whole = plans[0].directory, plans[1].directory
+    dead = cut / ".curve.png.tmp-999999999-1.png"  # what a kill -9 of the report's writer leaves
+    dead.write_bytes(b"")
+    for name in REPORT_FILES:  # the other run's report is there, written after its log
+        (whole / name).write_text("its report\n")
+    log = cut / "runlog.jsonl"
+    before = log.read_bytes()
+
+    assert main(["study", "--output", str(tmp_path), "--resume"]) == 0
+    assert capsys.readouterr().err.count("already finished") == 2
+    assert all((cut / name).stat().st_size > 0 for name in REPORT_FILES)
+    assert not dead.exists() and log.read_bytes() == before  # the run itself is not touched
+    assert all((whole / name).read_text() == "its report\n" for name in REPORT_FILES)  # nothing rewritten
+
+
+def _worker_killed(cfg_dict, budget):
+    """In a --parallel study's worker: what the out-of-memory killer or a `kill -9` of the worker does."""
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_parallel_runs_worker_killed_fails_its_runs_saying_how_to_resume(tmp_path, monkeypatch):
+    """A --parallel study whose worker process was killed failed every run with "BrokenProcessPool: A
+    process in the process pool was terminated abruptly while the future was running or pending": not
+    what happened, nor that the study resumes."""
+    from scalerl.study import runner
+    from scalerl.study.runner import Budget
+
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10, parallel=2, threads=1,
+                     progress=False)
+    plans = write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=5)
+    for p in plans:  # stopped short of the budget: each is a run to resume
+        (p.directory / "final" / "config.json").unlink()
+    monkeypatch.setattr(runner, "_execute_dict", _worker_killed)
+    lines, recorded = [], []
+    outcomes = runner._local_parallel(plans, Budget.of(spec), spec, lines.append, recorded.append)
+    assert [o.status for o in outcomes] == ["failed", "failed"] and len(recorded) == 2
+    for o in outcomes:
+        assert "a worker process of the study died (killed by a signal" in o.error, o.error
+        assert o.error.endswith(f"continue with: scalerl study --output {tmp_path} --resume")
+
+
 def test_list_shows_every_family_and_variant(capsys):
     assert main(["study", "--list"]) == 0
     out = capsys.readouterr().out

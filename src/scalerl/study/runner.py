@@ -366,6 +366,8 @@ def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
     log = read_log(out)
     status = run_status(out, budget, log)
     if status == "done":
+        if not _report_written(out):  # a stop between the final model's save and the end of the run's report
+            _run_report(out)
         return _outcome(label, seed, "skipped", 0.0, out)
     if status == DAMAGED:
         return _outcome(label, seed, "failed", 0.0, out, error=f"{log[1]} -- left untouched: repair that "
@@ -406,6 +408,19 @@ def _extension(budget: Budget, rows: list[dict[str, Any]]) -> int:
 
 def _budget_text(budget: Budget) -> str:
     return f"{budget.compute:g} {budget.x}" if budget.compute is not None else f"{budget.steps} steps"
+
+
+def _report_written(out: Path) -> bool:
+    """Whether the run's own report is written, after its log's last row. A study stopped while it
+    wrote a finished run's report (``final/`` saved) left the run without one -- or with the one of a
+    shorter budget, and a dead figure temporary -- and skipped the run from then on, as done."""
+    from scalerl.train.report import REPORT_FILES, REPORT_HTML
+
+    try:
+        return all((out / name).exists() for name in REPORT_FILES) and \
+            (out / REPORT_HTML).stat().st_mtime_ns >= (out / "runlog.jsonl").stat().st_mtime_ns
+    except OSError:
+        return False
 
 
 def _run_report(out: Path) -> None:
@@ -575,7 +590,8 @@ def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo:
     from concurrent.futures import FIRST_COMPLETED, wait
 
     todo = [p for p in plans if run_status(p.directory, budget) != "done"]
-    outcomes = [execute_run(to_dict(p.config), budget) for p in plans if p not in todo]  # skipped: instant
+    # Skipped (done): instant, but for the report of a run stopped while it was written.
+    outcomes = [_collect(lambda p=p: asdict(execute_run(to_dict(p.config), budget)), p) for p in plans if p not in todo]
     for o in outcomes:
         record(o)
     if not todo:
@@ -591,7 +607,7 @@ def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo:
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     p = running.pop(fut)
-                    o = _collect(fut.result, p)
+                    o = _collect(lambda fut=fut, p=p: _worker_result(fut, p), p)
                     echo(f"[{len(outcomes) + 1}/{len(plans)}] {p.name}: {_describe(o, budget.x)}")
                     record(o)
                     outcomes.append(o)
@@ -599,6 +615,22 @@ def _local_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo:
             _stop_workers(running, stops, exc)
             raise
     return outcomes
+
+
+def _worker_result(fut: Any, p: RunPlan) -> dict:
+    """A worker's result. A worker process that died (the kernel's out-of-memory killer, a ``kill -9``)
+    broke the pool, which fails every run under way or waiting with "A process in the process pool
+    was terminated abruptly": not which, nor what to do."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        return fut.result()
+    except BrokenProcessPool:
+        study = p.directory.parents[2]
+        return asdict(Outcome(p.variant.label, p.seed, "failed", error=(
+            "a worker process of the study died (killed by a signal: out of memory? kill -9?), which stops "
+            "every run under way or waiting; nothing before a run's last checkpoint is lost -- continue with: "
+            f"scalerl study --output {study} --resume")))
 
 
 def _collect(result: Callable[[], dict], p: RunPlan) -> Outcome:
