@@ -261,6 +261,31 @@ def trial(work: Path, recipe: str, i: int, rng: random.Random, ref: dict, max_at
     return row
 
 
+def describe(row: dict) -> str:
+    """A trial's outcome: ``ok`` (with its notes), or ``FAIL:`` and every check that failed."""
+    if row["fails"]:
+        return "FAIL: " + "; ".join(row["fails"])
+    return "ok" + (f" (note: {'; '.join(row['notes'])})" if row.get("notes") else "")
+
+
+def print_summary(results: list[dict], group: str, *, phase_width: int) -> int:
+    """The table of every trial, a count per ``group`` (the recipe, the study's mode), signal and
+    outcome, and the line of failed directories; the exit status (1 if any trial failed)."""
+    print()
+    print(f"{group:8} {'trial':>5} {'signal':8} {'t_kill':>7}  {'phase':{phase_width}} {'attempts':>8}  outcome")
+    for r in results:
+        print(f"{r[group]:8} {r['trial']:5d} {r['signal']:8} {r['t_kill']:6.2f}s  {r['phase']:{phase_width}} "
+              f"{r['attempts']:8d}  {describe(r)}")
+    print()
+    tally = Counter((r[group], r["signal"], "ok" if not r["fails"] else "FAIL") for r in results)
+    for (name, sig, outcome), n in sorted(tally.items()):
+        print(f"{name:8} {sig:8} {outcome:5} {n}")
+    failed = [r for r in results if r["fails"]]
+    print(f"\n{len(results) - len(failed)}/{len(results)} trials ok" + (
+        "; failed directories: " + ", ".join(r["dir"] for r in failed) if failed else ""))
+    return 1 if failed else 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trials", type=int, default=25)
@@ -299,25 +324,12 @@ def main() -> int:
         for i in range(args.trials):
             row = trial(work, recipe, i, rng, ref, args.max_attempts, args.triggered)
             results.append(row)
-            outcome = "ok" if not row["fails"] else "FAIL: " + "; ".join(row["fails"])
+            outcome = describe(row)
             print(f"{recipe:8} {i:3d} {row['signal']:8} {row['t_kill']:6.2f}s  {row['phase']:28} "
                   f"rc={row['first_rc']:<4} {' '.join(row['later']):40} {outcome}", flush=True)
             if not row["fails"] and not args.keep:
                 shutil.rmtree(row["dir"], ignore_errors=True)
-    print()
-    print(f"{'recipe':8} {'trial':>5} {'signal':8} {'t_kill':>7}  {'phase':28} {'attempts':>8}  outcome")
-    for r in results:
-        outcome = "ok" if not r["fails"] else "FAIL: " + "; ".join(r["fails"])
-        print(f"{r['recipe']:8} {r['trial']:5d} {r['signal']:8} {r['t_kill']:6.2f}s  {r['phase']:28} "
-              f"{r['attempts']:8d}  {outcome}")
-    print()
-    tally = Counter((r["recipe"], r["signal"], "ok" if not r["fails"] else "FAIL") for r in results)
-    for (recipe, sig, outcome), n in sorted(tally.items()):
-        print(f"{recipe:8} {sig:8} {outcome:5} {n}")
-    failed = [r for r in results if r["fails"]]
-    print(f"\n{len(results) - len(failed)}/{len(results)} trials ok" + (
-        "; failed directories: " + ", ".join(r["dir"] for r in failed) if failed else ""))
-    return 1 if failed else 0
+    return print_summary(results, "recipe", phase_width=28)
 
 
 if __name__ == "__main__":

@@ -54,11 +54,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kill_fuzz import SIGNALS, leftovers, phase as run_phase, run_timed  # noqa: E402
+from kill_fuzz import SIGNALS, describe, leftovers, phase as run_phase, print_summary, run_timed  # noqa: E402
 
 from scalerl.runlog import read_runlog  # noqa: E402
 
@@ -308,12 +307,6 @@ def _run_env(cmd: list[str], log: Path, env: dict) -> tuple[int, float]:
     return rc, time.perf_counter() - t0
 
 
-def describe(row: dict) -> str:
-    if row["fails"]:
-        return "FAIL: " + "; ".join(row["fails"])
-    return "ok" + (f" (note: {'; '.join(row['notes'])})" if row["notes"] else "")
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trials", type=int, default=6, help="trials per mode")
@@ -352,20 +345,7 @@ def main() -> int:
                   f"{' '.join(row['later']):30} {outcome}", flush=True)
             if not row["fails"] and not args.keep:
                 shutil.rmtree(row["dir"], ignore_errors=True)
-    print()
-    print(f"{'mode':4} {'trial':>5} {'signal':8} {'t_kill':>7}  {'phase':60} {'attempts':>8}  outcome")
-    for r in results:
-        outcome = describe(r)
-        print(f"{r['mode']:4} {r['trial']:5d} {r['signal']:8} {r['t_kill']:6.2f}s  {r['phase']:60} "
-              f"{r['attempts']:8d}  {outcome}")
-    print()
-    tally = Counter((r["mode"], r["signal"], "ok" if not r["fails"] else "FAIL") for r in results)
-    for (mode, sig, outcome), n in sorted(tally.items()):
-        print(f"{mode:4} {sig:8} {outcome:5} {n}")
-    failed = [r for r in results if r["fails"]]
-    print(f"\n{len(results) - len(failed)}/{len(results)} trials ok" + (
-        "; failed directories: " + ", ".join(r["dir"] for r in failed) if failed else ""))
-    return 1 if failed else 0
+    return print_summary(results, "mode", phase_width=60)
 
 
 if __name__ == "__main__":
