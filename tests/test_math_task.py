@@ -496,6 +496,12 @@ def test_a_prompt_with_two_different_answers_is_warned_of_with_a_count(tmp_path,
     with caplog.at_level("WARNING", logger="scalerl.tasks.math"):  # repeated rows that agree: no warning
         get_task("math", data=_write_jsonl(tmp_path / "e.jsonl", rows[:40] * 2)).train_problems()
     assert not [r for r in caplog.records if "different answers" in r.getMessage()]
+    caplog.clear()
+    spaced = rows[:40] + [{"prompt": "3+1? ", "answer": "5"}]  # the same prompt but for a trailing space
+    with caplog.at_level("WARNING", logger="scalerl.tasks.math"):
+        get_task("math", data=_write_jsonl(tmp_path / "f.jsonl", spaced)).train_problems()
+    [record] = [r for r in caplog.records if "different answers" in r.getMessage()]
+    assert "1 prompt(s) appear with different answers (the first: rows 4 and 41" in record.getMessage()
 
 
 def test_an_evaluation_set_holding_a_problem_twice_is_warned_of(tmp_path, caplog):

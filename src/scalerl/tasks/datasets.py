@@ -215,7 +215,9 @@ def answer_conflicts(rows: list[Row]) -> tuple[int, tuple[Row, Row] | None]:
     first_row: dict[Any, Row] = {}
     conflicting: dict[Any, tuple[Row, Row]] = {}
     for row in rows:
-        key = row.messages or row.prompt
+        # Whitespace normalized, as training and evaluation prompts are matched: "3+1?" and "3+1? "
+        # (a trailing space another export left) are one problem.
+        key = row.messages or " ".join(row.prompt.split())
         seen = first_row.setdefault(key, row)
         if seen.answer != row.answer and key not in conflicting:
             conflicting[key] = (seen, row)
