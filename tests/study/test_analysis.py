@@ -276,3 +276,31 @@ def test_a_bad_calibration_in_a_study_spec_is_refused_before_any_run(tmp_path):
 
     with pytest.raises(ConfigError, match="calibration: no calibration file"):
         StudySpec(calibration=str(tmp_path / "missing.json")).validate()
+
+
+def test_the_figures_name_a_variant_whose_fit_failed_and_label_narrow_log_panels(tmp_path, monkeypatch):
+    """intervals.png and curves.png left a variant whose fit failed out without a word (the tables
+    say "not fitted"), and the B and C_mid panels of a range under a decade had no tick label."""
+    from scalerl.curves.plot import _plt
+
+    plt = _plt()
+    close, kept = plt.close, []
+    monkeypatch.setattr(plt, "close", lambda fig=None: kept.append(fig))
+    spec = StudySpec(family="loo", only=["loo-loss-dapo", "loo-length-penalty"], steps=200, eval_every=10,
+                     bootstrap=50)
+    write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 5e11), "loo-loss-dapo": (0.6, 1.6, 6e11),
+                                 "loo-length-penalty": (0.3, 1.5, 5e11)}, noise=0.0)
+    write_study_report(tmp_path)
+    try:
+        curves = next(f for f in kept if f.axes and "every run" in f.axes[0].get_title())
+        assert "not fitted, not drawn: loo-length-penalty" in curves.axes[0].get_title().replace("\n", " ")
+        intervals = next(f for f in kept if len(f.axes) == 4)
+        assert "loo-length-penalty (not fitted)" in [t.get_text() for t in intervals.axes[0].get_yticklabels()]
+        intervals.canvas.draw()
+        for ax in intervals.axes[1:3]:  # B and C_mid, log axes
+            lo, hi = ax.get_xlim()
+            shown = [t for t in ax.get_xticklabels() if t.get_text() and lo <= t.get_position()[0] <= hi]
+            assert len(shown) >= 2, ax.get_title()
+    finally:
+        for fig in kept:
+            close(fig)

@@ -75,3 +75,40 @@ def test_log_axis_tick_labels_do_not_overlap(tmp_path, figures, lo, hi):
     assert len(boxes) >= 2, "the axis kept at least two labels"
     for a, b in zip(boxes, boxes[1:]):
         assert a.x1 <= b.x0, f"tick labels overlap: {a} and {b}"
+
+
+def _write_run(directory, ys):
+    from scalerl.runlog import RunLogWriter
+
+    xs = np.geomspace(1e12, 3e14, len(ys))
+    with RunLogWriter(directory / "runlog.jsonl", {"type": "header", "run": "r", "recipe": "scalerl", "model": "tiny",
+                                                   "config": {"forecast": {"x": "flops"}}}) as log:
+        for i, (x, y) in enumerate(zip(xs, ys)):
+            log.append({"type": "eval", "step": 10 * (i + 1), "flops": float(x), "gpu_hours": 0.01 * (i + 1),
+                        "samples": 100 * (i + 1), "val/pass_rate": float(y)})
+
+
+def _caption(directory):
+    md = (directory / "report.md").read_text().split("](curve.png)\n\n", 1)[1]
+    return md.split("\n", 1)[0]
+
+
+def test_the_caption_of_curve_png_says_what_is_drawn(tmp_path, figures):
+    """The caption described points fitted and bands under every curve.png: also under an unstable
+    run's (drawn without bands: no forecast) and a too-short run's (its points alone)."""
+    from scalerl.train.report import write_run_report
+
+    x = np.geomspace(1e12, 3e14, 24)
+    y = 0.1 + 0.7 / (1 + (3e13 / x) ** 1.2)
+    y[12:] = y[12] - np.linspace(0, 0.5, 12)
+    (tmp_path / "unstable").mkdir()
+    _write_run(tmp_path / "unstable", np.clip(y, 0, 1))
+    assert write_run_report(tmp_path / "unstable", n_boot=20).facts["forecast_unstable"]
+    caption = _caption(tmp_path / "unstable")
+    assert "no forecast and no band" in caption and "Bands: 95%" not in caption
+    assert "no forecast and no band" in (tmp_path / "unstable" / "report.html").read_text()
+    (tmp_path / "short").mkdir()
+    _write_run(tmp_path / "short", [0.1, 0.12, 0.15])
+    write_run_report(tmp_path / "short", n_boot=20)
+    caption = _caption(tmp_path / "short")
+    assert "too few for a forecast" in caption and "Bands" not in caption

@@ -7,6 +7,7 @@ PNG or SVG, chosen by the file name. matplotlib's Agg backend: no display needed
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Sequence
 
@@ -47,7 +48,7 @@ def finish(fig, ax, path: Path, *, title: str, legend_loc: str = "outside") -> P
     """
     ax.set_xscale("log")
     ax.grid(alpha=0.3, which="both")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(wrap_title(title, fig.get_figwidth(), 10), fontsize=10)
     if legend_loc == "outside":
         fig.set_layout_engine("constrained")
         handles, labels = ax.get_legend_handles_labels()
@@ -65,6 +66,28 @@ def finish(fig, ax, path: Path, *, title: str, legend_loc: str = "outside") -> P
     finally:
         _plt().close(fig)
     return path
+
+
+def wrap_title(title: str, width_in: float, fontsize: float) -> str:
+    """``title`` broken into lines that fit a figure ``width_in`` inches wide: a long run name or
+    an "UNSTABLE (...): not a forecast" title ran off both edges of the figure, cut mid-word."""
+    # (an average character is ~0.6 em wide; the title is centred over the axes, not the figure)
+    chars = max(20, int(0.85 * width_in * 72 / (0.65 * fontsize)))
+    return "\n".join(textwrap.fill(line, chars) for line in title.splitlines() or [""])
+
+
+def shorten(name: str, most: int = 40) -> str:
+    """``name`` cut in the middle to at most ``most`` characters (a legend of long run names ran
+    off the figure)."""
+    return name if len(name) <= most else name[: most // 2 - 2] + "..." + name[-(most - most // 2 - 1):]
+
+
+def not_drawn_at_zero(ax, x, x_name: str) -> None:
+    """A legend entry for the evaluations a log-x axis cannot show (compute <= 0, often the
+    step-0 evaluation): the figure dropped them without a word."""
+    n = int(np.sum(~(np.asarray(x, dtype=float) > 0)))
+    if n:
+        ax.plot([], [], " ", label=f"{n} evaluation{'s' if n > 1 else ''} at {x_name} <= 0 not drawn (log axis)")
 
 
 def declutter_log_ticks(fig, ax, pad: float = 4.0) -> None:
@@ -118,8 +141,9 @@ def plot_forecast(fc, path, *, title: str | None = None, extend: float = 3.0, x_
     b = fc.band_arrays(grid)
     pct = int(round(100 * fc.level))
     style = ":" if fc.unstable else "-"
-    ax.fill_between(grid, b["obs_lo"], b["obs_hi"], color="C0", alpha=0.10, lw=0, label=f"{pct}% prediction band (an evaluation)")
-    ax.fill_between(grid, b["lo"], b["hi"], color="C0", alpha=0.25, lw=0, label=f"{pct}% confidence band (expected curve)")
+    if not fc.unstable:  # an unstable run has no forecast, so no band around one
+        ax.fill_between(grid, b["obs_lo"], b["obs_hi"], color="C0", alpha=0.10, lw=0, label=f"{pct}% prediction band (an evaluation)")
+        ax.fill_between(grid, b["lo"], b["hi"], color="C0", alpha=0.25, lw=0, label=f"{pct}% confidence band (expected curve)")
     ax.plot(grid, b["R"], style, color="C0", lw=2, label="extrapolation (unstable run: not a forecast)" if fc.unstable else "forecast")
     ax.plot(grid, fit.law(grid), "-", color="C2", lw=1, label=f"sigmoid A={fit.A:.3f} B={fit.B:.2f} C_mid={fit.C_mid:.3g}")
     if fc.power_law is not None:
@@ -127,7 +151,7 @@ def plot_forecast(fc, path, *, title: str | None = None, extend: float = 3.0, x_
     ax.axhline(fit.A, color="C2", ls=":", lw=1, label="sigmoid asymptote A")
     ax.axhline(fit.R0, color="gray", ls=":", lw=0.8, label=f"R0={fit.R0:.3f}")
     ax.axvspan(hi_fit, grid.max(), color="gray", alpha=0.06, label="extrapolated")
-    if fc.bands is not None:
+    if fc.bands is not None and not fc.unstable:
         beyond = grid[~b["calibrated"] & (grid > hi_fit)]
         if beyond.size:
             ax.axvspan(beyond.min(), grid.max(), color="gray", alpha=0.08, hatch="//", lw=0,
@@ -136,6 +160,7 @@ def plot_forecast(fc, path, *, title: str | None = None, extend: float = 3.0, x_
         ax.axvline(lo_fit, color="gray", lw=0.6)
     span = max(float(ys.max() - min(ys.min(), fit.R0)), 0.05)
     ax.set_ylim(min(ys.min(), fit.R0) - 0.1 * span, max(ys.max(), fit.A) + 0.15 * span)
+    not_drawn_at_zero(ax, curve.x, x_label or curve.x_name)
     ax.set_xlabel(x_label or curve.x_name)
     ax.set_ylabel(y_label or curve.y_name)
     title = title or curve.name
@@ -152,7 +177,8 @@ def plot_compare(result, path, *, title: str | None = None, extend: float = 3.0)
     run gets no band (its extrapolation is not a forecast)."""
     path = check_plot_path(path)
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
+    # Taller with many runs: their legend (below the axes) squeezed the axes to a strip.
+    fig, ax = plt.subplots(figsize=(8, 5 + 0.1 * max(0, len(result.runs) - 6)), dpi=120)
     xmin = min(float(c.x[c.x > 0].min()) for r in result.runs for c in r.curves)
     xmax = max(float(c.x.max()) for r in result.runs for c in r.curves)
     grid = _grid(xmin, xmax, extend)
@@ -167,7 +193,7 @@ def plot_compare(result, path, *, title: str | None = None, extend: float = 3.0)
         unstable = rf.stability.unstable or (rf.forecast is not None and rf.forecast.unstable)
         note = " (unstable: no forecast)" if unstable else ""
         ax.plot(grid, f.law(grid), color=color, lw=lw, ls=":" if unstable else "-",
-                label=f"{rf.label}: A={f.A:.3f} B={f.B:.2f}{note}")
+                label=f"{shorten(rf.label)}: A={f.A:.3f} B={f.B:.2f}{note}")
         if unstable:
             continue
         if rf.forecast is not None and rf.forecast.bands is not None:
@@ -226,8 +252,9 @@ def plot_backtests(results: Sequence, path, *, title: str = "", cut_labels: Sequ
         start = fc.fit.fit_from if fc.fit.fit_from is not None else xs[pos].min()
         grid = np.geomspace(start, xs.max(), 120)
         b = fc.band_arrays(grid)
-        ax.fill_between(grid, b["obs_lo"], b["obs_hi"], color="C0", alpha=0.10, lw=0, label="prediction band")
-        ax.fill_between(grid, b["lo"], b["hi"], color="C0", alpha=0.25, lw=0, label="confidence band")
+        if not bt.unstable:  # no forecast, so no band around one
+            ax.fill_between(grid, b["obs_lo"], b["obs_hi"], color="C0", alpha=0.10, lw=0, label="prediction band")
+            ax.fill_between(grid, b["lo"], b["hi"], color="C0", alpha=0.25, lw=0, label="confidence band")
         ax.plot(grid, b["R"], ":" if bt.unstable else "-", color="C0", lw=1.3, label="forecast")
         ax.scatter(xs[fitted], ys[fitted], s=7, color="C0", zorder=3, label="fitted")
         ax.scatter(bt.test_x, bt.test_y, s=9, facecolors="none", edgecolors="C3", lw=0.7, zorder=3, label="held out")
@@ -256,7 +283,12 @@ def plot_backtests(results: Sequence, path, *, title: str = "", cut_labels: Sequ
         cut = f" @{cut_labels[i]}" if cut_labels else ""
         ax.set_title(f"{name}{cut}\n{state}", fontsize=6.5,
                      color="C3" if bt.scored and not bt.bands.end_covered else "black")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
+    # Every panel's entries, once each: the first panel alone lacked the bands when its run was unstable.
+    entries: dict = {}
+    for ax in axes.flat[: len(shown)]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    handles, labels = list(entries.values()), list(entries)
     fig.set_layout_engine("constrained")
     fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=6, frameon=False)
     more = len(results) - len(shown)
@@ -280,8 +312,13 @@ def plot_curves(curves: Sequence, path, *, fits=None, title: str = "") -> Path:
     fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=120)
     for i, c in enumerate(curves):
         pos = c.x > 0
-        ax.plot(c.x[pos], c.y[pos], "o-", ms=3, lw=1, color=f"C{i % 10}", label=c.name)
+        ax.plot(c.x[pos], c.y[pos], "o-", ms=3, lw=1, color=f"C{i % 10}", label=shorten(c.name, 60))
         if fits is not None and fits[i] is not None:
             g = _grid(c.x[pos].min(), c.x.max(), 3.0)
             ax.plot(g, fits[i].law(g), "--", color=f"C{i % 10}", lw=1)
+    if curves:
+        ax.set_xlabel(curves[0].x_name)
+        ax.set_ylabel(curves[0].y_name if len({c.y_name for c in curves}) == 1 else "metric")
+        if len(curves) == 1:
+            not_drawn_at_zero(ax, curves[0].x, curves[0].x_name)
     return finish(fig, ax, path, title=title)

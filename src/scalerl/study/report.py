@@ -134,7 +134,8 @@ def _plot_intervals(a: StudyAnalysis, path: Path) -> Path:
     from scalerl.curves.plot import _plt
 
     plt = _plt()
-    vs = [v for v in a.variants if v.A is not None]
+    # Every variant has a row: one whose fit failed says so (it was left out without a word).
+    vs = list(a.variants)
     k = a.spec.extrapolate
     # B and C_mid on log axes: a curve that never bends has a B interval running to its bound (50).
     panels = [("A (ceiling)", "A", "A_interval", False), ("B (efficiency exponent)", "B", "B_interval", True),
@@ -146,7 +147,7 @@ def _plot_intervals(a: StudyAnalysis, path: Path) -> Path:
     for ax, (title, key, ikey, log) in zip(axes, panels):
         for yy, v in zip(ys, vs):
             val, iv = getattr(v, key), getattr(v, ikey)
-            if val is None:  # an unstable variant has no extrapolation
+            if val is None:  # an unstable variant has no extrapolation, a failed fit nothing
                 continue
             color = "black" if v.is_base else "C0"
             if iv is not None:
@@ -155,14 +156,19 @@ def _plot_intervals(a: StudyAnalysis, path: Path) -> Path:
         if base is not None and getattr(base, key) is not None:
             ax.axvline(getattr(base, key), color="gray", ls="--", lw=0.8)
         if log:
-            from matplotlib.ticker import NullFormatter
+            from matplotlib.ticker import FormatStrFormatter, MaxNLocator, NullFormatter
 
             ax.set_xscale("log")
             ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels of a narrow log range overlap
+            shown = [u for v in vs for u in (getattr(v, key), *(getattr(v, ikey) or ())) if u is not None and u > 0]
+            if shown and max(shown) < 10 * min(shown):  # under a decade: no power of ten, no label at all
+                ax.xaxis.set_major_locator(MaxNLocator(4))
+                ax.xaxis.set_major_formatter(FormatStrFormatter("%.3g"))
         ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3, axis="x")
     axes[0].set_yticks(ys)
-    axes[0].set_yticklabels([v.label + (" (base)" if v.is_base else "") for v in vs], fontsize=8)
+    axes[0].set_yticklabels([v.label + (" (base)" if v.is_base else "") + (" (not fitted)" if v.A is None else "")
+                             for v in vs], fontsize=8)
     fig.suptitle(f"{a.spec.family} study of {a.spec.base}: fitted parameters with 95% intervals "
                  f"(seeds pooled; dashed: the base)", fontsize=10)
     fig.tight_layout()
@@ -263,8 +269,11 @@ def write_study_report(directory: str | Path, *, n_boot: int | None = None) -> S
     d = a.directory
     rep = StudyReport(a, wall_seconds=_run_seconds(d), cpu_seconds=_run_seconds(d, "cpu_seconds"))
     if a.compare is not None:
+        failed = [v.label for v in a.variants if v.A is None]
+        missing = f" (not fitted, not drawn: {', '.join(failed)})" if failed else ""
         rep.files.append(plot_compare(a.compare, d / "curves.png",
-                                      title=f"{a.spec.family} study: every run, each variant's pooled fit and 95% band"))
+                                      title=f"{a.spec.family} study: every run, each variant's pooled fit and 95% band"
+                                            + missing))
         rep.files.append(_plot_intervals(a, d / "intervals.png"))
         if a.common_A is not None:
             rep.files.append(_plot_loo_view(a, d / "loo_view.png"))

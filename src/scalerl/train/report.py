@@ -13,7 +13,6 @@ import dataclasses
 import html
 import json
 import math
-import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,7 +123,7 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
         from scalerl.curves.plot import plot_curves
 
         # Too early for a forecast: still draw what there is.
-        rep.files.append(plot_curves([curve], output / CURVE_PNG, title=textwrap.fill(f"{output.name}: {exc}", 100)))
+        rep.files.append(plot_curves([curve], output / CURVE_PNG, title=f"{output.name}: {exc}"))  # (finish wraps it to the figure)
     try:
         full = forecast(curve, n_boot=n_boot, power_law=False, calibration=cal)
         iv = full.intervals()
@@ -295,16 +294,29 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
     return lines
 
 
+def curve_caption(f: dict[str, Any]) -> str:
+    """What curve.png shows. It said "Filled points ... Bands ..." under every figure, also under
+    an unstable run's (drawn without bands: no forecast) and a too-short run's (its points alone)."""
+    if "forecast_final" not in f:
+        return "The evaluations so far, joined by lines: too few for a forecast (see above), so no fit is drawn."
+    if f.get("forecast_unstable"):
+        return ("Filled points: the evaluations of the first half of the compute; open circles: the later ones. The run "
+                "was unstable by the cut, so there is no forecast and no band: the dotted line is the fit's "
+                "extrapolation, not a forecast. Thin line: the paper's sigmoid; dashed: the power law A - D/C^B "
+                "fitted on the same points.")
+    return ("Filled points: the evaluations the forecast was fitted on (first half of the compute). Open circles: the "
+            "later evaluations it predicted. Bands: 95% confidence (the expected curve, dark) and prediction (one "
+            "evaluation, light), calibrated on real runs. Thin line: the paper's sigmoid; dashed: the power law "
+            "A - D/C^B fitted on the same points. Red crosses: one-evaluation excursions (a policy evaluated "
+            "mid-oscillation) the fits left out.")
+
+
 def _write_text(rep: RunReport, sets: list[str]) -> list[Path]:
     lines = summary_lines(rep)
     md = [f"# scalerl run report: {rep.output.name}", "", "| | |", "|---|---|"]
     md += [f"| {k} | {v} |" for k, v in lines]
     md += ["", f"![pass rate against {rep.x}](curve.png)", "",
-           "Filled points: the evaluations the forecast was fitted on (first half of the compute). Open circles: the "
-           "later evaluations it predicted. Bands: 95% confidence (the expected curve, dark) and prediction (one "
-           "evaluation, light), calibrated on real runs. Thin line: the paper's sigmoid; dashed: the power law "
-           "A - D/C^B fitted on the same points. Red crosses: one-evaluation excursions (a policy evaluated "
-           "mid-oscillation) the fits left out.", "",
+           curve_caption(rep.facts), "",
            "![every evaluation set](sets.png)", "", "## Evaluations", ""]
     cols = ["step", rep.x, *[f"{s}/pass_rate" for s in sets]]
     table = [cols] + [[_fmt(r.get(c), 4) if c != rep.x else f"{r.get(c):.4g}" for c in cols] for r in rep.rows]
@@ -320,8 +332,7 @@ def _write_text(rep: RunReport, sets: list[str]) -> list[Path]:
     md_path = rep.output / REPORT_MD
     write_text_atomically(md_path, "\n".join(md) + "\n")
     body = f"""{html_table([["", ""], *[[k, v] for k, v in lines]])}
-<img src="curve.png" alt="pass rate against compute"><p>Filled points: fitted (first half of the compute); open circles:
-held out and predicted; bands: 95% confidence (dark) and prediction (light); thin line: the sigmoid; dashed: the power law.</p><img src="sets.png" alt="every evaluation set">
+<img src="curve.png" alt="pass rate against compute"><p>{html.escape(curve_caption(rep.facts))}</p><img src="sets.png" alt="every evaluation set">
 {sample_html}
 <h2>Evaluations</h2>{html_table(table)}
 <details><summary>facts (JSON)</summary><pre>{html.escape(json.dumps(rep.facts, indent=1, default=str))}</pre></details>"""
