@@ -112,3 +112,15 @@ def test_the_figure_of_a_run_too_short_to_fit_names_its_axes(tmp_path, figures):
     plot_curves([_curve(_sig(XS[:3]), XS[:3])], tmp_path / "c.png", title="too few")
     ax = figures[-1].axes[0]
     assert ax.get_xlabel() == "step" and ax.get_ylabel() == "score"
+
+
+def test_the_forecast_is_drawn_from_the_fit_windows_start(tmp_path, figures):
+    """With the opening evaluations left out of the fit (``fit_from``), the forecast line, its bands
+    and the laws were drawn from the first evaluation -- left of the window the sigmoid dived below
+    R0, a curve nothing was fitted on."""
+    fc = forecast(_curve(_sig(XS)), fit_from=1000.0, n_boot=20)
+    plot_forecast(fc, tmp_path / "f.png")
+    ax = figures[-1].axes[0]
+    drawn = [line for line in ax.get_lines() if line.get_label() in ("forecast",) or
+             line.get_label().startswith(("sigmoid A=", "power law A="))]
+    assert drawn and all(np.min(line.get_xdata()) >= 1000.0 * (1 - 1e-9) for line in drawn)

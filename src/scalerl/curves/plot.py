@@ -137,7 +137,9 @@ def plot_forecast(fc, path, *, title: str | None = None, extend: float = 3.0, x_
     if excursion.any():
         ax.scatter(xs[excursion], ys[excursion], s=26, marker="x", color="C3",
                    label="left out of the fit (one-evaluation excursion)", zorder=3)
-    grid = _grid(xs.min(), max(xs.max(), hi_fit), extend)
+    # From the fit window's start: left of it (an opening plateau left out) the laws describe
+    # nothing they were fitted on, and the forecast dived below R0 there (as plot_backtests does).
+    grid = _grid(lo_fit if fit.fit_from is not None else xs.min(), max(xs.max(), hi_fit), extend)
     b = fc.band_arrays(grid)
     pct = int(round(100 * fc.level))
     style = ":" if fc.unstable else "-"
