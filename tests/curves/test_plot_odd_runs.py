@@ -124,3 +124,18 @@ def test_the_forecast_is_drawn_from_the_fit_windows_start(tmp_path, figures):
     drawn = [line for line in ax.get_lines() if line.get_label() in ("forecast",) or
              line.get_label().startswith(("sigmoid A=", "power law A="))]
     assert drawn and all(np.min(line.get_xdata()) >= 1000.0 * (1 - 1e-9) for line in drawn)
+
+
+def test_a_backtest_panel_marks_the_opening_plateau_left_out_not_fitted(tmp_path, figures):
+    """The backtest panels drew the evaluations before ``fit_from`` filled, as "fitted"."""
+    y = _sig(XS)
+    y[:6] = 0.1
+    bt = backtest(_curve(y), cut_fraction=0.7, n_boot=20)
+    assert bt.forecast.fit.fit_from is not None
+    plot_backtests([bt], tmp_path / "b.png")
+    ax = figures[-1].axes[0]
+    by_label = {c.get_label(): c for c in ax.collections}
+    early = by_label["left out of the sigmoid (opening plateau)"].get_offsets()
+    fitted = by_label["fitted"].get_offsets()
+    assert len(early) and np.all(early[:, 0] < bt.forecast.fit.fit_from)
+    assert np.all(fitted[:, 0] >= bt.forecast.fit.fit_from)

@@ -249,9 +249,10 @@ def plot_backtests(results: Sequence, path, *, title: str = "", cut_labels: Sequ
         xs, ys = fc.curve.x, fc.curve.y
         pos = xs > 0
         excursion = fc.excursions.mask(xs, ys)
-        fitted = pos & (xs <= bt.cut) & ~excursion
         # From the fit window's start: left of an opening plateau the law is no forecast of anything.
         start = fc.fit.fit_from if fc.fit.fit_from is not None else xs[pos].min()
+        early = pos & (xs < start) & (xs <= bt.cut) & ~excursion  # left out of the sigmoid, not fitted
+        fitted = pos & (xs <= bt.cut) & ~excursion & ~early
         grid = np.geomspace(start, xs.max(), 120)
         b = fc.band_arrays(grid)
         if not bt.unstable:  # no forecast, so no band around one
@@ -259,6 +260,9 @@ def plot_backtests(results: Sequence, path, *, title: str = "", cut_labels: Sequ
             ax.fill_between(grid, b["lo"], b["hi"], color="C0", alpha=0.25, lw=0, label="confidence band")
         ax.plot(grid, b["R"], ":" if bt.unstable else "-", color="C0", lw=1.3, label="forecast")
         ax.scatter(xs[fitted], ys[fitted], s=7, color="C0", zorder=3, label="fitted")
+        if early.any():
+            ax.scatter(xs[early], ys[early], s=9, marker="x", color="gray", lw=0.7, zorder=3,
+                       label="left out of the sigmoid (opening plateau)")
         ax.scatter(bt.test_x, bt.test_y, s=9, facecolors="none", edgecolors="C3", lw=0.7, zorder=3, label="held out")
         if excursion.any():
             ax.scatter(xs[excursion], ys[excursion], s=12, marker="x", color="C3", lw=0.8, zorder=3,
