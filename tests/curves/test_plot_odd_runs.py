@@ -139,3 +139,15 @@ def test_a_backtest_panel_marks_the_opening_plateau_left_out_not_fitted(tmp_path
     fitted = by_label["fitted"].get_offsets()
     assert len(early) and np.all(early[:, 0] < bt.forecast.fit.fit_from)
     assert np.all(fitted[:, 0] >= bt.forecast.fit.fit_from)
+
+
+def test_more_than_ten_compared_runs_each_get_their_own_colour(tmp_path, figures):
+    """The colour cycle has 10: with 12 runs, run 1 and run 11 were drawn alike."""
+    import matplotlib.colors as mcolors
+
+    runs = {f"run{i:02d}": [_curve(_sig(XS, 0.5 + 0.02 * i))] for i in range(12)}
+    plot_compare(compare(runs, n_boot=10, forecasts=False), tmp_path / "c.png")
+    ax = figures[-1].axes[0]
+    scatters = [c for c in ax.collections if not isinstance(c, PolyCollection)]
+    colours = {mcolors.to_hex(c.get_facecolor()[0], keep_alpha=False) for c in scatters}
+    assert len(colours) == 12

@@ -185,8 +185,10 @@ def plot_compare(result, path, *, title: str | None = None, extend: float = 3.0)
     xmax = max(float(c.x.max()) for r in result.runs for c in r.curves)
     grid = _grid(xmin, xmax, extend)
     pct = None
+    # Up to 10 runs: the default colour cycle; more: tab20's 20 (with 10, run 1, 11 and 21 shared a colour).
+    colors = [f"C{i}" for i in range(10)] if len(result.runs) <= 10 else list(plt.get_cmap("tab20").colors)
     for i, rf in enumerate(result.runs):
-        color = f"C{i % 10}"
+        color = colors[i % len(colors)]
         for j, c in enumerate(rf.curves):
             pos = c.x > 0
             ax.scatter(c.x[pos], c.y[pos], s=10, color=color, alpha=0.55, marker="os^vD"[j % 5])
