@@ -199,7 +199,10 @@ def test_checkpoint_and_eval_batch_settings_below_1_are_refused(capsys, setting,
 
 @pytest.mark.parametrize("flags, needle", [(["--max-new-tokens", "0"], "--max-new-tokens"),
                                            (["--temperature", "-1"], "--temperature"),
-                                           (["--k", "0"], "--k")])
+                                           (["--k", "0"], "--k"),
+                                           # (nan passed `< 0` and sampled; inf sampled uniformly: exit 0)
+                                           (["--temperature", "nan"], "--temperature a finite number >= 0"),
+                                           (["--temperature", "inf"], "--temperature a finite number >= 0")])
 def test_eval_refuses_impossible_values(capsys, flags, needle):
     _one_line_error(capsys, main(["eval", *flags]), needle)
 
@@ -324,6 +327,24 @@ def test_eval_of_a_run_with_no_final_model_takes_the_model_it_is_told_to(tmp_pat
     (study / "runs" / "base" / "seed0" / "config.yaml").write_text((run / "config.yaml").read_text())
     _one_line_error(capsys, main(["eval", "--run", str(study)]), f"--run {study} is a study directory (study.yaml); "
                                                                      f"give one of its runs, e.g. --run {study}/runs/base/seed0")
+
+
+def test_eval_of_a_run_without_final_says_whether_it_is_unfinished_or_its_final_is_gone(tmp_path, capsys):
+    """Both said 'no final/ model yet (the run did not finish)': wrong for a finished run whose
+    final/ was deleted, and silent about a stopped run's checkpoint (not a model eval reads)."""
+    run = tmp_path / "run"
+    (run / "checkpoints" / "step_000002").mkdir(parents=True)
+    (run / "checkpoints" / "step_000002" / "state.pt").write_bytes(b"")
+    (run / "checkpoints" / "latest").write_text("step_000002")
+    assert main(["train", "--steps", "4", "--print-config"]) == 0
+    (run / "config.yaml").write_text(capsys.readouterr().out)
+    (run / "runlog.jsonl").write_text('{"type":"train","step":1}\n{"type":"train","step":2}\n{"type":"tr')
+    _one_line_error(capsys, main(["eval", "--run", str(run)]),
+                    "is still training or stopped (it logged step 2 of 4)", "step_000002 is training state",
+                    f"scalerl train --output {run} --resume), or pass --model PATH")
+    (run / "runlog.jsonl").write_text('{"type":"train","step":4}\n{"type":"eval","step":4}\n')
+    _one_line_error(capsys, main(["eval", "--run", str(run)]),
+                    "final/ is missing, though the run logged its last step (4): moved or deleted?")
 
 
 def test_a_seed_too_large_for_torch_is_refused_in_one_line(capsys):

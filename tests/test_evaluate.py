@@ -60,3 +60,37 @@ def test_bad_arguments():
         evaluate(gen, ByteTokenizer(), ArithmeticTask(), problems(), k=0, params=SamplingParams())
     with pytest.raises(ValueError, match="no problems"):
         evaluate(gen, ByteTokenizer(), ArithmeticTask(), [], k=1, params=SamplingParams())
+
+
+def test_pass_rate_standard_error_takes_problems_as_the_unit():
+    """mean@k's standard error is over problems (sd of the per-problem pass rates / sqrt(n)), not
+    over the n*k samples: the k samples of one problem are not independent draws of the rate."""
+    gen = ScriptedGenerator(script)
+    m = evaluate(gen, ByteTokenizer(), ArithmeticTask(), problems(), k=4, params=SamplingParams())
+    rates = [3 / 4, 1.0, 0.0]
+    mean = sum(rates) / 3
+    assert m["pass_rate_se"] == pytest.approx((sum((r - mean) ** 2 for r in rates) / 2 / 3) ** 0.5)
+    one = evaluate(ScriptedGenerator(script), ByteTokenizer(), ArithmeticTask(), problems()[:1], k=4,
+                   params=SamplingParams())
+    assert one["pass_rate_se"] is None  # (no spread to measure with one problem)
+
+
+def test_eval_command_greedy_repeated_sets_short_sets_and_json(warm_tiny_dir, capsys):
+    """Temperature 0 with k > 1 repeated one greedy completion k times without a word; a set named
+    twice was evaluated twice; --problems above a set's size was cut silently; --json had no
+    standard error nor temperature."""
+    import json
+
+    from scalerl.cli import main
+
+    common = ["eval", "--model", str(warm_tiny_dir), "--max-new-tokens", "8", "--sets", "val", "val"]
+    assert main([*common, "--k", "2", "--problems", "2", "--temperature", "0"]) == 0
+    out, err = capsys.readouterr()
+    assert "temperature 0 is greedy decoding: the 2 samples of a problem are one completion repeated" in err
+    assert "(greedy)" in out and out.count("  val ") == 1 and " ± " in out
+    assert main([*common, "--k", "1", "--problems", "100000", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert "note: set val has" in err and "fewer than --problems 100000" in err and "greedy" not in err
+    row = json.loads(out)
+    assert row["temperature"] == 1.0 and list(row["sets"]) == ["val"]
+    assert row["sets"]["val"]["pass_rate_se"] >= 0

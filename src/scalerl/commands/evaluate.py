@@ -15,6 +15,7 @@ Without ``--run`` the defaults are plain sampling (no interruptions) on the arit
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -49,7 +50,11 @@ def add_arguments(p) -> None:
     p.add_argument("--max-new-tokens", type=int,
                    help="token budget (default: the run's, or what scalerl train gives this model: 48 for tiny)")
     p.add_argument("--seed", type=int, help="sampling seed (default: 0)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object: model, task, k, temperature, and per set pass_rate (mean@k), "
+                        "pass_rate_se (its standard error over problems; null for one problem), pass_at_k, "
+                        "mean_reward, mean_len (tokens), frac_interrupted, frac_truncated, tokens, samples, "
+                        "problems, k; with --reward: reward_calls, reward_errors, reward_timeouts")
 
 
 def _run_settings(run_dir: str):
@@ -81,6 +86,36 @@ def _run_settings(run_dir: str):
         "set_seeds": {name: eval_seed(cfg.run.seed, i) for i, name in enumerate(cfg.eval.sets)},
     }
     return settings
+
+
+def _no_final(run_dir: str) -> str:
+    """The error for ``--run`` of a run without ``final/``: one stopped or still training (its
+    checkpoints are training state for ``--resume``, not a model eval reads), or one that reached
+    its last step and whose ``final/`` was moved or deleted."""
+    from scalerl.config import load_yaml
+    from scalerl.train.checkpoint import latest_checkpoint
+    from scalerl.train.config import TrainConfig
+
+    steps = load_yaml(TrainConfig, Path(run_dir) / "config.yaml").run.steps
+    last = 0
+    try:
+        with open(Path(run_dir) / "runlog.jsonl", encoding="utf-8") as f:
+            for line in f:
+                try:
+                    last = max(last, int(json.loads(line).get("step", 0)))
+                except (ValueError, TypeError, AttributeError):  # a torn last line of a killed run
+                    pass
+    except OSError:
+        pass
+    if last >= steps:
+        return (f"--run {run_dir}: final/ is missing, though the run logged its last step ({steps}): moved or "
+                f"deleted? Pass --model PATH (where it is now)")
+    ckpt = latest_checkpoint(Path(run_dir) / "checkpoints")
+    if ckpt is None:
+        return f"--run {run_dir}: no final/ model yet (the run did not finish); pass --model PATH"
+    return (f"--run {run_dir}: no final/ model yet: the run is still training or stopped (it logged step {last} of {steps}); "
+            f"its checkpoint {ckpt} is training state for --resume, not a model to evaluate. Let it finish "
+            f"(a stopped run: scalerl train --output {run_dir} --resume), or pass --model PATH")
 
 
 def rounded_final_note(final: str) -> str | None:
@@ -115,13 +150,15 @@ def run(args) -> int:
     pick = {key: getattr(args, key) if getattr(args, key) is not None else base.get(key, DEFAULTS.get(key))
             for key in ("model", "task", "data", "reward", "sets", "k", "problems", "temperature", "max_new_tokens", "seed")}
     if pick["model"] is None:  # (checked here: --model may stand in for it)
-        raise InputError(f"--run {args.run}: no final/ model yet (the run did not finish); pass --model PATH")
+        raise InputError(_no_final(args.run))
     if not 0 <= pick["seed"] < 2**63:  # torch's generator takes 64 bits: a larger one was a traceback
         raise InputError(f"--seed must be in [0, 2**63), got {pick['seed']}")
     if pick["max_new_tokens"] is None:
         pick["max_new_tokens"] = train_budget(pick["model"])
-    if pick["max_new_tokens"] < 1 or pick["temperature"] < 0:
-        raise InputError("--max-new-tokens must be >= 1 and --temperature >= 0")
+    if pick["max_new_tokens"] < 1 or not (math.isfinite(pick["temperature"]) and pick["temperature"] >= 0):
+        # (nan passed `< 0` and sampled as if it were 1; inf sampled uniformly: pass rates of nothing)
+        raise InputError(f"--max-new-tokens must be >= 1 and --temperature a finite number >= 0 (0: greedy), got "
+                         f"{pick['max_new_tokens']} and {pick['temperature']}")
     if pick["k"] < 1 or pick["problems"] < 1:
         raise InputError("--k and --problems must be >= 1")
     if args.reward_workers is not None and not 1 <= args.reward_workers <= MAX_WORKERS:
@@ -143,11 +180,20 @@ def run(args) -> int:
     task = get_task(pick["task"], reward=pick["reward"], reward_timeout=timeout, reward_workers=workers,
                     **task_settings)
     sets = task.eval_sets()
-    names = pick["sets"] or list(sets)
+    names = list(dict.fromkeys(pick["sets"] or sets))  # (a set named twice was evaluated twice, shown once)
     unknown = [s for s in names if s not in sets]
     if unknown:
         raise InputError(f"task {pick['task']!r} has no evaluation set {unknown[0]!r}; it has: {', '.join(sets)}")
     problems = {s: list(sets[s])[: pick["problems"]] for s in names}
+    if args.problems is not None:
+        for s in names:
+            if len(sets[s]) < args.problems:
+                print(f"note: set {s} has {len(sets[s])} problems, fewer than --problems {args.problems}: "
+                      f"all {len(sets[s])} are evaluated", file=sys.stderr)
+    if pick["temperature"] == 0 and pick["k"] > 1:
+        print(f"note: temperature 0 is greedy decoding: the {pick['k']} samples of a problem are one completion "
+              f"repeated, so mean@{pick['k']} = pass@{pick['k']} = the greedy pass rate; --k 1 gives the same "
+              f"numbers {pick['k']} times faster", file=sys.stderr)
     _check_positions(model, tokenizer, problems, base.get("length"), pick["max_new_tokens"])
     length = length_controller(base["length"], tokenizer) if "length" in base else None
     gen = HFGenerator(model, tokenizer, seed=pick["seed"])
@@ -160,12 +206,16 @@ def run(args) -> int:
                               batch_size=base.get("batch_size", 512))
         rewards = _reward_counts(task, pick["reward"])
     if args.json:
-        print(json.dumps({"model": pick["model"], "task": pick["task"], "k": pick["k"], "sets": results, **rewards}))
+        print(json.dumps({"model": pick["model"], "task": pick["task"], "k": pick["k"],
+                          "temperature": pick["temperature"], "sets": results, **rewards}, allow_nan=False))
         return 0
     how = "the run's length control" if length is not None else "plain sampling"
-    print(f"model {pick['model']}, task {pick['task']}, mean@{pick['k']} at temperature {pick['temperature']}, {how}")
+    greedy = " (greedy)" if pick["temperature"] == 0 else ""
+    print(f"model {pick['model']}, task {pick['task']}, mean@{pick['k']} at temperature {pick['temperature']}{greedy}, "
+          f"{how}; ± is the standard error over problems")
     for s, m in results.items():
-        print(f"  {s:<8} pass rate {m['pass_rate']:.3f}  pass@{pick['k']} {m['pass_at_k']:.3f}  "
+        se = f" ± {m['pass_rate_se']:.3f}" if m["pass_rate_se"] is not None else ""
+        print(f"  {s:<8} pass rate {m['pass_rate']:.3f}{se}  pass@{pick['k']} {m['pass_at_k']:.3f}  "
               f"mean length {m['mean_len']:.1f}  ({int(m['problems'])} problems)")
     if rewards:
         print(f"  reward function {pick['reward']}: {rewards['reward_errors']} errors and "

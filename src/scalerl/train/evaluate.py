@@ -19,12 +19,14 @@ from scalerl.tasks.encoding import encode_problems
 TRUNCATED = ("length", "interrupted_length")
 
 
-def summarize(rewards: Sequence[Sequence[float]], completions: Sequence[Completion]) -> dict[str, float]:
+def summarize(rewards: Sequence[Sequence[float]], completions: Sequence[Completion]) -> dict[str, Any]:
     """Metrics from per-problem reward lists (``k`` each) and all their completions."""
     passes = [[r > 0 for r in row] for row in rewards]
     n = len(completions)
+    per_problem = [sum(row) / len(row) for row in passes]
     return {
-        "pass_rate": sum(sum(row) / len(row) for row in passes) / len(passes),
+        "pass_rate": sum(per_problem) / len(per_problem),
+        "pass_rate_se": pass_rate_se(per_problem),
         "pass_at_k": sum(any(row) for row in passes) / len(passes),
         "mean_reward": sum(sum(row) for row in rewards) / n,
         "mean_len": sum(len(c.token_ids) for c in completions) / n,
@@ -35,6 +37,18 @@ def summarize(rewards: Sequence[Sequence[float]], completions: Sequence[Completi
         "problems": float(len(rewards)),
         "k": float(len(rewards[0])),
     }
+
+
+def pass_rate_se(per_problem: Sequence[float]) -> float | None:
+    """Standard error of the mean@k pass rate: the sample standard deviation of the per-problem
+    pass rates (each the mean of its ``k`` samples) over the square root of the number of problems.
+    Problems are the unit: the ``k`` samples of one problem are not independent draws of the
+    pass rate, so a standard error over samples would understate it. None for one problem."""
+    n = len(per_problem)
+    if n < 2:
+        return None
+    mean = sum(per_problem) / n
+    return (sum((x - mean) ** 2 for x in per_problem) / (n - 1) / n) ** 0.5
 
 
 def evaluate(
@@ -52,7 +66,8 @@ def evaluate(
 ) -> dict[str, float]:
     """mean@k pass rate of ``generator`` on ``problems``, plus pass@k, lengths and finish reasons.
 
-    Returns ``pass_rate`` (mean@k), ``pass_at_k``, ``mean_reward``, ``mean_len`` (completion
+    Returns ``pass_rate`` (mean@k), ``pass_rate_se`` (its standard error over problems:
+    :func:`pass_rate_se`), ``pass_at_k``, ``mean_reward``, ``mean_len`` (completion
     tokens), ``frac_interrupted``, ``frac_truncated`` (a token budget ran out), and the counts
     ``tokens``, ``samples``, ``problems``, ``k`` (for compute accounting). ``batch_size`` caps the
     completions per ``generate`` call (default: all at once); with a ``params.seed`` the i-th
