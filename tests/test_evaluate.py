@@ -94,3 +94,25 @@ def test_eval_command_greedy_repeated_sets_short_sets_and_json(warm_tiny_dir, ca
     row = json.loads(out)
     assert row["temperature"] == 1.0 and list(row["sets"]) == ["val"]
     assert row["sets"]["val"]["pass_rate_se"] >= 0
+
+
+def test_eval_of_a_data_file_evaluates_every_row_with_its_own_fields(warm_tiny_dir, tmp_path, capsys):
+    """``scalerl eval --task math --data FILE`` evaluated the ~5% share a training run would hold out
+    (a 3-row file: "too few rows to hold out a val set"), and the missing-field error told the user to
+    --set task.settings, which eval did not take. Now the file is the val set, every row of it, and
+    --set task.settings names its fields."""
+    import json
+
+    from scalerl.cli import main
+
+    data = tmp_path / "test.jsonl"
+    data.write_text("".join(json.dumps({"question": f"What is {i}+1?", "solution": str(i + 1)}) + "\n" for i in range(3)))
+    common = ["eval", "--model", str(warm_tiny_dir), "--task", "math", "--data", str(data), "--k", "1",
+              "--max-new-tokens", "8", "--json"]
+    assert main(common) == 2
+    assert "missing field 'prompt'" in capsys.readouterr().err
+    assert main([*common, "--set", "task.settings={prompt_field: question, answer_field: solution}"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["sets"]["val"]["problems"] == 3
+    assert main([*common, "--set", "model.name_or_path=x"]) == 2
+    assert "eval takes task.settings={KEY: VALUE, ...} only" in capsys.readouterr().err

@@ -38,7 +38,10 @@ def add_arguments(p) -> None:
     p.add_argument("--run", metavar="DIR", help="a run directory: its final model and its evaluation settings")
     p.add_argument("--model", metavar="PATH|HUB_ID|tiny", help="model to evaluate (default: the run's final model, or tiny)")
     p.add_argument("--task", help="task (default: the run's, or arithmetic)")
-    p.add_argument("--data", metavar="FILE", help="math task: data file")
+    p.add_argument("--data", metavar="FILE", help="math task: the file to evaluate, every row of it (the set val)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="task.settings={KEY: VALUE}",
+                   help="task settings, as train takes them (e.g. 'task.settings={prompt_field: question, "
+                        "answer_field: solution}'); repeatable")
     p.add_argument("--reward", metavar="MODULE:FUNCTION", help="your own reward function")
     p.add_argument("--reward-workers", type=int, metavar="N",
                    help="worker processes the reward function runs in, scoring N completions at a time (a slow "
@@ -55,6 +58,30 @@ def add_arguments(p) -> None:
                         "pass_rate_se (its standard error over problems; null for one problem), pass_at_k, "
                         "mean_reward, mean_len (tokens), frac_interrupted, frac_truncated, tokens, samples, "
                         "problems, k; with --reward: reward_calls, reward_errors, reward_timeouts")
+
+
+def _task_settings(overrides: list[str]) -> dict:
+    """The task settings ``--set task.settings={...}`` give (merged in order); any other key is refused:
+    the model, sets and sampling have flags of their own here."""
+    import yaml
+
+    from scalerl.errors import InputError
+
+    out: dict = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if key.strip() != "task.settings" or not sep:
+            raise InputError(f"--set {item!r}: eval takes task.settings={{KEY: VALUE, ...}} only (the model, sets, "
+                             "k and sampling have flags: scalerl eval --help)")
+        try:
+            settings = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise InputError(f"--set {item!r}: not a YAML mapping ({' '.join(str(exc).split())})") from None
+        if not isinstance(settings, dict):
+            raise InputError(f"--set {item!r}: task.settings takes a mapping, e.g. "
+                             "'task.settings={prompt_field: question, answer_field: solution}'")
+        out.update(settings)
+    return out
 
 
 def _run_settings(run_dir: str):
@@ -172,8 +199,11 @@ def run(args) -> int:
             print(note, file=sys.stderr)
     model, tokenizer = load_model(pick["model"], dtype="float32", progress=True)  # a tiny model built here: minutes
     task_settings = dict(base.get("task_settings", {})) if pick["task"] == base.get("task") else {}
+    task_settings.update(_task_settings(args.overrides))
     if pick["data"]:
         task_settings["data"] = pick["data"]
+    if args.data and pick["task"] == "math":  # the file given is the one to evaluate, not a training file's held-out share
+        task_settings["evaluate_only"] = True
     timeout = base.get("reward_timeout", TaskConfig.reward_timeout)  # the run's, or train's default
     workers = args.reward_workers if args.reward_workers is not None else base.get("reward_workers",
                                                                                    TaskConfig.reward_workers)

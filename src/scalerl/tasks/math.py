@@ -126,6 +126,9 @@ class MathTask:
     """Split to read from the ``eval_data`` datasets that have several -- a saved ``DatasetDict``'s
     ``test`` beside training on its ``train`` (the same directory in ``data`` and ``eval_data``);
     None: ``split``."""
+    evaluate_only: bool = False
+    """``data`` is an evaluation set, every row of it (``scalerl eval --data FILE``): its ``val`` set,
+    no share held out, no training problems. Not for training."""
     split_salt: str = "scalerl-math-v1"
     """Key of the hash that holds out ``val`` rows; change it only to get a different held-out set."""
     verify_timeout: float = 15.0
@@ -179,6 +182,11 @@ class MathTask:
         train = self._problems(self.data, self._load(self.data, self.split))
         eval_split = self.split if self.eval_split is None else self.eval_split
         evals = {name: self._problems(src, self._load(src, eval_split)) for name, src in self.eval_data.items()}
+        if self.evaluate_only:  # the whole file is the val set (held-out shares are for training runs)
+            evals = {"val": train, **evals}
+            for name, problems in evals.items():
+                _warn_repeats(name, problems)
+            return [], evals
         if "val" not in evals and self.val_fraction > 0:
             held = [p for p in train if _held_out(p.prompt, self.val_fraction, self.split_salt)]
             if not held:
@@ -253,6 +261,7 @@ class MathTask:
             "answer_field": self.answer_field,
             "split": self.split,
             "eval_split": self.eval_split,
+            "evaluate_only": self.evaluate_only,
             "split_salt": self.split_salt,
             "verify_timeout": self.verify_timeout,
             "verify_workers": self.verify_workers,
