@@ -124,3 +124,17 @@ def user_model(tmp_path_factory):
 def math_jsonl(tmp_path_factory):
     """The 200-row math JSONL of examples/user_model.py."""
     return _load_example("user_model").write_math_data(tmp_path_factory.mktemp("math") / "math.jsonl")
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """The figures the plotting functions would close, kept open for inspection (matplotlib only:
+    no model, no torch)."""
+    from scalerl.curves.plot import _plt
+
+    plt = _plt()
+    close, kept = plt.close, []
+    monkeypatch.setattr(plt, "close", lambda fig=None: kept.append(fig))
+    yield kept
+    for fig in kept:
+        close(fig)

@@ -8,20 +8,9 @@ import pytest
 from matplotlib.collections import PolyCollection
 
 from scalerl.curves import Curve, backtest, compare, forecast
-from scalerl.curves.plot import _plt, plot_backtests, plot_compare, plot_curves, plot_forecast
+from scalerl.curves.plot import plot_backtests, plot_compare, plot_curves, plot_forecast
 
 XS = np.geomspace(100, 3e4, 24)
-
-
-@pytest.fixture
-def figures(monkeypatch):
-    """The figures the plotting functions would close, kept open for inspection."""
-    plt = _plt()
-    close, kept = plt.close, []
-    monkeypatch.setattr(plt, "close", lambda fig=None: kept.append(fig))
-    yield kept
-    for fig in kept:
-        close(fig)
 
 
 def _sig(x, A=0.8):

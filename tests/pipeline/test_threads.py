@@ -3,7 +3,6 @@ at its next decode step instead of waiting for the batch to end."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest

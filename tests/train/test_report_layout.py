@@ -6,19 +6,8 @@ import numpy as np
 import pytest
 
 from scalerl.curves import Curve, backtest
-from scalerl.curves.plot import _plt, plot_backtest
+from scalerl.curves.plot import plot_backtest
 from scalerl.train.report import _plot_sets
-
-
-@pytest.fixture
-def figures(monkeypatch):
-    """The figures the plotting functions would close, kept open for inspection."""
-    plt = _plt()
-    close, kept = plt.close, []
-    monkeypatch.setattr(plt, "close", lambda fig=None: kept.append(fig))
-    yield kept
-    for fig in kept:
-        close(fig)
 
 
 def _visible_tick_boxes(fig, ax):
