@@ -116,3 +116,16 @@ def test_eval_of_a_data_file_evaluates_every_row_with_its_own_fields(warm_tiny_d
     assert out["sets"]["val"]["problems"] == 3
     assert main([*common, "--set", "model.name_or_path=x"]) == 2
     assert "eval takes task.settings={KEY: VALUE, ...} only" in capsys.readouterr().err
+
+
+def test_eval_shows_a_progress_bar_per_set_unless_told_not_to(warm_tiny_dir, capsys):
+    """An evaluation with a large --k ran for minutes without a word (the trainer's evaluations have
+    a bar); --no-progress turns it off, as train's does."""
+    from scalerl.cli import main
+
+    common = ["eval", "--model", str(warm_tiny_dir), "--max-new-tokens", "4", "--k", "1", "--problems", "2",
+              "--sets", "val"]
+    assert main(common) == 0
+    assert "eval val" in capsys.readouterr().err
+    assert main([*common, "--no-progress"]) == 0
+    assert "eval val" not in capsys.readouterr().err

@@ -53,6 +53,7 @@ def add_arguments(p) -> None:
     p.add_argument("--max-new-tokens", type=int,
                    help="token budget (default: the run's, or what scalerl train gives this model: 48 for tiny)")
     p.add_argument("--seed", type=int, help="sampling seed (default: 0)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (stderr)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: model, task, k, temperature, and per set pass_rate (mean@k), "
                         "pass_rate_se (its standard error over problems; null for one problem), pass_at_k, "
@@ -170,7 +171,7 @@ def run(args) -> int:
     from scalerl.tasks.registry import get_task
     from scalerl.tasks.rewards import MAX_WORKERS
     from scalerl.train.config import TaskConfig
-    from scalerl.train.evaluate import evaluate
+    from scalerl.train.evaluate import eval_bar, evaluate
 
     base = _run_settings(args.run) if args.run else {}
     # A flag wins over the run's setting, which wins over the plain default.
@@ -232,8 +233,10 @@ def run(args) -> int:
     for s in names:
         seed = set_seeds.get(s, pick["seed"])
         params = SamplingParams(max_new_tokens=pick["max_new_tokens"], temperature=pick["temperature"], seed=seed)
-        results[s] = evaluate(gen, tokenizer, task, problems[s], pick["k"], params, length,
-                              batch_size=base.get("batch_size", 512))
+        # A bar per set on stderr, as training's evaluations have (a large --k was minutes without a word).
+        with eval_bar(not args.no_progress, s, len(problems[s]) * pick["k"]) as bar:
+            results[s] = evaluate(gen, tokenizer, task, problems[s], pick["k"], params, length,
+                                  batch_size=base.get("batch_size", 512), progress=bar.update)
         rewards = _reward_counts(task, pick["reward"])
     if args.json:
         print(json.dumps({"model": pick["model"], "task": pick["task"], "k": pick["k"],
