@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_path, distinct_cuts, finite_json,
                                           fit_kwargs, g, plot_path, progress_bar, read_kwargs, table)
+from scalerl.curves.plot import shorten
 from scalerl.errors import InputError
 
 
@@ -171,15 +172,6 @@ def _text(bt, *, legend: bool = True) -> str:
     return "\n".join(lines)
 
 
-def _short(name: str, width: int = 48) -> str:
-    """A run name cut to ``width`` in its middle: runs of a sweep share a long prefix and differ at the
-    end (cut at the end, ``...-resp256-0.538`` and ``...-resp512-0.61`` looked the same)."""
-    if len(name) <= width:
-        return name
-    head = (width - 3) // 2
-    return f"{name[:head]}...{name[-(width - 3 - head):]}"
-
-
 def _plot(results, args, cut_labels=None) -> str:
     """One backtest: its forecast figure; several (runs, cuts): a panel each (small multiples).
     Returns the line that names the file (printed after the text it illustrates; not with --json)."""
@@ -262,7 +254,7 @@ def _all_runs(curves, args, settings: dict, unread=()) -> int:
     pct = int(round(100 * args.level))
     rows = []
     for f, bt in results:
-        rows.append([_short(bt.run), *([f"{f:g}"] if several else []), f"{bt.n_fit}/{bt.n_test}", f"{bt.default.mae:.4f}",
+        rows.append([shorten(bt.run, 48), *([f"{f:g}"] if several else []), f"{bt.n_fit}/{bt.n_test}", f"{bt.default.mae:.4f}",
                      f"{bt.default.end_error:+.4f}",
                      "yes" if bt.bands.end_covered else "NO", f"{bt.bands.end_half_width:.3f}",
                      f"{100 * bt.bands.point_coverage:.0f}%",

@@ -62,26 +62,19 @@ def add_arguments(p) -> None:
 
 
 def _task_settings(overrides: list[str]) -> dict:
-    """The task settings ``--set task.settings={...}`` give (merged in order); any other key is refused:
-    the model, sets and sampling have flags of their own here."""
-    import yaml
-
+    """The task settings ``--set task.settings={...}`` give (merged in order), parsed as train parses
+    its ``--set``; any other key is refused: the model, sets and sampling have flags of their own here."""
+    from scalerl.config import apply_overrides
     from scalerl.errors import InputError
+    from scalerl.train.config import TrainConfig
 
     out: dict = {}
     for item in overrides:
-        key, sep, value = item.partition("=")
+        key, sep, _ = item.partition("=")
         if key.strip() != "task.settings" or not sep:
             raise InputError(f"--set {item!r}: eval takes task.settings={{KEY: VALUE, ...}} only (the model, sets, "
                              "k and sampling have flags: scalerl eval --help)")
-        try:
-            settings = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            raise InputError(f"--set {item!r}: not a YAML mapping ({' '.join(str(exc).split())})") from None
-        if not isinstance(settings, dict):
-            raise InputError(f"--set {item!r}: task.settings takes a mapping, e.g. "
-                             "'task.settings={prompt_field: question, answer_field: solution}'")
-        out.update(settings)
+        out.update(apply_overrides(TrainConfig(), [item]).task.settings)
     return out
 
 
@@ -121,20 +114,17 @@ def _no_final(run_dir: str) -> str:
     checkpoints are training state for ``--resume``, not a model eval reads), or one that reached
     its last step and whose ``final/`` was moved or deleted."""
     from scalerl.config import load_yaml
+    from scalerl.errors import InputError
+    from scalerl.runlog import RUNLOG, object_lines
     from scalerl.train.checkpoint import latest_checkpoint
     from scalerl.train.config import TrainConfig
 
     steps = load_yaml(TrainConfig, Path(run_dir) / "config.yaml").run.steps
-    last = 0
     try:
-        with open(Path(run_dir) / "runlog.jsonl", encoding="utf-8") as f:
-            for line in f:
-                try:
-                    last = max(last, int(json.loads(line).get("step", 0)))
-                except (ValueError, TypeError, AttributeError):  # a torn last line of a killed run
-                    pass
-    except OSError:
-        pass
+        rows, _torn = object_lines(Path(run_dir) / RUNLOG)  # (a torn last line of a killed run is passed over)
+    except (OSError, InputError):  # no log, or a damaged one: nothing to tell the two cases apart by
+        rows = []
+    last = max((r["step"] for _, r in rows if isinstance(r.get("step"), int)), default=0)
     if last >= steps:
         return (f"--run {run_dir}: final/ is missing, though the run logged its last step ({steps}): moved or "
                 f"deleted? Pass --model PATH (where it is now)")

@@ -77,8 +77,9 @@ def wrap_title(title: str, width_in: float, fontsize: float) -> str:
 
 
 def shorten(name: str, most: int = 40) -> str:
-    """``name`` cut in the middle to at most ``most`` characters (a legend of long run names ran
-    off the figure)."""
+    """``name`` cut in the middle to at most ``most`` characters: runs of a sweep share a long prefix
+    and differ at the end (cut at the end, ``...-resp256-0.538`` and ``...-resp512-0.61`` looked the
+    same), and a legend of long names ran off the figure."""
     return name if len(name) <= most else name[: most // 2 - 2] + "..." + name[-(most - most // 2 - 1):]
 
 
@@ -287,7 +288,7 @@ def plot_backtests(results: Sequence, path, *, title: str = "", cut_labels: Sequ
         ax.grid(alpha=0.25, which="major")
         state = ("UNSTABLE: no forecast" if bt.unstable else "fell later: not scored" if not bt.scored
                  else f"MAE {bt.default.mae:.3f}, end {bt.default.end_error:+.3f}")
-        name = bt.run if len(bt.run) <= 34 else bt.run[:15] + "..." + bt.run[-16:]
+        name = shorten(bt.run, 34)
         cut = f" @{cut_labels[i]}" if cut_labels else ""
         ax.set_title(f"{name}{cut}\n{state}", fontsize=6.5,
                      color="C3" if bt.scored and not bt.bands.end_covered else "black")

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from scalerl.config import from_dict, load_yaml, save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, ScaleRLError
-from scalerl.runlog import eval_rows, has_final_model
+from scalerl.runlog import RUNLOG, eval_rows, has_final_model
 from scalerl.stop_signals import (StopLatch, interrupted_until_stopping, sigterm_when_set,
                                   terminated_stays_terminated)
 from scalerl.study.families import TINY_SIZES, Variant, family_variants
@@ -418,7 +418,7 @@ def _report_written(out: Path) -> bool:
 
     try:
         return all((out / name).exists() for name in REPORT_FILES) and \
-            (out / REPORT_HTML).stat().st_mtime_ns >= (out / "runlog.jsonl").stat().st_mtime_ns
+            (out / REPORT_HTML).stat().st_mtime_ns >= (out / RUNLOG).stat().st_mtime_ns
     except OSError:
         return False
 

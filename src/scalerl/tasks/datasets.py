@@ -207,6 +207,13 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
     return rows
 
 
+def prompt_key(prompt: str) -> str:
+    """A prompt with its whitespace normalized: how prompts are told to be one problem ("3+1?" and
+    "3+1? ", a trailing space another export left) -- training against evaluation prompts, and a
+    prompt's answers against each other."""
+    return " ".join(prompt.split())
+
+
 def answer_conflicts(rows: list[Row]) -> tuple[int, tuple[Row, Row] | None]:
     """How many prompts (conversations) appear in ``rows`` with more than one answer, and the first
     two rows that disagree. Each row is scored against its own answer, so a completion right by one
@@ -215,9 +222,7 @@ def answer_conflicts(rows: list[Row]) -> tuple[int, tuple[Row, Row] | None]:
     first_row: dict[Any, Row] = {}
     conflicting: dict[Any, tuple[Row, Row]] = {}
     for row in rows:
-        # Whitespace normalized, as training and evaluation prompts are matched: "3+1?" and "3+1? "
-        # (a trailing space another export left) are one problem.
-        key = row.messages or " ".join(row.prompt.split())
+        key = row.messages or prompt_key(row.prompt)
         seen = first_row.setdefault(key, row)
         if seen.answer != row.answer and key not in conflicting:
             conflicting[key] = (seen, row)

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 from scalerl.errors import InputError
 from scalerl.tasks.base import Problem
-from scalerl.tasks.datasets import Row, answer_conflicts, load_rows, repeated_rows
+from scalerl.tasks.datasets import Row, answer_conflicts, load_rows, prompt_key, repeated_rows
 from scalerl.tasks.rewards import MAX_TIMEOUT, MAX_WORKERS, RewardStats, RewardWorkers
 
 log = logging.getLogger(__name__)
@@ -80,11 +80,6 @@ def math_verify_reward(completion: str, answer: str) -> float:
 def _held_out(prompt: str, fraction: float, salt: str) -> bool:
     h = hashlib.blake2b(f"{salt}:{prompt}".encode(), digest_size=8).digest()
     return int.from_bytes(h, "big") < fraction * 2**64
-
-
-def _words(prompt: str) -> str:
-    """A prompt with its whitespace normalized: how training and evaluation prompts are matched."""
-    return " ".join(prompt.split())
 
 
 def _warn_repeats(name: str, problems: list[Problem]) -> None:
@@ -202,8 +197,8 @@ class MathTask:
         # Disjoint by prompt: an evaluation prompt never appears among the training problems, nor
         # one that differs from it only in whitespace (a trailing space or newline another export
         # left: the same problem, trained on and then evaluated).
-        held_prompts = {_words(p.prompt) for problems in evals.values() for p in problems}
-        train = [p for p in train if _words(p.prompt) not in held_prompts]
+        held_prompts = {prompt_key(p.prompt) for problems in evals.values() for p in problems}
+        train = [p for p in train if prompt_key(p.prompt) not in held_prompts]
         if not train:
             same = [name for name, src in self.eval_data.items() if Path(src).resolve() == Path(self.data).resolve()]
             hint = f" (eval_data {same[0]!r} is the training file itself" + (

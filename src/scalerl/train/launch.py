@@ -156,14 +156,16 @@ def _spawned(index: int, cfg: TrainConfig, resume: bool, world: int, port: int, 
         raise
 
 
-def _check_devices(name: str, world: int) -> None:
-    """:func:`device_for`'s checks for ``world`` ranks, without selecting a GPU in the launching process."""
+def _check_devices(name: str, world: int) -> str:
+    """:func:`device_for`'s checks for ``world`` ranks, without selecting a GPU in the launching
+    process; the device type the ranks will run on."""
     from scalerl.train.preflight import run_device
 
     device = run_device(name)
     if device.type == "cuda" and device.index is None and world > torch.cuda.device_count():
         raise errors.ConfigError(f"run.device={name}: --nproc {world} needs a GPU per process, but "
                                  f"{torch.cuda.device_count()} are visible; lower --nproc")
+    return device.type
 
 
 def ranks_cores_note(world: int, device_type: str, cores: int) -> str | None:
@@ -188,11 +190,10 @@ def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
     import torch.multiprocessing as mp
 
     world = cfg.run.nproc
-    _check_devices(cfg.run.device, world)  # a device this machine lacks: one line here, before any process starts
+    device_type = _check_devices(cfg.run.device, world)  # a device this machine lacks: one line, before any process
     from scalerl.pipeline.registry import cpu_cores
-    from scalerl.train.preflight import run_device
 
-    note = ranks_cores_note(world, run_device(cfg.run.device).type, cpu_cores())
+    note = ranks_cores_note(world, device_type, cpu_cores())
     if note:
         print(note, file=sys.stderr)
     if resume:  # a run of one process resumed with --nproc N: refused here, not after N ranks started (~12 s)

@@ -42,7 +42,8 @@ from scalerl.tasks.failure_tally import KINDS, add_counts, counting_failures
 from scalerl.tasks.rewards import check_reward_works
 from scalerl.train.activation_probe import probe_activations
 from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, prune_checkpoints,
-                                     refuse_damaged_newer, refuse_other_nproc, rng_state, save_checkpoint, set_rng_state, verify_shards)
+                                     refuse_damaged_newer, refuse_other_nproc, rng_state, save_checkpoint,
+                                     set_rng_state, verify_shards)
 from scalerl.train.closing import close_each
 from scalerl.train.collapse import COLLAPSE_STEPS, collapse_note
 from scalerl.train.compute import ComputeMeter
