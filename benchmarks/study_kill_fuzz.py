@@ -243,6 +243,16 @@ def stop_problem(name: str, sent: bool, rc: int, log: Path) -> tuple[str | None,
     return None, None
 
 
+def _check_stop(row: dict, sig: str, sent: bool, rc: int, log: Path, env: dict) -> None:
+    """After a stop: what its exit said (a failure, or a note), and no process of the study left."""
+    problem, note = stop_problem(sig, sent, rc, log)
+    row["fails"] += [problem] if problem else []
+    row["notes"] += [note] if note else []
+    alive = gone(env[TAG], 10)
+    if alive:
+        row["fails"].append(f"left behind after {sig}: {alive}")
+
+
 def trial(work: Path, mode: str, i: int, rng: random.Random, ref: dict, max_attempts: int, triggered: float) -> dict:
     name_ = f"{mode}-{i:02d}"
     out = work / name_
@@ -260,12 +270,7 @@ def trial(work: Path, mode: str, i: int, rng: random.Random, ref: dict, max_atte
         where = f"@{trigger.split('/')[-1]}: {where}"
     row = {"mode": mode, "trial": i, "signal": sig, "t_kill": at, "phase": where, "first_rc": rc, "attempts": 1,
            "fails": [], "notes": [], "dir": str(out)}
-    problem, note = stop_problem(sig, sent, rc, log0)
-    row["fails"] += [problem] if problem else []
-    row["notes"] += [note] if note else []
-    alive = gone(env[TAG], 10)
-    if alive:
-        row["fails"].append(f"left behind after {sig}: {alive}")
+    _check_stop(row, sig, sent, rc, log0, env)
     later = []
     while rc != 0 and row["attempts"] < max_attempts:
         log = work / f"{name_}.{row['attempts']}.log"
@@ -277,12 +282,7 @@ def trial(work: Path, mode: str, i: int, rng: random.Random, ref: dict, max_atte
             t2 = rng.uniform(0, ref["seconds"])
             rc, sent2 = run_stopped(cmd, log, t2, sig2, env)
             later.append(f"{what}:{sig2}@{t2:.1f}s" + (f"[{phase(out)}]" if sent2 else "(done)"))
-            problem, note = stop_problem(sig2, sent2, rc, log)
-            row["fails"] += [problem] if problem else []
-            row["notes"] += [note] if note else []
-            alive = gone(env[TAG], 10)
-            if alive:
-                row["fails"].append(f"left behind after {sig2}: {alive}")
+            _check_stop(row, sig2, sent2, rc, log, env)
         else:
             rc, _ = _run_env(cmd, log, env)
             later.append(f"{what}->{rc}")
