@@ -54,6 +54,22 @@ def test_batch_size_splits_generate_calls():
     assert gen.calls == [5, 5, 2]
 
 
+def test_greedy_decodes_each_problem_once_and_counts_it_k_times():
+    """Temperature 0 with k > 1 decoded (and scored) each problem k times for one completion
+    repeated: k times the work, and the compute meter's eval tokens k times what a greedy
+    evaluation costs. Now one draw per problem, counted k times in mean@k, pass@k and the lengths."""
+    gen = ScriptedGenerator(script)
+    bar = []
+    m = evaluate(gen, ByteTokenizer(), ArithmeticTask(), problems(), k=4, params=SamplingParams(temperature=0.0),
+                 batch_size=2, progress=bar.append)
+    assert sum(gen.calls) == 3 and sum(bar) == 12  # (the bar still counts the k samples a problem is worth)
+    assert m["samples"] == 12 and m["k"] == 4 and m["problems"] == 3
+    assert m["pass_rate"] == pytest.approx(2 / 3) and m["pass_at_k"] == pytest.approx(2 / 3)
+    assert m["tokens"] == 19 + 34 + len("<think>3+3=6")  # decoded once each
+    assert m["mean_len"] == pytest.approx((19 + 34 + len("<think>3+3=6")) / 3)
+    assert m["frac_interrupted"] == pytest.approx(1 / 3)
+
+
 def test_bad_arguments():
     gen = ScriptedGenerator(lambda p, i: ("", "stop"))
     with pytest.raises(ValueError, match="k must be"):
@@ -86,7 +102,7 @@ def test_eval_command_greedy_repeated_sets_short_sets_and_json(warm_tiny_dir, ca
     common = ["eval", "--model", str(warm_tiny_dir), "--max-new-tokens", "8", "--sets", "val", "val"]
     assert main([*common, "--k", "2", "--problems", "2", "--temperature", "0"]) == 0
     out, err = capsys.readouterr()
-    assert "temperature 0 is greedy decoding: the 2 samples of a problem are one completion repeated" in err
+    assert "temperature 0 is greedy decoding: each problem is decoded once and counted 2 times" in err
     assert "(greedy)" in out and out.count("  val ") == 1 and " ± " in out
     assert main([*common, "--k", "1", "--problems", "100000", "--json"]) == 0
     out, err = capsys.readouterr()

@@ -212,9 +212,8 @@ def run(args) -> int:
                 print(f"note: set {s} has {len(sets[s])} problems, fewer than --problems {args.problems}: "
                       f"all {len(sets[s])} are evaluated", file=sys.stderr)
     if pick["temperature"] == 0 and pick["k"] > 1:
-        print(f"note: temperature 0 is greedy decoding: the {pick['k']} samples of a problem are one completion "
-              f"repeated, so mean@{pick['k']} = pass@{pick['k']} = the greedy pass rate; --k 1 gives the same "
-              f"numbers {pick['k']} times faster", file=sys.stderr)
+        print(f"note: temperature 0 is greedy decoding: each problem is decoded once and counted {pick['k']} "
+              f"times, so mean@{pick['k']} = pass@{pick['k']} = the greedy pass rate", file=sys.stderr)
     _check_positions(model, tokenizer, problems, base.get("length"), pick["max_new_tokens"])
     length = length_controller(base["length"], tokenizer) if "length" in base else None
     gen = HFGenerator(model, tokenizer, seed=pick["seed"])

@@ -69,7 +69,8 @@ def evaluate(
     Returns ``pass_rate`` (mean@k), ``pass_rate_se`` (its standard error over problems:
     :func:`pass_rate_se`), ``pass_at_k``, ``mean_reward``, ``mean_len`` (completion
     tokens), ``frac_interrupted``, ``frac_truncated`` (a token budget ran out), and the counts
-    ``tokens``, ``samples``, ``problems``, ``k`` (for compute accounting). ``batch_size`` caps the
+    ``tokens`` (decoded), ``samples``, ``problems``, ``k`` (for compute accounting). Greedy ``params``
+    (temperature <= 0) decode each problem once and count that completion ``k`` times. ``batch_size`` caps the
     completions per ``generate`` call (default: all at once); with a ``params.seed`` the i-th
     call uses ``seed + i``, so a seeded evaluation is reproducible for a given batch size.
     ``progress``: called with the number of completions each ``generate`` call produced (a progress
@@ -82,22 +83,29 @@ def evaluate(
     if not problems:
         raise ValueError("evaluate: no problems")
     prompts = encode_problems(tokenizer, problems)
-    # Problem-major: the k samples of problem i are rows i*k .. i*k + k - 1.
-    flat = [prompts[i] for i in range(len(problems)) for _ in range(k)]
+    # Greedy decoding (T <= 0) gives a problem one completion however often it is drawn: decode and
+    # score it once and count it k times (mean@k = pass@k = the greedy pass rate) -- drawing it k
+    # times did k times the work for the same numbers.
+    draws = 1 if params.temperature <= 0 else k
+    # Problem-major: the draws of problem i are rows i*draws .. i*draws + draws - 1.
+    flat = [prompts[i] for i in range(len(problems)) for _ in range(draws)]
     size = batch_size or len(flat)
-    completions: list[Completion] = []
+    generated: list[Completion] = []
     for chunk, start in enumerate(range(0, len(flat), size)):
         chunk_params = params if params.seed is None else dataclasses.replace(params, seed=params.seed + chunk)
-        completions += generator.generate(flat[start : start + size], chunk_params, length_control)
+        generated += generator.generate(flat[start : start + size], chunk_params, length_control)
         if progress is not None:
-            progress(len(flat[start : start + size]))
-    every = score_all(task, [(problem, completions[i * k + j].text) for i, problem in enumerate(problems) for j in range(k)])
-    rewards = [every[i * k : (i + 1) * k] for i in range(len(problems))]
+            progress(len(flat[start : start + size]) * (k // draws))
+    every = score_all(task, [(problem, generated[i * draws + j].text) for i, problem in enumerate(problems)
+                             for j in range(draws)])
+    rewards = [every[i * draws : (i + 1) * draws] * (k // draws) for i in range(len(problems))]
+    completions = [c for i in range(len(problems)) for c in generated[i * draws : (i + 1) * draws] * (k // draws)]
     if examples is not None:
         examples += [{"problem_id": p.id, "prompt": p.prompt, "answer": p.answer, "completion": completions[i * k].text,
                       "reward": rewards[i][0], "passed": rewards[i][0] > 0}
                      for i, p in enumerate(problems[:n_examples])]
-    return summarize(rewards, completions)
+    # tokens: the ones decoded (the compute meter's eval tokens), not the k counted copies of a greedy one
+    return {**summarize(rewards, completions), "tokens": float(sum(len(c.token_ids) for c in generated))}
 
 
 def eval_bar(enabled: bool, name: str, total: int) -> Any:
