@@ -11,9 +11,23 @@ import re
 from typing import Sequence
 
 
+def md_text(text: str) -> str:
+    """``text`` (a run or variant name, a model path: anything a user named) as literal Markdown:
+    backslash before the characters that would format it -- `` ` `` (code), ``*`` (emphasis),
+    ``<`` (raw HTML: a run directory named ``<script>...`` ran in a viewer that renders HTML) and
+    ``|`` (a table cell's end: the rest of the row slid one column)."""
+    return re.sub(r"([`*<|])", r"\\\1", str(text))
+
+
+def md_fence(text: str) -> str:
+    """A code fence longer than any run of backticks in ``text``: a model's completion holding
+    ```` ``` ```` (it writes code) closed a three-backtick fence, and the rest of it was read as Markdown."""
+    return "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
+
+
 def md_table(rows: Sequence[Sequence[str]]) -> list[str]:
-    """Markdown lines of a table whose first row is the header (``|`` in cells escaped)."""
-    esc = [[str(c).replace("|", "\\|") for c in r] for r in rows]
+    """Markdown lines of a table whose first row is the header (cells as :func:`md_text`)."""
+    esc = [[md_text(c) for c in r] for r in rows]
     return ["| " + " | ".join(esc[0]) + " |", "|" + "---|" * len(esc[0])] + ["| " + " | ".join(r) + " |" for r in esc[1:]]
 
 

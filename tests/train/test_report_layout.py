@@ -101,3 +101,36 @@ def test_the_caption_of_curve_png_says_what_is_drawn(tmp_path, figures):
     write_run_report(tmp_path / "short", n_boot=20)
     caption = _caption(tmp_path / "short")
     assert "too few for a forecast" in caption and "Bands" not in caption
+
+
+def test_names_and_completions_cannot_break_report_md(tmp_path):
+    """report.md put a user's names raw into its heading and its table (a ``|`` in a model path slid
+    the rest of the row one column; a run directory named ``<script>...`` became raw HTML in a viewer)
+    and a completion holding ``` (the model wrote code) closed the sample's fence, the rest of the
+    completion read as Markdown."""
+    import json
+    import re
+
+    from scalerl.runlog import RunLogWriter
+    from scalerl.train.report import write_run_report
+
+    directory = tmp_path / "run <script>x"
+    directory.mkdir()
+    with RunLogWriter(directory / "runlog.jsonl", {"type": "header", "run": "r", "recipe": "scalerl",
+                                                   "model": "org/a|b*c", "config": {"forecast": {"x": "flops"}}}) as log:
+        for i, y in enumerate([0.1, 0.2, 0.3]):
+            log.append({"type": "eval", "step": i + 1, "flops": 1e12 * (i + 1), "gpu_hours": 0.01, "samples": 100,
+                        "val/pass_rate": y})
+    completion = "Here:\n```python\nprint(1)\n```\n# not a heading\n````"
+    (directory / "samples.jsonl").write_text(json.dumps({"step": 3, "set": "val", "problem_id": "p|1", "prompt": "q",
+                                                          "completion": completion, "answer": "1", "passed": True}) + "\n")
+    write_run_report(directory, n_boot=20)
+    md = (directory / "report.md").read_text()
+    assert md.startswith("# scalerl run report: run \\<script>x\n")
+    tables = [block.splitlines() for block in re.findall(r"(?:^\|.*\n)+", md, flags=re.M)]
+    assert len(tables) == 2  # the facts and the evaluations; every row of each with its header's cells
+    for table in tables:
+        assert all(len(re.findall(r"(?<!\\)\|", row)) == len(re.findall(r"(?<!\\)\|", table[0])) for row in table)
+    assert "org/a\\|b\\*c" in md
+    fence = "`" * 5  # longer than the completion's longest run of backticks (4)
+    assert f"{fence}\n{completion}\n{fence}\n" in md

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from scalerl.atomic_files import replaced_atomically, write_text_atomically
-from scalerl.report_text import html_page, html_table, inline_md, md_table
+from scalerl.report_text import html_page, html_table, inline_md, md_table, md_text
 from scalerl.study.analysis import StudyAnalysis, VariantResult, analyse_study, linearise
 
 FIGURES = ("curves.png", "intervals.png", "loo_view.png")
@@ -320,7 +320,7 @@ def _write_text(rep: StudyReport) -> list[Path]:
     title = f"scalerl study report: {a.directory.name}"
     moved, fits, common = what_moved_rows(a), fit_rows(a), common_A_rows(a)
     explanations = [(v.label, v.classification["explanation"]) for v in a.variants if v.classification]
-    md = [f"# {title}", "", "| | |", "|---|---|", *[f"| {k} | {v} |" for k, v in facts], ""]
+    md = [f"# scalerl study report: {md_text(a.directory.name)}", "", *md_table([["", ""], *facts]), ""]
     md += ["## What each choice moved", "", *md_table(moved), ""]
     md += ["## Fits (seeds pooled)", "", *md_table(fits), ""]
     if a.compare is not None:
@@ -328,7 +328,7 @@ def _write_text(rep: StudyReport) -> list[Path]:
     if len(common) > 1:
         md += ["## The leave-one-out view (common A)", "", *md_table(common), "", "![leave-one-out view](loo_view.png)", ""]
     if explanations:
-        md += ["## Classifications in words", "", *[f"- **{k}**: {e}" for k, e in explanations], ""]
+        md += ["## Classifications in words", "", *[f"- **{md_text(k)}**: {e}" for k, e in explanations], ""]
     md += ["## How to read this", "", *[f"- {t}" for t in _HOW_TO_READ], ""]
     if a.notes:
         md += ["## Notes", "", *[f"- {n}" for n in a.notes], ""]

@@ -23,7 +23,7 @@ from scalerl.atomic_files import write_text_atomically
 from scalerl.curves import Curve, backtest, forecast
 from scalerl.curves.bands import read_calibration
 from scalerl.errors import InputError
-from scalerl.report_text import html_page, html_table, md_table
+from scalerl.report_text import html_page, html_table, md_fence, md_table, md_text
 from scalerl.runlog import RESUME, has_final_model, read_runlog
 from scalerl.train.collapse import collapse_note, collapsed_steps
 from scalerl.train.config import CALIBRATION_COPY
@@ -313,8 +313,7 @@ def curve_caption(f: dict[str, Any]) -> str:
 
 def _write_text(rep: RunReport, sets: list[str]) -> list[Path]:
     lines = summary_lines(rep)
-    md = [f"# scalerl run report: {rep.output.name}", "", "| | |", "|---|---|"]
-    md += [f"| {k} | {v} |" for k, v in lines]
+    md = [f"# scalerl run report: {md_text(rep.output.name)}", "", *md_table([["", ""], *lines])]
     md += ["", f"![pass rate against {rep.x}](curve.png)", "",
            curve_caption(rep.facts), "",
            "![every evaluation set](sets.png)", "", "## Evaluations", ""]
@@ -324,9 +323,9 @@ def _write_text(rep: RunReport, sets: list[str]) -> list[Path]:
     sample_html = ""
     if rep.sample is not None:
         head, parts = _sample_lines(rep.sample)
-        md += ["", "## A sample", "", head + ":", ""]
+        md += ["", "## A sample", "", md_text(head) + ":", ""]
         for name, text in parts:
-            md += [f"**{name}**", "", "```", text, "```", ""]
+            md += [f"**{name}**", "", md_fence(text), text, md_fence(text), ""]
         sample_html = f"<h2>A sample</h2><p>{html.escape(head)}:</p>" + "".join(
             f'<p><b>{html.escape(name)}</b></p><pre class="sample">{html.escape(text)}</pre>' for name, text in parts)
     md_path = rep.output / REPORT_MD
