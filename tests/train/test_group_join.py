@@ -89,3 +89,29 @@ def test_a_one_process_run_resumed_with_nproc_is_refused_before_any_rank_starts(
     assert main(["train", "--output", str(out), "--resume", "--nproc", "2", "--steps", "2", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "was written by 1 trainer process(es); resume it with --nproc 1" in err, err
+
+
+def test_a_rank_waiting_for_an_absent_rank_0_says_so(tmp_path):
+    """A rank > 0 whose rank 0 never listens (not started, a MASTER_ADDR this machine cannot reach)
+    waited torch's 30 minutes without a word: now it says so once after GROUP_WAIT_NOTE_S."""
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as s:  # a port nobody listens on (bound, never listening, then closed)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = ("import scalerl.train.launch as launch; launch.GROUP_WAIT_NOTE_S = 0.5; "
+            f"launch._join_group('gloo', 'tcp://127.0.0.1:{port}', 1, 2)")
+    err = tmp_path / "err"
+    with open(err, "w") as sink:
+        proc = subprocess.Popen([sys.executable, "-c", code], stderr=sink)
+        try:
+            deadline = time.monotonic() + 60
+            while "note:" not in err.read_text() and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.2)
+        finally:
+            proc.kill()
+            proc.wait()
+    assert (f"note: trainer rank 1 of 2 has waited 0.5 s for rank 0 at tcp://127.0.0.1:{port}; check that rank 0 "
+            "runs and that this machine reaches it (torch gives up after 30 minutes)") in err.read_text()

@@ -109,23 +109,41 @@ def run_rank(cfg: TrainConfig, *, resume: bool, rank: int | None = None, world: 
         leave_group(clean=clean)
 
 
+GROUP_WAIT_NOTE_S = 60.0
+"""Seconds a rank > 0 waits for rank 0 before it says so (ranks of a large model start seconds apart)."""
+
+
 def _join_group(backend: str, init_method: str, rank: int, world: int) -> None:
     """``dist.init_process_group``, a port that cannot be listened on (another program holds it)
-    said in one line with what to do, not torch's DistNetworkError traceback."""
+    said in one line with what to do, not torch's DistNetworkError traceback. A rank > 0 that has
+    waited :data:`GROUP_WAIT_NOTE_S` for rank 0 says so once: torch retries in silence for its
+    default 30 minutes (a rank 0 that never started, a MASTER_ADDR this machine cannot reach)."""
+    import threading
+
+    where = init_method if init_method != "env://" else \
+        f"MASTER_ADDR:MASTER_PORT {os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
+    waiting = threading.Timer(GROUP_WAIT_NOTE_S, lambda: print(
+        f"note: trainer rank {rank} of {world} has waited {GROUP_WAIT_NOTE_S:g} s for rank 0 at {where}; check "
+        f"that rank 0 runs and that this machine reaches it (torch gives up after "
+        f"{dist.constants.default_pg_timeout.total_seconds() / 60:g} minutes)", file=sys.stderr, flush=True))
+    waiting.daemon = True  # (never keeps a stopped rank alive)
+    if rank > 0:
+        waiting.start()
     try:
         dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world)
     except dist.DistNetworkError as exc:
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         taken = "EADDRINUSE" in first or "address already in use" in first
         if init_method != "env://":  # scalerl train --nproc: a free port chosen, then taken by another program
-            where, fix = init_method, "run the command again (it chooses another free port)"
+            fix = "run the command again (it chooses another free port)"
         else:  # torchrun, or a scheduler's MASTER_ADDR / MASTER_PORT
-            where = f"MASTER_ADDR:MASTER_PORT {os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
             fix = ("another program holds the port: set MASTER_PORT to a free one (torchrun: --master-port, or the "
                    "port of --rdzv-endpoint)" if taken else
                    "check that rank 0 runs and that this machine reaches MASTER_ADDR:MASTER_PORT")
         raise TrainerGroupError(f"trainer rank {rank} of {world} could not open the process group at {where}: "
                                 f"{first}; {fix}") from None
+    finally:
+        waiting.cancel()
 
 
 def _spawned(index: int, cfg: TrainConfig, resume: bool, world: int, port: int, box: Any, stop: StopLatch) -> None:
