@@ -761,3 +761,20 @@ def test_a_saved_dataset_dict_trains_on_one_split_and_evaluates_on_another(tmp_p
     assert [p.prompt for p in task.eval_sets()["val"]] == [f"{i}+2=" for i in range(3)]
     with pytest.raises(InputError, match=r"is the training file itself; a saved dataset's other split: eval_split: NAME"):
         MathTask(data=str(saved), eval_data={"val": str(saved)}).train_problems()
+
+
+def test_a_split_chosen_for_one_saved_dataset_is_refused(tmp_path):
+    """One saved ``Dataset`` (not a DatasetDict) has no splits: ``eval_split: test`` read the whole
+    dataset, the training rows, and stopped with "no training rows left ... eval_split: NAME" -- the
+    setting the user had given. The default split still reads it whole."""
+    import datasets
+
+    saved = tmp_path / "one"
+    datasets.Dataset.from_list([{"prompt": f"{i}+1=", "answer": str(i + 1)} for i in range(6)]).save_to_disk(str(saved))
+    assert len(load_rows(saved)) == 6
+    with pytest.raises(InputError, match=r"one: one saved Dataset, not a DatasetDict: it has no split 'test' to choose; "
+                                         r"drop split / eval_split to read all of it, or save a DatasetDict"):
+        MathTask(data=str(saved), eval_data={"val": str(saved)}, eval_split="test").train_problems()
+    test = datasets.load_dataset("json", data_files=str(_write_jsonl(tmp_path / "t.jsonl", _TABLE)), split="train")
+    test.save_to_disk(str(tmp_path / "from_train"))  # remembers the split it was loaded as
+    assert len(load_rows(tmp_path / "from_train", split="train")) == 2

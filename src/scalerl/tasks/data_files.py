@@ -253,6 +253,13 @@ def _hf_dataset(source: str, split: str) -> Iterator[tuple[int, Any]]:
             raise InputError(f"{source}: no split {split!r}; splits: {', '.join(data)}; choose one: "
                              "--set 'task.settings={split: NAME}'")
         data = data[split]
+    elif split != "train" and split != str(getattr(data, "split", None) or ""):
+        # One saved Dataset has no splits to choose from: a chosen one (``split``/``eval_split``, not
+        # the default) read the whole dataset -- for eval_split, the training rows themselves.
+        saved = f" (it was saved from split {str(data.split)!r})" if getattr(data, "split", None) else ""
+        raise InputError(f"{source}: one saved Dataset, not a DatasetDict: it has no split {split!r} to choose"
+                         f"{saved}; drop split / eval_split to read all of it, or save a DatasetDict "
+                         "(DatasetDict({'train': ..., 'test': ...}).save_to_disk(DIR))")
     number = 0
     try:
         for number, record in enumerate(data, start=1):
