@@ -76,7 +76,8 @@ def share_finished_runs(family: str, out: Path, study_root: Path, seeds: int | N
 
     from scalerl.config import load_yaml, save_yaml, to_dict
     from scalerl.runlog import eval_rows
-    from scalerl.study.runner import Budget, _comparable, plan_study, run_status
+    from scalerl.study.plan import Budget, comparable_config, plan_study
+    from scalerl.study.run_state import run_status
     from scalerl.study.spec import SPEC_FILE, load_spec
     from scalerl.train.config import TrainConfig
 
@@ -101,12 +102,12 @@ def share_finished_runs(family: str, out: Path, study_root: Path, seeds: int | N
         for cfg_file in sorted((other / "runs").glob("*/seed*/config.yaml")):
             d = cfg_file.parent
             if run_status(d, budget) == "done" and not past_mine(d):
-                finished.append((_comparable(to_dict(load_yaml(TrainConfig, cfg_file))), d))
+                finished.append((comparable_config(to_dict(load_yaml(TrainConfig, cfg_file))), d))
     shared = []
     for plan in plan_study(spec, out):
         if (plan.directory / "config.yaml").exists():
             continue
-        want = _comparable(to_dict(plan.config))
+        want = comparable_config(to_dict(plan.config))
         source = next((d for cfg, d in finished if cfg == want), None)
         if source is None:
             continue

@@ -61,7 +61,7 @@ def test_a_parallel_study_passes_sigterm_on_to_its_workers_and_starts_no_queued_
     running run to finish (the study trained on for a run's length), and a fresh worker then
     started the run the pool had queued."""
     from scalerl.stop_signals import StopLatch
-    from scalerl.study.runner import _stop_workers, _Stops, _unless_stopped, _worker_pool
+    from scalerl.study.local_runs import _stop_workers, _Stops, _unless_stopped, _worker_pool
 
     stops = _Stops(StopLatch(), StopLatch())
     pool = _worker_pool(1, stops)
@@ -333,7 +333,7 @@ def test_a_study_driver_that_stops_starts_no_run_and_stops_the_running_ones_unle
     alone: its running runs are told to stop. Ctrl-C reached every worker already (the process
     group): a second stop would cut their clean-up. No queued run starts, either way."""
     from scalerl.stop_signals import StopLatch
-    from scalerl.study.runner import _stop_workers, _Stops
+    from scalerl.study.local_runs import _stop_workers, _Stops
 
     stops = _Stops(StopLatch(), StopLatch())
     _stop_workers([], stops, exc)

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from scalerl.config import save_yaml
-from scalerl.study.runner import plan_study, save_spec
+from scalerl.study.plan import plan_study
+from scalerl.study.runner import save_spec
 from scalerl.study.spec import StudySpec
 
 

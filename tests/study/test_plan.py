@@ -8,7 +8,8 @@ from scalerl.config import load_yaml, to_dict
 from scalerl.errors import ConfigError
 from scalerl.rl.presets import LEAVE_ONE_OUT, PRESETS, changed_components, get_recipe
 from scalerl.study.families import FAMILIES, length_overrides
-from scalerl.study.runner import Budget, check_existing, plan_study, run_status
+from scalerl.study.plan import Budget, plan_study
+from scalerl.study.run_state import check_existing, run_status
 from scalerl.study.spec import StudySpec, load_spec
 from scalerl.train.config import TrainConfig
 
@@ -170,7 +171,8 @@ def test_an_override_that_makes_a_variant_the_base_itself_is_refused(tmp_path, o
 def test_a_run_that_crashes_in_process_fails_alone_as_in_a_worker(tmp_path, monkeypatch):
     """On the local backend one after another, an error that is not a ScaleRLError (a bug, a torch
     RuntimeError) stopped the whole study with a traceback; in worker processes it failed that run only."""
-    from scalerl.study import runner
+    from scalerl.study import local_runs
+    from scalerl.study.one_run import Outcome
 
     spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10)
     plans = plan_study(spec, tmp_path)
@@ -178,11 +180,11 @@ def test_a_run_that_crashes_in_process_fails_alone_as_in_a_worker(tmp_path, monk
     def execute(cfg_dict, budget):
         if "loo-loss-dapo" in cfg_dict["run"]["output"]:
             raise RuntimeError("CUDA error: an illegal memory access\nmore detail")
-        return runner.Outcome("scalerl", 0, "trained", 1.0)
+        return Outcome("scalerl", 0, "trained", 1.0)
 
-    monkeypatch.setattr(runner, "execute_run", execute)
+    monkeypatch.setattr(local_runs, "execute_run", execute)
     lines, records = [], []
-    outcomes = runner._local(plans, Budget.of(spec), spec, lines.append, records.append)
+    outcomes = local_runs.run_local(plans, Budget.of(spec), spec, lines.append, records.append)
     assert [(o.label, o.status) for o in outcomes] == [("scalerl", "trained"), ("loo-loss-dapo", "failed")]
     assert outcomes[1].error == "RuntimeError: CUDA error: an illegal memory access" and len(records) == 2
     assert any("loo-loss-dapo/seed0: FAILED" in line for line in lines)
@@ -204,7 +206,7 @@ def test_a_run_whose_compute_cannot_be_measured_fails_instead_of_resuming_foreve
     """With a compute budget, a last evaluation without the x column gave a target of `steps`, where the
     run already was: resumed to where it was, over and over (a hang). It now fails that run."""
     from scalerl.config import to_dict
-    from scalerl.study import runner
+    from scalerl.study.one_run import execute_run
     from scalerl.train import trainer
 
     spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10, compute=1e20)
@@ -228,6 +230,6 @@ def test_a_run_whose_compute_cannot_be_measured_fails_instead_of_resuming_foreve
             return None
 
     monkeypatch.setattr(trainer, "Trainer", Stuck)
-    o = runner.execute_run(to_dict(plans[0].config), Budget.of(spec))
+    o = execute_run(to_dict(plans[0].config), Budget.of(spec))
     assert o.status == "failed" and "cannot be extended to the budget (1e+20 flops)" in o.error
     assert "has flops = None" in o.error and len(resumes) == 1

@@ -21,7 +21,7 @@ import pathlib, signal, sys
 # SIGINT ignored, which the Ray workers inherit.
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 from types import SimpleNamespace
-from scalerl.study import runner
+from scalerl.study import ray_runs
 from scalerl.stop_signals import sigterm_stops_like_ctrl_c
 
 marks = sys.argv[1]
@@ -36,17 +36,17 @@ def run(cfg, budget):  # a run: stopped as on Ctrl-C, it says so
         from scalerl.stop_signals import stop_under_way
         stop_under_way()  # as the trainer says it
         pathlib.Path(cfg["mark"] + ".stopped").write_text("")
-        time.sleep(runner.RAY_CANCEL_EVERY_S + 1.5)  # a clean-up the next cancel comes in (closing vLLM actors)
+        time.sleep(ray_runs.RAY_CANCEL_EVERY_S + 1.5)  # a clean-up the next cancel comes in (closing vLLM actors)
         pathlib.Path(cfg["mark"] + ".cleaned").write_text("")
         raise
 
-runner._execute_dict = run  # (what the Ray task runs, after its set-up)
-runner.to_dict = lambda config: config
-runner.asdict = lambda budget: {}
+ray_runs.execute_dict = run  # (what the Ray task runs, after its set-up)
+ray_runs.to_dict = lambda config: config
+ray_runs.asdict = lambda budget: {}
 plans = [SimpleNamespace(config={"mark": f"{marks}/run{i}"}, name=f"run{i}") for i in range(2)]
 with sigterm_stops_like_ctrl_c():
     try:
-        runner._ray(plans, None, SimpleNamespace(ray_address=None, threads=1, parallel=1), print, lambda o: None)
+        ray_runs.run_on_ray(plans, None, SimpleNamespace(ray_address=None, threads=1, parallel=1), print, lambda o: None)
     except KeyboardInterrupt as exc:
         sys.exit(getattr(exc, "status", 130))
 """

@@ -124,17 +124,17 @@ def test_a_parallel_runs_worker_killed_fails_its_runs_saying_how_to_resume(tmp_p
     """A --parallel study whose worker process was killed failed every run with "BrokenProcessPool: A
     process in the process pool was terminated abruptly while the future was running or pending": not
     what happened, nor that the study resumes."""
-    from scalerl.study import runner
-    from scalerl.study.runner import Budget
+    from scalerl.study import local_runs
+    from scalerl.study.plan import Budget
 
     spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10, parallel=2, threads=1,
                      progress=False)
     plans = write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=5)
     for p in plans:  # stopped short of the budget: each is a run to resume
         (p.directory / "final" / "config.json").unlink()
-    monkeypatch.setattr(runner, "_execute_dict", _worker_killed)
+    monkeypatch.setattr(local_runs, "execute_dict", _worker_killed)
     lines, recorded = [], []
-    outcomes = runner._local_parallel(plans, Budget.of(spec), spec, lines.append, recorded.append)
+    outcomes = local_runs.run_parallel(plans, Budget.of(spec), spec, lines.append, recorded.append)
     assert [o.status for o in outcomes] == ["failed", "failed"] and len(recorded) == 2
     for o in outcomes:
         assert "a worker process of the study died (killed by a signal" in o.error, o.error

@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 
 from scalerl.cli import main
-from scalerl.study import runner
-from scalerl.study.runner import Budget, run_status
+from scalerl.study import local_runs, runner
+from scalerl.study.one_run import execute_run
+from scalerl.study.plan import Budget
+from scalerl.study.run_state import run_status
 from scalerl.study.spec import load_spec
 
 from .conftest import micro_args
@@ -69,7 +71,7 @@ def test_micro_study_end_to_end(study_cache, tmp_path, capsys, monkeypatch):
     recipe, whose PipelineRL-8 is deterministic (seeded in-flight updates): the outcome does not
     depend on thread timing."""
     out = tmp_path / "study"
-    monkeypatch.setattr(runner, "execute_run", _tracked(runner.execute_run))
+    monkeypatch.setattr(local_runs, "execute_run", _tracked(execute_run))
     t0 = time.perf_counter()
     code = main(micro_args(out, "--family", "loo", "--only", "loo-loss-dapo", "--seeds", "2"))
     captured = capsys.readouterr()
@@ -190,7 +192,7 @@ def test_local_parallel_runs_in_worker_processes_as_they_would_in_process(study_
     worker_run = out / "runs" / "scalerl" / "seed0"
     cfg = yaml_config(worker_run)
     cfg["run"]["output"] = str(tmp_path / "in-process")
-    outcome = runner.execute_run(cfg, Budget.of(load_spec(out / "study.yaml")))
+    outcome = execute_run(cfg, Budget.of(load_spec(out / "study.yaml")))
     assert outcome.status == "trained" and outcome.cpu_seconds > 0
 
     def evals(run):

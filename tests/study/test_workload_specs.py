@@ -7,7 +7,7 @@ import pytest
 from scalerl.config import apply_overrides
 from scalerl.models.tiny import LADDER, tiny_spec
 from scalerl.study.analysis import _expected_better
-from scalerl.study.runner import _tiny_spec, plan_study
+from scalerl.study.plan import plan_study, tiny_spec_of
 from scalerl.study.spec import StudySpec, load_spec
 from scalerl.tasks.arithmetic_mix import ArithmeticMixTask
 
@@ -57,7 +57,7 @@ def test_model_size_on_the_ladder_uses_each_sizes_own_warm_start(tmp_path):
     for name in LADDER:
         p = runs[f"model-{name}"]
         assert p.config.model.name_or_path == name and p.variant.arch is None
-        assert _tiny_spec(p) == tiny_spec(name)  # what prepare_models builds before any run starts
+        assert tiny_spec_of(p) == tiny_spec(name)  # what prepare_models builds before any run starts
     base = runs["model-tiny-m"].variant
     assert _expected_better(spec, runs["model-tiny-l"].variant, base.value) is True
     assert _expected_better(spec, runs["model-tiny-s"].variant, base.value) is False

@@ -150,7 +150,7 @@ def _saved(path: Path | None, *, spec_file: bool):
 
 def _list(spec) -> int:
     from scalerl.study.families import FAMILIES, family_variants
-    from scalerl.study.runner import base_config
+    from scalerl.study.plan import base_config
 
     base = base_config(spec)
     for name, fam in FAMILIES.items():
@@ -173,7 +173,9 @@ def _with_family(spec, family: str):
 
 
 def _dry_run(spec, directory: Path) -> int:
-    from scalerl.study.runner import Budget, check_existing, check_study_output, plan_study, run_status
+    from scalerl.study.plan import Budget, plan_study
+    from scalerl.study.run_state import check_existing, run_status
+    from scalerl.study.runner import check_study_output
 
     check_study_output(directory)
     plans = plan_study(spec, directory)
@@ -194,7 +196,9 @@ def run(args) -> int:
         return _list(spec)
     if args.dry_run:
         return _dry_run(spec, directory)
-    from scalerl.study.runner import Budget, check_existing, check_study_output, plan_study, run_study
+    from scalerl.study.plan import Budget, plan_study
+    from scalerl.study.run_state import check_existing
+    from scalerl.study.runner import check_study_output, run_study
 
     check_study_output(directory)  # before the line that announces the study
     plans = plan_study(spec, directory)  # every config resolved and checked before the first line is printed

@@ -158,7 +158,8 @@ def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, 
                                                        dict[str, list[str]], str]:
     """Variants of the study, the curves of their finished runs, the runs still pending and the runs
     left out (with the reason: one unreadable log must not sink the analysis of all the others)."""
-    from scalerl.study.runner import DAMAGED, Budget, plan_study, read_log, run_status
+    from scalerl.study.plan import Budget, plan_study
+    from scalerl.study.run_state import DAMAGED, read_log, run_status
 
     plans = plan_study(spec, directory)
     budget = Budget.of(spec)

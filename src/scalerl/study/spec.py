@@ -10,7 +10,7 @@ Fields split in two: those that decide what each run *is* (family, base, values,
 seeds, budget, model, overrides; see :data:`RUN_FIELDS`) and those that only decide how the
 runs are executed or analysed (backend, threads, rule, bootstrap, ...). A study directory
 may be continued with different values of the second kind; a run already on disk whose
-configuration differs from the plan is refused (see :mod:`scalerl.study.runner`).
+configuration differs from the plan is refused (see :mod:`scalerl.study.run_state`).
 
 No torch here: ``scalerl study --help`` and ``scalerl report`` stay fast.
 """

@@ -1,0 +1,153 @@
+"""One run of a study: train, resume, extend to the budget or skip it, and say what happened
+(:class:`Outcome`). The same function runs in the driver, in a worker process and in a Ray task."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from scalerl.config import from_dict, load_yaml
+from scalerl.errors import InputError, ScaleRLError
+from scalerl.runlog import RUNLOG, eval_rows
+from scalerl.study.plan import Budget, RunPlan
+from scalerl.study.run_state import DAMAGED, read_log, run_status
+
+Echo = Callable[[str], None]
+"""Where a study's progress lines go (stderr, or a test's list)."""
+
+
+@dataclass
+class Outcome:
+    """What became of one run of a study this time (a line of ``progress.jsonl``)."""
+
+    label: str
+    seed: int
+    status: str
+    """skipped (already finished), trained, resumed, or failed."""
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    """CPU time of this execution (all threads of the process that ran it; 0 when skipped)."""
+    step: int = 0
+    x: float | None = None
+    start: float | None = None
+    final: float | None = None
+    error: str = ""
+
+
+def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
+    """Run, resume or skip one run; returns what happened. Runs in this process or a Ray worker."""
+    from scalerl.train.config import TrainConfig
+    from scalerl.train.trainer import Trainer
+
+    cfg = from_dict(TrainConfig, cfg_dict)
+    out = Path(cfg.run.output)
+    label, seed = out.parent.name, cfg.run.seed
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    log = read_log(out)
+    status = run_status(out, budget, log)
+    if status == "done":
+        if not _report_written(out):  # a stop between the final model's save and the end of the run's report
+            _run_report(out)
+        return _outcome(label, seed, "skipped", 0.0, out)
+    if status == DAMAGED:
+        return _outcome(label, seed, "failed", 0.0, out, error=f"{log[1]} -- left untouched: repair that "
+                        f"line, or remove {out} to train the run again")
+    progress = cfg.log.progress
+    try:
+        if status == "new":
+            Trainer(cfg.validate()).run()
+        else:
+            rows = eval_rows(out)
+            Trainer.resumed(out, steps=budget.next_target(rows[-1] if rows else None), progress=progress).run()
+        # A compute budget: extend until the last evaluation reaches it (each pass re-measures the rate).
+        rows = eval_rows(out)
+        while not budget.reached(rows[-1] if rows else None):
+            Trainer.resumed(out, steps=_extension(budget, rows), progress=progress).run()
+            rows = eval_rows(out)
+    except ScaleRLError as exc:
+        return _outcome(label, seed, "failed", time.perf_counter() - t0, out, error=str(exc),
+                        cpu=time.process_time() - cpu0)
+    _run_report(out)
+    return _outcome(label, seed, "trained" if status == "new" else "resumed", time.perf_counter() - t0, out,
+                    cpu=time.process_time() - cpu0)
+
+
+def _extension(budget: Budget, rows: list[dict[str, Any]]) -> int:
+    """The step to extend a run to, short of its budget after ``rows``; :class:`InputError` when that
+    would not move it (no evaluation yet, or a last evaluation without the compute column to measure
+    a rate by), which would otherwise resume the run to where it is, over and over, forever."""
+    last = rows[-1] if rows else None
+    target = budget.next_target(last)
+    if last is None or target <= int(last.get("step") or 0):
+        where = "no evaluation was logged" if last is None else \
+            f"its last evaluation (step {last.get('step')}) has {budget.x} = {last.get(budget.x)!r}"
+        raise InputError(f"the run cannot be extended to the budget ({_budget_text(budget)}): {where} -- check that "
+                         f"its log records {budget.x}, or give the study a steps budget")
+    return target
+
+
+def _budget_text(budget: Budget) -> str:
+    return f"{budget.compute:g} {budget.x}" if budget.compute is not None else f"{budget.steps} steps"
+
+
+def _report_written(out: Path) -> bool:
+    """Whether the run's own report is written, after its log's last row. A study stopped while it
+    wrote a finished run's report (``final/`` saved) left the run without one -- or with the one of a
+    shorter budget, and a dead figure temporary -- and skipped the run from then on, as done."""
+    from scalerl.train.report import REPORT_FILES, REPORT_HTML
+
+    try:
+        return all((out / name).exists() for name in REPORT_FILES) and \
+            (out / REPORT_HTML).stat().st_mtime_ns >= (out / RUNLOG).stat().st_mtime_ns
+    except OSError:
+        return False
+
+
+def _run_report(out: Path) -> None:
+    """The run's own report (as ``scalerl train`` writes it), inside the run's directory."""
+    from scalerl.train.report import write_run_report
+
+    try:
+        write_run_report(out)
+    except ScaleRLError:
+        pass  # e.g. too few evaluations for a forecast: the study's report says what it can
+
+
+def _outcome(label: str, seed: int, status: str, seconds: float, out: Path, error: str = "",
+             cpu: float = 0.0) -> Outcome:
+    rows, _ = read_log(out)  # a damaged log: the outcome says so, without rows
+    o = Outcome(label, seed, status, seconds, cpu_seconds=cpu, error=error)
+    if rows:
+        from scalerl.train.config import TrainConfig
+
+        cfg = load_yaml(TrainConfig, out / "config.yaml")
+        y = f"{cfg.eval.sets[0]}/pass_rate"
+        o.step, o.x = int(rows[-1]["step"]), rows[-1].get(cfg.forecast.x)
+        o.start, o.final = rows[0].get(y), rows[-1].get(y)
+    return o
+
+
+def execute_dict(cfg_dict: dict[str, Any], budget: dict[str, Any]) -> dict[str, Any]:
+    """Plain-dict wrapper for Ray (no dataclasses of ours cross the process boundary)."""
+    return asdict(execute_run(cfg_dict, Budget(**budget)))
+
+
+def describe(o: Outcome, x: str) -> str:
+    if o.status == "failed":
+        return f"FAILED after {o.seconds:.0f} s: {o.error}"
+    what = "already finished" if o.status == "skipped" else f"{o.status} in {o.seconds:.0f} s ({o.cpu_seconds:.0f} CPU-s)"
+    if o.start is None:
+        return what
+    return f"{what}; pass rate {o.start:.3f} -> {o.final:.3f} at step {o.step} ({x} {o.x:.3g})"
+
+
+def collect(result: Callable[[], dict], p: RunPlan) -> Outcome:
+    """The outcome of a run trained here, in a worker process or in a Ray task. A crash (an error
+    that is not a :class:`ScaleRLError`, which the run reports itself) is recorded like a failed
+    run, on every backend alike, so the rest of the study goes on; Ctrl-C still stops the study."""
+    try:
+        return Outcome(**result())
+    except Exception as exc:
+        return Outcome(p.variant.label, p.seed, "failed", error=f"{type(exc).__name__}: {exc}".splitlines()[0])

@@ -1,0 +1,225 @@
+"""Plan a study: every (variant, seed) run with its directory and resolved config, checked before any runs.
+
+Every config is resolved and validated here, so a bad override or an impossible variant fails the
+whole study at once with one message; the tiny models the runs share are built here too, before
+any run starts, so that runs only ever read the cache.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scalerl.config import from_dict, to_dict
+from scalerl.errors import ConfigError, ScaleRLError
+from scalerl.study.families import TINY_SIZES, Variant, family_variants
+from scalerl.study.spec import StudySpec
+
+if TYPE_CHECKING:  # imported where runs are planned: the study's --list needs no trainer config
+    from scalerl.train.config import TrainConfig
+
+RUNS = "runs"
+"""The study directory's folder of run directories: ``runs/<label>/seed<k>/``."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long each run trains (see :class:`StudySpec`: steps, compute, max_steps)."""
+
+    steps: int
+    compute: float | None
+    max_steps: int
+    x: str
+    eval_every: int
+
+    @classmethod
+    def of(cls, spec: StudySpec) -> "Budget":
+        return cls(spec.steps, spec.compute, spec.max_steps, spec.x, spec.eval_every)
+
+    def reached(self, last: dict[str, Any] | None) -> bool:
+        """Whether a run whose last evaluation row is ``last`` has trained enough."""
+        if last is None:
+            return False
+        if self.compute is None:
+            return last["step"] >= self.steps
+        return (last.get(self.x) or 0.0) >= self.compute or last["step"] >= self.max_steps
+
+    def next_target(self, last: dict[str, Any] | None) -> int:
+        """Steps to train to next: the budget's steps, or (compute budget) enough whole
+        evaluation intervals to reach the compute at the rate measured so far."""
+        if self.compute is None or last is None or not last.get("step") or not last.get(self.x):
+            return self.steps
+        step, done = int(last["step"]), float(last[self.x])
+        per_step = done / step
+        need = math.ceil(max(self.compute - done, 0.0) / per_step)
+        intervals = max(1, math.ceil(need / self.eval_every))
+        return min(self.max_steps, step + intervals * self.eval_every)
+
+
+@dataclass
+class RunPlan:
+    """One run of a study: a variant and a seed, its directory and resolved config."""
+
+    variant: Variant
+    seed: int
+    directory: Path
+    config: TrainConfig
+    """The resolved training config of the run."""
+
+    @property
+    def name(self) -> str:
+        return f"{self.variant.label}/seed{self.seed}"
+
+
+def run_directory(study_dir: Path, label: str, seed: int) -> Path:
+    return Path(study_dir) / RUNS / label / f"seed{seed}"
+
+
+def tiny_size_dir(arch_name: str, warm_start_steps: int) -> Path:
+    """Where the warm-started tiny model of this size is cached (built by :func:`prepare_models`)."""
+    from scalerl.models.tiny import TinySpec, cache_root
+
+    spec = TinySpec(architecture=TINY_SIZES[arch_name], warm_start_steps=warm_start_steps)
+    return cache_root() / "tiny" / spec.key()
+
+
+def _start_config(spec: StudySpec, recipe: str, recipe_name: str):
+    from scalerl.train.config import TrainConfig, with_recipe
+
+    cfg = with_recipe(TrainConfig(), recipe)
+    cfg.recipe_name = recipe_name
+    cfg.model.name_or_path = spec.model
+    cfg.task.name = spec.task
+    cfg.eval.every = spec.eval_every
+    cfg.forecast.x = spec.x
+    local_parallel = spec.backend == "local" and spec.parallel > 1
+    cfg.log.progress = spec.progress and spec.backend == "local" and not local_parallel
+    # Several local runs at once and threads left to us: the cores divided among them (torch's
+    # default would give every run every core, and OpenMP threads spin when oversubscribed).
+    cfg.run.threads = spec.threads or (max(1, (os.cpu_count() or 1) // spec.parallel) if local_parallel else 0)
+    return cfg
+
+
+def base_config(spec: StudySpec):
+    """The base recipe's resolved config (the profile and the study's overrides applied)."""
+    from scalerl.train.config import resolve
+
+    return resolve(_start_config(spec, spec.base, spec.base), list(spec.overrides))
+
+
+#: Run settings the study sets from its own fields: an override of one would train something other
+#: than what the spec (and the report) says -- or, for seed/steps/output, be silently replaced.
+SPEC_OWNED = {
+    "run.seed": "seeds", "run.steps": "steps (or compute)", "run.output": "--output", "eval.every": "eval_every",
+    "forecast.x": "x", "model.name_or_path": "model", "task.name": "task", "run.threads": "threads",
+    "log.progress": "--no-progress",
+}
+
+
+def check_overrides(overrides: list[str]) -> None:
+    """Refuse an override of a setting the study owns (:data:`SPEC_OWNED`), naming the field to use."""
+    from scalerl.config import resolve_key
+    from scalerl.train.config import TrainConfig
+
+    for item in overrides:
+        path = resolve_key(TrainConfig, item.partition("=")[0].strip())  # a bad key: its own did-you-mean
+        if path in SPEC_OWNED:
+            raise ConfigError(f"overrides: {item!r} sets {path}, which the study sets from its {SPEC_OWNED[path]} "
+                              "field (so the spec and the report would say otherwise); give that instead")
+
+
+def plan_study(spec: StudySpec, study_dir: str | Path) -> list[RunPlan]:
+    """Every (variant, seed) run of ``spec`` with its directory and resolved config.
+
+    Every config is resolved and validated here, before anything runs, so a bad override or
+    an impossible variant fails the whole study at once with one message.
+    """
+    from scalerl.train.config import resolve
+
+    spec.validate()
+    check_overrides(spec.overrides)
+    study_dir = Path(study_dir)
+    plans = []
+    resolved: dict[str, Any] = {}
+    for v in family_variants(spec, base_config(spec)):
+        cfg = _start_config(spec, v.recipe, v.recipe_name)
+        if v.arch is not None and v.arch != "tiny":
+            # Another architecture: its own warm start, cached; the cpu-tiny profile still applies.
+            cfg.model.name_or_path = str(tiny_size_dir(v.arch, cfg.model.tiny_warm_start_steps))
+            cfg.profile = "cpu-tiny"
+        try:
+            cfg = resolve(cfg, [*spec.overrides, *v.overrides])
+        except ScaleRLError as exc:
+            raise type(exc)(f"variant {v.label}: {exc}") from None
+        resolved[v.label] = cfg
+        for seed in range(spec.seeds):
+            run_cfg = from_dict(type(cfg), to_dict(cfg))
+            run_cfg.run.seed = seed
+            run_cfg.run.steps = spec.steps
+            run_cfg.run.output = str(run_directory(study_dir, v.label, seed))
+            plans.append(RunPlan(v, seed, run_directory(study_dir, v.label, seed), run_cfg))
+    check_variants_differ(resolved, next(p.variant.label for p in plans if p.variant.is_base), spec.overrides)
+    return plans
+
+
+def _as_run(cfg: TrainConfig) -> dict[str, Any]:
+    """What a resolved config trains, without its name and where it writes."""
+    d = comparable_config(to_dict(cfg))
+    d.pop("recipe_name", None)
+    return d
+
+
+def check_variants_differ(configs: dict[str, Any], base: str, overrides: list[str]) -> None:
+    """Refuse a variant whose resolved config is the base's: the study's overrides set the very thing
+    it changes (``--set loss.name=dapo`` in a leave-one-out study makes ``loo-loss-dapo`` the base
+    itself), and the report would compare a run with itself under the variant's name."""
+    same = [label for label, cfg in configs.items() if label != base and _as_run(cfg) == _as_run(configs[base])]
+    if same:
+        raise ConfigError(f"variant(s) {', '.join(same)} would train the same run as the base {base} once the "
+                          f"study's overrides ({', '.join(overrides) or 'none'}) are applied -- an override sets what "
+                          "the variant changes: drop that override, or leave the variant out with --only")
+
+
+def tiny_spec_of(p: RunPlan):
+    """The TinySpec a plan's model is built from, or None for a model that is not a tiny one."""
+    from scalerl.models.tiny import TinySpec, tiny_spec
+
+    steps = p.config.model.tiny_warm_start_steps
+    if p.variant.arch is not None:  # an architecture of TINY_SIZES, warm-started like tiny
+        return TinySpec(architecture=TINY_SIZES[p.variant.arch], warm_start_steps=steps)
+    if p.config.model.name_or_path == "tiny":
+        return TinySpec(warm_start_steps=steps)
+    return tiny_spec(p.config.model.name_or_path)  # a ladder size (fixed warm start), or None
+
+
+def prepare_models(plans: list[RunPlan], progress: bool = False) -> None:
+    """Build (or find cached) every tiny model a plan needs, before any run starts, so that runs
+    only ever read the shared cache; ``progress``: a bar over each warm start built here."""
+    from scalerl.models.tiny import tiny_model_dir
+
+    done = set()
+    for p in plans:
+        spec = tiny_spec_of(p)
+        if spec is None or spec.key() in done:
+            continue
+        tiny_model_dir(spec, progress=progress)
+        done.add(spec.key())
+
+
+#: Fields that may differ between a run on disk and the plan without it being another run.
+_FREE = (("run", "output"), ("run", "steps"), ("run", "threads"), ("log", "progress"))
+
+
+def comparable_config(cfg_dict: dict[str, Any]) -> dict[str, Any]:
+    """A config (as a dict) without the fields a run may change and stay the same run (:data:`_FREE`)."""
+    d = copy.deepcopy(cfg_dict)
+    for section, key in _FREE:
+        d.get(section, {}).pop(key, None)
+    model = d.get("model", {}).get("name_or_path", "")
+    if "/tiny/" in model:  # a cached tiny size: the same key is the same model wherever the cache is
+        d["model"]["name_or_path"] = "tiny-cache:" + Path(model).name
+    return d
