@@ -12,7 +12,7 @@ def _tb_steps(logdir, tag):
     return [(e.step, e.value) for e in acc.Scalars(tag)]
 
 
-def test_a_resumed_tensorboard_sink_hides_the_stopped_attempts_redone_steps(tmp_path):
+def test_a_resumed_tensorboard_sink_hides_the_stopped_attempts_redone_steps(tmp_path, caplog):
     """Killed after logging steps 5 and 6, resumed from the checkpoint at step 4: the new attempt logs
     5 and 6 again. Both attempts' events showed in TensorBoard (step 5, 6, then 5, 6 again: a curve
     that jumps back); the resumed attempt's event file now opens with a purge mark at step 5."""
@@ -32,8 +32,12 @@ def test_a_resumed_tensorboard_sink_hides_the_stopped_attempts_redone_steps(tmp_
     resumed.close()
     assert len(list(logdir.glob("*tfevents*"))) == 2
     assert _tb_steps(logdir, "reward") == [(1, 1), (2, 2), (3, 3), (4, 4), (5, 15), (6, 16), (7, 17), (8, 18)]
+    caplog.clear()
     curve, = read_tensorboard(logdir, "step", "reward", bounded=False)
     assert list(curve.x) == [1, 2, 3, 4, 5, 6, 7, 8] and list(curve.y) == [1, 2, 3, 4, 15, 16, 17, 18]
+    # scalerl fit says the purge in the curve's notes, not as TensorBoard's warning about "a TensorFlow restart"
+    assert any("purge mark dropped the events a stopped one logged from step 5 on" in n for n in curve.notes)
+    assert "TensorFlow restart" not in caplog.text
 
 
 def test_a_tensorboard_sink_resumed_without_a_checkpoint_purges_everything(tmp_path):
