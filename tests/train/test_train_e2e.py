@@ -222,6 +222,36 @@ def test_wandb_mirror_resumes_the_same_run_and_reads_back(tiny_dir, tmp_path, ca
     assert list(flops.x) == pytest.approx([r["flops"] for r in evals])
 
 
+def test_a_stopped_and_resumed_run_logs_each_step_once_to_tensorboard(tiny_dir, tmp_path, capsys, monkeypatch):
+    """Stopped after step 3's row, past the checkpoint at step 2: the resume logs step 3 again. Both
+    attempts' step 3 showed in TensorBoard (the curve went 1, 2, 3, 3, 4); the resumed attempt's event
+    file now purges the stopped attempt's steps from 3 on, as TensorBoard's own loader shows."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing import event_accumulator as ea
+
+    from scalerl.train.trainer import Trainer
+
+    step = Trainer._train_step
+
+    def stopped_after_step_3(self):
+        if self.step == 3:
+            raise KeyboardInterrupt
+        step(self)
+
+    out = tmp_path / "run"
+    args = small_args(out, "--set", "pipeline=sync", "--set", "k=1", "--set", "log.tensorboard=true", "--no-report")
+    monkeypatch.setattr(Trainer, "_train_step", stopped_after_step_3)
+    assert main(args) == 130
+    monkeypatch.setattr(Trainer, "_train_step", step)
+    assert main([*args, "--resume"]) == 0, capsys.readouterr().err
+    acc = ea.EventAccumulator(str(out / "tensorboard"), size_guidance={ea.SCALARS: 0})
+    acc.Reload()
+    _, rows = _rows(out)
+    logged = [(e.step, e.value) for e in acc.Scalars("reward_mean")]
+    assert logged == [(r["step"], pytest.approx(r["reward_mean"])) for r in rows if r["type"] == "train"]
+    assert [s for s, _ in logged] == [1, 2, 3, 4]
+
+
 def _wandb_exit_codes(wandb_dir, wait: float = 15.0):
     """The exit code each W&B run file under ``wandb_dir`` recorded (None: the run was never finished).
     W&B's service process writes the file: on a loaded machine its exit record reached the disk after

@@ -2,7 +2,9 @@
 
 Scalars are read whether written as simple values (PyTorch's ``SummaryWriter``, tensorboardX) or as
 scalar tensors (TF2's ``tf.summary.scalar``, JAX / Flax writers). A step logged more than once (a run resumed from a checkpoint appends a new event file to its
-directory and logs the steps after the checkpoint again) keeps its later value, said in the notes.
+directory and logs the steps after the checkpoint again) keeps its later value, said in the notes;
+where the new file opens with a purge mark (``SummaryWriter(purge_step=N)``, as scalerl's own runs
+write it) the earlier events from step N on are dropped, as TensorBoard drops them, also said in the notes.
 
 A Hugging Face ``Trainer`` (TRL's trainers too) writes each start of a training to a directory of
 its own, ``runs/<Mon><DD>_<HH-MM-SS>_<host>``: a training resumed from a checkpoint lands next to
@@ -17,6 +19,7 @@ from __future__ import annotations
 import bisect
 import importlib.util
 import itertools
+import logging
 import math
 import re
 from functools import partial
@@ -26,6 +29,25 @@ from scalerl.curves.attempts import continues
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import CUMULATIVE, readable_curves, unknown_column, x_columns
 from scalerl.errors import InputError
+
+
+class _PurgeMarks(logging.Filter):
+    """The purge marks TensorBoard's loader applied (a resumed run's event file marks the steps the
+    stopped attempt logged after its checkpoint as stale: PyTorch's ``SummaryWriter(purge_step=...)``,
+    scalerl's own runs): kept as the steps they purged from. The loader says each as a warning on
+    stderr about "a TensorFlow restart", which read as an error in ``scalerl fit``; here it is a note."""
+
+    MESSAGE = re.compile(r"Purging expired events .*current step: (-?\d+)")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps: list[int] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        found = self.MESSAGE.search(record.getMessage())
+        if found:
+            self.steps.append(int(found.group(1)))
+        return found is None
 
 
 def _event_dirs(path: Path) -> list[Path]:
@@ -46,7 +68,13 @@ class _Scalars:
         from tensorboard.backend.event_processing import event_accumulator as ea
 
         self.acc = ea.EventAccumulator(str(directory), size_guidance={ea.SCALARS: 0, ea.TENSORS: 0})
-        self.acc.Reload()
+        marks, tb_logger = _PurgeMarks(), logging.getLogger("tensorboard")
+        tb_logger.addFilter(marks)
+        try:
+            self.acc.Reload()
+        finally:
+            tb_logger.removeFilter(marks)
+        self.purged = marks.steps
         tags = self.acc.Tags()
         self.simple = set(tags.get("scalars", []))
         self.tensors = {t for t in tags.get("tensors", [])
@@ -82,6 +110,7 @@ class _Resumed:
         self.attempts = attempts
         self.tags = sorted(set().union(*(a.tags for a in attempts)))
         self.first_time = attempts[0].first_time
+        self.purged = [step for a in attempts for step in a.purged]
 
     def series(self, tag: str) -> list[tuple[float, int, float]]:
         out: list[tuple[float, int, float]] = []
@@ -175,6 +204,9 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
         relogged = len(logged) - len(latest)
         events = [latest[step] for step in sorted(latest)]
         notes = (f"{relogged} step(s) of {y!r} logged again (a resumed run?): the later values kept",) if relogged else ()
+        if scalars.purged:
+            notes += (f"a resumed attempt's purge mark dropped the events a stopped one logged from step "
+                      f"{', '.join(map(str, scalars.purged))} on (steps it logged again)",)
         if resumed:
             notes += (f"joined with the directories of its resumed attempt(s), {', '.join(r.name for r in resumed)} "
                       "(a training resumed from a checkpoint): each earlier attempt's steps from the next one's "

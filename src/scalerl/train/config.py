@@ -276,12 +276,15 @@ class LogConfig:
     """Where metrics go besides the run log (which is always written)."""
 
     tensorboard: bool = False
-    """Also write TensorBoard event files to <output>/tensorboard."""
+    """Also write TensorBoard event files to <output>/tensorboard (a resumed run's purge the stopped
+    attempt's steps after the checkpoint: each step shows once)."""
     wandb_project: str | None = None
     """Also log to this Weights & Biases project (needs the wandb package and a login, or
     ``WANDB_MODE=offline``; one that cannot start fails the run before it writes anything). The
     W&B run's id is kept in <output>/wandb_run_id, so ``--resume`` continues the same W&B run; a
-    run that stops or fails finishes its W&B run as failed."""
+    run that stops or fails finishes its W&B run as failed. W&B cannot take back the steps a stopped
+    attempt logged after its checkpoint (online it keeps those, offline it does not resume a run):
+    a note at the resume says which. A sink failing mid-run is a warning; the training goes on."""
     progress: bool = True
     """Show a progress bar (pass rate, throughput, ETA) on stderr."""
     train_every: int = 1

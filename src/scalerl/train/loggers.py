@@ -1,6 +1,10 @@
 """Metric sinks besides the run log: TensorBoard and Weights & Biases, when asked for.
 
 Each sink takes flat ``{name: number}`` rows with a step; non-numeric values are skipped.
+
+A run killed and resumed from its checkpoint at step S logs steps S+1 on again: :meth:`Sink.resume`
+tells each sink so before the first row, so the earlier attempt's rows for those steps do not show
+beside the new ones (TensorBoard) or the user is told what the tracker keeps (W&B).
 """
 
 from __future__ import annotations
@@ -12,12 +16,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from scalerl.atomic_files import write_text_atomically
 from scalerl.errors import ConfigError
+from scalerl.train.sink_guard import GuardedSink
 
 if TYPE_CHECKING:  # train.config imports no loggers; only the annotation needs it
     from scalerl.train.config import LogConfig
 
 
 class Sink(Protocol):
+    def resume(self, first_step: int) -> str | None:
+        """A resumed run's first step (0: no checkpoint, the run starts over): an earlier attempt's
+        rows from it on are stale. Called before the first row; returns a note for the user, if any."""
+        ...
+
     def log(self, row: dict[str, Any], step: int) -> None: ...
 
     def close(self, ok: bool = True) -> None:
@@ -30,12 +40,32 @@ def _numeric(row: dict[str, Any]) -> dict[str, float]:
 
 
 class TensorBoardSink:
+    """Event files in ``logdir``, one per attempt of the run. A resumed attempt's file starts with
+    TensorBoard's purge mark (``SummaryWriter(purge_step=...)``): readers -- TensorBoard itself and
+    scalerl's :mod:`scalerl.curves.tensorboard_log` -- drop the killed attempt's events from that step
+    on, so the curve holds each step once, with the value the resumed attempt logged."""
+
     def __init__(self, logdir: Path) -> None:
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError:
             raise ConfigError("log.tensorboard needs the tensorboard package: pip install 'scalerl[tensorboard]'") from None
-        self.writer = SummaryWriter(str(logdir))
+        self._summary_writer = SummaryWriter
+        self.logdir = logdir
+        self.purge_step: int | None = None
+        self._writer = None  # opened at the first row: the purge step is known only once the run has resumed
+
+    @property
+    def writer(self):
+        if self._writer is None:
+            self._writer = self._summary_writer(str(self.logdir), purge_step=self.purge_step)
+        return self._writer
+
+    def resume(self, first_step: int) -> str | None:
+        if self._writer is not None:
+            raise RuntimeError("TensorBoardSink.resume after its first row: the purge mark must open the event file")
+        self.purge_step = first_step
+        return None
 
     def log(self, row: dict[str, Any], step: int) -> None:
         for k, v in _numeric(row).items():
@@ -43,7 +73,8 @@ class TensorBoardSink:
         self.writer.flush()
 
     def close(self, ok: bool = True) -> None:
-        self.writer.close()
+        if self._writer is not None:
+            self._writer.close()
 
 
 class WandbSink:
@@ -57,6 +88,7 @@ class WandbSink:
             import wandb
         except ImportError:
             raise ConfigError("log.wandb_project needs the wandb package: pip install 'scalerl[wandb]'") from None
+        self.directory = directory
         id_file = directory / self.ID_FILE
         run_id = id_file.read_text().strip() if resume and id_file.is_file() else ""
         if not run_id:
@@ -72,6 +104,21 @@ class WandbSink:
             raise ConfigError(f"log.wandb_project: W&B could not start the run: {exc} (or set WANDB_MODE=offline to "
                               "keep the W&B run on this machine; `wandb sync` uploads it later)") from None
 
+    def resume(self, first_step: int) -> str | None:
+        """W&B cannot drop a resumed run's stale steps here (a run's steps only go forward; its
+        ``resume_from`` rewind is a server-side preview, not offline): what W&B keeps is said instead."""
+        if self.run.offline:  # measured with wandb 0.31: not resumed, its steps start over, a directory of its own
+            return (f"W&B cannot resume a run offline: this attempt's rows (from step {first_step}) go to a W&B run "
+                    f"directory of their own beside the earlier attempt's (wandb/offline-run-*-{self.run.id}), which "
+                    f"`wandb sync` does not join into one run; `scalerl fit {self.directory / 'wandb'}` reads them "
+                    f"joined, and the run log and TensorBoard hold each step once")
+        last = self.run.starting_step - 1  # online: W&B goes on after the last step it has of the run
+        if last >= first_step:
+            return (f"W&B's run {self.run.id} has the stopped attempt's rows up to step {last}: W&B drops this "
+                    f"attempt's rows for steps {first_step}-{last} (a W&B run's steps only go forward) and keeps "
+                    f"the stopped attempt's; the run log and TensorBoard hold this attempt's")
+        return None
+
     def log(self, row: dict[str, Any], step: int) -> None:
         self.run.log(_numeric(row), step=step)
 
@@ -80,9 +127,11 @@ class WandbSink:
 
 
 def make_sinks(log_cfg: LogConfig, output: Path, name: str, config: dict[str, Any], resume: bool) -> list[Sink]:
+    """The sinks ``log_cfg`` asks for, each guarded (:mod:`scalerl.train.sink_guard`: one that fails
+    mid-run is a warning, not the end of the training). One that cannot start raises here, before any step."""
     sinks: list[Sink] = []
     if log_cfg.tensorboard:
-        sinks.append(TensorBoardSink(output / "tensorboard"))
+        sinks.append(GuardedSink(TensorBoardSink(output / "tensorboard"), "TensorBoard"))
     if log_cfg.wandb_project:
-        sinks.append(WandbSink(log_cfg.wandb_project, name, config, output, resume))
+        sinks.append(GuardedSink(WandbSink(log_cfg.wandb_project, name, config, output, resume), "W&B"))
     return sinks

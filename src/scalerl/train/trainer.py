@@ -312,6 +312,7 @@ class Trainer:
         self.sinks = make_sinks(cfg.log, self.output, self.output.name, to_dict(cfg), self.resume)
         if self.resume:
             self._restore()
+            self._resume_sinks()
         else:
             save_yaml(cfg, self.output / CONFIG, header=f"scalerl run {self.output.name} (resolved config)")
             self.runlog = RunLogWriter(self.output / RUNLOG, self._header())
@@ -562,6 +563,16 @@ class Trainer:
             return f"interrupted at step {self.step}, before its first checkpoint; {resume}"
         return (f"interrupted at step {self.step}, before its first checkpoint (nothing kept in {self.output}); "
                 "run the same command again to start it")
+
+    def _resume_sinks(self) -> None:
+        """Tell the metric sinks where this attempt goes on: the steps after the checkpoint (all of
+        them, from step 0, where there was none) are logged again, and an earlier attempt's rows for
+        them are stale (TensorBoard hides them; W&B cannot, which its note says)."""
+        first = self.step + 1 if self.resumed_from is not None else 0
+        for sink in self.sinks:
+            note = sink.resume(first)
+            if note:
+                print(f"note: {note}", file=sys.stderr)
 
     def _log_resume(self) -> None:
         """A row that says where the run went on, for the report: the rows alone read the same as a

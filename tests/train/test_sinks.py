@@ -1,0 +1,198 @@
+"""The metric sinks (TensorBoard, W&B) under resumes and failures, driven directly (no training)."""
+
+import pytest
+
+
+def _tb_steps(logdir, tag):
+    """``[(step, value)]`` of ``tag`` as TensorBoard's own loader shows them (purge marks applied)."""
+    from tensorboard.backend.event_processing import event_accumulator as ea
+
+    acc = ea.EventAccumulator(str(logdir), size_guidance={ea.SCALARS: 0})
+    acc.Reload()
+    return [(e.step, e.value) for e in acc.Scalars(tag)]
+
+
+def test_a_resumed_tensorboard_sink_hides_the_stopped_attempts_redone_steps(tmp_path, caplog):
+    """Killed after logging steps 5 and 6, resumed from the checkpoint at step 4: the new attempt logs
+    5 and 6 again. Both attempts' events showed in TensorBoard (step 5, 6, then 5, 6 again: a curve
+    that jumps back); the resumed attempt's event file now opens with a purge mark at step 5."""
+    pytest.importorskip("tensorboard")
+    from scalerl.curves.tensorboard_log import read_tensorboard
+    from scalerl.train.loggers import TensorBoardSink
+
+    logdir = tmp_path / "run" / "tensorboard"
+    first = TensorBoardSink(logdir)
+    for step in range(1, 7):
+        first.log({"reward": float(step), "type": "train"}, step)
+    first.close(False)
+    resumed = TensorBoardSink(logdir)
+    assert resumed.resume(5) is None
+    for step in range(5, 9):
+        resumed.log({"reward": 10.0 + step}, step)
+    resumed.close()
+    assert len(list(logdir.glob("*tfevents*"))) == 2
+    assert _tb_steps(logdir, "reward") == [(1, 1), (2, 2), (3, 3), (4, 4), (5, 15), (6, 16), (7, 17), (8, 18)]
+    caplog.clear()
+    curve, = read_tensorboard(logdir, "step", "reward", bounded=False)
+    assert list(curve.x) == [1, 2, 3, 4, 5, 6, 7, 8] and list(curve.y) == [1, 2, 3, 4, 15, 16, 17, 18]
+    # scalerl fit says the purge in the curve's notes, not as TensorBoard's warning about "a TensorFlow restart"
+    assert any("purge mark dropped the events a stopped one logged from step 5 on" in n for n in curve.notes)
+    assert "TensorFlow restart" not in caplog.text
+
+
+def test_a_tensorboard_sink_resumed_without_a_checkpoint_purges_everything(tmp_path):
+    """Killed before the first checkpoint: the run starts over at step 0, and so does its curve."""
+    pytest.importorskip("tensorboard")
+    from scalerl.train.loggers import TensorBoardSink
+
+    first = TensorBoardSink(tmp_path)
+    first.log({"val/pass_rate": 0.25}, 0)
+    first.close(False)
+    again = TensorBoardSink(tmp_path)
+    again.resume(0)
+    again.log({"val/pass_rate": 0.5}, 0)
+    again.close()
+    assert _tb_steps(tmp_path, "val/pass_rate") == [(0, 0.5)]
+
+
+class _Failing:
+    """A sink whose every call raises, as TensorBoard's writer does once its disk is full."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def resume(self, first_step):
+        return None
+
+    def log(self, row, step):
+        self.calls += 1
+        raise OSError(28, "No space left on device")
+
+    def close(self, ok=True):
+        raise OSError(28, "No space left on device")
+
+
+def test_a_sink_failing_mid_run_warns_once_counts_the_lost_rows_and_never_raises(capsys):
+    """A full disk under <output>/tensorboard (or W&B raising in log) raised out of the sink and
+    ended the training, hours of it, for a mirror of the run log. Now: one warning, the rows counted,
+    said at the close; the sink is still tried (a disk freed, W&B back, takes the next rows)."""
+    from scalerl.train.sink_guard import GuardedSink
+
+    inner = _Failing()
+    sink = GuardedSink(inner, "TensorBoard")
+    for step in range(1, 4):
+        sink.log({"reward": 0.5}, step)
+    sink.close(False)
+    err = capsys.readouterr().err
+    assert inner.calls == 3 and sink.lost == 3
+    assert err.count("warning:") == 1
+    assert "TensorBoard failed at step 1: OSError: [Errno 28] No space left on device; training goes on" in err
+    assert "note: TensorBoard could not take 3 row(s), the first at step 1" in err
+
+
+def test_a_guarded_sink_lets_a_stop_through():
+    """Ctrl-C / SIGTERM (KeyboardInterrupt) while a sink flushes stops the run; only errors are caught."""
+    from scalerl.train.sink_guard import GuardedSink
+
+    class Stopped(_Failing):
+        def log(self, row, step):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        GuardedSink(Stopped(), "W&B").log({"x": 1.0}, 1)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # its writing thread's error
+def test_a_real_tensorboard_sink_on_a_full_disk_does_not_raise(tmp_path, monkeypatch, capsys):
+    """TensorBoard's own writer on a disk that fills: its writing thread fails, and every later
+    add_scalar, flush and close raise that error -- which ended the training before."""
+    pytest.importorskip("tensorboard")
+    from scalerl.train import loggers
+
+    import tensorboard.summary.writer.record_writer as record_writer
+
+    def full(self, data):
+        raise OSError(28, "No space left on device")
+
+    sink = loggers.make_sinks(loggers_cfg(tensorboard=True), tmp_path, "run", {}, resume=False)[0]
+    sink.log({"reward": 0.5}, 1)
+    monkeypatch.setattr(record_writer.RecordWriter, "write", full)
+    for step in range(2, 6):
+        sink.log({"reward": 0.5}, step)
+    sink.close()
+    err = capsys.readouterr().err
+    assert "warning: TensorBoard failed at step" in err and "No space left on device" in err
+    assert "note: TensorBoard could not take" in err
+
+
+def loggers_cfg(**values):
+    from scalerl.train.config import LogConfig
+
+    return LogConfig(**values)
+
+
+class _Run:
+    """What WandbSink reads of a W&B run at a resume."""
+
+    def __init__(self, offline, starting_step):
+        self.offline, self.starting_step, self.id = offline, starting_step, "abc12345"
+
+
+def _wandb_sink(tmp_path, run):
+    from scalerl.train.loggers import WandbSink
+
+    sink = WandbSink.__new__(WandbSink)  # the run W&B would hand back, without W&B
+    sink.run, sink.directory = run, tmp_path
+    return sink
+
+
+def test_a_resumed_wandb_sink_says_what_wandb_keeps_of_the_redone_steps(tmp_path):
+    """W&B drops rows at a step below the run's last (online), and cannot resume offline at all:
+    a resumed run's redone steps went missing from W&B without a word."""
+    offline = _wandb_sink(tmp_path, _Run(offline=True, starting_step=0)).resume(5)
+    assert "W&B cannot resume a run offline" in offline and "from step 5" in offline
+    assert f"scalerl fit {tmp_path / 'wandb'}" in offline
+    ahead = _wandb_sink(tmp_path, _Run(offline=False, starting_step=8)).resume(5)
+    assert "up to step 7" in ahead and "drops this attempt's rows for steps 5-7" in ahead
+    assert _wandb_sink(tmp_path, _Run(offline=False, starting_step=5)).resume(5) is None  # nothing redone
+
+
+def test_a_resumed_offline_wandb_sink_keeps_its_id_and_says_so(tmp_path, monkeypatch, capsys):
+    """The real W&B, offline: the resumed sink continues the id from wandb_run_id, and says at the
+    resume that W&B keeps this attempt in a run directory of its own."""
+    wandb = pytest.importorskip("wandb")
+    from scalerl.train.loggers import WandbSink
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    wandb.teardown()
+    try:
+        first = WandbSink("scalerl-test", "run", {}, tmp_path, resume=False)
+        first.log({"x": 1.0}, 1)
+        first.close(False)
+        resumed = WandbSink("scalerl-test", "run", {}, tmp_path, resume=True)
+        assert resumed.run.id == first.run.id == (tmp_path / "wandb_run_id").read_text().strip()
+        assert "W&B cannot resume a run offline" in resumed.resume(1)
+        resumed.log({"x": 2.0}, 1)
+        resumed.close()
+    finally:
+        wandb.teardown()
+
+
+@pytest.mark.parametrize(("resumed_from", "first"), [(4, 5), (None, 0)])
+def test_the_trainer_tells_each_sink_where_a_resume_goes_on(capsys, resumed_from, first):
+    """After its checkpoint at step 4 a resume logs from step 5 on; without a checkpoint, from step 0."""
+    from types import SimpleNamespace
+
+    from scalerl.train.trainer import Trainer
+
+    told = []
+
+    class Sink:
+        def resume(self, first_step):
+            told.append(first_step)
+            return "W&B keeps this"
+
+    Trainer._resume_sinks(SimpleNamespace(step=resumed_from or 0, resumed_from=resumed_from, sinks=[Sink()]))
+    assert told == [first]
+    assert capsys.readouterr().err == "note: W&B keeps this\n"
