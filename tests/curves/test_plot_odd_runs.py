@@ -140,3 +140,20 @@ def test_more_than_ten_compared_runs_each_get_their_own_colour(tmp_path, figures
     scatters = [c for c in ax.collections if not isinstance(c, PolyCollection)]
     colours = {mcolors.to_hex(c.get_facecolor()[0], keep_alpha=False) for c in scatters}
     assert len(colours) == 12
+
+
+def test_many_compared_runs_shade_only_the_baselines_band(tmp_path, figures):
+    """24 runs stacked 24 translucent bands into one grey mass over the curves: above BANDS_UP_TO
+    runs only the baseline is shaded, and the legend says so; a few runs keep a band each."""
+    from scalerl.curves.plot import BANDS_UP_TO
+
+    many = {f"run{i:02d}": [_curve(_sig(XS, 0.5 + 0.01 * i))] for i in range(BANDS_UP_TO + 2)}
+    plot_compare(compare(many, n_boot=10, forecasts=False), tmp_path / "c.png")
+    ax = figures[-1].axes[0]
+    assert len([c for c in ax.collections if isinstance(c, PolyCollection)]) == 1
+    assert any(f"the baseline's only: {BANDS_UP_TO + 2} runs" in label for label in _labels(figures[-1]))
+    few = {f"run{i}": [_curve(_sig(XS, 0.5 + 0.05 * i))] for i in range(3)}
+    plot_compare(compare(few, n_boot=10, forecasts=False), tmp_path / "d.png")
+    ax = figures[-1].axes[0]
+    assert len([c for c in ax.collections if isinstance(c, PolyCollection)]) == 3
+    assert not any("baseline's only" in label for label in _labels(figures[-1]))

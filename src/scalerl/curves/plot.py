@@ -172,12 +172,18 @@ def plot_forecast(fc, path, *, title: str | None = None, extend: float = 3.0, x_
     return finish(fig, ax, path, title=title)
 
 
+#: Most runs of a comparison drawn each with its band: beyond, only the baseline's is shaded (24 runs
+#: stacked 24 translucent bands into one grey mass that hid the curves the comparison is about).
+BANDS_UP_TO = 6
+
+
 def plot_compare(result, path, *, title: str | None = None, extend: float = 3.0) -> Path:
     """All runs of a comparison on one log-x axis: each run's points, its pooled sigmoid (the
     fit the classification is about) and its forecast with the calibrated confidence band
     (dashed line, shaded) -- the same band ``compare`` prints at the common compute. A run
     compared without forecasts falls back to the bootstrap band of its sigmoid; an unstable
-    run gets no band (its extrapolation is not a forecast)."""
+    run gets no band (its extrapolation is not a forecast). Above :data:`BANDS_UP_TO` runs only
+    the baseline's band is shaded (the legend says so); every run keeps its curves."""
     path = check_plot_path(path)
     plt = _plt()
     # Taller with many runs: their legend (below the axes) squeezed the axes to a strip.
@@ -201,17 +207,22 @@ def plot_compare(result, path, *, title: str | None = None, extend: float = 3.0)
                 label=f"{shorten(rf.label)}: A={f.A:.3f} B={f.B:.2f}{note}")
         if unstable:
             continue
+        shade = len(result.runs) <= BANDS_UP_TO or rf.label == result.baseline
         if rf.forecast is not None and rf.forecast.bands is not None:
             b = rf.forecast.band_arrays(grid)
             pct = int(round(100 * rf.forecast.level))
             ax.plot(grid, b["R"], "--", color=color, lw=1.0)
-            ax.fill_between(grid, b["lo"], b["hi"], color=color, alpha=0.12, lw=0)
-        elif rf.seeds.boot is not None:
+            if shade:
+                ax.fill_between(grid, b["lo"], b["hi"], color=color, alpha=0.12, lw=0)
+        elif rf.seeds.boot is not None and shade:
             lo, hi = rf.seeds.boot.predict_interval(grid)
             ax.fill_between(grid, lo, hi, color=color, alpha=0.12, lw=0)
     ax.axvspan(xmax, grid.max(), color="gray", alpha=0.07)
+    only = f" (the baseline's only: {len(result.runs)} runs)" if len(result.runs) > BANDS_UP_TO else ""
     if pct is not None:  # one legend entry for what the dashed lines and shading are
-        ax.plot([], [], "--", color="gray", lw=1.0, label=f"forecast, {pct}% confidence band (calibrated)")
+        ax.plot([], [], "--", color="gray", lw=1.0, label=f"forecast, {pct}% confidence band (calibrated){only}")
+    elif only:
+        ax.plot([], [], color="gray", lw=0, label=f"bands{only}")
     c0 = result.runs[0].curves[0]
     ax.set_xlabel(c0.x_name)
     ax.set_ylabel(c0.y_name)
