@@ -167,6 +167,8 @@ def test_calibrate_keep_excursions_fits_every_evaluation(capsys, tmp_path, six_r
     ("members", "members must name forecast members"),
     ("text", "q_prediction must hold"),
     ("huge", "its levels must be increasing"),
+    ("decreasing", "q_confidence must not decrease from one level to the next"),
+    ("no-temperature", "missing field 'temperature'"),
 ])
 def test_a_bad_calibration_file_is_refused_in_one_line(capsys, tmp_path, content, message):
     path = tmp_path / "bad.json"
@@ -182,6 +184,12 @@ def test_a_bad_calibration_file_is_refused_in_one_line(capsys, tmp_path, content
         content = json.dumps(good)
     elif content == "huge":  # an integer too large for a float: OverflowError
         good["levels"][0] = 10**400
+        content = json.dumps(good)
+    elif content == "decreasing":  # hand-edited: the 95% band came out narrower than the 50% one
+        good["q_confidence"] = good["q_confidence"][::-1]
+        content = json.dumps(good)
+    elif content == "no-temperature":  # a missing key read as null: equal weights, another forecast, no word
+        del good["temperature"]
         content = json.dumps(good)
     path.write_text(content)
     with pytest.raises(InputError, match=message.replace("(", r"\(")):
@@ -207,3 +215,42 @@ def test_backtest_all_runs_points_to_calibrate_when_the_bands_miss(capsys, tmp_p
                              "--bootstrap", "0")
     assert code == 0, err
     assert f"`scalerl calibrate {path} --x x --y val_score` makes factors from your runs" in out
+
+
+def test_a_calibration_without_the_commands_level_is_refused_naming_the_file(capsys, tmp_path):
+    """A file with factors at 0.8 and 0.9 only: fit --level 0.95 said "band level must be in [0.8, 0.9]"
+    without naming the file or what to do; --level 0.85 is within it and works."""
+    good = default_calibration().as_dict()
+    keep = [i for i, lv in enumerate(good["levels"]) if lv in (0.8, 0.9)]
+    for key in ("levels", "q_confidence", "q_prediction", "q_gain"):
+        good[key] = [good[key][i] for i in keep]
+    path = tmp_path / "two-levels.json"
+    path.write_text(json.dumps(good))
+    fit = ["fit", str(CORPUS_CSV), *XY, "--run", "cogbeh_qwen_human_cot", "--bootstrap", "0", "--calibration", str(path)]
+    code, _, err = run_cli(capsys, *fit)
+    assert code == 2 and f"{path} has factors for band levels 0.8 to 0.9, not 0.95" in err
+    code, _, err = run_cli(capsys, *fit, "--level", "0.85")
+    assert code == 0, err
+
+
+def test_calibrate_lists_unreadable_runs_checks_each_log_on_the_others_and_names_its_x(capsys, tmp_path, six_runs):
+    """Two logs of three runs each, one also holding a run with no finite value: the run was dropped
+    without a word ("calibrated on 6 runs" of 7 given); the factors made without a log's runs are
+    scored on that log's (as on another source); the file's provenance names the compute column."""
+    lines = six_runs.read_text().splitlines()
+    runs = list(dict.fromkeys(ln.split(",")[0] for ln in lines[1:]))
+    logs = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    for log, part in zip(logs, (runs[:3], runs[3:])):
+        log.write_text("\n".join([lines[0]] + [ln for ln in lines[1:] if ln.split(",")[0] in part]) + "\n")
+    with open(logs[0], "a") as f:
+        f.write("".join(f"broken,{x},nan\n" for x in range(0, 100, 10)))
+    out = tmp_path / "cal.json"
+    code, text, err = run_cli(capsys, "calibrate", *map(str, logs), *XY, "--output", str(out), "--json")
+    assert code == 0, err
+    obj = json.loads(text)
+    assert obj["runs_scored"] == 6
+    assert any(s["run"] == "broken" and "no rows with finite" in s["reason"] for s in obj["skipped"])
+    by_log = obj["yours_leave_one_log_out"]
+    assert set(by_log) == {str(log) for log in logs}
+    assert all(0 <= chk["end_coverage"] <= 1 for chk in by_log.values())
+    assert read_calibration(out).provenance.endswith("x: x")

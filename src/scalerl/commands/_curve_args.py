@@ -148,7 +148,8 @@ def fit_kwargs(args) -> dict:
     if args.method == "paper" and args.r0 == "free":
         raise InputError("the paper method keeps R0 fixed; use --r0 first or a value, or --method fast")
     bounded = not args.unbounded
-    calibration = read_calibration(args.calibration) if getattr(args, "calibration", None) else None
+    calibration = (read_calibration(args.calibration, level=args.level) if getattr(args, "calibration", None)
+                   else None)
     # Refused here, once: a backtest of several runs listed each as skipped for it, and exited 0.
     check_settings(n_boot=args.bootstrap, level=args.level, seed=args.seed, calibration=calibration)
     return dict(

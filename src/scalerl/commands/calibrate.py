@@ -59,12 +59,13 @@ def run(args) -> int:
         raise InputError(f"--cuts must be shares of the compute in (0, 1), got {args.cuts}")
     distinct_cuts("--cuts", args.cuts)
     kwargs = read_kwargs(args)
-    curves = [c for path, (x, y) in zip(args.paths, axes_per_path(args)) for c in read_curves(path, x, y, **kwargs)]
+    read = [(path, c) for path, (x, y) in zip(args.paths, axes_per_path(args)) for c in read_curves(path, x, y, **kwargs)]
     out = Path(args.output)
     if out.is_dir():
         raise InputError(f"--output {out} is a directory; give a file name (e.g. {out / 'calibration.json'})")
     writable_file(out, "--output")  # before the calibration, not a traceback after it
-    curves, repeats = _distinct(curves)
+    read, repeats = _distinct(read)
+    curves = [c for _, c in read]
     # One note per repeated run, with how often it was given (three copies printed "given twice" twice).
     for (name, first), n in Counter(repeats).items():
         what = f"{name} is given {_times(n + 1)}" if name == first else f"{name} is the same curve as {first}"
@@ -83,6 +84,9 @@ def run(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomically(out, json.dumps(result.calibration.as_dict(), indent=2) + "\n")
     base, new, loro = result.check_base(), result.calibration, result.check_new()
+    # Each log given apart (a source, a framework) scored with the factors from the others: what
+    # the factors are worth on runs unlike those they were made on.
+    by_log = result.check_groups({c.name: path for path, c in read})
     runs_scored = len({bt.run for bt in result.scored})
     unstable = sorted({bt.run for bt in result.backtests if not bt.scored})
     if args.json:
@@ -92,6 +96,7 @@ def run(args) -> int:
             "factors_95": {k: {"shipped": result.base.q(0.95, k), "yours": new.q(0.95, k)}
                            for k in ("confidence", "prediction", "gain")},
             "shipped_on_your_runs": vars(base), "yours_leave_one_run_out": vars(loro) if loro else None,
+            "yours_leave_one_log_out": {path: vars(chk) for path, chk in by_log.items()},
             "calibration": new.as_dict()}), allow_nan=False))
         return 0
     print(f"calibrated on {runs_scored} run(s), {len(result.scored)} run-cuts (each run cut at "
@@ -112,6 +117,12 @@ def run(args) -> int:
               f"{_pct(loro.point_coverage)} of held-out evaluations in the prediction band")
     else:
         print("with fewer than 3 runs the new factors cannot be checked on a run they have not seen")
+    if by_log:
+        print("yours, made without a log's runs, on that log's (leave one log out: as on runs of another source):")
+        print(table([[path, str(len({c.run for c in result.scores if c.run in _names(read, path)})),
+                      _pct(chk.end_coverage), f"{chk.end_half_width:.3f}", _pct(chk.point_coverage)]
+                     for path, chk in by_log.items()],
+                    ["log", "runs", "end level covered", "median half-width", "evaluations in the prediction band"]))
     n = len(result.scored)
     if n < _FULL_95:
         print(f"note: with {n} run-cuts the 95% factor is the largest error seen, which a new run exceeds about "
@@ -122,12 +133,17 @@ def run(args) -> int:
     return 0
 
 
-def _distinct(curves):
-    """The curves with exact repeats dropped (the same file given twice), and (name, first name)
-    of each repeat; a run name seen in two files with other values is kept apart as ``name#2``."""
+def _names(read, path) -> set[str]:
+    """The names of the runs read from ``path``."""
+    return {c.name for p, c in read if p == path}
+
+
+def _distinct(read):
+    """The (path, curve) pairs with exact repeats dropped (the same file given twice), and (name, first
+    name) of each repeat; a run name seen in two files with other values is kept apart as ``name#2``."""
     kept, repeats, seen = [], [], {}
     names: dict[str, int] = {}
-    for c in curves:
+    for path, c in read:
         key = (c.x.tobytes(), c.y.tobytes())
         if key in seen:
             repeats.append((c.name, seen[key]))
@@ -136,7 +152,7 @@ def _distinct(curves):
         if names[c.name] > 1:
             c = replace(c, name=f"{c.name}#{names[c.name]}")
         seen[key] = c.name
-        kept.append(c)
+        kept.append((path, c))
     return kept, repeats
 
 

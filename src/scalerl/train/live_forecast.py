@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from scalerl.atomic_files import write_text_atomically
 from scalerl.curves import Calibration, Curve, forecast
-from scalerl.curves.bands import read_calibration
+from scalerl.curves.bands import DEFAULT_LEVEL, read_calibration
 from scalerl.errors import InputError
 from scalerl.train.config import CALIBRATION_COPY
 
@@ -27,10 +27,10 @@ def run_calibration(configured: str | None, output: Path) -> Calibration | None:
     ``configured`` (``forecast.calibration``), copied into the run directory; None: the shipped one."""
     copy = Path(output) / CALIBRATION_COPY
     if copy.exists():
-        return read_calibration(copy)
+        return read_calibration(copy, level=DEFAULT_LEVEL)
     if not configured:
         return None
-    cal = read_calibration(configured)
+    cal = read_calibration(configured, level=DEFAULT_LEVEL)
     # Whole or not at all: a copy cut by a kill was read first by every later resume, which refused it.
     write_text_atomically(copy, json.dumps(cal.as_dict(), indent=2) + "\n")
     return cal
