@@ -36,6 +36,25 @@ def run_calibration(configured: str | None, output: Path) -> Calibration | None:
     return cal
 
 
+def changed_calibration_note(configured: str | None, output: Path) -> str | None:
+    """What a resume says when ``forecast.calibration`` no longer holds the factors of the run's copy
+    (written again by ``scalerl calibrate`` since the run started): the copy is what the run keeps
+    using, and a resume that used it without a word read as if the new factors were in."""
+    copy = Path(output) / CALIBRATION_COPY
+    if not configured or not copy.exists() or not Path(configured).is_file():
+        return None
+    try:
+        changed = read_calibration(configured) != read_calibration(copy)
+    except InputError as exc:
+        return (f"forecast.calibration {configured} cannot be read now ({exc}); the run goes on with its copy "
+                f"{copy}, made when it started")
+    if not changed:
+        return None
+    return (f"forecast.calibration {configured} has other factors than when the run started; the run keeps its "
+            f"copy {copy} (its live forecast and report use it): start a new run to use the new factors, or "
+            f"`scalerl report {output} --calibration {configured}` to see its report with them")
+
+
 def live_forecast(
     rows: Sequence[dict[str, Any]],
     *,

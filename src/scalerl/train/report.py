@@ -95,7 +95,10 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     if cal is None and (configured or copy.exists()):
         try:  # the run's own copy first: the original may have moved since the run started
             cal = read_calibration(copy if copy.exists() else configured, level=DEFAULT_LEVEL)
-            f["calibration"] = str(configured or copy)
+            # Named as what was read: the original path alone read as its factors now, which can
+            # differ from the copy's (calibrated again since) or be gone.
+            f["calibration"] = (f"{copy} (the run's copy of {configured}, made when it started)"
+                                if copy.exists() and configured else str(configured or copy))
         except InputError as exc:  # the run trained; its report falls back, and says so
             f["calibration"] = f"the shipped factors: the run's forecast.calibration could not be read ({exc})"
     elif cal is not None:
