@@ -254,3 +254,19 @@ def test_calibrate_lists_unreadable_runs_checks_each_log_on_the_others_and_names
     assert set(by_log) == {str(log) for log in logs}
     assert all(0 <= chk["end_coverage"] <= 1 for chk in by_log.values())
     assert read_calibration(out).provenance.endswith("x: x")
+
+
+def test_a_runs_evaluation_sets_are_held_out_together(capsys, tmp_path, six_runs):
+    """A --y glob reads each run's curve of each metric: two runs with two evaluation sets each were
+    four "runs" to the leave-one-run-out check, which held out one set of a run while its other set
+    (which moves with it) stayed in the factors -- a check printed from two runs."""
+    lines = six_runs.read_text().splitlines()
+    keep = ("cogbeh_qwen_human_cot,", "cogbeh_llama_human_cot,")
+    path = tmp_path / "two-sets.csv"
+    path.write_text("run,x,val/a,val/b\n" + "".join(f"{ln},{float(ln.split(',')[2]) * 0.98:.4f}\n"
+                                                   for ln in lines[1:] if ln.startswith(keep)))
+    code, text, err = run_cli(capsys, "calibrate", str(path), "--x", "x", "--y", "val/*", "--output",
+                              str(tmp_path / "c.json"), "--json")
+    assert code == 0, err
+    obj = json.loads(text)
+    assert obj["run_cuts"] == 12 and obj["yours_leave_one_run_out"] is None  # two runs: no check

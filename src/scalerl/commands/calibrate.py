@@ -53,7 +53,7 @@ def run(args) -> int:
     import math
 
     from scalerl.curves import read_curves
-    from scalerl.curves.calibrate import calibrate
+    from scalerl.curves.calibrate import calibrate, training
 
     if any(not 0 < f < 1 for f in args.cuts):
         raise InputError(f"--cuts must be shares of the compute in (0, 1), got {args.cuts}")
@@ -86,7 +86,7 @@ def run(args) -> int:
     base, new, loro = result.check_base(), result.calibration, result.check_new()
     # Each log given apart (a source, a framework) scored with the factors from the others: what
     # the factors are worth on runs unlike those they were made on.
-    by_log = result.check_groups({c.name: path for path, c in read})
+    by_log = result.check_groups({training(c.name): path for path, c in read})
     runs_scored = len({bt.run for bt in result.scored})
     unstable = sorted({bt.run for bt in result.backtests if not bt.scored})
     if args.json:
@@ -119,7 +119,7 @@ def run(args) -> int:
         print("with fewer than 3 runs the new factors cannot be checked on a run they have not seen")
     if by_log:
         print("yours, made without a log's runs, on that log's (leave one log out: as on runs of another source):")
-        print(table([[path, str(len({c.run for c in result.scores if c.run in _names(read, path)})),
+        print(table([[path, str(len({c.run for c in result.scores if c.run in _trainings(read, path)})),
                       _pct(chk.end_coverage), f"{chk.end_half_width:.3f}", _pct(chk.point_coverage)]
                      for path, chk in by_log.items()],
                     ["log", "runs", "end level covered", "median half-width", "evaluations in the prediction band"]))
@@ -133,9 +133,11 @@ def run(args) -> int:
     return 0
 
 
-def _names(read, path) -> set[str]:
-    """The names of the runs read from ``path``."""
-    return {c.name for p, c in read if p == path}
+def _trainings(read, path) -> set[str]:
+    """The runs read from ``path`` (a --y glob's curves of one run counted as that run)."""
+    from scalerl.curves.calibrate import training
+
+    return {training(c.name) for p, c in read if p == path}
 
 
 def _distinct(read):

@@ -30,6 +30,7 @@ from scalerl.curves.backtest import Backtest, _end_slice, backtest
 from scalerl.curves.bands import Calibration, conformal_quantile, default_calibration, gain_scale
 from scalerl.curves.data import Curve
 from scalerl.curves.forecast import Forecast
+from scalerl.curves.io import METRIC_SEP
 from scalerl.errors import InputError
 
 #: Where each run is cut: the same shares as the shipped calibration.
@@ -238,6 +239,11 @@ def _left_out(backtests: list, skipped: list[tuple[str, str]]) -> str:
     return (": " + "; ".join(f"{run} ({why})" for run, why in reasons.items())) if reasons else ""
 
 
+def training(name: str) -> str:
+    """The run a curve's ``name`` belongs to: ``"<run> | <metric>"`` (a ``--y`` glob's) is ``<run>``'s."""
+    return name.split(METRIC_SEP, 1)[0]
+
+
 def calibrate(
     curves: Sequence[Curve],
     *,
@@ -272,7 +278,9 @@ def calibrate(
             f"{len(scored)} run-cut(s) could be scored ({len(curves)} run(s) x {len(cuts)} cuts, unstable runs and "
             f"runs too short to cut left out{_left_out(backtests, skipped)}); a calibration needs at least {MIN_CUTS}: "
             "give more runs, or longer ones")
-    scores = [cut_score(bt.forecast, bt.test_x, bt.test_y, bt.run) for bt in scored]
+    # Scored as the training they come from: a --y glob's curves of one run (its evaluation sets) move
+    # together, and holding out one while another stayed in made a "leave one run out" check of two runs.
+    scores = [cut_score(bt.forecast, bt.test_x, bt.test_y, training(bt.run)) for bt in scored]
     # The compute column(s) in the provenance, which fit prints with the bands: factors made on runs
     # against steps and used on a run against GPU-hours are then not used without a word of it.
     x_names = ", ".join(dict.fromkeys(c.x_name for c in curves if c.name in {bt.run for bt in scored}))
@@ -284,4 +292,4 @@ def calibrate(
 
 
 __all__ = ["CUTS", "CalibrationRun", "Check", "CutScore", "calibrate", "calibration_from_scores", "check", "cut_score",
-           "leave_one_group_out", "leave_one_run_out"]
+           "leave_one_group_out", "leave_one_run_out", "training"]
