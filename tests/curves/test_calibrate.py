@@ -270,3 +270,18 @@ def test_a_runs_evaluation_sets_are_held_out_together(capsys, tmp_path, six_runs
     assert code == 0, err
     obj = json.loads(text)
     assert obj["run_cuts"] == 12 and obj["yours_leave_one_run_out"] is None  # two runs: no check
+
+
+def test_the_bands_name_their_calibrations_provenance_in_fit_backtest_and_compare(capsys, tmp_path):
+    """A user's file made on two runs, or against steps, says so where it is used: backtest and compare
+    named only the file (a one-run backtest not even that); fit gave the provenance."""
+    good = default_calibration().as_dict()
+    good["provenance"] = "scalerl calibrate: 2 runs, 6 run-cuts at [0.3, 0.5, 0.7], x: step"
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(good))
+    line = f"bands: the factors of {path} (scalerl calibrate: 2 runs, 6 run-cuts at [0.3, 0.5, 0.7], x: step)"
+    run = ["--run", "cogbeh_qwen_human_cot"]
+    for argv in (["fit", *run], ["backtest", *run, "--cut-fraction", "0.5"]):
+        code, out, err = run_cli(capsys, argv[0], str(CORPUS_CSV), *XY, *argv[1:], "--bootstrap", "0",
+                                 "--calibration", str(path))
+        assert code == 0 and line in out, err

@@ -71,6 +71,12 @@ def add_fit_args(p: argparse.ArgumentParser, *, fit_until: bool = True) -> None:
                         "(default: the shipped ones, calibrated on 41 real runs of three sources)")
 
 
+def calibration_line(path, calibration) -> str:
+    """The line that says which factors the bands have: the file and its provenance (how many runs and
+    run-cuts, against which compute column) -- a file made on two runs, or on steps, says so where used."""
+    return f"bands: the factors of {path} ({calibration.provenance or 'no provenance'})"
+
+
 def parse_fit_from(value):
     if value is None or str(value).lower() == "none":
         return None
