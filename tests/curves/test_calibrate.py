@@ -73,6 +73,7 @@ def test_calibrate_writes_a_file_that_fit_backtest_and_compare_use(capsys, tmp_p
     assert "leave one run out" in text and f"wrote {out}" in text
     assert "with 18 run-cuts the 95% factor is the largest error seen" in text and "(a 94.7% band, not 95%" in text
     cal = read_calibration(out)
+    assert cal.run_cuts == 18 and cal.supports(0.94) and not cal.supports(0.95)
     shipped = default_calibration()
     assert cal.members == shipped.members and cal.temperature == shipped.temperature
     assert cal.q(0.95, "confidence") != shipped.q(0.95, "confidence")
@@ -285,3 +286,22 @@ def test_the_bands_name_their_calibrations_provenance_in_fit_backtest_and_compar
         code, out, err = run_cli(capsys, argv[0], str(CORPUS_CSV), *XY, *argv[1:], "--bootstrap", "0",
                                  "--calibration", str(path))
         assert code == 0 and line in out, err
+
+
+def test_a_level_a_small_calibration_cannot_give_is_said_where_the_bands_are(capsys, tmp_path):
+    """A file from 6 run-cuts (two runs): its factors from 0.9 up are all the largest error seen, so
+    fit --level 0.99 drew its 80%-level band and called it 99%, the calibrate run's note long gone."""
+    good = default_calibration().as_dict()
+    good["run_cuts"] = 6
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(good))
+    fit = ["fit", str(CORPUS_CSV), *XY, "--run", "cogbeh_qwen_human_cot", "--bootstrap", "0", "--calibration", str(path)]
+    note = "note: from 6 run-cuts the factor at 0.99 is the largest error seen"
+    code, out, err = run_cli(capsys, *fit, "--level", "0.99")
+    assert code == 0 and note in out and "a 85.7% band, not 99%" in out, err
+    code, out, err = run_cli(capsys, *fit, "--level", "0.8")
+    assert code == 0 and "largest error seen" not in out, err
+    good["run_cuts"] = 2.5
+    path.write_text(json.dumps(good))
+    with pytest.raises(InputError, match="run_cuts must be a whole number"):
+        read_calibration(path)

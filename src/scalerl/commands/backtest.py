@@ -105,7 +105,7 @@ def run(args) -> int:
         print("\n" + _summary_lines(summarize(results, tolerance=0.001), "runs", skipped=len(skipped)))
         print("(--all-runs: one line per run instead of a report)")
     if args.calibration:  # (said only by --all-runs: a backtest's bands did not say whose factors they had)
-        print(calibration_line(args.calibration, settings["calibration"]))
+        print(calibration_line(args.calibration, settings["calibration"], args.level))
     if plotted:
         print(plotted)
     return 0
@@ -269,7 +269,7 @@ def _all_runs(curves, args, settings: dict, unread=()) -> int:
     for note in log_notes:
         print(f"note: {note}")
     if args.calibration:
-        print(calibration_line(args.calibration, settings["calibration"]))
+        print(calibration_line(args.calibration, settings["calibration"], args.level))
     if summary is not None:
         what = "run-cuts" if several else "runs"
         for f, s in by_cut.items() if several else ():

@@ -164,7 +164,7 @@ def run(args) -> int:
     if any(p is not None and not p.calibrated for p in preds.values()):
         print("* beyond the calibrated horizon of the bands: stretched, not calibrated")
     if args.calibration:
-        print(calibration_line(args.calibration, kw["calibration"]))
+        print(calibration_line(args.calibration, kw["calibration"], args.level))
     for rf in result.runs:
         if rf.stability.unstable:
             print(f"warning: {rf.label}: {rf.stability.text()}")

@@ -171,7 +171,7 @@ def _as_text(fc, preds, targets, verdict, args) -> str:
     else:
         lines += [ensemble_line(fc), forecast_table(fc, preds)]
         if args.calibration:
-            lines.append(calibration_line(args.calibration, fc.bands.calibration))
+            lines.append(calibration_line(args.calibration, fc.bands.calibration, args.level))
         if not all(p.calibrated for p in preds):
             lines.append(f"* beyond the calibrated horizon ({math.exp(fc.bands.calibration.h_max):.2g}x the last fitted "
                          "compute) or too few points to validate: bands stretched, not calibrated")

@@ -77,6 +77,14 @@ class Calibration:
     gain_span: float = 1.0
     """Median ln(TO / FROM) of the gains the gain factor was calibrated on (see :func:`gain_scale`)."""
     provenance: str = ""
+    run_cuts: int | None = None
+    """How many run-cuts ``scalerl calibrate`` made the factors from (None: not recorded, as in the
+    shipped file): above the level ``n / (n + 1)`` a factor is the largest error seen (:meth:`supports`)."""
+
+    def supports(self, level: float) -> bool:
+        """Whether the factors at ``level`` are quantiles of the scores rather than their largest: with n
+        run-cuts a new run exceeds the largest about 1 time in n + 1, whatever level the band is called."""
+        return self.run_cuts is None or level <= self.run_cuts / (self.run_cuts + 1)
 
     def q(self, level: float, kind: str) -> float:
         """The factor at ``level`` for ``kind`` 'confidence', 'prediction' or 'gain' (interpolated)."""
@@ -89,14 +97,15 @@ class Calibration:
         return {"levels": list(self.levels), "q_confidence": list(self.q_confidence),
                 "q_prediction": list(self.q_prediction), "q_gain": list(self.q_gain), "h_max": self.h_max,
                 "temperature": self.temperature, "members": list(self.members), "gain_span": self.gain_span,
-                "provenance": self.provenance}
+                "provenance": self.provenance, **({} if self.run_cuts is None else {"run_cuts": self.run_cuts})}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Calibration":
         t = d.get("temperature")
         return cls(tuple(d["levels"]), tuple(d["q_confidence"]), tuple(d["q_prediction"]), tuple(d["q_gain"]),
                    float(d["h_max"]), None if t is None else float(t), tuple(d["members"]),
-                   float(d["gain_span"]), str(d.get("provenance", "")))
+                   float(d["gain_span"]), str(d.get("provenance", "")),
+                   None if d.get("run_cuts") is None else int(d["run_cuts"]))
 
 
 @lru_cache(maxsize=1)
@@ -153,6 +162,8 @@ def read_calibration(path, *, level: float | None = None) -> Calibration:
                             f"narrower); got {list(q)}")
     if not (math.isfinite(cal.h_max) and cal.h_max > 0) or not (math.isfinite(cal.gain_span) and cal.gain_span > 0):
         problems.append("h_max and gain_span must be positive")
+    if cal.run_cuts is not None and (cal.run_cuts < 1 or d["run_cuts"] != cal.run_cuts):
+        problems.append(f"run_cuts must be a whole number >= 1 (or absent), got {d['run_cuts']!r}")
     if cal.temperature is not None and not (math.isfinite(cal.temperature) and cal.temperature > 0):
         problems.append("temperature must be positive or null (equal weights)")
     unknown = [m for m in cal.members if not isinstance(m, str) or m not in MEMBERS]

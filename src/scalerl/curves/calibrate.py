@@ -131,6 +131,7 @@ def calibration_from_scores(
         members=tuple(members),
         gain_span=span,
         provenance=provenance,
+        run_cuts=n,
     )
 
 
