@@ -305,3 +305,16 @@ def test_a_level_a_small_calibration_cannot_give_is_said_where_the_bands_are(cap
     path.write_text(json.dumps(good))
     with pytest.raises(InputError, match="run_cuts must be a whole number"):
         read_calibration(path)
+
+
+def test_logs_of_one_run_each_get_no_leave_one_log_out_table(capsys, tmp_path, six_runs):
+    """A directory of one-run logs: leaving one log out is leaving one run out, already printed."""
+    lines = six_runs.read_text().splitlines()
+    logs = []
+    for run in list(dict.fromkeys(ln.split(",")[0] for ln in lines[1:]))[:3]:
+        logs.append(tmp_path / f"{run}.csv")
+        logs[-1].write_text("\n".join([lines[0]] + [ln for ln in lines[1:] if ln.startswith(run + ",")]) + "\n")
+    code, text, err = run_cli(capsys, "calibrate", *map(str, logs), *XY, "--output", str(tmp_path / "c.json"),
+                              "--no-progress")
+    assert code == 0, err
+    assert "leave one run out" in text and "leave one log out" not in text

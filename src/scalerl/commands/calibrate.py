@@ -85,8 +85,12 @@ def run(args) -> int:
     write_text_atomically(out, json.dumps(result.calibration.as_dict(), indent=2) + "\n")
     base, new, loro = result.check_base(), result.calibration, result.check_new()
     # Each log given apart (a source, a framework) scored with the factors from the others: what
-    # the factors are worth on runs unlike those they were made on.
-    by_log = result.check_groups({training(c.name): path for path, c in read})
+    # the factors are worth on runs unlike those they were made on. Logs of one run each (a directory
+    # of them) would repeat the leave-one-run-out check a line per run: then not given.
+    group_of = {training(c.name): path for path, c in read}
+    scored_runs = {c.run for c in result.scores}
+    several = any(len(_trainings(read, path) & scored_runs) > 1 for path in dict.fromkeys(group_of.values()))
+    by_log = result.check_groups(group_of) if several else {}
     runs_scored = len({bt.run for bt in result.scored})
     unstable = sorted({bt.run for bt in result.backtests if not bt.scored})
     if args.json:
