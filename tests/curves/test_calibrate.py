@@ -318,3 +318,21 @@ def test_logs_of_one_run_each_get_no_leave_one_log_out_table(capsys, tmp_path, s
                               "--no-progress")
     assert code == 0, err
     assert "leave one run out" in text and "leave one log out" not in text
+
+
+def test_a_run_name_in_two_logs_is_marked_on_the_run_not_its_metric():
+    """Run 'r' in two logs read with a --y glob: the second was 'r | val/a#2', the same training as the
+    first to the leave-one-run-out check (which takes the run from before ' | ')."""
+    from scalerl.commands.calibrate import _distinct
+    from scalerl.curves import Curve
+    from scalerl.curves.calibrate import training
+
+    def curve(name, shift):
+        return Curve.from_arrays([0, 1, 2], [0.1 + shift, 0.2, 0.3], name=name)
+
+    read = [("a.csv", curve("r | val/a", 0.0)), ("a.csv", curve("r | val/b", 0.01)),
+            ("b.csv", curve("r | val/a", 0.02)), ("b.csv", curve("r | val/b", 0.03))]
+    kept, repeats = _distinct(read)
+    assert not repeats
+    assert [c.name for _, c in kept] == ["r | val/a", "r | val/b", "r#2 | val/a", "r#2 | val/b"]
+    assert [training(c.name) for _, c in kept] == ["r", "r", "r#2", "r#2"]

@@ -21,6 +21,7 @@ from pathlib import Path
 from scalerl.atomic_files import write_text_atomically
 from scalerl.commands._curve_args import (add_data_args, axes_per_path, distinct_cuts, finite_json, parse_fit_from,
                                           parse_r0, progress_bar, read_kwargs, table, writable_file)
+from scalerl.curves.io import METRIC_SEP
 from scalerl.errors import InputError
 
 #: Fewer run-cuts than this and the 95% factor is the largest score seen (the conformal
@@ -155,8 +156,9 @@ def _distinct(read):
             repeats.append((c.name, seen[key]))
             continue
         names[c.name] = names.get(c.name, 0) + 1
-        if names[c.name] > 1:
-            c = replace(c, name=f"{c.name}#{names[c.name]}")
+        if names[c.name] > 1:  # the mark on the run, not its metric: "<run>#2 | <metric>" is another training
+            run, sep, metric = c.name.partition(METRIC_SEP)
+            c = replace(c, name=f"{run}#{names[c.name]}{sep}{metric}")
         seen[key] = c.name
         kept.append((path, c))
     return kept, repeats
