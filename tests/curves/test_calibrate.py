@@ -73,6 +73,7 @@ def test_calibrate_writes_a_file_that_fit_backtest_and_compare_use(capsys, tmp_p
     assert "leave one run out" in text and f"wrote {out}" in text
     assert "with 18 run-cuts the 95% factor is the largest error seen" in text and "(a 94.7% band, not 95%" in text
     cal = read_calibration(out)
+    assert cal.run_cuts == 18 and cal.supports(0.94) and not cal.supports(0.95)
     shipped = default_calibration()
     assert cal.members == shipped.members and cal.temperature == shipped.temperature
     assert cal.q(0.95, "confidence") != shipped.q(0.95, "confidence")
@@ -167,6 +168,8 @@ def test_calibrate_keep_excursions_fits_every_evaluation(capsys, tmp_path, six_r
     ("members", "members must name forecast members"),
     ("text", "q_prediction must hold"),
     ("huge", "its levels must be increasing"),
+    ("decreasing", "q_confidence must not decrease from one level to the next"),
+    ("no-temperature", "missing field 'temperature'"),
 ])
 def test_a_bad_calibration_file_is_refused_in_one_line(capsys, tmp_path, content, message):
     path = tmp_path / "bad.json"
@@ -182,6 +185,12 @@ def test_a_bad_calibration_file_is_refused_in_one_line(capsys, tmp_path, content
         content = json.dumps(good)
     elif content == "huge":  # an integer too large for a float: OverflowError
         good["levels"][0] = 10**400
+        content = json.dumps(good)
+    elif content == "decreasing":  # hand-edited: the 95% band came out narrower than the 50% one
+        good["q_confidence"] = good["q_confidence"][::-1]
+        content = json.dumps(good)
+    elif content == "no-temperature":  # a missing key read as null: equal weights, another forecast, no word
+        del good["temperature"]
         content = json.dumps(good)
     path.write_text(content)
     with pytest.raises(InputError, match=message.replace("(", r"\(")):
@@ -207,3 +216,123 @@ def test_backtest_all_runs_points_to_calibrate_when_the_bands_miss(capsys, tmp_p
                              "--bootstrap", "0")
     assert code == 0, err
     assert f"`scalerl calibrate {path} --x x --y val_score` makes factors from your runs" in out
+
+
+def test_a_calibration_without_the_commands_level_is_refused_naming_the_file(capsys, tmp_path):
+    """A file with factors at 0.8 and 0.9 only: fit --level 0.95 said "band level must be in [0.8, 0.9]"
+    without naming the file or what to do; --level 0.85 is within it and works."""
+    good = default_calibration().as_dict()
+    keep = [i for i, lv in enumerate(good["levels"]) if lv in (0.8, 0.9)]
+    for key in ("levels", "q_confidence", "q_prediction", "q_gain"):
+        good[key] = [good[key][i] for i in keep]
+    path = tmp_path / "two-levels.json"
+    path.write_text(json.dumps(good))
+    fit = ["fit", str(CORPUS_CSV), *XY, "--run", "cogbeh_qwen_human_cot", "--bootstrap", "0", "--calibration", str(path)]
+    code, _, err = run_cli(capsys, *fit)
+    assert code == 2 and f"{path} has factors for band levels 0.8 to 0.9, not 0.95" in err
+    code, _, err = run_cli(capsys, *fit, "--level", "0.85")
+    assert code == 0, err
+
+
+def test_calibrate_lists_unreadable_runs_checks_each_log_on_the_others_and_names_its_x(capsys, tmp_path, six_runs):
+    """Two logs of three runs each, one also holding a run with no finite value: the run was dropped
+    without a word ("calibrated on 6 runs" of 7 given); the factors made without a log's runs are
+    scored on that log's (as on another source); the file's provenance names the compute column."""
+    lines = six_runs.read_text().splitlines()
+    runs = list(dict.fromkeys(ln.split(",")[0] for ln in lines[1:]))
+    logs = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    for log, part in zip(logs, (runs[:3], runs[3:])):
+        log.write_text("\n".join([lines[0]] + [ln for ln in lines[1:] if ln.split(",")[0] in part]) + "\n")
+    with open(logs[0], "a") as f:
+        f.write("".join(f"broken,{x},nan\n" for x in range(0, 100, 10)))
+    out = tmp_path / "cal.json"
+    code, text, err = run_cli(capsys, "calibrate", *map(str, logs), *XY, "--output", str(out), "--json")
+    assert code == 0, err
+    obj = json.loads(text)
+    assert obj["runs_scored"] == 6
+    assert any(s["run"] == "broken" and "no rows with finite" in s["reason"] for s in obj["skipped"])
+    by_log = obj["yours_leave_one_log_out"]
+    assert set(by_log) == {str(log) for log in logs}
+    assert all(0 <= chk["end_coverage"] <= 1 for chk in by_log.values())
+    assert read_calibration(out).provenance.endswith("x: x")
+
+
+def test_a_runs_evaluation_sets_are_held_out_together(capsys, tmp_path, six_runs):
+    """A --y glob reads each run's curve of each metric: two runs with two evaluation sets each were
+    four "runs" to the leave-one-run-out check, which held out one set of a run while its other set
+    (which moves with it) stayed in the factors -- a check printed from two runs."""
+    lines = six_runs.read_text().splitlines()
+    keep = ("cogbeh_qwen_human_cot,", "cogbeh_llama_human_cot,")
+    path = tmp_path / "two-sets.csv"
+    path.write_text("run,x,val/a,val/b\n" + "".join(f"{ln},{float(ln.split(',')[2]) * 0.98:.4f}\n"
+                                                   for ln in lines[1:] if ln.startswith(keep)))
+    code, text, err = run_cli(capsys, "calibrate", str(path), "--x", "x", "--y", "val/*", "--output",
+                              str(tmp_path / "c.json"), "--json")
+    assert code == 0, err
+    obj = json.loads(text)
+    assert obj["run_cuts"] == 12 and obj["yours_leave_one_run_out"] is None  # two runs: no check
+
+
+def test_the_bands_name_their_calibrations_provenance_in_fit_backtest_and_compare(capsys, tmp_path):
+    """A user's file made on two runs, or against steps, says so where it is used: backtest and compare
+    named only the file (a one-run backtest not even that); fit gave the provenance."""
+    good = default_calibration().as_dict()
+    good["provenance"] = "scalerl calibrate: 2 runs, 6 run-cuts at [0.3, 0.5, 0.7], x: step"
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(good))
+    line = f"bands: the factors of {path} (scalerl calibrate: 2 runs, 6 run-cuts at [0.3, 0.5, 0.7], x: step)"
+    run = ["--run", "cogbeh_qwen_human_cot"]
+    for argv in (["fit", *run], ["backtest", *run, "--cut-fraction", "0.5"]):
+        code, out, err = run_cli(capsys, argv[0], str(CORPUS_CSV), *XY, *argv[1:], "--bootstrap", "0",
+                                 "--calibration", str(path))
+        assert code == 0 and line in out, err
+
+
+def test_a_level_a_small_calibration_cannot_give_is_said_where_the_bands_are(capsys, tmp_path):
+    """A file from 6 run-cuts (two runs): its factors from 0.9 up are all the largest error seen, so
+    fit --level 0.99 drew its 80%-level band and called it 99%, the calibrate run's note long gone."""
+    good = default_calibration().as_dict()
+    good["run_cuts"] = 6
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(good))
+    fit = ["fit", str(CORPUS_CSV), *XY, "--run", "cogbeh_qwen_human_cot", "--bootstrap", "0", "--calibration", str(path)]
+    note = "note: from 6 run-cuts the factor at 0.99 is the largest error seen"
+    code, out, err = run_cli(capsys, *fit, "--level", "0.99")
+    assert code == 0 and note in out and "a 85.7% band, not 99%" in out, err
+    code, out, err = run_cli(capsys, *fit, "--level", "0.8")
+    assert code == 0 and "largest error seen" not in out, err
+    good["run_cuts"] = 2.5
+    path.write_text(json.dumps(good))
+    with pytest.raises(InputError, match="run_cuts must be a whole number"):
+        read_calibration(path)
+
+
+def test_logs_of_one_run_each_get_no_leave_one_log_out_table(capsys, tmp_path, six_runs):
+    """A directory of one-run logs: leaving one log out is leaving one run out, already printed."""
+    lines = six_runs.read_text().splitlines()
+    logs = []
+    for run in list(dict.fromkeys(ln.split(",")[0] for ln in lines[1:]))[:3]:
+        logs.append(tmp_path / f"{run}.csv")
+        logs[-1].write_text("\n".join([lines[0]] + [ln for ln in lines[1:] if ln.startswith(run + ",")]) + "\n")
+    code, text, err = run_cli(capsys, "calibrate", *map(str, logs), *XY, "--output", str(tmp_path / "c.json"),
+                              "--no-progress")
+    assert code == 0, err
+    assert "leave one run out" in text and "leave one log out" not in text
+
+
+def test_a_run_name_in_two_logs_is_marked_on_the_run_not_its_metric():
+    """Run 'r' in two logs read with a --y glob: the second was 'r | val/a#2', the same training as the
+    first to the leave-one-run-out check (which takes the run from before ' | ')."""
+    from scalerl.commands.calibrate import _distinct
+    from scalerl.curves import Curve
+    from scalerl.curves.calibrate import training
+
+    def curve(name, shift):
+        return Curve.from_arrays([0, 1, 2], [0.1 + shift, 0.2, 0.3], name=name)
+
+    read = [("a.csv", curve("r | val/a", 0.0)), ("a.csv", curve("r | val/b", 0.01)),
+            ("b.csv", curve("r | val/a", 0.02)), ("b.csv", curve("r | val/b", 0.03))]
+    kept, repeats = _distinct(read)
+    assert not repeats
+    assert [c.name for _, c in kept] == ["r | val/a", "r | val/b", "r#2 | val/a", "r#2 | val/b"]
+    assert [training(c.name) for _, c in kept] == ["r", "r", "r#2", "r#2"]

@@ -124,6 +124,56 @@ def test_a_bad_forecast_calibration_is_a_config_error_before_training(tmp_path):
         cfg.validate()
 
 
+def test_a_forecast_calibration_without_the_live_forecasts_level_is_a_config_error(tmp_path):
+    """Factors at 0.8 and 0.9 only passed the config check; every live forecast of the run (at 0.95)
+    was then "no fit yet: band level must be in [0.8, 0.9]" -- a whole run without a forecast."""
+    import pytest
+
+    from scalerl.curves.bands import default_calibration
+    from scalerl.errors import ConfigError
+    from scalerl.train.config import TrainConfig
+
+    d = default_calibration().as_dict()
+    keep = [i for i, lv in enumerate(d["levels"]) if lv in (0.8, 0.9)]
+    for key in ("levels", "q_confidence", "q_prediction", "q_gain"):
+        d[key] = [d[key][i] for i in keep]
+    path = tmp_path / "two-levels.json"
+    path.write_text(json.dumps(d))
+    cfg = TrainConfig()
+    cfg.run.output = str(tmp_path / "run")
+    cfg.forecast.calibration = str(path)
+    with pytest.raises(ConfigError, match="has factors for band levels 0.8 to 0.9, not 0.95"):
+        cfg.validate()
+
+
+def test_a_run_calibrated_again_since_it_started_keeps_its_copy_and_says_so(tmp_path):
+    """forecast.calibration written again (other factors) after the run started: the run's copy is
+    what the report and a resume use, but the report named the original path (whose factors are now
+    others) and the resume said nothing of it."""
+    from scalerl.train.config import CALIBRATION_COPY
+    from scalerl.train.live_forecast import changed_calibration_note
+
+    run = tmp_path / "run"
+    run.mkdir()
+    cal = tmp_path / "cal.json"
+    with RunLogWriter(run / "runlog.jsonl", {"type": "header", "run": "r", "recipe": "scalerl", "model": "tiny",
+                                             "config": {"forecast": {"x": "flops", "calibration": str(cal)}}}) as log:
+        for r in _rows(*synthetic(30, 6000, 2)):
+            log.append(r)
+    copy = run / CALIBRATION_COPY
+    copy.write_text(_shipped_copy(tmp_path).read_text())  # the run started with the shipped factors ...
+    cal.write_text(copy.read_text())
+    assert changed_calibration_note(str(cal), run) is None
+    _double_width_calibration(cal)  # ... and the file was calibrated again since
+    note = changed_calibration_note(str(cal), run)
+    assert note and f"{cal} has other factors than when the run started; the run keeps its copy {copy}" in note
+    f = write_run_report(run, n_boot=50).facts
+    assert f["calibration"] == f"{copy} (the run's copy of {cal}, made when it started)"
+    f_shipped = write_run_report(run, n_boot=50, calibration=_shipped_copy(tmp_path)).facts
+    w = lambda f: f["forecast_final_hi"] - f["forecast_final_lo"]  # noqa: E731
+    assert w(f) == w(f_shipped)  # the copy's factors, not the file's new ones
+
+
 def test_run_report_of_an_unfinished_run_says_so(tmp_path):
     """`scalerl report RUN` of a run still training read like a finished run's report."""
     _write_synthetic_run(tmp_path)

@@ -94,7 +94,7 @@ def test_resume_extends_a_finished_run(tiny_dir, tmp_path, capsys):
     _, rows = _rows(out)
     assert [r["step"] for r in rows if r["type"] == "eval"] == [0, 2, 4, 6]
     assert (out / "report.html").exists()  # --no-report is not part of the run: the resumed one wrote it
-    assert f"calibrated by {cal}" in (out / "report.md").read_text()
+    assert f"calibrated by {out / 'calibration.json'} (the run's copy of {cal}" in (out / "report.md").read_text()
 
 
 def test_bad_model_path_exits_2(tmp_path, capsys):

@@ -71,6 +71,20 @@ def add_fit_args(p: argparse.ArgumentParser, *, fit_until: bool = True) -> None:
                         "(default: the shipped ones, calibrated on 41 real runs of three sources)")
 
 
+def calibration_line(path, calibration, level: float) -> str:
+    """The line that says which factors the bands have: the file and its provenance (how many runs and
+    run-cuts, against which compute column) -- a file made on two runs, or on steps, says so where used;
+    and, at a ``level`` its run-cuts cannot give, what the band is worth (a 2-run file's "99%" band was
+    its 80% one, labelled 99%)."""
+    line = f"bands: the factors of {path} ({calibration.provenance or 'no provenance'})"
+    if not calibration.supports(level):
+        n = calibration.run_cuts
+        line += (f"; note: from {n} run-cuts the factor at {level:g} is the largest error seen, which a new run "
+                 f"exceeds about 1 time in {n + 1}: a {100 * n / (n + 1):.1f}% band, not {100 * level:g}% -- "
+                 "calibrate on more runs")
+    return line
+
+
 def parse_fit_from(value):
     if value is None or str(value).lower() == "none":
         return None
@@ -148,7 +162,8 @@ def fit_kwargs(args) -> dict:
     if args.method == "paper" and args.r0 == "free":
         raise InputError("the paper method keeps R0 fixed; use --r0 first or a value, or --method fast")
     bounded = not args.unbounded
-    calibration = read_calibration(args.calibration) if getattr(args, "calibration", None) else None
+    calibration = (read_calibration(args.calibration, level=args.level) if getattr(args, "calibration", None)
+                   else None)
     # Refused here, once: a backtest of several runs listed each as skipped for it, and exited 0.
     check_settings(n_boot=args.bootstrap, level=args.level, seed=args.seed, calibration=calibration)
     return dict(

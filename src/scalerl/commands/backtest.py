@@ -18,8 +18,8 @@ import math
 
 from dataclasses import replace
 
-from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_path, distinct_cuts, finite_json,
-                                          fit_kwargs, g, plot_path, progress_bar, read_kwargs, table)
+from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_path, calibration_line, distinct_cuts,
+                                          finite_json, fit_kwargs, g, plot_path, progress_bar, read_kwargs, table)
 from scalerl.curves.plot import shorten
 from scalerl.errors import InputError
 
@@ -104,6 +104,8 @@ def run(args) -> int:
         print(LEGEND)
         print("\n" + _summary_lines(summarize(results, tolerance=0.001), "runs", skipped=len(skipped)))
         print("(--all-runs: one line per run instead of a report)")
+    if args.calibration:  # (said only by --all-runs: a backtest's bands did not say whose factors they had)
+        print(calibration_line(args.calibration, settings["calibration"], args.level))
     if plotted:
         print(plotted)
     return 0
@@ -267,7 +269,7 @@ def _all_runs(curves, args, settings: dict, unread=()) -> int:
     for note in log_notes:
         print(f"note: {note}")
     if args.calibration:
-        print(f"bands: the factors of {args.calibration}")
+        print(calibration_line(args.calibration, settings["calibration"], args.level))
     if summary is not None:
         what = "run-cuts" if several else "runs"
         for f, s in by_cut.items() if several else ():

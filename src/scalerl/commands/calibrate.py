@@ -21,6 +21,7 @@ from pathlib import Path
 from scalerl.atomic_files import write_text_atomically
 from scalerl.commands._curve_args import (add_data_args, axes_per_path, distinct_cuts, finite_json, parse_fit_from,
                                           parse_r0, progress_bar, read_kwargs, table, writable_file)
+from scalerl.curves.io import METRIC_SEP
 from scalerl.errors import InputError
 
 #: Fewer run-cuts than this and the 95% factor is the largest score seen (the conformal
@@ -53,18 +54,19 @@ def run(args) -> int:
     import math
 
     from scalerl.curves import read_curves
-    from scalerl.curves.calibrate import calibrate
+    from scalerl.curves.calibrate import calibrate, training
 
     if any(not 0 < f < 1 for f in args.cuts):
         raise InputError(f"--cuts must be shares of the compute in (0, 1), got {args.cuts}")
     distinct_cuts("--cuts", args.cuts)
     kwargs = read_kwargs(args)
-    curves = [c for path, (x, y) in zip(args.paths, axes_per_path(args)) for c in read_curves(path, x, y, **kwargs)]
+    read = [(path, c) for path, (x, y) in zip(args.paths, axes_per_path(args)) for c in read_curves(path, x, y, **kwargs)]
     out = Path(args.output)
     if out.is_dir():
         raise InputError(f"--output {out} is a directory; give a file name (e.g. {out / 'calibration.json'})")
     writable_file(out, "--output")  # before the calibration, not a traceback after it
-    curves, repeats = _distinct(curves)
+    read, repeats = _distinct(read)
+    curves = [c for _, c in read]
     # One note per repeated run, with how often it was given (three copies printed "given twice" twice).
     for (name, first), n in Counter(repeats).items():
         what = f"{name} is given {_times(n + 1)}" if name == first else f"{name} is the same curve as {first}"
@@ -83,6 +85,13 @@ def run(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomically(out, json.dumps(result.calibration.as_dict(), indent=2) + "\n")
     base, new, loro = result.check_base(), result.calibration, result.check_new()
+    # Each log given apart (a source, a framework) scored with the factors from the others: what
+    # the factors are worth on runs unlike those they were made on. Logs of one run each (a directory
+    # of them) would repeat the leave-one-run-out check a line per run: then not given.
+    group_of = {training(c.name): path for path, c in read}
+    scored_runs = {c.run for c in result.scores}
+    several = any(len(_trainings(read, path) & scored_runs) > 1 for path in dict.fromkeys(group_of.values()))
+    by_log = result.check_groups(group_of) if several else {}
     runs_scored = len({bt.run for bt in result.scored})
     unstable = sorted({bt.run for bt in result.backtests if not bt.scored})
     if args.json:
@@ -92,6 +101,7 @@ def run(args) -> int:
             "factors_95": {k: {"shipped": result.base.q(0.95, k), "yours": new.q(0.95, k)}
                            for k in ("confidence", "prediction", "gain")},
             "shipped_on_your_runs": vars(base), "yours_leave_one_run_out": vars(loro) if loro else None,
+            "yours_leave_one_log_out": {path: vars(chk) for path, chk in by_log.items()},
             "calibration": new.as_dict()}), allow_nan=False))
         return 0
     print(f"calibrated on {runs_scored} run(s), {len(result.scored)} run-cuts (each run cut at "
@@ -112,6 +122,12 @@ def run(args) -> int:
               f"{_pct(loro.point_coverage)} of held-out evaluations in the prediction band")
     else:
         print("with fewer than 3 runs the new factors cannot be checked on a run they have not seen")
+    if by_log:
+        print("yours, made without a log's runs, on that log's (leave one log out: as on runs of another source):")
+        print(table([[path, str(len({c.run for c in result.scores if c.run in _trainings(read, path)})),
+                      _pct(chk.end_coverage), f"{chk.end_half_width:.3f}", _pct(chk.point_coverage)]
+                     for path, chk in by_log.items()],
+                    ["log", "runs", "end level covered", "median half-width", "evaluations in the prediction band"]))
     n = len(result.scored)
     if n < _FULL_95:
         print(f"note: with {n} run-cuts the 95% factor is the largest error seen, which a new run exceeds about "
@@ -122,21 +138,29 @@ def run(args) -> int:
     return 0
 
 
-def _distinct(curves):
-    """The curves with exact repeats dropped (the same file given twice), and (name, first name)
-    of each repeat; a run name seen in two files with other values is kept apart as ``name#2``."""
+def _trainings(read, path) -> set[str]:
+    """The runs read from ``path`` (a --y glob's curves of one run counted as that run)."""
+    from scalerl.curves.calibrate import training
+
+    return {training(c.name) for p, c in read if p == path}
+
+
+def _distinct(read):
+    """The (path, curve) pairs with exact repeats dropped (the same file given twice), and (name, first
+    name) of each repeat; a run name seen in two files with other values is kept apart as ``name#2``."""
     kept, repeats, seen = [], [], {}
     names: dict[str, int] = {}
-    for c in curves:
+    for path, c in read:
         key = (c.x.tobytes(), c.y.tobytes())
         if key in seen:
             repeats.append((c.name, seen[key]))
             continue
         names[c.name] = names.get(c.name, 0) + 1
-        if names[c.name] > 1:
-            c = replace(c, name=f"{c.name}#{names[c.name]}")
+        if names[c.name] > 1:  # the mark on the run, not its metric: "<run>#2 | <metric>" is another training
+            run, sep, metric = c.name.partition(METRIC_SEP)
+            c = replace(c, name=f"{run}#{names[c.name]}{sep}{metric}")
         seen[key] = c.name
-        kept.append(c)
+        kept.append((path, c))
     return kept, repeats
 
 

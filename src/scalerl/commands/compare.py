@@ -15,8 +15,8 @@ import os
 from collections import OrderedDict
 from pathlib import PurePath
 
-from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_path, finite_json, fit_kwargs, g,
-                                          plot_path, read_kwargs, table)
+from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_path, calibration_line, finite_json,
+                                          fit_kwargs, g, plot_path, read_kwargs, table)
 from scalerl.errors import InputError
 
 
@@ -164,7 +164,7 @@ def run(args) -> int:
     if any(p is not None and not p.calibrated for p in preds.values()):
         print("* beyond the calibrated horizon of the bands: stretched, not calibrated")
     if args.calibration:
-        print(f"bands: the factors of {args.calibration}")
+        print(calibration_line(args.calibration, kw["calibration"], args.level))
     for rf in result.runs:
         if rf.stability.unstable:
             print(f"warning: {rf.label}: {rf.stability.text()}")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import math
 
-from scalerl.commands._curve_args import (add_data_args, add_fit_args, finite_json, fit_kwargs, g, plot_path,
-                                          read_kwargs, table)
+from scalerl.commands._curve_args import (add_data_args, add_fit_args, calibration_line, finite_json, fit_kwargs, g,
+                                          plot_path, read_kwargs, table)
 from scalerl.errors import InputError
 
 
@@ -171,7 +171,7 @@ def _as_text(fc, preds, targets, verdict, args) -> str:
     else:
         lines += [ensemble_line(fc), forecast_table(fc, preds)]
         if args.calibration:
-            lines.append(f"bands: the factors of {args.calibration} ({fc.bands.calibration.provenance or 'no provenance'})")
+            lines.append(calibration_line(args.calibration, fc.bands.calibration, args.level))
         if not all(p.calibrated for p in preds):
             lines.append(f"* beyond the calibrated horizon ({math.exp(fc.bands.calibration.h_max):.2g}x the last fitted "
                          "compute) or too few points to validate: bands stretched, not calibrated")

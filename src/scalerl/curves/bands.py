@@ -56,6 +56,8 @@ from scalerl.curves.ensemble import MEMBERS
 from scalerl.errors import InputError
 
 CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
+#: The band level a forecast is made at unless told otherwise (the live forecast, run and study reports).
+DEFAULT_LEVEL = 0.95
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,14 @@ class Calibration:
     gain_span: float = 1.0
     """Median ln(TO / FROM) of the gains the gain factor was calibrated on (see :func:`gain_scale`)."""
     provenance: str = ""
+    run_cuts: int | None = None
+    """How many run-cuts ``scalerl calibrate`` made the factors from (None: not recorded, as in the
+    shipped file): above the level ``n / (n + 1)`` a factor is the largest error seen (:meth:`supports`)."""
+
+    def supports(self, level: float) -> bool:
+        """Whether the factors at ``level`` are quantiles of the scores rather than their largest: with n
+        run-cuts a new run exceeds the largest about 1 time in n + 1, whatever level the band is called."""
+        return self.run_cuts is None or level <= self.run_cuts / (self.run_cuts + 1)
 
     def q(self, level: float, kind: str) -> float:
         """The factor at ``level`` for ``kind`` 'confidence', 'prediction' or 'gain' (interpolated)."""
@@ -87,14 +97,15 @@ class Calibration:
         return {"levels": list(self.levels), "q_confidence": list(self.q_confidence),
                 "q_prediction": list(self.q_prediction), "q_gain": list(self.q_gain), "h_max": self.h_max,
                 "temperature": self.temperature, "members": list(self.members), "gain_span": self.gain_span,
-                "provenance": self.provenance}
+                "provenance": self.provenance, **({} if self.run_cuts is None else {"run_cuts": self.run_cuts})}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Calibration":
         t = d.get("temperature")
         return cls(tuple(d["levels"]), tuple(d["q_confidence"]), tuple(d["q_prediction"]), tuple(d["q_gain"]),
                    float(d["h_max"]), None if t is None else float(t), tuple(d["members"]),
-                   float(d["gain_span"]), str(d.get("provenance", "")))
+                   float(d["gain_span"]), str(d.get("provenance", "")),
+                   None if d.get("run_cuts") is None else int(d["run_cuts"]))
 
 
 @lru_cache(maxsize=1)
@@ -103,9 +114,12 @@ def default_calibration() -> Calibration:
     return Calibration.from_dict(json.loads(CALIBRATION_FILE.read_text()))
 
 
-def read_calibration(path) -> Calibration:
+def read_calibration(path, *, level: float | None = None) -> Calibration:
     """A calibration file written by ``scalerl calibrate`` (or the shipped one), checked: a file
-    that is not one is refused in one line rather than giving bands of the wrong width."""
+    that is not one is refused in one line rather than giving bands of the wrong width. ``level``:
+    the band level it will be used at, refused when the file has no factors there (a hand-edited
+    file with levels 0.8 and 0.9 passed a training's config check, and then every live forecast
+    of the run was "no fit yet: band level must be in [0.8, 0.9]")."""
     path = Path(path)
     how = "write one with `scalerl calibrate LOG --x COL --y COL --output FILE`"
     try:
@@ -123,6 +137,9 @@ def read_calibration(path) -> Calibration:
         cal = Calibration.from_dict(d)
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise InputError(f"{path} is not a scalerl calibration (bad or missing field {exc}); {how}") from None
+    if "temperature" not in d:  # (from_dict reads a missing one as null: equal weights, a different forecast)
+        raise InputError(f"{path} is not a scalerl calibration (missing field 'temperature': a number, or null for "
+                         f"equal weights); {how}")
     n = len(cal.levels)
     problems = []
 
@@ -139,8 +156,14 @@ def read_calibration(path) -> Calibration:
         q = getattr(cal, name)
         if len(q) != n or not numbers(q) or not all(v > 0 for v in q):
             problems.append(f"{name} must hold {n} positive numbers, one per level")
+        elif any(b < a for a, b in zip(q, q[1:])):
+            # Quantiles do not fall as the level rises: a 95% band narrower than the 90% one is a wrong file.
+            problems.append(f"{name} must not decrease from one level to the next (a higher level's band is no "
+                            f"narrower); got {list(q)}")
     if not (math.isfinite(cal.h_max) and cal.h_max > 0) or not (math.isfinite(cal.gain_span) and cal.gain_span > 0):
         problems.append("h_max and gain_span must be positive")
+    if cal.run_cuts is not None and (cal.run_cuts < 1 or d["run_cuts"] != cal.run_cuts):
+        problems.append(f"run_cuts must be a whole number >= 1 (or absent), got {d['run_cuts']!r}")
     if cal.temperature is not None and not (math.isfinite(cal.temperature) and cal.temperature > 0):
         problems.append("temperature must be positive or null (equal weights)")
     unknown = [m for m in cal.members if not isinstance(m, str) or m not in MEMBERS]
@@ -148,6 +171,10 @@ def read_calibration(path) -> Calibration:
         problems.append(f"members must name forecast members ({', '.join(MEMBERS)}); got {list(cal.members)}")
     if problems:
         raise InputError(f"{path} is not a valid calibration: {'; '.join(problems)}")
+    if level is not None and not cal.levels[0] <= level <= cal.levels[-1]:
+        raise InputError(f"{path} has factors for band levels {cal.levels[0]:g} to {cal.levels[-1]:g}, not {level:g}: "
+                         f"give a level in that range, or write the file again with `scalerl calibrate` (factors at "
+                         "every level from 0.5 to 0.99)")
     return cal
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from scalerl.curves.backtest import Backtest, _end_slice, backtest
 from scalerl.curves.bands import Calibration, conformal_quantile, default_calibration, gain_scale
 from scalerl.curves.data import Curve
 from scalerl.curves.forecast import Forecast
+from scalerl.curves.io import METRIC_SEP
 from scalerl.errors import InputError
 
 #: Where each run is cut: the same shares as the shipped calibration.
@@ -130,6 +131,7 @@ def calibration_from_scores(
         members=tuple(members),
         gain_span=span,
         provenance=provenance,
+        run_cuts=n,
     )
 
 
@@ -181,6 +183,23 @@ def leave_one_run_out(scores: Sequence[CutScore], members: Iterable[str], temper
                  float(np.average([p.point_coverage for p, _ in parts], weights=w)))
 
 
+def leave_one_group_out(scores: Sequence[CutScore], group_of: Mapping[str, str], members: Iterable[str],
+                        temperature: float | None, level: float = 0.95) -> dict[str, Check]:
+    """How factors calibrated on some groups of runs (a log, a source) do on another's: each group's
+    run-cuts scored with the factors from every other group's -- the benchmark's leave-one-source-out,
+    on your runs. ``group_of`` maps each run to its group; a group whose others hold fewer than
+    :data:`MIN_CUTS` run-cuts is not checked (factors from so few say nothing), nor any with one group."""
+    members = tuple(members)
+    groups = list(dict.fromkeys(group_of[c.run] for c in scores))
+    out = {}
+    for group in groups if len(groups) > 1 else ():
+        held = [c for c in scores if group_of[c.run] == group]
+        rest = [c for c in scores if group_of[c.run] != group]
+        if len(rest) >= MIN_CUTS:
+            out[group] = check(held, calibration_from_scores(rest, members=members, temperature=temperature), level)
+    return out
+
+
 @dataclass
 class CalibrationRun:
     """What :func:`calibrate` did: the calibration, the backtests behind it, what it left out."""
@@ -204,6 +223,11 @@ class CalibrationRun:
         """How the new factors do on a run they were not calibrated on (leave one run out)."""
         return leave_one_run_out(self.scores, self.calibration.members, self.calibration.temperature, level)
 
+    def check_groups(self, group_of: Mapping[str, str], level: float = 0.95) -> dict[str, Check]:
+        """How the new factors, made without a group's runs, do on that group's (leave one group out)."""
+        return leave_one_group_out(self.scores, group_of, self.calibration.members, self.calibration.temperature,
+                                   level)
+
 
 def _left_out(backtests: list, skipped: list[tuple[str, str]]) -> str:
     """Which runs were left out and why (the first reason of each): the error said only how many."""
@@ -214,6 +238,11 @@ def _left_out(backtests: list, skipped: list[tuple[str, str]]) -> str:
         if not bt.scored:
             reasons.setdefault(bt.run, "unstable at a cut or over the whole run")
     return (": " + "; ".join(f"{run} ({why})" for run, why in reasons.items())) if reasons else ""
+
+
+def training(name: str) -> str:
+    """The run a curve's ``name`` belongs to: ``"<run> | <metric>"`` (a ``--y`` glob's) is ``<run>``'s."""
+    return name.split(METRIC_SEP, 1)[0]
 
 
 def calibrate(
@@ -232,6 +261,10 @@ def calibrate(
     (r0, fit_from, A_max, ...), as the runs will be forecast later."""
     base = base or default_calibration()
     backtests, skipped = [], []
+    # Runs a log held that its reader could not make a curve of (no finite values, say): listed
+    # with the skipped ones -- they were dropped without a word, "calibrated on 5 runs" of 6 given.
+    for run, why in dict.fromkeys(pair for c in curves for pair in c.left_out):
+        skipped.append((run, f"not read: {why}"))
     for curve in curves:
         for f in cuts:
             try:
@@ -246,12 +279,18 @@ def calibrate(
             f"{len(scored)} run-cut(s) could be scored ({len(curves)} run(s) x {len(cuts)} cuts, unstable runs and "
             f"runs too short to cut left out{_left_out(backtests, skipped)}); a calibration needs at least {MIN_CUTS}: "
             "give more runs, or longer ones")
-    scores = [cut_score(bt.forecast, bt.test_x, bt.test_y, bt.run) for bt in scored]
+    # Scored as the training they come from: a --y glob's curves of one run (its evaluation sets) move
+    # together, and holding out one while another stayed in made a "leave one run out" check of two runs.
+    scores = [cut_score(bt.forecast, bt.test_x, bt.test_y, training(bt.run)) for bt in scored]
+    # The compute column(s) in the provenance, which fit prints with the bands: factors made on runs
+    # against steps and used on a run against GPU-hours are then not used without a word of it.
+    x_names = ", ".join(dict.fromkeys(c.x_name for c in curves if c.name in {bt.run for bt in scored}))
     cal = calibration_from_scores(scores, members=base.members, temperature=base.temperature,
                                   provenance=provenance or f"scalerl calibrate: {len({bt.run for bt in scored})} "
-                                                           f"runs, {len(scored)} run-cuts at {list(cuts)}")
+                                                           f"runs, {len(scored)} run-cuts at {list(cuts)}, "
+                                                           f"x: {x_names}")
     return CalibrationRun(cal, backtests, scored, skipped, scores, base)
 
 
 __all__ = ["CUTS", "CalibrationRun", "Check", "CutScore", "calibrate", "calibration_from_scores", "check", "cut_score",
-           "leave_one_run_out"]
+           "leave_one_group_out", "leave_one_run_out", "training"]

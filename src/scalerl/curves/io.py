@@ -413,7 +413,7 @@ _NO_COLUMN = "\x00"
 #: The characters that make ``--y`` a glob over the log's metrics.
 _GLOB = "*?["
 #: Between a run's name and a metric's in the curves of a ``--y`` glob.
-_METRIC_SEP = " | "
+METRIC_SEP = " | "
 
 
 def _matching(path, pattern: str, args: dict) -> list[str] | None:
@@ -433,8 +433,8 @@ def _read_metrics(path, metrics: list[str], args: dict) -> list[Curve]:
     is left out, said in the notes (an error only when none can). ``run`` may name a run (its curve
     of each metric) or one of these names (that run's curve of that metric)."""
     run = args["run"]
-    if run is not None and _METRIC_SEP in run:
-        run, metric = run.split(_METRIC_SEP, 1)
+    if run is not None and METRIC_SEP in run:
+        run, metric = run.split(METRIC_SEP, 1)
         if metric not in metrics:
             raise InputError(f"{path}: {metric!r} is not among the metrics --y matches: {', '.join(metrics)}")
         metrics, args = [metric], {**args, "run": run}
@@ -445,7 +445,7 @@ def _read_metrics(path, metrics: list[str], args: dict) -> list[Curve]:
         except InputError as exc:
             left_out.append(f"{metric} ({exc})")
             continue
-        curves += [replace(c, name=f"{c.name}{_METRIC_SEP}{metric}") for c in found]
+        curves += [replace(c, name=f"{c.name}{METRIC_SEP}{metric}") for c in found]
     if not curves:
         raise InputError(f"{path}: none of the {len(metrics)} matching metrics reads as a curve: {'; '.join(left_out)}")
     if left_out:

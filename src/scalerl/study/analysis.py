@@ -36,7 +36,7 @@ import numpy as np
 from scalerl.config import load_yaml
 from scalerl.curves import Curve, fit_seeds, forecast, pool_curves
 from scalerl.curves.excursions import drop_seed_excursions
-from scalerl.curves.bands import Calibration, read_calibration
+from scalerl.curves.bands import DEFAULT_LEVEL, Calibration, read_calibration
 from scalerl.curves.compare import (CEILING, EFFICIENCY, NONE, UNSTABLE, Classification, CompareResult, RunFit, classify,
                                     one_seed_caveat)
 from scalerl.curves.solver import fit_sigmoid_fixed_A
@@ -277,7 +277,7 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
     """Fit and classify every variant of the study in ``directory`` (see the module docstring)."""
     spec, directory = read_study(directory)
     n_boot = n_boot or spec.bootstrap
-    calibration = read_calibration(spec.calibration) if spec.calibration else None
+    calibration = read_calibration(spec.calibration, level=DEFAULT_LEVEL) if spec.calibration else None
     variants, curves, pending, left_out, y = _curves(spec, directory)
     base = next(v for v in variants if v.is_base)
     base_value = base.value

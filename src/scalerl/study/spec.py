@@ -143,10 +143,10 @@ class StudySpec:
             if "=" not in item:
                 problems.append(f"overrides: {item!r} must look like key=value")
         if self.calibration:
-            from scalerl.curves.bands import read_calibration
+            from scalerl.curves.bands import DEFAULT_LEVEL, read_calibration
 
-            try:
-                read_calibration(self.calibration)
+            try:  # at the report's band level: refused here, not after every run has trained
+                read_calibration(self.calibration, level=DEFAULT_LEVEL)
             except InputError as exc:
                 problems.append(f"calibration: {exc}")
         if problems:

@@ -399,10 +399,10 @@ class TrainConfig:
             problems.append(f"profile: unknown profile {self.profile!r}; known: auto, {', '.join(PROFILES)}")
         if self.forecast.calibration and not (Path(self.run.output) / CALIBRATION_COPY).exists():
             # A run that started keeps a copy (resuming never depends on the original file).
-            from scalerl.curves.bands import read_calibration
+            from scalerl.curves.bands import DEFAULT_LEVEL, read_calibration
 
-            try:
-                read_calibration(self.forecast.calibration)
+            try:  # at the live forecast's level: a file without it gave no forecast the whole run
+                read_calibration(self.forecast.calibration, level=DEFAULT_LEVEL)
             except InputError as exc:
                 problems.append(f"forecast.calibration: {exc}")
         if problems:

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from scalerl.atomic_files import write_text_atomically
 from scalerl.curves import Calibration, Curve, forecast
-from scalerl.curves.bands import read_calibration
+from scalerl.curves.bands import DEFAULT_LEVEL, read_calibration
 from scalerl.errors import InputError
 from scalerl.train.config import CALIBRATION_COPY
 
@@ -27,13 +27,32 @@ def run_calibration(configured: str | None, output: Path) -> Calibration | None:
     ``configured`` (``forecast.calibration``), copied into the run directory; None: the shipped one."""
     copy = Path(output) / CALIBRATION_COPY
     if copy.exists():
-        return read_calibration(copy)
+        return read_calibration(copy, level=DEFAULT_LEVEL)
     if not configured:
         return None
-    cal = read_calibration(configured)
+    cal = read_calibration(configured, level=DEFAULT_LEVEL)
     # Whole or not at all: a copy cut by a kill was read first by every later resume, which refused it.
     write_text_atomically(copy, json.dumps(cal.as_dict(), indent=2) + "\n")
     return cal
+
+
+def changed_calibration_note(configured: str | None, output: Path) -> str | None:
+    """What a resume says when ``forecast.calibration`` no longer holds the factors of the run's copy
+    (written again by ``scalerl calibrate`` since the run started): the copy is what the run keeps
+    using, and a resume that used it without a word read as if the new factors were in."""
+    copy = Path(output) / CALIBRATION_COPY
+    if not configured or not copy.exists() or not Path(configured).is_file():
+        return None
+    try:
+        changed = read_calibration(configured) != read_calibration(copy)
+    except InputError as exc:
+        return (f"forecast.calibration {configured} cannot be read now ({exc}); the run goes on with its copy "
+                f"{copy}, made when it started")
+    if not changed:
+        return None
+    return (f"forecast.calibration {configured} has other factors than when the run started; the run keeps its "
+            f"copy {copy} (its live forecast and report use it): start a new run to use the new factors, or "
+            f"`scalerl report {output} --calibration {configured}` to see its report with them")
 
 
 def live_forecast(

@@ -21,7 +21,7 @@ import numpy as np
 
 from scalerl.atomic_files import write_text_atomically
 from scalerl.curves import Curve, backtest, forecast
-from scalerl.curves.bands import read_calibration
+from scalerl.curves.bands import DEFAULT_LEVEL, read_calibration
 from scalerl.errors import InputError
 from scalerl.report_text import html_page, html_table, md_fence, md_table, md_text
 from scalerl.runlog import RESUME, has_final_model, read_runlog
@@ -71,7 +71,7 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     cfg = header.get("config", {})
     x = x or cfg.get("forecast", {}).get("x", "flops")
     configured = cfg.get("forecast", {}).get("calibration")
-    cal = read_calibration(calibration) if calibration else None  # asked for: an error if unreadable
+    cal = read_calibration(calibration, level=DEFAULT_LEVEL) if calibration else None  # asked for: an error if unreadable
     sets = _eval_sets(evals)
     y = f"{sets[0]}/pass_rate"
     check_x_column(evals, x, log)
@@ -94,8 +94,11 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     copy = output / CALIBRATION_COPY
     if cal is None and (configured or copy.exists()):
         try:  # the run's own copy first: the original may have moved since the run started
-            cal = read_calibration(copy if copy.exists() else configured)
-            f["calibration"] = str(configured or copy)
+            cal = read_calibration(copy if copy.exists() else configured, level=DEFAULT_LEVEL)
+            # Named as what was read: the original path alone read as its factors now, which can
+            # differ from the copy's (calibrated again since) or be gone.
+            f["calibration"] = (f"{copy} (the run's copy of {configured}, made when it started)"
+                                if copy.exists() and configured else str(configured or copy))
         except InputError as exc:  # the run trained; its report falls back, and says so
             f["calibration"] = f"the shipped factors: the run's forecast.calibration could not be read ({exc})"
     elif cal is not None:

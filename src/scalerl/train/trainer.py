@@ -197,8 +197,11 @@ class Trainer:
 
         self.calibration = None
         if cfg.forecast.enabled and cfg.forecast.calibration and (self.rank is None or self.rank.leader):
-            from scalerl.train.live_forecast import run_calibration
+            from scalerl.train.live_forecast import changed_calibration_note, run_calibration
 
+            note = changed_calibration_note(cfg.forecast.calibration, self.output) if self.resume else None
+            if note:
+                print(f"note: {note}", file=sys.stderr)
             self.calibration = run_calibration(cfg.forecast.calibration, self.output)
 
         # fp32 master weights, FP32 head, LoRA, gradient checkpointing, the compute dtype (train/policy.py).
