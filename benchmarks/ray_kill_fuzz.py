@@ -29,7 +29,8 @@ What differs from the local backend's trials, and why:
   ``ray::RuntimeEnvAgent``) may outlive a ``kill -9``'d driver -- Ray's own
   behaviour, noted -- but not a SIGTERM/SIGINT stop, which shuts the cluster down. Whatever is
   left is killed before the resume, so it cannot race it.
-* A SIGTERM/SIGINT stop exits 143/130 with no traceback (study_kill_fuzz.py's ``stop_problem``).
+* A SIGTERM stop exits 143, a SIGINT stop 130, with no traceback (study_kill_fuzz.py's
+  ``stop_problem``, which takes either status for either signal; here each must be its own).
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ def after_stop(row: dict, sig: str, sent: bool, rc: int, log: Path, tag: str) ->
     """What a stop's exit said (a failure or a note), then the trial's processes: ours gone within
     ``SETTLE`` s; Ray's daemons too, but after a SIGKILL (a note). All killed before going on."""
     problem, note = stop_problem(sig, sent, rc, log)
+    if problem is None and sent and sig in ("SIGTERM", "SIGINT") and rc in (130, 143) \
+            and rc != {"SIGTERM": 143, "SIGINT": 130}[sig]:  # (stop_problem takes either for either)
+        problem = f"exit {rc} after {sig}: {log.read_text(errors='replace').strip().splitlines()[-1][:120]}"
     row["fails"] += [problem] if problem else []
     row["notes"] += [note] if note else []
     deadline = time.monotonic() + SETTLE
