@@ -50,6 +50,9 @@ from scalerl.runlog import read_runlog  # noqa: E402
 from scalerl.train.checkpoint import latest_checkpoint  # noqa: E402
 
 RAY = ("--backend", "ray")
+#: kill_fuzz.py's triggers, and the middle of the training: a Ray run spends much of its wall time
+#: starting the cluster, so a uniform draw rarely lands between two steps.
+RAY_TRIGGERS = (*TRIGGERS, "checkpoints/step_000004", "checkpoints/step_000008")
 #: Seconds our own processes get to end after a stop (a clean stop closes the actors and the cluster).
 SETTLE = 20.0
 
@@ -148,7 +151,7 @@ def trial(work: Path, recipe: str, i: int, rng: random.Random, ref: dict, max_at
     tag = f"{work}/{name}"
     env = {**os.environ, TAG: tag}
     sig = rng.choices(list(SIGNALS), weights=[6, 2, 2])[0]
-    trigger = rng.choice(TRIGGERS) if rng.random() < triggered else None
+    trigger = rng.choice(RAY_TRIGGERS) if rng.random() < triggered else None
     at = 0.0 if trigger else rng.uniform(0, ref["seconds"] * 1.05)
     t0 = time.perf_counter()
     log0 = work / f"{name}.0.log"
