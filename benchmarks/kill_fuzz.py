@@ -5,6 +5,8 @@
     PYTHONPATH=src python benchmarks/kill_fuzz.py --trials 10 --seed 3 --work /tmp/kf --keep
 
 A tool, not a CI test (minutes of CPU; the regression tests it led to are in tests/train/).
+``--backend ray`` fuzzes Ray-backend runs instead, with the checks benchmarks/ray_kill_fuzz.py
+describes (Ray runs are not reproducible: steps, processes and exit statuses are checked).
 
 What it does, for each recipe (the default one -- PipelineRL -- and, with ``--sync``,
 ``--set pipeline=sync``):
@@ -297,6 +299,8 @@ def main() -> int:
     p.add_argument("--triggered", type=float, default=0.3,
                    help="the share of trials killed when a file appears (TRIGGERS), not at a random time")
     p.add_argument("--keep", action="store_true", help="keep every trial's directory (else the passing ones go)")
+    p.add_argument("--backend", choices=("local", "ray"), default="local",
+                   help="ray: --backend ray runs, checked as benchmarks/ray_kill_fuzz.py says (not row for row)")
     args = p.parse_args()
     # A shell's background job ignores SIGINT, and a child inherits that (Python then installs no
     # KeyboardInterrupt handler): SIGINT trials would test nothing. Children start with the default.
@@ -309,11 +313,16 @@ def main() -> int:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     rng = random.Random(args.seed)
+    run_trial, extra = trial, []
+    if args.backend == "ray":
+        from ray_kill_fuzz import RAY, trial as run_trial
+
+        extra = list(RAY)
     recipes = ["sync"] if args.only_sync else ["default", "sync"] if args.sync else ["default"]
     results = []
     for recipe in recipes:
         ref_dir = work / f"{recipe}-ref"
-        rc, seconds = run_timed(command(ref_dir, recipe), work / f"{recipe}-ref.log")
+        rc, seconds = run_timed(command(ref_dir, recipe, *extra), work / f"{recipe}-ref.log")
         if rc != 0:
             print(f"{recipe}: the reference run failed (exit {rc}); see {work / f'{recipe}-ref.log'}")
             return 2
@@ -322,7 +331,7 @@ def main() -> int:
         print(f"{recipe}: reference {seconds:.1f} s, {len(evals)} evaluations: "
               f"{[round(e['val/pass_rate'], 4) for e in evals if 'val/pass_rate' in e]}", flush=True)
         for i in range(args.trials):
-            row = trial(work, recipe, i, rng, ref, args.max_attempts, args.triggered)
+            row = run_trial(work, recipe, i, rng, ref, args.max_attempts, args.triggered)
             results.append(row)
             outcome = describe(row)
             print(f"{recipe:8} {i:3d} {row['signal']:8} {row['t_kill']:6.2f}s  {row['phase']:28} "

@@ -22,6 +22,22 @@ def test_sigterm_raises_terminated_inside_the_block_and_the_handler_is_put_back(
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+def test_a_sigterm_that_a_block_turned_into_sys_exit_reaches_the_handler_from_before():
+    """`kill PID` while `ray.init` starts a cluster (a few seconds of every --backend ray run): Ray first
+    sets a SIGTERM handler that calls sys.exit(15), and the command ended with exit 15 and no word
+    (benchmarks/kill_fuzz.py --backend ray). keeps_sigterm delivers it again to the handler from
+    before: under a command, Terminated -- the run stops as anywhere else, 143."""
+    from scalerl.stop_signals import keeps_sigterm
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated):
+        with sigterm_stops_like_ctrl_c(), keeps_sigterm():
+            signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))  # what ray.init sets first
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler runs at the next bytecode: never this long
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
 def test_the_exit_status_is_143_after_sigterm_and_130_after_ctrl_c():
     assert interrupt_status(Terminated()) == 143
     assert interrupt_status(KeyboardInterrupt()) == 130

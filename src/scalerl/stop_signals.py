@@ -161,10 +161,22 @@ def keeps_sigterm() -> Iterator[None]:
     """SIGTERM's handler as it was before the block, whatever the block sets: Ray's start-up puts
     its own crash handler on it, which answers ``kill PID`` (a batch scheduler's stop) with a C++
     stack dump and an abort, exit 1, instead of a run's clean stop. Outside the main thread, where
-    Python cannot set a handler, nothing changes."""
+    Python cannot set a handler, nothing changes.
+
+    A SIGTERM that came *during* the block, to the handler the block had set, is delivered again to
+    the one from before: Ray's start-up first sets one that calls ``sys.exit(15)``, so ``kill PID``
+    in the seconds ``ray.init`` takes ended the command with exit 15 and not a word (found by
+    benchmarks/kill_fuzz.py --backend ray) -- now it stops as anywhere else (143, "interrupted ...")."""
     before = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
     try:
         yield
+    except SystemExit as exc:
+        if before is None or exc.code != signal.SIGTERM:
+            raise
+        signal.signal(signal.SIGTERM, before)
+        before = None  # (what that handler sets stays: raise_terminated's "a second SIGTERM ends at once")
+        signal.raise_signal(signal.SIGTERM)  # the handler from before raises here (or the default ends the process)
+        raise  # ignored before (SIG_IGN): the block was cut short all the same
     finally:
         if before is not None:
             signal.signal(signal.SIGTERM, before)

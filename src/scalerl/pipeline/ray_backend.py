@@ -63,6 +63,7 @@ from scalerl.pipeline.ray_cluster import _ray, _without_trainer_gpu, init_ray
 from scalerl.pipeline.scheduler import PipelineError
 from scalerl.pipeline.weights import Weights, WeightSource, weight_source
 from scalerl.pipeline.work import RoundRequest, WorkerSpec
+from scalerl.stop_signals import terminated_stays_terminated
 
 class GeneratorActor:
     """One generator on the cluster (wrapped with ``ray.remote`` by :class:`RayPool`)."""
@@ -259,7 +260,10 @@ class RayPool:
         self._init_dispatch_state()  # before the weight sync, which sends to the live actors
         # The caller never gets a pool whose constructor raised, so nobody else could close what it
         # had started when it failed: a cluster too small, an actor that cannot start, Ctrl-C.
-        with undone_if_raised(self._release):
+        # A SIGTERM while the actors start (ray.get, which re-raises our Terminated as a plain
+        # KeyboardInterrupt) stays one: it said "interrupted" and exited 130, as Ctrl-C does
+        # (benchmarks/kill_fuzz.py --backend ray).
+        with terminated_stays_terminated(), undone_if_raised(self._release):
             self._join_cluster(address, weights.device)
             self._check_resources(size, cpus, gpus)
             self._start_actors(spec, cpus, gpus)

@@ -50,6 +50,34 @@ class RolloutSource(Protocol):
     def close(self) -> None: ...
 
 
+class FinishedSource:
+    """The source of a resumed run with nothing left to train (its last checkpoint at ``run.steps``
+    or past it): it generates nothing, so that no generator -- a thread's copy, a process, a Ray
+    cluster (~16 s to start) -- is started only to be closed. The checkpoint's source state is kept
+    as it was, should anything save it again."""
+
+    def __init__(self) -> None:
+        self._state: dict[str, Any] = {}
+
+    def next_batch(self, step: int) -> RolloutBatch:
+        raise RuntimeError(f"step {step}: this run had nothing left to train, so its source generates nothing")
+
+    def weights_updated(self, weights: Weights, version: int, *, step: int) -> None:
+        pass
+
+    def eval_generator(self, step: int) -> None:
+        return None
+
+    def state_dict(self) -> dict[str, Any]:
+        return self._state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._state = state
+
+    def close(self) -> None:
+        pass
+
+
 class OffPolicySource:
     """``sync`` (k = 1) and ``ppo-off-policy-k``: generate k batches, then serve them one per step.
 

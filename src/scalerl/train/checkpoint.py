@@ -130,6 +130,12 @@ def latest_checkpoint(directory: str | os.PathLike) -> Path | None:
     return done[-1] if done else None
 
 
+def checkpoint_step(path: Path) -> int:
+    """The step a checkpoint holds, from its directory's name (``step_000012``: :func:`save_checkpoint`),
+    without loading it."""
+    return int(path.name.removeprefix("step_"))
+
+
 def refuse_damaged_newer(chosen: Path) -> None:
     """Raise :func:`damaged` for a checkpoint newer than ``chosen`` that has lost its state (a kill
     cannot leave one: a checkpoint is renamed into place whole). Passed over, it made the resume

@@ -41,9 +41,9 @@ from scalerl.stop_signals import stop_under_way, stops_deferred, stops_delivered
 from scalerl.tasks.failure_tally import KINDS, add_counts, counting_failures
 from scalerl.tasks.rewards import check_reward_works
 from scalerl.train.activation_probe import probe_activations
-from scalerl.train.checkpoint import (SHARDS, damaged, latest_checkpoint, load_checkpoint, prune_checkpoints,
-                                     refuse_damaged_newer, refuse_other_nproc, rng_state, save_checkpoint,
-                                     set_rng_state, verify_shards)
+from scalerl.train.checkpoint import (SHARDS, checkpoint_step, damaged, latest_checkpoint, load_checkpoint,
+                                     prune_checkpoints, refuse_damaged_newer, refuse_other_nproc, rng_state,
+                                     save_checkpoint, set_rng_state, verify_shards)
 from scalerl.train.closing import close_each
 from scalerl.train.collapse import COLLAPSE_STEPS, collapse_note
 from scalerl.train.compute import ComputeMeter
@@ -169,6 +169,7 @@ class Trainer:
         from scalerl.generate.layout import pad_id_of
         from scalerl.pipeline.context import PipelineContext, TaskSpec
         from scalerl.pipeline.registry import make_source, trainer_threads
+        from scalerl.pipeline.sources import FinishedSource
         from scalerl.pipeline.weights import Weights
         from scalerl.rl.components import resolve_recipe, validate_recipe
         from scalerl.rl.sampler import PromptSampler
@@ -307,7 +308,9 @@ class Trainer:
             weights=shard_weights, decode_rows=self.decode_rows, engine_rows=cfg.run.decode_rows or None,
             cudnn_attention=cfg.run.cudnn_attention,
         )
-        self.source = make_source(self.pipeline)
+        # A resume with nothing left to train generates nothing: no generator threads, processes or
+        # Ray cluster (which took ~16 s to start, only to be shut down) -- run() says the run is done.
+        self.source = FinishedSource() if self._nothing_to_train() else make_source(self.pipeline)
         # Devices the clock counts (accelerator-hours): Ray's generator actors hold their own.
         self.meter.devices = getattr(self.source, "devices", 1) + (self.rank.world - 1 if self.rank else 0)
 
@@ -321,6 +324,14 @@ class Trainer:
             self.runlog = RunLogWriter(self.output / RUNLOG, self._header())
             self.samples = RunLogWriter(self.output / SAMPLES, resume_offset=0)
         self.source.weights_updated(self.weights, self.version, step=self.step)  # the weights it starts from
+
+    def _nothing_to_train(self) -> bool:
+        """A resume whose latest checkpoint is at ``run.steps`` or past it (read from its name, before
+        it is loaded: the rollout source is built first)."""
+        if not self.resume:
+            return False
+        ckpt = latest_checkpoint(self.output / CHECKPOINTS)
+        return ckpt is not None and checkpoint_step(ckpt) >= self.cfg.run.steps
 
     def _header(self) -> dict[str, Any]:
         cfg = self.cfg
@@ -492,6 +503,10 @@ class Trainer:
         if self.step > cfg.run.steps:  # resumed with a smaller --steps: nothing is trained or undone
             print(f"note: {self.output} is already at step {self.step}, past --steps {cfg.run.steps}: nothing to "
                   f"train (its final model is step {self.step}'s); a larger --steps extends it", file=sys.stderr)
+        elif self.resumed_from is not None and self.step == cfg.run.steps:  # (a finished run, or one killed after it)
+            print(f"note: {self.output} is already at step {self.step} of --steps {cfg.run.steps}: the run is done, "
+                  "nothing to train (no generator is started); its final model is saved again from its last "
+                  "checkpoint. A larger --steps extends it", file=sys.stderr)
         if self.resumed_from is not None and self.step < cfg.run.steps:
             self._log_resume()
         bar = _progress(cfg, self.step)
