@@ -43,7 +43,8 @@ def run(cfg, budget):  # a run: stopped as on Ctrl-C, it says so
 ray_runs.execute_dict = run  # (what the Ray task runs, after its set-up)
 ray_runs.to_dict = lambda config: config
 ray_runs.asdict = lambda budget: {}
-plans = [SimpleNamespace(config={"mark": f"{marks}/run{i}"}, name=f"run{i}") for i in range(2)]
+plans = [SimpleNamespace(config={"mark": f"{marks}/run{i}"}, name=f"run{i}", directory=pathlib.Path(marks, f"run{i}"))
+         for i in range(2)]  # (no run there: new, submitted)
 with sigterm_stops_like_ctrl_c():
     try:
         ray_runs.run_on_ray(plans, None, SimpleNamespace(ray_address=None, threads=1, parallel=1), print, lambda o: None)

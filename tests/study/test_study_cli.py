@@ -284,3 +284,20 @@ def test_a_spec_files_relative_calibration_is_saved_absolute(tmp_path, monkeypat
     add_arguments(p)
     spec, _ = resolve_spec(p.parse_args(["s.yaml", "--output", str(tmp_path / "study")]))
     assert spec.calibration == str(tmp_path.resolve() / "cal.json")
+
+
+def test_resuming_a_finished_ray_study_starts_no_cluster(tmp_path, capsys, monkeypatch):
+    """A finished study on the Ray backend, resumed: every run was submitted as a Ray task, so a
+    cluster started (~16 s) to skip them all. Now finished runs are skipped in the driver first."""
+    pytest.importorskip("ray")
+    from scalerl.pipeline import ray_cluster
+
+    def no_cluster(*args, **kwargs):
+        raise AssertionError("a Ray cluster was started for a finished study")
+
+    monkeypatch.setattr(ray_cluster, "init_ray", no_cluster)
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10, bootstrap=50, backend="ray")
+    write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=9)
+    assert main(["study", "--output", str(tmp_path), "--resume"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("already finished") == 2 and "[2/2] loo-loss-dapo/seed0: already finished" in err, err
