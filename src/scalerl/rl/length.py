@@ -46,6 +46,7 @@ __all__ = [
     "keep_in_loss",
     "length_controller",
     "overlong_penalty",
+    "phrase_ids",
     "phrase_tokens",
     "shape_reward",
 ]
@@ -349,7 +350,12 @@ LENGTH_MODES.register("overlong_penalty")(LengthMode(_truncation_controller, _pe
 
 def phrase_tokens(cfg: LengthConfig, tokenizer: Any) -> int:
     """How many tokens the interruption phrase takes with ``tokenizer``."""
-    return len(_encode(tokenizer, cfg.interruption_phrase))
+    return len(phrase_ids(cfg, tokenizer))
+
+
+def phrase_ids(cfg: LengthConfig, tokenizer: Any) -> list[int]:
+    """The token ids the generator forces for the interruption phrase with ``tokenizer``."""
+    return _encode(tokenizer, cfg.interruption_phrase)
 
 
 def budget_problems(cfg: LengthConfig, tokenizer: Any = None) -> list[str]:
