@@ -99,3 +99,48 @@ def test_a_forced_phrase_token_beyond_the_embedding_is_refused_in_one_line(user_
     assert code == 2 and "Traceback" not in err, err
     assert "interruption phrase" in err and f"{rows} rows" in err and "resize_token_embeddings" in err
     assert not (out / "runlog.jsonl").exists()
+
+
+def _sentencepiece_style(corpus):
+    """A Llama-2-style tokenizer: BPE with byte fallback, spaces as '▁' and one prepended."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, trainers
+
+    tok = Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>"))
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<unk>", "<s>", "</s>"], show_progress=False)
+    tok.train_from_iterator(corpus, trainer=trainer)
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
+                                                unk_token="<unk>")
+
+
+@pytest.mark.parametrize("kind", ["byte-level", "sentencepiece"])
+def test_a_natural_end_of_thinking_is_seen_whatever_precedes_it(user_tokenizer, kind):
+    """The end of thinking was matched on the token ids of '</think>' encoded alone (and after a
+    space or a newline). How a tokenizer splits it depends on what precedes it: the byte-level
+    BPE merges '.</' after a full stop; a SentencePiece-style one gives the marker alone a leading
+    '▁', which '</think>' straight after a word or a newline lacks. Undetected, the thinking
+    budget forced the interruption phrase into the answer."""
+    import random
+
+    from scalerl.rl.length import Phase
+
+    tokenizer = user_tokenizer()
+    if kind == "sentencepiece":
+        tokenizer = _sentencepiece_style([f"<think>so step {i}.</think> The answer is {i}." for i in range(200)])
+    control = InterruptionController.from_tokenizer(tokenizer, think_budget=(60, 60), answer_budget=5,
+                                                    max_new_tokens=99)
+    for text in ["<think>so 5.</think>5", "<think>so 5</think> 5", "<think>so 5\n</think>5", "<think>so 5 </think> 5"]:
+        ids = tokenizer.encode(text, add_special_tokens=False)
+        state = control.start(random.Random(0))
+        for i, token in enumerate(ids):
+            state.observe(token)
+            if state.phase is not Phase.THINKING:
+                break
+        assert state.phase is Phase.ANSWERING and not state.interrupted, (text, tokenizer.convert_ids_to_tokens(ids))
+        assert tokenizer.decode(ids[: i + 1]).endswith("</think>")  # at the marker, not later
+    state = control.start(random.Random(0))
+    for token in tokenizer.encode("<think>a > b, so <3 and </thin k>", add_special_tokens=False):
+        state.observe(token)
+    assert state.phase is Phase.THINKING  # no marker, no end
