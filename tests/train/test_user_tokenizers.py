@@ -144,3 +144,27 @@ def test_a_natural_end_of_thinking_is_seen_whatever_precedes_it(user_tokenizer, 
     for token in tokenizer.encode("<think>a > b, so <3 and </thin k>", add_special_tokens=False):
         state.observe(token)
     assert state.phase is Phase.THINKING  # no marker, no end
+
+
+def test_a_model_directory_missing_its_weights_says_what_to_do(user_model, math_jsonl, tmp_path, capsys):
+    """A sharded checkpoint with a shard left out said 'No such file or directory: ...', and a
+    directory with a config and a tokenizer alone 'Error no file named model.safetensors, or
+    pytorch_model.bin, found': what was wrong, not what to do."""
+    import shutil
+
+    src = user_model("llama", dtype="float32")
+    model = transformers.AutoModelForCausalLM.from_pretrained(src)
+    sharded, bare = tmp_path / "sharded", tmp_path / "bare"
+    model.save_pretrained(sharded, max_shard_size="100KB")
+    shards = sorted(sharded.glob("model-*.safetensors"))
+    assert len(shards) > 2
+    shards[1].unlink()
+    shutil.copytree(src, bare, ignore=shutil.ignore_patterns("*.safetensors"))
+    for directory, said in ((sharded, f"1 of them are not in the directory ({shards[1].name})"),
+                            (bare, "holds no weights")):
+        transformers.AutoTokenizer.from_pretrained(src).save_pretrained(directory)
+        code = main(["eval", "--model", str(directory), "--task", "math", "--data", str(math_jsonl), "--problems", "2",
+                     "--k", "1", "--max-new-tokens", "4"])
+        err = capsys.readouterr().err
+        assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+        assert said in err and ("download the missing shards" in err or "save_pretrained" in err), err
