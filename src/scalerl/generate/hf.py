@@ -40,6 +40,7 @@ from scalerl.generate.base import (Completion, GenerationCancelled, InFlightUpda
 from scalerl.generate.kvcache import decode_cache
 from scalerl.generate.layout import attends, eos_ids, forward_kwargs, left_pad, pad_id_of, position_ids, rows_selectable
 from scalerl.generate.sampling import sample_next
+from scalerl.generate.text import completion_texts
 
 
 def _sharded(model: Any) -> bool:
@@ -373,7 +374,7 @@ class HFGenerator(InFlightUpdates):
         logprob_rows = out_logprobs.tolist()
         forced_rows = forced.tolist()
         token_ids = [token_rows[i][: lengths_list[i]] for i in range(n)]
-        texts = self.tokenizer.batch_decode(token_ids, skip_special_tokens=True)
+        texts = completion_texts(self.tokenizer, token_ids)
         return [
             Completion(
                 prompt_ids=list(prompts[i]),

@@ -128,6 +128,21 @@ def eos_ids(model: Any, tokenizer: Any) -> list[int]:
 
 
 def pad_id_of(model: Any, tokenizer: Any) -> int:
-    """The id padding is written with: the tokenizer's pad token, else the first EOS id. Padding
-    is masked out everywhere, so any id would do -- but generator and trainer use the same one."""
-    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos_ids(model, tokenizer)[0]
+    """The id padding is written with: the tokenizer's pad token, else the first EOS id -- the first
+    of them the model's input embedding has a row for. Padding is masked out everywhere, so any id
+    would do (generator and trainer use the same one), but it is still looked up in the embedding:
+    a pad token added to the tokenizer without ``resize_token_embeddings`` (``add_special_tokens(
+    {"pad_token": ...})``, a common fix for a tokenizer with none) raised torch's ``IndexError:
+    index out of range in self`` at the first batch with prompts of different lengths."""
+    rows = embedding_rows(model)
+    pad = tokenizer.pad_token_id
+    if pad is not None and (rows is None or 0 <= pad < rows):
+        return pad
+    return next((i for i in eos_ids(model, tokenizer) if rows is None or 0 <= i < rows), 0)
+
+
+def embedding_rows(model: Any) -> int | None:
+    """Rows of the model's input embedding (ids 0 to rows - 1 can be looked up), None if unknown."""
+    embedding = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    rows = getattr(embedding, "num_embeddings", None)
+    return rows if isinstance(rows, int) else None

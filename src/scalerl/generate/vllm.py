@@ -57,6 +57,7 @@ from typing import Any, Mapping, Sequence
 
 from scalerl.errors import ConfigError
 from scalerl.generate.base import Completion, InFlightUpdates, LengthController, SamplingParams
+from scalerl.generate.text import completion_texts
 
 
 @dataclass
@@ -189,7 +190,7 @@ class VLLMGenerator(InFlightUpdates):
             self._apply_pending()
             self._run(seqs, params)
         self._apply_if_idle()
-        texts = self.tokenizer.batch_decode([s.tokens for s in seqs], skip_special_tokens=True)
+        texts = completion_texts(self.tokenizer, [s.tokens for s in seqs])
         return [Completion(prompt_ids=s.prompt, token_ids=s.tokens, logprobs=s.logprobs, loss_mask=s.mask,
                            versions=s.versions, finish_reason=s.reason or "length", text=t)
                 for s, t in zip(seqs, texts)]

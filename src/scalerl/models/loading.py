@@ -229,12 +229,40 @@ def load_model(
     try:
         model = AutoModelForCausalLM.from_pretrained(source, **model_kwargs)
     except OSError as exc:  # not found locally, not on the hub, or no network
-        raise InputError(f"cannot load model {name_or_path!r}: {exc}") from None
+        raise InputError(missing_weights(source, name_or_path) or f"cannot load model {name_or_path!r}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 -- damaged weights: safetensors' SafetensorError, torch's RuntimeError, ...
         reason = str(exc).splitlines()[0][:200] if str(exc) else ""
         raise InputError(f"cannot load the weights of {name_or_path!r} ({type(exc).__name__}: {reason}); "
                          f"{_weights_hint(str(exc))}") from None
     return model.eval(), tokenizer
+
+
+def missing_weights(source: str, name_or_path: str) -> str | None:
+    """One line on a local directory whose weights are not all there, or None. transformers said
+    'No such file or directory: .../model-00002-of-00006.safetensors' for a shard a cut copy
+    left out, and 'Error no file named model.safetensors, or pytorch_model.bin, found' for a
+    directory with a tokenizer and a config alone -- neither what to do about it."""
+    import json
+
+    path = Path(source)
+    if not path.is_dir():
+        return None
+    for index in sorted(path.glob("*.index.json")):  # a sharded checkpoint: the shards its index names
+        try:
+            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        missing = [s for s in shards if not (path / s).is_file()]
+        if missing:
+            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+            return (f"cannot load model {name_or_path!r}: its weights are in {len(shards)} shards ({index.name}) and "
+                    f"{len(missing)} of them are not in the directory ({missing[0]}{more}): copy or download the "
+                    "missing shards again")
+    if not any(next(path.glob(pattern), None) for pattern in ("*.safetensors", "*.bin", "*.pt", "*.pth", "*.index.json")):
+        return (f"cannot load model {name_or_path!r}: the directory holds no weights (model.safetensors, "
+                "pytorch_model.bin, ...), only a config and the tokenizer: save the model's weights into it "
+                "(model.save_pretrained(DIR))")
+    return None
 
 
 #: A SentencePiece model file, which transformers converts to a fast tokenizer with the sentencepiece library.
@@ -338,16 +366,4 @@ def _pickled_dtype(files: list[Path]) -> str | None:
     for tensor in state.values() if isinstance(state, dict) else ():
         if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
             return str(tensor.dtype).removeprefix("torch.")
-    return None
-    from safetensors import safe_open
-
-    for file in files:
-        try:
-            with safe_open(str(file), "pt") as f:
-                for key in f.keys():
-                    name = _SAFETENSORS_FLOATS.get(str(f.get_slice(key).get_dtype()))
-                    if name is not None:
-                        return name
-        except Exception:  # noqa: BLE001 -- a damaged file: loading the model says what is wrong with it
-            return None
     return None

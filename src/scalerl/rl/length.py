@@ -24,6 +24,7 @@ no torch.
 
 from __future__ import annotations
 
+import copy
 import enum
 import random
 from collections import deque
@@ -36,6 +37,7 @@ from scalerl.rl.registry import Registry
 __all__ = [
     "LENGTH_MODES",
     "budget_problems",
+    "EndThinkText",
     "InterruptionController",
     "InterruptionState",
     "LengthMode",
@@ -46,6 +48,7 @@ __all__ = [
     "keep_in_loss",
     "length_controller",
     "overlong_penalty",
+    "phrase_ids",
     "phrase_tokens",
     "shape_reward",
 ]
@@ -82,7 +85,7 @@ class InterruptionState:
         self._forced = 0  # tokens of the phrase emitted so far
         self._interrupted = False
         self._truncated = False
-        self._tail: deque[int] = deque(maxlen=max(len(v) for v in controller.end_think_ids))
+        self._tail: deque[int] = deque(maxlen=controller.tail_tokens)
         if think_budget == 0:
             self._start_forcing()
 
@@ -156,7 +159,42 @@ class InterruptionState:
 
     def _ends_thinking(self) -> bool:
         tail = list(self._tail)
-        return any(len(v) <= len(tail) and tail[len(tail) - len(v) :] == v for v in self._c.end_think_ids)
+        if any(len(v) <= len(tail) and tail[len(tail) - len(v) :] == v for v in self._c.end_think_ids):
+            return True
+        # The marker as text: only a token whose piece holds its last character can complete it.
+        c = self._c
+        return c.end_think_text is not None and tail[-1] in c.closer_ids and c.end_think_text.text in c.decode(tail)
+
+
+@dataclass(frozen=True)
+class EndThinkText:
+    """The end-of-thinking marker as text: ``text``; ``decode`` (token ids -> text, special tokens
+    kept); ``closer_ids``, the tokens whose piece holds the marker's last character -- the only
+    ones that can complete it, so the last tokens are decoded only after one of them."""
+
+    text: str
+    decode: Callable[[list[int]], str]
+    closer_ids: frozenset[int]
+
+    @classmethod
+    def of(cls, tokenizer: Any, text: str) -> "EndThinkText | None":
+        """``text`` with ``tokenizer``'s decoding; None for a tokenizer that cannot list its pieces."""
+        if not text or not hasattr(tokenizer, "convert_ids_to_tokens") or not hasattr(tokenizer, "decode"):
+            return None
+        # A piece is the token as stored: printable ASCII is itself in byte-level BPE and
+        # SentencePiece alike, and a byte-fallback piece (<0x3E>) holds '>' too (a superset is fine).
+        pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+        last = text[-1]
+        closers = frozenset(i for i, piece in enumerate(pieces) if isinstance(piece, str) and last in piece)
+
+        # Its own copy: generator threads share one controller, and a fast tokenizer another
+        # thread is encoding with must not be called at the same time (rollout/context.py).
+        own = copy.deepcopy(tokenizer)
+
+        def decode(ids: list[int]) -> str:
+            return own.decode(ids, skip_special_tokens=False)
+
+        return cls(text, decode, closers)
 
 
 class InterruptionController:
@@ -164,7 +202,13 @@ class InterruptionController:
 
     ``phrase_ids`` are forced verbatim; ``end_think_ids`` lists token sequences any of which,
     as a suffix of the sampled thinking, ends it naturally (a tokenizer can split ``</think>``
-    differently after a space, hence several).
+    differently after a space, hence several). ``end_think_text`` (:meth:`from_tokenizer` sets it)
+    also ends it on the marker's *text* in the last tokens decoded: how a tokenizer splits
+    ``</think>`` depends on what precedes it, and no list of spellings covers every context --
+    a byte-level BPE merges ``.</`` after a full stop; a SentencePiece-style tokenizer
+    (``▁`` for spaces: Llama 2, Mistral, Gemma) encodes the marker alone with a leading ``▁``,
+    which a ``</think>`` written straight after a word or a newline does not have. Undetected,
+    the thinking budget forced the interruption phrase into the answer.
     """
 
     def __init__(
@@ -175,6 +219,7 @@ class InterruptionController:
         think_budget: tuple[int, int],
         answer_budget: int,
         max_new_tokens: int,
+        end_think_text: EndThinkText | None = None,
     ) -> None:
         lo, hi = think_budget
         if not 0 <= lo <= hi:
@@ -185,6 +230,12 @@ class InterruptionController:
             raise ValueError("answer_budget and max_new_tokens must be >= 1")
         self.phrase_ids = list(phrase_ids)
         self.end_think_ids = [list(v) for v in end_think_ids]
+        self.end_think_text = end_think_text
+        self.closer_ids = end_think_text.closer_ids if end_think_text is not None else frozenset()
+        self.decode = end_think_text.decode if end_think_text is not None else None
+        # Tokens a state keeps to match: the longest spelling; for the text, one token a character at most, and one more.
+        self.tail_tokens = max([len(v) for v in self.end_think_ids]
+                               + ([len(end_think_text.text) + 1] if end_think_text is not None else []))
         self.think_budget = (lo, hi)
         self.answer_budget = answer_budget
         self.max_new_tokens = max_new_tokens
@@ -210,6 +261,7 @@ class InterruptionController:
         return cls(
             phrase_ids=_encode(tokenizer, phrase),
             end_think_ids=variants,
+            end_think_text=EndThinkText.of(tokenizer, end_think),
             think_budget=think_budget,
             answer_budget=answer_budget,
             max_new_tokens=max_new_tokens,
@@ -349,7 +401,12 @@ LENGTH_MODES.register("overlong_penalty")(LengthMode(_truncation_controller, _pe
 
 def phrase_tokens(cfg: LengthConfig, tokenizer: Any) -> int:
     """How many tokens the interruption phrase takes with ``tokenizer``."""
-    return len(_encode(tokenizer, cfg.interruption_phrase))
+    return len(phrase_ids(cfg, tokenizer))
+
+
+def phrase_ids(cfg: LengthConfig, tokenizer: Any) -> list[int]:
+    """The token ids the generator forces for the interruption phrase with ``tokenizer``."""
+    return _encode(tokenizer, cfg.interruption_phrase)
 
 
 def budget_problems(cfg: LengthConfig, tokenizer: Any = None) -> list[str]:

@@ -26,12 +26,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from scalerl.config import apply_overrides
 from scalerl.errors import ConfigError, InputError
-from scalerl.rl.length import phrase_tokens
+from scalerl.rl.length import phrase_ids, phrase_tokens
 from scalerl.rl.recipe import LengthConfig
 from scalerl.tasks.encoding import encode_problem
 
 if TYPE_CHECKING:  # train.config is imported by the trainer that calls these checks
     from scalerl.train.config import TrainConfig
+
+#: How :func:`check_token_ids` names the interruption phrase the generator forces.
+PHRASE = "the forced interruption phrase, length.interruption_phrase"
 
 #: Config attributes that bound the positions a model can attend over, in the order they are tried.
 POSITION_ATTRIBUTES = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx",
@@ -97,7 +100,10 @@ def check_positions(model: Any, tokenizer: Any, problems: Sequence[Any], length:
     ``room`` tokens. ``scalerl train`` (:func:`check_generation_budget`) and ``scalerl eval`` share it.
     First, :func:`check_token_ids` (the prompts are encoded once, for both)."""
     encoded = [(p.id, encode_problem(tokenizer, p)) for p in problems]
-    check_token_ids(model, encoded)
+    # The forced phrase goes through the embedding too (a '</think>' added to the tokenizer without
+    # resize_token_embeddings is in it, in no prompt): checked with the prompts, first.
+    forced = [(PHRASE, phrase_ids(length, tokenizer))] if length.mode == "interrupt" else []
+    check_token_ids(model, [*forced, *encoded])
     bound = max_positions(model.config)
     if bound is None:
         return
@@ -125,14 +131,16 @@ def check_token_ids(model: Any, encoded: Sequence[tuple[str, Sequence[int]]]) ->
     without ``resize_token_embeddings``. Uncaught, the first forward pass raised torch's
     ``IndexError: index out of range in self``. (An embedding larger than the tokenizer, as
     Qwen's padded vocabularies are, is fine.)"""
-    embedding = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
-    rows = getattr(embedding, "num_embeddings", None)
-    if not isinstance(rows, int):
+    from scalerl.generate.layout import embedding_rows  # (torch: not imported with this module)
+
+    rows = embedding_rows(model)
+    if rows is None:
         return
-    top = max(((max(ids), pid) for pid, ids in encoded if len(ids)), default=None)
-    if top is None or top[0] < rows:
+    top = next(((max(ids), pid) for pid, ids in encoded if len(ids) and max(ids) >= rows), None)
+    if top is None:
         return
-    raise InputError(f"the tokenizer gives token id {top[0]} (prompt {top[1]}) but the model's input embedding has "
+    where = top[1] if top[1] == PHRASE else f"prompt {top[1]}"
+    raise InputError(f"the tokenizer gives token id {top[0]} ({where}) but the model's input embedding has "
                      f"{rows} rows (ids 0-{rows - 1}): the tokenizer saved with the weights is not this model's, or "
                      "tokens were added to it without model.resize_token_embeddings(len(tokenizer)); save the model's "
                      "own tokenizer beside its weights")
