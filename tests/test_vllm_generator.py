@@ -306,3 +306,21 @@ def test_vllm_forced_interruption(vllm_tiny):
     for c in forced:
         zeros = [i for i, m in enumerate(c.loss_mask) if m == 0]
         assert [c.token_ids[i] for i in zeros] == ctl.phrase_ids and all(c.logprobs[i] == 0.0 for i in zeros)
+
+
+def test_the_eos_ids_are_read_from_the_files_the_hf_generator_reads(tmp_path):
+    """An EOS id that only config.json lists (no generation_config.json) ended the HF generator's
+    completions and not the vLLM generator's: both read the generation config, the config and the tokenizer."""
+    from types import SimpleNamespace
+
+    from transformers import LlamaConfig
+
+    from scalerl.errors import InputError
+    from scalerl.generate.vllm import _eos_ids
+
+    LlamaConfig(vocab_size=16, hidden_size=8, num_hidden_layers=1, num_attention_heads=1, intermediate_size=8,
+                eos_token_id=[5, 7]).save_pretrained(tmp_path)
+    assert not (tmp_path / "generation_config.json").exists()
+    assert _eos_ids(SimpleNamespace(eos_token_id=2), str(tmp_path)) == [2, 5, 7]
+    with pytest.raises(InputError, match="the model defines no end-of-sequence token"):
+        _eos_ids(SimpleNamespace(eos_token_id=None), str(tmp_path / "nothing"))

@@ -117,8 +117,14 @@ def _selection_covers_reorder(cls: type) -> bool:
 
 def eos_ids(model: Any, tokenizer: Any) -> list[int]:
     """Every id that ends a completion: the model's generation config, its config, the tokenizer."""
+    return eos_ids_of(getattr(model, "generation_config", None), model.config, tokenizer)
+
+
+def eos_ids_of(*sources: Any) -> list[int]:
+    """The ``eos_token_id`` of every source that has one (a generation config, a model config, a
+    tokenizer; Llama 3 lists several ids in one), together; :class:`InputError` when none has."""
     ids: set[int] = set()
-    for source in (getattr(model, "generation_config", None), model.config, tokenizer):
+    for source in sources:
         value = getattr(source, "eos_token_id", None) if source is not None else None
         if value is not None:
             ids.update(value if isinstance(value, (list, tuple)) else [value])

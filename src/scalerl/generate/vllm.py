@@ -277,17 +277,17 @@ def _top_k_minus_one() -> bool:
 
 
 def _eos_ids(tokenizer: Any, model_path: str) -> list[int]:
-    ids: set[int] = set()
-    if tokenizer.eos_token_id is not None:
-        ids.add(tokenizer.eos_token_id)
-    try:
-        from transformers import GenerationConfig
+    """The ids that end a completion, from the files the HF generator reads them from (its model's
+    generation config and config, and the tokenizer): a ``config.json`` that alone lists an EOS id
+    was honoured by the HF generator and not by this one, whose completions ran on past it."""
+    from transformers import AutoConfig, GenerationConfig
 
-        value = GenerationConfig.from_pretrained(model_path).eos_token_id
-        if value is not None:
-            ids.update(value if isinstance(value, (list, tuple)) else [value])
-    except Exception:  # noqa: BLE001 - no generation_config.json: the tokenizer's EOS is all there is
-        pass
-    if not ids:
-        raise ConfigError(f"vllm generator: neither the tokenizer nor {model_path}'s generation config defines an EOS")
-    return sorted(ids)
+    from scalerl.generate.layout import eos_ids_of
+
+    sources: list[Any] = [tokenizer]
+    for load in (GenerationConfig.from_pretrained, AutoConfig.from_pretrained):
+        try:
+            sources.append(load(model_path))
+        except Exception:  # noqa: BLE001 - no such file (no generation_config.json): the others decide
+            pass
+    return eos_ids_of(*sources)
