@@ -170,6 +170,7 @@ def test_calibrate_keep_excursions_fits_every_evaluation(capsys, tmp_path, six_r
     ("huge", "its levels must be increasing"),
     ("decreasing", "q_confidence must not decrease from one level to the next"),
     ("no-temperature", "missing field 'temperature'"),
+    ("newer", "this scalerl does not know: 'q_drift' -- written by a newer scalerl"),
 ])
 def test_a_bad_calibration_file_is_refused_in_one_line(capsys, tmp_path, content, message):
     path = tmp_path / "bad.json"
@@ -191,6 +192,9 @@ def test_a_bad_calibration_file_is_refused_in_one_line(capsys, tmp_path, content
         content = json.dumps(good)
     elif content == "no-temperature":  # a missing key read as null: equal weights, another forecast, no word
         del good["temperature"]
+        content = json.dumps(good)
+    elif content == "newer":  # a field this version would ignore: bands other than the file means
+        good["q_drift"] = [1.0] * len(good["levels"])
         content = json.dumps(good)
     path.write_text(content)
     with pytest.raises(InputError, match=message.replace("(", r"\(")):

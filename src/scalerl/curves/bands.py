@@ -43,6 +43,7 @@ grows in proportion to h, and the output says the band is extrapolated.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -137,6 +138,10 @@ def read_calibration(path, *, level: float | None = None) -> Calibration:
         cal = Calibration.from_dict(d)
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise InputError(f"{path} is not a scalerl calibration (bad or missing field {exc}); {how}") from None
+    unknown = sorted(set(d) - {f.name for f in dataclasses.fields(Calibration)})
+    if unknown:  # a newer scalerl's field (read as if absent, it could mean other bands), or a typo
+        raise InputError(f"{path} has field(s) this scalerl does not know: {', '.join(map(repr, unknown))} -- written "
+                         f"by a newer scalerl (upgrade), or edited by hand (remove them); {how}")
     if "temperature" not in d:  # (from_dict reads a missing one as null: equal weights, a different forecast)
         raise InputError(f"{path} is not a scalerl calibration (missing field 'temperature': a number, or null for "
                          f"equal weights); {how}")
