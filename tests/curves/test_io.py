@@ -526,6 +526,13 @@ def test_a_directory_of_no_known_log_names_what_it_holds(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match="it holds no files"):
         read_curve(tmp_path / "empty", "step", "score")
+    # A folder of run directories (scalerl's, TRL's output_dir per run): which commands take each of them.
+    for run in ("a", "b"):
+        (tmp_path / "sweep" / run).mkdir(parents=True)
+        (tmp_path / "sweep" / run / "runlog.jsonl").write_text('{"type": "eval", "step": 0, "score": 0.2}\n')
+    with pytest.raises(InputError, match=r"-- or, a directory of 2 runs \(a, b\): compare and calibrate take each "
+                                         r"of them, as .*sweep/\*/ lists them; fit and backtest one$"):
+        read_curve(tmp_path / "sweep", "step", "score")
     # A directory named like an event file is none: it was read as one (an IsADirectoryError's traceback).
     (tmp_path / "tb" / "run" / "events.out.tfevents.1").mkdir(parents=True)
     with pytest.raises(InputError, match="it holds no files"):

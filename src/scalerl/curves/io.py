@@ -202,6 +202,13 @@ def has_event_files(path: Path) -> bool:
     return any(p.is_file() for p in path.rglob("*tfevents*"))
 
 
+def _run_directory(path: Path) -> bool:
+    """Whether directory ``path`` is read as one run's log: a scalerl run directory, a Trainer's
+    output directory, event files, a tracker's store."""
+    return ((path / RUNLOG).is_file() or is_trainer_state(path) or has_event_files(path)
+            or any(probe(path) for _, probe in TRACKER_PROBES))
+
+
 def _check_event_files(path: Path) -> None:
     """A directory of no known log: saying "no TensorBoard event files" of one that holds good.csv
     sent the user looking for TensorBoard; what it holds is named instead, to pick the log from."""
@@ -210,6 +217,11 @@ def _check_event_files(path: Path) -> None:
     files = sorted(str(f.relative_to(path)) for f in itertools.islice(path.rglob("*"), 1000) if f.is_file())
     held = (f"it holds {', '.join(files[:6])}{', ...' if len(files) > 6 else ''}: name the log among them"
             if files else "it holds no files")
+    runs = [d for d in itertools.islice(sorted(path.iterdir()), 200) if d.is_dir() and _run_directory(d)]
+    if len(runs) > 1:  # a folder of run directories (TRL's output_dir per run, a sweep's)
+        held += (f" -- or, a directory of {len(runs)} runs ({', '.join(d.name for d in runs[:3])}"
+                 f"{', ...' if len(runs) > 3 else ''}): compare and calibrate take each of them, "
+                 f"as {path}/*/ lists them; fit and backtest one")
     raise InputError(f"{path}: a directory holding no log of a format read as a directory (a scalerl run directory, "
                      "TensorBoard event files, an MLflow, W&B, Trackio, SwanLab or ClearML store, a trainer_state.json "
                      "run directory, a prime-rl output directory, dumped evaluations, lm-evaluation-harness or "
