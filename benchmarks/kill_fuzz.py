@@ -3,6 +3,15 @@
     PYTHONPATH=src python benchmarks/kill_fuzz.py                       # 25 trials, default recipe
     PYTHONPATH=src python benchmarks/kill_fuzz.py --trials 12 --sync    # --set pipeline=sync as well
     PYTHONPATH=src python benchmarks/kill_fuzz.py --trials 10 --seed 3 --work /tmp/kf --keep
+    PYTHONPATH=src python benchmarks/kill_fuzz.py --trials 6 --label nproc2 --extra "--nproc 2"
+    PYTHONPATH=src python benchmarks/kill_fuzz.py --trials 6 --label lora --extra "--set model.lora.rank=8" --loose
+
+``--extra ARGS`` fuzzes any other configuration: ARGS (split as a shell would) go after the small
+run's arguments, the recipe is named ``--label``, and only it is fuzzed. Where the docs do not
+promise that a resume repeats the uninterrupted log row for row, ``--loose`` checks what they do
+promise instead: the evaluation and training rows are the reference's steps, once each and in order
+(none lost or repeated by a resume); the rest of the checks below but the row and weight
+comparisons (a difference there is a note).
 
 A tool, not a CI test (minutes of CPU; the regression tests it led to are in tests/train/).
 ``--backend ray`` fuzzes Ray-backend runs instead, with the checks benchmarks/ray_kill_fuzz.py
@@ -27,7 +36,12 @@ What it does, for each recipe (the default one -- PipelineRL -- and, with ``--sy
    ``resume`` rows); ``final/`` loads with ``AutoModelForCausalLM.from_pretrained`` and its weights
    equal the reference's bit for bit; no temporary file is left (``*.tmp-*``, ``*.old-*``, hidden
    ``.*.tmp-*``), nor a checkpoint beyond ``run.keep_checkpoints``; the run log has no torn line;
-   ``scalerl report DIR`` exits 0; no process of the run is left.
+   ``scalerl report DIR`` exits 0; with ``--set log.tensorboard=true``, TensorBoard reads every
+   scalar at the reference's steps, once each (a resumed attempt's purge mark drops what the killed
+   one wrote past its checkpoint), with the reference's values; no process of the run is left -- after each stop (and at the
+   end) every process that carries the trial's tag in its environment (the command, its trainer
+   ranks, generator and reward worker processes: whatever they started) must be gone within
+   ``SETTLE`` seconds; a ``kill -9`` of the command must take them with it.
 
 It prints one line per trial as it goes, then a table::
 
@@ -46,6 +60,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shlex
 import shutil
 import signal
 import subprocess
@@ -65,16 +80,19 @@ RECIPES = {"default": [], "sync": ["--set", "pipeline=sync"]}
 #: Columns no two runs share (wall-clock time, pipeline timing, memory).
 TIMING = ("gpu_hours", "utc", "seconds")
 SIGNALS = {"SIGKILL": signal.SIGKILL, "SIGTERM": signal.SIGTERM, "SIGINT": signal.SIGINT}
+#: Seconds a stopped command's processes get to end: its ranks and workers die with it (the kernel kills
+#: them: on a kill -9, ranks left longer trained on in the background and finished the run).
+SETTLE = 3.0
 
 
 def command(out: Path, recipe: str, *extra: str) -> list[str]:
     return [sys.executable, "-m", "scalerl", "train", *SMALL, *RECIPES[recipe], "--output", str(out), *extra]
 
 
-def run_timed(cmd: list[str], log: Path) -> tuple[int, float]:
+def run_timed(cmd: list[str], log: Path, env: dict | None = None) -> tuple[int, float]:
     t0 = time.perf_counter()
     with log.open("w") as err:
-        rc = subprocess.run(cmd, stdout=err, stderr=subprocess.STDOUT).returncode
+        rc = subprocess.run(cmd, stdout=err, stderr=subprocess.STDOUT, env=env).returncode
     return rc, time.perf_counter() - t0
 
 
@@ -94,12 +112,12 @@ TRIGGERS = ("checkpoints/step_*.tmp-*", "checkpoints/latest.tmp-*", "final.tmp-*
 
 
 def run_killed(cmd: list[str], log: Path, at: float, sig: int, out: Path | None = None,
-               trigger: str | None = None) -> tuple[int, bool, list]:
+               trigger: str | None = None, env: dict | None = None) -> tuple[int, bool, list]:
     """Start ``cmd``, send ``sig`` ``at`` seconds later -- or, with ``trigger``, as soon as that glob
     matches under ``out`` -- unless it ended first. (exit status, whether the signal was sent, the
     processes it had started)."""
     with log.open("w") as err:
-        proc = subprocess.Popen(cmd, stdout=err, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, stdout=err, stderr=subprocess.STDOUT, env=env)
         deadline = time.perf_counter() + at
         if trigger is not None:
             while proc.poll() is None and not any(out.glob(trigger)):
@@ -163,6 +181,21 @@ def comparable(out: Path) -> tuple[list, list, list]:
     return evals, full, notes
 
 
+def tensorboard_scalars(out: Path) -> dict | None:
+    """{tag: [(step, value), ...]} of the run's TensorBoard event files as TensorBoard reads them
+    (the killed attempts' events past a resumed attempt's purge mark dropped); None without any.
+    Wall-clock, pipeline and memory tags are left out (no two runs share them)."""
+    logdir = out / "tensorboard"
+    if not logdir.is_dir():
+        return None
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(logdir), size_guidance={"scalars": 0})
+    acc.Reload()
+    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]
+            if not any(t in tag for t in TIMING) and not tag.startswith(("pipeline/", "memory/"))}
+
+
 def final_weights(out: Path):
     from transformers import AutoModelForCausalLM
 
@@ -182,29 +215,47 @@ def leftovers(out: Path) -> list[str]:
     return bad
 
 
-def check(out: Path, ref: dict, rc: int) -> list[str]:
+def check(out: Path, ref: dict, rc: int, loose: bool = False) -> tuple[list[str], list[str]]:
+    """(failures, notes) of a completed trial; ``loose``: rows and weights need not equal the
+    reference's (a difference is a note), but every step must be there once, in order."""
     import torch
 
-    fails = []
+    fails, diffs = [], []
     if rc != 0:
-        return [f"exit {rc}"]
+        return [f"exit {rc}"], []
     try:
         evals, full, notes = comparable(out)
     except Exception as exc:  # noqa: BLE001
-        return [f"run log unreadable: {exc}"]
+        return [f"run log unreadable: {exc}"], []
     if notes:
         fails.append(f"run log notes: {notes}")
+    if loose:
+        for kind in ("eval", "train"):
+            steps = [r["step"] for r in full if r.get("type") == kind]
+            want = [r["step"] for r in ref["full"] if r.get("type") == kind]
+            if steps != want:
+                fails.append(f"{kind} steps {steps} (the reference's: {want})")
     if evals != ref["evals"]:
-        fails.append("eval rows differ")
+        diffs.append("eval rows differ")
     elif full != ref["full"]:
         diff = [(a.get("type"), a.get("step"), sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k)))
                 for a, b in zip(full, ref["full"]) if a != b]
-        fails.append(f"other rows differ ({len(full)} vs {len(ref['full'])} rows; {diff[:2]})")
+        diffs.append(f"other rows differ ({len(full)} vs {len(ref['full'])} rows; {diff[:2]})")
+    scalars = tensorboard_scalars(out)
+    if scalars is not None:
+        steps = {tag: [s for s, _ in points] for tag, points in scalars.items()}
+        want = {tag: [s for s, _ in points] for tag, points in ref["tensorboard"].items()}
+        if steps != want:
+            bad = sorted(t for t in set(steps) | set(want) if steps.get(t) != want.get(t))
+            fails.append(f"TensorBoard steps differ ({bad[:2]}: {[steps.get(t) for t in bad[:1]]} vs "
+                         f"{[want.get(t) for t in bad[:1]]})")
+        elif scalars != ref["tensorboard"]:
+            diffs.append("TensorBoard values differ")
     try:
         weights = final_weights(out)
         if weights.keys() != ref["weights"].keys() or any(not torch.equal(weights[k], ref["weights"][k])
                                                           for k in weights):
-            fails.append("final weights differ")
+            diffs.append("final weights differ")
     except Exception as exc:  # noqa: BLE001
         fails.append(f"final/ does not load: {type(exc).__name__}: {str(exc)[:80]}")
     bad = leftovers(out)
@@ -213,29 +264,42 @@ def check(out: Path, ref: dict, rc: int) -> list[str]:
     rep = subprocess.run([sys.executable, "-m", "scalerl", "report", str(out)], capture_output=True, text=True)
     if rep.returncode != 0:
         fails.append(f"report exit {rep.returncode}: {rep.stderr.strip()[-160:]}")
-    return fails
+    return (fails, diffs) if loose else (fails + diffs, [])
+
+
+def left_behind(row: dict, tag: str, after: str) -> None:
+    """Every process of the trial (its tag in the environment) gone within ``SETTLE`` s, else a
+    failure; whatever is left is killed, so it cannot race the resume."""
+    from study_kill_fuzz import gone
+
+    alive = gone(tag, SETTLE)
+    if alive:
+        row["fails"].append(f"left behind {SETTLE:g} s after {after}: {alive}")
 
 
 def trial(work: Path, recipe: str, i: int, rng: random.Random, ref: dict, max_attempts: int,
-          triggered: float) -> dict:
+          triggered: float, loose: bool = False) -> dict:
+    from study_kill_fuzz import TAG
+
     out = work / f"{recipe}-{i:02d}"
+    tag = str(out)
+    env = {**os.environ, TAG: tag}
     name = rng.choices(list(SIGNALS), weights=[6, 2, 2])[0]
     trigger = rng.choice(TRIGGERS) if rng.random() < triggered else None
     at = 0.0 if trigger else rng.uniform(0, ref["seconds"] * 1.05)
     t0 = time.perf_counter()
     rc, sent, children = run_killed(command(out, recipe), work / f"{recipe}-{i:02d}.0.log", at, SIGNALS[name],
-                                    out, trigger)
+                                    out, trigger, env)
     if trigger:
         at = time.perf_counter() - t0  # (when it ended, for a trigger)
     where = phase(out) if sent else "ended before the kill"
     if trigger:
         where = f"@{trigger.split('/')[-1]}: {where}"
     row = {"recipe": recipe, "trial": i, "signal": name, "t_kill": at, "phase": where, "first_rc": rc,
-           "attempts": 1, "fails": [], "dir": str(out)}
-    time.sleep(0.2)
-    alive = [c for c in children if isinstance(c, str) or c.is_running()]
-    if alive:
-        row["fails"].append(f"left behind: {alive}")
+           "attempts": 1, "fails": [], "notes": [], "dir": str(out)}
+    if any(isinstance(c, str) for c in children):
+        row["fails"].append("hung after the signal")
+    left_behind(row, tag, name)
     later = []
     while rc != 0 and row["attempts"] < max_attempts:
         log = work / f"{recipe}-{i:02d}.{row['attempts']}.log"
@@ -246,12 +310,14 @@ def trial(work: Path, recipe: str, i: int, rng: random.Random, ref: dict, max_at
         if rng.random() < 0.25 and row["attempts"] < max_attempts - 1:  # kill the resume too
             sig2 = rng.choices(list(SIGNALS), weights=[6, 2, 2])[0]
             t2 = rng.uniform(0, ref["seconds"])
-            rc, sent2, _ = run_killed(cmd, log, t2, SIGNALS[sig2])
+            rc, sent2, _ = run_killed(cmd, log, t2, SIGNALS[sig2], env=env)
             later.append(f"{'again' if again else 'resume'}:{sig2}@{t2:.1f}s" + ("" if sent2 else "(done)")
                          + (f"[{phase(out)}]" if sent2 else ""))
+            left_behind(row, tag, f"{sig2} of the {'run' if again else 'resume'}")
         else:
-            rc, _ = run_timed(cmd, log)
+            rc, _ = run_timed(cmd, log, env)
             later.append(("again" if again else "resume") + f"->{rc}")
+            left_behind(row, tag, "the end of the command")
         row["attempts"] += 1
     row["later"] = later
     if rc != 0:
@@ -259,7 +325,9 @@ def trial(work: Path, recipe: str, i: int, rng: random.Random, ref: dict, max_at
         tail = log.read_text().strip().splitlines()[-1:] if log.exists() else []
         row["fails"].append(f"did not complete (exit {rc}): {tail}")
     else:
-        row["fails"] += check(out, ref, rc)
+        fails, notes = check(out, ref, rc, loose)
+        row["fails"] += fails
+        row["notes"] += notes
     return row
 
 
@@ -299,6 +367,11 @@ def main() -> int:
     p.add_argument("--triggered", type=float, default=0.3,
                    help="the share of trials killed when a file appears (TRIGGERS), not at a random time")
     p.add_argument("--keep", action="store_true", help="keep every trial's directory (else the passing ones go)")
+    p.add_argument("--extra", help="fuzz this configuration alone: arguments added to the run's command "
+                   "(split as a shell would: \"--nproc 2\", \"--set model.lora.rank=8\")")
+    p.add_argument("--label", default="extra", help="the --extra recipe's name in the table (and its directories)")
+    p.add_argument("--loose", action="store_true",
+                   help="steps once each and in order, not row for row (where the docs promise no more)")
     p.add_argument("--backend", choices=("local", "ray"), default="local",
                    help="ray: --backend ray runs, checked as benchmarks/ray_kill_fuzz.py says (not row for row)")
     args = p.parse_args()
@@ -319,6 +392,9 @@ def main() -> int:
 
         extra = list(RAY)
     recipes = ["sync"] if args.only_sync else ["default", "sync"] if args.sync else ["default"]
+    if args.extra is not None:
+        RECIPES[args.label] = shlex.split(args.extra)
+        recipes = [args.label]
     results = []
     for recipe in recipes:
         ref_dir = work / f"{recipe}-ref"
@@ -327,11 +403,13 @@ def main() -> int:
             print(f"{recipe}: the reference run failed (exit {rc}); see {work / f'{recipe}-ref.log'}")
             return 2
         evals, full, _ = comparable(ref_dir)
-        ref = {"seconds": seconds, "evals": evals, "full": full, "weights": final_weights(ref_dir)}
+        ref = {"seconds": seconds, "evals": evals, "full": full, "weights": final_weights(ref_dir),
+               "tensorboard": tensorboard_scalars(ref_dir)}
         print(f"{recipe}: reference {seconds:.1f} s, {len(evals)} evaluations: "
               f"{[round(e['val/pass_rate'], 4) for e in evals if 'val/pass_rate' in e]}", flush=True)
         for i in range(args.trials):
-            row = run_trial(work, recipe, i, rng, ref, args.max_attempts, args.triggered)
+            loose = {"loose": True} if args.loose else {}  # (ray_kill_fuzz's trial has its own checks)
+            row = run_trial(work, recipe, i, rng, ref, args.max_attempts, args.triggered, **loose)
             results.append(row)
             outcome = describe(row)
             print(f"{recipe:8} {i:3d} {row['signal']:8} {row['t_kill']:6.2f}s  {row['phase']:28} "

@@ -219,3 +219,65 @@ def test_kill_9_of_a_follower_rank_says_so_instead_of_looking_like_a_stop(tiny_d
     assert re.fullmatch(rf"scalerl train: error: trainer rank 1 of 2 was killed by signal 9 \(SIGKILL: .*\), so the "
                         rf"group stopped: interrupted at step \d+, last checkpoint at step \d+; resume with: "
                         rf"scalerl train --output {re.escape(str(out))} --resume", line), err
+
+
+_STUB_LAUNCHER = '''
+import sys, time
+import torch.multiprocessing as mp
+from scalerl.stop_signals import StopLatch
+from scalerl.train.launch import prepare_rank
+
+
+def rank(index, stop):
+    prepare_rank(stop)  # what each spawned rank does first
+    print("ready", flush=True)
+    time.sleep(600)
+
+
+if __name__ == "__main__":
+    context = mp.start_processes(rank, args=(StopLatch(),), nprocs=1, join=False, start_method="spawn")
+    print(context.processes[0].pid, flush=True)
+    context.join()
+'''
+
+
+def test_kill_9_of_the_launcher_takes_the_ranks_with_it(tmp_path):
+    """A rank is spawned by torch, which asks the kernel for a SIGINT when the launcher dies; the
+    ranks ignore SIGINT (the launcher passes every stop on), so after `kill -9` of `scalerl train
+    --nproc 2` they trained on in the background -- finishing the run while its resume started
+    (benchmarks/kill_fuzz.py --extra "--nproc 2" found it). Now they die with the launcher."""
+    psutil = pytest.importorskip("psutil")
+    script = tmp_path / "launcher.py"
+    script.write_text(_STUB_LAUNCHER)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    try:
+        child = psutil.Process(int(proc.stdout.readline()))
+        assert proc.stdout.readline().strip() == "ready"  # (its set-up done)
+        proc.kill()
+        proc.wait()
+        deadline = time.time() + 10
+        while time.time() < deadline and child.is_running() and child.status() != psutil.STATUS_ZOMBIE:
+            time.sleep(0.05)
+        assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE, "the rank outlived kill -9 of its launcher"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.extended  # (the same end to end: the test above runs the rank's set-up in the default run)
+def test_kill_9_of_a_training_launcher_stops_its_ranks(tiny_dir, tmp_path):
+    """`kill -9` of the launcher alone, mid-run: both ranks are gone within seconds, not training on."""
+    psutil = pytest.importorskip("psutil")
+    with training_nproc_2(tmp_path / "run") as (proc, ranks):
+        proc.kill()
+        proc.wait()
+        deadline = time.time() + 10
+        alive = ranks
+        while alive and time.time() < deadline:
+            alive = [r for r in ranks if r.is_running() and r.status() != psutil.STATUS_ZOMBIE]
+            time.sleep(0.1)
+        for rank in alive:  # (training on: the fixture kills only a launcher that still runs)
+            rank.kill()
+        assert not alive, "a rank outlived kill -9 of its launcher"

@@ -37,6 +37,7 @@ import torch.distributed as dist
 
 from scalerl import errors
 from scalerl.errors import RunInterrupted, ScaleRLError, interrupt_status
+from scalerl.parent_death import die_with_parent, from_lasting_thread
 from scalerl.stop_signals import StopLatch, raise_terminated, sigterm_when_set
 from scalerl.train.config import TrainConfig
 from scalerl.train.distributed import Rank, backend_for, barrier, device_for, env_rank, follow, make_group, rank_threads
@@ -146,18 +147,34 @@ def _join_group(backend: str, init_method: str, rank: int, world: int) -> None:
         waiting.cancel()
 
 
-def _spawned(index: int, cfg: TrainConfig, resume: bool, world: int, port: int, box: Any, stop: StopLatch) -> None:
-    """One spawned rank: its result (rank 0) or its user-facing error go back through ``box``.
-    SIGTERM stops it as it stops a rank under torchrun (the command line's handler there), and the
-    launcher's SIGTERM comes as one when it sets ``stop``.
+def prepare_rank(stop: StopLatch) -> None:
+    """A spawned rank's stops, set first thing: SIGTERM stops it as it stops a rank under torchrun
+    (the command line's handler there), and the launcher's SIGTERM comes as one when it sets
+    ``stop``.
 
     SIGINT is ignored: the launcher passes every stop on through ``stop``, Ctrl-C's too. A SIGINT
     sent to the launcher alone never reached the ranks, which trained on to the run's end while it
     waited; and one that reached the whole group (Ctrl-C) as well as through ``stop`` came twice to
-    a rank, the second cutting its clean stop."""
+    a rank, the second cutting its clean stop.
+
+    And the rank dies with the launcher. torch asks the kernel for a SIGINT to a spawned process
+    when its parent dies -- which the rank ignores (above): after a ``kill -9`` of the launcher the
+    ranks trained on in the background, rank 0 writing checkpoints and the run log while the
+    resume started on the same directory. A SIGKILL instead (nobody is left to hear a clean stop's
+    result), as for every other process the trainer starts (:mod:`scalerl.parent_death`)."""
+    import multiprocessing
+
+    parent = multiprocessing.parent_process()
+    die_with_parent(parent.pid if parent is not None else None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, raise_terminated)
     sigterm_when_set(stop)
+
+
+def _spawned(index: int, cfg: TrainConfig, resume: bool, world: int, port: int, box: Any, stop: StopLatch) -> None:
+    """One spawned rank (its stops: :func:`prepare_rank`): its result (rank 0) or its user-facing
+    error go back through ``box``."""
+    prepare_rank(stop)
     try:
         summary = run_rank(cfg, resume=resume, rank=index, world=world, local_rank=index,
                            init_method=f"tcp://127.0.0.1:{port}")
@@ -227,8 +244,10 @@ def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
     results: list[tuple[str, Any]] = []
     stopped: KeyboardInterrupt | None = None
     killed: tuple[int, int] | None = None  # (rank, signal): a rank killed from outside (kill -9, out of memory)
-    context = mp.start_processes(_spawned, args=(cfg, resume, world, _free_port(), box, stop), nprocs=world,
-                                 join=False, start_method="spawn")
+    # From the thread that lasts as long as this process: a rank dies with the thread that started
+    # it (prepare_rank), and launch() may run in a thread that ends first.
+    context = from_lasting_thread(mp.start_processes, _spawned, args=(cfg, resume, world, _free_port(), box, stop),
+                                  nprocs=world, join=False, start_method="spawn")
     try:
         while True:
             _drain(box, results)

@@ -382,7 +382,10 @@ class Trainer:
         with stops_deferred():  # a stop waits for the checkpoint: cut, torch.save's error hid the stop
             save_checkpoint(self.output / CHECKPOINTS, self.step, self._state(), keep=self.cfg.run.keep_checkpoints,
                             write_shards=self.group.save_shards if self.group is not None else None)
-        self.checkpoint_step = self.step
+            # Inside the block: a stop held during the write is raised as the block ends, and the
+            # stop's line must name this checkpoint (noted after it, a stop in the first one said
+            # "nothing kept; run the same command again", which the kept checkpoint then refused).
+            self.checkpoint_step = self.step
 
     def _restore(self) -> None:
         ckpt = latest_checkpoint(self.output / CHECKPOINTS)
