@@ -111,6 +111,18 @@ TRIGGERS = ("checkpoints/step_*.tmp-*", "checkpoints/latest.tmp-*", "final.tmp-*
             ".config.yaml.tmp-*", "config.yaml", "checkpoints/step_000012", "report.md", "curve.png")
 
 
+def wait_for_moment(proc: subprocess.Popen, at: float, out: Path | None, trigger: str | None) -> bool:
+    """Wait until ``at`` seconds after now -- or, with ``trigger``, until that glob matches under
+    ``out`` -- or until ``proc`` ends; whether it still runs (a stop is then sent)."""
+    deadline = time.perf_counter() + at
+    if trigger is not None:
+        while proc.poll() is None and not any(out.glob(trigger)):
+            time.sleep(0.001)
+    while time.perf_counter() < deadline and proc.poll() is None:
+        time.sleep(min(0.01, max(deadline - time.perf_counter(), 0)))
+    return proc.poll() is None
+
+
 def run_killed(cmd: list[str], log: Path, at: float, sig: int, out: Path | None = None,
                trigger: str | None = None, env: dict | None = None) -> tuple[int, bool, list]:
     """Start ``cmd``, send ``sig`` ``at`` seconds later -- or, with ``trigger``, as soon as that glob
@@ -118,13 +130,7 @@ def run_killed(cmd: list[str], log: Path, at: float, sig: int, out: Path | None 
     processes it had started)."""
     with log.open("w") as err:
         proc = subprocess.Popen(cmd, stdout=err, stderr=subprocess.STDOUT, env=env)
-        deadline = time.perf_counter() + at
-        if trigger is not None:
-            while proc.poll() is None and not any(out.glob(trigger)):
-                time.sleep(0.001)
-        while time.perf_counter() < deadline and proc.poll() is None:
-            time.sleep(min(0.01, max(deadline - time.perf_counter(), 0)))
-        if proc.poll() is not None:
+        if not wait_for_moment(proc, at, out, trigger):
             return proc.returncode, False, []
         children = descendants(proc.pid)
         proc.send_signal(sig)
@@ -215,6 +221,16 @@ def leftovers(out: Path) -> list[str]:
     return bad
 
 
+def report_fails(out: Path, bad: list[str]) -> list[str]:
+    """What every finished trial must show, whatever it promises of its rows: nothing left over
+    (``bad``: what the caller's leftovers check found) and ``scalerl report`` on it exiting 0."""
+    fails = [f"leftover {', '.join(bad)}"] if bad else []
+    rep = subprocess.run([sys.executable, "-m", "scalerl", "report", str(out)], capture_output=True, text=True)
+    if rep.returncode != 0:
+        fails.append(f"report exit {rep.returncode}: {rep.stderr.strip()[-160:]}")
+    return fails
+
+
 def check(out: Path, ref: dict, rc: int, loose: bool = False) -> tuple[list[str], list[str]]:
     """(failures, notes) of a completed trial; ``loose``: rows and weights need not equal the
     reference's (a difference is a note), but every step must be there once, in order."""
@@ -258,12 +274,7 @@ def check(out: Path, ref: dict, rc: int, loose: bool = False) -> tuple[list[str]
             diffs.append("final weights differ")
     except Exception as exc:  # noqa: BLE001
         fails.append(f"final/ does not load: {type(exc).__name__}: {str(exc)[:80]}")
-    bad = leftovers(out)
-    if bad:
-        fails.append(f"leftover {', '.join(bad)}")
-    rep = subprocess.run([sys.executable, "-m", "scalerl", "report", str(out)], capture_output=True, text=True)
-    if rep.returncode != 0:
-        fails.append(f"report exit {rep.returncode}: {rep.stderr.strip()[-160:]}")
+    fails += report_fails(out, leftovers(out))
     return (fails, diffs) if loose else (fails + diffs, [])
 
 
@@ -336,6 +347,14 @@ def describe(row: dict) -> str:
     if row["fails"]:
         return "FAIL: " + "; ".join(row["fails"])
     return "ok" + (f" (note: {'; '.join(row['notes'])})" if row.get("notes") else "")
+
+
+def show_trial(row: dict, group: str, *, phase_width: int, later_width: int, keep: bool) -> None:
+    """A trial's line as the campaign goes; a passing trial's directory removed unless ``keep``."""
+    print(f"{row[group]:8} {row['trial']:3d} {row['signal']:8} {row['t_kill']:6.2f}s  {row['phase']:{phase_width}} "
+          f"rc={row['first_rc']:<4} {' '.join(row['later']):{later_width}} {describe(row)}", flush=True)
+    if not row["fails"] and not keep:
+        shutil.rmtree(row["dir"], ignore_errors=True)
 
 
 def print_summary(results: list[dict], group: str, *, phase_width: int) -> int:
@@ -411,11 +430,7 @@ def main() -> int:
             loose = {"loose": True} if args.loose else {}  # (ray_kill_fuzz's trial has its own checks)
             row = run_trial(work, recipe, i, rng, ref, args.max_attempts, args.triggered, **loose)
             results.append(row)
-            outcome = describe(row)
-            print(f"{recipe:8} {i:3d} {row['signal']:8} {row['t_kill']:6.2f}s  {row['phase']:28} "
-                  f"rc={row['first_rc']:<4} {' '.join(row['later']):40} {outcome}", flush=True)
-            if not row["fails"] and not args.keep:
-                shutil.rmtree(row["dir"], ignore_errors=True)
+            show_trial(row, "recipe", phase_width=28, later_width=40, keep=args.keep)
     return print_summary(results, "recipe", phase_width=28)
 
 

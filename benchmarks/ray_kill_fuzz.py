@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kill_fuzz import (SIGNALS, STEPS, TRIGGERS, command, final_weights, leftovers,  # noqa: E402
-                       phase as run_phase)
+                       phase as run_phase, report_fails)
 from study_kill_fuzz import TAG, gone, run_stopped, stop_problem, tagged  # noqa: E402
 
 from scalerl.runlog import read_runlog  # noqa: E402
@@ -103,8 +103,6 @@ def checkpoint_step(out: Path) -> int | None:
 
 def check(out: Path, ref: dict, recipe: str, resumed_from: list[int]) -> tuple[list[str], list[str]]:
     """(failures, notes) of a completed trial: see the module's docstring."""
-    import subprocess
-
     import torch
 
     fails, notes = [], []
@@ -134,13 +132,7 @@ def check(out: Path, ref: dict, recipe: str, resumed_from: list[int]) -> tuple[l
         fails.append(f"final/ does not load: {type(exc).__name__}: {str(exc)[:80]}")
     if recipe == "sync" and evals != ref["evals"]:
         notes.append("eval rows differ from the reference's")
-    bad = leftovers(out)
-    if bad:
-        fails.append(f"leftover {', '.join(bad)}")
-    rep = subprocess.run([sys.executable, "-m", "scalerl", "report", str(out)], capture_output=True, text=True)
-    if rep.returncode != 0:
-        fails.append(f"report exit {rep.returncode}: {rep.stderr.strip()[-160:]}")
-    return fails, notes
+    return fails + report_fails(out, leftovers(out)), notes
 
 
 def trial(work: Path, recipe: str, i: int, rng: random.Random, ref: dict, max_attempts: int,

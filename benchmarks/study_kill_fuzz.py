@@ -57,7 +57,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kill_fuzz import SIGNALS, describe, leftovers, phase as run_phase, print_summary, run_timed  # noqa: E402
+from kill_fuzz import (SIGNALS, leftovers, phase as run_phase, print_summary, report_fails,  # noqa: E402
+                       run_timed, show_trial, wait_for_moment)
 
 from scalerl.runlog import read_runlog  # noqa: E402
 
@@ -126,13 +127,7 @@ def run_stopped(cmd: list[str], log: Path, at: float, name: str, env: dict, out:
     (Ctrl-C), SIGTERM and SIGKILL to the driver alone. (exit status, whether the signal was sent)."""
     with log.open("w") as err:
         proc = subprocess.Popen(cmd, stdout=err, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        deadline = time.perf_counter() + at
-        if trigger is not None:
-            while proc.poll() is None and not any(out.glob(trigger)):
-                time.sleep(0.001)
-        while time.perf_counter() < deadline and proc.poll() is None:
-            time.sleep(min(0.01, max(deadline - time.perf_counter(), 0)))
-        if proc.poll() is not None:
+        if not wait_for_moment(proc, at, out, trigger):
             return proc.returncode, False
         if name == "SIGINT":
             os.killpg(proc.pid, signal.SIGINT)
@@ -210,13 +205,7 @@ def check(out: Path, ref: dict) -> list[str]:
                 fails.append("analysis.json differs")
         except Exception as exc:  # noqa: BLE001
             fails.append(f"analysis.json unreadable: {exc}")
-    bad = study_leftovers(out)
-    if bad:
-        fails.append(f"leftover {', '.join(bad)}")
-    rep = subprocess.run([sys.executable, "-m", "scalerl", "report", str(out)], capture_output=True, text=True)
-    if rep.returncode != 0:
-        fails.append(f"report exit {rep.returncode}: {rep.stderr.strip()[-160:]}")
-    return fails
+    return fails + report_fails(out, study_leftovers(out))
 
 
 def stop_problem(name: str, sent: bool, rc: int, log: Path) -> tuple[str | None, str | None]:
@@ -340,11 +329,7 @@ def main() -> int:
         for i in range(args.trials):
             row = trial(work, mode, i, rng, ref, args.max_attempts, args.triggered)
             results.append(row)
-            outcome = describe(row)
-            print(f"{mode:4} {i:3d} {row['signal']:8} {row['t_kill']:6.2f}s  {row['phase']:60} rc={row['first_rc']:<4} "
-                  f"{' '.join(row['later']):30} {outcome}", flush=True)
-            if not row["fails"] and not args.keep:
-                shutil.rmtree(row["dir"], ignore_errors=True)
+            show_trial(row, "mode", phase_width=60, later_width=30, keep=args.keep)
     return print_summary(results, "mode", phase_width=60)
 
 

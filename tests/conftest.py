@@ -138,3 +138,20 @@ def figures(monkeypatch):
     yield kept
     for fig in kept:
         close(fig)
+
+
+@pytest.fixture
+def two_level_calibration(tmp_path):
+    """The shipped calibration cut to its factors at levels 0.8 and 0.9 (a hand-edited file): no
+    factors at the 0.95 a forecast is made at unless told otherwise."""
+    import json
+
+    from scalerl.curves.bands import default_calibration
+
+    d = default_calibration().as_dict()
+    keep = [i for i, lv in enumerate(d["levels"]) if lv in (0.8, 0.9)]
+    for key in ("levels", "q_confidence", "q_prediction", "q_gain"):
+        d[key] = [d[key][i] for i in keep]
+    path = tmp_path / "two-levels.json"
+    path.write_text(json.dumps(d))
+    return path

@@ -222,15 +222,10 @@ def test_backtest_all_runs_points_to_calibrate_when_the_bands_miss(capsys, tmp_p
     assert f"`scalerl calibrate {path} --x x --y val_score` makes factors from your runs" in out
 
 
-def test_a_calibration_without_the_commands_level_is_refused_naming_the_file(capsys, tmp_path):
+def test_a_calibration_without_the_commands_level_is_refused_naming_the_file(capsys, two_level_calibration):
     """A file with factors at 0.8 and 0.9 only: fit --level 0.95 said "band level must be in [0.8, 0.9]"
     without naming the file or what to do; --level 0.85 is within it and works."""
-    good = default_calibration().as_dict()
-    keep = [i for i, lv in enumerate(good["levels"]) if lv in (0.8, 0.9)]
-    for key in ("levels", "q_confidence", "q_prediction", "q_gain"):
-        good[key] = [good[key][i] for i in keep]
-    path = tmp_path / "two-levels.json"
-    path.write_text(json.dumps(good))
+    path = two_level_calibration
     fit = ["fit", str(CORPUS_CSV), *XY, "--run", "cogbeh_qwen_human_cot", "--bootstrap", "0", "--calibration", str(path)]
     code, _, err = run_cli(capsys, *fit)
     assert code == 2 and f"{path} has factors for band levels 0.8 to 0.9, not 0.95" in err

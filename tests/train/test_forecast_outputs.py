@@ -124,21 +124,15 @@ def test_a_bad_forecast_calibration_is_a_config_error_before_training(tmp_path):
         cfg.validate()
 
 
-def test_a_forecast_calibration_without_the_live_forecasts_level_is_a_config_error(tmp_path):
+def test_a_forecast_calibration_without_the_live_forecasts_level_is_a_config_error(tmp_path, two_level_calibration):
     """Factors at 0.8 and 0.9 only passed the config check; every live forecast of the run (at 0.95)
     was then "no fit yet: band level must be in [0.8, 0.9]" -- a whole run without a forecast."""
     import pytest
 
-    from scalerl.curves.bands import default_calibration
     from scalerl.errors import ConfigError
     from scalerl.train.config import TrainConfig
 
-    d = default_calibration().as_dict()
-    keep = [i for i, lv in enumerate(d["levels"]) if lv in (0.8, 0.9)]
-    for key in ("levels", "q_confidence", "q_prediction", "q_gain"):
-        d[key] = [d[key][i] for i in keep]
-    path = tmp_path / "two-levels.json"
-    path.write_text(json.dumps(d))
+    path = two_level_calibration
     cfg = TrainConfig()
     cfg.run.output = str(tmp_path / "run")
     cfg.forecast.calibration = str(path)

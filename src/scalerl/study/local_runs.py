@@ -10,7 +10,7 @@ from typing import Any, Callable, NamedTuple
 
 from scalerl.config import to_dict
 from scalerl.stop_signals import StopLatch, sigterm_when_set
-from scalerl.study.one_run import Echo, Outcome, collect, describe, execute_dict, execute_run
+from scalerl.study.one_run import Echo, Outcome, collect, describe, execute_dict, execute_run, skip_finished
 from scalerl.study.plan import Budget, RunPlan
 from scalerl.study.run_state import run_status
 from scalerl.study.spec import StudySpec
@@ -127,11 +127,7 @@ def run_parallel(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Ec
     run per worker process so that nothing carries over), in plan order."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
-    todo = [p for p in plans if run_status(p.directory, budget) != "done"]
-    # Skipped (done): instant, but for the report of a run stopped while it was written.
-    outcomes = [collect(lambda p=p: asdict(execute_run(to_dict(p.config), budget)), p) for p in plans if p not in todo]
-    for o in outcomes:
-        record(o)
+    outcomes, todo = skip_finished(plans, budget, record)
     if not todo:
         return outcomes
     echo(f"{len(todo)} run(s) to train, {spec.parallel} at once, {todo[0].config.run.threads} torch thread(s) each")

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from scalerl.config import from_dict, load_yaml
+from scalerl.config import from_dict, load_yaml, to_dict
 from scalerl.errors import InputError, ScaleRLError
 from scalerl.runlog import RUNLOG, eval_rows
 from scalerl.study.plan import Budget, RunPlan
@@ -151,3 +151,19 @@ def collect(result: Callable[[], dict], p: RunPlan) -> Outcome:
         return Outcome(**result())
     except Exception as exc:
         return Outcome(p.variant.label, p.seed, "failed", error=f"{type(exc).__name__}: {exc}".splitlines()[0])
+
+
+def skip_finished(plans: list[RunPlan], budget: Budget, record: Callable[[Outcome], None],
+                  echo: Echo | None = None) -> tuple[list[Outcome], list[RunPlan]]:
+    """The finished runs of ``plans`` skipped here, in the driver (instant, but for the report of a
+    run stopped while it was written), before a backend starts its workers or its cluster for the
+    rest; returns their outcomes (recorded, and said through ``echo`` where given) and the rest."""
+    done = [p for p in plans if run_status(p.directory, budget) == "done"]
+    outcomes: list[Outcome] = []
+    for p in done:
+        o = collect(lambda: asdict(execute_run(to_dict(p.config), budget)), p)
+        if echo is not None:
+            echo(f"[{len(outcomes) + 1}/{len(plans)}] {p.name}: {describe(o, budget.x)}")
+        record(o)
+        outcomes.append(o)
+    return outcomes, [p for p in plans if p not in done]

@@ -11,9 +11,8 @@ from typing import Any, Callable
 from scalerl.config import to_dict
 from scalerl.errors import InputError
 from scalerl.stop_signals import interrupted_until_stopping, terminated_stays_terminated
-from scalerl.study.one_run import Echo, Outcome, collect, describe, execute_dict, execute_run
+from scalerl.study.one_run import Echo, Outcome, collect, describe, execute_dict, skip_finished
 from scalerl.study.plan import Budget, RunPlan
-from scalerl.study.run_state import run_status
 from scalerl.study.spec import StudySpec
 
 
@@ -37,14 +36,8 @@ def run_on_ray(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo
 
     # Finished runs first, here: skipped at once (but for the report of a run stopped while it was
     # written), and a resumed study with nothing left to train starts no cluster (~16 s for nothing).
-    done = [p for p in plans if run_status(p.directory, budget) == "done"]
-    total, outcomes = len(plans), []
-    for p in done:
-        o = collect(lambda: asdict(execute_run(to_dict(p.config), budget)), p)
-        echo(f"[{len(outcomes) + 1}/{total}] {p.name}: {describe(o, budget.x)}")
-        record(o)
-        outcomes.append(o)
-    plans = [p for p in plans if p not in done]
+    total = len(plans)
+    outcomes, plans = skip_finished(plans, budget, record, echo)
     if not plans:
         return outcomes
     env = {k: os.environ[k] for k in ("SCALERL_CACHE", "HF_HOME") if k in os.environ}
