@@ -306,11 +306,11 @@ def test_a_run_cancelled_again_during_its_clean_up_closes_its_generators_and_say
         tiny_dir, tmp_path, monkeypatch, capsys):
     """The trainer says stop_under_way when it catches its stop: a study's repeated cancel of its Ray
     task (here, SIGINT again while the generators close) no longer cuts the clean-up."""
-    from scalerl.pipeline import registry
     from scalerl.stop_signals import interrupted_until_stopping
+    from scalerl.train import trainer
     from scalerl.train.trainer import Trainer
 
-    step, make_source, closed = Trainer._train_step, registry.make_source, []
+    step, make_source, closed = Trainer._train_step, trainer.make_source, []
 
     def stopped_at_step_3(self):
         if self.step == 2:
@@ -329,7 +329,7 @@ def test_a_run_cancelled_again_during_its_clean_up_closes_its_generators_and_say
         return source
 
     monkeypatch.setattr(Trainer, "_train_step", stopped_at_step_3)
-    monkeypatch.setattr(registry, "make_source", source_closed_under_cancels)
+    monkeypatch.setattr(trainer, "make_source", source_closed_under_cancels)  # where the trainer looks it up
     out = tmp_path / "run"
     args = ["train", "--model", "tiny", "--output", str(out), "--no-progress", "--steps", "4", "--eval-every", "2",
             "--set", "batch.prompts_per_step=4", "--set", "batch.generations_per_prompt=4", "--set", "eval.problems=8",

@@ -35,10 +35,21 @@ from scalerl.config import save_yaml, to_dict
 from scalerl.errors import ConfigError, InputError, NonFiniteError, RunInterrupted, ScaleRLError
 from scalerl.generate.attention import cudnn_attention
 from scalerl.generate.base import Generator, SamplingParams
+from scalerl.generate.hf import HFGenerator
+from scalerl.generate.layout import pad_id_of
+from scalerl.pipeline.context import PipelineContext, TaskSpec
+from scalerl.pipeline.registry import make_source, trainer_threads
+from scalerl.pipeline.sources import FinishedSource
+from scalerl.pipeline.weights import Weights
+from scalerl.rl.components import resolve_recipe, validate_recipe
+from scalerl.rl.sampler import PromptSampler
+from scalerl.rollout.context import RolloutContext, RoundContext
 from scalerl.runlog import FINAL, RESUME, RUNLOG, RunLogWriter
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
 from scalerl.stop_signals import stop_under_way, stops_deferred, stops_delivered
+from scalerl.tasks.base import Problem
 from scalerl.tasks.failure_tally import KINDS, add_counts, counting_failures
+from scalerl.tasks.registry import get_task
 from scalerl.tasks.rewards import check_reward_works
 from scalerl.train.activation_probe import probe_activations
 from scalerl.train.checkpoint import (SHARDS, checkpoint_step, damaged, latest_checkpoint, load_checkpoint,
@@ -52,7 +63,7 @@ from scalerl.train.distributed import Rank, TrainerGroup, barrier, make_group, r
 from scalerl.models.lora import base_changed, base_digest, generator_copy, has_lora
 from scalerl.train.evaluate import eval_bar, evaluate
 from scalerl.train.loggers import make_sinks
-from scalerl.train.policy import load_policy_weights, policy_weights, save_policy
+from scalerl.train.policy import load_policy, load_policy_weights, policy_weights, save_policy
 from scalerl.train.preflight import (check_generation_budget, discard_unstarted_run,
                                      decode_rows, run_device, update_tokens)
 from scalerl.train.run_directory import (CHECKPOINTS, CONFIG, SAMPLES, check_output, refuse_lost_history,
@@ -165,21 +176,27 @@ class Trainer:
             cudnn_attention(self.device, self._cudnn_attention)
 
     def _setup(self) -> None:
-        from scalerl.generate.hf import HFGenerator
-        from scalerl.generate.layout import pad_id_of
-        from scalerl.pipeline.context import PipelineContext, TaskSpec
-        from scalerl.pipeline.registry import make_source, trainer_threads
-        from scalerl.pipeline.sources import FinishedSource
-        from scalerl.pipeline.weights import Weights
-        from scalerl.rl.components import resolve_recipe, validate_recipe
-        from scalerl.rl.sampler import PromptSampler
-        from scalerl.rollout.context import RolloutContext, RoundContext
-        from scalerl.tasks.registry import get_task
-        from scalerl.train.policy import load_policy
+        """Set the run up, one phase after another. The order is deliberate: what can refuse the run
+        (a budget the model cannot hold, an unknown evaluation set, a tracker that cannot start)
+        comes before anything is written to the run directory; _abandon_setup closes what a failure
+        part-way had started."""
+        self.components = resolve_recipe(self.cfg.recipe)  # every component name looked up once, here
+        self._set_process()
+        self._make_output()
+        self._copy_calibration()
+        self._load_policy()
+        problems, settings = self._load_task()
+        self._size_passes(list(problems.values()))
+        self._make_generator_and_optimizer()
+        self._start_counters()
+        self._make_pipeline(problems, settings)
+        self._open_logs()
+        self.source.weights_updated(self.weights, self.version, step=self.step)  # the weights it starts from
 
-        cfg, r = self.cfg, self.cfg.recipe
-        self.components = resolve_recipe(r)  # every component name looked up once, here
-        threads = cfg.run.threads or trainer_threads(r.off_policy.pipeline, cfg.backend)
+    def _set_process(self) -> None:
+        """torch's threads, the seed, the device and cuDNN attention for this run."""
+        cfg = self.cfg
+        threads = cfg.run.threads or trainer_threads(cfg.recipe.off_policy.pipeline, cfg.backend)
         # Restored when the run ends: a later run in this process (a study's next variant, a test)
         # must start from torch's default, not from this run's choice.
         self._torch_threads = torch.get_num_threads()
@@ -191,28 +208,36 @@ class Trainer:
         self.device = self.rank.device if self.rank is not None else run_device(cfg.run.device)
         # Process-wide, like the threads: restored when the run ends (generate/attention.py says why).
         self._cudnn_attention = cudnn_attention(self.device, cfg.run.cudnn_attention)
+
+    def _make_output(self) -> None:
         try:
             self.output.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # e.g. a path under /proc, or a read-only file system
             raise InputError(f"--output {self.output}: cannot create the run directory: {exc.strerror}") from None
 
+    def _copy_calibration(self) -> None:
+        """The live forecast's calibration, copied into the run directory at its start (a resume
+        says when the original has changed since)."""
+        cfg = self.cfg
         self.calibration = None
         if cfg.forecast.enabled and cfg.forecast.calibration and (self.rank is None or self.rank.leader):
-            from scalerl.train.live_forecast import changed_calibration_note, run_calibration
+            from scalerl.train.live_forecast import changed_calibration_note, run_calibration  # (scipy: as in evaluate)
 
             note = changed_calibration_note(cfg.forecast.calibration, self.output) if self.resume else None
             if note:
                 print(f"note: {note}", file=sys.stderr)
             self.calibration = run_calibration(cfg.forecast.calibration, self.output)
 
-        # fp32 master weights, FP32 head, LoRA, gradient checkpointing, the compute dtype (train/policy.py).
+    def _load_policy(self) -> None:
+        """The trained model (fp32 master weights, FP32 head, LoRA, gradient checkpointing, the
+        compute dtype: train/policy.py), its FSDP group under ``run.nproc``, and what generates."""
+        cfg = self.cfg
         # Under FSDP the weights stay in host memory until sharding moves this rank's shard to the device.
         self.policy = load_policy(cfg, self.device, placement="device" if self.rank is None else "host",
                                   world=self.rank.world if self.rank is not None else 1)
         self.model, self.tokenizer, self.precision = self.policy.model, self.policy.tokenizer, self.policy.precision
-        validate_recipe(r, self.tokenizer)  # the length budgets, now that the phrase's length is known
+        validate_recipe(cfg.recipe, self.tokenizer)  # the length budgets, now that the phrase's length is known
         self.pad_id = pad_id_of(self.model, self.tokenizer)
-        params = sum(p.numel() for p in self.model.parameters())
         # What generates and what the generators' weights are read from: the trained model itself
         # in one process; under FSDP a plain copy on rank 0, refreshed after every update -- or,
         # with run.generate_on_shards, the shards themselves (train/shard_generation.py).
@@ -225,10 +250,14 @@ class Trainer:
             self.group = make_group(cfg, self.policy, self.rank)
         # What the generators' weights are read from after an update: the generator model, or
         # (generation on the shards, no whole copy anywhere) a stream off the shards.
-        shard_weights = (ShardWeights(self.group, self.precision.generator_dtype)
-                         if self.group is not None and cfg.run.generate_on_shards else None)
-        self.weights: Weights = shard_weights or self.gen_model
+        self.shard_weights = (ShardWeights(self.group, self.precision.generator_dtype)
+                              if self.group is not None and cfg.run.generate_on_shards else None)
+        self.weights: Weights = self.shard_weights or self.gen_model
 
+    def _load_task(self) -> tuple[dict[str, Problem], dict[str, Any]]:
+        """The task, its training problems (returned by id, with the task's settings) and
+        evaluation sets, the prompt sampler and the length controller."""
+        cfg = self.cfg
         settings = dict(cfg.task.settings)
         if cfg.task.data is not None:
             settings["data"] = cfg.task.data
@@ -248,14 +277,19 @@ class Trainer:
             print(f"note: eval.problems is {cfg.eval.problems} but the evaluation set(s) hold fewer problems "
                   f"({', '.join(f'{s}: {n}' for s, n in short.items())}): all of them are evaluated, and each "
                   "evaluation's pass rate is the noisier for it", file=sys.stderr)
-        self.sampler = PromptSampler.from_config(list(problems), r.sampler, seed=cfg.run.seed)
+        self.sampler = PromptSampler.from_config(list(problems), cfg.recipe.sampler, seed=cfg.run.seed)
         self.length_control = self.components.length_controller(self.tokenizer)
-        # Before anything is written to the run directory: a budget the model cannot hold fails here.
-        check_generation_budget(cfg, self.model, self.tokenizer, list(problems.values()), self.eval_sets)
+        return problems, settings
+
+    def _size_passes(self, train: list[Problem]) -> None:
+        """How many rows a decode loop holds and how many padded tokens an update's pass holds --
+        before anything is written to the run directory: a budget the model cannot hold fails here."""
+        cfg = self.cfg
+        world = self.rank.world if self.rank is not None else 1
+        check_generation_budget(cfg, self.model, self.tokenizer, train, self.eval_sets)
         # The decode loops on this device hold at most this many rows' KV cache at once.
-        self.decode_rows, note = decode_rows(cfg, self.model, self.tokenizer, list(problems.values()), self.eval_sets,
-                                             self.precision.generator_dtype.itemsize, self.device,
-                                             self.rank.world if self.rank is not None else 1)
+        self.decode_rows, note = decode_rows(cfg, self.model, self.tokenizer, train, self.eval_sets,
+                                             self.precision.generator_dtype.itemsize, self.device, world)
         if note is not None:
             print(f"note: {note}", file=sys.stderr)
         # The update's passes hold at most this many padded tokens: on a GPU, what its measured
@@ -264,14 +298,15 @@ class Trainer:
             probe_activations, self.model, self.precision, temperature=cfg.sampling.temperature,
             pad_token_id=self.pad_id, device=self.device, logits_budget=cfg.run.logits_budget_mb * 2**20)
         self.micro_batch_tokens, note = update_tokens(
-            cfg, self.model, self.tokenizer, list(problems.values()), self.eval_sets,
-            probe, self.precision.generator_dtype.itemsize, self.device,
-            self.rank.world if self.rank is not None else 1)
+            cfg, self.model, self.tokenizer, train, self.eval_sets,
+            probe, self.precision.generator_dtype.itemsize, self.device, world)
         if note is not None:
             print(f"note: {note}", file=sys.stderr)
         if self.group is not None and self.micro_batch_tokens != cfg.run.micro_batch_tokens:
             self.group.cut_passes(self.micro_batch_tokens)
 
+    def _make_generator_and_optimizer(self) -> None:
+        cfg = self.cfg
         # A generator copy is already in the compute dtype; the trained model needs autocast.
         mixed = self.precision.mixed and self.gen_model is self.model
         self.generator: Generator = (
@@ -281,8 +316,11 @@ class Trainer:
         if self.group is not None:
             self.optimizer, self.scheduler = self.group.optimizer, self.group.scheduler
         else:
-            self.optimizer, self.scheduler = build_optimizer(self.model, r)
-        self.meter = ComputeMeter(params=params)
+            self.optimizer, self.scheduler = build_optimizer(self.model, cfg.recipe)
+
+    def _start_counters(self) -> None:
+        """The run's counters at step 0 (a resume restores them from the checkpoint)."""
+        self.meter = ComputeMeter(params=sum(p.numel() for p in self.model.parameters()))
         self.version = 0
         self.step = 0
         self.skipped_steps = 0
@@ -295,7 +333,12 @@ class Trainer:
         self.evals: list[dict[str, Any]] = []
         self.resumed_from: int | None = None  # the checkpoint's step, when resumed from one
         self.checkpoint_step: int | None = None  # the newest checkpoint's (where a resume goes on from)
-        # What the rollout sources see of the run (built once; the pipeline never reads the trainer).
+
+    def _make_pipeline(self, problems: dict[str, Problem], settings: dict[str, Any]) -> None:
+        """What the rollout sources see of the run (built once; the pipeline never reads the
+        trainer) and the source itself: sync, PPO-off-policy-k or PipelineRL-k, on threads,
+        processes or Ray."""
+        cfg = self.cfg
         self.rollout = RolloutContext(
             RoundContext(self.tokenizer, self.task, self.components, self.length_control),
             problems, self.sampler, temperature=cfg.sampling.temperature, top_p=cfg.sampling.top_p,
@@ -305,7 +348,7 @@ class Trainer:
             self.rollout, cfg.backend, self.gen_model, self.generator,
             TaskSpec(cfg.task.name, settings, cfg.task.reward, cfg.task.reward_timeout, cfg.task.reward_workers),
             model_path=cfg.model.name_or_path, generator_dtype=self.precision.generator_dtype, version=self.version,
-            weights=shard_weights, decode_rows=self.decode_rows, engine_rows=cfg.run.decode_rows or None,
+            weights=self.shard_weights, decode_rows=self.decode_rows, engine_rows=cfg.run.decode_rows or None,
             cudnn_attention=cfg.run.cudnn_attention,
         )
         # A resume with nothing left to train generates nothing: no generator threads, processes or
@@ -314,6 +357,10 @@ class Trainer:
         # Devices the clock counts (accelerator-hours): Ray's generator actors hold their own.
         self.meter.devices = getattr(self.source, "devices", 1) + (self.rank.world - 1 if self.rank else 0)
 
+    def _open_logs(self) -> None:
+        """The trackers, then the run's files: a new run's config, run log and samples, or a resume's
+        checkpoint restored and its logs reopened where the checkpoint left them."""
+        cfg = self.cfg
         # Trackers first: one that cannot start (W&B not logged in) fails before the run has files.
         self.sinks = make_sinks(cfg.log, self.output, self.output.name, to_dict(cfg), self.resume)
         if self.resume:
@@ -323,7 +370,6 @@ class Trainer:
             save_yaml(cfg, self.output / CONFIG, header=f"scalerl run {self.output.name} (resolved config)")
             self.runlog = RunLogWriter(self.output / RUNLOG, self._header())
             self.samples = RunLogWriter(self.output / SAMPLES, resume_offset=0)
-        self.source.weights_updated(self.weights, self.version, step=self.step)  # the weights it starts from
 
     def _nothing_to_train(self) -> bool:
         """A resume whose latest checkpoint is at ``run.steps`` or past it (read from its name, before
