@@ -70,6 +70,7 @@ from typing import Callable
 
 from scalerl.curves.areal_log import looks_like_areal, read_areal
 from scalerl.curves.clearml_log import is_clearml_session, read_clearml
+from scalerl.curves.console import cut_last_line
 from scalerl.curves.csv_log import looks_like_markdown_table, read_csv
 from scalerl.curves.data import Curve
 from scalerl.curves.deepspeed_chat_log import looks_like_deepspeed_chat, read_deepspeed_chat
@@ -93,7 +94,8 @@ from scalerl.curves.swanlab_log import is_swanlab_run, read_swanlab
 from scalerl.curves.tensorboard_log import read_tensorboard
 from scalerl.curves.torchtune_log import disk_logs, looks_like_torchtune, read_torchtune
 from scalerl.curves.trackio_log import is_trackio, read_trackio
-from scalerl.curves.unpack import ARCHIVE_ROOTS, COMPRESSED, STDIN, stdin_copy, stream_copy, unwrapped, wrapping
+from scalerl.curves.unpack import (ARCHIVE_ROOTS, COMPRESSED, STDIN, stdin_copy, stream_copy, unwrapped,
+                                   without_last_line, wrapping)
 from scalerl.curves.verl_file_log import looks_like_verl_file, read_verl_file
 from scalerl.curves.verl_log import looks_like_verl, read_verl
 from scalerl.curves.wandb_run_log import is_wandb_run, read_wandb_run
@@ -172,6 +174,12 @@ HARNESS_PROBES: tuple[tuple[str, Callable[[Path], bool]], ...] = (
     ("lm-eval", is_lm_eval),
     ("lighteval", is_lighteval),
 )
+
+#: The formats read from one text file line by line: a last line a kill cut off inside a number
+#: (:func:`~scalerl.curves.console.cut_last_line`) is left out of them. (Not the JSON-lines formats nor
+#: printed dicts: a row cut short there lacks its closing brace, and their readers skip it as torn.)
+LINE_FORMATS = frozenset({"csv", "wandb", "verl", "skyrl", "nemo-rl", "roll", "areal", "prime-rl", "torchtune",
+                          "mlx-lm", "deepspeed-chat"})
 
 #: The formats whose runs are told apart by a column of their rows (``run_column``).
 RUN_COLUMN_FORMATS = ("csv", "jsonl", "parquet")
@@ -348,6 +356,12 @@ def read_curves(
         if path.is_file() and path.stat().st_size == 0:
             raise InputError(f"{path}: the file is empty")
         fmt = fmt or detect_format(path)
+        if fmt in LINE_FORMATS and path.is_file() and (cut := cut_last_line(path)) is not None:
+            with without_last_line(path) as whole:
+                curves = _read_instead(whole, str(path), {**again, "fmt": fmt})
+            note = (f"the file ends inside its last line, with no newline after it (a run killed while writing): "
+                    f"that line ({cut[-50:]!r}) left out -- its last number may have been cut short")
+            return [replace(c, notes=(*c.notes, note)) for c in curves]
     if fmt not in READERS:
         raise InputError(f"unknown log format {fmt!r}; known: {', '.join(READERS)}")
     if any(c in y for c in _GLOB):  # here, after unpacking and detection: each metric's read does neither again

@@ -200,6 +200,25 @@ def stream_copy(path: Path) -> Iterator[Path]:
 
 
 @contextmanager
+def without_last_line(path: Path) -> Iterator[Path]:
+    """A temporary copy of text file ``path`` up to its last newline: the file less a last line that a kill
+    cut off (:func:`scalerl.curves.console.cut_last_line`)."""
+    with tempfile.TemporaryDirectory(prefix="scalerl-cut-") as tmp:
+        copy = _copy_path(Path(tmp), path, path.name)
+        with open(path, "rb") as src, open(copy, "wb") as dst:
+            shutil.copyfileobj(src, dst, _CHUNK)
+            dst.seek(0, 2)
+            end = dst.tell()
+            # Back to the last newline: the cut line is at most a few KiB long (a metric line).
+            back = min(end, 1 << 16)
+            with open(path, "rb") as again:
+                again.seek(end - back)
+                tail = again.read()
+            dst.truncate(end - back + tail.rfind(b"\n") + 1)
+        yield copy
+
+
+@contextmanager
 def unwrapped(path: Path) -> Iterator[Path]:
     """The path of what ``path`` holds (``path`` itself when it is no archive, compressed, UTF-16 or
     byte-order-marked file); unpacked ones live in a temporary directory for the ``with`` block."""
