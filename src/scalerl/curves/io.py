@@ -47,7 +47,8 @@ Formats (chosen from the path, or by ``fmt``):
 * ``deepspeed-chat`` -- the console of DeepSpeed-Chat's RLHF stage (``epoch: E|step: S|ppo_ep: P|act_loss: ...``
   lines, each with the ``average reward score: ...`` line after it);
 * ``mlx-lm`` -- the console of mlx-lm's ``mlx_lm.lora`` or mlx-lm-lora's trainers (``Iter N: Train loss ...,
-  Trained Tokens ...`` and ``Iter N: Val loss ...`` reports; mlx-lm-lora's GRPO report blocks);
+  Trained Tokens ...`` and ``Iter N: Val loss ...`` reports; mlx-lm-lora's GRPO report blocks; mlx-lm's
+  table UI of June 2026);
 * ``lighteval`` -- lighteval results of a series of checkpoints (``results/<model>/results_<date>.json``
   per evaluation, or the ``--output-dir`` directory): x ``step``, the checkpoint's.
 
@@ -307,7 +308,7 @@ def detect_format(path: Path) -> str:
                          "before it nor a Trainer's 'epoch' in it; if it is a row of metrics, give --format dict-lines")
     if name.endswith((".log", ".out", ".err")):
         raise InputError(f"{path}: a text log without verl step lines ('step:N - key:value - ...'), ROLL "
-                         f"'metrics_tag:' lines, AReaL 'Train step N/T done.' stats tables, SkyRL 'Step N:' blocks, NeMo-RL 'Step N/M' blocks, prime-rl 'Step N | ...' lines, torchtune 'Step N | name:value ...' lines, mlx-lm 'Iter N: ...' reports, DeepSpeed-Chat 'epoch: E|step: S|ppo_ep: ...' lines or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
+                         f"'metrics_tag:' lines, AReaL 'Train step N/T done.' stats tables, SkyRL 'Step N:' blocks, NeMo-RL 'Step N/M' blocks, prime-rl 'Step N | ...' lines, torchtune 'Step N | name:value ...' lines, mlx-lm 'Iter N: ...' reports or table rows, DeepSpeed-Chat 'epoch: E|step: S|ppo_ep: ...' lines or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
                          "the metrics as CSV/JSONL")
     # .txt or an unknown extension: by the first non-blank character.
     if first:
