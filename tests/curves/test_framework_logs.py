@@ -226,6 +226,31 @@ def test_a_text_log_without_verl_lines_says_what_to_do(tmp_path):
         read_curve(p, "step", "loss")
 
 
+_WANDB_END = """wandb: Waiting for W&B process to finish... (success).
+wandb:
+wandb: Run history:
+wandb:     eval/accuracy \u2581\u2583\u2585\u2586\u2587\u2588
+wandb: train/global_step \u2581\u2582\u2584\u2585\u2587\u2588
+wandb:
+wandb: Run summary:
+wandb:     eval/accuracy 0.512
+wandb: train/global_step 600
+wandb:
+wandb: \U0001f680 View run grpo-qwen at: https://wandb.ai/me/proj/runs/abc123
+wandb: Find logs at: wandb/run-20250101_000000-abc123/logs
+"""
+
+
+@pytest.mark.parametrize("name", ["train.txt", "train.log"])
+def test_a_console_with_only_wandbs_run_summary_points_to_the_runs_files(tmp_path, name):
+    """A script's console whose metrics went only to W&B ends in W&B's run summary (last values) and history
+    (sparklines): a .txt was read as CSV ("no y column 'eval/accuracy'; available columns: 'Training...'")."""
+    p = tmp_path / name
+    p.write_text("Training...\n" + _WANDB_END)
+    with pytest.raises(InputError, match=r"only metrics are W&B's 'Run summary'.*scalerl fit wandb/run-20250101_000000-abc123"):
+        read_curve(p, "train/global_step", "eval/accuracy")
+
+
 def _trainer_state(step, rows):
     return {"global_step": step, "epoch": 1.0, "log_history": rows, "best_metric": None}
 

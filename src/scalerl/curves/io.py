@@ -65,13 +65,14 @@ import fnmatch
 import itertools
 import json
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
 from scalerl.curves.areal_log import looks_like_areal, read_areal
 from scalerl.curves.clearml_log import is_clearml_session, read_clearml
-from scalerl.curves.console import cut_last_line
+from scalerl.curves.console import ANSI, cut_last_line
 from scalerl.curves.csv_log import looks_like_markdown_table, read_csv
 from scalerl.curves.data import Curve
 from scalerl.curves.deepspeed_chat_log import looks_like_deepspeed_chat, read_deepspeed_chat
@@ -237,6 +238,29 @@ def _check_event_files(path: Path) -> None:
                      f"lighteval results); {held}")
 
 
+#: W&B's end-of-run block in a console (``wandb: Run summary:``), and where it says the run's files are.
+_WANDB_SUMMARY = "wandb: Run summary:"
+_WANDB_LOGS_AT = re.compile(r"wandb: Find logs at: (\S+?)/logs\b")
+
+
+def _wandb_summary_only(path: Path) -> str | None:
+    """Where a console that holds W&B's run summary (and no log of a format read here: asked last) says its
+    run's files are -- ``wandb/run-<date>-<id>``, or ``wandb/latest-run`` where it names none; None for a
+    console without the summary. Read as CSV (a .txt) the summary gave "no y column; available: 'Training...'"."""
+    tail = _text_tail(path, 1 << 16)
+    if _WANDB_SUMMARY not in tail:
+        return None
+    found = _WANDB_LOGS_AT.search(tail)
+    return found.group(1) if found else "wandb/latest-run"
+
+
+def _text_tail(path: Path, size: int) -> str:
+    with open(path, "rb") as f:
+        f.seek(0, 2)
+        f.seek(max(0, f.tell() - size))
+        return ANSI.sub("", f.read().decode("utf-8", errors="replace"))
+
+
 def detect_format(path: Path) -> str:
     name = path.name.lower()
     if path.is_dir() and is_trainer_state(path):
@@ -303,6 +327,10 @@ def detect_format(path: Path) -> str:
         return "dict-lines"
     if looks_like_markdown_table(path):  # (a .log of a pasted table; a .txt or .md one is read as CSV anyway)
         return "csv"
+    if (run_dir := _wandb_summary_only(path)) is not None:
+        raise InputError(f"{path}: a console whose only metrics are W&B's 'Run summary' (each metric's last value) and "
+                         "'Run history' sparklines: no curve; read the run's local W&B files instead -- "
+                         f"scalerl fit {run_dir} (the directory W&B names in 'Find logs at:')")
     if lone_printed_dict(path):
         raise InputError(f"{path}: one printed dict ({{'key': value, ...}}) among other lines, with no step printed "
                          "before it nor a Trainer's 'epoch' in it; if it is a row of metrics, give --format dict-lines")
