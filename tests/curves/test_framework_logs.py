@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from scalerl.curves import read_curve, read_curves
-from scalerl.curves.io import detect_format
+from scalerl.curves.io import detect_format, log_columns
 from scalerl.errors import InputError
 
 DATA = Path(__file__).parent / "data"
@@ -147,15 +147,54 @@ def test_verl_runs_that_start_over_are_runs_of_their_own(tmp_path):
 def test_verl_step_line_wrapped_right_before_a_value_is_joined(tmp_path):
     """A wrap that leaves only the value on the next line (``... - critic/score/mean:`` over ``0.53``, or the key
     over ``:0.53``): the item was read as the text '' (an error for that column) and the value line passed over.
-    A number alone after a whole ``key:value`` is not taken into the step (it may be anything printed next)."""
+    A number alone after a whole ``key:value`` under Ray's prefix is the rest of that value (Ray prefixes
+    whatever its worker prints next): ``mean:0.8`` over ``5`` is 0.85."""
     p = tmp_path / "train.log"
     p.write_text(RAY + "step:1 - critic/score/max:1.000 - critic/score/mean:\n0.530\n"
                  + RAY + "step:2 - critic/score/mean:0.600 - critic/score/max\n:0.900 - response_length/mean:190.250\n"
                  + RAY + "step:3 - critic/score/mean:0.700 - critic/score/max:\n1.000 - response_length/mean:180.000\n"
                  + RAY + "step:4 - critic/score/mean:0.8\n5\n")
-    assert list(read_curve(p, "step", "critic/score/mean").y) == [0.53, 0.6, 0.7, 0.8]
+    assert list(read_curve(p, "step", "critic/score/mean").y) == [0.53, 0.6, 0.7, 0.85]
     assert list(read_curve(p, "step", "critic/score/max").y) == [1.0, 0.9, 1.0]
     assert list(read_curve(p, "step", "response_length/mean", bounded=False).x) == [2, 3]
+
+
+def _hard_wrapped(lines, width):
+    """``lines`` as a terminal of ``width`` columns (or a paste) wraps them: cut every ``width`` characters."""
+    out = []
+    for line in lines:
+        while len(line) > width:
+            out, line = out + [line[:width]], line[width:]
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+_WRAPPED = [f"step:{s} - actor/pg_loss:0.0123 - val-core/openai/gsm8k/reward/mean@1:{0.15 + 0.05 * s:.4f} - "
+            f"timing_s/step:106.{s}25 - perf/total_num_tokens:{123456 + s}" for s in range(1, 9)]
+
+
+@pytest.mark.parametrize("width", [60, 96, 119, 124, 128, 148])
+def test_verl_step_lines_wrapped_at_any_width_under_ray_read_whole(tmp_path, width):
+    """A terminal's wrap at the separator (``... -`` over `` timing_s/...``, ``...106.125 `` over ``- perf/...``)
+    lost every item after it, and one inside the last number (``perf/total_num_tokens:12`` over ``3457``) read it
+    as its first digits (12): a silently wrong value. Under Ray's prefix the digits alone are the rest."""
+    p = tmp_path / "train.log"
+    p.write_text(_hard_wrapped(["(TaskRunner pid=77) " + line for line in _WRAPPED], width))
+    tokens = read_curve(p, "step", "perf/total_num_tokens", bounded=False)
+    assert list(tokens.y) == [123456.0 + s for s in range(1, 9)]
+    assert list(read_curve(p, "cum:timing_s/step", "val-core/openai/gsm8k/reward/mean@1").x)[-1] == pytest.approx(
+        sum(106.025 + 0.1 * s for s in range(1, 9)))
+    assert not any("dropped" in n for n in tokens.notes)
+
+
+def test_verl_number_cut_by_a_wrap_without_ray_is_dropped_not_misread(tmp_path):
+    """Without Ray's prefix a number alone after a step line may be the rest of its last value or a number
+    printed next: the value is dropped and said, never read as its first digits."""
+    p = tmp_path / "train.log"
+    p.write_text(_hard_wrapped(_WRAPPED, 124))  # each line cut inside its last number: '...tokens:1' over '23457'
+    assert "perf/total_num_tokens" not in log_columns(p)
+    c = read_curve(p, "step", "val-core/openai/gsm8k/reward/mean@1")
+    assert len(c) == 8 and any("8 step line(s) end in a number with digits alone" in n for n in c.notes)
 
 
 def test_cum_x_skips_a_step_line_that_lacks_the_timer(tmp_path):
@@ -185,6 +224,31 @@ def test_a_text_log_without_verl_lines_says_what_to_do(tmp_path):
     p.write_text("epoch 1 loss 0.3\nepoch 2 loss 0.2\n")
     with pytest.raises(InputError, match="without verl step lines.*--format"):
         read_curve(p, "step", "loss")
+
+
+_WANDB_END = """wandb: Waiting for W&B process to finish... (success).
+wandb:
+wandb: Run history:
+wandb:     eval/accuracy \u2581\u2583\u2585\u2586\u2587\u2588
+wandb: train/global_step \u2581\u2582\u2584\u2585\u2587\u2588
+wandb:
+wandb: Run summary:
+wandb:     eval/accuracy 0.512
+wandb: train/global_step 600
+wandb:
+wandb: \U0001f680 View run grpo-qwen at: https://wandb.ai/me/proj/runs/abc123
+wandb: Find logs at: wandb/run-20250101_000000-abc123/logs
+"""
+
+
+@pytest.mark.parametrize("name", ["train.txt", "train.log"])
+def test_a_console_with_only_wandbs_run_summary_points_to_the_runs_files(tmp_path, name):
+    """A script's console whose metrics went only to W&B ends in W&B's run summary (last values) and history
+    (sparklines): a .txt was read as CSV ("no y column 'eval/accuracy'; available columns: 'Training...'")."""
+    p = tmp_path / name
+    p.write_text("Training...\n" + _WANDB_END)
+    with pytest.raises(InputError, match=r"only metrics are W&B's 'Run summary'.*scalerl fit wandb/run-20250101_000000-abc123"):
+        read_curve(p, "train/global_step", "eval/accuracy")
 
 
 def _trainer_state(step, rows):

@@ -3,6 +3,8 @@ followed, and its trained tokens. The real consoles are in test_real_samples.py;
 from the trainers' f-strings (mlx-examples' llms/mlx_lm/tuner/trainer.py before June 2024, mlx-lm-lora's
 trainer/grpo_trainer.py of 2026)."""
 
+from pathlib import Path
+
 import pytest
 
 from scalerl.curves import read_curves
@@ -64,3 +66,25 @@ def test_a_validation_after_the_last_token_report_has_no_tokens(tmp_path):
     with pytest.raises(InputError) as error:
         read_curves(p, "trained_tokens", "val_loss", bounded=False)
     assert "no rows with finite 'trained_tokens' and 'val_loss'" in str(error.value)
+
+
+TABLE_UI = Path(__file__).parent / "data" / "mlx_lm_table_ui.log"
+
+
+def test_mlx_lm_table_ui_of_june_2026():
+    """mlx-lm's table UI (``mlx_lm/cli_ui.py``'s ``TrainUI``, June 2026: ``  iter   train_loss     tok/s     tokens``
+    over ``  10    2.600 ▼      161    3.3k`` and ``   1    val 2.890    5.27s`` rows, rich's colours forced into a
+    redirected log) was "a text log without ... mlx-lm 'Iter N: ...' reports". The file is what that UI wrote,
+    driven through mlx-lm's own cli_ui.py (mlx.core stubbed) and redirected to a file: header panel, colours,
+    the final progress bar."""
+    assert detect_format(TABLE_UI) == "mlx-lm"
+    [val] = read_curves(TABLE_UI, "step", "val_loss", bounded=False)
+    assert list(val.x) == [0, 19, 39, 59] and list(val.y) == [2.89, 2.7, 2.5, 2.3]  # before iteration N's update
+    [train] = read_curves(TABLE_UI, "trained_tokens", "train_loss", bounded=False)
+    assert list(train.x) == [3300, 6600, 9900, 13300, 16600, 19900]
+    assert list(train.y) == [2.6, 2.5, 2.45, 2.3, 2.2, 2.1]
+    assert any("read from the table's thousands" in n for n in train.notes)
+    [speed] = read_curves(TABLE_UI, "step", "tokens_per_second", bounded=False)
+    assert list(speed.y) == [161, 161, 161, 1614, 1614, 1614]  # '1,614'
+    [took] = read_curves(TABLE_UI, "step", "val_time", bounded=False)
+    assert list(took.y) == [5.27, 5.46, 5.67, 5.86]

@@ -145,7 +145,8 @@ def test_lines_cut_off_are_skipped_and_counted(tmp_path):
     path = _console(tmp_path, edit=cut)
     [curve] = read_curves(path, "step", Y)
     assert 50 not in curve.x and len(curve) == len(_shipped()) - 1
-    assert any("3 step or evaluation line(s) cut off or unreadable" in n for n in curve.notes)
+    assert any("2 step or evaluation line(s) cut off or unreadable" in n for n in curve.notes)
+    assert any("ends inside its last line" in n and "Reward 0.5" in n for n in curve.notes)  # (the killed one)
     [train] = read_curves(path, "step", "train/reward")
     assert 77 not in train.x and 431 not in train.x and len(train) == 429
 

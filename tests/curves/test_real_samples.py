@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from scalerl.curves import read_curves
-from scalerl.curves.io import detect_format
+from scalerl.curves.io import detect_format, log_columns
 from scalerl.errors import InputError
 
 SAMPLES = Path(__file__).parent / "data" / "real_samples"
@@ -305,3 +305,24 @@ def test_mlx_examples_grpo_one_line_reports_name_each_reward_function():
     reward = _curve(name, "step", "r1_accuracy_reward_func_mean")
     assert list(reward.y) == [0.0, 0.0]
     assert list(_curve(name, "step", "learning_rate", bounded=False).y) == [1e-05, 1e-05]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SAMPLES.iterdir() if p.name != "README.md"))
+def test_each_sample_with_windows_line_ends_reads_as_the_sample(tmp_path, name):
+    """``\\r\\n`` line ends (a log saved on Windows, or ``docker logs`` of a container run with ``-t``): the
+    printed-dict consoles (ms-swift's, TRL's, OpenRLHF's) read every line's end as a progress bar's redraw,
+    an empty line after it, and found no dict -- "a text log without ..."."""
+    crlf = tmp_path / SAMPLES.name / name  # (in a directory of the same name: a JSON-lines run is named after it)
+    crlf.parent.mkdir()
+    crlf.write_bytes((SAMPLES / name).read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
+    assert detect_format(crlf) == detect_format(SAMPLES / name)
+    columns = log_columns(SAMPLES / name)
+    assert log_columns(crlf) == columns
+    x = next(c for c in ("step", "iteration", "epoch", "episode", "rollout_id", "current_steps", "Step") if c in columns)
+    for y in [c for c in columns if c != x][:5]:
+        try:
+            want = read_curves(SAMPLES / name, x, y, bounded=False)
+        except InputError:
+            continue
+        got = read_curves(crlf, x, y, bounded=False)
+        assert [(c.name, list(c.x), list(c.y)) for c in got] == [(c.name, list(c.x), list(c.y)) for c in want]

@@ -45,7 +45,7 @@ def test_log_calls_of_one_step_are_one_row_and_a_cut_off_line_is_skipped_and_sai
     lines = disk_logger_lines(range(1, 31))
     lines.insert(5, "Step 5 | val_accuracy:0.42\n")  # a log() call after the step's log_dict()
     lines.insert(3, "INFO:torchtune.utils._logging:Writing logs to /out/logs/log_1733300000.txt\n")
-    lines.append("Step 31 | rewards:tensor(3.1")  # the recipe killed while it wrote
+    lines.append("Step 31 | rewards:tensor(3.1, dev")  # the recipe killed while it wrote (in a word: read, and skipped)
     log.write_text("".join(lines))
     curve = read_curve(log, x="step", y="val_accuracy")
     assert list(curve.x) == [5] and list(curve.y) == [0.42]

@@ -171,3 +171,52 @@ def test_a_plain_file_named_as_compressed_says_so_when_it_cannot_be_read(tmp_pat
     fake.write_text("not gzip\n")
     with pytest.raises(InputError, match=r"header but no rows \(the name ends in .gz, but the file is not gzip-compressed"):
         read_curves(fake, "step", "score")
+
+
+def _zstd_frame(data: bytes) -> bytes:
+    """``data`` as a zstd frame of raw (stored) blocks -- what ``zstd`` writes of data it cannot shrink, and
+    readable by every zstd decoder; built here, so the test needs no zstd encoder. The frame header: the
+    magic number, a descriptor with no content size, checksum nor dictionary, a 128 KiB window."""
+    out = bytearray(b"\x28\xb5\x2f\xfd\x00\x38")
+    chunks = [data[i:i + 65536] for i in range(0, len(data), 65536)] or [b""]
+    for i, chunk in enumerate(chunks):
+        out += ((len(chunk) << 3) | (i == len(chunks) - 1)).to_bytes(3, "little") + chunk  # raw block, last-block bit
+    return bytes(out)
+
+
+def _no_zstd_decoder(monkeypatch):
+    import sys
+
+    from scalerl.curves import unpack
+
+    for module in ("compression", "compression.zstd", "zstandard"):
+        monkeypatch.setitem(sys.modules, module, None)  # an import of it raises ImportError
+    monkeypatch.setattr(unpack.shutil, "which", lambda name: None)
+
+
+def _has_zstd_decoder() -> bool:
+    import importlib.util
+
+    return (shutil.which("zstd") is not None or importlib.util.find_spec("zstandard") is not None
+            or importlib.util.find_spec("compression") is not None)
+
+
+@pytest.mark.skipif(not _has_zstd_decoder(), reason="no zstd decoder (zstd program, zstandard, Python 3.14)")
+def test_a_zstd_compressed_log_reads_as_the_log_it_holds(tmp_path):
+    """A ``.zst`` log (logrotate's ``compresscmd zstd``, ``tar --zstd``) was "a binary file ... export the metrics
+    as CSV/JSONL", though the .gz, .bz2 and .xz beside it were read."""
+    packed = tmp_path / "real_rl_curves.csv.zst"
+    packed.write_bytes(_zstd_frame(CSV.read_bytes()))
+    _same(read_curves(packed, "cum_wall_hours", "val_score"), read_curves(CSV, "cum_wall_hours", "val_score"))
+    cut = tmp_path / "train.log.zst"
+    cut.write_bytes(_zstd_frame(CSV.read_bytes())[:300])
+    with pytest.raises(InputError, match="a damaged zstd file"):
+        read_curves(cut, "step", "val_score")
+
+
+def test_a_zstd_log_without_a_decoder_says_how_to_read_it(tmp_path, monkeypatch):
+    packed = tmp_path / "train.csv.zst"
+    packed.write_bytes(_zstd_frame(CSV.read_bytes()))
+    _no_zstd_decoder(monkeypatch)
+    with pytest.raises(InputError, match=r"train.csv.zst: a zstd-compressed file, and no zstd decoder.*zstd -d FILE"):
+        read_curves(packed, "cum_wall_hours", "val_score")

@@ -72,6 +72,9 @@ def run(args) -> int:
         what = f"{name} is given {_times(n + 1)}" if name == first else f"{name} is the same curve as {first}"
         print(f"note: {what}: counted once (a run scored against a copy of itself would pass the "
               "leave-one-run-out check for nothing)", file=sys.stderr if args.json else sys.stdout)
+    read_notes = _read_notes(read)
+    for note in read_notes:
+        print(f"note: {note}", file=sys.stderr if args.json else sys.stdout)
     bounded = not args.unbounded
     bar = progress_bar(len(curves), args.no_progress or args.json, "backtesting runs", "run")
     try:
@@ -97,6 +100,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(finite_json({
             "output": str(out), "runs": len(curves), "runs_scored": runs_scored, "run_cuts": len(result.scored),
+            "notes": read_notes,
             "not_scored": unstable, "skipped": [{"run": r, "reason": why} for r, why in result.skipped],
             "factors_95": {k: {"shipped": result.base.q(0.95, k), "yours": new.q(0.95, k)}
                            for k in ("confidence", "prediction", "gain")},
@@ -136,6 +140,24 @@ def run(args) -> int:
     print(f"wrote {out}; use it with: scalerl fit LOG --x {args.x[0]} --y {args.y[0]} --calibration {out} "
           "(backtest and compare take it too)")
     return 0
+
+
+def _read_notes(read) -> list[str]:
+    """What the readers said of the logs -- resumes joined, lines cut off or dropped, rows without a finite x or
+    y -- once per log, and whether the runs' compute columns differ: calibrate printed none of it, so runs
+    read in part, or against steps for some and GPU-hours for others, calibrated without a word."""
+    notes: list[str] = []
+    x_names = list(dict.fromkeys(c.x_name for _, c in read))
+    if len(x_names) > 1:
+        notes.append(f"the runs' compute columns differ ({', '.join(map(repr, x_names))}): each run is cut at shares "
+                     "of its own compute, and the factors are used with a forecast on any of them -- calibrate on "
+                     "runs read with the x you will forecast with")
+    for path, c in read:
+        notes += [f"{path}: {n}" for n in c.notes]
+        if c.dropped:
+            notes.append(f"{path}: {c.name}: {c.dropped} row(s) with a missing, NaN or infinite {c.x_name!r} or "
+                         f"{c.y_name!r} left out")
+    return list(dict.fromkeys(notes))
 
 
 def _trainings(read, path) -> set[str]:

@@ -56,3 +56,31 @@ def skipped_lines_note(lines: list[int], what: str) -> list[str]:
         return []
     shown = ", ".join(map(str, lines[:5])) + (", ..." if len(lines) > 5 else "")
     return [f"{len(lines)} {what} line(s) cut off or unreadable (line {shown}) skipped"]
+
+
+#: How a line that a cut may have ended inside a number ends: a digit, or a digit and the ``.`` or exponent
+#: that would have gone on with more.
+_ENDS_IN_NUMBER = re.compile(r"\d(?:\.|[eE][-+]?)?$")
+#: How much of a file's end is looked at for its last line.
+_TAIL_BYTES = 1 << 16
+
+
+def cut_last_line(path: Path) -> str | None:
+    """The last line of a text file that ends inside a number with no newline after it -- where a killed
+    run stopped writing (a block-buffered stdout is flushed at any byte, not at a line's end): ``Peak mem
+    65.0`` of ``Peak mem 65.006 GB``, ``...,24.0`` of ``...,24.0045``, read as a right-looking wrong value.
+    None where the file ends with a newline (what every logger and ``print`` write last) or its last line
+    ends in anything else (``}``, a unit, a word: no number a cut could have shortened)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - _TAIL_BYTES))
+            tail = f.read()
+    except OSError:
+        return None
+    if not tail or tail.endswith((b"\n", b"\r")):
+        return None
+    last = tail.rsplit(b"\n", 1)[-1].decode("utf-8", errors="replace")
+    last = ANSI.sub("", last).rsplit("\r", 1)[-1]
+    return last if _ENDS_IN_NUMBER.search(last) else None

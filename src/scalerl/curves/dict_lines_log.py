@@ -65,7 +65,7 @@ SNIFF_CHARS = 2_000_000
 def _dict_and_counter(line: str) -> tuple[str | None, str | None, int | None]:
     """The printed dict of a line, and the counter printed before it on the line -- its key
     (:data:`PRINTED_ROLLOUT`, :data:`PRINTED_STEP`) and value --, None where either is missing."""
-    line = ANSI.sub("", line).split("\r")[-1] if "\r" in line else ANSI.sub("", line)
+    line = _last_drawn(ANSI.sub("", line))
     found = _DICT.search(line)
     if not found:
         return None, None, None
@@ -78,9 +78,18 @@ def _dict_and_counter(line: str) -> tuple[str | None, str | None, int | None]:
 
 def _dict_prefix(line: str) -> str:
     """What a line prints before its dict (colours and progress-bar redraws taken off)."""
-    line = ANSI.sub("", line.rstrip("\n")).split("\r")[-1]
+    line = _last_drawn(ANSI.sub("", line))
     found = _DICT.search(line)
     return line[: found.start()] if found else ""
+
+
+def _last_drawn(line: str) -> str:
+    """What a terminal shows of a line redrawn with ``\r`` (a progress bar, then the dict written over
+    it): its last piece -- less the line's own end, ``\r\n`` in a log written on Windows or through a
+    TTY (``docker logs`` of a container run with ``-t``), whose ``\r`` left an empty last piece: every
+    dict of such a console was passed over."""
+    line = line.rstrip("\r\n")
+    return line.rsplit("\r", 1)[-1] if "\r" in line else line
 
 
 def _rollouts_trained(rows: list[dict[str, Any]]) -> None:

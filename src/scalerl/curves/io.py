@@ -47,7 +47,8 @@ Formats (chosen from the path, or by ``fmt``):
 * ``deepspeed-chat`` -- the console of DeepSpeed-Chat's RLHF stage (``epoch: E|step: S|ppo_ep: P|act_loss: ...``
   lines, each with the ``average reward score: ...`` line after it);
 * ``mlx-lm`` -- the console of mlx-lm's ``mlx_lm.lora`` or mlx-lm-lora's trainers (``Iter N: Train loss ...,
-  Trained Tokens ...`` and ``Iter N: Val loss ...`` reports; mlx-lm-lora's GRPO report blocks);
+  Trained Tokens ...`` and ``Iter N: Val loss ...`` reports; mlx-lm-lora's GRPO report blocks; mlx-lm's
+  table UI of June 2026);
 * ``lighteval`` -- lighteval results of a series of checkpoints (``results/<model>/results_<date>.json``
   per evaluation, or the ``--output-dir`` directory): x ``step``, the checkpoint's.
 
@@ -64,12 +65,14 @@ import fnmatch
 import itertools
 import json
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
 from scalerl.curves.areal_log import looks_like_areal, read_areal
 from scalerl.curves.clearml_log import is_clearml_session, read_clearml
+from scalerl.curves.console import ANSI, cut_last_line
 from scalerl.curves.csv_log import looks_like_markdown_table, read_csv
 from scalerl.curves.data import Curve
 from scalerl.curves.deepspeed_chat_log import looks_like_deepspeed_chat, read_deepspeed_chat
@@ -93,7 +96,8 @@ from scalerl.curves.swanlab_log import is_swanlab_run, read_swanlab
 from scalerl.curves.tensorboard_log import read_tensorboard
 from scalerl.curves.torchtune_log import disk_logs, looks_like_torchtune, read_torchtune
 from scalerl.curves.trackio_log import is_trackio, read_trackio
-from scalerl.curves.unpack import ARCHIVE_ROOTS, COMPRESSED, STDIN, stdin_copy, stream_copy, unwrapped, wrapping
+from scalerl.curves.unpack import (ARCHIVE_ROOTS, COMPRESSED, STDIN, stdin_copy, stream_copy, unwrapped,
+                                   without_last_line, wrapping)
 from scalerl.curves.verl_file_log import looks_like_verl_file, read_verl_file
 from scalerl.curves.verl_log import looks_like_verl, read_verl
 from scalerl.curves.wandb_run_log import is_wandb_run, read_wandb_run
@@ -173,6 +177,12 @@ HARNESS_PROBES: tuple[tuple[str, Callable[[Path], bool]], ...] = (
     ("lighteval", is_lighteval),
 )
 
+#: The formats read from one text file line by line: a last line a kill cut off inside a number
+#: (:func:`~scalerl.curves.console.cut_last_line`) is left out of them. (Not the JSON-lines formats nor
+#: printed dicts: a row cut short there lacks its closing brace, and their readers skip it as torn.)
+LINE_FORMATS = frozenset({"csv", "wandb", "verl", "skyrl", "nemo-rl", "roll", "areal", "prime-rl", "torchtune",
+                          "mlx-lm", "deepspeed-chat"})
+
 #: The formats whose runs are told apart by a column of their rows (``run_column``).
 RUN_COLUMN_FORMATS = ("csv", "jsonl", "parquet")
 
@@ -226,6 +236,29 @@ def _check_event_files(path: Path) -> None:
                      "TensorBoard event files, an MLflow, W&B, Trackio, SwanLab or ClearML store, a trainer_state.json "
                      "run directory, a prime-rl output directory, dumped evaluations, lm-evaluation-harness or "
                      f"lighteval results); {held}")
+
+
+#: W&B's end-of-run block in a console (``wandb: Run summary:``), and where it says the run's files are.
+_WANDB_SUMMARY = "wandb: Run summary:"
+_WANDB_LOGS_AT = re.compile(r"wandb: Find logs at: (\S+?)/logs\b")
+
+
+def _wandb_summary_only(path: Path) -> str | None:
+    """Where a console that holds W&B's run summary (and no log of a format read here: asked last) says its
+    run's files are -- ``wandb/run-<date>-<id>``, or ``wandb/latest-run`` where it names none; None for a
+    console without the summary. Read as CSV (a .txt) the summary gave "no y column; available: 'Training...'"."""
+    tail = _text_tail(path, 1 << 16)
+    if _WANDB_SUMMARY not in tail:
+        return None
+    found = _WANDB_LOGS_AT.search(tail)
+    return found.group(1) if found else "wandb/latest-run"
+
+
+def _text_tail(path: Path, size: int) -> str:
+    with open(path, "rb") as f:
+        f.seek(0, 2)
+        f.seek(max(0, f.tell() - size))
+        return ANSI.sub("", f.read().decode("utf-8", errors="replace"))
 
 
 def detect_format(path: Path) -> str:
@@ -294,12 +327,16 @@ def detect_format(path: Path) -> str:
         return "dict-lines"
     if looks_like_markdown_table(path):  # (a .log of a pasted table; a .txt or .md one is read as CSV anyway)
         return "csv"
+    if (run_dir := _wandb_summary_only(path)) is not None:
+        raise InputError(f"{path}: a console whose only metrics are W&B's 'Run summary' (each metric's last value) and "
+                         "'Run history' sparklines: no curve; read the run's local W&B files instead -- "
+                         f"scalerl fit {run_dir} (the directory W&B names in 'Find logs at:')")
     if lone_printed_dict(path):
         raise InputError(f"{path}: one printed dict ({{'key': value, ...}}) among other lines, with no step printed "
                          "before it nor a Trainer's 'epoch' in it; if it is a row of metrics, give --format dict-lines")
     if name.endswith((".log", ".out", ".err")):
         raise InputError(f"{path}: a text log without verl step lines ('step:N - key:value - ...'), ROLL "
-                         f"'metrics_tag:' lines, AReaL 'Train step N/T done.' stats tables, SkyRL 'Step N:' blocks, NeMo-RL 'Step N/M' blocks, prime-rl 'Step N | ...' lines, torchtune 'Step N | name:value ...' lines, mlx-lm 'Iter N: ...' reports, DeepSpeed-Chat 'epoch: E|step: S|ppo_ep: ...' lines or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
+                         f"'metrics_tag:' lines, AReaL 'Train step N/T done.' stats tables, SkyRL 'Step N:' blocks, NeMo-RL 'Step N/M' blocks, prime-rl 'Step N | ...' lines, torchtune 'Step N | name:value ...' lines, mlx-lm 'Iter N: ...' reports or table rows, DeepSpeed-Chat 'epoch: E|step: S|ppo_ep: ...' lines or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
                          "the metrics as CSV/JSONL")
     # .txt or an unknown extension: by the first non-blank character.
     if first:
@@ -348,6 +385,12 @@ def read_curves(
         if path.is_file() and path.stat().st_size == 0:
             raise InputError(f"{path}: the file is empty")
         fmt = fmt or detect_format(path)
+        if fmt in LINE_FORMATS and path.is_file() and (cut := cut_last_line(path)) is not None:
+            with without_last_line(path) as whole:
+                curves = _read_instead(whole, str(path), {**again, "fmt": fmt})
+            note = (f"the file ends inside its last line, with no newline after it (a run killed while writing): "
+                    f"that line ({cut[-50:]!r}) left out -- its last number may have been cut short")
+            return [replace(c, notes=(*c.notes, note)) for c in curves]
     if fmt not in READERS:
         raise InputError(f"unknown log format {fmt!r}; known: {', '.join(READERS)}")
     if any(c in y for c in _GLOB):  # here, after unpacking and detection: each metric's read does neither again

@@ -1,8 +1,19 @@
-"""Read the console of an MLX fine-tuning run: mlx-lm's ``mlx_lm.lora`` (LoRA, DoRA or full; before its
-June 2026 table UI) and mlx-lm-lora's trainers (SFT, DPO, ORPO, GRPO, ...)::
+"""Read the console of an MLX fine-tuning run: mlx-lm's ``mlx_lm.lora`` (LoRA, DoRA or full) and
+mlx-lm-lora's trainers (SFT, DPO, ORPO, GRPO, ...)::
 
     Iter 1: Val loss 2.936, Val took 5.265s
     Iter 10: Train loss 2.662, Learning Rate 1.000e-05, It/sec 0.490, Tokens/sec 161.374, Trained Tokens 3290, Peak mem 9.707 GB
+
+mlx-lm's table UI (June 2026 on: ``mlx_lm/cli_ui.py``'s ``TrainUI``, printed through rich with its colours
+forced, so a redirected log holds them too) prints the same reports as rows under a heading::
+
+      iter   train_loss     tok/s     tokens
+         1    val 2.936    5.27s
+        10    2.662 ▼        161      3.3k
+
+-- ``val_loss`` and ``val_time``; ``train_loss``, ``tokens_per_second`` (``1,614``) and ``trained_tokens``
+(printed in thousands to one decimal: read to within 50 tokens, said in the notes). It prints no learning
+rate nor peak memory (its W&B callback still logs them).
 
 Each ``Name value[unit]`` item is a column, under the name mlx-lm's training callback (and so its W&B
 run) gives it -- ``train_loss``, ``val_loss``, ``val_time``, ``learning_rate``, ``iterations_per_second``,
@@ -28,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.curves.attempts import split_attempts
-from scalerl.curves.console import shown_lines, text_head
+from scalerl.curves.console import ANSI, shown_lines, text_head
 from scalerl.curves.rows import DEFAULT_RUN_COLUMN, read_from_rows
 
 STEP = "step"
@@ -54,6 +65,14 @@ _CALLBACK_NAMES = {
     "memory": "peak_memory",
 }
 _GREEK = {"μ": "mean", "σ": "std", "cov": "coverage"}
+#: The table UI's heading, and its rows: a training report (``  10    2.662 ▼      161    3.3k``) and a
+#: validation (``   1    val 2.936    5.27s``).
+_TABLE_HEADING = re.compile(r"^\s*iter\s+train_loss\s+tok/s\s+tokens\s*$")
+_TABLE_TRAIN = re.compile(rf"^\s*(\d+)\s+({_NUMBER})\s*[▼▲]?\s+(\d[\d,]*)\s+(\d+(?:\.\d+)?)k\s*$")
+_TABLE_VAL = re.compile(rf"^\s*(\d+)\s+val\s+({_NUMBER})\s+(\d+(?:\.\d+)?)s\s*$")
+#: The note on the table's rounded token counts.
+TABLE_TOKENS_NOTE = (f"{TOKENS} read from the table's thousands ('3.3k': to within 50 tokens); mlx-lm's W&B "
+                     "or SwanLab callback logs them exact")
 #: How much of a file's start is searched for an ``Iter N:`` report.
 SNIFF_CHARS = 1_000_000
 
@@ -96,10 +115,28 @@ def _block_items(line: str) -> dict[str, float]:
     return items
 
 
+def _table_row(line: str) -> tuple[int, dict[str, float], bool] | None:
+    """``(N, items, is_validation)`` of a row of the table UI, or None."""
+    if (found := _TABLE_TRAIN.match(line)) is not None:
+        return int(found.group(1)), {"train_loss": float(found.group(2)),
+                                     "tokens_per_second": float(found.group(3).replace(",", "")),
+                                     TOKENS: float(found.group(4)) * 1000}, False
+    if (found := _TABLE_VAL.match(line)) is not None:
+        return int(found.group(1)), {"val_loss": float(found.group(2)), "val_time": float(found.group(3))}, True
+    return None
+
+
 def _reports(path: Path):
     """``(N, items, is_validation)`` of each report, in log order."""
     block: tuple[int, dict[str, float]] | None = None
+    table = False  # after the table UI's heading: its rows are reports
     for _, line in shown_lines(path):
+        if table and (row := _table_row(line)) is not None:
+            yield row
+            continue
+        if _TABLE_HEADING.match(line):
+            table = True
+            continue
         found = _ITER.search(line)
         if block is not None and (found is not None or _RULE.match(line)):
             if block[1]:
@@ -121,9 +158,16 @@ def _reports(path: Path):
 
 
 def looks_like_mlx_lm(path: Path) -> bool:
-    """Whether the start of ``path`` holds an mlx-lm report line."""
+    """Whether the start of ``path`` holds an mlx-lm report line (or the table UI's heading and a row of it)."""
     head = text_head(path, SNIFF_CHARS)
-    if head is None or "Iter " not in head:
+    if head is None:
+        return False
+    if "train_loss" in head and "tok/s" in head:
+        lines = [ANSI.sub("", line) for line in head.splitlines()]
+        at = next((i for i, line in enumerate(lines) if _TABLE_HEADING.match(line)), None)
+        if at is not None and any(_table_row(line) for line in lines[at + 1:at + 50]):
+            return True
+    if "Iter " not in head:
         return False
     return any((found := _ITER.search(line)) is not None and _items(found.group(2))
                for line in head.splitlines() if "Iter " in line)
@@ -177,7 +221,11 @@ def read_mlx_lm_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     rows = [{STEP: n - (validation and not after), ITERATION: n - (validation and not after), **items,
              **({_VALIDATION: True} if validation else {})} for n, items, validation in reports]
     rows, notes = split_attempts(rows, STEP, path.stem)
-    return rows, [*notes, *_validation_tokens(rows)]
+    return rows, [*notes, *_validation_tokens(rows), *([TABLE_TOKENS_NOTE] if _in_table(path) else [])]
+
+
+def _in_table(path: Path) -> bool:
+    return any(_TABLE_HEADING.match(line) for _, line in shown_lines(path))
 
 
 read_mlx_lm = read_from_rows(read_mlx_lm_rows)

@@ -1,6 +1,7 @@
 """Logs kept in another wrapping than the file a trainer wrote -- or no file at all (``-``: standard
-input, ``kubectl logs trainer | scalerl fit - ...``): compressed (gzip, bzip2, xz: how logs
-are archived and shared -- ``train.log.gz``, ``metrics.jsonl.xz``), a tar or zip archive of a run
+input, ``kubectl logs trainer | scalerl fit - ...``): compressed (gzip, bzip2, xz, zstd: how logs
+are archived and shared -- ``train.log.gz``, ``metrics.jsonl.xz``, ``train.log.zst`` as ``logrotate``'s
+``compresscmd zstd`` and ``tar --zstd`` write them), a tar or zip archive of a run
 directory (``wandb.tar.gz``, ``runs.zip``: how TensorBoard, W&B and SwanLab directories travel), or text
 written as UTF-16 (Windows PowerShell's ``>`` and ``Out-File`` write UTF-16 with a byte-order mark),
 or UTF-8 text behind a byte-order mark (Notepad, PowerShell 5's ``Out-File -Encoding utf8``, Excel's
@@ -20,6 +21,7 @@ import codecs
 import gzip
 import lzma
 import shutil
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -31,11 +33,56 @@ from typing import Callable, Iterator
 
 from scalerl.errors import InputError
 
+class _ZstdStream:
+    """A zstd-compressed file read as its text: through Python's ``compression.zstd`` (3.14), the
+    ``zstandard`` package, or else the ``zstd`` program -- whichever is there (none is a dependency: a
+    ``.zst`` log is rarer than a ``.gz`` one). A decoder's own errors are raised as ``OSError``, what a
+    damaged file gives the other openers."""
+
+    def __init__(self, path, mode: str = "rb"):
+        self._proc = None
+        for module in ("compression.zstd", "zstandard"):
+            try:
+                opener = __import__(module, fromlist=["open"]).open
+            except ImportError:
+                continue
+            self._src = opener(path, "rb")
+            return
+        exe = shutil.which("zstd")
+        if exe is None:
+            raise InputError(f"{path}: a zstd-compressed file, and no zstd decoder here (Python >= 3.14's "
+                             "compression.zstd, the zstandard package, or the zstd program): decompress it first "
+                             "(zstd -d FILE) or pip install zstandard")
+        self._proc = subprocess.Popen([exe, "-d", "-c", "-q", "--", str(path)], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE)
+        self._src = self._proc.stdout
+
+    def read(self, n: int = -1) -> bytes:
+        try:
+            return self._src.read(n)
+        except OSError:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- zstandard.ZstdError, compression.zstd.ZstdError
+            raise OSError(str(exc)) from None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._src.close()
+        if self._proc is not None:
+            err = self._proc.stderr.read().decode(errors="replace").strip()
+            self._proc.stderr.close()
+            if self._proc.wait() != 0 and exc_info[0] is None:
+                raise OSError(err or f"zstd exited with status {self._proc.returncode}")
+
+
 #: Compressed streams by their magic bytes: (name, opener, the suffix the compressed file's name carries).
 COMPRESSED: dict[bytes, tuple[str, Callable, str]] = {
     b"\x1f\x8b": ("gzip", gzip.open, ".gz"),
     b"BZh": ("bzip2", bz2.open, ".bz2"),
     b"\xfd7zXZ\x00": ("xz", lzma.open, ".xz"),
+    b"\x28\xb5\x2f\xfd": ("zstd", _ZstdStream, ".zst"),
 }
 #: Byte-order marks of UTF-16 text.
 UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
@@ -50,7 +97,7 @@ def _head(path: Path, n: int = 8) -> bytes:
 
 
 def wrapping(path: Path) -> str | None:
-    """``'gzip'``, ``'bzip2'``, ``'xz'``, ``'zip'``, ``'tar'``, ``'utf-16'``, ``'utf-8-bom'``, or None for a
+    """``'gzip'``, ``'bzip2'``, ``'xz'``, ``'zstd'``, ``'zip'``, ``'tar'``, ``'utf-16'``, ``'utf-8-bom'``, or None for a
     file read as it is."""
     if not path.is_file():
         return None
@@ -149,6 +196,25 @@ def stream_copy(path: Path) -> Iterator[Path]:
                 shutil.copyfileobj(src, dst, _CHUNK)
         except OSError as exc:
             raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        yield copy
+
+
+@contextmanager
+def without_last_line(path: Path) -> Iterator[Path]:
+    """A temporary copy of text file ``path`` up to its last newline: the file less a last line that a kill
+    cut off (:func:`scalerl.curves.console.cut_last_line`)."""
+    with tempfile.TemporaryDirectory(prefix="scalerl-cut-") as tmp:
+        copy = _copy_path(Path(tmp), path, path.name)
+        with open(path, "rb") as src, open(copy, "wb") as dst:
+            shutil.copyfileobj(src, dst, _CHUNK)
+            dst.seek(0, 2)
+            end = dst.tell()
+            # Back to the last newline: the cut line is at most a few KiB long (a metric line).
+            back = min(end, 1 << 16)
+            with open(path, "rb") as again:
+                again.seek(end - back)
+                tail = again.read()
+            dst.truncate(end - back + tail.rfind(b"\n") + 1)
         yield copy
 
 

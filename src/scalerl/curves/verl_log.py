@@ -21,7 +21,7 @@ What it smooths over, each said in the curve's notes:
 * **a resume** (the step numbers go back, as when a run resumes from a checkpoint): the rows
   the abandoned attempt logged after the checkpoint it resumed from are dropped (their
   compute too: ``cum:`` columns count the steps that the final weights went through);
-* **a step line hard-wrapped** by a terminal or a paste (``... - prompt_length/max`` over
+* **a step line hard-wrapped** by a terminal or a paste, at any width (``... - prompt_length/max`` over
   ``:448.000 - ...``): its continuation lines are joined to it again;
 * **several runs in one file** (the step numbers go back to the first one: a sweep's next run,
   or a start from scratch): each is a run of its own, ``<stem>#1``, ``<stem>#2``, ...
@@ -83,34 +83,72 @@ def _metric_items(rest: str) -> dict[str, Any] | None:
     return None
 
 
-def _lines(path: Path):
-    return _unwrapped(line for _, line in shown_lines(path))
+def _lines(path: Path, notes: list[str] | None = None):
+    return _unwrapped((line for _, line in shown_lines(path)), notes if notes is not None else [])
 
 
-def _unwrapped(lines):
+def _unwrapped(lines, notes: list[str]):
     """The lines, with a step line that a terminal or a paste hard-wrapped (``... - prompt_length/max``
     over ``:448.000 - prompt_length/min:36.000 - ...``) joined again: a line right after a step line
     that carries no Ray prefix, is no step line itself and holds ``key:number`` items goes on with it.
     Read apart, the cut item was text and every metric after the wrap (``timing_s/step`` among them)
-    was lost."""
+    was lost. A wrap inside the line's last number leaves its other digits alone on the next line
+    (``perf/total_num_tokens:123`` over ``456``): see :func:`_cut_number`; where the log does not show it
+    is a wrap, that number is dropped (said in ``notes``) rather than read as its first digits."""
     held = None
+    segment = 0  # the length of the held line's last physical line: where a wrap cut it, the width
+    widths: set[int] = set()  # the lengths at which this log's lines were seen cut: its wrap widths
+    cut_numbers: list[str] = []
     for line in lines:
         if held is not None:
             if _continues(held, line):
-                held = _joined(held, line)
+                widths.add(segment)
+                held, segment = _joined(held, line), len(line)
                 continue
+            if _cut_number(held, line):
+                if RAY_PREFIX.match(held) is not None or segment in widths:
+                    # Ray prefixes every line its worker prints: one without it right after the step line
+                    # is the terminal's wrap of it (or the wrap is at a width this log was cut at before).
+                    widths.add(segment)
+                    held, segment = held + line.strip(), len(line)
+                    continue
+                key = held.rsplit(" - ", 1)[-1].rpartition(":")[0]
+                cut_numbers.append(f"{key} (step line ending {held[-40:].strip()!r})")
+                held = held.rsplit(" - ", 1)[0]
             yield held
             held = None
         if "step:" in line and _STEP_LINE.search(line):
-            held = line
+            held, segment = line, len(line)
         else:
             yield line
     if held is not None:
         yield held
+    if cut_numbers:
+        notes.append(f"{len(cut_numbers)} step line(s) end in a number with digits alone on the next line -- cut by a "
+                     "wrap, or a number printed after it: that last value dropped rather than guessed: "
+                     + "; ".join(cut_numbers[:3]) + ("; ..." if len(cut_numbers) > 3 else ""))
 
 
 #: A line that is a value alone (``0.53``, ``:0.53``): what a wrap right after an item's ``key:`` (or its key) left.
 _LONE_VALUE = re.compile(r"^\s*:?\s*[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf)\s*$")
+#: The rest of a number a wrap cut (``456``, ``5e-05``, ``.25``, ``e-05``) alone on its line.
+_NUMBER_REST = re.compile(r"^(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|[eE][-+]?\d+)\s*$")
+
+
+def _cut_number(held: str, line: str) -> bool:
+    """Whether ``line`` may be the rest of ``held``'s last value, cut inside its digits: ``held`` ends, with no
+    space, in a ``key:number`` item and ``line`` is digits alone that go on with that number."""
+    if held != held.rstrip() or _NUMBER_REST.match(line) is None:
+        return False
+    last = held.rsplit(" - ", 1)[-1]
+    key, sep, value = last.rpartition(":")
+    if not sep or not key or any(ch.isspace() for ch in key):
+        return False
+    try:
+        float(value), float(value + line.strip())
+    except ValueError:
+        return False
+    return True
 
 
 def _continues(held: str, line: str) -> bool:
@@ -118,17 +156,20 @@ def _continues(held: str, line: str) -> bool:
     the item the wrap cut (``held``'s last piece run into ``line``'s first) a ``key:number`` itself -- a log
     line of another kind printed right after a step line is not taken for its continuation. A value alone on
     the line goes on with ``held`` only where ``held`` ends in an item's key waiting for it (``.../mean:``, or
-    ``.../mean`` over ``:0.53``): after a whole ``key:value`` a number may be anything printed next."""
+    ``.../mean`` over ``:0.53``): after a whole ``key:value`` a number may be anything printed next (or the
+    rest of that value: :func:`_cut_number`). A wrap at the separator leaves its space or its dash on either
+    side (``... -`` over `` timing_s/step:...``, ``...:106.125 `` over ``- perf/...``)."""
     if RAY_PREFIX.match(line) is not None or _STEP_LINE.search(line) is not None:
         return False
     if _LONE_VALUE.match(line):
         last = held.rstrip().rsplit(" - ", 1)[-1]
         waiting = last.endswith(":") if not line.lstrip().startswith(":") else ":" not in last
         return waiting and not any(ch.isspace() for ch in last) and _metric_items(last + line.strip()) is not None
-    if _metric_items(line) is None:
+    rest = line.lstrip().removeprefix("- ") if _at_separator(held, line) else line
+    if _metric_items(rest) is None:
         return False
-    first = line.removeprefix("- ").split(" - ", 1)[0]
-    cut = first if _at_separator(held, line) else held.rsplit(" - ", 1)[-1] + first
+    first = rest.split(" - ", 1)[0]
+    cut = first.strip() if _at_separator(held, line) else held.rsplit(" - ", 1)[-1] + first
     return not any(ch.isspace() for ch in cut) and _metric_items(cut) is not None
 
 
@@ -139,7 +180,8 @@ def _joined(held: str, more: str) -> str:
 
 
 def _at_separator(held: str, more: str) -> bool:
-    return held.rstrip().endswith(" -") or more.startswith("- ")
+    """Whether a wrap cut ``held`` and ``more`` at an item's separator `` - `` (rather than inside an item)."""
+    return held.rstrip().endswith(" -") or more.lstrip().startswith("- ")
 
 
 def looks_like_verl(path: Path) -> bool:
@@ -183,7 +225,7 @@ def read_verl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     pending_initial: dict[str, Any] | None = None
     resumes = dropped_on_resume = 0
     last_step: int | None = None
-    lines = _lines(path)
+    lines = _lines(path, notes)
     for line in lines:
         m = _STEP_LINE.search(line)
         items = _metric_items(m.group(2)) if m is not None else None

@@ -304,6 +304,8 @@ def _unwrapped(path: Path, what: str, opener: Any, read: Any) -> Iterator[tuple[
             else:
                 with opener(path, "rb") as src, open(inner, "wb") as dst:
                     shutil.copyfileobj(src, dst, 1 << 20)
+        except InputError:  # (zstd with no decoder here: its message says what to do, it is no damage)
+            raise
         except Exception as exc:  # noqa: BLE001 -- gzip: OSError, zlib.error; lzma: LZMAError; bz2: OSError; UnicodeError
             raise InputError(f"{path}: a damaged {what} file ({exc})") from None
         try:
@@ -340,7 +342,7 @@ def _read_file(path: Path, suffix: str, split: str, prompt_field: str) -> Iterat
     if suffix in (".arrow", ".feather"):
         return _arrow(path)
     raise InputError(f"{path}: unknown data format {suffix!r}; use .jsonl, .json, .csv, .tsv, .parquet, .arrow (each "
-                     "may be compressed: .gz, .bz2, .xz) or a dataset directory")
+                     "may be compressed: .gz, .bz2, .xz, .zst) or a dataset directory")
 
 
 def _read_unwrapped(path: Path, suffix: str, split: str, prompt_field: str) -> Iterator[tuple[int, Any]]:
