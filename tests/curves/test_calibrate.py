@@ -338,7 +338,7 @@ def test_a_run_name_in_two_logs_is_marked_on_the_run_not_its_metric():
 
 
 def test_calibrate_says_what_the_readers_dropped_and_that_the_compute_columns_differ(capsys, tmp_path, six_runs):
-    """Runs read against steps in one log and GPU-hours in another, a row with a NaN score, a last line a kill cut:
+    """Runs read against steps in one log and GPU-hours in another, a row with a NaN score, one with an infinite x:
     fit and backtest print what the reader dropped, compare that the x columns differ -- calibrate said nothing."""
     lines = six_runs.read_text().splitlines()
     runs = list(dict.fromkeys(ln.split(",")[0] for ln in lines[1:]))
@@ -347,7 +347,7 @@ def test_calibrate_says_what_the_readers_dropped_and_that_the_compute_columns_di
     a_rows.insert(5, a_rows[5].rsplit(",", 1)[0] + ",nan")  # a NaN score, beside the real row
     a.write_text("\n".join([lines[0]] + a_rows) + "\n")
     b.write_text("\n".join(["run,hours,val_score"] + [ln for ln in lines[1:] if ln.split(",")[0] in runs[3:]])
-                 + "\n" + runs[3] + ",999,0.1")  # the last line, cut by a kill
+                 + "\n" + runs[3] + ",inf,0.1\n")
     out = tmp_path / "cal.json"
     code, text, err = run_cli(capsys, "calibrate", str(a), str(b), "--x", "x", "hours", "--y", "val_score",
                               "--output", str(out), "--json")
@@ -355,5 +355,5 @@ def test_calibrate_says_what_the_readers_dropped_and_that_the_compute_columns_di
     notes = json.loads(text)["notes"]
     assert any("compute columns differ ('x', 'hours')" in n for n in notes)
     assert any(n.startswith(f"{a}: {runs[0]}: 1 row(s) with a missing, NaN or infinite") for n in notes)
-    assert any(n.startswith(f"{b}: ") and "ends inside its last line" in n for n in notes)
+    assert any(n.startswith(f"{b}: {runs[3]}: 1 row(s) with a missing, NaN or infinite") for n in notes)
     assert all(f"note: {n}" in err for n in notes)  # (on stderr beside --json's object)

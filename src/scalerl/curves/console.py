@@ -68,7 +68,7 @@ _TAIL_BYTES = 1 << 16
 def cut_last_line(path: Path) -> str | None:
     """The last line of a text file that ends inside a number with no newline after it -- where a killed
     run stopped writing (a block-buffered stdout is flushed at any byte, not at a line's end): ``Peak mem
-    65.0`` of ``Peak mem 65.006 GB``, ``...,24.0`` of ``...,24.0045``, read as a right-looking wrong value.
+    65.0`` of ``Peak mem 65.006 GB``, read as a right-looking wrong value.
     None where the file ends with a newline (what every logger and ``print`` write last) or its last line
     ends in anything else (``}``, a unit, a word: no number a cut could have shortened)."""
     try:

@@ -177,10 +177,13 @@ HARNESS_PROBES: tuple[tuple[str, Callable[[Path], bool]], ...] = (
     ("lighteval", is_lighteval),
 )
 
-#: The formats read from one text file line by line: a last line a kill cut off inside a number
+#: The consoles -- a process's stdout, written line by line: a last line a kill cut off inside a number
 #: (:func:`~scalerl.curves.console.cut_last_line`) is left out of them. (Not the JSON-lines formats nor
-#: printed dicts: a row cut short there lacks its closing brace, and their readers skip it as torn.)
-LINE_FORMATS = frozenset({"csv", "wandb", "verl", "skyrl", "nemo-rl", "roll", "areal", "prime-rl", "torchtune",
+#: printed dicts: a row cut short there lacks its closing brace, and their readers skip it as torn. Not a
+#: CSV: one is more often a finished export whose last row has no newline after it -- Google Sheets,
+#: a hand-made file -- than a stream cut by a kill, and that row is data; a row cut short of its columns
+#: is refused by the CSV reader.)
+LINE_FORMATS = frozenset({"verl", "skyrl", "nemo-rl", "roll", "areal", "prime-rl", "torchtune",
                           "mlx-lm", "deepspeed-chat"})
 
 #: The formats whose runs are told apart by a column of their rows (``run_column``).
