@@ -656,8 +656,8 @@ def test_a_numeric_or_binary_answer_reaches_math_verify_as_its_number(tmp_path, 
 
 
 @pytest.mark.parametrize("answer, message", [
-    (["1/2", "0.5"], r"field 'answer' is a list \(\[\"1/2\", \"0.5\"\]\), not one answer; math-verify compares each "
-                     r"completion with one reference: keep one"),
+    (["1/2", "0.5"], r"field 'answer' is a list of 2 different answers \(\[\"1/2\", \"0.5\"\]\), not one; math-verify "
+                     r"compares each completion with one reference: keep one"),
     ([], r"field 'answer' is an empty list"),
     ({"value": 5}, r"field 'answer' is an object \(fields 'value'\), not text; name the field inside it as a dotted "
                    r"path: --set 'task.settings=\{answer_field: answer.value\}'"),

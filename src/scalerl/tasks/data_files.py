@@ -12,7 +12,9 @@ record's fields mean (prompt, answer, conversation) is :mod:`scalerl.tasks.datas
 from __future__ import annotations
 
 import csv
+import decimal
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,11 +229,58 @@ def _check_utf8_lines(path: Path) -> None:
             _utf8(raw, f"{path}: row {number}")  # (a line break is never part of a UTF-8 sequence)
 
 
+def _float_cell(width: Any) -> Any:
+    """A converter of one cell of a ``width`` (numpy's float32 or float16) column to the decimal its
+    shortest text gives: pyarrow hands such a cell on as a Python float, widened -- float32's 0.1 as
+    0.10000000149011612, 123456.789 as 123456.7890625, an answer no completion's ``123456.789`` matched."""
+    def cell(value: Any) -> Any:
+        if not isinstance(value, float) or not math.isfinite(value):
+            return value  # (None; a NaN or infinity stays one, refused as a missing value)
+        return decimal.Decimal(str(width(value)))  # str: the shortest digits that read back as the same value
+
+    return cell
+
+
+def _narrow_floats(arrow_type: Any) -> Any:
+    """A converter that reads the float32 / float16 cells of a value of ``arrow_type`` (in a struct's
+    fields and a list's items too: verl's ``reward_model.ground_truth``, ``[2.5]``) as :func:`_float_cell`
+    does; None where the type holds none."""
+    import numpy as np
+    import pyarrow as pa
+
+    t = pa.types
+    if t.is_float32(arrow_type) or t.is_float16(arrow_type):
+        return _float_cell(np.float32 if t.is_float32(arrow_type) else np.float16)
+    if t.is_struct(arrow_type):
+        fields = {f.name: _narrow_floats(f.type) for f in arrow_type}
+        fields = {name: convert for name, convert in fields.items() if convert is not None}
+        if not fields:
+            return None
+        return lambda value: value if not isinstance(value, dict) else {
+            **value, **{name: convert(value.get(name)) for name, convert in fields.items()}}
+    if t.is_list(arrow_type) or t.is_large_list(arrow_type) or t.is_fixed_size_list(arrow_type):
+        item = _narrow_floats(arrow_type.value_type)
+        if item is None:
+            return None
+        return lambda value: value if not isinstance(value, list) else [item(v) for v in value]
+    return None
+
+
+def _exact_rows(rows: Iterator[dict] | list[dict], schema: Any) -> Iterator[dict]:
+    """``rows`` (as pyarrow's ``to_pylist`` or a ``datasets.Dataset`` gives them, by the Arrow ``schema``)
+    with their float32 / float16 cells as the decimals their columns hold (:func:`_float_cell`)."""
+    columns = {field.name: _narrow_floats(field.type) for field in schema}
+    columns = {name: convert for name, convert in columns.items() if convert is not None}
+    for row in rows:
+        yield {**row, **{name: convert(row[name]) for name, convert in columns.items() if name in row}} if columns else row
+
+
 def _parquet(path: Path) -> Iterator[tuple[int, Any]]:
     import pyarrow.parquet as pq
 
     try:
-        records = pq.read_table(path).to_pylist()  # (a damaged string column fails only here, decoding)
+        table = pq.read_table(path)
+        records = list(_exact_rows(table.to_pylist(), table.schema))  # (a damaged string column fails only here, decoding)
     except Exception as exc:  # noqa: BLE001 -- pyarrow raises several types for a bad file
         raise InputError(f"{path}: cannot read as parquet: {exc}") from None
     yield from enumerate(records, start=1)
@@ -262,7 +311,7 @@ def _hf_dataset(source: str, split: str) -> Iterator[tuple[int, Any]]:
                          "(DatasetDict({'train': ..., 'test': ...}).save_to_disk(DIR))")
     number = 0
     try:
-        for number, record in enumerate(data, start=1):
+        for number, record in enumerate(_exact_rows(data, data.features.arrow_schema), start=1):
             yield number, record
     except Exception as exc:  # noqa: BLE001 -- a damaged Arrow file fails while rows are decoded
         raise InputError(f"{source}: row {number + 1}: cannot be read ({type(exc).__name__}: {exc})") from None
@@ -323,7 +372,7 @@ def _arrow(path: Path) -> Iterator[tuple[int, Any]]:
         except pa.ArrowInvalid:
             with pa.memory_map(str(path)) as source:
                 table = pa.ipc.open_stream(source).read_all()
-        records = table.to_pylist()
+        records = list(_exact_rows(table.to_pylist(), table.schema))
     except Exception as exc:  # noqa: BLE001 -- pyarrow raises several types for a bad file
         raise InputError(f"{path}: cannot read as an Arrow file: {exc}") from None
     yield from enumerate(records, start=1)

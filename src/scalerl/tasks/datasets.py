@@ -16,6 +16,7 @@ template, system prompt included.
 
 from __future__ import annotations
 
+import ast
 import decimal
 import json
 import math
@@ -65,6 +66,41 @@ def _text(value: Any) -> str | None:
     return None
 
 
+def _listed_texts(text: str) -> list[str] | None:
+    """The texts of a list of quoted texts written as one text (Skywork-OR1's ``reward_model.ground_truth``:
+    ``'["2"]'``, JSON; ``"['2']"``, Python's ``str`` of a list), else None. Only quoted items: ``[1, 2]``
+    unquoted is an answer itself (an interval, a vector)."""
+    stripped = text.strip()
+    if not (stripped.startswith("[") and stripped.endswith("]") and ('"' in stripped or "'" in stripped)):
+        return None
+    try:
+        items = json.loads(stripped)
+    except ValueError:
+        try:
+            items = ast.literal_eval(stripped)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+    if isinstance(items, list) and items and all(isinstance(item, str) for item in items):
+        return items
+    return None
+
+
+def _one_answer(value: Any) -> Any:
+    """The one reference in an answer given as a list -- ``[3]``, ``["3"]``, a JSON text of one
+    (``'["3"]'``), or several that are the same text -- else ``value`` as it is (a list of different
+    ones is refused: :func:`_not_text`). Without this, a list's text reached math-verify: ``[3]`` was
+    refused, and a text of several (``'["3", "4"]'``) scored every completion -1, silently."""
+    if isinstance(value, str):
+        value = _listed_texts(value) or value
+    if hasattr(value, "tolist") and not isinstance(value, numbers.Number):
+        value = value.tolist()  # a numpy array (pandas-written data)
+    if isinstance(value, (list, tuple)) and value:
+        texts = {(_text(item) or "").strip() for item in value}
+        if len(texts) == 1 and "" not in texts and not any(isinstance(item, (list, tuple, dict)) for item in value):
+            return value[0]
+    return value
+
+
 def _not_text(value: Any, setting: str, name: str) -> str | None:
     """Why a field value that ``str()`` would turn into plausible text is not one, else None.
 
@@ -95,8 +131,9 @@ def _not_text(value: Any, setting: str, name: str) -> str | None:
         if setting == "prompt_field" and all(isinstance(m, dict) for m in value):
             return None  # a conversation: _conversation reads it
         if setting == "answer_field":
-            return (f"is a list ({_short(value)}), not one answer; math-verify compares each completion with one "
-                    "reference: keep one (it takes equal forms, such as 1/2 and 0.5, as equal)")
+            return (f"is a list of {len(value)} different answers ({_short(value)}), not one; math-verify compares "
+                    "each completion with one reference: keep one (it takes equal forms, such as 1/2 and 0.5, as "
+                    "equal; a list of one, or of one answer repeated, reads as that answer)")
         return f"is a list ({_short(value)}), not text (nor a conversation: a list of {{role, content}} messages)"
     return None
 
@@ -173,6 +210,8 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
         values = {}
         for setting, name in (("prompt_field", prompt_field), ("answer_field", answer_field)):
             found, values[setting] = dotted_field(record, name)
+            if setting == "answer_field":
+                values[setting] = _one_answer(values[setting])
             if not found:
                 present = ", ".join(map(repr, _nested_fields(record))) or "none"
                 raise InputError(f"{source}: row {number}: missing field {name!r} (fields present: {present}); "
