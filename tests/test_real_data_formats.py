@@ -107,3 +107,70 @@ def test_skywork_or1_shaped_parquet(tmp_path):
     [row] = load_rows(tmp_path / "math.parquet", answer_field="reward_model.ground_truth")
     assert (row.prompt, row.answer) == ("Find x if 2x = 1. Put the answer in \\boxed{}.", "\\frac{1}{2}")
     assert math_verify_reward("\\boxed{0.5}", row.answer) == 1.0
+
+
+def _hub_snapshot(root, files):
+    """A hub dataset's files as ``snapshot_download`` / ``git clone`` leave them: a README, the
+    download cache's hidden folder, and ``files`` (relative path -> rows) as parquet or JSON Lines."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (root / ".cache" / "huggingface").mkdir(parents=True)
+    (root / ".cache" / "huggingface" / "stale.parquet.lock").write_text("")
+    (root / "README.md").write_text("---\nconfigs:\n- config_name: default\n---\n# a dataset\n")
+    for name, rows in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if name.endswith(".parquet"):
+            pq.write_table(pa.Table.from_pylist(rows), path)
+        else:
+            path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return root
+
+
+def _gsm8k(i):
+    return {"question": f"Natalia sold {i} clips. How many?", "answer": f"She sold {i} clips.\n#### {i}"}
+
+
+def test_a_hub_snapshot_of_parquet_shards_reads_its_split_in_shard_order(tmp_path):
+    """A hub dataset downloaded as it is (``data/train-00000-of-00002.parquet``, ...) was refused: 'a
+    directory of data files, give one file'."""
+    root = _hub_snapshot(tmp_path / "gsm8k", {
+        "data/train-00001-of-00002.parquet": [_gsm8k(3), _gsm8k(4)],
+        "data/train-00000-of-00002.parquet": [_gsm8k(1), _gsm8k(2)],
+        "data/test-00000-of-00001.parquet": [_gsm8k(9)],
+    })
+    rows = load_rows(root, "question", "answer")
+    assert [(r.row, r.answer[-4:]) for r in rows] == [(1, "## 1"), (2, "## 2"), (3, "## 3"), (4, "## 4")]
+    assert math_verify_reward("\\boxed{3}", rows[2].answer) == 1.0
+    assert [r.answer[-1] for r in load_rows(root, "question", "answer", split="test")] == ["9"]
+    with pytest.raises(InputError, match=r"gsm8k: no data file of split 'validation' .*splits: test, train; choose "
+                                         r"one: --set 'task.settings=\{split: NAME\}'"):
+        load_rows(root, "question", "answer", split="validation")
+
+
+def test_a_snapshot_whose_files_name_no_split_is_its_train_split(tmp_path):
+    """DAPO-Math-17k's ``data/dapo-math-17k.parquet``, DeepScaleR's ``deepscaler.json``: the hub's rule,
+    files that name no split are the train split."""
+    dapo = {"data_source": "math_dapo", "ability": "MATH",
+            "prompt": [{"role": "user", "content": "Solve: 2+2. Answer: $Answer"}],
+            "reward_model": {"ground_truth": "4", "style": "rule-lighteval/MATH_v2"},
+            "extra_info": {"index": "a1b2"}}
+    root = _hub_snapshot(tmp_path / "DAPO-Math-17k", {"data/dapo-math-17k.parquet": [dapo]})
+    [row] = load_rows(root, answer_field="reward_model.ground_truth")
+    assert (row.prompt, row.answer) == ("Solve: 2+2. Answer: $Answer", "4")
+    root = tmp_path / "MATH-500"
+    _hub_snapshot(root, {"test.jsonl": [{"problem": "1+1?", "solution": "\\boxed{2}", "answer": "2"}]})
+    with pytest.raises(InputError, match=r"MATH-500: no data file of split 'train' .*splits: test; choose one"):
+        load_rows(root, "problem")
+    assert [r.answer for r in load_rows(root, "problem", split="test")] == ["2"]
+
+
+def test_a_snapshot_of_several_configurations_is_refused_naming_one_to_give(tmp_path):
+    """openai/gsm8k's ``main/`` and ``socratic/``: reading both would train on every problem twice."""
+    root = _hub_snapshot(tmp_path / "gsm8k", {"main/train-00000-of-00001.parquet": [_gsm8k(1)],
+                                              "socratic/train-00000-of-00001.parquet": [_gsm8k(1)]})
+    with pytest.raises(InputError, match=r"gsm8k: a directory of several datasets \(configurations: main, socratic\); "
+                                         r"give the folder of one: .*gsm8k/main"):
+        load_rows(root, "question")
+    assert len(load_rows(root / "socratic", "question")) == 1

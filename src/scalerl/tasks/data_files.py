@@ -1,6 +1,7 @@
 """Records from a data file, whatever its shape: JSON Lines, a JSON document (a list, pandas'
 ``to_json`` tables, rows under a key), CSV / TSV, parquet, Arrow, compressed (told by its bytes),
-UTF-16, a dataset saved with ``save_to_disk``, or a hub dataset.
+UTF-16, a dataset saved with ``save_to_disk``, a hub dataset's files as downloaded (a directory of
+shards: ``data/train-00000-of-00003.parquet``), or a hub dataset.
 
     for number, record in records("train.jsonl", split="train"):   # (row number, a dict as the file has it)
 
@@ -321,6 +322,8 @@ def _hf_dataset(source: str, split: str) -> Iterator[tuple[int, Any]]:
 #: compressions the log readers unpack).
 _COMPRESSED = {suffix: opener for _, opener, suffix in COMPRESSED.values()}
 _FORMATS = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv", ".arrow", ".feather")
+#: Files that make a directory a dataset saved with ``save_to_disk`` (a Dataset; a DatasetDict).
+_SAVED_MARKERS = ("state.json", "dataset_dict.json", "dataset_info.json")
 
 
 def _wrapping(path: Path) -> tuple[str, Any] | None:
@@ -409,8 +412,8 @@ def records(source: str, split: str, prompt_field: str = "prompt") -> Iterator[t
     if path.is_file():
         inner = Path(path.stem).suffix.lower() if suffix in _COMPRESSED else suffix
         return _read_unwrapped(path, inner, split, prompt_field)  # (a .jsonl.gz that is plain text is read so)
-    if path.is_dir():
-        _refuse_a_directory_of_files(path)
+    if path.is_dir() and not any((path / marker).is_file() for marker in _SAVED_MARKERS):
+        return _shard_records(path, split, prompt_field)
     if path.is_dir() or (not path.exists() and suffix not in _FILE_SUFFIXES and _HUB_ID.fullmatch(source)
                          and not Path(source.split("/")[0]).is_dir()):
         return _hf_dataset(source, split)
@@ -419,21 +422,68 @@ def records(source: str, split: str, prompt_field: str = "prompt") -> Iterator[t
     raise InputError(f"{source}: no such file or directory")
 
 
-def _refuse_a_directory_of_files(path: Path) -> None:
-    """Refuse a directory that is no ``save_to_disk`` dataset -- shards of data files (a hub
-    dataset's ``data/train-00000-of-00002.parquet``), or nothing -- saying what to give instead
-    (``datasets`` said it "is neither a `Dataset` directory nor a `DatasetDict` directory")."""
-    if any((path / marker).is_file() for marker in ("state.json", "dataset_dict.json", "dataset_info.json")):
-        return
-    files = sorted(p.name for p in path.iterdir() if p.is_file() and
-                   (p.suffix.lower() in _FORMATS or Path(p.stem).suffix.lower() in _FORMATS))
+#: The split a data file in a directory belongs to, told by a word in its path as the hub tells it
+#: (``data/train-00000-of-00003.parquet``, ``test.jsonl``, ``validation/0000.parquet``): the split, by
+#: each word that names it.
+_SPLIT_WORDS = {word: split for split, words in (("train", ("train", "training")),
+                                                 ("test", ("test", "testing", "eval", "evaluation")),
+                                                 ("validation", ("validation", "valid", "val", "dev")))
+                for word in words}
+#: A split word in a file or folder name: the name's start or end, or bounded by -, _, ., a space or a digit.
+_SPLIT_IN_NAME = re.compile(r"(?:^|(?<=[-_. 0-9]))(" + "|".join(sorted(_SPLIT_WORDS, key=len, reverse=True))
+                            + r")(?=$|[-_. 0-9])", re.IGNORECASE)
+
+
+def _is_data_file(path: Path) -> bool:
+    return path.suffix.lower() in _FORMATS or (path.suffix.lower() in _COMPRESSED and Path(path.stem).suffix.lower() in _FORMATS)
+
+
+def _split_of(relative: Path) -> str | None:
+    """The split a data file's path (relative to the directory) names, else None."""
+    for part in (*relative.parts[:-1], relative.name):
+        found = _SPLIT_IN_NAME.search(part)
+        if found:
+            return _SPLIT_WORDS[found.group(1).lower()]
+    return None
+
+
+def _shards(path: Path, split: str) -> list[Path]:
+    """The data files of ``split`` in a directory that is no ``save_to_disk`` dataset -- a hub dataset's
+    files as ``snapshot_download`` or ``git clone`` leaves them (``data/train-00000-of-00003.parquet``,
+    ``test.jsonl``) -- in name order; an :class:`InputError` saying what to give where none are, or the
+    directory holds several configurations (gsm8k's ``main/`` and ``socratic/``)."""
+    files = sorted(p for p in path.rglob("*") if p.is_file() and _is_data_file(p)
+                   and not any(part.startswith(".") for part in p.relative_to(path).parts))  # (.cache, .git)
     if not files:
         raise InputError(f"{path}: a directory that holds no data file and no dataset saved with save_to_disk; "
                          "give a data file (.jsonl, .json, .csv, .tsv, .parquet, .arrow)")
-    shown = ", ".join(files[:3]) + (", ..." if len(files) > 3 else "")
-    raise InputError(f"{path}: a directory of {len(files)} data file(s) ({shown}), not a dataset saved with "
-                     "save_to_disk; give one file, or join them into one (JSON Lines: cat DIR/*.jsonl > "
-                     "train.jsonl)")
+    relative = [p.relative_to(path) for p in files]
+    configs = sorted({r.parts[0] for r in relative if len(r.parts) > 1 and r.parts[0] != "data"
+                      and not _SPLIT_IN_NAME.search(r.parts[0])})
+    if len(configs) > 1 or (configs and any(len(r.parts) == 1 for r in relative)):
+        shown = ", ".join(configs[:5]) + (", ..." if len(configs) > 5 else "")
+        raise InputError(f"{path}: a directory of several datasets (configurations: {shown}); give the folder of "
+                         f"one: {path / configs[0]}")
+    splits = {p: _split_of(r) for p, r in zip(files, relative)}
+    if all(s is None for s in splits.values()):
+        splits = dict.fromkeys(files, "train")  # (the hub's rule: files that name no split are the train split)
+    chosen = [p for p in files if splits[p] == split]
+    if not chosen:
+        named = ", ".join(sorted({s for s in splits.values() if s is not None}))
+        raise InputError(f"{path}: no data file of split {split!r} (files are told apart by a split word in their "
+                         f"name: train-00000-of-00002.parquet, test.jsonl); splits: {named}; choose one: "
+                         "--set 'task.settings={split: NAME}'")
+    return chosen
+
+
+def _shard_records(path: Path, split: str, prompt_field: str) -> Iterator[tuple[int, Any]]:
+    """The records of a directory's data files of ``split``, one after another in name order, numbered
+    on across them (an error while a file is read names that file and its own row)."""
+    number = 0
+    for shard in _shards(path, split):
+        for _, record in records(str(shard), split, prompt_field):
+            number += 1
+            yield number, record
 
 
 def dotted_field(record: dict, name: str) -> tuple[bool, Any]:

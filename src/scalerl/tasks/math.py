@@ -99,7 +99,7 @@ class MathTask:
 
     data: str
     """Training data: a .jsonl / .json / .csv / .tsv / .parquet / .arrow file, a saved HF dataset
-    directory, or a hub dataset id (``--data`` sets it)."""
+    directory, a directory of a hub dataset's files (shards), or a hub dataset id (``--data`` sets it)."""
     eval_data: dict[str, str] | str = field(default_factory=dict)
     """Named evaluation files, e.g. ``{"val": "val.jsonl", "aime": "aime24.jsonl"}`` (same formats as
     ``data``); a single file means the ``val`` set. Prompts in them are removed from training."""
