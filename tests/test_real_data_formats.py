@@ -174,3 +174,27 @@ def test_a_snapshot_of_several_configurations_is_refused_naming_one_to_give(tmp_
                                          r"give the folder of one: .*gsm8k/main"):
         load_rows(root, "question")
     assert len(load_rows(root / "socratic", "question")) == 1
+
+
+@pytest.mark.parametrize("name", ["train.jsonl.zst", "train.jsonl", "train.parquet.zst"])
+def test_a_zstd_compressed_data_file_reads_as_the_file_it_holds(tmp_path, name):
+    """``.jsonl.zst`` (what ``zstd`` and many dataset dumps write) was 'unknown data format .zst', and a
+    zstd file named ``.jsonl`` 'not UTF-8 text'."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [_gsm8k(1), _gsm8k(2)]
+    if ".parquet" in name:
+        buffer = io.BytesIO()
+        pq.write_table(pa.Table.from_pylist(rows), buffer)
+        raw = buffer.getvalue()
+    else:
+        raw = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    with pa.output_stream(str(tmp_path / name), compression="zstd") as out:
+        out.write(raw)
+    assert [r.answer[-1] for r in load_rows(tmp_path / name, "question")] == ["1", "2"]
+    (tmp_path / name).write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 20)
+    with pytest.raises(InputError, match=r"train.*: a damaged zst file"):
+        load_rows(tmp_path / name, "question")

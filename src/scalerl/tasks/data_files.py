@@ -21,8 +21,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from scalerl.curves.unpack import COMPRESSED, UTF16_BOMS
+from scalerl.curves.unpack import COMPRESSED as _LOG_COMPRESSED
+from scalerl.curves.unpack import UTF16_BOMS
 from scalerl.errors import InputError
+
+
+def _open_zstd(path: Path, mode: str = "rb") -> Any:
+    """A zstd-compressed file, unpacked as it is read, by pyarrow's codec (Python has none before 3.14)."""
+    import pyarrow as pa
+
+    return pa.input_stream(str(path), compression="zstd")
+
+
+#: The compressions a data file may come in: the log readers' (gzip, bzip2, xz) and zstd (``.zst``:
+#: what ``zstd`` and many dataset dumps write), by their first bytes: (name, opener, suffix).
+COMPRESSED = {**_LOG_COMPRESSED, b"\x28\xb5\x2f\xfd": ("zstd", _open_zstd, ".zst")}
 
 _FILE_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv", ".arrow", ".feather", *(s for _, _, s in COMPRESSED.values()))
 #: 'name' or 'owner/name': what a hub dataset id looks like (a missing local path does not).
@@ -356,7 +369,7 @@ def _unwrapped(path: Path, what: str, opener: Any, read: Any) -> Iterator[tuple[
             else:
                 with opener(path, "rb") as src, open(inner, "wb") as dst:
                     shutil.copyfileobj(src, dst, 1 << 20)
-        except Exception as exc:  # noqa: BLE001 -- gzip: OSError, zlib.error; lzma: LZMAError; bz2: OSError; UnicodeError
+        except Exception as exc:  # noqa: BLE001 -- gzip: OSError, zlib.error; lzma: LZMAError; bz2: OSError; UnicodeError; zstd: ArrowInvalid, OSError
             raise InputError(f"{path}: a damaged {what} file ({exc})") from None
         try:
             yield from read(inner)
@@ -392,7 +405,7 @@ def _read_file(path: Path, suffix: str, split: str, prompt_field: str) -> Iterat
     if suffix in (".arrow", ".feather"):
         return _arrow(path)
     raise InputError(f"{path}: unknown data format {suffix!r}; use .jsonl, .json, .csv, .tsv, .parquet, .arrow (each "
-                     "may be compressed: .gz, .bz2, .xz) or a dataset directory")
+                     "may be compressed: .gz, .bz2, .xz, .zst) or a dataset directory")
 
 
 def _read_unwrapped(path: Path, suffix: str, split: str, prompt_field: str) -> Iterator[tuple[int, Any]]:
