@@ -198,3 +198,17 @@ def test_a_zstd_compressed_data_file_reads_as_the_file_it_holds(tmp_path, name):
     (tmp_path / name).write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 20)
     with pytest.raises(InputError, match=r"train.*: a damaged zst file"):
         load_rows(tmp_path / name, "question")
+
+
+def test_open_reasoner_zero_pairs_read_as_prompt_and_answer(tmp_path):
+    """ORZ's orz_math_57k_collected.json: a JSON array of [human turn, assistant ground truth] pairs --
+    rows that are lists, refused as 'expected an object'."""
+    pairs = [[{"from": "human", "value": "What is 1+1?"}, {"from": "assistant", "ground_truth": {"value": "2"}}],
+             [{"from": "human", "value": "Solve x^2=4, x>0."}, {"from": "assistant", "ground_truth": {"value": 2}}]]
+    path = tmp_path / "orz_math_57k_collected.json"
+    path.write_text(json.dumps(pairs, indent=4))
+    assert [(r.prompt, r.answer) for r in load_rows(path)] == [("What is 1+1?", "2"), ("Solve x^2=4, x>0.", "2")]
+    path.write_text(json.dumps([["What is 1+1?", "2"]]))
+    with pytest.raises(InputError, match=r"row 1: expected an object with fields 'prompt' and 'answer', got "
+                                         r"\[\"What is 1\+1\?\", \"2\"\]"):
+        load_rows(path)

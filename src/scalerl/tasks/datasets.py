@@ -200,13 +200,28 @@ def _nested_fields(record: dict, depth: int = 2) -> list[str]:
     return out
 
 
+def _orz_pair(record: Any) -> dict | None:
+    """A row written as Open-Reasoner-Zero's data is -- ``[{"from": "human", "value": QUESTION},
+    {"from": "assistant", "ground_truth": {"value": ANSWER}}]``, a list, not an object -- as
+    ``{"prompt": QUESTION, "answer": ANSWER}``; None for any other list."""
+    if not (isinstance(record, list) and len(record) == 2 and all(isinstance(m, dict) for m in record)):
+        return None
+    human, assistant = record
+    truth = assistant.get("ground_truth")
+    if human.get("from") != "human" or "value" not in human or not isinstance(truth, dict) or "value" not in truth:
+        return None
+    return {"prompt": human["value"], "answer": truth["value"]}
+
+
 def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: str = "answer", split: str = "train") -> list[Row]:
     """Every row of ``source`` as :class:`Row`; :class:`InputError` naming file and row on the first bad one."""
     source = str(source)
     rows = []
     for number, record in records(source, split, prompt_field):
+        record = _orz_pair(record) or record
         if not isinstance(record, dict):
-            raise InputError(f"{source}: row {number}: expected an object with fields {prompt_field!r} and {answer_field!r}")
+            raise InputError(f"{source}: row {number}: expected an object with fields {prompt_field!r} and {answer_field!r}"
+                             f", got {_short(record)}")
         values = {}
         for setting, name in (("prompt_field", prompt_field), ("answer_field", answer_field)):
             found, values[setting] = dotted_field(record, name)
