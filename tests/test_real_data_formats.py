@@ -212,3 +212,20 @@ def test_open_reasoner_zero_pairs_read_as_prompt_and_answer(tmp_path):
     with pytest.raises(InputError, match=r"row 1: expected an object with fields 'prompt' and 'answer', got "
                                          r"\[\"What is 1\+1\?\", \"2\"\]"):
         load_rows(path)
+
+
+@pytest.mark.parametrize("reference, completion", [
+    ("\\$18.90", "so she paid \\boxed{\\$18.90}"),  # MATH-500's money answers: an escaped dollar sign
+    ("\\$18.90", "The answer is \\boxed{18.90}"),
+    ("\\$32,\\!348", "\\boxed{32348}"),
+    ("$\\frac{1}{2}$", "\\boxed{0.5}"),  # a reference in its own math delimiters, as before
+    ("The answer is $\\boxed{7}$.", "\\boxed{7}"),
+])
+def test_a_math_500_reference_with_an_escaped_dollar_is_read(tmp_path, reference, completion):
+    """An escaped dollar (``\\$18.90``) was taken for a math delimiter: the reference was parsed as
+    written, read as nothing, and every completion of the problem scored -1."""
+    path = tmp_path / "test.jsonl"
+    path.write_text(json.dumps({"problem": "How much?", "solution": "...", "answer": reference,
+                                "subject": "Prealgebra", "level": 2, "unique_id": "test/prealgebra/1.json"}) + "\n")
+    [row] = load_rows(path, "problem")
+    assert math_verify_reward(completion, row.answer) == 1.0

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import threading
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -50,13 +51,19 @@ def _alarm_ok() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+#: A ``$`` that opens or closes math in LaTeX text: one not escaped as ``\$`` (a dollar sign).
+_MATH_DELIMITER = re.compile(r"(?<!\\)\$")
+
+
 @lru_cache(maxsize=65536)
 def _parse_gold(answer: str) -> Any:
     from math_verify import parse
 
     # A bare reference ("0.5", "x^2+1") is wrapped in \boxed{} so LaTeX extraction sees it as
-    # the answer; one that already carries its own delimiters is parsed as written.
-    text = answer if ("$" in answer or "\\boxed" in answer) else f"\\boxed{{{answer}}}"
+    # the answer; one that already carries its own delimiters is parsed as written. An escaped
+    # dollar ("\$18.90", MATH's money answers) is no delimiter: taken for one, the reference was
+    # parsed as written, read as nothing, and every completion scored -1.
+    text = answer if (_MATH_DELIMITER.search(answer) or "\\boxed" in answer) else f"\\boxed{{{answer}}}"
     return parse(text, **({} if _alarm_ok() else {"parsing_timeout": None}))
 
 
