@@ -229,3 +229,29 @@ def test_a_math_500_reference_with_an_escaped_dollar_is_read(tmp_path, reference
                                 "subject": "Prealgebra", "level": 2, "unique_id": "test/prealgebra/1.json"}) + "\n")
     [row] = load_rows(path, "problem")
     assert math_verify_reward(completion, row.answer) == 1.0
+
+
+def test_a_git_lfs_pointer_in_place_of_the_data_says_to_fetch_it(tmp_path):
+    """A hub dataset cloned without git-lfs holds pointers: read as parquet, 'Parquet magic bytes not found'."""
+    root = tmp_path / "DAPO-Math-17k"
+    (root / "data").mkdir(parents=True)
+    (root / "data" / "dapo-math-17k.parquet").write_text(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:" + "0" * 64 + "\nsize 123\n")
+    for path in (root, root / "data" / "dapo-math-17k.parquet"):
+        with pytest.raises(InputError, match=r"dapo-math-17k.parquet: a Git LFS pointer, not the data it stands for "
+                                             r"\(a clone without git-lfs\); fetch the data: git lfs pull"):
+            load_rows(path)
+
+
+def test_an_sft_conversation_as_the_prompt_names_the_question_field(tmp_path):
+    """NuminaMath-CoT / OpenR1-Math rows: ``messages`` ends with the solution; the error named no way out."""
+    path = tmp_path / "numina.jsonl"
+    path.write_text(json.dumps({"source": "olympiads", "problem": "What is 1+1?", "solution": "It is \\boxed{2}.",
+                                "messages": [{"role": "user", "content": "What is 1+1?"},
+                                             {"role": "assistant", "content": "It is \\boxed{2}."}]}) + "\n")
+    with pytest.raises(InputError, match=r"ends with a message of role 'assistant'; a prompt ends with the user's turn "
+                                         r"\(a conversation with its solution, as SFT data holds it: give the field of "
+                                         r"the question alone: 'source', 'problem', 'solution'\? --set"):
+        load_rows(path, "messages", "solution")
+    [row] = load_rows(path, "problem", "solution")
+    assert math_verify_reward("\\boxed{2}", row.answer) == 1.0

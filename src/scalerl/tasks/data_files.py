@@ -408,9 +408,25 @@ def _read_file(path: Path, suffix: str, split: str, prompt_field: str) -> Iterat
                      "may be compressed: .gz, .bz2, .xz, .zst) or a dataset directory")
 
 
+#: How a Git LFS pointer file begins: what ``git clone`` of a hub dataset leaves without git-lfs.
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+
+
+def _refuse_an_lfs_pointer(path: Path) -> None:
+    """Refuse a Git LFS pointer in place of its data (a hub dataset cloned without git-lfs): read as
+    the file it stands for, it was 'cannot read as parquet: Parquet magic bytes not found', or JSON
+    Lines' 'not valid JSON'."""
+    with path.open("rb") as f:
+        if f.read(len(_LFS_POINTER)) == _LFS_POINTER:
+            raise InputError(f"{path}: a Git LFS pointer, not the data it stands for (a clone without git-lfs); "
+                             "fetch the data: git lfs pull in the clone, or huggingface-cli download REPO "
+                             "--repo-type dataset --local-dir DIR")
+
+
 def _read_unwrapped(path: Path, suffix: str, split: str, prompt_field: str) -> Iterator[tuple[int, Any]]:
     """The records of a data file, unwrapped first where its bytes tell it is compressed or UTF-16
     (a .jsonl that is gzip inside, PowerShell's UTF-16 inside a .gz), then read as ``suffix`` says."""
+    _refuse_an_lfs_pointer(path)
     wrapping = _wrapping(path)
     if wrapping is not None:
         return _unwrapped(path, *wrapping, lambda p: _read_unwrapped(p, suffix, split, prompt_field))

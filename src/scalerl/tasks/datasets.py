@@ -240,8 +240,14 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
             raise InputError(f"{source}: row {number}: field {prompt_field!r} is not a conversation: {why}")
         if messages:
             if messages[-1][0] != "user":
+                hint = ""
+                if messages[-1][0] == "assistant":  # NuminaMath's, OpenR1-Math's messages: SFT data, the solution last
+                    text_fields = [k for k, v in record.items() if isinstance(v, str) and k != prompt_field][:4]
+                    hint = (" (a conversation with its solution, as SFT data holds it: give the field of the question "
+                            f"alone{': ' + ', '.join(map(repr, text_fields)) + '?' if text_fields else ''} "
+                            "--set 'task.settings={prompt_field: NAME}')")
                 raise InputError(f"{source}: row {number}: the conversation in {prompt_field!r} ends with a message "
-                                 f"of role {messages[-1][0]!r}; a prompt ends with the user's turn")
+                                 f"of role {messages[-1][0]!r}; a prompt ends with the user's turn{hint}")
             prompt = messages[-1][1]
         else:
             prompt = _text(values["prompt_field"])
