@@ -136,7 +136,7 @@ def test_a_task_setting_mistake_says_what_to_do(name, settings, message):
 
 @pytest.mark.parametrize("name, settings, message", [
     # --set 'task.settings={eval_data: [val.jsonl]}': AttributeError ('list' has no 'items') reading the data
-    ("math", {"eval_data": ["v.jsonl"]}, r"task 'math': task.settings.eval_data: expected dict\[str, str\] or str"),
+    ("math", {"eval_data": ["v.jsonl"]}, r"task 'math': task.settings.eval_data: expected dict\[str, str or dict\[str, str\]\] or str"),
     ("math", {"eval_data": None}, r"task.settings.eval_data: expected"),
     ("math", {"prompt_field": None}, r"task.settings.prompt_field: expected a string, got None"),  # AttributeError
     ("math", {"answer_field": 3}, r"task.settings.answer_field: expected a string, got 3 \(quote it in YAML\)"),

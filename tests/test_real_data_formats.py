@@ -255,3 +255,39 @@ def test_an_sft_conversation_as_the_prompt_names_the_question_field(tmp_path):
         load_rows(path, "messages", "solution")
     [row] = load_rows(path, "problem", "solution")
     assert math_verify_reward("\\boxed{2}", row.answer) == 1.0
+
+
+def test_an_evaluation_set_with_fields_of_its_own(tmp_path):
+    """Training on DAPO-Math-17k (a conversation prompt, reward_model.ground_truth) and evaluating on
+    AIME 2024 (Problem, Answer: int64) -- the usual setup -- could not be said: eval_data's files were
+    read with the training data's fields ('missing field', and the fix it named broke the training file)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from scalerl.tasks.math import MathTask
+
+    dapo = [{"prompt": [{"role": "user", "content": f"What is {i}+{i}?"}], "data_source": "math_dapo",
+             "reward_model": {"ground_truth": str(2 * i), "style": "rule"}} for i in range(20)]
+    pq.write_table(pa.Table.from_pylist(dapo), tmp_path / "dapo.parquet")
+    aime = pa.table({"ID": ["2024-I-1", "2024-I-2"], "Problem": ["Find m+n.", "Find the remainder."],
+                     "Solution": ["...", "..."], "Answer": pa.array([204, 25], pa.int64())})
+    (tmp_path / "aime" / "data").mkdir(parents=True)
+    pq.write_table(aime, tmp_path / "aime" / "data" / "train-00000-of-00001.parquet")
+    task = MathTask(data=str(tmp_path / "dapo.parquet"), answer_field="reward_model.ground_truth", val_fraction=0.0,
+                    eval_data={"aime": {"data": str(tmp_path / "aime"), "prompt_field": "Problem", "answer_field": "Answer"}})
+    assert [(p.prompt, p.answer) for p in task.eval_sets()["aime"]] == [("Find m+n.", "204"), ("Find the remainder.", "25")]
+    assert len(task.train_problems()) == 20 and task.train_problems()[3].answer == "6"
+    with pytest.raises(InputError, match=r"eval_data 'aime': a set given as a mapping takes the keys data, prompt_field, "
+                                         r"answer_field, split \(data required\), got file"):
+        MathTask(data="x.jsonl", eval_data={"aime": {"file": "aime.parquet"}})
+
+
+def test_an_evaluation_set_mapping_is_a_valid_task_setting(tmp_path):
+    from scalerl.tasks import get_task
+
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps({"prompt": f"{i}?", "answer": str(i)}) + "\n" for i in range(5)))
+    (tmp_path / "v.jsonl").write_text(json.dumps({"question": "9?", "solution": "9"}) + "\n")
+    task = get_task("math", data=str(tmp_path / "t.jsonl"),
+                    eval_data={"val": {"data": str(tmp_path / "v.jsonl"), "prompt_field": "question",
+                                       "answer_field": "solution"}})
+    assert [p.answer for p in task.eval_sets()["val"]] == ["9"]
