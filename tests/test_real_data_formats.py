@@ -291,3 +291,15 @@ def test_an_evaluation_set_mapping_is_a_valid_task_setting(tmp_path):
                     eval_data={"val": {"data": str(tmp_path / "v.jsonl"), "prompt_field": "question",
                                        "answer_field": "solution"}})
     assert [p.answer for p in task.eval_sets()["val"]] == ["9"]
+
+
+def test_an_evaluation_file_missing_a_field_says_how_to_name_its_own(tmp_path):
+    from scalerl.tasks.math import MathTask
+
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps({"prompt": f"{i}?", "answer": str(i)}) + "\n" for i in range(5)))
+    (tmp_path / "aime.jsonl").write_text(json.dumps({"Problem": "9?", "Answer": 9}) + "\n")
+    task = MathTask(data=str(tmp_path / "t.jsonl"), eval_data={"aime": str(tmp_path / "aime.jsonl")})
+    with pytest.raises(InputError, match=r"aime.jsonl: row 1: missing field 'prompt' .*; for this evaluation file alone: "
+                                         r"--set 'task.settings=\{eval_data: \{aime: \{data: .*aime.jsonl, prompt_field: "
+                                         r"NAME, answer_field: NAME\}\}\}'"):
+        task.eval_sets()

@@ -197,11 +197,22 @@ class MathTask:
                         "the other: fix or drop the wrong rows", source, count, a.row, b.row, a.answer, b.answer)
         return rows
 
+    def _load_eval(self, name: str, source: str, split: str, prompt_field: str, answer_field: str) -> list[Row]:
+        """An evaluation set's rows; a missing field's error says how to name this file's own (the
+        fix it gives, task.settings' prompt_field, is the training data's too)."""
+        try:
+            return self._load(source, split, prompt_field, answer_field)
+        except InputError as exc:
+            if "missing field" not in str(exc):
+                raise
+            raise InputError(f"{exc}; for this evaluation file alone: --set 'task.settings={{eval_data: {{{name}: "
+                             f"{{data: {source}, prompt_field: NAME, answer_field: NAME}}}}}}'") from None
+
     @cached_property
     def _split(self) -> tuple[list[Problem], dict[str, list[Problem]]]:
         train = self._problems(self.data, self._load(self.data, self.split))
         sources = {name: self._eval_source(entry) for name, entry in self.eval_data.items()}
-        evals = {name: self._problems(src, self._load(src, split, prompt, answer))
+        evals = {name: self._problems(src, self._load_eval(name, src, split, prompt, answer))
                  for name, (src, prompt, answer, split) in sources.items()}
         if self.evaluate_only:  # the whole file is the val set (held-out shares are for training runs)
             evals = {"val": train, **evals}
