@@ -145,3 +145,42 @@ def test_eval_shows_a_progress_bar_per_set_unless_told_not_to(warm_tiny_dir, cap
     assert "eval val" in capsys.readouterr().err
     assert main([*common, "--no-progress"]) == 0
     assert "eval val" not in capsys.readouterr().err
+
+
+def test_eval_of_a_runs_final_model_evaluates_it_as_the_run_did(warm_tiny_dir, tmp_path, capsys):
+    """``scalerl eval --model RUN/final`` took eval's own defaults, not the run's: a math run's model was
+    scored on the arithmetic task (its data unread), with k 4 and other sets and seeds than the run's,
+    while ``--run RUN`` evaluated it as the run did. Now both read the run's settings."""
+    import json
+    import shutil
+
+    import yaml
+
+    from scalerl.cli import main
+    from scalerl.config import to_dict
+    from scalerl.train.config import TrainConfig
+
+    data = tmp_path / "test.jsonl"
+    data.write_text("".join(json.dumps({"question": f"What is {i}+1?", "solution": str(i + 1)}) + "\n" for i in range(3)))
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps({"question": f"What is {i}+2?", "solution": str(i + 2)}) + "\n" for i in range(3)))
+    run = tmp_path / "run"
+    shutil.copytree(warm_tiny_dir, run / "final")
+    cfg = TrainConfig()
+    cfg.task.name, cfg.task.data = "math", str(train)
+    cfg.task.settings = {"prompt_field": "question", "answer_field": "solution", "eval_data": {"val": str(data)},
+                         "val_fraction": 0.0}
+    cfg.eval.samples_per_problem, cfg.eval.temperature, cfg.eval.sets = 2, 0.5, ["val"]
+    cfg.recipe.length.max_new_tokens = 8
+    (run / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg)))
+    results = []
+    for how in (["--run", str(run)], ["--model", str(run / "final")]):
+        assert main(["eval", *how, "--json", "--no-progress"]) == 0
+        out, err = capsys.readouterr()
+        results.append(json.loads(out))
+        assert ("is the final model of the run" in err) == (how[0] == "--model")
+    assert results[0] == results[1]
+    assert (results[1]["task"], results[1]["k"], results[1]["temperature"], list(results[1]["sets"])) == ("math", 2, 0.5, ["val"])
+    assert main(["eval", "--model", str(run / "final"), "--task", "arithmetic", "--k", "1", "--json", "--no-progress",
+                 "--max-new-tokens", "8"]) == 0  # a flag still wins over the run's setting
+    assert json.loads(capsys.readouterr().out)["task"] == "arithmetic"

@@ -184,24 +184,6 @@ def _zstd_frame(data: bytes) -> bytes:
     return bytes(out)
 
 
-def _no_zstd_decoder(monkeypatch):
-    import sys
-
-    from scalerl.curves import unpack
-
-    for module in ("compression", "compression.zstd", "zstandard"):
-        monkeypatch.setitem(sys.modules, module, None)  # an import of it raises ImportError
-    monkeypatch.setattr(unpack.shutil, "which", lambda name: None)
-
-
-def _has_zstd_decoder() -> bool:
-    import importlib.util
-
-    return (shutil.which("zstd") is not None or importlib.util.find_spec("zstandard") is not None
-            or importlib.util.find_spec("compression") is not None)
-
-
-@pytest.mark.skipif(not _has_zstd_decoder(), reason="no zstd decoder (zstd program, zstandard, Python 3.14)")
 def test_a_zstd_compressed_log_reads_as_the_log_it_holds(tmp_path):
     """A ``.zst`` log (logrotate's ``compresscmd zstd``, ``tar --zstd``) was "a binary file ... export the metrics
     as CSV/JSONL", though the .gz, .bz2 and .xz beside it were read."""
@@ -212,11 +194,3 @@ def test_a_zstd_compressed_log_reads_as_the_log_it_holds(tmp_path):
     cut.write_bytes(_zstd_frame(CSV.read_bytes())[:300])
     with pytest.raises(InputError, match="a damaged zstd file"):
         read_curves(cut, "step", "val_score")
-
-
-def test_a_zstd_log_without_a_decoder_says_how_to_read_it(tmp_path, monkeypatch):
-    packed = tmp_path / "train.csv.zst"
-    packed.write_bytes(_zstd_frame(CSV.read_bytes()))
-    _no_zstd_decoder(monkeypatch)
-    with pytest.raises(InputError, match=r"train.csv.zst: a zstd-compressed file, and no zstd decoder.*zstd -d FILE"):
-        read_curves(packed, "cum_wall_hours", "val_score")

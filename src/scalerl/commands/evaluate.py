@@ -9,7 +9,10 @@ and, unless ``--seed`` is given, the run's own evaluation seeds: the last evalua
 finished run is reproduced exactly when ``final/`` is stored in fp32 (a bf16 or fp16 ``final/`` --
 the starting checkpoint's dtype -- holds the run's fp32 master weights rounded, and a note says
 its pass rates can differ). Any flag given overrides the run's setting.
-Without ``--run`` the defaults are plain sampling (no interruptions) on the arithmetic task.
+``--model RUN/final`` -- a run's final model, named as a model -- is evaluated as ``--run RUN``
+(a note says so): with eval's own defaults it was scored on the arithmetic task, the run's math data
+unread, and other sets, seeds and length control than the run's.
+Without a run the defaults are plain sampling (no interruptions) on the arithmetic task.
 """
 
 from __future__ import annotations
@@ -109,6 +112,16 @@ def _run_settings(run_dir: str):
     return settings
 
 
+def _run_of_final(model: str | None) -> str | None:
+    """The run directory whose ``final/`` ``model`` is (it holds the run's ``config.yaml``), else None."""
+    if model is None:
+        return None
+    path = Path(model)
+    if path.name == "final" and path.is_dir() and (path.parent / "config.yaml").is_file():
+        return str(path.parent)
+    return None
+
+
 def _no_final(run_dir: str) -> str:
     """The error for ``--run`` of a run without ``final/``: one stopped or still training (its
     checkpoints are training state for ``--resume``, not a model eval reads), or one that reached
@@ -163,10 +176,17 @@ def run(args) -> int:
     from scalerl.train.config import TaskConfig
     from scalerl.train.evaluate import eval_bar, evaluate
 
-    base = _run_settings(args.run) if args.run else {}
+    run_dir = args.run or _run_of_final(args.model)
+    if run_dir and not args.run:
+        print(f"note: {args.model} is the final model of the run {run_dir}: evaluated with the run's settings (task, "
+              f"data, sets, k, problems, temperature, token budget, length control, seeds), as --run {run_dir} does; "
+              "flags override them", file=sys.stderr)
+    base = _run_settings(run_dir) if run_dir else {}
     # A flag wins over the run's setting, which wins over the plain default.
     pick = {key: getattr(args, key) if getattr(args, key) is not None else base.get(key, DEFAULTS.get(key))
             for key in ("model", "task", "data", "reward", "sets", "k", "problems", "temperature", "max_new_tokens", "seed")}
+    if args.data is None and pick["task"] != base.get("task"):
+        pick["data"] = None  # the run's data file is its task's (--task arithmetic on a math run: "--data is for ...")
     if pick["model"] is None:  # (checked here: --model may stand in for it)
         raise InputError(_no_final(args.run))
     if not 0 <= pick["seed"] < 2**63:  # torch's generator takes 64 bits: a larger one was a traceback
@@ -184,7 +204,7 @@ def run(args) -> int:
                          f"got {args.reward_workers}")
     # On the CPU this command runs on, in fp32 like the trainer there (precision auto): a bf16 final/
     # is upcast (bf16 matmuls are slower on most CPUs, and the run's own evaluations computed in fp32).
-    if args.run and args.model is None:
+    if run_dir and (args.model is None or not args.run):
         note = rounded_final_note(pick["model"])
         if note:
             print(note, file=sys.stderr)

@@ -21,7 +21,6 @@ import codecs
 import gzip
 import lzma
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -34,35 +33,26 @@ from typing import Callable, Iterator
 from scalerl.errors import InputError
 
 class _ZstdStream:
-    """A zstd-compressed file read as its text: through Python's ``compression.zstd`` (3.14), the
-    ``zstandard`` package, or else the ``zstd`` program -- whichever is there (none is a dependency: a
-    ``.zst`` log is rarer than a ``.gz`` one). A decoder's own errors are raised as ``OSError``, what a
-    damaged file gives the other openers."""
+    """A zstd-compressed file read as its bytes, through pyarrow's codec (pyarrow comes with
+    ``datasets``, a dependency; Python has no zstd of its own before 3.14). A decoder's errors are
+    raised as ``OSError``, what a damaged file gives the other openers."""
 
     def __init__(self, path, mode: str = "rb"):
-        self._proc = None
-        for module in ("compression.zstd", "zstandard"):
-            try:
-                opener = __import__(module, fromlist=["open"]).open
-            except ImportError:
-                continue
-            self._src = opener(path, "rb")
-            return
-        exe = shutil.which("zstd")
-        if exe is None:
-            raise InputError(f"{path}: a zstd-compressed file, and no zstd decoder here (Python >= 3.14's "
-                             "compression.zstd, the zstandard package, or the zstd program): decompress it first "
-                             "(zstd -d FILE) or pip install zstandard")
-        self._proc = subprocess.Popen([exe, "-d", "-c", "-q", "--", str(path)], stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE)
-        self._src = self._proc.stdout
+        import pyarrow as pa  # (here: only a .zst file pays for the import)
+
+        try:
+            self._src = pa.input_stream(str(path), compression="zstd")
+        except OSError:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- pyarrow.ArrowInvalid
+            raise OSError(str(exc)) from None
 
     def read(self, n: int = -1) -> bytes:
         try:
-            return self._src.read(n)
+            return self._src.read(None if n is None or n < 0 else n)
         except OSError:
             raise
-        except Exception as exc:  # noqa: BLE001 -- zstandard.ZstdError, compression.zstd.ZstdError
+        except Exception as exc:  # noqa: BLE001 -- pyarrow.ArrowInvalid (a damaged frame)
             raise OSError(str(exc)) from None
 
     def __enter__(self):
@@ -70,11 +60,6 @@ class _ZstdStream:
 
     def __exit__(self, *exc_info) -> None:
         self._src.close()
-        if self._proc is not None:
-            err = self._proc.stderr.read().decode(errors="replace").strip()
-            self._proc.stderr.close()
-            if self._proc.wait() != 0 and exc_info[0] is None:
-                raise OSError(err or f"zstd exited with status {self._proc.returncode}")
 
 
 #: Compressed streams by their magic bytes: (name, opener, the suffix the compressed file's name carries).

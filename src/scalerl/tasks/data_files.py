@@ -1,6 +1,7 @@
 """Records from a data file, whatever its shape: JSON Lines, a JSON document (a list, pandas'
 ``to_json`` tables, rows under a key), CSV / TSV, parquet, Arrow, compressed (told by its bytes),
-UTF-16, a dataset saved with ``save_to_disk``, or a hub dataset.
+UTF-16, a dataset saved with ``save_to_disk``, a hub dataset's files as downloaded (a directory of
+shards: ``data/train-00000-of-00003.parquet``), or a hub dataset.
 
     for number, record in records("train.jsonl", split="train"):   # (row number, a dict as the file has it)
 
@@ -12,15 +13,22 @@ record's fields mean (prompt, answer, conversation) is :mod:`scalerl.tasks.datas
 from __future__ import annotations
 
 import csv
+import decimal
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from scalerl.curves.unpack import COMPRESSED, UTF16_BOMS
+from scalerl.curves.unpack import COMPRESSED as _LOG_COMPRESSED
+from scalerl.curves.unpack import UTF16_BOMS
 from scalerl.errors import InputError
 
+
+#: The compressions a data file may come in, by their first bytes (name, opener, suffix): the log
+#: readers' -- gzip, bzip2, xz, zstd (``.zst``: what ``zstd`` and many dataset dumps write).
+COMPRESSED = _LOG_COMPRESSED
 _FILE_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv", ".arrow", ".feather", *(s for _, _, s in COMPRESSED.values()))
 #: 'name' or 'owner/name': what a hub dataset id looks like (a missing local path does not).
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
@@ -227,11 +235,58 @@ def _check_utf8_lines(path: Path) -> None:
             _utf8(raw, f"{path}: row {number}")  # (a line break is never part of a UTF-8 sequence)
 
 
+def _float_cell(width: Any) -> Any:
+    """A converter of one cell of a ``width`` (numpy's float32 or float16) column to the decimal its
+    shortest text gives: pyarrow hands such a cell on as a Python float, widened -- float32's 0.1 as
+    0.10000000149011612, 123456.789 as 123456.7890625, an answer no completion's ``123456.789`` matched."""
+    def cell(value: Any) -> Any:
+        if not isinstance(value, float) or not math.isfinite(value):
+            return value  # (None; a NaN or infinity stays one, refused as a missing value)
+        return decimal.Decimal(str(width(value)))  # str: the shortest digits that read back as the same value
+
+    return cell
+
+
+def _narrow_floats(arrow_type: Any) -> Any:
+    """A converter that reads the float32 / float16 cells of a value of ``arrow_type`` (in a struct's
+    fields and a list's items too: verl's ``reward_model.ground_truth``, ``[2.5]``) as :func:`_float_cell`
+    does; None where the type holds none."""
+    import numpy as np
+    import pyarrow as pa
+
+    t = pa.types
+    if t.is_float32(arrow_type) or t.is_float16(arrow_type):
+        return _float_cell(np.float32 if t.is_float32(arrow_type) else np.float16)
+    if t.is_struct(arrow_type):
+        fields = {f.name: _narrow_floats(f.type) for f in arrow_type}
+        fields = {name: convert for name, convert in fields.items() if convert is not None}
+        if not fields:
+            return None
+        return lambda value: value if not isinstance(value, dict) else {
+            **value, **{name: convert(value.get(name)) for name, convert in fields.items()}}
+    if t.is_list(arrow_type) or t.is_large_list(arrow_type) or t.is_fixed_size_list(arrow_type):
+        item = _narrow_floats(arrow_type.value_type)
+        if item is None:
+            return None
+        return lambda value: value if not isinstance(value, list) else [item(v) for v in value]
+    return None
+
+
+def _exact_rows(rows: Iterator[dict] | list[dict], schema: Any) -> Iterator[dict]:
+    """``rows`` (as pyarrow's ``to_pylist`` or a ``datasets.Dataset`` gives them, by the Arrow ``schema``)
+    with their float32 / float16 cells as the decimals their columns hold (:func:`_float_cell`)."""
+    columns = {field.name: _narrow_floats(field.type) for field in schema}
+    columns = {name: convert for name, convert in columns.items() if convert is not None}
+    for row in rows:
+        yield {**row, **{name: convert(row[name]) for name, convert in columns.items() if name in row}} if columns else row
+
+
 def _parquet(path: Path) -> Iterator[tuple[int, Any]]:
     import pyarrow.parquet as pq
 
     try:
-        records = pq.read_table(path).to_pylist()  # (a damaged string column fails only here, decoding)
+        table = pq.read_table(path)
+        records = list(_exact_rows(table.to_pylist(), table.schema))  # (a damaged string column fails only here, decoding)
     except Exception as exc:  # noqa: BLE001 -- pyarrow raises several types for a bad file
         raise InputError(f"{path}: cannot read as parquet: {exc}") from None
     yield from enumerate(records, start=1)
@@ -262,7 +317,7 @@ def _hf_dataset(source: str, split: str) -> Iterator[tuple[int, Any]]:
                          "(DatasetDict({'train': ..., 'test': ...}).save_to_disk(DIR))")
     number = 0
     try:
-        for number, record in enumerate(data, start=1):
+        for number, record in enumerate(_exact_rows(data, data.features.arrow_schema), start=1):
             yield number, record
     except Exception as exc:  # noqa: BLE001 -- a damaged Arrow file fails while rows are decoded
         raise InputError(f"{source}: row {number + 1}: cannot be read ({type(exc).__name__}: {exc})") from None
@@ -272,6 +327,8 @@ def _hf_dataset(source: str, split: str) -> Iterator[tuple[int, Any]]:
 #: compressions the log readers unpack).
 _COMPRESSED = {suffix: opener for _, opener, suffix in COMPRESSED.values()}
 _FORMATS = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv", ".arrow", ".feather")
+#: Files that make a directory a dataset saved with ``save_to_disk`` (a Dataset; a DatasetDict).
+_SAVED_MARKERS = ("state.json", "dataset_dict.json", "dataset_info.json")
 
 
 def _wrapping(path: Path) -> tuple[str, Any] | None:
@@ -304,9 +361,7 @@ def _unwrapped(path: Path, what: str, opener: Any, read: Any) -> Iterator[tuple[
             else:
                 with opener(path, "rb") as src, open(inner, "wb") as dst:
                     shutil.copyfileobj(src, dst, 1 << 20)
-        except InputError:  # (zstd with no decoder here: its message says what to do, it is no damage)
-            raise
-        except Exception as exc:  # noqa: BLE001 -- gzip: OSError, zlib.error; lzma: LZMAError; bz2: OSError; UnicodeError
+        except Exception as exc:  # noqa: BLE001 -- gzip: OSError, zlib.error; lzma: LZMAError; bz2: OSError; UnicodeError; zstd: OSError
             raise InputError(f"{path}: a damaged {what} file ({exc})") from None
         try:
             yield from read(inner)
@@ -325,7 +380,7 @@ def _arrow(path: Path) -> Iterator[tuple[int, Any]]:
         except pa.ArrowInvalid:
             with pa.memory_map(str(path)) as source:
                 table = pa.ipc.open_stream(source).read_all()
-        records = table.to_pylist()
+        records = list(_exact_rows(table.to_pylist(), table.schema))
     except Exception as exc:  # noqa: BLE001 -- pyarrow raises several types for a bad file
         raise InputError(f"{path}: cannot read as an Arrow file: {exc}") from None
     yield from enumerate(records, start=1)
@@ -345,9 +400,25 @@ def _read_file(path: Path, suffix: str, split: str, prompt_field: str) -> Iterat
                      "may be compressed: .gz, .bz2, .xz, .zst) or a dataset directory")
 
 
+#: How a Git LFS pointer file begins: what ``git clone`` of a hub dataset leaves without git-lfs.
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+
+
+def _refuse_an_lfs_pointer(path: Path) -> None:
+    """Refuse a Git LFS pointer in place of its data (a hub dataset cloned without git-lfs): read as
+    the file it stands for, it was 'cannot read as parquet: Parquet magic bytes not found', or JSON
+    Lines' 'not valid JSON'."""
+    with path.open("rb") as f:
+        if f.read(len(_LFS_POINTER)) == _LFS_POINTER:
+            raise InputError(f"{path}: a Git LFS pointer, not the data it stands for (a clone without git-lfs); "
+                             "fetch the data: git lfs pull in the clone, or huggingface-cli download REPO "
+                             "--repo-type dataset --local-dir DIR")
+
+
 def _read_unwrapped(path: Path, suffix: str, split: str, prompt_field: str) -> Iterator[tuple[int, Any]]:
     """The records of a data file, unwrapped first where its bytes tell it is compressed or UTF-16
     (a .jsonl that is gzip inside, PowerShell's UTF-16 inside a .gz), then read as ``suffix`` says."""
+    _refuse_an_lfs_pointer(path)
     wrapping = _wrapping(path)
     if wrapping is not None:
         return _unwrapped(path, *wrapping, lambda p: _read_unwrapped(p, suffix, split, prompt_field))
@@ -362,8 +433,8 @@ def records(source: str, split: str, prompt_field: str = "prompt") -> Iterator[t
     if path.is_file():
         inner = Path(path.stem).suffix.lower() if suffix in _COMPRESSED else suffix
         return _read_unwrapped(path, inner, split, prompt_field)  # (a .jsonl.gz that is plain text is read so)
-    if path.is_dir():
-        _refuse_a_directory_of_files(path)
+    if path.is_dir() and not any((path / marker).is_file() for marker in _SAVED_MARKERS):
+        return _shard_records(path, split, prompt_field)
     if path.is_dir() or (not path.exists() and suffix not in _FILE_SUFFIXES and _HUB_ID.fullmatch(source)
                          and not Path(source.split("/")[0]).is_dir()):
         return _hf_dataset(source, split)
@@ -372,21 +443,68 @@ def records(source: str, split: str, prompt_field: str = "prompt") -> Iterator[t
     raise InputError(f"{source}: no such file or directory")
 
 
-def _refuse_a_directory_of_files(path: Path) -> None:
-    """Refuse a directory that is no ``save_to_disk`` dataset -- shards of data files (a hub
-    dataset's ``data/train-00000-of-00002.parquet``), or nothing -- saying what to give instead
-    (``datasets`` said it "is neither a `Dataset` directory nor a `DatasetDict` directory")."""
-    if any((path / marker).is_file() for marker in ("state.json", "dataset_dict.json", "dataset_info.json")):
-        return
-    files = sorted(p.name for p in path.iterdir() if p.is_file() and
-                   (p.suffix.lower() in _FORMATS or Path(p.stem).suffix.lower() in _FORMATS))
+#: The split a data file in a directory belongs to, told by a word in its path as the hub tells it
+#: (``data/train-00000-of-00003.parquet``, ``test.jsonl``, ``validation/0000.parquet``): the split, by
+#: each word that names it.
+_SPLIT_WORDS = {word: split for split, words in (("train", ("train", "training")),
+                                                 ("test", ("test", "testing", "eval", "evaluation")),
+                                                 ("validation", ("validation", "valid", "val", "dev")))
+                for word in words}
+#: A split word in a file or folder name: the name's start or end, or bounded by -, _, ., a space or a digit.
+_SPLIT_IN_NAME = re.compile(r"(?:^|(?<=[-_. 0-9]))(" + "|".join(sorted(_SPLIT_WORDS, key=len, reverse=True))
+                            + r")(?=$|[-_. 0-9])", re.IGNORECASE)
+
+
+def _is_data_file(path: Path) -> bool:
+    return path.suffix.lower() in _FORMATS or (path.suffix.lower() in _COMPRESSED and Path(path.stem).suffix.lower() in _FORMATS)
+
+
+def _split_of(relative: Path) -> str | None:
+    """The split a data file's path (relative to the directory) names, else None."""
+    for part in (*relative.parts[:-1], relative.name):
+        found = _SPLIT_IN_NAME.search(part)
+        if found:
+            return _SPLIT_WORDS[found.group(1).lower()]
+    return None
+
+
+def _shards(path: Path, split: str) -> list[Path]:
+    """The data files of ``split`` in a directory that is no ``save_to_disk`` dataset -- a hub dataset's
+    files as ``snapshot_download`` or ``git clone`` leaves them (``data/train-00000-of-00003.parquet``,
+    ``test.jsonl``) -- in name order; an :class:`InputError` saying what to give where none are, or the
+    directory holds several configurations (gsm8k's ``main/`` and ``socratic/``)."""
+    files = sorted(p for p in path.rglob("*") if p.is_file() and _is_data_file(p)
+                   and not any(part.startswith(".") for part in p.relative_to(path).parts))  # (.cache, .git)
     if not files:
         raise InputError(f"{path}: a directory that holds no data file and no dataset saved with save_to_disk; "
                          "give a data file (.jsonl, .json, .csv, .tsv, .parquet, .arrow)")
-    shown = ", ".join(files[:3]) + (", ..." if len(files) > 3 else "")
-    raise InputError(f"{path}: a directory of {len(files)} data file(s) ({shown}), not a dataset saved with "
-                     "save_to_disk; give one file, or join them into one (JSON Lines: cat DIR/*.jsonl > "
-                     "train.jsonl)")
+    relative = [p.relative_to(path) for p in files]
+    configs = sorted({r.parts[0] for r in relative if len(r.parts) > 1 and r.parts[0] != "data"
+                      and not _SPLIT_IN_NAME.search(r.parts[0])})
+    if len(configs) > 1 or (configs and any(len(r.parts) == 1 for r in relative)):
+        shown = ", ".join(configs[:5]) + (", ..." if len(configs) > 5 else "")
+        raise InputError(f"{path}: a directory of several datasets (configurations: {shown}); give the folder of "
+                         f"one: {path / configs[0]}")
+    splits = {p: _split_of(r) for p, r in zip(files, relative)}
+    if all(s is None for s in splits.values()):
+        splits = dict.fromkeys(files, "train")  # (the hub's rule: files that name no split are the train split)
+    chosen = [p for p in files if splits[p] == split]
+    if not chosen:
+        named = ", ".join(sorted({s for s in splits.values() if s is not None}))
+        raise InputError(f"{path}: no data file of split {split!r} (files are told apart by a split word in their "
+                         f"name: train-00000-of-00002.parquet, test.jsonl); splits: {named}; choose one: "
+                         "--set 'task.settings={split: NAME}'")
+    return chosen
+
+
+def _shard_records(path: Path, split: str, prompt_field: str) -> Iterator[tuple[int, Any]]:
+    """The records of a directory's data files of ``split``, one after another in name order, numbered
+    on across them (an error while a file is read names that file and its own row)."""
+    number = 0
+    for shard in _shards(path, split):
+        for _, record in records(str(shard), split, prompt_field):
+            number += 1
+            yield number, record
 
 
 def dotted_field(record: dict, name: str) -> tuple[bool, Any]:

@@ -16,6 +16,7 @@ template, system prompt included.
 
 from __future__ import annotations
 
+import ast
 import decimal
 import json
 import math
@@ -65,6 +66,41 @@ def _text(value: Any) -> str | None:
     return None
 
 
+def _listed_texts(text: str) -> list[str] | None:
+    """The texts of a list of quoted texts written as one text (Skywork-OR1's ``reward_model.ground_truth``:
+    ``'["2"]'``, JSON; ``"['2']"``, Python's ``str`` of a list), else None. Only quoted items: ``[1, 2]``
+    unquoted is an answer itself (an interval, a vector)."""
+    stripped = text.strip()
+    if not (stripped.startswith("[") and stripped.endswith("]") and ('"' in stripped or "'" in stripped)):
+        return None
+    try:
+        items = json.loads(stripped)
+    except ValueError:
+        try:
+            items = ast.literal_eval(stripped)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+    if isinstance(items, list) and items and all(isinstance(item, str) for item in items):
+        return items
+    return None
+
+
+def _one_answer(value: Any) -> Any:
+    """The one reference in an answer given as a list -- ``[3]``, ``["3"]``, a JSON text of one
+    (``'["3"]'``), or several that are the same text -- else ``value`` as it is (a list of different
+    ones is refused: :func:`_not_text`). Without this, a list's text reached math-verify: ``[3]`` was
+    refused, and a text of several (``'["3", "4"]'``) scored every completion -1, silently."""
+    if isinstance(value, str):
+        value = _listed_texts(value) or value
+    if hasattr(value, "tolist") and not isinstance(value, numbers.Number):
+        value = value.tolist()  # a numpy array (pandas-written data)
+    if isinstance(value, (list, tuple)) and value:
+        texts = {(_text(item) or "").strip() for item in value}
+        if len(texts) == 1 and "" not in texts and not any(isinstance(item, (list, tuple, dict)) for item in value):
+            return value[0]
+    return value
+
+
 def _not_text(value: Any, setting: str, name: str) -> str | None:
     """Why a field value that ``str()`` would turn into plausible text is not one, else None.
 
@@ -95,8 +131,9 @@ def _not_text(value: Any, setting: str, name: str) -> str | None:
         if setting == "prompt_field" and all(isinstance(m, dict) for m in value):
             return None  # a conversation: _conversation reads it
         if setting == "answer_field":
-            return (f"is a list ({_short(value)}), not one answer; math-verify compares each completion with one "
-                    "reference: keep one (it takes equal forms, such as 1/2 and 0.5, as equal)")
+            return (f"is a list of {len(value)} different answers ({_short(value)}), not one; math-verify compares "
+                    "each completion with one reference: keep one (it takes equal forms, such as 1/2 and 0.5, as "
+                    "equal; a list of one, or of one answer repeated, reads as that answer)")
         return f"is a list ({_short(value)}), not text (nor a conversation: a list of {{role, content}} messages)"
     return None
 
@@ -163,16 +200,33 @@ def _nested_fields(record: dict, depth: int = 2) -> list[str]:
     return out
 
 
+def _orz_pair(record: Any) -> dict | None:
+    """A row written as Open-Reasoner-Zero's data is -- ``[{"from": "human", "value": QUESTION},
+    {"from": "assistant", "ground_truth": {"value": ANSWER}}]``, a list, not an object -- as
+    ``{"prompt": QUESTION, "answer": ANSWER}``; None for any other list."""
+    if not (isinstance(record, list) and len(record) == 2 and all(isinstance(m, dict) for m in record)):
+        return None
+    human, assistant = record
+    truth = assistant.get("ground_truth")
+    if human.get("from") != "human" or "value" not in human or not isinstance(truth, dict) or "value" not in truth:
+        return None
+    return {"prompt": human["value"], "answer": truth["value"]}
+
+
 def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: str = "answer", split: str = "train") -> list[Row]:
     """Every row of ``source`` as :class:`Row`; :class:`InputError` naming file and row on the first bad one."""
     source = str(source)
     rows = []
     for number, record in records(source, split, prompt_field):
+        record = _orz_pair(record) or record
         if not isinstance(record, dict):
-            raise InputError(f"{source}: row {number}: expected an object with fields {prompt_field!r} and {answer_field!r}")
+            raise InputError(f"{source}: row {number}: expected an object with fields {prompt_field!r} and {answer_field!r}"
+                             f", got {_short(record)}")
         values = {}
         for setting, name in (("prompt_field", prompt_field), ("answer_field", answer_field)):
             found, values[setting] = dotted_field(record, name)
+            if setting == "answer_field":
+                values[setting] = _one_answer(values[setting])
             if not found:
                 present = ", ".join(map(repr, _nested_fields(record))) or "none"
                 raise InputError(f"{source}: row {number}: missing field {name!r} (fields present: {present}); "
@@ -186,8 +240,14 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
             raise InputError(f"{source}: row {number}: field {prompt_field!r} is not a conversation: {why}")
         if messages:
             if messages[-1][0] != "user":
+                hint = ""
+                if messages[-1][0] == "assistant":  # NuminaMath's, OpenR1-Math's messages: SFT data, the solution last
+                    text_fields = [k for k, v in record.items() if isinstance(v, str) and k != prompt_field][:4]
+                    hint = (" (a conversation with its solution, as SFT data holds it: give the field of the question "
+                            f"alone{': ' + ', '.join(map(repr, text_fields)) + '?' if text_fields else ''} "
+                            "--set 'task.settings={prompt_field: NAME}')")
                 raise InputError(f"{source}: row {number}: the conversation in {prompt_field!r} ends with a message "
-                                 f"of role {messages[-1][0]!r}; a prompt ends with the user's turn")
+                                 f"of role {messages[-1][0]!r}; a prompt ends with the user's turn{hint}")
             prompt = messages[-1][1]
         else:
             prompt = _text(values["prompt_field"])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import threading
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -35,6 +36,8 @@ log = logging.getLogger(__name__)
 _VERIFIER_LOCK = threading.Lock()
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+#: The keys of an ``eval_data`` set given as a mapping (a file with fields of its own).
+_EVAL_KEYS = ("data", "prompt_field", "answer_field", "split")
 
 
 def answer_region(completion: str) -> str | None:
@@ -50,13 +53,19 @@ def _alarm_ok() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+#: A ``$`` that opens or closes math in LaTeX text: one not escaped as ``\$`` (a dollar sign).
+_MATH_DELIMITER = re.compile(r"(?<!\\)\$")
+
+
 @lru_cache(maxsize=65536)
 def _parse_gold(answer: str) -> Any:
     from math_verify import parse
 
     # A bare reference ("0.5", "x^2+1") is wrapped in \boxed{} so LaTeX extraction sees it as
-    # the answer; one that already carries its own delimiters is parsed as written.
-    text = answer if ("$" in answer or "\\boxed" in answer) else f"\\boxed{{{answer}}}"
+    # the answer; one that already carries its own delimiters is parsed as written. An escaped
+    # dollar ("\$18.90", MATH's money answers) is no delimiter: taken for one, the reference was
+    # parsed as written, read as nothing, and every completion scored -1.
+    text = answer if (_MATH_DELIMITER.search(answer) or "\\boxed" in answer) else f"\\boxed{{{answer}}}"
     return parse(text, **({} if _alarm_ok() else {"parsing_timeout": None}))
 
 
@@ -99,10 +108,13 @@ class MathTask:
 
     data: str
     """Training data: a .jsonl / .json / .csv / .tsv / .parquet / .arrow file, a saved HF dataset
-    directory, or a hub dataset id (``--data`` sets it)."""
-    eval_data: dict[str, str] | str = field(default_factory=dict)
+    directory, a directory of a hub dataset's files (shards), or a hub dataset id (``--data`` sets it)."""
+    eval_data: dict[str, str | dict[str, str]] | str = field(default_factory=dict)
     """Named evaluation files, e.g. ``{"val": "val.jsonl", "aime": "aime24.jsonl"}`` (same formats as
-    ``data``); a single file means the ``val`` set. Prompts in them are removed from training."""
+    ``data``); a single file means the ``val`` set. Prompts in them are removed from training. A set
+    whose file has other fields than the training data's is a mapping: ``{"aime": {"data":
+    "aime24.parquet", "prompt_field": "Problem", "answer_field": "Answer", "split": "train"}}``
+    (``prompt_field``, ``answer_field``, ``split``: each the training data's where not given)."""
     val_fraction: float = 0.05
     """When ``eval_data`` has no ``val``: share of the training rows held out as ``val`` (by a
     hash of the prompt, so identical prompts land on the same side)."""
@@ -140,6 +152,10 @@ class MathTask:
     def __post_init__(self) -> None:
         if isinstance(self.eval_data, str):  # a single file means the val set
             object.__setattr__(self, "eval_data", {"val": self.eval_data})
+        for name, entry in self.eval_data.items():
+            if isinstance(entry, dict) and ("data" not in entry or set(entry) - set(_EVAL_KEYS)):
+                raise InputError(f"math task: eval_data {name!r}: a set given as a mapping takes the keys "
+                                 f"{', '.join(_EVAL_KEYS)} (data required), got {', '.join(map(str, entry)) or 'none'}")
         if not 0.0 <= self.val_fraction < 1.0:
             raise InputError(f"math task: val_fraction must be in [0, 1), got {self.val_fraction}")
         if not 0.0 < self.verify_timeout <= MAX_TIMEOUT:  # also refuses nan and inf
@@ -162,8 +178,17 @@ class MathTask:
         return [Problem(id=f"{stem}:{r.row}", prompt=r.prompt, answer=r.answer, meta={"row": r.row}, messages=r.messages)
                 for r in rows]
 
-    def _load(self, source: str, split: str) -> list[Row]:
-        rows = load_rows(source, self.prompt_field, self.answer_field, split)
+    def _eval_source(self, entry: str | dict[str, str]) -> tuple[str, str, str, str]:
+        """(file, prompt field, answer field, split) of an ``eval_data`` entry: a file, read with the
+        training data's fields and ``eval_split``; or a mapping that names its own."""
+        split = self.split if self.eval_split is None else self.eval_split
+        if isinstance(entry, str):
+            return entry, self.prompt_field, self.answer_field, split
+        return (entry["data"], entry.get("prompt_field", self.prompt_field),
+                entry.get("answer_field", self.answer_field), entry.get("split", split))
+
+    def _load(self, source: str, split: str, prompt_field: str | None = None, answer_field: str | None = None) -> list[Row]:
+        rows = load_rows(source, prompt_field or self.prompt_field, answer_field or self.answer_field, split)
         count, first = answer_conflicts(rows)
         if first is not None:
             a, b = first
@@ -172,11 +197,23 @@ class MathTask:
                         "the other: fix or drop the wrong rows", source, count, a.row, b.row, a.answer, b.answer)
         return rows
 
+    def _load_eval(self, name: str, source: str, split: str, prompt_field: str, answer_field: str) -> list[Row]:
+        """An evaluation set's rows; a missing field's error says how to name this file's own (the
+        fix it gives, task.settings' prompt_field, is the training data's too)."""
+        try:
+            return self._load(source, split, prompt_field, answer_field)
+        except InputError as exc:
+            if "missing field" not in str(exc):
+                raise
+            raise InputError(f"{exc}; for this evaluation file alone: --set 'task.settings={{eval_data: {{{name}: "
+                             f"{{data: {source}, prompt_field: NAME, answer_field: NAME}}}}}}'") from None
+
     @cached_property
     def _split(self) -> tuple[list[Problem], dict[str, list[Problem]]]:
         train = self._problems(self.data, self._load(self.data, self.split))
-        eval_split = self.split if self.eval_split is None else self.eval_split
-        evals = {name: self._problems(src, self._load(src, eval_split)) for name, src in self.eval_data.items()}
+        sources = {name: self._eval_source(entry) for name, entry in self.eval_data.items()}
+        evals = {name: self._problems(src, self._load_eval(name, src, split, prompt, answer))
+                 for name, (src, prompt, answer, split) in sources.items()}
         if self.evaluate_only:  # the whole file is the val set (held-out shares are for training runs)
             evals = {"val": train, **evals}
             for name, problems in evals.items():
@@ -200,7 +237,7 @@ class MathTask:
         held_prompts = {prompt_key(p.prompt) for problems in evals.values() for p in problems}
         train = [p for p in train if prompt_key(p.prompt) not in held_prompts]
         if not train:
-            same = [name for name, src in self.eval_data.items() if Path(src).resolve() == Path(self.data).resolve()]
+            same = [name for name, (src, *_) in sources.items() if Path(src).resolve() == Path(self.data).resolve()]
             hint = f" (eval_data {same[0]!r} is the training file itself" + (
                 "; a saved dataset's other split: eval_split: NAME)" if Path(self.data).is_dir() else ")") if same else ""
             raise InputError(f"{self.data}: no training rows left after removing the evaluation prompts{hint}; give "

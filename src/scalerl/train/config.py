@@ -521,7 +521,9 @@ def absolute_paths(cfg: TrainConfig, cwd: Path | None = None) -> TrainConfig:
     if isinstance(eval_data, str):
         settings["eval_data"] = local(eval_data)
     elif isinstance(eval_data, dict):
-        settings["eval_data"] = {k: local(v) if isinstance(v, str) else v for k, v in eval_data.items()}
+        settings["eval_data"] = {k: local(v) if isinstance(v, str) else
+                                 {**v, "data": local(v["data"])} if isinstance(v, dict) and isinstance(v.get("data"), str)
+                                 else v for k, v in eval_data.items()}
     return cfg
 
 
