@@ -30,6 +30,7 @@ from typing import Any, Sequence
 import torch
 
 from scalerl.errors import NonFiniteError
+from scalerl.generate.base import Completion
 from scalerl.generate.logprobs import completion_logprobs, pack_completions, shared_prompt_logprobs
 from scalerl.rl.advantages import compute_advantages
 from scalerl.rl.aggregate import aggregation_weights
@@ -130,9 +131,82 @@ def policy_update(
     if not completions:  # 0: dynamic sampling ran out of rounds with no group kept
         return UpdateResult({}, 0, skipped=True, reason="empty batch: no group to train on (dynamic sampling kept "
                             f"none in {cfg.filtering.max_generation_rounds} rounds)")
+    batch = prepare_batch(groups, completions, parts)  # 1-4
+    lags = completion_lags(completions, version)
+    lag_counts = dict(Counter(lags))
+    metrics = _batch_metrics(batch, lags)
+    if int(batch.loss_mask.sum().item()) == 0:
+        return UpdateResult(metrics, 0, skipped=True, reason="no trainable tokens (every group filtered)",
+                            lag_counts=lag_counts)
+
+    # 5: the passes -- forward, loss, backward per micro-batch -- over the sequences with a gradient.
+    order = pass_order(batch, parts, skip_idle=skip_idle, share_prompt=share_prompt)
+    model.train()
+    optimizer.zero_grad(set_to_none=True)
+    sums = _run_passes(model, batch, order, parts, temperature=temperature, pad_token_id=pad_token_id,
+                       micro_batch_size=micro_batch_size, micro_batch_tokens=micro_batch_tokens, device=device,
+                       share_prompt=share_prompt, precision=precision, share=share, logits_budget=logits_budget)
+    if share.world > 1:  # every rank's part of the metrics
+        sums = sums.merged(share)
+
+    # 6: clip, check, step.
+    if not order:  # every advantage was 0: the gradient is exactly 0, and AdamW still takes its step
+        for p in model.parameters():
+            if p.requires_grad:
+                p.grad = torch.zeros_like(p)
+    params = [p for p in model.parameters() if p.grad is not None]
+    precision.unscale_(optimizer)  # fp16: true gradients before clipping and the finite check
+    clip = cfg.optimizer.grad_clip
+    # Under FSDP the gradients are DTensor shards: the norm is the full one (clipping included).
+    grad_norm = full_value(torch.nn.utils.clip_grad_norm_(params, clip if clip is not None else float("inf")))
+    metrics.update(sums.metrics())
+    metrics["no_grad_frac"] = 1.0 - len(order) / max(len(completions), 1)  # sequences left out (skip_idle)
+    metrics["loss"] = sums.loss
+    metrics["grad_norm"] = float(grad_norm)
+    metrics["lr"] = scheduler.get_last_lr()[0]
+    metrics["memory/peak_gb"] = sums.peak_gb
+    metrics.update(precision.metrics())
+    if not (math.isfinite(sums.loss) and math.isfinite(float(grad_norm))):
+        optimizer.zero_grad(set_to_none=True)
+        reason = precision.skip(sums.loss, float(grad_norm))  # fp16: an overflow lowers the loss scale
+        return UpdateResult(metrics, sums.trained, skipped=True, reason=reason, lag_counts=lag_counts)
+    precision.step(optimizer)
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    # A finite gradient times a huge learning rate can still overflow a weight; the next forward
+    # would then turn every logit into NaN. Stop here, where the cause is known.
+    if params and not bool(torch.stack([torch.isfinite(p).all() for p in params]).all()):  # one sync
+        raise NonFiniteError(f"the optimizer step left non-finite weights (lr {metrics['lr']:g}, "
+                             f"gradient norm {metrics['grad_norm']:.3g})")
+    return UpdateResult(metrics, sums.trained, skipped=False, lag_counts=lag_counts)
+
+
+@dataclass
+class Batch:
+    """A step's sequences and what the recipe's parts 1-4 made of them, before any pass: rows are
+    completions (in group order), columns their completion tokens, padded to the longest."""
+
+    completions: list[Completion]
+    group_ids: torch.Tensor
+    """The group (prompt) of each row."""
+    keep: torch.Tensor
+    """Rows left in the loss by the zero-variance and truncation filters (bool)."""
+    advantages: torch.Tensor
+    loss_mask: torch.Tensor
+    """Tokens in the loss: sampled by the policy (forced interruption tokens out), in a kept row."""
+    gen_logprobs: torch.Tensor
+    """The generator's own log-probs of the tokens (the importance ratio's denominator)."""
+    weights: torch.Tensor
+    """Each token's aggregation weight over the whole step (token / sample / prompt)."""
+
+
+def prepare_batch(groups: Sequence[Group], completions: list[Completion], parts: RecipeComponents) -> Batch:
+    """Parts 1-4 of the update, on the whole batch (under multi-process training every rank
+    computes them alike): which sequences and tokens enter the loss, their advantages, and the
+    aggregation weights."""
+    cfg = parts.recipe
     group_ids = torch.tensor([i for i, g in enumerate(groups) for _ in g.completions])
     shaped = torch.tensor([r for g in groups for r in g.shaped], dtype=torch.float32)
-
     # 1-3: which sequences and tokens enter the loss, and their advantages.
     keep = torch.ones(len(completions), dtype=torch.bool)
     if cfg.filtering.zero_variance:
@@ -145,25 +219,27 @@ def policy_update(
     gen_logprobs = _padded([c.logprobs for c in completions], width)
     # 4: aggregation weights over the whole step.
     weights = aggregation_weights(parts.aggregation, loss_mask, group_ids)
+    return Batch(completions, group_ids, keep, advantages, loss_mask, gen_logprobs, weights)
 
-    lags = completion_lags(completions, version)
-    lag_counts = dict(Counter(lags))
-    metrics: dict[str, float] = {
+
+def _batch_metrics(batch: Batch, lags: list[int]) -> dict[str, float]:
+    keep = batch.keep
+    return {
         "filtered_frac": 1.0 - keep.float().mean().item(),
-        "adv_abs_mean": advantages[keep].abs().mean().item() if keep.any() else 0.0,
+        "adv_abs_mean": batch.advantages[keep].abs().mean().item() if keep.any() else 0.0,
         "lag_mean": float(sum(lags) / len(lags)) if lags else 0.0,
         "lag_max": float(max(lags)) if lags else 0.0,
     }
-    trainable = int(loss_mask.sum().item())
-    if trainable == 0:
-        return UpdateResult(metrics, 0, skipped=True, reason="no trainable tokens (every group filtered)",
-                            lag_counts=lag_counts)
 
+
+def pass_order(batch: Batch, parts: RecipeComponents, *, skip_idle: bool, share_prompt: bool) -> list[int]:
+    """The rows that go through the passes, in the order they are cut into micro-batches."""
+    completions, group_ids = batch.completions, batch.group_ids
     order = list(range(len(completions)))
     if skip_idle:
-        active = loss_mask.sum(dim=1) > 0
+        active = batch.loss_mask.sum(dim=1) > 0
         if parts.skip_zero_advantage:
-            active &= advantages != 0
+            active &= batch.advantages != 0
         order = active.nonzero().flatten().tolist()
     if share_prompt and order:
         # Whole groups per micro-batch, so each prompt goes through the model once; groups in
@@ -176,9 +252,56 @@ def policy_update(
     elif skip_idle:
         # Shortest first: micro-batches of similar lengths pad less.
         order = sorted(order, key=lambda i: (len(completions[i].token_ids), len(completions[i].prompt_ids)))
+    return order
 
-    model.train()
-    optimizer.zero_grad(set_to_none=True)
+
+@dataclass
+class PassSums:
+    """What the passes add up: the loss, the tokens the metrics are weighted by, the trained tokens,
+    the loss's metrics (token-weighted sums, and maxima) and the peak memory."""
+
+    loss: float = 0.0
+    counted: float = 0.0
+    """Loss-mask tokens of the passes (the weights of the ``loss/*`` means)."""
+    trained: int = 0
+    """Completion tokens that went through the passes."""
+    totals: dict[str, float] = field(default_factory=dict)
+    maxima: dict[str, float] = field(default_factory=dict)
+    peak_gb: float = 0.0
+
+    def add(self, metrics: dict[str, Any], n_tok: float) -> None:
+        for k, v in metrics.items():
+            if k.endswith("_max"):  # a maximum over the step, not a token-weighted mean
+                self.maxima[k] = max(self.maxima.get(k, -math.inf), float(v))
+            else:
+                self.totals[k] = self.totals.get(k, 0.0) + float(v) * n_tok
+
+    def merged(self, share: Share) -> "PassSums":
+        """Every rank's sums, as one process would have them."""
+        ranks = share.merge({"loss": self.loss, "counted": self.counted, "trained": self.trained,
+                             "totals": self.totals, "maxima": self.maxima, "peak_gb": self.peak_gb})
+        out = PassSums(loss=sum(p["loss"] for p in ranks), counted=sum(p["counted"] for p in ranks),
+                       trained=sum(p["trained"] for p in ranks), peak_gb=max(p["peak_gb"] for p in ranks))
+        for p in ranks:
+            for k, v in p["totals"].items():
+                out.totals[k] = out.totals.get(k, 0.0) + v
+            for k, v in p["maxima"].items():
+                out.maxima[k] = max(out.maxima.get(k, -math.inf), v)
+        return out
+
+    def metrics(self) -> dict[str, float]:
+        """The ``loss/*`` metrics: token-weighted means, and maxima."""
+        return {**{f"loss/{k}": v / max(self.counted, 1.0) for k, v in self.totals.items()},
+                **{f"loss/{k}": v for k, v in self.maxima.items()}}
+
+
+def _run_passes(model: torch.nn.Module, batch: Batch, order: list[int], parts: RecipeComponents, *,
+                temperature: float, pad_token_id: int, micro_batch_size: int, micro_batch_tokens: int,
+                device: torch.device | str, share_prompt: bool, precision: Precision, share: Share,
+                logits_budget: int) -> PassSums:
+    """Part 5: this rank's micro-batches of ``order`` through forward, loss and backward; the
+    gradients add up in the parameters' ``.grad``."""
+    completions, loss_mask = batch.completions, batch.loss_mask
     # The micro-batches one process would run (a micro-batch with nothing to learn is left out),
     # then this rank's share of them; a rank with one fewer runs a zero-weighted pass.
     lengths = [(len(c.prompt_ids), len(c.token_ids)) for c in completions]
@@ -186,11 +309,7 @@ def policy_update(
     micro = [m for m in micro if loss_mask[torch.tensor(m, dtype=torch.long)].sum() > 0]
     mine, passes = share.split(micro)
     plan = [(m, 1.0) for m in mine] + [(micro[0], 0.0) for _ in range(passes - len(mine))]
-    totals: dict[str, float] = {}
-    maxima: dict[str, float] = {}
-    loss_value = 0.0
-    trained = 0
-    counted = 0.0
+    sums = PassSums()
     for index, weight in plan:
         rows = torch.tensor(index, dtype=torch.long)
         mb_mask = loss_mask[rows]
@@ -206,68 +325,21 @@ def policy_update(
         out = parts.loss(
             LossInputs(
                 logprobs=logprobs,
-                gen_logprobs=gen_logprobs[rows, :t].to(device),
-                advantages=advantages[rows].to(device),
+                gen_logprobs=batch.gen_logprobs[rows, :t].to(device),
+                advantages=batch.advantages[rows].to(device),
                 mask=mb_mask[:, :t].to(device),
-                group=group_ids[rows].to(device),
+                group=batch.group_ids[rows].to(device),
             )
         )
-        loss = (weights[rows, :t].to(device) * out.per_token).sum()
+        loss = (batch.weights[rows, :t].to(device) * out.per_token).sum()
         # x world: FSDP averages gradients over ranks, the step needs their sum.
         precision.backward(loss * (weight * share.world) if share.world > 1 else loss)  # fp16: scaled
         if weight == 0.0:  # a padding pass: its gradient is 0 and it counts in no metric
             continue
-        loss_value += float(loss.detach())
+        sums.loss += float(loss.detach())
         n_tok = float(mb_mask.sum())
-        counted += n_tok
-        for k, v in out.metrics.items():
-            if k.endswith("_max"):  # a maximum over the step, not a token-weighted mean
-                maxima[k] = max(maxima.get(k, -math.inf), float(v))
-            else:
-                totals[k] = totals.get(k, 0.0) + float(v) * n_tok
-        trained += int(c_mask.sum())
-    peak_gb = peak_memory_gb(device)  # after the passes: activations and gradients included
-    if share.world > 1:  # every rank's part of the metrics
-        parts_ = share.merge({"loss": loss_value, "counted": counted, "trained": trained,
-                              "totals": totals, "maxima": maxima, "peak_gb": peak_gb})
-        peak_gb = max(p["peak_gb"] for p in parts_)
-        loss_value = sum(p["loss"] for p in parts_)
-        counted = sum(p["counted"] for p in parts_)
-        trained = sum(p["trained"] for p in parts_)
-        totals, maxima = {}, {}
-        for p in parts_:
-            for k, v in p["totals"].items():
-                totals[k] = totals.get(k, 0.0) + v
-            for k, v in p["maxima"].items():
-                maxima[k] = max(maxima.get(k, -math.inf), v)
-
-    if not order:  # every advantage was 0: the gradient is exactly 0, and AdamW still takes its step
-        for p in model.parameters():
-            if p.requires_grad:
-                p.grad = torch.zeros_like(p)
-    params = [p for p in model.parameters() if p.grad is not None]
-    precision.unscale_(optimizer)  # fp16: true gradients before clipping and the finite check
-    clip = cfg.optimizer.grad_clip
-    # Under FSDP the gradients are DTensor shards: the norm is the full one (clipping included).
-    grad_norm = full_value(torch.nn.utils.clip_grad_norm_(params, clip if clip is not None else float("inf")))
-    metrics.update({f"loss/{k}": v / max(counted, 1.0) for k, v in totals.items()})
-    metrics.update({f"loss/{k}": v for k, v in maxima.items()})
-    metrics["no_grad_frac"] = 1.0 - len(order) / max(len(completions), 1)  # sequences left out (skip_idle)
-    metrics["loss"] = loss_value
-    metrics["grad_norm"] = float(grad_norm)
-    metrics["lr"] = scheduler.get_last_lr()[0]
-    metrics["memory/peak_gb"] = peak_gb
-    metrics.update(precision.metrics())
-    if not (math.isfinite(loss_value) and math.isfinite(float(grad_norm))):
-        optimizer.zero_grad(set_to_none=True)
-        reason = precision.skip(loss_value, float(grad_norm))  # fp16: an overflow lowers the loss scale
-        return UpdateResult(metrics, trained, skipped=True, reason=reason, lag_counts=lag_counts)
-    precision.step(optimizer)
-    scheduler.step()
-    optimizer.zero_grad(set_to_none=True)
-    # A finite gradient times a huge learning rate can still overflow a weight; the next forward
-    # would then turn every logit into NaN. Stop here, where the cause is known.
-    if params and not bool(torch.stack([torch.isfinite(p).all() for p in params]).all()):  # one sync
-        raise NonFiniteError(f"the optimizer step left non-finite weights (lr {metrics['lr']:g}, "
-                             f"gradient norm {metrics['grad_norm']:.3g})")
-    return UpdateResult(metrics, trained, skipped=False, lag_counts=lag_counts)
+        sums.counted += n_tok
+        sums.add(out.metrics, n_tok)
+        sums.trained += int(c_mask.sum())
+    sums.peak_gb = peak_memory_gb(device)  # after the passes: activations and gradients included
+    return sums
