@@ -235,10 +235,6 @@ def stop_problem(name: str, sent: bool, rc: int, log: Path) -> tuple[str | None,
             return None, f"{name} in an exit hook after the work was done (exit {rc}): {after[-1][:60]}"
     if "Traceback" in text:
         return f"traceback after {name}: {lines[-1][:120]}", None
-    if sent and rc == -SIGNALS[name] and name == "SIGINT" and lines and "resume with:" in lines[-1]:
-        # Its "resume with" line said, then dead by SIGINT: a shell's $? is 130 all the same (seen
-        # now and then when Ctrl-C lands as a run starts; not explained yet).
-        return None, f"exit {rc} (killed by SIGINT, $? 130) after its resume line"
     if sent and name in ("SIGTERM", "SIGINT") and rc not in (0, 130, 143):
         return f"exit {rc} after {name}: {lines[-1][:120] if lines else ''}", None
     return None, None
