@@ -3,12 +3,15 @@
     PYTHONPATH=src python benchmarks/study_kill_fuzz.py                        # 6 trials each, --parallel 1 and 2
     PYTHONPATH=src python benchmarks/study_kill_fuzz.py --trials 8 --only p2   # worker processes only
     PYTHONPATH=src python benchmarks/study_kill_fuzz.py --trials 5 --seed 3 --work /tmp/skf --keep
+    PYTHONPATH=src python benchmarks/study_kill_fuzz.py --trials 8 --only ray  # --backend ray (not by default)
 
 A tool, not a CI test (minutes of CPU; the regression tests it led to are in tests/study/). It is
 benchmarks/kill_fuzz.py (``scalerl train``) for ``scalerl study``, and reuses its helpers.
 
 What it does, for each way of running the study (``p1``: the local backend, one run after
-another in the driver; ``p2``: ``--parallel 2 --threads 1``, each run in a spawned worker):
+another in the driver; ``p2``: ``--parallel 2 --threads 1``, each run in a spawned worker; and,
+only when asked with ``--only ray`` -- it needs Ray and takes ~1 min a study --, ``ray``:
+``--backend ray``, a local cluster started by the command, both runs at once as Ray tasks):
 
 1. one uninterrupted reference micro-study -- the tiny model, two variants (``scalerl`` and
    ``loo-fp32-head-off``) x one seed, ``--steps 4 --eval-every 1``, small batches and
@@ -32,6 +35,13 @@ another in the driver; ``p2``: ``--parallel 2 --threads 1``, each run in a spawn
    process of the study is left, neither after a stop (before the resume starts: it would race it)
    nor at the end (every process the trial started carries a tag in its environment, and
    ``/proc`` is searched for it).
+
+The ``ray`` mode checks the processes as benchmarks/ray_kill_fuzz.py does (its ``after_stop``): after
+every stop and every resume, ours (the driver, the Ray workers that ran the study's tasks) gone
+within its ``SETTLE`` seconds; Ray's own daemons may outlive a ``kill -9``'d driver (Ray's
+behaviour: a note), not a SIGTERM/SIGINT stop nor a finished command, which shut the cluster down.
+A Ray task runs its run on the local backend, seeded as in a worker process, so the rows are
+still compared with the reference's row for row.
 
 It prints one line per trial as it goes, then a table and a summary per mode and signal::
 
@@ -68,7 +78,9 @@ SMALL = ["--family", "loo", "--only", "loo-fp32-head-off", "--steps", str(STEPS)
          "--no-progress", "--bootstrap", "50", "--threads", "1",
          "--set", "batch.prompts_per_step=4", "--set", "batch.generations_per_prompt=4",
          "--set", "eval.problems=16", "--set", "eval.samples_per_problem=2", "--set", "forecast.enabled=false"]
-MODES = {"p1": [], "p2": ["--parallel", "2"]}
+MODES = {"p1": [], "p2": ["--parallel", "2"], "ray": ["--backend", "ray"]}
+#: The modes run when no ``--only`` names one (``ray`` needs Ray, and is slow: asked for by name).
+DEFAULT_MODES = ("p1", "p2")
 REPORT = ("analysis.json", "report.md", "report.html")
 RUN_REPORT = ("curve.png", "sets.png", "report.md", "report.html")
 #: The environment variable every process of a trial inherits (its value names the trial).
@@ -223,17 +235,19 @@ def stop_problem(name: str, sent: bool, rc: int, log: Path) -> tuple[str | None,
             return None, f"{name} in an exit hook after the work was done (exit {rc}): {after[-1][:60]}"
     if "Traceback" in text:
         return f"traceback after {name}: {lines[-1][:120]}", None
-    if sent and rc == -SIGNALS[name] and name == "SIGINT" and lines and "resume with:" in lines[-1]:
-        # Its "resume with" line said, then dead by SIGINT: a shell's $? is 130 all the same (seen
-        # now and then when Ctrl-C lands as a run starts; not explained yet).
-        return None, f"exit {rc} (killed by SIGINT, $? 130) after its resume line"
     if sent and name in ("SIGTERM", "SIGINT") and rc not in (0, 130, 143):
         return f"exit {rc} after {name}: {lines[-1][:120] if lines else ''}", None
     return None, None
 
 
 def _check_stop(row: dict, sig: str, sent: bool, rc: int, log: Path, env: dict) -> None:
-    """After a stop: what its exit said (a failure, or a note), and no process of the study left."""
+    """After a stop: what its exit said (a failure, or a note), and no process of the study left
+    (on Ray: ray_kill_fuzz.py's check, which lets Ray's daemons outlive a kill -9, as a note)."""
+    if row["mode"] == "ray":
+        from ray_kill_fuzz import after_stop
+
+        after_stop(row, sig, sent, rc, log, env[TAG])
+        return
     problem, note = stop_problem(sig, sent, rc, log)
     row["fails"] += [problem] if problem else []
     row["notes"] += [note] if note else []
@@ -275,6 +289,8 @@ def trial(work: Path, mode: str, i: int, rng: random.Random, ref: dict, max_atte
         else:
             rc, _ = _run_env(cmd, log, env)
             later.append(f"{what}->{rc}")
+            if mode == "ray":  # a finished (or failed) command shuts its cluster down too
+                _check_stop(row, "no signal", False, rc, log, env)
         row["attempts"] += 1
     row["later"] = later
     if rc != 0:
@@ -301,7 +317,8 @@ def main() -> int:
     p.add_argument("--trials", type=int, default=6, help="trials per mode")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--work", default="/tmp/study_kill_fuzz")
-    p.add_argument("--only", choices=list(MODES), help="one mode only (p1: --parallel 1, p2: --parallel 2)")
+    p.add_argument("--only", choices=list(MODES),
+                   help="one mode only (p1: --parallel 1, p2: --parallel 2, ray: --backend ray)")
     p.add_argument("--max-attempts", type=int, default=5)
     p.add_argument("--triggered", type=float, default=0.35,
                    help="the share of trials stopped when a file appears (TRIGGERS), not at a random time")
@@ -316,7 +333,7 @@ def main() -> int:
     work.mkdir(parents=True)
     rng = random.Random(args.seed)
     results = []
-    for mode in [args.only] if args.only else list(MODES):
+    for mode in [args.only] if args.only else DEFAULT_MODES:
         ref_dir = work / f"{mode}-ref"
         rc, seconds = run_timed(command(ref_dir, mode), work / f"{mode}-ref.log")
         if rc != 0:

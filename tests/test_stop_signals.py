@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -58,6 +59,28 @@ def test_a_command_killed_with_sigterm_says_so_in_one_line_and_exits_143(monkeyp
     monkeypatch.setattr(recipes, "run", run)
     assert cli.main(["recipes"]) == 143
     assert capsys.readouterr().err == "scalerl recipes: terminated (SIGTERM)\n"
+
+
+def test_a_ctrl_c_raised_inside_exec_d_code_still_exits_130_not_by_sigint(tmp_path):
+    """CPython marks a KeyboardInterrupt that leaves an ``exec`` of a string as unhandled, even once
+    caught, and a ``python -m`` interpreter then killed itself with SIGINT as it exited (-2) after the
+    command's one line: a study stopped by Ctrl-C as a run started (its imports build dataclasses so)."""
+    (tmp_path / "exec_stop.py").write_text(
+        "import os, signal\n"
+        "def add_arguments(parser):\n    pass\n"
+        "def run(args):\n"
+        "    exec('os.kill(os.getpid(), signal.SIGINT)\\nfor _ in range(9): pass')\n")
+    (tmp_path / "run_it.py").write_text(
+        "import signal, sys\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)  # (a pytest-xdist worker ignores SIGINT)\n"
+        "from scalerl import cli\n"
+        "cli.COMMANDS['stop'] = ('exec_stop', 'Ctrl-C inside exec')\n"
+        "sys.exit(cli.main(['stop']))\n")
+    src = str(Path(cli.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), src])}
+    done = subprocess.run([sys.executable, "-m", "run_it"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stderr) == (130, "scalerl stop: interrupted\n")
 
 
 def test_a_second_sigterm_during_the_clean_up_ends_the_process():

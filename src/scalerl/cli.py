@@ -15,7 +15,7 @@ import importlib
 import sys
 
 from scalerl.errors import ScaleRLError, interrupt_status
-from scalerl.stop_signals import sigterm_stops_like_ctrl_c
+from scalerl.stop_signals import forget_caught_interrupt, sigterm_stops_like_ctrl_c
 
 #: A missing package -> the extra that installs it (``pip install 'scalerl[EXTRA]'``).
 EXTRAS: dict[str, str] = {
@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         raise
     except KeyboardInterrupt as exc:  # a run says where it stopped and how to resume
+        forget_caught_interrupt()  # else CPython may end the process by SIGINT (-2), not with this status
         print(f"scalerl {name}: {str(exc) or 'interrupted'}", file=sys.stderr)
         return interrupt_status(exc)  # 130 for Ctrl-C, 143 for SIGTERM
     except BrokenPipeError:  # output piped into `head` and closed: not an error of ours
