@@ -195,7 +195,13 @@ def classify(
         )
     if rule == "paper":
         return _classify_paper(run, base, dA, margin)
+    return _classify_intervals(run, base, dA, min_effect=min_effect, n_boot=n_boot, level=level, seed=seed)
 
+
+def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: float, n_boot: int, level: float,
+                        seed: int) -> Classification:
+    """The ``intervals`` rule: a ceiling where the interval of dA excludes 0; else, with one A
+    shared, an efficiency where the interval of dB or of ln(C_mid ratio) does; else no clear effect."""
     rb, bb = run.seeds.boot, base.seeds.boot
     if rb is None or bb is None:
         raise InputError("the intervals rule needs bootstrap samples; use n_boot > 0 or --rule paper")
@@ -204,7 +210,7 @@ def classify(
     dA_int = _pct(dA_samples, level)
     if (dA_int[0] > 0 or dA_int[1] < 0) and abs(dA) >= min_effect:
         return Classification(
-            run.label, base.label, CEILING, dA > 0, dA, dA_int, rule=rule,
+            run.label, base.label, CEILING, dA > 0, dA, dA_int, rule="intervals",
             explanation=(
                 f"ceiling {'raised' if dA > 0 else 'lowered'}: A {run.fit.A:.3f} vs {base.fit.A:.3f} "
                 f"(dA {dA:+.3f}, 95% interval {dA_int[0]:+.3f} to {dA_int[1]:+.3f})"
@@ -212,30 +218,7 @@ def classify(
         )
 
     # Same ceiling within the intervals: refit both with one shared A and compare the rest.
-    (xr, yr), (xb, yb) = _points(run), _points(base)
-    r0s = [run.fit.R0, base.fit.R0]
-    start = [(run.fit.A, run.fit.B, run.fit.C_mid), (base.fit.A, base.fit.B, base.fit.C_mid)]
-    A, per, _ = joint_fit([xr, xb], [yr, yb], r0s, start)
-    (B_r, C_r), (B_b, C_b) = per
-    fitted = [sigmoid_model(np.log(xr), A, B_r, math.log(C_r), r0s[0]), sigmoid_model(np.log(xb), A, B_b, math.log(C_b), r0s[1])]
-    resid = [yr - fitted[0], yb - fitted[1]]
-    # Fitted residuals are smaller than the noise by the parameters they were fitted with (one
-    # shared A, a B and a C_mid each): rescaled by sqrt(n / (n - p)), as a residual bootstrap of a
-    # small fit needs, or its intervals come out too narrow.
-    n_pts = sum(len(r) for r in resid)
-    inflate = math.sqrt(n_pts / max(n_pts - 5, 1))
-    resid = [(r - r.mean()) * inflate for r in resid]
-    rng = seeded_rng(seed)
-    dB, dlogC = [], []
-    st = [(A, B_r, C_r), (A, B_b, C_b)]
-    for _ in range(n_boot):
-        ys = [f + rng.choice(r, size=len(r)) for f, r in zip(fitted, resid)]
-        try:
-            _, pb, _ = joint_fit([xr, xb], ys, r0s, st)
-        except ValueError:
-            continue
-        dB.append(pb[0][0] - pb[1][0])
-        dlogC.append(math.log(pb[0][1] / pb[1][1]))
+    A, (B_r, C_r), (B_b, C_b), dB, dlogC = _shared_ceiling_bootstrap(run, base, n_boot=n_boot, seed=seed)
     # Two tests decide "efficiency" (B moved, or C_mid moved): each at half the error rate
     # (Bonferroni), so that the verdict errs at most 1 - level of the time when neither moved; and
     # each interval is the estimate +- z x the bootstrap's sd, not its percentiles: a 1.25% tail of
@@ -243,13 +226,13 @@ def classify(
     # percentiles at the full level, curves of one law came out "efficiency" 13% of the time at 95%
     # (benchmarks/compare_verdicts.py).
     z = float(norm.ppf(1 - (1 - level) / 4))
-    dB_int = _normal(B_r - B_b, np.array(dB), z)
-    dC_int = _normal(math.log(C_r / C_b), np.array(dlogC), z)
+    dB_int = _normal(B_r - B_b, dB, z)
+    dC_int = _normal(math.log(C_r / C_b), dlogC, z)
     moved_C = dC_int[0] > 0 or dC_int[1] < 0
     moved_B = dB_int[0] > 0 or dB_int[1] < 0
     common = dict(
         dA=dA, dA_interval=dA_int, shared_A=A, B=(B_r, B_b), C_mid=(C_r, C_b),
-        dB_interval=dB_int, log_cmid_ratio_interval=dC_int, rule=rule,
+        dB_interval=dB_int, log_cmid_ratio_interval=dC_int, rule="intervals",
     )
     if not (moved_C or moved_B):
         return Classification(
@@ -274,6 +257,37 @@ def classify(
         ),
         **common,
     )
+
+
+def _shared_ceiling_bootstrap(run: RunFit, base: RunFit, *, n_boot: int, seed: int):
+    """Both runs fitted jointly with one A, and a residual bootstrap of that joint fit: (A,
+    (B, C_mid) of the run, (B, C_mid) of the baseline, the resampled dB, the resampled
+    ln(C_mid_run / C_mid_base))."""
+    (xr, yr), (xb, yb) = _points(run), _points(base)
+    r0s = [run.fit.R0, base.fit.R0]
+    start = [(run.fit.A, run.fit.B, run.fit.C_mid), (base.fit.A, base.fit.B, base.fit.C_mid)]
+    A, per, _ = joint_fit([xr, xb], [yr, yb], r0s, start)
+    (B_r, C_r), (B_b, C_b) = per
+    fitted = [sigmoid_model(np.log(xr), A, B_r, math.log(C_r), r0s[0]), sigmoid_model(np.log(xb), A, B_b, math.log(C_b), r0s[1])]
+    resid = [yr - fitted[0], yb - fitted[1]]
+    # Fitted residuals are smaller than the noise by the parameters they were fitted with (one
+    # shared A, a B and a C_mid each): rescaled by sqrt(n / (n - p)), as a residual bootstrap of a
+    # small fit needs, or its intervals come out too narrow.
+    n_pts = sum(len(r) for r in resid)
+    inflate = math.sqrt(n_pts / max(n_pts - 5, 1))
+    resid = [(r - r.mean()) * inflate for r in resid]
+    rng = seeded_rng(seed)
+    dB, dlogC = [], []
+    st = [(A, B_r, C_r), (A, B_b, C_b)]
+    for _ in range(n_boot):
+        ys = [f + rng.choice(r, size=len(r)) for f, r in zip(fitted, resid)]
+        try:
+            _, pb, _ = joint_fit([xr, xb], ys, r0s, st)
+        except ValueError:
+            continue
+        dB.append(pb[0][0] - pb[1][0])
+        dlogC.append(math.log(pb[0][1] / pb[1][1]))
+    return A, (B_r, C_r), (B_b, C_b), np.array(dB), np.array(dlogC)
 
 
 def _classify_paper(run: RunFit, base: RunFit, dA: float, margin: float) -> Classification:
