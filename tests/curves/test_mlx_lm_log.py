@@ -88,3 +88,25 @@ def test_mlx_lm_table_ui_of_june_2026():
     assert list(speed.y) == [161, 161, 161, 1614, 1614, 1614]  # '1,614'
     [took] = read_curves(TABLE_UI, "step", "val_time", bounded=False)
     assert list(took.y) == [5.27, 5.46, 5.67, 5.86]
+
+
+def test_mlx_lm_lora_sft_report_trained_tok_is_trained_tokens(tmp_path):
+    # mlx-lm-lora's trainer/sft_trainer.py (May 2025 on; checked at dfaaaed of August 2026): the validation
+    # at the top of iteration N, then the report after it, written with tqdm.write and a leading newline --
+    # 'trained_tok' for what its callback logs as 'trained_tokens'.
+    p = tmp_path / "sft.log"
+    lines = ["Iter 1: Val loss 2.345, Val took 3.456s", ""]
+    for it, loss, tokens in ((10, 1.234, 12345), (20, 1.134, 24690), (30, 1.034, 37035)):
+        if it == 20:
+            lines.append(f"Iter {it}: Val loss 2.145, Val took 3.456s")
+        lines += ["", f"Iter {it}: loss {loss:.3f}, lr {1e-5:.3e}, it/s {0.5:.3f}, tok/s {123.456:.3f}, "
+                      f"trained_tok {tokens}, peak_mem {12.345:.3f}GB"]
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert detect_format(p) == "mlx-lm"
+    rows, notes = read_mlx_lm_rows(p)
+    assert "trained_tok" not in {k for r in rows for k in r}
+    assert [r["trained_tokens"] for r in rows if "train_loss" in r] == [12345, 24690, 37035]
+    (curve,) = read_curves(p, "trained_tokens", "val_loss", bounded=False)
+    # the validation before iteration 1's update at 0 tokens, the one before iteration 20's between 10 and 20
+    assert list(curve.x) == [0.0, 12345 + (24690 - 12345) * 9 / 10]
+    assert any("interpolated" in n for n in notes)

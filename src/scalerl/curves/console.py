@@ -26,14 +26,18 @@ def ray_source(line: str) -> tuple[str, str]:
 
 
 def text_head(path: Path, chars: int, newline: str | None = None) -> str | None:
-    """The first ``chars`` characters of a text file (undecodable bytes replaced), what a reader's
-    format test looks at; None where it cannot be read. ``newline=""`` keeps a ``\r`` (a line a
-    progress bar redrew) inside its line."""
+    """The first ``chars`` characters of a text file (undecodable bytes replaced), colours removed:
+    what a reader's format test looks at; None where it cannot be read. ``newline=""`` keeps a ``\r``
+    (a line a progress bar redrew) inside its line."""
     try:
         with open(path, encoding="utf-8", errors="replace", newline=newline) as f:
-            return f.read(chars)
+            head = f.read(chars)
     except OSError:
         return None
+    # The readers take each line's colours off (shown_lines): a format test that did not would refuse
+    # the log they read -- a report re-logged through a colouring logger (loguru's <level>, rich's
+    # highlighter: '\x1b[32mStep 1 | loss:...', 'Iter \x1b[1;36m10\x1b[0m: ...') was no format at all.
+    return ANSI.sub("", head) if "\x1b" in head else head
 
 
 def shown_lines(path: Path) -> Iterator[tuple[int, str]]:

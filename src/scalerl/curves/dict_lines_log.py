@@ -123,9 +123,13 @@ _MAX_DICT_LINES = 500
 def _logical_lines(lines):
     """The lines, with a dict spread over several (``pprint`` of a long one: a key per line, or a
     paste broken at its commas) joined into one line where it closes; lines that break off before
-    the dict closes are passed on as they were."""
+    the dict closes are passed on as they were. Colours are taken off first: a coloured logger's
+    message (loguru, rich) puts its codes before a line's first quote or after its closing brace,
+    where the tests of a line that goes on or closes a dict look."""
     held: list[str] = []
     for line in lines:
+        if "\x1b" in line:
+            line = ANSI.sub("", line)
         if held:
             if _DICT_GOES_ON.match(line) and len(held) < _MAX_DICT_LINES:
                 held.append(line)

@@ -56,12 +56,14 @@ _ITEM = re.compile(rf"^\s*([A-Za-z][A-Za-z0-9 /_.-]*?)\s*({_NUMBER})\s*([A-Za-z%
 _VALUE = re.compile(rf"^\s*({_NUMBER})\s*([A-Za-z%/]*)")
 _KEY_VALUE = re.compile(rf"^\s*([^\s=]+)\s*=\s*({_NUMBER})\s*(%?)\s*$")
 _RULE = re.compile(r"^\s*=+\s*$")
-#: The printed names mlx-lm's callback names otherwise (lowercased).
+#: The printed names mlx-lm's callback names otherwise (lowercased). mlx-lm-lora's SFT report prints
+#: ``trained_tok N`` (since May 2025) for what its callback, like mlx-lm's, names ``trained_tokens``: read
+#: under its own name, ``--x trained_tokens`` was no column and its validations had no tokens.
 _CALLBACK_NAMES = {
     "train loss": "train_loss", "loss": "train_loss", "val loss": "val_loss", "val took": "val_time",
     "learning rate": "learning_rate", "lr": "learning_rate", "it/sec": "iterations_per_second",
     "it/s": "iterations_per_second", "tokens/sec": "tokens_per_second", "tok/s": "tokens_per_second",
-    "trained tokens": TOKENS, "peak mem": "peak_memory", "peak": "peak_memory", "peak_mem": "peak_memory",
+    "trained tokens": TOKENS, "trained_tok": TOKENS, "peak mem": "peak_memory", "peak": "peak_memory", "peak_mem": "peak_memory",
     "memory": "peak_memory",
 }
 _GREEK = {"μ": "mean", "σ": "std", "cov": "coverage"}
