@@ -14,7 +14,7 @@ import fnmatch
 import math
 import re
 from collections import OrderedDict
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable
@@ -272,119 +272,161 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
         rows, keys = _with_wall_time(rows, clock, run_column, default_name), keys | {WALL_TIME}
         notes = (*notes, f"x wall_time: hours since each run's first {clock!r}")
     cumulative = _cumulative_columns(path, keys, x[len(CUMULATIVE):]) if x.startswith(CUMULATIVE) else None
-    summed = x_columns(path, keys, x) if cumulative is not None else []
-    untimed = untimed_steps(rows, summed, run_column) if cumulative is not None else set()
-    steps_timed: dict[str, int] = {}
-    steps_untimed: dict[str, list[int]] = {}  # per run: [untimed step rows, points on them dropped]
     for kind, col in (("x", x), ("y", y)):
         if col not in keys and not (kind == "x" and cumulative):
             raise unknown_column(path, kind, col, _holding_values(rows, keys - {"type"}))
-    groups: "OrderedDict[str, tuple[list[float], list[float], list[int]]]" = OrderedDict()
-    totals: dict[str, float] = {}  # cum: the running total so far, per run
-    latest: dict[str, object] = {}  # the last x logged, per run
-    carried: dict[str, int] = {}
-    quoted = [0]  # numbers written as strings ("0.2"), read as numbers
-    seen: dict[str, None] = {}  # every run of the log, in order (a run without y yields no curve)
     # In a table, only runs whose evaluations never log x but other rows do (TRL's log_history
     # exported: num_tokens is on the training rows) carry it forward. Where evaluations log x, an
     # empty x cell is a missing value: the previous row's x would fit the point at the wrong compute.
     carry = (_runs_where(rows, run_column, default_name, lambda r: y not in r and x in r)
              - _runs_where(rows, run_column, default_name, lambda r: y in r and x in r)) if table else None
-    # With step_column: per run, the steps in order and the (latest x, running total) their rows left.
-    by_step: dict[str, tuple[list[float], list[tuple[object, float]]]] = {}
-    late: dict[str, int] = {}
-    unplaced: dict[str, int] = {}  # evaluations before any row that logs x, after step 0: dropped
-    at_start: dict[str, int] = {}  # ... at step 0 (TRL's eval_on_start, the R0 point): placed at x = 0
+    points = _RowPoints(path, rows, x, y, keys, run_column=run_column, default_name=default_name,
+                        cumulative=cumulative, carry=carry, step_column=step_column, y_scale=y_scale)
     for i, r in enumerate(rows):
-        name = str(r.get(run_column, default_name))
-        seen[name] = None
-        if i in untimed:
-            steps_untimed.setdefault(name, [0, 0])[0] += 1
-        elif cumulative is not None and timed(r, summed):
-            steps_timed[name] = steps_timed.get(name, 0) + 1
-        own = cumulative(r) if cumulative is not None else 0.0
-        if cumulative is not None:
-            totals[name] = totals.get(name, 0.0) + own
-        elif x in r:
-            latest[name] = r[x]
-        before = _late_step_state(by_step, name, r.get(step_column)) if step_column else None
-        if step_column and before is None:
-            _record_step(by_step, name, r.get(step_column), (latest.get(name), totals.get(name, 0.0)))
-        if y not in r:  # another kind of row (training metrics): not an evaluation
-            continue
-        xs, ys, dropped = groups.setdefault(name, ([], [], [0]))
-        if i in untimed:  # a step whose compute is unknown: the total so far is not its x
-            steps_untimed[name][1] += 1
-            dropped[0] += 1
-            continue
-        if before is not None and (cumulative is not None or x not in r):
-            # An evaluation written after later steps: the compute as the rows up to its step left it.
-            late[name] = late.get(name, 0) + 1
-            vx = before[1] + own if cumulative is not None else before[0]
-            if cumulative is None:
-                carried[name] = carried.get(name, 0) + (vx is not None)
-        elif cumulative is not None:
-            vx = totals[name]
-        elif x in r:
-            vx = r[x]
-        elif carry is None or name in carry:
-            # Evaluation rows that do not log the compute counter (TRL's log_history: num_tokens is on
-            # the training rows): the counter as the latest row before the evaluation left it.
-            vx = latest.get(name)
-            carried[name] = carried.get(name, 0) + (vx is not None)
-            if vx is None and name not in latest:
-                if _at_step_zero(r):  # before any training (TRL's eval_on_start): no compute spent yet
-                    vx = 0.0
-                    at_start[name] = at_start.get(name, 0) + 1
-                else:
-                    unplaced[name] = unplaced.get(name, 0) + 1
-        else:
-            vx = None
-        vy = r.get(y)
-        if vx is None or vy is None:
-            dropped[0] += 1
-            continue
-        quoted[0] += isinstance(vx, str) + isinstance(vy, str)
-        vx, vy = _quoted_number(vx), _quoted_number(vy)
-        if isinstance(vx, bool) or isinstance(vy, bool) or not isinstance(vx, (int, float)) or not isinstance(vy, (int, float)):
-            col, bad = (x, vx) if not isinstance(vx, (int, float)) else (y, vy)
-            where = f"at step {r['step']}" if r.get("step") is not None else f"row {i + 1}"
-            raise InputError(f"{path}: {col} value {bad!r} ({where}) is not a number -- " + _not_a_number_hint(bad, col))
-        xs.append(float(vx))
-        ys.append(float(vy) * y_scale)
-
-    for name, (n, _) in steps_untimed.items():
-        if n > steps_timed.get(name, 0):
-            raise InputError(f"{path}: --x {x}: {n} step row(s) of run {name!r} lack {x[len(CUMULATIVE):]!r} and only "
-                             f"{steps_timed.get(name, 0)} have it -- a running total would leave out most of the "
-                             "compute; choose another x (the step, or a counter the trainer logs)")
-    without = [name for name in seen if name not in groups]
-    left_out = ((f"{len(without)} run(s) without {y!r} left out: {', '.join(without)}",) if without else ())
-
-    if quoted[0]:
-        notes = (*notes, f"{quoted[0]} value(s) written as strings ('0.2') read as numbers")
-
-    def run_notes(name: str) -> tuple[str, ...]:
-        n, k = carried.get(name, 0), late.get(name, 0)
-        return (tuple(notes) + ((f"{n} evaluation(s) do not log {x!r}: each takes it from the latest row before it"
-                                 + (f" ({k} written after later steps: from the rows of its own step)" if k else ""),)
-                                if n else ())
-                + ((f"{k} evaluation(s) written after later steps: {x!r} summed up to their own step",)
-                   if k and cumulative is not None else ())
-                + ((f"{u} evaluation(s) logged before any row that logs {x!r} (an evaluation before training?) "
-                    f"dropped: no {x!r} to take; --x step keeps them",) if (u := unplaced.get(name, 0)) else ())
-                + ((f"the evaluation at step 0, before any row that logs {x!r} (before training), placed at "
-                    f"{x} = 0",) if at_start.get(name) else ())
-                + ((untimed_note(*steps_untimed[name], x),) if name in steps_untimed else ())
-                + left_out)
-
+        points.add(i, r)
+    points.refuse_mostly_untimed()
+    if points.quoted:
+        notes = (*notes, f"{points.quoted} value(s) written as strings ('0.2') read as numbers")
     curves = readable_curves(
-        partial(Curve.from_arrays, xs, ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded,
-                dropped=d[0], notes=run_notes(name))
-        for name, (xs, ys, d) in groups.items())
+        partial(Curve.from_arrays, run.xs, run.ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded,
+                dropped=run.dropped, notes=tuple(notes) + points.run_notes(name))
+        for name, run in points.runs.items())
     if run_ids:
         curves = [replace(c, run_id=run_ids.get(c.name, "")) for c in curves]
     return curves
+
+
+@dataclass
+class _RunPoints:
+    """One run's points so far, and what became of the evaluations that gave none."""
+
+    xs: list[float] = field(default_factory=list)
+    ys: list[float] = field(default_factory=list)
+    dropped: int = 0
+    """Evaluations without a number for x or y (or on a step whose compute is unknown)."""
+    carried: int = 0
+    """Evaluations that took x from the latest row before them."""
+    late: int = 0
+    """Evaluations written after later steps (``step_column``)."""
+    unplaced: int = 0
+    """Evaluations before any row that logs x, after step 0: dropped."""
+    at_start: int = 0
+    """... at step 0 (TRL's eval_on_start, the R0 point): placed at x = 0."""
+
+
+class _RowPoints:
+    """The rows of a log, one after another, made into each run's points (:func:`curves_from_rows`):
+    where a row holds ``y``, its x is the row's own, the running total (``cum:``), or -- where the
+    evaluation rows do not log x -- the latest x before it."""
+
+    def __init__(self, path: Path, rows: list[dict], x: str, y: str, keys: set[str], *, run_column: str,
+                 default_name: str, cumulative: Callable[[dict], float] | None, carry: set[str] | None,
+                 step_column: str | None, y_scale: float) -> None:
+        self.path, self.x, self.y, self.y_scale = path, x, y, y_scale
+        self.run_column, self.default_name = run_column, default_name
+        self.cumulative, self.carry, self.step_column = cumulative, carry, step_column
+        self.summed = x_columns(path, keys, x) if cumulative is not None else []
+        self.untimed = untimed_steps(rows, self.summed, run_column) if cumulative is not None else set()
+        self.runs: OrderedDict[str, _RunPoints] = OrderedDict()  # the runs with a point (an evaluation), in order
+        self.seen: dict[str, None] = {}  # every run of the log, in order (a run without y yields no curve)
+        self.totals: dict[str, float] = {}  # cum: the running total so far, per run
+        self.latest: dict[str, object] = {}  # the last x logged, per run
+        self.steps_timed: dict[str, int] = {}
+        self.steps_untimed: dict[str, list[int]] = {}  # per run: [untimed step rows, points on them dropped]
+        # With step_column: per run, the steps in order and the (latest x, running total) their rows left.
+        self.by_step: dict[str, tuple[list[float], list[tuple[object, float]]]] = {}
+        self.quoted = 0  # numbers written as strings ("0.2"), read as numbers
+
+    def add(self, i: int, r: dict) -> None:
+        """Row ``i``: what it adds to its run's running state and, where it holds ``y``, its point."""
+        x, cumulative, name = self.x, self.cumulative, str(r.get(self.run_column, self.default_name))
+        self.seen[name] = None
+        if i in self.untimed:
+            self.steps_untimed.setdefault(name, [0, 0])[0] += 1
+        elif cumulative is not None and timed(r, self.summed):
+            self.steps_timed[name] = self.steps_timed.get(name, 0) + 1
+        own = cumulative(r) if cumulative is not None else 0.0
+        if cumulative is not None:
+            self.totals[name] = self.totals.get(name, 0.0) + own
+        elif x in r:
+            self.latest[name] = r[x]
+        before = _late_step_state(self.by_step, name, r.get(self.step_column)) if self.step_column else None
+        if self.step_column and before is None:
+            _record_step(self.by_step, name, r.get(self.step_column), (self.latest.get(name), self.totals.get(name, 0.0)))
+        if self.y not in r:  # another kind of row (training metrics): not an evaluation
+            return
+        run = self.runs.setdefault(name, _RunPoints())
+        if i in self.untimed:  # a step whose compute is unknown: the total so far is not its x
+            self.steps_untimed[name][1] += 1
+            run.dropped += 1
+            return
+        vx, vy = self._x_of(r, name, run, before, own), r.get(self.y)
+        if vx is None or vy is None:
+            run.dropped += 1
+            return
+        self.quoted += isinstance(vx, str) + isinstance(vy, str)
+        vx, vy = _quoted_number(vx), _quoted_number(vy)
+        if isinstance(vx, bool) or isinstance(vy, bool) or not isinstance(vx, (int, float)) or not isinstance(vy, (int, float)):
+            col, bad = (x, vx) if not isinstance(vx, (int, float)) else (self.y, vy)
+            where = f"at step {r['step']}" if r.get("step") is not None else f"row {i + 1}"
+            raise InputError(f"{self.path}: {col} value {bad!r} ({where}) is not a number -- " + _not_a_number_hint(bad, col))
+        run.xs.append(float(vx))
+        run.ys.append(float(vy) * self.y_scale)
+
+    def _x_of(self, r: dict, name: str, run: _RunPoints, before: tuple[object, float] | None, own: float) -> object:
+        """The x of evaluation row ``r`` (None: it has none)."""
+        x, cumulative = self.x, self.cumulative
+        if before is not None and (cumulative is not None or x not in r):
+            # An evaluation written after later steps: the compute as the rows up to its step left it.
+            run.late += 1
+            vx = before[1] + own if cumulative is not None else before[0]
+            if cumulative is None:
+                run.carried += vx is not None
+            return vx
+        if cumulative is not None:
+            return self.totals[name]
+        if x in r:
+            return r[x]
+        if self.carry is None or name in self.carry:
+            # Evaluation rows that do not log the compute counter (TRL's log_history: num_tokens is on
+            # the training rows): the counter as the latest row before the evaluation left it.
+            vx = self.latest.get(name)
+            run.carried += vx is not None
+            if vx is None and name not in self.latest:
+                if _at_step_zero(r):  # before any training (TRL's eval_on_start): no compute spent yet
+                    vx = 0.0
+                    run.at_start += 1
+                else:
+                    run.unplaced += 1
+            return vx
+        return None
+
+    def refuse_mostly_untimed(self) -> None:
+        """``cum:COL`` where most of a run's steps lack COL: a running total would leave out most of
+        the compute."""
+        x = self.x
+        for name, (n, _) in self.steps_untimed.items():
+            if n > self.steps_timed.get(name, 0):
+                raise InputError(f"{self.path}: --x {x}: {n} step row(s) of run {name!r} lack {x[len(CUMULATIVE):]!r} and only "
+                                 f"{self.steps_timed.get(name, 0)} have it -- a running total would leave out most of the "
+                                 "compute; choose another x (the step, or a counter the trainer logs)")
+
+    def run_notes(self, name: str) -> tuple[str, ...]:
+        """What became of run ``name``'s evaluations that are not plain points, and the runs left out."""
+        x, run = self.x, self.runs[name]
+        n, k = run.carried, run.late
+        without = [other for other in self.seen if other not in self.runs]
+        return (((f"{n} evaluation(s) do not log {x!r}: each takes it from the latest row before it"
+                  + (f" ({k} written after later steps: from the rows of its own step)" if k else ""),)
+                 if n else ())
+                + ((f"{k} evaluation(s) written after later steps: {x!r} summed up to their own step",)
+                   if k and self.cumulative is not None else ())
+                + ((f"{run.unplaced} evaluation(s) logged before any row that logs {x!r} (an evaluation before "
+                    f"training?) dropped: no {x!r} to take; --x step keeps them",) if run.unplaced else ())
+                + ((f"the evaluation at step 0, before any row that logs {x!r} (before training), placed at "
+                    f"{x} = 0",) if run.at_start else ())
+                + ((untimed_note(*self.steps_untimed[name], x),) if name in self.steps_untimed else ())
+                + ((f"{len(without)} run(s) without {self.y!r} left out: {', '.join(without)}",) if without else ()))
 
 
 def _not_a_number_hint(value: object, column: str) -> str:
