@@ -280,39 +280,10 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
     calibration = read_calibration(spec.calibration, level=DEFAULT_LEVEL) if spec.calibration else None
     variants, curves, pending, left_out, y = _curves(spec, directory)
     base = next(v for v in variants if v.is_base)
-    base_value = base.value
-    results = []
-    for v in variants:
-        exp = expectation(list(v.components)) if not v.is_base else Finding(UNNAMED, "")
-        vr = VariantResult(v.label, v.summary, list(v.components), v.is_base, pending=pending[v.label],
-                           left_out=left_out[v.label],
-                           expected=exp.kind, expected_note=exp.note, expected_better=_expected_better(spec, v, base_value))
-        cs = curves[v.label]
-        vr.seeds = [int(c.name.rsplit("seed", 1)[1]) for c in cs]
-        if cs:
-            vr.R0 = float(np.mean([c.y[0] for c in cs]))
-            vr.final = float(np.mean([c.y[-1] for c in cs]))
-            vr.final_x = float(np.mean([c.x[-1] for c in cs]))
-        elif vr.left_out:
-            vr.fit_error = "no usable run: " + "; ".join(vr.left_out)
-        else:
-            vr.fit_error = "no finished run yet"
-        results.append(vr)
+    results = [_variant_result(spec, v, base.value, curves[v.label], pending[v.label], left_out[v.label])
+               for v in variants]
     analysis = StudyAnalysis(directory, spec, spec.x, y, base.label, results)
-
-    # Each variant fitted on its own (seeds pooled), so one curve that cannot be a sigmoid -- a
-    # variant that never learned -- is reported as such instead of sinking the whole comparison.
-    # One-evaluation excursions (a policy evaluated mid-oscillation) are left out of the fits, seed
-    # by seed, as a forecast leaves them out of its window; the finals above keep them.
-    fits: dict[str, RunFit] = {}
-    for vr in results:
-        if curves[vr.label]:
-            fitted, left = drop_seed_excursions(vr.label, curves[vr.label], hint=False)  # no such option here
-            analysis.notes.extend(left)
-            try:
-                fits[vr.label] = RunFit(vr.label, fitted, fit_seeds(fitted, n_boot=n_boot, seed=seed))
-            except InputError as exc:
-                vr.fit_error = str(exc)
+    fits = _fit_variants(analysis, curves, n_boot=n_boot, seed=seed)
     # Every fitted variant's own fit and forecast are reported, whether or not the base could be
     # fitted: a variant that fitted is not "not fitted" because the base failed.
     if fits:
@@ -327,23 +298,79 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
             if not vr.is_base:
                 vr.not_classified = vr.fit_error or f"the base {base.label} has no fitted curve ({why})"
         return analysis
-    result = CompareResult(runs=list(fits.values()), baseline=base.label, rule=spec.rule)
+    result = _classify_variants(analysis, fits, n_boot=n_boot, seed=seed)
+    _common_A_view(analysis, result, n_boot, seed)
+    _add_study_notes(analysis, result)
+    for vr in results:
+        if not vr.is_base and vr.classification is None:
+            vr.not_classified = vr.fit_error
+    for v in results:
+        if v.fit_error:
+            analysis.notes.append(f"not fitted: {v.label}: {v.fit_error}")
+    return analysis
+
+
+def _variant_result(spec: StudySpec, v: Variant, base_value: Any, cs: list[Curve], pending: list[str],
+                    left_out: list[str]) -> VariantResult:
+    """A variant's entry before any fit: what the paper expects of it, its seeds, start and end."""
+    exp = expectation(list(v.components)) if not v.is_base else Finding(UNNAMED, "")
+    vr = VariantResult(v.label, v.summary, list(v.components), v.is_base, pending=pending, left_out=left_out,
+                       expected=exp.kind, expected_note=exp.note, expected_better=_expected_better(spec, v, base_value))
+    vr.seeds = [int(c.name.rsplit("seed", 1)[1]) for c in cs]
+    if cs:
+        vr.R0 = float(np.mean([c.y[0] for c in cs]))
+        vr.final = float(np.mean([c.y[-1] for c in cs]))
+        vr.final_x = float(np.mean([c.x[-1] for c in cs]))
+    elif vr.left_out:
+        vr.fit_error = "no usable run: " + "; ".join(vr.left_out)
+    else:
+        vr.fit_error = "no finished run yet"
+    return vr
+
+
+def _fit_variants(analysis: StudyAnalysis, curves: dict[str, list[Curve]], *, n_boot: int,
+                  seed: int) -> dict[str, RunFit]:
+    """Each variant fitted on its own (seeds pooled), so one curve that cannot be a sigmoid -- a
+    variant that never learned -- is reported as such instead of sinking the whole comparison.
+    One-evaluation excursions (a policy evaluated mid-oscillation) are left out of the fits, seed
+    by seed, as a forecast leaves them out of its window; the finals keep them."""
+    fits: dict[str, RunFit] = {}
+    for vr in analysis.variants:
+        if curves[vr.label]:
+            fitted, left = drop_seed_excursions(vr.label, curves[vr.label], hint=False)  # no such option here
+            analysis.notes.extend(left)
+            try:
+                fits[vr.label] = RunFit(vr.label, fitted, fit_seeds(fitted, n_boot=n_boot, seed=seed))
+            except InputError as exc:
+                vr.fit_error = str(exc)
+    return fits
+
+
+def _classify_variants(analysis: StudyAnalysis, fits: dict[str, RunFit], *, n_boot: int, seed: int) -> CompareResult:
+    """Every fitted variant against the base: the class, and whether it agrees with the paper."""
+    base = analysis.base
+    result = CompareResult(runs=list(fits.values()), baseline=base, rule=analysis.spec.rule)
     analysis.compare = result
     for rf in result.runs:
         vr = analysis.variant(rf.label)
-        if rf.label == base.label:
+        if rf.label == base:
             continue
         try:
-            c = classify(rf, fits[base.label], rule=spec.rule, n_boot=n_boot, seed=seed)
+            c = classify(rf, fits[base], rule=analysis.spec.rule, n_boot=n_boot, seed=seed)
         except (InputError, ValueError) as exc:
             vr.fit_error = f"fitted, but the comparison with the base failed: {exc}"
             continue
         result.classifications.append(c)
         vr.classification = c.as_dict()
         vr.agreement = _agreement(Finding(vr.expected, vr.expected_note), vr.expected_better, c)
+    return result
 
-    _common_A_view(analysis, result, n_boot, seed)
-    caveat = one_seed_caveat(result, f"`scalerl study --output {directory} --seeds 3` adds seeds to this study")
+
+def _add_study_notes(analysis: StudyAnalysis, result: CompareResult) -> None:
+    """What the reader must know to trust the table: one seed, ceilings at their bound, unstable
+    variants, extrapolations past the calibrated horizon."""
+    spec, results = analysis.spec, analysis.variants
+    caveat = one_seed_caveat(result, f"`scalerl study --output {analysis.directory} --seeds 3` adds seeds to this study")
     if caveat:
         analysis.notes.append(caveat)
     at_bound = [rf.label for rf in result.runs if rf.fit.A >= 0.999]
@@ -362,14 +389,6 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
         analysis.notes.append(
             f"the pass rates at {spec.extrapolate:g}x the budget lie beyond the horizon the forecast's bands were "
             "calibrated on: their intervals are stretched, not calibrated")
-    for vr in results:
-        if not vr.is_base and vr.classification is None:
-            vr.not_classified = vr.fit_error
-    for v in results:
-        if v.fit_error:
-            analysis.notes.append(f"not fitted: {v.label}: {v.fit_error}")
-    return analysis
-
 
 def _fill_fit(vr: VariantResult, rf: RunFit, at: float, calibration: Calibration | None, seed: int) -> None:
     """``vr``'s own fit (A, B, C_mid and their intervals), its stability and, for a stable run,
