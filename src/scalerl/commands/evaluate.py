@@ -166,42 +166,13 @@ def rounded_final_note(final: str) -> str | None:
 
 
 def run(args) -> int:
-    from scalerl.errors import InputError
     from scalerl.generate.base import SamplingParams
     from scalerl.generate.hf import HFGenerator
     from scalerl.models.loading import load_model
     from scalerl.rl.length import length_controller
-    from scalerl.tasks.registry import get_task
-    from scalerl.tasks.rewards import MAX_WORKERS
-    from scalerl.train.config import TaskConfig
     from scalerl.train.evaluate import eval_bar, evaluate
 
-    run_dir = args.run or _run_of_final(args.model)
-    if run_dir and not args.run:
-        print(f"note: {args.model} is the final model of the run {run_dir}: evaluated with the run's settings (task, "
-              f"data, sets, k, problems, temperature, token budget, length control, seeds), as --run {run_dir} does; "
-              "flags override them", file=sys.stderr)
-    base = _run_settings(run_dir) if run_dir else {}
-    # A flag wins over the run's setting, which wins over the plain default.
-    pick = {key: getattr(args, key) if getattr(args, key) is not None else base.get(key, DEFAULTS.get(key))
-            for key in ("model", "task", "data", "reward", "sets", "k", "problems", "temperature", "max_new_tokens", "seed")}
-    if args.data is None and pick["task"] != base.get("task"):
-        pick["data"] = None  # the run's data file is its task's (--task arithmetic on a math run: "--data is for ...")
-    if pick["model"] is None:  # (checked here: --model may stand in for it)
-        raise InputError(_no_final(args.run))
-    if not 0 <= pick["seed"] < 2**63:  # torch's generator takes 64 bits: a larger one was a traceback
-        raise InputError(f"--seed must be in [0, 2**63), got {pick['seed']}")
-    if pick["max_new_tokens"] is None:
-        pick["max_new_tokens"] = train_budget(pick["model"])
-    if pick["max_new_tokens"] < 1 or not (math.isfinite(pick["temperature"]) and pick["temperature"] >= 0):
-        # (nan passed `< 0` and sampled as if it were 1; inf sampled uniformly: pass rates of nothing)
-        raise InputError(f"--max-new-tokens must be >= 1 and --temperature a finite number >= 0 (0: greedy), got "
-                         f"{pick['max_new_tokens']} and {pick['temperature']}")
-    if pick["k"] < 1 or pick["problems"] < 1:
-        raise InputError("--k and --problems must be >= 1")
-    if args.reward_workers is not None and not 1 <= args.reward_workers <= MAX_WORKERS:
-        raise InputError(f"--reward-workers must be in [1, {MAX_WORKERS}] (worker processes of the reward function), "
-                         f"got {args.reward_workers}")
+    pick, base, run_dir = _chosen_settings(args)
     # On the CPU this command runs on, in fp32 like the trainer there (precision auto): a bf16 final/
     # is upcast (bf16 matmuls are slower on most CPUs, and the run's own evaluations computed in fp32).
     if run_dir and (args.model is None or not args.run):
@@ -209,28 +180,9 @@ def run(args) -> int:
         if note:
             print(note, file=sys.stderr)
     model, tokenizer = load_model(pick["model"], dtype="float32", progress=True)  # a tiny model built here: minutes
-    task_settings = dict(base.get("task_settings", {})) if pick["task"] == base.get("task") else {}
-    task_settings.update(_task_settings(args.overrides))
-    if pick["data"]:
-        task_settings["data"] = pick["data"]
-    if args.data and pick["task"] == "math":  # the file given is the one to evaluate, not a training file's held-out share
-        task_settings["evaluate_only"] = True
-    timeout = base.get("reward_timeout", TaskConfig.reward_timeout)  # the run's, or train's default
-    workers = args.reward_workers if args.reward_workers is not None else base.get("reward_workers",
-                                                                                   TaskConfig.reward_workers)
-    task = get_task(pick["task"], reward=pick["reward"], reward_timeout=timeout, reward_workers=workers,
-                    **task_settings)
-    sets = task.eval_sets()
-    names = list(dict.fromkeys(pick["sets"] or sets))  # (a set named twice was evaluated twice, shown once)
-    unknown = [s for s in names if s not in sets]
-    if unknown:
-        raise InputError(f"task {pick['task']!r} has no evaluation set {unknown[0]!r}; it has: {', '.join(sets)}")
-    problems = {s: list(sets[s])[: pick["problems"]] for s in names}
-    if args.problems is not None:
-        for s in names:
-            if len(sets[s]) < args.problems:
-                print(f"note: set {s} has {len(sets[s])} problems, fewer than --problems {args.problems}: "
-                      f"all {len(sets[s])} are evaluated", file=sys.stderr)
+    task = _eval_task(args, pick, base)
+    problems = _eval_problems(task, pick, args.problems)
+    names = list(problems)
     if pick["temperature"] == 0 and pick["k"] > 1:
         print(f"note: temperature 0 is greedy decoding: each problem is decoded once and counted {pick['k']} "
               f"times, so mean@{pick['k']} = pass@{pick['k']} = the greedy pass rate", file=sys.stderr)
@@ -251,7 +203,82 @@ def run(args) -> int:
         print(json.dumps({"model": pick["model"], "task": pick["task"], "k": pick["k"],
                           "temperature": pick["temperature"], "sets": results, **rewards}, allow_nan=False))
         return 0
-    how = "the run's length control" if length is not None else "plain sampling"
+    _print_results(pick, results, rewards, length is not None)
+    return 0
+
+
+def _chosen_settings(args) -> tuple[dict, dict, str | None]:
+    """What to evaluate and how: a flag wins over the run's setting (``--run``, or ``--model RUN/final``),
+    which wins over the plain default; each checked. Returns (the settings, the run's, the run directory)."""
+    from scalerl.errors import InputError
+    from scalerl.tasks.rewards import MAX_WORKERS
+
+    run_dir = args.run or _run_of_final(args.model)
+    if run_dir and not args.run:
+        print(f"note: {args.model} is the final model of the run {run_dir}: evaluated with the run's settings (task, "
+              f"data, sets, k, problems, temperature, token budget, length control, seeds), as --run {run_dir} does; "
+              "flags override them", file=sys.stderr)
+    base = _run_settings(run_dir) if run_dir else {}
+    pick = {key: getattr(args, key) if getattr(args, key) is not None else base.get(key, DEFAULTS.get(key))
+            for key in ("model", "task", "data", "reward", "sets", "k", "problems", "temperature", "max_new_tokens", "seed")}
+    if args.data is None and pick["task"] != base.get("task"):
+        pick["data"] = None  # the run's data file is its task's (--task arithmetic on a math run: "--data is for ...")
+    if pick["model"] is None:  # (checked here: --model may stand in for it)
+        raise InputError(_no_final(args.run))
+    if not 0 <= pick["seed"] < 2**63:  # torch's generator takes 64 bits: a larger one was a traceback
+        raise InputError(f"--seed must be in [0, 2**63), got {pick['seed']}")
+    if pick["max_new_tokens"] is None:
+        pick["max_new_tokens"] = train_budget(pick["model"])
+    if pick["max_new_tokens"] < 1 or not (math.isfinite(pick["temperature"]) and pick["temperature"] >= 0):
+        # (nan passed `< 0` and sampled as if it were 1; inf sampled uniformly: pass rates of nothing)
+        raise InputError(f"--max-new-tokens must be >= 1 and --temperature a finite number >= 0 (0: greedy), got "
+                         f"{pick['max_new_tokens']} and {pick['temperature']}")
+    if pick["k"] < 1 or pick["problems"] < 1:
+        raise InputError("--k and --problems must be >= 1")
+    if args.reward_workers is not None and not 1 <= args.reward_workers <= MAX_WORKERS:
+        raise InputError(f"--reward-workers must be in [1, {MAX_WORKERS}] (worker processes of the reward function), "
+                         f"got {args.reward_workers}")
+    return pick, base, run_dir
+
+
+def _eval_task(args, pick: dict, base: dict):
+    """The task to evaluate on: the run's settings where it is the run's task, the flags' on top."""
+    from scalerl.tasks.registry import get_task
+    from scalerl.train.config import TaskConfig
+
+    task_settings = dict(base.get("task_settings", {})) if pick["task"] == base.get("task") else {}
+    task_settings.update(_task_settings(args.overrides))
+    if pick["data"]:
+        task_settings["data"] = pick["data"]
+    if args.data and pick["task"] == "math":  # the file given is the one to evaluate, not a training file's held-out share
+        task_settings["evaluate_only"] = True
+    timeout = base.get("reward_timeout", TaskConfig.reward_timeout)  # the run's, or train's default
+    workers = args.reward_workers if args.reward_workers is not None else base.get("reward_workers",
+                                                                                   TaskConfig.reward_workers)
+    return get_task(pick["task"], reward=pick["reward"], reward_timeout=timeout, reward_workers=workers,
+                    **task_settings)
+
+
+def _eval_problems(task, pick: dict, asked: int | None) -> dict[str, list]:
+    """The problems of each evaluation set chosen (``pick["sets"]``, default every set), at most
+    ``pick["problems"]`` each; ``asked``: the --problems flag, said when a set holds fewer."""
+    from scalerl.errors import InputError
+
+    sets = task.eval_sets()
+    names = list(dict.fromkeys(pick["sets"] or sets))  # (a set named twice was evaluated twice, shown once)
+    unknown = [s for s in names if s not in sets]
+    if unknown:
+        raise InputError(f"task {pick['task']!r} has no evaluation set {unknown[0]!r}; it has: {', '.join(sets)}")
+    if asked is not None:
+        for s in names:
+            if len(sets[s]) < asked:
+                print(f"note: set {s} has {len(sets[s])} problems, fewer than --problems {asked}: "
+                      f"all {len(sets[s])} are evaluated", file=sys.stderr)
+    return {s: list(sets[s])[: pick["problems"]] for s in names}
+
+
+def _print_results(pick: dict, results: dict, rewards: dict, length_control: bool) -> None:
+    how = "the run's length control" if length_control else "plain sampling"
     greedy = " (greedy)" if pick["temperature"] == 0 else ""
     print(f"model {pick['model']}, task {pick['task']}, mean@{pick['k']} at temperature {pick['temperature']}{greedy}, "
           f"{how}; ± is the standard error over problems")
@@ -262,7 +289,6 @@ def run(args) -> int:
     if rewards:
         print(f"  reward function {pick['reward']}: {rewards['reward_errors']} errors and "
               f"{rewards['reward_timeouts']} timeouts in {rewards['reward_calls']} calls (each scored -1)")
-    return 0
 
 
 def _check_positions(model, tokenizer, problems: dict, length, max_new_tokens: int) -> None:
