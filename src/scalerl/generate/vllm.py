@@ -5,20 +5,28 @@ the forced interruption.
 Imported only when ``backend.generator=vllm`` (a Ray generator actor on a GPU builds it), so that
 importing scalerl never needs vLLM. Written against vLLM's public engine API (``EngineArgs``,
 ``LLMEngine.add_request/step/abort_request/collective_rpc``, ``SamplingParams`` with
-``RequestOutputKind.DELTA``, ``worker_extension_cls``); see docs/distributed.md for what was and
-was not run.
+``RequestOutputKind.DELTA``, ``worker_extension_cls``). Every call, argument and return shape used
+here and in :mod:`scalerl.generate.vllm_worker` was read against the source of vLLM 0.11.0,
+0.11.2, 0.12.0, 0.14.1, 0.17.1, 0.20.2, 0.23.0, 0.26.0, 0.29.0, 0.31.0, 0.33.0 and 0.34.0; see
+docs/distributed.md for what was and was not run.
 
 How each requirement is met:
 
 **Per-token log-probs in our convention.** ``SamplingParams(logprobs=0)`` returns the sampled
-token's log-prob. Our convention (:mod:`scalerl.generate.sampling`) is fp32
-``log_softmax(logits / T)`` over the full vocabulary. vLLM's default ``logprobs_mode=
-"raw_logprobs"`` is taken *before* temperature; ``"processed_logprobs"`` is taken on the logits
-the sampler draws from -- after temperature and after top-k/top-p masking (vLLM's
-``TopKTopPSampler``). So the engine runs with ``processed_logprobs``, and ``top_p`` must be 1
-(no top-k either): then the two conventions agree exactly (both fp32). ``top_p < 1`` is refused
-with a clear error rather than silently recording a different quantity. (At T = 1 the modes
-coincide anyway.)
+token's log-prob (``CompletionOutput.logprobs[i][token].logprob``: a list of ``{token: Logprob}``
+dicts, or -- with ``flat_logprobs``, 0.11.2 on, off by default -- a ``FlatLogprobs`` indexed the
+same way). Our convention (:mod:`scalerl.generate.sampling`) is fp32 ``log_softmax(logits / T)``
+over the full vocabulary. vLLM's default ``logprobs_mode="raw_logprobs"`` is ``log_softmax`` of
+the model's logits *before* temperature (and before penalties, logit bias, bad words).
+``"processed_logprobs"`` is taken on the logits the sampler draws from: upcast to fp32, logits
+processors and penalties applied (none is active with our parameters), divided by T, then min-p /
+top-k / top-p masking. In 0.11-0.33's ``Sampler`` that is ``TopKTopPSampler``'s ``log_softmax``;
+in the model runner v2 (``VLLM_USE_V2_MODEL_RUNNER=1`` from 0.12, vLLM's own choice where it can
+in later 0.2x-0.33, the only runner in 0.34) the fp32 ``log_softmax`` of ``apply_sampling_params``'
+result, which at T = 1 with no filter is the raw logits themselves. So the engine runs with
+``processed_logprobs`` (pinned, :data:`PINNED_ENGINE_ARGS`), and ``top_p`` must be 1, ``top_k`` 0
+and ``min_p`` 0: then the two conventions agree exactly in every release checked. ``top_p < 1`` is
+refused with a clear error rather than silently recording a different quantity.
 
 **In-flight weight updates, with exact per-token versions.** The engine core runs in this
 process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) with synchronous scheduling, so one
@@ -31,8 +39,8 @@ default: a cached prompt prefix computed by older weights would otherwise enter 
 unrecorded (turn it on with ``backend.generator_options`` if the speed matters more).
 
 **FP32 LM head.** ``hf_overrides={"head_dtype": "float32"}`` (vLLM's own option, honoured for
-generation models since vLLM PR #48390), and on releases that ignore it a patch of each
-``LogitsProcessor`` in the workers (``scalerl_fp32_head``).
+generation models by 0.26; 0.11-0.23 warn and keep the model dtype), and on releases that ignore it
+a patch of each ``LogitsProcessor`` in the workers (``scalerl_fp32_head``).
 
 **Forced interruption.** vLLM cannot call back per token, so each sequence runs in *segments*:
 a request gets ``max_tokens`` = the most tokens its length state allows before it may force a
@@ -55,7 +63,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from scalerl.errors import ConfigError
+from scalerl.errors import ConfigError, ScaleRLError
 from scalerl.generate.base import Completion, InFlightUpdates, LengthController, SamplingParams
 from scalerl.generate.text import completion_texts
 
@@ -83,6 +91,21 @@ class _Sequence:
             self.state.observe(token)
 
 
+#: ``EngineArgs`` fields the generator sets and ``backend.generator_options`` may not change (each
+#: applied where the installed vLLM has the field): ``logprobs_mode`` -- the sampled token's
+#: log-prob of the logits it was drawn from, i.e. after temperature (vLLM's default,
+#: ``raw_logprobs``, is before it); ``worker_extension_cls`` -- the weight loading and the fp32
+#: head; ``async_scheduling`` -- off, so step N returns step N's tokens (on by default in newer
+#: releases); ``stream_interval`` -- 1, so a DELTA output carries this step's tokens only (more
+#: would be labelled with the weights of the last step, and a forced token would come late).
+PINNED_ENGINE_ARGS: dict[str, Any] = {
+    "logprobs_mode": "processed_logprobs",
+    "worker_extension_cls": "scalerl.generate.vllm_worker.WorkerExtension",
+    "async_scheduling": False,
+    "stream_interval": 1,
+}
+
+
 def _row_seed(seed: int | None, row: int, segment: int) -> int | None:
     """Distinct seeds per row (G rows share a prompt) and per segment, reproducible from the call's seed."""
     if seed is None:
@@ -96,6 +119,9 @@ class VLLMGenerator(InFlightUpdates):
     def __init__(self, engine: Any, tokenizer: Any, eos_ids: Sequence[int], *, seed: int = 0, version: int = -1) -> None:
         """Drive an already built engine (:meth:`build` makes one); ``version``: of the weights it holds."""
         self.engine = engine
+        # Prompt + completion may not exceed it: a segment asks for no more, and a sequence that fills
+        # it ends ("length") instead of continuing with a prompt vLLM refuses.
+        self.max_model_len = int(engine.model_config.max_model_len)
         self.tokenizer = tokenizer
         self.eos = set(eos_ids)
         self.version = version
@@ -110,25 +136,37 @@ class VLLMGenerator(InFlightUpdates):
     def build(cls, model_path: str, tokenizer: Any, *, seed: int = 0, dtype: str = "auto", fp32_lm_head: bool = True,
               options: Mapping[str, Any] | None = None) -> "VLLMGenerator":
         """An engine for ``model_path`` (a directory or hub id readable on this machine) set up as the
-        module docstring explains; ``options`` override any ``EngineArgs`` field."""
-        # One engine step per step() call, in this process: the weights of every step are known.
-        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        module docstring explains; ``options`` override any ``EngineArgs`` field but those in
+        :data:`PINNED_ENGINE_ARGS`, which the recorded log-probs and versions depend on."""
+        # One engine step per step() call, in this process: the weights of every step are known. Set,
+        # not defaulted: with the engine core in a background process (vLLM's default, and what a
+        # VLLM_ENABLE_V1_MULTIPROCESSING=1 left in the environment asks for) it steps on its own, and
+        # neither the per-token versions nor an update "between two steps" would hold.
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         try:
             from vllm import EngineArgs, LLMEngine
         except ImportError:
             raise ConfigError("backend.generator=vllm needs vLLM on the generator machines: "
                               "pip install 'scalerl[vllm]'") from None
-        kwargs: dict[str, Any] = {
-            "model": model_path, "dtype": dtype, "seed": seed,
-            "logprobs_mode": "processed_logprobs",
-            "worker_extension_cls": "scalerl.generate.vllm_worker.WorkerExtension",
-            "enable_prefix_caching": False,
-        }
+        fields = EngineArgs.__dataclass_fields__
+        options = dict(options or {})
+        pinned = {name: value for name, value in PINNED_ENGINE_ARGS.items() if name in fields}
+        changed = sorted(name for name in pinned if name in options and options[name] != pinned[name])
+        if changed:
+            raise ConfigError("backend.generator_options may not change " + ", ".join(
+                f"{name} (the vllm generator needs {pinned[name]!r})" for name in changed))
+        kwargs: dict[str, Any] = {"model": model_path, "dtype": dtype, "seed": seed, "enable_prefix_caching": False}
+        kwargs.update(options)
+        kwargs.update(pinned)
         if fp32_lm_head:
-            kwargs["hf_overrides"] = {"head_dtype": "float32"}
-        if "async_scheduling" in EngineArgs.__dataclass_fields__:
-            kwargs["async_scheduling"] = False  # outputs of step N must come back from step N
-        kwargs.update(options or {})
+            # Merged into the user's overrides, not replacing them: the patch that stands in for this
+            # option (older releases) matches one _get_logits signature, and releases that honour
+            # the option need it to skip the patch.
+            overrides = kwargs.get("hf_overrides") or {}
+            if not isinstance(overrides, Mapping):
+                raise ConfigError("backend.generator_options.hf_overrides must be a mapping with recipe.fp32_lm_head "
+                                  "(the fp32 head is set there as head_dtype)")
+            kwargs["hf_overrides"] = {**overrides, "head_dtype": "float32"}
         engine = LLMEngine.from_engine_args(EngineArgs(**kwargs))
         if fp32_lm_head:
             engine.collective_rpc("scalerl_fp32_head")
@@ -223,8 +261,13 @@ class VLLMGenerator(InFlightUpdates):
                     del live[out.request_id]
                     if o.finish_reason == "stop":  # EOS / a stop token the state did not see as one
                         s.reason = "stop"
-                    else:  # the segment's budget ran out before the state decided: continue
+                    elif o.finish_reason == "length":  # the segment's budget (or the context) ran out
                         self._force_and_continue(s, params, live)
+                    else:  # "abort", and newer releases' "error" / "repetition": not ours to continue
+                        if live:
+                            self.engine.abort_request(list(live))
+                        raise ScaleRLError(f"vLLM ended a completion with finish_reason={o.finish_reason!r} "
+                                           f"after {len(s.tokens)} tokens; the batch cannot be completed")
 
     def _finished(self, s: _Sequence, params: SamplingParams, *, eos: bool) -> bool:
         if eos:
@@ -242,7 +285,7 @@ class VLLMGenerator(InFlightUpdates):
             self._finished(s, params, eos=False)
         if s.reason is not None:
             return
-        budget = params.max_new_tokens - len(s.tokens)
+        budget = min(params.max_new_tokens - len(s.tokens), self.max_model_len - len(s.prompt) - len(s.tokens))
         if s.state is not None:
             free_run = getattr(s.state, "free_run", None)
             budget = min(budget, free_run() if free_run is not None else 1)
@@ -253,27 +296,36 @@ class VLLMGenerator(InFlightUpdates):
         from vllm import SamplingParams as VSamplingParams
         from vllm.sampling_params import RequestOutputKind
 
+        # top_k=0 and min_p=0 (the defaults) disable both filters in every release >= 0.11; with
+        # top_p=1 the processed log-probs are exactly log_softmax(logits / T).
         vparams = VSamplingParams(
-            n=1, temperature=params.temperature, top_p=1.0, top_k=-1 if _top_k_minus_one() else 0,
+            n=1, temperature=params.temperature, top_p=1.0, top_k=0, min_p=0.0,
             max_tokens=budget, logprobs=0, seed=_row_seed(params.seed, s.row, s.segment),
             stop_token_ids=sorted(self.eos), ignore_eos=False, detokenize=False,
             output_kind=RequestOutputKind.DELTA,
         )
         s.segment += 1
         request_id = f"scalerl-{next(self._ids)}"
-        self.engine.add_request(request_id, {"prompt_token_ids": s.prompt + s.tokens}, vparams)
+        self.engine.add_request(request_id, _token_prompt(s.prompt + s.tokens), vparams)
         live[request_id] = s
 
 
-def _top_k_minus_one() -> bool:
-    """vLLM spells 'no top-k' as -1 (older releases) or 0 (newer); use whichever it accepts."""
-    from vllm import SamplingParams as VSamplingParams
+#: Constructors of vLLM's already-tokenized engine input ``{"type": "token", "prompt_token_ids":
+#: ...}`` in ``vllm.inputs``, newest name first (``token_inputs`` in 0.11-0.17, ``tokens_input`` by
+#: 0.20). Releases >= 0.17 take such a dict as is; a raw ``{"prompt_token_ids": ...}`` goes through
+#: the renderer, a path they log as deprecated ("will be removed"). Releases before 0.17 read the
+#: dict as a ``TokensPrompt`` (its ``type`` key unused).
+TOKEN_PROMPT_BUILDERS = ("tokens_input", "token_inputs")
 
-    try:
-        VSamplingParams(top_k=-1)
-        return True
-    except Exception:  # noqa: BLE001 - a validation error of whatever type the release raises
-        return False
+
+def _token_prompt(token_ids: list[int]) -> Any:
+    import vllm.inputs
+
+    for name in TOKEN_PROMPT_BUILDERS:
+        build = getattr(vllm.inputs, name, None)
+        if build is not None:
+            return build(token_ids)
+    return {"type": "token", "prompt_token_ids": token_ids}
 
 
 def _eos_ids(tokenizer: Any, model_path: str) -> list[int]:
