@@ -367,6 +367,19 @@ def test_a_sequence_that_fills_the_context_ends_with_length(fake_vllm, max_new):
     assert not engine.requests
 
 
+def test_a_prompt_that_fills_the_context_is_refused_naming_the_setting(fake_vllm):
+    """A prompt at or past max_model_len (set lower than the model's positions in generator_options)
+    was vLLM's own ValueError from add_request, naming no setting: refused before any request."""
+    from scalerl.errors import ConfigError
+
+    engine = FakeEngine(lambda ids, w: 5, layout=fake_vllm, max_model_len=12)
+    gen = VLLMGenerator(engine, FakeTokenizer(), [EOS], version=0)
+    with pytest.raises(ConfigError, match="a prompt of 12 tokens .* max_model_len 12: raise backend.generator_options"):
+        gen.generate([[1, 2], list(range(1, 13))], SamplingParams(max_new_tokens=4, seed=0))
+    assert not engine.log
+    assert len(gen.generate([list(range(1, 12))], SamplingParams(max_new_tokens=4, seed=0))[0].token_ids) == 1
+
+
 def test_an_unknown_finish_reason_fails_the_call(fake_vllm):
     """vLLM 0.34 can end a request "error" or "repetition" (and any release "abort"): neither a stop
     nor a budget, so not continued as one (that could loop); the other requests are aborted."""
@@ -388,7 +401,8 @@ def _engine_args_class(layout):
     fields = [("model", str, None), ("dtype", str, "auto"), ("seed", int, 0), ("logprobs_mode", str, "raw_logprobs"),
               ("worker_extension_cls", str, ""), ("enable_prefix_caching", object, None),
               ("hf_overrides", object, None), ("async_scheduling", object, None), ("enforce_eager", bool, False),
-              ("gpu_memory_utilization", float, 0.9), ("max_model_len", object, None)]
+              ("gpu_memory_utilization", float, 0.9), ("max_model_len", object, None),
+              ("quantization", object, None), ("speculative_config", object, None)]
     if layout == "0.34":
         fields.append(("stream_interval", int, 1))
     return dataclasses.make_dataclass("EngineArgs", [(n, t, dataclasses.field(default=d)) for n, t, d in fields])
@@ -437,6 +451,18 @@ def test_build_refuses_options_that_change_a_pinned_field(fake_build, option):
         VLLMGenerator.build("/m", FakeTokenizer(), options=option)
     assert not fake_build
     VLLMGenerator.build("/m", FakeTokenizer(), options={"logprobs_mode": "processed_logprobs"})  # the same value is fine
+
+
+@pytest.mark.parametrize("option", [{"quantization": "fp8"}, {"speculative_config": {"method": "ngram"}}])
+def test_build_refuses_a_quantized_or_speculative_engine(fake_build, option):
+    """A quantized engine would take the trainer's unquantized weights as they are, and speculative decoding's
+    accepted tokens carry log-probs never checked against the trainer's: refused before an engine is built."""
+    from scalerl.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"may not set {next(iter(option))}"):
+        VLLMGenerator.build("/m", FakeTokenizer(), options=option)
+    assert not fake_build
+    VLLMGenerator.build("/m", FakeTokenizer(), options={"quantization": None})  # vLLM's own default is fine
 
 
 # ----------------------------------------------------------------------------- the worker extension (fake vLLM layers)

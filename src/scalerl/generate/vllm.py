@@ -106,6 +106,16 @@ PINNED_ENGINE_ARGS: dict[str, Any] = {
 }
 
 
+#: ``EngineArgs`` fields ``backend.generator_options`` may not set at all, and why: each would make the
+#: generator's tokens or log-probs something the trainer does not score, or its weight updates wrong.
+REFUSED_ENGINE_ARGS: dict[str, str] = {
+    "quantization": "the trainer's weights are loaded into the engine as they are (model.load_weights), which is "
+                    "right only for an unquantized engine, and a quantized policy's log-probs are not the trained one's",
+    "speculative_config": "tokens a draft model proposes are accepted by rejection sampling whose log-probs were not "
+                          "checked against the trainer's",
+}
+
+
 def _row_seed(seed: int | None, row: int, segment: int) -> int | None:
     """Distinct seeds per row (G rows share a prompt) and per segment, reproducible from the call's seed."""
     if seed is None:
@@ -155,6 +165,10 @@ class VLLMGenerator(InFlightUpdates):
         if changed:
             raise ConfigError("backend.generator_options may not change " + ", ".join(
                 f"{name} (the vllm generator needs {pinned[name]!r})" for name in changed))
+        refused = sorted(name for name in REFUSED_ENGINE_ARGS if options.get(name) not in (None, {}, ""))
+        if refused:
+            raise ConfigError("backend.generator_options may not set " + "; ".join(
+                f"{name}: {REFUSED_ENGINE_ARGS[name]}" for name in refused))
         kwargs: dict[str, Any] = {"model": model_path, "dtype": dtype, "seed": seed, "enable_prefix_caching": False}
         kwargs.update(options)
         kwargs.update(pinned)
@@ -221,6 +235,11 @@ class VLLMGenerator(InFlightUpdates):
                               "trainer's convention (scalerl.generate.sampling); use sampling.top_p=1")
         if not prompts:
             return []
+        longest = max(len(p) for p in prompts)
+        if longest >= self.max_model_len:  # (vLLM's own ValueError named no setting to change)
+            raise ConfigError(f"a prompt of {longest} tokens leaves no room for a completion in vLLM's max_model_len "
+                              f"{self.max_model_len}: raise backend.generator_options.max_model_len (at most the "
+                              "model's positions) or shorten the prompts")
         py_rng = self._py_rng if params.seed is None else random.Random(params.seed)
         seqs = [_Sequence(i, list(p), length_control.start(py_rng) if length_control is not None else None)
                 for i, p in enumerate(prompts)]
