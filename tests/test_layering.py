@@ -121,3 +121,18 @@ def test_the_checker_sees_violations(tmp_path):
                    "def f():\n    from scalerl.study import runner\n")
     assert _imports(src) == {"scalerl.study", "scalerl.study.runner"}
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+
+
+def test_the_trainer_imports_without_the_packages_a_gpu_box_may_lack():
+    """benchmarks/gpu_check.py runs the trainer on a GPU box with torch and transformers only: importing the
+    trainer must not need scipy, matplotlib, peft, ray, ... (the run directory's bookkeeping once reached
+    scipy through the report module -- found only by the extended GPU-check test, not in CI)."""
+    import subprocess
+    import sys
+
+    from tests.test_gpu_check import ABSENT
+
+    code = (f"import sys\nfor name in {ABSENT!r}:\n    sys.modules[name] = None\n"
+            "import scalerl.train.trainer, scalerl.train.launch, scalerl.train.run_directory")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]

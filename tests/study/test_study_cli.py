@@ -93,7 +93,7 @@ def test_a_finished_run_stopped_while_its_report_was_written_gets_its_report_on_
     """A study killed after a run saved final/ but before its own report was written (curve.png,
     sets.png, report.md, report.html) skipped that run as done on every resume: it never got its
     report, and the killed writer's temporary figure stayed in its directory."""
-    from scalerl.train.report import REPORT_FILES
+    from scalerl.train.report_files import REPORT_FILES
 
     spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=10, bootstrap=50)
     plans = write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=5)

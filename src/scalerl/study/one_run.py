@@ -96,7 +96,7 @@ def _report_written(out: Path) -> bool:
     """Whether the run's own report is written, after its log's last row. A study stopped while it
     wrote a finished run's report (``final/`` saved) left the run without one -- or with the one of a
     shorter budget, and a dead figure temporary -- and skipped the run from then on, as done."""
-    from scalerl.train.report import REPORT_FILES, REPORT_HTML
+    from scalerl.train.report_files import REPORT_FILES, REPORT_HTML
 
     try:
         return all((out / name).exists() for name in REPORT_FILES) and \

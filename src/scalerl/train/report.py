@@ -27,10 +27,8 @@ from scalerl.report_text import html_page, html_table, md_fence, md_table, md_te
 from scalerl.runlog import RESUME, has_final_model, read_runlog
 from scalerl.train.collapse import collapse_note, collapsed_steps
 from scalerl.train.config import CALIBRATION_COPY
+from scalerl.train.report_files import CURVE_PNG, REPORT_HTML, REPORT_MD, SETS_PNG
 
-#: The report's files in the run directory: the page, its Markdown twin and its two figures.
-REPORT_HTML, REPORT_MD, CURVE_PNG, SETS_PNG = "report.html", "report.md", "curve.png", "sets.png"
-REPORT_FILES = (REPORT_HTML, REPORT_MD, CURVE_PNG, SETS_PNG)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from scalerl.runlog import FINAL, RUNLOG, read_runlog
 from scalerl.train.config import CALIBRATION_COPY, TrainConfig
 from scalerl.train.loggers import WandbSink
 from scalerl.train.preflight import check_writable
-from scalerl.train.report import REPORT_FILES
+from scalerl.train.report_files import REPORT_FILES
 
 #: The resolved config a run saves (``--resume`` reads it back) and its checkpoints' directory.
 CONFIG, CHECKPOINTS = "config.yaml", "checkpoints"
