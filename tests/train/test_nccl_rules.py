@@ -122,3 +122,20 @@ def test_join_opens_the_object_group_after_the_default_one(monkeypatch):
                      ("new_group", dict(backend="gloo", timeout=collectives.WAIT_TIMEOUT))]
     assert collectives.object_group() == "gloo group"
 
+
+def test_one_gpu_named_for_every_rank_is_refused_before_the_group():
+    """``run.device=cuda:N`` under several ranks put every rank on GPU N, which NCCL refuses (two ranks
+    on one GPU); gloo on CPU never minded. Refused as a config problem, before any process group."""
+    from scalerl.errors import ConfigError
+    from scalerl.train.config import TrainConfig, group_problems
+    from scalerl.train.launch import run_rank
+
+    cfg = TrainConfig()
+    cfg.run.device = "cuda:1"
+    assert any("names one GPU for every trainer rank" in p for p in group_problems(cfg, 2))
+    assert group_problems(cfg, 1) == []
+    cfg.run.device = "cuda"
+    assert group_problems(cfg, 2) == []
+    cfg.run.device = "cuda:0"
+    with pytest.raises(ConfigError, match="names one GPU for every trainer rank"):  # (torchrun: before joining)
+        run_rank(cfg, resume=False, rank=1, world=2, local_rank=1, init_method="tcp://127.0.0.1:1")

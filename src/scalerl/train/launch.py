@@ -40,8 +40,8 @@ from scalerl import errors
 from scalerl.errors import RunInterrupted, ScaleRLError, interrupt_status
 from scalerl.parent_death import die_with_parent, from_lasting_thread
 from scalerl.stop_signals import StopLatch, raise_terminated, sigterm_when_set
-from scalerl.train.config import TrainConfig
 from scalerl.train.collectives import barrier, forget_object_group, open_object_group
+from scalerl.train.config import TrainConfig, group_problems
 from scalerl.train.distributed import Rank, backend_for, device_for, env_rank, follow, make_group, rank_threads
 
 
@@ -97,6 +97,9 @@ def run_rank(cfg: TrainConfig, *, resume: bool, rank: int | None = None, world: 
             raise TrainerGroupError("run_rank: no RANK / WORLD_SIZE in the environment (start it with torchrun)")
         rank, world, local_rank = found
     assert world is not None
+    problems = group_problems(cfg, world)  # before the group: NCCL refuses some (one GPU named for every rank) at once
+    if problems:
+        raise errors.ConfigError("; ".join(problems))
     device = device_for(cfg.run.device, local_rank or 0)  # (a GPU selected before the group: NCCL binds to it)
     _join_group(device, init_method, rank, world)
     me = Rank(rank, world, device)
