@@ -15,8 +15,8 @@
   an evaluation, writing ``final/`` -- killed the other ranks. On gloo the wait is plain TCP,
   bounded by :data:`WAIT_TIMEOUT`.
 
-A rank that dies closes its gloo connections, so the others fail at once instead of waiting out
-:data:`WAIT_TIMEOUT`; ``scalerl train --nproc`` and torchrun also stop the whole group when one
+A rank whose process dies closes its gloo connections, so the others fail at once instead of
+waiting out :data:`WAIT_TIMEOUT`; ``scalerl train --nproc`` and torchrun also stop the whole group when one
 rank exits. Across machines gloo must reach the other machines: it uses the address this
 machine's host name resolves to, or the interface ``GLOO_SOCKET_IFNAME`` names.
 """
