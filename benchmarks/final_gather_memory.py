@@ -48,12 +48,14 @@ def _rank(rank: int, world: int, port: int, way: str, hidden: int, layers: int, 
     import torch.distributed as dist
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
+    from scalerl.train.collectives import forget_object_group, open_object_group
     from scalerl.train.distributed import Rank, TrainerGroup, follow, shard
     from scalerl.train.policy import _save_model
     from scalerl.train.precision import FULL
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    open_object_group()  # the orders go through it, as in a run
     try:
         cpu = torch.device("cpu")
         model = _model(hidden, layers, torch.float32)  # the fp32 master weights, sharded below
@@ -82,6 +84,7 @@ def _rank(rank: int, world: int, port: int, way: str, hidden: int, layers: int, 
                 group.stop()
     finally:
         dist.destroy_process_group()
+        forget_object_group()
 
 
 def _free_port() -> int:

@@ -24,6 +24,10 @@ Stages, each printing one line per figure (and appending them to $OUT/gpu_check.
    against stage 3's (head whole; same seed) on the steps that sampled the same completions;
    **fsdp-fp32**: a shorter pair (a quarter of the steps) in fp32 compute, one process and one
    rank, whose generators hold the same weights, so every step's loss compares;
+4b. **groups**: a one-rank trainer group joined as ``--nproc`` joins it -- NCCL bound to the GPU
+   (``device_id``), the gloo group for objects and waits beside it -- an order, a barrier and the
+   lockstep all-reduce through them, and a sharded checkpoint (DCP planned on gloo, CUDA shards)
+   saved and loaded back: the largest weight difference (0). One rank: two NCCL ranks need two GPUs;
 5. **logits**: peak device memory of one update's scoring pass (forward + backward, FP32 head,
    bf16 autocast) of 4 x 2,048-token completions with a 151,936-token vocabulary, the LM head in
    one piece against ``run.logits_budget_mb`` 256 (``scalerl.generate.head_chunks``), and the
@@ -230,6 +234,57 @@ def train_fsdp(directory: Path, work: Path, device: torch.device, tiny: bool, st
         f"(of {len(losses)}; the others sampled different completions)")
 
 
+def nccl_groups(directory: Path, work: Path, device: torch.device) -> None:
+    """A one-rank trainer group joined as ``--nproc`` / torchrun join it (``launch._join_group``):
+    the default group's backend and bound GPU, the gloo object group beside it, an order and a
+    barrier through that group, the lockstep all-reduce on the GPU, and a sharded checkpoint (DCP,
+    planned on the gloo group, the data CUDA shards) saved and read back into scrambled shards.
+    One rank only: two NCCL ranks need two GPUs (NCCL refuses two ranks on one), so nothing here
+    proves what only crosses GPUs (docs/distributed.md, "NCCL")."""
+    import torch.distributed as dist
+
+    from scalerl.train.collectives import barrier, object_group
+    from scalerl.train.distributed import Rank, TrainerGroup, shard
+    from scalerl.train.launch import _join_group, leave_group
+    from scalerl.train.precision import FULL
+    from scalerl.train.shard_generation import any_rank
+    from scalerl.models.loading import load_model
+    from scalerl.train.config import TrainConfig
+    from scalerl.train.update import build_optimizer
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.perf_counter()
+    rank_device = torch.device("cuda", 0) if device.type == "cuda" else device
+    _join_group(rank_device, f"tcp://127.0.0.1:{port}", 0, 1)
+    clean = False
+    try:
+        backend, bound = dist.get_backend(), getattr(dist.group.WORLD, "bound_device_id", None)
+        objects = dist.get_backend(object_group())
+        box = [("stop", ())]
+        dist.broadcast_object_list(box, src=0, group=object_group())
+        barrier()
+        flag = any_rank(True, rank_device)
+        model, _ = load_model(str(directory), dtype=torch.float32)
+        want = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        shard(model, FULL, fp32_root=True, world=1, device=rank_device)
+        optimizer, scheduler = build_optimizer(model, TrainConfig().recipe)
+        group = TrainerGroup(model, optimizer, scheduler, None, FULL, Rank(0, 1, rank_device), {})
+        group.save_shards(work / "nccl-shards")
+        with torch.no_grad():
+            for p in model.parameters():
+                p.zero_()
+        group.load_shards(work / "nccl-shards", False, scheduler.state_dict())
+        got = group.full_weights(torch.float32)
+        worst = max((got[k].float() - v.float()).abs().max().item() for k, v in want.items())
+        clean = True
+    finally:
+        leave_group(clean=clean)
+    say(f"groups: default {backend} bound to {bound}, object group {objects}; order {box[0][0]!r}, barrier and lockstep all-reduce ({flag}) ok; sharded checkpoint saved and "
+        f"loaded, largest weight difference {worst:.1e} ({time.perf_counter() - t0:.1f}s, one rank)")
+
+
 def logits_memory(device: torch.device, tiny: bool) -> None:
     """Stage 5: the scoring pass's peak memory with the LM head whole and in chunks."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
@@ -389,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tiny", action="store_true", help="a 2-layer model and short runs (the dry mode)")
     p.add_argument("--steps", type=int, default=None, help="training steps per run (default: 20; --tiny: 2)")
     p.add_argument("--stages",
-                   default="model,logprobs,train,train-cudnn,fsdp,fsdp-fp32,logits,decode,sdpa,activations")
+                   default="model,logprobs,train,train-cudnn,fsdp,fsdp-fp32,groups,logits,decode,sdpa,activations")
     args = p.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -427,6 +482,8 @@ def main(argv: list[str] | None = None) -> int:
         # model, so both runs sample the same completions and every step's loss compares.
         train_fsdp(directory, work, device, args.tiny, short, train_once(directory, work, device, args.tiny, short, "fp32"),
                    compute="fp32")
+    if "groups" in stages:
+        nccl_groups(directory, work, device)
     if "logits" in stages:
         logits_memory(device, args.tiny)
     if "decode" in stages:

@@ -6,7 +6,9 @@
 #      the same run as a one-rank FSDP2 trainer group on NCCL (what --nproc N runs per GPU); samples/s.
 #      Then the LM head whole vs in chunks (peak memory), the decode loop all rows vs a few at a time,
 #      and the activation probe's prediction against the allocator's peak; bf16 training and decoding
-#      with cuDNN's attention kernel allowed and off; an fp32 FSDP pair that compares step by step.
+#      with cuDNN's attention kernel allowed and off; an fp32 FSDP pair that compares step by step; a one-rank
+#      group joined as --nproc joins it (NCCL bound to the GPU, the gloo object group, a sharded checkpoint).
+#      One GPU: no check here runs two NCCL ranks (that needs two GPUs; docs/distributed.md says what is unproven).
 #      (On one H200 the whole script took 324 s, part 2 about 150 s of it; the stages added since
 #      then are estimated at ~100 s more, hence part 1's 480 s limit.)
 #   2. mixed precision (was gpu_precision_check.sh): benchmarks/mixed_precision.py on CUDA and short

@@ -38,6 +38,10 @@ def test_gpu_check_dry_mode_runs_without_optional_packages(tmp_path):
     assert len(moved) == 5 and min(moved) > 99.0  # bf16 checkpoint, fp32 masters: every weight moves
     # bf16 again with cuDNN's attention allowed (on a GPU then off too; on a CPU the switch changes nothing).
     assert len(re.findall(r"train bf16, cuDNN attention allowed one process: 1 step in", text)) == 1
+    # A one-rank group joined as --nproc joins it: the gloo object group beside the default one, and a
+    # sharded checkpoint planned through it read back exactly.
+    assert re.search(r"groups: default gloo bound to None, object group gloo; .* largest weight difference 0\.0e\+00",
+                     text)
     gap = re.search(r"bf16 FSDP2 .* loss gap to one process ([0-9.e+-]+) over (\d+) steps \(of (\d+);", text)
     # FSDP's bf16 casts vs autocast, on the steps that trained on the same completions (at least one).
     assert gap and int(gap.group(3)) == 2 and int(gap.group(2)) >= 1 and float(gap.group(1)) < 1e-2

@@ -77,10 +77,16 @@ def _in_group(rank, target, world, port, args, box):
     then leave the group as a trainer rank does (together on success)."""
     import torch.distributed as dist
 
+    from scalerl.train.collectives import open_object_group
     from scalerl.train.launch import leave_group
+
+    from .collective_rules import CollectiveRules
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    open_object_group()
+    # Every collective scalerl makes, checked against NCCL's rules as it is made (collective_rules.py).
+    CollectiveRules(torch.device("cpu")).install()
     clean = False
     try:
         target(rank, world, *args, box)

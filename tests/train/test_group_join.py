@@ -101,8 +101,8 @@ def test_a_rank_waiting_for_an_absent_rank_0_says_so(tmp_path):
     with socket.socket() as s:  # a port nobody listens on (bound, never listening, then closed)
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    code = ("import scalerl.train.launch as launch; launch.GROUP_WAIT_NOTE_S = 0.5; "
-            f"launch._join_group('gloo', 'tcp://127.0.0.1:{port}', 1, 2)")
+    code = ("import torch, scalerl.train.launch as launch; launch.GROUP_WAIT_NOTE_S = 0.5; "
+            f"launch._join_group(torch.device('cpu'), 'tcp://127.0.0.1:{port}', 1, 2)")
     err = tmp_path / "err"
     with open(err, "w") as sink:
         proc = subprocess.Popen([sys.executable, "-c", code], stderr=sink)

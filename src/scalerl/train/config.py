@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -447,6 +448,10 @@ def group_problems(cfg: TrainConfig, world: int) -> list[str]:
         problems.append("LoRA (model.lora.rank > 0) trains in one process: drop --nproc or model.lora.rank")
     if cfg.precision.compute in ("fp16", "float16", "half"):
         problems.append("fp16 loss scaling is not sharded across processes: use precision.compute=bf16 with --nproc")
+    if re.fullmatch(r"cuda:\d+", cfg.run.device.strip()):
+        # Every rank would take that one GPU, and NCCL refuses two ranks on one GPU.
+        problems.append(f"run.device={cfg.run.device} names one GPU for every trainer rank: use run.device=cuda (each "
+                        "rank takes cuda:<its LOCAL_RANK>; CUDA_VISIBLE_DEVICES chooses which GPUs)")
     b = cfg.backend
     if (cfg.run.generate_on_shards and cfg.recipe.off_policy.pipeline == "pipeline-rl-k" and b.name == "local"
             and b.workers == "threads"):

@@ -5,7 +5,10 @@ single-process run -- run directory, generators, evaluation, run log, progress b
 checkpoints -- and every rank holds an FSDP shard of the parameters, gradients and AdamW
 state. Whenever rank 0 needs the other ranks (a policy update, a checkpoint, a resume, the
 end) it broadcasts an *order* -- a method name and its arguments -- and ranks > 0, which run
-:func:`follow`, call the same method of their own :class:`TrainerGroup`.
+:func:`follow`, call the same method of their own :class:`TrainerGroup`. Orders, like every
+Python object and wait that crosses ranks, go through a gloo group beside the default (NCCL on
+GPUs) one; tensors through the default group, on each rank's own device
+(:mod:`scalerl.train.collectives` says why).
 
     group = TrainerGroup(model, optimizer, scheduler, components, precision, rank=0, world=2, ...)
     result = group.update(batch.groups, version)    # every rank: its share of the micro-batches
@@ -58,6 +61,7 @@ from scalerl.generate.base import Completion, LengthController, SamplingParams
 from scalerl.rl.components import RecipeComponents
 from scalerl.rollout.groups import Group
 from scalerl.train.checkpoint import verify_shards
+from scalerl.train.collectives import object_group
 from scalerl.train.config import TrainConfig, group_problems
 from scalerl.train.precision import MASTER_DTYPE, Precision
 from scalerl.train.share import Share, full_value
@@ -147,12 +151,13 @@ class TrainerGroup:
     def _order(self, name: str, *args: Any) -> None:
         """Rank 0: tell the other ranks to call ``name(*args)`` (they are waiting in :func:`follow`)."""
         if self.rank.leader and self.rank.world > 1:
-            dist.broadcast_object_list([(name, args)], src=0)
+            dist.broadcast_object_list([(name, args)], src=0, group=object_group())
 
     def receive(self) -> tuple[str, tuple]:
-        """Ranks > 0: the next order."""
+        """Ranks > 0: the next order. On the gloo group (:mod:`scalerl.train.collectives`): the wait
+        lasts as long as rank 0 works alone, which under NCCL's watchdog could not pass 10 minutes."""
         box: list[Any] = [None]
-        dist.broadcast_object_list(box, src=0)
+        dist.broadcast_object_list(box, src=0, group=object_group())
         return box[0]
 
     # ---- what every rank does ----------------------------------------------------------------
@@ -209,7 +214,8 @@ class TrainerGroup:
         # first real update came out 0.745x the single-process one). Nothing to save then.
         if self.optimizer.state:
             state["optimizer"] = get_optimizer_state_dict(self.model, self.optimizer)
-        dcp.save(state, checkpoint_id=path)
+        # The planning (which rank writes what, the metadata) is objects: on the gloo group.
+        dcp.save(state, checkpoint_id=path, process_group=object_group())
         if self.rank.leader:
             try:
                 verify_shards(path)
@@ -231,7 +237,7 @@ class TrainerGroup:
         state: dict[str, Any] = {"model": get_model_state_dict(self.model)}
         if has_optimizer:
             state["optimizer"] = get_optimizer_state_dict(self.model, self.optimizer)
-        dcp.load(state, checkpoint_id=path)
+        dcp.load(state, checkpoint_id=path, process_group=object_group())
         set_model_state_dict(self.model, state["model"])
         if has_optimizer:
             set_optimizer_state_dict(self.model, self.optimizer, state["optimizer"])
@@ -248,7 +254,7 @@ class TrainerGroup:
         set_model_state_dict(self.model, state.get("model", {}), options=options)
         shared = [state.get("scheduler"), state.get("optimizer") is not None]
         if self.rank.world > 1:
-            dist.broadcast_object_list(shared, src=0)
+            dist.broadcast_object_list(shared, src=0, group=object_group())
         scheduler, has_optimizer = shared
         if has_optimizer:
             set_optimizer_state_dict(self.model, self.optimizer, state.get("optimizer") or {}, options=options)
@@ -376,11 +382,6 @@ def broadcast_initial_weights(model: torch.nn.Module, full: dict[str, torch.Tens
             if sent is not buffer:
                 with torch.no_grad():
                     buffer.copy_(sent)
-
-
-def barrier() -> None:
-    """Wait for every rank (rank 0 loads the model first; the others load it after this)."""
-    dist.barrier()
 
 
 def rank_threads(threads: int | None, rank: Rank) -> int | None:

@@ -5,7 +5,8 @@
 
 ``launch`` starts ``run.nproc`` processes with ``torch.multiprocessing.start_processes``
 (spawn), which joins them and stops the others when one fails; each joins the process group
-(gloo on the CPU, NCCL on GPUs; a free TCP port on 127.0.0.1) and runs :func:`run_rank`:
+(gloo on the CPU, NCCL on GPUs, each rank's GPU bound to it; a free TCP port on 127.0.0.1) and a
+gloo group for objects and waits (:mod:`scalerl.train.collectives`), and runs :func:`run_rank`:
 rank 0 the :class:`~scalerl.train.trainer.Trainer`, the others
 :func:`scalerl.train.distributed.follow`. A user-facing error in a rank (bad data, a budget the
 model cannot hold) comes back as the same one-line error in the launching process. SIGTERM to
@@ -39,8 +40,9 @@ from scalerl import errors
 from scalerl.errors import RunInterrupted, ScaleRLError, interrupt_status
 from scalerl.parent_death import die_with_parent, from_lasting_thread
 from scalerl.stop_signals import StopLatch, raise_terminated, sigterm_when_set
-from scalerl.train.config import TrainConfig
-from scalerl.train.distributed import Rank, backend_for, barrier, device_for, env_rank, follow, make_group, rank_threads
+from scalerl.train.collectives import barrier, forget_object_group, open_object_group
+from scalerl.train.config import TrainConfig, group_problems
+from scalerl.train.distributed import Rank, backend_for, device_for, env_rank, follow, make_group, rank_threads
 
 
 class TrainerGroupError(ScaleRLError):
@@ -65,7 +67,8 @@ def leave_group(*, clean: bool) -> None:
     """
     if clean:
         barrier()
-    dist.destroy_process_group()
+    dist.destroy_process_group()  # every group, the object group's too
+    forget_object_group()
     gc.collect()
 
 
@@ -94,8 +97,11 @@ def run_rank(cfg: TrainConfig, *, resume: bool, rank: int | None = None, world: 
             raise TrainerGroupError("run_rank: no RANK / WORLD_SIZE in the environment (start it with torchrun)")
         rank, world, local_rank = found
     assert world is not None
-    device = device_for(cfg.run.device, local_rank or 0)
-    _join_group(backend_for(device), init_method, rank, world)
+    problems = group_problems(cfg, world)  # before the group: NCCL refuses some (one GPU named for every rank) at once
+    if problems:
+        raise errors.ConfigError("; ".join(problems))
+    device = device_for(cfg.run.device, local_rank or 0)  # (a GPU selected before the group: NCCL binds to it)
+    _join_group(device, init_method, rank, world)
     me = Rank(rank, world, device)
     clean = False
     try:
@@ -114,24 +120,27 @@ GROUP_WAIT_NOTE_S = 60.0
 """Seconds a rank > 0 waits for rank 0 before it says so (ranks of a large model start seconds apart)."""
 
 
-def _join_group(backend: str, init_method: str, rank: int, world: int) -> None:
-    """``dist.init_process_group``, a port that cannot be listened on (another program holds it)
-    said in one line with what to do, not torch's DistNetworkError traceback. A rank > 0 that has
-    waited :data:`GROUP_WAIT_NOTE_S` for rank 0 says so once: torch retries in silence for its
-    default 30 minutes (a rank 0 that never started, a MASTER_ADDR this machine cannot reach)."""
+def _join_group(device: torch.device, init_method: str, rank: int, world: int) -> None:
+    """``dist.init_process_group`` on ``device``'s backend (:func:`group_options`), then the gloo group
+    for objects and waits (:mod:`scalerl.train.collectives`). A port that cannot be listened on
+    (another program holds it) said in one line with what to do, not torch's DistNetworkError
+    traceback. A rank > 0 that has waited :data:`GROUP_WAIT_NOTE_S` for rank 0 says so once: torch
+    retries in silence for its default timeout, 30 minutes (10 under NCCL) (a rank 0 that never
+    started, a MASTER_ADDR this machine cannot reach)."""
     import threading
 
     where = init_method if init_method != "env://" else \
         f"MASTER_ADDR:MASTER_PORT {os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
+    options = group_options(device)
     waiting = threading.Timer(GROUP_WAIT_NOTE_S, lambda: print(
         f"note: trainer rank {rank} of {world} has waited {GROUP_WAIT_NOTE_S:g} s for rank 0 at {where}; check "
         f"that rank 0 runs and that this machine reaches it (torch gives up after "
-        f"{dist.constants.default_pg_timeout.total_seconds() / 60:g} minutes)", file=sys.stderr, flush=True))
+        f"{_join_timeout(options['backend']).total_seconds() / 60:g} minutes)", file=sys.stderr, flush=True))
     waiting.daemon = True  # (never keeps a stopped rank alive)
     if rank > 0:
         waiting.start()
     try:
-        dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world)
+        dist.init_process_group(init_method=init_method, rank=rank, world_size=world, **options)
     except dist.DistNetworkError as exc:
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         taken = "EADDRINUSE" in first or "address already in use" in first
@@ -145,6 +154,40 @@ def _join_group(backend: str, init_method: str, rank: int, world: int) -> None:
                                 f"{first}; {fix}") from None
     finally:
         waiting.cancel()
+    _open_object_group(rank, world)
+
+
+def group_options(device: torch.device) -> dict[str, Any]:
+    """``init_process_group``'s backend, and on a GPU its ``device_id``: the rank's own GPU, bound to
+    the group. NCCL then forms its communicator at once on that GPU (an NCCL problem shows at the
+    start, not at the first update), and a collective with no tensor of its own (a barrier) uses
+    that GPU: torch's last guess otherwise is the global rank modulo the GPUs visible, another
+    rank's GPU where a machine runs fewer ranks than it has GPUs (4 ranks a machine on 8-GPU
+    machines: rank 5, the second machine's second, would take GPU 5)."""
+    options: dict[str, Any] = {"backend": backend_for(device)}
+    if device.type == "cuda":
+        options["device_id"] = device
+    return options
+
+
+def _join_timeout(backend: str) -> Any:
+    """How long torch waits for the group's rendezvous: its default timeout, NCCL's (10 minutes) or
+    the others' (30)."""
+    nccl = dist.constants.default_pg_nccl_timeout if backend == "nccl" else None
+    return nccl or dist.constants.default_pg_timeout
+
+
+def _open_object_group(rank: int, world: int) -> None:
+    """The gloo group beside the default one, said in one line when gloo cannot connect: across
+    machines it uses the address the host name resolves to, which can be a loopback one."""
+    try:
+        open_object_group()
+    except (RuntimeError, dist.DistError) as exc:
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise TrainerGroupError(f"trainer rank {rank} of {world} joined the process group but not its gloo group "
+                                f"(Python objects and waits go through gloo, on every backend): {first}; across "
+                                "machines set GLOO_SOCKET_IFNAME to the network interface the machines reach each "
+                                "other on") from None
 
 
 def prepare_rank(stop: StopLatch) -> None:

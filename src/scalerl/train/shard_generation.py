@@ -27,6 +27,7 @@ import torch
 import torch.distributed as dist
 
 from scalerl.generate.base import Completion, Generator, LengthController, SamplingParams, ScheduledUpdates
+from scalerl.train.collectives import object_group
 
 if TYPE_CHECKING:
     from scalerl.train.distributed import TrainerGroup
@@ -36,7 +37,9 @@ RANK_SEED_STRIDE = 1_000_003
 
 
 def any_rank(flag: bool, device: torch.device) -> bool:
-    """Whether ``flag`` holds on any rank of the process group (every rank must call it)."""
+    """Whether ``flag`` holds on any rank of the process group (every rank must call it). A tensor
+    collective on ``device``, the rank's own (NCCL takes no CPU tensor): it runs between two decode
+    steps of the sharded model, whose all-gathers are on the same group and device."""
     t = torch.tensor([1 if flag else 0], device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return bool(t.item())
@@ -63,7 +66,8 @@ def generate_share(generator: Generator, prompts: Sequence[Sequence[int]], param
     mine = generator.generate([prompts[i] for i in rows] or [prompts[0]], rank_params(params, rank), length_control)
     mine = mine if rows else []  # a stand-in's completion is dropped
     gathered: list[Any] | None = [None] * world if rank == 0 else None
-    dist.gather_object(mine, gathered, dst=0)
+    # Completions are Python objects: on the gloo group, not pickled into a GPU tensor (NCCL's way).
+    dist.gather_object(mine, gathered, dst=0, group=object_group())
     if gathered is None:
         return None
     out: list[Completion | None] = [None] * len(prompts)

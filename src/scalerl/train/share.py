@@ -14,6 +14,8 @@ from typing import Any, Sequence
 
 import torch.distributed as dist
 
+from scalerl.train.collectives import object_group
+
 
 @dataclass(frozen=True)
 class Share:
@@ -29,11 +31,12 @@ class Share:
         return mine, math.ceil(len(micro_batches) / self.world)
 
     def merge(self, local: dict[str, Any]) -> list[dict[str, Any]]:
-        """Every rank's ``local`` statistics (one per rank); just ``[local]`` in one process."""
+        """Every rank's ``local`` statistics (one per rank); just ``[local]`` in one process. Plain
+        Python numbers: on the gloo group, never through a GPU (:mod:`scalerl.train.collectives`)."""
         if self.world == 1:
             return [local]
         out: list[Any] = [None] * self.world
-        dist.all_gather_object(out, local)
+        dist.all_gather_object(out, local, group=object_group())
         return out
 
 

@@ -59,7 +59,8 @@ from scalerl.train.closing import close_each
 from scalerl.train.collapse import COLLAPSE_STEPS, collapse_note
 from scalerl.train.compute import ComputeMeter
 from scalerl.train.config import CALIBRATION_COPY, TrainConfig, eval_engine
-from scalerl.train.distributed import Rank, TrainerGroup, barrier, make_group, rank_threads
+from scalerl.train.collectives import barrier
+from scalerl.train.distributed import Rank, TrainerGroup, make_group, rank_threads
 from scalerl.models.lora import base_changed, base_digest, generator_copy, has_lora
 from scalerl.train.evaluate import eval_bar, evaluate
 from scalerl.train.loggers import make_sinks
