@@ -18,7 +18,6 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from scalerl.atomic_files import write_text_atomically
 from scalerl.commands._curve_args import (add_data_args, axes_per_path, distinct_cuts, finite_json, parse_fit_from,
                                           parse_r0, progress_bar, read_kwargs, table, writable_file)
 from scalerl.curves.io import METRIC_SEP
@@ -54,6 +53,7 @@ def run(args) -> int:
     import math
 
     from scalerl.curves import read_curves
+    from scalerl.curves.bands import write_calibration
     from scalerl.curves.calibrate import calibrate, training
 
     if any(not 0 < f < 1 for f in args.cuts):
@@ -85,8 +85,7 @@ def run(args) -> int:
     finally:
         if bar is not None:
             bar.close()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomically(out, json.dumps(result.calibration.as_dict(), indent=2) + "\n")
+    write_calibration(result.calibration, out)
     base, new, loro = result.check_base(), result.calibration, result.check_new()
     # Each log given apart (a source, a framework) scored with the factors from the others: what
     # the factors are worth on runs unlike those they were made on. Logs of one run each (a directory

@@ -188,7 +188,8 @@ def backtest(
     """
     check_curve(curve, "backtest")
     if (cut is None) == (cut_fraction is None):
-        raise InputError("give exactly one of --cut (compute) or --cut-fraction (0..1)")
+        raise InputError("give exactly one of --cut (compute) or --cut-fraction (0..1) (from Python: backtest(curve, "
+                         "cut=C) or backtest(curve, cut_fraction=F))")
     if cut_fraction is not None:
         if not 0.0 < cut_fraction < 1.0:
             raise InputError(f"--cut-fraction must be in (0, 1), got {cut_fraction}")

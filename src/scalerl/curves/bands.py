@@ -53,6 +53,7 @@ from pathlib import Path
 import numpy as np
 from scipy.special import ndtri, stdtrit
 
+from scalerl.atomic_files import write_text_atomically
 from scalerl.curves.ensemble import MEMBERS
 from scalerl.errors import InputError
 
@@ -113,6 +114,19 @@ class Calibration:
 def default_calibration() -> Calibration:
     """The shipped calibration (``calibration.json`` next to this module)."""
     return Calibration.from_dict(json.loads(CALIBRATION_FILE.read_text()))
+
+
+def write_calibration(calibration: Calibration, path) -> Path:
+    """Write ``calibration`` as the JSON file :func:`read_calibration` (``--calibration FILE``,
+    ``forecast.calibration``) reads -- what ``scalerl calibrate --output FILE`` writes; atomically,
+    so a kill mid-write leaves the previous file. From Python it was ``json.dumps(cal.as_dict())``
+    by hand, and a file written so was not atomic."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path} is a directory; give a file name (e.g. {path / 'calibration.json'})")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomically(path, json.dumps(calibration.as_dict(), indent=2) + "\n")
+    return path
 
 
 def read_calibration(path, *, level: float | None = None) -> Calibration:

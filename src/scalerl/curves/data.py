@@ -110,7 +110,9 @@ class Curve:
             raise InputError(
                 f"run {name!r}{where}: {y_name!r} has values outside [0, 1] (e.g. {bad:g}); "
                 "a pass rate must be a fraction -- for percentages pass --y-scale 0.01; a metric that is not a pass "
-                "rate (a mean reward of +1 / -1, a score) fits with --unbounded (A then is not capped at 1)"
+                "rate (a mean reward of +1 / -1, a score) fits with --unbounded (A then is not capped at 1); from "
+                "Python: read_curve(..., y_scale=0.01) or y / 100, and bounded=False (then forecast(..., A_max=math.inf, "
+                "y_floor=-math.inf))"
             )
         shared = shared_x_note(x, y, x_name)
         notes = (*notes, shared) if shared else tuple(notes)

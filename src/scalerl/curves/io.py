@@ -526,5 +526,7 @@ def read_curve(path, x: str, y: str, *, run: str | None = None, **kwargs) -> Cur
     curves = read_curves(path, x, y, run=run, **kwargs)
     if len(curves) > 1:
         names = ", ".join(repr(c.name) for c in curves)
-        raise InputError(f"{path}: holds {len(curves)} runs ({names}); choose one with --run NAME")
+        # Said for both callers: the command line's flag, and read_curve's keyword (a notebook has no --run).
+        raise InputError(f"{path}: holds {len(curves)} runs ({names}); choose one with --run NAME "
+                         "(from Python: read_curve(..., run=NAME), or read_curves for all of them)")
     return curves[0]
