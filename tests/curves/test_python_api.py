@@ -62,3 +62,55 @@ def test_errors_name_the_python_keyword(tmp_path):
         backtest(c)
     with pytest.raises(InputError, match=r"--y-scale 0.01.*bounded=False"):
         Curve.from_arrays([0, 1], [10, 20])
+
+
+def _score_curve(seed: int, A: float = 7.5, C_mid: float = 400.0, name: str = "score") -> Curve:
+    """A metric that is no pass rate: a score from 1 to ~7.5 (a judge's 0-10 scale), read unbounded."""
+    rng = np.random.default_rng(seed)
+    x = np.r_[0.0, np.linspace(50, 3000, 30)]
+    y = 1.0 + (A - 1.0) / (1 + (C_mid / np.maximum(x, 1e-9)) ** 1.5) + rng.normal(0, 0.05, x.size)
+    y[0] = 1.0
+    return Curve.from_arrays(x, y, name=name, bounded=False)
+
+
+def test_a_curve_read_unbounded_is_fitted_without_a_cap_by_default():
+    """A Curve read with bounded=False was fitted with A capped at 1 unless the caller also passed
+    A_max=inf, y_floor=-inf: a score up to 7.5 came out A = 1.000 with only a warning. The fits,
+    the bootstrap, the forecast, the power law and a comparison now take the curve's own bounds."""
+    from scalerl.curves import compare, fit_power_law, fit_sigmoid, forecast
+
+    curve = _score_curve(0)
+    fit = fit_sigmoid(curve)
+    assert fit.A == pytest.approx(7.5, abs=0.3) and fit.A_max == np.inf
+    assert not any("upper bound" in w for w in fit.warnings)
+    assert fit_power_law(curve).law.A > 5
+    fc = forecast(curve, fit_until=1500, n_boot=100)
+    assert fc.fit.A == pytest.approx(7.5, abs=0.6)
+    low, high = fc.intervals()["A"]
+    assert high > 7 and low > 1
+    # Two seeds of two recipes, one with a higher ceiling: a comparison on the score's own scale.
+    runs = {"base": [_score_curve(1), _score_curve(2)], "better": [_score_curve(3, A=8.5), _score_curve(4, A=8.5)]}
+    result = compare(runs, n_boot=60, forecasts=False)
+    (c,) = result.classifications
+    assert c.kind == "ceiling" and c.better and c.dA == pytest.approx(1.0, abs=0.4)
+    # A pass rate keeps its bounds.
+    rate = Curve.from_arrays(curve.x, (curve.y - 1) / 10, name="rate")
+    assert fit_sigmoid(rate).A_max == 1.0
+
+
+def test_compare_unbounded_on_the_command_line(tmp_path, capsys):
+    """`scalerl compare --unbounded` on two score logs failed outright ("the bootstrap failed on 300 of 300
+    resamples"): the seeds' bootstrap refitted with A capped at 1 whatever the flag said."""
+    from scalerl import cli
+
+    paths = []
+    for i, (A, c_mid) in enumerate([(7.5, 120.0), (7.5, 220.0)]):
+        x = np.arange(10, 410, 10)
+        rng = np.random.default_rng(i)
+        y = 1 + (A - 1) / (1 + (c_mid / x) ** 1.5) + rng.normal(0, 0.03, x.size)
+        path = tmp_path / f"r{i}.csv"
+        path.write_text("step,score\n" + "".join(f"{a},{b:.4f}\n" for a, b in zip(x, y)))
+        paths.append(str(path))
+    assert cli.main(["compare", *paths, "--x", "step", "--y", "score", "--unbounded"]) == 0
+    out = capsys.readouterr().out
+    assert "r1:" in out and ("efficiency" in out or "ceiling" in out or "no clear effect" in out)

@@ -125,8 +125,10 @@ class CompareResult:
         return next(r for r in self.runs if r.label == label)
 
 
-def joint_fit(xs: list[np.ndarray], ys: list[np.ndarray], r0s: list[float], start: list[tuple[float, float, float]]):
-    """Fit several curves with one shared A and their own (B, C_mid); R0 per curve fixed."""
+def joint_fit(xs: list[np.ndarray], ys: list[np.ndarray], r0s: list[float], start: list[tuple[float, float, float]],
+              A_max: float = 1.0):
+    """Fit several curves with one shared A (at most ``A_max``: 1 for pass rates, ``inf`` for metrics
+    read unbounded) and their own (B, C_mid); R0 per curve fixed."""
     us = [np.log(x) for x in xs]
     A0 = float(np.mean([s[0] for s in start]))
 
@@ -139,7 +141,7 @@ def joint_fit(xs: list[np.ndarray], ys: list[np.ndarray], r0s: list[float], star
 
     lo_A = max(r0s) + 1e-6
     p0 = [max(A0, lo_A + 1e-4)]
-    lb, ub = [lo_A], [1.0]
+    lb, ub = [lo_A], [A_max]
     for (_, B, C_mid), u in zip(start, us):
         w = max(u.max() - u.min(), 1.0)
         p0 += [math.log(B), math.log(C_mid)]
@@ -266,7 +268,8 @@ def _shared_ceiling_bootstrap(run: RunFit, base: RunFit, *, n_boot: int, seed: i
     (xr, yr), (xb, yb) = _points(run), _points(base)
     r0s = [run.fit.R0, base.fit.R0]
     start = [(run.fit.A, run.fit.B, run.fit.C_mid), (base.fit.A, base.fit.B, base.fit.C_mid)]
-    A, per, _ = joint_fit([xr, xb], [yr, yb], r0s, start)
+    A_max = max(run.fit.A_max, base.fit.A_max)
+    A, per, _ = joint_fit([xr, xb], [yr, yb], r0s, start, A_max=A_max)
     (B_r, C_r), (B_b, C_b) = per
     fitted = [sigmoid_model(np.log(xr), A, B_r, math.log(C_r), r0s[0]), sigmoid_model(np.log(xb), A, B_b, math.log(C_b), r0s[1])]
     resid = [yr - fitted[0], yb - fitted[1]]
@@ -282,7 +285,7 @@ def _shared_ceiling_bootstrap(run: RunFit, base: RunFit, *, n_boot: int, seed: i
     for _ in range(n_boot):
         ys = [f + rng.choice(r, size=len(r)) for f, r in zip(fitted, resid)]
         try:
-            _, pb, _ = joint_fit([xr, xb], ys, r0s, st)
+            _, pb, _ = joint_fit([xr, xb], ys, r0s, st, A_max=A_max)
         except ValueError:
             continue
         dB.append(pb[0][0] - pb[1][0])

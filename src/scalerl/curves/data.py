@@ -58,6 +58,9 @@ class Curve:
     """Runs of the same log that logged the metric but could not be read as curves (in percent, no
     finite x), as ``(run, reason)``: every curve of the log carries them, so that a command over the
     whole log (``backtest --all-runs``) counts them with the runs it skipped."""
+    bounded: bool = True
+    """A pass rate in [0, 1] (the fits cap A at 1 and the floor at 0), or -- read with ``bounded=False``
+    (``--unbounded``) -- a metric without bounds (a mean reward, a score): the fits then take none."""
 
     @classmethod
     def from_arrays(
@@ -111,12 +114,12 @@ class Curve:
                 f"run {name!r}{where}: {y_name!r} has values outside [0, 1] (e.g. {bad:g}); "
                 "a pass rate must be a fraction -- for percentages pass --y-scale 0.01; a metric that is not a pass "
                 "rate (a mean reward of +1 / -1, a score) fits with --unbounded (A then is not capped at 1); from "
-                "Python: read_curve(..., y_scale=0.01) or y / 100, and bounded=False (then forecast(..., A_max=math.inf, "
-                "y_floor=-math.inf))"
+                "Python: read_curve(..., y_scale=0.01) or y / 100, or bounded=False (its fits then cap nothing)"
             )
         shared = shared_x_note(x, y, x_name)
         notes = (*notes, shared) if shared else tuple(notes)
-        return cls(x=x, y=y, name=name, x_name=x_name, y_name=y_name, dropped=dropped, source=source, notes=notes)
+        return cls(x=x, y=y, name=name, x_name=x_name, y_name=y_name, dropped=dropped, source=source, notes=notes,
+                   bounded=bounded)
 
     def __len__(self) -> int:
         return int(self.x.size)
@@ -137,3 +140,14 @@ class Curve:
     def zero_compute(self) -> np.ndarray:
         """Mask of the points measured before any training (the R0 measurement)."""
         return self.x == 0
+
+
+def fit_limits(curve: Curve, A_max: float | None = None, y_floor: float | None = None) -> tuple[float, float]:
+    """The bounds a fit of ``curve`` takes: those given, else the curve's own -- 1 and 0 for a pass rate,
+    none (``inf``, ``-inf``) for a curve read with ``bounded=False`` (a fit of a score up to 10 capped at
+    1 was a wrong answer with only a warning)."""
+    if A_max is None:
+        A_max = 1.0 if curve.bounded else float("inf")
+    if y_floor is None:
+        y_floor = 0.0 if curve.bounded else float("-inf")
+    return A_max, y_floor

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from scalerl.curves.bands import Bands, Calibration, band_scale, default_calibration, gain_scale
-from scalerl.curves.data import Curve
+from scalerl.curves.data import Curve, fit_limits
 from scalerl.curves.ensemble import Ensemble, FitSettings, fit_ensemble
 from scalerl.curves.excursions import Excursions, drop_excursions
 from scalerl.curves.power_law_fit import PowerLawFit, fit_power_law
@@ -289,8 +289,8 @@ def forecast(
     boot_kind: str = "residual",
     seed: int = 0,
     power_law: bool = True,
-    A_max: float = 1.0,
-    y_floor: float = 0.0,
+    A_max: float | None = None,
+    y_floor: float | None = None,
     paper_grid=None,
     members=None,
     calibration: Calibration | None = None,
@@ -307,6 +307,7 @@ def forecast(
     every point.
     """
     check_curve(curve, "forecast")
+    A_max, y_floor = fit_limits(curve, A_max, y_floor)  # (default: the curve's own bounds)
     check_settings(n_boot=n_boot, level=level, seed=seed, calibration=calibration)  # before any work
     shown = curve
     left = Excursions()

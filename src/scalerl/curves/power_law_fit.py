@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import least_squares
 
-from scalerl.curves.data import Curve
+from scalerl.curves.data import Curve, fit_limits
 from scalerl.curves.laws import PowerLaw
 from scalerl.curves.solver import check_compute_origin, check_fittable
 
@@ -63,9 +63,11 @@ def fit_power_law(
     *,
     fit_from: float | None = None,
     fit_until: float | None = None,
-    A_max: float = 1.0,
+    A_max: float | None = None,
 ) -> PowerLawFit:
-    """Fit ``A - D / C^B`` to the points of ``curve`` with C > 0 in ``[fit_from, fit_until]``."""
+    """Fit ``A - D / C^B`` to the points of ``curve`` with C > 0 in ``[fit_from, fit_until]`` (``A_max``:
+    default, the curve's own cap -- 1 for a pass rate, none for a curve read with ``bounded=False``)."""
+    A_max, _ = fit_limits(curve, A_max)
     check_compute_origin(curve.x, f"run {curve.name!r}", curve.x_name)
     win = curve.window(fit_from, fit_until)
     pos = win.x > 0

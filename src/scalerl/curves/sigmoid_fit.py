@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scalerl.curves.data import Curve
+from scalerl.curves.data import Curve, fit_limits
 from scalerl.curves.laws import Sigmoid
 from scalerl.curves.solver import SIGMOID_METHODS, PaperGrid, check_compute_origin, check_fittable, fit_fast, resolve_r0
 from scalerl.curves.window import EarlyCut, select_fit_from
@@ -38,6 +38,9 @@ class SigmoidFit:
     fit_from: float | None = None
     fit_until: float | None = None
     early_cut: EarlyCut | None = None
+    A_max: float = 1.0
+    """The cap on A the fit took (its bootstrap takes it too): 1 for a pass rate, ``inf`` unbounded."""
+    y_floor: float = 0.0
     """How the opening points were handled when ``fit_from="auto"``."""
 
     @property
@@ -94,8 +97,8 @@ def fit_sigmoid(
     r0="first",
     fit_from: "float | str | None" = "auto",
     fit_until: float | None = None,
-    A_max: float = 1.0,
-    y_floor: float = 0.0,
+    A_max: float | None = None,
+    y_floor: float | None = None,
     paper_grid: PaperGrid | None = None,
 ) -> SigmoidFit:
     """Fit ``R0 + (A-R0)/(1+(C_mid/C)^B)`` to ``curve`` within ``[fit_from, fit_until]``.
@@ -104,8 +107,10 @@ def fit_sigmoid(
     the curve is better without it (:func:`select_fit_from`); ``None`` keeps every point.
     R0 is resolved on the *whole* curve (the evaluation before training), so a window that
     drops the early points still measures the gain from the true start. ``A_max`` and
-    ``y_floor`` bound the metric (1 and 0 for a pass rate; ``inf``/``-inf`` for others).
+    ``y_floor`` bound the metric (default: the curve's own -- 1 and 0 for a pass rate, none for a
+    curve read with ``bounded=False``).
     """
+    A_max, y_floor = fit_limits(curve, A_max, y_floor)
     if method not in SIGMOID_METHODS:
         raise InputError(f"unknown fit method {method!r}; known: {', '.join(SIGMOID_METHODS)}")
     check_compute_origin(curve.x, f"run {curve.name!r}", curve.x_name)
@@ -140,6 +145,8 @@ def fit_sigmoid(
         fit_from=fit_from,
         fit_until=fit_until,
         early_cut=early_cut,
+        A_max=A_max,
+        y_floor=y_floor,
     )
     fit.warnings.extend(diagnose(fit, A_max=A_max, paper_grid=opts.get("grid")))
     return fit

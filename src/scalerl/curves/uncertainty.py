@@ -120,10 +120,13 @@ def bootstrap(
     level: float = 0.95,
     kind: str = "residual",
     seed: int = 0,
-    A_max: float = 1.0,
-    y_floor: float = 0.0,
+    A_max: float | None = None,
+    y_floor: float | None = None,
 ) -> Bootstrap:
-    """Bootstrap a sigmoid fit over its evaluation points (see the module docstring)."""
+    """Bootstrap a sigmoid fit over its evaluation points (see the module docstring); ``A_max``,
+    ``y_floor``: default, the fit's own."""
+    A_max = fit.A_max if A_max is None else A_max
+    y_floor = fit.y_floor if y_floor is None else y_floor
     if kind not in BOOTSTRAP_KINDS:
         raise InputError(f"unknown bootstrap kind {kind!r}; known: {', '.join(BOOTSTRAP_KINDS)}")
     check_bootstrap(n, level=level)
@@ -213,6 +216,7 @@ def pool_curves(curves: list[Curve]) -> Curve:
         y_name=c0.y_name,
         dropped=sum(c.dropped for c in curves),
         source=c0.source,
+        bounded=all(c.bounded for c in curves),
     )
 
 
@@ -264,7 +268,7 @@ def fit_seeds(
         yb = np.concatenate(ys)[order]
         r0 = None if pooled.r0_mode == "free" else (float(np.mean(r0s)) if r0_choice == "first" else pooled.R0)
         try:
-            params, _ = fit_fast(x[order], yb, r0, start=_start(pooled))
+            params, _ = fit_fast(x[order], yb, r0, A_max=pooled.A_max, y_floor=pooled.y_floor, start=_start(pooled))
         except (ValueError, FloatingPointError):
             failed += 1
             continue
