@@ -1,5 +1,7 @@
 """The metric sinks (TensorBoard, W&B) under resumes and failures, driven directly (no training)."""
 
+from pathlib import Path
+
 import pytest
 
 
@@ -204,3 +206,115 @@ def test_the_trainer_tells_each_sink_where_a_resume_goes_on(capsys, resumed_from
     Trainer._resume_sinks(SimpleNamespace(step=resumed_from or 0, resumed_from=resumed_from, sinks=[Sink()]))
     assert told == [first]
     assert capsys.readouterr().err == "note: W&B keeps this\n"
+
+
+def _offline_wandb(monkeypatch):
+    wandb = pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    wandb.teardown()
+    return wandb
+
+
+def test_a_discarded_wandb_sink_removes_its_attempts_files_and_no_earlier_ones(tmp_path, monkeypatch):
+    """A new run stopped before its first checkpoint is discarded so that the same command starts it
+    again; its W&B run directory (wandb/offline-run-*-<id>) and wandb_run_id stayed, and every such
+    stopped start left one more W&B run beside the one that trained. Only this attempt's go: an
+    earlier attempt's run directory (a kill -9'd start, whose id was another) stays, and so does
+    wandb/ with it."""
+    wandb = _offline_wandb(monkeypatch)
+    from scalerl.train.loggers import WandbSink
+
+    earlier = tmp_path / "wandb" / "offline-run-20250101_000000-earlier1"
+    earlier.mkdir(parents=True)
+    try:
+        sink = WandbSink("scalerl-test", "run", {}, tmp_path, resume=False)
+        sink.log({"x": 1.0}, 0)
+        sink.close(False)
+        assert list((tmp_path / "wandb").glob(f"*-{sink.run_id}"))
+        sink.discard()
+    finally:
+        wandb.teardown()
+    assert sorted(p.name for p in (tmp_path / "wandb").iterdir()) == [earlier.name]  # latest-run, debug.log gone
+    assert not (tmp_path / "wandb_run_id").exists()
+    earlier.rmdir()
+    sink.discard()  # nothing of it left: removes nothing else
+    assert not (tmp_path / "wandb").exists() or not any((tmp_path / "wandb").iterdir())
+
+
+def test_a_resumed_wandb_sink_discards_nothing(tmp_path, monkeypatch):
+    """A resume's W&B id, and the run directories named by it, are the earlier attempts' too."""
+    wandb = _offline_wandb(monkeypatch)
+    from scalerl.train.loggers import WandbSink
+
+    try:
+        first = WandbSink("scalerl-test", "run", {}, tmp_path, resume=False)
+        first.log({"x": 1.0}, 0)
+        first.close(False)
+        resumed = WandbSink("scalerl-test", "run", {}, tmp_path, resume=True)
+        resumed.close(False)
+        resumed.discard()
+    finally:
+        wandb.teardown()
+    # (one directory or two: W&B names them by the second they started)
+    assert list((tmp_path / "wandb").glob(f"offline-run-*-{first.run_id}/run-{first.run_id}.wandb"))
+    assert (tmp_path / "wandb_run_id").read_text().strip() == first.run_id
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, "wandb-error"])
+def test_a_wandb_start_that_fails_leaves_nothing_of_its_attempt(tmp_path, monkeypatch, stop):
+    """A stop (or W&B's own error) while wandb.init starts the run: the sink never came to be, so the
+    trainer's discard of the unstarted run could not reach it, and wandb_run_id and W&B's half-made
+    run directory stayed beside the next attempt's."""
+    wandb = _offline_wandb(monkeypatch)
+    from scalerl.errors import ConfigError
+    from scalerl.train.loggers import WandbSink
+
+    def init(*, dir, id, **kw):  # W&B has made the run's directory, then the stop lands
+        (Path(dir) / "wandb" / f"offline-run-20250101_000001-{id}" / "logs").mkdir(parents=True)
+        raise KeyboardInterrupt if stop is KeyboardInterrupt else wandb.errors.Error("not logged in")
+
+    monkeypatch.setattr(wandb, "init", init)
+    with pytest.raises(KeyboardInterrupt if stop is KeyboardInterrupt else ConfigError):
+        WandbSink("scalerl-test", "run", {}, tmp_path, resume=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_discarded_tensorboard_sink_removes_its_event_file_only(tmp_path):
+    """The step-0 evaluation is logged before the first checkpoint: a run stopped between them
+    left its event file, and the same command run again (a new run: no purge mark) showed step 0 twice."""
+    pytest.importorskip("tensorboard")
+    from scalerl.train.loggers import TensorBoardSink
+
+    earlier = tmp_path / "events.out.tfevents.1.host.1.0"
+    earlier.write_bytes(b"")
+    sink = TensorBoardSink(tmp_path)
+    sink.log({"val/pass_rate": 0.25}, 0)
+    sink.close(False)
+    assert len(list(tmp_path.iterdir())) == 2
+    sink.discard()
+    assert list(tmp_path.iterdir()) == [earlier]
+
+
+def test_the_trainer_discards_its_sinks_only_after_closing_them_and_only_when_it_discarded_the_run():
+    """W&B writes its run directory until finish: the discard waits for the close."""
+    from types import SimpleNamespace
+
+    from scalerl.train.trainer import Trainer
+
+    calls = []
+
+    class Sink:
+        def close(self, ok=True):
+            calls.append(("close", ok))
+
+        def discard(self):
+            calls.append("discard")
+
+    for discarded in (False, True):
+        calls.clear()
+        parts = SimpleNamespace(runlog=SimpleNamespace(close=lambda: None), samples=SimpleNamespace(close=lambda: None),
+                                sinks=[Sink()], _discarded=discarded)
+        parts._discard_sinks = lambda parts=parts: Trainer._discard_sinks(parts)
+        Trainer._close(parts, False)
+        assert calls == [("close", False), "discard"] if discarded else [("close", False)]

@@ -10,6 +10,7 @@ beside the new ones (TensorBoard) or the user is told what the tracker keeps (W&
 from __future__ import annotations
 
 import numbers
+import shutil
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -32,6 +33,12 @@ class Sink(Protocol):
 
     def close(self, ok: bool = True) -> None:
         """Flush and close; ``ok`` is False when the run failed or was stopped."""
+        ...
+
+    def discard(self) -> None:
+        """After :meth:`close`, for a new run stopped before its first checkpoint (whose own files
+        :func:`~scalerl.train.preflight.discard_unstarted_run` removes): remove what this attempt
+        wrote, so the same command run again starts beside nothing of it -- never an earlier attempt's."""
         ...
 
 
@@ -58,6 +65,7 @@ class TensorBoardSink:
     @property
     def writer(self):
         if self._writer is None:
+            self._before = set(self.logdir.glob("*")) if self.logdir.is_dir() else set()  # (for discard)
             self._writer = self._summary_writer(str(self.logdir), purge_step=self.purge_step)
         return self._writer
 
@@ -76,6 +84,14 @@ class TensorBoardSink:
         if self._writer is not None:
             self._writer.close()
 
+    def discard(self) -> None:
+        """This attempt's event file (one per writer): the step-0 evaluation, logged before the first
+        checkpoint, stayed beside the next attempt's, which has no purge mark (a new run) -- step 0 twice."""
+        if self._writer is not None:  # (one writer per run directory: what is new in it is this attempt's)
+            for path in set(self.logdir.glob("*")) - self._before:
+                path.unlink(missing_ok=True)
+            _remove_if_empty(self.logdir)
+
 
 class WandbSink:
     """A W&B run per scalerl run: ``--resume`` continues the same W&B run (its id is kept in the run
@@ -89,20 +105,30 @@ class WandbSink:
         except ImportError:
             raise ConfigError("log.wandb_project needs the wandb package: pip install 'scalerl[wandb]'") from None
         self.directory = directory
+        self.new = not resume  # a new run's id is this attempt's own: so is every W&B directory named by it
         id_file = directory / self.ID_FILE
         run_id = id_file.read_text().strip() if resume and id_file.is_file() else ""
         if not run_id:
             run_id = uuid.uuid4().hex[:8]  # W&B's id alphabet: lower-case letters and digits
             write_text_atomically(id_file, run_id + "\n")  # a cut id would resume into a stranger's run
+        self.run_id = run_id
         # create_new: a run of its own even where the process has another W&B run open (a user's
         # script or notebook calling scalerl; W&B's default handed that one back, and our metrics
         # went into it). The sink logs through its own run object, never the global wandb.log.
         try:
             self.run = wandb.init(project=project, name=name, config=config, dir=str(directory), id=run_id,
                                   resume="allow", reinit="create_new")
-        except wandb.errors.Error as exc:  # not logged in, no network, a bad entity: before any step
-            raise ConfigError(f"log.wandb_project: W&B could not start the run: {exc} (or set WANDB_MODE=offline to "
-                              "keep the W&B run on this machine; `wandb sync` uploads it later)") from None
+        except BaseException as exc:
+            # A new run whose set-up fails is discarded (Trainer._abandon_setup), and this sink, which
+            # never came to be, is not among those it discards: what W&B had written goes here. A stop
+            # as W&B started (its few seconds in every such run) left wandb_run_id and an empty
+            # wandb/offline-run-*, beside the next attempt's.
+            if self.new:
+                self.discard()
+            if isinstance(exc, wandb.errors.Error):  # not logged in, no network, a bad entity: before any step
+                raise ConfigError(f"log.wandb_project: W&B could not start the run: {exc} (or set WANDB_MODE=offline "
+                                  "to keep the W&B run on this machine; `wandb sync` uploads it later)") from None
+            raise
 
     def resume(self, first_step: int) -> str | None:
         """W&B cannot drop a resumed run's stale steps here (a run's steps only go forward; its
@@ -124,6 +150,32 @@ class WandbSink:
 
     def close(self, ok: bool = True) -> None:
         self.run.finish(exit_code=0 if ok else 1)  # W&B shows a run that failed or was stopped as failed
+
+    def discard(self) -> None:
+        """This attempt's W&B run directories (``wandb/*run-<date>-<id>``: its id is new, so none is
+        an earlier attempt's), W&B's links to them (``latest-run``, ``debug.log``), ``wandb/`` itself
+        if nothing else is left in it, and the id file. Not for a resumed run (its id, and the W&B
+        directories named by it, are the earlier attempts' too)."""
+        if not self.new:
+            return
+        runs = self.directory / "wandb"
+        for run_dir in runs.glob(f"*run-*-{self.run_id}"):
+            shutil.rmtree(run_dir, ignore_errors=True)
+        if runs.is_dir():
+            for link in runs.iterdir():
+                if link.is_symlink() and not link.exists():  # (relative links into the runs removed)
+                    link.unlink()
+            _remove_if_empty(runs)
+        id_file = self.directory / self.ID_FILE
+        if id_file.is_file() and id_file.read_text().strip() == self.run_id:
+            id_file.unlink()
+
+
+def _remove_if_empty(directory: Path) -> None:
+    try:
+        directory.rmdir()
+    except OSError:  # not empty (an earlier attempt's files), or gone
+        pass
 
 
 def make_sinks(log_cfg: LogConfig, output: Path, name: str, config: dict[str, Any], resume: bool) -> list[Sink]:

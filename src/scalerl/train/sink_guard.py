@@ -54,3 +54,10 @@ class GuardedSink:
         if self.lost:
             print(f"note: {self.name} could not take {self.lost} row(s), the first {self.first_failure}; the run log "
                   f"has every row (`scalerl fit` reads it)", file=sys.stderr)
+
+    def discard(self) -> None:
+        try:
+            self.sink.discard()
+        except Exception as exc:  # noqa: BLE001 -- what is left is a tracker's, beside no run
+            print(f"note: {self.name} could not remove this attempt's files: {type(exc).__name__}: {exc}",
+                  file=sys.stderr)
