@@ -38,7 +38,10 @@ What it does, for each recipe (the default one -- PipelineRL -- and, with ``--sy
    ``.*.tmp-*``), nor a checkpoint beyond ``run.keep_checkpoints``; the run log has no torn line;
    ``scalerl report DIR`` exits 0; with ``--set log.tensorboard=true``, TensorBoard reads every
    scalar at the reference's steps, once each (a resumed attempt's purge mark drops what the killed
-   one wrote past its checkpoint), with the reference's values; no process of the run is left -- after each stop (and at the
+   one wrote past its checkpoint), with the reference's values; with ``--set log.wandb_project=P``
+   (and ``WANDB_MODE=offline`` exported), ``RUN/wandb`` as ``scalerl fit`` reads it -- the offline
+   attempts' run directories joined -- is one run with the reference's steps of ``WANDB_METRICS``,
+   with its values (no stopped start's W&B run beside it); no process of the run is left -- after each stop (and at the
    end) every process that carries the trial's tag in its environment (the command, its trainer
    ranks, generator and reward worker processes: whatever they started) must be gone within
    ``SETTLE`` seconds; a ``kill -9`` of the command must take them with it.
@@ -202,6 +205,28 @@ def tensorboard_scalars(out: Path) -> dict | None:
             if not any(t in tag for t in TIMING) and not tag.startswith(("pipeline/", "memory/"))}
 
 
+#: What the W&B check compares, as ``scalerl fit RUN/wandb`` reads it (an evaluation metric, a training one).
+WANDB_METRICS = ("val/pass_rate", "reward_mean", "loss")
+
+
+def wandb_points(out: Path) -> tuple[dict | None, list[str]]:
+    """({metric: [(step, value), ...]} of the run's W&B directory as ``scalerl fit RUN/wandb`` reads
+    it -- an offline resume is a directory of its own, joined to the earlier ones --, the reader's
+    notes); (None, []) without one. A W&B run that is not the run's (another id, as a stopped start
+    left) shows as a second curve."""
+    wandb_dir = out / "wandb"
+    if not wandb_dir.is_dir():
+        return None, []
+    from scalerl.curves.wandb_run_log import read_wandb_run
+
+    points, notes = {}, []
+    for metric in WANDB_METRICS:
+        curves = read_wandb_run(wandb_dir, "step", metric, bounded=False)
+        points[metric] = [[(float(x), float(y)) for x, y in zip(c.x, c.y)] for c in curves]
+        notes += [n for c in curves for n in c.notes if n not in notes]
+    return points, notes
+
+
 def final_weights(out: Path):
     from transformers import AutoModelForCausalLM
 
@@ -267,6 +292,19 @@ def check(out: Path, ref: dict, rc: int, loose: bool = False) -> tuple[list[str]
                          f"{[want.get(t) for t in bad[:1]]})")
         elif scalars != ref["tensorboard"]:
             diffs.append("TensorBoard values differ")
+    if ref.get("wandb") is not None:
+        try:
+            points, _ = wandb_points(out)
+            if points is None:
+                fails.append("no wandb/ directory")
+            elif {m: [len(c) for c in p] for m, p in points.items()} != {m: [len(c) for c in p] for m, p in ref["wandb"].items()}:
+                fails.append(f"W&B curves differ: {[len(c) for c in points['val/pass_rate']]} curve(s) of "
+                             f"{[len(c) for c in ref['wandb']['val/pass_rate']]} points; steps "
+                             f"{[[x for x, _ in c] for c in points['val/pass_rate']]}")
+            elif points != ref["wandb"]:
+                diffs.append("W&B values differ")
+        except Exception as exc:  # noqa: BLE001
+            fails.append(f"scalerl fit RUN/wandb fails: {type(exc).__name__}: {str(exc)[:120]}")
     try:
         weights = final_weights(out)
         if weights.keys() != ref["weights"].keys() or any(not torch.equal(weights[k], ref["weights"][k])
@@ -423,7 +461,7 @@ def main() -> int:
             return 2
         evals, full, _ = comparable(ref_dir)
         ref = {"seconds": seconds, "evals": evals, "full": full, "weights": final_weights(ref_dir),
-               "tensorboard": tensorboard_scalars(ref_dir)}
+               "tensorboard": tensorboard_scalars(ref_dir), "wandb": wandb_points(ref_dir)[0]}
         print(f"{recipe}: reference {seconds:.1f} s, {len(evals)} evaluations: "
               f"{[round(e['val/pass_rate'], 4) for e in evals if 'val/pass_rate' in e]}", flush=True)
         for i in range(args.trials):
