@@ -146,13 +146,14 @@ class _Run:
 
     def __init__(self, offline, starting_step):
         self.offline, self.starting_step, self.id = offline, starting_step, "abc12345"
+        self.dir = "wandb/offline-run-20250101_000000-abc12345/files"
 
 
 def _wandb_sink(tmp_path, run):
     from scalerl.train.loggers import WandbSink
 
     sink = WandbSink.__new__(WandbSink)  # the run W&B would hand back, without W&B
-    sink.run, sink.directory = run, tmp_path
+    sink.run, sink.directory, sink.run_id = run, tmp_path, run.id
     return sink
 
 
@@ -199,12 +200,14 @@ def test_the_trainer_tells_each_sink_where_a_resume_goes_on(capsys, resumed_from
     told = []
 
     class Sink:
-        def resume(self, first_step):
-            told.append(first_step)
+        def resume(self, first_step, kept=()):
+            told.append((first_step, kept))
             return "W&B keeps this"
 
-    Trainer._resume_sinks(SimpleNamespace(step=resumed_from or 0, resumed_from=resumed_from, sinks=[Sink()]))
-    assert told == [first]
+    kept = [{"type": "eval", "step": 0}]
+    Trainer._resume_sinks(SimpleNamespace(step=resumed_from or 0, resumed_from=resumed_from, sinks=[Sink()],
+                                          _kept_rows=lambda: kept))
+    assert told == [(first, kept if first else [])]
     assert capsys.readouterr().err == "note: W&B keeps this\n"
 
 
@@ -318,3 +321,76 @@ def test_the_trainer_discards_its_sinks_only_after_closing_them_and_only_when_it
         parts._discard_sinks = lambda parts=parts: Trainer._discard_sinks(parts)
         Trainer._close(parts, False)
         assert calls == [("close", False), "discard"] if discarded else [("close", False)]
+
+
+def test_a_resumed_offline_wandb_sink_logs_again_what_the_killed_attempt_had_not_written(tmp_path, monkeypatch):
+    """W&B writes its run file every 15 s: a kill -9 lost the killed attempt's last rows -- those
+    before the checkpoint the resume goes on from among them, which no later attempt logs again (a
+    short run's whole history: `scalerl fit RUN/wandb` then found "no logged history"). The resumed
+    sink logs what the earlier attempts' files lack from the run log's kept rows, and `scalerl fit`
+    reads every step once."""
+    import time
+
+    wandb = _offline_wandb(monkeypatch)
+    from scalerl.curves.wandb_run_log import read_wandb_run
+    from scalerl.train.loggers import WandbSink
+
+    kept = [{"type": "eval", "step": 0, "val/pass_rate": 0.25}] + [
+        {"type": "train", "step": s, "loss": float(s)} for s in (1, 2)] + [{"type": "eval", "step": 2, "val/pass_rate": 0.5}]
+    try:
+        first = WandbSink("scalerl-test", "run", {}, tmp_path, resume=False)
+        first.log(kept[0], 0)
+        first.log(kept[1], 1)
+        first.close(False)
+        # What the kill -9 left: rows 0 and 1 written, step 2's train and eval rows (the checkpoint's) not
+        time.sleep(1.1)  # (W&B names a run's directory by the second it started)
+        resumed = WandbSink("scalerl-test", "run", {}, tmp_path, resume=True)
+        note = resumed.resume(3, kept)
+        resumed.log({"type": "train", "step": 3, "loss": 3.0}, 3)
+        resumed.close()
+    finally:
+        wandb.teardown()
+    assert "the 2 row(s) of steps 2-2 the stopped attempt had not written are logged again" in note
+    loss, = read_wandb_run(tmp_path / "wandb", "step", "loss", bounded=False)
+    assert list(loss.x) == [1, 2, 3] and list(loss.y) == [1, 2, 3]
+    rate, = read_wandb_run(tmp_path / "wandb", "step", "val/pass_rate", bounded=False)
+    assert list(rate.x) == [0, 2] and list(rate.y) == [0.25, 0.5]
+
+
+def _history(monkeypatch, tmp_path, attempts):
+    """W&B run files of one run id, an attempt each (``attempts``: lists of (step, value)), read by
+    ``scalerl fit`` as one curve."""
+    import time
+
+    wandb = _offline_wandb(monkeypatch)
+    from scalerl.curves.wandb_run_log import read_wandb_run
+
+    try:
+        for i, rows in enumerate(attempts):
+            run = wandb.init(project="scalerl-test", dir=str(tmp_path), id="abcd1234", resume="allow",
+                             reinit="create_new")
+            for step, value in rows:
+                run.log({"m": value}, step=step)
+            run.finish()
+            if i < len(attempts) - 1:
+                time.sleep(1.1)  # (W&B names a run's directory by the second it started)
+    finally:
+        wandb.teardown()
+    curve, = read_wandb_run(tmp_path / "wandb", "step", "m", bounded=False)
+    return list(zip(curve.x, curve.y)), curve.notes
+
+
+@pytest.mark.parametrize(("attempts", "want"), [
+    # stopped after step 5, its checkpoint at 4: the resume's first step is the last one logged
+    ([[(0, 0.0), (4, 0.4), (5, 0.5)], [(5, 5.0), (6, 6.0)]], [(0, 0.0), (4, 0.4), (5, 5.0), (6, 6.0)]),
+    # killed between the step-0 evaluation and the first checkpoint: the resume starts over at step 0
+    ([[(0, 0.1)], [(0, 0.2), (1, 1.0)]], [(0, 0.2), (1, 1.0)]),
+], ids=["at-the-last-step", "over-at-step-0"])
+def test_an_offline_resume_at_a_step_the_earlier_attempt_logged_reads_each_step_once(monkeypatch, tmp_path, attempts,
+                                                                                    want):
+    """The step does not go back at a file that starts at the earlier one's last step, and the
+    abandoned attempt's row stayed beside the resumed one's; a file that starts at step 0 again after
+    step 0 alone was continued as a _step that started over: every row one step on, step 0 twice."""
+    points, notes = _history(monkeypatch, tmp_path, attempts)
+    assert points == want
+    assert any("abandoned attempt(s)" in n for n in notes)

@@ -13,7 +13,7 @@ import numbers
 import shutil
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from scalerl.atomic_files import write_text_atomically
 from scalerl.errors import ConfigError
@@ -24,9 +24,11 @@ if TYPE_CHECKING:  # train.config imports no loggers; only the annotation needs 
 
 
 class Sink(Protocol):
-    def resume(self, first_step: int) -> str | None:
+    def resume(self, first_step: int, kept: Sequence[dict[str, Any]] = ()) -> str | None:
         """A resumed run's first step (0: no checkpoint, the run starts over): an earlier attempt's
-        rows from it on are stale. Called before the first row; returns a note for the user, if any."""
+        rows from it on are stale. ``kept``: the rows the run log keeps from before it (each with
+        its ``step``), which a sink that lost some -- the killed attempt had not written them yet --
+        logs again. Called before the first row; returns a note for the user, if any."""
         ...
 
     def log(self, row: dict[str, Any], step: int) -> None: ...
@@ -69,7 +71,8 @@ class TensorBoardSink:
             self._writer = self._summary_writer(str(self.logdir), purge_step=self.purge_step)
         return self._writer
 
-    def resume(self, first_step: int) -> str | None:
+    def resume(self, first_step: int, kept: Sequence[dict[str, Any]] = ()) -> str | None:
+        # (every row is flushed as it is logged: a killed attempt lost none that ``kept`` holds)
         if self._writer is not None:
             raise RuntimeError("TensorBoardSink.resume after its first row: the purge mark must open the event file")
         self.purge_step = first_step
@@ -130,20 +133,42 @@ class WandbSink:
                                   "to keep the W&B run on this machine; `wandb sync` uploads it later)") from None
             raise
 
-    def resume(self, first_step: int) -> str | None:
+    def resume(self, first_step: int, kept: Sequence[dict[str, Any]] = ()) -> str | None:
         """W&B cannot drop a resumed run's stale steps here (a run's steps only go forward; its
-        ``resume_from`` rewind is a server-side preview, not offline): what W&B keeps is said instead."""
+        ``resume_from`` rewind is a server-side preview, not offline): what W&B keeps is said instead.
+
+        What W&B lacks of ``kept`` is logged again first: W&B writes its run file every 15 s
+        (``x_transaction_log_flush_interval``) and sends rows online in batches, so a ``kill -9``
+        lost the rows of the attempt's last seconds -- the evaluation and the steps before the
+        checkpoint the resume goes on from among them (a short run's whole history: W&B's run then
+        held no row at all), which no later attempt logs."""
+        last = self._last_held_step()
+        missing = [row for row in kept if last < row["step"] < first_step]
+        for row in missing:  # (in the run log's order: W&B's steps only go forward)
+            self.log(row, row["step"])
         if self.run.offline:  # measured with wandb 0.31: not resumed, its steps start over, a directory of its own
             return (f"W&B cannot resume a run offline: this attempt's rows (from step {first_step}) go to a W&B run "
                     f"directory of their own beside the earlier attempt's (wandb/offline-run-*-{self.run.id}), which "
                     f"`wandb sync` does not join into one run; `scalerl fit {self.directory / 'wandb'}` reads them "
-                    f"joined, and the run log and TensorBoard hold each step once")
-        last = self.run.starting_step - 1  # online: W&B goes on after the last step it has of the run
+                    f"joined, and the run log and TensorBoard hold each step once"
+                    + (f" (the {len(missing)} row(s) of steps {missing[0]['step']}-{missing[-1]['step']} the stopped "
+                       "attempt had not written are logged again)" if missing else ""))
         if last >= first_step:
             return (f"W&B's run {self.run.id} has the stopped attempt's rows up to step {last}: W&B drops this "
                     f"attempt's rows for steps {first_step}-{last} (a W&B run's steps only go forward) and keeps "
                     f"the stopped attempt's; the run log and TensorBoard hold this attempt's")
         return None
+
+    def _last_held_step(self) -> int:
+        """The last step W&B holds of this run (-1: none). Online, the server says (the run's
+        ``starting_step`` is the next); offline, the earlier attempts' run files (``wandb/*run-*-<id>``
+        but this attempt's own) are read."""
+        if not self.run.offline:
+            return self.run.starting_step - 1
+        own = Path(self.run.dir).parent
+        files = [f for d in (self.directory / "wandb").glob(f"*run-*-{self.run_id}") if d.resolve() != own.resolve()
+                 for f in d.glob(f"run-{self.run_id}.wandb")]
+        return max((_last_logged_step(f) for f in files), default=-1)
 
     def log(self, row: dict[str, Any], step: int) -> None:
         self.run.log(_numeric(row), step=step)
@@ -169,6 +194,18 @@ class WandbSink:
         id_file = self.directory / self.ID_FILE
         if id_file.is_file() and id_file.read_text().strip() == self.run_id:
             id_file.unlink()
+
+
+def _last_logged_step(run_file: Path) -> int:
+    """:func:`~scalerl.curves.wandb_run_log.last_logged_step`, -1 for a file W&B had not got to
+    write its header to (a kill as it started): every kept row is then logged again."""
+    from scalerl.curves.wandb_run_log import last_logged_step
+    from scalerl.errors import InputError
+
+    try:
+        return last_logged_step(run_file)
+    except (InputError, OSError):
+        return -1
 
 
 def _remove_if_empty(directory: Path) -> None:

@@ -32,9 +32,9 @@ class GuardedSink:
             print(f"warning: {self.name} failed {self.first_failure}; training goes on and the run log keeps every "
                   f"row (rows {self.name} could not take are counted and said at the end)", file=sys.stderr)
 
-    def resume(self, first_step: int) -> str | None:
+    def resume(self, first_step: int, kept=()) -> str | None:
         try:
-            return self.sink.resume(first_step)
+            return self.sink.resume(first_step, kept)
         except Exception as exc:  # noqa: BLE001 -- a mirror's failure must not end the run
             self._failed("at the resume", exc)
             return None

@@ -44,7 +44,7 @@ from scalerl.pipeline.weights import Weights
 from scalerl.rl.components import resolve_recipe, validate_recipe
 from scalerl.rl.sampler import PromptSampler
 from scalerl.rollout.context import RolloutContext, RoundContext
-from scalerl.runlog import FINAL, RESUME, RUNLOG, RunLogWriter
+from scalerl.runlog import FINAL, HEADER, RESUME, RUNLOG, RunLogWriter, read_runlog
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
 from scalerl.stop_signals import stop_under_way, stops_deferred, stops_delivered
 from scalerl.tasks.base import Problem
@@ -645,10 +645,17 @@ class Trainer:
         them, from step 0, where there was none) are logged again, and an earlier attempt's rows for
         them are stale (TensorBoard hides them; W&B cannot, which its note says)."""
         first = self.step + 1 if self.resumed_from is not None else 0
+        kept = self._kept_rows() if first and self.sinks else []
         for sink in self.sinks:
-            note = sink.resume(first)
+            note = sink.resume(first, kept)
             if note:
                 print(f"note: {note}", file=sys.stderr)
+
+    def _kept_rows(self) -> list[dict[str, Any]]:
+        """The rows the run log keeps from before this attempt (cut back to the checkpoint), as
+        :meth:`_log` gave them to the sinks: a sink that lost some logs them again (W&B, killed)."""
+        _, rows, _ = read_runlog(self.output / RUNLOG)
+        return [r for r in rows if r.get("type") not in (HEADER, RESUME) and isinstance(r.get("step"), int)]
 
     def _log_resume(self) -> None:
         """A row that says where the run went on, for the report: the rows alone read the same as a
