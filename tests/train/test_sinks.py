@@ -233,9 +233,8 @@ def test_a_discarded_wandb_sink_removes_its_attempts_files_and_no_earlier_ones(t
     try:
         sink = WandbSink("scalerl-test", "run", {}, tmp_path, resume=False)
         sink.log({"x": 1.0}, 0)
-        sink.close(False)
         assert list((tmp_path / "wandb").glob(f"*-{sink.run_id}"))
-        sink.discard()
+        sink.discard()  # (closes the W&B run first)
     finally:
         wandb.teardown()
     assert sorted(p.name for p in (tmp_path / "wandb").iterdir()) == [earlier.name]  # latest-run, debug.log gone
@@ -293,14 +292,13 @@ def test_a_discarded_tensorboard_sink_removes_its_event_file_only(tmp_path):
     earlier.write_bytes(b"")
     sink = TensorBoardSink(tmp_path)
     sink.log({"val/pass_rate": 0.25}, 0)
-    sink.close(False)
     assert len(list(tmp_path.iterdir())) == 2
-    sink.discard()
+    sink.discard()  # (closes the writer first)
     assert list(tmp_path.iterdir()) == [earlier]
 
 
-def test_the_trainer_discards_its_sinks_only_after_closing_them_and_only_when_it_discarded_the_run():
-    """W&B writes its run directory until finish: the discard waits for the close."""
+def test_the_trainer_discards_its_sinks_instead_of_closing_them_only_when_it_discarded_the_run():
+    """discard closes the sink itself first (W&B writes its run directory until finish)."""
     from types import SimpleNamespace
 
     from scalerl.train.trainer import Trainer
@@ -318,9 +316,9 @@ def test_the_trainer_discards_its_sinks_only_after_closing_them_and_only_when_it
         calls.clear()
         parts = SimpleNamespace(runlog=SimpleNamespace(close=lambda: None), samples=SimpleNamespace(close=lambda: None),
                                 sinks=[Sink()], _discarded=discarded)
-        parts._discard_sinks = lambda parts=parts: Trainer._discard_sinks(parts)
+        parts._end_sink = lambda sink, ok, parts=parts: Trainer._end_sink(parts, sink, ok)
         Trainer._close(parts, False)
-        assert calls == [("close", False), "discard"] if discarded else [("close", False)]
+        assert calls == (["discard"] if discarded else [("close", False)])
 
 
 def test_a_resumed_offline_wandb_sink_logs_again_what_the_killed_attempt_had_not_written(tmp_path, monkeypatch):

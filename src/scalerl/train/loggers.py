@@ -38,9 +38,10 @@ class Sink(Protocol):
         ...
 
     def discard(self) -> None:
-        """After :meth:`close`, for a new run stopped before its first checkpoint (whose own files
-        :func:`~scalerl.train.preflight.discard_unstarted_run` removes): remove what this attempt
-        wrote, so the same command run again starts beside nothing of it -- never an earlier attempt's."""
+        """Instead of :meth:`close`, for a new run stopped before its first checkpoint (whose own
+        files :func:`~scalerl.train.preflight.discard_unstarted_run` removes): close, then remove what
+        this attempt wrote, so the same command run again starts beside nothing of it -- never an
+        earlier attempt's."""
         ...
 
 
@@ -91,6 +92,7 @@ class TensorBoardSink:
         """This attempt's event file (one per writer): the step-0 evaluation, logged before the first
         checkpoint, stayed beside the next attempt's, which has no purge mark (a new run) -- step 0 twice."""
         if self._writer is not None:  # (one writer per run directory: what is new in it is this attempt's)
+            self._writer.close()
             for path in set(self.logdir.glob("*")) - self._before:
                 path.unlink(missing_ok=True)
             _remove_if_empty(self.logdir)
@@ -177,10 +179,17 @@ class WandbSink:
         self.run.finish(exit_code=0 if ok else 1)  # W&B shows a run that failed or was stopped as failed
 
     def discard(self) -> None:
-        """This attempt's W&B run directories (``wandb/*run-<date>-<id>``: its id is new, so none is
+        """The run finished (as failed), without W&B's footer -- "wandb sync <dir>", "Find logs at
+        <dir>", naming what goes next, above the stop's "nothing kept" --; then this attempt's W&B run directories (``wandb/*run-<date>-<id>``: its id is new, so none is
         an earlier attempt's), W&B's links to them (``latest-run``, ``debug.log``), ``wandb/`` itself
         if nothing else is left in it, and the id file. Not for a resumed run (its id, and the W&B
         directories named by it, are the earlier attempts' too)."""
+        if "run" in self.__dict__ and not getattr(self.run, "_is_finished", False):  # (a start that failed has none)
+            try:
+                self.run._settings.quiet = True  # (W&B's private settings: a later W&B may refuse, and print it)
+            except Exception:  # noqa: BLE001
+                pass
+            self.close(False)
         if not self.new:
             return
         runs = self.directory / "wandb"

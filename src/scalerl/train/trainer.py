@@ -152,28 +152,31 @@ class Trainer:
             steps.append(self._close_task)
         if "source" in parts:
             steps.append(self.source.close)
-        steps += [partial(sink.close, False) for sink in parts.get("sinks", ())]
         steps += [parts[name].close for name in ("runlog", "samples") if name in parts]
         steps.append(self._restore_process_settings)
         if not self.resume and (self.rank is None or self.rank.leader):
-            steps += [self._discard_unstarted, self._discard_sinks]  # (the sinks closed above)
+            steps.append(self._discard_unstarted)
+        # After the discard, which decides whether the sinks are closed or discarded (_end_sink).
+        steps += [partial(self._end_sink, sink, False) for sink in parts.get("sinks", ())]
         close_each(steps, failing=True)
 
     def _discard_unstarted(self, runlog: RunLogWriter | None = None) -> None:
         """A run stopped before its first checkpoint leaves its directory as it found it (the files
         it wrote at its start removed; ``runlog``: closed first), so the same command starts it again.
-        What its trackers wrote goes once they are closed (:meth:`_discard_sinks`)."""
+        What its trackers wrote goes as they close (:meth:`_end_sink`)."""
         if self.output.is_dir():
             self._discarded = discard_unstarted_run(self.output, checkpoints=CHECKPOINTS,
                                                     files=(RUNLOG, CONFIG, SAMPLES, CALIBRATION_COPY), runlog=runlog)
 
-    def _discard_sinks(self) -> None:
-        """After the sinks' close, for a run :meth:`_discard_unstarted` discarded: what this attempt's
-        trackers wrote (W&B's run directory and id, TensorBoard's event file). Left, the same command
-        run again wrote its own beside them: an empty W&B run per stopped start, and TensorBoard's
-        step 0 twice. Not while a sink is open: W&B writes its run directory until ``finish``."""
+    def _end_sink(self, sink: Any, ok: bool) -> None:
+        """Close ``sink`` -- or, for a run :meth:`_discard_unstarted` discarded, discard it: closed,
+        then what this attempt's tracker wrote removed (W&B's run directory and id, TensorBoard's
+        event file). Left, the same command run again wrote its own beside them: an empty W&B run
+        per stopped start, and TensorBoard's step 0 twice."""
         if self.__dict__.get("_discarded"):
-            close_each([sink.discard for sink in self.__dict__.get("sinks", ())], failing=True)
+            sink.discard()
+        else:
+            sink.close(ok)
 
     def _restore_process_settings(self) -> None:
         """torch's process-wide settings this run changed -- its thread count, cuDNN attention --
@@ -787,8 +790,8 @@ class Trainer:
     def _close(self, ok: bool) -> None:
         """Files and metric sinks (``ok``: whether the run ended well, as W&B records it); the reward
         workers are closed with the generators (:meth:`_train`)."""
-        close_each([self.runlog.close, self.samples.close, *(partial(sink.close, ok) for sink in self.sinks),
-                    self._discard_sinks], failing=not ok)
+        close_each([self.runlog.close, self.samples.close, *(partial(self._end_sink, sink, ok) for sink in self.sinks)],
+                   failing=not ok)
 
     def _close_task(self) -> None:
         """Stop the task's reward worker processes (a user function's, math-verify's), if it has any."""
