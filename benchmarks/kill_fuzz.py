@@ -44,7 +44,9 @@ What it does, for each recipe (the default one -- PipelineRL -- and, with ``--sy
    with its values (no stopped start's W&B run beside it); no process of the run is left -- after each stop (and at the
    end) every process that carries the trial's tag in its environment (the command, its trainer
    ranks, generator and reward worker processes: whatever they started) must be gone within
-   ``SETTLE`` seconds; a ``kill -9`` of the command must take them with it.
+   ``SETTLE`` seconds; a ``kill -9`` of the command must take them with it; a SIGTERM/SIGINT stop
+   exits 143/130 without a traceback (one that lands after the command's last "report:" line is a
+   note, as in benchmarks/study_kill_fuzz.py).
 
 It prints one line per trial as it goes, then a table::
 
@@ -319,6 +321,17 @@ def check(out: Path, ref: dict, rc: int, loose: bool = False) -> tuple[list[str]
     return (fails, diffs) if loose else (fails + diffs, [])
 
 
+def said(row: dict, name: str, sent: bool, rc: int, log: Path) -> None:
+    """A SIGTERM/SIGINT stop exits 143/130 in one line, without a traceback (a failure else); one that
+    landed after the command's work was done (its "report:" line printed) is a note
+    (study_kill_fuzz.stop_problem, which says what each is)."""
+    from study_kill_fuzz import stop_problem
+
+    problem, note = stop_problem(name, sent, rc, log)
+    row["fails"] += [problem] if problem else []
+    row["notes"] += [note] if note else []
+
+
 def left_behind(row: dict, tag: str, after: str) -> None:
     """Every process of the trial (its tag in the environment) gone within ``SETTLE`` s, else a
     failure; whatever is left is killed, so it cannot race the resume. After a ``kill -9``, W&B's
@@ -362,6 +375,7 @@ def trial(work: Path, recipe: str, i: int, rng: random.Random, ref: dict, max_at
            "attempts": 1, "fails": [], "notes": [], "dir": str(out)}
     if any(isinstance(c, str) for c in children):
         row["fails"].append("hung after the signal")
+    said(row, name, sent, rc, work / f"{recipe}-{i:02d}.0.log")
     left_behind(row, tag, name)
     later = []
     while rc != 0 and row["attempts"] < max_attempts:
@@ -374,6 +388,7 @@ def trial(work: Path, recipe: str, i: int, rng: random.Random, ref: dict, max_at
             sig2 = rng.choices(list(SIGNALS), weights=[6, 2, 2])[0]
             t2 = rng.uniform(0, ref["seconds"])
             rc, sent2, _ = run_killed(cmd, log, t2, SIGNALS[sig2], env=env)
+            said(row, sig2, sent2, rc, log)
             later.append(f"{'again' if again else 'resume'}:{sig2}@{t2:.1f}s" + ("" if sent2 else "(done)")
                          + (f"[{phase(out)}]" if sent2 else ""))
             left_behind(row, tag, f"{sig2} of the {'run' if again else 'resume'}")
