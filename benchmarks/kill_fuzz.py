@@ -38,10 +38,15 @@ What it does, for each recipe (the default one -- PipelineRL -- and, with ``--sy
    ``.*.tmp-*``), nor a checkpoint beyond ``run.keep_checkpoints``; the run log has no torn line;
    ``scalerl report DIR`` exits 0; with ``--set log.tensorboard=true``, TensorBoard reads every
    scalar at the reference's steps, once each (a resumed attempt's purge mark drops what the killed
-   one wrote past its checkpoint), with the reference's values; no process of the run is left -- after each stop (and at the
+   one wrote past its checkpoint), with the reference's values; with ``--set log.wandb_project=P``
+   (and ``WANDB_MODE=offline`` exported), ``RUN/wandb`` as ``scalerl fit`` reads it -- the offline
+   attempts' run directories joined -- is one run with the reference's steps of ``WANDB_METRICS``,
+   with its values (no stopped start's W&B run beside it); no process of the run is left -- after each stop (and at the
    end) every process that carries the trial's tag in its environment (the command, its trainer
    ranks, generator and reward worker processes: whatever they started) must be gone within
-   ``SETTLE`` seconds; a ``kill -9`` of the command must take them with it.
+   ``SETTLE`` seconds; a ``kill -9`` of the command must take them with it; a SIGTERM/SIGINT stop
+   exits 143/130 without a traceback (one that lands after the command's last "report:" line is a
+   note, as in benchmarks/study_kill_fuzz.py).
 
 It prints one line per trial as it goes, then a table::
 
@@ -83,6 +88,9 @@ SIGNALS = {"SIGKILL": signal.SIGKILL, "SIGTERM": signal.SIGTERM, "SIGINT": signa
 #: Seconds a stopped command's processes get to end: its ranks and workers die with it (the kernel kills
 #: them: on a kill -9, ranks left longer trained on in the background and finished the run).
 SETTLE = 3.0
+#: W&B's own service processes, which watch their parent themselves, and the seconds they may take
+#: to follow a ``kill -9``'d command (measured: ~4 s, wandb 0.31).
+WANDB_SERVICE, WANDB_SETTLE = ("wandb-core", "wandb-symon"), 10.0
 
 
 def command(out: Path, recipe: str, *extra: str) -> list[str]:
@@ -202,6 +210,28 @@ def tensorboard_scalars(out: Path) -> dict | None:
             if not any(t in tag for t in TIMING) and not tag.startswith(("pipeline/", "memory/"))}
 
 
+#: What the W&B check compares, as ``scalerl fit RUN/wandb`` reads it (an evaluation metric, a training one).
+WANDB_METRICS = ("val/pass_rate", "reward_mean", "loss")
+
+
+def wandb_points(out: Path) -> tuple[dict | None, list[str]]:
+    """({metric: [(step, value), ...]} of the run's W&B directory as ``scalerl fit RUN/wandb`` reads
+    it -- an offline resume is a directory of its own, joined to the earlier ones --, the reader's
+    notes); (None, []) without one. A W&B run that is not the run's (another id, as a stopped start
+    left) shows as a second curve."""
+    wandb_dir = out / "wandb"
+    if not wandb_dir.is_dir():
+        return None, []
+    from scalerl.curves.wandb_run_log import read_wandb_run
+
+    points, notes = {}, []
+    for metric in WANDB_METRICS:
+        curves = read_wandb_run(wandb_dir, "step", metric, bounded=False)
+        points[metric] = [[(float(x), float(y)) for x, y in zip(c.x, c.y)] for c in curves]
+        notes += [n for c in curves for n in c.notes if n not in notes]
+    return points, notes
+
+
 def final_weights(out: Path):
     from transformers import AutoModelForCausalLM
 
@@ -267,6 +297,19 @@ def check(out: Path, ref: dict, rc: int, loose: bool = False) -> tuple[list[str]
                          f"{[want.get(t) for t in bad[:1]]})")
         elif scalars != ref["tensorboard"]:
             diffs.append("TensorBoard values differ")
+    if ref.get("wandb") is not None:
+        try:
+            points, _ = wandb_points(out)
+            if points is None:
+                fails.append("no wandb/ directory")
+            elif {m: [len(c) for c in p] for m, p in points.items()} != {m: [len(c) for c in p] for m, p in ref["wandb"].items()}:
+                fails.append(f"W&B curves differ: {[len(c) for c in points['val/pass_rate']]} curve(s) of "
+                             f"{[len(c) for c in ref['wandb']['val/pass_rate']]} points; steps "
+                             f"{[[x for x, _ in c] for c in points['val/pass_rate']]}")
+            elif points != ref["wandb"]:
+                diffs.append("W&B values differ")
+        except Exception as exc:  # noqa: BLE001
+            fails.append(f"scalerl fit RUN/wandb fails: {type(exc).__name__}: {str(exc)[:120]}")
     try:
         weights = final_weights(out)
         if weights.keys() != ref["weights"].keys() or any(not torch.equal(weights[k], ref["weights"][k])
@@ -278,11 +321,33 @@ def check(out: Path, ref: dict, rc: int, loose: bool = False) -> tuple[list[str]
     return (fails, diffs) if loose else (fails + diffs, [])
 
 
+def said(row: dict, name: str, sent: bool, rc: int, log: Path) -> None:
+    """A SIGTERM/SIGINT stop exits 143/130 in one line, without a traceback (a failure else); one that
+    landed after the command's work was done (its "report:" line printed) is a note
+    (study_kill_fuzz.stop_problem, which says what each is)."""
+    from study_kill_fuzz import stop_problem
+
+    problem, note = stop_problem(name, sent, rc, log)
+    row["fails"] += [problem] if problem else []
+    row["notes"] += [note] if note else []
+
+
 def left_behind(row: dict, tag: str, after: str) -> None:
     """Every process of the trial (its tag in the environment) gone within ``SETTLE`` s, else a
-    failure; whatever is left is killed, so it cannot race the resume."""
-    from study_kill_fuzz import gone
+    failure; whatever is left is killed, so it cannot race the resume. After a ``kill -9``, W&B's
+    service (``wandb-core`` and its ``wandb-symon``: ``WANDB_SERVICE``) may take up to ``WANDB_SETTLE``
+    s: it watches its parent itself and exits ~4 s after it (W&B's behaviour: a note)."""
+    from study_kill_fuzz import gone, tagged
 
+    if "SIGKILL" in after:
+        deadline = time.monotonic() + WANDB_SETTLE
+        while (alive := tagged(tag)) and time.monotonic() < deadline:
+            if not all(any(name in cmd for name in WANDB_SERVICE) for _, cmd in alive):
+                break  # (one of ours: the SETTLE check below says so)
+            time.sleep(0.1)
+        if not alive and time.monotonic() > deadline - WANDB_SETTLE + SETTLE:
+            row["notes"].append(f"W&B's service outlived the {after} by "
+                                f"{time.monotonic() - deadline + WANDB_SETTLE:.1f} s")
     alive = gone(tag, SETTLE)
     if alive:
         row["fails"].append(f"left behind {SETTLE:g} s after {after}: {alive}")
@@ -310,6 +375,7 @@ def trial(work: Path, recipe: str, i: int, rng: random.Random, ref: dict, max_at
            "attempts": 1, "fails": [], "notes": [], "dir": str(out)}
     if any(isinstance(c, str) for c in children):
         row["fails"].append("hung after the signal")
+    said(row, name, sent, rc, work / f"{recipe}-{i:02d}.0.log")
     left_behind(row, tag, name)
     later = []
     while rc != 0 and row["attempts"] < max_attempts:
@@ -322,6 +388,7 @@ def trial(work: Path, recipe: str, i: int, rng: random.Random, ref: dict, max_at
             sig2 = rng.choices(list(SIGNALS), weights=[6, 2, 2])[0]
             t2 = rng.uniform(0, ref["seconds"])
             rc, sent2, _ = run_killed(cmd, log, t2, SIGNALS[sig2], env=env)
+            said(row, sig2, sent2, rc, log)
             later.append(f"{'again' if again else 'resume'}:{sig2}@{t2:.1f}s" + ("" if sent2 else "(done)")
                          + (f"[{phase(out)}]" if sent2 else ""))
             left_behind(row, tag, f"{sig2} of the {'run' if again else 'resume'}")
@@ -423,7 +490,7 @@ def main() -> int:
             return 2
         evals, full, _ = comparable(ref_dir)
         ref = {"seconds": seconds, "evals": evals, "full": full, "weights": final_weights(ref_dir),
-               "tensorboard": tensorboard_scalars(ref_dir)}
+               "tensorboard": tensorboard_scalars(ref_dir), "wandb": wandb_points(ref_dir)[0]}
         print(f"{recipe}: reference {seconds:.1f} s, {len(evals)} evaluations: "
               f"{[round(e['val/pass_rate'], 4) for e in evals if 'val/pass_rate' in e]}", flush=True)
         for i in range(args.trials):

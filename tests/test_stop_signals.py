@@ -378,3 +378,31 @@ def test_a_study_driver_that_stops_starts_no_run_and_stops_the_running_ones_unle
     _stop_workers([], stops, exc)
     assert stops.start_none.is_set()
     assert stops.stop_runs.is_set() == passed_on
+
+
+@pytest.mark.parametrize("resume", [False, True], ids=["new", "resume"])
+def test_a_stop_as_a_run_sets_up_says_what_to_run_next(tmp_path, monkeypatch, capsys, resume):
+    """A stop before the run could say where it stopped -- the model's load, W&B's start (seconds of
+    every run with log.wandb_project) -- printed "terminated (SIGTERM)" alone: no word of the same
+    command or --resume. The directory the set-up left says which."""
+    from scalerl.config import save_yaml
+    from scalerl.train import trainer
+    from scalerl.train.config import TrainConfig
+
+    def stop(self, cfg, **kw):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+
+    monkeypatch.setattr(trainer.Trainer, "__init__", stop)
+    out = tmp_path / "run"
+    args = ["train", "--model", "tiny", "--steps", "2", "--output", str(out)]
+    if resume:
+        out.mkdir()
+        cfg = TrainConfig()
+        cfg.model.name, cfg.run.steps, cfg.run.output = "tiny", 2, str(out)
+        save_yaml(cfg, out / "config.yaml")
+        args.append("--resume")
+    assert cli.main(args) == 143
+    assert capsys.readouterr().err == "scalerl train: " + (
+        f"interrupted before training went on; resume with: scalerl train --output {out} --resume\n" if resume else
+        f"interrupted before the run started (nothing kept in {out}); run the same command again to start it\n")

@@ -1,5 +1,7 @@
 """The metric sinks (TensorBoard, W&B) under resumes and failures, driven directly (no training)."""
 
+from pathlib import Path
+
 import pytest
 
 
@@ -144,13 +146,14 @@ class _Run:
 
     def __init__(self, offline, starting_step):
         self.offline, self.starting_step, self.id = offline, starting_step, "abc12345"
+        self.dir = "wandb/offline-run-20250101_000000-abc12345/files"
 
 
 def _wandb_sink(tmp_path, run):
     from scalerl.train.loggers import WandbSink
 
     sink = WandbSink.__new__(WandbSink)  # the run W&B would hand back, without W&B
-    sink.run, sink.directory = run, tmp_path
+    sink.run, sink.directory, sink.run_id = run, tmp_path, run.id
     return sink
 
 
@@ -197,10 +200,195 @@ def test_the_trainer_tells_each_sink_where_a_resume_goes_on(capsys, resumed_from
     told = []
 
     class Sink:
-        def resume(self, first_step):
-            told.append(first_step)
+        def resume(self, first_step, kept=()):
+            told.append((first_step, kept))
             return "W&B keeps this"
 
-    Trainer._resume_sinks(SimpleNamespace(step=resumed_from or 0, resumed_from=resumed_from, sinks=[Sink()]))
-    assert told == [first]
+    kept = [{"type": "eval", "step": 0}]
+    Trainer._resume_sinks(SimpleNamespace(step=resumed_from or 0, resumed_from=resumed_from, sinks=[Sink()],
+                                          _kept_rows=lambda: kept))
+    assert told == [(first, kept if first else [])]
     assert capsys.readouterr().err == "note: W&B keeps this\n"
+
+
+def _offline_wandb(monkeypatch):
+    wandb = pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    wandb.teardown()
+    return wandb
+
+
+def test_a_discarded_wandb_sink_removes_its_attempts_files_and_no_earlier_ones(tmp_path, monkeypatch):
+    """A new run stopped before its first checkpoint is discarded so that the same command starts it
+    again; its W&B run directory (wandb/offline-run-*-<id>) and wandb_run_id stayed, and every such
+    stopped start left one more W&B run beside the one that trained. Only this attempt's go: an
+    earlier attempt's run directory (a kill -9'd start, whose id was another) stays, and so does
+    wandb/ with it."""
+    wandb = _offline_wandb(monkeypatch)
+    from scalerl.train.loggers import WandbSink
+
+    earlier = tmp_path / "wandb" / "offline-run-20250101_000000-earlier1"
+    earlier.mkdir(parents=True)
+    try:
+        sink = WandbSink("scalerl-test", "run", {}, tmp_path, resume=False)
+        sink.log({"x": 1.0}, 0)
+        assert list((tmp_path / "wandb").glob(f"*-{sink.run_id}"))
+        sink.discard()  # (closes the W&B run first)
+    finally:
+        wandb.teardown()
+    assert sorted(p.name for p in (tmp_path / "wandb").iterdir()) == [earlier.name]  # latest-run, debug.log gone
+    assert not (tmp_path / "wandb_run_id").exists()
+    earlier.rmdir()
+    sink.discard()  # nothing of it left: removes nothing else
+    assert not (tmp_path / "wandb").exists() or not any((tmp_path / "wandb").iterdir())
+
+
+def test_a_resumed_wandb_sink_discards_nothing(tmp_path, monkeypatch):
+    """A resume's W&B id, and the run directories named by it, are the earlier attempts' too."""
+    wandb = _offline_wandb(monkeypatch)
+    from scalerl.train.loggers import WandbSink
+
+    try:
+        first = WandbSink("scalerl-test", "run", {}, tmp_path, resume=False)
+        first.log({"x": 1.0}, 0)
+        first.close(False)
+        resumed = WandbSink("scalerl-test", "run", {}, tmp_path, resume=True)
+        resumed.close(False)
+        resumed.discard()
+    finally:
+        wandb.teardown()
+    # (one directory or two: W&B names them by the second they started)
+    assert list((tmp_path / "wandb").glob(f"offline-run-*-{first.run_id}/run-{first.run_id}.wandb"))
+    assert (tmp_path / "wandb_run_id").read_text().strip() == first.run_id
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, "wandb-error"])
+def test_a_wandb_start_that_fails_leaves_nothing_of_its_attempt(tmp_path, monkeypatch, stop):
+    """A stop (or W&B's own error) while wandb.init starts the run: the sink never came to be, so the
+    trainer's discard of the unstarted run could not reach it, and wandb_run_id and W&B's half-made
+    run directory stayed beside the next attempt's."""
+    wandb = _offline_wandb(monkeypatch)
+    from scalerl.errors import ConfigError
+    from scalerl.train.loggers import WandbSink
+
+    def init(*, dir, id, **kw):  # W&B has made the run's directory, then the stop lands
+        (Path(dir) / "wandb" / f"offline-run-20250101_000001-{id}" / "logs").mkdir(parents=True)
+        raise KeyboardInterrupt if stop is KeyboardInterrupt else wandb.errors.Error("not logged in")
+
+    monkeypatch.setattr(wandb, "init", init)
+    with pytest.raises(KeyboardInterrupt if stop is KeyboardInterrupt else ConfigError):
+        WandbSink("scalerl-test", "run", {}, tmp_path, resume=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_discarded_tensorboard_sink_removes_its_event_file_only(tmp_path):
+    """The step-0 evaluation is logged before the first checkpoint: a run stopped between them
+    left its event file, and the same command run again (a new run: no purge mark) showed step 0 twice."""
+    pytest.importorskip("tensorboard")
+    from scalerl.train.loggers import TensorBoardSink
+
+    earlier = tmp_path / "events.out.tfevents.1.host.1.0"
+    earlier.write_bytes(b"")
+    sink = TensorBoardSink(tmp_path)
+    sink.log({"val/pass_rate": 0.25}, 0)
+    assert len(list(tmp_path.iterdir())) == 2
+    sink.discard()  # (closes the writer first)
+    assert list(tmp_path.iterdir()) == [earlier]
+
+
+def test_the_trainer_discards_its_sinks_instead_of_closing_them_only_when_it_discarded_the_run():
+    """discard closes the sink itself first (W&B writes its run directory until finish)."""
+    from types import SimpleNamespace
+
+    from scalerl.train.trainer import Trainer
+
+    calls = []
+
+    class Sink:
+        def close(self, ok=True):
+            calls.append(("close", ok))
+
+        def discard(self):
+            calls.append("discard")
+
+    for discarded in (False, True):
+        calls.clear()
+        parts = SimpleNamespace(runlog=SimpleNamespace(close=lambda: None), samples=SimpleNamespace(close=lambda: None),
+                                sinks=[Sink()], _discarded=discarded)
+        parts._end_sink = lambda sink, ok, parts=parts: Trainer._end_sink(parts, sink, ok)
+        Trainer._close(parts, False)
+        assert calls == (["discard"] if discarded else [("close", False)])
+
+
+def test_a_resumed_offline_wandb_sink_logs_again_what_the_killed_attempt_had_not_written(tmp_path, monkeypatch):
+    """W&B writes its run file every 15 s: a kill -9 lost the killed attempt's last rows -- those
+    before the checkpoint the resume goes on from among them, which no later attempt logs again (a
+    short run's whole history: `scalerl fit RUN/wandb` then found "no logged history"). The resumed
+    sink logs what the earlier attempts' files lack from the run log's kept rows, and `scalerl fit`
+    reads every step once."""
+    import time
+
+    wandb = _offline_wandb(monkeypatch)
+    from scalerl.curves.wandb_run_log import read_wandb_run
+    from scalerl.train.loggers import WandbSink
+
+    kept = [{"type": "eval", "step": 0, "val/pass_rate": 0.25}] + [
+        {"type": "train", "step": s, "loss": float(s)} for s in (1, 2)] + [{"type": "eval", "step": 2, "val/pass_rate": 0.5}]
+    try:
+        first = WandbSink("scalerl-test", "run", {}, tmp_path, resume=False)
+        first.log(kept[0], 0)
+        first.log(kept[1], 1)
+        first.close(False)
+        # What the kill -9 left: rows 0 and 1 written, step 2's train and eval rows (the checkpoint's) not
+        time.sleep(1.1)  # (W&B names a run's directory by the second it started)
+        resumed = WandbSink("scalerl-test", "run", {}, tmp_path, resume=True)
+        note = resumed.resume(3, kept)
+        resumed.log({"type": "train", "step": 3, "loss": 3.0}, 3)
+        resumed.close()
+    finally:
+        wandb.teardown()
+    assert "the 2 row(s) of steps 2-2 the stopped attempt had not written are logged again" in note
+    loss, = read_wandb_run(tmp_path / "wandb", "step", "loss", bounded=False)
+    assert list(loss.x) == [1, 2, 3] and list(loss.y) == [1, 2, 3]
+    rate, = read_wandb_run(tmp_path / "wandb", "step", "val/pass_rate", bounded=False)
+    assert list(rate.x) == [0, 2] and list(rate.y) == [0.25, 0.5]
+
+
+def _history(monkeypatch, tmp_path, attempts):
+    """W&B run files of one run id, an attempt each (``attempts``: lists of (step, value)), read by
+    ``scalerl fit`` as one curve."""
+    import time
+
+    wandb = _offline_wandb(monkeypatch)
+    from scalerl.curves.wandb_run_log import read_wandb_run
+
+    try:
+        for i, rows in enumerate(attempts):
+            run = wandb.init(project="scalerl-test", dir=str(tmp_path), id="abcd1234", resume="allow",
+                             reinit="create_new")
+            for step, value in rows:
+                run.log({"m": value}, step=step)
+            run.finish()
+            if i < len(attempts) - 1:
+                time.sleep(1.1)  # (W&B names a run's directory by the second it started)
+    finally:
+        wandb.teardown()
+    curve, = read_wandb_run(tmp_path / "wandb", "step", "m", bounded=False)
+    return list(zip(curve.x, curve.y)), curve.notes
+
+
+@pytest.mark.parametrize(("attempts", "want"), [
+    # stopped after step 5, its checkpoint at 4: the resume's first step is the last one logged
+    ([[(0, 0.0), (4, 0.4), (5, 0.5)], [(5, 5.0), (6, 6.0)]], [(0, 0.0), (4, 0.4), (5, 5.0), (6, 6.0)]),
+    # killed between the step-0 evaluation and the first checkpoint: the resume starts over at step 0
+    ([[(0, 0.1)], [(0, 0.2), (1, 1.0)]], [(0, 0.2), (1, 1.0)]),
+], ids=["at-the-last-step", "over-at-step-0"])
+def test_an_offline_resume_at_a_step_the_earlier_attempt_logged_reads_each_step_once(monkeypatch, tmp_path, attempts,
+                                                                                    want):
+    """The step does not go back at a file that starts at the earlier one's last step, and the
+    abandoned attempt's row stayed beside the resumed one's; a file that starts at step 0 again after
+    step 0 alone was continued as a _step that started over: every row one step on, step 0 twice."""
+    points, notes = _history(monkeypatch, tmp_path, attempts)
+    assert points == want
+    assert any("abandoned attempt(s)" in n for n in notes)

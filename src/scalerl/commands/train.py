@@ -35,6 +35,34 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    try:
+        return _run(args)
+    except KeyboardInterrupt as exc:
+        from scalerl.errors import RunInterrupted
+
+        if isinstance(exc, RunInterrupted):  # the run said where it stopped
+            raise
+        raise RunInterrupted(_stopped_before_training(args), cause=exc) from None
+
+
+def _stopped_before_training(args) -> str:
+    """What to do after a stop that came before the run could say where it stopped: in the imports,
+    the set-up (the model's load, W&B's start), the launch of ``--nproc`` ranks. It said
+    "terminated (SIGTERM)" alone, and the user had to guess between the same command and
+    ``--resume``. The directory tells: a new run stopped there has had its files removed
+    (preflight.discard_unstarted_run), so its config is left only where a run can be resumed."""
+    from scalerl.train.config import RunConfig
+    from scalerl.train.run_directory import CONFIG
+
+    # The resolved config's (--set run.output=...), else --output's, else the default's.
+    output = Path(getattr(args, "resolved_output", None) or args.output or RunConfig.output)
+    if (output / CONFIG).exists():
+        return f"interrupted before training went on; resume with: scalerl train --output {output} --resume"
+    return (f"interrupted before the run started (nothing kept in {output}); run the same command again "
+            "to start it")
+
+
+def _run(args) -> int:
     from scalerl.config import dump_yaml
 
     from scalerl.errors import InputError
@@ -44,6 +72,7 @@ def run(args) -> int:
     if args.resume:
         return _resume(args)
     cfg = config_from_args(args, output=args.output)
+    args.resolved_output = cfg.run.output  # (for a stop's message: _stopped_before_training)
     if args.print_config:
         print(dump_yaml(cfg))
         return 0

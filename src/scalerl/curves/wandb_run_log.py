@@ -23,7 +23,9 @@ resume) continues from the first file's last value, and so does a ``_step`` that
 offline resume of a trainer that does not pass its own step, such as TRL). Where the run's step goes
 back -- the trainer's ``train/global_step`` where it logs one, else W&B's -- the resumed attempt
 logged the steps after its checkpoint again, and the abandoned attempt's rows from that step on are
-dropped. OpenRLHF logs its evaluations' step as ``eval/global_step``, its training rows'
+dropped -- also where a later file starts at the very step the earlier ones ended on (the step does
+not go back there), and where a file starts at step 0 after attempts that logged step 0 alone (a
+run that started over: not a ``_step`` to continue). OpenRLHF logs its evaluations' step as ``eval/global_step``, its training rows'
 ``train/global_step``: an evaluation row's is taken as its ``train/global_step`` too, so ``--x
 train/global_step`` places it at the step it evaluated (its asynchronous trainer logs it after later
 steps; a carried or ``cum:`` x is then that step's as well). A torn last record (the run
@@ -113,6 +115,7 @@ class _Run:
         self.runtime = 0.0  # the largest _runtime so far (seconds)
         self.restarted = 0  # later files whose _runtime started over
         self.steps_restarted = 0  # later files whose _step started over
+        self.abandoned = 0  # earlier attempts' rows from a later file's first step on, dropped
 
     def add(self, history: list[tuple[int, dict[str, str]]]) -> None:
         """One file's history rows, after the earlier files'. An offline run resumed in a new
@@ -126,7 +129,20 @@ class _Run:
         first = next((_number(v["_runtime"]) for _, v in history if "_runtime" in v), None)
         offset = self.runtime if self.rows and first is not None and first < self.runtime else 0.0
         self.restarted += offset > 0
-        step_offset = self.last_step + 1 if self.rows and history[0][0] == 0 else 0
+        start = history[0][0]
+        if self.rows and start == self.last_step:
+            # The attempt resumed at the very step the earlier ones ended on (a trainer that passes its
+            # own step: scalerl stopped at step 5, its checkpoint at 4): the step does not go back,
+            # and keep_resumed_attempts -- which drops an abandoned attempt's rows where it does --
+            # kept both rows of step 5. After attempts that logged step 0 alone, a first step 0 is a
+            # run that started over (resumed with no checkpoint: scalerl; verl's evaluation before
+            # training), which, continued as a _step that started over, moved every later row one
+            # step on. The earlier rows at that step are an abandoned attempt's.
+            before = len(self.rows)
+            self.rows = [(step, values) for step, values in self.rows if step < start]
+            self.abandoned += before - len(self.rows)
+            self.last_step = max((step for step, _ in self.rows), default=-1)
+        step_offset = self.last_step + 1 if self.rows and start == 0 else 0
         self.steps_restarted += step_offset > 0
         merged: dict[int, dict[str, str]] = {}
         for step, values in history:
@@ -175,6 +191,22 @@ def _read_runs(path: Path, notes: list[str]) -> list[_Run]:
         if undecodable:
             notes.append(f"{f.name}: skipped {undecodable} record(s) that did not parse")
     return list(runs.values())
+
+
+def last_logged_step(path: Path) -> int:
+    """The last step of ``path``'s history records (-1: none), as W&B wrote them (no attempts joined):
+    what a resumed writer reads of what a killed attempt got to write."""
+    Record = _record_class()
+    last = -1
+    for raw in _records(path, []):
+        record = Record()
+        try:
+            record.ParseFromString(raw)
+        except Exception:  # noqa: BLE001 -- protobuf's DecodeError: a damaged record
+            continue
+        if record.WhichOneof("record_type") == "history" and record.history.HasField("step"):
+            last = max(last, record.history.step.num)
+    return last
 
 
 def _flatten_objects(history: list[tuple[int, dict[str, str]]]) -> None:
@@ -245,6 +277,9 @@ def read_wandb_run(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool 
         if r.steps_restarted:
             notes.append(f"run {label!r}: resumed offline in {r.steps_restarted} later file(s) whose _step started "
                          "over: continued from the earlier file's last step")
+        if r.abandoned:
+            notes.append(f"run {label!r}: resumed in a later file at the step an earlier one ended on: "
+                         f"{r.abandoned} row(s) the abandoned attempt(s) logged at it were dropped")
         run_rows = []
         for step, values in r.rows:
             row: dict[str, Any] = {"run": label, "step": step}

@@ -285,7 +285,10 @@ class LogConfig:
     W&B run's id is kept in <output>/wandb_run_id, so ``--resume`` continues the same W&B run; a
     run that stops or fails finishes its W&B run as failed. W&B cannot take back the steps a stopped
     attempt logged after its checkpoint (online it keeps those, offline it does not resume a run):
-    a note at the resume says which. A sink failing mid-run is a warning; the training goes on."""
+    a note at the resume says which. A resume logs again the rows before its checkpoint that W&B
+    lacks (a ``kill -9`` loses W&B's last seconds); a run stopped before its first checkpoint
+    removes its W&B run directory with its other files. A sink failing mid-run is a warning; the
+    training goes on."""
     progress: bool = True
     """Show a progress bar (pass rate, throughput, ETA) on stderr."""
     train_every: int = 1

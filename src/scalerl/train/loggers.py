@@ -10,9 +10,10 @@ beside the new ones (TensorBoard) or the user is told what the tracker keeps (W&
 from __future__ import annotations
 
 import numbers
+import shutil
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from scalerl.atomic_files import write_text_atomically
 from scalerl.errors import ConfigError
@@ -23,15 +24,24 @@ if TYPE_CHECKING:  # train.config imports no loggers; only the annotation needs 
 
 
 class Sink(Protocol):
-    def resume(self, first_step: int) -> str | None:
+    def resume(self, first_step: int, kept: Sequence[dict[str, Any]] = ()) -> str | None:
         """A resumed run's first step (0: no checkpoint, the run starts over): an earlier attempt's
-        rows from it on are stale. Called before the first row; returns a note for the user, if any."""
+        rows from it on are stale. ``kept``: the rows the run log keeps from before it (each with
+        its ``step``), which a sink that lost some -- the killed attempt had not written them yet --
+        logs again. Called before the first row; returns a note for the user, if any."""
         ...
 
     def log(self, row: dict[str, Any], step: int) -> None: ...
 
     def close(self, ok: bool = True) -> None:
         """Flush and close; ``ok`` is False when the run failed or was stopped."""
+        ...
+
+    def discard(self) -> None:
+        """Instead of :meth:`close`, for a new run stopped before its first checkpoint (whose own
+        files :func:`~scalerl.train.preflight.discard_unstarted_run` removes): close, then remove what
+        this attempt wrote, so the same command run again starts beside nothing of it -- never an
+        earlier attempt's."""
         ...
 
 
@@ -58,10 +68,12 @@ class TensorBoardSink:
     @property
     def writer(self):
         if self._writer is None:
+            self._before = set(self.logdir.glob("*")) if self.logdir.is_dir() else set()  # (for discard)
             self._writer = self._summary_writer(str(self.logdir), purge_step=self.purge_step)
         return self._writer
 
-    def resume(self, first_step: int) -> str | None:
+    def resume(self, first_step: int, kept: Sequence[dict[str, Any]] = ()) -> str | None:
+        # (every row is flushed as it is logged: a killed attempt lost none that ``kept`` holds)
         if self._writer is not None:
             raise RuntimeError("TensorBoardSink.resume after its first row: the purge mark must open the event file")
         self.purge_step = first_step
@@ -76,6 +88,15 @@ class TensorBoardSink:
         if self._writer is not None:
             self._writer.close()
 
+    def discard(self) -> None:
+        """This attempt's event file (one per writer): the step-0 evaluation, logged before the first
+        checkpoint, stayed beside the next attempt's, which has no purge mark (a new run) -- step 0 twice."""
+        if self._writer is not None:  # (one writer per run directory: what is new in it is this attempt's)
+            self._writer.close()
+            for path in set(self.logdir.glob("*")) - self._before:
+                path.unlink(missing_ok=True)
+            _remove_if_empty(self.logdir)
+
 
 class WandbSink:
     """A W&B run per scalerl run: ``--resume`` continues the same W&B run (its id is kept in the run
@@ -89,41 +110,118 @@ class WandbSink:
         except ImportError:
             raise ConfigError("log.wandb_project needs the wandb package: pip install 'scalerl[wandb]'") from None
         self.directory = directory
+        self.new = not resume  # a new run's id is this attempt's own: so is every W&B directory named by it
         id_file = directory / self.ID_FILE
         run_id = id_file.read_text().strip() if resume and id_file.is_file() else ""
         if not run_id:
             run_id = uuid.uuid4().hex[:8]  # W&B's id alphabet: lower-case letters and digits
             write_text_atomically(id_file, run_id + "\n")  # a cut id would resume into a stranger's run
+        self.run_id = run_id
         # create_new: a run of its own even where the process has another W&B run open (a user's
         # script or notebook calling scalerl; W&B's default handed that one back, and our metrics
         # went into it). The sink logs through its own run object, never the global wandb.log.
         try:
             self.run = wandb.init(project=project, name=name, config=config, dir=str(directory), id=run_id,
                                   resume="allow", reinit="create_new")
-        except wandb.errors.Error as exc:  # not logged in, no network, a bad entity: before any step
-            raise ConfigError(f"log.wandb_project: W&B could not start the run: {exc} (or set WANDB_MODE=offline to "
-                              "keep the W&B run on this machine; `wandb sync` uploads it later)") from None
+        except BaseException as exc:
+            # A new run whose set-up fails is discarded (Trainer._abandon_setup), and this sink, which
+            # never came to be, is not among those it discards: what W&B had written goes here. A stop
+            # as W&B started (its few seconds in every such run) left wandb_run_id and an empty
+            # wandb/offline-run-*, beside the next attempt's.
+            if self.new:
+                self.discard()
+            if isinstance(exc, wandb.errors.Error):  # not logged in, no network, a bad entity: before any step
+                raise ConfigError(f"log.wandb_project: W&B could not start the run: {exc} (or set WANDB_MODE=offline "
+                                  "to keep the W&B run on this machine; `wandb sync` uploads it later)") from None
+            raise
 
-    def resume(self, first_step: int) -> str | None:
+    def resume(self, first_step: int, kept: Sequence[dict[str, Any]] = ()) -> str | None:
         """W&B cannot drop a resumed run's stale steps here (a run's steps only go forward; its
-        ``resume_from`` rewind is a server-side preview, not offline): what W&B keeps is said instead."""
+        ``resume_from`` rewind is a server-side preview, not offline): what W&B keeps is said instead.
+
+        What W&B lacks of ``kept`` is logged again first: W&B writes its run file every 15 s
+        (``x_transaction_log_flush_interval``) and sends rows online in batches, so a ``kill -9``
+        lost the rows of the attempt's last seconds -- the evaluation and the steps before the
+        checkpoint the resume goes on from among them (a short run's whole history: W&B's run then
+        held no row at all), which no later attempt logs."""
+        last = self._last_held_step()
+        missing = [row for row in kept if last < row["step"] < first_step]
+        for row in missing:  # (in the run log's order: W&B's steps only go forward)
+            self.log(row, row["step"])
         if self.run.offline:  # measured with wandb 0.31: not resumed, its steps start over, a directory of its own
             return (f"W&B cannot resume a run offline: this attempt's rows (from step {first_step}) go to a W&B run "
                     f"directory of their own beside the earlier attempt's (wandb/offline-run-*-{self.run.id}), which "
                     f"`wandb sync` does not join into one run; `scalerl fit {self.directory / 'wandb'}` reads them "
-                    f"joined, and the run log and TensorBoard hold each step once")
-        last = self.run.starting_step - 1  # online: W&B goes on after the last step it has of the run
+                    f"joined, and the run log and TensorBoard hold each step once"
+                    + (f" (the {len(missing)} row(s) of steps {missing[0]['step']}-{missing[-1]['step']} the stopped "
+                       "attempt had not written are logged again)" if missing else ""))
         if last >= first_step:
             return (f"W&B's run {self.run.id} has the stopped attempt's rows up to step {last}: W&B drops this "
                     f"attempt's rows for steps {first_step}-{last} (a W&B run's steps only go forward) and keeps "
                     f"the stopped attempt's; the run log and TensorBoard hold this attempt's")
         return None
 
+    def _last_held_step(self) -> int:
+        """The last step W&B holds of this run (-1: none). Online, the server says (the run's
+        ``starting_step`` is the next); offline, the earlier attempts' run files (``wandb/*run-*-<id>``
+        but this attempt's own) are read."""
+        if not self.run.offline:
+            return self.run.starting_step - 1
+        own = Path(self.run.dir).parent
+        files = [f for d in (self.directory / "wandb").glob(f"*run-*-{self.run_id}") if d.resolve() != own.resolve()
+                 for f in d.glob(f"run-{self.run_id}.wandb")]
+        return max((_last_logged_step(f) for f in files), default=-1)
+
     def log(self, row: dict[str, Any], step: int) -> None:
         self.run.log(_numeric(row), step=step)
 
     def close(self, ok: bool = True) -> None:
         self.run.finish(exit_code=0 if ok else 1)  # W&B shows a run that failed or was stopped as failed
+
+    def discard(self) -> None:
+        """The run finished (as failed), without W&B's footer -- "wandb sync <dir>", "Find logs at
+        <dir>", naming what goes next, above the stop's "nothing kept" --; then this attempt's W&B run directories (``wandb/*run-<date>-<id>``: its id is new, so none is
+        an earlier attempt's), W&B's links to them (``latest-run``, ``debug.log``), ``wandb/`` itself
+        if nothing else is left in it, and the id file. Not for a resumed run (its id, and the W&B
+        directories named by it, are the earlier attempts' too)."""
+        if "run" in self.__dict__ and not getattr(self.run, "_is_finished", False):  # (a start that failed has none)
+            try:
+                self.run._settings.quiet = True  # (W&B's private settings: a later W&B may refuse, and print it)
+            except Exception:  # noqa: BLE001
+                pass
+            self.close(False)
+        if not self.new:
+            return
+        runs = self.directory / "wandb"
+        for run_dir in runs.glob(f"*run-*-{self.run_id}"):
+            shutil.rmtree(run_dir, ignore_errors=True)
+        if runs.is_dir():
+            for link in runs.iterdir():
+                if link.is_symlink() and not link.exists():  # (relative links into the runs removed)
+                    link.unlink()
+            _remove_if_empty(runs)
+        id_file = self.directory / self.ID_FILE
+        if id_file.is_file() and id_file.read_text().strip() == self.run_id:
+            id_file.unlink()
+
+
+def _last_logged_step(run_file: Path) -> int:
+    """:func:`~scalerl.curves.wandb_run_log.last_logged_step`, -1 for a file W&B had not got to
+    write its header to (a kill as it started): every kept row is then logged again."""
+    from scalerl.curves.wandb_run_log import last_logged_step
+    from scalerl.errors import InputError
+
+    try:
+        return last_logged_step(run_file)
+    except (InputError, OSError):
+        return -1
+
+
+def _remove_if_empty(directory: Path) -> None:
+    try:
+        directory.rmdir()
+    except OSError:  # not empty (an earlier attempt's files), or gone
+        pass
 
 
 def make_sinks(log_cfg: LogConfig, output: Path, name: str, config: dict[str, Any], resume: bool) -> list[Sink]:

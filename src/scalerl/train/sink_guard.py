@@ -32,9 +32,9 @@ class GuardedSink:
             print(f"warning: {self.name} failed {self.first_failure}; training goes on and the run log keeps every "
                   f"row (rows {self.name} could not take are counted and said at the end)", file=sys.stderr)
 
-    def resume(self, first_step: int) -> str | None:
+    def resume(self, first_step: int, kept=()) -> str | None:
         try:
-            return self.sink.resume(first_step)
+            return self.sink.resume(first_step, kept)
         except Exception as exc:  # noqa: BLE001 -- a mirror's failure must not end the run
             self._failed("at the resume", exc)
             return None
@@ -54,3 +54,10 @@ class GuardedSink:
         if self.lost:
             print(f"note: {self.name} could not take {self.lost} row(s), the first {self.first_failure}; the run log "
                   f"has every row (`scalerl fit` reads it)", file=sys.stderr)
+
+    def discard(self) -> None:
+        try:
+            self.sink.discard()
+        except Exception as exc:  # noqa: BLE001 -- what is left is a tracker's, beside no run
+            print(f"note: {self.name} could not remove this attempt's files: {type(exc).__name__}: {exc}",
+                  file=sys.stderr)

@@ -44,7 +44,7 @@ from scalerl.pipeline.weights import Weights
 from scalerl.rl.components import resolve_recipe, validate_recipe
 from scalerl.rl.sampler import PromptSampler
 from scalerl.rollout.context import RolloutContext, RoundContext
-from scalerl.runlog import FINAL, RESUME, RUNLOG, RunLogWriter
+from scalerl.runlog import FINAL, HEADER, RESUME, RUNLOG, RunLogWriter, read_runlog
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
 from scalerl.stop_signals import stop_under_way, stops_deferred, stops_delivered
 from scalerl.tasks.base import Problem
@@ -153,19 +153,31 @@ class Trainer:
             steps.append(self._close_task)
         if "source" in parts:
             steps.append(self.source.close)
-        steps += [partial(sink.close, False) for sink in parts.get("sinks", ())]
         steps += [parts[name].close for name in ("runlog", "samples") if name in parts]
         steps.append(self._restore_process_settings)
         if not self.resume and (self.rank is None or self.rank.leader):
             steps.append(self._discard_unstarted)
+        # After the discard, which decides whether the sinks are closed or discarded (_end_sink).
+        steps += [partial(self._end_sink, sink, False) for sink in parts.get("sinks", ())]
         close_each(steps, failing=True)
 
     def _discard_unstarted(self, runlog: RunLogWriter | None = None) -> None:
         """A run stopped before its first checkpoint leaves its directory as it found it (the files
-        it wrote at its start removed; ``runlog``: closed first), so the same command starts it again."""
+        it wrote at its start removed; ``runlog``: closed first), so the same command starts it again.
+        What its trackers wrote goes as they close (:meth:`_end_sink`)."""
         if self.output.is_dir():
-            discard_unstarted_run(self.output, checkpoints=CHECKPOINTS,
-                                  files=(RUNLOG, CONFIG, SAMPLES, CALIBRATION_COPY), runlog=runlog)
+            self._discarded = discard_unstarted_run(self.output, checkpoints=CHECKPOINTS,
+                                                    files=(RUNLOG, CONFIG, SAMPLES, CALIBRATION_COPY), runlog=runlog)
+
+    def _end_sink(self, sink: Any, ok: bool) -> None:
+        """Close ``sink`` -- or, for a run :meth:`_discard_unstarted` discarded, discard it: closed,
+        then what this attempt's tracker wrote removed (W&B's run directory and id, TensorBoard's
+        event file). Left, the same command run again wrote its own beside them: an empty W&B run
+        per stopped start, and TensorBoard's step 0 twice."""
+        if self.__dict__.get("_discarded"):
+            sink.discard()
+        else:
+            sink.close(ok)
 
     def _restore_process_settings(self) -> None:
         """torch's process-wide settings this run changed -- its thread count, cuDNN attention --
@@ -637,10 +649,17 @@ class Trainer:
         them, from step 0, where there was none) are logged again, and an earlier attempt's rows for
         them are stale (TensorBoard hides them; W&B cannot, which its note says)."""
         first = self.step + 1 if self.resumed_from is not None else 0
+        kept = self._kept_rows() if first and self.sinks else []
         for sink in self.sinks:
-            note = sink.resume(first)
+            note = sink.resume(first, kept)
             if note:
                 print(f"note: {note}", file=sys.stderr)
+
+    def _kept_rows(self) -> list[dict[str, Any]]:
+        """The rows the run log keeps from before this attempt (cut back to the checkpoint), as
+        :meth:`_log` gave them to the sinks: a sink that lost some logs them again (W&B, killed)."""
+        _, rows, _ = read_runlog(self.output / RUNLOG)
+        return [r for r in rows if r.get("type") not in (HEADER, RESUME) and isinstance(r.get("step"), int)]
 
     def _log_resume(self) -> None:
         """A row that says where the run went on, for the report: the rows alone read the same as a
@@ -772,7 +791,7 @@ class Trainer:
     def _close(self, ok: bool) -> None:
         """Files and metric sinks (``ok``: whether the run ended well, as W&B records it); the reward
         workers are closed with the generators (:meth:`_train`)."""
-        close_each([self.runlog.close, self.samples.close, *(partial(sink.close, ok) for sink in self.sinks)],
+        close_each([self.runlog.close, self.samples.close, *(partial(self._end_sink, sink, ok) for sink in self.sinks)],
                    failing=not ok)
 
     def _close_task(self) -> None:
