@@ -88,6 +88,38 @@ def test_a_console_two_launches_printed_into_keeps_the_resumed_one(tmp_path):
     np.testing.assert_allclose(timed.x, whole.x[:len(timed)])  # the abandoned steps' seconds not counted
 
 
+def _relogged_step(text: str) -> tuple[str, str]:
+    """The whole run's console as two launches would print it where the evaluation of step 100 finished
+    before step 101 was logged and the first launch was killed right after it: the resumed launch (from
+    the step-99 checkpoint) logs step 100 and its evaluation again. The abandoned attempt's evaluation
+    reads 0.4444 (the resumed one's: the run's own). Returns the first launch's text and the second's."""
+    lines = text.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if "Step 100 |" in line)
+    evaluated = next(line for line in lines if "Evaluated gsm8k (Step 100)" in line)
+    banner = next(line for line in _text("primerl_console_resumed").splitlines(keepends=True)
+                  if "Resuming orchestrator" in line).replace("step 100", "step 99")
+    abandoned = re.sub(r"Reward \d\.\d{4}", "Reward 0.4444", evaluated)
+    return "".join(lines[:at + 1]) + abandoned, banner + "".join(lines[at:])
+
+
+def test_a_resumed_launch_that_logs_again_the_step_the_abandoned_one_logged_last(tmp_path):
+    """The step does not go back (100, then 100 again): the restart banner between them tells the
+    abandoned attempt's step and evaluation from the resumed attempt's, which are the run's."""
+    first, second = _relogged_step(_text())
+    path = tmp_path / "orchestrator.log"
+    path.write_text(first + second)
+    [whole] = read_curves(_console(tmp_path, out="whole.log"), "cum:time/step", Y)
+    for read in (path, _output_dir(tmp_path, {0: first, 1: second})):
+        [curve] = read_curves(read, "step", Y)
+        assert list(curve.x) == [s for s, _, _ in _shipped()]  # step 100 once
+        assert 0.4444 not in curve.y
+        assert any("step logged again after a restart" in n and "2 row(s)" in n for n in curve.notes)
+        [timed] = read_curves(read, "cum:time/step", Y)
+        np.testing.assert_allclose(timed.x, whole.x)  # step 100's seconds counted once
+        [train] = read_curves(read, "step", "train/reward")
+        assert list(train.x) == sorted(set(train.x))
+
+
 def test_the_resumed_attempts_own_log_says_where_it_began(tmp_path):
     """``uv run rl`` gives each launch a log of its own (logs/attempt_<n>/orchestrator.log)."""
     path = _console(tmp_path, "primerl_console_resumed",

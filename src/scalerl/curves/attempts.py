@@ -96,6 +96,13 @@ def _spacing(values: list) -> float:
     return rises[len(rises) // 2] if rises else 1.0
 
 
+#: A row a reader puts where the log shows a new launch of the training began (a restart banner:
+#: prime-rl's ``Resuming orchestrator from checkpoint step N``, mlx-lm's ``Starting training...``),
+#: for :func:`split_attempts`; it is no row of the run. It tells a resume whose first step is the
+#: step the abandoned attempt logged last -- where the step does not go back -- from a step's
+#: evaluation row and training row of one attempt, which share their step too.
+RESTART = "\0restart"
+
 #: The most rows a burst of late evaluations is looked for in (:class:`_LateRows`): an asynchronous
 #: trainer writes a handful of evaluations at once, not hundreds.
 MAX_LATE_BURST = 100
@@ -144,22 +151,29 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
     training logs (a Hugging Face ``Trainer``'s ``epoch``): where it goes back to or below where the
     current run began, a training started over -- a run of its own (``stem#1``, ``stem#2``, ...);
     where it goes back less, a training resumed from a checkpoint -- the rows the abandoned attempt
-    logged from there on go (as in :func:`drop_abandoned_attempts`). With ``late_rows``, a row the counter
-    goes back at that was logged late (:class:`_LateRows`: an evaluation written after later
-    steps, as asynchronous trainers write their metrics files) stays in place. Returns ``(rows, notes)``."""
+    logged from there on go (as in :func:`drop_abandoned_attempts`). After a :data:`RESTART` row (a
+    launch banner the reader saw), the counter logged again -- equal to the last one, not below it --
+    is such a resume too. With ``late_rows``, a row the counter goes back at that was logged late
+    (:class:`_LateRows`: an evaluation written after later steps, as asynchronous trainers write
+    their metrics files) stays in place, unless a restart banner comes before it. Returns
+    ``(rows, notes)``."""
     values = [r.get(counter) if isinstance(r.get(counter), (int, float)) and not isinstance(r.get(counter), bool)
               and r.get(counter) == r.get(counter) else None for r in rows]  # (NaN: no value)
     late_row = _LateRows(values) if late_rows else None
     runs: list[list[dict]] = [[]]
-    resumes = dropped = late = 0
+    resumes = dropped = late = relogged = 0
     last = None
+    restart = False  # a launch banner since the last counted row
     for i, row in enumerate(rows):
+        if row.get(RESTART):
+            restart = last is not None
+            continue
         value = values[i]
         if value is None:
             runs[-1].append(row)
             continue
-        if last is not None and value < last:
-            if late_row is not None and late_row(i, last):
+        if last is not None and (value < last or (restart and value == last)):
+            if not restart and late_row is not None and late_row(i, last):
                 late += 1
                 runs[-1].append(row)
                 continue
@@ -170,13 +184,17 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
                 before = len(runs[-1])
                 runs[-1] = _before(runs[-1], counter, value, keep_same is not None and keep_same(row))
                 resumes, dropped = resumes + 1, dropped + before - len(runs[-1])
+                relogged += value == last
+        restart = False
         last = value
         runs[-1].append(row)
     notes = []
     if late:
         notes.append(f"{late} row(s) logged after later {counter}s (asynchronous evaluations) kept where they are")
     if resumes:
-        notes.append(f"the log resumes from a checkpoint {resumes} time(s) ({counter} goes back): {dropped} row(s) "
+        how = (f"{counter} goes back" if not relogged else f"{counter} logged again after a restart" if relogged == resumes
+               else f"{counter} goes back, or is logged again after a restart ({relogged} time(s))")
+        notes.append(f"the log resumes from a checkpoint {resumes} time(s) ({how}): {dropped} row(s) "
                      "the abandoned attempt(s) logged from there on were dropped")
     if len(runs) > 1:
         notes.append(f"{counter} starts over {len(runs) - 1} time(s): read as {len(runs)} runs, {stem}#1 ... {stem}#{len(runs)}")

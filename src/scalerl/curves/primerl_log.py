@@ -27,6 +27,9 @@ evaluations without their step) is read too: :mod:`scalerl.curves.primerl_legacy
 * a console several launches printed into (``tee -a``, or the attempts' files joined) is read by
   the step: where it goes back, a run resumed from a checkpoint (what the abandoned attempt logged
   from there on is dropped) or started over (a run of its own: ``<stem>#1``, ``<stem>#2``, ...);
+  after a ``Resuming orchestrator from checkpoint step N`` line (or the next attempt's file), a
+  step logged again that the abandoned attempt logged last -- killed after step N + 1 and its
+  evaluation -- is such a resume too: the resumed attempt's step and evaluation are the run's;
 * the output directory (or its ``logs``) is read as that: the attempts' consoles in attempt order
   (``attempt_10`` after ``attempt_9``; ``logs/latest`` is no attempt of its own), one run named after
   the output directory; an empty or missing attempt log is skipped and said, one that cannot be read
@@ -47,7 +50,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from scalerl.curves.attempts import split_attempts
+from scalerl.curves.attempts import RESTART, split_attempts
 from scalerl.curves.console import ANSI, shown_lines, skipped_lines_note, text_head
 from scalerl.curves.data import Curve
 from scalerl.curves.primerl_legacy import eval_row as legacy_eval
@@ -244,10 +247,14 @@ def _joined_rows(consoles: list[tuple[Path, str]], name: str) -> tuple[list[dict
     resumed_from = None
     for path, shown in consoles:
         torn: list[int] = []
+        if rows:  # another launch's console: its first step may be the one the last launch logged last
+            rows.append({RESTART: True})
         for lineno, kind, row in _rows(path):
             if kind == "resume":
                 if not rows:
                     resumed_from = row[STEP]
+                else:  # where a launch resumed: the step it logs first may be the one logged last
+                    rows.append({RESTART: True})
             elif row is None:
                 torn.append(lineno)
             else:
