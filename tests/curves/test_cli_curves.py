@@ -284,6 +284,29 @@ def test_bad_input_exits_2_with_one_line(capsys, argv, needle):
     assert "Traceback" not in err
 
 
+def test_without_y_a_console_of_per_sample_prints_lists_how_many_rows_log_each_metric(tmp_path, capsys):
+    """A hand-written GRPO trainer's console (CS336-style): a ``Metrics: {...}`` print per sample
+    and a ``histogram: {...}`` per step around an evaluation every 10 steps. The printed-dict reader
+    reads every dict, and the names cannot tell ``answer_reward`` (per sample) from
+    ``eval/accuracy``: the listing says how many rows log each."""
+    lines = []
+    for step in range(30):
+        lines += [f"Metrics: {{'format_reward': 1.0, 'answer_reward': {float(i % 3 == 0)}, 'reward': {float(i % 3 == 0)}}}"
+                  for i in range(20)]
+        lines.append("histogram: {'0.0': 12, '1.0': 8}")
+        if step % 10 == 0:
+            lines.append(f"Eval at step {step}: {{'eval/accuracy': {0.3 + step / 100:.4f}}}")
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    code, out, err = run_cli(capsys, "fit", str(log))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "with the rows logging each" in err
+    assert "'answer_reward' (600)" in err and "'eval/accuracy' (3)" in err
+    # a log whose metrics are all logged as often is listed as before
+    code, out, err = run_cli(capsys, "fit", str(REAL_CSV))
+    assert "metrics (evaluation-like names): 'val_score';" in err
+
+
 def test_forecast_commands_do_not_import_torch():
     code = (
         "import sys; from scalerl.cli import main; "

@@ -202,25 +202,32 @@ _LISTED = 25
 
 def _missing_axes(path, kwargs: dict) -> InputError:
     """--x or --y not given: the error lists the log's columns, the likely ones for each first."""
-    from scalerl.curves.io import log_columns
+    from scalerl.curves.io import log_column_rows
     from scalerl.curves.rows import DEFAULT_RUN_COLUMN, likely_columns
 
-    cols = log_columns(path, **kwargs)
+    rows = log_column_rows(path, **kwargs)
+    cols = list(rows)
     run_column = kwargs.get("run_column") or DEFAULT_RUN_COLUMN
     # The column that tells runs apart is no metric nor compute: said as what it is.
     runs = f"; runs told apart by {run_column!r}" if run_column in cols else ""
     cols = [c for c in cols if c != run_column]
 
-    def listed(names: list[str]) -> str:
+    def listed(names: list[str], shown=repr) -> str:
         more = f" (and {len(names) - _LISTED} more)" if len(names) > _LISTED else ""
-        return ", ".join(repr(c) for c in names[:_LISTED]) + more or "(none)"
+        return ", ".join(shown(c) for c in names[:_LISTED]) + more or "(none)"
 
     compute = likely_columns("x", cols)
     metrics = likely_columns("y", cols)
     other = [c for c in cols if c not in metrics and c not in compute]
+    # A name cannot tell an evaluation from a value printed per sample or per step (a hand-written
+    # trainer's 'answer_reward', 2,000 times): how many rows log each can, where the counts differ.
+    counts = [rows[c] for c in metrics if rows[c] is not None]
+    counted = len(counts) == len(metrics) and len(set(counts)) > 1
+    told = (", with the rows logging each: an evaluation is logged far fewer times than a per-step or "
+            "per-sample value") if counted else ""
     return InputError(
         f"give --y (the metric: a pass rate) and --x (the compute); {path} has {len(cols)} columns -- "
-        f"metrics (evaluation-like names): {listed(metrics)}; "
+        f"metrics (evaluation-like names{told}): {listed(metrics, (lambda c: f'{c!r} ({rows[c]})') if counted else repr)}; "
         f"compute (step, time, token-like names; cum:COL sums a per-step one): {listed(compute)}; "
         f"other: {listed(other)}{runs}")
 

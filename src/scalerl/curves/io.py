@@ -414,7 +414,7 @@ def read_curves(
         if beside:
             raise UnknownColumn(f"{exc}. The directory also holds tracker logs, which have the trainer's other "
                                 f"metrics (timers, training reward): read {' or '.join(str(b) for b in beside)}",
-                                exc.available) from None
+                                exc.available, exc.rows) from None
         raise
     except InputError as exc:
         misnamed = _misnamed(path)
@@ -455,7 +455,7 @@ def _read_instead(inner: Path, shown: str, args: dict) -> list[Curve]:
     try:
         curves = read_curves(inner, **args)
     except UnknownColumn as exc:
-        raise UnknownColumn(str(exc).replace(str(inner), shown), exc.available) from None
+        raise UnknownColumn(str(exc).replace(str(inner), shown), exc.available, exc.rows) from None
     except InputError as exc:
         message = str(exc).replace(str(inner), shown)
         if inner.is_dir() and inner.name in ARCHIVE_ROOTS:
@@ -514,11 +514,17 @@ def _read_metrics(path, metrics: list[str], args: dict) -> list[Curve]:
 
 def log_columns(path, **kwargs) -> list[str]:
     """The columns (metrics) a log offers for ``--x`` / ``--y``, as its reader sees them."""
+    return list(log_column_rows(path, **kwargs))
+
+
+def log_column_rows(path, **kwargs) -> dict[str, int | None]:
+    """The columns a log offers (as :func:`log_columns`), each with the number of rows that give it a
+    value where the reader counted them (the row logs: CSV, JSONL, consoles), else None."""
     try:
         read_curves(path, _NO_COLUMN, _NO_COLUMN, **kwargs)
     except UnknownColumn as exc:
-        return [c for c in exc.available if not c.startswith(CUMULATIVE)]
-    return []
+        return {c: exc.rows.get(c) for c in exc.available if not c.startswith(CUMULATIVE)}
+    return {}
 
 
 def read_curve(path, x: str, y: str, *, run: str | None = None, **kwargs) -> Curve:

@@ -58,11 +58,15 @@ _LIKELY = {
 
 
 class UnknownColumn(InputError):
-    """A column the log does not have; ``available`` holds the log's columns (for listings)."""
+    """A column the log does not have; ``available`` holds the log's columns (for listings) and
+    ``rows``, where the reader counted them, how many rows give each a value: a metric printed per
+    sample (a hand-written trainer's ``Metrics: {...}``, 2,000 times) stands apart from an
+    evaluation (9 times) by it, which the names alone cannot tell."""
 
-    def __init__(self, message: str, available) -> None:
+    def __init__(self, message: str, available, rows: dict[str, int] | None = None) -> None:
         super().__init__(message)
         self.available = tuple(sorted(available))
+        self.rows = dict(rows or {})
 
 
 def likely_columns(kind: str, columns) -> list[str]:
@@ -73,19 +77,19 @@ def likely_columns(kind: str, columns) -> list[str]:
     return [c for c in columns if _LIKELY["y"].search(c) and not _LIKELY["x"].search(c)]
 
 
-def unknown_column(path: Path, kind: str, name: str, available) -> InputError:
+def unknown_column(path: Path, kind: str, name: str, available, rows: dict[str, int] | None = None) -> InputError:
     cols = sorted(available)
     # A typo's likely target first, however few the columns: in a list of 40 the one meant is easy to miss.
     close = difflib.get_close_matches(name, cols, n=5, cutoff=0.6)
     hint = f" did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     if len(cols) <= LIST_ALL_COLUMNS:
         listed = ", ".join(repr(c) for c in cols) or "(none)"
-        return UnknownColumn(f"{path}: no {kind} column {name!r};{hint} available columns: {listed}", cols)
+        return UnknownColumn(f"{path}: no {kind} column {name!r};{hint} available columns: {listed}", cols, rows)
     likely = [c for c in likely_columns(kind if kind in _LIKELY else "y", cols) if c not in close]
     shown = close + likely[:LIST_ALL_COLUMNS - len(close)]
     return UnknownColumn(f"{path}: no {kind} column {name!r};{hint} {len(cols)} columns, among them "
                          f"{', '.join(repr(c) for c in shown[len(close):]) or ', '.join(repr(c) for c in cols[:20])}"
-                         f"{f' (and {len(cols) - len(shown)} more)' if len(cols) > len(shown) else ''}", cols)
+                         f"{f' (and {len(cols) - len(shown)} more)' if len(cols) > len(shown) else ''}", cols, rows)
 
 
 #: ``--x cum:COL``: the running total of a per-step column (``cum:timing_s/step``: wall seconds so
@@ -274,7 +278,8 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     cumulative = _cumulative_columns(path, keys, x[len(CUMULATIVE):]) if x.startswith(CUMULATIVE) else None
     for kind, col in (("x", x), ("y", y)):
         if col not in keys and not (kind == "x" and cumulative):
-            raise unknown_column(path, kind, col, _holding_values(rows, keys - {"type"}))
+            held = _holding_values(rows, keys - {"type"})
+            raise unknown_column(path, kind, col, held, held)
     # In a table, only runs whose evaluations never log x but other rows do (TRL's log_history
     # exported: num_tokens is on the training rows) carry it forward. Where evaluations log x, an
     # empty x cell is a missing value: the previous row's x would fit the point at the wrong compute.
@@ -438,14 +443,15 @@ def _not_a_number_hint(value: object, column: str) -> str:
     return "fix the value or choose another column"
 
 
-def _holding_values(rows: list[dict], keys: set[str]) -> set[str]:
-    """The ``keys`` some row gives a value (not null, not NaN): the columns a listing offers. A column
-    every row leaves null (LLaMA-Factory's ``eval_loss`` and ``reward`` keys on training rows) was
-    offered as a metric, and the read then found no point in it."""
+def _holding_values(rows: list[dict], keys: set[str]) -> dict[str, int]:
+    """The ``keys`` some row gives a value (not null, not NaN): the columns a listing offers, each with
+    the number of rows that give it one. A column every row leaves null (LLaMA-Factory's ``eval_loss``
+    and ``reward`` keys on training rows) was offered as a metric, and the read then found no point in it."""
     def value(v: object) -> bool:
         return v is not None and not (isinstance(v, float) and math.isnan(v)) and v != ""
 
-    return {k for k in keys if any(value(r.get(k)) for r in rows)}
+    counts = {k: sum(value(r.get(k)) for r in rows) for k in keys}
+    return {k: n for k, n in counts.items() if n}
 
 
 def _without_blank_run_names(path: Path, rows: list[dict], run_column: str) -> tuple[list[dict], str]:
