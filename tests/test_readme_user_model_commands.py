@@ -4,7 +4,9 @@ breaks when the documents drift from what the code does.
 
 Conventions read from the documents: a trailing ``# ...`` is a comment; a command followed by a
 comment ``# -> exit N: "a ... b"`` or ``# scalerl CMD: error: ...`` must fail with that status
-(2 for the latter) and that message (``...`` elides text). Every other command must exit 0.
+(2 for the latter) and that message (``...`` elides text); ``# -> "a ... b"``: exits 0 and prints
+that. Every other command must exit 0 (tests/test_docs_commands.py reads the other documents'
+commands with the same conventions).
 Changes made to run here: ``python`` is this interpreter, ``pip install`` lines are skipped
 (the packages are installed), and ``scalerl train`` gets ``--threads 1`` (a shared machine) and
 is cut to ``--steps 1`` with evaluations of 8 problems (the random model writes every token of
@@ -50,9 +52,9 @@ def parse_commands(block: str) -> list[dict]:
                 i += 1
                 comment.append(lines[i].lstrip()[1:].strip())
             text = " ".join(comment)
-            exit_form = re.match(r'-> exit (\d+): "(.*)"$', text)
+            exit_form = re.match(r'-> (?:exit (\d+): )?"(.*)"$', text)
             if exit_form:
-                commands[-1]["code"] = int(exit_form[1])
+                commands[-1]["code"] = int(exit_form[1] or 0)
                 commands[-1]["fragments"] = [f.strip() for f in exit_form[2].split("...") if f.strip()]
             elif re.match(r"scalerl \w+: error: ", text):
                 commands[-1]["code"] = 2
@@ -106,13 +108,13 @@ def test_the_documented_user_model_commands_run_as_written(tmp_path, monkeypatch
         argv = cmd["argv"]
         if argv[0] == "python":
             proc = subprocess.run([sys.executable, *argv[1:]], capture_output=True, text=True, timeout=600)
-            code, err = proc.returncode, proc.stderr
+            code, err = proc.returncode, proc.stdout + proc.stderr
         else:
             assert argv[0] == "scalerl", argv
             extra = ["--threads", "1", "--no-progress", "--steps", "1", "--set", "eval.problems=8"] \
                 if argv[1] == "train" else []
             code = main([*argv[1:], *extra])
-            err = capsys.readouterr().err
+            err = "".join(capsys.readouterr())  # (out, err)
         assert code == cmd["code"], f"{shlex.join(argv)} -> exit {code}:\n{err}"
         flat = " ".join(err.split())
         for fragment in cmd["fragments"]:

@@ -185,6 +185,15 @@ def test_compare_classifies_ceiling_efficiency_and_nothing():
     assert c.kind == "efficiency" and c.rule == "paper" and c.shared_A is not None
 
 
+def test_a_ceiling_verdict_names_the_level_of_its_interval():
+    """`compare --level 0.9` printed "95% interval" beside the 90% interval it computed."""
+    base = [synthetic(PAPER_LAW, seed=s, noise=0.005) for s in range(2)]
+    ceiling = [synthetic(Sigmoid(A=0.68, B=1.92, C_mid=2542, R0=0.3), seed=10 + s, noise=0.005) for s in range(2)]
+    for level, words in ((0.9, "90% interval"), (0.95, "95% interval")):
+        (c,) = compare({"base": base, "ceiling": ceiling}, n_boot=150, level=level).classifications
+        assert c.kind == "ceiling" and words in c.explanation, c.explanation
+
+
 def test_compare_unknown_baseline():
     with pytest.raises(InputError, match="baseline"):
         compare({"a": [synthetic()], "b": [synthetic(seed=1)]}, baseline="c", n_boot=0)

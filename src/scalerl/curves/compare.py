@@ -215,7 +215,7 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
             run.label, base.label, CEILING, dA > 0, dA, dA_int, rule="intervals",
             explanation=(
                 f"ceiling {'raised' if dA > 0 else 'lowered'}: A {run.fit.A:.3f} vs {base.fit.A:.3f} "
-                f"(dA {dA:+.3f}, 95% interval {dA_int[0]:+.3f} to {dA_int[1]:+.3f})"
+                f"(dA {dA:+.3f}, {100 * level:g}% interval {dA_int[0]:+.3f} to {dA_int[1]:+.3f})"
             ),
         )
 
