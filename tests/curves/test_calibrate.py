@@ -357,3 +357,8 @@ def test_calibrate_says_what_the_readers_dropped_and_that_the_compute_columns_di
     assert any(n.startswith(f"{a}: {runs[0]}: 1 row(s) with a missing, NaN or infinite") for n in notes)
     assert any(n.startswith(f"{b}: {runs[3]}: 1 row(s) with a missing, NaN or infinite") for n in notes)
     assert all(f"note: {n}" in err for n in notes)  # (on stderr beside --json's object)
+    # The next command named the first log's x only: one with --x X and the columns each log used.
+    code, text, err = run_cli(capsys, "calibrate", str(a), str(b), "--x", "x", "hours", "--y", "val_score",
+                              "--output", str(out))
+    assert code == 0, err
+    assert "use it with: scalerl fit LOG --x X --y val_score" in text and "(--x as here: x, hours)" in text

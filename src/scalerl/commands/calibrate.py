@@ -136,8 +136,12 @@ def run(args) -> int:
         print(f"note: with {n} run-cuts the 95% factor is the largest error seen, which a new run exceeds about "
               f"1 time in {n + 1} (a {100 * n / (n + 1):.1f}% band, not 95%; run-cuts of one run are not independent "
               f"either): calibrate on more runs before trusting it -- {_FULL_95} run-cuts at least")
-    print(f"wrote {out}; use it with: scalerl fit LOG --x {args.x[0]} --y {args.y[0]} --calibration {out} "
-          "(backtest and compare take it too)")
+    # One column named where every log used it; else the placeholder, with the columns these logs used.
+    xs, ys = list(dict.fromkeys(args.x)), list(dict.fromkeys(args.y))
+    cols = [f"{flag} as here: {', '.join(v)}" for flag, v in (("--x", xs), ("--y", ys)) if len(v) > 1]
+    print(f"wrote {out}; use it with: scalerl fit LOG --x {xs[0] if len(xs) == 1 else 'X'} "
+          f"--y {ys[0] if len(ys) == 1 else 'Y'} --calibration {out} (backtest and compare take it too)"
+          + (f" -- the log's own columns ({'; '.join(cols)})" if cols else ""))
     return 0
 
 
