@@ -184,3 +184,18 @@ def test_eval_of_a_runs_final_model_evaluates_it_as_the_run_did(warm_tiny_dir, t
     assert main(["eval", "--model", str(run / "final"), "--task", "arithmetic", "--k", "1", "--json", "--no-progress",
                  "--max-new-tokens", "8"]) == 0  # a flag still wins over the run's setting
     assert json.loads(capsys.readouterr().out)["task"] == "arithmetic"
+
+
+def test_eval_says_when_a_reference_cannot_be_matched(warm_tiny_dir, tmp_path, capsys):
+    """A reference math-verify reads as nothing scores every completion -1: eval says so before it runs."""
+    import json
+
+    from scalerl.cli import main
+
+    data = tmp_path / "test.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"What is {i}+1?", "answer": str(i + 1) if i else "$"}) + "\n"
+                            for i in range(3)))
+    assert main(["eval", "--model", str(warm_tiny_dir), "--task", "math", "--data", str(data), "--k", "1",
+                 "--max-new-tokens", "4", "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: math task, evaluation set 'val': 1 of the first 3 reference answers cannot be matched" in err

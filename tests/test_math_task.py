@@ -775,3 +775,30 @@ def test_a_split_chosen_for_one_saved_dataset_is_refused(tmp_path):
     test = datasets.load_dataset("json", data_files=str(_write_jsonl(tmp_path / "t.jsonl", _TABLE)), split="train")
     test.save_to_disk(str(tmp_path / "from_train"))  # remembers the split it was loaded as
     assert len(load_rows(tmp_path / "from_train", split="train")) == 2
+
+
+def test_references_no_completion_can_match_are_said_at_the_start(tmp_path):
+    """A reference math-verify reads as nothing ('$', '\\boxed{}', '}{') scores every completion -1, the
+    right one included: a pass rate capped below 1 without a word. The task now says which set holds such
+    rows (a sample of each), naming one; a user's reward function, which reads answers its own way, and a
+    clean file say nothing."""
+    from scalerl.tasks.base import reference_notes
+
+    rows = [{"prompt": f"What is {i} + {i}?", "answer": 2 * i} for i in range(60)]
+    rows[3]["answer"], rows[7]["answer"] = "\\boxed{}", "$"
+    data = _write_jsonl(tmp_path / "train.jsonl", rows)
+    clean = _write_jsonl(tmp_path / "val.jsonl", [{"prompt": f"What is {i} - 1?", "answer": i - 1} for i in range(9)])
+    task = get_task("math", data=data, eval_data={"val": clean})
+    (note,) = reference_notes(task)
+    assert note.startswith("math task, training: 2 of the first 60 reference answers cannot be matched")
+    assert "row 4: '\\\\boxed{}'" in note and "--reward" in note
+    broken = _write_jsonl(tmp_path / "aime.jsonl", [{"prompt": "Q?", "answer": "}{"}, {"prompt": "R?", "answer": "3"}])
+    spoilt = get_task("math", data=data, eval_data={"val": clean, "aime": broken})
+    assert reference_notes(spoilt)[1].startswith("math task, evaluation set 'aime': 1 of the first 2 reference answers")
+    assert reference_notes(get_task("math", data=clean, val_fraction=0.3)) == []
+    user = get_task("math", data=data, eval_data={"val": clean}, reward="tests.test_math_task:_always_right")
+    assert reference_notes(user) == []
+
+
+def _always_right(completion, answer):
+    return 1.0

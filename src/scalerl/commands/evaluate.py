@@ -170,6 +170,7 @@ def run(args) -> int:
     from scalerl.generate.hf import HFGenerator
     from scalerl.models.loading import load_model
     from scalerl.rl.length import length_controller
+    from scalerl.tasks.base import reference_notes
     from scalerl.train.evaluate import eval_bar, evaluate
 
     pick, base, run_dir = _chosen_settings(args)
@@ -181,6 +182,8 @@ def run(args) -> int:
             print(note, file=sys.stderr)
     model, tokenizer = load_model(pick["model"], dtype="float32", progress=True)  # a tiny model built here: minutes
     task = _eval_task(args, pick, base)
+    for note in reference_notes(task):  # (answers the reward cannot read: every completion scores -1 there)
+        print(f"warning: {note}", file=sys.stderr)
     problems = _eval_problems(task, pick, args.problems)
     names = list(problems)
     if pick["temperature"] == 0 and pick["k"] > 1:

@@ -56,6 +56,14 @@ class Task(Protocol):
         ...
 
 
+def reference_notes(task: Task) -> list[str]:
+    """What a task found wrong with its reference answers at the start (answers its reward cannot
+    read, against which every completion scores -1): a task that checks offers ``reference_notes()``;
+    a user's reward function (which reads the answers its own way) and other tasks say nothing."""
+    check = getattr(task, "reference_notes", None)
+    return list(check()) if check is not None else []
+
+
 def score_all(task: Task, pairs: Sequence[tuple[Problem, str]]) -> list[float]:
     """Rewards of ``(problem, completion)`` pairs, in order. A task that scores in worker processes
     offers ``rewards(pairs)`` to score a batch concurrently; any other is called once per pair."""

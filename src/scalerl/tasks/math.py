@@ -69,6 +69,19 @@ def _parse_gold(answer: str) -> Any:
     return parse(text, **({} if _alarm_ok() else {"parsing_timeout": None}))
 
 
+#: How many reference answers of each set are checked at the start (~1-2 ms each: a sample, not a
+#: 40k-row training file's every row).
+REFERENCE_SAMPLE = 256
+
+
+def unreadable_references(problems: Sequence[Problem], sample: int = REFERENCE_SAMPLE) -> tuple[list[Problem], int]:
+    """The problems among the first ``sample`` whose reference no completion can match: written back
+    as the answer (``\\boxed{ANSWER}``), it still scores -1 (math-verify reads the reference as nothing:
+    ``$``, ``\\boxed{}``, unbalanced braces) -- and how many were checked."""
+    checked = list(problems[:sample])
+    return [p for p in checked if math_verify_reward(f"\\boxed{{{p.answer}}}", p.answer) < 0], len(checked)
+
+
 def math_verify_reward(completion: str, answer: str) -> float:
     """+1 when the completion's final answer is mathematically equal to ``answer``, else -1. Never raises."""
     region = answer_region(completion)
@@ -246,6 +259,22 @@ class MathTask:
 
     def train_problems(self) -> list[Problem]:
         return self._split[0]
+
+    def reference_notes(self) -> list[str]:
+        """A note per set whose sampled references math-verify reads as nothing (every completion,
+        the right one included, scores -1 on those rows: a pass rate capped without a word)."""
+        train, evals = self._split
+        notes = []
+        for name, problems in {"training": train, **{f"evaluation set {k!r}": v for k, v in evals.items()}}.items():
+            bad, checked = unreadable_references(problems)
+            if bad:
+                first = bad[0]
+                notes.append(f"math task, {name}: {len(bad)} of the first {checked} reference answers cannot be matched "
+                             f"by math-verify, even written back as the answer (e.g. row {first.meta.get('row', '?')}: "
+                             f"{first.answer[:60]!r}): every completion scores -1 on such rows, the right one included "
+                             "-- fix those answers (plain numbers or LaTeX math), or score with a reward function of "
+                             "your own (--reward)")
+        return notes
 
     def eval_sets(self) -> dict[str, list[Problem]]:
         return self._split[1]

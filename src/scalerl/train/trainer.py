@@ -47,7 +47,7 @@ from scalerl.rollout.context import RolloutContext, RoundContext
 from scalerl.runlog import FINAL, HEADER, RESUME, RUNLOG, RunLogWriter, read_runlog
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
 from scalerl.stop_signals import stop_under_way, stops_deferred, stops_delivered
-from scalerl.tasks.base import Problem
+from scalerl.tasks.base import Problem, reference_notes
 from scalerl.tasks.failure_tally import KINDS, add_counts, counting_failures
 from scalerl.tasks.registry import get_task
 from scalerl.tasks.rewards import check_reward_works
@@ -290,6 +290,9 @@ class Trainer:
             print(f"note: eval.problems is {cfg.eval.problems} but the evaluation set(s) hold fewer problems "
                   f"({', '.join(f'{s}: {n}' for s, n in short.items())}): all of them are evaluated, and each "
                   "evaluation's pass rate is the noisier for it", file=sys.stderr)
+        if not self.resume and (self.rank is None or self.rank.leader):  # (answers the reward cannot read)
+            for note in reference_notes(self.task):
+                print(f"warning: {note}", file=sys.stderr)
         self.sampler = PromptSampler.from_config(list(problems), cfg.recipe.sampler, seed=cfg.run.seed)
         self.length_control = self.components.length_controller(self.tokenizer)
         return problems, settings
