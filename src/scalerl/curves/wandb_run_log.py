@@ -23,9 +23,11 @@ resume) continues from the first file's last value, and so does a ``_step`` that
 offline resume of a trainer that does not pass its own step, such as TRL). Where the run's step goes
 back -- the trainer's ``train/global_step`` where it logs one, else W&B's -- the resumed attempt
 logged the steps after its checkpoint again, and the abandoned attempt's rows from that step on are
-dropped -- also where a later file starts at the very step the earlier ones ended on (the step does
-not go back there), and where a file starts at step 0 after attempts that logged step 0 alone (a
-run that started over: not a ``_step`` to continue). OpenRLHF logs its evaluations' step as ``eval/global_step``, its training rows'
+dropped. Where a later file starts at the very step the earlier ones ended on (the step does not go
+back there), and where a file starts at step 0 after attempts that logged step 0 alone (a run that
+started over: not a ``_step`` to continue), the earlier rows at that step are merged under the later
+file's (its values win): a trainer may re-log only part of that step (verl's validation at the
+checkpoint's step, whose training the checkpoint holds). OpenRLHF logs its evaluations' step as ``eval/global_step``, its training rows'
 ``train/global_step``: an evaluation row's is taken as its ``train/global_step`` too, so ``--x
 train/global_step`` places it at the step it evaluated (its asynchronous trainer logs it after later
 steps; a carried or ``cum:`` x is then that step's as well). A torn last record (the run
@@ -130,6 +132,7 @@ class _Run:
         offset = self.runtime if self.rows and first is not None and first < self.runtime else 0.0
         self.restarted += offset > 0
         start = history[0][0]
+        carried: dict[str, str] = {}  # an abandoned attempt's values at the step this file starts at
         if self.rows and start == self.last_step:
             # The attempt resumed at the very step the earlier ones ended on (a trainer that passes its
             # own step: scalerl stopped at step 5, its checkpoint at 4): the step does not go back,
@@ -137,10 +140,15 @@ class _Run:
             # kept both rows of step 5. After attempts that logged step 0 alone, a first step 0 is a
             # run that started over (resumed with no checkpoint: scalerl; verl's evaluation before
             # training), which, continued as a _step that started over, moved every later row one
-            # step on. The earlier rows at that step are an abandoned attempt's.
-            before = len(self.rows)
+            # step on. The earlier rows at that step are an abandoned attempt's -- merged under the
+            # resumed one's, not dropped: a trainer that re-logs only part of the step (verl resumed
+            # from the step-N checkpoint logs its validation at N, not step N's training, which the
+            # checkpoint holds) keeps the rest (dropped, cum:timing_s/step came out a step short).
+            at_start = [values for step, values in self.rows if step >= start]
             self.rows = [(step, values) for step, values in self.rows if step < start]
-            self.abandoned += before - len(self.rows)
+            self.abandoned += len(at_start)
+            for values in at_start:
+                carried.update(values)
             self.last_step = max((step for step, _ in self.rows), default=-1)
         step_offset = self.last_step + 1 if self.rows and start == 0 else 0
         self.steps_restarted += step_offset > 0
@@ -154,7 +162,7 @@ class _Run:
             if step_offset:
                 step += step_offset
                 values["_step"] = str(step)
-            merged.setdefault(step, {}).update(values)
+            merged.setdefault(step, dict(carried) if step == start + step_offset else {}).update(values)
         self.rows.extend(merged.items())
         self.last_step = max(self.last_step, *merged)
 
@@ -279,7 +287,8 @@ def read_wandb_run(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool 
                          "over: continued from the earlier file's last step")
         if r.abandoned:
             notes.append(f"run {label!r}: resumed in a later file at the step an earlier one ended on: "
-                         f"{r.abandoned} row(s) the abandoned attempt(s) logged at it were dropped")
+                         f"{r.abandoned} row(s) the abandoned attempt(s) logged at it merged under the resumed "
+                         "attempt's (its values win where both logged one)")
         run_rows = []
         for step, values in r.rows:
             row: dict[str, Any] = {"run": label, "step": step}

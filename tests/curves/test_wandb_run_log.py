@@ -1,0 +1,15 @@
+"""The W&B run-file reader's joins of a run's attempts (its reads of real run files: test_framework_logs.py, test_io.py)."""
+
+
+def test_a_resume_that_relogs_part_of_its_first_step_keeps_the_rest_of_it():
+    """verl resumed from the step-N checkpoint logs its validation at N, not step N's training (the
+    checkpoint holds it): the earlier attempt's row N was dropped whole at the resume, and with it step N's
+    timing (cum:timing_s/step one step short) and score. The rows merge, the resumed attempt's values win."""
+    from scalerl.curves.wandb_run_log import _Run
+
+    run = _Run("a", "a")
+    run.add([(99, {"score": "0.3", "timing_s/step": "10"}), (100, {"score": "0.31", "timing_s/step": "10", "val": "0.5"})])
+    run.add([(100, {"val": "0.6"}), (101, {"score": "0.32", "timing_s/step": "10"})])
+    assert run.rows == [(99, {"score": "0.3", "timing_s/step": "10"}),
+                        (100, {"score": "0.31", "timing_s/step": "10", "val": "0.6"}),
+                        (101, {"score": "0.32", "timing_s/step": "10"})]
