@@ -362,3 +362,23 @@ def test_calibrate_says_what_the_readers_dropped_and_that_the_compute_columns_di
                               "--output", str(out))
     assert code == 0, err
     assert "use it with: scalerl fit LOG --x X --y val_score" in text and "(--x as here: x, hours)" in text
+
+
+def test_the_coverage_check_counts_the_prediction_band_as_the_forecast_draws_it():
+    """The drawn prediction band holds the confidence band; calibrate's check counted an evaluation inside
+    by the prediction factor alone, understating coverage where the confidence factor is the larger."""
+    import dataclasses
+
+    import numpy as np
+
+    from scalerl.curves import default_calibration
+    from scalerl.curves.calibrate import CutScore, check
+
+    cal = default_calibration()
+    qc, qp = cal.q(0.95, "confidence"), cal.q(0.95, "prediction")
+    skewed = dataclasses.replace(cal, q_prediction=tuple(q / 4 for q in cal.q_prediction))
+    score = CutScore(run="r", end=0.1, end_unit=0.01, points=np.array([qp / 2, qp / 2]), horizon=0.5, gain_error=0.0,
+                     gain_ends=(0.01, 0.01), gain_span=1.0, gain_horizon=0.5, small_sample=1.0,
+                     points_confidence=np.array([qc / 2, 2 * qc]))
+    assert check([score], cal).point_coverage == 1.0
+    assert check([score], skewed).point_coverage == 0.5  # the first inside the confidence band, the second not

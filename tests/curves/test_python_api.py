@@ -114,3 +114,21 @@ def test_compare_unbounded_on_the_command_line(tmp_path, capsys):
     assert cli.main(["compare", *paths, "--x", "step", "--y", "score", "--unbounded"]) == 0
     out = capsys.readouterr().out
     assert "r1:" in out and ("efficiency" in out or "ceiling" in out or "no clear effect" in out)
+
+
+def test_select_fit_from_takes_an_unbounded_curves_own_bounds():
+    """select_fit_from, exported beside fit_sigmoid, still assumed a pass rate: on a score starting at 1 it
+    raised scipy's 'Each lower bound must be strictly less than each upper bound'."""
+    from scalerl.curves import select_fit_from
+
+    cut = select_fit_from(_score_curve(0))
+    assert cut.fit_from is None or cut.fit_from >= 0
+
+
+def test_a_one_line_console_cut_inside_a_number_is_said_not_called_empty(tmp_path):
+    from scalerl.curves import read_curves
+
+    log = tmp_path / "v1.log"
+    log.write_text("step:1 - val-core/acc:0.5 - timing_s/step:10.5")
+    with pytest.raises(InputError, match="its only line ends inside a number"):
+        read_curves(log, "step", "val-core/acc")

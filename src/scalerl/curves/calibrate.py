@@ -66,6 +66,10 @@ class CutScore:
     """Horizon of its far end."""
     small_sample: float
     """The forecast's small-sample factor f."""
+    points_confidence: np.ndarray | None = None
+    """``|observed - forecast| / (f s)`` at each held-out evaluation: the prediction band holds the
+    confidence band (:meth:`~scalerl.curves.bands.Bands.half_widths`), so an evaluation inside the
+    latter is inside the drawn prediction band whatever the prediction factor."""
 
 
 def cut_score(fc: Forecast, x: Sequence[float], y: Sequence[float], run: str = "") -> CutScore:
@@ -93,6 +97,7 @@ def cut_score(fc: Forecast, x: Sequence[float], y: Sequence[float], run: str = "
         gain_span=math.log(c_to / c_from),
         gain_horizon=float(fc.bands.horizon([c_to])[0]),
         small_sample=f,
+        points_confidence=np.abs(R - y) / (f * s),
     )
 
 
@@ -153,7 +158,14 @@ def check(scores: Sequence[CutScore], cal: Calibration, level: float = 0.95) -> 
     qc, qp = cal.q(level, "confidence"), cal.q(level, "prediction")
     return Check(level, float(np.mean([c.end <= qc for c in scores])),
                  float(np.median([qc * c.end_unit for c in scores])),
-                 float(np.mean([np.mean(c.points <= qp) for c in scores])))
+                 float(np.mean([np.mean(_inside_prediction_band(c, qc, qp)) for c in scores])))
+
+
+def _inside_prediction_band(c: CutScore, qc: float, qp: float) -> np.ndarray:
+    """Which held-out evaluations the drawn prediction band holds: its own factor's band, widened
+    to the confidence band where that is the wider (as the forecast draws it)."""
+    inside = c.points <= qp
+    return inside if c.points_confidence is None else inside | (c.points_confidence <= qc)
 
 
 def leave_one_run_out(scores: Sequence[CutScore], members: Iterable[str], temperature: float | None,

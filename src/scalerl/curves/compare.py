@@ -353,8 +353,9 @@ def compare(
             raise InputError(f"run {label!r} has no curves")
         _refuse_repeated_seeds(label, curves)
         if excursions:
-            curves, left = drop_seed_excursions(label, curves, fit_kwargs.get("fit_until"),
-                                                bounded=math.isfinite(fit_kwargs.get("A_max", 1.0)))
+            bounded = (math.isfinite(fit_kwargs["A_max"]) if fit_kwargs.get("A_max") is not None
+                       else all(c.bounded for c in curves))  # (as the fits take it: the curves' own)
+            curves, left = drop_seed_excursions(label, curves, fit_kwargs.get("fit_until"), bounded=bounded)
             notes += left
         sf = fit_seeds(curves, n_boot=n_boot, level=level, seed=seed, **fit_kwargs)
         fc = None

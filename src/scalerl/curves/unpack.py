@@ -199,6 +199,9 @@ def without_last_line(path: Path) -> Iterator[Path]:
             with open(path, "rb") as again:
                 again.seek(end - back)
                 tail = again.read()
+            if b"\n" not in tail:  # its only line (or one longer than 64 KiB): nothing whole to read
+                raise InputError(f"{path}: its only line ends inside a number with no newline after it (a run "
+                                 "killed while writing): no whole line to read")
             dst.truncate(end - back + tail.rfind(b"\n") + 1)
         yield copy
 

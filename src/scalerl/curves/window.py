@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalerl.curves.data import Curve
+from scalerl.curves.data import Curve, fit_limits
 from scalerl.curves.solver import check_fittable, fit_fast, initial_r0, resolve_r0, sigmoid_model
 from scalerl.errors import InputError
 
@@ -43,8 +43,8 @@ def select_fit_from(
     *,
     r0="first",
     fit_until: float | None = None,
-    A_max: float = 1.0,
-    y_floor: float = 0.0,
+    A_max: float | None = None,
+    y_floor: float | None = None,
     holdout: float = 0.3,
     max_drop: float = 0.4,
     n_sd: float = 3.0,
@@ -67,6 +67,7 @@ def select_fit_from(
 
     R0 stays the evaluation before training whatever is dropped.
     """
+    A_max, y_floor = fit_limits(curve, A_max, y_floor)  # (default: the curve's own bounds)
     R0, _ = resolve_r0(curve, r0)
     win = curve.window(None, fit_until)
     pos = win.x > 0
