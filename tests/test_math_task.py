@@ -802,3 +802,22 @@ def test_references_no_completion_can_match_are_said_at_the_start(tmp_path):
 
 def _always_right(completion, answer):
     return 1.0
+
+
+def test_an_evaluation_directory_without_the_split_says_how_to_choose_its_own(tmp_path):
+    """MATH-500 downloaded holds test.jsonl only: an eval_data set naming its directory said to set
+    task.settings' split -- the training data's, which on a training directory with a test split of its
+    own (a gsm8k download) would have trained on that (review)."""
+    from scalerl.errors import InputError
+
+    rows = [{"prompt": f"What is {i} + {i}?", "answer": 2 * i} for i in range(40)]
+    data = _write_jsonl(tmp_path / "train.jsonl", rows)
+    (tmp_path / "math500").mkdir()
+    _write_jsonl(tmp_path / "math500" / "test.jsonl", [{"problem": "1+1?", "answer": "2"}])
+    task = get_task("math", data=data, eval_data={"math500": {"data": str(tmp_path / "math500"), "prompt_field": "problem"}})
+    with pytest.raises(InputError) as err:
+        task.eval_sets()
+    message = str(err.value)
+    assert "no data file of split 'train'" in message and "splits: test" in message
+    assert "{eval_data: {math500: {data: " in message and "split: NAME}" in message
+    assert "task.settings={split: NAME}" not in message

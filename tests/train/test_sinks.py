@@ -355,6 +355,38 @@ def test_a_resumed_offline_wandb_sink_logs_again_what_the_killed_attempt_had_not
     assert list(rate.x) == [0, 2] and list(rate.y) == [0.25, 0.5]
 
 
+def test_after_two_kills_the_resumed_wandb_sink_logs_again_what_the_joined_history_lacks(tmp_path, monkeypatch):
+    """Attempt A wrote steps 0-8 (its checkpoint at 4); B resumed from 4 and W&B had written its 5 and 6
+    when a kill -9 hit (its checkpoint at 8); C resumed from 8. The last step W&B held was taken as the
+    highest of any file (A's 8), so C logged nothing again -- but the reader joins B over A from step 5 on:
+    steps 7 and 8 were in no one's history (review)."""
+    import time
+
+    wandb = _offline_wandb(monkeypatch)
+    from scalerl.curves.wandb_run_log import read_wandb_run
+    from scalerl.train.loggers import WandbSink
+
+    kept = [{"type": "train", "step": s, "loss": float(s)} for s in range(9)]
+    try:
+        for resume, steps in ((False, range(9)), (True, (5, 6))):
+            sink = WandbSink("scalerl-test", "run", {}, tmp_path, resume=resume)
+            if resume:
+                sink.resume(5, kept[:5])
+            for s in steps:
+                sink.log(kept[s], s)
+            sink.close(False)
+            time.sleep(1.1)  # (W&B names a run's directory by the second it started)
+        last = WandbSink("scalerl-test", "run", {}, tmp_path, resume=True)
+        note = last.resume(9, kept)
+        last.log({"type": "train", "step": 9, "loss": 9.0}, 9)
+        last.close()
+    finally:
+        wandb.teardown()
+    assert "steps 7-8 the stopped attempt had not written are logged again" in note
+    loss, = read_wandb_run(tmp_path / "wandb", "step", "loss", bounded=False)
+    assert list(loss.x) == list(range(10)) and list(loss.y) == list(range(10))
+
+
 def _history(monkeypatch, tmp_path, attempts):
     """W&B run files of one run id, an attempt each (``attempts``: lists of (step, value)), read by
     ``scalerl fit`` as one curve."""

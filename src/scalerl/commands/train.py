@@ -125,26 +125,28 @@ def _resume(args) -> int:
 
 
 def _finish(summary, report: bool = True) -> int:
-    from scalerl.train.report import reward_failure_lines, summary_lines, write_run_report
+    try:
+        # (The import inside: scipy and matplotlib load for a second or more, and a stop then, after a
+        # complete run, said "interrupted before training went on; resume with ...".)
+        from scalerl.train.report import reward_failure_lines, summary_lines, write_run_report
 
-    print(f"run directory: {summary.output}")
-    if not report:
-        for k, v in reward_failure_lines(summary.evals):
-            print(f"  {k}: {v}")
-        print(f"report: not written (--no-report; `scalerl report {summary.output}` writes it)  "
-              f"final model: {summary.output / 'final'}")
-    else:
-        try:
-            report = write_run_report(summary.output)
-        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: it said "interrupted" alone, on a finished run
-            from scalerl.errors import RunInterrupted
+        print(f"run directory: {summary.output}")
+        if not report:
+            for k, v in reward_failure_lines(summary.evals):
+                print(f"  {k}: {v}")
+            print(f"report: not written (--no-report; `scalerl report {summary.output}` writes it)  "
+                  f"final model: {summary.output / 'final'}")
+        else:
+            written = write_run_report(summary.output)
+            for k, v in summary_lines(written):
+                print(f"  {k}: {v}")
+            print(f"report: {summary.output / 'report.html'}  final model: {summary.output / 'final'}")
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: it said "interrupted" alone, on a finished run
+        from scalerl.errors import RunInterrupted
 
-            raise RunInterrupted(f"interrupted while the report was written; the run is complete (step {summary.steps}, "
-                                 f"{summary.output / 'final'} saved): `scalerl report {summary.output}` writes its "
-                                 "report", cause=exc) from None
-        for k, v in summary_lines(report):
-            print(f"  {k}: {v}")
-        print(f"report: {summary.output / 'report.html'}  final model: {summary.output / 'final'}")
+        raise RunInterrupted(f"interrupted while the report was written; the run is complete (step {summary.steps}, "
+                             f"{summary.output / 'final'} saved): `scalerl report {summary.output}` writes its "
+                             "report", cause=exc) from None
     _check_trained(summary)
     return 0
 

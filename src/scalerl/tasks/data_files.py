@@ -188,6 +188,17 @@ def _csv(path: Path, delimiter: str) -> Iterator[tuple[int, Any]]:
                              "damaged, or in another encoding?") from None
 
 
+class SplitNotFound(InputError):
+    """A data source without the chosen split. Its advice is the training data's setting; an
+    evaluation set's reader (the math task's ``eval_data``) gives its own instead."""
+
+    ADVICE = "; choose one: --set 'task.settings={split: NAME}'"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message + self.ADVICE)
+        self.without_advice = message
+
+
 @dataclass(frozen=True)
 class RepeatedColumn:
     """A CSV field that the header names more than once (at these 1-based columns)."""
@@ -305,8 +316,7 @@ def _hf_dataset(source: str, split: str) -> Iterator[tuple[int, Any]]:
         raise InputError(f"{source}: cannot load as a Hugging Face dataset: {exc}") from None
     if isinstance(data, datasets.DatasetDict):
         if split not in data:
-            raise InputError(f"{source}: no split {split!r}; splits: {', '.join(data)}; choose one: "
-                             "--set 'task.settings={split: NAME}'")
+            raise SplitNotFound(f"{source}: no split {split!r}; splits: {', '.join(data)}")
         data = data[split]
     elif split != "train" and split != str(getattr(data, "split", None) or ""):
         # One saved Dataset has no splits to choose from: a chosen one (``split``/``eval_split``, not
@@ -491,9 +501,8 @@ def _shards(path: Path, split: str) -> list[Path]:
     chosen = [p for p in files if splits[p] == split]
     if not chosen:
         named = ", ".join(sorted({s for s in splits.values() if s is not None}))
-        raise InputError(f"{path}: no data file of split {split!r} (files are told apart by a split word in their "
-                         f"name: train-00000-of-00002.parquet, test.jsonl); splits: {named}; choose one: "
-                         "--set 'task.settings={split: NAME}'")
+        raise SplitNotFound(f"{path}: no data file of split {split!r} (files are told apart by a split word in "
+                            f"their name: train-00000-of-00002.parquet, test.jsonl); splits: {named}")
     return chosen
 
 

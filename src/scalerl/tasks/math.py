@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 from scalerl.errors import InputError
 from scalerl.tasks.base import Problem
+from scalerl.tasks.data_files import SplitNotFound
 from scalerl.tasks.datasets import Row, answer_conflicts, load_rows, prompt_key, repeated_rows
 from scalerl.tasks.rewards import MAX_TIMEOUT, MAX_WORKERS, RewardStats, RewardWorkers
 
@@ -215,6 +216,10 @@ class MathTask:
         fix it gives, task.settings' prompt_field, is the training data's too)."""
         try:
             return self._load(source, split, prompt_field, answer_field)
+        except SplitNotFound as exc:  # (its advice, task.settings' split, is the training data's: it would
+            # have trained on the evaluation set's split of a training directory that has one)
+            raise InputError(f"{exc.without_advice}; for this evaluation set: --set 'task.settings={{eval_data: "
+                             f"{{{name}: {{data: {source}, split: NAME}}}}}}'") from None
         except InputError as exc:
             if "missing field" not in str(exc):
                 raise

@@ -164,13 +164,22 @@ class WandbSink:
     def _last_held_step(self) -> int:
         """The last step W&B holds of this run (-1: none). Online, the server says (the run's
         ``starting_step`` is the next); offline, the earlier attempts' run files (``wandb/*run-*-<id>``
-        but this attempt's own) are read."""
+        but this attempt's own) are read as ``scalerl fit`` joins them: the latest-started file with
+        a row holds the run from its first step on (a later file replaces an earlier one's rows from
+        there), so its last step is the run's -- not the highest step of any file (after two kills,
+        the first attempt's step 8 outlived in no joined history: steps 7-8 were never logged again)."""
         if not self.run.offline:
             return self.run.starting_step - 1
-        own = Path(self.run.dir).parent
-        files = [f for d in (self.directory / "wandb").glob(f"*run-*-{self.run_id}") if d.resolve() != own.resolve()
-                 for f in d.glob(f"run-{self.run_id}.wandb")]
-        return max((_last_logged_step(f) for f in files), default=-1)
+        from scalerl.curves.wandb_run_log import run_files
+
+        own = Path(self.run.dir).parent.resolve()
+        earlier = [f for f in run_files(self.directory / "wandb")
+                   if f.name == f"run-{self.run_id}.wandb" and f.parent.resolve() != own]
+        for f in reversed(earlier):  # (in the order the attempts started)
+            last = _last_logged_step(f)
+            if last >= 0:
+                return last
+        return -1
 
     def log(self, row: dict[str, Any], step: int) -> None:
         self.run.log(_numeric(row), step=step)
