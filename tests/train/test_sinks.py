@@ -321,33 +321,48 @@ def test_the_trainer_discards_its_sinks_instead_of_closing_them_only_when_it_dis
         assert calls == (["discard"] if discarded else [("close", False)])
 
 
+def _resumed_sink_note(monkeypatch, tmp_path, killed, resume_at, kept, then):
+    """Offline W&B sinks of one run: the ``killed`` attempts, each ``(its resume's first step and kept
+    rows, or None for the first attempt; the rows W&B got to write)``, stopped as a kill leaves them;
+    then a sink resumed at step ``resume_at`` with the run log's ``kept`` rows, which logs ``then``.
+    Returns the resume's note."""
+    import time
+
+    wandb = _offline_wandb(monkeypatch)
+    from scalerl.train.loggers import WandbSink
+
+    try:
+        for resumed_from, written in killed:
+            sink = WandbSink("scalerl-test", "run", {}, tmp_path, resume=resumed_from is not None)
+            if resumed_from is not None:
+                sink.resume(*resumed_from)
+            for row in written:
+                sink.log(row, row["step"])
+            sink.close(False)
+            time.sleep(1.1)  # (W&B names a run's directory by the second it started)
+        last = WandbSink("scalerl-test", "run", {}, tmp_path, resume=True)
+        note = last.resume(resume_at, kept)
+        for row in then:
+            last.log(row, row["step"])
+        last.close()
+    finally:
+        wandb.teardown()
+    return note
+
+
 def test_a_resumed_offline_wandb_sink_logs_again_what_the_killed_attempt_had_not_written(tmp_path, monkeypatch):
     """W&B writes its run file every 15 s: a kill -9 lost the killed attempt's last rows -- those
     before the checkpoint the resume goes on from among them, which no later attempt logs again (a
     short run's whole history: `scalerl fit RUN/wandb` then found "no logged history"). The resumed
     sink logs what the earlier attempts' files lack from the run log's kept rows, and `scalerl fit`
     reads every step once."""
-    import time
-
-    wandb = _offline_wandb(monkeypatch)
     from scalerl.curves.wandb_run_log import read_wandb_run
-    from scalerl.train.loggers import WandbSink
 
     kept = [{"type": "eval", "step": 0, "val/pass_rate": 0.25}] + [
         {"type": "train", "step": s, "loss": float(s)} for s in (1, 2)] + [{"type": "eval", "step": 2, "val/pass_rate": 0.5}]
-    try:
-        first = WandbSink("scalerl-test", "run", {}, tmp_path, resume=False)
-        first.log(kept[0], 0)
-        first.log(kept[1], 1)
-        first.close(False)
-        # What the kill -9 left: rows 0 and 1 written, step 2's train and eval rows (the checkpoint's) not
-        time.sleep(1.1)  # (W&B names a run's directory by the second it started)
-        resumed = WandbSink("scalerl-test", "run", {}, tmp_path, resume=True)
-        note = resumed.resume(3, kept)
-        resumed.log({"type": "train", "step": 3, "loss": 3.0}, 3)
-        resumed.close()
-    finally:
-        wandb.teardown()
+    # What the kill -9 left: rows 0 and 1 written, step 2's train and eval rows (the checkpoint's) not
+    note = _resumed_sink_note(monkeypatch, tmp_path, [(None, kept[:2])], 3, kept,
+                              [{"type": "train", "step": 3, "loss": 3.0}])
     assert "the 2 row(s) of steps 2-2 the stopped attempt had not written are logged again" in note
     loss, = read_wandb_run(tmp_path / "wandb", "step", "loss", bounded=False)
     assert list(loss.x) == [1, 2, 3] and list(loss.y) == [1, 2, 3]
@@ -360,28 +375,11 @@ def test_after_two_kills_the_resumed_wandb_sink_logs_again_what_the_joined_histo
     when a kill -9 hit (its checkpoint at 8); C resumed from 8. The last step W&B held was taken as the
     highest of any file (A's 8), so C logged nothing again -- but the reader joins B over A from step 5 on:
     steps 7 and 8 were in no one's history (review)."""
-    import time
-
-    wandb = _offline_wandb(monkeypatch)
     from scalerl.curves.wandb_run_log import read_wandb_run
-    from scalerl.train.loggers import WandbSink
 
     kept = [{"type": "train", "step": s, "loss": float(s)} for s in range(9)]
-    try:
-        for resume, steps in ((False, range(9)), (True, (5, 6))):
-            sink = WandbSink("scalerl-test", "run", {}, tmp_path, resume=resume)
-            if resume:
-                sink.resume(5, kept[:5])
-            for s in steps:
-                sink.log(kept[s], s)
-            sink.close(False)
-            time.sleep(1.1)  # (W&B names a run's directory by the second it started)
-        last = WandbSink("scalerl-test", "run", {}, tmp_path, resume=True)
-        note = last.resume(9, kept)
-        last.log({"type": "train", "step": 9, "loss": 9.0}, 9)
-        last.close()
-    finally:
-        wandb.teardown()
+    note = _resumed_sink_note(monkeypatch, tmp_path, [(None, kept), ((5, kept[:5]), kept[5:7])], 9, kept,
+                              [{"type": "train", "step": 9, "loss": 9.0}])
     assert "steps 7-8 the stopped attempt had not written are logged again" in note
     loss, = read_wandb_run(tmp_path / "wandb", "step", "loss", bounded=False)
     assert list(loss.x) == list(range(10)) and list(loss.y) == list(range(10))

@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 from typing import Iterator
 
+from scalerl.curves.unpack import file_tail
+
 #: ANSI escape sequences.
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: Ray's prefix of a worker's output line: ``(TaskRunner pid=77)``, ``(main_task pid=1, ip=10.0.0.1)``.
@@ -65,9 +67,6 @@ def skipped_lines_note(lines: list[int], what: str) -> list[str]:
 #: How a line that a cut may have ended inside a number ends: a digit, or a digit and the ``.`` or exponent
 #: that would have gone on with more.
 _ENDS_IN_NUMBER = re.compile(r"\d(?:\.|[eE][-+]?)?$")
-#: How much of a file's end is looked at for its last line.
-_TAIL_BYTES = 1 << 16
-
 
 def cut_last_line(path: Path) -> str | None:
     """The last line of a text file that ends inside a number with no newline after it -- where a killed
@@ -76,11 +75,7 @@ def cut_last_line(path: Path) -> str | None:
     None where the file ends with a newline (what every logger and ``print`` write last) or its last line
     ends in anything else (``}``, a unit, a word: no number a cut could have shortened)."""
     try:
-        with open(path, "rb") as f:
-            f.seek(0, 2)
-            size = f.tell()
-            f.seek(max(0, size - _TAIL_BYTES))
-            tail = f.read()
+        tail = file_tail(path)
     except OSError:
         return None
     if not tail or tail.endswith((b"\n", b"\r")):

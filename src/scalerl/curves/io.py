@@ -96,7 +96,7 @@ from scalerl.curves.swanlab_log import is_swanlab_run, read_swanlab
 from scalerl.curves.tensorboard_log import read_tensorboard
 from scalerl.curves.torchtune_log import disk_logs, looks_like_torchtune, read_torchtune
 from scalerl.curves.trackio_log import is_trackio, read_trackio
-from scalerl.curves.unpack import (ARCHIVE_ROOTS, COMPRESSED, STDIN, stdin_copy, stream_copy, unwrapped,
+from scalerl.curves.unpack import (ARCHIVE_ROOTS, COMPRESSED, STDIN, file_tail, stdin_copy, stream_copy, unwrapped,
                                    without_last_line, wrapping)
 from scalerl.curves.verl_file_log import looks_like_verl_file, read_verl_file
 from scalerl.curves.verl_log import looks_like_verl, read_verl
@@ -250,18 +250,11 @@ def _wandb_summary_only(path: Path) -> str | None:
     """Where a console that holds W&B's run summary (and no log of a format read here: asked last) says its
     run's files are -- ``wandb/run-<date>-<id>``, or ``wandb/latest-run`` where it names none; None for a
     console without the summary. Read as CSV (a .txt) the summary gave "no y column; available: 'Training...'"."""
-    tail = _text_tail(path, 1 << 16)
+    tail = ANSI.sub("", file_tail(path).decode("utf-8", errors="replace"))
     if _WANDB_SUMMARY not in tail:
         return None
     found = _WANDB_LOGS_AT.search(tail)
     return found.group(1) if found else "wandb/latest-run"
-
-
-def _text_tail(path: Path, size: int) -> str:
-    with open(path, "rb") as f:
-        f.seek(0, 2)
-        f.seek(max(0, f.tell() - size))
-        return ANSI.sub("", f.read().decode("utf-8", errors="replace"))
 
 
 def detect_format(path: Path) -> str:

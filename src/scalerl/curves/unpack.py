@@ -32,6 +32,16 @@ from typing import Callable, Iterator
 
 from scalerl.errors import InputError
 
+
+def file_tail(path: Path, size: int = 1 << 16) -> bytes:
+    """The last ``size`` bytes of file ``path`` (all of a smaller one): where a console's last line, or
+    W&B's end-of-run block, is looked for without reading a log of gigabytes."""
+    with open(path, "rb") as f:
+        f.seek(0, 2)
+        f.seek(max(0, f.tell() - size))
+        return f.read()
+
+
 class _ZstdStream:
     """A zstd-compressed file read as its bytes, through pyarrow's codec (pyarrow comes with
     ``datasets``, a dependency; Python has no zstd of its own before 3.14). A decoder's errors are
@@ -188,21 +198,17 @@ def stream_copy(path: Path) -> Iterator[Path]:
 def without_last_line(path: Path) -> Iterator[Path]:
     """A temporary copy of text file ``path`` up to its last newline: the file less a last line that a kill
     cut off (:func:`scalerl.curves.console.cut_last_line`)."""
+    # Back to the last newline: the cut line is at most a few KiB long (a metric line).
+    tail = file_tail(path)
+    if b"\n" not in tail:  # its only line (or one longer than 64 KiB): nothing whole to read
+        raise InputError(f"{path}: its only line ends inside a number with no newline after it (a run "
+                         "killed while writing): no whole line to read")
+    keep = path.stat().st_size - len(tail) + tail.rfind(b"\n") + 1
     with tempfile.TemporaryDirectory(prefix="scalerl-cut-") as tmp:
         copy = _copy_path(Path(tmp), path, path.name)
         with open(path, "rb") as src, open(copy, "wb") as dst:
             shutil.copyfileobj(src, dst, _CHUNK)
-            dst.seek(0, 2)
-            end = dst.tell()
-            # Back to the last newline: the cut line is at most a few KiB long (a metric line).
-            back = min(end, 1 << 16)
-            with open(path, "rb") as again:
-                again.seek(end - back)
-                tail = again.read()
-            if b"\n" not in tail:  # its only line (or one longer than 64 KiB): nothing whole to read
-                raise InputError(f"{path}: its only line ends inside a number with no newline after it (a run "
-                                 "killed while writing): no whole line to read")
-            dst.truncate(end - back + tail.rfind(b"\n") + 1)
+            dst.truncate(keep)
         yield copy
 
 
