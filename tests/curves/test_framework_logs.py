@@ -114,10 +114,13 @@ def test_verl_restart_drops_the_abandoned_attempt(tmp_path):
     p = tmp_path / "resumed.log"
     p.write_text("\n".join(lines) + "\n")
     c = read_curve(p, "step", Y)
-    assert np.allclose(c.x, [1, 3, 5, 5]) and np.allclose(c.y, [0.1, 0.3, 0.55, 0.56])
-    assert any("resumes from a checkpoint 1 time" in n and "2 line(s)" in n for n in c.notes)  # 5 -> 5 is no resume
+    # Step 5 once: the resumed attempt's evaluation of the checkpoint (0.56) in place of the one the
+    # step logged (0.55: it was fitted twice, at one step, before), the step's training metrics kept.
+    assert np.allclose(c.x, [1, 3, 5]) and np.allclose(c.y, [0.1, 0.3, 0.56])
+    assert any("resumes from a checkpoint 2 time(s) (step goes back: 1; step logged again: 1): 3 row(s)" in n
+               and "1 at the step it resumed at merged" in n for n in c.notes)
     # The abandoned attempt's compute is not counted either: 4 steps of 10 s, then 2 of 20 s.
-    assert np.allclose(read_curve(p, "cum:timing/*", Y).x, [20.0, 40.0, 80.0, 80.0])
+    assert np.allclose(read_curve(p, "cum:timing/*", Y).x, [20.0, 40.0, 80.0])
 
 
 def test_printed_text_with_step_n_in_it_is_not_a_step_line(tmp_path):
@@ -141,7 +144,7 @@ def test_verl_runs_that_start_over_are_runs_of_their_own(tmp_path):
         read_curve(p, "step", Y)
     one, two = (read_curve(p, "cum:timing/*", Y, run=f"sweep#{i}") for i in (1, 2))
     assert np.allclose(one.x, [20, 40, 60]) and np.allclose(two.x, [40, 80]) and np.allclose(two.y, [0.05, 0.15])
-    assert any("starts over from its first step 1 time(s)" in n for n in one.notes)
+    assert any("step starts over 1 time(s)" in n for n in one.notes)
 
 
 def test_verl_step_line_wrapped_right_before_a_value_is_joined(tmp_path):
@@ -592,9 +595,16 @@ def test_verl_file_logger(tmp_path):
     appended.write_text("\n".join([line for line in lines if json.loads(line)["step"] <= 215]
                                   + resumed.read_text().splitlines()) + "\n")
     a = read_curve(appended, "step", VAL)
-    assert list(a.x) == list(c.x[c.x <= 199]) + list(c.x[c.x >= 199])  # 199 twice: the same weights
-    assert np.allclose(a.y[a.x >= 209], c.y[c.x >= 209])
-    assert any("resumes from a checkpoint 1 time(s) (step goes back): 16 row(s)" in n for n in a.notes)
+    # The checkpoint's step once (fitted twice before): the resumed attempt's evaluation of it, beside the
+    # abandoned attempt's training metrics of that step (trained before the checkpoint was saved).
+    assert list(a.x) == list(c.x)
+    assert a.y[a.x == 199][0] == r.y[0] and np.allclose(a.y[a.x >= 209], c.y[c.x >= 209])
+    assert any("resumes from a checkpoint 1 time(s) (step goes back): 17 row(s)" in n
+               and "1 at the step it resumed at merged" in n for n in a.notes)
+    timed = read_curve(appended, "step", "timing_s/step", bounded=False)
+    assert list(timed.x).count(199) == 1
+    assert np.allclose(read_curve(appended, "cum:timing_s/step", VAL).x[a.x <= 199],
+                       read_curve(log, "cum:timing_s/step", VAL).x[c.x <= 199])
     twice = tmp_path / "twice.jsonl"
     twice.write_text(log.read_text() * 2)
     assert [t.name for t in read_curves(twice, "step", VAL)] == ["twice#1", "twice#2"]

@@ -60,9 +60,9 @@ def test_a_validation_printed_after_its_iterations_report_followed_that_update(t
 def test_a_validation_after_the_last_token_report_has_no_tokens(tmp_path):
     p = tmp_path / "lora.log"
     p.write_text("Iter 10: Train loss 2.000, Trained Tokens 1000\nIter 20: Val loss 1.500, Val took 1.000s\n"
-                 "Iter 20: Val loss 1.400, Val took 1.000s\n", encoding="utf-8")
+                 "Iter 30: Val loss 1.400, Val took 1.000s\n", encoding="utf-8")
     (curve,) = read_curves(p, "step", "val_loss", bounded=False)
-    assert list(curve.x) == [19, 19]
+    assert list(curve.x) == [19, 29]
     with pytest.raises(InputError) as error:
         read_curves(p, "trained_tokens", "val_loss", bounded=False)
     assert "no rows with finite 'trained_tokens' and 'val_loss'" in str(error.value)

@@ -99,9 +99,14 @@ def test_a_resumed_training_appended_to_the_console(tmp_path):
     path = _console(tmp_path, "skyrl_console_resumed")
     [curve] = read_curves(path, "step", SCORE)
     shipped = {s: v for s, _, v in _shipped()}
-    assert list(curve.x) == [s for s in range(0, 101, 10)] + [100] + list(range(110, 201, 10))
+    # The checkpoint's step once: the resumed attempt's evaluation of it takes the place of the abandoned
+    # attempt's (fitted twice before), the step's training metrics kept.
+    assert list(curve.x) == list(range(0, 201, 10))
     np.testing.assert_allclose(curve.y, [shipped[int(s)] for s in curve.x], atol=5e-5)
-    assert any("resumes from a checkpoint 1 time(s)" in n and "5 row(s)" in n for n in curve.notes)
+    assert any("resumes from a checkpoint 1 time(s)" in n and "6 row(s)" in n and "1 at the step it resumed at merged"
+               in n for n in curve.notes)
+    [trained] = read_curves(path, "step", "timing/step", bounded=False)
+    assert 100 in trained.x and len(trained.x) == len(set(trained.x))
     # the abandoned steps 101-105 are not counted in the compute either
     [timed] = read_curves(path, "cum:timing/step", SCORE)
     [whole] = read_curves(_console(tmp_path), "cum:timing/step", SCORE)

@@ -5,6 +5,10 @@ keep one run across the resume (W&B, Trackio, SwanLab) and in consoles appended 
 the run's step goes back. What the abandoned attempt logged from the resumed attempt's first step
 on is not part of the run that went on: it is dropped, and the notes say how much. (TensorBoard and
 MLflow give a resumed attempt a run of its own; their readers join it to the run it continues.)
+A training resumed from the checkpoint of the step it logged last logs that step again without the
+step going back; :func:`split_attempts` reads that as a resume too, and at the step a resume begins at
+the resumed attempt's rows take the place of the abandoned attempt's of their kind, the later values
+winning, as the trackers' readers keep a step's later value.
 """
 
 from __future__ import annotations
@@ -108,6 +112,11 @@ RESTART = "\0restart"
 MAX_LATE_BURST = 100
 
 
+def _at_step(rows: list[dict], counter: str, value: float) -> list[dict]:
+    """The rows of ``rows`` logged at step ``value``."""
+    return [r for r in rows if _counted(r.get(counter)) and r[counter] == value]
+
+
 class _LateRows:
     """Tells a row logged late -- an asynchronous evaluation of an earlier step, written after later
     steps -- from a resumed training's first row, where the counter goes back below ``last`` (the
@@ -144,26 +153,90 @@ class _LateRows:
         return False  # the log ends first: rows that never came back past ``last``
 
 
+def _counted(value: object) -> bool:
+    """Whether ``value`` is a counter's value: a number (not a bool, not NaN)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
+def _kind(row: dict, counter: str) -> frozenset:
+    """What a row logs: its keys with a value, less the counter."""
+    return frozenset(k for k, v in row.items() if k != counter and v is not None and v != "")
+
+
+def same_kind(a: frozenset, b: frozenset) -> bool:
+    """Two rows of one step log the same kind of thing where what one logs is all among what the
+    other logs: verl's evaluation of a checkpoint it resumed from (``val-core/...`` alone) and the
+    step's row that evaluated it (training metrics and ``val-core/...``), the same step's training row
+    logged twice; not a step's training row and its evaluation row (``loss`` / ``eval_loss``)."""
+    return a <= b or b <= a
+
+
+def relogs_are_the_logs_own(kinds: list[frozenset | None], values: list) -> bool:
+    """Whether rows of one kind at one step are the way this log is written rather than a resume:
+    a step logged again (a row of the kind an earlier row at the same step logged, no other step in
+    between) at three rows of one step, or at more than 2 steps and a tenth of them -- a print per
+    sample or per micro-batch under the step it belongs to. A resume logs a step again once, at the
+    few steps it resumed at."""
+    steps = relogged = 0
+    group: list[frozenset] = []
+    last = None
+    for kind, value in zip(kinds, values):
+        if kind is None:  # a restart banner: what follows is another launch's
+            group, last = [], None
+            continue
+        if value is None:
+            continue
+        if value != last:
+            steps += 1
+            group, last, repeats = [], value, 0
+        if any(same_kind(kind, k) for k in group):
+            repeats += 1
+            relogged += repeats == 1
+            if repeats >= 2:
+                return True
+        group.append(kind)
+    return relogged > max(2, steps // 10)
+
+
 def split_attempts(rows: list[dict], counter: str, stem: str, *,
-                   keep_same: Callable[[dict], bool] | None = None,
-                   late_rows: bool = False) -> tuple[list[dict], list[str]]:
+                   late_rows: bool = False, relogs: bool = True,
+                   kinds: list[frozenset] | None = None) -> tuple[list[dict], list[str]]:
     """A console log several trainings printed into (``tee -a``), read by a counter every row of a
     training logs (a Hugging Face ``Trainer``'s ``epoch``): where it goes back to or below where the
     current run began, a training started over -- a run of its own (``stem#1``, ``stem#2``, ...);
     where it goes back less, a training resumed from a checkpoint -- the rows the abandoned attempt
-    logged from there on go (as in :func:`drop_abandoned_attempts`). After a :data:`RESTART` row (a
-    launch banner the reader saw), the counter logged again -- equal to the last one, not below it --
-    is such a resume too. With ``late_rows``, a row the counter goes back at that was logged late
-    (:class:`_LateRows`: an evaluation written after later steps, as asynchronous trainers write
-    their metrics files) stays in place, unless a restart banner comes before it. Returns
-    ``(rows, notes)``."""
-    values = [r.get(counter) if isinstance(r.get(counter), (int, float)) and not isinstance(r.get(counter), bool)
-              and r.get(counter) == r.get(counter) else None for r in rows]  # (NaN: no value)
+    logged after the resumed attempt's first step go (as in :func:`drop_abandoned_attempts`).
+
+    With ``relogs`` (a step counter, not a clock such as a printed ``epoch`` that rounds several
+    steps to one value), a resume also shows where the counter is logged again, not below the last
+    one: after a :data:`RESTART` row (a launch banner the reader saw), or -- without a banner -- where
+    a row logs the kind of thing (:func:`same_kind`) a row at that very step logged before it (a
+    training killed after step N and resumed from its step-N checkpoint, which it evaluates first:
+    ``..., 40, 40, 41, ...``), unless rows of one kind at one step are the way the log is written
+    (:func:`relogs_are_the_logs_own`). At the step a resume begins at, each row the resumed attempt
+    logs takes the place of the abandoned attempt's row of its kind at that step, whose other values
+    stay under it (the later values win, as W&B's reader merges a step two attempts logged): the
+    training metrics of the step a checkpoint was saved at are the run's, its evaluation is the
+    resumed attempt's, and neither is fitted twice. Without ``relogs`` the abandoned attempt's rows at
+    that step go. ``kinds`` gives what each row logs where its dict holds only some of its columns (a
+    CSV's); else it is read off the rows.
+
+    With ``late_rows``, a row the counter goes back at that was logged late (:class:`_LateRows`: an
+    evaluation written after later steps, as asynchronous trainers write their metrics files) stays
+    in place, unless a restart banner comes before it. Returns ``(rows, notes)``."""
+    values = [r.get(counter) if _counted(r.get(counter)) else None for r in rows]
+    if kinds is None:
+        kinds = [None if r.get(RESTART) else _kind(r, counter) for r in rows]
+    kind_of = {id(r): k for r, k in zip(rows, kinds)}
+    relogs = relogs and not relogs_are_the_logs_own(kinds, values)
     late_row = _LateRows(values) if late_rows else None
     runs: list[list[dict]] = [[]]
-    resumes = dropped = late = relogged = 0
+    resumes = dropped = late = merged = 0
+    how: dict[str, int] = {}  # how each resume showed -> times
     last = None
     restart = False  # a launch banner since the last counted row
+    abandoned: list[dict] = []  # the abandoned attempt's rows at the step a resume began at, not yet replaced
+    at = None  # that step
     for i, row in enumerate(rows):
         if row.get(RESTART):
             restart = last is not None
@@ -172,30 +245,51 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
         if value is None:
             runs[-1].append(row)
             continue
-        if last is not None and (value < last or (restart and value == last)):
-            if not restart and late_row is not None and late_row(i, last):
-                late += 1
-                runs[-1].append(row)
-                continue
-            first = next(r[counter] for r in runs[-1] if isinstance(r.get(counter), (int, float)))
-            if value <= first:
+        goes_back = last is not None and value < last
+        relogged = last is not None and value == last and (
+            restart or (relogs and value != at
+                        and any(same_kind(kind_of[id(r)], kinds[i]) for r in _at_step(runs[-1], counter, value))))
+        is_late = goes_back and not restart and late_row is not None and late_row(i, last)
+        if (goes_back or relogged) and not is_late:
+            first = next(r[counter] for r in runs[-1] if _counted(r.get(counter)))
+            if goes_back and value <= first:
                 runs.append([])
+                abandoned, at = [], None
             else:  # the abandoned attempt's rows from the resumed attempt's first step on go
                 before = len(runs[-1])
-                runs[-1] = _before(runs[-1], counter, value, keep_same is not None and keep_same(row))
+                runs[-1] = _before(runs[-1], counter, value, relogs or restart)
                 resumes, dropped = resumes + 1, dropped + before - len(runs[-1])
-                relogged += value == last
+                reason = (f"{counter} goes back" if goes_back else f"{counter} logged again after a restart" if restart
+                          else f"{counter} logged again")
+                how[reason] = how.get(reason, 0) + 1
+                # Kept until the resumed attempt logs a row of their kind at that step (maybe late, after
+                # later steps: an asynchronous evaluation), which takes their place.
+                abandoned, at = (list(_at_step(runs[-1], counter, value)), value) if relogs or restart else ([], None)
+        if abandoned and value == at:
+            mine = next((r for r in abandoned if same_kind(kind_of[id(r)], kinds[i])), None)
+            if mine is not None:  # the resumed attempt's row of this kind at the step replaces the abandoned one's
+                abandoned = [r for r in abandoned if r is not mine]
+                runs[-1] = [r for r in runs[-1] if r is not mine]
+                dropped += 1
+                if set(mine) - set(row):  # values only the abandoned row holds (the step's training metrics)
+                    merged += 1
+                    row = {**mine, **row}
+                    kind_of[id(row)] = kinds[i] | kind_of[id(mine)]
+        runs[-1].append(row)
+        if is_late:
+            late += 1
+            continue
         restart = False
         last = value
-        runs[-1].append(row)
     notes = []
     if late:
         notes.append(f"{late} row(s) logged after later {counter}s (asynchronous evaluations) kept where they are")
     if resumes:
-        how = (f"{counter} goes back" if not relogged else f"{counter} logged again after a restart" if relogged == resumes
-               else f"{counter} goes back, or is logged again after a restart ({relogged} time(s))")
-        notes.append(f"the log resumes from a checkpoint {resumes} time(s) ({how}): {dropped} row(s) "
-                     "the abandoned attempt(s) logged from there on were dropped")
+        shown = next(iter(how)) if len(how) == 1 else "; ".join(f"{reason}: {n}" for reason, n in how.items())
+        notes.append(f"the log resumes from a checkpoint {resumes} time(s) ({shown}): {dropped} row(s) "
+                     "the abandoned attempt(s) logged from there on were dropped"
+                     + (f" ({merged} at the step it resumed at merged under the resumed attempt's row of their kind: "
+                        "its values win, the others kept)" if merged else ""))
     if len(runs) > 1:
         notes.append(f"{counter} starts over {len(runs) - 1} time(s): read as {len(runs)} runs, {stem}#1 ... {stem}#{len(runs)}")
         for i, run in enumerate(runs, start=1):

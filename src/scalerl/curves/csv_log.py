@@ -219,6 +219,10 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     rows, repeated = drop_repeated_evaluations(rows, x, lambda r: len(r[1]) > index[y] and bool(r[1][index[y]].strip()),
                                                cells=lambda r: r[1])
     records, without_y, percent, percent_y = [], 0, 0, 0
+    # What each row logs (its columns with a cell), beyond the ones read: a step logged again by a row of
+    # the kind an earlier row at that step logged is a resume; a training row and an evaluation row at
+    # one step are not, though the columns read of the first (the step alone) are among the second's.
+    kinds = [frozenset(h for h, cell in zip(header, row) if h != step and cell.strip()) for _, row in rows]
     for lineno, row in rows:
         if len(row) != len(header):
             raise InputError(f"{path}: line {lineno} has {len(row)} fields, the header has {len(header)} -- "
@@ -244,19 +248,19 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     if percent:
         notes += (percent_note(percent),)
     if step:
-        records, resumed = _resumed(path, records, step)
+        records, resumed = _resumed(path, records, step, kinds)
         notes += resumed
     return curves_from_rows(path, records, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
                             bounded=bounded, table=True, run_column=run_column if ir is not None else None,
                             step_column=step)
 
 
-def _resumed(path: Path, records: list[dict], step: str) -> tuple[list[dict], tuple[str, ...]]:
+def _resumed(path: Path, records: list[dict], step: str, kinds: list[frozenset]) -> tuple[list[dict], tuple[str, ...]]:
     """One run's rows where a training resumed from a checkpoint was appended (``step`` goes back): the
     abandoned attempt's rows from the checkpoint's step on go, said in the notes, as in a JSON-lines log.
     A step that starts over is left alone: in a table that is several runs without a run column more
     often than a training started anew, and the error for it says --run-column."""
-    split, notes = split_attempts([dict(r) for r in records], step, path.stem, late_rows=True)
+    split, notes = split_attempts([dict(r) for r in records], step, path.stem, late_rows=True, kinds=kinds)
     if any(DEFAULT_RUN_COLUMN in r for r in split):  # (split_attempts names the runs of a start over so)
         return records, ()
     return split, tuple(notes)

@@ -273,7 +273,10 @@ def read_dict_lines(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool
     # (slime: its evaluations print no step) or step.
     clock = next((c for c in (TRAINER_EPOCH, PRINTED_ROLLOUT) if any(c in r for r in rows)), PRINTED_STEP)
     late_rows = clock != TRAINER_EPOCH  # (an evaluation printed after later steps: OpenRLHF's asynchronous trainer)
-    rows, more = split_attempts(rows, clock, path.stem, late_rows=late_rows)
+    # A step logged again is a resume only on a printed step: a Trainer's epoch is rounded (several steps
+    # print one value), and slime prints its evaluation before training and the one after rollout 0 both
+    # as 'eval 0'.
+    rows, more = split_attempts(rows, clock, path.stem, late_rows=late_rows, relogs=clock == PRINTED_STEP)
     notes = [*notes, *more]
     _rollouts_trained(rows)  # (after the abandoned attempts are dropped: a resume generates its rollouts again)
     return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded,

@@ -17,8 +17,9 @@ progress bars -- is passed over; a block is read from the lines of the process t
 header, so another worker's output between its lines does no harm.
 
 * **a console appended to by a resumed training** (``tee -a``): the step goes back to the
-  checkpoint's; what the abandoned attempt logged from there on is dropped, except, at the
-  checkpoint's own step, its row before the resumed attempt's evaluation of that checkpoint;
+  checkpoint's (or, killed right after the checkpoint, is logged again); what the abandoned attempt
+  logged after it is dropped, and at the checkpoint's own step its row takes the resumed attempt's
+  evaluation of that checkpoint (one evaluation of it, the later; the step's training metrics kept);
   a training started over (the step back to where the log began) is a run of its own,
   ``<stem>#1``, ``<stem>#2``, ...;
 * a block cut off (the run was killed while printing) is skipped and counted.
@@ -95,11 +96,6 @@ def looks_like_skyrl(path: Path) -> bool:
         return False
 
 
-def evaluation_only(row: dict[str, Any]) -> bool:
-    """SkyRL's evaluation before training (``eval_before_train``): ``eval/...`` metrics alone."""
-    return all(k == "step" or k.startswith("eval/") for k in row)
-
-
 def read_skyrl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows (``step`` and the metrics) in log order, resumes and restarts resolved, and notes."""
     rows: list[dict[str, Any]] = []
@@ -111,7 +107,7 @@ def read_skyrl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             rows.append({**metrics, "step": step})
     notes = [f"{len(cut)} block(s) cut off or unreadable (from line {', '.join(map(str, cut[:5]))}"
              f"{', ...' if len(cut) > 5 else ''}) skipped"] if cut else []
-    rows, more = split_attempts(rows, "step", path.stem, keep_same=evaluation_only)
+    rows, more = split_attempts(rows, "step", path.stem)
     return rows, notes + more
 
 

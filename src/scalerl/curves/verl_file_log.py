@@ -7,11 +7,13 @@ prints), which :func:`scalerl.curves.rows.curves_from_rows` makes curves of. ver
 ``null`` (orjson): such a value is dropped and counted like any missing one. What it smooths over,
 each said in the notes:
 
-* **a resume into the same file** (verl releases that append to it): the step goes back; what the
-  abandoned attempt logged from the resumed attempt's first step on is dropped -- except, at the
-  checkpoint's own step, the rows before an evaluation-only line (verl evaluates the checkpoint it
-  loaded and logs that at its step); newer verl truncates the file on a resume, which then holds the
-  resumed attempt alone;
+* **a resume into the same file** (verl releases that append to it): the step goes back (or, killed
+  right after the checkpoint, is logged again); what the abandoned attempt logged after the
+  checkpoint's step is dropped, and at that step the resumed attempt's evaluation-only line (verl
+  evaluates the checkpoint it loaded and logs that at its step) is merged into the abandoned
+  attempt's line of that step: one evaluation of the checkpoint, the later, beside the step's
+  training metrics; newer verl truncates the file on a resume, which then holds the resumed attempt
+  alone;
 * **several trainings in one file** (the step goes back to the first one): each a run of its own,
   ``<stem>#1``, ``<stem>#2``, ...;
 * a torn last line (the run was killed mid-write) is skipped; a malformed line in the middle is
@@ -27,7 +29,6 @@ from typing import Any
 from scalerl.curves.attempts import split_attempts
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import curves_from_rows
-from scalerl.curves.verl_log import evaluation_only
 from scalerl.errors import InputError
 from scalerl.runlog import iter_lines
 
@@ -67,7 +68,7 @@ def read_verl_file_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     if rows and rows[0]["step"] > 1:
         notes.append(f"the file begins at step {rows[0]['step']:g}: verl rewrites its file logger's file when a run "
                      "resumes, so the steps before the resume are not in it (its console log or tracker has them)")
-    rows, more = split_attempts(rows, "step", path.stem, keep_same=evaluation_only)
+    rows, more = split_attempts(rows, "step", path.stem)
     return rows, notes + more
 
 

@@ -18,9 +18,12 @@ What it smooths over, each said in the curve's notes:
 * **older verl names that evaluation without the ``val/`` prefix** its later evaluations carry
   (``test_score/openai/gsm8k`` then ``val/test_score/openai/gsm8k``): it is read under the
   prefixed name too, so one ``--y`` column holds the whole curve;
-* **a resume** (the step numbers go back, as when a run resumes from a checkpoint): the rows
-  the abandoned attempt logged after the checkpoint it resumed from are dropped (their
-  compute too: ``cum:`` columns count the steps that the final weights went through);
+* **a resume** (the step numbers go back, as when a run resumes from a checkpoint, or the last
+  step is logged again: killed right after its checkpoint): the rows the abandoned attempt logged
+  after the checkpoint it resumed from are dropped (their compute too: ``cum:`` columns count the
+  steps that the final weights went through), and the resumed attempt's evaluation of the
+  checkpoint takes the place of the abandoned attempt's at that step, the step's training metrics
+  kept (:func:`scalerl.curves.attempts.split_attempts`);
 * **a step line hard-wrapped** by a terminal or a paste, at any width (``... - prompt_length/max`` over
   ``:448.000 - ...``): its continuation lines are joined to it again;
 * **several runs in one file** (the step numbers go back to the first one: a sweep's next run,
@@ -37,6 +40,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from scalerl.curves.attempts import split_attempts
 from scalerl.curves.console import ANSI, RAY_PREFIX, shown_lines
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import curves_from_rows, unwrap_scalar
@@ -217,14 +221,13 @@ def _initial_metrics(line: str, rest) -> dict[str, float] | None:
 
 
 def read_verl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """``(rows, notes)``: one dict per step line (``step`` plus its metrics), in log order. A log
-    that starts over from its first step holds several runs: their rows carry ``run``
-    (``<stem>#1``, ``<stem>#2``, ...)."""
-    runs: list[list[dict[str, Any]]] = [[]]
+    """``(rows, notes)``: one dict per step line (``step`` plus its metrics), in log order, resumes
+    resolved as :func:`scalerl.curves.attempts.split_attempts` does for every console. A log that
+    starts over from its first step holds several runs: their rows carry ``run`` (``<stem>#1``,
+    ``<stem>#2``, ...)."""
+    rows: list[dict[str, Any]] = []
     notes: list[str] = []
     pending_initial: dict[str, Any] | None = None
-    resumes = dropped_on_resume = 0
-    last_step: int | None = None
     lines = _lines(path, notes)
     for line in lines:
         m = _STEP_LINE.search(line)
@@ -233,41 +236,17 @@ def read_verl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             if "Initial validation metrics:" in line:
                 pending_initial = _initial_metrics(line, lines)
             continue
-        step = int(m.group(1))
-        row = {"step": step, **items}
-        rows = runs[-1]
-        if last_step is not None and step < last_step:
-            if step <= rows[0]["step"]:
-                # Back to the first step: another run (a sweep's next one, or a start from scratch).
-                runs.append([])
-            else:
-                # A resume from a checkpoint: what the abandoned attempt logged after it goes. The new
-                # attempt's first line is the checkpoint's own evaluation (at its step: the old rows up
-                # to it stay) or the first step trained again.
-                resumes += 1
-                keep = [r for r in rows if r["step"] < step or (r["step"] == step and evaluation_only(row))]
-                dropped_on_resume += len(rows) - len(keep)
-                runs[-1] = keep
-        rows = runs[-1]
+        row = {"step": int(m.group(1)), **items}
         if pending_initial:
             # Newer verl logs the same evaluation as this step line too: keep it once.
             if not all(_close(row.get(k), v) for k, v in pending_initial.items()):
-                rows.append({"step": step, **pending_initial})
+                rows.append({"step": row["step"], **pending_initial})
             pending_initial = None
         rows.append(row)
-        last_step = step
     if pending_initial:  # a log that stops right after its first evaluation
-        runs[-1].append({"step": 0, **pending_initial})
-    if resumes:
-        notes.append(f"the log resumes from a checkpoint {resumes} time(s) (step numbers go back): "
-                     f"{dropped_on_resume} line(s) the abandoned attempt(s) logged after the checkpoint were dropped")
-    if len(runs) > 1:
-        notes.append(f"the log starts over from its first step {len(runs) - 1} time(s): read as {len(runs)} runs, "
-                     f"{path.stem}#1 ... {path.stem}#{len(runs)}")
-        for i, rows in enumerate(runs, start=1):
-            for r in rows:
-                r["run"] = f"{path.stem}#{i}"
-    out = [r for rows in runs for r in rows]
+        rows.append({"step": 0, **pending_initial})
+    out, more = split_attempts(rows, "step", path.stem)
+    notes.extend(more)
     notes.extend(_alias_unprefixed_validation(out))
     return out, notes
 
