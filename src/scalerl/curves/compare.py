@@ -40,6 +40,7 @@ from scalerl.curves.forecast import Forecast, Prediction, forecast
 from scalerl.curves.sigmoid_fit import SigmoidFit
 from scalerl.curves.solver import B_BOUNDS, fit_sigmoid_fixed_A, sigmoid_model
 from scalerl.curves.stability import Stability, check_stability
+from scalerl.curves.takeoff import below_first
 from scalerl.curves.uncertainty import SeedFit, fit_seeds, pool_curves, seeded_rng
 from scalerl.errors import InputError
 
@@ -374,6 +375,7 @@ def compare(
         result.classifications.append(
             classify(rf, base, rule=rule, margin=margin, min_effect=min_effect, n_boot=n_boot, level=level, seed=seed)
         )
+    result.notes += unmeasured_takeoff_notes(result)
     return result
 
 
@@ -410,4 +412,29 @@ def one_seed_caveat(result: CompareResult,
             "that include it")
 
 
-__all__ = ["compare", "classify", "one_seed_caveat", "CompareResult", "Classification", "RunFit", "RULES", "UNSTABLE", "pool_curves"]
+def unmeasured_takeoff_notes(result: CompareResult) -> list[str]:
+    """For each "efficiency" verdict of ``result`` that involves a run whose take-off came before its
+    first evaluation after the start (its own C_mid, or the one of the shared-ceiling refit the verdict
+    reads, below it: :mod:`scalerl.curves.takeoff`): that the verdict rests on an unmeasured take-off."""
+    out = []
+    for c in result.classifications:
+        if c.kind != EFFICIENCY:
+            continue
+        shared = c.C_mid or (math.nan, math.nan)
+        unmeasured = []
+        for label, C_shared in ((c.label, shared[0]), (c.baseline, shared[1])):
+            rf = result.run(label)
+            x = np.concatenate([c.x for c in rf.curves])  # every evaluation of its seeds
+            own = rf.interval("C_mid") if rf.seeds.boot is not None else None
+            first = below_first(rf.fit.C_mid, x, own) or below_first(C_shared, x)
+            if first is not None:
+                lowest = min(v for v in (rf.fit.C_mid, C_shared) if math.isfinite(v))
+                unmeasured.append(f"{label} (C_mid {lowest:.3g}, first evaluation at {first:.4g})")
+        if unmeasured:
+            out.append(f"{c.label} vs {c.baseline}: the efficiency verdict rests on an unmeasured take-off -- the "
+                       f"take-off of {', '.join(unmeasured)} came before its first evaluation after the start, so "
+                       "B and C_mid there are extrapolated below the data, not measured")
+    return out
+
+
+__all__ = ["compare", "unmeasured_takeoff_notes", "classify", "one_seed_caveat", "CompareResult", "Classification", "RunFit", "RULES", "UNSTABLE", "pool_curves"]

@@ -28,6 +28,7 @@ from scalerl.curves.excursions import Excursions, drop_excursions
 from scalerl.curves.power_law_fit import PowerLawFit, fit_power_law
 from scalerl.curves.sigmoid_fit import SigmoidFit, fit_sigmoid
 from scalerl.curves.stability import Stability, check_stability
+from scalerl.curves.takeoff import unmeasured_takeoff_note
 from scalerl.curves.uncertainty import Bootstrap, _evaluate_many, bootstrap, check_bootstrap, seeded_rng
 from scalerl.errors import InputError
 
@@ -351,6 +352,9 @@ def forecast(
     out.notes.extend(ens.notes)
     if boot is not None:
         out.notes.extend(boot.notes)
+    takeoff = unmeasured_takeoff_note(fit.C_mid, fit.B, shown.x, curve.x_name, out.intervals().get("C_mid"))
+    if takeoff:
+        out.notes.append(takeoff)
     if stability.unstable:
         fit.warnings.insert(0, f"unstable run: {stability.text()}")
     return out

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from scalerl.curves.data import Curve
+from scalerl.curves.overhead_timers import overhead_note
 from scalerl.curves.progress_columns import ELAPSED, duration_seconds, with_progress_columns
 from scalerl.curves.untimed_steps import timed, untimed_note, untimed_steps
 from scalerl.errors import InputError
@@ -93,41 +94,83 @@ def unknown_column(path: Path, kind: str, name: str, available, rows: dict[str, 
 
 
 #: ``--x cum:COL``: the running total of a per-step column (``cum:timing_s/step``: wall seconds so
-#: far), or of every column matching a glob (``cum:timing/*``: the sum of the timed phases).
+#: far), or of every column matching a glob (``cum:timing/*``: the sum of the timed phases), less any
+#: columns written after it with ``-`` (``cum:timing_s/step-timing_s/save_checkpoint``: a step's time
+#: without the checkpoint saves inside it).
 CUMULATIVE = "cum:"
 
 
+def _matching(keys: set[str], term: str) -> list[str]:
+    """The columns ``term`` names: itself, or every column a glob matches."""
+    if any(c in term for c in "*?["):
+        return sorted(k for k in keys if fnmatch.fnmatchcase(k, term))
+    return [term] if term in keys else []
+
+
+def cumulative_terms(path: Path, keys: set[str], x: str) -> tuple[list[str], list[str]]:
+    """The columns ``cum:EXPR`` adds up and those it takes off. ``EXPR`` is a column or glob, then any
+    number of ``-COLUMN`` (or ``-GLOB``); a name holding a ``-`` itself (``val-core/...``) is read whole
+    where the log has it: the split with the fewest terms in which every term names columns wins."""
+    expr = x[len(CUMULATIVE):]
+    parts = expr.split("-")
+    best: list[list[str]] | None = None
+
+    def split(i: int, terms: list[str]) -> None:  # every way to join parts[i:] into terms, fewest first kept
+        nonlocal best
+        if i == len(parts):
+            if best is None or len(terms) < len(best):
+                best = [list(_matching(keys, t.strip())) for t in terms]
+            return
+        for j in range(i + 1, len(parts) + 1):
+            term = "-".join(parts[i:j]).strip()
+            if term and _matching(keys, term):
+                split(j, [*terms, term])
+
+    split(0, [])
+    if best is None:
+        raise unknown_column(path, "x", x, {CUMULATIVE + k for k in keys if k != "type"})
+    plus, *minus = best
+    off = {c for cols in minus for c in cols}
+    # A column the glob adds up is left out of the sum (cum:timing/*-timing/testing); any other is subtracted.
+    if not set(plus) - off:
+        raise InputError(f"{path}: --x {x} takes off every column it adds up; name a per-step column first")
+    return [c for c in plus if c not in off], sorted(off - set(plus))
+
+
 def x_columns(path: Path, keys: set[str], x: str) -> list[str]:
-    """The columns ``--x`` reads: ``x`` itself, or those ``cum:COL`` / ``cum:GLOB`` adds up."""
+    """The columns ``--x`` reads: ``x`` itself, or those ``cum:EXPR`` adds up and takes off."""
     if not x.startswith(CUMULATIVE):
         if x not in keys:
             raise unknown_column(path, "x", x, keys - {"type"})
         return [x]
-    pattern = x[len(CUMULATIVE):]
-    globbed = any(c in pattern for c in "*?[")
-    cols = sorted(k for k in keys if fnmatch.fnmatchcase(k, pattern)) if globbed else [pattern] if pattern in keys else []
-    if not cols:
-        raise unknown_column(path, "x", x, {CUMULATIVE + k for k in keys if k != "type"})
-    return cols
+    plus, minus = cumulative_terms(path, keys, x)
+    return plus + minus
 
 
-def _cumulative_columns(path: Path, keys: set[str], pattern: str) -> Callable[[dict], float]:
-    """The per-row amount ``cum:PATTERN`` adds up: one column, or the sum of every column matching
-    a glob. Rows without it (evaluation-only rows) add 0 (training steps without it:
-    :mod:`scalerl.curves.untimed_steps`); a value that is not a number is an error."""
-    cols = x_columns(path, keys, CUMULATIVE + pattern)
+def _cumulative_columns(path: Path, keys: set[str], x: str) -> Callable[[dict], float]:
+    """The per-row amount ``cum:EXPR`` adds up: one column, or the sum of every column matching a
+    glob, less the columns after a ``-`` (a row without one of those takes off 0: verl logs its
+    ``timing_s/save_checkpoint`` only on the steps that saved). Rows without the summed column
+    (evaluation-only rows) add 0 (training steps without it: :mod:`scalerl.curves.untimed_steps`); a
+    value that is not a number is an error."""
+    plus, minus = cumulative_terms(path, keys, x)
 
     def amount(r: dict) -> float:
         total = 0.0
-        for c in cols:
-            v = r.get(c)
-            if v is None:
-                continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise InputError(f"{path}: value {v!r} of {c!r} in a row at step {r.get('step', '?')} is not a number "
-                                 f"(needed for --x {CUMULATIVE}{pattern})")
-            if math.isfinite(v):
-                total += float(v)
+        for sign, cols in ((1.0, plus), (-1.0, minus)):
+            for c in cols:
+                v = r.get(c)
+                if v is None:
+                    continue
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise InputError(f"{path}: value {v!r} of {c!r} in a row at step {r.get('step', '?')} is not a "
+                                     f"number (needed for --x {x})")
+                if math.isfinite(v):
+                    total += sign * float(v)
+        if total < 0:  # what is taken off is not inside what is added up (verl since PR #3117: after the step)
+            raise InputError(f"{path}: --x {x} takes more off than {' + '.join(plus)} holds in the row at step "
+                             f"{r.get('step', '?')} ({total:g} left): {', '.join(minus)} is not part of it in this "
+                             f"log -- leave it out of --x")
         return total
 
     return amount
@@ -275,7 +318,7 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     if x == WALL_TIME and WALL_TIME not in keys and (clock := next((c for c in CLOCK_COLUMNS if c in keys), None)):
         rows, keys = _with_wall_time(rows, clock, run_column, default_name), keys | {WALL_TIME}
         notes = (*notes, f"x wall_time: hours since each run's first {clock!r}")
-    cumulative = _cumulative_columns(path, keys, x[len(CUMULATIVE):]) if x.startswith(CUMULATIVE) else None
+    cumulative = _cumulative_columns(path, keys, x) if x.startswith(CUMULATIVE) else None
     for kind, col in (("x", x), ("y", y)):
         if col not in keys and not (kind == "x" and cumulative):
             held = _holding_values(rows, keys - {"type"})
@@ -290,6 +333,9 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     for i, r in enumerate(rows):
         points.add(i, r)
     points.refuse_mostly_untimed()
+    if cumulative is not None:  # checkpoint saves and validation counted as compute: said, with the x without them
+        overhead = overhead_note(rows, x, *cumulative_terms(path, keys, x), run_column if run_column in keys else None)
+        notes = (*notes, overhead) if overhead else notes
     if points.quoted:
         notes = (*notes, f"{points.quoted} value(s) written as strings ('0.2') read as numbers")
     curves = readable_curves(
@@ -330,7 +376,8 @@ class _RowPoints:
         self.path, self.x, self.y, self.y_scale = path, x, y, y_scale
         self.run_column, self.default_name = run_column, default_name
         self.cumulative, self.carry, self.step_column = cumulative, carry, step_column
-        self.summed = x_columns(path, keys, x) if cumulative is not None else []
+        # (the columns a cum: x adds up: a step without them is untimed; those it takes off may be missing)
+        self.summed = cumulative_terms(path, keys, x)[0] if cumulative is not None else []
         self.untimed = untimed_steps(rows, self.summed, run_column) if cumulative is not None else set()
         self.runs: OrderedDict[str, _RunPoints] = OrderedDict()  # the runs with a point (an evaluation), in order
         self.seen: dict[str, None] = {}  # every run of the log, in order (a run without y yields no curve)

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from scalerl.curves.attempts import continues
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import CUMULATIVE, readable_curves, unknown_column, x_columns
+from scalerl.curves.overhead_timers import NOT_TRAINING, overhead_note
+from scalerl.curves.rows import CUMULATIVE, cumulative_terms, readable_curves, unknown_column
 from scalerl.errors import InputError
 
 
@@ -171,18 +172,30 @@ def _distinct_names(path: Path, curves: list) -> list:
     return out
 
 
-def _running_total(scalars: "_Scalars | _Resumed", d: Path, x: str, steps: list[int]) -> list[float]:
+def _running_total(scalars: "_Scalars | _Resumed", d: Path, x: str, steps: list[int]) -> tuple[list[float], str]:
     """``cum:TAG`` at each of ``steps``: the sum of a per-step tag (a step's seconds, verl's
-    ``timing_s/step``) over every step up to and including it -- or of every tag a glob matches. A step
-    logged again keeps its later value; a NaN adds nothing."""
+    ``timing_s/step``) over every step up to and including it -- or of every tag a glob matches, less
+    the tags after a ``-``. A step logged again keeps its later value; a NaN adds nothing. With it, what
+    :func:`scalerl.curves.overhead_timers.overhead_note` says of the checkpoint saves and validation
+    it counts ("" when none)."""
+    plus, minus = cumulative_terms(d, set(scalars.tags), x)
     per_step: dict[int, float] = {}
-    for tag in x_columns(d, set(scalars.tags), x):
+    for tag in plus:
         for step, v in {step: v for _, step, v in scalars.series(tag)}.items():
             if math.isfinite(v):
                 per_step[step] = per_step.get(step, 0.0) + v
+    for tag in minus:  # taken off the steps that log the summed tags (a step without it: 0 off)
+        for step, v in {step: v for _, step, v in scalars.series(tag)}.items():
+            if math.isfinite(v) and step in per_step:
+                per_step[step] -= v
     order = sorted(per_step)
     totals = list(itertools.accumulate(per_step[s] for s in order))
-    return [totals[i - 1] if (i := bisect.bisect_right(order, step)) else 0.0 for step in steps]
+    by_step: dict[int, dict[str, float]] = {}  # the step's rows, as the row logs hold them, for the note
+    for tag in {*plus, *minus, *(t for t in NOT_TRAINING if t in scalars.tags)}:
+        for step, v in {step: v for _, step, v in scalars.series(tag)}.items():
+            by_step.setdefault(step, {})[tag] = v
+    note = overhead_note([by_step[s] for s in sorted(by_step)], x, plus, minus)
+    return [totals[i - 1] if (i := bisect.bisect_right(order, step)) else 0.0 for step in steps], note
 
 
 def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
@@ -219,7 +232,8 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
             t0 = min(scalars.first_time, *(t for t, _, _ in events))
             xs = [(t - t0) / 3600.0 for t, _, _ in events]
         elif x.startswith(CUMULATIVE):
-            xs = _running_total(scalars, d, x, [step for _, step, _ in events])
+            xs, overhead = _running_total(scalars, d, x, [step for _, step, _ in events])
+            notes += (overhead,) if overhead else ()
         else:
             if x not in scalars.tags:
                 raise unknown_column(d, "x", x, ["step", "wall_time", *scalars.tags])

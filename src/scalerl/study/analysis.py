@@ -38,7 +38,7 @@ from scalerl.curves import Curve, fit_seeds, forecast, pool_curves
 from scalerl.curves.excursions import drop_seed_excursions
 from scalerl.curves.bands import DEFAULT_LEVEL, Calibration, read_calibration
 from scalerl.curves.compare import (CEILING, EFFICIENCY, NONE, UNSTABLE, Classification, CompareResult, RunFit, classify,
-                                    one_seed_caveat)
+                                    one_seed_caveat, unmeasured_takeoff_notes)
 from scalerl.curves.solver import fit_sigmoid_fixed_A
 from scalerl.errors import InputError
 from scalerl.study.families import Variant
@@ -373,6 +373,7 @@ def _add_study_notes(analysis: StudyAnalysis, result: CompareResult) -> None:
     caveat = one_seed_caveat(result, f"`scalerl study --output {analysis.directory} --seeds 3` adds seeds to this study")
     if caveat:
         analysis.notes.append(caveat)
+    analysis.notes.extend(unmeasured_takeoff_notes(result))
     at_bound = [rf.label for rf in result.runs if rf.fit.A >= 0.999]
     if at_bound:
         analysis.notes.append(
