@@ -45,7 +45,8 @@ from scalerl.stop_signals import StopLatch, raise_terminated, sigterm_when_set
 from scalerl.train.closing import close_each
 from scalerl.train.collectives import WAIT_TIMEOUT, barrier, forget_object_group, open_object_group
 from scalerl.train.config import TrainConfig, group_problems
-from scalerl.train.distributed import Rank, backend_for, device_for, env_rank, follow, make_group, rank_threads
+from scalerl.train.distributed import Rank, backend_for, device_for, follow, make_group, rank_threads
+from scalerl.train.torchrun_env import env_rank
 
 
 class TrainerGroupError(ScaleRLError):
