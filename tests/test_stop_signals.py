@@ -406,3 +406,26 @@ def test_a_stop_as_a_run_sets_up_says_what_to_run_next(tmp_path, monkeypatch, ca
     assert capsys.readouterr().err == "scalerl train: " + (
         f"interrupted before training went on; resume with: scalerl train --output {out} --resume\n" if resume else
         f"interrupted before the run started (nothing kept in {out}); run the same command again to start it\n")
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_under_torchrun_only_rank_0_says_what_to_run_next(tmp_path, monkeypatch, capsys, rank):
+    """Every rank of a torchrun group gets the stop and runs the command: rank 1 said "resume with ..."
+    (or "run the same command again") as rank 0 did, often the wrong one of the two (rank 0 knows where
+    the run stopped). A rank > 0 now says why it stopped, tagged with its rank, and nothing to run.
+    (End to end, under torchrun: tests/train/test_nproc.py, ``extended``.)"""
+    from scalerl.train import launch
+
+    def stop(cfg, **kw):  # a rank in its group, which SIGTERM (torchrun's stop) reaches
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+
+    monkeypatch.setattr(launch, "run_rank", stop)
+    for key, value in {"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank)}.items():
+        monkeypatch.setenv(key, value)
+    out = tmp_path / "run"
+    assert cli.main(["train", "--model", "tiny", "--steps", "2", "--output", str(out)]) == 143
+    assert capsys.readouterr().err == "scalerl train: " + (
+        f"interrupted before the run started (nothing kept in {out}); run the same command again to start it\n"
+        if rank == 0 else
+        "trainer rank 1 of 2: terminated (SIGTERM); rank 0 says where the run stopped and what to run next\n")

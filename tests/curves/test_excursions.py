@@ -143,3 +143,30 @@ def test_several_seeds_excursions_are_one_note_for_the_run():
     assert note.startswith("base: left out of the fit 3 one-evaluation dips in 3 of 4 seeds (seed10: ")
     assert "seed11: " in note and "seed12: " in note and "seed13" not in note
     assert note.count("over 5 times the noise") == 1 and note.endswith("--keep-excursions fits every evaluation")
+
+
+def test_compare_judges_each_run_s_excursions_in_its_own_units():
+    """compare() reads whether a run's curves are pass rates (``Curve.bounded``) to choose the noise
+    floor its excursions are judged against: a pass rate's (SIGMA_FLOOR), or 1% of an unbounded
+    metric's range. Evaluations evenly spaced in y (a noise level of zero: the floor decides); one
+    spike, which rises above both neighbours and falls back."""
+    from scalerl.curves.laws import Sigmoid
+
+    law = Sigmoid(A=1.0, B=1.5, C_mid=2000.0, R0=0.0)
+    y = np.linspace(0.05, 0.95, 60)
+    x = np.r_[0.0, [law.compute_for_fraction(f) for f in y]]
+    rate = Curve.from_arrays(x, np.r_[0.0, y], name="rate")
+    score = Curve.from_arrays(x, np.r_[0.0, y] * 7.5, name="score", bounded=False)  # a score up to 7.5
+
+    def notes(curve, rise):
+        return compare({"run": [with_dip(curve, 30, rise)]}, n_boot=20, forecasts=False).notes
+
+    # The score: 0.2 is 3% of its range, within its own noise floor (kept); 1.5 is left out, said in its units.
+    assert notes(score, 0.2) == []
+    (said,) = notes(score, 1.5)
+    assert said.startswith(f"run: left out of the fit 1 one-evaluation excursion: {score.y[30] + 1.5:.3f} at compute")
+    assert "(+1.500)" in said
+    # The pass rate: 0.025 is far above a pass rate's floor (left out), and would be within 1% of
+    # its range judged as an unbounded metric.
+    (said,) = notes(rate, 0.025)
+    assert f"excursion: {rate.y[30] + 0.025:.3f} at compute" in said and "(+0.025)" in said

@@ -2,6 +2,7 @@
 MASTER_ADDR / MASTER_PORT) on a port another program holds: one line that says what to do, not
 torch's DistNetworkError traceback."""
 
+import contextlib
 import socket
 
 import pytest
@@ -115,3 +116,83 @@ def test_a_rank_waiting_for_an_absent_rank_0_says_so(tmp_path):
             proc.wait()
     assert (f"note: trainer rank 1 of 2 has waited 0.5 s for rank 0 at tcp://127.0.0.1:{port}; check that rank 0 "
             "runs and that this machine reaches it (torch gives up after 30 minutes)") in err.read_text()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def rank_1_in_the_gloo_join(tmp_path, rank_1_code):
+    """Rank 0 joins the default group and never opens the gloo group (a rank 0 stuck, or one rank 1
+    cannot connect to); rank 1 (``rank_1_code``, a Python script with ``{port}``) joins with a gloo
+    note after 0.5 s. Yields (rank 0, rank 1, rank 1's stderr file, stdout file) once rank 1 has
+    printed its note; both are killed at the end."""
+    import subprocess
+    import sys
+    import time
+
+    port = _free_port()
+    rank_0 = subprocess.Popen([sys.executable, "-c", (
+        "import time, torch.distributed as dist; "
+        f"dist.init_process_group('gloo', init_method='tcp://127.0.0.1:{port}', rank=0, world_size=2); "
+        "time.sleep(600)")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    err, out = tmp_path / "err", tmp_path / "out"
+    with open(err, "w") as err_sink, open(out, "w") as out_sink:
+        rank_1 = subprocess.Popen([sys.executable, "-c", rank_1_code.format(port=port)], stdout=out_sink,
+                                  stderr=err_sink)
+    try:
+        deadline = time.monotonic() + 120
+        while "gloo group" not in err.read_text() and time.monotonic() < deadline and rank_1.poll() is None:
+            time.sleep(0.2)
+        yield rank_0, rank_1, err, out
+    finally:
+        for proc in (rank_0, rank_1):
+            proc.kill()
+            proc.wait()
+
+
+def test_a_rank_waiting_for_its_gloo_group_says_what_to_check(tmp_path):
+    """The gloo group's connections are bounded by its 7-day timeout (which its collectives need):
+    a host name resolving to 127.0.1.1 across machines, or a firewall, kept a rank waiting 7 days
+    without a word. Now it says so once after ``note_after_s``, naming what to check."""
+    code = ("import torch, scalerl.train.launch as launch; "
+            "launch._join_group(torch.device('cpu'), 'tcp://127.0.0.1:{port}', 1, 2, note_after_s=0.5)")
+    with rank_1_in_the_gloo_join(tmp_path, code) as (_, rank_1, err, _):
+        assert rank_1.poll() is None, err.read_text()
+        said = err.read_text()
+    assert ("note: trainer rank 1 of 2 joined the process group but has waited 0.5 s to connect its gloo group "
+            "(Python objects and waits, on every backend) to the other ranks; check that every rank has started it, "
+            "and across machines that each machine's host name resolves to an address the others reach (not a "
+            "loopback one such as 127.0.1.1; or set GLOO_SOCKET_IFNAME to the network interface they share) and that "
+            "no firewall blocks the ports between them (gloo waits 7 days)") in said, said
+    assert said.count("note:") == 1  # (the default group formed: no note about rank 0)
+
+
+def test_a_failed_gloo_join_closes_the_default_group_it_opened(tmp_path):
+    """``run_rank`` (the Python API) whose gloo join fails -- here rank 0 dies while rank 1 connects --
+    raised with the default process group still open, so the same process could not join again
+    ("trying to initialize the default process group twice"). Now: one clear error, no group left."""
+    code = (
+        "import torch.distributed as dist\n"
+        "from scalerl.train import launch\n"
+        "from scalerl.train.config import TrainConfig\n"
+        "launch.GROUP_WAIT_NOTE_S = 0.5\n"
+        "try:\n"
+        "    launch.run_rank(TrainConfig(), resume=False, rank=1, world=2, local_rank=0,\n"
+        "                    init_method='tcp://127.0.0.1:{port}')\n"
+        "except launch.TrainerGroupError as exc:\n"
+        "    print('error:', exc)\n"
+        "print('initialized:', dist.is_initialized())\n"
+        f"dist.init_process_group('gloo', init_method='tcp://127.0.0.1:{_free_port()}', rank=0, world_size=1)\n"
+        "print('joined again')\n")
+    with rank_1_in_the_gloo_join(tmp_path, code) as (rank_0, rank_1, err, out):
+        assert rank_1.poll() is None, err.read_text()
+        rank_0.kill()  # (it hosts the rendezvous: rank 1's gloo join fails at once)
+        rank_1.wait(timeout=120)
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("error: trainer rank 1 of 2 joined the process group but not its gloo group "
+                               "(Python objects and waits go through gloo, on every backend): "), lines
+    assert lines[1:] == ["initialized: False", "joined again"], (lines, err.read_text())

@@ -44,12 +44,18 @@ def _assert_follows(got, want):
 
 
 @contextlib.contextmanager
-def training_nproc_2(out):
+def training_nproc_2(out, *, torchrun=False):
     """``scalerl train --nproc 2`` (40 steps) in its own process group, once it trains (after step
-    0's checkpoint): yields the launcher and its two ranks; whatever is left is killed at the end."""
+    0's checkpoint): yields the launcher and its two ranks; whatever is left is killed at the end.
+    ``torchrun``: the same two ranks started by torchrun (each runs the command) instead."""
     import psutil
 
-    cmd = [sys.executable, "-m", "scalerl.cli", *small_args(out, *SYNC, "--nproc", "2", "--steps", "40", "--no-report")]
+    args = small_args(out, *SYNC, "--steps", "40", "--no-report")
+    if torchrun:
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+               "-m", "scalerl.cli", *args]
+    else:
+        cmd = [sys.executable, "-m", "scalerl.cli", *args, "--nproc", "2"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         deadline = time.time() + 300
@@ -59,7 +65,8 @@ def training_nproc_2(out):
             if log.exists() and any(r["type"] == "train" for r in read_runlog(log)[1]):
                 break
             time.sleep(0.05)
-        ranks = [p for p in psutil.Process(proc.pid).children() if "spawn_main" in " ".join(p.cmdline())]
+        rank_mark = "scalerl.cli" if torchrun else "spawn_main"
+        ranks = [p for p in psutil.Process(proc.pid).children() if rank_mark in " ".join(p.cmdline())]
         assert len(ranks) == 2
         yield proc, ranks
     finally:
@@ -162,6 +169,26 @@ def test_sigint_stops_the_ranks_cleanly(tiny_dir, tmp_path, group):
     assert stopped, err
     assert int(stopped[1]) < 40
     assert not any(r.is_running() and r.status() != psutil.STATUS_ZOMBIE for r in ranks)
+
+
+@pytest.mark.extended  # (as above)
+def test_under_torchrun_only_rank_0_says_how_to_go_on_after_a_stop(tiny_dir, tmp_path):
+    """torchrun passes its SIGTERM (a scheduler's stop) on to every rank, and each rank runs the
+    command: rank 1 printed "interrupted before training went on; resume with ..." beside rank 0's
+    "interrupted at step N, last checkpoint at step C; resume with ...". Only rank 0 knows where the
+    run stopped: rank 1 now says why it stopped, tagged with its rank, and nothing to run."""
+    out = tmp_path / "run"
+    with training_nproc_2(out, torchrun=True) as (proc, ranks):
+        proc.terminate()
+        _, err = proc.communicate(timeout=120)
+    said = [line for line in err.splitlines() if line.startswith("scalerl train:")]  # (torchrun's own lines aside)
+    assert err.count("resume with") == 1, err
+    rank_1 = ("scalerl train: trainer rank 1 of 2: terminated (SIGTERM); rank 0 says where the run stopped and what "
+              "to run next")
+    assert len(said) == 2 and rank_1 in said, err
+    (rank_0,) = [line for line in said if line != rank_1]
+    assert re.fullmatch(rf"scalerl train: interrupted at step \d+, last checkpoint at step \d+; resume with: "
+                        rf"scalerl train --output {re.escape(str(out))} --resume", rank_0), err
 
 
 def test_nproc_refuses_what_it_does_not_shard(tmp_path, capsys):

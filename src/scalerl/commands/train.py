@@ -42,7 +42,23 @@ def run(args) -> int:
 
         if isinstance(exc, RunInterrupted):  # the run said where it stopped
             raise
-        raise RunInterrupted(_stopped_before_training(args), cause=exc) from None
+        raise RunInterrupted(_follower_stopped(exc) or _stopped_before_training(args), cause=exc) from None
+
+
+def _follower_stopped(exc: KeyboardInterrupt) -> str | None:
+    """Under torchrun, a rank > 0's line for a stop (None elsewhere): why, tagged with the rank, and no
+    advice. Every rank gets the stop (torchrun passes its SIGTERM on to each, Ctrl-C reaches them all),
+    and the ranks > 0, which only follow rank 0's orders, each printed "interrupted before training went
+    on; resume with ..." beside rank 0's own "interrupted at step N, last checkpoint at step C; ...":
+    only rank 0 knows where the run stopped and what to run next."""
+    from scalerl.train.torchrun_env import env_rank
+
+    found = env_rank()
+    if found is None or found[0] == 0:
+        return None
+    rank, world, _ = found
+    return (f"trainer rank {rank} of {world}: {str(exc) or 'interrupted (Ctrl-C)'}; rank 0 says where the run stopped "
+            "and what to run next")
 
 
 def _stopped_before_training(args) -> str:
@@ -83,7 +99,7 @@ def _run(args) -> int:
 
 def _start(cfg, *, resume: bool, report: bool = True) -> int:
     """One process, ``run.nproc`` spawned here, or this rank of a torchrun-launched group."""
-    from scalerl.train.distributed import env_rank
+    from scalerl.train.torchrun_env import env_rank
 
     found = env_rank()
     if found is not None:  # under torchrun: every rank runs this command; rank 0 reports

@@ -48,7 +48,6 @@ stored in as they come (2 bytes a parameter for a bf16 model), to write an ordin
 from __future__ import annotations
 
 import itertools
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
@@ -393,9 +392,3 @@ def rank_threads(threads: int | None, rank: Rank) -> int | None:
 
     return max(1, (threads or cpu_cores()) // rank.world)
 
-
-def env_rank() -> tuple[int, int, int] | None:
-    """(rank, world size, local rank) when launched by torchrun (its environment variables), else None."""
-    if "WORLD_SIZE" not in os.environ or "RANK" not in os.environ:
-        return None
-    return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ.get("LOCAL_RANK", 0))

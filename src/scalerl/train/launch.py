@@ -24,14 +24,16 @@ reads ``RANK`` / ``WORLD_SIZE`` / ``LOCAL_RANK`` and the rendezvous from the env
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import signal
 import socket
 import sys
+import threading
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 import torch.distributed as dist
@@ -40,9 +42,11 @@ from scalerl import errors
 from scalerl.errors import RunInterrupted, ScaleRLError, interrupt_status
 from scalerl.parent_death import die_with_parent, from_lasting_thread
 from scalerl.stop_signals import StopLatch, raise_terminated, sigterm_when_set
-from scalerl.train.collectives import barrier, forget_object_group, open_object_group
+from scalerl.train.closing import close_each
+from scalerl.train.collectives import WAIT_TIMEOUT, barrier, forget_object_group, open_object_group
 from scalerl.train.config import TrainConfig, group_problems
-from scalerl.train.distributed import Rank, backend_for, device_for, env_rank, follow, make_group, rank_threads
+from scalerl.train.distributed import Rank, backend_for, device_for, follow, make_group, rank_threads
+from scalerl.train.torchrun_env import env_rank
 
 
 class TrainerGroupError(ScaleRLError):
@@ -117,30 +121,42 @@ def run_rank(cfg: TrainConfig, *, resume: bool, rank: int | None = None, world: 
 
 
 GROUP_WAIT_NOTE_S = 60.0
-"""Seconds a rank > 0 waits for rank 0 before it says so (ranks of a large model start seconds apart)."""
+"""Seconds a rank waits for a group to form before it says so (ranks of a large model start seconds
+apart): rank 0, for a rank > 0 of the default group; any rank, for the gloo group's connections."""
 
 
-def _join_group(device: torch.device, init_method: str, rank: int, world: int) -> None:
+@contextlib.contextmanager
+def _note_if_longer(seconds: float, note: str, *, enabled: bool = True) -> Iterator[None]:
+    """Print ``note`` on stderr once if the block is still running after ``seconds``: torch's joins
+    wait in silence for as long as their timeout."""
+    waiting = threading.Timer(seconds, lambda: print(note, file=sys.stderr, flush=True))
+    waiting.daemon = True  # (never keeps a stopped rank alive)
+    if enabled:
+        waiting.start()
+    try:
+        yield
+    finally:
+        waiting.cancel()
+
+
+def _join_group(device: torch.device, init_method: str, rank: int, world: int, *,
+                note_after_s: float | None = None) -> None:
     """``dist.init_process_group`` on ``device``'s backend (:func:`group_options`), then the gloo group
-    for objects and waits (:mod:`scalerl.train.collectives`). A port that cannot be listened on
+    for objects and waits (:func:`_open_object_group`). A port that cannot be listened on
     (another program holds it) said in one line with what to do, not torch's DistNetworkError
-    traceback. A rank > 0 that has waited :data:`GROUP_WAIT_NOTE_S` for rank 0 says so once: torch
-    retries in silence for its default timeout, 30 minutes (10 under NCCL) (a rank 0 that never
-    started, a MASTER_ADDR this machine cannot reach)."""
-    import threading
-
+    traceback. A rank > 0 that has waited ``note_after_s`` (default :data:`GROUP_WAIT_NOTE_S`) for
+    rank 0 says so once: torch retries in silence for its default timeout, 30 minutes (10 under
+    NCCL) (a rank 0 that never started, a MASTER_ADDR this machine cannot reach)."""
+    note_after_s = GROUP_WAIT_NOTE_S if note_after_s is None else note_after_s
     where = init_method if init_method != "env://" else \
         f"MASTER_ADDR:MASTER_PORT {os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
     options = group_options(device)
-    waiting = threading.Timer(GROUP_WAIT_NOTE_S, lambda: print(
-        f"note: trainer rank {rank} of {world} has waited {GROUP_WAIT_NOTE_S:g} s for rank 0 at {where}; check "
-        f"that rank 0 runs and that this machine reaches it (torch gives up after "
-        f"{_join_timeout(options['backend']).total_seconds() / 60:g} minutes)", file=sys.stderr, flush=True))
-    waiting.daemon = True  # (never keeps a stopped rank alive)
-    if rank > 0:
-        waiting.start()
+    note = (f"note: trainer rank {rank} of {world} has waited {note_after_s:g} s for rank 0 at {where}; check "
+            f"that rank 0 runs and that this machine reaches it (torch gives up after "
+            f"{_join_timeout(options['backend']).total_seconds() / 60:g} minutes)")
     try:
-        dist.init_process_group(init_method=init_method, rank=rank, world_size=world, **options)
+        with _note_if_longer(note_after_s, note, enabled=rank > 0):
+            dist.init_process_group(init_method=init_method, rank=rank, world_size=world, **options)
     except dist.DistNetworkError as exc:
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         taken = "EADDRINUSE" in first or "address already in use" in first
@@ -152,9 +168,7 @@ def _join_group(device: torch.device, init_method: str, rank: int, world: int) -
                    "check that rank 0 runs and that this machine reaches MASTER_ADDR:MASTER_PORT")
         raise TrainerGroupError(f"trainer rank {rank} of {world} could not open the process group at {where}: "
                                 f"{first}; {fix}") from None
-    finally:
-        waiting.cancel()
-    _open_object_group(rank, world)
+    _open_object_group(rank, world, note_after_s)
 
 
 def group_options(device: torch.device) -> dict[str, Any]:
@@ -177,17 +191,32 @@ def _join_timeout(backend: str) -> Any:
     return nccl or dist.constants.default_pg_timeout
 
 
-def _open_object_group(rank: int, world: int) -> None:
-    """The gloo group beside the default one, said in one line when gloo cannot connect: across
-    machines it uses the address the host name resolves to, which can be a loopback one."""
+def _open_object_group(rank: int, world: int, note_after_s: float) -> None:
+    """The gloo group beside the default one. Across machines gloo connects over the address each
+    machine's host name resolves to, which can be a loopback one (127.0.1.1 in many /etc/hosts), or
+    a firewall may drop its ports: its connections are then bounded only by the group's timeout,
+    :data:`~scalerl.train.collectives.WAIT_TIMEOUT` (7 days, which the collectives need), so a rank
+    still connecting after ``note_after_s`` says what to check. A join that fails is said in one
+    line, and leaves no group open: an in-process caller (the Python API, a test) may join again."""
+    days = WAIT_TIMEOUT.total_seconds() / 86400
+    note = (f"note: trainer rank {rank} of {world} joined the process group but has waited {note_after_s:g} s to "
+            "connect its gloo group (Python objects and waits, on every backend) to the other ranks; check that "
+            "every rank has started it, and across machines that each machine's host name resolves to an address "
+            "the others reach (not a loopback one such as 127.0.1.1; or set GLOO_SOCKET_IFNAME to the network "
+            f"interface they share) and that no firewall blocks the ports between them (gloo waits {days:g} days)")
     try:
-        open_object_group()
-    except (RuntimeError, dist.DistError) as exc:
+        with _note_if_longer(note_after_s, note):
+            open_object_group()
+    except BaseException as exc:  # a Ctrl-C in the wait too: nothing of the group left behind
+        # The failure is what the caller must see; a teardown that fails as well is a note (close_each).
+        close_each([dist.destroy_process_group, forget_object_group], failing=True)
+        if not isinstance(exc, (RuntimeError, dist.DistError)):
+            raise
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         raise TrainerGroupError(f"trainer rank {rank} of {world} joined the process group but not its gloo group "
-                                f"(Python objects and waits go through gloo, on every backend): {first}; across "
-                                "machines set GLOO_SOCKET_IFNAME to the network interface the machines reach each "
-                                "other on") from None
+                                f"(Python objects and waits go through gloo, on every backend): {first}; check that "
+                                "every rank is running, and across machines set GLOO_SOCKET_IFNAME to the network "
+                                "interface the machines reach each other on") from None
 
 
 def prepare_rank(stop: StopLatch) -> None:
