@@ -13,3 +13,16 @@ def test_a_resume_that_relogs_part_of_its_first_step_keeps_the_rest_of_it():
     assert run.rows == [(99, {"score": "0.3", "timing_s/step": "10"}),
                         (100, {"score": "0.31", "timing_s/step": "10", "val": "0.6"}),
                         (101, {"score": "0.32", "timing_s/step": "10"})]
+
+
+def test_a_run_file_has_an_exit_code_only_once_its_end_is_on_disk(tmp_path):
+    """What WandbSink.close waits for: W&B's service writes the run file's end after ``finish()`` returns."""
+    from pathlib import Path
+
+    from scalerl.curves.wandb_run_log import exit_code
+
+    data = (Path(__file__).parent / "data" / "wandb_0_17_9_run.wandb").read_bytes()
+    cut = tmp_path / "run-abc.wandb"
+    for written, code in [(data, 0), (data[:len(data) // 2], None), (data[:7], None), (b"", None)]:
+        cut.write_bytes(written)  # the whole file; half of it; the header only; created, nothing written
+        assert exit_code(cut) == code, len(written)

@@ -244,6 +244,43 @@ def test_a_discarded_wandb_sink_removes_its_attempts_files_and_no_earlier_ones(t
     assert not (tmp_path / "wandb").exists() or not any((tmp_path / "wandb").iterdir())
 
 
+def test_a_closed_wandb_sink_leaves_every_row_on_disk_when_wandbs_service_writes_the_file_late(tmp_path, monkeypatch):
+    """W&B's service process writes the run file's buffered end when it closes the run's stream, which
+    ``finish()`` asks of it without waiting: on a loaded machine `scalerl fit RUN/wandb` right after
+    training read the file as its header alone (a resumed run's curve lacked its last attempt's
+    steps, a CI failure). Here the service is asked late -- W&B's own request to close the stream,
+    sent a second after ``finish()`` returns, as a busy service gets to it -- and the closed sink's
+    run file holds every row and the exit code."""
+    import threading
+
+    from wandb.sdk.lib.service.service_connection import ServiceConnection
+
+    from scalerl.curves.wandb_run_log import exit_code, read_wandb_run
+    from scalerl.train.loggers import WandbSink
+
+    wandb = _offline_wandb(monkeypatch)
+    inform_finish, late = ServiceConnection.inform_finish, []
+
+    def inform_finish_late(self, run_id):
+        late.append(threading.Timer(1.0, inform_finish, (self, run_id)))
+        late[-1].start()
+
+    monkeypatch.setattr(ServiceConnection, "inform_finish", inform_finish_late)
+    try:
+        sink = WandbSink("scalerl-test", "run", {}, tmp_path, resume=False)
+        for step in range(3):
+            sink.log({"loss": float(step)}, step)
+        sink.close()
+        loss, = read_wandb_run(tmp_path / "wandb", "step", "loss", bounded=False)  # (`scalerl fit RUN/wandb`)
+        assert list(loss.x) == [0, 1, 2]
+        run_file, = (tmp_path / "wandb").glob(f"offline-run-*-{sink.run_id}/run-{sink.run_id}.wandb")
+        assert exit_code(run_file) == 0
+    finally:
+        for timer in late:
+            timer.join()
+        wandb.teardown()
+
+
 def test_a_resumed_wandb_sink_discards_nothing(tmp_path, monkeypatch):
     """A resume's W&B id, and the run directories named by it, are the earlier attempts' too."""
     wandb = _offline_wandb(monkeypatch)
@@ -392,6 +429,7 @@ def _history(monkeypatch, tmp_path, attempts):
 
     wandb = _offline_wandb(monkeypatch)
     from scalerl.curves.wandb_run_log import read_wandb_run
+    from scalerl.train.loggers import wait_for_run_file
 
     try:
         for i, rows in enumerate(attempts):
@@ -399,7 +437,9 @@ def _history(monkeypatch, tmp_path, attempts):
                              reinit="create_new")
             for step, value in rows:
                 run.log({"m": value}, step=step)
+            run_file = Path(run.dir).parent / f"run-{run.id}.wandb"
             run.finish()
+            assert wait_for_run_file(run_file)  # (W&B's service writes the file's end after finish() returns)
             if i < len(attempts) - 1:
                 time.sleep(1.1)  # (W&B names a run's directory by the second it started)
     finally:

@@ -198,6 +198,7 @@ def test_wandb_mirror_resumes_the_same_run_and_reads_back(tiny_dir, tmp_path, ca
     """log.wandb_project (offline: no account, no network): a resumed run continues the same W&B run,
     and W&B's local run files read back as the run log's evaluations (`scalerl fit wandb/...`)."""
     from scalerl.curves import read_curves
+    from scalerl.curves.wandb_run_log import exit_code, run_files
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
@@ -215,6 +216,8 @@ def test_wandb_mirror_resumes_the_same_run_and_reads_back(tiny_dir, tmp_path, ca
     evals = [r for r in rows if r["type"] == "eval"]
     curve, = read_curves(out / "wandb", "step", "val/pass_rate")
     assert list(curve.x) == [r["step"] for r in evals] == [0, 2, 4]
+    # both attempts' files whole as main returned: W&B's service writes their ends late (see _wandb_exit_codes)
+    assert [exit_code(f) for f in run_files(out / "wandb")] == [0, 0]
     own, = read_curves(out, "step", "val/pass_rate")  # the run directory: its run log
     assert list(own.x) == list(curve.x) and list(own.y) == pytest.approx(list(curve.y))
     assert list(curve.y) == pytest.approx([r["val/pass_rate"] for r in evals])
@@ -252,28 +255,15 @@ def test_a_stopped_and_resumed_run_logs_each_step_once_to_tensorboard(tiny_dir, 
     assert [s for s, _ in logged] == [1, 2, 3, 4]
 
 
-def _wandb_exit_codes(wandb_dir, wait: float = 15.0):
+def _wandb_exit_codes(wandb_dir):
     """The exit code each W&B run file under ``wandb_dir`` recorded (None: the run was never finished).
-    W&B's service process writes the file: on a loaded machine its exit record reached the disk after
-    ``finish()`` had returned (a CI run read None once), so a missing record is waited for a while."""
-    import time
+    Read as soon as the run returns, as a user's `scalerl fit RUN/wandb` right after training reads it:
+    W&B's service process writes the file's end after ``finish()`` has returned (a CI run read None
+    once here, and once a resumed run's last evaluation was missing), and the W&B sink's close waits
+    for it (scalerl.train.loggers.wait_for_run_file)."""
+    from scalerl.curves.wandb_run_log import exit_code
 
-    from scalerl.curves.wandb_run_log import _record_class, _records
-
-    Record = _record_class()
-    deadline = time.monotonic() + wait
-    while True:
-        codes = {}
-        for f in sorted(wandb_dir.glob("*/run-*.wandb")):
-            codes[f.stem] = None
-            for raw in _records(f, []):
-                record = Record()
-                record.ParseFromString(raw)
-                if record.WhichOneof("record_type") == "exit":
-                    codes[f.stem] = record.exit.exit_code
-        if None not in codes.values() or time.monotonic() > deadline:
-            return codes
-        time.sleep(0.2)
+    return {f.stem: exit_code(f) for f in sorted(wandb_dir.glob("*/run-*.wandb"))}
 
 
 def test_a_stopped_run_finishes_its_wandb_run_and_the_next_run_in_the_process_gets_its_own(

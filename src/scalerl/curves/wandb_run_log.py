@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from scalerl.curves.data import Curve
-from scalerl.curves.leveldb_log import Kind, has_ident, records, version
+from scalerl.curves.leveldb_log import FILE_HEADER, Kind, has_ident, records, version
 from scalerl.curves.attempts import TRAINER_STEP, keep_resumed_attempts
 from scalerl.curves.rows import curves_from_rows, unknown_column, x_columns
 from scalerl.errors import InputError
@@ -215,6 +215,26 @@ def last_logged_step(path: Path) -> int:
         if record.WhichOneof("record_type") == "history" and record.history.HasField("step"):
             last = max(last, record.history.step.num)
     return last
+
+
+def exit_code(path: Path) -> int | None:
+    """The exit code of the run in ``path`` (one ``.wandb`` file); None where it holds no exit record:
+    the run has not finished -- or W&B's service process, which writes the file's buffered end only
+    as it closes the run's stream, after ``finish()`` has returned, has not got there yet
+    (:func:`scalerl.train.loggers.wait_for_run_file` waits for it). Searched from the end: wandb-core
+    writes the exit record last (wandb 0.17's own writer put a few records after it)."""
+    if path.stat().st_size < FILE_HEADER.size:  # created, its header not written yet
+        return None
+    Record = _record_class()
+    for raw in reversed(list(_records(path, []))):
+        record = Record()
+        try:
+            record.ParseFromString(raw)
+        except Exception:  # noqa: BLE001 -- protobuf's DecodeError: a damaged record
+            continue
+        if record.WhichOneof("record_type") == "exit":
+            return record.exit.exit_code
+    return None
 
 
 def _flatten_objects(history: list[tuple[int, dict[str, str]]]) -> None:
