@@ -43,6 +43,7 @@ def main(out: Path) -> None:
                 run.log({"eval/eval_gsm8k_pass1": score, "eval/global_step": p})
                 pending.remove(p)
         run.finish()
+        wandb.teardown()  # W&B's service writes the file's end as it closes, after finish() returns
         (file,) = Path(tmp).rglob("run-*.wandb")
         with open(file, "rb") as src, gzip.open(out / "openrlhf_async_wandb.wandb.gz", "wb") as dst:
             shutil.copyfileobj(src, dst)

@@ -59,13 +59,16 @@ def main(out: Path) -> None:
         run = wandb.init(name="grpo-a", id="grpoa001", **settings)
         log_steps(run, range(1, 41), 0.6)
         run.finish()
+        wandb.teardown()  # W&B's service writes the file's end as it closes, after finish() returns
         run = wandb.init(name="grpo-b", id="grpob001", **settings)
         log_steps(run, range(1, 25), 0.7)
         run.finish()
+        wandb.teardown()  # W&B's service writes the file's end as it closes, after finish() returns
         time.sleep(1.5)  # run directories are named by the second they start
         run = wandb.init(name="grpo-b", id="grpob001", resume="allow", **settings)
         log_steps(run, range(21, 41), 0.7, resumed=True)
         run.finish()
+        wandb.teardown()  # W&B's service writes the file's end as it closes, after finish() returns
         with tarfile.open(out / "wandb_runs.tar.gz", "w:gz") as tar:
             for f in sorted((work / "wandb").glob("*/*.wandb")):
                 if f.parent.name != "latest-run":
@@ -88,6 +91,7 @@ def single(out: Path) -> None:
                 metrics["eval"] = {"acc": level(step, 0.6)}
             run.log(metrics, step=step)
         run.finish()
+        wandb.teardown()  # W&B's service writes the file's end as it closes, after finish() returns
         f, = (work / "wandb").glob("offline-run-*/*.wandb")
         shutil.copy(f, out / f"wandb_{wandb.__version__.replace('.', '_')}_run.wandb")
     finally:
