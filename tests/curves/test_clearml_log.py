@@ -52,7 +52,8 @@ def test_an_offline_training_resumed_from_a_checkpoint_is_joined_and_its_abandon
     assert any("continues 'verl_grpo/qwen-gsm8k-resumed' from step 99" in n for n in c.notes)
     # Dropped: the abandoned attempt's steps 100-105; its row at the checkpoint's step 99 (trained
     # before the checkpoint) is one with the resumed attempt's evaluation of that checkpoint.
-    assert any("6 row(s) the abandoned attempt(s) logged" in n for n in c.notes)
+    assert any("7 row(s) the abandoned attempt(s) logged" in n and "(1 at the step it resumed at merged" in n
+               for n in c.notes)
     steps = read_curve(offline, "step", "actor/pg_loss", run="verl_grpo/qwen-gsm8k-resumed").x
     assert steps.tolist() == list(range(0, 201))
 

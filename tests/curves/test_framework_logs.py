@@ -566,6 +566,23 @@ def test_a_trl_console_that_a_resumed_training_printed_into_as_well(tmp_path):
     assert [r.name for r in runs] == ["twice#1", "twice#2"] and all(np.allclose(r.y, c.y) for r in runs)
 
 
+def test_a_trainer_console_resumed_that_evaluates_its_checkpoint_again():
+    """A Trainer killed right after saving checkpoint-10 and resumed from it, both launches' stdout in
+    one console (make_hf_trainer_console.py, transformers 5.25 at INFO): the resumed launch evaluates
+    the checkpoint again (eval_on_start; axolotl with eval_steps = save_steps) at its epoch, 0.25,
+    which the abandoned launch printed last -- the epoch does not go back, and a printed epoch is
+    rounded, so by the epoch alone both evaluations were kept. After the launch's banner it is a
+    resume: the later evaluation takes the abandoned one's place; step 10's training row stays."""
+    log = DATA / "hf_trainer_console_resumed.log"
+    assert detect_format(log) == "dict-lines"
+    c = read_curve(log, "epoch", "eval_runtime", bounded=False)
+    assert list(c.x) == [0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0]
+    assert c.y[2] == pytest.approx(0.6645)  # the resumed launch's evaluation (the abandoned one's: 0.0134)
+    assert any("resumes from a checkpoint 1 time(s) (epoch logged again after a restart): 1 row(s)" in n for n in c.notes)
+    loss = read_curve(log, "epoch", "loss", bounded=False)
+    assert list(loss.x) == [round(0.05 * s, 2) for s in range(1, 21)]  # every 2 steps of 40, step 10's kept
+
+
 def test_verl_file_logger(tmp_path):
     """verl's file logger (trainer.logger=[..., 'file']), written by verl 0.9.1's own FileLogger
     (tests/curves/data/make_verl_file_logs.py) with the shipped verl run's scores: the same curve as

@@ -105,3 +105,23 @@ def test_swanlab_cli(swanlogs):
     report = json.loads(out.stdout)
     assert out.returncode == (0 if report["runs"] else 2), out.stderr  # (2: every run skipped, said why)
     assert sorted([r["run"] for r in report["runs"]] + [s["run"] for s in report["skipped"]]) == ["grpo-a", "grpo-b"]
+
+
+def test_verl_resumed_into_the_same_swanlab_run_keeps_the_checkpoint_steps_training(swanlogs):
+    """verl killed after step 12 and resumed from its step-10 checkpoint into the same SwanLab run
+    (make_swanlab_runs.py's ``resumed``, written by swanlab 0.10.3): the resumed attempt logs its
+    evaluation of the checkpoint at step 10 and nothing else there. That evaluation replaces the
+    abandoned attempt's, whose step-10 training metrics stay under it: ``cum:timing_s/step`` counts
+    step 10 once (dropping the whole abandoned row left it a step short from there on)."""
+    pytest.importorskip("swanlab", reason="swanlab >= 0.8's run files need the swanlab package (the dev extra has it)")
+    swanlog = swanlogs / "swanlog-0.10.3-resumed"
+    val = "val-core/openai/gsm8k/reward/mean@1"
+    c = read_curve(swanlog, "step", val)
+    assert c.name == "verl-resumed" and list(c.x) == [0, 5, 10, 15]
+    assert np.allclose(c.y, [_level(0, 0.6), _level(5, 0.6), _level(10, 0.6) + 0.001, _level(15, 0.6) + 0.001])
+    cum = read_curve(swanlog, "cum:timing_s/step", val)
+    assert list(cum.x) == [0, sum(10 + s for s in range(1, 6)), sum(10 + s for s in range(1, 11)),
+                           sum(10 + s for s in range(1, 16))]
+    assert list(read_curve(swanlog, "step", "actor/pg_loss").x) == list(range(1, 16))
+    assert any("resumed from a checkpoint 1 time(s) (step goes back): 3 row(s)" in n
+               and "1 at the step it resumed at merged under the resumed attempt's row" in n for n in c.notes)

@@ -67,8 +67,36 @@ def test_a_directory_of_projects_nan_nested_and_resumed_steps(trackio_dir):
     assert old.name == "old-run" and list(old.x) == [800 * (s + 1) for s in range(20)]
     assert np.allclose(old.y, [_reward(s) for s in range(20)])
     nested = read_curve(trackio_dir / "grpo-demo.db", "step", "eval/nested.acc", run="run-a")
-    assert list(nested.x) == [0, 5, 10, 15, 20]  # step 25's was the abandoned attempt's
-    assert np.allclose(nested.y, [_reward(s) / 2 for s in (0, 5, 10)] + [0.2, _reward(20) / 2])
+    # The resumed attempt logs no eval/nested at step 25, where it resumed: the abandoned attempt's
+    # value there stays under the resumed row (as every reader keeps a step's values not logged again).
+    assert list(nested.x) == [0, 5, 10, 15, 20, 25]
+    assert np.allclose(nested.y, [_reward(s) / 2 for s in (0, 5, 10)] + [0.2, _reward(20) / 2, _reward(25) / 2])
+
+
+def test_a_loop_resumed_at_its_checkpoint_step_keeps_that_steps_training(trackio_dir):
+    """A loop that passes its own step (verl's trackers: ``log(data, step=global_steps)``) killed after
+    step 12 and resumed from its step-10 checkpoint into the same run (``resume="allow"``) logs its
+    evaluation of the checkpoint at step 10 first, nothing else there: it replaces the abandoned
+    attempt's evaluation, and step 10's training metrics stay (``cum:timing_s/step`` counts step 10
+    once; dropping the abandoned row left it a step short from there on). Rows as Trackio stores a
+    ``trackio.log`` call, added to a database trackio wrote."""
+    db = trackio_dir / "grpo-demo.db"
+    val = "val-core/openai/gsm8k/reward/mean@1"
+    logged = [(0, {val: 0.30})] + [(s, {"timing_s/step": 10.0 + s, **({val: 0.30 + s / 100} if s % 5 == 0 else {})})
+                                   for s in range(1, 13)]
+    logged += [(10, {val: 0.401})] + [(s, {"timing_s/step": 10.0 + s, **({val: 0.451} if s == 15 else {})})
+                                      for s in range(11, 16)]
+    with sqlite3.connect(db) as w:
+        for i, (step, metrics) in enumerate(logged):
+            w.execute("INSERT INTO metrics (run_id, timestamp, run_name, step, metrics) VALUES (?, ?, ?, ?, ?)",
+                      ("verlrun1", f"2026-12-01T10:{i:02d}:00", "verl-resumed", step, json.dumps(metrics)))
+    c = read_curve(db, "step", val, run="verl-resumed")
+    assert list(c.x) == [0, 5, 10, 15] and np.allclose(c.y, [0.30, 0.35, 0.401, 0.451])
+    cum = read_curve(db, "cum:timing_s/step", val, run="verl-resumed")
+    assert list(cum.x) == [0, sum(10 + s for s in range(1, 6)), sum(10 + s for s in range(1, 11)),
+                           sum(10 + s for s in range(1, 16))]
+    assert any("'verl-resumed' resumed from a checkpoint 1 time(s) (step goes back)" in n
+               and "1 at the step it resumed at merged" in n for n in cum.notes)
 
 
 def test_a_run_still_training_is_read_with_what_it_logged_so_far(trackio_dir):

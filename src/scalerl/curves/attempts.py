@@ -13,8 +13,6 @@ winning, as the trackers' readers keep a step's later value.
 
 from __future__ import annotations
 
-from typing import Callable
-
 #: The trainer's step, which ``transformers``' W&B and Trackio callbacks (TRL's trainers included) log
 #: in every row: the clock that tells a resumed attempt from the one it abandoned.
 TRAINER_STEP = "train/global_step"
@@ -35,21 +33,25 @@ def _before(rows: list[dict], counter: str, value: float, same: bool) -> list[di
             or r[counter] < value or (same and r[counter] == value)]
 
 
-def drop_abandoned_attempts(rows: list[dict], counter: str, *,
-                            keep_same: Callable[[dict], bool] | None = None) -> tuple[list[dict], int, int]:
+def drop_abandoned_attempts(rows: list[dict], counter: str) -> tuple[list[dict], int, int, int]:
     """One run's rows in log order, where a training resumed from a checkpoint kept logging into the
     same run: where ``counter`` (the run's step) goes back, the rows the abandoned attempt logged
-    from the resumed attempt's first step on go -- what it evaluated after the checkpoint was never
+    after the resumed attempt's first step go -- what it evaluated after the checkpoint was never
     part of the run that went on. Rows without ``counter`` stay. A 0 where the step goes back is no
     step yet: W&B fills a step metric (TRL's ``train/global_step``) that a new process has not
-    logged yet with 0, so the resumed attempt's first step is its first one above 0. Where
-    ``keep_same(row)`` holds for the resumed attempt's first row (verl: an evaluation of the
-    checkpoint it loaded, logged at the checkpoint's step), the old rows at that very step stay.
-    Returns ``(rows, resumes, rows dropped)``."""
+    logged yet with 0, so the resumed attempt's first step is its first one above 0.
+
+    At that first step the abandoned attempt's rows stay until the resumed attempt logs a row of
+    their kind there (:class:`_Replaced`), which takes their place with their other values under it
+    (the later values win): verl resumed from its step-N checkpoint logs only its evaluation at N,
+    and step N's training metrics (``timing_s/step``) are the run's -- as :func:`split_attempts`
+    reads a console and the W&B reader a later file that starts at the step the earlier ended on.
+    Returns ``(rows, resumes, rows dropped, rows merged)``."""
     kept: list[dict] = []
     resumes = dropped = 0
     last = None
     resuming = False
+    replaced = _Replaced(counter)
     for row in rows:
         value = row.get(counter)
         if value is not None:
@@ -58,12 +60,14 @@ def drop_abandoned_attempts(rows: list[dict], counter: str, *,
                 resuming = True
             if resuming and value > 0:
                 before = len(kept)
-                kept = _before(kept, counter, value, keep_same is not None and keep_same(row))
+                kept = _before(kept, counter, value, True)
                 dropped += before - len(kept)
+                replaced.start(kept, value)
                 resuming = False
+            kept, row = replaced(kept, row)
             last = value
         kept.append(row)
-    return kept, resumes, dropped
+    return kept, resumes, dropped + replaced.dropped, replaced.merged
 
 
 def keep_resumed_attempts(rows: list[dict], label: str) -> tuple[list[dict], list[str]]:
@@ -71,11 +75,17 @@ def keep_resumed_attempts(rows: list[dict], label: str) -> tuple[list[dict], lis
     rows after :func:`drop_abandoned_attempts` by the trainer's ``train/global_step`` where the run
     logs it, else the tracker's own ``step``; and the note that says so, if it did anything."""
     counter = TRAINER_STEP if any(TRAINER_STEP in r for r in rows) else "step"
-    rows, resumes, dropped = drop_abandoned_attempts(rows, counter)
+    rows, resumes, dropped, merged = drop_abandoned_attempts(rows, counter)
     if not resumes:
         return rows, []
     return rows, [f"run {label!r} resumed from a checkpoint {resumes} time(s) ({counter} goes back): "
-                  f"{dropped} row(s) the abandoned attempt(s) logged from there on were dropped"]
+                  f"{dropped} row(s) the abandoned attempt(s) logged from there on were dropped" + merged_note(merged)]
+
+
+def merged_note(merged: int) -> str:
+    """What the notes add where rows at the step a resume began at were merged (:class:`_Replaced`)."""
+    return (f" ({merged} at the step it resumed at merged under the resumed attempt's row of their kind: "
+            "its values win, the others kept)" if merged else "")
 
 
 def _next_greater(values: list) -> list:
@@ -171,6 +181,49 @@ def same_kind(a: frozenset, b: frozenset) -> bool:
     return a <= b or b <= a
 
 
+class _Replaced:
+    """The abandoned attempt's rows at the step a resume begins at, each until the resumed attempt
+    logs a row of its kind (:func:`same_kind`) at that step -- maybe late, after later steps (an
+    asynchronous evaluation) -- which takes its place, the abandoned row's other values under it
+    (the later values win): the training metrics of the step a checkpoint was saved at are the run's,
+    its evaluation the resumed attempt's, and neither is fitted twice. ``kinds`` gives what a row
+    logs (by ``id``) where its dict holds only some of its columns (a CSV's); else it is read off
+    the row. ``dropped`` and ``merged`` count the rows replaced and those whose values were kept."""
+
+    def __init__(self, counter: str, kinds: dict[int, frozenset] | None = None) -> None:
+        self.counter = counter
+        self.kinds = kinds if kinds is not None else {}
+        self.abandoned: list[dict] = []
+        self.at = None
+        self.dropped = self.merged = 0
+
+    def kind(self, row: dict) -> frozenset:
+        found = self.kinds.get(id(row))
+        return found if found is not None else _kind(row, self.counter)
+
+    def start(self, rows: list[dict], value: float | None) -> None:
+        """A resume begins at ``value`` (None: one that keeps none of the abandoned rows)."""
+        self.abandoned = [] if value is None else _at_step(rows, self.counter, value)
+        self.at = value
+
+    def __call__(self, rows: list[dict], row: dict) -> tuple[list[dict], dict]:
+        """``rows`` less the abandoned row ``row`` takes the place of, and ``row`` (merged over it)."""
+        if not self.abandoned or row.get(self.counter) != self.at:
+            return rows, row
+        kind = self.kind(row)
+        mine = next((r for r in self.abandoned if same_kind(self.kind(r), kind)), None)
+        if mine is None:
+            return rows, row
+        self.abandoned = [r for r in self.abandoned if r is not mine]
+        rows = [r for r in rows if r is not mine]
+        self.dropped += 1
+        if set(mine) - set(row):  # values only the abandoned row holds (the step's training metrics)
+            self.merged += 1
+            row = {**mine, **row}
+            self.kinds[id(row)] = kind | self.kind(mine)
+        return rows, row
+
+
 def relogs_are_the_logs_own(kinds: list[frozenset | None], values: list) -> bool:
     """Whether rows of one kind at one step are the way this log is written rather than a resume:
     a step logged again (a row of the kind an earlier row at the same step logged, no other step in
@@ -231,12 +284,11 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
     relogs = relogs and not relogs_are_the_logs_own(kinds, values)
     late_row = _LateRows(values) if late_rows else None
     runs: list[list[dict]] = [[]]
-    resumes = dropped = late = merged = 0
+    resumes = dropped = late = 0
     how: dict[str, int] = {}  # how each resume showed -> times
     last = None
     restart = False  # a launch banner since the last counted row
-    abandoned: list[dict] = []  # the abandoned attempt's rows at the step a resume began at, not yet replaced
-    at = None  # that step
+    replaced = _Replaced(counter, kind_of)  # the abandoned attempt's rows at the step a resume began at
     for i, row in enumerate(rows):
         if row.get(RESTART):
             restart = last is not None
@@ -247,14 +299,14 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
             continue
         goes_back = last is not None and value < last
         relogged = last is not None and value == last and (
-            restart or (relogs and value != at
+            restart or (relogs and value != replaced.at
                         and any(same_kind(kind_of[id(r)], kinds[i]) for r in _at_step(runs[-1], counter, value))))
         is_late = goes_back and not restart and late_row is not None and late_row(i, last)
         if (goes_back or relogged) and not is_late:
             first = next(r[counter] for r in runs[-1] if _counted(r.get(counter)))
             if goes_back and value <= first:
                 runs.append([])
-                abandoned, at = [], None
+                replaced.start([], None)
             else:  # the abandoned attempt's rows from the resumed attempt's first step on go
                 before = len(runs[-1])
                 runs[-1] = _before(runs[-1], counter, value, relogs or restart)
@@ -262,19 +314,8 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
                 reason = (f"{counter} goes back" if goes_back else f"{counter} logged again after a restart" if restart
                           else f"{counter} logged again")
                 how[reason] = how.get(reason, 0) + 1
-                # Kept until the resumed attempt logs a row of their kind at that step (maybe late, after
-                # later steps: an asynchronous evaluation), which takes their place.
-                abandoned, at = (list(_at_step(runs[-1], counter, value)), value) if relogs or restart else ([], None)
-        if abandoned and value == at:
-            mine = next((r for r in abandoned if same_kind(kind_of[id(r)], kinds[i])), None)
-            if mine is not None:  # the resumed attempt's row of this kind at the step replaces the abandoned one's
-                abandoned = [r for r in abandoned if r is not mine]
-                runs[-1] = [r for r in runs[-1] if r is not mine]
-                dropped += 1
-                if set(mine) - set(row):  # values only the abandoned row holds (the step's training metrics)
-                    merged += 1
-                    row = {**mine, **row}
-                    kind_of[id(row)] = kinds[i] | kind_of[id(mine)]
+                replaced.start(runs[-1], value if relogs or restart else None)
+        runs[-1], row = replaced(runs[-1], row)
         runs[-1].append(row)
         if is_late:
             late += 1
@@ -286,10 +327,8 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
         notes.append(f"{late} row(s) logged after later {counter}s (asynchronous evaluations) kept where they are")
     if resumes:
         shown = next(iter(how)) if len(how) == 1 else "; ".join(f"{reason}: {n}" for reason, n in how.items())
-        notes.append(f"the log resumes from a checkpoint {resumes} time(s) ({shown}): {dropped} row(s) "
-                     "the abandoned attempt(s) logged from there on were dropped"
-                     + (f" ({merged} at the step it resumed at merged under the resumed attempt's row of their kind: "
-                        "its values win, the others kept)" if merged else ""))
+        notes.append(f"the log resumes from a checkpoint {resumes} time(s) ({shown}): {dropped + replaced.dropped} "
+                     "row(s) the abandoned attempt(s) logged from there on were dropped" + merged_note(replaced.merged))
     if len(runs) > 1:
         notes.append(f"{counter} starts over {len(runs) - 1} time(s): read as {len(runs)} runs, {stem}#1 ... {stem}#{len(runs)}")
         for i, run in enumerate(runs, start=1):

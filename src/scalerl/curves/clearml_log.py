@@ -16,7 +16,8 @@ no later than one past its last is that training resumed from a checkpoint (offl
 is a session of its own): joined to it, its ``wall_time`` going on from the earlier session's.
 Where the iteration goes back within a run, the abandoned attempt's rows from there on are
 dropped -- but for its row at the checkpoint's own step, trained before the checkpoint, which
-becomes one row with the resumed attempt's evaluation of that checkpoint; a torn last line is
+becomes one row with the resumed attempt's evaluation of that checkpoint (its values win), as in
+every tracker's reader (:func:`scalerl.curves.attempts.drop_abandoned_attempts`); a torn last line is
 skipped; each said in the notes.
 """
 
@@ -26,10 +27,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from scalerl.curves.attempts import continues, drop_abandoned_attempts
+from scalerl.curves.attempts import continues, drop_abandoned_attempts, merged_note
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import curves_from_rows
-from scalerl.curves.verl_log import evaluation_only
 from scalerl.errors import InputError
 
 METRICS = "metrics.jsonl"
@@ -104,10 +104,6 @@ def _events(session: Path, notes: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def _evaluation_only(row: dict[str, Any]) -> bool:
-    return evaluation_only({k: v for k, v in row.items() if k != "wall_time"})
-
-
 def _number(v: Any) -> Any:
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
@@ -178,13 +174,13 @@ def read_clearml(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = 
         for label, rows in runs:
             # The resumed attempt's first row is its evaluation of the checkpoint it loaded (verl's
             # val_before_train), at the checkpoint's step: the abandoned attempt's training row at that
-            # step was trained before the checkpoint, and stays.
-            rows, resumes, dropped = drop_abandoned_attempts(rows, "step", keep_same=_evaluation_only)
+            # step was trained before the checkpoint, and stays (as every tracker's reader keeps it).
+            rows, resumes, dropped, kept = drop_abandoned_attempts(rows, "step")
             if resumes:
                 notes.append(f"run {label!r} resumed from a checkpoint {resumes} time(s) (step goes back): {dropped} "
-                             "row(s) the abandoned attempt(s) logged from there on were dropped")
+                             "row(s) the abandoned attempt(s) logged from there on were dropped" + merged_note(kept))
             merged: list[dict[str, Any]] = []
-            for r in rows:  # that step's two rows are one: the resumed attempt's evaluation wins
+            for r in rows:  # a step's rows are one (a training row and a later evaluation of it): later values win
                 if merged and merged[-1]["step"] == r["step"]:
                     merged[-1] = {**merged[-1], **r}
                 else:

@@ -24,7 +24,13 @@ before training, also ``eval 0``: 0) -- the x for an evaluation's compute.
 A console that several trainings printed into (``tee -a``) is told apart by the ``epoch`` every
 dict of a Hugging Face ``Trainer`` carries, or else by the printed rollout number or step: where it goes back to the
 start, a new run (``<stem>#2``); where it goes back less, a training resumed from a checkpoint, and
-what the abandoned attempt printed from there on is dropped.
+what the abandoned attempt printed from there on is dropped. A ``Trainer``'s printed epoch is rounded
+(several steps print one value), so an epoch printed again is no resume by itself -- but after the
+banner a ``Trainer`` launch prints at INFO (``***** Running training *****``, ``Resuming training
+from checkpoint ...``) it is: a resumed ``Trainer`` may evaluate the checkpoint it loaded again
+(``eval_on_start``; axolotl with eval_steps = save_steps), at its epoch, and that evaluation takes
+the place of the abandoned attempt's, the rows of the checkpoint's step of another kind kept
+(:func:`scalerl.curves.attempts.split_attempts`).
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from typing import Any
 
 from scalerl.curves.console import ANSI, text_head
 from scalerl.curves.data import Curve
-from scalerl.curves.attempts import split_attempts
+from scalerl.curves.attempts import RESTART, split_attempts
 from scalerl.curves.rows import DEFAULT_RUN_COLUMN, SCALAR_REPR, curves_from_rows, scalar_of, unwrap_scalar
 from scalerl.errors import InputError
 
@@ -58,6 +64,11 @@ PRINTED_ROLLOUT = "rollout_id"
 #: rollout N is N + 1, the evaluation before training (also ``eval 0``) 0, ``perf N`` N.
 ROLLOUTS_TRAINED = "rollouts"
 _EVAL_MARK = "\0eval"  # a row printed as ``eval N`` (read here, never a column)
+#: What a Hugging Face ``Trainer`` logs (at INFO, as the example scripts and axolotl set it) when a
+#: launch begins to train -- ``***** Running training *****`` -- and, resumed, the checkpoint it
+#: goes on from (transformers >= 5: ``Resuming training from checkpoint with epoch E and global step
+#: S``; before: ``Continuing training from checkpoint, will skip to saved global_step``): a new launch.
+_TRAINER_LAUNCH = re.compile(r"\*{5} Running training \*{5}|(?:Resuming|Continuing) training from checkpoint")
 #: How many characters of a file's start are read to tell whether it is such a log.
 SNIFF_CHARS = 2_000_000
 
@@ -233,6 +244,8 @@ def read_dict_lines_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
         for line in _logical_lines(f):
             text, counter, step = _dict_and_counter(line.rstrip("\n"))
             if text is None:
+                if _TRAINER_LAUNCH.search(line):
+                    rows.append({RESTART: True})
                 continue
             row = parse_printed_dict(text)
             if row is None:

@@ -16,7 +16,10 @@ infinities as logged: dropped and counted downstream); media are not values, nor
 system monitor (``__swanlab__.*``, logged on a clock of its own). A run id found in
 several directories (a resumed run) is joined in the order the directories started; where the
 run's step goes back -- the trainer's ``train/global_step`` where it logs one, else SwanLab's
-step -- the abandoned attempt's rows from there on are dropped. Torn and damaged records are
+step -- the abandoned attempt's rows from there on are dropped, but at the step the resumed attempt
+starts at its rows take the place of the abandoned attempt's of their kind, the others' values kept
+(verl resumed from its step-N checkpoint logs only its evaluation at N: step N's training metrics
+stay, :func:`scalerl.curves.attempts.drop_abandoned_attempts`). Torn and damaged records are
 skipped; each is said in the notes.
 """
 

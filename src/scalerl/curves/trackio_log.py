@@ -19,8 +19,11 @@ logs the trainer's step as ``train/global_step``, so ``--x train/global_step`` (
 
 **A resumed run.** ``transformers``' callback opens its run with ``resume="allow"``: a training
 resumed from a checkpoint logs into the same run, and its ``train/global_step`` goes back to the
-checkpoint's. What the abandoned attempt logged from that step on (its evaluations included) is
-dropped, as if it had not run, and the notes say how much. A run logged without
+checkpoint's. What the abandoned attempt logged after that step (its evaluations included) is
+dropped, as if it had not run; at that step, each row the resumed attempt logs takes the place of
+the abandoned attempt's of its kind, whose other values stay under it (a loop resumed from its
+step-N checkpoint that evaluates it first logs only that evaluation at N: step N's training stays).
+The notes say how much. A run logged without
 ``train/global_step`` is checked the same way on ``step`` (a loop that passes its own step and
 logs steps again after a resume).
 """

@@ -251,11 +251,6 @@ def read_verl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     return out, notes
 
 
-def evaluation_only(row: dict[str, Any]) -> bool:
-    """A line with validation metrics only (verl names them val/..., val-core/..., test_score/...)."""
-    return all(k == "step" or k.startswith(("val", "test_score")) for k in row)
-
-
 def _close(a: Any, b: float) -> bool:
     # The step line prints 3 decimals, the dict full precision.
     return isinstance(a, float) and math.isclose(a, b, abs_tol=5e-4 + 1e-9)

@@ -23,7 +23,8 @@ resume) continues from the first file's last value, and so does a ``_step`` that
 offline resume of a trainer that does not pass its own step, such as TRL). Where the run's step goes
 back -- the trainer's ``train/global_step`` where it logs one, else W&B's -- the resumed attempt
 logged the steps after its checkpoint again, and the abandoned attempt's rows from that step on are
-dropped. Where a later file starts at the very step the earlier ones ended on (the step does not go
+dropped (at that step, merged under the resumed attempt's rows of their kind:
+:func:`scalerl.curves.attempts.drop_abandoned_attempts`). Where a later file starts at the very step the earlier ones ended on (the step does not go
 back there), and where a file starts at step 0 after attempts that logged step 0 alone (a run that
 started over: not a ``_step`` to continue), the earlier rows at that step are merged under the later
 file's (its values win): a trainer may re-log only part of that step (verl's validation at the

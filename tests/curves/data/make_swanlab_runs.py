@@ -10,6 +10,15 @@ swanlab before 0.8 wrote), 0.9.8 and 0.10.3 (``run-<id>.swanlab``, protobuf reco
 Two runs: ``grpo-a``, 24 steps of ``train/loss`` and ``train/global_step`` and, every 4th step,
 ``val/acc`` (a NaN at step 8); ``grpo-b``, ``val/acc`` alone every 4th step, with another ceiling.
 SwanLab's system monitor logs ``__swanlab__.*`` besides, on a step counter of its own.
+
+    python make_swanlab_runs.py OUT_DIR resumed   # OUT_DIR/swanlog-<version>-resumed/ (swanlab 0.10.3)
+
+A verl run logged as verl's SwanLab logger does (``swanlab.log(data, step=global_steps)``), resumed
+into the same run (``id=...``, ``resume="allow"``): the evaluation before training at step 0, steps
+1-12 of ``timing_s/step`` (10 + the step, seconds) and ``actor/pg_loss`` with
+``val-core/openai/gsm8k/reward/mean@1`` every 5th step; killed after step 12, then resumed from its
+step-10 checkpoint: verl evaluates the checkpoint it loaded first, at step 10 (0.001 higher), and
+trains steps 11-15.
 """
 
 import math
@@ -40,5 +49,31 @@ def main(out: Path) -> None:
     swanlab.finish()
 
 
+VAL = "val-core/openai/gsm8k/reward/mean@1"
+
+
+def resumed(out: Path) -> None:
+    logdir = out / f"swanlog-{swanlab.__version__}-resumed"
+    run = dict(project="scalerl-fixture", name="verl-resumed", mode="offline", log_dir=str(logdir),
+               id="verlresumed0000000000", resume="allow")
+    swanlab.init(**run)
+    swanlab.log({VAL: level(0, 0.6)}, step=0)
+    for step in range(1, 13):
+        metrics = {"timing_s/step": 10.0 + step, "actor/pg_loss": 1.0 / step}
+        if step % 5 == 0:
+            metrics[VAL] = level(step, 0.6)
+        swanlab.log(metrics, step=step)
+    swanlab.finish()  # (killed after step 12)
+    time.sleep(1.5)
+    swanlab.init(**run)
+    swanlab.log({VAL: level(10, 0.6) + 0.001}, step=10)  # verl's validation of the step-10 checkpoint
+    for step in range(11, 16):
+        metrics = {"timing_s/step": 10.0 + step, "actor/pg_loss": 1.0 / step}
+        if step % 5 == 0:
+            metrics[VAL] = level(step, 0.6) + 0.001
+        swanlab.log(metrics, step=step)
+    swanlab.finish()
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    (resumed if sys.argv[2:] == ["resumed"] else main)(Path(sys.argv[1]))
