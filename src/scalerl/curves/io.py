@@ -481,7 +481,7 @@ def _tracker_logs_beside(path: Path) -> list[Path]:
 
 def _read_instead(inner: Path, shown: str, args: dict) -> list[Curve]:
     """Read ``inner`` -- a temporary copy or unpacking of what the user named -- with messages and
-    curves naming ``shown``, the user's name for it."""
+    curves (their notes and the reasons for runs left out too) naming ``shown``, the user's name for it."""
     try:
         curves = read_curves(inner, **args)
     except UnknownColumn as exc:
@@ -493,7 +493,14 @@ def _read_instead(inner: Path, shown: str, args: dict) -> list[Curve]:
             message += (f" (the archive holds {len(top)} entries at its top: {', '.join(top[:6])}"
                         f"{', ...' if len(top) > 6 else ''}; unpack it and name one)")
         raise InputError(message) from None
-    return [replace(c, source=shown) for c in curves]
+
+    def named(text: str) -> str:
+        # The notes and the reasons for runs left out too: said after the copy is gone, they named a
+        # temporary path that no longer exists.
+        return text.replace(str(inner), shown)
+
+    return [replace(c, source=shown, notes=tuple(map(named, c.notes)),
+                    left_out=tuple((name, named(why)) for name, why in c.left_out)) for c in curves]
 
 
 #: A column name no log has: asking for it makes a reader say which columns the log has.
