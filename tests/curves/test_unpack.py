@@ -194,3 +194,22 @@ def test_a_zstd_compressed_log_reads_as_the_log_it_holds(tmp_path):
     cut.write_bytes(_zstd_frame(CSV.read_bytes())[:300])
     with pytest.raises(InputError, match="a damaged zstd file"):
         read_curves(cut, "step", "val_score")
+
+
+def test_notes_and_runs_left_out_name_the_users_file_not_the_unpacked_copy(tmp_path):
+    # Errors named the user's file; the notes of a --y glob and the reasons for runs left out named the
+    # temporary copy the log was unpacked into (/tmp/scalerl-log-.../copy/...), gone once read.
+    rows = ["run,step,val/acc,val/score"]
+    rows += [f"a,{s},{0.1 + 0.05 * s},{s}" for s in range(1, 9)]  # val/score: no pass rate (values > 1)
+    rows += [f"pct,{s},{10 + 5 * s},{s}" for s in range(1, 9)]  # a run logged in percent: left out
+    packed = tmp_path / "train.csv.gz"
+    packed.write_bytes(gzip.compress(("\n".join(rows) + "\n").encode()))
+    curves = read_curves(packed, "step", "val/*")
+    assert [c.name for c in curves] == ["a | val/acc"]
+    said = [*curves[0].notes, *(why for _, why in curves[0].left_out)]
+    assert any("val/score" in n for n in said) and any("'pct'" in n for n in said)
+    for text in said:
+        assert "scalerl-log-" not in text, text
+        assert str(packed) in text, text
+    (curve,) = read_curves(packed, "step", "val/acc")
+    assert curve.left_out and all(str(packed) in why and "scalerl-log-" not in why for _, why in curve.left_out)

@@ -77,12 +77,7 @@ def run(args) -> int:
     if len(curves) == 1:  # one run: what stops it is the command's error
         results, skipped = [_backtest(curves[0], args, settings, _cuts(args)[0])], []
     else:
-        bar = progress_bar(len(curves), args.no_progress or args.json, "backtesting", "run")
-        try:
-            scored, skipped = _backtests(curves, _cuts(args), args, settings, bar)
-        finally:
-            if bar is not None:
-                bar.close()
+        scored, skipped = _backtests_shown(curves, _cuts(args), args, settings, "run")
         results = [bt for _, bt in scored]
     if not results:
         raise InputError("no run could be backtested:\n" + "\n".join(f"  {n}: {r}" for n, r in skipped))
@@ -136,6 +131,16 @@ def _backtests(curves, cuts, args, settings: dict, bar=None) -> tuple[list, list
             if bar is not None:
                 bar.update(1)
     return results, skipped
+
+
+def _backtests_shown(curves, cuts, args, settings: dict, unit: str) -> tuple[list, list[tuple[str, str]]]:
+    """:func:`_backtests` under a progress bar (none with --no-progress or --json), a tick per ``unit``."""
+    bar = progress_bar(len(curves) * len(cuts), args.no_progress or args.json, "backtesting", unit)
+    try:
+        return _backtests(curves, cuts, args, settings, bar)
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def _jsonable(v):
@@ -211,49 +216,81 @@ def _read_logs(args) -> tuple[list[str], list[list], list[tuple[str, str]]]:
 
 
 def _all_runs(curves, args, settings: dict, unread=()) -> int:
-    from scalerl.curves import summarize
-    from scalerl.curves.rows import left_out_note
-
+    """Every run at every cut: one table (or JSON object) with the skipped runs, the log's notes and
+    a summary per cut and pooled."""
     cuts = _cuts(args)
     several = len(cuts) > 1
-    bar = progress_bar(len(curves) * len(cuts), args.no_progress or args.json, "backtesting", "run-cut")
-    try:
-        results, skipped = _backtests(curves, cuts, args, settings, bar)
-    finally:
-        if bar is not None:
-            bar.close()
+    what = "run-cuts" if several else "runs"
+    results, skipped = _backtests_shown(curves, cuts, args, settings, "run-cut")
     # Runs a log held but the reader could not read (in percent, say) are skipped runs too: counted
     # in the summary, listed with the others, not only in a note.
     left_out = list(dict.fromkeys(pair for c in curves for pair in c.left_out))
     skipped = [*unread, *left_out, *skipped]
-    by_cut = {f: summarize([bt for g_, bt in results if g_ == f], tolerance=0.001) for f in cuts
-              if any(g_ == f for g_, _ in results)}
-    summary = summarize([bt for _, bt in results], tolerance=0.001) if results else None
-    # What the reader says of the log as a whole (runs it left out, resumes it joined): the notes
-    # every run carries.
-    listed = {left_out_note(c.left_out) for c in curves if c.left_out}
-    log_notes = [n for n in curves[0].notes if all(n in c.notes for c in curves) and n not in listed] if curves else []
+    by_cut, summary = _summaries(results, cuts)
+    log_notes = _log_notes(curves)
     plotted = None
     if args.plot and results:
         plotted = _plot([bt for _, bt in results], args, cut_labels=[f"{f:g}" for f, _ in results] if several else None)
     if args.json:
-        print(json.dumps(finite_json({
-            "cut": args.cut, "cut_fraction": cuts if several else cuts[0],
-            "runs": [{"run": bt.run, "cut": bt.cut, **({"cut_fraction": f} if several else {}), "n_fit": bt.n_fit,
-                      "n_test": bt.n_test, "unstable": bt.unstable,
-                      "scored": bt.scored, "run_stability": bt.run_stability.text(),
-                      "stability": bt.forecast.stability.text(), "forecast": _scores(bt.default),
-                      "sigmoid": _scores(bt.sigmoid), "plain_sigmoid": _scores(bt.plain_sigmoid),
-                      "power_law": _scores(bt.power_law), "bands": bt.bands.as_dict(), "end_level": bt.end_level}
-                     for f, bt in results],
-            "skipped": [{"run": n, "reason": r} for n, r in skipped],
-            "notes": log_notes,
-            "summary": summary.as_dict() if summary else None,
-            **({"summary_by_cut": {f"{f:g}": s.as_dict() for f, s in by_cut.items()}} if several else {}),
-        }), allow_nan=False, default=_jsonable))
-        _check_any_backtested(results, skipped, "run-cuts" if several else "runs", "in the JSON's \"skipped\"")
+        print(_all_runs_json(args, cuts, results, skipped, log_notes, summary, by_cut))
+        _check_any_backtested(results, skipped, what, "in the JSON's \"skipped\"")
         return 0
-    pct = int(round(100 * args.level))
+    print(_runs_table(results, args.level, several))
+    for name, reason in skipped:
+        print(f"skipped {name}: {reason}")
+    for note in log_notes:
+        print(f"note: {note}")
+    if args.calibration:
+        print(calibration_line(args.calibration, settings["calibration"], args.level))
+    if summary is not None:
+        print(_summaries_text(summary, by_cut, cuts, what, len(skipped), args))
+    if plotted:
+        print(plotted)
+    _check_any_backtested(results, skipped, what, "listed above ('skipped RUN: ...')")
+    return 0
+
+
+def _summaries(results, cuts) -> tuple[dict, object]:
+    """``({cut fraction: summary of its backtests}, summary of all)``; a cut no run could be backtested at
+    has no summary, and with no backtest at all the pooled one is None."""
+    from scalerl.curves import summarize
+
+    by_cut = {f: summarize([bt for g_, bt in results if g_ == f], tolerance=0.001) for f in cuts
+              if any(g_ == f for g_, _ in results)}
+    summary = summarize([bt for _, bt in results], tolerance=0.001) if results else None
+    return by_cut, summary
+
+
+def _log_notes(curves) -> list[str]:
+    """What the reader says of the log as a whole (runs it left out, resumes it joined): the notes
+    every run carries, less the note of runs left out (listed as skipped runs instead)."""
+    from scalerl.curves.rows import left_out_note
+
+    listed = {left_out_note(c.left_out) for c in curves if c.left_out}
+    return [n for n in curves[0].notes if all(n in c.notes for c in curves) and n not in listed] if curves else []
+
+
+def _all_runs_json(args, cuts, results, skipped, log_notes, summary, by_cut) -> str:
+    several = len(cuts) > 1
+    return json.dumps(finite_json({
+        "cut": args.cut, "cut_fraction": cuts if several else cuts[0],
+        "runs": [{"run": bt.run, "cut": bt.cut, **({"cut_fraction": f} if several else {}), "n_fit": bt.n_fit,
+                  "n_test": bt.n_test, "unstable": bt.unstable,
+                  "scored": bt.scored, "run_stability": bt.run_stability.text(),
+                  "stability": bt.forecast.stability.text(), "forecast": _scores(bt.default),
+                  "sigmoid": _scores(bt.sigmoid), "plain_sigmoid": _scores(bt.plain_sigmoid),
+                  "power_law": _scores(bt.power_law), "bands": bt.bands.as_dict(), "end_level": bt.end_level}
+                 for f, bt in results],
+        "skipped": [{"run": n, "reason": r} for n, r in skipped],
+        "notes": log_notes,
+        "summary": summary.as_dict() if summary else None,
+        **({"summary_by_cut": {f"{f:g}": s.as_dict() for f, s in by_cut.items()}} if several else {}),
+    }), allow_nan=False, default=_jsonable)
+
+
+def _runs_table(results, level: float, several: bool) -> str:
+    """A line per run (and cut): its fit and held-out points, the forecast's scores, its bands, the laws beside it."""
+    pct = int(round(100 * level))
     rows = []
     for f, bt in results:
         rows.append([shorten(bt.run, 48), *([f"{f:g}"] if several else []), f"{bt.n_fit}/{bt.n_test}", f"{bt.default.mae:.4f}",
@@ -262,31 +299,26 @@ def _all_runs(curves, args, settings: dict, unread=()) -> int:
                      f"{100 * bt.bands.point_coverage:.0f}%",
                      f"{bt.plain_sigmoid.mae:.4f}" if bt.plain_sigmoid else "-",
                      f"{bt.power_law.mae:.4f}" if bt.power_law else "-", _status(bt)])
-    print(table(rows, ["run", *(["cut"] if several else []), "fit/held", "MAE", "end error", f"end in {pct}% band",
-                       "half-width", "points in band", "plain sigmoid MAE", "power law MAE", "stability"]))
-    for name, reason in skipped:
-        print(f"skipped {name}: {reason}")
-    for note in log_notes:
-        print(f"note: {note}")
-    if args.calibration:
-        print(calibration_line(args.calibration, settings["calibration"], args.level))
-    if summary is not None:
-        what = "run-cuts" if several else "runs"
-        for f, s in by_cut.items() if several else ():
-            print(f"\ncut at {f:g} of each run's compute:")
-            print(_summary_lines(s, what, skipped=None))
-        if several:
-            print(f"\nall cuts ({', '.join(f'{f:g}' for f in cuts)}) pooled:")
-        print(("" if several else "\n") + _summary_lines(summary, what, skipped=len(skipped)))
-        if summary.n_scored >= 3 and summary.end_coverage < summary.level - 0.05:
-            print(f"  the {pct}% bands covered {_pct(summary.end_coverage)} of these {what}' end levels: they are not "
-                  f"like the runs the shipped factors come from; `scalerl calibrate {' '.join(args.paths)} "
-                  f"--x {' '.join(args.x)} --y {' '.join(args.y)}` "
-                  "makes factors from your runs (then --calibration FILE)")
-    if plotted:
-        print(plotted)
-    _check_any_backtested(results, skipped, "run-cuts" if several else "runs", "listed above ('skipped RUN: ...')")
-    return 0
+    return table(rows, ["run", *(["cut"] if several else []), "fit/held", "MAE", "end error", f"end in {pct}% band",
+                        "half-width", "points in band", "plain sigmoid MAE", "power law MAE", "stability"])
+
+
+def _summaries_text(summary, by_cut: dict, cuts, what: str, n_skipped: int, args) -> str:
+    """The summary per cut (several cuts) and of all, and -- where the bands missed too many end
+    levels -- how to make factors from these runs."""
+    several = len(cuts) > 1
+    lines = []
+    for f, s in by_cut.items() if several else ():
+        lines += [f"\ncut at {f:g} of each run's compute:", _summary_lines(s, what, skipped=None)]
+    if several:
+        lines.append(f"\nall cuts ({', '.join(f'{f:g}' for f in cuts)}) pooled:")
+    lines.append(("" if several else "\n") + _summary_lines(summary, what, skipped=n_skipped))
+    if summary.n_scored >= 3 and summary.end_coverage < summary.level - 0.05:
+        lines.append(f"  the {int(round(100 * args.level))}% bands covered {_pct(summary.end_coverage)} of these "
+                     f"{what}' end levels: they are not like the runs the shipped factors come from; "
+                     f"`scalerl calibrate {' '.join(args.paths)} --x {' '.join(args.x)} --y {' '.join(args.y)}` "
+                     "makes factors from your runs (then --calibration FILE)")
+    return "\n".join(lines)
 
 
 def _check_any_backtested(results, skipped, what: str, where: str) -> None:

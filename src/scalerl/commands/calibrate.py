@@ -50,99 +50,171 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    import math
-
-    from scalerl.curves import read_curves
+    """Read the runs, backtest each at each cut, write the factors, and say how they do."""
     from scalerl.curves.bands import write_calibration
-    from scalerl.curves.calibrate import calibrate, training
 
-    if any(not 0 < f < 1 for f in args.cuts):
-        raise InputError(f"--cuts must be shares of the compute in (0, 1), got {args.cuts}")
-    distinct_cuts("--cuts", args.cuts)
+    _check_cuts(args.cuts)
+    read = _read(args)
+    out = _output_file(args.output)
+    read, repeats = _distinct(read)
+    curves = [c for _, c in read]
+    read_notes = _read_notes(read)
+    for note in [*_repeat_notes(repeats), *read_notes]:
+        print(f"note: {note}", file=sys.stderr if args.json else sys.stdout)
+    result = _calibrate(curves, args)
+    write_calibration(result.calibration, out)
+    by_log = _leave_one_log_out(read, result)
+    if args.json:
+        print(_json(out, curves, result, by_log, read_notes))
+        return 0
+    for line in _text(args, out, read, result, by_log):
+        print(line)
+    return 0
+
+
+def _check_cuts(cuts: list[float]) -> None:
+    """:class:`InputError` for a cut outside (0, 1) or given twice."""
+    if any(not 0 < f < 1 for f in cuts):
+        raise InputError(f"--cuts must be shares of the compute in (0, 1), got {cuts}")
+    distinct_cuts("--cuts", cuts)
+
+
+def _read(args) -> list:
+    """``(path, curve)`` of every run of every log given."""
+    from scalerl.curves import read_curves
+
     kwargs = read_kwargs(args)
-    read = [(path, c) for path, (x, y) in zip(args.paths, axes_per_path(args)) for c in read_curves(path, x, y, **kwargs)]
-    out = Path(args.output)
+    return [(path, c) for path, (x, y) in zip(args.paths, axes_per_path(args)) for c in read_curves(path, x, y, **kwargs)]
+
+
+def _output_file(output: str) -> Path:
+    out = Path(output)
     if out.is_dir():
         raise InputError(f"--output {out} is a directory; give a file name (e.g. {out / 'calibration.json'})")
     writable_file(out, "--output")  # before the calibration, not a traceback after it
-    read, repeats = _distinct(read)
-    curves = [c for _, c in read]
-    # One note per repeated run, with how often it was given (three copies printed "given twice" twice).
+    return out
+
+
+def _repeat_notes(repeats) -> list[str]:
+    """One note per repeated run, with how often it was given (three copies printed "given twice" twice)."""
+    notes = []
     for (name, first), n in Counter(repeats).items():
         what = f"{name} is given {_times(n + 1)}" if name == first else f"{name} is the same curve as {first}"
-        print(f"note: {what}: counted once (a run scored against a copy of itself would pass the "
-              "leave-one-run-out check for nothing)", file=sys.stderr if args.json else sys.stdout)
-    read_notes = _read_notes(read)
-    for note in read_notes:
-        print(f"note: {note}", file=sys.stderr if args.json else sys.stdout)
+        notes.append(f"{what}: counted once (a run scored against a copy of itself would pass the "
+                     "leave-one-run-out check for nothing)")
+    return notes
+
+
+def _calibrate(curves, args):
+    """Each run backtested at each cut, scored, and the factors made from the scores (with a progress bar)."""
+    import math
+
+    from scalerl.curves.calibrate import calibrate
+
     bounded = not args.unbounded
     bar = progress_bar(len(curves), args.no_progress or args.json, "backtesting runs", "run")
     try:
-        result = calibrate(curves, cuts=tuple(args.cuts), progress=bar and (lambda _name: bar.update(1)),
-                           r0=parse_r0(args.r0, bounded=bounded), fit_from=parse_fit_from(args.fit_from),
-                           A_max=1.0 if bounded else math.inf, y_floor=0.0 if bounded else -math.inf,
-                           excursions=not args.keep_excursions)
+        return calibrate(curves, cuts=tuple(args.cuts), progress=bar and (lambda _name: bar.update(1)),
+                         r0=parse_r0(args.r0, bounded=bounded), fit_from=parse_fit_from(args.fit_from),
+                         A_max=1.0 if bounded else math.inf, y_floor=0.0 if bounded else -math.inf,
+                         excursions=not args.keep_excursions)
     finally:
         if bar is not None:
             bar.close()
-    write_calibration(result.calibration, out)
-    base, new, loro = result.check_base(), result.calibration, result.check_new()
-    # Each log given apart (a source, a framework) scored with the factors from the others: what
-    # the factors are worth on runs unlike those they were made on. Logs of one run each (a directory
-    # of them) would repeat the leave-one-run-out check a line per run: then not given.
+
+
+def _leave_one_log_out(read, result) -> dict:
+    """Each log given apart (a source, a framework) scored with the factors from the others: what
+    the factors are worth on runs unlike those they were made on. Logs of one run each (a directory
+    of them) would repeat the leave-one-run-out check a line per run: then not given ({})."""
+    from scalerl.curves.calibrate import training
+
     group_of = {training(c.name): path for path, c in read}
     scored_runs = {c.run for c in result.scores}
     several = any(len(_trainings(read, path) & scored_runs) > 1 for path in dict.fromkeys(group_of.values()))
-    by_log = result.check_groups(group_of) if several else {}
-    runs_scored = len({bt.run for bt in result.scored})
-    unstable = sorted({bt.run for bt in result.backtests if not bt.scored})
-    if args.json:
-        print(json.dumps(finite_json({
-            "output": str(out), "runs": len(curves), "runs_scored": runs_scored, "run_cuts": len(result.scored),
-            "notes": read_notes,
-            "not_scored": unstable, "skipped": [{"run": r, "reason": why} for r, why in result.skipped],
-            "factors_95": {k: {"shipped": result.base.q(0.95, k), "yours": new.q(0.95, k)}
-                           for k in ("confidence", "prediction", "gain")},
-            "shipped_on_your_runs": vars(base), "yours_leave_one_run_out": vars(loro) if loro else None,
-            "yours_leave_one_log_out": {path: vars(chk) for path, chk in by_log.items()},
-            "calibration": new.as_dict()}), allow_nan=False))
-        return 0
-    print(f"calibrated on {runs_scored} run(s), {len(result.scored)} run-cuts (each run cut at "
-          f"{', '.join(f'{int(round(100 * f))}%' for f in args.cuts)} of its compute)")
+    return result.check_groups(group_of) if several else {}
+
+
+def _unstable(result) -> list[str]:
+    """The runs not scored: unstable at a cut or over the whole run."""
+    return sorted({bt.run for bt in result.backtests if not bt.scored})
+
+
+def _json(out: Path, curves, result, by_log: dict, read_notes: list[str]) -> str:
+    new, loro = result.calibration, result.check_new()
+    return json.dumps(finite_json({
+        "output": str(out), "runs": len(curves), "runs_scored": len({bt.run for bt in result.scored}),
+        "run_cuts": len(result.scored),
+        "notes": read_notes,
+        "not_scored": _unstable(result), "skipped": [{"run": r, "reason": why} for r, why in result.skipped],
+        "factors_95": {k: {"shipped": result.base.q(0.95, k), "yours": new.q(0.95, k)}
+                       for k in ("confidence", "prediction", "gain")},
+        "shipped_on_your_runs": vars(result.check_base()), "yours_leave_one_run_out": vars(loro) if loro else None,
+        "yours_leave_one_log_out": {path: vars(chk) for path, chk in by_log.items()},
+        "calibration": new.as_dict()}), allow_nan=False)
+
+
+def _text(args, out: Path, read, result, by_log: dict) -> list[str]:
+    """The printed report: what was scored, the factors, how the shipped and the new ones did, how to use them."""
+    return [*_scored_lines(args, result), _factors_table(result), *_check_lines(read, result, by_log),
+            *_few_cuts_note(len(result.scored)), _usage_line(args, out)]
+
+
+def _scored_lines(args, result) -> list[str]:
+    lines = [f"calibrated on {len({bt.run for bt in result.scored})} run(s), {len(result.scored)} run-cuts (each run cut at "
+             f"{', '.join(f'{int(round(100 * f))}%' for f in args.cuts)} of its compute)"]
+    unstable = _unstable(result)
     if unstable:
-        print(f"not scored (unstable at a cut or over the whole run: they peak and fall): {', '.join(unstable)}")
-    for run_name, why in result.skipped:
-        print(f"skipped {run_name}: {why}")
+        lines.append(f"not scored (unstable at a cut or over the whole run: they peak and fall): {', '.join(unstable)}")
+    lines += [f"skipped {run_name}: {why}" for run_name, why in result.skipped]
+    return lines
+
+
+def _factors_table(result) -> str:
+    new = result.calibration
     rows = [[kind, f"{result.base.q(0.95, kind):.3f}", f"{new.q(0.95, kind):.3f}"]
             for kind in ("confidence", "prediction", "gain")]
-    print(table(rows, ["95% factor", "shipped", "yours"]))
-    print(f"the shipped bands on your runs: end level in the 95% confidence band in {_pct(base.end_coverage)} of "
-          f"run-cuts (median half-width {base.end_half_width:.3f}); {_pct(base.point_coverage)} of held-out "
-          "evaluations in the 95% prediction band")
+    return table(rows, ["95% factor", "shipped", "yours"])
+
+
+def _check_lines(read, result, by_log: dict) -> list[str]:
+    """How the shipped factors did on these runs, and the new ones on runs (and logs) they were not made on."""
+    base, loro = result.check_base(), result.check_new()
+    lines = [f"the shipped bands on your runs: end level in the 95% confidence band in {_pct(base.end_coverage)} of "
+             f"run-cuts (median half-width {base.end_half_width:.3f}); {_pct(base.point_coverage)} of held-out "
+             "evaluations in the 95% prediction band"]
     if loro is not None:
-        print(f"yours on a run they were not calibrated on (leave one run out): end level covered in "
-              f"{_pct(loro.end_coverage)} (median half-width {loro.end_half_width:.3f}); "
-              f"{_pct(loro.point_coverage)} of held-out evaluations in the prediction band")
+        lines.append(f"yours on a run they were not calibrated on (leave one run out): end level covered in "
+                     f"{_pct(loro.end_coverage)} (median half-width {loro.end_half_width:.3f}); "
+                     f"{_pct(loro.point_coverage)} of held-out evaluations in the prediction band")
     else:
-        print("with fewer than 3 runs the new factors cannot be checked on a run they have not seen")
+        lines.append("with fewer than 3 runs the new factors cannot be checked on a run they have not seen")
     if by_log:
-        print("yours, made without a log's runs, on that log's (leave one log out: as on runs of another source):")
-        print(table([[path, str(len({c.run for c in result.scores if c.run in _trainings(read, path)})),
-                      _pct(chk.end_coverage), f"{chk.end_half_width:.3f}", _pct(chk.point_coverage)]
-                     for path, chk in by_log.items()],
-                    ["log", "runs", "end level covered", "median half-width", "evaluations in the prediction band"]))
-    n = len(result.scored)
-    if n < _FULL_95:
-        print(f"note: with {n} run-cuts the 95% factor is the largest error seen, which a new run exceeds about "
-              f"1 time in {n + 1} (a {100 * n / (n + 1):.1f}% band, not 95%; run-cuts of one run are not independent "
-              f"either): calibrate on more runs before trusting it -- {_FULL_95} run-cuts at least")
-    # One column named where every log used it; else the placeholder, with the columns these logs used.
+        lines.append("yours, made without a log's runs, on that log's (leave one log out: as on runs of another source):")
+        lines.append(table([[path, str(len({c.run for c in result.scores if c.run in _trainings(read, path)})),
+                             _pct(chk.end_coverage), f"{chk.end_half_width:.3f}", _pct(chk.point_coverage)]
+                            for path, chk in by_log.items()],
+                           ["log", "runs", "end level covered", "median half-width", "evaluations in the prediction band"]))
+    return lines
+
+
+def _few_cuts_note(n: int) -> list[str]:
+    """With fewer than :data:`_FULL_95` run-cuts, what the "95%" factor really is."""
+    if n >= _FULL_95:
+        return []
+    return [f"note: with {n} run-cuts the 95% factor is the largest error seen, which a new run exceeds about "
+            f"1 time in {n + 1} (a {100 * n / (n + 1):.1f}% band, not 95%; run-cuts of one run are not independent "
+            f"either): calibrate on more runs before trusting it -- {_FULL_95} run-cuts at least"]
+
+
+def _usage_line(args, out: Path) -> str:
+    """How to use the file. One column named where every log used it; else the placeholder, with the
+    columns these logs used."""
     xs, ys = list(dict.fromkeys(args.x)), list(dict.fromkeys(args.y))
     cols = [f"{flag} as here: {', '.join(v)}" for flag, v in (("--x", xs), ("--y", ys)) if len(v) > 1]
-    print(f"wrote {out}; use it with: scalerl fit LOG --x {xs[0] if len(xs) == 1 else 'X'} "
-          f"--y {ys[0] if len(ys) == 1 else 'Y'} --calibration {out} (backtest and compare take it too)"
-          + (f" -- the log's own columns ({'; '.join(cols)})" if cols else ""))
-    return 0
+    return (f"wrote {out}; use it with: scalerl fit LOG --x {xs[0] if len(xs) == 1 else 'X'} "
+            f"--y {ys[0] if len(ys) == 1 else 'Y'} --calibration {out} (backtest and compare take it too)"
+            + (f" -- the log's own columns ({'; '.join(cols)})" if cols else ""))
 
 
 def _read_notes(read) -> list[str]:

@@ -257,8 +257,23 @@ def _wandb_summary_only(path: Path) -> str | None:
     return found.group(1) if found else "wandb/latest-run"
 
 
+#: The consoles told by their lines (a file named like none of the formats read by name), tried in this order.
+_CONSOLE_PROBES: tuple[tuple[str, Callable[[Path], bool]], ...] = (
+    ("verl", looks_like_verl),
+    ("areal", looks_like_areal),
+    ("roll", looks_like_roll),  # before dict-lines: ROLL's tracker line is a JSON dict after a prefix
+    ("skyrl", looks_like_skyrl),  # before dict-lines: SkyRL's one-line status dicts are no metric rows
+    ("nemo-rl", looks_like_nemo_rl),  # before dict-lines: NeMo-RL prints its config as a dict
+    ("prime-rl", looks_like_primerl),  # before JSON lines: with log.json_logging, each line is a JSON record
+    ("torchtune", looks_like_torchtune),  # before the CSV guess: 'Step 1 | loss:0.5 ...' read as '|'-delimited
+    ("deepspeed-chat", looks_like_deepspeed_chat),  # before the CSV guess: its step lines are '|'-delimited
+    ("mlx-lm", looks_like_mlx_lm),  # before dict-lines: mlx-vlm prints a dict beside each report
+)
+
+
 def detect_format(path: Path) -> str:
-    name = path.name.lower()
+    """The format (a key of :data:`READERS`) of the log at ``path``, from its name and what it holds;
+    :class:`InputError` where it is none read here, saying what it is and what to do."""
     if path.is_dir() and is_trainer_state(path):
         return "hf-trainer"
     if is_eval_dumps(path):
@@ -267,16 +282,27 @@ def detect_format(path: Path) -> str:
     if found:
         return found
     if path.is_dir():
-        if attempt_logs(path) is not None:  # prime-rl's output directory (or its logs): the attempts' consoles
-            return "prime-rl"
-        if disk_logs(path) is not None:  # torchtune's log_dir: a DiskLogger file per start of the recipe
-            return "torchtune"
-        if not has_event_files(path):
-            harness = next((fmt for fmt, probe in HARNESS_PROBES if probe(path)), None)
-            if harness:
-                return harness
-        _check_event_files(path)
-        return "tensorboard"  # a directory of nothing else: event files
+        return _directory_format(path)
+    return _file_format(path)
+
+
+def _directory_format(path: Path) -> str:
+    """A directory that is no tracker's store nor a Trainer's run directory."""
+    if attempt_logs(path) is not None:  # prime-rl's output directory (or its logs): the attempts' consoles
+        return "prime-rl"
+    if disk_logs(path) is not None:  # torchtune's log_dir: a DiskLogger file per start of the recipe
+        return "torchtune"
+    if not has_event_files(path):
+        harness = next((fmt for fmt, probe in HARNESS_PROBES if probe(path)), None)
+        if harness:
+            return harness
+    _check_event_files(path)
+    return "tensorboard"  # a directory of nothing else: event files
+
+
+def _file_format(path: Path) -> str:
+    """A file that is no tracker's store: the binary formats, then the formats told by the file's name."""
+    name = path.name.lower()
     if name.endswith(".parquet") or is_parquet(path):
         return "parquet"
     if is_sqlite(path):
@@ -298,24 +324,14 @@ def detect_format(path: Path) -> str:
         return "jsonl"
     if name.endswith((".csv", ".tsv")):
         return "csv"
-    if looks_like_verl(path):
-        return "verl"
-    if looks_like_areal(path):
-        return "areal"
-    if looks_like_roll(path):  # before dict-lines: ROLL's tracker line is a JSON dict after a prefix
-        return "roll"
-    if looks_like_skyrl(path):  # before dict-lines: SkyRL's one-line status dicts are no metric rows
-        return "skyrl"
-    if looks_like_nemo_rl(path):  # before dict-lines: NeMo-RL prints its config as a dict
-        return "nemo-rl"
-    if looks_like_primerl(path):  # before JSON lines: with log.json_logging, each line is a JSON record
-        return "prime-rl"
-    if looks_like_torchtune(path):  # before the CSV guess: 'Step 1 | loss:0.5 ...' read as '|'-delimited
-        return "torchtune"
-    if looks_like_deepspeed_chat(path):  # before the CSV guess: its step lines are '|'-delimited
-        return "deepspeed-chat"
-    if looks_like_mlx_lm(path):  # before dict-lines: mlx-vlm prints a dict beside each report
-        return "mlx-lm"
+    return _text_format(path, name)
+
+
+def _text_format(path: Path, name: str) -> str:
+    """A text file named like no format: by its lines."""
+    console = next((fmt for fmt, probe in _CONSOLE_PROBES if probe(path)), None)
+    if console:
+        return console
     first = _first_line(path)
     if first.startswith(("{", "[")) and (_is_json(first) or first in ("{", "[")):
         return "jsonl"  # JSON lines, or a JSON document (pretty-printed: its first line a lone bracket)
@@ -323,6 +339,16 @@ def detect_format(path: Path) -> str:
         return "dict-lines"
     if looks_like_markdown_table(path):  # (a .log of a pasted table; a .txt or .md one is read as CSV anyway)
         return "csv"
+    _check_text_log(path, name)
+    # .txt or an unknown extension: by the first non-blank character.
+    if first:
+        return "jsonl" if first.startswith(("{", "[")) else "csv"
+    raise InputError(f"{path}: the file is empty")
+
+
+def _check_text_log(path: Path, name: str) -> None:
+    """:class:`InputError` for a text file that holds no curve: W&B's run summary alone, one printed dict
+    among other lines, or a console (``.log``, ``.out``, ``.err``) of no framework read here."""
     if (run_dir := _wandb_summary_only(path)) is not None:
         raise InputError(f"{path}: a console whose only metrics are W&B's 'Run summary' (each metric's last value) and "
                          "'Run history' sparklines: no curve; read the run's local W&B files instead -- "
@@ -334,10 +360,6 @@ def detect_format(path: Path) -> str:
         raise InputError(f"{path}: a text log without verl step lines ('step:N - key:value - ...'), ROLL "
                          f"'metrics_tag:' lines, AReaL 'Train step N/T done.' stats tables, SkyRL 'Step N:' blocks, NeMo-RL 'Step N/M' blocks, prime-rl 'Step N | ...' lines, torchtune 'Step N | name:value ...' lines, mlx-lm 'Iter N: ...' reports or table rows, DeepSpeed-Chat 'epoch: E|step: S|ppo_ep: ...' lines or printed metric dicts ({{'key': value, ...}}); give --format ({', '.join(READERS)}) or export "
                          "the metrics as CSV/JSONL")
-    # .txt or an unknown extension: by the first non-blank character.
-    if first:
-        return "jsonl" if first.startswith(("{", "[")) else "csv"
-    raise InputError(f"{path}: the file is empty")
 
 
 def read_curves(
@@ -371,22 +393,16 @@ def read_curves(
         if not path.is_file() and not path.is_dir():  # a pipe or FIFO: read once, into a file
             with stream_copy(path) as copy:
                 return _read_instead(copy, str(path), again)
-        if path.is_file() and path.stat().st_size == 0:
-            raise InputError(f"{path}: the file is empty")
+        _check_not_empty(path)
         with unwrapped(path) as inner:
             if inner != path:  # compressed, an archive, or UTF-16: read what it holds
                 return _read_instead(inner, str(path), again)
         if path.is_dir() and (path / RUNLOG).is_file() and fmt in (None, "jsonl"):
             path = path / RUNLOG  # a scalerl run directory: its run log
-        if path.is_file() and path.stat().st_size == 0:
-            raise InputError(f"{path}: the file is empty")
+        _check_not_empty(path)
         fmt = fmt or detect_format(path)
         if fmt in LINE_FORMATS and path.is_file() and (cut := cut_last_line(path)) is not None:
-            with without_last_line(path) as whole:
-                curves = _read_instead(whole, str(path), {**again, "fmt": fmt})
-            note = (f"the file ends inside its last line, with no newline after it (a run killed while writing): "
-                    f"that line ({cut[-50:]!r}) left out -- its last number may have been cut short")
-            return [replace(c, notes=(*c.notes, note)) for c in curves]
+            return _read_without_cut_line(path, cut, {**again, "fmt": fmt})
     if fmt not in READERS:
         raise InputError(f"unknown log format {fmt!r}; known: {', '.join(READERS)}")
     if any(c in y for c in _GLOB):  # here, after unpacking and detection: each metric's read does neither again
@@ -394,6 +410,30 @@ def read_curves(
         metrics = _matching(path, y, resolved)
         if metrics is not None:
             return _read_metrics(path, metrics, resolved)
+    curves = _read_format(path, fmt, x, y, y_scale=y_scale, bounded=bounded, run_column=run_column)
+    if not curves:
+        raise InputError(f"{path}: no run has values in column {y!r}")
+    return _pick_runs(path, curves, run)
+
+
+def _check_not_empty(path: Path) -> None:
+    if path.is_file() and path.stat().st_size == 0:
+        raise InputError(f"{path}: the file is empty")
+
+
+def _read_without_cut_line(path: Path, cut: str, args: dict) -> list[Curve]:
+    """A console whose last line a kill cut off (``cut``): read without it, and said in each curve's notes."""
+    with without_last_line(path) as whole:
+        curves = _read_instead(whole, str(path), args)
+    note = (f"the file ends inside its last line, with no newline after it (a run killed while writing): "
+            f"that line ({cut[-50:]!r}) left out -- its last number may have been cut short")
+    return [replace(c, notes=(*c.notes, note)) for c in curves]
+
+
+def _read_format(path, fmt: str, x: str, y: str, *, y_scale: float, bounded: bool,
+                 run_column: str | None) -> list[Curve]:
+    """The curves ``fmt``'s reader reads from ``path``; its errors with what else the path tells (tracker
+    logs beside dumped evaluations, a misnamed compressed file)."""
     kwargs = {"y_scale": y_scale, "bounded": bounded}
     if run_column is not None:
         if fmt not in RUN_COLUMN_FORMATS:
@@ -401,7 +441,7 @@ def read_curves(
                              "names its runs itself (--run picks one)")
         kwargs["run_column"] = run_column
     try:
-        curves = READERS[fmt](path, x, y, **kwargs)
+        return READERS[fmt](path, x, y, **kwargs)
     except UnknownColumn as exc:
         beside = _tracker_logs_beside(path) if fmt == "eval-dumps" and _NO_COLUMN not in (x, y) else []
         if beside:
@@ -414,9 +454,6 @@ def read_curves(
         if misnamed:
             raise InputError(f"{exc} ({misnamed})") from None
         raise
-    if not curves:
-        raise InputError(f"{path}: no run has values in column {y!r}")
-    return _pick_runs(path, curves, run)
 
 
 def _misnamed(path) -> str:
@@ -444,7 +481,7 @@ def _tracker_logs_beside(path: Path) -> list[Path]:
 
 def _read_instead(inner: Path, shown: str, args: dict) -> list[Curve]:
     """Read ``inner`` -- a temporary copy or unpacking of what the user named -- with messages and
-    curves naming ``shown``, the user's name for it."""
+    curves (their notes and the reasons for runs left out too) naming ``shown``, the user's name for it."""
     try:
         curves = read_curves(inner, **args)
     except UnknownColumn as exc:
@@ -456,7 +493,14 @@ def _read_instead(inner: Path, shown: str, args: dict) -> list[Curve]:
             message += (f" (the archive holds {len(top)} entries at its top: {', '.join(top[:6])}"
                         f"{', ...' if len(top) > 6 else ''}; unpack it and name one)")
         raise InputError(message) from None
-    return [replace(c, source=shown) for c in curves]
+
+    def named(text: str) -> str:
+        # The notes and the reasons for runs left out too: said after the copy is gone, they named a
+        # temporary path that no longer exists.
+        return text.replace(str(inner), shown)
+
+    return [replace(c, source=shown, notes=tuple(map(named, c.notes)),
+                    left_out=tuple((name, named(why)) for name, why in c.left_out)) for c in curves]
 
 
 #: A column name no log has: asking for it makes a reader say which columns the log has.

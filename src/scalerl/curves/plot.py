@@ -58,6 +58,11 @@ def finish(fig, ax, path: Path, *, title: str, legend_loc: str = "outside") -> P
         ax.legend(fontsize=7, loc=legend_loc)
         fig.tight_layout()
     declutter_log_ticks(fig, ax)
+    return _save(fig, path)
+
+
+def _save(fig, path: Path) -> Path:
+    """Write ``fig`` to ``path`` and close it."""
     try:
         with replaced_atomically(path) as tmp:  # a kill mid-save leaves the old figure, not a cut one
             fig.savefig(tmp)
@@ -246,8 +251,6 @@ def plot_backtests(results: Sequence, path, *, title: str = "", cut_labels: Sequ
     :data:`MAX_PANELS` panels (the first ones)."""
     path = check_plot_path(path)
     plt = _plt()
-    from matplotlib import ticker
-
     shown = list(results)[:MAX_PANELS]
     if not shown:
         raise InputError("no backtest to plot")
@@ -258,71 +261,83 @@ def plot_backtests(results: Sequence, path, *, title: str = "", cut_labels: Sequ
         if i >= len(shown):
             ax.set_visible(False)
             continue
-        bt = shown[i]
-        fc = bt.forecast
-        xs, ys = fc.curve.x, fc.curve.y
-        pos = xs > 0
-        excursion = fc.excursions.mask(xs, ys)
-        # From the fit window's start: left of an opening plateau the law is no forecast of anything.
-        start = fc.fit.fit_from if fc.fit.fit_from is not None else xs[pos].min()
-        early = pos & (xs < start) & (xs <= bt.cut) & ~excursion  # left out of the sigmoid, not fitted
-        fitted = pos & (xs <= bt.cut) & ~excursion & ~early
-        grid = np.geomspace(start, xs.max(), 120)
-        b = fc.band_arrays(grid)
-        if not bt.unstable:  # no forecast, so no band around one
-            ax.fill_between(grid, b["obs_lo"], b["obs_hi"], color="C0", alpha=0.10, lw=0, label="prediction band")
-            ax.fill_between(grid, b["lo"], b["hi"], color="C0", alpha=0.25, lw=0, label="confidence band")
-        ax.plot(grid, b["R"], ":" if bt.unstable else "-", color="C0", lw=1.3, label="forecast")
-        ax.scatter(xs[fitted], ys[fitted], s=7, color="C0", zorder=3, label="fitted")
-        if early.any():
-            ax.scatter(xs[early], ys[early], s=9, marker="x", color="gray", lw=0.7, zorder=3,
-                       label="left out of the sigmoid (opening plateau)")
-        ax.scatter(bt.test_x, bt.test_y, s=9, facecolors="none", edgecolors="C3", lw=0.7, zorder=3, label="held out")
-        if excursion.any():
-            ax.scatter(xs[excursion], ys[excursion], s=12, marker="x", color="C3", lw=0.8, zorder=3,
-                       label="left out (one-evaluation excursion)")
-        ax.axvline(bt.cut, color="gray", lw=0.6)
-        if bt.test_x:
-            end = bt.test_x[len(bt.test_x) - max(1, len(bt.test_x) // 4):]
-            missed = bt.scored and not bt.bands.end_covered
-            ax.hlines(bt.end_level, end[0], end[-1], color="C3" if missed else "k", lw=2.2, zorder=4,
-                      label="end level (band missed it: red)")
-        # The data's range: a law extrapolated left of its fit window (an opening plateau left out)
-        # can dive far below it and would flatten every point.
-        lo, hi = float(ys[pos].min()), float(ys[pos].max())
-        span = max(hi - lo, 0.05)
-        ax.set_ylim(lo - 0.12 * span, hi + 0.12 * span)
-        ax.set_xscale("log")
-        ax.tick_params(labelsize=6)
-        ax.xaxis.set_major_locator(ticker.LogLocator(numticks=3))
-        ax.xaxis.set_minor_formatter(ticker.NullFormatter())
-        ax.grid(alpha=0.25, which="major")
-        state = ("UNSTABLE: no forecast" if bt.unstable else "fell later: not scored" if not bt.scored
-                 else f"MAE {bt.default.mae:.3f}, end {bt.default.end_error:+.3f}")
-        name = shorten(bt.run, 34)
-        cut = f" @{cut_labels[i]}" if cut_labels else ""
-        ax.set_title(f"{name}{cut}\n{state}", fontsize=6.5,
-                     color="C3" if bt.scored and not bt.bands.end_covered else "black")
-    # Every panel's entries, once each: the first panel alone lacked the bands when its run was unstable.
-    entries: dict = {}
-    for ax in axes.flat[: len(shown)]:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            entries.setdefault(label, handle)
-    handles, labels = list(entries.values()), list(entries)
+        _backtest_panel(ax, shown[i], f" @{cut_labels[i]}" if cut_labels else "")
     fig.set_layout_engine("constrained")
+    handles, labels = _legend_entries(axes.flat[: len(shown)])
     fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=6, frameon=False)
     more = len(results) - len(shown)
     heading = title + (f" (the first {len(shown)} of {len(results)})" if more > 0 else "")
     if heading:
         fig.suptitle(heading, fontsize=9)
-    try:
-        with replaced_atomically(path) as tmp:
-            fig.savefig(tmp)
-    except OSError as exc:
-        raise InputError(f"cannot write the plot to {path}: {exc.strerror or exc}") from None
-    finally:
-        plt.close(fig)
-    return path
+    return _save(fig, path)
+
+
+def _backtest_panel(ax, bt, cut: str) -> None:
+    """One backtest's panel of :func:`plot_backtests`; ``cut`` ends its title (`` @0.5``, or "")."""
+    fc = bt.forecast
+    xs, ys = fc.curve.x, fc.curve.y
+    pos = xs > 0
+    excursion = fc.excursions.mask(xs, ys)
+    # From the fit window's start: left of an opening plateau the law is no forecast of anything.
+    start = fc.fit.fit_from if fc.fit.fit_from is not None else xs[pos].min()
+    early = pos & (xs < start) & (xs <= bt.cut) & ~excursion  # left out of the sigmoid, not fitted
+    fitted = pos & (xs <= bt.cut) & ~excursion & ~early
+    grid = np.geomspace(start, xs.max(), 120)
+    b = fc.band_arrays(grid)
+    if not bt.unstable:  # no forecast, so no band around one
+        ax.fill_between(grid, b["obs_lo"], b["obs_hi"], color="C0", alpha=0.10, lw=0, label="prediction band")
+        ax.fill_between(grid, b["lo"], b["hi"], color="C0", alpha=0.25, lw=0, label="confidence band")
+    ax.plot(grid, b["R"], ":" if bt.unstable else "-", color="C0", lw=1.3, label="forecast")
+    ax.scatter(xs[fitted], ys[fitted], s=7, color="C0", zorder=3, label="fitted")
+    if early.any():
+        ax.scatter(xs[early], ys[early], s=9, marker="x", color="gray", lw=0.7, zorder=3,
+                   label="left out of the sigmoid (opening plateau)")
+    ax.scatter(bt.test_x, bt.test_y, s=9, facecolors="none", edgecolors="C3", lw=0.7, zorder=3, label="held out")
+    if excursion.any():
+        ax.scatter(xs[excursion], ys[excursion], s=12, marker="x", color="C3", lw=0.8, zorder=3,
+                   label="left out (one-evaluation excursion)")
+    ax.axvline(bt.cut, color="gray", lw=0.6)
+    _end_level_bar(ax, bt)
+    _panel_axes(ax, ys[pos])
+    state = ("UNSTABLE: no forecast" if bt.unstable else "fell later: not scored" if not bt.scored
+             else f"MAE {bt.default.mae:.3f}, end {bt.default.end_error:+.3f}")
+    ax.set_title(f"{shorten(bt.run, 34)}{cut}\n{state}", fontsize=6.5,
+                 color="C3" if bt.scored and not bt.bands.end_covered else "black")
+
+
+def _end_level_bar(ax, bt) -> None:
+    """The observed end level over the last quarter of the held-out evaluations: red where the band missed it."""
+    if not bt.test_x:
+        return
+    end = bt.test_x[len(bt.test_x) - max(1, len(bt.test_x) // 4):]
+    missed = bt.scored and not bt.bands.end_covered
+    ax.hlines(bt.end_level, end[0], end[-1], color="C3" if missed else "k", lw=2.2, zorder=4,
+              label="end level (band missed it: red)")
+
+
+def _panel_axes(ax, ys) -> None:
+    """A small panel's axes: log x with few ticks, y over the data's range ``ys``."""
+    from matplotlib import ticker
+
+    # The data's range: a law extrapolated left of its fit window (an opening plateau left out)
+    # can dive far below it and would flatten every point.
+    lo, hi = float(ys.min()), float(ys.max())
+    span = max(hi - lo, 0.05)
+    ax.set_ylim(lo - 0.12 * span, hi + 0.12 * span)
+    ax.set_xscale("log")
+    ax.tick_params(labelsize=6)
+    ax.xaxis.set_major_locator(ticker.LogLocator(numticks=3))
+    ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.grid(alpha=0.25, which="major")
+
+
+def _legend_entries(axes) -> tuple[list, list[str]]:
+    """Every panel's entries, once each: the first panel alone lacked the bands when its run was unstable."""
+    entries: dict = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    return list(entries.values()), list(entries)
 
 
 def plot_curves(curves: Sequence, path, *, fits=None, title: str = "") -> Path:

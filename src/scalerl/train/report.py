@@ -56,19 +56,11 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
                      calibration: str | Path | None = None) -> RunReport:
     """Build the report of the run in ``output`` (see the module docstring); the bands' factors
     from the ``calibration`` file (default: the run's ``forecast.calibration``, else the shipped ones)."""
-    from scalerl.curves.plot import plot_backtest
-
     output = Path(output)
     log = output / "runlog.jsonl"
-    if not log.exists():
-        raise InputError(f"{output}: no runlog.jsonl here; give a run directory (made by scalerl train or demo)")
-    header, rows, _ = read_runlog(log)
-    evals = [r for r in rows if r.get("type") == "eval"]
-    if not evals:
-        raise InputError(f"{log}: no evaluation rows yet")
+    header, rows, evals = _read_evals(output, log)
     cfg = header.get("config", {})
     x = x or cfg.get("forecast", {}).get("x", "flops")
-    configured = cfg.get("forecast", {}).get("calibration")
     cal = read_calibration(calibration, level=DEFAULT_LEVEL) if calibration else None  # asked for: an error if unreadable
     sets = _eval_sets(evals)
     y = f"{sets[0]}/pass_rate"
@@ -77,7 +69,38 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     xs = np.array([r[x] for r in evals], dtype=float)
     ys = np.array([r[y] for r in evals], dtype=float)
     f = rep.facts
-    f.update(
+    f.update(_run_facts(output, header, rows, evals, ys))
+    cal, said = _calibration(output, cfg.get("forecast", {}).get("calibration"), calibration, cal)
+    if said is not None:
+        f["calibration"] = said
+    curve = Curve.from_arrays(xs, ys, name=output.name, x_name=x, y_name=y)
+    facts, figure = _half_budget_forecast(curve, xs, ys, output, fraction=fraction, n_boot=n_boot, calibration=cal)
+    f.update(facts)
+    rep.files.append(figure)
+    f.update(_whole_run_fit(curve, evals, xs, n_boot=n_boot, calibration=cal))
+    rep.files.append(_plot_sets(evals, sets, x, output / SETS_PNG))
+    rep.sample = last_sample(output)
+    rep.files += _write_text(rep, sets)
+    return rep
+
+
+def _read_evals(output: Path, log: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(header, rows, evaluation rows)`` of the run log; :class:`InputError` without a log or an evaluation."""
+    if not log.exists():
+        raise InputError(f"{output}: no runlog.jsonl here; give a run directory (made by scalerl train or demo)")
+    header, rows, _ = read_runlog(log)
+    evals = [r for r in rows if r.get("type") == "eval"]
+    if not evals:
+        raise InputError(f"{log}: no evaluation rows yet")
+    return header, rows, evals
+
+
+def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]], evals: list[dict[str, Any]],
+               ys: np.ndarray) -> dict[str, Any]:
+    """What the run is and did: its recipe, model and task, its compute, the pass rate's start, end and
+    best, its reward failures, resumes and collapses, whether it finished."""
+    cfg = header.get("config", {})
+    return dict(
         recipe=header.get("recipe"), model=header.get("model"), task=header.get("task"),
         params=header.get("params"), steps=int(evals[-1]["step"]), evaluations=len(evals),
         start=float(ys[0]), final=float(ys[-1]), gain=float(ys[-1] - ys[0]), best=float(ys.max()),
@@ -89,22 +112,36 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
         collapsed_steps=collapsed_steps(r for r in rows if r.get("type") == "train"),
         lr=cfg.get("recipe", {}).get("optimizer", {}).get("lr"),
     )
+
+
+def _calibration(output: Path, configured, asked, cal):
+    """``(the bands' factors, what the report says of them)``: ``cal`` read from the file ``asked`` for; else
+    the run's ``forecast.calibration`` (``configured``); else the shipped factors ``(None, None)``."""
     copy = output / CALIBRATION_COPY
     if cal is None and (configured or copy.exists()):
         try:  # the run's own copy first: the original may have moved since the run started
             cal = read_calibration(copy if copy.exists() else configured, level=DEFAULT_LEVEL)
             # Named as what was read: the original path alone read as its factors now, which can
             # differ from the copy's (calibrated again since) or be gone.
-            f["calibration"] = (f"{copy} (the run's copy of {configured}, made when it started)"
-                                if copy.exists() and configured else str(configured or copy))
+            return cal, (f"{copy} (the run's copy of {configured}, made when it started)"
+                         if copy.exists() and configured else str(configured or copy))
         except InputError as exc:  # the run trained; its report falls back, and says so
-            f["calibration"] = f"the shipped factors: the run's forecast.calibration could not be read ({exc})"
-    elif cal is not None:
-        f["calibration"] = str(calibration)
-    curve = Curve.from_arrays(xs, ys, name=output.name, x_name=x, y_name=y)
-    # The half-budget forecast: fit on compute <= fraction x final compute, predict the rest.
+            return None, f"the shipped factors: the run's forecast.calibration could not be read ({exc})"
+    if cal is not None:
+        return cal, str(asked)
+    return None, None
+
+
+def _half_budget_forecast(curve: Curve, xs: np.ndarray, ys: np.ndarray, output: Path, *, fraction: float,
+                          n_boot: int, calibration) -> tuple[dict[str, Any], Path]:
+    """The half-budget forecast: fit on compute <= fraction x final compute, predict the rest.
+    ``(its facts, its figure)``; too early for a forecast, the figure is the curve alone and the facts
+    say why (``forecast_error_message``)."""
+    from scalerl.curves.plot import plot_backtest
+
+    f: dict[str, Any] = {}
     try:
-        bt = backtest(curve, cut_fraction=fraction, n_boot=n_boot, calibration=cal)
+        bt = backtest(curve, cut_fraction=fraction, n_boot=n_boot, calibration=calibration)
         (pred,) = bt.forecast.predict([xs[-1]])
         f.update(
             forecast_cut=bt.cut, forecast_points=bt.n_fit, forecast_final=pred.R, forecast_final_lo=pred.lo,
@@ -117,16 +154,23 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
             forecast_A=bt.forecast.fit.A, power_law_final=(bt.power_law.predictions[-1] if bt.power_law else None),
             power_law_mae=(bt.power_law.mae if bt.power_law else None),
         )
-        rep.files.append(plot_backtest(bt, output / CURVE_PNG, title=f"{output.name}: sigmoid fitted on the first "
-                                       f"{int(fraction * 100)}% of the compute"))
+        return f, plot_backtest(bt, output / CURVE_PNG, title=f"{output.name}: sigmoid fitted on the first "
+                                f"{int(fraction * 100)}% of the compute")
     except InputError as exc:
         f["forecast_error_message"] = str(exc)
         from scalerl.curves.plot import plot_curves
 
         # Too early for a forecast: still draw what there is.
-        rep.files.append(plot_curves([curve], output / CURVE_PNG, title=f"{output.name}: {exc}"))  # (finish wraps it to the figure)
+        return f, plot_curves([curve], output / CURVE_PNG, title=f"{output.name}: {exc}")  # (finish wraps it to the figure)
+
+
+def _whole_run_fit(curve: Curve, evals: list[dict[str, Any]], xs: np.ndarray, *, n_boot: int,
+                   calibration) -> dict[str, Any]:
+    """The sigmoid fitted on the whole run: A, B and C_mid with their intervals, whether the run is
+    stable, and the excursions left out of the fit (or why there is no fit)."""
+    f: dict[str, Any] = {}
     try:
-        full = forecast(curve, n_boot=n_boot, power_law=False, calibration=cal)
+        full = forecast(curve, n_boot=n_boot, power_law=False, calibration=calibration)
         iv = full.intervals()
         for name in ("A", "B", "C_mid"):
             f[f"fit_{name}"] = getattr(full.fit, name)
@@ -137,10 +181,7 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
         f["fit_excursions"] = dataclasses.replace(full.excursions, x=steps).describe("step")
     except InputError as exc:
         f["fit_error_message"] = str(exc)
-    rep.files.append(_plot_sets(evals, sets, x, output / SETS_PNG))
-    rep.sample = last_sample(output)
-    rep.files += _write_text(rep, sets)
-    return rep
+    return f
 
 
 def check_x_column(evals: list[dict[str, Any]], x: str, log: Path) -> None:
