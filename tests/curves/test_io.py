@@ -1,4 +1,5 @@
 import json
+import os
 
 import numpy as np
 import pytest
@@ -650,3 +651,19 @@ def test_a_csv_in_a_windows_code_page_is_read_with_its_names_and_a_utf8_one_with
     clean = tmp_path / "clean.csv"
     clean.write_bytes(b"\xef\xbb\xbf" + ("run,step,précision\n" + rows).encode())
     assert not any("UTF-8" in n for n in read_curve(clean, x="step", y="précision").notes)
+
+
+def test_which_bad_csv_cell_an_error_names_does_not_depend_on_the_hash_seed(tmp_path):
+    """Two columns read, neither a number: the error named one or the other by the process's hash seed
+    (the columns read were a set) -- the x column first, always, now."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "runs.csv"
+    log.write_text("step,algo,model\n1,grpo,qwen\n2,grpo,qwen\n")
+    code = ("from scalerl.curves import read_curves\n"
+            f"try: read_curves({str(log)!r}, 'algo', 'model')\n"
+            "except Exception as e: print(e)")
+    said = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in range(1, 7)}
+    assert len(said) == 1 and "column 'algo'" in said.pop()

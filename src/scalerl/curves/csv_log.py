@@ -203,7 +203,8 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
                                 f"{', '.join(repr(r) for r in runs)}; --y takes the metric, --run the run)",
                                 exc.available)
         raise unknown_column(path, "y", y, header)
-    needed = {y, *x_columns(path, columns, x)}
+    # In order (x's columns, then y): which bad cell an error names must not depend on the hash seed.
+    needed = list(dict.fromkeys([*x_columns(path, columns, x), y]))
     index = {h: j for j, h in enumerate(header)}
     if run_column is not None and run_column not in index:
         raise unknown_column(path, "run", run_column, header)
@@ -215,7 +216,7 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     # JSON-lines log is (a table of several runs is not: its runs' rows need not be in log order).
     # (A step column the header names twice is not read: which one is meant cannot be known.)
     step = next((c for c in STEP_COLUMNS if header.count(c) == 1), None) if ir is None else None
-    _check_unique(path, header, needed | {run_column})
+    _check_unique(path, header, {*needed, run_column})
     rows, repeated = drop_repeated_evaluations(rows, x, lambda r: len(r[1]) > index[y] and bool(r[1][index[y]].strip()),
                                                cells=lambda r: r[1])
     records, without_y, percent, percent_y = [], 0, 0, 0
