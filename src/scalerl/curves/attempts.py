@@ -13,6 +13,10 @@ winning, as the trackers' readers keep a step's later value.
 
 from __future__ import annotations
 
+import math
+
+from scalerl.curves.rows import MISSING_CELLS
+
 #: The trainer's step, which ``transformers``' W&B and Trackio callbacks (TRL's trainers included) log
 #: in every row: the clock that tells a resumed attempt from the one it abandoned.
 TRAINER_STEP = "train/global_step"
@@ -168,9 +172,23 @@ def _counted(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 
 
+def logged(value: object) -> bool:
+    """Whether a row logs ``value``: not None, not NaN or infinite, not a string the readers read as a
+    missing cell (:data:`scalerl.curves.rows.MISSING_CELLS`: ``""``, ``"nan"``, ``"null"``, ...). A row
+    that writes every column, NaN where it logged nothing (pandas' ``to_csv``, ``csv.writer`` of full
+    rows), logs only its numbers: an evaluation row with NaN timers is no training row."""
+    if value is None:
+        return False
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, str):
+        return value.strip() not in MISSING_CELLS
+    return True
+
+
 def _kind(row: dict, counter: str) -> frozenset:
-    """What a row logs: its keys with a value, less the counter."""
-    return frozenset(k for k, v in row.items() if k != counter and v is not None and v != "")
+    """What a row logs: its keys with a value (:func:`logged`), less the counter."""
+    return frozenset(k for k, v in row.items() if k != counter and logged(v))
 
 
 def same_kind(a: frozenset, b: frozenset) -> bool:
@@ -195,6 +213,7 @@ class _Replaced:
         self.kinds = kinds if kinds is not None else {}
         self.abandoned: list[dict] = []
         self.at = None
+        self.resumed_kinds: list[frozenset] = []  # what the resumed attempt logged at ``at`` so far
         self.dropped = self.merged = 0
 
     def kind(self, row: dict) -> frozenset:
@@ -205,12 +224,22 @@ class _Replaced:
         """A resume begins at ``value`` (None: one that keeps none of the abandoned rows)."""
         self.abandoned = [] if value is None else _at_step(rows, self.counter, value)
         self.at = value
+        self.resumed_kinds = []
+
+    def again(self, kind: frozenset) -> bool:
+        """Whether the resumed attempt logged a row of ``kind`` at the step it resumed at already: a
+        row of that kind there now is another resume from the same checkpoint (an attempt that
+        evaluated the checkpoint and died, resumed again)."""
+        return any(same_kind(k, kind) for k in self.resumed_kinds)
 
     def __call__(self, rows: list[dict], row: dict) -> tuple[list[dict], dict]:
         """``rows`` less the abandoned row ``row`` takes the place of, and ``row`` (merged over it)."""
-        if not self.abandoned or row.get(self.counter) != self.at:
+        if row.get(self.counter) != self.at:
             return rows, row
         kind = self.kind(row)
+        self.resumed_kinds.append(kind)
+        if not self.abandoned:
+            return rows, row
         mine = next((r for r in self.abandoned if same_kind(self.kind(r), kind)), None)
         if mine is None:
             return rows, row
@@ -224,31 +253,64 @@ class _Replaced:
         return rows, row
 
 
-def relogs_are_the_logs_own(kinds: list[frozenset | None], values: list) -> bool:
-    """Whether rows of one kind at one step are the way this log is written rather than a resume:
-    a step logged again (a row of the kind an earlier row at the same step logged, no other step in
-    between) at three rows of one step, or at more than 2 steps and a tenth of them -- a print per
-    sample or per micro-batch under the step it belongs to. A resume logs a step again once, at the
-    few steps it resumed at."""
-    steps = relogged = 0
+def _relogs(kinds: list[frozenset | None], values: list) -> list[tuple[int, float, frozenset]]:
+    """The rows that log the kind of thing (:func:`same_kind`) a row before them at their step logged,
+    no other step and no restart banner in between: ``(index, step, kind)``."""
+    out = []
     group: list[frozenset] = []
     last = None
-    for kind, value in zip(kinds, values):
+    for i, (kind, value) in enumerate(zip(kinds, values)):
         if kind is None:  # a restart banner: what follows is another launch's
             group, last = [], None
             continue
         if value is None:
             continue
         if value != last:
-            steps += 1
-            group, last, repeats = [], value, 0
+            group, last = [], value
         if any(same_kind(kind, k) for k in group):
-            repeats += 1
-            relogged += repeats == 1
-            if repeats >= 2:
-                return True
+            out.append((i, value, kind))
         group.append(kind)
-    return relogged > max(2, steps // 10)
+    return out
+
+
+def relogs_are_the_logs_own(kinds: list[frozenset | None], values: list) -> set[frozenset]:
+    """The kinds of row whose relogs -- rows of one kind at one step (:func:`_relogs`) -- are the way
+    this log is written rather than resumes. A resume is a rare event: it logs a step again at the
+    one or few checkpoints a training was resumed from, not at every step that logs that kind of
+    row. So a kind's relogs are the log's own where they recur at every step that logs a row of
+    that kind, from the first relog to the last -- two evaluation sets written as rows of one kind
+    at every evaluation, a print per sample or per micro-batch at every step -- and a single relog
+    is where no row of a later step comes after it: nothing shows a resumed attempt went on (an
+    evaluation written twice at the log's last step). The rule cannot tell two resumes at two
+    consecutive evaluations (and nowhere else) from a log's own way: it reads them as the latter."""
+    relogs = _relogs(kinds, values)
+    if not relogs:
+        return set()
+    steps_of: dict[frozenset, set] = {}  # each kind of row -> the steps that log one
+    for kind, value in zip(kinds, values):
+        if kind is not None and value is not None:
+            steps_of.setdefault(kind, set()).add(value)
+    relogged: dict[frozenset, list[tuple[int, float]]] = {}
+    for i, value, kind in relogs:
+        relogged.setdefault(kind, []).append((i, value))
+    later = [None] * len(values)  # the highest step logged after each row
+    top = None
+    for i in range(len(values) - 1, -1, -1):
+        later[i] = top
+        if values[i] is not None and (top is None or values[i] > top):
+            top = values[i]
+    own = set()
+    for kind, events in relogged.items():
+        at = sorted({value for _, value in events})
+        if len(at) == 1:
+            i, value = events[-1]
+            if later[i] is None or later[i] <= value:
+                own.add(kind)
+            continue
+        logging = {s for k, steps in steps_of.items() if same_kind(k, kind) for s in steps if at[0] <= s <= at[-1]}
+        if logging <= set(at):
+            own.add(kind)
+    return own
 
 
 def split_attempts(rows: list[dict], counter: str, stem: str, *,
@@ -281,7 +343,7 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
     if kinds is None:
         kinds = [None if r.get(RESTART) else _kind(r, counter) for r in rows]
     kind_of = {id(r): k for r, k in zip(rows, kinds)}
-    relogs = relogs and not relogs_are_the_logs_own(kinds, values)
+    own = relogs_are_the_logs_own(kinds, values) if relogs else set()
     late_row = _LateRows(values) if late_rows else None
     runs: list[list[dict]] = [[]]
     resumes = dropped = late = 0
@@ -299,7 +361,7 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
             continue
         goes_back = last is not None and value < last
         relogged = last is not None and value == last and (
-            restart or (relogs and value != replaced.at
+            restart or (relogs and kinds[i] not in own and (value != replaced.at or replaced.again(kinds[i]))
                         and any(same_kind(kind_of[id(r)], kinds[i]) for r in _at_step(runs[-1], counter, value))))
         is_late = goes_back and not restart and late_row is not None and late_row(i, last)
         if (goes_back or relogged) and not is_late:

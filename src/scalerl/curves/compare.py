@@ -90,6 +90,8 @@ class Classification:
     """(run, baseline) C_mid after the shared-A refit."""
     dB_interval: tuple[float, float] | None = None
     log_cmid_ratio_interval: tuple[float, float] | None = None
+    C_mid_intervals: tuple[tuple[float, float], tuple[float, float]] | None = None
+    """(run, baseline) intervals of C_mid after the shared-A refit (its bootstrap; the intervals rule)."""
     rule: str = "intervals"
     explanation: str = ""
 
@@ -221,7 +223,7 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
         )
 
     # Same ceiling within the intervals: refit both with one shared A and compare the rest.
-    A, (B_r, C_r), (B_b, C_b), dB, dlogC = _shared_ceiling_bootstrap(run, base, n_boot=n_boot, seed=seed)
+    A, (B_r, C_r), (B_b, C_b), dB, dlogC, Cs = _shared_ceiling_bootstrap(run, base, n_boot=n_boot, seed=seed)
     # Two tests decide "efficiency" (B moved, or C_mid moved): each at half the error rate
     # (Bonferroni), so that the verdict errs at most 1 - level of the time when neither moved; and
     # each interval is the estimate +- z x the bootstrap's sd, not its percentiles: a 1.25% tail of
@@ -236,6 +238,7 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
     common = dict(
         dA=dA, dA_interval=dA_int, shared_A=A, B=(B_r, B_b), C_mid=(C_r, C_b),
         dB_interval=dB_int, log_cmid_ratio_interval=dC_int, rule="intervals",
+        C_mid_intervals=(_pct(Cs[:, 0], level), _pct(Cs[:, 1], level)) if len(Cs) else None,
     )
     if not (moved_C or moved_B):
         return Classification(
@@ -265,7 +268,7 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
 def _shared_ceiling_bootstrap(run: RunFit, base: RunFit, *, n_boot: int, seed: int):
     """Both runs fitted jointly with one A, and a residual bootstrap of that joint fit: (A,
     (B, C_mid) of the run, (B, C_mid) of the baseline, the resampled dB, the resampled
-    ln(C_mid_run / C_mid_base))."""
+    ln(C_mid_run / C_mid_base), the resampled (C_mid of the run, of the baseline))."""
     (xr, yr), (xb, yb) = _points(run), _points(base)
     r0s = [run.fit.R0, base.fit.R0]
     start = [(run.fit.A, run.fit.B, run.fit.C_mid), (base.fit.A, base.fit.B, base.fit.C_mid)]
@@ -281,7 +284,7 @@ def _shared_ceiling_bootstrap(run: RunFit, base: RunFit, *, n_boot: int, seed: i
     inflate = math.sqrt(n_pts / max(n_pts - 5, 1))
     resid = [(r - r.mean()) * inflate for r in resid]
     rng = seeded_rng(seed)
-    dB, dlogC = [], []
+    dB, dlogC, Cs = [], [], []
     st = [(A, B_r, C_r), (A, B_b, C_b)]
     for _ in range(n_boot):
         ys = [f + rng.choice(r, size=len(r)) for f, r in zip(fitted, resid)]
@@ -291,7 +294,8 @@ def _shared_ceiling_bootstrap(run: RunFit, base: RunFit, *, n_boot: int, seed: i
             continue
         dB.append(pb[0][0] - pb[1][0])
         dlogC.append(math.log(pb[0][1] / pb[1][1]))
-    return A, (B_r, C_r), (B_b, C_b), np.array(dB), np.array(dlogC)
+        Cs.append((pb[0][1], pb[1][1]))
+    return A, (B_r, C_r), (B_b, C_b), np.array(dB), np.array(dlogC), np.array(Cs).reshape(-1, 2)
 
 
 def _classify_paper(run: RunFit, base: RunFit, dA: float, margin: float) -> Classification:
@@ -415,18 +419,22 @@ def one_seed_caveat(result: CompareResult,
 def unmeasured_takeoff_notes(result: CompareResult) -> list[str]:
     """For each "efficiency" verdict of ``result`` that involves a run whose take-off came before its
     first evaluation after the start (its own C_mid, or the one of the shared-ceiling refit the verdict
-    reads, below it: :mod:`scalerl.curves.takeoff`): that the verdict rests on an unmeasured take-off."""
+    reads, below it -- the whole of its interval, where the intervals rule's bootstrap gives one --:
+    :mod:`scalerl.curves.takeoff`): that the verdict rests on an unmeasured take-off."""
     out = []
     for c in result.classifications:
         if c.kind != EFFICIENCY:
             continue
         shared = c.C_mid or (math.nan, math.nan)
+        shared_intervals = c.C_mid_intervals or (None, None)
         unmeasured = []
-        for label, C_shared in ((c.label, shared[0]), (c.baseline, shared[1])):
+        for label, C_shared, shared_interval in ((c.label, shared[0], shared_intervals[0]),
+                                                 (c.baseline, shared[1], shared_intervals[1])):
             rf = result.run(label)
-            x = np.concatenate([c.x for c in rf.curves])  # every evaluation of its seeds
+            x = [np.asarray(c.x, dtype=float) for c in rf.curves]  # every evaluation of its seeds, each its own start
             own = rf.interval("C_mid") if rf.seeds.boot is not None else None
-            first = below_first(rf.fit.C_mid, x, own) or below_first(C_shared, x)
+            # Either C_mid by the whole of its interval where a bootstrap gives one, as fit says it.
+            first = below_first(rf.fit.C_mid, x, own) or below_first(C_shared, x, shared_interval)
             if first is not None:
                 lowest = min(v for v in (rf.fit.C_mid, C_shared) if math.isfinite(v))
                 unmeasured.append(f"{label} (C_mid {lowest:.3g}, first evaluation at {first:.4g})")

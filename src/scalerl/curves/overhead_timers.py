@@ -10,15 +10,18 @@ trainer's timers (``cum:timing/*``, ``cum:timeperf/*``) adds such timers up dire
 Whether a timer sits inside the summed one is told from the log itself, not from a version number:
 on the rows that log it, the summed timer must be larger than on the rows that do not, by about the
 timer's own value (a least-squares fit of the summed timer on the known timers, each coefficient 1
-when inside, 0 when outside). Only the known timers below are looked at.
+when inside, 0 when outside; judged only where its confidence interval rules the other answer out).
+Only the known timers below are looked at.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
 
 import numpy as np
+from scipy import stats
 
 #: Timers of work that is not training, by the exact name each framework logs, with what it times and
 #: where that name and its nesting come from.
@@ -50,27 +53,72 @@ NOT_TRAINING: dict[str, str] = {
 # HF Trainer (no per-step timers), ROLL (time/val_step is inside time/step_total, but step_total is
 # logged one step late, so a row's two never coincide).
 
-#: A timer counts as inside the summed one when the summed timer grows with it by at least this much
-#: per second (1 when inside, 0 when outside; the fit's noise is a step's jitter over the timer's size).
-INSIDE = 0.5
+#: How sure the fit must be: a timer is judged inside (or outside) the summed one only where the other
+#: answer lies outside the fit's 95% confidence interval.
+CONFIDENCE = 0.95
+#: Timers logged on the very same rows are judged together (which of them the summed timer holds); past
+#: this many, only whether it holds them all or none.
+MAX_SUBSETS_OF = 4
 
 
 def _number(v) -> float:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else 0.0
 
 
+def summed_rows(rows: list[dict], summed: list[str]) -> list[dict]:
+    """The rows that log one of the ``summed`` columns: the rows ``cum:`` adds a step's time from, and
+    so the only rows a timer taken off it is taken off (a validation before training, on a row of its
+    own, is inside no step's time)."""
+    return [r for r in rows if any(isinstance(v := r.get(c), (int, float)) and not isinstance(v, bool)
+                                   and math.isfinite(v) for c in summed)]
+
+
+def _answers(ts: np.ndarray) -> list[tuple[float, tuple[bool, ...]]]:
+    """For timers logged on the same rows (``ts``: a column each), each answer to which of them the
+    summed timer holds, with the coefficient the fit on their sum gives under it (the held timers'
+    share of their sum: 0 for none, 1 for all)."""
+    total = float(ts.sum())
+    shares = ts.sum(axis=0) / total
+    if ts.shape[1] > MAX_SUBSETS_OF:
+        return [(0.0, (False,) * ts.shape[1]), (1.0, (True,) * ts.shape[1])]
+    return [(float(sum(sh for sh, held in zip(shares, which) if held)), which)
+            for which in itertools.product((False, True), repeat=ts.shape[1])]
+
+
 def _inside(rows: list[dict], summed: list[str], timers: list[str]) -> dict[str, bool | None]:
     """For each of ``timers`` (not among ``summed``): whether the summed timers include it (None: the
-    log cannot tell -- too few rows without the timers, or a timer on every row)."""
-    timed = [r for r in rows if any(isinstance(r.get(c), (int, float)) for c in summed)]
+    log cannot tell). On the rows that log the summed timers, a least-squares fit of their sum on the
+    timers (and a constant, the step's own time): a timer inside adds its own value (coefficient 1),
+    one outside nothing (0). The answer is the one nearest the fitted coefficient, where the fit's
+    confidence interval rules out the other; else the log cannot tell (too few rows without the
+    timers, a timer on every row, or a fit too noisy). Timers logged on the very same rows (verl's
+    save and validation, both every 10 steps) cannot be told apart by their coefficients -- the fit
+    is as ill-conditioned as the two are alike --: their sum is fitted, and its coefficient is the
+    share of it the summed timer holds (0, the validation's share, the save's, or 1)."""
+    timed = summed_rows(rows, summed)
     s = np.array([sum(_number(r.get(c)) for c in summed) for r in timed])
     t = np.array([[_number(r.get(k)) for k in timers] for r in timed]).reshape(len(timed), len(timers))
+    groups: dict[bytes, list[int]] = {}  # the rows a timer is logged on -> the timers logged on them
+    for j in range(len(timers)):
+        groups.setdefault((t[:, j] != 0).tobytes(), []).append(j)
+    members = [js for js in groups.values() if t[:, js].any()]
+    unknown = {k: None for k in timers}
+    design = np.column_stack([np.ones(len(timed)), *(t[:, js].sum(axis=1) for js in members)])
     clean = int((t == 0).all(axis=1).sum())
-    design = np.column_stack([np.ones(len(timed)), t])
-    if clean < 2 or len(timed) < len(timers) + 3 or np.linalg.matrix_rank(design) < design.shape[1]:
-        return {k: None for k in timers}
-    coef = np.linalg.lstsq(design, s, rcond=None)[0][1:]
-    return {k: bool(c >= INSIDE) for k, c in zip(timers, coef)}
+    dof = len(timed) - design.shape[1]
+    if not members or clean < 2 or dof < 2 or np.linalg.matrix_rank(design) < design.shape[1]:
+        return unknown
+    coef, rss, *_ = np.linalg.lstsq(design, s, rcond=None)
+    residual = float(rss[0]) if len(rss) else float(((design @ coef - s) ** 2).sum())
+    se = np.sqrt(np.diag(np.linalg.inv(design.T @ design)) * residual / dof)
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, dof) * se
+    out = dict(unknown)
+    for g, js in enumerate(members, start=1):
+        answers = sorted(_answers(t[:, js]), key=lambda a: abs(a[0] - coef[g]))
+        (_, which), others = answers[0], answers[1:]
+        if all(abs(c - coef[g]) > half[g] for c, _ in others):
+            out.update({timers[j]: held for j, held in zip(js, which)})
+    return out
 
 
 def _taken_off_outside(runs: dict[object, list[dict]], plus: list[str], minus: list[str]) -> list[str]:
@@ -107,8 +155,10 @@ def overhead_note(rows: list[dict], x: str, plus: list[str], minus: list[str], r
             inside[k] = v if k not in inside else (inside[k] if inside[k] == v else None)
     counted = summed_in + [k for k in nested if inside.get(k)]
     unsure = [k for k in nested if inside.get(k) is None]
-    total = sum(_number(r.get(c)) for r in rows for c in plus) - sum(_number(r.get(c)) for r in rows for c in minus)
-    amounts = {k: sum(_number(r.get(k)) for r in rows) for k in known}
+    # Over the rows x adds a step's time from, as the readers take the minus terms off those rows only.
+    timed = summed_rows(rows, plus)
+    total = sum(_number(r.get(c)) for r in timed for c in plus) - sum(_number(r.get(c)) for r in timed for c in minus)
+    amounts = {k: sum(_number(r.get(k)) for r in timed) for k in known}
     counted = [k for k in counted if amounts[k] > 0]
     unsure = [k for k in unsure if amounts[k] > 0]
     if total <= 0 or not (counted or unsure):

@@ -107,34 +107,68 @@ def _matching(keys: set[str], term: str) -> list[str]:
     return [term] if term in keys else []
 
 
-def cumulative_terms(path: Path, keys: set[str], x: str) -> tuple[list[str], list[str]]:
-    """The columns ``cum:EXPR`` adds up and those it takes off. ``EXPR`` is a column or glob, then any
-    number of ``-COLUMN`` (or ``-GLOB``); a name holding a ``-`` itself (``val-core/...``) is read whole
-    where the log has it: the split with the fewest terms in which every term names columns wins."""
+def _cumulative_split(path: Path, keys: set[str], x: str) -> tuple[list[str], list[str], list[str]]:
+    """``cum:EXPR`` read as the columns it adds up, those it takes off, and the terms it takes off that
+    the log has never logged (each a ``-``-separated part: counted as 0). The first term must name
+    columns; a name holding a ``-`` itself is read whole where the log has it. Of the splits, the one
+    with the fewest terms the log lacks, then the fewest terms, wins."""
     expr = x[len(CUMULATIVE):]
     parts = expr.split("-")
-    best: list[list[str]] | None = None
+    best: tuple[int, int, list[str], list[bool]] | None = None
 
-    def split(i: int, terms: list[str]) -> None:  # every way to join parts[i:] into terms, fewest first kept
+    def split(i: int, terms: list[str], absent: list[bool]) -> None:  # every way to join parts[i:] into terms
         nonlocal best
         if i == len(parts):
-            if best is None or len(terms) < len(best):
-                best = [list(_matching(keys, t.strip())) for t in terms]
+            score = (sum(absent), len(terms))
+            if best is None or score < best[:2]:
+                best = (*score, terms, absent)
             return
         for j in range(i + 1, len(parts) + 1):
             term = "-".join(parts[i:j]).strip()
             if term and _matching(keys, term):
-                split(j, [*terms, term])
+                split(j, [*terms, term], [*absent, False])
+        if i and parts[i].strip():  # a term taken off that the log lacks (a run that never saved): 0
+            split(i + 1, [*terms, parts[i].strip()], [*absent, True])
 
-    split(0, [])
+    split(0, [], [])
     if best is None:
-        raise unknown_column(path, "x", x, {CUMULATIVE + k for k in keys if k != "type"})
-    plus, *minus = best
-    off = {c for cols in minus for c in cols}
+        error = unknown_column(path, "x", x, {CUMULATIVE + k for k in keys if k != "type"})
+        if "-" in expr:  # say which term is missing: the first, the one summed (those taken off may be)
+            error = UnknownColumn(f"{error} (cum: adds up its first term, {parts[0].strip()!r} -- the log "
+                                  "must have it; a term taken off that the log lacks counts as 0)",
+                                  error.available, error.rows)
+        raise error
+    _, _, terms, absent = best
+    plus = _matching(keys, terms[0])
+    off = {c for t, a in zip(terms[1:], absent[1:]) if not a for c in _matching(keys, t)}
     # A column the glob adds up is left out of the sum (cum:timing/*-timing/testing); any other is subtracted.
     if not set(plus) - off:
         raise InputError(f"{path}: --x {x} takes off every column it adds up; name a per-step column first")
-    return [c for c in plus if c not in off], sorted(off - set(plus))
+    return [c for c in plus if c not in off], sorted(off - set(plus)), [t for t, a in zip(terms, absent) if a]
+
+
+def cumulative_terms(path: Path, keys: set[str], x: str) -> tuple[list[str], list[str]]:
+    """The columns ``cum:EXPR`` adds up and those it takes off. ``EXPR`` is a column or glob, then any
+    number of ``-COLUMN`` (or ``-GLOB``); a name holding a ``-`` itself (``val-core/...``) is read whole
+    where the log has it: the split with the fewest terms in which every term names columns wins. A
+    term taken off that the log has never logged (``-timing_s/save_checkpoint`` of a run before its
+    first save) takes off 0 (:func:`absent_terms_note`)."""
+    plus, minus, _ = _cumulative_split(path, keys, x)
+    return plus, minus
+
+
+def absent_terms_note(path: Path, keys: set[str], x: str) -> str:
+    """What the notes say of the terms ``cum:EXPR`` takes off that the log has never logged ("" if none):
+    they take off 0, and a name that looks like one the log has may be a typo."""
+    absent = _cumulative_split(path, keys, x)[2]
+    if not absent:
+        return ""
+    # A term is a whole column name or a glob: '-actor' names no 'timing/update_actor' (a part of a name).
+    close = sorted({c for t in absent for c in [*difflib.get_close_matches(t, sorted(keys), n=3, cutoff=0.8),
+                                                *(k for k in sorted(keys) if t in k)][:5]})
+    return (f"--x {x}: {', '.join(repr(t) for t in absent)} logged nowhere in this log (not yet?): taken off as 0"
+            + (f" -- if you meant {', '.join(repr(c) for c in close)}, name it whole in --x (or by a glob: "
+               f"{'*' + absent[0] + '*'!r})" if close else ""))
 
 
 def x_columns(path: Path, keys: set[str], x: str) -> list[str]:
@@ -147,6 +181,13 @@ def x_columns(path: Path, keys: set[str], x: str) -> list[str]:
     return plus + minus
 
 
+def taken_off_too_much(path: Path, x: str, plus: list[str], minus: list[str], step: object, left: float) -> InputError:
+    """The error for a ``cum:`` x that takes more off a step than its summed timer holds there: what is
+    taken off is not inside what is added up (verl since PR #3117 times its saves after the step)."""
+    return InputError(f"{path}: --x {x} takes more off than {' + '.join(plus)} holds in the row at step {step} "
+                      f"({left:g} left): {', '.join(minus)} is not part of it in this log -- leave it out of --x")
+
+
 def _cumulative_columns(path: Path, keys: set[str], x: str) -> Callable[[dict], float]:
     """The per-row amount ``cum:EXPR`` adds up: one column, or the sum of every column matching a
     glob, less the columns after a ``-`` (a row without one of those takes off 0: verl logs its
@@ -157,7 +198,9 @@ def _cumulative_columns(path: Path, keys: set[str], x: str) -> Callable[[dict], 
 
     def amount(r: dict) -> float:
         total = 0.0
-        for sign, cols in ((1.0, plus), (-1.0, minus)):
+        # Taken off only the rows that log the summed timer (a validation before training, on a row of
+        # its own, is inside no step's time), as the TensorBoard reader does.
+        for sign, cols in ((1.0, plus), (-1.0, minus if timed(r, plus) else [])):
             for c in cols:
                 v = r.get(c)
                 if v is None:
@@ -167,10 +210,8 @@ def _cumulative_columns(path: Path, keys: set[str], x: str) -> Callable[[dict], 
                                      f"number (needed for --x {x})")
                 if math.isfinite(v):
                     total += sign * float(v)
-        if total < 0:  # what is taken off is not inside what is added up (verl since PR #3117: after the step)
-            raise InputError(f"{path}: --x {x} takes more off than {' + '.join(plus)} holds in the row at step "
-                             f"{r.get('step', '?')} ({total:g} left): {', '.join(minus)} is not part of it in this "
-                             f"log -- leave it out of --x")
+        if total < 0:
+            raise taken_off_too_much(path, x, plus, minus, r.get("step", "?"), total)
         return total
 
     return amount
@@ -335,7 +376,7 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     points.refuse_mostly_untimed()
     if cumulative is not None:  # checkpoint saves and validation counted as compute: said, with the x without them
         overhead = overhead_note(rows, x, *cumulative_terms(path, keys, x), run_column if run_column in keys else None)
-        notes = (*notes, overhead) if overhead else notes
+        notes = (*notes, *(n for n in (absent_terms_note(path, keys, x), overhead) if n))
     if points.quoted:
         notes = (*notes, f"{points.quoted} value(s) written as strings ('0.2') read as numbers")
     curves = readable_curves(

@@ -11,20 +11,32 @@ later points and stand; B and C_mid, and an "efficiency" verdict that leans on t
 from __future__ import annotations
 
 import math
+
 import numpy as np
 
+
 def first_measured(x) -> float | None:
-    """The smallest compute above zero among ``x`` (the first evaluation after the start), or None."""
+    """The first evaluation after the start among ``x``, or None. The start is where the fit takes R0
+    from (:func:`scalerl.curves.solver.resolve_r0`): the points at compute 0, or -- where none is, a
+    clock such as W&B's ``_runtime`` putting the evaluation before training at 90 s -- the first point.
+    The first evaluation after the start is the smallest compute above it."""
     x = np.asarray(x, dtype=float)
-    after = x[np.isfinite(x) & (x > 0)]
+    x = x[np.isfinite(x)]
+    if not x.size:
+        return None
+    after = x[x > max(float(x.min()), 0.0)]
     return float(after.min()) if after.size else None
 
 
 def below_first(C_mid: float, x, interval: tuple[float, float] | None = None) -> float | None:
-    """The first evaluation after the start (the smallest ``x`` above 0) when C_mid lies below it --
+    """The first evaluation after the start (:func:`first_measured`) when C_mid lies below it --
     the whole of its ``interval``, where one is given --, that is when the take-off was not measured;
-    else None."""
-    first = first_measured(x)
+    else None. ``x`` is one curve's compute, or a list of several seeds' (each has its own start)."""
+    if isinstance(x, list) and x and all(np.ndim(seed) == 1 for seed in x):
+        firsts = [f for f in map(first_measured, x) if f is not None]
+        first = min(firsts) if firsts else None
+    else:
+        first = first_measured(x)
     if first is None or not math.isfinite(C_mid):
         return None
     # With an interval, all of it: a C_mid just below the first evaluation (9.8 against 10) is

@@ -28,7 +28,8 @@ from pathlib import Path
 from scalerl.curves.attempts import continues
 from scalerl.curves.data import Curve
 from scalerl.curves.overhead_timers import NOT_TRAINING, overhead_note
-from scalerl.curves.rows import CUMULATIVE, cumulative_terms, readable_curves, unknown_column
+from scalerl.curves.rows import (CUMULATIVE, absent_terms_note, cumulative_terms, readable_curves,
+                                 taken_off_too_much, unknown_column)
 from scalerl.errors import InputError
 
 
@@ -172,12 +173,14 @@ def _distinct_names(path: Path, curves: list) -> list:
     return out
 
 
-def _running_total(scalars: "_Scalars | _Resumed", d: Path, x: str, steps: list[int]) -> tuple[list[float], str]:
+def _running_total(scalars: "_Scalars | _Resumed", d: Path, x: str, steps: list[int]) -> tuple[list[float], tuple[str, ...]]:
     """``cum:TAG`` at each of ``steps``: the sum of a per-step tag (a step's seconds, verl's
     ``timing_s/step``) over every step up to and including it -- or of every tag a glob matches, less
-    the tags after a ``-``. A step logged again keeps its later value; a NaN adds nothing. With it, what
-    :func:`scalerl.curves.overhead_timers.overhead_note` says of the checkpoint saves and validation
-    it counts ("" when none)."""
+    the tags after a ``-`` (taken off the steps that log the summed tags only, as the row readers do;
+    more than a step holds is refused with their error). A step logged again keeps its later value; a
+    NaN adds nothing. With it, the notes: a tag taken off that the run never logged (taken off as 0), and
+    what :func:`scalerl.curves.overhead_timers.overhead_note` says of the checkpoint saves and
+    validation it counts."""
     plus, minus = cumulative_terms(d, set(scalars.tags), x)
     per_step: dict[int, float] = {}
     for tag in plus:
@@ -189,13 +192,17 @@ def _running_total(scalars: "_Scalars | _Resumed", d: Path, x: str, steps: list[
             if math.isfinite(v) and step in per_step:
                 per_step[step] -= v
     order = sorted(per_step)
+    short = next((s for s in order if per_step[s] < 0), None)
+    if short is not None:
+        raise taken_off_too_much(d, x, plus, minus, short, per_step[short])
     totals = list(itertools.accumulate(per_step[s] for s in order))
     by_step: dict[int, dict[str, float]] = {}  # the step's rows, as the row logs hold them, for the note
     for tag in {*plus, *minus, *(t for t in NOT_TRAINING if t in scalars.tags)}:
         for step, v in {step: v for _, step, v in scalars.series(tag)}.items():
             by_step.setdefault(step, {})[tag] = v
-    note = overhead_note([by_step[s] for s in sorted(by_step)], x, plus, minus)
-    return [totals[i - 1] if (i := bisect.bisect_right(order, step)) else 0.0 for step in steps], note
+    notes = tuple(n for n in (absent_terms_note(d, set(scalars.tags), x),
+                              overhead_note([by_step[s] for s in sorted(by_step)], x, plus, minus)) if n)
+    return [totals[i - 1] if (i := bisect.bisect_right(order, step)) else 0.0 for step in steps], notes
 
 
 def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
@@ -233,7 +240,7 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
             xs = [(t - t0) / 3600.0 for t, _, _ in events]
         elif x.startswith(CUMULATIVE):
             xs, overhead = _running_total(scalars, d, x, [step for _, step, _ in events])
-            notes += (overhead,) if overhead else ()
+            notes += overhead
         else:
             if x not in scalars.tags:
                 raise unknown_column(d, "x", x, ["step", "wall_time", *scalars.tags])
