@@ -1,13 +1,9 @@
-"""Review of the W&B sink's close (it waits for W&B's run file to hold the run's end): reproducers,
-strict xfail, of defects found and not fixed here."""
+"""The W&B sink's close waits for W&B's run file to hold the run's end: the file W&B names, wherever
+the user's settings put the run's other files."""
 
 import pytest
 
 
-@pytest.mark.xfail(strict=True, reason="WandbSink.close waits for Path(run.dir).parent / run-<id>.wandb, but run.dir "
-                   "is W&B's files_dir, which WANDB__FILES_DIR moves away from the run's sync directory: close "
-                   "waits RUN_FILE_WAIT_S (60 s) for a file that never comes, then warns untruly; W&B names the "
-                   "file it writes as run.settings.sync_file")
 def test_a_wandb_sink_whose_files_dir_is_elsewhere_closes_without_waiting_out_the_timeout(tmp_path, monkeypatch,
                                                                                           capsys):
     """A user's WANDB__FILES_DIR (W&B's setting for where ``run.dir`` is) leaves the run file where

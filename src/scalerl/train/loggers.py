@@ -174,7 +174,7 @@ class WandbSink:
             return self.run.starting_step - 1
         from scalerl.curves.wandb_run_log import run_files
 
-        own = Path(self.run.dir).parent.resolve()
+        own = self._run_file().parent.resolve()
         earlier = [f for f in run_files(self.directory / "wandb")
                    if f.name == f"run-{self.run_id}.wandb" and f.parent.resolve() != own]
         for f in reversed(earlier):  # (in the order the attempts started)
@@ -182,6 +182,13 @@ class WandbSink:
             if last >= 0:
                 return last
         return -1
+
+    def _run_file(self) -> Path:
+        """The run file W&B writes for this attempt: its ``settings.sync_file``, not a path derived from
+        ``run.dir`` (its files directory, which a user's ``WANDB__FILES_DIR`` moves elsewhere: the sink
+        then waited out its whole timeout for a file that never came, and warned untruly)."""
+        sync_file = getattr(getattr(self.run, "settings", None), "sync_file", None)
+        return Path(sync_file) if sync_file else Path(self.run.dir).parent / f"run-{self.run.id}.wandb"
 
     def log(self, row: dict[str, Any], step: int) -> None:
         self.run.log(_numeric(row), step=step)
@@ -192,7 +199,9 @@ class WandbSink:
         self.run.finish(exit_code=0 if ok else 1)  # W&B shows a run that failed or was stopped as failed
         if self.run.disabled:  # (WANDB_MODE=disabled: W&B writes no file)
             return
-        run_file = Path(self.run.dir).parent / f"run-{self.run.id}.wandb"
+        if getattr(getattr(self.run, "settings", None), "x_skip_transaction_log", False):  # (online, told to write no run file)
+            return
+        run_file = self._run_file()
         if not wait_for_run_file(run_file):
             print(f"warning: W&B's run file {run_file} did not hold the run's end {RUN_FILE_WAIT_S:.0f} s after the "
                   "run finished (W&B's service process writes it): reading it now may miss the last rows; the run "
