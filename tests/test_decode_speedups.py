@@ -203,3 +203,26 @@ def test_decode_linear_is_chosen_by_the_cpu():
     expected = ("AuthenticAMD" in cpuinfo and torch.backends.cpu.get_cpu_capability().startswith("AVX512")
                 and torch.backends.mkldnn.is_available())
     assert onednn_faster() == expected
+
+
+def test_a_switched_model_still_pickles_and_deep_copies_and_keeps_its_head(onednn, model):
+    """The switch is a class swap (as the FP32 head's): a bound method set on each layer made
+    ``torch.save(model)`` and Ray's pickling fail ("'Linear' object has no attribute '_forward'")."""
+    import io
+    import pickle
+
+    head = model.get_output_embeddings()
+    head_class = type(head)
+    assert onednn.use_decode_linear(model)
+    switched = [m for m in model.modules() if isinstance(m, onednn.DecodeLinear)]
+    assert switched and type(model.get_output_embeddings()) is head_class  # the head is fp32_head's to swap
+    again = pickle.loads(pickle.dumps(model))
+    buffer = io.BytesIO()
+    torch.save(model, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer, weights_only=False)
+    ids = torch.tensor([[1, 2, 3, 4]])
+    with torch.no_grad():
+        expected = model(input_ids=ids).logits
+        for other in (again, copy.deepcopy(model), loaded):
+            assert torch.equal(other(input_ids=ids).logits, expected)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-import types
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -80,16 +79,27 @@ def onednn_faster() -> bool:
         return False
 
 
+class DecodeLinear(torch.nn.Linear):
+    """An ``nn.Linear`` whose forward passes inside :func:`decoding` may run on oneDNN (:func:`_forward`).
+    A class swap, not a bound method in the instance: the model still pickles (``torch.save``, Ray)
+    and deep-copies."""
+
+    forward = _forward
+
+
 def use_decode_linear(model: Any) -> bool:
-    """Switch ``model``'s ``nn.Linear`` layers to :func:`_forward` when it computes in fp32 on a CPU where
-    :func:`onednn_faster`; True if it did (or had). Their weights and state dict are untouched."""
+    """Switch ``model``'s ``nn.Linear`` layers to :class:`DecodeLinear` when it computes in fp32 on a CPU
+    where :func:`onednn_faster`; True if it did (or had). Their weights and state dict are untouched.
+    The output projection stays as it is: :mod:`scalerl.rl.fp32_head` swaps that one's class itself."""
     try:
         weight = next(model.parameters())
     except (StopIteration, AttributeError, TypeError):
         return False
     if weight.device.type != "cpu" or weight.dtype != torch.float32 or not onednn_faster():
         return False
+    get_head = getattr(model, "get_output_embeddings", None)
+    head = get_head() if callable(get_head) else None
     for module in model.modules():
-        if type(module) is torch.nn.Linear and not isinstance(module.__dict__.get("forward"), types.MethodType):
-            module.forward = types.MethodType(_forward, module)
+        if type(module) is torch.nn.Linear and module is not head:
+            module.__class__ = DecodeLinear
     return True
