@@ -138,3 +138,91 @@ def test_sample_categorical_rejects_non_finite_probabilities():
 def test_cpu_optimizer_is_fused(model):
     optimizer, _ = build_optimizer(model, RecipeConfig())
     assert optimizer.defaults["fused"] is True
+
+
+@pytest.fixture()
+def onednn(monkeypatch):
+    """The oneDNN linear path switched on whatever this CPU (it is chosen only on AMD CPUs with
+    AVX-512), and for every call (MIN_ROWS 1: the tests' batches are small)."""
+    import scalerl.generate.linear as linear_module
+
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("torch was built without oneDNN")
+    monkeypatch.setattr(linear_module, "onednn_faster", lambda: True)
+    monkeypatch.setattr(linear_module, "MIN_ROWS", 1)
+    return linear_module
+
+
+def test_decode_linear_runs_onednn_only_in_the_generators_no_grad_calls(onednn):
+    layer = torch.nn.Linear(16, 8)
+    assert onednn.use_decode_linear(layer) and onednn.use_decode_linear(layer)  # idempotent
+    x = torch.randn(5, 3, 16)
+    mkl = torch.nn.functional.linear(x, layer.weight, layer.bias)
+    with torch.no_grad():
+        dnn = torch.ops.mkldnn._linear_pointwise(x, layer.weight, layer.bias, "none", [], "")
+        assert torch.equal(layer(x), mkl)  # outside decoding(): torch's own path, exactly
+        with onednn.decoding():
+            assert torch.equal(layer(x), dnn)
+    torch.testing.assert_close(dnn, mkl, rtol=1e-5, atol=1e-6)  # the two libraries agree to rounding
+    with onednn.decoding():
+        y = layer(x)  # gradients on (a trainer's pass in a generating thread): torch's path, differentiable
+    assert torch.equal(y.detach(), mkl)
+    y.sum().backward()
+    assert layer.weight.grad is not None
+
+
+def test_generator_on_onednn_agrees_with_the_trainers_recomputation_which_is_unchanged(
+        onednn, model, char_tokenizer, prompts):
+    from scalerl.generate.logprobs import completion_logprobs, pack_completions
+
+    probe = pack_completions(HFGenerator(copy.deepcopy(model), char_tokenizer, seed=0).generate(
+        prompts, SamplingParams(max_new_tokens=24, temperature=1.0, seed=1)), char_tokenizer.pad_token_id)
+    with torch.no_grad():
+        before = completion_logprobs(model, probe, 1.0)
+    gen = HFGenerator(model, char_tokenizer, seed=0)
+    assert gen.decode_linear
+    with torch.no_grad():
+        assert torch.equal(completion_logprobs(model, probe, 1.0), before)  # the trainer's passes: as before
+    out = gen.generate(prompts, SamplingParams(max_new_tokens=24, temperature=1.0, seed=1))
+    batch = pack_completions(out, char_tokenizer.pad_token_id)
+    with torch.no_grad():
+        recomputed = completion_logprobs(model, batch, 1.0)
+    recorded = torch.zeros_like(recomputed)
+    for i, c in enumerate(out):
+        recorded[i, : len(c.logprobs)] = torch.tensor(c.logprobs)
+    torch.testing.assert_close(recomputed, recorded, rtol=0, atol=1e-5)
+
+
+def test_decode_linear_is_chosen_by_the_cpu():
+    """On an AMD CPU with AVX-512 (where MKL runs at half oneDNN's rate) the generator switches; elsewhere not."""
+    from pathlib import Path
+
+    from scalerl.generate.linear import onednn_faster
+
+    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    expected = ("AuthenticAMD" in cpuinfo and torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+                and torch.backends.mkldnn.is_available())
+    assert onednn_faster() == expected
+
+
+def test_a_switched_model_still_pickles_and_deep_copies_and_keeps_its_head(onednn, model):
+    """The switch is a class swap (as the FP32 head's): a bound method set on each layer made
+    ``torch.save(model)`` and Ray's pickling fail ("'Linear' object has no attribute '_forward'")."""
+    import io
+    import pickle
+
+    head = model.get_output_embeddings()
+    head_class = type(head)
+    assert onednn.use_decode_linear(model)
+    switched = [m for m in model.modules() if isinstance(m, onednn.DecodeLinear)]
+    assert switched and type(model.get_output_embeddings()) is head_class  # the head is fp32_head's to swap
+    again = pickle.loads(pickle.dumps(model))
+    buffer = io.BytesIO()
+    torch.save(model, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer, weights_only=False)
+    ids = torch.tensor([[1, 2, 3, 4]])
+    with torch.no_grad():
+        expected = model(input_ids=ids).logits
+        for other in (again, copy.deepcopy(model), loaded):
+            assert torch.equal(other(input_ids=ids).logits, expected)
