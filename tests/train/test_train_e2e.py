@@ -322,3 +322,48 @@ def test_wandb_that_cannot_start_is_one_line_and_leaves_the_directory_to_the_sam
     assert not [p for p in ("runlog.jsonl", "config.yaml", "samples.jsonl") if (out / p).exists()]
     assert multiprocessing.active_children() == []  # the generator processes it had started: closed
     assert main(args) == 0, capsys.readouterr().err  # the same command, without W&B: not refused
+
+
+@pytest.mark.parametrize("signame, status", [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_stop_while_wandbs_run_file_is_awaited_says_the_run_is_complete(
+        tiny_dir, tmp_path, capsys, monkeypatch, fresh_wandb, signame, status):
+    """A complete run's W&B sink waits (up to 60 s) for W&B's service to write the run file's end.
+    Ctrl-C or SIGTERM landing in that wait came out as a bare stop: "interrupted before training went
+    on; resume with: ... --resume" on a finished run, and no report, nor a word of it. Now the line
+    says the run is complete and how to write its report; W&B's file, finished as W&B tears down,
+    reads as the run log; and a --resume says the run is done and writes the report."""
+    import os
+    import signal
+
+    from scalerl.curves import read_curves
+    from scalerl.curves import wandb_run_log
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    look, sent = wandb_run_log.exit_code, []
+
+    def stopped_at_the_first_look(run_file):  # (the close's wait for the file: its first look)
+        if not sent:
+            sent.append(run_file)
+            os.kill(os.getpid(), getattr(signal, signame))  # a real stop, raised by the handler in the wait
+        return look(run_file)
+
+    monkeypatch.setattr(wandb_run_log, "exit_code", stopped_at_the_first_look)
+    out = tmp_path / "run"
+    args = small_args(out, "--set", "pipeline=sync", "--set", "k=1", "--set", "log.wandb_project=scalerl-test")
+    assert main(args) == status
+    err = capsys.readouterr().err
+    assert sent and "the run is complete" in err and f"scalerl report {out}" in err, err
+    assert "--resume" not in err and "run the same command again" not in err, err
+    assert (out / "final").is_dir() and not (out / "report.md").exists()
+    fresh_wandb.teardown()  # (as the command's exit does: W&B's atexit hook)
+    _, rows = _rows(out)
+    evals = [r for r in rows if r["type"] == "eval"]
+    curve, = read_curves(out / "wandb", "step", "val/pass_rate")  # `scalerl fit RUN/wandb`
+    assert list(curve.x) == [r["step"] for r in evals] == [0, 2, 4]
+    assert list(curve.y) == pytest.approx([r["val/pass_rate"] for r in evals])
+    assert list(_wandb_exit_codes(out / "wandb").values()) == [0]
+    assert main([*args, "--resume"]) == 0
+    err = capsys.readouterr().err
+    assert "the run is done, nothing to train" in err, err
+    assert (out / "report.md").exists()

@@ -232,7 +232,7 @@ RUN_FILE_WAIT_S = 60.0
 RUN_FILE_POLL_S = 0.1
 
 
-def wait_for_run_file(run_file: Path, timeout: float = RUN_FILE_WAIT_S) -> bool:
+def wait_for_run_file(run_file: Path, timeout: float | None = None) -> bool:
     """Wait until W&B's run file holds its exit record, which W&B writes after every row (False: not
     within ``timeout`` seconds). ``Run.finish()`` returns once W&B's service process has taken the
     exit, but the service writes the file's buffered end (all it got since its last flush, every
@@ -240,10 +240,12 @@ def wait_for_run_file(run_file: Path, timeout: float = RUN_FILE_WAIT_S) -> bool:
     ``finish()`` asks of it without waiting (wandb 0.31: ``inform_finish`` is published, not
     delivered). Measured on 2 loaded cores: right after ``finish()`` the file held only its 7-byte
     header in 7 of 16 runs; a CI run's read of a resumed run right after training lacked its last
-    attempt's evaluation. W&B has no call that waits for it."""
+    attempt's evaluation. W&B has no call that waits for it. ``timeout``: :data:`RUN_FILE_WAIT_S` as
+    it is when called (a default bound at import kept waiting 60 s where it was set lower, and the
+    close's warning then named the lower figure)."""
     from scalerl.curves.wandb_run_log import exit_code
 
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + (RUN_FILE_WAIT_S if timeout is None else timeout)
     while True:
         try:
             if exit_code(run_file) is not None:
