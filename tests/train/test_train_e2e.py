@@ -367,3 +367,65 @@ def test_a_stop_while_wandbs_run_file_is_awaited_says_the_run_is_complete(
     err = capsys.readouterr().err
     assert "the run is done, nothing to train" in err, err
     assert (out / "report.md").exists()
+
+
+@pytest.mark.parametrize("when", ["training", "wait"])
+def test_a_run_whose_wandb_service_is_killed_ends_with_a_warning_and_its_report(
+        tiny_dir, tmp_path, capsys, monkeypatch, fresh_wandb, when):
+    """W&B's service process killed (`pkill -f wandb-core`, the OOM killer) during the training, or
+    after ``finish()`` while the close waits for the run file's end, which then never comes: the
+    training goes on (a warning), the close gives up after RUN_FILE_WAIT_S with a warning naming the
+    file, and the run exits 0 with its report; the run log has every row."""
+    import contextlib
+    import os
+    import signal
+
+    psutil = pytest.importorskip("psutil")
+    from scalerl.curves import wandb_run_log
+    from scalerl.train import loggers
+    from scalerl.train.trainer import Trainer
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setattr(loggers, "RUN_FILE_WAIT_S", 1.0)
+    killed = []
+
+    def kill_service():
+        if not killed:
+            killed.extend(p.pid for p in psutil.Process().children(recursive=True) if "wandb-core" in p.name())
+            for pid in killed:
+                os.kill(pid, signal.SIGKILL)
+
+    step, look = Trainer._train_step, wandb_run_log.exit_code
+
+    def killed_after_step_1(self):
+        if when == "training" and self.step == 1:
+            kill_service()
+        step(self)
+
+    def killed_at_the_first_look(run_file):
+        if when == "wait":
+            kill_service()
+        return look(run_file)
+
+    monkeypatch.setattr(Trainer, "_train_step", killed_after_step_1)
+    monkeypatch.setattr(wandb_run_log, "exit_code", killed_at_the_first_look)
+    if when == "wait":  # killed before it got to the run's end (a quiet service writes it at once, as finish() returns)
+        from wandb.sdk.lib.service.service_connection import ServiceConnection
+
+        monkeypatch.setattr(ServiceConnection, "inform_finish", lambda self, run_id: None)
+    out = tmp_path / "run"
+    try:
+        code = main(small_args(out, "--set", "pipeline=sync", "--set", "k=1", "--set", "log.wandb_project=scalerl-test"))
+    finally:
+        with contextlib.suppress(ConnectionError):  # (W&B's connection to the killed service: its atexit hook goes)
+            fresh_wandb.teardown()
+    err = capsys.readouterr().err
+    assert killed and code == 0, err
+    if when == "wait":
+        assert "warning: W&B's run file" in err and "did not hold the run's end" in err, err
+    else:
+        assert "warning: W&B failed at step" in err, err
+    assert (out / "report.md").exists() and (out / "final").is_dir()
+    _, rows = _rows(out)
+    assert [r["step"] for r in rows if r["type"] == "eval"] == [0, 2, 4]
