@@ -501,3 +501,44 @@ def test_a_wandb_service_late_with_the_runs_end_gets_the_wait_set_then_a_warning
     assert look(run_file) == 0
     loss, = wandb_run_log.read_wandb_run(tmp_path / "wandb", "step", "loss", bounded=False)
     assert list(loss.x) == [0, 1, 2]
+
+
+def test_after_wandbs_service_is_killed_the_next_run_in_the_process_gets_a_wandb_run_of_its_own(tmp_path, monkeypatch,
+                                                                                                capsys):
+    """W&B's service process killed mid-run (`pkill -f wandb-core`, the out-of-memory killer): the
+    guarded sink warns and the run goes on; and W&B's connection to the dead service, kept for the
+    whole process, was handed to the next run in it -- a study's next run (in-process, or in a reused
+    Ray worker) failed to start its W&B run (MailboxClosedError), and W&B's exit hook printed a
+    traceback. The close tears W&B down: the next run starts a service of its own and its rows read back."""
+    import os
+    import signal
+    import time
+
+    psutil = pytest.importorskip("psutil")
+    from scalerl.curves.wandb_run_log import read_wandb_run
+    from scalerl.train.loggers import WandbSink
+    from scalerl.train.sink_guard import GuardedSink
+
+    wandb = _offline_wandb(monkeypatch)
+    for run_dir in ("a", "b"):
+        (tmp_path / run_dir).mkdir()
+    try:
+        sink = GuardedSink(WandbSink("scalerl-test", "run", {}, tmp_path / "a", resume=False), "W&B")
+        sink.log({"loss": 0.0}, 0)
+        services = [p for p in psutil.Process().children(recursive=True) if "wandb-core" in p.name()]
+        assert services
+        for service in services:
+            os.kill(service.pid, signal.SIGKILL)
+        psutil.wait_procs(services, timeout=30)
+        time.sleep(0.5)  # (W&B's reader thread sees the connection close)
+        sink.log({"loss": 1.0}, 1)
+        sink.close()
+        assert "warning: W&B failed" in capsys.readouterr().err
+        following = WandbSink("scalerl-test", "run", {}, tmp_path / "b", resume=False)
+        for step in range(3):
+            following.log({"loss": float(step)}, step)
+        following.close()
+    finally:
+        wandb.teardown()
+    loss, = read_wandb_run(tmp_path / "b" / "wandb", "step", "loss", bounded=False)
+    assert list(loss.x) == [0, 1, 2]

@@ -189,7 +189,11 @@ class WandbSink:
     def close(self, ok: bool = True) -> None:
         """Finish the W&B run, then wait until its run file is on disk to its end (:func:`wait_for_run_file`):
         ``scalerl fit <output>/wandb`` run as training returns reads every row."""
-        self.run.finish(exit_code=0 if ok else 1)  # W&B shows a run that failed or was stopped as failed
+        try:
+            self.run.finish(exit_code=0 if ok else 1)  # W&B shows a run that failed or was stopped as failed
+        except ConnectionError:
+            _tear_down_wandb()
+            raise  # (the guard says it: the run log has every row)
         if self.run.disabled:  # (WANDB_MODE=disabled: W&B writes no file)
             return
         run_file = Path(self.run.dir).parent / f"run-{self.run.id}.wandb"
@@ -255,6 +259,21 @@ def wait_for_run_file(run_file: Path, timeout: float | None = None) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(RUN_FILE_POLL_S)
+
+
+def _tear_down_wandb() -> None:
+    """W&B's service process is gone (killed: ``pkill -f wandb-core``, the out-of-memory killer), and
+    with it the connection W&B keeps for the whole process: every later run in the process was handed
+    the broken one (a study's next run, in-process or in a reused Ray worker, could not start its W&B
+    run: MailboxClosedError), and W&B's exit hook printed a ConnectionResetError traceback after the
+    run's report. ``wandb.teardown()`` drops the connection and the hook (the next ``wandb.init``
+    starts a service of its own); its own error, the dead service's, is the one already said."""
+    import wandb
+
+    try:
+        wandb.teardown()
+    except Exception:  # noqa: BLE001 -- the dead service's (ConnectionResetError): said by the caller
+        pass
 
 
 def _last_logged_step(run_file: Path) -> int:
