@@ -46,7 +46,8 @@ What it does, for each recipe (the default one -- PipelineRL -- and, with ``--sy
    ranks, generator and reward worker processes: whatever they started) must be gone within
    ``SETTLE`` seconds; a ``kill -9`` of the command must take them with it; a SIGTERM/SIGINT stop
    exits 143/130 without a traceback (one that lands after the command's last "report:" line is a
-   note, as in benchmarks/study_kill_fuzz.py).
+   note, as in benchmarks/study_kill_fuzz.py); one that stops a first attempt once its ``final/`` is
+   in place says the run is complete, with no ``--resume`` advice.
 
 It prints one line per trial as it goes, then a table::
 
@@ -332,6 +333,19 @@ def said(row: dict, name: str, sent: bool, rc: int, log: Path) -> None:
     row["notes"] += [note] if note else []
 
 
+def said_complete(row: dict, name: str, sent: bool, rc: int, out: Path, log: Path) -> None:
+    """A first attempt stopped by SIGTERM/SIGINT once its ``final/`` was in place -- the run complete
+    but for its report -- says so, and gives no ``--resume`` advice (a failure else): a stop while the
+    W&B sink waited for its run file's end said "interrupted before training went on; resume with"
+    (found by tests/train/test_train_e2e.py). Not for a resume: its ``final/`` may be an earlier attempt's."""
+    if not sent or name == "SIGKILL" or rc not in (130, 143) or not (out / "final").is_dir():
+        return
+    stop = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("scalerl train: ")]
+    last = stop[-1] if stop else "(no stop line)"
+    if "the run is complete" not in last or "--resume" in last:
+        row["fails"].append(f"{name} after final/ was saved: {last[:120]}")
+
+
 def left_behind(row: dict, tag: str, after: str) -> None:
     """Every process of the trial (its tag in the environment) gone within ``SETTLE`` s, else a
     failure; whatever is left is killed, so it cannot race the resume. After a ``kill -9``, W&B's
@@ -376,6 +390,7 @@ def trial(work: Path, recipe: str, i: int, rng: random.Random, ref: dict, max_at
     if any(isinstance(c, str) for c in children):
         row["fails"].append("hung after the signal")
     said(row, name, sent, rc, work / f"{recipe}-{i:02d}.0.log")
+    said_complete(row, name, sent, rc, out, work / f"{recipe}-{i:02d}.0.log")
     left_behind(row, tag, name)
     later = []
     while rc != 0 and row["attempts"] < max_attempts:

@@ -462,3 +462,83 @@ def test_an_offline_resume_at_a_step_the_earlier_attempt_logged_reads_each_step_
     points, notes = _history(monkeypatch, tmp_path, attempts)
     assert points == want
     assert any("abandoned attempt(s)" in n for n in notes)
+
+
+def test_a_wandb_service_late_with_the_runs_end_gets_the_wait_set_then_a_warning(tmp_path, monkeypatch, capsys):
+    """W&B's service never asked to close the run's stream (its request dropped, as a stuck service
+    never gets to it; it writes the file's buffered end at its next flush, 15 s on, or at W&B's
+    teardown): the close waits RUN_FILE_WAIT_S as it is set when the run closes -- a default bound at
+    import waited 60 s whatever it was set to (here the flush came first, and no warning), and a
+    warning would have named the figure set -- then warns, naming the file, and returns."""
+    from wandb.sdk.lib.service.service_connection import ServiceConnection
+
+    from scalerl.curves import wandb_run_log
+    from scalerl.train import loggers
+    from scalerl.train.loggers import WandbSink
+
+    wandb = _offline_wandb(monkeypatch)
+    monkeypatch.setattr(ServiceConnection, "inform_finish", lambda self, run_id: None)
+    monkeypatch.setattr(loggers, "RUN_FILE_WAIT_S", 0.3)
+    monkeypatch.setattr(loggers, "RUN_FILE_POLL_S", 0.05)
+    look, looks = wandb_run_log.exit_code, []
+
+    def counted(run_file):
+        looks.append(run_file)
+        return look(run_file)
+
+    monkeypatch.setattr(wandb_run_log, "exit_code", counted)
+    try:
+        sink = WandbSink("scalerl-test", "run", {}, tmp_path, resume=False)
+        for step in range(3):
+            sink.log({"loss": float(step)}, step)
+        sink.close()
+        err = capsys.readouterr().err
+        run_file, = (tmp_path / "wandb").glob(f"offline-run-*-{sink.run_id}/run-{sink.run_id}.wandb")
+        assert f"warning: W&B's run file {run_file} did not hold the run's end 0 s after" in err, err
+        assert 1 <= len(looks) < 100  # 0.3 s of looks every 0.05 s (60 s: some 600)
+    finally:
+        wandb.teardown()
+    assert look(run_file) == 0
+    loss, = wandb_run_log.read_wandb_run(tmp_path / "wandb", "step", "loss", bounded=False)
+    assert list(loss.x) == [0, 1, 2]
+
+
+def test_after_wandbs_service_is_killed_the_next_run_in_the_process_gets_a_wandb_run_of_its_own(tmp_path, monkeypatch,
+                                                                                                capsys):
+    """W&B's service process killed mid-run (`pkill -f wandb-core`, the out-of-memory killer): the
+    guarded sink warns and the run goes on; and W&B's connection to the dead service, kept for the
+    whole process, was handed to the next run in it -- a study's next run (in-process, or in a reused
+    Ray worker) failed to start its W&B run (MailboxClosedError), and W&B's exit hook printed a
+    traceback. The close tears W&B down: the next run starts a service of its own and its rows read back."""
+    import os
+    import signal
+    import time
+
+    psutil = pytest.importorskip("psutil")
+    from scalerl.curves.wandb_run_log import read_wandb_run
+    from scalerl.train.loggers import WandbSink
+    from scalerl.train.sink_guard import GuardedSink
+
+    wandb = _offline_wandb(monkeypatch)
+    for run_dir in ("a", "b"):
+        (tmp_path / run_dir).mkdir()
+    try:
+        sink = GuardedSink(WandbSink("scalerl-test", "run", {}, tmp_path / "a", resume=False), "W&B")
+        sink.log({"loss": 0.0}, 0)
+        services = [p for p in psutil.Process().children(recursive=True) if "wandb-core" in p.name()]
+        assert services
+        for service in services:
+            os.kill(service.pid, signal.SIGKILL)
+        psutil.wait_procs(services, timeout=30)
+        time.sleep(0.5)  # (W&B's reader thread sees the connection close)
+        sink.log({"loss": 1.0}, 1)
+        sink.close()
+        assert "warning: W&B failed" in capsys.readouterr().err
+        following = WandbSink("scalerl-test", "run", {}, tmp_path / "b", resume=False)
+        for step in range(3):
+            following.log({"loss": float(step)}, step)
+        following.close()
+    finally:
+        wandb.teardown()
+    loss, = read_wandb_run(tmp_path / "b" / "wandb", "step", "loss", bounded=False)
+    assert list(loss.x) == [0, 1, 2]

@@ -322,3 +322,110 @@ def test_wandb_that_cannot_start_is_one_line_and_leaves_the_directory_to_the_sam
     assert not [p for p in ("runlog.jsonl", "config.yaml", "samples.jsonl") if (out / p).exists()]
     assert multiprocessing.active_children() == []  # the generator processes it had started: closed
     assert main(args) == 0, capsys.readouterr().err  # the same command, without W&B: not refused
+
+
+@pytest.mark.parametrize("signame, status", [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_stop_while_wandbs_run_file_is_awaited_says_the_run_is_complete(
+        tiny_dir, tmp_path, capsys, monkeypatch, fresh_wandb, signame, status):
+    """A complete run's W&B sink waits (up to 60 s) for W&B's service to write the run file's end.
+    Ctrl-C or SIGTERM landing in that wait came out as a bare stop: "interrupted before training went
+    on; resume with: ... --resume" on a finished run, and no report, nor a word of it. Now the line
+    says the run is complete and how to write its report; W&B's file, finished as W&B tears down,
+    reads as the run log; and a --resume says the run is done and writes the report."""
+    import os
+    import signal
+
+    from scalerl.curves import read_curves
+    from scalerl.curves import wandb_run_log
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    look, sent = wandb_run_log.exit_code, []
+
+    def stopped_at_the_first_look(run_file):  # (the close's wait for the file: its first look)
+        if not sent:
+            sent.append(run_file)
+            os.kill(os.getpid(), getattr(signal, signame))  # a real stop, raised by the handler in the wait
+        return look(run_file)
+
+    monkeypatch.setattr(wandb_run_log, "exit_code", stopped_at_the_first_look)
+    out = tmp_path / "run"
+    args = small_args(out, "--set", "pipeline=sync", "--set", "k=1", "--set", "log.wandb_project=scalerl-test")
+    assert main(args) == status
+    err = capsys.readouterr().err
+    assert sent and "the run is complete" in err and f"scalerl report {out}" in err, err
+    assert "--resume" not in err and "run the same command again" not in err, err
+    assert (out / "final").is_dir() and not (out / "report.md").exists()
+    fresh_wandb.teardown()  # (as the command's exit does: W&B's atexit hook)
+    _, rows = _rows(out)
+    evals = [r for r in rows if r["type"] == "eval"]
+    curve, = read_curves(out / "wandb", "step", "val/pass_rate")  # `scalerl fit RUN/wandb`
+    assert list(curve.x) == [r["step"] for r in evals] == [0, 2, 4]
+    assert list(curve.y) == pytest.approx([r["val/pass_rate"] for r in evals])
+    assert list(_wandb_exit_codes(out / "wandb").values()) == [0]
+    assert main([*args, "--resume"]) == 0
+    err = capsys.readouterr().err
+    assert "the run is done, nothing to train" in err, err
+    assert (out / "report.md").exists()
+
+
+@pytest.mark.parametrize("when", ["training", "wait"])
+def test_a_run_whose_wandb_service_is_killed_ends_with_a_warning_and_its_report(
+        tiny_dir, tmp_path, capsys, monkeypatch, fresh_wandb, when):
+    """W&B's service process killed (`pkill -f wandb-core`, the OOM killer) during the training, or
+    after ``finish()`` while the close waits for the run file's end, which then never comes: the
+    training goes on (a warning), the close gives up after RUN_FILE_WAIT_S with a warning naming the
+    file, and the run exits 0 with its report; the run log has every row."""
+    import contextlib
+    import os
+    import signal
+
+    psutil = pytest.importorskip("psutil")
+    from scalerl.curves import wandb_run_log
+    from scalerl.train import loggers
+    from scalerl.train.trainer import Trainer
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setattr(loggers, "RUN_FILE_WAIT_S", 1.0)
+    killed = []
+
+    def kill_service():
+        if not killed:
+            killed.extend(p.pid for p in psutil.Process().children(recursive=True) if "wandb-core" in p.name())
+            for pid in killed:
+                os.kill(pid, signal.SIGKILL)
+
+    step, look = Trainer._train_step, wandb_run_log.exit_code
+
+    def killed_after_step_1(self):
+        if when == "training" and self.step == 1:
+            kill_service()
+        step(self)
+
+    def killed_at_the_first_look(run_file):
+        if when == "wait":
+            kill_service()
+        return look(run_file)
+
+    monkeypatch.setattr(Trainer, "_train_step", killed_after_step_1)
+    monkeypatch.setattr(wandb_run_log, "exit_code", killed_at_the_first_look)
+    if when == "wait":  # killed before it got to the run's end (a quiet service writes it at once, as finish() returns)
+        from wandb.sdk.lib.service.service_connection import ServiceConnection
+
+        monkeypatch.setattr(ServiceConnection, "inform_finish", lambda self, run_id: None)
+    out = tmp_path / "run"
+    try:
+        code = main(small_args(out, "--set", "pipeline=sync", "--set", "k=1", "--set", "log.wandb_project=scalerl-test"))
+    finally:
+        with contextlib.suppress(ConnectionError):  # (W&B's connection to the killed service: its atexit hook goes)
+            fresh_wandb.teardown()
+    err = capsys.readouterr().err
+    assert killed and code == 0, err
+    if when == "wait":
+        assert "warning: W&B's run file" in err and "did not hold the run's end" in err, err
+    else:
+        assert "warning: W&B failed at step" in err, err
+    assert (out / "report.md").exists() and (out / "final").is_dir()
+    _, rows = _rows(out)
+    assert [r["step"] for r in rows if r["type"] == "eval"] == [0, 2, 4]

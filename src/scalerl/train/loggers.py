@@ -196,7 +196,11 @@ class WandbSink:
     def close(self, ok: bool = True) -> None:
         """Finish the W&B run, then wait until its run file is on disk to its end (:func:`wait_for_run_file`):
         ``scalerl fit <output>/wandb`` run as training returns reads every row."""
-        self.run.finish(exit_code=0 if ok else 1)  # W&B shows a run that failed or was stopped as failed
+        try:
+            self.run.finish(exit_code=0 if ok else 1)  # W&B shows a run that failed or was stopped as failed
+        except ConnectionError:
+            _tear_down_wandb()
+            raise  # (the guard says it: the run log has every row)
         if self.run.disabled:  # (WANDB_MODE=disabled: W&B writes no file)
             return
         if getattr(getattr(self.run, "settings", None), "x_skip_transaction_log", False):  # (online, told to write no run file)
@@ -241,7 +245,7 @@ RUN_FILE_WAIT_S = 60.0
 RUN_FILE_POLL_S = 0.1
 
 
-def wait_for_run_file(run_file: Path, timeout: float = RUN_FILE_WAIT_S) -> bool:
+def wait_for_run_file(run_file: Path, timeout: float | None = None) -> bool:
     """Wait until W&B's run file holds its exit record, which W&B writes after every row (False: not
     within ``timeout`` seconds). ``Run.finish()`` returns once W&B's service process has taken the
     exit, but the service writes the file's buffered end (all it got since its last flush, every
@@ -249,10 +253,12 @@ def wait_for_run_file(run_file: Path, timeout: float = RUN_FILE_WAIT_S) -> bool:
     ``finish()`` asks of it without waiting (wandb 0.31: ``inform_finish`` is published, not
     delivered). Measured on 2 loaded cores: right after ``finish()`` the file held only its 7-byte
     header in 7 of 16 runs; a CI run's read of a resumed run right after training lacked its last
-    attempt's evaluation. W&B has no call that waits for it."""
+    attempt's evaluation. W&B has no call that waits for it. ``timeout``: :data:`RUN_FILE_WAIT_S` as
+    it is when called (a default bound at import kept waiting 60 s where it was set lower, and the
+    close's warning then named the lower figure)."""
     from scalerl.curves.wandb_run_log import exit_code
 
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + (RUN_FILE_WAIT_S if timeout is None else timeout)
     while True:
         try:
             if exit_code(run_file) is not None:
@@ -262,6 +268,21 @@ def wait_for_run_file(run_file: Path, timeout: float = RUN_FILE_WAIT_S) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(RUN_FILE_POLL_S)
+
+
+def _tear_down_wandb() -> None:
+    """W&B's service process is gone (killed: ``pkill -f wandb-core``, the out-of-memory killer), and
+    with it the connection W&B keeps for the whole process: every later run in the process was handed
+    the broken one (a study's next run, in-process or in a reused Ray worker, could not start its W&B
+    run: MailboxClosedError), and W&B's exit hook printed a ConnectionResetError traceback after the
+    run's report. ``wandb.teardown()`` drops the connection and the hook (the next ``wandb.init``
+    starts a service of its own); its own error, the dead service's, is the one already said."""
+    import wandb
+
+    try:
+        wandb.teardown()
+    except Exception:  # noqa: BLE001 -- the dead service's (ConnectionResetError): said by the caller
+        pass
 
 
 def _last_logged_step(run_file: Path) -> int:

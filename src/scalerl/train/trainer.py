@@ -575,7 +575,6 @@ class Trainer:
         if self.resumed_from is not None and self.step < cfg.run.steps:
             self._log_resume()
         bar = _progress(cfg, self.step)
-        ok = False
         try:
             self._train(bar)
             try:
@@ -583,12 +582,21 @@ class Trainer:
             except KeyboardInterrupt as exc:  # a stop during the save, which waited for it
                 stop_under_way()
                 raise RunInterrupted(self._final_interrupted_message(), cause=exc) from None
-            ok = True
-        finally:
+        except BaseException:
             # However the run ended: an interrupted or failed run left its W&B run open, and the
             # next wandb.init in the process (a study's next run, in-process or in a reused Ray
             # worker) was handed that run back -- the next run's metrics logged into it.
-            self._close(ok)
+            self._close(False)
+            raise
+        try:
+            self._close(True)
+        except KeyboardInterrupt as exc:
+            # A stop while the complete run closes: W&B's sink waits (up to 60 s) for its service to
+            # write the run file's end. It came out as a bare KeyboardInterrupt, which the command
+            # took for a stop before training ("resume with: ... --resume", on a finished run) and
+            # the report was never written, nor said to be missing. close_each closed the rest.
+            stop_under_way()
+            raise RunInterrupted(self._final_interrupted_message(), cause=exc) from None
         return RunSummary(self.output, self.step, list(self.evals), time.perf_counter() - t_start, self.skipped_steps,
                           self.nan_streak)
 
@@ -787,7 +795,8 @@ class Trainer:
                 shutil.rmtree(stale, ignore_errors=True)
 
     def _final_interrupted_message(self) -> str:
-        """A stop during the final save took effect after it: the run is complete but for its report."""
+        """A stop during the final save, which took effect after it, or while the complete run closed
+        its files and metric sinks: the run is complete but for its report."""
         return (f"interrupted after the last step ({self.step}) and the final model's save "
                 f"({self.output / FINAL}): the run is complete; `scalerl report {self.output}` writes its report")
 
