@@ -105,22 +105,36 @@ def test_verl_step_values_printed_as_numpy_scalars(tmp_path):
     assert np.allclose(read_curve(p, "count", y).x, [3]) and np.allclose(read_curve(p, "loss", y, bounded=False).x, [0.25])
 
 
-def test_verl_restart_drops_the_abandoned_attempt(tmp_path):
+def _verl_resumed_twice(banner: bool) -> str:
     lines = [_step(n, timing=10.0, **({Y: 0.1 * n} if n % 2 else {})) for n in range(6)]
     # Killed after step 5, resumed from the checkpoint of step 3: steps 4 and 5 are logged again.
     lines += [_step(n, timing=20.0, **({Y: 0.1 * n + 0.05} if n % 2 else {})) for n in (4, 5)]
-    # Killed again after step 5, resumed from the checkpoint of step 5, evaluated before training on.
+    # Killed again after step 5, resumed from the checkpoint of step 5, evaluated before training on
+    # (with the lines verl's _load_checkpoint prints, where the console has them).
+    if banner:
+        lines += [RAY + "Load from checkpoint folder: /ckpt/global_step_5", RAY + "Setting global step to 5",
+                  RAY + "Resuming from /ckpt/global_step_5"]
     lines += [RAY + f"step:5 - {Y}:0.560", _step(6, timing=30.0)]
+    return "\n".join(lines) + "\n"
+
+
+def test_verl_restart_drops_the_abandoned_attempt(tmp_path):
     p = tmp_path / "resumed.log"
-    p.write_text("\n".join(lines) + "\n")
+    p.write_text(_verl_resumed_twice(banner=True))
     c = read_curve(p, "step", Y)
-    # Step 5 once: the resumed attempt's evaluation of the checkpoint (0.56) in place of the one the
-    # step logged (0.55: it was fitted twice, at one step, before), the step's training metrics kept.
+    # Step 5 once: after verl's 'Resuming from .../global_step_5', the resumed attempt's evaluation of the
+    # checkpoint (0.56) takes the place of the one the step logged (0.55), the step's training metrics kept.
     assert np.allclose(c.x, [1, 3, 5]) and np.allclose(c.y, [0.1, 0.3, 0.56])
-    assert any("resumes from a checkpoint 2 time(s) (step goes back: 1; step logged again: 1): 3 row(s)" in n
-               and "1 at the step it resumed at merged" in n for n in c.notes)
+    assert any("resumes from a checkpoint 2 time(s) (step goes back: 1; step logged again after a restart: 1): 3 row(s)"
+               in n and "1 at the step it resumed at merged" in n for n in c.notes)
     # The abandoned attempt's compute is not counted either: 4 steps of 10 s, then 2 of 20 s.
     assert np.allclose(read_curve(p, "cum:timing/*", Y).x, [20.0, 40.0, 80.0])
+    # Without those lines, step 5 logged again is no resume shown: both evaluations kept, said.
+    p.write_text(_verl_resumed_twice(banner=False))
+    c = read_curve(p, "step", Y)
+    assert np.allclose(c.x, [1, 3, 5, 5]) and np.allclose(c.y, [0.1, 0.3, 0.55, 0.56])
+    assert any("resumes from a checkpoint 1 time(s) (step goes back): 2 row(s)" in n for n in c.notes)
+    assert any("step logged again by rows of one kind at 1 step(s) (5)" in n for n in c.notes)
 
 
 def test_printed_text_with_step_n_in_it_is_not_a_step_line(tmp_path):

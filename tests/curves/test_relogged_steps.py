@@ -1,12 +1,11 @@
 """A step logged again where a resumed training went on: killed right after step N (its evaluation
 and checkpoint written), resumed from the step-N checkpoint, a training logs step N again (verl and
 SkyRL evaluate the checkpoint they loaded, at its step) and the step does not go back: ``..., 40, 40,
-41, ...``. Every reader with no restart banner kept both rows -- the step fitted twice, two
-evaluations of one checkpoint -- where the W&B, TensorBoard and MLflow readers keep the later one.
-One rule for all (scalerl.curves.attempts.split_attempts): the resumed attempt's row takes the place
-of the row of its kind at that step, the abandoned row's other values kept under it, said in the
-notes. Rows of other kinds at one step (a training row and an evaluation row) and logs that print
-several rows of one kind per step (per sample) are left alone."""
+41, ...``. With no restart banner before it, a log cannot tell that from rows of one kind that are
+its own way (two evaluation sets, an epoch's summary row, a row per sample): every row is kept and
+the notes say at which steps, naming the two readings (scalerl.curves.attempts.split_attempts). Where
+the step goes back, or a banner marks the launch, it is a resume: the resumed attempt's row takes the
+place of the row of its kind at that step, the abandoned row's other values kept under it."""
 
 import json
 
@@ -44,14 +43,18 @@ def _resumed_rows(train_and_eval_in_one_row: bool) -> list[dict]:
     return rows
 
 
+def _relogged_note(notes, steps: str) -> bool:
+    return any(f"logged again by rows of one kind at {steps}" in n and "all kept" in n and "--run-column" in n
+               for n in notes)
+
+
 @pytest.mark.parametrize("one_row", [True, False])
 def test_a_jsonl_log_that_logs_the_checkpoints_step_again(tmp_path, one_row):
     path = _write_jsonl(tmp_path / "metrics.jsonl", _resumed_rows(one_row))
     c = read_curve(path, "step", Y)
-    assert list(c.x) == [10, 20, 30, 40, 50, 60]  # step 40 once (twice before)
-    assert c.y[3] == 0.9999  # the resumed attempt's evaluation of the checkpoint
-    assert any("resumes from a checkpoint 1 time(s) (step logged again)" in n for n in c.notes)
-    # The step's training metrics stay, counted once.
+    assert list(c.x) == [10, 20, 30, 40, 40, 50, 60]  # both evaluations of step 40 kept: no banner shows a resume
+    assert c.y[4] == 0.9999
+    assert _relogged_note(c.notes, "1 step(s) (40)") and not any("resumes from a checkpoint" in n for n in c.notes)
     assert read_curve(path, "cum:time/step", Y).x[-1] == 60 * 60.0
     loss = read_curve(path, "step", "loss", bounded=False)
     assert list(loss.x) == list(range(1, 61))
@@ -59,14 +62,14 @@ def test_a_jsonl_log_that_logs_the_checkpoints_step_again(tmp_path, one_row):
 
 def test_a_step_trained_again_after_a_restart_keeps_the_resumed_attempts_row(tmp_path):
     """Killed after logging step 40 but before its checkpoint: the resumed attempt (from step 39's)
-    trains and logs step 40 again, every metric of it."""
+    trains and logs step 40 again, every metric of it. With no banner, both rows stay, said."""
     first = [{"step": s, "time/step": 60.0, **({Y: _score(s)} if s % 10 == 0 else {})} for s in range(1, 41)]
     second = [{"step": s, "time/step": 30.0, **({Y: _score(s) + 0.01} if s % 10 == 0 else {})} for s in range(40, 61)]
     path = _write_jsonl(tmp_path / "metrics.jsonl", first + second)
     c = read_curve(path, "step", Y)
-    assert list(c.x) == [10, 20, 30, 40, 50, 60]
-    assert c.y[3] == pytest.approx(_score(40) + 0.01)
-    assert read_curve(path, "cum:time/step", Y).x[3] == 39 * 60.0 + 30.0  # step 40's seconds once, the later
+    assert list(c.x) == [10, 20, 30, 40, 40, 50, 60]
+    assert c.y[4] == pytest.approx(_score(40) + 0.01) and _relogged_note(c.notes, "1 step(s) (40)")
+    assert read_curve(path, "cum:time/step", Y).x[4] == 40 * 60.0 + 30.0  # both rows' seconds: nothing dropped
 
 
 def test_a_training_row_and_an_evaluation_row_at_one_step_are_not_a_resume(tmp_path):
@@ -84,10 +87,11 @@ def test_rows_printed_per_sample_under_their_step_are_all_kept(tmp_path):
     rows = [{"step": s, "reward": (s + k) % 3 / 2} for s in range(1, 21) for k in range(3)]
     path = _write_jsonl(tmp_path / "samples.jsonl", rows)
     c = read_curve(path, "step", "reward")
-    assert len(c.x) == 60 and not any("resume" in n for n in c.notes)
+    assert len(c.x) == 60 and not any("resumes from a checkpoint" in n for n in c.notes)
+    assert _relogged_note(c.notes, "20 step(s) (1, 2, 3, 4, 5, ...)")
     pairs = [{"step": s, "reward": k / 2} for s in range(1, 21) for k in range(2)]  # two a step
     c = read_curve(_write_jsonl(tmp_path / "pairs.jsonl", pairs), "step", "reward")
-    assert len(c.x) == 40 and not any("resume" in n for n in c.notes)
+    assert len(c.x) == 40 and not any("resumes from a checkpoint" in n for n in c.notes)
 
 
 def test_a_csv_with_training_and_evaluation_rows_at_one_step(tmp_path):
@@ -105,8 +109,8 @@ def test_a_csv_with_training_and_evaluation_rows_at_one_step(tmp_path):
     path.write_text("\n".join(lines[:lines.index("20,,0.3") + 1] + ["20,,0.9999"]
                               + lines[lines.index("20,,0.3") + 1:]) + "\n")
     c = read_curve(path, "step", "eval_reward")
-    assert list(c.x) == [5, 10, 15, 20, 25, 30] and c.y[3] == 0.9999
-    assert any("step logged again" in n for n in c.notes)
+    assert list(c.x) == [5, 10, 15, 20, 20, 25, 30] and c.y[4] == 0.9999
+    assert _relogged_note(c.notes, "1 step(s) (20)")
 
 
 def _roll_line(step: int, accuracy: float | None) -> str:
@@ -133,13 +137,13 @@ def _openrlhf_line(step: int, accuracy: float | None) -> str:
 ])
 def test_consoles_without_a_restart_banner(tmp_path, line, fmt, y):
     """Killed after step 20 was logged, resumed from step 19's checkpoint (a ``tee -a`` console): step
-    20 twice, the later values the run's."""
+    20 twice, and no banner that says which: both kept, said."""
     lines = [line(s, _score(s) if s % 5 == 0 else None) for s in range(1, 21)]
     lines += [line(s, _score(s) + 0.1 if s % 5 == 0 else None) for s in range(20, 31)]
     path = tmp_path / "console.log"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert detect_format(path) == fmt
     c = read_curve(path, "step", y)
-    assert list(c.x) == [5, 10, 15, 20, 25, 30]
-    assert np.allclose(c.y[3:], [_score(s) + 0.1 for s in (20, 25, 30)])
-    assert any("resumes from a checkpoint 1 time(s) (step logged again)" in n for n in c.notes)
+    assert list(c.x) == [5, 10, 15, 20, 20, 25, 30]
+    assert np.allclose(c.y[3:], [_score(20)] + [_score(s) + 0.1 for s in (20, 25, 30)])
+    assert _relogged_note(c.notes, "1 step(s) (20)") and not any("resumes from a checkpoint" in n for n in c.notes)

@@ -1,7 +1,7 @@
 """Edges of three forecaster rules, each found by a review: a step logged again at a resume
 (:func:`scalerl.curves.attempts.split_attempts`: 'nan' cells are no values, two evaluation sets at
-every evaluation are no resume, two resumes at one checkpoint keep one evaluation, a duplicate at the
-log's last step is no resume), ``cum:A-B`` and the overhead-timer check (saves and validation on the
+every evaluation are no resume; with no restart banner, rows of one kind at one step -- resumes from
+one checkpoint or two, a duplicate at the log's last step -- are all kept, said), ``cum:A-B`` and the overhead-timer check (saves and validation on the
 same rows judged together, the validation before training not taken off, a term never logged taken
 off as 0) and the take-off note on a clock whose start evaluation is above 0."""
 
@@ -60,12 +60,13 @@ def test_two_evaluation_sets_at_one_step_are_no_resume(tmp_path):
     assert not [n for n in curve.notes if "resumes from a checkpoint" in n]
 
 
-def test_two_resumes_at_the_same_checkpoint_keep_one_evaluation(tmp_path):
+def test_two_relogs_at_the_same_step_without_a_banner_keep_every_evaluation(tmp_path):
     rows = [{"step": s, "loss": 1 / s, **({"val/acc": _acc(s)} if s % 10 == 0 else {})} for s in range(1, 41)]
     rows += [{"step": 40, "val/acc": _acc(40) + 0.003}, {"step": 40, "val/acc": _acc(40) - 0.002}]
     rows += [{"step": s, "loss": 1 / s, **({"val/acc": _acc(s)} if s % 10 == 0 else {})} for s in range(41, 61)]
     curve = read_curve(_jsonl(tmp_path / "relog_twice.jsonl", rows), x="step", y="val/acc")
-    assert list(curve.x) == [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]  # (got 40 three times)
+    assert list(curve.x) == [10.0, 20.0, 30.0, 40.0, 40.0, 40.0, 50.0, 60.0]  # no banner: none dropped
+    assert [n for n in curve.notes if "logged again by rows of one kind at 1 step(s) (40)" in n]
 
 
 def _verl_after_3117(seed: int = 5) -> list[dict]:
@@ -150,28 +151,30 @@ def test_json_lines_nan_values_are_no_values_logged(tmp_path):
     assert not [n for n in curve.notes if "resumes from a checkpoint" in n]
 
 
-def test_two_resumes_at_two_checkpoints_are_still_resumes(tmp_path):
-    """A relog at some of the steps that evaluate (40 and 80 of every 10) is no pattern of the log:
-    each is a resume, the later evaluation kept."""
+def test_relogs_at_two_checkpoints_without_a_banner_are_kept_and_said(tmp_path):
+    """A relog at some of the steps that evaluate (40 and 80 of every 10): two resumes, or a second
+    evaluation set at two of them -- no banner tells which. Both rows kept at each, said."""
     rows = []
     for s in range(1, 101):
         rows.append({"step": s, "loss": 1 / s, **({"val/acc": _acc(s)} if s % 10 == 0 else {})})
         if s in (40, 80):
             rows.append({"step": s, "val/acc": _acc(s) + 0.01})
     curve = read_curve(_jsonl(tmp_path / "two_resumes.jsonl", rows), x="step", y="val/acc")
-    assert list(curve.x) == [float(s) for s in range(10, 101, 10)]
-    assert curve.y[3] == pytest.approx(_acc(40) + 0.01) and curve.y[7] == pytest.approx(_acc(80) + 0.01)
-    assert [n for n in curve.notes if "resumes from a checkpoint 2 time(s)" in n]
+    assert sorted(curve.x) == sorted([float(s) for s in range(10, 101, 10)] + [40.0, 80.0])
+    assert curve.y[4] == pytest.approx(_acc(40) + 0.01) and curve.y[9] == pytest.approx(_acc(80) + 0.01)
+    assert [n for n in curve.notes if "at 2 step(s) (40, 80)" in n]
+    assert not [n for n in curve.notes if "resumes from a checkpoint" in n]
 
 
 def test_an_evaluation_logged_twice_at_the_last_step_is_no_resume(tmp_path):
-    """A trainer that evaluates at its last step and again as it ends: no row comes after, nothing
-    shows a resumed attempt went on."""
+    """A trainer that evaluates at its last step and again as it ends: both kept, said (a note, no
+    resume)."""
     rows = [{"step": s, "loss": 1 / s, **({"val/acc": _acc(s)} if s % 10 == 0 else {})} for s in range(1, 51)]
     rows.append({"step": 50, "val/acc": _acc(50)})
     curve = read_curve(_jsonl(tmp_path / "final_twice.jsonl", rows), x="step", y="val/acc")
     assert list(curve.x) == [10.0, 20.0, 30.0, 40.0, 50.0, 50.0]
-    assert not [n for n in curve.notes if "resume" in n]
+    assert not [n for n in curve.notes if "resumes from a checkpoint" in n]
+    assert [n for n in curve.notes if "at 1 step(s) (50)" in n]
 
 
 def test_an_old_verl_log_with_saves_and_validation_on_the_same_steps_is_said(tmp_path):

@@ -85,6 +85,53 @@ def test_a_swanlab_run_resumed_in_a_new_directory(swanlogs):
     assert any("'grpo-a' resumed from a checkpoint 1 time(s) (train/global_step goes back)" in n for n in c.notes)
 
 
+def _resumed_directory(swanlog: Path, keep) -> Path:
+    """A second directory of the first run (same id, a later start: a resume), holding the first's Scalar
+    records that ``keep(record)`` takes -- edited in place -- as swanlab 0.6.12 writes them."""
+    first = min(swanlog.iterdir())
+    data = (first / "backup.swanlab").read_bytes()
+    resumed = swanlog / (first.name[:4] + "29991231_235959" + first.name[19:])
+    resumed.mkdir()
+    from scalerl.curves.leveldb_log import BLOCK, CHUNK_HEADER, FILE_HEADER, FULL, records
+    import zlib
+
+    out = bytearray(data[:FILE_HEADER.size])
+    for raw in records(data, "x", []):
+        record = json.loads(raw)
+        if record["model_type"] == "Scalar" and not keep(record):
+            continue
+        raw = json.dumps(record).encode()
+        if BLOCK - len(out) % BLOCK < CHUNK_HEADER.size + len(raw):
+            out += bytes(BLOCK - len(out) % BLOCK)
+        out += CHUNK_HEADER.pack(zlib.crc32(raw, zlib.crc32(bytes([FULL]))), len(raw), FULL) + raw
+    (resumed / "backup.swanlab").write_bytes(bytes(out))
+    return resumed
+
+
+def test_a_swanlab_run_resumed_at_the_step_it_logged_last(swanlogs):
+    """Killed right after saving the checkpoint of its last logged step, resumed from it in a new
+    directory: the resumed attempt evaluates that checkpoint again at that step, which does not go
+    back. The new directory marks the attempt: one evaluation there, the later (both were kept)."""
+    swanlog = swanlogs / "swanlog-0.6.12"
+    whole = read_curve(swanlog, "train/global_step", "val/acc", run="grpo-a")
+    last = int(whole.x[-1])
+
+    def again(record):  # the evaluation at the last step, 0.01 higher, and train/global_step with it
+        data = record["data"]  # (this fixture's SwanLab step is its train/global_step)
+        if data["step"] != last or data["key"] not in ("val/acc", "train/global_step"):
+            return False
+        if data["key"] == "val/acc":
+            data["metric"]["data"] += 0.01
+        return True
+
+    _resumed_directory(swanlog, again)
+    c = read_curve(swanlog, "train/global_step", "val/acc", run="grpo-a")
+    assert list(c.x) == list(whole.x)  # (got the last step twice)
+    assert c.y[-1] == pytest.approx(whole.y[-1] + 0.01) and np.allclose(c.y[:-1], whole.y[:-1])
+    assert any("'grpo-a' resumed from a checkpoint 1 time(s) (a later attempt starts at the train/global_step "
+               "the earlier ended on)" in n for n in c.notes)
+
+
 def test_swanlab_bad_input(swanlogs, tmp_path):
     f = next((swanlogs / "swanlog-0.6.12").glob("*/backup.swanlab"))
     data = f.read_bytes()

@@ -6,9 +6,12 @@ the run's step goes back. What the abandoned attempt logged from the resumed att
 on is not part of the run that went on: it is dropped, and the notes say how much. (TensorBoard and
 MLflow give a resumed attempt a run of its own; their readers join it to the run it continues.)
 A training resumed from the checkpoint of the step it logged last logs that step again without the
-step going back; :func:`split_attempts` reads that as a resume too, and at the step a resume begins at
-the resumed attempt's rows take the place of the abandoned attempt's of their kind, the later values
-winning, as the trackers' readers keep a step's later value.
+step going back: that is a resume only where the log shows a new launch before it -- a restart
+banner (:data:`RESTART`) or a new attempt's file or directory --, for a step logged again by rows of
+one kind is also how some logs are written (two evaluation sets, an epoch's summary row); without
+one every row stays and the notes say where. At the step a resume begins at the resumed attempt's
+rows take the place of the abandoned attempt's of their kind, the later values winning, as the
+trackers' readers keep a step's later value.
 """
 
 from __future__ import annotations
@@ -37,31 +40,39 @@ def _before(rows: list[dict], counter: str, value: float, same: bool) -> list[di
             or r[counter] < value or (same and r[counter] == value)]
 
 
-def drop_abandoned_attempts(rows: list[dict], counter: str) -> tuple[list[dict], int, int, int]:
+def drop_abandoned_attempts(rows: list[dict], counter: str) -> tuple[list[dict], int, int, int, int]:
     """One run's rows in log order, where a training resumed from a checkpoint kept logging into the
     same run: where ``counter`` (the run's step) goes back, the rows the abandoned attempt logged
     after the resumed attempt's first step go -- what it evaluated after the checkpoint was never
     part of the run that went on. Rows without ``counter`` stay. A 0 where the step goes back is no
     step yet: W&B fills a step metric (TRL's ``train/global_step``) that a new process has not
-    logged yet with 0, so the resumed attempt's first step is its first one above 0.
+    logged yet with 0, so the resumed attempt's first step is its first one above 0. Where the reader
+    saw a new attempt begin (a :data:`RESTART` row: the attempt's own file or directory, the time a
+    tracker's run was opened again), an attempt whose first step is the one the abandoned attempt
+    logged last resumed there too; without such a mark a step logged again stays (no resume shown).
 
     At that first step the abandoned attempt's rows stay until the resumed attempt logs a row of
     their kind there (:class:`_Replaced`), which takes their place with their other values under it
     (the later values win): verl resumed from its step-N checkpoint logs only its evaluation at N,
     and step N's training metrics (``timing_s/step``) are the run's -- as :func:`split_attempts`
     reads a console and the W&B reader a later file that starts at the step the earlier ended on.
-    Returns ``(rows, resumes, rows dropped, rows merged)``."""
+    Returns ``(rows, resumes, rows dropped, rows merged, resumes at the step logged last)``."""
     kept: list[dict] = []
-    resumes = dropped = 0
+    resumes = dropped = at_last = 0
     last = None
-    resuming = False
+    resuming = relaunched = False
     replaced = _Replaced(counter)
     for row in rows:
+        if row.get(RESTART):
+            relaunched = last is not None
+            continue
         value = row.get(counter)
         if value is not None:
-            if last is not None and value < last:
+            if last is not None and (value < last or (relaunched and value == last)):
                 resumes += 1
+                at_last += value == last
                 resuming = True
+            relaunched = False
             if resuming and value > 0:
                 before = len(kept)
                 kept = _before(kept, counter, value, True)
@@ -71,7 +82,7 @@ def drop_abandoned_attempts(rows: list[dict], counter: str) -> tuple[list[dict],
             kept, row = replaced(kept, row)
             last = value
         kept.append(row)
-    return kept, resumes, dropped + replaced.dropped, replaced.merged
+    return kept, resumes, dropped + replaced.dropped, replaced.merged, at_last
 
 
 def keep_resumed_attempts(rows: list[dict], label: str) -> tuple[list[dict], list[str]]:
@@ -79,10 +90,13 @@ def keep_resumed_attempts(rows: list[dict], label: str) -> tuple[list[dict], lis
     rows after :func:`drop_abandoned_attempts` by the trainer's ``train/global_step`` where the run
     logs it, else the tracker's own ``step``; and the note that says so, if it did anything."""
     counter = TRAINER_STEP if any(TRAINER_STEP in r for r in rows) else "step"
-    rows, resumes, dropped, merged = drop_abandoned_attempts(rows, counter)
+    rows, resumes, dropped, merged, at_last = drop_abandoned_attempts(rows, counter)
     if not resumes:
         return rows, []
-    return rows, [f"run {label!r} resumed from a checkpoint {resumes} time(s) ({counter} goes back): "
+    how = (f"{counter} goes back" if not at_last else
+           f"a later attempt starts at the {counter} the earlier ended on" if at_last == resumes else
+           f"{counter} goes back: {resumes - at_last}; a later attempt starts at the {counter} the earlier ended on: {at_last}")
+    return rows, [f"run {label!r} resumed from a checkpoint {resumes} time(s) ({how}): "
                   f"{dropped} row(s) the abandoned attempt(s) logged from there on were dropped" + merged_note(merged)]
 
 
@@ -240,7 +254,11 @@ class _Replaced:
         self.resumed_kinds.append(kind)
         if not self.abandoned:
             return rows, row
-        mine = next((r for r in self.abandoned if same_kind(self.kind(r), kind)), None)
+        # The abandoned row of the very same kind first: a reader that keeps only the columns it reads
+        # (W&B's, Trackio's) leaves a training row no column the evaluation row lacks.
+        mine = next((r for r in self.abandoned if self.kind(r) == kind), None)
+        if mine is None:
+            mine = next((r for r in self.abandoned if same_kind(self.kind(r), kind)), None)
         if mine is None:
             return rows, row
         self.abandoned = [r for r in self.abandoned if r is not mine]
@@ -253,64 +271,51 @@ class _Replaced:
         return rows, row
 
 
-def _relogs(kinds: list[frozenset | None], values: list) -> list[tuple[int, float, frozenset]]:
-    """The rows that log the kind of thing (:func:`same_kind`) a row before them at their step logged,
-    no other step and no restart banner in between: ``(index, step, kind)``."""
-    out = []
-    group: list[frozenset] = []
-    last = None
-    for i, (kind, value) in enumerate(zip(kinds, values)):
-        if kind is None:  # a restart banner: what follows is another launch's
-            group, last = [], None
-            continue
-        if value is None:
-            continue
-        if value != last:
-            group, last = [], value
-        if any(same_kind(kind, k) for k in group):
-            out.append((i, value, kind))
-        group.append(kind)
-    return out
+def _steps_text(steps: list[float]) -> str:
+    """``40, 80, 120`` (the first five, then ``...``)."""
+    return ", ".join(f"{s:g}" for s in steps[:5]) + (", ..." if len(steps) > 5 else "")
 
 
-def relogs_are_the_logs_own(kinds: list[frozenset | None], values: list) -> set[frozenset]:
-    """The kinds of row whose relogs -- rows of one kind at one step (:func:`_relogs`) -- are the way
-    this log is written rather than resumes. A resume is a rare event: it logs a step again at the
-    one or few checkpoints a training was resumed from, not at every step that logs that kind of
-    row. So a kind's relogs are the log's own where they recur at every step that logs a row of
-    that kind, from the first relog to the last -- two evaluation sets written as rows of one kind
-    at every evaluation, a print per sample or per micro-batch at every step -- and a single relog
-    is where no row of a later step comes after it: nothing shows a resumed attempt went on (an
-    evaluation written twice at the log's last step). The rule cannot tell two resumes at two
-    consecutive evaluations (and nowhere else) from a log's own way: it reads them as the latter."""
-    relogs = _relogs(kinds, values)
-    if not relogs:
-        return set()
-    steps_of: dict[frozenset, set] = {}  # each kind of row -> the steps that log one
-    for kind, value in zip(kinds, values):
-        if kind is not None and value is not None:
-            steps_of.setdefault(kind, set()).add(value)
-    relogged: dict[frozenset, list[tuple[int, float]]] = {}
-    for i, value, kind in relogs:
-        relogged.setdefault(kind, []).append((i, value))
-    later = [None] * len(values)  # the highest step logged after each row
-    top = None
-    for i in range(len(values) - 1, -1, -1):
-        later[i] = top
-        if values[i] is not None and (top is None or values[i] > top):
-            top = values[i]
-    own = set()
-    for kind, events in relogged.items():
-        at = sorted({value for _, value in events})
-        if len(at) == 1:
-            i, value = events[-1]
-            if later[i] is None or later[i] <= value:
-                own.add(kind)
-            continue
-        logging = {s for k, steps in steps_of.items() if same_kind(k, kind) for s in steps if at[0] <= s <= at[-1]}
-        if logging <= set(at):
-            own.add(kind)
-    return own
+def relogged_note(counter: str, steps: list[float]) -> str:
+    """The note for rows of one kind logged at one step with no sign of a new launch before them
+    (:class:`_Relogs`): every row kept, and the two readings the log cannot tell apart."""
+    return (f"{counter} logged again by rows of one kind at {len(steps)} {counter}(s) ({_steps_text(steps)}) with no "
+            "restart banner before them: all kept -- a resume from that step's checkpoint, or several evaluation "
+            "sets (or samples) in one column? give --run-column to tell the sets apart, or drop the earlier rows "
+            "of a resume")
+
+
+class _Relogs:
+    """The steps at which a row logs the kind of thing (:func:`same_kind`) a row before it at that step
+    logged, no other step, resume or launch in between. With no launch banner before it, such a row
+    tells nothing for sure: a training resumed from the checkpoint of the step it logged last logs it
+    again (``..., 40, 40, 41``), and so does a log that writes two evaluation sets as rows of one kind,
+    an epoch's summary under the step's names, or a row per sample. Nothing is dropped or merged on
+    it; the notes say where (:func:`relogged_note`)."""
+
+    def __init__(self) -> None:
+        self.step = None
+        self.kinds: set[frozenset] = set()  # the kinds of row logged at ``step`` so far (distinct: a few)
+        self.steps: list[float] = []
+
+    def reset(self, value: float | None = None) -> None:
+        """A resume or a launch: what follows is another attempt's."""
+        self.step, self.kinds = value, set()
+
+    def see(self, value: float, kind: frozenset, kept: bool = True) -> None:
+        """A row at ``value`` that logs ``kind``; ``kept``: not merged into an abandoned row of its kind."""
+        if value != self.step:
+            self.reset(value)
+        if kept and (kind in self.kinds or any(same_kind(kind, k) for k in self.kinds)):
+            if not self.steps or self.steps[-1] != value:
+                self.steps.append(value)
+        self.kinds.add(kind)
+
+
+#: A row a reader puts where the log shows a fresh launch of a training that resumes nothing (a
+#: Hugging Face ``Trainer``'s ``***** Running training *****`` banner with no ``Resuming training from
+#: checkpoint`` line after it): the rows after it are a run of their own, whatever their counter.
+NEW_RUN = "\0new run"
 
 
 def split_attempts(rows: list[dict], counter: str, stem: str, *,
@@ -318,71 +323,78 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
                    kinds: list[frozenset] | None = None) -> tuple[list[dict], list[str]]:
     """A console log several trainings printed into (``tee -a``), read by a counter every row of a
     training logs (a Hugging Face ``Trainer``'s ``epoch``): where it goes back to or below where the
-    current run began, a training started over -- a run of its own (``stem#1``, ``stem#2``, ...);
-    where it goes back less, a training resumed from a checkpoint -- the rows the abandoned attempt
-    logged after the resumed attempt's first step go (as in :func:`drop_abandoned_attempts`).
+    current run began, a training started over -- a run of its own (``stem#1``, ``stem#2``, ...), as
+    after a :data:`NEW_RUN` row; where it goes back less, a training resumed from a checkpoint -- the
+    rows the abandoned attempt logged after the resumed attempt's first step go (as in
+    :func:`drop_abandoned_attempts`). After a :data:`RESTART` row (a launch banner the reader saw), the
+    counter logged again -- equal to the last one, not below it -- is such a resume too.
 
-    With ``relogs`` (a step counter, not a clock such as a printed ``epoch`` that rounds several
-    steps to one value), a resume also shows where the counter is logged again, not below the last
-    one: after a :data:`RESTART` row (a launch banner the reader saw), or -- without a banner -- where
-    a row logs the kind of thing (:func:`same_kind`) a row at that very step logged before it (a
-    training killed after step N and resumed from its step-N checkpoint, which it evaluates first:
-    ``..., 40, 40, 41, ...``), unless rows of one kind at one step are the way the log is written
-    (:func:`relogs_are_the_logs_own`). At the step a resume begins at, each row the resumed attempt
-    logs takes the place of the abandoned attempt's row of its kind at that step, whose other values
-    stay under it (the later values win, as W&B's reader merges a step two attempts logged): the
-    training metrics of the step a checkpoint was saved at are the run's, its evaluation is the
-    resumed attempt's, and neither is fitted twice. Without ``relogs`` the abandoned attempt's rows at
-    that step go. ``kinds`` gives what each row logs where its dict holds only some of its columns (a
-    CSV's); else it is read off the rows.
+    At the step a resume begins at, each row the resumed attempt logs takes the place of the abandoned
+    attempt's row of its kind at that step (:class:`_Replaced`), whose other values stay under it (the
+    later values win, as W&B's reader merges a step two attempts logged): the training metrics of the
+    step a checkpoint was saved at are the run's, its evaluation is the resumed attempt's, and neither
+    is fitted twice. With ``relogs`` False (a clock such as a printed ``epoch`` that rounds several
+    steps to one value, or a log whose every launch is marked) the abandoned attempt's rows at that
+    step go instead, unless a banner marked the launch.
+
+    A step logged again by a row of the kind a row at that step logged, with no banner before it, is
+    no resume by itself (:class:`_Relogs`): every row stays, and with ``relogs`` the notes say where.
+    ``kinds`` gives what each row logs where its dict holds only some of its columns (a CSV's); else it
+    is read off the rows.
 
     With ``late_rows``, a row the counter goes back at that was logged late (:class:`_LateRows`: an
     evaluation written after later steps, as asynchronous trainers write their metrics files) stays
     in place, unless a restart banner comes before it. Returns ``(rows, notes)``."""
     values = [r.get(counter) if _counted(r.get(counter)) else None for r in rows]
     if kinds is None:
-        kinds = [None if r.get(RESTART) else _kind(r, counter) for r in rows]
+        kinds = [None if r.get(RESTART) or r.get(NEW_RUN) else _kind(r, counter) for r in rows]
     kind_of = {id(r): k for r, k in zip(rows, kinds)}
-    own = relogs_are_the_logs_own(kinds, values) if relogs else set()
     late_row = _LateRows(values) if late_rows else None
     runs: list[list[dict]] = [[]]
-    resumes = dropped = late = 0
+    first = None  # the current run's first counted value
+    resumes = dropped = late = started_over = launched = 0
     how: dict[str, int] = {}  # how each resume showed -> times
     last = None
-    restart = False  # a launch banner since the last counted row
+    restart = new_run = False  # a launch banner since the last counted row (a resume's / a fresh training's)
     replaced = _Replaced(counter, kind_of)  # the abandoned attempt's rows at the step a resume began at
+    again = _Relogs()
     for i, row in enumerate(rows):
-        if row.get(RESTART):
-            restart = last is not None
+        if row.get(RESTART) or row.get(NEW_RUN):
+            restart, new_run = bool(row.get(RESTART)) and last is not None, bool(row.get(NEW_RUN)) and first is not None
+            again.reset()
             continue
         value = values[i]
         if value is None:
             runs[-1].append(row)
             continue
         goes_back = last is not None and value < last
-        relogged = last is not None and value == last and (
-            restart or (relogs and kinds[i] not in own and (value != replaced.at or replaced.again(kinds[i]))
-                        and any(same_kind(kind_of[id(r)], kinds[i]) for r in _at_step(runs[-1], counter, value))))
+        relogged = restart and value == last
         is_late = goes_back and not restart and late_row is not None and late_row(i, last)
-        if (goes_back or relogged) and not is_late:
-            first = next(r[counter] for r in runs[-1] if _counted(r.get(counter)))
-            if goes_back and value <= first:
-                runs.append([])
-                replaced.start([], None)
-            else:  # the abandoned attempt's rows from the resumed attempt's first step on go
-                before = len(runs[-1])
-                runs[-1] = _before(runs[-1], counter, value, relogs or restart)
-                resumes, dropped = resumes + 1, dropped + before - len(runs[-1])
-                reason = (f"{counter} goes back" if goes_back else f"{counter} logged again after a restart" if restart
-                          else f"{counter} logged again")
-                how[reason] = how.get(reason, 0) + 1
-                replaced.start(runs[-1], value if relogs or restart else None)
+        if new_run or ((goes_back or relogged) and not is_late and value <= first):
+            started_over += not new_run
+            launched += new_run
+            runs.append([])
+            first = None
+            replaced.start([], None)
+            is_late = False
+        elif (goes_back or relogged) and not is_late:  # the abandoned attempt's rows after the resumed one's first step go
+            before = len(runs[-1])
+            runs[-1] = _before(runs[-1], counter, value, relogs or restart)
+            resumes, dropped = resumes + 1, dropped + before - len(runs[-1])
+            reason = f"{counter} goes back" if goes_back else f"{counter} logged again after a restart"
+            how[reason] = how.get(reason, 0) + 1
+            replaced.start(runs[-1], value if relogs or restart else None)
+            again.reset(value)
+        merged_before = replaced.dropped
         runs[-1], row = replaced(runs[-1], row)
         runs[-1].append(row)
+        if first is None:
+            first = value
         if is_late:
             late += 1
             continue
-        restart = False
+        again.see(value, kinds[i], kept=replaced.dropped == merged_before)  # (one that took a row's place is once)
+        restart = new_run = False
         last = value
     notes = []
     if late:
@@ -391,8 +403,13 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
         shown = next(iter(how)) if len(how) == 1 else "; ".join(f"{reason}: {n}" for reason, n in how.items())
         notes.append(f"the log resumes from a checkpoint {resumes} time(s) ({shown}): {dropped + replaced.dropped} "
                      "row(s) the abandoned attempt(s) logged from there on were dropped" + merged_note(replaced.merged))
+    if relogs and again.steps:
+        notes.append(relogged_note(counter, again.steps))
     if len(runs) > 1:
-        notes.append(f"{counter} starts over {len(runs) - 1} time(s): read as {len(runs)} runs, {stem}#1 ... {stem}#{len(runs)}")
+        why = "; ".join(w for w in (f"{counter} starts over {started_over} time(s)" if started_over else "",
+                                    f"a new training launched {launched} time(s) (a launch banner with no resume from "
+                                    "a checkpoint after it)" if launched else "") if w)
+        notes.append(f"{why}: read as {len(runs)} runs, {stem}#1 ... {stem}#{len(runs)}")
         for i, run in enumerate(runs, start=1):
             for r in run:
                 r["run"] = f"{stem}#{i}"

@@ -221,8 +221,9 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
                                                cells=lambda r: r[1])
     records, without_y, percent, percent_y = [], 0, 0, 0
     # What each row logs (its columns with a cell), beyond the ones read: a step logged again by a row of
-    # the kind an earlier row at that step logged is a resume; a training row and an evaluation row at
-    # one step are not, though the columns read of the first (the step alone) are among the second's. A
+    # the kind an earlier row at that step logged is said (and, at a resume, merged by kind); a training
+    # row and an evaluation row at one step are not of one kind, though the columns read of the first
+    # (the step alone) are among the second's. A
     # cell is logged as this reader reads it: 'nan' is none (a writer of full rows, NaN where it logged nothing).
     kinds = [frozenset(h for h, cell in zip(header, row) if h != step and cell.strip() not in MISSING_CELLS)
              for _, row in rows]

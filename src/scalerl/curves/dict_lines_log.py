@@ -24,13 +24,15 @@ before training, also ``eval 0``: 0) -- the x for an evaluation's compute.
 A console that several trainings printed into (``tee -a``) is told apart by the ``epoch`` every
 dict of a Hugging Face ``Trainer`` carries, or else by the printed rollout number or step: where it goes back to the
 start, a new run (``<stem>#2``); where it goes back less, a training resumed from a checkpoint, and
-what the abandoned attempt printed from there on is dropped. A ``Trainer``'s printed epoch is rounded
-(several steps print one value), so an epoch printed again is no resume by itself -- but after the
-banner a ``Trainer`` launch prints at INFO (``***** Running training *****``, ``Resuming training
-from checkpoint ...``) it is: a resumed ``Trainer`` may evaluate the checkpoint it loaded again
-(``eval_on_start``; axolotl with eval_steps = save_steps), at its epoch, and that evaluation takes
-the place of the abandoned attempt's, the rows of the checkpoint's step of another kind kept
-(:func:`scalerl.curves.attempts.split_attempts`).
+what the abandoned attempt printed from there on is dropped. A ``Trainer`` launch at INFO prints a
+banner (``***** Running training *****``), and, where it resumes a checkpoint, ``Resuming training
+from checkpoint ...`` after it: a banner without that line before the launch's first dict is a
+fresh training -- a new run, wherever its epoch starts (a training on another data set appended);
+with it, a resume. A ``Trainer``'s printed epoch is rounded (several steps print one value), so an
+epoch printed again is no resume by itself -- but after a resume's banner it is: a resumed
+``Trainer`` may evaluate the checkpoint it loaded again (``eval_on_start``; axolotl with eval_steps
+= save_steps), at its epoch, and that evaluation takes the place of the abandoned attempt's, the
+rows of the checkpoint's step of another kind kept (:func:`scalerl.curves.attempts.split_attempts`).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from typing import Any
 
 from scalerl.curves.console import ANSI, text_head
 from scalerl.curves.data import Curve
-from scalerl.curves.attempts import RESTART, split_attempts
+from scalerl.curves.attempts import NEW_RUN, RESTART, split_attempts
 from scalerl.curves.rows import DEFAULT_RUN_COLUMN, SCALAR_REPR, curves_from_rows, scalar_of, unwrap_scalar
 from scalerl.errors import InputError
 
@@ -65,10 +67,12 @@ PRINTED_ROLLOUT = "rollout_id"
 ROLLOUTS_TRAINED = "rollouts"
 _EVAL_MARK = "\0eval"  # a row printed as ``eval N`` (read here, never a column)
 #: What a Hugging Face ``Trainer`` logs (at INFO, as the example scripts and axolotl set it) when a
-#: launch begins to train -- ``***** Running training *****`` -- and, resumed, the checkpoint it
-#: goes on from (transformers >= 5: ``Resuming training from checkpoint with epoch E and global step
-#: S``; before: ``Continuing training from checkpoint, will skip to saved global_step``): a new launch.
-_TRAINER_LAUNCH = re.compile(r"\*{5} Running training \*{5}|(?:Resuming|Continuing) training from checkpoint")
+#: launch begins to train: a new launch -- a fresh training unless the line below follows it ...
+_TRAINER_LAUNCH = re.compile(r"\*{5} Running training \*{5}")
+#: ... and the line it prints after that banner where the launch resumes a checkpoint (transformers 5:
+#: ``Resuming training from checkpoint with epoch E and global step N``; 4: ``Continuing training from
+#: checkpoint, will skip to saved global_step``).
+_TRAINER_RESUME = re.compile(r"(?:Resuming|Continuing) training from checkpoint")
 #: How many characters of a file's start are read to tell whether it is such a log.
 SNIFF_CHARS = 2_000_000
 
@@ -240,13 +244,21 @@ def read_dict_lines_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     # evaluation, from two processes: either line can reach the console first): the copy without goes.
     stepless: dict[str, int] = {}  # a dict printed without a step -> its row's index
     stepped: set[str] = set()
+    # A Trainer's launch banner seen, and whether it resumes a checkpoint (RESTART) or starts afresh
+    # (NEW_RUN): told by the line that follows it where it resumes, before the launch's first dict.
+    launch: str | None = None
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
         for line in _logical_lines(f):
             text, counter, step = _dict_and_counter(line.rstrip("\n"))
             if text is None:
                 if _TRAINER_LAUNCH.search(line):
-                    rows.append({RESTART: True})
+                    launch = NEW_RUN
+                elif launch is not None and _TRAINER_RESUME.search(line):
+                    launch = RESTART
                 continue
+            if launch is not None:  # the first dict a launch printed: a fresh training's or a resumed one's
+                rows.append({launch: True})
+                launch = None
             row = parse_printed_dict(text)
             if row is None:
                 unreadable += 1
@@ -279,16 +291,16 @@ def read_dict_lines(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool
     """One run per file (named after it)."""
     path = Path(path)
     rows, notes = read_dict_lines_rows(path)
-    if not rows:
+    if not any(not (r.get(RESTART) or r.get(NEW_RUN)) for r in rows):  # (launch banners alone are no metrics)
         raise InputError(f"{path}: no printed metric dicts ({{'key': value, ...}} lines) in the file")
     # A Trainer prints its epoch in every dict: the clock that tells a resume or a new training
     # appended to the same console (tee -a) from the run before it; else the printed rollout number
     # (slime: its evaluations print no step) or step.
     clock = next((c for c in (TRAINER_EPOCH, PRINTED_ROLLOUT) if any(c in r for r in rows)), PRINTED_STEP)
     late_rows = clock != TRAINER_EPOCH  # (an evaluation printed after later steps: OpenRLHF's asynchronous trainer)
-    # A step logged again is a resume only on a printed step: a Trainer's epoch is rounded (several steps
-    # print one value), and slime prints its evaluation before training and the one after rollout 0 both
-    # as 'eval 0'.
+    # A value logged again is said, and merged by kind at a resume, only on a printed step: a Trainer's
+    # epoch is rounded (several steps print one value), and slime prints its evaluation before training
+    # and the one after rollout 0 both as 'eval 0'.
     rows, more = split_attempts(rows, clock, path.stem, late_rows=late_rows, relogs=clock == PRINTED_STEP)
     notes = [*notes, *more]
     _rollouts_trained(rows)  # (after the abandoned attempts are dropped: a resume generates its rollouts again)

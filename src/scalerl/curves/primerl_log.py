@@ -264,7 +264,8 @@ def _joined_rows(consoles: list[tuple[Path, str]], name: str) -> tuple[list[dict
         notes.append(f"the log begins where the orchestrator resumed from the checkpoint at step {resumed_from}: "
                      "the steps before are in an earlier attempt's log (logs/attempt_<n>/orchestrator.log)")
     # Each launch is marked (its banner, its attempt's log): a step logged again without a mark is no
-    # resume -- the final evaluations of a run that ends on an evaluation step evaluate that step again.
+    # resume, nor worth a note -- the final evaluations of a run that ends on an evaluation step evaluate
+    # that step again.
     rows, more = split_attempts(rows, STEP, name, late_rows=True, relogs=False)
     return rows, notes + more
 

@@ -188,33 +188,51 @@ def taken_off_too_much(path: Path, x: str, plus: list[str], minus: list[str], st
                       f"({left:g} left): {', '.join(minus)} is not part of it in this log -- leave it out of --x")
 
 
-def _cumulative_columns(path: Path, keys: set[str], x: str) -> Callable[[dict], float]:
-    """The per-row amount ``cum:EXPR`` adds up: one column, or the sum of every column matching a
-    glob, less the columns after a ``-`` (a row without one of those takes off 0: verl logs its
-    ``timing_s/save_checkpoint`` only on the steps that saved). Rows without the summed column
-    (evaluation-only rows) add 0 (training steps without it: :mod:`scalerl.curves.untimed_steps`); a
-    value that is not a number is an error."""
+def _cumulative_amounts(path: Path, rows: list[dict], keys: set[str], x: str, run_column: str,
+                        step_column: str) -> list[float]:
+    """Each row's share of the running total ``cum:EXPR`` adds up: its value of one column, or the sum
+    of every column matching a glob; less the columns after a ``-``, taken off per step -- what every
+    row of a step logs of them, at the step's first row that logs the summed columns: a validation's
+    timer on a row of its own (a logger that writes each call as a row) is taken off its step's time
+    as where it shares the step's row -- and only at steps that log the summed columns (a validation
+    before training, at a step of its own, is inside no step's time), as the TensorBoard reader does.
+    A row that lacks a column taken off takes off 0 there (verl logs ``timing_s/save_checkpoint`` only
+    on the steps that saved). Rows without the summed column (evaluation-only rows) add 0 (training
+    steps without it: :mod:`scalerl.curves.untimed_steps`); a value that is not a number is an error,
+    and so is a step that takes off more than it holds (:func:`taken_off_too_much`). Rows without
+    ``step_column`` are each a step of their own."""
     plus, minus = cumulative_terms(path, keys, x)
 
-    def amount(r: dict) -> float:
-        total = 0.0
-        # Taken off only the rows that log the summed timer (a validation before training, on a row of
-        # its own, is inside no step's time), as the TensorBoard reader does.
-        for sign, cols in ((1.0, plus), (-1.0, minus if timed(r, plus) else [])):
-            for c in cols:
-                v = r.get(c)
-                if v is None:
-                    continue
-                if isinstance(v, bool) or not isinstance(v, (int, float)):
-                    raise InputError(f"{path}: value {v!r} of {c!r} in a row at step {r.get('step', '?')} is not a "
-                                     f"number (needed for --x {x})")
-                if math.isfinite(v):
-                    total += sign * float(v)
-        if total < 0:
-            raise taken_off_too_much(path, x, plus, minus, r.get("step", "?"), total)
-        return total
+    def total(r: dict, cols: list[str]) -> float:
+        out = 0.0
+        for c in cols:
+            v = r.get(c)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise InputError(f"{path}: value {v!r} of {c!r} in a row at step {r.get('step', '?')} is not a "
+                                 f"number (needed for --x {x})")
+            if math.isfinite(v):
+                out += float(v)
+        return out
 
-    return amount
+    amounts = [total(r, plus) for r in rows]
+    if not minus:
+        return amounts
+    steps: dict[tuple, list[int]] = {}  # (run, step) -> its rows, in log order
+    for i, r in enumerate(rows):
+        step = _step_value(r.get(step_column))
+        steps.setdefault((str(r.get(run_column)), step) if step is not None else ("", "row", i), []).append(i)
+    for at in steps.values():
+        first = next((i for i in at if timed(rows[i], plus)), None)
+        if first is None:  # a step without the summed columns: nothing of its own to take off
+            continue
+        off = sum(total(rows[i], minus) for i in at)
+        if sum(amounts[i] for i in at) - off < 0:
+            r = rows[first]
+            raise taken_off_too_much(path, x, plus, minus, r.get("step", "?"), sum(amounts[i] for i in at) - off)
+        amounts[first] -= off
+    return amounts
 
 
 #: ``--x wall_time`` in a row log that has no such column: hours since each run's first row, read
@@ -359,7 +377,8 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     if x == WALL_TIME and WALL_TIME not in keys and (clock := next((c for c in CLOCK_COLUMNS if c in keys), None)):
         rows, keys = _with_wall_time(rows, clock, run_column, default_name), keys | {WALL_TIME}
         notes = (*notes, f"x wall_time: hours since each run's first {clock!r}")
-    cumulative = _cumulative_columns(path, keys, x) if x.startswith(CUMULATIVE) else None
+    cumulative = (_cumulative_amounts(path, rows, keys, x, run_column, step_column or "step")
+                  if x.startswith(CUMULATIVE) else None)
     for kind, col in (("x", x), ("y", y)):
         if col not in keys and not (kind == "x" and cumulative):
             held = _holding_values(rows, keys - {"type"})
@@ -412,7 +431,7 @@ class _RowPoints:
     evaluation rows do not log x -- the latest x before it."""
 
     def __init__(self, path: Path, rows: list[dict], x: str, y: str, keys: set[str], *, run_column: str,
-                 default_name: str, cumulative: Callable[[dict], float] | None, carry: set[str] | None,
+                 default_name: str, cumulative: list[float] | None, carry: set[str] | None,
                  step_column: str | None, y_scale: float) -> None:
         self.path, self.x, self.y, self.y_scale = path, x, y, y_scale
         self.run_column, self.default_name = run_column, default_name
@@ -438,7 +457,7 @@ class _RowPoints:
             self.steps_untimed.setdefault(name, [0, 0])[0] += 1
         elif cumulative is not None and timed(r, self.summed):
             self.steps_timed[name] = self.steps_timed.get(name, 0) + 1
-        own = cumulative(r) if cumulative is not None else 0.0
+        own = cumulative[i] if cumulative is not None else 0.0
         if cumulative is not None:
             self.totals[name] = self.totals.get(name, 0.0) + own
         elif x in r:

@@ -17,9 +17,10 @@ progress bars -- is passed over; a block is read from the lines of the process t
 header, so another worker's output between its lines does no harm.
 
 * **a console appended to by a resumed training** (``tee -a``): the step goes back to the
-  checkpoint's (or, killed right after the checkpoint, is logged again); what the abandoned attempt
-  logged after it is dropped, and at the checkpoint's own step its row takes the resumed attempt's
-  evaluation of that checkpoint (one evaluation of it, the later; the step's training metrics kept);
+  checkpoint's; what the abandoned attempt logged after it is dropped, and at the checkpoint's own
+  step its row takes the resumed attempt's evaluation of that checkpoint (one evaluation of it, the
+  later; the step's training metrics kept); the last step logged again without going back (killed
+  right after the checkpoint) shows no launch in this console: both rows are kept, said;
   a training started over (the step back to where the log began) is a run of its own,
   ``<stem>#1``, ``<stem>#2``, ...;
 * a block cut off (the run was killed while printing) is skipped and counted.

@@ -16,8 +16,9 @@ infinities as logged: dropped and counted downstream); media are not values, nor
 system monitor (``__swanlab__.*``, logged on a clock of its own). A run id found in
 several directories (a resumed run) is joined in the order the directories started; where the
 run's step goes back -- the trainer's ``train/global_step`` where it logs one, else SwanLab's
-step -- the abandoned attempt's rows from there on are dropped, but at the step the resumed attempt
-starts at its rows take the place of the abandoned attempt's of their kind, the others' values kept
+step -- or a later directory starts at the step the earlier one ended on (verl killed right after
+saving step N's checkpoint, resumed from it), the abandoned attempt's rows from there on are
+dropped, but at the step the resumed attempt starts at its rows take the place of the abandoned attempt's of their kind, the others' values kept
 (verl resumed from its step-N checkpoint logs only its evaluation at N: step N's training metrics
 stay, :func:`scalerl.curves.attempts.drop_abandoned_attempts`). Torn and damaged records are
 skipped; each is said in the notes.
@@ -34,7 +35,7 @@ from typing import Any, Iterator
 
 from scalerl.curves.data import Curve
 from scalerl.curves.leveldb_log import Kind, has_ident, records, version
-from scalerl.curves.attempts import keep_resumed_attempts
+from scalerl.curves.attempts import RESTART, keep_resumed_attempts
 from scalerl.curves.rows import curves_from_rows
 from scalerl.errors import InputError
 
@@ -173,6 +174,8 @@ def read_swanlab(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = 
         t0 = min(times)
         run_rows: list[dict[str, Any]] = []
         for scalars in attempts:
+            if run_rows:  # another attempt's directory: a resume may start at the step the last one ended on
+                run_rows.append({RESTART: True})
             by_step: dict[int, dict[str, Any]] = {}
             for step, key, value, when in scalars:
                 if key.startswith(SYSTEM):

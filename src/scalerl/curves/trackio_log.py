@@ -23,7 +23,11 @@ checkpoint's. What the abandoned attempt logged after that step (its evaluations
 dropped, as if it had not run; at that step, each row the resumed attempt logs takes the place of
 the abandoned attempt's of its kind, whose other values stay under it (a loop resumed from its
 step-N checkpoint that evaluates it first logs only that evaluation at N: step N's training stays).
-The notes say how much. A run logged without
+Killed right after saving the checkpoint of the step it logged last, a training resumed from it
+logs that step again without going back: that is a resume where it comes after the run's latest
+launch (the ``_Created`` time ``trackio.init`` writes into the run's config at each launch; only the
+latest is kept, and the Parquet export has none) -- one row of each kind there, the later. The
+notes say how much. A run logged without
 ``train/global_step`` is checked the same way on ``step`` (a loop that passes its own step and
 logs steps again after a resume).
 """
@@ -39,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.curves.data import Curve
-from scalerl.curves.attempts import TRAINER_STEP, keep_resumed_attempts
+from scalerl.curves.attempts import RESTART, TRAINER_STEP, keep_resumed_attempts
 from scalerl.curves.rows import curves_from_rows, unknown_column, x_columns
 from scalerl.curves.sqlite_db import DB_ERRORS, connect, tables
 from scalerl.errors import InputError
@@ -153,18 +157,36 @@ def _parquet_records(path: Path) -> list[tuple[str, str, str, int, dict[str, Any
              {k: v for k, v in r.items() if k not in BOOKKEEPING and v is not None}) for r in rows]
 
 
-def _runs(path: Path) -> list[tuple[str, str, list[tuple[str, int, bytes | str | dict[str, Any]]]]]:
+def _runs(path: Path) -> tuple[list[tuple[str, str, list[tuple[str, int, bytes | str | dict[str, Any]]]]], dict[str, str]]:
     """``(run key, run name, [(timestamp, step, metrics), ...])`` per run, in log order; metrics as
-    the database holds them (JSON) or as the Parquet export does (a dict)."""
+    the database holds them (JSON) or as the Parquet export does (a dict). And each run's latest
+    launch (:func:`_launches`: none for the Parquet export, which holds no configs)."""
     if path.suffix == ".parquet":
-        return _group_runs(_parquet_records(path))
+        return _group_runs(_parquet_records(path)), {}
     try:
         with connect(path) as db:
             key = "run_id" if "run_id" in _columns(db) else "run_name"
             records = db.execute(f"SELECT {key}, run_name, timestamp, step, metrics FROM metrics ORDER BY id").fetchall()
+            launches = _launches(db, key)
     except DB_ERRORS as exc:
         raise InputError(f"{path}: not a readable Trackio database ({exc})") from None
-    return _group_runs(records)
+    return _group_runs(records), launches
+
+
+def _launches(db: sqlite3.Connection, key: str) -> dict[str, str]:
+    """Each run's latest launch: the ``_Created`` time of its config. ``trackio.init`` sets it at every
+    launch, and the launch's first log call replaces the run's config row with it (trackio 0.43's
+    ``INSERT OR REPLACE INTO configs``), so a run a resumed training logged into again (``resume=
+    "allow"``) says when the last attempt began. A database without configs (or with an unreadable
+    one): none."""
+    if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'configs'").fetchone():
+        return {}
+    out = {}
+    for run_key, config in db.execute(f"SELECT {key}, config FROM configs").fetchall():
+        created = (_parse(config) or {}).get("_Created")
+        if isinstance(created, str):
+            out[str(run_key)] = created
+    return out
 
 
 def _group_runs(records) -> list[tuple[str, str, list]]:
@@ -183,20 +205,26 @@ class _Log:
         if not dbs:
             raise InputError(f"{path}: no Trackio project (an SQLite file with Trackio's 'metrics' table, or its "
                              "Parquet export)")
-        found = [(db, *run) for db in dbs for run in _runs(db)]
+        found, launches = [], {}
+        for db in dbs:
+            runs, launched = _runs(db)
+            found += [(db, *run) for run in runs]
+            launches.update({(db, k): v for k, v in launched.items()})
         if not found:
             raise InputError(f"{path}: the Trackio database holds no logged metrics")
         # Names as Trackio shows them; the project in front where a directory holds several; two runs
         # of one name (Trackio allows it) told apart by their id.
-        named = [(f"{db.stem}/{name}" if len(dbs) > 1 else name, key, logs) for db, key, name, logs in found]
+        named = [(f"{db.stem}/{name}" if len(dbs) > 1 else name, key, logs, launches.get((db, key)))
+                 for db, key, name, logs in found]
         count: dict[str, int] = defaultdict(int)
-        for name, _, _ in named:
+        for name, *_ in named:
             count[name] += 1
         self.keys: set[str] = set()
         self.unreadable = 0
         self.runs: list[tuple[str, list[tuple[float, int, dict[str, Any]]]]] = []
         self.ids: dict[str, str] = {}  # run name -> Trackio's run id (trackio >= 0.24; older runs have none)
-        for name, key, logs in named:
+        self.relaunched: dict[str, int] = {}  # run -> the index of the first row its latest launch logged
+        for name, key, logs, launched in named:
             label = name if count[name] == 1 else f"{name} [{key[:8]}]"
             self.ids[label] = key
             try:
@@ -212,7 +240,24 @@ class _Log:
                     continue
                 self.keys.update(values)
                 parsed.append(((when - t0).total_seconds() / 3600.0, step, values))
+            start = _launch_start(launched, stamps, t0)
+            if start is not None:
+                # The rows logged at or after the latest launch began are its own: the index of the first.
+                self.relaunched[label] = next((i for i, (hours, _, _) in enumerate(parsed) if hours >= start), len(parsed))
             self.runs.append((label, parsed))
+
+
+def _launch_start(launched: str | None, stamps: list[datetime], t0: datetime) -> float | None:
+    """Hours from ``t0`` to a run's latest launch, where it began after the run's first log (a resumed
+    training's: the first launch began before any); None where there is none or it is unreadable."""
+    if launched is None:
+        return None
+    try:
+        when = datetime.fromisoformat(launched)
+        hours = (when - t0).total_seconds() / 3600.0
+    except (TypeError, ValueError):  # (unreadable; or one time with a zone and one without)
+        return None
+    return hours if hours > 0 and any(stamp < when for stamp in stamps) else None
 
 
 def read_trackio(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
@@ -230,7 +275,9 @@ def read_trackio(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = 
     notes: list[str] = []
     for label, parsed in log.runs:
         run_rows = []
-        for hours, step, values in parsed:
+        for i, (hours, step, values) in enumerate(parsed):
+            if i == log.relaunched.get(label):  # a resumed training's launch: another attempt begins
+                run_rows.append({RESTART: True})
             row: dict[str, Any] = {"run": label, "step": step, "wall_time": hours}
             row.update({k: v for k in wanted & values.keys() if (v := _value(values[k])) is not None})
             run_rows.append(row)

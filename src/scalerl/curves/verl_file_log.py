@@ -7,8 +7,9 @@ prints), which :func:`scalerl.curves.rows.curves_from_rows` makes curves of. ver
 ``null`` (orjson): such a value is dropped and counted like any missing one. What it smooths over,
 each said in the notes:
 
-* **a resume into the same file** (verl releases that append to it): the step goes back (or, killed
-  right after the checkpoint, is logged again); what the abandoned attempt logged after the
+* **a resume into the same file** (verl releases that append to it): the step goes back (the last
+  step logged again without going back shows no launch in the file: both rows kept, said); what the
+  abandoned attempt logged after the
   checkpoint's step is dropped, and at that step the resumed attempt's evaluation-only line (verl
   evaluates the checkpoint it loaded and logs that at its step) is merged into the abandoned
   attempt's line of that step: one evaluation of the checkpoint, the later, beside the step's

@@ -18,12 +18,14 @@ What it smooths over, each said in the curve's notes:
 * **older verl names that evaluation without the ``val/`` prefix** its later evaluations carry
   (``test_score/openai/gsm8k`` then ``val/test_score/openai/gsm8k``): it is read under the
   prefixed name too, so one ``--y`` column holds the whole curve;
-* **a resume** (the step numbers go back, as when a run resumes from a checkpoint, or the last
-  step is logged again: killed right after its checkpoint): the rows the abandoned attempt logged
+* **a resume** (the step numbers go back, as when a run resumes from a checkpoint, or -- after the
+  ``Resuming from .../global_step_N`` verl prints as it loads the checkpoint -- the last step is
+  logged again: killed right after its checkpoint): the rows the abandoned attempt logged
   after the checkpoint it resumed from are dropped (their compute too: ``cum:`` columns count the
   steps that the final weights went through), and the resumed attempt's evaluation of the
   checkpoint takes the place of the abandoned attempt's at that step, the step's training metrics
-  kept (:func:`scalerl.curves.attempts.split_attempts`);
+  kept (:func:`scalerl.curves.attempts.split_attempts`); the last step logged again with no such
+  line before it keeps both rows, said in the notes;
 * **a step line hard-wrapped** by a terminal or a paste, at any width (``... - prompt_length/max`` over
   ``:448.000 - ...``): its continuation lines are joined to it again;
 * **several runs in one file** (the step numbers go back to the first one: a sweep's next run,
@@ -40,7 +42,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from scalerl.curves.attempts import split_attempts
+from scalerl.curves.attempts import RESTART, split_attempts
 from scalerl.curves.console import ANSI, RAY_PREFIX, shown_lines
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import curves_from_rows, unwrap_scalar
@@ -50,6 +52,9 @@ from scalerl.errors import InputError
 _STEP_LINE = re.compile(r"(?:^|[\s)\]])step:(-?\d+) - (\S.*)$")
 #: The same, searched for in a whole text at once (a line at a time costs seconds on a large log that has none).
 _STEP_LINE_ANYWHERE = re.compile(_STEP_LINE.pattern, re.M)
+#: What verl's trainer prints as a launch loads a checkpoint (``_load_checkpoint``: ``Load from
+#: checkpoint folder: ...``, ``Setting global step to N``, ``Resuming from .../global_step_N``).
+_RESUMING = re.compile(r"\bResuming from \S*global_step_\d+")
 #: ``Initial validation metrics: {...}`` (pprint of the metrics dict, maybe quoted).
 _INITIAL = re.compile(r"Initial validation metrics:\s*(\{.*\})")
 #: One ``'key': value`` item of that dict; numpy scalars print as ``np.float64(0.5)``.
@@ -235,6 +240,8 @@ def read_verl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
         if items is None:
             if "Initial validation metrics:" in line:
                 pending_initial = _initial_metrics(line, lines)
+            elif _RESUMING.search(line):  # a launch that loaded a checkpoint: what follows is its attempt
+                rows.append({RESTART: True})
             continue
         row = {"step": int(m.group(1)), **items}
         if pending_initial:
