@@ -351,7 +351,11 @@ def test_a_stop_while_wandbs_run_file_is_awaited_says_the_run_is_complete(
     monkeypatch.setattr(wandb_run_log, "exit_code", stopped_at_the_first_look)
     out = tmp_path / "run"
     args = small_args(out, "--set", "pipeline=sync", "--set", "k=1", "--set", "log.wandb_project=scalerl-test")
-    assert main(args) == status
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # (a pytest-xdist worker ignores SIGINT)
+    try:
+        assert main(args) == status
+    finally:
+        signal.signal(signal.SIGINT, before)
     err = capsys.readouterr().err
     assert sent and "the run is complete" in err and f"scalerl report {out}" in err, err
     assert "--resume" not in err and "run the same command again" not in err, err
