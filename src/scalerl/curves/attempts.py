@@ -134,6 +134,12 @@ def _spacing(values: list) -> float:
 #: step the abandoned attempt logged last -- where the step does not go back -- from a step's
 #: evaluation row and training row of one attempt, which share their step too.
 RESTART = "\0restart"
+#: The value a :data:`RESTART` row holds where the banner says the launch loaded a checkpoint (verl's
+#: ``Resuming from .../global_step_N``, a ``Trainer``'s ``Resuming training from checkpoint``,
+#: prime-rl's ``Resuming orchestrator from checkpoint``) -- not a bare launch (a new console file):
+#: that launch continues the run, even where its first step is at or below the run's first (a console
+#: that begins at a resumed launch, resumed from the same checkpoint again).
+RESUMED = "resume"
 
 #: The most rows a burst of late evaluations is looked for in (:class:`_LateRows`): an asynchronous
 #: trainer writes a handful of evaluations at once, not hundreds.
@@ -356,11 +362,13 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
     how: dict[str, int] = {}  # how each resume showed -> times
     last = None
     restart = new_run = False  # a launch banner since the last counted row (a resume's / a fresh training's)
+    resumed = False  # that banner said the launch loaded a checkpoint (RESUMED)
     replaced = _Replaced(counter, kind_of)  # the abandoned attempt's rows at the step a resume began at
     again = _Relogs()
     for i, row in enumerate(rows):
         if row.get(RESTART) or row.get(NEW_RUN):
             restart, new_run = bool(row.get(RESTART)) and last is not None, bool(row.get(NEW_RUN)) and first is not None
+            resumed = restart and row.get(RESTART) == RESUMED
             again.reset()
             continue
         value = values[i]
@@ -370,7 +378,7 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
         goes_back = last is not None and value < last
         relogged = restart and value == last
         is_late = goes_back and not restart and late_row is not None and late_row(i, last)
-        if new_run or ((goes_back or relogged) and not is_late and value <= first):
+        if new_run or ((goes_back or relogged) and not is_late and value <= first and not resumed):
             started_over += not new_run
             launched += new_run
             runs.append([])
@@ -394,7 +402,7 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
             late += 1
             continue
         again.see(value, kinds[i], kept=replaced.dropped == merged_before)  # (one that took a row's place is once)
-        restart = new_run = False
+        restart = new_run = resumed = False
         last = value
     notes = []
     if late:

@@ -45,7 +45,7 @@ from typing import Any
 
 from scalerl.curves.console import ANSI, text_head
 from scalerl.curves.data import Curve
-from scalerl.curves.attempts import NEW_RUN, RESTART, split_attempts
+from scalerl.curves.attempts import NEW_RUN, RESTART, RESUMED, split_attempts
 from scalerl.curves.rows import DEFAULT_RUN_COLUMN, SCALAR_REPR, curves_from_rows, scalar_of, unwrap_scalar
 from scalerl.errors import InputError
 
@@ -257,7 +257,7 @@ def read_dict_lines_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
                     launch = RESTART
                 continue
             if launch is not None:  # the first dict a launch printed: a fresh training's or a resumed one's
-                rows.append({launch: True})
+                rows.append({launch: RESUMED if launch == RESTART else True})
                 launch = None
             row = parse_printed_dict(text)
             if row is None:

@@ -50,7 +50,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from scalerl.curves.attempts import RESTART, split_attempts
+from scalerl.curves.attempts import RESTART, RESUMED, split_attempts
 from scalerl.curves.console import ANSI, shown_lines, skipped_lines_note, text_head
 from scalerl.curves.data import Curve
 from scalerl.curves.primerl_legacy import eval_row as legacy_eval
@@ -254,7 +254,7 @@ def _joined_rows(consoles: list[tuple[Path, str]], name: str) -> tuple[list[dict
                 if not rows:
                     resumed_from = row[STEP]
                 else:  # where a launch resumed: the step it logs first may be the one logged last
-                    rows.append({RESTART: True})
+                    rows.append({RESTART: RESUMED})
             elif row is None:
                 torn.append(lineno)
             else:

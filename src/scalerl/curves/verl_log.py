@@ -42,7 +42,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from scalerl.curves.attempts import RESTART, split_attempts
+from scalerl.curves.attempts import RESTART, RESUMED, split_attempts
 from scalerl.curves.console import ANSI, RAY_PREFIX, shown_lines
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import curves_from_rows, unwrap_scalar
@@ -241,7 +241,7 @@ def read_verl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             if "Initial validation metrics:" in line:
                 pending_initial = _initial_metrics(line, lines)
             elif _RESUMING.search(line):  # a launch that loaded a checkpoint: what follows is its attempt
-                rows.append({RESTART: True})
+                rows.append({RESTART: RESUMED})
             continue
         row = {"step": int(m.group(1)), **items}
         if pending_initial:

@@ -1,15 +1,14 @@
-"""Review D (fixc, kills5): strict-xfail reproducers of defects found; no fix.
+"""A launch banner that says it resumed a checkpoint continues the run, whatever its first step.
 
 A launch banner that says the launch resumes a checkpoint -- verl's ``Resuming from
 .../global_step_N``, a Hugging Face ``Trainer``'s ``Continuing / Resuming training from checkpoint``
--- is overruled by the counter: where the resumed attempt's first value is at or below the first
-value of the run so far, :func:`scalerl.curves.attempts.split_attempts` reads "the step starts
-over", a run of its own, and the abandoned attempt's rows after the checkpoint stay in run #1.
+-- was overruled by the counter: where the resumed attempt's first value was at or below the first
+value of the run so far, :func:`scalerl.curves.attempts.split_attempts` read "the step starts
+over", a run of its own, and the abandoned attempt's rows after the checkpoint stayed in run #1
+(found by a review; the banners now mark the launch as a resume: ``RESUMED``).
 """
 
 from __future__ import annotations
-
-import pytest
 
 from scalerl.curves.dict_lines_log import read_dict_lines
 from scalerl.curves.verl_log import read_verl
@@ -29,20 +28,16 @@ def _verl_attempt(resume_from: int, last: int) -> list[str]:
     return out
 
 
-@pytest.mark.xfail(strict=True, reason="review D: a 'Resuming from .../global_step_N' banner at the run's first "
-                                       "step is read as the step starting over (a run of its own)")
 def test_verl_resume_banner_at_the_consoles_first_step_is_a_resume(tmp_path):
     # The console begins at a resumed launch (an earlier `tee` overwrote the log); that attempt died at
     # step 17 before its step-20 checkpoint, and the next launch (`tee -a`) resumed from step 10 again.
     log = tmp_path / "verl.log"
     log.write_text("\n".join(_verl_attempt(10, 17) + _verl_attempt(10, 25)) + "\n")
     curves = read_verl(log, "step", "val-core/acc", bounded=False)
-    assert len(curves) == 1  # main: verl#1 (steps 10-17, its evaluation at 15 kept) and verl#2
+    assert len(curves) == 1  # (was: verl#1, steps 10-17 with its evaluation at 15, and verl#2)
     assert list(curves[0].x) == [10, 15, 20, 25]
 
 
-@pytest.mark.xfail(strict=True, reason="review D: a Trainer launch that printed 'Continuing training from "
-                                       "checkpoint' is read as a new run where its printed epoch is the run's first")
 def test_trainer_resume_banner_at_the_first_printed_epoch_is_a_resume(tmp_path):
     # transformers 4.x prints the epoch rounded to 2 places: on 6250 steps an epoch, steps 10-30 print
     # 0.0. Evaluating and saving every 20 steps; killed after step 40's evaluation (checkpoint-40 not yet
