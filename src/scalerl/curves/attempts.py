@@ -16,9 +16,8 @@ trackers' readers keep a step's later value.
 
 from __future__ import annotations
 
-import math
-
-from scalerl.curves.rows import MISSING_CELLS
+from scalerl.curves.cells import logged
+from scalerl.curves.untimed_steps import COUNTERS
 
 #: The trainer's step, which ``transformers``' W&B and Trackio callbacks (TRL's trainers included) log
 #: in every row: the clock that tells a resumed attempt from the one it abandoned.
@@ -40,7 +39,8 @@ def _before(rows: list[dict], counter: str, value: float, same: bool) -> list[di
             or r[counter] < value or (same and r[counter] == value)]
 
 
-def drop_abandoned_attempts(rows: list[dict], counter: str) -> tuple[list[dict], int, int, int, int]:
+def drop_abandoned_attempts(rows: list[dict], counter: str, kinds: dict[int, frozenset] | None = None
+                            ) -> tuple[list[dict], int, int, int, int, list[float]]:
     """One run's rows in log order, where a training resumed from a checkpoint kept logging into the
     same run: where ``counter`` (the run's step) goes back, the rows the abandoned attempt logged
     after the resumed attempt's first step go -- what it evaluated after the checkpoint was never
@@ -56,15 +56,26 @@ def drop_abandoned_attempts(rows: list[dict], counter: str) -> tuple[list[dict],
     (the later values win): verl resumed from its step-N checkpoint logs only its evaluation at N,
     and step N's training metrics (``timing_s/step``) are the run's -- as :func:`split_attempts`
     reads a console and the W&B reader a later file that starts at the step the earlier ended on.
-    Returns ``(rows, resumes, rows dropped, rows merged, resumes at the step logged last)``."""
+
+    A step logged again by a row of the kind a row at that step logged, with no launch before it, stays
+    (:class:`_Relogs`): the steps where that happened are returned for the note (:func:`relogged_note`),
+    where the row holds a value besides the counters (one the reader kept, where it keeps only those the
+    curve reads).
+    ``kinds`` gives what a row logs (by ``id``) where the reader kept only some of its columns (W&B's,
+    Trackio's: a training row keeps no column an evaluation row lacks); else it is read off the row.
+    Returns ``(rows, resumes, rows dropped, rows merged, resumes at the step logged last, steps logged
+    again)``."""
     kept: list[dict] = []
     resumes = dropped = at_last = 0
     last = None
     resuming = relaunched = False
     replaced = _Replaced(counter)
+    again = _Relogs()
+    kinds = kinds or {}
     for row in rows:
         if row.get(RESTART):
             relaunched = last is not None
+            again.reset()
             continue
         value = row.get(counter)
         if value is not None:
@@ -78,26 +89,40 @@ def drop_abandoned_attempts(rows: list[dict], counter: str) -> tuple[list[dict],
                 kept = _before(kept, counter, value, True)
                 dropped += before - len(kept)
                 replaced.start(kept, value)
+                again.reset(value)
                 resuming = False
+            kind = kinds.get(id(row))
+            merged_before = replaced.dropped
             kept, row = replaced(kept, row)
+            # (a 0 before a resumed attempt's first step is no step of it; a row that holds no value the reader
+            # kept -- TRL's profiling rows, one per call, where only the curve's columns are read -- fits nothing)
+            if _counted(value) and not resuming and any(logged(v) and not _counter(k) for k, v in row.items() if k != counter):
+                again.see(value, kind if kind is not None else _kind(row, counter),
+                          kept=replaced.dropped == merged_before)  # (one that took a row's place is once)
             last = value
         kept.append(row)
-    return kept, resumes, dropped + replaced.dropped, replaced.merged, at_last
+    return kept, resumes, dropped + replaced.dropped, replaced.merged, at_last, again.steps
 
 
-def keep_resumed_attempts(rows: list[dict], label: str) -> tuple[list[dict], list[str]]:
+def keep_resumed_attempts(rows: list[dict], label: str,
+                          kinds: dict[int, frozenset] | None = None) -> tuple[list[dict], list[str]]:
     """One run of a tracker that a resumed training kept logging into (W&B, Trackio, SwanLab): the
     rows after :func:`drop_abandoned_attempts` by the trainer's ``train/global_step`` where the run
-    logs it, else the tracker's own ``step``; and the note that says so, if it did anything."""
+    logs it, else the tracker's own ``step``; and the notes that say so, if it did anything, and where
+    a step was logged again by rows of one kind with no launch before them (every row kept), as the
+    row readers say it (:func:`relogged_note`). ``kinds``: what each row logs, by ``id``, where a row
+    holds only the columns the reader kept."""
     counter = TRAINER_STEP if any(TRAINER_STEP in r for r in rows) else "step"
-    rows, resumes, dropped, merged, at_last = drop_abandoned_attempts(rows, counter)
+    rows, resumes, dropped, merged, at_last, relogged = drop_abandoned_attempts(rows, counter, kinds)
+    notes = [f"run {label!r}: " + relogged_note(counter, relogged)] if relogged else []
     if not resumes:
-        return rows, []
+        return rows, notes
     how = (f"{counter} goes back" if not at_last else
            f"a later attempt starts at the {counter} the earlier ended on" if at_last == resumes else
            f"{counter} goes back: {resumes - at_last}; a later attempt starts at the {counter} the earlier ended on: {at_last}")
     return rows, [f"run {label!r} resumed from a checkpoint {resumes} time(s) ({how}): "
-                  f"{dropped} row(s) the abandoned attempt(s) logged from there on were dropped" + merged_note(merged)]
+                  f"{dropped} row(s) the abandoned attempt(s) logged from there on were dropped" + merged_note(merged),
+                  *notes]
 
 
 def merged_note(merged: int) -> str:
@@ -192,23 +217,15 @@ def _counted(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 
 
-def logged(value: object) -> bool:
-    """Whether a row logs ``value``: not None, not NaN or infinite, not a string the readers read as a
-    missing cell (:data:`scalerl.curves.rows.MISSING_CELLS`: ``""``, ``"nan"``, ``"null"``, ...). A row
-    that writes every column, NaN where it logged nothing (pandas' ``to_csv``, ``csv.writer`` of full
-    rows), logs only its numbers: an evaluation row with NaN timers is no training row."""
-    if value is None:
-        return False
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, str):
-        return value.strip() not in MISSING_CELLS
-    return True
-
-
 def _kind(row: dict, counter: str) -> frozenset:
     """What a row logs: its keys with a value (:func:`logged`), less the counter."""
     return frozenset(k for k, v in row.items() if k != counter and logged(v))
+
+
+def _counter(key: str) -> bool:
+    """Whether ``key`` is a counter or clock every kind of row carries (``train/epoch``, ``_step``, the run's
+    name), not a value a row logs of its own."""
+    return key == "run" or key in COUNTERS or key.rsplit("/", 1)[-1] in COUNTERS
 
 
 def same_kind(a: frozenset, b: frozenset) -> bool:
@@ -309,9 +326,13 @@ class _Relogs:
         self.step, self.kinds = value, set()
 
     def see(self, value: float, kind: frozenset, kept: bool = True) -> None:
-        """A row at ``value`` that logs ``kind``; ``kept``: not merged into an abandoned row of its kind."""
+        """A row at ``value`` that logs ``kind``; ``kept``: not merged into an abandoned row of its kind.
+        A row that logs only counters (a ``Trainer``'s last row, ``train/epoch`` and ``train/global_step``
+        after its summary) logs nothing of its own: no kind to repeat."""
         if value != self.step:
             self.reset(value)
+        if all(_counter(k) for k in kind):
+            return
         if kept and (kind in self.kinds or any(same_kind(kind, k) for k in self.kinds)):
             if not self.steps or self.steps[-1] != value:
                 self.steps.append(value)

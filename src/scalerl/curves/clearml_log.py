@@ -175,7 +175,7 @@ def read_clearml(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = 
             # The resumed attempt's first row is its evaluation of the checkpoint it loaded (verl's
             # val_before_train), at the checkpoint's step: the abandoned attempt's training row at that
             # step was trained before the checkpoint, and stays (as every tracker's reader keeps it).
-            rows, resumes, dropped, kept, _ = drop_abandoned_attempts(rows, "step")
+            rows, resumes, dropped, kept, _, _ = drop_abandoned_attempts(rows, "step")  # (a step's rows merge below)
             if resumes:
                 notes.append(f"run {label!r} resumed from a checkpoint {resumes} time(s) (step goes back): {dropped} "
                              "row(s) the abandoned attempt(s) logged from there on were dropped" + merged_note(kept))

@@ -14,9 +14,10 @@ from functools import partial
 from pathlib import Path
 
 from scalerl.curves.attempts import TRAINER_STEP, split_attempts
+from scalerl.curves.cells import MISSING_CELLS
 from scalerl.curves.console import text_head
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, MISSING_CELLS, UnknownColumn, check_percent_scale,
+from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, UnknownColumn, check_percent_scale,
                                  curves_from_rows, drop_repeated_evaluations, percent_note, readable_curves,
                                  unknown_column, unwrap_scalar, x_columns)
 from scalerl.errors import InputError

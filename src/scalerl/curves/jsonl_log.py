@@ -16,7 +16,8 @@ from pathlib import Path
 from scalerl.curves.attempts import split_attempts
 from scalerl.curves.data import Curve
 from scalerl.curves.json_document import document_rows, read_document
-from scalerl.curves.rows import (CUMULATIVE, DEFAULT_RUN_COLUMN, MISSING_CELLS, check_percent_scale,
+from scalerl.curves.cells import MISSING_CELLS
+from scalerl.curves.rows import (CUMULATIVE, DEFAULT_RUN_COLUMN, check_percent_scale,
                                  curves_from_rows, drop_repeated_evaluations, flatten_nested, percent_note)
 from scalerl.runlog import RESUME, read_runlog
 

@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable
 
+from scalerl.curves.cells import logged
 from scalerl.curves.data import Curve
 from scalerl.curves.overhead_timers import overhead_note
 from scalerl.curves.progress_columns import ELAPSED, duration_seconds, with_progress_columns
@@ -290,12 +291,6 @@ def _quoted_number(v):
         return v
 
 
-#: Cells that hold no value: empty, or what writers print for a missing or non-finite one (a CSV's
-#: cells; a JSON log's strings, read the same).
-MISSING_CELLS = frozenset({"", "nan", "NaN", "NAN", "null", "None", "none", "inf", "-inf", "Infinity", "-Infinity",
-                           "+inf"})
-
-
 def percent_note(cells: int) -> str:
     """What a log's reader says of the values it read from percentages (``45.3%``: a spreadsheet's
     percent-formatted cell) as fractions."""
@@ -398,6 +393,9 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
         notes = (*notes, *(n for n in (absent_terms_note(path, keys, x), overhead) if n))
     if points.quoted:
         notes = (*notes, f"{points.quoted} value(s) written as strings ('0.2') read as numbers")
+    if points.unlogged_y:
+        notes = (*notes, f"{points.unlogged_y} row(s) of another kind than the evaluations hold {y!r} as null, NaN or "
+                         "infinite (a row written whole fills in what it did not log): not evaluations, skipped")
     curves = readable_curves(
         partial(Curve.from_arrays, run.xs, run.ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded,
                 dropped=run.dropped, notes=tuple(notes) + points.run_notes(name))
@@ -448,6 +446,13 @@ class _RowPoints:
         # With step_column: per run, the steps in order and the (latest x, running total) their rows left.
         self.by_step: dict[str, tuple[list[float], list[tuple[object, float]]]] = {}
         self.quoted = 0  # numbers written as strings ("0.2"), read as numbers
+        # Per run, what its evaluations (the rows that log y) log besides: see _filled_in.
+        self.evaluation_keys: dict[str, set[str]] = {}
+        for r in rows:
+            if logged(r.get(y)):
+                self.evaluation_keys.setdefault(str(r.get(run_column, default_name)), set()).update(
+                    k for k, v in r.items() if logged(v))
+        self.unlogged_y = 0  # rows that hold y as null, NaN or infinite and are no evaluations
 
     def add(self, i: int, r: dict) -> None:
         """Row ``i``: what it adds to its run's running state and, where it holds ``y``, its point."""
@@ -465,7 +470,8 @@ class _RowPoints:
         before = _late_step_state(self.by_step, name, r.get(self.step_column)) if self.step_column else None
         if self.step_column and before is None:
             _record_step(self.by_step, name, r.get(self.step_column), (self.latest.get(name), self.totals.get(name, 0.0)))
-        if self.y not in r:  # another kind of row (training metrics): not an evaluation
+        if self.y not in r or self._filled_in(name, r):  # another kind of row (training metrics): not an evaluation
+            self.unlogged_y += self.y in r
             return
         run = self.runs.setdefault(name, _RunPoints())
         if i in self.untimed:  # a step whose compute is unknown: the total so far is not its x
@@ -484,6 +490,17 @@ class _RowPoints:
             raise InputError(f"{self.path}: {col} value {bad!r} ({where}) is not a number -- " + _not_a_number_hint(bad, col))
         run.xs.append(float(vx))
         run.ys.append(float(vy) * self.y_scale)
+
+    def _filled_in(self, name: str, r: dict) -> bool:
+        """Whether row ``r`` holds ``y`` as a cell a writer of whole rows filled in (pandas' ``to_json``
+        writes NaN as ``null``, ``json.dumps`` as ``NaN``) in a row of another kind: its ``y`` is not
+        logged (:func:`scalerl.curves.cells.logged`) and it logs a value no evaluation of its run logs
+        (a training row's ``loss``). An evaluation whose ``y`` came out NaN -- a row that logs only what
+        evaluations log -- is an evaluation still, dropped and counted."""
+        if logged(r[self.y]):
+            return False
+        evaluations = self.evaluation_keys.get(name, set())
+        return any(k not in evaluations and logged(v) for k, v in r.items() if k not in (self.y, self.run_column))
 
     def _x_of(self, r: dict, name: str, run: _RunPoints, before: tuple[object, float] | None, own: float) -> object:
         """The x of evaluation row ``r`` (None: it has none)."""

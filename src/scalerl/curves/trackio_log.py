@@ -44,6 +44,7 @@ from typing import Any
 
 from scalerl.curves.data import Curve
 from scalerl.curves.attempts import RESTART, TRAINER_STEP, keep_resumed_attempts
+from scalerl.curves.cells import logged
 from scalerl.curves.rows import curves_from_rows, unknown_column, x_columns
 from scalerl.curves.sqlite_db import DB_ERRORS, connect, tables
 from scalerl.errors import InputError
@@ -275,13 +276,15 @@ def read_trackio(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = 
     notes: list[str] = []
     for label, parsed in log.runs:
         run_rows = []
+        kinds: dict[int, frozenset] = {}  # what each row logs, of every key (a row keeps only those read)
         for i, (hours, step, values) in enumerate(parsed):
             if i == log.relaunched.get(label):  # a resumed training's launch: another attempt begins
                 run_rows.append({RESTART: True})
             row: dict[str, Any] = {"run": label, "step": step, "wall_time": hours}
             row.update({k: v for k in wanted & values.keys() if (v := _value(values[k])) is not None})
+            kinds[id(row)] = frozenset(k for k, v in values.items() if logged(_value(v)))
             run_rows.append(row)
-        run_rows, resumed = keep_resumed_attempts(run_rows, label)
+        run_rows, resumed = keep_resumed_attempts(run_rows, label, kinds)
         notes += resumed
         rows.extend(run_rows)
     if log.unreadable:

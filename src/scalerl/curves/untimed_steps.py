@@ -13,7 +13,9 @@ A row without the per-step timer (or counter) ``cum:`` adds up is of one of thre
 A row is of the last kind when it logs a metric that most timed rows log too (a training step's; an
 evaluation's rides on a timed row only now and then), other than an evaluation's (a name or a part of it
 ``val``, ``eval``, ``test``, ``validation``, ...: ``val-core/...``, ``timing/validation/...``) and the
-counters every kind of row carries.
+counters every kind of row carries. What a row logs is its values (:func:`scalerl.curves.cells.logged`):
+a writer of whole rows fills in ``NaN`` / ``null`` where a row logged nothing, so an evaluation row
+holding ``loss: NaN`` logs no training metric and is no step.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+
+from scalerl.curves.cells import logged
 
 #: A key an evaluation logs: verl's ``val-core/...``, ``val/...``, ``test_score/...``, ``timing_s/testing``;
 #: TRL's ``eval_loss``; NeMo-RL's ``validation-default/...``, ``timing/validation/...``; slime's ``eval/...``.
@@ -40,10 +44,11 @@ def timed(row: dict, cols: list[str]) -> bool:
 def untimed_steps(rows: list[dict], cols: list[str], run_column: str) -> set[int]:
     """The indices of the rows that are training steps without any of ``cols`` (see the module's doc)."""
     timed_rows = [r for r in rows if timed(r, cols)]
-    logged = Counter(k for r in timed_rows for k in r)
-    stream = {k for k, n in logged.items() if 2 * n >= len(timed_rows)} - set(cols) - COUNTERS - {run_column}
+    counts = Counter(k for r in timed_rows for k, v in r.items() if logged(v))
+    stream = {k for k, n in counts.items() if 2 * n >= len(timed_rows)} - set(cols) - COUNTERS - {run_column}
     stream = {k for k in stream if not EVALUATION_KEY.search(k)}
-    return {i for i, r in enumerate(rows) if not timed(r, cols) and any(k in stream for k in r)}
+    return {i for i, r in enumerate(rows)
+            if not timed(r, cols) and any(k in stream and logged(v) for k, v in r.items())}
 
 
 def untimed_note(count: int, dropped: int, x: str) -> str:

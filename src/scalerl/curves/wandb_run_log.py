@@ -58,6 +58,8 @@ EVAL_STEP = "eval/global_step"
 #: Columns every row has besides the metrics (W&B's own ``_step``, ``_runtime``, ``_timestamp`` too).
 SYNTHETIC = ("step", "wall_time")
 SECONDS_PER_HOUR = 3600.0
+#: A history value's JSON text where the row logged no number there (:func:`scalerl.curves.cells.logged`).
+UNLOGGED_JSON = frozenset({"null", "NaN", "Infinity", "-Infinity", '""'})
 INSTALL = "pip install wandb (or pip install 'scalerl[wandb]')"
 #: The start time W&B puts in a run directory's name.
 STARTED = re.compile(r"run-(\d{8}_\d{6})-")
@@ -311,6 +313,7 @@ def read_wandb_run(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool 
                          f"{r.abandoned} row(s) the abandoned attempt(s) logged at it merged under the resumed "
                          "attempt's (its values win where both logged one)")
         run_rows = []
+        kinds: dict[int, frozenset] = {}  # what each row logs, of every key (a row keeps only those read)
         for step, values in r.rows:
             row: dict[str, Any] = {"run": label, "step": step}
             if "_runtime" in values:
@@ -318,8 +321,9 @@ def read_wandb_run(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool 
                 if isinstance(runtime, (int, float)):
                     row["wall_time"] = runtime / SECONDS_PER_HOUR
             row.update({k: v for k in wanted & values.keys() if (v := _value(values[k])) is not None})
+            kinds[id(row)] = frozenset(k for k, v in values.items() if v not in UNLOGGED_JSON)
             run_rows.append(row)
-        run_rows, resumed = keep_resumed_attempts(run_rows, label)
+        run_rows, resumed = keep_resumed_attempts(run_rows, label, kinds)
         notes += resumed
         rows.extend(run_rows)
     # OpenRLHF: an evaluation row's eval/global_step is its train/global_step (its asynchronous trainer
