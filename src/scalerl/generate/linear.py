@@ -48,12 +48,19 @@ def decoding() -> Iterator[None]:
 
 
 def _forward(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """``nn.Linear.forward``; on oneDNN inside :func:`decoding`, for fp32, no-grad calls of MIN_ROWS rows."""
-    weight = self.weight
+    """``nn.Linear.forward``; on oneDNN inside :func:`decoding`, for fp32, no-grad calls of MIN_ROWS rows.
+
+    Checked at every call, not only when the layer was switched: a switched model pickled or copied to
+    a machine where oneDNN is not chosen keeps torch's path there; so does torch's own switch
+    (``torch.backends.mkldnn.flags(enabled=False)``); and a bias that is not contiguous (a strided or
+    expanded view), which oneDNN's op reads as if it were (wrong numbers; past its storage at stride 0)."""
+    weight, bias = self.weight, self.bias
     if (getattr(_state, "on", False) and x.dim() >= 2 and x.numel() >= MIN_ROWS * x.shape[-1]
             and x.dtype == torch.float32 and weight.dtype == torch.float32 and type(weight) is torch.nn.Parameter
-            and not torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu") and x.device.type == "cpu"):
-        return torch.ops.mkldnn._linear_pointwise(x, weight, self.bias, "none", [], "")
+            and (bias is None or bias.is_contiguous())
+            and not torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu") and x.device.type == "cpu"
+            and torch.backends.mkldnn.enabled and onednn_faster()):
+        return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
     return torch.nn.Linear.forward(self, x)
 
 

@@ -1,5 +1,6 @@
-"""Review E (49d8eed, ead470c): strict-xfail reproducers for the generator's oneDNN linear layers
-(scalerl.generate.linear). Each xfail is a defect reproduced on this machine; not fixed here."""
+"""The generator's oneDNN linear layers (scalerl.generate.linear) at their edges: a bias oneDNN would
+misread, a switched model run on a machine where oneDNN is not chosen, torch's own switch for it off.
+(A review's reproducers: each failed before the checks at every call.)"""
 
 import copy
 import pickle
@@ -28,8 +29,6 @@ def _expanded_bias(n: int) -> torch.Tensor:
     return torch.randn(1).expand(n)  # one value shared by every output (stride 0)
 
 
-@pytest.mark.xfail(strict=True, reason="review E: _forward hands a non-contiguous bias to oneDNN, which "
-                                       "reads it as if contiguous (wrong numbers; stride 0 reads past its storage)")
 @pytest.mark.parametrize("make_bias", [_strided_bias, _expanded_bias], ids=["strided", "expanded"])
 def test_a_non_contiguous_bias_gives_nn_linears_numbers_in_the_generators_pass(onednn, make_bias):
     torch.manual_seed(0)
@@ -44,8 +43,6 @@ def test_a_non_contiguous_bias_gives_nn_linears_numbers_in_the_generators_pass(o
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="review E: a DecodeLinear takes oneDNN inside decoding() whatever the "
-                                       "CPU it runs on; only use_decode_linear asks onednn_faster()")
 def test_a_model_switched_elsewhere_keeps_mkl_on_a_cpu_where_onednn_is_not_chosen(onednn, monkeypatch):
     """A model switched on an AMD CPU with AVX-512 and pickled (torch.save(model), which ead470c made
     work) or deep-copied, then run where onednn_faster() is False (an Intel CPU; a torch build
@@ -67,8 +64,6 @@ def test_a_model_switched_elsewhere_keeps_mkl_on_a_cpu_where_onednn_is_not_chose
     assert torch.equal(got, mkl)  # "nothing changes" where oneDNN is not chosen
 
 
-@pytest.mark.xfail(strict=True, reason="review E: _forward calls torch.ops.mkldnn directly, past torch's own "
-                                       "switch torch.backends.mkldnn.enabled")
 def test_torchs_switch_for_onednn_off_keeps_the_generators_passes_on_mkl(onednn):
     """``torch.backends.mkldnn.flags(enabled=False)`` is how a torch user turns oneDNN off (a suspected
     oneDNN bug, a comparison run): the generator's passes should keep torch's path then."""
