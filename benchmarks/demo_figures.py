@@ -71,7 +71,7 @@ def main() -> None:
               f"{r['final']:>6.3f} {r['gain']:>+6.3f} {r['fit_A']:>6.3f} [{lo:.3f}, {hi:.3f}] "
               f"{r['forecast_final']:>20.3f} {r['forecast_error']:>+7.3f} {r['forecast_end_level']:>9.3f} "
               f"{r['forecast_end_error']:>+7.3f} {r['forecast_mae']:>12.3f} "
-              f"{r['power_law_final']:>9.3f}")
+              f"{_number(r['power_law_final'], 9)}")
     errors = sorted(abs(r["forecast_error"]) for r in rows)
     walls = sorted(r["wall_s"] for r in rows)
     print(f"\nmedian wall {statistics.median(walls):.0f} s; |forecast error| median {statistics.median(errors):.3f}, "
@@ -82,6 +82,12 @@ def main() -> None:
           f"held-out MAE median {statistics.median(r['forecast_mae'] for r in rows):.3f}")
     print("targets: wall <= 360 s on 2 cores, >= 8 evaluations, A's 95% upper bound < 0.98, "
           "|error| <= 0.03 in >= 4 of 5 seeds")
+
+
+def _number(value: float | None, width: int) -> str:
+    """``value`` to 3 decimals in ``width`` columns; a dash where the report had none (the power law's
+    forecast where its fit failed on the first half)."""
+    return f"{value:>{width}.3f}" if value is not None else f"{'-':>{width}}"
 
 
 def cut_errors(runs: list[str], ends: list[int]) -> None:
