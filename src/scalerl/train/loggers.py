@@ -207,7 +207,7 @@ class WandbSink:
             return
         run_file = self._run_file()
         if not wait_for_run_file(run_file):
-            print(f"warning: W&B's run file {run_file} did not hold the run's end {RUN_FILE_WAIT_S:.0f} s after the "
+            print(f"warning: W&B's run file {run_file} did not hold the run's end {RUN_FILE_WAIT_S:g} s after the "
                   "run finished (W&B's service process writes it): reading it now may miss the last rows; the run "
                   "log has every row (`scalerl fit` reads it)", file=sys.stderr)
 
