@@ -153,7 +153,7 @@ def _wandb_sink(tmp_path, run):
     from scalerl.train.loggers import WandbSink
 
     sink = WandbSink.__new__(WandbSink)  # the run W&B would hand back, without W&B
-    sink.run, sink.directory, sink.run_id = run, tmp_path, run.id
+    sink.run, sink.directory, sink.run_id, sink.done = run, tmp_path, run.id, False
     return sink
 
 

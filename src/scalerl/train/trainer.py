@@ -377,6 +377,15 @@ class Trainer:
         """The trackers, then the run's files: a new run's config, run log and samples, or a resume's
         checkpoint restored and its logs reopened where the checkpoint left them."""
         cfg = self.cfg
+        if self._nothing_to_train():
+            # A run already at its steps (its files there): restored first, so that a tracker starts only
+            # to log again what it lacks of the rows (W&B, after a kill -9 at the end). A W&B attempt with
+            # nothing to log added an empty offline-run directory and a note of rows to come.
+            self._restore()
+            self.sinks = make_sinks(cfg.log, self.output, self.output.name, to_dict(cfg), True,
+                                    done_rows=self._kept_rows())
+            self._resume_sinks()
+            return
         # Trackers first: one that cannot start (W&B not logged in) fails before the run has files.
         self.sinks = make_sinks(cfg.log, self.output, self.output.name, to_dict(cfg), self.resume)
         if self.resume:
