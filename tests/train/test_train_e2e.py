@@ -433,3 +433,46 @@ def test_a_run_whose_wandb_service_is_killed_ends_with_a_warning_and_its_report(
     assert (out / "report.md").exists() and (out / "final").is_dir()
     _, rows = _rows(out)
     assert [r["step"] for r in rows if r["type"] == "eval"] == [0, 2, 4]
+
+
+@pytest.mark.parametrize("when", ["in-the-save", "before-the-save"])
+def test_a_stop_during_the_final_save_records_the_wandb_run_as_it_ended(
+        tiny_dir, tmp_path, capsys, monkeypatch, fresh_wandb, when):
+    """A SIGTERM during the final model's save waits for the save, then stops the run: every step
+    trained and logged, final/ in place, and the line says "the run is complete" -- but the sinks were
+    closed as for a failed run, and W&B recorded it failed (exit code 1). Now W&B records it finished
+    (0). A stop that lands before the save began (final/ not written) is a stop of an incomplete run:
+    W&B records it failed, and the line says to resume (which saves final/)."""
+    import os
+    import signal
+
+    from scalerl.train import trainer as trainer_module
+    from scalerl.train.trainer import Trainer
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    save_policy = trainer_module.save_policy
+
+    def stopped_in_the_save(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)  # a real `kill PID`, held until the save is done
+        return save_policy(*args, **kwargs)
+
+    def stopped_before_the_save(self):
+        raise KeyboardInterrupt
+
+    if when == "in-the-save":
+        monkeypatch.setattr(trainer_module, "save_policy", stopped_in_the_save)
+    else:
+        monkeypatch.setattr(Trainer, "_save_final", stopped_before_the_save)
+    out = tmp_path / "run"
+    status = main(small_args(out, "--set", "pipeline=sync", "--set", "k=1", "--set", "log.wandb_project=scalerl-test",
+                             "--no-report"))
+    err = capsys.readouterr().err
+    if when == "in-the-save":
+        assert status == 143 and "the run is complete" in err and "--resume" not in err, err
+        assert (out / "final" / "config.json").exists()
+        assert list(_wandb_exit_codes(out / "wandb").values()) == [0]  # finished
+    else:
+        assert status == 130 and "last checkpoint at step 4" in err and "--resume" in err, err
+        assert "the run is complete" not in err and not (out / "final").exists()
+        assert list(_wandb_exit_codes(out / "wandb").values()) == [1]  # failed

@@ -106,12 +106,16 @@ class WandbSink:
 
     ID_FILE = "wandb_run_id"
 
-    def __init__(self, project: str, name: str, config: dict[str, Any], directory: Path, resume: bool) -> None:
+    def __init__(self, project: str, name: str, config: dict[str, Any], directory: Path, resume: bool,
+                 done: bool = False) -> None:
+        """``done``: a resume with nothing left to train, started only to log again the rows W&B lacks
+        (:func:`wandb_holds`): its note says so, not that the run goes on."""
         try:
             import wandb
         except ImportError:
             raise ConfigError("log.wandb_project needs the wandb package: pip install 'scalerl[wandb]'") from None
         self.directory = directory
+        self.done = done
         self.new = not resume  # a new run's id is this attempt's own: so is every W&B directory named by it
         id_file = directory / self.ID_FILE
         run_id = id_file.read_text().strip() if resume and id_file.is_file() else ""
@@ -150,6 +154,11 @@ class WandbSink:
         missing = [row for row in kept if last < row["step"] < first_step]
         for row in missing:  # (in the run log's order: W&B's steps only go forward)
             self.log(row, row["step"])
+        if self.run.offline and self.done and missing:  # (no row of its own to come: the run is done)
+            return (f"W&B cannot resume a run offline: the {len(missing)} row(s) of steps {missing[0]['step']}-"
+                    f"{missing[-1]['step']} the stopped attempt had not written are logged again, to a W&B run "
+                    f"directory of their own beside the earlier attempt's (wandb/offline-run-*-{self.run.id}), which "
+                    f"`wandb sync` does not join into one run; `scalerl fit {self.directory / 'wandb'}` reads them joined")
         if self.run.offline:  # measured with wandb 0.31: not resumed, its steps start over, a directory of its own
             return (f"W&B cannot resume a run offline: this attempt's rows (from step {first_step}) go to a W&B run "
                     f"directory of their own beside the earlier attempt's (wandb/offline-run-*-{self.run.id}), which "
@@ -172,16 +181,7 @@ class WandbSink:
         the first attempt's step 8 outlived in no joined history: steps 7-8 were never logged again)."""
         if not self.run.offline:
             return self.run.starting_step - 1
-        from scalerl.curves.wandb_run_log import run_files
-
-        own = self._run_file().parent.resolve()
-        earlier = [f for f in run_files(self.directory / "wandb")
-                   if f.name == f"run-{self.run_id}.wandb" and f.parent.resolve() != own]
-        for f in reversed(earlier):  # (in the order the attempts started)
-            last = _last_logged_step(f)
-            if last >= 0:
-                return last
-        return -1
+        return _last_offline_step(self.directory, self.run_id, own=self._run_file().parent)
 
     def _run_file(self) -> Path:
         """The run file W&B writes for this attempt: its ``settings.sync_file``, not a path derived from
@@ -207,7 +207,7 @@ class WandbSink:
             return
         run_file = self._run_file()
         if not wait_for_run_file(run_file):
-            print(f"warning: W&B's run file {run_file} did not hold the run's end {RUN_FILE_WAIT_S:.0f} s after the "
+            print(f"warning: W&B's run file {run_file} did not hold the run's end {RUN_FILE_WAIT_S:g} s after the "
                   "run finished (W&B's service process writes it): reading it now may miss the last rows; the run "
                   "log has every row (`scalerl fit` reads it)", file=sys.stderr)
 
@@ -285,6 +285,41 @@ def _tear_down_wandb() -> None:
         pass
 
 
+def _last_offline_step(directory: Path, run_id: str, own: Path | None = None) -> int:
+    """The last step the offline W&B run ``run_id`` under ``directory/wandb`` holds, as ``scalerl fit``
+    joins its attempts' run files (all but the attempt ``own``, a run directory): the latest-started
+    file with a row holds the run from its first step on, so its last step is the run's (-1: none)."""
+    from scalerl.curves.wandb_run_log import run_files
+
+    own = own.resolve() if own is not None else None
+    earlier = [f for f in run_files(directory / "wandb") if f.name == f"run-{run_id}.wandb" and f.parent.resolve() != own]
+    for f in reversed(earlier):  # (in the order the attempts started)
+        last = _last_logged_step(f)
+        if last >= 0:
+            return last
+    return -1
+
+
+def wandb_holds(directory: Path, rows: Sequence[dict[str, Any]]) -> bool:
+    """Whether the W&B run of the scalerl run in ``directory`` already holds every one of ``rows`` (each
+    with its ``step``): offline, its attempts' run files are read; online only W&B's server knows
+    (False: the run is started, and asked). For a resume with nothing left to train, which started a
+    W&B attempt only to add an empty offline-run directory and a note of rows to come that never did."""
+    if not rows:
+        return True
+    id_file = directory / WandbSink.ID_FILE
+    if not (id_file.is_file() and (directory / "wandb").is_dir()):
+        return False
+    try:
+        from wandb.sdk import wandb_setup  # (W&B's settings as wandb.init resolves them: env, settings files)
+
+        # singleton(): loads the settings without starting W&B's service process, as wandb.setup() does
+        offline = wandb_setup.singleton().settings.mode in ("offline", "dryrun")
+    except Exception:  # noqa: BLE001 -- a W&B without it: start the run, as before, and let it say
+        return False
+    return offline and _last_offline_step(directory, id_file.read_text().strip()) >= max(r["step"] for r in rows)
+
+
 def _last_logged_step(run_file: Path) -> int:
     """:func:`~scalerl.curves.wandb_run_log.last_logged_step`, -1 for a file W&B had not got to
     write its header to (a kill as it started): every kept row is then logged again."""
@@ -304,12 +339,16 @@ def _remove_if_empty(directory: Path) -> None:
         pass
 
 
-def make_sinks(log_cfg: LogConfig, output: Path, name: str, config: dict[str, Any], resume: bool) -> list[Sink]:
+def make_sinks(log_cfg: LogConfig, output: Path, name: str, config: dict[str, Any], resume: bool,
+               done_rows: Sequence[dict[str, Any]] | None = None) -> list[Sink]:
     """The sinks ``log_cfg`` asks for, each guarded (:mod:`scalerl.train.sink_guard`: one that fails
-    mid-run is a warning, not the end of the training). One that cannot start raises here, before any step."""
+    mid-run is a warning, not the end of the training). One that cannot start raises here, before any step.
+    ``done_rows``: a resume with nothing left to train, and the rows its run log keeps: W&B is started
+    only where it may lack some of them (:func:`wandb_holds`), to log those again."""
     sinks: list[Sink] = []
     if log_cfg.tensorboard:
         sinks.append(GuardedSink(TensorBoardSink(output / "tensorboard"), "TensorBoard"))
-    if log_cfg.wandb_project:
-        sinks.append(GuardedSink(WandbSink(log_cfg.wandb_project, name, config, output, resume), "W&B"))
+    if log_cfg.wandb_project and not (done_rows is not None and wandb_holds(output, done_rows)):
+        sinks.append(GuardedSink(WandbSink(log_cfg.wandb_project, name, config, output, resume,
+                                           done=done_rows is not None), "W&B"))
     return sinks

@@ -377,6 +377,15 @@ class Trainer:
         """The trackers, then the run's files: a new run's config, run log and samples, or a resume's
         checkpoint restored and its logs reopened where the checkpoint left them."""
         cfg = self.cfg
+        if self._nothing_to_train():
+            # A run already at its steps (its files there): restored first, so that a tracker starts only
+            # to log again what it lacks of the rows (W&B, after a kill -9 at the end). A W&B attempt with
+            # nothing to log added an empty offline-run directory and a note of rows to come.
+            self._restore()
+            self.sinks = make_sinks(cfg.log, self.output, self.output.name, to_dict(cfg), True,
+                                    done_rows=self._kept_rows())
+            self._resume_sinks()
+            return
         # Trackers first: one that cannot start (W&B not logged in) fails before the run has files.
         self.sinks = make_sinks(cfg.log, self.output, self.output.name, to_dict(cfg), self.resume)
         if self.resume:
@@ -575,13 +584,16 @@ class Trainer:
         if self.resumed_from is not None and self.step < cfg.run.steps:
             self._log_resume()
         bar = _progress(cfg, self.step)
+        stop: KeyboardInterrupt | None = None  # a stop that waited for the final save, which it let finish
         try:
             self._train(bar)
             try:
                 self._save_final()
             except KeyboardInterrupt as exc:  # a stop during the save, which waited for it
                 stop_under_way()
-                raise RunInterrupted(self._final_interrupted_message(), cause=exc) from None
+                if not self.__dict__.get("_final_saved"):  # (it came before the save began: no final/ of this run)
+                    raise RunInterrupted(self._interrupted_message(), cause=exc) from None
+                stop = exc
         except BaseException:
             # However the run ended: an interrupted or failed run left its W&B run open, and the
             # next wandb.init in the process (a study's next run, in-process or in a reused Ray
@@ -589,7 +601,10 @@ class Trainer:
             self._close(False)
             raise
         try:
-            self._close(True)
+            # The run is complete -- every step trained and its rows logged, final/ saved -- even where
+            # a stop landed in the save: W&B records it finished (exit 0), as the stop's line says; it
+            # recorded a failure (exit 1). The stop's line is the one to see: a close's error is a note.
+            self._close(True, failing=stop is not None)
         except KeyboardInterrupt as exc:
             # A stop while the complete run closes: W&B's sink waits (up to 60 s) for its service to
             # write the run file's end. It came out as a bare KeyboardInterrupt, which the command
@@ -597,6 +612,8 @@ class Trainer:
             # the report was never written, nor said to be missing. close_each closed the rest.
             stop_under_way()
             raise RunInterrupted(self._final_interrupted_message(), cause=exc) from None
+        if stop is not None:
+            raise RunInterrupted(self._final_interrupted_message(), cause=stop) from None
         return RunSummary(self.output, self.step, list(self.evals), time.perf_counter() - t_start, self.skipped_steps,
                           self.nan_streak)
 
@@ -793,6 +810,9 @@ class Trainer:
             # size): one writer per run directory, as for the checkpoints' leftovers (checkpoint.prune_checkpoints).
             for stale in (*self.output.glob(f"{FINAL}.tmp-*"), *self.output.glob(f"{FINAL}.old-*")):
                 shutil.rmtree(stale, ignore_errors=True)
+            # Inside the block: a stop held during the save is raised as the block ends, and run()
+            # must know final/ is in place (the run complete) to close it as a run that ended well.
+            self._final_saved = True
 
     def _final_interrupted_message(self) -> str:
         """A stop during the final save, which took effect after it, or while the complete run closed
@@ -800,11 +820,12 @@ class Trainer:
         return (f"interrupted after the last step ({self.step}) and the final model's save "
                 f"({self.output / FINAL}): the run is complete; `scalerl report {self.output}` writes its report")
 
-    def _close(self, ok: bool) -> None:
-        """Files and metric sinks (``ok``: whether the run ended well, as W&B records it); the reward
-        workers are closed with the generators (:meth:`_train`)."""
+    def _close(self, ok: bool, *, failing: bool | None = None) -> None:
+        """Files and metric sinks (``ok``: whether the run ended well, as W&B records it; ``failing``:
+        the run is on its way out with an error of its own, a close's error only a note -- by default
+        where it did not end well); the reward workers are closed with the generators (:meth:`_train`)."""
         close_each([self.runlog.close, self.samples.close, *(partial(self._end_sink, sink, ok) for sink in self.sinks)],
-                   failing=not ok)
+                   failing=not ok if failing is None else failing)
 
     def _close_task(self) -> None:
         """Stop the task's reward worker processes (a user function's, math-verify's), if it has any."""
