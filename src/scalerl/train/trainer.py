@@ -344,6 +344,7 @@ class Trainer:
         # counted once when it is trained on: tasks/failure_tally.py), the checkpoint's included.
         self.reward_counts = dict.fromkeys(KINDS, 0)
         self.nan_streak = 0
+        self._final_saved = False  # final/ written by this process (_save_final): the run complete
         self.fail_streak = 0  # consecutive steps in which every completion failed (see COLLAPSE_STEPS)
         self.lag_hist: dict[int, int] = {}  # trained tokens per lag since the last evaluation row
         self.evals: list[dict[str, Any]] = []
@@ -591,7 +592,7 @@ class Trainer:
                 self._save_final()
             except KeyboardInterrupt as exc:  # a stop during the save, which waited for it
                 stop_under_way()
-                if not self.__dict__.get("_final_saved"):  # (it came before the save began: no final/ of this run)
+                if not getattr(self, "_final_saved", False):  # (it came before the save began: no final/ of this run)
                     raise RunInterrupted(self._interrupted_message(), cause=exc) from None
                 stop = exc
         except BaseException:
