@@ -26,3 +26,19 @@ def test_a_run_file_has_an_exit_code_only_once_its_end_is_on_disk(tmp_path):
     for written, code in [(data, 0), (data[:len(data) // 2], None), (data[:7], None), (b"", None)]:
         cut.write_bytes(written)  # the whole file; half of it; the header only; created, nothing written
         assert exit_code(cut) == code, len(written)
+
+
+def test_an_attempt_started_in_the_same_second_as_the_earlier_one_joins_after_it(tmp_path):
+    """W&B names a run's directory by the second it starts; a second attempt of the same run in that
+    second gets ``<id>-1`` (seen in CI: a two-step run and its resume within one second). Sorted by the
+    path, ``<id>-1/`` came first (``-`` sorts before ``/``) and the resumed attempt joined as the
+    earlier one; the attempts now go by W&B's number after the start time."""
+    from scalerl.curves.wandb_run_log import run_files
+
+    wandb_dir = tmp_path / "wandb"
+    names = ["offline-run-20261205_093718-3c3459cf", "offline-run-20261205_093718-3c3459cf-1",
+             "offline-run-20261205_093718-3c3459cf-2", "offline-run-20261205_093719-3c3459cf"]
+    for name in reversed(names):
+        (wandb_dir / name).mkdir(parents=True)
+        (wandb_dir / name / "run-3c3459cf.wandb").write_bytes(b"")
+    assert [f.parent.name for f in run_files(wandb_dir)] == names

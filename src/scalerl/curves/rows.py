@@ -496,10 +496,13 @@ class _RowPoints:
         writes NaN as ``null``, ``json.dumps`` as ``NaN``) in a row of another kind: its ``y`` is not
         logged (:func:`scalerl.curves.cells.logged`) and it logs a value no evaluation of its run logs
         (a training row's ``loss``). An evaluation whose ``y`` came out NaN -- a row that logs only what
-        evaluations log -- is an evaluation still, dropped and counted."""
+        evaluations log -- is an evaluation still, dropped and counted; so is every row of a run whose
+        ``y`` is never a number (no rows with finite values: not "a run without y")."""
         if logged(r[self.y]):
             return False
-        evaluations = self.evaluation_keys.get(name, set())
+        evaluations = self.evaluation_keys.get(name)
+        if evaluations is None:  # a run with no evaluation at all: its y is missing everywhere, said as such
+            return False
         return any(k not in evaluations and logged(v) for k, v in r.items() if k not in (self.y, self.run_column))
 
     def _x_of(self, r: dict, name: str, run: _RunPoints, before: tuple[object, float] | None, own: float) -> object:

@@ -77,13 +77,26 @@ def run_files(path: Path) -> list[Path]:
     found = [*path.glob(f"*{SUFFIX}"), *(f for d in path.iterdir() if d.is_dir() and d.name != "latest-run"
                                          for f in d.glob(f"*{SUFFIX}"))] if path.is_dir() else []
     # In the order the attempts started (a resumed run's later attempt joins its earlier one): by the
-    # start time in the run directory's name (run-20251201_103000-<id>, offline-run-...), then the path.
-    return sorted((f for f in found if f.is_file()), key=lambda f: (_started(f), str(f)))
+    # start time in the run directory's name (run-20251201_103000-<id>, offline-run-...), then the
+    # number W&B appends where an attempt of the same run started in the same second (<id>-1, <id>-2:
+    # a short first attempt and its resume), then the path.
+    return sorted((f for f in found if f.is_file()), key=lambda f: (_started(f), _same_second(f), str(f)))
 
 
 def _started(f: Path) -> str:
     match = STARTED.search(f.parent.name)
     return match.group(1) if match else ""
+
+
+def _same_second(f: Path) -> int:
+    """The number W&B appended to a run directory's name (``offline-run-<time>-<id>-1``) because one of
+    the same run had started in the same second; 0 for none. Sorted by the path alone, ``<id>-1/``
+    came before ``<id>/`` (``-`` sorts before ``/``): the resumed attempt joined as the earlier one."""
+    run_id = f.stem[len("run-"):] if f.stem.startswith("run-") else ""
+    name = f.parent.name
+    at = name.rfind(f"-{run_id}-") if run_id else -1
+    tail = name[at + len(run_id) + 2:] if at >= 0 else ""
+    return int(tail) if tail.isdigit() else 0
 
 
 def is_wandb_run(path: Path) -> bool:

@@ -226,7 +226,8 @@ class WandbSink:
         if not self.new:
             return
         runs = self.directory / "wandb"
-        for run_dir in runs.glob(f"*run-*-{self.run_id}"):
+        # (W&B appends -1, -2 to an attempt's directory that started in the same second as another's.)
+        for run_dir in [*runs.glob(f"*run-*-{self.run_id}"), *runs.glob(f"*run-*-{self.run_id}-[0-9]*")]:
             shutil.rmtree(run_dir, ignore_errors=True)
         if runs.is_dir():
             for link in runs.iterdir():
