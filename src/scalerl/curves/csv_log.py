@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 
 from scalerl.curves.attempts import TRAINER_STEP, split_attempts
-from scalerl.curves.cells import MISSING_CELLS
+from scalerl.curves.cells import MISSING_CELLS, logged
 from scalerl.curves.console import text_head
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, UnknownColumn, check_percent_scale,
@@ -224,9 +224,9 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     # What each row logs (its columns with a cell), beyond the ones read: a step logged again by a row of
     # the kind an earlier row at that step logged is said (and, at a resume, merged by kind); a training
     # row and an evaluation row at one step are not of one kind, though the columns read of the first
-    # (the step alone) are among the second's. A
-    # cell is logged as this reader reads it: 'nan' is none (a writer of full rows, NaN where it logged nothing).
-    kinds = [frozenset(h for h, cell in zip(header, row) if h != step and cell.strip() not in MISSING_CELLS)
+    # (the step alone) are among the second's. A cell is logged by the one rule every reader uses
+    # (cells.logged): 'nan' is none (a writer of full rows, NaN where it logged nothing).
+    kinds = [frozenset(h for h, cell in zip(header, row) if h != step and logged(cell))
              for _, row in rows]
     for lineno, row in rows:
         if len(row) != len(header):
