@@ -144,7 +144,7 @@ def test_cpu_optimizer_is_fused(model):
 def onednn(monkeypatch):
     """The oneDNN linear path switched on whatever this CPU (it is chosen only on AMD CPUs with
     AVX-512), and for every call (MIN_ROWS 1: the tests' batches are small)."""
-    import scalerl.generate.linear as linear_module
+    import scalerl.models.onednn_linear as linear_module
 
     if not torch.backends.mkldnn.is_available():
         pytest.skip("torch was built without oneDNN")
@@ -153,26 +153,27 @@ def onednn(monkeypatch):
     return linear_module
 
 
-def test_decode_linear_runs_onednn_only_in_the_generators_no_grad_calls(onednn):
+def test_a_switched_layer_runs_onednn_with_and_without_gradients(onednn):
     layer = torch.nn.Linear(16, 8)
-    assert onednn.use_decode_linear(layer) and onednn.use_decode_linear(layer)  # idempotent
-    x = torch.randn(5, 3, 16)
+    assert onednn.use_onednn_linear(layer) and onednn.use_onednn_linear(layer)  # idempotent
+    x = torch.randn(5, 3, 16, requires_grad=True)
     mkl = torch.nn.functional.linear(x, layer.weight, layer.bias)
     with torch.no_grad():
         dnn = torch.ops.mkldnn._linear_pointwise(x, layer.weight, layer.bias, "none", [], "")
-        assert torch.equal(layer(x), mkl)  # outside decoding(): torch's own path, exactly
-        with onednn.decoding():
-            assert torch.equal(layer(x), dnn)
+        assert torch.equal(layer(x), dnn)  # the generator's passes
     torch.testing.assert_close(dnn, mkl, rtol=1e-5, atol=1e-6)  # the two libraries agree to rounding
-    with onednn.decoding():
-        y = layer(x)  # gradients on (a trainer's pass in a generating thread): torch's path, differentiable
-    assert torch.equal(y.detach(), mkl)
-    y.sum().backward()
-    assert layer.weight.grad is not None
+    y = layer(x)  # a trainer's pass: oneDNN, differentiable
+    assert torch.equal(y.detach(), dnn)
+    upstream = torch.randn_like(y)
+    got = torch.autograd.grad(y, (x, layer.weight, layer.bias), upstream)
+    expected = torch.autograd.grad(mkl, (x, layer.weight, layer.bias), upstream)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
 
 
-def test_generator_on_onednn_agrees_with_the_trainers_recomputation_which_is_unchanged(
-        onednn, model, char_tokenizer, prompts):
+def test_generator_on_onednn_agrees_with_the_trainers_recomputation(onednn, model, char_tokenizer, prompts):
+    """The generator's log-probs and the trainer's teacher-forced ones, both on oneDNN, agree to rounding
+    (the switch changes the trainer's passes too: they differ from MKL's at float rounding only)."""
     from scalerl.generate.logprobs import completion_logprobs, pack_completions
 
     probe = pack_completions(HFGenerator(copy.deepcopy(model), char_tokenizer, seed=0).generate(
@@ -182,7 +183,7 @@ def test_generator_on_onednn_agrees_with_the_trainers_recomputation_which_is_unc
     gen = HFGenerator(model, char_tokenizer, seed=0)
     assert gen.decode_linear
     with torch.no_grad():
-        assert torch.equal(completion_logprobs(model, probe, 1.0), before)  # the trainer's passes: as before
+        torch.testing.assert_close(completion_logprobs(model, probe, 1.0), before, rtol=0, atol=1e-5)
     out = gen.generate(prompts, SamplingParams(max_new_tokens=24, temperature=1.0, seed=1))
     batch = pack_completions(out, char_tokenizer.pad_token_id)
     with torch.no_grad():
@@ -197,7 +198,7 @@ def test_decode_linear_is_chosen_by_the_cpu():
     """On an AMD CPU with AVX-512 (where MKL runs at half oneDNN's rate) the generator switches; elsewhere not."""
     from pathlib import Path
 
-    from scalerl.generate.linear import onednn_faster
+    from scalerl.models.onednn_linear import onednn_faster
 
     cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     expected = ("AuthenticAMD" in cpuinfo and torch.backends.cpu.get_cpu_capability().startswith("AVX512")
@@ -213,8 +214,8 @@ def test_a_switched_model_still_pickles_and_deep_copies_and_keeps_its_head(onedn
 
     head = model.get_output_embeddings()
     head_class = type(head)
-    assert onednn.use_decode_linear(model)
-    switched = [m for m in model.modules() if isinstance(m, onednn.DecodeLinear)]
+    assert onednn.use_onednn_linear(model)
+    switched = [m for m in model.modules() if isinstance(m, onednn.OneDNNLinear)]
     assert switched and type(model.get_output_embeddings()) is head_class  # the head is fp32_head's to swap
     again = pickle.loads(pickle.dumps(model))
     buffer = io.BytesIO()

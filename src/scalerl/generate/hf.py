@@ -39,9 +39,9 @@ from scalerl.generate.base import (Completion, GenerationCancelled, InFlightUpda
                                    ScheduledUpdates)
 from scalerl.generate.kvcache import decode_cache
 from scalerl.generate.layout import attends, eos_ids, forward_kwargs, left_pad, pad_id_of, position_ids, rows_selectable
-from scalerl.generate.linear import decoding, use_decode_linear
 from scalerl.generate.sampling import sample_next
 from scalerl.generate.text import completion_texts
+from scalerl.models.onednn_linear import use_onednn_linear
 
 
 def _sharded(model: Any) -> bool:
@@ -107,9 +107,9 @@ class HFGenerator(InFlightUpdates):
         self._cache_arg, self._keep_arg = forward_kwargs(model)
         # CPU decode steps: batched-matmul attention instead of SDPA's per-head loop (attention.py).
         self.decode_attention = use_decode_attention(model)
-        # AMD CPUs with AVX-512: the forwards' linear layers on oneDNN, which runs them ~2x MKL's rate
-        # there (linear.py); shards keep torch's path (their parameters are gathered per forward).
-        self.decode_linear = not _sharded(model) and use_decode_linear(model)
+        # AMD CPUs with AVX-512: the linear layers on oneDNN, which runs them ~2x MKL's rate there
+        # (models/onednn_linear.py); shards keep torch's path (their parameters are gathered per forward).
+        self.decode_linear = not _sharded(model) and use_onednn_linear(model)
         self._torch_rng = torch.Generator(device=self.device).manual_seed(seed)
         self._py_rng = random.Random(seed)
         self._busy = threading.Lock()  # held for a whole generate call
@@ -248,7 +248,7 @@ class HFGenerator(InFlightUpdates):
             kwargs["logits_to_keep"] = 1
         # cache_enabled=False: see Precision.autocast (torch's cast cache is shared by all threads).
         with torch.autocast(self.device.type, dtype=self.autocast_dtype, enabled=self.autocast_dtype is not None,
-                            cache_enabled=False), decoding():
+                            cache_enabled=False):
             out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, **kwargs)
         return out.logits[:, -1, :]
 

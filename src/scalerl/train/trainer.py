@@ -62,6 +62,7 @@ from scalerl.train.config import CALIBRATION_COPY, TrainConfig, eval_engine
 from scalerl.train.collectives import barrier
 from scalerl.train.distributed import Rank, TrainerGroup, make_group, rank_threads
 from scalerl.models.lora import base_changed, base_digest, generator_copy, has_lora
+from scalerl.models.onednn_linear import use_onednn_linear
 from scalerl.train.evaluate import eval_bar, evaluate
 from scalerl.train.loggers import make_sinks
 from scalerl.train.policy import load_policy, load_policy_weights, policy_weights, save_policy
@@ -255,6 +256,10 @@ class Trainer:
         # in one process; under FSDP a plain copy on rank 0, refreshed after every update -- or,
         # with run.generate_on_shards, the shards themselves (train/shard_generation.py).
         self.group: TrainerGroup | None = None
+        if self.rank is None:
+            # AMD CPUs with AVX-512: the fp32 linear layers on oneDNN, forward and backward (~2x MKL's
+            # rate there: models/onednn_linear.py); FSDP shards keep torch's path.
+            use_onednn_linear(self.model)
         self.gen_model = self.model
         if self.rank is not None:
             barrier()  # the other ranks load the model now (any cache it built is complete)
