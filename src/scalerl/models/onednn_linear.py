@@ -42,30 +42,48 @@ def _onednn(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) ->
 class _OneDNNLinearFn(torch.autograd.Function):
     """``F.linear`` with its forward and backward products on oneDNN. The backward is plain algebra
     (``dx = g @ W``, ``dW = g.T @ x``, ``db = sum g``), written as linear ops: ``dW`` as the linear of
-    ``g.T`` by ``x.T``, transposed views of contiguous rows, which the op reads as they are (explicit
-    transposed copies made it slower than MKL at 8192 x 128 x 128: 5.1 ms against 2.5; as views 1.5;
-    Zen 5, one thread); ``dx`` with a transposed copy of the (small) weight. Only the gradients asked
-    for are computed (LoRA's frozen base weights get none)."""
+    ``g.T`` by ``x.T`` -- the op makes its input view contiguous itself and reads the weight view in
+    place (explicit transposed copies of both made it slower than MKL at 8192 x 128 x 128: 5.1 ms
+    against 2.5; as views 1.5; Zen 5, one thread) --, ``dx`` with a transposed copy of the (small)
+    weight. Only what a gradient asked for needs is kept and computed (a frozen weight, LoRA's base:
+    neither the input kept nor ``dW`` computed, as torch's own linear). A backward that is itself
+    differentiated (``create_graph=True``: a gradient penalty) runs on torch's differentiable ops,
+    since oneDNN's op has no derivative of its own."""
 
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        ctx.save_for_backward(x, weight)
-        ctx.has_bias = bias is not None
+        wants_dx, wants_dw, _ = ctx.needs_input_grad
+        ctx.save_for_backward(x if wants_dw else None, weight if wants_dx else None)
+        ctx.x_shape = x.shape
         return _onednn(x, weight, bias)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         x, weight = ctx.saved_tensors
+        wants_dx, wants_dw, wants_db = ctx.needs_input_grad
         grad_rows = grad.reshape(-1, grad.shape[-1]).contiguous()
+        x_rows = x.reshape(-1, x.shape[-1]).contiguous() if wants_dw else None
         dx = dw = db = None
-        if ctx.needs_input_grad[0]:
-            dx = _onednn(grad_rows, weight.t().contiguous(), None).reshape(x.shape)
-        if ctx.needs_input_grad[1]:
-            x_rows = x.reshape(-1, x.shape[-1]).contiguous()
-            dw = _onednn(grad_rows.t(), x_rows.t(), None)
-        if ctx.has_bias and ctx.needs_input_grad[2]:
+        if torch.is_grad_enabled():  # create_graph: the products recorded for a second backward
+            if wants_dx:
+                dx = (grad_rows @ weight).reshape(ctx.x_shape)
+            if wants_dw:
+                dw = grad_rows.t() @ x_rows
+        else:
+            if wants_dx:
+                dx = _onednn(grad_rows, weight.t().contiguous(), None).reshape(ctx.x_shape)
+            if wants_dw:
+                dw = _onednn(grad_rows.t(), x_rows.t(), None)
+        if wants_db:
             db = grad_rows.sum(0)
         return dx, dw, db
+
+
+def _functorch_active() -> bool:
+    """Inside a ``torch.func`` transform (grad, vmap, jvp): the autograd function above defines no
+    rules for them, torch's linear does."""
+    active = getattr(torch._C, "_are_functorch_transforms_active", None)
+    return bool(active()) if active is not None else False
 
 
 def _forward(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
@@ -75,7 +93,7 @@ def _forward(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     Checked at every call, not only when the layer was switched: a switched model pickled or copied to
     a machine where oneDNN is not chosen keeps torch's path there; so does torch's own switch
     (``torch.backends.mkldnn.flags(enabled=False)``), autocast, a call traced by ``torch.compile``
-    (which knows torch's linear, not this function), a weight that is not a plain parameter (an FSDP
+    (which knows torch's linear, not this function) or transformed by ``torch.func``, a weight that is not a plain parameter (an FSDP
     or tensor-parallel shard), and a bias that is not contiguous (a strided or expanded view), which
     oneDNN's op reads as if it were (wrong numbers; past its storage at stride 0)."""
     weight, bias = self.weight, self.bias
@@ -83,7 +101,7 @@ def _forward(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
             and x.dtype == torch.float32 and weight.dtype == torch.float32 and type(weight) is torch.nn.Parameter
             and (bias is None or bias.is_contiguous())
             and not torch.is_autocast_enabled("cpu") and x.device.type == "cpu"
-            and not torch.compiler.is_compiling()
+            and not torch.compiler.is_compiling() and not _functorch_active()
             and torch.backends.mkldnn.enabled and onednn_faster()):
         if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad
                                         or (bias is not None and bias.requires_grad)):
