@@ -69,9 +69,7 @@ def run(args) -> int:
         plot_path(args.plot)
     paths, per_log, unread = _read_logs(args)
     curves = [c for log in per_log for c in log]
-    names = [c.name for c in curves]
-    if len(set(names)) < len(names):  # runs of the same name in different logs (each console its own 'exp_001')
-        curves = [replace(c, name=f"{path}:{c.name}") for path, log in zip(paths, per_log) for c in log]
+    curves = _names_apart(curves, paths, per_log)
     if args.all_runs:
         return _all_runs(curves, args, settings, unread)
     if len(curves) == 1:  # one run: what stops it is the command's error
@@ -191,6 +189,20 @@ def _plot(results, args, cut_labels=None) -> str:
                    cut_labels=cut_labels)
     more = f" (the first {MAX_PANELS} of {len(results)} backtests)" if len(results) > MAX_PANELS else ""
     return f"plot: {args.plot}, a panel per {'run and cut' if cut_labels else 'run'}{more}"
+
+
+def _names_apart(curves: list, paths: list[str], per_log: list[list]) -> list:
+    """Runs of the same name in different logs (each console its own 'exp_001') told apart by their path;
+    one log given again for another metric (a table with a column per run, ``--y 14b 8b``: each read is
+    named after the file) by the metric as well -- the table showed four rows of one name."""
+    names = [c.name for c in curves]
+    if len(set(names)) == len(names):
+        return curves
+    named = [(path, c) for path, log in zip(paths, per_log) for c in log]
+    labels = [f"{path}:{c.name}" for path, c in named]
+    if len(set(labels)) < len(labels):
+        labels = [f"{label}:{c.y_name}" for label, (_, c) in zip(labels, named)]
+    return [replace(c, name=label) for label, (_, c) in zip(labels, named)]
 
 
 def _read_logs(args) -> tuple[list[str], list[list], list[tuple[str, str]]]:
