@@ -510,3 +510,17 @@ def test_compare_of_one_seed_runs_says_the_verdict_may_be_the_seeds(capsys, tmp_
     assert code == 0, err
     obj = json.loads(out)
     assert not any("one seed" in n for n in obj["notes"])
+
+
+def test_backtest_of_one_table_given_once_per_run_column_names_each_run(capsys):
+    """A table with a column per run (a W&B export cleaned to `Step,14b,8b,...`): `backtest F F --y 14b 8b`
+    scored each column, but every read of F is named after the file, and the table showed two rows of one
+    name (the path): the metric tells them apart."""
+    from pathlib import Path
+
+    table = Path(__file__).parent / "data" / "real_samples" / "wandb_export_by_run_rl_scaling_laws.csv"
+    code, out, err = run_cli(capsys, "backtest", str(table), str(table), "--x", "Step", "--y", "14b", "8b",
+                             "--cut-fraction", "0.5", "--json", "--no-progress")
+    assert code == 0, err
+    names = [r["run"] for r in json.loads(out)["runs"]]
+    assert names == [f"{table}:wandb_export_by_run_rl_scaling_laws:{y}" for y in ("14b", "8b")]

@@ -84,3 +84,43 @@ def test_compare_does_not_classify_an_unstable_run():
     assert c.kind == "unstable run" and c.better is None and "falling" in c.explanation
     preds = res.predictions()
     assert preds["falling"] is None and preds["base"] is not None
+
+
+# SofT-GRPO's public TensorBoard log of its `soft_0.1` run (github.com/zz1358m/SofT-GRPO-master,
+# commit 2b9d8ec, "Results/training curves/tensorboard_show-1.5B/soft_0.1/events.out.tfevents.
+# 1760533632.hopper-24.1332803.0"): verl, DeepSeek-R1-Distill-Qwen-1.5B, scalar
+# `val-core/math/reward/mean@1` (MATH-500) against `training/global_step`, every 20 steps.
+SOFT_0_1 = [0.760, 0.748, 0.762, 0.756, 0.758, 0.752, 0.774, 0.764, 0.800, 0.774, 0.776, 0.786, 0.796, 0.784,
+            0.776, 0.778, 0.800, 0.794, 0.808, 0.798, 0.786, 0.798, 0.804, 0.808, 0.798, 0.800, 0.778, 0.822,
+            0.784, 0.794, 0.702, 0.610]
+
+
+def test_a_collapse_in_the_last_two_evaluations_is_flagged():
+    """The run held ~0.80 for 500 steps, then fell to 0.70 and 0.61 (below its start): averaged
+    into the last bin and the late line, with its own scatter counted as noise, it was called
+    stable and forecast at 0.77."""
+    x = np.arange(len(SOFT_0_1)) * 20.0
+    st = check_stability(x, SOFT_0_1)
+    assert st.unstable and st.kind == "peaked and fell"
+    assert 0.12 < st.fall < 0.16 and "not a forecast" in st.text()
+    # Up to the evaluation before the collapse, the same run is healthy.
+    assert not check_stability(x[:-2], SOFT_0_1[:-2]).unstable
+
+
+def test_one_low_last_evaluation_is_not_a_collapse():
+    """A dip of one evaluation at the end (the next could undo it) is not enough; two are (12 noise sds)."""
+    for seed in range(20):
+        c = synthetic(PAPER_LAW, n=25, noise=0.01, seed=seed)
+        y = c.y.copy()
+        y[-1] -= 0.12
+        assert not check_stability(c.x, y).unstable, seed
+        y[-2] -= 0.12
+        assert check_stability(c.x, y).unstable, seed
+
+
+def test_fit_says_no_forecast_for_the_collapsed_run(capsys, tmp_path):
+    path = tmp_path / "soft_0.1.csv"
+    path.write_text("step,math\n" + "".join(f"{20 * i},{v}\n" for i, v in enumerate(SOFT_0_1)))
+    assert main(["fit", str(path), "--x", "step", "--y", "math", "--bootstrap", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "NO FORECAST -- unstable run" in out and "peaked at compute" in out

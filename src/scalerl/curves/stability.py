@@ -3,12 +3,20 @@
 The sigmoid and the power law both rise monotonically; on a run that collapses (the pass
 rate falls back towards where it started) or keeps declining, any extrapolation of them is
 a statement the data contradict. :func:`check_stability` says so from the evaluations alone,
-with two tests:
+with three tests:
 
 * **peaked and fell** -- the evaluations in equal-count bins (3-8 bins, >= 4 points each):
   the fall from the best bin mean to the last bin mean;
 * **falling at the end** -- a least-squares line in ln C through the last third of the
-  points (>= 5): the drop it implies across them.
+  points (>= 5): the drop it implies across them;
+* **fell in its last evaluations** -- the last ``n_end`` (2) evaluations, each at least
+  ``n_sd`` noise sds below the best bin mean, their mean by ``n_se`` standard errors (from the
+  noise of one evaluation) and by ``n_sd_late`` sds. A collapse that only the last two
+  evaluations show escapes the other two tests: averaged into the last bin, and into the
+  line through the last third, with the scatter it causes counted as noise. SofT-GRPO's
+  public TensorBoard logs (zz1358m/SofT-GRPO-master, ``soft_0.1``: MATH 0.80 for 500 steps,
+  then 0.70 and 0.61 in its last two evaluations, below where it started) were called stable
+  and forecast at 0.77 by a fit whose own 95% prediction band missed its last point.
 
 A fall counts when it is beyond the noise in both senses, *significant* and *material*:
 
@@ -98,7 +106,7 @@ def _bins(n: int) -> list[np.ndarray]:
 
 def check_stability(
     x, y, *, R0: float | None = None, n_se: float = 3.0, min_share: float = 0.1, n_sd: float = 3.0,
-    n_sd_late: float = 4.0
+    n_sd_late: float = 4.0, n_end: int = 2
 ) -> Stability:
     """Test a run's evaluations ``(x, y)`` for a fall (see the module docstring).
 
@@ -145,9 +153,21 @@ def check_stability(
         material = amount >= max(min_share * max(gain, 0.0), k_sd * sigma)
         return amount > 0 and significant and material
 
+    # The last evaluations against the best bin, with the noise of one evaluation from the
+    # whole run (successive differences: the collapse itself is one large step that the MAD
+    # ignores). Each of them must lie below the best level, so one low evaluation at the end
+    # (a dip that the next would undo) is not enough.
+    end = ys[-n_end:]
+    end_fall = peak - float(end.mean())
+    end_se = sigma * math.sqrt(1.0 / n_end + 1.0 / bins[i_peak].size)
+    ended_low = (n_end >= 2 and i_peak < len(bins) - 1 and bool((end <= peak - n_sd * sigma).all())
+                 and falls(end_fall, end_se, n_sd_late))
+
     kind = STABLE
     if falls(fall, fall_se, n_sd) and i_peak < len(bins) - 1:
         kind = PEAKED
     elif falls(late_drop, late_se, n_sd_late):
         kind = FALLING
+    elif ended_low:
+        kind, fall, fall_se = PEAKED, end_fall, end_se
     return Stability(kind, gain, peak_x, fall, fall_se, late_drop, late_se, n)
