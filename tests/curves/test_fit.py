@@ -132,3 +132,13 @@ def test_diagnostics_warn_when_the_ceiling_is_unseen():
     c = synthetic(law, c_max=1500, n=25, noise=0.003, seed=7)
     fit = fit_sigmoid(c)
     assert any("C_mid" in w and "beyond" in w for w in fit.warnings)
+
+
+def test_a_run_that_peaked_and_fell_is_told_by_its_start_peak_and_end_not_only_called_a_loss():
+    """A real collapse (SofT-GRPO-like: rises, then falls below where it started) fails the rising check;
+    the error gives where it started, peaked and ended, and the way to fit the part before the peak --
+    it said only "is the y column a pass rate (not a loss)?"."""
+    x = np.arange(1.0, 10.0) * 20
+    y = np.array([0.78, 0.80, 0.79, 0.77, 0.72, 0.66, 0.62, 0.60, 0.58])
+    with pytest.raises(InputError, match=r"0\.8 at its best \(compute 40\), 0\.58 at the end.*--fit-until"):
+        fit_sigmoid(Curve.from_arrays(x, y), r0="free")

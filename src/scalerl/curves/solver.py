@@ -109,9 +109,24 @@ def check_fittable(x: np.ndarray, y: np.ndarray, n_params: int, what: str = "the
         if trend > 0:
             return
     raise InputError(
-        f"{what}: the metric does not rise with compute (change {trend:.3g}); a sigmoid forecast needs a "
-        "rising curve -- is the y column a pass rate (not a loss)?"
+        f"{what}: the metric does not rise with compute (change {trend:.3g}{_path_of(x[pos], y[pos])}); a sigmoid "
+        "forecast needs a rising curve -- a run that peaked and fell has nothing to forecast (fit the part "
+        "before its peak with --fit-until, or look at it with --plot); a falling metric may be a loss, not "
+        "a pass rate"
     )
+
+
+def _path_of(x: np.ndarray, y: np.ndarray) -> str:
+    """Where the metric started, peaked and ended, for the error above: a run that rose and fell back
+    (a collapse) is told from a loss by these three numbers, not by the overall trend."""
+    if y.size < 3:
+        return ""
+    order = np.argsort(x, kind="stable")
+    ys, xs = y[order], x[order]
+    best = int(np.argmax(ys))
+    if 0 < best < ys.size - 1:
+        return f": {ys[0]:.3g} at first, {ys[best]:.3g} at its best (compute {xs[best]:.4g}), {ys[-1]:.3g} at the end"
+    return f": {ys[0]:.3g} at first, {ys[-1]:.3g} at the end"
 
 
 # --------------------------------------------------------------------------- the model
