@@ -156,3 +156,15 @@ def test_fsdp_units_are_the_outermost_layers():
     llama, _ = _random_model(transformers.LlamaConfig, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
                              num_attention_heads=4, num_key_value_heads=2)
     assert [type(u).__name__ for u in shard_units(llama)] == ["LlamaDecoderLayer"] * 3
+
+
+def test_lora_all_linear_adapts_falcons_linear_layers_whose_forward_is_their_own_but_linear():
+    """Falcon derives every linear layer from nn.Linear with a forward of its own that computes
+    x @ W.T + b all the same: leaving those out of all-linear left nothing to adapt (peft: "No modules
+    were targeted for adaptation"), where the architectures benchmark had trained Falcon with LoRA."""
+    model, _ = _random_model(transformers.FalconConfig, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                             new_decoder_architecture=False)
+    add_lora(model, rank=4, alpha=8, dropout=0.0, target_modules=["all-linear"])
+    adapted = _adapted(model)
+    assert any(n.endswith("query_key_value") for n in adapted) and any(n.endswith("dense_4h_to_h") for n in adapted)
+    _generators_get_the_trained_policy(model)

@@ -112,14 +112,36 @@ def ssm_projections(model: nn.Module) -> list[str]:
 
 def linears_of_their_own(model: nn.Module) -> list[str]:
     """Full names of the layers a model's own code derives from ``nn.Linear`` with a ``forward`` of
-    their own: not a linear map of their input that an adapter could add to (Llama 4's MoE router
+    their own that is not a linear map of their input an adapter could add to (Llama 4's MoE router
     returns its routing scores and logits as a tuple, which peft's LoRA layer cannot add its term
     to). Left out of ``all-linear``; named in ``target_modules`` they are still adapted, as asked.
-    Quantised linear layers (bitsandbytes, transformers' integrations) are not the model's own
-    code: peft has adapters for those."""
+    A forward of their own that computes ``x @ W.T + b`` all the same (Falcon's ``FalconLinear``,
+    every linear layer of the model) is adapted: told by :func:`_computes_linear` on a probe --
+    leaving those out left Falcon with nothing to adapt ("No modules were targeted"). Quantised linear
+    layers (bitsandbytes, transformers' integrations) are not the model's own code: peft has adapters
+    for those."""
     return [name for name, module in model.named_modules()
             if isinstance(module, nn.Linear) and type(module).forward is not nn.Linear.forward
-            and type(module).__module__.startswith("transformers.models.")]
+            and type(module).__module__.startswith("transformers.models.") and not _computes_linear(module)]
+
+
+def _computes_linear(layer: nn.Linear) -> bool:
+    """Whether ``layer``'s own forward gives ``F.linear``'s tensor on two random rows (to its dtype's
+    rounding). Weights not in memory (the meta device) cannot be probed: taken as not linear."""
+    weight = layer.weight
+    if weight.device.type == "meta":
+        return False
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(2, layer.in_features, generator=generator).to(device=weight.device, dtype=weight.dtype)
+    try:
+        with torch.no_grad():
+            out = layer(x)
+            expected = torch.nn.functional.linear(x, weight, layer.bias)
+    except Exception:  # noqa: BLE001 -- a forward that cannot take plain rows is not one to adapt
+        return False
+    tolerance = 1e-4 if weight.dtype == torch.float32 else 2e-2
+    return (isinstance(out, torch.Tensor) and out.shape == expected.shape
+            and bool(torch.allclose(out.float(), expected.float(), rtol=tolerance, atol=tolerance)))
 
 
 def _ssm_mixers(model: nn.Module) -> dict[str, nn.Module]:
