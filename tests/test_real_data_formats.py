@@ -303,3 +303,14 @@ def test_an_evaluation_file_missing_a_field_says_how_to_name_its_own(tmp_path):
                                          r"--set 'task.settings=\{eval_data: \{aime: \{data: .*aime.jsonl, prompt_field: "
                                          r"NAME, answer_field: NAME\}\}\}'"):
         task.eval_sets()
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "json"])
+def test_a_row_naming_a_key_twice_is_refused_not_read_as_its_last(tmp_path, kind):
+    """``{"answer": "3", "answer": "4"}``: Python's json keeps the last value without a word, so the row
+    trained on "4"; CSV's repeated header and YAML's repeated key were already refused."""
+    row = '{"prompt": "What is 1+2?", "answer": "3", "answer": "4"}'
+    path = tmp_path / f"d.{kind}"
+    path.write_text(row + "\n" + '{"prompt": "What is 2+2?", "answer": "4"}\n' if kind == "jsonl" else f"[{row}]")
+    with pytest.raises(InputError, match="'answer' appears twice"):
+        load_rows(str(path))

@@ -42,6 +42,29 @@ def _utf8(raw: bytes, where: str) -> str:
                          "is the file damaged, or in another encoding?") from None
 
 
+class _DuplicateKey(ValueError):
+    """A JSON object naming one key twice (``{"answer": "3", "answer": "4"}``): ``json`` keeps the last
+    silently; a data row that says two things is refused, as a CSV's repeated header is."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen[key] = value
+    return seen
+
+
+def _loads(text: str) -> Any:
+    return json.loads(text, object_pairs_hook=_unique_keys)
+
+
+def _duplicate_error(where: str, exc: _DuplicateKey) -> InputError:
+    return InputError(f"{where}: the key {exc.args[0]!r} appears twice in one object (JSON keeps the last, "
+                      "silently); keep the one you mean")
+
+
 def _jsonl(path: Path, prompt_field: str, split: str, document_first: bool) -> Iterator[tuple[int, Any]]:
     """JSON Lines, or one JSON document (a ``.json`` file; a ``.jsonl`` that holds an array, or an
     object written over several lines): its rows as :func:`_document_rows` finds them."""
@@ -51,7 +74,9 @@ def _jsonl(path: Path, prompt_field: str, split: str, document_first: bool) -> I
         if first == b"[" or document_first:
             text = _utf8(f.read(), str(path))
             try:
-                document = json.loads(text)
+                document = _loads(text)
+            except _DuplicateKey as exc:
+                raise _duplicate_error(str(path), exc) from None
             except json.JSONDecodeError as exc:
                 if not text.strip():
                     return  # (load_rows: "no rows")
@@ -67,12 +92,16 @@ def _jsonl(path: Path, prompt_field: str, split: str, document_first: bool) -> I
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = _loads(line)
+            except _DuplicateKey as exc:
+                raise _duplicate_error(f"{path}: row {number}", exc) from None
             except json.JSONDecodeError as exc:
                 if not count:  # an object written over several lines: one document
                     f.seek(0)
                     try:
-                        document = json.loads(_utf8(f.read(), str(path)))
+                        document = _loads(_utf8(f.read(), str(path)))
+                    except _DuplicateKey as dup:
+                        raise _duplicate_error(str(path), dup) from None
                     except json.JSONDecodeError:
                         pass
                     else:
