@@ -14,6 +14,7 @@ from typing import Any
 
 from scalerl.errors import InputError
 from scalerl.models.tiny import TinySpec
+from scalerl.models.unloaded_weights import unloaded_weights
 
 #: What a hub id looks like: 'name' or 'owner/name' (letters, digits, '-', '_', '.').
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
@@ -196,7 +197,8 @@ def load_model(
     weight file is read and no memory is taken (a trainer rank whose shard of the weights comes
     from rank 0: :func:`scalerl.train.distributed.make_group`).
     ``progress``: a progress bar over a tiny model's warm start, where it is built here.
-    A missing path or an unreachable hub id raises :class:`InputError` naming it.
+    A missing path or an unreachable hub id raises :class:`InputError` naming it; so do weights
+    that do not all reach the model (:func:`~scalerl.models.unloaded_weights.unloaded_weights`).
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -226,14 +228,20 @@ def load_model(
         config_kwargs = {k: v for k, v in model_kwargs.items() if k in ("dtype", "trust_remote_code")}
         with torch.device("meta"):
             return AutoModelForCausalLM.from_config(config, **config_kwargs).eval(), tokenizer
+    model_kwargs.pop("output_loading_info", None)  # asked for below: the model alone is what load_model returns
     try:
-        model = AutoModelForCausalLM.from_pretrained(source, **model_kwargs)
+        model, info = AutoModelForCausalLM.from_pretrained(source, output_loading_info=True, **model_kwargs)
     except OSError as exc:  # not found locally, not on the hub, or no network
         raise InputError(missing_weights(source, name_or_path) or f"cannot load model {name_or_path!r}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 -- damaged weights: safetensors' SafetensorError, torch's RuntimeError, ...
         reason = str(exc).splitlines()[0][:200] if str(exc) else ""
         raise InputError(f"cannot load the weights of {name_or_path!r} ({type(exc).__name__}: {reason}); "
                          f"{_weights_hint(str(exc))}") from None
+    # transformers initialises what the checkpoint does not name at random and goes on (its load
+    # report aside): a torch.compile'd or DDP model's state dict, keys all prefixed, trained from scratch.
+    refusal = unloaded_weights(model, info, name_or_path)
+    if refusal is not None:
+        raise InputError(refusal)
     return model.eval(), tokenizer
 
 

@@ -85,6 +85,7 @@ def to_reward(value: Any) -> float:
 
     Text is an error even where it reads as a number: a function that returns the answer it
     extracted (``'42'``) instead of comparing it would otherwise score 42, a pass."""
+    value = _one_value(value)
     if is_bool(value):  # (numpy's too: a comparison of numpy values; it scored 1.0 / 0.0)
         return 1.0 if value else -1.0
     if isinstance(value, (str, bytes)):
@@ -100,6 +101,29 @@ def to_reward(value: Any) -> float:
         raise ValueError(f"returned {out:g}, outside the float32 range the trainer holds rewards in "
                          "(rewards should be on the order of +-1)")
     return out
+
+
+def _one_value(value: Any) -> Any:
+    """A 0-d array or tensor (numpy, torch, jax, ...) as the Python value it holds, through its own
+    ``item()``: a comparison of torch tensors -- a classifier judge's ``logits.argmax() == label`` --
+    is a 0-d bool tensor, which ``float()`` read as 1.0 / 0.0 where a bool scores +1 / -1.
+
+    An array of any other shape is refused, (1,) included. numpy refuses to read one as a number
+    (deprecated since 1.25, an error in 2.x) and torch did not; we side with numpy: a reward is one
+    number per completion, and a (1,) array is most often a batch or a row that happens to hold one
+    element (a judge's ``logits.softmax(-1)[:, 1]`` over a batch of one) -- its shape is the
+    function's bug, which the next batch size would show as a refusal anyway."""
+    shape = getattr(value, "shape", None)
+    if shape is None or isinstance(value, (str, bytes)) or not callable(getattr(value, "item", None)):
+        return value
+    try:
+        shape = tuple(shape)
+    except TypeError:  # a `shape` attribute that is no shape: not an array; float() decides
+        return value
+    if shape:
+        raise TypeError(f"returned {type(value).__name__} of shape {shape}, not one number (return one value per "
+                        "completion, e.g. value.item() of a one-element tensor)")
+    return value.item()
 
 
 def describe(exc: BaseException) -> str:
