@@ -505,10 +505,17 @@ def apply_overrides(cfg: T, overrides: Iterable[str]) -> T:
     read as a YAML scalar or flow collection (``4``, ``5e-7``, ``true``, ``null``, ``[8, 16]``,
     ``{beta: 0.1}``) and then coerced to the field's type. For a string field the raw text is
     kept (``name=on`` stays ``'on'``, not YAML's ``True``).
+
+    A mapping-valued field (``task.settings``) given a mapping replaces ``cfg``'s whole mapping;
+    given again in the same ``overrides``, the later mapping is merged into the earlier one (its
+    keys win), as ``scalerl eval`` merges its repeated ``--set task.settings={...}``: the second
+    of ``task.settings={eval_data: ...}`` and ``task.settings={verify_timeout: 30}`` dropped the
+    first's eval_data without a word.
     """
     cls = type(cfg)
     data = to_dict(cfg)
     leaves = leaf_fields(cls)
+    given: set[str] = set()  # the paths an earlier item of these overrides set
     for item in overrides:
         key, sep, raw = item.partition("=")
         key = key.strip()
@@ -528,8 +535,11 @@ def apply_overrides(cfg: T, overrides: Iterable[str]) -> T:
         *parents, leaf = path.split(".")
         for part in parents:
             node = node[part]
-        node[leaf] = value
         _coerce(value, leaves[path], path)  # fail here, naming the override, not later
+        if path in given and isinstance(value, Mapping) and isinstance(node[leaf], Mapping):
+            value = {**node[leaf], **value}
+        node[leaf] = value
+        given.add(path)
     return from_dict(cls, data)
 
 
