@@ -31,7 +31,7 @@ import textwrap
 import types
 import typing
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal, Mapping, TypeVar
+from typing import Any, Iterable, Literal, Mapping, TypeVar
 
 import yaml
 
@@ -43,12 +43,15 @@ T = TypeVar("T")
 __all__ = [
     "apply_overrides",
     "coerce",
+    "deep_merge",
+    "dotted_keys",
     "dump_yaml",
     "field_docs",
     "from_dict",
     "leaf_fields",
     "load_yaml",
     "markdown_reference",
+    "read_yaml_mapping",
     "resolve_key",
     "save_yaml",
     "to_dict",
@@ -318,21 +321,24 @@ def load_yaml(cls: type[T], path: str | Path) -> T:
     return from_dict(cls, _read_mapping(path))
 
 
-def load_yaml_and_keys(cls: type[T], path: str | Path, *,
-                       wrap: "Callable[[dict, Path], dict] | None" = None) -> tuple[T, set[str]]:
-    """:func:`load_yaml`, and the dotted paths of the leaves the file sets (``recipe.off_policy.pipeline``):
-    what the user wrote, told from the defaults. ``wrap(data, path)`` may first reshape the file's
-    mapping (e.g. a recipe file read as the ``recipe:`` section of a training config)."""
-    data = _read_mapping(path)
-    if wrap is not None:
-        data = wrap(data, Path(path))
+def read_yaml_mapping(path: str | Path) -> dict:
+    """The mapping a YAML file holds (``{}`` for an empty file), or a ConfigError saying what is
+    wrong with the file (missing, unreadable, not YAML, a key given twice, not a mapping)."""
+    return _read_mapping(path)
 
-    def leaves(d: Any, prefix: str) -> set[str]:
-        if not isinstance(d, dict) or not d:
-            return {prefix} if prefix else set()
-        return set().union(*(leaves(v, f"{prefix}.{k}" if prefix else str(k)) for k, v in d.items()))
 
-    return from_dict(cls, data), leaves(data, "")
+def dotted_keys(data: Mapping[str, Any], prefix: str = "") -> set[str]:
+    """The dotted paths of the leaves a (file's) mapping sets (``recipe.off_policy.pipeline``):
+    what the user wrote, told from the defaults. An empty mapping is a leaf of its own."""
+    if not isinstance(data, Mapping) or not data:
+        return {prefix} if prefix else set()
+    return set().union(*(dotted_keys(v, _join(prefix, str(k))) for k, v in data.items()))
+
+
+def deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``update`` laid over it, mapping by mapping (a key ``update`` leaves out keeps
+    ``base``'s value; any other value replaces it whole)."""
+    return _deep_merge(dict(base), update)
 
 
 class _DuplicateKey(yaml.YAMLError):
