@@ -31,7 +31,7 @@ import textwrap
 import types
 import typing
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal, Mapping, TypeVar
+from typing import Any, Iterable, Literal, Mapping, TypeVar
 
 import yaml
 
@@ -43,12 +43,15 @@ T = TypeVar("T")
 __all__ = [
     "apply_overrides",
     "coerce",
+    "deep_merge",
+    "dotted_keys",
     "dump_yaml",
     "field_docs",
     "from_dict",
     "leaf_fields",
     "load_yaml",
     "markdown_reference",
+    "read_yaml_mapping",
     "resolve_key",
     "save_yaml",
     "to_dict",
@@ -318,21 +321,24 @@ def load_yaml(cls: type[T], path: str | Path) -> T:
     return from_dict(cls, _read_mapping(path))
 
 
-def load_yaml_and_keys(cls: type[T], path: str | Path, *,
-                       wrap: "Callable[[dict, Path], dict] | None" = None) -> tuple[T, set[str]]:
-    """:func:`load_yaml`, and the dotted paths of the leaves the file sets (``recipe.off_policy.pipeline``):
-    what the user wrote, told from the defaults. ``wrap(data, path)`` may first reshape the file's
-    mapping (e.g. a recipe file read as the ``recipe:`` section of a training config)."""
-    data = _read_mapping(path)
-    if wrap is not None:
-        data = wrap(data, Path(path))
+def read_yaml_mapping(path: str | Path) -> dict:
+    """The mapping a YAML file holds (``{}`` for an empty file), or a ConfigError saying what is
+    wrong with the file (missing, unreadable, not YAML, a key given twice, not a mapping)."""
+    return _read_mapping(path)
 
-    def leaves(d: Any, prefix: str) -> set[str]:
-        if not isinstance(d, dict) or not d:
-            return {prefix} if prefix else set()
-        return set().union(*(leaves(v, f"{prefix}.{k}" if prefix else str(k)) for k, v in d.items()))
 
-    return from_dict(cls, data), leaves(data, "")
+def dotted_keys(data: Mapping[str, Any], prefix: str = "") -> set[str]:
+    """The dotted paths of the leaves a (file's) mapping sets (``recipe.off_policy.pipeline``):
+    what the user wrote, told from the defaults. An empty mapping is a leaf of its own."""
+    if not isinstance(data, Mapping) or not data:
+        return {prefix} if prefix else set()
+    return set().union(*(dotted_keys(v, _join(prefix, str(k))) for k, v in data.items()))
+
+
+def deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``update`` laid over it, mapping by mapping (a key ``update`` leaves out keeps
+    ``base``'s value; any other value replaces it whole)."""
+    return _deep_merge(dict(base), update)
 
 
 class _DuplicateKey(yaml.YAMLError):
@@ -505,10 +511,17 @@ def apply_overrides(cfg: T, overrides: Iterable[str]) -> T:
     read as a YAML scalar or flow collection (``4``, ``5e-7``, ``true``, ``null``, ``[8, 16]``,
     ``{beta: 0.1}``) and then coerced to the field's type. For a string field the raw text is
     kept (``name=on`` stays ``'on'``, not YAML's ``True``).
+
+    A mapping-valued field (``task.settings``) given a mapping replaces ``cfg``'s whole mapping;
+    given again in the same ``overrides``, the later mapping is merged into the earlier one (its
+    keys win), as ``scalerl eval`` merges its repeated ``--set task.settings={...}``: the second
+    of ``task.settings={eval_data: ...}`` and ``task.settings={verify_timeout: 30}`` dropped the
+    first's eval_data without a word.
     """
     cls = type(cfg)
     data = to_dict(cfg)
     leaves = leaf_fields(cls)
+    given: set[str] = set()  # the paths an earlier item of these overrides set
     for item in overrides:
         key, sep, raw = item.partition("=")
         key = key.strip()
@@ -528,8 +541,11 @@ def apply_overrides(cfg: T, overrides: Iterable[str]) -> T:
         *parents, leaf = path.split(".")
         for part in parents:
             node = node[part]
-        node[leaf] = value
         _coerce(value, leaves[path], path)  # fail here, naming the override, not later
+        if path in given and isinstance(value, Mapping) and isinstance(node[leaf], Mapping):
+            value = {**node[leaf], **value}
+        node[leaf] = value
+        given.add(path)
     return from_dict(cls, data)
 
 

@@ -7,10 +7,10 @@ import shutil
 import sys
 from pathlib import Path
 
-from scalerl.config import apply_overrides, load_yaml_and_keys, resolve_key, to_dict
+from scalerl.config import apply_overrides, resolve_key, to_dict
 from scalerl.errors import InputError
-from scalerl.train.config import (TrainConfig, absolute_paths, recipe_file_as_config, resolve, sync_means_k1,
-                                  with_recipe)
+from scalerl.rl.presets import get_preset, preset_departures
+from scalerl.train.config import TrainConfig, absolute_paths, load_config_file, resolve, sync_means_k1, with_recipe
 from scalerl.train.profiles import PROFILES, SUMMARY, choose_profile
 
 
@@ -51,9 +51,10 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
                      defaults: dict | None = None) -> TrainConfig:
     """The config ``args`` ask for. ``defaults``: dotted field -> value, a command's own defaults
     (``scalerl demo``'s model, task, steps), applied where the ``--config`` file sets nothing."""
+    recipe, overrides = _recipe_asked(args, quiet)
     written: set[str] = set()
     if args.config:  # a file that says pipeline: sync and no k means k = 1, as --set does
-        cfg, written = load_yaml_and_keys(TrainConfig, args.config, wrap=recipe_file_as_config)
+        cfg, written = load_config_file(args.config)
         cfg = sync_means_k1(cfg, written)
         if not written and not quiet:  # (the wrong file given, or one not yet saved: said, not run as defaults unsaid)
             print(f"note: config file {args.config} sets nothing (it is empty or holds only comments): "
@@ -63,11 +64,11 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
     for path, value in (defaults or {}).items():  # (flags, set below, still win over these)
         if path not in written:
             _set(cfg, path, value)
-    if args.recipe:
-        cfg = with_recipe(cfg, args.recipe)
+    if recipe:
+        cfg = with_recipe(cfg, recipe)
         replaced = sorted(k for k in written if k.startswith("recipe.")) if args.config else []
         if replaced and not quiet:  # the preset replaces the whole recipe: say so, not silently
-            print(f"note: --recipe {args.recipe} replaces the recipe of {args.config}, which set "
+            print(f"note: --recipe {recipe} replaces the recipe of {args.config}, which set "
                   f"{_some(replaced)}; to keep a value, give it with --set", file=sys.stderr)
     flags = {
         "model.name_or_path": args.model,
@@ -89,19 +90,34 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
         if value is not None:
             _set(cfg, path, value)
     # profile auto: chosen here by model size and device, and said so for a user model.
-    cfg.profile, note = choose_profile(apply_overrides(cfg, args.overrides) if args.overrides else cfg)
+    cfg.profile, note = choose_profile(apply_overrides(cfg, overrides) if overrides else cfg)
     if note and not quiet:
-        print(f"note: {note}{_overridden(cfg.profile, args.overrides)}", file=sys.stderr)
-    out = resolve(cfg, args.overrides)
+        print(f"note: {note}{_overridden(cfg.profile, overrides)}", file=sys.stderr)
+    out = resolve(cfg, overrides)
     if not quiet:
-        sets = {resolve_key(TrainConfig, item.partition("=")[0].strip()): item for item in args.overrides}
-        _note_replaced(cfg, out, args, written, sets)
+        sets = {resolve_key(TrainConfig, item.partition("=")[0].strip()): item for item in overrides}
+        if "recipe_name" in written and not recipe:
+            _note_departures(args.config, out, written, sets)
+        _note_replaced(cfg, out, args, recipe, written, sets)
         for path, value in flags.items():  # `--steps 5 --set run.steps=7`: --set wins, and says so
             if value is not None and path in sets and _get(out, path) != value:
                 print(f"note: --set {sets[path]} replaces {FLAG_NAMES[path]}"
                       f"{'' if isinstance(value, bool) else f' {value}'}", file=sys.stderr)
     # Local paths stored absolute: the run directory works from any working directory.
     return absolute_paths(out)
+
+
+def _recipe_asked(args, quiet: bool) -> tuple[str | None, list[str]]:
+    """The preset the command asks for -- ``--recipe NAME``, or ``--set recipe_name=NAME``, which
+    means the same (it relabelled whatever recipe the run had) -- and the other ``--set`` items."""
+    named = [item for item in args.overrides if item.partition("=")[0].strip() == "recipe_name"]
+    if not named:
+        return args.recipe, list(args.overrides)
+    recipe = named[-1].partition("=")[2].strip()
+    get_preset(recipe)  # an unknown name: refused with the list of presets
+    if args.recipe and args.recipe != recipe and not quiet:  # `--steps 5 --set run.steps=7`'s rule
+        print(f"note: --set {named[-1]} replaces --recipe {args.recipe}", file=sys.stderr)
+    return recipe, [item for item in args.overrides if item not in named]
 
 
 def _get(cfg, path: str):
@@ -117,13 +133,27 @@ def _set(cfg, path: str, value) -> None:
     setattr(_get(cfg, section) if section else cfg, leaf, value)
 
 
-def _note_replaced(cfg: TrainConfig, out: TrainConfig, args, written: set[str], sets: dict[str, str]) -> None:
+def _note_departures(config: str, out: TrainConfig, written: set[str], sets: dict[str, str]) -> None:
+    """A note naming the recipe switches (loss.name, aggregation, ...) the ``--config`` file sets
+    otherwise than the preset its ``recipe_name`` names: a dumped scalerl config with only its name
+    edited to deepseek-grpo trains ScaleRL's switches under deepseek-grpo's name."""
+    keys = [f"recipe.{k}" for k in preset_departures(out.recipe, out.recipe_name)]
+    keys = [k for k in keys if k in written and k not in sets]
+    if keys:
+        print(f"note: {config} says recipe_name: {out.recipe_name}, but its recipe: keys differ from that preset in "
+              f"{_some(keys)}: the file's keys win (the run is still recorded as {out.recipe_name}); to train "
+              f"{out.recipe_name} itself, delete those keys from the file or pass --recipe {out.recipe_name}",
+              file=sys.stderr)
+
+
+def _note_replaced(cfg: TrainConfig, out: TrainConfig, args, recipe: str | None, written: set[str],
+                   sets: dict[str, str]) -> None:
     """A note naming the values the ``--config`` file sets that the scale profile replaced (it is
     applied over the file: a hand-written file's lr and batch were trained with the profile's,
     silently). A run's own config.yaml says ``profile: none``: nothing to say."""
     keys = [item.partition("=")[0] for item in PROFILES.get(cfg.profile, [])]
     replaced = [k for k in keys if k in written and k not in sets and _get(out, k) != _get(cfg, k)
-                and not (args.recipe and k.startswith("recipe."))]  # (--recipe's own note covers those)
+                and not (recipe and k.startswith("recipe."))]  # (--recipe's own note covers those)
     if replaced:
         print(f"note: scale profile {cfg.profile} replaces {_some(replaced)} of {args.config}; to keep the file's "
               "values, write 'profile: none' in it (or pass --profile none), or give them with --set",

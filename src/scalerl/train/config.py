@@ -32,10 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from scalerl.config import apply_overrides, resolve_key
+from scalerl.config import (apply_overrides, deep_merge, dotted_keys, from_dict, leaf_fields, read_yaml_mapping,
+                            resolve_key, to_dict)
 from scalerl.errors import ConfigError, InputError
 from scalerl.pipeline.config import BackendConfig, backend_problems
-from scalerl.rl.presets import get_recipe
+from scalerl.rl.presets import all_presets, get_recipe
 from scalerl.rl.recipe import RecipeConfig, sync_means_k1 as recipe_sync_means_k1
 from scalerl.tasks.rewards import MAX_TIMEOUT, MAX_WORKERS
 from scalerl.train.dtypes import dtype_problems
@@ -300,7 +301,11 @@ class TrainConfig:
     """A whole training run."""
 
     recipe_name: str = "scalerl"
-    """Preset the recipe was built from (``scalerl recipes`` lists them)."""
+    """Preset the recipe starts from (``scalerl recipes`` lists them). In a --config file it chooses
+    that preset, the file's recipe: keys laid over it (a note names any of its switches -- loss.name,
+    aggregation, ... -- the keys set otherwise); a name that is not a preset is refused unless the
+    recipe: section gives every key (a study's label, like scalerl+lr-2e-4). ``--set recipe_name=X``
+    is ``--recipe X``."""
     profile: str = "auto"
     """Scale profile (batch, token budgets, learning rate, evaluation sizes; never an algorithmic
     switch) applied over the preset: auto (a tiny model: cpu-tiny-mix on the arithmetic-mix task, else
@@ -482,6 +487,11 @@ def resolve(cfg: TrainConfig, overrides: list[str] | None = None) -> TrainConfig
 
     The result records ``profile: none`` so that saving and reloading it changes nothing.
     """
+    named = [item for item in overrides or [] if item.partition("=")[0].strip() == "recipe_name"]
+    if named:  # (it relabelled the recipe, whatever the recipe was: the run log named another one)
+        raise ConfigError(f"override {named[0]!r}: recipe_name is the preset the recipe starts from, chosen before any "
+                          "override: choose it with --recipe NAME (scalerl train), base: NAME (a study) or "
+                          "with_recipe(cfg, NAME)")
     # The profile is chosen on the config as the overrides leave it: `--set profile=cpu-small`,
     # `--set task.name=arithmetic-mix` or `--set run.device=cpu` choose as the flags would (the
     # profile was chosen before them, and `profile=X` recorded X over another profile's values).
@@ -558,6 +568,47 @@ def recipe_file_as_config(data: dict, path: Path) -> dict:
     if data and set(data) <= recipe_keys:
         return {"recipe": data, "recipe_name": path.stem}
     return data
+
+
+def load_config_file(path: str | Path) -> tuple[TrainConfig, set[str]]:
+    """A ``--config`` file (a training config, or a recipe file: see :func:`recipe_file_as_config`)
+    as a TrainConfig, and the dotted keys the file sets (told from the defaults).
+
+    The file's ``recipe_name`` names the preset its recipe starts from: that preset's recipe, with
+    the file's ``recipe:`` keys laid over it -- the order ``--recipe NAME --set ...`` gives. (It was
+    a label only: ``recipe_name: deepseek-grpo`` with no ``recipe:`` section trained ScaleRL's recipe
+    under deepseek-grpo's name.) A name that is not a preset is refused, unless the file spells out
+    every key of the recipe, so that no preset is needed: a run's own config.yaml, whose name may be
+    a study's label (``scalerl+lr-2e-4``) or a recipe file's. A recipe file's name is a label of
+    that kind: one that is not a preset starts from ScaleRL's recipe (the defaults).
+    """
+    path = Path(path)
+    data = read_yaml_mapping(path)
+    wrapped = recipe_file_as_config(data, path)
+    written = dotted_keys(wrapped)
+    name, recipe = wrapped.get("recipe_name"), wrapped.get("recipe")
+    if isinstance(name, str) and name in all_presets():
+        if recipe is None or isinstance(recipe, dict):  # (anything else: from_dict names what is wrong)
+            wrapped = {**wrapped, "recipe": deep_merge(to_dict(get_recipe(name)), recipe or {})}
+    elif "recipe_name" in wrapped and wrapped is data:
+        unset = [k for k in leaf_fields(RecipeConfig) if not _sets(recipe, k)]
+        if unset:
+            raise ConfigError(
+                f"config file {str(path)!r}: recipe_name {name!r} is not a preset; it names the preset the "
+                f"recipe starts from (the file's recipe: keys are laid over it), one of: {', '.join(all_presets())}. "
+                f"To train a recipe of your own under a name of your own, spell out every key of its recipe: "
+                f"section (scalerl train --recipe NAME --print-config writes them all; this file leaves out "
+                f"{', '.join(f'recipe.{k}' for k in unset[:3])}{' and more' if len(unset) > 3 else ''})")
+    return from_dict(TrainConfig, wrapped), written
+
+
+def _sets(data, dotted: str) -> bool:
+    """Whether the nested mapping ``data`` gives the dotted key (its value may be a mapping: ``loss.extra``)."""
+    for part in dotted.split("."):
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
 
 
 def with_recipe(cfg: TrainConfig, name: str) -> TrainConfig:

@@ -1,0 +1,114 @@
+"""A config file's ``recipe_name`` picks the preset its recipe starts from; repeated ``--set`` of a
+mapping merge (review g's reproducers, tests/test_review_g_bad_input.py on branch reviewg, without
+their xfail marks, and what the fixes promise around them)."""
+
+import yaml
+
+from scalerl.cli import main
+from scalerl.config import apply_overrides, load_yaml
+from scalerl.rl.presets import get_recipe
+from scalerl.train.config import TrainConfig
+
+
+def _printed(capsys, *argv) -> tuple[dict, str]:
+    """``scalerl train ARGV --print-config``: (the printed config, stderr)."""
+    assert main(["train", *argv, "--print-config"]) == 0
+    out, err = capsys.readouterr()
+    return yaml.safe_load(out), err
+
+
+def test_a_config_file_naming_a_preset_trains_it_or_is_refused(tmp_path, capsys):
+    # `--print-config` and every run's config.yaml open with `recipe_name: scalerl` ("Preset the
+    # recipe was built from"). A user who wrote `recipe_name: deepseek-grpo` in a config file got
+    # ScaleRL's recipe (CISPO, prompt aggregation, ...) under the label deepseek-grpo.
+    config = tmp_path / "grpo.yaml"
+    config.write_text("recipe_name: deepseek-grpo\nmodel:\n  name_or_path: tiny\n")
+    printed, err = _printed(capsys, "--config", str(config))
+    grpo = get_recipe("deepseek-grpo")
+    assert printed["recipe_name"] == "deepseek-grpo"
+    assert printed["recipe"]["loss"]["name"] == "ppo"
+    assert (printed["recipe"]["aggregation"], printed["recipe"]["off_policy"]["pipeline"]) == (
+        grpo.aggregation, grpo.off_policy.pipeline)
+    assert "note" not in err
+
+
+def test_the_files_recipe_keys_go_over_the_named_preset(tmp_path, capsys):
+    """The order --recipe NAME --set ... gives: the preset, the file's recipe: keys, then --set."""
+    config = tmp_path / "dapo.yaml"
+    config.write_text("recipe_name: qwen-dapo\nprofile: none\nrecipe:\n  aggregation: token\n"
+                      "  optimizer:\n    lr: 1.0e-6\n")
+    printed, _ = _printed(capsys, "--config", str(config), "--set", "recipe.optimizer.lr=2e-6")
+    assert printed["recipe"]["loss"]["name"] == "dapo"  # the preset's
+    assert printed["recipe"]["filtering"]["dynamic_sampling"] is True  # the preset's
+    assert printed["recipe"]["aggregation"] == "token"  # the file's
+    assert printed["recipe"]["optimizer"]["lr"] == 2e-6  # --set's
+
+
+def test_an_unknown_recipe_name_is_refused_with_the_presets(tmp_path, capsys):
+    config = tmp_path / "mine.yaml"
+    config.write_text("recipe_name: whatever-i-like\nmodel:\n  name_or_path: tiny\n")
+    assert main(["train", "--config", str(config), "--print-config"]) == 2
+    err = capsys.readouterr().err
+    assert "recipe_name 'whatever-i-like' is not a preset" in err and "deepseek-grpo" in err
+    # --set recipe_name=X chooses the preset as --recipe X does; it relabelled any recipe before.
+    assert main(["train", "--set", "recipe_name=whatever-i-like", "--print-config"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown recipe 'whatever-i-like'" in err and "qwen-dapo" in err
+    printed, _ = _printed(capsys, "--set", "recipe_name=deepseek-grpo")
+    assert (printed["recipe_name"], printed["recipe"]["loss"]["name"]) == ("deepseek-grpo", "ppo")
+
+
+def test_a_dumped_config_round_trips_and_an_edited_name_is_said(tmp_path, capsys):
+    """A run's config.yaml spells out its whole recipe: read back, it is the same config, without a
+    note -- also under a name that is not a preset (a study's label). With only its name edited to
+    another preset, the file's keys still win: a note names them."""
+    first, err = _printed(capsys, "--recipe", "deepseek-grpo", "--set", "lr=3e-4")
+    dumped = tmp_path / "config.yaml"
+    dumped.write_text(yaml.safe_dump(first))
+    again, err = _printed(capsys, "--config", str(dumped))
+    assert again == first and "note" not in err
+    labelled = tmp_path / "labelled.yaml"
+    labelled.write_text(yaml.safe_dump({**first, "recipe_name": "deepseek-grpo+lr-3e-4"}))
+    again, err = _printed(capsys, "--config", str(labelled))
+    assert again["recipe"] == first["recipe"] and "note" not in err
+
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(yaml.safe_dump({**first, "recipe_name": "scalerl"}))
+    again, err = _printed(capsys, "--config", str(edited))
+    assert again["recipe"] == first["recipe"]  # the file's keys win ...
+    assert err.count("note:") == 1  # ... and that is said, once, naming the keys
+    assert "recipe_name: scalerl" in err and "recipe.loss.name" in err and "the file's keys win" in err
+
+
+def test_a_recipe_name_override_is_refused_where_no_flag_chooses_the_preset():
+    """A study's overrides go through resolve(): recipe_name=X there relabelled every variant."""
+    from scalerl.errors import ConfigError
+    from scalerl.train.config import resolve
+
+    try:
+        resolve(TrainConfig(), ["recipe_name=deepseek-grpo"])
+    except ConfigError as exc:
+        assert "--recipe NAME" in str(exc)
+    else:
+        raise AssertionError("recipe_name=deepseek-grpo was taken as an override")
+
+
+def test_a_second_task_settings_set_does_not_silently_drop_the_first(tmp_path, capsys):
+    # `scalerl eval --set 'task.settings={...}'` is repeatable and merges the mappings in order;
+    # `scalerl train` kept only the last one, without a word: the run validated on problems held
+    # out of the training data instead of val.jsonl.
+    printed, _ = _printed(capsys, "--task", "math", "--data", str(tmp_path / "train.jsonl"),
+                          "--set", "task.settings={eval_data: {val: val.jsonl}}",
+                          "--set", "task.settings={verify_timeout: 30}")
+    settings = printed["task"]["settings"]
+    assert settings["eval_data"] == {"val": "val.jsonl"} and settings["verify_timeout"] == 30
+
+
+def test_a_task_settings_set_still_replaces_the_config_files_mapping(tmp_path):
+    """Against the file (or preset) a --set mapping replaces the whole mapping, as docs/tasks.md says;
+    only a second --set of it in the same command merges, its keys winning."""
+    config = tmp_path / "c.yaml"
+    config.write_text("task:\n  settings: {verify_workers: 2, max_val: 50}\n")
+    cfg = apply_overrides(load_yaml(TrainConfig, config),
+                          ["task.settings={max_val: 10, split: train}", "task.settings={split: test}"])
+    assert cfg.task.settings == {"max_val": 10, "split": "test"}
