@@ -317,8 +317,12 @@ def undocumented_fields(cls: type, prefix: str = "") -> list[str]:
 
 
 def load_yaml(cls: type[T], path: str | Path) -> T:
-    """Read a YAML file into ``cls`` (strict: see :func:`from_dict`)."""
-    return from_dict(cls, _read_mapping(path))
+    """Read a YAML file into ``cls`` (strict: see :func:`from_dict`). A class whose file holds more than
+    its fields say (a training config's ``recipe_name`` picks the preset its recipe starts from) gives
+    a classmethod ``from_file_mapping(data, path)`` turning the file's mapping into its fields' one."""
+    data = _read_mapping(path)
+    prepare = getattr(cls, "from_file_mapping", None)
+    return from_dict(cls, prepare(data, Path(path)) if callable(prepare) else data)
 
 
 def read_yaml_mapping(path: str | Path) -> dict:

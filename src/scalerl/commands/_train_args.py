@@ -7,7 +7,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from scalerl.config import apply_overrides, resolve_key, to_dict
+from scalerl.config import apply_overrides, read_yaml_mapping, resolve_key, to_dict
 from scalerl.errors import InputError
 from scalerl.rl.presets import get_preset, preset_departures
 from scalerl.train.config import TrainConfig, absolute_paths, load_config_file, resolve, sync_means_k1, with_recipe
@@ -140,7 +140,9 @@ def _note_departures(config: str, out: TrainConfig, written: set[str], sets: dic
     keys = [f"recipe.{k}" for k in preset_departures(out.recipe, out.recipe_name)]
     keys = [k for k in keys if k in written and k not in sets]
     if keys:
-        print(f"note: {config} says recipe_name: {out.recipe_name}, but its recipe: keys differ from that preset in "
+        # A recipe file (its top-level keys the recipe's own) is named by its file name, not a recipe_name line.
+        named = ("is named after" if "recipe_name" not in read_yaml_mapping(config) else "says recipe_name:")
+        print(f"note: {config} {named} {out.recipe_name}, but its recipe: keys differ from that preset in "
               f"{_some(keys)}: the file's keys win (the run is still recorded as {out.recipe_name}); to train "
               f"{out.recipe_name} itself, delete those keys from the file or pass --recipe {out.recipe_name}",
               file=sys.stderr)

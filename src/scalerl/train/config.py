@@ -333,6 +333,12 @@ class TrainConfig:
     log: LogConfig = field(default_factory=LogConfig)
     """Metrics sinks."""
 
+    @classmethod
+    def from_file_mapping(cls, data: dict, path: Path) -> dict:
+        """A file's mapping as the config it means: its recipe laid over the preset its recipe_name
+        names (:func:`on_named_preset`). Called by :func:`scalerl.config.load_yaml`."""
+        return on_named_preset(data, path)
+
     def validate(self) -> "TrainConfig":
         # Values, component names, and the length budgets (the interruption phrase is counted
         # once the tokenizer is loaded: Trainer._setup). The registries import torch.
@@ -586,20 +592,34 @@ def load_config_file(path: str | Path) -> tuple[TrainConfig, set[str]]:
     data = read_yaml_mapping(path)
     wrapped = recipe_file_as_config(data, path)
     written = dotted_keys(wrapped)
-    name, recipe = wrapped.get("recipe_name"), wrapped.get("recipe")
+    return from_dict(TrainConfig, on_named_preset(wrapped, path, label=wrapped is not data)), written
+
+
+def on_named_preset(data: dict, path: Path, *, label: bool = False) -> dict:
+    """A config file's mapping with its recipe laid over the preset its ``recipe_name`` names (see
+    :func:`load_config_file`); every way a TrainConfig file is read goes through here (``--config``,
+    and :func:`scalerl.config.load_yaml` through :meth:`TrainConfig.from_file_mapping`: the Python
+    API, ``--resume``, ``eval --run``, a study's runs), so one file means one recipe everywhere.
+
+    A name that is not a preset (a study's label ``scalerl+lr-2e-4``; ``label``: a recipe file's name)
+    starts from the defaults. A file that names no preset and leaves out most of the recipe is
+    refused: it was meant to name one (a typo), or to spell its recipe out. Most, not every key: a
+    run's config.yaml saved before a recipe key was added lacks that one, and must still load."""
+    name, recipe = data.get("recipe_name"), data.get("recipe")
     if isinstance(name, str) and name in all_presets():
         if recipe is None or isinstance(recipe, dict):  # (anything else: from_dict names what is wrong)
-            wrapped = {**wrapped, "recipe": deep_merge(to_dict(get_recipe(name)), recipe or {})}
-    elif "recipe_name" in wrapped and wrapped is data:
-        unset = [k for k in leaf_fields(RecipeConfig) if not _sets(recipe, k)]
-        if unset:
+            return {**data, "recipe": deep_merge(to_dict(get_recipe(name)), recipe or {})}
+    elif "recipe_name" in data and not label:
+        keys = leaf_fields(RecipeConfig)
+        unset = [k for k in keys if not _sets(recipe, k)]
+        if 2 * len(unset) > len(keys):
             raise ConfigError(
                 f"config file {str(path)!r}: recipe_name {name!r} is not a preset; it names the preset the "
                 f"recipe starts from (the file's recipe: keys are laid over it), one of: {', '.join(all_presets())}. "
-                f"To train a recipe of your own under a name of your own, spell out every key of its recipe: "
-                f"section (scalerl train --recipe NAME --print-config writes them all; this file leaves out "
-                f"{', '.join(f'recipe.{k}' for k in unset[:3])}{' and more' if len(unset) > 3 else ''})")
-    return from_dict(TrainConfig, wrapped), written
+                f"To train a recipe of your own under a name of your own, spell out its recipe: section "
+                f"(scalerl train --recipe NAME --print-config writes it whole; this file leaves out {len(unset)} of "
+                f"its {len(keys)} keys: {', '.join(f'recipe.{k}' for k in unset[:3])}{', ...' if len(unset) > 3 else ''})")
+    return data
 
 
 def _sets(data, dotted: str) -> bool:
