@@ -1,6 +1,7 @@
 """A config file's ``recipe_name`` picks the preset its recipe starts from; repeated ``--set`` of a
 mapping merge (review g's reproducers, tests/test_review_g_bad_input.py on branch reviewg, without
-their xfail marks, and what the fixes promise around them)."""
+their xfail marks, and what the fixes promise around them); a run directory's own config.yaml
+re-runs without the note an edited name gets."""
 
 import yaml
 
@@ -112,3 +113,20 @@ def test_a_task_settings_set_still_replaces_the_config_files_mapping(tmp_path):
     cfg = apply_overrides(load_yaml(TrainConfig, config),
                           ["task.settings={max_val: 10, split: train}", "task.settings={split: test}"])
     assert cfg.task.settings == {"max_val": 10, "split": "test"}
+
+
+def test_a_run_directorys_own_config_re_runs_without_the_departure_note(tmp_path, capsys):
+    """``--recipe deepseek-grpo --set loss.name=dapo`` saved as a run's config.yaml: re-running it with
+    ``--config RUN/config.yaml`` is what was run, not a name edited by hand -- no note there (review h:
+    every such re-run printed one, with advice to delete the keys); the same file elsewhere keeps it."""
+    first, _ = _printed(capsys, "--recipe", "deepseek-grpo", "--set", "loss.name=dapo")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text(yaml.safe_dump(first))
+    (run / "runlog.jsonl").write_text('{"kind": "header"}\n')
+    again, err = _printed(capsys, "--config", str(run / "config.yaml"))
+    assert again == first and "note" not in err
+    loose = tmp_path / "copy.yaml"
+    loose.write_text(yaml.safe_dump(first))
+    _, err = _printed(capsys, "--config", str(loose))
+    assert "recipe.loss.name" in err and "says recipe_name: deepseek-grpo" in err

@@ -10,6 +10,7 @@ from pathlib import Path
 from scalerl.config import apply_overrides, read_yaml_mapping, resolve_key, to_dict
 from scalerl.errors import InputError
 from scalerl.rl.presets import get_preset, preset_departures
+from scalerl.runlog import RUNLOG
 from scalerl.train.config import TrainConfig, absolute_paths, load_config_file, resolve, sync_means_k1, with_recipe
 from scalerl.train.profiles import PROFILES, SUMMARY, choose_profile
 
@@ -96,7 +97,9 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
     out = resolve(cfg, overrides)
     if not quiet:
         sets = {resolve_key(TrainConfig, item.partition("=")[0].strip()): item for item in overrides}
-        if "recipe_name" in written and not recipe:
+        # (Not for a run directory's own config.yaml: re-running what was run, with the switches it was run
+        # with, is no name edited by hand.)
+        if "recipe_name" in written and not recipe and not (Path(args.config).parent / RUNLOG).is_file():
             _note_departures(args.config, out, written, sets)
         _note_replaced(cfg, out, args, recipe, written, sets)
         for path, value in flags.items():  # `--steps 5 --set run.steps=7`: --set wins, and says so
