@@ -228,3 +228,24 @@ def test_a_bin_only_checkpoint_whose_config_names_no_dtype_is_read_as_its_weight
     assert stored_dtype(str(src)) == "bfloat16"
     torch.save(load_file(str(model / "model.safetensors")), src / "pytorch_model.bin", _use_new_zipfile_serialization=False)
     assert stored_dtype(str(src)) == "bfloat16"  # the legacy format too
+
+
+def test_an_adapter_missing_some_of_its_weights_is_refused_not_merged_part_untrained(lora_policy, tmp_path):
+    """peft loads an adapter whose files lack some of the weights its config asks for, warns, and leaves
+    those layers as initialised: `scalerl eval --model ADAPTER_DIR` scored a model part trained, part not.
+    The whole adapter still loads; one with weights dropped is refused, naming them."""
+    from safetensors.torch import load_file, save_file
+
+    from scalerl.errors import InputError
+    from scalerl.models.loading import load_model
+
+    policy = _trained_lora(lora_policy)
+    save_policy(policy, tmp_path / "adapter", lora_save="adapter")
+    load_model(str(tmp_path / "adapter"))  # whole: loads
+    weights_file = tmp_path / "adapter" / "adapter_model.safetensors"
+    state = load_file(str(weights_file))
+    dropped = sorted(k for k in state if "lora_B" in k)[:2]
+    save_file({k: v for k, v in state.items() if k not in dropped}, str(weights_file), metadata={"format": "pt"})
+    with pytest.raises(InputError, match="do not hold every adapter weight") as refused:
+        load_model(str(tmp_path / "adapter"))
+    assert "lora_B" in str(refused.value)

@@ -84,6 +84,12 @@ def adapter_base(source: str) -> str | None:
     return str(base)
 
 
+#: How peft's ``PeftModel.from_pretrained`` words adapter weights absent from the files (peft 0.21:
+#: "careful: if the wording of the warning is changed, adjust the unit tests accordingly"): it
+#: warns, does not raise, and filters the keys so that the warning has no false positives.
+_MISSING_ADAPTER_KEYS = "Found missing adapter keys while loading the checkpoint:"
+
+
 def _merged_adapter(model: Any, source: str) -> Any:
     """``model`` (the adapter's base) with the adapter in ``source`` merged into its weights: an
     ordinary model of the base's class, as ``model.lora.save=merged`` would have saved it."""
@@ -94,9 +100,23 @@ def _merged_adapter(model: Any, source: str) -> Any:
                          "pip install 'scalerl[lora]'") from None
     import warnings
 
-    with warnings.catch_warnings():  # peft reads a property transformers 5 deprecates: noise, not the user's doing
-        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
-        return PeftModel.from_pretrained(model, source).merge_and_unload()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        merged = PeftModel.from_pretrained(model, source).merge_and_unload()
+    for w in caught:
+        text = str(w.message)
+        if "is_gradient_checkpointing" in text and issubclass(w.category, FutureWarning):
+            continue  # peft reads a property transformers 5 deprecates: noise, not the user's doing
+        if _MISSING_ADAPTER_KEYS in text:
+            # peft leaves those adapter weights as initialised (A random, B zero) and only warns: a merged
+            # model part trained, part not -- or, with A missing and B loaded, part random.
+            missing = text.split(_MISSING_ADAPTER_KEYS, 1)[1].strip().rstrip(".")
+            raise InputError(f"{source!r}: the LoRA adapter's files do not hold every adapter weight its "
+                             f"adapter_config.json asks for (missing: {missing[:300]}); the merged model would be "
+                             "partly untrained. Was it saved for another base model, or are its files incomplete? "
+                             "Save it again (model.save_pretrained / scalerl's model.lora.save=adapter)")
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return merged
 
 
 def hub_unreachable(repo_id: str, timeout: float = 3.0) -> str | None:
