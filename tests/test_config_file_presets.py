@@ -130,3 +130,10 @@ def test_a_run_directorys_own_config_re_runs_without_the_departure_note(tmp_path
     loose.write_text(yaml.safe_dump(first))
     _, err = _printed(capsys, "--config", str(loose))
     assert "recipe.loss.name" in err and "says recipe_name: deepseek-grpo" in err
+
+
+def test_a_quoted_recipe_name_set_names_the_preset_as_any_quoted_set_value_does(capsys):
+    """Every --set value is read as YAML (``loss.name='dapo'`` is dapo); ``recipe_name='deepseek-grpo'``
+    kept its quotes and was refused as an unknown preset (review h)."""
+    printed, _ = _printed(capsys, "--set", "recipe_name='deepseek-grpo'")
+    assert printed["recipe_name"] == "deepseek-grpo" and printed["recipe"]["loss"]["name"] == "ppo"
