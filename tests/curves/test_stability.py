@@ -108,13 +108,18 @@ def test_a_collapse_in_the_last_two_evaluations_is_flagged():
 
 
 def test_one_low_last_evaluation_is_not_a_collapse():
-    """A dip of one evaluation at the end (the next could undo it) is not enough; two are (12 noise sds)."""
+    """A dip of one evaluation at the end (the next could undo it) is not enough, nor a dip of two that
+    keeps most of the gain (12 noise sds, a fifth of the gain: healthy real runs dip so and come back --
+    Deep-GRPO gamma3, verl's deepseek7b); two that give back most of the gain are a collapse."""
     for seed in range(20):
         c = synthetic(PAPER_LAW, n=25, noise=0.01, seed=seed)
         y = c.y.copy()
         y[-1] -= 0.12
         assert not check_stability(c.x, y).unstable, seed
         y[-2] -= 0.12
+        assert not check_stability(c.x, y).unstable, seed
+        gain = float(np.median(c.y[-6:])) - float(c.y[0])
+        y[-2:] = c.y[-2:] - 0.9 * gain
         assert check_stability(c.x, y).unstable, seed
 
 

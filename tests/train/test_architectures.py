@@ -168,3 +168,29 @@ def test_lora_all_linear_adapts_falcons_linear_layers_whose_forward_is_their_own
     adapted = _adapted(model)
     assert any(n.endswith("query_key_value") for n in adapted) and any(n.endswith("dense_4h_to_h") for n in adapted)
     _generators_get_the_trained_policy(model)
+
+
+def test_falcon_lora_all_linear_loads_on_the_meta_placement_as_on_the_host(tmp_path):
+    """launch.py builds ranks > 0 with load_policy(..., placement='meta'): every rank must adapt the
+    layers rank 0 adapts (review i: a probe of the layer itself took meta weights as 'not linear', so
+    rank 0 adapted Falcon's 8 layers and the other ranks refused: 'No modules were targeted')."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import FalconConfig, FalconForCausalLM, PreTrainedTokenizerFast
+
+    from scalerl.models.lora import lora_layers
+    from scalerl.train.config import TrainConfig
+    from scalerl.train.policy import load_policy
+
+    d = tmp_path / "falcon"
+    FalconForCausalLM(FalconConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                   new_decoder_architecture=False)).save_pretrained(d)
+    tok = Tokenizer(models.WordLevel({chr(97 + i): i for i in range(26)} | {"[UNK]": 26, "<eos>": 27}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Split("", "isolated")
+    PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>", unk_token="[UNK]", pad_token="<eos>").save_pretrained(d)
+    cfg = TrainConfig()
+    cfg.model.name_or_path = str(d)
+    cfg.model.lora.rank = 4
+    host = load_policy(cfg, torch.device("cpu"), placement="host")
+    meta = load_policy(cfg, torch.device("cpu"), placement="meta")
+    assert [n for n, _ in lora_layers(meta.model)] == [n for n, _ in lora_layers(host.model)]

@@ -126,22 +126,29 @@ def linears_of_their_own(model: nn.Module) -> list[str]:
 
 
 def _computes_linear(layer: nn.Linear) -> bool:
-    """Whether ``layer``'s own forward gives ``F.linear``'s tensor on two random rows (to its dtype's
-    rounding). Weights not in memory (the meta device) cannot be probed: taken as not linear."""
-    weight = layer.weight
-    if weight.device.type == "meta":
-        return False
+    """Whether ``layer``'s class computes ``F.linear``'s tensor with its own forward, told on a probe: a
+    small fp32 CPU instance of the class (at most 16 x 16, the layer's other attributes copied, random
+    weights) run on two random rows. Never the layer itself: its weights may be on the meta device (an
+    FSDP rank > 0 builds its model there, and must adapt the layers rank 0 adapts), on a GPU, in bf16,
+    and its hooks would fire. A forward that fails on the probe is taken as not linear."""
+    inputs, outputs = min(layer.in_features, 16), min(layer.out_features, 16)
     generator = torch.Generator().manual_seed(0)
-    x = torch.randn(2, layer.in_features, generator=generator).to(device=weight.device, dtype=weight.dtype)
+    probe = type(layer).__new__(type(layer))
+    nn.Module.__init__(probe)
+    probe.__dict__.update({k: v for k, v in vars(layer).items() if not k.startswith("_")})
+    probe.in_features, probe.out_features = inputs, outputs
+    probe.weight = nn.Parameter(torch.randn(outputs, inputs, generator=generator), requires_grad=False)
+    probe.bias = (nn.Parameter(torch.randn(outputs, generator=generator), requires_grad=False)
+                  if layer.bias is not None else None)
+    x = torch.randn(2, inputs, generator=generator)
     try:
         with torch.no_grad():
-            out = layer(x)
-            expected = torch.nn.functional.linear(x, weight, layer.bias)
+            out = probe(x)
     except Exception:  # noqa: BLE001 -- a forward that cannot take plain rows is not one to adapt
         return False
-    tolerance = 1e-4 if weight.dtype == torch.float32 else 2e-2
-    return (isinstance(out, torch.Tensor) and out.shape == expected.shape
-            and bool(torch.allclose(out.float(), expected.float(), rtol=tolerance, atol=tolerance)))
+    expected = torch.nn.functional.linear(x, probe.weight, probe.bias)
+    return isinstance(out, torch.Tensor) and out.shape == expected.shape and bool(
+        torch.allclose(out, expected, rtol=1e-5, atol=1e-5))
 
 
 def _ssm_mixers(model: nn.Module) -> dict[str, nn.Module]:
