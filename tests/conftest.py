@@ -155,3 +155,18 @@ def two_level_calibration(tmp_path):
     path = tmp_path / "two-levels.json"
     path.write_text(json.dumps(d))
     return path
+
+
+@pytest.fixture()
+def onednn(monkeypatch):
+    """scalerl.models.onednn_linear with the oneDNN path switched on whatever this CPU (it is chosen only
+    on AMD CPUs with AVX-512), and for every call (MIN_ROWS 1: the tests' batches are small)."""
+    import torch
+
+    import scalerl.models.onednn_linear as linear_module
+
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("torch was built without oneDNN")
+    monkeypatch.setattr(linear_module, "onednn_faster", lambda: True)
+    monkeypatch.setattr(linear_module, "MIN_ROWS", 1)
+    return linear_module

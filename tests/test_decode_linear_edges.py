@@ -11,16 +11,6 @@ import torch
 import scalerl.models.onednn_linear as linear_module
 
 
-@pytest.fixture()
-def onednn(monkeypatch):
-    """The oneDNN path switched on whatever this CPU, for every call (as tests/test_decode_speedups.py's)."""
-    if not torch.backends.mkldnn.is_available():
-        pytest.skip("torch was built without oneDNN")
-    monkeypatch.setattr(linear_module, "onednn_faster", lambda: True)
-    monkeypatch.setattr(linear_module, "MIN_ROWS", 1)
-    return linear_module
-
-
 def _strided_bias(n: int) -> torch.Tensor:
     return torch.randn(2 * n)[::2]  # a view with stride 2 (e.g. one of two interleaved fused biases)
 

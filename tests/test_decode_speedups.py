@@ -140,19 +140,6 @@ def test_cpu_optimizer_is_fused(model):
     assert optimizer.defaults["fused"] is True
 
 
-@pytest.fixture()
-def onednn(monkeypatch):
-    """The oneDNN linear path switched on whatever this CPU (it is chosen only on AMD CPUs with
-    AVX-512), and for every call (MIN_ROWS 1: the tests' batches are small)."""
-    import scalerl.models.onednn_linear as linear_module
-
-    if not torch.backends.mkldnn.is_available():
-        pytest.skip("torch was built without oneDNN")
-    monkeypatch.setattr(linear_module, "onednn_faster", lambda: True)
-    monkeypatch.setattr(linear_module, "MIN_ROWS", 1)
-    return linear_module
-
-
 def test_a_switched_layer_runs_onednn_with_and_without_gradients(onednn):
     layer = torch.nn.Linear(16, 8)
     assert onednn.use_onednn_linear(layer) and onednn.use_onednn_linear(layer)  # idempotent

@@ -6,18 +6,6 @@ import copy
 import pytest
 import torch
 
-import scalerl.models.onednn_linear as linear_module
-
-
-@pytest.fixture()
-def onednn(monkeypatch):
-    """The oneDNN path switched on whatever this CPU, for every call (as tests/test_decode_speedups.py's)."""
-    if not torch.backends.mkldnn.is_available():
-        pytest.skip("torch was built without oneDNN")
-    monkeypatch.setattr(linear_module, "onednn_faster", lambda: True)
-    monkeypatch.setattr(linear_module, "MIN_ROWS", 1)
-    return linear_module
-
 
 def _pair(inputs: int = 16, outputs: int = 16) -> tuple[torch.nn.Linear, torch.nn.Linear]:
     torch.manual_seed(0)
