@@ -220,6 +220,14 @@ def test_backtest_all_runs_points_to_calibrate_when_the_bands_miss(capsys, tmp_p
                              "--bootstrap", "0")
     assert code == 0, err
     assert f"`scalerl calibrate {path} --x x --y val_score` makes factors from your runs" in out
+    # A path and a column with spaces: the command given is one a shell runs as written (it was not quoted).
+    spaced = tmp_path / "my runs" / "late runs.csv"
+    spaced.parent.mkdir()
+    spaced.write_text(path.read_text().replace("val_score", "val score"))
+    code, out, err = run_cli(capsys, "backtest", str(spaced), "--x", "x", "--y", "val score", "--all-runs",
+                             "--cut-fraction", "0.3", "--bootstrap", "0")
+    assert code == 0, err
+    assert f"`scalerl calibrate '{spaced}' --x x --y 'val score'` makes factors" in out
 
 
 def test_a_calibration_without_the_commands_level_is_refused_naming_the_file(capsys, two_level_calibration):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 
 from dataclasses import replace
 
@@ -330,7 +331,7 @@ def _summaries_text(summary, by_cut: dict, cuts, what: str, n_skipped: int, args
         lines.append(f"  the {int(round(100 * args.level))}% bands covered {_pct(summary.end_coverage)} of these "
                      f"{what}' end levels (so few by chance: p = {chance:.2g}): they are not like the runs the "
                      "shipped factors come from; "
-                     f"`scalerl calibrate {' '.join(args.paths)} --x {' '.join(args.x)} --y {' '.join(args.y)}` "
+                     f"`scalerl calibrate {shlex.join(args.paths)} --x {shlex.join(args.x)} --y {shlex.join(args.y)}` "
                      "makes factors from your runs (then --calibration FILE)")
     return "\n".join(lines)
 
