@@ -134,3 +134,16 @@ def test_names_and_completions_cannot_break_report_md(tmp_path):
     assert "org/a\\|b\\*c" in md
     fence = "`" * 5  # longer than the completion's longest run of backticks (4)
     assert f"{fence}\n{completion}\n{fence}\n" in md
+
+
+def test_the_report_says_it_skipped_a_torn_last_line(tmp_path, figures):
+    """A kill mid-write leaves a torn last line: `scalerl fit` notes that it skipped it; the report
+    skipped it without a word (review g)."""
+    from scalerl.train.report import summary_lines, write_run_report
+
+    x = np.geomspace(1e12, 3e14, 12)
+    _write_run(tmp_path, 0.1 + 0.5 / (1 + (3e13 / x) ** 1.2))
+    with open(tmp_path / "runlog.jsonl", "a") as f:
+        f.write('{"type": "eval", "step": 130, "flo')
+    lines = dict(summary_lines(write_run_report(tmp_path, n_boot=20)))
+    assert "torn last line" in lines["run log"]

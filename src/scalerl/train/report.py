@@ -58,7 +58,7 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     from the ``calibration`` file (default: the run's ``forecast.calibration``, else the shipped ones)."""
     output = Path(output)
     log = output / "runlog.jsonl"
-    header, rows, evals = _read_evals(output, log)
+    header, rows, evals, log_notes = _read_evals(output, log)
     cfg = header.get("config", {})
     x = x or cfg.get("forecast", {}).get("x", "flops")
     cal = read_calibration(calibration, level=DEFAULT_LEVEL) if calibration else None  # asked for: an error if unreadable
@@ -70,6 +70,7 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     ys = np.array([r[y] for r in evals], dtype=float)
     f = rep.facts
     f.update(_run_facts(output, header, rows, evals, ys))
+    f["log_notes"] = log_notes  # a torn last line (a kill mid-write), as fit says of it
     cal, said = _calibration(output, cfg.get("forecast", {}).get("calibration"), calibration, cal)
     if said is not None:
         f["calibration"] = said
@@ -84,15 +85,16 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     return rep
 
 
-def _read_evals(output: Path, log: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    """``(header, rows, evaluation rows)`` of the run log; :class:`InputError` without a log or an evaluation."""
+def _read_evals(output: Path, log: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """``(header, rows, evaluation rows, what reading the log skipped)`` of the run log; :class:`InputError`
+    without a log or an evaluation."""
     if not log.exists():
         raise InputError(f"{output}: no runlog.jsonl here; give a run directory (made by scalerl train or demo)")
-    header, rows, _ = read_runlog(log)
+    header, rows, notes = read_runlog(log)
     evals = [r for r in rows if r.get("type") == "eval"]
     if not evals:
         raise InputError(f"{log}: no evaluation rows yet")
-    return header, rows, evals
+    return header, rows, evals, notes
 
 
 def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]], evals: list[dict[str, Any]],
@@ -301,6 +303,7 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
         (f"{rep.y}: start -> final", f"{f['start']:.3f} -> {f['final']:.3f} (gain {f['gain']:+.3f}, best {f['best']:.3f})"),
         *_reward_failures(f),
         *_collapsed(f),
+        *(("run log", note) for note in f.get("log_notes", ())),
     ]
     if f.get("calibration"):
         lines.append(("forecast bands", f"calibrated by {f['calibration']}"))
