@@ -314,3 +314,16 @@ def test_a_row_naming_a_key_twice_is_refused_not_read_as_its_last(tmp_path, kind
     path.write_text(row + "\n" + '{"prompt": "What is 2+2?", "answer": "4"}\n' if kind == "jsonl" else f"[{row}]")
     with pytest.raises(InputError, match="'answer' appears twice"):
         load_rows(str(path))
+
+
+@pytest.mark.parametrize("missing", ["nan", "NaN", "<NA>"])
+def test_an_answer_cell_holding_a_missing_value_written_out_is_refused(tmp_path, missing):
+    """A CSV whose answer column went through ``astype(str)`` holds the text "nan" where the answer was
+    missing: read as the answer "nan", the row could never be solved (a JSON NaN is refused); the text
+    "None" stays an answer (some tasks have it)."""
+    path = tmp_path / "d.csv"
+    path.write_text(f"prompt,answer\nWhat is 1+2?,3\nWhat is 2+2?,{missing}\n")
+    with pytest.raises(InputError, match=f"row 3: field 'answer' is the text '{missing}'"):
+        load_rows(str(path))
+    path.write_text("prompt,answer\nWhich is empty?,None\n")
+    assert _answers(str(path)) == ["None"]

@@ -101,6 +101,12 @@ def _one_answer(value: Any) -> Any:
     return value
 
 
+#: Texts that are a missing value written out -- a NaN or NA through ``str()`` or pandas'
+#: ``astype(str)`` -- refused as answers, as the NaN itself is. (Not "NA", "N/A", "null" or "None":
+#: answers some tasks have.)
+MISSING_TEXTS = frozenset({"nan", "NaN", "NAN", "<NA>", "NaT"})
+
+
 def _not_text(value: Any, setting: str, name: str) -> str | None:
     """Why a field value that ``str()`` would turn into plausible text is not one, else None.
 
@@ -257,6 +263,10 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
                              "conversation: a list of {role, content} messages ending with a user turn)")
         if answer is None or not answer.strip():
             raise InputError(f"{source}: row {number}: field {answer_field!r} is empty or not text")
+        if answer.strip() in MISSING_TEXTS:
+            raise InputError(f"{source}: row {number}: field {answer_field!r} is the text {answer.strip()!r}, how "
+                             "Python and pandas write a missing value out (str(float('nan')), astype(str)); as an "
+                             "answer no completion should match it: fill it in or drop the row")
         for name, texts in ((prompt_field, [c for _, c in messages] or [prompt]), (answer_field, [answer])):
             why = _surrogate(texts)
             if why is not None:
