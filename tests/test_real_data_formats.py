@@ -327,3 +327,17 @@ def test_an_answer_cell_holding_a_missing_value_written_out_is_refused(tmp_path,
         load_rows(str(path))
     path.write_text("prompt,answer\nWhich is empty?,None\n")
     assert _answers(str(path)) == ["None"]
+
+
+def test_a_parquet_map_answer_is_named_as_a_map_and_read_by_a_dotted_path(tmp_path):
+    """A map column (pyarrow reads it as (key, value) pairs) was called "a list of 1 different answers";
+    it is an object: the error names its keys and the dotted path, which now reads it (review g)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"prompt": ["What is 1+2?"], "answer": pa.array(
+        [[("value", "3")]], type=pa.map_(pa.string(), pa.string()))}), path)
+    with pytest.raises(InputError, match=r"is a map \(keys 'value'\).*answer_field: answer\.value"):
+        load_rows(str(path))
+    assert _answers(str(path), answer_field="answer.value") == ["3"]

@@ -552,7 +552,17 @@ def dotted_field(record: dict, name: str) -> tuple[bool, Any]:
         return True, record[name]
     value: Any = record
     for part in name.split("."):
+        value = _map_as_dict(value)
         if not isinstance(value, dict) or part not in value:
             return False, None
         value = value[part]
     return True, value
+
+
+def _map_as_dict(value: Any) -> Any:
+    """A parquet / Arrow map column's value -- a list of (key, value) pairs, as pyarrow reads it -- as
+    the dict it stands for; anything else as it is."""
+    if (isinstance(value, list) and value
+            and all(isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], str) for m in value)):
+        return dict(value)
+    return value

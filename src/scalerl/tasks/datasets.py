@@ -136,6 +136,12 @@ def _not_text(value: Any, setting: str, name: str) -> str | None:
             return "is an empty list"
         if setting == "prompt_field" and all(isinstance(m, dict) for m in value):
             return None  # a conversation: _conversation reads it
+        if all(isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], str) for m in value):
+            # A parquet / Arrow map column reads as its (key, value) pairs: an object, not a list of answers.
+            keys = [m[0] for m in value]
+            shown = ", ".join(map(repr, keys[:5])) + (", ..." if len(keys) > 5 else "")
+            return (f"is a map (keys {shown}), not text; name the field inside it as a dotted path: "
+                    f"--set 'task.settings={{{setting}: {name}.{keys[0] if len(keys) == 1 else 'KEY'}}}'")
         if setting == "answer_field":
             return (f"is a list of {len(value)} different answers ({_short(value)}), not one; math-verify compares "
                     "each completion with one reference: keep one (it takes equal forms, such as 1/2 and 0.5, as "
