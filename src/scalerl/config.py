@@ -49,6 +49,7 @@ __all__ = [
     "field_docs",
     "from_dict",
     "leaf_fields",
+    "leaf_values",
     "load_yaml",
     "markdown_reference",
     "read_yaml_mapping",
@@ -295,6 +296,18 @@ def leaf_fields(cls: type, prefix: str = "") -> dict[str, Any]:
             out.update(leaf_fields(sub, path))
         else:
             out[path] = hints[f.name]
+    return out
+
+
+def leaf_values(cfg: Any) -> dict[str, Any]:
+    """Every leaf value of a config dataclass, by dotted path (:func:`leaf_fields`' paths; a mapping-valued
+    field such as ``loss.extra`` is one leaf)."""
+    out: dict[str, Any] = {}
+    for path in leaf_fields(type(cfg)):
+        node = cfg
+        for part in path.split("."):
+            node = getattr(node, part)
+        out[path] = node
     return out
 
 

@@ -1,3 +1,4 @@
+import json
 from pathlib import Path
 
 import numpy as np
@@ -56,3 +57,9 @@ def collapsing(*, seed=0, kind="collapse", n=30, noise=0.01) -> Curve:
     else:
         y = np.where(x > 150, base - 0.07 * (x - 150) / 150, base)
     return Curve.from_arrays(x, np.clip(y + rng.normal(0, noise, x.size), 0, 1), name=f"{kind}-{seed}")
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    """``rows`` as a JSON-lines log at ``path`` (returned)."""
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path

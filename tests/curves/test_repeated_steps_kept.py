@@ -19,16 +19,13 @@ import pytest
 from scalerl.curves import read_curves
 from scalerl.curves.io import read_curve
 
+from .conftest import write_jsonl
+
 DATA = Path(__file__).parent / "data"
 
 
 def _acc(step: int) -> float:
     return round(0.2 + 0.6 * (1 - math.exp(-step / 300)), 4)
-
-
-def _jsonl(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
 
 
 def test_two_evaluation_sets_with_one_evaluation_missing_are_no_resumes(tmp_path):
@@ -42,7 +39,7 @@ def test_two_evaluation_sets_with_one_evaluation_missing_are_no_resumes(tmp_path
             rows.append({"step": s, "task": "gsm8k", "acc": _acc(s * 10)})
             if s != 50:
                 rows.append({"step": s, "task": "math", "acc": round(_acc(s * 10) / 2, 4)})
-    curve = read_curve(_jsonl(tmp_path / "sets.jsonl", rows), x="step", y="acc")
+    curve = read_curve(write_jsonl(tmp_path / "sets.jsonl", rows), x="step", y="acc")
     assert not [n for n in curve.notes if "resumes from a checkpoint" in n]  # (got: 9 time(s))
     assert len(curve.x) == 19  # (got 10: one value a step, math's but at 50)
     assert [n for n in curve.notes if "--run-column" in n]
@@ -60,7 +57,7 @@ def test_evaluation_sets_at_different_intervals_are_no_resumes(tmp_path):
             rows.append({"step": s, "task": "a", "acc": _acc(s)})
         if s % 200 == 0:
             rows.append({"step": s, "task": "b", "acc": round(_acc(s) / 2, 4)})
-    curve = read_curve(_jsonl(tmp_path / "intervals.jsonl", rows), x="step", y="acc")
+    curve = read_curve(write_jsonl(tmp_path / "intervals.jsonl", rows), x="step", y="acc")
     assert not [n for n in curve.notes if "resumes from a checkpoint" in n]
     assert len(curve.x) == 15  # (got 10)
     assert [n for n in curve.notes if "at 5 step(s) (200, 400, 600, 800, 1000)" in n]
@@ -78,7 +75,7 @@ def test_per_epoch_summary_rows_are_no_resumes(tmp_path):
             rows.append({"step": s, "val/acc": _acc(s)})
         if s % 100 == 0:
             rows.append({"step": s, "epoch": (s - 1) // 100, "loss": 0.5})
-    path = _jsonl(tmp_path / "epochs.jsonl", rows)
+    path = write_jsonl(tmp_path / "epochs.jsonl", rows)
     curve = read_curve(path, x="cum:timing_s/step", y="val/acc")
     assert list(curve.x) == [500.0, 1000.0, 1500.0, 2000.0, 2500.0, 3000.0]  # (got 990 at step 100, ...)
     assert not [n for n in curve.notes if "resumes from a checkpoint" in n]
@@ -199,7 +196,7 @@ def test_a_term_taken_off_from_rows_of_its_own_is_taken_off_its_step(tmp_path):
     unsaid (before fixa: refused, 'takes more off than ... holds in the row at step 5'). Per step: each
     step's 30 s of validation off, the step-0 validation's 31 s not (no step time there); the row
     readers and the TensorBoard reader agree."""
-    path = _jsonl(tmp_path / "separate.jsonl", _validation_on_rows_of_its_own())
+    path = write_jsonl(tmp_path / "separate.jsonl", _validation_on_rows_of_its_own())
     clean = "cum:timing/train/total_step_time-timing/validation/total_validation_time"
     full = read_curve(path, x="cum:timing/train/total_step_time", y="validation/accuracy")
     off = read_curve(path, x=clean, y="validation/accuracy")

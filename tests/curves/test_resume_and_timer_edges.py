@@ -7,7 +7,6 @@ off as 0) and the take-off note on a clock whose start evaluation is above 0."""
 
 import csv
 import gzip
-import json
 import math
 import re
 import sys
@@ -20,16 +19,13 @@ from scalerl.curves import Curve, forecast
 from scalerl.curves.io import read_curve
 from scalerl.errors import InputError
 
+from .conftest import write_jsonl
+
 DATA = Path(__file__).parent / "data"
 
 
 def _acc(step: int) -> float:
     return round(0.2 + 0.6 * (1 - math.exp(-step / 30)), 4)
-
-
-def _jsonl(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
 
 
 def test_csv_nan_cells_do_not_merge_an_evaluation_row_over_its_training_row(tmp_path):
@@ -55,7 +51,7 @@ def test_two_evaluation_sets_at_one_step_are_no_resume(tmp_path):
         if s % 10 == 0:
             rows.append({"step": s, "task": "gsm8k", "acc": _acc(s)})
             rows.append({"step": s, "task": "math", "acc": round(_acc(s) / 2, 4)})
-    curve = read_curve(_jsonl(tmp_path / "twosets.jsonl", rows), x="step", y="acc")
+    curve = read_curve(write_jsonl(tmp_path / "twosets.jsonl", rows), x="step", y="acc")
     assert len(curve.x) == 20  # both sets kept (as before), so that the shared-x note names --run-column
     assert not [n for n in curve.notes if "resumes from a checkpoint" in n]
 
@@ -64,7 +60,7 @@ def test_two_relogs_at_the_same_step_without_a_banner_keep_every_evaluation(tmp_
     rows = [{"step": s, "loss": 1 / s, **({"val/acc": _acc(s)} if s % 10 == 0 else {})} for s in range(1, 41)]
     rows += [{"step": 40, "val/acc": _acc(40) + 0.003}, {"step": 40, "val/acc": _acc(40) - 0.002}]
     rows += [{"step": s, "loss": 1 / s, **({"val/acc": _acc(s)} if s % 10 == 0 else {})} for s in range(41, 61)]
-    curve = read_curve(_jsonl(tmp_path / "relog_twice.jsonl", rows), x="step", y="val/acc")
+    curve = read_curve(write_jsonl(tmp_path / "relog_twice.jsonl", rows), x="step", y="val/acc")
     assert list(curve.x) == [10.0, 20.0, 30.0, 40.0, 40.0, 40.0, 50.0, 60.0]  # no banner: none dropped
     assert [n for n in curve.notes if "logged again by rows of one kind at 1 step(s) (40)" in n]
 
@@ -85,7 +81,7 @@ def _verl_after_3117(seed: int = 5) -> list[dict]:
 
 
 def test_a_healthy_log_with_saves_and_validation_on_the_same_steps_gets_no_overhead_note(tmp_path):
-    path = _jsonl(tmp_path / "verl_after_3117.jsonl", _verl_after_3117())
+    path = write_jsonl(tmp_path / "verl_after_3117.jsonl", _verl_after_3117())
     notes = read_curve(path, x="cum:timing_s/step", y="val/acc").notes
     # (got: "cum:timing_s/step counts time that is not training: timing_s/testing ...", and taking it off as
     # advised then says "timing_s/step does not grow with it": the two notes contradict each other)
@@ -121,7 +117,7 @@ def test_the_x_the_overhead_note_advises_reads(tmp_path):
 def test_taking_off_a_timer_not_logged_yet_reads(tmp_path):
     rows = [{"step": s, "timing_s/step": 150.0, **({"timing_s/testing": 45.0, "val/acc": _acc(s)} if s % 5 == 0 else {})}
             for s in range(1, 51)]
-    path = _jsonl(tmp_path / "nosave.jsonl", rows)
+    path = write_jsonl(tmp_path / "nosave.jsonl", rows)
     curve = read_curve(path, x="cum:timing_s/step-timing_s/save_checkpoint-timing_s/testing", y="val/acc")
     assert len(curve.x) == 10
 
@@ -146,7 +142,7 @@ def test_json_lines_nan_values_are_no_values_logged(tmp_path):
         rows.append({"step": s, "loss": 1 / s, "timing_s/step": 10.0, "val/acc": float("nan")})
         if s % 10 == 0:
             rows.append({"step": s, "timing_s/step": float("nan"), "val/acc": _acc(s)})
-    curve = read_curve(_jsonl(tmp_path / "nanvalues.jsonl", rows), x="cum:timing_s/step", y="val/acc")
+    curve = read_curve(write_jsonl(tmp_path / "nanvalues.jsonl", rows), x="cum:timing_s/step", y="val/acc")
     assert list(curve.x) == [100.0, 200.0, 300.0, 400.0]
     assert not [n for n in curve.notes if "resumes from a checkpoint" in n]
 
@@ -159,7 +155,7 @@ def test_relogs_at_two_checkpoints_without_a_banner_are_kept_and_said(tmp_path):
         rows.append({"step": s, "loss": 1 / s, **({"val/acc": _acc(s)} if s % 10 == 0 else {})})
         if s in (40, 80):
             rows.append({"step": s, "val/acc": _acc(s) + 0.01})
-    curve = read_curve(_jsonl(tmp_path / "two_resumes.jsonl", rows), x="step", y="val/acc")
+    curve = read_curve(write_jsonl(tmp_path / "two_resumes.jsonl", rows), x="step", y="val/acc")
     assert sorted(curve.x) == sorted([float(s) for s in range(10, 101, 10)] + [40.0, 80.0])
     assert curve.y[4] == pytest.approx(_acc(40) + 0.01) and curve.y[9] == pytest.approx(_acc(80) + 0.01)
     assert [n for n in curve.notes if "at 2 step(s) (40, 80)" in n]
@@ -171,7 +167,7 @@ def test_an_evaluation_logged_twice_at_the_last_step_is_no_resume(tmp_path):
     resume)."""
     rows = [{"step": s, "loss": 1 / s, **({"val/acc": _acc(s)} if s % 10 == 0 else {})} for s in range(1, 51)]
     rows.append({"step": 50, "val/acc": _acc(50)})
-    curve = read_curve(_jsonl(tmp_path / "final_twice.jsonl", rows), x="step", y="val/acc")
+    curve = read_curve(write_jsonl(tmp_path / "final_twice.jsonl", rows), x="step", y="val/acc")
     assert list(curve.x) == [10.0, 20.0, 30.0, 40.0, 50.0, 50.0]
     assert not [n for n in curve.notes if "resumes from a checkpoint" in n]
     assert [n for n in curve.notes if "at 1 step(s) (50)" in n]
@@ -183,7 +179,7 @@ def test_an_old_verl_log_with_saves_and_validation_on_the_same_steps_is_said(tmp
     rows = _verl_after_3117()
     for r in rows:
         r["timing_s/step"] = round(r["timing_s/step"] + r.get("timing_s/testing", 0) + r.get("timing_s/save_checkpoint", 0), 2)
-    path = _jsonl(tmp_path / "verl_before_3117.jsonl", rows)
+    path = write_jsonl(tmp_path / "verl_before_3117.jsonl", rows)
     (note,) = [n for n in read_curve(path, x="cum:timing_s/step", y="val/acc").notes if "time that is not training" in n]
     assert "timing_s/save_checkpoint (checkpoint saves" in note and "timing_s/testing (validation" in note
     advised = re.search(r"--x '([^']+)'", note).group(1)
@@ -204,7 +200,7 @@ def test_the_overhead_notes_share_counts_the_rows_the_advised_x_takes_it_off(tmp
 
 def test_a_term_taken_off_that_is_never_logged_is_said_and_a_missing_summed_term_named(tmp_path):
     rows = [{"step": s, "timing_s/step": 150.0, **({"val/acc": _acc(s)} if s % 5 == 0 else {})} for s in range(1, 21)]
-    path = _jsonl(tmp_path / "nosave.jsonl", rows)
+    path = write_jsonl(tmp_path / "nosave.jsonl", rows)
     curve = read_curve(path, x="cum:timing_s/step-timing_s/save_checkpoint", y="val/acc")
     assert list(curve.x) == [750.0, 1500.0, 2250.0, 3000.0]
     assert [n for n in curve.notes if "'timing_s/save_checkpoint' logged nowhere in this log" in n]
@@ -242,7 +238,7 @@ def _validation_at_start_inside() -> list[dict]:
 def test_tensorboard_and_the_row_readers_take_off_the_same(tmp_path):
     rows = _validation_at_start_inside()
     clean = "cum:timing/train/total_step_time-timing/validation/total_validation_time"
-    from_rows = read_curve(_jsonl(tmp_path / "nemo.jsonl", rows), x=clean, y="validation/accuracy")
+    from_rows = read_curve(write_jsonl(tmp_path / "nemo.jsonl", rows), x=clean, y="validation/accuracy")
     from_tb = read_curve(_tensorboard(tmp_path / "tb", rows), x=clean, y="validation/accuracy")
     assert from_tb.x == pytest.approx(from_rows.x, abs=1e-3)  # (float32 events)
     assert from_rows.x[0] == 0.0
@@ -256,7 +252,7 @@ def test_tensorboard_refuses_taking_off_a_timer_logged_after_the_step_as_the_row
     rows = [{"step": s, "timing_s/step": 150.0, **({"timing_s/testing": 200.0, "val/acc": _acc(s)} if s % 5 == 0 else {})}
             for s in range(1, 21)]
     x = "cum:timing_s/step-timing_s/testing"
-    for path in (_jsonl(tmp_path / "after.jsonl", rows), _tensorboard(tmp_path / "tb", rows)):
+    for path in (write_jsonl(tmp_path / "after.jsonl", rows), _tensorboard(tmp_path / "tb", rows)):
         with pytest.raises(InputError, match="takes more off than timing_s/step holds in the row at step 5 "
                                              r"\(-50 left\).*leave it out of --x"):
             read_curve(path, x=x, y="val/acc")
@@ -293,7 +289,7 @@ def test_compare_judges_the_shared_refits_c_mid_by_its_interval_as_fit_does():
 def test_a_term_taken_off_by_part_of_a_name_says_the_columns_it_may_mean(tmp_path):
     rows = [{"step": s, "timing/gen": 50.0, "timing/update_actor": 40.0, **({"acc": _acc(s)} if s % 5 == 0 else {})}
             for s in range(1, 11)]
-    curve = read_curve(_jsonl(tmp_path / "v01.jsonl", rows), x="cum:timing/*-actor", y="acc")
+    curve = read_curve(write_jsonl(tmp_path / "v01.jsonl", rows), x="cum:timing/*-actor", y="acc")
     (note,) = [n for n in curve.notes if "logged nowhere" in n]
     assert "'actor' logged nowhere" in note and "if you meant 'timing/update_actor'" in note and "'*actor*'" in note
     assert list(read_curve(tmp_path / "v01.jsonl", x="cum:timing/*-*actor*", y="acc").x) == [250.0, 500.0]

@@ -58,27 +58,16 @@ def test_a_swanlab_run_resumed_in_a_new_directory(swanlogs):
     """A run id in two directories (a resume): joined in the order they started; the steps the first
     logged from the resumed attempt's first step on are dropped."""
     swanlog = swanlogs / "swanlog-0.6.12"
-    first = min(swanlog.iterdir())
-    data = (first / "backup.swanlab").read_bytes()
-    resumed = swanlog / (first.name[:4] + "29991231_235959" + first.name[19:])
-    resumed.mkdir()
-    # The same run (same id) again from step 13 on, the score 0.01 higher.
-    from scalerl.curves.leveldb_log import BLOCK, CHUNK_HEADER, FILE_HEADER, FULL, records
-    import zlib
 
-    out = bytearray(data[:FILE_HEADER.size])
-    for raw in records(data, "x", []):
-        record = json.loads(raw)
-        if record["model_type"] == "Scalar":
-            if record["data"]["step"] < 13:
-                continue
-            if record["data"]["key"] == "val/acc":
-                record["data"]["metric"]["data"] += 0.01
-        raw = json.dumps(record).encode()
-        if BLOCK - len(out) % BLOCK < CHUNK_HEADER.size + len(raw):
-            out += bytes(BLOCK - len(out) % BLOCK)
-        out += CHUNK_HEADER.pack(zlib.crc32(raw, zlib.crc32(bytes([FULL]))), len(raw), FULL) + raw
-    (resumed / "backup.swanlab").write_bytes(bytes(out))
+    def from_13_higher(record):  # the same run (same id) again from step 13 on, the score 0.01 higher
+        data = record["data"]
+        if data["step"] < 13:
+            return False
+        if data["key"] == "val/acc":
+            data["metric"]["data"] += 0.01
+        return True
+
+    _resumed_directory(swanlog, from_13_higher)
     c = read_curve(swanlog, "train/global_step", "val/acc", run="grpo-a")
     assert list(c.x) == [4, 12, 16, 20, 24]
     assert np.allclose(c.y, [_level(4, 0.6), _level(12, 0.6)] + [_level(s, 0.6) + 0.01 for s in (16, 20, 24)])

@@ -7,8 +7,6 @@ import shutil
 import sys
 from pathlib import Path
 
-import yaml
-
 from scalerl.config import apply_overrides, read_yaml_mapping, resolve_key, to_dict
 from scalerl.errors import InputError
 from scalerl.rl.presets import get_preset, preset_departures
@@ -118,11 +116,8 @@ def _recipe_asked(args, quiet: bool) -> tuple[str | None, list[str]]:
     named = [item for item in args.overrides if item.partition("=")[0].strip() == "recipe_name"]
     if not named:
         return args.recipe, list(args.overrides)
-    raw = named[-1].partition("=")[2].strip()
-    try:  # read as every --set value is (YAML): `recipe_name='scalerl'` names scalerl
-        recipe = str(yaml.safe_load(raw)) if raw else raw
-    except yaml.YAMLError:
-        recipe = raw
+    # Its value read as every --set value is (`recipe_name='scalerl'` names scalerl).
+    recipe = apply_overrides(TrainConfig(), named[-1:]).recipe_name
     get_preset(recipe)  # an unknown name: refused with the list of presets
     if args.recipe and args.recipe != recipe and not quiet:  # `--steps 5 --set run.steps=7`'s rule
         print(f"note: --set {named[-1]} replaces --recipe {args.recipe}", file=sys.stderr)

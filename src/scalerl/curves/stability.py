@@ -159,8 +159,7 @@ def check_stability(
     # The last evaluations against the best bin, with the noise of one evaluation from the
     # whole run (successive differences: the collapse itself is one large step that the MAD
     # ignores). Each of them must lie below the best level, so one low evaluation at the end
-    # (a dip that the next would undo) is not enough.
-    # Real runs dip for two evaluations and come back (Deep-GRPO gamma3: 0.547, 0.550, then 0.573,
+    # (a dip that the next would undo) is not enough. Real runs dip for two evaluations and come back (Deep-GRPO gamma3: 0.547, 0.550, then 0.573,
     # 0.592; verl's deepseek7b: a fall of 52% of its gain), and a small evaluation set's pass rates
     # come in steps the successive-difference noise can read as 0: a collapse at the very end gives
     # back most of the gain (``end_share``; SofT-GRPO's soft_0.1 fell below where it started), against

@@ -5,8 +5,8 @@ torch computes an fp32 ``nn.Linear`` on a CPU with MKL's ``sgemm``. MKL chooses 
 CPU vendor: on an AMD EPYC with AVX-512 (Zen 5, torch 2.13's MKL 2024.2) it ran the tiny model's
 decode shapes at 110 GFLOP/s, where oneDNN -- the other GEMM library in every torch CPU build,
 choosing by instruction set -- ran them at 213 (128 x 128 x 512, one thread); a training pass
-(forward and backward of 128 sequences of 64 tokens) took 0.46 CPU-s instead of 0.72 (median of 8, 3 rounds). oneDNN
-pays ~10 us more per call, so below :data:`MIN_ROWS` rows MKL stays faster and keeps them.
+(forward and backward of 128 sequences of 64 tokens) took 0.46 CPU-s instead of 0.72 (median of 8,
+3 rounds). oneDNN pays ~10 us more per call, so below :data:`MIN_ROWS` rows MKL stays faster and keeps them.
 
 A switched layer (:func:`use_onednn_linear`, a class swap) runs every fp32 CPU pass of
 :data:`MIN_ROWS` rows or more on oneDNN: the generator's decode steps (no gradients: oneDNN's
@@ -79,11 +79,9 @@ class _OneDNNLinearFn(torch.autograd.Function):
         return dx, dw, db
 
 
-def _functorch_active() -> bool:
-    """Inside a ``torch.func`` transform (grad, vmap, jvp): the autograd function above defines no
-    rules for them, torch's linear does."""
-    active = getattr(torch._C, "_are_functorch_transforms_active", None)
-    return bool(active()) if active is not None else False
+#: Whether a ``torch.func`` transform (grad, vmap, jvp) is running: the autograd function above defines
+#: no rules for them, torch's linear does. (torch's own query, looked up once; a torch without it: never.)
+_functorch_active = getattr(torch._C, "_are_functorch_transforms_active", lambda: False)
 
 
 def _forward(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
@@ -93,8 +91,8 @@ def _forward(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     Checked at every call, not only when the layer was switched: a switched model pickled or copied to
     a machine where oneDNN is not chosen keeps torch's path there; so does torch's own switch
     (``torch.backends.mkldnn.flags(enabled=False)``), autocast, a call traced by ``torch.compile``
-    (which knows torch's linear, not this function) or transformed by ``torch.func``, a weight that is not a plain parameter (an FSDP
-    or tensor-parallel shard), and a bias that is not contiguous (a strided or expanded view), which
+    (which knows torch's linear, not this function) or transformed by ``torch.func``, a weight that is
+    not a plain parameter (an FSDP or tensor-parallel shard), and a bias that is not contiguous (a strided or expanded view), which
     oneDNN's op reads as if it were (wrong numbers; past its storage at stride 0)."""
     weight, bias = self.weight, self.bias
     if (x.dim() >= 2 and x.numel() >= MIN_ROWS * x.shape[-1]
@@ -126,7 +124,7 @@ def onednn_faster() -> bool:
         generator = torch.Generator().manual_seed(0)
         x, w, b = (torch.randn(shape, generator=generator) for shape in ((MIN_ROWS, 1, 16), (8, 16), (8,)))
         with torch.no_grad():
-            ours = torch.ops.mkldnn._linear_pointwise(x, w, b, "none", [], "")
+            ours = _onednn(x, w, b)
         return bool(torch.allclose(ours, torch.nn.functional.linear(x, w, b), rtol=1e-5, atol=1e-5))
     except (AttributeError, RuntimeError):  # a torch build without the op
         return False

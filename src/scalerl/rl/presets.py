@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from scalerl.config import dump_yaml, markdown_reference, to_dict
+from scalerl.config import dump_yaml, leaf_values, markdown_reference
 from scalerl.errors import ConfigError
 from scalerl.rl.recipe import RecipeConfig
 
@@ -225,7 +225,7 @@ def preset_switches() -> list[str]:
     """The recipe's dotted keys on which the presets (leave-one-out variants included) differ --
     ``loss.name``, ``aggregation``, ``off_policy.pipeline``, ...: what choosing a preset decides. Batch
     sizes, budgets and the learning rate, which the presets share (and scale profiles set), are not."""
-    built = [_leaves(to_dict(p.build())) for p in all_presets().values()]
+    built = [leaf_values(p.build()) for p in all_presets().values()]
     return [k for k in built[0] if any(b.get(k) != built[0][k] for b in built[1:])]
 
 
@@ -234,19 +234,8 @@ def preset_departures(cfg: RecipeConfig, name: str) -> list[str]:
     name that is not a preset): a recipe that says it is ``name`` but is not."""
     if name not in all_presets():
         return []
-    mine, preset = _leaves(to_dict(cfg)), _leaves(to_dict(get_recipe(name)))
+    mine, preset = leaf_values(cfg), leaf_values(get_recipe(name))
     return [k for k in preset_switches() if mine.get(k) != preset.get(k)]
-
-
-def _leaves(data: dict, prefix: str = "") -> dict:
-    """A nested dict as {dotted key: leaf value}."""
-    out = {}
-    for key, value in data.items():
-        if isinstance(value, dict) and value:
-            out.update(_leaves(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
 
 
 def changed_components(cfg: RecipeConfig, reference: RecipeConfig) -> list[str]:

@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from scalerl.config import apply_overrides
+from scalerl.config import apply_overrides, leaf_values
 from scalerl.errors import ConfigError
 
 
@@ -63,19 +63,6 @@ class Family:
 # ----------------------------------------------------------------------------- helpers
 
 
-def _leaves(cfg) -> dict[str, Any]:
-    """Every leaf value of a config dataclass, by dotted path."""
-    from scalerl.config import leaf_fields
-
-    out = {}
-    for path in leaf_fields(type(cfg)):
-        node = cfg
-        for part in path.split("."):
-            node = getattr(node, part)
-        out[path] = node
-    return out
-
-
 def _override(path: str, value: Any) -> str:
     # Strings stay raw: apply_overrides keeps a string field's text as written.
     if isinstance(value, tuple):
@@ -86,7 +73,7 @@ def _override(path: str, value: Any) -> str:
 
 def recipe_overrides(new, old, prefix: str = "recipe.") -> list[str]:
     """``key=value`` overrides that turn recipe ``old`` into ``new``, leaf by leaf."""
-    a, b = _leaves(new), _leaves(old)
+    a, b = leaf_values(new), leaf_values(old)
     return [_override(prefix + k, v) for k, v in a.items() if b[k] != v]
 
 

@@ -56,13 +56,14 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return seen
 
 
-def _loads(text: str) -> Any:
-    return json.loads(text, object_pairs_hook=_unique_keys)
-
-
-def _duplicate_error(where: str, exc: _DuplicateKey) -> InputError:
-    return InputError(f"{where}: the key {exc.args[0]!r} appears twice in one object (JSON keeps the last, "
-                      "silently); keep the one you mean")
+def _loads(text: str, where: str) -> Any:
+    """``json.loads`` that refuses an object naming a key twice, naming ``where`` (:class:`InputError`;
+    malformed JSON still raises ``json.JSONDecodeError`` for the caller to explain)."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise InputError(f"{where}: the key {exc.args[0]!r} appears twice in one object (JSON keeps the last, "
+                         "silently); keep the one you mean") from None
 
 
 def _jsonl(path: Path, prompt_field: str, split: str, document_first: bool) -> Iterator[tuple[int, Any]]:
@@ -74,9 +75,7 @@ def _jsonl(path: Path, prompt_field: str, split: str, document_first: bool) -> I
         if first == b"[" or document_first:
             text = _utf8(f.read(), str(path))
             try:
-                document = _loads(text)
-            except _DuplicateKey as exc:
-                raise _duplicate_error(str(path), exc) from None
+                document = _loads(text, str(path))
             except json.JSONDecodeError as exc:
                 if not text.strip():
                     return  # (load_rows: "no rows")
@@ -92,16 +91,12 @@ def _jsonl(path: Path, prompt_field: str, split: str, document_first: bool) -> I
             if not line.strip():
                 continue
             try:
-                record = _loads(line)
-            except _DuplicateKey as exc:
-                raise _duplicate_error(f"{path}: row {number}", exc) from None
+                record = _loads(line, f"{path}: row {number}")
             except json.JSONDecodeError as exc:
                 if not count:  # an object written over several lines: one document
                     f.seek(0)
                     try:
-                        document = _loads(_utf8(f.read(), str(path)))
-                    except _DuplicateKey as dup:
-                        raise _duplicate_error(str(path), dup) from None
+                        document = _loads(_utf8(f.read(), str(path)), str(path))
                     except json.JSONDecodeError:
                         pass
                     else:
@@ -552,14 +547,14 @@ def dotted_field(record: dict, name: str) -> tuple[bool, Any]:
         return True, record[name]
     value: Any = record
     for part in name.split("."):
-        value = _map_as_dict(value)
+        value = map_as_dict(value)
         if not isinstance(value, dict) or part not in value:
             return False, None
         value = value[part]
     return True, value
 
 
-def _map_as_dict(value: Any) -> Any:
+def map_as_dict(value: Any) -> Any:
     """A parquet / Arrow map column's value -- a list of (key, value) pairs, as pyarrow reads it -- as
     the dict it stands for; anything else as it is."""
     if (isinstance(value, list) and value

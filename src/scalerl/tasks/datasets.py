@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 from scalerl.errors import InputError
 from scalerl.tasks.base import is_bool
-from scalerl.tasks.data_files import RepeatedColumn, dotted_field, records
+from scalerl.tasks.data_files import RepeatedColumn, dotted_field, map_as_dict, records
 
 
 @dataclass(frozen=True)
@@ -123,11 +123,13 @@ def _not_text(value: Any, setting: str, name: str) -> str | None:
         return f"is {value} (a missing value?); fill it in or drop the row"
     if isinstance(value, bytes) and _text(value) is None:
         return "holds bytes that are not UTF-8 text"
-    if isinstance(value, dict):
-        keys = list(value)
+    mapping = map_as_dict(value)  # a parquet / Arrow map column reads as its (key, value) pairs
+    if isinstance(mapping, dict):
+        keys = list(mapping)
         shown = ", ".join(map(repr, keys[:5])) + (", ..." if len(keys) > 5 else "")
         inner = keys[0] if len(keys) == 1 else "FIELD"
-        return (f"is an object (fields {shown or 'none'}), not text; name the field inside it as a dotted path: "
+        what = "an object (fields" if mapping is value else "a map (keys"
+        return (f"is {what} {shown or 'none'}), not text; name the field inside it as a dotted path: "
                 f"--set 'task.settings={{{setting}: {name}.{inner}}}'")
     if hasattr(value, "tolist") and not isinstance(value, numbers.Number):
         value = value.tolist()  # a numpy array (pandas-written data)
@@ -136,12 +138,6 @@ def _not_text(value: Any, setting: str, name: str) -> str | None:
             return "is an empty list"
         if setting == "prompt_field" and all(isinstance(m, dict) for m in value):
             return None  # a conversation: _conversation reads it
-        if all(isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], str) for m in value):
-            # A parquet / Arrow map column reads as its (key, value) pairs: an object, not a list of answers.
-            keys = [m[0] for m in value]
-            shown = ", ".join(map(repr, keys[:5])) + (", ..." if len(keys) > 5 else "")
-            return (f"is a map (keys {shown}), not text; name the field inside it as a dotted path: "
-                    f"--set 'task.settings={{{setting}: {name}.{keys[0] if len(keys) == 1 else 'KEY'}}}'")
         if setting == "answer_field":
             return (f"is a list of {len(value)} different answers ({_short(value)}), not one; math-verify compares "
                     "each completion with one reference: keep one (it takes equal forms, such as 1/2 and 0.5, as "

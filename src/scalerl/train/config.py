@@ -304,7 +304,7 @@ class TrainConfig:
     """Preset the recipe starts from (``scalerl recipes`` lists them). In a --config file it chooses
     that preset, the file's recipe: keys laid over it (a note names any of its switches -- loss.name,
     aggregation, ... -- the keys set otherwise); a name that is not a preset is refused unless the
-    recipe: section gives every key (a study's label, like scalerl+lr-2e-4). ``--set recipe_name=X``
+    recipe: section gives most keys (a study's label, like scalerl+lr-2e-4). ``--set recipe_name=X``
     is ``--recipe X``."""
     profile: str = "auto"
     """Scale profile (batch, token budgets, learning rate, evaluation sizes; never an algorithmic
@@ -583,10 +583,7 @@ def load_config_file(path: str | Path) -> tuple[TrainConfig, set[str]]:
     The file's ``recipe_name`` names the preset its recipe starts from: that preset's recipe, with
     the file's ``recipe:`` keys laid over it -- the order ``--recipe NAME --set ...`` gives. (It was
     a label only: ``recipe_name: deepseek-grpo`` with no ``recipe:`` section trained ScaleRL's recipe
-    under deepseek-grpo's name.) A name that is not a preset is refused, unless the file spells out
-    every key of the recipe, so that no preset is needed: a run's own config.yaml, whose name may be
-    a study's label (``scalerl+lr-2e-4``) or a recipe file's. A recipe file's name is a label of
-    that kind: one that is not a preset starts from ScaleRL's recipe (the defaults).
+    under deepseek-grpo's name.) See :func:`on_named_preset` for a name that is not a preset.
     """
     path = Path(path)
     data = read_yaml_mapping(path)
