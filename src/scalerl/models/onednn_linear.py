@@ -5,8 +5,8 @@ torch computes an fp32 ``nn.Linear`` on a CPU with MKL's ``sgemm``. MKL chooses 
 CPU vendor: on an AMD EPYC with AVX-512 (Zen 5, torch 2.13's MKL 2024.2) it ran the tiny model's
 decode shapes at 110 GFLOP/s, where oneDNN -- the other GEMM library in every torch CPU build,
 choosing by instruction set -- ran them at 213 (128 x 128 x 512, one thread); a training pass
-(forward and backward of 128 sequences of 64 tokens) took 0.46 CPU-s instead of 0.72 (median of 8,
-3 rounds). oneDNN pays ~10 us more per call, so below :data:`MIN_ROWS` rows MKL stays faster and keeps them.
+(forward and backward of 128 sequences of 64 tokens) took 0.41-0.45 CPU-s instead of 0.67-0.72
+(``python benchmarks/onednn_linear.py``). oneDNN pays ~10 us more per call, so below :data:`MIN_ROWS` rows MKL stays faster and keeps them.
 
 A switched layer (:func:`use_onednn_linear`, a class swap) runs every fp32 CPU pass of
 :data:`MIN_ROWS` rows or more on oneDNN: the generator's decode steps (no gradients: oneDNN's
@@ -43,8 +43,9 @@ class _OneDNNLinearFn(torch.autograd.Function):
     """``F.linear`` with its forward and backward products on oneDNN. The backward is plain algebra
     (``dx = g @ W``, ``dW = g.T @ x``, ``db = sum g``), written as linear ops: ``dW`` as the linear of
     ``g.T`` by ``x.T`` -- the op makes its input view contiguous itself and reads the weight view in
-    place (explicit transposed copies of both made it slower than MKL at 8192 x 128 x 128: 5.1 ms
-    against 2.5; as views 1.5; Zen 5, one thread) --, ``dx`` with a transposed copy of the (small)
+    place (at 8192 x 128 x 128, Zen 5, one thread, ``benchmarks/onednn_linear.py``: MKL 2.5 ms,
+    explicit transposed copies of both 2.0-2.2 -- 4.1 in a fresh process, whose allocator maps every
+    copy's pages anew --, views 1.4-1.6) --, ``dx`` with a transposed copy of the (small)
     weight. Only what a gradient asked for needs is kept and computed (a frozen weight, LoRA's base:
     neither the input kept nor ``dW`` computed, as torch's own linear). A backward that is itself
     differentiated (``create_graph=True``: a gradient penalty) runs on torch's differentiable ops,
