@@ -122,6 +122,17 @@ def test_a_task_settings_set_still_replaces_the_config_files_mapping(tmp_path):
     assert cfg.task.settings == {"max_val": 10, "split": "test"}
 
 
+def test_an_empty_task_settings_mapping_clears_it_first_or_later(tmp_path):
+    """`--set task.settings={}` emptied the mapping before repeated mappings merged; after that change a
+    `{}` given after another mapping merged nothing, so the earlier keys stayed: it clears, first or later."""
+    config = tmp_path / "c.yaml"
+    config.write_text("task:\n  settings: {verify_workers: 2}\n")
+    cfg = load_yaml(TrainConfig, config)
+    assert apply_overrides(cfg, ["task.settings={}"]).task.settings == {}
+    assert apply_overrides(cfg, ["task.settings={split: test}", "task.settings={}"]).task.settings == {}
+    assert apply_overrides(cfg, ["task.settings={}", "task.settings={split: test}"]).task.settings == {"split": "test"}
+
+
 def test_a_run_directorys_own_config_re_runs_without_the_departure_note(tmp_path, capsys):
     """``--recipe deepseek-grpo --set loss.name=dapo`` saved as a run's config.yaml: re-running it with
     ``--config RUN/config.yaml`` is what was run, not a name edited by hand -- no note there (review h:

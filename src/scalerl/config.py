@@ -533,7 +533,8 @@ def apply_overrides(cfg: T, overrides: Iterable[str]) -> T:
     given again in the same ``overrides``, the later mapping is merged into the earlier one (its
     keys win), as ``scalerl eval`` merges its repeated ``--set task.settings={...}``: the second
     of ``task.settings={eval_data: ...}`` and ``task.settings={verify_timeout: 30}`` dropped the
-    first's eval_data without a word.
+    first's eval_data without a word. An empty mapping (``task.settings={}``) clears it, given
+    first or later: there is nothing to merge, so clearing is what it can mean.
     """
     cls = type(cfg)
     data = to_dict(cfg)
@@ -559,7 +560,7 @@ def apply_overrides(cfg: T, overrides: Iterable[str]) -> T:
         for part in parents:
             node = node[part]
         _coerce(value, leaves[path], path)  # fail here, naming the override, not later
-        if path in given and isinstance(value, Mapping) and isinstance(node[leaf], Mapping):
+        if path in given and isinstance(value, Mapping) and value and isinstance(node[leaf], Mapping):
             value = {**node[leaf], **value}
         node[leaf] = value
         given.add(path)
