@@ -226,3 +226,35 @@ def test_run_report_says_when_the_run_was_resumed(tmp_path):
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert dict(summary_lines(write_run_report(tmp_path, n_boot=50)))["resumed"] == \
         "3 times, each from the checkpoint at step 60"
+
+
+def test_run_report_leaves_out_an_evaluation_without_a_pass_rate_and_says_so(tmp_path):
+    """An evaluation row whose pass rate is NaN (written by json as NaN) made the report's start read
+    "nan -> 0.6..."; the fits already left it out, unsaid."""
+    _write_synthetic_run(tmp_path)
+    log = tmp_path / "runlog.jsonl"
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    first = min(i for i, r in enumerate(rows) if r.get("type") == "eval")
+    rows[first]["val/pass_rate"] = float("nan")
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rep = write_run_report(tmp_path, n_boot=50)
+    text = dict(summary_lines(rep))
+    start = text["val/pass_rate: start -> final"]
+    assert "nan" not in start and start.startswith(f"{rows[first + 1]['val/pass_rate']:.3f} ->")
+    assert "1 evaluation without a finite val/pass_rate (at step 0)" in text["run log"]
+
+
+def test_run_report_of_a_run_stopped_between_evaluations_gives_the_step_it_reached(tmp_path):
+    """Stopped at step 330, its last evaluation at step 290: the report said "to step 290" as if the
+    last 40 steps had not run; a resume starts again from its checkpoint's step."""
+    _write_synthetic_run(tmp_path)  # evaluations at steps 0-300
+    with open(tmp_path / "runlog.jsonl", "a") as f:
+        for step in (310, 320, 330):
+            f.write(json.dumps({"type": "train", "step": step, "reward_mean": 0.1}) + "\n")
+    text = dict(summary_lines(write_run_report(tmp_path, n_boot=50)))
+    assert text["steps / evaluations"] == "330 (the last evaluation at step 300) / 31"
+    assert "to step 330;" in text["status"]
+    with open(tmp_path / "runlog.jsonl", "a") as f:
+        f.write(json.dumps({"type": "resume", "from_step": 300}) + "\n")
+    text = dict(summary_lines(write_run_report(tmp_path, n_boot=50)))
+    assert text["steps / evaluations"] == "300 / 31" and "to step 300;" in text["status"]

@@ -69,8 +69,10 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     xs = np.array([r[x] for r in evals], dtype=float)
     ys = np.array([r[y] for r in evals], dtype=float)
     f = rep.facts
-    f.update(_run_facts(output, header, rows, evals, ys))
-    f["log_notes"] = log_notes  # a torn last line (a kill mid-write), as fit says of it
+    f.update(_run_facts(output, header, rows, evals, ys[np.isfinite(ys)]))
+    # A torn last line (a kill mid-write), as fit says of it; evaluations without a pass rate, which the
+    # fits leave out (start and final once read "nan -> ...").
+    f["log_notes"] = [*log_notes, *_no_pass_rate(evals, ys, y)]
     cal, said = _calibration(output, cfg.get("forecast", {}).get("calibration"), calibration, cal)
     if said is not None:
         f["calibration"] = said
@@ -97,12 +99,36 @@ def _read_evals(output: Path, log: Path) -> tuple[dict[str, Any], list[dict[str,
     return header, rows, evals, notes
 
 
+def _no_pass_rate(evals: list[dict[str, Any]], ys: np.ndarray, y: str) -> list[str]:
+    """A note naming the evaluations whose ``y`` is NaN / inf (none: no note)."""
+    bad = [str(evals[i].get("step", "?")) for i in np.flatnonzero(~np.isfinite(ys))]
+    if not bad:
+        return []
+    return [f"{len(bad)} evaluation{'s' if len(bad) > 1 else ''} without a finite {y} (at step{'s' if len(bad) > 1 else ''} "
+            f"{', '.join(bad[:8])}{', ...' if len(bad) > 8 else ''}): left out of the figures and fits"]
+
+
+def _trained_steps(rows: list[dict[str, Any]], last_eval: int) -> int:
+    """The last step the run trained: a run stopped between evaluations trained past its last one. A resume
+    starts again from its checkpoint's step (the abandoned attempt's later rows are not this run's)."""
+    step = last_eval
+    for r in rows:
+        if r.get("type") == RESUME and isinstance(r.get("from_step"), int):
+            step = r["from_step"]
+        elif r.get("type") in ("train", "eval") and isinstance(r.get("step"), (int, float)):
+            step = int(r["step"])  # (steps rise within an attempt)
+    return max(step, last_eval)
+
+
 def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]], evals: list[dict[str, Any]],
                ys: np.ndarray) -> dict[str, Any]:
     """What the run is and did: its recipe, model and task, its compute, the pass rate's start, end and
-    best, its reward failures, resumes and collapses, whether it finished."""
+    best (``ys``: the finite pass rates), its reward failures, resumes and collapses, whether it finished."""
+    if ys.size == 0:
+        raise InputError(f"{output}: no evaluation with a finite pass rate yet")
     cfg = header.get("config", {})
     return dict(
+        trained_steps=_trained_steps(rows, int(evals[-1]["step"])),
         recipe=header.get("recipe"), model=header.get("model"), task=header.get("task"),
         params=header.get("params"), steps=int(evals[-1]["step"]), evaluations=len(evals),
         start=float(ys[0]), final=float(ys[-1]), gain=float(ys[-1] - ys[0]), best=float(ys.max()),
@@ -246,7 +272,7 @@ def _unfinished(f: dict[str, Any]) -> list[tuple[str, str]]:
     if f.get("finished", True):
         return []
     # (Not "step N of M": a resumed run's config keeps the steps it was started with.)
-    return [("status", f"unfinished (no final/ model yet): this covers the steps logged so far, to step {f['steps']}; "
+    return [("status", f"unfinished (no final/ model yet): this covers the steps logged so far, to step {f.get('trained_steps', f['steps'])}; "
                        "'final' below is the latest evaluation")]
 
 
@@ -296,7 +322,8 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
     lines = [
         ("recipe", _fmt(f["recipe"])),
         ("model", f"{f['model']} ({f['params']:,} parameters)" if f.get("params") else _fmt(f["model"])),
-        ("steps / evaluations", f"{f['steps']} / {f['evaluations']}"),
+        ("steps / evaluations", f"{f['steps']} / {f['evaluations']}" if f.get("trained_steps", f["steps"]) <= f["steps"]
+         else f"{f['trained_steps']} (the last evaluation at step {f['steps']}) / {f['evaluations']}"),
         *_unfinished(f),
         *_resumed(f),
         ("compute", f"{f['flops']:.3g} FLOPs, {f['gpu_hours'] * 3600:.0f} device-seconds, {f['samples']:,} samples"),
