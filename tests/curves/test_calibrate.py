@@ -228,6 +228,13 @@ def test_backtest_all_runs_points_to_calibrate_when_the_bands_miss(capsys, tmp_p
                              "--cut-fraction", "0.3", "--bootstrap", "0")
     assert code == 0, err
     assert f"`scalerl calibrate '{spaced}' --x x --y 'val score'` makes factors" in out
+    # --json said nothing of it: a script reading the JSON never learnt that the bands missed.
+    code, out, err = run_cli(capsys, "backtest", str(path), *XY, "--all-runs", "--cut-fraction", "0.3",
+                             "--bootstrap", "0", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert f"`scalerl calibrate {path} --x x --y val_score` makes factors" in doc["calibrate_advice"]
+    assert "shipped factors" in doc["calibrate_advice"] and doc["calibration"] is None
 
 
 def test_a_calibration_without_the_commands_level_is_refused_naming_the_file(capsys, two_level_calibration):

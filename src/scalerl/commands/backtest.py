@@ -245,7 +245,7 @@ def _all_runs(curves, args, settings: dict, unread=()) -> int:
     if args.plot and results:
         plotted = _plot([bt for _, bt in results], args, cut_labels=[f"{f:g}" for f, _ in results] if several else None)
     if args.json:
-        print(_all_runs_json(args, cuts, results, skipped, log_notes, summary, by_cut))
+        print(_all_runs_json(args, cuts, results, skipped, log_notes, summary, by_cut, what))
         _check_any_backtested(results, skipped, what, "in the JSON's \"skipped\"")
         return 0
     print(_runs_table(results, args.level, several))
@@ -283,7 +283,7 @@ def _log_notes(curves) -> list[str]:
     return [n for n in curves[0].notes if all(n in c.notes for c in curves) and n not in listed] if curves else []
 
 
-def _all_runs_json(args, cuts, results, skipped, log_notes, summary, by_cut) -> str:
+def _all_runs_json(args, cuts, results, skipped, log_notes, summary, by_cut, what: str) -> str:
     several = len(cuts) > 1
     return json.dumps(finite_json({
         "cut": args.cut, "cut_fraction": cuts if several else cuts[0],
@@ -298,6 +298,8 @@ def _all_runs_json(args, cuts, results, skipped, log_notes, summary, by_cut) -> 
         "notes": log_notes,
         "summary": summary.as_dict() if summary else None,
         **({"summary_by_cut": {f"{f:g}": s.as_dict() for f, s in by_cut.items()}} if several else {}),
+        # Said in the text only, before: a script reading the JSON never learnt that its bands missed.
+        "calibration": args.calibration, "calibrate_advice": _calibrate_advice(summary, what, args),
     }), allow_nan=False, default=_jsonable)
 
 
@@ -326,14 +328,23 @@ def _summaries_text(summary, by_cut: dict, cuts, what: str, n_skipped: int, args
     if several:
         lines.append(f"\nall cuts ({', '.join(f'{f:g}' for f in cuts)}) pooled:")
     lines.append(("" if several else "\n") + _summary_lines(summary, what, skipped=n_skipped))
-    chance = _chance_of_so_few(summary)
-    if chance < 0.05:
-        lines.append(f"  the {int(round(100 * args.level))}% bands covered {_pct(summary.end_coverage)} of these "
-                     f"{what}' end levels (so few by chance: p = {chance:.2g}): they are not like the runs the "
-                     "shipped factors come from; "
-                     f"`scalerl calibrate {shlex.join(args.paths)} --x {shlex.join(args.x)} --y {shlex.join(args.y)}` "
-                     "makes factors from your runs (then --calibration FILE)")
+    advice = _calibrate_advice(summary, what, args)
+    if advice:
+        lines.append(f"  {advice}")
     return "\n".join(lines)
+
+
+def _calibrate_advice(summary, what: str, args) -> str | None:
+    """Where the bands covered too few end levels to be chance: that the runs are not like the shipped factors'
+    and the command that makes factors from them (the text and the JSON's ``"calibrate_advice"``); else None."""
+    chance = _chance_of_so_few(summary) if summary is not None else 1.0
+    if chance >= 0.05:
+        return None
+    return (f"the {int(round(100 * args.level))}% bands covered {_pct(summary.end_coverage)} of these {what}' end "
+            f"levels (so few by chance: p = {chance:.2g}): they are not like the runs the "
+            f"{'factors of ' + args.calibration if args.calibration else 'shipped factors'} come from; "
+            f"`scalerl calibrate {shlex.join(args.paths)} --x {shlex.join(args.x)} --y {shlex.join(args.y)}` "
+            "makes factors from your runs (then --calibration FILE)")
 
 
 def _chance_of_so_few(summary) -> float:
