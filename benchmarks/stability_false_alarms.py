@@ -10,6 +10,7 @@
    problems (linear and log-spaced x), a flat plateau on such sets, Student-t (2 and 3 degrees of
    freedom) and Gaussian noise with an occasional bad evaluation -- at 6-60 points, ``--seeds`` each:
    how many are called unstable, by which test.
+3. Runs that do fall (a rise, then a collapse to 0 or a decline to 0.18) at 8-60 points: how many are caught.
 (Written from a review's scripts: the first version of the "fell in its last evaluations" test flagged
 healthy dips on 7 shipped runs here.)
 """
@@ -80,6 +81,25 @@ def simulations(seeds: int) -> None:
                       f"({without} with the last-evaluations test off) {alarms or ''}")
 
 
+def _falling(kind: str, n: int, rng: np.random.Generator, noise: float) -> tuple[np.ndarray, np.ndarray]:
+    """A rise to 0.25 over the first half of the compute, then a collapse to 0 or a decline to 0.18
+    (the shapes of benchmarks/forecast_corpus.py --stability), at ``n`` evaluations."""
+    x = np.r_[0.0, np.linspace(300 / n, 300, n)]
+    base = 0.05 + 0.20 * (1 - np.exp(-x / 40))
+    y = (np.where(x > 150, base * np.exp(-(x - 150) / 40), base) if kind == "collapse"
+         else np.where(x > 150, base - 0.07 * (x - 150) / 150, base))
+    return x, np.clip(y + rng.normal(0, noise, x.size), 0, 1)
+
+
+def detections(seeds: int) -> None:
+    """What the check is for: the runs that do fall, at 8-60 evaluations -- the price of fewer false alarms."""
+    for kind in ("collapse", "decline"):
+        for noise in (0.01, 0.02):
+            found = [sum(check_stability(*_falling(kind, n, np.random.default_rng(s), noise)).unstable
+                         for s in range(seeds)) for n in (8, 12, 20, 30, 60)]
+            print(f"  {kind} (noise {noise}): flagged at 8/12/20/30/60 points: {' / '.join(map(str, found))} of {seeds}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=400)
@@ -88,6 +108,8 @@ def main() -> None:
     shipped_cuts()
     print(f"2. healthy simulated runs ({args.seeds} seeds each):")
     simulations(args.seeds)
+    print(f"3. runs that fall ({args.seeds} seeds each):")
+    detections(args.seeds)
 
 
 if __name__ == "__main__":

@@ -5,10 +5,11 @@ rate falls back towards where it started) or keeps declining, any extrapolation 
 a statement the data contradict. :func:`check_stability` says so from the evaluations alone,
 with three tests:
 
-* **peaked and fell** -- the evaluations in equal-count bins (3-8 bins, >= 4 points each):
-  the fall from the best bin mean to the last bin mean;
+* **peaked and fell** -- the evaluations in equal-count bins (2-8 bins, >= 4 points each from 8
+  points on): the fall from the best bin mean to the last bin mean;
 * **falling at the end** -- a least-squares line in ln C through the last third of the
-  points (>= 5): the drop it implies across them;
+  points (>= 5): the drop it implies across them, its standard errors read in Student's t with
+  the line's k - 2 degrees of freedom;
 * **fell in its last evaluations** -- the last ``n_end`` (2) evaluations, each at least
   ``n_sd`` noise sds below the best bin's median, their mean by ``n_se`` standard errors (from the
   noise of one evaluation, no less than the scatter inside that bin), by ``n_sd_late`` sds, and by
@@ -24,7 +25,7 @@ with three tests:
 A fall counts when it is beyond the noise in both senses, *significant* and *material*:
 
 * at least ``n_se`` (3) standard errors -- Welch's, from the scatter inside the two bins, or
-  the line's from its residuals;
+  the line's from its residuals (as many as 3 are of a normal variable: 9.2 at 5 points);
 * at least ``min_share`` (10%) of the gain the run had made at its best (best bin - R0),
   *and* at least ``n_sd`` (3) times the noise of one evaluation
   (:func:`scalerl.curves.window.noise_sd`) -- ``n_sd_late`` (4) for the line, which a short
@@ -49,6 +50,8 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from scalerl.curves.window import noise_sd
 
@@ -102,8 +105,11 @@ class Stability:
 
 
 def _bins(n: int) -> list[np.ndarray]:
-    """Equal-count bins in evaluation order: 3 to 8 of them, at least 4 points each."""
-    k = int(min(8, max(3, n // 4)))
+    """Equal-count bins in evaluation order: 2 to 8 of them, at least 4 points each where the run has 8
+    (3 each for 6-7 points). Three bins of a 6-11-point run held 2-3 points, whose two-point Welch errors
+    can be ~0: flat runs on 30-100-problem evaluation sets were called "peaked and fell" 3-4% of the
+    time at 6 points (``benchmarks/stability_false_alarms.py``)."""
+    k = int(min(8, max(2, n // 4)))
     return [b for b in np.array_split(np.arange(n), k) if b.size]
 
 
@@ -146,13 +152,17 @@ def check_stability(
         s_res = math.sqrt(float((resid**2).sum()) / max(k - 2, 1))
         span = float(u[-1] - u[0])
         late_drop, late_se = -slope * span, s_res / math.sqrt(sxx) * span
+        # The line's error comes from its own k - 2 residuals: as many standard errors as n_se is of a
+        # normal variable, in Student's t with k - 2 degrees of freedom (3 of them at 5 points: 9.2 for
+        # 3). With 3 flat, noisy 5-point lines read as falling 3% of the time, not 0.1%.
+        late_q = float(student_t.isf(norm.sf(n_se), k - 2))
     else:  # all at one compute value: no slope to speak of
-        late_drop, late_se = 0.0, 0.0
+        late_drop, late_se, late_q = 0.0, 0.0, n_se
 
     sigma = noise_sd(ys)
 
-    def falls(amount: float, se: float, k_sd: float) -> bool:
-        significant = amount >= n_se * se
+    def falls(amount: float, se: float, k_sd: float, n_errors: float) -> bool:
+        significant = amount >= n_errors * se
         material = amount >= max(min_share * max(gain, 0.0), k_sd * sigma)
         return amount > 0 and significant and material
 
@@ -176,9 +186,9 @@ def check_stability(
                  and end_fall >= n_se * end_se and end_fall >= n_sd_late * sigma_end)
 
     kind = STABLE
-    if falls(fall, fall_se, n_sd) and i_peak < len(bins) - 1:
+    if falls(fall, fall_se, n_sd, n_se) and i_peak < len(bins) - 1:
         kind = PEAKED
-    elif falls(late_drop, late_se, n_sd_late):
+    elif falls(late_drop, late_se, n_sd_late, late_q):
         kind = FALLING
     elif ended_low:
         kind, fall, fall_se = PEAKED, end_fall, end_se
