@@ -212,13 +212,14 @@ def test_a_stop_during_the_final_save_waits_for_it_and_never_leaves_half_a_final
     final.mkdir()
     for name in ("config.json", "model.safetensors"):
         (final / name).write_text("old")
-    me = SimpleNamespace(output=tmp_path, group=None, policy=None,
+    me = SimpleNamespace(output=tmp_path, group=None, policy=None, step=4,
                          cfg=SimpleNamespace(model=SimpleNamespace(lora=SimpleNamespace(save="merged"))))
     with sigterm_stops_like_ctrl_c():
         with pytest.raises(Terminated):
             Trainer._save_final(me)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["final"]
-    assert {p.name: p.read_text() for p in final.iterdir()} == {"config.json": "new", "model.safetensors": "new"}
+    assert {p.name: p.read_text() for p in final.iterdir()} == {"config.json": "new", "model.safetensors": "new",
+                                                              "scalerl_final.json": '{"step": 4}\n'}
 
 
 def test_the_line_of_a_stop_during_the_final_save_says_the_run_is_trained():

@@ -35,6 +35,21 @@ FINAL = "final"
 """The finished run's model directory in a run directory (renamed into place when the run ends)."""
 
 
+#: In ``final/``: the step the run had trained when it saved that model (``{"step": N}``). An extended run
+#: (``--resume --steps`` more) keeps the earlier end's final/ until it saves its own: without the step, a
+#: report of the extension stopped part-way read as a finished run's.
+FINAL_STEP_FILE = "scalerl_final.json"
+
+
+def final_model_step(run_dir: str | os.PathLike) -> int | None:
+    """The step of the run's ``final/`` model, or None (no final/, or one saved before the step was kept)."""
+    try:
+        step = json.loads((Path(run_dir) / FINAL / FINAL_STEP_FILE).read_text()).get("step")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return step if isinstance(step, int) else None
+
+
 def has_final_model(run_dir: str | os.PathLike) -> bool:
     """Whether the run in ``run_dir`` saved its final model: a full model (``config.json``) or, with
     ``model.lora.save=adapter``, a LoRA adapter alone (``adapter_config.json``, no config.json)."""

@@ -200,8 +200,9 @@ def overwrite_run_dir(out: Path) -> None:
     if any(out.iterdir()) and not any((out / m).exists() for m in RUN_MARKERS):
         raise InputError(f"--overwrite: {out} is not a scalerl run directory (no {', '.join(RUN_MARKERS)}); "
                          "refusing to delete it")
-    from scalerl.train.run_directory import foreign_files
+    from scalerl.train.run_directory import RunDirectoryLock, foreign_files
 
+    RunDirectoryLock(out).release()  # a run still training in it: refused, not deleted under it
     shown = foreign_files(out)
     if shown:  # put there since the run (a notebook, the user's plot): deleted with it, unseen
         raise InputError(f"--overwrite: {out} holds files that a run does not write ({shown}); --overwrite deletes "

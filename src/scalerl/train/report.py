@@ -24,7 +24,7 @@ from scalerl.curves import Curve, backtest, forecast
 from scalerl.curves.bands import DEFAULT_LEVEL, read_calibration
 from scalerl.errors import InputError
 from scalerl.report_text import html_page, html_table, md_fence, md_table, md_text
-from scalerl.runlog import RESUME, has_final_model, read_runlog
+from scalerl.runlog import RESUME, final_model_step, has_final_model, read_runlog
 from scalerl.train.collapse import collapse_note, collapsed_steps
 from scalerl.train.config import CALIBRATION_COPY
 from scalerl.train.report_files import CURVE_PNG, REPORT_HTML, REPORT_MD, SETS_PNG
@@ -70,6 +70,8 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     ys = np.array([r[y] for r in evals], dtype=float)
     f = rep.facts
     f.update(_run_facts(output, header, rows, evals, ys[np.isfinite(ys)]))
+    # final/ of an earlier end (an extended run stopped part-way) does not make this run finished.
+    f["finished"] = f["has_final"] and (f["final_step"] is None or f["final_step"] >= f["trained_steps"])
     # A torn last line (a kill mid-write), as fit says of it; evaluations without a pass rate, which the
     # fits leave out (start and final once read "nan -> ...").
     f["log_notes"] = [*log_notes, *_no_pass_rate(evals, ys, y)]
@@ -82,7 +84,7 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     rep.files.append(figure)
     f.update(_whole_run_fit(curve, evals, xs, n_boot=n_boot, calibration=cal))
     rep.files.append(_plot_sets(evals, sets, x, output / SETS_PNG))
-    rep.sample = last_sample(output)
+    rep.sample = last_sample(output, step=evals[-1].get("step"))
     rep.files += _write_text(rep, sets)
     return rep
 
@@ -135,7 +137,8 @@ def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]],
         gpu_hours=float(evals[-1].get("gpu_hours", math.nan)), flops=float(evals[-1].get("flops", math.nan)),
         samples=int(evals[-1].get("samples", 0)),
         reward_errors=int(evals[-1].get("reward_errors", 0)), reward_timeouts=int(evals[-1].get("reward_timeouts", 0)),
-        finished=has_final_model(output),
+        final_step=final_model_step(output) if has_final_model(output) else None,
+        has_final=has_final_model(output),
         resumed_from_steps=[r.get("from_step") for r in rows if r.get("type") == RESUME],
         collapsed_steps=collapsed_steps(r for r in rows if r.get("type") == "train"),
         lr=cfg.get("recipe", {}).get("optimizer", {}).get("lr"),
@@ -222,13 +225,17 @@ def check_x_column(evals: list[dict[str, Any]], x: str, log: Path) -> None:
     raise InputError(f"{log}: no column {x!r} in every evaluation row; give --x one of: {', '.join(numeric)}")
 
 
-def last_sample(output: Path) -> dict[str, Any] | None:
+def last_sample(output: Path, step: int | None = None) -> dict[str, Any] | None:
     """A completion of the run's last evaluation from ``samples.jsonl`` (a passing one if there
-    is one: it shows what the model learned to write), or None when the run logged none."""
+    is one: it shows what the model learned to write), or None when the run logged none. ``step``: the last
+    evaluation the run log holds -- a kill during an evaluation leaves its samples written and its row not
+    (a resume cuts them back), and the report showed a sample of an evaluation it does not list."""
     path = output / "samples.jsonl"
     if not path.exists():
         return None
     _, rows, _ = read_runlog(path)
+    if step is not None:
+        rows = [r for r in rows if isinstance(r.get("step"), (int, float)) and r["step"] <= step]
     if not rows:
         return None
     last = [r for r in rows if r.get("step") == rows[-1].get("step") and r.get("set") == rows[-1].get("set")]
@@ -271,8 +278,11 @@ def _unfinished(f: dict[str, Any]) -> list[tuple[str, str]]:
     report of a run in progress read like the report of a finished one ("final" = the latest)."""
     if f.get("finished", True):
         return []
-    # (Not "step N of M": a resumed run's config keeps the steps it was started with.)
-    return [("status", f"unfinished (no final/ model yet): this covers the steps logged so far, to step {f.get('trained_steps', f['steps'])}; "
+    trained = f.get("trained_steps", f["steps"])
+    if f.get("has_final"):  # an extension stopped part-way: final/ is the earlier end's model
+        return [("status", f"unfinished: trained to step {trained}, but final/ holds the model of step {f['final_step']} "
+                           "(an earlier end: the run was extended since); 'final' below is the latest evaluation")]
+    return [("status", f"unfinished (no final/ model yet): this covers the steps logged so far, to step {trained}; "
                        "'final' below is the latest evaluation")]
 
 

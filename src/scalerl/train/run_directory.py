@@ -8,9 +8,10 @@ No torch here: the commands check a directory before they import the trainer.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from scalerl.config import load_yaml
+from scalerl.config import load_yaml, save_yaml
 from scalerl.errors import InputError
 from scalerl.runlog import FINAL, RUNLOG, read_runlog
 from scalerl.train.config import CALIBRATION_COPY, TrainConfig
@@ -26,6 +27,42 @@ SAMPLES = "samples.jsonl"
 #: The file that marks a study directory (scalerl.study.spec.SPEC_FILE; named here because train
 #: sits below the study layer and may not import it).
 STUDY_SPEC = "study.yaml"
+
+
+class RunDirectoryLock:
+    """An exclusive lock on a run directory, held by the process that trains in it: ``flock`` on the
+    directory itself (no file of its own in it), which the kernel drops when the process dies, a kill -9
+    too. Without it, ``--overwrite`` deleted the directory of a run still training (which went on writing
+    into deleted files, its run log lost) and a second ``--resume`` trained beside the first, both ending
+    "successfully" with one's rows and the other's checkpoints. Where ``fcntl`` is missing (Windows) it
+    holds nothing."""
+
+    def __init__(self, output: Path) -> None:
+        self.output = output
+        self._fd: int | None = None
+        try:
+            import fcntl
+        except ImportError:
+            return
+        fd = os.open(output, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise InputError(f"{output}: a run is training in it now (another process holds it); wait for that "
+                             "run to end, or stop it (Ctrl-C), before --resume or --overwrite") from None
+        except OSError:  # a file system without flock: no lock, as on Windows
+            os.close(fd)
+            return
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # (closing the descriptor drops the lock)
+            self._fd = None
+
+    def __del__(self) -> None:  # a Trainer built and never run or closed still lets the directory go
+        self.release()
 
 
 def check_output(output: Path, resume: bool) -> None:
@@ -93,6 +130,22 @@ def refuse_lost_history(runlog: Path) -> None:
             f"--resume: {runlog.parent} has {max(steps)} logged steps but no checkpoint to resume from "
             f"({runlog.parent / CHECKPOINTS} is missing or empty); resuming would start over and overwrite "
             "them. Start a new run with another --output (or --overwrite to discard this one)")
+
+
+def record_steps(output: Path, steps: int) -> None:
+    """Save an extended (or shortened) run's new ``run.steps`` in its ``config.yaml``, nothing else of it: a
+    resume with ``--steps`` more that was stopped again said "resume with: scalerl train --output DIR
+    --resume", which read the old steps back, "trained" nothing and saved final/ at the stop."""
+    path = output / CONFIG
+    cfg = load_yaml(TrainConfig, path)
+    if cfg.run.steps != steps:
+        cfg.run.steps = steps
+        save_run_config(output, cfg)
+
+
+def save_run_config(output: Path, cfg: TrainConfig) -> None:
+    """The run's resolved config, as ``--resume`` and ``--config RUN/config.yaml`` read it back."""
+    save_yaml(cfg, output / CONFIG, header=f"scalerl run {output.name} (resolved config)")
 
 
 def resumed_config(output: str | Path, *, steps: int | None = None, progress: bool | None = None,

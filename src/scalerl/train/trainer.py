@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import errno
+import json
 import os
 import sys
 import time
@@ -31,7 +32,7 @@ from typing import Any
 
 import torch
 
-from scalerl.config import save_yaml, to_dict
+from scalerl.config import to_dict
 from scalerl.errors import ConfigError, InputError, NonFiniteError, RunInterrupted, ScaleRLError
 from scalerl.generate.attention import cudnn_attention
 from scalerl.generate.base import Generator, SamplingParams
@@ -44,7 +45,7 @@ from scalerl.pipeline.weights import Weights
 from scalerl.rl.components import resolve_recipe, validate_recipe
 from scalerl.rl.sampler import PromptSampler
 from scalerl.rollout.context import RolloutContext, RoundContext
-from scalerl.runlog import FINAL, HEADER, RESUME, RUNLOG, RunLogWriter, read_runlog
+from scalerl.runlog import FINAL, FINAL_STEP_FILE, HEADER, RESUME, RUNLOG, RunLogWriter, read_runlog
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
 from scalerl.stop_signals import stop_under_way, stops_deferred, stops_delivered
 from scalerl.tasks.base import Problem, reference_notes
@@ -68,8 +69,8 @@ from scalerl.train.loggers import make_sinks
 from scalerl.train.policy import load_policy, load_policy_weights, policy_weights, save_policy
 from scalerl.train.preflight import (check_generation_budget, discard_unstarted_run,
                                      decode_rows, run_device, update_tokens)
-from scalerl.train.run_directory import (CHECKPOINTS, CONFIG, SAMPLES, check_output, refuse_lost_history,
-                                        resumed_config)
+from scalerl.train.run_directory import (CHECKPOINTS, CONFIG, SAMPLES, RunDirectoryLock, check_output,
+                                        record_steps, refuse_lost_history, resumed_config, save_run_config)
 from scalerl.train.shard_generation import ShardedGenerator
 from scalerl.train.shard_weights import ShardWeights
 from scalerl.train.update import build_optimizer, policy_update
@@ -156,11 +157,12 @@ class Trainer:
             steps.append(self.source.close)
         steps += [parts[name].close for name in ("runlog", "samples") if name in parts]
         steps.append(self._restore_process_settings)
-        if not self.resume and (self.rank is None or self.rank.leader):
+        # (Only with the directory held: one another process trains in is that run's, not this one's to clear.)
+        if not self.resume and (self.rank is None or self.rank.leader) and "_dir_lock" in parts:
             steps.append(self._discard_unstarted)
         # After the discard, which decides whether the sinks are closed or discarded (_end_sink).
         steps += [partial(self._end_sink, sink, False) for sink in parts.get("sinks", ())]
-        close_each(steps, failing=True)
+        close_each([*steps, self._release_output], failing=True)
 
     def _discard_unstarted(self, runlog: RunLogWriter | None = None) -> None:
         """A run stopped before its first checkpoint leaves its directory as it found it (the files
@@ -228,6 +230,8 @@ class Trainer:
             self.output.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # e.g. a path under /proc, or a read-only file system
             raise InputError(f"--output {self.output}: cannot create the run directory: {exc.strerror}") from None
+        if self.rank is None or self.rank.leader:  # (one writer per run directory: the leader of --nproc's ranks)
+            self._dir_lock = RunDirectoryLock(self.output)
 
     def _copy_calibration(self) -> None:
         """The live forecast's calibration, copied into the run directory at its start (a resume
@@ -397,8 +401,10 @@ class Trainer:
         if self.resume:
             self._restore()
             self._resume_sinks()
+            if self.rank is None or self.rank.leader:
+                record_steps(self.output, self.cfg.run.steps)
         else:
-            save_yaml(cfg, self.output / CONFIG, header=f"scalerl run {self.output.name} (resolved config)")
+            save_run_config(self.output, cfg)
             self.runlog = RunLogWriter(self.output / RUNLOG, self._header())
             self.samples = RunLogWriter(self.output / SAMPLES, resume_offset=0)
 
@@ -809,6 +815,7 @@ class Trainer:
                 save_policy(dataclasses.replace(self.policy, model=self.gen_model), tmp, weights=weights)
             else:
                 save_policy(self.policy, tmp, lora_save=self.cfg.model.lora.save)  # in model.dtype; LoRA merged or not
+            (tmp / FINAL_STEP_FILE).write_text(json.dumps({"step": self.step}) + "\n")  # renamed in with the model
             if final.exists():
                 os.rename(final, old)
             os.rename(tmp, final)
@@ -830,8 +837,14 @@ class Trainer:
         """Files and metric sinks (``ok``: whether the run ended well, as W&B records it; ``failing``:
         the run is on its way out with an error of its own, a close's error only a note -- by default
         where it did not end well); the reward workers are closed with the generators (:meth:`_train`)."""
-        close_each([self.runlog.close, self.samples.close, *(partial(self._end_sink, sink, ok) for sink in self.sinks)],
-                   failing=not ok if failing is None else failing)
+        close_each([self.runlog.close, self.samples.close, *(partial(self._end_sink, sink, ok) for sink in self.sinks),
+                    self._release_output], failing=not ok if failing is None else failing)
+
+    def _release_output(self) -> None:
+        """Let the run directory go (:class:`RunDirectoryLock`): the run's files are closed."""
+        lock = self.__dict__.pop("_dir_lock", None)
+        if lock is not None:
+            lock.release()
 
     def _close_task(self) -> None:
         """Stop the task's reward worker processes (a user function's, math-verify's), if it has any."""
