@@ -83,3 +83,13 @@ def test_a_glob_for_y_reads_every_evaluation_set(tmp_path):
     literal = tmp_path / "star.csv"
     literal.write_text("step,acc*\n0,0.1\n1,0.2\n2,0.3\n3,0.35\n")
     assert [c.name for c in read_curves(literal, "step", "acc*")] == ["star"]
+
+
+def test_a_glob_for_y_leaves_the_x_column_out(tmp_path):
+    """A table with a column per run (step, arm_a, arm_b) read with --y '*': each arm is a curve; the
+    step column, though the glob matches it, is the x axis, not a metric left out with a note."""
+    table = tmp_path / "by_step.csv"
+    table.write_text("step,arm_a,arm_b\n25,0.50,0.40\n50,0.55,0.45\n75,0.58,\n100,0.60,0.50\n")
+    curves = read_curves(table, "step", "*")
+    assert [c.name for c in curves] == ["by_step | arm_a", "by_step | arm_b"]
+    assert not any("left out" in note for c in curves for note in c.notes)

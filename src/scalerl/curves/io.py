@@ -516,7 +516,10 @@ def _matching(path, pattern: str, args: dict) -> list[str] | None:
     columns = log_columns(path, fmt=args["fmt"], run_column=args["run_column"])
     if pattern in columns:
         return None
-    matches = fnmatch.filter(columns, pattern)
+    # The x column (and a run column) is never a metric of its own: a table with a column per run
+    # read with --y '*' would otherwise try the step as a curve too and say it was left out.
+    axes = {args.get("x"), args.get("run_column") or "run"}
+    matches = [c for c in fnmatch.filter(columns, pattern) if c not in axes]
     if not matches:
         likely = ", ".join(repr(c) for c in likely_columns("y", columns)[:30]) or "(none)"
         raise InputError(f"{path}: no metric matches --y {pattern!r}; metric-like columns: {likely}")
