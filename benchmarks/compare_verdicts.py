@@ -9,17 +9,24 @@ with the default rule (``intervals``, 95%):
 - ``C_mid x1.5`` / ``C_mid x2.4`` / ``B 1.5 -> 2.2``: efficiency changes -- *efficiency* is right;
 - ``A -0.05`` / ``A -0.15``: ceiling changes -- *ceiling* is right.
 
-This measures the classifier under its own assumptions (independent evaluation noise, one seed):
-what it gets wrong here it gets wrong on real runs too; run-to-run variation between seeds comes
-on top (see ``one_seed_caveat``).
+By default this measures the classifier under its own assumptions (independent evaluation noise,
+one seed, both runs starting exactly at R0). The other sources of variation a user's runs have:
+
+- ``--start-noise SD``: the evaluation before training is as noisy as the others (sampled
+  evaluations of the same base model under different seeds): each run's R0 measured with that sd;
+- ``--seeds K --seed-sd-A SD --seed-sd-logC SD``: K seeds a run, pooled, each seed's A and ln C_mid
+  drawn around the case's law with those sds (seeds of one configuration do not end alike).
 
     python benchmarks/compare_verdicts.py                 # 100 pairs a case, noise 0.006 (~6 min)
     python benchmarks/compare_verdicts.py --pairs 40 --noise 0.015
+    python benchmarks/compare_verdicts.py --pairs 50 --cases identical --start-noise 0.015 --noise 0.015
+    python benchmarks/compare_verdicts.py --pairs 50 --cases identical --seeds 3 --seed-sd-A 0.02
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 import numpy as np
@@ -45,17 +52,23 @@ def sigmoid(C: np.ndarray, A: float, B: float, C_mid: float, R0: float = 0.3) ->
         return np.where(C > 0, R0 + (A - R0) / (1 + (C_mid / np.where(C > 0, C, 1.0)) ** B), R0)
 
 
-def verdicts(law: tuple[float, float, float], pairs: int, noise: float, n_boot: int) -> dict[str, int]:
+def verdicts(law: tuple[float, float, float], pairs: int, noise: float, n_boot: int, *, start_noise: float = 0.0,
+             seeds: int = 1, seed_sd_A: float = 0.0, seed_sd_logC: float = 0.0) -> dict[str, int]:
     """Counts of each verdict over ``pairs`` draws of (base, run)."""
     x = np.linspace(0, 200, 21).round() * 1e10
     counts: dict[str, int] = {}
     for i in range(pairs):
         rng = np.random.default_rng(i)
         runs = {}
-        for label, params in (("base", BASE), ("run", law)):
-            y = sigmoid(x, *params) + rng.normal(0, noise, x.size)
-            y[0] = 0.3  # the same model and evaluation seed: both start at R0
-            runs[label] = [Curve.from_arrays(x, y, name=label)]
+        for label, (A, B, C_mid) in (("base", BASE), ("run", law)):
+            runs[label] = []
+            for _ in range(seeds):
+                a = A + rng.normal(0, seed_sd_A) if seed_sd_A else A
+                c = C_mid * math.exp(rng.normal(0, seed_sd_logC)) if seed_sd_logC else C_mid
+                y = sigmoid(x, a, B, c) + rng.normal(0, noise, x.size)
+                # Default: the same model and evaluation seed, so both start exactly at R0.
+                y[0] = 0.3 + (rng.normal(0, start_noise) if start_noise else 0.0)
+                runs[label].append(Curve.from_arrays(x, y, name=label))
         kind = compare(runs, n_boot=n_boot, forecasts=False, seed=i).classifications[0].kind
         counts[kind] = counts.get(kind, 0) + 1
     return counts
@@ -67,13 +80,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--noise", type=float, default=0.006)
     ap.add_argument("--bootstrap", type=int, default=300, help="compare's bootstrap resamples (its default)")
     ap.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    ap.add_argument("--start-noise", type=float, default=0.0, help="sd of each run's evaluation before training")
+    ap.add_argument("--seeds", type=int, default=1, help="seeds a run (pooled)")
+    ap.add_argument("--seed-sd-A", type=float, default=0.0, help="sd of a seed's A around the case's")
+    ap.add_argument("--seed-sd-logC", type=float, default=0.0, help="sd of a seed's ln C_mid around the case's")
     args = ap.parse_args(argv)
-    print(f"{args.pairs} pairs a case, noise sd {args.noise:g}, one seed a run, rule intervals (95%)\n")
+    print(f"{args.pairs} pairs a case, noise sd {args.noise:g}, start noise sd {args.start_noise:g}, {args.seeds} "
+          f"seed(s) a run (sd of A {args.seed_sd_A:g}, of ln C_mid {args.seed_sd_logC:g}), rule intervals (95%)\n")
     print(f"{'case':<14} {'right verdict':<16} {'ceiling':>8} {'efficiency':>10} {'no clear effect':>15}  {'right':>6}")
     t = time.perf_counter()
     for case in args.cases:
         law, right = CASES[case]
-        c = verdicts(law, args.pairs, args.noise, args.bootstrap)
+        c = verdicts(law, args.pairs, args.noise, args.bootstrap, start_noise=args.start_noise, seeds=args.seeds,
+                     seed_sd_A=args.seed_sd_A, seed_sd_logC=args.seed_sd_logC)
         share = {k: c.get(k, 0) / args.pairs for k in (CEILING, EFFICIENCY, NONE)}
         print(f"{case:<14} {right:<16} {share[CEILING]:>7.0%} {share[EFFICIENCY]:>10.0%} {share[NONE]:>15.0%}  "
               f"{share[right]:>6.0%}")

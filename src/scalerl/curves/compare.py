@@ -41,7 +41,7 @@ from scalerl.curves.sigmoid_fit import SigmoidFit
 from scalerl.curves.solver import B_BOUNDS, fit_sigmoid_fixed_A, sigmoid_model
 from scalerl.curves.stability import Stability, check_stability
 from scalerl.curves.takeoff import below_first
-from scalerl.curves.uncertainty import SeedFit, fit_seeds, pool_curves, seeded_rng
+from scalerl.curves.uncertainty import RunResampler, SeedFit, fit_seeds, pool_curves, seeded_rng
 from scalerl.errors import InputError
 
 RULES = ("intervals", "paper")
@@ -212,7 +212,7 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
         raise InputError("the intervals rule needs bootstrap samples; use n_boot > 0 or --rule paper")
     m = min(len(rb.samples), len(bb.samples))
     dA_samples = rb.samples[:m, 0] - bb.samples[:m, 0]
-    dA_int = _pct(dA_samples, level)
+    dA_int = _normal(dA, dA_samples, float(norm.ppf(1 - (1 - level) / 2)))
     if (dA_int[0] > 0 or dA_int[1] < 0) and abs(dA) >= min_effect:
         return Classification(
             run.label, base.label, CEILING, dA > 0, dA, dA_int, rule="intervals",
@@ -275,21 +275,20 @@ def _shared_ceiling_bootstrap(run: RunFit, base: RunFit, *, n_boot: int, seed: i
     A_max = max(run.fit.A_max, base.fit.A_max)
     A, per, _ = joint_fit([xr, xb], [yr, yb], r0s, start, A_max=A_max)
     (B_r, C_r), (B_b, C_b) = per
-    fitted = [sigmoid_model(np.log(xr), A, B_r, math.log(C_r), r0s[0]), sigmoid_model(np.log(xb), A, B_b, math.log(C_b), r0s[1])]
-    resid = [yr - fitted[0], yb - fitted[1]]
-    # Fitted residuals are smaller than the noise by the parameters they were fitted with (one
-    # shared A, a B and a C_mid each): rescaled by sqrt(n / (n - p)), as a residual bootstrap of a
-    # small fit needs, or its intervals come out too narrow.
-    n_pts = sum(len(r) for r in resid)
-    inflate = math.sqrt(n_pts / max(n_pts - 5, 1))
-    resid = [(r - r.mean()) * inflate for r in resid]
+    # Each run's replicates as its own bootstrap draws them (uncertainty.RunResampler): its seeds resampled,
+    # each with its own curve, and its measured R0 resampled too. Before, the pooled points' residuals
+    # around the joint fit were resampled with both R0s held: neither the seeds' spread of C_mid nor the
+    # noise of the evaluation before training reached dB and ln C_mid, and runs of one law came out
+    # "efficiency" 20-25% of the time at 95% (benchmarks/compare_verdicts.py --start-noise, --seeds).
+    resamplers = [RunResampler.of(r.fit, r.seeds.per_seed) for r in (run, base)]
     rng = seeded_rng(seed)
     dB, dlogC, Cs = [], [], []
     st = [(A, B_r, C_r), (A, B_b, C_b)]
     for _ in range(n_boot):
-        ys = [f + rng.choice(r, size=len(r)) for f, r in zip(fitted, resid)]
+        draws = [rs.draw(rng) for rs in resamplers]
+        r0b = [d[2] if d[2] is not None else r0 for d, r0 in zip(draws, r0s)]
         try:
-            _, pb, _ = joint_fit([xr, xb], ys, r0s, st, A_max=A_max)
+            _, pb, _ = joint_fit([d[0] for d in draws], [d[1] for d in draws], r0b, st, A_max=A_max)
         except ValueError:
             continue
         dB.append(pb[0][0] - pb[1][0])

@@ -159,9 +159,10 @@ def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, 
     """Variants of the study, the curves of their finished runs, the runs still pending and the runs
     left out (with the reason: one unreadable log must not sink the analysis of all the others)."""
     from scalerl.study.plan import Budget, plan_study
-    from scalerl.study.run_state import DAMAGED, read_log, run_status
+    from scalerl.study.run_state import DAMAGED, failed_runs, read_log, run_status
 
     plans = plan_study(spec, directory)
+    failed = failed_runs(directory)
     budget = Budget.of(spec)
     variants: list[Variant] = []
     curves: dict[str, list[Curve]] = {}
@@ -178,7 +179,7 @@ def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, 
             left_out[p.variant.label].append(f"seed{p.seed}: damaged run log ({problem})")
             continue
         if status != "done":
-            where = f"step {rows[-1]['step']}" if rows else "not started"
+            where = failed.get((p.directory.parent.name, p.seed)) or (f"step {rows[-1]['step']}" if rows else "not started")
             pending[p.variant.label].append(f"seed{p.seed}: {where}")
             continue
         y = _y_column(p.directory)

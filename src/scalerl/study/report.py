@@ -26,6 +26,7 @@ import numpy as np
 from scalerl.atomic_files import replaced_atomically, write_text_atomically
 from scalerl.report_text import html_page, html_table, inline_md, md_table, md_text
 from scalerl.study.analysis import StudyAnalysis, VariantResult, analyse_study, linearise
+from scalerl.study.run_state import PROGRESS
 
 FIGURES = ("curves.png", "intervals.png", "loo_view.png")
 
@@ -216,7 +217,7 @@ def _plot_loo_view(a: StudyAnalysis, path: Path) -> Path:
 
 def _run_seconds(directory: Path, key: str = "seconds") -> float | None:
     """Sum over runs of ``key`` (seconds: wall; cpu_seconds: CPU) of their trained/resumed records."""
-    log = directory / "progress.jsonl"
+    log = directory / PROGRESS
     if not log.exists():
         return None
     latest: dict[tuple[str, int], float] = {}

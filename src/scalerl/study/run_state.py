@@ -18,6 +18,36 @@ from scalerl.study.plan import Budget, RunPlan, comparable_config
 DAMAGED = "damaged"
 
 
+#: The study's record of each execution of a run, a line each (``runner.run_study`` writes it).
+PROGRESS = "progress.jsonl"
+
+
+def failed_runs(study_dir: Path) -> dict[tuple[str, int], str]:
+    """``{(label, seed): "failed at step N: ERROR"}`` for the runs whose latest execution failed, from
+    ``progress.jsonl``. A failed run leaves its directory as it found it (empty, or at its last
+    checkpoint), so its directory alone read as a run "not started" in the study's report."""
+    import json
+
+    latest: dict[tuple[str, int], dict[str, Any]] = {}
+    try:
+        lines = (Path(study_dir) / PROGRESS).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return {}
+    for line in lines:
+        try:
+            o = json.loads(line)
+        except json.JSONDecodeError:  # a torn last line (a kill mid-write): the others stand
+            continue
+        if isinstance(o, dict) and isinstance(o.get("label"), str) and isinstance(o.get("seed"), int):
+            latest[(o["label"], o["seed"])] = o
+    out = {}
+    for key, o in latest.items():
+        if o.get("status") == "failed":
+            error = str(o.get("error") or "no error recorded").strip().splitlines()
+            out[key] = f"failed at step {o.get('step', '?')}: {error[-1] if error else ''}"[:300]
+    return out
+
+
 def read_log(directory: Path) -> tuple[list[dict[str, Any]], str]:
     """``(evaluation rows, "")`` of the run log in ``directory`` (no rows when there is none yet), or
     ``([], why)`` when it cannot be read. Read once and passed on: a log holds every step's row."""

@@ -48,10 +48,9 @@ from scalerl.study.local_runs import run_local
 from scalerl.study.one_run import Echo, Outcome
 from scalerl.study.plan import Budget, RunPlan, plan_study, prepare_models
 from scalerl.study.ray_runs import run_on_ray
-from scalerl.study.run_state import check_existing
+from scalerl.study.run_state import PROGRESS, check_existing
 from scalerl.study.spec import SPEC_FILE, StudySpec
 
-PROGRESS = "progress.jsonl"
 """One line per finished run (wall time, status), written by the driver process only."""
 
 #: backend name -> runner(plans, budget, spec, echo, record) -> outcomes.

@@ -1,0 +1,40 @@
+"""A study run that failed is reported as failed, with its error, not as one that has not started (review j:
+the analysis read only the run directories, and a failed run leaves its own as it found it)."""
+
+import pytest
+
+from scalerl.cli import main
+
+from .conftest import micro_args
+
+pytestmark = pytest.mark.slow
+
+#: A reward that scores the first run's calls and raises in every call of the second run (each run
+#: scores in its own worker process: the first call of a worker counts the runs).
+REWARD = '''
+import os
+_raise = None
+COUNT = {count!r}
+
+def score(completion, answer):
+    global _raise
+    if _raise is None:
+        n = int(open(COUNT).read()) + 1 if os.path.exists(COUNT) else 1
+        open(COUNT, "w").write(str(n))
+        _raise = n == 2
+    if _raise:
+        raise RuntimeError("this variant's reward is broken")
+    return 1.0 if completion.strip().endswith(str(answer).strip()) else 0.0
+'''
+
+
+def test_the_report_says_a_run_failed(tmp_path, study_cache):
+    reward = tmp_path / "reward.py"
+    reward.write_text(REWARD.format(count=str(tmp_path / "count")))
+    out = tmp_path / "study"
+    status = main(micro_args(out, "--family", "loo", "--only", "loo-loss-dapo", "--threads", "1",
+                             "--set", f"task.reward={reward}:score"))
+    assert status == 1  # the study says the run failed, on the console and in its exit status
+    report = (out / "report.md").read_text()
+    assert "not started" not in report
+    assert "failed" in report and "this variant's reward is broken" in report
