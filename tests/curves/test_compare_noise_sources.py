@@ -62,3 +62,22 @@ def test_noise_of_the_first_evaluation_is_not_a_verdict():
                      forecasts=False)
     (c,) = result.classifications
     assert c.kind == NONE, c.explanation  # was: ceiling lowered, dA -0.021 [-0.057, -0.002]
+
+
+def test_an_efficiency_verdict_says_when_the_ceiling_is_not_pinned():
+    """Runs stopped near their C_mid leave A open (here +-0.13): a ceiling change forced into one shared A
+    shows as one of C_mid, so the verdict says the ceiling is not pinned; run past it, it does not."""
+    verdicts = {}
+    for x_max in (250, 3000):
+        x = np.linspace(0, x_max, 21)
+        rng = np.random.default_rng(0)
+        runs = {}
+        for label, c_mid in (("base", 100), ("run", 200)):
+            y = _law(x, 0.65, 1.5, c_mid) + rng.normal(0, 0.005, x.size)
+            y[0] = 0.3
+            runs[label] = [Curve.from_arrays(x, y, name=label)]
+        (verdicts[x_max],) = compare(runs, forecasts=False).classifications
+    assert verdicts[250].kind == verdicts[3000].kind == "efficiency"
+    assert "the ceiling is not pinned (dA 90% interval" in verdicts[250].explanation
+    assert "same ceiling" not in verdicts[250].explanation
+    assert "not pinned" not in verdicts[3000].explanation and "same ceiling" in verdicts[3000].explanation

@@ -32,7 +32,10 @@ def add_arguments(p) -> None:
     p.add_argument("--baseline", metavar="LABEL", help="the run the others are compared with (default: the first)")
     p.add_argument("--rule", choices=["intervals", "paper"], default="intervals",
                    help="classification rule: bootstrap intervals (default) or the paper's +-margin rule")
-    p.add_argument("--margin", type=float, default=0.02, help="paper rule: |dA| at or above this is a ceiling change")
+    p.add_argument("--margin", type=float, default=0.02,
+                   help="the ceiling change that matters: paper rule, |dA| at or above it is a ceiling change; intervals "
+                        "rule, an efficiency verdict whose dA interval at 2 x level - 1 (90%% by default) reaches past "
+                        "+-margin says that the ceiling is not pinned")
     p.add_argument("--min-effect", type=float, default=0.0, help="intervals rule: smallest |dA| called a ceiling change")
     p.add_argument("--at", type=float, metavar="C", dest="forecast_at",
                    help="compute at which every run is forecast, with its bands (default: 2x the largest last compute)")
