@@ -524,3 +524,30 @@ def test_backtest_of_one_table_given_once_per_run_column_names_each_run(capsys):
     assert code == 0, err
     names = [r["run"] for r in json.loads(out)["runs"]]
     assert names == [f"{table}:wandb_export_by_run_rl_scaling_laws:{y}" for y in ("14b", "8b")]
+
+
+def test_a_table_with_a_row_per_run_says_how_to_transpose_it(capsys, tmp_path):
+    """A pivoted export (a row per run, a column per step: SimOPD's val_accuracy_wide.tsv) was refused
+    listing '100', '125', ..., '25' as "other" columns, with no word of what to do; the advice given
+    now is run as written, and the table it makes is read."""
+    import re
+
+    import numpy as np
+    import pandas as pd
+
+    steps = [25 * i for i in range(1, 11)]
+    rng = np.random.default_rng(0)
+    rows = ["arm\t" + "\t".join(map(str, steps))]
+    for arm in ("base", "variant"):
+        y = 0.3 + 0.35 / (1 + (120 / np.array(steps)) ** 1.5) + rng.normal(0, 0.004, len(steps))
+        rows.append(arm + "\t" + "\t".join(f"{v:.4f}" for v in y))
+    wide = tmp_path / "wide.tsv"
+    wide.write_text("\n".join(rows) + "\n")
+    code, _, err = run_cli(capsys, "fit", str(wide))
+    assert code == 2 and "the column names 25, 50, 75, 100, ... are numbers: a row per run" in err
+    advice = re.search(r"pandas: (df\..*?index=False\))", err)[1]
+    df = pd.read_csv(wide, sep="\t")
+    eval(advice.replace("'by_step.csv'", repr(str(tmp_path / "by_step.csv"))), {"df": df})
+    code, out, err = run_cli(capsys, "fit", str(tmp_path / "by_step.csv"), "--x", "step", "--y", "variant",
+                             "--bootstrap", "0")
+    assert code == 0, err

@@ -229,7 +229,28 @@ def _missing_axes(path, kwargs: dict) -> InputError:
         f"give --y (the metric: a pass rate) and --x (the compute); {path} has {len(cols)} columns -- "
         f"metrics (evaluation-like names{told}): {listed(metrics, (lambda c: f'{c!r} ({rows[c]})') if counted else repr)}; "
         f"compute (step, time, token-like names; cum:COL sums a per-step one): {listed(compute)}; "
-        f"other: {listed(other)}{runs}")
+        f"other: {listed(other)}{runs}{_wide_table_hint(cols)}")
+
+
+def _wide_table_hint(cols: list[str]) -> str:
+    """Where most column names are numbers (a row per run, a column per step: a pivoted export, a paper's
+    table), how to turn it into a table scalerl reads -- said as the listing's columns alone did not."""
+    def number(c: str) -> float | None:
+        try:
+            v = float(c)
+        except ValueError:
+            return None
+        return v if math.isfinite(v) else None
+
+    numeric = sorted((c for c in cols if number(c) is not None), key=number)
+    labels = [c for c in cols if number(c) is None]
+    if len(numeric) < 3 or len(numeric) < len(cols) / 2 or not labels:
+        return ""
+    shown = ", ".join(numeric[:4]) + (", ..." if len(numeric) > 4 else "")
+    return (f"; the column names {shown} are numbers: a row per run and a column per step? scalerl reads a column "
+            f"per run or a row per evaluation: transpose it first, e.g. with pandas: "
+            f"df.set_index({labels[0]!r}).T.rename_axis('step').reset_index().to_csv('by_step.csv', index=False), "
+            "then --x step --y RUN (or --y '*' for every run)")
 
 
 def finite_json(obj):
