@@ -4,6 +4,8 @@ its new end, the report's sample of an evaluation that was never logged, and a r
 second command deletes or resumes while its run is still writing it."""
 
 import json
+import math
+import os
 
 import pytest
 
@@ -111,3 +113,65 @@ def test_overwrite_refuses_a_directory_whose_run_is_alive(tmp_path, one_thread):
         trainer.source.close()
     overwrite_run_dir(out)  # its run closed: the directory is free again
     assert not out.exists()
+
+
+# Review l's reproducers (each failing on 707781e)
+
+@pytest.mark.slow
+def test_a_run_shortened_to_its_checkpoint_keeps_its_new_end(tmp_path, monkeypatch, one_thread):
+    """Reproduced with the CLI: `scalerl train --model tiny --steps 4 --eval-every 2 ... --output C`, SIGTERM
+    once checkpoints/step_000002 was written ("interrupted at step 2, last checkpoint at step 2"); then
+    `scalerl train --output C --resume --steps 2` ("already at step 2 of --steps 2: the run is done ... A larger
+    --steps extends it"; final/ = step 2, report: finished) left config.yaml's run.steps at 4, and a later
+    `scalerl train --output C --resume` trained steps 3-4 and replaced final/ with step 4's model."""
+    from scalerl.config import load_yaml
+    from scalerl.train.config import TrainConfig
+    from scalerl.train.trainer import Trainer
+
+    out = tmp_path / "run"
+    real = Trainer._train_step
+
+    def stop_at_step_3(self):
+        if self.step == 2:  # step 2's checkpoint is written (eval.every=1)
+            raise KeyboardInterrupt
+        return real(self)
+
+    monkeypatch.setattr(Trainer, "_train_step", stop_at_step_3)
+    with pytest.raises(RunInterrupted):
+        Trainer(_cfg(out, 4)).run()
+    monkeypatch.undo()
+    assert Trainer.resumed(out, steps=2).run().steps == 2  # shortened: final/ is step 2's, the run is done
+    assert json.loads((out / "final" / "scalerl_final.json").read_text()) == {"step": 2}
+    assert load_yaml(TrainConfig, out / "config.yaml").run.steps == 2
+    assert Trainer.resumed(out).run().steps == 2  # `--resume` alone: nothing more to train
+
+
+def test_the_forecast_error_of_a_run_whose_last_evaluation_is_nan_is_a_number(tmp_path):
+    """`scalerl report DIR` on a run log whose last evaluation row has "val/pass_rate": NaN printed "observed
+    0.567, error +nan" (and the note that the evaluation is left out of the fits)."""
+    from scalerl.runlog import RunLogWriter
+    from scalerl.train.report import summary_lines, write_run_report
+
+    with RunLogWriter(tmp_path / "runlog.jsonl", {"run": "r", "config": {"forecast": {"x": "flops"}}}) as log:
+        for i in range(12):
+            rate = 0.2 + 0.4 * (1 - math.exp(-i / 4)) if i < 11 else float("nan")
+            log.append({"type": "eval", "step": 10 * i, "flops": 1e12 * (10 * i + 1), "val/pass_rate": rate})
+    rep = write_run_report(tmp_path, n_boot=20)
+    assert "forecast_error" in rep.facts
+    line = dict(summary_lines(rep))["forecast of the final val/pass_rate from the first half of the compute"]
+    assert math.isfinite(rep.facts["forecast_error"]), line
+
+
+def test_overwrite_of_a_symlinked_run_directory_is_one_line_or_done(tmp_path):
+    """Reproduced: `scalerl train ... --output LINK` (LINK -> a real directory) trained; the same command with
+    --overwrite ended in "OSError: Cannot call rmtree on a symbolic link" (a traceback, exit 1)."""
+    from scalerl.commands._train_args import overwrite_run_dir
+
+    real, link = tmp_path / "real", tmp_path / "link"
+    real.mkdir()
+    (real / "config.yaml").write_text("run: {steps: 1}\n")
+    (real / "runlog.jsonl").write_text("")
+    os.symlink(real, link)
+    with pytest.raises(InputError, match="is a symbolic link"):
+        overwrite_run_dir(link)
+    assert (real / "runlog.jsonl").exists()

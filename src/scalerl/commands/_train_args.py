@@ -192,6 +192,9 @@ def overwrite_run_dir(out: Path) -> None:
     a mistyped --output must not cost the user an unrelated directory."""
     if not out.exists():
         return
+    if out.is_symlink():  # (shutil.rmtree refuses one with a traceback; what to delete is the user's call)
+        raise InputError(f"--overwrite: {out} is a symbolic link (to {out.resolve()}); give the directory itself as "
+                         "--output, or empty it yourself")
     if not out.is_dir():
         raise InputError(f"--overwrite: {out} is a file, not a run directory; refusing to delete it")
     here = Path.cwd().resolve()

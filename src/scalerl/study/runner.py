@@ -50,6 +50,7 @@ from scalerl.study.plan import Budget, RunPlan, plan_study, prepare_models
 from scalerl.study.ray_runs import run_on_ray
 from scalerl.study.run_state import PROGRESS, check_existing
 from scalerl.study.spec import SPEC_FILE, StudySpec
+from scalerl.train.run_directory import RunDirectoryLock
 
 """One line per finished run (wall time, status), written by the driver process only."""
 
@@ -107,14 +108,21 @@ def run_study(spec: StudySpec, study_dir: str | Path, *, echo: Echo | None = Non
     plans = plan_study(spec, study_dir)
     check_existing(plans, Budget.of(spec))
     study_dir.mkdir(parents=True, exist_ok=True)
-    save_spec(spec, study_dir)
-    prepare_models(plans, progress=spec.progress)
-    budget = Budget.of(spec)
-    t0 = time.perf_counter()
+    # The study holds its directory while it runs: a second `study --resume` beside it took each run the
+    # first was training for a failure, and the first then took the second's: both exited 1.
+    lock = RunDirectoryLock(study_dir, "a study is running in it now (another process holds it); wait for it to "
+                                       "end, or stop it (Ctrl-C), before --resume")
+    try:
+        save_spec(spec, study_dir)
+        prepare_models(plans, progress=spec.progress)
+        budget = Budget.of(spec)
+        t0 = time.perf_counter()
 
-    def record(o: Outcome) -> None:
-        with open(study_dir / PROGRESS, "a", encoding="utf-8") as f:
-            f.write(json.dumps({**asdict(o), "time": time.strftime("%Y-%m-%dT%H:%M:%S")}) + "\n")
+        def record(o: Outcome) -> None:
+            with open(study_dir / PROGRESS, "a", encoding="utf-8") as f:
+                f.write(json.dumps({**asdict(o), "time": time.strftime("%Y-%m-%dT%H:%M:%S")}) + "\n")
 
-    outcomes = BACKENDS[spec.backend](plans, budget, spec, echo, record)
+        outcomes = BACKENDS[spec.backend](plans, budget, spec, echo, record)
+    finally:
+        lock.release()
     return StudyRun(study_dir, plans, outcomes, time.perf_counter() - t0)

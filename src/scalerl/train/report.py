@@ -79,10 +79,13 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     if said is not None:
         f["calibration"] = said
     curve = Curve.from_arrays(xs, ys, name=output.name, x_name=x, y_name=y)
+    # The forecasts on the evaluations with a number (a NaN last one made its error "+nan").
+    ok = np.isfinite(xs) & np.isfinite(ys)
+    xs, ys, scored = xs[ok], ys[ok], [e for e, keep in zip(evals, ok) if keep]
     facts, figure = _half_budget_forecast(curve, xs, ys, output, fraction=fraction, n_boot=n_boot, calibration=cal)
     f.update(facts)
     rep.files.append(figure)
-    f.update(_whole_run_fit(curve, evals, xs, n_boot=n_boot, calibration=cal))
+    f.update(_whole_run_fit(curve, scored, xs, n_boot=n_boot, calibration=cal))
     rep.files.append(_plot_sets(evals, sets, x, output / SETS_PNG))
     rep.sample = last_sample(output, step=evals[-1].get("step"))
     rep.files += _write_text(rep, sets)

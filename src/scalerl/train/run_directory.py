@@ -37,7 +37,8 @@ class RunDirectoryLock:
     "successfully" with one's rows and the other's checkpoints. Where ``fcntl`` is missing (Windows) it
     holds nothing."""
 
-    def __init__(self, output: Path) -> None:
+    def __init__(self, output: Path, what: str = "a run is training in it now (another process holds it); wait for "
+                 "that run to end, or stop it (Ctrl-C), before --resume or --overwrite") -> None:
         self.output = output
         self._fd: int | None = None
         try:
@@ -49,8 +50,7 @@ class RunDirectoryLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise InputError(f"{output}: a run is training in it now (another process holds it); wait for that "
-                             "run to end, or stop it (Ctrl-C), before --resume or --overwrite") from None
+            raise InputError(f"{output}: {what}") from None
         except OSError:  # a file system without flock: no lock, as on Windows
             os.close(fd)
             return

@@ -392,6 +392,8 @@ class Trainer:
             # to log again what it lacks of the rows (W&B, after a kill -9 at the end). A W&B attempt with
             # nothing to log added an empty offline-run directory and a note of rows to come.
             self._restore()
+            if self.rank is None or self.rank.leader:  # shortened to its checkpoint (or past it): where it ends
+                record_steps(self.output, max(self.step, cfg.run.steps))
             self.sinks = make_sinks(cfg.log, self.output, self.output.name, to_dict(cfg), True,
                                     done_rows=self._kept_rows())
             self._resume_sinks()
@@ -593,11 +595,12 @@ class Trainer:
             print(f"note: {self.output} is already at step {self.step} of --steps {cfg.run.steps}: the run is done, "
                   "nothing to train (no generator is started); its final model is saved again from its last "
                   "checkpoint. A larger --steps extends it", file=sys.stderr)
-        if self.resumed_from is not None and self.step < cfg.run.steps:
-            self._log_resume()
-        bar = _progress(cfg, self.step)
         stop: KeyboardInterrupt | None = None  # a stop that waited for the final save, which it let finish
         try:
+            if self.resumed_from is not None and self.step < cfg.run.steps:
+                self._log_resume()
+            # (In the try: a failure here closes the run's files and lets its directory go, as any other.)
+            bar = _progress(cfg, self.step)
             self._train(bar)
             try:
                 self._save_final()
