@@ -91,13 +91,28 @@ def _falling(kind: str, n: int, rng: np.random.Generator, noise: float) -> tuple
     return x, np.clip(y + rng.normal(0, noise, x.size), 0, 1)
 
 
+def _late_collapse(last: int, n: int, rng: np.random.Generator, noise: float) -> tuple[np.ndarray, np.ndarray]:
+    """A rise from 0.2 towards 0.6 over ``n`` evaluations whose ``last`` ones fall back, evenly, to 0.2
+    (review m: a short run that collapses in its last 2-3 evaluations)."""
+    x = np.arange(n + 1) * 1e10
+    y = 0.2 + 0.4 * (1 - np.exp(-np.arange(n + 1) / 3.0))
+    y[-last:] = np.linspace(y[-last - 1], 0.2, last + 1)[1:]
+    y[1:] += rng.normal(0, noise, n)
+    return x, np.clip(y, 0, 1)
+
+
 def detections(seeds: int) -> None:
-    """What the check is for: the runs that do fall, at 8-60 evaluations -- the price of fewer false alarms."""
+    """What the check is for: the runs that do fall, at 7-60 evaluations -- the price of fewer false alarms."""
     for kind in ("collapse", "decline"):
         for noise in (0.01, 0.02):
             found = [sum(check_stability(*_falling(kind, n, np.random.default_rng(s), noise)).unstable
                          for s in range(seeds)) for n in (8, 12, 20, 30, 60)]
             print(f"  {kind} (noise {noise}): flagged at 8/12/20/30/60 points: {' / '.join(map(str, found))} of {seeds}")
+    for last in (2, 3):
+        found = [sum(check_stability(*_late_collapse(last, n, np.random.default_rng(s), 0.01)).unstable
+                     for s in range(seeds)) for n in (7, 8, 9, 10, 11, 12, 16)]
+        print(f"  back to the start in the last {last} evaluations (noise 0.01): flagged at 7/8/9/10/11/12/16 points: "
+              f"{' / '.join(map(str, found))} of {seeds}")
 
 
 def main() -> None:

@@ -129,3 +129,21 @@ def test_fit_says_no_forecast_for_the_collapsed_run(capsys, tmp_path):
     assert main(["fit", str(path), "--x", "step", "--y", "math", "--bootstrap", "50"]) == 0
     out = capsys.readouterr().out
     assert "NO FORECAST -- unstable run" in out and "peaked at compute" in out
+
+
+# A short run that falls back to its start in its last evaluations (review m: called stable and forecast when
+# the peak and the collapse shared the last of two bins).
+
+COLLAPSES = {
+    "8 points": [0.20, 0.33, 0.42, 0.49, 0.54, 0.57, 0.45, 0.33, 0.21],
+    "9 points": [0.20, 0.31, 0.39, 0.46, 0.51, 0.55, 0.57, 0.45, 0.33, 0.21],
+    "10 points": [0.20, 0.30, 0.38, 0.44, 0.49, 0.53, 0.56, 0.58, 0.45, 0.33, 0.21],
+    "11 points": [0.20, 0.29, 0.36, 0.42, 0.47, 0.51, 0.54, 0.56, 0.58, 0.44, 0.32, 0.20],
+}
+
+
+@pytest.mark.parametrize("name", list(COLLAPSES))
+def test_a_collapse_to_the_start_in_the_last_three_evaluations_is_unstable(name):
+    y = np.array(COLLAPSES[name])
+    x = np.arange(y.size) * 1e10
+    assert check_stability(x, y).unstable

@@ -292,15 +292,18 @@ def _shared_ceiling_bootstrap(run: RunFit, base: RunFit, *, n_boot: int, seed: i
     # around the joint fit were resampled with both R0s held: neither the seeds' spread of C_mid nor the
     # noise of the evaluation before training reached dB and ln C_mid, and runs of one law came out
     # "efficiency" 20-25% of the time at 95% (benchmarks/compare_verdicts.py --start-noise, --seeds).
-    resamplers = [RunResampler.of(r.fit, r.seeds.per_seed) for r in (run, base)]
+    resamplers = [r.seeds.resampler or RunResampler.of(r.fit) for r in (run, base)]
     rng = seeded_rng(seed)
     dB, dlogC, Cs = [], [], []
     st = [(A, B_r, C_r), (A, B_b, C_b)]
     for _ in range(n_boot):
         draws = [rs.draw(rng) for rs in resamplers]
+        # (The joint fit holds each R0: a fitted one at its estimate, and the points at compute 0 out.)
         r0b = [d[2] if d[2] is not None else r0 for d, r0 in zip(draws, r0s)]
+        pos = [d[0] > 0 for d in draws]
         try:
-            _, pb, _ = joint_fit([d[0] for d in draws], [d[1] for d in draws], r0b, st, A_max=A_max)
+            _, pb, _ = joint_fit([d[0][p] for d, p in zip(draws, pos)], [d[1][p] for d, p in zip(draws, pos)], r0b, st,
+                                 A_max=A_max)
         except ValueError:
             continue
         dB.append(pb[0][0] - pb[1][0])

@@ -11,8 +11,9 @@ with three tests:
   points (>= 5): the drop it implies across them, its standard errors read in Student's t with
   the line's k - 2 degrees of freedom;
 * **fell in its last evaluations** -- the last ``n_end`` (2) evaluations, each at least
-  ``n_sd`` noise sds below the best bin's median, their mean by ``n_se`` standard errors (from the
-  noise of one evaluation, no less than the scatter inside that bin), by ``n_sd_late`` sds, and by
+  ``n_sd`` noise sds below the median of the best stretch of consecutive evaluations before them
+  (a bin's length, 3 at least), their mean by ``n_se`` standard errors (from the noise of one
+  evaluation, no less than the scatter inside that stretch), by ``n_sd_late`` sds, and by
   ``end_share`` (3/4) of the gain: a collapse gives most of it back, where healthy runs dip for two
   evaluations and come back (a review found such dips flagged on 7 shipped runs cut mid-run when
   this test asked for less). A collapse that only the last two
@@ -175,15 +176,24 @@ def check_stability(
     # back most of the gain (``end_share``; SofT-GRPO's soft_0.1 fell below where it started), against
     # the best bin's median (one high evaluation does not make a peak), with a noise no smaller than
     # the scatter inside that bin.
+    # The best bin is found among the evaluations *before* the last n_end: binned with them, a collapse in
+    # the last 2-3 evaluations of a short run shared the last bin with the peak (two bins at 8-11 points),
+    # and a rise to 0.58 that fell back to 0.21, its start, in three evaluations read as stable (review m).
     end = ys[-n_end:]
-    best = ys[bins[i_peak]]
-    peak_end = float(np.median(best))
-    sigma_end = max(sigma, float(best.std(ddof=1)))
-    end_fall = peak_end - float(end.mean())
-    end_se = sigma_end * math.sqrt(1.0 / n_end + 1.0 / best.size)
-    ended_low = (n_end >= 2 and i_peak < len(bins) - 1 and bool((end <= peak_end - n_sd * sigma_end).all())
-                 and end_fall >= end_share * max(peak_end - R0, 0.0)
-                 and end_fall >= n_se * end_se and end_fall >= n_sd_late * sigma_end)
+    before = ys[:-n_end]
+    ended_low = False
+    if n_end >= 2 and before.size >= 3:
+        # The best stretch of consecutive evaluations before them, as long as a bin (3 at least): with bins,
+        # a 5-point stretch before the end was one bin whose rise read as noise.
+        w = max(3, math.ceil(before.size / 8))
+        best = max((before[i:i + w] for i in range(before.size - w + 1)), key=lambda v: v.mean())
+        peak_end = float(np.median(best))
+        sigma_end = max(sigma, float(best.std(ddof=1)))
+        end_fall = peak_end - float(end.mean())
+        end_se = sigma_end * math.sqrt(1.0 / n_end + 1.0 / best.size)
+        ended_low = (bool((end <= peak_end - n_sd * sigma_end).all())
+                     and end_fall >= end_share * max(peak_end - R0, 0.0)
+                     and end_fall >= n_se * end_se and end_fall >= n_sd_late * sigma_end)
 
     kind = STABLE
     if falls(fall, fall_se, n_sd, n_se) and i_peak < len(bins) - 1:

@@ -192,6 +192,8 @@ class SeedFit:
     pooled: SigmoidFit
     per_seed: list[SigmoidFit]
     boot: Bootstrap | None
+    resampler: "RunResampler | None" = None
+    """How this run's replicates are drawn (:class:`RunResampler`): the bootstrap's, and a comparison's."""
 
     def spread(self) -> dict[str, list[float]]:
         """(min, max) of each parameter across the per-seed fits."""
@@ -239,27 +241,30 @@ class RunResampler:
     """
 
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, float]]
-    """Per seed: (x > 0, its fitted curve there, its centred residuals, its R0)."""
+    """Per seed: (its evaluations in the pooled fit's window, its fitted curve there, its centred residuals,
+    its R0)."""
     r0: str
     """'first' (R0 measured: resampled), 'fixed' (given: kept) or 'free' (fitted: None in the draws)."""
     R0: float
 
     @classmethod
-    def of(cls, pooled: SigmoidFit, per_seed: list[SigmoidFit]) -> "RunResampler":
+    def of(cls, pooled: SigmoidFit, seeds: "list[tuple[np.ndarray, np.ndarray, Sigmoid, float]] | None" = None
+           ) -> "RunResampler":
+        """``seeds``: per seed, ``(x, y, its own law, its R0)`` on the points the pooled fit used (its window;
+        compute 0 too where R0 is fitted). None or one: the pooled fit's own points and law."""
         mode = "free" if pooled.r0_mode == "free" else ("first" if pooled.r0_mode == "first" else "fixed")
         p = 4 if mode == "free" else 3
-        fits = per_seed if len(per_seed) > 1 else [pooled]
-        k = len(fits)
+        seeds = seeds if seeds and len(seeds) > 1 else [(pooled.x, pooled.y, pooled.law, pooled.R0)]
+        k = len(seeds)
         c = math.sqrt(k / (k - 1)) if k > 1 else 0.0
         parts = []
-        for f in fits:
-            pos = f.x > 0
-            x, y = f.x[pos], f.y[pos]
+        for x, y, law, r0 in seeds:
             base = pooled.law(x)
-            fitted = base + c * (f.law(x) - base) if k > 1 else base
-            r = y - f.law(x)
+            own = law(x)
+            r = y - own
             r = (r - r.mean()) * math.sqrt(len(x) / max(len(x) - p, 1))
-            parts.append((x, fitted, r, pooled.R0 + c * (f.R0 - pooled.R0) if k > 1 else pooled.R0))
+            parts.append((x, base + c * (own - base) if k > 1 else base, r,
+                          pooled.R0 + c * (r0 - pooled.R0) if k > 1 else pooled.R0))
         return cls(parts, mode, pooled.R0)
 
     def draw(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float | None]:
@@ -308,12 +313,12 @@ def fit_seeds(
     pooled = fit_sigmoid(pool_curves(curves), r0=r0_pooled, **fit_kwargs)
     if r0_choice == "first":
         pooled.r0_mode = "first"
+    resampler = RunResampler.of(pooled, _seeds_on_window(curves, per_seed, pooled, r0_choice, fit_kwargs))
     if n_boot <= 0:
-        return SeedFit(pooled, per_seed, None)
+        return SeedFit(pooled, per_seed, None, resampler)
     if len(curves) == 1:
-        return SeedFit(pooled, per_seed, bootstrap(pooled, n_boot, level=level, seed=seed))
+        return SeedFit(pooled, per_seed, bootstrap(pooled, n_boot, level=level, seed=seed), resampler)
     rng = seeded_rng(seed)
-    resampler = RunResampler.of(pooled, per_seed)
     out, failed = [], 0
     for _ in range(n_boot):
         x, yb, r0 = resampler.draw(rng)
@@ -328,5 +333,29 @@ def fit_seeds(
             failed += 1
             continue
         out.append(params)
-    boot = Bootstrap(np.asarray(out), level=level, kind="seeds+residual", n_failed=failed)
-    return SeedFit(pooled, per_seed, boot)
+    boot = _result(np.asarray(out, dtype=float).reshape(-1, 4), n_boot, failed, level, "seeds+residual")
+    return SeedFit(pooled, per_seed, boot, resampler)
+
+
+def _seeds_on_window(curves: list[Curve], per_seed: list[SigmoidFit], pooled: SigmoidFit, r0_choice,
+                     fit_kwargs: dict) -> list[tuple[np.ndarray, np.ndarray, Sigmoid, float]]:
+    """Each seed's points in the pooled fit's window with its own law fitted there: a seed whose own
+    window differs (``fit_from="auto"`` cutting an opening plateau that the pooled fit keeps) was drawn
+    from other points than the pooled estimate's, whose intervals then missed it (review m). A seed that
+    cannot be fitted on that window alone keeps the pooled law (its points, its R0)."""
+    if len(curves) < 2:
+        return []
+    out = []
+    for c, f in zip(curves, per_seed):
+        if (f.fit_from, f.fit_until) != (pooled.fit_from, pooled.fit_until):
+            try:
+                f = fit_sigmoid(c, r0=r0_choice, **{**fit_kwargs, "fit_from": pooled.fit_from,
+                                                    "fit_until": pooled.fit_until})
+            except InputError:
+                win = c.window(pooled.fit_from, pooled.fit_until)
+                keep = win.x > 0 if pooled.r0_mode != "free" else np.ones(win.x.size, dtype=bool)
+                r0 = resolve_r0(c, r0_choice)[0] if pooled.r0_mode != "free" else pooled.R0
+                out.append((win.x[keep], win.y[keep], pooled.law, pooled.R0 if r0 is None else r0))
+                continue
+        out.append((f.x, f.y, f.law, f.R0))
+    return out
