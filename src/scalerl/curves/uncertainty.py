@@ -235,9 +235,10 @@ class RunResampler:
       distance from the pooled ones, scaled up by sqrt(k / (k - 1)): a bootstrap over k clusters gives
       (k - 1) / k of the spread of their mean. Before, each seed was the pooled curve plus its residuals
       centred, so seeds of one configuration ending 0.04 apart in A -- or in C_mid -- gave intervals that
-      knew nothing of it: identical configurations with 3 seeds came out "ceiling" 28% and "efficiency"
-      25% of the time at 95% (``python benchmarks/compare_verdicts.py --cases identical --seeds 3
-      --seed-sd-A 0.02 --noise 0.01``).
+      knew nothing of it: identical configurations with 3 seeds came out "ceiling" 25% and "efficiency"
+      21% of the time at 95% (``python benchmarks/compare_verdicts.py --cases identical --seeds 3
+      --seed-sd-A 0.02 --noise 0.01``). Every seed is drawn on the pooled fit's window (its own law refitted
+      there where its own window differs), so that the replicates are of the pooled estimate's data.
     """
 
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, float]]
