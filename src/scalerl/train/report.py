@@ -70,8 +70,6 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     ys = np.array([r[y] for r in evals], dtype=float)
     f = rep.facts
     f.update(_run_facts(output, header, rows, evals, ys[np.isfinite(ys)]))
-    # final/ of an earlier end (an extended run stopped part-way) does not make this run finished.
-    f["finished"] = f["has_final"] and (f["final_step"] is None or f["final_step"] >= f["trained_steps"])
     # A torn last line (a kill mid-write), as fit says of it; evaluations without a pass rate, which the
     # fits leave out (start and final once read "nan -> ...").
     f["log_notes"] = [*log_notes, *_no_pass_rate(evals, ys, y)]
@@ -132,16 +130,19 @@ def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]],
     if ys.size == 0:
         raise InputError(f"{output}: no evaluation with a finite pass rate yet")
     cfg = header.get("config", {})
+    trained = _trained_steps(rows, int(evals[-1]["step"]))
+    has_final = has_final_model(output)
+    final_step = final_model_step(output) if has_final else None
     return dict(
-        trained_steps=_trained_steps(rows, int(evals[-1]["step"])),
+        trained_steps=trained, has_final=has_final, final_step=final_step,
+        # final/ of an earlier end (an extended run stopped part-way) does not make this run finished.
+        finished=has_final and (final_step is None or final_step >= trained),
         recipe=header.get("recipe"), model=header.get("model"), task=header.get("task"),
         params=header.get("params"), steps=int(evals[-1]["step"]), evaluations=len(evals),
         start=float(ys[0]), final=float(ys[-1]), gain=float(ys[-1] - ys[0]), best=float(ys.max()),
         gpu_hours=float(evals[-1].get("gpu_hours", math.nan)), flops=float(evals[-1].get("flops", math.nan)),
         samples=int(evals[-1].get("samples", 0)),
         reward_errors=int(evals[-1].get("reward_errors", 0)), reward_timeouts=int(evals[-1].get("reward_timeouts", 0)),
-        final_step=final_model_step(output) if has_final_model(output) else None,
-        has_final=has_final_model(output),
         resumed_from_steps=[r.get("from_step") for r in rows if r.get("type") == RESUME],
         collapsed_steps=collapsed_steps(r for r in rows if r.get("type") == "train"),
         lr=cfg.get("recipe", {}).get("optimizer", {}).get("lr"),
