@@ -167,24 +167,23 @@ def check_stability(
         material = amount >= max(min_share * max(gain, 0.0), k_sd * sigma)
         return amount > 0 and significant and material
 
-    # The last evaluations against the best bin, with the noise of one evaluation from the
-    # whole run (successive differences: the collapse itself is one large step that the MAD
-    # ignores). Each of them must lie below the best level, so one low evaluation at the end
-    # (a dip that the next would undo) is not enough. Real runs dip for two evaluations and come back (Deep-GRPO gamma3: 0.547, 0.550, then 0.573,
-    # 0.592; verl's deepseek7b: a fall of 52% of its gain), and a small evaluation set's pass rates
-    # come in steps the successive-difference noise can read as 0: a collapse at the very end gives
-    # back most of the gain (``end_share``; SofT-GRPO's soft_0.1 fell below where it started), against
-    # the best bin's median (one high evaluation does not make a peak), with a noise no smaller than
-    # the scatter inside that bin.
-    # The best bin is found among the evaluations *before* the last n_end: binned with them, a collapse in
-    # the last 2-3 evaluations of a short run shared the last bin with the peak (two bins at 8-11 points),
-    # and a rise to 0.58 that fell back to 0.21, its start, in three evaluations read as stable (review m).
+    # The last evaluations against the best level before them, with the noise of one evaluation from
+    # the whole run (successive differences: the collapse itself is one large step that the MAD
+    # ignores). Each of them must lie below the best level, so one low evaluation at the end (a dip
+    # that the next would undo) is not enough. Real runs dip for two evaluations and come back
+    # (Deep-GRPO gamma3: 0.547, 0.550, then 0.573, 0.592; verl's deepseek7b: a fall of 52% of its
+    # gain), and a small evaluation set's pass rates come in steps the successive-difference noise can
+    # read as 0: a collapse at the very end gives back most of the gain (``end_share``; SofT-GRPO's
+    # soft_0.1 fell below where it started), against the median of the best stretch of consecutive
+    # evaluations (one high evaluation does not make a peak), with a noise no smaller than the scatter
+    # inside it. That stretch is found among the evaluations *before* the last n_end, as long as a bin
+    # (3 at least): found among the bins of all of them, a collapse in the last 2-3 evaluations of a
+    # short run shared the last bin with its peak (two bins at 8-11 points), and a rise to 0.58 that fell
+    # back to 0.21, its start, in three evaluations read as stable (review m).
     end = ys[-n_end:]
     before = ys[:-n_end]
     ended_low = False
     if n_end >= 2 and before.size >= 3:
-        # The best stretch of consecutive evaluations before them, as long as a bin (3 at least): with bins,
-        # a 5-point stretch before the end was one bin whose rise read as noise.
         w = max(3, math.ceil(before.size / 8))
         best = max((before[i:i + w] for i in range(before.size - w + 1)), key=lambda v: v.mean())
         peak_end = float(np.median(best))

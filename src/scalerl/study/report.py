@@ -26,7 +26,7 @@ import numpy as np
 from scalerl.atomic_files import replaced_atomically, write_text_atomically
 from scalerl.report_text import html_page, html_table, inline_md, md_table, md_text
 from scalerl.study.analysis import StudyAnalysis, VariantResult, analyse_study, linearise
-from scalerl.study.run_state import PROGRESS
+from scalerl.study.run_state import progress_records
 
 FIGURES = ("curves.png", "intervals.png", "loo_view.png")
 
@@ -217,18 +217,9 @@ def _plot_loo_view(a: StudyAnalysis, path: Path) -> Path:
 
 def _run_seconds(directory: Path, key: str = "seconds") -> float | None:
     """Sum over runs of ``key`` (seconds: wall; cpu_seconds: CPU) of their trained/resumed records."""
-    log = directory / PROGRESS
-    if not log.exists():
-        return None
     latest: dict[tuple[str, int], float] = {}
-    for line in log.read_text().splitlines():
-        try:
-            o = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        # Only the times are read from here, so a line that is not a run's record is skipped, as a
-        # torn one is: a hand-edited progress file must not cost the report.
-        if not isinstance(o, dict) or o.get("status") not in ("trained", "resumed") or "label" not in o:
+    for o in progress_records(directory):
+        if o.get("status") not in ("trained", "resumed"):
             continue
         try:
             seconds = float(o.get(key) or 0.0)

@@ -3,6 +3,7 @@ run directory holds the run the plan asks for, before the study touches it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -22,24 +23,29 @@ DAMAGED = "damaged"
 PROGRESS = "progress.jsonl"
 
 
+def progress_records(study_dir: Path) -> list[dict[str, Any]]:
+    """The run records of ``progress.jsonl`` (none without one). A line that is not a run's record is
+    skipped, as a torn one is (a kill mid-write): a hand-edited progress file must not cost the report."""
+    try:
+        lines = (Path(study_dir) / PROGRESS).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    records = []
+    for line in lines:
+        try:
+            o = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(o, dict) and isinstance(o.get("label"), str):
+            records.append(o)
+    return records
+
+
 def failed_runs(study_dir: Path) -> dict[tuple[str, int], str]:
     """``{(label, seed): "failed at step N: ERROR"}`` for the runs whose latest execution failed, from
     ``progress.jsonl``. A failed run leaves its directory as it found it (empty, or at its last
     checkpoint), so its directory alone read as a run "not started" in the study's report."""
-    import json
-
-    latest: dict[tuple[str, int], dict[str, Any]] = {}
-    try:
-        lines = (Path(study_dir) / PROGRESS).read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return {}
-    for line in lines:
-        try:
-            o = json.loads(line)
-        except json.JSONDecodeError:  # a torn last line (a kill mid-write): the others stand
-            continue
-        if isinstance(o, dict) and isinstance(o.get("label"), str) and isinstance(o.get("seed"), int):
-            latest[(o["label"], o["seed"])] = o
+    latest = {(o["label"], o.get("seed")): o for o in progress_records(study_dir)}
     out = {}
     for key, o in latest.items():
         if o.get("status") == "failed":
