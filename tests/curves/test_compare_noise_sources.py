@@ -116,3 +116,31 @@ def test_free_r0_seed_bootstrap_keeps_the_start_evaluations():
     # Three measured starts (sd 0.01 each) pin R0 to about +-0.012; the old bootstrap gave 0.016 wide,
     # main 0.040 (its replicates fit R0 with no point at compute 0).
     assert hi - lo < 0.03, (lo, hi)
+
+
+def test_a_seed_with_no_evaluation_in_the_pooled_window_is_not_drawn_as_an_empty_seed():
+    """c4bc925's _seeds_on_window draws every seed on the pooled fit's window; a seed with no point in it (here
+    all its compute below the window's start, as a seed on another compute scale would be when the pooled
+    ``fit_from="auto"`` cuts an opening plateau) became a part with no points: numpy's "Mean of empty slice"
+    warning reached the user, and the draws that picked only it were empty (their fits failed)."""
+    import warnings
+
+    from scalerl.curves import Curve
+    from scalerl.curves.sigmoid_fit import fit_sigmoid
+    from scalerl.curves.uncertainty import RunResampler, _seeds_on_window, pool_curves
+
+    def curve(s, x_end, n=10):
+        rng = np.random.default_rng(s)
+        x = np.r_[0.0, np.linspace(x_end / n, x_end, n)]
+        y = 0.3 + 0.3 * (1 - np.exp(-x / (x_end / 3))) + rng.normal(0, 0.01, x.size)
+        y[0] = 0.3
+        return Curve.from_arrays(x, y, name=f"s{s}")
+
+    curves = [curve(0, 8000), curve(1, 8000), curve(2, 1000)]  # seed 2: every point below 2000
+    per_seed = [fit_sigmoid(c, fit_from=None) for c in curves]
+    pooled = fit_sigmoid(pool_curves(curves), r0=0.3, fit_from=2000.0)  # the window the pooled fit chose
+    pooled.r0_mode = "first"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        resampler = RunResampler.of(pooled, _seeds_on_window(curves, per_seed, pooled, "first", {}))
+    assert all(len(part[0]) > 0 for part in resampler.parts)

@@ -185,7 +185,8 @@ def check_stability(
     ended_low = False
     if n_end >= 2 and before.size >= 3:
         w = max(3, math.ceil(before.size / 8))
-        best = max((before[i:i + w] for i in range(before.size - w + 1)), key=lambda v: v.mean())
+        start = max(range(before.size - w + 1), key=lambda i: before[i:i + w].mean())
+        best = before[start:start + w]
         peak_end = float(np.median(best))
         sigma_end = max(sigma, float(best.std(ddof=1)))
         end_fall = peak_end - float(end.mean())
@@ -199,6 +200,7 @@ def check_stability(
         kind = PEAKED
     elif falls(late_drop, late_se, n_sd_late, late_q):
         kind = FALLING
-    elif ended_low:
+    elif ended_low:  # said from the stretch it was measured from (a bin's gain gave "4250% of its gain")
         kind, fall, fall_se = PEAKED, end_fall, end_se
+        gain, peak_x = peak_end - R0, float(np.exp(np.log(xs[start:start + w]).mean()))
     return Stability(kind, gain, peak_x, fall, fall_se, late_drop, late_se, n)

@@ -356,7 +356,8 @@ def _seeds_on_window(curves: list[Curve], per_seed: list[SigmoidFit], pooled: Si
                 win = c.window(pooled.fit_from, pooled.fit_until)
                 keep = win.x > 0 if pooled.r0_mode != "free" else np.ones(win.x.size, dtype=bool)
                 r0 = resolve_r0(c, r0_choice)[0] if pooled.r0_mode != "free" else pooled.R0
-                out.append((win.x[keep], win.y[keep], pooled.law, pooled.R0 if r0 is None else r0))
+                if keep.any():  # (a seed with no evaluation in the window adds nothing to draw)
+                    out.append((win.x[keep], win.y[keep], pooled.law, pooled.R0 if r0 is None else r0))
                 continue
         out.append((f.x, f.y, f.law, f.R0))
     return out
