@@ -258,3 +258,18 @@ def test_run_report_of_a_run_stopped_between_evaluations_gives_the_step_it_reach
         f.write(json.dumps({"type": "resume", "from_step": 300}) + "\n")
     text = dict(summary_lines(write_run_report(tmp_path, n_boot=50)))
     assert text["steps / evaluations"] == "300 / 31" and "to step 300;" in text["status"]
+
+
+def test_run_report_of_an_evaluation_with_a_null_compute_value(tmp_path):
+    """The run log writes a NaN as null; an evaluation row whose flops is null ended `scalerl report` in a
+    TypeError (float(None), then a format of None in the evaluations table): it is left out of the fits and
+    named."""
+    _write_synthetic_run(tmp_path)
+    log = tmp_path / "runlog.jsonl"
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    i = [k for k, r in enumerate(rows) if r.get("type") == "eval"][5]
+    rows[i]["flops"] = None
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rep = write_run_report(tmp_path, n_boot=20)
+    assert f"1 evaluation without a finite flops (at step {rows[i]['step']})" in dict(summary_lines(rep))["run log"]
+    assert "forecast_final" in rep.facts and (tmp_path / "report.md").exists()

@@ -66,13 +66,15 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     y = f"{sets[0]}/pass_rate"
     check_x_column(evals, x, log)
     rep = RunReport(output, header, evals, x, y)
-    xs = np.array([r[x] for r in evals], dtype=float)
-    ys = np.array([r[y] for r in evals], dtype=float)
+    # A value the run log holds as null (JSON has no NaN: the writer stores one as null) is NaN here, left
+    # out and named below with the NaNs; float(None) ended the report in a TypeError.
+    xs = np.array([_number(r.get(x)) for r in evals], dtype=float)
+    ys = np.array([_number(r.get(y)) for r in evals], dtype=float)
     f = rep.facts
     f.update(_run_facts(output, header, rows, evals, ys[np.isfinite(ys)]))
     # A torn last line (a kill mid-write), as fit says of it; evaluations without a pass rate, which the
     # fits leave out (start and final once read "nan -> ...").
-    f["log_notes"] = [*log_notes, *_no_pass_rate(evals, ys, y)]
+    f["log_notes"] = [*log_notes, *_not_finite(evals, ys, y), *_not_finite(evals, xs, x)]
     cal, said = _calibration(output, cfg.get("forecast", {}).get("calibration"), calibration, cal)
     if said is not None:
         f["calibration"] = said
@@ -102,13 +104,18 @@ def _read_evals(output: Path, log: Path) -> tuple[dict[str, Any], list[dict[str,
     return header, rows, evals, notes
 
 
-def _no_pass_rate(evals: list[dict[str, Any]], ys: np.ndarray, y: str) -> list[str]:
-    """A note naming the evaluations whose ``y`` is NaN / inf (none: no note)."""
-    bad = [str(evals[i].get("step", "?")) for i in np.flatnonzero(~np.isfinite(ys))]
+def _number(v: Any) -> float:
+    """``v`` as a float; NaN for null or anything that is not a number."""
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+
+
+def _not_finite(evals: list[dict[str, Any]], values: np.ndarray, column: str) -> list[str]:
+    """A note naming the evaluations whose ``column`` is NaN / inf / null (none: no note)."""
+    bad = [str(evals[i].get("step", "?")) for i in np.flatnonzero(~np.isfinite(values))]
     if not bad:
         return []
-    return [f"{len(bad)} evaluation{'s' if len(bad) > 1 else ''} without a finite {y} (at step{'s' if len(bad) > 1 else ''} "
-            f"{', '.join(bad[:8])}{', ...' if len(bad) > 8 else ''}): left out of the figures and fits"]
+    return [f"{len(bad)} evaluation{'s' if len(bad) > 1 else ''} without a finite {column} (at step{'s' if len(bad) > 1 else ''} "
+            f"{', '.join(bad[:8])}{', ...' if len(bad) > 8 else ''}): left out of the fits"]
 
 
 def _trained_steps(rows: list[dict[str, Any]], last_eval: int) -> int:
@@ -140,7 +147,7 @@ def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]],
         recipe=header.get("recipe"), model=header.get("model"), task=header.get("task"),
         params=header.get("params"), steps=int(evals[-1]["step"]), evaluations=len(evals),
         start=float(ys[0]), final=float(ys[-1]), gain=float(ys[-1] - ys[0]), best=float(ys.max()),
-        gpu_hours=float(evals[-1].get("gpu_hours", math.nan)), flops=float(evals[-1].get("flops", math.nan)),
+        gpu_hours=_number(evals[-1].get("gpu_hours")), flops=_number(evals[-1].get("flops")),
         samples=int(evals[-1].get("samples", 0)),
         reward_errors=int(evals[-1].get("reward_errors", 0)), reward_timeouts=int(evals[-1].get("reward_timeouts", 0)),
         resumed_from_steps=[r.get("from_step") for r in rows if r.get("type") == RESUME],
@@ -404,7 +411,8 @@ def _write_text(rep: RunReport, sets: list[str]) -> list[Path]:
            curve_caption(rep.facts), "",
            "![every evaluation set](sets.png)", "", "## Evaluations", ""]
     cols = ["step", rep.x, *[f"{s}/pass_rate" for s in sets]]
-    table = [cols] + [[_fmt(r.get(c), 4) if c != rep.x else f"{r.get(c):.4g}" for c in cols] for r in rep.rows]
+    table = [cols] + [[_fmt(r.get(c), 4) if c != rep.x or not isinstance(r.get(c), (int, float)) else f"{r.get(c):.4g}"
+                       for c in cols] for r in rep.rows]
     md += md_table(table)
     sample_html = ""
     if rep.sample is not None:
