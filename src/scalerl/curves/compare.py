@@ -41,7 +41,7 @@ from scalerl.curves.sigmoid_fit import SigmoidFit
 from scalerl.curves.solver import B_BOUNDS, fit_sigmoid_fixed_A, sigmoid_model
 from scalerl.curves.stability import Stability, check_stability
 from scalerl.curves.takeoff import below_first
-from scalerl.curves.uncertainty import RunResampler, SeedFit, fit_seeds, pool_curves, seeded_rng
+from scalerl.curves.uncertainty import SeedFit, fit_seeds, pool_curves, seeded_rng
 from scalerl.errors import InputError
 
 RULES = ("intervals", "paper")
@@ -292,7 +292,7 @@ def _shared_ceiling_bootstrap(run: RunFit, base: RunFit, *, n_boot: int, seed: i
     # around the joint fit were resampled with both R0s held: neither the seeds' spread of C_mid nor the
     # noise of the evaluation before training reached dB and ln C_mid, and runs of one law came out
     # "efficiency" 20-25% of the time at 95% (benchmarks/compare_verdicts.py --start-noise, --seeds).
-    resamplers = [r.seeds.resampler or RunResampler.of(r.fit) for r in (run, base)]
+    resamplers = [r.seeds.resampler for r in (run, base)]
     rng = seeded_rng(seed)
     dB, dlogC, Cs = [], [], []
     st = [(A, B_r, C_r), (A, B_b, C_b)]

@@ -114,6 +114,12 @@ def check_bootstrap(n: int, *, level: float) -> None:
         raise InputError(f"interval level must be in [0.5, 1), got {level}")
 
 
+def noise_draws(resid: np.ndarray, p: int) -> np.ndarray:
+    """A fit's residuals as the noise a residual bootstrap draws from: centred, and rescaled by
+    sqrt(n / (n - p)) -- residuals of a p-parameter fit are smaller than the noise."""
+    return (resid - resid.mean()) * math.sqrt(len(resid) / max(len(resid) - p, 1))
+
+
 def bootstrap(
     fit: SigmoidFit,
     n: int = 1000,
@@ -135,11 +141,8 @@ def bootstrap(
     x, y = fit.x, fit.y
     free_r0 = fit.r0_mode == "free"
     fitted = fit.law(x)
-    resid = y - fitted
-    resid = resid - resid.mean()
-    # Small-sample correction: residuals of a p-parameter fit underestimate the noise.
     p = 4 if free_r0 else 3
-    resid = resid * math.sqrt(len(x) / max(len(x) - p, 1))
+    resid = noise_draws(y - fitted, p)
     perturb_r0 = fit.r0_mode == "first"
     if kind == "residual" and not free_r0 and (x > 0).all():
         # The common case, all replicates refitted at once (same schedule, same model).
@@ -192,7 +195,7 @@ class SeedFit:
     pooled: SigmoidFit
     per_seed: list[SigmoidFit]
     boot: Bootstrap | None
-    resampler: "RunResampler | None" = None
+    resampler: "RunResampler"
     """How this run's replicates are drawn (:class:`RunResampler`): the bootstrap's, and a comparison's."""
 
     def spread(self) -> dict[str, list[float]]:
@@ -228,8 +231,8 @@ class RunResampler:
     """Replicate data of a run, its seeds pooled, for a bootstrap of anything fitted to it (the run's own
     sigmoid, a joint fit with another run): :meth:`draw` gives ``(x, y, R0)``.
 
-    * One seed: the fitted curve plus resampled residuals (centred, rescaled by sqrt(n / (n - p)), as in
-      :func:`bootstrap`); R0, where it was measured (``r0="first"``), plus one resampled residual too.
+    * One seed: the fitted curve plus resampled residuals (:func:`noise_draws`, as in :func:`bootstrap`);
+      R0, where it was measured (``r0="first"``), plus one resampled residual too.
     * Several seeds: the seeds resampled with replacement, each as *its own* fitted curve plus its own
       resampled residuals, R0 the mean of the drawn seeds' R0s. Each seed's curve and R0 keep their
       distance from the pooled ones, scaled up by sqrt(k / (k - 1)): a bootstrap over k clusters gives
@@ -262,9 +265,7 @@ class RunResampler:
         for x, y, law, r0 in seeds:
             base = pooled.law(x)
             own = law(x)
-            r = y - own
-            r = (r - r.mean()) * math.sqrt(len(x) / max(len(x) - p, 1))
-            parts.append((x, base + c * (own - base) if k > 1 else base, r,
+            parts.append((x, base + c * (own - base) if k > 1 else base, noise_draws(y - own, p),
                           pooled.R0 + c * (r0 - pooled.R0) if k > 1 else pooled.R0))
         return cls(parts, mode, pooled.R0)
 
