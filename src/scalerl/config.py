@@ -333,15 +333,9 @@ def load_yaml(cls: type[T], path: str | Path) -> T:
     """Read a YAML file into ``cls`` (strict: see :func:`from_dict`). A class whose file holds more than
     its fields say (a training config's ``recipe_name`` picks the preset its recipe starts from) gives
     a classmethod ``from_file_mapping(data, path)`` turning the file's mapping into its fields' one."""
-    data = _read_mapping(path)
+    data = read_yaml_mapping(path)
     prepare = getattr(cls, "from_file_mapping", None)
     return from_dict(cls, prepare(data, Path(path)) if callable(prepare) else data)
-
-
-def read_yaml_mapping(path: str | Path) -> dict:
-    """The mapping a YAML file holds (``{}`` for an empty file), or a ConfigError saying what is
-    wrong with the file (missing, unreadable, not YAML, a key given twice, not a mapping)."""
-    return _read_mapping(path)
 
 
 def dotted_keys(data: Mapping[str, Any], prefix: str = "") -> set[str]:
@@ -405,7 +399,9 @@ def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
     return out
 
 
-def _read_mapping(path: str | Path) -> dict:
+def read_yaml_mapping(path: str | Path) -> dict:
+    """The mapping a YAML file holds (``{}`` for an empty file), or a ConfigError saying what is
+    wrong with the file (missing, unreadable, not YAML, a key given twice, not a mapping)."""
     path = Path(path)
     text = ""
     try:
