@@ -85,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed-sd-A", type=float, default=0.0, help="sd of a seed's A around the case's")
     ap.add_argument("--seed-sd-logC", type=float, default=0.0, help="sd of a seed's ln C_mid around the case's")
     args = ap.parse_args(argv)
+    if args.seeds < 1 or args.pairs < 1 or min(args.noise, args.start_noise, args.seed_sd_A, args.seed_sd_logC) < 0:
+        ap.error("--seeds and --pairs must be at least 1, the noise and spread sds at least 0")
     print(f"{args.pairs} pairs a case, noise sd {args.noise:g}, start noise sd {args.start_noise:g}, {args.seeds} "
           f"seed(s) a run (sd of A {args.seed_sd_A:g}, of ln C_mid {args.seed_sd_logC:g}), rule intervals (95%)\n")
     print(f"{'case':<14} {'right verdict':<16} {'ceiling':>8} {'efficiency':>10} {'no clear effect':>15}  {'right':>6}")
