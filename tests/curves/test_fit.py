@@ -76,6 +76,22 @@ def test_too_few_points_flat_and_falling_metrics_are_refused():
         fit_sigmoid(synthetic(), method="magic")
 
 
+def test_a_run_that_fell_below_its_start_and_rises_again_is_refused_in_words_that_match_its_curve():
+    # The evaluations climb 0.30 -> 0.42 but stay below the first, 0.50: the refusal used to say "does
+    # not rise (change -0.123: 0.3 at first, 0.42 at the end)", which contradicts its own numbers.
+    curve = Curve.from_arrays([0, 10, 20, 30, 40, 50, 60], [0.5, 0.3, 0.35, 0.38, 0.4, 0.41, 0.42])
+    with pytest.raises(InputError, match="does not rise above where the run started") as refused:
+        fit_sigmoid(curve)
+    message = str(refused.value)
+    assert "R0 = 0.5" in message and "average 0.377" in message and "(0.3 at first, 0.42 at the end)" in message
+    assert "change -" not in message and "give --r0 the level it rises from (here 0.3" in message
+    # Following the advice fits the recovery.
+    assert fit_sigmoid(curve, r0=0.3).A == pytest.approx(0.42, abs=0.02)
+    # A run that only falls keeps the old refusal.
+    with pytest.raises(InputError, match="does not rise with compute"):
+        fit_sigmoid(Curve.from_arrays([0, 1, 2, 3, 4, 5], [0.5, 0.45, 0.4, 0.38, 0.35, 0.3]))
+
+
 def test_a_saturated_tail_is_fittable_when_r0_is_known():
     # Only the flat end of a run in the window: fine, its points sit above R0.
     c = synthetic(seed=5)

@@ -101,6 +101,8 @@ def check_fittable(x: np.ndarray, y: np.ndarray, n_params: int, what: str = "the
         gain = float(y[pos].mean() - base)
         if gain > 1e-12:
             return
+        if pos.sum() >= 2 and float(np.polyfit(np.log(x[pos]), y[pos], 1)[0]) > 0:
+            raise InputError(_below_start(x[pos], y[pos], base, what))
         trend = gain
     else:
         if np.ptp(y) <= 1e-12:
@@ -113,6 +115,20 @@ def check_fittable(x: np.ndarray, y: np.ndarray, n_params: int, what: str = "the
         "forecast needs a rising curve -- a run that peaked and fell has nothing to forecast (fit the part "
         "before its peak with --fit-until, or look at it with --plot); a falling metric may be a loss, not "
         "a pass rate"
+    )
+
+
+def _below_start(x: np.ndarray, y: np.ndarray, base: float, what: str) -> str:
+    """The refusal of a run that fell below where it started and rises again from there: its
+    evaluations climb, so "the metric does not rise" alone reads as wrong; the gain a sigmoid
+    measures is over the start, and that is what is missing."""
+    low, path = float(y.min()), _path_of(x, y).removeprefix(": ")
+    return (
+        f"{what}: the metric does not rise above where the run started: R0 = {base:.3g} (the evaluation "
+        f"at compute 0, or --r0), and the evaluations after it average {float(y.mean()):.3g}, rising"
+        f"{f' ({path})' if path else ''} but still below R0 -- a sigmoid measures the gain over R0. If the first "
+        "evaluation was made another way than the later ones (greedy, another set), give --r0 VALUE; to "
+        f"forecast the recovery alone, give --r0 the level it rises from (here {low:.3g}, the lowest evaluation)"
     )
 
 
