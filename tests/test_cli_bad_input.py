@@ -230,6 +230,42 @@ def test_a_mistyped_hub_like_model_name_fails_fast_offline(monkeypatch, capsys):
     assert time.monotonic() - start < 10
 
 
+def test_a_hub_dataset_that_cannot_be_fetched_fails_fast_offline(monkeypatch, capsys, tmp_path):
+    """A hub dataset id with no route to the hub (or HF_HUB_OFFLINE) and nothing cached is one line at
+    once: it was ~25 s of the hub client's retries, each printed, before the same failure."""
+    import time
+
+    from datasets import config as datasets_config
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(datasets_config, "HF_DATASETS_CACHE", tmp_path / "datasets")
+    start = time.monotonic()
+    code = main(["train", "--task", "math", "--set", "task.data=someone/no-such-data", "--steps", "1",
+                 "--output", str(tmp_path / "run")])
+    _one_line_error(capsys, code, "someone/no-such-data: not a local file or directory and not in the Hugging Face "
+                    "cache, and HF_HUB_OFFLINE is set", "save_to_disk(DIR)) and give DIR")
+    assert time.monotonic() - start < 10
+
+
+def test_a_cached_hub_dataset_is_not_refused_offline(monkeypatch, tmp_path):
+    """What the caches hold loads offline, so the probe lets it through (to the datasets library)."""
+    from datasets import config as datasets_config
+    from huggingface_hub import constants
+
+    from scalerl.hub import hub_unreachable
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(datasets_config, "HF_DATASETS_CACHE", tmp_path / "datasets")
+    assert hub_unreachable("someone/data", repo_type="dataset") == "HF_HUB_OFFLINE is set"
+    (tmp_path / "hub" / "datasets--someone--data").mkdir(parents=True)
+    assert hub_unreachable("someone/data", repo_type="dataset") is None
+    (tmp_path / "datasets" / "other___set").mkdir(parents=True)
+    assert hub_unreachable("other/set", repo_type="dataset") is None
+
+
 @pytest.mark.parametrize("command", ["train", "demo"])
 def test_resume_with_overwrite_is_refused_by_train_and_demo_alike(tmp_path, capsys, command):
     """demo --resume --overwrite ignored --overwrite (train refuses the pair)."""

@@ -17,7 +17,7 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "scalerl"
 #: Top-level packages and modules of scalerl, lowest layer first. A module may import from its
 #: own layer or a lower one, never a higher one.
 LAYERS: list[set[str]] = [
-    {"errors", "atomic_files", "config", "runlog", "curves", "report_text", "seeds", "stop_signals", "parent_death"},  # foundations: no model, no run
+    {"errors", "atomic_files", "config", "runlog", "curves", "report_text", "seeds", "stop_signals", "parent_death", "hub"},  # foundations: no model, no run
     {"rollout", "rl", "generate", "tasks", "models"},  # the pieces of a run
     {"study", "train", "pipeline"},  # what drives runs
     {"commands", "cli", "__main__"},  # the command line

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.errors import InputError
+from scalerl.hub import hub_unreachable
 from scalerl.models.tiny import TinySpec
 from scalerl.models.unloaded_weights import unloaded_weights
 
@@ -117,35 +118,6 @@ def _merged_adapter(model: Any, source: str) -> Any:
                              "Save it again (model.save_pretrained / scalerl's model.lora.save=adapter)")
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return merged
-
-
-def hub_unreachable(repo_id: str, timeout: float = 3.0) -> str | None:
-    """Why the hub cannot serve ``repo_id`` right now (offline mode, no connection), or None.
-
-    A mistyped model name that looks like a hub id would otherwise wait ~30-50 s in
-    huggingface_hub's connection retries before failing. A model already in the local cache
-    is fine offline; otherwise one TCP connection to the endpoint (``HF_ENDPOINT``), bounded by
-    ``timeout``, tells whether trying is worth it.
-    """
-    import socket
-    from urllib.parse import urlparse
-
-    from huggingface_hub import constants, try_to_load_from_cache
-
-    try:
-        if isinstance(try_to_load_from_cache(repo_id, "config.json"), str):
-            return None
-    except Exception:  # noqa: BLE001 -- an id the hub would refuse; from_pretrained says why
-        return None
-    if constants.HF_HUB_OFFLINE:
-        return "HF_HUB_OFFLINE is set"
-    url = urlparse(constants.ENDPOINT)
-    host, port = url.hostname or "huggingface.co", url.port or (443 if url.scheme == "https" else 80)
-    try:
-        socket.create_connection((host, port), timeout=timeout).close()
-    except OSError as exc:
-        return f"the hub ({host}) cannot be reached: {exc.strerror or exc}"
-    return None
 
 
 def load_config(name_or_path: str, cache_dir: str | None = None, tiny_spec: TinySpec | None = None, **kwargs: Any) -> Any:

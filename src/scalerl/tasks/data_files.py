@@ -24,6 +24,7 @@ from typing import Any, Iterator
 from scalerl.curves.unpack import COMPRESSED as _LOG_COMPRESSED
 from scalerl.curves.unpack import UTF16_BOMS
 from scalerl.errors import InputError
+from scalerl.hub import hub_unreachable
 
 
 #: The compressions a data file may come in, by their first bytes (name, opener, suffix): the log
@@ -331,11 +332,14 @@ def _hf_dataset(source: str, split: str) -> Iterator[tuple[int, Any]]:
     """A ``save_to_disk`` directory, or else a dataset name on the Hugging Face hub."""
     import datasets
 
+    on_hub = not Path(source).is_dir()
+    why = hub_unreachable(source, repo_type="dataset") if on_hub else None
+    if why is not None:  # (else ~25 s of the hub client's retries, each printed, then the same failure)
+        raise InputError(f"{source}: not a local file or directory and not in the Hugging Face cache, and "
+                         f"{why}; check the path, or download the dataset on a machine with network "
+                         "(datasets.load_dataset(NAME).save_to_disk(DIR)) and give DIR")
     try:
-        if Path(source).is_dir():
-            data = datasets.load_from_disk(source)
-        else:
-            data = datasets.load_dataset(source, split=split)
+        data = datasets.load_dataset(source, split=split) if on_hub else datasets.load_from_disk(source)
     except Exception as exc:  # noqa: BLE001 -- report any loading failure as bad input
         raise InputError(f"{source}: cannot load as a Hugging Face dataset: {exc}") from None
     if isinstance(data, datasets.DatasetDict):
