@@ -12,8 +12,8 @@ import os
 import sys
 from pathlib import Path
 
-from scalerl.config import load_yaml, save_yaml
-from scalerl.errors import InputError
+from scalerl.config import load_yaml, read_yaml_mapping, save_yaml
+from scalerl.errors import ConfigError, InputError
 from scalerl.runlog import FINAL, RUNLOG, read_runlog
 from scalerl.train.config import CALIBRATION_COPY, TrainConfig
 from scalerl.train.loggers import WandbSink
@@ -167,6 +167,17 @@ def record_steps(output: Path, steps: int) -> None:
     if cfg.run.steps != steps:
         cfg.run.steps = steps
         save_run_config(output, cfg)
+
+
+def planned_steps(output: str | os.PathLike) -> int | None:
+    """The run's end as its ``config.yaml`` says (``run.steps``: an extension, ``--resume --steps N``, saves its
+    N there as it starts, :func:`record_steps`), or None where there is no readable one. Read as plain YAML: a
+    config an older scalerl saved need not load as today's :class:`TrainConfig`."""
+    try:
+        steps = read_yaml_mapping(Path(output) / CONFIG).get("run", {}).get("steps")
+    except (ConfigError, AttributeError):
+        return None
+    return steps if isinstance(steps, int) and not isinstance(steps, bool) else None
 
 
 def save_run_config(output: Path, cfg: TrainConfig) -> None:
