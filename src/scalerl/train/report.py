@@ -315,8 +315,8 @@ def _unfinished(f: dict[str, Any], output: Path) -> list[tuple[str, str]]:
                            "with")]
     if f.get("has_final"):  # an extension stopped part-way: final/ is the earlier end's model
         held = (f"final/ holds the model of step {f['final_step']}" if f.get("final_step") is not None
-                else "final/ holds an earlier end's model (saved before scalerl recorded its step)")
-        return [("status", f"unfinished: trained to step {trained}{of}, but {held} (an earlier end: the run was "
+                else "final/ holds a model saved before scalerl recorded its step")
+        return [("status", f"unfinished: trained to step {trained}{of}; {held}, an earlier end (the run was "
                            f"extended since); 'final' below is the latest evaluation; {resume}")]
     return [("status", f"unfinished (no final/ model yet): this covers the steps logged so far, to step {trained}{of}; "
                        "'final' below is the latest evaluation")]
