@@ -249,7 +249,8 @@ def test_a_stop_while_the_report_is_written_says_the_run_is_complete(tmp_path, m
 
     monkeypatch.setattr(report, "write_run_report", write_run_report)
     monkeypatch.setattr(train_command, "_start", lambda cfg, **kw: train_command._finish(
-        SimpleNamespace(output=tmp_path, steps=12, evals=[], skipped_steps=0, nan_streak=0), kw["report"]))
+        SimpleNamespace(output=tmp_path, steps=12, evals=[], skipped_steps=0, nan_streak=0, release_directory=lambda: None),
+        kw["report"]))
     status = cli.main(["train", "--model", "tiny", "--output", str(tmp_path / "unused")])
     assert status == (143 if stop is Terminated else 130)
     err = capsys.readouterr().err

@@ -175,6 +175,10 @@ def test_run_report_of_an_unfinished_run_says_so(tmp_path):
     assert text["status"].startswith("unfinished (no final/ model yet): this covers the steps logged so far")
     (tmp_path / "final").mkdir()
     (tmp_path / "final" / "config.json").write_text("{}")
+    # A final/ that does not say its step, and no config.yaml to read the run's end from: not called finished.
+    assert "cannot be told" in dict(summary_lines(write_run_report(tmp_path, n_boot=50)))["status"]
+    last = max(json.loads(line).get("step", 0) for line in (tmp_path / "runlog.jsonl").read_text().splitlines())
+    (tmp_path / "final" / "scalerl_final.json").write_text(json.dumps({"step": last}))
     assert "status" not in dict(summary_lines(write_run_report(tmp_path, n_boot=50)))
 
 

@@ -7,6 +7,8 @@ checkpoints, extra tensors the model has no place for (TRL's value head).
 """
 
 import shutil
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -128,3 +130,29 @@ def test_common_prefix_counts_the_missing_keys_found_under_it():
         "_orig_mod.", 2)
     assert common_prefix(missing, ["v_head.summary.weight"]) == (None, 0)
     assert common_prefix(missing, []) == (None, 0)
+
+
+def test_the_load_report_is_not_printed_above_the_refusal(user_model, math_jsonl, tmp_path):
+    # transformers logs its load report (a table of every MISSING / UNEXPECTED key, "can be ignored", "consider
+    # training") as a warning while it loads; the 30-line table stood above our one-line refusal, which says
+    # what it means. Refused, the table is dropped; the line is the last the user sees. (A process of its own:
+    # transformers' log handler writes to the stderr it found at import, which pytest's capture replaced.)
+    model_dir = _resaved(user_model("llama"), tmp_path / "compiled", rename=lambda k: "_orig_mod." + k)
+    done = subprocess.run([sys.executable, "-m", "scalerl.cli", "eval", "--model", str(model_dir), "--task", "math",
+                           "--data", str(math_jsonl), "--problems", "2", "--k", "1", "--max-new-tokens", "4"],
+                          capture_output=True, text=True, timeout=300)
+    err = done.stderr
+    assert done.returncode == 2, err
+    assert "LOAD REPORT" not in err and "MISSING" not in err and "newly initialized" not in err, err
+    assert err.strip().splitlines() == [line for line in err.strip().splitlines() if line.startswith("scalerl eval: error: ")]
+
+
+def test_the_load_report_of_a_model_that_loads_is_still_shown(user_model, tmp_path):
+    # Extra weights the model has no place for (TRL's value head) load: transformers' report of them stays.
+    model_dir = _resaved(user_model("llama"), tmp_path / "value-head")
+    weights = load_file(model_dir / "model.safetensors")
+    weights["v_head.summary.weight"] = torch.zeros(1, 8)
+    save_file(weights, model_dir / "model.safetensors", metadata={"format": "pt"})
+    done = subprocess.run([sys.executable, "-c", "import sys; from scalerl.models.loading import load_model; "
+                           "load_model(sys.argv[1])", str(model_dir)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "v_head.summary.weight" in done.stderr, done.stderr

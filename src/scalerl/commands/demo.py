@@ -55,8 +55,11 @@ def run(args) -> int:
           f"{cfg.recipe.loss.name} loss), model {cfg.model.name_or_path}, task {cfg.task.name}, {cfg.run.steps} steps, evaluation every {cfg.eval.every}; "
           f"output {out}", file=sys.stderr)
     t0 = time.perf_counter()
-    summary = trainer.run()
-    report = write_run_report(summary.output)
+    summary = trainer.run(hold_directory=True)
+    try:  # the directory held until the report is written (commands/train.py's _finish says why)
+        report = write_run_report(summary.output)
+    finally:
+        summary.release_directory()
     print(f"\nscalerl demo finished in {time.perf_counter() - t0:.0f} s")
     for k, v in summary_lines(report):
         print(f"  {k}: {v}")

@@ -149,6 +149,34 @@ def _no_final(run_dir: str) -> str:
             f"(a stopped run: scalerl train --output {run_dir} --resume), or pass --model PATH")
 
 
+def earlier_end_note(run_dir: str) -> str | None:
+    """A note when the run's ``final/`` is an earlier end's model: the run was extended (``--resume --steps N``)
+    and stopped before its new end, so its newest checkpoint is later than final/. ``eval --run`` evaluated
+    that final/ without a word of which step it is (final/scalerl_final.json says; a final/ saved before it
+    was kept says nothing, and the run's end in config.yaml tells whether the run stopped short of it)."""
+    from scalerl.runlog import final_model_step
+    from scalerl.train.checkpoint import checkpoint_step, latest_checkpoint
+    from scalerl.train.run_directory import CHECKPOINTS, planned_steps
+
+    final_step, planned = final_model_step(run_dir), planned_steps(run_dir)
+    ckpt = latest_checkpoint(Path(run_dir) / CHECKPOINTS)
+    newest = checkpoint_step(ckpt) if ckpt is not None else None
+    of = f" of {planned}" if planned is not None else ""
+    go_on = (f"training state for --resume, not a model eval reads; to evaluate the later model, go on with: "
+             f"scalerl train --output {run_dir} --resume, then evaluate its new final/")
+    if final_step is not None:
+        if newest is None or newest <= final_step:
+            return None
+        return (f"note: {run_dir}: final/ is the model of step {final_step} (final/scalerl_final.json), an earlier end: "
+                f"the run was extended since (stopped, or still training) and its newest checkpoint is {ckpt} (step {newest}{of}), "
+                f"{go_on}")
+    if newest is None or planned is None or newest >= planned:
+        return None
+    return (f"note: {run_dir}: final/ does not record its step (saved by an older scalerl), and the run has not reached "
+            f"its end: its newest checkpoint is {ckpt} (step {newest}{of}), so final/ is an earlier end's model; the "
+            f"checkpoint is {go_on}")
+
+
 def rounded_final_note(final: str) -> str | None:
     """A note when a run's ``final/`` is stored in a narrower dtype than the fp32 master weights
     the run trained and evaluated (``model.dtype``: the starting checkpoint's, e.g. bf16): the
@@ -177,9 +205,9 @@ def run(args) -> int:
     # On the CPU this command runs on, in fp32 like the trainer there (precision auto): a bf16 final/
     # is upcast (bf16 matmuls are slower on most CPUs, and the run's own evaluations computed in fp32).
     if run_dir and (args.model is None or not args.run):
-        note = rounded_final_note(pick["model"])
-        if note:
-            print(note, file=sys.stderr)
+        for note in (earlier_end_note(run_dir), rounded_final_note(pick["model"])):
+            if note:
+                print(note, file=sys.stderr)
     model, tokenizer = load_model(pick["model"], dtype="float32", progress=True)  # a tiny model built here: minutes
     task = _eval_task(args, pick, base)
     for note in reference_notes(task):  # (answers the reward cannot read: every completion scores -1 there)

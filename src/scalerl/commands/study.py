@@ -198,16 +198,29 @@ def run(args) -> int:
         return _dry_run(spec, directory)
     from scalerl.study.plan import Budget, plan_study
     from scalerl.study.run_state import check_existing
-    from scalerl.study.runner import check_study_output, run_study
+    from scalerl.study.runner import check_study_output, hold_study_directory
 
     check_study_output(directory)  # before the line that announces the study
     plans = plan_study(spec, directory)  # every config resolved and checked before the first line is printed
     check_existing(plans, Budget.of(spec))  # and the runs on disk (run_study checks again, for API callers)
+    # Held before the announcement (a second study refused printed "scalerl study: ... output DIR" above its
+    # refusal, as if it had started) and through the report.
+    held = hold_study_directory(directory)
+    try:
+        return _run_and_report(args, spec, directory, held)
+    finally:
+        held.release()
+
+
+def _run_and_report(args, spec, directory: Path, held) -> int:
+    """The study's runs, then its report, in ``directory`` (held: :func:`~scalerl.study.runner.hold_study_directory`)."""
+    from scalerl.study.runner import run_study
+
     what = f"{spec.compute:g} {spec.x}" if spec.compute else f"{spec.steps} steps"
     print(f"scalerl study: {spec.family} of {spec.base}, {spec.seeds} seed(s), {what} per run, backend "
           f"{spec.backend}; output {directory}", file=sys.stderr)
     try:
-        result = run_study(spec, directory)
+        result = run_study(spec, directory, held=held)
     except KeyboardInterrupt as exc:  # the run's own message would name the run, not the study
         from scalerl.errors import RunInterrupted
 

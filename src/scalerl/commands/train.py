@@ -109,7 +109,7 @@ def _start(cfg, *, resume: bool, report: bool = True) -> int:
             from scalerl.train.run_directory import check_output
 
             check_output(Path(cfg.run.output), resume)
-        summary = run_rank(cfg, resume=resume)
+        summary = run_rank(cfg, resume=resume, hold_directory=True)  # (rank 0's: held through its report)
         return _finish(summary, report) if summary is not None else 0
     if cfg.run.nproc > 1:
         from scalerl.train.launch import launch
@@ -119,7 +119,7 @@ def _start(cfg, *, resume: bool, report: bool = True) -> int:
         return _finish(launch(cfg, resume=resume), report)
     from scalerl.train.trainer import Trainer
 
-    return _finish(Trainer(cfg, resume=resume).run(), report)
+    return _finish(Trainer(cfg, resume=resume).run(hold_directory=True), report)
 
 
 def _resume(args) -> int:
@@ -141,6 +141,16 @@ def _resume(args) -> int:
 
 
 def _finish(summary, report: bool = True) -> int:
+    """Print the run's summary and write its report, the run directory still held (``summary.held``): let
+    go before it, an ``--overwrite`` or ``--resume`` started in between deleted or rewrote the directory
+    the report was being written into. Let go however this ends."""
+    try:
+        return _report(summary, report)
+    finally:
+        summary.release_directory()
+
+
+def _report(summary, report: bool) -> int:
     try:
         # (The import inside: scipy and matplotlib load for a second or more, and a stop then, after a
         # complete run, said "interrupted before training went on; resume with ...".)

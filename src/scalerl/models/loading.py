@@ -8,9 +8,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from scalerl.errors import InputError
 from scalerl.hub import hub_unreachable
@@ -221,20 +223,60 @@ def load_model(
         with torch.device("meta"):
             return AutoModelForCausalLM.from_config(config, **config_kwargs).eval(), tokenizer
     model_kwargs.pop("output_loading_info", None)  # asked for below: the model alone is what load_model returns
-    try:
-        model, info = AutoModelForCausalLM.from_pretrained(source, output_loading_info=True, **model_kwargs)
-    except OSError as exc:  # not found locally, not on the hub, or no network
-        raise InputError(missing_weights(source, name_or_path) or f"cannot load model {name_or_path!r}: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 -- damaged weights: safetensors' SafetensorError, torch's RuntimeError, ...
-        reason = str(exc).splitlines()[0][:200] if str(exc) else ""
-        raise InputError(f"cannot load the weights of {name_or_path!r} ({type(exc).__name__}: {reason}); "
-                         f"{_weights_hint(str(exc))}") from None
-    # transformers initialises what the checkpoint does not name at random and goes on (its load
-    # report aside): a torch.compile'd or DDP model's state dict, keys all prefixed, trained from scratch.
-    refusal = unloaded_weights(model, info, name_or_path)
-    if refusal is not None:
-        raise InputError(refusal)
+    with _held_load_report() as report:
+        try:
+            model, info = AutoModelForCausalLM.from_pretrained(source, output_loading_info=True, **model_kwargs)
+        except OSError as exc:  # not found locally, not on the hub, or no network
+            report.show()
+            raise InputError(missing_weights(source, name_or_path) or f"cannot load model {name_or_path!r}: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 -- damaged weights: safetensors' SafetensorError, torch's RuntimeError, ...
+            report.show()  # (transformers' error can say "look at the above report": a size mismatch)
+            reason = str(exc).splitlines()[0][:200] if str(exc) else ""
+            raise InputError(f"cannot load the weights of {name_or_path!r} ({type(exc).__name__}: {reason}); "
+                             f"{_weights_hint(str(exc))}") from None
+        # transformers initialises what the checkpoint does not name at random and goes on (its load
+        # report aside): a torch.compile'd or DDP model's state dict, keys all prefixed, trained from scratch.
+        refusal = unloaded_weights(model, info, name_or_path)
+        if refusal is not None:
+            raise InputError(refusal)  # (the report dropped: the refusal names the keys, and says what to do)
+        report.show()  # loaded: extra keys the model has no place for (TRL's value head), as transformers says them
     return model.eval(), tokenizer
+
+
+class _HeldRecords(logging.Filter):
+    """The records of a logger held back (:func:`_held_load_report`), to be shown or dropped."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        super().__init__()
+        self.logger, self.records = logger, []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.records.append(record)
+        return False
+
+    def show(self) -> None:
+        """Hand the held records to the logger's handlers, as they would have gone, and stop holding."""
+        self.logger.removeFilter(self)
+        records, self.records = self.records, []
+        for record in records:
+            self.logger.handle(record)
+
+
+@contextlib.contextmanager
+def _held_load_report() -> Iterator[_HeldRecords]:
+    """Hold back what ``from_pretrained`` logs while it loads -- its load report, a table of every missing and
+    unexpected key ("MISSING: those params were newly initialized ...", a warning of
+    ``transformers.modeling_utils``; transformers 4's "Some weights of ... were not initialized" likewise) --
+    until the caller knows whether it refuses the model. Printed as it came, the table (30 lines for a
+    torch.compile'd state dict) stood above our one-line refusal, and said the keys "can be ignored". What is
+    not shown by the end is dropped."""
+    logger = logging.getLogger("transformers.modeling_utils")
+    held = _HeldRecords(logger)
+    logger.addFilter(held)
+    try:
+        yield held
+    finally:
+        logger.removeFilter(held)
 
 
 def missing_weights(source: str, name_or_path: str) -> str | None:

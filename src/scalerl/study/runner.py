@@ -100,18 +100,31 @@ def check_study_output(study_dir: Path) -> None:
     check_writable(study_dir)
 
 
-def run_study(spec: StudySpec, study_dir: str | Path, *, echo: Echo | None = None) -> StudyRun:
-    """Plan, check, then run or resume every run of ``spec`` into ``study_dir``."""
+def hold_study_directory(study_dir: str | Path) -> RunDirectoryLock:
+    """Create ``study_dir`` and lock it for this process (:class:`RunDirectoryLock`), or refuse in one line
+    (:class:`InputError`) where another study holds it. The study holds its directory while it runs: a second
+    `study --resume` beside it took each run the first was training for a failure, and the first then took
+    the second's: both exited 1. ``scalerl study`` takes it before it announces the study, and keeps it
+    through the report (:func:`run_study`'s ``held``)."""
+    study_dir = Path(study_dir)
+    study_dir.mkdir(parents=True, exist_ok=True)
+    return RunDirectoryLock(study_dir, "a study is running in it now, or writing its report (another process holds "
+                                       "it); wait for it to end, or stop it (Ctrl-C), before --resume")
+
+
+def run_study(spec: StudySpec, study_dir: str | Path, *, echo: Echo | None = None,
+              held: RunDirectoryLock | None = None) -> StudyRun:
+    """Plan, check, then run or resume every run of ``spec`` into ``study_dir``.
+
+    ``held``: the caller's lock on ``study_dir`` (:func:`hold_study_directory`), which it lets go once it has
+    written what follows the runs (the report: a second study let in before it was written rewrote the
+    directory under it); without one the study takes the lock itself and lets it go as the runs end."""
     echo = echo or (lambda line: print(line, file=sys.stderr, flush=True))
     study_dir = Path(study_dir)
     check_study_output(study_dir)
     plans = plan_study(spec, study_dir)
     check_existing(plans, Budget.of(spec))
-    study_dir.mkdir(parents=True, exist_ok=True)
-    # The study holds its directory while it runs: a second `study --resume` beside it took each run the
-    # first was training for a failure, and the first then took the second's: both exited 1.
-    lock = RunDirectoryLock(study_dir, "a study is running in it now (another process holds it); wait for it to "
-                                       "end, or stop it (Ctrl-C), before --resume")
+    lock = hold_study_directory(study_dir) if held is None else None
     try:
         save_spec(spec, study_dir)
         prepare_models(plans, progress=spec.progress)
@@ -124,5 +137,6 @@ def run_study(spec: StudySpec, study_dir: str | Path, *, echo: Echo | None = Non
 
         outcomes = BACKENDS[spec.backend](plans, budget, spec, echo, record)
     finally:
-        lock.release()
+        if lock is not None:
+            lock.release()
     return StudyRun(study_dir, plans, outcomes, time.perf_counter() - t0)

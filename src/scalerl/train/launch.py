@@ -91,8 +91,9 @@ def _follow(cfg: TrainConfig, rank: Rank) -> None:
 
 
 def run_rank(cfg: TrainConfig, *, resume: bool, rank: int | None = None, world: int | None = None,
-             local_rank: int | None = None, init_method: str = "env://") -> Any:
-    """Join the process group and run this rank; returns rank 0's RunSummary (None elsewhere)."""
+             local_rank: int | None = None, init_method: str = "env://", hold_directory: bool = False) -> Any:
+    """Join the process group and run this rank; returns rank 0's RunSummary (None elsewhere).
+    ``hold_directory``: rank 0's summary holds the run directory (``Trainer.run``), for the caller's report."""
     from scalerl.train.trainer import Trainer
 
     if rank is None:
@@ -111,7 +112,8 @@ def run_rank(cfg: TrainConfig, *, resume: bool, rank: int | None = None, world: 
     try:
         summary = None
         if me.leader:
-            summary = (Trainer(cfg, resume=True, rank=me) if resume else Trainer(cfg, rank=me)).run()
+            trainer = Trainer(cfg, resume=True, rank=me) if resume else Trainer(cfg, rank=me)
+            summary = trainer.run(hold_directory=hold_directory)
         else:
             _follow(cfg, me)
         clean = True

@@ -28,6 +28,7 @@ from scalerl.runlog import RESUME, final_model_step, has_final_model, read_runlo
 from scalerl.train.collapse import collapse_note, collapsed_steps
 from scalerl.train.config import CALIBRATION_COPY
 from scalerl.train.report_files import CURVE_PNG, REPORT_HTML, REPORT_MD, SETS_PNG
+from scalerl.train.run_directory import planned_steps
 
 
 
@@ -140,10 +141,10 @@ def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]],
     trained = _trained_steps(rows, int(evals[-1]["step"]))
     has_final = has_final_model(output)
     final_step = final_model_step(output) if has_final else None
+    planned = planned_steps(output)
     return dict(
-        trained_steps=trained, has_final=has_final, final_step=final_step,
-        # final/ of an earlier end (an extended run stopped part-way) does not make this run finished.
-        finished=has_final and (final_step is None or final_step >= trained),
+        trained_steps=trained, has_final=has_final, final_step=final_step, planned_steps=planned,
+        finished=_finished(has_final, final_step, trained, planned),
         recipe=header.get("recipe"), model=header.get("model"), task=header.get("task"),
         params=header.get("params"), steps=int(evals[-1]["step"]), evaluations=len(evals),
         start=float(ys[0]), final=float(ys[-1]), gain=float(ys[-1] - ys[0]), best=float(ys.max()),
@@ -154,6 +155,19 @@ def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]],
         collapsed_steps=collapsed_steps(r for r in rows if r.get("type") == "train"),
         lr=cfg.get("recipe", {}).get("optimizer", {}).get("lr"),
     )
+
+
+def _finished(has_final: bool, final_step: int | None, trained: int, planned: int | None) -> bool | None:
+    """Whether the run reached its end with final/ saved there; None where that cannot be told. final/ of an
+    earlier end (an extension stopped part-way, even before its first new step: final/'s step is then the
+    log's last) does not make the run finished: the log must reach config.yaml's ``run.steps`` too. A final/
+    saved before it recorded its step (``scalerl_final.json``) is judged by that alone; with no config.yaml
+    either, it cannot be told."""
+    if not has_final or (planned is not None and trained < planned):
+        return False
+    if final_step is not None:
+        return final_step >= trained
+    return True if planned is not None else None
 
 
 def _calibration(output: Path, configured, asked, cal):
@@ -284,16 +298,27 @@ def _fmt(v: Any, digits: int = 3) -> str:
     return str(v)
 
 
-def _unfinished(f: dict[str, Any]) -> list[tuple[str, str]]:
-    """A status line for a run with no final model yet (still training, or stopped): without it, a
-    report of a run in progress read like the report of a finished one ("final" = the latest)."""
-    if f.get("finished", True):
+def _unfinished(f: dict[str, Any], output: Path) -> list[tuple[str, str]]:
+    """A status line for a run that did not reach its end with final/ saved (still training, or stopped):
+    without it, a report of a run in progress, or of an extension stopped before its new end, read like the
+    report of a finished one ("final" = the latest)."""
+    finished = f.get("finished", True)
+    if finished:
         return []
     trained = f.get("trained_steps", f["steps"])
+    planned = f.get("planned_steps")
+    of = f" of {planned}" if planned is not None and trained < planned else ""
+    resume = f"go on with: scalerl train --output {output} --resume"
+    if finished is None:
+        return [("status", f"whether the run finished cannot be told: final/ does not record its step (saved by an older "
+                           f"scalerl) and there is no readable config.yaml to compare the log's last step ({trained}) "
+                           "with")]
     if f.get("has_final"):  # an extension stopped part-way: final/ is the earlier end's model
-        return [("status", f"unfinished: trained to step {trained}, but final/ holds the model of step {f['final_step']} "
-                           "(an earlier end: the run was extended since); 'final' below is the latest evaluation")]
-    return [("status", f"unfinished (no final/ model yet): this covers the steps logged so far, to step {trained}; "
+        held = (f"final/ holds the model of step {f['final_step']}" if f.get("final_step") is not None
+                else "final/ holds a model saved before scalerl recorded its step")
+        return [("status", f"unfinished: trained to step {trained}{of}; {held}, an earlier end (the run was "
+                           f"extended since); 'final' below is the latest evaluation; {resume}")]
+    return [("status", f"unfinished (no final/ model yet): this covers the steps logged so far, to step {trained}{of}; "
                        "'final' below is the latest evaluation")]
 
 
@@ -345,7 +370,7 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
         ("model", f"{f['model']} ({f['params']:,} parameters)" if f.get("params") else _fmt(f["model"])),
         ("steps / evaluations", f"{f['steps']} / {f['evaluations']}" if f.get("trained_steps", f["steps"]) <= f["steps"]
          else f"{f['trained_steps']} (the last evaluation at step {f['steps']}) / {f['evaluations']}"),
-        *_unfinished(f),
+        *_unfinished(f, rep.output),
         *_resumed(f),
         ("compute", f"{f['flops']:.3g} FLOPs, {f['gpu_hours'] * 3600:.0f} device-seconds, {f['samples']:,} samples"),
         (f"{rep.y}: start -> final", f"{f['start']:.3f} -> {f['final']:.3f} (gain {f['gain']:+.3f}, best {f['best']:.3f})"),

@@ -9,10 +9,11 @@ No torch here: the commands check a directory before they import the trainer.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
-from scalerl.config import load_yaml, save_yaml
-from scalerl.errors import InputError
+from scalerl.config import load_yaml, read_yaml_mapping, save_yaml
+from scalerl.errors import ConfigError, InputError
 from scalerl.runlog import FINAL, RUNLOG, read_runlog
 from scalerl.train.config import CALIBRATION_COPY, TrainConfig
 from scalerl.train.loggers import WandbSink
@@ -35,10 +36,11 @@ class RunDirectoryLock:
     too. Without it, ``--overwrite`` deleted the directory of a run still training (which went on writing
     into deleted files, its run log lost) and a second ``--resume`` trained beside the first, both ending
     "successfully" with one's rows and the other's checkpoints. Where ``fcntl`` is missing (Windows) it
-    holds nothing."""
+    holds nothing; where ``flock`` fails (a file system that cannot lock: NFS) it holds nothing and says so
+    in a warning."""
 
-    def __init__(self, output: Path, what: str = "a run is training in it now (another process holds it); wait for "
-                 "that run to end, or stop it (Ctrl-C), before --resume or --overwrite") -> None:
+    def __init__(self, output: Path, what: str = "a run is training in it now, or writing its report (another process "
+                 "holds it); wait for that run to end, or stop it (Ctrl-C), before --resume or --overwrite") -> None:
         self.output = output
         self._fd: int | None = None
         try:
@@ -51,18 +53,42 @@ class RunDirectoryLock:
         except BlockingIOError:
             os.close(fd)
             raise InputError(f"{output}: {what}") from None
-        except OSError:  # a file system without flock: no lock, as on Windows
+        except OSError as exc:  # a file system whose flock fails: the directory is not protected, and said so
             os.close(fd)
+            _warn_unlocked(output, exc)
             return
         self._fd = fd
 
     def release(self) -> None:
+        """Let the directory go (again: a no-op)."""
         if self._fd is not None:
             os.close(self._fd)  # (closing the descriptor drops the lock)
             self._fd = None
 
     def __del__(self) -> None:  # a Trainer built and never run or closed still lets the directory go
         self.release()
+
+
+#: The directories this process warned about (:func:`_warn_unlocked`): ``--overwrite``'s check and the run it
+#: starts both try the lock, and one line says it.
+_UNLOCKED_WARNED: set[str] = set()
+
+
+def _warn_unlocked(output: Path, exc: OSError) -> None:
+    """One line on stderr, once per directory, when ``flock`` fails. It fails where the file system cannot
+    lock: NFS emulates flock with byte-range locks, and an exclusive one needs a descriptor opened for
+    writing, which a directory never is (flock(2), "NFS details": EBADF); a server without a lock daemon
+    gives ENOLCK; some FUSE file systems give EOPNOTSUPP or ENOSYS. Silent, the lock protected nothing
+    while the docs said a second command is refused. (An NFS mount with ``local_lock=flock`` or ``nolock``
+    succeeds and locks on this machine only: that cannot be told from here.)"""
+    key = str(Path(output).resolve())
+    if key in _UNLOCKED_WARNED:
+        return
+    _UNLOCKED_WARNED.add(key)
+    why = exc.strerror or type(exc).__name__
+    print(f"warning: {output}: this file system cannot lock the directory (flock: {why}; e.g. NFS), so it is not "
+          "protected: a second scalerl command on it (--resume, --overwrite) is not refused while this one runs -- "
+          "start no other there until this one ends", file=sys.stderr)
 
 
 def check_output(output: Path, resume: bool) -> None:
@@ -141,6 +167,17 @@ def record_steps(output: Path, steps: int) -> None:
     if cfg.run.steps != steps:
         cfg.run.steps = steps
         save_run_config(output, cfg)
+
+
+def planned_steps(output: str | os.PathLike) -> int | None:
+    """The run's end as its ``config.yaml`` says (``run.steps``: an extension, ``--resume --steps N``, saves its
+    N there as it starts, :func:`record_steps`), or None where there is no readable one. Read as plain YAML: a
+    config an older scalerl saved need not load as today's :class:`TrainConfig`."""
+    try:
+        steps = read_yaml_mapping(Path(output) / CONFIG).get("run", {}).get("steps")
+    except (ConfigError, AttributeError):
+        return None
+    return steps if isinstance(steps, int) and not isinstance(steps, bool) else None
 
 
 def save_run_config(output: Path, cfg: TrainConfig) -> None:

@@ -90,6 +90,15 @@ class RunSummary:
     skipped_steps: int = 0
     nan_streak: int = 0
     """Consecutive steps skipped for a non-finite loss or gradient that the run ended with."""
+    held: Any = field(default=None, repr=False, compare=False)
+    """The run directory's lock, still held (``Trainer.run(hold_directory=True)``) for the caller to write
+    the run's report before it lets the directory go (:meth:`release_directory`); None otherwise."""
+
+    def release_directory(self) -> None:
+        """Let the run directory go, once what the caller writes into it is written (a no-op when not held)."""
+        held, self.held = self.held, None
+        if held is not None:
+            held.release()
 
 
 def eval_seed(run_seed: int, set_index: int) -> int:
@@ -585,7 +594,14 @@ class Trainer:
             sink.log(row, self.step)
 
     # ------------------------------------------------------------------ the loop
-    def run(self) -> RunSummary:
+    def run(self, *, hold_directory: bool = False) -> RunSummary:
+        """Train to ``run.steps``, save ``final/`` and close the run's files and sinks.
+
+        ``hold_directory``: a run that ends well keeps its directory locked (:class:`RunDirectoryLock`),
+        handed over in the summary (``RunSummary.held``) for the caller to write the report into it first
+        and then let it go (``summary.release_directory()``): let go here, an ``--overwrite`` or
+        ``--resume`` started as the report was written deleted the directory under it, or trained beside
+        it. However else the run ends, the directory is let go here."""
         cfg = self.cfg
         t_start = time.perf_counter()
         if self.step > cfg.run.steps:  # resumed with a smaller --steps: nothing is trained or undone
@@ -619,18 +635,23 @@ class Trainer:
             # The run is complete -- every step trained and its rows logged, final/ saved -- even where
             # a stop landed in the save: W&B records it finished (exit 0), as the stop's line says; it
             # recorded a failure (exit 1). The stop's line is the one to see: a close's error is a note.
-            self._close(True, failing=stop is not None)
+            self._close(True, failing=stop is not None, release=not hold_directory or stop is not None)
         except KeyboardInterrupt as exc:
             # A stop while the complete run closes: W&B's sink waits (up to 60 s) for its service to
             # write the run file's end. It came out as a bare KeyboardInterrupt, which the command
             # took for a stop before training ("resume with: ... --resume", on a finished run) and
             # the report was never written, nor said to be missing. close_each closed the rest.
             stop_under_way()
+            self._release_output()  # (no report follows: the line says `scalerl report` writes it)
             raise RunInterrupted(self._final_interrupted_message(), cause=exc) from None
+        except BaseException:  # a close that failed: no report follows either
+            self._release_output()
+            raise
         if stop is not None:
             raise RunInterrupted(self._final_interrupted_message(), cause=stop) from None
+        held = self.__dict__.pop("_dir_lock", None) if hold_directory else None
         return RunSummary(self.output, self.step, list(self.evals), time.perf_counter() - t_start, self.skipped_steps,
-                          self.nan_streak)
+                          self.nan_streak, held=held)
 
     def _train(self, bar: Any) -> None:
         """The loop, its errors said as what to do, and the generators closed however it ended."""
@@ -836,12 +857,13 @@ class Trainer:
         return (f"interrupted after the last step ({self.step}) and the final model's save "
                 f"({self.output / FINAL}): the run is complete; `scalerl report {self.output}` writes its report")
 
-    def _close(self, ok: bool, *, failing: bool | None = None) -> None:
+    def _close(self, ok: bool, *, failing: bool | None = None, release: bool = True) -> None:
         """Files and metric sinks (``ok``: whether the run ended well, as W&B records it; ``failing``:
         the run is on its way out with an error of its own, a close's error only a note -- by default
-        where it did not end well); the reward workers are closed with the generators (:meth:`_train`)."""
+        where it did not end well), then the directory let go (``release``; else :meth:`run` hands its
+        lock over); the reward workers are closed with the generators (:meth:`_train`)."""
         close_each([self.runlog.close, self.samples.close, *(partial(self._end_sink, sink, ok) for sink in self.sinks),
-                    self._release_output], failing=not ok if failing is None else failing)
+                    *([self._release_output] if release else [])], failing=not ok if failing is None else failing)
 
     def _release_output(self) -> None:
         """Let the run directory go (:class:`RunDirectoryLock`): the run's files are closed."""

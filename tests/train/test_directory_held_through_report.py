@@ -1,0 +1,84 @@
+"""A run directory stays locked until its report is written, and a file system that cannot lock says so.
+
+Before: ``Trainer.run`` let the directory go as it closed its files, and ``scalerl train`` / ``demo`` then
+wrote the report -- an ``--overwrite`` started in that window deleted the directory the report was being
+written into. And where ``flock`` fails (NFS: an exclusive flock needs a descriptor opened for writing,
+which a directory never is), the lock silently held nothing.
+"""
+
+import errno
+
+import pytest
+
+from scalerl.cli import main
+from scalerl.errors import InputError
+from scalerl.train.run_directory import RunDirectoryLock
+
+from .conftest import small_args
+
+SYNC = ("--set", "pipeline=sync", "--threads", "1", "--steps", "1", "--eval-every", "1")
+
+
+def _probe_during_report(monkeypatch, seen):
+    """The real report, after a second command's attempt on the directory (what ``--overwrite`` tries first)."""
+    import scalerl.train.report as report
+
+    real = report.write_run_report
+
+    def write_run_report(output, **kw):
+        try:
+            RunDirectoryLock(output).release()
+            seen.append("free")
+        except InputError as exc:
+            seen.append(str(exc))
+        return real(output, **kw)
+
+    monkeypatch.setattr(report, "write_run_report", write_run_report)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["train", "demo"])
+def test_the_directory_is_held_until_the_report_is_written(tmp_path, monkeypatch, capsys, command):
+    out = tmp_path / "run"
+    seen = []
+    _probe_during_report(monkeypatch, seen)
+    args = small_args(out, *SYNC)
+    args[0] = command
+    assert main(args) == 0, capsys.readouterr().err
+    assert len(seen) == 1 and "a run is training in it now" in seen[0], seen
+    assert (out / "report.html").exists()
+    RunDirectoryLock(out).release()  # once the report is written the directory is free
+
+
+@pytest.mark.slow
+def test_a_stop_during_the_report_lets_the_directory_go(tmp_path, monkeypatch, capsys):
+    import scalerl.train.report as report
+
+    def stopped(output, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report, "write_run_report", stopped)
+    out = tmp_path / "run"
+    assert main(small_args(out, *SYNC)) == 130
+    assert "interrupted while the report was written; the run is complete" in capsys.readouterr().err
+    RunDirectoryLock(out).release()
+
+
+@pytest.mark.parametrize("code", [errno.EBADF, errno.ENOLCK, errno.EOPNOTSUPP])
+def test_a_file_system_without_flock_is_said_in_one_warning(tmp_path, monkeypatch, capsys, code):
+    # flock(2), "NFS details": NFS emulates flock with byte-range locks, and an exclusive one needs a descriptor
+    # opened for writing (a directory's never is: EBADF); no lock daemon: ENOLCK; some FUSE mounts: EOPNOTSUPP.
+    # (The os-level call made to fail: no file system here lacks flock.)
+    import fcntl
+
+    def no_flock(fd, op):
+        raise OSError(code, __import__("os").strerror(code))
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    out = tmp_path / f"run{code}"
+    out.mkdir()
+    RunDirectoryLock(out).release()
+    RunDirectoryLock(out).release()  # (--overwrite's check, then the run it starts: one line)
+    err = capsys.readouterr().err
+    assert err.count("warning:") == 1 and err.count("\n") == 1, err
+    assert "cannot lock the directory" in err and "not protected" in err and str(out) in err
