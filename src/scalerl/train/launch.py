@@ -91,9 +91,11 @@ def _follow(cfg: TrainConfig, rank: Rank) -> None:
 
 
 def run_rank(cfg: TrainConfig, *, resume: bool, rank: int | None = None, world: int | None = None,
-             local_rank: int | None = None, init_method: str = "env://", hold_directory: bool = False) -> Any:
+             local_rank: int | None = None, init_method: str = "env://", hold_directory: bool = False,
+             directory_held: bool = False) -> Any:
     """Join the process group and run this rank; returns rank 0's RunSummary (None elsewhere).
-    ``hold_directory``: rank 0's summary holds the run directory (``Trainer.run``), for the caller's report."""
+    ``hold_directory``: rank 0's summary holds the run directory (``Trainer.run``), for the caller's report;
+    ``directory_held``: the process that spawned the ranks holds it (:func:`launch`)."""
     from scalerl.train.trainer import Trainer
 
     if rank is None:
@@ -112,7 +114,7 @@ def run_rank(cfg: TrainConfig, *, resume: bool, rank: int | None = None, world: 
     try:
         summary = None
         if me.leader:
-            trainer = Trainer(cfg, resume=True, rank=me) if resume else Trainer(cfg, rank=me)
+            trainer = Trainer(cfg, resume=resume, rank=me, directory_held=directory_held)
             summary = trainer.run(hold_directory=hold_directory)
         else:
             _follow(cfg, me)
@@ -251,7 +253,7 @@ def _spawned(index: int, cfg: TrainConfig, resume: bool, world: int, port: int, 
     prepare_rank(stop)
     try:
         summary = run_rank(cfg, resume=resume, rank=index, world=world, local_rank=index,
-                           init_method=f"tcp://127.0.0.1:{port}")
+                           init_method=f"tcp://127.0.0.1:{port}", directory_held=True)
         if index == 0:
             box.put(("ok", summary))
     except ScaleRLError as exc:
@@ -295,7 +297,26 @@ def _drain(box: Any, results: list[tuple[str, Any]]) -> None:
 
 
 def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
-    """Run ``cfg`` over ``cfg.run.nproc`` processes on this machine; rank 0's RunSummary."""
+    """Run ``cfg`` over ``cfg.run.nproc`` processes on this machine; rank 0's RunSummary, which holds
+    the run directory (``summary.held``) for the caller's report: this process locks it before the
+    ranks start (rank 0 takes no lock of its own, :class:`HeldByLauncher`), so it is never free between
+    rank 0's exit and the report. Any other ending lets it go."""
+    from scalerl.train.run_directory import RunDirectoryLock, make_run_directory
+
+    output = Path(cfg.run.output)
+    make_run_directory(output)
+    lock = RunDirectoryLock(output)
+    try:
+        summary = _run_group(cfg, resume)
+    except BaseException:
+        lock.release()
+        raise
+    summary.held = lock
+    return summary
+
+
+def _run_group(cfg: TrainConfig, resume: bool) -> Any:
+    """:func:`launch`'s ranks, started and awaited: rank 0's RunSummary, or its error raised here."""
     import torch.multiprocessing as mp
 
     world = cfg.run.nproc

@@ -30,6 +30,14 @@ SAMPLES = "samples.jsonl"
 STUDY_SPEC = "study.yaml"
 
 
+def make_run_directory(output: Path) -> None:
+    """Create the run directory (and its parents), or refuse in one line."""
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # e.g. a path under /proc, or a read-only file system
+        raise InputError(f"--output {output}: cannot create the run directory: {exc.strerror}") from None
+
+
 class RunDirectoryLock:
     """An exclusive lock on a run directory, held by the process that trains in it: ``flock`` on the
     directory itself (no file of its own in it), which the kernel drops when the process dies, a kill -9
@@ -67,6 +75,18 @@ class RunDirectoryLock:
 
     def __del__(self) -> None:  # a Trainer built and never run or closed still lets the directory go
         self.release()
+
+
+class HeldByLauncher:
+    """The lock of a run directory that the process which spawned this rank holds (``--nproc N``: the
+    launcher locks the directory before its ranks start and lets it go after its report, so no window is
+    left between rank 0's exit and the report). Rank 0 treats the directory as its own; nothing to let go."""
+
+    def __init__(self, output: Path) -> None:
+        self.output = output
+
+    def release(self) -> None:
+        """Nothing: the launcher lets the directory go."""
 
 
 #: The directories this process warned about (:func:`_warn_unlocked`): ``--overwrite``'s check and the run it

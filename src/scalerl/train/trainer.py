@@ -69,8 +69,9 @@ from scalerl.train.loggers import make_sinks
 from scalerl.train.policy import load_policy, load_policy_weights, policy_weights, save_policy
 from scalerl.train.preflight import (check_generation_budget, discard_unstarted_run,
                                      decode_rows, run_device, update_tokens)
-from scalerl.train.run_directory import (CHECKPOINTS, CONFIG, SAMPLES, RunDirectoryLock, check_output,
-                                        record_steps, refuse_lost_history, resumed_config, save_run_config)
+from scalerl.train.run_directory import (CHECKPOINTS, CONFIG, SAMPLES, HeldByLauncher, RunDirectoryLock, check_output,
+                                        make_run_directory, record_steps, refuse_lost_history, resumed_config,
+                                        save_run_config)
 from scalerl.train.shard_generation import ShardedGenerator
 from scalerl.train.shard_weights import ShardWeights
 from scalerl.train.update import build_optimizer, policy_update
@@ -125,14 +126,18 @@ def check_lora_base(saved: dict[str, float], current: dict[str, float], model: s
 class Trainer:
     """Owns the model, optimizer, data and logs of one run."""
 
-    def __init__(self, cfg: TrainConfig, *, resume: bool = False, rank: Rank | None = None) -> None:
+    def __init__(self, cfg: TrainConfig, *, resume: bool = False, rank: Rank | None = None,
+                 directory_held: bool = False) -> None:
         """Start the run ``cfg`` describes, or (``resume=True``) continue the one in ``cfg.run.output``
         -- use :meth:`resumed` to resume from the run directory alone.
 
         ``rank``: rank 0 of a multi-process trainer group (``run.nproc``; :mod:`scalerl.train.launch`
         starts it): the policy update is sharded with FSDP over the group, and generation and
-        evaluation use a plain copy of the weights, gathered after every update."""
+        evaluation use a plain copy of the weights, gathered after every update.
+        ``directory_held``: the process that spawned this one holds the run directory's lock
+        (:class:`HeldByLauncher`), so this one takes none."""
         self.output = Path(cfg.run.output)
+        self._directory_held = directory_held
         if rank is None or rank.leader:
             check_output(self.output, resume)
         self.cfg = cfg
@@ -235,12 +240,9 @@ class Trainer:
         self._cudnn_attention = cudnn_attention(self.device, cfg.run.cudnn_attention)
 
     def _make_output(self) -> None:
-        try:
-            self.output.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:  # e.g. a path under /proc, or a read-only file system
-            raise InputError(f"--output {self.output}: cannot create the run directory: {exc.strerror}") from None
+        make_run_directory(self.output)
         if self.rank is None or self.rank.leader:  # (one writer per run directory: the leader of --nproc's ranks)
-            self._dir_lock = RunDirectoryLock(self.output)
+            self._dir_lock = HeldByLauncher(self.output) if self._directory_held else RunDirectoryLock(self.output)
 
     def _copy_calibration(self) -> None:
         """The live forecast's calibration, copied into the run directory at its start (a resume
