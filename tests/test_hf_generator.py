@@ -418,6 +418,32 @@ def test_logprobs_match_an_unpadded_forward_on_other_architectures(arch, char_to
         torch.testing.assert_close(shared, recomputed, rtol=0, atol=1e-4)
 
 
+@pytest.mark.parametrize("arch", ["mixtral", "qwen3_next"])
+def test_a_moe_checkpoint_saved_with_router_logits_on_generates_and_scores(arch, char_tokenizer, prompts):
+    """A mixture-of-experts checkpoint whose config says ``output_router_logits: true`` (one saved
+    after training with the router's load-balancing loss) makes every forward compute that loss from
+    the attention mask, which in a decode step or a pass over a KV cache covers the cached positions
+    while the router saw only the new ones: the first decode step raised "The size of tensor a (8)
+    must match the size of tensor b (256)" (transformers' own generate does too). No loss here
+    uses it (transformers adds it only with labels): the forwards ask for no router logits."""
+    tok = char_tokenizer
+    config = ARCHITECTURES[arch]()
+    config.vocab_size, config.pad_token_id, config.eos_token_id = len(tok), tok.pad_token_id, tok.eos_token_id
+    config.output_router_logits = True
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    out = HFGenerator(model, tok, seed=1).generate(prompts * 2, SamplingParams(max_new_tokens=8, temperature=1.0, seed=5))
+    batch = pack_completions(out, tok.pad_token_id)
+    with torch.no_grad():
+        recomputed = completion_logprobs(model, batch, 1.0)
+        chunked = completion_logprobs(model, batch, 1.0, logits_budget=4 * len(tok))  # the head a position at a time
+        shared, _, _ = shared_prompt_logprobs(model, out, 1.0, tok.pad_token_id)
+    for i, c in enumerate(out):
+        torch.testing.assert_close(torch.tensor(c.logprobs), recomputed[i, : len(c.logprobs)], rtol=0, atol=1e-4)
+    torch.testing.assert_close(chunked, recomputed, rtol=0, atol=1e-5)
+    torch.testing.assert_close(shared, recomputed, rtol=0, atol=1e-4)
+
+
 @pytest.mark.skipif(not hasattr(transformers, "DeepseekV4Config"), reason="transformers without DeepSeek-V4")
 def test_deepseek_v4_compressor_state_keeps_its_rows(char_tokenizer, prompts):
     """DeepSeek-V4's cache layers keep compressor buffers per row beyond keys and values, which
