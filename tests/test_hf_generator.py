@@ -11,6 +11,7 @@ from scalerl.generate.layout import forward_kwargs, rows_selectable
 from scalerl.generate.logprobs import completion_logprobs, pack_completions, shared_prompt_logprobs
 from scalerl.generate.sampling import nucleus_filter, token_logprobs
 
+from architectures import ARCHITECTURES
 from scripted import ForcedPhrase
 
 PROMPTS = ["1+2=", "47+38=", "9+90=", "123+4567="]
@@ -368,33 +369,6 @@ def test_scheduled_weights_land_at_their_decode_step_whatever_the_generator_held
     assert again.token_ids == out.token_ids and again.versions == out.versions
 
 
-_SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4)
-ARCHITECTURES = {
-    "llama": lambda: transformers.LlamaConfig(**_SMALL, intermediate_size=64, num_key_value_heads=2),
-    "gemma2": lambda: transformers.Gemma2Config(**_SMALL, intermediate_size=64, num_key_value_heads=2, head_dim=8,
-                                                sliding_window=8),  # sliding window + logit soft-capping
-    "phi3": lambda: transformers.Phi3Config(**_SMALL, intermediate_size=64, num_key_value_heads=2),  # fused qkv
-    "gpt2": lambda: transformers.GPT2Config(n_embd=32, n_layer=2, n_head=4),  # learned absolute positions
-    "gpt_neox": lambda: transformers.GPTNeoXConfig(**_SMALL, intermediate_size=64),  # partial rotary
-    "opt": lambda: transformers.OPTConfig(**_SMALL, ffn_dim=64, word_embed_proj_dim=32),  # positions from the mask
-    "falcon": lambda: transformers.FalconConfig(**_SMALL),
-    "bloom": lambda: transformers.BloomConfig(hidden_size=32, n_layer=2, n_head=4),  # ALiBi from the mask
-    "mixtral": lambda: transformers.MixtralConfig(**_SMALL, intermediate_size=64, num_key_value_heads=2,
-                                                  num_local_experts=4, num_experts_per_tok=2),
-    # Recurrent layers, whose cache rows cannot be selected (a group's prompt is prefilled per row,
-    # finished rows stay in the batch) and, in pure Mamba, whose decode steps take no mask.
-    "mamba": lambda: transformers.MambaConfig(hidden_size=32, num_hidden_layers=2, state_size=8),
-    "lfm2": lambda: transformers.Lfm2Config(**_SMALL, num_key_value_heads=2, intermediate_size=64,
-                                            layer_types=["conv", "full_attention"]),  # short convolutions + attention
-    "qwen3_next": lambda: transformers.Qwen3NextConfig(  # gated delta-net linear attention + attention + MoE
-        **_SMALL, num_key_value_heads=2, intermediate_size=64, moe_intermediate_size=16,
-        shared_expert_intermediate_size=16, num_experts=4, num_experts_per_tok=2, head_dim=8, linear_num_value_heads=2,
-        linear_num_key_heads=2, linear_key_head_dim=8, linear_value_head_dim=8,
-        layer_types=["linear_attention", "full_attention"]),
-    "falcon_h1": lambda: transformers.FalconH1Config(  # Mamba-2 and attention in every layer
-        **_SMALL, num_key_value_heads=2, intermediate_size=64, mamba_d_ssm=32, mamba_n_heads=4, mamba_d_head=8,
-        mamba_d_state=8, mamba_n_groups=1),
-}
 @pytest.mark.parametrize("arch", sorted(ARCHITECTURES))
 def test_logprobs_match_an_unpadded_forward_on_other_architectures(arch, char_tokenizer, prompts):
     """Left padding, position ids and the KV cache are every architecture's own: the generator's
@@ -416,6 +390,32 @@ def test_logprobs_match_an_unpadded_forward_on_other_architectures(arch, char_to
             torch.testing.assert_close(recomputed[i, : len(c.logprobs)], alone, rtol=0, atol=1e-4)
         shared, _, _ = shared_prompt_logprobs(model, out, 1.0, tok.pad_token_id)  # the trainer's default pass
         torch.testing.assert_close(shared, recomputed, rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("arch", ["mixtral", "qwen3_next"])
+def test_a_moe_checkpoint_saved_with_router_logits_on_generates_and_scores(arch, char_tokenizer, prompts):
+    """A mixture-of-experts checkpoint whose config says ``output_router_logits: true`` (one saved
+    after training with the router's load-balancing loss) makes every forward compute that loss from
+    the attention mask, which in a decode step or a pass over a KV cache covers the cached positions
+    while the router saw only the new ones: the first decode step raised "The size of tensor a (8)
+    must match the size of tensor b (256)" (transformers' own generate does too). No loss here
+    uses it (transformers adds it only with labels): the forwards ask for no router logits."""
+    tok = char_tokenizer
+    config = ARCHITECTURES[arch]()
+    config.vocab_size, config.pad_token_id, config.eos_token_id = len(tok), tok.pad_token_id, tok.eos_token_id
+    config.output_router_logits = True
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    out = HFGenerator(model, tok, seed=1).generate(prompts * 2, SamplingParams(max_new_tokens=8, temperature=1.0, seed=5))
+    batch = pack_completions(out, tok.pad_token_id)
+    with torch.no_grad():
+        recomputed = completion_logprobs(model, batch, 1.0)
+        chunked = completion_logprobs(model, batch, 1.0, logits_budget=4 * len(tok))  # the head a position at a time
+        shared, _, _ = shared_prompt_logprobs(model, out, 1.0, tok.pad_token_id)
+    for i, c in enumerate(out):
+        torch.testing.assert_close(torch.tensor(c.logprobs), recomputed[i, : len(c.logprobs)], rtol=0, atol=1e-4)
+    torch.testing.assert_close(chunked, recomputed, rtol=0, atol=1e-5)
+    torch.testing.assert_close(shared, recomputed, rtol=0, atol=1e-4)
 
 
 @pytest.mark.skipif(not hasattr(transformers, "DeepseekV4Config"), reason="transformers without DeepSeek-V4")

@@ -61,6 +61,20 @@ def test_the_policy_trains_without_dropout_and_final_keeps_the_checkpoints(user_
     assert _train_vs_eval(kept.model, ids) > 1e-3 and kept.config_dropout == {}
 
 
+def test_a_routers_training_jitter_is_off_like_dropout():
+    """Mixtral (MiniMax, DBRX alike) multiplies a router's input by uniform noise in training mode
+    (``router_jitter_noise``): the trainer's on-policy step-1 importance ratio went up to 1.0072 at
+    0.1 (2 steps of a random Mixtral through ``scalerl train``). It goes with the dropout; the
+    config keeps its value, so final/ saves the checkpoint's."""
+    model, _ = _random_model(transformers.MixtralConfig, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
+                             router_jitter_noise=0.1)
+    ids = torch.randint(5, 20, (2, 12))
+    assert _train_vs_eval(copy.deepcopy(model), ids) > 1e-4
+    assert disable_dropout(model) == {}
+    assert _train_vs_eval(model, ids) == 0.0 and model.config.router_jitter_noise == 0.1
+
+
 @pytest.mark.filterwarnings("ignore:The following (rank|alpha)_pattern keys did not match")
 @pytest.mark.parametrize("config_cls, kw", [
     (transformers.MixtralConfig, dict(num_local_experts=4, num_experts_per_tok=2)),

@@ -38,7 +38,8 @@ from scalerl.generate.attention import use_decode_attention
 from scalerl.generate.base import (Completion, GenerationCancelled, InFlightUpdates, LengthController, SamplingParams,
                                    ScheduledUpdates)
 from scalerl.generate.kvcache import decode_cache
-from scalerl.generate.layout import attends, eos_ids, forward_kwargs, left_pad, pad_id_of, position_ids, rows_selectable
+from scalerl.generate.layout import (attends, eos_ids, forward_kwargs, left_pad, no_router_logits, pad_id_of, position_ids,
+                                     rows_selectable)
 from scalerl.generate.sampling import sample_next
 from scalerl.generate.text import completion_texts
 from scalerl.models.onednn_linear import use_onednn_linear
@@ -105,6 +106,7 @@ class HFGenerator(InFlightUpdates):
         self.pad_id = pad_id_of(model, tokenizer)
         self.eos = torch.tensor(eos_ids(model, tokenizer), device=self.device)
         self._cache_arg, self._keep_arg = forward_kwargs(model)
+        self._fixed_kwargs = no_router_logits(model)
         # CPU decode steps: batched-matmul attention instead of SDPA's per-head loop (attention.py).
         self.decode_attention = use_decode_attention(model)
         # AMD CPUs with AVX-512: the linear layers on oneDNN, which runs them ~2x MKL's rate there
@@ -243,7 +245,7 @@ class HFGenerator(InFlightUpdates):
         return out
 
     def _forward(self, ids: torch.Tensor, mask: torch.Tensor | None, positions: torch.Tensor, cache: Any) -> torch.Tensor:
-        kwargs = {self._cache_arg: cache, "use_cache": True}
+        kwargs = {self._cache_arg: cache, "use_cache": True, **self._fixed_kwargs}
         if self._keep_arg:
             kwargs["logits_to_keep"] = 1
         # cache_enabled=False: see Precision.autocast (torch's cast cache is shared by all threads).

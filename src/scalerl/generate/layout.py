@@ -11,6 +11,7 @@ ratio is exactly 1 on unchanged weights only if all of them agree.
     ids, mask = left_pad(prompts, pad_id)              # [B, P] each
     positions = position_ids(mask)                    # 0, 1, 2, ... from each row's first token
     cache_arg, keeps = forward_kwargs(model)          # transformers' names for the cache / logits_to_keep
+    extra = no_router_logits(model)                   # keyword arguments of every forward
 """
 
 from __future__ import annotations
@@ -53,6 +54,20 @@ def forward_kwargs(model: Any) -> tuple[str, bool]:
     whether the model accepts ``logits_to_keep`` (compute the LM head for the last positions only)."""
     params = inspect.signature(model.forward).parameters
     return ("cache" if "cache" in params else "past_key_values"), "logits_to_keep" in params
+
+
+def no_router_logits(model: Any) -> dict[str, bool]:
+    """``{"output_router_logits": False}`` where ``model``'s forward takes that argument, else ``{}``:
+    passed by every decoding and scoring forward.
+
+    A mixture-of-experts checkpoint saved with ``output_router_logits: true`` in its config (after
+    training with the router's load-balancing loss) makes each forward compute that loss from the
+    attention mask. In a decode step, or a pass over a KV cache, the mask covers the cached
+    positions too while the router saw only the new ones, and the forward raised (transformers' own
+    ``generate`` does as well). Nothing here uses the loss -- transformers adds it to the loss only
+    with ``labels``, which no RL loss passes -- so asking for no router logits changes no number."""
+    takes = "output_router_logits" in inspect.signature(model.forward).parameters
+    return {"output_router_logits": False} if takes else {}
 
 
 def new_cache(model: Any) -> Any:

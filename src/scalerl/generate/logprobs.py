@@ -16,7 +16,7 @@ import torch
 
 from scalerl.generate.base import Completion
 from scalerl.generate.head_chunks import chunked_logprobs, head_of, needs_chunks
-from scalerl.generate.layout import forward_kwargs, left_pad, new_cache, position_ids, rows_selectable
+from scalerl.generate.layout import forward_kwargs, left_pad, new_cache, no_router_logits, position_ids, rows_selectable
 from scalerl.generate.sampling import token_logprobs
 
 
@@ -60,7 +60,7 @@ def completion_logprobs(model: Any, batch: dict[str, torch.Tensor], temperature:
     if length == 0:
         return torch.zeros(batch["completion_ids"].shape, dtype=torch.float32, device=batch["input_ids"].device)
     inputs = dict(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                  position_ids=batch["position_ids"], use_cache=False)
+                  position_ids=batch["position_ids"], use_cache=False, **no_router_logits(model))
     # Position j predicts token j + 1: of the last T + 1 positions, all but the final one score the T tokens.
     scoring = lambda t: t[:, -(length + 1) : -1]  # noqa: E731
     head = head_of(model)
@@ -119,12 +119,13 @@ def shared_prompt_logprobs(
     cache_arg, keeps_logits = forward_kwargs(model)
     keep = {"logits_to_keep": 1} if keeps_logits else {}
     p_pos = position_ids(p_mask)
+    fixed = no_router_logits(model)
     first = model(input_ids=p_ids, attention_mask=p_mask, position_ids=p_pos, use_cache=True,
-                  **{cache_arg: cache}, **keep).logits[:, -1:, :]
+                  **{cache_arg: cache}, **keep, **fixed).logits[:, -1:, :]
     cache.batch_select_indices(inv)  # expand: completion i attends to the K/V of its prompt
     mask = torch.cat([p_mask[inv], c_mask], dim=1)
     pos = position_ids(mask)[:, p_mask.shape[1]:]  # the completions continue their prompt's count
-    inputs = dict(input_ids=c_ids, attention_mask=mask, position_ids=pos, use_cache=True, **{cache_arg: cache})
+    inputs = dict(input_ids=c_ids, attention_mask=mask, position_ids=pos, use_cache=True, **{cache_arg: cache}, **fixed)
     head = head_of(model)
     if needs_chunks(n, length, head, logits_budget):
         # The prompt's last position scores the first token (its logits are one position: kept);

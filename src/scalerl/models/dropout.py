@@ -7,6 +7,13 @@ zeroes the ``nn.Dropout`` modules; attention implementations also keep the proba
 attribute (``self.attention_dropout``) and some layers read the config at every forward (Falcon's
 ``config.hidden_dropout``), so those go to 0 too. The config's values are returned so that a saved
 model gets the checkpoint's own back.
+
+A mixture-of-experts router's training-mode jitter is the same kind of noise: Mixtral, MiniMax and
+DBRX multiply the router's input by ``uniform(1 - eps, 1 + eps)`` when ``self.training``, from an
+attribute set once from the config (``router_jitter_noise`` 0.1 gave step-1 ratios up to 1.0072).
+Those attributes go to 0 as well; their config fields are left as they are (nothing reads them after
+the model is built), so ``final/`` keeps them. PhiMoE's ``router_jitter_noise`` is not among them: it is
+a routing threshold in eval mode too.
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ from torch import nn
 
 #: Config fields that hold a dropout probability (``attention_dropout``, GPT-2's ``resid_pdrop``, ...).
 _CONFIG_MARKERS = ("dropout", "pdrop")
+#: Module attributes of a router's training-only input jitter (Mixtral / MiniMax, DBRX, PhiMoE's input).
+_JITTER_ATTRS = ("jitter_noise", "moe_jitter_eps", "input_jitter_noise")
 
 
 def _probability(value: Any) -> bool:
@@ -24,13 +33,14 @@ def _probability(value: Any) -> bool:
 
 
 def disable_dropout(model: nn.Module) -> dict[str, float]:
-    """Set every dropout probability in ``model`` -- modules, float attributes, its config -- to 0, in
-    place. Returns the config fields that were non-zero with their values (what ``final/`` restores)."""
+    """Set every dropout probability in ``model`` -- modules, float attributes, its config -- and every
+    router's training-mode jitter to 0, in place. Returns the config fields that were non-zero with
+    their values (what ``final/`` restores)."""
     for name, module in model.named_modules():
         if isinstance(module, nn.modules.dropout._DropoutNd):
             module.p = 0.0
         for attr, value in list(vars(module).items()):
-            if "dropout" in attr and _probability(value):
+            if ("dropout" in attr or attr in _JITTER_ATTRS) and _probability(value):
                 setattr(module, attr, 0.0)
     config = getattr(model, "config", None)
     original = {}
