@@ -424,3 +424,50 @@ def test_a_config_file_that_sets_nothing_is_said_not_run_as_defaults_unsaid(tmp_
     cfg.write_text("run: {steps: 7}\n")
     assert main(["train", "--config", str(cfg), "--print-config"]) == 0
     assert "sets nothing" not in capsys.readouterr().err
+
+
+def test_a_dataset_with_capitals_cached_by_datasets_loads_offline(tmp_path, monkeypatch):
+    """(review o) datasets names its cache folder owner___snake_cased_name ("MyOrg/MathData": MyOrg___math_data,
+    datasets/load.py CachedDatasetModuleFactory): such a cached dataset was refused offline."""
+    import shutil
+
+    import datasets
+    import huggingface_hub.constants as hub_constants
+
+    from scalerl.tasks.data_files import records
+
+    rows = [{"prompt": f"What is {i}+{i}?", "answer": str(2 * i)} for i in range(8)]
+    datasets.Dataset.from_list(rows).to_parquet(str(tmp_path / "train.parquet"))
+    built = datasets.load_dataset("parquet", data_files={"train": str(tmp_path / "train.parquet")},
+                                  cache_dir=str(tmp_path / "build"))
+    cache = tmp_path / "datasets-cache"
+    dst = cache / "MyOrg___math_data" / "default" / "0.0.0" / "abc123"
+    shutil.copytree(Path(built["train"].cache_files[0]["filename"]).parent, dst)
+    (dst / "parquet-train.arrow").rename(dst / "math_data-train.arrow")
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", cache)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert len(datasets.load_dataset("MyOrg/MathData", split="train")) == 8  # datasets serves it offline
+    assert len(list(records("MyOrg/MathData", "train"))) == 8
+
+
+def test_behind_a_proxy_the_hub_is_not_probed_directly(monkeypatch):
+    """(review o) A machine that reaches the hub only through HTTPS_PROXY: a direct TCP probe fails there,
+    and a reachable model or dataset would be refused."""
+    import socket
+
+    from huggingface_hub import constants
+
+    from scalerl.hub import hub_unreachable
+
+    def no_route(*args, **kwargs):
+        raise OSError(101, "Network is unreachable")
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(socket, "create_connection", no_route)
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    assert "cannot be reached" in hub_unreachable("someone/not-cached-xyz", repo_type="dataset")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert hub_unreachable("someone/not-cached-xyz", repo_type="dataset") is None

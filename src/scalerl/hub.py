@@ -25,16 +25,29 @@ def _cached(repo_id: str, repo_type: str) -> bool:
         return True
     try:
         from datasets import config as datasets_config
+        from datasets.naming import camelcase_to_snakecase
     except ImportError:
         return False
-    return (Path(datasets_config.HF_DATASETS_CACHE) / repo_id.replace("/", "___")).is_dir()
+    # Named as datasets' CachedDatasetModuleFactory names it: owner___snake_cased_name ("MyOrg/MathData":
+    # MyOrg___math_data), and the plain name too.
+    *owner, name = repo_id.split("/")
+    names = {"___".join([*owner, name]), "___".join([*owner, camelcase_to_snakecase(name)])}
+    return any((Path(datasets_config.HF_DATASETS_CACHE) / n).is_dir() for n in names)
+
+
+def _proxied() -> bool:
+    """Whether requests to the hub go through a proxy (the variables ``requests`` / ``httpx`` read)."""
+    import os
+
+    return any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"))
 
 
 def hub_unreachable(repo_id: str, repo_type: str = "model", timeout: float = 3.0) -> str | None:
     """Why the hub cannot serve ``repo_id`` (a ``"model"`` or a ``"dataset"``) right now -- offline mode,
     no connection -- or None (also when it is in the local cache, which serves it offline).
 
-    The probe is one TCP connection to the endpoint (``HF_ENDPOINT``), bounded by ``timeout``.
+    The probe is one TCP connection to the endpoint (``HF_ENDPOINT``), bounded by ``timeout``; none where
+    a proxy is set (``HTTPS_PROXY``, ``ALL_PROXY``), through which a machine may reach the hub and nothing else.
     """
     import socket
     from urllib.parse import urlparse
@@ -45,6 +58,8 @@ def hub_unreachable(repo_id: str, repo_type: str = "model", timeout: float = 3.0
         return None
     if constants.HF_HUB_OFFLINE:
         return "HF_HUB_OFFLINE is set"
+    if _proxied():  # the hub is reached through a proxy: a direct connection tells nothing
+        return None
     url = urlparse(constants.ENDPOINT)
     host, port = url.hostname or "huggingface.co", url.port or (443 if url.scheme == "https" else 80)
     try:

@@ -84,7 +84,9 @@ def test_a_run_that_fell_below_its_start_and_rises_again_is_refused_in_words_tha
         fit_sigmoid(curve)
     message = str(refused.value)
     assert "R0 = 0.5" in message and "average 0.377" in message and "(0.3 at first, 0.42 at the end)" in message
-    assert "change -" not in message and "give --r0 the level it rises from (here 0.3" in message
+    assert "change -" not in message and "--r0 the level it rises from (here 0.3, the lowest evaluation in the window" in message
+    # Named with the command that takes it: the run report and the study, which show this error, have no --r0.
+    assert "scalerl fit FILE --r0 VALUE" in message
     # Following the advice fits the recovery.
     assert fit_sigmoid(curve, r0=0.3).A == pytest.approx(0.42, abs=0.02)
     # A run that only falls keeps the old refusal.

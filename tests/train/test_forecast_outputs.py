@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from scalerl.runlog import RunLogWriter
 from scalerl.train.live_forecast import live_forecast
@@ -277,3 +278,28 @@ def test_run_report_of_an_evaluation_with_a_null_compute_value(tmp_path):
     rep = write_run_report(tmp_path, n_boot=20)
     assert f"1 evaluation without a finite flops (at step {rows[i]['step']})" in dict(summary_lines(rep))["run log"]
     assert "forecast_final" in rep.facts and (tmp_path / "report.md").exists()
+
+
+def test_the_report_of_a_run_below_its_start_advises_a_command_that_takes_the_flag(tmp_path):
+    """(review o) The refusal of a run whose evaluations fall below the first and rise again advised ``--r0``,
+    which ``scalerl report`` does not take: it names ``scalerl fit``, which does."""
+    import argparse
+    import json
+
+    from scalerl.commands.report import add_arguments
+    from scalerl.train.report import summary_lines, write_run_report
+
+    out = tmp_path / "dipped"
+    out.mkdir()
+    rows = [{"type": "header", "run": "dipped", "model": "tiny", "task": "arithmetic", "config": {}}]
+    for i, y in enumerate([0.40, 0.22, 0.20, 0.23, 0.26, 0.29, 0.31, 0.33, 0.34, 0.35, 0.355, 0.36]):
+        rows.append({"type": "eval", "step": 2 * i, "flops": 4.8e10 * i, "gpu_hours": 5e-4 * i, "samples": 256 * i,
+                     "val/pass_rate": y})
+    (out / "runlog.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    said = dict(summary_lines(write_run_report(out, n_boot=0))).get("half-budget forecast", "")
+    assert "does not rise above where the run started" in said, said
+    parser = argparse.ArgumentParser(prog="scalerl report")
+    add_arguments(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args([str(out), "--r0", "0.2"])
+    assert "scalerl fit FILE --r0 VALUE" in said, said

@@ -61,11 +61,42 @@ def test_an_extension_stopped_before_its_first_new_step_is_reported_unfinished(t
 @pytest.mark.parametrize("stop_step", [2, 3])
 def test_without_the_final_step_marker_a_stopped_extension_is_not_reported_finished(tmp_path, monkeypatch, one_thread,
                                                                                      stop_step):
-    # A run directory from before final/scalerl_final.json existed: config.yaml's steps against the log's.
+    # A run directory from before final/scalerl_final.json existed: config.yaml's steps against the log's. That
+    # scalerl did not save --resume --steps in config.yaml, so a log short of its end is also what a run
+    # shortened with --resume --steps and finished leaves (next test): the report says it cannot be told.
     out = _extension_stopped_at(tmp_path, monkeypatch, stop_step)
     (out / "final" / "scalerl_final.json").unlink()
     status = _status(out)
-    assert "unfinished" in status and f"step {stop_step} of 4" in status, status
+    assert "cannot be told" in status and f"last step ({stop_step}) is not config.yaml's end (4)" in status, status
+    assert f"scalerl train --output {out} --resume" in status and "finished" in status
+
+
+def _older_shortened_run(tmp_path):
+    """A finished 4-step run made to look as an older scalerl left a run planned for 6 steps and shortened
+    to its step-4 checkpoint (``--resume --steps 4``): config.yaml kept 6, final/ has no scalerl_final.json."""
+    from scalerl.train.trainer import Trainer
+
+    out = tmp_path / "run"
+    Trainer(_cfg(out, 4)).run()
+    (out / "final" / "scalerl_final.json").unlink()
+    text = (out / "config.yaml").read_text()
+    head, run_part = text.split("\nrun:\n", 1)
+    assert "\n  steps: 4\n" in "\n" + run_part
+    (out / "config.yaml").write_text(head + "\nrun:\n" + ("\n" + run_part).replace("\n  steps: 4\n", "\n  steps: 6\n", 1)[1:])
+    return out
+
+
+@pytest.mark.slow
+def test_an_older_shortened_run_is_not_called_an_extension_stopped_part_way(tmp_path, one_thread):
+    # (review o) It was "unfinished: trained to step 4 of 6; final/ ... an earlier end", and eval --run's note said
+    # final/ is an earlier end's model: it is the step-4 model, the run's end.
+    from scalerl.commands.evaluate import earlier_end_note
+
+    out = _older_shortened_run(tmp_path)
+    status = _status(out)
+    assert "cannot be told" in status and "earlier end" not in status and "unfinished" not in status, status
+    note = earlier_end_note(str(out))
+    assert note is not None and "final/ is the model of step 4 if the run was shortened" in note, note
 
 
 @pytest.mark.slow
@@ -104,4 +135,4 @@ def test_eval_run_of_a_stopped_extension_says_which_step_final_is(tmp_path, monk
 
     (out / "final" / "scalerl_final.json").unlink()
     note = earlier_end_note(str(out))
-    assert note is not None and "does not record its step" in note and "step 3 of 4" in note, note
+    assert note is not None and "does not record its step" in note and "(step 3), is not config.yaml's end (4)" in note, note

@@ -170,11 +170,14 @@ def earlier_end_note(run_dir: str) -> str | None:
         return (f"note: {run_dir}: final/ is the model of step {final_step} (final/scalerl_final.json), an earlier end: "
                 f"the run was extended since (stopped, or still training) and its newest checkpoint is {ckpt} (step {newest}{of}), "
                 f"{go_on}")
-    if newest is None or planned is None or newest >= planned:
+    if newest is None or planned is None or newest == planned:
         return None
-    return (f"note: {run_dir}: final/ does not record its step (saved by an older scalerl), and the run has not reached "
-            f"its end: its newest checkpoint is {ckpt} (step {newest}{of}), so final/ is an earlier end's model; the "
-            f"checkpoint is {go_on}")
+    # That scalerl kept the first --steps in config.yaml through --resume --steps: a newest checkpoint short
+    # of it (or past it) is a run shortened (extended) and finished there, or an extension stopped part-way.
+    return (f"note: {run_dir}: final/ does not record its step (saved by an older scalerl), and the run's newest "
+            f"checkpoint, {ckpt} (step {newest}), is not config.yaml's end ({planned}), which that scalerl did not update "
+            f"on --resume --steps: final/ is the model of step {newest} if the run was shortened or extended to it and "
+            f"finished, or the model the run was extended from if an extension stopped part-way; the checkpoint is {go_on}")
 
 
 def rounded_final_note(final: str) -> str | None:

@@ -127,8 +127,9 @@ def _below_start(x: np.ndarray, y: np.ndarray, base: float, what: str) -> str:
         f"{what}: the metric does not rise above where the run started: R0 = {base:.3g} (the evaluation "
         f"at compute 0, or --r0), and the evaluations after it average {float(y.mean()):.3g}, rising"
         f"{f' ({path})' if path else ''} but still below R0 -- a sigmoid measures the gain over R0. If the first "
-        "evaluation was made another way than the later ones (greedy, another set), give --r0 VALUE; to "
-        f"forecast the recovery alone, give --r0 the level it rises from (here {low:.3g}, the lowest evaluation)"
+        "evaluation was made another way than the later ones (greedy, another set), fit with their own R0: "
+        "scalerl fit FILE --r0 VALUE (backtest takes --r0 too); to forecast the recovery alone, --r0 the level it "
+        f"rises from (here {low:.3g}, the lowest evaluation in the window)"
     )
 
 

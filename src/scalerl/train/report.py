@@ -160,14 +160,18 @@ def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]],
 def _finished(has_final: bool, final_step: int | None, trained: int, planned: int | None) -> bool | None:
     """Whether the run reached its end with final/ saved there; None where that cannot be told. final/ of an
     earlier end (an extension stopped part-way, even before its first new step: final/'s step is then the
-    log's last) does not make the run finished: the log must reach config.yaml's ``run.steps`` too. A final/
-    saved before it recorded its step (``scalerl_final.json``) is judged by that alone; with no config.yaml
-    either, it cannot be told."""
-    if not has_final or (planned is not None and trained < planned):
+    log's last) does not make the run finished: the log must reach config.yaml's ``run.steps`` too.
+
+    A final/ saved before it recorded its step (``scalerl_final.json``) was saved by a scalerl that also kept
+    the first ``--steps`` in config.yaml through a later ``--resume --steps``: a log that ends at that end is
+    finished, but one that ends short of it (a run shortened to where it stopped, or an extension stopped
+    part-way) or past it (an extension, finished or stopped) cannot be told apart; nor can anything with no
+    config.yaml."""
+    if not has_final:
         return False
     if final_step is not None:
-        return final_step >= trained
-    return True if planned is not None else None
+        return final_step >= trained and (planned is None or trained >= planned)
+    return True if planned is not None and trained == planned else None
 
 
 def _calibration(output: Path, configured, asked, cal):
@@ -310,14 +314,17 @@ def _unfinished(f: dict[str, Any], output: Path) -> list[tuple[str, str]]:
     of = f" of {planned}" if planned is not None and trained < planned else ""
     resume = f"go on with: scalerl train --output {output} --resume"
     if finished is None:
-        return [("status", f"whether the run finished cannot be told: final/ does not record its step (saved by an older "
-                           f"scalerl) and there is no readable config.yaml to compare the log's last step ({trained}) "
-                           "with")]
+        older = "final/ does not record its step (saved by an older scalerl)"
+        if planned is None:
+            return [("status", f"whether the run finished cannot be told: {older} and there is no readable config.yaml "
+                               f"to compare the log's last step ({trained}) with")]
+        return [("status", f"whether the run finished cannot be told: {older}, and the log's last step ({trained}) is not "
+                           f"config.yaml's end ({planned}), which that scalerl did not update on --resume --steps: a run "
+                           f"shortened or extended to step {trained} and finished there, or an extension stopped part-way "
+                           f"(final/ then holds the model the run was extended from; {resume})")]
     if f.get("has_final"):  # an extension stopped part-way: final/ is the earlier end's model
-        held = (f"final/ holds the model of step {f['final_step']}" if f.get("final_step") is not None
-                else "final/ holds a model saved before scalerl recorded its step")
-        return [("status", f"unfinished: trained to step {trained}{of}; {held}, an earlier end (the run was "
-                           f"extended since); 'final' below is the latest evaluation; {resume}")]
+        return [("status", f"unfinished: trained to step {trained}{of}; final/ holds the model of step {f['final_step']}, "
+                           f"an earlier end (the run was extended since); 'final' below is the latest evaluation; {resume}")]
     return [("status", f"unfinished (no final/ model yet): this covers the steps logged so far, to step {trained}{of}; "
                        "'final' below is the latest evaluation")]
 
