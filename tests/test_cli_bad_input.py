@@ -466,8 +466,12 @@ def test_behind_a_proxy_the_hub_is_not_probed_directly(monkeypatch):
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(socket, "create_connection", no_route)
-    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
     assert "cannot be reached" in hub_unreachable("someone/not-cached-xyz", repo_type="dataset")
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
     assert hub_unreachable("someone/not-cached-xyz", repo_type="dataset") is None
+    # The hub's host in NO_PROXY: reached directly, so probed (and refused here) again.
+    monkeypatch.setenv("NO_PROXY", "huggingface.co")
+    monkeypatch.setattr(constants, "ENDPOINT", "https://huggingface.co")
+    assert "cannot be reached" in hub_unreachable("someone/not-cached-xyz", repo_type="dataset")

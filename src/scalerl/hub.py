@@ -35,11 +35,14 @@ def _cached(repo_id: str, repo_type: str) -> bool:
     return any((Path(datasets_config.HF_DATASETS_CACHE) / n).is_dir() for n in names)
 
 
-def _proxied() -> bool:
-    """Whether requests to the hub go through a proxy (the variables ``requests`` / ``httpx`` read)."""
-    import os
+def _proxied(scheme: str, host: str) -> bool:
+    """Whether requests to ``host`` go through a proxy: one set for its scheme (``HTTPS_PROXY`` for an https
+    endpoint, ``HTTP_PROXY`` for http) or ``ALL_PROXY``, and the host not in ``NO_PROXY`` -- read as the
+    standard library reads them, as the hub client's HTTP library does."""
+    from urllib.request import getproxies_environment, proxy_bypass_environment
 
-    return any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"))
+    proxies = getproxies_environment()
+    return bool(proxies.get(scheme) or proxies.get("all")) and not proxy_bypass_environment(host, proxies)
 
 
 def hub_unreachable(repo_id: str, repo_type: str = "model", timeout: float = 3.0) -> str | None:
@@ -47,7 +50,7 @@ def hub_unreachable(repo_id: str, repo_type: str = "model", timeout: float = 3.0
     no connection -- or None (also when it is in the local cache, which serves it offline).
 
     The probe is one TCP connection to the endpoint (``HF_ENDPOINT``), bounded by ``timeout``; none where
-    a proxy is set (``HTTPS_PROXY``, ``ALL_PROXY``), through which a machine may reach the hub and nothing else.
+    the endpoint is reached through a proxy (:func:`_proxied`), as a machine may reach the hub and nothing else.
     """
     import socket
     from urllib.parse import urlparse
@@ -58,10 +61,10 @@ def hub_unreachable(repo_id: str, repo_type: str = "model", timeout: float = 3.0
         return None
     if constants.HF_HUB_OFFLINE:
         return "HF_HUB_OFFLINE is set"
-    if _proxied():  # the hub is reached through a proxy: a direct connection tells nothing
-        return None
     url = urlparse(constants.ENDPOINT)
     host, port = url.hostname or "huggingface.co", url.port or (443 if url.scheme == "https" else 80)
+    if _proxied(url.scheme, host):  # the hub is reached through a proxy: a direct connection tells nothing
+        return None
     try:
         socket.create_connection((host, port), timeout=timeout).close()
     except OSError as exc:

@@ -84,3 +84,28 @@ def test_a_file_system_without_flock_is_said_in_one_warning(tmp_path, monkeypatc
     err = capsys.readouterr().err
     assert err.count("warning:") == 1 and err.count("\n") == 1, err
     assert "cannot lock the directory" in err and "not protected" in err and str(out) in err
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a machine without CUDA: run.device=cuda is refused there")
+def test_a_refused_nproc_run_creates_no_output_directory(tmp_path, capsys):
+    """(review p) The launcher made and locked --output before its device check: a refused run left an empty
+    directory (and its parents) behind; it is checked first, as one process is."""
+    out = tmp_path / "new" / "run"
+    assert main(["train", "--model", "tiny", "--nproc", "2", "--set", "run.device=cuda", "--no-progress",
+                 "--steps", "1", "--output", str(out)]) != 0
+    assert "CUDA is not available" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+
+
+def test_demo_and_study_refuse_several_trainer_processes(tmp_path, capsys):
+    """(review p) The demo and a study's runs train in one Trainer: --nproc 2 was ignored, unsaid, saved in
+    config.yaml, and the demo's own `train --resume` was then refused ("written by 1 trainer process(es)")."""
+    out = tmp_path / "demo"
+    assert main(["demo", "--nproc", "2", "--output", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "the demo trains in one process; --nproc 2 is for scalerl train" in err, err
+    assert "scalerl train --model tiny-m --task arithmetic-mix --steps 300 --eval-every 20 --nproc 2" in err
+    assert not out.exists()
+    assert main(["study", "--set", "run.nproc=2", "--output", str(tmp_path / "study"), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "a study trains each run in one process" in err, err

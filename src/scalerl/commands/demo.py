@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from scalerl.commands._train_args import add_config_args, config_from_args, overwrite_run_dir, saved_config_to_resume
+from scalerl.errors import InputError
 
 #: The demo run: the scalerl preset on the tiny-m model and the arithmetic-mix task (profile
 #: cpu-tiny-mix: 16 prompts x 8 generations, lr 1e-4, thinking budget [26, 34] -> a ceiling of
@@ -35,8 +36,6 @@ def run(args) -> int:
 
     out = Path(args.output)
     if args.resume and args.overwrite:  # as scalerl train: resuming what --overwrite deletes means nothing
-        from scalerl.errors import InputError
-
         raise InputError("--resume continues the demo in --output, --overwrite deletes it: choose one")
     if args.overwrite:
         overwrite_run_dir(out)
@@ -50,6 +49,11 @@ def run(args) -> int:
         cfg = trainer.cfg
     else:
         cfg = config_from_args(args, output=str(out), defaults=DEMO_DEFAULTS)
+        if cfg.run.nproc > 1:  # (it trained in one process, saved nproc N, and its own `train --resume` was refused)
+            raise InputError(f"the demo trains in one process; --nproc {cfg.run.nproc} is for scalerl train (the "
+                             f"demo's run with {cfg.run.nproc} trainer processes: scalerl train --model "
+                             f"{cfg.model.name_or_path} --task {cfg.task.name} --steps {cfg.run.steps} --eval-every "
+                             f"{cfg.eval.every} --nproc {cfg.run.nproc} --output DIR)")
         trainer = Trainer(cfg)
     print(f"scalerl demo: {cfg.recipe_name} recipe ({cfg.recipe.off_policy.pipeline}, k={cfg.recipe.off_policy.k}, "
           f"{cfg.recipe.loss.name} loss), model {cfg.model.name_or_path}, task {cfg.task.name}, {cfg.run.steps} steps, evaluation every {cfg.eval.every}; "

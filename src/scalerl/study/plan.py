@@ -130,6 +130,10 @@ def check_overrides(overrides: list[str]) -> None:
         if path in SPEC_OWNED:
             raise ConfigError(f"overrides: {item!r} sets {path}, which the study sets from its {SPEC_OWNED[path]} "
                               "field (so the spec and the report would say otherwise); give that instead")
+        if path == "run.nproc":  # (each run trains in one Trainer: it was ignored, unsaid, and saved as N)
+            raise ConfigError(f"overrides: {item!r}: a study trains each run in one process (--parallel N runs N at "
+                              "once; --backend ray spreads them over machines); several trainer processes per run "
+                              "are for scalerl train --nproc")
 
 
 def plan_study(spec: StudySpec, study_dir: str | Path) -> list[RunPlan]:

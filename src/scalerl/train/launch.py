@@ -301,9 +301,24 @@ def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
     the run directory (``summary.held``) for the caller's report: this process locks it before the
     ranks start (rank 0 takes no lock of its own, :class:`HeldByLauncher`), so it is never free between
     rank 0's exit and the report. Any other ending lets it go."""
-    from scalerl.train.run_directory import RunDirectoryLock, make_run_directory
+    from scalerl.pipeline.registry import cpu_cores
+    from scalerl.train.run_directory import CHECKPOINTS, RunDirectoryLock, make_run_directory
 
+    world = cfg.run.nproc
+    # Refusals before the run directory is made (a refused run leaves no empty --output behind) and before
+    # any process starts: a device this machine lacks; a run of one process resumed with --nproc N (it was
+    # refused only after N ranks started, ~12 s).
+    device_type = _check_devices(cfg.run.device, world)
     output = Path(cfg.run.output)
+    if resume:
+        from scalerl.train.checkpoint import latest_checkpoint, refuse_other_nproc, written_by
+
+        ckpt = latest_checkpoint(output / CHECKPOINTS)
+        if ckpt is not None:
+            refuse_other_nproc(ckpt, written_by(ckpt), grouped=True)
+    note = ranks_cores_note(world, device_type, cpu_cores())
+    if note:
+        print(note, file=sys.stderr)
     make_run_directory(output)
     lock = RunDirectoryLock(output)
     try:
@@ -320,19 +335,6 @@ def _run_group(cfg: TrainConfig, resume: bool) -> Any:
     import torch.multiprocessing as mp
 
     world = cfg.run.nproc
-    device_type = _check_devices(cfg.run.device, world)  # a device this machine lacks: one line, before any process
-    from scalerl.pipeline.registry import cpu_cores
-
-    note = ranks_cores_note(world, device_type, cpu_cores())
-    if note:
-        print(note, file=sys.stderr)
-    if resume:  # a run of one process resumed with --nproc N: refused here, not after N ranks started (~12 s)
-        from scalerl.train.checkpoint import latest_checkpoint, refuse_other_nproc, written_by
-        from scalerl.train.run_directory import CHECKPOINTS
-
-        ckpt = latest_checkpoint(Path(cfg.run.output) / CHECKPOINTS)
-        if ckpt is not None:
-            refuse_other_nproc(ckpt, written_by(ckpt), grouped=True)
     ctx = mp.get_context("spawn")
     box = ctx.SimpleQueue()
     stop = StopLatch()
