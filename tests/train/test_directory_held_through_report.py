@@ -76,14 +76,21 @@ def test_a_file_system_without_flock_is_said_in_one_warning(tmp_path, monkeypatc
     def no_flock(fd, op):
         raise OSError(code, __import__("os").strerror(code))
 
+    import scalerl.train.run_directory as run_directory
+
     monkeypatch.setattr(fcntl, "flock", no_flock)
+    monkeypatch.setattr(run_directory, "_UNLOCKED_WARNED", set())  # (a fresh process)
     out = tmp_path / f"run{code}"
     out.mkdir()
     RunDirectoryLock(out).release()
     RunDirectoryLock(out).release()  # (--overwrite's check, then the run it starts: one line)
+    # (review o) A study locks its directory, then each run's, all on one file system: still one line.
+    (tmp_path / "study" / "runs" / "a").mkdir(parents=True)
+    RunDirectoryLock(tmp_path / "study").release()
+    RunDirectoryLock(tmp_path / "study" / "runs" / "a").release()
     err = capsys.readouterr().err
     assert err.count("warning:") == 1 and err.count("\n") == 1, err
-    assert "cannot lock the directory" in err and "not protected" in err and str(out) in err
+    assert "cannot lock directories" in err and "not protected" in err and str(out) in err
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a machine without CUDA: run.device=cuda is refused there")

@@ -89,26 +89,29 @@ class HeldByLauncher:
         """Nothing: the launcher lets the directory go."""
 
 
-#: The directories this process warned about (:func:`_warn_unlocked`): ``--overwrite``'s check and the run it
-#: starts both try the lock, and one line says it.
-_UNLOCKED_WARNED: set[str] = set()
+#: The file systems (device ids) this process warned about (:func:`_warn_unlocked`): ``--overwrite``'s check and the
+#: run it starts both try the lock, a study locks its directory and each run's, and one line says it.
+_UNLOCKED_WARNED: set[int | str] = set()
 
 
 def _warn_unlocked(output: Path, exc: OSError) -> None:
-    """One line on stderr, once per directory, when ``flock`` fails. It fails where the file system cannot
+    """One line on stderr, once per file system, when ``flock`` fails. It fails where the file system cannot
     lock: NFS emulates flock with byte-range locks, and an exclusive one needs a descriptor opened for
     writing, which a directory never is (flock(2), "NFS details": EBADF); a server without a lock daemon
     gives ENOLCK; some FUSE file systems give EOPNOTSUPP or ENOSYS. Silent, the lock protected nothing
     while the docs said a second command is refused. (An NFS mount with ``local_lock=flock`` or ``nolock``
     succeeds and locks on this machine only: that cannot be told from here.)"""
-    key = str(Path(output).resolve())
+    try:  # once per file system: a study's directory and each of its runs' are on one (a line each was repeated)
+        key = os.stat(output).st_dev
+    except OSError:
+        key = str(Path(output).resolve())
     if key in _UNLOCKED_WARNED:
         return
     _UNLOCKED_WARNED.add(key)
     why = exc.strerror or type(exc).__name__
-    print(f"warning: {output}: this file system cannot lock the directory (flock: {why}; e.g. NFS), so it is not "
-          "protected: a second scalerl command on it (--resume, --overwrite) is not refused while this one runs -- "
-          "start no other there until this one ends", file=sys.stderr)
+    print(f"warning: {output}: this file system cannot lock directories (flock: {why}; e.g. NFS), so run directories "
+          "on it are not protected: a second scalerl command on one (--resume, --overwrite) is not refused while this "
+          "one runs -- start no other there until this one ends", file=sys.stderr)
 
 
 def check_output(output: Path, resume: bool) -> None:
