@@ -30,4 +30,31 @@ ARCHITECTURES = {
     "falcon_h1": lambda: transformers.FalconH1Config(  # Mamba-2 and attention in every layer
         **_SMALL, num_key_value_heads=2, intermediate_size=64, mamba_d_ssm=32, mamba_n_heads=4, mamba_d_head=8,
         mamba_d_state=8, mamba_n_groups=1),
+    # Checked in a later round (transformers 5.25): what users fine-tune with RL beside the above.
+    "gemma3": lambda: transformers.Gemma3TextConfig(**_SMALL, intermediate_size=64, num_key_value_heads=2, head_dim=8,
+                                                    sliding_window=8),  # text-only Gemma3ForCausalLM
+    "qwen3": lambda: transformers.Qwen3Config(**_SMALL, intermediate_size=64, num_key_value_heads=2, head_dim=8),
+    "qwen3_moe": lambda: transformers.Qwen3MoeConfig(**_SMALL, intermediate_size=64, moe_intermediate_size=16,
+                                                     num_key_value_heads=2, head_dim=8, num_experts=4, num_experts_per_tok=2),
+    "olmo2": lambda: transformers.Olmo2Config(**_SMALL, intermediate_size=64, num_key_value_heads=2),
+    "granite": lambda: transformers.GraniteConfig(**_SMALL, intermediate_size=64, num_key_value_heads=2),
+    "granitemoe": lambda: transformers.GraniteMoeConfig(**_SMALL, intermediate_size=64, num_key_value_heads=2,
+                                                        num_local_experts=4, num_experts_per_tok=2),
+    "deepseek_v3": lambda: transformers.DeepseekV3Config(  # multi-head latent attention, a dense first layer
+        **_SMALL, intermediate_size=64, moe_intermediate_size=16, num_key_value_heads=4, n_routed_experts=4,
+        num_experts_per_tok=2, n_group=1, topk_group=1, kv_lora_rank=16, q_lora_rank=None, qk_rope_head_dim=8,
+        qk_nope_head_dim=8, v_head_dim=8, first_k_dense_replace=1),
+    "glm4": lambda: transformers.Glm4Config(**_SMALL, intermediate_size=64, num_key_value_heads=2, head_dim=8),
+    "smollm3": lambda: transformers.SmolLM3Config(**_SMALL, intermediate_size=64, num_key_value_heads=2),
+    "phi": lambda: transformers.PhiConfig(**_SMALL, intermediate_size=64),  # partial rotary, parallel block
+    "starcoder2": lambda: transformers.Starcoder2Config(**_SMALL, intermediate_size=64, num_key_value_heads=2),
+    "cohere": lambda: transformers.CohereConfig(**_SMALL, intermediate_size=64, num_key_value_heads=2),  # logit scale
+    "dbrx": lambda: transformers.DbrxConfig(d_model=32, n_layers=2, n_heads=4, max_seq_len=256,
+                                            attn_config=dict(kv_n_heads=2, clip_qkv=8.0, rope_theta=10000.0),
+                                            ffn_config=dict(ffn_hidden_size=64, moe_num_experts=4, moe_top_k=2)),
+    "phimoe": lambda: transformers.PhimoeConfig(**_SMALL, intermediate_size=64, num_key_value_heads=2,
+                                                num_local_experts=4, num_experts_per_tok=2),
+    "minimax": lambda: transformers.MiniMaxConfig(  # lightning (linear) attention beside softmax attention, MoE
+        **_SMALL, intermediate_size=64, num_key_value_heads=2, head_dim=8, num_local_experts=4, num_experts_per_tok=2,
+        block_size=4, layer_types=["linear_attention", "full_attention"]),
 }

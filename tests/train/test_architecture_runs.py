@@ -33,6 +33,12 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 #: Architectures whose cache rows cannot be selected (the generator prefills per row): PipelineRL-k.
 RECURRENT = {"mamba", "lfm2", "qwen3_next", "falcon_h1"}
+#: Architectures whose transformers code fails under bf16 autocast (refused: test_dbrx_refuses_bf16).
+NO_AUTOCAST = {"dbrx"}
+#: Step-1 ratio tolerance where the generator and the trainer compute a layer in two float orders:
+#: MiniMax's lightning attention decodes recurrently, a token at a time, and is scored in blocks
+#: (ratio_max 1.0000148 in fp32 on the random model of tests/architectures.py).
+RATIO_ABS = {"minimax": 1e-4}
 DROPOUT = 0.3
 #: A Mixtral saved after training with the router's load-balancing loss (output_router_logits: its
 #: forwards raised in the first decode step) and with the router's training-mode jitter (step-1
@@ -85,8 +91,8 @@ def test_two_steps_of_scalerl_train_and_final(arch, bpe_tokenizer, math_jsonl, t
     train = [r for r in rows if r["type"] == "train"]
     assert [r["step"] for r in train] == [1, 2] and all(r["grad_norm"] > 0 for r in train), train
     # Step 1 is on-policy (fp32 compute on the CPU): the trainer scores what the generator sampled.
-    assert train[0]["loss/ratio_max"] == pytest.approx(1.0, abs=1e-5)
-    assert train[0]["loss/ratio_mean"] == pytest.approx(1.0, abs=1e-6)
+    assert train[0]["loss/ratio_max"] == pytest.approx(1.0, abs=RATIO_ABS.get(arch, 1e-5))
+    assert train[0]["loss/ratio_mean"] == pytest.approx(1.0, abs=RATIO_ABS.get(arch, 1e-6))
 
     final = out / "final"
     saved = json.loads((final / "config.json").read_text())
@@ -106,6 +112,8 @@ def test_two_steps_of_scalerl_train_and_final(arch, bpe_tokenizer, math_jsonl, t
     batch = pack_completions(generated, bpe_tokenizer.pad_token_id)
     with torch.no_grad():
         torch.testing.assert_close(model(batch["input_ids"]).logits, plain(batch["input_ids"]).logits, rtol=0, atol=1e-5)
+        if arch in NO_AUTOCAST:
+            return
         outputs = []
         hook = head.register_forward_hook(lambda *args: outputs.append(args[-1]))
         with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -117,3 +125,16 @@ def test_two_steps_of_scalerl_train_and_final(arch, bpe_tokenizer, math_jsonl, t
         whole = completion_logprobs(model, batch, 1.0)
         chunked = completion_logprobs(model, batch, 1.0, logits_budget=4 * head.out_features)
         torch.testing.assert_close(chunked, whole, rtol=0, atol=1e-5)
+
+
+def test_dbrx_refuses_bf16_in_one_line(bpe_tokenizer, tmp_path):
+    """transformers' DBRX experts add bf16 outputs into an fp32 buffer under autocast without a cast:
+    the first forward of a bf16 run raised ``index_add_(): self (Float) and source (BFloat16) must
+    have the same scalar type``. Refused when the policy loads, with what to set instead."""
+    from scalerl.errors import ConfigError
+
+    _save("dbrx", bpe_tokenizer, tmp_path / "model")
+    cfg = apply_overrides(TrainConfig(), [f"model.name_or_path={tmp_path / 'model'}", "precision.compute=bf16"]).validate()
+    with pytest.raises(ConfigError, match="DbrxForCausalLM cannot compute in bf16.*set precision.compute=fp32"):
+        load_policy(cfg, torch.device("cpu"))
+

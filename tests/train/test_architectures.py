@@ -75,6 +75,31 @@ def test_a_routers_training_jitter_is_off_like_dropout():
     assert _train_vs_eval(model, ids) == 0.0 and model.config.router_jitter_noise == 0.1
 
 
+def test_phimoe_routes_in_training_as_in_eval_mode():
+    """PhiMoE's SparseMixer samples the experts in training mode (Gumbel noise, a gate scaled by 1/3
+    at random) where eval mode -- the generator's -- takes the top two: two steps of a random PhiMoE
+    through ``scalerl train`` gave a step-1 ratio_mean of 0.999949. The router alone stays in eval
+    mode through ``model.train()``: a training forward equals an eval one, the eval forward is what
+    it was, and the router still gets gradients. (``router_jitter_noise`` 0.5 keeps more than the top
+    expert among those sampled on a random model; at the default 0.01 a random router's gaps leave one.)"""
+    model, _ = _random_model(transformers.PhimoeConfig, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
+                             router_jitter_noise=0.5)
+    ids = torch.randint(5, 20, (2, 12))
+    assert _train_vs_eval(copy.deepcopy(model), ids) > 1e-4
+    with torch.no_grad():
+        before = model.eval()(ids).logits
+    assert disable_dropout(model) == {}
+    assert _train_vs_eval(model, ids) == 0.0
+    with torch.no_grad():
+        assert torch.equal(model.eval()(ids).logits, before)
+    model.train()
+    assert model.training and not model.model.layers[0].mlp.router.training
+    model(ids).logits.sum().backward()
+    assert model.model.layers[0].mlp.router.weight.grad.abs().sum() > 0
+    assert _train_vs_eval(copy.deepcopy(model), ids) == 0.0  # the copies a generator gets route alike
+
+
 @pytest.mark.filterwarnings("ignore:The following (rank|alpha)_pattern keys did not match")
 @pytest.mark.parametrize("config_cls, kw", [
     (transformers.MixtralConfig, dict(num_local_experts=4, num_experts_per_tok=2)),

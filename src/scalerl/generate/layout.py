@@ -71,13 +71,68 @@ def no_router_logits(model: Any) -> dict[str, bool]:
 
 
 def new_cache(model: Any) -> Any:
-    """An empty KV cache for ``model`` (one whose rows can be selected with ``batch_select_indices``)."""
+    """An empty cache for ``model``: a ``DynamicCache``, or the cache class of its own that a model
+    transformers' ``generate`` gives no ``DynamicCache`` needs (MiniMax's ``MiniMaxCache``, which
+    keeps the lightning-attention layers' state beside the keys and values; its forward refuses any
+    other). :class:`InputError` for a model whose state is no transformers cache at all."""
     from transformers import DynamicCache
 
+    own = _own_cache_class(model)
+    if own is not None:
+        return _laid_out(own(), model.config)
     try:
         return DynamicCache(config=model.config)
     except TypeError:  # older transformers: no config argument
         return DynamicCache()
+
+
+def _laid_out(cache: Any, config: Any) -> Any:
+    """``cache`` with a layer object per decoder layer where it is a ``MiniMaxCache``: a
+    ``DummyLayer`` for each lightning-attention layer (its state is in ``linear_cache``) and an
+    empty ``DynamicLayer`` for each softmax-attention one.
+
+    Built empty, a ``MiniMaxCache`` adds a ``DynamicLayer`` for every layer up to the last that
+    stores keys, linear ones included, and transformers sizes the attention mask of a decode step
+    by the first layer's length -- in MiniMax-Text-01 a linear layer whose ``DynamicLayer`` stays
+    empty: the mask covered the new token only, so left-padded rows attended to their padding (log-
+    probs up to 4e-4 off a plain forward on a random model). A ``DummyLayer`` is what transformers'
+    mask code skips to find the first attention layer. ``linear_cache`` is laid out as the class
+    itself pads it (``[]`` where a layer keeps no linear state), with None for a linear state not
+    yet computed (what ``get_linear_cache`` returns before the prompt pass)."""
+    from transformers.cache_utils import DummyLayer, DynamicLayer
+
+    layer_types = getattr(config, "layer_types", None)
+    if not hasattr(cache, "linear_cache") or not layer_types:
+        return cache
+    linear = [t == "linear_attention" for t in layer_types]
+    cache.layers = [DummyLayer() if is_linear else DynamicLayer() for is_linear in linear]
+    cache.linear_cache = [None if is_linear else [] for is_linear in linear]
+    return cache
+
+
+def _own_cache_class(model: Any) -> type | None:
+    """The ``Cache`` subclass ``model``'s modeling module defines for it, where transformers says the
+    model cannot use a ``DynamicCache`` (``_supports_default_dynamic_cache``; the model builds its
+    own cache when given none, so no public factory exists); None where a ``DynamicCache`` does."""
+    import sys
+
+    from transformers import PreTrainedModel
+    from transformers.cache_utils import Cache
+
+    # The transformers model itself, under a peft or FSDP wrapper.
+    hf = next((m for m in model.modules() if isinstance(m, PreTrainedModel)), None) if hasattr(model, "modules") else None
+    supports = getattr(hf, "_supports_default_dynamic_cache", None)
+    if hf is None or supports is None or supports():
+        return None
+    for cls in type(hf).__mro__:
+        module = sys.modules.get(cls.__module__)
+        found = [c for c in vars(module).values() if isinstance(c, type) and issubclass(c, Cache)
+                 and c.__module__ == module.__name__] if module is not None else []
+        if len(found) == 1:
+            return found[0]
+    raise InputError(f"{type(hf).__name__} keeps a decoding state that is not a transformers cache (transformers' "
+                     "generate gives it no DynamicCache and its module defines no Cache class), which scalerl's "
+                     "decode loop and scoring pass need: use a model of another architecture")
 
 
 def _linear_attention_layer_type() -> type | tuple:
@@ -106,13 +161,28 @@ def rows_selectable(cache: Any) -> bool:
     layers (Mamba, and the hybrids: Qwen3-Next, Jamba, Falcon-H1, Granite 4, ...). transformers
     gives a pure recurrent layer no row selection at all, and a hybrid layer its attention half's,
     which would leave the recurrent states of the other rows in place; nor of an attention layer
-    whose extra per-row state only ``reorder_cache`` knows (:func:`_selection_covers_reorder`).
-    Without it the generator decodes every row to the end and runs the prompt of a group once per
+    whose extra per-row state only ``reorder_cache`` knows (:func:`_selection_covers_reorder`); nor
+    of a cache that keeps state outside its layers (:func:`_state_outside_layers`). Without it the generator decodes every row to the end and runs the prompt of a group once per
     row, and the trainer scores every sequence whole: the same numbers, more compute."""
     recurrent = _linear_attention_layer_type()
     layers = getattr(cache, "layers", None) or []
-    return all(callable(getattr(layer, "batch_select_indices", None)) and not isinstance(layer, recurrent)
-               and _selection_covers_reorder(type(layer)) for layer in layers)
+    return not _state_outside_layers(type(cache)) and all(
+        callable(getattr(layer, "batch_select_indices", None)) and not isinstance(layer, recurrent)
+        and _selection_covers_reorder(type(layer)) for layer in layers)
+
+
+@functools.cache
+def _state_outside_layers(cls: type) -> bool:
+    """Whether a cache class selects rows with a ``batch_select_indices`` of its own rather than
+    transformers' (which selects each layer's): it keeps per-row state beside its layers, whose
+    selection scalerl cannot check. MiniMax's ``MiniMaxCache`` keeps the lightning-attention state
+    in a list that ends at the last linear layer, and its selection walks every layer: with a
+    softmax-attention layer last (MiniMax-Text-01's layout) it raised ``IndexError: list index out
+    of range`` at the first group expansion. Treated as not selectable: the same numbers."""
+    from transformers.cache_utils import Cache
+
+    owner = next((c for c in cls.__mro__ if "batch_select_indices" in vars(c)), None)
+    return owner is not None and owner.__module__ != Cache.__module__
 
 
 @functools.cache  # one answer per cache-layer class; asked at every generate call and update pass

@@ -97,6 +97,7 @@ def load_policy(cfg: TrainConfig, device: torch.device, *, placement: Placement 
                                   progress=cfg.log.progress)
     # Before LoRA: an adapter's own dropout (model.lora.dropout) is a setting of its own.
     config_dropout = {} if cfg.model.keep_dropout else disable_dropout(model)
+    _refuse_broken_autocast(model, precision)
     if cfg.recipe.fp32_lm_head:
         enable_fp32_lm_head(model)
     if lora.rank:
@@ -117,6 +118,24 @@ def load_policy(cfg: TrainConfig, device: torch.device, *, placement: Placement 
     storage = storage_dtype(cfg.model.dtype) or stored_dtype(cfg.model.name_or_path, tiny_spec=tiny)
     return Policy(model, tokenizer, precision, storage, resolve_model(cfg.model.name_or_path, tiny_spec=tiny),
                   config_dropout)
+
+
+#: Expert layers whose transformers forward cannot run under autocast: DBRX's ``DbrxExperts`` (5.25)
+#: adds each expert's bf16 output into an fp32 buffer with ``index_add_`` without a cast, which
+#: raises ``index_add_(): self (Float) and source (BFloat16) must have the same scalar type`` at the
+#: first forward (Mixtral's experts cast first).
+_NO_AUTOCAST = ("DbrxExperts",)
+
+
+def _refuse_broken_autocast(model: Any, precision: Precision) -> None:
+    """:class:`ConfigError` where ``precision`` autocasts a model with a layer of ``_NO_AUTOCAST``."""
+    if not precision.mixed:
+        return
+    broken = next((type(m).__name__ for m in model.modules() if type(m).__name__ in _NO_AUTOCAST), None)
+    if broken is not None:
+        raise ConfigError(f"{type(model).__name__} cannot compute in {precision.mode}: transformers' {broken} adds "
+                          f"the experts' {precision.mode} outputs into an fp32 buffer under autocast (index_add_ "
+                          "refuses mixed dtypes); set precision.compute=fp32")
 
 
 def device_copies(cfg: TrainConfig, copy_bytes: int, *, world: int) -> dict[str, int]:
