@@ -138,3 +138,32 @@ def test_dbrx_refuses_bf16_in_one_line(bpe_tokenizer, tmp_path):
     with pytest.raises(ConfigError, match="DbrxForCausalLM cannot compute in bf16.*set precision.compute=fp32"):
         load_policy(cfg, torch.device("cpu"))
 
+
+
+def test_dbrx_in_bf16_is_not_refused_where_it_is_sharded(bpe_tokenizer, tmp_path):
+    """(review q) Sharded over several trainer processes (the policy loaded to the host, or as the meta
+    architecture on ranks > 0), FSDP computes in bf16 throughout with autocast off: DBRX's experts see one
+    dtype and work, so the refusal above is for one process only (it refused a run that trained before)."""
+    _save("dbrx", bpe_tokenizer, tmp_path / "model")
+    cfg = apply_overrides(TrainConfig(), [f"model.name_or_path={tmp_path / 'model'}", "precision.compute=bf16"]).validate()
+    for placement in ("host", "meta"):
+        assert load_policy(cfg, torch.device("cpu"), placement=placement, world=2).model is not None
+
+
+@pytest.mark.slow
+def test_dbrx_trains_in_bf16_over_two_processes(bpe_tokenizer, math_jsonl, tmp_path, capsys):
+    from scalerl.runlog import read_runlog
+
+    model_dir, out = tmp_path / "model", tmp_path / "run"
+    _save("dbrx", bpe_tokenizer, model_dir)
+    (tmp_path / "reward.py").write_text(REWARD)
+    code = main(["train", "--model", str(model_dir), "--task", "math", "--data", str(math_jsonl), "--output", str(out),
+                 "--reward", f"{tmp_path / 'reward.py'}:parity", "--steps", "2", "--eval-every", "2", "--no-progress",
+                 "--no-report", "--nproc", "2", "--set", "precision.compute=bf16", "--set", "pipeline=sync",
+                 "--set", "prompts_per_step=2", "--set", "generations_per_prompt=4", "--set", "eval.problems=1",
+                 "--set", "eval.samples_per_problem=1", "--set", "length.mode=truncate",
+                 "--set", "length.max_new_tokens=12", "--set", "length.overlong_max_len=12",
+                 "--set", "length.overlong_cache=2", "--set", "forecast.enabled=false"])
+    assert code == 0, capsys.readouterr().err
+    _, rows, _ = read_runlog(out / "runlog.jsonl")
+    assert [r["step"] for r in rows if r["type"] == "train"] == [1, 2]

@@ -97,7 +97,8 @@ def load_policy(cfg: TrainConfig, device: torch.device, *, placement: Placement 
                                   progress=cfg.log.progress)
     # Before LoRA: an adapter's own dropout (model.lora.dropout) is a setting of its own.
     config_dropout = {} if cfg.model.keep_dropout else disable_dropout(model)
-    _refuse_broken_autocast(model, precision)
+    if placement == "device":  # (sharded -- host, meta -- FSDP computes in the compute dtype with autocast off)
+        _refuse_broken_autocast(model, precision)
     if cfg.recipe.fp32_lm_head:
         enable_fp32_lm_head(model)
     if lora.rank:
@@ -128,7 +129,9 @@ _NO_AUTOCAST = ("DbrxExperts",)
 
 
 def _refuse_broken_autocast(model: Any, precision: Precision) -> None:
-    """:class:`ConfigError` where ``precision`` autocasts a model with a layer of ``_NO_AUTOCAST``."""
+    """:class:`ConfigError` where ``precision`` autocasts a model with a layer of ``_NO_AUTOCAST``: in one
+    process only; a model sharded over several (``--nproc``) computes in ``precision``'s dtype throughout,
+    autocast off (:meth:`Precision.under_fsdp`), where the layer sees one dtype and works."""
     if not precision.mixed:
         return
     broken = next((type(m).__name__ for m in model.modules() if type(m).__name__ in _NO_AUTOCAST), None)
