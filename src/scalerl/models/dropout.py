@@ -25,7 +25,6 @@ computes in eval mode does not change.
 
 from __future__ import annotations
 
-import types
 from typing import Any
 
 from torch import nn
@@ -65,13 +64,16 @@ def disable_dropout(model: nn.Module) -> dict[str, float]:
     return original
 
 
-def _always_eval(self: nn.Module, mode: bool = True) -> nn.Module:
-    return nn.Module.train(self, False)
+def _eval_mode(module: nn.Module, args: tuple) -> None:
+    """A forward pre-hook: the module runs in eval mode whatever ``model.train()`` set."""
+    module.training = False
 
 
 def _route_as_in_eval(router: nn.Module) -> None:
     """Keep ``router`` in eval mode through every later ``model.train()`` (the trainer calls it before
-    each update): its own ``train`` sets eval mode; its parameters still get gradients."""
-    router.train = types.MethodType(_always_eval, router)
+    each update): a forward pre-hook sets it before each forward; its parameters still get gradients.
+    (A module-level hook, not a replaced ``train`` method: a bound method on the instance made the model
+    unpicklable -- ``torch.save(model)`` -- review q.)"""
+    router.register_forward_pre_hook(_eval_mode)
     router.eval()
 
