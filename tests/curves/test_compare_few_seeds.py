@@ -84,3 +84,11 @@ def test_one_seed_a_run_keeps_the_normal_critical_value():
     half = (c.dA_interval[1] - c.dA_interval[0]) / 2
     assert math.isclose(half, norm.ppf(0.975) * dA.std(ddof=1), rel_tol=1e-12)
     assert "df" not in c.explanation
+
+
+def test_one_seed_against_several_takes_the_several_seeds_degrees_of_freedom_and_more():
+    """A run of one seed has its spread from its own evaluations (no degrees of freedom of its own); against
+    a run of 3 seeds the t has at least that run's k - 1 = 2, and is finite."""
+    runs = _pair(1, 3)
+    (c,) = compare({"base": runs["base"][:1], "run": runs["run"]}, forecasts=False).classifications
+    assert all(2 <= d < math.inf for d in c.dof.values()), c.dof
