@@ -51,8 +51,9 @@ def test_each_run_is_bootstrapped_on_its_own_stream():
 def test_two_seeds_that_happen_to_end_alike_are_not_a_ceiling_change():
     """Pair 12 of the benchmark: one configuration, 2 seeds a run; the base's two seeds ended at A 0.715 and
     0.713, the run's at 0.675 and 0.665 -- two values each say little of the seeds' spread (sd 0.02 in
-    truth). With the normal's 1.96 on that spread it was "ceiling lowered", dA -0.049 [-0.077, -0.020];
-    Student's t on Welch's degrees of freedom (about 2) widens it past 0."""
+    truth). With the normal's 1.96 on the bootstrap's spread it was "ceiling lowered", dA -0.049 [-0.077,
+    -0.020]; the seeds' share of that spread with Student's t on Welch's degrees of freedom (1-2) reaches
+    past 0."""
     (c,) = compare(_pair(12, 2), forecasts=False).classifications
     assert c.kind == NONE, c.explanation
     assert c.dA_interval[0] < 0 < c.dA_interval[1]
