@@ -304,3 +304,22 @@ def test_the_figures_name_a_variant_whose_fit_failed_and_label_narrow_log_panels
     finally:
         for fig in kept:
             close(fig)
+
+
+def test_each_variant_is_bootstrapped_on_its_own_stream(tmp_path):
+    """Every variant was bootstrapped with the study's one seed: two variants drew the same seeds and residual
+    positions in every replicate, so the bootstrap of their difference held a covariance that their data do
+    not have. A variant whose logs are the base's, evaluation for evaluation, shows it: dA's interval was
+    [0, 0] (every replicate of the one minus the same replicate of the other)."""
+    spec = StudySpec(family="loo", only=["loo-fp32-head-off"], seeds=2, steps=200, eval_every=10, bootstrap=100)
+    plans = write_study(tmp_path, spec, LAWS)
+    base = {p.seed: p.directory for p in plans if p.variant.label == "scalerl"}
+    for p in plans:
+        if p.variant.label == "loo-fp32-head-off":
+            header, *evals = (p.directory / "runlog.jsonl").read_text().splitlines(keepends=True)
+            evals = (base[p.seed] / "runlog.jsonl").read_text().splitlines(keepends=True)[1:]
+            (p.directory / "runlog.jsonl").write_text(header + "".join(evals))
+    c = analyse_study(tmp_path).variant("loo-fp32-head-off").classification
+    assert c["dA"] == 0.0
+    lo, hi = c["dA_interval"]
+    assert lo < -0.001 and hi > 0.001, (lo, hi)

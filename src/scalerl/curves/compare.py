@@ -19,7 +19,10 @@ For each run against a baseline, one of three classes:
 
 Several seeds per run are pooled (see :func:`scalerl.curves.uncertainty.fit_seeds`). Each
 seed's one-evaluation excursions are left out first (:mod:`scalerl.curves.excursions`), as a
-forecast leaves them out of its window.
+forecast leaves them out of its window. Each run is bootstrapped on its own random stream. Where a
+run has several seeds, an interval takes its seeds' share of the bootstrap's spread and Student's t
+on Welch-Satterthwaite's degrees of freedom (:mod:`scalerl.curves.seed_dof`); two runs of one seed
+each get the normal's z on the whole spread, as they always did.
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ from typing import Mapping, Sequence
 
 import numpy as np
 from scipy.optimize import least_squares
-from scipy.stats import norm
 
 from scalerl.curves.bands import Calibration
 from scalerl.curves.data import Curve
@@ -41,7 +43,8 @@ from scalerl.curves.sigmoid_fit import SigmoidFit
 from scalerl.curves.solver import B_BOUNDS, fit_sigmoid_fixed_A, sigmoid_model
 from scalerl.curves.stability import Stability, check_stability
 from scalerl.curves.takeoff import below_first
-from scalerl.curves.uncertainty import SeedFit, fit_seeds, pool_curves, seeded_rng
+from scalerl.curves.seed_dof import critical_value, seed_shares, welch_dof
+from scalerl.curves.uncertainty import SeedFit, fit_seeds, independent_seeds, pool_curves, seeded_rng
 from scalerl.errors import InputError
 
 RULES = ("intervals", "paper")
@@ -94,6 +97,10 @@ class Classification:
     """(run, baseline) intervals of C_mid after the shared-A refit (its bootstrap; the intervals rule)."""
     rule: str = "intervals"
     explanation: str = ""
+    dof: dict[str, float | None] | None = None
+    """Degrees of freedom of the t critical value of each interval (``dA``, ``dB``, ``log_cmid_ratio``; the
+    intervals rule): finite where a run has several seeds (:mod:`scalerl.curves.seed_dof`), None (the
+    normal's) where both have one."""
 
     def as_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -162,10 +169,47 @@ def _points(run: RunFit) -> tuple[np.ndarray, np.ndarray]:
     return f.x[f.x > 0], f.y[f.x > 0]
 
 
-def _normal(estimate: float, samples: np.ndarray, z: float) -> tuple[float, float]:
-    """``estimate +- z * sd(samples)``: a normal interval from a bootstrap's spread."""
-    half = z * float(samples.std(ddof=1)) if samples.size > 1 else math.inf
+def _around(estimate: float, sd: float, z: float) -> tuple[float, float]:
+    """``estimate +- z * sd``: an interval from a bootstrap's spread (z: a normal or t quantile)."""
+    half = z * sd if math.isfinite(sd) else math.inf
     return estimate - half, estimate + half
+
+
+def _spread(diff: np.ndarray, counts: "list[np.ndarray | None]") -> tuple[float, float]:
+    """The sd and degrees of freedom of an interval of a difference between two runs from its bootstrap
+    replicates ``diff`` (:mod:`scalerl.curves.seed_dof`); ``counts``: per run, how often each of its seeds
+    was drawn in each replicate (None: one seed).
+
+    Both runs of several seeds: their seeds' shares of the spread, Welch's t on k - 1 each. One run of one
+    seed: the rest of the spread too (that run's evaluation noise, known, and the other's residual share:
+    the two cannot be told apart). Both of one seed: the whole spread and the normal's z, as always."""
+    if len(diff) < 2:
+        return math.inf, math.inf
+    whole = float(np.var(diff, ddof=1))
+    seeds = [1 if c is None else c.shape[1] for c in counts]
+    shares = seed_shares(diff, counts)
+    rest = max(whole - sum(shares), 0.0)
+    parts = [(v, k) for v, k in zip(shares, seeds) if k > 1]
+    if min(seeds) == 1:
+        parts.append((rest, 1))
+    dof = welch_dof(parts)
+    variance = sum(v for v, _ in parts)
+    if math.isinf(dof) or not variance > 0:  # one seed each (or no seed share): the whole spread, the normal's z
+        return math.sqrt(whole), math.inf
+    return math.sqrt(variance), dof
+
+
+def _counts(boot, m: int) -> "np.ndarray | None":
+    return None if boot.seed_counts is None else boot.seed_counts[:m]
+
+
+def _dof_text(dof: float) -> str:
+    return "" if math.isinf(dof) else f", t with {dof:.1f} df: few seeds"
+
+
+def _finite(dof: float) -> float | None:
+    """Degrees of freedom as JSON keeps them: None for the normal's infinite ones."""
+    return None if math.isinf(dof) else round(dof, 2)
 
 
 def _pct(values: np.ndarray, level: float) -> tuple[float, float]:
@@ -211,35 +255,43 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
     rb, bb = run.seeds.boot, base.seeds.boot
     if rb is None or bb is None:
         raise InputError("the intervals rule needs bootstrap samples; use n_boot > 0 or --rule paper")
+    # The two runs' replicates are independent draws (compare bootstraps each run on its own stream).
     m = min(len(rb.samples), len(bb.samples))
     dA_samples = rb.samples[:m, 0] - bb.samples[:m, 0]
-    dA_int = _normal(dA, dA_samples, float(norm.ppf(1 - (1 - level) / 2)))
+    # A run of a few seeds has its spread estimated from those few seeds: its seeds' share of it, with
+    # Student's t on Welch-Satterthwaite's degrees of freedom, not its whole bootstrap variance with the
+    # normal's z (with 2-5 seeds, identical configurations came out a ceiling or an efficiency change
+    # 18-24% of the time at 95%: benchmarks/compare_verdicts.py --seeds). One seed a run: as before.
+    dA_sd, dA_dof = _spread(dA_samples, [_counts(rb, m), _counts(bb, m)])
+    dA_int = _around(dA, dA_sd, critical_value(1 - (1 - level) / 2, dA_dof))
     if (dA_int[0] > 0 or dA_int[1] < 0) and abs(dA) >= min_effect:
         return Classification(
-            run.label, base.label, CEILING, dA > 0, dA, dA_int, rule="intervals",
+            run.label, base.label, CEILING, dA > 0, dA, dA_int, rule="intervals", dof={"dA": _finite(dA_dof)},
             explanation=(
                 f"ceiling {'raised' if dA > 0 else 'lowered'}: A {run.fit.A:.3f} vs {base.fit.A:.3f} "
-                f"(dA {dA:+.3f}, {100 * level:g}% interval {dA_int[0]:+.3f} to {dA_int[1]:+.3f})"
+                f"(dA {dA:+.3f}, {100 * level:g}% interval {dA_int[0]:+.3f} to {dA_int[1]:+.3f}{_dof_text(dA_dof)})"
             ),
         )
 
     # Same ceiling within the intervals: refit both with one shared A and compare the rest.
-    A, (B_r, C_r), (B_b, C_b), dB, dlogC, Cs = _shared_ceiling_bootstrap(run, base, n_boot=n_boot, seed=seed)
+    A, (B_r, C_r), (B_b, C_b), dB, dlogC, Cs, counts = _shared_ceiling_bootstrap(run, base, n_boot=n_boot, seed=seed)
     # Two tests decide "efficiency" (B moved, or C_mid moved): each at half the error rate
     # (Bonferroni), so that the verdict errs at most 1 - level of the time when neither moved; and
     # each interval is the estimate +- z x the bootstrap's sd, not its percentiles: a 1.25% tail of
     # a few hundred resamples is a handful of values, and missed twice as often as it should. With
     # percentiles at the full level, curves of one law came out "efficiency" 13% of the time at 95%
     # (benchmarks/compare_verdicts.py).
-    z = float(norm.ppf(1 - (1 - level) / 4))
-    dB_int = _normal(B_r - B_b, dB, z)
-    dC_int = _normal(math.log(C_r / C_b), dlogC, z)
+    dB_sd, dB_dof = _spread(dB, counts)
+    dC_sd, dC_dof = _spread(dlogC, counts)
+    dB_int = _around(B_r - B_b, dB_sd, critical_value(1 - (1 - level) / 4, dB_dof))
+    dC_int = _around(math.log(C_r / C_b), dC_sd, critical_value(1 - (1 - level) / 4, dC_dof))
     moved_C = dC_int[0] > 0 or dC_int[1] < 0
     moved_B = dB_int[0] > 0 or dB_int[1] < 0
     common = dict(
         dA=dA, dA_interval=dA_int, shared_A=A, B=(B_r, B_b), C_mid=(C_r, C_b),
         dB_interval=dB_int, log_cmid_ratio_interval=dC_int, rule="intervals",
         C_mid_intervals=(_pct(Cs[:, 0], level), _pct(Cs[:, 1], level)) if len(Cs) else None,
+        dof={"dA": _finite(dA_dof), "dB": _finite(dB_dof), "log_cmid_ratio": _finite(dC_dof)},
     )
     if not (moved_C or moved_B):
         return Classification(
@@ -260,7 +312,7 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
     # "efficiency" 58% of the time: benchmarks/compare_verdicts.py --start-noise). Requiring dA's interval
     # within +-margin instead (two one-sided tests) left no efficiency verdict at all on one-seed runs that
     # stop at 2-4x C_mid, whose A is known to +-0.03 at best: the verdict stands, and says so where it is so.
-    eq_int = _normal(dA, dA_samples, float(norm.ppf(level)))
+    eq_int = _around(dA, dA_sd, critical_value(level, dA_dof))
     unpinned = "" if -margin <= eq_int[0] and eq_int[1] <= margin else (
         f"; the ceiling is not pinned (dA {100 * (2 * level - 1):g}% interval {eq_int[0]:+.3f} to {eq_int[1]:+.3f}, "
         f"wider than +-{margin:g}): a change of A would show so too")
@@ -280,7 +332,8 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
 def _shared_ceiling_bootstrap(run: RunFit, base: RunFit, *, n_boot: int, seed: int):
     """Both runs fitted jointly with one A, and a residual bootstrap of that joint fit: (A,
     (B, C_mid) of the run, (B, C_mid) of the baseline, the resampled dB, the resampled
-    ln(C_mid_run / C_mid_base), the resampled (C_mid of the run, of the baseline))."""
+    ln(C_mid_run / C_mid_base), the resampled (C_mid of the run, of the baseline), and per run how often
+    each of its seeds was drawn in each kept replicate (None for a run of one seed))."""
     (xr, yr), (xb, yb) = _points(run), _points(base)
     r0s = [run.fit.R0, base.fit.R0]
     start = [(run.fit.A, run.fit.B, run.fit.C_mid), (base.fit.A, base.fit.B, base.fit.C_mid)]
@@ -294,10 +347,10 @@ def _shared_ceiling_bootstrap(run: RunFit, base: RunFit, *, n_boot: int, seed: i
     # "efficiency" 20-25% of the time at 95% (benchmarks/compare_verdicts.py --start-noise, --seeds).
     resamplers = [r.seeds.resampler for r in (run, base)]
     rng = seeded_rng(seed)
-    dB, dlogC, Cs = [], [], []
+    dB, dlogC, Cs, counts = [], [], [], []
     st = [(A, B_r, C_r), (A, B_b, C_b)]
     for _ in range(n_boot):
-        draws = [rs.draw(rng) for rs in resamplers]
+        draws = [rs.draw_counted(rng) for rs in resamplers]
         # (The joint fit holds each R0: a fitted one at its estimate, and the points at compute 0 out.)
         r0b = [d[2] if d[2] is not None else r0 for d, r0 in zip(draws, r0s)]
         pos = [d[0] > 0 for d in draws]
@@ -309,7 +362,10 @@ def _shared_ceiling_bootstrap(run: RunFit, base: RunFit, *, n_boot: int, seed: i
         dB.append(pb[0][0] - pb[1][0])
         dlogC.append(math.log(pb[0][1] / pb[1][1]))
         Cs.append((pb[0][1], pb[1][1]))
-    return A, (B_r, C_r), (B_b, C_b), np.array(dB), np.array(dlogC), np.array(Cs).reshape(-1, 2)
+        counts.append([d[3] for d in draws])
+    per_run = [np.array([c[i] for c in counts], dtype=int).reshape(len(counts), len(rs.parts)) if len(rs.parts) > 1
+               else None for i, rs in enumerate(resamplers)]
+    return A, (B_r, C_r), (B_b, C_b), np.array(dB), np.array(dlogC), np.array(Cs).reshape(-1, 2), per_run
 
 
 def _classify_paper(run: RunFit, base: RunFit, dA: float, margin: float) -> Classification:
@@ -366,7 +422,9 @@ def compare(
     if baseline not in runs:
         raise InputError(f"baseline {baseline!r} is not one of the runs: {', '.join(labels)}")
     fits, notes = [], []
-    for label, curves in runs.items():
+    # Each run bootstrapped on its own stream: with one seed for all, the runs' replicates drew the same
+    # seeds and residual positions, and the bootstrap of a difference held a covariance that is not there.
+    for (label, curves), stream in zip(runs.items(), independent_seeds(seed, len(runs))):
         curves = list(curves)
         if not curves:
             raise InputError(f"run {label!r} has no curves")
@@ -376,7 +434,7 @@ def compare(
                        else all(c.bounded for c in curves))  # (as the fits take it: the curves' own)
             curves, left = drop_seed_excursions(label, curves, fit_kwargs.get("fit_until"), bounded=bounded)
             notes += left
-        sf = fit_seeds(curves, n_boot=n_boot, level=level, seed=seed, **fit_kwargs)
+        sf = fit_seeds(curves, n_boot=n_boot, level=level, seed=stream, **fit_kwargs)
         fc = None
         if forecasts:
             fc = forecast(pool_curves(curves), n_boot=0, level=level, seed=seed, power_law=False,

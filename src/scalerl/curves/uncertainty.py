@@ -45,6 +45,9 @@ class Bootstrap:
     kind: str = "residual"
     n_failed: int = 0
     notes: list[str] = field(default_factory=list)
+    seed_counts: np.ndarray | None = None
+    """Several seeds: per replicate (row), how often each seed was drawn (:meth:`RunResampler.draw_counted`):
+    what :func:`scalerl.curves.seed_dof.seed_share` tells the seeds' share of the spread by. None: one seed."""
 
     def _q(self) -> tuple[float, float]:
         a = (1.0 - self.level) / 2.0
@@ -99,11 +102,31 @@ def _start(fit: SigmoidFit) -> tuple[float, float, float, float]:
 
 
 def seeded_rng(seed) -> np.random.Generator:
-    """The bootstrap's random numbers; a seed numpy refuses (a negative one, ``--seed -1``) ended in
+    """The bootstrap's random numbers, from a whole number or a :class:`numpy.random.SeedSequence`
+    (one of :func:`independent_seeds`); a seed numpy refuses (a negative one, ``--seed -1``) ended in
     numpy's traceback."""
+    if isinstance(seed, np.random.SeedSequence):
+        return np.random.default_rng(seed)
+    _check_seed(seed)
+    return np.random.default_rng(seed)
+
+
+def _check_seed(seed) -> None:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError(f"the bootstrap seed (--seed) must be a whole number >= 0, got {seed!r}")
-    return np.random.default_rng(seed)
+
+
+def independent_seeds(seed, n: int) -> list[np.random.SeedSequence]:
+    """``n`` independent streams from one bootstrap seed (:meth:`numpy.random.SeedSequence.spawn`), one
+    per run of a comparison. Runs bootstrapped with the same seed draw the same random numbers: the same
+    seeds picked and the same residual positions in every replicate of both, so the bootstrap of their
+    difference carried a covariance between two independent runs' data that is not there -- with two
+    seeds a run their seed deviations are perfectly correlated or anti-correlated, and the seed share of
+    a difference's variance came out (s1 - s2)^2 or (s1 + s2)^2 instead of s1^2 + s2^2. Over many pairs
+    the two cancelled (identical configurations of 2 seeds: 23% false verdicts before, 22% with the
+    streams alone, benchmarks/compare_verdicts.py): wrong in principle, not a measurable bias."""
+    _check_seed(seed)
+    return np.random.SeedSequence(int(seed)).spawn(n)
 
 
 def check_bootstrap(n: int, *, level: float) -> None:
@@ -126,7 +149,7 @@ def bootstrap(
     *,
     level: float = 0.95,
     kind: str = "residual",
-    seed: int = 0,
+    seed: "int | np.random.SeedSequence" = 0,
     A_max: float | None = None,
     y_floor: float | None = None,
 ) -> Bootstrap:
@@ -271,8 +294,12 @@ class RunResampler:
 
     def draw(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float | None]:
         """One replicate: x sorted, y, and R0 (None where R0 is fitted)."""
+        return self.draw_counted(rng)[:3]
+
+    def draw_counted(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float | None, np.ndarray]:
+        """One replicate as :meth:`draw` gives it, and how often each seed was drawn for it (one count a seed)."""
         k = len(self.parts)
-        picks = rng.integers(0, k, size=k) if k > 1 else [0]
+        picks = rng.integers(0, k, size=k) if k > 1 else np.zeros(1, dtype=int)
         xs, ys, r0s = [], [], []
         for i in picks:
             x, fitted, r, r0 = self.parts[i]
@@ -289,7 +316,7 @@ class RunResampler:
             r0 = float(np.mean(r0s))
         else:  # one measured evaluation, as noisy as the others
             r0 = self.R0 + float(rng.choice(self.parts[0][2]))
-        return x[order], np.concatenate(ys)[order], r0
+        return x[order], np.concatenate(ys)[order], r0, np.bincount(picks, minlength=k)
 
 
 def fit_seeds(
@@ -297,13 +324,14 @@ def fit_seeds(
     *,
     n_boot: int = 1000,
     level: float = 0.95,
-    seed: int = 0,
+    seed: "int | np.random.SeedSequence" = 0,
     **fit_kwargs,
 ) -> SeedFit:
     """Pooled fit of several seeds plus a hierarchical bootstrap (seeds, then residuals).
 
     ``fit_kwargs`` go to :func:`fit_sigmoid` (method, r0, fit_from, fit_until, ...). The R0
-    of the pooled fit is the mean of the seeds' own R0 values.
+    of the pooled fit is the mean of the seeds' own R0 values. ``seed``: the bootstrap's, a whole
+    number or one of :func:`independent_seeds` (runs to be compared each need their own).
     """
 
     r0_choice = fit_kwargs.pop("r0", "first")
@@ -321,9 +349,9 @@ def fit_seeds(
     if len(curves) == 1:
         return SeedFit(pooled, per_seed, bootstrap(pooled, n_boot, level=level, seed=seed), resampler)
     rng = seeded_rng(seed)
-    out, failed = [], 0
+    out, counts, failed = [], [], 0
     for _ in range(n_boot):
-        x, yb, r0 = resampler.draw(rng)
+        x, yb, r0, drawn = resampler.draw_counted(rng)
         if r0 is not None:
             r0 = max(r0, pooled.y_floor)  # a pass rate below 0 is an artefact, not a resample
         try:
@@ -335,7 +363,9 @@ def fit_seeds(
             failed += 1
             continue
         out.append(params)
+        counts.append(drawn)
     boot = _result(np.asarray(out, dtype=float).reshape(-1, 4), n_boot, failed, level, "seeds+residual")
+    boot.seed_counts = np.asarray(counts, dtype=int).reshape(len(out), len(resampler.parts))
     return SeedFit(pooled, per_seed, boot, resampler)
 
 

@@ -40,6 +40,7 @@ from scalerl.curves.bands import DEFAULT_LEVEL, Calibration, read_calibration
 from scalerl.curves.compare import (CEILING, EFFICIENCY, NONE, UNSTABLE, Classification, CompareResult, RunFit, classify,
                                     one_seed_caveat, unmeasured_takeoff_notes)
 from scalerl.curves.solver import fit_sigmoid_fixed_A
+from scalerl.curves.uncertainty import independent_seeds
 from scalerl.errors import InputError
 from scalerl.study.families import Variant
 from scalerl.study.paper import UNNAMED, Finding, expectation
@@ -336,12 +337,14 @@ def _fit_variants(analysis: StudyAnalysis, curves: dict[str, list[Curve]], *, n_
     One-evaluation excursions (a policy evaluated mid-oscillation) are left out of the fits, seed
     by seed, as a forecast leaves them out of its window; the finals keep them."""
     fits: dict[str, RunFit] = {}
-    for vr in analysis.variants:
+    # Each variant's bootstrap on its own stream, as compare's: on one, two variants drew the same seeds in
+    # every replicate, and the bootstrap of their difference held a covariance their data do not have.
+    for vr, stream in zip(analysis.variants, independent_seeds(seed, len(analysis.variants))):
         if curves[vr.label]:
             fitted, left = drop_seed_excursions(vr.label, curves[vr.label], hint=False)  # no such option here
             analysis.notes.extend(left)
             try:
-                fits[vr.label] = RunFit(vr.label, fitted, fit_seeds(fitted, n_boot=n_boot, seed=seed))
+                fits[vr.label] = RunFit(vr.label, fitted, fit_seeds(fitted, n_boot=n_boot, seed=stream))
             except InputError as exc:
                 vr.fit_error = str(exc)
     return fits
