@@ -5,6 +5,7 @@ Comparing runs; the rates: benchmarks/compare_verdicts.py --seeds)."""
 import math
 
 import numpy as np
+import pytest
 from scipy.stats import norm
 
 from scalerl.curves import Curve
@@ -48,16 +49,18 @@ def test_each_run_is_bootstrapped_on_its_own_stream():
     assert c.dA == 0.0 and c.dA_interval[0] < -0.005 and c.dA_interval[1] > 0.005  # was [0, 0]
 
 
-def test_two_seeds_that_happen_to_end_alike_are_not_a_ceiling_change():
-    """Pair 12 of the benchmark: one configuration, 2 seeds a run; the base's two seeds ended at A 0.715 and
-    0.713, the run's at 0.675 and 0.665 -- two values each say little of the seeds' spread (sd 0.02 in
-    truth). With the normal's 1.96 on the bootstrap's spread it was "ceiling lowered", dA -0.049 [-0.077,
-    -0.020]; the seeds' share of that spread with Student's t on Welch's degrees of freedom (1-2) reaches
-    past 0."""
-    (c,) = compare(_pair(12, 2), forecasts=False).classifications
-    assert c.kind == NONE, c.explanation
-    assert c.dA_interval[0] < 0 < c.dA_interval[1]
-    assert 1 <= c.dof["dA"] <= 2  # between the fewer seeds' k - 1 and k1 + k2 - 2
+@pytest.mark.parametrize("pair, seeds", [(12, 2), (3, 3), (8, 5)])
+def test_a_several_seed_interval_is_never_narrower_than_the_whole_spread_with_z(pair, seeds):
+    """The whole bootstrap spread, and a t critical value (>= the normal's) on Satterthwaite's degrees of
+    freedom: a few seeds only ever widen the interval. (The seeds' share alone with Welch's t -- narrower
+    where A is poorly identified, and then wrong: tests/curves/test_compare_seed_spread.py -- was tried.)"""
+    result = compare(_pair(pair, seeds), forecasts=False)
+    (c,) = result.classifications
+    m = min(len(result.run(k).seeds.boot.samples) for k in ("base", "run"))
+    dA = result.run("run").seeds.boot.samples[:m, 0] - result.run("base").seeds.boot.samples[:m, 0]
+    half = (c.dA_interval[1] - c.dA_interval[0]) / 2
+    assert half >= norm.ppf(0.975) * dA.std(ddof=1) * (1 - 1e-12)
+    assert 1 <= c.dof["dA"] < math.inf
 
 
 def test_two_seeds_that_happen_to_end_alike_are_not_an_efficiency_change():
@@ -67,12 +70,6 @@ def test_two_seeds_that_happen_to_end_alike_are_not_an_efficiency_change():
     assert c.kind == NONE, c.explanation
     assert c.log_cmid_ratio_interval[0] < 0 < c.log_cmid_ratio_interval[1]
     assert c.dB_interval[0] < 0 < c.dB_interval[1]
-
-
-def test_more_seeds_narrow_the_critical_value():
-    """The same comparison with 5 seeds a run gets more degrees of freedom than with 2."""
-    two, five = (compare(_pair(3, k), forecasts=False).classifications[0] for k in (2, 5))
-    assert two.dof["dA"] < 3 < five.dof["dA"] <= 8
 
 
 def test_one_seed_a_run_keeps_the_normal_critical_value():

@@ -20,9 +20,9 @@ For each run against a baseline, one of three classes:
 Several seeds per run are pooled (see :func:`scalerl.curves.uncertainty.fit_seeds`). Each
 seed's one-evaluation excursions are left out first (:mod:`scalerl.curves.excursions`), as a
 forecast leaves them out of its window. Each run is bootstrapped on its own random stream. Where a
-run has several seeds, an interval takes its seeds' share of the bootstrap's spread and Student's t
-on Welch-Satterthwaite's degrees of freedom (:mod:`scalerl.curves.seed_dof`); two runs of one seed
-each get the normal's z on the whole spread, as they always did.
+run has several seeds, an interval takes the bootstrap's whole spread with Student's t on
+Satterthwaite's degrees of freedom from the seeds' share of it (:mod:`scalerl.curves.seed_dof`); two
+runs of one seed each get the normal's z, as they always did.
 """
 
 from __future__ import annotations
@@ -180,18 +180,19 @@ def _spread(diff: np.ndarray, counts: "list[np.ndarray | None]") -> tuple[float,
     replicates ``diff`` (:mod:`scalerl.curves.seed_dof`); ``counts``: per run, how often each of its seeds
     was drawn in each replicate (None: one seed).
 
-    Both runs of several seeds: their seeds' shares of the spread, Welch's t on k - 1 each. One run of one
-    seed: the rest of the spread too (that run's evaluation noise, known, and the other's residual share:
-    the two cannot be told apart). Both of one seed: the whole spread and the normal's z, as always."""
+    The whole spread, with Satterthwaite's degrees of freedom: each run's seeds' share of it estimated from
+    its k seeds (k - 1 each), the rest -- the residuals' share, a one-seed run's evaluation noise -- counted
+    as known. Both of one seed: the whole spread and the normal's z, as always. (The seeds' shares alone,
+    Welch's t on the seeds, was tried: where the runs stop near C_mid and A is poorly identified, the share
+    the draw of seeds explains is far below the spread of the seeds' own A, and identical runs whose seeds
+    agreed came out "ceiling raised" -- review of seeds11.)"""
     if len(diff) < 2:
         return math.inf, math.inf
     whole = float(np.var(diff, ddof=1))
     seeds = [1 if c is None else c.shape[1] for c in counts]
     shares = seed_shares(diff, counts)
     rest = max(whole - sum(shares), 0.0)
-    parts = [(v, k) for v, k in zip(shares, seeds) if k > 1]
-    if min(seeds) == 1:
-        parts.append((rest, 1))
+    parts = [(v, k) for v, k in zip(shares, seeds) if k > 1] + [(rest, 1)]
     dof = welch_dof(parts)
     variance = sum(v for v, _ in parts)
     if math.isinf(dof) or not variance > 0:  # one seed each (or no seed share): the whole spread, the normal's z
@@ -204,7 +205,9 @@ def _counts(boot, m: int) -> "np.ndarray | None":
 
 
 def _dof_text(dof: float) -> str:
-    return "" if math.isinf(dof) else f", t with {dof:.1f} df: few seeds"
+    if math.isinf(dof):
+        return ""
+    return f", t with {dof:.1f} df: few seeds" if dof < 10 else f", t with {dof:.0f} df"
 
 
 def _finite(dof: float) -> float | None:
@@ -258,10 +261,10 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
     # The two runs' replicates are independent draws (compare bootstraps each run on its own stream).
     m = min(len(rb.samples), len(bb.samples))
     dA_samples = rb.samples[:m, 0] - bb.samples[:m, 0]
-    # A run of a few seeds has its spread estimated from those few seeds: its seeds' share of it, with
-    # Student's t on Welch-Satterthwaite's degrees of freedom, not its whole bootstrap variance with the
-    # normal's z (with 2-5 seeds, identical configurations came out a ceiling or an efficiency change
-    # 18-24% of the time at 95%: benchmarks/compare_verdicts.py --seeds). One seed a run: as before.
+    # A run of a few seeds has the seeds' part of its spread estimated from those few seeds: Student's t on
+    # Satterthwaite's degrees of freedom, not the normal's z (with 2-5 seeds, identical configurations came
+    # out a ceiling or an efficiency change 18-24% of the time at 95%: benchmarks/compare_verdicts.py
+    # --seeds; now 6-9%). One seed a run: as before.
     dA_sd, dA_dof = _spread(dA_samples, [_counts(rb, m), _counts(bb, m)])
     dA_int = _around(dA, dA_sd, critical_value(1 - (1 - level) / 2, dA_dof))
     if (dA_int[0] > 0 or dA_int[1] < 0) and abs(dA) >= min_effect:
@@ -297,9 +300,9 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
         return Classification(
             run.label, base.label, NONE, None,
             explanation=(
-                f"no clear effect: same ceiling (dA {dA:+.3f}, interval {dA_int[0]:+.3f} to {dA_int[1]:+.3f}) "
-                f"and, with A shared at {A:.3f}, B {B_r:.2f} vs {B_b:.2f} and C_mid {C_r:.3g} vs {C_b:.3g} "
-                "within their intervals"
+                f"no clear effect: same ceiling (dA {dA:+.3f}, interval {dA_int[0]:+.3f} to {dA_int[1]:+.3f}"
+                f"{_dof_text(dA_dof)}) and, with A shared at {A:.3f}, B {B_r:.2f} vs {B_b:.2f} and C_mid {C_r:.3g} "
+                f"vs {C_b:.3g} within their intervals{_dof_text(min(dB_dof, dC_dof))}"
             ),
             **common,
         )
@@ -314,16 +317,16 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
     # stop at 2-4x C_mid, whose A is known to +-0.03 at best: the verdict stands, and says so where it is so.
     eq_int = _around(dA, dA_sd, critical_value(level, dA_dof))
     unpinned = "" if -margin <= eq_int[0] and eq_int[1] <= margin else (
-        f"; the ceiling is not pinned (dA {100 * (2 * level - 1):g}% interval {eq_int[0]:+.3f} to {eq_int[1]:+.3f}, "
-        f"wider than +-{margin:g}): a change of A would show so too")
+        f"; the ceiling is not pinned (dA {100 * (2 * level - 1):g}% interval {eq_int[0]:+.3f} to {eq_int[1]:+.3f}"
+        f"{_dof_text(dA_dof)}, wider than +-{margin:g}): a change of A would show so too")
     return Classification(
         run.label, base.label, EFFICIENCY, better,
         explanation=(
             f"efficiency {'better' if better else 'worse'}: "
             f"{f'with A shared at {A:.3f}' if unpinned else f'same ceiling (A shared at {A:.3f})'}; reaches half the "
             f"gain with {ratio:.3g}x the baseline's compute (C_mid {C_r:.3g} vs {C_b:.3g}, ln-ratio interval "
-            f"{dC_int[0]:+.2f} to {dC_int[1]:+.2f}); B {B_r:.2f} vs {B_b:.2f} (dB interval {dB_int[0]:+.2f} to "
-            f"{dB_int[1]:+.2f}){unpinned}"
+            f"{dC_int[0]:+.2f} to {dC_int[1]:+.2f}{_dof_text(dC_dof)}); B {B_r:.2f} vs {B_b:.2f} (dB interval "
+            f"{dB_int[0]:+.2f} to {dB_int[1]:+.2f}{_dof_text(dB_dof)}){unpinned}"
         ),
         **common,
     )

@@ -2,28 +2,24 @@
 
 A run of k seeds is bootstrapped over its seeds (:class:`scalerl.curves.uncertainty.RunResampler`:
 the seeds resampled, each as its own fitted curve, then residuals within each). The part of its
-replicates' variance that the draw of seeds explains, S, is (1/k) x the variance of the seeds' own
-estimates -- which already hold each seed's evaluation noise -- so S alone estimates the variance of
-the pooled estimate, from k seeds: k - 1 degrees of freedom. The residuals drawn on top count that
-noise a second time. So a run of several seeds enters an interval of a difference with S, and the
-critical value is Student's t with Welch-Satterthwaite's effective degrees of freedom,
+replicates' variance that the draw of seeds explains, S (:func:`seed_shares`), is estimated from k seeds:
+k - 1 degrees of freedom. The interval of a difference takes the whole bootstrap variance -- the seeds'
+shares and the rest (the residuals drawn within the seeds, a one-seed run's evaluation noise), counted as
+known -- with Student's t on Satterthwaite's effective degrees of freedom,
 
-    df = (V_1 + V_2)^2 / sum_i (V_i^2 / (k_i - 1)),
+    df = (S_1 + S_2 + R)^2 / sum_i (S_i^2 / (k_i - 1)),
 
-V_i a run's variance, k_i its seeds: Welch's test on the seeds' own estimates. A run of one seed is
-bootstrapped from its own evaluations, a variance estimated from all of them: its whole bootstrap
-variance, and no term in the sum. Two runs of one seed: an infinite df, the normal critical value and
-the bootstrap's variance, exactly as before.
+so the critical value grows as a run's seeds get fewer and its seeds' share of the spread larger. Two runs
+of one seed: no share, an infinite df, the normal critical value and the bootstrap's variance, exactly as
+before.
 
 Measured on pairs of known truth (``python benchmarks/compare_verdicts.py --cases identical --seeds K
 --seed-sd-A 0.02 --seed-sd-logC 0.15 --noise 0.01``, 100 pairs; docs/forecasting.md, Comparing runs):
 identical configurations came out a ceiling or efficiency change 23%, 24% and 18% of the time with 2, 3
-and 5 seeds with the whole variance and the normal's z, 7%, 8% and 11% with this. The whole variance
-with Welch's t on k - 1 (the residual noise counted twice) was measured too: 1%, 5% and 9%; and the
-whole variance with Satterthwaite's degrees of freedom from the seeds' share alone (the residual share
-counted as known): 6%, 9% and 9%, with the same power as this within what 100 pairs tell apart. This
-one is Welch's test as it stands: its level does not rest on degrees of freedom estimated from a seed
-share that a few seeds ending alike make small.
+and 5 seeds with the whole variance and the normal's z. The seeds' shares alone with Welch's t (the rest
+dropped as counted twice) gave 7%, 8% and 11%, but where the runs stop near C_mid, A poorly identified,
+the share the draw of seeds explains fell far below the spread of the seeds' own A (12x on one pair), and
+identical runs whose seeds agreed came out "ceiling raised" (review): the whole variance is kept.
 """
 
 from __future__ import annotations

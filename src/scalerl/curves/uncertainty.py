@@ -47,7 +47,7 @@ class Bootstrap:
     notes: list[str] = field(default_factory=list)
     seed_counts: np.ndarray | None = None
     """Several seeds: per replicate (row), how often each seed was drawn (:meth:`RunResampler.draw_counted`):
-    what :func:`scalerl.curves.seed_dof.seed_share` tells the seeds' share of the spread by. None: one seed."""
+    what :func:`scalerl.curves.seed_dof.seed_shares` tells the seeds' share of the spread by. None: one seed."""
 
     def _q(self) -> tuple[float, float]:
         a = (1.0 - self.level) / 2.0
