@@ -369,15 +369,22 @@ def test_scheduled_weights_land_at_their_decode_step_whatever_the_generator_held
     assert again.token_ids == out.token_ids and again.versions == out.versions
 
 
+def _random_model_of(arch: str, tok, **settings):
+    """A random model of ``arch`` (tests/architectures.py) for ``tok``, in eval mode; ``settings``: config fields."""
+    config = ARCHITECTURES[arch]()
+    config.vocab_size, config.pad_token_id, config.eos_token_id = len(tok), tok.pad_token_id, tok.eos_token_id
+    for name, value in settings.items():
+        setattr(config, name, value)
+    torch.manual_seed(0)
+    return transformers.AutoModelForCausalLM.from_config(config).eval()
+
+
 @pytest.mark.parametrize("arch", sorted(ARCHITECTURES))
 def test_logprobs_match_an_unpadded_forward_on_other_architectures(arch, char_tokenizer, prompts):
     """Left padding, position ids and the KV cache are every architecture's own: the generator's
     log-probs equal the teacher-forced recomputation and a plain forward over each row alone."""
     tok = char_tokenizer
-    config = ARCHITECTURES[arch]()
-    config.vocab_size, config.pad_token_id, config.eos_token_id = len(tok), tok.pad_token_id, tok.eos_token_id
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    model = _random_model_of(arch, tok)
     out = HFGenerator(model, tok, seed=1).generate(prompts * 2, SamplingParams(max_new_tokens=16, temperature=1.0, seed=5))
     batch = pack_completions(out, tok.pad_token_id)
     with torch.no_grad():
@@ -401,11 +408,7 @@ def test_a_moe_checkpoint_saved_with_router_logits_on_generates_and_scores(arch,
     must match the size of tensor b (256)" (transformers' own generate does too). No loss here
     uses it (transformers adds it only with labels): the forwards ask for no router logits."""
     tok = char_tokenizer
-    config = ARCHITECTURES[arch]()
-    config.vocab_size, config.pad_token_id, config.eos_token_id = len(tok), tok.pad_token_id, tok.eos_token_id
-    config.output_router_logits = True
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    model = _random_model_of(arch, tok, output_router_logits=True)
     out = HFGenerator(model, tok, seed=1).generate(prompts * 2, SamplingParams(max_new_tokens=8, temperature=1.0, seed=5))
     batch = pack_completions(out, tok.pad_token_id)
     with torch.no_grad():
