@@ -76,4 +76,3 @@ def _route_as_in_eval(router: nn.Module) -> None:
     unpicklable -- ``torch.save(model)`` -- review q.)"""
     router.register_forward_pre_hook(_eval_mode)
     router.eval()
-
