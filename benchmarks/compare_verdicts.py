@@ -15,7 +15,9 @@ one seed, both runs starting exactly at R0). The other sources of variation a us
 - ``--start-noise SD``: the evaluation before training is as noisy as the others (sampled
   evaluations of the same base model under different seeds): each run's R0 measured with that sd;
 - ``--seeds K --seed-sd-A SD --seed-sd-logC SD``: K seeds a run, pooled, each seed's A and ln C_mid
-  drawn around the case's law with those sds (seeds of one configuration do not end alike).
+  drawn around the case's law with those sds (seeds of one configuration do not end alike);
+  ``--base-seeds K``: the base's own seed count (a one-seed base against a run of 3);
+- ``--cmid-scale S``: both laws' C_mid times S (3: the runs end at ~1.3x C_mid, A poorly identified).
 
     python benchmarks/compare_verdicts.py                 # 100 pairs a case, noise 0.006 (~6 min)
     python benchmarks/compare_verdicts.py --pairs 40 --noise 0.015
@@ -53,16 +55,19 @@ def sigmoid(C: np.ndarray, A: float, B: float, C_mid: float, R0: float = 0.3) ->
 
 
 def verdicts(law: tuple[float, float, float], pairs: int, noise: float, n_boot: int, *, start_noise: float = 0.0,
-             seeds: int = 1, seed_sd_A: float = 0.0, seed_sd_logC: float = 0.0) -> dict[str, int]:
-    """Counts of each verdict over ``pairs`` draws of (base, run)."""
+             seeds: int = 1, seed_sd_A: float = 0.0, seed_sd_logC: float = 0.0, base_seeds: int | None = None,
+             cmid_scale: float = 1.0) -> dict[str, int]:
+    """Counts of each verdict over ``pairs`` draws of (base, run); ``base_seeds``: the base's seeds (default
+    ``seeds``); ``cmid_scale``: both laws' C_mid times this (3: the runs end at ~1.3x C_mid, A poorly known)."""
     x = np.linspace(0, 200, 21).round() * 1e10
     counts: dict[str, int] = {}
     for i in range(pairs):
         rng = np.random.default_rng(i)
         runs = {}
-        for label, (A, B, C_mid) in (("base", BASE), ("run", law)):
+        for label, (A, B, C_mid), k in (("base", BASE, base_seeds or seeds), ("run", law, seeds)):
             runs[label] = []
-            for _ in range(seeds):
+            C_mid *= cmid_scale
+            for _ in range(k):
                 a = A + rng.normal(0, seed_sd_A) if seed_sd_A else A
                 c = C_mid * math.exp(rng.normal(0, seed_sd_logC)) if seed_sd_logC else C_mid
                 y = sigmoid(x, a, B, c) + rng.normal(0, noise, x.size)
@@ -84,17 +89,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=1, help="seeds a run (pooled)")
     ap.add_argument("--seed-sd-A", type=float, default=0.0, help="sd of a seed's A around the case's")
     ap.add_argument("--seed-sd-logC", type=float, default=0.0, help="sd of a seed's ln C_mid around the case's")
+    ap.add_argument("--base-seeds", type=int, default=None, help="seeds of the base run (default: --seeds)")
+    ap.add_argument("--cmid-scale", type=float, default=1.0,
+                    help="both laws' C_mid times this (3: the runs end near C_mid, A poorly identified)")
     args = ap.parse_args(argv)
-    if args.seeds < 1 or args.pairs < 1 or min(args.noise, args.start_noise, args.seed_sd_A, args.seed_sd_logC) < 0:
-        ap.error("--seeds and --pairs must be at least 1, the noise and spread sds at least 0")
-    print(f"{args.pairs} pairs a case, noise sd {args.noise:g}, start noise sd {args.start_noise:g}, {args.seeds} "
-          f"seed(s) a run (sd of A {args.seed_sd_A:g}, of ln C_mid {args.seed_sd_logC:g}), rule intervals (95%)\n")
+    if (min(args.seeds, args.pairs, args.base_seeds or 1) < 1 or args.cmid_scale <= 0
+            or min(args.noise, args.start_noise, args.seed_sd_A, args.seed_sd_logC) < 0):
+        ap.error("--seeds, --base-seeds and --pairs must be at least 1, --cmid-scale above 0, the noise and spread "
+                 "sds at least 0")
+    seeds = f"{args.seeds}" if args.base_seeds in (None, args.seeds) else f"{args.seeds} (the base: {args.base_seeds})"
+    print(f"{args.pairs} pairs a case, noise sd {args.noise:g}, start noise sd {args.start_noise:g}, {seeds} "
+          f"seed(s) a run (sd of A {args.seed_sd_A:g}, of ln C_mid {args.seed_sd_logC:g}), C_mid x{args.cmid_scale:g}, "
+          "rule intervals (95%)\n")
     print(f"{'case':<14} {'right verdict':<16} {'ceiling':>8} {'efficiency':>10} {'no clear effect':>15}  {'right':>6}")
     t = time.perf_counter()
     for case in args.cases:
         law, right = CASES[case]
         c = verdicts(law, args.pairs, args.noise, args.bootstrap, start_noise=args.start_noise, seeds=args.seeds,
-                     seed_sd_A=args.seed_sd_A, seed_sd_logC=args.seed_sd_logC)
+                     seed_sd_A=args.seed_sd_A, seed_sd_logC=args.seed_sd_logC, base_seeds=args.base_seeds,
+                     cmid_scale=args.cmid_scale)
         share = {k: c.get(k, 0) / args.pairs for k in (CEILING, EFFICIENCY, NONE)}
         print(f"{case:<14} {right:<16} {share[CEILING]:>7.0%} {share[EFFICIENCY]:>10.0%} {share[NONE]:>15.0%}  "
               f"{share[right]:>6.0%}")
