@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cmid-scale", type=float, default=1.0,
                     help="both laws' C_mid times this (3: the runs end near C_mid, A poorly identified)")
     args = ap.parse_args(argv)
-    if (min(args.seeds, args.pairs, args.base_seeds or 1) < 1 or args.cmid_scale <= 0
+    if (min(args.seeds, args.pairs, 1 if args.base_seeds is None else args.base_seeds) < 1 or args.cmid_scale <= 0
             or min(args.noise, args.start_noise, args.seed_sd_A, args.seed_sd_logC) < 0):
         ap.error("--seeds, --base-seeds and --pairs must be at least 1, --cmid-scale above 0, the noise and spread "
                  "sds at least 0")

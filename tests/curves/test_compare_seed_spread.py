@@ -9,9 +9,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
+from scipy.stats import t
 
 from scalerl.curves import Curve
-from scalerl.curves.compare import EFFICIENCY, NONE, compare
+from scalerl.curves.compare import EFFICIENCY, NONE, _spread, compare
 
 X = np.linspace(0, 200, 21).round() * 1e10
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,3 +78,44 @@ def test_docs_api_compare_example_prints_what_the_page_says():
         "print(r.classifications[0].explanation)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.strip() == shown
+
+
+def _counts(rng, n, k):
+    return np.array([np.bincount(rng.integers(0, k, k), minlength=k) for _ in range(n)])
+
+
+def test_spread_never_exceeds_the_whole_variance_when_replicates_are_few():
+    """(review) With few replicates for the seeds the shares' regression fits noise, their sum exceeded the
+    whole variance and became the interval's (up to 766x with 10 + 10 seeds and 20 replicates)."""
+    # Replicates that do not depend on the draw of seeds at all: 20 of them, 10 seeds a run.
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for _ in range(50):
+        values = rng.normal(size=20)
+        sd, _ = _spread(values, [_counts(rng, 20, 10), _counts(rng, 20, 10)])
+        worst = max(worst, sd * sd / values.var(ddof=1))
+    assert worst <= 1 + 1e-9, f"interval variance {worst:.1f}x the bootstrap's whole variance"
+
+
+def test_compare_dA_interval_is_the_whole_spread_with_t_at_a_small_bootstrap():
+    # The benchmark's identical pair 2, 10 seeds a run, compare --bootstrap 20.
+    res = compare(_pair(2, 10), n_boot=20, forecasts=False, seed=2)
+    c = res.classifications[0]
+    rb, bb = res.run("run").seeds.boot, res.run("base").seeds.boot
+    m = min(len(rb.samples), len(bb.samples))
+    whole_sd = float(np.std(rb.samples[:m, 0] - bb.samples[:m, 0], ddof=1))
+    half = (c.dA_interval[1] - c.dA_interval[0]) / 2
+    # The whole spread with Student's t on the reported df, no more.
+    assert half == pytest.approx(t.ppf(0.975, c.dof["dA"]) * whole_sd, rel=0.02), (
+        f"half-width {half:.4f} vs whole-spread t {t.ppf(0.975, c.dof['dA']) * whole_sd:.4f}")
+
+
+def test_benchmark_refuses_base_seeds_zero():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    try:
+        import compare_verdicts
+    finally:
+        sys.path.pop(0)
+    with pytest.raises(SystemExit) as exc:
+        compare_verdicts.main(["--cases", "identical", "--pairs", "1", "--bootstrap", "20", "--base-seeds", "0"])
+    assert exc.value.code == 2

@@ -191,13 +191,11 @@ def _spread(diff: np.ndarray, counts: "list[np.ndarray | None]") -> tuple[float,
     whole = float(np.var(diff, ddof=1))
     seeds = [1 if c is None else c.shape[1] for c in counts]
     shares = seed_shares(diff, counts)
+    if sum(shares) > whole:  # few replicates for the seeds: the regression fits noise; its shares cap at the whole
+        shares = [v * whole / sum(shares) for v in shares]
     rest = max(whole - sum(shares), 0.0)
     parts = [(v, k) for v, k in zip(shares, seeds) if k > 1] + [(rest, 1)]
-    dof = welch_dof(parts)
-    variance = sum(v for v, _ in parts)
-    if math.isinf(dof) or not variance > 0:  # one seed each (or no seed share): the whole spread, the normal's z
-        return math.sqrt(whole), math.inf
-    return math.sqrt(variance), dof
+    return math.sqrt(whole), welch_dof(parts)
 
 
 def _counts(boot, m: int) -> "np.ndarray | None":
