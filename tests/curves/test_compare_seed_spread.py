@@ -13,7 +13,8 @@ import pytest
 from scipy.stats import t
 
 from scalerl.curves import Curve
-from scalerl.curves.compare import EFFICIENCY, NONE, _spread, compare
+from scalerl.curves.compare import EFFICIENCY, NONE, compare
+from scalerl.curves.seed_dof import difference_spread as _spread
 
 X = np.linspace(0, 200, 21).round() * 1e10
 ROOT = Path(__file__).resolve().parents[2]

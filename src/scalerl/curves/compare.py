@@ -43,7 +43,7 @@ from scalerl.curves.sigmoid_fit import SigmoidFit
 from scalerl.curves.solver import B_BOUNDS, fit_sigmoid_fixed_A, sigmoid_model
 from scalerl.curves.stability import Stability, check_stability
 from scalerl.curves.takeoff import below_first
-from scalerl.curves.seed_dof import critical_value, seed_shares, welch_dof
+from scalerl.curves.seed_dof import critical_value, difference_spread
 from scalerl.curves.uncertainty import SeedFit, fit_seeds, independent_seeds, pool_curves, seeded_rng
 from scalerl.errors import InputError
 
@@ -175,29 +175,6 @@ def _around(estimate: float, sd: float, z: float) -> tuple[float, float]:
     return estimate - half, estimate + half
 
 
-def _spread(diff: np.ndarray, counts: "list[np.ndarray | None]") -> tuple[float, float]:
-    """The sd and degrees of freedom of an interval of a difference between two runs from its bootstrap
-    replicates ``diff`` (:mod:`scalerl.curves.seed_dof`); ``counts``: per run, how often each of its seeds
-    was drawn in each replicate (None: one seed).
-
-    The whole spread, with Satterthwaite's degrees of freedom: each run's seeds' share of it estimated from
-    its k seeds (k - 1 each), the rest -- the residuals' share, a one-seed run's evaluation noise -- counted
-    as known. Both of one seed: the whole spread and the normal's z, as always. (The seeds' shares alone,
-    Welch's t on the seeds, was tried: where the runs stop near C_mid and A is poorly identified, the share
-    the draw of seeds explains is far below the spread of the seeds' own A, and identical runs whose seeds
-    agreed came out "ceiling raised" -- review of seeds11.)"""
-    if len(diff) < 2:
-        return math.inf, math.inf
-    whole = float(np.var(diff, ddof=1))
-    seeds = [1 if c is None else c.shape[1] for c in counts]
-    shares = seed_shares(diff, counts)
-    if sum(shares) > whole:  # few replicates for the seeds: the regression fits noise; its shares cap at the whole
-        shares = [v * whole / sum(shares) for v in shares]
-    rest = max(whole - sum(shares), 0.0)
-    parts = [(v, k) for v, k in zip(shares, seeds) if k > 1] + [(rest, 1)]
-    return math.sqrt(whole), welch_dof(parts)
-
-
 def _counts(boot, m: int) -> "np.ndarray | None":
     return None if boot.seed_counts is None else boot.seed_counts[:m]
 
@@ -263,7 +240,7 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
     # Satterthwaite's degrees of freedom, not the normal's z (with 2-5 seeds, identical configurations came
     # out a ceiling or an efficiency change 18-24% of the time at 95%: benchmarks/compare_verdicts.py
     # --seeds; now 6-9%). One seed a run: as before.
-    dA_sd, dA_dof = _spread(dA_samples, [_counts(rb, m), _counts(bb, m)])
+    dA_sd, dA_dof = difference_spread(dA_samples, [_counts(rb, m), _counts(bb, m)])
     dA_int = _around(dA, dA_sd, critical_value(1 - (1 - level) / 2, dA_dof))
     if (dA_int[0] > 0 or dA_int[1] < 0) and abs(dA) >= min_effect:
         return Classification(
@@ -282,8 +259,8 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
     # a few hundred resamples is a handful of values, and missed twice as often as it should. With
     # percentiles at the full level, curves of one law came out "efficiency" 13% of the time at 95%
     # (benchmarks/compare_verdicts.py).
-    dB_sd, dB_dof = _spread(dB, counts)
-    dC_sd, dC_dof = _spread(dlogC, counts)
+    dB_sd, dB_dof = difference_spread(dB, counts)
+    dC_sd, dC_dof = difference_spread(dlogC, counts)
     dB_int = _around(B_r - B_b, dB_sd, critical_value(1 - (1 - level) / 4, dB_dof))
     dC_int = _around(math.log(C_r / C_b), dC_sd, critical_value(1 - (1 - level) / 4, dC_dof))
     moved_C = dC_int[0] > 0 or dC_int[1] < 0
@@ -348,10 +325,11 @@ def _shared_ceiling_bootstrap(run: RunFit, base: RunFit, *, n_boot: int, seed: i
     # "efficiency" 20-25% of the time at 95% (benchmarks/compare_verdicts.py --start-noise, --seeds).
     resamplers = [r.seeds.resampler for r in (run, base)]
     rng = seeded_rng(seed)
-    dB, dlogC, Cs, counts = [], [], [], []
+    dB, dlogC, Cs = [], [], []
+    counts: list[list[np.ndarray]] = [[] for _ in resamplers]
     st = [(A, B_r, C_r), (A, B_b, C_b)]
     for _ in range(n_boot):
-        draws = [rs.draw_counted(rng) for rs in resamplers]
+        draws = [rs.draw(rng) for rs in resamplers]
         # (The joint fit holds each R0: a fitted one at its estimate, and the points at compute 0 out.)
         r0b = [d[2] if d[2] is not None else r0 for d, r0 in zip(draws, r0s)]
         pos = [d[0] > 0 for d in draws]
@@ -363,9 +341,10 @@ def _shared_ceiling_bootstrap(run: RunFit, base: RunFit, *, n_boot: int, seed: i
         dB.append(pb[0][0] - pb[1][0])
         dlogC.append(math.log(pb[0][1] / pb[1][1]))
         Cs.append((pb[0][1], pb[1][1]))
-        counts.append([d[3] for d in draws])
-    per_run = [np.array([c[i] for c in counts], dtype=int).reshape(len(counts), len(rs.parts)) if len(rs.parts) > 1
-               else None for i, rs in enumerate(resamplers)]
+        for run_counts, d in zip(counts, draws):
+            run_counts.append(d[3])
+    per_run = [np.array(c, dtype=int).reshape(len(c), len(rs.parts)) if len(rs.parts) > 1 else None
+               for c, rs in zip(counts, resamplers)]
     return A, (B_r, C_r), (B_b, C_b), np.array(dB), np.array(dlogC), np.array(Cs).reshape(-1, 2), per_run
 
 

@@ -66,4 +66,27 @@ def critical_value(p: float, dof: float) -> float:
     return float(norm.ppf(p)) if math.isinf(dof) else float(t.ppf(p, dof))
 
 
-__all__ = ["critical_value", "seed_shares", "welch_dof"]
+def difference_spread(diff: np.ndarray, counts: "list[np.ndarray | None]") -> tuple[float, float]:
+    """The sd and degrees of freedom of an interval of a difference between two runs from its bootstrap
+    replicates ``diff``; ``counts``: per run, how often each of its seeds was drawn in each replicate (None:
+    one seed).
+
+    The whole spread, with Satterthwaite's degrees of freedom: each run's seeds' share of it estimated from
+    its k seeds (k - 1 each), the rest -- the residuals' share, a one-seed run's evaluation noise -- counted
+    as known. Both of one seed: the whole spread and the normal's z, as always. (The seeds' shares alone,
+    Welch's t on the seeds, was tried: where the runs stop near C_mid and A is poorly identified, the share
+    the draw of seeds explains is far below the spread of the seeds' own A, and identical runs whose seeds
+    agreed came out "ceiling raised" -- review of seeds11.)"""
+    if len(diff) < 2:
+        return math.inf, math.inf
+    whole = float(np.var(diff, ddof=1))
+    seeds = [1 if c is None else c.shape[1] for c in counts]
+    shares = seed_shares(diff, counts)
+    if sum(shares) > whole:  # few replicates for the seeds: the regression fits noise; its shares cap at the whole
+        shares = [v * whole / sum(shares) for v in shares]
+    rest = max(whole - sum(shares), 0.0)
+    parts = [(v, k) for v, k in zip(shares, seeds) if k > 1] + [(rest, 1)]
+    return math.sqrt(whole), welch_dof(parts)
+
+
+__all__ = ["critical_value", "difference_spread", "seed_shares", "welch_dof"]

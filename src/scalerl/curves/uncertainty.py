@@ -46,7 +46,7 @@ class Bootstrap:
     n_failed: int = 0
     notes: list[str] = field(default_factory=list)
     seed_counts: np.ndarray | None = None
-    """Several seeds: per replicate (row), how often each seed was drawn (:meth:`RunResampler.draw_counted`):
+    """Several seeds: per replicate (row), how often each seed was drawn (:meth:`RunResampler.draw`):
     what :func:`scalerl.curves.seed_dof.seed_shares` tells the seeds' share of the spread by. None: one seed."""
 
     def _q(self) -> tuple[float, float]:
@@ -105,9 +105,8 @@ def seeded_rng(seed) -> np.random.Generator:
     """The bootstrap's random numbers, from a whole number or a :class:`numpy.random.SeedSequence`
     (one of :func:`independent_seeds`); a seed numpy refuses (a negative one, ``--seed -1``) ended in
     numpy's traceback."""
-    if isinstance(seed, np.random.SeedSequence):
-        return np.random.default_rng(seed)
-    _check_seed(seed)
+    if not isinstance(seed, np.random.SeedSequence):
+        _check_seed(seed)
     return np.random.default_rng(seed)
 
 
@@ -252,7 +251,7 @@ def pool_curves(curves: list[Curve]) -> Curve:
 @dataclass
 class RunResampler:
     """Replicate data of a run, its seeds pooled, for a bootstrap of anything fitted to it (the run's own
-    sigmoid, a joint fit with another run): :meth:`draw` gives ``(x, y, R0)``.
+    sigmoid, a joint fit with another run): :meth:`draw` gives ``(x, y, R0, seed counts)``.
 
     * One seed: the fitted curve plus resampled residuals (:func:`noise_draws`, as in :func:`bootstrap`);
       R0, where it was measured (``r0="first"``), plus one resampled residual too.
@@ -292,12 +291,9 @@ class RunResampler:
                           pooled.R0 + c * (r0 - pooled.R0) if k > 1 else pooled.R0))
         return cls(parts, mode, pooled.R0)
 
-    def draw(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float | None]:
-        """One replicate: x sorted, y, and R0 (None where R0 is fitted)."""
-        return self.draw_counted(rng)[:3]
-
-    def draw_counted(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float | None, np.ndarray]:
-        """One replicate as :meth:`draw` gives it, and how often each seed was drawn for it (one count a seed)."""
+    def draw(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float | None, np.ndarray]:
+        """One replicate: x sorted, y, R0 (None where R0 is fitted), and how often each seed was drawn for it
+        (one count a seed)."""
         k = len(self.parts)
         picks = rng.integers(0, k, size=k) if k > 1 else np.zeros(1, dtype=int)
         xs, ys, r0s = [], [], []
@@ -351,7 +347,7 @@ def fit_seeds(
     rng = seeded_rng(seed)
     out, counts, failed = [], [], 0
     for _ in range(n_boot):
-        x, yb, r0, drawn = resampler.draw_counted(rng)
+        x, yb, r0, drawn = resampler.draw(rng)
         if r0 is not None:
             r0 = max(r0, pooled.y_floor)  # a pass rate below 0 is an artefact, not a resample
         try:
