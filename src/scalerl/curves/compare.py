@@ -40,7 +40,7 @@ from scalerl.curves.data import Curve
 from scalerl.curves.excursions import drop_seed_excursions
 from scalerl.curves.forecast import Forecast, Prediction, forecast
 from scalerl.curves.sigmoid_fit import SigmoidFit
-from scalerl.curves.solver import B_BOUNDS, fit_sigmoid_fixed_A, sigmoid_model
+from scalerl.curves.solver import B_BOUNDS, fit_sigmoid_fixed_A, late_start_warning, sigmoid_model
 from scalerl.curves.stability import Stability, check_stability
 from scalerl.curves.takeoff import below_first
 from scalerl.curves.seed_dof import critical_value, difference_spread
@@ -431,7 +431,7 @@ def compare(
         result.classifications.append(
             classify(rf, base, rule=rule, margin=margin, min_effect=min_effect, n_boot=n_boot, level=level, seed=seed)
         )
-    result.notes += unmeasured_takeoff_notes(result)
+    result.notes += unmeasured_takeoff_notes(result) + late_start_notes(result)
     return result
 
 
@@ -497,4 +497,26 @@ def unmeasured_takeoff_notes(result: CompareResult) -> list[str]:
     return out
 
 
-__all__ = ["compare", "unmeasured_takeoff_notes", "classify", "one_seed_caveat", "CompareResult", "Classification", "RunFit", "RULES", "UNSTABLE", "pool_curves"]
+def late_start_notes(result: CompareResult) -> list[str]:
+    """For each verdict other than *no clear effect* that involves a run whose compute starts later than its
+    log spans (:func:`scalerl.curves.solver.late_start_warning`): that the runs' compute may not be counted
+    from the same origin. Two copies of one run, one with its step counter offset by 10x its span, came out
+    "efficiency worse, 1.4e3x the baseline's compute" with no word of it (review of the forecaster on outside
+    logs)."""
+    late = {}
+    for rf in result.runs:
+        for c in rf.curves:
+            warning = late_start_warning(c.x, c.x_name)
+            if warning:
+                late[rf.label] = f"{rf.label}'s {warning[0].lower()}{warning[1:]}"
+                break
+    out = []
+    for c in result.classifications:
+        involved = [label for label in (c.label, c.baseline) if label in late]
+        if c.kind != NONE and involved:
+            out.append(f"{c.label} vs {c.baseline}: the {c.kind} verdict compares compute as each run counts it -- "
+                       + "; ".join(late[label] for label in involved))
+    return out
+
+
+__all__ = ["compare", "late_start_notes", "unmeasured_takeoff_notes", "classify", "one_seed_caveat", "CompareResult", "Classification", "RunFit", "RULES", "UNSTABLE", "pool_curves"]

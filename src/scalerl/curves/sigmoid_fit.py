@@ -16,7 +16,8 @@ import numpy as np
 
 from scalerl.curves.data import Curve, fit_limits
 from scalerl.curves.laws import Sigmoid
-from scalerl.curves.solver import SIGMOID_METHODS, PaperGrid, check_compute_origin, check_fittable, fit_fast, resolve_r0
+from scalerl.curves.solver import (SIGMOID_METHODS, PaperGrid, check_compute_origin, check_fittable, fit_fast,
+                                   late_start_warning, resolve_r0)
 from scalerl.curves.window import EarlyCut, select_fit_from
 from scalerl.errors import InputError
 
@@ -148,7 +149,8 @@ def fit_sigmoid(
         A_max=A_max,
         y_floor=y_floor,
     )
-    fit.warnings.extend(diagnose(fit, A_max=A_max, paper_grid=opts.get("grid")))
+    late = late_start_warning(curve.x, curve.x_name)
+    fit.warnings.extend(([late] if late else []) + diagnose(fit, A_max=A_max, paper_grid=opts.get("grid")))
     return fit
 
 

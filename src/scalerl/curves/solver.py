@@ -75,6 +75,25 @@ def check_compute_origin(x: np.ndarray, what: str, x_name: str) -> None:
             "cum:COL of a per-step time, or step")
 
 
+def late_start_warning(x: np.ndarray, x_name: str) -> str | None:
+    """A caution where compute starts later than the log spans: no evaluation at compute 0 and the first at
+    more than the whole span after it (a step counter carried over from an earlier stage, a W&B ``_step``
+    that kept counting, or the later part of a run). The fit reads C from 0 at the run's start; an offset
+    of 10x the span bends the curve into a step at the first point (B on its bound) and a C_mid that a
+    comparison with a run counted from 0 reads as 1,000x less efficient. Said, not refused: the later
+    part of a run on its true compute is a fair fit, only its first evaluation is not the run's start."""
+    if (x <= 0).any() or x.size < 2:
+        return None
+    start, span = float(x.min()), float(x.max() - x.min())
+    if start <= span:
+        return None
+    return (f"compute {x_name!r} starts at {start:.4g} with no evaluation at 0, and the log spans {span:.4g} after it: "
+            "a sigmoid is a law of compute spent since the run's start, and its first evaluation is taken as the "
+            "start (R0). If the counter carries an earlier stage (SFT steps, a global step or W&B _step that kept "
+            "counting), subtract its first value from the column (pandas: df[col] -= df[col].iloc[0]); if the log is the later "
+            "part of a run, give the run's start with --r0")
+
+
 def _points(n: int) -> str:
     return "no points" if n == 0 else "1 point" if n == 1 else f"{n} points"
 
