@@ -102,7 +102,7 @@ def _run_settings(run_dir: str):
         "model": str(final) if final.is_dir() else None,
         "task": cfg.task.name, "data": cfg.task.data, "reward": cfg.task.reward, "task_settings": dict(cfg.task.settings),
         "reward_timeout": cfg.task.reward_timeout,  # (a slow judge the run allowed 60 s would time out at 10)
-        "reward_workers": cfg.task.reward_workers,
+        "reward_workers": cfg.task.reward_workers, "reward_load_timeout": cfg.task.reward_load_timeout,
         "sets": list(cfg.eval.sets), "k": cfg.eval.samples_per_problem, "problems": cfg.eval.problems,
         "temperature": cfg.eval.temperature, "max_new_tokens": cfg.recipe.length.max_new_tokens,
         "length": cfg.recipe.length, "batch_size": cfg.eval.batch_size,
@@ -289,8 +289,9 @@ def _eval_task(args, pick: dict, base: dict):
     timeout = base.get("reward_timeout", TaskConfig.reward_timeout)  # the run's, or train's default
     workers = args.reward_workers if args.reward_workers is not None else base.get("reward_workers",
                                                                                    TaskConfig.reward_workers)
+    load = base.get("reward_load_timeout", TaskConfig.reward_load_timeout)
     return get_task(pick["task"], reward=pick["reward"], reward_timeout=timeout, reward_workers=workers,
-                    **task_settings)
+                    reward_load_timeout=load, **task_settings)
 
 
 def _eval_problems(task, pick: dict, asked: int | None) -> dict[str, list]:

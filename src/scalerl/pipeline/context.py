@@ -26,6 +26,7 @@ class TaskSpec:
     reward: str | None = None
     reward_timeout: float = 10.0
     reward_workers: int = 1
+    reward_load_timeout: float = 60.0
 
 
 @dataclass

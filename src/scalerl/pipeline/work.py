@@ -142,6 +142,8 @@ class WorkerSpec:
     seed: int
     task_reward_workers: int = 1
     """Worker processes of the user reward function in each generator process / actor."""
+    task_reward_load_timeout: float = 60.0
+    """Seconds each of them may take to import the function's module."""
     threads: int = 1
     """torch intra-op threads in the generator process (1: one core each, no oversubscription)."""
     device: str = "cpu"
@@ -168,6 +170,7 @@ class WorkerSpec:
             fp32_lm_head=ctx.rollout.recipe.fp32_lm_head, recipe=ctx.rollout.recipe, task_name=ctx.task.name,
             task_settings=dict(ctx.task.settings), task_reward=ctx.task.reward,
             task_reward_timeout=ctx.task.reward_timeout, task_reward_workers=ctx.task.reward_workers,
+            task_reward_load_timeout=ctx.task.reward_load_timeout,
             seed=ctx.rollout.seed, threads=b.generator_threads,
             device=b.generator_device, generator=b.generator, generator_options=dict(b.generator_options),
             model_path=resolve_model(ctx.model_path) if b.generator == "vllm" else None,
@@ -186,7 +189,8 @@ def build_worker(spec: WorkerSpec, state_dict: Mapping[str, Any], version: int, 
     if spec.device == "cpu":
         torch.set_num_threads(max(1, spec.threads))
     task = get_task(spec.task_name, reward=spec.task_reward, reward_timeout=spec.task_reward_timeout,
-                    reward_workers=spec.task_reward_workers, **spec.task_settings)
+                    reward_workers=spec.task_reward_workers, reward_load_timeout=spec.task_reward_load_timeout,
+                    **spec.task_settings)
     generator = make_generator(spec, state_dict, version, seed=worker_seed(spec.seed, worker_id))
     parts = resolve_recipe(spec.recipe)
     ctx = RoundContext(spec.tokenizer, task, parts, parts.length_controller(spec.tokenizer))

@@ -233,7 +233,9 @@ class MathTask:
         evals = {name: self._problems(src, self._load_eval(name, src, split, prompt, answer))
                  for name, (src, prompt, answer, split) in sources.items()}
         if self.evaluate_only:  # the whole file is the val set (held-out shares are for training runs)
-            evals = {"val": train, **evals}
+            # The file given is val, whatever a run's own eval_data called val (it won, silently: eval --run
+            # RUN --data FILE scored the run's val file under FILE's name).
+            evals = {"val": train, **{name: problems for name, problems in evals.items() if name != "val"}}
             for name, problems in evals.items():
                 _warn_repeats(name, problems)
             return [], evals

@@ -98,9 +98,9 @@ def _paths_as_text(value: Any) -> Any:
 
 
 def get_task(name: str, *, reward: str | None = None, reward_timeout: float = 10.0, reward_workers: int = 1,
-             **kwargs: Any) -> Task:
+             reward_load_timeout: float = 60.0, **kwargs: Any) -> Task:
     """Build task ``name`` with its settings; ``reward``: a user reward function replacing the task's
-    own, run in ``reward_workers`` worker processes."""
+    own, run in ``reward_workers`` worker processes (each given ``reward_load_timeout`` seconds to import it)."""
     factory = TASKS.get(name)
     if factory is None:
         raise InputError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")
@@ -113,5 +113,6 @@ def get_task(name: str, *, reward: str | None = None, reward_timeout: float = 10
     if reward is not None:
         from scalerl.tasks.rewards import RewardWorkers, UserRewardTask
 
-        task = UserRewardTask(task, RewardWorkers(reward, timeout=reward_timeout, workers=reward_workers))
+        task = UserRewardTask(task, RewardWorkers(reward, timeout=reward_timeout, workers=reward_workers,
+                                                      startup_timeout=reward_load_timeout))
     return task

@@ -46,7 +46,15 @@ def load_function(spec: str) -> Callable[..., Any]:
         sys.path.insert(0, str(path.resolve().parent))  # so the file can import its neighbours
         module_spec = importlib.util.spec_from_file_location(f"scalerl_user_reward_{path.stem}", path)
         module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
+        # Registered as importing would: dataclasses resolve a class's string annotations (``from
+        # __future__ import annotations``) and pickle finds a function through sys.modules[__module__]
+        # -- without it such a file was refused at load, and a process pool's calls all scored -1.
+        sys.modules[module_spec.name] = module
+        try:
+            module_spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[module_spec.name]
+            raise
     else:
         try:
             module = importlib.import_module(target)
@@ -61,23 +69,27 @@ def load_function(spec: str) -> Callable[..., Any]:
 def accepted_arguments(fn: Callable[..., Any]) -> tuple[str, ...]:
     """Which of prompt/completion/answer ``fn`` takes (by name); ValueError if it needs anything else."""
     params = inspect.signature(fn).parameters.values()
-    if any(p.kind is p.VAR_KEYWORD for p in params):
-        return ARGUMENTS
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in params)
     # Arguments are passed by name: a positional-only one (``def f(completion, /)``) cannot get its value.
     names = {p.name for p in params if p.kind is not p.POSITIONAL_ONLY}
+    # A required parameter of another name is refused with or without **kwargs: TRL's batch contract,
+    # ``def reward(completions, **kwargs)``, loaded, then failed on every call of the first evaluation.
     unknown = [
         p.name
         for p in params
         if (p.name not in names or p.name not in ARGUMENTS) and p.default is p.empty
         and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]
-    if unknown or not names & set(ARGUMENTS):
+    if unknown or not (takes_any or names & set(ARGUMENTS)):
+        batch = (" -- it is called once per completion, with strings, not with lists as TRL's reward functions "
+                 "(completions, prompts) are") if {"completions", "prompts"} & set(unknown) else ""
+        name = getattr(fn, "__name__", type(fn).__name__)  # a callable object has no __name__
         raise ValueError(
-            f"reward function {fn.__name__}{inspect.signature(fn)} must take parameters named from "
+            f"reward function {name}{inspect.signature(fn)} must take parameters named from "
             f"{', '.join(ARGUMENTS)} (any of them, by name) and return a number (> 0 is a pass) or a bool "
-            f"(True +1, False -1), e.g. def reward(completion, answer): return completion.strip() == answer"
+            f"(True +1, False -1), e.g. def reward(completion, answer): return completion.strip() == answer{batch}"
         )
-    return tuple(a for a in ARGUMENTS if a in names)
+    return ARGUMENTS if takes_any else tuple(a for a in ARGUMENTS if a in names)
 
 
 def to_reward(value: Any) -> float:

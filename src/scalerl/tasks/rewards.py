@@ -115,7 +115,8 @@ class UserReward:
             hello = self._read(time.monotonic() + self.startup_timeout)
         except TimeoutError:
             self._kill()
-            return f"the worker did not load it within {self.startup_timeout:g} s"
+            return (f"the worker did not load it within {self.startup_timeout:g} s (a module that loads a model at "
+                    "import may need longer: raise --set task.reward_load_timeout=SECONDS)")
         except _WorkerDied:
             self._kill()
             return "the worker exited while loading it"

@@ -126,6 +126,10 @@ class TaskConfig:
     reward_timeout: float = 10.0
     """Seconds a user reward function may take per completion before it is killed and scored -1
     (at most :data:`MAX_REWARD_TIMEOUT`, a day)."""
+    reward_load_timeout: float = 60.0
+    """Seconds each worker process of a user reward function may take to import its module before the run
+    is refused (a module that loads a judge or reward model from disk at import may need minutes; at most
+    :data:`MAX_REWARD_TIMEOUT`, a day)."""
     reward_workers: int = 1
     """Worker processes a user reward function runs in: each round's completions are scored up to
     this many at a time (a slow reward -- an LLM judge, a code sandbox -- would otherwise hold up
@@ -381,6 +385,9 @@ class TrainConfig:
         if not 0 < self.task.reward_timeout <= MAX_REWARD_TIMEOUT:  # (false for NaN too)
             problems.append(f"task.reward_timeout must be seconds in (0, {MAX_REWARD_TIMEOUT}] (a day at most; the "
                             f"default is 10), got {self.task.reward_timeout}")
+        if not 0 < self.task.reward_load_timeout <= MAX_REWARD_TIMEOUT:
+            problems.append(f"task.reward_load_timeout must be seconds in (0, {MAX_REWARD_TIMEOUT}] (a day at most; "
+                            f"the default is 60), got {self.task.reward_load_timeout}")
         # (Each was taken silently: -1 checkpointed every step, 0 kept one, a 0 batch meant "all at once".)
         if self.run.checkpoint_every is not None and self.run.checkpoint_every < 1:
             problems.append(f"run.checkpoint_every must be >= 1 (or null: at every evaluation), got "

@@ -295,7 +295,8 @@ class Trainer:
         if cfg.task.data is not None:
             settings["data"] = cfg.task.data
         self.task = get_task(cfg.task.name, reward=cfg.task.reward, reward_timeout=cfg.task.reward_timeout,
-                             reward_workers=cfg.task.reward_workers, **settings)
+                             reward_workers=cfg.task.reward_workers, reward_load_timeout=cfg.task.reward_load_timeout,
+                             **settings)
         train = list(self.task.train_problems())
         if not train:
             raise InputError(f"task {cfg.task.name!r} has no training problems")
@@ -383,7 +384,8 @@ class Trainer:
         )
         self.pipeline = PipelineContext(
             self.rollout, cfg.backend, self.gen_model, self.generator,
-            TaskSpec(cfg.task.name, settings, cfg.task.reward, cfg.task.reward_timeout, cfg.task.reward_workers),
+            TaskSpec(cfg.task.name, settings, cfg.task.reward, cfg.task.reward_timeout, cfg.task.reward_workers,
+                     cfg.task.reward_load_timeout),
             model_path=cfg.model.name_or_path, generator_dtype=self.precision.generator_dtype, version=self.version,
             weights=self.shard_weights, decode_rows=self.decode_rows, engine_rows=cfg.run.decode_rows or None,
             cudnn_attention=cfg.run.cudnn_attention,

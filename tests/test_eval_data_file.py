@@ -1,0 +1,46 @@
+"""``scalerl eval --data FILE`` evaluates every row of FILE as the set val, also on a run whose own
+``eval_data`` named a val file (review t: the run's val won, silently -- a pass rate of its 10 problems
+printed for FILE's 7), and keeps the run's other evaluation sets."""
+
+import argparse
+import json
+
+from scalerl.commands.evaluate import _eval_task
+
+
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def test_eval_data_file_is_the_val_set_even_when_the_run_named_its_own(tmp_path):
+    train = _jsonl(tmp_path / "train.jsonl", [{"prompt": f"{a}+1=", "answer": str(a + 1)} for a in range(40)])
+    val = _jsonl(tmp_path / "val.jsonl", [{"prompt": f"{a}+2=", "answer": str(a + 2)} for a in range(10)])
+    test = _jsonl(tmp_path / "test.jsonl", [{"prompt": f"{a}+3=", "answer": str(a + 3)} for a in range(7)])
+    # What _run_settings reads from such a run's config.yaml, and the flags of `eval --run RUN --data test.jsonl`.
+    base = {"task": "math", "data": train, "reward": None, "task_settings": {"data": train, "eval_data": {"val": val}},
+            "reward_timeout": 10.0, "reward_workers": 1}
+    args = argparse.Namespace(data=test, overrides=[], reward_workers=None)
+    pick = {"task": "math", "data": test, "reward": None}
+    task = _eval_task(args, pick, base)
+    try:
+        sets = task.eval_sets()
+    finally:
+        task.close()
+    assert [p.prompt for p in sets["val"]] == [f"{a}+3=" for a in range(7)]
+
+
+def test_eval_data_file_keeps_the_runs_other_sets(tmp_path):
+    train = _jsonl(tmp_path / "train.jsonl", [{"prompt": f"{a}+1=", "answer": str(a + 1)} for a in range(40)])
+    val = _jsonl(tmp_path / "val.jsonl", [{"prompt": f"{a}+2=", "answer": str(a + 2)} for a in range(10)])
+    hard = _jsonl(tmp_path / "hard.jsonl", [{"prompt": f"{a}+9=", "answer": str(a + 9)} for a in range(5)])
+    test = _jsonl(tmp_path / "test.jsonl", [{"prompt": f"{a}+3=", "answer": str(a + 3)} for a in range(7)])
+    base = {"task": "math", "data": train, "reward": None,
+            "task_settings": {"data": train, "eval_data": {"val": val, "hard": hard}}}
+    task = _eval_task(argparse.Namespace(data=test, overrides=[], reward_workers=None),
+                      {"task": "math", "data": test, "reward": None}, base)
+    try:
+        sets = task.eval_sets()
+    finally:
+        task.close()
+    assert {name: len(problems) for name, problems in sets.items()} == {"val": 7, "hard": 5}

@@ -1,0 +1,121 @@
+"""Loading a user's reward file as Python imports a module (review t): a dataclass under postponed
+annotations, a function that is pickled; the reward contract said for a callable object and for a
+function that takes **kwargs beside a parameter of another name (TRL's batch contract).
+
+Each builds a small reward file in a temporary directory and loads it the way ``scalerl train
+--reward FILE.py:fn`` does (:class:`~scalerl.tasks.rewards.UserReward`, a real worker process).
+"""
+
+import textwrap
+
+import pytest
+
+from scalerl.errors import InputError
+from scalerl.tasks.base import Problem
+from scalerl.tasks.rewards import UserReward
+
+PROBLEM = Problem(id="2+2", prompt="2+2=", answer="4")
+
+
+def _write(tmp_path, name, source):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+def test_a_reward_file_with_a_dataclass_under_postponed_annotations_loads(tmp_path):
+    # dataclasses resolves string annotations through sys.modules[cls.__module__]; the worker runs the
+    # file as module 'scalerl_user_reward_<stem>' without registering it, so the load failed with
+    # "AttributeError: 'NoneType' object has no attribute '__dict__'" -- a perfectly good file refused.
+    path = _write(tmp_path, "dc_reward.py", '''
+        from __future__ import annotations
+        from dataclasses import dataclass
+
+        @dataclass
+        class Judge:
+            threshold: float = 0.5
+
+        def score(completion, answer):
+            return completion.strip() == answer
+        ''')
+    with UserReward(f"{path}:score") as reward:
+        assert reward(PROBLEM, "4") == 1.0
+
+
+def test_a_reward_file_whose_functions_are_pickled_scores(tmp_path):
+    # What a reward that runs a sandbox in a process pool (or multiprocessing with spawn) does.
+    path = _write(tmp_path, "pickle_reward.py", '''
+        import pickle
+
+        def helper(x):
+            return x
+
+        def score(completion, answer):
+            pickle.dumps(helper)
+            return completion.strip() == answer
+        ''')
+    with UserReward(f"{path}:score") as reward:
+        assert reward(PROBLEM, "4") == 1.0
+        assert reward.stats.errors == 0, reward.stats.first_error
+
+
+def test_a_callable_object_with_the_wrong_parameters_is_told_the_contract(tmp_path):
+    path = _write(tmp_path, "cls_reward.py", '''
+        class Scorer:
+            def __call__(self, text, gold):
+                return text == gold
+
+        score = Scorer()
+        ''')
+    with pytest.raises(InputError) as exc:
+        UserReward(f"{path}:score")
+    assert "must take parameters named from prompt, completion, answer" in str(exc.value), str(exc.value)
+
+
+def test_a_required_parameter_beside_kwargs_is_refused_up_front(tmp_path):
+    # docs/tasks.md: "A function with other parameter names is refused when the run starts, with the
+    # contract in the message." With **kwargs it was accepted, and `scalerl train` ran the whole
+    # first evaluation (800 calls of the tiny model; 1,000 prompts x k of a real run) before it stopped.
+    path = _write(tmp_path, "trl_reward.py", '''
+        def score(completions, **kwargs):
+            return [1.0 for _ in completions]
+        ''')
+    with pytest.raises(InputError, match="must take parameters named from prompt, completion, answer") as exc:
+        UserReward(f"{path}:score")
+    assert "called once per completion, with strings, not with lists as TRL's" in str(exc.value)
+
+
+def test_kwargs_alone_still_takes_every_argument(tmp_path):
+    path = _write(tmp_path, "any_reward.py", '''
+        def score(**kwargs):
+            return kwargs["completion"].strip() == kwargs["answer"] and kwargs["prompt"] == "2+2="
+        ''')
+    with UserReward(f"{path}:score") as reward:
+        assert reward(PROBLEM, "4") == 1.0
+        assert reward(PROBLEM, "5") == -1.0
+
+
+def test_a_slow_loading_module_is_given_task_reward_load_timeout(tmp_path):
+    from scalerl.tasks import get_task
+
+    path = _write(tmp_path, "slow_reward.py", '''
+        import time
+        time.sleep(3)  # a judge model read from disk at import
+
+        def score(completion, answer):
+            return completion.strip() == answer
+        ''')
+    with pytest.raises(InputError, match=r"did not load it within 1 s .*--set task\.reward_load_timeout=SECONDS"):
+        get_task("arithmetic", reward=f"{path}:score", reward_load_timeout=1)
+    task = get_task("arithmetic", reward=f"{path}:score", reward_load_timeout=60)
+    task.close()
+
+
+def test_reward_load_timeout_is_checked_with_the_config():
+    from scalerl.errors import ConfigError
+    from scalerl.train.config import TrainConfig
+
+    cfg = TrainConfig()
+    cfg.task.reward_load_timeout = 0
+    with pytest.raises(ConfigError, match=r"task\.reward_load_timeout must be seconds in \(0, 86400\]"):
+        cfg.validate()
