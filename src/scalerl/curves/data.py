@@ -100,6 +100,13 @@ class Curve:
             )
         if (np.diff(x) < 0).any():
             i = int(np.argmax(np.diff(x) < 0)) + 1
+            if x[i] <= x[0]:  # back to where the log began: not a resume, which a reader would have split
+                raise InputError(
+                    f"run {name!r}{where}: compute {x_name!r} starts over at point {i + 1} ({x[i - 1]:g} -> "
+                    f"{x[i]:g}, where the log began); compute must be cumulative and non-decreasing -- are several "
+                    "runs in one file without a run column (give each its own file, or add a column naming the run), "
+                    "or was a training started anew in the same log (delete the first attempt's rows)?"
+                )
             raise InputError(
                 f"run {name!r}{where}: compute {x_name!r} decreases at point {i + 1} "
                 f"({x[i - 1]:g} -> {x[i]:g}); compute must be cumulative and non-decreasing -- "

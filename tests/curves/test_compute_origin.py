@@ -1,4 +1,5 @@
-"""Compute that starts later than the log spans (a step counter carried over from an earlier stage, a W&B
+"""Where a log's compute starts. A log that starts over (two runs in one file) is told as such, not as a
+resume. Compute that starts later than the log spans (a step counter carried over from an earlier stage, a W&B
 ``_step`` that kept counting) is said, in the fit's warnings, ``scalerl fit`` and every ``compare`` verdict
 it touches; a log from 0, or whose first evaluation comes a little after the start, is not.
 
@@ -53,3 +54,18 @@ def test_the_fit_command_prints_it(tmp_path, capsys):
     assert main(["fit", str(path), "--x", "global_step", "--y", "val_acc", "--bootstrap", "50"]) == 0
     out = capsys.readouterr().out
     assert "warning: compute 'global_step' starts at 1000" in out
+
+
+def test_a_log_that_starts_over_is_told_as_several_runs_not_as_a_resume(tmp_path):
+    import pytest
+
+    from scalerl.curves import read_curve
+    from scalerl.errors import InputError
+
+    path = tmp_path / "two.csv"  # two runs one after the other, no run column (review u)
+    path.write_text("step,acc\n" + "".join(f"{s},{0.2 + 0.005 * s}\n" for s in range(0, 60, 5)) * 2)
+    with pytest.raises(InputError) as exc:
+        fit_sigmoid(read_curve(path, "step", "acc"))
+    text = str(exc.value)
+    assert "compute 'step' starts over at point 13 (55 -> 0, where the log began)" in text
+    assert "add a column naming the run" in text and "split there by its step column" not in text
