@@ -44,7 +44,8 @@ def add_arguments(p) -> None:
     p.add_argument("--data", metavar="FILE", help="math task: the file to evaluate, every row of it (the set val)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="task.settings={KEY: VALUE}",
                    help="task settings, as train takes them (e.g. 'task.settings={prompt_field: question, "
-                        "answer_field: solution}'); repeatable")
+                        "answer_field: solution}'), and the reward function's task.reward_timeout=SECONDS and "
+                        "task.reward_load_timeout=SECONDS; repeatable")
     p.add_argument("--reward", metavar="MODULE:FUNCTION", help="your own reward function")
     p.add_argument("--reward-workers", type=int, metavar="N",
                    help="worker processes the reward function runs in, scoring N completions at a time (a slow "
@@ -64,21 +65,36 @@ def add_arguments(p) -> None:
                         "problems, k; with --reward: reward_calls, reward_errors, reward_timeouts")
 
 
-def _task_settings(overrides: list[str]) -> dict:
-    """The task settings ``--set task.settings={...}`` give (merged in order), parsed as train parses
-    its ``--set``; any other key is refused: the model, sets and sampling have flags of their own here."""
+#: The reward function's time limits ``--set`` takes in eval, as train does (a refusal of a slow-loading
+#: reward module advises ``--set task.reward_load_timeout=SECONDS``).
+EVAL_REWARD_LIMITS = ("task.reward_timeout", "task.reward_load_timeout")
+
+
+def _task_overrides(overrides: list[str]) -> tuple[dict, dict]:
+    """``(task settings, reward time limits)`` that ``--set`` gives: ``task.settings={...}`` (merged in
+    order) and :data:`EVAL_REWARD_LIMITS`, parsed and checked as train's ``--set``; any other key is
+    refused: the model, sets and sampling have flags of their own here."""
     from scalerl.config import apply_overrides
     from scalerl.errors import InputError
     from scalerl.train.config import TrainConfig
 
-    out: dict = {}
+    settings: dict = {}
+    limits: dict = {}
     for item in overrides:
         key, sep, _ = item.partition("=")
-        if key.strip() != "task.settings" or not sep:
-            raise InputError(f"--set {item!r}: eval takes task.settings={{KEY: VALUE, ...}} only (the model, sets, "
-                             "k and sampling have flags: scalerl eval --help)")
-        out.update(apply_overrides(TrainConfig(), [item]).task.settings)
-    return out
+        key = key.strip()
+        if key not in ("task.settings", *EVAL_REWARD_LIMITS) or not sep:
+            raise InputError(f"--set {item!r}: eval takes task.settings={{KEY: VALUE, ...}}, "
+                             f"{', '.join(k + '=SECONDS' for k in EVAL_REWARD_LIMITS)} only (the model, sets, k and "
+                             "sampling have flags: scalerl eval --help)")
+        cfg = apply_overrides(TrainConfig(), [item])
+        if key == "task.settings":
+            settings.update(cfg.task.settings)
+        else:
+            cfg.validate()  # the range train checks
+            field = key.removeprefix("task.")
+            limits[field] = getattr(cfg.task, field)
+    return settings, limits
 
 
 def _run_settings(run_dir: str):
@@ -281,17 +297,19 @@ def _eval_task(args, pick: dict, base: dict):
     from scalerl.train.config import TaskConfig
 
     task_settings = dict(base.get("task_settings", {})) if pick["task"] == base.get("task") else {}
-    task_settings.update(_task_settings(args.overrides))
+    settings, limits = _task_overrides(args.overrides)
+    task_settings.update(settings)
     if pick["data"]:
         task_settings["data"] = pick["data"]
     if args.data and pick["task"] == "math":  # the file given is the one to evaluate, not a training file's held-out share
         task_settings["evaluate_only"] = True
-    timeout = base.get("reward_timeout", TaskConfig.reward_timeout)  # the run's, or train's default
+    # --set's, else the run's, else train's default.
+    timeout = limits.get("reward_timeout", base.get("reward_timeout", TaskConfig.reward_timeout))
+    load = limits.get("reward_load_timeout", base.get("reward_load_timeout", TaskConfig.reward_load_timeout))
     workers = args.reward_workers if args.reward_workers is not None else base.get("reward_workers",
                                                                                    TaskConfig.reward_workers)
-    load = base.get("reward_load_timeout", TaskConfig.reward_load_timeout)
     return get_task(pick["task"], reward=pick["reward"], reward_timeout=timeout, reward_workers=workers,
-                    reward_load_timeout=load, **task_settings)
+                    reward_load_timeout=load, settings=task_settings)
 
 
 def _eval_problems(task, pick: dict, asked: int | None) -> dict[str, list]:

@@ -498,22 +498,23 @@ def unmeasured_takeoff_notes(result: CompareResult) -> list[str]:
 
 
 def late_start_notes(result: CompareResult) -> list[str]:
-    """For each verdict other than *no clear effect* that involves a run whose compute starts later than its
-    log spans (:func:`scalerl.curves.solver.late_start_warning`): that the runs' compute may not be counted
-    from the same origin. Two copies of one run, one with its step counter offset by 10x its span, came out
+    """For each *efficiency* verdict (the one that reads C_mid and B, where an origin moves them; a ceiling
+    verdict's dA came out +0.040 and +0.042 with and without an offset of 10x the span) that involves a run
+    whose compute starts later than its log spans (:func:`scalerl.curves.solver.late_start_warning`): that
+    the runs' compute may not be counted from the same origin. Two copies of one run, one with its step counter offset by 10x its span, came out
     "efficiency worse, 1.4e3x the baseline's compute" with no word of it (review of the forecaster on outside
     logs)."""
     late = {}
     for rf in result.runs:
         for c in rf.curves:
-            warning = late_start_warning(c.x, c.x_name)
+            warning = late_start_warning(c.x, c.x_name, r0_from_first=rf.fit.r0_mode == "first")
             if warning:
                 late[rf.label] = f"{rf.label}'s {warning[0].lower()}{warning[1:]}"
                 break
     out = []
     for c in result.classifications:
         involved = [label for label in (c.label, c.baseline) if label in late]
-        if c.kind != NONE and involved:
+        if c.kind == EFFICIENCY and involved:
             out.append(f"{c.label} vs {c.baseline}: the {c.kind} verdict compares compute as each run counts it -- "
                        + "; ".join(late[label] for label in involved))
     return out

@@ -149,7 +149,7 @@ def fit_sigmoid(
         A_max=A_max,
         y_floor=y_floor,
     )
-    late = late_start_warning(curve.x, curve.x_name)
+    late = late_start_warning(curve.x, curve.x_name, r0_from_first=r0_mode == "first")
     fit.warnings.extend(([late] if late else []) + diagnose(fit, A_max=A_max, paper_grid=opts.get("grid")))
     return fit
 

@@ -75,23 +75,26 @@ def check_compute_origin(x: np.ndarray, what: str, x_name: str) -> None:
             "cum:COL of a per-step time, or step")
 
 
-def late_start_warning(x: np.ndarray, x_name: str) -> str | None:
+def late_start_warning(x: np.ndarray, x_name: str, r0_from_first: bool = True) -> str | None:
     """A caution where compute starts later than the log spans: no evaluation at compute 0 and the first at
     more than the whole span after it (a step counter carried over from an earlier stage, a W&B ``_step``
     that kept counting, or the later part of a run). The fit reads C from 0 at the run's start; an offset
     of 10x the span bends the curve into a step at the first point (B on its bound) and a C_mid that a
     comparison with a run counted from 0 reads as 1,000x less efficient. Said, not refused: the later
-    part of a run on its true compute is a fair fit, only its first evaluation is not the run's start."""
+    part of a run on its true compute is a fair fit, only its first evaluation is not the run's start.
+    ``r0_from_first``: R0 is the first evaluation (``--r0 first``, the default); given or fitted, the
+    warning does not say it is, nor advise ``--r0``."""
     if (x <= 0).any() or x.size < 2:
         return None
     start, span = float(x.min()), float(x.max() - x.min())
     if start <= span:
         return None
+    r0 = (", and its first evaluation is taken as the start (R0)" if r0_from_first else "")
+    later = ("; if the log is the later part of a run, give the run's start with --r0" if r0_from_first else "")
     return (f"compute {x_name!r} starts at {start:.4g} with no evaluation at 0, and the log spans {span:.4g} after it: "
-            "a sigmoid is a law of compute spent since the run's start, and its first evaluation is taken as the "
-            "start (R0). If the counter carries an earlier stage (SFT steps, a global step or W&B _step that kept "
-            "counting), subtract its first value from the column (pandas: df[col] -= df[col].iloc[0]); if the log is the later "
-            "part of a run, give the run's start with --r0")
+            f"a sigmoid is a law of compute spent since the run's start{r0}. If the counter carries an earlier "
+            "stage (SFT steps, a global step or W&B _step that kept counting), subtract its first value from the "
+            f"column (pandas: df[col] -= df[col].iloc[0]){later}")
 
 
 def _points(n: int) -> str:

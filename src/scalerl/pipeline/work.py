@@ -190,7 +190,7 @@ def build_worker(spec: WorkerSpec, state_dict: Mapping[str, Any], version: int, 
         torch.set_num_threads(max(1, spec.threads))
     task = get_task(spec.task_name, reward=spec.task_reward, reward_timeout=spec.task_reward_timeout,
                     reward_workers=spec.task_reward_workers, reward_load_timeout=spec.task_reward_load_timeout,
-                    **spec.task_settings)
+                    settings=spec.task_settings)
     generator = make_generator(spec, state_dict, version, seed=worker_seed(spec.seed, worker_id))
     parts = resolve_recipe(spec.recipe)
     ctx = RoundContext(spec.tokenizer, task, parts, parts.length_controller(spec.tokenizer))

@@ -97,13 +97,26 @@ def _paths_as_text(value: Any) -> Any:
     return value
 
 
+#: The reward function's fields of the run's task (``task.reward_timeout``, ...): :func:`get_task`'s own
+#: keywords, never task settings.
+REWARD_FIELDS = ("reward", "reward_timeout", "reward_workers", "reward_load_timeout")
+
+
 def get_task(name: str, *, reward: str | None = None, reward_timeout: float = 10.0, reward_workers: int = 1,
-             reward_load_timeout: float = 60.0, **kwargs: Any) -> Task:
-    """Build task ``name`` with its settings; ``reward``: a user reward function replacing the task's
-    own, run in ``reward_workers`` worker processes (each given ``reward_load_timeout`` seconds to import it)."""
+             reward_load_timeout: float = 60.0, settings: dict[str, Any] | None = None, **kwargs: Any) -> Task:
+    """Build task ``name`` with its settings (``settings``, a run's ``task.settings``, and/or keywords);
+    ``reward``: a user reward function replacing the task's own, run in ``reward_workers`` worker
+    processes (each given ``reward_load_timeout`` seconds to import it)."""
     factory = TASKS.get(name)
     if factory is None:
         raise InputError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")
+    # A run's settings come as a mapping: spread into this call, one named like a keyword above was a
+    # TypeError traceback ("got multiple values for keyword argument 'reward_load_timeout'").
+    clash = [key for key in REWARD_FIELDS if key in (settings or {})]
+    if clash:
+        raise InputError(f"task.settings {clash[0]!r} is not a task setting but task.{clash[0]} itself: give it as "
+                         f"--set task.{clash[0]}=VALUE")
+    kwargs = {**(settings or {}), **kwargs}
     if name in TASK_SETTINGS:
         kwargs = _check_settings(name, kwargs)
     try:

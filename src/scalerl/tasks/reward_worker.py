@@ -44,7 +44,7 @@ def load_function(spec: str) -> Callable[..., Any]:
         if not path.is_file():
             raise ValueError(f"reward function file {target!r} does not exist")
         sys.path.insert(0, str(path.resolve().parent))  # so the file can import its neighbours
-        module_spec = importlib.util.spec_from_file_location(f"scalerl_user_reward_{path.stem}", path)
+        module_spec = importlib.util.spec_from_file_location(_module_name(path), path)
         module = importlib.util.module_from_spec(module_spec)
         # Registered as importing would: dataclasses resolve a class's string annotations (``from
         # __future__ import annotations``) and pickle finds a function through sys.modules[__module__]
@@ -64,6 +64,24 @@ def load_function(spec: str) -> Callable[..., Any]:
     if not callable(fn):
         raise ValueError(f"{target!r} has no function {name!r}")
     return fn
+
+
+def _module_name(path: Path) -> str:
+    """The name a reward file is imported under: its own stem where ``import <stem>`` finds this very file
+    (its folder is first on sys.path), so that a process pool started with spawn or forkserver -- macOS's
+    default, and Linux's from Python 3.14 -- imports it by that name in its children and runs its functions
+    there; a prefixed name where the stem is taken (``math.py``, an imported module, a name that is not an
+    identifier), which fork-started pools still take."""
+    stem = path.stem
+    if stem.isidentifier() and stem not in sys.modules:
+        importlib.invalidate_caches()  # a folder listed before the file was written
+        try:
+            found = importlib.util.find_spec(stem)
+        except (ImportError, ValueError):
+            found = None
+        if found is not None and found.origin and Path(found.origin).resolve() == path.resolve():
+            return stem
+    return f"scalerl_user_reward_{stem}"
 
 
 def accepted_arguments(fn: Callable[..., Any]) -> tuple[str, ...]:

@@ -296,7 +296,7 @@ class Trainer:
             settings["data"] = cfg.task.data
         self.task = get_task(cfg.task.name, reward=cfg.task.reward, reward_timeout=cfg.task.reward_timeout,
                              reward_workers=cfg.task.reward_workers, reward_load_timeout=cfg.task.reward_load_timeout,
-                             **settings)
+                             settings=settings)
         train = list(self.task.train_problems())
         if not train:
             raise InputError(f"task {cfg.task.name!r} has no training problems")
