@@ -52,7 +52,7 @@ def add_arguments(p) -> None:
                         "judge; default: the run's task.reward_workers, or 1)")
     p.add_argument("--sets", nargs="+", metavar="NAME", help="evaluation sets (default: the run's, or all of the task's)")
     p.add_argument("--k", type=int, help="samples per problem, mean@k (default: the run's, or 4)")
-    p.add_argument("--problems", type=int, help="problems per set (default: the run's, or 200)")
+    p.add_argument("--problems", type=int, help="problems per set (default: the run's, or 200; the val of --data FILE: every row)")
     p.add_argument("--temperature", type=float, help="sampling temperature (default: the run's, or 1.0)")
     p.add_argument("--max-new-tokens", type=int,
                    help="token budget (default: the run's, or what scalerl train gives this model: 48 for tiny)")
@@ -231,7 +231,7 @@ def run(args) -> int:
     task = _eval_task(args, pick, base)
     for note in reference_notes(task):  # (answers the reward cannot read: every completion scores -1 there)
         print(f"warning: {note}", file=sys.stderr)
-    problems = _eval_problems(task, pick, args.problems)
+    problems = _eval_problems(task, pick, args)
     names = list(problems)
     if pick["temperature"] == 0 and pick["k"] > 1:
         print(f"note: temperature 0 is greedy decoding: each problem is decoded once and counted {pick['k']} "
@@ -312,11 +312,14 @@ def _eval_task(args, pick: dict, base: dict):
                     reward_load_timeout=load, settings=task_settings)
 
 
-def _eval_problems(task, pick: dict, asked: int | None) -> dict[str, list]:
+def _eval_problems(task, pick: dict, args) -> dict[str, list]:
     """The problems of each evaluation set chosen (``pick["sets"]``, default every set), at most
-    ``pick["problems"]`` each; ``asked``: the --problems flag, said when a set holds fewer."""
+    ``pick["problems"]`` each -- but every row of ``--data FILE`` (val) unless ``--problems`` is given (it
+    stopped at the default 200, unsaid); a set holding fewer than ``--problems`` is said."""
     from scalerl.errors import InputError
 
+    asked = args.problems
+    whole = ("val",) if args.data and asked is None else ()
     sets = task.eval_sets()
     names = list(dict.fromkeys(pick["sets"] or sets))  # (a set named twice was evaluated twice, shown once)
     unknown = [s for s in names if s not in sets]
@@ -327,7 +330,7 @@ def _eval_problems(task, pick: dict, asked: int | None) -> dict[str, list]:
             if len(sets[s]) < asked:
                 print(f"note: set {s} has {len(sets[s])} problems, fewer than --problems {asked}: "
                       f"all {len(sets[s])} are evaluated", file=sys.stderr)
-    return {s: list(sets[s])[: pick["problems"]] for s in names}
+    return {s: list(sets[s])[: None if s in whole else pick["problems"]] for s in names}
 
 
 def _print_results(pick: dict, results: dict, rewards: dict, length_control: bool) -> None:

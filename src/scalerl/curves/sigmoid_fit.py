@@ -16,7 +16,7 @@ import numpy as np
 
 from scalerl.curves.data import Curve, fit_limits
 from scalerl.curves.laws import Sigmoid
-from scalerl.curves.solver import (SIGMOID_METHODS, PaperGrid, check_compute_origin, check_fittable, fit_fast,
+from scalerl.curves.solver import (B_BOUNDS, SIGMOID_METHODS, PaperGrid, check_compute_origin, check_fittable, fit_fast,
                                    late_start_warning, resolve_r0)
 from scalerl.curves.window import EarlyCut, select_fit_from
 from scalerl.errors import InputError
@@ -159,6 +159,10 @@ def diagnose(fit: SigmoidFit, *, A_max: float = 1.0, paper_grid: PaperGrid | Non
     out = []
     if fit.A >= A_max - 1e-6:
         out.append(f"A is at its upper bound {A_max:g}: the data do not show a ceiling yet")
+    if fit.B <= B_BOUNDS[0] * (1 + 1e-6):
+        out.append(f"B is at its lower bound {B_BOUNDS[0]:g}: the points show no bend over the window (a line in "
+                   "ln C, or too few or too short to tell), so C_mid and A say nothing -- log more evaluations, or a "
+                   "longer run")
     xmax = float(fit.x.max())
     if fit.C_mid > xmax:
         out.append(

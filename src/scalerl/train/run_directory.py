@@ -126,7 +126,8 @@ def check_output(output: Path, resume: bool) -> None:
         raise InputError(f"--resume: {output} holds no run to resume (no {CONFIG}); drop --resume to start one")
     if holds_run and not resume:
         raise InputError(
-            f"{output} already holds a run; pass --resume to continue it, or choose another --output"
+            f"{output} already holds a run; pass --resume to continue it, --overwrite to delete it and start over, "
+            "or choose another --output"
         )
     if not resume:
         refuse_foreign_files(output)
