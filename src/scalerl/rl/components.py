@@ -27,7 +27,7 @@ from scalerl.rl.advantages import NORMALIZATIONS, Normalization
 from scalerl.rl.aggregate import AGGREGATIONS, Aggregation
 from scalerl.rl.filters import FILTER_BASES, FilterBasis
 from scalerl.rl.length import LENGTH_MODES, LengthMode, budget_problems, is_truncated
-from scalerl.rl.losses import POLICY_LOSSES, LossInputs, LossOutput, zero_advantage_means_zero_gradient
+from scalerl.rl.losses import POLICY_LOSSES, LossInputs, LossOutput, ratio_masked, zero_advantage_means_zero_gradient
 from scalerl.rl.recipe import RecipeConfig
 
 __all__ = ["RecipeComponents", "name_problems", "resolve_recipe", "validate_recipe"]
@@ -39,7 +39,8 @@ class RecipeComponents:
 
     recipe: RecipeConfig
     loss: Callable[[LossInputs], LossOutput]
-    """The policy loss ``recipe.loss.name`` with ``recipe.loss`` (its clips) bound."""
+    """The policy loss ``recipe.loss.name`` with ``recipe.loss`` (its clips) bound, inside
+    ``recipe.loss.ratio_mask``'s band when one is set."""
     skip_zero_advantage: bool
     """Whether a sequence with advantage exactly 0 gets no gradient from ``loss`` (the built-in
     losses), so the update may leave it out of the forward and backward passes."""
@@ -93,6 +94,13 @@ def validate_recipe(cfg: RecipeConfig, tokenizer: Any = None) -> RecipeConfig:
     return cfg
 
 
+def _bound_loss(cfg: RecipeConfig) -> Callable[[LossInputs], LossOutput]:
+    loss = POLICY_LOSSES.get(cfg.loss.name)
+    if cfg.loss.ratio_mask is not None:
+        return functools.partial(ratio_masked, loss, cfg=cfg.loss)
+    return functools.partial(loss, cfg=cfg.loss)
+
+
 def resolve_recipe(cfg: RecipeConfig) -> RecipeComponents:
     """Look every component name of ``cfg`` up once (ConfigError naming each unknown one)."""
     problems = name_problems(cfg)
@@ -100,7 +108,7 @@ def resolve_recipe(cfg: RecipeConfig) -> RecipeComponents:
         raise ConfigError("invalid recipe: " + "; ".join(problems))
     return RecipeComponents(
         recipe=cfg,
-        loss=functools.partial(POLICY_LOSSES.get(cfg.loss.name), cfg=cfg.loss),
+        loss=_bound_loss(cfg),
         skip_zero_advantage=zero_advantage_means_zero_gradient(cfg.loss.name),
         aggregation=AGGREGATIONS.get(cfg.aggregation),
         normalization=NORMALIZATIONS.get(cfg.advantages.normalization),

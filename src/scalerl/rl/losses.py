@@ -42,6 +42,7 @@ __all__ = [
     "cispo_loss",
     "clipped_surrogate",
     "gspo_loss",
+    "ratio_masked",
     "register_policy_loss",
     "zero_advantage_means_zero_gradient",
 ]
@@ -97,8 +98,32 @@ def register_policy_loss(name: str, *, replace: bool = False) -> Callable[[Polic
 
 
 def compute_policy_loss(inputs: LossInputs, cfg: LossConfig) -> LossOutput:
-    """Run the loss ``cfg.name`` names."""
-    return POLICY_LOSSES.get(cfg.name)(inputs, cfg)
+    """Run the loss ``cfg.name`` names (inside ``cfg.ratio_mask``'s band when one is set)."""
+    loss = POLICY_LOSSES.get(cfg.name)
+    return ratio_masked(loss, inputs, cfg) if cfg.ratio_mask is not None else loss(inputs, cfg)
+
+
+def ratio_masked(loss: PolicyLoss, inputs: LossInputs, cfg: LossConfig) -> LossOutput:
+    """``loss`` on the tokens whose importance ratio lies in ``cfg.ratio_mask`` = [lo, hi]; the rest get
+    no loss and no gradient, whatever their advantage's sign (token-level masked importance sampling).
+
+    Why: on the demo a gradient-norm spike is one to three tokens whose log-prob is hundreds of times
+    more sensitive to the weights than a typical token's (docs/workload.md); the same sensitivity
+    moves their probability far in a single update, so their ratio, one update stale, is far from 1.
+    The aggregation weights are computed before the ratio is known, so a masked token still counts in
+    their denominators (as a token PPO's clip zeroes does). Metric ``ratio_masked_frac``: the share of
+    the loss tokens masked here.
+    """
+    lo, hi = cfg.ratio_mask
+    ratio = torch.exp(_log_ratio(inputs)).detach()
+    inside = (ratio >= lo) & (ratio <= hi)
+    out = loss(LossInputs(inputs.logprobs, inputs.gen_logprobs, inputs.advantages, inputs.mask & inside,
+                          inputs.group), cfg)
+    # The ratio metrics describe every loss token, masked ones included: recompute them on the full mask.
+    metrics = {**out.metrics, "ratio_mean": _masked_mean(ratio, inputs.mask),
+               "ratio_max": torch.where(inputs.mask, ratio, torch.zeros_like(ratio)).max().float(),
+               "ratio_masked_frac": _masked_mean(inputs.mask & ~inside, inputs.mask)}
+    return LossOutput(out.per_token, metrics)
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -65,6 +65,12 @@ class LossConfig:
     """GSPO: one ratio per sequence, exp(mean token log-ratio), clipped (paper: 3e-3 / 4e-3)."""
     extra: dict[str, float] = field(default_factory=dict)
     """Free parameters for a loss you register yourself (it reads them from cfg.extra)."""
+    ratio_mask: tuple[float, float] | None = None
+    """[lo, hi]: a token whose importance ratio pi_train / pi_gen lies outside leaves the loss, whatever
+    its advantage's sign (token-level masked importance sampling: verl's rollout_is mask mode, IcePop);
+    it still counts in the aggregation's denominators, as a PPO-clipped token does. null: off (ScaleRL).
+    On the demo [0.8, 1.25] masks ~0.2% of the tokens and removes the largest gradient-norm spikes, not
+    the evaluation dips (docs/workload.md)."""
 
 
 @dataclass
@@ -232,6 +238,9 @@ class RecipeConfig:
 def _check_loss(cfg: RecipeConfig):
     if not cfg.loss.cispo.eps_max > 0:
         yield f"loss.cispo.eps_max must be > 0 (ScaleRL uses 5), got {cfg.loss.cispo.eps_max}"
+    band = cfg.loss.ratio_mask
+    if band is not None and not (len(band) == 2 and 0 <= band[0] <= 1 <= band[1]):
+        yield f"loss.ratio_mask must be [lo, hi] with 0 <= lo <= 1 <= hi (e.g. [0.8, 1.25]) or null, got {list(band)}"
     for name in ("ppo", "dapo", "gspo"):
         clip: ClipParams = getattr(cfg.loss, name)
         if not 0 <= clip.eps_low < 1:
