@@ -70,6 +70,21 @@ def add_arguments(p) -> None:
 EVAL_REWARD_LIMITS = ("task.reward_timeout", "task.reward_load_timeout")
 
 
+#: How eval takes each of the reward function's task fields (the registry's refusal names train's --set).
+EVAL_REWARD_FLAGS = {"reward": "--reward MODULE:FUNCTION", "reward_workers": "--reward-workers N",
+                     "reward_timeout": "--set task.reward_timeout=SECONDS",
+                     "reward_load_timeout": "--set task.reward_load_timeout=SECONDS"}
+
+
+def _refuse_reward_fields(settings: dict) -> None:
+    from scalerl.errors import InputError
+
+    for key, flag in EVAL_REWARD_FLAGS.items():
+        if key in settings:
+            raise InputError(f"task.settings {key!r} is not a task setting but the reward function's task.{key}: "
+                             f"eval takes it as {flag}")
+
+
 def _task_overrides(overrides: list[str]) -> tuple[dict, dict]:
     """``(task settings, reward time limits)`` that ``--set`` gives: ``task.settings={...}`` (merged in
     order) and :data:`EVAL_REWARD_LIMITS`, parsed and checked as train's ``--set``; any other key is
@@ -89,6 +104,7 @@ def _task_overrides(overrides: list[str]) -> tuple[dict, dict]:
                              "sampling have flags: scalerl eval --help)")
         cfg = apply_overrides(TrainConfig(), [item])
         if key == "task.settings":
+            _refuse_reward_fields(cfg.task.settings)
             settings.update(cfg.task.settings)
         else:
             cfg.validate()  # the range train checks

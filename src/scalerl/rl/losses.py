@@ -117,10 +117,16 @@ def ratio_masked(loss: PolicyLoss, inputs: LossInputs, cfg: LossConfig) -> LossO
     lo, hi = cfg.ratio_mask
     ratio = torch.exp(_log_ratio(inputs)).detach()
     inside = (ratio >= lo) & (ratio <= hi)
-    out = loss(LossInputs(inputs.logprobs, inputs.gen_logprobs, inputs.advantages, inputs.mask & inside,
-                          inputs.group), cfg)
+    kept = inputs.mask & inside
+    # (On the kept tokens, not the whole loss zeroed after: a masked token's ratio may be inf, whose
+    # gradient through a zeroed branch is NaN.)
+    out = loss(LossInputs(inputs.logprobs, inputs.gen_logprobs, inputs.advantages, kept, inputs.group), cfg)
+    # The loss's shares (clip_frac, truncated_frac) are of the tokens it saw, ratio_masked_frac of every loss
+    # token, and the trainer weights each by every loss token: the loss's as shares of every loss token too.
+    seen = kept.sum().float() / inputs.mask.sum().clamp_min(1)
+    shares = {key: value * seen if key.endswith("_frac") else value for key, value in out.metrics.items()}
     # The ratio metrics describe every loss token, masked ones included: recompute them on the full mask.
-    metrics = {**out.metrics, "ratio_mean": _masked_mean(ratio, inputs.mask),
+    metrics = {**shares, "ratio_mean": _masked_mean(ratio, inputs.mask),
                "ratio_max": torch.where(inputs.mask, ratio, torch.zeros_like(ratio)).max().float(),
                "ratio_masked_frac": _masked_mean(inputs.mask & ~inside, inputs.mask)}
     return LossOutput(out.per_token, metrics)

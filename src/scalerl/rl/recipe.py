@@ -69,6 +69,7 @@ class LossConfig:
     """[lo, hi]: a token whose importance ratio pi_train / pi_gen lies outside leaves the loss, whatever
     its advantage's sign (token-level masked importance sampling: verl's rollout_is mask mode, IcePop);
     it still counts in the aggregation's denominators, as a PPO-clipped token does. null: off (ScaleRL).
+    Not with gspo, whose trust region is one ratio per sequence: a token mask would change that ratio.
     On the demo [0.8, 1.25] masks ~0.2% of the tokens and removes the largest gradient-norm spikes, not
     the evaluation dips (docs/workload.md)."""
 
@@ -239,8 +240,14 @@ def _check_loss(cfg: RecipeConfig):
     if not cfg.loss.cispo.eps_max > 0:
         yield f"loss.cispo.eps_max must be > 0 (ScaleRL uses 5), got {cfg.loss.cispo.eps_max}"
     band = cfg.loss.ratio_mask
-    if band is not None and not (len(band) == 2 and 0 <= band[0] <= 1 <= band[1]):
-        yield f"loss.ratio_mask must be [lo, hi] with 0 <= lo <= 1 <= hi (e.g. [0.8, 1.25]) or null, got {list(band)}"
+    if band is not None and not (len(band) == 2 and 0 <= band[0] < 1 < band[1]):
+        # (lo = hi = 1 passed and masked nearly every token: a ratio is 1 exactly only where nothing moved.)
+        yield f"loss.ratio_mask must be [lo, hi] with 0 <= lo < 1 < hi (e.g. [0.8, 1.25]) or null, got {list(band)}"
+    elif band is not None and cfg.loss.name == "gspo":
+        # A token left out of GSPO's per-sequence ratio moves it: a sequence GSPO's clip had stopped got a
+        # gradient again through its other tokens (review x).
+        yield ("loss.ratio_mask does not apply to gspo, whose trust region is one ratio per sequence (a token "
+               "mask changes that ratio); set loss.ratio_mask null, or use cispo, ppo or dapo")
     for name in ("ppo", "dapo", "gspo"):
         clip: ClipParams = getattr(cfg.loss, name)
         if not 0 <= clip.eps_low < 1:
