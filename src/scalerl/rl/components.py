@@ -18,7 +18,6 @@ config stay plain data that imports no implementation.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -27,7 +26,7 @@ from scalerl.rl.advantages import NORMALIZATIONS, Normalization
 from scalerl.rl.aggregate import AGGREGATIONS, Aggregation
 from scalerl.rl.filters import FILTER_BASES, FilterBasis
 from scalerl.rl.length import LENGTH_MODES, LengthMode, budget_problems, is_truncated
-from scalerl.rl.losses import POLICY_LOSSES, LossInputs, LossOutput, ratio_masked, zero_advantage_means_zero_gradient
+from scalerl.rl.losses import POLICY_LOSSES, LossInputs, LossOutput, bound_policy_loss, zero_advantage_means_zero_gradient
 from scalerl.rl.recipe import RecipeConfig
 
 __all__ = ["RecipeComponents", "name_problems", "resolve_recipe", "validate_recipe"]
@@ -94,13 +93,6 @@ def validate_recipe(cfg: RecipeConfig, tokenizer: Any = None) -> RecipeConfig:
     return cfg
 
 
-def _bound_loss(cfg: RecipeConfig) -> Callable[[LossInputs], LossOutput]:
-    loss = POLICY_LOSSES.get(cfg.loss.name)
-    if cfg.loss.ratio_mask is not None:
-        return functools.partial(ratio_masked, loss, cfg=cfg.loss)
-    return functools.partial(loss, cfg=cfg.loss)
-
-
 def resolve_recipe(cfg: RecipeConfig) -> RecipeComponents:
     """Look every component name of ``cfg`` up once (ConfigError naming each unknown one)."""
     problems = name_problems(cfg)
@@ -108,7 +100,7 @@ def resolve_recipe(cfg: RecipeConfig) -> RecipeComponents:
         raise ConfigError("invalid recipe: " + "; ".join(problems))
     return RecipeComponents(
         recipe=cfg,
-        loss=_bound_loss(cfg),
+        loss=bound_policy_loss(cfg.loss),
         skip_zero_advantage=zero_advantage_means_zero_gradient(cfg.loss.name),
         aggregation=AGGREGATIONS.get(cfg.aggregation),
         normalization=NORMALIZATIONS.get(cfg.advantages.normalization),

@@ -25,6 +25,7 @@ Metrics (0-dim detached tensors, means over the masked tokens):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -39,6 +40,7 @@ __all__ = [
     "LossInputs",
     "LossOutput",
     "compute_policy_loss",
+    "bound_policy_loss",
     "cispo_loss",
     "clipped_surrogate",
     "gspo_loss",
@@ -97,10 +99,18 @@ def register_policy_loss(name: str, *, replace: bool = False) -> Callable[[Polic
     return POLICY_LOSSES.register(name, replace=replace)
 
 
+def bound_policy_loss(cfg: LossConfig) -> Callable[[LossInputs], LossOutput]:
+    """The loss ``cfg.name`` names with ``cfg`` (its clips) bound, inside ``cfg.ratio_mask``'s band when one
+    is set: looked up once, called every micro-batch."""
+    loss = POLICY_LOSSES.get(cfg.name)
+    if cfg.ratio_mask is not None:
+        return functools.partial(ratio_masked, loss, cfg=cfg)
+    return functools.partial(loss, cfg=cfg)
+
+
 def compute_policy_loss(inputs: LossInputs, cfg: LossConfig) -> LossOutput:
     """Run the loss ``cfg.name`` names (inside ``cfg.ratio_mask``'s band when one is set)."""
-    loss = POLICY_LOSSES.get(cfg.name)
-    return ratio_masked(loss, inputs, cfg) if cfg.ratio_mask is not None else loss(inputs, cfg)
+    return bound_policy_loss(cfg)(inputs)
 
 
 def ratio_masked(loss: PolicyLoss, inputs: LossInputs, cfg: LossConfig) -> LossOutput:
