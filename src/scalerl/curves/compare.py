@@ -501,9 +501,9 @@ def late_start_notes(result: CompareResult) -> list[str]:
     """For each *efficiency* verdict (the one that reads C_mid and B, where an origin moves them; a ceiling
     verdict's dA came out +0.040 and +0.042 with and without an offset of 10x the span) that involves a run
     whose compute starts later than its log spans (:func:`scalerl.curves.solver.late_start_warning`): that
-    the runs' compute may not be counted from the same origin. Two copies of one run, one with its step counter offset by 10x its span, came out
-    "efficiency worse, 1.4e3x the baseline's compute" with no word of it (review of the forecaster on outside
-    logs)."""
+    the runs' compute may not be counted from the same origin. Two copies of one run, one with its step
+    counter offset by 10x its span, came out "efficiency worse, 1.4e3x the baseline's compute" with no word
+    of it (review of the forecaster on outside logs)."""
     late = {}
     for rf in result.runs:
         for c in rf.curves:
