@@ -131,7 +131,7 @@ def test_eval_of_a_data_file_evaluates_every_row_with_its_own_fields(warm_tiny_d
     out = json.loads(capsys.readouterr().out)
     assert out["sets"]["val"]["problems"] == 3
     assert main([*common, "--set", "model.name_or_path=x"]) == 2
-    assert "eval takes task.settings={KEY: VALUE, ...} only" in capsys.readouterr().err
+    assert "eval takes task.settings={KEY: VALUE, ...}, task.reward_timeout=SECONDS, task.reward_load_timeout=SECONDS only" in capsys.readouterr().err
 
 
 def test_eval_shows_a_progress_bar_per_set_unless_told_not_to(warm_tiny_dir, capsys):

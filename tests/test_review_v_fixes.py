@@ -68,8 +68,8 @@ def test_reward_load_timeout_in_task_settings_is_an_input_error_not_a_traceback(
     assert _refused(["eval", "--task", "arithmetic", "--set", "task.settings={reward_load_timeout: 120}",
                      "--problems", "1", "--k", "1", "--no-progress"])
     err = capsys.readouterr().err
-    assert "task.settings 'reward_load_timeout' is not a task setting but task.reward_load_timeout itself" in err
-    assert "--set task.reward_load_timeout=VALUE" in err
+    assert ("task.settings 'reward_load_timeout' is not a task setting but the reward function's "
+            "task.reward_load_timeout: eval takes it as --set task.reward_load_timeout=SECONDS") in err
 
 
 def test_train_refuses_a_reward_field_as_a_task_setting(tmp_path, capsys):

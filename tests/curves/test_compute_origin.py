@@ -67,5 +67,5 @@ def test_a_log_that_starts_over_is_told_as_several_runs_not_as_a_resume(tmp_path
     with pytest.raises(InputError) as exc:
         fit_sigmoid(read_curve(path, "step", "acc"))
     text = str(exc.value)
-    assert "compute 'step' starts over at point 13 (55 -> 0, where the log began)" in text
-    assert "add a column naming the run" in text and "split there by its step column" not in text
+    assert "compute 'step' decreases at point 13 (55 -> 0), back to where the log began" in text
+    assert "add a column naming it" in text and "split there by its step column" not in text

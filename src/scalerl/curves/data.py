@@ -102,12 +102,13 @@ class Curve:
             i = int(np.argmax(np.diff(x) < 0)) + 1
             if x[i] <= x[0]:  # back to where the log began: not a resume, which a reader would have split
                 raise InputError(
-                    f"run {name!r}{where}: compute {x_name!r} starts over at point {i + 1} ({x[i - 1]:g} -> "
-                    f"{x[i]:g}, where the log began); compute must be cumulative and non-decreasing -- is it a clock "
-                    "or counter that restarts when a training resumes from a checkpoint (choose one that goes on: "
-                    "step, or cum: of a per-step time), are several runs in one file without a run column (give "
-                    "each its own file, or add a column naming the run), or was a training started anew in the same "
-                    "log (delete the first attempt's rows)?"
+                    f"run {name!r}{where}: compute {x_name!r} decreases at point {i + 1} ({x[i - 1]:g} -> "
+                    f"{x[i]:g}), back to where the log began; compute must be cumulative and non-decreasing -- is "
+                    "it a clock or counter that restarts when a training resumes from a checkpoint or a new epoch "
+                    "begins (choose one that goes on: step, or cum: of a per-step time), are several runs mixed "
+                    "(use --run; a CSV/JSONL whose run column is not called 'run' needs --run-column COL; without "
+                    "a run column, give each run its own file or add a column naming it), or was a training "
+                    "started anew in the same log (delete the first attempt's rows)?"
                 )
             raise InputError(
                 f"run {name!r}{where}: compute {x_name!r} decreases at point {i + 1} "
