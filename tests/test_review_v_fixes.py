@@ -105,7 +105,7 @@ def test_a_clock_that_restarts_at_a_resume_is_not_told_to_delete_the_first_attem
     # Which of three it is cannot be told from x alone: the clock restarting at a resume is named first,
     # with what to choose instead (before: only "a training started anew ... delete the first attempt's rows").
     clock = text.index("is it a clock or counter that restarts when a training resumes from a checkpoint")
-    assert "choose one that goes on: step, or cum: of a per-step time" in text
+    assert "choose one that goes on: a global step, such as the global_step a reader gives, or cum: of a per-step time" in text
     assert clock < text.index("delete the first attempt's rows")
 
 

@@ -105,10 +105,11 @@ class Curve:
                     f"run {name!r}{where}: compute {x_name!r} decreases at point {i + 1} ({x[i - 1]:g} -> "
                     f"{x[i]:g}), back to where the log began; compute must be cumulative and non-decreasing -- is "
                     "it a clock or counter that restarts when a training resumes from a checkpoint or a new epoch "
-                    "begins (choose one that goes on: step, or cum: of a per-step time), are several runs mixed "
-                    "(use --run; a CSV/JSONL whose run column is not called 'run' needs --run-column COL; without "
-                    "a run column, give each run its own file or add a column naming it), or was a training "
-                    "started anew in the same log (delete the first attempt's rows)?"
+                    "begins (choose one that goes on: a global step, such as the global_step a reader gives, or "
+                    "cum: of a per-step time), are several runs mixed (use --run; a CSV/JSONL whose run column is "
+                    "not called 'run' needs --run-column COL; without a run column, give each run its own file or "
+                    "add a column naming it), or was a training started anew in the same log (delete the first "
+                    "attempt's rows)?"
                 )
             raise InputError(
                 f"run {name!r}{where}: compute {x_name!r} decreases at point {i + 1} "

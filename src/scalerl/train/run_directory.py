@@ -226,4 +226,11 @@ def resumed_config(output: str | Path, *, steps: int | None = None, progress: bo
         cfg.run.nproc = nproc
     if threads is not None:
         cfg.run.threads = threads
-    return cfg.validate()
+    try:
+        return cfg.validate()
+    except ConfigError as exc:
+        # A check added since the run was saved (gspo with a ratio mask): --resume may not change the saved
+        # settings, so the usual "set X" advice went round in a circle; a new run from the file is the way on.
+        raise ConfigError(f"{exc} -- in the saved run's {output / CONFIG}, which this scalerl no longer accepts, so "
+                          f"the run cannot be resumed as it is; start a new run from it with that setting changed: "
+                          f"scalerl train --config {output / CONFIG} --set KEY=VALUE --output NEW_DIR") from None
