@@ -1,10 +1,10 @@
 """One-evaluation excursions: a single evaluation far below (or above) the points on both sides.
 
-RL curves have them: the policy is evaluated mid-oscillation -- a bad update, undone by the next
-ones -- and one evaluation lands 0.1-0.2 below a curve that is back where it was at the next
-evaluation (the arithmetic-mix workload shows up to two per 300-step run, with the gradient
-norm at 5-20x its median a few steps before). A least-squares fit pays for such a point with the square of
-its distance, so one dip drags a ceiling down, and a fit near the end of its window can no
+RL curves have them: the policy is evaluated mid-oscillation -- an episode of 10-40 steps in which
+it gets worse, undone by the next ones -- and one evaluation lands 0.1-0.2 below a curve that is back
+where it was at the next evaluation (the arithmetic-mix workload shows up to two per 300-step run;
+they follow no gradient-norm spike and no logged signal ahead of them: docs/workload.md,
+``benchmarks/demo_dips.py``). A least-squares fit pays for such a point with the square of its distance, so one dip drags a ceiling down, and a fit near the end of its window can no
 longer place it at all (A on its bound, the interval [0.46, 1.0]).
 
 The rule (a Hampel identifier, with the curve's own noise level as the scale): an evaluation is
