@@ -119,3 +119,23 @@ def test_reward_load_timeout_is_checked_with_the_config():
     cfg.task.reward_load_timeout = 0
     with pytest.raises(ConfigError, match=r"task\.reward_load_timeout must be seconds in \(0, 86400\]"):
         cfg.validate()
+
+
+def test_a_reward_file_that_uses_a_spawn_process_pool_scores(tmp_path):
+    from scalerl.tasks.base import Problem
+    from scalerl.tasks.rewards import UserReward
+
+    path = tmp_path / "pool_reward.py"  # a sandbox run in a process pool (spawn: macOS; forkserver: Linux, 3.14)
+    path.write_text(textwrap.dedent('''
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        def check(completion, answer):
+            return completion.strip() == answer
+
+        def score(completion, answer):
+            with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+                return pool.submit(check, completion, answer).result()
+        '''))
+    with UserReward(f"{path}:score", timeout=60) as reward:
+        assert reward(Problem(id="2+2", prompt="2+2=", answer="4"), "4") == 1.0, reward.stats.first_error

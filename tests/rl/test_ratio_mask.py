@@ -1,4 +1,5 @@
-"""``loss.ratio_mask``: tokens whose importance ratio leaves the band get no loss and no gradient."""
+"""``loss.ratio_mask``: tokens whose importance ratio leaves the band get no loss and no gradient; refused with
+gspo and unless the band holds 1 inside; the loss's shares counted over every loss token (review x)."""
 
 from __future__ import annotations
 
@@ -55,3 +56,37 @@ def test_the_run_s_loss_is_masked_when_the_config_sets_a_band():
 def test_a_band_that_excludes_ratio_1_is_refused_with_an_example(band):
     problems = RecipeConfig(loss=LossConfig(ratio_mask=band)).problems()
     assert any("loss.ratio_mask must be [lo, hi]" in p and "[0.8, 1.25]" in p for p in problems)
+
+
+def test_gspo_with_a_ratio_mask_is_refused_and_the_band_must_hold_1():
+    from scalerl.errors import ConfigError
+    from scalerl.rl.recipe import RecipeConfig
+
+    def problems(**loss):
+        cfg = RecipeConfig()
+        cfg.loss = LossConfig(**loss)
+        with pytest.raises(ConfigError) as exc:
+            cfg.validate()
+        return str(exc.value)
+
+    # Under GSPO the mask dropped a token from the sequence ratio: [1, 1, 3] with A > 0, clipped whole by
+    # GSPO (ratio 1.44), got gradient -1 on two tokens; its ratio metrics read per token (3.0, not 1.44).
+    assert "loss.ratio_mask does not apply to gspo" in problems(name="gspo", ratio_mask=(0.8, 1.25))
+    assert "0 <= lo < 1 < hi" in problems(name="cispo", ratio_mask=(1.0, 1.0))
+
+
+def test_a_band_that_masks_nothing_changes_nothing():
+    ratios = [[1.3, 0.5, 1.0, 1.0]]
+    for name in ("cispo", "ppo", "dapo"):
+        plain = compute_policy_loss(make_inputs(ratios, [1.0]), LossConfig(name=name))
+        wide = compute_policy_loss(make_inputs(ratios, [1.0]), LossConfig(name=name, ratio_mask=(0.0, math.inf)))
+        assert torch.equal(plain.per_token, wide.per_token)
+        assert {k: float(v) for k, v in plain.metrics.items()} == {
+            k: float(v) for k, v in wide.metrics.items() if k != "ratio_masked_frac"}
+
+
+def test_clip_frac_under_a_ratio_mask_is_a_share_of_the_loss_tokens():
+    # PPO, A > 0: 1.3 is clipped (> 1 + 0.2), 0.5 is masked by [0.6, 1.5], the two 1.0s neither.
+    out = compute_policy_loss(make_inputs([[1.3, 0.5, 1.0, 1.0]], [1.0]), LossConfig(name="ppo", ratio_mask=(0.6, 1.5)))
+    assert float(out.metrics["ratio_masked_frac"]) == pytest.approx(1 / 4)
+    assert float(out.metrics["clip_frac"]) == pytest.approx(1 / 4)  # 1 of the 4 loss tokens (it reads 1/3)

@@ -1,0 +1,70 @@
+"""The reward function's fields (``task.reward``, ``reward_timeout``, ``reward_workers``,
+``reward_load_timeout``) are the task's own, not task settings: given as settings they are refused in one
+line naming how train, and eval, take them (a TypeError traceback before: "got multiple values for keyword
+argument"); ``scalerl eval`` takes the two time limits with ``--set``, checked as train checks them."""
+
+import argparse
+
+import pytest
+
+from scalerl.cli import main
+from scalerl.errors import InputError
+
+
+def _refused(argv):
+    """The command stopped with an error (a return code or SystemExit, as the CLI does either)."""
+    try:
+        return main(argv) != 0
+    except SystemExit as exc:
+        return exc.code != 0
+
+
+def _eval_refusal(argv) -> str:
+    from scalerl.commands.evaluate import _chosen_settings, _eval_task, add_arguments
+
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    args = p.parse_args(argv)
+    pick, base, _ = _chosen_settings(args)
+    with pytest.raises(InputError) as exc:
+        _eval_task(args, pick, base)
+    return str(exc.value)
+
+
+def test_reward_load_timeout_in_task_settings_is_an_input_error_not_a_traceback(capsys):
+    assert _refused(["eval", "--task", "arithmetic", "--set", "task.settings={reward_load_timeout: 120}",
+                     "--problems", "1", "--k", "1", "--no-progress"])
+    err = capsys.readouterr().err
+    assert ("task.settings 'reward_load_timeout' is not a task setting but the reward function's "
+            "task.reward_load_timeout: eval takes it as --set task.reward_load_timeout=SECONDS") in err
+
+
+def test_train_refuses_a_reward_field_as_a_task_setting(tmp_path, capsys):
+    assert _refused(["train", "--model", "tiny", "--steps", "1", "--output", str(tmp_path / "run"), "--no-progress",
+                     "--set", "task.settings={reward_timeout: 30}"])
+    assert "task.settings 'reward_timeout' is not a task setting but task.reward_timeout itself" in capsys.readouterr().err
+
+
+def test_eval_takes_the_load_timeout_its_refusal_advises(capsys):
+    try:
+        rc = main(["eval", "--task", "arithmetic", "--set", "task.reward_load_timeout=120",
+                   "--problems", "1", "--k", "1", "--no-progress"])
+    except SystemExit as exc:
+        rc = exc.code
+    err = capsys.readouterr().err
+    assert "eval takes task.settings={KEY: VALUE, ...} only" not in err
+    assert rc == 0, err
+
+
+def test_eval_reward_limits_are_checked_as_trains(capsys):
+    assert _refused(["eval", "--task", "arithmetic", "--set", "task.reward_load_timeout=0", "--problems", "1", "--k",
+                     "1", "--no-progress"])
+    assert "task.reward_load_timeout must be seconds in (0, 86400]" in capsys.readouterr().err
+
+
+def test_eval_s_refusal_of_reward_workers_as_a_setting_names_a_flag_eval_takes():
+    message = _eval_refusal(["--task", "arithmetic", "--set", "task.settings={reward_workers: 2}",
+                             "--max-new-tokens", "8"])
+    assert "eval takes it as --reward-workers N" in message, message
+    message = _eval_refusal(["--task", "arithmetic", "--set", "task.settings={reward: x.py:f}", "--max-new-tokens", "8"])
+    assert "eval takes it as --reward MODULE:FUNCTION" in message, message
