@@ -326,3 +326,24 @@ def test_each_sample_with_windows_line_ends_reads_as_the_sample(tmp_path, name):
             continue
         got = read_curves(crlf, x, y, bounded=False)
         assert [(c.name, list(c.x), list(c.y)) for c in got] == [(c.name, list(c.x), list(c.y)) for c in want]
+
+
+def test_a_resumed_llamafactory_trainer_log_is_split_by_its_current_steps(tmp_path):
+    """A training resumed from checkpoint-50 appends to ``trainer_log.jsonl``: ``current_steps`` goes back
+    from 100 to 60. Read by that counter, as a ``step`` key is, the abandoned attempt's rows from 60 on go,
+    said in the notes (before, only ``step`` was such a counter: ``--x current_steps`` was refused as a
+    compute that decreases)."""
+    import json
+
+    def row(s, loss):  # the shape of the real sample's rows (issue 774)
+        return {"current_steps": s, "total_steps": 300, "loss": loss, "learning_rate": 5e-05, "epoch": s / 100,
+                "percentage": s / 3, "elapsed_time": f"0:{s // 10:02d}:00", "remaining_time": "0:10:00"}
+
+    first = [row(s, 4.5 - 0.001 * s) for s in range(10, 101, 10)]
+    resumed = [row(s, 4.4 - 0.001 * s) for s in range(60, 151, 10)]
+    path = tmp_path / "trainer_log.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in first + resumed))
+    (curve,) = read_curves(path, "current_steps", "loss", bounded=False)
+    assert list(curve.x) == list(range(10, 151, 10))
+    np.testing.assert_allclose(curve.y[5:], [4.4 - 0.001 * s for s in range(60, 151, 10)])  # the resumed attempt's
+    assert any("resumes from a checkpoint 1 time(s) (current_steps goes back): 5 row(s)" in n for n in curve.notes)

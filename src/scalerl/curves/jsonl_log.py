@@ -22,8 +22,10 @@ from scalerl.curves.rows import (CUMULATIVE, DEFAULT_RUN_COLUMN, check_percent_s
 from scalerl.runlog import RESUME, read_runlog
 
 
-#: The counter a resumed training's rows are told by.
-STEP = "step"
+#: The counters a resumed training's rows are told by, the first a row holds: most loggers' ``step``,
+#: LLaMA-Factory's ``current_steps`` (``trainer_log.jsonl``; a resumed run's rows went unsplit, and
+#: ``--x current_steps`` was refused as a compute that decreases).
+STEPS = ("step", "current_steps")
 
 
 def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True,
@@ -50,11 +52,12 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
         notes = [*notes, f"resumed {len(resumes)} time(s), from the checkpoint(s) at step(s) {steps}"]
     default_name = str(header.get("run") or header.get("recipe") or path.parent.name or path.stem)
     one_run = run_column is None and not any(DEFAULT_RUN_COLUMN in r for r in rows)
+    step = next((s for s in STEPS if any(s in r for r in rows)), STEPS[0])
     if one_run:
-        rows, more = split_attempts(rows, STEP, default_name, late_rows=True)
+        rows, more = split_attempts(rows, step, default_name, late_rows=True)
         notes = [*notes, *more]
     return curves_from_rows(path, rows, x, y, default_name=default_name, notes=notes, y_scale=y_scale,
-                            bounded=bounded, run_column=run_column, step_column=STEP if one_run else None)
+                            bounded=bounded, run_column=run_column, step_column=step if one_run else None)
 
 
 def _as_csv_cells(path: Path, rows: list[dict], x: str, y: str, y_scale: float) -> tuple[list[dict], list[str]]:
