@@ -65,15 +65,13 @@ def add_arguments(p) -> None:
                         "problems, k; with --reward: reward_calls, reward_errors, reward_timeouts")
 
 
-#: The reward function's time limits ``--set`` takes in eval, as train does (a refusal of a slow-loading
-#: reward module advises ``--set task.reward_load_timeout=SECONDS``).
-EVAL_REWARD_LIMITS = ("task.reward_timeout", "task.reward_load_timeout")
-
-
 #: How eval takes each of the reward function's task fields (the registry's refusal names train's --set).
 EVAL_REWARD_FLAGS = {"reward": "--reward MODULE:FUNCTION", "reward_workers": "--reward-workers N",
                      "reward_timeout": "--set task.reward_timeout=SECONDS",
                      "reward_load_timeout": "--set task.reward_load_timeout=SECONDS"}
+#: The reward function's time limits ``--set`` takes in eval, as train does (a refusal of a slow-loading
+#: reward module advises ``--set task.reward_load_timeout=SECONDS``): the fields above given by ``--set``.
+EVAL_REWARD_LIMITS = tuple(f"task.{key}" for key, flag in EVAL_REWARD_FLAGS.items() if flag.startswith("--set"))
 
 
 def _refuse_reward_fields(settings: dict) -> None:

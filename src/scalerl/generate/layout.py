@@ -162,8 +162,9 @@ def rows_selectable(cache: Any) -> bool:
     gives a pure recurrent layer no row selection at all, and a hybrid layer its attention half's,
     which would leave the recurrent states of the other rows in place; nor of an attention layer
     whose extra per-row state only ``reorder_cache`` knows (:func:`_selection_covers_reorder`); nor
-    of a cache that keeps state outside its layers (:func:`_state_outside_layers`). Without it the generator decodes every row to the end and runs the prompt of a group once per
-    row, and the trainer scores every sequence whole: the same numbers, more compute."""
+    of a cache that keeps state outside its layers (:func:`_state_outside_layers`). Without it the
+    generator decodes every row to the end and runs the prompt of a group once per row, and the
+    trainer scores every sequence whole: the same numbers, more compute."""
     recurrent = _linear_attention_layer_type()
     layers = getattr(cache, "layers", None) or []
     return not _state_outside_layers(type(cache)) and all(
