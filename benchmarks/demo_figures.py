@@ -12,6 +12,11 @@ of the final point within 0.03 in at least 4 of 5 seeds.
     python benchmarks/demo_figures.py [--seeds 0 1 2 3 4] [--output runs/demo-bench] [-- DEMO ARGS]
     python benchmarks/demo_figures.py --report-only --seeds 0 1 2 3 4     # the table from finished runs
     python benchmarks/demo_figures.py --ends 200 240 260 280 300 --runs runs/demo-bench/seed*   # shorter demos
+    python benchmarks/demo_figures.py --paired runs/demo-bench runs/demo-beta95 --seeds 0 1 2 3 4  # two settings
+
+``--paired A B``: no runs: the same seeds' finished demos in two output directories (two settings), seed by
+seed -- how often each meets the forecast and A targets, in which seeds one does and the other does not, and
+the Wilcoxon signed-rank test of their absolute forecast errors paired by seed (scipy).
 
 ``--ends``: the half-budget forecast error had each run ended at step E (its log cut there, the
 report's fit on the first half of that compute, the error against the evaluation at E) -- how much
@@ -41,9 +46,12 @@ def main() -> None:
     ap.add_argument("demo_args", nargs="*", help="extra arguments for scalerl demo (after --), e.g. -- --steps 400")
     ap.add_argument("--ends", type=int, nargs="+", help="no runs: forecast errors of --runs cut at these steps")
     ap.add_argument("--runs", nargs="+", default=[], help="run directories for --ends")
+    ap.add_argument("--paired", nargs=2, metavar=("A", "B"), help="no runs: compare two --output directories seed by seed")
     args = ap.parse_args()
     if args.ends:
         return cut_errors(args.runs, args.ends)
+    if args.paired:
+        return paired(*args.paired, args.seeds)
     rows = []
     for seed in args.seeds:
         out = Path(args.output) / f"seed{seed}"
@@ -82,6 +90,30 @@ def main() -> None:
           f"held-out MAE median {statistics.median(r['forecast_mae'] for r in rows):.3f}")
     print("targets: wall <= 360 s on 2 cores, >= 8 evaluations, A's 95% upper bound < 0.98, "
           "|error| <= 0.03 in >= 4 of 5 seeds")
+
+
+def paired(a: str, b: str, seeds: list[int]) -> None:
+    """Two settings' demos of the same seeds, seed by seed (``--paired``)."""
+    from scipy.stats import wilcoxon
+
+    def facts(directory: str) -> dict[int, dict]:
+        return {s: write_run_report(Path(directory) / f"seed{s}").facts for s in seeds}
+
+    fa, fb = facts(a), facts(b)
+    meets = {name: {s: (abs(f[s]["forecast_error"]) <= 0.03, f[s]["fit_A_interval"][1] < 0.98) for s in seeds}
+             for name, f in ((a, fa), (b, fb))}
+    for name, f in ((a, fa), (b, fb)):
+        errors = [abs(f[s]["forecast_error"]) for s in seeds]
+        print(f"{name}: forecast within 0.03 in {sum(m[0] for m in meets[name].values())} of {len(seeds)}, A's upper "
+              f"bound < 0.98 in {sum(m[1] for m in meets[name].values())} of {len(seeds)}; |error| median "
+              f"{statistics.median(errors):.3f}, mean {statistics.mean(errors):.3f}")
+    for i, target in enumerate(("forecast within 0.03", "A's upper bound < 0.98")):
+        only = {name: [s for s in seeds if meets[name][s][i] and not meets[other][s][i]]
+                for name, other in ((a, b), (b, a))}
+        print(f"{target}: only {a} in seeds {only[a] or '-'}; only {b} in seeds {only[b] or '-'}")
+    diffs = [abs(fa[s]["forecast_error"]) - abs(fb[s]["forecast_error"]) for s in seeds]
+    if len(seeds) >= 6 and any(diffs):
+        print(f"|error| paired by seed, Wilcoxon signed-rank (two-sided): p = {wilcoxon(diffs).pvalue:.2f}")
 
 
 def _number(value: float | None, width: int) -> str:
