@@ -68,3 +68,19 @@ def test_eval_s_refusal_of_reward_workers_as_a_setting_names_a_flag_eval_takes()
     assert "eval takes it as --reward-workers N" in message, message
     message = _eval_refusal(["--task", "arithmetic", "--set", "task.settings={reward: x.py:f}", "--max-new-tokens", "8"])
     assert "eval takes it as --reward MODULE:FUNCTION" in message, message
+
+
+def test_a_reward_limit_without_a_reward_function_is_said_to_have_no_effect(caplog):
+    """task.reward_timeout etc. limit a --reward function's calls only; set without one they were taken
+    without a word (a user who meant math-verify's calls believed they had that limit)."""
+    from scalerl.tasks.registry import get_task
+
+    with caplog.at_level("WARNING", logger="scalerl.tasks.registry"):
+        get_task("arithmetic", reward_timeout=0.5, reward_workers=2)
+    assert ("task.reward_timeout=0.5, task.reward_workers=2: no effect without a reward function of your own "
+            "(task.reward / --reward)") in caplog.text
+    assert "verify_timeout" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="scalerl.tasks.registry"):
+        get_task("arithmetic")  # the defaults: nothing to say
+    assert caplog.text == ""

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
+import logging
 import os
 from typing import Any, Callable
 
 from scalerl.errors import ConfigError, InputError
 from scalerl.tasks.base import Task
+
+log = logging.getLogger(__name__)
 
 TASKS: dict[str, Callable[..., Task]] = {}
 #: Where a task's settings are declared (``"module:DataclassName"``), for tasks registered with one:
@@ -102,6 +106,18 @@ def _paths_as_text(value: Any) -> Any:
 REWARD_FIELDS = ("reward", "reward_timeout", "reward_workers", "reward_load_timeout")
 
 
+def _warn_unused_reward_fields(**given: Any) -> None:
+    """Say so when a reward function's limits are set but no reward function is: they apply to a
+    ``task.reward`` alone (its worker processes), and were taken without a word -- a user who set
+    ``task.reward_timeout`` for math-verify believed its calls had that limit."""
+    defaults = {f: p.default for f, p in inspect.signature(get_task).parameters.items() if f in given}
+    unused = [f"task.{f}={v}" for f, v in given.items() if v != defaults[f]]
+    if unused:
+        log.warning("%s: no effect without a reward function of your own (task.reward / --reward); the task's "
+                    "own reward has none (the math task's math-verify: task.settings verify_timeout, "
+                    "verify_workers)", ", ".join(unused))
+
+
 def get_task(name: str, *, reward: str | None = None, reward_timeout: float = 10.0, reward_workers: int = 1,
              reward_load_timeout: float = 60.0, settings: dict[str, Any] | None = None, **kwargs: Any) -> Task:
     """Build task ``name`` with its settings (``settings``, a run's ``task.settings``, and/or keywords);
@@ -123,7 +139,10 @@ def get_task(name: str, *, reward: str | None = None, reward_timeout: float = 10
         task = factory(**kwargs)
     except TypeError as exc:  # an unknown or missing setting
         raise InputError(f"task {name!r}: {exc}") from None
-    if reward is not None:
+    if reward is None:
+        _warn_unused_reward_fields(reward_timeout=reward_timeout, reward_workers=reward_workers,
+                                   reward_load_timeout=reward_load_timeout)
+    else:
         from scalerl.tasks.rewards import RewardWorkers, UserRewardTask
 
         task = UserRewardTask(task, RewardWorkers(reward, timeout=reward_timeout, workers=reward_workers,
