@@ -199,3 +199,44 @@ def test_eval_says_when_a_reference_cannot_be_matched(warm_tiny_dir, tmp_path, c
                  "--max-new-tokens", "4", "--no-progress"]) == 0
     err = capsys.readouterr().err
     assert "warning: math task, evaluation set 'val': 1 of the first 3 reference answers cannot be matched" in err
+
+
+def test_a_shown_completion_whose_reward_call_failed_is_marked_and_still_counted(tmp_path):
+    """samples.jsonl's completions said reward -1 where the reward function had raised: read as a plain
+    wrong answer. Each shown completion now says whether its call failed; the evaluation's failure
+    counts still hold every failed call, the shown ones included."""
+    from scalerl.tasks.failure_tally import counting_failures
+    from scalerl.tasks.registry import get_task
+
+    (tmp_path / "judge.py").write_text(
+        "def score(completion, answer):\n"
+        "    if 'x' in completion:\n"
+        "        raise ValueError('cannot judge')\n"
+        "    return completion.endswith(answer)\n")
+    task = get_task("arithmetic", reward=f"{tmp_path / 'judge.py'}:score")
+    examples = []
+    try:
+        with counting_failures() as failures:
+            m = evaluate(ScriptedGenerator(script), ByteTokenizer(), task, problems(), k=4, params=SamplingParams(),
+                         examples=examples, n_examples=3)
+    finally:
+        task.close()
+    # problem 1's sample 3 ('x') raised: 1 failure; it is not among the shown (each problem's first sample)
+    assert failures.as_dict() == {"errors": 1, "timeouts": 0}
+    assert [e["reward_failed"] for e in examples] == [False, False, False]
+    assert m["pass_rate"] == pytest.approx((3 / 4 + 4 / 4 + 4 / 4) / 3)  # (this judge: the answer at the end)
+
+    def first_fails(prompt_ids, index):
+        text, finish = script(prompt_ids, index)
+        return ("<think>x</think>2", "stop") if chr(prompt_ids[0]) == "1" and index == 0 else (text, finish)
+
+    task = get_task("arithmetic", reward=f"{tmp_path / 'judge.py'}:score")
+    examples = []
+    try:
+        with counting_failures() as failures:
+            evaluate(ScriptedGenerator(first_fails), ByteTokenizer(), task, problems(), k=4, params=SamplingParams(),
+                     examples=examples, n_examples=3)
+    finally:
+        task.close()
+    assert failures.as_dict() == {"errors": 2, "timeouts": 0}  # the shown one and problem 1's sample 3
+    assert [(e["reward"], e["reward_failed"]) for e in examples] == [(-1.0, True), (1.0, False), (1.0, False)]

@@ -147,3 +147,14 @@ def test_the_report_says_it_skipped_a_torn_last_line(tmp_path, figures):
         f.write('{"type": "eval", "step": 130, "flo')
     lines = dict(summary_lines(write_run_report(tmp_path, n_boot=20)))
     assert "torn last line" in lines["run log"]
+
+
+def test_the_report_s_sample_says_when_the_reward_function_failed_on_it():
+    """A shown completion whose reward call raised or timed out is no verdict on the completion: its -1
+    was read as a wrong answer."""
+    from scalerl.train.report import _sample_lines
+
+    base = {"step": 3, "set": "val", "problem_id": "p", "prompt": "q", "completion": "c", "answer": "1", "reward": -1.0}
+    failed = dict(_sample_lines({**base, "reward_failed": True})[1])["reward"]
+    assert "the reward function failed on this completion" in failed and "scored as a wrong answer" in failed
+    assert "failed" not in dict(_sample_lines(base)[1])["reward"]  # (and a sample written before the field)

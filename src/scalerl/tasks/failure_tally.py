@@ -32,9 +32,9 @@ class FailureTally:
         self._lock = threading.Lock()
         self._counts = dict.fromkeys(KINDS, 0)
 
-    def add(self, kind: str) -> None:
+    def add(self, kind: str, n: int = 1) -> None:
         with self._lock:
-            self._counts[kind] += 1
+            self._counts[kind] += n
 
     def as_dict(self) -> dict[str, int]:
         with self._lock:
@@ -76,6 +76,20 @@ def in_tally(tally: FailureTally | None, fn: Callable[..., Any], *args: Any) -> 
         return fn(*args)
     finally:
         _CURRENT.reset(token)
+
+
+def scored_apart(fn: Callable[..., Any], *args: Any) -> tuple[Any, dict[str, int]]:
+    """``fn(*args)`` and the failed calls it made, counted apart (returned) and in the enclosing
+    tally as well: which of a scoring's calls failed, where one completion's failure must be said
+    beside it (the completions ``samples.jsonl`` shows) without leaving the scoring's totals."""
+    outer = _CURRENT.get()
+    with counting_failures() as own:
+        result = fn(*args)
+    counts = own.as_dict()
+    if outer is not None:
+        for kind, n in counts.items():
+            outer.add(kind, n)
+    return result, counts
 
 
 def add_counts(total: dict[str, int], more: dict[str, int]) -> None:

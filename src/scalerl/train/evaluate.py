@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 from scalerl.generate.base import Completion, Generator, LengthController, SamplingParams
 from scalerl.tasks.base import Problem, Task, score_all
 from scalerl.tasks.encoding import encode_problems
+from scalerl.tasks.failure_tally import scored_apart
 
 TRUNCATED = ("length", "interrupted_length")
 
@@ -75,8 +76,9 @@ def evaluate(
     call uses ``seed + i``, so a seeded evaluation is reproducible for a given batch size.
     ``progress``: called with the number of completions each ``generate`` call produced (a progress
     bar's ``update``). ``examples``: a list that receives the first sample of each of the first
-    ``n_examples`` problems as ``{problem_id, prompt, answer, completion, reward, passed}`` (the
-    same problems at every evaluation of a run: how one answer changes as training goes).
+    ``n_examples`` problems as ``{problem_id, prompt, answer, completion, reward, passed, reward_failed}``
+    (the same problems at every evaluation of a run: how one answer changes as training goes;
+    ``reward_failed``: the reward function raised or timed out on it, and it was scored as a wrong answer).
     """
     if k < 1:
         raise ValueError(f"evaluate: k must be >= 1, got {k}")
@@ -96,13 +98,24 @@ def evaluate(
         generated += generator.generate(flat[start : start + size], chunk_params, length_control)
         if progress is not None:
             progress(len(flat[start : start + size]) * (k // draws))
-    every = score_all(task, [(problem, generated[i * draws + j].text) for i, problem in enumerate(problems)
-                             for j in range(draws)])
+    pairs = [(problem, generated[i * draws + j].text) for i, problem in enumerate(problems) for j in range(draws)]
+    # The completions shown in samples.jsonl are scored one by one, each under its own tally, so a
+    # reward call that failed (scored -1, as a wrong answer) is said beside its completion -- the
+    # sample read as a plain wrong answer. The rest is scored as one batch (the reward workers').
+    shown = [i * draws for i in range(min(n_examples, len(problems)))] if examples is not None else []
+    failed: dict[int, bool] = {}
+    every = [0.0] * len(pairs)
+    for index in shown:
+        (every[index],), counts = scored_apart(score_all, task, [pairs[index]])
+        failed[index] = any(counts.values())
+    rest = [index for index in range(len(pairs)) if index not in failed]
+    for index, reward in zip(rest, score_all(task, [pairs[index] for index in rest]) if rest else []):
+        every[index] = reward
     rewards = [every[i * draws : (i + 1) * draws] * (k // draws) for i in range(len(problems))]
     completions = [c for i in range(len(problems)) for c in generated[i * draws : (i + 1) * draws] * (k // draws)]
     if examples is not None:
         examples += [{"problem_id": p.id, "prompt": p.prompt, "answer": p.answer, "completion": completions[i * k].text,
-                      "reward": rewards[i][0], "passed": rewards[i][0] > 0}
+                      "reward": rewards[i][0], "passed": rewards[i][0] > 0, "reward_failed": failed[i * draws]}
                      for i, p in enumerate(problems[:n_examples])]
     # tokens: the ones decoded (the compute meter's eval tokens), not the k counted copies of a greedy one
     return {**summarize(rewards, completions), "tokens": float(sum(len(c.token_ids) for c in generated))}

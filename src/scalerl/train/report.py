@@ -275,7 +275,16 @@ def _sample_lines(sample: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
     head = (f"A sample from the last evaluation (step {sample.get('step')}, set {sample.get('set')}, "
             f"problem {sample.get('problem_id')}); more in samples.jsonl")
     return head, [("prompt", str(sample.get("prompt"))), ("completion", str(sample.get("completion"))),
-                  ("reference answer", str(sample.get("answer"))), ("reward", _fmt(sample.get("reward")))]
+                  ("reference answer", str(sample.get("answer"))), ("reward", _sample_reward(sample))]
+
+
+def _sample_reward(sample: dict[str, Any]) -> str:
+    """The sample's reward, and whether the reward function failed on it (then it is no verdict on the
+    completion: the call raised or timed out and was scored as a wrong answer)."""
+    text = _fmt(sample.get("reward"))
+    if sample.get("reward_failed"):
+        text += " (the reward function failed on this completion -- raised or timed out -- and it was scored as a wrong answer)"
+    return text
 
 
 def _plot_sets(evals, sets, x, path: Path) -> Path:
