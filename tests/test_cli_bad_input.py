@@ -475,3 +475,9 @@ def test_behind_a_proxy_the_hub_is_not_probed_directly(monkeypatch):
     monkeypatch.setenv("NO_PROXY", "huggingface.co")
     monkeypatch.setattr(constants, "ENDPOINT", "https://huggingface.co")
     assert "cannot be reached" in hub_unreachable("someone/not-cached-xyz", repo_type="dataset")
+
+
+def test_an_evaluation_set_named_twice_is_refused(capsys):
+    # It was evaluated twice (at two seeds), the second overwriting the first's run-log columns.
+    code = main(["train", "--set", "eval.sets=[val, hard, val]", "--print-config"])
+    _one_line_error(capsys, code, "eval.sets names 'val' more than once; name each set once")

@@ -365,6 +365,9 @@ class TrainConfig:
             problems.append("eval.samples_per_problem and eval.problems must be >= 1")
         if not self.eval.sets:
             problems.append("eval.sets must name at least one evaluation set (e.g. [val])")
+        repeated = sorted({s for s in self.eval.sets if self.eval.sets.count(s) > 1})
+        if repeated:  # (each was evaluated again, at another seed, and its run-log column overwritten)
+            problems.append(f"eval.sets names {', '.join(map(repr, repeated))} more than once; name each set once")
         if self.run.nproc < 1:
             problems.append(f"run.nproc must be >= 1, got {self.run.nproc}")
         problems.extend(group_problems(self, self.run.nproc))
