@@ -56,6 +56,11 @@ def pid_after_a_while(completion):
 def echo(completion):
     return float(completion)
 
+def hangs_but_on_ok(completion):
+    if completion != "ok":
+        time.sleep(60)
+    return 1
+
 class Unprintable(Exception):
     def __str__(self):
         raise RuntimeError("no message")
@@ -240,6 +245,27 @@ def test_a_hung_call_stops_only_its_own_worker(rewards_module):
         assert time.monotonic() - start < 10
         stats = reward.stats
         assert stats.calls == 5 and stats.timeouts == 1 and "exceeded 2 s" in stats.first_error
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_function_whose_first_calls_all_time_out_is_stopped_there(rewards_module, workers):
+    """A hung function was found out by the first evaluation's "every call failed": calls x timeout /
+    workers later (800 x 10 s with the tiny model's defaults). Its first HUNG_CALLS (8) timeouts stop it
+    now, in one line that names the limit to raise -- with several workers too, whose calls in flight
+    must not hide that none has answered."""
+    from scalerl.tasks.rewards import HUNG_CALLS
+
+    with RewardWorkers("my_rewards:hangs", timeout=0.2, workers=workers) as reward:
+        with pytest.raises(InputError, match=rf"ran past its time limit on each of its first {HUNG_CALLS} calls "
+                                             r"\(task.reward_timeout=0.2 s\).*raise --set task.reward_timeout"):
+            reward.score_many([(PROBLEM, str(i)) for i in range(40)])
+        assert reward.stats.timeouts < 20  # stopped near the 8th, not after all 40
+
+
+def test_a_function_that_has_answered_once_is_not_stopped_for_later_timeouts(rewards_module):
+    with RewardWorkers("my_rewards:hangs_but_on_ok", timeout=0.2) as reward:
+        scores = reward.score_many([(PROBLEM, c) for c in ["ok"] + ["x"] * 9])
+    assert scores == [1.0] + [-1.0] * 9  # timed out 9 times, scored as wrong answers, not stopped
 
 
 @pytest.mark.parametrize("workers", [0, -1, 1.5, True, 10**6])

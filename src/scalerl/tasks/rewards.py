@@ -53,6 +53,10 @@ MAX_WORKERS = 256
 #: What a failed call (raised, returned a non-number, timed out) scores: the tasks' minimum, -1,
 #: the score of a wrong answer.
 FAILURE_REWARD = -1.0
+#: A function whose first this-many calls all ran past their timeout is stopped there: it hangs (or
+#: needs a longer ``timeout``). Waiting for the first evaluation's "every call failed" took calls x
+#: timeout / workers -- 800 x 10 s, over two hours, with the tiny model's defaults -- for the same verdict.
+HUNG_CALLS = 8
 
 
 @dataclass
@@ -276,6 +280,7 @@ class RewardWorkers:
         self._grow = threading.Lock()
         self._start_failed = False
         self._closed = False
+        self._answered = False  # any call returned within its time limit (see HUNG_CALLS)
         self._executor: ThreadPoolExecutor | None = None
 
     @property
@@ -312,12 +317,23 @@ class RewardWorkers:
         return self._free.get()
 
     def score(self, prompt: str, completion: str, answer: str) -> float:
-        """Reward of one completion on a free worker (see :meth:`UserReward.score`)."""
+        """Reward of one completion on a free worker (see :meth:`UserReward.score`); an
+        :class:`~scalerl.errors.InputError` once the function's first :data:`HUNG_CALLS` calls have all
+        timed out."""
         worker = self._checkout()
         try:
-            return worker.score(prompt, completion, answer)
+            timeouts = worker.stats.timeouts  # (the worker is this call's alone until it is put back)
+            value = worker.score(prompt, completion, answer)
+            timed_out = worker.stats.timeouts > timeouts
         finally:
             self._free.put(worker)
+        if not timed_out:
+            self._answered = True  # (a value or an error: the function answers)
+        elif not self._answered and self.stats.timeouts >= HUNG_CALLS:
+            raise InputError(f"the reward function {self.spec} ran past its time limit on each of its first "
+                             f"{HUNG_CALLS} calls (task.reward_timeout={self.timeout:g} s): it hangs, or needs "
+                             "longer -- fix it, or raise --set task.reward_timeout=SECONDS")
+        return value
 
     def __call__(self, problem: Problem, completion: str) -> float:
         return self.score(problem.prompt, completion, problem.answer)
