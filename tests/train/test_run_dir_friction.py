@@ -42,6 +42,39 @@ def test_local_paths_become_absolute_and_names_stay_as_typed(tmp_path, monkeypat
     assert absolute_paths(cfg).model.name_or_path == "tiny"
 
 
+def test_a_package_module_of_the_working_directory_is_stored_as_its_file_and_imported_as_a_member(
+        tmp_path, monkeypatch):
+    """``--reward mypkg.rewards:score`` (a package in the working directory, the usual project layout) was
+    stored as typed: `eval --run` or `--resume` from another directory could not import it. Stored as its
+    file now, which the reward worker imports as ``mypkg.rewards`` again (its relative imports work)."""
+    from scalerl.tasks.reward_worker import load_function
+
+    project = tmp_path / "project"
+    (project / "mypkg" / "sub").mkdir(parents=True)
+    for folder in ("mypkg", "mypkg/sub"):
+        (project / folder / "__init__.py").write_text("")
+    (project / "mypkg" / "helpers.py").write_text("def tail(s):\n    return s.strip()[-1:]\n")
+    (project / "mypkg" / "sub" / "rewards.py").write_text(
+        "from ..helpers import tail\n\ndef score(completion, answer):\n    return tail(completion) == answer\n")
+    (project / "loose").mkdir()  # a folder that is no package: its module stays as typed (not importable)
+    (project / "loose" / "r.py").write_text("def f(completion):\n    return 1\n")
+    monkeypatch.chdir(project)
+    cfg = TrainConfig()
+    cfg.task.reward = "mypkg.sub.rewards:score"
+    stored = absolute_paths(cfg).task.reward
+    assert stored == f"{project / 'mypkg' / 'sub' / 'rewards.py'}:score"
+    cfg.task.reward = "mypkg:score"  # a package itself: its __init__.py
+    assert absolute_paths(cfg).task.reward == f"{project / 'mypkg' / '__init__.py'}:score"
+    cfg.task.reward = "loose.r:f"
+    assert absolute_paths(cfg).task.reward == "loose.r:f"
+    monkeypatch.chdir(tmp_path)  # elsewhere, as `eval --run` may be
+    monkeypatch.setattr("sys.path", list(__import__("sys").path))  # (the loader puts the package root on it)
+    fn = load_function(stored)
+    assert fn.__module__ == "mypkg.sub.rewards" and fn("<think></think>7", "7") and not fn("8", "7")
+    for name in ("mypkg", "mypkg.helpers", "mypkg.sub", "mypkg.sub.rewards"):
+        __import__("sys").modules.pop(name, None)
+
+
 def test_overwrite_deletes_a_run_directory_and_refuses_anything_else(tmp_path, monkeypatch):
     run = tmp_path / "run"
     run.mkdir()

@@ -44,6 +44,9 @@ def load_function(spec: str) -> Callable[..., Any]:
         if not path.is_file():
             raise ValueError(f"reward function file {target!r} does not exist")
         sys.path.insert(0, str(path.resolve().parent))  # so the file can import its neighbours
+        package = _in_package(path)
+        if package is not None:
+            return _function(_import_package_module(*package, spec), name)
         module_spec = importlib.util.spec_from_file_location(_module_name(path), path)
         module = importlib.util.module_from_spec(module_spec)
         # Registered as importing would: dataclasses resolve a class's string annotations (``from
@@ -60,10 +63,41 @@ def load_function(spec: str) -> Callable[..., Any]:
             module = importlib.import_module(target)
         except ImportError as exc:
             raise ValueError(f"cannot import module {target!r} for reward function {spec!r}: {exc}") from exc
+    return _function(module, name)
+
+
+def _function(module: Any, name: str) -> Callable[..., Any]:
     fn = getattr(module, name, None)
     if not callable(fn):
-        raise ValueError(f"{target!r} has no function {name!r}")
+        raise ValueError(f"{module.__name__!r} has no function {name!r}")
     return fn
+
+
+def _in_package(path: Path) -> tuple[Path, str] | None:
+    """``(root, dotted name)`` of a file that lies in a package (its folder holds ``__init__.py``), else None.
+
+    Such a file is imported as a member of its package: its relative imports (``from .util import x``)
+    work, and a ``mypkg.rewards:score`` given as a module from the working directory is stored as the
+    file's absolute path (train/config.py) and still imported as ``mypkg.rewards`` from anywhere."""
+    path = path.resolve()
+    parts = [] if path.name == "__init__.py" else [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    in_package = len(parts) > (0 if path.name == "__init__.py" else 1)
+    if not in_package or not all(part.isidentifier() for part in parts):
+        return None
+    return folder, ".".join(parts)
+
+
+def _import_package_module(root: Path, dotted: str, spec: str) -> Any:
+    sys.path.insert(0, str(root))
+    try:
+        module = importlib.import_module(dotted)
+    except ImportError as exc:
+        raise ValueError(f"cannot import module {dotted!r} (from {root}) for reward function {spec!r}: {exc}") from exc
+    return module
 
 
 def _module_name(path: Path) -> str:

@@ -564,7 +564,8 @@ def absolute_paths(cfg: TrainConfig, cwd: Path | None = None) -> TrainConfig:
 
 def _absolute_reward(spec: str | None, cwd: Path) -> str | None:
     """``file.py:fn`` -> ``/abs/file.py:fn``; ``mod:fn`` where ``mod.py`` sits in the working
-    directory (importable only from there) -> ``/abs/mod.py:fn``; anything else as typed."""
+    directory (importable only from there) -> ``/abs/mod.py:fn``, and ``pkg.mod:fn`` of a package there
+    -> ``/abs/pkg/mod.py:fn`` (imported as ``pkg.mod`` again); anything else as typed."""
     if not spec or ":" not in spec:
         return spec
     target, _, name = spec.rpartition(":")
@@ -572,8 +573,17 @@ def _absolute_reward(spec: str | None, cwd: Path) -> str | None:
         path = Path(target).expanduser()
         path = path if path.is_absolute() else cwd / path
         return f"{path.resolve()}:{name}" if path.is_file() else spec
-    if "." not in target and "/" not in target and (cwd / f"{target}.py").is_file():
-        return f"{(cwd / f'{target}.py').resolve()}:{name}"
+    if "/" in target or not all(part.isidentifier() for part in target.split(".")):
+        return spec
+    # A module of the working directory (importable only from there): a file, or a package's member --
+    # stored as its file, which the reward worker imports as a member of its package again.
+    *packages, last = target.split(".")
+    folder = cwd.joinpath(*packages)
+    if packages and not all((cwd.joinpath(*packages[: i + 1]) / "__init__.py").is_file() for i in range(len(packages))):
+        return spec
+    for candidate in (folder / f"{last}.py", folder / last / "__init__.py"):
+        if candidate.is_file():
+            return f"{candidate.resolve()}:{name}"
     return spec
 
 
