@@ -63,3 +63,31 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
     """``rows`` as a JSON-lines log at ``path`` (returned)."""
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
+
+
+def paper_runs(n=6, seed=1) -> dict:
+    """``{name: (steps, acc)}``: n stable runs of known truth -- the paper's sigmoid (R0 0.3, C_mid 300
+    steps, B 1.5) with ceilings 0.60, 0.63, ..., evaluated every 50 steps to step 1000 with noise of sd
+    0.008 (review aa's logs)."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(0, 1001, 50)
+
+    def law(A):
+        s = np.maximum(steps.astype(float), 1e-9)
+        return 0.3 + (A - 0.3) / (1 + (300.0 / s) ** 1.5)
+
+    return {f"r{i}": (steps, law(0.6 + 0.03 * i) + rng.normal(0, 0.008, steps.size)) for i in range(n)}
+
+
+def long_csv(path, runs: dict, *, cells=None):
+    """``runs`` as a CSV with a run column (``run,step,acc``); ``cells`` replaces the acc cell of (run, step)."""
+    import csv
+
+    cells = cells or {}
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["run", "step", "acc"])
+        for name, (steps, acc) in runs.items():
+            for s, a in zip(steps, acc):
+                w.writerow([name, int(s), cells.get((name, int(s)), f"{a:.5f}")])
+    return path

@@ -12,7 +12,7 @@ from scalerl.curves.bands import conformal_quantile, read_calibration
 from scalerl.curves.calibrate import CutScore, calibration_from_scores, leave_one_run_out
 from scalerl.errors import InputError
 
-from .conftest import CORPUS_CSV
+from .conftest import CORPUS_CSV, long_csv, paper_runs
 
 XY = ["--x", "x", "--y", "val_score"]
 
@@ -336,7 +336,8 @@ def test_logs_of_one_run_each_get_no_leave_one_log_out_table(capsys, tmp_path, s
 
 def test_a_run_name_in_two_logs_is_marked_on_the_run_not_its_metric():
     """Run 'r' in two logs read with a --y glob: the second was 'r | val/a#2', the same training as the
-    first to the leave-one-run-out check (which takes the run from before ' | ')."""
+    first to the leave-one-run-out check (which takes the run from before ' | '). Each is named by its log
+    now, as backtest names them: the mark on the run still."""
     from scalerl.commands.calibrate import _distinct
     from scalerl.curves import Curve
     from scalerl.curves.calibrate import training
@@ -348,8 +349,8 @@ def test_a_run_name_in_two_logs_is_marked_on_the_run_not_its_metric():
             ("b.csv", curve("r | val/a", 0.02)), ("b.csv", curve("r | val/b", 0.03))]
     kept, repeats = _distinct(read)
     assert not repeats
-    assert [c.name for _, c in kept] == ["r | val/a", "r | val/b", "r#2 | val/a", "r#2 | val/b"]
-    assert [training(c.name) for _, c in kept] == ["r", "r", "r#2", "r#2"]
+    assert [c.name for _, c in kept] == ["a.csv:r | val/a", "a.csv:r | val/b", "b.csv:r | val/a", "b.csv:r | val/b"]
+    assert [training(c) for _, c in kept] == ["a.csv:r", "a.csv:r", "b.csv:r", "b.csv:r"]
 
 
 def test_calibrate_says_what_the_readers_dropped_and_that_the_compute_columns_differ(capsys, tmp_path, six_runs):
@@ -415,3 +416,72 @@ def test_backtest_does_not_call_one_miss_in_nine_unlike_the_shipped_runs(capsys)
                              "--cut-fraction", "0.3", "0.5", "0.7", "--bootstrap", "0", "--no-progress")
     assert code == 0, err
     assert "Over the 9 scored" in out and "makes factors from your runs" not in out
+
+
+def test_a_glob_over_a_table_with_a_column_per_run_counts_and_holds_out_each_column(capsys, tmp_path):
+    """A wide table (a column per run, no run column) read with a --y glob: the header said 'calibrated on
+    6 run(s)' and the provenance '6 runs', yet the check said 'with fewer than 3 runs the new factors cannot
+    be checked' (the glob's curves held out together as one training). Its columns are runs -- as the long
+    table of the same runs has them: the same factors, counted and checked alike."""
+    runs = paper_runs(6)
+    wide = tmp_path / "wide.csv"
+    with open(wide, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["step", *runs])
+        for j, s in enumerate(runs["r0"][0]):
+            w.writerow([int(s), *[f"{acc[j]:.5f}" for _, acc in runs.values()]])
+    long = long_csv(tmp_path / "long.csv", runs)
+    out = {}
+    for name, path, y in (("wide", wide, "r*"), ("long", long, "acc")):
+        code, text, err = run_cli(capsys, "calibrate", str(path), "--x", "step", "--y", y, "--output",
+                                  str(tmp_path / f"{name}.json"), "--json")
+        assert code == 0, err
+        out[name] = json.loads(text)
+        assert "calibrated on" not in err
+    for key in ("runs", "runs_scored", "run_cuts", "factors_95", "yours_leave_one_run_out"):
+        assert out["wide"][key] == out["long"][key], key
+    assert out["wide"]["runs"] == 6 and out["wide"]["yours_leave_one_run_out"] is not None
+    assert read_calibration(tmp_path / "wide.json").provenance.startswith("scalerl calibrate: 6 runs, 18 run-cuts")
+    code, text, err = run_cli(capsys, "calibrate", str(wide), "--x", "step", "--y", "r*", "--output",
+                              str(tmp_path / "c.json"), "--no-progress")
+    assert code == 0, err
+    assert "calibrated on 6 run(s)" in text and "cannot be checked" not in text
+    assert "the --y glob's 6 columns, in a table without a run column, are 6 runs" in text  # how they were counted
+
+
+def test_a_runs_evaluation_sets_are_counted_as_one_run(capsys, tmp_path, six_runs):
+    """Two runs (a run column) with two evaluation sets each, read with a glob: held out together (two runs),
+    and counted so in the header and the provenance, which said 4."""
+    lines = six_runs.read_text().splitlines()
+    keep = ("cogbeh_qwen_human_cot,", "cogbeh_llama_human_cot,")
+    path = tmp_path / "two-sets.csv"
+    path.write_text("run,x,val/a,val/b\n" + "".join(f"{ln},{float(ln.split(',')[2]) * 0.98:.4f}\n"
+                                                   for ln in lines[1:] if ln.startswith(keep)))
+    code, text, err = run_cli(capsys, "calibrate", str(path), "--x", "x", "--y", "val/*", "--output",
+                              str(tmp_path / "c.json"), "--no-progress")
+    assert code == 0, err
+    assert "calibrated on 2 run(s), 12 run-cuts" in text and "are 4 runs" not in text
+    assert read_calibration(tmp_path / "c.json").provenance.startswith("scalerl calibrate: 2 runs, 12 run-cuts")
+
+
+def test_calibrate_names_a_left_out_jsonl_run_by_its_file(capsys, tmp_path):
+    """JSON-lines logs without a header are named after their directory: calibrate told them apart as 'jl',
+    'jl#2', ... and listed the collapsed run as 'not scored: jl#3', which names no file. Named by their log,
+    as backtest names them."""
+    d = tmp_path / "jl"
+    d.mkdir()
+    runs = paper_runs(4)
+    steps, acc = runs["r2"]
+    runs["r2"] = (steps, np.where(steps > 600, np.interp(steps, [600, 1000], [0.6, 0.2]), acc))  # collapses
+    for name, (steps, acc) in runs.items():
+        (d / f"{name}.jsonl").write_text("".join(json.dumps({"step": int(s), "acc": float(a)}) + "\n"
+                                                 for s, a in zip(steps, acc)))
+    logs = [str(p) for p in sorted(d.glob("*.jsonl"))]
+    code, out, err = run_cli(capsys, "calibrate", *logs, "--x", "step", "--y", "acc",
+                             "--output", str(tmp_path / "cal.json"), "--no-progress")
+    assert code == 0, err
+    line = next(ln for ln in out.splitlines() if ln.startswith("not scored"))
+    assert line.endswith(f": {d / 'r2.jsonl'}:jl")
+    code, out, err = run_cli(capsys, "backtest", *logs, "--x", "step", "--y", "acc", "--bootstrap", "0", "--json")
+    assert code == 0, err
+    assert f"{d / 'r2.jsonl'}:jl" in [r["run"] for r in json.loads(out)["runs"]]  # the same name in both

@@ -48,3 +48,22 @@ def test_a_clock_in_milliseconds_reads_as_the_same_hours(tmp_path):
     s = read_curve(_log(tmp_path / "s.jsonl"), "wall_time", "eval/acc")
     ms = read_curve(_log(tmp_path / "ms.jsonl", scale=1000.0), "wall_time", "eval/acc")
     assert np.allclose(s.x, ms.x)
+
+
+def test_a_csv_derives_wall_time_from_its_clock_column_as_json_lines_do(capsys, tmp_path):
+    """docs/forecasting.md: the row logs, CSV among them, make --x wall_time from a time / _timestamp
+    column. The CSV reader asked its header for a 'wall_time' column and refused: "no x column
+    'wall_time'; did you mean 'time'?" -- while the same rows as JSON lines were read."""
+    from scalerl.cli import main
+
+    rows = [(s, 1_700_000_000 + 60 * s, a) for s, a in zip(range(0, 60, 10), (0.30, 0.35, 0.40, 0.44, 0.47, 0.49))]
+    for clock in ("time", "_timestamp"):
+        path = tmp_path / f"{clock}.csv"
+        path.write_text(f"step,{clock},acc\n" + "".join(f"{s},{t},{a}\n" for s, t, a in rows))
+        jsonl = tmp_path / f"{clock}.jsonl"
+        jsonl.write_text("".join(json.dumps({"step": s, clock: t, "acc": a}) + "\n" for s, t, a in rows))
+        csv_curve, jsonl_curve = (read_curve(p, "wall_time", "acc") for p in (path, jsonl))
+        assert np.allclose(csv_curve.x, np.arange(0, 60, 10) / 60) and np.allclose(csv_curve.x, jsonl_curve.x)
+        assert f"x wall_time: hours since each run's first {clock!r}" in csv_curve.notes
+        assert main(["fit", str(path), "--x", "wall_time", "--y", "acc", "--bootstrap", "0"]) == 0
+        capsys.readouterr()

@@ -77,12 +77,8 @@ def calibration_line(path, calibration, level: float) -> str:
     and, at a ``level`` its run-cuts cannot give, what the band is worth (a 2-run file's "99%" band was
     its 80% one, labelled 99%)."""
     line = f"bands: the factors of {path} ({calibration.provenance or 'no provenance'})"
-    if not calibration.supports(level):
-        n = calibration.run_cuts
-        line += (f"; note: from {n} run-cuts the factor at {level:g} is the largest error seen, which a new run "
-                 f"exceeds about 1 time in {n + 1}: a {100 * n / (n + 1):.1f}% band, not {100 * level:g}% -- "
-                 "calibrate on more runs")
-    return line
+    note = calibration.level_note(level)
+    return line + (f"; note: {note}" if note else "")
 
 
 def parse_fit_from(value):

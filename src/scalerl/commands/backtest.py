@@ -17,10 +17,9 @@ import json
 import math
 import shlex
 
-from dataclasses import replace
-
 from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_path, calibration_line, distinct_cuts,
                                           finite_json, fit_kwargs, g, plot_path, progress_bar, read_kwargs, table)
+from scalerl.commands._run_names import named_apart
 from scalerl.curves.plot import shorten
 from scalerl.errors import InputError
 
@@ -69,14 +68,15 @@ def run(args) -> int:
     if args.plot:
         plot_path(args.plot)
     paths, per_log, unread = _read_logs(args)
-    curves = [c for log in per_log for c in log]
-    curves = _names_apart(curves, paths, per_log)
+    # Runs of one name in several logs (each console its own 'exp_001'), or one log given again for
+    # another metric, told apart by their path (and metric): the table showed rows of one name.
+    curves = named_apart([(path, c) for path, log in zip(paths, per_log) for c in log])
     if args.all_runs:
         return _all_runs(curves, args, settings, unread)
     if len(curves) == 1:  # one run: what stops it is the command's error
         results, skipped = [_backtest(curves[0], args, settings, _cuts(args)[0])], []
     else:
-        scored, skipped = _backtests_shown(curves, _cuts(args), args, settings, "run")
+        scored, skipped = _scored_and_skipped(curves, _cuts(args), args, settings, unread, "run")
         results = [bt for _, bt in scored]
     if not results:
         raise InputError("no run could be backtested:\n" + "\n".join(f"  {n}: {r}" for n, r in skipped))
@@ -84,6 +84,7 @@ def run(args) -> int:
     if args.json:
         objs = [bt.as_dict() for bt in results]
         out = objs[0] if len(curves) == 1 else {"runs": objs, "skipped": [{"run": n, "reason": r} for n, r in skipped]}
+        out["bands_calibration"] = _bands_calibration(results, args)
         print(json.dumps(finite_json(out), allow_nan=False, default=_jsonable))
         return 0
     several = len(results) > 1
@@ -142,6 +143,39 @@ def _backtests_shown(curves, cuts, args, settings: dict, unit: str) -> tuple[lis
             bar.close()
 
 
+def _scored_and_skipped(curves, cuts, args, settings: dict, unread, unit: str) -> tuple[list, list[tuple[str, str]]]:
+    """Every run at every cut (:func:`_backtests_shown`) and every run skipped: a log that could not be
+    read, a run its reader left out (a W&B export's run with a cell that is no number), a run that
+    could not be forecast -- one list for a backtest of several runs with or without --all-runs (without
+    it, the runs the reader left out were counted as "0 skipped" and missing from the JSON)."""
+    results, skipped = _backtests_shown(curves, cuts, args, settings, unit)
+    left_out = list(dict.fromkeys(pair for c in curves for pair in c.left_out))
+    return results, [*unread, *left_out, *skipped]
+
+
+def _run_notes(curves, log_notes: list[str]) -> list[tuple[str, str]]:
+    """``(run, note)`` for what a run's reader said of it alone -- its rows dropped as missing, NaN or
+    infinite first --, once per run (not per cut): the table of --all-runs printed only the notes every
+    run shares, so a run scored on 8 of its 10 evaluations said nothing of the other 2."""
+    from scalerl.curves.data import dropped_note
+    from scalerl.curves.rows import left_out_note
+
+    shared = {*log_notes, *(left_out_note(c.left_out) for c in curves if c.left_out)}
+    out = []
+    for c in curves:
+        said = [dropped_note(c), *(n for n in c.notes if n not in shared)]
+        out += [(c.name, n) for n in dict.fromkeys(said) if n]
+    return out
+
+
+def _bands_calibration(results, args) -> dict | None:
+    """The factors the bands had and the level they hold at ``--level`` (``Calibration.as_json``): the
+    text says "a 92.3% band, not 99%" where the file's run-cuts cannot give the level; the JSON said 0.99."""
+    if not results:
+        return None
+    return results[0].forecast.bands.calibration.as_json(args.calibration, args.level)
+
+
 def _jsonable(v):
     return None if isinstance(v, float) and not math.isfinite(v) else str(v)
 
@@ -192,20 +226,6 @@ def _plot(results, args, cut_labels=None) -> str:
     return f"plot: {args.plot}, a panel per {'run and cut' if cut_labels else 'run'}{more}"
 
 
-def _names_apart(curves: list, paths: list[str], per_log: list[list]) -> list:
-    """Runs of the same name in different logs (each console its own 'exp_001') told apart by their path;
-    one log given again for another metric (a table with a column per run, ``--y 14b 8b``: each read is
-    named after the file) by the metric as well -- the table showed four rows of one name."""
-    names = [c.name for c in curves]
-    if len(set(names)) == len(names):
-        return curves
-    named = [(path, c) for path, log in zip(paths, per_log) for c in log]
-    labels = [f"{path}:{c.name}" for path, c in named]
-    if len(set(labels)) < len(labels):
-        labels = [f"{label}:{c.y_name}" for label, (_, c) in zip(labels, named)]
-    return [replace(c, name=label) for label, (_, c) in zip(labels, named)]
-
-
 def _read_logs(args) -> tuple[list[str], list[list], list[tuple[str, str]]]:
     """``(paths read, their curves, (path, reason) of each that could not be)``. One log of several that
     cannot be read (in percent, say) is skipped with its reason, as a run that cannot be forecast is,
@@ -234,18 +254,17 @@ def _all_runs(curves, args, settings: dict, unread=()) -> int:
     cuts = _cuts(args)
     several = len(cuts) > 1
     what = "run-cuts" if several else "runs"
-    results, skipped = _backtests_shown(curves, cuts, args, settings, "run-cut")
     # Runs a log held but the reader could not read (in percent, say) are skipped runs too: counted
     # in the summary, listed with the others, not only in a note.
-    left_out = list(dict.fromkeys(pair for c in curves for pair in c.left_out))
-    skipped = [*unread, *left_out, *skipped]
+    results, skipped = _scored_and_skipped(curves, cuts, args, settings, unread, "run-cut")
     by_cut, summary = _summaries(results, cuts)
     log_notes = _log_notes(curves)
+    run_notes = _run_notes(curves, log_notes)
     plotted = None
     if args.plot and results:
         plotted = _plot([bt for _, bt in results], args, cut_labels=[f"{f:g}" for f, _ in results] if several else None)
     if args.json:
-        print(_all_runs_json(args, cuts, results, skipped, log_notes, summary, by_cut, what))
+        print(_all_runs_json(args, cuts, results, skipped, log_notes, run_notes, summary, by_cut, what))
         _check_any_backtested(results, skipped, what, "in the JSON's \"skipped\"")
         return 0
     print(_runs_table(results, args.level, several))
@@ -253,6 +272,8 @@ def _all_runs(curves, args, settings: dict, unread=()) -> int:
         print(f"skipped {name}: {reason}")
     for note in log_notes:
         print(f"note: {note}")
+    for run, note in run_notes:
+        print(f"note: {run}: {note}")
     if args.calibration:
         print(calibration_line(args.calibration, settings["calibration"], args.level))
     if summary is not None:
@@ -283,8 +304,11 @@ def _log_notes(curves) -> list[str]:
     return [n for n in curves[0].notes if all(n in c.notes for c in curves) and n not in listed] if curves else []
 
 
-def _all_runs_json(args, cuts, results, skipped, log_notes, summary, by_cut, what: str) -> str:
+def _all_runs_json(args, cuts, results, skipped, log_notes, run_notes, summary, by_cut, what: str) -> str:
     several = len(cuts) > 1
+    notes_of = {}
+    for run, note in run_notes:
+        notes_of.setdefault(run, []).append(note)
     return json.dumps(finite_json({
         "cut": args.cut, "cut_fraction": cuts if several else cuts[0],
         "runs": [{"run": bt.run, "cut": bt.cut, **({"cut_fraction": f} if several else {}), "n_fit": bt.n_fit,
@@ -292,14 +316,16 @@ def _all_runs_json(args, cuts, results, skipped, log_notes, summary, by_cut, wha
                   "scored": bt.scored, "run_stability": bt.run_stability.text(),
                   "stability": bt.forecast.stability.text(), "forecast": _scores(bt.default),
                   "sigmoid": _scores(bt.sigmoid), "plain_sigmoid": _scores(bt.plain_sigmoid),
-                  "power_law": _scores(bt.power_law), "bands": bt.bands.as_dict(), "end_level": bt.end_level}
+                  "power_law": _scores(bt.power_law), "bands": bt.bands.as_dict(), "end_level": bt.end_level,
+                  "dropped_rows": bt.forecast.curve.dropped, "notes": notes_of.get(bt.run, [])}
                  for f, bt in results],
         "skipped": [{"run": n, "reason": r} for n, r in skipped],
         "notes": log_notes,
         "summary": summary.as_dict() if summary else None,
         **({"summary_by_cut": {f"{f:g}": s.as_dict() for f, s in by_cut.items()}} if several else {}),
         # Said in the text only, before: a script reading the JSON never learnt that its bands missed.
-        "calibration": args.calibration, "calibrate_advice": _calibrate_advice(summary, what, args),
+        "calibration": args.calibration, "bands_calibration": _bands_calibration([bt for _, bt in results], args),
+        "calibrate_advice": _calibrate_advice(summary, what, args),
     }), allow_nan=False, default=_jsonable)
 
 

@@ -15,12 +15,11 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 from scalerl.commands._curve_args import (add_data_args, axes_per_path, distinct_cuts, finite_json, parse_fit_from,
                                           parse_r0, progress_bar, read_kwargs, table, writable_file)
-from scalerl.curves.io import METRIC_SEP
+from scalerl.commands._run_names import named_apart
 from scalerl.errors import InputError
 
 #: Fewer run-cuts than this and the 95% factor is the largest score seen (the conformal
@@ -129,7 +128,7 @@ def _leave_one_log_out(read, result) -> dict:
     of them) would repeat the leave-one-run-out check a line per run: then not given ({})."""
     from scalerl.curves.calibrate import training
 
-    group_of = {training(c.name): path for path, c in read}
+    group_of = {training(c): path for path, c in read}
     scored_runs = {c.run for c in result.scores}
     several = any(len(_trainings(read, path) & scored_runs) > 1 for path in dict.fromkeys(group_of.values()))
     return result.check_groups(group_of) if several else {}
@@ -141,9 +140,11 @@ def _unstable(result) -> list[str]:
 
 
 def _json(out: Path, curves, result, by_log: dict, read_notes: list[str]) -> str:
+    from scalerl.curves.calibrate import training
+
     new, loro = result.calibration, result.check_new()
     return json.dumps(finite_json({
-        "output": str(out), "runs": len(curves), "runs_scored": len({bt.run for bt in result.scored}),
+        "output": str(out), "runs": len({training(c) for c in curves}), "runs_scored": result.runs_scored,
         "run_cuts": len(result.scored),
         "notes": read_notes,
         "not_scored": _unstable(result), "skipped": [{"run": r, "reason": why} for r, why in result.skipped],
@@ -161,7 +162,7 @@ def _text(args, out: Path, read, result, by_log: dict) -> list[str]:
 
 
 def _scored_lines(args, result) -> list[str]:
-    lines = [f"calibrated on {len({bt.run for bt in result.scored})} run(s), {len(result.scored)} run-cuts (each run cut at "
+    lines = [f"calibrated on {result.runs_scored} run(s), {len(result.scored)} run-cuts (each run cut at "
              f"{', '.join(f'{int(round(100 * f))}%' for f in args.cuts)} of its compute)"]
     unstable = _unstable(result)
     if unstable:
@@ -227,6 +228,11 @@ def _read_notes(read) -> list[str]:
         notes.append(f"the runs' compute columns differ ({', '.join(map(repr, x_names))}): each run is cut at shares "
                      "of its own compute, and the factors are used with a forecast on any of them -- calibrate on "
                      "runs read with the x you will forecast with")
+    columns = Counter(path for path, c in read if c.column_run)
+    for path, n in columns.items():  # (how a glob's columns are counted cannot be told from the table: said)
+        notes.append(f"{path}: the --y glob's {n} columns, in a table without a run column, are {n} runs (a column "
+                     "per run), each held out on its own in the check; if they are one run's evaluation sets, give "
+                     "the table a run column (a run's sets are held out together)")
     for path, c in read:
         notes += [f"{path}: {n}" for n in c.notes]
         if c.dropped:
@@ -239,26 +245,22 @@ def _trainings(read, path) -> set[str]:
     """The runs read from ``path`` (a --y glob's curves of one run counted as that run)."""
     from scalerl.curves.calibrate import training
 
-    return {training(c.name) for p, c in read if p == path}
+    return {training(c) for p, c in read if p == path}
 
 
 def _distinct(read):
     """The (path, curve) pairs with exact repeats dropped (the same file given twice), and (name, first
-    name) of each repeat; a run name seen in two files with other values is kept apart as ``name#2``."""
+    name) of each repeat; runs of one name in several logs (with other values) named apart by their
+    log, as backtest names them (:func:`~scalerl.commands._run_names.named_apart`)."""
     kept, repeats, seen = [], [], {}
-    names: dict[str, int] = {}
     for path, c in read:
         key = (c.x.tobytes(), c.y.tobytes())
         if key in seen:
             repeats.append((c.name, seen[key]))
             continue
-        names[c.name] = names.get(c.name, 0) + 1
-        if names[c.name] > 1:  # the mark on the run, not its metric: "<run>#2 | <metric>" is another training
-            run, sep, metric = c.name.partition(METRIC_SEP)
-            c = replace(c, name=f"{run}#{names[c.name]}{sep}{metric}")
         seen[key] = c.name
         kept.append((path, c))
-    return kept, repeats
+    return list(zip([path for path, _ in kept], named_apart(kept))), repeats
 
 
 def _times(n: int) -> str:

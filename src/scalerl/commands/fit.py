@@ -111,7 +111,8 @@ def _as_json(fc, preds, targets, verdict, args) -> dict:
         "intervals": fc.intervals(),
         "level": fc.level,
         "ensemble": fc.ensemble.describe(),
-        "calibration": {"file": args.calibration, "provenance": fc.bands.calibration.provenance},
+        # The level the bands hold beside the one asked ("level"), as the text says it.
+        "calibration": fc.bands.calibration.as_json(args.calibration, fc.level),
         "predictions": [p.as_dict() for p in preds],
         "targets": [{"R": r, "C": _finite(c), "lo": _finite(lo), "hi": _finite(hi), "status": status or "reached"}
                     for r, c, lo, hi, status in targets],

@@ -136,6 +136,11 @@ class Backtest:
             "plain_sigmoid": self.plain_sigmoid.as_dict() if self.plain_sigmoid else None,
             "power_law": self.power_law.as_dict() if self.power_law else None,
             "test": [{"C": c, "R": r} for c, r in zip(self.test_x, self.test_y)],
+            # What the text prints under the scores (rows dropped as NaN, the reader's notes): the JSON
+            # had none of it, so a script scored a run on 8 of its 10 points without a word.
+            "dropped_rows": self.forecast.curve.dropped,
+            "warnings": list(self.forecast.fit.warnings),
+            "notes": list(self.forecast.notes),
         }
 
 

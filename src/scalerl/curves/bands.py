@@ -88,6 +88,28 @@ class Calibration:
         run-cuts a new run exceeds the largest about 1 time in n + 1, whatever level the band is called."""
         return self.run_cuts is None or level <= self.run_cuts / (self.run_cuts + 1)
 
+    def band_level(self, level: float) -> float:
+        """The level a band called ``level`` holds: ``level`` where the factors support it, else
+        ``n / (n + 1)`` -- the chance that a new run's error is below the largest of n."""
+        return level if self.supports(level) else self.run_cuts / (self.run_cuts + 1)
+
+    def level_note(self, level: float) -> str | None:
+        """What a band called ``level`` is worth where these factors cannot give it (None where they can):
+        the sentence fit and backtest print with the bands and put in their JSON."""
+        if self.supports(level):
+            return None
+        n = self.run_cuts
+        return (f"from {n} run-cuts the factor at {level:g} is the largest error seen, which a new run exceeds "
+                f"about 1 time in {n + 1}: a {100 * self.band_level(level):.1f}% band, not {100 * level:g}% -- "
+                "calibrate on more runs")
+
+    def as_json(self, path, level: float) -> dict:
+        """Which factors the bands have and what they are worth at ``level``, for a command's JSON: the file
+        (None: the shipped ones), its provenance and run-cuts, the level the band holds and the note where
+        that is not ``level`` -- the JSON had said "level": 0.99 of a band that holds about 92%."""
+        return {"file": None if path is None else str(path), "provenance": self.provenance,
+                "run_cuts": self.run_cuts, "band_level": self.band_level(level), "note": self.level_note(level)}
+
     def q(self, level: float, kind: str) -> float:
         """The factor at ``level`` for ``kind`` 'confidence', 'prediction' or 'gain' (interpolated)."""
         if not self.levels[0] <= level <= self.levels[-1]:

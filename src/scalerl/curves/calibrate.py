@@ -227,6 +227,12 @@ class CalibrationRun:
     base: Calibration
     """The calibration the forecasts were made with (its factors: what your runs are compared with)."""
 
+    @property
+    def runs_scored(self) -> int:
+        """How many runs the factors come from, counted as the leave-one-run-out check holds them out
+        (:func:`training`)."""
+        return len({c.run for c in self.scores})
+
     def check_base(self, level: float = 0.95) -> Check:
         """How the base factors (the shipped ones) did on your runs."""
         return check(self.scores, self.base, level)
@@ -252,9 +258,12 @@ def _left_out(backtests: list, skipped: list[tuple[str, str]]) -> str:
     return (": " + "; ".join(f"{run} ({why})" for run, why in reasons.items())) if reasons else ""
 
 
-def training(name: str) -> str:
-    """The run a curve's ``name`` belongs to: ``"<run> | <metric>"`` (a ``--y`` glob's) is ``<run>``'s."""
-    return name.split(METRIC_SEP, 1)[0]
+def training(curve: Curve) -> str:
+    """The run ``curve`` belongs to, what the leave-one-run-out check holds out and the run counts count:
+    a ``--y`` glob's ``"<run> | <metric>"`` is one of ``<run>``'s evaluation sets, held out with its
+    others -- except a column of a table with a column per run (:attr:`Curve.column_run`), a run of its
+    own (calibrate said "calibrated on 8 run(s)" of such columns and checked them as one)."""
+    return curve.name if curve.column_run else curve.name.split(METRIC_SEP, 1)[0]
 
 
 def calibrate(
@@ -293,12 +302,15 @@ def calibrate(
             "give more runs, or longer ones")
     # Scored as the training they come from: a --y glob's curves of one run (its evaluation sets) move
     # together, and holding out one while another stayed in made a "leave one run out" check of two runs.
-    scores = [cut_score(bt.forecast, bt.test_x, bt.test_y, training(bt.run)) for bt in scored]
+    run_of = {c.name: training(c) for c in curves}
+    scores = [cut_score(bt.forecast, bt.test_x, bt.test_y, run_of[bt.run]) for bt in scored]
     # The compute column(s) in the provenance, which fit prints with the bands: factors made on runs
     # against steps and used on a run against GPU-hours are then not used without a word of it.
     x_names = ", ".join(dict.fromkeys(c.x_name for c in curves if c.name in {bt.run for bt in scored}))
+    # Runs counted as the check holds them out (the provenance counted a glob's curves of one run each).
+    n_runs = len({s.run for s in scores})
     cal = calibration_from_scores(scores, members=base.members, temperature=base.temperature,
-                                  provenance=provenance or f"scalerl calibrate: {len({bt.run for bt in scored})} "
+                                  provenance=provenance or f"scalerl calibrate: {n_runs} "
                                                            f"runs, {len(scored)} run-cuts at {list(cuts)}, "
                                                            f"x: {x_names}")
     return CalibrationRun(cal, backtests, scored, skipped, scores, base)

@@ -30,6 +30,12 @@ def shared_x_note(x: np.ndarray, y: np.ndarray, x_name: str) -> str:
             "(--run; a column that names them: --run-column COL)")
 
 
+def dropped_note(curve: "Curve") -> str:
+    """What a run's evaluations without a finite x or y came to ("" where none were dropped): the one
+    wording fit, backtest (its table of every run too) and their JSON give it."""
+    return f"{curve.dropped} row(s) with missing, NaN or infinite values were dropped" if curve.dropped else ""
+
+
 @dataclass(frozen=True)
 class Curve:
     """Validation metric ``y`` (e.g. pass rate) against training compute ``x`` for one run.
@@ -58,6 +64,10 @@ class Curve:
     """Runs of the same log that logged the metric but could not be read as curves (in percent, no
     finite x), as ``(run, reason)``: every curve of the log carries them, so that a command over the
     whole log (``backtest --all-runs``) counts them with the runs it skipped."""
+    column_run: bool = False
+    """A column of a table with a column per run (a CSV or Parquet table without a run column) read by a
+    ``--y`` glob, named ``"<file> | <column>"``: a run of its own. Else such a name is one of the file's
+    run's evaluation sets, which ``scalerl calibrate`` holds out with the run's others."""
     bounded: bool = True
     """A pass rate in [0, 1] (the fits cap A at 1 and the floor at 0), or -- read with ``bounded=False``
     (``--unbounded``) -- a metric without bounds (a mean reward, a score): the fits then take none."""

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from scalerl.curves.bands import Bands, Calibration, band_scale, default_calibration, gain_scale
-from scalerl.curves.data import Curve, fit_limits
+from scalerl.curves.data import Curve, dropped_note, fit_limits
 from scalerl.curves.ensemble import Ensemble, FitSettings, fit_ensemble
 from scalerl.curves.excursions import Excursions, drop_excursions
 from scalerl.curves.power_law_fit import PowerLawFit, fit_power_law
@@ -343,7 +343,7 @@ def forecast(
     out = Forecast(fit=fit, boot=boot, power_law=pl, curve=shown, ensemble=ens, bands=bands,
                    stability=stability, band_boot=band_boot, excursions=left)
     if curve.dropped:
-        out.notes.append(f"{curve.dropped} row(s) with missing, NaN or infinite values were dropped")
+        out.notes.append(dropped_note(curve))
     out.notes.extend(curve.notes)
     if left:
         out.notes.append(left.note(curve.x_name))

@@ -544,12 +544,29 @@ def _read_metrics(path, metrics: list[str], args: dict) -> list[Curve]:
             left_out.append(f"{metric} ({exc})")
             continue
         curves += [replace(c, name=f"{c.name}{METRIC_SEP}{metric}") for c in found]
+    if _column_runs(path, args["fmt"], args["run_column"], curves):
+        curves = [replace(c, column_run=True) for c in curves]
     if not curves:
         raise InputError(f"{path}: none of the {len(metrics)} matching metrics reads as a curve: {'; '.join(left_out)}")
     if left_out:
         note = f"{len(left_out)} matching metric(s) left out: " + "; ".join(left_out)
         curves = [replace(c, notes=(*c.notes, note)) for c in curves]
     return curves
+
+
+#: The formats whose table may hold a column per run (a W&B chart export names its runs itself).
+_TABLE_FORMATS = ("csv", "parquet")
+
+
+def _column_runs(path, fmt: str, run_column: str | None, found: list[Curve]) -> bool:
+    """Whether a ``--y`` glob's columns of ``path`` (``found``: their curves, as read) are runs, a column
+    each (:attr:`Curve.column_run`): a CSV or Parquet table that names no run -- no run column, nor a W&B
+    export's ``"<run> - <metric>"``: every curve then has the reader's name for an unnamed run, the
+    file's -- is a table with a column per run, which scalerl tells users to read with ``--y '*'`` (its
+    error for a table with a row per run). Decided here, once: calibrate counted such columns as runs in
+    its header and provenance and held them out as one training."""
+    return (fmt in _TABLE_FORMATS and run_column is None and len(found) > 1
+            and all(c.name.split(METRIC_SEP, 1)[0] == Path(os.fspath(path)).stem for c in found))
 
 
 def log_columns(path, **kwargs) -> list[str]:

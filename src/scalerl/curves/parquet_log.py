@@ -13,8 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import (CLOCK_COLUMNS, DEFAULT_RUN_COLUMN, WALL_TIME, curves_from_rows, flatten_nested,
-                                 unknown_column, x_columns)
+from scalerl.curves.rows import DEFAULT_RUN_COLUMN, curves_from_rows, flatten_nested, unknown_column, x_columns
 from scalerl.errors import InputError
 
 #: The first bytes of a Parquet file.
@@ -61,9 +60,8 @@ def read_parquet(path, x: str, y: str, *, run_column: str | None = None, y_scale
     if run_column is not None and run_column not in keys:
         raise unknown_column(path, "run", run_column, keys)
     run_column = run_column or DEFAULT_RUN_COLUMN
-    clock = next((c for c in CLOCK_COLUMNS if c in keys), None) if x == WALL_TIME and x not in keys else None
-    # --x wall_time from a timestamp / time column (a Parquet timestamp too), as the other row logs
-    wanted = {y, *([clock] if clock else x_columns(path, keys, x))} | ({run_column} & keys)
+    # --x wall_time from a timestamp / time column (a Parquet timestamp too): x_columns names it
+    wanted = {y, *x_columns(path, keys, x)} | ({run_column} & keys)
     try:
         records = pq.read_table(path, columns=sorted({top[k] for k in wanted})).to_pylist()  # (a damaged column fails decoding)
     except Exception as exc:  # noqa: BLE001

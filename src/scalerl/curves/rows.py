@@ -173,8 +173,12 @@ def absent_terms_note(path: Path, keys: set[str], x: str) -> str:
 
 
 def x_columns(path: Path, keys: set[str], x: str) -> list[str]:
-    """The columns ``--x`` reads: ``x`` itself, or those ``cum:EXPR`` adds up and takes off."""
+    """The columns ``--x`` reads: ``x`` itself, the clock column ``--x wall_time`` is made from (in a
+    log without a ``wall_time`` column), or those ``cum:EXPR`` adds up and takes off."""
     if not x.startswith(CUMULATIVE):
+        clock = wall_time_clock(keys, x)
+        if clock is not None:
+            return [clock]
         if x not in keys:
             raise unknown_column(path, "x", x, keys - {"type"})
         return [x]
@@ -243,6 +247,15 @@ WALL_TIME = "wall_time"
 CLOCK_COLUMNS = ("_timestamp", "timestamp", "time")
 #: Beyond this a clock counts milliseconds (Unix seconds reach it in the year 5138).
 _CLOCK_MS = 1e11
+
+
+def wall_time_clock(keys, x: str) -> str | None:
+    """The clock column ``--x wall_time`` is made from where the log has no ``wall_time`` column (the
+    first of :data:`CLOCK_COLUMNS` it has), else None -- one answer for every row log: the CSV reader
+    asked its header for a ``wall_time`` column and refused a log with ``time``."""
+    if x != WALL_TIME or WALL_TIME in keys:
+        return None
+    return next((c for c in CLOCK_COLUMNS if c in keys), None)
 
 
 def _with_wall_time(rows: list[dict], clock: str, run_column: str, default_name: str) -> list[dict]:
@@ -369,7 +382,7 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     notes = (*notes, unnamed) if unnamed else notes
     rows, keys, made = with_progress_columns(rows, keys, step="step", wall_time=WALL_TIME)  # (ms-swift's)
     notes = (*notes, made[x]) if x in made else notes
-    if x == WALL_TIME and WALL_TIME not in keys and (clock := next((c for c in CLOCK_COLUMNS if c in keys), None)):
+    if (clock := wall_time_clock(keys, x)) is not None:
         rows, keys = _with_wall_time(rows, clock, run_column, default_name), keys | {WALL_TIME}
         notes = (*notes, f"x wall_time: hours since each run's first {clock!r}")
     cumulative = (_cumulative_amounts(path, rows, keys, x, run_column, step_column or "step")
