@@ -241,3 +241,25 @@ def test_plot_compare_draws_the_calibrated_band(tmp_path, monkeypatch):
         b = rf.forecast.band_arrays(grid)
         top = np.array([v[v[:, 0] == g, 1].max() for g in grid])
         assert np.allclose(top, b["hi"], atol=1e-9)
+
+
+def test_a_forecast_above_the_sigmoid_s_ceiling_is_explained(capsys):
+    """A real run (TinyZero's empty-CoT Llama, fitted on its first half) whose forecast at 10x stands above
+    the sigmoid's A and its interval: printed with no word, it read as a contradiction. The note names A,
+    and the members that stand higher there with their values and weights; fit --json carries it too."""
+    import json
+
+    from scalerl.cli import main
+
+    corpus = "examples/data/rl_curve_corpus.csv"
+    args = ["fit", corpus, "--x", "x", "--y", "val_score", "--run", "cogbeh_llama_empty_cot", "--fit-until", "125"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    note = next(line for line in out.splitlines() if "above the sigmoid's ceiling" in line)
+    assert note.startswith("note: the forecast at 1200 (") and "A is the sigmoid's alone" in note
+    assert "sigmoid-last-8x 0." in note and "(weight 0." in note
+    assert main(args + ["--json"]) == 0
+    assert any("above the sigmoid's ceiling" in n for n in json.loads(capsys.readouterr().out)["notes"])
+    # The paper's law fitted past its midpoint: the forecast stays under A's interval, nothing to explain.
+    fc = forecast(synthetic(), fit_until=4000, n_boot=100)
+    assert fc.above_ceiling_note(fc.predict([4000, 8000, 40000])) == ""

@@ -118,7 +118,7 @@ def _as_json(fc, preds, targets, verdict, args) -> dict:
                     for r, c, lo, hi, status in targets],
         "power_law": ({**fc.power_law.law.params(), "sse": fc.power_law.sse} if fc.power_law else None),
         "warnings": f.warnings,
-        "notes": fc.notes,
+        "notes": fc.notes + [n for n in [fc.above_ceiling_note(preds)] if n],  # (the text's notes)
         "dropped_rows": fc.curve.dropped,
         "excursions": [{"x": x, "y": y, "depth": d} for x, y, d in zip(fc.excursions.x, fc.excursions.y, fc.excursions.depth)],
     }
@@ -173,6 +173,9 @@ def _as_text(fc, preds, targets, verdict, args) -> str:
         lines += [ensemble_line(fc), forecast_table(fc, preds)]
         if args.calibration:
             lines.append(calibration_line(args.calibration, fc.bands.calibration, args.level))
+        above = fc.above_ceiling_note(preds)
+        if above:
+            lines.append(f"note: {above}")
         if not all(p.calibrated for p in preds):
             lines.append(f"* beyond the calibrated horizon ({math.exp(fc.bands.calibration.h_max):.2g}x the last fitted "
                          "compute) or too few points to validate: bands stretched, not calibrated")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Sequence
 
 import numpy as np
 
@@ -180,6 +181,23 @@ class Forecast:
         """The scale of the gain ``R(c_to) - R(c_from)`` (:func:`scalerl.curves.bands.gain_scale`)."""
         s_from, s_to = self.scale([c_from, c_to])
         return gain_scale(s_from, s_to, math.log(c_to / c_from), self.bands.calibration.gain_span)
+
+    def above_ceiling_note(self, preds: Sequence[Prediction]) -> str:
+        """Why a forecast stands above the sigmoid's ceiling A ("" where none does beyond A's interval): A
+        is the sigmoid's alone, while the forecast combines it with laws that do not level off there -- a
+        user read "A 0.60" beside "0.66 at 10x" as a contradiction, with no word on it."""
+        top = self.intervals().get("A", [self.fit.A, self.fit.A])[1]
+        above = [p for p in preds if p.R > top + 1e-9]
+        if not above or self.ensemble is None:
+            return ""
+        first = above[0]
+        names = [k for k, w in self.ensemble.weights.items() if k != "sigmoid" and w >= 0.005]
+        values = self.ensemble.member_values([first.C], names)[:, 0]
+        higher = [f"{k} {v:.4f} (weight {self.ensemble.weights[k]:.2f})" for k, v in zip(names, values) if v > top]
+        return (f"the forecast at {first.C:.4g} ({first.R:.4f}) is above the sigmoid's ceiling A = {self.fit.A:.4g}"
+                f"{f' (interval up to {top:.4g})' if top != self.fit.A else ''}: A is the sigmoid's alone, and the "
+                f"forecast weighs it with laws that stand higher there ({', '.join(higher)}); the sigmoid column is "
+                "the sigmoid's own forecast")
 
     def ceiling(self) -> float:
         """Where the forecast levels off: its mean at 10^6 x the end of the fit window."""
