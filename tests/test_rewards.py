@@ -610,3 +610,31 @@ def test_a_call_interrupted_by_ctrl_c_is_not_answered_to_the_next_call(tmp_path,
         assert (reward.stats.calls, reward.stats.errors, reward.stats.timeouts) == (3, 0, 0)
     finally:
         reward.close()
+
+
+@pytest.mark.xfail(strict=True, reason="review ab: HUNG_CALLS counts the first 8 timeouts, whatever the inputs: a "
+                                       "function that hangs on one prompt's 8 completions (a sandbox on an endless "
+                                       "loop) and answers the rest is stopped as hung")
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_function_that_times_out_only_on_some_inputs_is_not_stopped_as_hung(rewards_module, workers):
+    with RewardWorkers("my_rewards:hangs_but_on_ok", timeout=0.2, workers=workers) as reward:
+        scores = reward.score_many([(PROBLEM, "x")] * 8 + [(PROBLEM, "ok")] * 4)  # one prompt's group, then others
+    assert scores == [-1.0] * 8 + [1.0] * 4
+
+
+@pytest.mark.xfail(strict=True, reason="review ab: the math task's math-verify runs in RewardWorkers off the main "
+                                       "thread: 8 answers math-verify cannot finish (99999999!) stop the run, in a "
+                                       "line naming task.reward_timeout, which has no effect on math-verify")
+def test_math_verify_timeouts_on_some_answers_do_not_stop_the_math_task(tmp_path):
+    import json
+
+    data = tmp_path / "m.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"What is {i}+1?", "answer": str(i + 1)}) + "\n" for i in range(40)))
+    task = get_task("math", data=str(data), verify_timeout=1.0, verify_workers=2)
+    try:
+        problems = list(task.train_problems())
+        pairs = [(problems[0], "</think>\\boxed{99999999!}")] * 8
+        pairs += [(p, f"</think>\\boxed{{{p.answer}}}") for p in problems[1:5]]
+        assert task.rewards(pairs) == [-1.0] * 8 + [1.0] * 4
+    finally:
+        task.close()
