@@ -247,25 +247,43 @@ def test_a_hung_call_stops_only_its_own_worker(rewards_module):
         assert stats.calls == 5 and stats.timeouts == 1 and "exceeded 2 s" in stats.first_error
 
 
-@pytest.mark.parametrize("workers", [1, 3])
-def test_a_function_whose_first_calls_all_time_out_is_stopped_there(rewards_module, workers):
-    """A hung function was found out by the first evaluation's "every call failed": calls x timeout /
-    workers later (800 x 10 s with the tiny model's defaults). Its first HUNG_CALLS (8) timeouts stop it
-    now, in one line that names the limit to raise -- with several workers too, whose calls in flight
-    must not hide that none has answered."""
-    from scalerl.tasks.rewards import HUNG_CALLS
+def _prompt(i):
+    return Problem(id=f"{i}+0", prompt=f"{i}+0=", answer=str(i))
 
-    with RewardWorkers("my_rewards:hangs", timeout=0.2, workers=workers) as reward:
-        with pytest.raises(InputError, match=rf"ran past its time limit on each of its first {HUNG_CALLS} calls "
-                                             r"\(task.reward_timeout=0.2 s\).*raise --set task.reward_timeout"):
-            reward.score_many([(PROBLEM, str(i)) for i in range(40)])
-        assert reward.stats.timeouts < 20  # stopped near the 8th, not after all 40
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_function_that_times_out_on_every_prompt_is_stopped_there(rewards_module, workers):
+    """A hung function was found out by the first evaluation's "every call failed": calls x timeout /
+    workers later (800 x 10 s with the tiny model's defaults). Timeouts on HUNG_PROMPTS (4) prompts with
+    no call answered in time stop it now, in one line that names the limit to raise -- with several
+    workers too, whose calls in flight must not hide that none has answered."""
+    from scalerl.tasks.rewards import HUNG_PROMPTS
+
+    pairs = [(_prompt(i), str(j)) for i in range(10) for j in range(2)]  # 10 prompts x 2 completions
+    with RewardWorkers("my_rewards:hangs", timeout=0.2, workers=workers, timeout_setting="task.reward_timeout") as r:
+        with pytest.raises(InputError, match=r"ran past its time limit \(task.reward_timeout=0.2 s\) on every call "
+                                             rf"of its first {HUNG_PROMPTS} prompts.*raise --set task.reward_timeout"):
+            r.score_many(pairs)
+        assert r.stats.timeouts < 14  # stopped near the 4th prompt, not after all 20 calls
 
 
 def test_a_function_that_has_answered_once_is_not_stopped_for_later_timeouts(rewards_module):
-    with RewardWorkers("my_rewards:hangs_but_on_ok", timeout=0.2) as reward:
-        scores = reward.score_many([(PROBLEM, c) for c in ["ok"] + ["x"] * 9])
-    assert scores == [1.0] + [-1.0] * 9  # timed out 9 times, scored as wrong answers, not stopped
+    with RewardWorkers("my_rewards:hangs_but_on_ok", timeout=0.2, timeout_setting="task.reward_timeout") as reward:
+        scores = reward.score_many([(_prompt(i), c) for i, c in enumerate(["ok"] + ["x"] * 6)])
+    assert scores == [1.0] + [-1.0] * 6  # timed out 6 times, on 6 prompts, scored as wrong answers, not stopped
+
+
+def test_a_user_function_s_hang_stop_reaches_train_and_eval_through_get_task(rewards_module):
+    """get_task's user reward names task.reward_timeout; a RewardWorkers without a timeout_setting (the math
+    task's math-verify, whose time limit is task.settings verify_timeout) is never stopped as hung."""
+    task = get_task("arithmetic", reward="my_rewards:hangs", reward_timeout=0.2)
+    try:
+        with pytest.raises(InputError, match=r"\(task.reward_timeout=0.2 s\)"):
+            task.rewards([(_prompt(i), "x") for i in range(6)])
+    finally:
+        task.close()
+    with RewardWorkers("my_rewards:hangs", timeout=0.2) as reward:
+        assert reward.score_many([(_prompt(i), "x") for i in range(5)]) == [-1.0] * 5
 
 
 @pytest.mark.parametrize("workers", [0, -1, 1.5, True, 10**6])
@@ -612,20 +630,19 @@ def test_a_call_interrupted_by_ctrl_c_is_not_answered_to_the_next_call(tmp_path,
         reward.close()
 
 
-@pytest.mark.xfail(strict=True, reason="review ab: HUNG_CALLS counts the first 8 timeouts, whatever the inputs: a "
-                                       "function that hangs on one prompt's 8 completions (a sandbox on an endless "
-                                       "loop) and answers the rest is stopped as hung")
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_function_that_times_out_only_on_some_inputs_is_not_stopped_as_hung(rewards_module, workers):
-    with RewardWorkers("my_rewards:hangs_but_on_ok", timeout=0.2, workers=workers) as reward:
+    """A function that hangs on one prompt's completions (a sandbox on an endless loop) and answers the rest:
+    one prompt's group times out first, and the function must go on scoring (review ab)."""
+    with RewardWorkers("my_rewards:hangs_but_on_ok", timeout=0.2, workers=workers,
+                       timeout_setting="task.reward_timeout") as reward:
         scores = reward.score_many([(PROBLEM, "x")] * 8 + [(PROBLEM, "ok")] * 4)  # one prompt's group, then others
     assert scores == [-1.0] * 8 + [1.0] * 4
 
 
-@pytest.mark.xfail(strict=True, reason="review ab: the math task's math-verify runs in RewardWorkers off the main "
-                                       "thread: 8 answers math-verify cannot finish (99999999!) stop the run, in a "
-                                       "line naming task.reward_timeout, which has no effect on math-verify")
 def test_math_verify_timeouts_on_some_answers_do_not_stop_the_math_task(tmp_path):
+    """math-verify runs in RewardWorkers off the main thread: answers it cannot finish (99999999!) are its
+    answers' timeouts, counted -- never a stop naming task.reward_timeout, which does not apply to it (review ab)."""
     import json
 
     data = tmp_path / "m.jsonl"

@@ -146,5 +146,6 @@ def get_task(name: str, *, reward: str | None = None, reward_timeout: float = 10
         from scalerl.tasks.rewards import RewardWorkers, UserRewardTask
 
         task = UserRewardTask(task, RewardWorkers(reward, timeout=reward_timeout, workers=reward_workers,
-                                                      startup_timeout=reward_load_timeout))
+                                                      startup_timeout=reward_load_timeout,
+                                                      timeout_setting="task.reward_timeout"))
     return task

@@ -53,10 +53,13 @@ MAX_WORKERS = 256
 #: What a failed call (raised, returned a non-number, timed out) scores: the tasks' minimum, -1,
 #: the score of a wrong answer.
 FAILURE_REWARD = -1.0
-#: A function whose first this-many calls all ran past their timeout is stopped there: it hangs (or
-#: needs a longer ``timeout``). Waiting for the first evaluation's "every call failed" took calls x
-#: timeout / workers -- 800 x 10 s, over two hours, with the tiny model's defaults -- for the same verdict.
-HUNG_CALLS = 8
+#: A user function whose calls ran past their timeout on this many different prompts before any call
+#: answered in time is stopped there: it hangs (or needs a longer ``timeout``). Waiting for the first
+#: evaluation's "every call failed" took calls x timeout / workers -- 800 x 10 s, over two hours, with the
+#: tiny model's defaults -- for the same verdict. Prompts, not calls: a function that loops on some inputs
+#: only (a sandbox on one prompt's programs, math-verify on ``99999999!``) times out on one prompt's whole
+#: group first, and must go on scoring the rest.
+HUNG_PROMPTS = 4
 
 
 @dataclass
@@ -269,7 +272,11 @@ class RewardWorkers:
     stops only its own worker. Callable as a task's reward; thread-safe.
     """
 
-    def __init__(self, spec: str, timeout: float = 10.0, workers: int = 1, startup_timeout: float = 60.0) -> None:
+    def __init__(self, spec: str, timeout: float = 10.0, workers: int = 1, startup_timeout: float = 60.0,
+                 timeout_setting: str | None = None) -> None:
+        """``timeout_setting``: the setting that raises ``timeout`` (``task.reward_timeout``), named when the
+        function is stopped as hung (:data:`HUNG_PROMPTS`); None: never stopped (math-verify, whose
+        timeouts are its answers' and counted)."""
         if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
             raise InputError(f"reward workers must be a whole number in [1, {MAX_WORKERS}], got {workers!r}")
         self.spec, self.timeout, self.workers, self.startup_timeout = spec, timeout, workers, startup_timeout
@@ -280,7 +287,10 @@ class RewardWorkers:
         self._grow = threading.Lock()
         self._start_failed = False
         self._closed = False
-        self._answered = False  # any call returned within its time limit (see HUNG_CALLS)
+        self.timeout_setting = timeout_setting
+        self._answered = False  # any call returned within its time limit (see HUNG_PROMPTS)
+        self._hung_prompts: set[str] = set()  # the prompts whose calls timed out before that
+        self._hang_lock = threading.Lock()  # (not _grow: a worker's start holds that for up to startup_timeout)
         self._executor: ThreadPoolExecutor | None = None
 
     @property
@@ -318,8 +328,8 @@ class RewardWorkers:
 
     def score(self, prompt: str, completion: str, answer: str) -> float:
         """Reward of one completion on a free worker (see :meth:`UserReward.score`); an
-        :class:`~scalerl.errors.InputError` once the function's first :data:`HUNG_CALLS` calls have all
-        timed out."""
+        :class:`~scalerl.errors.InputError` once the function has timed out on :data:`HUNG_PROMPTS` prompts
+        and answered none in time (with a ``timeout_setting``)."""
         worker = self._checkout()
         try:
             timeouts = worker.stats.timeouts  # (the worker is this call's alone until it is put back)
@@ -327,13 +337,21 @@ class RewardWorkers:
             timed_out = worker.stats.timeouts > timeouts
         finally:
             self._free.put(worker)
-        if not timed_out:
-            self._answered = True  # (a value or an error: the function answers)
-        elif not self._answered and self.stats.timeouts >= HUNG_CALLS:
-            raise InputError(f"the reward function {self.spec} ran past its time limit on each of its first "
-                             f"{HUNG_CALLS} calls (task.reward_timeout={self.timeout:g} s): it hangs, or needs "
-                             "longer -- fix it, or raise --set task.reward_timeout=SECONDS")
+        if self.timeout_setting is not None and not self._answered:
+            self._check_hung(prompt, timed_out)
         return value
+
+    def _check_hung(self, prompt: str, timed_out: bool) -> None:
+        with self._hang_lock:
+            if not timed_out:
+                self._answered = True  # (a value or an error: the function answers)
+                return
+            self._hung_prompts.add(prompt)
+            hung = not self._answered and len(self._hung_prompts) >= HUNG_PROMPTS
+        if hung:
+            raise InputError(f"the reward function {self.spec} ran past its time limit ({self.timeout_setting}="
+                             f"{self.timeout:g} s) on every call of its first {HUNG_PROMPTS} prompts and answered none "
+                             f"in time: it hangs, or needs longer -- fix it, or raise --set {self.timeout_setting}=SECONDS")
 
     def __call__(self, problem: Problem, completion: str) -> float:
         return self.score(problem.prompt, completion, problem.answer)

@@ -122,8 +122,8 @@ class TaskConfig:
     """A reward function of your own, ``module:function`` or ``path/to/file.py:function``. It takes
     any of the parameters ``prompt``, ``completion``, ``answer`` (by name) and returns a number
     (> 0 is a pass) or a bool (True -> +1, False -> -1). A call that raises scores -1 (as a wrong
-    answer) and is counted; if every call of the first evaluation fails, or the first 8 calls all time out,
-    the run stops."""
+    answer) and is counted; if every call of the first evaluation fails, or its calls time out on 4 prompts
+    before any answers in time, the run stops."""
     reward_timeout: float = 10.0
     """Seconds a user reward function may take per completion before it is killed and scored -1
     (at most :data:`MAX_REWARD_TIMEOUT`, a day)."""
