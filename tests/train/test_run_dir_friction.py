@@ -173,8 +173,6 @@ def test_resume_accepts_the_original_flags_and_names_only_conflicting_values():
     assert "recipe.loss.name: saved 'cispo', given 'ppo'" in conflicts
 
 
-@pytest.mark.xfail(strict=True, reason="review ab: a run saved before 2b90c66 stored `pkg.mod:fn` as typed; the same "
-                                       "flag given again on --resume is now made absolute and refused as a conflict")
 def test_resume_of_a_run_saved_with_a_package_module_as_typed_takes_the_same_reward_flag(tmp_path, monkeypatch):
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
@@ -200,9 +198,6 @@ def _loads(spec):
             sys.modules.pop(name, None)
 
 
-@pytest.mark.xfail(strict=True, reason="review ab: since 2b90c66 a reward file given by path in a folder holding an "
-                                       "__init__.py is imported as a member of that package: a folder named like a "
-                                       "module already imported (math) cannot hold it any more")
 def test_a_reward_file_by_path_in_a_package_folder_named_like_an_imported_module_still_loads(tmp_path):
     (tmp_path / "math").mkdir()
     (tmp_path / "math" / "__init__.py").write_text("")
@@ -210,10 +205,20 @@ def test_a_reward_file_by_path_in_a_package_folder_named_like_an_imported_module
     assert _loads(f"{tmp_path / 'math' / 'reward.py'}:score")
 
 
-@pytest.mark.xfail(strict=True, reason="review ab: since 2b90c66 a reward file given by path runs its folder's "
-                                       "__init__.py first (a project root's, never meant to be imported with it)")
 def test_a_reward_file_by_path_beside_an_init_that_fails_to_import_still_loads(tmp_path):
     (tmp_path / "project").mkdir()
     (tmp_path / "project" / "__init__.py").write_text("raise ImportError('needs the GPU stack')\n")
     (tmp_path / "project" / "reward.py").write_text("def score(completion):\n    return 1\n")
     assert _loads(f"{tmp_path / 'project' / 'reward.py'}:score")
+
+
+def test_a_package_member_whose_own_import_fails_names_that_error_not_the_relative_import(tmp_path):
+    """Both routes failing (a bug in the file itself, which uses relative imports): the error is the file's
+    own, as its package's member -- not "attempted relative import with no known parent package"."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "util.py").write_text("X = 1\n")
+    (tmp_path / "pkg" / "rewards.py").write_text("from .util import X\nundefined_name\n")
+    with pytest.raises(ValueError, match=r"as pkg.rewards \(NameError: name 'undefined_name' is not defined\) nor on "
+                                         r"its own \(ImportError"):
+        _loads(f"{tmp_path / 'pkg' / 'rewards.py'}:score")

@@ -257,7 +257,10 @@ def resume_conflicts(saved: TrainConfig, args) -> list[str]:
         keys = {FLAG_FIELDS[f] for f in given}
         keys |= {resolve_key(TrainConfig, item.partition("=")[0].strip()) for item in args.overrides}
     asked = config_from_args(args, output=str(saved.run.output), quiet=True)
-    old, new = _flat(to_dict(saved)), _flat(to_dict(asked))
+    # The saved side's paths made absolute as the flags' are: a run saved before a form was stored absolute
+    # (``--reward pkg.mod:fn`` as typed, before such modules were stored as their file) took its own flag
+    # again as a conflict ("saved 'pkg.mod:fn', given '/abs/pkg/mod.py:fn'").
+    old, new = _flat(to_dict(absolute_paths(saved))), _flat(to_dict(asked))
     return [f"{k}: saved {old.get(k)!r}, given {new.get(k)!r}" for k in sorted(set(old) | set(new))
             if (keys is None or k in keys) and k not in RESUME_FREE and old.get(k) != new.get(k)]
 

@@ -45,8 +45,9 @@ def load_function(spec: str) -> Callable[..., Any]:
             raise ValueError(f"reward function file {target!r} does not exist")
         sys.path.insert(0, str(path.resolve().parent))  # so the file can import its neighbours
         package = _in_package(path)
-        if package is not None:
-            return _function(_import_package_module(*package, spec), name)
+        module, package_error = _import_package_module(*package, path) if package is not None else (None, None)
+        if module is not None:
+            return _function(module, name)
         module_spec = importlib.util.spec_from_file_location(_module_name(path), path)
         module = importlib.util.module_from_spec(module_spec)
         # Registered as importing would: dataclasses resolve a class's string annotations (``from
@@ -55,9 +56,13 @@ def load_function(spec: str) -> Callable[..., Any]:
         sys.modules[module_spec.name] = module
         try:
             module_spec.loader.exec_module(module)
-        except BaseException:
+        except BaseException as exc:
             del sys.modules[module_spec.name]
-            raise
+            if package_error is None or not isinstance(exc, Exception):
+                raise
+            # Both routes failed: the package's error is the file's own where it uses relative imports.
+            raise ValueError(f"cannot import {path} as {package[1]} ({type(package_error).__name__}: "
+                             f"{package_error}) nor on its own ({type(exc).__name__}: {exc})") from exc
     else:
         try:
             module = importlib.import_module(target)
@@ -76,8 +81,8 @@ def _function(module: Any, name: str) -> Callable[..., Any]:
 def _in_package(path: Path) -> tuple[Path, str] | None:
     """``(root, dotted name)`` of a file that lies in a package (its folder holds ``__init__.py``), else None.
 
-    Such a file is imported as a member of its package: its relative imports (``from .util import x``)
-    work, and a ``mypkg.rewards:score`` given as a module from the working directory is stored as the
+    Such a file is imported as a member of its package where that works (:func:`_import_package_module`):
+    its relative imports (``from .util import x``) work, and a ``mypkg.rewards:score`` given as a module from the working directory is stored as the
     file's absolute path (train/config.py) and still imported as ``mypkg.rewards`` from anywhere."""
     path = path.resolve()
     parts = [] if path.name == "__init__.py" else [path.stem]
@@ -91,13 +96,26 @@ def _in_package(path: Path) -> tuple[Path, str] | None:
     return folder, ".".join(parts)
 
 
-def _import_package_module(root: Path, dotted: str, spec: str) -> Any:
+def _import_package_module(root: Path, dotted: str, path: Path) -> tuple[Any, Exception | None]:
+    """``(module, None)``: the file at ``path`` imported as ``dotted``, a member of its package under
+    ``root``; ``(None, why)``, every import undone, where that does not give this very file: a folder named
+    like a module already imported (``math/``), a package ``__init__`` that fails (a project root's, never
+    meant to be imported with the file), a package of the same name found first. The file is then imported
+    on its own, as any file given by path always was."""
+    saved_path, saved_modules = list(sys.path), set(sys.modules)
     sys.path.insert(0, str(root))
     try:
         module = importlib.import_module(dotted)
-    except ImportError as exc:
-        raise ValueError(f"cannot import module {dotted!r} (from {root}) for reward function {spec!r}: {exc}") from exc
-    return module
+        found = Path(getattr(module, "__file__", "") or "")
+        if found.resolve() == path.resolve():
+            return module, None
+        error: Exception = ImportError(f"{dotted} is {found}, another file")
+    except Exception as exc:  # noqa: BLE001 -- any failure of the package route: the file's own route decides
+        error = exc
+    sys.path[:] = saved_path
+    for name in set(sys.modules) - saved_modules:
+        del sys.modules[name]
+    return None, error
 
 
 def _module_name(path: Path) -> str:
