@@ -323,3 +323,33 @@ def test_each_variant_is_bootstrapped_on_its_own_stream(tmp_path):
     assert c["dA"] == 0.0
     lo, hi = c["dA_interval"]
     assert lo < -0.001 and hi > 0.001, (lo, hi)
+
+
+def test_a_variant_stopped_by_max_steps_short_of_the_compute_budget_is_said(tmp_path, capsys):
+    """Review z: compute 4e12 FLOPs, max_steps 200: every run stops at 200 steps = 2e12, half the budget, and
+    counts as finished (Budget.reached). The report said "budget: 4e+12 flops per run (runs extended to reach
+    it)", "2 finished run(s) of 2", and nothing of the cap. Each such variant is now named, with the compute
+    its runs reached, in the notes, the facts, analysis.json and the text summary."""
+    from scalerl.study.report import print_summary
+
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=200, eval_every=10, bootstrap=50, compute=4e12,
+                     max_steps=200)
+    write_study(tmp_path, spec, {"scalerl": (0.70, 1.5, 5e11), "loo-loss-dapo": (0.70, 1.5, 5e11)})
+    rep = write_study_report(tmp_path)
+    (note,) = [n for n in rep.analysis.notes if "max_steps" in n]
+    assert note.startswith("stopped by max_steps (200) short of the compute budget (4e+12 flops): "
+                           "scalerl (seed0: 2e+12); loo-loss-dapo (seed0: 2e+12) flops reached"), note
+    assert "--max-steps N" in note
+    saved = json.loads((tmp_path / "analysis.json").read_text())
+    assert {v["label"]: v["capped"] for v in saved["variants"]} == {"scalerl": ["seed0: 2e+12"],
+                                                                     "loo-loss-dapo": ["seed0: 2e+12"]}
+    print_summary(rep)
+    out = capsys.readouterr().out
+    assert "budget: 4e+12 flops per run (runs extended to reach it); 2 run(s) stopped by max_steps 200 short of it" in out
+    assert "note: stopped by max_steps (200)" in out and "stopped by max_steps (200)" in (tmp_path / "report.md").read_text()
+    # A budget the runs met says nothing of the sort.
+    met = StudySpec(family="loo", only=["loo-loss-dapo"], steps=200, eval_every=10, bootstrap=50, compute=2e12,
+                    max_steps=200)
+    write_study(tmp_path / "met", met, {"scalerl": (0.70, 1.5, 5e11), "loo-loss-dapo": (0.70, 1.5, 5e11)})
+    a = write_study_report(tmp_path / "met").analysis
+    assert not [n for n in a.notes if "max_steps" in n] and not any(v.capped for v in a.variants)

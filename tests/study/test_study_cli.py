@@ -250,6 +250,28 @@ def test_a_budget_below_what_the_runs_trained_is_refused(tmp_path, capsys):
     assert main(["study", "--output", str(tmp_path), "--steps", "40", "--dry-run"]) == 0  # the same budget is fine
 
 
+def test_fewer_seeds_or_a_narrower_only_than_the_runs_on_disk_is_refused(tmp_path, capsys):
+    """Review z: `--seeds 1` on a finished study of 2 seeds was taken without a word, rewrote study.yaml, and
+    from then on `scalerl report` left the seed1 runs still on disk out of every fit; so did an `--only` that
+    left a variant out. Refused as a lowered --steps is: a study does not drop its runs."""
+    spec = StudySpec(family="loo", only=["loo-loss-dapo", "loo-aggregation-sample"], seeds=2, steps=40,
+                     eval_every=10, bootstrap=50)
+    laws = {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11), "loo-aggregation-sample": (0.6, 1.5, 1e11)}
+    write_study(tmp_path, spec, laws, points=5)
+    saved = (tmp_path / "study.yaml").read_text()
+    for dry_run in (["--dry-run"], []):
+        _one_line_error(capsys, main(["study", "--output", str(tmp_path), "--seeds", "1", *dry_run]),
+                        "holds run(s) this study does not plan (loo-aggregation-sample/seed1, loo-loss-dapo/seed1, "
+                        "scalerl/seed1", "a study does not drop its runs", "or use another --output")
+    _one_line_error(capsys, main(["study", "--output", str(tmp_path), "--only", "loo-loss-dapo", "--dry-run"]),
+                    "(loo-aggregation-sample/seed0, loo-aggregation-sample/seed1;", "keep the seeds, variants (--only)")
+    assert (tmp_path / "study.yaml").read_text() == saved
+    assert main(["study", "--output", str(tmp_path), "--seeds", "3", "--dry-run"]) == 0  # more is fine
+    # A run directory that holds nothing of a run (a run that failed before it wrote a file) is no run.
+    (tmp_path / "runs" / "scalerl" / "seed7").mkdir()
+    assert main(["study", "--output", str(tmp_path), "--dry-run"]) == 0
+
+
 def test_an_empty_saved_spec_is_named_and_a_spec_file_restores_it(tmp_path, capsys):
     """An empty study.yaml was read as the default study: `scalerl report` planned 9 variants and
     listed the real runs as pending, `scalerl study` planned runs that clashed with those on disk."""

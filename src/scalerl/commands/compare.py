@@ -119,6 +119,7 @@ def _distinct_labels(name: str, sources: list) -> list:
 def run(args) -> int:
     from scalerl.curves import compare
     from scalerl.curves.compare import one_seed_caveat
+    from scalerl.curves.compute_kind import mixed_compute
 
     if args.plot:
         plot_path(args.plot)
@@ -127,7 +128,10 @@ def run(args) -> int:
     notes: list = []
     groups = _group(args, notes)
     x_names = list(dict.fromkeys(c.x_name for curves in groups.values() for c in curves))
-    if len(x_names) > 1:  # C_mid and compute ratios are then in different units: said, not refused
+    # Runs against different kinds of compute: C_mid and compute ratios are then in different units: said, not
+    # refused (one run's seeds, pooled into one fit, are refused: scalerl.curves.compare). Columns of one kind
+    # under different names (cum_wall_hours, hours) are one unit, and say nothing.
+    if mixed_compute(x_names):
         notes.append(f"the runs' compute columns differ ({', '.join(map(repr, x_names))}): C_mid and the compute "
                      "ratios compare numbers in different units")
     if len(groups) < 2:

@@ -36,6 +36,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from scalerl.curves.bands import Calibration
+from scalerl.curves.compute_kind import compute_kind, mixed_compute
 from scalerl.curves.data import Curve
 from scalerl.curves.excursions import drop_seed_excursions
 from scalerl.curves.forecast import Forecast, Prediction, forecast
@@ -409,6 +410,7 @@ def compare(
         if not curves:
             raise InputError(f"run {label!r} has no curves")
         _refuse_repeated_seeds(label, curves)
+        _refuse_mixed_compute(label, curves)
         if excursions:
             bounded = (math.isfinite(fit_kwargs["A_max"]) if fit_kwargs.get("A_max") is not None
                        else all(c.bounded for c in curves))  # (as the fits take it: the curves' own)
@@ -443,6 +445,19 @@ def _refuse_repeated_seeds(label: str, curves: list[Curve]) -> None:
             if np.array_equal(c.x, curves[i].x) and np.array_equal(c.y, curves[i].y):
                 raise InputError(f"run {label!r}: seeds {i + 1} and {j + 1} are the same curve, point for point (one "
                                  "log given twice?); pooled, it would narrow the intervals -- give each seed once")
+
+
+def _refuse_mixed_compute(label: str, curves: list[Curve]) -> None:
+    """Seeds read against columns of different kinds of compute (FLOPs for one, steps for another): pooled,
+    one fit took both as one x, and the run's A, C_mid and verdict were of neither. Differently named columns
+    of one kind (``cum_wall_hours``, ``hours``) are one unit, and pooled (:mod:`scalerl.curves.compute_kind`)."""
+    if not mixed_compute([c.x_name for c in curves]):
+        return
+    seen = "; ".join(f"{c.x_name!r} ({compute_kind(c.x_name) or 'a kind its name does not say'})"
+                     + (f" in {c.source}" if c.source else "") for c in curves)
+    raise InputError(f"run {label!r}: its seeds are read against different kinds of compute ({seen}); pooled into "
+                     "one fit their x values would be in different units -- read every seed of a run against the "
+                     "same kind of compute (--x), or give them different labels to compare them apart")
 
 
 def one_seed_caveat(result: CompareResult,

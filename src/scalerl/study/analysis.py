@@ -66,6 +66,9 @@ class VariantResult:
     left_out: list[str] = field(default_factory=list)
     """Finished or started runs that cannot be used, with the reason ('seedK: a damaged run log (...)',
     a log whose curve cannot be read) -- left out of every fit; the other runs are still analysed."""
+    capped: list[str] = field(default_factory=list)
+    """Finished runs that ``max_steps`` stopped short of the compute budget: 'seedK: X' (the compute it reached)
+    -- fitted with the others, but their curves end before the budget the report names."""
     fit_error: str = ""
     """Why no curve could be fitted (e.g. the pass rate never rose), if so."""
     not_classified: str = ""
@@ -285,6 +288,7 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
     results = [_variant_result(spec, v, base.value, curves[v.label], pending[v.label], left_out[v.label])
                for v in variants]
     analysis = StudyAnalysis(directory, spec, spec.x, y, base.label, results)
+    _note_capped(analysis, curves)
     fits = _fit_variants(analysis, curves, n_boot=n_boot, seed=seed)
     # Every fitted variant's own fit and forecast are reported, whether or not the base could be
     # fitted: a variant that fitted is not "not fitted" because the base failed.
@@ -310,6 +314,25 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
         if v.fit_error:
             analysis.notes.append(f"not fitted: {v.label}: {v.fit_error}")
     return analysis
+
+
+def _note_capped(analysis: StudyAnalysis, curves: dict[str, list[Curve]]) -> None:
+    """Name every variant whose finished runs ``max_steps`` stopped short of the compute budget, with the
+    compute each reached (:attr:`VariantResult.capped`, and a note): such a run counts as finished, and the
+    report read as if every run had met the budget it names."""
+    spec = analysis.spec
+    if spec.compute is None:
+        return
+    for vr in analysis.variants:
+        vr.capped = [f"{c.name.rsplit('/', 1)[-1]}: {float(c.x[-1]):.3g}" for c in curves[vr.label]
+                     if float(c.x[-1]) < spec.compute]
+    capped = [f"{vr.label} ({', '.join(vr.capped)})" for vr in analysis.variants if vr.capped]
+    if capped:
+        analysis.notes.append(
+            f"stopped by max_steps ({spec.max_steps}) short of the compute budget ({spec.compute:g} {spec.x}): "
+            f"{'; '.join(capped)} {spec.x} reached -- their curves end before the budget, so they are compared "
+            f"on less compute than it; raise max_steps (scalerl study --output {analysis.directory} --max-steps N) "
+            "to extend them to it")
 
 
 def _variant_result(spec: StudySpec, v: Variant, base_value: Any, cs: list[Curve], pending: list[str],

@@ -59,8 +59,8 @@ def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
         if status == "new":
             Trainer(cfg.validate()).run()
         else:
-            rows = eval_rows(out)
-            Trainer.resumed(out, steps=budget.next_target(rows[-1] if rows else None), progress=progress).run()
+            # To the end of the stretch the stop interrupted, as if it had not been stopped (Budget.stretch_end).
+            Trainer.resumed(out, steps=budget.stretch_end(eval_rows(out)), progress=progress).run()
         # A compute budget: extend until the last evaluation reaches it (each pass re-measures the rate).
         rows = eval_rows(out)
         while not budget.reached(rows[-1] if rows else None):

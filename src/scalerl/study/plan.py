@@ -41,23 +41,44 @@ class Budget:
         return cls(spec.steps, spec.compute, spec.max_steps, spec.x, spec.eval_every)
 
     def reached(self, last: dict[str, Any] | None) -> bool:
-        """Whether a run whose last evaluation row is ``last`` has trained enough."""
+        """Whether a run whose last evaluation row is ``last`` has trained enough. A compute budget's
+        runs train their first stretch (``steps``) whole, as an uninterrupted run does, before the
+        compute decides: without that, a run killed and resumed inside it ended where the compute was
+        first reached, and one never killed at ``steps``."""
         if last is None:
             return False
         if self.compute is None:
             return last["step"] >= self.steps
-        return (last.get(self.x) or 0.0) >= self.compute or last["step"] >= self.max_steps
+        return last["step"] >= self.max_steps or (last["step"] >= self.steps and (last.get(self.x) or 0.0) >= self.compute)
 
     def next_target(self, last: dict[str, Any] | None) -> int:
-        """Steps to train to next: the budget's steps, or (compute budget) enough whole
-        evaluation intervals to reach the compute at the rate measured so far."""
-        if self.compute is None or last is None or not last.get("step") or not last.get(self.x):
+        """Steps to train to next: the budget's steps (a compute budget's first stretch too), or (compute
+        budget, past the first stretch) enough whole evaluation intervals to reach the compute at the rate
+        measured so far."""
+        if self.compute is None or last is None or not last.get("step") or not last.get(self.x) \
+                or int(last["step"]) < self.steps:
             return self.steps
         step, done = int(last["step"]), float(last[self.x])
         per_step = done / step
         need = math.ceil(max(self.compute - done, 0.0) / per_step)
         intervals = max(1, math.ceil(need / self.eval_every))
         return min(self.max_steps, step + intervals * self.eval_every)
+
+    def stretch_end(self, rows: list[dict[str, Any]]) -> int:
+        """The step at which the stretch of training a run whose evaluation rows are ``rows`` is in (or
+        the one it would start next) ends, as an uninterrupted run trains them: ``steps``, then (compute
+        budget) each extension's :meth:`next_target` from the evaluation that ended the stretch before it,
+        until one reaches the budget. A run resumed after a kill trains to it -- the target the kill
+        interrupted, not one measured from where it stopped (a run killed inside its first stretch ended
+        short of it) -- and a run whose log goes past the end of its last stretch trained past this budget."""
+        at = {int(r["step"]): r for r in rows if isinstance(r.get("step"), (int, float))}
+        end = self.steps
+        while self.compute is not None and end in at and not self.reached(at[end]):
+            following = self.next_target(at[end])
+            if following <= end:  # no compute column to measure a rate by: the caller says so
+                break
+            end = following
+        return end
 
 
 @dataclass

@@ -233,6 +233,9 @@ def _run_seconds(directory: Path, key: str = "seconds") -> float | None:
 def _facts(a: StudyAnalysis, wall: float | None, cpu: float | None = None) -> list[tuple[str, str]]:
     s = a.spec
     budget = f"{s.compute:g} {s.x} per run (runs extended to reach it)" if s.compute else f"{s.steps} steps per run"
+    capped = sum(len(v.capped) for v in a.variants)
+    if capped:  # (a run max_steps stopped short of it counts as finished: the budget alone read as met by all)
+        budget += f"; {capped} run(s) stopped by max_steps {s.max_steps} short of it (see the notes)"
     n_runs = sum(len(v.seeds) for v in a.variants)
     facts = [
         ("family", f"{s.family} (base: {a.base})"),

@@ -9,7 +9,7 @@ from typing import Any
 
 from scalerl.config import load_yaml, to_dict
 from scalerl.errors import InputError
-from scalerl.runlog import eval_rows, has_final_model
+from scalerl.runlog import eval_rows
 from scalerl.study.plan import Budget, RunPlan, comparable_config
 
 
@@ -64,16 +64,23 @@ def read_log(directory: Path) -> tuple[list[dict[str, Any]], str]:
 
 
 def run_status(directory: Path, budget: Budget, log: tuple[list[dict[str, Any]], str] | None = None) -> str:
-    """done (finished: final model saved, budget met), partial (a run to resume), new, or damaged
-    (its log cannot be read: see :data:`DAMAGED`). ``log``: :func:`read_log`'s answer, where the
-    caller has it."""
+    """done (finished: final model saved at the run's end, budget met), partial (a run to resume), new, or
+    damaged (its log cannot be read: see :data:`DAMAGED`). ``log``: :func:`read_log`'s answer, where the
+    caller has it.
+
+    A final/ of an earlier end (``final/scalerl_final.json`` names a step before the log's last: a run extended
+    and stopped after its last evaluation but before its new final/ landed) is not done: resumed, the run
+    saves final/ again. The run's own report tells it by the same rule (``run_finished``); a final/ that does
+    not record its step (an older scalerl's) cannot be told, and counts as done as before."""
+    from scalerl.train.run_directory import run_finished
+
     directory = Path(directory)
     if not (directory / "config.yaml").exists():
         return "new"
     rows, problem = log if log is not None else read_log(directory)
     if problem:
         return DAMAGED
-    if has_final_model(directory) and budget.reached(rows[-1] if rows else None):
+    if budget.reached(rows[-1] if rows else None) and run_finished(directory, rows) is not False:
         return "done"
     return "partial"
 
@@ -94,6 +101,7 @@ def check_existing(plans: list[RunPlan], budget: Budget | None = None) -> None:
     steps ``budget``) one that has trained past the budget."""
     from scalerl.train.config import TrainConfig
 
+    _check_none_dropped(plans)
     for p in plans:
         if budget is not None:
             _check_not_past(p, budget)
@@ -112,14 +120,53 @@ def check_existing(plans: list[RunPlan], budget: Budget | None = None) -> None:
                              "continue it with the spec that made it (scalerl study --output DIR --resume) or use another --output")
 
 
-def _check_not_past(p: RunPlan, budget: Budget) -> None:
-    """A steps budget below what a run on disk has trained: the run would count as done, and the
-    report would fit its longer curve under the shorter budget's name. (A compute budget's runs go
-    past ``steps`` by design, and a run's log that cannot be read is reported as damaged elsewhere.)"""
-    if budget.compute is not None:
+def _check_none_dropped(plans: list[RunPlan]) -> None:
+    """Refuse a plan that leaves out runs the study directory holds (fewer ``seeds``, a narrower ``only``,
+    other sweep ``values``): the study saved the smaller spec and its report left those runs out from then
+    on, without a word, though they were on disk -- as a lowered steps budget is refused, a study does not
+    drop its runs."""
+    if not plans:
         return
+    runs = plans[0].directory.parent.parent  # STUDY/runs (plan.run_directory)
+    planned = {p.directory.resolve() for p in plans}
+    dropped = sorted(f"{d.parent.name}/{d.name}" for d in runs.glob("*/seed*")
+                     if d.resolve() not in planned and any((d / name).exists() for name in ("config.yaml", "runlog.jsonl")))
+    if dropped:
+        seeds = len({p.seed for p in plans})
+        raise InputError(f"{runs} holds run(s) this study does not plan ({', '.join(dropped[:6])}"
+                         f"{', ...' if len(dropped) > 6 else ''}; it plans {len(plans) // max(seeds, 1)} variant(s) x "
+                         f"{seeds} seed(s)); a study does not drop its runs (the report would leave them out) -- keep "
+                         "the seeds, variants (--only) and values that trained them, or use another --output")
+
+
+def _check_not_past(p: RunPlan, budget: Budget) -> None:
+    """A budget below what a run on disk has trained: the run would count as done, and the report would fit
+    its longer curve under the shorter budget's name. A steps budget's end is ``steps``; a compute budget's
+    is where an uninterrupted run stops under it (:meth:`Budget.stretch_end`: its first stretch, ``steps``,
+    then extensions until an evaluation reaches the compute), so its runs going past ``steps`` to reach the
+    compute, or past the compute within the first stretch, are not past it. (A run's log that cannot be
+    read is reported as damaged elsewhere.)"""
     rows, _ = read_log(p.directory)
-    if rows and rows[-1]["step"] > budget.steps:
-        raise InputError(f"{p.directory} has trained to step {rows[-1]['step']}, past this study's {budget.steps} "
-                         f"steps; a study does not shorten its runs (the report would fit the longer curves) -- "
-                         f"keep steps >= {rows[-1]['step']}, or use another --output")
+    if not rows:
+        return
+    last = rows[-1]["step"]
+    if budget.compute is None:
+        if last > budget.steps:
+            raise InputError(f"{p.directory} has trained to step {last}, past this study's {budget.steps} steps; a "
+                             f"study does not shorten its runs (the report would fit the longer curves) -- keep "
+                             f"steps >= {last}, or use another --output")
+        return
+    end = budget.stretch_end(rows)
+    at_end = next((r for r in rows if r["step"] == end), None)
+    if last > end and budget.reached(at_end):
+        def x(row: dict[str, Any]) -> str:
+            return f"{budget.x} {row.get(budget.x)!s}" if not isinstance(row.get(budget.x), (int, float)) \
+                else f"{budget.x} {row[budget.x]:.4g}"
+
+        why = "max_steps" if end >= budget.max_steps and not (at_end.get(budget.x) or 0) >= budget.compute else \
+            ("its first stretch, the compute met" if end == budget.steps else "the compute met")
+        raise InputError(f"{p.directory} has trained to step {last} ({x(rows[-1])}), past this study's budget "
+                         f"({budget.compute:g} {budget.x} after a first stretch of {budget.steps} steps, max_steps "
+                         f"{budget.max_steps}), which ends it at step {end} ({x(at_end)}: {why}); a study does not "
+                         f"shorten its runs (the report would fit the longer curves) -- keep the budget that trained "
+                         f"them ({x(rows[-1])}, step {last}), or use another --output")

@@ -20,7 +20,7 @@ seconds its run took (``time.process_time`` of the process that ran it: the trai
 generator threads' time together), so a study's cost is known in CPU time whatever the machine's
 load.
 
-Resuming: a run whose ``final/`` exists and whose last evaluation meets the budget is
+Resuming: a run whose ``final/`` was saved at its end and whose last evaluation meets the budget is
 skipped; one with a ``config.yaml`` but not finished is continued with ``Trainer.resumed``
 (exactly, in the sync and PPO-off-policy modes; see train/checkpoint.py); the rest start.
 A run directory whose configuration differs from the plan is refused, so a study directory

@@ -28,7 +28,7 @@ from scalerl.runlog import RESUME, final_model_step, has_final_model, read_runlo
 from scalerl.train.collapse import collapse_note, collapsed_steps
 from scalerl.train.config import CALIBRATION_COPY
 from scalerl.train.report_files import CURVE_PNG, REPORT_HTML, REPORT_MD, SETS_PNG
-from scalerl.train.run_directory import planned_steps
+from scalerl.train.run_directory import finished_with_final, planned_steps, trained_steps
 
 
 
@@ -119,18 +119,6 @@ def _not_finite(evals: list[dict[str, Any]], values: np.ndarray, column: str) ->
             f"{', '.join(bad[:8])}{', ...' if len(bad) > 8 else ''}): left out of the fits"]
 
 
-def _trained_steps(rows: list[dict[str, Any]], last_eval: int) -> int:
-    """The last step the run trained: a run stopped between evaluations trained past its last one. A resume
-    starts again from its checkpoint's step (the abandoned attempt's later rows are not this run's)."""
-    step = last_eval
-    for r in rows:
-        if r.get("type") == RESUME and isinstance(r.get("from_step"), int):
-            step = r["from_step"]
-        elif r.get("type") in ("train", "eval") and isinstance(r.get("step"), (int, float)):
-            step = int(r["step"])  # (steps rise within an attempt)
-    return max(step, last_eval)
-
-
 def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]], evals: list[dict[str, Any]],
                ys: np.ndarray) -> dict[str, Any]:
     """What the run is and did: its recipe, model and task, its compute, the pass rate's start, end and
@@ -138,13 +126,13 @@ def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]],
     if ys.size == 0:
         raise InputError(f"{output}: no evaluation with a finite pass rate yet")
     cfg = header.get("config", {})
-    trained = _trained_steps(rows, int(evals[-1]["step"]))
+    trained = trained_steps(rows, int(evals[-1]["step"]))
     has_final = has_final_model(output)
     final_step = final_model_step(output) if has_final else None
     planned = planned_steps(output)
     return dict(
         trained_steps=trained, has_final=has_final, final_step=final_step, planned_steps=planned,
-        finished=_finished(has_final, final_step, trained, planned),
+        finished=finished_with_final(has_final, final_step, trained, planned),
         recipe=header.get("recipe"), model=header.get("model"), task=header.get("task"),
         params=header.get("params"), steps=int(evals[-1]["step"]), evaluations=len(evals),
         start=float(ys[0]), final=float(ys[-1]), gain=float(ys[-1] - ys[0]), best=float(ys.max()),
@@ -155,23 +143,6 @@ def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]],
         collapsed_steps=collapsed_steps(r for r in rows if r.get("type") == "train"),
         lr=cfg.get("recipe", {}).get("optimizer", {}).get("lr"),
     )
-
-
-def _finished(has_final: bool, final_step: int | None, trained: int, planned: int | None) -> bool | None:
-    """Whether the run reached its end with final/ saved there; None where that cannot be told. final/ of an
-    earlier end (an extension stopped part-way, even before its first new step: final/'s step is then the
-    log's last) does not make the run finished: the log must reach config.yaml's ``run.steps`` too.
-
-    A final/ saved before it recorded its step (``scalerl_final.json``) was saved by a scalerl that also kept
-    the first ``--steps`` in config.yaml through a later ``--resume --steps``: a log that ends at that end is
-    finished, but one that ends short of it (a run shortened to where it stopped, or an extension stopped
-    part-way) or past it (an extension, finished or stopped) cannot be told apart; nor can anything with no
-    config.yaml."""
-    if not has_final:
-        return False
-    if final_step is not None:
-        return final_step >= trained and (planned is None or trained >= planned)
-    return True if planned is not None and trained == planned else None
 
 
 def _calibration(output: Path, configured, asked, cal):

@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from scalerl.config import load_yaml, read_yaml_mapping, save_yaml
 from scalerl.errors import ConfigError, InputError
-from scalerl.runlog import FINAL, RUNLOG, read_runlog
+from scalerl.runlog import FINAL, RESUME, RUNLOG, final_model_step, has_final_model, read_runlog
 from scalerl.train.config import CALIBRATION_COPY, TrainConfig
 from scalerl.train.loggers import WandbSink
 from scalerl.train.preflight import check_writable
@@ -234,3 +235,43 @@ def resumed_config(output: str | Path, *, steps: int | None = None, progress: bo
         raise ConfigError(f"{exc} -- in the saved run's {output / CONFIG}, which this scalerl no longer accepts, so "
                           f"the run cannot be resumed as it is; start a new run from it with that setting changed: "
                           f"scalerl train --config {output / CONFIG} --set KEY=VALUE --output NEW_DIR") from None
+
+
+def trained_steps(rows: list[dict[str, Any]], last_eval: int) -> int:
+    """The last step the run trained (``rows``: its log's rows): a run stopped between evaluations trained past
+    its last one. A resume starts again from its checkpoint's step (the abandoned attempt's later rows are not
+    this run's)."""
+    step = last_eval
+    for r in rows:
+        if r.get("type") == RESUME and isinstance(r.get("from_step"), int):
+            step = r["from_step"]
+        elif r.get("type") in ("train", "eval") and isinstance(r.get("step"), (int, float)):
+            step = int(r["step"])  # (steps rise within an attempt)
+    return max(step, last_eval)
+
+
+def finished_with_final(has_final: bool, final_step: int | None, trained: int, planned: int | None) -> bool | None:
+    """Whether the run reached its end with final/ saved there; None where that cannot be told. final/ of an
+    earlier end (an extension stopped part-way, even before its first new step: final/'s step is then the
+    log's last) does not make the run finished: the log must reach config.yaml's ``run.steps`` too.
+
+    A final/ saved before it recorded its step (``scalerl_final.json``) was saved by a scalerl that also kept
+    the first ``--steps`` in config.yaml through a later ``--resume --steps``: a log that ends at that end is
+    finished, but one that ends short of it (a run shortened to where it stopped, or an extension stopped
+    part-way) or past it (an extension, finished or stopped) cannot be told apart; nor can anything with no
+    config.yaml."""
+    if not has_final:
+        return False
+    if final_step is not None:
+        return final_step >= trained and (planned is None or trained >= planned)
+    return True if planned is not None and trained == planned else None
+
+
+def run_finished(output: str | os.PathLike, rows: list[dict[str, Any]]) -> bool | None:
+    """:func:`finished_with_final` of the run in ``output`` whose log's rows are ``rows`` (evaluation rows alone
+    will do: the last one's step is then taken as the step trained). The run's report says "unfinished ...
+    final/ holds the model of step N" by the same rule, and a study resumes such a run (to save final/ again)."""
+    evals = [r for r in rows if r.get("type") == "eval" and isinstance(r.get("step"), (int, float))]
+    has_final = has_final_model(output)
+    return finished_with_final(has_final, final_model_step(output) if has_final else None,
+                               trained_steps(rows, int(evals[-1]["step"]) if evals else 0), planned_steps(output))

@@ -1,0 +1,84 @@
+"""Seeds of one run pooled into one fit only where they share a kind of compute: FLOPs and steps are
+refused, one unit under two names (``cum_wall_hours``, ``hours``) is pooled."""
+
+import json
+
+import numpy as np
+import pytest
+
+from scalerl.cli import main
+from scalerl.curves import Curve, compare
+from scalerl.curves.compute_kind import compute_kind, mixed_compute
+from scalerl.errors import InputError
+
+
+def _sigmoid(C, A, B, C_mid, R0):
+    C = np.asarray(C, dtype=float)
+    with np.errstate(divide="ignore", over="ignore"):  # C = 0: the start, R0
+        return R0 + (A - R0) / (1 + (C_mid / C) ** B)
+
+
+def _csv(path, x_name, per_point, A, seed):
+    rng = np.random.default_rng(seed)
+    x = np.arange(21) * per_point
+    y = _sigmoid(np.arange(21) * 1e11, A, 1.5, 5e11, 0.3) + rng.normal(0, 0.006, size=21)  # to 4x C_mid
+    y[0] = 0.3
+    path.write_text(f"{x_name},score\n" + "".join(f"{a},{b}\n" for a, b in zip(x, y)))
+    return str(path)
+
+
+def test_compare_does_not_pool_seeds_of_one_label_whose_compute_columns_differ(capsys, tmp_path):
+    """Review z: four curves of one law (A 0.70); the second seed of 'agg' is read against its step column instead
+    of FLOPs (`--x flops flops flops step`). compare pooled the two units into one fit and said "agg: ceiling
+    raised" (A 0.90 or so), with a note that only spoke of C_mid and compute ratios between runs. It is refused,
+    in one line that names the columns and says what to do."""
+    paths = [_csv(tmp_path / "b0.csv", "flops", 1e11, 0.70, 0), _csv(tmp_path / "b1.csv", "flops", 1e11, 0.70, 1),
+             _csv(tmp_path / "a0.csv", "flops", 1e11, 0.70, 2), _csv(tmp_path / "a1.csv", "step", 1, 0.70, 3)]
+    code = main(["compare", *paths, "--x", "flops", "flops", "flops", "step", "--y", "score", "--labels",
+                 "base", "base", "agg", "agg", "--bootstrap", "50", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 2 and not out
+    (line,) = err.strip().splitlines()
+    assert "run 'agg': its seeds are read against different kinds of compute ('flops' (FLOPs) in " in line
+    assert "'step' (steps) in " in line and "a1.csv" in line
+    assert "read every seed of a run against the same kind of compute (--x), or give them different labels" in line
+
+
+def test_seeds_read_against_one_unit_under_two_names_are_pooled(capsys, tmp_path):
+    """The legitimate case: one trainer logs hours as cum_wall_hours, another as hours; seeds of one run from both
+    are one unit, pooled (and runs compared across the two names draw no note of different units)."""
+    paths = [_csv(tmp_path / "b0.csv", "cum_wall_hours", 0.5, 0.70, 0), _csv(tmp_path / "b1.csv", "hours", 0.5, 0.70, 1),
+             _csv(tmp_path / "a0.csv", "hours", 0.5, 0.70, 2), _csv(tmp_path / "a1.csv", "cum_wall_hours", 0.5, 0.70, 3)]
+    code = main(["compare", *paths, "--x", "cum_wall_hours", "hours", "hours", "cum_wall_hours", "--y", "score",
+                 "--labels", "base", "base", "agg", "agg", "--bootstrap", "50", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    obj = json.loads(out)
+    assert [r["seeds"] for r in obj["runs"]] == [2, 2]
+    assert not [n for n in obj["notes"] if "units" in n], obj["notes"]
+
+
+def test_the_python_api_refuses_it_too_and_names_what_it_cannot_tell():
+    x = np.arange(1, 21) * 1e11
+    y = _sigmoid(x, 0.7, 1.5, 5e11, 0.3)
+    base = [Curve.from_arrays(x, y, name="b", x_name="flops")]
+    with pytest.raises(InputError, match=r"'compute' \(a kind its name does not say\)"):
+        compare({"base": base, "agg": [Curve.from_arrays(x, y, name="a0", x_name="flops"),
+                                       Curve.from_arrays(x, y + 0.01, name="a1", x_name="compute")]}, n_boot=20)
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("flops", "FLOPs"), ("step", "steps"), ("_step", "steps"), ("trainer/global_step", "steps"),
+    ("cum_wall_hours", "hours"), ("hours", "hours"), ("wall_time", "hours"), ("gpu_hours", "GPU-hours"),
+    ("compute/gpu_hours", "GPU-hours"), ("cum:timing_s/step", "seconds"), ("cum:time/step", "seconds"),
+    ("num_tokens", "tokens"), ("perf/total_num_tokens", "tokens"), ("samples", "samples"), ("epoch", "epochs"),
+    ("x", None), ("compute", None),
+])
+def test_compute_kind_of_the_columns_logs_use(name, kind):
+    assert compute_kind(name) == kind
+
+
+def test_mixed_compute():
+    assert not mixed_compute(["flops"]) and not mixed_compute(["x", "x"])
+    assert not mixed_compute(["num_tokens", "trained_tokens"])
+    assert mixed_compute(["flops", "step"]) and mixed_compute(["gpu_hours", "hours"]) and mixed_compute(["x", "y"])
