@@ -18,6 +18,10 @@ of the final point within 0.03 in at least 4 of 5 seeds.
 seed -- how often each meets the forecast and A targets, in which seeds one does and the other does not, and
 the Wilcoxon signed-rank test of their absolute forecast errors paired by seed (scipy).
 
+``--members RUN...``: no runs: each finished run's half-budget forecast of its final point, the forecast's
+own error beside each member's (the sigmoid, the power law, the recent-phase sigmoid, the held level) and
+their weights -- whether a miss is the forecast's make-up or a future no law in the window foresees.
+
 ``--ends``: the half-budget forecast error had each run ended at step E (its log cut there, the
 report's fit on the first half of that compute, the error against the evaluation at E) -- how much
 of the error is the choice of the end and how much a bias, without training anything.
@@ -47,7 +51,10 @@ def main() -> None:
     ap.add_argument("--ends", type=int, nargs="+", help="no runs: forecast errors of --runs cut at these steps")
     ap.add_argument("--runs", nargs="+", default=[], help="run directories for --ends")
     ap.add_argument("--paired", nargs=2, metavar=("A", "B"), help="no runs: compare two --output directories seed by seed")
+    ap.add_argument("--members", nargs="+", metavar="RUN", help="no runs: each member's forecast error on these runs")
     args = ap.parse_args()
+    if args.members:
+        return member_errors(args.members)
     if args.ends:
         return cut_errors(args.runs, args.ends)
     if args.paired:
@@ -120,6 +127,27 @@ def _number(value: float | None, width: int) -> str:
     """``value`` to 3 decimals in ``width`` columns; a dash where the report had none (the power law's
     forecast where its fit failed on the first half)."""
     return f"{value:>{width}.3f}" if value is not None else f"{'-':>{width}}"
+
+
+def member_errors(runs: list[str]) -> None:
+    """The half-budget forecast of each run's final point, and each ensemble member's (``--members``)."""
+    from scalerl.curves import forecast, read_curve
+
+    errors: dict[str, list[float]] = {}
+    for run in runs:
+        curve = read_curve(str(Path(run) / "runlog.jsonl"), "flops", "val/pass_rate")
+        end, final = float(curve.x[-1]), float(curve.y[-1])
+        fc = forecast(curve, fit_until=end / 2, n_boot=0)  # (the report's cut: half the compute)
+        ens = fc.ensemble
+        row = {"forecast": float(fc.mean([end])[0]) - final,
+               **{k: float(v) - final for k, v in zip(ens.laws, ens.member_values([end])[:, 0])}}
+        for k, e in row.items():
+            errors.setdefault(k, []).append(e)
+        print(f"{run}: final {final:.3f}; errors " + ", ".join(f"{k} {e:+.3f}" for k, e in row.items())
+              + "; weights " + ", ".join(f"{k} {w:.2f}" for k, w in ens.weights.items()))
+    for k, es in errors.items():
+        print(f"{k:>16}: within 0.03 in {sum(abs(e) <= 0.03 for e in es)} of {len(es)}; median |error| "
+              f"{statistics.median(abs(e) for e in es):.3f}; mean error {statistics.mean(es):+.3f}")
 
 
 def cut_errors(runs: list[str], ends: list[int]) -> None:
