@@ -8,7 +8,7 @@ import pytest
 
 from scalerl.cli import main
 from scalerl.curves import Curve, compare
-from scalerl.curves.compute_kind import compute_kind, mixed_compute
+from scalerl.curves.compute_kind import compute_kind, mixed_compute, untold_compute
 from scalerl.errors import InputError
 
 
@@ -58,13 +58,20 @@ def test_seeds_read_against_one_unit_under_two_names_are_pooled(capsys, tmp_path
     assert not [n for n in obj["notes"] if "units" in n], obj["notes"]
 
 
-def test_the_python_api_refuses_it_too_and_names_what_it_cannot_tell():
+def test_the_python_api_refuses_it_too_and_pools_a_name_that_tells_no_kind_with_a_note():
+    """Two known kinds are refused from Python as from the command; a name that tells no kind ('compute') is a
+    hint the name cannot give: pooled, with a note naming it (refused, review ac found, it left a user whose
+    logs name compute their own way no way to compare at all)."""
     x = np.arange(1, 21) * 1e11
     y = _sigmoid(x, 0.7, 1.5, 5e11, 0.3)
     base = [Curve.from_arrays(x, y, name="b", x_name="flops")]
-    with pytest.raises(InputError, match=r"'compute' \(a kind its name does not say\)"):
+    with pytest.raises(InputError, match=r"'flops' \(FLOPs\); 'step' \(steps\)"):
         compare({"base": base, "agg": [Curve.from_arrays(x, y, name="a0", x_name="flops"),
-                                       Curve.from_arrays(x, y + 0.01, name="a1", x_name="compute")]}, n_boot=20)
+                                       Curve.from_arrays(x, y + 0.01, name="a1", x_name="step")]}, n_boot=20)
+    result = compare({"base": base, "agg": [Curve.from_arrays(x, y, name="a0", x_name="flops"),
+                                            Curve.from_arrays(x, y + 0.01, name="a1", x_name="compute")]}, n_boot=20)
+    assert any("run 'agg': its seeds are read against differently named compute columns ('flops', 'compute'), "
+               "pooled as one unit; 'compute' does not say which" in n for n in result.notes), result.notes
 
 
 @pytest.mark.parametrize("name, kind", [
@@ -73,6 +80,10 @@ def test_the_python_api_refuses_it_too_and_names_what_it_cannot_tell():
     ("compute/gpu_hours", "GPU-hours"), ("cum:timing_s/step", "seconds"), ("cum:time/step", "seconds"),
     ("num_tokens", "tokens"), ("perf/total_num_tokens", "tokens"), ("samples", "samples"), ("epoch", "epochs"),
     ("x", None), ("compute", None),
+    # review ac: verl's seconds per step, other timers, HF Trainer's FLOPs, env timesteps
+    ("cum:perf/time_per_step", "seconds"), ("perf/time_per_step", "seconds"), ("step_time", "seconds"),
+    ("_timestamp", "seconds"), ("wall_clock_time", "seconds"), ("total_flos", "FLOPs"), ("train/total_flos", "FLOPs"),
+    ("gpu_h", "GPU-hours"), ("time/total_timesteps", "steps"), ("tokens_per_second", "tokens"),
 ])
 def test_compute_kind_of_the_columns_logs_use(name, kind):
     assert compute_kind(name) == kind
@@ -81,4 +92,29 @@ def test_compute_kind_of_the_columns_logs_use(name, kind):
 def test_mixed_compute():
     assert not mixed_compute(["flops"]) and not mixed_compute(["x", "x"])
     assert not mixed_compute(["num_tokens", "trained_tokens"])
-    assert mixed_compute(["flops", "step"]) and mixed_compute(["gpu_hours", "hours"]) and mixed_compute(["x", "y"])
+    assert mixed_compute(["flops", "step"]) and mixed_compute(["gpu_hours", "hours"])
+    assert not mixed_compute(["x", "y"]) and not mixed_compute(["flops", "x"])  # (untold: pooled with a note)
+    assert untold_compute(["flops", "x"]) == ["x"] and untold_compute(["x", "x"]) == []
+
+
+def _verl_csv(path, A, seed):
+    """A run of one law against steps, with verl's seconds per step beside it (30 s each)."""
+    rng = np.random.default_rng(seed)
+    step = np.arange(21)
+    with np.errstate(divide="ignore"):
+        y = 0.3 + (A - 0.3) / (1 + (5.0 / step) ** 1.5) + rng.normal(0, 0.006, size=21)
+    y[0] = 0.3
+    path.write_text("step,perf/time_per_step,score\n" + "".join(f"{s},30.0,{v}\n" for s, v in zip(step, y)))
+    return str(path)
+
+
+def test_compare_does_not_pool_a_seed_against_steps_with_one_against_verl_seconds(capsys, tmp_path):
+    """Four seeds of one law (A 0.70) against steps; the second seed of 'agg' is read against verl's summed
+    seconds per step (--x step step step cum:perf/time_per_step). 247f570 refuses flops with step; this pair
+    (steps 0..20 with seconds 30..630) is pooled into one fit without a word (exit 0, agg A ~0.58, no note).
+    Before 247f570 it drew the "compute columns differ" note at least (review ac)."""
+    paths = [_verl_csv(tmp_path / f"c{i}.csv", 0.70, i) for i in range(4)]
+    code = main(["compare", *paths, "--x", "step", "step", "step", "cum:perf/time_per_step", "--y", "score",
+                 "--labels", "base", "base", "agg", "agg", "--bootstrap", "50", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "different kinds of compute" in err

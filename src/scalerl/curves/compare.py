@@ -36,7 +36,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from scalerl.curves.bands import Calibration
-from scalerl.curves.compute_kind import compute_kind, mixed_compute
+from scalerl.curves.compute_kind import compute_kind, mixed_compute, untold_compute
 from scalerl.curves.data import Curve
 from scalerl.curves.excursions import drop_seed_excursions
 from scalerl.curves.forecast import Forecast, Prediction, forecast
@@ -411,6 +411,12 @@ def compare(
             raise InputError(f"run {label!r} has no curves")
         _refuse_repeated_seeds(label, curves)
         _refuse_mixed_compute(label, curves)
+        untold = untold_compute([c.x_name for c in curves])
+        if untold:
+            notes.append(f"run {label!r}: its seeds are read against differently named compute columns "
+                         f"({', '.join(repr(n) for n in dict.fromkeys(c.x_name for c in curves))}), pooled as one unit; "
+                         f"{', '.join(map(repr, untold))} does not say which -- if they differ, read every seed against "
+                         "one column (--x)")
         if excursions:
             bounded = (math.isfinite(fit_kwargs["A_max"]) if fit_kwargs.get("A_max") is not None
                        else all(c.bounded for c in curves))  # (as the fits take it: the curves' own)

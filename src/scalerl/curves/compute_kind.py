@@ -4,7 +4,8 @@ hours, seconds or steps (None: a name that says none of them).
 Seeds of one run are pooled into one fit, so their x values must be in one unit. Logs of different trainers
 name one counter differently (``cum_wall_hours`` in a CSV, ``hours`` in a JSON-lines log; ``num_tokens`` and
 ``trained_tokens``), which is one unit; ``flops`` and ``step`` are two, and a fit of both together is of
-neither (:func:`mixed_compute`)."""
+neither (:func:`mixed_compute`). A name is only a hint: where it tells no kind the seeds are pooled with a
+note (:func:`untold_compute`), never refused."""
 
 from __future__ import annotations
 
@@ -12,16 +13,19 @@ import re
 from typing import Sequence
 
 #: (kind, what a column's name holds when it counts that kind), the first match wins: GPU-hours before
-#: hours; hours (``wall_time``: the readers' hours since a run's first row) before seconds; seconds
-#: (``cum:timing_s/step``, prime-rl's ``cum:time/step``: time per step, summed) before steps.
+#: hours; FLOPs (HF Trainer's ``total_flos`` too) and tokens before anything timed (``tokens_per_second``);
+#: RL libraries' env ``timesteps`` are steps, not time; hours (``wall_time``: the readers' hours since a
+#: run's first row) before seconds; seconds -- ``cum:timing_s/step``, verl's ``perf/time_per_step``,
+#: ``step_time``, ``_timestamp``, ``wall_clock_time``: time, whatever else the name says -- before steps.
 KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(pattern, re.I)) for kind, pattern in (
-    ("GPU-hours", r"gpu.?h(ou)?rs?"),
-    ("FLOPs", r"flop"),
+    ("GPU-hours", r"gpu.?h(ou)?rs?|gpu_h\b"),
+    ("FLOPs", r"flop|flos"),
     ("tokens", r"token"),
     ("samples", r"sample|rollout|episode"),
     ("epochs", r"epoch"),
+    ("steps", r"timestep"),
     ("hours", r"hour|wall_time|\bh(r|rs)?\b"),
-    ("seconds", r"second|timing|\btime\b|_s\b|runtime|elapsed"),
+    ("seconds", r"second|timing|time|_s\b|elapsed|clock"),
     ("steps", r"step|iter|update"),
 ))
 
@@ -33,10 +37,15 @@ def compute_kind(x_name: str) -> str | None:
 
 
 def mixed_compute(x_names: Sequence[str]) -> bool:
-    """Whether curves read against the columns ``x_names`` count different kinds of compute (or kinds their
-    names do not tell): one name, or several names of one kind, is one unit."""
-    names = set(x_names)
-    if len(names) <= 1:
-        return False
-    kinds = {compute_kind(n) for n in names}
-    return None in kinds or len(kinds) > 1
+    """Whether curves read against the columns ``x_names`` count different kinds of compute, as their names
+    tell: one name, several names of one kind, or a name that tells no kind (``x``, ``compute``: see
+    :func:`untold_compute`) is not known to be mixed."""
+    kinds = {compute_kind(n) for n in set(x_names)} - {None}
+    return len(kinds) > 1
+
+
+def untold_compute(x_names: Sequence[str]) -> list[str]:
+    """The names among several different ``x_names`` that tell no kind of compute: pooled as one unit with the
+    others, which only the user can vouch for (a note says so; refusing them left no way to compare)."""
+    names = list(dict.fromkeys(x_names))
+    return [n for n in names if compute_kind(n) is None] if len(names) > 1 else []

@@ -142,10 +142,11 @@ def _check_none_dropped(plans: list[RunPlan]) -> None:
 def _check_not_past(p: RunPlan, budget: Budget) -> None:
     """A budget below what a run on disk has trained: the run would count as done, and the report would fit
     its longer curve under the shorter budget's name. A steps budget's end is ``steps``; a compute budget's
-    is where an uninterrupted run stops under it (:meth:`Budget.stretch_end`: its first stretch, ``steps``,
-    then extensions until an evaluation reaches the compute), so its runs going past ``steps`` to reach the
-    compute, or past the compute within the first stretch, are not past it. (A run's log that cannot be
-    read is reported as damaged elsewhere.)"""
+    is the furthest a run can have trained under it, however stopped and resumed (:meth:`Budget.latest_end`:
+    its first stretch, ``steps``, then the furthest extension targeted before an evaluation reached the
+    compute), so its runs going past ``steps`` to reach the compute, past the compute within the first
+    stretch, or to an extension the previous scalerl targeted from a kill point, are not past it. (A run's
+    log that cannot be read is reported as damaged elsewhere.)"""
     rows, _ = read_log(p.directory)
     if not rows:
         return
@@ -156,9 +157,9 @@ def _check_not_past(p: RunPlan, budget: Budget) -> None:
                              f"study does not shorten its runs (the report would fit the longer curves) -- keep "
                              f"steps >= {last}, or use another --output")
         return
-    end = budget.stretch_end(rows)
-    at_end = next((r for r in rows if r["step"] == end), None)
-    if last > end and budget.reached(at_end):
+    end = budget.latest_end(rows)
+    at_end = next((r for r in reversed(rows) if r["step"] <= end), None)  # (where it met the budget, if it did)
+    if last > end and at_end is not None and budget.reached(at_end):
         def x(row: dict[str, Any]) -> str:
             return f"{budget.x} {row.get(budget.x)!s}" if not isinstance(row.get(budget.x), (int, float)) \
                 else f"{budget.x} {row[budget.x]:.4g}"
