@@ -113,8 +113,12 @@ def _import_package_module(root: Path, dotted: str, path: Path) -> tuple[Any, Ex
     except Exception as exc:  # noqa: BLE001 -- any failure of the package route: the file's own route decides
         error = exc
     sys.path[:] = saved_path
+    # Only the package's own modules are undone: one it imported from elsewhere (numpy) stays -- deleted, its
+    # next import failed ("cannot load module more than once per process"), the file's own import with it.
+    top = dotted.split(".", 1)[0]
     for name in set(sys.modules) - saved_modules:
-        del sys.modules[name]
+        if name == top or name.startswith(top + "."):
+            del sys.modules[name]
     return None, error
 
 

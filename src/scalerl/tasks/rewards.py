@@ -350,8 +350,8 @@ class RewardWorkers:
             hung = not self._answered and len(self._hung_prompts) >= HUNG_PROMPTS
         if hung:
             raise InputError(f"the reward function {self.spec} ran past its time limit ({self.timeout_setting}="
-                             f"{self.timeout:g} s) on every call of its first {HUNG_PROMPTS} prompts and answered none "
-                             f"in time: it hangs, or needs longer -- fix it, or raise --set {self.timeout_setting}=SECONDS")
+                             f"{self.timeout:g} s) on {HUNG_PROMPTS} different prompts and has answered no call in "
+                             f"time: it hangs, or needs longer -- fix it, or raise --set {self.timeout_setting}=SECONDS")
 
     def __call__(self, problem: Problem, completion: str) -> float:
         return self.score(problem.prompt, completion, problem.answer)
