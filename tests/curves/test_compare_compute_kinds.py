@@ -84,6 +84,10 @@ def test_the_python_api_refuses_it_too_and_pools_a_name_that_tells_no_kind_with_
     ("cum:perf/time_per_step", "seconds"), ("perf/time_per_step", "seconds"), ("step_time", "seconds"),
     ("_timestamp", "seconds"), ("wall_clock_time", "seconds"), ("total_flos", "FLOPs"), ("train/total_flos", "FLOPs"),
     ("gpu_h", "GPU-hours"), ("time/total_timesteps", "steps"), ("tokens_per_second", "tokens"),
+    # review ad: the unit a timer's name ends in; verl's rollout timer; TFLOPs apart from FLOPs
+    ("cum:step_time_ms", "milliseconds"), ("wall_clock_h", "hours"), ("time_h", "hours"),
+    ("elapsed_minutes", "minutes"), ("runtime_min", "minutes"), ("timing_s/rollout", "seconds"),
+    ("rollout/time", "seconds"), ("tflops", "TFLOPs"), ("num_rollouts", "samples"),
 ])
 def test_compute_kind_of_the_columns_logs_use(name, kind):
     assert compute_kind(name) == kind
@@ -118,3 +122,20 @@ def test_compare_does_not_pool_a_seed_against_steps_with_one_against_verl_second
                  "--labels", "base", "base", "agg", "agg", "--bootstrap", "50", "--json"])
     out, err = capsys.readouterr()
     assert code == 2 and "different kinds of compute" in err
+
+
+def _sigmoid_5e3(C):
+    return 0.3 + (0.7 - 0.3) / (1 + (5e3 / C) ** 1.5)
+
+
+@pytest.mark.parametrize("other, scale", [("cum:step_time_ms", 1e3), ("wall_clock_h", 1 / 3600)])
+def test_seeds_read_against_seconds_and_milliseconds_or_hours_are_not_pooled_without_a_word(other, scale):
+    """Seed a0 of 'agg' counts seconds (cum:timing_s/step), seed a1 the same run in milliseconds (cum:step_time_ms)
+    or hours (wall_clock_h). bff3e27 read both as seconds, and compare pooled x values 1000x (3600x) apart into one
+    fit with no note about the columns (review ad); the unit a name ends in is read first now."""
+    x = np.arange(1, 21) * 1e3
+    base = [Curve.from_arrays(x, _sigmoid_5e3(x), name="b", x_name="cum:timing_s/step")]
+    agg = [Curve.from_arrays(x, _sigmoid_5e3(x), name="a0", x_name="cum:timing_s/step"),
+           Curve.from_arrays(x * scale, _sigmoid_5e3(x) + 0.01, name="a1", x_name=other)]
+    with pytest.raises(InputError, match="different kinds of compute"):
+        compare({"base": base, "agg": agg}, n_boot=20)

@@ -1,5 +1,5 @@
-"""What kind of compute an x column counts, told from its name: FLOPs, tokens, samples, epochs, GPU-hours,
-hours, seconds or steps (None: a name that says none of them).
+"""What kind of compute an x column counts, told from its name: FLOPs, TFLOPs, tokens, samples, epochs,
+GPU-hours, hours, minutes, seconds, milliseconds or steps (None: a name that says none of them).
 
 Seeds of one run are pooled into one fit, so their x values must be in one unit. Logs of different trainers
 name one counter differently (``cum_wall_hours`` in a CSV, ``hours`` in a JSON-lines log; ``num_tokens`` and
@@ -13,19 +13,24 @@ import re
 from typing import Sequence
 
 #: (kind, what a column's name holds when it counts that kind), the first match wins: GPU-hours before
-#: hours; FLOPs (HF Trainer's ``total_flos`` too) and tokens before anything timed (``tokens_per_second``);
-#: RL libraries' env ``timesteps`` are steps, not time; hours (``wall_time``: the readers' hours since a
-#: run's first row) before seconds; seconds -- ``cum:timing_s/step``, verl's ``perf/time_per_step``,
-#: ``step_time``, ``_timestamp``, ``wall_clock_time``: time, whatever else the name says -- before steps.
+#: hours; TFLOPs (1e12 of them) before FLOPs (HF Trainer's ``total_flos`` too); tokens before anything timed
+#: (``tokens_per_second``); RL libraries' env ``timesteps`` are steps, not time; a unit the name ends in
+#: (``_ms``, ``_min``, ``_h``) before the word that says time; hours (``wall_time``: the readers' hours since
+#: a run's first row) before seconds; seconds -- ``cum:timing_s/step``, verl's ``perf/time_per_step`` and
+#: ``timing_s/rollout``, ``step_time``, ``_timestamp``, ``wall_clock_time``: time, whatever else the name
+#: says -- before samples and steps.
 KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(pattern, re.I)) for kind, pattern in (
     ("GPU-hours", r"gpu.?h(ou)?rs?|gpu_h\b"),
+    ("TFLOPs", r"tflop|teraflop"),
     ("FLOPs", r"flop|flos"),
     ("tokens", r"token"),
+    ("steps", r"timestep"),
+    ("milliseconds", r"millisec|_ms\b|\bms\b"),
+    ("minutes", r"minute|_mins?\b|\bmins?\b"),
+    ("hours", r"hour|wall_time|\bh(r|rs)?\b|_h(r|rs)?\b"),
+    ("seconds", r"second|timing|time|_s\b|elapsed|clock"),
     ("samples", r"sample|rollout|episode"),
     ("epochs", r"epoch"),
-    ("steps", r"timestep"),
-    ("hours", r"hour|wall_time|\bh(r|rs)?\b"),
-    ("seconds", r"second|timing|time|_s\b|elapsed|clock"),
     ("steps", r"step|iter|update"),
 ))
 

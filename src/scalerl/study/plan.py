@@ -58,35 +58,11 @@ class Budget:
         if self.compute is None or last is None or not last.get("step") or not last.get(self.x) \
                 or int(last["step"]) < self.steps:
             return self.steps
-        return self._rate_target(last)
-
-    def _rate_target(self, last: dict[str, Any]) -> int:
-        """Whole evaluation intervals from ``last`` enough to reach the compute at the rate measured so far."""
         step, done = int(last["step"]), float(last[self.x])
         per_step = done / step
         need = math.ceil(max(self.compute - done, 0.0) / per_step)
         intervals = max(1, math.ceil(need / self.eval_every))
         return min(self.max_steps, step + intervals * self.eval_every)
-
-    def latest_end(self, rows: list[dict[str, Any]]) -> int:
-        """The furthest step a run whose evaluation rows are ``rows`` can have trained under this budget, however it
-        was stopped and resumed: ``steps``, or (compute budget) the furthest extension targeted from any of its
-        evaluations before the compute was met -- an extension's target comes from the rate measured where it
-        starts, which an uninterrupted run, one resumed after a kill, and the previous scalerl's resume
-        (targeted from the kill point, inside the first stretch too) each place elsewhere, and which overshoots
-        the compute where a step's cost grows. A log that goes past it trained past this budget (a lowered
-        compute or max_steps); :meth:`stretch_end` is where an uninterrupted run ends."""
-        end = self.steps
-        if self.compute is None:
-            return end
-        for r in rows:
-            if not isinstance(r.get("step"), (int, float)) or not r.get("step") or not r.get(self.x):
-                continue
-            if self.reached(r):
-                break
-            if float(r[self.x]) < self.compute:
-                end = max(end, self._rate_target(r))
-        return min(max(end, self.steps), max(self.max_steps, self.steps))
 
     def stretch_end(self, rows: list[dict[str, Any]]) -> int:
         """The step at which the stretch of training a run whose evaluation rows are ``rows`` is in (or

@@ -102,9 +102,10 @@ def check_existing(plans: list[RunPlan], budget: Budget | None = None) -> None:
     from scalerl.train.config import TrainConfig
 
     _check_none_dropped(plans)
+    trained_by = _saved_budget(plans)
     for p in plans:
         if budget is not None:
-            _check_not_past(p, budget)
+            _check_not_past(p, budget, trained_by)
         saved = p.directory / "config.yaml"
         if not saved.exists():
             if (p.directory / "runlog.jsonl").exists():
@@ -139,14 +140,38 @@ def _check_none_dropped(plans: list[RunPlan]) -> None:
                          "the seeds, variants (--only) and values that trained them, or use another --output")
 
 
-def _check_not_past(p: RunPlan, budget: Budget) -> None:
+def _saved_budget(plans: list[RunPlan]) -> Budget | None:
+    """The budget of the spec the study directory was last run with (its ``study.yaml``), None where there is
+    none to read: what trained the runs on disk."""
+    from scalerl.study.spec import SPEC_FILE, load_saved_spec
+
+    if not plans:
+        return None
+    path = plans[0].directory.parents[2] / SPEC_FILE  # STUDY/runs/<label>/seed<k>
+    try:
+        return Budget.of(load_saved_spec(path)) if path.exists() else None
+    except InputError:  # lost or unreadable: the study's own check says so
+        return None
+
+
+def _lowered(budget: Budget, trained_by: Budget) -> bool:
+    """Whether ``budget`` ends a compute-budget run sooner than ``trained_by`` did in any of its terms: a lower
+    compute, a shorter first stretch, a lower max_steps (a steps budget, a shorter first stretch)."""
+    if trained_by.compute is None:
+        return budget.steps < trained_by.steps
+    return (budget.x == trained_by.x and budget.compute < trained_by.compute) or budget.steps < trained_by.steps \
+        or budget.max_steps < trained_by.max_steps
+
+
+def _check_not_past(p: RunPlan, budget: Budget, trained_by: Budget | None = None) -> None:
     """A budget below what a run on disk has trained: the run would count as done, and the report would fit
-    its longer curve under the shorter budget's name. A steps budget's end is ``steps``; a compute budget's
-    is the furthest a run can have trained under it, however stopped and resumed (:meth:`Budget.latest_end`:
-    its first stretch, ``steps``, then the furthest extension targeted before an evaluation reached the
-    compute), so its runs going past ``steps`` to reach the compute, past the compute within the first
-    stretch, or to an extension the previous scalerl targeted from a kill point, are not past it. (A run's
-    log that cannot be read is reported as damaged elsewhere.)"""
+    its longer curve under the shorter budget's name. A steps budget's end is ``steps``, read off the log. A
+    compute budget's end cannot be read off the log -- an extension's target comes from the rate measured
+    where it starts, which overshoots the compute where a step's cost grows, and the previous scalerl's resume
+    placed it elsewhere again -- so it is judged against the budget that trained the runs (``trained_by``,
+    the saved spec): refused where the new one is lower in a term (:func:`_lowered`) and a run went on past an
+    evaluation at which the new one was met. Where no spec was saved, only the steps budget is checked. (A
+    run's log that cannot be read is reported as damaged elsewhere.)"""
     rows, _ = read_log(p.directory)
     if not rows:
         return
@@ -157,17 +182,21 @@ def _check_not_past(p: RunPlan, budget: Budget) -> None:
                              f"study does not shorten its runs (the report would fit the longer curves) -- keep "
                              f"steps >= {last}, or use another --output")
         return
-    end = budget.latest_end(rows)
-    at_end = next((r for r in reversed(rows) if r["step"] <= end), None)  # (where it met the budget, if it did)
-    if last > end and at_end is not None and budget.reached(at_end):
-        def x(row: dict[str, Any]) -> str:
-            return f"{budget.x} {row.get(budget.x)!s}" if not isinstance(row.get(budget.x), (int, float)) \
-                else f"{budget.x} {row[budget.x]:.4g}"
+    if trained_by is None or not _lowered(budget, trained_by):
+        return
+    met = next((r for r in rows if budget.reached(r)), None)
+    if met is None or met["step"] >= last:
+        return
 
-        why = "max_steps" if end >= budget.max_steps and not (at_end.get(budget.x) or 0) >= budget.compute else \
-            ("its first stretch, the compute met" if end == budget.steps else "the compute met")
-        raise InputError(f"{p.directory} has trained to step {last} ({x(rows[-1])}), past this study's budget "
-                         f"({budget.compute:g} {budget.x} after a first stretch of {budget.steps} steps, max_steps "
-                         f"{budget.max_steps}), which ends it at step {end} ({x(at_end)}: {why}); a study does not "
-                         f"shorten its runs (the report would fit the longer curves) -- keep the budget that trained "
-                         f"them ({x(rows[-1])}, step {last}), or use another --output")
+    def x(row: dict[str, Any]) -> str:
+        value = row.get(budget.x)
+        return f"{budget.x} {value:.4g}" if isinstance(value, (int, float)) else f"{budget.x} {value!s}"
+
+    def terms(b: Budget) -> str:
+        return (f"{b.compute:g} {b.x} after a first stretch of {b.steps} steps, max_steps {b.max_steps}"
+                if b.compute is not None else f"{b.steps} steps")
+
+    raise InputError(f"{p.directory} has trained to step {last} ({x(rows[-1])}), past this study's budget "
+                     f"({terms(budget)}), which it met at step {met['step']} ({x(met)}); the study's runs were "
+                     f"trained under {terms(trained_by)}, and a study does not shorten its runs (the report would fit "
+                     "the longer curves) -- keep that budget or a larger one, or use another --output")

@@ -113,13 +113,24 @@ def _import_package_module(root: Path, dotted: str, path: Path) -> tuple[Any, Ex
     except Exception as exc:  # noqa: BLE001 -- any failure of the package route: the file's own route decides
         error = exc
     sys.path[:] = saved_path
-    # Only the package's own modules are undone: one it imported from elsewhere (numpy) stays -- deleted, its
-    # next import failed ("cannot load module more than once per process"), the file's own import with it.
+    # Undone: the package's own modules, and any other the attempt found under ``root`` (a project's
+    # ``config.py`` that its __init__ imported would shadow the file's own sibling of that name). A module it
+    # imported from elsewhere (numpy) stays -- deleted, its next import failed ("cannot load module more than
+    # once per process"), and the file's own import with it.
     top = dotted.split(".", 1)[0]
     for name in set(sys.modules) - saved_modules:
-        if name == top or name.startswith(top + "."):
+        if name == top or name.startswith(top + ".") or _lies_under(sys.modules[name], root):
             del sys.modules[name]
     return None, error
+
+
+def _lies_under(module: Any, folder: Path) -> bool:
+    """Whether ``module`` was loaded from a file inside ``folder``."""
+    origin = getattr(module, "__file__", None)
+    try:
+        return bool(origin) and Path(origin).resolve().is_relative_to(folder.resolve())
+    except (OSError, ValueError):
+        return False
 
 
 def _module_name(path: Path) -> str:
