@@ -271,15 +271,21 @@ def test_calibrate_lists_unreadable_runs_checks_each_log_on_the_others_and_names
     assert read_calibration(out).provenance.endswith("x: x")
 
 
-def test_a_runs_evaluation_sets_are_held_out_together(capsys, tmp_path, six_runs):
-    """A --y glob reads each run's curve of each metric: two runs with two evaluation sets each were
-    four "runs" to the leave-one-run-out check, which held out one set of a run while its other set
-    (which moves with it) stayed in the factors -- a check printed from two runs."""
+def _two_runs_two_sets(six_runs, tmp_path):
+    """Two runs of the six (a run column) with two evaluation sets each (val/a, and val/b 2% below it)."""
     lines = six_runs.read_text().splitlines()
     keep = ("cogbeh_qwen_human_cot,", "cogbeh_llama_human_cot,")
     path = tmp_path / "two-sets.csv"
     path.write_text("run,x,val/a,val/b\n" + "".join(f"{ln},{float(ln.split(',')[2]) * 0.98:.4f}\n"
                                                    for ln in lines[1:] if ln.startswith(keep)))
+    return path
+
+
+def test_a_runs_evaluation_sets_are_held_out_together(capsys, tmp_path, six_runs):
+    """A --y glob reads each run's curve of each metric: two runs with two evaluation sets each were
+    four "runs" to the leave-one-run-out check, which held out one set of a run while its other set
+    (which moves with it) stayed in the factors -- a check printed from two runs."""
+    path = _two_runs_two_sets(six_runs, tmp_path)
     code, text, err = run_cli(capsys, "calibrate", str(path), "--x", "x", "--y", "val/*", "--output",
                               str(tmp_path / "c.json"), "--json")
     assert code == 0, err
@@ -452,11 +458,7 @@ def test_a_glob_over_a_table_with_a_column_per_run_counts_and_holds_out_each_col
 def test_a_runs_evaluation_sets_are_counted_as_one_run(capsys, tmp_path, six_runs):
     """Two runs (a run column) with two evaluation sets each, read with a glob: held out together (two runs),
     and counted so in the header and the provenance, which said 4."""
-    lines = six_runs.read_text().splitlines()
-    keep = ("cogbeh_qwen_human_cot,", "cogbeh_llama_human_cot,")
-    path = tmp_path / "two-sets.csv"
-    path.write_text("run,x,val/a,val/b\n" + "".join(f"{ln},{float(ln.split(',')[2]) * 0.98:.4f}\n"
-                                                   for ln in lines[1:] if ln.startswith(keep)))
+    path = _two_runs_two_sets(six_runs, tmp_path)
     code, text, err = run_cli(capsys, "calibrate", str(path), "--x", "x", "--y", "val/*", "--output",
                               str(tmp_path / "c.json"), "--no-progress")
     assert code == 0, err

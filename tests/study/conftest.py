@@ -1,3 +1,6 @@
+import signal
+import time
+
 import pytest
 
 
@@ -20,3 +23,19 @@ def micro_args(output, *extra):
         "--set", "batch.generations_per_prompt=4", "--set", "eval.problems=16", "--set", "eval.samples_per_problem=2",
         "--set", "forecast.enabled=false", *extra,
     ]
+
+
+def kill_when_logged(proc, log, shows, what: str, timeout: float = 300) -> None:
+    """SIGKILL the study process ``proc`` once a line of the run log ``log`` ``shows`` (a predicate on the
+    line); the test fails if the study ends first or ``what`` never shows within ``timeout`` seconds."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"the study ended before it could be killed (exit {proc.returncode})")
+        if log.exists() and any(shows(line) for line in log.read_text().splitlines()):
+            break
+        time.sleep(0.02)
+    else:
+        pytest.fail(f"timed out waiting for {what}")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()

@@ -3,10 +3,8 @@ run resumed after a kill ends -- where it would have ended had it not been kille
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -17,7 +15,7 @@ from scalerl.study.run_state import run_status
 from scalerl.study.spec import StudySpec, load_spec
 from scalerl.train.report import write_run_report
 
-from .conftest import micro_args
+from .conftest import kill_when_logged, micro_args
 from .synthetic import write_study
 
 LAWS = {"scalerl": (0.70, 1.5, 5e11), "loo-loss-dapo": (0.70, 1.5, 5e11)}
@@ -58,18 +56,9 @@ def test_a_compute_budget_run_killed_and_resumed_ends_where_an_uninterrupted_one
     proc = subprocess.Popen([sys.executable, "-m", "scalerl.cli", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=dict(os.environ))
     second = out / "runs" / "loo-aggregation-sample" / "seed0"
-    deadline = time.time() + 300
-    while time.time() < deadline:  # kill the study inside its second run, after its step-1 evaluation
-        if proc.poll() is not None:
-            pytest.fail(f"the study ended before it could be killed (exit {proc.returncode})")
-        log = second / "runlog.jsonl"
-        if log.exists() and any('"type":"eval"' in line and '"step":1,' in line for line in log.read_text().splitlines()):
-            break
-        time.sleep(0.02)
-    else:
-        pytest.fail("timed out waiting for the second run's step-1 evaluation")
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    # killed inside its second run, after its step-1 evaluation
+    kill_when_logged(proc, second / "runlog.jsonl", lambda line: '"type":"eval"' in line and '"step":1,' in line,
+                     "the second run's step-1 evaluation")
     budget = Budget.of(load_spec(out / "study.yaml"))
     assert run_status(second, budget) == "partial"  # inside its first stretch: not done, however much compute
 

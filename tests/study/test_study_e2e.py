@@ -8,7 +8,6 @@ against known truth.
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ from scalerl.study.plan import Budget
 from scalerl.study.run_state import run_status
 from scalerl.study.spec import load_spec
 
-from .conftest import micro_args
+from .conftest import kill_when_logged, micro_args
 
 pytestmark = pytest.mark.slow
 
@@ -128,18 +127,9 @@ def test_killed_study_resumes_and_skips_finished_runs(study_cache, tmp_path, cap
     proc = subprocess.Popen([sys.executable, "-m", "scalerl.cli", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=dict(os.environ))
     second = out / "runs" / "loo-aggregation-sample" / "seed0"
-    deadline = time.time() + 300
-    while time.time() < deadline:  # kill the study inside its second run, after a checkpoint
-        if proc.poll() is not None:
-            pytest.fail(f"the study ended before it could be killed (exit {proc.returncode})")
-        log = second / "runlog.jsonl"
-        if log.exists() and any('"type":"train"' in line for line in log.read_text().splitlines()):
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail("timed out waiting for the second run to start training")
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    # killed inside its second run, once it has trained a step
+    kill_when_logged(proc, second / "runlog.jsonl", lambda line: '"type":"train"' in line,
+                     "the second run to start training", timeout=300)
     first = out / "runs" / "scalerl" / "seed0"
     budget = Budget.of(load_spec(out / "study.yaml"))
     assert run_status(first, budget) == "done" and run_status(second, budget) == "partial"
