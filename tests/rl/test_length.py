@@ -217,6 +217,23 @@ def test_masking_truncated_completions():
     assert is_truncated("length") and not is_truncated("interrupted_stop")
 
 
+def test_masking_interrupted_completions():
+    """length.mask_interrupted: a completion whose thinking budget ran out (the phrase forced) leaves the loss,
+    whether its answer then ended or ran out of tokens; the recipe's parts take the same rule."""
+    from scalerl.rl.components import resolve_recipe
+    from scalerl.rl.recipe import RecipeConfig
+
+    cfg = LengthConfig()
+    assert keep_in_loss(cfg, "interrupted_stop")
+    cfg.mask_interrupted = True
+    assert not keep_in_loss(cfg, "interrupted_stop") and not keep_in_loss(cfg, "interrupted_length")
+    assert keep_in_loss(cfg, "stop") and keep_in_loss(cfg, "length")  # (a plain truncation: mask_truncated's)
+    recipe = RecipeConfig()
+    recipe.length.mask_interrupted = True
+    parts = resolve_recipe(recipe)
+    assert [parts.keep_in_loss(r) for r in ("stop", "interrupted_stop")] == [True, False]
+
+
 class _PhraseTokenizer:
     """Encodes the interruption phrase to ``n`` tokens (a stand-in for a real tokenizer's count)."""
 

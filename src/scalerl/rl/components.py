@@ -25,7 +25,7 @@ from scalerl.errors import ConfigError
 from scalerl.rl.advantages import NORMALIZATIONS, Normalization
 from scalerl.rl.aggregate import AGGREGATIONS, Aggregation
 from scalerl.rl.filters import FILTER_BASES, FilterBasis
-from scalerl.rl.length import LENGTH_MODES, LengthMode, budget_problems, is_truncated
+from scalerl.rl.length import LENGTH_MODES, LengthMode, budget_problems, keep_in_loss
 from scalerl.rl.losses import POLICY_LOSSES, LossInputs, LossOutput, bound_policy_loss, zero_advantage_means_zero_gradient
 from scalerl.rl.recipe import RecipeConfig
 
@@ -53,8 +53,9 @@ class RecipeComponents:
         return self.length.reward(self.recipe.length, reward, length)
 
     def keep_in_loss(self, finish_reason: str) -> bool:
-        """False for a completion cut by a token budget when ``length.mask_truncated`` is on."""
-        return not (self.recipe.length.mask_truncated and is_truncated(finish_reason))
+        """False for a completion the recipe leaves out of the loss: cut by a token budget under
+        ``length.mask_truncated``, interrupted under ``length.mask_interrupted``."""
+        return keep_in_loss(self.recipe.length, finish_reason)
 
     def filter_values(self, rewards: Sequence[float], shaped: Sequence[float]) -> Sequence[float]:
         """The rewards of one group whose variance decides whether the group is kept."""

@@ -45,6 +45,7 @@ __all__ = [
     "TruncationController",
     "TruncationState",
     "is_truncated",
+    "is_interrupted",
     "keep_in_loss",
     "length_controller",
     "overlong_penalty",
@@ -333,9 +334,16 @@ def is_truncated(finish_reason: str) -> bool:
     return finish_reason in ("length", "interrupted_length")
 
 
+def is_interrupted(finish_reason: str) -> bool:
+    """Whether a :class:`~scalerl.generate.base.Completion` had its thinking cut by a forced interruption."""
+    return finish_reason.startswith("interrupted")
+
+
 def keep_in_loss(cfg: LengthConfig, finish_reason: str) -> bool:
-    """False for a truncated completion when ``mask_truncated`` is on (DAPO's overlong filtering)."""
-    return not (cfg.mask_truncated and is_truncated(finish_reason))
+    """False for a truncated completion when ``mask_truncated`` is on (DAPO's overlong filtering), and for an
+    interrupted one when ``mask_interrupted`` is."""
+    return not ((cfg.mask_truncated and is_truncated(finish_reason))
+                or (cfg.mask_interrupted and is_interrupted(finish_reason)))
 
 
 # ----------------------------------------------------------------------------- modes

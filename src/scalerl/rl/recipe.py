@@ -147,6 +147,11 @@ class LengthConfig:
     """L_cache: the penalty ramps from 0 to -1 over the last L_cache tokens before L_max."""
     mask_truncated: bool = False
     """Drop from the loss completions cut by a token budget (DAPO's overlong filtering)."""
+    mask_interrupted: bool = False
+    """Drop from the loss completions whose thinking budget ran out (interrupt mode: the phrase was forced).
+    Where the budget is drawn per sequence, such an answer was written after a cut the policy did not choose,
+    and its reward is as much the draw's as the policy's. Off in every preset: the paper trains on them (the
+    interruption is its length control)."""
 
 
 @dataclass
