@@ -263,3 +263,15 @@ def test_the_interruption_budget_counts_the_phrase():
     # The other modes force nothing, so nothing has to fit.
     cfg.length.mode = "truncate"
     validate_recipe(cfg, _PhraseTokenizer(1000))
+
+
+def test_mask_interrupted_outside_interrupt_mode_is_refused():
+    """No other length mode forces an interruption: the switch would drop nothing, and a study sweeping it
+    under truncate trained the same variant twice (review ae)."""
+    from scalerl.rl.recipe import RecipeConfig
+
+    recipe = RecipeConfig()
+    recipe.length.mask_interrupted = True
+    assert not [p for p in recipe.problems() if "mask_interrupted" in p]
+    recipe.length.mode = "truncate"
+    assert any("length.mask_interrupted applies to length.mode=interrupt only" in p for p in recipe.problems())

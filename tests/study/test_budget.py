@@ -231,3 +231,17 @@ def test_the_reproducers_build_what_they_say():
     rows = _trained(Budget(100, 1e12, 5000, "flops", 10), lambda s: 1e8 if s <= 10 else 1e9)
     assert rows[-1]["step"] == 1100 and math.isclose(rows[-1]["flops"], 1.091e12)
     assert b.stretch_end([r for r in rows if r["step"] <= 220]) == 220
+
+
+def test_a_compute_budget_in_another_x_column_met_long_before_the_runs_end_is_refused(tmp_path):
+    """Runs trained under 1e12 FLOPs (first stretch 100, 1e9 FLOPs a step) end at step 1000. The study is then
+    given `--x step --compute 210`: met at step 210, yet the runs (at 1000) were taken as done -- _lowered compared
+    compute only where x was the same, so the report fitted 1000-step curves under a 210-step budget's name. A
+    `--steps 210` over the same runs is refused (review ae)."""
+    spec = _growing_spec(compute=1e12)
+    b = Budget.of(spec)
+    plans = _write(tmp_path, spec, lambda p: [{**r} for r in _trained(b, lambda s: 1e9)])
+    with pytest.raises(InputError, match="a study does not shorten its runs"):
+        check_existing(plans, Budget.of(_growing_spec(compute=None, steps=210)))  # the steps twin: refused
+    with pytest.raises(InputError, match="a study does not shorten its runs"):
+        check_existing(plans, Budget.of(_growing_spec(compute=210, x="step")))

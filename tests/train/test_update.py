@@ -131,3 +131,16 @@ def test_the_step_reports_the_process_peak_memory(random_model, groups):
     before, resident, after = map(float, subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                                         check=True).stdout.split())
     assert resident + 0.24 <= after <= max(before, resident) + 0.3
+
+
+def test_a_step_with_no_trainable_token_says_when_a_length_mask_may_have_left_them_out():
+    """A batch every completion of which length.mask_interrupted left out was skipped as "every group
+    filtered", though no group was (review ae)."""
+    from scalerl.rl.recipe import RecipeConfig
+    from scalerl.train.update import _no_tokens_reason
+
+    recipe = RecipeConfig()
+    assert _no_tokens_reason(recipe) == "no trainable tokens (every group filtered)"
+    recipe.length.mask_interrupted = True
+    assert _no_tokens_reason(recipe) == ("no trainable tokens (every group filtered, or every completion left out "
+                                         "of the loss by length.mask_interrupted)")

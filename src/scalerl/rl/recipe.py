@@ -298,6 +298,9 @@ def _check_length(cfg: RecipeConfig):
         yield f"length.answer_budget must be >= 1, got {n.answer_budget}"
     if not n.interruption_phrase.rstrip().endswith(n.end_think):
         yield f"length.interruption_phrase must end with end_think ({n.end_think!r}) so the answer phase starts"
+    if n.mask_interrupted and n.mode != "interrupt":  # (it would drop nothing: a sweep of it trained alike twice)
+        yield (f"length.mask_interrupted applies to length.mode=interrupt only (no other mode forces an "
+               f"interruption, so it would leave nothing out of the loss); got mode {n.mode!r}")
     if n.mode != "overlong_penalty":
         # Unused in the other modes: checked there, a smaller max_new_tokens alone took three tries
         # (overlong_max_len, then overlong_cache, then the budget) for settings the run never reads.

@@ -155,11 +155,13 @@ def _saved_budget(plans: list[RunPlan]) -> Budget | None:
 
 
 def _lowered(budget: Budget, trained_by: Budget) -> bool:
-    """Whether ``budget`` ends a compute-budget run sooner than ``trained_by`` did in any of its terms: a lower
-    compute, a shorter first stretch, a lower max_steps (a steps budget, a shorter first stretch)."""
+    """Whether ``budget`` may end a compute-budget run sooner than ``trained_by`` did in any of its terms: a
+    lower compute, a shorter first stretch, a lower max_steps (a steps budget, a shorter first stretch) -- or
+    compute counted in another column, which cannot be compared (a budget of 210 steps over runs trained to 1e12
+    FLOPs was taken without a word)."""
     if trained_by.compute is None:
         return budget.steps < trained_by.steps
-    return (budget.x == trained_by.x and budget.compute < trained_by.compute) or budget.steps < trained_by.steps \
+    return budget.x != trained_by.x or budget.compute < trained_by.compute or budget.steps < trained_by.steps \
         or budget.max_steps < trained_by.max_steps
 
 

@@ -136,8 +136,7 @@ def policy_update(
     lag_counts = dict(Counter(lags))
     metrics = _batch_metrics(batch, lags)
     if int(batch.loss_mask.sum().item()) == 0:
-        return UpdateResult(metrics, 0, skipped=True, reason="no trainable tokens (every group filtered)",
-                            lag_counts=lag_counts)
+        return UpdateResult(metrics, 0, skipped=True, reason=_no_tokens_reason(cfg), lag_counts=lag_counts)
 
     # 5: the passes -- forward, loss, backward per micro-batch -- over the sequences with a gradient.
     order = pass_order(batch, parts, skip_idle=skip_idle, share_prompt=share_prompt)
@@ -343,3 +342,13 @@ def _run_passes(model: torch.nn.Module, batch: Batch, order: list[int], parts: R
         sums.trained += int(c_mask.sum())
     sums.peak_gb = peak_memory_gb(device)  # after the passes: activations and gradients included
     return sums
+
+
+def _no_tokens_reason(cfg) -> str:
+    """Why a step had no trainable token: every group filtered -- or, under ``length.mask_truncated`` /
+    ``mask_interrupted``, every completion left out of the loss (the reason said "every group filtered" of a
+    batch no group of which was)."""
+    masks = [f"length.{name}" for name in ("mask_truncated", "mask_interrupted") if getattr(cfg.length, name)]
+    if not masks:
+        return "no trainable tokens (every group filtered)"
+    return f"no trainable tokens (every group filtered, or every completion left out of the loss by {' / '.join(masks)})"
