@@ -487,3 +487,20 @@ def test_calibrate_names_a_left_out_jsonl_run_by_its_file(capsys, tmp_path):
     code, out, err = run_cli(capsys, "backtest", *logs, "--x", "step", "--y", "acc", "--bootstrap", "0", "--json")
     assert code == 0, err
     assert f"{d / 'r2.jsonl'}:jl" in [r["run"] for r in json.loads(out)["runs"]]  # the same name in both
+
+
+def test_one_log_of_several_that_cannot_be_read_is_skipped_with_its_reason(capsys, tmp_path, six_runs):
+    """A log of several that cannot be read failed the whole calibration; backtest skipped it and said why.
+    calibrate does the same now (text and JSON); one log, or none readable, is still the command's error."""
+    bad = tmp_path / "broken.csv"
+    bad.write_text("step,other\n1,2\n")  # no 'val_score' column
+    code, text, err = run_cli(capsys, "calibrate", str(six_runs), str(bad), "--x", "x", "--y", "val_score",
+                              "--output", str(tmp_path / "c.json"), "--no-progress")
+    assert code == 0, err
+    assert any(line.startswith(f"skipped {bad}: ") for line in text.splitlines()), text
+    code, text, err = run_cli(capsys, "calibrate", str(six_runs), str(bad), "--x", "x", "--y", "val_score",
+                              "--output", str(tmp_path / "c.json"), "--json")
+    assert code == 0 and str(bad) in [s["run"] for s in json.loads(text)["skipped"]]
+    code, _, err = run_cli(capsys, "calibrate", str(bad), "--x", "x", "--y", "val_score", "--output",
+                           str(tmp_path / "c.json"))
+    assert code == 2 and "val_score" in err

@@ -53,7 +53,7 @@ def run(args) -> int:
     from scalerl.curves.bands import write_calibration
 
     _check_cuts(args.cuts)
-    read = _read(args)
+    read, unread = _read(args)
     out = _output_file(args.output)
     read, repeats = _distinct(read)
     curves = [c for _, c in read]
@@ -64,9 +64,9 @@ def run(args) -> int:
     write_calibration(result.calibration, out)
     by_log = _leave_one_log_out(read, result)
     if args.json:
-        print(_json(out, curves, result, by_log, read_notes))
+        print(_json(out, curves, result, by_log, read_notes, unread))
         return 0
-    for line in _text(args, out, read, result, by_log):
+    for line in _text(args, out, read, result, by_log, unread):
         print(line)
     return 0
 
@@ -78,12 +78,25 @@ def _check_cuts(cuts: list[float]) -> None:
     distinct_cuts("--cuts", cuts)
 
 
-def _read(args) -> list:
-    """``(path, curve)`` of every run of every log given."""
+def _read(args) -> tuple[list, list[tuple[str, str]]]:
+    """``(path, curve)`` of every run of every log given, and ``(path, reason)`` of each log that could not be
+    read: one of several is skipped with its reason, as ``backtest`` skips it (it failed the whole command);
+    with one log, or none readable, its error is the command's."""
     from scalerl.curves import read_curves
 
     kwargs = read_kwargs(args)
-    return [(path, c) for path, (x, y) in zip(args.paths, axes_per_path(args)) for c in read_curves(path, x, y, **kwargs)]
+    read, unread, errors = [], [], []
+    for path, (x, y) in zip(args.paths, axes_per_path(args)):
+        try:
+            read += [(path, c) for c in read_curves(path, x, y, **kwargs)]
+        except InputError as exc:
+            if len(args.paths) == 1:
+                raise
+            errors.append(exc)
+            unread.append((path, str(exc)))
+    if not read:
+        raise errors[0]
+    return read, unread
 
 
 def _output_file(output: str) -> Path:
@@ -139,7 +152,7 @@ def _unstable(result) -> list[str]:
     return sorted({bt.run for bt in result.backtests if not bt.scored})
 
 
-def _json(out: Path, curves, result, by_log: dict, read_notes: list[str]) -> str:
+def _json(out: Path, curves, result, by_log: dict, read_notes: list[str], unread=()) -> str:
     from scalerl.curves.calibrate import training
 
     new, loro = result.calibration, result.check_new()
@@ -147,7 +160,7 @@ def _json(out: Path, curves, result, by_log: dict, read_notes: list[str]) -> str
         "output": str(out), "runs": len({training(c) for c in curves}), "runs_scored": result.runs_scored,
         "run_cuts": len(result.scored),
         "notes": read_notes,
-        "not_scored": _unstable(result), "skipped": [{"run": r, "reason": why} for r, why in result.skipped],
+        "not_scored": _unstable(result), "skipped": [{"run": r, "reason": why} for r, why in [*unread, *result.skipped]],
         "factors_95": {k: {"shipped": result.base.q(0.95, k), "yours": new.q(0.95, k)}
                        for k in ("confidence", "prediction", "gain")},
         "shipped_on_your_runs": vars(result.check_base()), "yours_leave_one_run_out": vars(loro) if loro else None,
@@ -155,19 +168,19 @@ def _json(out: Path, curves, result, by_log: dict, read_notes: list[str]) -> str
         "calibration": new.as_dict()}), allow_nan=False)
 
 
-def _text(args, out: Path, read, result, by_log: dict) -> list[str]:
+def _text(args, out: Path, read, result, by_log: dict, unread=()) -> list[str]:
     """The printed report: what was scored, the factors, how the shipped and the new ones did, how to use them."""
-    return [*_scored_lines(args, result), _factors_table(result), *_check_lines(read, result, by_log),
+    return [*_scored_lines(args, result, unread), _factors_table(result), *_check_lines(read, result, by_log),
             *_few_cuts_note(len(result.scored)), _usage_line(args, out)]
 
 
-def _scored_lines(args, result) -> list[str]:
+def _scored_lines(args, result, unread=()) -> list[str]:
     lines = [f"calibrated on {result.runs_scored} run(s), {len(result.scored)} run-cuts (each run cut at "
              f"{', '.join(f'{int(round(100 * f))}%' for f in args.cuts)} of its compute)"]
     unstable = _unstable(result)
     if unstable:
         lines.append(f"not scored (unstable at a cut or over the whole run: they peak and fall): {', '.join(unstable)}")
-    lines += [f"skipped {run_name}: {why}" for run_name, why in result.skipped]
+    lines += [f"skipped {run_name}: {why}" for run_name, why in [*unread, *result.skipped]]
     return lines
 
 
