@@ -183,6 +183,29 @@ def axes_per_path(args) -> list[tuple[str, str]]:
     return [(args.x[i if len(args.x) > 1 else 0], args.y[i if len(args.y) > 1 else 0]) for i in range(n)]
 
 
+def read_logs(args, **extra) -> tuple[list[str], list[list], list[tuple[str, str]]]:
+    """``(paths read, their curves, (path, reason) of each that could not be)`` for every log of ``args.paths``
+    (``extra``: more keywords for ``read_curves``, e.g. ``run``). One log of several that cannot be read (in
+    percent, say) is skipped with its reason, as a run that cannot be forecast is, not fatal to the others;
+    with one log, or none readable, its error is the command's. ``backtest`` and ``calibrate`` read so."""
+    from scalerl.curves import read_curves
+
+    kwargs = {**read_kwargs(args), **extra}
+    paths, per_log, unread, errors = [], [], [], []
+    for path, (x, y) in zip(args.paths, axes_per_path(args)):
+        try:
+            per_log.append(read_curves(path, x, y, **kwargs))
+            paths.append(path)
+        except InputError as exc:
+            if len(args.paths) == 1:
+                raise
+            errors.append(exc)
+            unread.append((path, str(exc)))
+    if not per_log:
+        raise errors[0]
+    return paths, per_log, unread
+
+
 def read_kwargs(args) -> dict:
     if args.y_scale <= 0 or not math.isfinite(args.y_scale):
         raise InputError(f"--y-scale must be a positive number, got {args.y_scale}")

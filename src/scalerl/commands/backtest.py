@@ -17,8 +17,8 @@ import json
 import math
 import shlex
 
-from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_path, calibration_line, distinct_cuts,
-                                          finite_json, fit_kwargs, g, plot_path, progress_bar, read_kwargs, table)
+from scalerl.commands._curve_args import (add_data_args, add_fit_args, calibration_line, distinct_cuts,
+                                          finite_json, fit_kwargs, g, plot_path, progress_bar, read_logs, table)
 from scalerl.commands._run_names import named_apart
 from scalerl.curves.plot import shorten
 from scalerl.errors import InputError
@@ -67,7 +67,7 @@ def run(args) -> int:
     settings = fit_kwargs(args)  # a bad setting is the command's error, not a reason to skip each run
     if args.plot:
         plot_path(args.plot)
-    paths, per_log, unread = _read_logs(args)
+    paths, per_log, unread = read_logs(args, run=args.run)
     # Runs of one name in several logs (each console its own 'exp_001'), or one log given again for
     # another metric, told apart by their path (and metric): the table showed rows of one name.
     curves = named_apart([(path, c) for path, log in zip(paths, per_log) for c in log])
@@ -224,28 +224,6 @@ def _plot(results, args, cut_labels=None) -> str:
                    cut_labels=cut_labels)
     more = f" (the first {MAX_PANELS} of {len(results)} backtests)" if len(results) > MAX_PANELS else ""
     return f"plot: {args.plot}, a panel per {'run and cut' if cut_labels else 'run'}{more}"
-
-
-def _read_logs(args) -> tuple[list[str], list[list], list[tuple[str, str]]]:
-    """``(paths read, their curves, (path, reason) of each that could not be)``. One log of several that
-    cannot be read (in percent, say) is skipped with its reason, as a run that cannot be forecast is,
-    not fatal to the others; with one log, or none readable, its error is the command's."""
-    from scalerl.curves import read_curves
-
-    kwargs = read_kwargs(args)
-    paths, per_log, unread, errors = [], [], [], []
-    for path, (x, y) in zip(args.paths, axes_per_path(args)):
-        try:
-            per_log.append(read_curves(path, x, y, run=args.run, **kwargs))
-            paths.append(path)
-        except InputError as exc:
-            if len(args.paths) == 1:
-                raise
-            errors.append(exc)
-            unread.append((path, str(exc)))
-    if not per_log:
-        raise errors[0]
-    return paths, per_log, unread
 
 
 def _all_runs(curves, args, settings: dict, unread=()) -> int:

@@ -17,8 +17,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from scalerl.commands._curve_args import (add_data_args, axes_per_path, distinct_cuts, finite_json, parse_fit_from,
-                                          parse_r0, progress_bar, read_kwargs, table, writable_file)
+from scalerl.commands._curve_args import (add_data_args, distinct_cuts, finite_json, parse_fit_from,
+                                          parse_r0, progress_bar, read_logs, table, writable_file)
 from scalerl.commands._run_names import named_apart
 from scalerl.errors import InputError
 
@@ -79,24 +79,10 @@ def _check_cuts(cuts: list[float]) -> None:
 
 
 def _read(args) -> tuple[list, list[tuple[str, str]]]:
-    """``(path, curve)`` of every run of every log given, and ``(path, reason)`` of each log that could not be
-    read: one of several is skipped with its reason, as ``backtest`` skips it (it failed the whole command);
-    with one log, or none readable, its error is the command's."""
-    from scalerl.curves import read_curves
-
-    kwargs = read_kwargs(args)
-    read, unread, errors = [], [], []
-    for path, (x, y) in zip(args.paths, axes_per_path(args)):
-        try:
-            read += [(path, c) for c in read_curves(path, x, y, **kwargs)]
-        except InputError as exc:
-            if len(args.paths) == 1:
-                raise
-            errors.append(exc)
-            unread.append((path, str(exc)))
-    if not read:
-        raise errors[0]
-    return read, unread
+    """``(path, curve)`` of every run of every log given, and ``(path, reason)`` of each log of several that could
+    not be read (skipped with its reason, as ``backtest`` skips it; it failed the whole command)."""
+    paths, per_log, unread = read_logs(args)
+    return [(path, c) for path, log in zip(paths, per_log) for c in log], unread
 
 
 def _output_file(output: str) -> Path:
