@@ -91,11 +91,15 @@ def _old_next_target(b: Budget, last: dict) -> int:  # Budget.next_target before
     return min(b.max_steps, step + max(1, math.ceil(need / b.eval_every)) * b.eval_every)
 
 
-def _rows(b: Budget, *, old: bool = False, kill_after: int | None = None) -> list[dict]:
-    """The evaluation rows of a study run (evaluated every eval_every steps and at each stretch's end): its first
-    stretch, then extensions until the budget is met -- by today's Budget, or (``old``) by the previous
-    scalerl's, killed after the evaluation at ``kill_after`` and resumed by the previous scalerl's execute_run
-    (``Trainer.resumed(steps=next_target(rows[-1]))``)."""
+def _rows(b: Budget, *, old: bool = False, kill_after: int | None = None, cost=None,
+          old_kill_at_budget: bool = False) -> list[dict]:
+    """The evaluation rows of a study run (evaluated every eval_every steps and at each stretch's end; per-step
+    FLOPs ``cost(step)``, default :func:`_cost`): its first stretch, then extensions until the budget is met --
+    by today's Budget, or (``old``) by the previous scalerl's, killed after the evaluation at ``kill_after`` and
+    resumed by the previous scalerl's execute_run (``Trainer.resumed(steps=next_target(rows[-1]))``); with
+    ``old_kill_at_budget``, by today's and then, as the previous scalerl resumed a run killed after the
+    evaluation that met the compute and before final/ landed, one more ``next_target`` on."""
+    cost = cost or _cost
     reached = (lambda r: _old_reached(b, r)) if old else b.reached
     target = (lambda r: _old_next_target(b, r)) if old else b.next_target
     rows, state = [{"step": 0, "flops": 0.0}], {"step": 0, "flops": 0.0}
@@ -103,7 +107,7 @@ def _rows(b: Budget, *, old: bool = False, kill_after: int | None = None) -> lis
     def train_to(end: int) -> None:
         while state["step"] < end:
             state["step"] += 1
-            state["flops"] += _cost(state["step"])
+            state["flops"] += cost(state["step"])
             if state["step"] % b.eval_every == 0 or state["step"] == end:
                 rows.append(dict(state))
                 if state["step"] == kill_after:
@@ -117,6 +121,8 @@ def _rows(b: Budget, *, old: bool = False, kill_after: int | None = None) -> lis
         train_to(target(rows[-1]))
         while not reached(rows[-1]):
             train_to(target(rows[-1]))
+    if old_kill_at_budget:
+        train_to(_old_next_target(b, rows[-1]))
     return rows
 
 
@@ -176,24 +182,8 @@ def test_raising_the_first_stretch_of_a_finished_compute_study_is_not_refused(tm
 
 def _trained(b: Budget, cost, *, old_kill_at_budget: bool = False) -> list[dict]:
     """Evaluation rows of a run trained by today's scalerl under ``b`` (per-step FLOPs ``cost(step)``), or (with
-    ``old_kill_at_budget``) by the previous scalerl, killed after the evaluation that met the compute and before
-    final/ landed, then resumed: its run_status read it partial (no final model) and resumed it to
-    ``next_target(rows[-1])``, one evaluation interval on."""
-    rows, state = [], {"step": 0, "flops": 0.0}
-
-    def train_to(end: int) -> None:
-        while state["step"] < end:
-            state["step"] += 1
-            state["flops"] += cost(state["step"])
-            if state["step"] % b.eval_every == 0 or state["step"] == end:
-                rows.append(dict(state))
-
-    train_to(b.steps)
-    while not b.reached(rows[-1]):
-        train_to(b.next_target(rows[-1]))
-    if old_kill_at_budget:
-        train_to(_old_next_target(b, rows[-1]))
-    return rows
+    ``old_kill_at_budget``) then resumed by the previous scalerl one evaluation interval on (see :func:`_rows`)."""
+    return _rows(b, cost=cost, old_kill_at_budget=old_kill_at_budget)
 
 
 def test_a_compute_budget_lowered_below_what_the_runs_trained_is_refused_when_the_first_steps_were_cheap(tmp_path):
