@@ -138,6 +138,15 @@ def test_backtest_all_runs_where_every_run_is_skipped_fails_saying_why(capsys, t
     assert "no run could be backtested: all 2 runs were skipped" in err and "JSON's \"skipped\"" in err
 
 
+def test_backtest_of_a_run_too_short_for_any_cut_says_so_without_the_fits_flags(capsys, tmp_path):
+    """It was the fit's error, "widen the window (fit: --fit-from/--fit-until)": flags backtest does not take."""
+    path = tmp_path / "short.csv"
+    path.write_text("step,acc\n0,0.1\n1,0.2\n2,0.3\n3,0.35\n")
+    code, out, err = run_cli(capsys, "backtest", str(path), "--x", "step", "--y", "acc", "--cut-fraction", "0.5")
+    assert code == 2 and "--fit-from" not in err
+    assert "has 3 evaluation(s) with compute > 0: too short to backtest" in err and "(5 in all)" in err
+
+
 def test_backtest_at_several_cuts_scores_each_run_at_each_and_summarises_per_cut(capsys):
     code, out, err = run_cli(capsys, "backtest", str(REAL_CSV), *XY, "--cut-fraction", "0.3", "0.5", "0.7",
                              "--bootstrap", "0")

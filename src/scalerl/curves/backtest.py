@@ -163,11 +163,16 @@ def _score(pred: np.ndarray, y: np.ndarray, params: dict, warnings) -> LawScore:
 
 
 def _check_enough_before(curve: Curve, cut: float, n_params: int) -> None:
-    """In a backtest the fit window is set by the cut: too few points before it is "cut later" (the
-    fit's own error advised widening --fit-from/--fit-until, which backtest does not take)."""
+    """In a backtest the fit window is set by the cut: too few points before it is "cut later", a run too
+    short for any cut is said so (the fit's own error advised --fit-from/--fit-until, which backtest does not
+    take)."""
     pos = curve.x[curve.x > 0]
     need = n_params + 1  # one more than parameters, to measure the noise (as the fit requires)
-    if (pos <= cut).sum() < need and pos.size > need:  # (a run too short for any cut: the fit's own error)
+    if pos.size <= need:  # no cut can leave enough before it and one after (the fit's error named its own flags)
+        raise InputError(f"run {curve.name!r} has {pos.size} evaluation(s) with compute > 0: too short to backtest, "
+                         f"which needs at least {need} before the cut to fit and one after it to score "
+                         f"({need + 1} in all); log more evaluations (train / study: a smaller eval.every)")
+    if (pos <= cut).sum() < need:
         raise InputError(f"run {curve.name!r}: the cut {cut:g} leaves {int((pos <= cut).sum())} point(s) with compute > 0 "
                          f"to fit, and the fit needs at least {need}: cut later, at {pos[need - 1]:g} or after "
                          f"(evaluation {need} with compute > 0)")
