@@ -63,3 +63,21 @@ def test_an_evaluation_that_came_out_nan_is_still_dropped_and_counted(tmp_path):
     rows[5]["val/acc"] = math.nan  # step 5's evaluation
     curve = read_curve(_write(tmp_path / "log.jsonl", rows, "json.dumps"), "cum:time/step", "val/acc")
     assert list(curve.x) == [50.0 * k for k in range(2, 7)] and curve.dropped == 1
+
+
+@pytest.mark.parametrize("x, first", [("step", 5.0), ("cum:time/step", 50.0)])
+def test_a_csv_written_whole_with_nan_cells_reads_as_its_json_does(tmp_path, x, first):
+    """pandas' ``to_csv(na_rep='NaN')``: the training rows' 'NaN' scores were 30 'rows with missing, NaN or
+    infinite values dropped' (an empty cell was 'not evaluations'); a NaN score in a row that logs only what
+    evaluations log is still dropped and counted."""
+    rows = _table(eval_fill=True, train_fill=True)
+    path = tmp_path / "log.csv"
+    pd.DataFrame(rows).to_csv(path, index=False, na_rep="NaN")
+    curve = read_curve(path, x, "val/acc")
+    assert list(curve.x) == [first * k for k in range(1, 7)] and curve.dropped == 0
+    assert any(n.startswith("30 row(s) have no 'val/acc' value, 30 of them a NaN that a row of another kind filled in")
+               for n in curve.notes), curve.notes
+    rows[5]["val/acc"] = math.nan  # step 5's evaluation came out NaN
+    pd.DataFrame(rows).to_csv(path, index=False, na_rep="NaN")
+    curve = read_curve(path, x, "val/acc")
+    assert list(curve.x) == [first * k for k in range(2, 7)] and curve.dropped == 1

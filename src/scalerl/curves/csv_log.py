@@ -228,14 +228,27 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     # (cells.logged): 'nan' is none (a writer of full rows, NaN where it logged nothing).
     kinds = [frozenset(h for h, cell in zip(header, row) if h != step and logged(cell))
              for _, row in rows]
-    for lineno, row in rows:
+    # A training row that a writer of whole rows filled in with 'NaN' for y (pandas' to_csv(na_rep='NaN'))
+    # is no evaluation: it logs a column no evaluation of its run logs (the rule the other row logs
+    # follow, rows._filled_in). An evaluation whose y came out NaN logs only what evaluations log: dropped
+    # and counted as before.
+    def run_of(row: list[str]) -> str:
+        return row[ir].strip() if ir is not None and len(row) > ir else ""
+    evaluation_columns: dict[str, set[str]] = {}
+    for (_, row), kind in zip(rows, kinds):
+        if len(row) > index[y] and logged(row[index[y]]):
+            evaluation_columns.setdefault(run_of(row), set()).update(kind)
+    filled_in = 0
+    for (lineno, row), kind in zip(rows, kinds):
         if len(row) != len(header):
             raise InputError(f"{path}: line {lineno} has {len(row)} fields, the header has {len(header)} -- "
                              "fix or delete that line")
         record: dict = {} if ir is None else {run_column: row[ir].strip()}
+        other_kind = not logged(row[index[y]]) and bool(kind - evaluation_columns.get(run_of(row), kind))
+        filled_in += other_kind and bool(row[index[y]].strip())
         for col in needed:
             cell = row[index[col]].strip()
-            if not cell:
+            if not cell or (col == y and other_kind):
                 continue  # not logged in this row
             if decimal_comma and _DECIMAL_COMMA.match(cell):
                 cell = cell.replace(",", ".")
@@ -248,7 +261,9 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
         records.append(record)
     check_percent_scale(path, cells=percent_y, y=y, y_scale=y_scale)
     notes = (encoding_note,) if encoding_note else ()
-    notes += (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
+    if without_y:
+        filled = f", {filled_in} of them a NaN that a row of another kind filled in" if filled_in else ""
+        notes += (f"{without_y} row(s) have no {y!r} value{filled} (not evaluations): skipped",)
     notes += tuple(n for n in (trailer, repeated, unnamed) if n)
     if percent:
         notes += (percent_note(percent),)
