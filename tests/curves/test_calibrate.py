@@ -453,6 +453,7 @@ def test_a_glob_over_a_table_with_a_column_per_run_counts_and_holds_out_each_col
     assert code == 0, err
     assert "calibrated on 6 run(s)" in text and "cannot be checked" not in text
     assert "the --y glob's 6 columns, in a table without a run column, are 6 runs" in text  # how they were counted
+    assert "use it with: scalerl fit LOG --x step --y 'r*' --calibration" in text  # quoted: pasted, the shell expands it
 
 
 def test_a_runs_evaluation_sets_are_counted_as_one_run(capsys, tmp_path, six_runs):

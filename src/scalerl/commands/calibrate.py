@@ -13,6 +13,7 @@ they were not calibrated on (leave one run out) -- the figure to trust.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections import Counter
 from pathlib import Path
@@ -212,8 +213,10 @@ def _usage_line(args, out: Path) -> str:
     columns these logs used."""
     xs, ys = list(dict.fromkeys(args.x)), list(dict.fromkeys(args.y))
     cols = [f"{flag} as here: {', '.join(v)}" for flag, v in (("--x", xs), ("--y", ys)) if len(v) > 1]
-    return (f"wrote {out}; use it with: scalerl fit LOG --x {xs[0] if len(xs) == 1 else 'X'} "
-            f"--y {ys[0] if len(ys) == 1 else 'Y'} --calibration {out} (backtest and compare take it too)"
+    # Quoted as a shell needs them: a glob (--y 'r*') pasted unquoted is expanded against the directory.
+    return (f"wrote {out}; use it with: scalerl fit LOG --x {shlex.quote(xs[0]) if len(xs) == 1 else 'X'} "
+            f"--y {shlex.quote(ys[0]) if len(ys) == 1 else 'Y'} --calibration {shlex.quote(str(out))} "
+            "(backtest and compare take it too)"
             + (f" -- the log's own columns ({'; '.join(cols)})" if cols else ""))
 
 
