@@ -1,5 +1,7 @@
 """``scalerl study`` on bad input: one line on stderr, exit status 2 -- and nothing trained."""
 
+import shutil
+
 import pytest
 
 from scalerl.cli import main
@@ -269,6 +271,9 @@ def test_fewer_seeds_or_a_narrower_only_than_the_runs_on_disk_is_refused(tmp_pat
     assert main(["study", "--output", str(tmp_path), "--seeds", "3", "--dry-run"]) == 0  # more is fine
     # A run directory that holds nothing of a run (a run that failed before it wrote a file) is no run.
     (tmp_path / "runs" / "scalerl" / "seed7").mkdir()
+    assert main(["study", "--output", str(tmp_path), "--dry-run"]) == 0
+    # A user's copy of a run beside it is no run of the study (it was refused as one: "holds scalerl/seed0-old").
+    shutil.copytree(tmp_path / "runs" / "scalerl" / "seed0", tmp_path / "runs" / "scalerl" / "seed0-old")
     assert main(["study", "--output", str(tmp_path), "--dry-run"]) == 0
 
 

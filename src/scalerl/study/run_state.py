@@ -4,6 +4,7 @@ run directory holds the run the plan asks for, before the study touches it."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -130,8 +131,10 @@ def _check_none_dropped(plans: list[RunPlan]) -> None:
         return
     runs = plans[0].directory.parent.parent  # STUDY/runs (plan.run_directory)
     planned = {p.directory.resolve() for p in plans}
+    # Only the names a study gives its runs (seed<k>): a user's copy beside one (seed0-old) is not a run of it.
     dropped = sorted(f"{d.parent.name}/{d.name}" for d in runs.glob("*/seed*")
-                     if d.resolve() not in planned and any((d / name).exists() for name in ("config.yaml", "runlog.jsonl")))
+                     if re.fullmatch(r"seed\d+", d.name) and d.resolve() not in planned
+                     and any((d / name).exists() for name in ("config.yaml", "runlog.jsonl")))
     if dropped:
         seeds = len({p.seed for p in plans})
         raise InputError(f"{runs} holds run(s) this study does not plan ({', '.join(dropped[:6])}"
