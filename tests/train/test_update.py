@@ -144,3 +144,20 @@ def test_a_step_with_no_trainable_token_says_when_a_length_mask_may_have_left_th
     recipe.length.mask_interrupted = True
     assert _no_tokens_reason(recipe) == ("no trainable tokens (every group filtered, or every completion left out "
                                          "of the loss by length.mask_interrupted)")
+
+
+def test_the_length_masks_share_is_logged_apart_from_the_filters(random_model, groups):
+    """Review ae: under length.mask_truncated / mask_interrupted nothing counted the completions the mask left
+    out apart from zero-variance filtering's (filtered_frac mixes the two)."""
+    import dataclasses
+
+    truncated = {0, 5, 9}  # one in group 0, one in the zero-variance group 1, one in group 2
+    cut = [Group(g.problem, [dataclasses.replace(c, finish_reason="length" if 4 * i + j in truncated else "stop")
+                             for j, c in enumerate(g.completions)], g.rewards, g.shaped) for i, g in enumerate(groups)]
+    recipe = get_recipe("scalerl")
+    res, _ = _grads(random_model, cut, recipe, micro=100)
+    assert "length_masked_frac" not in res.metrics  # no mask on: no column
+    recipe.length.mask_truncated = True
+    res, _ = _grads(random_model, cut, recipe, micro=100)
+    assert res.metrics["length_masked_frac"] == pytest.approx(3 / 12)
+    assert res.metrics["filtered_frac"] == pytest.approx(6 / 12)  # group 1's four, and one each of groups 0 and 2

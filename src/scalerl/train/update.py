@@ -134,7 +134,7 @@ def policy_update(
     batch = prepare_batch(groups, completions, parts)  # 1-4
     lags = completion_lags(completions, version)
     lag_counts = dict(Counter(lags))
-    metrics = _batch_metrics(batch, lags)
+    metrics = _batch_metrics(batch, lags, parts)
     if int(batch.loss_mask.sum().item()) == 0:
         return UpdateResult(metrics, 0, skipped=True, reason=_no_tokens_reason(cfg), lag_counts=lag_counts)
 
@@ -221,14 +221,21 @@ def prepare_batch(groups: Sequence[Group], completions: list[Completion], parts:
     return Batch(completions, group_ids, keep, advantages, loss_mask, gen_logprobs, weights)
 
 
-def _batch_metrics(batch: Batch, lags: list[int]) -> dict[str, float]:
+def _batch_metrics(batch: Batch, lags: list[int], parts: RecipeComponents) -> dict[str, float]:
     keep = batch.keep
-    return {
+    metrics = {
         "filtered_frac": 1.0 - keep.float().mean().item(),
         "adv_abs_mean": batch.advantages[keep].abs().mean().item() if keep.any() else 0.0,
         "lag_mean": float(sum(lags) / len(lags)) if lags else 0.0,
         "lag_max": float(max(lags)) if lags else 0.0,
     }
+    length = parts.recipe.length
+    if length.mask_truncated or length.mask_interrupted:
+        # The length masks' own share, apart from zero-variance filtering's: filtered_frac mixes the two, and a
+        # batch mostly masked normalises its advantages over the few completions left (worth seeing).
+        masked = [not parts.keep_in_loss(c.finish_reason) for c in batch.completions]
+        metrics["length_masked_frac"] = sum(masked) / len(masked)
+    return metrics
 
 
 def pass_order(batch: Batch, parts: RecipeComponents, *, skip_idle: bool, share_prompt: bool) -> list[int]:
