@@ -353,3 +353,23 @@ def test_a_variant_stopped_by_max_steps_short_of_the_compute_budget_is_said(tmp_
     write_study(tmp_path / "met", met, {"scalerl": (0.70, 1.5, 5e11), "loo-loss-dapo": (0.70, 1.5, 5e11)})
     a = write_study_report(tmp_path / "met").analysis
     assert not [n for n in a.notes if "max_steps" in n] and not any(v.capped for v in a.variants)
+
+
+def test_an_unstable_variants_rows_show_no_ceiling_gap_and_name_the_fall(tmp_path):
+    """Review z: an unstable variant's "moved" row showed dA (the ceiling of a falling curve's fit against the
+    base's, with no interval) as if measured, and its fit row an A with nothing saying the curve falls."""
+    from scalerl.study.report import fit_rows, what_moved_rows
+
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=40, eval_every=2, bootstrap=50)
+    plans = write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.7, 1.5, 1e11)})
+    log = next(p.directory for p in plans if p.variant.label == "loo-loss-dapo") / "runlog.jsonl"
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    for r, fall in zip(rows[-6:], (0.6, 0.5, 0.4, 0.3, 0.25, 0.2)):  # peaked, then collapsed
+        r["val/pass_rate"] = fall
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    a = analyse_study(tmp_path, n_boot=50)
+    assert a.variant("loo-loss-dapo").unstable
+    moved = next(r for r in what_moved_rows(a) if r[0] == "loo-loss-dapo")
+    assert moved[2] == "not classified (unstable run)" and moved[3] == "-"
+    fit = next(r for r in fit_rows(a) if r[0] == "loo-loss-dapo")
+    assert fit[4].endswith("(unstable run)") and fit[7] == "unstable: no forecast"

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from scalerl.atomic_files import replaced_atomically, write_text_atomically
+from scalerl.curves.compare import UNSTABLE
 from scalerl.report_text import html_page, html_table, inline_md, md_table, md_text
 from scalerl.study.analysis import StudyAnalysis, VariantResult, analyse_study, linearise
 from scalerl.study.run_state import progress_records
@@ -71,7 +72,7 @@ def _moved(v: VariantResult) -> str:
         return "ceiling " + ("raised" if c["better"] else "lowered")
     if c["kind"] == "efficiency":
         return "efficiency " + ("better" if c["better"] else "worse")
-    if c["kind"] == "unstable run":
+    if c["kind"] == UNSTABLE:
         return "not classified (unstable run)"
     return "no clear effect"
 
@@ -85,9 +86,12 @@ def what_moved_rows(a: StudyAnalysis) -> list[list[str]]:
             continue
         c = v.classification or {}
         B = c.get("B")
+        # An unstable run's dA is the gap between the ceilings of a falling curve's fit and the base's: no
+        # measure of the change (and no interval was computed); the notes say which run falls.
+        shown = bool(c) and c["kind"] != UNSTABLE
         rows.append([
             v.label, ", ".join(v.components) or "-", _moved(v),
-            f"{c['dA']:+.3f} {_iv(c.get('dA_interval'), signed=True)}".strip() if c else "-",
+            f"{c['dA']:+.3f} {_iv(c.get('dA_interval'), signed=True)}".strip() if shown else "-",
             f"{B[0]:.2f} / {B[1]:.2f}" if B else "-",
             _iv(c.get("dB_interval"), 2, signed=True) or "-",
             _iv(c.get("log_cmid_ratio_interval"), 2, signed=True) or "-",
@@ -111,7 +115,8 @@ def fit_rows(a: StudyAnalysis) -> list[list[str]]:
             continue
         rows.append([
             v.label + (" (base)" if v.is_base else ""), seeds, _f(v.R0), _f(v.final),
-            f"{v.A:.3f} {_iv(v.A_interval)}", f"{v.B:.2f} {_iv(v.B_interval, 2)}",
+            f"{v.A:.3f} {_iv(v.A_interval)}" + (" (unstable run)" if v.unstable else ""),
+            f"{v.B:.2f} {_iv(v.B_interval, 2)}",
             f"{_f(v.C_mid)} {_iv(v.C_mid_interval)}",
             "unstable: no forecast" if v.unstable else
             f"{_f(v.extrapolated)} {_iv(v.extrapolated_interval)}" + ("" if v.extrapolated_calibrated else " *"),
