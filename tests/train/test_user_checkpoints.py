@@ -294,3 +294,24 @@ def test_a_tokenizer_that_cannot_be_read_says_what_it_lacks(user_model, tmp_path
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err, err
     assert "SentencePiece model (tokenizer.model) with no tokenizer.json" in err and "pip install sentencepiece" in err
+
+
+@pytest.mark.parametrize("arch", ["qwen2", "gpt2"])
+def test_a_directory_without_tokenizer_files_is_refused_where_transformers_builds_an_empty_tokenizer(
+        arch, user_model, math_jsonl, tmp_path, capsys):
+    """Review ag: from a Qwen2 or GPT-2 directory without tokenizer files transformers 5 builds an empty
+    tokenizer (a vocabulary of 1, every text no token) instead of raising as for Llama: eval ended in a
+    traceback ("every prompt needs at least one token"), train in another (the interruption phrase)."""
+    bare = tmp_path / "bare"
+    shutil.copytree(user_model(arch, dtype="float32"), bare)
+    for f in bare.iterdir():
+        if f.name.startswith(("tokenizer", "special_tokens", "vocab", "merges")) or f.name == "chat_template.jinja":
+            f.unlink()
+    out = tmp_path / "run"
+    for argv in (["eval", "--model", str(bare), "--problems", "2", "--k", "1", "--max-new-tokens", "4"],
+                 ["train", "--model", str(bare), "--output", str(out), "--steps", "1", "--no-report"]):
+        code = main([*argv, "--task", "math", "--data", str(math_jsonl), "--no-progress"])
+        err = capsys.readouterr().err
+        assert code == 2 and "Traceback" not in err, err
+        assert "(the directory holds no tokenizer files: tokenizer.json, " in err, err
+    assert not (out / "runlog.jsonl").exists()

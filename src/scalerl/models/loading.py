@@ -216,6 +216,7 @@ def load_model(
         if "trust_remote_code" in str(exc):
             raise InputError(_REMOTE_CODE.format(name=name_or_path, what="tokenizer")) from None
         raise InputError(_tokenizer_refusal(source, name_or_path, exc)) from None
+    _check_tokenizer_read(tokenizer, source, name_or_path)
     if not weights:
         import torch
 
@@ -331,6 +332,19 @@ def _tokenizer_refusal(source: str, name_or_path: str, exc: Exception) -> str:
         reason = str(exc).splitlines()[0].rstrip(": ")
     return (f"cannot load the tokenizer of {name_or_path!r} ({reason}): a model directory needs its tokenizer files "
             "beside the weights (tokenizer.save_pretrained(DIR))")
+
+
+def _check_tokenizer_read(tokenizer, source: str, name_or_path: str) -> None:
+    """Refuse a tokenizer that loaded without being read from anything: transformers 5 builds an empty
+    Qwen2 or GPT-2 tokenizer (a vocabulary of 1, every text no token) from a directory without tokenizer
+    files, where it raises for Llama -- the run then failed deep in generation with a traceback."""
+    path = Path(source)
+    if path.is_dir() and not any(_is_tokenizer_file(f.name) for f in path.iterdir()):
+        raise InputError(_tokenizer_refusal(source, name_or_path, ValueError("no tokenizer files")))
+    if len(tokenizer) < 2:
+        raise InputError(f"the tokenizer of {name_or_path!r} has a vocabulary of {len(tokenizer)} token(s): it was not "
+                         "read from a tokenizer (a model directory needs its tokenizer files beside the weights: "
+                         "tokenizer.save_pretrained(DIR))")
 
 
 def _is_tokenizer_file(name: str) -> bool:
