@@ -265,6 +265,24 @@ def test_the_interruption_budget_counts_the_phrase():
     validate_recipe(cfg, _PhraseTokenizer(1000))
 
 
+def test_the_budget_advised_before_the_tokenizer_is_read_holds_the_phrase_too():
+    """Review ag: checked before the tokenizer is read, the advice was the budget without the phrase
+    (max_new_tokens=192), which the check that counts the phrase then refused again (239)."""
+    import re
+
+    from scalerl.rl.length import budget_problems
+
+    from scalerl.rl.components import validate_recipe
+    from scalerl.rl.presets import get_recipe
+
+    cfg = get_recipe("scalerl")
+    cfg.length.max_new_tokens = 100
+    (message,) = budget_problems(cfg.length)
+    cfg.length.max_new_tokens = int(re.search(r"set length.max_new_tokens=(\d+) ", message)[1])
+    assert "whose tokens are counted once the tokenizer is read" in message
+    validate_recipe(cfg, _PhraseTokenizer(len(INTERRUPTION_PHRASE.encode())))  # a token per byte: the most
+
+
 def test_mask_interrupted_outside_interrupt_mode_is_refused():
     """No other length mode forces an interruption: the switch would drop nothing, and a study sweeping it
     under truncate trained the same variant twice (review ae)."""

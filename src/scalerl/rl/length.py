@@ -392,12 +392,18 @@ def _interrupt_budgets(cfg: LengthConfig, phrase: int | None) -> list[str]:
     need = hi + (phrase or 0) + cfg.answer_budget
     if need <= cfg.max_new_tokens:
         return []
-    counted = (f" + the interruption phrase ({phrase} tokens with this tokenizer)" if phrase is not None
-               else "")
+    if phrase is not None:
+        counted, advice = f" + the interruption phrase ({phrase} tokens with this tokenizer)", f"{need}"
+    else:
+        # Checked before the tokenizer is read: the phrase's tokens are not known yet, and advising `need`
+        # alone sent the user to a second refusal once they were counted. A token is at least one byte
+        # (byte-level BPE, character and byte-fallback tokenizers; +1 for a SentencePiece word start).
+        most = len(cfg.interruption_phrase.encode()) + 1
+        counted, advice = "", f"{need + most} ({need} + up to {most} for the interruption phrase, whose tokens are counted once the tokenizer is read)"
     return [
         f"length: an interrupted sequence needs think_budget hi ({hi}){counted} + answer_budget "
         f"({cfg.answer_budget}) = {need} tokens, more than max_new_tokens ({cfg.max_new_tokens}), which would cut "
-        f"answers short; set length.max_new_tokens={need} or lower length.think_budget / length.answer_budget"
+        f"answers short; set length.max_new_tokens={advice} or lower length.think_budget / length.answer_budget"
     ]
 
 
