@@ -44,3 +44,27 @@ def test_eval_data_file_keeps_the_runs_other_sets(tmp_path):
     finally:
         task.close()
     assert {name: len(problems) for name, problems in sets.items()} == {"val": 7, "hard": 5}
+
+
+def test_a_dataset_directory_with_a_test_split_is_said_to_be_evaluated_at_train(tmp_path, capsys):
+    """Review ag: `eval --data DIR` on a hub dataset's files (data/train-*.parquet, test.jsonl) evaluated the
+    train split (train's default) without a word; a user evaluating more likely meant test."""
+    from scalerl.tasks.data_files import local_splits
+
+    (tmp_path / "ds" / "data").mkdir(parents=True)
+    _jsonl(tmp_path / "ds" / "data" / "train-00000-of-00001.jsonl", [{"prompt": f"{a}+1=", "answer": str(a + 1)}
+                                                                      for a in range(20)])
+    _jsonl(tmp_path / "ds" / "test.jsonl", [{"prompt": f"{a}+3=", "answer": str(a + 3)} for a in range(7)])
+    ds = str(tmp_path / "ds")
+    assert local_splits(ds) == ["test", "train"] and local_splits(str(tmp_path / "ds" / "test.jsonl")) == []
+    for overrides, said in (([], True), (["task.settings={split: test}"], False)):
+        task = _eval_task(argparse.Namespace(data=ds, overrides=overrides, reward_workers=None),
+                          {"task": "math", "data": ds, "reward": None}, {})
+        try:
+            n = len(task.eval_sets()["val"])
+        finally:
+            task.close()
+        err = capsys.readouterr().err
+        assert n == (20 if said else 7)
+        assert ("holds the splits train, test; evaluating 'train' (the default) -- --set 'task.settings={split: "
+                "test}' evaluates another" in err) == said, err

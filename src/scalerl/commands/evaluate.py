@@ -317,6 +317,7 @@ def _eval_task(args, pick: dict, base: dict):
         task_settings["data"] = pick["data"]
     if args.data and pick["task"] == "math":  # the file given is the one to evaluate, not a training file's held-out share
         task_settings["evaluate_only"] = True
+        _note_other_splits(args.data, task_settings)
     # --set's, else the run's, else train's default.
     timeout = limits.get("reward_timeout", base.get("reward_timeout", TaskConfig.reward_timeout))
     load = limits.get("reward_load_timeout", base.get("reward_load_timeout", TaskConfig.reward_load_timeout))
@@ -324,6 +325,20 @@ def _eval_task(args, pick: dict, base: dict):
                                                                                    TaskConfig.reward_workers)
     return get_task(pick["task"], reward=pick["reward"], reward_timeout=timeout, reward_workers=workers,
                     reward_load_timeout=load, settings=task_settings)
+
+
+def _note_other_splits(data: str, task_settings: dict) -> None:
+    """A dataset directory is read at its ``train`` split unless told otherwise (train's default, the
+    hub's first split): evaluating, a user more likely meant its test split -- said where it has one."""
+    import sys
+
+    from scalerl.tasks.data_files import local_splits
+
+    split = str(task_settings.get("split", "train"))
+    others = [s for s in local_splits(data) if s != split]
+    if others and "split" not in task_settings:
+        print(f"note: {data} holds the splits {', '.join([split, *others])}; evaluating {split!r} (the default) -- "
+              f"--set 'task.settings={{split: {others[0]}}}' evaluates another", file=sys.stderr)
 
 
 def _eval_problems(task, pick: dict, args) -> dict[str, list]:

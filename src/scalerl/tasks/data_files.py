@@ -534,6 +534,27 @@ def _shards(path: Path, split: str) -> list[Path]:
     return chosen
 
 
+def local_splits(source: str) -> list[str]:
+    """The splits a local dataset directory holds, as :func:`records` tells them (a hub dataset's files
+    by the split words in their names, a ``save_to_disk`` DatasetDict by its ``dataset_dict.json``); []
+    for a file, a single saved Dataset, a hub id, or a directory that cannot be read so (its reading says
+    why)."""
+    path = Path(source)
+    if not path.is_dir():
+        return []
+    saved = path / "dataset_dict.json"
+    if saved.is_file():
+        try:
+            return [str(s) for s in json.loads(saved.read_text()).get("splits", [])]
+        except (OSError, ValueError, AttributeError):
+            return []
+    if any((path / marker).is_file() for marker in _SAVED_MARKERS):
+        return []
+    files = [p.relative_to(path) for p in path.rglob("*") if p.is_file() and _is_data_file(p)]
+    found = {_split_of(r) for r in files} - {None}
+    return sorted(found) if found else (["train"] if files else [])  # (the hub's rule: no split named, train)
+
+
 def _shard_records(path: Path, split: str, prompt_field: str) -> Iterator[tuple[int, Any]]:
     """The records of a directory's data files of ``split``, one after another in name order, numbered
     on across them (an error while a file is read names that file and its own row)."""
