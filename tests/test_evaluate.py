@@ -201,10 +201,12 @@ def test_eval_says_when_a_reference_cannot_be_matched(warm_tiny_dir, tmp_path, c
     assert "warning: math task, evaluation set 'val': 1 of the first 3 reference answers cannot be matched" in err
 
 
-def test_a_shown_completion_whose_reward_call_failed_is_marked_and_still_counted(tmp_path):
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_shown_completion_whose_reward_call_failed_is_marked_and_still_counted(tmp_path, workers):
     """samples.jsonl's completions said reward -1 where the reward function had raised: read as a plain
     wrong answer. Each shown completion now says whether its call failed; the evaluation's failure
-    counts still hold every failed call, the shown ones included."""
+    counts still hold every failed call, the shown ones included -- also where the shown ones are scored
+    beside the batch, on several workers (review ab: they were scored one after another before it)."""
     from scalerl.tasks.failure_tally import counting_failures
     from scalerl.tasks.registry import get_task
 
@@ -213,7 +215,7 @@ def test_a_shown_completion_whose_reward_call_failed_is_marked_and_still_counted
         "    if 'x' in completion:\n"
         "        raise ValueError('cannot judge')\n"
         "    return completion.endswith(answer)\n")
-    task = get_task("arithmetic", reward=f"{tmp_path / 'judge.py'}:score")
+    task = get_task("arithmetic", reward=f"{tmp_path / 'judge.py'}:score", reward_workers=workers)
     examples = []
     try:
         with counting_failures() as failures:
@@ -230,7 +232,7 @@ def test_a_shown_completion_whose_reward_call_failed_is_marked_and_still_counted
         text, finish = script(prompt_ids, index)
         return ("<think>x</think>2", "stop") if chr(prompt_ids[0]) == "1" and index == 0 else (text, finish)
 
-    task = get_task("arithmetic", reward=f"{tmp_path / 'judge.py'}:score")
+    task = get_task("arithmetic", reward=f"{tmp_path / 'judge.py'}:score", reward_workers=workers)
     examples = []
     try:
         with counting_failures() as failures:

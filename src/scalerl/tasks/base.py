@@ -64,6 +64,12 @@ def reference_notes(task: Task) -> list[str]:
     return list(check()) if check is not None else []
 
 
+def calls_at_once(task: Task) -> int:
+    """How many reward calls a task can run at once: its worker processes where it scores on them
+    (``reward_calls_at_once``), else 1 (scored in this process, one call at a time)."""
+    return int(getattr(task, "reward_calls_at_once", 1))
+
+
 def score_all(task: Task, pairs: Sequence[tuple[Problem, str]]) -> list[float]:
     """Rewards of ``(problem, completion)`` pairs, in order. A task that scores in worker processes
     offers ``rewards(pairs)`` to score a batch concurrently; any other is called once per pair."""

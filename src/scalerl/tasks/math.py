@@ -298,6 +298,11 @@ class MathTask:
             return [self.reward(problem, completion) for problem, completion in pairs]
         return self._verifier().score_many(pairs)
 
+    @property
+    def reward_calls_at_once(self) -> int:
+        """math-verify's worker processes (:func:`scalerl.tasks.base.calls_at_once`)."""
+        return self.verify_workers
+
     @cached_property
     def _bounded(self) -> RewardWorkers:
         return RewardWorkers(f"{__name__}:math_verify_reward", timeout=self.verify_timeout, workers=self.verify_workers)

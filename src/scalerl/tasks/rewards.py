@@ -426,6 +426,11 @@ class UserRewardTask:
         """Many completions at once, on the function's worker processes (``task.reward_workers``)."""
         return self.user_reward.score_many(pairs)
 
+    @property
+    def reward_calls_at_once(self) -> int:
+        """The function's worker processes (:func:`scalerl.tasks.base.calls_at_once`)."""
+        return self.user_reward.workers
+
     def reward_stats(self) -> dict[str, Any]:
         return self.user_reward.stats.as_dict()
 

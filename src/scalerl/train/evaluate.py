@@ -9,11 +9,13 @@ so the trainer's periodic evaluation and a stand-alone ``scalerl eval`` share it
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
 from scalerl.generate.base import Completion, Generator, LengthController, SamplingParams
-from scalerl.tasks.base import Problem, Task, score_all
+from scalerl.tasks.base import Problem, Task, calls_at_once, score_all
 from scalerl.tasks.encoding import encode_problems
 from scalerl.tasks.failure_tally import scored_apart
 
@@ -99,18 +101,8 @@ def evaluate(
         if progress is not None:
             progress(len(flat[start : start + size]) * (k // draws))
     pairs = [(problem, generated[i * draws + j].text) for i, problem in enumerate(problems) for j in range(draws)]
-    # The completions shown in samples.jsonl are scored one by one, each under its own tally, so a
-    # reward call that failed (scored -1, as a wrong answer) is said beside its completion -- the
-    # sample read as a plain wrong answer. The rest is scored as one batch (the reward workers').
     shown = [i * draws for i in range(min(n_examples, len(problems)))] if examples is not None else []
-    failed: dict[int, bool] = {}
-    every = [0.0] * len(pairs)
-    for index in shown:
-        (every[index],), counts = scored_apart(score_all, task, [pairs[index]])
-        failed[index] = any(counts.values())
-    rest = [index for index in range(len(pairs)) if index not in failed]
-    for index, reward in zip(rest, score_all(task, [pairs[index] for index in rest]) if rest else []):
-        every[index] = reward
+    every, failed = _scored(task, pairs, shown)
     rewards = [every[i * draws : (i + 1) * draws] * (k // draws) for i in range(len(problems))]
     completions = [c for i in range(len(problems)) for c in generated[i * draws : (i + 1) * draws] * (k // draws)]
     if examples is not None:
@@ -119,6 +111,42 @@ def evaluate(
                      for i, p in enumerate(problems[:n_examples])]
     # tokens: the ones decoded (the compute meter's eval tokens), not the k counted copies of a greedy one
     return {**summarize(rewards, completions), "tokens": float(sum(len(c.token_ids) for c in generated))}
+
+
+def _scored(task: Task, pairs: list[tuple[Problem, str]], shown: list[int]) -> tuple[list[float], dict[int, bool]]:
+    """The rewards of ``pairs``, and whether each ``shown`` one's reward call failed.
+
+    The completions shown in samples.jsonl are scored one by one, each under its own tally, so a reward
+    call that failed (scored -1, as a wrong answer) is said beside its completion -- the sample read as
+    a plain wrong answer. The rest is scored as one batch. Where the task scores on several worker processes
+    (a user's function, math-verify: :func:`~scalerl.tasks.base.calls_at_once`), the shown ones' calls run
+    beside the batch's rather than one after another before it: with a slow judge they cost one call's time,
+    not three.
+    """
+    every = [0.0] * len(pairs)
+    rest = [index for index in range(len(pairs)) if index not in set(shown)]
+
+    def apart(index: int) -> tuple[float, bool]:
+        (reward,), counts = scored_apart(score_all, task, [pairs[index]])
+        return reward, any(counts.values())
+
+    def batch() -> list[float]:
+        return score_all(task, [pairs[index] for index in rest]) if rest else []
+
+    if shown and calls_at_once(task) > 1:
+        # Each call in a copy of this context: its failures reach this scoring's tally (scored_apart adds them).
+        with ThreadPoolExecutor(len(shown), thread_name_prefix="shown-reward") as pool:
+            futures = {index: pool.submit(contextvars.copy_context().run, apart, index) for index in shown}
+            rest_rewards = batch()
+            results = {index: future.result() for index, future in futures.items()}
+    else:  # one call at a time anyway (and math-verify in this process needs the main thread for its timeouts)
+        results = {index: apart(index) for index in shown}
+        rest_rewards = batch()
+    for index, reward in zip(rest, rest_rewards):
+        every[index] = reward
+    for index, (reward, _) in results.items():
+        every[index] = reward
+    return every, {index: failed for index, (_, failed) in results.items()}
 
 
 def eval_bar(enabled: bool, name: str, total: int) -> Any:
