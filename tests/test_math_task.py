@@ -113,10 +113,19 @@ def test_too_few_distinct_prompts_for_a_val_set_says_how_to_give_one(tmp_path):
                                                 ({"max_val": -1}, r"max_val must .*got -1"),
                                                 ({"val_fraction": 1.0}, r"val_fraction must be in \[0, 1\)"),
                                                 ({"val_fraction": 0}, r"val_fraction 0 and no eval_data leave no "
-                                                 r"evaluation set; give one with --set 'task.settings=\{eval_data")])
+                                                 r"evaluation set; give one with --set 'task.settings=\{eval_data"),
+                                                # a set's name prefixes its run-log columns: '' made '/pass_rate'
+                                                ({"eval_data": {"": "v.jsonl"}}, r"eval_data set name '': a name starts"),
+                                                ({"eval_data": {"a/b": "v.jsonl"}}, r"set name 'a/b'.*NAME/pass_rate"),
+                                                ({"eval_data": {"my set": "v.jsonl"}}, r"set name 'my set'")])
 def test_impossible_math_settings_are_one_line(tmp_path, settings, message):
     with pytest.raises(InputError, match=message):
         MathTask(data=str(tmp_path / "d.jsonl"), **settings)
+
+
+def test_an_evaluation_set_named_by_a_number_is_named_by_its_text(tmp_path):
+    """YAML reads `{eval_data: {2024: FILE}}`'s name as the number 2024: the set is '2024'."""
+    assert list(MathTask(data=str(tmp_path / "d.jsonl"), eval_data={2024: "v.jsonl"}).eval_data) == ["2024"]
 
 
 @pytest.mark.parametrize("name, settings, message", [
