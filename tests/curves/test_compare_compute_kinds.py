@@ -88,6 +88,8 @@ def test_the_python_api_refuses_it_too_and_pools_a_name_that_tells_no_kind_with_
     ("cum:step_time_ms", "milliseconds"), ("wall_clock_h", "hours"), ("time_h", "hours"),
     ("elapsed_minutes", "minutes"), ("runtime_min", "minutes"), ("timing_s/rollout", "seconds"),
     ("rollout/time", "seconds"), ("tflops", "TFLOPs"), ("num_rollouts", "samples"),
+    # GPU time in seconds was pooled with the wall clock's seconds
+    ("gpu_seconds", "GPU-seconds"), ("cum:gpu_sec", "GPU-seconds"), ("total_gpu_s", "GPU-seconds"),
 ])
 def test_compute_kind_of_the_columns_logs_use(name, kind):
     assert compute_kind(name) == kind
@@ -97,6 +99,7 @@ def test_mixed_compute():
     assert not mixed_compute(["flops"]) and not mixed_compute(["x", "x"])
     assert not mixed_compute(["num_tokens", "trained_tokens"])
     assert mixed_compute(["flops", "step"]) and mixed_compute(["gpu_hours", "hours"])
+    assert mixed_compute(["gpu_seconds", "timing_s"])
     assert not mixed_compute(["x", "y"]) and not mixed_compute(["flops", "x"])  # (untold: pooled with a note)
     assert untold_compute(["flops", "x"]) == ["x"] and untold_compute(["x", "x"]) == []
 

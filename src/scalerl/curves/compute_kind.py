@@ -1,5 +1,5 @@
 """What kind of compute an x column counts, told from its name: FLOPs, TFLOPs, tokens, samples, epochs,
-GPU-hours, hours, minutes, seconds, milliseconds or steps (None: a name that says none of them).
+GPU-hours, GPU-seconds, hours, minutes, seconds, milliseconds or steps (None: a name that says none of them).
 
 Seeds of one run are pooled into one fit, so their x values must be in one unit. Logs of different trainers
 name one counter differently (``cum_wall_hours`` in a CSV, ``hours`` in a JSON-lines log; ``num_tokens`` and
@@ -13,7 +13,7 @@ import re
 from typing import Sequence
 
 #: (kind, what a column's name holds when it counts that kind), the first match wins: GPU-hours before
-#: hours; TFLOPs (1e12 of them) before FLOPs (HF Trainer's ``total_flos`` too); tokens before anything timed
+#: hours, GPU-seconds before seconds (a sum over GPUs, not the wall clock); TFLOPs (1e12 of them) before FLOPs (HF Trainer's ``total_flos`` too); tokens before anything timed
 #: (``tokens_per_second``); RL libraries' env ``timesteps`` are steps, not time; a unit the name ends in
 #: (``_ms``, ``_min``, ``_h``) before the word that says time; hours (``wall_time``: the readers' hours since
 #: a run's first row) before seconds; seconds -- ``cum:timing_s/step``, verl's ``perf/time_per_step`` and
@@ -21,6 +21,7 @@ from typing import Sequence
 #: says -- before samples and steps.
 KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(pattern, re.I)) for kind, pattern in (
     ("GPU-hours", r"gpu.?h(ou)?rs?|gpu_h\b"),
+    ("GPU-seconds", r"gpu.?sec(ond)?s?|gpu_s\b"),
     ("TFLOPs", r"tflop|teraflop"),
     ("FLOPs", r"flop|flos"),
     ("tokens", r"token"),
