@@ -31,16 +31,3 @@ def _csv(path, steps):
     return str(path)
 
 
-@pytest.mark.xfail(strict=True, reason="reviewaf: compare prints none of a run's reading notes (rows dropped as "
-                   "a resume, stale x, several evaluations at one x), in text or --json; fit and backtest do")
-def test_compare_says_what_reading_a_run_dropped(capsys, tmp_path):
-    from scalerl.cli import main
-
-    steps = list(range(10, 310, 10))
-    clean = _csv(tmp_path / "clean.csv", steps)
-    # The same run with its rows in text order (10, 100, ..., 190, 20, 200, ...): read as a resume,
-    # 21 of its 30 rows dropped -- `fit` and `backtest` say so in a note, `compare` says nothing.
-    text_order = _csv(tmp_path / "text_order.csv", sorted(steps, key=str))
-    assert main(["compare", clean, text_order, "--x", "gpu_hours", "--y", "val_acc", "--bootstrap", "20"]) == 0
-    out = capsys.readouterr().out
-    assert "dropped" in out, out
