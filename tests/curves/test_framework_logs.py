@@ -884,3 +884,18 @@ def test_trl_eval_between_logging_rows_gets_its_own_compute(tmp_path):
     same = read_curve(_trl_state(tmp_path / "same.json", logging_steps=10, eval_steps=20), "num_tokens", "eval_reward")
     assert list(same.x) == [4096.0 * s for s in range(20, 220, 20)]
     assert not any("fall between" in n or "after the last" in n for n in same.notes)
+
+
+def test_an_evaluation_before_the_counter_is_said_once(tmp_path):
+    # (review reviewaf) A JSON-lines log whose first evaluation (step 5) comes before the first row that logs
+    # num_tokens: it was said twice, as "1 row(s) with missing, NaN or infinite values were dropped" and as
+    # "1 evaluation(s) logged before any row that logs 'num_tokens' ... dropped".
+    rows = [{"step": 5, "eval_reward": 0.2}]
+    for step in range(10, 70, 10):
+        rows += [{"step": step, "loss": 0.01, "num_tokens": 4096.0 * step}, {"step": step, "eval_reward": 0.2 + step / 100}]
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    c = read_curve(path, "num_tokens", "eval_reward")
+    assert list(c.x) == [4096.0 * s for s in range(10, 70, 10)]
+    assert [n for n in c.notes if "before any row that logs 'num_tokens'" in n and n.startswith("1 evaluation(s)")]
+    assert c.dropped == 0, c.notes

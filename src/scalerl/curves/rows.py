@@ -433,7 +433,7 @@ class _RunPoints:
     late: int = 0
     """Evaluations written after later steps (``step_column``)."""
     unplaced: int = 0
-    """Evaluations before any row that logs x, after step 0: dropped."""
+    """Evaluations before any row that logs x, after step 0: dropped (not counted in :attr:`dropped`)."""
     at_start: int = 0
     """... at step 0 (TRL's eval_on_start, the R0 point): placed at x = 0."""
 
@@ -493,10 +493,12 @@ class _RowPoints:
             self.steps_untimed[name][1] += 1
             run.dropped += 1
             return
-        carried_before = run.carried
+        carried_before, unplaced_before = run.carried, run.unplaced
         vx, vy = self._x_of(r, name, run, before, own), r.get(self.y)
         if vx is None or vy is None:
-            run.dropped += 1
+            # (an evaluation before any row that logs x is said in a note of its own: counted once, there --
+            # as a dropped row too it was said twice, once as "missing, NaN or infinite")
+            run.dropped += run.unplaced == unplaced_before
             return
         self.quoted += isinstance(vx, str) + isinstance(vy, str)
         vx, vy = _quoted_number(vx), _quoted_number(vy)
