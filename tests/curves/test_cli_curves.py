@@ -573,14 +573,14 @@ def test_compare_says_what_reading_a_run_dropped(capsys, tmp_path):
     # (review reviewaf) compare printed none of a run's reading notes, in text or --json; fit and backtest do.
     steps = list(range(10, 310, 10))
     clean = _steps_csv(tmp_path / "clean.csv", steps)
-    # The same run with its rows in text order (10, 100, ..., 190, 20, 200, ...): read as a resume,
-    # 21 of its 30 rows dropped -- `fit` and `backtest` say so in a note, `compare` said nothing.
-    text_order = _steps_csv(tmp_path / "text_order.csv", sorted(steps, key=str))
-    args = ["compare", clean, text_order, "--x", "gpu_hours", "--y", "val_acc", "--bootstrap", "20"]
+    # A run resumed from its step-200 checkpoint, appended to its log: the abandoned attempt's 11 rows from
+    # step 200 on dropped -- `fit` and `backtest` say so in a note, `compare` said nothing.
+    resumed = _steps_csv(tmp_path / "resumed.csv", steps + list(range(200, 310, 10)))
+    args = ["compare", clean, resumed, "--x", "gpu_hours", "--y", "val_acc", "--bootstrap", "20"]
     assert main(args) == 0
     out = capsys.readouterr().out
     (said,) = [line for line in out.splitlines() if "dropped" in line]
-    assert said.startswith("note: text_order: ") and "21 row(s)" in said, out
+    assert said.startswith("note: resumed: the log resumes from a checkpoint 1 time(s)") and "11 row(s)" in said, out
     assert main([*args, "--json"]) == 0
     notes = json.loads(capsys.readouterr().out)["notes"]
     assert [n for n in notes if "dropped" in n] == [said.removeprefix("note: ")]

@@ -334,11 +334,33 @@ def _resumed(path: Path, records: list[dict], step: str, kinds: list[frozenset])
     """One run's rows where a training resumed from a checkpoint was appended (``step`` goes back): the
     abandoned attempt's rows from the checkpoint's step on go, said in the notes, as in a JSON-lines log.
     A step that starts over is left alone: in a table that is several runs without a run column more
-    often than a training started anew, and the error for it says --run-column."""
+    often than a training started anew, and the error for it says --run-column. Rows in the text order
+    of their steps (10, 100, 110, ..., 20, 200, ...: a file sorted as text) are no resume: read in the
+    order of their steps, said (a resume dropped most of them)."""
+    text_sorted = _in_text_order(records, step)
+    if text_sorted:
+        return sorted(records, key=lambda r: r[step]), (text_sorted,)
     split, notes = split_attempts([dict(r) for r in records], step, path.stem, late_rows=True, kinds=kinds)
     if any(DEFAULT_RUN_COLUMN in r for r in split):  # (split_attempts names the runs of a start over so)
         return records, ()
     return split, tuple(notes)
+
+
+def _step_text(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else repr(float(v))
+
+
+def _in_text_order(records: list[dict], step: str) -> str:
+    """A note where every row has a step, no step comes twice, and the rows are in the order of their
+    steps as text, not as numbers (a spreadsheet or ``sort`` that sorted the column as text); else ""."""
+    steps = [r.get(step) for r in records]
+    if len(steps) < 3 or any(v is None or v != v for v in steps) or len(set(steps)) < len(steps):
+        return ""
+    if steps == sorted(steps) or steps != sorted(steps, key=_step_text):
+        return ""
+    shown = ", ".join(_step_text(v) for v in steps[:6])
+    return (f"the rows are in the order of their {step!r} sorted as text ({shown}, ...), not as a log writes them "
+            "-- was the file sorted as text? Read in the order of their steps as numbers, not as a resume")
 
 
 def _step_cell(text: str) -> float | None:
