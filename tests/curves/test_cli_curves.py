@@ -560,3 +560,35 @@ def test_a_table_with_a_row_per_run_says_how_to_transpose_it(capsys, tmp_path):
     code, out, err = run_cli(capsys, "fit", str(tmp_path / "by_step.csv"), "--x", "step", "--y", "variant",
                              "--bootstrap", "0")
     assert code == 0, err
+
+
+def _steps_csv(path, steps):
+    """A CSV of one run evaluated at ``steps`` (its rows in that order)."""
+    rows = [f"{s},{s * 0.5:g},{0.2 + 0.5 / (1 + (60.0 / s) ** 1.5):.4f}" for s in steps]
+    path.write_text("step,gpu_hours,val_acc\n" + "\n".join(rows) + "\n")
+    return str(path)
+
+
+def test_compare_says_what_reading_a_run_dropped(capsys, tmp_path):
+    # (review reviewaf) compare printed none of a run's reading notes, in text or --json; fit and backtest do.
+    steps = list(range(10, 310, 10))
+    clean = _steps_csv(tmp_path / "clean.csv", steps)
+    # A run resumed from its step-200 checkpoint, appended to its log: the abandoned attempt's 11 rows from
+    # step 200 on dropped -- `fit` and `backtest` say so in a note, `compare` said nothing.
+    resumed = _steps_csv(tmp_path / "resumed.csv", steps + list(range(200, 310, 10)))
+    args = ["compare", clean, resumed, "--x", "gpu_hours", "--y", "val_acc", "--bootstrap", "20"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    (said,) = [line for line in out.splitlines() if "dropped" in line]
+    assert said.startswith("note: resumed: the log resumes from a checkpoint 1 time(s)") and "11 row(s)" in said, out
+    assert main([*args, "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert [n for n in notes if "dropped" in n] == [said.removeprefix("note: ")]
+    # Each note once, naming its run: a NaN row in both seeds of one run is said once, under the run's label.
+    for name, shift in (("a", 0.0), ("b", 0.01)):
+        (tmp_path / f"{name}.csv").write_text("step,gpu_hours,val_acc\n" + "".join(
+            f"{s},{s * 0.5:g},{'nan' if s == 50 else 0.2 + shift + s / 1000}\n" for s in steps))
+    assert main(["compare", clean, str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--labels", "base", "nan", "nan",
+                 "--x", "gpu_hours", "--y", "val_acc", "--bootstrap", "20"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("note: nan: 1 row(s) with missing, NaN or infinite values were dropped") == 1, out

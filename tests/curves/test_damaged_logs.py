@@ -158,3 +158,34 @@ def test_a_last_line_cut_inside_a_number_by_a_kill_is_left_out_not_misread(tmp_p
                             for s in range(1, 4)) + "(TaskRunner pid=7) step:4 - critic/score/mean:0.400 - perf/total_num_tokens:12")
     tokens = read_curves(verl, "step", "perf/total_num_tokens", bounded=False)[0]
     assert list(tokens.y) == [123456.0] * 3 and any("ends inside its last line" in n for n in tokens.notes)
+
+
+def test_csv_cut_inside_last_number_is_not_read_as_a_value(tmp_path):
+    """(review reviewaf) A CSV still being written, or killed mid-write, cut inside its last number:
+    ``300,150.0,0`` of ``300,150.0,0.6623`` was read as y = 0, silently. Where the column's earlier rows
+    all share a fixed precision (``%.4f``) and the last number is written shorter, the row is visibly cut:
+    left out, said as the consoles say it. A column of varying precision gives no such evidence (the
+    finished export without a last newline, above, keeps its row)."""
+    def sig(c):
+        return 0.2 + 0.5 / (1 + (60.0 / c) ** 1.5)
+
+    lines = ["step,gpu_hours,val_acc"] + [f"{s},{s * 0.5:.1f},{sig(s):.4f}" for s in range(10, 310, 10)]
+    path = tmp_path / "metrics.csv"
+    for cut in ("0", "0.6", "0.66", "0."):
+        path.write_text("\n".join(lines[:-1]) + "\n" + "300,150.0," + cut)
+        curve = read_curves(path, "gpu_hours", "val_acc")[0]
+        assert curve.y.min() > 0.2, f"the cut row was read as y = {curve.y.min()}"
+        assert len(curve) == 29 and curve.x[-1] == 145.0
+        (note,) = [n for n in curve.notes if "ends inside its last line" in n]
+        assert f"line 31: '300,150.0,{cut}'" in note and "4 decimals" in note and "cut short" in note
+    # The same row whole, with or without a newline after it, is data.
+    for end in ("", "\n"):
+        path.write_text("\n".join(lines) + end)
+        curve = read_curves(path, "gpu_hours", "val_acc")[0]
+        assert len(curve) == 30 and curve.y[-1] == float(lines[-1].rsplit(",", 1)[1]) and not curve.notes
+    # Cut, but ending in a newline (a writer that adds one), or a column of varying precision: kept.
+    path.write_text("\n".join(lines[:-1]) + "\n300,150.0,0\n")
+    assert len(read_curves(path, "gpu_hours", "val_acc")[0]) == 30
+    varying = ["step,gpu_hours,val_acc"] + [f"{s},{s * 0.5},{round(sig(s), 4)!r}" for s in range(10, 310, 10)]
+    path.write_text("\n".join(varying[:-1]) + "\n300,150.0,0")
+    assert len(read_curves(path, "gpu_hours", "val_acc")[0]) == 30

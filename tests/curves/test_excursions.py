@@ -170,3 +170,20 @@ def test_compare_judges_each_run_s_excursions_in_its_own_units():
     # its range judged as an unbounded metric.
     (said,) = notes(rate, 0.025)
     assert f"excursion: {rate.y[30] + 0.025:.3f} at compute" in said and "(+0.025)" in said
+
+
+def test_last_point_drop_does_not_flag_the_point_before_it():
+    # (review reviewaf) The point before the last has one neighbour on its right, the last point: a drop
+    # there made the clean point an "excursion" on the evidence of the one point nothing can judge.
+    x = np.arange(10.0, 310.0, 10.0)
+    rng = np.random.default_rng(0)
+    y = 0.2 + 0.5 / (1 + (60.0 / x) ** 1.5) + rng.normal(0, 0.004, x.size)
+    dropped = y.copy()
+    dropped[-1] = 0.30  # a collapse starting at the last evaluation (or a cut value): nothing after it to judge by
+    mask = excursion_mask(x, dropped)
+    assert not mask[-2], "the clean evaluation before the last was left out of the fit"
+    assert not mask.any()
+    # Where the last agrees with the trend, the point before it is judged as before: a dip is left out.
+    dipped = y.copy()
+    dipped[-2] -= 0.2
+    assert np.flatnonzero(excursion_mask(x, dipped)).tolist() == [x.size - 2]

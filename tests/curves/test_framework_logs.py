@@ -845,3 +845,57 @@ def test_openrlhfs_wandb_run_evaluations_at_the_step_they_evaluated():
     assert list(read_curve(run, "cum:train/timing/step_total", y).x) == [10.0 * s for s in evaluated]
     c = read_curve(run, "step", y)  # W&B's _step counts OpenRLHF's log calls: no training step
     assert c.x[0] == 12.0
+
+
+def _trl_state(path, *, logging_steps, eval_steps, max_steps=200):
+    """A GRPOTrainer's trainer_state.json: 4096 tokens a step, training rows every ``logging_steps``
+    (num_tokens), evaluation rows every ``eval_steps`` (no num_tokens; the Trainer logs, then evaluates)."""
+    history, tokens = [], 0
+    for step in range(1, max_steps + 1):
+        tokens += 4096
+        if step % logging_steps == 0:
+            history.append({"loss": 0.01, "num_tokens": float(tokens), "epoch": step / max_steps, "step": step})
+        if step % eval_steps == 0:
+            history.append({"eval_loss": 0.5, "eval_reward": round(0.2 + 0.5 / (1 + (60 / step) ** 1.5), 4),
+                            "epoch": step / max_steps, "step": step})
+    path.write_text(json.dumps({"global_step": max_steps, "log_history": history}))
+    return path
+
+
+def test_trl_eval_between_logging_rows_gets_its_own_compute(tmp_path):
+    # (review reviewaf) eval_steps=5 < GRPOConfig's default logging_steps=10: each evaluation took the
+    # num_tokens of the latest training row (two evaluations at each x), and the note blamed "several
+    # tasks, sets or runs in one column" with --run-column as the remedy.
+    curve = read_curve(_trl_state(tmp_path / "trainer_state.json", logging_steps=10, eval_steps=5),
+                       "num_tokens", "eval_reward")
+    assert np.all(np.diff(curve.x) > 0), (curve.x[:6], curve.notes)
+    # 4096 tokens a step: interpolated by step, each evaluation's x is its own step's count.
+    assert len(curve) == 40 and list(curve.x) == [4096.0 * s for s in range(5, 205, 5)]
+    assert any("20 evaluation(s) fall between the training rows that log 'num_tokens'" in n
+               and "(1 before the first, from 0 at step 0)" in n for n in curve.notes), curve.notes
+    assert not any("several" in n for n in curve.notes)
+    # Evaluations after the last training row that logs num_tokens have none to take: left out, said.
+    tail = read_curve(_trl_state(tmp_path / "tail.json", logging_steps=10, eval_steps=5, max_steps=215),
+                      "num_tokens", "eval_reward")
+    assert tail.x[-1] == 4096.0 * 210 and len(tail) == len(curve) + 2  # (205 and 210; not 215)
+    assert any("1 evaluation(s) after the last training row that logs 'num_tokens' (step 210)" in n
+               and "--x step" in n for n in tail.notes), tail.notes
+    # eval_steps a multiple of logging_steps: each evaluation has a training row at its step, as before.
+    same = read_curve(_trl_state(tmp_path / "same.json", logging_steps=10, eval_steps=20), "num_tokens", "eval_reward")
+    assert list(same.x) == [4096.0 * s for s in range(20, 220, 20)]
+    assert not any("fall between" in n or "after the last" in n for n in same.notes)
+
+
+def test_an_evaluation_before_the_counter_is_said_once(tmp_path):
+    # (review reviewaf) A JSON-lines log whose first evaluation (step 5) comes before the first row that logs
+    # num_tokens: it was said twice, as "1 row(s) with missing, NaN or infinite values were dropped" and as
+    # "1 evaluation(s) logged before any row that logs 'num_tokens' ... dropped".
+    rows = [{"step": 5, "eval_reward": 0.2}]
+    for step in range(10, 70, 10):
+        rows += [{"step": step, "loss": 0.01, "num_tokens": 4096.0 * step}, {"step": step, "eval_reward": 0.2 + step / 100}]
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    c = read_curve(path, "num_tokens", "eval_reward")
+    assert list(c.x) == [4096.0 * s for s in range(10, 70, 10)]
+    assert [n for n in c.notes if "before any row that logs 'num_tokens'" in n and n.startswith("1 evaluation(s)")]
+    assert c.dropped == 0, c.notes

@@ -293,3 +293,22 @@ def test_a_term_taken_off_by_part_of_a_name_says_the_columns_it_may_mean(tmp_pat
     (note,) = [n for n in curve.notes if "logged nowhere" in n]
     assert "'actor' logged nowhere" in note and "if you meant 'timing/update_actor'" in note and "'*actor*'" in note
     assert list(read_curve(tmp_path / "v01.jsonl", x="cum:timing/*-*actor*", y="acc").x) == [250.0, 500.0]
+
+
+def test_a_csv_sorted_as_text_is_no_resume(tmp_path):
+    # (review reviewaf) Steps sorted as text (10, 100, 110, ..., 190, 20, 200, ...): read as a resume that
+    # dropped 21 of 30 rows ("resumes 1 time(s)"). The rows are read in step order, said.
+    steps = list(range(10, 310, 10))
+    path = tmp_path / "sorted.csv"
+    path.write_text("step,gpu_hours,val_acc\n" + "".join(f"{s},{s / 2:g},{0.2 + s / 1000:.4f}\n"
+                                                          for s in sorted(steps, key=str)))
+    curve = read_curve(path, "gpu_hours", "val_acc")
+    assert list(curve.x) == [s / 2 for s in steps] and len(curve) == 30
+    assert not any("resumes" in n for n in curve.notes)
+    assert any("sorted as text (10, 100, 110" in n for n in curve.notes), curve.notes
+    # A real resume (the step goes back to a checkpoint's) is still one.
+    path.write_text("step,gpu_hours,val_acc\n" + "".join(f"{s},{s / 2:g},{0.2 + s / 1000:.4f}\n"
+                                                          for s in steps + [200, 210]))
+    curve = read_curve(path, "gpu_hours", "val_acc")
+    assert any("resumes from a checkpoint 1 time(s)" in n for n in curve.notes), curve.notes
+

@@ -37,7 +37,7 @@ from scipy.optimize import least_squares
 
 from scalerl.curves.bands import Calibration
 from scalerl.curves.compute_kind import compute_kind, mixed_compute, untold_compute
-from scalerl.curves.data import Curve
+from scalerl.curves.data import Curve, dropped_note
 from scalerl.curves.excursions import drop_seed_excursions
 from scalerl.curves.forecast import Forecast, Prediction, forecast
 from scalerl.curves.sigmoid_fit import SigmoidFit
@@ -120,7 +120,8 @@ class CompareResult:
     forecast_at: float | None = None
     """The common compute every run's forecast is given at (None: no forecasts)."""
     notes: list[str] = field(default_factory=list)
-    """What the fits left out (one-evaluation excursions, per seed)."""
+    """What reading the runs said (:func:`reading_notes`), then what the fits left out (one-evaluation
+    excursions, per seed) and the caveats of the comparison."""
 
     def predictions(self) -> dict[str, "Prediction | None"]:
         """Each run's forecast at :attr:`forecast_at` (None for an unstable run: not a forecast)."""
@@ -402,7 +403,7 @@ def compare(
     baseline = baseline or labels[0]
     if baseline not in runs:
         raise InputError(f"baseline {baseline!r} is not one of the runs: {', '.join(labels)}")
-    fits, notes = [], []
+    fits, notes = [], reading_notes(runs)
     # Each run bootstrapped on its own stream: with one seed for all, the runs' replicates drew the same
     # seeds and residual positions, and the bootstrap of a difference held a covariance that is not there.
     for (label, curves), stream in zip(runs.items(), independent_seeds(seed, len(runs))):
@@ -489,6 +490,25 @@ def one_seed_caveat(result: CompareResult,
             "that include it")
 
 
+def reading_notes(runs: Mapping[str, Sequence[Curve]]) -> list[str]:
+    """What reading each run said of it (:attr:`Curve.notes`: rows dropped as a resume's abandoned attempt,
+    NaN rows, an x taken from an earlier row, ...; its rows dropped as missing first), each note once, after
+    the runs that carry it: ``label`` where every seed of the run does, else ``label (seed)``. ``fit`` and
+    ``backtest`` print a run's; a comparison printed none, so a run read short said nothing."""
+    carriers: dict[str, dict[str, list[str]]] = {}  # note -> run label -> the seeds that carry it
+    for label, curves in runs.items():
+        for c in curves:
+            for note in dict.fromkeys([dropped_note(c), *c.notes]):
+                if note:
+                    carriers.setdefault(note, {}).setdefault(label, []).append(c.name)
+    out = []
+    for note, by_run in carriers.items():
+        names = [label if len(seeds) == len(runs[label]) else ", ".join(f"{label} ({s})" for s in seeds)
+                 for label, seeds in by_run.items()]
+        out.append(f"{', '.join(names)}: {note}")
+    return out
+
+
 def unmeasured_takeoff_notes(result: CompareResult) -> list[str]:
     """For each "efficiency" verdict of ``result`` that involves a run whose take-off came before its
     first evaluation after the start (its own C_mid, or the one of the shared-ceiling refit the verdict
@@ -541,4 +561,4 @@ def late_start_notes(result: CompareResult) -> list[str]:
     return out
 
 
-__all__ = ["compare", "late_start_notes", "unmeasured_takeoff_notes", "classify", "one_seed_caveat", "CompareResult", "Classification", "RunFit", "RULES", "UNSTABLE", "pool_curves"]
+__all__ = ["compare", "late_start_notes", "reading_notes", "unmeasured_takeoff_notes", "classify", "one_seed_caveat", "CompareResult", "Classification", "RunFit", "RULES", "UNSTABLE", "pool_curves"]

@@ -80,10 +80,11 @@ def _decoded(path: Path) -> tuple[str, str | None]:
     return text, f"not UTF-8 (line {line}): read as {code}, as a spreadsheet on Windows exports; save it as UTF-8 if its names look wrong"
 
 
-def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool, str | None]:
+def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool, tuple[str, ...]]:
     """Header, ``(line number, cells)`` rows, whether numbers may use a decimal comma (a
-    ``;``-delimited export from a comma-decimal locale: ``0,53``), and the notes on its encoding and
-    on the lines around a Markdown table that were passed over ('; '-joined)."""
+    ``;``-delimited export from a comma-decimal locale: ``0,53``), and the notes: on its encoding and
+    on the lines around a Markdown table that were passed over ('; '-joined), and on a last row cut
+    short by a kill (:func:`_without_cut_row`)."""
     text, encoding_note = _decoded(path)
     lines = [(i, line) for i, line in enumerate(io.StringIO(text, newline=""), start=1)
              if line.strip() and not line.lstrip().startswith("#")]
@@ -99,7 +100,62 @@ def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], 
     rows = [(lineno, row) for (lineno, _), row in zip(lines[1:], parsed[1:])]
     if not rows:
         raise InputError(f"{path}: the file has a header but no rows")
-    return header, rows, dialect.delimiter == ";", encoding_note
+    # (A line read with newline="" keeps its line end: only the file's last line can lack one.)
+    rows, cut = _without_cut_row(header, rows, last_line=lines[-1][1])
+    return header, rows, dialect.delimiter == ";", tuple(n for n in (encoding_note, cut) if n)
+
+
+#: A number's shape as a writer's format gives it: the digits after its decimal point (or comma), its
+#: exponent, a percent sign.
+_NUMBER_SHAPE = re.compile(r"^[+-]?\d*(?:[.,](?P<decimals>\d*))?(?:[eE](?P<exponent>[+-]?\d*))?(?P<percent>%?)$")
+
+
+def _shape(cell: str) -> tuple[int, int, int] | None:
+    """``(decimals, exponent's length, percent)`` of a number cell, -1 for a part it lacks; None for a
+    cell that is no number (empty, ``nan``, a word)."""
+    m = _NUMBER_SHAPE.match(cell.strip())
+    if m is None or not any(ch.isdigit() for ch in cell):
+        return None
+    decimals, exponent = m.group("decimals"), m.group("exponent")
+    return (-1 if decimals is None else len(decimals), -1 if exponent is None else len(exponent),
+            len(m.group("percent")))
+
+
+#: Fewest earlier rows whose shared precision makes a shorter last number evidence of a cut.
+_MIN_PRECISION_ROWS = 2
+
+
+def _without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[list, str]:
+    """The rows less a last one a kill (or a read while the logger writes) cut inside its last number,
+    and a note saying so. A last row with no newline after it is data where a finished export ends that
+    way (Google Sheets, a hand-made file): it is left out only where it is visibly cut -- its last number
+    written with fewer decimals (or a shorter exponent, or no percent sign) than the fixed precision every
+    earlier row of that column shares (``0`` of ``0.6623`` under a column of ``%.4f``). A column of varying
+    precision (pandas' shortest floats) tells nothing: the row is kept. ``last_line``: the file's last
+    line of the table, as read (its line end kept)."""
+    if last_line.endswith(("\n", "\r")) or len(rows) <= _MIN_PRECISION_ROWS:
+        return rows, ""
+    lineno, last = rows[-1]
+    if len(last) != len(header) or len(header) < 2:  # (a short row: refused or passed over as a trailer)
+        return rows, ""
+    j = len(last) - 1
+    earlier = [shape for _, row in rows[:-1] if j < len(row) and (shape := _shape(row[j])) is not None]
+    cut = _shape(last[j])
+    if cut is None or len(earlier) < _MIN_PRECISION_ROWS or len(set(earlier)) != 1:
+        return rows, ""
+    shared = earlier[0]
+    if shared == (-1, -1, 0) or cut == shared or any(c > s for c, s in zip(cut, shared)):
+        return rows, ""  # whole numbers vary in width; a longer part is no cut
+    return rows[:-1], (f"the file ends inside its last line, with no newline after it (a run killed while writing): "
+                       f"that line (line {lineno}: {last_line.strip()[-50:]!r}) left out -- its last number, {last[j].strip()!r} in "
+                       f"column {header[j]!r}, is written shorter than every earlier row's ({_precision(shared)}): cut short")
+
+
+def _precision(shape: tuple[int, int, int]) -> str:
+    """A column's shared number format in words: ``4 decimals``, ``4 decimals, an exponent of 3``, ..."""
+    decimals, exponent, percent = shape
+    parts = [f"{max(decimals, 0)} decimals"] + ([f"an exponent of {exponent} characters"] if exponent >= 0 else [])
+    return ", ".join(parts + (["a percent sign"] if percent else []))
 
 
 #: A cell of a Markdown table's delimiter row (``---``, ``:--``, ``--:``).
@@ -190,10 +246,9 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     row logs, and is dropped and counted where other evaluations log it (an empty cell in a table of
     evaluations). ``nan``/``inf`` cells are dropped and counted. ``x`` may be ``cum:COL`` / ``cum:GLOB``."""
     path = Path(path)
-    header, rows, decimal_comma, encoding_note = _read_csv_rows(path)
+    header, rows, decimal_comma, read_notes = _read_csv_rows(path)
     if _is_wandb_export(header, y):
-        return _wandb_from_rows(path, header, rows, x, y, y_scale=y_scale, bounded=bounded,
-                                notes=(encoding_note,) if encoding_note else ())
+        return _wandb_from_rows(path, header, rows, x, y, y_scale=y_scale, bounded=bounded, notes=read_notes)
     columns = set(header)
     if y not in columns:
         layout = _wandb_layout(header)
@@ -260,7 +315,7 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
         without_y += y not in record
         records.append(record)
     check_percent_scale(path, cells=percent_y, y=y, y_scale=y_scale)
-    notes = (encoding_note,) if encoding_note else ()
+    notes = read_notes
     if without_y:
         filled = f", {filled_in} of them a NaN that a row of another kind filled in" if filled_in else ""
         notes += (f"{without_y} row(s) have no {y!r} value{filled} (not evaluations): skipped",)
@@ -279,11 +334,33 @@ def _resumed(path: Path, records: list[dict], step: str, kinds: list[frozenset])
     """One run's rows where a training resumed from a checkpoint was appended (``step`` goes back): the
     abandoned attempt's rows from the checkpoint's step on go, said in the notes, as in a JSON-lines log.
     A step that starts over is left alone: in a table that is several runs without a run column more
-    often than a training started anew, and the error for it says --run-column."""
+    often than a training started anew, and the error for it says --run-column. Rows in the text order
+    of their steps (10, 100, 110, ..., 20, 200, ...: a file sorted as text) are no resume: read in the
+    order of their steps, said (a resume dropped most of them)."""
+    text_sorted = _in_text_order(records, step)
+    if text_sorted:
+        return sorted(records, key=lambda r: r[step]), (text_sorted,)
     split, notes = split_attempts([dict(r) for r in records], step, path.stem, late_rows=True, kinds=kinds)
     if any(DEFAULT_RUN_COLUMN in r for r in split):  # (split_attempts names the runs of a start over so)
         return records, ()
     return split, tuple(notes)
+
+
+def _step_text(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else repr(float(v))
+
+
+def _in_text_order(records: list[dict], step: str) -> str:
+    """A note where every row has a step, no step comes twice, and the rows are in the order of their
+    steps as text, not as numbers (a spreadsheet or ``sort`` that sorted the column as text); else ""."""
+    steps = [r.get(step) for r in records]
+    if len(steps) < 3 or any(v is None or v != v for v in steps) or len(set(steps)) < len(steps):
+        return ""
+    if steps == sorted(steps) or steps != sorted(steps, key=_step_text):
+        return ""
+    shown = ", ".join(_step_text(v) for v in steps[:6])
+    return (f"the rows are in the order of their {step!r} sorted as text ({shown}, ...), not as a log writes them "
+            "-- was the file sorted as text? Read in the order of their steps as numbers, not as a resume")
 
 
 def _step_cell(text: str) -> float | None:

@@ -14,19 +14,27 @@ from scalerl.errors import InputError
 SHARED_X_MIN, SHARED_X_SHARE = 3, 0.25
 
 
-def shared_x_note(x: np.ndarray, y: np.ndarray, x_name: str) -> str:
+def shared_x_note(x: np.ndarray, y: np.ndarray, x_name: str, carried: np.ndarray | None = None) -> str:
     """A note when many compute values each hold two or more different evaluations: a long-format
     log with several tasks, evaluation sets or runs in one column, read as one run, is fitted as one
     curve jumping between them -- a wrong answer with narrow intervals. Equal evaluations at one
-    value (a logger that wrote a row twice) and a resumed run's repeated step or two are not it."""
+    value (a logger that wrote a row twice) and a resumed run's repeated step or two are not it.
+    ``carried`` (a mask over the points): the evaluations that took x from the latest row before them,
+    not logging it themselves. Where every value held several times holds such evaluations, x is logged
+    less often than the run evaluates: that is said instead, with the remedy for it (not --run-column)."""
     values, first, counts = np.unique(x, return_index=True, return_counts=True)
     held = [i for i, (at, n) in enumerate(zip(first, counts)) if n > 1 and np.ptp(y[at:at + n]) > 0]
     if len(held) < SHARED_X_MIN or len(held) < SHARED_X_SHARE * len(values):
         return ""
     at, n = first[held[0]], counts[held[0]]
     seen = ", ".join(f"{v:.4g}" for v in y[at:at + min(n, 3)]) + (", ..." if n > 3 else "")
-    return (f"{len(held)} of {len(values)} {x_name} values hold several different evaluations (at {values[held[0]]:g}: "
-            f"{seen}) -- several tasks, sets or runs in one column? They are fitted as one curve; read one of them "
+    stacked = f"{len(held)} of {len(values)} {x_name} values hold several different evaluations (at {values[held[0]]:g}: {seen})"
+    # (np.unique sorts: a value's points are consecutive in x, which is non-decreasing here)
+    if carried is not None and all(carried[first[i]:first[i] + counts[i]].any() for i in held):
+        return (f"{stacked} -- the evaluations do not log {x_name!r} and each took the latest row's: {x_name!r} is "
+                "logged less often than the run evaluates, and they are fitted at one compute; an x every evaluation "
+                "logs places each at its own (--x step)")
+    return (f"{stacked} -- several tasks, sets or runs in one column? They are fitted as one curve; read one of them "
             "(--run; a column that names them: --run-column COL)")
 
 
@@ -85,7 +93,10 @@ class Curve:
         bounded: bool = True,
         dropped: int = 0,
         notes: tuple[str, ...] = (),
+        carried=None,
     ) -> "Curve":
+        """``carried``: optional mask of the points whose x a reader took from an earlier row (the
+        evaluation did not log it), for what the notes say of several evaluations at one x."""
         where = f" in {source}" if source else ""
         try:
             x = np.asarray(x, dtype=float).reshape(-1)
@@ -97,6 +108,7 @@ class Curve:
         ok = np.isfinite(x) & np.isfinite(y)
         dropped = int(dropped + (~ok).sum())
         x, y = x[ok], y[ok]
+        carried = None if carried is None else np.asarray(carried, dtype=bool).reshape(-1)[ok]
         if x.size == 0:
             raise InputError(
                 f"run {name!r}{where}: no rows with finite {x_name!r} and {y_name!r} values"
@@ -137,7 +149,7 @@ class Curve:
                 "rate (a mean reward of +1 / -1, a score) fits with --unbounded (A then is not capped at 1); from "
                 "Python: read_curve(..., y_scale=0.01) or y / 100, or bounded=False (its fits then cap nothing)"
             )
-        shared = shared_x_note(x, y, x_name)
+        shared = shared_x_note(x, y, x_name, carried)
         notes = (*notes, shared) if shared else tuple(notes)
         return cls(x=x, y=y, name=name, x_name=x_name, y_name=y_name, dropped=dropped, source=source, notes=notes,
                    bounded=bounded)

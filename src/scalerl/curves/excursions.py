@@ -11,7 +11,10 @@ The rule (a Hampel identifier, with the curve's own noise level as the scale): a
 an *excursion* when it is
 
 1. an interior point of the window (one with evaluations on both sides: the last point of a fit
-   window may be the start of a real change, and nothing after it can tell),
+   window may be the start of a real change, and nothing after it can tell) -- the point before the
+   last only where the last agrees with the one before it (nearer to it than the point judged is to
+   their mean): else it is the last point that stands apart, and a clean point would be condemned
+   on the evidence of the one point that cannot be judged,
 2. a strict local extreme (below both neighbours, or above both) -- a step of a jump (the model
    learning the answer format) lies between its neighbours and is never one,
 3. farther than :data:`EXCURSION_SD` times the noise of that distance from the median of the
@@ -86,8 +89,8 @@ def excursion_mask(x: np.ndarray, y: np.ndarray, *, k: float = EXCURSION_SD, flo
 def _scores(ys: np.ndarray) -> np.ndarray:
     """Each point's distance from the median of :func:`_around` it, in units of that distance's
     own noise per unit of sigma (sqrt(1 + 1/neighbours)); 0 for a point that is not a strict local
-    extreme, and for the two ends. All points at once: a log of a thousand evaluations is judged
-    in well under a millisecond a pass."""
+    extreme, for the two ends, and for the point before the last where the last stands apart. All
+    points at once: a log of a thousand evaluations is judged in well under a millisecond a pass."""
     n = ys.size
     out = np.zeros(n)
     if n < 3:
@@ -101,6 +104,13 @@ def _scores(ys: np.ndarray) -> np.ndarray:
         ref[1:-1] = (four[:, 1] + four[:, 2]) / 2.0
         factor[1:-1] = np.sqrt(1.25)
     out[1:-1] = np.where(extreme, np.abs(mid - ref) / factor, 0.0)
+    # The point before the last has one neighbour on its right, the last point, which nothing can judge:
+    # a drop there (a collapse starting, a value cut short) puts the two on opposite sides of a clean
+    # point as much as a spike between two clean points does. It is judged only where the last point
+    # agrees with the one before it -- nearer to it than the point judged is to the two's mean -- so
+    # that the point judged, not the last one, is the odd one of the three.
+    if abs(ys[-1] - ys[-3]) >= abs(ys[-2] - (ys[-1] + ys[-3]) / 2.0):
+        out[-2] = 0.0
     return out
 
 

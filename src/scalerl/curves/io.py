@@ -181,8 +181,9 @@ HARNESS_PROBES: tuple[tuple[str, Callable[[Path], bool]], ...] = (
 #: (:func:`~scalerl.curves.console.cut_last_line`) is left out of them. (Not the JSON-lines formats nor
 #: printed dicts: a row cut short there lacks its closing brace, and their readers skip it as torn. Not a
 #: CSV: one is more often a finished export whose last row has no newline after it -- Google Sheets,
-#: a hand-made file -- than a stream cut by a kill, and that row is data; a row cut short of its columns
-#: is refused by the CSV reader.)
+#: a hand-made file -- than a stream cut by a kill, and that row is data; the CSV reader leaves it out
+#: only where its last number is visibly cut (shorter than its column's fixed precision), and refuses a
+#: row cut short of its columns.)
 LINE_FORMATS = frozenset({"verl", "skyrl", "nemo-rl", "roll", "areal", "prime-rl", "torchtune",
                           "mlx-lm", "deepspeed-chat"})
 

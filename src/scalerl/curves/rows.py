@@ -411,7 +411,7 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
                          "infinite (a row written whole fills in what it did not log): not evaluations, skipped")
     curves = readable_curves(
         partial(Curve.from_arrays, run.xs, run.ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded,
-                dropped=run.dropped, notes=tuple(notes) + points.run_notes(name))
+                dropped=run.dropped, notes=tuple(notes) + points.run_notes(name), carried=run.carried_at)
         for name, run in points.runs.items())
     if run_ids:
         curves = [replace(c, run_id=run_ids.get(c.name, "")) for c in curves]
@@ -428,10 +428,12 @@ class _RunPoints:
     """Evaluations without a number for x or y (or on a step whose compute is unknown)."""
     carried: int = 0
     """Evaluations that took x from the latest row before them."""
+    carried_at: list[bool] = field(default_factory=list)
+    """Per point: whether its x was taken from an earlier row (for the note on several evaluations at one x)."""
     late: int = 0
     """Evaluations written after later steps (``step_column``)."""
     unplaced: int = 0
-    """Evaluations before any row that logs x, after step 0: dropped."""
+    """Evaluations before any row that logs x, after step 0: dropped (not counted in :attr:`dropped`)."""
     at_start: int = 0
     """... at step 0 (TRL's eval_on_start, the R0 point): placed at x = 0."""
 
@@ -491,9 +493,12 @@ class _RowPoints:
             self.steps_untimed[name][1] += 1
             run.dropped += 1
             return
+        carried_before, unplaced_before = run.carried, run.unplaced
         vx, vy = self._x_of(r, name, run, before, own), r.get(self.y)
         if vx is None or vy is None:
-            run.dropped += 1
+            # (an evaluation before any row that logs x is said in a note of its own: counted once, there --
+            # as a dropped row too it was said twice, once as "missing, NaN or infinite")
+            run.dropped += run.unplaced == unplaced_before
             return
         self.quoted += isinstance(vx, str) + isinstance(vy, str)
         vx, vy = _quoted_number(vx), _quoted_number(vy)
@@ -503,6 +508,7 @@ class _RowPoints:
             raise InputError(f"{self.path}: {col} value {bad!r} ({where}) is not a number -- " + _not_a_number_hint(bad, col))
         run.xs.append(float(vx))
         run.ys.append(float(vy) * self.y_scale)
+        run.carried_at.append(run.carried > carried_before)
 
     def _filled_in(self, name: str, r: dict) -> bool:
         """Whether row ``r`` holds ``y`` as a cell a writer of whole rows filled in (pandas' ``to_json``
