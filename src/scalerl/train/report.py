@@ -21,6 +21,7 @@ import numpy as np
 
 from scalerl.atomic_files import write_text_atomically
 from scalerl.curves import Curve, backtest, forecast
+from scalerl.curves.attempts import keep_resumed_attempts
 from scalerl.curves.bands import DEFAULT_LEVEL, read_calibration
 from scalerl.errors import InputError
 from scalerl.report_text import html_page, html_table, md_fence, md_table, md_text
@@ -76,6 +77,12 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     # A torn last line (a kill mid-write), as fit says of it; evaluations without a pass rate, which the
     # fits leave out (start and final once read "nan -> ...").
     f["log_notes"] = [*log_notes, *_not_finite(evals, ys, y), *_not_finite(evals, xs, x)]
+    # Read before any file is written: a damaged samples.jsonl stopped the report after its figures were
+    # rewritten (new figures beside the old text); the sample is an illustration, so the report goes on.
+    try:
+        rep.sample = last_sample(output, step=evals[-1].get("step"))
+    except InputError as exc:
+        f["log_notes"].append(f"no sample shown: {exc}")
     cal, said = _calibration(output, cfg.get("forecast", {}).get("calibration"), calibration, cal)
     if said is not None:
         f["calibration"] = said
@@ -88,7 +95,6 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     rep.files.append(figure)
     f.update(_whole_run_fit(curve, scored, xs, n_boot=n_boot, calibration=cal))
     rep.files.append(_plot_sets(evals, sets, x, output / SETS_PNG))
-    rep.sample = last_sample(output, step=evals[-1].get("step"))
     rep.files += _write_text(rep, sets)
     return rep
 
@@ -99,10 +105,14 @@ def _read_evals(output: Path, log: Path) -> tuple[dict[str, Any], list[dict[str,
     if not log.exists():
         raise InputError(f"{output}: no runlog.jsonl here; give a run directory (made by scalerl train or demo)")
     header, rows, notes = read_runlog(log)
+    # A resumed attempt appended after the abandoned one's rows (a log another writer continued, or two
+    # logs put together; scalerl's trainer cuts its own back): read as fit reads it, the resumed attempt
+    # alone -- the report counted both, an evaluation twice, and took its best and its fit over both.
+    rows, resumed = keep_resumed_attempts(rows, output.name)
     evals = [r for r in rows if r.get("type") == "eval"]
     if not evals:
         raise InputError(f"{log}: no evaluation rows yet")
-    return header, rows, evals, notes
+    return header, rows, evals, [*notes, *resumed]
 
 
 def _number(v: Any) -> float:
@@ -231,7 +241,7 @@ def last_sample(output: Path, step: int | None = None) -> dict[str, Any] | None:
     evaluation the run log holds -- a kill during an evaluation leaves its samples written and its row not
     (a resume cuts them back), and the report showed a sample of an evaluation it does not list."""
     path = output / "samples.jsonl"
-    if not path.exists():
+    if not path.exists() or path.stat().st_size == 0:  # (a run opens it before its first evaluation writes to it)
         return None
     _, rows, _ = read_runlog(path)
     if step is not None:

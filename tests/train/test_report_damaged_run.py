@@ -1,0 +1,87 @@
+"""A finished run's report regenerated after the damage a user's disk does to a run directory (review ai).
+
+* An empty ``samples.jsonl`` (a kill before the first sample line reached the disk) stopped ``scalerl
+  report`` with "samples.jsonl: the file is empty" -- after curve.png and sets.png had been rewritten,
+  so the directory held new figures beside the old report.md -- where a missing samples.jsonl gives
+  the report without a sample.
+* A run log holding a resumed attempt appended after the abandoned one's rows (the steps after the
+  checkpoint logged twice) was reported with both attempts: an evaluation counted twice, its
+  "best" and the whole-run fit taken over the abandoned attempt's rows too, while ``scalerl fit`` on
+  the same directory drops them ("A training resumed from a checkpoint keeps the resumed attempt, not
+  the abandoned one, in every format", README).
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from scalerl.curves import read_curve
+from scalerl.train.report import write_run_report
+
+
+def _sigmoid(step):
+    return 0.35 + 0.25 / (1 + (100.0 / max(step, 1)) ** 1.2)
+
+
+def _eval(step, y):
+    flops = 2.4e10 * step
+    return {"type": "eval", "step": step, "flops": flops, "gpu_hours": step * 1.2e-4, "samples": 128 * step,
+            "val/pass_rate": round(y, 3)}
+
+
+def _train(step):
+    return {"type": "train", "step": step, "loss": 0.1, "train_pass_rate": 0.5}
+
+
+def _run_dir(tmp_path, steps=300, every=20, extra_rows=(), last=None):
+    """A finished run directory (run log, final/ of the last step) with an evaluation every ``every`` steps
+    (the last one ``last`` when given)."""
+    out = tmp_path / "run"
+    (out / "final").mkdir(parents=True)
+    (out / "final" / "scalerl_final.json").write_text(json.dumps({"step": steps}))
+    rows = [{"type": "header", "run": "run", "recipe": "scalerl", "model": "tiny-m", "params": 1000, "config": {}}]
+    rows.append(_eval(0, _sigmoid(0)))
+    for s in range(1, steps + 1):
+        rows.append(_train(s))
+        if s % every == 0:
+            rows.append(_eval(s, last if (s == steps and last is not None) else _sigmoid(s)))
+    rows += list(extra_rows)
+    (out / "runlog.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return out
+
+
+def test_an_empty_samples_file_gives_the_report_without_a_sample(tmp_path):
+    out = _run_dir(tmp_path)
+    (out / "samples.jsonl").write_text("")
+    rep = write_run_report(out, n_boot=20)
+    assert rep.sample is None
+    assert (out / "report.md").exists()
+
+
+def test_a_resumed_attempt_appended_to_the_log_is_reported_once_as_fit_reads_it(tmp_path):
+    # The abandoned attempt went to step 300 (its last evaluation 0.597); the resumed one, from the
+    # checkpoint at step 280, logged steps 281-300 again and evaluated 0.550 at step 300.
+    again = [*(_train(s) for s in range(281, 301)), _eval(300, 0.550)]
+    out = _run_dir(tmp_path, extra_rows=[{"type": "resume", "from_step": 280, "utc": "2026-12-05T17:30:00Z"}, *again],
+                   last=0.597)
+    rep = write_run_report(out, n_boot=20)
+    curve = read_curve(out, x="flops", y="val/pass_rate")
+    assert rep.facts["evaluations"] == 16 == len(curve.y)  # steps 0, 20, ..., 300, each once
+    assert rep.facts["final"] == pytest.approx(0.550)
+    assert rep.facts["best"] == pytest.approx(float(np.max(curve.y)))  # not the abandoned attempt's 0.597
+    steps = [r["step"] for r in rep.rows]
+    assert len(steps) == len(set(steps)), steps
+    assert any("resumed from a checkpoint 1 time(s)" in n for n in rep.facts["log_notes"]), rep.facts["log_notes"]
+
+
+def test_a_damaged_samples_file_is_said_and_the_report_written_whole(tmp_path):
+    """A line of samples.jsonl that is no JSON object stopped the report (exit 2) after its figures were
+    rewritten: new figures beside the old report.md. The sample is an illustration: said, and left out."""
+    out = _run_dir(tmp_path)
+    (out / "samples.jsonl").write_text('{"step": 300, "set": "val", "completion": "1", "passed": true}\n[1, 2]\n'
+                                       '{"step": 300, "set": "val", "completion": "2", "passed": true}\n')
+    rep = write_run_report(out, n_boot=20)
+    assert rep.sample is None
+    assert any(n.startswith("no sample shown: ") and "samples.jsonl" in n for n in rep.facts["log_notes"])
+    assert "no sample shown" in (out / "report.md").read_text()
