@@ -398,7 +398,9 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
         lines.append(("half-budget forecast", f"not possible: {f['forecast_error_message']}"))
     if "fit_A" in f:
         lines.append((
-            "sigmoid fitted on the whole run",
+            # An unstable run's fit describes no trend (review ai: an A above the run's best, B on its bounds).
+            "sigmoid fitted on the whole run" + (" (an unstable run: no ceiling or trend to read off it)"
+                                                 if f.get("run_unstable") else ""),
             "A = {} {}, B = {} {}, C_mid = {} {}".format(
                 _fmt(f["fit_A"]), _fmt(f["fit_A_interval"]), _fmt(f["fit_B"], 2), _fmt(f["fit_B_interval"], 2),
                 _fmt(f["fit_C_mid"]), _fmt(f["fit_C_mid_interval"]),

@@ -1,4 +1,5 @@
-"""A finished run's report regenerated after the damage a user's disk does to a run directory (review ai).
+"""A finished run's report as its user reads it (review ai): regenerated after the damage a user's disk
+does to a run directory, and on a run that fell.
 
 * An empty ``samples.jsonl`` (a kill before the first sample line reached the disk) stopped ``scalerl
   report`` with "samples.jsonl: the file is empty" -- after curve.png and sets.png had been rewritten,
@@ -85,3 +86,18 @@ def test_a_damaged_samples_file_is_said_and_the_report_written_whole(tmp_path):
     assert rep.sample is None
     assert any(n.startswith("no sample shown: ") and "samples.jsonl" in n for n in rep.facts["log_notes"])
     assert "no sample shown" in (out / "report.md").read_text()
+
+
+def test_an_unstable_runs_whole_run_fit_is_marked_as_describing_no_trend(tmp_path):
+    """The report printed a falling run's whole-run fit (an A above the run's best, B on its bound) as it
+    prints a healthy one's."""
+    out = _run_dir(tmp_path)
+    log = out / "runlog.jsonl"
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    evals = [r for r in rows if r["type"] == "eval"]
+    for r, y in zip(evals[-6:], (0.50, 0.44, 0.38, 0.32, 0.27, 0.22)):  # peaked, then fell
+        r["val/pass_rate"] = y
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rep = write_run_report(out, n_boot=20)
+    assert rep.facts["run_unstable"]
+    assert "sigmoid fitted on the whole run (an unstable run: no ceiling or trend to read off it)" in (out / "report.md").read_text()
