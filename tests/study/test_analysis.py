@@ -117,7 +117,10 @@ def test_report_of_a_missing_path_or_of_the_log_file_itself_says_what_to_give(tm
     for path, needle in [(plans[0].directory / "runlog.jsonl", f"is a file; give the directory that holds it: "
                                                                 f"scalerl report {plans[0].directory}"),
                          (tmp_path / "study.yaml", f"scalerl report {tmp_path}"),
-                         (tmp_path / "nope", "does not exist; give a run directory")]:
+                         (tmp_path / "nope", "does not exist; give a run directory"),
+                         # a checkpoint or final/ of a run: the run is named (it said "neither ... nor ...")
+                         (plans[0].directory / "final", f"is inside the run directory {plans[0].directory.resolve()}: "
+                                                        f"scalerl report {plans[0].directory.resolve()}")]:
         assert main(["report", str(path)]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("scalerl report: error:") and needle in err, err

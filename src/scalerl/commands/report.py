@@ -50,6 +50,9 @@ def not_a_report_directory(path: Path, spec_file: str) -> str:
         return f"{path} does not exist; give a run directory (holds runlog.jsonl) or a study directory ({spec_file})"
     if path.is_file() and path.name in ("runlog.jsonl", spec_file):  # the file, not its directory
         return f"{path} is a file; give the directory that holds it: scalerl report {path.parent}"
+    run = next((d for d in path.resolve().parents if (d / "runlog.jsonl").is_file()), None)
+    if run is not None:  # a checkpoint, final/ or another folder inside a run
+        return f"{path} is inside the run directory {run}: scalerl report {run}"
     return f"{path}: neither a run directory (runlog.jsonl) nor a study directory ({spec_file})"
 
 
