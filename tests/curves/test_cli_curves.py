@@ -592,3 +592,12 @@ def test_compare_says_what_reading_a_run_dropped(capsys, tmp_path):
                  "--x", "gpu_hours", "--y", "val_acc", "--bootstrap", "20"]) == 0
     out = capsys.readouterr().out
     assert out.count("note: nan: 1 row(s) with missing, NaN or infinite values were dropped") == 1, out
+    # Notes alike but for their counts (one seed 1 NaN row, the other 2) are one line, not one per seed (review aj).
+    (tmp_path / "b.csv").write_text("step,gpu_hours,val_acc\n" + "".join(
+        f"{s},{s * 0.5:g},{'nan' if s in (50, 60) else 0.21 + s / 1000}\n" for s in steps))
+    assert main(["compare", clean, str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--labels", "base", "nan", "nan",
+                 "--x", "gpu_hours", "--y", "val_acc", "--bootstrap", "20"]) == 0
+    out = capsys.readouterr().out
+    said = [line for line in out.splitlines() if "NaN or infinite" in line]
+    assert said == ["note: nan: 1 row(s) with missing, NaN or infinite values were dropped (and 1 note(s) alike with "
+                    "other counts for the others)"], out

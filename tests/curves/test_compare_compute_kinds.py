@@ -90,6 +90,9 @@ def test_the_python_api_refuses_it_too_and_pools_a_name_that_tells_no_kind_with_
     ("rollout/time", "seconds"), ("tflops", "TFLOPs"), ("num_rollouts", "samples"),
     # GPU time in seconds was pooled with the wall clock's seconds
     ("gpu_seconds", "GPU-seconds"), ("cum:gpu_sec", "GPU-seconds"), ("total_gpu_s", "GPU-seconds"),
+    # review aj: any timer whose name says GPU (gpu_time_s was the wall clock's seconds)
+    ("gpu_time_s", "GPU-seconds"), ("gpu_time", "GPU-seconds"), ("gpu_time_hours", "GPU-hours"),
+    ("gpu_ms", "GPU-milliseconds"), ("gpu_min", "GPU-minutes"), ("elapsed_sec", "seconds"), ("gpu_util", None),
 ])
 def test_compute_kind_of_the_columns_logs_use(name, kind):
     assert compute_kind(name) == kind
@@ -99,7 +102,7 @@ def test_mixed_compute():
     assert not mixed_compute(["flops"]) and not mixed_compute(["x", "x"])
     assert not mixed_compute(["num_tokens", "trained_tokens"])
     assert mixed_compute(["flops", "step"]) and mixed_compute(["gpu_hours", "hours"])
-    assert mixed_compute(["gpu_seconds", "timing_s"])
+    assert mixed_compute(["gpu_seconds", "timing_s"]) and mixed_compute(["gpu_time_s", "wall_s"])
     assert not mixed_compute(["x", "y"]) and not mixed_compute(["flops", "x"])  # (untold: pooled with a note)
     assert untold_compute(["flops", "x"]) == ["x"] and untold_compute(["x", "x"]) == []
 

@@ -28,6 +28,7 @@ runs of one seed each get the normal's z, as they always did.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Mapping, Sequence
@@ -495,17 +496,26 @@ def reading_notes(runs: Mapping[str, Sequence[Curve]]) -> list[str]:
     NaN rows, an x taken from an earlier row, ...; its rows dropped as missing first), each note once, after
     the runs that carry it: ``label`` where every seed of the run does, else ``label (seed)``. ``fit`` and
     ``backtest`` print a run's; a comparison printed none, so a run read short said nothing."""
-    carriers: dict[str, dict[str, list[str]]] = {}  # note -> run label -> the seeds that carry it
+    # Notes alike but for their counts ("200 row(s) ...", "207 row(s) ...": one per seed) are said once, with
+    # every run that carries one (review aj: a line per seed grew with runs x seeds).
+    alike: dict[str, dict[str, dict[str, list[str]]]] = {}  # shape -> note -> run label -> the seeds carrying it
     for label, curves in runs.items():
         for c in curves:
             for note in dict.fromkeys([dropped_note(c), *c.notes]):
                 if note:
-                    carriers.setdefault(note, {}).setdefault(label, []).append(c.name)
+                    shape = re.sub(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?", "#", note)
+                    alike.setdefault(shape, {}).setdefault(note, {}).setdefault(label, []).append(c.name)
     out = []
-    for note, by_run in carriers.items():
+    for notes in alike.values():
+        by_run: dict[str, list[str]] = {}
+        for carriers in notes.values():
+            for label, seeds in carriers.items():
+                by_run.setdefault(label, []).extend(s for s in seeds if s not in by_run[label])
         names = [label if len(seeds) == len(runs[label]) else ", ".join(f"{label} ({s})" for s in seeds)
                  for label, seeds in by_run.items()]
-        out.append(f"{', '.join(names)}: {note}")
+        first, *others = notes
+        more = f" (and {len(others)} note(s) alike with other counts for the others)" if others else ""
+        out.append(f"{', '.join(names)}: {first}{more}")
     return out
 
 

@@ -12,16 +12,14 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-#: (kind, what a column's name holds when it counts that kind), the first match wins: GPU-hours before
-#: hours, GPU-seconds before seconds (a sum over GPUs, not the wall clock); TFLOPs (1e12 of them) before FLOPs (HF Trainer's ``total_flos`` too); tokens before anything timed
+#: (kind, what a column's name holds when it counts that kind), the first match wins (a timer whose name
+#: says GPU counts GPU time, a sum over GPUs, not the wall clock: :data:`_GPU`); TFLOPs (1e12 of them) before FLOPs (HF Trainer's ``total_flos`` too); tokens before anything timed
 #: (``tokens_per_second``); RL libraries' env ``timesteps`` are steps, not time; a unit the name ends in
 #: (``_ms``, ``_min``, ``_h``) before the word that says time; hours (``wall_time``: the readers' hours since
 #: a run's first row) before seconds; seconds -- ``cum:timing_s/step``, verl's ``perf/time_per_step`` and
 #: ``timing_s/rollout``, ``step_time``, ``_timestamp``, ``wall_clock_time``: time, whatever else the name
 #: says -- before samples and steps.
 KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(pattern, re.I)) for kind, pattern in (
-    ("GPU-hours", r"gpu.?h(ou)?rs?|gpu_h\b"),
-    ("GPU-seconds", r"gpu.?sec(ond)?s?|gpu_s\b"),
     ("TFLOPs", r"tflop|teraflop"),
     ("FLOPs", r"flop|flos"),
     ("tokens", r"token"),
@@ -29,17 +27,24 @@ KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(pattern
     ("milliseconds", r"millisec|_ms\b|\bms\b"),
     ("minutes", r"minute|_mins?\b|\bmins?\b"),
     ("hours", r"hour|wall_time|\bh(r|rs)?\b|_h(r|rs)?\b"),
-    ("seconds", r"second|timing|time|_s\b|elapsed|clock"),
+    ("seconds", r"second|_secs?\b|\bsecs?\b|timing|time|_s\b|elapsed|clock"),
     ("samples", r"sample|rollout|episode"),
     ("epochs", r"epoch"),
     ("steps", r"step|iter|update"),
 ))
 
 
+#: Time kinds that a name saying GPU makes GPU time of that unit (``gpu_hours``, ``gpu_time_s``, ``gpu_ms``).
+_TIMES = ("milliseconds", "minutes", "hours", "seconds")
+_GPU = re.compile(r"gpu", re.I)
+
+
 def compute_kind(x_name: str) -> str | None:
     """The kind of compute the column ``x_name`` counts (see :data:`KINDS`), or None where its name
-    does not say."""
-    return next((kind for kind, pattern in KINDS if pattern.search(x_name)), None)
+    does not say. A timer whose name says GPU is GPU time in its unit (``GPU-hours``, ``GPU-seconds``):
+    summed over GPUs, it is not the wall clock's."""
+    kind = next((kind for kind, pattern in KINDS if pattern.search(x_name)), None)
+    return f"GPU-{kind}" if kind in _TIMES and _GPU.search(x_name) else kind
 
 
 def mixed_compute(x_names: Sequence[str]) -> bool:
