@@ -10,8 +10,10 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+import pytest
 
 from scalerl.curves import read_curves
+from scalerl.curves.csv_log import read_csv
 from scalerl.errors import InputError
 
 DATA = Path(__file__).parent / "data"
@@ -189,3 +191,36 @@ def test_csv_cut_inside_last_number_is_not_read_as_a_value(tmp_path):
     varying = ["step,gpu_hours,val_acc"] + [f"{s},{s * 0.5},{round(sig(s), 4)!r}" for s in range(10, 310, 10)]
     path.write_text("\n".join(varying[:-1]) + "\n300,150.0,0")
     assert len(read_curves(path, "gpu_hours", "val_acc")[0]) == 30
+
+
+def test_a_quoted_last_cell_with_its_closing_quote_is_no_cut_row(tmp_path):
+    # Review aj: the closing quote after 0.5 shows the cell was written whole: it cannot have been cut inside it.
+    path = tmp_path / "log.csv"
+    path.write_text('step,pass_rate\n"10","0.25"\n"20","0.31"\n"30","0.42"\n"40","0.5"', encoding="utf-8")
+    (curve,) = read_csv(path, "step", "pass_rate")
+    assert list(curve.x) == [10, 20, 30, 40]
+    assert list(curve.y) == [0.25, 0.31, 0.42, 0.5]
+
+
+@pytest.mark.parametrize("cells, last", [
+    # A percent sign is written after every digit: a last cell that has it was not cut inside its number.
+    (["12.5%", "20.5%", "33.3%", "41.7%"], "50%"),
+    # An exponent is written after the mantissa's decimals: a last cell with its whole exponent was not cut.
+    (["1.2500e-01", "2.0500e-01", "3.3300e-01", "4.1700e-01"], "5e-01"),
+])
+def test_a_last_cell_written_to_its_end_is_no_cut_row(tmp_path, cells, last):
+    path = tmp_path / "log.csv"
+    rows = [f"{10 * (i + 1)},{c}" for i, c in enumerate([*cells, last])]
+    path.write_text("step,pass_rate\n" + "\n".join(rows), encoding="utf-8")  # (no newline at the end)
+    (curve,) = read_csv(path, "step", "pass_rate")
+    assert list(curve.x) == [10, 20, 30, 40, 50]
+    assert not any("cut short" in n for n in curve.notes)
+
+
+def test_a_last_value_of_fewer_decimals_in_a_two_decimal_column_is_kept(tmp_path):
+    """A hand-made or spreadsheet column of two decimals may end in a plain 0.5 (review aj: it was left out as
+    cut short); a logger's fixed %.4f column is the evidence of a cut."""
+    path = tmp_path / "log.csv"
+    path.write_text("step,pass_rate\n10,0.25\n20,0.31\n30,0.42\n40,0.45\n50,0.5", encoding="utf-8")
+    (curve,) = read_csv(path, "step", "pass_rate")
+    assert list(curve.y) == [0.25, 0.31, 0.42, 0.45, 0.5] and not any("cut short" in n for n in curve.notes)

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from scalerl.curves import Curve, forecast
+from scalerl.curves.csv_log import read_csv
 from scalerl.curves.io import read_curve
 from scalerl.errors import InputError
 
@@ -312,3 +313,19 @@ def test_a_csv_sorted_as_text_is_no_resume(tmp_path):
     curve = read_curve(path, "gpu_hours", "val_acc")
     assert any("resumes from a checkpoint 1 time(s)" in n for n in curve.notes), curve.notes
 
+
+
+def test_text_sorted_rows_with_training_and_evaluation_rows_at_one_step_keep_every_evaluation(tmp_path):
+    # Review aj: a training row and an evaluation row at one step sorted as text (10, 100, 110, 120, 20, ...):
+    # the repeated steps stopped the text-order check, and the rows were read as a resume.
+    steps = [10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120]
+    lines = []
+    for st in sorted(steps, key=str):
+        lines.append(f"{st},{0.01 * st:.3f},")
+        if st % 20 == 0:
+            lines.append(f"{st},,{min(0.9, 0.1 + st / 200):.3f}")
+    path = tmp_path / "log.csv"
+    path.write_text("step,loss,pass_rate\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    (curve,) = read_csv(path, "step", "pass_rate")
+    assert list(curve.x) == [20, 40, 60, 80, 100, 120]
+    assert not any("resumes" in n for n in curve.notes)

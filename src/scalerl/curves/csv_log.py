@@ -122,7 +122,29 @@ def _shape(cell: str) -> tuple[int, int, int] | None:
 
 
 #: Fewest earlier rows whose shared precision makes a shorter last number evidence of a cut.
-_MIN_PRECISION_ROWS = 2
+_MIN_PRECISION_ROWS = 3
+#: Fewest shared decimals that make a last number with fewer of them evidence of a cut: a hand-made or
+#: spreadsheet column of two decimals may end in a plain 0.5; a logger's %.4f does not.
+_MIN_CUT_DECIMALS = 3
+
+
+def _cut_inside(cell: tuple[int, int, int], shared: tuple[int, int, int]) -> bool:
+    """Whether a number of shape ``cell`` is what a cut leaves of one written in the format ``shared``
+    (shapes of :func:`_shape`): a strict prefix of it. A number is written left to right -- digits,
+    decimals, exponent, percent sign -- so a cut shortens its last part only: one that ends in its percent
+    sign, or in the whole exponent the format has, was written to its end (review aj)."""
+    decimals, exponent, percent = cell
+    want_decimals, want_exponent, want_percent = shared
+    if percent:
+        return False
+    if exponent >= 0:  # the mantissa written whole, the exponent cut, or all of it before the percent sign
+        return want_exponent >= 0 and decimals == want_decimals and (exponent < want_exponent
+                                                                     or (exponent == want_exponent and bool(want_percent)))
+    if decimals > want_decimals:
+        return False
+    if want_exponent >= 0 or want_percent:  # stopped before the exponent or the percent sign
+        return True
+    return decimals < want_decimals and want_decimals >= _MIN_CUT_DECIMALS
 
 
 def _without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[list, str]:
@@ -135,6 +157,8 @@ def _without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[
     line of the table, as read (its line end kept)."""
     if last_line.endswith(("\n", "\r")) or len(rows) <= _MIN_PRECISION_ROWS:
         return rows, ""
+    if last_line.rstrip().endswith(('"', "'")):  # its closing quote: the last cell was written whole
+        return rows, ""
     lineno, last = rows[-1]
     if len(last) != len(header) or len(header) < 2:  # (a short row: refused or passed over as a trailer)
         return rows, ""
@@ -144,9 +168,10 @@ def _without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[
     if cut is None or len(earlier) < _MIN_PRECISION_ROWS or len(set(earlier)) != 1:
         return rows, ""
     shared = earlier[0]
-    if shared == (-1, -1, 0) or cut == shared or any(c > s for c, s in zip(cut, shared)):
-        return rows, ""  # whole numbers vary in width; a longer part is no cut
-    return rows[:-1], (f"the file ends inside its last line, with no newline after it (a run killed while writing): "
+    if not _cut_inside(cut, shared):  # (whole numbers vary in width: no format to be cut short of)
+        return rows, ""
+    return rows[:-1], (f"the file ends inside its last line, with no newline after it (as a run killed while writing "
+                       f"leaves it): "
                        f"that line (line {lineno}: {last_line.strip()[-50:]!r}) left out -- its last number, {last[j].strip()!r} in "
                        f"column {header[j]!r}, is written shorter than every earlier row's ({_precision(shared)}): cut short")
 
@@ -351,10 +376,15 @@ def _step_text(v: float) -> str:
 
 
 def _in_text_order(records: list[dict], step: str) -> str:
-    """A note where every row has a step, no step comes twice, and the rows are in the order of their
+    """A note where every row has a step, each step's rows are together, and the rows are in the order of their
     steps as text, not as numbers (a spreadsheet or ``sort`` that sorted the column as text); else ""."""
     steps = [r.get(step) for r in records]
-    if len(steps) < 3 or any(v is None or v != v for v in steps) or len(set(steps)) < len(steps):
+    if any(v is None or v != v for v in steps):
+        return ""
+    # A step's rows stay together (a training and an evaluation row at one step: review aj); a step that
+    # comes back after others is no sort's doing.
+    steps = [v for i, v in enumerate(steps) if i == 0 or v != steps[i - 1]]
+    if len(steps) < 3 or len(set(steps)) < len(steps):
         return ""
     if steps == sorted(steps) or steps != sorted(steps, key=_step_text):
         return ""
