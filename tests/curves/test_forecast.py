@@ -80,7 +80,7 @@ def test_the_questions_refuse_what_has_no_answer_instead_of_nan(paper_curve):
             fc.marginal_gain(C)
     with pytest.raises(InputError, match="min_gain must be a finite gain"):
         fc.verdict(500, 5000, min_gain=math.nan)
-    with pytest.raises(InputError, match=r"need 0 < from < to, got from=5000 to=500"):
+    with pytest.raises(InputError, match=r"need 0 < from < to, both finite compute values, got from=5000 to=500"):
         fc.verdict(5000, 500)  # swapped
 
 

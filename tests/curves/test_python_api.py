@@ -132,3 +132,59 @@ def test_a_one_line_console_cut_inside_a_number_is_said_not_called_empty(tmp_pat
     log.write_text("step:1 - val-core/acc:0.5 - timing_s/step:10.5")
     with pytest.raises(InputError, match="its only line ends inside a number"):
         read_curves(log, "step", "val-core/acc")
+
+
+# Review al: the Python API as a notebook user calls it.
+_X = [0, 50, 100, 200, 400, 800, 1600]
+_Y = [0.20, 0.31, 0.38, 0.46, 0.52, 0.555, 0.57]
+
+
+def test_compare_result_run_of_an_unknown_label_names_the_runs():
+    """It raised a bare StopIteration."""
+    from scalerl.curves import Curve, compare
+
+    result = compare({"a": [Curve.from_arrays(_X, _Y)], "b": [Curve.from_arrays(_X, [v + 0.05 for v in _Y])]},
+                     n_boot=20, forecasts=False)
+    assert result.run("a").label == "a"
+    with pytest.raises(InputError, match=r"no run labelled 'base PPO'; the runs compared are a, b"):
+        result.run("base PPO")
+
+
+def test_from_arrays_drops_pandas_missing_values_in_a_list():
+    """A nullable column's tolist() holds pd.NA: it was refused as 'not numeric' where None is dropped."""
+    import pandas as pd
+
+    from scalerl.curves import Curve
+
+    y = pd.Series([0.20, 0.31, None, 0.46, 0.52, 0.555, 0.57], dtype="Float64").tolist()
+    curve = Curve.from_arrays(_X, y)
+    assert len(curve) == 6 and curve.dropped == 1
+    with pytest.raises(InputError, match="values are not numeric"):
+        Curve.from_arrays(_X, ["a", *_Y[1:]])
+
+
+def test_a_y_scale_that_is_no_positive_number_is_refused(tmp_path):
+    """y_scale=0 made every y 0; NaN dropped every row "as NaN/inf/missing"."""
+    from scalerl.curves import read_curve
+
+    path = tmp_path / "log.csv"
+    path.write_text("step,acc\n" + "".join(f"{x},{100 * y}\n" for x, y in zip(_X, _Y)))
+    assert read_curve(path, "step", "acc", y_scale=0.01).y[-1] == pytest.approx(0.57)
+    for bad in (0, -1, float("nan"), float("inf")):
+        with pytest.raises(InputError, match="y_scale must be a positive number"):
+            read_curve(path, "step", "acc", y_scale=bad)
+
+
+def test_a_verdict_to_infinite_compute_is_refused_and_plots_take_home_paths(tmp_path, monkeypatch):
+    """verdict(100, inf) read "infx the compute"; plot_forecast(fc, '~/x.png') made a './~' folder; plot_curves
+    of one Curve failed as "'Curve' object is not iterable"."""
+    from scalerl.curves import Curve, forecast, plot_curves
+
+    curve = Curve.from_arrays(_X, _Y)
+    fc = forecast(curve, n_boot=0)
+    with pytest.raises(InputError, match="both finite compute values"):
+        fc.verdict(100, float("inf"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    assert plot_curves(curve, "~/x.png") == tmp_path / "home" / "x.png"
+    assert (tmp_path / "home" / "x.png").is_file() and not (tmp_path / "~").exists()

@@ -135,7 +135,11 @@ class CompareResult:
         return out
 
     def run(self, label: str) -> RunFit:
-        return next(r for r in self.runs if r.label == label)
+        """The fit of the run labelled ``label``; :class:`InputError` naming the labels where there is none."""
+        found = next((r for r in self.runs if r.label == label), None)
+        if found is None:  # (a bare StopIteration from a mistyped label: review al)
+            raise InputError(f"no run labelled {label!r}; the runs compared are {', '.join(r.label for r in self.runs)}")
+        return found
 
 
 def joint_fit(xs: list[np.ndarray], ys: list[np.ndarray], r0s: list[float], start: list[tuple[float, float, float]],

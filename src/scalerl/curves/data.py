@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -36,6 +37,20 @@ def shared_x_note(x: np.ndarray, y: np.ndarray, x_name: str, carried: np.ndarray
                 "logs places each at its own (--x step)")
     return (f"{stacked} -- several tasks, sets or runs in one column? They are fitted as one curve; read one of them "
             "(--run; a column that names them: --run-column COL)")
+
+
+def _floats(values) -> np.ndarray:
+    """``values`` as a flat float array; a missing value pandas writes as ``pd.NA`` (a nullable column's
+    ``tolist()``: numpy cannot convert it) is NaN, dropped as the other missing values are (review al: it was
+    refused as 'not numeric'). pandas is only asked where the user's data already imported it."""
+    try:
+        return np.asarray(values, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        pd = sys.modules.get("pandas")
+        if pd is None:
+            raise
+        cells = list(np.asarray(values, dtype=object).reshape(-1))
+        return pd.array(cells, dtype="Float64").to_numpy(dtype=float, na_value=np.nan)
 
 
 def dropped_note(curve: "Curve") -> str:
@@ -99,8 +114,7 @@ class Curve:
         evaluation did not log it), for what the notes say of several evaluations at one x."""
         where = f" in {source}" if source else ""
         try:
-            x = np.asarray(x, dtype=float).reshape(-1)
-            y = np.asarray(y, dtype=float).reshape(-1)
+            x, y = _floats(x), _floats(y)
         except (TypeError, ValueError) as exc:
             raise InputError(f"run {name!r}{where}: values are not numeric ({exc})") from None
         if x.shape != y.shape:

@@ -210,8 +210,8 @@ class Forecast:
         The gain's interval is ``gain +- q_gain * f * g``: g from the bands' scale at both ends
         (:meth:`gain_scale`), f the small-sample factor and q_gain a conformal factor calibrated
         on gains observed in real runs (:mod:`scalerl.curves.bands`)."""
-        if not 0 < budget_from < budget_to:
-            raise InputError(f"need 0 < from < to, got from={budget_from:g} to={budget_to:g}")
+        if not 0 < budget_from < budget_to < math.inf:  # (inf read "infx the compute": review al)
+            raise InputError(f"need 0 < from < to, both finite compute values, got from={budget_from:g} to={budget_to:g}")
         if not math.isfinite(min_gain):  # NaN compared false with both ends: always 'uncertain'
             raise InputError(f"min_gain must be a finite gain in pass rate (e.g. 0.01), got {min_gain:g}")
         p_from, p_to = self.predict([budget_from, budget_to])

@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from scalerl.atomic_files import replaced_atomically
+from scalerl.curves.data import Curve
 from scalerl.errors import InputError
 
 _FORMATS = (".png", ".svg", ".pdf")
@@ -29,7 +30,9 @@ def _plt():
 
 
 def check_plot_path(path) -> Path:
-    path = Path(path)
+    """``path`` as the figure's file, its folder made: ``~`` is the home folder, as a shell would read it
+    (from Python a literal ``./~/`` folder was made), and the suffix one matplotlib writes."""
+    path = Path(path).expanduser()
     if path.suffix.lower() not in _FORMATS:
         raise InputError(f"plot file {path} must end in one of {', '.join(_FORMATS)}")
     try:
@@ -341,8 +344,10 @@ def _legend_entries(axes) -> tuple[list, list[str]]:
 
 
 def plot_curves(curves: Sequence, path, *, fits=None, title: str = "") -> Path:
-    """Raw curves (no fit) on one log-x axis -- used by reports."""
+    """Raw curves (no fit) on one log-x axis -- used by reports. One :class:`Curve` is a list of one."""
     path = check_plot_path(path)
+    if isinstance(curves, Curve):  # (it failed as "'Curve' object is not iterable")
+        curves = [curves]
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=120)
     for i, c in enumerate(curves):
