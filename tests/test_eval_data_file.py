@@ -92,3 +92,21 @@ def test_a_dataset_directory_without_a_train_split_is_not_said_to_hold_one(tmp_p
         finally:
             task.close()
     assert "holds the splits train" not in capsys.readouterr().err
+
+
+@pytest.mark.xfail(strict=True, reason="review reviewak: a run made before set names were checked is refused by eval --run")
+def test_a_run_whose_set_name_an_older_scalerl_accepted_is_still_evaluated(tmp_path):
+    """Review reviewak: 0f6e1ad checks an eval_data set's name; a run an older scalerl trained with the set
+    'AIME 2024' (its run log's columns 'AIME 2024/pass_rate') is then refused by `eval --run` and `train --resume`
+    ('a name ... holds only letters, digits, ...'), where the scalerl before it evaluated the set."""
+    train = _jsonl(tmp_path / "train.jsonl", [{"prompt": f"{a}+1=", "answer": str(a + 1)} for a in range(40)])
+    val = _jsonl(tmp_path / "val.jsonl", [{"prompt": f"{a}+2=", "answer": str(a + 2)} for a in range(10)])
+    # What _run_settings reads from such a run's config.yaml, and the flags of `eval --run RUN`.
+    base = {"task": "math", "data": train, "reward": None,
+            "task_settings": {"data": train, "eval_data": {"AIME 2024": val}}, "reward_timeout": 10.0, "reward_workers": 1}
+    task = _eval_task(argparse.Namespace(data=None, overrides=[], reward_workers=None),
+                      {"task": "math", "data": train, "reward": None}, base)
+    try:
+        assert len(task.eval_sets()["AIME 2024"]) == 10
+    finally:
+        task.close()
