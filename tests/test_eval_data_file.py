@@ -5,6 +5,8 @@ printed for FILE's 7), and keeps the run's other evaluation sets."""
 import argparse
 import json
 
+import pytest
+
 from scalerl.commands.evaluate import _eval_task
 
 
@@ -68,9 +70,6 @@ def test_a_dataset_directory_with_a_test_split_is_said_to_be_evaluated_at_train(
         assert n == (20 if said else 7)
         assert ("holds the splits train, test; evaluating 'train' (the default) -- --set 'task.settings={split: "
                 "test}' evaluates another" in err) == said, err
-
-
-import pytest  # noqa: E402
 
 
 @pytest.mark.xfail(strict=True, reason="review reviewak: the note names a train split the directory does not hold")
