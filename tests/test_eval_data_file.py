@@ -5,6 +5,8 @@ printed for FILE's 7), and keeps the run's other evaluation sets."""
 import argparse
 import json
 
+import pytest
+
 from scalerl.commands.evaluate import _eval_task
 
 
@@ -68,3 +70,42 @@ def test_a_dataset_directory_with_a_test_split_is_said_to_be_evaluated_at_train(
         assert n == (20 if said else 7)
         assert ("holds the splits train, test; evaluating 'train' (the default) -- --set 'task.settings={split: "
                 "test}' evaluates another" in err) == said, err
+
+
+@pytest.mark.xfail(strict=True, reason="review reviewak: the note names a train split the directory does not hold")
+def test_a_dataset_directory_without_a_train_split_is_not_said_to_hold_one(tmp_path, capsys):
+    """Review reviewak: `eval --data DIR` on a directory of test.jsonl and validation.jsonl (no train split) printed
+    'holds the splits train, test, validation' -- then failed with 'no data file of split train'. The note
+    should name only the splits that are there (or leave the error to say it)."""
+    from scalerl.errors import InputError
+
+    (tmp_path / "ds").mkdir()
+    for split in ("test", "validation"):
+        _jsonl(tmp_path / "ds" / f"{split}.jsonl", [{"prompt": f"{a}+3=", "answer": str(a + 3)} for a in range(7)])
+    ds = str(tmp_path / "ds")
+    with pytest.raises(InputError, match="no data file of split 'train'"):
+        task = _eval_task(argparse.Namespace(data=ds, overrides=[], reward_workers=None),
+                          {"task": "math", "data": ds, "reward": None}, {})
+        try:
+            task.eval_sets()
+        finally:
+            task.close()
+    assert "holds the splits train" not in capsys.readouterr().err
+
+
+@pytest.mark.xfail(strict=True, reason="review reviewak: a run made before set names were checked is refused by eval --run")
+def test_a_run_whose_set_name_an_older_scalerl_accepted_is_still_evaluated(tmp_path):
+    """Review reviewak: 0f6e1ad checks an eval_data set's name; a run an older scalerl trained with the set
+    'AIME 2024' (its run log's columns 'AIME 2024/pass_rate') is then refused by `eval --run` and `train --resume`
+    ('a name ... holds only letters, digits, ...'), where the scalerl before it evaluated the set."""
+    train = _jsonl(tmp_path / "train.jsonl", [{"prompt": f"{a}+1=", "answer": str(a + 1)} for a in range(40)])
+    val = _jsonl(tmp_path / "val.jsonl", [{"prompt": f"{a}+2=", "answer": str(a + 2)} for a in range(10)])
+    # What _run_settings reads from such a run's config.yaml, and the flags of `eval --run RUN`.
+    base = {"task": "math", "data": train, "reward": None,
+            "task_settings": {"data": train, "eval_data": {"AIME 2024": val}}, "reward_timeout": 10.0, "reward_workers": 1}
+    task = _eval_task(argparse.Namespace(data=None, overrides=[], reward_workers=None),
+                      {"task": "math", "data": train, "reward": None}, base)
+    try:
+        assert len(task.eval_sets()["AIME 2024"]) == 10
+    finally:
+        task.close()
