@@ -72,11 +72,10 @@ def test_a_dataset_directory_with_a_test_split_is_said_to_be_evaluated_at_train(
                 "test}' evaluates another" in err) == said, err
 
 
-@pytest.mark.xfail(strict=True, reason="review reviewak: the note names a train split the directory does not hold")
 def test_a_dataset_directory_without_a_train_split_is_not_said_to_hold_one(tmp_path, capsys):
-    """Review reviewak: `eval --data DIR` on a directory of test.jsonl and validation.jsonl (no train split) printed
-    'holds the splits train, test, validation' -- then failed with 'no data file of split train'. The note
-    should name only the splits that are there (or leave the error to say it)."""
+    """Review ak: `eval --data DIR` on a directory of test.jsonl and validation.jsonl (no train split) printed
+    'holds the splits train, test, validation' -- then failed with 'no data file of split train'. The error
+    names the splits that are there; no note."""
     from scalerl.errors import InputError
 
     (tmp_path / "ds").mkdir()
@@ -93,11 +92,10 @@ def test_a_dataset_directory_without_a_train_split_is_not_said_to_hold_one(tmp_p
     assert "holds the splits train" not in capsys.readouterr().err
 
 
-@pytest.mark.xfail(strict=True, reason="review reviewak: a run made before set names were checked is refused by eval --run")
 def test_a_run_whose_set_name_an_older_scalerl_accepted_is_still_evaluated(tmp_path):
-    """Review reviewak: 0f6e1ad checks an eval_data set's name; a run an older scalerl trained with the set
-    'AIME 2024' (its run log's columns 'AIME 2024/pass_rate') is then refused by `eval --run` and `train --resume`
-    ('a name ... holds only letters, digits, ...'), where the scalerl before it evaluated the set."""
+    """Review ak: a check of an eval_data set's name refused a run an older scalerl trained with the set
+    'AIME 2024' (its run log's columns 'AIME 2024/pass_rate') in `eval --run` and `train --resume`: only
+    the names that break the run log's columns ('', '/') are refused."""
     train = _jsonl(tmp_path / "train.jsonl", [{"prompt": f"{a}+1=", "answer": str(a + 1)} for a in range(40)])
     val = _jsonl(tmp_path / "val.jsonl", [{"prompt": f"{a}+2=", "answer": str(a + 2)} for a in range(10)])
     # What _run_settings reads from such a run's config.yaml, and the flags of `eval --run RUN`.

@@ -115,9 +115,9 @@ def test_too_few_distinct_prompts_for_a_val_set_says_how_to_give_one(tmp_path):
                                                 ({"val_fraction": 0}, r"val_fraction 0 and no eval_data leave no "
                                                  r"evaluation set; give one with --set 'task.settings=\{eval_data"),
                                                 # a set's name prefixes its run-log columns: '' made '/pass_rate'
-                                                ({"eval_data": {"": "v.jsonl"}}, r"eval_data set name '': a name starts"),
+                                                ({"eval_data": {"": "v.jsonl"}}, r"eval_data set name '': a name must"),
                                                 ({"eval_data": {"a/b": "v.jsonl"}}, r"set name 'a/b'.*NAME/pass_rate"),
-                                                ({"eval_data": {"my set": "v.jsonl"}}, r"set name 'my set'")])
+                                                ({"eval_data": {" val": "v.jsonl"}}, r"set name ' val'")])
 def test_impossible_math_settings_are_one_line(tmp_path, settings, message):
     with pytest.raises(InputError, match=message):
         MathTask(data=str(tmp_path / "d.jsonl"), **settings)

@@ -335,8 +335,10 @@ def _note_other_splits(data: str, task_settings: dict) -> None:
     from scalerl.tasks.data_files import local_splits
 
     split = str(task_settings.get("split", "train"))
-    others = [s for s in local_splits(data) if s != split]
-    if others and "split" not in task_settings:
+    splits = local_splits(data)
+    others = [s for s in splits if s != split]
+    # (Where the default split is not there, the reading's own error names the ones that are.)
+    if others and split in splits and "split" not in task_settings:
         print(f"note: {data} holds the splits {', '.join([split, *others])}; evaluating {split!r} (the default) -- "
               f"--set 'task.settings={{split: {others[0]}}}' evaluates another", file=sys.stderr)
 

@@ -348,8 +348,8 @@ def _check_tokenizer_read(tokenizer, source: str, name_or_path: str) -> None:
 
 
 def _is_tokenizer_file(name: str) -> bool:
-    """Whether a file of this name can hold (part of) a tokenizer: fast, slow or tiktoken."""
-    return (name.startswith(("tokenizer", "vocab", "merges", "spiece", "special_tokens_map"))
+    """Whether a file of this name can hold (part of) a tokenizer: fast, slow, tiktoken or Mistral's tekken.json."""
+    return (name.startswith(("tokenizer", "vocab", "merges", "spiece", "special_tokens_map", "tekken"))
             or name.endswith((".model", ".tiktoken")))
 
 
