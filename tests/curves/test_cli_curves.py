@@ -599,5 +599,44 @@ def test_compare_says_what_reading_a_run_dropped(capsys, tmp_path):
                  "--x", "gpu_hours", "--y", "val_acc", "--bootstrap", "20"]) == 0
     out = capsys.readouterr().out
     said = [line for line in out.splitlines() if "NaN or infinite" in line]
-    assert said == ["note: nan: 1 row(s) with missing, NaN or infinite values were dropped (and 1 note(s) alike with "
-                    "other counts for the others)"], out
+    assert said == ["note: nan: 1 row(s) with missing, NaN or infinite values were dropped (and alike, with other "
+                    "numbers, for 1 other seed(s))"], out
+
+
+# Review am: compare's reading notes of seeds that share a file name, and of runs whose notes differ in a path.
+def _seed_csv(path, nan=(), off=0.0):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("step,gpu_hours,val_acc\n" + "".join(
+        f"{s},{s * 0.5:g},{'nan' if s in nan else 0.2 + off + 0.5 * s / (s + 60)}\n" for s in range(10, 210, 10)))
+    return str(path)
+
+
+def test_a_note_every_seed_carries_names_the_run_where_the_seeds_share_a_file_name(capsys, tmp_path):
+    base = _seed_csv(tmp_path / "base" / "log.csv")
+    s1 = _seed_csv(tmp_path / "s1" / "log.csv", nan=(50,), off=0.01)
+    s2 = _seed_csv(tmp_path / "s2" / "log.csv", nan=(50,), off=0.02)
+    assert main(["compare", base, s1, s2, "--labels", "base", "nan", "nan", "--x", "gpu_hours", "--y", "val_acc",
+                 "--bootstrap", "20"]) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "NaN or infinite" in line]
+    # Review am: it said "note: nan (log): ..." -- the seeds told apart by their names, which two logs share.
+    assert said == ["note: nan: 1 row(s) with missing, NaN or infinite values were dropped"], said
+
+
+def _trainer_run(d, last, off):
+    for ck in (last // 2, last):
+        (d / f"checkpoint-{ck}").mkdir(parents=True, exist_ok=True)
+        hist = []
+        for s in range(10, ck + 1, 10):
+            hist.append({"step": s, "num_tokens": s * 1000.0, "loss": 1.0})
+            hist.append({"step": s, "eval_accuracy": 0.2 + off + 0.5 * s / (s + 60), "num_tokens": s * 1000.0})
+        (d / f"checkpoint-{ck}" / "trainer_state.json").write_text(json.dumps({"global_step": ck, "log_history": hist}))
+    return str(d)
+
+
+def test_a_note_of_another_run_that_differs_in_a_path_is_not_merged(capsys, tmp_path):
+    a = _trainer_run(tmp_path / "runA", 200, 0.0)
+    b = _trainer_run(tmp_path / "runB", 300, 0.05)
+    assert main(["compare", a, b, "--x", "num_tokens", "--y", "eval_accuracy", "--bootstrap", "20"]) == 0
+    out = capsys.readouterr().out
+    # Review am: "note: runA, runB: read checkpoint-200/trainer_state.json (step 200), ... (and 1 note(s) alike ...)"
+    assert "checkpoint-300/trainer_state.json" in out, out

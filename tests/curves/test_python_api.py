@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import scalerl.curves as curves
-from scalerl.curves import (Curve, backtest, calibrate, default_calibration, read_calibration, read_curve,
+from scalerl.curves import (Curve, backtest, calibrate, default_calibration, read_calibration, read_curve, read_curves,
                             write_calibration)
 from scalerl.errors import InputError
 
@@ -188,3 +188,11 @@ def test_a_verdict_to_infinite_compute_is_refused_and_plots_take_home_paths(tmp_
     monkeypatch.chdir(tmp_path)
     assert plot_curves(curve, "~/x.png") == tmp_path / "home" / "x.png"
     assert (tmp_path / "home" / "x.png").is_file() and not (tmp_path / "~").exists()
+
+
+def test_a_numpy_float32_y_scale_is_a_positive_number(tmp_path):
+    path = tmp_path / "pct.csv"
+    path.write_text("step,tokens,acc\n" + "".join(f"{s},{s * 1000},{20 + s / 10:.2f}\n" for s in range(10, 70, 10)))
+    c = read_curves(path, x="tokens", y="acc", y_scale=np.float32(0.01))[0]
+    assert c.y[0] == pytest.approx(0.21)
+

@@ -73,7 +73,7 @@ def test_a_resumed_attempt_appended_to_the_log_is_reported_once_as_fit_reads_it(
     assert rep.facts["best"] == pytest.approx(float(np.max(curve.y)))  # not the abandoned attempt's 0.597
     steps = [r["step"] for r in rep.rows]
     assert len(steps) == len(set(steps)), steps
-    assert any("resumed from a checkpoint 1 time(s)" in n for n in rep.facts["log_notes"]), rep.facts["log_notes"]
+    assert any("the log resumes from a checkpoint 1 time(s)" in n for n in rep.facts["log_notes"]), rep.facts["log_notes"]
 
 
 def test_a_damaged_samples_file_is_said_and_the_report_written_whole(tmp_path):
@@ -101,3 +101,24 @@ def test_an_unstable_runs_whole_run_fit_is_marked_as_describing_no_trend(tmp_pat
     rep = write_run_report(out, n_boot=20)
     assert rep.facts["run_unstable"]
     assert "sigmoid fitted on the whole run (an unstable run: no ceiling or trend to read off it)" in (out / "report.md").read_text()
+
+
+def test_a_log_that_starts_over_reports_each_evaluation_step_once(tmp_path):
+    out = tmp_path / "run"
+    (out / "final").mkdir(parents=True)
+    (out / "final" / "scalerl_final.json").write_text(json.dumps({"step": 100}))
+    rows = [{"type": "header", "run": "run", "recipe": "scalerl", "model": "tiny-m", "params": 1000, "config": {}}]
+    for off in (0.0, 0.1):  # the second training started over from step 0, appended to the same log
+        rows.append(_eval(0, 0.3 + off))
+        for s in range(1, 101):
+            rows.append({"type": "train", "step": s, "loss": 0.1})
+            if s % 20 == 0:
+                rows.append(_eval(s, 0.3 + off + 0.2 * s / (s + 50)))
+    (out / "runlog.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rep = write_run_report(out, n_boot=20)
+    # Review am: 7 evaluations, step 0 twice (0.3 of the first training and 0.4); fit reads run#1 and run#2, 6 each.
+    steps = [r["step"] for r in rep.rows if r.get("type") == "eval"]
+    assert rep.facts["evaluations"] == 6 and len(steps) == len(set(steps)), (rep.facts["evaluations"], steps)
+    assert rep.facts["start"] == pytest.approx(0.4)  # the last training's
+    assert any("the log holds 2 trainings, each started from step 0: this report is of the last (run#2)" in n
+               for n in rep.facts["log_notes"]), rep.facts["log_notes"]

@@ -500,27 +500,25 @@ def reading_notes(runs: Mapping[str, Sequence[Curve]]) -> list[str]:
     NaN rows, an x taken from an earlier row, ...; its rows dropped as missing first), each note once, after
     the runs that carry it: ``label`` where every seed of the run does, else ``label (seed)``. ``fit`` and
     ``backtest`` print a run's; a comparison printed none, so a run read short said nothing."""
-    # Notes alike but for their counts ("200 row(s) ...", "207 row(s) ...": one per seed) are said once, with
-    # every run that carries one (review aj: a line per seed grew with runs x seeds).
-    alike: dict[str, dict[str, dict[str, list[str]]]] = {}  # shape -> note -> run label -> the seeds carrying it
+    # Each run's notes alike but for their numbers ("200 row(s) ...", "207 row(s) ...": one per seed) are said
+    # once for the run (review aj: a line per seed grew with runs x seeds); another run's note is its own, and
+    # seeds are told apart by their place, not their names (two seeds' logs may share a file name: review am).
+    lines: dict[str, list[str]] = {}  # the line's note -> the runs (or seeds) that carry it
     for label, curves in runs.items():
-        for c in curves:
+        alike: dict[str, dict[str, list[int]]] = {}  # shape -> note -> the seeds (by place) that carry it
+        for i, c in enumerate(curves):
             for note in dict.fromkeys([dropped_note(c), *c.notes]):
                 if note:
                     shape = re.sub(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?", "#", note)
-                    alike.setdefault(shape, {}).setdefault(note, {}).setdefault(label, []).append(c.name)
-    out = []
-    for notes in alike.values():
-        by_run: dict[str, list[str]] = {}
-        for carriers in notes.values():
-            for label, seeds in carriers.items():
-                by_run.setdefault(label, []).extend(s for s in seeds if s not in by_run[label])
-        names = [label if len(seeds) == len(runs[label]) else ", ".join(f"{label} ({s})" for s in seeds)
-                 for label, seeds in by_run.items()]
-        first, *others = notes
-        more = f" (and {len(others)} note(s) alike with other counts for the others)" if others else ""
-        out.append(f"{', '.join(names)}: {first}{more}")
-    return out
+                    alike.setdefault(shape, {}).setdefault(note, []).append(i)
+        for notes in alike.values():
+            seeds = sorted({i for carriers in notes.values() for i in carriers})
+            name = label if len(seeds) == len(curves) else ", ".join(f"{label} ({curves[i].name})" for i in seeds)
+            first = next(iter(notes))
+            others = len(seeds) - len(notes[first])
+            more = f" (and alike, with other numbers, for {others} other seed(s))" if len(notes) > 1 else ""
+            lines.setdefault(first + more, []).append(name)
+    return [f"{', '.join(names)}: {note}" for note, names in lines.items()]
 
 
 def unmeasured_takeoff_notes(result: CompareResult) -> list[str]:

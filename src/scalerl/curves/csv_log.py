@@ -121,18 +121,26 @@ def _shape(cell: str) -> tuple[int, int, int] | None:
             len(m.group("percent")))
 
 
-#: Fewest earlier rows whose shared precision makes a shorter last number evidence of a cut.
+#: Fewest earlier rows whose shared format makes a last number short of it evidence of a cut.
 _MIN_PRECISION_ROWS = 3
-#: Fewest shared decimals that make a last number with fewer of them evidence of a cut: a hand-made or
-#: spreadsheet column of two decimals may end in a plain 0.5; a logger's %.4f does not.
+#: A number short of its column's decimals only is taken for a cut where the column has at least this many
+#: and it lacks at least :data:`_MIN_DECIMALS_CUT` of them: a spreadsheet's or hand-made column of two
+#: decimals may end in a plain 0.5, and a writer of shortest floats drops a trailing zero (str(0.470) is
+#: '0.47', review am) -- a number one decimal short is read (it is off by less than its last place but one).
 _MIN_CUT_DECIMALS = 3
+_MIN_DECIMALS_CUT = 2
 
 
-def _cut_inside(cell: tuple[int, int, int], shared: tuple[int, int, int]) -> bool:
-    """Whether a number of shape ``cell`` is what a cut leaves of one written in the format ``shared``
-    (shapes of :func:`_shape`): a strict prefix of it. A number is written left to right -- digits,
-    decimals, exponent, percent sign -- so a cut shortens its last part only: one that ends in its percent
-    sign, or in the whole exponent the format has, was written to its end (review aj)."""
+def _cut_inside(text: str, cell: tuple[int, int, int], shared: tuple[int, int, int] | None) -> bool:
+    """Whether the number ``text`` (its shape ``cell``, :func:`_shape`) is what a cut leaves of one written in
+    the column's format (``shared``, None where the earlier rows share none): a strict prefix of it. A number
+    is written left to right -- digits, decimals, exponent, percent sign -- so a cut shortens its last part
+    only: one that ends in its percent sign, or in the whole exponent the format has, was written to its end
+    (review aj); one that ends in its decimal point was cut, whatever the format (review am)."""
+    if text.endswith((".", ",")):
+        return True
+    if shared is None:
+        return False
     decimals, exponent, percent = cell
     want_decimals, want_exponent, want_percent = shared
     if percent:
@@ -144,17 +152,18 @@ def _cut_inside(cell: tuple[int, int, int], shared: tuple[int, int, int]) -> boo
         return False
     if want_exponent >= 0 or want_percent:  # stopped before the exponent or the percent sign
         return True
-    return decimals < want_decimals and want_decimals >= _MIN_CUT_DECIMALS
+    # ("0" has no decimal point: one place more than its decimals is missing)
+    return want_decimals >= _MIN_CUT_DECIMALS and want_decimals - decimals >= _MIN_DECIMALS_CUT
 
 
 def _without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[list, str]:
     """The rows less a last one a kill (or a read while the logger writes) cut inside its last number,
     and a note saying so. A last row with no newline after it is data where a finished export ends that
-    way (Google Sheets, a hand-made file): it is left out only where it is visibly cut -- its last number
-    written with fewer decimals (or a shorter exponent, or no percent sign) than the fixed precision every
-    earlier row of that column shares (``0`` of ``0.6623`` under a column of ``%.4f``). A column of varying
-    precision (pandas' shortest floats) tells nothing: the row is kept. ``last_line``: the file's last
-    line of the table, as read (its line end kept)."""
+    way (Google Sheets, a hand-made file): it is left out only where it is visibly cut (:func:`_cut_inside`):
+    its last number ends in its decimal point, or is short of the format every earlier row of that column
+    shares (``0`` of ``0.6623`` under a column of ``%.4f``; a percent sign every earlier row has). A column
+    of varying precision (pandas' shortest floats) tells nothing more: the row is kept. ``last_line``: the
+    file's last line of the table, as read (its line end kept)."""
     if last_line.endswith(("\n", "\r")) or len(rows) <= _MIN_PRECISION_ROWS:
         return rows, ""
     if last_line.rstrip().endswith(('"', "'")):  # its closing quote: the last cell was written whole
@@ -164,16 +173,19 @@ def _without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[
         return rows, ""
     j = len(last) - 1
     earlier = [shape for _, row in rows[:-1] if j < len(row) and (shape := _shape(row[j])) is not None]
-    cut = _shape(last[j])
-    if cut is None or len(earlier) < _MIN_PRECISION_ROWS or len(set(earlier)) != 1:
+    cut, text = _shape(last[j]), last[j].strip()
+    if cut is None or len(earlier) < _MIN_PRECISION_ROWS:
         return rows, ""
-    shared = earlier[0]
-    if not _cut_inside(cut, shared):  # (whole numbers vary in width: no format to be cut short of)
+    shared = earlier[0] if len(set(earlier)) == 1 else None
+    if all(shape[2] for shape in earlier) and not cut[2]:  # a percent sign every earlier row has, whatever its decimals
+        shared = shared or (max(shape[0] for shape in earlier), -1, 1)
+    if not _cut_inside(text, cut, shared):  # (whole numbers vary in width: no format to be cut short of)
         return rows, ""
+    how = "ends in its decimal point" if text.endswith((".", ",")) else (
+        f"is written shorter than every earlier row's ({_precision(shared)})")
     return rows[:-1], (f"the file ends inside its last line, with no newline after it (as a run killed while writing "
-                       f"leaves it): "
-                       f"that line (line {lineno}: {last_line.strip()[-50:]!r}) left out -- its last number, {last[j].strip()!r} in "
-                       f"column {header[j]!r}, is written shorter than every earlier row's ({_precision(shared)}): cut short")
+                       f"leaves it): that line (line {lineno}: {last_line.strip()[-50:]!r}) left out -- its last number, "
+                       f"{text!r} in column {header[j]!r}, {how}: cut short")
 
 
 def _precision(shape: tuple[int, int, int]) -> str:

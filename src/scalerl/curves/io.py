@@ -64,6 +64,7 @@ from __future__ import annotations
 import fnmatch
 import itertools
 import math
+import numbers
 import json
 import os
 import re
@@ -380,7 +381,8 @@ def read_curves(
     their runs themselves. ``path`` ``-`` reads standard input. A ``y`` with ``*``, ``?`` or ``[``
     that is no column of the log is a glob: every metric it matches, each run's curve of each
     named ``"<run> | <metric>"`` (several evaluation sets, ``val-core/*/reward/mean@1``)."""
-    if not (isinstance(y_scale, (int, float)) and math.isfinite(y_scale) and y_scale > 0):
+    if not (isinstance(y_scale, numbers.Real) and not isinstance(y_scale, bool) and math.isfinite(y_scale)
+            and y_scale > 0):  # (numpy's scalars too: review am)
         # 0 made every y 0, NaN every row "dropped as NaN" (review al); the command line checks its --y-scale
         raise InputError(f"y_scale must be a positive number (0.01 for percentages), got {y_scale!r}")
     again = dict(x=x, y=y, run=run, fmt=fmt, y_scale=y_scale, bounded=bounded, run_column=run_column)

@@ -21,7 +21,8 @@ import numpy as np
 
 from scalerl.atomic_files import write_text_atomically
 from scalerl.curves import Curve, backtest, forecast
-from scalerl.curves.attempts import keep_resumed_attempts
+from scalerl.curves.attempts import split_attempts
+from scalerl.curves.rows import DEFAULT_RUN_COLUMN
 from scalerl.curves.bands import DEFAULT_LEVEL, read_calibration
 from scalerl.errors import InputError
 from scalerl.report_text import html_page, html_table, md_fence, md_table, md_text
@@ -105,14 +106,28 @@ def _read_evals(output: Path, log: Path) -> tuple[dict[str, Any], list[dict[str,
     if not log.exists():
         raise InputError(f"{output}: no runlog.jsonl here; give a run directory (made by scalerl train or demo)")
     header, rows, notes = read_runlog(log)
-    # A resumed attempt appended after the abandoned one's rows (a log another writer continued, or two
-    # logs put together; scalerl's trainer cuts its own back): read as fit reads it, the resumed attempt
-    # alone -- the report counted both, an evaluation twice, and took its best and its fit over both.
-    rows, resumed = keep_resumed_attempts(rows, output.name)
+    rows, read = _as_fit_reads(rows, output.name)
     evals = [r for r in rows if r.get("type") == "eval"]
     if not evals:
         raise InputError(f"{log}: no evaluation rows yet")
-    return header, rows, evals, [*notes, *resumed]
+    return header, rows, evals, [*notes, *read]
+
+
+def _as_fit_reads(rows: list[dict[str, Any]], name: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The run log's rows as ``scalerl fit`` reads them (:func:`scalerl.curves.jsonl_log.read_jsonl`), and what
+    that reading said: a resumed attempt appended after the abandoned one's rows (a log another writer
+    continued; scalerl's trainer cuts its own back) keeps the resumed attempt alone -- the report counted
+    both, an evaluation twice, and took its best and its fit over both (review ai); a training started over
+    (two logs put together) is a run of its own, and the report is of the last (fit reads each: review am).
+    The resume markers stay, for the report's list of resumes."""
+    marks = [r for r in rows if r.get("type") == RESUME]
+    split, read = split_attempts([r for r in rows if r.get("type") != RESUME], "step", name, late_rows=True)
+    runs = list(dict.fromkeys(r[DEFAULT_RUN_COLUMN] for r in split if DEFAULT_RUN_COLUMN in r))
+    if len(runs) > 1:
+        split = [r for r in split if r.get(DEFAULT_RUN_COLUMN) == runs[-1]]
+        read = [*read, f"the log holds {len(runs)} trainings, each started from step 0: this report is of the "
+                       f"last ({runs[-1]}); scalerl fit reads each as a run"]
+    return [*split, *marks], read
 
 
 def _number(v: Any) -> float:
