@@ -93,6 +93,7 @@ def test_the_python_api_refuses_it_too_and_pools_a_name_that_tells_no_kind_with_
     # review aj: any timer whose name says GPU (gpu_time_s was the wall clock's seconds)
     ("gpu_time_s", "GPU-seconds"), ("gpu_time", "GPU-seconds"), ("gpu_time_hours", "GPU-hours"),
     ("gpu_ms", "GPU-milliseconds"), ("gpu_min", "GPU-minutes"), ("elapsed_sec", "seconds"), ("gpu_util", None),
+    ("gpuhr", "GPU-hours"), ("gpuhrs", "GPU-hours"), ("gpusec", "GPU-seconds"),  # (review am: they had become None)
 ])
 def test_compute_kind_of_the_columns_logs_use(name, kind):
     assert compute_kind(name) == kind

@@ -37,12 +37,17 @@ KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(pattern
 #: Time kinds that a name saying GPU makes GPU time of that unit (``gpu_hours``, ``gpu_time_s``, ``gpu_ms``).
 _TIMES = ("milliseconds", "minutes", "hours", "seconds")
 _GPU = re.compile(r"gpu", re.I)
+#: GPU time whose unit is glued to the word (``gpuhr``, ``gpusec``), which the unit patterns do not see.
+_GPU_GLUED = (("GPU-hours", re.compile(r"gpu.?h(ou)?rs?\b", re.I)), ("GPU-seconds", re.compile(r"gpu.?secs?\b", re.I)))
 
 
 def compute_kind(x_name: str) -> str | None:
     """The kind of compute the column ``x_name`` counts (see :data:`KINDS`), or None where its name
     does not say. A timer whose name says GPU is GPU time in its unit (``GPU-hours``, ``GPU-seconds``):
     summed over GPUs, it is not the wall clock's."""
+    glued = next((kind for kind, pattern in _GPU_GLUED if pattern.search(x_name)), None)
+    if glued is not None:
+        return glued
     kind = next((kind for kind, pattern in KINDS if pattern.search(x_name)), None)
     return f"GPU-{kind}" if kind in _TIMES and _GPU.search(x_name) else kind
 
