@@ -16,6 +16,7 @@ from pathlib import Path
 from scalerl.curves.attempts import TRAINER_STEP, split_attempts
 from scalerl.curves.cells import MISSING_CELLS, logged
 from scalerl.curves.console import text_head
+from scalerl.curves.csv_cut_row import without_cut_row
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, UnknownColumn, check_percent_scale,
                                  curves_from_rows, drop_repeated_evaluations, percent_note, readable_curves,
@@ -84,7 +85,7 @@ def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], 
     """Header, ``(line number, cells)`` rows, whether numbers may use a decimal comma (a
     ``;``-delimited export from a comma-decimal locale: ``0,53``), and the notes: on its encoding and
     on the lines around a Markdown table that were passed over ('; '-joined), and on a last row cut
-    short by a kill (:func:`_without_cut_row`)."""
+    short by a kill (:func:`scalerl.curves.csv_cut_row.without_cut_row`)."""
     text, encoding_note = _decoded(path)
     lines = [(i, line) for i, line in enumerate(io.StringIO(text, newline=""), start=1)
              if line.strip() and not line.lstrip().startswith("#")]
@@ -101,98 +102,8 @@ def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], 
     if not rows:
         raise InputError(f"{path}: the file has a header but no rows")
     # (A line read with newline="" keeps its line end: only the file's last line can lack one.)
-    rows, cut = _without_cut_row(header, rows, last_line=lines[-1][1])
+    rows, cut = without_cut_row(header, rows, last_line=lines[-1][1])
     return header, rows, dialect.delimiter == ";", tuple(n for n in (encoding_note, cut) if n)
-
-
-#: A number's shape as a writer's format gives it: the digits after its decimal point (or comma), its
-#: exponent, a percent sign.
-_NUMBER_SHAPE = re.compile(r"^[+-]?\d*(?:[.,](?P<decimals>\d*))?(?:[eE](?P<exponent>[+-]?\d*))?(?P<percent>%?)$")
-
-
-def _shape(cell: str) -> tuple[int, int, int] | None:
-    """``(decimals, exponent's length, percent)`` of a number cell, -1 for a part it lacks; None for a
-    cell that is no number (empty, ``nan``, a word)."""
-    m = _NUMBER_SHAPE.match(cell.strip())
-    if m is None or not any(ch.isdigit() for ch in cell):
-        return None
-    decimals, exponent = m.group("decimals"), m.group("exponent")
-    return (-1 if decimals is None else len(decimals), -1 if exponent is None else len(exponent),
-            len(m.group("percent")))
-
-
-#: Fewest earlier rows whose shared format makes a last number short of it evidence of a cut.
-_MIN_PRECISION_ROWS = 3
-#: A number short of its column's decimals only is taken for a cut where the column has at least this many
-#: and it lacks at least :data:`_MIN_DECIMALS_CUT` of them: a spreadsheet's or hand-made column of two
-#: decimals may end in a plain 0.5, and a writer of shortest floats drops a trailing zero (str(0.470) is
-#: '0.47', review am) -- a number one decimal short is read (it is off by less than its last place but one).
-_MIN_CUT_DECIMALS = 3
-_MIN_DECIMALS_CUT = 2
-
-
-def _cut_inside(text: str, cell: tuple[int, int, int], shared: tuple[int, int, int] | None) -> bool:
-    """Whether the number ``text`` (its shape ``cell``, :func:`_shape`) is what a cut leaves of one written in
-    the column's format (``shared``, None where the earlier rows share none): a strict prefix of it. A number
-    is written left to right -- digits, decimals, exponent, percent sign -- so a cut shortens its last part
-    only: one that ends in its percent sign, or in the whole exponent the format has, was written to its end
-    (review aj); one that ends in its decimal point was cut, whatever the format (review am)."""
-    if text.endswith((".", ",")):
-        return True
-    if shared is None:
-        return False
-    decimals, exponent, percent = cell
-    want_decimals, want_exponent, want_percent = shared
-    if percent:
-        return False
-    if exponent >= 0:  # the mantissa written whole, the exponent cut, or all of it before the percent sign
-        return want_exponent >= 0 and decimals == want_decimals and (exponent < want_exponent
-                                                                     or (exponent == want_exponent and bool(want_percent)))
-    if decimals > want_decimals:
-        return False
-    if want_exponent >= 0 or want_percent:  # stopped before the exponent or the percent sign
-        return True
-    # ("0" has no decimal point: one place more than its decimals is missing)
-    return want_decimals >= _MIN_CUT_DECIMALS and want_decimals - decimals >= _MIN_DECIMALS_CUT
-
-
-def _without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[list, str]:
-    """The rows less a last one a kill (or a read while the logger writes) cut inside its last number,
-    and a note saying so. A last row with no newline after it is data where a finished export ends that
-    way (Google Sheets, a hand-made file): it is left out only where it is visibly cut (:func:`_cut_inside`):
-    its last number ends in its decimal point, or is short of the format every earlier row of that column
-    shares (``0`` of ``0.6623`` under a column of ``%.4f``; a percent sign every earlier row has). A column
-    of varying precision (pandas' shortest floats) tells nothing more: the row is kept. ``last_line``: the
-    file's last line of the table, as read (its line end kept)."""
-    if last_line.endswith(("\n", "\r")) or len(rows) <= _MIN_PRECISION_ROWS:
-        return rows, ""
-    if last_line.rstrip().endswith(('"', "'")):  # its closing quote: the last cell was written whole
-        return rows, ""
-    lineno, last = rows[-1]
-    if len(last) != len(header) or len(header) < 2:  # (a short row: refused or passed over as a trailer)
-        return rows, ""
-    j = len(last) - 1
-    earlier = [shape for _, row in rows[:-1] if j < len(row) and (shape := _shape(row[j])) is not None]
-    cut, text = _shape(last[j]), last[j].strip()
-    if cut is None or len(earlier) < _MIN_PRECISION_ROWS:
-        return rows, ""
-    shared = earlier[0] if len(set(earlier)) == 1 else None
-    if all(shape[2] for shape in earlier) and not cut[2]:  # a percent sign every earlier row has, whatever its decimals
-        shared = shared or (max(shape[0] for shape in earlier), -1, 1)
-    if not _cut_inside(text, cut, shared):  # (whole numbers vary in width: no format to be cut short of)
-        return rows, ""
-    how = "ends in its decimal point" if text.endswith((".", ",")) else (
-        f"is written shorter than every earlier row's ({_precision(shared)})")
-    return rows[:-1], (f"the file ends inside its last line, with no newline after it (as a run killed while writing "
-                       f"leaves it): that line (line {lineno}: {last_line.strip()[-50:]!r}) left out -- its last number, "
-                       f"{text!r} in column {header[j]!r}, {how}: cut short")
-
-
-def _precision(shape: tuple[int, int, int]) -> str:
-    """A column's shared number format in words: ``4 decimals``, ``4 decimals, an exponent of 3``, ..."""
-    decimals, exponent, percent = shape
-    parts = [f"{max(decimals, 0)} decimals"] + ([f"an exponent of {exponent} characters"] if exponent >= 0 else [])
-    return ", ".join(parts + (["a percent sign"] if percent else []))
 
 
 #: A cell of a Markdown table's delimiter row (``---``, ``:--``, ``--:``).
