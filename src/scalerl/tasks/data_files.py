@@ -550,7 +550,8 @@ def local_splits(source: str) -> list[str]:
             return []
     if any((path / marker).is_file() for marker in _SAVED_MARKERS):
         return []
-    files = [p.relative_to(path) for p in path.rglob("*") if p.is_file() and _is_data_file(p)]
+    files = [r for r in (p.relative_to(path) for p in path.rglob("*") if p.is_file() and _is_data_file(p))
+             if not any(part.startswith(".") for part in r.parts)]  # (as _shards: .cache, .git)
     found = {_split_of(r) for r in files} - {None}
     return sorted(found) if found else (["train"] if files else [])  # (the hub's rule: no split named, train)
 

@@ -124,7 +124,8 @@ def _scored(task: Task, pairs: list[tuple[Problem, str]], shown: list[int]) -> t
     not three.
     """
     every = [0.0] * len(pairs)
-    rest = [index for index in range(len(pairs)) if index not in set(shown)]
+    apart_ones = set(shown)
+    rest = [index for index in range(len(pairs)) if index not in apart_ones]
 
     def apart(index: int) -> tuple[float, bool]:
         (reward,), counts = scored_apart(score_all, task, [pairs[index]])
