@@ -640,3 +640,11 @@ def test_a_note_of_another_run_that_differs_in_a_path_is_not_merged(capsys, tmp_
     out = capsys.readouterr().out
     # Review am: "note: runA, runB: read checkpoint-200/trainer_state.json (step 200), ... (and 1 note(s) alike ...)"
     assert "checkpoint-300/trainer_state.json" in out, out
+
+
+def test_the_one_seed_caveat_of_many_runs_names_a_few(capsys):
+    """Review an: compare of the 40 corpus runs printed a 2,700-character note naming every run twice."""
+    code, out, err = run_cli(capsys, "compare", str(CORPUS_CSV), "--x", "x", "--y", "val_score", "--bootstrap", "20")
+    assert code == 0, err
+    (line,) = [n for n in out.splitlines() if "the intervals hold each run's evaluation noise" in n]
+    assert line.startswith("note: every run has one seed:") and "more may be the seed's" in line and len(line) < 800

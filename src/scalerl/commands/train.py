@@ -187,9 +187,10 @@ def _check_trained(summary) -> None:
     if not summary.steps or summary.skipped_steps < summary.steps:
         return
     final, log = summary.output / "final", summary.output / "runlog.jsonl"
+    every = "the one step was" if summary.steps == 1 else f"all {summary.steps} steps were"
     if summary.nan_streak >= summary.steps:
-        raise TrainingError(f"all {summary.steps} steps were skipped for a non-finite loss or gradient (skip_reason "
+        raise TrainingError(f"{every} skipped for a non-finite loss or gradient (skip_reason "
                             f"in {log}), so {final} is the starting model, untrained; check the reward function's "
                             "values, then lower recipe.optimizer.lr, and start again")
-    print(f"note: all {summary.steps} steps were skipped (skip_reason in {log} says why: e.g. every group's rewards "
+    print(f"note: {every} skipped (skip_reason in {log} says why: e.g. every group's rewards "
           f"alike, no learning signal), so {final} is the starting model, untrained", file=sys.stderr)
