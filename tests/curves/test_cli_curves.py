@@ -648,3 +648,20 @@ def test_the_one_seed_caveat_of_many_runs_names_a_few(capsys):
     assert code == 0, err
     (line,) = [n for n in out.splitlines() if "the intervals hold each run's evaluation noise" in n]
     assert line.startswith("note: every run has one seed:") and "more may be the seed's" in line and len(line) < 800
+
+
+def test_two_notes_of_one_seed_alike_but_for_numbers_are_both_said():
+    # Review ao: the second was lost and the line said 'for 0 other seed(s)'.
+    import dataclasses
+
+    import numpy as np
+
+    from scalerl.curves import Curve
+    from scalerl.curves.compare import reading_notes
+
+    x = np.arange(1, 9.0)
+    c = dataclasses.replace(Curve.from_arrays(x, 0.3 + 0.02 * x, name="s0"),
+                            notes=("line 4: 2 cells", "line 9: 7 cells"))
+    lines = reading_notes({"A": [c]})
+    assert "0 other seed" not in " ".join(lines)
+    assert lines == ["A: line 4: 2 cells", "A: line 9: 7 cells"], lines

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scalerl.curves import read_curves
+from scalerl.curves import read_curve, read_curves
 from scalerl.curves.csv_log import read_csv
 from scalerl.errors import InputError
 
@@ -245,3 +245,18 @@ def test_a_whole_last_row_written_by_str_is_kept(tmp_path):
                                                          for i, v in enumerate(vals)]))  # "\n".join: no last newline
     c = read_curves(path, x="tokens", y="pass_rate")[0]
     assert list(c.y) == pytest.approx(vals), (c.y, c.notes)
+
+
+# Review ao
+def test_a_percent_column_cut_before_its_sign_with_more_decimals_is_left_out(tmp_path):
+    p = tmp_path / "pct.csv"
+    p.write_text("step,acc\n100,41.2%\n200,53%\n300,61.15%\n400,70.7%\n500,78.1%\n600,84%\n700,88.5%\n800,90.125")
+    c = read_curve(p, x="step", y="acc")
+    assert len(c.x) == 7 and any("cut short" in n for n in c.notes)
+
+
+def test_a_sheets_export_ending_in_a_whole_one_keeps_its_last_row(tmp_path):
+    p = tmp_path / "sheets.csv"
+    p.write_text("step,acc\n100,0.412\n200,0.533\n300,0.611\n400,0.707\n500,0.781\n600,0.844\n700,0.912\n800,1")
+    c = read_curve(p, x="step", y="acc")
+    assert len(c.x) == 8 and c.y[-1] == 1.0

@@ -122,3 +122,34 @@ def test_a_log_that_starts_over_reports_each_evaluation_step_once(tmp_path):
     assert rep.facts["start"] == pytest.approx(0.4)  # the last training's
     assert any("the log holds 2 trainings, each started from step 0: this report is of the last (run#2)" in n
                for n in rep.facts["log_notes"]), rep.facts["log_notes"]
+
+
+# Review ao: the resumes of the last training only; a resume marker read as the launch it is (fit and report).
+def _ev(step, pr):
+    return {"type": "eval", "step": step, "flops": 1e10 * step, "gpu_hours": 1e-4 * step, "samples": 128 * step,
+            "val/pass_rate": pr}
+
+
+def test_the_report_of_the_last_training_lists_only_its_own_resumes(tmp_path):
+    head = {"type": "header", "run": tmp_path.name, "recipe": "scalerl", "model": "tiny", "task": "arithmetic"}
+    first = [_ev(s, 0.3 + 0.02 * s) for s in range(0, 4)] + [{"type": "resume", "from_step": 3, "utc": "x"}] + [
+        _ev(s, 0.3 + 0.02 * s) for s in range(4, 7)]
+    second = [head] + [_ev(s, 0.25 + 0.03 * s) for s in range(0, 9)]
+    (tmp_path / "runlog.jsonl").write_text("\n".join(json.dumps(r) for r in [head, *first, *second]) + "\n")
+    rep = write_run_report(tmp_path, n_boot=20)
+    assert rep.facts["evaluations"] == 9
+    assert rep.facts["resumed_from_steps"] == []
+
+
+def test_a_resume_whose_first_step_is_the_abandoned_last_is_read_once(tmp_path):
+    head = {"type": "header", "run": tmp_path.name, "recipe": "scalerl", "model": "tiny", "task": "arithmetic"}
+    rows = [_ev(s, 0.3 + 0.02 * s) for s in range(0, 7)] + [{"type": "resume", "from_step": 5, "utc": "x"}] + [
+        _ev(s, 0.32 + 0.02 * s) for s in range(6, 9)]
+    (tmp_path / "runlog.jsonl").write_text("\n".join(json.dumps(r) for r in [head, *rows]) + "\n")
+    from scalerl.curves import read_curve
+
+    c = read_curve(tmp_path / "runlog.jsonl", x="flops", y="val/pass_rate")
+    assert len(c.x) == 9  # steps 0..8, step 6 the resumed attempt's
+    rep = write_run_report(tmp_path, n_boot=20)
+    assert rep.facts["evaluations"] == 9
+

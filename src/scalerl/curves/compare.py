@@ -518,6 +518,12 @@ def reading_notes(runs: Mapping[str, Sequence[Curve]]) -> list[str]:
                 if note:
                     shape = re.sub(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?", "#", note)
                     alike.setdefault(shape, {}).setdefault(note, []).append(i)
+        for shape, notes in list(alike.items()):
+            carriers = [i for seeds in notes.values() for i in seeds]
+            if len(carriers) > len(set(carriers)):  # a seed with two such notes: they are two, each said (review ao)
+                for note, seeds in notes.items():
+                    alike[note] = {note: seeds}
+                del alike[shape]
         for notes in alike.values():
             seeds = sorted({i for carriers in notes.values() for i in carriers})
             name = label if len(seeds) == len(curves) else ", ".join(f"{label} ({curves[i].name})" for i in seeds)

@@ -30,14 +30,19 @@ _MIN_PRECISION_ROWS = 3
 #: '0.47', review am) -- a number one decimal short is read (it is off by less than its last place but one).
 _MIN_CUT_DECIMALS = 3
 _MIN_DECIMALS_CUT = 2
+#: ... and where at least this many earlier rows share that number of decimals: a writer of shortest floats
+#: (a spreadsheet's export) writes a short column of 3-decimal values as often as not, then a last ``1`` or
+#: ``0.9`` (review ao); ten rows of one width by chance are rare.
+_MIN_DECIMAL_ROWS = 10
 
 
-def _cut_inside(text: str, cell: tuple[int, int, int], shared: tuple[int, int, int] | None) -> bool:
+def _cut_inside(text: str, cell: tuple[int, int, int], shared: tuple[int, int, int] | None, rows: int) -> bool:
     """Whether the number ``text`` (its shape ``cell``, :func:`_shape`) is what a cut leaves of one written in
     the column's format (``shared``, None where the earlier rows share none): a strict prefix of it. A number
     is written left to right -- digits, decimals, exponent, percent sign -- so a cut shortens its last part
     only: one that ends in its percent sign, or in the whole exponent the format has, was written to its end
-    (review aj); one that ends in its decimal point was cut, whatever the format (review am)."""
+    (review aj); one that ends in its decimal point was cut, whatever the format (review am). ``rows``: how
+    many earlier rows share the format."""
     if text.endswith((".", ",")):
         return True
     if shared is None:
@@ -54,7 +59,8 @@ def _cut_inside(text: str, cell: tuple[int, int, int], shared: tuple[int, int, i
     if want_exponent >= 0 or want_percent:  # stopped before the exponent or the percent sign
         return True
     # ("0" has no decimal point: one place more than its decimals is missing)
-    return want_decimals >= _MIN_CUT_DECIMALS and want_decimals - decimals >= _MIN_DECIMALS_CUT
+    return (want_decimals >= _MIN_CUT_DECIMALS and want_decimals - decimals >= _MIN_DECIMALS_CUT
+            and rows >= _MIN_DECIMAL_ROWS)
 
 
 def without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[list, str]:
@@ -79,11 +85,12 @@ def without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[l
         return rows, ""
     shared = earlier[0] if len(set(earlier)) == 1 else None
     if all(shape[2] for shape in earlier) and not cut[2]:  # a percent sign every earlier row has, whatever its decimals
-        shared = shared or (max(shape[0] for shape in earlier), -1, 1)
-    if not _cut_inside(text, cut, shared):  # (whole numbers vary in width: no format to be cut short of)
+        how = "lacks the percent sign every earlier row's has"
+    elif _cut_inside(text, cut, shared, len(earlier)):  # (whole numbers vary in width: no format to be cut short of)
+        how = "ends in its decimal point" if text.endswith((".", ",")) else (
+            f"is written shorter than every earlier row's ({_precision(shared)})")
+    else:
         return rows, ""
-    how = "ends in its decimal point" if text.endswith((".", ",")) else (
-        f"is written shorter than every earlier row's ({_precision(shared)})")
     return rows[:-1], (f"the file ends inside its last line, with no newline after it (as a run killed while writing "
                        f"leaves it): that line (line {lineno}: {last_line.strip()[-50:]!r}) left out -- its last number, "
                        f"{text!r} in column {header[j]!r}, {how}: cut short")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scalerl.curves.attempts import split_attempts
+from scalerl.curves.attempts import RESTART, RESUMED, split_attempts
 from scalerl.curves.data import Curve
 from scalerl.curves.json_document import document_rows, read_document
 from scalerl.curves.cells import MISSING_CELLS
@@ -47,17 +47,27 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
     # A resumed run marks where it went on with a row of no values (``from_step``, ``utc``): said, not read.
     resumes = [r for r in rows if r.get("type") == RESUME]
     if resumes:
-        rows = [r for r in rows if r.get("type") != RESUME]
         steps = ", ".join(str(r.get("from_step")) for r in resumes)
         notes = [*notes, f"resumed {len(resumes)} time(s), from the checkpoint(s) at step(s) {steps}"]
     default_name = str(header.get("run") or header.get("recipe") or path.parent.name or path.stem)
     one_run = run_column is None and not any(DEFAULT_RUN_COLUMN in r for r in rows)
     step = next((s for s in STEPS if any(s in r for r in rows)), STEPS[0])
     if one_run:
-        rows, more = split_attempts(rows, step, default_name, late_rows=True)
+        rows, more = split_attempts(resumes_as_launches(rows), step, default_name, late_rows=True)
         notes = [*notes, *more]
+    else:
+        rows = [r for r in rows if r.get("type") != RESUME]
     return curves_from_rows(path, rows, x, y, default_name=default_name, notes=notes, y_scale=y_scale,
                             bounded=bounded, run_column=run_column, step_column=step if one_run else None)
+
+
+def resumes_as_launches(rows: list[dict]) -> list[dict]:
+    """The rows with each resume marker (``{"type": "resume", "from_step": N}``, a row of no values) as the
+    launch banner :func:`~scalerl.curves.attempts.split_attempts` reads (a launch that loaded a checkpoint):
+    a resumed attempt whose first step is the one the abandoned attempt logged last -- where the step does
+    not go back -- is then a resume too, not that step logged twice (review ao; scalerl's own trainer cuts
+    its log back, a log another writer continued does not)."""
+    return [{RESTART: RESUMED} if r.get("type") == RESUME else r for r in rows]
 
 
 def _as_csv_cells(path: Path, rows: list[dict], x: str, y: str, y_scale: float) -> tuple[list[dict], list[str]]:

@@ -22,6 +22,7 @@ import numpy as np
 from scalerl.atomic_files import write_text_atomically
 from scalerl.curves import Curve, backtest, forecast
 from scalerl.curves.attempts import split_attempts
+from scalerl.curves.jsonl_log import resumes_as_launches
 from scalerl.curves.rows import DEFAULT_RUN_COLUMN
 from scalerl.curves.bands import DEFAULT_LEVEL, read_calibration
 from scalerl.errors import InputError
@@ -120,13 +121,17 @@ def _as_fit_reads(rows: list[dict[str, Any]], name: str) -> tuple[list[dict[str,
     both, an evaluation twice, and took its best and its fit over both (review ai); a training started over
     (two logs put together) is a run of its own, and the report is of the last (fit reads each: review am).
     The resume markers stay, for the report's list of resumes."""
-    marks = [r for r in rows if r.get("type") == RESUME]
-    split, read = split_attempts([r for r in rows if r.get("type") != RESUME], "step", name, late_rows=True)
+    split, read = split_attempts(resumes_as_launches(rows), "step", name, late_rows=True)
     runs = list(dict.fromkeys(r[DEFAULT_RUN_COLUMN] for r in split if DEFAULT_RUN_COLUMN in r))
+    start = 0
     if len(runs) > 1:
         split = [r for r in split if r.get(DEFAULT_RUN_COLUMN) == runs[-1]]
+        kept = {id(r) for r in split}  # (split_attempts names the rows it keeps, not copies of them)
+        start = next((i for i, r in enumerate(rows) if id(r) in kept), 0)
         read = [*read, f"the log holds {len(runs)} trainings, each started from step 0: this report is of the "
                        f"last ({runs[-1]}); scalerl fit reads each as a run"]
+    # The last training's own resumes (review ao: the report of the last listed the first's).
+    marks = [r for i, r in enumerate(rows) if r.get("type") == RESUME and i >= start]
     return [*split, *marks], read
 
 
