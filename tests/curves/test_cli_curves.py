@@ -665,3 +665,21 @@ def test_two_notes_of_one_seed_alike_but_for_numbers_are_both_said():
     lines = reading_notes({"A": [c]})
     assert "0 other seed" not in " ".join(lines)
     assert lines == ["A: line 4: 2 cells", "A: line 9: 7 cells"], lines
+
+
+def test_one_seed_with_two_alike_notes_does_not_give_every_seed_a_line():
+    # Review ap: the fix of review ao split the run's one line into a line per seed.
+    from scalerl.curves import Curve
+    from scalerl.curves.compare import reading_notes
+
+    x, y = [1, 2, 3, 4, 5], [0.1, 0.2, 0.3, 0.35, 0.4]
+    seeds = []
+    for k in range(8):
+        notes = (f"step logged again at 2 step(s) ({10 * k + 3}, {10 * k + 5})",)
+        if k == 0:
+            notes += ("step logged again at 1 step(s) (98, 99)",)
+        seeds.append(Curve.from_arrays(x, y, name=f"seed{k}", notes=notes))
+    lines = reading_notes({"A": seeds})
+    assert any("(98, 99)" in line for line in lines)
+    assert len(lines) == 2, lines
+

@@ -260,3 +260,23 @@ def test_a_sheets_export_ending_in_a_whole_one_keeps_its_last_row(tmp_path):
     p.write_text("step,acc\n100,0.412\n200,0.533\n300,0.611\n400,0.707\n500,0.781\n600,0.844\n700,0.912\n800,1")
     c = read_curve(p, x="step", y="acc")
     assert len(c.x) == 8 and c.y[-1] == 1.0
+
+
+# Review ap: a fixed-width column is told by a trailing zero among its decimals, not by counting rows.
+def _ap_csv(path, values, last):
+    lines = ["step,val/pass_rate"] + [f"{10 * (i + 1)},{v}" for i, v in enumerate(values)]
+    path.write_text("\n".join([*lines, f"{10 * (len(values) + 1)},{last}"]))  # no newline at the end
+    return path
+
+
+def test_a_shortest_float_export_of_twelve_rows_ending_in_1_keeps_its_last_row(tmp_path):
+    values = ["0.112", "0.187", "0.243", "0.305", "0.358", "0.412", "0.466", "0.517", "0.563", "0.618", "0.672",
+              "0.725"]
+    (curve,) = read_curves(_ap_csv(tmp_path / "sheets.csv", values, "1"), "step", "val/pass_rate")
+    assert float(curve.y[-1]) == 1.0 and len(curve.x) == 13
+
+
+def test_a_fixed_width_log_killed_inside_its_last_number_drops_it_with_few_rows(tmp_path):
+    values = ["0.1123", "0.2871", "0.3402", "0.4519", "0.5230", "0.5917"]  # 0.5230: a fixed width, not shortest
+    (curve,) = read_curves(_ap_csv(tmp_path / "killed.csv", values, "0"), "step", "val/pass_rate")
+    assert [float(v) for v in curve.y][-1] == pytest.approx(0.5917)

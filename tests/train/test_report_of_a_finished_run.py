@@ -153,3 +153,50 @@ def test_a_resume_whose_first_step_is_the_abandoned_last_is_read_once(tmp_path):
     rep = write_run_report(tmp_path, n_boot=20)
     assert rep.facts["evaluations"] == 9
 
+
+
+# Review ap: a resume marker whose next step is at or below its from_step is another training's, not a launch.
+_AP_HEADER = {"type": "header", "run": "tiny", "recipe": "scalerl", "config": {}}
+
+
+def _ap_eval(step):
+    return {"type": "eval", "step": step, "val/pass_rate": 0.1 + 0.01 * step}
+
+
+def _ap_train(step):
+    return {"type": "train", "step": step, "reward_mean": 0.1}
+
+
+def _ap_training(last):
+    """A scalerl run log's rows from step 0 to ``last``, evaluated every 2 steps."""
+    rows = [_ap_eval(0)]
+    for s in range(1, last + 1):
+        rows += [_ap_train(s)] + ([_ap_eval(s)] if s % 2 == 0 else [])
+    return rows
+
+
+def _two_trainings(tmp_path):
+    # Training A: resumed from its step-4 checkpoint and killed before it logged a row (its resume row kept);
+    # training B: a fresh training's log put after it.
+    rows = [_AP_HEADER, *_ap_training(4), {"type": "resume", "from_step": 4, "utc": "x"}, _AP_HEADER, *_ap_training(6)]
+    log = tmp_path / "tiny" / "runlog.jsonl"
+    log.parent.mkdir()
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return log
+
+
+def test_a_resume_marker_before_a_training_started_over_keeps_both(tmp_path):
+    from scalerl.curves import read_curves
+
+    curves = read_curves(_two_trainings(tmp_path), "step", "val/pass_rate")
+    assert [(c.name, [float(v) for v in c.x]) for c in curves] == [
+        ("tiny#1", [0.0, 2.0, 4.0]), ("tiny#2", [0.0, 2.0, 4.0, 6.0])]
+
+
+def test_the_report_of_a_training_started_after_a_resume_lists_no_resume(tmp_path):
+    from scalerl.runlog import read_runlog
+    from scalerl.train.report import _as_fit_reads
+
+    _, rows, _ = read_runlog(_two_trainings(tmp_path))
+    kept, _ = _as_fit_reads(rows, "tiny")
+    assert [r["from_step"] for r in kept if r.get("type") == "resume"] == []

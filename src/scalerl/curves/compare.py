@@ -514,16 +514,15 @@ def reading_notes(runs: Mapping[str, Sequence[Curve]]) -> list[str]:
     for label, curves in runs.items():
         alike: dict[str, dict[str, list[int]]] = {}  # shape -> note -> the seeds (by place) that carry it
         for i, c in enumerate(curves):
+            shapes_seen: set[str] = set()
             for note in dict.fromkeys([dropped_note(c), *c.notes]):
                 if note:
                     shape = re.sub(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?", "#", note)
-                    alike.setdefault(shape, {}).setdefault(note, []).append(i)
-        for shape, notes in list(alike.items()):
-            carriers = [i for seeds in notes.values() for i in seeds]
-            if len(carriers) > len(set(carriers)):  # a seed with two such notes: they are two, each said (review ao)
-                for note, seeds in notes.items():
-                    alike[note] = {note: seeds}
-                del alike[shape]
+                    # A seed's second note of one shape is a note of its own, said apart (review ao), not merged
+                    # (nor does it split the run's line into one per seed: review ap).
+                    key = shape if shape not in shapes_seen else f"{shape}\0{i}\0{note}"
+                    shapes_seen.add(shape)
+                    alike.setdefault(key, {}).setdefault(note, []).append(i)
         for notes in alike.values():
             seeds = sorted({i for carriers in notes.values() for i in carriers})
             name = label if len(seeds) == len(curves) else ", ".join(f"{label} ({curves[i].name})" for i in seeds)

@@ -30,19 +30,20 @@ _MIN_PRECISION_ROWS = 3
 #: '0.47', review am) -- a number one decimal short is read (it is off by less than its last place but one).
 _MIN_CUT_DECIMALS = 3
 _MIN_DECIMALS_CUT = 2
-#: ... and where at least this many earlier rows share that number of decimals: a writer of shortest floats
-#: (a spreadsheet's export) writes a short column of 3-decimal values as often as not, then a last ``1`` or
-#: ``0.9`` (review ao); ten rows of one width by chance are rare.
-_MIN_DECIMAL_ROWS = 10
+#: ... and where an earlier number of the column ends in a zero among its decimals (``0.5230``): the mark of a
+#: fixed-width format, which a writer of shortest floats (a spreadsheet's export, ``str``) never leaves -- its
+#: column of 3-decimal values ends in a ``1`` or ``0.8`` now and then (reviews ao, ap: counting rows of one
+#: width told the two apart neither way).
+_FIXED_WIDTH = re.compile(r"[.,]\d*0(?:[eE%]|$)")
 
 
-def _cut_inside(text: str, cell: tuple[int, int, int], shared: tuple[int, int, int] | None, rows: int) -> bool:
+def _cut_inside(text: str, cell: tuple[int, int, int], shared: tuple[int, int, int] | None, fixed: bool) -> bool:
     """Whether the number ``text`` (its shape ``cell``, :func:`_shape`) is what a cut leaves of one written in
     the column's format (``shared``, None where the earlier rows share none): a strict prefix of it. A number
     is written left to right -- digits, decimals, exponent, percent sign -- so a cut shortens its last part
     only: one that ends in its percent sign, or in the whole exponent the format has, was written to its end
-    (review aj); one that ends in its decimal point was cut, whatever the format (review am). ``rows``: how
-    many earlier rows share the format."""
+    (review aj); one that ends in its decimal point was cut, whatever the format (review am). ``fixed``: an
+    earlier number shows the format fixed-width (:data:`_FIXED_WIDTH`)."""
     if text.endswith((".", ",")):
         return True
     if shared is None:
@@ -59,8 +60,7 @@ def _cut_inside(text: str, cell: tuple[int, int, int], shared: tuple[int, int, i
     if want_exponent >= 0 or want_percent:  # stopped before the exponent or the percent sign
         return True
     # ("0" has no decimal point: one place more than its decimals is missing)
-    return (want_decimals >= _MIN_CUT_DECIMALS and want_decimals - decimals >= _MIN_DECIMALS_CUT
-            and rows >= _MIN_DECIMAL_ROWS)
+    return want_decimals >= _MIN_CUT_DECIMALS and want_decimals - decimals >= _MIN_DECIMALS_CUT and fixed
 
 
 def without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[list, str]:
@@ -86,7 +86,7 @@ def without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[l
     shared = earlier[0] if len(set(earlier)) == 1 else None
     if all(shape[2] for shape in earlier) and not cut[2]:  # a percent sign every earlier row has, whatever its decimals
         how = "lacks the percent sign every earlier row's has"
-    elif _cut_inside(text, cut, shared, len(earlier)):  # (whole numbers vary in width: no format to be cut short of)
+    elif _cut_inside(text, cut, shared, any(_FIXED_WIDTH.search(row[j].strip()) for _, row in rows[:-1] if j < len(row))):  # (whole numbers vary in width: no format to be cut short of)
         how = "ends in its decimal point" if text.endswith((".", ",")) else (
             f"is written shorter than every earlier row's ({_precision(shared)})")
     else:

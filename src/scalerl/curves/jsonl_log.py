@@ -66,8 +66,27 @@ def resumes_as_launches(rows: list[dict]) -> list[dict]:
     launch banner :func:`~scalerl.curves.attempts.split_attempts` reads (a launch that loaded a checkpoint):
     a resumed attempt whose first step is the one the abandoned attempt logged last -- where the step does
     not go back -- is then a resume too, not that step logged twice (review ao; scalerl's own trainer cuts
-    its log back, a log another writer continued does not)."""
-    return [{RESTART: RESUMED} if r.get("type") == RESUME else r for r in rows]
+    its log back, a log another writer continued does not). A marker whose next step is at or below its
+    ``from_step`` is dropped instead: no resume of this run goes back there."""
+    out: list[dict] = []
+    next_step = None  # the step of the first row after this one that logs one
+    for r in reversed(rows):
+        if r.get("type") == RESUME:
+            start = r.get("from_step")
+            # scalerl's trainer cuts its log back to the checkpoint, so its resumed attempt goes on past
+            # from_step; a step at or below it after the marker is another training's (two logs put together,
+            # after a resume that logged nothing: review ap) -- the marker is dropped, as before, not a launch.
+            if _number(start) and _number(next_step) and next_step > start:
+                out.append({RESTART: RESUMED})
+            continue
+        out.append(r)
+        if _number(r.get("step")):
+            next_step = r["step"]
+    return out[::-1]
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def _as_csv_cells(path: Path, rows: list[dict], x: str, y: str, y_scale: float) -> tuple[list[dict], list[str]]:
