@@ -66,10 +66,10 @@ def _cut_inside(text: str, cell: tuple[int, int, int], shared: tuple[int, int, i
 def without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[list, str]:
     """The rows less a last one a kill (or a read while the logger writes) cut inside its last number,
     and a note saying so. A last row with no newline after it is data where a finished export ends that
-    way (Google Sheets, a hand-made file): it is left out only where it is visibly cut (:func:`_cut_inside`):
-    its last number ends in its decimal point, or is short of the format every earlier row of that column
-    shares (``0`` of ``0.6623`` under a column of ``%.4f``; a percent sign every earlier row has). A column
-    of varying precision (pandas' shortest floats) tells nothing more: the row is kept. ``last_line``: the
+    way (Google Sheets, a hand-made file): it is left out only where it is visibly cut: its last number ends
+    in its decimal point, lacks the percent sign every earlier row has, or is short of the fixed-width format
+    every earlier row of that column shares (:func:`_cut_inside`: ``0`` of ``0.6623`` under ``%.4f``). A
+    column of varying precision or of shortest floats tells nothing more: the row is kept. ``last_line``: the
     file's last line of the table, as read (its line end kept)."""
     if last_line.endswith(("\n", "\r")) or len(rows) <= _MIN_PRECISION_ROWS:
         return rows, ""
@@ -84,9 +84,10 @@ def without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[l
     if cut is None or len(earlier) < _MIN_PRECISION_ROWS:
         return rows, ""
     shared = earlier[0] if len(set(earlier)) == 1 else None
+    fixed = any(_FIXED_WIDTH.search(row[j].strip()) for _, row in rows[:-1] if j < len(row))
     if all(shape[2] for shape in earlier) and not cut[2]:  # a percent sign every earlier row has, whatever its decimals
         how = "lacks the percent sign every earlier row's has"
-    elif _cut_inside(text, cut, shared, any(_FIXED_WIDTH.search(row[j].strip()) for _, row in rows[:-1] if j < len(row))):  # (whole numbers vary in width: no format to be cut short of)
+    elif _cut_inside(text, cut, shared, fixed):  # (whole numbers vary in width: no format to be cut short of)
         how = "ends in its decimal point" if text.endswith((".", ",")) else (
             f"is written shorter than every earlier row's ({_precision(shared)})")
     else:
