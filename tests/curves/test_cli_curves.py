@@ -683,3 +683,15 @@ def test_one_seed_with_two_alike_notes_does_not_give_every_seed_a_line():
     assert any("(98, 99)" in line for line in lines)
     assert len(lines) == 2, lines
 
+
+
+def test_a_second_note_every_seed_carries_is_the_runs():
+    # Review aq: a seed's second note of one shape was keyed by the seed: every seed named instead of the run.
+    import numpy as np
+
+    from scalerl.curves import Curve
+    from scalerl.curves.compare import reading_notes
+
+    notes = ("x taken from an earlier row at step 10", "x taken from an earlier row at step 50")
+    seeds = [Curve(name=n, x=np.array([1.0, 2, 3]), y=np.array([.1, .2, .3]), notes=notes) for n in ("s0", "s1")]
+    assert reading_notes({"A": seeds}) == [f"A: {n}" for n in notes]

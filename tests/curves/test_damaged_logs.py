@@ -179,7 +179,7 @@ def test_csv_cut_inside_last_number_is_not_read_as_a_value(tmp_path):
         assert curve.y.min() > 0.2, f"the cut row was read as y = {curve.y.min()}"
         assert len(curve) == 29 and curve.x[-1] == 145.0
         (note,) = [n for n in curve.notes if "ends inside its last line" in n]
-        assert f"line 31: '300,150.0,{cut}'" in note and "cut short" in note
+        assert f"line 31 ('300,150.0,{cut}')" in note and "cut short" in note
         assert ("ends in its decimal point" if cut.endswith(".") else "4 decimals") in note
     # One decimal short may be a whole number whose trailing zero its writer dropped (review am): read.
     path.write_text("\n".join(lines[:-1]) + "\n" + "300,150.0,0.662")
@@ -280,3 +280,38 @@ def test_a_fixed_width_log_killed_inside_its_last_number_drops_it_with_few_rows(
     values = ["0.1123", "0.2871", "0.3402", "0.4519", "0.5230", "0.5917"]  # 0.5230: a fixed width, not shortest
     (curve,) = read_curves(_ap_csv(tmp_path / "killed.csv", values, "0"), "step", "val/pass_rate")
     assert [float(v) for v in curve.y][-1] == pytest.approx(0.5917)
+
+
+# Review aq: a cut number ending in a zero shows the width itself; a sign alone; a column that ends every number
+# in its decimal point; a last number short of an unproven width is kept, and said.
+_AQ_ROWS = ["gpu_hours,pass_rate"] + [f"{10 * i},{v:.4f}" for i, v in enumerate(
+    [0.2213, 0.2591, 0.2867, 0.3124, 0.3389, 0.3642, 0.3915, 0.4187, 0.4584, 0.4911, 0.5673], start=1)]
+
+
+def test_a_cut_number_ending_in_a_zero_is_fixed_width(tmp_path):
+    f = tmp_path / "log.csv"
+    f.write_text("\n".join(_AQ_ROWS + ["120,0.60"]))  # killed while writing 0.6023, no newline
+    (c,) = read_csv(f, "gpu_hours", "pass_rate")
+    assert c.x[-1] == 110.0 and any("cut short" in n for n in c.notes)
+
+
+def test_a_row_cut_at_its_sign_is_left_out(tmp_path):
+    f = tmp_path / "log.csv"
+    rows = ["step,reward"] + [f"{s},{r:.4f}" for s, r in [(1, -0.8123), (2, -0.6542), (3, -0.5231), (4, -0.4111)]]
+    f.write_text("\n".join(rows + ["5,-"]))  # killed while writing -0.3329, no newline
+    (c,) = read_csv(f, "step", "reward", bounded=False)
+    assert c.x.tolist() == [1.0, 2.0, 3.0, 4.0] and any("is a sign alone: cut short" in n for n in c.notes)
+
+
+def test_a_short_last_number_under_an_unproven_width_is_kept_and_said(tmp_path):
+    f = tmp_path / "log.csv"
+    f.write_text("\n".join(_AQ_ROWS + ["120,0"]))  # a cut '0' of 0.6023, or a shortest-float export's last 0
+    (c,) = read_csv(f, "gpu_hours", "pass_rate")
+    assert c.x[-1] == 120.0 and any("kept as a value -- if the file was read while being written" in n for n in c.notes)
+
+
+def test_a_column_that_ends_every_number_in_its_point_keeps_its_last_row(tmp_path):
+    f = tmp_path / "log.csv"
+    f.write_text("pass_rate,tokens\n" + "\n".join(f"0.{i}000,{i}000000." for i in range(2, 8)))  # printf's %#.0f
+    (c,) = read_csv(f, "tokens", "pass_rate")
+    assert len(c) == 6 and not c.notes

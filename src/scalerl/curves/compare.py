@@ -514,15 +514,14 @@ def reading_notes(runs: Mapping[str, Sequence[Curve]]) -> list[str]:
     for label, curves in runs.items():
         alike: dict[str, dict[str, list[int]]] = {}  # shape -> note -> the seeds (by place) that carry it
         for i, c in enumerate(curves):
-            shapes_seen: set[str] = set()
+            seen: dict[str, int] = {}  # shape -> how many of this seed's notes had it
             for note in dict.fromkeys([dropped_note(c), *c.notes]):
                 if note:
                     shape = re.sub(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?", "#", note)
-                    # A seed's second note of one shape is a note of its own, said apart (review ao), not merged
-                    # (nor does it split the run's line into one per seed: review ap).
-                    key = shape if shape not in shapes_seen else f"{shape}\0{i}\0{note}"
-                    shapes_seen.add(shape)
-                    alike.setdefault(key, {}).setdefault(note, []).append(i)
+                    # A seed's k-th note of one shape goes with the other seeds' k-th: two notes of one seed are
+                    # two (review ao), without a line per seed (reviews ap, aq).
+                    k = seen[shape] = seen.get(shape, 0) + 1
+                    alike.setdefault(f"{shape}\0{k}", {}).setdefault(note, []).append(i)
         for notes in alike.values():
             seeds = sorted({i for carriers in notes.values() for i in carriers})
             name = label if len(seeds) == len(curves) else ", ".join(f"{label} ({curves[i].name})" for i in seeds)

@@ -42,10 +42,7 @@ def _cut_inside(text: str, cell: tuple[int, int, int], shared: tuple[int, int, i
     the column's format (``shared``, None where the earlier rows share none): a strict prefix of it. A number
     is written left to right -- digits, decimals, exponent, percent sign -- so a cut shortens its last part
     only: one that ends in its percent sign, or in the whole exponent the format has, was written to its end
-    (review aj); one that ends in its decimal point was cut, whatever the format (review am). ``fixed``: an
-    earlier number shows the format fixed-width (:data:`_FIXED_WIDTH`)."""
-    if text.endswith((".", ",")):
-        return True
+    (review aj). ``fixed``: a number of the column shows the format fixed-width (:data:`_FIXED_WIDTH`)."""
     if shared is None:
         return False
     decimals, exponent, percent = cell
@@ -79,22 +76,40 @@ def without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[l
     if len(last) != len(header) or len(header) < 2:  # (a short row: refused or passed over as a trailer)
         return rows, ""
     j = len(last) - 1
-    earlier = [shape for _, row in rows[:-1] if j < len(row) and (shape := _shape(row[j])) is not None]
+    texts = [row[j].strip() for _, row in rows[:-1] if j < len(row)]
+    earlier = [shape for t in texts if (shape := _shape(t)) is not None]
     cut, text = _shape(last[j]), last[j].strip()
-    if cut is None or len(earlier) < _MIN_PRECISION_ROWS:
+    if len(earlier) < _MIN_PRECISION_ROWS or (cut is None and text not in ("-", "+")):
         return rows, ""
+    where = f"line {lineno} ({last_line.strip()[-50:]!r})"
+    if cut is None:  # a sign alone: the number after it never written (review aq)
+        return rows[:-1], _cut_note(where, text, header[j], "is a sign alone")
     shared = earlier[0] if len(set(earlier)) == 1 else None
-    fixed = any(_FIXED_WIDTH.search(row[j].strip()) for _, row in rows[:-1] if j < len(row))
+    # Fixed-width where a number of the column -- the last one too (review aq: '0.60' of '0.6023') -- ends in a zero
+    # among its decimals; a number ending in its decimal point is cut unless the column's all do (printf's %#.0f).
+    fixed = any(_FIXED_WIDTH.search(t) for t in (*texts, text) if _shape(t) is not None)
+    points = all(t.endswith((".", ",")) for t in texts)
     if all(shape[2] for shape in earlier) and not cut[2]:  # a percent sign every earlier row has, whatever its decimals
         how = "lacks the percent sign every earlier row's has"
+    elif text.endswith((".", ",")) and not points:
+        how = "ends in its decimal point"
     elif _cut_inside(text, cut, shared, fixed):  # (whole numbers vary in width: no format to be cut short of)
-        how = "ends in its decimal point" if text.endswith((".", ",")) else (
-            f"is written shorter than every earlier row's ({_precision(shared)})")
+        how = f"is written shorter than every earlier row's ({_precision(shared)})"
+    elif shared is not None and _cut_inside(text, cut, shared, True):
+        # Short by what a cut takes, in a column that shows no fixed width: a shortest-float export's last number
+        # or a cut one -- the file cannot tell (review aq). Kept, and said.
+        return rows, (f"the file ends with no newline after its last line, {where}, whose last number, {text!r} in "
+                      f"column {header[j]!r}, is written shorter than every earlier row's ({_precision(shared)}): kept "
+                      "as a value -- if the file was read while being written or its writer was killed, it may be cut "
+                      "short (give the finished file, or delete that line)")
     else:
         return rows, ""
-    return rows[:-1], (f"the file ends inside its last line, with no newline after it (as a run killed while writing "
-                       f"leaves it): that line (line {lineno}: {last_line.strip()[-50:]!r}) left out -- its last number, "
-                       f"{text!r} in column {header[j]!r}, {how}: cut short")
+    return rows[:-1], _cut_note(where, text, header[j], how)
+
+
+def _cut_note(where: str, text: str, column: str, how: str) -> str:
+    return (f"the file ends inside its last line, with no newline after it (as a run killed while writing leaves it): "
+            f"that line, {where}, left out -- its last number, {text!r} in column {column!r}, {how}: cut short")
 
 
 def _precision(shape: tuple[int, int, int]) -> str:
