@@ -695,3 +695,25 @@ def test_a_second_note_every_seed_carries_is_the_runs():
     notes = ("x taken from an earlier row at step 10", "x taken from an earlier row at step 50")
     seeds = [Curve(name=n, x=np.array([1.0, 2, 3]), y=np.array([.1, .2, .3]), notes=notes) for n in ("s0", "s1")]
     assert reading_notes({"A": seeds}) == [f"A: {n}" for n in notes]
+
+
+# Review ar: notes paired with their twins first.
+def test_a_note_two_seeds_share_is_paired_with_its_twin_not_by_place():
+    # Seed a resumed once (at 300), seed b twice (at 100, then at 300, the same note as a's). Pairing by place
+    # puts a's 300 with b's 100: the run's line says "step 300 (and alike ... for 1 other seed)", b's own line
+    # says step 300 again, and b's resume at step 100 is said nowhere.
+    import numpy as np
+
+    from scalerl.curves.compare import reading_notes
+    from scalerl.curves.data import Curve
+
+    def resume(step, rows):
+        return f"a resume at step {step}: {rows} row(s) of the abandoned attempt dropped"
+
+    def seed(name, notes):
+        return Curve(x=np.array([1.0, 2.0, 3.0]), y=np.array([0.1, 0.2, 0.3]), name=name, notes=tuple(notes))
+
+    lines = reading_notes({"run": [seed("a", [resume(300, 7)]), seed("b", [resume(100, 5), resume(300, 7)])]})
+    assert lines == ["run: a resume at step 300: 7 row(s) of the abandoned attempt dropped",
+                     "run (b): a resume at step 100: 5 row(s) of the abandoned attempt dropped"], lines
+

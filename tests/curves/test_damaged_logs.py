@@ -315,3 +315,46 @@ def test_a_column_that_ends_every_number_in_its_point_keeps_its_last_row(tmp_pat
     f.write_text("pass_rate,tokens\n" + "\n".join(f"0.{i}000,{i}000000." for i in range(2, 8)))  # printf's %#.0f
     (c,) = read_csv(f, "tokens", "pass_rate")
     assert len(c) == 6 and not c.notes
+
+
+# Review ar
+@pytest.mark.parametrize("last", ["1.0", "0.0"])
+def test_a_shortest_float_whole_number_last_is_not_dropped_as_cut(tmp_path, last):
+    # A script writes f"{step},{round(acc, 4)}" joined by newlines (no newline at the end): every earlier value
+    # has 4 decimals, the last is a whole number, written as Python writes it. '1.0' is no fixed-width mark
+    # (str never leaves a trailing zero but in 'X.0'): at most it is an unproven width -- kept, with the note.
+    f = tmp_path / "log.csv"
+    f.write_text("step,acc\n1,0.1234\n2,0.2346\n3,0.3457\n4,0.4568\n5," + last)
+    (c,) = read_csv(f, "step", "acc")
+    assert c.x.tolist()[-1] == 5.0
+
+
+def test_a_markdown_tables_dash_placeholder_last_keeps_its_row(tmp_path):
+    # A hand-made / pasted Markdown table (no newline at its end) that marks a missing value '-'; its last line
+    # closes with '|', so its last cell was written whole.
+    f = tmp_path / "table.md"
+    f.write_text("| step | acc | loss |\n|---|---|---|\n| 1 | 0.5 | 0.9 |\n| 2 | 0.6 | 0.8 |\n"
+                 "| 3 | 0.7 | 0.7 |\n| 4 | 0.8 | - |")
+    (c,) = read_csv(f, "step", "acc")
+    assert c.x.tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+@pytest.mark.parametrize("cut", ["4.8e", "4.8e+1"])
+def test_a_number_cut_inside_its_exponent_is_left_out(tmp_path, cut):
+    # pandas to_csv of a float compute column writes repr: '2.4000000000000003e+18' beside '1.2e+18', so the
+    # column shares no width. A kill inside the last exponent leaves '4.8e' (refused: "not a number") or
+    # '4.8e+1' (read as 48: refused as compute going back, with a resume diagnosis). Like the sign alone, a
+    # dangling 'e' / exponent is no number a writer finishes: the row should be left out.
+    f = tmp_path / "log.csv"
+    f.write_text("step,acc,flops\n1,0.5,1.2e+18\n2,0.6,2.4000000000000003e+18\n3,0.7,3.6e+18\n4,0.8," + cut)
+    (c,) = read_csv(f, "flops", "acc")
+    assert c.x.tolist() == [1.2e18, 2.4000000000000003e18, 3.6e18]
+
+
+def test_a_cut_last_step_is_not_read_as_an_early_evaluation(tmp_path):
+    # The step is the last column (df[["acc", "step"]].to_csv); killed while writing '500': '5'. Read as an
+    # evaluation at step 5 with acc 0.9 (put first, said "sorted as text"), where it should be left out.
+    f = tmp_path / "log.csv"
+    f.write_text("acc,step\n0.5,100\n0.6,200\n0.7,300\n0.8,400\n0.9,5")
+    (c,) = read_csv(f, "step", "acc")
+    assert 5.0 not in c.x.tolist()

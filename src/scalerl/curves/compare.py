@@ -510,25 +510,37 @@ def reading_notes(runs: Mapping[str, Sequence[Curve]]) -> list[str]:
     # Each run's notes alike but for their numbers ("200 row(s) ...", "207 row(s) ...": one per seed) are said
     # once for the run (review aj: a line per seed grew with runs x seeds); another run's note is its own, and
     # seeds are told apart by their place, not their names (two seeds' logs may share a file name: review am).
+    # Within one shape the notes several seeds share go first, then the others, each seed once in the merged
+    # line: a seed's other notes of that shape are said apart (reviews ao, ap, aq, ar: by place, a seed's
+    # second note went unsaid or every seed got a line).
     lines: dict[str, list[str]] = {}  # the line's note -> the runs (or seeds) that carry it
     for label, curves in runs.items():
         alike: dict[str, dict[str, list[int]]] = {}  # shape -> note -> the seeds (by place) that carry it
         for i, c in enumerate(curves):
-            seen: dict[str, int] = {}  # shape -> how many of this seed's notes had it
             for note in dict.fromkeys([dropped_note(c), *c.notes]):
                 if note:
                     shape = re.sub(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?", "#", note)
-                    # A seed's k-th note of one shape goes with the other seeds' k-th: two notes of one seed are
-                    # two (review ao), without a line per seed (reviews ap, aq).
-                    k = seen[shape] = seen.get(shape, 0) + 1
-                    alike.setdefault(f"{shape}\0{k}", {}).setdefault(note, []).append(i)
-        for notes in alike.values():
-            seeds = sorted({i for carriers in notes.values() for i in carriers})
+                    alike.setdefault(shape, {}).setdefault(note, []).append(i)
+
+        def say(note: str, seeds: list[int], more: str = "") -> None:
             name = label if len(seeds) == len(curves) else ", ".join(f"{label} ({curves[i].name})" for i in seeds)
-            first = next(iter(notes))
+            lines.setdefault(note + more, []).append(name)
+
+        for notes in alike.values():
+            order = sorted(notes, key=lambda n: -len(notes[n]))  # (stable: ties in the order seen)
+            merged, used, apart = [], set(), []
+            for note in order:
+                if used.isdisjoint(notes[note]):
+                    merged.append(note)
+                    used |= set(notes[note])
+                else:
+                    apart.append(note)
+            seeds = sorted(i for note in merged for i in notes[note])
+            first = merged[0]
             others = len(seeds) - len(notes[first])
-            more = f" (and alike, with other numbers, for {others} other seed(s))" if len(notes) > 1 else ""
-            lines.setdefault(first + more, []).append(name)
+            say(first, seeds, f" (and alike, with other numbers, for {others} other seed(s))" if len(merged) > 1 else "")
+            for note in apart:
+                say(note, notes[note])
     return [f"{', '.join(names)}: {note}" for note, names in lines.items()]
 
 

@@ -34,7 +34,7 @@ _MIN_DECIMALS_CUT = 2
 #: fixed-width format, which a writer of shortest floats (a spreadsheet's export, ``str``) never leaves -- its
 #: column of 3-decimal values ends in a ``1`` or ``0.8`` now and then (reviews ao, ap: counting rows of one
 #: width told the two apart neither way).
-_FIXED_WIDTH = re.compile(r"[.,]\d*0(?:[eE%]|$)")
+_FIXED_WIDTH = re.compile(r"[.,]\d+0(?:[eE%]|$)")  # (not 'X.0': str's whole float; review ar)
 
 
 def _cut_inside(text: str, cell: tuple[int, int, int], shared: tuple[int, int, int] | None, fixed: bool) -> bool:
@@ -70,7 +70,7 @@ def without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[l
     file's last line of the table, as read (its line end kept)."""
     if last_line.endswith(("\n", "\r")) or len(rows) <= _MIN_PRECISION_ROWS:
         return rows, ""
-    if last_line.rstrip().endswith(('"', "'")):  # its closing quote: the last cell was written whole
+    if last_line.rstrip().endswith(('"', "'", "|")):  # its closing quote or table pipe: the last cell was written whole
         return rows, ""
     lineno, last = rows[-1]
     if len(last) != len(header) or len(header) < 2:  # (a short row: refused or passed over as a trailer)
@@ -79,16 +79,25 @@ def without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[l
     texts = [row[j].strip() for _, row in rows[:-1] if j < len(row)]
     earlier = [shape for t in texts if (shape := _shape(t)) is not None]
     cut, text = _shape(last[j]), last[j].strip()
-    if len(earlier) < _MIN_PRECISION_ROWS or (cut is None and text not in ("-", "+")):
+    if len(earlier) < _MIN_PRECISION_ROWS:
         return rows, ""
     where = f"line {lineno} ({last_line.strip()[-50:]!r})"
-    if cut is None:  # a sign alone: the number after it never written (review aq)
+    # A sign alone where the column's numbers carry it and it marks no missing value (review aq; ar: a '-'
+    # placeholder is a value written whole).
+    if cut is None and text in ("-", "+") and text not in texts and any(t.startswith(text) for t in texts):
         return rows[:-1], _cut_note(where, text, header[j], "is a sign alone")
+    if cut is None:
+        return rows, ""
+    if _DANGLING_EXPONENT.search(text) or _shorter_exponent(cut, earlier):  # (review ar: '4.8e', '4.8e+1')
+        return rows[:-1], _cut_note(where, text, header[j], "is cut inside its exponent")
+    if _cut_counter(text, texts):
+        return rows[:-1], _cut_note(where, text, header[j], "is shorter than the counter before it, which it "
+                                                            "should pass")
     shared = earlier[0] if len(set(earlier)) == 1 else None
     # Fixed-width where a number of the column -- the last one too (review aq: '0.60' of '0.6023') -- ends in a zero
     # among its decimals; a number ending in its decimal point is cut unless the column's all do (printf's %#.0f).
     fixed = any(_FIXED_WIDTH.search(t) for t in (*texts, text) if _shape(t) is not None)
-    points = all(t.endswith((".", ",")) for t in texts)
+    points = all(t.endswith((".", ",")) for t in texts if _shape(t) is not None)  # (empty cells say nothing)
     if all(shape[2] for shape in earlier) and not cut[2]:  # a percent sign every earlier row has, whatever its decimals
         how = "lacks the percent sign every earlier row's has"
     elif text.endswith((".", ",")) and not points:
@@ -105,6 +114,28 @@ def without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[l
     else:
         return rows, ""
     return rows[:-1], _cut_note(where, text, header[j], how)
+
+
+#: An exponent begun and not written: ``4.8e``, ``4.8e+``.
+_DANGLING_EXPONENT = re.compile(r"\d[eE][+-]?$")
+
+
+def _shorter_exponent(cut: tuple[int, int, int], earlier: list[tuple[int, int, int]]) -> bool:
+    """Whether the last number's exponent is shorter than every earlier number's of the column that has one
+    (``e+1`` under ``e+18``s): cut inside it. Without an earlier exponent there is no width to be short of."""
+    widths = [shape[1] for shape in earlier if shape[1] >= 0]
+    return cut[1] >= 0 and bool(widths) and cut[1] < min(widths)
+
+
+def _cut_counter(text: str, texts: list[str]) -> bool:
+    """Whether the last cell cuts a whole-number counter short (``5`` of ``500`` after ``400``): the column's
+    earlier cells are whole numbers that rise, and this one is below the one before it and written with fewer
+    digits (review ar: read as an early step, then "sorted as text")."""
+    if not text.isdigit() or not texts or not all(t.isdigit() for t in texts):
+        return False
+    values = [int(t) for t in texts]
+    return (all(b > a for a, b in zip(values, values[1:])) and int(text) < values[-1]
+            and len(text) < len(texts[-1]))
 
 
 def _cut_note(where: str, text: str, column: str, how: str) -> str:
