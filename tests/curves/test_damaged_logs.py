@@ -358,3 +358,23 @@ def test_a_cut_last_step_is_not_read_as_an_early_evaluation(tmp_path):
     f.write_text("acc,step\n0.5,100\n0.6,200\n0.7,300\n0.8,400\n0.9,5")
     (c,) = read_csv(f, "step", "acc")
     assert 5.0 not in c.x.tolist()
+
+
+# Review as
+def test_a_javascript_written_exponent_last_is_kept(tmp_path):
+    # Node's rows.map(r => r.join(",")).join("\n") (no newline at the end): String(1e-10) is '1e-10',
+    # String(0.000012) '0.000012', String(5e-7) '5e-7' -- written whole (review as: it was taken for a cut
+    # inside its exponent, '-7' shorter than the one earlier exponent, '-10').
+    f = tmp_path / "log.csv"
+    f.write_text("step,acc,kl\n1,0.5,1e-10\n2,0.6,0.000012\n3,0.7,0.000034\n4,0.8,5e-7")
+    (c,) = read_csv(f, "step", "acc")
+    assert c.x.tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_a_counter_cut_where_it_gains_a_digit_is_left_out(tmp_path):
+    # df[["acc", "step"]].to_csv killed while writing '1000': '100' after '900' has as many digits as the
+    # step before it (review as: read as step 100, the file was refused, "compute decreases").
+    f = tmp_path / "log.csv"
+    f.write_text("acc,step\n" + "\n".join(f"0.{i},{i}00" for i in range(1, 10)) + "\n0.95,100")
+    (c,) = read_csv(f, "step", "acc")
+    assert c.x.tolist() == [float(i * 100) for i in range(1, 10)]

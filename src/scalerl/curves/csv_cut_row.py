@@ -121,21 +121,24 @@ _DANGLING_EXPONENT = re.compile(r"\d[eE][+-]?$")
 
 
 def _shorter_exponent(cut: tuple[int, int, int], earlier: list[tuple[int, int, int]]) -> bool:
-    """Whether the last number's exponent is shorter than every earlier number's of the column that has one
-    (``e+1`` under ``e+18``s): cut inside it. Without an earlier exponent there is no width to be short of."""
+    """Whether the last number's exponent is shorter than the one width every earlier exponent of the column
+    is written in (``e+1`` under ``e+18``s, :data:`_MIN_PRECISION_ROWS` of them at least): cut inside it. A writer
+    that pads no exponent (JavaScript's ``1e-10``, ``5e-7``: review as) shows no one width."""
     widths = [shape[1] for shape in earlier if shape[1] >= 0]
-    return cut[1] >= 0 and bool(widths) and cut[1] < min(widths)
+    return (cut[1] >= 0 and len(widths) >= _MIN_PRECISION_ROWS and len(set(widths)) == 1
+            and cut[1] < widths[0])
 
 
 def _cut_counter(text: str, texts: list[str]) -> bool:
-    """Whether the last cell cuts a whole-number counter short (``5`` of ``500`` after ``400``): the column's
-    earlier cells are whole numbers that rise, and this one is below the one before it and written with fewer
-    digits (review ar: read as an early step, then "sorted as text")."""
+    """Whether the last cell cuts a whole-number counter short (``5`` of ``500`` after ``400``; ``100`` of ``1000``
+    after ``900``): the column's earlier cells are whole numbers that rise, and this one is below the one before
+    it and written with no more digits -- the number it was to be has at least as many as that one and more than
+    it (review ar: read as an early step, then "sorted as text"; as: one a digit longer)."""
     if not text.isdigit() or not texts or not all(t.isdigit() for t in texts):
         return False
     values = [int(t) for t in texts]
     return (all(b > a for a, b in zip(values, values[1:])) and int(text) < values[-1]
-            and len(text) < len(texts[-1]))
+            and len(text) <= len(texts[-1]))
 
 
 def _cut_note(where: str, text: str, column: str, how: str) -> str:
