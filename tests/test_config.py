@@ -290,3 +290,45 @@ def test_a_dotted_key_in_a_yaml_file_is_told_to_nest_it(tmp_path):
     path.write_text("name.x: 4\n")  # a leaf, not a section: the ordinary message
     with pytest.raises(ConfigError, match=r"unknown key 'name.x' in top level; did you mean 'name'\? Known keys"):
         load_yaml(Root, path)
+
+
+@pytest.mark.parametrize("item", ["run.seed=010", "run.steps=0100", "run.steps=1:30", "run.seed=08"])
+def test_a_leading_zero_or_colon_number_is_not_read_as_another_integer(item):
+    from scalerl.config import apply_overrides
+    from scalerl.errors import ConfigError
+    from scalerl.train.config import TrainConfig
+
+    # Review at: `seed=010` trained with seed 8, `steps=0100` ran 64 steps, `steps=1:30` ran 90 (YAML 1.1 octal
+    # and base 60). Read as YAML 1.2 reads them (010 is ten), or refused naming the key (1:30).
+    key, _, raw = item.partition("=")
+    try:
+        cfg = apply_overrides(TrainConfig(), [item])
+    except ConfigError:
+        return
+    section, leaf = key.split(".")
+    assert getattr(getattr(cfg, section), leaf) == int(raw.replace(":", "")), item
+
+
+def test_a_colon_number_is_not_read_as_a_learning_rate_of_90():
+    from scalerl.config import apply_overrides
+    from scalerl.errors import ConfigError
+    from scalerl.rl.recipe import RecipeConfig
+
+    try:
+        cfg = apply_overrides(RecipeConfig(), ["optimizer.lr=1:30"])
+    except ConfigError:
+        return
+    assert cfg.optimizer.lr != 90.0
+
+
+def test_an_empty_end_think_is_refused_by_validation():
+    from scalerl.config import apply_overrides
+    from scalerl.errors import ConfigError
+    from scalerl.rl.recipe import RecipeConfig
+
+    # Review at: `scalerl train --model tiny --set "end_think=''"` passed every check and died at the trainer's
+    # set-up with a traceback (rc 1, scalerl.rl.length: "every end_think_ids entry must be non-empty").
+    cfg = apply_overrides(RecipeConfig(), ["length.end_think=''"])
+    with pytest.raises(ConfigError, match="end_think"):
+        cfg.validate()
+

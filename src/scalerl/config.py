@@ -27,6 +27,7 @@ import difflib
 import functools
 import inspect
 import math
+import re
 import textwrap
 import types
 import typing
@@ -380,6 +381,33 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+#: YAML 1.2's integers, where PyYAML reads YAML 1.1's: ``010`` was octal 8 and ``1:30`` base-60 90 (review at:
+#: ``--set seed=010`` trained seed 8, ``steps=1:30`` 90 steps). Decimal, ``0x`` hex and ``0o`` octal only; a
+#: ``1:30`` is text, which a number field refuses naming its key.
+_INT_TAG = "tag:yaml.org,2002:int"
+_UniqueKeyLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _INT_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_UniqueKeyLoader.add_implicit_resolver(_INT_TAG, re.compile(r"^(?:[-+]?[0-9][0-9_]*|0o[0-7]+|0x[0-9a-fA-F]+)$"),
+                                       list("-+0123456789"))
+
+
+def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    text = str(loader.construct_scalar(node)).replace("_", "")
+    if text.startswith(("0o", "0x")):
+        return int(text[2:], 8 if text[1] == "o" else 16)
+    return int(text, 10)
+
+
+_UniqueKeyLoader.add_constructor(_INT_TAG, _construct_int)
+
+
+def load_yaml_text(text: str) -> Any:
+    """``text`` read as YAML by the one loader every config file and ``--set`` value is read with (a key given
+    twice refused; integers as YAML 1.2 reads them)."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 -- a SafeLoader
+
+
 def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
     """PyYAML's error as one line a user can act on: what, where, the line itself, and for a tab
     the rule it breaks (its own wording said "found character '\\t' that cannot start any token
@@ -406,7 +434,7 @@ def read_yaml_mapping(path: str | Path) -> dict:
     text = ""
     try:
         text = path.read_text()
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 -- a SafeLoader
+        data = load_yaml_text(text)
     except FileNotFoundError:
         raise ConfigError(f"config file {str(path)!r} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:  # a directory, no permission, a binary file
@@ -543,7 +571,7 @@ def apply_overrides(cfg: T, overrides: Iterable[str]) -> T:
             raise ConfigError(f"override {item!r} must look like key=value, e.g. loss.name=dapo or k=4")
         path = resolve_key(cls, key)
         try:
-            value = yaml.safe_load(raw) if raw.strip() else None
+            value = load_yaml_text(raw) if raw.strip() else None
         except yaml.YAMLError:
             value = raw
         if _wants_text(leaves[path]) and value is not None and not isinstance(value, str):

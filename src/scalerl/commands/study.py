@@ -72,8 +72,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _value(text: str):
     import yaml
 
+    from scalerl.config import load_yaml_text
+
     try:
-        v = yaml.safe_load(text)
+        v = load_yaml_text(text)  # (a sweep value as a config's: 010 is ten)
     except yaml.YAMLError:
         return text
     return v if isinstance(v, (int, str)) and not isinstance(v, bool) else text

@@ -296,7 +296,12 @@ def _check_length(cfg: RecipeConfig):
         yield f"length.think_budget must be [lo, hi] with 0 <= lo <= hi, got [{lo}, {hi}]"
     if n.answer_budget < 1:
         yield f"length.answer_budget must be >= 1, got {n.answer_budget}"
-    if not n.interruption_phrase.rstrip().endswith(n.end_think):
+    if n.mode == "interrupt" and (not n.end_think.strip() or not n.interruption_phrase.strip()):
+        # (review at: '' passed every check, then the interrupt controller's set-up raised with a traceback)
+        yield (f"length.end_think and length.interruption_phrase must be non-empty text in interrupt mode (the tag "
+               f"that closes the thinking, e.g. '</think>', and the phrase forced when the budget runs out), got "
+               f"end_think {n.end_think!r}, interruption_phrase {n.interruption_phrase!r}")
+    elif not n.interruption_phrase.rstrip().endswith(n.end_think):
         yield f"length.interruption_phrase must end with end_think ({n.end_think!r}) so the answer phase starts"
     if n.mask_interrupted and n.mode != "interrupt":  # (it would drop nothing: a sweep of it trained alike twice)
         yield (f"length.mask_interrupted applies to length.mode=interrupt only (no other mode forces an "
