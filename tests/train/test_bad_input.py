@@ -153,3 +153,16 @@ def test_an_evaluation_set_smaller_than_eval_problems_is_said(tmp_path, capsys):
     assert code == 0, err
     assert ("note: eval.problems is 16 but the evaluation set(s) hold fewer problems (val: 3): all of them are "
             "evaluated") in err
+
+
+def test_a_refused_start_leaves_no_directory_it_made(tiny_dir, tmp_path, capsys):
+    """Review at: an evaluation set the task does not have was refused, and an empty --output directory was
+    left where there was none (the README: the directory is left as it was). One that existed stays."""
+    for made in (False, True):
+        out = tmp_path / f"run-{made}"
+        if made:
+            out.mkdir()
+        code = main(small_args(out, "--set", "eval.sets=[nosuch]"))
+        err = capsys.readouterr().err
+        assert code == 2 and "has no set 'nosuch'" in err, err
+        assert out.is_dir() == made and (not made or not any(out.iterdir()))

@@ -176,7 +176,16 @@ class Trainer:
             steps.append(self._discard_unstarted)
         # After the discard, which decides whether the sinks are closed or discarded (_end_sink).
         steps += [partial(self._end_sink, sink, False) for sink in parts.get("sinks", ())]
-        close_each([*steps, self._release_output], failing=True)
+        close_each([*steps, self._release_output, self._remove_made_output], failing=True)
+
+    def _remove_made_output(self) -> None:
+        """A new run that made its directory and was refused or stopped before its first checkpoint leaves no
+        empty directory where there was none (review at: the README says the directory is left as it was)."""
+        if self.__dict__.get("_discarded") and self.__dict__.get("_made_output"):
+            try:
+                self.output.rmdir()  # (only if empty: whatever else is in it stays)
+            except OSError:
+                pass
 
     def _discard_unstarted(self, runlog: RunLogWriter | None = None) -> None:
         """A run stopped before its first checkpoint leaves its directory as it found it (the files
@@ -240,6 +249,7 @@ class Trainer:
         self._cudnn_attention = cudnn_attention(self.device, cfg.run.cudnn_attention)
 
     def _make_output(self) -> None:
+        self._made_output = not self.output.exists()  # (a failed start removes a directory it made, left empty)
         make_run_directory(self.output)
         if self.rank is None or self.rank.leader:  # (one writer per run directory: the leader of --nproc's ranks)
             self._dir_lock = HeldByLauncher(self.output) if self._directory_held else RunDirectoryLock(self.output)
