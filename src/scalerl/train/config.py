@@ -168,7 +168,7 @@ class EvalConfig:
     """Evaluation sets of the task to run; the first is the one the forecast fits. The arithmetic
     task also offers ``hard`` (a harder, downstream-like split)."""
     temperature: float = 1.0
-    """Sampling temperature for evaluation."""
+    """Sampling temperature for evaluation; <= 0 decodes greedily (one completion a problem, counted k times)."""
     batch_size: int | None = 512
     """Completions per generate call during evaluation (bounds memory); null: all at once."""
     log_samples: int = 3
