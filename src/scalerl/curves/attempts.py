@@ -16,7 +16,7 @@ trackers' readers keep a step's later value.
 
 from __future__ import annotations
 
-from scalerl.curves.cells import logged
+from scalerl.curves.cells import is_number, logged
 from scalerl.curves.untimed_steps import COUNTERS
 
 #: The trainer's step, which ``transformers``' W&B and Trackio callbacks (TRL's trainers included) log
@@ -96,7 +96,7 @@ def drop_abandoned_attempts(rows: list[dict], counter: str, kinds: dict[int, fro
             kept, row = replaced(kept, row)
             # (a 0 before a resumed attempt's first step is no step of it; a row that holds no value the reader
             # kept -- TRL's profiling rows, one per call, where only the curve's columns are read -- fits nothing)
-            if _counted(value) and not resuming and any(logged(v) and not _counter(k) for k, v in row.items() if k != counter):
+            if is_number(value) and not resuming and any(logged(v) and not _counter(k) for k, v in row.items() if k != counter):
                 again.see(value, kind if kind is not None else _kind(row, counter),
                           kept=replaced.dropped == merged_before)  # (one that took a row's place is once)
             last = value
@@ -173,7 +173,7 @@ MAX_LATE_BURST = 100
 
 def _at_step(rows: list[dict], counter: str, value: float) -> list[dict]:
     """The rows of ``rows`` logged at step ``value``."""
-    return [r for r in rows if _counted(r.get(counter)) and r[counter] == value]
+    return [r for r in rows if is_number(r.get(counter)) and r[counter] == value]
 
 
 class _LateRows:
@@ -210,11 +210,6 @@ class _LateRows:
             if rows + 1 >= needed:
                 return False
         return False  # the log ends first: rows that never came back past ``last``
-
-
-def _counted(value: object) -> bool:
-    """Whether ``value`` is a counter's value: a number (not a bool, not NaN)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 
 
 def _kind(row: dict, counter: str) -> frozenset:
@@ -372,7 +367,7 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
     With ``late_rows``, a row the counter goes back at that was logged late (:class:`_LateRows`: an
     evaluation written after later steps, as asynchronous trainers write their metrics files) stays
     in place, unless a restart banner comes before it. Returns ``(rows, notes)``."""
-    values = [r.get(counter) if _counted(r.get(counter)) else None for r in rows]
+    values = [r.get(counter) if is_number(r.get(counter)) else None for r in rows]
     if kinds is None:
         kinds = [None if r.get(RESTART) or r.get(NEW_RUN) else _kind(r, counter) for r in rows]
     kind_of = {id(r): k for r, k in zip(rows, kinds)}

@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from scalerl.curves.cells import is_number
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import CUMULATIVE, curves_from_rows
 from scalerl.errors import InputError
@@ -91,10 +92,6 @@ def read_hf_trainer(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool
                             bounded=bounded)
 
 
-def _number(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 def _evaluations_between_logging_steps(rows: list[dict[str, Any]], x: str, y: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The rows with an ``x`` given to each evaluation (a row holding ``y``) that falls between the
     training rows that log ``x`` (see the module's doc), those after the last such row left out; the
@@ -102,14 +99,14 @@ def _evaluations_between_logging_steps(rows: list[dict[str, Any]], x: str, y: st
     its own step (``eval_steps`` a multiple of ``logging_steps``)."""
     if x.startswith(CUMULATIVE) or any(y in r and x in r for r in rows):
         return rows, []
-    logged = sorted({r["step"]: r[x] for r in rows if y not in r and _number(r.get(x)) and _number(r.get("step"))}.items())
+    logged = sorted({r["step"]: r[x] for r in rows if y not in r and is_number(r.get(x)) and is_number(r.get("step"))}.items())
     if not logged:
         return rows, []
     steps = [s for s, _ in logged]
     kept, between, before_first, after = [], 0, 0, 0
     for r in rows:
         step = r.get("step")
-        if y not in r or not _number(step) or step == 0:  # (step 0: before training, at x = 0 -- rows.py's)
+        if y not in r or not is_number(step) or step == 0:  # (step 0: before training, at x = 0 -- rows.py's)
             kept.append(r)
             continue
         at = bisect.bisect_left(steps, step)

@@ -16,7 +16,7 @@ from pathlib import Path
 from scalerl.curves.attempts import RESTART, RESUMED, split_attempts
 from scalerl.curves.data import Curve
 from scalerl.curves.json_document import document_rows, read_document
-from scalerl.curves.cells import MISSING_CELLS
+from scalerl.curves.cells import MISSING_CELLS, is_number
 from scalerl.curves.rows import (CUMULATIVE, DEFAULT_RUN_COLUMN, check_percent_scale,
                                  curves_from_rows, drop_repeated_evaluations, flatten_nested, percent_note)
 from scalerl.runlog import RESUME, read_runlog
@@ -53,7 +53,7 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
     one_run = run_column is None and not any(DEFAULT_RUN_COLUMN in r for r in rows)
     step = next((s for s in STEPS if any(s in r for r in rows)), STEPS[0])
     if one_run:
-        rows, more = split_attempts(resumes_as_launches(rows), step, default_name, late_rows=True)
+        rows, more = runlog_attempts(rows, step, default_name)
         notes = [*notes, *more]
     else:
         rows = [r for r in rows if r.get("type") != RESUME]
@@ -61,7 +61,14 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
                             bounded=bounded, run_column=run_column, step_column=step if one_run else None)
 
 
-def resumes_as_launches(rows: list[dict]) -> list[dict]:
+def runlog_attempts(rows: list[dict], counter: str, name: str) -> tuple[list[dict], list[str]]:
+    """One run log's rows read attempt by attempt, as ``scalerl fit`` reads them (the run report too): a resumed
+    attempt keeps its rows over the abandoned one's, a training started over is a run of its own (``name#2``);
+    ``(rows, notes)`` of :func:`~scalerl.curves.attempts.split_attempts`."""
+    return split_attempts(resumes_as_launches(rows, counter), counter, name, late_rows=True)
+
+
+def resumes_as_launches(rows: list[dict], counter: str = "step") -> list[dict]:
     """The rows with each resume marker (``{"type": "resume", "from_step": N}``, a row of no values) as the
     launch banner :func:`~scalerl.curves.attempts.split_attempts` reads (a launch that loaded a checkpoint):
     a resumed attempt whose first step is the one the abandoned attempt logged last -- where the step does
@@ -76,17 +83,13 @@ def resumes_as_launches(rows: list[dict]) -> list[dict]:
             # scalerl's trainer cuts its log back to the checkpoint, so its resumed attempt goes on past
             # from_step; a step at or below it after the marker is another training's (two logs put together,
             # after a resume that logged nothing: review ap) -- the marker is dropped, as before, not a launch.
-            if _number(start) and _number(next_step) and next_step > start:
+            if is_number(start) and is_number(next_step) and next_step > start:
                 out.append({RESTART: RESUMED})
             continue
         out.append(r)
-        if _number(r.get("step")):
-            next_step = r["step"]
+        if is_number(r.get(counter)):
+            next_step = r[counter]
     return out[::-1]
-
-
-def _number(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def _as_csv_cells(path: Path, rows: list[dict], x: str, y: str, y_scale: float) -> tuple[list[dict], list[str]]:
