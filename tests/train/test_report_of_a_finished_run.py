@@ -200,3 +200,20 @@ def test_the_report_of_a_training_started_after_a_resume_lists_no_resume(tmp_pat
     _, rows, _ = read_runlog(_two_trainings(tmp_path))
     kept, _ = _as_fit_reads(rows, "tiny")
     assert [r["from_step"] for r in kept if r.get("type") == "resume"] == []
+
+
+def test_a_resumed_runs_trained_steps_read_past_its_last_evaluation(tmp_path):
+    """The resume markers were put after every row when the log was read as fit reads it, so a run resumed from
+    step 4 that trained on to step 7 (its last evaluation at 6) reported 6 trained steps: the marker, read last,
+    set the step back to 4."""
+    head = {"type": "header", "run": "run", "recipe": "scalerl", "model": "tiny", "config": {}}
+    rows = [head, _ap_eval(0)]
+    for s in range(1, 8):
+        if s == 5:
+            rows.append({"type": "resume", "from_step": 4, "utc": "x"})
+        rows.append(_ap_train(s))
+        if s % 2 == 0:
+            rows.append(_ap_eval(s))
+    (tmp_path / "runlog.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rep = write_run_report(tmp_path, x="step", n_boot=20)
+    assert rep.facts["trained_steps"] == 7 and rep.facts["resumed_from_steps"] == [4]

@@ -21,8 +21,7 @@ import numpy as np
 
 from scalerl.atomic_files import write_text_atomically
 from scalerl.curves import Curve, backtest, forecast
-from scalerl.curves.attempts import split_attempts
-from scalerl.curves.jsonl_log import resumes_as_launches
+from scalerl.curves.jsonl_log import runlog_attempts
 from scalerl.curves.rows import DEFAULT_RUN_COLUMN
 from scalerl.curves.bands import DEFAULT_LEVEL, read_calibration
 from scalerl.errors import InputError
@@ -115,13 +114,13 @@ def _read_evals(output: Path, log: Path) -> tuple[dict[str, Any], list[dict[str,
 
 
 def _as_fit_reads(rows: list[dict[str, Any]], name: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """The run log's rows as ``scalerl fit`` reads them (:func:`scalerl.curves.jsonl_log.read_jsonl`), and what
+    """The run log's rows as ``scalerl fit`` reads them (:func:`scalerl.curves.jsonl_log.runlog_attempts`), and what
     that reading said: a resumed attempt appended after the abandoned one's rows (a log another writer
     continued; scalerl's trainer cuts its own back) keeps the resumed attempt alone -- the report counted
     both, an evaluation twice, and took its best and its fit over both (review ai); a training started over
     (two logs put together) is a run of its own, and the report is of the last (fit reads each: review am).
-    The resume markers stay, for the report's list of resumes."""
-    split, read = split_attempts(resumes_as_launches(rows), "step", name, late_rows=True)
+    The resume markers stay in place, for the report's list of resumes and its trained steps."""
+    split, read = runlog_attempts(rows, "step", name)
     runs = list(dict.fromkeys(r[DEFAULT_RUN_COLUMN] for r in split if DEFAULT_RUN_COLUMN in r))
     start = 0
     if len(runs) > 1:
@@ -130,9 +129,16 @@ def _as_fit_reads(rows: list[dict[str, Any]], name: str) -> tuple[list[dict[str,
         start = next((i for i, r in enumerate(rows) if id(r) in kept), 0)
         read = [*read, f"the log holds {len(runs)} trainings, each started from step 0: this report is of the "
                        f"last ({runs[-1]}); scalerl fit reads each as a run"]
-    # The last training's own resumes (review ao: the report of the last listed the first's).
-    marks = [r for i, r in enumerate(rows) if r.get("type") == RESUME and i >= start]
-    return [*split, *marks], read
+    # The last training's own resumes (review ao: the report of the last listed the first's), each where the log
+    # has it: trained_steps reads the rows in order (a resume sets the step back to its checkpoint's).
+    at = {id(r): i for i, r in enumerate(rows)}
+    placed, where = [], -1
+    for r in split:
+        where = at.get(id(r), where)  # (a row merged into a copy sits where the row before it did)
+        placed.append((where, r))
+    placed += [(i, r) for i, r in enumerate(rows) if r.get("type") == RESUME and i >= start]
+    placed.sort(key=lambda p: p[0])  # (stable: the kept rows keep their order)
+    return [r for _, r in placed], read
 
 
 def _number(v: Any) -> float:
