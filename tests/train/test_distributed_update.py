@@ -97,7 +97,17 @@ def _in_group(rank, target, world, port, args, box):
 
 def run_ranks(target, *args, world=2):
     """Spawn ``world`` gloo ranks running ``target(rank, world, *args, box)``; what rank 0 puts in
-    ``box`` (one object)."""
+    ``box`` (one object). A port taken between :func:`_free_port` and the group's listen (another process on
+    the machine: a clean-clone CI run failed so) is chosen again, twice at most."""
+    for attempt in range(3):
+        try:
+            return _run_ranks_once(target, args, world)
+        except mp.ProcessRaisedException as exc:
+            if "EADDRINUSE" not in str(exc) or attempt == 2:
+                raise
+
+
+def _run_ranks_once(target, args, world):
     box = mp.get_context("spawn").SimpleQueue()
     procs = mp.start_processes(_in_group, args=(target, world, _free_port(), args, box), nprocs=world, join=False,
                                start_method="spawn")
