@@ -196,3 +196,39 @@ def test_a_numpy_float32_y_scale_is_a_positive_number(tmp_path):
     c = read_curves(path, x="tokens", y="acc", y_scale=np.float32(0.01))[0]
     assert c.y[0] == pytest.approx(0.21)
 
+
+
+def test_a_table_or_complex_values_are_refused_not_flattened():
+    """A 2-column array was flattened row by row (two runs interleaved into one curve), complex values
+    lost their imaginary part with only numpy's warning, nested lists were flattened too."""
+    x = np.linspace(1.0, 100.0, 12)
+    y = 0.7 / (1 + (50 / x) ** 1.5)
+    with pytest.raises(InputError, match="12 x 2 table"):
+        Curve.from_arrays(np.stack([x, x], 1), np.stack([y, y], 1))
+    with pytest.raises(InputError, match="table"):
+        Curve.from_arrays([[1, 2], [3, 4]], [[0.1, 0.2], [0.3, 0.4]])
+    with pytest.raises(InputError, match="complex"):
+        Curve.from_arrays(x + 1j, y)
+    # One column (a pandas frame's values of one run) is still one run's values.
+    assert Curve.from_arrays(x[:, None], y[:, None]).x.shape == (12,)
+
+
+def test_fits_and_plots_given_no_curve_say_how_to_make_one(tmp_path):
+    """fit_sigmoid(x) raised "'numpy.ndarray' object has no attribute 'bounded'", bootstrap(fit, None)
+    "'<' not supported between NoneType and int", plot_curves([]) wrote an empty figure."""
+    from scalerl.curves import bootstrap, fit_ensemble, fit_power_law, fit_sigmoid, plot_curves
+
+    x = np.linspace(1.0, 100.0, 12)
+    curve = Curve.from_arrays(x, 0.7 / (1 + (50 / x) ** 1.5))
+    for fit in (fit_sigmoid, fit_power_law, fit_ensemble):
+        with pytest.raises(InputError, match=r"takes a Curve.*Curve.from_arrays"):
+            fit(x)
+    with pytest.raises(InputError, match="whole number"):
+        bootstrap(fit_sigmoid(curve), None)
+    with pytest.raises(InputError, match="takes a SigmoidFit"):
+        bootstrap(curve)
+    with pytest.raises(InputError, match="at least one Curve"):
+        plot_curves([], tmp_path / "empty.png")
+    assert not (tmp_path / "empty.png").exists()
+    with pytest.raises(InputError, match="takes a Curve"):
+        plot_curves([x], tmp_path / "arrays.png")

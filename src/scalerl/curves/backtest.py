@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from scalerl.curves.data import Curve
-from scalerl.curves.forecast import Forecast, check_curve, forecast
+from scalerl.curves.data import Curve, check_curve
+from scalerl.curves.forecast import Forecast, forecast
 from scalerl.curves.sigmoid_fit import fit_sigmoid
 from scalerl.curves.stability import Stability, check_stability
 from scalerl.curves.window import noise_sd

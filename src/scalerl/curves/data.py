@@ -42,7 +42,18 @@ def shared_x_note(x: np.ndarray, y: np.ndarray, x_name: str, carried: np.ndarray
 def _floats(values) -> np.ndarray:
     """``values`` as a flat float array; a missing value pandas writes as ``pd.NA`` (a nullable column's
     ``tolist()``: numpy cannot convert it) is NaN, dropped as the other missing values are (review al: it was
-    refused as 'not numeric'). pandas is only asked where the user's data already imported it."""
+    refused as 'not numeric'). pandas is only asked where the user's data already imported it. A complex
+    value (numpy drops its imaginary part with a warning) and a table of several columns (it was flattened
+    row by row: two runs interleaved into one) are refused."""
+    try:
+        shape = np.shape(values)
+    except ValueError:  # ragged: refused as not numeric below
+        shape = ()
+    if sum(n > 1 for n in shape) > 1:
+        raise TypeError(f"a {' x '.join(map(str, shape))} table, not one run's values: give a 1-D sequence "
+                        "(a table with a column per run: a Curve per column)")
+    if np.iscomplexobj(values):
+        raise TypeError("complex values: give real numbers")
     try:
         return np.asarray(values, dtype=float).reshape(-1)
     except (TypeError, ValueError):
@@ -51,6 +62,13 @@ def _floats(values) -> np.ndarray:
             raise
         cells = list(np.asarray(values, dtype=object).reshape(-1))
         return pd.array(cells, dtype="Float64").to_numpy(dtype=float, na_value=np.nan)
+
+
+def check_curve(curve, what: str) -> None:
+    """A :class:`Curve`, or an InputError saying how to make one (arrays gave an AttributeError)."""
+    if not isinstance(curve, Curve):
+        raise InputError(f"{what} takes a Curve, got {type(curve).__name__}; build one with "
+                         "Curve.from_arrays(x, y) or read_curve(PATH, x=COL, y=COL)")
 
 
 def dropped_note(curve: "Curve") -> str:

@@ -47,7 +47,7 @@ from typing import Callable
 
 import numpy as np
 
-from scalerl.curves.data import Curve
+from scalerl.curves.data import Curve, check_curve
 from scalerl.curves.laws import Level
 from scalerl.curves.power_law_fit import fit_power_law
 from scalerl.curves.sigmoid_fit import fit_sigmoid
@@ -313,6 +313,7 @@ def fit_ensemble(
     docstring; ``temperature`` None: equal weights). ``window`` is the curve up to the end of
     the fit window, its zero-compute points (the R0 measurement) included;
     ``settings.fit_from`` sets where members start."""
+    check_curve(window, "fit_ensemble")
     unknown = [m for m in members if m not in MEMBERS]
     if unknown:
         raise InputError(f"unknown ensemble member(s) {', '.join(unknown)}; known: {', '.join(MEMBERS)}")

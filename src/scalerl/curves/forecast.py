@@ -23,7 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from scalerl.curves.bands import Bands, Calibration, band_scale, default_calibration, gain_scale
-from scalerl.curves.data import Curve, dropped_note, fit_limits
+from scalerl.curves.data import Curve, check_curve, dropped_note, fit_limits
 from scalerl.curves.ensemble import Ensemble, FitSettings, fit_ensemble
 from scalerl.curves.excursions import Excursions, drop_excursions
 from scalerl.curves.power_law_fit import PowerLawFit, fit_power_law
@@ -276,13 +276,6 @@ def _number(value, what: str) -> float:
         return float(value)
     except (TypeError, ValueError):
         raise InputError(f"{what} must be one number, got {value!r}") from None
-
-
-def check_curve(curve, what: str) -> None:
-    """A :class:`Curve`, or an InputError saying how to make one (arrays gave an AttributeError)."""
-    if not isinstance(curve, Curve):
-        raise InputError(f"{what} takes a Curve, got {type(curve).__name__}; build one with "
-                         "Curve.from_arrays(x, y) or read_curve(PATH, x=COL, y=COL)")
 
 
 def check_settings(*, n_boot: int, level: float, seed, calibration: Calibration | None = None) -> None:

@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from scalerl.atomic_files import replaced_atomically
-from scalerl.curves.data import Curve
+from scalerl.curves.data import Curve, check_curve
 from scalerl.errors import InputError
 
 _FORMATS = (".png", ".svg", ".pdf")
@@ -348,6 +348,11 @@ def plot_curves(curves: Sequence, path, *, fits=None, title: str = "") -> Path:
     path = check_plot_path(path)
     if isinstance(curves, Curve):  # (it failed as "'Curve' object is not iterable")
         curves = [curves]
+    curves = list(curves)
+    if not curves:  # (it wrote an empty figure)
+        raise InputError("plot_curves needs at least one Curve")
+    for c in curves:
+        check_curve(c, "plot_curves")
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=120)
     for i, c in enumerate(curves):
@@ -356,9 +361,8 @@ def plot_curves(curves: Sequence, path, *, fits=None, title: str = "") -> Path:
         if fits is not None and fits[i] is not None:
             g = _grid(c.x[pos].min(), c.x.max(), 3.0)
             ax.plot(g, fits[i].law(g), "--", color=f"C{i % 10}", lw=1)
-    if curves:
-        ax.set_xlabel(curves[0].x_name)
-        ax.set_ylabel(curves[0].y_name if len({c.y_name for c in curves}) == 1 else "metric")
-        if len(curves) == 1:
-            not_drawn_at_zero(ax, curves[0].x, curves[0].x_name)
+    ax.set_xlabel(curves[0].x_name)
+    ax.set_ylabel(curves[0].y_name if len({c.y_name for c in curves}) == 1 else "metric")
+    if len(curves) == 1:
+        not_drawn_at_zero(ax, curves[0].x, curves[0].x_name)
     return finish(fig, ax, path, title=title)

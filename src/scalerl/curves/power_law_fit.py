@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import least_squares
 
-from scalerl.curves.data import Curve, fit_limits
+from scalerl.curves.data import Curve, check_curve, fit_limits
 from scalerl.curves.laws import PowerLaw
 from scalerl.curves.solver import check_compute_origin, check_fittable
 
@@ -67,6 +67,7 @@ def fit_power_law(
 ) -> PowerLawFit:
     """Fit ``A - D / C^B`` to the points of ``curve`` with C > 0 in ``[fit_from, fit_until]`` (``A_max``:
     default, the curve's own cap -- 1 for a pass rate, none for a curve read with ``bounded=False``)."""
+    check_curve(curve, "fit_power_law")
     A_max, _ = fit_limits(curve, A_max)
     check_compute_origin(curve.x, f"run {curve.name!r}", curve.x_name)
     win = curve.window(fit_from, fit_until)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scalerl.curves.data import Curve, fit_limits
+from scalerl.curves.data import Curve, check_curve, fit_limits
 from scalerl.curves.laws import Sigmoid
 from scalerl.curves.solver import (B_BOUNDS, SIGMOID_METHODS, PaperGrid, check_compute_origin, check_fittable, fit_fast,
                                    late_start_warning, resolve_r0)
@@ -111,6 +111,7 @@ def fit_sigmoid(
     ``y_floor`` bound the metric (default: the curve's own -- 1 and 0 for a pass rate, none for a
     curve read with ``bounded=False``).
     """
+    check_curve(curve, "fit_sigmoid")
     A_max, y_floor = fit_limits(curve, A_max, y_floor)
     if method not in SIGMOID_METHODS:
         raise InputError(f"unknown fit method {method!r}; known: {', '.join(SIGMOID_METHODS)}")

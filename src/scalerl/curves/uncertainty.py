@@ -130,6 +130,8 @@ def independent_seeds(seed, n: int) -> list[np.random.SeedSequence]:
 
 def check_bootstrap(n: int, *, level: float) -> None:
     """Refuse a bootstrap too small to give intervals, or an interval level it cannot give."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise InputError(f"a bootstrap's resamples are a whole number (at least 10), got {n!r}")
     if n < 10:
         raise InputError(f"a bootstrap needs at least 10 resamples, got {n}")
     if not 0.5 <= level < 1.0:
@@ -154,6 +156,8 @@ def bootstrap(
 ) -> Bootstrap:
     """Bootstrap a sigmoid fit over its evaluation points (see the module docstring); ``A_max``,
     ``y_floor``: default, the fit's own."""
+    if not isinstance(fit, SigmoidFit):
+        raise InputError(f"bootstrap takes a SigmoidFit, got {type(fit).__name__}; make one with fit_sigmoid(curve)")
     A_max = fit.A_max if A_max is None else A_max
     y_floor = fit.y_floor if y_floor is None else y_floor
     if kind not in BOOTSTRAP_KINDS:
