@@ -314,6 +314,17 @@ def test_a_set_chooses_the_scale_profile_as_its_flag_does(tmp_path, capsys, flag
     assert yaml.safe_load(capsys.readouterr().out) == configs[1]
 
 
+def test_a_set_key_given_twice_says_which_is_used(capsys):
+    """`--set steps=5 ... --set run.steps=7` trained 7 steps without a word; task.settings given twice is
+    merged (documented), not said."""
+    assert main(["train", "--set", "steps=5", "--set", "lr=1e-3", "--set", "run.steps=7",
+                 "--set", "task.settings={}", "--set", "task.settings={}", "--print-config"]) == 0
+    out, err = capsys.readouterr()
+    assert yaml.safe_load(out)["run"]["steps"] == 7
+    assert [line for line in err.splitlines() if "given" in line] == [
+        "note: run.steps given 2 times (steps=5, run.steps=7): the last, run.steps=7, is used"]
+
+
 def test_a_flag_and_a_set_of_the_same_field_say_which_wins(capsys):
     """`--steps 5 --set run.steps=7` trained 7 steps, in whichever order they came, unsaid."""
     assert main(["train", "--set", "run.steps=7", "--steps", "5", "--no-progress", "--set", "log.progress=true",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from scalerl.config import apply_overrides, read_yaml_mapping, resolve_key, to_dict
@@ -97,6 +98,7 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
     out = resolve(cfg, overrides)
     if not quiet:
         sets = {resolve_key(TrainConfig, item.partition("=")[0].strip()): item for item in overrides}
+        _note_given_twice(out, overrides)
         # (Not for a run directory's own config.yaml: re-running what was run, with the switches it was run
         # with, is no name edited by hand.)
         if "recipe_name" in written and not recipe and not (Path(args.config).parent / RUNLOG).is_file():
@@ -108,6 +110,19 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
                       f"{'' if isinstance(value, bool) else f' {value}'}", file=sys.stderr)
     # Local paths stored absolute: the run directory works from any working directory.
     return absolute_paths(out)
+
+
+def _note_given_twice(cfg: TrainConfig, overrides: list[str]) -> None:
+    """Say which ``--set`` key was given more than once: the last is used, as argparse uses a flag's
+    last (``--set steps=5 ... --set run.steps=7`` ran 7 steps without a word). A mapping (``task.settings``)
+    given twice is merged, as documented, and is not said."""
+    items: dict[str, list[str]] = {}
+    for item in overrides:
+        items.setdefault(resolve_key(TrainConfig, item.partition("=")[0].strip()), []).append(item.strip())
+    for path, given in items.items():
+        if len(given) > 1 and not isinstance(_get(cfg, path), Mapping):
+            print(f"note: {path} given {len(given)} times ({', '.join(given)}): the last, {given[-1]}, is used",
+                  file=sys.stderr)
 
 
 def _recipe_asked(args, quiet: bool) -> tuple[str | None, list[str]]:
