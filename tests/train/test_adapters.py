@@ -191,12 +191,19 @@ def test_a_bf16_checkpoint_is_saved_back_in_bf16(user_model, tmp_path):
             assert {str(f.get_tensor(k).dtype) for k in f.keys()} == {f"torch.{expected}"}
 
 
-def test_a_checkpoint_whose_config_names_no_dtype_is_saved_back_in_its_weights_dtype(user_model, tmp_path):
+def test_a_checkpoint_whose_config_names_no_dtype_is_saved_back_in_its_weights_dtype(user_model, tmp_path, monkeypatch):
     """An older or hand-written config.json names no dtype: final/ of bf16 weights was written in
-    float32 (twice the size, config saying float32), where transformers' dtype="auto" reads bf16."""
+    float32 (twice the size, config saying float32), where transformers' dtype="auto" reads bf16.
+    Reading it does not touch transformers 5's deprecated ``torch_dtype`` (review av: every run of
+    such a model printed "`torch_dtype` is deprecated! Use `dtype` instead!")."""
     import shutil
 
+    import transformers
+
     from scalerl.models.loading import stored_dtype
+
+    monkeypatch.setattr(transformers.PretrainedConfig, "torch_dtype",
+                        property(lambda self: pytest.fail("read the deprecated config.torch_dtype")))
 
     src = tmp_path / "no-dtype"
     shutil.copytree(user_model("llama", dtype="bfloat16"), src)

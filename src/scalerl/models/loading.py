@@ -369,7 +369,10 @@ def stored_dtype(name_or_path: str, cache_dir: str | None = None, tiny_spec: Tin
     config.json), the dtype of a local directory's weights (safetensors, else ``pytorch_model*.bin``)
     -- what transformers' ``dtype="auto"`` loads then --, else ``float32``."""
     config = load_config(name_or_path, cache_dir, tiny_spec, **kwargs)
-    value = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+    # Read as stored, not through the attributes: transformers 5's ``torch_dtype`` property warns that it
+    # is deprecated (printed on every run of a model whose config names no dtype).
+    stored = vars(config)
+    value = stored.get("dtype") or stored.get("torch_dtype")
     if value is None or str(value) == "auto":
         source = resolve_model(name_or_path, cache_dir, tiny_spec)
         return _weights_dtype(source) or "float32"

@@ -18,7 +18,7 @@ Cost: each call casts the head weight to a temporary fp32 tensor (vocab x hidden
 per decode step when generating with Hugging Face -- and the fp32 logits take twice the
 memory of bf16 ones, which for long sequences is the larger of the two.
 
-    model = AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
     enable_fp32_lm_head(model)      # model(...).logits.dtype == torch.float32
 """
 
