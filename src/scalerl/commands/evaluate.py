@@ -374,8 +374,11 @@ def _print_results(pick: dict, results: dict, rewards: dict, length_control: boo
         print(f"  {s:<8} pass rate {m['pass_rate']:.3f}{se}  pass@{pick['k']} {m['pass_at_k']:.3f}  "
               f"mean length {m['mean_len']:.1f}  ({int(m['problems'])} problems)")
     if rewards:
+        failed = rewards['reward_errors'] + rewards['reward_timeouts']
+        # ("(each scored -1)" after "0 errors and 0 timeouts" read as if every call had scored -1.)
+        scored = " (each scored -1, as a wrong answer)" if failed else ""
         print(f"  reward function {pick['reward']}: {rewards['reward_errors']} errors and "
-              f"{rewards['reward_timeouts']} timeouts in {rewards['reward_calls']} calls (each scored -1)")
+              f"{rewards['reward_timeouts']} timeouts in {rewards['reward_calls']} calls{scored}")
 
 
 def _check_positions(model, tokenizer, problems: dict, length, max_new_tokens: int) -> None:
