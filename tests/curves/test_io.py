@@ -362,6 +362,24 @@ def test_tensorboard_run_resumed_from_a_checkpoint(tmp_path):
     assert np.allclose(read_curve(tmp_path, "compute/gpu_hours", "val/pass_rate").x, 0.5 * np.arange(13))
 
 
+def test_tensorboard_add_scalars_metrics_are_listed_and_named(tmp_path):
+    """add_scalars('eval', {'gsm8k': ..}) writes tag 'eval' into directories of its own (eval_gsm8k, ..):
+    a missing --y listed the first directory's tags only ('train/loss'), and --y eval/gsm8k (as
+    TensorBoard's legend shows it) said nothing of how to read it."""
+    SummaryWriter = pytest.importorskip("torch.utils.tensorboard").SummaryWriter
+    w = SummaryWriter(str(tmp_path / "run1"))
+    for step in range(0, 100, 10):
+        w.add_scalar("train/loss", 1.0 / (step + 1), step)
+        w.add_scalars("eval", {"gsm8k": 0.7 * step / (step + 50), "math": 0.5 * step / (step + 80)}, step)
+    w.close()
+    with pytest.raises(InputError, match=r"available columns: 'eval', 'train/loss' -- add_scalars wrote 'eval' of "
+                                         r"'gsm8k' into a directory of its own: --y eval --run eval_gsm8k"):
+        read_curve(tmp_path, "step", "eval/gsm8k")
+    with pytest.raises(InputError, match=r"no y column 'pass_rate'; available columns: 'eval', 'train/loss'$"):
+        read_curve(tmp_path, "step", "pass_rate")
+    assert read_curve(tmp_path, "step", "eval", run="eval_gsm8k").y[-1] == pytest.approx(0.7 * 90 / 140)
+
+
 def test_tensorboard_running_total_of_a_per_step_timer(tmp_path):
     """--x cum:TAG: the seconds of every step up to each evaluation (verl's timing_s/step, NeMo-RL's
     timing/train/total_step_time), a glob summing several timers; a step logged again counts once."""

@@ -28,7 +28,7 @@ from pathlib import Path
 from scalerl.curves.attempts import continues
 from scalerl.curves.data import Curve
 from scalerl.curves.overhead_timers import NOT_TRAINING, overhead_note
-from scalerl.curves.rows import (CUMULATIVE, absent_terms_note, cumulative_terms, readable_curves,
+from scalerl.curves.rows import (CUMULATIVE, absent_terms_note, cumulative_terms, readable_curves, UnknownColumn,
                                  taken_off_too_much, unknown_column)
 from scalerl.errors import InputError
 
@@ -250,8 +250,16 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
         name = _run_name(d if d != path else path)
         curves.append((name, xs, ys, str(d), notes))
     if not curves:
-        d, tags = without[0]
-        raise unknown_column(d, "y", y, tags)
+        # Every directory's tags: add_scalars('eval', {'gsm8k': ...}) writes tag 'eval' into directories of
+        # its own (eval_gsm8k, ...), and the first directory's list alone ('train/loss') hid it.
+        tags = set().union(*(tags for _, tags in without))
+        error = unknown_column(without[0][0] if len(without) == 1 else path, "y", y, tags)
+        main, _, key = y.rpartition("/")
+        own = f"{main.replace('/', '_')}_{key}"  # the directory add_scalars(main, {key: ...}) writes
+        if main and any(d.name == own and main in t for d, t in without):
+            raise UnknownColumn(f"{error} -- add_scalars wrote {main!r} of {key!r} into a directory of its own: "
+                                f"--y {main} --run {own}", error.available)
+        raise error
     curves = _distinct_names(path, curves)
     left_out = (f"{len(without)} event director{'y' if len(without) == 1 else 'ies'} without {y!r} left out: "
                 f"{', '.join(d.name for d, _ in without)}",) if without else ()
