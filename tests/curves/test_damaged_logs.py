@@ -378,3 +378,39 @@ def test_a_counter_cut_where_it_gains_a_digit_is_left_out(tmp_path):
     f.write_text("acc,step\n" + "\n".join(f"0.{i},{i}00" for i in range(1, 10)) + "\n0.95,100")
     (c,) = read_csv(f, "step", "acc")
     assert c.x.tolist() == [float(i * 100) for i in range(1, 10)]
+
+
+# Review au
+@pytest.mark.parametrize("text", [
+    "step,accuracy,mean_tokens\n1,0.1,312\n2,0.2,345\n3,0.25,390\n4,0.3,371",  # a mean length, as integers
+    "step,correct\n10,12\n20,15\n30,19\n40,17",  # problems solved of an eval set
+    "step,n\n1,1\n2,2\n3,3\n4,2",
+], ids=["mean-tokens", "correct", "small-count"])
+def test_a_whole_number_column_that_falls_in_its_last_row_keeps_it(tmp_path, text):
+    # A spreadsheet export (no newline at its end) whose last column of whole numbers rose and then fell, written
+    # whole: 371 after 390 begins no count the column reaches next (391..480); the row was dropped as a counter cut.
+    f = tmp_path / "log.csv"
+    f.write_text(text)
+    (c,) = read_csv(f, "step", text.split("\n")[0].split(",")[1], bounded=False)
+    assert c.x.size == 4, c.notes
+
+
+@pytest.mark.parametrize("text", [
+    "step,acc,lr\n1,0.5,1e-10\n2,0.6,2e-10\n3,0.7,5e-10\n4,0.8,1e-9",  # JavaScript's Number#toString, past 1e-9
+    "step,acc,loss\n1,0.5,3.0E10\n2,0.6,2.0E10\n3,0.7,1.5E10\n4,0.8,9.0E9",  # Java's Double.toString, below 1e10
+], ids=["javascript", "java"])
+def test_an_unpadded_exponent_one_digit_shorter_is_a_whole_number(tmp_path, text):
+    # Writers that pad no exponent write e-9 after e-10s as the value crosses a power of ten: the decade next to the
+    # last, where a cut leaves a prefix decades away ('e+1' of 'e+18'). The row was dropped as cut in its exponent.
+    f = tmp_path / "log.csv"
+    f.write_text(text)
+    (c,) = read_csv(f, "step", "acc")
+    assert c.x.tolist() == [1.0, 2.0, 3.0, 4.0], c.notes
+
+
+def test_a_padded_exponent_cut_short_is_left_out(tmp_path):
+    # Python's repr pads its exponent to two digits ('1e-05'): '1e-0' of '1e-05' is a cut, decades from e-05.
+    f = tmp_path / "log.csv"
+    f.write_text("step,acc,kl\n1,0.5,3e-05\n2,0.6,2e-05\n3,0.7,1e-05\n4,0.8,1e-0")
+    (c,) = read_csv(f, "step", "acc")
+    assert c.x.tolist() == [1.0, 2.0, 3.0] and any("exponent" in n for n in c.notes)

@@ -49,9 +49,8 @@ def _cut_inside(text: str, cell: tuple[int, int, int], shared: tuple[int, int, i
     want_decimals, want_exponent, want_percent = shared
     if percent:
         return False
-    if exponent >= 0:  # the mantissa written whole, the exponent cut, or all of it before the percent sign
-        return want_exponent >= 0 and decimals == want_decimals and (exponent < want_exponent
-                                                                     or (exponent == want_exponent and bool(want_percent)))
+    if exponent >= 0:  # all of it written before the percent sign (an exponent cut: :func:`_shorter_exponent`)
+        return want_exponent >= 0 and decimals == want_decimals and exponent == want_exponent and bool(want_percent)
     if decimals > want_decimals:
         return False
     if want_exponent >= 0 or want_percent:  # stopped before the exponent or the percent sign
@@ -88,7 +87,7 @@ def without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[l
         return rows[:-1], _cut_note(where, text, header[j], "is a sign alone")
     if cut is None:
         return rows, ""
-    if _DANGLING_EXPONENT.search(text) or _shorter_exponent(cut, earlier):  # (review ar: '4.8e', '4.8e+1')
+    if _DANGLING_EXPONENT.search(text) or _shorter_exponent(text, cut, texts, earlier):  # (review ar: '4.8e', '4.8e+1')
         return rows[:-1], _cut_note(where, text, header[j], "is cut inside its exponent")
     if _cut_counter(text, texts):
         return rows[:-1], _cut_note(where, text, header[j], "is shorter than the counter before it, which it "
@@ -120,25 +119,41 @@ def without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[l
 _DANGLING_EXPONENT = re.compile(r"\d[eE][+-]?$")
 
 
-def _shorter_exponent(cut: tuple[int, int, int], earlier: list[tuple[int, int, int]]) -> bool:
+def _shorter_exponent(text: str, cut: tuple[int, int, int], texts: list[str], earlier: list[tuple[int, int, int]]) -> bool:
     """Whether the last number's exponent is shorter than the one width every earlier exponent of the column
-    is written in (``e+1`` under ``e+18``s, :data:`_MIN_PRECISION_ROWS` of them at least): cut inside it. A writer
-    that pads no exponent (JavaScript's ``1e-10``, ``5e-7``: review as) shows no one width."""
+    is written in (``e+1`` under ``e+18``s, :data:`_MIN_PRECISION_ROWS` of them at least) and lands away from the
+    row before's: cut inside it. A writer that pads no exponent (JavaScript, Java) writes one a digit shorter as
+    its value crosses a power of ten -- ``1e-9`` after ``5e-10``, ``9.0E9`` after ``1.5E10`` (review au) -- to the
+    decade next to the last; a cut leaves a prefix of the exponent, decades away (``e+1`` of ``e+18``; padded,
+    ``e-0`` of ``e-05``)."""
     widths = [shape[1] for shape in earlier if shape[1] >= 0]
-    return (cut[1] >= 0 and len(widths) >= _MIN_PRECISION_ROWS and len(set(widths)) == 1
-            and cut[1] < widths[0])
+    if not (cut[1] >= 0 and len(widths) >= _MIN_PRECISION_ROWS and len(set(widths)) == 1 and cut[1] < widths[0]):
+        return False
+    try:
+        return abs(_exponent(text) - _exponent(texts[-1])) > 1
+    except (ValueError, IndexError):  # (a '4.8e+' or a row before with no exponent: cut, as before)
+        return True
+
+
+def _exponent(text: str) -> int:
+    """The power of ten a number cell writes (``-10`` of ``1e-10``)."""
+    return int(re.split("[eE]", text)[1].rstrip("%"))
 
 
 def _cut_counter(text: str, texts: list[str]) -> bool:
     """Whether the last cell cuts a whole-number counter short (``5`` of ``500`` after ``400``; ``100`` of ``1000``
-    after ``900``): the column's earlier cells are whole numbers that rise, and this one is below the one before
-    it and written with no more digits -- the number it was to be has at least as many as that one and more than
-    it (review ar: read as an early step, then "sorted as text"; as: one a digit longer)."""
-    if not text.isdigit() or not texts or not all(t.isdigit() for t in texts):
+    after ``900``): the column's earlier cells are whole numbers that rise, this one is below the one before it,
+    and it begins a count the column would reach next -- above the last, by at most twice its largest rise so far
+    (review ar: read as an early step, then "sorted as text"; as: one a digit longer). A count that fell, written
+    whole (a mean length of ``371`` after ``390``, problems solved ``17`` after ``19``: review au), begins none."""
+    if not text.isdigit() or len(texts) < 2 or not all(t.isdigit() for t in texts):
         return False
     values = [int(t) for t in texts]
-    return (all(b > a for a, b in zip(values, values[1:])) and int(text) < values[-1]
-            and len(text) <= len(texts[-1]))
+    rises = [b - a for a, b in zip(values, values[1:])]
+    if min(rises) <= 0 or int(text) >= values[-1]:
+        return False
+    nxt = range(values[-1] + 1, values[-1] + 2 * max(rises) + 1)
+    return any(str(v).startswith(text) and len(str(v)) > len(text) for v in nxt)
 
 
 def _cut_note(where: str, text: str, column: str, how: str) -> str:
