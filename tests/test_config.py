@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from scalerl.config import (
     undocumented_fields,
 )
 from scalerl.errors import ConfigError
+from scalerl.train.config import TrainConfig
 
 
 @dataclass
@@ -332,3 +334,22 @@ def test_an_empty_end_think_is_refused_by_validation():
     with pytest.raises(ConfigError, match="end_think"):
         cfg.validate()
 
+
+
+# Review au
+@pytest.mark.parametrize("text", ["08", "09", "0o17", "1:30", "1e-4", "yes"])
+def test_a_saved_config_reads_back_its_text_fields(tmp_path, text):
+    """A text field whose value YAML 1.1 does not read as an integer was written unquoted (``08``) and read back
+    by the YAML 1.2 loader as the integer 8: the run's own config.yaml was refused ("expected a string, got 8"),
+    e.g. on --resume of a run of a model directory named 08."""
+    cfg = TrainConfig()
+    cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, name_or_path=text))
+    save_yaml(cfg, tmp_path / "config.yaml")
+    assert load_yaml(TrainConfig, tmp_path / "config.yaml").model.name_or_path == text
+
+
+def test_a_sexagesimal_float_is_not_read_as_base_60():
+    """``lr=1:30`` was made text (refused by the float field), ``lr=1:30.5`` was still YAML 1.1's base-60 90.5."""
+    with pytest.raises(ConfigError, match="lr"):
+        apply_overrides(TrainConfig(), ["lr=1:30.5"])
+    assert apply_overrides(TrainConfig(), ["lr=1.5e-4"]).recipe.optimizer.lr == 1.5e-4

@@ -383,13 +383,30 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 #: YAML 1.2's integers, where PyYAML reads YAML 1.1's: ``010`` was octal 8 and ``1:30`` base-60 90 (review at:
 #: ``--set seed=010`` trained seed 8, ``steps=1:30`` 90 steps). Decimal, ``0x`` hex and ``0o`` octal only; a
-#: ``1:30`` is text, which a number field refuses naming its key.
-_INT_TAG = "tag:yaml.org,2002:int"
+#: ``1:30`` is text, which a number field refuses naming its key. Floats as PyYAML reads them less YAML 1.1's
+#: base 60 (review au: ``lr=1:30.5`` was 90.5).
+_INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
 _UniqueKeyLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _INT_TAG]
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in (_INT_TAG, _FLOAT_TAG)]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
 _UniqueKeyLoader.add_implicit_resolver(_INT_TAG, re.compile(r"^(?:[-+]?[0-9][0-9_]*|0o[0-7]+|0x[0-9a-fA-F]+)$"),
                                        list("-+0123456789"))
+_UniqueKeyLoader.add_implicit_resolver(
+    _FLOAT_TAG, re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+                    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+                    |[-+]?\.(?:inf|Inf|INF)
+                    |\.(?:nan|NaN|NAN))$""", re.X), list("-+0123456789."))
+
+
+class _QuotingDumper(yaml.SafeDumper):
+    """``yaml.SafeDumper`` that quotes every text the loader (:class:`_UniqueKeyLoader`) would read as another
+    type, as well as what YAML 1.1 would: a model directory named ``08`` was written unquoted (no YAML 1.1 int)
+    and read back as the integer 8 -- the run's own config.yaml refused (review au)."""
+
+
+_QuotingDumper.yaml_implicit_resolvers = {
+    first: [*yaml.SafeDumper.yaml_implicit_resolvers.get(first, []), *_UniqueKeyLoader.yaml_implicit_resolvers.get(first, [])]
+    for first in {*yaml.SafeDumper.yaml_implicit_resolvers, *_UniqueKeyLoader.yaml_implicit_resolvers}}
 
 
 def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
@@ -493,7 +510,7 @@ def _emit(cfg: Any, indent: int, lines: list[str], comments: bool, width: int) -
 
 
 def _scalar(value: Any) -> str:
-    text = yaml.safe_dump(value, default_flow_style=True, width=math.inf, sort_keys=False).strip()
+    text = yaml.dump(value, Dumper=_QuotingDumper, default_flow_style=True, width=math.inf, sort_keys=False).strip()
     if text.endswith("\n..."):
         text = text[: -len("\n...")]
     elif text.endswith("..."):  # e.g. safe_dump(None) == 'null\n...\n'

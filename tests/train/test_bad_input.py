@@ -166,3 +166,19 @@ def test_a_refused_start_leaves_no_directory_it_made(tiny_dir, tmp_path, capsys)
         err = capsys.readouterr().err
         assert code == 2 and "has no set 'nosuch'" in err, err
         assert out.is_dir() == made and (not made or not any(out.iterdir()))
+
+
+def test_a_run_stopped_before_its_first_checkpoint_leaves_no_directory_it_made(tiny_dir, tmp_path, monkeypatch, capsys):
+    """Review au: a stop after the set-up, before the step-0 checkpoint (`kill PID` during the first evaluation),
+    was discarded ("nothing kept in ...") and left the empty directory it made: only a refused set-up removed it."""
+    import scalerl.train.trainer as trainer_module
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt  # (the stop lands before the first checkpoint is written)
+
+    monkeypatch.setattr(trainer_module, "save_checkpoint", stopped)
+    out = tmp_path / "new"
+    code = main(small_args(out))
+    err = capsys.readouterr().err
+    assert code != 0 and "before its first checkpoint (nothing kept" in err, err
+    assert not out.exists(), sorted(p.name for p in out.iterdir())

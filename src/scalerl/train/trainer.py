@@ -875,9 +875,11 @@ class Trainer:
         """Files and metric sinks (``ok``: whether the run ended well, as W&B records it; ``failing``:
         the run is on its way out with an error of its own, a close's error only a note -- by default
         where it did not end well), then the directory let go (``release``; else :meth:`run` hands its
-        lock over); the reward workers are closed with the generators (:meth:`_train`)."""
+        lock over); the reward workers are closed with the generators (:meth:`_train`). A new run discarded
+        before its first checkpoint leaves no directory it made (review au: only a refused set-up removed it)."""
         close_each([self.runlog.close, self.samples.close, *(partial(self._end_sink, sink, ok) for sink in self.sinks),
-                    *([self._release_output] if release else [])], failing=not ok if failing is None else failing)
+                    *([self._release_output, self._remove_made_output] if release else [])],
+                   failing=not ok if failing is None else failing)
 
     def _release_output(self) -> None:
         """Let the run directory go (:class:`RunDirectoryLock`): the run's files are closed."""
