@@ -414,3 +414,41 @@ def test_a_padded_exponent_cut_short_is_left_out(tmp_path):
     f.write_text("step,acc,kl\n1,0.5,3e-05\n2,0.6,2e-05\n3,0.7,1e-05\n4,0.8,1e-0")
     (c,) = read_csv(f, "step", "acc")
     assert c.x.tolist() == [1.0, 2.0, 3.0] and any("exponent" in n for n in c.notes)
+
+
+# Review ax
+@pytest.mark.parametrize("text", [
+    # numpy.savetxt's default '%.18e' and C's '%e' pad the exponent to two digits: 'e-0' of 'e-01' is cut
+    "step,acc\n" + "\n".join(f"{s:.18e},{a:.18e}" for s, a in [(1, .388), (2, .45), (3, .51), (4, .55)])
+    + "\n5.000000000000000000e+00,5.9e-0",
+    "step,reward\n" + "\n".join(f"{s:.6e},{a:.6e}" for s, a in [(1, 11.0), (2, 12.5), (3, 13.1), (4, 14.2)])
+    + "\n5.000000e+00,1.52e+0",
+], ids=["acc-e-01", "reward-e+01"])
+def test_a_padded_exponent_cut_next_to_its_decade_is_left_out(tmp_path, text):
+    f = tmp_path / "log.csv"
+    f.write_text(text)
+    (c,) = read_csv(f, "step", text.split("\n")[0].split(",")[1], bounded=False)
+    assert c.x.tolist() == [1.0, 2.0, 3.0, 4.0] and any("exponent" in n for n in c.notes), (c.y.tolist(), c.notes)
+
+
+@pytest.mark.parametrize("cut", ["1", "10"])
+def test_a_counter_cut_after_its_interval_widens_is_left_out(tmp_path, cut):
+    # Logged every 10 steps, then every 50: '1' or '10' of '100' after '50' lies outside 51..70 (twice the largest
+    # rise), so it is kept, and the compute column then decreases: the whole file is refused.
+    f = tmp_path / "log.csv"
+    f.write_text("acc,step\n" + "\n".join(f"0.{i},{i}0" for i in range(1, 6)) + f"\n0.6,{cut}")
+    (c,) = read_csv(f, "step", "acc")
+    assert c.x.tolist() == [10.0, 20.0, 30.0, 40.0, 50.0]
+
+
+def test_a_markdown_table_cut_before_its_closing_pipe_is_read_without_that_line(tmp_path):
+    # A table a run prints row by row, killed inside its last row: one cell fewer made the delimiter sniffer give
+    # up and the whole table was read as one column ("no y column 'acc'; available columns: '| step | acc |...'").
+    f = tmp_path / "table.md"
+    f.write_text("| step | acc | loss |\n|---|---|---|\n" + "".join(f"| {i} | 0.{i} | 0.9 |\n" for i in range(1, 6))
+                 + "| 6 | 0.6 | 0.")
+    (c,) = read_csv(f, "step", "acc")
+    assert c.x.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert any("lacks the closing '|' every earlier line has" in n for n in c.notes)
+    f.write_text(f.read_text() + "8 |")  # whole: read to its end
+    assert read_csv(f, "step", "acc")[0].x.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]

@@ -121,18 +121,25 @@ _DANGLING_EXPONENT = re.compile(r"\d[eE][+-]?$")
 
 def _shorter_exponent(text: str, cut: tuple[int, int, int], texts: list[str], earlier: list[tuple[int, int, int]]) -> bool:
     """Whether the last number's exponent is shorter than the one width every earlier exponent of the column
-    is written in (``e+1`` under ``e+18``s, :data:`_MIN_PRECISION_ROWS` of them at least) and lands away from the
-    row before's: cut inside it. A writer that pads no exponent (JavaScript, Java) writes one a digit shorter as
-    its value crosses a power of ten -- ``1e-9`` after ``5e-10``, ``9.0E9`` after ``1.5E10`` (review au) -- to the
-    decade next to the last; a cut leaves a prefix of the exponent, decades away (``e+1`` of ``e+18``; padded,
-    ``e-0`` of ``e-05``)."""
+    is written in (``e+1`` under ``e+18``s, :data:`_MIN_PRECISION_ROWS` of them at least): cut inside it -- where
+    the column pads its exponents (a leading zero: ``e-05``, ``e+01``, numpy's and printf's ``%e``), whatever it
+    reads as (review ax: ``5.9e-0`` of ``5.9e-01`` was read as 5.9); where it pads none (JavaScript, Java), only
+    where it lands more than a decade from the row before's: such a writer writes one a digit shorter as its
+    value crosses a power of ten (``1e-9`` after ``5e-10``, ``9.0E9`` after ``1.5E10``: review au), a cut leaves a
+    prefix of the exponent, decades away (``e+1`` of ``e+18``)."""
     widths = [shape[1] for shape in earlier if shape[1] >= 0]
     if not (cut[1] >= 0 and len(widths) >= _MIN_PRECISION_ROWS and len(set(widths)) == 1 and cut[1] < widths[0]):
         return False
+    if any(_PADDED_EXPONENT.search(t) for t in texts):
+        return True
     try:
         return abs(_exponent(text) - _exponent(texts[-1])) > 1
-    except (ValueError, IndexError):  # (a '4.8e+' or a row before with no exponent: cut, as before)
+    except (ValueError, IndexError):  # (a row before with no exponent: cut, as before)
         return True
+
+
+#: An exponent written with a leading zero: a writer that pads its exponents to a width.
+_PADDED_EXPONENT = re.compile(r"[eE][+-]?0\d")
 
 
 def _exponent(text: str) -> int:
@@ -143,17 +150,28 @@ def _exponent(text: str) -> int:
 def _cut_counter(text: str, texts: list[str]) -> bool:
     """Whether the last cell cuts a whole-number counter short (``5`` of ``500`` after ``400``; ``100`` of ``1000``
     after ``900``): the column's earlier cells are whole numbers that rise, this one is below the one before it,
-    and it begins a count the column would reach next -- above the last, by at most twice its largest rise so far
-    (review ar: read as an early step, then "sorted as text"; as: one a digit longer). A count that fell, written
-    whole (a mean length of ``371`` after ``390``, problems solved ``17`` after ``19``: review au), begins none."""
+    and it begins a count the column may reach next: the least number above the last that it begins is within
+    twice the last, or its largest rise so far (review ar: read as an early step, then "sorted as text"; as: one a
+    digit longer; ax: ``10`` of ``100`` after ``50``, logged every 10 steps and then every 50). A count that fell,
+    written whole (a mean length of ``371`` after ``390``, problems solved ``17`` after ``19``: review au), begins
+    none so near (3710, 170)."""
     if not text.isdigit() or len(texts) < 2 or not all(t.isdigit() for t in texts):
         return False
     values = [int(t) for t in texts]
     rises = [b - a for a, b in zip(values, values[1:])]
-    if min(rises) <= 0 or int(text) >= values[-1]:
+    last = values[-1]
+    if min(rises) <= 0 or int(text) >= last:
         return False
-    nxt = range(values[-1] + 1, values[-1] + 2 * max(rises) + 1)
-    return any(str(v).startswith(text) and len(str(v)) > len(text) for v in nxt)
+    return _least_begun(text, last) <= max(2 * last, last + 2 * max(rises))
+
+
+def _least_begun(text: str, above: int) -> int:
+    """The least whole number above ``above`` whose digits begin with ``text`` and go on past it."""
+    for extra in range(1, len(str(above)) + 2):
+        low, high = int(text) * 10**extra, (int(text) + 1) * 10**extra - 1
+        if high > above:
+            return max(low, above + 1)
+    return above * 10  # (not reached: ``extra`` goes past above's digits)
 
 
 def _cut_note(where: str, text: str, column: str, how: str) -> str:

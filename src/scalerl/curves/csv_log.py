@@ -91,12 +91,16 @@ def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], 
              if line.strip() and not line.lstrip().startswith("#")]
     if not lines:
         raise InputError(f"{path}: the file is empty (no header, no rows)")
+    table = _table_start([line for _, line in lines[:_TABLE_SNIFF_LINES]]) is not None
     lines, outside = _markdown_block(lines)
-    encoding_note = "; ".join(n for n in (encoding_note, outside) if n) or None
-    dialect = _dialect(path, [line for _, line in lines[:20]])
+    # (A Markdown table is '|'-delimited by definition: sniffed, a last row cut before its closing pipe -- one
+    # cell fewer -- made the sniffer give up and the whole table was read as one column.)
+    dialect = _PIPES if table else _dialect(path, [line for _, line in lines[:20]])
     parsed = list(csv.reader([line for _, line in lines], dialect))
+    cut_pipe = ""
     if dialect.delimiter == "|":
-        lines, parsed = _markdown_table(lines, parsed)
+        lines, parsed, cut_pipe = _markdown_table(lines, parsed)
+    encoding_note = "; ".join(n for n in (encoding_note, outside, cut_pipe) if n) or None
     header = [h.strip() for h in parsed[0]]
     rows = [(lineno, row) for (lineno, _), row in zip(lines[1:], parsed[1:])]
     if not rows:
@@ -150,15 +154,29 @@ def _markdown_block(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]]
                               f"{len(outside)} line(s) around it (line {shown}) passed over")
 
 
+class _PIPES(csv.excel):
+    delimiter = "|"
+
+
 def _markdown_table(lines: list[tuple[int, str]], parsed: list[list[str]]):
     """A ``|``-delimited table as Markdown writes it (a notebook's table pasted into a GitHub issue:
     ``Step | Training Loss | reward`` over ``-- | -- | --``): its delimiter row under the header is
-    no row, and the pipes that open and close each line (``| 1 | 0.5 |``) no empty columns."""
+    no row, and the pipes that open and close each line (``| 1 | 0.5 |``) no empty columns. A last line
+    with no newline that lacks the closing pipe every earlier line has was cut short (a table printed by a
+    run killed while writing it): left out, and the note says so."""
+    note = ""
+    *before, (lineno, last) = lines
+    if (len(lines) > 2 and not last.endswith(("\n", "\r")) and not last.rstrip().endswith("|")
+            and all(line.rstrip().endswith("|") for _, line in before)):
+        lines, parsed = lines[:-1], parsed[:-1]
+        note = (f"the file ends inside its last line, with no newline after it (as a run killed while writing leaves "
+                f"it): that line, line {lineno} ({last.strip()[-50:]!r}), left out -- it lacks the closing '|' every "
+                "earlier line has: cut short")
     if all(line.strip().startswith("|") and line.strip().endswith("|") for _, line in lines):
         parsed = [row[1:-1] for row in parsed]
     if len(parsed) > 1 and parsed[1] and all(_MARKDOWN_RULE.match(c) for c in parsed[1]):
         lines, parsed = lines[:1] + lines[2:], parsed[:1] + parsed[2:]
-    return lines, parsed
+    return lines, parsed, note
 
 
 _DECIMAL_COMMA = re.compile(r"^[+-]?\d+,\d+([eE][+-]?\d+)?$")
