@@ -337,7 +337,7 @@ def test_an_empty_end_think_is_refused_by_validation():
 
 
 # Review au
-@pytest.mark.parametrize("text", ["08", "09", "0o17", "1:30", "1e-4", "yes"])
+@pytest.mark.parametrize("text", ["08", "09", "0o17", "1:30", "1e-4", "yes", "="])
 def test_a_saved_config_reads_back_its_text_fields(tmp_path, text):
     """A text field whose value YAML 1.1 does not read as an integer was written unquoted (``08``) and read back
     by the YAML 1.2 loader as the integer 8: the run's own config.yaml was refused ("expected a string, got 8"),
@@ -353,3 +353,11 @@ def test_a_sexagesimal_float_is_not_read_as_base_60():
     with pytest.raises(ConfigError, match="lr"):
         apply_overrides(TrainConfig(), ["lr=1:30.5"])
     assert apply_overrides(TrainConfig(), ["lr=1.5e-4"]).recipe.optimizer.lr == 1.5e-4
+
+
+def test_an_equals_sign_in_a_config_file_is_text(tmp_path):
+    """Review ax: YAML 1.1's value key ``=`` refused the whole file ("could not determine a constructor for the
+    tag 'tag:yaml.org,2002:value'")."""
+    path = tmp_path / "c.yaml"
+    path.write_text("run:\n  output: =\n")
+    assert load_yaml(TrainConfig, path).run.output == "="

@@ -384,10 +384,11 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 #: YAML 1.2's integers, where PyYAML reads YAML 1.1's: ``010`` was octal 8 and ``1:30`` base-60 90 (review at:
 #: ``--set seed=010`` trained seed 8, ``steps=1:30`` 90 steps). Decimal, ``0x`` hex and ``0o`` octal only; a
 #: ``1:30`` is text, which a number field refuses naming its key. Floats as PyYAML reads them less YAML 1.1's
-#: base 60 (review au: ``lr=1:30.5`` was 90.5).
-_INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+#: base 60 (review au: ``lr=1:30.5`` was 90.5); a ``=`` is text, not YAML 1.1's value key, which PyYAML cannot
+#: construct (review ax: ``output: =`` refused the file as "could not determine a constructor for the tag").
+_INT_TAG, _FLOAT_TAG, _VALUE_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:value"
 _UniqueKeyLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag not in (_INT_TAG, _FLOAT_TAG)]
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in (_INT_TAG, _FLOAT_TAG, _VALUE_TAG)]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
 _UniqueKeyLoader.add_implicit_resolver(_INT_TAG, re.compile(r"^(?:[-+]?[0-9][0-9_]*|0o[0-7]+|0x[0-9a-fA-F]+)$"),
                                        list("-+0123456789"))
