@@ -232,3 +232,16 @@ def test_fits_and_plots_given_no_curve_say_how_to_make_one(tmp_path):
     assert not (tmp_path / "empty.png").exists()
     with pytest.raises(InputError, match="takes a Curve"):
         plot_curves([x], tmp_path / "arrays.png")
+
+
+def test_masked_arrays_tensors_and_other_iterables_are_read_as_what_they_hold():
+    """Review ax: a masked array's masked value was read as the number under the mask, a tensor that requires
+    grad raised numpy's RuntimeError, a generator or dict.values() was refused as "not numeric"."""
+    import torch
+
+    x = np.arange(1.0, 7.0)
+    y = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    masked = Curve.from_arrays(x, np.ma.masked_array(y, mask=[0, 0, 1, 0, 0, 0]))
+    assert masked.y.tolist() == [0.1, 0.2, 0.4, 0.5, 0.6] and masked.dropped == 1
+    assert Curve.from_arrays(torch.tensor(x, requires_grad=True), torch.tensor(y)).y.tolist() == y.tolist()
+    assert Curve.from_arrays((v for v in x), dict(enumerate(y)).values()).x.tolist() == x.tolist()

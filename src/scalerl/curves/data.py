@@ -44,7 +44,15 @@ def _floats(values) -> np.ndarray:
     ``tolist()``: numpy cannot convert it) is NaN, dropped as the other missing values are (review al: it was
     refused as 'not numeric'). pandas is only asked where the user's data already imported it. A complex
     value (numpy drops its imaginary part with a warning) and a table of several columns (it was flattened
-    row by row: two runs interleaved into one) are refused."""
+    row by row: two runs interleaved into one) are refused. A masked array's masked values are missing (they
+    were read as the numbers under the mask); a torch tensor is read detached; any other iterable (a generator,
+    ``dict.values()``) as the list it gives (review ax: refused as "not numeric")."""
+    if np.ma.isMaskedArray(values):
+        values = np.ma.filled(values.astype(float), np.nan)
+    elif hasattr(values, "detach"):  # (a tensor that requires grad: numpy refused it with a RuntimeError)
+        values = values.detach().cpu()
+    elif not hasattr(values, "__array__") and not isinstance(values, (list, tuple, str)) and hasattr(values, "__iter__"):
+        values = list(values)
     try:
         shape = np.shape(values)
     except ValueError:  # ragged: refused as not numeric below
