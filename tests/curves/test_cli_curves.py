@@ -717,3 +717,21 @@ def test_a_note_two_seeds_share_is_paired_with_its_twin_not_by_place():
     assert lines == ["run: a resume at step 300: 7 row(s) of the abandoned attempt dropped",
                      "run (b): a resume at step 100: 5 row(s) of the abandoned attempt dropped"], lines
 
+
+
+def test_seeds_read_from_files_named_alike_are_told_apart_in_a_note():
+    # Two seeds' logs both named log.csv (runs/a/seed0/log.csv, runs/a/seed1/log.csv): a note one carries was
+    # said "A (log), A (log)" -- which seed, unsaid. Their source is named instead (or their place).
+    import numpy as np
+
+    from scalerl.curves.compare import reading_notes
+    from scalerl.curves.data import Curve
+
+    def seed(source, notes):
+        return Curve(x=np.array([1.0, 2.0, 3.0]), y=np.array([0.1, 0.2, 0.3]), name="log", source=source, notes=notes)
+
+    note = "2 row(s) with a NaN score dropped"
+    lines = reading_notes({"A": [seed("s0/log.csv", (note,)), seed("s1/log.csv", ()), seed("s2/log.csv", ())]})
+    assert lines == [f"A (s0/log.csv): {note}"], lines
+    lines = reading_notes({"A": [seed("", (note,)), seed("", ())]})
+    assert lines == [f"A (seed 1): {note}"], lines

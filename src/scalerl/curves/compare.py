@@ -502,6 +502,15 @@ def _few(names: Sequence[str], shown: int = 6) -> str:
     return ", ".join(names[:shown]) + (f", and {len(names) - shown} more" if len(names) > shown else "")
 
 
+def _seed_names(curves: Sequence[Curve]) -> list[str]:
+    """What tells a run's seeds apart in a note: their names, else where they were read from, else their place
+    (two seeds' logs named alike were both "A (log)")."""
+    for names in ([c.name for c in curves], [c.source or c.name for c in curves]):
+        if len(set(names)) == len(names):
+            return names
+    return [f"seed {i + 1}" for i in range(len(curves))]
+
+
 def reading_notes(runs: Mapping[str, Sequence[Curve]]) -> list[str]:
     """What reading each run said of it (:attr:`Curve.notes`: rows dropped as a resume's abandoned attempt,
     NaN rows, an x taken from an earlier row, ...; its rows dropped as missing first), each note once, after
@@ -522,8 +531,10 @@ def reading_notes(runs: Mapping[str, Sequence[Curve]]) -> list[str]:
                     shape = re.sub(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?", "#", note)
                     alike.setdefault(shape, {}).setdefault(note, []).append(i)
 
+        seed_names = _seed_names(curves)
+
         def say(note: str, seeds: list[int], more: str = "") -> None:
-            name = label if len(seeds) == len(curves) else ", ".join(f"{label} ({curves[i].name})" for i in seeds)
+            name = label if len(seeds) == len(curves) else ", ".join(f"{label} ({seed_names[i]})" for i in seeds)
             lines.setdefault(note + more, []).append(name)
 
         for notes in alike.values():
