@@ -94,6 +94,9 @@ def test_the_python_api_refuses_it_too_and_pools_a_name_that_tells_no_kind_with_
     ("gpu_time_s", "GPU-seconds"), ("gpu_time", "GPU-seconds"), ("gpu_time_hours", "GPU-hours"),
     ("gpu_ms", "GPU-milliseconds"), ("gpu_min", "GPU-minutes"), ("elapsed_sec", "seconds"), ("gpu_util", None),
     ("gpuhr", "GPU-hours"), ("gpuhrs", "GPU-hours"), ("gpusec", "GPU-seconds"),  # (review am: they had become None)
+    # a glued unit before more of the name; minutes and days glued; a GPU's index and the wall clock are no GPU time
+    ("gpu_hrs_total", "GPU-hours"), ("gpumin", "GPU-minutes"), ("gpu_days", "GPU-days"), ("train_days", "days"),
+    ("wall_time_gpu0", "hours"), ("gpu0_time_s", "seconds"),
 ])
 def test_compute_kind_of_the_columns_logs_use(name, kind):
     assert compute_kind(name) == kind

@@ -1,5 +1,6 @@
 """What kind of compute an x column counts, told from its name: FLOPs, TFLOPs, tokens, samples, epochs,
-GPU-hours, GPU-seconds, hours, minutes, seconds, milliseconds or steps (None: a name that says none of them).
+GPU time (in days, hours, minutes, seconds or milliseconds), days, hours, minutes, seconds, milliseconds or
+steps (None: a name that says none of them).
 
 Seeds of one run are pooled into one fit, so their x values must be in one unit. Logs of different trainers
 name one counter differently (``cum_wall_hours`` in a CSV, ``hours`` in a JSON-lines log; ``num_tokens`` and
@@ -26,6 +27,7 @@ KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(pattern
     ("steps", r"timestep"),
     ("milliseconds", r"millisec|_ms\b|\bms\b"),
     ("minutes", r"minute|_mins?\b|\bmins?\b"),
+    ("days", r"\bdays?\b|_days?\b"),
     ("hours", r"hour|wall_time|\bh(r|rs)?\b|_h(r|rs)?\b"),
     ("seconds", r"second|_secs?\b|\bsecs?\b|timing|time|_s\b|elapsed|clock"),
     ("samples", r"sample|rollout|episode"),
@@ -35,10 +37,14 @@ KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(pattern
 
 
 #: Time kinds that a name saying GPU makes GPU time of that unit (``gpu_hours``, ``gpu_time_s``, ``gpu_ms``).
-_TIMES = ("milliseconds", "minutes", "hours", "seconds")
-_GPU = re.compile(r"gpu", re.I)
-#: GPU time whose unit is glued to the word (``gpuhr``, ``gpusec``), which the unit patterns do not see.
-_GPU_GLUED = (("GPU-hours", re.compile(r"gpu.?h(ou)?rs?\b", re.I)), ("GPU-seconds", re.compile(r"gpu.?secs?\b", re.I)))
+_TIMES = ("milliseconds", "minutes", "hours", "seconds", "days")
+#: A name that says GPU, not a device's index (``wall_time_gpu0``: the wall clock, read on GPU 0) nor the wall
+#: clock it is.
+_GPU = re.compile(r"^(?!.*wall).*gpu(?!\d)", re.I)
+#: GPU time whose unit is glued to the word (``gpuhr``, ``gpumin``, ``gpu_hrs_total``), which the unit patterns,
+#: wanting a word's end, do not see.
+_GPU_GLUED = tuple((kind, re.compile(rf"gpu.?{unit}(?![a-z])", re.I)) for kind, unit in (
+    ("GPU-hours", "h(ou)?rs?"), ("GPU-minutes", "mins?"), ("GPU-seconds", "secs?"), ("GPU-days", "days?")))
 
 
 def compute_kind(x_name: str) -> str | None:
