@@ -315,6 +315,21 @@ def test_a_csv_sorted_as_text_is_no_resume(tmp_path):
 
 
 
+def test_a_csv_written_newest_first_is_read_oldest_first(tmp_path):
+    # An export sorted by step, descending (a W&B table, a dashboard's "latest first"): refused as a compute that
+    # decreases, blaming a restart. Read in step order, said; a training and an evaluation row at one step too.
+    path = tmp_path / "newest.csv"
+    lines = []
+    for s in range(300, 0, -10):
+        lines.append(f"{s},{s / 2:g},")
+        if s % 20 == 0:
+            lines.append(f"{s},{s / 2:g},{0.2 + s / 1000:.4f}")
+    path.write_text("step,gpu_hours,val_acc\n" + "\n".join(lines) + "\n")
+    curve = read_curve(path, "gpu_hours", "val_acc")
+    assert list(curve.x) == [s / 2 for s in range(20, 310, 20)]
+    assert any("newest first (300, 290, 280" in n for n in curve.notes), curve.notes
+
+
 def test_text_sorted_rows_with_training_and_evaluation_rows_at_one_step_keep_every_evaluation(tmp_path):
     # Review aj: a training row and an evaluation row at one step sorted as text (10, 100, 110, 120, 20, ...):
     # the repeated steps stopped the text-order check, and the rows were read as a resume.

@@ -302,8 +302,9 @@ def _resumed(path: Path, records: list[dict], step: str, kinds: list[frozenset])
     A step that starts over is left alone: in a table that is several runs without a run column more
     often than a training started anew, and the error for it says --run-column. Rows in the text order
     of their steps (10, 100, 110, ..., 20, 200, ...: a file sorted as text) are no resume: read in the
-    order of their steps, said (a resume dropped most of them)."""
-    text_sorted = _in_text_order(records, step)
+    order of their steps, said (a resume dropped most of them); so are rows newest first (an export sorted
+    by step, descending: refused as a compute that decreases, blaming a restart)."""
+    text_sorted = _out_of_log_order(records, step)
     if text_sorted:
         return sorted(records, key=lambda r: r[step]), (text_sorted,)
     split, notes = split_attempts([dict(r) for r in records], step, path.stem, late_rows=True, kinds=kinds)
@@ -316,9 +317,10 @@ def _step_text(v: float) -> str:
     return str(int(v)) if float(v).is_integer() else repr(float(v))
 
 
-def _in_text_order(records: list[dict], step: str) -> str:
+def _out_of_log_order(records: list[dict], step: str) -> str:
     """A note where every row has a step, each step's rows are together, and the rows are in the order of their
-    steps as text, not as numbers (a spreadsheet or ``sort`` that sorted the column as text); else ""."""
+    steps as text, not as numbers (a spreadsheet or ``sort`` that sorted the column as text), or newest first;
+    else ""."""
     steps = [r.get(step) for r in records]
     if any(v is None or v != v for v in steps):
         return ""
@@ -327,9 +329,12 @@ def _in_text_order(records: list[dict], step: str) -> str:
     steps = [v for i, v in enumerate(steps) if i == 0 or v != steps[i - 1]]
     if len(steps) < 3 or len(set(steps)) < len(steps):
         return ""
+    shown = ", ".join(_step_text(v) for v in steps[:6])
+    if steps == sorted(steps, reverse=True):
+        return (f"the rows are newest first ({shown}, ...): read in the order of their {step!r}, oldest first, "
+                "as a log writes them")
     if steps == sorted(steps) or steps != sorted(steps, key=_step_text):
         return ""
-    shown = ", ".join(_step_text(v) for v in steps[:6])
     return (f"the rows are in the order of their {step!r} sorted as text ({shown}, ...), not as a log writes them "
             "-- was the file sorted as text? Read in the order of their steps as numbers, not as a resume")
 
