@@ -735,3 +735,32 @@ def test_seeds_read_from_files_named_alike_are_told_apart_in_a_note():
     assert lines == [f"A (s0/log.csv): {note}"], lines
     lines = reading_notes({"A": [seed("", (note,)), seed("", ())]})
     assert lines == [f"A (seed 1): {note}"], lines
+
+
+def _scalerl_run(directory, sets=("hard", "val"), x="tokens"):
+    """A scalerl run directory's log as the trainer writes it: the header with the run's config, evaluations."""
+    directory.mkdir()
+    rows = [{"type": "header", "run": directory.name, "config": {"eval": {"sets": list(sets)}, "forecast": {"x": x}}}]
+    for step in range(0, 90, 10):
+        rows.append({"type": "eval", "step": step, "flops": 1e10 * step, "tokens": 1e3 * step,
+                     **{f"{s}/pass_rate": 0.2 + 0.5 * step / (step + 30) - 0.1 * i for i, s in enumerate(sets)}})
+    (directory / "runlog.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return directory
+
+
+def test_a_scalerl_run_is_read_with_its_own_axes_without_x_and_y(tmp_path, capsys):
+    """`scalerl fit RUN` (and backtest, compare) of the project's own run listed its 63 columns and asked for
+    --x and --y: the run's forecast compute and first evaluation set are what its report reads."""
+    run, other = _scalerl_run(tmp_path / "a"), _scalerl_run(tmp_path / "b")
+    assert main(["fit", str(run), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert (json.loads(out)["x"], json.loads(out)["y"]) == ("tokens", "hard/pass_rate")
+    assert "note: --x tokens --y hard/pass_rate: the scalerl run's own" in err
+    assert main(["fit", str(run / "runlog.jsonl"), "--y", "val/pass_rate", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["y"] == "val/pass_rate" and "note: --x tokens: the scalerl run's own" in err
+    assert main(["compare", str(run), str(other)]) == 0
+    assert "note: --x tokens --y hard/pass_rate: these scalerl runs' own" in capsys.readouterr().err
+    # Another log beside it: nothing chosen, the columns listed as before.
+    assert main(["compare", str(run), str(REAL_CSV)]) == 2
+    assert "give --y" in capsys.readouterr().err

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import sys
 from pathlib import Path
 
 from scalerl.curves.bands import read_calibration
@@ -11,6 +13,7 @@ from scalerl.curves.forecast import check_settings
 from scalerl.curves.io import READERS
 from scalerl.curves.solver import PaperGrid
 from scalerl.errors import InputError
+from scalerl.runlog import RUNLOG
 
 
 def add_data_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
@@ -35,7 +38,8 @@ def add_data_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
     each = "; one for every PATH, or one per PATH in order" if many else ""
     p.add_argument("--x", **per_path,
                    help="compute column (e.g. gpu_hours, flops, step); cum:COL is its running total (cum:timing_s/step); "
-                        f"without --x / --y the log's columns are listed{each}")
+                        f"without --x / --y a scalerl run's own (forecast.x, its first set's pass rate), another log's "
+                        f"columns are listed{each}")
     p.add_argument("--y", **per_path,
                    help=f"metric column (a pass rate in [0, 1]); a glob (val-core/*/acc/mean@1) reads every matching metric{each}")
     if not many:
@@ -211,8 +215,44 @@ def read_kwargs(args) -> dict:
         raise InputError(f"--y-scale must be a positive number, got {args.y_scale}")
     kwargs = dict(fmt=args.format, y_scale=args.y_scale, bounded=not args.unbounded, run_column=args.run_column)
     if args.x is None or args.y is None:
+        _own_run_axes(args)
+    if args.x is None or args.y is None:
         raise _missing_axes(args.path if hasattr(args, "path") else args.paths[0], kwargs)
     return kwargs
+
+
+def _own_run_axes(args) -> None:
+    """--x / --y not given for scalerl's own runs: the run's forecast compute (``forecast.x``, flops by
+    default) and its first evaluation set's pass rate, as its report and live forecast read it, said in a note
+    (they were refused with a listing of the log's 63 columns). Where any path is another log, nothing."""
+    many = not hasattr(args, "path")
+    axes = [_run_axes(Path(p)) for p in (args.paths if many else [args.path])]
+    if not axes or None in axes:
+        return
+    chosen = []
+    for flag, name, values in (("--x", "x", [a[0] for a in axes]), ("--y", "y", [a[1] for a in axes])):
+        if getattr(args, name) is None:
+            values = list(dict.fromkeys(values)) if len(set(values)) == 1 else values
+            setattr(args, name, values if many else values[0])
+            chosen.append(f"{flag} {' '.join(values)}")
+    whose = "these scalerl runs' own, as their reports read it" if len(axes) > 1 else "the scalerl run's own, as its report reads it"
+    print(f"note: {' '.join(chosen)}: {whose} (give {'/'.join(c.split()[0] for c in chosen)} "
+          "to read another column)", file=sys.stderr)
+
+
+def _run_axes(path: Path) -> tuple[str, str] | None:
+    """``(x, y)`` of a scalerl run directory or its run log, from the log's header; None for any other log."""
+    log = path / RUNLOG if path.is_dir() else path
+    if log.name != RUNLOG or not log.is_file():
+        return None
+    try:
+        with log.open(encoding="utf-8") as f:
+            header = json.loads(f.readline())
+        cfg = header["config"]
+        sets = cfg["eval"]["sets"]
+        return str(cfg.get("forecast", {}).get("x") or "flops"), f"{sets[0]}/pass_rate"
+    except (OSError, ValueError, KeyError, IndexError, TypeError):  # (not a header of ours: the listing says)
+        return None
 
 
 #: How many columns of a kind the listing shows.

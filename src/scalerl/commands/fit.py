@@ -32,7 +32,8 @@ def run(args) -> int:
         plot_path(args.plot)
     _check_predict(args.predict)
     _check_targets(args.target, bounded=not args.unbounded)
-    curve = read_curve(args.path, args.x, args.y, run=args.run, **read_kwargs(args))
+    kwargs = read_kwargs(args)  # (first: for a scalerl run it chooses --x / --y where they are not given)
+    curve = read_curve(args.path, args.x, args.y, run=args.run, **kwargs)
     fc = forecast(curve, fit_until=args.fit_until, n_boot=args.bootstrap, level=args.level, seed=args.seed, **fit_kwargs(args))
     points = args.predict or [float(fc.ensemble.x_end) * m for m in (1, 2, 10)]
     # An unstable run gets no forecast: its extrapolation is not one (the fit is still shown).
