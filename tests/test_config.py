@@ -18,6 +18,7 @@ from scalerl.config import (
     from_dict,
     leaf_fields,
     load_yaml,
+    load_yaml_text,
     markdown_reference,
     resolve_key,
     save_yaml,
@@ -361,3 +362,9 @@ def test_an_equals_sign_in_a_config_file_is_text(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("run:\n  output: =\n")
     assert load_yaml(TrainConfig, path).run.output == "="
+
+
+# Review ba
+def test_a_merge_key_as_a_value_is_text():
+    assert load_yaml_text("stop: <<") == {"stop": "<<"}
+    assert load_yaml_text("b: &b {x: 1}\nd:\n  <<: *b\n  y: 2")["d"] == {"x": 1, "y": 2}  # a merge key merges

@@ -418,6 +418,9 @@ def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
 
 
 _UniqueKeyLoader.add_constructor(_INT_TAG, _construct_int)
+# A ``<<`` that is a value, not a merge key (which the mapping's flattening reads before any constructor): text, as
+# ``=`` is (review ba: "could not determine a constructor for the tag 'tag:yaml.org,2002:merge'").
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:merge", lambda loader, node: loader.construct_scalar(node))
 
 
 def load_yaml_text(text: str) -> Any:

@@ -96,7 +96,7 @@ def test_the_python_api_refuses_it_too_and_pools_a_name_that_tells_no_kind_with_
     ("gpuhr", "GPU-hours"), ("gpuhrs", "GPU-hours"), ("gpusec", "GPU-seconds"),  # (review am: they had become None)
     # a glued unit before more of the name; minutes and days glued; a GPU's index and the wall clock are no GPU time
     ("gpu_hrs_total", "GPU-hours"), ("gpumin", "GPU-minutes"), ("gpu_days", "GPU-days"), ("train_days", "days"),
-    ("wall_time_gpu0", "hours"), ("gpu0_time_s", "seconds"),
+    ("wall_time_gpu0", "hours"), ("gpu0_time_s", "seconds"), ("gpu_min_time", "GPU-seconds"),  # (a minimum: review ba)
 ])
 def test_compute_kind_of_the_columns_logs_use(name, kind):
     assert compute_kind(name) == kind

@@ -452,3 +452,37 @@ def test_a_markdown_table_cut_before_its_closing_pipe_is_read_without_that_line(
     assert any("lacks the closing '|' every earlier line has" in n for n in c.notes)
     f.write_text(f.read_text() + "8 |")  # whole: read to its end
     assert read_csv(f, "step", "acc")[0].x.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+
+
+# Review ba
+def test_a_count_metric_that_falls_keeps_its_last_row(tmp_path):
+    # num_correct rose 40, 42, 45, 50 and fell to 7 in the finished file's last row (no newline after it, as
+    # spreadsheet exports end). 70 lies within twice 50, so '7' is taken for a cut '70': the row is dropped.
+    # Before 4d1375f (the range 51..60) it was kept.
+    f = tmp_path / "log.csv"
+    f.write_text("step,acc,num_correct\n1,0.4,40\n2,0.45,42\n3,0.5,45\n4,0.55,50\n5,0.3,7")
+    (c,) = read_csv(f, "step", "acc")
+    assert c.x.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert any("'7' in column 'num_correct', is below the one before it (50)" in n and "may be cut" in n
+               for n in c.notes), c.notes
+
+
+# Review ba
+def test_a_log_spaced_step_cut_short_is_left_out(tmp_path):
+    # Evaluations at 10, 25, 50, 100, 250, 500, 1000, killed inside '2500': '25' is read as a value and the whole
+    # file is refused as a compute that decreases.
+    f = tmp_path / "log.csv"
+    f.write_text("acc,step\n" + "".join(f"0.{i + 1},{s}\n" for i, s in enumerate([10, 25, 50, 100, 250, 500, 1000]))
+                 + "0.8,25")
+    (c,) = read_csv(f, "step", "acc")
+    assert c.x.tolist() == [10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0]
+
+
+def test_markdown_tables_with_escaped_pipes_or_only_opening_pipes_are_read(tmp_path):
+    # Review ba: GitHub's escaped pipe in a cell ('a \| b') split the cell; a table whose lines open with '|' and
+    # do not close with one kept its rule row ("'---' is not a number").
+    f = tmp_path / "t.md"
+    f.write_text("| step | acc | note |\n|---|---|---|\n| 1 | 0.5 | a \\| b |\n| 2 | 0.6 | c |\n| 3 | 0.7 | d |\n")
+    assert read_csv(f, "step", "acc")[0].y.tolist() == [0.5, 0.6, 0.7]
+    f.write_text("| step | acc\n|---|---\n| 1 | 0.5\n| 2 | 0.6\n| 3 | 0.7\n")
+    assert read_csv(f, "step", "acc")[0].y.tolist() == [0.5, 0.6, 0.7]

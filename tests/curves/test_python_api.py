@@ -245,3 +245,19 @@ def test_masked_arrays_tensors_and_other_iterables_are_read_as_what_they_hold():
     assert masked.y.tolist() == [0.1, 0.2, 0.4, 0.5, 0.6] and masked.dropped == 1
     assert Curve.from_arrays(torch.tensor(x, requires_grad=True), torch.tensor(y)).y.tolist() == y.tolist()
     assert Curve.from_arrays((v for v in x), dict(enumerate(y)).values()).x.tolist() == x.tolist()
+
+
+# Review ba
+def test_a_dict_given_as_y_is_not_read_as_its_keys():
+    d = {10: 0.1, 20: 0.2, 40: 0.35, 80: 0.5}
+    try:
+        c = Curve.from_arrays(list(d), d, bounded=False)
+    except (TypeError, ValueError):
+        return  # refused (or read as its values): either is right
+    assert c.y.tolist() == [0.1, 0.2, 0.35, 0.5]
+
+
+# Review ba
+def test_bytes_are_not_read_as_character_codes():
+    with pytest.raises((TypeError, ValueError)):
+        Curve.from_arrays([1, 2, 3], b"123", bounded=False)

@@ -344,3 +344,14 @@ def test_text_sorted_rows_with_training_and_evaluation_rows_at_one_step_keep_eve
     (curve,) = read_csv(path, "step", "pass_rate")
     assert list(curve.x) == [20, 40, 60, 80, 100, 120]
     assert not any("resumes" in n for n in curve.notes)
+
+
+# Review ba
+def test_a_table_whose_x_rises_and_step_falls_is_read_in_file_order(tmp_path):
+    # One row per run of a sweep (a runs table: each run's final _step), sorted by compute. Read before c55a0e5;
+    # now taken for 'newest first', sorted by _step, and refused: "compute 'gpu_hours' decreases".
+    f = tmp_path / "sweep.csv"
+    f.write_text("name,_step,gpu_hours,reward\nsmall,4000,10,0.30\nmid,3000,20,0.42\nbig,2000,40,0.50\n"
+                 "huge,1000,80,0.55\n")
+    (c,) = read_csv(f, "gpu_hours", "reward")
+    assert c.x.tolist() == [10.0, 20.0, 40.0, 80.0]

@@ -43,8 +43,10 @@ _TIMES = ("milliseconds", "minutes", "hours", "seconds", "days")
 _GPU = re.compile(r"^(?!.*wall).*gpu(?!\d)", re.I)
 #: GPU time whose unit is glued to the word (``gpuhr``, ``gpumin``, ``gpu_hrs_total``), which the unit patterns,
 #: wanting a word's end, do not see.
-_GPU_GLUED = tuple((kind, re.compile(rf"gpu.?{unit}(?![a-z])", re.I)) for kind, unit in (
-    ("GPU-hours", "h(ou)?rs?"), ("GPU-minutes", "mins?"), ("GPU-seconds", "secs?"), ("GPU-days", "days?")))
+#: (A glued ``min`` only where the name ends: ``gpu_min_time`` is more likely a minimum.)
+_GPU_GLUED = tuple((kind, re.compile(rf"gpu.?{unit}", re.I)) for kind, unit in (
+    ("GPU-hours", "h(ou)?rs?(?![a-z])"), ("GPU-minutes", "mins?$"), ("GPU-seconds", "secs?(?![a-z])"),
+    ("GPU-days", "days?(?![a-z])")))
 
 
 def compute_kind(x_name: str) -> str | None:

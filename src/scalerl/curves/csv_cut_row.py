@@ -5,6 +5,7 @@ against the format of its column's earlier rows. :func:`without_cut_row` is what
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 #: A number's shape as a writer's format gives it: the digits after its decimal point (or comma), its
 #: exponent, a percent sign.
@@ -59,14 +60,16 @@ def _cut_inside(text: str, cell: tuple[int, int, int], shared: tuple[int, int, i
     return want_decimals >= _MIN_CUT_DECIMALS and want_decimals - decimals >= _MIN_DECIMALS_CUT and fixed
 
 
-def without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[list, str]:
+def without_cut_row(header: list[str], rows: list, *, last_line: str, ordered: Collection[str] = ()) -> tuple[list, str]:
     """The rows less a last one a kill (or a read while the logger writes) cut inside its last number,
     and a note saying so. A last row with no newline after it is data where a finished export ends that
     way (Google Sheets, a hand-made file): it is left out only where it is visibly cut: its last number ends
     in its decimal point, lacks the percent sign every earlier row has, or is short of the fixed-width format
     every earlier row of that column shares (:func:`_cut_inside`: ``0`` of ``0.6623`` under ``%.4f``). A
     column of varying precision or of shortest floats tells nothing more: the row is kept. ``last_line``: the
-    file's last line of the table, as read (its line end kept)."""
+    file's last line of the table, as read (its line end kept). ``ordered``: the columns that cannot fall in a
+    log (the compute read as x, the step): a whole number below the one before it there is cut
+    (:func:`_cut_counter`)."""
     if last_line.endswith(("\n", "\r")) or len(rows) <= _MIN_PRECISION_ROWS:
         return rows, ""
     if last_line.rstrip().endswith(('"', "'", "|")):  # its closing quote or table pipe: the last cell was written whole
@@ -90,8 +93,13 @@ def without_cut_row(header: list[str], rows: list, *, last_line: str) -> tuple[l
     if _DANGLING_EXPONENT.search(text) or _shorter_exponent(text, cut, texts, earlier):  # (review ar: '4.8e', '4.8e+1')
         return rows[:-1], _cut_note(where, text, header[j], "is cut inside its exponent")
     if _cut_counter(text, texts):
-        return rows[:-1], _cut_note(where, text, header[j], "is shorter than the counter before it, which it "
-                                                            "should pass")
+        if header[j] in ordered:
+            return rows[:-1], _cut_note(where, text, header[j], "is below the counter before it, which it should "
+                                                                "pass")
+        return rows, (f"the file ends with no newline after its last line, {where}, whose last number, {text!r} in "
+                      f"column {header[j]!r}, is below the one before it ({texts[-1]}) in a column that rose until "
+                      "then: kept as a value -- if the file was read while being written or its writer was killed, it "
+                      "may be cut short (give the finished file, or delete that line)")
     shared = earlier[0] if len(set(earlier)) == 1 else None
     # Fixed-width where a number of the column -- the last one too (review aq: '0.60' of '0.6023') -- ends in a zero
     # among its decimals; a number ending in its decimal point is cut unless the column's all do (printf's %#.0f).
@@ -148,30 +156,16 @@ def _exponent(text: str) -> int:
 
 
 def _cut_counter(text: str, texts: list[str]) -> bool:
-    """Whether the last cell cuts a whole-number counter short (``5`` of ``500`` after ``400``; ``100`` of ``1000``
-    after ``900``): the column's earlier cells are whole numbers that rise, this one is below the one before it,
-    and it begins a count the column may reach next: the least number above the last that it begins is within
-    twice the last, or its largest rise so far (review ar: read as an early step, then "sorted as text"; as: one a
-    digit longer; ax: ``10`` of ``100`` after ``50``, logged every 10 steps and then every 50). A count that fell,
-    written whole (a mean length of ``371`` after ``390``, problems solved ``17`` after ``19``: review au), begins
-    none so near (3710, 170)."""
-    if not text.isdigit() or len(texts) < 2 or not all(t.isdigit() for t in texts):
+    """Whether the last cell may cut a whole-number counter short (``5`` of ``500`` after ``400``, ``100`` of ``1000``
+    after ``900``, ``25`` of ``2500`` after ``1000``): the column's earlier cells are whole numbers that rise, and this
+    one is below the one before it -- every shorter number begins some larger one. In a column that cannot fall (the
+    compute, the step) that is a cut; in another, a count that fell written whole is as likely (a mean length of
+    ``371`` after ``390``, problems solved ``7`` after ``50``: reviews au, ba -- bounds on how far the count could go
+    next dropped one or kept the other, reviews ar to ba)."""
+    if not text.isdigit() or text.startswith("0") or len(texts) < 2 or not all(t.isdigit() for t in texts):
         return False
     values = [int(t) for t in texts]
-    rises = [b - a for a, b in zip(values, values[1:])]
-    last = values[-1]
-    if min(rises) <= 0 or int(text) >= last:
-        return False
-    return _least_begun(text, last) <= max(2 * last, last + 2 * max(rises))
-
-
-def _least_begun(text: str, above: int) -> int:
-    """The least whole number above ``above`` whose digits begin with ``text`` and go on past it."""
-    for extra in range(1, len(str(above)) + 2):
-        low, high = int(text) * 10**extra, (int(text) + 1) * 10**extra - 1
-        if high > above:
-            return max(low, above + 1)
-    return above * 10  # (not reached: ``extra`` goes past above's digits)
+    return all(b > a for a, b in zip(values, values[1:])) and int(text) < values[-1]
 
 
 def _cut_note(where: str, text: str, column: str, how: str) -> str:

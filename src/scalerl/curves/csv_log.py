@@ -81,11 +81,12 @@ def _decoded(path: Path) -> tuple[str, str | None]:
     return text, f"not UTF-8 (line {line}): read as {code}, as a spreadsheet on Windows exports; save it as UTF-8 if its names look wrong"
 
 
-def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool, tuple[str, ...]]:
+def _read_csv_rows(path: Path, x: str = "") -> tuple[list[str], list[tuple[int, list[str]]], bool, tuple[str, ...]]:
     """Header, ``(line number, cells)`` rows, whether numbers may use a decimal comma (a
     ``;``-delimited export from a comma-decimal locale: ``0,53``), and the notes: on its encoding and
     on the lines around a Markdown table that were passed over ('; '-joined), and on a last row cut
-    short by a kill (:func:`scalerl.curves.csv_cut_row.without_cut_row`)."""
+    short by a kill (:func:`scalerl.curves.csv_cut_row.without_cut_row`; ``x``: the compute column read, which
+    with the step columns cannot fall)."""
     text, encoding_note = _decoded(path)
     lines = [(i, line) for i, line in enumerate(io.StringIO(text, newline=""), start=1)
              if line.strip() and not line.lstrip().startswith("#")]
@@ -106,7 +107,7 @@ def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], 
     if not rows:
         raise InputError(f"{path}: the file has a header but no rows")
     # (A line read with newline="" keeps its line end: only the file's last line can lack one.)
-    rows, cut = without_cut_row(header, rows, last_line=lines[-1][1])
+    rows, cut = without_cut_row(header, rows, last_line=lines[-1][1], ordered={x, *STEP_COLUMNS})
     return header, rows, dialect.delimiter == ";", tuple(n for n in (encoding_note, cut) if n)
 
 
@@ -156,6 +157,7 @@ def _markdown_block(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]]
 
 class _PIPES(csv.excel):
     delimiter = "|"
+    escapechar = "\\"  # (GitHub's escaped pipe in a cell, ``a \| b``)
 
 
 def _markdown_table(lines: list[tuple[int, str]], parsed: list[list[str]]):
@@ -172,8 +174,9 @@ def _markdown_table(lines: list[tuple[int, str]], parsed: list[list[str]]):
         note = (f"the file ends inside its last line, with no newline after it (as a run killed while writing leaves "
                 f"it): that line, line {lineno} ({last.strip()[-50:]!r}), left out -- it lacks the closing '|' every "
                 "earlier line has: cut short")
-    if all(line.strip().startswith("|") and line.strip().endswith("|") for _, line in lines):
-        parsed = [row[1:-1] for row in parsed]
+    # The outer pipes line by line: a table may open its lines with one and not close them (review ba).
+    parsed = [row[int(line.strip().startswith("|")):len(row) - int(line.strip().endswith("|"))]
+              for (_, line), row in zip(lines, parsed)]
     if len(parsed) > 1 and parsed[1] and all(_MARKDOWN_RULE.match(c) for c in parsed[1]):
         lines, parsed = lines[:1] + lines[2:], parsed[:1] + parsed[2:]
     return lines, parsed, note
@@ -212,7 +215,7 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     row logs, and is dropped and counted where other evaluations log it (an empty cell in a table of
     evaluations). ``nan``/``inf`` cells are dropped and counted. ``x`` may be ``cum:COL`` / ``cum:GLOB``."""
     path = Path(path)
-    header, rows, decimal_comma, read_notes = _read_csv_rows(path)
+    header, rows, decimal_comma, read_notes = _read_csv_rows(path, x)
     if _is_wandb_export(header, y):
         return _wandb_from_rows(path, header, rows, x, y, y_scale=y_scale, bounded=bounded, notes=read_notes)
     columns = set(header)
@@ -289,14 +292,14 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     if percent:
         notes += (percent_note(percent),)
     if step:
-        records, resumed = _resumed(path, records, step, kinds)
+        records, resumed = _resumed(path, records, step, kinds, x)
         notes += resumed
     return curves_from_rows(path, records, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
                             bounded=bounded, table=True, run_column=run_column if ir is not None else None,
                             step_column=step)
 
 
-def _resumed(path: Path, records: list[dict], step: str, kinds: list[frozenset]) -> tuple[list[dict], tuple[str, ...]]:
+def _resumed(path: Path, records: list[dict], step: str, kinds: list[frozenset], x: str) -> tuple[list[dict], tuple[str, ...]]:
     """One run's rows where a training resumed from a checkpoint was appended (``step`` goes back): the
     abandoned attempt's rows from the checkpoint's step on go, said in the notes, as in a JSON-lines log.
     A step that starts over is left alone: in a table that is several runs without a run column more
@@ -304,7 +307,7 @@ def _resumed(path: Path, records: list[dict], step: str, kinds: list[frozenset])
     of their steps (10, 100, 110, ..., 20, 200, ...: a file sorted as text) are no resume: read in the
     order of their steps, said (a resume dropped most of them); so are rows newest first (an export sorted
     by step, descending: refused as a compute that decreases, blaming a restart)."""
-    text_sorted = _out_of_log_order(records, step)
+    text_sorted = _out_of_log_order(records, step, x)
     if text_sorted:
         return sorted(records, key=lambda r: r[step]), (text_sorted,)
     split, notes = split_attempts([dict(r) for r in records], step, path.stem, late_rows=True, kinds=kinds)
@@ -317,10 +320,11 @@ def _step_text(v: float) -> str:
     return str(int(v)) if float(v).is_integer() else repr(float(v))
 
 
-def _out_of_log_order(records: list[dict], step: str) -> str:
+def _out_of_log_order(records: list[dict], step: str, x: str) -> str:
     """A note where every row has a step, each step's rows are together, and the rows are in the order of their
-    steps as text, not as numbers (a spreadsheet or ``sort`` that sorted the column as text), or newest first;
-    else ""."""
+    steps as text, not as numbers (a spreadsheet or ``sort`` that sorted the column as text), or newest first
+    -- where the compute ``x`` falls with the step (review ba: a table of runs, one row each, sorted by their
+    compute, whose ``_step`` fell, was reordered and refused); else ""."""
     steps = [r.get(step) for r in records]
     if any(v is None or v != v for v in steps):
         return ""
@@ -330,7 +334,8 @@ def _out_of_log_order(records: list[dict], step: str) -> str:
     if len(steps) < 3 or len(set(steps)) < len(steps):
         return ""
     shown = ", ".join(_step_text(v) for v in steps[:6])
-    if steps == sorted(steps, reverse=True):
+    xs = [r[x] for r in records if isinstance(r.get(x), float) and r[x] == r[x]]
+    if steps == sorted(steps, reverse=True) and xs == sorted(xs, reverse=True):
         return (f"the rows are newest first ({shown}, ...): read in the order of their {step!r}, oldest first, "
                 "as a log writes them")
     if steps == sorted(steps) or steps != sorted(steps, key=_step_text):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping, Set
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -45,12 +46,18 @@ def _floats(values) -> np.ndarray:
     refused as 'not numeric'). pandas is only asked where the user's data already imported it. A complex
     value (numpy drops its imaginary part with a warning) and a table of several columns (it was flattened
     row by row: two runs interleaved into one) are refused. A masked array's masked values are missing (they
-    were read as the numbers under the mask); a torch tensor is read detached; any other iterable (a generator,
-    ``dict.values()``) as the list it gives (review ax: refused as "not numeric")."""
+    were read as the numbers under the mask); a torch tensor is read detached, in float64 (bf16 too); any other
+    iterable (a generator, ``dict.values()``) as the list it gives (review ax: refused as "not numeric") -- but
+    a mapping, a set (no order) or bytes are refused (review ba: a dict was read as its keys, bytes as their
+    character codes)."""
+    if isinstance(values, (Mapping, Set, bytes, bytearray, str)):
+        what = {Mapping: "a mapping (give its values in order: list(d.values()))", Set: "a set (it has no order)"}
+        raise TypeError(next((w for t, w in what.items() if isinstance(values, t)), f"{type(values).__name__} "
+                             "(give the numbers as a list or an array)"))
     if np.ma.isMaskedArray(values):
         values = np.ma.filled(values.astype(float), np.nan)
     elif hasattr(values, "detach"):  # (a tensor that requires grad: numpy refused it with a RuntimeError)
-        values = values.detach().cpu()
+        values = values.detach().cpu().double()
     elif not hasattr(values, "__array__") and not isinstance(values, (list, tuple, str)) and hasattr(values, "__iter__"):
         values = list(values)
     try:
