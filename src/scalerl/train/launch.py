@@ -121,7 +121,19 @@ def run_rank(cfg: TrainConfig, *, resume: bool, rank: int | None = None, world: 
         clean = True
         return summary
     finally:
+        _leave_after(clean)
+
+
+def _leave_after(clean: bool) -> None:
+    """:func:`leave_group` at a rank's end. After an error, a stop that lands while the rank leaves (the launcher's
+    SIGTERM to the survivors of a killed rank) is not the rank's news: the error already on its way out -- the
+    trainer's "interrupted at step N ...; resume with" -- goes on (review ay: a bare "terminated (SIGTERM)"
+    replaced it, and the launcher's line said neither the step nor how to resume)."""
+    try:
         leave_group(clean=clean)
+    except KeyboardInterrupt:
+        if clean:
+            raise
 
 
 GROUP_WAIT_NOTE_S = 60.0
