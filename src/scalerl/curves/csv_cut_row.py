@@ -96,10 +96,8 @@ def without_cut_row(header: list[str], rows: list, *, last_line: str, ordered: C
         if header[j] in ordered:
             return rows[:-1], _cut_note(where, text, header[j], "is below the counter before it, which it should "
                                                                 "pass")
-        return rows, (f"the file ends with no newline after its last line, {where}, whose last number, {text!r} in "
-                      f"column {header[j]!r}, is below the one before it ({texts[-1]}) in a column that rose until "
-                      "then: kept as a value -- if the file was read while being written or its writer was killed, it "
-                      "may be cut short (give the finished file, or delete that line)")
+        return rows, _maybe_cut_note(where, text, header[j], f"is below the one before it ({texts[-1]}) in a column "
+                                                             "that rose until then")
     shared = earlier[0] if len(set(earlier)) == 1 else None
     # Fixed-width where a number of the column -- the last one too (review aq: '0.60' of '0.6023') -- ends in a zero
     # among its decimals; a number ending in its decimal point is cut unless the column's all do (printf's %#.0f).
@@ -114,10 +112,8 @@ def without_cut_row(header: list[str], rows: list, *, last_line: str, ordered: C
     elif shared is not None and _cut_inside(text, cut, shared, True):
         # Short by what a cut takes, in a column that shows no fixed width: a shortest-float export's last number
         # or a cut one -- the file cannot tell (review aq). Kept, and said.
-        return rows, (f"the file ends with no newline after its last line, {where}, whose last number, {text!r} in "
-                      f"column {header[j]!r}, is written shorter than every earlier row's ({_precision(shared)}): kept "
-                      "as a value -- if the file was read while being written or its writer was killed, it may be cut "
-                      "short (give the finished file, or delete that line)")
+        return rows, _maybe_cut_note(where, text, header[j], f"is written shorter than every earlier row's "
+                                                             f"({_precision(shared)})")
     else:
         return rows, ""
     return rows[:-1], _cut_note(where, text, header[j], how)
@@ -166,6 +162,13 @@ def _cut_counter(text: str, texts: list[str]) -> bool:
         return False
     values = [int(t) for t in texts]
     return all(b > a for a, b in zip(values, values[1:])) and int(text) < values[-1]
+
+
+def _maybe_cut_note(where: str, text: str, column: str, how: str) -> str:
+    """The note on a last row kept that a cut may have left so: the file cannot tell."""
+    return (f"the file ends with no newline after its last line, {where}, whose last number, {text!r} in column "
+            f"{column!r}, {how}: kept as a value -- if the file was read while being written or its writer was killed, "
+            "it may be cut short (give the finished file, or delete that line)")
 
 
 def _cut_note(where: str, text: str, column: str, how: str) -> str:
