@@ -40,26 +40,32 @@ def shared_x_note(x: np.ndarray, y: np.ndarray, x_name: str, carried: np.ndarray
             "(--run; a column that names them: --run-column COL)")
 
 
-def _floats(values) -> np.ndarray:
-    """``values`` as a flat float array; a missing value pandas writes as ``pd.NA`` (a nullable column's
-    ``tolist()``: numpy cannot convert it) is NaN, dropped as the other missing values are (review al: it was
-    refused as 'not numeric'). pandas is only asked where the user's data already imported it. A complex
-    value (numpy drops its imaginary part with a warning) and a table of several columns (it was flattened
-    row by row: two runs interleaved into one) are refused. A masked array's masked values are missing (they
-    were read as the numbers under the mask); a torch tensor is read detached, in float64 (bf16 too); any other
-    iterable (a generator, ``dict.values()``) as the list it gives (review ax: refused as "not numeric") -- but
-    a mapping, a set (no order) or bytes are refused (review ba: a dict was read as its keys, bytes as their
-    character codes)."""
+def _sequence(values):
+    """``values`` as something numpy reads as the numbers it holds, in order: a masked array's masked values
+    missing (they were read as the numbers under the mask), a torch tensor detached in float64 (one that
+    requires grad raised numpy's RuntimeError; bf16 was refused), any other iterable (a generator,
+    ``dict.values()``) as its list (review ax: refused as "not numeric"). A mapping, a set (no order) or bytes
+    are refused (review ba: a dict was read as its keys, bytes as their character codes)."""
     if isinstance(values, (Mapping, Set, bytes, bytearray, str)):
         what = {Mapping: "a mapping (give its values in order: list(d.values()))", Set: "a set (it has no order)"}
         raise TypeError(next((w for t, w in what.items() if isinstance(values, t)), f"{type(values).__name__} "
                              "(give the numbers as a list or an array)"))
     if np.ma.isMaskedArray(values):
-        values = np.ma.filled(values.astype(float), np.nan)
-    elif hasattr(values, "detach"):  # (a tensor that requires grad: numpy refused it with a RuntimeError)
-        values = values.detach().cpu().double()
-    elif not hasattr(values, "__array__") and not isinstance(values, (list, tuple, str)) and hasattr(values, "__iter__"):
-        values = list(values)
+        return np.ma.filled(values.astype(float), np.nan)
+    if hasattr(values, "detach"):
+        return values.detach().cpu().double()
+    if not hasattr(values, "__array__") and not isinstance(values, (list, tuple)) and hasattr(values, "__iter__"):
+        return list(values)
+    return values
+
+
+def _floats(values) -> np.ndarray:
+    """``values`` (:func:`_sequence`) as a flat float array; a missing value pandas writes as ``pd.NA`` (a nullable
+    column's ``tolist()``: numpy cannot convert it) is NaN, dropped as the other missing values are (review al: it
+    was refused as 'not numeric'). pandas is only asked where the user's data already imported it. A complex
+    value (numpy drops its imaginary part with a warning) and a table of several columns (it was flattened
+    row by row: two runs interleaved into one) are refused."""
+    values = _sequence(values)
     try:
         shape = np.shape(values)
     except ValueError:  # ragged: refused as not numeric below
