@@ -764,3 +764,14 @@ def test_a_scalerl_run_is_read_with_its_own_axes_without_x_and_y(tmp_path, capsy
     # Another log beside it: nothing chosen, the columns listed as before.
     assert main(["compare", str(run), str(REAL_CSV)]) == 2
     assert "give --y" in capsys.readouterr().err
+
+
+# Review bb
+def test_compare_of_runs_whose_first_sets_differ_does_not_compare_different_metrics(tmp_path, capsys):
+    """a50fe1a: `scalerl compare A C` without --y reads A's 'hard/pass_rate' against C's 'math/pass_rate' (C has
+    'hard' too) and ranks them as one metric; it should read a set they share, or refuse and ask for --y."""
+    a, c = _scalerl_run(tmp_path / "a", ("hard", "val")), _scalerl_run(tmp_path / "c", ("math", "hard"))
+    assert main(["compare", str(a), str(c), "--json"]) == 0
+    assert "note: --x tokens --y hard/pass_rate: these scalerl runs' own" in capsys.readouterr().err
+    d = _scalerl_run(tmp_path / "d", ("math",))  # no set shared: the listing asks for --y
+    assert main(["compare", str(a), str(d)]) == 2 and "give --y" in capsys.readouterr().err

@@ -224,11 +224,17 @@ def read_kwargs(args) -> dict:
 def _own_run_axes(args) -> None:
     """--x / --y not given for scalerl's own runs: the run's forecast compute (``forecast.x``, flops by
     default) and its first evaluation set's pass rate, as its report and live forecast read it, said in a note
-    (they were refused with a listing of the log's 63 columns). Where any path is another log, nothing."""
+    (they were refused with a listing of the log's 63 columns) -- for several runs, the first set they all have
+    (review bb: one run's hard was compared with another's math). Where any path is another log, or the runs
+    share no set, nothing: the listing asks."""
     many = not hasattr(args, "path")
-    axes = [_run_axes(Path(p)) for p in (args.paths if many else [args.path])]
-    if not axes or None in axes:
+    found = [_run_axes(Path(p)) for p in (args.paths if many else [args.path])]
+    if not found or None in found:
         return
+    shared = [s for s in found[0][1] if all(s in sets for _, sets in found)]
+    if not shared:
+        return
+    axes = [(x, f"{shared[0]}/pass_rate") for x, _ in found]
     chosen = []
     for flag, name, values in (("--x", "x", [a[0] for a in axes]), ("--y", "y", [a[1] for a in axes])):
         if getattr(args, name) is None:
@@ -240,8 +246,9 @@ def _own_run_axes(args) -> None:
           "to read another column)", file=sys.stderr)
 
 
-def _run_axes(path: Path) -> tuple[str, str] | None:
-    """``(x, y)`` of a scalerl run directory or its run log, from the log's header; None for any other log."""
+def _run_axes(path: Path) -> tuple[str, list[str]] | None:
+    """``(x, evaluation sets)`` of a scalerl run directory or its run log, from the log's header; None for any other
+    log."""
     log = path / RUNLOG if path.is_dir() else path
     if log.name != RUNLOG or not log.is_file():
         return None
@@ -249,8 +256,7 @@ def _run_axes(path: Path) -> tuple[str, str] | None:
         with log.open(encoding="utf-8") as f:
             header = json.loads(f.readline())
         cfg = header["config"]
-        sets = cfg["eval"]["sets"]
-        return str(cfg.get("forecast", {}).get("x") or "flops"), f"{sets[0]}/pass_rate"
+        return str(cfg.get("forecast", {}).get("x") or "flops"), [str(s) for s in cfg["eval"]["sets"]]
     except (OSError, ValueError, KeyError, IndexError, TypeError):  # (not a header of ours: the listing says)
         return None
 

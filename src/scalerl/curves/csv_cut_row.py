@@ -60,7 +60,8 @@ def _cut_inside(text: str, cell: tuple[int, int, int], shared: tuple[int, int, i
     return want_decimals >= _MIN_CUT_DECIMALS and want_decimals - decimals >= _MIN_DECIMALS_CUT and fixed
 
 
-def without_cut_row(header: list[str], rows: list, *, last_line: str, ordered: Collection[str] = ()) -> tuple[list, str]:
+def without_cut_row(header: list[str], rows: list, *, last_line: str, ordered: Collection[str] = (),
+                    run_index: int | None = None) -> tuple[list, str]:
     """The rows less a last one a kill (or a read while the logger writes) cut inside its last number,
     and a note saying so. A last row with no newline after it is data where a finished export ends that
     way (Google Sheets, a hand-made file): it is left out only where it is visibly cut: its last number ends
@@ -69,7 +70,8 @@ def without_cut_row(header: list[str], rows: list, *, last_line: str, ordered: C
     column of varying precision or of shortest floats tells nothing more: the row is kept. ``last_line``: the
     file's last line of the table, as read (its line end kept). ``ordered``: the columns that cannot fall in a
     log (the compute read as x, the step): a whole number below the one before it there is cut
-    (:func:`_cut_counter`)."""
+    (:func:`_cut_counter`) -- the one before it in the last row's run, where ``run_index`` is the column that
+    names runs (review bb: a table's next run, starting below the last run's end, was taken for a cut)."""
     if last_line.endswith(("\n", "\r")) or len(rows) <= _MIN_PRECISION_ROWS:
         return rows, ""
     if last_line.rstrip().endswith(('"', "'", "|")):  # its closing quote or table pipe: the last cell was written whole
@@ -92,12 +94,14 @@ def without_cut_row(header: list[str], rows: list, *, last_line: str, ordered: C
         return rows, ""
     if _DANGLING_EXPONENT.search(text) or _shorter_exponent(text, cut, texts, earlier):  # (review ar: '4.8e', '4.8e+1')
         return rows[:-1], _cut_note(where, text, header[j], "is cut inside its exponent")
-    if _cut_counter(text, texts):
+    run_texts = texts if run_index is None else [
+        row[j].strip() for _, row in rows[:-1] if j < len(row) and run_index < len(row) and row[run_index] == last[run_index]]
+    if _cut_counter(text, run_texts):
         if header[j] in ordered:
             return rows[:-1], _cut_note(where, text, header[j], "is below the counter before it, which it should "
                                                                 "pass")
-        return rows, _maybe_cut_note(where, text, header[j], f"is below the one before it ({texts[-1]}) in a column "
-                                                             "that rose until then")
+        return rows, _maybe_cut_note(where, text, header[j], f"is below the one before it ({run_texts[-1]}) in a "
+                                                             "column that rose until then")
     shared = earlier[0] if len(set(earlier)) == 1 else None
     # Fixed-width where a number of the column -- the last one too (review aq: '0.60' of '0.6023') -- ends in a zero
     # among its decimals; a number ending in its decimal point is cut unless the column's all do (printf's %#.0f).

@@ -81,12 +81,12 @@ def _decoded(path: Path) -> tuple[str, str | None]:
     return text, f"not UTF-8 (line {line}): read as {code}, as a spreadsheet on Windows exports; save it as UTF-8 if its names look wrong"
 
 
-def _read_csv_rows(path: Path, x: str = "") -> tuple[list[str], list[tuple[int, list[str]]], bool, tuple[str, ...]]:
+def _read_csv_rows(path: Path, x: str = "", run_column: str | None = None) -> tuple[list[str], list[tuple[int, list[str]]], bool, tuple[str, ...]]:
     """Header, ``(line number, cells)`` rows, whether numbers may use a decimal comma (a
     ``;``-delimited export from a comma-decimal locale: ``0,53``), and the notes: on its encoding and
     on the lines around a Markdown table that were passed over ('; '-joined), and on a last row cut
     short by a kill (:func:`scalerl.curves.csv_cut_row.without_cut_row`; ``x``: the compute column read, which
-    with the step columns cannot fall)."""
+    with the step columns cannot fall, within a run of ``run_column``, default ``run``)."""
     text, encoding_note = _decoded(path)
     lines = [(i, line) for i, line in enumerate(io.StringIO(text, newline=""), start=1)
              if line.strip() and not line.lstrip().startswith("#")]
@@ -97,7 +97,11 @@ def _read_csv_rows(path: Path, x: str = "") -> tuple[list[str], list[tuple[int, 
     # (A Markdown table is '|'-delimited by definition: sniffed, a last row cut before its closing pipe -- one
     # cell fewer -- made the sniffer give up and the whole table was read as one column.)
     dialect = _PIPES if table else _dialect(path, [line for _, line in lines[:20]])
-    parsed = list(csv.reader([line for _, line in lines], dialect))
+    if table:
+        parsed = [[cell.replace(_HELD_PIPE, "|") for cell in row]
+                  for row in csv.reader([line.replace(_ESCAPED_PIPE, _HELD_PIPE) for _, line in lines], dialect)]
+    else:
+        parsed = list(csv.reader([line for _, line in lines], dialect))
     cut_pipe = ""
     if dialect.delimiter == "|":
         lines, parsed, cut_pipe = _markdown_table(lines, parsed)
@@ -107,7 +111,9 @@ def _read_csv_rows(path: Path, x: str = "") -> tuple[list[str], list[tuple[int, 
     if not rows:
         raise InputError(f"{path}: the file has a header but no rows")
     # (A line read with newline="" keeps its line end: only the file's last line can lack one.)
-    rows, cut = without_cut_row(header, rows, last_line=lines[-1][1], ordered={x, *STEP_COLUMNS})
+    runs = run_column or DEFAULT_RUN_COLUMN
+    rows, cut = without_cut_row(header, rows, last_line=lines[-1][1], ordered={x, *STEP_COLUMNS},
+                                run_index=header.index(runs) if header.count(runs) == 1 else None)
     return header, rows, dialect.delimiter == ";", tuple(n for n in (encoding_note, cut) if n)
 
 
@@ -157,7 +163,12 @@ def _markdown_block(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]]
 
 class _PIPES(csv.excel):
     delimiter = "|"
-    escapechar = "\\"  # (GitHub's escaped pipe in a cell, ``a \| b``)
+
+
+#: GitHub's escaped pipe in a Markdown table's cell (``a \| b``), kept apart from the delimiter while the line is
+#: split; no other backslash escapes anything there (review bb: an escape character took every backslash out of a
+#: run named ``C:\runs\a``).
+_ESCAPED_PIPE, _HELD_PIPE = "\\|", "\x00"
 
 
 def _markdown_table(lines: list[tuple[int, str]], parsed: list[list[str]]):
@@ -215,7 +226,7 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     row logs, and is dropped and counted where other evaluations log it (an empty cell in a table of
     evaluations). ``nan``/``inf`` cells are dropped and counted. ``x`` may be ``cum:COL`` / ``cum:GLOB``."""
     path = Path(path)
-    header, rows, decimal_comma, read_notes = _read_csv_rows(path, x)
+    header, rows, decimal_comma, read_notes = _read_csv_rows(path, x, run_column)
     if _is_wandb_export(header, y):
         return _wandb_from_rows(path, header, rows, x, y, y_scale=y_scale, bounded=bounded, notes=read_notes)
     columns = set(header)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Set
+from collections.abc import KeysView, Mapping, Set
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -46,14 +46,17 @@ def _sequence(values):
     requires grad raised numpy's RuntimeError; bf16 was refused), any other iterable (a generator,
     ``dict.values()``) as its list (review ax: refused as "not numeric"). A mapping, a set (no order) or bytes
     are refused (review ba: a dict was read as its keys, bytes as their character codes)."""
-    if isinstance(values, (Mapping, Set, bytes, bytearray, str)):
+    if isinstance(values, (Mapping, Set, bytes, bytearray, str)) and not isinstance(values, KeysView):  # (ordered)
         what = {Mapping: "a mapping (give its values in order: list(d.values()))", Set: "a set (it has no order)"}
         raise TypeError(next((w for t, w in what.items() if isinstance(values, t)), f"{type(values).__name__} "
                              "(give the numbers as a list or an array)"))
     if np.ma.isMaskedArray(values):
         return np.ma.filled(values.astype(float), np.nan)
     if hasattr(values, "detach"):
-        return values.detach().cpu().double()
+        values = values.detach().cpu()
+        if values.is_complex():  # (.double() drops the imaginary part, with only torch's warning: review bb)
+            raise TypeError("complex values: give real numbers")
+        return values.double()
     if not hasattr(values, "__array__") and not isinstance(values, (list, tuple)) and hasattr(values, "__iter__"):
         return list(values)
     return values
