@@ -303,3 +303,49 @@ def test_the_report_of_a_run_below_its_start_advises_a_command_that_takes_the_fl
     with pytest.raises(SystemExit):
         parser.parse_args([str(out), "--r0", "0.2"])
     assert "scalerl fit FILE --r0 VALUE" in said, said
+
+
+# Review bc: the live forecast a user watches while a run trains
+def _collapsing_rows(set_name="val"):
+    """Rises from 0.05 towards 0.25, then collapses (the live forecast calls it unstable)."""
+    x = np.r_[0.0, np.linspace(10, 300, 30)]
+    base = 0.05 + 0.20 * (1 - np.exp(-x / 40))
+    y = np.clip(np.where(x > 150, base * np.exp(-(x - 150) / 40), base) + np.random.default_rng(0).normal(0, 0.01, x.size), 0, 1)
+    return [{"type": "eval", "step": 10 * i, "flops": float(a), f"{set_name}/pass_rate": float(b)}
+            for i, (a, b) in enumerate(zip(x, y))]
+
+
+def test_the_progress_bar_says_when_the_live_forecast_finds_the_run_unstable():
+    from scalerl.train.compute import ComputeMeter
+    from scalerl.train.trainer import _postfix
+
+    rows = _collapsing_rows()
+    row = {**rows[-1], **live_forecast(rows, x="flops", y="val/pass_rate", total_steps=600, n_boot=50)}
+    assert row["forecast/status"].startswith("unstable:")  # what the run log says
+    line = _postfix(row, "val", ComputeMeter(params=1000))
+    assert "forecast: unstable" in line  # the bar said "val 0.0xx, 0 samples/s": the forecast just vanished
+
+
+def test_a_live_forecast_bootstrap_too_small_for_intervals_is_a_config_error():
+    """`--set forecast.bootstrap=5` trained a whole run whose every evaluation logged
+    "no fit yet: a bootstrap needs at least 10 resamples, got 5" (as a calibration without the
+    live forecast's level did before it was checked up front)."""
+    from scalerl.errors import ConfigError
+    from scalerl.train.config import TrainConfig
+
+    cfg = TrainConfig()
+    cfg.forecast.bootstrap = 5
+    with pytest.raises(ConfigError, match="forecast.bootstrap"):
+        cfg.validate()
+
+
+def test_the_report_of_a_run_whose_evaluation_set_is_named_forecast(tmp_path):
+    """`--task math --set 'task.settings={eval_data: {forecast: FILE}}' --set 'eval.sets=[forecast]'`
+    trained, then `train` and `scalerl report` ended in an IndexError traceback: the report takes
+    every `forecast/...` column for the live forecast's."""
+    with RunLogWriter(tmp_path / "runlog.jsonl", {"type": "header", "run": "r", "recipe": "scalerl", "model": "tiny",
+                                                  "config": {"forecast": {"x": "flops"}}}) as log:
+        for r in _collapsing_rows("forecast"):
+            log.append(r)
+    rep = write_run_report(tmp_path, n_boot=50)
+    assert rep.y == "forecast/pass_rate"

@@ -904,7 +904,10 @@ def _progress(cfg: TrainConfig, initial: int):
 def _postfix(row: dict[str, Any], main_set: str, meter: ComputeMeter) -> str:
     rate = meter.samples / max(meter.seconds, 1e-9)
     parts = [f"{main_set} {row[f'{main_set}/pass_rate']:.3f}", f"{rate:.0f} samples/s"]
-    if row.get("forecast/status") == "ok":
+    status = row.get("forecast/status", "")
+    if status == "ok":
         parts.append(f"forecast A {row['forecast/A']:.3f} -> {row['forecast/R_budget']:.3f} at budget")
+    elif status.startswith(("unstable", "no fit")):  # (the bar went silent where the run log says why: review bc)
+        parts.append(f"forecast: {status.partition(':')[0]} (forecast/status in the run log)")
     return ", ".join(parts)
 
