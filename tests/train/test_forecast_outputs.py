@@ -349,3 +349,10 @@ def test_the_report_of_a_run_whose_evaluation_set_is_named_forecast(tmp_path):
             log.append(r)
     rep = write_run_report(tmp_path, n_boot=50)
     assert rep.y == "forecast/pass_rate"
+
+
+def test_a_live_forecast_that_cannot_fit_names_its_metric():
+    # Review bc: "no fit yet: run 'run' ..." named no run the user has.
+    rows = [{"type": "eval", "step": i, "flops": float(i), "val/pass_rate": 0.3} for i in range(6)]
+    status = live_forecast(rows, x="flops", y="val/pass_rate", total_steps=20)["forecast/status"]
+    assert status.startswith("no fit yet: run 'val/pass_rate'"), status

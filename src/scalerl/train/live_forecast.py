@@ -75,7 +75,8 @@ def live_forecast(
     step = max(int(last.get("step", 0)), 1)
     budget = float(last[x]) * total_steps / step
     try:
-        curve = Curve.from_arrays([p[0] for p in points], [p[1] for p in points], x_name=x, y_name=y)
+        # (Named after its metric: a "no fit yet" status said run 'run'.)
+        curve = Curve.from_arrays([p[0] for p in points], [p[1] for p in points], name=y, x_name=x, y_name=y)
         fc = forecast(curve, n_boot=n_boot, seed=seed, power_law=False, calibration=calibration)
     except InputError as exc:
         return {"forecast/status": f"no fit yet: {exc}"}
