@@ -16,20 +16,26 @@ from scalerl.train.config import TrainConfig, absolute_paths, load_config_file, 
 from scalerl.train.profiles import PROFILES, SUMMARY, choose_profile
 
 
-def add_config_args(p: argparse.ArgumentParser) -> None:
+def add_config_args(p: argparse.ArgumentParser, *, defaults: dict | None = None) -> None:
+    """The flags that make a training config; ``defaults``: a command's own (dotted field -> value), named in
+    the help of the flags that set them (the demo trains tiny-m on arithmetic-mix: its help said tiny)."""
+    own = defaults or {}
+
     p.add_argument("--config", metavar="FILE", help="a training config YAML (e.g. a run's config.yaml)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config field: a dotted path (recipe.loss.name=dapo) or a unique leaf "
                         "(pipeline=pipeline-rl-k, k=4, lr=1e-4); repeatable")
     p.add_argument("--recipe", metavar="NAME", help="recipe preset or leave-one-out variant (scalerl recipes lists them)")
-    p.add_argument("--model", metavar="PATH|HUB_ID|tiny", help="model to train: tiny (default), tiny-s/tiny-m/tiny-l "
-                   "(the arithmetic-mix ladder), a model directory or a hub id")
-    p.add_argument("--task", metavar="NAME", help="task: arithmetic, arithmetic-mix (built in) or math (needs --data)")
+    p.add_argument("--model", metavar="PATH|HUB_ID|tiny", help=f"model to train (default: {own.get('model.name_or_path', 'tiny')}): "
+                   "tiny, tiny-s/tiny-m/tiny-l (the arithmetic-mix ladder), a model directory or a hub id")
+    p.add_argument("--task", metavar="NAME", help=f"task (default: {own.get('task.name', 'arithmetic')}): arithmetic, "
+                   "arithmetic-mix (built in) or math (needs --data)")
     p.add_argument("--data", metavar="FILE", help="math task: JSONL / CSV / parquet file or HF dataset dir of {prompt, answer} rows")
     p.add_argument("--reward", metavar="MODULE:FUNCTION", help="your own reward function: fn(prompt, completion, answer) -> float or bool, "
                         "taking any of those parameters by name (README: Your own reward function)")
-    p.add_argument("--steps", type=int, help="optimizer steps")
-    p.add_argument("--eval-every", type=int, metavar="N", help="evaluate every N steps")
+    p.add_argument("--steps", type=int, help="optimizer steps" + (f" (default: {own['run.steps']})" if "run.steps" in own else ""))
+    p.add_argument("--eval-every", type=int, metavar="N",
+                   help="evaluate every N steps" + (f" (default: {own['eval.every']})" if "eval.every" in own else ""))
     p.add_argument("--seed", type=int, help="random seed")
     p.add_argument("--backend", choices=["local", "ray"], help="where generators and trainer run (default: local)")
     p.add_argument("--profile", metavar="NAME",

@@ -24,7 +24,7 @@ DEMO_DEFAULTS = {"model.name_or_path": "tiny-m", "task.name": "arithmetic-mix", 
 
 
 def add_arguments(p) -> None:
-    add_config_args(p)
+    add_config_args(p, defaults=DEMO_DEFAULTS)
     p.add_argument("--output", default="runs/demo", metavar="DIR", help="run directory (default: runs/demo)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted demo in --output")
     p.add_argument("--overwrite", action="store_true", help="delete --output first if it holds an earlier demo")
