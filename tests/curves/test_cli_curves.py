@@ -775,3 +775,12 @@ def test_compare_of_runs_whose_first_sets_differ_does_not_compare_different_metr
     assert "note: --x tokens --y hard/pass_rate: these scalerl runs' own" in capsys.readouterr().err
     d = _scalerl_run(tmp_path / "d", ("math",))  # no set shared: the listing asks for --y
     assert main(["compare", str(a), str(d)]) == 2 and "give --y" in capsys.readouterr().err
+
+
+# Review bd
+def test_compare_of_runs_with_different_forecast_x_reads_one_compute_column(tmp_path, capsys):
+    a, c = _scalerl_run(tmp_path / "a", x="tokens"), _scalerl_run(tmp_path / "c", x="flops")
+    rc = main(["compare", str(a), str(c)])
+    out, err = capsys.readouterr()
+    assert "--x tokens flops" not in err and "compute columns differ" not in err, err
+    assert rc == 2 or "efficiency" not in out, out  # the same curves: no verdict of 1e+07x the compute

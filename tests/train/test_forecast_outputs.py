@@ -356,3 +356,51 @@ def test_a_live_forecast_that_cannot_fit_names_its_metric():
     rows = [{"type": "eval", "step": i, "flops": float(i), "val/pass_rate": 0.3} for i in range(6)]
     status = live_forecast(rows, x="flops", y="val/pass_rate", total_steps=20)["forecast/status"]
     assert status.startswith("no fit yet: run 'val/pass_rate'"), status
+
+
+# Review bd: forecast.bootstrap 0 is no intervals, not an error
+def _sigmoid_rows():
+    """Evaluations on a sigmoid in flops, as the trainer logs them."""
+    rows = []
+    for step in range(0, 101, 10):
+        f = 1e15 * (step + 1)
+        rows.append({"step": step, "flops": f, "math/pass_rate": 0.1 + 0.6 * f**1.2 / (f**1.2 + 3e16**1.2)})
+    return rows
+
+
+def test_bootstrap_zero_gives_a_forecast_and_is_accepted():
+    from scalerl.errors import ConfigError
+    from scalerl.train.config import TrainConfig
+
+    out = live_forecast(_sigmoid_rows(), x="flops", y="math/pass_rate", total_steps=400, n_boot=0, seed=0)
+    assert out["forecast/status"] == "ok" and "forecast/R_budget_lo" in out  # what 0 does: a forecast with bands
+    cfg = TrainConfig()
+    cfg.forecast.bootstrap = 0
+    cfg.validate()
+    cfg.forecast.bootstrap = 5  # (1-9: every evaluation said "no fit yet")
+    with pytest.raises(ConfigError, match="forecast.bootstrap"):
+        cfg.validate()
+
+
+def test_bootstrap_is_not_checked_with_the_forecast_off():
+    from scalerl.train.config import TrainConfig
+
+    cfg = TrainConfig()
+    cfg.forecast.enabled = False
+    cfg.forecast.bootstrap = 0
+    cfg.validate()
+
+
+def test_a_run_saved_with_bootstrap_zero_resumes(tmp_path):
+    from scalerl.config import save_yaml
+    from scalerl.train.config import TrainConfig
+    from scalerl.train.run_directory import resumed_config
+
+    run = tmp_path / "run"
+    run.mkdir()
+    cfg = TrainConfig()
+    cfg.forecast.bootstrap = 0  # accepted before fcc4c2b
+    cfg.run.output = str(run)
+    save_yaml(cfg, run / "config.yaml")
+    (run / "runlog.jsonl").write_text("")
+    assert resumed_config(run).forecast.bootstrap == 0

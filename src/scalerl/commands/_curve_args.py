@@ -234,7 +234,9 @@ def _own_run_axes(args) -> None:
     shared = [s for s in found[0][1] if all(s in sets for _, sets in found)]
     if not shared:
         return
-    axes = [(x, f"{shared[0]}/pass_rate") for x, _ in found]
+    # Every scalerl run logs every compute column: runs whose forecast.x differ are read on the first's
+    # (review bd: each on its own, tokens against flops, a run was "efficiency worse" by 1e7x).
+    axes = [(found[0][0], f"{shared[0]}/pass_rate") for _ in found]
     chosen = []
     for flag, name, values in (("--x", "x", [a[0] for a in axes]), ("--y", "y", [a[1] for a in axes])):
         if getattr(args, name) is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import KeysView, Mapping, Set
+from collections.abc import ItemsView, KeysView, Mapping, Set
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -46,7 +46,8 @@ def _sequence(values):
     requires grad raised numpy's RuntimeError; bf16 was refused), any other iterable (a generator,
     ``dict.values()``) as its list (review ax: refused as "not numeric"). A mapping, a set (no order) or bytes
     are refused (review ba: a dict was read as its keys, bytes as their character codes)."""
-    if isinstance(values, (Mapping, Set, bytes, bytearray, str)) and not isinstance(values, KeysView):  # (ordered)
+    # (A dict's keys and items are ordered: the keys read, the items refused as a table of two columns.)
+    if isinstance(values, (Mapping, Set, bytes, bytearray, str)) and not isinstance(values, (KeysView, ItemsView)):
         what = {Mapping: "a mapping (give its values in order: list(d.values()))", Set: "a set (it has no order)"}
         raise TypeError(next((w for t, w in what.items() if isinstance(values, t)), f"{type(values).__name__} "
                              "(give the numbers as a list or an array)"))

@@ -271,7 +271,7 @@ class ForecastConfig:
     min_points: int = 5
     """Evaluations needed (the R0 point included) before the first fit."""
     bootstrap: int = 200
-    """Bootstrap resamples for the logged intervals (at least 10)."""
+    """Bootstrap resamples for the logged intervals (at least 10; 0: no intervals, the bands still logged)."""
     calibration: str | None = None
     """A calibration file written by ``scalerl calibrate`` from your own earlier runs: the bands of
     the live forecast and of the run's report use its factors (default: the shipped ones). The run
@@ -419,10 +419,10 @@ class TrainConfig:
             problems.append("sampling.temperature must be > 0 and finite, and sampling.top_p in (0, 1]")
         if not math.isfinite(self.eval.temperature):  # (inf sampled uniformly: every token alike)
             problems.append(f"eval.temperature must be finite (<= 0: greedy), got {self.eval.temperature}")
-        if self.forecast.bootstrap < 10:  # (every evaluation of the run logged "no fit yet: ... at least 10 resamples")
-            problems.append(f"forecast.bootstrap must be >= 10 resamples (the live forecast's intervals), got "
-                            f"{self.forecast.bootstrap}")
-        if self.forecast.min_points < 1:
+        # (1-9 logged "no fit yet: ... at least 10 resamples" at every evaluation; 0 is no intervals, the bands kept)
+        if self.forecast.enabled and (self.forecast.bootstrap < 0 or 0 < self.forecast.bootstrap < 10):
+            problems.append(f"forecast.bootstrap must be 0 (no intervals) or >= 10 resamples, got {self.forecast.bootstrap}")
+        if self.forecast.enabled and self.forecast.min_points < 1:
             problems.append(f"forecast.min_points must be >= 1, got {self.forecast.min_points}")
         if self.forecast.x not in COMPUTE_COLUMNS:
             problems.append(f"forecast.x: unknown compute column {self.forecast.x!r}; known: {', '.join(COMPUTE_COLUMNS)}")
