@@ -784,3 +784,13 @@ def test_compare_of_runs_with_different_forecast_x_reads_one_compute_column(tmp_
     out, err = capsys.readouterr()
     assert "--x tokens flops" not in err and "compute columns differ" not in err, err
     assert rc == 2 or "efficiency" not in out, out  # the same curves: no verdict of 1e+07x the compute
+
+
+def test_compare_note_of_runs_with_different_forecast_x_names_both(tmp_path, capsys):
+    # Review bf: read on the first run's forecast.x, the verdict turned with the order of the runs, and the note
+    # called the first run's column every run's own.
+    a, c = _scalerl_run(tmp_path / "a", x="tokens"), _scalerl_run(tmp_path / "c", x="flops")
+    for order in ((a, c), (c, a)):
+        main(["compare", *map(str, order), "--rule", "paper"])
+        err = capsys.readouterr().err
+        assert "forecast.x differ" in err and "--x flops" in err and "as their reports read it" not in err, err

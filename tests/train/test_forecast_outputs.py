@@ -404,3 +404,22 @@ def test_a_run_saved_with_bootstrap_zero_resumes(tmp_path):
     save_yaml(cfg, run / "config.yaml")
     (run / "runlog.jsonl").write_text("")
     assert resumed_config(run).forecast.bootstrap == 0
+
+
+def test_a_run_saved_with_min_points_zero_or_a_small_bootstrap_resumes(tmp_path, capsys):
+    """Review bf: min_points 0 (as harmless as 1) and bootstrap 1-9 (no live forecast at all) were refused when the
+    saved run resumed, losing its training: min_points 0 is accepted, a small bootstrap read as 0 and said."""
+    from scalerl.config import save_yaml
+    from scalerl.train.config import TrainConfig
+    from scalerl.train.run_directory import resumed_config
+
+    run = tmp_path / "run"
+    run.mkdir()
+    cfg = TrainConfig()
+    cfg.forecast.min_points, cfg.forecast.bootstrap = 0, 5
+    cfg.run.output = str(run)
+    save_yaml(cfg, run / "config.yaml")
+    (run / "runlog.jsonl").write_text("")
+    resumed = resumed_config(run)
+    assert resumed.forecast.min_points == 0 and resumed.forecast.bootstrap == 0
+    assert "the saved forecast.bootstrap 5 is read as 0" in capsys.readouterr().err

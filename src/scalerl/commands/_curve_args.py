@@ -234,9 +234,11 @@ def _own_run_axes(args) -> None:
     shared = [s for s in found[0][1] if all(s in sets for _, sets in found)]
     if not shared:
         return
-    # Every scalerl run logs every compute column: runs whose forecast.x differ are read on the first's
-    # (review bd: each on its own, tokens against flops, a run was "efficiency worse" by 1e7x).
-    axes = [(found[0][0], f"{shared[0]}/pass_rate") for _ in found]
+    # Every scalerl run logs every compute column: runs whose forecast.x differ are read on flops, the default and
+    # the same whatever the order the runs are given in (review bd: each on its own, tokens against flops, a run
+    # was "efficiency worse" by 1e7x; bf: on the first run's, the verdict turned with the order).
+    xs = list(dict.fromkeys(x for x, _ in found))
+    axes = [(xs[0] if len(xs) == 1 else "flops", f"{shared[0]}/pass_rate") for _ in found]
     chosen = []
     for flag, name, values in (("--x", "x", [a[0] for a in axes]), ("--y", "y", [a[1] for a in axes])):
         if getattr(args, name) is None:
@@ -244,6 +246,9 @@ def _own_run_axes(args) -> None:
             setattr(args, name, values if many else values[0])
             chosen.append(f"{flag} {' '.join(values)}")
     whose = "these scalerl runs' own, as their reports read it" if len(axes) > 1 else "the scalerl run's own, as its report reads it"
+    if len(xs) > 1 and chosen[0].startswith("--x"):
+        whose = (f"these scalerl runs' forecast.x differ ({', '.join(xs)}): read on flops, which every scalerl run logs, "
+                 "and their first shared set")
     print(f"note: {' '.join(chosen)}: {whose} (give {'/'.join(c.split()[0] for c in chosen)} "
           "to read another column)", file=sys.stderr)
 

@@ -422,8 +422,6 @@ class TrainConfig:
         # (1-9 logged "no fit yet: ... at least 10 resamples" at every evaluation; 0 is no intervals, the bands kept)
         if self.forecast.enabled and (self.forecast.bootstrap < 0 or 0 < self.forecast.bootstrap < 10):
             problems.append(f"forecast.bootstrap must be 0 (no intervals) or >= 10 resamples, got {self.forecast.bootstrap}")
-        if self.forecast.enabled and self.forecast.min_points < 1:
-            problems.append(f"forecast.min_points must be >= 1, got {self.forecast.min_points}")
         if self.forecast.x not in COMPUTE_COLUMNS:
             problems.append(f"forecast.x: unknown compute column {self.forecast.x!r}; known: {', '.join(COMPUTE_COLUMNS)}")
         if self.profile not in PROFILES and self.profile != "auto":
