@@ -127,7 +127,7 @@ def test_a_damaged_checkpoint_names_the_one_to_resume_from(tmp_path):
     assert load_checkpoint(newest)["step"] == 20
     state = newest / "state.pt"
     state.write_bytes(state.read_bytes()[:100])
-    with pytest.raises(InputError, match=r"step_000020 cannot be read .*move .*step_000020 away to resume from "
+    with pytest.raises(InputError, match=r"step_000020 cannot be read .*move .*step_000020 out of \S+/ \(or delete it\) to resume from "
                                          r"step_000010, the newest earlier one"):
         load_checkpoint(newest)
     (tmp_path / "step_000010" / "state.pt").write_bytes(b"not a checkpoint")
@@ -149,7 +149,7 @@ def test_a_newer_checkpoint_that_lost_its_state_is_refused_not_passed_over(tmp_p
     chosen = latest_checkpoint(tmp_path)
     assert chosen.name == "step_000020"
     with pytest.raises(InputError, match=r"step_000030 cannot be read \(FileNotFoundError: .*state.pt is missing\): "
-                                         r".*move .*step_000030 away to resume from step_000020"):
+                                         r".*move .*step_000030 out of \S+/ \(or delete it\) to resume from step_000020"):
         refuse_damaged_newer(chosen)
 
 
@@ -163,7 +163,7 @@ def test_a_damaged_checkpoint_names_only_an_earlier_one_that_looks_intact(tmp_pa
     for step in (15, 20):
         state = tmp_path / f"step_0000{step}" / "state.pt"
         state.write_bytes(state.read_bytes()[:100])
-    with pytest.raises(InputError, match=r"move .*step_000020 away to resume from step_000010, the newest earlier one "
+    with pytest.raises(InputError, match=r"move .*step_000020 out of \S+/ \(or delete it\) to resume from step_000010, the newest earlier one "
                                          r"that looks intact \(step_000015 cannot be read either\)"):
         load_checkpoint(tmp_path / "step_000020")
     (tmp_path / "step_000010" / "state.pt").write_bytes(b"")

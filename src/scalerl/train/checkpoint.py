@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 from pathlib import Path
 from typing import Any, Callable
@@ -102,13 +103,25 @@ def save_checkpoint(directory: str | os.PathLike, step: int, state: dict[str, An
     return final
 
 
+#: A checkpoint's directory name as :func:`save_checkpoint` writes it. Any other ``step_*`` -- a user's copy
+#: (``step_000006.keep``), one renamed aside (``step_000007.bad``), a write in progress (``.tmp-``) -- is none:
+#: neither resumed from nor pruned (review bg: the fallback took ``step_000007.bad`` for the newest, a traceback;
+#: pruning deleted a user's copy).
+_CHECKPOINT_NAME = re.compile(r"step_\d{6,}")
+
+
+def _checkpoints(directory: Path) -> list[Path]:
+    """The directories in ``directory`` named as checkpoints, oldest first."""
+    return sorted(p for p in directory.glob("step_*") if _CHECKPOINT_NAME.fullmatch(p.name) and p.is_dir())
+
+
 def prune_checkpoints(directory: str | os.PathLike, keep: int, current: str) -> None:
     """Delete all but the newest ``keep`` complete checkpoints (never ``current``, the one a run
     goes on from) and the leftovers of a kill mid-write. After each checkpoint, and on resume: a kill
     after the last checkpoint's pointer moved, before this ran, left one checkpoint too many (a
     model's size), and a resume of the finished run writes no checkpoint that would delete it."""
     directory = Path(directory)
-    done = sorted(p for p in directory.glob("step_*") if p.is_dir() and ".tmp-" not in p.name)
+    done = _checkpoints(directory)
     for old in done[: max(len(done) - keep, 0)]:
         if old.name != current:
             shutil.rmtree(old, ignore_errors=True)
@@ -126,7 +139,7 @@ def latest_checkpoint(directory: str | os.PathLike) -> Path | None:
     if pointed is not None:
         return pointed
     # No (or a stale or garbled) pointer: fall back to the newest complete directory.
-    done = sorted(p for p in directory.glob("step_*") if (p / "state.pt").exists() and ".tmp-" not in p.name)
+    done = [p for p in _checkpoints(directory) if (p / "state.pt").exists()]
     return done[-1] if done else None
 
 
@@ -140,8 +153,7 @@ def refuse_damaged_newer(chosen: Path) -> None:
     """Raise :func:`damaged` for a checkpoint newer than ``chosen`` that has lost its state (a kill
     cannot leave one: a checkpoint is renamed into place whole). Passed over, it made the resume
     go back to an earlier checkpoint without a word, where a state cut short is refused."""
-    newer = sorted(p for p in chosen.parent.glob("step_*") if p.is_dir() and p.name > chosen.name
-                   and ".tmp-" not in p.name and not (p / "state.pt").exists())
+    newer = [p for p in _checkpoints(chosen.parent) if p.name > chosen.name and not (p / "state.pt").exists()]
     if newer:
         raise damaged(newer[-1], FileNotFoundError(f"{newer[-1] / 'state.pt'} is missing"))
 
@@ -152,7 +164,7 @@ def _pointed(directory: Path) -> Path | None:
     try:
         name = (directory / LATEST).read_text().strip()
         candidate = directory / name
-        return candidate if name and (candidate / "state.pt").exists() else None
+        return candidate if _CHECKPOINT_NAME.fullmatch(name) and (candidate / "state.pt").exists() else None
     except (OSError, UnicodeDecodeError, ValueError):  # (ValueError: an embedded NUL byte)
         return None
 
@@ -163,10 +175,24 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     to resume from instead."""
     path = Path(path)
     try:
+        _check_crcs(path / "state.pt")
         # weights_only=False: the state holds our own dataclasses (pending rollouts) and RNG states.
         return torch.load(path / "state.pt", map_location="cpu", weights_only=False)
     except Exception as exc:  # noqa: BLE001 -- torch raises RuntimeError, EOFError, UnpicklingError, ...
         raise damaged(path, exc) from None
+
+
+def _check_crcs(state: Path) -> None:
+    """Raise ``OSError`` where a record of the state's zip archive (what ``torch.save`` writes) does not match the
+    CRC-32 written with it: torch.load does not check them, and a checkpoint whose bytes changed on disk (a bad
+    block, bit rot) loaded -- NaN weights trained on, or saved over a good ``final/`` (review bg). It reads the file
+    once more: a resume's cost, paid once."""
+    import zipfile
+
+    with zipfile.ZipFile(state) as archive:
+        bad = archive.testzip()
+    if bad is not None:
+        raise OSError(f"{bad} in {state.name} does not match the checksum written with it")
 
 
 def refuse_other_nproc(ckpt: Path, written: int, grouped: bool) -> None:
@@ -227,14 +253,14 @@ def _looks_intact(path: Path) -> bool:
 def damaged(path: Path, exc: BaseException) -> InputError:
     """The error for checkpoint ``path`` (its state or its shards) that cannot be read: it names the
     newest earlier checkpoint to resume from instead."""
-    earlier = sorted(p for p in path.parent.glob("step_*") if p.name < path.name and (p / "state.pt").exists()
-                     and ".tmp-" not in p.name)
+    earlier = [p for p in _checkpoints(path.parent) if p.name < path.name and (p / "state.pt").exists()]
     # Only one that passes the cheap checks is named: naming a damaged one led to a second error.
     intact = [p for p in earlier if _looks_intact(p)]
     broken = [p.name for p in earlier if p not in intact]
     also = f" ({', '.join(broken)} cannot be read either)" if broken else ""
-    where = (f"move {path} away to resume from {intact[-1].name}, the newest earlier one that looks intact{also} (the "
-             "run log is cut back to it)" if intact else f"no earlier checkpoint is left{also}: start the run again")
-    reason = (str(exc).splitlines() or [""])[0][:120]
+    where = (f"move {path} out of {path.parent.name}/ (or delete it) to resume from {intact[-1].name}, the newest earlier "
+             f"one that looks intact{also} (the run log is cut back to it)" if intact else f"no earlier checkpoint is left{also}: start the run again")
+    reason = (str(exc).splitlines() or [""])[0]
+    reason = reason if len(reason) <= 160 else reason[:160].rsplit(" ", 1)[0] + " ..."  # (cut mid-word: "If yo")
     return InputError(f"checkpoint {path} cannot be read ({type(exc).__name__}: {reason}): "
                       f"it was damaged after it was written; {where}")

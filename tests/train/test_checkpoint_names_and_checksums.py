@@ -1,0 +1,50 @@
+"""A run directory's checkpoints as a user manages them (review bg): a damaged checkpoint renamed in place as the
+refusal advised, a user's copy beside the checkpoints, a checkpoint whose bytes changed after it was written."""
+
+import pytest
+import torch
+
+from scalerl.errors import InputError
+from scalerl.train.checkpoint import checkpoint_step, latest_checkpoint, load_checkpoint, save_checkpoint
+
+
+def test_a_damaged_checkpoint_renamed_in_place_is_not_taken_for_the_newest(tmp_path):
+    """The damaged-checkpoint refusal says "move step_000007 away to resume from step_000006"; a user
+    who renames it in place (step_000007.bad) left the ``latest`` pointer stale, and the fallback took
+    the renamed directory as the newest checkpoint: `scalerl train --resume` then ended in a
+    ValueError traceback from checkpoint_step (reproduced with the CLI on a tiny run)."""
+    ckpts = tmp_path / "checkpoints"
+    for step in (6, 7):
+        save_checkpoint(ckpts, step, {"step": step}, keep=2)
+    (ckpts / "step_000007").rename(ckpts / "step_000007.bad")
+    chosen = latest_checkpoint(ckpts)
+    assert chosen is not None and chosen.name == "step_000006"
+    assert checkpoint_step(chosen) == 6
+
+
+def test_pruning_leaves_a_users_copy_of_a_checkpoint_alone(tmp_path):
+    """A user's copy of a checkpoint kept beside the others (step_000006.keep) was deleted without a
+    word by the pruning after the next checkpoint (reproduced with the CLI: a finished 7-step run
+    extended to --steps 10 lost it)."""
+    ckpts = tmp_path / "checkpoints"
+    for step in (6, 7):
+        save_checkpoint(ckpts, step, {"step": step}, keep=2)
+    backup = ckpts / "step_000006.keep"
+    (ckpts / "step_000006").rename(backup)  # as `cp -r` would leave it, without a second copy's bytes
+    save_checkpoint(ckpts, 8, {"step": 8}, keep=2)
+    assert backup.is_dir()
+
+
+def test_a_checkpoint_whose_bytes_changed_is_refused_not_loaded(tmp_path):
+    """4 KiB of a checkpoint's tensor data overwritten (bit rot, a bad disk block): load_checkpoint
+    returned the state with 1,024 NaN weights. With the CLI, --resume of a finished run then replaced
+    its good final/ with them ("its final model is saved again from its last checkpoint"), and a
+    resume mid-run stopped blaming the learning rate ("lower it and start again")."""
+    ckpts = tmp_path / "checkpoints"
+    path = save_checkpoint(ckpts, 1, {"model": {"w": torch.zeros(1 << 20)}}, keep=2)
+    state_file = path / "state.pt"
+    with open(state_file, "r+b") as f:
+        f.seek(state_file.stat().st_size // 2)  # inside the one tensor's 4 MiB of data
+        f.write(b"\xff" * 4096)
+    with pytest.raises(InputError, match="does not match the checksum written with it"):
+        load_checkpoint(path)
