@@ -77,6 +77,8 @@ def test_kill_and_resume_matches_an_uninterrupted_run(tiny_dir, tmp_path, pipeli
     resumed = subprocess.run([sys.executable, "-m", "scalerl.cli", "train", "--output", str(killed), "--resume",
                               "--no-progress", "--no-report"], env=env, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
+    # Said at the start (review bg: only the report said which checkpoint, and not with --no-report).
+    assert f"note: resuming {killed} from its checkpoint at step 2" in resumed.stderr, resumed.stderr
     assert ref_proc.wait(timeout=300) == 0, ref_err.read_text()
     assert _comparable(killed) == _comparable(ref)
     assert [r["from_step"] for r in read_runlog(killed / "runlog.jsonl")[1] if r["type"] == "resume"] == [2]

@@ -252,9 +252,10 @@ class RunConfig:
     """Consecutive steps with a non-finite loss or gradient (each skipped and counted) before the
     run stops with an error."""
     checkpoint_every: int | None = None
-    """Save a checkpoint every this many steps; null = at every evaluation."""
+    """Also save a checkpoint every this many steps (every evaluation, and the last step, always save one); null:
+    at the evaluations and the last step only."""
     keep_checkpoints: int = 2
-    """How many of the latest checkpoints to keep on disk."""
+    """How many of the latest checkpoints to keep on disk (at least 1)."""
     output: str = "runs/run"
     """Run directory: runlog.jsonl, config.yaml, checkpoints/, final/ (the trained model), report."""
 
