@@ -794,3 +794,25 @@ def test_compare_note_of_runs_with_different_forecast_x_names_both(tmp_path, cap
         main(["compare", *map(str, order), "--rule", "paper"])
         err = capsys.readouterr().err
         assert "forecast.x differ" in err and "--x flops" in err and "as their reports read it" not in err, err
+
+
+# Review bi
+def _run_of_sets(directory, sets, gain):
+    directory.mkdir()
+    rows = [{"type": "header", "run": directory.name, "config": {"eval": {"sets": list(sets)}, "forecast": {"x": "flops"}}}]
+    for step in range(0, 90, 10):
+        rows.append({"type": "eval", "step": step, "flops": 1e10 * step,
+                     **{f"{s}/pass_rate": gain[s] * step / (step + 30) + 0.1 for s in sets}})
+    (directory / "runlog.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(directory)
+
+
+def test_compare_without_y_reads_the_same_metric_whatever_the_order(tmp_path, capsys):
+    a = _run_of_sets(tmp_path / "a", ("hard", "val"), {"hard": 0.8, "val": 0.3})
+    c = _run_of_sets(tmp_path / "c", ("val", "hard"), {"hard": 0.3, "val": 0.8})
+    read = []
+    for order in ((a, c), (c, a)):
+        assert main(["compare", *order, "--json"]) == 0
+        err = capsys.readouterr().err
+        read.append(err.split("--y ", 1)[1].split(":", 1)[0])  # the note: "--x flops --y SET/pass_rate: ..."
+    assert read[0] == read[1], read

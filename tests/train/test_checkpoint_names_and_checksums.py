@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from scalerl.errors import InputError
-from scalerl.train.checkpoint import checkpoint_step, latest_checkpoint, load_checkpoint, save_checkpoint
+from scalerl.train.checkpoint import checkpoint_step, latest_checkpoint, load_checkpoint, save_checkpoint, verify_shards
 
 
 def test_a_damaged_checkpoint_renamed_in_place_is_not_taken_for_the_newest(tmp_path):
@@ -48,3 +48,26 @@ def test_a_checkpoint_whose_bytes_changed_is_refused_not_loaded(tmp_path):
         f.write(b"\xff" * 4096)
     with pytest.raises(InputError, match="does not match the checksum written with it"):
         load_checkpoint(path)
+
+
+# Review bi
+def test_a_damaged_shard_is_refused(tmp_path):
+    import torch.distributed.checkpoint as dcp
+
+    ckpt = save_checkpoint(tmp_path, 2, {"step": 2, "weights": "shards"},
+                           write_shards=lambda p: dcp.save({"w": torch.ones(4096)}, checkpoint_id=str(p)))
+    shard = next((ckpt / "shards").glob("*.distcp"))
+    data = bytearray(shard.read_bytes())
+    at = data.find(torch.ones(64).numpy().tobytes())
+    data[at:at + 4096] = b"\xff" * 4096  # 1024 floats become NaN, the file's length kept
+    shard.write_bytes(bytes(data))
+    with pytest.raises(OSError, match="does not match the checksum written with it"):
+        verify_shards(ckpt / "shards")
+
+
+def test_checkpoints_past_step_999999_are_ordered_by_step(tmp_path):
+    for step in (999_998, 999_999, 1_000_000, 1_000_001):
+        save_checkpoint(tmp_path, step, {"step": step}, keep=2)
+    (tmp_path / "latest").unlink()
+    assert latest_checkpoint(tmp_path).name == "step_1000001"
+    assert sorted(p.name for p in tmp_path.glob("step_*")) == ["step_1000000", "step_1000001"]

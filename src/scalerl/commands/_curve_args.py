@@ -231,7 +231,10 @@ def _own_run_axes(args) -> None:
     found = [_run_axes(Path(p)) for p in (args.paths if many else [args.path])]
     if not found or None in found:
         return
-    shared = [s for s in found[0][1] if all(s in sets for _, sets in found)]
+    # The shared set the runs list first, on the whole -- the same whatever the order the runs are given in (review
+    # bi: the first run's first, and the verdict turned with the order).
+    shared = sorted({s for s in found[0][1] if all(s in sets for _, sets in found)},
+                    key=lambda s: (sum(sets.index(s) for _, sets in found), s))
     if not shared:
         return
     # Every scalerl run logs every compute column: runs whose forecast.x differ are read on flops, the default and
@@ -247,8 +250,7 @@ def _own_run_axes(args) -> None:
             chosen.append(f"{flag} {' '.join(values)}")
     whose = "these scalerl runs' own, as their reports read it" if len(axes) > 1 else "the scalerl run's own, as its report reads it"
     if len(xs) > 1 and chosen[0].startswith("--x"):
-        whose = (f"these scalerl runs' forecast.x differ ({', '.join(xs)}): read on flops, which every scalerl run logs, "
-                 "and their first shared set")
+        whose = f"these scalerl runs' forecast.x differ ({', '.join(xs)}): read on flops, which every scalerl run logs"
     print(f"note: {' '.join(chosen)}: {whose} (give {'/'.join(c.split()[0] for c in chosen)} "
           "to read another column)", file=sys.stderr)
 

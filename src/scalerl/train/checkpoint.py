@@ -18,10 +18,12 @@ lost nor duplicated.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
 import shutil
+import zlib
 from pathlib import Path
 from typing import Any, Callable
 
@@ -81,6 +83,7 @@ def save_checkpoint(directory: str | os.PathLike, step: int, state: dict[str, An
     try:
         if write_shards is not None:
             write_shards(tmp / SHARDS)
+            write_shard_sums(tmp / SHARDS)
         with open(tmp / "state.pt", "wb") as f:
             torch.save(state, f)
             f.flush()
@@ -111,8 +114,10 @@ _CHECKPOINT_NAME = re.compile(r"step_\d{6,}")
 
 
 def _checkpoints(directory: Path) -> list[Path]:
-    """The directories in ``directory`` named as checkpoints, oldest first."""
-    return sorted(p for p in directory.glob("step_*") if _CHECKPOINT_NAME.fullmatch(p.name) and p.is_dir())
+    """The directories in ``directory`` named as checkpoints, oldest first -- by step, not name (review bi: past
+    step 999999, ``step_1000000`` sorted before ``step_999998``, and pruning deleted the newest)."""
+    return sorted((p for p in directory.glob("step_*") if _CHECKPOINT_NAME.fullmatch(p.name) and p.is_dir()),
+                  key=checkpoint_step)
 
 
 def prune_checkpoints(directory: str | os.PathLike, keep: int, current: str) -> None:
@@ -153,7 +158,8 @@ def refuse_damaged_newer(chosen: Path) -> None:
     """Raise :func:`damaged` for a checkpoint newer than ``chosen`` that has lost its state (a kill
     cannot leave one: a checkpoint is renamed into place whole). Passed over, it made the resume
     go back to an earlier checkpoint without a word, where a state cut short is refused."""
-    newer = [p for p in _checkpoints(chosen.parent) if p.name > chosen.name and not (p / "state.pt").exists()]
+    newer = [p for p in _checkpoints(chosen.parent)
+             if checkpoint_step(p) > checkpoint_step(chosen) and not (p / "state.pt").exists()]
     if newer:
         raise damaged(newer[-1], FileNotFoundError(f"{newer[-1] / 'state.pt'} is missing"))
 
@@ -189,6 +195,8 @@ def _check_crcs(state: Path) -> None:
     once more: a resume's cost, paid once."""
     import zipfile
 
+    if not zipfile.is_zipfile(state):  # (torch's legacy format holds no CRCs: torch.load says what it can)
+        return
     with zipfile.ZipFile(state) as archive:
         bad = archive.testzip()
     if bad is not None:
@@ -232,6 +240,31 @@ def verify_shards(path: Path) -> None:
             raise FileNotFoundError(f"{file} is missing")
         if file.stat().st_size < size:
             raise OSError(f"{file} holds {file.stat().st_size} bytes of the {size} its metadata lists")
+    sums = path / SHARD_SUMS
+    if sums.is_file():  # (none in a checkpoint being written, nor in one an older scalerl wrote)
+        for name, crc in json.loads(sums.read_text()).items():
+            if _crc32(path / name) != crc:
+                raise OSError(f"{path / name} does not match the checksum written with it")
+
+
+#: The CRC-32 of every file of a checkpoint's shards, written once they are all in place: the shards'
+#: format (torch.distributed.checkpoint) checks no bytes, and a shard whose bytes changed on disk loaded as NaN
+#: weights (review bi), as a state.pt did before its zip records' CRCs were checked (:func:`_check_crcs`).
+SHARD_SUMS = "crc32.json"
+
+
+def write_shard_sums(path: Path) -> None:
+    """Write :data:`SHARD_SUMS` for the shards in ``path`` (read once more: a checkpoint's cost)."""
+    sums = {f.name: _crc32(f) for f in sorted(path.iterdir()) if f.is_file() and f.name != SHARD_SUMS}
+    (path / SHARD_SUMS).write_text(json.dumps(sums, indent=0) + "\n")
+
+
+def _crc32(file: Path) -> int:
+    crc = 0
+    with open(file, "rb") as f:
+        while chunk := f.read(1 << 24):
+            crc = zlib.crc32(chunk, crc)
+    return crc
 
 
 def _looks_intact(path: Path) -> bool:
@@ -253,7 +286,8 @@ def _looks_intact(path: Path) -> bool:
 def damaged(path: Path, exc: BaseException) -> InputError:
     """The error for checkpoint ``path`` (its state or its shards) that cannot be read: it names the
     newest earlier checkpoint to resume from instead."""
-    earlier = [p for p in _checkpoints(path.parent) if p.name < path.name and (p / "state.pt").exists()]
+    earlier = [p for p in _checkpoints(path.parent)
+               if checkpoint_step(p) < checkpoint_step(path) and (p / "state.pt").exists()]
     # Only one that passes the cheap checks is named: naming a damaged one led to a second error.
     intact = [p for p in earlier if _looks_intact(p)]
     broken = [p.name for p in earlier if p not in intact]

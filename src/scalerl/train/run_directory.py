@@ -231,7 +231,7 @@ def resumed_config(output: str | Path, *, steps: int | None = None, progress: bo
         # Refused for a new run since; the saved run's live forecast never fitted with it ("no fit yet: ... at least
         # 10 resamples"): resumed as 0, no intervals, said (refusing lost the run: review bf).
         print(f"note: the saved forecast.bootstrap {cfg.forecast.bootstrap} is read as 0 (no intervals): a bootstrap "
-              "needs at least 10 resamples, and the run's live forecast logged none", file=sys.stderr)
+              "needs at least 10 resamples, and the run's live forecast could not fit with it", file=sys.stderr)
         cfg.forecast.bootstrap = 0
     try:
         return cfg.validate()

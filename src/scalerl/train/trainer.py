@@ -629,8 +629,8 @@ class Trainer:
         try:
             if self.resumed_from is not None and self.step < cfg.run.steps:
                 # (Said at the start: only the report at the end said which checkpoint, and not with --no-report.)
-                print(f"note: resuming {self.output} from its checkpoint at step {self.step} (steps after it are "
-                      f"trained again), to step {cfg.run.steps}", file=sys.stderr)
+                print(f"note: resuming {self.output} from its checkpoint at step {self.step}, to step {cfg.run.steps}",
+                      file=sys.stderr)
                 self._log_resume()
             # (In the try: a failure here closes the run's files and lets its directory go, as any other.)
             bar = _progress(cfg, self.step)
