@@ -1,6 +1,8 @@
 """A run directory's checkpoints as a user manages them (review bg): a damaged checkpoint renamed in place as the
 refusal advised, a user's copy beside the checkpoints, a checkpoint whose bytes changed after it was written."""
 
+import json
+
 import pytest
 import torch
 
@@ -71,3 +73,47 @@ def test_checkpoints_past_step_999999_are_ordered_by_step(tmp_path):
     (tmp_path / "latest").unlink()
     assert latest_checkpoint(tmp_path).name == "step_1000001"
     assert sorted(p.name for p in tmp_path.glob("step_*")) == ["step_1000000", "step_1000001"]
+
+
+# Review bk
+def test_a_legacy_earlier_checkpoint_is_named_to_resume_from(tmp_path):
+    older = tmp_path / "step_000003"
+    older.mkdir()
+    torch.save({"step": 3}, older / "state.pt", _use_new_zipfile_serialization=False)
+    assert load_checkpoint(older) == {"step": 3}  # 7a03c9f: a legacy state.pt is left to torch.load, and loads
+    newer = save_checkpoint(tmp_path, 4, {"step": 4, "w": torch.ones(1000)}, keep=5)
+    data = (newer / "state.pt").read_bytes()
+    (newer / "state.pt").write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError) as refused:
+        load_checkpoint(newer)
+    # Said now: "step_000003 cannot be read either ... no earlier checkpoint is left: start the run again".
+    assert "to resume from step_000003" in str(refused.value), str(refused.value)
+
+
+def test_a_damaged_shard_left_out_of_the_sums_is_refused(tmp_path):
+    import torch.distributed.checkpoint as dcp
+
+    ckpt = save_checkpoint(tmp_path, 2, {"step": 2, "weights": "shards"},
+                           write_shards=lambda p: dcp.save({"w": torch.ones(4096)}, checkpoint_id=str(p)))
+    shards = ckpt / "shards"
+    shard = next(shards.glob("*.distcp"))
+    sums = json.loads((shards / "crc32.json").read_text())
+    del sums[shard.name]  # the sums file damaged too (or hand-edited): the entry lost
+    (shards / "crc32.json").write_text(json.dumps(sums))
+    data = bytearray(shard.read_bytes())
+    at = data.find(torch.ones(64).numpy().tobytes())
+    data[at:at + 4096] = b"\xff" * 4096  # 1024 floats become NaN, the file's length kept
+    shard.write_bytes(bytes(data))
+    with pytest.raises(OSError):
+        verify_shards(shards)
+
+
+def test_damaged_checksums_are_said_naming_their_file(tmp_path):
+    # Review bk: a crc32.json that is no JSON was refused as "JSONDecodeError: Expecting property name", naming no file.
+    import torch.distributed.checkpoint as dcp
+
+    ckpt = save_checkpoint(tmp_path, 2, {"step": 2, "weights": "shards"},
+                           write_shards=lambda p: dcp.save({"w": torch.ones(64)}, checkpoint_id=str(p)))
+    (ckpt / "shards" / "crc32.json").write_text("{garbage")
+    with pytest.raises(OSError, match=r"crc32.json cannot be read \(JSONDecodeError\)"):
+        verify_shards(ckpt / "shards")
