@@ -768,7 +768,7 @@ def test_a_scalerl_run_is_read_with_its_own_axes_without_x_and_y(tmp_path, capsy
 
 # Review bb
 def test_compare_of_runs_whose_first_sets_differ_does_not_compare_different_metrics(tmp_path, capsys):
-    """a50fe1a: `scalerl compare A C` without --y reads A's 'hard/pass_rate' against C's 'math/pass_rate' (C has
+    """a50fe1a: `scalerl compare A C` without --y read A's 'hard/pass_rate' against C's 'math/pass_rate' (C has
     'hard' too) and ranks them as one metric; it should read a set they share, or refuse and ask for --y."""
     a, c = _scalerl_run(tmp_path / "a", ("hard", "val")), _scalerl_run(tmp_path / "c", ("math", "hard"))
     assert main(["compare", str(a), str(c), "--json"]) == 0

@@ -492,7 +492,7 @@ def test_markdown_tables_with_escaped_pipes_or_only_opening_pipes_are_read(tmp_p
 def test_a_new_runs_first_row_last_in_a_run_column_table_is_no_cut(tmp_path):
     """A table of runs (run column) whose last line, with no newline after it, is run b's first evaluation: its
     compute (20e15, as many digits as a's 50e15: no prefix of a larger number) is below run a's last, which says
-    nothing of b's own counter. f3abdf3 drops it as 'cut short', and run b with it; the code before kept it."""
+    nothing of b's own counter. f3abdf3 dropped it as 'cut short', and run b with it; the code before kept it."""
     lines = ["run,step,pass_rate,flops"] + [f"a,{s},{0.1 + s / 1000:.3f},{s * 10**15}" for s in range(10, 60, 10)]
     lines.append(f"b,20,0.120,{20 * 10**15}")
     path = tmp_path / "runs.csv"
@@ -502,7 +502,7 @@ def test_a_new_runs_first_row_last_in_a_run_column_table_is_no_cut(tmp_path):
 
 def test_backslashes_in_a_markdown_tables_run_names_are_kept(tmp_path):
     r"""GitHub reads only '\|' as an escape in a table cell: 'C:\runs\a' renders as written. f3abdf3's
-    escapechar reads it 'C:runsa' (and 'D:\out\ ' as 'D:out'), so --run with the name as shown finds nothing."""
+    escapechar read it 'C:runsa' (and 'D:\out\ ' as 'D:out'), so --run with the name as shown found nothing."""
     rows = "".join(f"| C:\\runs\\a | {0.1 * k:.2f} | {10 * k} |\n" for k in range(1, 5))
     path = tmp_path / "runs.md"
     path.write_text("| run | pass_rate | step |\n|---|---|---|\n" + rows)

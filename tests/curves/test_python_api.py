@@ -266,14 +266,14 @@ def test_bytes_are_not_read_as_character_codes():
 # Review bb
 def test_a_dicts_keys_are_read_in_their_order():
     """{step: pass rate}.keys() is a collections.abc.Set, but ordered: Curve.from_arrays(d.keys(), d.values())
-    was read before f3abdf3; now 'a set (it has no order)'."""
+    was read before f3abdf3; f3abdf3 refused it as 'a set (it has no order)'."""
     d = {10: 0.1, 20: 0.2, 30: 0.3, 40: 0.4, 50: 0.5}
     assert list(Curve.from_arrays(d.keys(), d.values()).x) == [10, 20, 30, 40, 50]
 
 
 def test_a_complex_tensor_is_refused_as_a_complex_array_is():
     """The docstring: complex values are refused (numpy would drop the imaginary part). A complex torch tensor
-    was refused before f3abdf3; `.double()` now drops its imaginary part with only a torch warning."""
+    was refused before f3abdf3; f3abdf3's `.double()` dropped its imaginary part with only a torch warning."""
     torch = pytest.importorskip("torch")
     with pytest.raises(Exception, match="complex"):
         Curve.from_arrays(torch.arange(1, 6) * (1 + 1j), [0.1, 0.2, 0.3, 0.4, 0.5])

@@ -349,7 +349,7 @@ def test_text_sorted_rows_with_training_and_evaluation_rows_at_one_step_keep_eve
 # Review ba
 def test_a_table_whose_x_rises_and_step_falls_is_read_in_file_order(tmp_path):
     # One row per run of a sweep (a runs table: each run's final _step), sorted by compute. Read before c55a0e5;
-    # now taken for 'newest first', sorted by _step, and refused: "compute 'gpu_hours' decreases".
+    # c55a0e5 took it for 'newest first', sorted it by _step, and refused it: "compute 'gpu_hours' decreases".
     f = tmp_path / "sweep.csv"
     f.write_text("name,_step,gpu_hours,reward\nsmall,4000,10,0.30\nmid,3000,20,0.42\nbig,2000,40,0.50\n"
                  "huge,1000,80,0.55\n")
