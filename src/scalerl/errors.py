@@ -14,6 +14,16 @@ class InputError(ScaleRLError, ValueError):
     """A file, column or value given by the user cannot be used."""
 
 
+class CannotResume(InputError):
+    """A run directory that cannot be resumed and must be trained anew. ``problem`` is what is wrong; the message
+    adds ``scalerl train``'s remedy, which a caller that trains runs its own way (a study) replaces with its own
+    (a study's run said "--overwrite", which ``scalerl study`` has not)."""
+
+    def __init__(self, problem: str, remedy: str) -> None:
+        super().__init__(f"{problem}{remedy}")
+        self.problem = problem
+
+
 class ConfigError(ScaleRLError, ValueError):
     """A configuration value is unknown or inconsistent."""
 

@@ -1,6 +1,8 @@
 """A study run that failed is reported as failed, with its error, not as one that has not started (review j:
 the analysis read only the run directories, and a failed run leaves its own as it found it)."""
 
+import shutil
+
 import pytest
 
 from scalerl.cli import main
@@ -38,3 +40,21 @@ def test_the_report_says_a_run_failed(tmp_path, study_cache):
     report = (out / "report.md").read_text()
     assert "not started" not in report
     assert "failed" in report and "this variant's reward is broken" in report
+
+
+# Review bj
+def test_a_study_run_without_checkpoints_says_what_to_do_in_the_study(tmp_path, study_cache, capsys):
+    out = tmp_path / "study"
+    args = micro_args(out, "--family", "loo", "--only", "loo-loss-dapo", "--threads", "1")
+    assert main(args) == 0
+    # A user clears a run's checkpoints (disk space, or a damaged checkpoint the refusal told them to move)
+    shutil.rmtree(out / "runs" / "loo-loss-dapo" / "seed0" / "checkpoints")
+    capsys.readouterr()
+    status = main([*args, "--steps", "5"])
+    console = capsys.readouterr()
+    text = console.out + console.err
+    assert status == 1 and "loo-loss-dapo/seed0" in text  # the run is reported as failed ...
+    # ... and what it tells the user to do can be done with `scalerl study`, which has no --overwrite
+    assert "--overwrite" not in text
+    assert "--overwrite" not in (out / "report.md").read_text()
+    assert "run the same study command again to train it anew" in text

@@ -86,7 +86,7 @@ def test_a_legacy_earlier_checkpoint_is_named_to_resume_from(tmp_path):
     (newer / "state.pt").write_bytes(data[: len(data) // 2])
     with pytest.raises(InputError) as refused:
         load_checkpoint(newer)
-    # Said now: "step_000003 cannot be read either ... no earlier checkpoint is left: start the run again".
+    # Said before: "step_000003 cannot be read either ... no earlier checkpoint is left: start the run again".
     assert "to resume from step_000003" in str(refused.value), str(refused.value)
 
 

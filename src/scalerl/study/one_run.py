@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from scalerl.config import from_dict, load_yaml, to_dict
-from scalerl.errors import InputError, ScaleRLError
+from scalerl.errors import CannotResume, InputError, ScaleRLError
 from scalerl.runlog import RUNLOG, eval_rows
 from scalerl.study.plan import Budget, RunPlan
 from scalerl.study.run_state import DAMAGED, read_log, run_status
@@ -66,6 +66,9 @@ def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
         while not budget.reached(rows[-1] if rows else None):
             Trainer.resumed(out, steps=_extension(budget, rows), progress=progress).run()
             rows = eval_rows(out)
+    except CannotResume as exc:  # (train's remedy named --overwrite, which a study has not: review bj)
+        return _outcome(label, seed, "failed", time.perf_counter() - t0, out, cpu=time.process_time() - cpu0,
+                        error=f"{exc.problem}; remove {out} and run the same study command again to train it anew")
     except ScaleRLError as exc:
         return _outcome(label, seed, "failed", time.perf_counter() - t0, out, error=str(exc),
                         cpu=time.process_time() - cpu0)

@@ -30,7 +30,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from scalerl.errors import InputError
+from scalerl.errors import CannotResume, InputError
 
 LATEST = "latest"
 
@@ -315,9 +315,10 @@ def damaged(path: Path, exc: BaseException) -> InputError:
     intact = [p for p in earlier if _looks_intact(p)]
     broken = [p.name for p in earlier if p not in intact]
     also = f" ({', '.join(broken)} cannot be read either)" if broken else ""
-    where = (f"move {path} out of {path.parent.name}/ (or delete it) to resume from {intact[-1].name}, the newest earlier "
-             f"one that looks intact{also} (the run log is cut back to it)" if intact else f"no earlier checkpoint is left{also}: start the run again")
     reason = (str(exc).splitlines() or [""])[0]
     reason = reason if len(reason) <= 160 else reason[:160].rsplit(" ", 1)[0] + " ..."  # (cut mid-word: "If yo")
-    return InputError(f"checkpoint {path} cannot be read ({type(exc).__name__}: {reason}): "
-                      f"it was damaged after it was written; {where}")
+    problem = f"checkpoint {path} cannot be read ({type(exc).__name__}: {reason}): it was damaged after it was written"
+    if not intact:
+        return CannotResume(f"{problem}; no earlier checkpoint is left{also}", ": start the run again")
+    return InputError(f"{problem}; move {path} out of {path.parent.name}/ (or delete it) to resume from "
+                      f"{intact[-1].name}, the newest earlier one that looks intact{also} (the run log is cut back to it)")

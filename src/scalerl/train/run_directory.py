@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.config import load_yaml, read_yaml_mapping, save_yaml
-from scalerl.errors import ConfigError, InputError
+from scalerl.errors import CannotResume, ConfigError, InputError
 from scalerl.runlog import FINAL, RESUME, RUNLOG, final_model_step, has_final_model, read_runlog
 from scalerl.train.config import CALIBRATION_COPY, TrainConfig
 from scalerl.train.loggers import WandbSink
@@ -177,10 +177,10 @@ def refuse_lost_history(runlog: Path) -> None:
     _, rows, _ = read_runlog(runlog)  # a damaged log is an error here too: it holds data
     steps = [r["step"] for r in rows if isinstance(r.get("step"), int)]
     if steps and max(steps) > 0:
-        raise InputError(
+        raise CannotResume(
             f"--resume: {runlog.parent} has {max(steps)} logged steps but no checkpoint to resume from "
             f"({runlog.parent / CHECKPOINTS} is missing or empty); resuming would start over and overwrite "
-            "them. Start a new run with another --output (or --overwrite to discard this one)")
+            "them", ". Start a new run with another --output (or --overwrite to discard this one)")
 
 
 def record_steps(output: Path, steps: int) -> None:
