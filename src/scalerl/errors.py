@@ -21,7 +21,10 @@ class CannotResume(InputError):
 
     def __init__(self, problem: str, remedy: str) -> None:
         super().__init__(f"{problem}{remedy}")
-        self.problem = problem
+        self.problem, self.remedy = problem, remedy
+
+    def __reduce__(self):  # (pickled across processes: the default rebuilds it from the message alone, and fails)
+        return type(self), (self.problem, self.remedy)
 
 
 class ConfigError(ScaleRLError, ValueError):

@@ -117,3 +117,14 @@ def test_damaged_checksums_are_said_naming_their_file(tmp_path):
     (ckpt / "shards" / "crc32.json").write_text("{garbage")
     with pytest.raises(OSError, match=r"crc32.json cannot be read \(JSONDecodeError\)"):
         verify_shards(ckpt / "shards")
+
+
+def test_a_run_that_cannot_resume_crosses_processes_whole():
+    # CannotResume (review bj: a study replaces train's remedy) is raised in worker processes: pickled, the default
+    # rebuilt it from its message alone, which its two-part constructor refuses.
+    import pickle
+
+    from scalerl.errors import CannotResume
+
+    back = pickle.loads(pickle.dumps(CannotResume("no checkpoint", ": start the run again")))
+    assert (str(back), back.problem) == ("no checkpoint: start the run again", "no checkpoint")
