@@ -19,7 +19,7 @@ class CannotResume(InputError):
     adds ``scalerl train``'s remedy, which a caller that trains runs its own way (a study) replaces with its own
     (a study's run said "--overwrite", which ``scalerl study`` has not)."""
 
-    def __init__(self, problem: str, remedy: str) -> None:
+    def __init__(self, problem: str, remedy: str = "") -> None:  # (the --nproc launcher rebuilds it from its message)
         super().__init__(f"{problem}{remedy}")
         self.problem, self.remedy = problem, remedy
 

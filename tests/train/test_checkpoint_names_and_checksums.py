@@ -1,13 +1,16 @@
 """A run directory's checkpoints as a user manages them (review bg): a damaged checkpoint renamed in place as the
 refusal advised, a user's copy beside the checkpoints, a checkpoint whose bytes changed after it was written."""
 
+import io
 import json
 
 import pytest
 import torch
 
-from scalerl.errors import InputError
-from scalerl.train.checkpoint import checkpoint_step, latest_checkpoint, load_checkpoint, save_checkpoint, verify_shards
+from scalerl import errors
+from scalerl.errors import CannotResume, InputError, ScaleRLError
+from scalerl.train.checkpoint import (_looks_intact, checkpoint_step, damaged, latest_checkpoint, load_checkpoint,
+                                      save_checkpoint, verify_shards)
 
 
 def test_a_damaged_checkpoint_renamed_in_place_is_not_taken_for_the_newest(tmp_path):
@@ -128,3 +131,32 @@ def test_a_run_that_cannot_resume_crosses_processes_whole():
 
     back = pickle.loads(pickle.dumps(CannotResume("no checkpoint", ": start the run again")))
     assert (str(back), back.problem) == ("no checkpoint: start the run again", "no checkpoint")
+
+
+# Review bl
+def test_a_rank_0_cannot_resume_error_comes_back_through_the_launcher():
+    """``scalerl train --nproc 2 --resume`` of a run whose checkpoints are gone: rank 0 raises CannotResume, the
+    launcher (launch._run_group) rebuilds it from its class name and message alone -- and CannotResume's
+    (problem, remedy) signature made that a TypeError traceback (exit 1) instead of the one-line error (exit 2)."""
+    sent = CannotResume("--resume: run has 2 logged steps but no checkpoint", ". Start a new run")
+    name, message = type(sent).__name__, str(sent)  # what a rank puts in the box
+    cls = getattr(errors, name, None)
+    rebuilt = cls(message)  # as launch._run_group does
+    assert isinstance(rebuilt, ScaleRLError) and str(rebuilt) == message
+
+
+def test_a_legacy_state_cut_short_is_not_named_to_resume_from(tmp_path):
+    """A legacy-format (pickle) state.pt cut in half, which torch.load refuses ('unexpected EOF'), was taken as
+    intact (its first byte is 0x80) and named as the checkpoint to resume from: the second error that naming only
+    intact ones avoids. A zip state cut short is refused (its directory is at the end)."""
+    ckpts = tmp_path / "checkpoints"
+    for step in (1, 2):
+        (ckpts / f"step_{step:06d}").mkdir(parents=True)
+    buf = io.BytesIO()
+    torch.save({"w": torch.randn(1000)}, buf, _use_new_zipfile_serialization=False)
+    (ckpts / "step_000001" / "state.pt").write_bytes(buf.getvalue()[: len(buf.getvalue()) // 2])
+    with pytest.raises(RuntimeError):  # damaged: torch cannot load it
+        torch.load(ckpts / "step_000001" / "state.pt", weights_only=False)
+    (ckpts / "step_000002" / "state.pt").write_bytes(b"junk")
+    assert not _looks_intact(ckpts / "step_000001")
+    assert "resume from step_000001" not in str(damaged(ckpts / "step_000002", OSError("x")))

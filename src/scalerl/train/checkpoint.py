@@ -280,13 +280,13 @@ def _crc32(file: Path) -> int:
 
 def _looks_intact(path: Path) -> bool:
     """Whether checkpoint ``path`` passes the checks short of loading it: its state a whole zip archive (what
-    ``torch.save`` writes; one cut short has lost its directory at the end) or a state in torch's legacy format
-    (which :func:`load_checkpoint` loads: review bk), and its shards all there, with their checksums where they
-    have them (a read of every shard). Not the state's full read: it can be gigabytes."""
+    ``torch.save`` writes; one cut short has lost its directory at the end) -- or, in torch's legacy format, one
+    that loads (:func:`_loads`; review bk: called unreadable) -- and its shards all there, with their checksums
+    where they have them (a read of every shard). Not a zip state's full read: it can be gigabytes."""
     import zipfile
 
     state = path / "state.pt"
-    if not zipfile.is_zipfile(state) and not _legacy_format(state):
+    if not zipfile.is_zipfile(state) and not _loads(state):
         return False
     try:
         if (path / SHARDS).is_dir():
@@ -296,14 +296,15 @@ def _looks_intact(path: Path) -> bool:
     return True
 
 
-def _legacy_format(state: Path) -> bool:
-    """Whether ``state`` is in torch's format before zip archives (``_use_new_zipfile_serialization=False``): a
-    pickle, which begins with the PROTO opcode."""
+def _loads(state: Path) -> bool:
+    """Whether ``state``, not a zip archive -- torch's format before them (``_use_new_zipfile_serialization=False``),
+    which has no directory at its end to tell it whole -- loads: read in full, as such a checkpoint is rare (review
+    bl: its first byte alone passed one cut in half)."""
     try:
-        with open(state, "rb") as f:
-            return f.read(1) == b"\x80"
-    except OSError:
+        torch.load(state, map_location="cpu", weights_only=False)
+    except Exception:  # noqa: BLE001 -- any failure to load means it cannot be resumed from
         return False
+    return True
 
 
 def damaged(path: Path, exc: BaseException) -> InputError:

@@ -178,7 +178,7 @@ def refuse_lost_history(runlog: Path) -> None:
     steps = [r["step"] for r in rows if isinstance(r.get("step"), int)]
     if steps and max(steps) > 0:
         raise CannotResume(
-            f"--resume: {runlog.parent} has {max(steps)} logged steps but no checkpoint to resume from "
+            f"{runlog.parent} has {max(steps)} logged steps but no checkpoint to resume from "
             f"({runlog.parent / CHECKPOINTS} is missing or empty); resuming would start over and overwrite "
             "them", ". Start a new run with another --output (or --overwrite to discard this one)")
 
