@@ -6,8 +6,11 @@ Layout under ``<run>/checkpoints/``::
                              states, pending rollouts, and the run log's byte offset
     step_000040/shards/      under a multi-process trainer: each rank's shard of the model and
                              the optimizer (torch.distributed.checkpoint), which state.pt then
-                             leaves out
+                             leaves out; crc32.json, the CRC-32 of each of its files
     latest                   the name of the newest complete checkpoint
+
+Only ``step_NNNNNN`` directories are checkpoints (resumed from, pruned); a resume checks the bytes it
+loads against the checksums written with them (state.pt's zip records, the shards' crc32.json).
 
 A checkpoint is written to ``step_000040.tmp-<pid>`` and renamed into place; ``latest`` is
 replaced with ``os.replace``. A kill at any point leaves either the old or the new
@@ -224,8 +227,9 @@ def written_by(ckpt: Path) -> int:
 
 def verify_shards(path: Path) -> None:
     """Raise ``OSError`` unless every file the shards' metadata (``torch.distributed.checkpoint``)
-    lists is in ``path`` and as long as the metadata says: a lost or cut-short shard is found here,
-    by one process, before every rank sets out to read (or finishes writing) a checkpoint."""
+    lists is in ``path`` and as long as the metadata says -- and, where the shards have their checksums
+    (:data:`SHARD_SUMS`), matches them: a lost, cut-short or changed shard is found here, by one process,
+    before every rank sets out to read (or finishes writing) a checkpoint."""
     from torch.distributed.checkpoint import FileSystemReader
 
     if not (path / ".metadata").is_file():
