@@ -317,8 +317,13 @@ def damaged(path: Path, exc: BaseException) -> InputError:
     earlier = [p for p in _checkpoints(path.parent)
                if checkpoint_step(p) < checkpoint_step(path) and (p / "state.pt").exists()]
     # Only one that passes the cheap checks is named: naming a damaged one led to a second error.
-    intact = [p for p in earlier if _looks_intact(p)]
-    broken = [p.name for p in earlier if p not in intact]
+    # Newest first, to the first that looks intact: each check may read a whole checkpoint (review bm).
+    intact, broken = None, []
+    for p in reversed(earlier):
+        if _looks_intact(p):
+            intact = p
+            break
+        broken.insert(0, p.name)
     also = f" ({', '.join(broken)} cannot be read either)" if broken else ""
     reason = (str(exc).splitlines() or [""])[0]
     reason = reason if len(reason) <= 160 else reason[:160].rsplit(" ", 1)[0] + " ..."  # (cut mid-word: "If yo")
@@ -326,4 +331,4 @@ def damaged(path: Path, exc: BaseException) -> InputError:
     if not intact:
         return CannotResume(f"{problem}; no earlier checkpoint is left{also}", ": start the run again")
     return InputError(f"{problem}; move {path} out of {path.parent.name}/ (or delete it) to resume from "
-                      f"{intact[-1].name}, the newest earlier one that looks intact{also} (the run log is cut back to it)")
+                      f"{intact.name}, the newest earlier one that looks intact{also} (the run log is cut back to it)")
