@@ -405,9 +405,10 @@ class _QuotingDumper(yaml.SafeDumper):
     and read back as the integer 8 -- the run's own config.yaml refused (review au)."""
 
 
+_BOTH_RESOLVERS = (yaml.SafeDumper.yaml_implicit_resolvers, _UniqueKeyLoader.yaml_implicit_resolvers)
 _QuotingDumper.yaml_implicit_resolvers = {
-    first: [*yaml.SafeDumper.yaml_implicit_resolvers.get(first, []), *_UniqueKeyLoader.yaml_implicit_resolvers.get(first, [])]
-    for first in {*yaml.SafeDumper.yaml_implicit_resolvers, *_UniqueKeyLoader.yaml_implicit_resolvers}}
+    first: [resolver for resolvers in _BOTH_RESOLVERS for resolver in resolvers.get(first, [])]
+    for first in {first for resolvers in _BOTH_RESOLVERS for first in resolvers}}
 
 
 def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:

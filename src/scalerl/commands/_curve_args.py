@@ -248,7 +248,8 @@ def _own_run_axes(args) -> None:
             values = list(dict.fromkeys(values)) if len(set(values)) == 1 else values
             setattr(args, name, values if many else values[0])
             chosen.append(f"{flag} {' '.join(values)}")
-    whose = "these scalerl runs' own, as their reports read it" if len(axes) > 1 else "the scalerl run's own, as its report reads it"
+    whose = ("these scalerl runs' own, as their reports read it" if len(axes) > 1
+             else "the scalerl run's own, as its report reads it")
     if len(xs) > 1 and chosen[0].startswith("--x"):
         whose = f"these scalerl runs' forecast.x differ ({', '.join(xs)}): read on flops, which every scalerl run logs"
     print(f"note: {' '.join(chosen)}: {whose} (give {'/'.join(c.split()[0] for c in chosen)} "

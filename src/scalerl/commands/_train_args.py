@@ -26,14 +26,16 @@ def add_config_args(p: argparse.ArgumentParser, *, defaults: dict | None = None)
                    help="override any config field: a dotted path (recipe.loss.name=dapo) or a unique leaf "
                         "(pipeline=pipeline-rl-k, k=4, lr=1e-4); repeatable")
     p.add_argument("--recipe", metavar="NAME", help="recipe preset or leave-one-out variant (scalerl recipes lists them)")
-    p.add_argument("--model", metavar="PATH|HUB_ID|tiny", help=f"model to train (default: {own.get('model.name_or_path', 'tiny')}): "
-                   "tiny, tiny-s/tiny-m/tiny-l (the arithmetic-mix ladder), a model directory or a hub id")
+    p.add_argument("--model", metavar="PATH|HUB_ID|tiny",
+                   help=f"model to train (default: {own.get('model.name_or_path', 'tiny')}): tiny, tiny-s/tiny-m/tiny-l "
+                        "(the arithmetic-mix ladder), a model directory or a hub id")
     p.add_argument("--task", metavar="NAME", help=f"task (default: {own.get('task.name', 'arithmetic')}): arithmetic, "
                    "arithmetic-mix (built in) or math (needs --data)")
     p.add_argument("--data", metavar="FILE", help="math task: JSONL / CSV / parquet file or HF dataset dir of {prompt, answer} rows")
     p.add_argument("--reward", metavar="MODULE:FUNCTION", help="your own reward function: fn(prompt, completion, answer) -> float or bool, "
                         "taking any of those parameters by name (README: Your own reward function)")
-    p.add_argument("--steps", type=int, help="optimizer steps" + (f" (default: {own['run.steps']})" if "run.steps" in own else ""))
+    p.add_argument("--steps", type=int,
+                   help="optimizer steps" + (f" (default: {own['run.steps']})" if "run.steps" in own else ""))
     p.add_argument("--eval-every", type=int, metavar="N",
                    help="evaluate every N steps" + (f" (default: {own['eval.every']})" if "eval.every" in own else ""))
     p.add_argument("--seed", type=int, help="random seed")

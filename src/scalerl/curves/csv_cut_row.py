@@ -94,8 +94,8 @@ def without_cut_row(header: list[str], rows: list, *, last_line: str, ordered: C
         return rows, ""
     if _DANGLING_EXPONENT.search(text) or _shorter_exponent(text, cut, texts, earlier):  # (review ar: '4.8e', '4.8e+1')
         return rows[:-1], _cut_note(where, text, header[j], "is cut inside its exponent")
-    run_texts = texts if run_index is None else [
-        row[j].strip() for _, row in rows[:-1] if j < len(row) and run_index < len(row) and row[run_index] == last[run_index]]
+    run_texts = texts if run_index is None else [row[j].strip() for _, row in rows[:-1] if j < len(row)
+                                                 and run_index < len(row) and row[run_index] == last[run_index]]
     if _cut_counter(text, run_texts):
         if header[j] in ordered:
             return rows[:-1], _cut_note(where, text, header[j], "is below the counter before it, which it should "
