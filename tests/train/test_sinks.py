@@ -352,7 +352,8 @@ def test_the_trainer_discards_its_sinks_instead_of_closing_them_only_when_it_dis
     for discarded in (False, True):
         calls.clear()
         parts = SimpleNamespace(runlog=SimpleNamespace(close=lambda: None), samples=SimpleNamespace(close=lambda: None),
-                                sinks=[Sink()], _discarded=discarded, _release_output=lambda: None)
+                                sinks=[Sink()], _discarded=discarded, _release_output=lambda: None,
+                                _remove_made_output=lambda: None)
         parts._end_sink = lambda sink, ok, parts=parts: Trainer._end_sink(parts, sink, ok)
         Trainer._close(parts, False)
         assert calls == (["discard"] if discarded else [("close", False)])
