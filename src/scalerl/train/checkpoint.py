@@ -314,21 +314,25 @@ def _loads(state: Path) -> bool:
 def damaged(path: Path, exc: BaseException) -> InputError:
     """The error for checkpoint ``path`` (its state or its shards) that cannot be read: it names the
     newest earlier checkpoint to resume from instead."""
-    earlier = [p for p in _checkpoints(path.parent)
-               if checkpoint_step(p) < checkpoint_step(path) and (p / "state.pt").exists()]
-    # Only one that passes the cheap checks is named: naming a damaged one led to a second error.
-    # Newest first, to the first that looks intact: each check may read a whole checkpoint (review bm).
+    earlier = [p for p in _checkpoints(path.parent) if checkpoint_step(p) < checkpoint_step(path)]
+    # Only one that passes the cheap checks is named: naming a damaged one led to a second error. Newest first, to
+    # the first that looks intact (each check may read a whole checkpoint: review bm); every unreadable one between
+    # is to be moved too, one without its state.pt included (review bn: moving only the first, the resume refused
+    # the next).
     intact, broken = None, []
     for p in reversed(earlier):
-        if _looks_intact(p):
+        if (p / "state.pt").exists() and _looks_intact(p):
             intact = p
             break
         broken.insert(0, p.name)
-    also = f" ({', '.join(broken)} cannot be read either)" if broken else ""
     reason = (str(exc).splitlines() or [""])[0]
     reason = reason if len(reason) <= 160 else reason[:160].rsplit(" ", 1)[0] + " ..."  # (cut mid-word: "If yo")
     problem = f"checkpoint {path} cannot be read ({type(exc).__name__}: {reason}): it was damaged after it was written"
     if not intact:
+        also = f" ({', '.join(broken)} cannot be read either)" if broken else ""
         return CannotResume(f"{problem}; no earlier checkpoint is left{also}", ": start the run again")
-    return InputError(f"{problem}; move {path} out of {path.parent.name}/ (or delete it) to resume from "
-                      f"{intact.name}, the newest earlier one that looks intact{also} (the run log is cut back to it)")
+    moved = f"{path}" + "".join(f" and {name}" for name in reversed(broken))
+    between = f"{', '.join(broken)} cannot be read either; " if broken else ""
+    return InputError(f"{problem}; move {moved} out of {path.parent.name}/ (or delete {'them' if broken else 'it'}) "
+                      f"to resume from {intact.name}, the newest earlier one that looks intact ({between}the run log is "
+                      "cut back to it)")
