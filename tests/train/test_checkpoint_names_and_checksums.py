@@ -11,7 +11,7 @@ import torch
 
 from scalerl import errors
 from scalerl.errors import CannotResume, InputError, ScaleRLError
-from scalerl.train.checkpoint import (_looks_intact, checkpoint_step, damaged, latest_checkpoint, load_checkpoint,
+from scalerl.train.checkpoint import (SHARDS, _looks_intact, checkpoint_step, damaged, latest_checkpoint, load_checkpoint,
                                       refuse_damaged_newer, save_checkpoint, verify_shards)
 
 
@@ -197,3 +197,37 @@ def test_following_the_damaged_advice_resumes_from_the_checkpoint_it_names(tmp_p
     for m in moved:
         shutil.move(str(d / Path(m).name), tmp_path / "aside")
     assert _resume(d) == 10
+
+
+# Review bo
+def test_the_advice_does_not_name_a_sharded_checkpoint_that_lost_its_shards(tmp_path):
+    import torch.distributed.checkpoint as dcp
+
+    d = tmp_path / "checkpoints"
+    for step in (10, 20, 30):
+        save_checkpoint(d, step, {"step": step, "weights": "shards", "nproc": 2}, keep=5,
+                        write_shards=lambda p: dcp.save({"w": torch.ones(4)}, checkpoint_id=str(p)))
+    shutil.rmtree(d / "step_000020" / SHARDS)
+    state = d / "step_000030" / "state.pt"
+    state.write_bytes(state.read_bytes()[:100])
+    with pytest.raises(Exception) as first:
+        _resume(d)
+    moved = str(first.value).split("; move ", 1)[1].split(" out of ", 1)[0].split(" and ")
+    (tmp_path / "aside").mkdir()
+    for m in moved:
+        shutil.move(str(d / Path(m).name), tmp_path / "aside")
+    assert _resume(d) == 10
+
+
+def test_many_damaged_checkpoints_are_counted_not_listed(tmp_path):
+    # Review bo: 38 damaged checkpoints were each named twice, a 1,586-character line.
+    d = tmp_path / "checkpoints"
+    for step in range(1, 11):
+        save_checkpoint(d, step, {"step": step}, keep=20)
+    for step in range(2, 11):
+        _cut(d / f"step_{step:06d}" / "state.pt")
+    with pytest.raises(InputError, match=r"step_000010 and the 8 checkpoints before it down to step_000002 out of "
+                                         r"checkpoints/ \(or delete them: the others cannot be read either\) to resume "
+                                         r"from step_000001") as refused:
+        _resume(d)
+    assert "step_000005" not in str(refused.value)  # (counted, not each named)

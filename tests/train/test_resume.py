@@ -165,9 +165,9 @@ def test_a_damaged_checkpoint_names_only_an_earlier_one_that_looks_intact(tmp_pa
     for step in (15, 20):
         state = tmp_path / f"step_0000{step}" / "state.pt"
         state.write_bytes(state.read_bytes()[:100])
-    with pytest.raises(InputError, match=r"move .*step_000020 and step_000015 out of \S+/ \(or delete them\) to resume from "
-                                         r"step_000010, the newest earlier one that looks intact \(step_000015 cannot be "
-                                         r"read either; the run log is cut back to it\)"):
+    with pytest.raises(InputError, match=r"move .*step_000020 and step_000015 out of \S+/ \(or delete them: the others "
+                                         r"cannot be read either\) to resume from step_000010, the newest earlier one "
+                                         r"that looks intact"):
         load_checkpoint(tmp_path / "step_000020")
     (tmp_path / "step_000010" / "state.pt").write_bytes(b"")
     with pytest.raises(InputError, match=r"no earlier checkpoint is left \(step_000010, step_000015 cannot be read "

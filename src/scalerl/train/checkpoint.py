@@ -292,12 +292,24 @@ def _looks_intact(path: Path) -> bool:
     state = path / "state.pt"
     if not zipfile.is_zipfile(state) and not _loads(state):
         return False
+    if not (path / SHARDS).is_dir() and _sharded(state):  # (review bo: one that lost its shards/ was named)
+        return False
     try:
         if (path / SHARDS).is_dir():
             verify_shards(path / SHARDS)
     except Exception:  # noqa: BLE001 -- any failure to check means it cannot be read
         return False
     return True
+
+
+def _sharded(state: Path) -> bool:
+    """Whether ``state`` says its weights are in the checkpoint's shards (a trainer group's), read memory-mapped (its
+    tensors not read); False where it cannot say."""
+    try:
+        saved = torch.load(state, map_location="cpu", weights_only=False, mmap=True)
+    except Exception:  # noqa: BLE001 -- a legacy file (no mmap) or one that cannot be read: nothing to say
+        return False
+    return isinstance(saved, dict) and saved.get("weights") == "shards"
 
 
 def _loads(state: Path) -> bool:
@@ -331,8 +343,10 @@ def damaged(path: Path, exc: BaseException) -> InputError:
     if not intact:
         also = f" ({', '.join(broken)} cannot be read either)" if broken else ""
         return CannotResume(f"{problem}; no earlier checkpoint is left{also}", ": start the run again")
-    moved = f"{path}" + "".join(f" and {name}" for name in reversed(broken))
-    between = f"{', '.join(broken)} cannot be read either; " if broken else ""
-    return InputError(f"{problem}; move {moved} out of {path.parent.name}/ (or delete {'them' if broken else 'it'}) "
-                      f"to resume from {intact.name}, the newest earlier one that looks intact ({between}the run log is "
-                      "cut back to it)")
+    if len(broken) > 3:  # (review bo: 38 names, each twice, made a 1,586-character line)
+        moved = f"{path} and the {len(broken)} checkpoints before it down to {broken[0]}"
+    else:
+        moved = f"{path}" + "".join(f" and {name}" for name in reversed(broken))
+    delete = "them: the others cannot be read either" if broken else "it"
+    return InputError(f"{problem}; move {moved} out of {path.parent.name}/ (or delete {delete}) to resume from "
+                      f"{intact.name}, the newest earlier one that looks intact (the run log is cut back to it)")
