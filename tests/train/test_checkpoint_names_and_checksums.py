@@ -189,14 +189,18 @@ def test_following_the_damaged_advice_resumes_from_the_checkpoint_it_names(tmp_p
         (d / "step_000020" / "state.pt").unlink()
     with pytest.raises(InputError, match="to resume from step_000010") as first:
         _resume(d)
-    # Do what the error says: move the checkpoints it names as damaged out of checkpoints/ (review bn: it named only
-    # the newest, and the resume then refused the one between).
-    moved = str(first.value).split("; move ", 1)[1].split(" out of ", 1)[0].split(" and ")
-    assert [Path(m).name for m in moved] == ["step_000030", "step_000020"]
-    (tmp_path / "aside").mkdir()
-    for m in moved:
-        shutil.move(str(d / Path(m).name), tmp_path / "aside")
+    # Do what the error says (review bn: it named only the newest, and the resume then refused the one between).
+    assert _follow_the_advice(first.value, d, tmp_path / "aside") == ["step_000030", "step_000020"]
     assert _resume(d) == 10
+
+
+def _follow_the_advice(error: Exception, checkpoints: Path, aside: Path) -> list[str]:
+    """Move the checkpoints a damaged-checkpoint refusal says to move out of ``checkpoints``; their names."""
+    names = [Path(m).name for m in str(error).split("; move ", 1)[1].split(" out of ", 1)[0].split(" and ")]
+    aside.mkdir()
+    for name in names:
+        shutil.move(str(checkpoints / name), aside)
+    return names
 
 
 # Review bo
@@ -212,10 +216,7 @@ def test_the_advice_does_not_name_a_sharded_checkpoint_that_lost_its_shards(tmp_
     state.write_bytes(state.read_bytes()[:100])
     with pytest.raises(Exception) as first:
         _resume(d)
-    moved = str(first.value).split("; move ", 1)[1].split(" out of ", 1)[0].split(" and ")
-    (tmp_path / "aside").mkdir()
-    for m in moved:
-        shutil.move(str(d / Path(m).name), tmp_path / "aside")
+    _follow_the_advice(first.value, d, tmp_path / "aside")
     assert _resume(d) == 10
 
 

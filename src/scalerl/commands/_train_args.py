@@ -105,8 +105,9 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
         print(f"note: {note}{_overridden(cfg.profile, overrides)}", file=sys.stderr)
     out = resolve(cfg, overrides)
     if not quiet:
-        sets = {resolve_key(TrainConfig, item.partition("=")[0].strip()): item for item in overrides}
-        _note_given_twice(out, overrides)
+        resolved = [(resolve_key(TrainConfig, item.partition("=")[0].strip()), item) for item in overrides]
+        sets = dict(resolved)  # (the last item of each path: the one used)
+        _note_given_twice(out, resolved)
         # (Not for a run directory's own config.yaml: re-running what was run, with the switches it was run
         # with, is no name edited by hand.)
         if "recipe_name" in written and not recipe and not (Path(args.config).parent / RUNLOG).is_file():
@@ -120,13 +121,13 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
     return absolute_paths(out)
 
 
-def _note_given_twice(cfg: TrainConfig, overrides: list[str]) -> None:
-    """Say which ``--set`` key was given more than once: the last is used, as argparse uses a flag's
-    last (``--set steps=5 ... --set run.steps=7`` ran 7 steps without a word). A mapping (``task.settings``)
-    given twice is merged, as documented, and is not said."""
+def _note_given_twice(cfg: TrainConfig, resolved: list[tuple[str, str]]) -> None:
+    """Say which ``--set`` key was given more than once (``resolved``: each item with the field it sets): the last
+    is used, as argparse uses a flag's last (``--set steps=5 ... --set run.steps=7`` ran 7 steps without a word). A
+    mapping (``task.settings``) given twice is merged, as documented, and is not said."""
     items: dict[str, list[str]] = {}
-    for item in overrides:
-        items.setdefault(resolve_key(TrainConfig, item.partition("=")[0].strip()), []).append(item.strip())
+    for path, item in resolved:
+        items.setdefault(path, []).append(item.strip())
     for path, given in items.items():
         if len(given) > 1 and not isinstance(_get(cfg, path), Mapping):
             print(f"note: {path} given {len(given)} times ({', '.join(given)}): the last, {given[-1]}, is used",

@@ -92,8 +92,7 @@ def _read_csv_rows(path: Path, x: str = "", run_column: str | None = None) -> tu
              if line.strip() and not line.lstrip().startswith("#")]
     if not lines:
         raise InputError(f"{path}: the file is empty (no header, no rows)")
-    table = _table_start([line for _, line in lines[:_TABLE_SNIFF_LINES]]) is not None
-    lines, outside = _markdown_block(lines)
+    lines, outside, table = _markdown_block(lines)
     # (A Markdown table is '|'-delimited by definition: sniffed, a last row cut before its closing pipe -- one
     # cell fewer -- made the sniffer give up and the whole table was read as one column.)
     dialect = _PIPES if table else _dialect(path, [line for _, line in lines[:20]])
@@ -143,22 +142,22 @@ def looks_like_markdown_table(path: Path) -> bool:
     return _table_start(lines) is not None
 
 
-def _markdown_block(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]], str]:
-    """The lines of the Markdown table among ``lines`` -- its header, rule and the ``|`` lines after them --
-    and a note on the lines around it that were passed over (a heading, a script's other output, a
-    second table); ``lines`` as they are where they hold no Markdown table or nothing else."""
+def _markdown_block(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]], str, bool]:
+    """The lines of the Markdown table among ``lines`` -- its header, rule and the ``|`` lines after them --,
+    a note on the lines around it that were passed over (a heading, a script's other output, a second table),
+    and whether there is one; ``lines`` as they are where they hold no Markdown table or nothing else."""
     start = _table_start([line for _, line in lines[:_TABLE_SNIFF_LINES]])
     if start is None:
-        return lines, ""
+        return lines, "", False
     end = start + 2
     while end < len(lines) and "|" in lines[end][1]:
         end += 1
     outside = lines[:start] + lines[end:]
     if not outside:
-        return lines, ""
+        return lines, "", True
     shown = ", ".join(str(n) for n, _ in outside[:5]) + (", ..." if len(outside) > 5 else "")
     return lines[start:end], (f"read the Markdown table of lines {lines[start][0]}-{lines[end - 1][0]}; "
-                              f"{len(outside)} line(s) around it (line {shown}) passed over")
+                              f"{len(outside)} line(s) around it (line {shown}) passed over"), True
 
 
 class _PIPES(csv.excel):
