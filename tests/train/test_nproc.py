@@ -99,6 +99,10 @@ def test_nproc_2_follows_nproc_1(one_process_run, tmp_path, capsys):
     state = load_checkpoint(ckpt)
     assert state["weights"] == "shards" and "model" not in state and "optimizer" not in state
     assert len(list((ckpt / "shards").glob("*.distcp"))) == 2 and (ckpt / "shards" / ".metadata").exists()
+    # The ranks split the checksums' reads; rank 0 wrote them all, and the state says they were written.
+    sums = json.loads((ckpt / "shards" / "crc32.json").read_text())
+    assert set(sums) == {f.name for f in (ckpt / "shards").iterdir() if f.name != "crc32.json"}
+    assert state["shard_sums"] is True
 
 
 # `extended` (make test-all, ~35 s): the sharded checkpoint's resume is checked in one process group by

@@ -74,7 +74,10 @@ def save_checkpoint(directory: str | os.PathLike, step: int, state: dict[str, An
 
     ``write_shards``: called with the checkpoint's ``shards/`` directory inside the temporary
     copy, before ``state.pt`` is written (every rank of a trainer group writes its shard there),
-    so the rename makes shards and state appear together or not at all."""
+    so the rename makes shards and state appear together or not at all. It may write the shards'
+    checksums (:data:`SHARD_SUMS`; a group splits their reads over its ranks); where it did not,
+    they are computed here. ``state.pt`` then says they were written (``shard_sums``): a
+    checkpoint that lost them is damaged, not one an older scalerl wrote."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     name = f"step_{step:06d}"
@@ -86,7 +89,10 @@ def save_checkpoint(directory: str | os.PathLike, step: int, state: dict[str, An
     try:
         if write_shards is not None:
             write_shards(tmp / SHARDS)
-            write_shard_sums(tmp / SHARDS)
+            if not (tmp / SHARDS / SHARD_SUMS).is_file():
+                files = sorted(f for f in (tmp / SHARDS).iterdir() if f.is_file())
+                write_shard_sums(tmp / SHARDS, shard_sums(files))
+            state = {**state, "shard_sums": True}
         with open(tmp / "state.pt", "wb") as f:
             torch.save(state, f)
             f.flush()
@@ -225,11 +231,13 @@ def written_by(ckpt: Path) -> int:
     return int(state.get("nproc", 1)) if isinstance(state, dict) else 1
 
 
-def verify_shards(path: Path) -> None:
+def verify_shards(path: Path, sums_written: bool = False) -> None:
     """Raise ``OSError`` unless every file the shards' metadata (``torch.distributed.checkpoint``)
     lists is in ``path`` and as long as the metadata says -- and, where the shards have their checksums
     (:data:`SHARD_SUMS`), matches them: a lost, cut-short or changed shard is found here, by one process,
-    before every rank sets out to read (or finishes writing) a checkpoint."""
+    before every rank sets out to read (or finishes writing) a checkpoint. ``sums_written``: the
+    checkpoint's state says the checksums were written, so a missing :data:`SHARD_SUMS` is a lost one
+    (it went unchecked)."""
     from torch.distributed.checkpoint import FileSystemReader
 
     if not (path / ".metadata").is_file():
@@ -245,18 +253,21 @@ def verify_shards(path: Path) -> None:
         if file.stat().st_size < size:
             raise OSError(f"{file} holds {file.stat().st_size} bytes of the {size} its metadata lists")
     sums = path / SHARD_SUMS
-    if sums.is_file():  # (none in a checkpoint being written, nor in one an older scalerl wrote)
-        try:
-            crcs = json.loads(sums.read_text())
-            crcs = {str(name): int(crc) for name, crc in crcs.items()}
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise OSError(f"{sums} cannot be read ({type(exc).__name__})") from None
-        unlisted = sorted(set(need) - set(crcs))
-        if unlisted:  # (review bk: a file left out of the sums went unchecked)
-            raise OSError(f"{sums} lists no checksum for {', '.join(unlisted)}")
-        for name, crc in crcs.items():
-            if _crc32(path / name) != crc:
-                raise OSError(f"{path / name} does not match the checksum written with it")
+    if not sums.is_file():  # (none in a checkpoint being written, nor in one an older scalerl wrote)
+        if sums_written:
+            raise FileNotFoundError(f"{sums} is missing (the checkpoint was written with it)")
+        return
+    try:
+        crcs = json.loads(sums.read_text())
+        crcs = {str(name): int(crc) for name, crc in crcs.items()}
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise OSError(f"{sums} cannot be read ({type(exc).__name__})") from None
+    unlisted = sorted(set(need) - set(crcs))
+    if unlisted:  # (review bk: a file left out of the sums went unchecked)
+        raise OSError(f"{sums} lists no checksum for {', '.join(unlisted)}")
+    for name, crc in shard_sums([path / name for name in crcs]).items():
+        if crc != crcs[name]:
+            raise OSError(f"{path / name} does not match the checksum written with it")
 
 
 #: The CRC-32 of every file of a checkpoint's shards, written once they are all in place: the shards'
@@ -265,11 +276,16 @@ def verify_shards(path: Path) -> None:
 SHARD_SUMS = "crc32.json"
 
 
-def write_shard_sums(path: Path) -> None:
-    """Write :data:`SHARD_SUMS` for the shards in ``path`` (read once more: a checkpoint's cost)."""
-    sums = {f.name: _crc32(f) for f in sorted(path.iterdir()) if f.is_file() and f.name != SHARD_SUMS}
+def shard_sums(files: list[Path]) -> dict[str, int]:
+    """The CRC-32 of each of ``files``, by name: a read of each (a trainer group splits them over its ranks:
+    ``benchmarks/checkpoint_checksums.py`` measures the cost)."""
+    return {file.name: _crc32(file) for file in files}
+
+
+def write_shard_sums(path: Path, sums: dict[str, int]) -> None:
+    """Write ``sums`` (:func:`shard_sums` of every file in ``path`` but this one) as ``path``'s :data:`SHARD_SUMS`."""
     with open(path / SHARD_SUMS, "w") as f:  # (synced as state.pt is: one that came back empty refused the checkpoint)
-        f.write(json.dumps(sums, indent=0) + "\n")
+        f.write(json.dumps(dict(sorted(sums.items())), indent=0) + "\n")
         f.flush()
         os.fsync(f.fileno())
 
@@ -283,44 +299,37 @@ def _crc32(file: Path) -> int:
 
 
 def _looks_intact(path: Path) -> bool:
-    """Whether checkpoint ``path`` passes the checks short of loading it: its state a whole zip archive (what
-    ``torch.save`` writes; one cut short has lost its directory at the end) -- or, in torch's legacy format, one
-    that loads (:func:`_loads`; review bk: called unreadable) -- and its shards all there, with their checksums
-    where they have them (a read of every shard). Not a zip state's full read: it can be gigabytes."""
+    """Whether checkpoint ``path`` passes every check short of loading it: its state's zip records match their
+    CRC-32s (what ``torch.save`` writes; one cut short has lost its directory at the end) -- or, in torch's legacy
+    format, which has no checksums, it loads (review bl: its first byte alone passed one cut in half) -- and its
+    shards are all there and match their checksums. Each is a full read of the checkpoint: it runs only on the way
+    to naming one to resume from after a damaged one (an unchecked zip state named there was refused next)."""
     import zipfile
 
     state = path / "state.pt"
-    if not zipfile.is_zipfile(state) and not _loads(state):
-        return False
-    if not (path / SHARDS).is_dir() and _sharded(state):  # (review bo: one that lost its shards/ was named)
-        return False
     try:
+        if zipfile.is_zipfile(state):
+            _check_crcs(state)
+        else:
+            torch.load(state, map_location="cpu", weights_only=False)
+        saved = _saved_flags(state)
         if (path / SHARDS).is_dir():
-            verify_shards(path / SHARDS)
-    except Exception:  # noqa: BLE001 -- any failure to check means it cannot be read
+            verify_shards(path / SHARDS, sums_written=bool(saved.get("shard_sums")))
+        elif saved.get("weights") == "shards":  # (review bo: one that lost its shards/ was named)
+            return False
+    except Exception:  # noqa: BLE001 -- any failure to check means it cannot be resumed from
         return False
     return True
 
 
-def _sharded(state: Path) -> bool:
-    """Whether ``state`` says its weights are in the checkpoint's shards (a trainer group's), read memory-mapped (its
-    tensors not read); False where it cannot say."""
+def _saved_flags(state: Path) -> dict[str, Any]:
+    """What ``state`` says of its shards (``weights``, ``shard_sums``), read memory-mapped (its tensors not read);
+    nothing where it cannot say (a legacy file: no mmap)."""
     try:
         saved = torch.load(state, map_location="cpu", weights_only=False, mmap=True)
-    except Exception:  # noqa: BLE001 -- a legacy file (no mmap) or one that cannot be read: nothing to say
-        return False
-    return isinstance(saved, dict) and saved.get("weights") == "shards"
-
-
-def _loads(state: Path) -> bool:
-    """Whether ``state``, not a zip archive -- torch's format before them (``_use_new_zipfile_serialization=False``),
-    which has no directory at its end to tell it whole -- loads: read in full, as such a checkpoint is rare (review
-    bl: its first byte alone passed one cut in half)."""
-    try:
-        torch.load(state, map_location="cpu", weights_only=False)
-    except Exception:  # noqa: BLE001 -- any failure to load means it cannot be resumed from
-        return False
-    return True
+    except Exception:  # noqa: BLE001 -- a legacy file or one that cannot be read: nothing to say
+        return {}
+    return {key: saved.get(key) for key in ("weights", "shard_sums")} if isinstance(saved, dict) else {}
 
 
 def damaged(path: Path, exc: BaseException) -> InputError:

@@ -59,7 +59,7 @@ from scalerl.errors import ConfigError, InputError
 from scalerl.generate.base import Completion, LengthController, SamplingParams
 from scalerl.rl.components import RecipeComponents
 from scalerl.rollout.groups import Group
-from scalerl.train.checkpoint import verify_shards
+from scalerl.train.checkpoint import shard_sums, verify_shards, write_shard_sums
 from scalerl.train.collectives import object_group
 from scalerl.train.config import TrainConfig, group_problems
 from scalerl.train.precision import MASTER_DTYPE, Precision
@@ -215,13 +215,29 @@ class TrainerGroup:
             state["optimizer"] = get_optimizer_state_dict(self.model, self.optimizer)
         # The planning (which rank writes what, the metadata) is objects: on the gloo group.
         dcp.save(state, checkpoint_id=path, process_group=object_group())
+        # Rank 0 checks every rank's file arrived, then every rank checksums every world-th file: a re-read of the
+        # whole checkpoint, split (one rank alone took the time of another write of it; checkpoint_checksums.py).
+        files: list[Any] = [None]
         if self.rank.leader:
             try:
                 verify_shards(path)
+                files = [sorted(f.name for f in path.iterdir() if f.is_file())]
             except OSError as exc:
+                files = [str(exc)]
+        if self.rank.world > 1:
+            dist.broadcast_object_list(files, src=0, group=object_group())
+        if isinstance(files[0], str):  # (every rank returns: none is left waiting in the gather below)
+            if self.rank.leader:
                 raise InputError(f"a checkpoint's shards, written by every trainer rank, are not all in {path} as rank 0 "
-                                 f"sees it ({exc}): under a multi-machine trainer group the run directory (--output) "
-                                 "must be on a file system every machine shares") from None
+                                 f"sees it ({files[0]}): under a multi-machine trainer group the run directory (--output) "
+                                 "must be on a file system every machine shares")
+            return
+        mine = shard_sums([path / name for name in files[0][self.rank.rank::self.rank.world]])
+        parts: list[Any] | None = [mine] + [None] * (self.rank.world - 1) if self.rank.leader else None
+        if self.rank.world > 1:
+            dist.gather_object(mine, parts, dst=0, group=object_group())
+        if parts is not None:
+            write_shard_sums(path, {name: crc for part in parts for name, crc in part.items()})
 
     def load_shards(self, path: Path, has_optimizer: bool, scheduler: dict[str, Any]) -> None:
         """Every rank reads its shard of what :meth:`save_shards` wrote (any number of ranks: the

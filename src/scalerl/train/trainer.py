@@ -510,7 +510,7 @@ class Trainer:
         if self.group is not None:
             if state.get("weights") == "shards":  # every rank reads its own shard
                 try:  # here, before the ranks set out to read: a lost or cut shard is one line, not N tracebacks
-                    verify_shards(ckpt / SHARDS)
+                    verify_shards(ckpt / SHARDS, sums_written=bool(state.get("shard_sums")))
                 except Exception as exc:  # noqa: BLE001 -- OSError, or unreadable metadata
                     raise damaged(ckpt, exc) from None
                 self.group.load_shards(ckpt / SHARDS, state["optimizer_saved"], state["scheduler"])
