@@ -492,3 +492,14 @@ def test_an_evaluation_set_named_twice_is_refused(capsys):
     # It was evaluated twice (at two seeds), the second overwriting the first's run-log columns.
     code = main(["train", "--set", "eval.sets=[val, hard, val]", "--print-config"])
     _one_line_error(capsys, code, "eval.sets names 'val' more than once; name each set once")
+
+
+# Review bp
+def test_recipe_name_given_twice_is_noted(capsys):
+    from scalerl.cli import main
+
+    assert main(["train", "--model", "tiny", "--print-config", "--set", "recipe_name=scalerl",
+                 "--set", "recipe_name=deepseek-grpo"]) == 0
+    out, err = capsys.readouterr()
+    assert "recipe_name: deepseek-grpo" in out
+    assert "recipe_name=scalerl" in err, err  # the item not used is named, as for steps=5 ... run.steps=7

@@ -507,3 +507,18 @@ def test_backslashes_in_a_markdown_tables_run_names_are_kept(tmp_path):
     path = tmp_path / "runs.md"
     path.write_text("| run | pass_rate | step |\n|---|---|---|\n" + rows)
     assert [c.name for c in read_curves(path, "step", "pass_rate")] == ["C:\\runs\\a"]
+
+
+# Review bp
+def test_a_second_markdown_table_after_a_blank_line_is_passed_over(tmp_path, capsys):
+    from scalerl.cli import main
+
+    log = tmp_path / "results.md"
+    log.write_text("| step | acc |\n|---|---|\n| 1 | 0.10 |\n| 2 | 0.20 |\n| 3 | 0.30 |\n| 4 | 0.35 |\n| 5 | 0.40 |\n"
+                   "| 6 | 0.42 |\n\n| step | loss |\n|---|---|\n| 1 | 5 |\n| 2 | 4 |\n")
+    code = main(["fit", str(log), "--x", "step", "--y", "acc"])
+    out, err = capsys.readouterr()
+    # With a line of text between the tables the second is passed over, said in a note; a blank line alone (which is
+    # what ends a Markdown table) made it rows of the first.
+    assert code == 0, err
+    assert "Markdown table of lines 1-8; 4 line(s) around it (line 10, 11, 12, 13) passed over" in out, out

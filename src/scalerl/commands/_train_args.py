@@ -143,6 +143,9 @@ def _recipe_asked(args, quiet: bool) -> tuple[str | None, list[str]]:
     # Its value read as every --set value is (`recipe_name='scalerl'` names scalerl).
     recipe = apply_overrides(TrainConfig(), named[-1:]).recipe_name
     get_preset(recipe)  # an unknown name: refused with the list of presets
+    if len(named) > 1 and not quiet:  # (review bp: the note every other key given twice gets)
+        print(f"note: recipe_name given {len(named)} times ({', '.join(i.strip() for i in named)}): the last, "
+              f"{named[-1].strip()}, is used", file=sys.stderr)
     if args.recipe and args.recipe != recipe and not quiet:  # `--steps 5 --set run.steps=7`'s rule
         print(f"note: --set {named[-1]} replaces --recipe {args.recipe}", file=sys.stderr)
     return recipe, [item for item in args.overrides if item not in named]

@@ -150,7 +150,10 @@ def _markdown_block(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]]
     if start is None:
         return lines, "", False
     end = start + 2
-    while end < len(lines) and "|" in lines[end][1]:
+    # To the first line without a pipe, or the header of another table (over its own rule): blank lines are gone
+    # from ``lines``, and a second table after one was read as rows of the first (review bp).
+    while (end < len(lines) and "|" in lines[end][1]
+           and not (end + 1 < len(lines) and _MARKDOWN_RULE_ROW.match(lines[end + 1][1]))):
         end += 1
     outside = lines[:start] + lines[end:]
     if not outside:

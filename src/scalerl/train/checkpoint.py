@@ -109,6 +109,10 @@ def save_checkpoint(directory: str | os.PathLike, step: int, state: dict[str, An
     os.rename(tmp, final)
     pointer = directory / f"{LATEST}.tmp-{os.getpid()}"
     pointer.write_text(name + "\n")
+    if (directory / LATEST).is_dir() and not (directory / LATEST).is_symlink():
+        # A pointer damaged into a directory (_pointed passes over it) could not be replaced: the run ended in a
+        # traceback at its first checkpoint, and at every resume after (review bp).
+        shutil.rmtree(directory / LATEST)
     os.replace(pointer, directory / LATEST)
     _fsync_dir(directory)
     prune_checkpoints(directory, keep, current=name)
@@ -212,23 +216,25 @@ def _check_crcs(state: Path) -> None:
         raise OSError(f"{bad} in {state.name} does not match the checksum written with it")
 
 
-def refuse_other_nproc(ckpt: Path, written: int, grouped: bool) -> None:
+def refuse_other_nproc(ckpt: Path, written: int | None, grouped: bool) -> None:
     """Refuse to resume checkpoint ``ckpt``, written by ``written`` trainer processes, in a run of one
     process (``grouped`` False) when it was written by several, or the other way round: the
-    optimizer's state is laid out by the group that wrote it."""
-    if (written > 1) != grouped:
+    optimizer's state is laid out by the group that wrote it. ``written`` None (the state cannot be
+    read): nothing to refuse here -- the resume's load says the checkpoint is damaged."""
+    if written is not None and (written > 1) != grouped:
         raise InputError(f"{ckpt} was written by {written} trainer process(es); resume it with --nproc {written}")
 
 
-def written_by(ckpt: Path) -> int:
+def written_by(ckpt: Path) -> int | None:
     """How many trainer processes wrote checkpoint ``ckpt``, read before any of them starts (its
-    state memory-mapped: the tensors are not read); 1 where the checkpoint cannot be read (the
-    run's own load then says it is damaged)."""
+    state memory-mapped: the tensors are not read); None where the checkpoint cannot be read (review bp:
+    read as 1, a damaged group checkpoint was refused as "written by 1 trainer process(es); resume it
+    with --nproc 1", which then refused it as damaged and the earlier one as written by 2)."""
     try:
         state = torch.load(ckpt / "state.pt", map_location="cpu", weights_only=False, mmap=True)
     except Exception:  # noqa: BLE001 -- a damaged or legacy-format file: the resume itself says what is wrong
-        return 1
-    return int(state.get("nproc", 1)) if isinstance(state, dict) else 1
+        return None
+    return int(state.get("nproc", 1)) if isinstance(state, dict) else None
 
 
 def verify_shards(path: Path, sums_written: bool = False) -> None:
