@@ -13,6 +13,22 @@ def test_help_lists_every_command(capsys):
         assert name in out
 
 
+def test_train_help_names_the_defaults_of_steps_evaluation_and_seed(capsys):
+    # They said none: a user could not tell a run without --steps trains 100 steps.
+    from scalerl.train.config import TrainConfig
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    cfg = TrainConfig()
+    assert f"optimizer steps (default: {cfg.run.steps}, or --config's)" in help_text
+    assert f"evaluate every N steps (default: {cfg.eval.every}, or --config's)" in help_text
+    assert f"random seed (default: {cfg.run.seed}, or --config's)" in help_text
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    assert "optimizer steps (default: 300)" in " ".join(capsys.readouterr().out.split())
+
+
 def test_unknown_command_exits_2(capsys):
     assert main(["nope"]) == 2
     assert "known commands" in capsys.readouterr().err

@@ -20,6 +20,10 @@ def add_config_args(p: argparse.ArgumentParser, *, defaults: dict | None = None)
     """The flags that make a training config; ``defaults``: a command's own (dotted field -> value), named in
     the help of the flags that set them (the demo trains tiny-m on arithmetic-mix: its help said tiny)."""
     own = defaults or {}
+    base = TrainConfig()  # the defaults a flag left out keeps (or what --config sets): named in its help
+
+    def default(path: str) -> str:
+        return f"default: {own[path]}" if path in own else f"default: {_get(base, path)}, or --config's"
 
     p.add_argument("--config", metavar="FILE", help="a training config YAML (e.g. a run's config.yaml)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -34,11 +38,9 @@ def add_config_args(p: argparse.ArgumentParser, *, defaults: dict | None = None)
     p.add_argument("--data", metavar="FILE", help="math task: JSONL / CSV / parquet file or HF dataset dir of {prompt, answer} rows")
     p.add_argument("--reward", metavar="MODULE:FUNCTION", help="your own reward function: fn(prompt, completion, answer) -> float or bool, "
                         "taking any of those parameters by name (README: Your own reward function)")
-    p.add_argument("--steps", type=int,
-                   help="optimizer steps" + (f" (default: {own['run.steps']})" if "run.steps" in own else ""))
-    p.add_argument("--eval-every", type=int, metavar="N",
-                   help="evaluate every N steps" + (f" (default: {own['eval.every']})" if "eval.every" in own else ""))
-    p.add_argument("--seed", type=int, help="random seed")
+    p.add_argument("--steps", type=int, help=f"optimizer steps ({default('run.steps')})")
+    p.add_argument("--eval-every", type=int, metavar="N", help=f"evaluate every N steps ({default('eval.every')})")
+    p.add_argument("--seed", type=int, help=f"random seed ({default('run.seed')})")
     p.add_argument("--backend", choices=["local", "ray"], help="where generators and trainer run (default: local)")
     p.add_argument("--profile", metavar="NAME",
                    help="scale profile: auto (default: by model size and device), " + ", ".join(SUMMARY))
