@@ -30,7 +30,7 @@ def score(completion, answer):
 '''
 
 
-def test_the_report_says_a_run_failed(tmp_path, study_cache):
+def test_the_report_says_a_run_failed(tmp_path, study_cache, capsys):
     reward = tmp_path / "reward.py"
     reward.write_text(REWARD.format(count=str(tmp_path / "count")))
     out = tmp_path / "study"
@@ -40,6 +40,14 @@ def test_the_report_says_a_run_failed(tmp_path, study_cache):
     report = (out / "report.md").read_text()
     assert "not started" not in report
     assert "failed" in report and "this variant's reward is broken" in report
+    # The fits table's Seeds cell names the failure by its step; the error, which widened every row, is in the notes
+    # with how to run it again.
+    row = next(line for line in report.splitlines() if line.startswith("| loo-loss-dapo |") and "pending" in line)
+    assert "(pending: seed0: failed at step " in row and "broken" not in row, row
+    capsys.readouterr()
+    assert main(["study", "--output", str(out), "--dry-run"]) == 0  # (it said "partial", as a run a kill stopped)
+    assert f"failed   {out / 'runs' / 'loo-loss-dapo' / 'seed0'}" in capsys.readouterr().out
+    assert "loo-loss-dapo seed0 failed at step " in report and f"`scalerl study --output {out} --resume` runs it again" in report
 
 
 # Review bj

@@ -176,16 +176,20 @@ def _with_family(spec, family: str):
 
 def _dry_run(spec, directory: Path) -> int:
     from scalerl.study.plan import Budget, plan_study
-    from scalerl.study.run_state import check_existing, run_status
+    from scalerl.study.run_state import check_existing, failed_runs, run_status
     from scalerl.study.runner import check_study_output
 
     check_study_output(directory)
     plans = plan_study(spec, directory)
     budget = Budget.of(spec)
     check_existing(plans, budget)
+    failed = failed_runs(directory)
     for p in plans:
         change = "(base)" if p.variant.is_base else ", ".join(p.variant.overrides) or p.variant.summary
-        print(f"{run_status(p.directory, budget):<8} {p.directory}  {p.config.recipe_name}  {change}")
+        status = run_status(p.directory, budget)
+        # (A run whose last attempt failed was shown "partial", as one stopped by a kill.)
+        status = "failed" if status in ("new", "partial") and (p.directory.parent.name, p.seed) in failed else status
+        print(f"{status:<8} {p.directory}  {p.config.recipe_name}  {change}")
     what = f"{spec.compute:g} {spec.x}" if spec.compute else f"{spec.steps} steps"
     print(f"{len(plans)} runs ({len(plans) // spec.seeds} variants x {spec.seeds} seed(s)), {what} each, "
           f"evaluation every {spec.eval_every} steps")

@@ -183,7 +183,10 @@ def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, 
             left_out[p.variant.label].append(f"seed{p.seed}: damaged run log ({problem})")
             continue
         if status != "done":
-            where = failed.get((p.directory.parent.name, p.seed)) or (f"step {rows[-1]['step']}" if rows else "not started")
+            # A failure is named here by its step; its error, often long, goes to the notes (in the table's Seeds
+            # cell it widened every row).
+            failure = failed.get((p.directory.parent.name, p.seed), "").partition(": ")[0]
+            where = failure or (f"step {rows[-1]['step']}" if rows else "not started")
             pending[p.variant.label].append(f"seed{p.seed}: {where}")
             continue
         y = _y_column(p.directory)
@@ -288,6 +291,11 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
     results = [_variant_result(spec, v, base.value, curves[v.label], pending[v.label], left_out[v.label])
                for v in variants]
     analysis = StudyAnalysis(directory, spec, spec.x, y, base.label, results)
+    from scalerl.study.run_state import failed_runs
+
+    # (A run whose latest attempt failed is not done: the table names it pending, by its step alone.)
+    analysis.notes.extend(f"{label} seed{seed} {why} -- `scalerl study --output {directory} --resume` runs it again"
+                          for (label, seed), why in failed_runs(directory).items())
     _note_capped(analysis, curves)
     fits = _fit_variants(analysis, curves, n_boot=n_boot, seed=seed)
     # Every fitted variant's own fit and forecast are reported, whether or not the base could be

@@ -51,7 +51,9 @@ def failed_runs(study_dir: Path) -> dict[tuple[str, int], str]:
     for key, o in latest.items():
         if o.get("status") == "failed":
             error = str(o.get("error") or "no error recorded").strip().splitlines()
-            out[key] = f"failed at step {o.get('step', '?')}: {error[-1] if error else ''}"[:300]
+            why = error[-1] if error else ""
+            why = why if len(why) <= 300 else why[:300].rsplit(" ", 1)[0] + " ..."  # (cut mid-word: "If yo")
+            out[key] = f"failed at step {o.get('step', '?')}: {why}"
     return out
 
 
