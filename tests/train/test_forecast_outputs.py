@@ -423,3 +423,14 @@ def test_a_run_saved_with_min_points_zero_or_a_small_bootstrap_resumes(tmp_path,
     resumed = resumed_config(run)
     assert resumed.forecast.min_points == 0 and resumed.forecast.bootstrap == 0
     assert "the saved forecast.bootstrap 5 is read as 0" in capsys.readouterr().err
+
+
+def test_the_progress_bar_does_not_call_a_ceiling_at_its_bound_a_ceiling():
+    from scalerl.train.compute import ComputeMeter
+    from scalerl.train.trainer import _postfix
+
+    row = {"val/pass_rate": 0.61, "forecast/status": "ok", "forecast/A": 1.0, "forecast/R_budget": 0.72}
+    line = _postfix(row, "val", ComputeMeter(params=1000))
+    assert "forecast no ceiling yet (A at its bound 1) -> 0.720 at budget" in line and "A 1.000" not in line, line
+    line = _postfix({**row, "forecast/A": 0.8}, "val", ComputeMeter(params=1000))
+    assert "forecast A 0.800 -> 0.720 at budget" in line, line

@@ -909,7 +909,10 @@ def _postfix(row: dict[str, Any], main_set: str, meter: ComputeMeter) -> str:
     parts = [f"{main_set} {row[f'{main_set}/pass_rate']:.3f}", f"{rate:.0f} samples/s"]
     status = row.get("forecast/status", "")
     if status == "ok":
-        parts.append(f"forecast A {row['forecast/A']:.3f} -> {row['forecast/R_budget']:.3f} at budget")
+        # A pass rate's ceiling at its bound of 1 is none measured yet (the fit's own warning): "A 1.000" read as one.
+        A = row["forecast/A"]
+        ceiling = f"A {A:.3f}" if A < 1 - 1e-6 else "no ceiling yet (A at its bound 1)"
+        parts.append(f"forecast {ceiling} -> {row['forecast/R_budget']:.3f} at budget")
     elif status.startswith(("unstable", "no fit")):  # (the bar went silent where the run log says why: review bc)
         parts.append(f"forecast: {status.partition(':')[0]} (forecast/status in the run log)")
     return ", ".join(parts)
