@@ -158,3 +158,12 @@ def test_the_report_s_sample_says_when_the_reward_function_failed_on_it():
     failed = dict(_sample_lines({**base, "reward_failed": True})[1])["reward"]
     assert "the reward function failed on this completion" in failed and "scored as a wrong answer" in failed
     assert "failed" not in dict(_sample_lines(base)[1])["reward"]  # (and a sample written before the field)
+
+
+def test_the_report_says_how_fast_the_run_trained(tmp_path, figures):
+    # It said the compute (FLOPs, device-seconds, samples) and not the throughput the progress bar showed.
+    from scalerl.train.report import write_run_report
+
+    _write_run(tmp_path, [0.1, 0.12, 0.15])  # the last evaluation: 300 samples in 0.03 device-hours
+    write_run_report(tmp_path, n_boot=20)
+    assert "108 device-seconds, 300 samples (2.8 samples per device-second)" in (tmp_path / "report.md").read_text()

@@ -395,7 +395,8 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
          else f"{f['trained_steps']} (the last evaluation at step {f['steps']}) / {f['evaluations']}"),
         *_unfinished(f, rep.output),
         *_resumed(f),
-        ("compute", f"{f['flops']:.3g} FLOPs, {f['gpu_hours'] * 3600:.0f} device-seconds, {f['samples']:,} samples"),
+        ("compute", f"{f['flops']:.3g} FLOPs, {f['gpu_hours'] * 3600:.0f} device-seconds, {f['samples']:,} samples"
+                    + _throughput(f)),
         (f"{rep.y}: start -> final", f"{f['start']:.3f} -> {f['final']:.3f} (gain {f['gain']:+.3f}, best {f['best']:.3f})"),
         *_reward_failures(f),
         *_collapsed(f),
@@ -435,6 +436,13 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
     if f.get("fit_excursions"):
         lines.append(("left out of the fits", f["fit_excursions"]))
     return lines
+
+
+def _throughput(f: dict[str, Any]) -> str:
+    """The samples trained per device-second (evaluation excluded, as in the progress bar's samples/s): the report
+    said how much compute, not how fast it went."""
+    seconds = f["gpu_hours"] * 3600
+    return f" ({f['samples'] / seconds:,.1f} samples per device-second)" if seconds > 0 and f["samples"] else ""
 
 
 def curve_caption(f: dict[str, Any]) -> str:
