@@ -26,7 +26,7 @@ def test_train_help_names_the_defaults_of_steps_evaluation_and_seed(capsys):
     assert f"random seed (default: {cfg.run.seed}, or --config's)" in help_text
     with pytest.raises(SystemExit):
         main(["demo", "--help"])
-    assert "optimizer steps (default: 300)" in " ".join(capsys.readouterr().out.split())
+    assert "optimizer steps (default: 300, or --config's)" in " ".join(capsys.readouterr().out.split())
 
 
 def test_unknown_command_exits_2(capsys):

@@ -522,3 +522,26 @@ def test_a_second_markdown_table_after_a_blank_line_is_passed_over(tmp_path, cap
     # what ends a Markdown table) made it rows of the first.
     assert code == 0, err
     assert "Markdown table of lines 1-8; 4 line(s) around it (line 10, 11, 12, 13) passed over" in out, out
+
+
+# Review br
+def test_a_rule_like_row_inside_a_markdown_table_drops_no_data_rows(tmp_path):
+    path = tmp_path / "results.md"
+    rows = [f"| {i} | 0.{i} |" for i in range(1, 10)]
+    path.write_text("| step | acc |\n|---|---|\n" + "\n".join(rows[:6]) + "\n|---|---|\n" + "\n".join(rows[6:]) + "\n")
+    # Line 8 is `| 6 | 0.6 |`, a data row; line 9 the rule-like row. Before the change: a one-line error naming line 9
+    # ('---' is not a number). Today: 5 points (steps 1-5), and a note that lines 8-12 were "passed over".
+    try:
+        curve = read_curves(path, "step", "acc")[0]
+    except InputError as exc:
+        assert "line 9" in str(exc), str(exc)
+        return
+    assert len(curve) == 9, f"{len(curve)} of the 9 rows read"
+
+
+def test_a_text_line_with_a_pipe_after_a_blank_line_is_not_a_row_of_the_table(tmp_path):
+    path = tmp_path / "results.md"
+    rows = "".join(f"| {i} | 0.{i} |\n" for i in range(1, 7))
+    path.write_text("| step | acc |\n|---|---|\n" + rows + "\nNote: acc is the mean | std over 3 seeds\n")
+    # A blank line ends a Markdown table (the fix of review bp says so for a second table), so the note is no row.
+    assert len(read_curves(path, "step", "acc")[0]) == 6

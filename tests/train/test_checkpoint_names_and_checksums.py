@@ -326,3 +326,19 @@ def test_a_latest_pointer_that_is_a_directory_does_not_end_the_run_in_a_tracebac
     except ScaleRLError:
         return  # a one-line refusal would do
     assert latest_checkpoint(d).name == "step_000004"
+
+
+# Review br
+def test_a_latest_directory_holding_files_is_not_deleted_without_a_word(tmp_path):
+    d = tmp_path / "checkpoints"
+    save_checkpoint(d, 2, {"step": 2}, keep=2)
+    (d / "latest").unlink()
+    (d / "latest").mkdir()  # e.g. `cp -r checkpoints/step_000002 checkpoints/latest`: a copy the user keeps
+    (d / "latest" / "state.pt").write_bytes(b"the user's copy")
+    try:
+        save_checkpoint(d, 4, {"step": 4}, keep=2)
+    except ScaleRLError:
+        return  # a one-line refusal would do
+    assert latest_checkpoint(d).name == "step_000004"
+    kept = [p for p in tmp_path.rglob("state.pt") if p.read_bytes() == b"the user's copy"]
+    assert kept, "the directory's files were deleted"

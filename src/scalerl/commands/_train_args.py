@@ -22,8 +22,8 @@ def add_config_args(p: argparse.ArgumentParser, *, defaults: dict | None = None)
     own = defaults or {}
     base = TrainConfig()  # the defaults a flag left out keeps (or what --config sets): named in its help
 
-    def default(path: str) -> str:
-        return f"default: {own[path]}" if path in own else f"default: {_get(base, path)}, or --config's"
+    def default(path: str) -> str:  # (a --config file's value is kept: the demo's own defaults too, review br)
+        return f"default: {own[path] if path in own else _get(base, path)}, or --config's"
 
     p.add_argument("--config", metavar="FILE", help="a training config YAML (e.g. a run's config.yaml)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",

@@ -150,10 +150,10 @@ def _markdown_block(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]]
     if start is None:
         return lines, "", False
     end = start + 2
-    # To the first line without a pipe, or the header of another table (over its own rule): blank lines are gone
-    # from ``lines``, and a second table after one was read as rows of the first (review bp).
-    while (end < len(lines) and "|" in lines[end][1]
-           and not (end + 1 < len(lines) and _MARKDOWN_RULE_ROW.match(lines[end + 1][1]))):
+    # To the first line without a pipe or the first blank (or '#') line, as Markdown ends a table: those lines are gone
+    # from ``lines``, so a gap in their numbers marks one (review bp: a second table after a blank line was read as
+    # rows of the first; br: so was a note holding a '|').
+    while end < len(lines) and "|" in lines[end][1] and lines[end][0] == lines[end - 1][0] + 1:
         end += 1
     outside = lines[:start] + lines[end:]
     if not outside:

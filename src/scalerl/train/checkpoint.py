@@ -26,6 +26,7 @@ import os
 import random
 import re
 import shutil
+import sys
 import zlib
 from pathlib import Path
 from typing import Any, Callable
@@ -90,8 +91,7 @@ def save_checkpoint(directory: str | os.PathLike, step: int, state: dict[str, An
         if write_shards is not None:
             write_shards(tmp / SHARDS)
             if not (tmp / SHARDS / SHARD_SUMS).is_file():
-                files = sorted(f for f in (tmp / SHARDS).iterdir() if f.is_file())
-                write_shard_sums(tmp / SHARDS, shard_sums(files))
+                write_shard_sums(tmp / SHARDS, shard_sums(shard_files(tmp / SHARDS)))
             state = {**state, "shard_sums": True}
         with open(tmp / "state.pt", "wb") as f:
             torch.save(state, f)
@@ -109,14 +109,24 @@ def save_checkpoint(directory: str | os.PathLike, step: int, state: dict[str, An
     os.rename(tmp, final)
     pointer = directory / f"{LATEST}.tmp-{os.getpid()}"
     pointer.write_text(name + "\n")
-    if (directory / LATEST).is_dir() and not (directory / LATEST).is_symlink():
-        # A pointer damaged into a directory (_pointed passes over it) could not be replaced: the run ended in a
-        # traceback at its first checkpoint, and at every resume after (review bp).
-        shutil.rmtree(directory / LATEST)
+    _move_aside_a_latest_directory(directory)
     os.replace(pointer, directory / LATEST)
     _fsync_dir(directory)
     prune_checkpoints(directory, keep, current=name)
     return final
+
+
+def _move_aside_a_latest_directory(directory: Path) -> None:
+    """A ``latest`` pointer that is a directory (``_pointed`` passes over it) cannot be replaced: the run ended in a
+    traceback at its first checkpoint, and at every resume after (review bp). It may hold a user's copy of a
+    checkpoint (review br: deleted with it): renamed aside, and said."""
+    latest = directory / LATEST
+    if not latest.is_dir() or latest.is_symlink():
+        return
+    aside = directory / f"{LATEST}.moved-aside-{os.getpid()}"
+    os.rename(latest, aside)
+    print(f"warning: {latest} was a directory, where the name of the newest checkpoint belongs: moved to {aside}",
+          file=sys.stderr)
 
 
 #: A checkpoint's directory name as :func:`save_checkpoint` writes it. Any other ``step_*`` -- a user's copy
@@ -194,14 +204,14 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     to resume from instead."""
     path = Path(path)
     try:
-        _check_crcs(path / "state.pt")
+        check_zip_crcs(path / "state.pt")
         # weights_only=False: the state holds our own dataclasses (pending rollouts) and RNG states.
         return torch.load(path / "state.pt", map_location="cpu", weights_only=False)
     except Exception as exc:  # noqa: BLE001 -- torch raises RuntimeError, EOFError, UnpicklingError, ...
         raise damaged(path, exc) from None
 
 
-def _check_crcs(state: Path) -> None:
+def check_zip_crcs(state: Path) -> None:
     """Raise ``OSError`` where a record of the state's zip archive (what ``torch.save`` writes) does not match the
     CRC-32 written with it: torch.load does not check them, and a checkpoint whose bytes changed on disk (a bad
     block, bit rot) loaded -- NaN weights trained on, or saved over a good ``final/`` (review bg). It reads the file
@@ -231,7 +241,7 @@ def written_by(ckpt: Path) -> int | None:
     read as 1, a damaged group checkpoint was refused as "written by 1 trainer process(es); resume it
     with --nproc 1", which then refused it as damaged and the earlier one as written by 2)."""
     try:
-        state = torch.load(ckpt / "state.pt", map_location="cpu", weights_only=False, mmap=True)
+        state = _saved_state(ckpt / "state.pt")
     except Exception:  # noqa: BLE001 -- a damaged or legacy-format file: the resume itself says what is wrong
         return None
     return int(state.get("nproc", 1)) if isinstance(state, dict) else None
@@ -278,8 +288,13 @@ def verify_shards(path: Path, sums_written: bool = False) -> None:
 
 #: The CRC-32 of every file of a checkpoint's shards, written once they are all in place: the shards'
 #: format (torch.distributed.checkpoint) checks no bytes, and a shard whose bytes changed on disk loaded as NaN
-#: weights (review bi), as a state.pt did before its zip records' CRCs were checked (:func:`_check_crcs`).
+#: weights (review bi), as a state.pt did before its zip records' CRCs were checked (:func:`check_zip_crcs`).
 SHARD_SUMS = "crc32.json"
+
+
+def shard_files(path: Path) -> list[Path]:
+    """The files of the shards in ``path`` whose checksums :data:`SHARD_SUMS` holds: every one but itself, by name."""
+    return sorted(f for f in path.iterdir() if f.is_file() and f.name != SHARD_SUMS)
 
 
 def shard_sums(files: list[Path]) -> dict[str, int]:
@@ -315,10 +330,11 @@ def _looks_intact(path: Path) -> bool:
     state = path / "state.pt"
     try:
         if zipfile.is_zipfile(state):
-            _check_crcs(state)
-        else:
-            torch.load(state, map_location="cpu", weights_only=False)
-        saved = _saved_flags(state)
+            check_zip_crcs(state)
+            saved = _saved_state(state)
+        else:  # (no memory map for that format: a full load)
+            saved = torch.load(state, map_location="cpu", weights_only=False)
+        saved = saved if isinstance(saved, dict) else {}
         if (path / SHARDS).is_dir():
             verify_shards(path / SHARDS, sums_written=bool(saved.get("shard_sums")))
         elif saved.get("weights") == "shards":  # (review bo: one that lost its shards/ was named)
@@ -328,14 +344,10 @@ def _looks_intact(path: Path) -> bool:
     return True
 
 
-def _saved_flags(state: Path) -> dict[str, Any]:
-    """What ``state`` says of its shards (``weights``, ``shard_sums``), read memory-mapped (its tensors not read);
-    nothing where it cannot say (a legacy file: no mmap)."""
-    try:
-        saved = torch.load(state, map_location="cpu", weights_only=False, mmap=True)
-    except Exception:  # noqa: BLE001 -- a legacy file or one that cannot be read: nothing to say
-        return {}
-    return {key: saved.get(key) for key in ("weights", "shard_sums")} if isinstance(saved, dict) else {}
+def _saved_state(state: Path) -> Any:
+    """``state`` loaded memory-mapped: its small entries (``nproc``, ``weights``, ``shard_sums``) read, its tensors
+    not. Raises as ``torch.load`` does (a legacy-format file: no memory map)."""
+    return torch.load(state, map_location="cpu", weights_only=False, mmap=True)
 
 
 def damaged(path: Path, exc: BaseException) -> InputError:
