@@ -240,7 +240,10 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
             raise UnknownColumn(f"{exc} (a W&B chart export of {len(runs)} run(s): "
                                 f"{', '.join(repr(r) for r in runs)}; --y takes the metric, --run the run)",
                                 exc.available)
-        raise unknown_column(path, "y", y, header)
+        # With the rows that log each (review bq: the row logs' listing has them, a CSV's did not): an evaluation
+        # logged every 100 steps among per-step values is told apart by them.
+        counts = {h: sum(1 for _, row in rows if j < len(row) and row[j].strip()) for j, h in enumerate(header)}
+        raise unknown_column(path, "y", y, header, counts)
     # In order (x's columns, then y): which bad cell an error names must not depend on the hash seed.
     needed = list(dict.fromkeys([*x_columns(path, columns, x), y]))
     index = {h: j for j, h in enumerate(header)}
