@@ -1,5 +1,4 @@
-"""Logs of many rows (review bq): a value at every step of a long run, a sparse evaluation among per-step values.
-"""
+"""Logs of many rows (review bq): a value at every step of a long run, a sparse evaluation among per-step values."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ import resource
 import subprocess
 import sys
 from pathlib import Path
-
 
 from scalerl.cli import main
 
