@@ -283,6 +283,8 @@ def _agreement(expected: Finding, expected_better: bool | None, c: Classificatio
 
 def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int = 0) -> StudyAnalysis:
     """Fit and classify every variant of the study in ``directory`` (see the module docstring)."""
+    from scalerl.study.run_state import failed_runs
+
     spec, directory = read_study(directory)
     n_boot = n_boot or spec.bootstrap
     calibration = read_calibration(spec.calibration, level=DEFAULT_LEVEL) if spec.calibration else None
@@ -291,8 +293,6 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
     results = [_variant_result(spec, v, base.value, curves[v.label], pending[v.label], left_out[v.label])
                for v in variants]
     analysis = StudyAnalysis(directory, spec, spec.x, y, base.label, results)
-    from scalerl.study.run_state import failed_runs
-
     # (A run whose latest attempt failed is not done: the table names it pending, by its step alone.)
     analysis.notes.extend(f"{label} seed{seed} {why} -- `scalerl study --output {directory} --resume` runs it again"
                           for (label, seed), why in failed_runs(directory).items())

@@ -216,7 +216,7 @@ class TrainerGroup:
         # The planning (which rank writes what, the metadata) is objects: on the gloo group.
         dcp.save(state, checkpoint_id=path, process_group=object_group())
         # Rank 0 checks every rank's file arrived, then every rank checksums every world-th file: a re-read of the
-        # whole checkpoint, split (one rank alone took 0.5-0.8x the time of the write: checkpoint_checksums.py).
+        # whole checkpoint, split (one reader alone took up to 0.8x the write's time: checkpoint_checksums.py).
         # What fails on any rank travels to rank 0 as text and is raised there: a rank that raised alone left rank 0
         # a peer gone, and the run ended in tracebacks (review br).
         files: list[Any] = [None]
