@@ -1,6 +1,10 @@
 """A device too small for the training state is refused before loading, in one line that says how
 many ranks would hold it (and when the generator copy must go: ``run.generate_on_shards``)."""
 
+import re
+
+import torch
+
 from scalerl.cli import main
 from scalerl.pipeline.config import BackendConfig
 from scalerl.pipeline.registry import trainer_device_copies
@@ -127,3 +131,63 @@ def test_decode_rows_set_by_hand_cuts_every_decode_loop_on_the_trainers_device(m
     assert "note:" not in capsys.readouterr().err
     assert main(small_args(tmp_path / "bad", "--set", "run.decode_rows=-1")) == 2
     assert "run.decode_rows must be >= 0" in capsys.readouterr().err
+
+
+# Review bs: each fix the refusal offers, followed as written, fits
+def _llama3_8b_on_meta():
+    """A Llama-3-8B-shaped model on the meta device (no weights: only the parameter count matters)."""
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    config = LlamaConfig(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                         num_attention_heads=32, num_key_value_heads=8, tie_word_embeddings=False)
+    with torch.device("meta"):
+        return AutoModelForCausalLM.from_config(config)
+
+
+def _refusal(monkeypatch, model, cfg, world, capacity=80 * GIB):
+    """The one-line refusal of scalerl.train.policy._check_fits on a pretend 80 GB GPU (None: fits)."""
+    from scalerl.errors import ConfigError
+    from scalerl.train import memory
+    from scalerl.train.policy import _check_fits
+    from scalerl.train.precision import Precision
+
+    monkeypatch.setattr(memory, "device_capacity", lambda device: capacity)
+    precision = Precision.create("bf16", "cuda:0")
+    try:
+        _check_fits(model, torch.device("cuda:0"), precision, cfg, world=world)
+    except ConfigError as e:
+        return str(e)
+    return None
+
+
+def _apply(cfg, alternative):
+    """(config, world) a user gets by following one alternative of the refusal's advice."""
+    from scalerl.config import apply_overrides
+
+    world = 1
+    m = re.search(r"--nproc (\d+)", alternative)
+    if m:
+        world = int(m.group(1))
+    if "pipeline=sync" in alternative:
+        cfg = apply_overrides(cfg, ["pipeline=sync"])
+    return cfg, world
+
+
+def test_memory_refusal_alternatives_each_fit(monkeypatch):
+    # The README's own example (an 8B model on an 80 GB GPU), with the default recipe (pipeline-rl-k, local
+    # generator threads). Each fix the one-line refusal offers, followed as written, must make the run fit.
+    from scalerl.train.config import TrainConfig
+
+    model = _llama3_8b_on_meta()
+    cfg = TrainConfig()
+    message = _refusal(monkeypatch, model, cfg, world=1)
+    assert message is not None and "--nproc" in message
+    advice = re.split(r" has [\d.]+ GB: ", message, maxsplit=1)[1]  # what the line says to do
+    alternatives = advice.split("; or ")
+    still_refused = []
+    for alternative in alternatives:
+        fixed_cfg, world = _apply(cfg, alternative)
+        again = _refusal(monkeypatch, model, fixed_cfg, world=world)
+        if again is not None:
+            still_refused.append(f"{alternative[:45]!r} -> refused again: ...{again[-90:]}")
+    assert not still_refused, "\n".join(still_refused)

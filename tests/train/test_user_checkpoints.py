@@ -315,3 +315,47 @@ def test_a_directory_without_tokenizer_files_is_refused_where_transformers_build
         assert code == 2 and "Traceback" not in err, err
         assert "(the directory holds no tokenizer files: tokenizer.json, " in err, err
     assert not (out / "runlog.jsonl").exists()
+
+
+# Review bs
+_RECORDING_REWARD = """
+import json, os
+
+
+def record(prompt, completion):
+    \"\"\"Scores -1 (nothing to learn) and appends every completion it sees to RECORD.\"\"\"
+    with open(os.environ["SCALERL_REVIEW_RECORD"], "a") as f:
+        f.write(json.dumps([prompt, completion]) + "\\n")
+    return -1.0
+"""
+
+
+def test_eval_run_of_a_bf16_compute_run_with_fp32_final_repeats_its_last_evaluation(user_model, math_jsonl, tmp_path,
+                                                                                     capsys, monkeypatch):
+    # docs/models.md, after `--set precision.compute=bf16 --set model.dtype=float32`: a bf16 final/ "can sample
+    # other tokens than the run's own last evaluation did (...; with model.dtype=float32, equal) ... keep final/
+    # in fp32 where the two must agree"; README: `scalerl eval --run` evaluates the final model "as the run did".
+    import json
+
+    from scalerl.cli import main
+
+    reward = tmp_path / "recording_reward.py"
+    reward.write_text(_RECORDING_REWARD)
+    record = tmp_path / "record.jsonl"
+    monkeypatch.setenv("SCALERL_REVIEW_RECORD", str(record))
+    run = tmp_path / "run"
+    code = main(["train", "--model", str(user_model("llama")), "--task", "math", "--data", str(math_jsonl),
+                 "--reward", f"{reward}:record", "--output", str(run), "--steps", "1", "--eval-every", "1",
+                 "--no-progress", "--no-report", "--set", "pipeline=sync",
+                 "--set", "precision.compute=bf16", "--set", "model.dtype=float32",
+                 "--set", "length.mode=truncate", "--set", "length.max_new_tokens=24",
+                 "--set", "batch.prompts_per_step=2", "--set", "batch.generations_per_prompt=2",
+                 "--set", "eval.samples_per_problem=2", "--set", "eval.problems=32"])
+    assert code == 0, capsys.readouterr().err
+    seen_in_run = [json.loads(line) for line in record.read_text().splitlines()]
+    record.unlink()
+    assert main(["eval", "--run", str(run), "--no-progress", "--json"]) == 0
+    seen_in_eval = [json.loads(line) for line in record.read_text().splitlines()]
+    # Synchronous pipeline: evaluation at step 0, the step's batch, evaluation at step 1 (the last one).
+    last_evaluation = seen_in_run[-len(seen_in_eval):]
+    assert sorted(seen_in_eval) == sorted(last_evaluation)

@@ -8,7 +8,8 @@ problems, temperature, token budget and the recipe's length control (forced inte
 and, unless ``--seed`` is given, the run's own evaluation seeds: the last evaluation row of a
 finished run is reproduced exactly when ``final/`` is stored in fp32 (a bf16 or fp16 ``final/`` --
 the starting checkpoint's dtype -- holds the run's fp32 master weights rounded, and a note says
-its pass rates can differ). Any flag given overrides the run's setting.
+its pass rates can differ), computed as the run computed its evaluations (``precision.compute=bf16``:
+under autocast, or a trainer group's cast copy). Any flag given overrides the run's setting.
 ``--model RUN/final`` -- a run's final model, named as a model -- is evaluated as ``--run RUN``
 (a note says so): with eval's own defaults it was scored on the arithmetic task, the run's math data
 unread, and other sets, seeds and length control than the run's.
@@ -138,8 +139,32 @@ def _run_settings(run_dir: str):
         "length": cfg.recipe.length, "batch_size": cfg.eval.batch_size,
         # The trainer's seed for evaluation set i (Trainer.evaluate), so that --run reproduces it.
         "set_seeds": {name: eval_seed(cfg.run.seed, i) for i, name in enumerate(cfg.eval.sets)},
+        # How the run's evaluations computed (_generator_as_the_run).
+        "precision": cfg.precision.compute, "fp32_lm_head": cfg.recipe.fp32_lm_head,
+        "grouped": cfg.run.nproc > 1 and not cfg.run.generate_on_shards,
     }
     return settings
+
+
+def _generator_as_the_run(model, tokenizer, base: dict, seed: int):
+    """A generator that computes as the run's evaluations did, on this command's CPU: in a run of
+    ``precision.compute=bf16`` (or fp16), one process sampled its fp32 weights under autocast with the FP32
+    LM head, a trainer group a copy cast to that dtype (review bs: sampled in fp32 here, ``eval --run`` drew
+    other completions than the run's last evaluation, 0.125 against its 0.375, without a word). Plain fp32
+    where the run computed in fp32, or without a run."""
+    from scalerl.generate.hf import HFGenerator
+    from scalerl.models.lora import generator_copy
+    from scalerl.rl.fp32_head import enable_fp32_lm_head
+    from scalerl.train.precision import Precision
+
+    precision = Precision.create(base.get("precision", "fp32"), "cpu")
+    if not precision.mixed:
+        return HFGenerator(model, tokenizer, seed=seed)
+    if base.get("fp32_lm_head"):
+        enable_fp32_lm_head(model)
+    if base.get("grouped"):
+        return HFGenerator(generator_copy(model, precision.compute_dtype), tokenizer, seed=seed)
+    return HFGenerator(model, tokenizer, seed=seed, autocast_dtype=precision.compute_dtype)
 
 
 def _run_of_final(model: str | None) -> str | None:
@@ -228,7 +253,6 @@ def rounded_final_note(final: str) -> str | None:
 
 def run(args) -> int:
     from scalerl.generate.base import SamplingParams
-    from scalerl.generate.hf import HFGenerator
     from scalerl.models.loading import load_model
     from scalerl.rl.length import length_controller
     from scalerl.tasks.base import reference_notes
@@ -252,7 +276,7 @@ def run(args) -> int:
               f"times, so mean@{pick['k']} = pass@{pick['k']} = the greedy pass rate", file=sys.stderr)
     _check_positions(model, tokenizer, problems, base.get("length"), pick["max_new_tokens"])
     length = length_controller(base["length"], tokenizer) if "length" in base else None
-    gen = HFGenerator(model, tokenizer, seed=pick["seed"])
+    gen = _generator_as_the_run(model, tokenizer, base, pick["seed"])
     set_seeds = base.get("set_seeds", {}) if args.seed is None else {}
     results = {}
     for s in names:

@@ -79,19 +79,34 @@ def memory_problem(state: int, copies: Mapping[str, int], capacity: int, *, worl
             f"AdamW's moments: {gb(total)}) needs {where}")
     for name, b in copies.items():
         what += f" plus {gb(b)} for {name}"
+    # Each fix offered must fit on its own (review bs: "--nproc 3; or --set pipeline=sync" for 8B beside the pipeline's
+    # copies, and each alone was refused again). A trainer group's rank 0 holds a generator copy of the whole model
+    # beside its shard; the pipeline's copies stay with the trainer whatever the number of ranks.
+    pipeline, rank0 = copies.get(PIPELINE_COPIES, 0), copies.get(RANK0_COPY, 0)
+    whole = parameters * copy_bytes_per_parameter
+
+    def ranks(beside: int) -> int | None:
+        """Ranks whose share of the state fits in STATE_SHARE of the device beside ``beside`` bytes (None: no room)."""
+        room = int(STATE_SHARE * capacity) - beside
+        return max(world + 1, -(-total // room)) if room > 0 else None
+
+    off = ("--set pipeline=sync (the trainer generates on its own weights), fewer backend.generators, or --backend ray "
+           "with GPUs of their own (backend.generator_gpus=1)")
     fixes = []
-    if state + copies.get(RANK0_COPY, 0) > capacity:
-        ranks = max(world + 1, -(-total // int(STATE_SHARE * capacity)))
-        fix = f"shard it over more devices: --nproc {ranks} (or torchrun with {ranks} ranks)"
-        whole = parameters * copy_bytes_per_parameter
-        if whole > STATE_SHARE * capacity:
-            fix += (f", with --set run.generate_on_shards=true and --set pipeline=sync or --backend ray: its "
-                    f"weights alone ({gb(whole)} in the compute dtype) do not fit on one device beside a shard")
-        fixes.append(fix)
-    if PIPELINE_COPIES in copies:
-        fixes.append("keep the generators' copies off this device: --set pipeline=sync (the trainer generates on "
-                     "its own weights), fewer backend.generators, or --backend ray with GPUs of their own "
-                     "(backend.generator_gpus=1)")
+    n = ranks(whole + pipeline)
+    if n is not None:
+        fixes.append(f"shard it over more devices: --nproc {n} (or torchrun with {n} ranks)")
+    if pipeline and state + rank0 <= capacity:
+        fixes.append(f"keep the generators' copies off this device: {off}")
+    if not fixes and pipeline and ranks(whole) is not None:
+        n = ranks(whole)
+        fixes.append(f"both shard it over more devices, --nproc {n} (or torchrun with {n} ranks), and keep the "
+                     f"generators' copies off this device, {off}: neither alone fits")
+    if not fixes:
+        n = ranks(0)
+        fixes.append(f"shard it over more devices: --nproc {n} (or torchrun with {n} ranks), with --set "
+                     f"run.generate_on_shards=true and --set pipeline=sync or --backend ray: its weights alone "
+                     f"({gb(whole)} in the compute dtype) do not fit on one device beside a shard")
     return f"{what}, and {device} has {gb(capacity)}: {'; or '.join(fixes)}"
 
 
