@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from scalerl.cli import main
+from scalerl.curves.io import log_column_rows
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -67,3 +68,17 @@ def test_fit_of_a_10k_point_log_fits_in_1_5_gb(tmp_path):
                           capture_output=True, text=True, env=env, preexec_fn=_limit_memory, timeout=120)
     assert "Traceback" not in proc.stderr, proc.stderr[-600:]
     assert proc.returncode == 0, proc.stderr[-600:]
+
+
+# Review bt
+def test_csv_listing_does_not_count_nan_cells_as_logged(tmp_path):
+    """cells.py: a value counts as logged only where it is one -- not 'nan', as ``csv.writer`` of full rows
+    writes what a row did not log. The JSON-lines listing of the same log counts 10."""
+    p = tmp_path / "log.csv"
+    with open(p, "w") as f:
+        f.write("step,reward,val/acc\n")
+        for s in range(1, 101):
+            f.write(f"{s},{s / 100:.3f},{0.5 + s / 1000 if s % 10 == 0 else 'nan'}\n")
+    rows = log_column_rows(p)
+    assert rows["reward"] == 100
+    assert rows["val/acc"] == 10, rows

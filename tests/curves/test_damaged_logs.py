@@ -545,3 +545,25 @@ def test_a_text_line_with_a_pipe_after_a_blank_line_is_not_a_row_of_the_table(tm
     path.write_text("| step | acc |\n|---|---|\n" + rows + "\nNote: acc is the mean | std over 3 seeds\n")
     # A blank line ends a Markdown table (the fix of review bp says so for a second table), so the note is no row.
     assert len(read_curves(path, "step", "acc")[0]) == 6
+
+
+# Review bt
+
+def _points(curves):
+    return [(float(x), float(y)) for c in curves for x, y in zip(c.x, c.y)]
+
+
+FOUR = [(1.0, 0.1), (2.0, 0.2), (3.0, 0.3), (4.0, 0.4)]
+
+
+def test_markdown_table_with_blank_lines_between_rows_is_read(tmp_path):
+    p = tmp_path / "table.md"
+    p.write_text("| step | acc |\n|---|---|\n\n| 1 | 0.1 |\n\n| 2 | 0.2 |\n\n| 3 | 0.3 |\n\n| 4 | 0.4 |\n")
+    assert _points(read_csv(p, "step", "acc")) == FOUR
+
+
+def test_markdown_table_with_cr_cr_lf_line_ends_is_read(tmp_path):
+    p = tmp_path / "table.md"
+    p.write_bytes(b"| step | acc |\r\r\n|---|---|\r\r\n| 1 | 0.1 |\r\r\n| 2 | 0.2 |\r\r\n| 3 | 0.3 |\r\r\n"
+                  b"| 4 | 0.4 |\r\r\n")
+    assert _points(read_csv(p, "step", "acc")) == FOUR

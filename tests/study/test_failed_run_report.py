@@ -1,13 +1,17 @@
 """A study run that failed is reported as failed, with its error, not as one that has not started (review j:
 the analysis read only the run directories, and a failed run leaves its own as it found it)."""
 
+import json
 import shutil
+from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 
 from scalerl.cli import main
 
 from .conftest import micro_args
+from .synthetic import write_study
 
 pytestmark = pytest.mark.slow
 
@@ -43,11 +47,11 @@ def test_the_report_says_a_run_failed(tmp_path, study_cache, capsys):
     # The fits table's Seeds cell names the failure by its step; the error, which widened every row, is in the notes
     # with how to run it again.
     row = next(line for line in report.splitlines() if line.startswith("| loo-loss-dapo |") and "pending" in line)
-    assert "(pending: seed0: failed at step " in row and "broken" not in row, row
+    assert "(pending: seed0: failed before its first evaluation)" in row and "broken" not in row, row
     capsys.readouterr()
     assert main(["study", "--output", str(out), "--dry-run"]) == 0  # (it said "partial", as a run a kill stopped)
     assert f"failed   {out / 'runs' / 'loo-loss-dapo' / 'seed0'}" in capsys.readouterr().out
-    assert "loo-loss-dapo seed0 failed at step " in report and f"`scalerl study --output {out} --resume` runs it again" in report
+    assert "loo-loss-dapo seed0 failed: the reward function " in report and f"`scalerl study --output {out} --resume` runs it again" in report
 
 
 # Review bj
@@ -66,3 +70,84 @@ def test_a_study_run_without_checkpoints_says_what_to_do_in_the_study(tmp_path, 
     assert "--overwrite" not in text
     assert "--overwrite" not in (out / "report.md").read_text()
     assert "run the same study command again to train it anew" in text
+
+
+# Review bt: a failed run as the notes and the Seeds cell say it
+def _study(tmp_path):
+    from scalerl.study.spec import StudySpec
+
+    laws = {"scalerl": (0.70, 1.5, 5e11), "loo-loss-dapo": (0.55, 1.5, 5e11)}
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], seeds=2, steps=200, eval_every=10, bootstrap=50)
+    plans = write_study(tmp_path, spec, laws)
+    run = next(p for p in plans if p.variant.label == "loo-loss-dapo" and p.seed == 1)
+    return spec, run
+
+
+def _record(study: Path, outcome) -> None:
+    """A line of progress.jsonl, as runner.run_study's ``record`` writes it."""
+    with open(study / "progress.jsonl", "a", encoding="utf-8") as f:
+        f.write(json.dumps({**asdict(outcome), "time": "2026-12-06T00:00:00"}) + "\n")
+
+
+def test_a_damaged_runs_note_does_not_advise_resume(tmp_path):
+    from scalerl.config import to_dict
+    from scalerl.study.analysis import analyse_study
+    from scalerl.study.one_run import execute_run
+    from scalerl.study.plan import Budget
+
+    spec, run = _study(tmp_path)
+    log = run.directory / "runlog.jsonl"
+    lines = log.read_text().splitlines()
+    lines[3] = lines[3][:20]  # a malformed line before the log's end: not a kill's torn last line
+    log.write_text("\n".join(lines) + "\n")
+    before = log.read_text()
+    outcome = execute_run(to_dict(run.config), Budget.of(spec))  # what the study (and its --resume) does with it
+    assert outcome.status == "failed" and "left untouched" in outcome.error
+    _record(tmp_path, outcome)
+    again = execute_run(to_dict(run.config), Budget.of(spec))  # `--resume`: the same, nothing run again
+    assert again.status == "failed" and log.read_text() == before
+    analysis = analyse_study(tmp_path, n_boot=20)
+    assert analysis.variant("loo-loss-dapo").left_out[0].startswith("seed1: damaged run log (")  # said as what it is
+    assert not any("seed1" in n and "runs it again" in n for n in analysis.notes), analysis.notes
+
+
+def test_a_crashed_runs_failure_names_the_step_it_reached(tmp_path):
+    """one_run.collect / local_runs._worker_result record such a failure as ``Outcome(label, seed, "failed",
+    error=...)``: step 0 whatever the run's log holds; the Seeds cell now says only that step."""
+    import shutil
+
+    from scalerl.study.analysis import analyse_study
+    from scalerl.study.one_run import Outcome
+
+    spec, run = _study(tmp_path)
+    log = run.directory / "runlog.jsonl"
+    kept = [line for line in log.read_text().splitlines()
+            if json.loads(line).get("type") != "eval" or json.loads(line)["step"] <= 100]
+    log.write_text("\n".join(kept) + "\n")  # the run trained to step 100 of 200 ...
+    shutil.rmtree(run.directory / "final")
+    # ... and crashed there (as collect() records an exception that is no ScaleRLError: CUDA out of memory, ...)
+    _record(tmp_path, Outcome(run.variant.label, run.seed, "failed",
+                              error="OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"))
+    analysis = analyse_study(tmp_path, n_boot=20)
+    pending = analysis.variant("loo-loss-dapo").pending
+    said = pending + [n for n in analysis.notes if "seed1" in n]
+    assert any("seed1" in s for s in pending), pending
+    assert not any("failed at step 0" in s for s in said), said
+
+
+def test_a_failed_run_the_study_no_longer_plans_is_not_said_to_run_again(tmp_path):
+    """`scalerl study --only loo-loss-dapo,loo-aggregation-sample`: the aggregation run fails as it starts (its
+    directory left empty, so a narrower study is not refused as dropping it); the user runs the study again
+    with `--only loo-loss-dapo` into the same --output, which saves that spec. The report's notes still say the
+    aggregation run "failed ... -- `scalerl study --output DIR --resume` runs it again", which it does not."""
+    from scalerl.study.analysis import analyse_study
+    from scalerl.study.one_run import Outcome
+    from scalerl.study.plan import plan_study
+    from scalerl.study.spec import load_saved_spec
+
+    _study(tmp_path)  # the saved spec: loo-loss-dapo (and the base), two seeds
+    _record(tmp_path, Outcome("loo-aggregation-sample", 0, "failed", error="InputError: this variant's reward is broken"))
+    planned = {(p.variant.label, p.seed) for p in plan_study(load_saved_spec(tmp_path / "study.yaml"), tmp_path)}
+    assert ("loo-aggregation-sample", 0) not in planned  # what --resume runs: the saved spec's plan
+    notes = [n for n in analyse_study(tmp_path, n_boot=20).notes if "loo-aggregation-sample" in n]
+    assert not any("runs it again" in n for n in notes), notes

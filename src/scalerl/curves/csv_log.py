@@ -150,10 +150,9 @@ def _markdown_block(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]]
     if start is None:
         return lines, "", False
     end = start + 2
-    # To the first line without a pipe or the first blank (or '#') line, as Markdown ends a table: those lines are gone
-    # from ``lines``, so a gap in their numbers marks one (review bp: a second table after a blank line was read as
-    # rows of the first; br: so was a note holding a '|').
-    while end < len(lines) and "|" in lines[end][1] and lines[end][0] == lines[end - 1][0] + 1:
+    opened = lines[start][1].lstrip().startswith("|")
+    while end < len(lines) and "|" in lines[end][1] and not (lines[end][0] > lines[end - 1][0] + 1
+                                                             and _another_block(lines, end, opened)):
         end += 1
     outside = lines[:start] + lines[end:]
     if not outside:
@@ -161,6 +160,17 @@ def _markdown_block(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]]
     shown = ", ".join(str(n) for n, _ in outside[:5]) + (", ..." if len(outside) > 5 else "")
     return lines[start:end], (f"read the Markdown table of lines {lines[start][0]}-{lines[end - 1][0]}; "
                               f"{len(outside)} line(s) around it (line {shown}) passed over"), True
+
+
+def _another_block(lines: list[tuple[int, str]], i: int, opened: bool) -> bool:
+    """Whether line ``i``, after blank (or ``#``) lines -- gone from ``lines``, a gap in their numbers --, is not
+    a row of the table above: the header of another table (over its own rule: review bp, read as rows of the
+    first), or, where the table's lines open with a pipe, a line that does not (a note holding one: review br).
+    A row after a blank line is still one: tools print tables with blank lines between rows, and CRLF text
+    written again in text mode reads as a blank line after every row (review bt)."""
+    if opened and not lines[i][1].lstrip().startswith("|"):
+        return True
+    return i + 1 < len(lines) and bool(_MARKDOWN_RULE_ROW.match(lines[i + 1][1]))
 
 
 class _PIPES(csv.excel):
@@ -242,7 +252,7 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
                                 exc.available)
         # With the rows that log each (review bq: the row logs' listing has them, a CSV's did not): an evaluation
         # logged every 100 steps among per-step values is told apart by them.
-        counts = {h: sum(1 for _, row in rows if j < len(row) and row[j].strip()) for j, h in enumerate(header)}
+        counts = {h: sum(1 for _, row in rows if j < len(row) and logged(row[j].strip())) for j, h in enumerate(header)}
         raise unknown_column(path, "y", y, header, counts)
     # In order (x's columns, then y): which bad cell an error names must not depend on the hash seed.
     needed = list(dict.fromkeys([*x_columns(path, columns, x), y]))

@@ -159,9 +159,10 @@ def _y_column(run_dir: Path) -> str:
 
 
 def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, list[Curve]], dict[str, list[str]],
-                                                       dict[str, list[str]], str]:
+                                                       dict[str, list[str]], str, list[str]]:
     """Variants of the study, the curves of their finished runs, the runs still pending and the runs
-    left out (with the reason: one unreadable log must not sink the analysis of all the others)."""
+    left out (with the reason: one unreadable log must not sink the analysis of all the others), the
+    metric, and a note for each planned run whose last attempt failed."""
     from scalerl.study.plan import Budget, plan_study
     from scalerl.study.run_state import DAMAGED, failed_runs, read_log, run_status
 
@@ -172,6 +173,7 @@ def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, 
     curves: dict[str, list[Curve]] = {}
     pending: dict[str, list[str]] = {}
     left_out: dict[str, list[str]] = {}
+    failures: list[str] = []
     y = "val/pass_rate"
     for p in plans:
         if p.variant.label not in curves:
@@ -183,11 +185,18 @@ def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, 
             left_out[p.variant.label].append(f"seed{p.seed}: damaged run log ({problem})")
             continue
         if status != "done":
-            # A failure is named here by its step; its error, often long, goes to the notes (in the table's Seeds
-            # cell it widened every row).
-            failure = failed.get((p.directory.parent.name, p.seed), "").partition(": ")[0]
-            where = failure or (f"step {rows[-1]['step']}" if rows else "not started")
-            pending[p.variant.label].append(f"seed{p.seed}: {where}")
+            reached = f"step {rows[-1]['step']}" if rows else None
+            error = failed.get((p.directory.parent.name, p.seed))
+            if error is None:
+                pending[p.variant.label].append(f"seed{p.seed}: {reached or 'not started'}")
+                continue
+            # Named in the Seeds cell by what its log reached (a crash's record says no step: "failed at step 0"
+            # was one that had trained to 100, review bt); its error, often long, in the notes (in the cell it
+            # widened every row), where --resume runs it again: a planned run, its log readable.
+            pending[p.variant.label].append(f"seed{p.seed}: failed " + (f"after its evaluation at {reached}" if reached
+                                                                        else "before its first evaluation"))
+            failures.append(f"{p.variant.label} seed{p.seed} failed: {error} -- `scalerl study --output {directory} "
+                            "--resume` runs it again")
             continue
         y = _y_column(p.directory)
         try:
@@ -196,7 +205,7 @@ def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, 
                 source=str(p.directory / "runlog.jsonl")))
         except InputError as exc:  # no finite x, a pass rate outside [0, 1], ...
             left_out[p.variant.label].append(f"seed{p.seed}: {exc}")
-    return variants, curves, pending, left_out, y
+    return variants, curves, pending, left_out, y, failures
 
 
 # ----------------------------------------------------------------------------- the common-A view
@@ -283,19 +292,15 @@ def _agreement(expected: Finding, expected_better: bool | None, c: Classificatio
 
 def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int = 0) -> StudyAnalysis:
     """Fit and classify every variant of the study in ``directory`` (see the module docstring)."""
-    from scalerl.study.run_state import failed_runs
-
     spec, directory = read_study(directory)
     n_boot = n_boot or spec.bootstrap
     calibration = read_calibration(spec.calibration, level=DEFAULT_LEVEL) if spec.calibration else None
-    variants, curves, pending, left_out, y = _curves(spec, directory)
+    variants, curves, pending, left_out, y, failures = _curves(spec, directory)
     base = next(v for v in variants if v.is_base)
     results = [_variant_result(spec, v, base.value, curves[v.label], pending[v.label], left_out[v.label])
                for v in variants]
     analysis = StudyAnalysis(directory, spec, spec.x, y, base.label, results)
-    # (A run whose latest attempt failed is not done: the table names it pending, by its step alone.)
-    analysis.notes.extend(f"{label} seed{seed} {why} -- `scalerl study --output {directory} --resume` runs it again"
-                          for (label, seed), why in failed_runs(directory).items())
+    analysis.notes.extend(failures)
     _note_capped(analysis, curves)
     fits = _fit_variants(analysis, curves, n_boot=n_boot, seed=seed)
     # Every fitted variant's own fit and forecast are reported, whether or not the base could be

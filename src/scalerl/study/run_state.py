@@ -43,17 +43,17 @@ def progress_records(study_dir: Path) -> list[dict[str, Any]]:
 
 
 def failed_runs(study_dir: Path) -> dict[tuple[str, int], str]:
-    """``{(label, seed): "failed at step N: ERROR"}`` for the runs whose latest execution failed, from
-    ``progress.jsonl``. A failed run leaves its directory as it found it (empty, or at its last
-    checkpoint), so its directory alone read as a run "not started" in the study's report."""
+    """``{(label, seed): ERROR}`` (its last line, at most 300 characters) for the runs whose latest execution
+    failed, from ``progress.jsonl``. A failed run leaves its directory as it found it (empty, or at its last
+    checkpoint), so its directory alone read as a run "not started" in the study's report. (The record's step
+    is not said: a crash's record has none, and read 0.)"""
     latest = {(o["label"], o.get("seed")): o for o in progress_records(study_dir)}
     out = {}
     for key, o in latest.items():
         if o.get("status") == "failed":
-            error = str(o.get("error") or "no error recorded").strip().splitlines()
-            why = error[-1] if error else ""
-            why = why if len(why) <= 300 else why[:300].rsplit(" ", 1)[0] + " ..."  # (cut mid-word: "If yo")
-            out[key] = f"failed at step {o.get('step', '?')}: {why}"
+            error = str(o.get("error") or "").strip().splitlines()
+            why = error[-1] if error else "no error recorded"
+            out[key] = why if len(why) <= 300 else why[:300].rsplit(" ", 1)[0] + " ..."  # (cut mid-word: "If yo")
     return out
 
 

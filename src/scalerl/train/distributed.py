@@ -235,16 +235,19 @@ class TrainerGroup:
                                  "must be on a file system every machine shares")
             return
         try:
-            mine: dict[str, int] | str = shard_sums([path / name for name in files[0][self.rank.rank::self.rank.world]])
-        except OSError as exc:  # a read error (a disk's EIO): rank 0 stops the run on it, as on its own
-            mine = f"rank {self.rank.rank}: {exc}"
+            mine: dict[str, int] | tuple = shard_sums([path / name for name in files[0][self.rank.rank::self.rank.world]])
+        except OSError as exc:  # a read error (a disk's EIO): raised on rank 0 as it came, its errno kept -- the
+            # trainer says a disk's error in one line (review bt: a bare OSError was a traceback)
+            mine = (exc.errno, f"{exc.strerror or exc} (rank {self.rank.rank}, reading the shards back to checksum "
+                               "them)", exc.filename)
         parts: list[Any] | None = [mine] + [None] * (self.rank.world - 1) if self.rank.leader else None
         if self.rank.world > 1:
             dist.gather_object(mine, parts, dst=0, group=object_group())
         if parts is not None:
-            failed = [part for part in parts if isinstance(part, str)]
+            failed = [part for part in parts if isinstance(part, tuple)]
             if failed:
-                raise OSError(f"cannot read back the checkpoint's shards to checksum them ({'; '.join(failed)})")
+                number, text, filename = failed[0]
+                raise OSError(number, text, filename) if number is not None else OSError(text)
             write_shard_sums(path, {name: crc for part in parts for name, crc in part.items()})
 
     def load_shards(self, path: Path, has_optimizer: bool, scheduler: dict[str, Any]) -> None:
