@@ -1,6 +1,7 @@
 """A device too small for the training state is refused before loading, in one line that says how
 many ranks would hold it (and when the generator copy must go: ``run.generate_on_shards``)."""
 
+import math
 import re
 
 import torch
@@ -54,7 +55,7 @@ def test_the_local_pipelines_copies_on_the_trainers_device_are_counted():
     assert "--nproc" in problem and "pipeline=sync" in problem
     problem = memory_problem(16 * b1, {PIPELINE_COPIES: 40 * 2 * b1}, h100, world=1, device="cuda:0", parameters=b1,
                              copy_bytes_per_parameter=2)
-    assert "--nproc" not in problem and "pipeline=sync" in problem and "backend.generators" in problem
+    assert "--nproc" not in problem and "pipeline=sync" in problem and "--backend ray" in problem
     assert memory_problem(16 * b1, {PIPELINE_COPIES: 5 * 2 * b1}, h100, world=1, device="cuda:0", parameters=b1,
                           copy_bytes_per_parameter=2) is None
 
@@ -152,7 +153,7 @@ def _refusal(monkeypatch, model, cfg, world, capacity=80 * GIB):
     from scalerl.train.precision import Precision
 
     monkeypatch.setattr(memory, "device_capacity", lambda device: capacity)
-    precision = Precision.create("bf16", "cuda:0")
+    precision = Precision.create(cfg.precision.compute, "cuda:0")
     try:
         _check_fits(model, torch.device("cuda:0"), precision, cfg, world=world)
     except ConfigError as e:
@@ -191,3 +192,100 @@ def test_memory_refusal_alternatives_each_fit(monkeypatch):
         if again is not None:
             still_refused.append(f"{alternative[:45]!r} -> refused again: ...{again[-90:]}")
     assert not still_refused, "\n".join(still_refused)
+
+
+# Review bu: the advice of LoRA, fp16, generation on the shards, the pipeline's copies
+_SHAPES = {
+    "8B": dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+               num_attention_heads=32, num_key_value_heads=8, tie_word_embeddings=False),
+    "70B": dict(vocab_size=128256, hidden_size=8192, intermediate_size=28672, num_hidden_layers=80,
+                num_attention_heads=64, num_key_value_heads=8, tie_word_embeddings=False),
+}
+
+
+def _meta_model(shape, dtype=torch.float32, lora_rank=0):
+    """A Llama-shaped model on the meta device (as load_policy builds it: LoRA's base in the compute dtype)."""
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(LlamaConfig(**_SHAPES[shape]), dtype=dtype)
+    if lora_rank:
+        from scalerl.models.lora import add_lora
+
+        add_lora(model, rank=lora_rank, alpha=2 * lora_rank, dropout=0.0, target_modules=["q_proj", "v_proj"])
+    return model
+
+
+def _cfg(*overrides, nproc=1):
+    import dataclasses
+
+    from scalerl.config import apply_overrides
+    from scalerl.train.config import TrainConfig
+
+    cfg = apply_overrides(TrainConfig(), list(overrides))
+    return dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, nproc=nproc))
+
+
+def _advice(message):
+    return re.split(r" has [\d.]+ GB: ", message, maxsplit=1)[1]
+
+
+def test_lora_memory_refusal_does_not_advise_nproc_that_lora_refuses(monkeypatch):
+    # LoRA on a 70B-shaped model in bf16 (its frozen base alone: 141 GB) on an 80 GB GPU.
+    from scalerl.train.config import group_problems
+
+    cfg = _cfg("pipeline=sync", "precision.compute=bf16", "model.lora.rank=16")
+    model = _meta_model("70B", torch.bfloat16, lora_rank=16)
+    message = _refusal(monkeypatch, model, cfg, 1, 80 * GIB)
+    assert message is not None
+    blocked = []
+    for alternative in _advice(message).split("; or "):
+        m = re.search(r"--nproc (\d+)", alternative)
+        if m:
+            n = int(m.group(1))
+            problems = group_problems(_cfg("pipeline=sync", "precision.compute=bf16", "model.lora.rank=16", nproc=n), n)
+            if problems:
+                blocked.append(f"{alternative[:50]!r} -> {problems[0]}")
+    assert not blocked, "\n".join(blocked)
+
+
+def test_fp16_memory_refusal_does_not_advise_nproc_that_fp16_refuses(monkeypatch):
+    from scalerl.train.config import group_problems
+
+    cfg = _cfg("pipeline=sync", "precision.compute=fp16")
+    message = _refusal(monkeypatch, _meta_model("8B"), cfg, 1, 80 * GIB)
+    assert message is not None and "--set precision.compute=bf16 and --nproc 3" in message, message
+    followed = _cfg("pipeline=sync", "precision.compute=bf16", nproc=3)  # the advice, followed as written
+    assert not group_problems(followed, 3) and _refusal(monkeypatch, _meta_model("8B"), followed, 3, 80 * GIB) is None
+
+
+def test_nproc_advice_does_not_count_a_generator_copy_the_run_has_not(monkeypatch):
+    # 8B on a 24 GB GPU over 2 ranks, generating on the shards (no whole copy on rank 0): the state
+    # (128 GB) fits in 70% of each device at ceil(128 / 16.8) = 8 ranks; the refusal says 65.
+    from scalerl.train.memory import STATE_SHARE, training_state_bytes
+
+    cfg = _cfg("pipeline=sync", "precision.compute=bf16", "run.generate_on_shards=true", nproc=2)
+    model = _meta_model("8B")
+    capacity = 24 * GIB
+    message = _refusal(monkeypatch, model, cfg, 2, capacity)
+    assert message is not None and "generator copy" not in message  # no copy counted in what it needs
+    advised = int(re.search(r"--nproc (\d+)", message).group(1))
+    enough = math.ceil(training_state_bytes(model) / int(STATE_SHARE * capacity))
+    assert enough == 8
+    assert _refusal(monkeypatch, model, cfg, enough, capacity) is None  # 8 ranks, as configured, fit
+    assert advised <= enough, message
+
+
+def test_fewer_generators_advice_fits_when_followed(monkeypatch):
+    # 8B on a 141 GB GPU under pipeline-rl-k (k=8) with 2 generator threads: the state (120 GB)
+    # fits alone, not beside 5 bf16 copies; with 1 generator there are still 3 (45 GB).
+    cfg = _cfg("recipe.off_policy.pipeline=pipeline-rl-k", "recipe.off_policy.k=8", "backend.generators=2",
+               "precision.compute=bf16")
+    model = _meta_model("8B")
+    message = _refusal(monkeypatch, model, cfg, 1, 141 * GIB)
+    assert message is not None
+    if "fewer backend.generators" in message:
+        fewest = _cfg("recipe.off_policy.pipeline=pipeline-rl-k", "recipe.off_policy.k=8", "backend.generators=1",
+                      "precision.compute=bf16")
+        again = _refusal(monkeypatch, model, fewest, 1, 141 * GIB)
+        assert again is None, f"advice: {_advice(message)[:160]}...\nwith backend.generators=1: refused again"

@@ -359,3 +359,84 @@ def test_eval_run_of_a_bf16_compute_run_with_fp32_final_repeats_its_last_evaluat
     # Synchronous pipeline: evaluation at step 0, the step's batch, evaluation at step 1 (the last one).
     last_evaluation = seen_in_run[-len(seen_in_eval):]
     assert sorted(seen_in_eval) == sorted(last_evaluation)
+
+
+# Review bu: what eval --run cannot repeat in one process is said
+_REWARD = """
+import json, os
+
+
+def record(prompt, completion):
+    \"\"\"A learning signal from the completion's characters; appends every completion it sees to RECORD.\"\"\"
+    with open(os.environ["SCALERL_REVIEW_RECORD"], "a") as f:
+        f.write(json.dumps([prompt, completion]) + "\\n")
+    return 1.0 if sum(map(ord, completion)) % 3 == 0 else -1.0
+"""
+
+
+def _train_then_eval(user_model, math_jsonl, tmp_path, monkeypatch, *sets, steps=1, nproc=None):
+    """(completions of the run's last evaluation, those of `eval --run`, its last eval row, eval's JSON, stderr)."""
+    from scalerl.cli import main
+
+    reward = tmp_path / "recording_reward.py"
+    reward.write_text(_REWARD)
+    record = tmp_path / "record.jsonl"
+    monkeypatch.setenv("SCALERL_REVIEW_RECORD", str(record))
+    run = tmp_path / "run"
+    args = ["train", "--model", str(user_model("llama")), "--task", "math", "--data", str(math_jsonl),
+            "--reward", f"{reward}:record", "--output", str(run), "--steps", str(steps), "--eval-every", "1",
+            "--no-progress", "--no-report", "--set", "length.mode=truncate", "--set", "length.max_new_tokens=24",
+            "--set", "batch.prompts_per_step=2", "--set", "batch.generations_per_prompt=2",
+            "--set", "eval.samples_per_problem=2", "--set", "eval.problems=32", "--set", "optimizer.lr=1e-2",
+            "--set", "optimizer.warmup_steps=0", "--set", "model.dtype=float32", "--set", "forecast.enabled=false"]
+    for s in sets:
+        args += ["--set", s]
+    if nproc:
+        args += ["--nproc", str(nproc)]
+    assert main(args) == 0
+    seen_in_run = [json.loads(line) for line in record.read_text().splitlines()]
+    record.unlink()
+    return run, seen_in_run, record
+
+
+def _eval(run, record, capsys):
+    from scalerl.cli import main
+
+    capsys.readouterr()
+    assert main(["eval", "--run", str(run), "--no-progress", "--json"]) == 0
+    out, err = capsys.readouterr()
+    seen = [json.loads(line) for line in record.read_text().splitlines()]
+    rows = [json.loads(line) for line in (run / "runlog.jsonl").read_text().splitlines()]
+    last_row = [r for r in rows if r.get("type") == "eval"][-1]
+    return seen, last_row, json.loads(out.strip().splitlines()[-1]), err
+
+
+def test_eval_run_of_a_bf16_lora_run_repeats_its_last_evaluation(user_model, math_jsonl, tmp_path, capsys,
+                                                                 monkeypatch):
+    # Greedy evaluation: no sampling noise at all. The same run in fp32 compute is reproduced exactly.
+    run, seen_in_run, record = _train_then_eval(user_model, math_jsonl, tmp_path, monkeypatch, "pipeline=sync",
+                                                "precision.compute=bf16", "model.lora.rank=4", "eval.temperature=0")
+    seen_in_eval, last_row, result, err = _eval(run, record, capsys)
+    first_evaluation = seen_in_run[:len(seen_in_eval)]
+    last_evaluation = seen_in_run[-len(seen_in_eval):]
+    assert sorted(first_evaluation) != sorted(last_evaluation)  # the step trained the adapter
+    if "note:" in err and "can differ" in err:
+        return  # a note saying the pass rates can differ would be an honest answer too
+    assert sorted(seen_in_eval) == sorted(last_evaluation), (
+        f"run's last val/pass_rate {last_row['val/pass_rate']}, eval --run {result['sets']['val']['pass_rate']}; "
+        f"stderr: {err.strip()[-300:]!r}")
+
+
+def test_eval_run_of_a_generate_on_shards_run_repeats_its_last_evaluation(user_model, math_jsonl, tmp_path, capsys,
+                                                                          monkeypatch):
+    # fp32 compute, fp32 final/: the module's promise is "reproduced exactly when final/ is stored in fp32".
+    run, seen_in_run, record = _train_then_eval(user_model, math_jsonl, tmp_path, monkeypatch, "pipeline=sync",
+                                                "precision.compute=fp32", "run.generate_on_shards=true",
+                                                "eval.problems=6", "length.max_new_tokens=16", nproc=2)
+    seen_in_eval, last_row, result, err = _eval(run, record, capsys)
+    last_evaluation = seen_in_run[-len(seen_in_eval):]
+    if "note:" in err and "can differ" in err:
+        return  # a note saying the pass rates can differ would be an honest answer too
+    assert sorted(seen_in_eval) == sorted(last_evaluation), (
+        f"run's last val/pass_rate {last_row['val/pass_rate']}, eval --run {result['sets']['val']['pass_rate']}; "
+        f"stderr: {err.strip()[-300:]!r}")

@@ -9,7 +9,8 @@ and, unless ``--seed`` is given, the run's own evaluation seeds: the last evalua
 finished run is reproduced exactly when ``final/`` is stored in fp32 (a bf16 or fp16 ``final/`` --
 the starting checkpoint's dtype -- holds the run's fp32 master weights rounded, and a note says
 its pass rates can differ), computed as the run computed its evaluations (``precision.compute=bf16``:
-under autocast, or a trainer group's cast copy). Any flag given overrides the run's setting.
+under autocast, or a trainer group's cast copy) -- but for what one process cannot repeat, said in a note
+(a run that sampled on its ranks' shards, a LoRA run in bf16). Any flag given overrides the run's setting.
 ``--model RUN/final`` -- a run's final model, named as a model -- is evaluated as ``--run RUN``
 (a note says so): with eval's own defaults it was scored on the arithmetic task, the run's math data
 unread, and other sets, seeds and length control than the run's.
@@ -142,8 +143,25 @@ def _run_settings(run_dir: str):
         # How the run's evaluations computed (_generator_as_the_run).
         "precision": cfg.precision.compute, "fp32_lm_head": cfg.recipe.fp32_lm_head,
         "grouped": cfg.run.nproc > 1 and not cfg.run.generate_on_shards,
+        "on_shards": cfg.run.nproc if cfg.run.nproc > 1 and cfg.run.generate_on_shards else 0,
+        "lora": cfg.model.lora.rank > 0,
     }
     return settings
+
+
+def other_sampling_note(base: dict, temperature: float) -> str | None:
+    """A note where this command cannot sample as the run's evaluations did, so its pass rates can differ from the
+    run's last evaluation row though ``final/`` is fp32 (review bu: both differed without a word)."""
+    from scalerl.train.precision import Precision
+
+    if base.get("on_shards") and temperature > 0:
+        return (f"note: the run sampled its evaluations on its {base['on_shards']} ranks' shards (run.generate_on_shards), "
+                "each rank its share of the rows with a seed of its own; sampled here in one process, so these pass "
+                "rates can differ from the run's last evaluation row (greedy ones, --temperature 0, agree)")
+    if base.get("lora") and Precision.create(base.get("precision", "fp32"), "cpu").mixed:
+        return (f"note: the run computed in {base['precision']} with its LoRA adapters beside the base weights; "
+                "sampled here with them merged, so these pass rates can differ from the run's last evaluation row")
+    return None
 
 
 def _generator_as_the_run(model, tokenizer, base: dict, seed: int):
@@ -262,7 +280,8 @@ def run(args) -> int:
     # On the CPU this command runs on, in fp32 like the trainer there (precision auto): a bf16 final/
     # is upcast (bf16 matmuls are slower on most CPUs, and the run's own evaluations computed in fp32).
     if run_dir and (args.model is None or not args.run):
-        for note in (earlier_end_note(run_dir), rounded_final_note(pick["model"])):
+        for note in (earlier_end_note(run_dir), rounded_final_note(pick["model"]),
+                     other_sampling_note(base, pick["temperature"])):
             if note:
                 print(note, file=sys.stderr)
     model, tokenizer = load_model(pick["model"], dtype="float32", progress=True)  # a tiny model built here: minutes

@@ -62,13 +62,17 @@ PIPELINE_COPIES = "pipeline-rl-k's generator threads and weight snapshots"
 
 
 def memory_problem(state: int, copies: Mapping[str, int], capacity: int, *, world: int, device: str,
-                   parameters: int, copy_bytes_per_parameter: int) -> str | None:
+                   parameters: int, copy_bytes_per_parameter: int, generator_copy: bool = True,
+                   one_process: str = "", with_ranks: str = "") -> str | None:
     """Why a run cannot fit on ``device`` (``capacity`` bytes), or None. ``state``: the training
     state per rank (:func:`training_state_bytes`); ``copies``: bytes of the other copies of the
     policy this device holds, by what they are (:data:`RANK0_COPY`, :data:`PIPELINE_COPIES`).
     Refused only where these alone, before any activation, exceed the device -- a certain
-    out-of-memory error, minutes into loading -- with what would fit: more ranks for the state,
-    no copies beside it."""
+    out-of-memory error, minutes into loading -- with what would fit, each fix enough on its own:
+    more ranks for the state, no copies beside it, or both. ``generator_copy``: rank 0 of a trainer
+    group would hold a generator copy of the whole model (not under ``run.generate_on_shards``);
+    ``one_process``: why this run cannot be sharded (LoRA), so no rank count is offered;
+    ``with_ranks``: what sharding it needs besides ``--nproc`` (fp16: ``--set precision.compute=bf16``)."""
     copies = {what: b for what, b in copies.items() if b}
     if state + sum(copies.values()) <= capacity:
         return None
@@ -79,34 +83,39 @@ def memory_problem(state: int, copies: Mapping[str, int], capacity: int, *, worl
             f"AdamW's moments: {gb(total)}) needs {where}")
     for name, b in copies.items():
         what += f" plus {gb(b)} for {name}"
-    # Each fix offered must fit on its own (review bs: "--nproc 3; or --set pipeline=sync" for 8B beside the pipeline's
-    # copies, and each alone was refused again). A trainer group's rank 0 holds a generator copy of the whole model
-    # beside its shard; the pipeline's copies stay with the trainer whatever the number of ranks.
+    # Each fix offered must fit on its own, followed as written (review bs: "--nproc 3; or --set pipeline=sync" for
+    # 8B beside the pipeline's copies, each refused again; bu: --nproc for LoRA and fp16, which refuse it, 65 ranks
+    # counting a generator copy a run on its shards has not). Rank 0 of a trainer group holds a generator copy of
+    # the whole model beside its shard; the pipeline's copies stay with the trainer whatever the number of ranks.
     pipeline, rank0 = copies.get(PIPELINE_COPIES, 0), copies.get(RANK0_COPY, 0)
     whole = parameters * copy_bytes_per_parameter
 
     def ranks(beside: int) -> int | None:
-        """Ranks whose share of the state fits in STATE_SHARE of the device beside ``beside`` bytes (None: no room)."""
+        """Ranks whose share of the state fits in STATE_SHARE of the device beside ``beside`` bytes (None: no room);
+        none where the run cannot be sharded."""
         room = int(STATE_SHARE * capacity) - beside
-        return max(world + 1, -(-total // room)) if room > 0 else None
+        return max(world + 1, -(-total // room)) if room > 0 and not one_process else None
 
-    off = ("--set pipeline=sync (the trainer generates on its own weights), fewer backend.generators, or --backend ray "
-           "with GPUs of their own (backend.generator_gpus=1)")
+    def shard(n: int) -> str:
+        return f"shard it over more devices: {with_ranks + ' and ' if with_ranks else ''}--nproc {n} (or torchrun with {n} ranks)"
+
+    off = ("--set pipeline=sync (the trainer generates on its own weights), or --backend ray with GPUs of their own "
+           "(backend.generator_gpus=1)")
     fixes = []
-    n = ranks(whole + pipeline)
+    n = ranks(whole * generator_copy + pipeline)
     if n is not None:
-        fixes.append(f"shard it over more devices: --nproc {n} (or torchrun with {n} ranks)")
+        fixes.append(shard(n))
     if pipeline and state + rank0 <= capacity:
         fixes.append(f"keep the generators' copies off this device: {off}")
-    if not fixes and pipeline and ranks(whole) is not None:
-        n = ranks(whole)
-        fixes.append(f"both shard it over more devices, --nproc {n} (or torchrun with {n} ranks), and keep the "
-                     f"generators' copies off this device, {off}: neither alone fits")
+    if not fixes and pipeline and ranks(whole * generator_copy) is not None:
+        n = ranks(whole * generator_copy)
+        fixes.append(f"both {shard(n)}, and keep the generators' copies off this device, {off}: neither alone fits")
+    if not fixes and one_process:
+        fixes.append(f"{one_process}: it needs a device with more than {gb(state + rank0)} of memory")
     if not fixes:
         n = ranks(0)
-        fixes.append(f"shard it over more devices: --nproc {n} (or torchrun with {n} ranks), with --set "
-                     f"run.generate_on_shards=true and --set pipeline=sync or --backend ray: its weights alone "
-                     f"({gb(whole)} in the compute dtype) do not fit on one device beside a shard")
+        fixes.append(f"{shard(n)}, with --set run.generate_on_shards=true and --set pipeline=sync or --backend ray: "
+                     f"its weights alone ({gb(whole)} in the compute dtype) do not fit on one device beside a shard")
     return f"{what}, and {device} has {gb(capacity)}: {'; or '.join(fixes)}"
 
 

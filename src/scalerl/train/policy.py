@@ -168,8 +168,12 @@ def _check_fits(model: torch.nn.Module, device: torch.device, precision: Precisi
     parameters = sum(p.numel() for p in model.parameters())
     copy_bytes = precision.generator_dtype.itemsize
     copies = device_copies(cfg, parameters * copy_bytes, world=world)
-    problem = memory.memory_problem(memory.training_state_bytes(model, world), copies, capacity, world=world,
-                                    device=str(device), parameters=parameters, copy_bytes_per_parameter=copy_bytes)
+    problem = memory.memory_problem(
+        memory.training_state_bytes(model, world), copies, capacity, world=world, device=str(device),
+        parameters=parameters, copy_bytes_per_parameter=copy_bytes, generator_copy=not cfg.run.generate_on_shards,
+        # (what config.group_problems refuses of a trainer group: a rank count it offered was refused next)
+        one_process="LoRA (model.lora.rank > 0) trains in one process" if cfg.model.lora.rank else "",
+        with_ranks="--set precision.compute=bf16" if precision.mode == "fp16" else "")
     if problem is not None:
         raise ConfigError(problem)
 
