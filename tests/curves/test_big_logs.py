@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
 import resource
@@ -11,7 +12,7 @@ import sys
 from pathlib import Path
 
 from scalerl.cli import main
-from scalerl.curves.io import log_column_rows
+from scalerl.curves.io import log_column_rows, read_curves
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -82,3 +83,15 @@ def test_csv_listing_does_not_count_nan_cells_as_logged(tmp_path):
     rows = log_column_rows(p)
     assert rows["reward"] == 100
     assert rows["val/acc"] == 10, rows
+
+
+# Review bv
+def test_the_json_lines_listing_counts_only_logged_values_as_the_csv_one_does(tmp_path):
+    csv_log, jsonl_log = tmp_path / "log.csv", tmp_path / "log.jsonl"
+    rows = [{"step": s, "reward": s / 100, "val/acc": 0.5 + s / 1000 if s % 10 == 0 else "nan"}
+            for s in range(1, 101)]
+    csv_log.write_text("step,reward,val/acc\n" + "".join(f"{r['step']},{r['reward']},{r['val/acc']}\n" for r in rows))
+    jsonl_log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert log_column_rows(csv_log)["val/acc"] == 10
+    assert len(read_curves(jsonl_log, "step", "val/acc")[0].x) == 10  # the read takes 10 evaluations
+    assert log_column_rows(jsonl_log)["val/acc"] == 10, log_column_rows(jsonl_log)

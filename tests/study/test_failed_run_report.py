@@ -151,3 +151,35 @@ def test_a_failed_run_the_study_no_longer_plans_is_not_said_to_run_again(tmp_pat
     assert ("loo-aggregation-sample", 0) not in planned  # what --resume runs: the saved spec's plan
     notes = [n for n in analyse_study(tmp_path, n_boot=20).notes if "loo-aggregation-sample" in n]
     assert not any("runs it again" in n for n in notes), notes
+
+
+# Review bv
+def test_an_old_failure_is_not_reported_after_a_later_attempt_went_on(tmp_path):
+    from scalerl.study.analysis import analyse_study
+    from scalerl.study.one_run import Outcome
+    from scalerl.study.spec import StudySpec
+
+    laws = {"scalerl": (0.70, 1.5, 5e11), "loo-loss-dapo": (0.55, 1.5, 5e11)}
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], seeds=1, steps=200, eval_every=10, bootstrap=50)
+    plans = write_study(tmp_path, spec, laws)
+    run = next(p for p in plans if p.variant.label == "loo-loss-dapo")
+    log = run.directory / "runlog.jsonl"
+    lines = log.read_text().splitlines()
+    header, evals = lines[0], [json.loads(line) for line in lines[1:]]
+    shutil.rmtree(run.directory / "final")
+    # 1. The run trained to step 50 and failed there: its reward raised (the study records it, time T).
+    log.write_text("\n".join([header, *(json.dumps(e) for e in evals if e["step"] <= 50)]) + "\n")
+    with open(tmp_path / "progress.jsonl", "a") as f:
+        f.write(json.dumps({**asdict(Outcome("loo-loss-dapo", 0, "failed", step=50,
+                                             error="the reward function raised RuntimeError: broken")),
+                            "time": "2026-12-06T00:00:00"}) + "\n")
+    # 2. The user fixed the reward and ran `scalerl study --output DIR --resume`: the run went on from its checkpoint
+    # at 50 to step 150, where Ctrl-C stopped the study (an interruption writes no record).
+    with open(log, "a") as f:
+        f.write(json.dumps({"type": "resume", "from_step": 50, "utc": "2026-12-06T01:00:00Z"}) + "\n")
+        f.writelines(json.dumps(e) + "\n" for e in evals if 50 < e["step"] <= 150)
+    analysis = analyse_study(tmp_path, n_boot=20)
+    pending = analysis.variant("loo-loss-dapo").pending
+    # A run to resume, at the step its log reached (as one stopped by a kill is shown), not a failure
+    assert len(pending) == 1 and "150" in pending[0] and "failed" not in pending[0], pending
+    assert not any("broken" in n for n in analysis.notes), analysis.notes

@@ -151,8 +151,13 @@ def _markdown_block(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]]
         return lines, "", False
     end = start + 2
     opened = lines[start][1].lstrip().startswith("|")
-    while end < len(lines) and "|" in lines[end][1] and not (lines[end][0] > lines[end - 1][0] + 1
-                                                             and _another_block(lines, end, opened)):
+    # A blank (or '#') line ends a table, as Markdown ends one -- but in a table whose rows are spaced from the start
+    # (a blank line between its rule and its first row): there, at the next table's header or at a line the table's
+    # would open with a pipe and does not (_another_block). Review bv: a note after a blank line under a table
+    # without outer pipes was read as a row.
+    spaced = end < len(lines) and lines[end][0] > lines[end - 1][0] + 1
+    while end < len(lines) and "|" in lines[end][1] and not (
+            lines[end][0] > lines[end - 1][0] + 1 and (not spaced or _another_block(lines, end, opened))):
         end += 1
     outside = lines[:start] + lines[end:]
     if not outside:
@@ -163,18 +168,44 @@ def _markdown_block(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]]
 
 
 def _another_block(lines: list[tuple[int, str]], i: int, opened: bool) -> bool:
-    """Whether line ``i``, after blank (or ``#``) lines -- gone from ``lines``, a gap in their numbers --, is not
-    a row of the table above: the header of another table (over its own rule: review bp, read as rows of the
-    first), or, where the table's lines open with a pipe, a line that does not (a note holding one: review br).
-    A row after a blank line is still one: tools print tables with blank lines between rows, and CRLF text
-    written again in text mode reads as a blank line after every row (review bt)."""
+    """Whether line ``i`` of a table whose rows are spaced by blank (or ``#``) lines -- gone from ``lines``, a gap
+    in their numbers --, after such a gap, is not a row of the table: the header of another table (over its own
+    rule: review bp, read as rows of the first), or, where the table's lines open with a pipe, a line that does
+    not (a note holding one: review br). Tools print tables with blank lines between rows, and CRLF text written
+    again in text mode reads as a blank line after every row (review bt)."""
     if opened and not lines[i][1].lstrip().startswith("|"):
         return True
     return i + 1 < len(lines) and bool(_MARKDOWN_RULE_ROW.match(lines[i + 1][1]))
 
 
+def _columns_needed(path: Path, header: list[str], rows: list[tuple[int, list[str]]], x: str, y: str,
+                    run_column: str | None) -> list[str]:
+    """The columns ``x`` and ``y`` read, in order (x's columns, then y: which bad cell an error names must not
+    depend on the hash seed); :class:`UnknownColumn` for one the header lacks, or a ``run_column`` it lacks."""
+    columns = set(header)
+    if y not in columns:
+        layout = _wandb_layout(header)
+        if layout is not None:  # name the metrics ('val/acc'), not the raw per-run columns
+            plain, metrics, runs = layout
+            exc = unknown_column(path, "y", y, plain + metrics)
+            raise UnknownColumn(f"{exc} (a W&B chart export of {len(runs)} run(s): "
+                                f"{', '.join(repr(r) for r in runs)}; --y takes the metric, --run the run)",
+                                exc.available)
+        # With the rows that log each (review bq: the row logs' listing has them, a CSV's did not): an evaluation
+        # logged every 100 steps among per-step values is told apart by them.
+        counts = {h: sum(1 for _, row in rows if j < len(row) and logged(row[j].strip())) for j, h in enumerate(header)}
+        raise unknown_column(path, "y", y, header, counts)
+    needed = list(dict.fromkeys([*x_columns(path, columns, x), y]))
+    if run_column is not None and run_column not in columns:
+        raise unknown_column(path, "run", run_column, header)
+    return needed
+
+
 class _PIPES(csv.excel):
+    """A Markdown table's cells: split at pipes, quotes kept as they are (review bv: a cell opening with ``"``, a
+    ditto mark, ran on into the next line as a quoted field, and a row was lost)."""
     delimiter = "|"
+    quoting = csv.QUOTE_NONE
 
 
 #: GitHub's escaped pipe in a Markdown table's cell (``a \| b``), kept apart from the delimiter while the line is
@@ -241,24 +272,15 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     header, rows, decimal_comma, read_notes = _read_csv_rows(path, x, run_column)
     if _is_wandb_export(header, y):
         return _wandb_from_rows(path, header, rows, x, y, y_scale=y_scale, bounded=bounded, notes=read_notes)
-    columns = set(header)
-    if y not in columns:
-        layout = _wandb_layout(header)
-        if layout is not None:  # name the metrics ('val/acc'), not the raw per-run columns
-            plain, metrics, runs = layout
-            exc = unknown_column(path, "y", y, plain + metrics)
-            raise UnknownColumn(f"{exc} (a W&B chart export of {len(runs)} run(s): "
-                                f"{', '.join(repr(r) for r in runs)}; --y takes the metric, --run the run)",
-                                exc.available)
-        # With the rows that log each (review bq: the row logs' listing has them, a CSV's did not): an evaluation
-        # logged every 100 steps among per-step values is told apart by them.
-        counts = {h: sum(1 for _, row in rows if j < len(row) and logged(row[j].strip())) for j, h in enumerate(header)}
-        raise unknown_column(path, "y", y, header, counts)
-    # In order (x's columns, then y): which bad cell an error names must not depend on the hash seed.
-    needed = list(dict.fromkeys([*x_columns(path, columns, x), y]))
+    try:
+        needed = _columns_needed(path, header, rows, x, y, run_column)
+    except UnknownColumn as exc:  # (review bv: "no x column 'step'" of a README whose second table has it)
+        table = next((note for note in read_notes if "Markdown table" in note), None)
+        if table is None:
+            raise
+        raise UnknownColumn(f"{exc} -- {table}: only a file's first Markdown table is read; save the table to read "
+                            "in a file of its own", exc.available, exc.rows) from None
     index = {h: j for j, h in enumerate(header)}
-    if run_column is not None and run_column not in index:
-        raise unknown_column(path, "run", run_column, header)
     run_column = run_column or DEFAULT_RUN_COLUMN
     ir = index.get(run_column)
     rows, trailer = _without_trailer(rows, len(header))

@@ -593,10 +593,8 @@ def _holding_values(rows: list[dict], keys: set[str]) -> dict[str, int]:
     """The ``keys`` some row gives a value (not null, not NaN): the columns a listing offers, each with
     the number of rows that give it one. A column every row leaves null (LLaMA-Factory's ``eval_loss``
     and ``reward`` keys on training rows) was offered as a metric, and the read then found no point in it."""
-    def value(v: object) -> bool:
-        return v is not None and not (isinstance(v, float) and math.isnan(v)) and v != ""
-
-    counts = {k: sum(value(r.get(k)) for r in rows) for k in keys}
+    # (cells.logged, as the CSV listing counts: a "nan" or "None" string counted as a value, review bv)
+    counts = {k: sum(logged(r.get(k)) for r in rows) for k in keys}
     return {k: n for k, n in counts.items() if n}
 
 

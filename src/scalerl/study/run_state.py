@@ -11,7 +11,7 @@ from typing import Any
 from scalerl.config import load_yaml, to_dict
 from scalerl.errors import InputError
 from scalerl.runlog import eval_rows
-from scalerl.study.plan import Budget, RunPlan, comparable_config
+from scalerl.study.plan import Budget, RunPlan, comparable_config, run_directory
 
 
 #: A run whose log cannot be read (a malformed line before its end: not a kill, which only tears the
@@ -50,11 +50,27 @@ def failed_runs(study_dir: Path) -> dict[tuple[str, int], str]:
     latest = {(o["label"], o.get("seed")): o for o in progress_records(study_dir)}
     out = {}
     for key, o in latest.items():
-        if o.get("status") == "failed":
+        if o.get("status") == "failed" and not _went_on_after(study_dir, key, o.get("time")):
             error = str(o.get("error") or "").strip().splitlines()
             why = error[-1] if error else "no error recorded"
             out[key] = why if len(why) <= 300 else why[:300].rsplit(" ", 1)[0] + " ..."  # (cut mid-word: "If yo")
     return out
+
+
+def _went_on_after(study_dir: Path, key: tuple[str, Any], when: Any) -> bool:
+    """Whether the run ``key`` wrote to its log after its failure was recorded at ``when`` (the recorder's local
+    time, to the second): a later attempt went on, stopped by a kill or Ctrl-C, which records nothing (review bv:
+    the old failure was reported, and --dry-run said "failed" of a run to resume). A failed attempt leaves its
+    directory as it found it, so its log is no newer than its record."""
+    import time
+
+    label, seed = key
+    log = run_directory(study_dir, str(label), seed) / "runlog.jsonl" if isinstance(seed, int) else None
+    try:
+        recorded = time.mktime(time.strptime(str(when), "%Y-%m-%dT%H:%M:%S"))
+        return log is not None and log.stat().st_mtime > recorded + 1  # (the record's second, rounded down)
+    except (OSError, ValueError, OverflowError):  # no log, no time: the record stands
+        return False
 
 
 def read_log(directory: Path) -> tuple[list[dict[str, Any]], str]:
