@@ -57,17 +57,18 @@ def has_final_model(run_dir: str | os.PathLike) -> bool:
     return (final / "config.json").exists() or (final / "adapter_config.json").exists()
 
 
-def _clean(value: Any) -> Any:
-    """JSON has no NaN/inf: write them as null so every reader can parse the line."""
+def finite_json(value: Any) -> Any:
+    """``value`` with every NaN / infinite float as None (and numpy / torch scalars as Python's): JSON has neither,
+    and every reader must parse what a run log, a command's ``--json`` or a report's facts write."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
+        return {k: finite_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [finite_json(v) for v in value]
     if hasattr(value, "item") and callable(value.item):  # numpy / torch scalars
         try:
-            return _clean(value.item())
+            return finite_json(value.item())
         except (TypeError, ValueError):
             pass
     return value
@@ -102,7 +103,7 @@ class RunLogWriter:
             self.append({"type": HEADER, **header})
 
     def append(self, row: dict[str, Any]) -> None:
-        line = json.dumps(_clean(row), separators=(",", ":"), allow_nan=False)
+        line = json.dumps(finite_json(row), separators=(",", ":"), allow_nan=False)
         self._f.write(line + "\n")
         self._f.flush()
         os.fsync(self._f.fileno())

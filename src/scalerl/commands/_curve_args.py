@@ -328,19 +328,6 @@ def _wide_table_hint(cols: list[str]) -> str:
             "then --x step --y RUN (or --y '*' for every run)")
 
 
-def finite_json(obj):
-    """``obj`` with every NaN / infinite float replaced by None: JSON has neither."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: finite_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [finite_json(v) for v in obj]
-    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
-        return finite_json(obj.item())
-    return obj
-
-
 def table(rows: list[list[str]], header: list[str]) -> str:
     """A plain aligned text table."""
     cols = [header, *rows]

@@ -16,12 +16,14 @@ from __future__ import annotations
 import json
 import math
 import shlex
+from typing import NamedTuple
 
 from scalerl.commands._curve_args import (add_data_args, add_fit_args, calibration_line, distinct_cuts,
-                                          finite_json, fit_kwargs, g, plot_path, progress_bar, read_logs, table)
+                                          fit_kwargs, g, plot_path, progress_bar, read_logs, table)
 from scalerl.commands._run_names import named_apart
 from scalerl.curves.plot import shorten
 from scalerl.errors import InputError
+from scalerl.runlog import finite_json
 
 
 def add_arguments(p) -> None:
@@ -79,11 +81,11 @@ def run(args) -> int:
         scored, skipped = _scored_and_skipped(curves, _cuts(args), args, settings, unread, "run")
         results = [bt for _, bt in scored]
     if not results:
-        raise InputError("no run could be backtested:\n" + "\n".join(f"  {n}: {r}" for n, r in skipped))
+        raise InputError("no run could be backtested:\n" + "\n".join(f"  {s.shown}: {s.reason}" for s in skipped))
     plotted = _plot(results, args) if args.plot else None
     if args.json:
         objs = [bt.as_dict() for bt in results]
-        out = objs[0] if len(curves) == 1 else {"runs": objs, "skipped": [{"run": n, "reason": r} for n, r in skipped]}
+        out = objs[0] if len(curves) == 1 else {"runs": objs, "skipped": [s.as_json() for s in skipped]}
         out["bands_calibration"] = _bands_calibration(results, args)
         print(json.dumps(finite_json(out), allow_nan=False, default=_jsonable))
         return 0
@@ -91,8 +93,8 @@ def run(args) -> int:
     for bt in results:
         print(_text(bt, legend=not several))
         print()
-    for name, reason in skipped:
-        print(f"skipped {name}: {reason}")
+    for entry in skipped:
+        print(f"skipped {entry.shown}: {entry.reason}")
     if several:  # the legend once, and what the reports add up to (--all-runs: one table instead)
         from scalerl.curves import summarize
 
@@ -118,7 +120,23 @@ def _cuts(args) -> list[float | None]:
     return [None] if args.cut_fraction is None else args.cut_fraction
 
 
-def _backtests(curves, cuts, args, settings: dict, bar=None) -> tuple[list, list[tuple[str, str]]]:
+class Skipped(NamedTuple):
+    """A run (at a cut, among several) that could not be backtested, and why."""
+
+    run: str
+    reason: str
+    cut: float | None = None
+
+    @property
+    def shown(self) -> str:
+        return self.run + (f" at {self.cut:g}" if self.cut is not None else "")
+
+    def as_json(self) -> dict:
+        # The run's own name and its cut apart (review bw: "short8 at 0.3" named no run a script could match).
+        return {"run": self.run, "reason": self.reason, **({"cut_fraction": self.cut} if self.cut is not None else {})}
+
+
+def _backtests(curves, cuts, args, settings: dict, bar=None) -> tuple[list, list[Skipped]]:
     """Each run at each cut: ``([(cut fraction, backtest)], [(run, reason)])`` -- a run that cannot be
     forecast at a cut is reported with the reason, not fatal, the others still scored."""
     results, skipped = [], []
@@ -127,13 +145,13 @@ def _backtests(curves, cuts, args, settings: dict, bar=None) -> tuple[list, list
             try:
                 results.append((f, _backtest(c, args, settings, f)))
             except InputError as exc:
-                skipped.append((c.name + (f" at {f:g}" if len(cuts) > 1 else ""), str(exc)))
+                skipped.append(Skipped(c.name, str(exc), f if len(cuts) > 1 else None))
             if bar is not None:
                 bar.update(1)
     return results, skipped
 
 
-def _backtests_shown(curves, cuts, args, settings: dict, unit: str) -> tuple[list, list[tuple[str, str]]]:
+def _backtests_shown(curves, cuts, args, settings: dict, unit: str) -> tuple[list, list[Skipped]]:
     """:func:`_backtests` under a progress bar (none with --no-progress or --json), a tick per ``unit``."""
     bar = progress_bar(len(curves) * len(cuts), args.no_progress or args.json, "backtesting", unit)
     try:
@@ -143,14 +161,14 @@ def _backtests_shown(curves, cuts, args, settings: dict, unit: str) -> tuple[lis
             bar.close()
 
 
-def _scored_and_skipped(curves, cuts, args, settings: dict, unread, unit: str) -> tuple[list, list[tuple[str, str]]]:
+def _scored_and_skipped(curves, cuts, args, settings: dict, unread, unit: str) -> tuple[list, list[Skipped]]:
     """Every run at every cut (:func:`_backtests_shown`) and every run skipped: a log that could not be
     read, a run its reader left out (a W&B export's run with a cell that is no number), a run that
     could not be forecast -- one list for a backtest of several runs with or without --all-runs (without
     it, the runs the reader left out were counted as "0 skipped" and missing from the JSON)."""
     results, skipped = _backtests_shown(curves, cuts, args, settings, unit)
     left_out = list(dict.fromkeys(pair for c in curves for pair in c.left_out))
-    return results, [*unread, *left_out, *skipped]
+    return results, [*(Skipped(*pair) for pair in [*unread, *left_out]), *skipped]
 
 
 def _run_notes(curves, log_notes: list[str]) -> list[tuple[str, str]]:
@@ -246,8 +264,8 @@ def _all_runs(curves, args, settings: dict, unread=()) -> int:
         _check_any_backtested(results, skipped, what, "in the JSON's \"skipped\"")
         return 0
     print(_runs_table(results, args.level, several))
-    for name, reason in skipped:
-        print(f"skipped {name}: {reason}")
+    for entry in skipped:
+        print(f"skipped {entry.shown}: {entry.reason}")
     for note in log_notes:
         print(f"note: {note}")
     for run, note in run_notes:
@@ -297,7 +315,7 @@ def _all_runs_json(args, cuts, results, skipped, log_notes, run_notes, summary, 
                   "power_law": _scores(bt.power_law), "bands": bt.bands.as_dict(), "end_level": bt.end_level,
                   "dropped_rows": bt.forecast.curve.dropped, "notes": notes_of.get(bt.run, [])}
                  for f, bt in results],
-        "skipped": [{"run": n, "reason": r} for n, r in skipped],
+        "skipped": [s.as_json() for s in skipped],
         "notes": log_notes,
         "summary": summary.as_dict() if summary else None,
         **({"summary_by_cut": {f"{f:g}": s.as_dict() for f, s in by_cut.items()}} if several else {}),

@@ -18,10 +18,11 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from scalerl.commands._curve_args import (add_data_args, distinct_cuts, finite_json, parse_fit_from,
+from scalerl.commands._curve_args import (add_data_args, distinct_cuts, parse_fit_from,
                                           parse_r0, progress_bar, read_logs, table, writable_file)
 from scalerl.commands._run_names import named_apart
 from scalerl.errors import InputError
+from scalerl.runlog import finite_json
 
 #: Fewer run-cuts than this and the 95% factor is the largest score seen (the conformal
 #: quantile's finite-sample correction asks for more than all of them): with n scores, the largest
@@ -64,8 +65,11 @@ def run(args) -> int:
     result = _calibrate(curves, args)
     write_calibration(result.calibration, out)
     by_log = _leave_one_log_out(read, result)
-    if args.json:
-        print(_json(out, curves, result, by_log, read_notes, unread))
+    if args.json:  # (with every note the text gives: review bw)
+        few = [line.removeprefix("note: ") for line in _few_cuts_note(len(result.scored))]
+        for note in few:
+            print(f"note: {note}", file=sys.stderr)
+        print(_json(out, curves, result, by_log, [*_repeat_notes(repeats), *read_notes, *few], unread))
         return 0
     for line in _text(args, out, read, result, by_log, unread):
         print(line)
@@ -139,14 +143,14 @@ def _unstable(result) -> list[str]:
     return sorted({bt.run for bt in result.backtests if not bt.scored})
 
 
-def _json(out: Path, curves, result, by_log: dict, read_notes: list[str], unread=()) -> str:
+def _json(out: Path, curves, result, by_log: dict, notes: list[str], unread=()) -> str:
     from scalerl.curves.calibrate import training
 
     new, loro = result.calibration, result.check_new()
     return json.dumps(finite_json({
         "output": str(out), "runs": len({training(c) for c in curves}), "runs_scored": result.runs_scored,
         "run_cuts": len(result.scored),
-        "notes": read_notes,
+        "notes": notes,
         "not_scored": _unstable(result), "skipped": [{"run": r, "reason": why} for r, why in [*unread, *result.skipped]],
         "factors_95": {k: {"shipped": result.base.q(0.95, k), "yours": new.q(0.95, k)}
                        for k in ("confidence", "prediction", "gain")},

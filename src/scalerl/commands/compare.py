@@ -15,9 +15,10 @@ import os
 from collections import OrderedDict
 from pathlib import PurePath
 
-from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_path, calibration_line, finite_json,
+from scalerl.commands._curve_args import (add_data_args, add_fit_args, axes_per_path, calibration_line,
                                           fit_kwargs, g, plot_path, read_kwargs, table)
 from scalerl.errors import InputError
+from scalerl.runlog import finite_json
 
 
 #: No prefix matching of options: this command has no --run, and `--run NAME` was taken for --run-column.
@@ -153,7 +154,8 @@ def run(args) -> int:
 
         plot_compare(result, args.plot)
     if args.json:
-        print(json.dumps(finite_json({**_as_json(result, args), "notes": notes}), allow_nan=False, default=str))
+        print(json.dumps(finite_json({**_as_json(result, args, kw.get("calibration")), "notes": notes}), allow_nan=False,
+                         default=str))
         return 0
     rows = []
     preds = result.predictions()
@@ -175,6 +177,8 @@ def run(args) -> int:
     for rf in result.runs:
         if rf.stability.unstable:
             print(f"warning: {rf.label}: {rf.stability.text()}")
+        for w in rf.fit.warnings:  # (review bw: "ceiling raised: A 1.000" without fit's "A is at its upper bound")
+            print(f"warning: {rf.label}: {w}")
     print()
     crow = [[c.label, c.kind, {True: "better", False: "worse", None: "-"}[c.better], f"{c.dA:+.3f}"] for c in result.classifications]
     print(f"against the baseline {result.baseline!r} (rule: {result.rule}):")
@@ -201,7 +205,9 @@ def _positive(v):
     return v
 
 
-def _as_json(result, args) -> dict:
+def _as_json(result, args, calibration) -> dict:
+    from scalerl.curves.bands import default_calibration
+
     runs = []
     preds = result.predictions()
     for rf in result.runs:
@@ -215,11 +221,14 @@ def _as_json(result, args) -> dict:
             "A": f.A, "B": f.B, "C_mid": f.C_mid, "R0": f.R0, "sse": f.sse, "n_points": f.n_points,
             "intervals": {n: list(rf.interval(n)) for n in ("A", "B", "C_mid")},
             "seed_spread": rf.seeds.spread() if len(rf.curves) > 1 else None,
+            "warnings": rf.fit.warnings,
         })
     return {
         "baseline": result.baseline,
         "rule": result.rule,
         "forecast_at": result.forecast_at,
+        # The level the forecasts' bands hold beside the one asked, as fit's JSON and the text say it (review bw).
+        "calibration": (calibration or default_calibration()).as_json(args.calibration, args.level),
         "runs": runs,
         "classifications": [c.as_dict() for c in result.classifications],
     }

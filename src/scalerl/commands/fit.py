@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 
-from scalerl.commands._curve_args import (add_data_args, add_fit_args, calibration_line, finite_json, fit_kwargs, g,
+from scalerl.commands._curve_args import (add_data_args, add_fit_args, calibration_line, fit_kwargs, g,
                                           plot_path, read_kwargs, table)
 from scalerl.errors import InputError
+from scalerl.runlog import finite_json
 
 
 def add_arguments(p) -> None:
@@ -39,7 +41,7 @@ def run(args) -> int:
     # An unstable run gets no forecast: its extrapolation is not one (the fit is still shown).
     preds = [] if fc.unstable else fc.predict(points)
     targets = [] if fc.unstable else [_reach(fc, r) for r in (args.target or [])]
-    verdict = fc.verdict(*args.verdict) if args.verdict and not fc.unstable else None
+    verdict = (_no_verdict(fc, *args.verdict) if fc.unstable else fc.verdict(*args.verdict)) if args.verdict else None
     if args.plot:
         from scalerl.curves.plot import plot_forecast
 
@@ -88,6 +90,26 @@ def _jsonable(v):
 
 def _finite(v):
     return v if (isinstance(v, (int, float)) and math.isfinite(v)) else None
+
+
+@dataclass
+class _NoVerdict:
+    """``--verdict`` of an unstable run: said, not left out (review bw: the JSON had no ``verdict`` key, the text no
+    word), with no gain -- the extrapolation of a falling curve is no forecast."""
+
+    budget_from: float
+    budget_to: float
+    word: str
+    why: str
+
+    def text(self, unit: str = "") -> str:
+        u = f" {unit}" if unit else ""
+        return (f"Going from {self.budget_from:.4g}{u} to {self.budget_to:.4g}{u}: {self.word} -- {self.why}; its "
+                "extrapolation is no forecast.")
+
+
+def _no_verdict(fc, budget_from: float, budget_to: float) -> _NoVerdict:
+    return _NoVerdict(budget_from, budget_to, "no verdict (unstable run)", fc.stability.text())
 
 
 def _as_json(fc, preds, targets, verdict, args) -> dict:

@@ -26,7 +26,7 @@ from scalerl.curves.rows import DEFAULT_RUN_COLUMN
 from scalerl.curves.bands import DEFAULT_LEVEL, read_calibration
 from scalerl.errors import InputError
 from scalerl.report_text import html_page, html_table, md_fence, md_table, md_text
-from scalerl.runlog import RESUME, final_model_step, has_final_model, read_runlog
+from scalerl.runlog import RESUME, final_model_step, finite_json, has_final_model, read_runlog
 from scalerl.train.collapse import collapse_note, collapsed_steps
 from scalerl.train.config import CALIBRATION_COPY
 from scalerl.train.report_files import CURVE_PNG, REPORT_HTML, REPORT_MD, SETS_PNG
@@ -87,6 +87,8 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     cal, said = _calibration(output, cfg.get("forecast", {}).get("calibration"), calibration, cal)
     if said is not None:
         f["calibration"] = said
+    if cal is not None and cal.level_note(DEFAULT_LEVEL):  # (review bw: a 6-run-cut file's bands were called 95%)
+        f["band_level"], f["band_level_note"] = cal.band_level(DEFAULT_LEVEL), cal.level_note(DEFAULT_LEVEL)
     curve = Curve.from_arrays(xs, ys, name=output.name, x_name=x, y_name=y)
     # The forecasts on the evaluations with a number (a NaN last one made its error "+nan").
     ok = np.isfinite(xs) & np.isfinite(ys)
@@ -243,6 +245,7 @@ def _whole_run_fit(curve: Curve, evals: list[dict[str, Any]], xs: np.ndarray, *,
             f[f"fit_{name}"] = getattr(full.fit, name)
             f[f"fit_{name}_interval"] = iv.get(name)
         f["run_unstable"], f["run_stability"] = full.unstable, full.stability.text()
+        f["fit_warnings"] = list(full.fit.warnings)  # (review bw: "A = 1.000" without fit's "A is at its upper bound")
         # Said at their steps, not at their FLOPs.
         steps = tuple(float(evals[int(np.flatnonzero(xs == v)[0])]["step"]) for v in full.excursions.x)
         f["fit_excursions"] = dataclasses.replace(full.excursions, x=steps).describe("step")
@@ -395,15 +398,15 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
          else f"{f['trained_steps']} (the last evaluation at step {f['steps']}) / {f['evaluations']}"),
         *_unfinished(f, rep.output),
         *_resumed(f),
-        ("compute", f"{f['flops']:.3g} FLOPs, {f['gpu_hours'] * 3600:.0f} device-seconds, {f['samples']:,} samples"
-                    + _throughput(f)),
+        ("compute", _compute(f)),
         (f"{rep.y}: start -> final", f"{f['start']:.3f} -> {f['final']:.3f} (gain {f['gain']:+.3f}, best {f['best']:.3f})"),
         *_reward_failures(f),
         *_collapsed(f),
         *(("run log", note) for note in f.get("log_notes", ())),
     ]
     if f.get("calibration"):
-        lines.append(("forecast bands", f"calibrated by {f['calibration']}"))
+        lines.append(("forecast bands", f"calibrated by {f['calibration']}"
+                      + (f"; note: {f['band_level_note']}" if f.get("band_level_note") else "")))
     if f.get("run_unstable"):
         lines.append(("stability", f"UNSTABLE: {f['run_stability']}"))
     if "forecast_final" in f and f.get("forecast_unstable"):
@@ -433,16 +436,22 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
                 _fmt(f["fit_C_mid"]), _fmt(f["fit_C_mid_interval"]),
             ),
         ))
+    lines += [("warning", w) for w in f.get("fit_warnings", ())]
     if f.get("fit_excursions"):
         lines.append(("left out of the fits", f["fit_excursions"]))
     return lines
 
 
-def _throughput(f: dict[str, Any]) -> str:
-    """The samples trained per device-second (evaluation excluded, as in the progress bar's samples/s): the report
-    said how much compute, not how fast it went."""
+def _compute(f: dict[str, Any]) -> str:
+    """The run's compute, and the samples trained per device-second (evaluation excluded, as in the progress bar's
+    samples/s): the report said how much compute, not how fast it went. A count the log did not give is said so
+    (review bw: "nan device-seconds")."""
     seconds = f["gpu_hours"] * 3600
-    return f" ({f['samples'] / seconds:,.1f} samples per device-second)" if seconds > 0 and f["samples"] else ""
+    timed = math.isfinite(seconds)
+    line = (f"{f['flops']:.3g} FLOPs, " + (f"{seconds:.0f} device-seconds" if timed else "device time not logged")
+            + f", {f['samples']:,} samples")
+    return line + (f" ({f['samples'] / seconds:,.1f} samples per device-second)" if timed and seconds > 0 and f["samples"]
+                   else "")
 
 
 def curve_caption(f: dict[str, Any]) -> str:
@@ -486,7 +495,7 @@ def _write_text(rep: RunReport, sets: list[str]) -> list[Path]:
 <img src="curve.png" alt="pass rate against compute"><p>{html.escape(curve_caption(rep.facts))}</p><img src="sets.png" alt="every evaluation set">
 {sample_html}
 <h2>Evaluations</h2>{html_table(table)}
-<details><summary>facts (JSON)</summary><pre>{html.escape(json.dumps(rep.facts, indent=1, default=str))}</pre></details>"""
+<details><summary>facts (JSON)</summary><pre>{html.escape(json.dumps(finite_json(rep.facts), indent=1, default=str, allow_nan=False))}</pre></details>"""
     page = html_page(f"scalerl run report: {rep.output.name}", body, max_width=960)
     html_path = rep.output / REPORT_HTML
     write_text_atomically(html_path, page)
