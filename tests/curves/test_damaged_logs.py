@@ -600,3 +600,32 @@ def test_a_markdown_cell_opening_with_a_double_quote_does_not_swallow_rows(tmp_p
     curves = read_curves(p, "step", "acc")
     # Read today: runs 'a' (step 1), '|2|0.2|\\n|' (step 3) and 'b' (step 4): the row of step 2 is gone, unsaid.
     assert sorted(_points(curves)) == FOUR, [(c.name, _points([c])) for c in curves]
+
+
+# Review bx
+def test_a_note_after_a_spaced_table_without_outer_pipes_is_not_a_row(tmp_path):
+    from scalerl.curves.io import read_curves
+
+    # review bv's notebook table pasted into a GitHub issue, with a note, saved on Windows and written again in text
+    # mode (review bt: every line end \r\r\n, a blank line after each row).
+    p = tmp_path / "issue.md"
+    p.write_bytes(b"Step | acc\r\r\n-- | --\r\r\n1 | 0.1\r\r\n2 | 0.2\r\r\n3 | 0.3\r\r\n4 | 0.4\r\r\n\r\r\n"
+                  b"Note: acc is the mean | std over 3 seeds\r\r\n")
+    assert _points(read_curves(p, "Step", "acc")) == FOUR
+
+
+def test_an_unknown_column_of_a_one_table_document_does_not_advise_another_table(tmp_path):
+    from scalerl.curves.io import read_curves
+
+    p = tmp_path / "README.md"
+    p.write_text("# Results\n\nWe trained for 4 steps.\n\n| step | acc |\n|---|---|\n| 1 | 0.1 |\n| 2 | 0.2 |\n"
+                 "| 3 | 0.3 |\n| 4 | 0.4 |\n\nThe accuracy rises.\n")
+    with pytest.raises(InputError) as err:
+        read_curves(p, "step", "accuracy")
+    message = str(err.value)
+    assert "'acc'" in message
+    # Saving the one table in a file of its own gives the same error: the advice does not help.
+    assert "file of its own" not in message and "first Markdown table" not in message, message
+
+
+# ----------------------------------------------------------------------------- bw: fit --verdict, the run report

@@ -1,8 +1,11 @@
 """A study run that failed is reported as failed, with its error, not as one that has not started (review j:
 the analysis read only the run directories, and a failed run leaves its own as it found it)."""
 
+import calendar
 import json
+import os
 import shutil
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -172,7 +175,7 @@ def test_an_old_failure_is_not_reported_after_a_later_attempt_went_on(tmp_path):
     with open(tmp_path / "progress.jsonl", "a") as f:
         f.write(json.dumps({**asdict(Outcome("loo-loss-dapo", 0, "failed", step=50,
                                              error="the reward function raised RuntimeError: broken")),
-                            "time": "2026-12-06T00:00:00"}) + "\n")
+                            "time": "2026-12-06T00:00:00", "utc": "2026-12-06T00:00:00Z"}) + "\n")
     # 2. The user fixed the reward and ran `scalerl study --output DIR --resume`: the run went on from its checkpoint
     # at 50 to step 150, where Ctrl-C stopped the study (an interruption writes no record).
     with open(log, "a") as f:
@@ -183,3 +186,72 @@ def test_an_old_failure_is_not_reported_after_a_later_attempt_went_on(tmp_path):
     # A run to resume, at the step its log reached (as one stopped by a kill is shown), not a failure
     assert len(pending) == 1 and "150" in pending[0] and "failed" not in pending[0], pending
     assert not any("broken" in n for n in analysis.notes), analysis.notes
+
+
+# Review bx: a failure told from a later attempt by the times in the files, in UTC
+def _study_with_a_failure(study: Path, failed_at: float) -> Path:
+    """A study directory whose run failed at ``failed_at`` (epoch seconds), as the runner records it (its local time
+    to the second), its log last written by the failed attempt 30 s before."""
+    from scalerl.study.plan import run_directory
+
+    run = run_directory(study, "loo-loss-dapo", 0)
+    run.mkdir(parents=True)
+    log = run / "runlog.jsonl"
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(failed_at - 60))
+    log.write_text(json.dumps({"type": "header", "run": "seed0", "utc": started}) + "\n"
+                   + json.dumps({"type": "eval", "step": 10, "val/pass_rate": 0.3}) + "\n")
+    os.utime(log, (failed_at - 30, failed_at - 30))
+    record = {"label": "loo-loss-dapo", "seed": 0, "status": "failed", "step": 10,
+              "error": "the reward function raised RuntimeError: broken",
+              "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(failed_at)),
+              "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(failed_at))}
+    (study / "progress.jsonl").write_text(json.dumps(record) + "\n")
+    return log
+
+
+def test_a_copied_study_still_reports_its_failed_run(tmp_path):
+    from scalerl.study.run_state import failed_runs
+
+    original = tmp_path / "study"
+    _study_with_a_failure(original, time.time() - 3600)  # failed an hour ago; nothing ran since
+    assert ("loo-loss-dapo", 0) in failed_runs(original)
+    copy = tmp_path / "copy"
+    shutil.copytree(original, copy, copy_function=shutil.copy)  # as `cp -r` copies: the times are the copy's
+    assert ("loo-loss-dapo", 0) in failed_runs(copy), "the failure vanished from the copied study"
+
+
+@pytest.fixture
+def time_zone():
+    """Set the process's time zone (TZ) for a test; restored after it."""
+    before = os.environ.get("TZ")
+
+    def use(zone: str) -> None:
+        os.environ["TZ"] = zone
+        time.tzset()
+
+    yield use
+    if before is None:
+        os.environ.pop("TZ", None)
+    else:
+        os.environ["TZ"] = before
+    time.tzset()
+
+
+def test_a_study_read_in_another_time_zone_still_reports_its_failed_run(tmp_path, time_zone):
+    from scalerl.study.run_state import failed_runs
+
+    study = tmp_path / "study"
+    time_zone("America/Los_Angeles")  # the machine the study ran on
+    _study_with_a_failure(study, time.time() - 3600)
+    assert ("loo-loss-dapo", 0) in failed_runs(study)
+    time_zone("Europe/Berlin")  # the same files (times kept) read on a machine in Berlin
+    assert ("loo-loss-dapo", 0) in failed_runs(study), "the failure vanished in another time zone"
+
+
+def test_a_failure_in_the_repeated_hour_of_a_clock_change_is_reported(tmp_path, time_zone):
+    from scalerl.study.run_state import failed_runs
+
+    time_zone("America/New_York")
+    failed_at = calendar.timegm((2026, 11, 1, 6, 30, 30, 0, 0, 0))  # 01:30:30 EST, the second 01:30 that night
+    _study_with_a_failure(tmp_path, failed_at)
+    assert ("loo-loss-dapo", 0) in failed_runs(tmp_path), "the failure recorded at 01:30 (EST) is not reported"

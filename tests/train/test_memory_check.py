@@ -289,3 +289,46 @@ def test_fewer_generators_advice_fits_when_followed(monkeypatch):
                       "precision.compute=bf16")
         again = _refusal(monkeypatch, model, fewest, 1, 141 * GIB)
         assert again is None, f"advice: {_advice(message)[:160]}...\nwith backend.generators=1: refused again"
+
+
+# Review bx: the advice a trainer group of this run would refuse, and LoRA beside the pipeline's copies
+def _nproc_advice_refused(message, overrides):
+    """The group_problems refusals of each ``--nproc N`` the message advises, followed as written."""
+    from scalerl.train.config import group_problems
+
+    refused = []
+    for alternative in re.split(r" has [\d.]+ GB: ", message, maxsplit=1)[1].split("; or "):
+        m = re.search(r"--nproc (\d+)", alternative)
+        if m:
+            n = int(m.group(1))
+            followed = [*overrides, *(["pipeline=sync"] if "pipeline=sync" in alternative else [])]
+            refused += group_problems(_cfg(*followed, nproc=n), n)
+    return refused
+
+
+def test_memory_refusal_with_one_gpu_named_does_not_advise_a_refused_nproc(monkeypatch):
+    overrides = ("pipeline=sync", "precision.compute=bf16", "run.device=cuda:0")
+    message = _refusal(monkeypatch, _meta_model("8B"), _cfg(*overrides), 1, 80 * GIB)
+    assert message is not None and "--nproc" in message
+    refused = _nproc_advice_refused(message, overrides)
+    assert not refused or "run.device=cuda" in message, f"{message}\n-> refused next: {refused}"
+
+
+def test_memory_refusal_on_shards_with_pipeline_threads_does_not_advise_a_refused_nproc(monkeypatch):
+    overrides = ("precision.compute=bf16", "run.generate_on_shards=true")  # the default recipe: pipeline-rl-k, threads
+    message = _refusal(monkeypatch, _meta_model("8B"), _cfg(*overrides), 1, 80 * GIB)
+    assert message is not None and "--nproc" in message
+    refused = _nproc_advice_refused(message, overrides)
+    assert not refused, f"{message}\n-> refused next: {refused}"
+
+
+def test_lora_memory_refusal_device_size_fits_when_followed(monkeypatch):
+    # LoRA on a 70B-shaped model in bf16 with the default recipe (pipeline-rl-k, local generator threads).
+    cfg = _cfg("precision.compute=bf16", "model.lora.rank=16")
+    model = _meta_model("70B", torch.bfloat16, lora_rank=16)
+    message = _refusal(monkeypatch, model, cfg, 1, 80 * GIB)
+    m = re.search(r"needs a device with more than ([\d.]+) GB", message or "")
+    assert m, message
+    bigger = (float(m.group(1)) + 10) * GIB  # a device with (well) more than the size the advice names
+    again = _refusal(monkeypatch, model, cfg, 1, int(bigger))
+    assert again is None or "pipeline=sync" in message, f"advice: {message}\non {bigger / GIB:.0f} GB: {again}"

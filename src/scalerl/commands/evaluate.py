@@ -144,16 +144,31 @@ def _run_settings(run_dir: str):
         "precision": cfg.precision.compute, "fp32_lm_head": cfg.recipe.fp32_lm_head,
         "grouped": cfg.run.nproc > 1 and not cfg.run.generate_on_shards,
         "on_shards": cfg.run.nproc if cfg.run.nproc > 1 and cfg.run.generate_on_shards else 0,
-        "lora": cfg.model.lora.rank > 0,
+        "lora": cfg.model.lora.rank > 0, "device": _run_device(Path(run_dir)),
     }
     return settings
 
 
+def _run_device(run_dir: Path) -> str:
+    """The device the run trained on, from its run log's header ('' where it cannot be read)."""
+    try:
+        with open(run_dir / "runlog.jsonl", encoding="utf-8") as f:
+            header = json.loads(f.readline())
+    except (OSError, ValueError):
+        return ""
+    return str(header.get("device", "")) if isinstance(header, dict) else ""
+
+
 def other_sampling_note(base: dict, temperature: float) -> str | None:
     """A note where this command cannot sample as the run's evaluations did, so its pass rates can differ from the
-    run's last evaluation row though ``final/`` is fp32 (review bu: both differed without a word)."""
+    run's last evaluation row though ``final/`` is fp32 (review bu: both differed without a word): a run on a GPU
+    (this command samples on the CPU), on its ranks' shards, or with LoRA in bf16."""
     from scalerl.train.precision import Precision
 
+    if base.get("device", "").startswith("cuda"):  # (review bx: auto precision, bf16 there, sampled in fp32 here)
+        auto = " (precision.compute=auto: bf16 or fp16 there)" if base.get("precision") == "auto" else ""
+        return (f"note: the run evaluated on {base['device']}{auto}; sampled here on the CPU, so these pass rates can "
+                "differ from the run's last evaluation row")
     if base.get("on_shards") and temperature > 0:
         return (f"note: the run sampled its evaluations on its {base['on_shards']} ranks' shards (run.generate_on_shards), "
                 "each rank its share of the rows with a seed of its own; sampled here in one process, so these pass "

@@ -104,12 +104,12 @@ class _NoVerdict:
 
     def text(self, unit: str = "") -> str:
         u = f" {unit}" if unit else ""
-        return (f"Going from {self.budget_from:.4g}{u} to {self.budget_to:.4g}{u}: {self.word} -- {self.why}; its "
-                "extrapolation is no forecast.")
+        return f"Going from {self.budget_from:.4g}{u} to {self.budget_to:.4g}{u}: {self.word} -- {self.why}."
 
 
 def _no_verdict(fc, budget_from: float, budget_to: float) -> _NoVerdict:
-    return _NoVerdict(budget_from, budget_to, "no verdict (unstable run)", fc.stability.text())
+    v = fc.verdict(budget_from, budget_to)  # (its checks: a budget that goes backwards is refused, as for any run)
+    return _NoVerdict(v.budget_from, v.budget_to, v.word, fc.stability.text())
 
 
 def _as_json(fc, preds, targets, verdict, args) -> dict:

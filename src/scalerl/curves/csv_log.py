@@ -88,6 +88,9 @@ def _read_csv_rows(path: Path, x: str = "", run_column: str | None = None) -> tu
     short by a kill (:func:`scalerl.curves.csv_cut_row.without_cut_row`; ``x``: the compute column read, which
     with the step columns cannot fall, within a run of ``run_column``, default ``run``)."""
     text, encoding_note = _decoded(path)
+    # CRLF text written again in text mode on Windows ends its lines in \r\r\n: one line end, not a blank line after
+    # every line (a table then read as spaced, and a note after it as a row: reviews bt, bx).
+    text = text.replace("\r\r\n", "\r\n")
     lines = [(i, line) for i, line in enumerate(io.StringIO(text, newline=""), start=1)
              if line.strip() and not line.lstrip().startswith("#")]
     if not lines:
@@ -116,6 +119,8 @@ def _read_csv_rows(path: Path, x: str = "", run_column: str | None = None) -> tu
     return header, rows, dialect.delimiter == ";", tuple(n for n in (encoding_note, cut) if n)
 
 
+#: What a note on a Markdown table says where another table follows it (an unknown column may be that table's).
+_ANOTHER_TABLE = "another Markdown table"
 #: A cell of a Markdown table's delimiter row (``---``, ``:--``, ``--:``).
 _MARKDOWN_RULE = re.compile(r"^\s*:?-+:?\s*$")
 #: A Markdown table's delimiter row, two cells or more: ``|---|:--:|``, ``-- | --``.
@@ -163,8 +168,10 @@ def _markdown_block(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]]
     if not outside:
         return lines, "", True
     shown = ", ".join(str(n) for n, _ in outside[:5]) + (", ..." if len(outside) > 5 else "")
+    another = _table_start([line for _, line in lines[end:]]) is not None
     return lines[start:end], (f"read the Markdown table of lines {lines[start][0]}-{lines[end - 1][0]}; "
-                              f"{len(outside)} line(s) around it (line {shown}) passed over"), True
+                              f"{len(outside)} line(s) around it (line {shown}) passed over"
+                              + (f", {_ANOTHER_TABLE} among them" if another else "")), True
 
 
 def _another_block(lines: list[tuple[int, str]], i: int, opened: bool) -> bool:
@@ -275,8 +282,8 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     try:
         needed = _columns_needed(path, header, rows, x, y, run_column)
     except UnknownColumn as exc:  # (review bv: "no x column 'step'" of a README whose second table has it)
-        table = next((note for note in read_notes if "Markdown table" in note), None)
-        if table is None:
+        table = next((note for note in read_notes if _ANOTHER_TABLE in note), None)
+        if table is None:  # (review bx: the advice given of a file of one table)
             raise
         raise UnknownColumn(f"{exc} -- {table}: only a file's first Markdown table is read; save the table to read "
                             "in a file of its own", exc.available, exc.rows) from None

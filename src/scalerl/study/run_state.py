@@ -50,27 +50,32 @@ def failed_runs(study_dir: Path) -> dict[tuple[str, int], str]:
     latest = {(o["label"], o.get("seed")): o for o in progress_records(study_dir)}
     out = {}
     for key, o in latest.items():
-        if o.get("status") == "failed" and not _went_on_after(study_dir, key, o.get("time")):
+        if o.get("status") == "failed" and not _went_on_after(study_dir, key, o):
             error = str(o.get("error") or "").strip().splitlines()
             why = error[-1] if error else "no error recorded"
             out[key] = why if len(why) <= 300 else why[:300].rsplit(" ", 1)[0] + " ..."  # (cut mid-word: "If yo")
     return out
 
 
-def _went_on_after(study_dir: Path, key: tuple[str, Any], when: Any) -> bool:
-    """Whether the run ``key`` wrote to its log after its failure was recorded at ``when`` (the recorder's local
-    time, to the second): a later attempt went on, stopped by a kill or Ctrl-C, which records nothing (review bv:
-    the old failure was reported, and --dry-run said "failed" of a run to resume). A failed attempt leaves its
-    directory as it found it, so its log is no newer than its record."""
-    import time
+def _went_on_after(study_dir: Path, key: tuple[str, Any], record: dict[str, Any]) -> bool:
+    """Whether a later attempt of run ``key`` went on after its failure ``record``: its run log started, or resumed,
+    after the failure was recorded (both times UTC, written in the files: a copy of the study, another time zone or a
+    clock change cannot move them -- review bx: the log's mtime against the record's local time did). An attempt
+    stopped by a kill or Ctrl-C records nothing (review bv: the old failure was reported, --dry-run said "failed" of
+    a run to resume). A record an older scalerl wrote (no ``utc``) stands."""
+    from scalerl.runlog import RESUME, read_runlog
 
     label, seed = key
-    log = run_directory(study_dir, str(label), seed) / "runlog.jsonl" if isinstance(seed, int) else None
-    try:
-        recorded = time.mktime(time.strptime(str(when), "%Y-%m-%dT%H:%M:%S"))
-        return log is not None and log.stat().st_mtime > recorded + 1  # (the record's second, rounded down)
-    except (OSError, ValueError, OverflowError):  # no log, no time: the record stands
+    when = record.get("utc")
+    if not isinstance(when, str) or not isinstance(seed, int):
         return False
+    try:
+        header, rows, _ = read_runlog(run_directory(study_dir, str(label), seed) / "runlog.jsonl")
+    except (OSError, InputError):  # no log, or one that cannot be read: the record stands
+        return False
+    started = [t for t in [header.get("utc"), *(r.get("utc") for r in rows if r.get("type") == RESUME)]
+               if isinstance(t, str)]
+    return any(t > when for t in started)
 
 
 def read_log(directory: Path) -> tuple[list[dict[str, Any]], str]:

@@ -133,7 +133,9 @@ def run_study(spec: StudySpec, study_dir: str | Path, *, echo: Echo | None = Non
 
         def record(o: Outcome) -> None:
             with open(study_dir / PROGRESS, "a", encoding="utf-8") as f:
-                f.write(json.dumps({**asdict(o), "time": time.strftime("%Y-%m-%dT%H:%M:%S")}) + "\n")
+                # ("utc" beside the local "time": what study.run_state compares with a run log's own times)
+                f.write(json.dumps({**asdict(o), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                                    "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}) + "\n")
 
         outcomes = BACKENDS[spec.backend](plans, budget, spec, echo, record)
     finally:

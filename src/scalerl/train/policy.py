@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -168,12 +169,16 @@ def _check_fits(model: torch.nn.Module, device: torch.device, precision: Precisi
     parameters = sum(p.numel() for p in model.parameters())
     copy_bytes = precision.generator_dtype.itemsize
     copies = device_copies(cfg, parameters * copy_bytes, world=world)
+    # What config.group_problems refuses of a trainer group of this run, with the flags that mend it: a rank count
+    # offered alone was refused next (reviews bu, bx).
+    needs = [flag for flag, needed in (("--set precision.compute=bf16", precision.mode == "fp16"),
+                                       ("--set run.device=cuda", bool(re.fullmatch(r"cuda:\d+", cfg.run.device.strip()))))
+             if needed]
     problem = memory.memory_problem(
         memory.training_state_bytes(model, world), copies, capacity, world=world, device=str(device),
         parameters=parameters, copy_bytes_per_parameter=copy_bytes, generator_copy=not cfg.run.generate_on_shards,
-        # (what config.group_problems refuses of a trainer group: a rank count it offered was refused next)
         one_process="LoRA (model.lora.rank > 0) trains in one process" if cfg.model.lora.rank else "",
-        with_ranks="--set precision.compute=bf16" if precision.mode == "fp16" else "")
+        with_ranks=" and ".join(needs), ranks_need_sync=cfg.run.generate_on_shards and bool(copies[memory.PIPELINE_COPIES]))
     if problem is not None:
         raise ConfigError(problem)
 

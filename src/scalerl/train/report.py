@@ -175,7 +175,7 @@ def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]],
         params=header.get("params"), steps=int(evals[-1]["step"]), evaluations=len(evals),
         start=float(ys[0]), final=float(ys[-1]), gain=float(ys[-1] - ys[0]), best=float(ys.max()),
         gpu_hours=_number(evals[-1].get("gpu_hours")), flops=_number(evals[-1].get("flops")),
-        samples=int(evals[-1].get("samples", 0)),
+        samples=_count(evals[-1].get("samples")),
         reward_errors=int(evals[-1].get("reward_errors", 0)), reward_timeouts=int(evals[-1].get("reward_timeouts", 0)),
         resumed_from_steps=[r.get("from_step") for r in rows if r.get("type") == RESUME],
         collapsed_steps=collapsed_steps(r for r in rows if r.get("type") == "train"),
@@ -442,16 +442,22 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
     return lines
 
 
+def _count(value: Any) -> int | None:
+    """A count of the run log's (samples), None where the row holds none (JSON's null: review bx, a TypeError)."""
+    return int(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
 def _compute(f: dict[str, Any]) -> str:
     """The run's compute, and the samples trained per device-second (evaluation excluded, as in the progress bar's
     samples/s): the report said how much compute, not how fast it went. A count the log did not give is said so
-    (review bw: "nan device-seconds")."""
-    seconds = f["gpu_hours"] * 3600
-    timed = math.isfinite(seconds)
-    line = (f"{f['flops']:.3g} FLOPs, " + (f"{seconds:.0f} device-seconds" if timed else "device time not logged")
-            + f", {f['samples']:,} samples")
-    return line + (f" ({f['samples'] / seconds:,.1f} samples per device-second)" if timed and seconds > 0 and f["samples"]
-                   else "")
+    (reviews bw, bx: "nan device-seconds", "nan FLOPs")."""
+    seconds, samples = f["gpu_hours"] * 3600, f["samples"]
+    parts = [f"{f['flops']:.3g} FLOPs" if math.isfinite(f["flops"]) else "FLOPs not logged",
+             f"{seconds:.0f} device-seconds" if math.isfinite(seconds) else "device time not logged",
+             f"{samples:,} samples" if samples is not None else "samples not logged"]
+    rate = (f" ({samples / seconds:,.1f} samples per device-second)"
+            if samples and math.isfinite(seconds) and seconds > 0 else "")
+    return ", ".join(parts) + rate
 
 
 def curve_caption(f: dict[str, Any]) -> str:

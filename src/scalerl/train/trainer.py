@@ -450,6 +450,9 @@ class Trainer:
             "task": cfg.task.name,
             "params": self.meter.params,
             "device": str(self.device),
+            # When this training started, as a resume row says when it went on: a study tells a failure it recorded
+            # from a later attempt by them (study.run_state.failed_runs).
+            "utc": _utc_now(),
             "config": to_dict(cfg),
         }
 
@@ -747,8 +750,7 @@ class Trainer:
         run trained in one go. Not for a resume with nothing to train (a finished run's report
         regenerated). A resume stopped before its next checkpoint keeps it: the next resume's truncation
         of the run log spares resume rows (runlog.RunLogWriter)."""
-        self.runlog.append({"type": RESUME, "from_step": self.step,
-                            "utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")})
+        self.runlog.append({"type": RESUME, "from_step": self.step, "utc": _utc_now()})
 
     def _loop(self, bar: Any) -> None:
         cfg = self.cfg
@@ -895,6 +897,11 @@ class Trainer:
         close = getattr(self.task, "close", None)
         if close is not None:
             close()
+
+
+def _utc_now() -> str:
+    """The time as the run log's rows give it: UTC, to the second (``2026-12-06T04:30:00Z``)."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _progress(cfg: TrainConfig, initial: int):
