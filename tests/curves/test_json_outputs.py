@@ -255,38 +255,14 @@ def test_fit_verdict_of_an_unstable_run_refuses_a_backwards_budget(tmp_path, cap
     assert rc == 2 and "Going from" not in out and err.startswith("scalerl fit: error:"), (out, err)  # as a stable run's
 
 
-def _run_dir_with_last_row(tmp_path: Path, last_row: dict) -> Path:
-    """A finished scalerl run directory: evaluations every 10 steps of a healthy sigmoid."""
-    x = np.arange(21) * 10.0
-    ys = 0.2 + 0.5 / (1 + (60 / np.maximum(x, 1)) ** 1.5) + np.random.default_rng(0).normal(0, 0.01, x.size)
-    ys[0] = 0.2
-    d = tmp_path / "run"
-    (d / "final").mkdir(parents=True)
-    (d / "final" / "config.json").write_text("{}")
-    (d / "final" / "scalerl_final.json").write_text(json.dumps({"step": 200}))
-    (d / "config.yaml").write_text("run:\n  steps: 200\n")
-    header = {"type": "header", "run": "run", "recipe": "scalerl", "model": "tiny", "task": "arithmetic",
-              "params": 1, "config": {"forecast": {"x": "flops"}, "eval": {"sets": ["val"]}}}
-    with open(d / "runlog.jsonl", "w") as f:
-        f.write(json.dumps(header) + "\n")
-        for i, y in enumerate(ys):
-            s = 10 * i
-            row = {"type": "eval", "step": s, "gpu_hours": s * 1e-4, "flops": s * 1e9, "tokens": s * 100,
-                   "samples": s * 16, "val/pass_rate": float(y)}
-            if i == len(ys) - 1:
-                row.update(last_row)
-            f.write(json.dumps(row) + "\n")
-    return d
-
-
 def test_report_compute_line_says_flops_it_lacks(tmp_path, capsys):
-    d = _run_dir_with_last_row(tmp_path, {"flops": None})
+    d = _run_dir(tmp_path, _healthy_ys(), last_row={"flops": None})
     assert main(["report", str(d)]) == 0
     compute = next(line for line in (d / "report.md").read_text().splitlines() if line.startswith("| compute |"))
     assert "nan" not in compute, compute
 
 
 def test_report_of_a_log_with_null_samples_is_no_traceback(tmp_path, capsys):
-    d = _run_dir_with_last_row(tmp_path, {"samples": None})
+    d = _run_dir(tmp_path, _healthy_ys(), last_row={"samples": None})
     assert main(["report", str(d)]) == 0  # (a TypeError traceback: int(None))
     assert "samples not logged" in (d / "report.md").read_text()
