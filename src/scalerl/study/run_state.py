@@ -10,7 +10,7 @@ from typing import Any
 
 from scalerl.config import load_yaml, to_dict
 from scalerl.errors import InputError
-from scalerl.runlog import eval_rows
+from scalerl.runlog import RESUME, eval_rows, read_runlog
 from scalerl.study.plan import Budget, RunPlan, comparable_config, run_directory
 
 
@@ -63,8 +63,6 @@ def _went_on_after(study_dir: Path, key: tuple[str, Any], record: dict[str, Any]
     clock change cannot move them -- review bx: the log's mtime against the record's local time did). An attempt
     stopped by a kill or Ctrl-C records nothing (review bv: the old failure was reported, --dry-run said "failed" of
     a run to resume). A record an older scalerl wrote (no ``utc``) stands."""
-    from scalerl.runlog import RESUME, read_runlog
-
     label, seed = key
     when = record.get("utc")
     if not isinstance(when, str) or not isinstance(seed, int):
