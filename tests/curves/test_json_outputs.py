@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from scalerl.cli import main
 
@@ -266,3 +267,11 @@ def test_report_of_a_log_with_null_samples_is_no_traceback(tmp_path, capsys):
     d = _run_dir(tmp_path, _healthy_ys(), last_row={"samples": None})
     assert main(["report", str(d)]) == 0  # (a TypeError traceback: int(None))
     assert "samples not logged" in (d / "report.md").read_text()
+
+
+# Review by
+@pytest.mark.parametrize("column", ["reward_errors", "reward_timeouts"])
+def test_report_of_a_log_with_null_reward_counts_is_no_traceback(tmp_path, capsys, column):
+    d = _run_dir(tmp_path, _healthy_ys(), last_row={column: None})
+    assert main(["report", str(d)]) == 0
+    assert (d / "report.md").exists()

@@ -255,3 +255,28 @@ def test_a_failure_in_the_repeated_hour_of_a_clock_change_is_reported(tmp_path, 
     failed_at = calendar.timegm((2026, 11, 1, 6, 30, 30, 0, 0, 0))  # 01:30:30 EST, the second 01:30 that night
     _study_with_a_failure(tmp_path, failed_at)
     assert ("loo-loss-dapo", 0) in failed_runs(tmp_path), "the failure recorded at 01:30 (EST) is not reported"
+
+
+# Review by
+def test_an_old_record_without_utc_is_not_reported_after_a_later_attempt_resumed(tmp_path):
+    from scalerl.study.plan import run_directory
+    from scalerl.study.run_state import failed_runs
+
+    failed_at = time.time() - 3600
+    run = run_directory(tmp_path, "loo-loss-dapo", 0)
+    run.mkdir(parents=True)
+    # The previous scalerl: its header without "utc", its failure record with the local "time" only.
+    now_utc = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    (run / "runlog.jsonl").write_text(
+        json.dumps({"type": "header", "run": "seed0"}) + "\n"
+        + json.dumps({"type": "eval", "step": 10, "val/pass_rate": 0.3}) + "\n"
+        # Upgraded, `scalerl study --output DIR --resume` went on from step 10 an hour later; Ctrl-C stopped it
+        # (which records nothing). This scalerl's resume row says when, in UTC.
+        + json.dumps({"type": "resume", "from_step": 10, "utc": now_utc}) + "\n"
+        + json.dumps({"type": "eval", "step": 20, "val/pass_rate": 0.35}) + "\n")
+    record = {"label": "loo-loss-dapo", "seed": 0, "status": "failed", "step": 10,
+              "error": "the reward function raised RuntimeError: broken",
+              "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(failed_at))}
+    (tmp_path / "progress.jsonl").write_text(json.dumps(record) + "\n")
+    # Before bx (the log's mtime against the record's time) this run read as one to resume; now its old error stands.
+    assert ("loo-loss-dapo", 0) not in failed_runs(tmp_path)

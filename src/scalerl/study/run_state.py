@@ -62,18 +62,34 @@ def _went_on_after(study_dir: Path, key: tuple[str, Any], record: dict[str, Any]
     after the failure was recorded (both times UTC, written in the files: a copy of the study, another time zone or a
     clock change cannot move them -- review bx: the log's mtime against the record's local time did). An attempt
     stopped by a kill or Ctrl-C records nothing (review bv: the old failure was reported, --dry-run said "failed" of
-    a run to resume). A record an older scalerl wrote (no ``utc``) stands."""
+    a run to resume). A record an older scalerl wrote (no ``utc``) is compared by its local ``time`` with the log's
+    last write, as then (review by: such a failure came back once the study was resumed by this scalerl)."""
     label, seed = key
-    when = record.get("utc")
-    if not isinstance(when, str) or not isinstance(seed, int):
+    if not isinstance(seed, int):
         return False
+    log = run_directory(study_dir, str(label), seed) / "runlog.jsonl"
+    when = record.get("utc")
+    if not isinstance(when, str):
+        return _written_after_local_time(log, record.get("time"))
     try:
-        header, rows, _ = read_runlog(run_directory(study_dir, str(label), seed) / "runlog.jsonl")
+        header, rows, _ = read_runlog(log)
     except (OSError, InputError):  # no log, or one that cannot be read: the record stands
         return False
     started = [t for t in [header.get("utc"), *(r.get("utc") for r in rows if r.get("type") == RESUME)]
                if isinstance(t, str)]
     return any(t > when for t in started)
+
+
+def _written_after_local_time(log: Path, when: Any) -> bool:
+    """Whether ``log`` was written after ``when``, a local time to the second (an older record's only time): a
+    failed attempt leaves its directory as it found it, so its log is no newer than its record."""
+    import time
+
+    try:
+        recorded = time.mktime(time.strptime(str(when), "%Y-%m-%dT%H:%M:%S"))
+        return log.stat().st_mtime > recorded + 1  # (the record's second, rounded down)
+    except (OSError, ValueError, OverflowError):  # no log, no time: the record stands
+        return False
 
 
 def read_log(directory: Path) -> tuple[list[dict[str, Any]], str]:

@@ -176,7 +176,8 @@ def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]],
         start=float(ys[0]), final=float(ys[-1]), gain=float(ys[-1] - ys[0]), best=float(ys.max()),
         gpu_hours=_number(evals[-1].get("gpu_hours")), flops=_number(evals[-1].get("flops")),
         samples=_count(evals[-1].get("samples")),
-        reward_errors=int(evals[-1].get("reward_errors", 0)), reward_timeouts=int(evals[-1].get("reward_timeouts", 0)),
+        reward_errors=_count(evals[-1].get("reward_errors", 0)) or 0,
+        reward_timeouts=_count(evals[-1].get("reward_timeouts", 0)) or 0,  # (null: none counted -- review by, a TypeError)
         resumed_from_steps=[r.get("from_step") for r in rows if r.get("type") == RESUME],
         collapsed_steps=collapsed_steps(r for r in rows if r.get("type") == "train"),
         lr=cfg.get("recipe", {}).get("optimizer", {}).get("lr"),
@@ -361,8 +362,8 @@ def reward_failure_lines(evals: list[dict[str, Any]]) -> list[tuple[str, str]]:
     """The run's reward failures from its evaluation rows (the last holds the run's totals), for a run
     that writes no report (``--no-report``): they went unsaid there, but for the first one's warning."""
     last = evals[-1] if evals else {}
-    return _reward_failures({"reward_errors": int(last.get("reward_errors", 0)),
-                             "reward_timeouts": int(last.get("reward_timeouts", 0))})
+    return _reward_failures({"reward_errors": _count(last.get("reward_errors", 0)) or 0,
+                             "reward_timeouts": _count(last.get("reward_timeouts", 0)) or 0})
 
 
 def _resumed(f: dict[str, Any]) -> list[tuple[str, str]]:
@@ -443,7 +444,8 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
 
 
 def _count(value: Any) -> int | None:
-    """A count of the run log's (samples), None where the row holds none (JSON's null: review bx, a TypeError)."""
+    """A count of the run log's (samples, reward errors), None where the row holds none (JSON's null: reviews bx, by,
+    a TypeError)."""
     return int(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
