@@ -275,3 +275,18 @@ def test_report_of_a_log_with_null_reward_counts_is_no_traceback(tmp_path, capsy
     d = _run_dir(tmp_path, _healthy_ys(), last_row={column: None})
     assert main(["report", str(d)]) == 0
     assert (d / "report.md").exists()
+
+
+# Review bz
+def test_report_does_not_claim_a_negative_number_of_reward_errors(tmp_path, capsys):
+    d = _run_dir(tmp_path, _healthy_ys(), last_row={"reward_errors": -3})
+    assert main(["report", str(d)]) == 0
+    md = (d / "report.md").read_text()
+    assert "-3 errors" not in md, [line for line in md.splitlines() if "reward function" in line]
+
+
+def test_report_does_not_read_a_boolean_as_one_reward_error(tmp_path, capsys):
+    d = _run_dir(tmp_path, _healthy_ys(), last_row={"reward_errors": True})
+    assert main(["report", str(d)]) == 0
+    md = (d / "report.md").read_text()
+    assert "1 errors" not in md, [line for line in md.splitlines() if "reward function" in line]

@@ -3,6 +3,7 @@ run directory holds the run the plan asks for, before the study touches it."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 from pathlib import Path
@@ -68,16 +69,23 @@ def _went_on_after(study_dir: Path, key: tuple[str, Any], record: dict[str, Any]
     if not isinstance(seed, int):
         return False
     log = run_directory(study_dir, str(label), seed) / "runlog.jsonl"
-    when = record.get("utc")
-    if not isinstance(when, str):
+    when = _utc(record.get("utc"))
+    if when is None:  # (none, or one that is no time: review bz, compared as text it hid the failure or kept it)
         return _written_after_local_time(log, record.get("time"))
     try:
         header, rows, _ = read_runlog(log)
     except (OSError, InputError):  # no log, or one that cannot be read: the record stands
         return False
-    started = [t for t in [header.get("utc"), *(r.get("utc") for r in rows if r.get("type") == RESUME)]
-               if isinstance(t, str)]
-    return any(t > when for t in started)
+    started = [_utc(t) for t in [header.get("utc"), *(r.get("utc") for r in rows if r.get("type") == RESUME)]]
+    return any(t is not None and t > when for t in started)
+
+
+def _utc(text: Any) -> datetime.datetime | None:
+    """A time as the run log and ``progress.jsonl`` write it (``2026-12-06T04:30:00Z``), None for anything else."""
+    try:
+        return datetime.datetime.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ") if isinstance(text, str) else None
+    except ValueError:
+        return None
 
 
 def _written_after_local_time(log: Path, when: Any) -> bool:
@@ -86,7 +94,10 @@ def _written_after_local_time(log: Path, when: Any) -> bool:
     import time
 
     try:
-        recorded = time.mktime(time.strptime(str(when), "%Y-%m-%dT%H:%M:%S"))
+        parsed = time.strptime(str(when), "%Y-%m-%dT%H:%M:%S")
+        # The later of its readings: in the hour a clock change repeats, local time names two instants (review bz:
+        # read as the first, the failed attempt's own last write looked later).
+        recorded = max(time.mktime((*parsed[:8], dst)) for dst in (0, 1))
         return log.stat().st_mtime > recorded + 1  # (the record's second, rounded down)
     except (OSError, ValueError, OverflowError):  # no log, no time: the record stands
         return False

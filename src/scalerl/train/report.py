@@ -445,8 +445,10 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
 
 def _count(value: Any) -> int | None:
     """A count of the run log's (samples, reward errors), None where the row holds none (JSON's null: reviews bx, by,
-    a TypeError)."""
-    return int(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+    a TypeError) or none that a count can be (a boolean, a negative number: review bz, "-3 errors")."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return None
+    return int(value)
 
 
 def _compute(f: dict[str, Any]) -> str:
