@@ -1,3 +1,4 @@
+import os
 import signal
 import time
 
@@ -39,3 +40,20 @@ def kill_when_logged(proc, log, shows, what: str, timeout: float = 300) -> None:
         pytest.fail(f"timed out waiting for {what}")
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+
+
+@pytest.fixture
+def time_zone():
+    """Set the process's time zone (TZ) for a test; restored after it."""
+    before = os.environ.get("TZ")
+
+    def use(zone: str) -> None:
+        os.environ["TZ"] = zone
+        time.tzset()
+
+    yield use
+    if before is None:
+        os.environ.pop("TZ", None)
+    else:
+        os.environ["TZ"] = before
+    time.tzset()

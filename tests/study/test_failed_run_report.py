@@ -220,23 +220,6 @@ def test_a_copied_study_still_reports_its_failed_run(tmp_path):
     assert ("loo-loss-dapo", 0) in failed_runs(copy), "the failure vanished from the copied study"
 
 
-@pytest.fixture
-def time_zone():
-    """Set the process's time zone (TZ) for a test; restored after it."""
-    before = os.environ.get("TZ")
-
-    def use(zone: str) -> None:
-        os.environ["TZ"] = zone
-        time.tzset()
-
-    yield use
-    if before is None:
-        os.environ.pop("TZ", None)
-    else:
-        os.environ["TZ"] = before
-    time.tzset()
-
-
 def test_a_study_read_in_another_time_zone_still_reports_its_failed_run(tmp_path, time_zone):
     from scalerl.study.run_state import failed_runs
 

@@ -58,22 +58,6 @@ def test_a_failure_with_a_garbage_utc_is_not_reported_after_a_later_resume(tmp_p
     assert KEY not in failed_runs(tmp_path), "a run a later attempt resumed is still reported as failed"
 
 
-@pytest.fixture
-def time_zone():
-    before = os.environ.get("TZ")
-
-    def use(zone: str) -> None:
-        os.environ["TZ"] = zone
-        time.tzset()
-
-    yield use
-    if before is None:
-        os.environ.pop("TZ", None)
-    else:
-        os.environ["TZ"] = before
-    time.tzset()
-
-
 def test_an_old_record_in_the_repeated_hour_of_a_clock_change_is_reported(tmp_path, time_zone):
     from scalerl.study.run_state import failed_runs
 
