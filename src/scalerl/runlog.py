@@ -208,6 +208,17 @@ def read_runlog(path: str | os.PathLike) -> tuple[dict[str, Any], list[dict[str,
     return header, rows, notes
 
 
+def read_header(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The header of the run log at ``path`` (its first line), read without the rest; None where that line is no
+    JSON object or the file cannot be read (another log, or none)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            header = json.loads(f.readline())
+    except (OSError, ValueError):
+        return None
+    return header if isinstance(header, dict) else None
+
+
 def eval_rows(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
     """The evaluation rows (``type == "eval"``) of the run log in a run directory; [] when the
     run has not written one yet (a study's run that has not started)."""

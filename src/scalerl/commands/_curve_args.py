@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -13,7 +12,7 @@ from scalerl.curves.forecast import check_settings
 from scalerl.curves.io import READERS
 from scalerl.curves.solver import PaperGrid
 from scalerl.errors import InputError
-from scalerl.runlog import RUNLOG
+from scalerl.runlog import RUNLOG, read_header
 
 
 def add_data_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
@@ -263,11 +262,9 @@ def _run_axes(path: Path) -> tuple[str, list[str]] | None:
     if log.name != RUNLOG or not log.is_file():
         return None
     try:
-        with log.open(encoding="utf-8") as f:
-            header = json.loads(f.readline())
-        cfg = header["config"]
+        cfg = (read_header(log) or {})["config"]
         return str(cfg.get("forecast", {}).get("x") or "flops"), [str(s) for s in cfg["eval"]["sets"]]
-    except (OSError, ValueError, KeyError, IndexError, TypeError):  # (not a header of ours: the listing says)
+    except (KeyError, IndexError, TypeError, AttributeError):  # (not a header of ours: the listing says)
         return None
 
 

@@ -151,12 +151,9 @@ def _run_settings(run_dir: str):
 
 def _run_device(run_dir: Path) -> str:
     """The device the run trained on, from its run log's header ('' where it cannot be read)."""
-    try:
-        with open(run_dir / "runlog.jsonl", encoding="utf-8") as f:
-            header = json.loads(f.readline())
-    except (OSError, ValueError):
-        return ""
-    return str(header.get("device", "")) if isinstance(header, dict) else ""
+    from scalerl.runlog import RUNLOG, read_header
+
+    return str((read_header(run_dir / RUNLOG) or {}).get("device", ""))
 
 
 def other_sampling_note(base: dict, temperature: float) -> str | None:

@@ -215,6 +215,10 @@ class TrainerGroup:
             state["optimizer"] = get_optimizer_state_dict(self.model, self.optimizer)
         # The planning (which rank writes what, the metadata) is objects: on the gloo group.
         dcp.save(state, checkpoint_id=path, process_group=object_group())
+        self._write_shard_sums(path)
+
+    def _write_shard_sums(self, path: Path) -> None:
+        """Every rank, after :meth:`save_shards` wrote ``path``: the shards' checksums, written by rank 0."""
         # Rank 0 checks every rank's file arrived, then every rank checksums every world-th file: a re-read of the
         # whole checkpoint, split (one reader alone took up to 0.8x the write's time: checkpoint_checksums.py).
         # What fails on any rank travels to rank 0 as text and is raised there: a rank that raised alone left rank 0
