@@ -332,7 +332,12 @@ def decode_rows(directory: Path, device: torch.device, tiny: bool, dtype: torch.
 
     In bf16 a random model's logits are full of near-ties that a GEMM tiled for another batch size
     rounds the other way (16 of 32 rows agreed on an H200), so the rows are decoded in fp32 too:
-    there pieces and whole must agree, or the pieces' padding and positions are wrong."""
+    there pieces and whole must agree, or the pieces' padding and positions are wrong.
+
+    cuDNN's attention kernel is off here, as in scalerl's processes on CUDA (``run.cudnn_attention``):
+    until commit d479ef1 this stage ran with torch's default, and its bf16 seconds on an H100 (26.4 s
+    for 32 rows x 256 tokens, 103 ms a step) were mostly cuDNN planning every new key length."""
+    from scalerl.generate.attention import cudnn_attention
     from scalerl.generate.base import SamplingParams
     from scalerl.generate.hf import HFGenerator
     from scalerl.models.loading import load_model
@@ -348,6 +353,7 @@ def decode_rows(directory: Path, device: torch.device, tiny: bool, dtype: torch.
     kv = rows * (max(map(len, prompts)) + new) * per_token
     greedy = SamplingParams(max_new_tokens=new, temperature=0.0)
     out = {}
+    before = cudnn_attention(device, False)
     for max_rows in (None, piece):
         gen = HFGenerator(model, tok, max_rows=max_rows)
         if device.type == "cuda":
@@ -363,6 +369,8 @@ def decode_rows(directory: Path, device: torch.device, tiny: bool, dtype: torch.
         tokens = sum(len(c.token_ids) for c in out[max_rows])
         say(f"decode {DTYPE_NAMES[dtype]}: {rows} rows x {new} new tokens, {max_rows or rows} at a time: peak {peak:.1f} MiB above the "
             f"model (KV cache predicted for all rows {kv / 2**20:.1f} MiB), {tokens} tokens in {seconds:.2f} s")
+    if before is not None:
+        cudnn_attention(device, before)
     same = sum(a.token_ids == b.token_ids for a, b in zip(out[None], out[piece]))
     say(f"decode {DTYPE_NAMES[dtype]}: rows with the same greedy tokens whole and in pieces: {same} of {rows}")
 
