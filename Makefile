@@ -45,6 +45,7 @@ bench-forecast: $(STAMP)
 	$(PY) benchmarks/forecast_recovery.py
 	$(PY) benchmarks/forecast_corpus.py
 	$(PY) benchmarks/excursions.py
+	$(PY) benchmarks/live_forecast_cost.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

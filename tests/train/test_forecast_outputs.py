@@ -322,7 +322,7 @@ def test_the_progress_bar_says_when_the_live_forecast_finds_the_run_unstable():
     rows = _collapsing_rows()
     row = {**rows[-1], **live_forecast(rows, x="flops", y="val/pass_rate", total_steps=600, n_boot=50)}
     assert row["forecast/status"].startswith("unstable:")  # what the run log says
-    line = _postfix(row, "val", ComputeMeter(params=1000))
+    line = _postfix(row, [row], "val", ComputeMeter(params=1000))
     assert "forecast: unstable" in line  # the bar said "val 0.0xx, 0 samples/s": the forecast just vanished
 
 
@@ -430,7 +430,44 @@ def test_the_progress_bar_does_not_call_a_ceiling_at_its_bound_a_ceiling():
     from scalerl.train.trainer import _postfix
 
     row = {"val/pass_rate": 0.61, "forecast/status": "ok", "forecast/A": 1.0, "forecast/R_budget": 0.72}
-    line = _postfix(row, "val", ComputeMeter(params=1000))
+    line = _postfix(row, [row], "val", ComputeMeter(params=1000))
     assert "forecast no ceiling yet (A at its bound 1) -> 0.720 at budget" in line and "A 1.000" not in line, line
-    line = _postfix({**row, "forecast/A": 0.8}, "val", ComputeMeter(params=1000))
+    line = _postfix({**row, "forecast/A": 0.8}, [{**row, "forecast/A": 0.8}], "val", ComputeMeter(params=1000))
     assert "forecast A 0.800 -> 0.720 at budget" in line, line
+
+
+def test_refits_thin_out_as_the_evaluations_grow_and_depend_on_the_count_alone():
+    from scalerl.train.live_forecast import next_refit, refit_points
+
+    points = refit_points(10_000, min_points=5, growth=0.01)
+    assert points[:196] == list(range(5, 201))  # every evaluation below 2 / growth
+    gaps = np.diff(points[200:]) / np.array(points[200:-1])
+    assert np.all((gaps >= 0.005) & (gaps <= 0.0101)), gaps  # then one refit per ~1% more
+    assert len(points) < 700  # against 9,996 refits at every evaluation
+    # A resumed run refits where the uninterrupted one did: the schedule up to n is a prefix of the longer one.
+    assert refit_points(4321, min_points=5, growth=0.01) == [p for p in points if p <= 4321]
+    assert next_refit(4321, min_points=5, growth=0.01) == min(p for p in points if p > 4321)
+    assert refit_points(50, min_points=5, growth=0.0) == list(range(5, 51))  # 0: every evaluation
+
+
+def test_the_live_forecast_between_refits_says_so_and_the_last_evaluation_refits():
+    from scalerl.train.live_forecast import refit_points
+
+    rows = _rows(*synthetic(300, 4000, 1))  # 301 points: refits at ..., 298, 300, 303 at growth 0.01
+    assert [p for p in refit_points(310, min_points=5, growth=0.01) if p >= 298] == [298, 300, 303, 306, 309]
+    out = live_forecast(rows, x="flops", y="val/pass_rate", total_steps=4000, n_boot=10, refit_growth=0.01)
+    assert out == {"forecast/status": "not refitted: the next refit at 303 evaluations (forecast.refit_growth 0.01)"}
+    out = live_forecast(rows, x="flops", y="val/pass_rate", total_steps=4000, n_boot=10, refit_growth=0.01, last=True)
+    assert out["forecast/status"] == "ok" and "forecast/R_budget" in out
+    out = live_forecast(rows[:-1], x="flops", y="val/pass_rate", total_steps=4000, n_boot=10, refit_growth=0.01)
+    assert out["forecast/status"] == "ok"  # 300 is a refit point
+
+
+def test_the_progress_bar_keeps_the_last_refit_forecast_between_refits():
+    from scalerl.train.compute import ComputeMeter
+    from scalerl.train.trainer import _postfix
+
+    fitted = {"val/pass_rate": 0.60, "forecast/status": "ok", "forecast/A": 0.8, "forecast/R_budget": 0.72}
+    kept = {"val/pass_rate": 0.61, "forecast/status": "not refitted: the next refit at 301 evaluations"}
+    line = _postfix(kept, [fitted, kept], "val", ComputeMeter(params=1000))
+    assert line.startswith("val 0.610") and "forecast A 0.800 -> 0.720 at budget" in line, line

@@ -273,6 +273,12 @@ class ForecastConfig:
     """Evaluations needed (the R0 point included) before the first fit."""
     bootstrap: int = 200
     """Bootstrap resamples for the logged intervals (at least 10; 0: no intervals, the bands still logged)."""
+    refit_growth: float = 0.01
+    """Refit once the evaluations have grown by this fraction since the last refit: every evaluation
+    up to 2/refit_growth of them (200 at 0.01), then one refit per 1% more, so a run's fitting time
+    grows as its evaluations do, not as their square (a refit at 10,000 evaluations takes ~6 s). The
+    rows between say ``forecast/status`` "not refitted: ..."; the run's last evaluation always
+    refits. 0: refit at every evaluation."""
     calibration: str | None = None
     """A calibration file written by ``scalerl calibrate`` from your own earlier runs: the bands of
     the live forecast and of the run's report use its factors (default: the shipped ones). The run

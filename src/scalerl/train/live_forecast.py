@@ -7,11 +7,19 @@ expected curve) and prediction band (``_obs_lo``/``_obs_hi``: one evaluation), c
 real runs. A fit that is not possible yet (too few points, no rise so far) is logged as
 ``forecast/status`` instead -- never a made-up number; a run that peaked and fell gets
 ``forecast/status`` "unstable: ..." and no forecast at the budget.
+
+A refit's cost grows with the evaluations it fits (about 0.8 s at 1,000, 6 s at 10,000:
+``benchmarks/live_forecast_cost.py``), so refitting at every evaluation costs a run of n evaluations
+O(n^2): hours for a run evaluated at each of 10,000 steps. Past ``2 / forecast.refit_growth``
+evaluations the refits thin out to one per ``refit_growth`` more (:func:`refit_points`, a function of
+the count alone, so a resumed run refits where the uninterrupted one did); the rows between say
+``forecast/status`` "not refitted: ...", and the last evaluation of a run always refits.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -55,6 +63,23 @@ def changed_calibration_note(configured: str | None, output: Path) -> str | None
             f"`scalerl report {output} --calibration {configured}` to see its report with them")
 
 
+def refit_points(n: int, *, min_points: int, growth: float) -> list[int]:
+    """The evaluation counts, up to ``n``, at which the live forecast refits: the first at
+    ``min_points``, then each ``max(1, floor(growth * count))`` evaluations later -- every evaluation
+    below ``2 / growth`` evaluations, about one per ``growth`` more after (``growth`` 0: every one)."""
+    points, count = [], max(int(min_points), 1)
+    while count <= n:
+        points.append(count)
+        count += max(1, math.floor(growth * count))
+    return points
+
+
+def next_refit(n: int, *, min_points: int, growth: float) -> int:
+    """The first count after ``n`` at which the live forecast refits."""
+    last = refit_points(n, min_points=min_points, growth=growth)
+    return last[-1] + max(1, math.floor(growth * last[-1])) if last else max(int(min_points), 1)
+
+
 def live_forecast(
     rows: Sequence[dict[str, Any]],
     *,
@@ -65,12 +90,20 @@ def live_forecast(
     n_boot: int = 200,
     seed: int = 0,
     calibration: Calibration | None = None,
+    refit_growth: float = 0.0,
+    last: bool = False,
 ) -> dict[str, Any]:
     """Forecast columns for the next run-log row, from the evaluation rows so far; the bands'
-    factors from ``calibration`` (default: the shipped ones)."""
+    factors from ``calibration`` (default: the shipped ones). Between :func:`refit_points` of
+    ``refit_growth`` (0: every evaluation) only a status, unless this is the run's ``last`` evaluation."""
     points = [(r[x], r[y]) for r in rows if r.get(x) is not None and r.get(y) is not None]
     if len(points) < min_points:
         return {"forecast/status": f"waiting for {min_points} evaluations ({len(points)} so far)"}
+    if not last and refit_growth > 0 and refit_points(len(points), min_points=min_points,
+                                                       growth=refit_growth)[-1] != len(points):
+        upcoming = next_refit(len(points), min_points=min_points, growth=refit_growth)
+        return {"forecast/status": f"not refitted: the next refit at {upcoming:,} evaluations "
+                                   f"(forecast.refit_growth {refit_growth:g})"}
     last = rows[-1]
     step = max(int(last.get("step", 0)), 1)
     budget = float(last[x]) * total_steps / step

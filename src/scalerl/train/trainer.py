@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
@@ -602,7 +602,8 @@ class Trainer:
 
             row.update(live_forecast(self.evals, x=cfg.forecast.x, y=f"{cfg.eval.sets[0]}/pass_rate",
                                      total_steps=cfg.run.steps, min_points=cfg.forecast.min_points,
-                                     n_boot=cfg.forecast.bootstrap, seed=cfg.run.seed, calibration=self.calibration))
+                                     n_boot=cfg.forecast.bootstrap, seed=cfg.run.seed, calibration=self.calibration,
+                                     refit_growth=cfg.forecast.refit_growth, last=self.step >= cfg.run.steps))
         return row
 
     def _log(self, row: dict[str, Any]) -> None:
@@ -767,7 +768,7 @@ class Trainer:
             if self.step % cfg.eval.every == 0 or done:
                 row = self.evaluate()
                 self._log(row)
-                bar.set_postfix_str(_postfix(row, cfg.eval.sets[0], self.meter), refresh=False)
+                bar.set_postfix_str(_postfix(row, self.evals, cfg.eval.sets[0], self.meter), refresh=False)
                 self._checkpoint()
             elif cfg.run.checkpoint_every and self.step % cfg.run.checkpoint_every == 0:
                 self._checkpoint()
@@ -911,15 +912,17 @@ def _progress(cfg: TrainConfig, initial: int):
                 dynamic_ncols=True, file=sys.stderr)
 
 
-def _postfix(row: dict[str, Any], main_set: str, meter: ComputeMeter) -> str:
+def _postfix(row: dict[str, Any], evals: Sequence[dict[str, Any]], main_set: str, meter: ComputeMeter) -> str:
     rate = meter.samples / max(meter.seconds, 1e-9)
     parts = [f"{main_set} {row[f'{main_set}/pass_rate']:.3f}", f"{rate:.0f} samples/s"]
-    status = row.get("forecast/status", "")
+    # Between refits (forecast.refit_growth) the bar keeps showing the last refit's forecast.
+    fitted = next((r for r in reversed(evals) if not str(r.get("forecast/status", "")).startswith("not refitted")), row)
+    status = fitted.get("forecast/status", "")
     if status == "ok":
         # A pass rate's ceiling at its bound of 1 is none measured yet (the fit's own warning): "A 1.000" read as one.
-        A = row["forecast/A"]
+        A = fitted["forecast/A"]
         ceiling = f"A {A:.3f}" if A < 1 - 1e-6 else "no ceiling yet (A at its bound 1)"
-        parts.append(f"forecast {ceiling} -> {row['forecast/R_budget']:.3f} at budget")
+        parts.append(f"forecast {ceiling} -> {fitted['forecast/R_budget']:.3f} at budget")
     elif status.startswith(("unstable", "no fit")):  # (the bar went silent where the run log says why: review bc)
         parts.append(f"forecast: {status.partition(':')[0]} (forecast/status in the run log)")
     return ", ".join(parts)
