@@ -158,8 +158,8 @@ def _resume_rows_after(path: Path, offset: int) -> list[str]:
 
 
 def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
-    """Yield ``(line_number, object_or_None, raw)`` for each non-blank line."""
-    with open(path, encoding="utf-8", errors="replace") as f:
+    """Yield ``(line_number, object_or_None, raw)`` for each non-blank line (UTF-8, behind a byte-order mark or not)."""
+    with open(path, encoding="utf-8-sig", errors="replace") as f:
         for i, raw in enumerate(f, start=1):
             if not raw.strip():
                 continue
@@ -209,14 +209,27 @@ def read_runlog(path: str | os.PathLike) -> tuple[dict[str, Any], list[dict[str,
 
 
 def read_header(path: str | os.PathLike) -> dict[str, Any] | None:
-    """The header of the run log at ``path`` (its first line), read without the rest; None where that line is no
-    JSON object or the file cannot be read (another log, or none)."""
+    """The header of the run log at ``path`` (its first line that is not blank, as :func:`read_runlog` reads
+    it), read without the rest; None where that line is no JSON object or the file cannot be read (another
+    log, or none)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            header = json.loads(f.readline())
-    except (OSError, ValueError):
+        for _, obj, _ in iter_lines(path):
+            return obj
+    except OSError:
         return None
-    return header if isinstance(header, dict) else None
+    return None
+
+
+def config_setting(header: dict[str, Any], *path: str) -> Any:
+    """A setting of the run's config as its log header holds it (``header["config"]["forecast"]["x"]`` for
+    ``"forecast", "x"``); None where a level is missing or no object -- a hand-edited header's ``null`` for a
+    section ended the report in an AttributeError (review ca)."""
+    node: Any = header.get("config")
+    for key in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
 
 
 def eval_rows(run_dir: str | os.PathLike) -> list[dict[str, Any]]:

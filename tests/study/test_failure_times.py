@@ -81,3 +81,34 @@ def test_the_latest_of_an_old_and_a_new_failure_record_is_reported(tmp_path):
            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(now - 3600)), "utc": _utc(now - 3600)}
     (tmp_path / "progress.jsonl").write_text(json.dumps(old) + "\n" + json.dumps(new) + "\n")
     assert failed_runs(tmp_path) == {KEY: "new error"}
+
+
+def test_an_old_failure_record_in_summer_time_is_not_reported_after_a_later_attempt(tmp_path, time_zone):
+    from scalerl.study.plan import run_directory
+    from scalerl.study.run_state import failed_runs
+
+    time_zone("Europe/Berlin")
+    failed_at = calendar.timegm((2026, 7, 15, 12, 0, 0, 0, 0, 0))  # 14:00:00 CEST
+    run = run_directory(tmp_path, *KEY)
+    run.mkdir(parents=True)
+    log = run / "runlog.jsonl"
+    log.write_text(json.dumps({"type": "header", "run": "seed0"}) + "\n"
+                   + json.dumps({"type": "eval", "step": 10, "val/pass_rate": 0.3}) + "\n")
+    # An older scalerl's failure record (its local time only, no utc) ...
+    (tmp_path / "progress.jsonl").write_text(json.dumps({
+        "label": KEY[0], "seed": KEY[1], "status": "failed", "step": 10, "error": "RuntimeError: broken",
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(failed_at))}) + "\n")
+    # ... and a later attempt (resumed, stopped by Ctrl-C, which records nothing) wrote the log 20 minutes after it.
+    os.utime(log, (failed_at + 1200, failed_at + 1200))
+    assert time.strftime("%H:%M", time.localtime(failed_at)) == "14:00"
+    assert KEY not in failed_runs(tmp_path), "the log was written 20 minutes after the failure, yet it is reported"
+
+
+def test_a_failure_record_on_a_progress_file_s_first_line_behind_a_bom_is_reported(tmp_path):
+    from scalerl.study.run_state import failed_runs, progress_records
+
+    record = {"label": KEY[0], "seed": KEY[1], "status": "failed", "step": 10, "error": "RuntimeError: broken",
+              "time": "2026-12-06T04:30:00", "utc": "2026-12-06T04:30:00Z", "cpu_seconds": 12.5}
+    (tmp_path / "progress.jsonl").write_bytes(b"\xef\xbb\xbf" + json.dumps(record).encode() + b"\r\n")
+    assert len(progress_records(tmp_path)) == 1, "the study's only record was dropped without a word"
+    assert failed_runs(tmp_path) == {KEY: "RuntimeError: broken"}

@@ -342,3 +342,32 @@ def test_a_latest_directory_holding_files_is_not_deleted_without_a_word(tmp_path
     assert latest_checkpoint(d).name == "step_000004"
     kept = [p for p in tmp_path.rglob("state.pt") if p.read_bytes() == b"the user's copy"]
     assert kept, "the directory's files were deleted"
+
+
+def test_a_shard_without_read_permission_is_not_called_damaged_nor_the_run_started_again(tmp_path, monkeypatch):
+    import torch
+    import torch.distributed.checkpoint as dcp
+
+    from scalerl.errors import CannotResume
+    from scalerl.train import checkpoint as ck
+
+    step = tmp_path / "checkpoints" / "step_000004"
+    shards = step / ck.SHARDS
+    dcp.save({"model": {"w": torch.ones(8)}}, checkpoint_id=shards)  # (one process: what each --nproc rank writes)
+    ck.write_shard_sums(shards, ck.shard_sums(ck.shard_files(shards)))
+    torch.save({"step": 4, "nproc": 2, "weights": "shards", "shard_sums": True}, step / "state.pt")
+    (unreadable,) = [f for f in ck.shard_files(shards) if f.suffix == ".distcp"]
+    crc32 = ck._crc32
+
+    def no_permission(file):  # what reading the shard as a user without read permission gives (tests run as root)
+        if Path(file) == unreadable:
+            raise PermissionError(13, "Permission denied", str(file))
+        return crc32(file)
+
+    monkeypatch.setattr(ck, "_crc32", no_permission)
+    # As Trainer._restore does before the ranks load the shards:
+    with pytest.raises(OSError) as caught:
+        ck.verify_shards(shards, sums_written=True)
+    err = ck.damaged(step, caught.value)
+    assert "damaged after it was written" not in str(err), str(err)
+    assert not isinstance(err, CannotResume), f"the run is to be trained anew: {err}"

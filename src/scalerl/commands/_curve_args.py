@@ -12,7 +12,7 @@ from scalerl.curves.forecast import check_settings
 from scalerl.curves.io import READERS
 from scalerl.curves.solver import PaperGrid
 from scalerl.errors import InputError
-from scalerl.runlog import RUNLOG, read_header
+from scalerl.runlog import RUNLOG, config_setting, read_header
 
 
 def add_data_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
@@ -261,11 +261,11 @@ def _run_axes(path: Path) -> tuple[str, list[str]] | None:
     log = path / RUNLOG if path.is_dir() else path
     if log.name != RUNLOG or not log.is_file():
         return None
-    try:
-        cfg = (read_header(log) or {})["config"]
-        return str(cfg.get("forecast", {}).get("x") or "flops"), [str(s) for s in cfg["eval"]["sets"]]
-    except (KeyError, IndexError, TypeError, AttributeError):  # (not a header of ours: the listing says)
+    header = read_header(log) or {}
+    sets = config_setting(header, "eval", "sets")
+    if not isinstance(sets, list) or not sets:  # (not a header of ours: the listing says)
         return None
+    return str(config_setting(header, "forecast", "x") or "flops"), [str(s) for s in sets]
 
 
 #: How many columns of a kind the listing shows.

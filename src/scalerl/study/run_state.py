@@ -29,7 +29,8 @@ def progress_records(study_dir: Path) -> list[dict[str, Any]]:
     """The run records of ``progress.jsonl`` (none without one). A line that is not a run's record is
     skipped, as a torn one is (a kill mid-write): a hand-edited progress file must not cost the report."""
     try:
-        lines = (Path(study_dir) / PROGRESS).read_text(encoding="utf-8").splitlines()
+        # (utf-8-sig: a file saved by an editor behind a byte-order mark lost its first record: review ca)
+        lines = (Path(study_dir) / PROGRESS).read_text(encoding="utf-8-sig").splitlines()
     except OSError:
         return []
     records = []
@@ -95,9 +96,12 @@ def _written_after_local_time(log: Path, when: Any) -> bool:
 
     try:
         parsed = time.strptime(str(when), "%Y-%m-%dT%H:%M:%S")
-        # The later of its readings: in the hour a clock change repeats, local time names two instants (review bz:
-        # read as the first, the failed attempt's own last write looked later).
-        recorded = max(time.mktime((*parsed[:8], dst)) for dst in (0, 1))
+        # The readings that name this local time (mktime with the wrong DST flag shifts it an hour: review ca), the
+        # later where two do -- the hour a clock change repeats (review bz: read as the first, the failed attempt's own
+        # last write looked later); a time the clock skipped has none and keeps both.
+        readings = [time.mktime((*parsed[:8], dst)) for dst in (0, 1)]
+        named = [t for t in readings if time.localtime(t)[:6] == parsed[:6]]
+        recorded = max(named or readings)
         return log.stat().st_mtime > recorded + 1  # (the record's second, rounded down)
     except (OSError, ValueError, OverflowError):  # no log, no time: the record stands
         return False

@@ -247,6 +247,17 @@ def written_by(ckpt: Path) -> int | None:
     return int(state.get("nproc", 1)) if isinstance(state, dict) else None
 
 
+def _permission_error(exc: BaseException | None) -> PermissionError | None:
+    """The PermissionError behind ``exc`` (itself, or what it was raised from), if any."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, PermissionError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def verify_shards(path: Path, sums_written: bool = False) -> None:
     """Raise ``OSError`` unless every file the shards' metadata (``torch.distributed.checkpoint``)
     lists is in ``path`` and as long as the metadata says -- and, where the shards have their checksums
@@ -352,7 +363,13 @@ def _saved_state(state: Path) -> Any:
 
 def damaged(path: Path, exc: BaseException) -> InputError:
     """The error for checkpoint ``path`` (its state or its shards) that cannot be read: it names the
-    newest earlier checkpoint to resume from instead."""
+    newest earlier checkpoint to resume from instead -- unless this user may not read it, which is no damage:
+    moving it aside or training anew (what the advice said: review ca) throws the run's progress away."""
+    denied = _permission_error(exc)
+    if denied is not None:
+        where = denied.filename or path
+        return InputError(f"checkpoint {path} cannot be read: permission denied on {where} (nothing says it is "
+                          f"damaged): give this user read access to {path} (chmod -R u+r, or chown) and resume again")
     earlier = [p for p in _checkpoints(path.parent) if checkpoint_step(p) < checkpoint_step(path)]
     # Only one that passes the cheap checks is named: naming a damaged one led to a second error. Newest first, to
     # the first that looks intact (each check may read a whole checkpoint: review bm); every unreadable one between

@@ -26,7 +26,7 @@ from scalerl.curves.rows import DEFAULT_RUN_COLUMN
 from scalerl.curves.bands import DEFAULT_LEVEL, read_calibration
 from scalerl.errors import InputError
 from scalerl.report_text import html_page, html_table, md_fence, md_table, md_text
-from scalerl.runlog import RESUME, final_model_step, finite_json, has_final_model, read_runlog
+from scalerl.runlog import RESUME, config_setting, final_model_step, finite_json, has_final_model, read_runlog
 from scalerl.train.collapse import collapse_note, collapsed_steps
 from scalerl.train.config import CALIBRATION_COPY
 from scalerl.train.report_files import CURVE_PNG, REPORT_HTML, REPORT_MD, SETS_PNG
@@ -62,8 +62,7 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     output = Path(output)
     log = output / "runlog.jsonl"
     header, rows, evals, log_notes = _read_evals(output, log)
-    cfg = header.get("config", {})
-    x = x or cfg.get("forecast", {}).get("x", "flops")
+    x = x or str(config_setting(header, "forecast", "x") or "flops")
     cal = read_calibration(calibration, level=DEFAULT_LEVEL) if calibration else None  # asked for: an error if unreadable
     sets = _eval_sets(evals)
     y = f"{sets[0]}/pass_rate"
@@ -84,7 +83,7 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
         rep.sample = last_sample(output, step=evals[-1].get("step"))
     except InputError as exc:
         f["log_notes"].append(f"no sample shown: {exc}")
-    cal, said = _calibration(output, cfg.get("forecast", {}).get("calibration"), calibration, cal)
+    cal, said = _calibration(output, config_setting(header, "forecast", "calibration"), calibration, cal)
     if said is not None:
         f["calibration"] = said
     if cal is not None and cal.level_note(DEFAULT_LEVEL):  # (review bw: a 6-run-cut file's bands were called 95%)
@@ -163,7 +162,6 @@ def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]],
     best (``ys``: the finite pass rates), its reward failures, resumes and collapses, whether it finished."""
     if ys.size == 0:
         raise InputError(f"{output}: no evaluation with a finite pass rate yet")
-    cfg = header.get("config", {})
     trained = trained_steps(rows, int(evals[-1]["step"]))
     has_final = has_final_model(output)
     final_step = final_model_step(output) if has_final else None
@@ -172,7 +170,7 @@ def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]],
         trained_steps=trained, has_final=has_final, final_step=final_step, planned_steps=planned,
         finished=finished_with_final(has_final, final_step, trained, planned),
         recipe=header.get("recipe"), model=header.get("model"), task=header.get("task"),
-        params=header.get("params"), steps=int(evals[-1]["step"]), evaluations=len(evals),
+        params=_count(header.get("params")), steps=int(evals[-1]["step"]), evaluations=len(evals),
         start=float(ys[0]), final=float(ys[-1]), gain=float(ys[-1] - ys[0]), best=float(ys.max()),
         gpu_hours=_number(evals[-1].get("gpu_hours")), flops=_number(evals[-1].get("flops")),
         samples=_count(evals[-1].get("samples")),
@@ -180,7 +178,7 @@ def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]],
         reward_timeouts=_count(evals[-1].get("reward_timeouts", 0)) or 0,  # (null: none counted -- review by, a TypeError)
         resumed_from_steps=[r.get("from_step") for r in rows if r.get("type") == RESUME],
         collapsed_steps=collapsed_steps(r for r in rows if r.get("type") == "train"),
-        lr=cfg.get("recipe", {}).get("optimizer", {}).get("lr"),
+        lr=config_setting(header, "recipe", "optimizer", "lr"),
     )
 
 
