@@ -272,12 +272,14 @@ def test_the_activation_probe_on_shards_measures_what_one_process_does_and_the_s
     assert got["grad_norm"] == pytest.approx(want["grad_norm"], rel=1e-5)
 
 
-def _read_error_rank(rank, world, root, failing, box):
+def _read_error_rank(rank, world, root, failing, where, box):
     """Rank 0 writes a checkpoint of a trainer group whose rank ``failing`` cannot read its share of the shards back
-    (a disk's EIO while it checksums them), and says what it got."""
+    (a disk's EIO while it checksums them; ``where="verify"``: rank 0's check that every rank's shards are there),
+    and says what it got."""
     from scalerl.rl.components import resolve_recipe
     from scalerl.rl.presets import get_recipe
-    from scalerl.train import checkpoint
+    from scalerl.errors import InputError
+    from scalerl.train import checkpoint, distributed
     from scalerl.train.distributed import Rank, TrainerGroup, follow, shard
     from scalerl.train.precision import FULL
     from scalerl.train.update import build_optimizer
@@ -289,10 +291,15 @@ def _read_error_rank(rank, world, root, failing, box):
     opt, sched = build_optimizer(model, recipe)
     group = TrainerGroup(model, opt, sched, resolve_recipe(recipe), FULL, Rank(rank, world, cpu),
                          dict(temperature=1.0, pad_token_id=0, micro_batch_size=4, device=cpu, share_prompt=True))
-    if rank == failing:
-        def unreadable(file):
-            raise OSError(errno.EIO, "Input/output error", str(file))
+    def unreadable(file, *_):
+        raise OSError(errno.EIO, "Input/output error", str(file))
 
+    def missing(path, *_):  # what verify_shards raises where another machine's shards are not in rank 0's directory
+        raise FileNotFoundError(f"{path}/__1_0.distcp is missing")
+
+    if rank == failing and where in ("verify", "missing"):
+        distributed.verify_shards = unreadable if where == "verify" else missing
+    elif rank == failing:
         checkpoint._crc32 = unreadable
     if rank != 0:
         follow(group)
@@ -302,6 +309,8 @@ def _read_error_rank(rank, world, root, failing, box):
         got = (None, "saved")
     except OSError as exc:  # (the trainer says an OSError as "stopped at step N: cannot write ...; resume with")
         got = (exc.errno, str(exc))
+    except InputError as exc:
+        got = ("InputError", str(exc))
     group.stop()
     box.put((got, sorted(p.name for p in root.iterdir())))
 
@@ -312,7 +321,23 @@ def test_a_read_error_of_any_rank_in_the_checksums_reaches_rank_0_as_that_error(
     # tracebacks; bt: its errno was lost (the trainer says a disk's errors in one line, others in a traceback).
     from scalerl.train.trainer import _DISK_ERRNOS
 
-    (number, message), left = run_ranks(_read_error_rank, tmp_path / "checkpoints", failing)
+    (number, message), left = run_ranks(_read_error_rank, tmp_path / "checkpoints", failing, "checksums")
     assert number == errno.EIO and number in _DISK_ERRNOS, (number, message)
     assert f"Input/output error (rank {failing}, reading the shards back to checksum them)" in message, message
     assert left == []  # the half-written checkpoint went
+
+
+def test_a_disk_error_in_rank_0_s_check_of_the_shards_is_said_as_that_error(tmp_path):
+    # Rank 0 checks every rank's shards are there before they are checksummed; a read error there (EIO) was said as
+    # "not all in ... as rank 0 sees it: ... must be on a file system every machine shares" (an InputError: no errno).
+    (number, message), left = run_ranks(_read_error_rank, tmp_path / "checkpoints", 0, "verify")
+    assert number == errno.EIO, (number, message)
+    assert "Input/output error (rank 0, checking the shards every rank wrote)" in message, message
+    assert "file system every machine shares" not in message and left == []
+
+
+def test_shards_rank_0_does_not_see_are_said_as_a_run_directory_not_shared(tmp_path):
+    (kind, message), left = run_ranks(_read_error_rank, tmp_path / "checkpoints", 0, "missing")
+    assert kind == "InputError" and "__1_0.distcp is missing" in message, (kind, message)
+    assert "must be on a file system every machine shares" in message and left == []
+

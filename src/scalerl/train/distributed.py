@@ -228,15 +228,18 @@ class TrainerGroup:
             try:
                 verify_shards(path)
                 files = [[f.name for f in shard_files(path)]]
-            except OSError as exc:
-                files = [str(exc)]
+            except OSError as exc:  # a file missing or short (no errno), or the disk's own error (EIO, EACCES ...)
+                files = [(exc.errno, str(exc) if exc.errno is None else exc.strerror, exc.filename)]
         if self.rank.world > 1:
             dist.broadcast_object_list(files, src=0, group=object_group())
-        if isinstance(files[0], str):  # (every rank returns: none is left waiting in the gather below)
-            if self.rank.leader:
+        if isinstance(files[0], tuple):  # (every rank returns: none is left waiting in the gather below)
+            number, text, filename = files[0]
+            if self.rank.leader and number is None:
                 raise InputError(f"a checkpoint's shards, written by every trainer rank, are not all in {path} as rank 0 "
-                                 f"sees it ({files[0]}): under a multi-machine trainer group the run directory (--output) "
+                                 f"sees it ({text}): under a multi-machine trainer group the run directory (--output) "
                                  "must be on a file system every machine shares")
+            if self.rank.leader:  # (a disk's error is no missing file system: said as the checksums' errors are)
+                raise OSError(number, f"{text} (rank 0, checking the shards every rank wrote)", filename)
             return
         try:
             mine: dict[str, int] | tuple = shard_sums([path / name for name in files[0][self.rank.rank::self.rank.world]])
