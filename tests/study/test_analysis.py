@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -211,7 +212,8 @@ def test_when_the_base_cannot_be_fitted_every_variant_says_why_it_is_not_classif
     assert dapo.A == pytest.approx(0.6, abs=0.03) and dapo.A_interval and dapo.extrapolated is not None
     assert flat.not_classified == flat.fit_error and "does not rise" in flat.fit_error
     report = (tmp_path / "report.md").read_text()
-    assert "| loo-loss-dapo | loss | not classified: the base scalerl has no fitted curve (" in report
+    assert "| loo-loss-dapo | loss | not classified (see the notes) |" in report
+    assert "the base scalerl has no fitted curve (" in report  # the reason, in the notes
     assert "| loo-length-penalty | length | not fitted |" in report
     dapo_fit_row = next(line for line in report.splitlines() if line.startswith("| loo-loss-dapo | 0 |"))
     assert "not fitted" not in dapo_fit_row and "| 0.600 [" in dapo_fit_row
@@ -376,3 +378,96 @@ def test_an_unstable_variants_rows_show_no_ceiling_gap_and_name_the_fall(tmp_pat
     assert moved[2] == "not classified (unstable run)" and moved[3] == "-"
     fit = next(r for r in fit_rows(a) if r[0] == "loo-loss-dapo")
     assert fit[4].endswith("(unstable run)") and fit[7] == "unstable: no forecast"
+
+
+#: A law whose pass rate falls from R0 = 0.3: a run that never learned (reported as not fitted).
+NEVER_LEARNS = (0.20, 1.5, 5e11)
+
+#: Truth: sample aggregation only slows (C_mid x2.4); DAPO never learns.
+SLOW_AND_FLAT = {
+    "scalerl": (0.70, 1.5, 5e11),
+    "loo-aggregation-sample": (0.70, 1.5, 1.2e12),
+    "loo-loss-dapo": NEVER_LEARNS,
+}
+
+
+def test_report_bootstrap_flag_is_the_count_the_report_names(tmp_path):
+    from scalerl.cli import main
+
+    spec = StudySpec(family="loo", only=["loo-aggregation-sample"], steps=200, eval_every=10, bootstrap=300)
+    write_study(tmp_path, spec, SLOW_AND_FLAT)
+    assert main(["report", str(tmp_path), "--bootstrap", "40"]) == 0
+    md = (tmp_path / "report.md").read_text()
+    facts = json.loads((tmp_path / "analysis.json").read_text())
+    assert "40 bootstrap resamples" in md, re.findall(r".*bootstrap resamples.*", md)
+    assert facts["spec"]["bootstrap"] == 40 or facts.get("bootstrap") == 40
+
+
+def test_dB_and_cmid_columns_name_the_level_of_the_intervals_they_show(tmp_path, monkeypatch):
+    import importlib
+
+    from scalerl.study.analysis import analyse_study
+    from scalerl.study.report import what_moved_rows
+
+    compare_mod = importlib.import_module("scalerl.curves.compare")  # (scalerl.curves.compare is the function)
+    quantiles = []
+    real = compare_mod.critical_value
+
+    def recording(p, dof):
+        quantiles.append(p)
+        return real(p, dof)
+
+    monkeypatch.setattr(compare_mod, "critical_value", recording)
+    spec = StudySpec(family="loo", only=["loo-aggregation-sample"], steps=200, eval_every=10, bootstrap=50)
+    write_study(tmp_path, spec, SLOW_AND_FLAT)
+    a = analyse_study(tmp_path)
+    assert a.variant("loo-aggregation-sample").kind == "efficiency"
+    # _classify_intervals asks for dA's quantile, then dB's, then ln C_mid's (then the +-margin check's).
+    _, p_dB, p_dC, *_ = quantiles
+    header = what_moved_rows(a)[0]
+    (dB_head,) = [h for h in header if h.startswith("dB")]
+    (dC_head,) = [h for h in header if h.startswith("ln C_mid ratio")]
+    for head, p in ((dB_head, p_dB), (dC_head, p_dC)):
+        stated = float(re.search(r"\[([\d.]+)%\]", head).group(1))
+        assert stated == pytest.approx(100 * (2 * p - 1)), (head, p)
+
+
+def test_unclassified_variant_is_not_called_unclassified_by_the_paper_in_analysis_json(tmp_path):
+    from scalerl.study.report import write_study_report
+
+    spec = StudySpec(family="loo", only=["loo-aggregation-sample", "loo-loss-dapo"], steps=200, eval_every=10,
+                     bootstrap=50)
+    write_study(tmp_path, spec, SLOW_AND_FLAT)
+    write_study_report(tmp_path)
+    variants = {v["label"]: v for v in json.loads((tmp_path / "analysis.json").read_text())["variants"]}
+    dapo = variants["loo-loss-dapo"]
+    assert dapo["kind"] is None and dapo["fit_error"]  # the flat curve: not fitted, as planted
+    assert dapo["expected"] == "ceiling"  # the paper does classify loss type
+    assert dapo["agreement"] != "n/a"
+
+
+def test_moved_cell_of_an_unfitted_variant_stays_short(tmp_path):
+    from scalerl.study.analysis import analyse_study
+    from scalerl.study.report import what_moved_rows
+
+    laws = {**SLOW_AND_FLAT, "scalerl": NEVER_LEARNS}  # the base never learns: nothing can be classified
+    spec = StudySpec(family="loo", only=["loo-aggregation-sample"], steps=200, eval_every=10, bootstrap=50)
+    write_study(tmp_path, spec, laws)
+    a = analyse_study(tmp_path)
+    assert a.variant("scalerl").fit_error  # as planted
+    rows = what_moved_rows(a)
+    moved = [r[2] for r in rows[1:]]
+    assert all(len(m) <= 80 for m in moved), [len(m) for m in moved]
+
+
+def test_fits_table_marks_the_base_even_when_it_is_not_fitted(tmp_path):
+    from scalerl.study.analysis import analyse_study
+    from scalerl.study.report import fit_rows
+
+    laws = {"batch-16": NEVER_LEARNS, "batch-8": (0.70, 1.5, 5e11)}  # the base (16) never learns
+    spec = StudySpec(family="batch-size", values=[8], steps=200, eval_every=10, bootstrap=50)
+    write_study(tmp_path, spec, laws)
+    a = analyse_study(tmp_path)
+    assert a.variant("batch-16").is_base and a.variant("batch-16").A is None
+    first = {r[0].split()[0]: r[0] for r in fit_rows(a)[1:]}
+    assert "(base)" in first["batch-16"], first

@@ -233,3 +233,15 @@ def test_a_run_whose_compute_cannot_be_measured_fails_instead_of_resuming_foreve
     o = execute_run(to_dict(plans[0].config), Budget.of(spec))
     assert o.status == "failed" and "cannot be extended to the budget (1e+20 flops)" in o.error
     assert "has flops = None" in o.error and len(resumes) == 1
+
+
+def test_sweep_run_named_after_the_preset_is_the_preset(tmp_path):
+    from scalerl.study.plan import base_config
+
+    spec = StudySpec(family="batch-size", values=[8, 16], base_value=12, steps=200, eval_every=20)
+    own = base_config(StudySpec(family="batch-size")).recipe.batch.prompts_per_step  # 16 under cpu-tiny
+    plans = plan_study(spec, tmp_path)
+    named = {p.variant.label: (p.config.recipe_name, p.config.recipe.batch.prompts_per_step) for p in plans}
+    assert named["batch-12"][1] == 12 and own == 16  # the base runs 12 prompts, as asked
+    for label, (recipe_name, prompts) in named.items():
+        assert (recipe_name == "scalerl") == (prompts == own), named

@@ -1,10 +1,13 @@
 """``scalerl study`` on bad input: one line on stderr, exit status 2 -- and nothing trained."""
 
+import argparse
 import shutil
+from pathlib import Path
 
 import pytest
 
 from scalerl.cli import main
+from scalerl.study.runner import save_spec
 from scalerl.study.spec import StudySpec
 
 from .synthetic import write_study
@@ -328,3 +331,33 @@ def test_resuming_a_finished_ray_study_starts_no_cluster(tmp_path, capsys, monke
     assert main(["study", "--output", str(tmp_path), "--resume"]) == 0
     err = capsys.readouterr().err
     assert err.count("already finished") == 2 and "[2/2] loo-loss-dapo/seed0: already finished" in err, err
+
+
+def test_rerunning_the_same_command_does_not_duplicate_the_overrides(tmp_path):
+    from scalerl.commands.study import add_arguments, resolve_spec
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    argv = ["--family", "loo", "--only", "loo-loss-dapo", "--steps", "6", "--eval-every", "1", "--output",
+            str(tmp_path), "--set", "eval.problems=16", "--set", "forecast.enabled=false"]
+    first, _ = resolve_spec(parser.parse_args(argv))
+    assert first.overrides == ["eval.problems=16", "forecast.enabled=false"]
+    save_spec(first, tmp_path)  # what `scalerl study` saves before its runs
+    # "Running the same command again therefore continues a killed study" (docs/study.md): the same spec.
+    again, _ = resolve_spec(parser.parse_args(argv))
+    assert again.overrides == first.overrides
+
+
+def test_flags_change_the_saved_study_of_the_default_directory_too(tmp_path, monkeypatch):
+    from scalerl.commands.study import add_arguments, resolve_spec
+
+    monkeypatch.chdir(tmp_path)
+    saved = StudySpec(family="loo", only=["loo-aggregation-sample"], steps=200, eval_every=20, bootstrap=50)
+    write_study(tmp_path / "runs" / "study-loo", saved, {"scalerl": (0.70, 1.5, 5e11), "loo-aggregation-sample": (0.70, 1.5, 1.2e12)}, points=11)
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    explicit, d1 = resolve_spec(parser.parse_args(["--output", "runs/study-loo", "--seeds", "2"]))
+    default, d2 = resolve_spec(parser.parse_args(["--family", "loo", "--seeds", "2"]))
+    assert d1 == d2 == Path("runs/study-loo")
+    assert (explicit.seeds, explicit.only, explicit.steps) == (2, ["loo-aggregation-sample"], 200)  # adds a seed
+    assert (default.seeds, default.only, default.steps) == (2, ["loo-aggregation-sample"], 200)

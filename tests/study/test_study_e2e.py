@@ -104,7 +104,7 @@ def test_micro_study_end_to_end(study_cache, tmp_path, capsys, monkeypatch):
         assert (out / "curves.png").exists() and (out / "intervals.png").exists()
     else:  # a curve (its own or the base's) that did not rise in four steps: the report says why
         assert dapo["not_classified"]
-        row = "| loo-loss-dapo | loss | " + ("not fitted |" if dapo["fit_error"] else "not classified: ")
+        row = "| loo-loss-dapo | loss | " + ("not fitted |" if dapo["fit_error"] else "not classified (see the notes) |")
         assert row in (out / "report.md").read_text()
     assert "what each choice moved" in captured.out
 

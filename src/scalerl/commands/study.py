@@ -101,11 +101,16 @@ def resolve_spec(args):
     from scalerl.study.spec import SPEC_FILE, StudySpec, load_spec, with_changes
 
     changes = _changes(args)
-    saved_path = Path(args.output) / SPEC_FILE if args.output else None
+    # The directory holding the study to continue: --output's, else (no spec file to name the family) the default
+    # one of --family's -- whose saved study the flags change as --output's (review cc: they changed the defaults,
+    # and `--family loo --seeds 2` planned 18 runs where `--output runs/study-loo --seeds 2` added a seed).
+    default_dir = None if args.output or args.spec else Path(f"runs/study-{args.family or StudySpec().family}")
+    saved_path = Path(args.output) / SPEC_FILE if args.output else default_dir / SPEC_FILE if default_dir else None
     saved = _saved(saved_path, spec_file=bool(args.spec))
     if args.resume:
         if saved is None:
-            raise InputError(f"--resume: {args.output or '(no --output)'} holds no study ({SPEC_FILE}); "
+            where = args.output or f"{default_dir} (no --output)"
+            raise InputError(f"--resume: {where} holds no study ({SPEC_FILE}); "
                              "give --output DIR of a study, or drop --resume to start one")
         if args.spec:
             raise InputError("--resume continues the study with its saved spec; drop the spec file")
@@ -119,7 +124,7 @@ def resolve_spec(args):
     else:
         spec = StudySpec()
     if args.overrides:
-        changes["overrides"] = [*spec.overrides, *args.overrides]
+        changes["overrides"] = _merged_overrides(spec.overrides, args.overrides)
     # Saved in the study's spec: absolute, so `report` finds it from anywhere -- the flag's, and a
     # spec file's (relative to the working directory, as a train config's paths are).
     calibration = changes.get("calibration") or (spec.calibration if args.spec else None)
@@ -133,6 +138,16 @@ def resolve_spec(args):
         raise InputError(f"{directory} holds a {saved.family} study of {saved.base}; this is a {spec.family} "
                          f"study of {spec.base} -- use another --output")
     return spec, directory
+
+
+def _merged_overrides(saved: list[str], given: list[str]) -> list[str]:
+    """The saved ``KEY=VALUE`` overrides with ``given`` after them, each key once (the one given last): the
+    same command run again gives the same spec (review cc: every rerun appended its --set values again)."""
+    out = list(saved)
+    for item in given:
+        key = item.partition("=")[0].strip()
+        out = [o for o in out if o.partition("=")[0].strip() != key] + [item]
+    return out
 
 
 def _saved(path: Path | None, *, spec_file: bool):

@@ -49,6 +49,9 @@ from scalerl.study.spec import SPEC_FILE, StudySpec, load_saved_spec
 #: Agreement of a measured classification with the paper's expectation.
 AGREES, OPPOSITE, DISAGREES, INCONCLUSIVE, NOT_APPLICABLE = (
     "agrees", "same kind, opposite direction", "disagrees", "inconclusive", "n/a")
+#: A variant with no classification (its fit or the base's failed): "n/a" is the paper classifying no such
+#: component, and read so beside the paper's own "ceiling" (review cc).
+NOT_CLASSIFIED = "not classified"
 
 
 @dataclass
@@ -118,6 +121,9 @@ class StudyAnalysis:
     y: str
     base: str
     variants: list[VariantResult]
+    bootstrap: int = 0
+    """The bootstrap resamples the fits used: the spec's, or ``scalerl report --bootstrap``'s (review cc: the
+    report named the spec's while the analysis used the flag's)."""
     common_A: float | None = None
     extrapolate_at: float | None = None
     compare: CompareResult | None = None
@@ -134,7 +140,7 @@ class StudyAnalysis:
 
         return {
             "directory": str(self.directory), "spec": to_dict(self.spec), "x": self.x, "y": self.y,
-            "base": self.base, "common_A": self.common_A, "extrapolate_at": self.extrapolate_at,
+            "base": self.base, "bootstrap": self.bootstrap, "common_A": self.common_A, "extrapolate_at": self.extrapolate_at,
             "notes": self.notes,
             "variants": [{**{k: (list(v) if isinstance(v, tuple) else v) for k, v in vr.__dict__.items()}, "kind": vr.kind}
                          for vr in self.variants],
@@ -299,7 +305,7 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
     base = next(v for v in variants if v.is_base)
     results = [_variant_result(spec, v, base.value, curves[v.label], pending[v.label], left_out[v.label])
                for v in variants]
-    analysis = StudyAnalysis(directory, spec, spec.x, y, base.label, results)
+    analysis = StudyAnalysis(directory, spec, spec.x, y, base.label, results, bootstrap=n_boot)
     analysis.notes.extend(failures)
     _note_capped(analysis, curves)
     fits = _fit_variants(analysis, curves, n_boot=n_boot, seed=seed)
@@ -316,6 +322,7 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
         for vr in results:
             if not vr.is_base:
                 vr.not_classified = vr.fit_error or f"the base {base.label} has no fitted curve ({why})"
+                vr.agreement = NOT_CLASSIFIED
         return analysis
     result = _classify_variants(analysis, fits, n_boot=n_boot, seed=seed)
     _common_A_view(analysis, result, n_boot, seed)
@@ -323,6 +330,7 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
     for vr in results:
         if not vr.is_base and vr.classification is None:
             vr.not_classified = vr.fit_error
+            vr.agreement = NOT_CLASSIFIED
     for v in results:
         if v.fit_error:
             analysis.notes.append(f"not fitted: {v.label}: {v.fit_error}")

@@ -152,8 +152,10 @@ def _knob_sweep(path: str, label: str, what: str, component: str, minimum: int):
         values, base_value = _int_values(spec, node, [max(minimum, node // 2), node, node * 2], what, minimum)
         out = []
         for v in values:
+            # Named the preset only where it is the preset (the recipe's own value), not where it is the study's
+            # baseline: with --base-value 12, the 12-prompt run was named "scalerl" and the preset's 16 not (review cc).
             out.append(Variant(f"{label}-{v}", f"{spec.base} with {v} {what}", spec.base,
-                               spec.base if v == base_value else f"{spec.base}+{label}-{v}",
+                               spec.base if v == node else f"{spec.base}+{label}-{v}",
                                overrides=(f"{path}={v}",), components=(component,) if v != base_value else (),
                                value=v, is_base=v == base_value))
         return _base_first(out)
@@ -169,7 +171,7 @@ def length_overrides(length, new_max: int) -> list[str]:
     """
     if new_max <= length.answer_budget:
         raise ConfigError(f"values: a generation length of {new_max} tokens leaves no room for thinking "
-                          f"(the answer budget alone is {length.answer_budget}); use more than {length.answer_budget + 1}")
+                          f"(the answer budget alone is {length.answer_budget}); use at least {length.answer_budget + 1}")
     s = new_max / length.max_new_tokens
     lo, hi = (max(1, round(t * s)) for t in length.think_budget)
     hi = min(hi, new_max - length.answer_budget)
@@ -187,7 +189,7 @@ def _gen_length(spec, base_cfg) -> list[Variant]:
     out = []
     for v in values:
         out.append(Variant(f"length-{v}", f"{spec.base} with a {v}-token generation length", spec.base,
-                           spec.base if v == base_value else f"{spec.base}+length-{v}",
+                           spec.base if v == m else f"{spec.base}+length-{v}",
                            overrides=tuple(length_overrides(length, v)) if v != m else (),
                            components=("generation length",) if v != base_value else (), value=v,
                            is_base=v == base_value))
