@@ -361,3 +361,12 @@ def test_flags_change_the_saved_study_of_the_default_directory_too(tmp_path, mon
     assert d1 == d2 == Path("runs/study-loo")
     assert (explicit.seeds, explicit.only, explicit.steps) == (2, ["loo-aggregation-sample"], 200)  # adds a seed
     assert (default.seeds, default.only, default.steps) == (2, ["loo-aggregation-sample"], 200)
+
+
+def test_a_set_given_again_replaces_the_saved_one_of_its_field_however_it_is_spelled():
+    from scalerl.commands.study import _merged_overrides
+
+    saved = ["k=2", "eval.problems=16"]
+    assert _merged_overrides(saved, saved) == saved  # the same command again: the same spec
+    assert _merged_overrides(saved, ["recipe.off_policy.k=4"]) == ["eval.problems=16", "recipe.off_policy.k=4"]
+    assert _merged_overrides(saved, ["no.such.key=1"]) == [*saved, "no.such.key=1"]  # (refused where validated)

@@ -142,11 +142,22 @@ def resolve_spec(args):
 
 def _merged_overrides(saved: list[str], given: list[str]) -> list[str]:
     """The saved ``KEY=VALUE`` overrides with ``given`` after them, each key once (the one given last): the
-    same command run again gives the same spec (review cc: every rerun appended its --set values again)."""
+    same command run again gives the same spec (review cc: every rerun appended its --set values again). Keys
+    compare as the config field they name (``k`` is ``recipe.off_policy.k``); one that names none is checked
+    where the spec is validated, and compared as written here."""
+    from scalerl.config import resolve_key
+    from scalerl.train.config import TrainConfig
+
+    def key(item: str) -> str:
+        raw = item.partition("=")[0].strip()
+        try:
+            return resolve_key(TrainConfig, raw)
+        except (ConfigError, ValueError, KeyError):
+            return raw
+
     out = list(saved)
     for item in given:
-        key = item.partition("=")[0].strip()
-        out = [o for o in out if o.partition("=")[0].strip() != key] + [item]
+        out = [o for o in out if key(o) != key(item)] + [item]
     return out
 
 
