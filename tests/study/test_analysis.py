@@ -471,3 +471,12 @@ def test_fits_table_marks_the_base_even_when_it_is_not_fitted(tmp_path):
     assert a.variant("batch-16").is_base and a.variant("batch-16").A is None
     first = {r[0].split()[0]: r[0] for r in fit_rows(a)[1:]}
     assert "(base)" in first["batch-16"], first
+
+
+def test_a_fit_error_naming_fit_options_says_they_are_scalerl_fits_and_on_which_run(tmp_path):
+    # The forecaster's advice ("--fit-until", "--plot") names options study and report do not take (review cc).
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=200, eval_every=10, bootstrap=20)
+    write_study(tmp_path, spec, {"scalerl": SLOW_AND_FLAT["scalerl"], "loo-loss-dapo": NEVER_LEARNS})
+    error = analyse_study(tmp_path).variant("loo-loss-dapo").fit_error
+    assert "--fit-until" in error
+    assert error.endswith(f"(those options are scalerl fit's: `scalerl fit {tmp_path}/runs/loo-loss-dapo/seed0`)")

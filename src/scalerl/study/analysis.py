@@ -44,6 +44,7 @@ from scalerl.curves.uncertainty import independent_seeds
 from scalerl.errors import InputError
 from scalerl.study.families import Variant
 from scalerl.study.paper import UNNAMED, Finding, expectation
+from scalerl.study.plan import run_directory
 from scalerl.study.spec import SPEC_FILE, StudySpec, load_saved_spec
 
 #: Agreement of a measured classification with the paper's expectation.
@@ -391,6 +392,9 @@ def _fit_variants(analysis: StudyAnalysis, curves: dict[str, list[Curve]], *, n_
                 fits[vr.label] = RunFit(vr.label, fitted, fit_seeds(fitted, n_boot=n_boot, seed=stream))
             except InputError as exc:
                 vr.fit_error = str(exc)
+                if " --" in vr.fit_error:  # (the forecaster's advice names scalerl fit's options: review cc)
+                    vr.fit_error += (f" (those options are scalerl fit's: `scalerl fit "
+                                     f"{run_directory(analysis.directory, vr.label, vr.seeds[0] if vr.seeds else 0)}`)")
     return fits
 
 
