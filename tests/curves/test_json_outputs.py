@@ -290,3 +290,14 @@ def test_report_does_not_read_a_boolean_as_one_reward_error(tmp_path, capsys):
     assert main(["report", str(d)]) == 0
     md = (d / "report.md").read_text()
     assert "1 errors" not in md, [line for line in md.splitlines() if "reward function" in line]
+
+
+@pytest.mark.parametrize("command", ["fit", "compare", "backtest"])
+def test_json_with_a_plot_says_where_the_figure_went(tmp_path, capsys, command):
+    runs = [_healthy(tmp_path, "a", 0)] + ([_healthy(tmp_path, "b", 1)] if command == "compare" else [])
+    figure = tmp_path / "figure.png"
+    cut = ["--cut-fraction", 0.5] if command == "backtest" else []
+    rc, out, err = _cli(capsys, command, *runs, "--x", "step", "--y", "acc", *cut, "--plot", figure, "--json",
+                        "--bootstrap", 50)
+    assert rc == 0, err
+    assert _strict_json(out)["plot"] == str(figure) and figure.exists()

@@ -87,6 +87,8 @@ def run(args) -> int:
         objs = [bt.as_dict() for bt in results]
         out = objs[0] if len(curves) == 1 else {"runs": objs, "skipped": [s.as_json() for s in skipped]}
         out["bands_calibration"] = _bands_calibration(results, args)
+        if args.plot:  # (as fit's JSON says where its figure went)
+            out["plot"] = args.plot
         print(json.dumps(finite_json(out), allow_nan=False, default=_jsonable))
         return 0
     several = len(results) > 1

@@ -154,8 +154,10 @@ def run(args) -> int:
 
         plot_compare(result, args.plot)
     if args.json:
-        print(json.dumps(finite_json({**_as_json(result, args, kw.get("calibration")), "notes": notes}), allow_nan=False,
-                         default=str))
+        out = {**_as_json(result, args, kw.get("calibration")), "notes": notes}
+        if args.plot:  # (as fit's JSON says where its figure went)
+            out["plot"] = args.plot
+        print(json.dumps(finite_json(out), allow_nan=False, default=str))
         return 0
     rows = []
     preds = result.predictions()
