@@ -51,3 +51,16 @@ def test_interruption_phrase_is_three_tokens_and_any_other_text_still_encodes(ch
     other = "Okay, time is up! </think>"
     ids = char_tokenizer(other, add_special_tokens=False).input_ids
     assert len(ids) == len(other) - len(THINK_CLOSE) + 1 and char_tokenizer.decode(ids) == other
+
+
+def test_tiny_tokenizer_as_loaded_keeps_the_prompts_whitespace(tmp_path, random_model, char_tokenizer):
+    from scalerl.models.loading import load_model
+
+    random_model.save_pretrained(tmp_path)  # as models/tiny.py saves the tiny model: weights, then its tokenizer
+    char_tokenizer.save_pretrained(tmp_path)
+    _, tokenizer = load_model(str(tmp_path), dtype="float32")
+    text = "What is 12 + 30?\nAnswer:"
+    assert char_tokenizer.decode(char_tokenizer(text).input_ids, skip_special_tokens=True) == text  # as built
+    ids = tokenizer(text).input_ids
+    assert tokenizer.decode(ids, skip_special_tokens=True) == text  # as every run and eval loads it
+    assert ids == char_tokenizer(text).input_ids

@@ -1,4 +1,5 @@
 import json
+import logging
 import re
 import threading
 import time
@@ -830,3 +831,56 @@ def test_an_evaluation_directory_without_the_split_says_how_to_choose_its_own(tm
     assert "no data file of split 'train'" in message and "splits: test" in message
     assert "{eval_data: {math500: {data: " in message and "split: NAME}" in message
     assert "task.settings={split: NAME}" not in message
+
+
+def _write_rows(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_rows_held_out_past_max_val_are_not_silently_lost(tmp_path, caplog):
+    from scalerl.tasks.registry import get_task
+
+    data = _write_rows(tmp_path / "train.jsonl", [{"prompt": f"q{i}", "answer": str(i)} for i in range(1000)])
+    with caplog.at_level(logging.WARNING):
+        task = get_task("math", settings={"data": str(data), "val_fraction": 0.2, "max_val": 50})
+        train, val = task.train_problems(), task.eval_sets()["val"]
+    lost = 1000 - len(train) - len(val)
+    assert len(val) == 50
+    # Either every row is trained on or evaluated, or the rows that are neither are counted in a warning.
+    assert lost == 0 or any(str(lost) in r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING), \
+        f"{lost} of 1000 rows are neither trained on nor evaluated, unsaid"
+
+
+def test_training_rows_removed_for_overlapping_eval_set_are_counted(tmp_path, caplog):
+    from scalerl.tasks.registry import get_task
+
+    rows = [{"prompt": f"{i}+1=", "answer": str(i + 1)} for i in range(100)]
+    data = _write_rows(tmp_path / "train.jsonl", rows)
+    val = _write_rows(tmp_path / "val.jsonl", rows[:90])  # an evaluation file that is most of the training data
+    with caplog.at_level(logging.WARNING):
+        task = get_task("math", settings={"data": str(data), "eval_data": {"val": str(val)}})
+        train = task.train_problems()
+    assert len(train) == 10  # 90 of the 100 training rows removed...
+    # ...and said: a training set cut to a tenth without a word changes the experiment.
+    assert any("90" in r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING), \
+        "90 of 100 training rows were removed (their prompts are in eval set 'val') without a warning"
+
+
+def test_a_failed_reward_call_never_pays_better_than_a_wrong_answer(tmp_path):
+    from scalerl.tasks.registry import get_task
+
+    data = _write_rows(tmp_path / "train.jsonl", [{"prompt": f"{i}+2=", "answer": str(i + 2)} for i in range(40)])
+    reward = tmp_path / "judge.py"  # a judge's scale: +10 right, -5 wrong; it raises on output it cannot parse
+    reward.write_text("def score(completion, answer):\n"
+                      "    if completion == 'crash':\n"
+                      "        raise ValueError('cannot parse')\n"
+                      "    return 10.0 if completion.strip() == answer else -5.0\n")
+    task = get_task("math", reward=f"{reward}:score", settings={"data": str(data)})
+    try:
+        problem = task.train_problems()[0]
+        right, wrong, failed = (task.reward(problem, c) for c in (problem.answer, "wrong", "crash"))
+    finally:
+        task.close()
+    assert (right, wrong) == (10.0, -5.0)
+    assert failed <= wrong, f"a call that raised scored {failed}, better than the wrong answer's {wrong}"

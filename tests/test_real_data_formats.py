@@ -2,6 +2,7 @@
 with the right prompt and answer, or is refused in one line saying what to pass -- never a wrong
 reference read silently, which would score every right completion -1."""
 
+import csv
 import json
 
 import pytest
@@ -341,3 +342,18 @@ def test_a_parquet_map_answer_is_named_as_a_map_and_read_by_a_dotted_path(tmp_pa
     with pytest.raises(InputError, match=r"is a map \(keys 'value'\).*answer_field: answer\.value"):
         load_rows(str(path))
     assert _answers(str(path), answer_field="answer.value") == ["3"]
+
+
+@pytest.mark.parametrize("suffix, delimiter", [(".csv", ","), (".tsv", "\t")])
+def test_csv_with_a_long_cell_is_read(tmp_path, suffix, delimiter):
+    from scalerl.tasks.datasets import load_rows
+
+    path = tmp_path / f"train{suffix}"
+    long_prompt = "Summarise: " + "x" * 200_000  # a long-context prompt (pandas writes and reads it as it is)
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f, delimiter=delimiter)
+        writer.writerow(["prompt", "answer"])
+        writer.writerow([long_prompt, "1"])
+        writer.writerow(["2+2=", "4"])
+    rows = load_rows(path)
+    assert [(r.prompt, r.answer) for r in rows] == [(long_prompt, "1"), ("2+2=", "4")]

@@ -317,7 +317,9 @@ def run(args) -> int:
         with eval_bar(not args.no_progress, s, len(problems[s]) * pick["k"]) as bar:
             results[s] = evaluate(gen, tokenizer, task, problems[s], pick["k"], params, length,
                                   batch_size=base.get("batch_size", 512), progress=bar.update)
-        rewards = _reward_counts(task, pick["reward"])
+    # After every set, as train checks its evaluation (review cb: checked after each, one set the function cannot
+    # score stopped eval before the next, as "failed on all calls of this evaluation").
+    rewards = _reward_counts(task, pick["reward"])
     if args.json:
         print(json.dumps({"model": pick["model"], "task": pick["task"], "k": pick["k"],
                           "temperature": pick["temperature"], "sets": results, **rewards}, allow_nan=False))

@@ -194,7 +194,7 @@ def load_model(
     A missing path or an unreachable hub id raises :class:`InputError` naming it; so do weights
     that do not all reach the model (:func:`~scalerl.models.unloaded_weights.unloaded_weights`).
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # our own progress bar is the one that matters
@@ -204,14 +204,14 @@ def load_model(
     if base is not None:  # a LoRA adapter: its base with the adapter merged in, and the tokenizer saved beside it
         base_model, tokenizer = load_model(base, dtype, weights=weights, **kwargs)
         if any((Path(source) / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")):
-            tokenizer = AutoTokenizer.from_pretrained(source, **no_remote_code(kwargs))
+            tokenizer = read_tokenizer(source, **no_remote_code(kwargs))
         return (_merged_adapter(base_model, source) if weights else base_model).eval(), tokenizer
     kwargs = no_remote_code(kwargs)
     model_kwargs = dict(kwargs)
     if dtype is not None:
         model_kwargs["dtype"] = dtype
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+        tokenizer = read_tokenizer(source, **kwargs)
     except (OSError, ValueError) as exc:  # no tokenizer files saved with the weights, or an unusable one
         if "trust_remote_code" in str(exc):
             raise InputError(_REMOTE_CODE.format(name=name_or_path, what="tokenizer")) from None
@@ -332,6 +332,37 @@ def _tokenizer_refusal(source: str, name_or_path: str, exc: Exception) -> str:
         reason = str(exc).splitlines()[0].rstrip(": ")
     return (f"cannot load the tokenizer of {name_or_path!r} ({reason}): a model directory needs its tokenizer files "
             "beside the weights (tokenizer.save_pretrained(DIR))")
+
+
+#: Text a tokenizer must give back as it was (spaces, a newline, digits, punctuation): see :func:`read_tokenizer`.
+ROUND_TRIP_PROBE = "What is 12 + 30?\nAnswer: 42."
+
+
+def read_tokenizer(source: str, **kwargs: Any):
+    """``AutoTokenizer.from_pretrained(source)`` -- unless the class it picks loses text its own files keep.
+
+    transformers 5 picks the tokenizer class of the directory's ``config.json`` model type over a generic
+    ``tokenizer_config.json`` class (``TokenizersBackend``, ``PreTrainedTokenizerFast``), and that class
+    rebuilds the pipeline from the vocabulary: the tiny model's character tokenizer, saved beside a Qwen2
+    config, came back as a ``Qwen2Tokenizer`` whose byte-level pre-tokenizer dropped every space and newline
+    ("What is 12 + 30?" read as "Whatis12+30?": review cb). Where the picked class does not give the probe
+    text back and the tokenizer files' own pipeline (the generic class) does, that one is used."""
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+    if _round_trips(tokenizer) or not (Path(source) / "tokenizer.json").is_file():
+        return tokenizer
+    generic = PreTrainedTokenizerFast.from_pretrained(source, **kwargs)
+    return generic if _round_trips(generic) else tokenizer
+
+
+def _round_trips(tokenizer) -> bool:
+    """Whether ``tokenizer`` encodes and decodes :data:`ROUND_TRIP_PROBE` back to itself."""
+    try:
+        ids = tokenizer(ROUND_TRIP_PROBE, add_special_tokens=False).input_ids
+        return tokenizer.decode(ids, skip_special_tokens=True).strip() == ROUND_TRIP_PROBE
+    except Exception:  # noqa: BLE001 -- a tokenizer that cannot even do this is judged by the checks after
+        return True
 
 
 def _check_tokenizer_read(tokenizer, source: str, name_or_path: str) -> None:

@@ -39,6 +39,19 @@ class Problem:
         return [{"role": "user", "content": self.prompt}]
 
 
+def problems_digest(problems: Sequence[Problem]) -> str:
+    """A fingerprint of ``problems`` -- each one's id, prompt, conversation and answer, in order -- that a run keeps
+    in its checkpoints: a resume on data edited since (rows added, answers changed in place) is told by it."""
+    import hashlib
+    import json
+
+    h = hashlib.sha256()
+    for p in problems:
+        h.update(json.dumps([p.id, p.prompt, p.messages, p.answer], ensure_ascii=False).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
 @runtime_checkable
 class Task(Protocol):
     name: str

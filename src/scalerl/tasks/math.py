@@ -257,14 +257,22 @@ class MathTask:
                                  "by a hash of the prompt); give one: --set 'task.settings={eval_data: {val: FILE}}', "
                                  "or raise task.settings val_fraction")
             evals = {"val": held[: self.max_val], **evals}
-            train = [p for p in train if not _held_out(p.prompt, self.val_fraction, self.split_salt)]
+            # The held-out rows past max_val are evaluated by no one: they train (review cb: dropped from both, a
+            # tenth of a 10,000-row file lost without a word); a copy of a val prompt among them goes below.
+            val_rows = {id(p) for p in evals["val"]}
+            train = [p for p in train if id(p) not in val_rows]
         for name, problems in evals.items():
             _warn_repeats(name, problems)
         # Disjoint by prompt: an evaluation prompt never appears among the training problems, nor
         # one that differs from it only in whitespace (a trailing space or newline another export
         # left: the same problem, trained on and then evaluated).
         held_prompts = {prompt_key(p.prompt) for problems in evals.values() for p in problems}
+        before = len(train)
         train = [p for p in train if prompt_key(p.prompt) not in held_prompts]
+        if len(train) < before and sources:
+            # (an evaluation file that overlaps the training data shrinks it: said, with the count -- review cb)
+            log.warning("%s: %d of its %d training rows left out: their prompts are in the evaluation set(s) %s",
+                        self.data, before - len(train), before, ", ".join(repr(n) for n in evals))
         if not train:
             same = [name for name, (src, *_) in sources.items() if Path(src).resolve() == Path(self.data).resolve()]
             hint = f" (eval_data {same[0]!r} is the training file itself" + (

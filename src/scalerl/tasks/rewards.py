@@ -9,8 +9,9 @@ returns a number (``pass`` means > 0) or a bool (True -> +1, False -> -1)::
 
 It runs in a separate worker process. That is what makes a hung call stoppable: a thread
 cannot be killed, a process can. A call that raises (or returns a non-number) scores
-:data:`FAILURE_REWARD` (-1, what a wrong answer scores: a failure must never pay better than a
-wrong answer, or the policy learns to make the function fail); a call that exceeds ``timeout``
+:data:`FAILURE_REWARD` (-1, what a wrong answer scores), or the lowest score the function has returned
+where that is lower (:attr:`UserReward.lowest`): a failure must never pay better than a wrong answer, or
+the policy learns to make the function fail; a call that exceeds ``timeout``
 seconds scores the same and the worker is killed and restarted for the next call. Both are
 counted in :attr:`UserReward.stats` (and logged once each) so the trainer can put them in the run
 log. :meth:`UserReward.close` kills the worker at once, a call in flight included: that call, and
@@ -50,8 +51,9 @@ MAX_TIMEOUT = 86400
 #: The most worker processes one reward function may run in (each a Python process: ~30-100 MB).
 MAX_WORKERS = 256
 
-#: What a failed call (raised, returned a non-number, timed out) scores: the tasks' minimum, -1,
-#: the score of a wrong answer.
+#: What a failed call (raised, returned a non-number, timed out) scores at most: the tasks' minimum, -1,
+#: the score of a wrong answer -- or the lowest score the function has returned, where its scale goes below
+#: (a judge's -5 for a wrong answer: a failure at -1 paid better, and the policy learns to make it fail: review cb).
 FAILURE_REWARD = -1.0
 #: A user function whose calls ran past their timeout on this many different prompts before any call
 #: answered in time is stopped there: it hangs (or needs a longer ``timeout``). Waiting for the first
@@ -94,6 +96,8 @@ class UserReward:
         self.timeout = timeout
         self.startup_timeout = startup_timeout
         self.stats = RewardStats()
+        self.lowest = FAILURE_REWARD
+        """What a failed call scores: the lowest of -1 and every score the function returned (in this process)."""
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._buffer = b""
@@ -192,9 +196,9 @@ class UserReward:
         self.stats.last_error = message
         self.stats.first_error = self.stats.first_error or message
         if first:  # once per kind; the counts carry the rest
-            log.warning("reward function %s: %s (scored %g, as a wrong answer; further ones are counted, not logged)",
-                        self.spec, message, FAILURE_REWARD)
-        return FAILURE_REWARD
+            log.warning("reward function %s: %s (scored %g: the lowest of -1 and the scores it has returned, no better "
+                        "than a wrong answer; further ones are counted, not logged)", self.spec, message, self.lowest)
+        return self.lowest
 
     def _cut_short(self) -> float:
         """A call :meth:`close` cut short: scored -1, and neither a call nor a failure in the counts
@@ -254,7 +258,9 @@ class UserReward:
             return self._failed("error", "the worker process died during the call")
         if "error" in reply:
             return self._failed("error", reply["error"])
-        return float(reply["value"])
+        value = float(reply["value"])
+        self.lowest = min(self.lowest, value)
+        return value
 
     def __call__(self, problem: Problem, completion: str) -> float:
         return self.score(problem.prompt, completion, problem.answer)

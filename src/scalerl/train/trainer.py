@@ -48,7 +48,7 @@ from scalerl.rollout.context import RolloutContext, RoundContext
 from scalerl.runlog import FINAL, FINAL_STEP_FILE, HEADER, RESUME, RUNLOG, RunLogWriter, read_runlog
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
 from scalerl.stop_signals import stop_under_way, stops_deferred, stops_delivered
-from scalerl.tasks.base import Problem, reference_notes
+from scalerl.tasks.base import Problem, problems_digest, reference_notes
 from scalerl.tasks.failure_tally import KINDS, add_counts, counting_failures
 from scalerl.tasks.registry import get_task
 from scalerl.tasks.rewards import check_reward_works
@@ -325,6 +325,9 @@ class Trainer:
             for note in reference_notes(self.task):
                 print(f"warning: {note}", file=sys.stderr)
         self.sampler = PromptSampler.from_config(list(problems), cfg.recipe.sampler, seed=cfg.run.seed)
+        # Kept in every checkpoint: a resume on edited data is refused (_check_same_data).
+        self.data_digest = {"training problems": problems_digest(train),
+                            **{f"evaluation set {s!r}": problems_digest(v) for s, v in self.eval_sets.items()}}
         self.length_control = self.components.length_controller(self.tokenizer)
         return problems, settings
 
@@ -475,6 +478,7 @@ class Trainer:
             "precision": self.precision.state_dict(),  # the fp16 loss scale
             "nproc": self.rank.world if self.rank is not None else 1,  # the layout of "optimizer"
             "sampler": self.sampler.state_dict(),
+            "data_digest": self.data_digest,
             "meter": self.meter.state_dict(),
             "source": self.source.state_dict(),
             "rng": rng_state(),
@@ -482,6 +486,25 @@ class Trainer:
             "samples_offset": self.samples.offset(),
             "evals": self.evals,
         }
+
+    def _check_same_data(self, ckpt: Path, state: dict[str, Any]) -> None:
+        """Restore the prompt sampler -- refused where the task's problems are not the ones the run started with
+        (review cb: rows appended were a ValueError's traceback; answers changed in place went on without a word,
+        the curve joining two evaluation sets). A checkpoint of an older scalerl holds no digest: the sampler's own
+        check (the same prompt ids) is all there is."""
+        saved = state.get("data_digest") or {}
+        changed = [part for part in self.data_digest if part in saved and saved[part] != self.data_digest[part]]
+        try:
+            if changed:
+                raise ValueError(", ".join(changed))
+            self.sampler.load_state_dict(state["sampler"])
+        except ValueError as exc:
+            data = self.cfg.task.data or self.cfg.task.settings.get("data")
+            what = ", ".join(changed) if changed else "training problems"
+            raise InputError(f"{ckpt}: the task's {what} changed since the run started"
+                             + (f" (data {data})" if data else "") + ": a resume would train on other problems and join "
+                             "two evaluation sets in one curve -- restore the data the run started with, or start a new "
+                             f"run (another --output){'' if changed else f' ({exc})'}") from None
 
     def _base_digest(self) -> dict[str, float]:
         """The frozen LoRA base's fingerprint, computed once (the base never changes in a run)."""
@@ -528,7 +551,7 @@ class Trainer:
             self.optimizer.load_state_dict(state["optimizer"])
             self.scheduler.load_state_dict(state["scheduler"])
         self.precision.load_state_dict(state.get("precision", {}))
-        self.sampler.load_state_dict(state["sampler"])
+        self._check_same_data(ckpt, state)
         self.meter.load_state_dict(state["meter"])
         self.source.load_state_dict(state["source"])
         set_rng_state(state["rng"])

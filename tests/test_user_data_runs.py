@@ -1,0 +1,83 @@
+"""A user's own data and reward through train --resume and eval: data edited under a run, a reward function that
+cannot score one evaluation set."""
+
+from __future__ import annotations
+
+import json
+
+
+def _write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _user_model(tmp_path, random_model, char_tokenizer):
+    """A small local model directory (the random tiny Qwen2 and its character tokenizer): no warm start."""
+    model = tmp_path / "model"
+    random_model.save_pretrained(model)
+    char_tokenizer.save_pretrained(model)
+    return model
+
+
+def _fast_math_args(model, data, reward, output):
+    return ["train", "--model", str(model), "--task", "math", "--data", str(data), "--reward", reward,
+            "--output", str(output), "--no-progress", "--no-report", "--steps", "1", "--eval-every", "1",
+            "--set", "pipeline=sync", "--set", "batch.prompts_per_step=2", "--set", "batch.generations_per_prompt=2",
+            "--set", "eval.problems=2", "--set", "eval.samples_per_problem=1", "--set", "length.mode=truncate",
+            "--set", "length.max_new_tokens=8", "--set", "forecast.enabled=false"]
+
+
+def test_resume_after_the_data_file_grew_is_a_one_line_error(tmp_path, random_model, char_tokenizer, capsys):
+    from scalerl.cli import main
+
+    model = _user_model(tmp_path, random_model, char_tokenizer)
+    data = _write_jsonl(tmp_path / "train.jsonl", [{"prompt": f"{i}+1=", "answer": str(i + 1)} for i in range(60)])
+    reward = tmp_path / "my_reward.py"
+    reward.write_text("def score(completion, answer):\n    return completion.strip() == answer\n")
+    args = _fast_math_args(model, data, f"{reward}:score", tmp_path / "run")
+    assert main(args) == 0, capsys.readouterr().err
+    with data.open("a") as f:  # more data, then the original command + --resume --steps (README: extends it)
+        f.write(json.dumps({"prompt": "100+1=", "answer": "101"}) + "\n")
+    capsys.readouterr()
+    code = main([*args, "--resume", "--steps", "2"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "train.jsonl" in err and "Traceback" not in err
+
+
+def test_resume_after_the_data_file_changed_in_place_is_said(tmp_path, random_model, char_tokenizer, capsys):
+    from scalerl.cli import main
+
+    model = _user_model(tmp_path, random_model, char_tokenizer)
+    rows = [{"prompt": f"{i}+1=", "answer": str(i + 1)} for i in range(60)]
+    data = _write_jsonl(tmp_path / "train.jsonl", rows)
+    reward = tmp_path / "my_reward.py"
+    reward.write_text("def score(completion, answer):\n    return completion.strip() == answer\n")
+    args = _fast_math_args(model, data, f"{reward}:score", tmp_path / "run")
+    assert main(args) == 0, capsys.readouterr().err
+    # Every answer changed (the prompts, so the held-out split and the row ids, the same).
+    _write_jsonl(data, [{**r, "answer": str(int(r["answer"]) + 1000)} for r in rows])
+    capsys.readouterr()
+    code = main([*args, "--resume", "--steps", "2"])
+    err = capsys.readouterr().err
+    # Refused, or at least said: the rows the run trained and evaluated on are not the file's any more.
+    assert code == 2 or "train.jsonl" in err, err
+
+
+def test_eval_goes_on_when_only_one_set_fails_every_call(tmp_path, random_model, char_tokenizer, capsys):
+    from scalerl.cli import main
+
+    model = _user_model(tmp_path, random_model, char_tokenizer)
+    # Set val: answers the function cannot read (int('N/A') raises); set b: plain numbers.
+    val = _write_jsonl(tmp_path / "val.jsonl", [{"prompt": f"{i}+1=", "answer": "N/A"} for i in range(3)])
+    b = _write_jsonl(tmp_path / "b.jsonl", [{"prompt": f"{i}+2=", "answer": str(i + 2)} for i in range(3)])
+    reward = tmp_path / "strict.py"
+    reward.write_text("def score(completion, answer):\n    return completion.strip() == str(int(answer))\n")
+    code = main(["eval", "--model", str(model), "--task", "math", "--data", str(val), "--reward", f"{reward}:score",
+                 "--set", f"task.settings={{eval_data: {{b: {b}}}}}", "--k", "1", "--max-new-tokens", "4",
+                 "--no-progress", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err  # as train's first evaluation: 3 of 6 calls failed, not every call
+    result = json.loads(out)
+    assert set(result["sets"]) == {"val", "b"}
+    assert result["reward_errors"] == 3 and result["reward_calls"] == 6
