@@ -81,17 +81,3 @@ def test_eval_goes_on_when_only_one_set_fails_every_call(tmp_path, random_model,
     result = json.loads(out)
     assert set(result["sets"]) == {"val", "b"}
     assert result["reward_errors"] == 3 and result["reward_calls"] == 6
-
-
-def test_an_evaluation_set_larger_than_eval_problems_is_said_at_the_start(tmp_path, random_model, char_tokenizer,
-                                                                           capsys):
-    from scalerl.cli import main
-
-    model = _user_model(tmp_path, random_model, char_tokenizer)
-    data = _write_jsonl(tmp_path / "train.jsonl", [{"prompt": f"{i}+1=", "answer": str(i + 1)} for i in range(400)])
-    reward = tmp_path / "my_reward.py"
-    reward.write_text("def score(completion, answer):\n    return completion.strip() == answer\n")
-    assert main(_fast_math_args(model, data, f"{reward}:score", tmp_path / "run")) == 0
-    err = capsys.readouterr().err
-    # The held-out val (5% of 400 rows) is kept out of training; eval.problems=2 evaluates two of them.
-    assert "note: eval.problems is 2: of the evaluation set(s) val (" in err and "neither evaluated nor trained on" in err

@@ -321,13 +321,6 @@ class Trainer:
             print(f"note: eval.problems is {cfg.eval.problems} but the evaluation set(s) hold fewer problems "
                   f"({', '.join(f'{s}: {n}' for s, n in short.items())}): all of them are evaluated, and each "
                   "evaluation's pass rate is the noisier for it", file=sys.stderr)
-        unused = {s: len(available[s]) for s in cfg.eval.sets if len(available[s]) > cfg.eval.problems}
-        if unused and not self.resume and (self.rank is None or self.rank.leader):
-            # (a held-out share the task keeps out of training, evaluated only in part, went unsaid: review cb)
-            print(f"note: eval.problems is {cfg.eval.problems}: of the evaluation set(s) "
-                  f"{', '.join(f'{s} ({n} problems)' for s, n in unused.items())} only the first "
-                  f"{cfg.eval.problems} are evaluated; the rest are neither evaluated nor trained on (raise "
-                  "eval.problems to evaluate them)", file=sys.stderr)
         if not self.resume and (self.rank is None or self.rank.leader):  # (answers the reward cannot read)
             for note in reference_notes(self.task):
                 print(f"warning: {note}", file=sys.stderr)
