@@ -204,19 +204,14 @@ def load_model(
     if base is not None:  # a LoRA adapter: its base with the adapter merged in, and the tokenizer saved beside it
         base_model, tokenizer = load_model(base, dtype, weights=weights, **kwargs)
         if any((Path(source) / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")):
-            tokenizer = read_tokenizer(source, **no_remote_code(kwargs))
+            # (checked as a model directory's is: read bare, one missing tokenizer.json was a traceback -- review ce)
+            tokenizer = _checked_tokenizer(source, name_or_path, no_remote_code(kwargs))
         return (_merged_adapter(base_model, source) if weights else base_model).eval(), tokenizer
     kwargs = no_remote_code(kwargs)
     model_kwargs = dict(kwargs)
     if dtype is not None:
         model_kwargs["dtype"] = dtype
-    try:
-        tokenizer = read_tokenizer(source, **kwargs)
-    except (OSError, ValueError) as exc:  # no tokenizer files saved with the weights, or an unusable one
-        if "trust_remote_code" in str(exc):
-            raise InputError(_REMOTE_CODE.format(name=name_or_path, what="tokenizer")) from None
-        raise InputError(_tokenizer_refusal(source, name_or_path, exc)) from None
-    _check_tokenizer_read(tokenizer, source, name_or_path)
+    tokenizer = _checked_tokenizer(source, name_or_path, kwargs)
     if not weights:
         import torch
 
@@ -334,35 +329,73 @@ def _tokenizer_refusal(source: str, name_or_path: str, exc: Exception) -> str:
             "beside the weights (tokenizer.save_pretrained(DIR))")
 
 
-#: Text a tokenizer must give back as it was (spaces, a newline, digits, punctuation): see :func:`read_tokenizer`.
-ROUND_TRIP_PROBE = "What is 12 + 30?\nAnswer: 42."
+#: Texts whose token ids the tokenizer transformers picks must share with the tokenizer files' own pipeline
+#: (:func:`read_tokenizer`): spaces and a newline, numbers, a LaTeX command, a letter and a combining accent.
+PROBES = ("What is 12 + 30?\nAnswer: 42.", "Compute 41 * 17. Put the final answer in \\boxed{}.", "cafe\u0301 = 3")
 
 
 def read_tokenizer(source: str, **kwargs: Any):
-    """``AutoTokenizer.from_pretrained(source)`` -- unless the class it picks loses text its own files keep.
+    """``AutoTokenizer.from_pretrained(source)`` -- unless it tokenizes otherwise than the tokenizer's own file.
 
-    transformers 5 picks the tokenizer class of the directory's ``config.json`` model type over a generic
-    ``tokenizer_config.json`` class (``TokenizersBackend``, ``PreTrainedTokenizerFast``), and that class
-    rebuilds the pipeline from the vocabulary: the tiny model's character tokenizer, saved beside a Qwen2
-    config, came back as a ``Qwen2Tokenizer`` whose byte-level pre-tokenizer dropped every space and newline
-    ("What is 12 + 30?" read as "Whatis12+30?": review cb). Where the picked class does not give the probe
-    text back and the tokenizer files' own pipeline (the generic class) does, that one is used."""
+    transformers 5 picks the tokenizer class of the directory's ``config.json`` model type over the class
+    ``tokenizer_config.json`` names (or none), and that class rebuilds the pipeline from the vocabulary: the tiny
+    model's character tokenizer, saved beside a Qwen2 config, came back as a ``Qwen2Tokenizer`` that dropped every
+    space and newline (review cb); a user's byte-level BPE came back splitting digits one by one and NFC-normalising
+    the data's text, and a Gemma class could not encode at all (review ce). The model was trained on what
+    ``tokenizer.json`` does: where the picked class gives other ids than that file's own pipeline for the
+    :data:`PROBES` (or raises), the tokenizer is read as the file says (``PreTrainedTokenizerFast``), if that one
+    agrees with it. No ``tokenizer.json`` (a SentencePiece or tiktoken model alone): the picked class is all there is."""
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-    tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
-    if _round_trips(tokenizer) or not (Path(source) / "tokenizer.json").is_file():
-        return tokenizer
+    picked = AutoTokenizer.from_pretrained(source, **kwargs)
+    own = _own_pipeline(source, kwargs)
+    if own is None or _encodes_as(picked, own):
+        return picked
     generic = PreTrainedTokenizerFast.from_pretrained(source, **kwargs)
-    return generic if _round_trips(generic) else tokenizer
+    return generic if _encodes_as(generic, own) else picked
 
 
-def _round_trips(tokenizer) -> bool:
-    """Whether ``tokenizer`` encodes and decodes :data:`ROUND_TRIP_PROBE` back to itself."""
+def _own_pipeline(source: str, kwargs: dict[str, Any]):
+    """The ``tokenizers`` pipeline of ``source``'s ``tokenizer.json`` (a directory's, or a hub id's in the cache or
+    fetched), or None where it has none or it cannot be read (the class transformers picks is then judged alone)."""
+    from tokenizers import Tokenizer
+
     try:
-        ids = tokenizer(ROUND_TRIP_PROBE, add_special_tokens=False).input_ids
-        return tokenizer.decode(ids, skip_special_tokens=True).strip() == ROUND_TRIP_PROBE
-    except Exception:  # noqa: BLE001 -- a tokenizer that cannot even do this is judged by the checks after
-        return True
+        path = Path(source) / "tokenizer.json"
+        if not path.is_file():
+            from transformers.utils import cached_file
+
+            found = cached_file(source, "tokenizer.json", _raise_exceptions_for_missing_entries=False,
+                                _raise_exceptions_for_connection_errors=False,
+                                **{k: v for k, v in kwargs.items() if k in ("cache_dir", "revision", "token",
+                                                                             "local_files_only", "subfolder")})
+            if found is None:
+                return None
+            path = Path(found)
+        return Tokenizer.from_file(str(path))
+    except Exception:  # noqa: BLE001 -- no file, a damaged one: nothing to compare with
+        return None
+
+
+def _encodes_as(tokenizer, own) -> bool:
+    """Whether ``tokenizer`` gives the :data:`PROBES` the ids ``own`` (a ``tokenizers`` pipeline) gives them."""
+    try:
+        return all(tokenizer(text, add_special_tokens=False).input_ids == own.encode(text, add_special_tokens=False).ids
+                   for text in PROBES)
+    except Exception:  # noqa: BLE001 -- a class that cannot encode (a vocabulary without its unk token)
+        return False
+
+
+def _checked_tokenizer(source: str, name_or_path: str, kwargs: dict[str, Any]):
+    """:func:`read_tokenizer`, refused in one line where it cannot be read or reads as nothing."""
+    try:
+        tokenizer = read_tokenizer(source, **kwargs)
+    except (OSError, ValueError) as exc:  # no tokenizer files saved with the weights, or an unusable one
+        if "trust_remote_code" in str(exc):
+            raise InputError(_REMOTE_CODE.format(name=name_or_path, what="tokenizer")) from None
+        raise InputError(_tokenizer_refusal(source, name_or_path, exc)) from None
+    _check_tokenizer_read(tokenizer, source, name_or_path)
+    return tokenizer
 
 
 def _check_tokenizer_read(tokenizer, source: str, name_or_path: str) -> None:
@@ -376,6 +409,17 @@ def _check_tokenizer_read(tokenizer, source: str, name_or_path: str) -> None:
         raise InputError(f"the tokenizer of {name_or_path!r} has a vocabulary of {len(tokenizer)} token(s): it was not "
                          "read from a tokenizer (a model directory needs its tokenizer files beside the weights: "
                          "tokenizer.save_pretrained(DIR))")
+    # A Qwen2 directory whose tokenizer.json is missing (tokenizer_config.json kept: a partial copy) loads as a
+    # vocabulary of its special tokens alone, and every text encodes to none of its own (review ce: eval said 0.000).
+    try:
+        ids = tokenizer(PROBES[0], add_special_tokens=False).input_ids
+    except Exception:  # noqa: BLE001 -- a tokenizer that cannot encode: refused below, by what it does
+        ids = []
+    if not set(ids) - set(tokenizer.all_special_ids):
+        raise InputError(f"the tokenizer of {name_or_path!r} turns text into none of its own tokens (a vocabulary of "
+                         f"{len(tokenizer)}, special tokens only?): a tokenizer file is missing or damaged -- "
+                         "tokenizer.json holds the vocabulary; save the tokenizer again beside the weights "
+                         "(tokenizer.save_pretrained(DIR))")
 
 
 def _is_tokenizer_file(name: str) -> bool:
