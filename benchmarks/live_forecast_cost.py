@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     for n in sorted(args.runs):
         every = range(min_points, n + 1)
         grown = refit_points(n, min_points=min_points, growth=default_growth)
+        grown += [] if grown[-1] == n else [n]  # the run's last evaluation always refits
         note = " (extrapolated)" if n > sizes[-1] else ""
         print(f"| {n:,}{note} | {len(every):,} | {_duration(sum(at(k) for k in every))} | {len(grown):,} | "
               f"{_duration(sum(at(k) for k in grown))} |")

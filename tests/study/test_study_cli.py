@@ -370,3 +370,39 @@ def test_a_set_given_again_replaces_the_saved_one_of_its_field_however_it_is_spe
     assert _merged_overrides(saved, saved) == saved  # the same command again: the same spec
     assert _merged_overrides(saved, ["recipe.off_policy.k=4"]) == ["eval.problems=16", "recipe.off_policy.k=4"]
     assert _merged_overrides(saved, ["no.such.key=1"]) == [*saved, "no.such.key=1"]  # (refused where validated)
+
+
+def _study_parser():
+    from scalerl.commands.study import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser
+
+
+def test_a_study_merges_two_mapping_overrides_given_together_as_train_does(tmp_path):
+    from scalerl.commands.study import resolve_spec
+    from scalerl.config import apply_overrides
+    from scalerl.train.config import TrainConfig
+
+    given = ["task.settings={digits: 3}", "task.settings={n_val: 100}"]
+    argv = ["--family", "loo", "--only", "loo-loss-dapo", "--steps", "8", "--eval-every", "2",
+            "--output", str(tmp_path / "study")]
+    for item in given:
+        argv += ["--set", item]
+    spec, _ = resolve_spec(_study_parser().parse_args(argv))
+    as_train = apply_overrides(TrainConfig(), given).task.settings
+    assert as_train == {"digits": 3, "n_val": 100}
+    assert apply_overrides(TrainConfig(), spec.overrides).task.settings == as_train, spec.overrides
+
+
+def test_study_resume_with_a_spec_file_names_no_none(tmp_path, monkeypatch, capsys):
+    from scalerl.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    spec = tmp_path / "loo.yaml"
+    spec.write_text("family: loo\nonly: [loo-loss-dapo]\nsteps: 8\neval_every: 2\n")
+    rc = main(["study", str(spec), "--resume"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") <= 2, err
+    assert "None" not in err, err

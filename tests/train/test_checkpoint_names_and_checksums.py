@@ -3,6 +3,7 @@ refusal advised, a user's copy beside the checkpoints, a checkpoint whose bytes 
 
 import io
 import json
+import pathlib
 import shutil
 import struct
 from pathlib import Path
@@ -371,3 +372,32 @@ def test_a_shard_without_read_permission_is_not_called_damaged_nor_the_run_start
     err = ck.damaged(step, caught.value)
     assert "damaged after it was written" not in str(err), str(err)
     assert not isinstance(err, CannotResume), f"the run is to be trained anew: {err}"
+
+
+def test_a_checkpoint_directory_without_permission_is_said_in_one_line(tmp_path, monkeypatch):
+    from scalerl.errors import InputError
+    from scalerl.train import checkpoint as ck
+
+    d = tmp_path / "checkpoints"
+    for step in (4, 8):
+        ck.save_checkpoint(d, step, {"step": step}, keep=3)
+    locked = d / "step_000008"
+    real_stat = pathlib.Path.stat
+
+    def stat(self, *args, **kwargs):  # what a non-owner sees inside a mode-700 directory (tests run as root)
+        if locked in self.parents:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_stat(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "stat", stat)
+    try:
+        chosen = ck.latest_checkpoint(d)
+        ck.refuse_damaged_newer(chosen)
+    except InputError as exc:
+        assert "permission denied" in str(exc).lower() and "damaged after" not in str(exc), str(exc)
+        return
+    except PermissionError as exc:
+        pytest.fail(f"a traceback where one line is due: {exc!r}")
+    # Not said: then the newest checkpoint is still the one chosen (its load says permission denied), never an
+    # earlier one silently (the run's progress since thrown away).
+    assert chosen.name == "step_000008", chosen

@@ -471,3 +471,16 @@ def test_the_progress_bar_keeps_the_last_refit_forecast_between_refits():
     kept = {"val/pass_rate": 0.61, "forecast/status": "not refitted: the next refit at 301 evaluations"}
     line = _postfix(kept, [fitted, kept], "val", ComputeMeter(params=1000))
     assert line.startswith("val 0.610") and "forecast A 0.800 -> 0.720 at budget" in line, line
+
+
+def test_a_refit_growth_that_is_no_fraction_is_a_config_error():
+    import math
+
+    from scalerl.errors import ConfigError
+    from scalerl.train.config import TrainConfig
+
+    for bad in (math.inf, -0.5):  # (inf passed, and the first refit past min_points was an OverflowError: review cd)
+        cfg = TrainConfig()
+        cfg.forecast.refit_growth = bad
+        with pytest.raises(ConfigError, match="refit_growth"):
+            cfg.validate()

@@ -108,12 +108,12 @@ def resolve_spec(args):
     saved_path = Path(args.output) / SPEC_FILE if args.output else default_dir / SPEC_FILE if default_dir else None
     saved = _saved(saved_path, spec_file=bool(args.spec))
     if args.resume:
+        if args.spec:  # (first: with no --output, "None (no --output) holds no study" was said -- review cd)
+            raise InputError("--resume continues the study with its saved spec; drop the spec file")
         if saved is None:
             where = args.output or f"{default_dir} (no --output)"
             raise InputError(f"--resume: {where} holds no study ({SPEC_FILE}); "
                              "give --output DIR of a study, or drop --resume to start one")
-        if args.spec:
-            raise InputError("--resume continues the study with its saved spec; drop the spec file")
         spec = saved
     elif args.spec:
         spec = load_spec(args.spec)
@@ -141,10 +141,12 @@ def resolve_spec(args):
 
 
 def _merged_overrides(saved: list[str], given: list[str]) -> list[str]:
-    """The saved ``KEY=VALUE`` overrides with ``given`` after them, each key once (the one given last): the
-    same command run again gives the same spec (review cc: every rerun appended its --set values again). Keys
-    compare as the config field they name (``k`` is ``recipe.off_policy.k``); one that names none is checked
-    where the spec is validated, and compared as written here."""
+    """The saved ``KEY=VALUE`` overrides with ``given`` after them, a saved one dropped where ``given`` sets its field
+    again: the same command run again gives the same spec (review cc: every rerun appended its --set values again).
+    Keys compare as the config field they name (``k`` is ``recipe.off_policy.k``); one that names none is checked
+    where the spec is validated, and compared as written here. A mapping (``task.settings={digits: 3}``) merges
+    with the earlier ones as ``train --set`` merges them, so a saved one goes only where given again as it was;
+    ``given`` itself is kept whole (two mappings given together both count, as in train: review cd)."""
     from scalerl.config import resolve_key
     from scalerl.train.config import TrainConfig
 
@@ -155,10 +157,11 @@ def _merged_overrides(saved: list[str], given: list[str]) -> list[str]:
         except (ConfigError, ValueError, KeyError):
             return raw
 
-    out = list(saved)
-    for item in given:
-        out = [o for o in out if key(o) != key(item)] + [item]
-    return out
+    def mapping(item: str) -> bool:
+        return item.partition("=")[2].lstrip().startswith("{")
+
+    kept = [o for o in saved if o not in given and not any(key(o) == key(g) and not mapping(g) for g in given)]
+    return kept + list(given)
 
 
 def _saved(path: Path | None, *, spec_file: bool):

@@ -167,8 +167,23 @@ def latest_checkpoint(directory: str | os.PathLike) -> Path | None:
     if pointed is not None:
         return pointed
     # No (or a stale or garbled) pointer: fall back to the newest complete directory.
-    done = [p for p in _checkpoints(directory) if (p / "state.pt").exists()]
+    done = [p for p in _checkpoints(directory) if _has_state(p)]
     return done[-1] if done else None
+
+
+def _has_state(path: Path) -> bool:
+    """Whether checkpoint ``path`` holds its ``state.pt`` -- refused in one line where this user may not look
+    (review cd: a step directory of another user, umask 077, ended --resume in a PermissionError traceback)."""
+    try:
+        return (path / "state.pt").exists()
+    except PermissionError as exc:
+        raise _permission_denied(path, exc) from None
+
+
+def _permission_denied(path: Path, exc: PermissionError) -> InputError:
+    """The refusal of checkpoint ``path`` this user may not read: no damage, and nothing to move aside or redo."""
+    return InputError(f"checkpoint {path} cannot be read: permission denied on {exc.filename or path} (nothing says it "
+                      f"is damaged): give this user access to {path} (chmod -R u+rwX, or chown) and resume again")
 
 
 def checkpoint_step(path: Path) -> int:
@@ -182,7 +197,7 @@ def refuse_damaged_newer(chosen: Path) -> None:
     cannot leave one: a checkpoint is renamed into place whole). Passed over, it made the resume
     go back to an earlier checkpoint without a word, where a state cut short is refused."""
     newer = [p for p in _checkpoints(chosen.parent)
-             if checkpoint_step(p) > checkpoint_step(chosen) and not (p / "state.pt").exists()]
+             if checkpoint_step(p) > checkpoint_step(chosen) and not _has_state(p)]
     if newer:
         raise damaged(newer[-1], FileNotFoundError(f"{newer[-1] / 'state.pt'} is missing"))
 
@@ -367,9 +382,7 @@ def damaged(path: Path, exc: BaseException) -> InputError:
     moving it aside or training anew (what the advice said: review ca) throws the run's progress away."""
     denied = _permission_error(exc)
     if denied is not None:
-        where = denied.filename or path
-        return InputError(f"checkpoint {path} cannot be read: permission denied on {where} (nothing says it is "
-                          f"damaged): give this user read access to {path} (chmod -R u+r, or chown) and resume again")
+        return _permission_denied(path, denied)
     earlier = [p for p in _checkpoints(path.parent) if checkpoint_step(p) < checkpoint_step(path)]
     # Only one that passes the cheap checks is named: naming a damaged one led to a second error. Newest first, to
     # the first that looks intact (each check may read a whole checkpoint: review bm); every unreadable one between
@@ -377,7 +390,7 @@ def damaged(path: Path, exc: BaseException) -> InputError:
     # the next).
     intact, broken = None, []
     for p in reversed(earlier):
-        if (p / "state.pt").exists() and _looks_intact(p):
+        if _has_state(p) and _looks_intact(p):
             intact = p
             break
         broken.insert(0, p.name)

@@ -276,7 +276,8 @@ class ForecastConfig:
     refit_growth: float = 0.01
     """Refit once the evaluations have grown by this fraction since the last refit: every evaluation
     up to 2/refit_growth of them (200 at 0.01), then one refit per 1% more, so a run's fitting time
-    grows as its evaluations do, not as their square (a refit at 10,000 evaluations takes ~6 s). The
+    grows as its evaluations do, not as their square (a refit at 10,000 evaluations took 3.7 CPU-s:
+    ``benchmarks/live_forecast_cost.py``). The
     rows between say ``forecast/status`` "not refitted: ..."; the run's last evaluation always
     refits. 0: refit at every evaluation."""
     calibration: str | None = None
@@ -429,6 +430,10 @@ class TrainConfig:
         # (1-9 logged "no fit yet: ... at least 10 resamples" at every evaluation; 0 is no intervals, the bands kept)
         if self.forecast.enabled and (self.forecast.bootstrap < 0 or 0 < self.forecast.bootstrap < 10):
             problems.append(f"forecast.bootstrap must be 0 (no intervals) or >= 10 resamples, got {self.forecast.bootstrap}")
+        # (inf passed, and the first refit past min_points ended the run in an OverflowError: review cd)
+        if not (isinstance(self.forecast.refit_growth, (int, float)) and 0 <= self.forecast.refit_growth <= 1e6):
+            problems.append(f"forecast.refit_growth must be a fraction >= 0 (0: refit at every evaluation; 0.01: "
+                            f"after 1% more evaluations), got {self.forecast.refit_growth}")
         if self.forecast.x not in COMPUTE_COLUMNS:
             problems.append(f"forecast.x: unknown compute column {self.forecast.x!r}; known: {', '.join(COMPUTE_COLUMNS)}")
         if self.profile not in PROFILES and self.profile != "auto":
