@@ -8,7 +8,7 @@ real runs. A fit that is not possible yet (too few points, no rise so far) is lo
 ``forecast/status`` instead -- never a made-up number; a run that peaked and fell gets
 ``forecast/status`` "unstable: ..." and no forecast at the budget.
 
-A refit's cost grows with the evaluations it fits (about 0.8 s at 1,000, 6 s at 10,000:
+A refit's cost grows with the evaluations it fits (0.5-0.75 CPU-s at 1,000, 3.7-4.0 at 10,000:
 ``benchmarks/live_forecast_cost.py``), so refitting at every evaluation costs a run of n evaluations
 O(n^2): hours for a run evaluated at each of 10,000 steps. Past ``2 / forecast.refit_growth``
 evaluations the refits thin out to one per ``refit_growth`` more (:func:`refit_points`, a function of

@@ -494,17 +494,18 @@ class Trainer:
         check (the same prompt ids) is all there is."""
         saved = state.get("data_digest") or {}
         changed = [part for part in self.data_digest if part in saved and saved[part] != self.data_digest[part]]
+        if changed:
+            raise InputError(self._data_changed(ckpt, ", ".join(changed)))
         try:
-            if changed:
-                raise ValueError(", ".join(changed))
             self.sampler.load_state_dict(state["sampler"])
-        except ValueError as exc:
-            data = self.cfg.task.data or self.cfg.task.settings.get("data")
-            what = ", ".join(changed) if changed else "training problems"
-            raise InputError(f"{ckpt}: the task's {what} changed since the run started"
-                             + (f" (data {data})" if data else "") + ": a resume would train on other problems and join "
-                             "two evaluation sets in one curve -- restore the data the run started with, or start a new "
-                             f"run (another --output){'' if changed else f' ({exc})'}") from None
+        except ValueError as exc:  # (a checkpoint without a digest: another number of prompts, other ids)
+            raise InputError(self._data_changed(ckpt, "training problems", f" ({exc})")) from None
+
+    def _data_changed(self, ckpt: Path, what: str, detail: str = "") -> str:
+        data = self.cfg.task.data or self.cfg.task.settings.get("data")
+        return (f"{ckpt}: the task's {what} changed since the run started" + (f" (data {data})" if data else "")
+                + ": a resume would train on other problems and join two evaluation sets in one curve -- restore the "
+                f"data the run started with, or start a new run (another --output){detail}")
 
     def _base_digest(self) -> dict[str, float]:
         """The frozen LoRA base's fingerprint, computed once (the base never changes in a run)."""
