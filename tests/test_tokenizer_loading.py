@@ -158,3 +158,90 @@ def test_an_adapter_directory_with_an_unreadable_tokenizer_is_refused_in_one_lin
         pytest.fail(f"scalerl eval raised {type(exc).__name__}: {str(exc).splitlines()[0]}")
     err = capsys.readouterr().err
     assert code == 0 or (code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1), err
+
+
+def _example_model(tmp_path, arch="qwen2"):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("scalerl_examples_user_model_tl", ROOT / "examples" / "user_model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, module.save_user_model(tmp_path / arch, arch, dtype="float32")
+
+
+def test_a_tokenizer_json_the_tokenizers_library_refuses_is_one_line(tmp_path, capsys):
+    from scalerl.cli import main
+
+    example, directory = _example_model(tmp_path)
+    data = example.write_math_data(tmp_path / "math.jsonl", n=20)
+    path = directory / "tokenizer.json"
+    tokenizer = json.loads(path.read_text())
+    tokenizer["pre_tokenizer"] = {"type": "SplitDigitsV2", "individual": True}  # written by a newer tokenizers
+    path.write_text(json.dumps(tokenizer))
+    try:
+        code = main(["eval", "--model", str(directory), "--task", "math", "--data", str(data), "--problems", "2",
+                     "--k", "1", "--max-new-tokens", "4"])
+    except Exception as exc:  # noqa: BLE001
+        pytest.fail(f"scalerl eval raised {type(exc).__name__}: {str(exc).splitlines()[0]}")
+    err = capsys.readouterr().err
+    assert code == 2 and "tokenizer" in err and "Traceback" not in err, err
+
+
+def _bpe_beside_qwen2(directory):
+    """A user's byte-level BPE saved beside a Qwen2 config, its tokenizer_config naming Qwen2Tokenizer (as a Qwen2
+    fine-tune's does), its tokenizer.json the Qwen2 pipeline transformers builds -- but NFKC-normalising, as a
+    tokenizer trained for full-width and super/subscript text is."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast, Qwen2Config
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    corpus = [f"Compute {a} * {b}. Put the final answer in \\boxed{{}}.\nWhat is {a} + {b}? Answer: {a + b}."
+              for a in range(2, 60) for b in (3, 17, 41)]
+    backend.train_from_iterator(corpus, trainer=trainers.BpeTrainer(
+        vocab_size=400, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False))
+    PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|endoftext|>").save_pretrained(directory)
+    Qwen2Config().save_pretrained(directory)
+    config = json.loads((directory / "tokenizer_config.json").read_text())
+    config["tokenizer_class"] = "Qwen2Tokenizer"
+    (directory / "tokenizer_config.json").write_text(json.dumps(config))
+    pipeline = json.loads(AutoTokenizer.from_pretrained(directory).backend_tokenizer.to_str())
+    pipeline["normalizer"] = {"type": "NFKC"}  # Qwen2's is NFC: the one difference
+    (directory / "tokenizer.json").write_text(json.dumps(pipeline))
+    return directory
+
+
+def test_a_tokenizer_is_read_as_its_tokenizer_json_beyond_the_probes(tmp_path):
+    from tokenizers import Tokenizer
+
+    from scalerl.models.loading import read_tokenizer
+
+    directory = _bpe_beside_qwen2(tmp_path / "qwen2-nfkc")
+    own = Tokenizer.from_file(str(directory / "tokenizer.json"))
+    tokenizer = read_tokenizer(str(directory))
+    for text in ("What is 12 + 30?\nAnswer: 42.", "x\u00b2 + \u00bd = \uff08\uff11\uff12\uff09"):  # x² + ½ = （１２）
+        assert tokenizer(text, add_special_tokens=False).input_ids == own.encode(text, add_special_tokens=False).ids, text
+
+
+def test_a_tokenizer_is_read_as_its_file_says_even_where_that_lowercases(tmp_path):
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config
+
+    from scalerl.models.loading import read_tokenizer
+
+    backend = Tokenizer(models.BPE())
+    backend.normalizer = normalizers.Lowercase()
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    backend.train_from_iterator([f"What is {a} + 30? Answer: {a + 30}." for a in range(100)], trainer=trainers.BpeTrainer(
+        vocab_size=300, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False))
+    directory = tmp_path / "lower"
+    PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|endoftext|>").save_pretrained(directory)
+    Qwen2Config().save_pretrained(directory)
+    tokenizer = read_tokenizer(str(directory))
+    text = "What is 12 + 30?\nAnswer: 42."
+    # the code: the file's own (lowercasing) pipeline, which does not give the probe text back
+    assert tokenizer.decode(tokenizer(text, add_special_tokens=False).input_ids) == text.lower()

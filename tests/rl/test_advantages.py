@@ -67,3 +67,13 @@ def test_unknown_normalisation_and_bad_shapes():
         compute_advantages(REWARDS, GROUP, "group")
     with pytest.raises(ValueError, match=r"must both be \(B,\)"):
         compute_advantages(REWARDS.view(7, 1), GROUP, "none")
+
+
+def test_a_reward_of_minus_1e30_keeps_its_groups_advantages():
+    from scalerl.rl.advantages import compute_advantages
+
+    rewards = torch.tensor([-1e30, 1.0, -1.0, 1.0])
+    adv = compute_advantages(rewards, torch.zeros(4, dtype=torch.long), "prompt")
+    assert torch.isfinite(adv).all()
+    # the right answers (1.0) are better than the call that scored -1e30 (the group's std is 5e29: -1.5, 0.5, 0.5, 0.5)
+    assert adv[1] > 0 > adv[0] and adv[3] > 0, adv

@@ -342,17 +342,19 @@ def read_tokenizer(source: str, **kwargs: Any):
     model's character tokenizer, saved beside a Qwen2 config, came back as a ``Qwen2Tokenizer`` that dropped every
     space and newline (review cb); a user's byte-level BPE came back splitting digits one by one and NFC-normalising
     the data's text, and a Gemma class could not encode at all (review ce). The model was trained on what
-    ``tokenizer.json`` does: where the picked class gives other ids than that file's own pipeline for the
-    :data:`PROBES` (or raises), the tokenizer is read as the file says (``PreTrainedTokenizerFast``), if that one
-    agrees with it. No ``tokenizer.json`` (a SentencePiece or tiktoken model alone): the picked class is all there is."""
+    ``tokenizer.json`` does: where the picked class's pipeline (normalizer, pre-tokenizer, model, decoder) is not
+    that file's -- one differing only in a normalizer (NFKC for NFC) agreed on every plain text (review cf) --, or
+    it gives other ids for the :data:`PROBES` (or raises), the tokenizer is read as the file says
+    (``PreTrainedTokenizerFast``), if that one agrees with it. No ``tokenizer.json`` (a SentencePiece or tiktoken
+    model alone): the picked class is all there is."""
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
     picked = AutoTokenizer.from_pretrained(source, **kwargs)
     own = _own_pipeline(source, kwargs)
-    if own is None or _encodes_as(picked, own):
+    if own is None or _same_pipeline(picked, own):
         return picked
     generic = PreTrainedTokenizerFast.from_pretrained(source, **kwargs)
-    return generic if _encodes_as(generic, own) else picked
+    return generic if _same_pipeline(generic, own) else picked
 
 
 def _own_pipeline(source: str, kwargs: dict[str, Any]):
@@ -377,6 +379,26 @@ def _own_pipeline(source: str, kwargs: dict[str, Any]):
         return None
 
 
+#: The parts of a ``tokenizers`` pipeline that decide a text's ids and a completion's text.
+_PIPELINE_PARTS = ("normalizer", "pre_tokenizer", "model", "decoder")
+
+
+def _same_pipeline(tokenizer, own) -> bool:
+    """Whether ``tokenizer`` tokenizes as ``own`` (the file's ``tokenizers`` pipeline): the same parts, where it has
+    a ``tokenizers`` backend, and the same ids for the :data:`PROBES`."""
+    import json
+
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        try:
+            mine, theirs = json.loads(backend.to_str()), json.loads(own.to_str())
+        except Exception:  # noqa: BLE001 -- a pipeline that does not serialise: judged by what it does
+            mine = theirs = {}
+        if any(mine.get(part) != theirs.get(part) for part in _PIPELINE_PARTS):
+            return False
+    return _encodes_as(tokenizer, own)
+
+
 def _encodes_as(tokenizer, own) -> bool:
     """Whether ``tokenizer`` gives the :data:`PROBES` the ids ``own`` (a ``tokenizers`` pipeline) gives them."""
     try:
@@ -390,7 +412,9 @@ def _checked_tokenizer(source: str, name_or_path: str, kwargs: dict[str, Any]):
     """:func:`read_tokenizer`, refused in one line where it cannot be read or reads as nothing."""
     try:
         tokenizer = read_tokenizer(source, **kwargs)
-    except (OSError, ValueError) as exc:  # no tokenizer files saved with the weights, or an unusable one
+    # No tokenizer files saved with the weights, or an unusable one -- the tokenizers library's own parse error of a
+    # tokenizer.json it cannot read is a bare Exception ("data did not match any variant ...": review cf).
+    except Exception as exc:  # noqa: BLE001
         if "trust_remote_code" in str(exc):
             raise InputError(_REMOTE_CODE.format(name=name_or_path, what="tokenizer")) from None
         raise InputError(_tokenizer_refusal(source, name_or_path, exc)) from None

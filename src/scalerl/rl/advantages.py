@@ -70,13 +70,16 @@ def compute_advantages(
     """
     if rewards.ndim != 1 or group.shape != rewards.shape:
         raise ValueError(f"rewards {tuple(rewards.shape)} and group {tuple(group.shape)} must both be (B,)")
-    rewards = rewards.to(torch.promote_types(rewards.dtype, torch.float32))
+    out_dtype = torch.promote_types(rewards.dtype, torch.float32)
+    # Computed in float64 (where the device has it): a user reward of -1e30 is a float32, its square is not -- the
+    # group's variance overflowed to inf and every advantage of the group came out 0 (review cf).
+    rewards = rewards.to(torch.float32 if rewards.device.type == "mps" else torch.float64)
     keep = torch.ones_like(rewards, dtype=torch.bool) if keep is None else keep.bool()
     index = group_index(group)
     counts = _group_sum(torch.ones_like(rewards), index)
     centred = rewards - (_group_sum(rewards, index) / counts)[index]
     scale = NORMALIZATIONS.get(normalization) if isinstance(normalization, str) else normalization
-    return scale(centred, index, keep, std_eps)
+    return scale(centred, index, keep, std_eps).to(out_dtype)
 
 
 def _safe(std: Tensor, eps: float) -> Tensor:

@@ -64,6 +64,22 @@ FAILURE_REWARD = -1.0
 HUNG_PROMPTS = 4
 
 
+class LowestScore:
+    """The lowest of -1 and every score a reward function has returned, shared by the workers that call it (review
+    cf: each worker kept its own, and one that had not seen a judge's -5 scored a failure -1, better than it). Per
+    process: Ray actors and generator processes each keep theirs."""
+
+    def __init__(self) -> None:
+        self.value = FAILURE_REWARD
+        self._lock = threading.Lock()
+
+    def saw(self, score: float, stats: "RewardStats | None" = None) -> None:
+        with self._lock:
+            self.value = min(self.value, score)
+        if stats is not None:
+            stats.failure_score = self.value
+
+
 @dataclass
 class RewardStats:
     """What happened to the calls so far (failed, scored :data:`FAILURE_REWARD`: errors + timeouts)."""
@@ -73,10 +89,12 @@ class RewardStats:
     timeouts: int = 0
     first_error: str = ""
     last_error: str = ""
+    failure_score: float = FAILURE_REWARD
+    """What a failed call scores now (:class:`LowestScore`)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"calls": self.calls, "errors": self.errors, "timeouts": self.timeouts,
-                "first_error": self.first_error, "last_error": self.last_error}
+                "first_error": self.first_error, "last_error": self.last_error, "failure_score": self.failure_score}
 
 
 class _WorkerDied(Exception):
@@ -91,13 +109,14 @@ class UserReward:
     loaded. Use as a context manager, or call :meth:`close`, to stop the worker.
     """
 
-    def __init__(self, spec: str, timeout: float = 10.0, startup_timeout: float = 60.0) -> None:
+    def __init__(self, spec: str, timeout: float = 10.0, startup_timeout: float = 60.0,
+                 lowest: "LowestScore | None" = None) -> None:
+        """``lowest``: the floor failed calls score, shared by the workers of one :class:`RewardWorkers`."""
         self.spec = spec
         self.timeout = timeout
         self.startup_timeout = startup_timeout
         self.stats = RewardStats()
-        self.lowest = FAILURE_REWARD
-        """What a failed call scores: the lowest of -1 and every score the function returned (in this process)."""
+        self._lowest = lowest if lowest is not None else LowestScore()
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._buffer = b""
@@ -200,6 +219,11 @@ class UserReward:
                         "than a wrong answer; further ones are counted, not logged)", self.spec, message, self.lowest)
         return self.lowest
 
+    @property
+    def lowest(self) -> float:
+        """What a failed call scores now: the lowest of -1 and every score the function has returned."""
+        return self._lowest.value
+
     def _cut_short(self) -> float:
         """A call :meth:`close` cut short: scored -1, and neither a call nor a failure in the counts
         (the function did not fail: the run stopped it)."""
@@ -259,7 +283,7 @@ class UserReward:
         if "error" in reply:
             return self._failed("error", reply["error"])
         value = float(reply["value"])
-        self.lowest = min(self.lowest, value)
+        self._lowest.saw(value, self.stats)
         return value
 
     def __call__(self, problem: Problem, completion: str) -> float:
@@ -286,7 +310,8 @@ class RewardWorkers:
         if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
             raise InputError(f"reward workers must be a whole number in [1, {MAX_WORKERS}], got {workers!r}")
         self.spec, self.timeout, self.workers, self.startup_timeout = spec, timeout, workers, startup_timeout
-        first = UserReward(spec, timeout=timeout, startup_timeout=startup_timeout)
+        self._lowest = LowestScore()
+        first = UserReward(spec, timeout=timeout, startup_timeout=startup_timeout, lowest=self._lowest)
         self._all = [first]
         self._free: queue.SimpleQueue[UserReward] = queue.SimpleQueue()
         self._free.put(first)
@@ -302,7 +327,7 @@ class RewardWorkers:
     @property
     def stats(self) -> RewardStats:
         """The calls of every worker, added up (first and last error: of the first worker that had one)."""
-        total = RewardStats()
+        total = RewardStats(failure_score=self._lowest.value)
         for w in list(self._all):
             total.calls += w.stats.calls
             total.errors += w.stats.errors
@@ -320,7 +345,8 @@ class RewardWorkers:
         with self._grow:
             if len(self._all) < self.workers and not self._start_failed and not self._closed:
                 try:
-                    worker = UserReward(self.spec, timeout=self.timeout, startup_timeout=self.startup_timeout)
+                    worker = UserReward(self.spec, timeout=self.timeout, startup_timeout=self.startup_timeout,
+                                        lowest=self._lowest)
                 except InputError as exc:  # out of processes or memory: carry on with the ones running
                     self._start_failed = True
                     log.warning("reward function %s: worker %d did not start (%s); scoring with %d", self.spec,

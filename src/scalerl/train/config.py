@@ -121,12 +121,12 @@ class TaskConfig:
     reward: str | None = None
     """A reward function of your own, ``module:function`` or ``path/to/file.py:function``. It takes
     any of the parameters ``prompt``, ``completion``, ``answer`` (by name) and returns a number
-    (> 0 is a pass) or a bool (True -> +1, False -> -1). A call that raises scores -1 (as a wrong
-    answer) and is counted; if every call of the first evaluation fails, or its calls time out on 4 prompts
+    (> 0 is a pass) or a bool (True -> +1, False -> -1). A call that raises scores as a wrong answer
+    (-1, or the lowest score the function has returned where that is lower) and is counted; if every call of the first evaluation fails, or its calls time out on 4 prompts
     before any answers in time, the run stops."""
     reward_timeout: float = 10.0
-    """Seconds a user reward function may take per completion before it is killed and scored -1
-    (at most :data:`MAX_REWARD_TIMEOUT`, a day)."""
+    """Seconds a user reward function may take per completion before it is killed and scored as a
+    failed call (-1, or the function's lowest score; at most :data:`MAX_REWARD_TIMEOUT`, a day)."""
     reward_load_timeout: float = 60.0
     """Seconds each worker process of a user reward function may take to import its module before the run
     is refused (a module that loads a judge or reward model from disk at import may need minutes; at most

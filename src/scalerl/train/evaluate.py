@@ -117,7 +117,7 @@ def _scored(task: Task, pairs: list[tuple[Problem, str]], shown: list[int]) -> t
     """The rewards of ``pairs``, and whether each ``shown`` one's reward call failed.
 
     The completions shown in samples.jsonl are scored one by one, each under its own tally, so a reward
-    call that failed (scored -1, as a wrong answer) is said beside its completion -- the sample read as
+    call that failed (scored as a wrong answer: -1, or the function's lowest score) is said beside its completion -- the sample read as
     a plain wrong answer. The rest is scored as one batch. Where the task scores on several worker processes
     (a user's function, math-verify: :func:`~scalerl.tasks.base.calls_at_once`), the shown ones' calls run
     beside the batch's rather than one after another before it: with a slow judge they cost one call's time,
