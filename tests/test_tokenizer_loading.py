@@ -245,3 +245,75 @@ def test_a_tokenizer_is_read_as_its_file_says_even_where_that_lowercases(tmp_pat
     text = "What is 12 + 30?\nAnswer: 42."
     # the code: the file's own (lowercasing) pipeline, which does not give the probe text back
     assert tokenizer.decode(tokenizer(text, add_special_tokens=False).input_ids) == text.lower()
+
+
+_CORPUS = [f"Compute {a} * {b}. Put the final answer in \\boxed{{}}.\nWhat is {a} + {b}? Answer: {a + b}."
+           for a in range(2, 80) for b in (3, 17, 41)]
+
+
+def _save_config(directory: Path, arch: str, vocab_size: int) -> None:
+    from architectures import ARCHITECTURES
+
+    config = ARCHITECTURES[arch]()
+    config.vocab_size = vocab_size
+    config.save_pretrained(directory)
+
+
+def _gpt2_with_add_prefix_space(directory: Path) -> Path:
+    """A GPT-2 byte-level BPE whose tokenizer_config.json sets add_prefix_space: true (its tokenizer.json's
+    pre-tokenizer has false, as written by the tokenizers library)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    backend.train_from_iterator(_CORPUS, trainer=trainers.BpeTrainer(
+        vocab_size=500, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False))
+    directory.mkdir(parents=True)
+    backend.save(str(directory / "tokenizer.json"))
+    (directory / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "GPT2Tokenizer", "add_prefix_space": True, "bos_token": "<|endoftext|>",
+        "eos_token": "<|endoftext|>", "unk_token": "<|endoftext|>", "model_max_length": 1024}))
+    _save_config(directory, "gpt2", backend.get_vocab_size())
+    return directory
+
+
+def _mistral_without_prefix_space(directory: Path) -> Path:
+    """A Mistral-style Metaspace BPE with byte fallback whose tokenizer_config.json sets add_prefix_space: false (its
+    tokenizer.json's Metaspace prepends '▁' to the first word)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    backend = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    backend.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first", split=False)
+    backend.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                         decoders.Strip(" ", 1, 0)])
+    backend.train_from_iterator(_CORPUS, trainer=trainers.BpeTrainer(
+        vocab_size=700, special_tokens=["<unk>", "<s>", "</s>"] + [f"<0x{i:02X}>" for i in range(256)],
+        show_progress=False))
+    backend.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B",
+                                                           special_tokens=[("<s>", 1)])
+    directory.mkdir(parents=True)
+    backend.save(str(directory / "tokenizer.json"))
+    (directory / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "LlamaTokenizer", "add_prefix_space": False, "bos_token": "<s>", "eos_token": "</s>",
+        "unk_token": "<unk>", "legacy": False, "model_max_length": 32768}))
+    _save_config(directory, "llama", backend.get_vocab_size())
+    return directory
+
+
+@pytest.mark.parametrize("build", [_gpt2_with_add_prefix_space, _mistral_without_prefix_space],
+                         ids=["gpt2-add_prefix_space-true", "mistral-add_prefix_space-false"])
+def test_tokenizer_config_add_prefix_space_is_kept(tmp_path, build):
+    from transformers import AutoTokenizer
+
+    from scalerl.models.loading import read_tokenizer
+
+    directory = build(tmp_path / "model")
+    auto = AutoTokenizer.from_pretrained(directory)
+    ours = read_tokenizer(str(directory))  # what load_model returns
+    text = "What is 12 + 30?"
+    # AutoTokenizer gives GPT-2 ['Ġ', 'What', ...] (the prefix space asked for) and Mistral ['<s>', 'W', ...]
+    # (none asked for); read_tokenizer gave ['What', ...] and ['<s>', '▁', 'W', ...].
+    assert ours(text).input_ids == auto(text).input_ids, (ours.convert_ids_to_tokens(ours(text).input_ids)[:4],
+                                                          auto.convert_ids_to_tokens(auto(text).input_ids)[:4])

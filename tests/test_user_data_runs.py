@@ -4,7 +4,6 @@ cannot score one evaluation set."""
 from __future__ import annotations
 
 import json
-import textwrap
 
 
 def _write_jsonl(path, rows):
@@ -82,29 +81,3 @@ def test_eval_goes_on_when_only_one_set_fails_every_call(tmp_path, random_model,
     result = json.loads(out)
     assert set(result["sets"]) == {"val", "b"}
     assert result["reward_errors"] == 3 and result["reward_calls"] == 6
-
-
-FLAKY_JUDGE = '''
-calls = 0
-
-def judge(completion):
-    global calls
-    calls += 1
-    if calls % 2 == 0:
-        raise RuntimeError("judge unreachable")
-    return -5.0  # the judge's scale: a wrong answer is -5
-'''
-
-
-def test_eval_says_what_the_failed_calls_scored(tmp_path, capsys):
-    from scalerl.cli import main
-
-    judge = tmp_path / "cf_flaky_judge.py"
-    judge.write_text(textwrap.dedent(FLAKY_JUDGE))
-    code = main(["eval", "--model", "tiny", "--reward", f"{judge}:judge", "--problems", "2", "--k", "2",
-                 "--max-new-tokens", "4", "--no-progress", "--sets", "val"])
-    out = capsys.readouterr().out
-    line = next(l for l in out.splitlines() if "reward function" in l)
-    assert code == 0 and "errors" in line and "timeouts" in line, out
-    # every failed call scored -5 here (the warning says so); the summary must not claim -1
-    assert "scored -1" not in line and "-5" in line, line

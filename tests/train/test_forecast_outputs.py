@@ -194,7 +194,7 @@ def test_run_report_counts_the_reward_functions_failures(tmp_path):
     rows[last].update(reward_errors=117, reward_timeouts=3)
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
     text = dict(summary_lines(write_run_report(tmp_path, n_boot=50)))
-    assert text["reward function failures"].startswith("117 errors and 3 timeouts, each scored -1")
+    assert text["reward function failures"].startswith("117 errors and 3 timeouts, each scored as a wrong answer (-1, or")
 
 
 def test_no_report_still_says_the_reward_functions_failures(tmp_path, capsys):
@@ -204,7 +204,7 @@ def test_no_report_still_says_the_reward_functions_failures(tmp_path, capsys):
 
     evals = [{"step": 0, "reward_errors": 2}, {"step": 4, "reward_errors": 117, "reward_timeouts": 3}]
     assert _finish(RunSummary(tmp_path, 4, evals), report=False) == 0
-    assert "reward function failures: 117 errors and 3 timeouts, each scored -1" in capsys.readouterr().out
+    assert "reward function failures: 117 errors and 3 timeouts, each scored as a wrong answer" in capsys.readouterr().out
     assert _finish(RunSummary(tmp_path, 4, [{"step": 4}]), report=False) == 0
     assert "reward function failures" not in capsys.readouterr().out
 

@@ -130,7 +130,7 @@ def test_eval_with_a_reward_reports_its_failed_calls(tiny_dir, tmp_path, capsys)
     obj = json.loads(capsys.readouterr().out)
     assert obj["reward_calls"] == 20 and 0 < obj["reward_errors"] < 20 and obj["reward_timeouts"] == 0
     assert main(args) == 0
-    assert f"{obj['reward_errors']} errors and 0 timeouts in 20 calls (each scored -1" in capsys.readouterr().out
+    assert f"{obj['reward_errors']} errors and 0 timeouts in 20 calls (each scored as a wrong answer (-1" in capsys.readouterr().out
     # Without failures nothing was scored -1 (review av: "0 errors and 0 timeouts in 8 calls (each scored -1)").
     module.write_text("def reward(completion, answer):\n    return 0.0\n")
     assert main(args[:-2]) == 0

@@ -433,8 +433,10 @@ def _print_results(pick: dict, results: dict, rewards: dict, length_control: boo
     if rewards:
         failed = rewards['reward_errors'] + rewards['reward_timeouts']
         # ("(each scored -1)" after "0 errors and 0 timeouts" read as if every call had scored -1.)
-        # (-1, or the judge's own lower score for a wrong answer: rewards.LowestScore -- review cf)
-        scored = f" (each scored {rewards['failure_score']:g}, as a wrong answer)" if failed else ""
+        # (-1, or the judge's own lower score for a wrong answer, which may have come later: reviews cf, cg)
+        from scalerl.tasks.rewards import SCORED_AS_WRONG
+
+        scored = f" ({SCORED_AS_WRONG})" if failed else ""
         print(f"  reward function {pick['reward']}: {rewards['reward_errors']} errors and "
               f"{rewards['reward_timeouts']} timeouts in {rewards['reward_calls']} calls{scored}")
 
@@ -466,5 +468,4 @@ def _reward_counts(task, spec: str | None) -> dict[str, int]:
         return {}
     stats = task.reward_stats()
     check_reward_works(spec, stats, "of this evaluation")
-    return {"reward_calls": stats["calls"], "reward_errors": stats["errors"], "reward_timeouts": stats["timeouts"],
-            "failure_score": stats["failure_score"]}
+    return {"reward_calls": stats["calls"], "reward_errors": stats["errors"], "reward_timeouts": stats["timeouts"]}

@@ -331,7 +331,8 @@ def _tokenizer_refusal(source: str, name_or_path: str, exc: Exception) -> str:
 
 #: Texts whose token ids the tokenizer transformers picks must share with the tokenizer files' own pipeline
 #: (:func:`read_tokenizer`): spaces and a newline, numbers, a LaTeX command, a letter and a combining accent.
-PROBES = ("What is 12 + 30?\nAnswer: 42.", "Compute 41 * 17. Put the final answer in \\boxed{}.", "cafe\u0301 = 3")
+PROBES = ("What is 12 + 30?\nAnswer: 42.", "Compute 41 * 17. Put the final answer in \\boxed{}.", "cafe\u0301 = 3",
+          "x\u00b2 + \u00bd = \uff08\uff11\uff12\uff09")
 
 
 def read_tokenizer(source: str, **kwargs: Any):
@@ -342,61 +343,70 @@ def read_tokenizer(source: str, **kwargs: Any):
     model's character tokenizer, saved beside a Qwen2 config, came back as a ``Qwen2Tokenizer`` that dropped every
     space and newline (review cb); a user's byte-level BPE came back splitting digits one by one and NFC-normalising
     the data's text, and a Gemma class could not encode at all (review ce). The model was trained on what
-    ``tokenizer.json`` does: where the picked class's pipeline (normalizer, pre-tokenizer, model, decoder) is not
-    that file's -- one differing only in a normalizer (NFKC for NFC) agreed on every plain text (review cf) --, or
-    it gives other ids for the :data:`PROBES` (or raises), the tokenizer is read as the file says
-    (``PreTrainedTokenizerFast``), if that one agrees with it. No ``tokenizer.json`` (a SentencePiece or tiktoken
-    model alone): the picked class is all there is."""
+    ``tokenizer.json`` does -- with ``tokenizer_config.json``'s ``add_prefix_space``, which the classes apply to it
+    (review cg: comparing pipelines part by part switched away from a class that honoured it, and over differences
+    that change no id). Where the picked class gives other ids than that for the :data:`PROBES` (plain text, a
+    combining accent, full-width digits: a normaliser of its own shows there) or cannot encode, the tokenizer is read
+    as the file says (``PreTrainedTokenizerFast`` on that pipeline). No ``tokenizer.json`` (a SentencePiece or
+    tiktoken model alone): the picked class is all there is."""
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
     picked = AutoTokenizer.from_pretrained(source, **kwargs)
     own = _own_pipeline(source, kwargs)
-    if own is None or _same_pipeline(picked, own):
+    if own is None or _encodes_as(picked, own):
         return picked
     generic = PreTrainedTokenizerFast.from_pretrained(source, **kwargs)
-    return generic if _same_pipeline(generic, own) else picked
+    generic._tokenizer = own  # (the file's pipeline as the config sets it: the generic class ignores add_prefix_space)
+    return generic if _encodes_as(generic, own) else picked
 
 
 def _own_pipeline(source: str, kwargs: dict[str, Any]):
     """The ``tokenizers`` pipeline of ``source``'s ``tokenizer.json`` (a directory's, or a hub id's in the cache or
-    fetched), or None where it has none or it cannot be read (the class transformers picks is then judged alone)."""
+    fetched) with ``tokenizer_config.json``'s ``add_prefix_space`` applied to its pre-tokenizer, or None where it has
+    none or it cannot be read (the class transformers picks is then judged alone)."""
+    import json
+
     from tokenizers import Tokenizer
 
     try:
-        path = Path(source) / "tokenizer.json"
-        if not path.is_file():
-            from transformers.utils import cached_file
-
-            found = cached_file(source, "tokenizer.json", _raise_exceptions_for_missing_entries=False,
-                                _raise_exceptions_for_connection_errors=False,
-                                **{k: v for k, v in kwargs.items() if k in ("cache_dir", "revision", "token",
-                                                                             "local_files_only", "subfolder")})
-            if found is None:
-                return None
-            path = Path(found)
-        return Tokenizer.from_file(str(path))
+        path = _tokenizer_file(source, "tokenizer.json", kwargs)
+        if path is None:
+            return None
+        pipeline = json.loads(path.read_text(encoding="utf-8"))
+        config = _tokenizer_file(source, "tokenizer_config.json", kwargs)
+        prefix = json.loads(config.read_text(encoding="utf-8")).get("add_prefix_space") if config else None
+        if isinstance(prefix, bool):
+            _set_prefix_space(pipeline.get("pre_tokenizer"), prefix)
+        return Tokenizer.from_str(json.dumps(pipeline))
     except Exception:  # noqa: BLE001 -- no file, a damaged one: nothing to compare with
         return None
 
 
-#: The parts of a ``tokenizers`` pipeline that decide a text's ids and a completion's text.
-_PIPELINE_PARTS = ("normalizer", "pre_tokenizer", "model", "decoder")
+def _tokenizer_file(source: str, name: str, kwargs: dict[str, Any]) -> Path | None:
+    """``source``'s file ``name``: in its directory, or a hub id's (cached or fetched); None where it has none."""
+    path = Path(source) / name
+    if path.is_file():
+        return path
+    from transformers.utils import cached_file
+
+    found = cached_file(source, name, _raise_exceptions_for_missing_entries=False,
+                        _raise_exceptions_for_connection_errors=False,
+                        **{k: v for k, v in kwargs.items() if k in ("cache_dir", "revision", "token", "local_files_only",
+                                                                     "subfolder")})
+    return Path(found) if found else None
 
 
-def _same_pipeline(tokenizer, own) -> bool:
-    """Whether ``tokenizer`` tokenizes as ``own`` (the file's ``tokenizers`` pipeline): the same parts, where it has
-    a ``tokenizers`` backend, and the same ids for the :data:`PROBES`."""
-    import json
-
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is not None:
-        try:
-            mine, theirs = json.loads(backend.to_str()), json.loads(own.to_str())
-        except Exception:  # noqa: BLE001 -- a pipeline that does not serialise: judged by what it does
-            mine = theirs = {}
-        if any(mine.get(part) != theirs.get(part) for part in _PIPELINE_PARTS):
-            return False
-    return _encodes_as(tokenizer, own)
+def _set_prefix_space(node: Any, prefix: bool) -> None:
+    """Set ``add_prefix_space`` on a pre-tokenizer's JSON (a byte-level one's flag, a Metaspace's prepend scheme),
+    nested ones included, as the tokenizer classes apply the setting of ``tokenizer_config.json``."""
+    if not isinstance(node, dict):
+        return
+    if node.get("type") == "ByteLevel":
+        node["add_prefix_space"] = prefix
+    elif node.get("type") == "Metaspace":
+        node["prepend_scheme"] = "first" if prefix else "never"
+    for child in node.get("pretokenizers") or []:
+        _set_prefix_space(child, prefix)
 
 
 def _encodes_as(tokenizer, own) -> bool:

@@ -64,6 +64,11 @@ FAILURE_REWARD = -1.0
 HUNG_PROMPTS = 4
 
 
+#: What the failed calls of a run or an evaluation scored, as the report and eval say it: a judge's own lower score
+#: for a wrong answer may have come after the first failures, so no one number holds for them all (review cg).
+SCORED_AS_WRONG = "each scored as a wrong answer (-1, or the lowest score the function had returned)"
+
+
 class LowestScore:
     """The lowest of -1 and every score a reward function has returned, shared by the workers that call it (review
     cf: each worker kept its own, and one that had not seen a judge's -5 scored a failure -1, better than it). Per
@@ -362,16 +367,21 @@ class RewardWorkers:
         """Reward of one completion on a free worker (see :meth:`UserReward.score`); an
         :class:`~scalerl.errors.InputError` once the function has timed out on :data:`HUNG_PROMPTS` prompts
         and answered none in time (with a ``timeout_setting``)."""
+        return self._scored(prompt, completion, answer)[0]
+
+    def _scored(self, prompt: str, completion: str, answer: str) -> tuple[float, bool]:
+        """``(reward, whether the call failed)``: see :meth:`score`."""
         worker = self._checkout()
         try:
-            timeouts = worker.stats.timeouts  # (the worker is this call's alone until it is put back)
+            before = worker.stats.timeouts, worker.stats.errors  # (the worker is this call's alone until put back)
             value = worker.score(prompt, completion, answer)
-            timed_out = worker.stats.timeouts > timeouts
+            timed_out = worker.stats.timeouts > before[0]
+            failed = timed_out or worker.stats.errors > before[1]
         finally:
             self._free.put(worker)
         if self.timeout_setting is not None and not self._answered:
             self._check_hung(prompt, timed_out)
-        return value
+        return value, failed
 
     def _check_hung(self, prompt: str, timed_out: bool) -> None:
         with self._hang_lock:
@@ -389,14 +399,22 @@ class RewardWorkers:
         return self.score(problem.prompt, completion, problem.answer)
 
     def score_many(self, pairs: Sequence[tuple[Problem, str]]) -> list[float]:
-        """Rewards of ``(problem, completion)`` pairs, in order, up to ``workers`` calls at a time."""
+        """Rewards of ``(problem, completion)`` pairs, in order, up to ``workers`` calls at a time. A failed call
+        scores no better than any score of the batch (review cg: one that failed before the function's first -5
+        came back scored -1, above the wrong answer beside it)."""
+        def one(problem: Problem, completion: str) -> tuple[float, bool]:
+            return self._scored(problem.prompt, completion, problem.answer)
+
         if self.workers == 1 or len(pairs) < 2:
-            return [self(problem, completion) for problem, completion in pairs]
-        with self._grow:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="reward")
-        tally = current_tally()  # the calls run in the executor's threads: their failures are this scoring's
-        return list(self._executor.map(lambda pair: in_tally(tally, self, *pair), pairs))
+            scored = [one(problem, completion) for problem, completion in pairs]
+        else:
+            with self._grow:
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="reward")
+            tally = current_tally()  # the calls run in the executor's threads: their failures are this scoring's
+            scored = list(self._executor.map(lambda pair: in_tally(tally, one, *pair), pairs))
+        floor = self._lowest.value
+        return [min(value, floor) if failed else value for value, failed in scored]
 
     def close(self) -> None:
         """Stop every worker process (and the threads that fed them) at once: the workers first, so

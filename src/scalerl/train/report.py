@@ -28,6 +28,7 @@ from scalerl.errors import InputError
 from scalerl.report_text import html_page, html_table, md_fence, md_table, md_text
 from scalerl.runlog import RESUME, config_setting, final_model_step, finite_json, has_final_model, read_runlog
 from scalerl.train.collapse import collapse_note, collapsed_steps
+from scalerl.tasks.rewards import SCORED_AS_WRONG
 from scalerl.train.config import CALIBRATION_COPY
 from scalerl.train.report_files import CURVE_PNG, REPORT_HTML, REPORT_MD, SETS_PNG
 from scalerl.train.run_directory import finished_with_final, planned_steps, trained_steps
@@ -352,8 +353,8 @@ def _reward_failures(f: dict[str, Any]) -> list[tuple[str, str]]:
     answer, so a report without them read as if every reward had been computed."""
     if not f.get("reward_errors") and not f.get("reward_timeouts"):
         return []
-    return [("reward function failures", f"{f['reward_errors']} errors and {f['reward_timeouts']} timeouts, each scored "
-                                         "-1 as a wrong answer (reward_errors, reward_timeouts in the run log)")]
+    return [("reward function failures", f"{f['reward_errors']} errors and {f['reward_timeouts']} timeouts, "
+                                         f"{SCORED_AS_WRONG} (reward_errors, reward_timeouts in the run log)")]
 
 
 def reward_failure_lines(evals: list[dict[str, Any]]) -> list[tuple[str, str]]:
