@@ -330,7 +330,7 @@ def _tokenizer_refusal(source: str, name_or_path: str, exc: Exception) -> str:
 
 
 #: Texts whose token ids the tokenizer transformers picks must share with the tokenizer files' own pipeline
-#: (:func:`read_tokenizer`): spaces and a newline, numbers, a LaTeX command, a letter and a combining accent.
+#: (:func:`read_tokenizer`): spaces and a newline, numbers, a LaTeX command, a combining accent, full-width digits.
 PROBES = ("What is 12 + 30?\nAnswer: 42.", "Compute 41 * 17. Put the final answer in \\boxed{}.", "cafe\u0301 = 3",
           "x\u00b2 + \u00bd = \uff08\uff11\uff12\uff09")
 
