@@ -14,7 +14,10 @@ _PROBLEM = Problem(id="p", prompt="2+2=", answer="4")
 # ---- rewards.LowestScore ---------------------------------------------------------------------------------------
 
 JUDGE = '''
+import time
+
 def judge(completion):
+    time.sleep(0.2)  # a slow judge: both workers of a two-worker pool take part in a batch of two
     if completion == "wrong":
         return -5.0  # the judge's scale: a wrong answer is -5
     if completion == "right":
@@ -35,6 +38,20 @@ def test_a_failed_call_never_scores_above_a_wrong_answer_of_its_own_batch(tmp_pa
     # docs/tasks.md: "a failure never pays better than a wrong answer" -- here it got [-1.0, -5.0, 1.0, -5.0]: the
     # first failure's advantage beats the wrong answer's, and the two failures of one group differ
     assert scores[0] <= scores[1] and scores[3] <= scores[1], scores
+
+
+def test_a_failed_call_on_any_worker_scores_no_better_than_a_wrong_answer(tmp_path, monkeypatch):
+    from scalerl.tasks.rewards import RewardWorkers
+
+    (tmp_path / "cf_judge.py").write_text(textwrap.dedent(JUDGE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with RewardWorkers("cf_judge:judge", timeout=20, workers=2) as reward:
+        first = reward.score_many([(_PROBLEM, "wrong"), (_PROBLEM, "right")])
+        assert sorted(first) == [-5.0, 1.0]  # the function has returned -5: a wrong answer scores -5
+        failed = reward.score_many([(_PROBLEM, "boom"), (_PROBLEM, "boom")])
+        assert reward.stats.errors == 2
+        # docs/tasks.md: a failure scores "the lowest score your function has returned" -- never better than -5
+        assert max(failed) <= -5.0, failed
 
 
 FIRST_FOUR_FAIL = '''

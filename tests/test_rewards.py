@@ -89,8 +89,7 @@ def test_module_function_scores_bools_and_numbers(rewards_module):
     with UserReward("my_rewards:exact") as reward:
         assert reward(PROBLEM, "<think>x</think>4") == 1.0
         assert reward(PROBLEM, "<think>x</think>5") == -1.0
-        assert reward.stats.as_dict() == {"calls": 2, "errors": 0, "timeouts": 0, "first_error": "", "last_error": "",
-                                         "failure_score": -1.0}
+        assert reward.stats.as_dict() == {"calls": 2, "errors": 0, "timeouts": 0, "first_error": "", "last_error": ""}
     with UserReward("my_rewards:scaled") as reward:
         assert reward(PROBLEM, "4") == 0.5
 
@@ -656,32 +655,3 @@ def test_math_verify_timeouts_on_some_answers_do_not_stop_the_math_task(tmp_path
         assert task.rewards(pairs) == [-1.0] * 8 + [1.0] * 4
     finally:
         task.close()
-
-
-_PROBLEM = Problem(id="p", prompt="2+2=", answer="4")
-
-CF_JUDGE = '''
-import time
-
-def judge(completion):
-    time.sleep(0.4)  # a slow judge: both workers take part in a batch of two
-    if completion == "wrong":
-        return -5.0  # the judge's scale: a wrong answer is -5
-    if completion == "right":
-        return 1.0
-    raise RuntimeError("judge unreachable")
-'''
-
-
-def test_a_failed_call_on_any_worker_scores_no_better_than_a_wrong_answer(tmp_path, monkeypatch):
-    from scalerl.tasks.rewards import RewardWorkers
-
-    (tmp_path / "cf_judge.py").write_text(textwrap.dedent(CF_JUDGE))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    with RewardWorkers("cf_judge:judge", timeout=20, workers=2) as reward:
-        first = reward.score_many([(_PROBLEM, "wrong"), (_PROBLEM, "right")])
-        assert sorted(first) == [-5.0, 1.0]  # the function has returned -5: a wrong answer scores -5
-        failed = reward.score_many([(_PROBLEM, "boom"), (_PROBLEM, "boom")])
-        assert reward.stats.errors == 2
-        # docs/tasks.md: a failure scores "the lowest score your function has returned" -- never better than -5
-        assert max(failed) <= -5.0, failed

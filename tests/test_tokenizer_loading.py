@@ -139,8 +139,6 @@ def test_an_adapter_directory_with_an_unreadable_tokenizer_is_refused_in_one_lin
 
     from peft import LoraConfig, get_peft_model
 
-    from scalerl.cli import main
-
     example = _example()
     base = example.save_user_model(tmp_path / "base", "llama", dtype="float32")
     data = example.write_math_data(tmp_path / "math.jsonl", n=20)
@@ -151,39 +149,31 @@ def test_an_adapter_directory_with_an_unreadable_tokenizer_is_refused_in_one_lin
     config["base_model_name_or_path"] = str(base)
     (adapter / "adapter_config.json").write_text(json.dumps(config))
     shutil.copy(base / "tokenizer_config.json", adapter / "tokenizer_config.json")
-    try:
-        code = main(["eval", "--model", str(adapter), "--task", "math", "--data", str(data), "--problems", "2",
-                     "--k", "1", "--max-new-tokens", "4"])
-    except Exception as exc:  # noqa: BLE001
-        pytest.fail(f"scalerl eval raised {type(exc).__name__}: {str(exc).splitlines()[0]}")
-    err = capsys.readouterr().err
+    code, err = _eval(adapter, data, capsys)
     assert code == 0 or (code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1), err
 
 
-def _example_model(tmp_path, arch="qwen2"):
-    import importlib.util
+def _eval(model, data, capsys) -> tuple[int, str]:
+    """``scalerl eval`` of ``model`` on two problems of ``data``: its exit code and stderr (a traceback fails the test)."""
+    from scalerl.cli import main
 
-    spec = importlib.util.spec_from_file_location("scalerl_examples_user_model_tl", ROOT / "examples" / "user_model.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module, module.save_user_model(tmp_path / arch, arch, dtype="float32")
+    try:
+        code = main(["eval", "--model", str(model), "--task", "math", "--data", str(data), "--problems", "2",
+                     "--k", "1", "--max-new-tokens", "4"])
+    except Exception as exc:  # noqa: BLE001
+        pytest.fail(f"scalerl eval raised {type(exc).__name__}: {str(exc).splitlines()[0]}")
+    return code, capsys.readouterr().err
 
 
 def test_a_tokenizer_json_the_tokenizers_library_refuses_is_one_line(tmp_path, capsys):
-    from scalerl.cli import main
-
-    example, directory = _example_model(tmp_path)
+    example = _example()
+    directory = example.save_user_model(tmp_path / "qwen2", "qwen2", dtype="float32")
     data = example.write_math_data(tmp_path / "math.jsonl", n=20)
     path = directory / "tokenizer.json"
     tokenizer = json.loads(path.read_text())
     tokenizer["pre_tokenizer"] = {"type": "SplitDigitsV2", "individual": True}  # written by a newer tokenizers
     path.write_text(json.dumps(tokenizer))
-    try:
-        code = main(["eval", "--model", str(directory), "--task", "math", "--data", str(data), "--problems", "2",
-                     "--k", "1", "--max-new-tokens", "4"])
-    except Exception as exc:  # noqa: BLE001
-        pytest.fail(f"scalerl eval raised {type(exc).__name__}: {str(exc).splitlines()[0]}")
-    err = capsys.readouterr().err
+    code, err = _eval(directory, data, capsys)
     assert code == 2 and "tokenizer" in err and "Traceback" not in err, err
 
 

@@ -78,11 +78,9 @@ class LowestScore:
         self.value = FAILURE_REWARD
         self._lock = threading.Lock()
 
-    def saw(self, score: float, stats: "RewardStats | None" = None) -> None:
+    def saw(self, score: float) -> None:
         with self._lock:
             self.value = min(self.value, score)
-        if stats is not None:
-            stats.failure_score = self.value
 
 
 @dataclass
@@ -94,12 +92,10 @@ class RewardStats:
     timeouts: int = 0
     first_error: str = ""
     last_error: str = ""
-    failure_score: float = FAILURE_REWARD
-    """What a failed call scores now (:class:`LowestScore`)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"calls": self.calls, "errors": self.errors, "timeouts": self.timeouts,
-                "first_error": self.first_error, "last_error": self.last_error, "failure_score": self.failure_score}
+                "first_error": self.first_error, "last_error": self.last_error}
 
 
 class _WorkerDied(Exception):
@@ -288,7 +284,7 @@ class UserReward:
         if "error" in reply:
             return self._failed("error", reply["error"])
         value = float(reply["value"])
-        self._lowest.saw(value, self.stats)
+        self._lowest.saw(value)
         return value
 
     def __call__(self, problem: Problem, completion: str) -> float:
@@ -332,7 +328,7 @@ class RewardWorkers:
     @property
     def stats(self) -> RewardStats:
         """The calls of every worker, added up (first and last error: of the first worker that had one)."""
-        total = RewardStats(failure_score=self._lowest.value)
+        total = RewardStats()
         for w in list(self._all):
             total.calls += w.stats.calls
             total.errors += w.stats.errors
