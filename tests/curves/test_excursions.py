@@ -187,3 +187,11 @@ def test_last_point_drop_does_not_flag_the_point_before_it():
     dipped = y.copy()
     dipped[-2] -= 0.2
     assert np.flatnonzero(excursion_mask(x, dipped)).tolist() == [x.size - 2]
+
+
+def test_two_adjacent_evaluations_are_not_two_one_evaluation_excursions():
+    x = np.arange(9) * 10.0
+    y = np.array([0.2, 0.21, 0.21, 0.464, 0.47, 0.586, 0.585, 0.003, 0.0])
+    _, left = drop_excursions(Curve(x=x, y=y, name="r", x_name="step", y_name="acc"))
+    xs = sorted(left.x)
+    assert not any(b - a == 10.0 for a, b in zip(xs, xs[1:])), left

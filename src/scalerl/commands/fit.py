@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+
+import numpy as np
 from dataclasses import dataclass
 
 from scalerl.commands._curve_args import (add_data_args, add_fit_args, calibration_line, fit_kwargs, g,
@@ -40,7 +42,7 @@ def run(args) -> int:
     points = args.predict or [float(fc.ensemble.x_end) * m for m in (1, 2, 10)]
     # An unstable run gets no forecast: its extrapolation is not one (the fit is still shown).
     preds = [] if fc.unstable else fc.predict(points)
-    targets = [] if fc.unstable else [_reach(fc, r) for r in (args.target or [])]
+    targets = [_no_reach(fc, r) if fc.unstable else _reach(fc, r) for r in (args.target or [])]
     verdict = (_no_verdict(fc, *args.verdict) if fc.unstable else fc.verdict(*args.verdict)) if args.verdict else None
     if args.plot:
         from scalerl.curves.plot import plot_forecast
@@ -78,10 +80,31 @@ def _reach(fc, r: float) -> tuple[float, float, float, float, str]:
     if r <= fc.fit.R0:  # the search starts at the first compute > 0; the curve is at R0 before it
         return r, 0.0, 0.0, 0.0, f"already reached (R0 = {fc.fit.R0:.4g})"
     c, lo, hi = fc.compute_to_reach(r)
+    if not math.isfinite(c):
+        held = _held_from(fc, r)
+        if held is not None:  # a curve that levels off at r never reaches it; the run's evaluations did (review ch)
+            return r, held, math.nan, math.nan, (f"reached in the evaluations (each one from compute {held:.4g} on); "
+                                                 "the fitted curve levels off just below it")
     ceiling = fc.ceiling()
     if not math.isfinite(c) and r >= ceiling:
         return r, c, lo, hi, f"above the forecast ceiling (about {ceiling:.4g}): not reached"
     return r, c, lo, hi, "" if math.isfinite(c) else "not reached within 10^6x the fit window"
+
+
+def _held_from(fc, r: float) -> float | None:
+    """The compute from which every evaluation of the fit window is at least ``r`` (None: not so at the end)."""
+    window = fc.curve.window(None, fc.fit.fit_until)
+    x, y = np.asarray(window.x, float), np.asarray(window.y, float)
+    pos = x > 0
+    x, y = x[pos], y[pos]
+    below = np.flatnonzero(y < r)
+    start = 0 if below.size == 0 else int(below[-1]) + 1
+    return float(x[start]) if start < x.size else None
+
+
+def _no_reach(fc, r: float) -> tuple[float, float, float, float, str]:
+    """``--target`` of an unstable run: said, not left out, with no compute -- as ``--verdict`` is."""
+    return r, math.nan, math.nan, math.nan, f"no answer (unstable run): {fc.stability.text()}"
 
 
 def _jsonable(v):

@@ -75,13 +75,18 @@ def excursion_mask(x: np.ndarray, y: np.ndarray, *, k: float = EXCURSION_SD, flo
     sigma = max(noise_sd(y[idx]), floor, 1e-12)  # (a flat unbounded series: floor 0)
     # Largest first, then again without it: one excursion shifts the median of its neighbours'
     # neighbours, and judged all at once a clean point beside a deep dip could look like a spike.
-    kept = np.asarray(idx)
+    # A point next to one already left out is not judged again: without its neighbour it stands
+    # beside the next one over, and the second of two adjacent high evaluations (a peak two evaluations
+    # long) became a "one-evaluation excursion" too (review ch).
+    kept = np.arange(idx.size)
     for _ in range(idx.size // 4):
-        scores = _scores(y[kept]) / sigma
+        scores = _scores(y[idx[kept]]) / sigma
+        beside = np.isin(kept - 1, np.flatnonzero(out[idx])) | np.isin(kept + 1, np.flatnonzero(out[idx]))
+        scores[beside] = 0.0
         at = int(np.argmax(scores))
         if not scores[at] > k:
             break
-        out[kept[at]] = True
+        out[idx[kept[at]]] = True
         kept = np.delete(kept, at)
     return out
 

@@ -28,7 +28,7 @@ from scalerl.curves.ensemble import Ensemble, FitSettings, fit_ensemble
 from scalerl.curves.excursions import Excursions, drop_excursions
 from scalerl.curves.power_law_fit import PowerLawFit, fit_power_law
 from scalerl.curves.sigmoid_fit import SigmoidFit, fit_sigmoid
-from scalerl.curves.stability import Stability, check_stability
+from scalerl.curves.stability import UNTESTED, Stability, check_stability
 from scalerl.curves.takeoff import unmeasured_takeoff_note
 from scalerl.curves.uncertainty import Bootstrap, _evaluate_many, bootstrap, check_bootstrap, seeded_rng
 from scalerl.errors import InputError
@@ -350,7 +350,10 @@ def forecast(
                   validated=ens.validation_rmse is not None,
                   bounds=(y_floor if math.isfinite(y_floor) else -np.inf, A_max if bounded else np.inf),
                   df=int(((window.x > 0) & np.isfinite(window.y)).sum()))
-    stability = check_stability(window.x, window.y, R0=fit.R0 if fit.r0_mode != "free" else None)
+    # On every evaluation of the window, excursions included: left out, the peak before a collapse was one,
+    # and the points left too few to test (review ch: a collapse to 0 forecast at 0.25).
+    raw = shown.window(None, fit_until)
+    stability = check_stability(raw.x, raw.y, R0=fit.R0 if fit.r0_mode != "free" else None)
     out = Forecast(fit=fit, boot=boot, power_law=pl, curve=shown, ensemble=ens, bands=bands,
                    stability=stability, band_boot=band_boot, excursions=left)
     if curve.dropped:
@@ -368,6 +371,8 @@ def forecast(
         out.notes.append(takeoff)
     if stability.unstable:
         fit.warnings.insert(0, f"unstable run: {stability.text()}")
+    elif stability.kind == UNTESTED:  # (not "stable": a 5-point collapse is not told from noise -- review ch)
+        out.notes.append(stability.text())
     return out
 
 

@@ -119,16 +119,22 @@ def check_fittable(x: np.ndarray, y: np.ndarray, n_params: int, what: str = "the
             "(fit: --fit-from/--fit-until) or log more evaluations (train / study: a smaller eval.every)"
         )
     base = R0 if R0 is not None else (float(y[~pos].mean()) if (~pos).any() else None)
+    # Equal values in floating point: the slope of a least-squares line through a constant series is
+    # ~1e-17, not 0, and a flat run was refused as "rising but still below R0" (review ch).
+    flat = float(np.ptp(y[pos])) <= 1e-12 * max(1.0, float(np.abs(y[pos]).max()))
     if base is not None:
         gain = float(y[pos].mean() - base)
         if gain > 1e-12:
             return
-        if pos.sum() >= 2 and float(np.polyfit(np.log(x[pos]), y[pos], 1)[0]) > 0:
+        if flat and gain > -1e-12:
+            raise InputError(f"{what}: the metric does not rise: it is flat ({base:g} at the start and everywhere "
+                             "after); there is no curve to fit")
+        if pos.sum() >= 2 and not flat and float(np.polyfit(np.log(x[pos]), y[pos], 1)[0]) > 0:
             raise InputError(_below_start(x[pos], y[pos], base, what))
         trend = gain
     else:
-        if np.ptp(y) <= 1e-12:
-            raise InputError(f"{what}: the metric is flat ({y[0]:g} everywhere); there is no curve to fit")
+        if flat:
+            raise InputError(f"{what}: the metric is flat ({y[pos][0]:g} everywhere); there is no curve to fit")
         trend = float(np.polyfit(np.log(x[pos]), y[pos], 1)[0])
         if trend > 0:
             return
