@@ -647,11 +647,13 @@ def test_math_verify_timeouts_on_some_answers_do_not_stop_the_math_task(tmp_path
 
     data = tmp_path / "m.jsonl"
     data.write_text("".join(json.dumps({"prompt": f"What is {i}+1?", "answer": str(i + 1)}) + "\n" for i in range(40)))
-    task = get_task("math", data=str(data), verify_timeout=1.0, verify_workers=2)
+    # Two answers it cannot finish, one a worker (eight took 18 s); 3 s for each call: with 1 s, a correct answer
+    # on a worker restarted under a loaded machine's CI ran out of time too, scored -1, and the test failed.
+    task = get_task("math", data=str(data), verify_timeout=3.0, verify_workers=2)
     try:
         problems = list(task.train_problems())
-        pairs = [(problems[0], "</think>\\boxed{99999999!}")] * 8
+        pairs = [(problems[0], "</think>\\boxed{99999999!}")] * 2
         pairs += [(p, f"</think>\\boxed{{{p.answer}}}") for p in problems[1:5]]
-        assert task.rewards(pairs) == [-1.0] * 8 + [1.0] * 4
+        assert task.rewards(pairs) == [-1.0] * 2 + [1.0] * 4
     finally:
         task.close()

@@ -94,7 +94,7 @@ def save_checkpoint(directory: str | os.PathLike, step: int, state: dict[str, An
                 write_shard_sums(tmp / SHARDS, shard_sums(shard_files(tmp / SHARDS)))
             state = {**state, "shard_sums": True}
         with open(tmp / "state.pt", "wb") as f:
-            torch.save(state, f)
+            _save_through(state, f)
             f.flush()
             os.fsync(f.fileno())
     except BaseException:  # a full disk, a kill: the half-written copy goes, the previous one stays
@@ -114,6 +114,36 @@ def save_checkpoint(directory: str | os.PathLike, step: int, state: dict[str, An
     _fsync_dir(directory)
     prune_checkpoints(directory, keep, current=name)
     return final
+
+
+class _WriteErrors:
+    """The file torch.save writes through, keeping the OSError of a write that failed: torch's zip writer raises a
+    RuntimeError of its own over it (``unexpected pos ...``), and a disk that filled while ``state.pt`` was written
+    read as a crash, a traceback, where a full disk is a one-line stop that says how to go on (review ci)."""
+
+    def __init__(self, f) -> None:
+        self.f, self.error = f, None
+
+    def write(self, data) -> int:
+        try:
+            return self.f.write(data)
+        except OSError as exc:
+            self.error = self.error or exc
+            raise
+
+    def flush(self) -> None:
+        self.f.flush()
+
+
+def _save_through(state: dict[str, Any], f) -> None:
+    """``torch.save(state, f)``, a failed write raised as its OSError."""
+    sink = _WriteErrors(f)
+    try:
+        torch.save(state, sink)
+    except RuntimeError:
+        if sink.error is None:
+            raise
+        raise sink.error from None
 
 
 def _move_aside_a_latest_directory(directory: Path) -> None:

@@ -29,6 +29,7 @@ stored in -- with LoRA merged, as the adapter, or both (``model.lora.save``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -246,11 +247,32 @@ def save_policy(policy: Policy, directory: str | os.PathLike, *, lora_save: str 
     model; :mod:`scalerl.train.distributed`)."""
     directory = Path(directory)
     model = policy.model
-    if has_lora(model) and lora_save == "adapter":
-        save_adapter(model, directory, base_model=policy.source)
-    else:
-        _save_model(model, directory, policy.storage_dtype, weights, policy.config_dropout)
-        if has_lora(model) and lora_save == "both":
-            save_adapter(model, directory / "adapter", base_model=policy.source)
-    policy.tokenizer.save_pretrained(directory)
+    with _io_errors_as_os_errors(directory):
+        if has_lora(model) and lora_save == "adapter":
+            save_adapter(model, directory, base_model=policy.source)
+        else:
+            _save_model(model, directory, policy.storage_dtype, weights, policy.config_dropout)
+            if has_lora(model) and lora_save == "both":
+                save_adapter(model, directory / "adapter", base_model=policy.source)
+        policy.tokenizer.save_pretrained(directory)
     return directory
+
+
+_OS_ERROR = re.compile(r"\(os error (\d+)\)")
+
+
+@contextlib.contextmanager
+def _io_errors_as_os_errors(directory: Path):
+    """safetensors' write errors as the OSError they carry: a full disk while the weights were written came out as
+    ``SafetensorError: ... I/O error: No space left on device (os error 28)``, a traceback, where a full disk is a
+    one-line stop that says how to go on (review ci)."""
+    from safetensors import SafetensorError
+
+    try:
+        yield
+    except SafetensorError as exc:
+        found = _OS_ERROR.search(str(exc))
+        if found is None:
+            raise
+        code = int(found.group(1))
+        raise OSError(code, os.strerror(code), str(directory)) from exc

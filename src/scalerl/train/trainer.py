@@ -465,6 +465,10 @@ class Trainer:
             "step": self.step,
             "version": self.version,
             "skipped_steps": self.skipped_steps,
+            # The streaks a stop or a note counts (review ci: not kept, a run killed inside a streak of non-finite
+            # steps trained past run.max_nan_steps after --resume, and a collapse spanning the checkpoint went unsaid).
+            "nan_streak": self.nan_streak,
+            "fail_streak": self.fail_streak,
             "lag_hist": dict(self.lag_hist),
             "reward_counts": dict(self.reward_counts),
             # fp32 master weights (LoRA: the adapters), AdamW, the schedule; under FSDP the schedule
@@ -558,6 +562,7 @@ class Trainer:
         set_rng_state(state["rng"])
         self.step, self.version = state["step"], state["version"]
         self.skipped_steps = state["skipped_steps"]
+        self.nan_streak, self.fail_streak = state.get("nan_streak", 0), state.get("fail_streak", 0)
         self.lag_hist = dict(state.get("lag_hist", {}))
         self.reward_counts.update(state.get("reward_counts", {}))
         self.evals = state["evals"]
@@ -665,6 +670,13 @@ class Trainer:
             self._train(bar)
             try:
                 self._save_final()
+            except OSError as exc:  # (review ci: a full disk here was a traceback)
+                if exc.errno not in _DISK_ERRNOS:
+                    raise
+                raise TrainingError(
+                    f"every step is trained and checkpointed, but final/ could not be written: cannot write "
+                    f"{exc.filename or self.output / FINAL}: {exc.strerror}; free space, then resume with: scalerl train "
+                    f"--output {self.output} --resume (it saves final/ again)") from None
             except KeyboardInterrupt as exc:  # a stop during the save, which waited for it
                 stop_under_way()
                 if not getattr(self, "_final_saved", False):  # (it came before the save began: no final/ of this run)
@@ -789,13 +801,22 @@ class Trainer:
             self._train_step()
             bar.update(1)
             done = self.step == cfg.run.steps
+            diverged = self.nan_streak >= cfg.run.max_nan_steps
             if self.step % cfg.eval.every == 0 or done:
                 row = self.evaluate()
                 self._log(row)
                 bar.set_postfix_str(_postfix(row, self.evals, cfg.eval.sets[0], self.meter), refresh=False)
                 self._checkpoint()
-            elif cfg.run.checkpoint_every and self.step % cfg.run.checkpoint_every == 0:
+            elif diverged or (cfg.run.checkpoint_every and self.step % cfg.run.checkpoint_every == 0):
                 self._checkpoint()
+            if diverged:
+                # After the step's evaluation and checkpoint, as any step's: checkpointed before its evaluation, the
+                # stop left a step whose evaluation row --resume never wrote (review ci: rows 0, 2, 6, 8), and a study
+                # resumed a run stopped so at its last step over and over.
+                raise TrainingError(
+                    f"{self.nan_streak} consecutive steps had a non-finite loss or gradient ({self._nan_reason}); "
+                    f"stopped at step {self.step}. Lower recipe.optimizer.lr, check the reward, or raise "
+                    "run.max_nan_steps; the run can be resumed with --resume")
 
     def _train_step(self) -> None:
         cfg = self.cfg
@@ -831,6 +852,7 @@ class Trainer:
         if result.skipped:
             self.skipped_steps += 1
         self.nan_streak = self.nan_streak + 1 if nonfinite else 0
+        self._nan_reason = result.reason
         rewards = [x for g in batch.groups for x in g.rewards]
         self._note_collapse(rewards)
         if self.step % cfg.log.train_every == 0 or result.skipped:
@@ -849,13 +871,6 @@ class Trainer:
             if result.skipped:
                 row["skip_reason"] = result.reason
             self._log(row)
-        if self.nan_streak >= cfg.run.max_nan_steps:
-            self._checkpoint()
-            raise TrainingError(
-                f"{self.nan_streak} consecutive steps had a non-finite loss or gradient ({result.reason}); "
-                f"stopped at step {self.step}. Lower recipe.optimizer.lr, check the reward, or raise run.max_nan_steps; "
-                f"the run can be resumed with --resume"
-            )
 
     def _note_collapse(self, rewards: list[float]) -> None:
         """A note, once a streak, when every completion of COLLAPSE_STEPS steps in a row failed after
@@ -877,13 +892,17 @@ class Trainer:
         import shutil
 
         with stops_deferred():
-            if self.group is not None:  # the full weights, gathered in the stored dtype, written through the plain copy
-                weights = self.group.full_weights(getattr(torch, self.policy.storage_dtype))
-                self.group.stop()
-                save_policy(dataclasses.replace(self.policy, model=self.gen_model), tmp, weights=weights)
-            else:
-                save_policy(self.policy, tmp, lora_save=self.cfg.model.lora.save)  # in model.dtype; LoRA merged or not
-            (tmp / FINAL_STEP_FILE).write_text(json.dumps({"step": self.step}) + "\n")  # renamed in with the model
+            try:
+                if self.group is not None:  # the full weights, gathered in the stored dtype, written through the plain copy
+                    weights = self.group.full_weights(getattr(torch, self.policy.storage_dtype))
+                    self.group.stop()
+                    save_policy(dataclasses.replace(self.policy, model=self.gen_model), tmp, weights=weights)
+                else:
+                    save_policy(self.policy, tmp, lora_save=self.cfg.model.lora.save)  # in model.dtype; LoRA merged or not
+                (tmp / FINAL_STEP_FILE).write_text(json.dumps({"step": self.step}) + "\n")  # renamed in with the model
+            except BaseException:  # a full disk: the half-written copy goes at once, not at the next save (its space)
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
             if final.exists():
                 os.rename(final, old)
             os.rename(tmp, final)

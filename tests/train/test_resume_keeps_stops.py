@@ -1,0 +1,222 @@
+"""What a stop and a resume keep, at the moments ordinary kills do not reach: a disk that fills while a checkpoint
+or final/ is written (one line, then --resume), the max_nan_steps stop (its step's evaluation logged; the streak
+kept across a resume, as the collapse note's), and a study that cannot resume a run forward (review ci)."""
+
+import errno
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+import scalerl.train.checkpoint as checkpoint_module
+import scalerl.train.trainer as trainer_module
+from scalerl.cli import main
+from scalerl.config import to_dict
+from scalerl.errors import RunInterrupted
+from scalerl.runlog import read_runlog
+from scalerl.train.config import TrainConfig, resolve
+from scalerl.train.trainer import Trainer, TrainingError
+from scalerl.train.update import UpdateResult
+
+pytestmark = pytest.mark.slow
+
+
+def _args(output, *extra, steps=4):
+    """A few-step synchronous run of the real tiny model: small batches and evaluations, one thread."""
+    return ["train", "--model", "tiny", "--output", str(output), "--no-progress", "--no-report", "--steps", str(steps),
+            "--eval-every", "2", "--threads", "1", "--set", "pipeline=sync", "--set", "batch.prompts_per_step=4",
+            "--set", "batch.generations_per_prompt=4", "--set", "eval.problems=16",
+            "--set", "eval.samples_per_problem=2", "--set", "forecast.enabled=false", *extra]
+
+
+def _cfg(output, *extra, steps=8):
+    return resolve(TrainConfig(), ["model.name_or_path=tiny", f"run.output={output}", f"run.steps={steps}",
+                                   "eval.every=2", "log.progress=false", "run.threads=1", "forecast.enabled=false",
+                                   "pipeline=sync", "batch.prompts_per_step=4", "batch.generations_per_prompt=4",
+                                   "eval.problems=16", "eval.samples_per_problem=2", *extra])
+
+
+def _one_line(capsys, code):
+    err = capsys.readouterr().err.strip()
+    lines = [line for line in err.splitlines() if line.startswith("scalerl train:")]
+    assert code == 2 and "Traceback" not in err and len(lines) == 1, err
+    return lines[0]
+
+
+def _steps(out, kind="eval"):
+    return [r["step"] for r in read_runlog(Path(out) / "runlog.jsonl")[1] if r["type"] == kind]
+
+
+def _nan_at(monkeypatch, calls):
+    """policy_update reports a non-finite loss (the step skipped) on the ``calls``-th calls (1-based), as a
+    diverged step does; the others train as usual."""
+    real, seen = trainer_module.policy_update, {"n": 0}
+
+    def update(*args, **kwargs):
+        result = real(*args, **kwargs)
+        seen["n"] += 1
+        if seen["n"] in calls:
+            return UpdateResult(result.metrics, result.trained_tokens, skipped=True, reason="non-finite loss (nan)",
+                                lag_counts=result.lag_counts)
+        return result
+
+    monkeypatch.setattr(trainer_module, "policy_update", update)
+
+
+# --------------------------------------------------------------------------- full disks
+
+
+class _FullDisk(io.FileIO):
+    """A file on a disk with ``room`` bytes left: a write past it fails with ENOSPC, as the kernel's does."""
+
+    room = 200_000
+
+    def write(self, data):
+        if self.tell() + memoryview(data).nbytes > self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return super().write(data)
+
+
+def test_a_disk_that_fills_midway_through_a_checkpoint_stops_with_one_line(tiny_dir, tmp_path, capsys, monkeypatch):
+    """README: "a full disk at a checkpoint (stopped; the last checkpoint resumes)" with a one-line error. Reproduced
+    for real on a 45 MB tmpfs (a 17 MB checkpoint that did not fit): the OSError of the write comes out of
+    torch.save as a RuntimeError. The test's disk has 200 kB left when the step-2 checkpoint is written."""
+    out = tmp_path / "run"
+
+    def fake_open(path, mode="r", *args, **kwargs):
+        if "step_000002.tmp-" in str(path) and str(path).endswith("state.pt") and "w" in mode:
+            return io.BufferedWriter(_FullDisk(path, "wb"))
+        return open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoint_module, "open", fake_open, raising=False)
+    line = _one_line(capsys, main(_args(out)))
+    assert "No space left on device" in line and f"scalerl train --output {out} --resume" in line
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["latest", "step_000000"]
+    monkeypatch.undo()
+    assert main(_args(out, "--resume")) == 0, capsys.readouterr().err
+    assert _steps(out) == [0, 2, 4]
+
+
+@pytest.mark.parametrize("error", ["oserror", "safetensors"])
+def test_a_full_disk_at_the_final_save_stops_with_one_line(tiny_dir, tmp_path, capsys, monkeypatch, error):
+    """The run's steps are all done and checkpointed; only final/ could not be written. Expected: one line saying
+    the disk is full and that --resume saves final/ again (it does: the resume below)."""
+    from safetensors import SafetensorError
+
+    out = tmp_path / "run"
+
+    def full(model, directory, *args):  # the weights' write, inside save_policy (which says safetensors' error as the OSError)
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        (Path(directory) / "model.safetensors").write_bytes(b"\0" * 1000)  # what fitted
+        if error == "oserror":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(Path(directory) / "tokenizer.json"))
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    monkeypatch.setattr("scalerl.train.policy._save_model", full)
+    line = _one_line(capsys, main(_args(out)))
+    assert "No space left on device" in line and f"scalerl train --output {out} --resume" in line
+    assert not list(out.glob("final.tmp-*"))  # the half-written copy is gone at once (the space it held)
+    monkeypatch.undo()
+    assert main(_args(out, "--resume")) == 0, capsys.readouterr().err
+    assert (out / "final" / "config.json").exists() and _steps(out) == [0, 2, 4]
+
+
+# --------------------------------------------------------------------------- the max_nan_steps stop and resumes
+
+
+def test_a_kill_in_a_streak_of_non_finite_steps_does_not_reset_it(tiny_dir, tmp_path, monkeypatch):
+    """Every step non-finite, max_nan_steps 5: uninterrupted, the run stops at step 5 (checked first). Stopped
+    right after its step-4 checkpoint (a kill there) and resumed, it must stop at step 5 too -- it trained on to
+    step 8 with 8 non-finite steps in a row, and RunSummary.nan_streak said 4."""
+    _nan_at(monkeypatch, range(1, 1000))
+    ref = tmp_path / "ref"
+    with pytest.raises(TrainingError, match="5 consecutive steps"):
+        Trainer(_cfg(ref, "run.max_nan_steps=5")).run()
+    assert _steps(ref, "train")[-1] == 5
+
+    out = tmp_path / "killed"
+    real_checkpoint = Trainer._checkpoint
+
+    def checkpoint_then_killed(self):
+        real_checkpoint(self)
+        if self.step == 4:
+            raise KeyboardInterrupt  # a stop right after the step-4 checkpoint
+    monkeypatch.setattr(Trainer, "_checkpoint", checkpoint_then_killed)
+    with pytest.raises(RunInterrupted):
+        Trainer(_cfg(out, "run.max_nan_steps=5")).run()
+    monkeypatch.setattr(Trainer, "_checkpoint", real_checkpoint)
+    with pytest.raises(TrainingError, match="5 consecutive steps"):
+        Trainer.resumed(out).run()
+    assert _steps(out, "train")[-1] == 5
+
+
+def test_a_resume_after_a_nan_stop_at_an_evaluation_step_logs_that_evaluation(tiny_dir, tmp_path, monkeypatch,
+                                                                               capsys):
+    """Steps 1-4 non-finite, max_nan_steps 4, evaluations every 2 steps: the run stops at step 4 ("the run can be
+    resumed with --resume"), then is resumed and trains to 8. Every evaluation step must be in the log once; the
+    resumed run logged 0, 2, 6, 8 -- step 4's is lost for good."""
+    _nan_at(monkeypatch, {1, 2, 3, 4})
+    out = tmp_path / "run"
+    with pytest.raises(TrainingError, match="stopped at step 4"):
+        Trainer(_cfg(out, "run.max_nan_steps=4")).run()
+    Trainer.resumed(out).run()
+    assert _steps(out) == [0, 2, 4, 6, 8]
+    _, samples, _ = read_runlog(out / "samples.jsonl")
+    assert sorted({r["step"] for r in samples}) == [0, 2, 4, 6, 8]
+
+
+def test_a_study_does_not_resume_a_run_stopped_by_nans_at_its_last_step_for_ever(tiny_dir, tmp_path, monkeypatch):
+    """One study run (steps 4, evaluations every 2) whose steps 3-4 were non-finite, max_nan_steps 2: it failed
+    (recorded so); ``scalerl study --resume`` then calls execute_run on it. Expected: a bounded number of trainer
+    runs and a run that ends at its budget with its last evaluation logged; it started trainer after trainer, each
+    "already at step 4 of --steps 4: the run is done" (stopped here after 4)."""
+    from scalerl.study.one_run import execute_run
+    from scalerl.study.plan import Budget
+
+    _nan_at(monkeypatch, {3, 4})
+    out = tmp_path / "study" / "runs" / "scalerl" / "seed0"
+    cfg = _cfg(out, "run.max_nan_steps=2", steps=4)
+    with pytest.raises(TrainingError, match="stopped at step 4"):
+        Trainer(cfg).run()
+
+    real_run, runs = Trainer.run, []
+
+    class Looping(Exception):
+        pass
+
+    def counted(self, **kwargs):
+        runs.append(self.step)
+        if len(runs) > 4:
+            raise Looping(f"execute_run started {len(runs)} trainer runs, each from step {self.step}")
+        return real_run(self, **kwargs)
+
+    monkeypatch.setattr(Trainer, "run", counted)
+    outcome = execute_run(to_dict(cfg), Budget(steps=4, compute=None, max_steps=4, x="flops", eval_every=2))
+    assert len(runs) <= 2
+    assert outcome.status == "resumed" and outcome.step == 4 and _steps(out) == [0, 2, 4]
+
+
+def test_a_resumed_run_still_notes_a_collapse_that_spans_its_checkpoint(tiny_dir, tmp_path, monkeypatch, capsys):
+    """README: weights broken without a NaN (lr far too high), every completion failing 5 steps in a row: "a note
+    on stderr naming the lr, the run goes on". lr 1e4 breaks the tiny model at its first step: uninterrupted, the
+    note comes at step 6 ("steps 2-6", checked first). Stopped right after its step-4 checkpoint and resumed,
+    the run must say it too -- it said nothing (steps 5-8: a streak of 4)."""
+    note = "every completion failed (train pass rate 0)"
+    Trainer(_cfg(tmp_path / "ref", "lr=1e4")).run()
+    assert "steps 2-6: " + note in capsys.readouterr().err
+
+    out = tmp_path / "killed"
+    real_checkpoint = Trainer._checkpoint
+
+    def checkpoint_then_killed(self):
+        real_checkpoint(self)
+        if self.step == 4:
+            raise KeyboardInterrupt  # a stop right after the step-4 checkpoint
+    monkeypatch.setattr(Trainer, "_checkpoint", checkpoint_then_killed)
+    with pytest.raises(RunInterrupted):
+        Trainer(_cfg(out, "lr=1e4")).run()
+    assert note not in capsys.readouterr().err  # (the stop came before step 6)
+    monkeypatch.setattr(Trainer, "_checkpoint", real_checkpoint)
+    Trainer.resumed(out).run()
+    assert "steps 2-6: " + note in capsys.readouterr().err
