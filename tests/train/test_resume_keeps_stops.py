@@ -64,6 +64,21 @@ def _nan_at(monkeypatch, calls):
     monkeypatch.setattr(trainer_module, "policy_update", update)
 
 
+def _stopped_after_checkpoint(monkeypatch, cfg, step):
+    """Run ``cfg`` and stop it (Ctrl-C) right after its checkpoint at ``step``, as a kill there would."""
+    real_checkpoint = Trainer._checkpoint
+
+    def checkpoint_then_stopped(self):
+        real_checkpoint(self)
+        if self.step == step:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Trainer, "_checkpoint", checkpoint_then_stopped)
+    with pytest.raises(RunInterrupted):
+        Trainer(cfg).run()
+    monkeypatch.setattr(Trainer, "_checkpoint", real_checkpoint)
+
+
 # --------------------------------------------------------------------------- full disks
 
 
@@ -136,16 +151,7 @@ def test_a_kill_in_a_streak_of_non_finite_steps_does_not_reset_it(tiny_dir, tmp_
     assert _steps(ref, "train")[-1] == 5
 
     out = tmp_path / "killed"
-    real_checkpoint = Trainer._checkpoint
-
-    def checkpoint_then_killed(self):
-        real_checkpoint(self)
-        if self.step == 4:
-            raise KeyboardInterrupt  # a stop right after the step-4 checkpoint
-    monkeypatch.setattr(Trainer, "_checkpoint", checkpoint_then_killed)
-    with pytest.raises(RunInterrupted):
-        Trainer(_cfg(out, "run.max_nan_steps=5")).run()
-    monkeypatch.setattr(Trainer, "_checkpoint", real_checkpoint)
+    _stopped_after_checkpoint(monkeypatch, _cfg(out, "run.max_nan_steps=5"), 4)
     with pytest.raises(TrainingError, match="5 consecutive steps"):
         Trainer.resumed(out).run()
     assert _steps(out, "train")[-1] == 5
@@ -207,16 +213,7 @@ def test_a_resumed_run_still_notes_a_collapse_that_spans_its_checkpoint(tiny_dir
     assert "steps 2-6: " + note in capsys.readouterr().err
 
     out = tmp_path / "killed"
-    real_checkpoint = Trainer._checkpoint
-
-    def checkpoint_then_killed(self):
-        real_checkpoint(self)
-        if self.step == 4:
-            raise KeyboardInterrupt  # a stop right after the step-4 checkpoint
-    monkeypatch.setattr(Trainer, "_checkpoint", checkpoint_then_killed)
-    with pytest.raises(RunInterrupted):
-        Trainer(_cfg(out, "lr=1e4")).run()
+    _stopped_after_checkpoint(monkeypatch, _cfg(out, "lr=1e4"), 4)
     assert note not in capsys.readouterr().err  # (the stop came before step 6)
-    monkeypatch.setattr(Trainer, "_checkpoint", real_checkpoint)
     Trainer.resumed(out).run()
     assert "steps 2-6: " + note in capsys.readouterr().err

@@ -213,6 +213,9 @@ def _text(bt, *, legend: bool = True) -> str:
     if bt.unstable:
         lines.append(f"UNSTABLE at the cut -- {bt.forecast.stability.text()}; the scores below are of an "
                      "extrapolation, not a forecast")
+    elif bt.unscored:  # (review ck: scored and "MISSES it" with no word that the run fell after the cut)
+        lines.append(f"UNSTABLE over the whole run ({bt.unscored}) -- {bt.run_stability.text()}; the forecast is "
+                     "not held to it: --all-runs does not score it")
     rows = []
     for name, s in (("forecast", bt.default), ("sigmoid", bt.sigmoid), ("plain sigmoid", bt.plain_sigmoid),
                     ("power law", bt.power_law)):
@@ -397,7 +400,8 @@ def _summary_lines(s, what: str, *, skipped: int | None) -> str:
     """The summary of a set of backtests, as two lines of text."""
     pct = int(round(100 * s.level))
     return (f"{s.n_runs} {what} backtested; not scored: {s.n_unstable} unstable at the cut (no forecast given), "
-            f"{s.n_unstable_later} that fell after it (unstable over the whole run)"
+            f"{s.n_unstable_later} unstable over the whole run only (fell after it, or too few evaluations before it "
+            "to test)"
             + (f"; {skipped} skipped" if skipped is not None else "") + f". Over the {s.n_scored} scored:\n"
             f"  MAE <= 0.015 in {_pct(s.mae_ok)} (median {s.median_mae:.4f}); |end-level error| <= 0.02 in "
             f"{_pct(s.end_ok)}; end level inside the {pct}% confidence band in {_pct(s.end_coverage)} "
@@ -411,7 +415,7 @@ def _status(bt) -> str:
     if bt.unstable:
         return "UNSTABLE at the cut"
     if not bt.scored:
-        return "fell later (not scored)"
+        return f"{bt.unscored} (not scored)"
     return "ok"
 
 

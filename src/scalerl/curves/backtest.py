@@ -25,7 +25,7 @@ import numpy as np
 from scalerl.curves.data import Curve, check_curve
 from scalerl.curves.forecast import Forecast, forecast
 from scalerl.curves.sigmoid_fit import fit_sigmoid
-from scalerl.curves.stability import Stability, check_stability
+from scalerl.curves.stability import UNTESTED, Stability, check_stability
 from scalerl.curves.window import noise_sd
 from scalerl.errors import InputError
 
@@ -117,10 +117,21 @@ class Backtest:
         """Counted in a summary: stable at the cut and over the whole run."""
         return not self.unstable and not (self.run_stability is not None and self.run_stability.unstable)
 
+    @property
+    def unscored(self) -> str:
+        """Why a run stable at the cut is not scored ("" where it is scored or unstable at the cut): it fell after
+        the cut -- or, too few evaluations before the cut to test, it may have fallen before it (review ck: "fell
+        later" of a run that fell from 0.62 to 0.05 by the cut)."""
+        if self.scored or self.unstable:
+            return ""
+        st = self.forecast.stability
+        return "not tested at the cut, unstable over the run" if st is not None and st.kind == UNTESTED else "fell later"
+
     def as_dict(self) -> dict:
         st = self.forecast.stability
         return {
             "run": self.run,
+            "scored": self.scored,
             "cut": self.cut,
             "n_fit": self.n_fit,
             "n_test": self.n_test,

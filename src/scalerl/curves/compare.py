@@ -60,16 +60,38 @@ class RunFit:
     seeds: SeedFit
     forecast: "Forecast | None" = None
     """The forecast of the pooled run (ensemble and calibrated bands), when asked for."""
+    read: list[Curve] | None = None
+    """The seeds as read, one-evaluation excursions included (``curves`` are fitted without them): what the
+    stability check and the plot see (None: ``curves``). Checked without them, the peak before a collapse was left
+    out as one, the points left too few to test, and the run was classified and forecast (review ck)."""
 
     @property
     def fit(self) -> SigmoidFit:
         return self.seeds.pooled
 
+    @property
+    def evaluations(self) -> list[Curve]:
+        """The seeds as read (:attr:`read`, else :attr:`curves`)."""
+        return self.read if self.read is not None else self.curves
+
     @cached_property
     def stability(self) -> Stability:
-        """Stability of the run (its seeds pooled)."""
-        pooled = pool_curves(self.curves)
-        return check_stability(pooled.x, pooled.y, R0=self.fit.R0 if self.fit.r0_mode != "free" else None)
+        """Stability of the run (its seeds pooled, every evaluation)."""
+        pooled = pool_curves(self.evaluations)
+        return check_stability(pooled.x, pooled.y, R0=self._r0)
+
+    @cached_property
+    def unstable_seeds(self) -> list[tuple[str, Stability]]:
+        """The seeds that peaked and fell, or are falling, on their own, where the pooled run is not (review ck:
+        one seed of three that collapsed back to its start was pooled into an "ok" run without a word)."""
+        if self.stability.unstable or len(self.evaluations) < 2:
+            return []
+        checked = [(c.name, check_stability(c.x, c.y, R0=self._r0)) for c in self.evaluations]
+        return [(name, st) for name, st in checked if st.unstable]
+
+    @property
+    def _r0(self) -> float | None:
+        return self.fit.R0 if self.fit.r0_mode != "free" else None
 
     def interval(self, name: str) -> tuple[float, float]:
         if self.seeds.boot is None:
@@ -128,7 +150,7 @@ class CompareResult:
         """Each run's forecast at :attr:`forecast_at` (None for an unstable run: not a forecast)."""
         out = {}
         for r in self.runs:
-            if r.forecast is None or self.forecast_at is None or r.forecast.unstable:
+            if r.forecast is None or self.forecast_at is None or r.forecast.unstable or r.stability.unstable:
                 out[r.label] = None
             else:
                 (out[r.label],) = r.forecast.predict([self.forecast_at])
@@ -412,7 +434,7 @@ def compare(
     # Each run bootstrapped on its own stream: with one seed for all, the runs' replicates drew the same
     # seeds and residual positions, and the bootstrap of a difference held a covariance that is not there.
     for (label, curves), stream in zip(runs.items(), independent_seeds(seed, len(runs))):
-        curves = list(curves)
+        curves = read = list(curves)
         if not curves:
             raise InputError(f"run {label!r} has no curves")
         _refuse_repeated_seeds(label, curves)
@@ -433,7 +455,7 @@ def compare(
         if forecasts:
             fc = forecast(pool_curves(curves), n_boot=0, level=level, seed=seed, power_law=False,
                           calibration=calibration, excursions=False, **fit_kwargs)
-        fits.append(RunFit(label, curves, sf, fc))
+        fits.append(RunFit(label, curves, sf, fc, read=read))
     if forecasts and forecast_at is None:
         forecast_at = 2.0 * max(float(c.x.max()) for rf in fits for c in rf.curves)
     result = CompareResult(runs=fits, baseline=baseline, rule=rule, forecast_at=forecast_at if forecasts else None,

@@ -204,9 +204,12 @@ def plot_compare(result, path, *, title: str | None = None, extend: float = 3.0)
     colors = [f"C{i}" for i in range(10)] if len(result.runs) <= 10 else list(plt.get_cmap("tab20").colors)
     for i, rf in enumerate(result.runs):
         color = colors[i % len(colors)]
-        for j, c in enumerate(rf.curves):
+        for j, (c, fitted) in enumerate(zip(rf.evaluations, rf.curves)):  # every evaluation; those left out crossed
             pos = c.x > 0
             ax.scatter(c.x[pos], c.y[pos], s=10, color=color, alpha=0.55, marker="os^vD"[j % 5])
+            left = pos & ~np.isin(c.x, fitted.x)
+            if left.any():
+                ax.scatter(c.x[left], c.y[left], s=40, color="red", marker="x", zorder=5)
         f = rf.fit
         lw = 2.5 if rf.label == result.baseline else 1.6
         unstable = rf.stability.unstable or (rf.forecast is not None and rf.forecast.unstable)
@@ -302,7 +305,7 @@ def _backtest_panel(ax, bt, cut: str) -> None:
     ax.axvline(bt.cut, color="gray", lw=0.6)
     _end_level_bar(ax, bt)
     _panel_axes(ax, ys[pos])
-    state = ("UNSTABLE: no forecast" if bt.unstable else "fell later: not scored" if not bt.scored
+    state = ("UNSTABLE: no forecast" if bt.unstable else f"{bt.unscored}: not scored" if not bt.scored
              else f"MAE {bt.default.mae:.3f}, end {bt.default.end_error:+.3f}")
     ax.set_title(f"{shorten(bt.run, 34)}{cut}\n{state}", fontsize=6.5,
                  color="C3" if bt.scored and not bt.bands.end_covered else "black")

@@ -389,7 +389,8 @@ def _fit_variants(analysis: StudyAnalysis, curves: dict[str, list[Curve]], *, n_
             fitted, left = drop_seed_excursions(vr.label, curves[vr.label], hint=False)  # no such option here
             analysis.notes.extend(left)
             try:
-                fits[vr.label] = RunFit(vr.label, fitted, fit_seeds(fitted, n_boot=n_boot, seed=stream))
+                fits[vr.label] = RunFit(vr.label, fitted, fit_seeds(fitted, n_boot=n_boot, seed=stream),
+                                        read=curves[vr.label])
             except InputError as exc:
                 vr.fit_error = str(exc)
                 if " --" in vr.fit_error:  # (the forecaster's advice names scalerl fit's options: review cc)

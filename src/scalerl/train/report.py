@@ -24,6 +24,7 @@ from scalerl.curves import Curve, backtest, forecast
 from scalerl.curves.jsonl_log import runlog_attempts
 from scalerl.curves.rows import DEFAULT_RUN_COLUMN
 from scalerl.curves.bands import DEFAULT_LEVEL, read_calibration
+from scalerl.curves.stability import UNTESTED
 from scalerl.errors import InputError
 from scalerl.report_text import html_page, html_table, md_fence, md_table, md_text
 from scalerl.runlog import RESUME, config_setting, final_model_step, finite_json, has_final_model, read_runlog
@@ -245,6 +246,7 @@ def _whole_run_fit(curve: Curve, evals: list[dict[str, Any]], xs: np.ndarray, *,
             f[f"fit_{name}"] = getattr(full.fit, name)
             f[f"fit_{name}_interval"] = iv.get(name)
         f["run_unstable"], f["run_stability"] = full.unstable, full.stability.text()
+        f["run_untested"] = full.stability.kind == UNTESTED
         f["fit_warnings"] = list(full.fit.warnings)  # (review bw: "A = 1.000" without fit's "A is at its upper bound")
         # Said at their steps, not at their FLOPs.
         steps = tuple(float(evals[int(np.flatnonzero(xs == v)[0])]["step"]) for v in full.excursions.x)
@@ -409,6 +411,8 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
                       + (f"; note: {f['band_level_note']}" if f.get("band_level_note") else "")))
     if f.get("run_unstable"):
         lines.append(("stability", f"UNSTABLE: {f['run_stability']}"))
+    elif f.get("run_untested"):  # (review ck: a 5-evaluation collapse, unsaid)
+        lines.append(("stability", f["run_stability"]))
     if "forecast_final" in f and f.get("forecast_unstable"):
         lines.append((f"forecast of the final {rep.y} from the first half of the compute",
                        f"none -- unstable at the cut: {f['forecast_stability']}"))
