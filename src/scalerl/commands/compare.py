@@ -121,7 +121,6 @@ def run(args) -> int:
     from scalerl.curves import compare
     from scalerl.curves.compare import one_seed_caveat
     from scalerl.curves.compute_kind import mixed_compute
-    from scalerl.curves.stability import UNTESTED
 
     if args.plot:
         plot_path(args.plot)
@@ -170,7 +169,7 @@ def run(args) -> int:
         at = f"{p.R:.3f} [{p.lo:.3f}, {p.hi:.3f}]" + ("" if p.calibrated else " *") if p else "no forecast"
         rows.append([rf.label + (" (baseline)" if rf.label == result.baseline else ""), str(len(rf.curves)),
                      f"{f.A:.3f}", iv("A"), f"{f.B:.2f}", iv("B"), g(f.C_mid), iv("C_mid"), at,
-                     "UNSTABLE" if rf.stability.unstable else "not tested" if rf.stability.kind == UNTESTED else "ok"])
+                     "UNSTABLE" if rf.stability.unstable else "not tested" if rf.stability.untested else "ok"])
     print(table(rows, ["run", "seeds", "A", "A interval", "B", "B interval", "C_mid", "C_mid interval",
                        f"forecast at {g(result.forecast_at)} [{pct}% band]", "stability"]))
     if any(p is not None and not p.calibrated for p in preds.values()):
@@ -180,7 +179,7 @@ def run(args) -> int:
     for rf in result.runs:
         if rf.stability.unstable:
             print(f"warning: {rf.label}: {rf.stability.text()}")
-        elif rf.stability.kind == UNTESTED:
+        elif rf.stability.untested:
             print(f"note: {rf.label}: {rf.stability.text()}")
         for name, st in rf.unstable_seeds:
             print(f"warning: {rf.label}: seed {name} on its own is unstable: {st.text()} (its run, the seeds pooled, "

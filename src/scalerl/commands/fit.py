@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 
 import numpy as np
-from dataclasses import dataclass
 
 from scalerl.commands._curve_args import (add_data_args, add_fit_args, calibration_line, fit_kwargs, g,
                                           plot_path, read_kwargs, table)

@@ -25,7 +25,7 @@ import numpy as np
 from scalerl.curves.data import Curve, check_curve
 from scalerl.curves.forecast import Forecast, forecast
 from scalerl.curves.sigmoid_fit import fit_sigmoid
-from scalerl.curves.stability import UNTESTED, Stability, check_stability
+from scalerl.curves.stability import Stability, check_stability
 from scalerl.curves.window import noise_sd
 from scalerl.errors import InputError
 
@@ -125,7 +125,7 @@ class Backtest:
         if self.scored or self.unstable:
             return ""
         st = self.forecast.stability
-        return "not tested at the cut, unstable over the run" if st is not None and st.kind == UNTESTED else "fell later"
+        return "not tested at the cut, unstable over the run" if st is not None and st.untested else "fell later"
 
     def as_dict(self) -> dict:
         st = self.forecast.stability

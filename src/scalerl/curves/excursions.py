@@ -81,7 +81,8 @@ def excursion_mask(x: np.ndarray, y: np.ndarray, *, k: float = EXCURSION_SD, flo
     kept = np.arange(idx.size)
     for _ in range(idx.size // 4):
         scores = _scores(y[idx[kept]]) / sigma
-        beside = np.isin(kept - 1, np.flatnonzero(out[idx])) | np.isin(kept + 1, np.flatnonzero(out[idx]))
+        left = np.flatnonzero(out[idx])
+        beside = np.isin(kept - 1, left) | np.isin(kept + 1, left)
         scores[beside] = 0.0
         at = int(np.argmax(scores))
         if not scores[at] > k:

@@ -28,7 +28,7 @@ from scalerl.curves.ensemble import Ensemble, FitSettings, fit_ensemble
 from scalerl.curves.excursions import Excursions, drop_excursions
 from scalerl.curves.power_law_fit import PowerLawFit, fit_power_law
 from scalerl.curves.sigmoid_fit import SigmoidFit, fit_sigmoid
-from scalerl.curves.stability import UNTESTED, Stability, check_stability
+from scalerl.curves.stability import Stability, check_stability
 from scalerl.curves.takeoff import unmeasured_takeoff_note
 from scalerl.curves.uncertainty import Bootstrap, _evaluate_many, bootstrap, check_bootstrap, seeded_rng
 from scalerl.errors import InputError
@@ -371,7 +371,7 @@ def forecast(
         out.notes.append(takeoff)
     if stability.unstable:
         fit.warnings.insert(0, f"unstable run: {stability.text()}")
-    elif stability.kind == UNTESTED:  # (not "stable": a 5-point collapse is not told from noise -- review ch)
+    elif stability.untested:  # (not "stable": a 5-point collapse is not told from noise -- review ch)
         out.notes.append(stability.text())
     return out
 

@@ -88,6 +88,11 @@ class Stability:
     def unstable(self) -> bool:
         return self.kind in (PEAKED, FALLING)
 
+    @property
+    def untested(self) -> bool:
+        """Too few evaluations to test (:data:`UNTESTED`): neither flagged nor called stable."""
+        return self.kind == UNTESTED
+
     def text(self) -> str:
         """One line for warnings, reports and tables."""
         if self.kind == PEAKED:

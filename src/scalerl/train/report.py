@@ -24,7 +24,6 @@ from scalerl.curves import Curve, backtest, forecast
 from scalerl.curves.jsonl_log import runlog_attempts
 from scalerl.curves.rows import DEFAULT_RUN_COLUMN
 from scalerl.curves.bands import DEFAULT_LEVEL, read_calibration
-from scalerl.curves.stability import UNTESTED
 from scalerl.errors import InputError
 from scalerl.report_text import html_page, html_table, md_fence, md_table, md_text
 from scalerl.runlog import RESUME, config_setting, final_model_step, finite_json, has_final_model, read_runlog
@@ -246,7 +245,7 @@ def _whole_run_fit(curve: Curve, evals: list[dict[str, Any]], xs: np.ndarray, *,
             f[f"fit_{name}"] = getattr(full.fit, name)
             f[f"fit_{name}_interval"] = iv.get(name)
         f["run_unstable"], f["run_stability"] = full.unstable, full.stability.text()
-        f["run_untested"] = full.stability.kind == UNTESTED
+        f["run_untested"] = full.stability.untested
         f["fit_warnings"] = list(full.fit.warnings)  # (review bw: "A = 1.000" without fit's "A is at its upper bound")
         # Said at their steps, not at their FLOPs.
         steps = tuple(float(evals[int(np.flatnonzero(xs == v)[0])]["step"]) for v in full.excursions.x)
