@@ -1,6 +1,6 @@
 """What a stop and a resume keep, at the moments ordinary kills do not reach: a disk that fills while a checkpoint
 or final/ is written (one line, then --resume), the max_nan_steps stop (its step's evaluation logged; the streak
-kept across a resume, as the collapse note's), and a study that cannot resume a run forward (review ci)."""
+kept across a resume, as the collapse note's), and a study that cannot resume a run forward (reviews ci, cj)."""
 
 import errno
 import io
@@ -217,3 +217,193 @@ def test_a_resumed_run_still_notes_a_collapse_that_spans_its_checkpoint(tiny_dir
     assert note not in capsys.readouterr().err  # (the stop came before step 6)
     Trainer.resumed(out).run()
     assert "steps 2-6: " + note in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- review cj: more full disks, older checkpoints
+
+
+def _train_args(output, *extra, steps=2):
+    return ["train", "--model", "tiny", "--output", str(output), "--no-progress", "--no-report", "--steps", str(steps),
+            "--eval-every", "2", "--threads", "1", "--set", "pipeline=sync", "--set", "batch.prompts_per_step=4",
+            "--set", "batch.generations_per_prompt=4", "--set", "eval.problems=8",
+            "--set", "eval.samples_per_problem=1", "--set", "forecast.enabled=false", *extra]
+
+
+@pytest.mark.slow
+def test_a_disk_that_fills_while_the_tokenizer_is_saved_into_final_stops_with_one_line(tiny_dir, tmp_path, capsys,
+                                                                                       monkeypatch):
+    """README: a full disk "while final/ is written (stopped; --resume saves it again)" -- a one-line error. Reproduced
+    on a real tmpfs (the weights fitted, tokenizer.json did not): ``Exception: No space left on device (os error
+    28)`` from ``self.backend_tokenizer.save(tokenizer_file)``, a traceback through save_policy. Here the tokenizer's
+    own file write raises what the Rust tokenizers library raised there."""
+    import transformers.tokenization_utils_tokenizers as tok
+
+    out = tmp_path / "run"
+    real = tok.TokenizersBackend._save_pretrained
+
+    def full(self, save_directory, *args, **kwargs):
+        if ".tmp-" in str(save_directory) and "final" in str(save_directory):
+            raise Exception("No space left on device (os error 28)")  # what tokenizers' Tokenizer.save raises
+        return real(self, save_directory, *args, **kwargs)
+
+    monkeypatch.setattr(tok.TokenizersBackend, "_save_pretrained", full)
+    try:
+        code = main(_train_args(out))
+    except Exception as exc:  # noqa: BLE001 -- the traceback the command ends in today
+        pytest.fail(f"scalerl train raised {type(exc).__name__}: {exc}")
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("scalerl train:")]
+    assert code == 2 and len(lines) == 1 and "No space left on device" in lines[0], err
+    assert f"scalerl train --output {out} --resume" in lines[0]
+
+
+_FULL_DISK_SITECUSTOMIZE = '''
+import os
+if os.environ.get("CJ_FULL_DISK_AT"):
+    import contextlib, errno, io
+    from pathlib import Path
+    import torch.distributed.checkpoint.filesystem as fs
+
+    class _FullDisk(io.FileIO):
+        room = 1000
+
+        def write(self, data):
+            if self.tell() + memoryview(data).nbytes > self.room:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return super().write(data)
+
+    real = fs.FileSystem.create_stream
+
+    @contextlib.contextmanager
+    def create_stream(self, path, mode):
+        if "w" in mode and os.environ["CJ_FULL_DISK_AT"] in str(path):
+            with io.BufferedWriter(_FullDisk(str(path), "wb")) as stream:
+                yield stream
+            return
+        with real(self, path, mode) as stream:
+            yield stream
+
+    fs.FileSystem.create_stream = create_stream
+'''
+
+
+@pytest.mark.extended  # (34 s; an open defect: make test-all runs it)
+@pytest.mark.xfail(strict=True, reason="not fixed yet: a disk that fills while --nproc ranks write their shards (train/distributed.py:save_shards, dcp.save) ends in both ranks' tracebacks (CheckpointException over torch's 'unexpected pos'), not the one-line stop")
+def test_a_full_disk_while_nproc_shards_are_written_stops_with_one_line(tiny_dir, tmp_path, capfd, monkeypatch):
+    """README: "a full disk at a checkpoint (stopped; the last checkpoint resumes)" with a one-line error. Reproduced
+    with `--nproc 2` on a real 30 MB tmpfs: 200 lines of tracebacks from both ranks ending in ``RuntimeError: trainer
+    rank 0 failed: ... CheckpointException ... RuntimeError: [enforce fail at inline_container.cc:672] . unexpected pos
+    704 vs 598``. Here the spawned ranks' shard files (step 1's, after step 0's checkpoint) hold 1,000 bytes before a write fails with ENOSPC,
+    as the kernel's does (a sitecustomize the spawned ranks import)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_FULL_DISK_SITECUSTOMIZE)
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), src, os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("CJ_FULL_DISK_AT", "step_000001.tmp-")
+    out = tmp_path / "run"
+    small = ["--set", "batch.prompts_per_step=2", "--set", "batch.generations_per_prompt=2", "--set", "eval.problems=2"]
+    try:
+        code = main(_train_args(out, *small, "--nproc", "2", steps=1))
+    except Exception as exc:  # noqa: BLE001 -- what the command ends in today
+        pytest.fail(f"scalerl train --nproc 2 raised {type(exc).__name__}: {str(exc)[-300:]}")
+    err = capfd.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("scalerl train:")]
+    assert code == 2 and "Traceback" not in err and len(lines) == 1, err[-3000:]
+    assert "No space left on device" in lines[0] and f"scalerl train --output {out} --resume" in lines[0], lines[0]
+
+
+# --------------------------------------------------------------------------- a checkpoint of the previous commit
+
+
+@pytest.mark.slow
+def test_a_study_finishes_a_run_the_previous_commit_stopped_for_nans_at_its_last_step(tiny_dir, tmp_path, monkeypatch):
+    """The previous commit's max_nan_steps stop: inside _train_step, `self._checkpoint()` then the TrainingError --
+    before the step's evaluation, and its checkpoints held no nan_streak / fail_streak. A study's run stopped so at its
+    last step (steps 3-4 non-finite, max_nan_steps 2, budget 4 steps) is on disk when scalerl is upgraded; `scalerl
+    study --resume` calls execute_run on it. Expected (as for a run this commit stopped, its own test): resumed, its
+    step-4 evaluation logged. Got: status 'failed', 'the run was resumed to step 4 and logged no new evaluation: it
+    cannot reach the budget (4 steps) this way' -- at every study resume, as the run is never evaluated."""
+    import scalerl.train.trainer as trainer_module
+    from scalerl.config import to_dict
+    from scalerl.runlog import read_runlog
+    from scalerl.study.one_run import execute_run
+    from scalerl.study.plan import Budget
+    from scalerl.train.config import TrainConfig, resolve
+    from scalerl.train.trainer import Trainer, TrainingError
+    from scalerl.train.update import UpdateResult
+
+    out = tmp_path / "study" / "runs" / "scalerl" / "seed0"
+    cfg = resolve(TrainConfig(), ["model.name_or_path=tiny", f"run.output={out}", "run.steps=4", "eval.every=2",
+                                  "log.progress=false", "run.threads=1", "forecast.enabled=false", "pipeline=sync",
+                                  "batch.prompts_per_step=4", "batch.generations_per_prompt=4", "eval.problems=8",
+                                  "eval.samples_per_problem=1", "run.max_nan_steps=2"])
+
+    # The previous commit's trainer: steps 3 and 4 non-finite; the stop checkpoints inside the step, then raises.
+    real_update, seen = trainer_module.policy_update, {"n": 0}
+
+    def update(*args, **kwargs):
+        result = real_update(*args, **kwargs)
+        seen["n"] += 1
+        if seen["n"] in (3, 4):
+            return UpdateResult(result.metrics, result.trained_tokens, skipped=True, reason="non-finite loss (nan)",
+                                lag_counts=result.lag_counts)
+        return result
+
+    real_step, real_state = Trainer._train_step, Trainer._state
+
+    def old_step(self):
+        real_step(self)
+        if self.nan_streak >= self.cfg.run.max_nan_steps:
+            self._checkpoint()
+            raise TrainingError(f"{self.nan_streak} consecutive steps had a non-finite loss or gradient; stopped at "
+                                f"step {self.step}. ... the run can be resumed with --resume")
+
+    def old_state(self):
+        state = real_state(self)
+        state.pop("nan_streak", None)
+        state.pop("fail_streak", None)
+        return state
+
+    with monkeypatch.context() as m:
+        m.setattr(trainer_module, "policy_update", update)
+        m.setattr(Trainer, "_train_step", old_step)
+        m.setattr(Trainer, "_state", old_state)
+        with pytest.raises(TrainingError, match="stopped at step 4"):
+            Trainer(cfg).run()
+    evals = [r["step"] for r in read_runlog(out / "runlog.jsonl")[1] if r["type"] == "eval"]
+    assert evals == [0, 2]  # (the previous commit's stop: step 4 checkpointed, never evaluated)
+
+    outcome = execute_run(to_dict(cfg), Budget(steps=4, compute=None, max_steps=4, x="flops", eval_every=2))
+    evals = [r["step"] for r in read_runlog(out / "runlog.jsonl")[1] if r["type"] == "eval"]
+    assert outcome.status == "resumed" and evals == [0, 2, 4], (outcome.status, outcome.error, evals)
+
+
+# --------------------------------------------------------------------------- a full disk at a new run's first checkpoint
+
+
+@pytest.mark.slow
+def test_a_full_disk_at_the_first_checkpoint_says_what_works(tiny_dir, tmp_path, capsys, monkeypatch):
+    """Reproduced on a real 3 MB tmpfs: `scalerl train` stops at step 0 with the line above, the run directory is
+    emptied (discard_unstarted), and the --resume it names is refused. The CI fix (torch.save's write error raised as
+    the OSError) sends this case to the handler written for a later checkpoint. The line must name a command that
+    works once space is freed (a Ctrl-C there says: "run the same command again to start it")."""
+    import scalerl.train.checkpoint as checkpoint_module
+
+    out = tmp_path / "run"
+
+    def fake_open(path, mode="r", *args, **kwargs):
+        if "step_000000.tmp-" in str(path) and str(path).endswith("state.pt") and "w" in mode:
+            return io.BufferedWriter(_FullDisk(path, "wb"))
+        return open(path, mode, *args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(checkpoint_module, "open", fake_open, raising=False)
+        code = main(_train_args(out))
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("scalerl train:")]
+    assert code == 2 and len(lines) == 1 and "No space left on device" in lines[0], err
+    # Space freed: what the line says to do must work.
+    again = _train_args(out, "--resume") if "--resume" in lines[0] else _train_args(out)
+    code = main(again)
+    assert code == 0, (lines[0], capsys.readouterr().err[-600:])

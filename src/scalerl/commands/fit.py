@@ -91,15 +91,21 @@ def _reach(fc, r: float) -> tuple[float, float, float, float, str]:
     return r, c, lo, hi, "" if math.isfinite(c) else "not reached within 10^6x the fit window"
 
 
+#: Fewest evaluations in a row, to the window's end, at or above a target for the run to have reached it: one
+#: evaluation above it is noise as often as not (review cj: a plateau's last evaluation 3 noise sds high).
+HELD_EVALUATIONS = 3
+
+
 def _held_from(fc, r: float) -> float | None:
-    """The compute from which every evaluation of the fit window is at least ``r`` (None: not so at the end)."""
+    """The compute from which every evaluation of the fit window is at least ``r``, where that is the last
+    :data:`HELD_EVALUATIONS` or more (None: not so)."""
     window = fc.curve.window(None, fc.fit.fit_until)
     x, y = np.asarray(window.x, float), np.asarray(window.y, float)
     pos = x > 0
     x, y = x[pos], y[pos]
     below = np.flatnonzero(y < r)
     start = 0 if below.size == 0 else int(below[-1]) + 1
-    return float(x[start]) if start < x.size else None
+    return float(x[start]) if x.size - start >= HELD_EVALUATIONS else None
 
 
 def _no_reach(fc, r: float) -> tuple[float, float, float, float, str]:

@@ -75,21 +75,40 @@ def excursion_mask(x: np.ndarray, y: np.ndarray, *, k: float = EXCURSION_SD, flo
     sigma = max(noise_sd(y[idx]), floor, 1e-12)  # (a flat unbounded series: floor 0)
     # Largest first, then again without it: one excursion shifts the median of its neighbours'
     # neighbours, and judged all at once a clean point beside a deep dip could look like a spike.
-    # A point next to one already left out is not judged again: without its neighbour it stands
-    # beside the next one over, and the second of two adjacent high evaluations (a peak two evaluations
-    # long) became a "one-evaluation excursion" too (review ch).
+    # An excursion is one evaluation: a point whose neighbour would stand out the same way once it is left
+    # out is half of a two-evaluation one, and neither is left out (review ch: both of two adjacent high
+    # evaluations were, as "2 one-evaluation excursions"; review cj: then the deeper of a two-evaluation dip
+    # alone). A point next to one already left out is not judged again.
     kept = np.arange(idx.size)
-    for _ in range(idx.size // 4):
-        scores = _scores(y[idx[kept]]) / sigma
-        left = np.flatnonzero(out[idx])
-        beside = np.isin(kept - 1, left) | np.isin(kept + 1, left)
-        scores[beside] = 0.0
+    judged = np.ones(idx.size, dtype=bool)  # (False: one of a pair, or beside a point left out)
+    for _ in range(idx.size):
+        if out.sum() >= idx.size // 4:
+            break
+        ys = y[idx[kept]]
+        scores = np.where(judged[kept], _scores(ys) / sigma, 0.0)
         at = int(np.argmax(scores))
         if not scores[at] > k:
             break
+        twin = _twin(ys, at, sigma, k)
+        if twin is not None:
+            judged[kept[[at, twin]]] = False
+            continue
         out[idx[kept[at]]] = True
+        judged[kept[max(at - 1, 0):at + 2]] = False
         kept = np.delete(kept, at)
     return out
+
+
+def _twin(ys: np.ndarray, at: int, sigma: float, k: float) -> int | None:
+    """The neighbour of ``ys[at]`` that stands out on the same side once ``ys[at]`` is left out (the other half
+    of a two-evaluation excursion), or None."""
+    rest = np.delete(ys, at)
+    scores = _scores(rest) / sigma
+    side = np.sign(ys[at] - np.median(_around(ys, at)))
+    for j, orig in ((at - 1, at - 1), (at, at + 1)):  # its neighbours' places without it
+        if 0 <= j < rest.size and scores[j] > k and np.sign(rest[j] - np.median(_around(rest, j))) == side:
+            return orig
+    return None
 
 
 def _scores(ys: np.ndarray) -> np.ndarray:

@@ -69,7 +69,8 @@ def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
             before, rows = rows, eval_rows(out)
             if rows == before:  # (review ci: a run whose last evaluation was never logged was resumed for ever)
                 raise InputError(f"the run was resumed to step {target} and logged no new evaluation: it cannot reach "
-                                 f"the budget ({_budget_text(budget)}) this way -- look at {out / RUNLOG}")
+                                 f"the budget ({_budget_text(budget)}) this way -- look at {out / RUNLOG}; remove {out} "
+                                 "and run the same study command again to train it anew")
     except CannotResume as exc:  # (train's remedy named --overwrite, which a study has not: review bj)
         return _outcome(label, seed, "failed", time.perf_counter() - t0, out, cpu=time.process_time() - cpu0,
                         error=f"{exc.problem}; remove {out} and run the same study command again to train it anew")

@@ -263,14 +263,15 @@ _OS_ERROR = re.compile(r"\(os error (\d+)\)")
 
 @contextlib.contextmanager
 def _io_errors_as_os_errors(directory: Path):
-    """safetensors' write errors as the OSError they carry: a full disk while the weights were written came out as
-    ``SafetensorError: ... I/O error: No space left on device (os error 28)``, a traceback, where a full disk is a
-    one-line stop that says how to go on (review ci)."""
-    from safetensors import SafetensorError
-
+    """The Rust libraries' write errors as the OSError they carry: a full disk while the weights were written came out
+    as ``SafetensorError: ... I/O error: No space left on device (os error 28)`` (review ci), and while the tokenizer
+    was, as the tokenizers library's bare ``Exception: No space left on device (os error 28)`` (review cj) -- a
+    traceback, where a full disk is a one-line stop that says how to go on."""
     try:
         yield
-    except SafetensorError as exc:
+    except OSError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- only those that carry an OS error code are converted
         found = _OS_ERROR.search(str(exc))
         if found is None:
             raise

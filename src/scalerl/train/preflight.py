@@ -264,6 +264,10 @@ def discard_unstarted_run(output: Path, *, checkpoints: str, files: Sequence[str
         runlog.close()
     for name in files:
         (Path(output) / name).unlink(missing_ok=True)
+    try:  # an empty checkpoints/ (a first checkpoint that failed to write: review cj) made the directory "a run"
+        (Path(output) / checkpoints).rmdir()
+    except OSError:  # absent, or not empty: left as it is
+        pass
     return True
 
 

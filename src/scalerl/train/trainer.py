@@ -726,11 +726,16 @@ class Trainer:
             except OSError as exc:
                 if exc.errno not in _DISK_ERRNOS:
                     raise
-                raise TrainingError(
-                    f"stopped at step {self.step}: cannot write {exc.filename or self.output}: {exc.strerror}; "
-                    f"the last complete checkpoint is intact: free space, then resume with: "
-                    f"scalerl train --output {self.output} --resume"
-                ) from None
+                # Before the first checkpoint a new run's directory is emptied (below) and --resume refused there:
+                # the line names the command that works, as a stop's does (review cj).
+                then = (f"the last complete checkpoint (step {self.checkpoint_step}) is intact: free space, then resume "
+                        f"with: scalerl train --output {self.output} --resume" if self.checkpoint_step is not None
+                        else f"before its first checkpoint: free space, then resume with: scalerl train --output "
+                        f"{self.output} --resume" if self.resume
+                        else "before its first checkpoint (nothing kept): free space, then run the same command again "
+                        "to start it")
+                raise TrainingError(f"stopped at step {self.step}: cannot write {exc.filename or self.output}: "
+                                    f"{exc.strerror}; {then}") from None
             except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (errors.Terminated)
                 stop_under_way()  # a study's repeated cancels wait for the clean-up below
                 raise RunInterrupted(self._interrupted_message(), cause=exc) from None
@@ -792,8 +797,10 @@ class Trainer:
     def _loop(self, bar: Any) -> None:
         cfg = self.cfg
         stops = stops_delivered()
-        if self.step == 0 and not self.evals:
-            self._log(self.evaluate())  # R0: the pass rate before RL
+        if (self.step == 0 and not self.evals) or self._evaluation_missing():
+            # R0, the pass rate before RL; or the evaluation of a checkpoint an older scalerl wrote at a max_nan_steps
+            # stop, before that step's evaluation (review cj: --resume went on without it, and a study failed the run)
+            self._log(self.evaluate())
             self._checkpoint()
         while self.step < cfg.run.steps:
             if stops_delivered() != stops:  # a stop CPython swallowed (raised inside a __del__): taken here
@@ -817,6 +824,12 @@ class Trainer:
                     f"{self.nan_streak} consecutive steps had a non-finite loss or gradient ({self._nan_reason}); "
                     f"stopped at step {self.step}. Lower recipe.optimizer.lr, check the reward, or raise "
                     "run.max_nan_steps; the run can be resumed with --resume")
+
+    def _evaluation_missing(self) -> bool:
+        """Whether the step resumed from is an evaluation step whose evaluation row the run does not have."""
+        cfg = self.cfg
+        due = self.step % cfg.eval.every == 0 or self.step == cfg.run.steps
+        return self.step > 0 and due and not any(e.get("step") == self.step for e in self.evals)
 
     def _train_step(self) -> None:
         cfg = self.cfg
