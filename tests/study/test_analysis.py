@@ -480,3 +480,25 @@ def test_a_fit_error_naming_fit_options_says_they_are_scalerl_fits_and_on_which_
     error = analyse_study(tmp_path).variant("loo-loss-dapo").fit_error
     assert "--fit-until" in error
     assert error.endswith(f"(those options are scalerl fit's: `scalerl fit {tmp_path}/runs/loo-loss-dapo/seed0`)")
+
+
+def test_study_flags_the_collapse_that_fit_flags(capsys, tmp_path):
+    """A variant that peaked at 0.658 and fell to 0 (a peak the excursion rule would leave out): the study says what
+    `fit` says of the same run log -- unstable, not classified, no forecast (review ck)."""
+    from scalerl.study.report import fit_rows, what_moved_rows
+
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=60, eval_every=10, bootstrap=30)
+    plans = write_study(tmp_path, spec, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.7, 1.5, 1e11)}, points=7)
+    log = next(p.directory for p in plans if p.variant.label == "loo-loss-dapo") / "runlog.jsonl"
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    for r, v in zip([r for r in rows if r.get("type") == "eval"], [0.193, 0.413, 0.416, 0.658, 0.64, 0.0, 0.0]):
+        r["val/pass_rate"] = v
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["fit", str(log), "--x", "flops", "--y", "val/pass_rate", "--bootstrap", "0", "--json"]) == 0
+    fit = json.loads(capsys.readouterr().out)
+    assert fit["status"] == "unstable"
+    a = analyse_study(tmp_path, n_boot=30)
+    moved = next(r for r in what_moved_rows(a) if r[0] == "loo-loss-dapo")
+    row = next(r for r in fit_rows(a) if r[0] == "loo-loss-dapo")
+    assert a.variant("loo-loss-dapo").unstable, (moved, row)
+    assert moved[2] == "not classified (unstable run)" and row[7] == "unstable: no forecast", (moved, row)
