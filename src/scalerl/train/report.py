@@ -27,8 +27,8 @@ from scalerl.curves.bands import DEFAULT_LEVEL, read_calibration
 from scalerl.errors import InputError
 from scalerl.report_text import html_page, html_table, md_fence, md_table, md_text
 from scalerl.runlog import RESUME, config_setting, final_model_step, finite_json, has_final_model, read_runlog
-from scalerl.train.collapse import collapse_note, collapsed_steps
 from scalerl.tasks.rewards import SCORED_AS_WRONG
+from scalerl.train.collapse import collapse_note, collapsed_steps
 from scalerl.train.config import CALIBRATION_COPY
 from scalerl.train.report_files import CURVE_PNG, REPORT_HTML, REPORT_MD, SETS_PNG
 from scalerl.train.run_directory import finished_with_final, planned_steps, trained_steps

@@ -378,6 +378,7 @@ class Trainer:
         # counted once when it is trained on: tasks/failure_tally.py), the checkpoint's included.
         self.reward_counts = dict.fromkeys(KINDS, 0)
         self.nan_streak = 0
+        self._nan_reason = ""  # the last step's skip reason, for the max_nan_steps stop's line
         self._final_saved = False  # final/ written by this process (_save_final): the run complete
         self.fail_streak = 0  # consecutive steps in which every completion failed (see COLLAPSE_STEPS)
         self.lag_hist: dict[int, int] = {}  # trained tokens per lag since the last evaluation row
