@@ -127,3 +127,20 @@ def test_resuming_a_run_log_behind_a_byte_order_mark_keeps_every_row(tmp_path):
     _, rows, notes = read_runlog(log)  # (today: steps 2-3 skipped as "a torn last line"; a row more and it is
     # "line 4 is not a JSON object" -- a real 12-step run resumed so: report and fit refused its log)
     assert [r["step"] for r in rows] == [0, 1, 2, 3] and not notes
+
+
+def test_append_json_line_ends_a_torn_last_line_before_it_writes(tmp_path):
+    """A study's ``progress.jsonl`` torn by a kill or a full disk mid-write: the next record is appended after a
+    newline -- appended to the fragment, it fused into one unreadable line and was lost with it."""
+    from scalerl.runlog import append_json_line
+    from scalerl.study.run_state import progress_records
+
+    path = tmp_path / "progress.jsonl"
+    append_json_line(path, {"label": "base", "seed": 0, "status": "trained"})
+    with open(path, "a", encoding="utf-8") as f:
+        f.write('{"label": "loo-x", "seed": 0, "sta')  # the torn record
+    append_json_line(path, {"label": "loo-y", "seed": 1, "status": "failed", "x": float("nan")})
+    records = progress_records(tmp_path)
+    assert [(r["label"], r["seed"]) for r in records] == [("base", 0), ("loo-y", 1)]
+    assert records[1]["x"] is None  # (NaN written as JSON's null: every reader parses it)
+    assert path.read_text().count("\n") == 3

@@ -53,6 +53,18 @@ def write_text_atomically(path: str | os.PathLike, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
+def lasting_path(filename: str | os.PathLike) -> Path:
+    """The file or directory a write that failed inside a temporary directory (``step_000040.tmp-PID/...``,
+    ``final.tmp-PID/...``: renamed into place when whole) was for: an error names it, not the temporary, which is
+    removed by the time the error is read. Any other path is returned as it is."""
+    path = Path(filename)
+    for i, part in enumerate(path.parts):
+        name, mark, pid = part.rpartition(TMP_MARK)
+        if mark and name and pid.isdigit():
+            return Path(*path.parts[:i], name)
+    return path
+
+
 def remove_dead_temporaries(path: str | os.PathLike) -> list[Path]:
     """Remove the temporaries of ``path`` that a killed process left (its PID no longer runs on
     this machine); those of a live writer stay. Returns those removed."""

@@ -127,6 +127,21 @@ class RunLogWriter:
         self.close()
 
 
+def append_json_line(path: str | os.PathLike, row: dict[str, Any]) -> None:
+    """Append ``row`` to the JSON-lines file ``path`` as one line, fsynced. A torn last line (a kill or a full disk
+    mid-write) is first ended with a newline: appended to, it fused with the new row into one unreadable line and
+    the reader skipped both (the new record lost); ended, only the fragment is skipped."""
+    line = json.dumps(finite_json(row), allow_nan=False) + "\n"
+    with open(path, "ab+") as f:
+        if f.tell() > 0:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":
+                line = "\n" + line
+        f.write(line.encode("utf-8"))
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def _drop_byte_order_mark(path: Path) -> None:
     """Remove a UTF-8 byte-order mark an editor put before a log scalerl wrote without one, whole or not at all:
     the byte offsets a checkpoint keeps count none, and a cut back 3 bytes short fused two rows (a resume lost data)."""

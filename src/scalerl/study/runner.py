@@ -36,7 +36,6 @@ the plan), :mod:`~scalerl.study.one_run` (train / resume / extend / skip one run
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -44,6 +43,7 @@ from pathlib import Path
 
 from scalerl.config import save_yaml
 from scalerl.errors import InputError
+from scalerl.runlog import append_json_line
 from scalerl.study.local_runs import run_local
 from scalerl.study.one_run import Echo, Outcome
 from scalerl.study.plan import Budget, RunPlan, plan_study, prepare_models
@@ -132,10 +132,9 @@ def run_study(spec: StudySpec, study_dir: str | Path, *, echo: Echo | None = Non
         t0 = time.perf_counter()
 
         def record(o: Outcome) -> None:
-            with open(study_dir / PROGRESS, "a", encoding="utf-8") as f:
-                # ("utc" beside the local "time": what study.run_state compares with a run log's own times)
-                f.write(json.dumps({**asdict(o), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                                    "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}) + "\n")
+            # ("utc" beside the local "time": what study.run_state compares with a run log's own times)
+            append_json_line(study_dir / PROGRESS, {**asdict(o), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                                                    "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
 
         outcomes = BACKENDS[spec.backend](plans, budget, spec, echo, record)
     finally:

@@ -204,7 +204,10 @@ class TrainerGroup:
         parameter). ``path`` must be on a file system every rank sees (one machine, or a shared
         one across machines); rank 0 checks that every rank's file arrived."""
         import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.api import CheckpointException
         from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_optimizer_state_dict
+
+        from scalerl.train.shard_writer import disk_error, shard_writer
 
         self._order("save_shards", path)
         state: dict[str, Any] = {"model": get_model_state_dict(self.model)}
@@ -214,7 +217,15 @@ class TrainerGroup:
         if self.optimizer.state:
             state["optimizer"] = get_optimizer_state_dict(self.model, self.optimizer)
         # The planning (which rank writes what, the metadata) is objects: on the gloo group.
-        dcp.save(state, checkpoint_id=path, process_group=object_group())
+        try:
+            dcp.save(state, checkpoint_id=path, storage_writer=shard_writer(path), process_group=object_group())
+        except CheckpointException as exc:  # raised on every rank alike
+            error = disk_error(exc)
+            if error is None:
+                raise
+            if self.rank.leader:  # where a disk's error is said in one line; the other ranks wait for its orders
+                raise error from None
+            return
         self._write_shard_sums(path)
 
     def _write_shard_sums(self, path: Path) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import os
 import signal
 import socket
@@ -342,8 +343,24 @@ def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
     return summary
 
 
+def _torch_stops_said_by_us(record: logging.LogRecord) -> bool:
+    """A filter for torch's spawn logger: its "Terminating process N via signal SIGTERM" (the other ranks, once one
+    ended with an error) came before the launcher's one-line error as if it were news (review cj); what stopped the
+    run -- the rank's error, or a rank killed from outside -- is the launcher's line."""
+    return not record.getMessage().startswith("Terminating process")
+
+
 def _run_group(cfg: TrainConfig, resume: bool) -> Any:
     """:func:`launch`'s ranks, started and awaited: rank 0's RunSummary, or its error raised here."""
+    spawn_log = logging.getLogger("torch.multiprocessing.spawn")
+    spawn_log.addFilter(_torch_stops_said_by_us)
+    try:
+        return _await_group(cfg, resume)
+    finally:
+        spawn_log.removeFilter(_torch_stops_said_by_us)
+
+
+def _await_group(cfg: TrainConfig, resume: bool) -> Any:
     import torch.multiprocessing as mp
 
     world = cfg.run.nproc

@@ -32,6 +32,7 @@ from typing import Any, Sequence
 
 import torch
 
+from scalerl.atomic_files import lasting_path
 from scalerl.config import to_dict
 from scalerl.errors import ConfigError, InputError, NonFiniteError, RunInterrupted, ScaleRLError
 from scalerl.generate.attention import cudnn_attention
@@ -676,7 +677,7 @@ class Trainer:
                     raise
                 raise TrainingError(
                     f"every step is trained and checkpointed, but final/ could not be written: cannot write "
-                    f"{exc.filename or self.output / FINAL}: {exc.strerror}; free space, then resume with: scalerl train "
+                    f"{self.output / FINAL}: {exc.strerror}; free space, then resume with: scalerl train "
                     f"--output {self.output} --resume (it saves final/ again)") from None
             except KeyboardInterrupt as exc:  # a stop during the save, which waited for it
                 stop_under_way()
@@ -735,7 +736,8 @@ class Trainer:
                         f"{self.output} --resume" if self.resume
                         else "before its first checkpoint (nothing kept): free space, then run the same command again "
                         "to start it")
-                raise TrainingError(f"stopped at step {self.step}: cannot write {exc.filename or self.output}: "
+                where = lasting_path(exc.filename) if exc.filename else self.output  # (not the temporary: removed)
+                raise TrainingError(f"stopped at step {self.step}: cannot write {where}: "
                                     f"{exc.strerror}; {then}") from None
             except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (errors.Terminated)
                 stop_under_way()  # a study's repeated cancels wait for the clean-up below
