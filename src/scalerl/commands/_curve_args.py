@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from scalerl.curves.bands import read_calibration
+from scalerl.curves.uncertainty import N_BOOT
 from scalerl.curves.forecast import check_settings
 from scalerl.curves.io import READERS
 from scalerl.curves.solver import PaperGrid
@@ -65,7 +66,7 @@ def add_fit_args(p: argparse.ArgumentParser, *, fit_until: bool = True) -> None:
     p.add_argument("--paper-a", nargs=2, type=float, metavar=("LO", "HI"), help="paper method: A grid bounds (0.45 0.8)")
     p.add_argument("--paper-cmid", nargs=2, type=float, metavar=("LO", "HI"),
                    help="paper method: C_mid grid bounds, in the x column's units (100 40000 GPU-hours)")
-    p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples for intervals (0: none)")
+    p.add_argument("--bootstrap", type=int, default=N_BOOT, metavar="N", help="bootstrap resamples for intervals (0: none)")
     p.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")

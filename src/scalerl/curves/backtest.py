@@ -173,12 +173,17 @@ def _score(pred: np.ndarray, y: np.ndarray, params: dict, warnings) -> LawScore:
     )
 
 
-def _check_enough_before(curve: Curve, cut: float, n_params: int) -> None:
+def points_to_fit(r0: object = "first") -> int:
+    """Evaluations with compute > 0 a backtest's fit needs before its cut: one more than the sigmoid's free
+    parameters (3, and R0 when it is fitted: ``r0="free"``), to measure the noise, as the fit requires."""
+    return (4 if r0 == "free" else 3) + 1
+
+
+def _check_enough_before(curve: Curve, cut: float, need: int) -> None:
     """In a backtest the fit window is set by the cut: too few points before it is "cut later", a run too
     short for any cut is said so (the fit's own error advised --fit-from/--fit-until, which backtest does not
     take)."""
     pos = curve.x[curve.x > 0]
-    need = n_params + 1  # one more than parameters, to measure the noise (as the fit requires)
     if pos.size <= need:  # no cut can leave enough before it and one after (the fit's error named its own flags)
         raise InputError(f"run {curve.name!r} has {pos.size} evaluation(s) with compute > 0: too short to backtest, "
                          f"which needs at least {need} before the cut to fit and one after it to score "
@@ -223,7 +228,7 @@ def backtest(
     test = curve.x > cut
     if test.sum() < 1:
         raise InputError(f"no points after the cut {cut:g} (last compute {curve.x.max():g}); cut earlier")
-    _check_enough_before(curve, cut, 4 if forecast_kwargs.get("r0") == "free" else 3)
+    _check_enough_before(curve, cut, points_to_fit(forecast_kwargs.get("r0", "first")))
     fc = forecast(curve, fit_until=cut, n_boot=n_boot, **forecast_kwargs)
     xt, yt = curve.x[test], curve.y[test]
     b = fc.band_arrays(xt)

@@ -30,7 +30,7 @@ from scalerl.curves.power_law_fit import PowerLawFit, fit_power_law
 from scalerl.curves.sigmoid_fit import SigmoidFit, fit_sigmoid
 from scalerl.curves.stability import Stability, check_stability
 from scalerl.curves.takeoff import unmeasured_takeoff_note
-from scalerl.curves.uncertainty import Bootstrap, _evaluate_many, bootstrap, check_bootstrap, seeded_rng
+from scalerl.curves.uncertainty import N_BOOT, Bootstrap, _evaluate_many, bootstrap, check_bootstrap, seeded_rng
 from scalerl.errors import InputError
 
 #: Bootstrap resamples behind the bands' parameter-uncertainty term when the caller asked
@@ -296,7 +296,7 @@ def forecast(
     r0="first",
     fit_from="auto",
     fit_until: float | None = None,
-    n_boot: int = 1000,
+    n_boot: int = N_BOOT,
     level: float = 0.95,
     boot_kind: str = "residual",
     seed: int = 0,

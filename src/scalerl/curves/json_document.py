@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.errors import InputError
+from scalerl.runlog import HEADER
 
 SHAPES = ("a list of rows, a list per column, pandas' to_json (columns, index, split, records), rows per run, "
           "TensorBoard's [[wall_time, step, value], ...] or ClearML's {title: {series: {x: [...], y: [...]}}}")
@@ -110,7 +111,9 @@ def read_document(path: Path) -> Any | None:
         obj = json.loads(first)
     except ValueError:
         obj = None
-    if isinstance(obj, dict) and (more is not None or all(_scalar(v) for v in obj.values())):
+    # (A scalerl run log with its header alone -- a run loading, or killed before its first evaluation -- is JSON
+    # lines: its header holds the config's dicts, and it was read as a document "that is no table": review cm.)
+    if isinstance(obj, dict) and (more is not None or obj.get("type") == HEADER or all(_scalar(v) for v in obj.values())):
         return None
     if obj is None and not first.lstrip().startswith(("[", "{")):
         return None

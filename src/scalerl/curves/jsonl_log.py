@@ -19,6 +19,7 @@ from scalerl.curves.json_document import document_rows, read_document
 from scalerl.curves.cells import MISSING_CELLS, is_number
 from scalerl.curves.rows import (CUMULATIVE, DEFAULT_RUN_COLUMN, check_percent_scale,
                                  curves_from_rows, drop_repeated_evaluations, flatten_nested, percent_note)
+from scalerl.errors import InputError
 from scalerl.runlog import RESUME, read_runlog
 
 
@@ -40,6 +41,9 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
         return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
                                 bounded=bounded, run_column=run_column)
     header, rows, notes = read_runlog(path)
+    if header and not any(r.get("type") == "eval" for r in rows):  # (review cm: "no x column 'flops'")
+        raise InputError(f"{path}: a scalerl run log with no evaluation rows yet (the run is loading or in its first "
+                         "evaluation, or was stopped before it)")
     rows, percent = _as_csv_cells(path, rows, x, y, y_scale)
     notes = [*notes, *percent]
     rows, repeated = drop_repeated_evaluations(rows, x, lambda r: y in r)

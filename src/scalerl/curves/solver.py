@@ -141,8 +141,8 @@ def check_fittable(x: np.ndarray, y: np.ndarray, n_params: int, what: str = "the
     raise InputError(
         f"{what}: the metric does not rise with compute (change {trend:.3g}{_path_of(x[pos], y[pos])}); a sigmoid "
         "forecast needs a rising curve -- a run that peaked and fell has nothing to forecast (fit the part "
-        "before its peak with --fit-until, or look at it with --plot); a falling metric may be a loss, not "
-        "a pass rate"
+        "before its peak: scalerl fit LOG --fit-until X, or look at it: scalerl fit LOG --plot FILE); a falling "
+        "metric may be a loss, not a pass rate"
     )
 
 

@@ -35,6 +35,10 @@ from scalerl.errors import InputError
 PARAMS = ("A", "B", "C_mid", "R0")
 BOOTSTRAP_KINDS = ("residual", "pairs")
 
+N_BOOT = 1000
+"""Bootstrap resamples per interval unless told otherwise: ``forecast``, ``fit_seeds``, the commands' ``--bootstrap``
+and the run report -- one number, so a run's report and ``scalerl fit`` on its log give the same intervals."""
+
 
 @dataclass
 class Bootstrap:
@@ -322,7 +326,7 @@ class RunResampler:
 def fit_seeds(
     curves: list[Curve],
     *,
-    n_boot: int = 1000,
+    n_boot: int = N_BOOT,
     level: float = 0.95,
     seed: "int | np.random.SeedSequence" = 0,
     **fit_kwargs,

@@ -6,7 +6,10 @@ projected from the compute per step so far) with its confidence band (``_lo``/``
 expected curve) and prediction band (``_obs_lo``/``_obs_hi``: one evaluation), calibrated on
 real runs. A fit that is not possible yet (too few points, no rise so far) is logged as
 ``forecast/status`` instead -- never a made-up number; a run that peaked and fell gets
-``forecast/status`` "unstable: ..." and no forecast at the budget.
+``forecast/status`` "unstable: ..." and no forecast at the budget. ``forecast/stability`` is the stability
+check's kind ("not tested" below 6 evaluations after the start), and ``forecast/notes`` what ``scalerl fit``
+would say beside the same forecast: not yet tested for a fall, bands stretched beyond the calibrated horizon, the
+fit's warnings.
 
 A refit's cost grows with the evaluations it fits (0.5-0.75 CPU-s at 1,000, 3.7-4.0 at 10,000:
 ``benchmarks/live_forecast_cost.py``), so refitting at every evaluation costs a run of n evaluations
@@ -24,7 +27,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from scalerl.atomic_files import write_text_atomically
-from scalerl.curves import Calibration, Curve, forecast
+from scalerl.curves import Calibration, Curve, Forecast, forecast
 from scalerl.curves.bands import DEFAULT_LEVEL, read_calibration
 from scalerl.errors import InputError
 from scalerl.train.config import CALIBRATION_COPY
@@ -115,7 +118,8 @@ def live_forecast(
         return {"forecast/status": f"no fit yet: {exc}"}
     iv = fc.intervals()
     (pred,) = fc.predict([budget])
-    out: dict[str, Any] = {"forecast/status": "ok", "forecast/x": x, "forecast/budget": budget}
+    out: dict[str, Any] = {"forecast/status": "ok", "forecast/x": x, "forecast/budget": budget,
+                           "forecast/stability": fc.stability.kind}
     for name in ("A", "B", "C_mid"):
         out[f"forecast/{name}"] = getattr(fc.fit, name)
         if name in iv:
@@ -125,4 +129,17 @@ def live_forecast(
         return out
     out.update({"forecast/R_budget": pred.R, "forecast/R_budget_lo": pred.lo, "forecast/R_budget_hi": pred.hi,
                 "forecast/R_budget_obs_lo": pred.obs_lo, "forecast/R_budget_obs_hi": pred.obs_hi})
+    notes = _said_by_fit(fc, pred.calibrated)
+    if notes:
+        out["forecast/notes"] = notes
     return out
+
+
+def _said_by_fit(fc: Forecast, calibrated: bool) -> str:
+    """What ``scalerl fit`` says beside the same forecast and the row would otherwise drop (review cm): a curve too
+    short to be tested for a fall, bands stretched past the horizon they were calibrated on, the fit's warnings."""
+    said = [fc.stability.text()] if fc.stability.untested else []
+    if not calibrated:
+        said.append(f"the bands at the budget are stretched beyond the calibrated horizon "
+                    f"({math.exp(fc.bands.calibration.h_max):.2g}x the last fitted compute), not calibrated")
+    return "; ".join(said + list(fc.fit.warnings))

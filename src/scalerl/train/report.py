@@ -13,6 +13,7 @@ import dataclasses
 import html
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,9 @@ from scalerl.atomic_files import write_text_atomically
 from scalerl.curves import Curve, backtest, forecast
 from scalerl.curves.jsonl_log import runlog_attempts
 from scalerl.curves.rows import DEFAULT_RUN_COLUMN
+from scalerl.curves.backtest import points_to_fit
 from scalerl.curves.bands import DEFAULT_LEVEL, read_calibration
+from scalerl.curves.uncertainty import N_BOOT
 from scalerl.errors import InputError
 from scalerl.report_text import html_page, html_table, md_fence, md_table, md_text
 from scalerl.runlog import RESUME, config_setting, final_model_step, finite_json, has_final_model, read_runlog
@@ -56,7 +59,7 @@ def _eval_sets(rows: list[dict[str, Any]]) -> list[str]:
     return names
 
 
-def write_run_report(output: str | Path, *, x: str | None = None, fraction: float = 0.5, n_boot: int = 500,
+def write_run_report(output: str | Path, *, x: str | None = None, fraction: float = 0.5, n_boot: int = N_BOOT,
                      calibration: str | Path | None = None) -> RunReport:
     """Build the report of the run in ``output`` (see the module docstring); the bands' factors
     from the ``calibration`` file (default: the run's ``forecast.calibration``, else the shipped ones)."""
@@ -179,6 +182,7 @@ def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]],
         reward_timeouts=_count(evals[-1].get("reward_timeouts", 0)) or 0,  # (null: none counted -- review by, a TypeError)
         resumed_from_steps=[r.get("from_step") for r in rows if r.get("type") == RESUME],
         collapsed_steps=collapsed_steps(r for r in rows if r.get("type") == "train"),
+        skip_reasons=_skip_reasons(rows),
         lr=config_setting(header, "recipe", "optimizer", "lr"),
     )
 
@@ -210,6 +214,9 @@ def _half_budget_forecast(curve: Curve, xs: np.ndarray, ys: np.ndarray, output: 
 
     f: dict[str, Any] = {}
     try:
+        early = _too_early(xs, fraction)
+        if early:
+            raise InputError(early)
         bt = backtest(curve, cut_fraction=fraction, n_boot=n_boot, calibration=calibration)
         (pred,) = bt.forecast.predict([xs[-1]])
         f.update(
@@ -231,6 +238,21 @@ def _half_budget_forecast(curve: Curve, xs: np.ndarray, ys: np.ndarray, output: 
 
         # Too early for a forecast: still draw what there is.
         return f, plot_curves([curve], output / CURVE_PNG, title=f"{output.name}: {exc}")  # (finish wraps it to the figure)
+
+
+def _too_early(xs: np.ndarray, fraction: float) -> str | None:
+    """Why the run is too short yet for its half-budget forecast, said as what it lacks (None: it is not). A run
+    in its first steps got backtest's advice on backtest's flags ("is --x the compute column?", "cut later"),
+    which a report takes none of (review cm)."""
+    pos = xs[xs > 0]
+    if pos.size == 0:
+        return "too few evaluations yet: only the one before training so far"
+    need = points_to_fit()
+    before = int((pos <= fraction * pos.max()).sum())
+    if before < need or before == pos.size:
+        return (f"too few evaluations yet: {before} after the start in the first {fraction:.0%} of the compute and "
+                f"{pos.size - before} after it, where the forecast needs {need} to fit and one to score")
+    return None
 
 
 def _whole_run_fit(curve: Curve, evals: list[dict[str, Any]], xs: np.ndarray, *, n_boot: int,
@@ -381,6 +403,27 @@ def _resumed(f: dict[str, Any]) -> list[tuple[str, str]]:
                         f"at step{'s' if n > 1 else ''} {where}")]
 
 
+def _skip_reasons(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """``{reason: steps}`` of the steps that trained nothing (train rows with ``skipped``: a non-finite loss, every
+    group's rewards alike ...), most first; a step logged twice (a resume's redone step) counts once."""
+    by_step = {int(r["step"]): r for r in rows
+               if r.get("type") == "train" and isinstance(r.get("step"), (int, float)) and not isinstance(r["step"], bool)}
+    reasons = Counter(str(r.get("skip_reason") or "no reason logged") for r in by_step.values() if r.get("skipped") is True)
+    return dict(reasons.most_common())
+
+
+def _skipped(f: dict[str, Any]) -> list[tuple[str, str]]:
+    """The steps that trained nothing, by reason: a run stopped by ``run.max_nan_steps``, or one most of whose steps
+    were skipped, read as a run still training or a finished one (review cm)."""
+    reasons = f.get("skip_reasons") or {}
+    if not reasons:
+        return []
+    n = sum(reasons.values())
+    why = "; ".join(f"{k} step{'s' if k > 1 else ''}: {reason}" for reason, k in reasons.items())
+    return [("skipped steps", f"{n} of {f.get('trained_steps', f['steps'])} trained nothing ({why}; skip_reason "
+                              "in the run log)")]
+
+
 def _collapsed(f: dict[str, Any]) -> list[tuple[str, str]]:
     """A streak of steps whose every completion failed after the run had trained: the trainer said
     so on stderr while it ran; the report says it too (its pass rates alone read as a hard task)."""
@@ -402,6 +445,7 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
         ("compute", _compute(f)),
         (f"{rep.y}: start -> final", f"{f['start']:.3f} -> {f['final']:.3f} (gain {f['gain']:+.3f}, best {f['best']:.3f})"),
         *_reward_failures(f),
+        *_skipped(f),
         *_collapsed(f),
         *(("run log", note) for note in f.get("log_notes", ())),
     ]
@@ -439,6 +483,8 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
                 _fmt(f["fit_C_mid"]), _fmt(f["fit_C_mid_interval"]),
             ),
         ))
+    elif "fit_error_message" in f:  # (review cm: a run that fell got no fit line and no word why)
+        lines.append(("sigmoid fitted on the whole run", f"none: {f['fit_error_message']}"))
     lines += [("warning", w) for w in f.get("fit_warnings", ())]
     if f.get("fit_excursions"):
         lines.append(("left out of the fits", f["fit_excursions"]))
