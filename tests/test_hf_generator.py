@@ -145,6 +145,16 @@ def test_max_new_tokens_zero_and_empty_input(gen, prompts):
         gen.generate([[]], SamplingParams())
 
 
+def test_a_groups_shared_prompt_counts_as_prefilled_once(gen, prompts):
+    """The compute's FLOPs count the prompt tokens the generator ran (review cl: G x a group's prompt was counted,
+    where the prompt pass runs each distinct prompt once); no decode step, no prompt pass."""
+    a, b = prompts[0], prompts[1]
+    out = gen.generate([a, a, a, b, b], SamplingParams(max_new_tokens=4, temperature=1.0, seed=0))
+    assert [c.prefilled_tokens for c in out] == [len(a), 0, 0, len(b), 0]
+    assert [c.prefilled_tokens for c in gen.generate([a, b], SamplingParams(max_new_tokens=4))] == [len(a), len(b)]
+    assert [c.prefilled_tokens for c in gen.generate([a, a], SamplingParams(max_new_tokens=0))] == [0, 0]
+
+
 def test_forced_tokens_get_mask_zero_and_logprob_zero(gen, prompts, char_tokenizer):
     phrase = char_tokenizer(" Time is up.</think>", add_special_tokens=False).input_ids
     control = ForcedPhrase(budgets=[3, 5], phrase=phrase, answer_budget=2)

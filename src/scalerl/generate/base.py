@@ -50,6 +50,10 @@ class Completion:
     """Decoded completion (special tokens removed)."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Free slot for the caller (problem id, group index, ...)."""
+    prefilled_tokens: int | None = None
+    """Prompt tokens the generator ran its prompt pass over for this completion (the compute's FLOPs): a group's
+    shared prompt, prefilled once, counts on one of its rows and 0 on the others. None: not reported -- the whole
+    prompt is counted, as a generator that prefills every sample's prompt (vLLM without prefix caching) spends."""
 
     def __post_init__(self) -> None:
         n = len(self.token_ids)

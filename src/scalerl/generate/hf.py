@@ -254,19 +254,22 @@ class HFGenerator(InFlightUpdates):
             out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, **kwargs)
         return out.logits[:, -1, :]
 
-    def _prefill(self, prompts, ids, mask, positions, cache) -> torch.Tensor:
+    def _prefill(self, prompts, ids, mask, positions, cache) -> tuple[torch.Tensor, list[bool]]:
         """The prompt pass. A group's G rows share one prompt: run each distinct prompt once and
         expand its KV cache and last logits to its rows (same numbers, 1/G of the prefill) --
-        where the cache's rows can be selected (not a recurrent layer's: see rows_selectable)."""
+        where the cache's rows can be selected (not a recurrent layer's: see rows_selectable).
+        ``(last logits, whether each row's prompt was run)``."""
         keys: dict[tuple[int, ...], int] = {}
         inverse = [keys.setdefault(tuple(p), len(keys)) for p in prompts]
         if len(keys) == len(prompts) or not rows_selectable(cache):
-            return self._forward(ids, mask, positions, cache)
-        first = torch.tensor([inverse.index(j) for j in range(len(keys))], device=ids.device)
+            return self._forward(ids, mask, positions, cache), [True] * len(prompts)
+        firsts = [inverse.index(j) for j in range(len(keys))]
+        first = torch.tensor(firsts, device=ids.device)
         logits = self._forward(ids[first], mask[first], positions[first], cache)
         index = torch.tensor(inverse, device=ids.device)
         cache.batch_select_indices(index)
-        return logits[index]
+        run = set(firsts)
+        return logits[index], [i in run for i in range(len(prompts))]
 
     @staticmethod
     def _force(states, row_list, live, tokens, logprobs, forced, rows, t) -> None:
@@ -326,9 +329,10 @@ class HFGenerator(InFlightUpdates):
         selectable = rows_selectable(cache)  # else finished rows stay in the batch, idle on padding
         attention = attends(cache)  # else (Mamba) decode steps take no attention mask
         decoding = max_new > 0 and self._any_live(live)
+        prefilled = [False] * n  # (no decode step, no prompt pass)
         if decoding:
             self._scheduled(updates, 0)
-            logits = self._prefill(prompts, ids, mask[:, :width], positions, cache)
+            logits, prefilled = self._prefill(prompts, ids, mask[:, :width], positions, cache)
         next_pos = positions[:, -1] + 1
 
         for t in range(max_new if decoding else 0):
@@ -390,6 +394,7 @@ class HFGenerator(InFlightUpdates):
                 versions=step_versions[: lengths_list[i]],
                 finish_reason=reasons[i],
                 text=texts[i],
+                prefilled_tokens=len(prompts[i]) if prefilled[i] else 0,
             )
             for i in range(n)
         ]

@@ -100,6 +100,10 @@ class WorkerPool(Protocol):
     size: int
     """Number of generators."""
 
+    def wait_ready(self) -> None:
+        """Block until every generator is up (or one failed: :meth:`start`'s reader then says how)."""
+        ...
+
     def start(self, deliver: Deliver, fail: Fail) -> None: ...
 
     def submit(self, request: RoundRequest) -> None: ...

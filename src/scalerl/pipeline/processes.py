@@ -83,7 +83,7 @@ def _exit_with_parent() -> None:
 
 
 def _process_main(spec: WorkerSpec, shared: dict, shared_version: Any, lock: Any, requests: Any, results: Any,
-                  notify: Any, stop: Any, worker_id: int) -> None:
+                  notify: Any, stop: Any, worker_id: int, up: Any) -> None:
     _exit_with_parent()
     ignore_stops()  # the trainer handles Ctrl-C and SIGTERM and closes the pool, which kills this process
     try:
@@ -96,6 +96,7 @@ def _process_main(spec: WorkerSpec, shared: dict, shared_version: Any, lock: Any
         results.put(("error", worker_id, traceback.format_exc()))
         return
     results.put(("ready", worker_id, None))
+    up.release()  # (for ProcessPool.wait_ready, which cannot read the results before the reader starts)
     latest = [version]
     synced = threading.Condition()
 
@@ -134,6 +135,7 @@ class ProcessPool:
 
         ctx = mp.get_context("spawn")
         self.size = size
+        self.devices = 1 + size  # the trainer and each generator process (compute.py: a CPU run's devices)
         self._shared = {k: v.detach().to("cpu", copy=True).share_memory_() for k, v in weight_source(weights).tensors()}
         self._version = ctx.Value("q", version, lock=False)  # guarded by self._lock, with the tensors
         self._lock = ctx.Lock()
@@ -141,10 +143,12 @@ class ProcessPool:
         self._results = ctx.Queue()
         self._notify = [ctx.SimpleQueue() for _ in range(size)]
         self._stop_all = ctx.Event()
+        self._up = ctx.Semaphore(0)  # released by each process once its model is built
+        self._waiting = size  # processes not yet seen up by wait_ready
         self._procs = [
             ctx.Process(target=_process_main, name=f"scalerl-generator-{i}", daemon=True,
                         args=(spec, self._shared, self._version, self._lock, self._requests, self._results,
-                              self._notify[i], self._stop_all, i))
+                              self._notify[i], self._stop_all, i, self._up))
             for i in range(size)
         ]
         self._reader: threading.Thread | None = None
@@ -163,6 +167,16 @@ class ProcessPool:
     @classmethod
     def for_context(cls, ctx: PipelineContext) -> "ProcessPool":
         return cls(WorkerSpec.from_context(ctx), ctx.generator_weights, ctx.version, ctx.backend.generators)
+
+    def wait_ready(self) -> None:
+        """Until every process has built its model (spawn, import torch, load: seconds, which the trainer's clock
+        counted as its first step's, and again at every resume -- review cl). A process that died instead ends the
+        wait: the reader says why once the pool starts."""
+        while self._waiting:
+            if self._up.acquire(timeout=0.5):
+                self._waiting -= 1
+            elif any(not p.is_alive() for p in self._procs):
+                return
 
     def start(self, deliver: Deliver, fail: Fail) -> None:
         self._reader = threading.Thread(target=reporting(self._read, fail), args=(deliver, fail),

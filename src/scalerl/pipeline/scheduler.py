@@ -314,6 +314,9 @@ class PooledSource:
             self._start(step)
         return generator
 
+    def wait_ready(self) -> None:
+        self.pool.wait_ready()
+
     def next_batch(self, step: int) -> RolloutBatch:
         if not self._started:
             self._start(step)

@@ -28,6 +28,11 @@ from scalerl.rollout.produce import make_batch
 
 
 class RolloutSource(Protocol):
+    def wait_ready(self) -> None:
+        """Block until the source's generators are up (processes spawned, their models built): the trainer's
+        clock starts after it, so that their start-up -- again at every resume -- is not counted as training."""
+        ...
+
     def next_batch(self, step: int) -> RolloutBatch:
         """The batch for optimizer step ``step`` (blocks until one is ready)."""
         ...
@@ -58,6 +63,9 @@ class FinishedSource:
 
     def __init__(self) -> None:
         self._state: dict[str, Any] = {}
+
+    def wait_ready(self) -> None:
+        pass
 
     def next_batch(self, step: int) -> RolloutBatch:
         raise RuntimeError(f"step {step}: this run had nothing left to train, so its source generates nothing")
@@ -96,6 +104,9 @@ class OffPolicySource:
         self._t0: float | None = None
         self.generating = 0.0
         self.samples = 0
+
+    def wait_ready(self) -> None:
+        pass  # it generates with the trainer's own generator
 
     def next_batch(self, step: int) -> RolloutBatch:
         if self._t0 is None:

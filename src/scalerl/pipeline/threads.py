@@ -65,6 +65,9 @@ class ThreadPool:
         workers = [thread_worker(ctx, i, history) for i in range(ctx.backend.generators)]
         return cls(workers, history=history, torch_threads=ctx.backend.generator_threads)
 
+    def wait_ready(self) -> None:
+        pass  # its workers were built with it
+
     def start(self, deliver: Deliver, fail: Fail) -> None:
         self._threads = [
             threading.Thread(target=reporting(self._loop, fail), args=(w, deliver, fail),

@@ -62,7 +62,8 @@ def generate_groups(ctx: RoundContext, generator: Generator, problems: Sequence[
     for c, p in zip(completions, (p for p in problems for _ in range(g))):
         c.meta["problem_id"] = p.id
     groups = score_groups(ctx, problems, completions, g)
-    return groups, len(completions), sum(len(c.token_ids) for c in completions), sum(len(p) for p in flat)
+    prefilled = sum(len(p) if c.prefilled_tokens is None else c.prefilled_tokens for p, c in zip(flat, completions))
+    return groups, len(completions), sum(len(c.token_ids) for c in completions), prefilled
 
 
 def new_buffer(ctx: RolloutContext) -> DynamicSamplingBuffer | None:

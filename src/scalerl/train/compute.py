@@ -3,9 +3,11 @@
 Logged at every evaluation (docs/paper.md, "Compute accounting"):
 
 * ``gpu_hours`` -- measured accelerator-hours: wall seconds of training work x devices busy
-  (on a CPU run, the devices are the CPU processes doing the work);
-* ``flops`` -- ~2 N per generated token (and per prompt token prefilled) + 6 N per trained
-  token, N = parameters (the standard dense-transformer estimate);
+  (on a CPU run, the devices are the CPU processes doing the work: ranks, generator processes);
+  each stretch at its own session's count, and the generators' start-up left out;
+* ``flops`` -- ~2 N per generated token (and per prompt token prefilled: a group's shared prompt
+  once where the generator prefills it once) + 6 N per trained token, N = parameters (the standard
+  dense-transformer estimate);
 * ``tokens`` -- completion tokens generated (training rollouts; evaluation is not training
   compute and is counted separately as ``eval_tokens``);
 * ``samples`` -- completions generated for training (filtered groups included: they cost
@@ -26,7 +28,8 @@ class ComputeMeter:
     params: int
     """N: parameters of the policy."""
     devices: int = 1
-    """Devices busy while the clock runs."""
+    """Devices busy while the clock runs: this session's (a resume may run on another number of ranks or
+    generators; the checkpoint's count is not taken back over it)."""
     step: int = 0
     samples: int = 0
     tokens: int = 0
@@ -35,6 +38,11 @@ class ComputeMeter:
     eval_tokens: int = 0
     seconds: float = 0.0
     """Wall seconds of training work (evaluation excluded), summed over resumed sessions."""
+    prior_seconds: float = 0.0
+    """Of ``seconds``, those of the sessions before this one (a resume's checkpoint) ..."""
+    prior_device_seconds: float = 0.0
+    """... and their device-seconds, each session's at its own count: a run resumed on more (or fewer)
+    devices counts its new seconds at the new number, the earlier ones as they were."""
     _t0: float | None = field(default=None, repr=False)
 
     # -- counting ----------------------------------------------------------------------
@@ -66,8 +74,11 @@ class ComputeMeter:
 
     @property
     def gpu_hours(self) -> float:
-        running = (time.perf_counter() - self._t0) if self._t0 is not None else 0.0
-        return (self.seconds + running) * self.devices / 3600.0
+        session = self.seconds + self._running() - self.prior_seconds
+        return (self.prior_device_seconds + session * self.devices) / 3600.0
+
+    def _running(self) -> float:
+        return (time.perf_counter() - self._t0) if self._t0 is not None else 0.0
 
     def row(self) -> dict[str, float]:
         """The compute columns of a run-log row."""
@@ -83,9 +94,16 @@ class ComputeMeter:
 
     def state_dict(self) -> dict:
         state = {k: v for k, v in asdict(self).items() if not k.startswith("_")}
-        state["seconds"] = self.gpu_hours * 3600.0 / self.devices  # the running stretch included
+        state["seconds"] = self.seconds + self._running()  # the running stretch included
         return state
 
     def load_state_dict(self, state: dict) -> None:
+        """The counters of a checkpoint, whose sessions become this one's prior ones; ``devices`` stays this
+        session's. (A checkpoint without ``prior_seconds``: all its seconds at its own device count.)"""
+        state = dict(state)
+        saved_devices = state.pop("devices", self.devices)
+        seconds, prior = float(state.get("seconds", 0.0)), float(state.get("prior_seconds", 0.0))
+        state["prior_device_seconds"] = float(state.get("prior_device_seconds", 0.0)) + (seconds - prior) * saved_devices
+        state["prior_seconds"] = seconds
         for k, v in state.items():
             setattr(self, k, v)

@@ -837,6 +837,7 @@ class Trainer:
 
     def _train_step(self) -> None:
         cfg = self.cfg
+        self.source.wait_ready()  # (outside the clock: generator start-up is no training)
         self.meter.start()
         batch = self.source.next_batch(self.step)
         self.meter.generated(batch.samples, batch.tokens, batch.prompt_tokens)
