@@ -368,7 +368,7 @@ def _unfinished(f: dict[str, Any], output: Path) -> list[tuple[str, str]]:
         return [("status", f"unfinished: trained to step {trained}{of}; final/ holds the model of step {f['final_step']}, "
                            f"an earlier end (the run was extended since); 'final' below is the latest evaluation; {resume}")]
     return [("status", f"unfinished (no final/ model yet): this covers the steps logged so far, to step {trained}{of}; "
-                       "'final' below is the latest evaluation")]
+                       f"'final' below is the latest evaluation; if the run was stopped, {resume}")]
 
 
 def _reward_failures(f: dict[str, Any]) -> list[tuple[str, str]]:
@@ -501,7 +501,8 @@ def _count(value: Any) -> int | None:
 
 def _compute(f: dict[str, Any]) -> str:
     """The run's compute, and the samples trained per device-second (evaluation excluded, as in the progress bar's
-    samples/s): the report said how much compute, not how fast it went. A count the log did not give is said so
+    samples/s, which is per wall second: the two differ by the devices busy, under --nproc or with generator
+    processes): the report said how much compute, not how fast it went. A count the log did not give is said so
     (reviews bw, bx: "nan device-seconds", "nan FLOPs")."""
     seconds, samples = f["gpu_hours"] * 3600, f["samples"]
     parts = [f"{f['flops']:.3g} FLOPs" if math.isfinite(f["flops"]) else "FLOPs not logged",
