@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 
 import pytest
 import torch
@@ -276,3 +277,37 @@ def test_a_pool_whose_constructor_fails_leaves_no_generator_process_running(char
         for p in _generator_processes():
             p.kill()
             p.join(5)
+
+
+# --------------------------------------------------------------------------------------------- wait_ready
+
+
+def _wait_ready_with_failed_builder(size_of_error: int, seconds: float) -> tuple[bool, list]:
+    """A one-process ProcessPool whose process fails while it builds its worker (an unknown task whose name makes the
+    error's report ``size_of_error`` characters long); ``(wait_ready returned within seconds, the pool's errors)``."""
+    spec = WorkerSpec(model_config=None, tokenizer=None, dtype="float32", fp32_lm_head=False, recipe=RecipeConfig(),
+                      task_name="x" * size_of_error, task_settings={}, task_reward=None, task_reward_timeout=1.0,
+                      seed=0)
+    pool = ProcessPool(spec, torch.nn.Linear(2, 2), 0, 1)
+    errors: list = []
+    try:
+        waiter = threading.Thread(target=pool.wait_ready, daemon=True)
+        waiter.start()
+        waiter.join(seconds)
+        returned = not waiter.is_alive()
+        pool.start(lambda result: None, errors.append)  # (the reader drains the queue: the process can exit)
+        for _ in range(40):
+            if errors:
+                break
+            time.sleep(0.1)
+    finally:
+        pool._kill()  # (close's grace for a process finishing a request: none has one)
+        pool.close()
+    return returned, errors
+
+
+@pytest.mark.slow
+def test_wait_ready_returns_when_a_generator_process_fails_with_a_long_error():
+    returned, errors = _wait_ready_with_failed_builder(200_000, seconds=10)
+    assert errors and "unknown task" in str(errors[0])  # (the premise: the error is there, once the reader runs)
+    assert returned, "wait_ready still waiting 10 s after the generator process failed"

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from scalerl.cli import main
+from scalerl.curves import Curve, forecast
 from scalerl.runlog import RunLogWriter
 from scalerl.train.live_forecast import live_forecast
 from scalerl.train.report import summary_lines, write_run_report
@@ -33,6 +34,11 @@ def _write_run(directory, rows, header=HEADER):
     return directory
 
 
+def _curve(rows):
+    return Curve.from_arrays([r["flops"] for r in rows], [r["val/pass_rate"] for r in rows], name="r",
+                             x_name="flops", y_name="val/pass_rate")
+
+
 def _text(rep):
     return "\n".join(f"{k}: {v}" for k, v in summary_lines(rep))
 
@@ -56,14 +62,10 @@ def test_live_forecast_status_names_the_command_whose_flags_it_advises():
 
 
 def test_live_forecast_says_when_its_bands_at_the_budget_are_not_calibrated():
-    from scalerl.curves import Curve, forecast
-
     rows = _eval_rows([0.1, 0.2, 0.3, 0.38, 0.45, 0.5, 0.54, 0.57])  # at step 14 of a 200-step run
     out = live_forecast(rows, x="flops", y="val/pass_rate", total_steps=200, n_boot=20)
     assert out["forecast/status"] == "ok"
-    curve = Curve.from_arrays([r["flops"] for r in rows], [r["val/pass_rate"] for r in rows], name="r",
-                              x_name="flops", y_name="val/pass_rate")
-    (pred,) = forecast(curve, n_boot=20, power_law=False).predict([out["forecast/budget"]])
+    (pred,) = forecast(_curve(rows), n_boot=20, power_law=False).predict([out["forecast/budget"]])
     assert pred.calibrated is False  # (the premise: fit would star this prediction)
     assert any("calibrat" in k or (isinstance(v, str) and "calibrat" in v) for k, v in out.items()), out
 
@@ -122,3 +124,57 @@ def test_fit_of_a_run_before_its_first_evaluation_says_there_is_none_yet(tmp_pat
     assert main(["fit", str(run), "--json"]) == 2
     err = capsys.readouterr().err
     assert "no table of metrics" not in err and "no evaluation" in err, err
+
+
+# --------------------------------------------------------------------------------------------- the run report
+
+
+def test_report_counts_skipped_steps_by_reason_not_by_their_numbers(tmp_path):
+    reasons = {  # what train/precision.py:skip logs, step by step
+        1: "non-finite loss 0.0731 or grad norm inf", 2: "non-finite loss -0.052 or grad norm inf",
+        3: "non-finite loss 0.114 or grad norm inf",
+        5: "fp16 gradient overflow at loss scale 65536; scale lowered to 32768",
+        6: "fp16 gradient overflow at loss scale 32768; scale lowered to 16384",
+    }
+    ys = [0.10, 0.20, 0.30, 0.38, 0.45, 0.50, 0.54, 0.57]
+    rows = []
+    for i, ev in enumerate(_eval_rows(ys)):
+        for s in (ev["step"] - 1, ev["step"]) if ev["step"] else ():
+            rows.append({"type": "train", "step": s, "skipped": s in reasons, "loss": -0.05,
+                         **({"skip_reason": reasons[s]} if s in reasons else {})})
+        rows.append(ev)
+    rep = write_run_report(_write_run(tmp_path / "run", rows), n_boot=20)
+    line = dict(summary_lines(rep))["skipped steps"]
+    assert line.startswith("5 of 14"), line  # (the premise)
+    # Expected: "3 steps: non-finite loss ...; 2 steps: fp16 gradient overflow ..."; it lists five "1 step: ..." entries.
+    assert "3 steps" in line and "2 steps" in line and "1 step:" not in line, line
+
+
+# --------------------------------------------------------------------------------------------- the live forecast
+
+
+@pytest.mark.parametrize("ys, said", [
+    ([0.1, 0.2, 0.3, 0.38, 0.02, 0.5, 0.54, 0.57, 0.59, 0.6], ("dip", "excursion")),
+    ([0.1, 0.8, 0.82, 0.83, 0.84, 0.84, 0.85, 0.85], ("take-off", "takeoff")),
+], ids=["excursion-left-out", "take-off-not-measured"])
+def test_live_forecast_notes_say_what_scalerl_fit_notes(ys, said):
+    rows = _eval_rows(ys)
+    fc = forecast(_curve(rows), n_boot=50, power_law=False)
+    assert any(any(s in note for s in said) for note in fc.notes), fc.notes  # (the premise: scalerl fit says it)
+    out = live_forecast(rows, x="flops", y="val/pass_rate", total_steps=2 * len(ys), n_boot=50)
+    assert out["forecast/status"] == "ok", out
+    notes = out.get("forecast/notes", "")
+    assert any(s in notes for s in said), out
+
+
+def test_live_forecast_notes_do_not_call_a_budget_inside_the_horizon_beyond_it():
+    rows = _eval_rows([0.1, 0.2, 0.3, 0.38, 0.45, 0.5])  # step 10 of a 20-step run: the budget at 2x the last compute
+    out = live_forecast(rows, x="flops", y="val/pass_rate", total_steps=20, n_boot=50)
+    assert out["forecast/status"] == "ok", out
+    fc = forecast(_curve(rows), n_boot=50, power_law=False)
+    budget = out["forecast/budget"]
+    assert budget == pytest.approx(2 * rows[-1]["flops"])
+    assert max(fc.bands.stretch([budget])) <= 1.0 and not fc.bands.validated  # (the premise: inside the horizon)
+    notes = out.get("forecast/notes", "")
+    assert "beyond the calibrated horizon" not in notes, notes  # (scalerl fit: "... or too few points to validate")
+    assert "validat" in notes, notes  # the bands are still not calibrated: said for the reason they are not

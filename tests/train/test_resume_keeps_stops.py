@@ -107,6 +107,9 @@ def test_a_disk_that_fills_midway_through_a_checkpoint_stops_with_one_line(tiny_
     monkeypatch.setattr(checkpoint_module, "open", fake_open, raising=False)
     line = _one_line(capsys, main(_args(out)))
     assert "No space left on device" in line and f"scalerl train --output {out} --resume" in line
+    # The checkpoint that could not be written, not the run directory (review cn: a buffered write's OSError names
+    # no file) nor the temporary directory, removed by now.
+    assert f"cannot write {out / 'checkpoints' / 'step_000002'}:" in line, line
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["latest", "step_000000"]
     monkeypatch.undo()
     assert main(_args(out, "--resume")) == 0, capsys.readouterr().err

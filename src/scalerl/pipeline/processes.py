@@ -94,6 +94,9 @@ def _process_main(spec: WorkerSpec, shared: dict, shared_version: Any, lock: Any
         del state
     except BaseException:
         results.put(("error", worker_id, traceback.format_exc()))
+        # Said done too: a report over the pipe's 64 KiB keeps this process alive until the reader drains it, and
+        # the reader starts after wait_ready (review cn: it waited for ever).
+        up.release()
         return
     results.put(("ready", worker_id, None))
     up.release()  # (for ProcessPool.wait_ready, which cannot read the results before the reader starts)
@@ -170,8 +173,8 @@ class ProcessPool:
 
     def wait_ready(self) -> None:
         """Until every process has built its model (spawn, import torch, load: seconds, which the trainer's clock
-        counted as its first step's, and again at every resume -- review cl). A process that died instead ends the
-        wait: the reader says why once the pool starts."""
+        counted as its first step's, and again at every resume -- review cl) or failed to. A process that failed or
+        died ends the wait: the reader says why once the pool starts."""
         while self._waiting:
             if self._up.acquire(timeout=0.5):
                 self._waiting -= 1

@@ -95,8 +95,6 @@ def save_checkpoint(directory: str | os.PathLike, step: int, state: dict[str, An
             state = {**state, "shard_sums": True}
         with open(tmp / "state.pt", "wb") as f:
             _save_through(state, f)
-            f.flush()
-            os.fsync(f.fileno())
     except BaseException:  # a full disk, a kill: the half-written copy goes, the previous one stays
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -136,14 +134,22 @@ class _WriteErrors:
 
 
 def _save_through(state: dict[str, Any], f) -> None:
-    """``torch.save(state, f)``, a failed write raised as its OSError."""
+    """``torch.save(state, f)``, flushed and synced, a failed write raised as its OSError naming the file (a buffered
+    write's names none: the disk-full line said the run directory -- review cn)."""
     sink = _WriteErrors(f)
     try:
-        torch.save(state, sink)
-    except RuntimeError:
-        if sink.error is None:
+        try:
+            torch.save(state, sink)
+        except RuntimeError:
+            if sink.error is None:
+                raise
+            raise sink.error from None
+        f.flush()
+        os.fsync(f.fileno())
+    except OSError as exc:
+        if exc.filename is not None:
             raise
-        raise sink.error from None
+        raise OSError(exc.errno, exc.strerror, getattr(f, "name", None)) from None
 
 
 def _move_aside_a_latest_directory(directory: Path) -> None:

@@ -7,9 +7,9 @@ expected curve) and prediction band (``_obs_lo``/``_obs_hi``: one evaluation), c
 real runs. A fit that is not possible yet (too few points, no rise so far) is logged as
 ``forecast/status`` instead -- never a made-up number; a run that peaked and fell gets
 ``forecast/status`` "unstable: ..." and no forecast at the budget. ``forecast/stability`` is the stability
-check's kind ("not tested" below 6 evaluations after the start), and ``forecast/notes`` what ``scalerl fit``
-would say beside the same forecast: not yet tested for a fall, bands stretched beyond the calibrated horizon, the
-fit's warnings.
+check's kind ("stable", "not tested" below 6 evaluations after the start, "peaked and fell", "falling at the end"), and ``forecast/notes`` what ``scalerl fit``
+would say beside the same forecast: its notes (not yet tested for a fall, evaluations left out as excursions ...),
+why the bands at the budget are not calibrated, the fit's warnings.
 
 A refit's cost grows with the evaluations it fits (0.5-0.75 CPU-s at 1,000, 3.7-4.0 at 10,000:
 ``benchmarks/live_forecast_cost.py``), so refitting at every evaluation costs a run of n evaluations
@@ -129,17 +129,20 @@ def live_forecast(
         return out
     out.update({"forecast/R_budget": pred.R, "forecast/R_budget_lo": pred.lo, "forecast/R_budget_hi": pred.hi,
                 "forecast/R_budget_obs_lo": pred.obs_lo, "forecast/R_budget_obs_hi": pred.obs_hi})
-    notes = _said_by_fit(fc, pred.calibrated)
+    notes = _said_by_fit(fc, budget)
     if notes:
         out["forecast/notes"] = notes
     return out
 
 
-def _said_by_fit(fc: Forecast, calibrated: bool) -> str:
-    """What ``scalerl fit`` says beside the same forecast and the row would otherwise drop (review cm): a curve too
-    short to be tested for a fall, bands stretched past the horizon they were calibrated on, the fit's warnings."""
-    said = [fc.stability.text()] if fc.stability.untested else []
-    if not calibrated:
+def _said_by_fit(fc: Forecast, budget: float) -> str:
+    """What ``scalerl fit`` says beside the same forecast and the row would otherwise drop (reviews cm, cn): the
+    forecast's notes (a curve too short to be tested for a fall, evaluations left out as excursions, a take-off
+    before the first evaluation ...), why the bands at the budget are not calibrated, the fit's warnings."""
+    said = list(fc.notes)
+    if float(fc.bands.stretch([budget])[0]) > 1.0:
         said.append(f"the bands at the budget are stretched beyond the calibrated horizon "
                     f"({math.exp(fc.bands.calibration.h_max):.2g}x the last fitted compute), not calibrated")
+    elif not fc.bands.validated:
+        said.append("too few evaluations to validate the bands on the run's own points: not calibrated")
     return "; ".join(said + list(fc.fit.warnings))

@@ -13,6 +13,7 @@ import dataclasses
 import html
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -403,12 +404,19 @@ def _resumed(f: dict[str, Any]) -> list[tuple[str, str]]:
                         f"at step{'s' if n > 1 else ''} {where}")]
 
 
+#: The numbers in a skip reason ("non-finite loss 0.0731 or grad norm inf", "... at loss scale 65536; ..."): each
+#: step's own, so reasons are counted with them masked (review cn: five steps, five "1 step" entries).
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
 def _skip_reasons(rows: list[dict[str, Any]]) -> dict[str, int]:
     """``{reason: steps}`` of the steps that trained nothing (train rows with ``skipped``: a non-finite loss, every
-    group's rewards alike ...), most first; a step logged twice (a resume's redone step) counts once."""
+    group's rewards alike ...), its numbers as "N", most first; a step logged twice (a resume's redone step) counts
+    once."""
     by_step = {int(r["step"]): r for r in rows
                if r.get("type") == "train" and isinstance(r.get("step"), (int, float)) and not isinstance(r["step"], bool)}
-    reasons = Counter(str(r.get("skip_reason") or "no reason logged") for r in by_step.values() if r.get("skipped") is True)
+    reasons = Counter(_NUMBER.sub("N", str(r.get("skip_reason") or "no reason logged"))
+                      for r in by_step.values() if r.get("skipped") is True)
     return dict(reasons.most_common())
 
 
