@@ -97,7 +97,8 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     # The forecasts on the evaluations with a number (a NaN last one made its error "+nan").
     ok = np.isfinite(xs) & np.isfinite(ys)
     xs, ys, scored = xs[ok], ys[ok], [e for e, keep in zip(evals, ok) if keep]
-    facts, figure = _half_budget_forecast(curve, xs, ys, output, fraction=fraction, n_boot=n_boot, calibration=cal)
+    facts, figure = _half_budget_forecast(curve, xs, ys, output, fraction=fraction, n_boot=n_boot, calibration=cal,
+                                          finished=bool(f.get("finished")))
     f.update(facts)
     rep.files.append(figure)
     f.update(_whole_run_fit(curve, scored, xs, n_boot=n_boot, calibration=cal))
@@ -207,7 +208,7 @@ def _calibration(output: Path, configured, asked, cal):
 
 
 def _half_budget_forecast(curve: Curve, xs: np.ndarray, ys: np.ndarray, output: Path, *, fraction: float,
-                          n_boot: int, calibration) -> tuple[dict[str, Any], Path]:
+                          n_boot: int, calibration, finished: bool) -> tuple[dict[str, Any], Path]:
     """The half-budget forecast: fit on compute <= fraction x final compute, predict the rest.
     ``(its facts, its figure)``; too early for a forecast, the figure is the curve alone and the facts
     say why (``forecast_error_message``)."""
@@ -215,7 +216,7 @@ def _half_budget_forecast(curve: Curve, xs: np.ndarray, ys: np.ndarray, output: 
 
     f: dict[str, Any] = {}
     try:
-        early = _too_early(xs, fraction)
+        early = _too_early(xs, fraction, finished)
         if early:
             raise InputError(early)
         bt = backtest(curve, cut_fraction=fraction, n_boot=n_boot, calibration=calibration)
@@ -241,18 +242,20 @@ def _half_budget_forecast(curve: Curve, xs: np.ndarray, ys: np.ndarray, output: 
         return f, plot_curves([curve], output / CURVE_PNG, title=f"{output.name}: {exc}")  # (finish wraps it to the figure)
 
 
-def _too_early(xs: np.ndarray, fraction: float) -> str | None:
-    """Why the run is too short yet for its half-budget forecast, said as what it lacks (None: it is not). A run
-    in its first steps got backtest's advice on backtest's flags ("is --x the compute column?", "cut later"),
-    which a report takes none of (review cm)."""
+def _too_early(xs: np.ndarray, fraction: float, finished: bool) -> str | None:
+    """Why the run is too short (``finished``: for good, else yet) for its half-budget forecast, said as what it
+    lacks (None: it is not). A run in its first steps got backtest's advice on backtest's flags ("is --x the compute
+    column?", "cut later"), which a report takes none of (review cm)."""
     pos = xs[xs > 0]
+    yet = "" if finished else " yet"
     if pos.size == 0:
-        return "too few evaluations yet: only the one before training so far"
+        return f"too few evaluations{yet}: only the one before training"
     need = points_to_fit()
     before = int((pos <= fraction * pos.max()).sum())
     if before < need or before == pos.size:
-        return (f"too few evaluations yet: {before} after the start in the first {fraction:.0%} of the compute and "
-                f"{pos.size - before} after it, where the forecast needs {need} to fit and one to score")
+        return (f"too few evaluations{yet}: {before} after the start in the first {fraction:.0%} of the compute and "
+                f"{pos.size - before} after it, where the forecast needs {need} to fit and one to score"
+                + ("" if not finished else "; a run evaluated more often (a smaller eval.every) gets one"))
     return None
 
 
