@@ -43,6 +43,8 @@ def test_run_cudnn_attention_reaches_the_generator_process_spec_and_a_cpu_run_le
             "forecast.enabled=false", "pipeline=sync", "k=1", f"run.cudnn_attention={str(value).lower()}",
         ])
         trainer = Trainer(cfg)
-        assert WorkerSpec.from_context(trainer.pipeline).cudnn_attention is value
+        spec = WorkerSpec.from_context(trainer.pipeline)
+        assert spec.cudnn_attention is value
+        assert spec.generation_config is trainer.pipeline.model.generation_config  # (its EOS ids: review co)
         trainer.run()
         assert torch.backends.cuda.cudnn_sdp_enabled() is True  # CPU: untouched, during and after

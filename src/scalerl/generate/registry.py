@@ -34,6 +34,8 @@ class EngineSpec(Protocol):
     """vllm: where the architecture and tokenizer are loaded from."""
     generator_options: dict[str, Any]
     """vllm: engine keyword arguments."""
+    generation_config: Any
+    """hf: the policy's generation config (EOS ids beyond the config's), or None."""
 
 
 def _hf(spec: EngineSpec, state_dict: Mapping[str, Any], version: int, seed: int) -> Generator:
@@ -46,6 +48,8 @@ def _hf(spec: EngineSpec, state_dict: Mapping[str, Any], version: int, seed: int
 
     cudnn_attention(spec.device, spec.cudnn_attention)  # the process is this engine's alone
     model = AutoModelForCausalLM.from_config(spec.model_config, dtype=getattr(torch, spec.dtype))
+    if spec.generation_config is not None:  # (from_config makes one of the config: the checkpoint's EOS ids lost)
+        model.generation_config = spec.generation_config
     if spec.fp32_lm_head:
         enable_fp32_lm_head(model)
     if state_dict:  # else: the weights arrive with the first update (a Ray actor's are)

@@ -25,6 +25,7 @@ import copy
 import json
 import re
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -59,6 +60,12 @@ def add_lora(model: nn.Module, *, rank: int, alpha: float, dropout: float, targe
         inject_adapter_in_model(config, model, adapter_name=ADAPTER)
     except ValueError as exc:  # e.g. target modules the model does not have
         raise ConfigError(f"model.lora: {' '.join(str(exc).split())}") from None
+    tied = _tied_targets(model)
+    if tied:
+        raise ConfigError(f"model.lora: {', '.join(tied)} share{'s' if len(tied) == 1 else ''} its weight with another "
+                          "layer (an input embedding tied to the output head): an adapter there changes the one and not "
+                          "the other for the trainer, both in the generators' merged weights -- they would sample another "
+                          "policy than the trainer scores (review co); drop it from model.lora.target_modules")
     bypassed = _unwrap_bypassed(model)
     if bypassed:
         warnings.warn(f"model.lora: the model's forward reads the weights of {', '.join(bypassed)} directly, past "
@@ -67,6 +74,13 @@ def add_lora(model: nn.Module, *, rank: int, alpha: float, dropout: float, targe
     for name, p in model.named_parameters():
         p.requires_grad_(_LORA_KEY in name)
     return model
+
+
+def _tied_targets(model: nn.Module) -> list[str]:
+    """The adapted layers whose base weight another layer shares (a tied embedding and head)."""
+    uses = Counter(id(p) for _, p in model.named_parameters(remove_duplicate=False))
+    return [name for name, m in lora_layers(model)  # (a MoE experts module's base holds no .weight: its own parameters)
+            if any(uses[id(p)] > 1 for p in m.get_base_layer().parameters(recurse=False))]
 
 
 def _unwrap_bypassed(model: nn.Module) -> list[str]:

@@ -158,6 +158,9 @@ class WorkerSpec:
     row; vllm schedules its own KV cache)."""
     cudnn_attention: bool = False
     """The hf engine on CUDA lets SDPA use cuDNN's kernel (``run.cudnn_attention``)."""
+    generation_config: Any = None
+    """The policy's generation config: the EOS ids it alone lists (Gemma-2-it's ``<end_of_turn>``) end a process's
+    or an actor's completions as they end the trainer's (review co: a model built from the config alone lost them)."""
 
     @classmethod
     def from_context(cls, ctx: PipelineContext) -> "WorkerSpec":
@@ -175,6 +178,7 @@ class WorkerSpec:
             device=b.generator_device, generator=b.generator, generator_options=dict(b.generator_options),
             model_path=resolve_model(ctx.model_path) if b.generator == "vllm" else None,
             decode_rows=ctx.engine_rows, cudnn_attention=ctx.cudnn_attention,
+            generation_config=getattr(ctx.model, "generation_config", None),
         )
 
 
