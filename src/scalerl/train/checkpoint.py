@@ -114,15 +114,16 @@ def save_checkpoint(directory: str | os.PathLike, step: int, state: dict[str, An
     return final
 
 
-class _WriteErrors:
-    """The file torch.save writes through, keeping the OSError of a write that failed: torch's zip writer raises a
-    RuntimeError of its own over it (``unexpected pos ...``), and a disk that filled while ``state.pt`` was written
-    read as a crash, a traceback, where a full disk is a one-line stop that says how to go on (review ci)."""
+class KeptWriteErrors:
+    """The file torch.save writes through, keeping the first OSError of its writes and flushes: torch's zip writer
+    raises a RuntimeError of its own over it (``unexpected pos ...``), and a disk that filled while ``state.pt`` (or,
+    under ``--nproc``, a rank's shard: :mod:`scalerl.train.shard_writer`) was written read as a crash, a traceback,
+    where a full disk is a one-line stop that says how to go on (review ci). Everything else is the file's own."""
 
-    def __init__(self, f) -> None:
+    def __init__(self, f: Any) -> None:
         self.f, self.error = f, None
 
-    def write(self, data) -> int:
+    def write(self, data: Any) -> int:
         try:
             return self.f.write(data)
         except OSError as exc:
@@ -130,13 +131,20 @@ class _WriteErrors:
             raise
 
     def flush(self) -> None:
-        self.f.flush()
+        try:
+            self.f.flush()
+        except OSError as exc:
+            self.error = self.error or exc
+            raise
+
+    def __getattr__(self, name: str) -> Any:  # tell, fileno, close ...
+        return getattr(self.f, name)
 
 
 def _save_through(state: dict[str, Any], f) -> None:
     """``torch.save(state, f)``, flushed and synced, a failed write raised as its OSError naming the file (a buffered
     write's names none: the disk-full line said the run directory -- review cn)."""
-    sink = _WriteErrors(f)
+    sink = KeptWriteErrors(f)
     try:
         try:
             torch.save(state, sink)

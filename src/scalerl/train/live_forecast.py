@@ -7,9 +7,10 @@ expected curve) and prediction band (``_obs_lo``/``_obs_hi``: one evaluation), c
 real runs. A fit that is not possible yet (too few points, no rise so far) is logged as
 ``forecast/status`` instead -- never a made-up number; a run that peaked and fell gets
 ``forecast/status`` "unstable: ..." and no forecast at the budget. ``forecast/stability`` is the stability
-check's kind ("stable", "not tested" below 6 evaluations after the start, "peaked and fell", "falling at the end"), and ``forecast/notes`` what ``scalerl fit``
-would say beside the same forecast: its notes (not yet tested for a fall, evaluations left out as excursions ...),
-why the bands at the budget are not calibrated, the fit's warnings.
+check's kind ("stable", "not tested" below 6 evaluations after the start, "peaked and fell", "falling at the
+end"), and ``forecast/notes`` what ``scalerl fit`` would say beside the same forecast: its notes (not yet tested
+for a fall, evaluations left out as excursions ...), why the bands at the budget are not calibrated, the fit's
+warnings.
 
 A refit's cost grows with the evaluations it fits (0.5-0.75 CPU-s at 1,000, 3.7-4.0 at 10,000:
 ``benchmarks/live_forecast_cost.py``), so refitting at every evaluation costs a run of n evaluations

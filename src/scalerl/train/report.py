@@ -23,10 +23,10 @@ import numpy as np
 
 from scalerl.atomic_files import write_text_atomically
 from scalerl.curves import Curve, backtest, forecast
-from scalerl.curves.jsonl_log import runlog_attempts
-from scalerl.curves.rows import DEFAULT_RUN_COLUMN
 from scalerl.curves.backtest import points_to_fit
 from scalerl.curves.bands import DEFAULT_LEVEL, read_calibration
+from scalerl.curves.jsonl_log import runlog_attempts
+from scalerl.curves.rows import DEFAULT_RUN_COLUMN
 from scalerl.curves.uncertainty import N_BOOT
 from scalerl.errors import InputError
 from scalerl.report_text import html_page, html_table, md_fence, md_table, md_text

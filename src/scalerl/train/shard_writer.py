@@ -16,29 +16,7 @@ from torch.distributed.checkpoint import FileSystemWriter
 from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.filesystem import FileSystem
 
-
-class _KeptErrors:
-    """A stream that keeps the first OSError of its writes (and flushes); everything else is the stream's own."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream, self.error = stream, None
-
-    def write(self, data: Any) -> int:
-        try:
-            return self._stream.write(data)
-        except OSError as exc:
-            self.error = self.error or exc
-            raise
-
-    def flush(self) -> None:
-        try:
-            self._stream.flush()
-        except OSError as exc:
-            self.error = self.error or exc
-            raise
-
-    def __getattr__(self, name: str) -> Any:  # tell, fileno, close ...: the stream's
-        return getattr(self._stream, name)
+from scalerl.train.checkpoint import KeptWriteErrors
 
 
 class _DiskErrorsFileSystem(FileSystem):
@@ -47,7 +25,7 @@ class _DiskErrorsFileSystem(FileSystem):
     @contextmanager
     def create_stream(self, path: str | os.PathLike, mode: str) -> Iterator[Any]:
         with super().create_stream(path, mode) as stream:
-            kept = _KeptErrors(stream)
+            kept = KeptWriteErrors(stream)
             try:
                 yield kept
             except Exception as exc:  # (torch's RuntimeError over it, or the OSError itself)
