@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 import torch
 import transformers
 from safetensors import safe_open
@@ -59,19 +60,23 @@ def test_tied_head_is_written_once_in_a_bf16_final(tmp_path, char_tokenizer):
     assert set(_tensor_dtypes(final)) == set(_tensor_dtypes(source))
 
 
-def test_final_keeps_the_checkpoints_fp32_router_tensors(tmp_path, char_tokenizer):
-    config = transformers.DeepseekV3Config(
+def _deepseek_v3_config():
+    return transformers.DeepseekV3Config(
         **_SMALL, intermediate_size=64, moe_intermediate_size=16, num_key_value_heads=4, n_routed_experts=4,
         num_experts_per_tok=2, n_group=1, topk_group=1, kv_lora_rank=16, q_lora_rank=None, qk_rope_head_dim=8,
         qk_nope_head_dim=8, v_head_dim=8, first_k_dense_replace=1)
 
-    def bias(model):  # a router bias with digits bf16 does not keep (real checkpoints' biases are learned values)
-        with torch.no_grad():
-            for name, buffer in model.named_buffers():
-                if name.endswith("e_score_correction_bias"):
-                    buffer.copy_(0.1 + 0.01 * torch.arange(buffer.numel(), dtype=torch.float32) / 3)
 
-    source = _save(tmp_path, "deepseek_v3", config, char_tokenizer, edit=bias)
+def _router_bias(model):
+    """A router bias with digits bf16 does not keep (real checkpoints' biases are learned values)."""
+    with torch.no_grad():
+        for name, buffer in model.named_buffers():
+            if name.endswith("e_score_correction_bias"):
+                buffer.copy_(0.1 + 0.01 * torch.arange(buffer.numel(), dtype=torch.float32) / 3)
+
+
+def test_final_keeps_the_checkpoints_fp32_router_tensors(tmp_path, char_tokenizer):
+    source = _save(tmp_path, "deepseek_v3", _deepseek_v3_config(), char_tokenizer, edit=_router_bias)
     stored = _tensor_dtypes(source)
     kept = sorted(k for k, v in stored.items() if v == "F32")
     assert kept == ["model.layers.1.mlp.gate.e_score_correction_bias", "model.layers.1.mlp.gate.weight"]
@@ -165,3 +170,21 @@ def test_lora_on_a_tied_embedding_samples_the_policy_it_trains(tmp_path, char_to
         pushed = plain.eval()(ids).logits.log_softmax(-1)
     assert (generator - trainer).abs().max().item() < 1e-4
     assert (pushed - trainer).abs().max().item() < 1e-4
+
+
+@pytest.mark.slow
+def test_fsdp_final_keeps_the_routers_fp32_values(tmp_path, char_tokenizer):
+    """--nproc 2: final/ was gathered from the shards in the stored dtype (bf16) before the router was kept in fp32:
+    F32 tensors holding bf16-rounded values (review cp). The buffer is never trained: final/ holds it exactly."""
+    from scalerl.cli import main
+
+    source = _save(tmp_path, "deepseek_v3", _deepseek_v3_config(), char_tokenizer, edit=_router_bias)
+    out = tmp_path / "run"
+    assert main(["train", "--nproc", "2", "--model", str(source), "--output", str(out), "--no-progress", "--steps", "1",
+                 "--eval-every", "1", "--set", "pipeline=sync", "--threads", "1", "--set", "batch.prompts_per_step=4",
+                 "--set", "batch.generations_per_prompt=2", "--set", "eval.problems=4",
+                 "--set", "eval.samples_per_problem=1"]) == 0
+    key = "model.layers.1.mlp.gate.e_score_correction_bias"
+    with safe_open(str(source / "model.safetensors"), "pt") as a, safe_open(str(out / "final" / "model.safetensors"), "pt") as b:
+        want, got = a.get_tensor(key), b.get_tensor(key)
+    assert got.dtype == torch.float32 and torch.equal(got, want)

@@ -48,6 +48,7 @@ stored in as they come (2 bytes a parameter for a bf16 model), to write an ordin
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
@@ -57,6 +58,7 @@ import torch.distributed as dist
 
 from scalerl.errors import ConfigError, InputError
 from scalerl.generate.base import Completion, LengthController, SamplingParams
+from scalerl.models.stored_dtypes import kept_in_fp32, stored_dtype_of
 from scalerl.rl.components import RecipeComponents
 from scalerl.rollout.groups import Group
 from scalerl.train.checkpoint import shard_files, shard_sums, verify_shards, write_shard_sums
@@ -310,7 +312,7 @@ class TrainerGroup:
         2 bytes a parameter (bf16), not the fp32 state's 4 plus a cast copy's 2."""
         self._order("full_weights", dtype)
         weights: dict[str, torch.Tensor] = {}
-        for name, full in self._gathered(dtype, torch.device("cpu")):
+        for name, full in self._gathered(dtype, torch.device("cpu"), kept=kept_in_fp32(self.model, dtype)):
             if self.rank.leader:
                 weights[name] = full
         return weights
@@ -327,14 +329,16 @@ class TrainerGroup:
         for _ in self._gathered(dtype):
             pass
 
-    def _gathered(self, dtype: torch.dtype, device: torch.device | None = None) -> Iterator[tuple[str, torch.Tensor]]:
+    def _gathered(self, dtype: torch.dtype, device: torch.device | None = None,
+                  kept: Sequence[re.Pattern] = ()) -> Iterator[tuple[str, torch.Tensor]]:
         """Every state-dict entry, whole (an all-gather on every rank), one at a time, so no rank
         holds a second full copy; on rank 0 moved to ``device`` (default: where it is) and cast,
-        floating point ones, to ``dtype`` in one copy. The other ranks' are as gathered (unused)."""
+        floating point ones, to ``dtype`` -- those ``kept`` to fp32 (:mod:`scalerl.models.stored_dtypes`)
+        -- in one copy. The other ranks' are as gathered (unused)."""
         for name, value in self.model.state_dict().items():  # detached: no autograd
             full = full_value(value)  # buffers are as they are
             if self.rank.leader:
-                full = full.to(device=device or full.device, dtype=dtype if full.is_floating_point() else full.dtype)
+                full = full.to(device=device or full.device, dtype=stored_dtype_of(name, full, dtype, list(kept)))
             yield name, full
             del full
 

@@ -42,6 +42,7 @@ import torch
 from scalerl.errors import ConfigError
 from scalerl.models.dropout import disable_dropout
 from scalerl.models.lora import add_lora, generator_state_dict, has_lora, save_adapter
+from scalerl.models.stored_dtypes import kept_in_fp32, stored_dtype_of
 from scalerl.train.config import TrainConfig
 from scalerl.train.dtypes import storage_dtype
 from scalerl.train.precision import MASTER_DTYPE, Precision
@@ -220,22 +221,6 @@ def _without_tied_aliases(model: torch.nn.Module, weights: dict[str, torch.Tenso
     return {k: v for k, v in weights.items() if k not in aliases}
 
 
-def _kept_in_fp32(model: torch.nn.Module, cast: torch.dtype) -> list[re.Pattern]:
-    """The names transformers keeps in fp32 in a checkpoint stored in ``cast`` (``_keep_in_fp32_modules_strict``:
-    bf16 and fp16; ``_keep_in_fp32_modules``: fp16), as patterns of whole name parts: DeepSeek-V3's router
-    ``gate.weight`` and ``e_score_correction_bias`` were rounded to bf16 in final/ (review co)."""
-    names = set(getattr(model, "_keep_in_fp32_modules_strict", None) or ()) if cast in (torch.bfloat16, torch.float16) else set()
-    if cast == torch.float16:
-        names |= set(getattr(model, "_keep_in_fp32_modules", None) or ())
-    return [re.compile(rf"(^|\.){re.escape(n)}(\.|$)") for n in sorted(names)]
-
-
-def _stored(tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """``tensor`` as final/ stores it: floating point in ``dtype``; an integer or boolean buffer as it is (a routing
-    table of expert ids cast to bf16 sent tokens to other experts: review co)."""
-    return tensor.to(dtype) if tensor.is_floating_point() else tensor
-
-
 def _save_model(model: torch.nn.Module, directory: Path, dtype: str, weights: dict[str, torch.Tensor] | None,
                 config_dropout: dict[str, float]) -> None:
     """An ordinary Hugging Face model directory (LoRA merged) with weights in ``dtype`` and the
@@ -244,9 +229,8 @@ def _save_model(model: torch.nn.Module, directory: Path, dtype: str, weights: di
     # Aliases dropped always: cast to the stored dtype, a tied head became a tensor of its own, which
     # save_pretrained cannot tell is tied, and final/ held the vocabulary matrix twice (review co).
     weights = _without_tied_aliases(model, generator_state_dict(model) if weights is None else weights)
-    kept = _kept_in_fp32(model, cast)
-    state = {k: _stored(v.detach(), torch.float32 if any(p.search(k) for p in kept) else cast)
-             for k, v in weights.items()}
+    kept = kept_in_fp32(model, cast)
+    state = {k: v.detach().to(stored_dtype_of(k, v, cast, kept)) for k, v in weights.items()}
     model.save_pretrained(directory, state_dict=state)
     # save_pretrained records the live parameters' dtype (the fp32 master); record the stored one,
     # which is what from_pretrained(dtype="auto") loads it in.
