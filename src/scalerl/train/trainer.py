@@ -34,7 +34,6 @@ import torch
 
 from scalerl.atomic_files import lasting_path
 from scalerl.config import to_dict
-from scalerl.curves.stability import UNTESTED
 from scalerl.errors import ConfigError, InputError, NonFiniteError, RunInterrupted, ScaleRLError
 from scalerl.generate.attention import cudnn_attention
 from scalerl.generate.base import Generator, SamplingParams
@@ -983,6 +982,8 @@ def _postfix(row: dict[str, Any], evals: Sequence[dict[str, Any]], main_set: str
         # A pass rate's ceiling at its bound of 1 is none measured yet (the fit's own warning): "A 1.000" read as one.
         A = fitted["forecast/A"]
         ceiling = f"A {A:.3f}" if A < 1 - 1e-6 else "no ceiling yet (A at its bound 1)"
+        from scalerl.curves.stability import UNTESTED  # (here: the trainer imports without scipy -- a GPU box's)
+
         untested = " (not yet tested for a fall)" if fitted.get("forecast/stability") == UNTESTED else ""
         parts.append(f"forecast {ceiling} -> {fitted['forecast/R_budget']:.3f} at budget{untested}")
     elif status.startswith(("unstable", "no fit")):  # (the bar went silent where the run log says why: review bc)
