@@ -291,7 +291,7 @@ if os.environ.get("CJ_FULL_DISK_AT"):
 '''
 
 
-@pytest.mark.slow
+@pytest.mark.extended  # (26-33 s of a CI worker: two ranks, a resume; make test-all runs it)
 def test_a_full_disk_while_nproc_shards_are_written_stops_with_one_line(tiny_dir, tmp_path, capfd, monkeypatch):
     """README: "a full disk at a checkpoint (stopped; the last checkpoint resumes)" with a one-line error. Reproduced
     with `--nproc 2` on a real 30 MB tmpfs: 200 lines of tracebacks from both ranks ending in ``RuntimeError: trainer
