@@ -11,6 +11,7 @@ import pytest
 
 import scalerl.train.checkpoint as checkpoint_module
 import scalerl.train.trainer as trainer_module
+from full_disk import FullDisk
 from scalerl.cli import main
 from scalerl.config import to_dict
 from scalerl.errors import RunInterrupted
@@ -82,17 +83,6 @@ def _stopped_after_checkpoint(monkeypatch, cfg, step):
 # --------------------------------------------------------------------------- full disks
 
 
-class _FullDisk(io.FileIO):
-    """A file on a disk with ``room`` bytes left: a write past it fails with ENOSPC, as the kernel's does."""
-
-    room = 200_000
-
-    def write(self, data):
-        if self.tell() + memoryview(data).nbytes > self.room:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return super().write(data)
-
-
 def test_a_disk_that_fills_midway_through_a_checkpoint_stops_with_one_line(tiny_dir, tmp_path, capsys, monkeypatch):
     """README: "a full disk at a checkpoint (stopped; the last checkpoint resumes)" with a one-line error. Reproduced
     for real on a 45 MB tmpfs (a 17 MB checkpoint that did not fit): the OSError of the write comes out of
@@ -101,7 +91,7 @@ def test_a_disk_that_fills_midway_through_a_checkpoint_stops_with_one_line(tiny_
 
     def fake_open(path, mode="r", *args, **kwargs):
         if "step_000002.tmp-" in str(path) and str(path).endswith("state.pt") and "w" in mode:
-            return io.BufferedWriter(_FullDisk(path, "wb"))
+            return io.BufferedWriter(FullDisk(path, "wb"))
         return open(path, mode, *args, **kwargs)
 
     monkeypatch.setattr(checkpoint_module, "open", fake_open, raising=False)
@@ -264,24 +254,19 @@ def test_a_disk_that_fills_while_the_tokenizer_is_saved_into_final_stops_with_on
 _FULL_DISK_SITECUSTOMIZE = '''
 import os
 if os.environ.get("CJ_FULL_DISK_AT"):
-    import contextlib, errno, io
-    from pathlib import Path
+    import contextlib, io
     import torch.distributed.checkpoint.filesystem as fs
+    from full_disk import FullDisk
 
-    class _FullDisk(io.FileIO):
+    class _NearlyFull(FullDisk):
         room = 1000
-
-        def write(self, data):
-            if self.tell() + memoryview(data).nbytes > self.room:
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            return super().write(data)
 
     real = fs.FileSystem.create_stream
 
     @contextlib.contextmanager
     def create_stream(self, path, mode):
         if "w" in mode and os.environ["CJ_FULL_DISK_AT"] in str(path):
-            with io.BufferedWriter(_FullDisk(str(path), "wb")) as stream:
+            with io.BufferedWriter(_NearlyFull(str(path), "wb")) as stream:
                 yield stream
             return
         with real(self, path, mode) as stream:
@@ -301,8 +286,9 @@ def test_a_full_disk_while_nproc_shards_are_written_stops_with_one_line(tiny_dir
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(_FULL_DISK_SITECUSTOMIZE)
-    src = str(Path(__file__).resolve().parents[2] / "src")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), src, os.environ.get("PYTHONPATH", "")]))
+    root = Path(__file__).resolve().parents[2]  # (src, and tests/ for full_disk.py)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), str(root / "src"), str(root / "tests"),
+                                                      os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("CJ_FULL_DISK_AT", "step_000001.tmp-")
     out = tmp_path / "run"
     small = ["--set", "batch.prompts_per_step=2", "--set", "batch.generations_per_prompt=2", "--set", "eval.problems=2"]
@@ -403,7 +389,7 @@ def test_a_full_disk_at_the_first_checkpoint_says_what_works(tiny_dir, tmp_path,
 
     def fake_open(path, mode="r", *args, **kwargs):
         if "step_000000.tmp-" in str(path) and str(path).endswith("state.pt") and "w" in mode:
-            return io.BufferedWriter(_FullDisk(path, "wb"))
+            return io.BufferedWriter(FullDisk(path, "wb"))
         return open(path, mode, *args, **kwargs)
 
     with monkeypatch.context() as m:

@@ -10,19 +10,22 @@ fp16 also ``_keep_in_fp32_modules``), and integer buffers (DeepSeek-V4's token -
 from __future__ import annotations
 
 import re
+from typing import Sequence
 
 import torch
 
 
 def kept_in_fp32(model: torch.nn.Module, dtype: torch.dtype) -> list[re.Pattern]:
     """The names ``model`` keeps in fp32 in a checkpoint stored in ``dtype``, as patterns of whole name parts."""
-    names = set(getattr(model, "_keep_in_fp32_modules_strict", None) or ()) if dtype in (torch.bfloat16, torch.float16) else set()
+    names: set[str] = set()
+    if dtype in (torch.bfloat16, torch.float16):
+        names |= set(getattr(model, "_keep_in_fp32_modules_strict", None) or ())
     if dtype == torch.float16:
         names |= set(getattr(model, "_keep_in_fp32_modules", None) or ())
     return [re.compile(rf"(^|\.){re.escape(n)}(\.|$)") for n in sorted(names)]
 
 
-def stored_dtype_of(name: str, tensor: torch.Tensor, dtype: torch.dtype, kept: list[re.Pattern]) -> torch.dtype:
+def stored_dtype_of(name: str, tensor: torch.Tensor, dtype: torch.dtype, kept: Sequence[re.Pattern]) -> torch.dtype:
     """The dtype entry ``name`` is stored in: its own for an integer or boolean tensor, fp32 for a name ``kept``
     (:func:`kept_in_fp32`), else ``dtype``."""
     if not tensor.is_floating_point():

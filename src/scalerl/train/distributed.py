@@ -338,7 +338,7 @@ class TrainerGroup:
         for name, value in self.model.state_dict().items():  # detached: no autograd
             full = full_value(value)  # buffers are as they are
             if self.rank.leader:
-                full = full.to(device=device or full.device, dtype=stored_dtype_of(name, full, dtype, list(kept)))
+                full = full.to(device=device or full.device, dtype=stored_dtype_of(name, full, dtype, kept))
             yield name, full
             del full
 
