@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from scalerl.cli import main
@@ -109,3 +110,39 @@ def test_a_recipe_name_alone_shows_it_and_an_unknown_word_lists_the_names(capsys
     assert main(["recipes", "lst"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("scalerl recipes: error: unknown recipe 'lst'; known recipes: scalerl, ")
+
+
+# Review CQ: what `recipes show` says above the YAML.
+
+def test_recipes_show_with_overrides_names_them_above_the_preset_summary(capsys):
+    """`scalerl recipes show deepseek-grpo loss.name=cispo aggregation=prompt` was headed "DeepSeek GRPO: PPO-clip
+    0.2/0.2, sample agg., ..." above a CISPO / prompt-aggregation recipe, a file users copy to train with."""
+    assert main(["recipes", "show", "deepseek-grpo", "loss.name=cispo", "aggregation=prompt"]) == 0
+    out = capsys.readouterr().out
+    assert "  name: cispo" in out and "\naggregation: prompt" in out  # the overrides were applied
+    header = [line for line in out.splitlines() if line.startswith("# ")][:2]
+    assert header[0] == "# recipe: deepseek-grpo with loss.name=cispo, aggregation=prompt", header
+    assert header[1].startswith("# (the preset: DeepSeek GRPO"), header
+    assert main(["recipes", "show", "deepseek-grpo"]) == 0  # unchanged: the preset's own summary
+    summary = all_presets()["deepseek-grpo"].summary
+    assert capsys.readouterr().out.splitlines()[:2] == ["# recipe: deepseek-grpo", "# " + summary]
+
+
+def test_the_batch_normalisation_doc_says_which_std_the_code_divides_by(capsys):
+    """The field's doc promised "std of all advantages in the batch"; the code divides by the std of the
+    advantages that enter the loss (zero-variance groups left out): groups [1, -1, 1, -1] and [1, 1, 1, 1]
+    give +-0.866, where the std of all eight centred advantages would give +-1.32."""
+    import torch
+
+    from scalerl.rl.advantages import compute_advantages
+    from scalerl.rl.filters import zero_variance_mask
+
+    rewards = torch.tensor([1.0, -1.0, 1.0, -1.0, 1.0, 1.0, 1.0, 1.0])
+    group = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+    adv = compute_advantages(rewards, group, "batch", keep=zero_variance_mask(rewards, group))
+    assert float(adv[0]) == pytest.approx(0.866, abs=1e-3)
+    assert main(["recipes", "show", "scalerl"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip() == "normalization: batch")
+    comment = " ".join(line.strip("# ").strip() for line in lines[at - 3:at] if line.lstrip().startswith("#"))
+    assert "enter the loss" in comment and "zero-variance" in comment, comment

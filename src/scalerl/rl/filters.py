@@ -25,7 +25,7 @@ from torch import Tensor
 from scalerl.rl.advantages import group_index
 from scalerl.rl.registry import Registry
 
-__all__ = ["FILTER_BASES", "DynamicSamplingBuffer", "has_reward_variance", "zero_variance_mask"]
+__all__ = ["EQUAL_WITHIN", "FILTER_BASES", "DynamicSamplingBuffer", "has_reward_variance", "zero_variance_mask"]
 
 FilterBasis = Callable[[Sequence[float], Sequence[float]], Sequence[float]]
 """``basis(task rewards, shaped rewards) -> the rewards whose variance decides`` (one group)."""
@@ -46,18 +46,26 @@ def shaped_basis(rewards: Sequence[float], shaped: Sequence[float]) -> Sequence[
 
 G = TypeVar("G")
 
+#: Rewards closer than this are equal: a reward that sums partial credits gives 0.1 + 0.2 =
+#: 0.30000000000000004 against 0.3, a "variance" of float rounding whose advantages, once normalised
+#: by a batch std of the same size, would train on noise. (Rewards are on the scale of +-1.)
+EQUAL_WITHIN = 1e-9
 
-def zero_variance_mask(rewards: Tensor, group: Tensor, *, tol: float = 0.0) -> Tensor:
-    """(B,) bool: True for sequences whose group's rewards are not all equal (max - min > tol)."""
+
+def zero_variance_mask(rewards: Tensor, group: Tensor, *, tol: float = EQUAL_WITHIN) -> Tensor:
+    """(B,) bool: True for sequences whose group's rewards are not all equal (max - min > tol).
+
+    In float64, as :func:`has_reward_variance` judges the same rewards for dynamic sampling: the two
+    must keep the same groups (in float32 a group dynamic sampling kept could be dropped here)."""
     index = group_index(group)
     n = int(index.max()) + 1 if index.numel() else 0
-    rewards = rewards.float()
-    high = torch.full((n,), -torch.inf, device=rewards.device).scatter_reduce(0, index, rewards, "amax")
-    low = torch.full((n,), torch.inf, device=rewards.device).scatter_reduce(0, index, rewards, "amin")
+    rewards = rewards.to(torch.float32 if rewards.device.type == "mps" else torch.float64)  # (MPS has no float64)
+    high = rewards.new_full((n,), -torch.inf).scatter_reduce(0, index, rewards, "amax")
+    low = rewards.new_full((n,), torch.inf).scatter_reduce(0, index, rewards, "amin")
     return ((high - low) > tol)[index]
 
 
-def has_reward_variance(rewards: Sequence[float], tol: float = 0.0) -> bool:
+def has_reward_variance(rewards: Sequence[float], tol: float = EQUAL_WITHIN) -> bool:
     """Whether one group's rewards are not all equal (the pure-Python twin of the mask)."""
     return len(rewards) > 0 and max(rewards) - min(rewards) > tol
 
@@ -72,7 +80,7 @@ class DynamicSamplingBuffer(Generic[G]):
     group is counted in :attr:`generated_groups` for compute accounting.
     """
 
-    def __init__(self, target_groups: int, max_rounds: int, *, tol: float = 0.0) -> None:
+    def __init__(self, target_groups: int, max_rounds: int, *, tol: float = EQUAL_WITHIN) -> None:
         if target_groups < 1 or max_rounds < 1:
             raise ValueError(f"target_groups ({target_groups}) and max_rounds ({max_rounds}) must be >= 1")
         self.target_groups = target_groups

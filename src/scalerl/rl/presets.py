@@ -213,8 +213,14 @@ def recipe_yaml(name: str, cfg: RecipeConfig | None = None) -> str:
     """The named recipe (or ``cfg`` built from it) as commented YAML a user can copy and edit."""
     preset = get_preset(name)
     cfg = cfg if cfg is not None else get_recipe(name)
+    mine, base = leaf_values(cfg), leaf_values(get_recipe(name))
+    changed = [f"{k}={mine[k]}" for k in mine if mine[k] != base.get(k)]
+    # The preset's summary describes the preset: above a recipe the overrides changed ("PPO-clip 0.2/0.2,
+    # sample agg." over CISPO with prompt aggregation) it says which keys no longer hold it.
+    title = (f"recipe: {preset.name} with {', '.join(changed)}\n(the preset: {preset.summary})" if changed
+             else f"recipe: {preset.name}\n{preset.summary}")
     header = (
-        f"recipe: {preset.name}\n{preset.summary}\n"
+        f"{title}\n"
         "Copy and edit, then train with it: scalerl train --config FILE (the file's name names the recipe);\n"
         "any key can also be overridden on the command line as key=value."
     )

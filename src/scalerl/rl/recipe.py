@@ -62,7 +62,8 @@ class LossConfig:
     dapo: ClipParams = field(default_factory=lambda: ClipParams(eps_low=0.2, eps_high=0.28))
     """DAPO clip-higher: the PPO surrogate with a wider upper clip (0.2 / 0.28)."""
     gspo: ClipParams = field(default_factory=lambda: ClipParams(eps_low=3e-3, eps_high=4e-3))
-    """GSPO: one ratio per sequence, exp(mean token log-ratio), clipped (paper: 3e-3 / 4e-3)."""
+    """GSPO: one ratio per sequence, exp(mean token log-ratio), clipped (3e-3 / 4e-3, the ScaleRL
+    paper's comparison; GSPO's own paper uses 3e-4 / 4e-4)."""
     extra: dict[str, float] = field(default_factory=dict)
     """Free parameters for a loss you register yourself (it reads them from cfg.extra)."""
     ratio_mask: tuple[float, float] | None = None
@@ -79,8 +80,8 @@ class AdvantageConfig:
     """Group-centred advantages A_i = r_i - mean(rewards of the prompt's group), then scaled."""
 
     normalization: str = "batch"
-    """Divide by: batch (std of all advantages in the batch; ScaleRL), prompt (the group's std;
-    GRPO), or none."""
+    """Divide by: batch (std of the advantages in the batch that enter the loss, zero-variance groups
+    filtered out; ScaleRL), prompt (the group's std; GRPO), or none."""
     std_eps: float = 1e-6
     """Zero-std guard: a std at or below this leaves the advantages unscaled instead of dividing by ~0."""
 

@@ -205,14 +205,16 @@ def prepare_batch(groups: Sequence[Group], completions: list[Completion], parts:
     aggregation weights."""
     cfg = parts.recipe
     group_ids = torch.tensor([i for i, g in enumerate(groups) for _ in g.completions])
-    shaped = torch.tensor([r for g in groups for r in g.shaped], dtype=torch.float32)
+    # float64 like the advantages computed from them (a reward of 1e8 + 1 is 1e8 in float32).
+    shaped = torch.tensor([r for g in groups for r in g.shaped], dtype=torch.float64)
     # 1-3: which sequences and tokens enter the loss, and their advantages.
     keep = torch.ones(len(completions), dtype=torch.bool)
     if cfg.filtering.zero_variance:
         basis = [r for g in groups for r in parts.filter_values(g.rewards, g.shaped)]
-        keep &= zero_variance_mask(torch.tensor(basis, dtype=torch.float32), group_ids)
+        keep &= zero_variance_mask(torch.tensor(basis, dtype=torch.float64), group_ids)
     keep &= torch.tensor([parts.keep_in_loss(c.finish_reason) for c in completions], dtype=torch.bool)
-    advantages = compute_advantages(shaped, group_ids, parts.normalization, keep=keep, std_eps=cfg.advantages.std_eps)
+    advantages = compute_advantages(shaped, group_ids, parts.normalization, keep=keep,
+                                    std_eps=cfg.advantages.std_eps).float()
     width = max((len(c.token_ids) for c in completions), default=0)
     loss_mask = _padded([c.loss_mask for c in completions], width) * keep[:, None]
     gen_logprobs = _padded([c.logprobs for c in completions], width)
