@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
-from scalerl.errors import ScaleRLError, interrupt_status
+from scalerl.errors import Note, ScaleRLError, interrupt_status
 from scalerl.stop_signals import forget_caught_interrupt, sigterm_stops_like_ctrl_c
 
 #: A missing package -> the extra that installs it (``pip install 'scalerl[EXTRA]'``).
@@ -49,6 +50,20 @@ def _top_parser() -> argparse.ArgumentParser:
     )
 
 
+def _notes_on_one_line(command: str) -> None:
+    """:class:`~scalerl.errors.Note` warnings as ``scalerl CMD: warning: ...`` (other warnings as Python shows them)."""
+    shown = warnings.showwarning
+    shown = getattr(shown, "python_s", shown)  # (installed once: main() runs many times in one test process)
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, Note):
+            print(f"scalerl {command}: warning: {message}", file=file or sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+    show.python_s = shown
+    warnings.showwarning = show
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     top = _top_parser()
@@ -76,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                                      allow_abbrev=getattr(module, "ALLOW_ABBREV", True))
     module.add_arguments(parser)
     args = parser.parse_args(rest)
+    _notes_on_one_line(name)
     try:
         with sigterm_stops_like_ctrl_c():
             return int(module.run(args) or 0)

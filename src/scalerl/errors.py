@@ -35,6 +35,11 @@ class NonFiniteError(ScaleRLError, ArithmeticError):
     """The model produced non-finite values (NaN / inf weights or logits): training diverged."""
 
 
+class Note(UserWarning):
+    """A warning meant for the user of the command line, not for the code's author: the CLI prints it as one
+    line, ``scalerl CMD: warning: ...``, without the source line Python's warnings show."""
+
+
 #: The exit status of a command stopped by Ctrl-C (128 + SIGINT), the shell's convention.
 INTERRUPTED_STATUS = 130
 

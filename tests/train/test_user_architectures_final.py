@@ -188,3 +188,42 @@ def test_fsdp_final_keeps_the_routers_fp32_values(tmp_path, char_tokenizer):
     with safe_open(str(source / "model.safetensors"), "pt") as a, safe_open(str(out / "final" / "model.safetensors"), "pt") as b:
         want, got = a.get_tensor(key), b.get_tensor(key)
     assert got.dtype == torch.float32 and torch.equal(got, want)
+
+
+# A checkpoint saved by a GPU run with flash-attention (config.json: "attn_implementation": "flash_attention_2"):
+# transformers raised ImportError at every build on this CPU -- a traceback from the profile choice and from eval.
+
+def _flash_checkpoint(tmp_path: Path, tokenizer, request: str) -> Path:
+    config = transformers.LlamaConfig(**_SMALL, intermediate_size=64, num_key_value_heads=2)
+    path = _save(tmp_path, "fa2", config, tokenizer)
+    saved = json.loads((path / "config.json").read_text())
+    (path / "config.json").write_text(json.dumps({**saved, "attn_implementation": request}))
+    return path
+
+
+def test_a_flash_attention_request_without_the_kernel_falls_back_to_sdpa_with_one_warning(
+        tmp_path, char_tokenizer, capsys, monkeypatch):
+    from scalerl.cli import main
+    from scalerl.models import attention_request
+    from scalerl.models.loading import load_model
+    from scalerl.train.profiles import count_parameters
+
+    monkeypatch.setattr(attention_request, "_WARNED", set())
+    path = _flash_checkpoint(tmp_path, char_tokenizer, "flash_attention_2")
+    assert main(["eval", "--model", str(path), "--problems", "2", "--k", "1", "--sets", "val", "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    warned = [line for line in err.splitlines() if "flash_attention_2" in line]
+    assert warned == ["scalerl eval: warning: the model's config.json asks for attn_implementation='flash_attention_2', "
+                      "which needs the flash-attn kernel on a CUDA GPU (not available here); using transformers' "
+                      "default attention (SDPA), which computes the same"], err
+    assert "Traceback" not in err
+    assert count_parameters(str(path)) > 0  # (the profile choice of `scalerl train`)
+    model, _ = load_model(str(path))
+    assert model.config._attn_implementation == "sdpa"
+
+
+def test_an_attention_request_this_machine_can_run_is_kept(tmp_path, char_tokenizer):
+    from scalerl.models.loading import load_model
+
+    model, _ = load_model(str(_flash_checkpoint(tmp_path, char_tokenizer, "eager")))
+    assert model.config._attn_implementation == "eager"

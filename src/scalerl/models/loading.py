@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 from scalerl.errors import InputError
 from scalerl.hub import hub_unreachable
+from scalerl.models.attention_request import drop_missing_flash_attention
 from scalerl.models.tiny import TinySpec
 from scalerl.models.unloaded_weights import unloaded_weights
 
@@ -159,6 +160,7 @@ def causal_config(source: str, name_or_path: str, **kwargs: Any) -> Any:
         raise InputError(f"cannot use {name_or_path!r}: a {config.model_type} model ({kind}) saved as an encoder "
                          "(is_decoder false in its config.json): every token attends to the tokens after it too, so "
                          f"it does not generate text left to right; {_DECODER_ONLY}")
+    drop_missing_flash_attention(config)  # (saved by a GPU run: the kernel is not here)
     return config
 
 
@@ -221,6 +223,9 @@ def load_model(
     model_kwargs.pop("output_loading_info", None)  # asked for below: the model alone is what load_model returns
     with _held_load_report() as report:
         try:
+            # The attention the config asks for as causal_config read it (a missing flash kernel's request
+            # dropped there); from_pretrained would read the request from config.json again.
+            model_kwargs.setdefault("attn_implementation", getattr(config, "_attn_implementation", None))
             model, info = AutoModelForCausalLM.from_pretrained(source, output_loading_info=True, **model_kwargs)
         except OSError as exc:  # not found locally, not on the hub, or no network
             report.show()

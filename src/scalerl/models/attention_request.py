@@ -1,0 +1,50 @@
+"""A checkpoint's config.json that asks for a flash-attention kernel this machine does not have.
+
+Models fine-tuned on GPUs are often saved with ``"attn_implementation": "flash_attention_2"`` in
+their config.json (transformers writes what the training run used). transformers honours it at
+every build and raises ImportError where the kernel is missing -- always on a CPU, and on a GPU
+without the ``flash-attn`` package -- before a single weight is read: a traceback from
+``scalerl train``'s profile choice or ``scalerl eval`` for a model that runs fine with SDPA. The
+kernel changes how attention is computed, not what: the request is dropped (transformers then
+picks SDPA, or eager where a model has no SDPA) with one warning that says so.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+from scalerl.errors import Note
+
+
+def _available(version: int) -> Callable[[], bool]:
+    def check() -> bool:
+        import transformers.utils as hf_utils
+
+        # (is_flash_attn_4_available is newer than some transformers 5 releases: absent means not here)
+        return bool(getattr(hf_utils, f"is_flash_attn_{version}_available", lambda: False)())
+    return check
+
+
+#: transformers' flash-attention names and whether this machine can run each.
+FLASH_KERNELS: dict[str, Callable[[], bool]] = {f"flash_attention_{v}": _available(v) for v in (2, 3, 4)}
+
+
+_WARNED: set[str] = set()
+
+
+def drop_missing_flash_attention(config: Any) -> bool:
+    """Clear ``config``'s request for a flash-attention kernel this machine lacks (True where one was
+    cleared, with a :class:`~scalerl.errors.Note` naming the kernel); leave any other request alone."""
+    requested = getattr(config, "_attn_implementation", None)
+    kernel = requested.split("|")[-1] if isinstance(requested, str) else None  # ("paged|flash_attention_2")
+    if kernel not in FLASH_KERNELS or FLASH_KERNELS[kernel]():
+        return False
+    config._attn_implementation = None  # transformers' default: SDPA where the model has it, else eager
+    if requested in _WARNED:  # (the profile choice and the load both read the config: said once)
+        return True
+    _WARNED.add(requested)
+    warnings.warn(f"the model's config.json asks for attn_implementation={requested!r}, which needs the flash-attn "
+                  "kernel on a CUDA GPU (not available here); using transformers' default attention (SDPA), which "
+                  "computes the same", Note, stacklevel=2)
+    return True
