@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from scalerl.cli import main
-from scalerl.curves import compare, fit_sigmoid, read_curve
+from scalerl.curves import compare, fit_sigmoid, read_curve, read_curves
 from scalerl.curves.data import Curve
 from scalerl.curves.solver import late_start_warning
 from scalerl.errors import InputError
@@ -66,8 +66,10 @@ def test_a_log_that_starts_over_is_told_as_several_runs_not_as_a_resume(tmp_path
     with pytest.raises(InputError) as exc:
         fit_sigmoid(read_curve(path, "step", "acc"))
     text = str(exc.value)
-    assert "compute 'step' decreases at point 13 (55 -> 0), back to where the log began" in text
-    assert "add a column naming it" in text and "split there by its step column" not in text
+    # (told when the file is read, whatever the x: review cr)
+    assert "its step column 'step' starts over (55 -> 0, back to where the log began)" in text
+    assert "add a column naming each run (--run-column COL names it)" in text
+    assert "split there by its step column" not in text
 
 
 def test_a_given_r0_is_not_told_that_the_first_evaluation_is_taken_as_r0():
@@ -135,3 +137,16 @@ def test_an_epoch_step_that_starts_over_is_not_told_to_choose_step_itself(tmp_pa
     assert "compute 'step' decreases at point 4" in text and "a new epoch begins" in text
     # Not "(choose one that goes on: step, ...)" -- the very column that failed -- but the reader's global_step.
     assert "goes on: step," not in text and "global_step" in text, text
+
+
+def test_csv_two_trainings_appended_not_one_curve_on_wall_time(tmp_path):
+    path = tmp_path / "metrics.csv"
+    t = 1.7e9
+    with open(path, "w") as f:
+        f.write("step,time,val_acc\n")
+        for A in (0.6, 0.7):  # a training, then another from scratch appended to the same file
+            for step in range(0, 101, 10):
+                f.write(f"{step},{t},{0.2 + (A - 0.2) * step / (step + 40):.4f}\n")
+                t += 600
+    with pytest.raises(InputError, match="starts over .*--run-column"):  # (review cr: read as one curve)
+        read_curves(path, "wall_time", "val_acc")

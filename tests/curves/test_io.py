@@ -343,7 +343,8 @@ def test_a_scalerl_run_directory_reads_its_run_log(tmp_path):
 
 def test_tensorboard_run_resumed_from_a_checkpoint(tmp_path):
     """A resumed run appends a second event file to its directory and logs the steps after the
-    checkpoint again: each step keeps its later value, and the note says how many were relogged."""
+    checkpoint again: each step keeps its later value, and the note says how many of the abandoned attempt's were
+    dropped (read as attempts, one per event file: review cr)."""
     import time
 
     SummaryWriter = pytest.importorskip("torch.utils.tensorboard").SummaryWriter
@@ -358,7 +359,7 @@ def test_tensorboard_run_resumed_from_a_checkpoint(tmp_path):
     c = read_curve(tmp_path, "step", "val/pass_rate")
     assert np.allclose(c.x, np.arange(13))
     assert np.allclose(c.y, [0.1 + 0.05 * s + (0.01 if s >= 5 else 0.0) for s in range(13)])
-    assert any("4 step(s)" in n and "logged again" in n for n in c.notes)
+    assert any("2 event files are attempts of one training" in n and "(4 of 'val/pass_rate')" in n for n in c.notes)
     assert np.allclose(read_curve(tmp_path, "compute/gpu_hours", "val/pass_rate").x, 0.5 * np.arange(13))
 
 
@@ -685,3 +686,42 @@ def test_which_bad_csv_cell_an_error_names_does_not_depend_on_the_hash_seed(tmp_
     said = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in range(1, 7)}
     assert len(said) == 1 and "column 'algo'" in said.pop()
+
+
+def test_tensorboard_resume_in_same_directory_drops_abandoned_tail(tmp_path):
+    SummaryWriter = pytest.importorskip("torch.utils.tensorboard").SummaryWriter
+    run = tmp_path / "tensorboard_log" / "proj" / "exp"  # verl's $TENSORBOARD_DIR: one directory per experiment
+    w = SummaryWriter(str(run))  # the first launch: steps 0..60, killed after step 60 (last checkpoint: 40)
+    for step in range(0, 61):
+        w.add_scalar("timing_s/step", 10.0, step)
+        if step % 10 == 0:
+            w.add_scalar("val/acc", 0.2 + step / 200, step)
+    w.close()
+    w = SummaryWriter(str(run))  # the resumed launch: a new event file in the same directory, steps 41..55 so far
+    for step in range(41, 56):
+        w.add_scalar("timing_s/step", 10.0, step)
+        if step % 10 == 0:
+            w.add_scalar("val/acc", 0.1 + step / 400, step)
+    w.close()
+    (curve,) = read_curves(run, "step", "val/acc")  # (review cr)
+    # The run that went on: the first launch's steps up to 40, then the resumed launch's 50. The first launch's
+    # step 60 (logged after the checkpoint the run resumed from) is not part of it.
+    assert list(curve.x) == [0, 10, 20, 30, 40, 50]
+    assert np.allclose(curve.y, [0.2, 0.25, 0.3, 0.35, 0.4, 0.225])
+    assert any("(2 of 'val/acc')" in n for n in curve.notes), curve.notes  # (the first launch's 50 and 60)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "verl", "dict-lines", "skyrl"])
+def test_file_format_given_a_directory_is_a_one_line_error(tmp_path, fmt):
+    out = tmp_path / "outputs" / "my-run"
+    out.mkdir(parents=True)
+    (out / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "val/acc": 0.2 + s / 100}) + "\n"
+                                               for s in range(0, 50, 10)))
+    try:
+        read_curves(out, "step", "val/acc", fmt=fmt)
+    except InputError as exc:
+        assert str(out) in str(exc)
+    except OSError as exc:  # (review cr: IsADirectoryError)
+        raise AssertionError(f"a traceback: {exc!r}") from None
+    else:
+        raise AssertionError("a directory read as one file")

@@ -99,3 +99,14 @@ def test_clearmls_reported_scalars_saved_as_json(tmp_path):
     path.write_text(json.dumps(doc))
     with pytest.raises(InputError, match="ClearML series 'actor/pg_loss': iteration 'three' is not a number"):
         read_curves(path, "step", "val-core/openai/gsm8k/reward/mean@1")
+
+
+def test_tensorboard_download_json_first_point_not_compute_zero(tmp_path):
+    t0 = 1.7e9  # the run's start; the validation every 50 steps, a step every 72 s
+    doc = [[t0 + 72.0 * step, step, round(0.2 + 0.4 * step / (step + 200), 4)] for step in range(50, 501, 50)]
+    path = tmp_path / "run-exp-tag-val_acc.json"  # the file name TensorBoard's UI gives the download
+    path.write_text(json.dumps(doc))
+    (curve,) = read_curves(path, "wall_time", "value")
+    assert any("its wall_time counts from its first point, at step 50" in n for n in curve.notes), curve.notes
+    (by_step,) = read_curves(path, "step", "value")
+    assert not any("wall_time counts" in n for n in by_step.notes)

@@ -142,3 +142,17 @@ def test_the_listing_of_columns_names_exact_match_a_metric():
 
     columns = ["gsm8k/exact_match,strict-match", "lighteval|math_500|0/extractive_match", "lr", "step"]
     assert likely_columns("y", columns) == columns[:2]
+
+
+def test_checkpoints_of_two_trainings_in_folders_of_one_name_are_two_runs(tmp_path):
+    """/u/exp1/ckpt/checkpoint-N and /u/exp2/ckpt/checkpoint-N were one run 'ckpt', exp1's scores overwritten
+    by exp2's and said to be "evaluated more than once" (review cr)."""
+    out = tmp_path / "lm_eval_out"
+    for i, step in enumerate((100, 200, 300, 400)):
+        write_results(out, f"/home/u/exp1/ckpt/checkpoint-{step}", 0.20 + 0.05 * i, f"2026-11-01T10-{i:02d}-00.000000")
+        write_results(out, f"/home/u/exp2/ckpt/checkpoint-{step}", 0.50 + 0.05 * i, f"2026-11-01T11-{i:02d}-00.000000")
+    curves = read_curves(out, "step", "gsm8k/exact_match,strict-match")
+    assert sorted(c.name for c in curves) == ["exp1/ckpt", "exp2/ckpt"]
+    got = {c.name: [round(float(v), 4) for v in c.y] for c in curves}
+    assert got == {"exp1/ckpt": [0.2, 0.25, 0.3, 0.35], "exp2/ckpt": [0.5, 0.55, 0.6, 0.65]}
+    assert not any("evaluated more than once" in n for c in curves for n in c.notes)

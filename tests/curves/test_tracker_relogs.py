@@ -2,9 +2,12 @@
 said as the row readers say it (docs/forecasting.md "A step logged again"). The run files were written by
 the real packages (data/make_relogged_tracker_runs.py); the TRL runs by make_trl_logged_run.py."""
 
+import csv
+import json
 import tarfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from scalerl.curves import read_curve, read_curves
@@ -60,3 +63,56 @@ def test_trackio_rows_of_one_kind_at_a_step_are_said_by_what_they_log():
     assert rows == kept and len(notes) == 1 and RELOGGED in notes[0]
     kinds = {id(row): frozenset(r) for row, r in zip(kept[:4], full)}
     assert keep_resumed_attempts(kept[:4], "r", kinds)[1] == []
+
+
+# Review cr: a W&B history of a resumed TRL run as JSON lines and as Parquet, split as its CSV is.
+
+def _wandb_history_rows() -> list[dict]:
+    """A TRL run's W&B history (``wandb-history.jsonl`` / ``run.scan_history()``): resumed from checkpoint-40
+    after it had logged up to step 60. W&B's ``_step`` goes on; TRL's ``train/global_step`` goes back to 41."""
+    rows, n = [], 0
+
+    def log(row):
+        nonlocal n
+        rows.append({"_step": n, "_runtime": 10.0 * n, "_timestamp": 1.7e9 + 10.0 * n, **row})
+        n += 1
+
+    for step in range(1, 61):
+        log({"train/global_step": step, "train/loss": 0.5, "train/reward": 0.1 + step / 200})
+        if step % 10 == 0:
+            log({"train/global_step": step, "eval/reward": 0.2 + step / 200})
+    for step in range(41, 81):
+        log({"train/global_step": step, "train/loss": 0.5, "train/reward": 0.1 + step / 300})
+        if step % 10 == 0:
+            log({"train/global_step": step, "eval/reward": 0.15 + step / 300})
+    return rows
+
+
+def test_wandb_history_jsonl_resume_split_by_trainer_step(tmp_path):
+    rows = _wandb_history_rows()
+    jsonl = tmp_path / "wandb-history.jsonl"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    table = tmp_path / "history.csv"
+    with open(table, "w", newline="") as f:
+        w = csv.DictWriter(f, list(dict.fromkeys(k for r in rows for k in r)))
+        w.writeheader()
+        w.writerows(rows)
+    # The CSV of the same history drops the abandoned attempt's evaluations at 50 and 60 (docs: a log of one run
+    # that a resumed training appended to is read by its step column, train/global_step first).
+    (from_csv,) = read_curves(table, "_step", "eval/reward")
+    assert len(from_csv) == 8
+    (from_jsonl,) = read_curves(jsonl, "_step", "eval/reward")
+    assert list(np.round(from_jsonl.y, 4)) == list(np.round(from_csv.y, 4))
+    (by_step,) = read_curves(jsonl, "train/global_step", "eval/reward")
+    assert list(by_step.x) == [10, 20, 30, 40, 50, 60, 70, 80]
+
+
+def test_parquet_history_resume_split_by_trainer_step(tmp_path):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    rows = _wandb_history_rows()
+    table = tmp_path / "history.parquet"
+    pd.DataFrame(rows).to_parquet(table)
+    (curve,) = read_curves(table, "_step", "eval/reward")
+    # The run that went on: evaluations at steps 10..40 of the first attempt, then 50..80 of the resumed one.
+    assert list(np.round(curve.y, 4)) == [0.25, 0.3, 0.35, 0.4, 0.3167, 0.35, 0.3833, 0.4167]

@@ -22,6 +22,10 @@ from scalerl.curves.untimed_steps import COUNTERS
 #: The trainer's step, which ``transformers``' W&B and Trackio callbacks (TRL's trainers included) log
 #: in every row: the clock that tells a resumed attempt from the one it abandoned.
 TRAINER_STEP = "train/global_step"
+#: The step counters a table of one run's rows is split by where it goes back (a resumed training appended to
+#: the log), the first a log has: the trainer's own before W&B's ``_step``, which goes on over a resume (the
+#: rows of the attempt a resume abandoned kept their ``_step``); LLaMA-Factory's ``current_steps``.
+STEP_COLUMNS = (TRAINER_STEP, "trainer/global_step", "global_step", "step", "current_steps", "_step")
 
 
 def continues(first: float, last: float, start: float) -> bool:

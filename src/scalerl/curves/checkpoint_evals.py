@@ -60,16 +60,31 @@ def with_revision(model: str, revision: object) -> str:
     return f"{model.rstrip('/')}/step_{found.group(1)}" if found else model
 
 
-def checkpoint_of(model: str) -> tuple[str, int | None]:
-    """The run and the step a checkpoint's path names (``/`` or lm-eval's ``__`` between its parts):
-    the last part that names a step, and the part before it; the step None where no part names one."""
+def checkpoint_of(model: str) -> tuple[tuple[str, ...], int | None]:
+    """The run and the step a checkpoint's path names (``/`` or lm-eval's ``__`` between its parts): the
+    last part that names a step, and the parts before it (the run's whole path, ``("*",)`` where the step
+    part comes first); the step None (and the run the path itself) where no part names one."""
     parts = [p for p in re.split(r"[/\\]+|__", model) if p]
     for i in range(len(parts) - 1, -1, -1):
         found = _STEP_PART.match(parts[i])
         if found:
-            run = parts[i - 1] if i > 0 else "/".join(parts[:i] + ["*"] + parts[i + 1:])
+            run = tuple(parts[:i]) if i > 0 else ("/".join(["*"] + parts[i + 1:]),)
             return run, int(found.group(1))
-    return model, None
+    return (model,), None
+
+
+def run_names(runs: Iterable[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
+    """Each run's path -> its name: its last part (``ckpt``), or as many of its last parts as tell it apart
+    from the others (``exp1/ckpt``, ``exp2/ckpt``: two trainings that both keep their checkpoints in
+    ``ckpt/`` were one run, the first one's scores overwritten by the second's -- review cr)."""
+    runs = sorted(set(runs))
+    names: dict[tuple[str, ...], str] = {}
+    for run in runs:
+        k = 1
+        while k < len(run) and any(other != run and other[-k:] == run[-k:] for other in runs):
+            k += 1
+        names[run] = "/".join(run[-k:])
+    return names
 
 
 def rows_by_checkpoint(path: Path, evaluations: Iterable[tuple[str, dict[str, float]]],
@@ -78,7 +93,7 @@ def rows_by_checkpoint(path: Path, evaluations: Iterable[tuple[str, dict[str, fl
     ``evaluations`` -- ``(model path, metrics)`` -- in the order they were made: a later evaluation of a
     checkpoint wins where both have a metric. An evaluation of a model whose path names no step is
     left out, said in the notes."""
-    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    rows: dict[tuple[tuple[str, ...], int], dict[str, Any]] = {}
     no_step: list[str] = []
     again: set[int] = set()
     for model, metrics in evaluations:
@@ -86,10 +101,13 @@ def rows_by_checkpoint(path: Path, evaluations: Iterable[tuple[str, dict[str, fl
         if step is None:
             no_step.append(model)
             continue
-        row = rows.setdefault((run, step), {DEFAULT_RUN_COLUMN: run, STEP: step})
+        row = rows.setdefault((run, step), {STEP: step})
         if any(k in row for k in metrics):
             again.add(step)
         row.update(metrics)
+    names = run_names(run for run, _ in rows)
+    for (run, _), row in rows.items():
+        row[DEFAULT_RUN_COLUMN] = names[run]
     notes = []
     if no_step:
         shown = ", ".join(sorted(set(no_step))[:5]) + (", ..." if len(set(no_step)) > 5 else "")

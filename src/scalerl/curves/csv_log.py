@@ -13,7 +13,7 @@ import re
 from functools import partial
 from pathlib import Path
 
-from scalerl.curves.attempts import TRAINER_STEP, split_attempts
+from scalerl.curves.attempts import STEP_COLUMNS, split_attempts
 from scalerl.curves.cells import MISSING_CELLS, logged
 from scalerl.curves.console import text_head
 from scalerl.curves.csv_cut_row import without_cut_row
@@ -23,9 +23,6 @@ from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, UnknownColumn, check_percen
                                  unknown_column, unwrap_scalar, x_columns)
 from scalerl.errors import InputError
 
-#: The columns a CSV log's step may be in, the trainer's first (W&B's own ``_step`` does not go back
-#: at a resume): the counter that tells a resumed training appended to the file (it goes back).
-STEP_COLUMNS = (TRAINER_STEP, "trainer/global_step", "global_step", "step", "_step")
 
 
 
@@ -347,18 +344,18 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     if percent:
         notes += (percent_note(percent),)
     if step:
-        records, resumed = _resumed(path, records, step, kinds, x)
+        records, resumed = resumed_rows(path, records, step, kinds, x)
         notes += resumed
     return curves_from_rows(path, records, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
                             bounded=bounded, table=True, run_column=run_column if ir is not None else None,
                             step_column=step)
 
 
-def _resumed(path: Path, records: list[dict], step: str, kinds: list[frozenset], x: str) -> tuple[list[dict], tuple[str, ...]]:
+def resumed_rows(path: Path, records: list[dict], step: str, kinds: list[frozenset], x: str) -> tuple[list[dict], tuple[str, ...]]:
     """One run's rows where a training resumed from a checkpoint was appended (``step`` goes back): the
     abandoned attempt's rows from the checkpoint's step on go, said in the notes, as in a JSON-lines log.
-    A step that starts over is left alone: in a table that is several runs without a run column more
-    often than a training started anew, and the error for it says --run-column. Rows in the text order
+    A step that starts over is refused: in a table that is several runs without a run column more
+    often than a training started anew, and the error says --run-column. Rows in the text order
     of their steps (10, 100, 110, ..., 20, 200, ...: a file sorted as text) are no resume: read in the
     order of their steps, said (a resume dropped most of them); so are rows newest first (an export sorted
     by step, descending: refused as a compute that decreases, blaming a restart)."""
@@ -366,8 +363,15 @@ def _resumed(path: Path, records: list[dict], step: str, kinds: list[frozenset],
     if text_sorted:
         return sorted(records, key=lambda r: r[step]), (text_sorted,)
     split, notes = split_attempts([dict(r) for r in records], step, path.stem, late_rows=True, kinds=kinds)
-    if any(DEFAULT_RUN_COLUMN in r for r in split):  # (split_attempts names the runs of a start over so)
-        return records, ()
+    names = [r.get(DEFAULT_RUN_COLUMN) for r in split]  # (split_attempts names the runs of a start over so)
+    if any(names):
+        # Refused whatever the x: on a clock that goes on (--x wall_time) two trainings appended to one file
+        # were read as one curve that fell back to its start half-way, with no word (review cr).
+        i = next(i for i, name in enumerate(names) if name != names[0])
+        raise InputError(f"{path}: its step column {step!r} starts over ({_step_text(split[i - 1][step])} -> "
+                         f"{_step_text(split[i][step])}, back to where the log began): several runs in one file, or "
+                         "a training started anew in the same log -- add a column naming each run (--run-column "
+                         "COL names it), give each run its own file, or delete the first attempt's rows")
     return split, tuple(notes)
 
 

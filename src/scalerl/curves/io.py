@@ -225,14 +225,19 @@ def _run_directory(path: Path) -> bool:
             or any(probe(path) for _, probe in TRACKER_PROBES))
 
 
+def _files_held(path: Path) -> str:
+    """What a directory holds, for an error that asks for the log among its files."""
+    files = sorted(str(f.relative_to(path)) for f in itertools.islice(path.rglob("*"), 1000) if f.is_file())
+    return (f"it holds {', '.join(files[:6])}{', ...' if len(files) > 6 else ''}: name the log among them"
+            if files else "it holds no files")
+
+
 def _check_event_files(path: Path) -> None:
     """A directory of no known log: saying "no TensorBoard event files" of one that holds good.csv
     sent the user looking for TensorBoard; what it holds is named instead, to pick the log from."""
     if has_event_files(path):
         return
-    files = sorted(str(f.relative_to(path)) for f in itertools.islice(path.rglob("*"), 1000) if f.is_file())
-    held = (f"it holds {', '.join(files[:6])}{', ...' if len(files) > 6 else ''}: name the log among them"
-            if files else "it holds no files")
+    held = _files_held(path)
     runs = [d for d in itertools.islice(sorted(path.iterdir()), 200) if d.is_dir() and _run_directory(d)]
     if len(runs) > 1:  # a folder of run directories (TRL's output_dir per run, a sweep's)
         held += (f" -- or, a directory of {len(runs)} runs ({', '.join(d.name for d in runs[:3])}"
@@ -449,6 +454,8 @@ def _read_format(path, fmt: str, x: str, y: str, *, y_scale: float, bounded: boo
         kwargs["run_column"] = run_column
     try:
         return READERS[fmt](path, x, y, **kwargs)
+    except IsADirectoryError:  # (--format csv, jsonl, a console's: a reader of one file, given a directory)
+        raise InputError(f"{path}: a directory, and a {fmt} log is one file; {_files_held(Path(path))}") from None
     except UnknownColumn as exc:
         beside = _tracker_logs_beside(path) if fmt == "eval-dumps" and _NO_COLUMN not in (x, y) else []
         if beside:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scalerl.curves.attempts import RESTART, RESUMED, split_attempts
+from scalerl.curves.attempts import RESTART, RESUMED, STEP_COLUMNS, split_attempts
 from scalerl.curves.data import Curve
 from scalerl.curves.json_document import document_rows, read_document
 from scalerl.curves.cells import MISSING_CELLS, is_number
@@ -23,10 +23,12 @@ from scalerl.errors import InputError
 from scalerl.runlog import RESUME, read_runlog
 
 
-#: The counters a resumed training's rows are told by, the first a row holds: most loggers' ``step``,
-#: LLaMA-Factory's ``current_steps`` (``trainer_log.jsonl``; a resumed run's rows went unsplit, and
-#: ``--x current_steps`` was refused as a compute that decreases).
-STEPS = ("step", "current_steps")
+#: The counters a resumed training's rows are told by, the first a row holds (the CSV reader's): most loggers'
+#: ``step``, LLaMA-Factory's ``current_steps`` (``trainer_log.jsonl``; a resumed run's rows went unsplit, and
+#: ``--x current_steps`` was refused as a compute that decreases), TRL's ``train/global_step`` before W&B's
+#: ``_step`` in a ``wandb-history.jsonl`` (read by ``_step`` alone, a resumed run kept the abandoned
+#: attempt's evaluations: review cr).
+STEPS = STEP_COLUMNS
 
 
 def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True,
@@ -36,8 +38,9 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
     path = Path(path)
     doc = read_document(path)
     if doc is not None:
-        rows, _ = document_rows(doc, path, run_column or "run")
+        rows, shape = document_rows(doc, path, run_column or "run")
         rows, notes = _as_csv_cells(path, rows, x, y, y_scale)
+        notes = [*notes, *_download_origin(rows, shape, x)]
         return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
                                 bounded=bounded, run_column=run_column)
     header, rows, notes = read_runlog(path)
@@ -55,7 +58,7 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
         notes = [*notes, f"resumed {len(resumes)} time(s), from the checkpoint(s) at step(s) {steps}"]
     default_name = str(header.get("run") or header.get("recipe") or path.parent.name or path.stem)
     one_run = run_column is None and not any(DEFAULT_RUN_COLUMN in r for r in rows)
-    step = next((s for s in STEPS if any(s in r for r in rows)), STEPS[0])
+    step = next((s for s in STEPS if any(s in r for r in rows)), "step")
     if one_run:
         rows, more = runlog_attempts(rows, step, default_name)
         notes = [*notes, *more]
@@ -63,6 +66,18 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
         rows = [r for r in rows if r.get("type") != RESUME]
     return curves_from_rows(path, rows, x, y, default_name=default_name, notes=notes, y_scale=y_scale,
                             bounded=bounded, run_column=run_column, step_column=step if one_run else None)
+
+
+def _download_origin(rows: list[dict], shape: str, x: str) -> list[str]:
+    """A note where TensorBoard's download of one tag, read by its ``wall_time``, begins after step 0: the hours
+    count from its first point, which is then at compute 0 and taken as the start (R0) -- an evaluation first
+    made an hour into training was read as the pass rate before RL, with no word (review cr)."""
+    first = min((r["step"] for r in rows), default=0) if shape == "tensorboard" else 0
+    if x != "wall_time" or first <= 0:
+        return []
+    return [f"TensorBoard's download holds one tag: its wall_time counts from its first point, at step {first:g}, "
+            "not from the run's start, so that point is at compute 0 and taken as the start (R0); --x step puts "
+            "each point at its step, and the run's event files (scalerl fit DIR) give the hours from its first event"]
 
 
 def runlog_attempts(rows: list[dict], counter: str, name: str) -> tuple[list[dict], list[str]]:

@@ -1,7 +1,9 @@
 """A Parquet table of metrics: a row per logged step, a column per metric -- what pandas'
 ``to_parquet``, polars and Spark write when a script saves its history (a W&B run's
 ``run.history()``, a dataframe of evaluations). Read like a CSV: one run, or one per value of the
-``run`` column (``--run-column`` names another). Only the columns a curve needs are converted.
+``run`` column (``--run-column`` names another). Only the columns a curve needs are converted. A
+table of one run is split where its step goes back, as a CSV is (a resumed training's history: the
+abandoned attempt's rows from the checkpoint on are dropped, said in the notes).
 
 A null cell means the row did not log that column (a training row has no evaluation score): a row
 without ``y`` is no evaluation, skipped and counted in the notes; a NaN or infinite value is
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from scalerl.curves.attempts import STEP_COLUMNS
+from scalerl.curves.csv_log import resumed_rows
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import DEFAULT_RUN_COLUMN, curves_from_rows, flatten_nested, unknown_column, x_columns
 from scalerl.errors import InputError
@@ -62,6 +66,10 @@ def read_parquet(path, x: str, y: str, *, run_column: str | None = None, y_scale
     run_column = run_column or DEFAULT_RUN_COLUMN
     # --x wall_time from a timestamp / time column (a Parquet timestamp too): x_columns names it
     wanted = {y, *x_columns(path, keys, x)} | ({run_column} & keys)
+    # One run's table: told by its step where a resumed training's rows were appended (W&B's run.history()
+    # of a resumed TRL run; its _step goes on, train/global_step goes back).
+    step = None if run_column in keys else next((c for c in STEP_COLUMNS if c in keys), None)
+    wanted |= {step} - {None}
     try:
         records = pq.read_table(path, columns=sorted({top[k] for k in wanted})).to_pylist()  # (a damaged column fails decoding)
     except Exception as exc:  # noqa: BLE001
@@ -74,5 +82,10 @@ def read_parquet(path, x: str, y: str, *, run_column: str | None = None, y_scale
         without_y += y not in record
         rows.append(record)
     notes = (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
+    if step is not None:
+        kinds = [frozenset(k for k in r if k != step) for r in rows]  # (of the columns read: what a row logs)
+        rows, resumed = resumed_rows(path, rows, step, kinds, x)
+        notes += resumed
     return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
-                            bounded=bounded, table=True, run_column=run_column if run_column in keys else None)
+                            bounded=bounded, table=True, run_column=run_column if run_column in keys else None,
+                            step_column=step)

@@ -85,6 +85,7 @@ class _Scalars:
         # Where the directory's events begin and end (for joining a resumed training's directories).
         ends = [(events[0], events[-1]) for events in map(self._events, self.tags) if events]
         self.first_time = min((first.wall_time for first, _ in ends), default=0.0)
+        self.last_time = max((last.wall_time for _, last in ends), default=0.0)
         self.first_step = min((first.step for first, _ in ends), default=0)
         self.last_step = max((last.step for _, last in ends), default=0)
 
@@ -108,10 +109,13 @@ class _Resumed:
     """A run logged over several directories, one per attempt (a training resumed from a checkpoint):
     each attempt's events up to the step the next one started from, then the next one's."""
 
-    def __init__(self, attempts: list[_Scalars]) -> None:
+    def __init__(self, attempts: list[_Scalars], *, files: bool = False) -> None:
         self.attempts = attempts
+        self.files = files  # the attempts are event files of one directory, not directories
         self.tags = sorted(set().union(*(a.tags for a in attempts)))
         self.first_time = attempts[0].first_time
+        self.first_step, self.last_step = attempts[0].first_step, attempts[-1].last_step
+        self.last_time = attempts[-1].last_time
         self.purged = [step for a in attempts for step in a.purged]
 
     def series(self, tag: str) -> list[tuple[float, int, float]]:
@@ -129,7 +133,7 @@ def _join_resumed(dirs: list[Path]) -> list[tuple[Path, _Scalars | _Resumed, lis
     one host that continue an earlier one (see the module docstring) are joined to it."""
     runs: list[tuple[Path, _Scalars | _Resumed, list[Path]]] = []
     chains: dict[tuple[Path, str], int] = {}  # (parent, host) -> index in runs of its latest run
-    loaded = [(d, _Scalars(d)) for d in dirs]
+    loaded = [(d, _attempts_of(d)) for d in dirs]
     for d, scalars in sorted(loaded, key=lambda item: item[1].first_time):
         hf = HF_RUN_DIR.fullmatch(d.name)
         key = (d.parent, hf.group("host")) if hf else None
@@ -143,6 +147,33 @@ def _join_resumed(dirs: list[Path]) -> list[tuple[Path, _Scalars | _Resumed, lis
             chains[key] = len(runs)
         runs.append((d, scalars, []))
     return sorted(runs, key=lambda run: run[0])
+
+
+def _attempts_of(d: Path) -> "_Scalars | _Resumed":
+    """A directory's scalars, as one training's attempts where its event files are (:func:`_resumed_files`)."""
+    whole = _Scalars(d)
+    return whole if whole.purged else (_resumed_files(d) or whole)
+
+
+def _resumed_files(d: Path) -> "_Resumed | None":
+    """A directory whose event files are one training's attempts, each resumed from a checkpoint of the one
+    before (verl, a script's SummaryWriter: a resumed launch writes a new file beside the old one, with no purge
+    mark): each file's steps up to the next one's first step, as for Hugging Face's run directories. Read as one
+    directory, the later value of each step won, and what the abandoned attempt logged after the resumed one
+    had got to stayed on the curve (its step 60 after the resumed attempt's 50: review cr). None where the
+    directory has one event file, a purge mark (TensorBoard's loader dropped those events itself), files whose
+    times overlap (several writers at once: ranks of one training) or a file that starts over."""
+    files = [f for f in d.glob("*tfevents*") if f.is_file()] if d.is_dir() else []
+    if len(files) < 2:
+        return None
+    attempts = sorted((_Scalars(f) for f in files), key=lambda a: a.first_time)
+    if not all(a.tags for a in attempts):
+        return None
+    for before, after in zip(attempts, attempts[1:]):
+        if after.first_time < before.last_time or not continues(attempts[0].first_step, before.last_step,
+                                                                 after.first_step):
+            return None
+    return _Resumed(attempts, files=True)
 
 
 #: Directory names that say "TensorBoard events" rather than which run: such a run is named after the
@@ -227,6 +258,11 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
         if scalars.purged:
             notes += (f"a resumed attempt's purge mark dropped the events a stopped one logged from step "
                       f"{', '.join(map(str, scalars.purged))} on (steps it logged again)",)
+        if isinstance(scalars, _Resumed) and scalars.files:
+            dropped = sum(len(a.series(y)) for a in scalars.attempts if y in a.tags) - len(logged)
+            notes += (f"its {len(scalars.attempts)} event files are attempts of one training, each resumed from a "
+                      "checkpoint of the one before: each earlier file's steps from the next one's first step on "
+                      f"dropped ({dropped} of {y!r})",)
         if resumed:
             notes += (f"joined with the directories of its resumed attempt(s), {', '.join(r.name for r in resumed)} "
                       "(a training resumed from a checkpoint): each earlier attempt's steps from the next one's "
