@@ -53,14 +53,14 @@ def _top_parser() -> argparse.ArgumentParser:
 def _notes_on_one_line(command: str) -> None:
     """:class:`~scalerl.errors.Note` warnings as ``scalerl CMD: warning: ...`` (other warnings as Python shows them)."""
     shown = warnings.showwarning
-    shown = getattr(shown, "python_s", shown)  # (installed once: main() runs many times in one test process)
+    shown = getattr(shown, "underneath", shown)  # (wrapped once: main() runs many times in one test process)
 
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, Note):
             print(f"scalerl {command}: warning: {message}", file=file or sys.stderr)
         else:
             shown(message, category, filename, lineno, file, line)
-    show.python_s = shown
+    show.underneath = shown
     warnings.showwarning = show
 
 

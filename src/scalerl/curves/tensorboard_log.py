@@ -1,10 +1,13 @@
 """TensorBoard event files: a file, or a directory in which each sub-directory with event files is a run.
 
 Scalars are read whether written as simple values (PyTorch's ``SummaryWriter``, tensorboardX) or as
-scalar tensors (TF2's ``tf.summary.scalar``, JAX / Flax writers). A step logged more than once (a run resumed from a checkpoint appends a new event file to its
-directory and logs the steps after the checkpoint again) keeps its later value, said in the notes;
-where the new file opens with a purge mark (``SummaryWriter(purge_step=N)``, as scalerl's own runs
-write it) the earlier events from step N on are dropped, as TensorBoard drops them, also said in the notes.
+scalar tensors (TF2's ``tf.summary.scalar``, JAX / Flax writers). A run resumed from a checkpoint appends a
+new event file to its directory and logs the steps after the checkpoint again: where the new file opens with a
+purge mark (``SummaryWriter(purge_step=N)``, as scalerl's own runs write it) the earlier events from step N on
+are dropped, as TensorBoard drops them; where it has none, a directory whose event files follow one another in
+time, each starting within the steps of the one before, is read file by file as that training's attempts, each
+earlier file's events from the next one's first step on dropped; otherwise a step logged more than once keeps
+its later value. Each said in the notes.
 
 A Hugging Face ``Trainer`` (TRL's trainers too) writes each start of a training to a directory of
 its own, ``runs/<Mon><DD>_<HH-MM-SS>_<host>``: a training resumed from a checkpoint lands next to
