@@ -31,13 +31,16 @@ forecast: $(STAMP)
 
 ## The test suite CI runs, on two pytest-xdist workers (work stealing: the slow end-to-end tests do not
 ## pile up on one worker; tests that start a Ray cluster take turns). GPU tests are skipped without a
-## GPU; `extended` ones are left to test-all.
+## GPU; `extended` ones are left to test-all. One torch / OpenMP thread per process: two workers that
+## each took torch's default of one thread per core (and their subprocesses as many again) fought over
+## the two cores -- the training tests ran ~2x slower (python benchmarks/test_threads.py measures it).
+TEST_THREADS ?= 1
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist worksteal --durations=15
+	OMP_NUM_THREADS=$(TEST_THREADS) $(PY) -m pytest -q -n 2 --dist worksteal --durations=15
 
 ## Every test, the `extended` end-to-end variants too (README, Development).
 test-all: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist worksteal --durations=15 -m "not gpu"
+	OMP_NUM_THREADS=$(TEST_THREADS) $(PY) -m pytest -q -n 2 --dist worksteal --durations=15 -m "not gpu"
 
 bench-forecast: $(STAMP)
 	$(PY) benchmarks/forecast_real_backtests.py

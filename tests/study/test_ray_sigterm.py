@@ -66,6 +66,7 @@ def _session_processes(sid: int) -> list[str]:
     return found
 
 
+@pytest.mark.extended  # (18-21 s; SIGTERM once Ray has started: tests/pipeline/test_ray_sigterm.py, in the default run)
 def test_sigterm_stops_a_ray_study_at_once_and_leaves_no_ray_process(tmp_path):
     """Ray's start-up put its own crash handler on SIGTERM in the study's driver (the study called
     ray.init itself, not init_ray): `kill PID` printed a C++ stack dump and exited 1, the running

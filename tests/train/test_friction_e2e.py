@@ -137,7 +137,8 @@ def test_a_run_directory_works_from_another_working_directory(tiny_dir, tmp_path
     assert any(html.escape(r["completion"]) in page and html.escape(r["prompt"]) in page for r in last)
 
 
-@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
+# SIGTERM's variant in `make test-all` (15-36 s of a worker): the rule is tests/test_stop_signals.py's, in the default run.
+@pytest.mark.parametrize("stop", ["ctrl-c", pytest.param("sigterm", marks=pytest.mark.extended)])
 def test_ctrl_c_says_how_to_resume_and_nothing_else(tiny_dir, tmp_path, stop):
     """SIGINT to the process group, as a terminal's Ctrl-C: the trainer and its reward worker both
     get it. One line, exit 130, no traceback from either; the run then resumes. SIGTERM to the
