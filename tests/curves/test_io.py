@@ -1,5 +1,6 @@
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -725,3 +726,34 @@ def test_file_format_given_a_directory_is_a_one_line_error(tmp_path, fmt):
         raise AssertionError(f"a traceback: {exc!r}") from None
     else:
         raise AssertionError("a directory read as one file")
+
+
+# Review cs: a trainer's and a later evaluator's event files in one directory are no resume.
+
+def _trainer_then_evaluator(d: Path) -> None:
+    """A training's SummaryWriter (steps 1..20), then, after it ended, an evaluation job's writer in the same
+    directory scoring the checkpoints at steps 5, 10, 15, 20: two writers, one after the other, no resume."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    train = SummaryWriter(str(d), filename_suffix=".train")
+    for s in range(1, 21):
+        train.add_scalar("train/tokens", 1000.0 * s, s, walltime=1000 + s)
+        train.add_scalar("train/reward", 0.1 + 0.02 * s, s, walltime=1000 + s)
+    train.close()
+    evaluator = SummaryWriter(str(d), filename_suffix=".eval")
+    for i, s in enumerate((5, 10, 15, 20)):
+        evaluator.add_scalar("eval/acc", 0.2 + 0.1 * i, s, walltime=2000 + i)
+    evaluator.close()
+
+
+def test_a_trainer_and_a_later_evaluator_writing_one_directory_are_not_a_resume(tmp_path):
+    pytest.importorskip("tensorboard")
+    from scalerl.curves.tensorboard_log import read_tensorboard
+
+    d = tmp_path / "tb"
+    d.mkdir()
+    _trainer_then_evaluator(d)
+    (reward,) = read_tensorboard(d, "step", "train/reward")
+    assert list(reward.x) == list(range(1, 21)), reward.notes
+    (acc,) = read_tensorboard(d, "train/tokens", "eval/acc")
+    assert list(acc.x) == [5000.0, 10000.0, 15000.0, 20000.0], acc.notes

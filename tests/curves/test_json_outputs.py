@@ -233,6 +233,17 @@ def test_report_says_the_band_level_of_a_small_calibration(tmp_path, capsys):
     assert rc == 0
     said = text + (d / "report.md").read_text() + _facts_text(d)
     assert "85.7%" in said, "the report's 95% bands are about 85.7% ones, unsaid"
+    # ...and no line or caption calls them 95% ones (the forecast line and curve.png's caption did).
+    md = (d / "report.md").read_text()
+    assert "85.7% confidence band" in md and "Bands: 85.7% confidence" in md, md
+    assert "95% confidence" not in md, md
+
+
+def test_fit_tables_label_the_bands_with_the_level_they_hold(tmp_path, capsys):
+    cal = _few_cut_calibration(tmp_path)
+    rc, text, _ = _cli(capsys, "fit", _healthy(tmp_path, "a", 0), "--x", "step", "--y", "acc", "--bootstrap", "20",
+                       "--calibration", cal, "--predict", "400")
+    assert rc == 0 and "85.7% confidence (curve)" in text and "95% confidence" not in text, text
 
 
 # Review bx

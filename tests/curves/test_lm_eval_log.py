@@ -156,3 +156,11 @@ def test_checkpoints_of_two_trainings_in_folders_of_one_name_are_two_runs(tmp_pa
     got = {c.name: [round(float(v), 4) for v in c.y] for c in curves}
     assert got == {"exp1/ckpt": [0.2, 0.25, 0.3, 0.35], "exp2/ckpt": [0.5, 0.55, 0.6, 0.65]}
     assert not any("evaluated more than once" in n for c in curves for n in c.notes)
+
+
+def test_one_trainings_checkpoints_named_with_and_without_dot_slash_are_one_run(tmp_path):
+    out = tmp_path / "lm_eval_out"
+    for i, model in enumerate(("out/checkpoint-100", "out/checkpoint-200", "./out/checkpoint-300", "./out/checkpoint-400")):
+        write_results(out, model, 0.20 + 0.05 * i, f"2026-11-01T10-{i:02d}-00.000000")
+    curves = read_curves(out, "step", "gsm8k/exact_match,strict-match")
+    assert [(c.name, list(c.x)) for c in curves] == [("out", [100.0, 200.0, 300.0, 400.0])]

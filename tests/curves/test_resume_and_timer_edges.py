@@ -355,3 +355,39 @@ def test_a_table_whose_x_rises_and_step_falls_is_read_in_file_order(tmp_path):
                  "huge,1000,80,0.55\n")
     (c,) = read_csv(f, "gpu_hours", "reward")
     assert c.x.tolist() == [10.0, 20.0, 40.0, 80.0]
+
+
+# Review cs: a step counted per epoch, on an x the trainer counts, is no resume.
+
+def _epoch_local_rows(with_start: bool) -> list[str]:
+    """One training's log whose `step` counts within each epoch (1..4, three epochs) while `tokens` rises throughout;
+    ``with_start``: an evaluation before training first, at step 0."""
+    lines = ["epoch,step,tokens,accuracy"] + (["0,0,0,0.200"] if with_start else [])
+    tokens, acc = 0, 0.2
+    for epoch in range(3):
+        for step in range(1, 5):
+            tokens, acc = tokens + 1000, acc + 0.02
+            lines.append(f"{epoch},{step},{tokens},{acc:.3f}")
+    return lines
+
+
+def test_a_csv_whose_step_restarts_each_epoch_reads_on_a_rising_x(tmp_path):
+    from scalerl.curves.csv_log import read_csv
+
+    path = tmp_path / "metrics.csv"
+    path.write_text("\n".join(_epoch_local_rows(with_start=False)) + "\n")
+    (curve,) = read_csv(path, "tokens", "accuracy")
+    assert len(curve.x) == 12
+
+
+def test_a_parquet_whose_step_restarts_each_epoch_keeps_every_row(tmp_path):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    from scalerl.curves.parquet_log import read_parquet
+
+    path = tmp_path / "history.parquet"
+    header, *rows = _epoch_local_rows(with_start=True)
+    pd.DataFrame([[float(v) for v in r.split(",")] for r in rows], columns=header.split(",")).to_parquet(path)
+    (curve,) = read_parquet(path, "tokens", "accuracy")
+    assert len(curve.x) == 13, curve.notes
+    assert not any("dropped" in n for n in curve.notes), curve.notes

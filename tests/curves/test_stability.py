@@ -177,3 +177,15 @@ def test_a_fall_in_the_last_two_evaluations_of_a_run_still_rising_is_flagged():
     assert st.unstable, st.text()
     # The same rise, then a dip of one evaluation that the next undoes, is no fall:
     assert not check_stability(x, np.array([0.10, 0.20, 0.35, 0.50, 0.60, 0.45, 0.62])).unstable
+
+
+def test_a_jump_to_a_plateau_then_a_fall_back_to_the_start_is_unstable():
+    """(review cs) A noise floor from the root mean square of second differences read the jump of a run that
+    learned its answer format (0.11 -> 0.60) as 0.12 of noise and called this fall back to the start stable."""
+    from scalerl.curves.stability import check_stability
+
+    # R0 0.10 | no gain yet, a jump to a flat 0.60 for five evaluations, then back to 0.12 and 0.10 (its start).
+    x = np.r_[0.0, np.arange(1, 10) * 100.0]
+    y = np.array([0.10, 0.10, 0.11, 0.60, 0.61, 0.60, 0.59, 0.60, 0.12, 0.10])
+    st = check_stability(x, y)
+    assert st.unstable, st.text()

@@ -183,11 +183,11 @@ def _as_json(fc, preds, targets, verdict, args) -> dict:
 
 def forecast_table(fc, preds) -> str:
     """The forecast at each compute with both bands, the sigmoid and the power law beside it."""
-    pct = int(round(100 * fc.level))
+    pct = fc.level_text
     rows = [[g(p.C) + ("" if p.calibrated else " *"), f"{p.R:.4f}", f"[{p.lo:.4f}, {p.hi:.4f}]",
              f"[{p.obs_lo:.4f}, {p.obs_hi:.4f}]", f"{float(fc.fit.law(p.C)):.4f}",
              f"{float(fc.power_law.law(p.C)):.4f}" if fc.power_law else "-"] for p in preds]
-    return table(rows, ["compute", "forecast", f"{pct}% confidence (curve)", f"{pct}% prediction (an evaluation)",
+    return table(rows, ["compute", "forecast", f"{pct} confidence (curve)", f"{pct} prediction (an evaluation)",
                         "sigmoid", "power law"])
 
 

@@ -64,7 +64,7 @@ def checkpoint_of(model: str) -> tuple[tuple[str, ...], int | None]:
     """The run and the step a checkpoint's path names (``/`` or lm-eval's ``__`` between its parts): the
     last part that names a step, and the parts before it (the run's whole path, ``("*",)`` where the step
     part comes first); the step None (and the run the path itself) where no part names one."""
-    parts = [p for p in re.split(r"[/\\]+|__", model) if p]
+    parts = [p for p in re.split(r"[/\\]+|__", model) if p and p != "."]  # (./out is out: review cs)
     for i in range(len(parts) - 1, -1, -1):
         found = _STEP_PART.match(parts[i])
         if found:
@@ -78,13 +78,18 @@ def run_names(runs: Iterable[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
     from the others (``exp1/ckpt``, ``exp2/ckpt``: two trainings that both keep their checkpoints in
     ``ckpt/`` were one run, the first one's scores overwritten by the second's -- review cr)."""
     runs = sorted(set(runs))
+    # One training's checkpoints given as a relative and an absolute path (out/..., /home/u/proj/out/...): a
+    # path that ends another is that run, where it ends only one.
+    same = {run: longer[0] for run in runs
+            if len(longer := [o for o in runs if len(o) > len(run) and o[-len(run):] == run]) == 1}
+    runs = sorted(set(runs) - set(same))
     names: dict[tuple[str, ...], str] = {}
     for run in runs:
         k = 1
         while k < len(run) and any(other != run and other[-k:] == run[-k:] for other in runs):
             k += 1
         names[run] = "/".join(run[-k:])
-    return names
+    return {**names, **{run: names[same[run]] for run in same}}
 
 
 def rows_by_checkpoint(path: Path, evaluations: Iterable[tuple[str, dict[str, float]]],

@@ -85,6 +85,14 @@ class Forecast:
     def level(self) -> float:
         return self.bands.level if self.bands else (self.boot.level if self.boot else 0.95)
 
+    @property
+    def level_text(self) -> str:
+        """The level the bands hold, for labels: "95%", or less ("85.7%") where the calibration's run-cuts are
+        too few to give ``level`` (:meth:`~scalerl.curves.bands.Calibration.band_level`) -- the tables and the
+        figure's legend said 95% above a note that said 85.7%."""
+        held = self.bands.calibration.band_level(self.level) if self.bands else self.level
+        return f"{100 * held:.3g}%"
+
     # -- parameters -------------------------------------------------------------------
     def intervals(self) -> dict[str, list[float]]:
         if self.boot is None:

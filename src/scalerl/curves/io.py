@@ -455,7 +455,7 @@ def _read_format(path, fmt: str, x: str, y: str, *, y_scale: float, bounded: boo
     try:
         return READERS[fmt](path, x, y, **kwargs)
     except IsADirectoryError:  # (--format csv, jsonl, a console's: a reader of one file, given a directory)
-        raise InputError(f"{path}: a directory, and a {fmt} log is one file; {_files_held(Path(path))}") from None
+        raise InputError(f"{path}: a directory, and --format {fmt} reads one file; {_files_held(Path(path))}") from None
     except UnknownColumn as exc:
         beside = _tracker_logs_beside(path) if fmt == "eval-dumps" and _NO_COLUMN not in (x, y) else []
         if beside:

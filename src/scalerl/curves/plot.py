@@ -150,11 +150,11 @@ def plot_forecast(fc, path, *, title: str | None = None, extend: float = 3.0, x_
     # nothing they were fitted on, and the forecast dived below R0 there (as plot_backtests does).
     grid = _grid(lo_fit if fit.fit_from is not None else xs.min(), max(xs.max(), hi_fit), extend)
     b = fc.band_arrays(grid)
-    pct = int(round(100 * fc.level))
+    pct = fc.level_text
     style = ":" if fc.unstable else "-"
     if not fc.unstable:  # an unstable run has no forecast, so no band around one
-        ax.fill_between(grid, b["obs_lo"], b["obs_hi"], color="C0", alpha=0.10, lw=0, label=f"{pct}% prediction band (an evaluation)")
-        ax.fill_between(grid, b["lo"], b["hi"], color="C0", alpha=0.25, lw=0, label=f"{pct}% confidence band (expected curve)")
+        ax.fill_between(grid, b["obs_lo"], b["obs_hi"], color="C0", alpha=0.10, lw=0, label=f"{pct} prediction band (an evaluation)")
+        ax.fill_between(grid, b["lo"], b["hi"], color="C0", alpha=0.25, lw=0, label=f"{pct} confidence band (expected curve)")
     ax.plot(grid, b["R"], style, color="C0", lw=2, label="extrapolation (unstable run: not a forecast)" if fc.unstable else "forecast")
     ax.plot(grid, fit.law(grid), "-", color="C2", lw=1, label=f"sigmoid A={fit.A:.3f} B={fit.B:.2f} C_mid={fit.C_mid:.3g}")
     if fc.power_law is not None:
@@ -221,7 +221,7 @@ def plot_compare(result, path, *, title: str | None = None, extend: float = 3.0)
         shade = len(result.runs) <= BANDS_UP_TO or rf.label == result.baseline
         if rf.forecast is not None and rf.forecast.bands is not None:
             b = rf.forecast.band_arrays(grid)
-            pct = int(round(100 * rf.forecast.level))
+            pct = rf.forecast.level_text
             ax.plot(grid, b["R"], "--", color=color, lw=1.0)
             if shade:
                 ax.fill_between(grid, b["lo"], b["hi"], color=color, alpha=0.12, lw=0)
@@ -231,7 +231,7 @@ def plot_compare(result, path, *, title: str | None = None, extend: float = 3.0)
     ax.axvspan(xmax, grid.max(), color="gray", alpha=0.07)
     only = f" (the baseline's only: {len(result.runs)} runs)" if len(result.runs) > BANDS_UP_TO else ""
     if pct is not None:  # one legend entry for what the dashed lines and shading are
-        ax.plot([], [], "--", color="gray", lw=1.0, label=f"forecast, {pct}% confidence band (calibrated){only}")
+        ax.plot([], [], "--", color="gray", lw=1.0, label=f"forecast, {pct} confidence band (calibrated){only}")
     elif only:
         ax.plot([], [], color="gray", lw=0, label=f"bands{only}")
     c0 = result.runs[0].curves[0]

@@ -164,8 +164,9 @@ def _resumed_files(d: Path) -> "_Resumed | None":
     mark): each file's steps up to the next one's first step, as for Hugging Face's run directories. Read as one
     directory, the later value of each step won, and what the abandoned attempt logged after the resumed one
     had got to stayed on the curve (its step 60 after the resumed attempt's 50: review cr). None where the
-    directory has one event file, a purge mark (TensorBoard's loader dropped those events itself), files whose
-    times overlap (several writers at once: ranks of one training) or a file that starts over."""
+    directory has one event file, files whose times overlap (several writers at once: ranks of one training),
+    a file that logs none of the tags of the one before (another job's: an evaluator's) or a file that starts
+    over. (A purge mark is TensorBoard's loader's to apply: :func:`_attempts_of`.)"""
     files = [f for f in d.glob("*tfevents*") if f.is_file()] if d.is_dir() else []
     if len(files) < 2:
         return None
@@ -173,8 +174,11 @@ def _resumed_files(d: Path) -> "_Resumed | None":
     if not all(a.tags for a in attempts):
         return None
     for before, after in zip(attempts, attempts[1:]):
-        if after.first_time < before.last_time or not continues(attempts[0].first_step, before.last_step,
-                                                                 after.first_step):
+        # A resumed attempt logs what the one it resumed logged: a file of other tags beside a trainer's (an
+        # evaluation job's, written after the training ended) is no resume, and every trainer tag was cut at
+        # its first step (review cs).
+        if (after.first_time < before.last_time or not set(after.tags) & set(before.tags)
+                or not continues(attempts[0].first_step, before.last_step, after.first_step)):
             return None
     return _Resumed(attempts, files=True)
 

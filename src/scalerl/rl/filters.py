@@ -48,8 +48,9 @@ G = TypeVar("G")
 
 #: Rewards closer than this are equal: a reward that sums partial credits gives 0.1 + 0.2 =
 #: 0.30000000000000004 against 0.3, a "variance" of float rounding whose advantages, once normalised
-#: by a batch std of the same size, would train on noise. (Rewards are on the scale of +-1.)
-EQUAL_WITHIN = 1e-9
+#: by a batch std of the same size, would train on noise. Rewards are on the scale of +-1; above float32's
+#: rounding there (~6e-8), so that the mask on MPS (no float64) agrees with the Python floats too.
+EQUAL_WITHIN = 1e-6
 
 
 def zero_variance_mask(rewards: Tensor, group: Tensor, *, tol: float = EQUAL_WITHIN) -> Tensor:

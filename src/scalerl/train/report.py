@@ -473,7 +473,8 @@ def summary_lines(rep: RunReport) -> list[tuple[str, str]]:
     elif "forecast_final" in f:
         lines.append((
             f"forecast of the final {rep.y} from the first half of the compute",
-            f"{f['forecast_final']:.3f} (95% confidence band {f['forecast_final_lo']:.3f}-{f['forecast_final_hi']:.3f}, "
+            f"{f['forecast_final']:.3f} ({_band_level(f)} confidence band {f['forecast_final_lo']:.3f}-"
+            f"{f['forecast_final_hi']:.3f}, "
             f"prediction band for one evaluation {f['forecast_final_obs_lo']:.3f}-{f['forecast_final_obs_hi']:.3f}; "
             f"observed {f['final']:.3f}, error {f['forecast_error']:+.3f}; the end level (mean of the last "
             f"quarter of the held-out evaluations) {f['forecast_end_level']:.3f}, error {f['forecast_end_error']:+.3f}; "
@@ -524,6 +525,11 @@ def _compute(f: dict[str, Any]) -> str:
     return ", ".join(parts) + rate
 
 
+def _band_level(f: dict[str, Any]) -> str:
+    """The level the report's bands hold: 95%, or less where the calibration's run-cuts are too few (its note)."""
+    return f"{100 * f.get('band_level', DEFAULT_LEVEL):.3g}%"
+
+
 def curve_caption(f: dict[str, Any]) -> str:
     """What curve.png shows. It said "Filled points ... Bands ..." under every figure, also under
     an unstable run's (drawn without bands: no forecast) and a too-short run's (its points alone)."""
@@ -535,8 +541,8 @@ def curve_caption(f: dict[str, Any]) -> str:
                 "extrapolation, not a forecast. Thin line: the paper's sigmoid; dashed: the power law A - D/C^B "
                 "fitted on the same points.")
     return ("Filled points: the evaluations the forecast was fitted on (first half of the compute). Open circles: the "
-            "later evaluations it predicted. Bands: 95% confidence (the expected curve, dark) and prediction (one "
-            "evaluation, light), calibrated on real runs. Thin line: the paper's sigmoid; dashed: the power law "
+            f"later evaluations it predicted. Bands: {_band_level(f)} confidence (the expected curve, dark) and "
+            "prediction (one evaluation, light), calibrated on real runs. Thin line: the paper's sigmoid; dashed: the power law "
             "A - D/C^B fitted on the same points. Red crosses: one-evaluation excursions (a policy evaluated "
             "mid-oscillation) the fits left out.")
 
