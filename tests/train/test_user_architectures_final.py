@@ -214,11 +214,21 @@ def test_a_flash_attention_request_without_the_kernel_falls_back_to_sdpa_with_on
     err = capsys.readouterr().err
     warned = [line for line in err.splitlines() if "flash_attention_2" in line]
     assert warned == ["scalerl eval: warning: the model's config.json asks for attn_implementation='flash_attention_2', "
-                      "which needs the flash-attn kernel on a CUDA GPU (not available here); using transformers' "
-                      "default attention (SDPA), which computes the same"], err
+                      "which needs a flash-attention kernel on a CUDA GPU (not available here); using transformers' "
+                      "default attention instead (SDPA where the model has it), which computes the same"], err
     assert "Traceback" not in err
     assert count_parameters(str(path)) > 0  # (the profile choice of `scalerl train`)
     model, _ = load_model(str(path))
+    assert model.config._attn_implementation == "sdpa"
+
+
+def test_a_hub_kernel_request_without_cuda_falls_back_too(tmp_path, char_tokenizer, monkeypatch):
+    from scalerl.models import attention_request
+    from scalerl.models.loading import load_model
+
+    monkeypatch.setattr(attention_request, "_WARNED", set())
+    with pytest.warns(attention_request.Note, match="kernels-community/flash-attn2"):  # (review cs: a ValueError)
+        model, _ = load_model(str(_flash_checkpoint(tmp_path, char_tokenizer, "kernels-community/flash-attn2")))
     assert model.config._attn_implementation == "sdpa"
 
 

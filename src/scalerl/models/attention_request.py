@@ -26,6 +26,12 @@ def _available(version: int) -> Callable[[], bool]:
     return check
 
 
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 #: transformers' flash-attention names and whether this machine can run each.
 FLASH_KERNELS: dict[str, Callable[[], bool]] = {f"flash_attention_{v}": _available(v) for v in (2, 3, 4)}
 
@@ -34,17 +40,22 @@ _WARNED: set[str] = set()
 
 
 def drop_missing_flash_attention(config: Any) -> bool:
-    """Clear ``config``'s request for a flash-attention kernel this machine lacks (True where one was
-    cleared, with a :class:`~scalerl.errors.Note` naming the kernel); leave any other request alone."""
+    """Clear ``config``'s request for a flash-attention kernel this machine lacks -- transformers' own
+    (``flash_attention_2/3/4``) without its package, or one from the hub (``kernels-community/...``) without
+    CUDA -- (True where one was cleared, with a :class:`~scalerl.errors.Note` naming the request); leave any
+    other request alone."""
     requested = getattr(config, "_attn_implementation", None)
     kernel = requested.split("|")[-1] if isinstance(requested, str) else None  # ("paged|flash_attention_2")
-    if kernel not in FLASH_KERNELS or FLASH_KERNELS[kernel]():
-        return False
+    if kernel in FLASH_KERNELS:
+        if FLASH_KERNELS[kernel]():
+            return False
+    elif not (kernel and "/" in kernel) or _cuda():  # a kernel from the hub ("kernels-community/flash-attn2"):
+        return False  # CUDA code, fetched at load time (a traceback on a CPU, found by review cs)
     config._attn_implementation = None  # transformers' default: SDPA where the model has it, else eager
     if requested in _WARNED:  # (the profile choice and the load both read the config: said once)
         return True
     _WARNED.add(requested)
-    warnings.warn(f"the model's config.json asks for attn_implementation={requested!r}, which needs the flash-attn "
-                  "kernel on a CUDA GPU (not available here); using transformers' default attention (SDPA), which "
-                  "computes the same", Note, stacklevel=2)
+    warnings.warn(f"the model's config.json asks for attn_implementation={requested!r}, which needs a flash-attention "
+                  "kernel on a CUDA GPU (not available here); using transformers' default attention instead (SDPA "
+                  "where the model has it), which computes the same", Note, stacklevel=2)
     return True
