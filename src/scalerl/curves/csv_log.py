@@ -24,8 +24,6 @@ from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, UnknownColumn, check_percen
 from scalerl.errors import InputError
 
 
-
-
 def _number(text: str, *, where: str) -> float:
     """Parse a cell; missing / NaN / inf become NaN (dropped and counted later); a numpy repr
     (``np.float64(0.5)``) is its number; a percentage (``45.3%``, as spreadsheets export a
