@@ -312,3 +312,38 @@ def test_json_with_a_plot_says_where_the_figure_went(tmp_path, capsys, command):
                         "--bootstrap", 50)
     assert rc == 0, err
     assert _strict_json(out)["plot"] == str(figure) and figure.exists()
+
+
+# Review ct: compare, backtest and the study report label the bands with the level they hold.
+
+def test_compare_table_labels_the_bands_with_the_level_they_hold(tmp_path, capsys):
+    cal = _few_cut_calibration(tmp_path)
+    rc, text, _ = _cli(capsys, "compare", _healthy(tmp_path, "a", 0), _healthy(tmp_path, "b", 1),
+                    "--x", "step", "--y", "acc", "--bootstrap", "20", "--calibration", cal)
+    assert rc == 0 and "85.7% band, not 95%" in text  # the note says so...
+    assert "[95% band]" not in text and "85.7% band]" in text, text  # ...and the column names that level
+
+
+def test_backtest_labels_the_bands_with_the_level_they_hold(tmp_path, capsys):
+    cal = _few_cut_calibration(tmp_path)
+    rc, text, _ = _cli(capsys, "backtest", _healthy(tmp_path, "a", 0), _healthy(tmp_path, "b", 1), "--all-runs",
+                    "--x", "step", "--y", "acc", "--bootstrap", "20", "--calibration", cal)
+    assert rc == 0 and "85.7% band, not 95%" in text
+    assert "95% band" not in text and "95% confidence band" not in text and "95% prediction band" not in text, text
+    assert "end in 85.7% band" in text, text
+
+
+def test_study_report_labels_the_forecast_bands_of_a_small_calibration(tmp_path):
+    from scalerl.study.report import write_study_report
+    from scalerl.study.spec import StudySpec
+
+    from tests.study.synthetic import write_study
+
+    laws = {"scalerl": (0.70, 1.5, 5e11), "loo-loss-dapo": (0.55, 1.5, 5e11)}
+    spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=200, eval_every=10, bootstrap=20, extrapolate=2.0,
+                     calibration=str(_few_cut_calibration(tmp_path)))
+    write_study(tmp_path / "study", spec, laws)
+    write_study_report(tmp_path / "study")
+    md = (tmp_path / "study" / "report.md").read_text()
+    assert "budget [95%]" not in md, md
+    assert "85.7%" in md, md

@@ -164,3 +164,17 @@ def test_one_trainings_checkpoints_named_with_and_without_dot_slash_are_one_run(
         write_results(out, model, 0.20 + 0.05 * i, f"2026-11-01T10-{i:02d}-00.000000")
     curves = read_curves(out, "step", "gsm8k/exact_match,strict-match")
     assert [(c.name, list(c.x)) for c in curves] == [("out", [100.0, 200.0, 300.0, 400.0])]
+
+
+# Review ct: runs named before the rows are keyed.
+
+def test_one_checkpoint_evaluated_by_an_absolute_and_a_relative_path_is_one_point(tmp_path):
+    out = tmp_path / "lm_eval_out"
+    models = ["/home/u/proj/out/checkpoint-100", "/home/u/proj/out/checkpoint-200", "/home/u/proj/out/checkpoint-300",
+              "out/checkpoint-300"]  # step 300 evaluated again, later, from the project directory
+    for i, (model, acc) in enumerate(zip(models, (0.30, 0.35, 0.50, 0.40))):
+        write_results(out, model, acc, f"2026-11-01T10-{i:02d}-00.000000")
+    (curve,) = read_curves(out, "step", "gsm8k/exact_match,strict-match")
+    assert list(curve.x) == [100.0, 200.0, 300.0], curve.notes
+    assert [round(float(v), 2) for v in curve.y] == [0.30, 0.35, 0.40]  # the latest evaluation's value
+    assert any("evaluated more than once" in n for n in curve.notes), curve.notes

@@ -101,7 +101,8 @@ def run(args) -> int:
         from scalerl.curves import summarize
 
         print(LEGEND)
-        print("\n" + _summary_lines(summarize(results, tolerance=0.001), "runs", skipped=len(skipped)))
+        print("\n" + _summary_lines(summarize(results, tolerance=0.001), "runs", skipped=len(skipped),
+                                     label=_level_label(results)))
         print("(--all-runs: one line per run instead of a report)")
     if args.calibration:  # (said only by --all-runs: a backtest's bands did not say whose factors they had)
         print(calibration_line(args.calibration, settings["calibration"], args.level))
@@ -223,10 +224,10 @@ def _text(bt, *, legend: bool = True) -> str:
             rows.append([name, f"{s.mae:.4f}", f"{s.end_error:+.4f}", f"{s.last_error:+.4f}", f"{s.max_abs_error:.4f}"])
     lines.append(table(rows, ["law", "MAE", "end-level error", "last error", "max |error|"]))
     b = bt.bands
-    pct = int(round(100 * b.level))
-    lines.append(f"end level (mean of the last quarter held out) {bt.end_level:.4f}: {pct}% confidence band "
+    pct = _level_label([bt])
+    lines.append(f"end level (mean of the last quarter held out) {bt.end_level:.4f}: {pct} confidence band "
                  f"[{b.end_lo:.4f}, {b.end_hi:.4f}] {'covers it' if b.end_covered else 'MISSES it'}; "
-                 f"{pct}% prediction band (median half-width {b.point_half_width:.4f}) holds "
+                 f"{pct} prediction band (median half-width {b.point_half_width:.4f}) holds "
                  f"{100 * b.point_coverage:.0f}% of the held-out evaluations"
                  + ("" if b.calibrated else " (partly beyond the calibrated horizon)"))
     if legend:
@@ -268,7 +269,7 @@ def _all_runs(curves, args, settings: dict, unread=()) -> int:
         print(_all_runs_json(args, cuts, results, skipped, log_notes, run_notes, summary, by_cut, what))
         _check_any_backtested(results, skipped, what, "in the JSON's \"skipped\"")
         return 0
-    print(_runs_table(results, args.level, several))
+    print(_runs_table(results, several))
     for entry in skipped:
         print(f"skipped {entry.shown}: {entry.reason}")
     for note in log_notes:
@@ -278,7 +279,7 @@ def _all_runs(curves, args, settings: dict, unread=()) -> int:
     if args.calibration:
         print(calibration_line(args.calibration, settings["calibration"], args.level))
     if summary is not None:
-        print(_summaries_text(summary, by_cut, cuts, what, len(skipped), args))
+        print(_summaries_text(summary, by_cut, cuts, what, len(skipped), args, _level_label(results)))
     if plotted:
         print(plotted)
     _check_any_backtested(results, skipped, what, "listed above ('skipped RUN: ...')")
@@ -326,13 +327,20 @@ def _all_runs_json(args, cuts, results, skipped, log_notes, run_notes, summary, 
         **({"summary_by_cut": {f"{f:g}": s.as_dict() for f, s in by_cut.items()}} if several else {}),
         # Said in the text only, before: a script reading the JSON never learnt that its bands missed.
         "calibration": args.calibration, "bands_calibration": _bands_calibration([bt for _, bt in results], args),
-        "calibrate_advice": _calibrate_advice(summary, what, args),
+        "calibrate_advice": _calibrate_advice(summary, what, _level_label(results) if results else "95%", args),
     }), allow_nan=False, default=_jsonable)
 
 
-def _runs_table(results, level: float, several: bool) -> str:
+def _level_label(results) -> str:
+    """The level the backtests' bands hold ("95%", or "85.7%" from a calibration of few run-cuts: the tables
+    said 95% above the note that said 85.7% -- review ct); ``results`` backtests or ``(cut, backtest)`` pairs."""
+    bt = results[0][1] if isinstance(results[0], tuple) else results[0]
+    return bt.forecast.level_text
+
+
+def _runs_table(results, several: bool) -> str:
     """A line per run (and cut): its fit and held-out points, the forecast's scores, its bands, the laws beside it."""
-    pct = int(round(100 * level))
+    pct = _level_label(results) if results else "95%"
     rows = []
     for f, bt in results:
         rows.append([shorten(bt.run, 48), *([f"{f:g}"] if several else []), f"{bt.n_fit}/{bt.n_test}", f"{bt.default.mae:.4f}",
@@ -341,33 +349,33 @@ def _runs_table(results, level: float, several: bool) -> str:
                      f"{100 * bt.bands.point_coverage:.0f}%",
                      f"{bt.plain_sigmoid.mae:.4f}" if bt.plain_sigmoid else "-",
                      f"{bt.power_law.mae:.4f}" if bt.power_law else "-", _status(bt)])
-    return table(rows, ["run", *(["cut"] if several else []), "fit/held", "MAE", "end error", f"end in {pct}% band",
+    return table(rows, ["run", *(["cut"] if several else []), "fit/held", "MAE", "end error", f"end in {pct} band",
                         "half-width", "points in band", "plain sigmoid MAE", "power law MAE", "stability"])
 
 
-def _summaries_text(summary, by_cut: dict, cuts, what: str, n_skipped: int, args) -> str:
+def _summaries_text(summary, by_cut: dict, cuts, what: str, n_skipped: int, args, label: str) -> str:
     """The summary per cut (several cuts) and of all, and -- where the bands missed too many end
     levels -- how to make factors from these runs."""
     several = len(cuts) > 1
     lines = []
     for f, s in by_cut.items() if several else ():
-        lines += [f"\ncut at {f:g} of each run's compute:", _summary_lines(s, what, skipped=None)]
+        lines += [f"\ncut at {f:g} of each run's compute:", _summary_lines(s, what, skipped=None, label=label)]
     if several:
         lines.append(f"\nall cuts ({', '.join(f'{f:g}' for f in cuts)}) pooled:")
-    lines.append(("" if several else "\n") + _summary_lines(summary, what, skipped=n_skipped))
-    advice = _calibrate_advice(summary, what, args)
+    lines.append(("" if several else "\n") + _summary_lines(summary, what, skipped=n_skipped, label=label))
+    advice = _calibrate_advice(summary, what, label, args)
     if advice:
         lines.append(f"  {advice}")
     return "\n".join(lines)
 
 
-def _calibrate_advice(summary, what: str, args) -> str | None:
+def _calibrate_advice(summary, what: str, label: str, args) -> str | None:
     """Where the bands covered too few end levels to be chance: that the runs are not like the shipped factors'
     and the command that makes factors from them (the text and the JSON's ``"calibrate_advice"``); else None."""
     chance = _chance_of_so_few(summary) if summary is not None else 1.0
     if chance >= 0.05:
         return None
-    return (f"the {int(round(100 * args.level))}% bands covered {_pct(summary.end_coverage)} of these {what}' end "
+    return (f"the {label} bands covered {_pct(summary.end_coverage)} of these {what}' end "
             f"levels (so few by chance: p = {chance:.2g}): they are not like the runs the "
             f"{'factors of ' + args.calibration if args.calibration else 'shipped factors'} come from; "
             f"`scalerl calibrate {shlex.join(args.paths)} --x {shlex.join(args.x)} --y {shlex.join(args.y)}` "
@@ -396,17 +404,17 @@ def _check_any_backtested(results, skipped, what: str, where: str) -> None:
                          f"{where}; do what those say (more evaluations, a later --cut-fraction, another --x / --y)")
 
 
-def _summary_lines(s, what: str, *, skipped: int | None) -> str:
-    """The summary of a set of backtests, as two lines of text."""
-    pct = int(round(100 * s.level))
+def _summary_lines(s, what: str, *, skipped: int | None, label: str) -> str:
+    """The summary of a set of backtests, as two lines of text; ``label``: the level the bands hold."""
+    pct = label
     return (f"{s.n_runs} {what} backtested; not scored: {s.n_unstable} unstable at the cut (no forecast given), "
             f"{s.n_unstable_later} unstable over the whole run only (fell after it, or too few evaluations before it "
             "to test)"
             + (f"; {skipped} skipped" if skipped is not None else "") + f". Over the {s.n_scored} scored:\n"
             f"  MAE <= 0.015 in {_pct(s.mae_ok)} (median {s.median_mae:.4f}); |end-level error| <= 0.02 in "
-            f"{_pct(s.end_ok)}; end level inside the {pct}% confidence band in {_pct(s.end_coverage)} "
+            f"{_pct(s.end_ok)}; end level inside the {pct} confidence band in {_pct(s.end_coverage)} "
             f"(median half-width {s.median_end_half_width:.3f}); {_pct(s.point_coverage)} of held-out evaluations "
-            f"inside the {pct}% prediction band; forecast MAE no worse than the better of plain sigmoid and power law "
+            f"inside the {pct} prediction band; forecast MAE no worse than the better of plain sigmoid and power law "
             f"(that better one picked with hindsight) in {_pct(s.no_worse_strict)} strictly, {_pct(s.no_worse_noise)} "
             f"within the held-out noise (sigma/sqrt(n)), {_pct(s.no_worse)} within {s.tolerance:g}")
 

@@ -28,6 +28,40 @@ TRAINER_STEP = "train/global_step"
 STEP_COLUMNS = (TRAINER_STEP, "trainer/global_step", "global_step", "step", "current_steps", "_step")
 
 
+#: Words of an x that is a clock -- it goes on over a resume and over a new training alike (W&B's ``_step``,
+#: ``_runtime``, ``_timestamp``; a ``wall_time``, ``time`` or ``timestamp`` column): a step that goes back on it
+#: tells a resume or a new training, where a counter the trainer restores from its checkpoint (tokens, samples)
+#: goes back with the step.
+CLOCK_WORDS = ("time", "_step", "elapsed", "date", "clock")
+
+
+def is_clock(records: list[dict], x: str) -> bool:
+    """Whether ``x`` goes on whatever the training does: a clock (:data:`CLOCK_WORDS`), or no column of the rows
+    at all (the derived wall_time, a ``cum:`` running total, which the reader computes after the split)."""
+    return any(word in x.lower() for word in CLOCK_WORDS) or not any(x in r for r in records)
+
+
+def steps_count_again(records: list[dict], step: str, x: str) -> bool:
+    """Whether the step counts again per epoch in one training: each time it goes back, it goes back to its
+    start (at most one past the least step so far), and ``x``, a counter the trainer logs (not a clock), goes on
+    rising there. A resume goes back to its checkpoint's step and a new training takes such a counter back with
+    the step (review cs: a step counted per epoch was refused in a CSV and cut in Parquet; review ct: on a
+    wall_time column a resume read as per-epoch steps)."""
+    if is_clock(records, x):
+        return False
+    went_back, last, least = False, None, None
+    for r in records:
+        s, v = r.get(step), r.get(x)
+        if not (is_number(s) and is_number(v)):
+            continue
+        if last is not None and s < last[0]:
+            if v <= last[1] or s > least + 1:
+                return False
+            went_back = True
+        last, least = (s, v), s if least is None else min(least, s)
+    return went_back
+
+
 def continues(first: float, last: float, start: float) -> bool:
     """A run whose first step is ``start`` continues one that logged steps ``first`` .. ``last``: it
     starts after that run's first step (a run that starts at the first step again is a training of

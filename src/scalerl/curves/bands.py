@@ -93,6 +93,11 @@ class Calibration:
         ``n / (n + 1)`` -- the chance that a new run's error is below the largest of n."""
         return level if self.supports(level) else self.run_cuts / (self.run_cuts + 1)
 
+    def level_text(self, level: float) -> str:
+        """The level a band called ``level`` holds, for labels: "95%", or "85.7%" where the run-cuts are too few
+        (tables and legends said 95% above the note that said 85.7%: reviews cs, ct)."""
+        return f"{100 * self.band_level(level):.3g}%"
+
     def level_note(self, level: float) -> str | None:
         """What a band called ``level`` is worth where these factors cannot give it (None where they can):
         the sentence fit and backtest print with the bands and put in their JSON."""

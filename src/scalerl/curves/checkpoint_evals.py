@@ -98,21 +98,24 @@ def rows_by_checkpoint(path: Path, evaluations: Iterable[tuple[str, dict[str, fl
     ``evaluations`` -- ``(model path, metrics)`` -- in the order they were made: a later evaluation of a
     checkpoint wins where both have a metric. An evaluation of a model whose path names no step is
     left out, said in the notes."""
-    rows: dict[tuple[tuple[str, ...], int], dict[str, Any]] = {}
     no_step: list[str] = []
-    again: set[int] = set()
+    stepped: list[tuple[tuple[str, ...], int, dict[str, float]]] = []
     for model, metrics in evaluations:
         run, step = checkpoint_of(model)
         if step is None:
             no_step.append(model)
-            continue
-        row = rows.setdefault((run, step), {STEP: step})
+        else:
+            stepped.append((run, step, metrics))
+    # Named first, then joined at (name, step): one checkpoint evaluated by an absolute and a relative path is
+    # one point, its later evaluation kept (review ct: two points at one step, both fitted).
+    names = run_names(run for run, _, _ in stepped)
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    again: set[int] = set()
+    for run, step, metrics in stepped:
+        row = rows.setdefault((names[run], step), {DEFAULT_RUN_COLUMN: names[run], STEP: step})
         if any(k in row for k in metrics):
             again.add(step)
         row.update(metrics)
-    names = run_names(run for run, _ in rows)
-    for (run, _), row in rows.items():
-        row[DEFAULT_RUN_COLUMN] = names[run]
     notes = []
     if no_step:
         shown = ", ".join(sorted(set(no_step))[:5]) + (", ..." if len(set(no_step)) > 5 else "")

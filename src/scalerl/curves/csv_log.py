@@ -13,8 +13,8 @@ import re
 from functools import partial
 from pathlib import Path
 
-from scalerl.curves.attempts import STEP_COLUMNS, split_attempts
-from scalerl.curves.cells import MISSING_CELLS, is_number, logged
+from scalerl.curves.attempts import STEP_COLUMNS, is_clock, split_attempts, steps_count_again
+from scalerl.curves.cells import MISSING_CELLS, logged
 from scalerl.curves.console import text_head
 from scalerl.curves.csv_cut_row import without_cut_row
 from scalerl.curves.data import Curve
@@ -352,23 +352,24 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
 def resumed_rows(path: Path, records: list[dict], step: str, kinds: list[frozenset], x: str) -> tuple[list[dict], tuple[str, ...]]:
     """One run's rows where a training resumed from a checkpoint was appended (``step`` goes back): the
     abandoned attempt's rows from the checkpoint's step on go, said in the notes, as in a JSON-lines log.
-    A step that starts over, read on a clock (wall time, W&B's ``_step``), is refused: in a table that is
-    several runs without a run column more often than a training started anew, and the error says
-    --run-column; on a counter the log holds, that counter goes back with it and its own error says so.
-    A step that goes back where the x -- a counter the trainer logs, tokens or samples -- goes on rising
-    is no resume: a step counted per epoch (review cs), read as it is. Rows in the text order
+    A step that starts over, read on a clock (:func:`~scalerl.curves.attempts.is_clock`: wall time, W&B's
+    ``_step``), is refused: in a table that is several runs without a run column more often than a training
+    started anew, and the error says --run-column; on a counter the log holds, that counter goes back with
+    it and its own error says so. A step that goes back to its start each time where the x -- a counter the
+    trainer logs, tokens or samples -- goes on rising is no resume: a step counted per epoch
+    (:func:`~scalerl.curves.attempts.steps_count_again`), read as it is. Rows in the text order
     of their steps (10, 100, 110, ..., 20, 200, ...: a file sorted as text) are no resume: read in the
     order of their steps, said (a resume dropped most of them); so are rows newest first (an export sorted
     by step, descending: refused as a compute that decreases, blaming a restart)."""
     text_sorted = _out_of_log_order(records, step, x)
     if text_sorted:
         return sorted(records, key=lambda r: r[step]), (text_sorted,)
-    if _rises_where_the_step_goes_back(records, step, x):
-        return records, (f"{step!r} goes back where {x!r} goes on rising: read as one training whose step counts "
-                         "again (per epoch), not as a resume",)
+    if steps_count_again(records, step, x):
+        return records, (f"{step!r} goes back to its start where {x!r} goes on rising: read as one training whose "
+                         "step counts again (per epoch), not as a resume",)
     split, notes = split_attempts([dict(r) for r in records], step, path.stem, late_rows=True, kinds=kinds)
     names = [r.get(DEFAULT_RUN_COLUMN) for r in split]  # (split_attempts names the runs of a start over so)
-    if any(names) and not _logged_counter(records, x):
+    if any(names) and is_clock(records, x):
         # On a clock that goes on (--x wall_time) two trainings appended to one file were read as one curve that
         # fell back to its start half-way, with no word (review cr).
         i = next(i for i, name in enumerate(names) if name != names[0])
@@ -379,34 +380,6 @@ def resumed_rows(path: Path, records: list[dict], step: str, kinds: list[frozens
     if any(names):  # on a counter the log holds: it goes back too, and the error for that names --run-column
         return records, ()
     return split, tuple(notes)
-
-
-#: Clocks that go on over a resume and a new training alike: W&B's own counters (the derived wall_time and
-#: cum: running totals are no column of the rows at all).
-_CLOCKS = ("_step", "_runtime", "_timestamp")
-
-
-def _logged_counter(records: list[dict], x: str) -> bool:
-    """Whether ``x`` is a column of the rows that the trainer counts (tokens, samples), not a clock."""
-    return x not in _CLOCKS and any(x in r for r in records)
-
-
-def _rises_where_the_step_goes_back(records: list[dict], step: str, x: str) -> bool:
-    """Whether the step goes back somewhere and ``x``, a counter the trainer logs, rises at every such point:
-    a resume or a new training takes that counter back with the step; a step counted per epoch does not."""
-    if not _logged_counter(records, x):
-        return False
-    went_back, last = False, None
-    for r in records:
-        s, v = r.get(step), r.get(x)
-        if not (is_number(s) and is_number(v) and s == s and v == v):
-            continue
-        if last is not None and s < last[0]:
-            went_back = True
-            if v <= last[1]:
-                return False
-        last = (s, v)
-    return went_back
 
 
 def _step_text(v: float) -> str:

@@ -90,8 +90,7 @@ class Forecast:
         """The level the bands hold, for labels: "95%", or less ("85.7%") where the calibration's run-cuts are
         too few to give ``level`` (:meth:`~scalerl.curves.bands.Calibration.band_level`) -- the tables and the
         figure's legend said 95% above a note that said 85.7%."""
-        held = self.bands.calibration.band_level(self.level) if self.bands else self.level
-        return f"{100 * held:.3g}%"
+        return self.bands.calibration.level_text(self.level) if self.bands else f"{100 * self.level:.3g}%"
 
     # -- parameters -------------------------------------------------------------------
     def intervals(self) -> dict[str, list[float]]:

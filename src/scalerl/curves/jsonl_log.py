@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scalerl.curves.attempts import RESTART, RESUMED, STEP_COLUMNS, split_attempts
+from scalerl.curves.attempts import RESTART, RESUMED, STEP_COLUMNS, split_attempts, steps_count_again
 from scalerl.curves.data import Curve
 from scalerl.curves.json_document import document_rows, read_document
 from scalerl.curves.cells import MISSING_CELLS, is_number
@@ -59,7 +59,11 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
     default_name = str(header.get("run") or header.get("recipe") or path.parent.name or path.stem)
     one_run = run_column is None and not any(DEFAULT_RUN_COLUMN in r for r in rows)
     step = next((s for s in STEPS if any(s in r for r in rows)), "step")
-    if one_run:
+    if one_run and steps_count_again(rows, step, x):  # (review ct: 8 of 13 rows of per-epoch steps were dropped)
+        notes = [*notes, f"{step!r} goes back to its start where {x!r} goes on rising: read as one training whose "
+                         "step counts again (per epoch), not as a resume"]
+        rows = [r for r in rows if r.get("type") != RESUME]
+    elif one_run:
         rows, more = runlog_attempts(rows, step, default_name)
         notes = [*notes, *more]
     else:

@@ -127,7 +127,12 @@ class _Resumed:
             if tag not in attempt.tags:
                 continue
             stop = following.first_step if following is not None else math.inf
-            out += [e for e in attempt.series(tag) if e[1] < stop]
+            # At the step the next attempt starts from, a tag it logs again there is its; one it does not (verl
+            # validates at its checkpoint's step first: the training metrics of that step) stays the earlier
+            # attempt's, as the row logs read a resume (attempts.split_attempts; review ct).
+            again = following is not None and tag in following.tags and any(
+                step == stop for _, step, _ in following.series(tag))
+            out += [e for e in attempt.series(tag) if e[1] < stop or (e[1] == stop and not again)]
         return out
 
 
