@@ -135,3 +135,12 @@ def test_a_verl_resume_in_event_files_keeps_the_checkpoint_steps_training_metric
     assert list(from_jsonl.x) == [100.0, 200.0, 300.0, 400.0]  # 10 s a step, steps 1..N before each validation
     (curve,) = read_tensorboard(d, "cum:timing_s/step", "val/acc")
     assert list(curve.x) == [100.0, 200.0, 300.0, 400.0], curve.notes
+
+
+def test_which_x_is_a_clock():
+    from scalerl.curves.attempts import is_clock
+
+    rows = [{"train/global_step": 1, "tokens": 10, "wall_time": 0.1, "_step": 3, "cum_wall_hours": 0.2}]
+    assert not is_clock(rows, "train/global_step") and not is_clock(rows, "tokens")  # counters a resume takes back
+    assert all(is_clock(rows, x) for x in ("wall_time", "_step", "cum_wall_hours"))
+    assert is_clock(rows, "cum:timing_s/step")  # no column of the rows: a total the reader makes after the split

@@ -28,17 +28,20 @@ TRAINER_STEP = "train/global_step"
 STEP_COLUMNS = (TRAINER_STEP, "trainer/global_step", "global_step", "step", "current_steps", "_step")
 
 
-#: Words of an x that is a clock -- it goes on over a resume and over a new training alike (W&B's ``_step``,
-#: ``_runtime``, ``_timestamp``; a ``wall_time``, ``time`` or ``timestamp`` column): a step that goes back on it
-#: tells a resume or a new training, where a counter the trainer restores from its checkpoint (tokens, samples)
-#: goes back with the step.
-CLOCK_WORDS = ("time", "_step", "elapsed", "date", "clock")
+#: W&B's own counters, which go on over a resume and a new training alike.
+WANDB_CLOCKS = ("_step", "_runtime", "_timestamp")
+#: Words of an x that is a clock -- a ``wall_time``, ``time``, ``timestamp`` or ``*_hours`` column: a step that goes
+#: back on it tells a resume or a new training, where a counter the trainer restores from its checkpoint (tokens,
+#: samples) goes back with the step.
+CLOCK_WORDS = ("time", "hour", "wall", "elapsed", "date", "clock")
 
 
 def is_clock(records: list[dict], x: str) -> bool:
-    """Whether ``x`` goes on whatever the training does: a clock (:data:`CLOCK_WORDS`), or no column of the rows
-    at all (the derived wall_time, a ``cum:`` running total, which the reader computes after the split)."""
-    return any(word in x.lower() for word in CLOCK_WORDS) or not any(x in r for r in records)
+    """Whether ``x`` goes on whatever the training does: a clock (:data:`WANDB_CLOCKS`, :data:`CLOCK_WORDS`), or no
+    column of the rows at all (the derived wall_time, a ``cum:`` running total, which the reader computes after the
+    split). (``train/global_step`` is no clock: it goes back at a resume.)"""
+    return (x in WANDB_CLOCKS or any(word in x.lower() for word in CLOCK_WORDS)
+            or not any(x in r for r in records))
 
 
 def steps_count_again(records: list[dict], step: str, x: str) -> bool:
