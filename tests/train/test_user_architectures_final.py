@@ -214,7 +214,7 @@ def test_a_flash_attention_request_without_the_kernel_falls_back_to_sdpa_with_on
     err = capsys.readouterr().err
     warned = [line for line in err.splitlines() if "flash_attention_2" in line]
     assert warned == ["scalerl eval: warning: the model's config.json asks for attn_implementation='flash_attention_2', "
-                      "which needs a flash-attention kernel on a CUDA GPU (not available here); using transformers' "
+                      "which needs a flash-attention kernel on a GPU (not available here); using transformers' "
                       "default attention instead (SDPA where the model has it), which computes the same"], err
     assert "Traceback" not in err
     assert count_parameters(str(path)) > 0  # (the profile choice of `scalerl train`)

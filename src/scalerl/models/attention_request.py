@@ -26,10 +26,14 @@ def _available(version: int) -> Callable[[], bool]:
     return check
 
 
-def _cuda() -> bool:
+def _accelerator() -> bool:
+    """A GPU a hub kernel can be built for: CUDA, or (transformers' device table lists kernels for them too)
+    Apple's MPS and Intel's XPU."""
     import torch
 
-    return torch.cuda.is_available()
+    xpu = getattr(torch, "xpu", None)
+    return (torch.cuda.is_available() or torch.backends.mps.is_available()
+            or bool(xpu is not None and xpu.is_available()))
 
 
 #: transformers' flash-attention names and whether this machine can run each.
@@ -41,21 +45,21 @@ _WARNED: set[str] = set()
 
 def drop_missing_flash_attention(config: Any) -> bool:
     """Clear ``config``'s request for a flash-attention kernel this machine lacks -- transformers' own
-    (``flash_attention_2/3/4``) without its package, or one from the hub (``kernels-community/...``) without
-    CUDA -- (True where one was cleared, with a :class:`~scalerl.errors.Note` naming the request); leave any
+    (``flash_attention_2/3/4``) without its package, or one from the hub (``kernels-community/...``) on a
+    machine with no GPU -- (True where one was cleared, with a :class:`~scalerl.errors.Note` naming the request); leave any
     other request alone."""
     requested = getattr(config, "_attn_implementation", None)
     kernel = requested.split("|")[-1] if isinstance(requested, str) else None  # ("paged|flash_attention_2")
     if kernel in FLASH_KERNELS:
         if FLASH_KERNELS[kernel]():
             return False
-    elif not (kernel and "/" in kernel) or _cuda():  # a kernel from the hub ("kernels-community/flash-attn2"):
-        return False  # CUDA code, fetched at load time (a traceback on a CPU, found by review cs)
+    elif not (kernel and "/" in kernel) or _accelerator():  # a kernel from the hub ("kernels-community/..."):
+        return False  # GPU code, fetched at load time (a traceback on a CPU, found by review cs)
     config._attn_implementation = None  # transformers' default: SDPA where the model has it, else eager
     if requested in _WARNED:  # (the profile choice and the load both read the config: said once)
         return True
     _WARNED.add(requested)
     warnings.warn(f"the model's config.json asks for attn_implementation={requested!r}, which needs a flash-attention "
-                  "kernel on a CUDA GPU (not available here); using transformers' default attention instead (SDPA "
+                  "kernel on a GPU (not available here); using transformers' default attention instead (SDPA "
                   "where the model has it), which computes the same", Note, stacklevel=2)
     return True
