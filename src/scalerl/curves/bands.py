@@ -62,6 +62,11 @@ CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
 DEFAULT_LEVEL = 0.95
 
 
+def level_text(level: float) -> str:
+    """A band level as labels print it: 0.95 -> "95%", 0.857 -> "85.7%"."""
+    return f"{100 * level:.3g}%"
+
+
 @dataclass(frozen=True)
 class Calibration:
     """Conformal factors of the bands and the gain, and the ensemble's make-up, from real runs."""
@@ -96,7 +101,7 @@ class Calibration:
     def level_text(self, level: float) -> str:
         """The level a band called ``level`` holds, for labels: "95%", or "85.7%" where the run-cuts are too few
         (tables and legends said 95% above the note that said 85.7%: reviews cs, ct)."""
-        return f"{100 * self.band_level(level):.3g}%"
+        return level_text(self.band_level(level))
 
     def level_note(self, level: float) -> str | None:
         """What a band called ``level`` is worth where these factors cannot give it (None where they can):

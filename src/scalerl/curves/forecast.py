@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from scalerl.curves.bands import Bands, Calibration, band_scale, default_calibration, gain_scale
+from scalerl.curves.bands import Bands, Calibration, band_scale, default_calibration, gain_scale, level_text
 from scalerl.curves.data import Curve, check_curve, dropped_note, fit_limits
 from scalerl.curves.ensemble import Ensemble, FitSettings, fit_ensemble
 from scalerl.curves.excursions import Excursions, drop_excursions
@@ -90,7 +90,7 @@ class Forecast:
         """The level the bands hold, for labels: "95%", or less ("85.7%") where the calibration's run-cuts are
         too few to give ``level`` (:meth:`~scalerl.curves.bands.Calibration.band_level`) -- the tables and the
         figure's legend said 95% above a note that said 85.7%."""
-        return self.bands.calibration.level_text(self.level) if self.bands else f"{100 * self.level:.3g}%"
+        return self.bands.calibration.level_text(self.level) if self.bands else level_text(self.level)
 
     # -- parameters -------------------------------------------------------------------
     def intervals(self) -> dict[str, list[float]]:

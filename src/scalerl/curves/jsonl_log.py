@@ -23,14 +23,6 @@ from scalerl.errors import InputError
 from scalerl.runlog import RESUME, read_runlog
 
 
-#: The counters a resumed training's rows are told by, the first a row holds (the CSV reader's): most loggers'
-#: ``step``, LLaMA-Factory's ``current_steps`` (``trainer_log.jsonl``; a resumed run's rows went unsplit, and
-#: ``--x current_steps`` was refused as a compute that decreases), TRL's ``train/global_step`` before W&B's
-#: ``_step`` in a ``wandb-history.jsonl`` (read by ``_step`` alone, a resumed run kept the abandoned
-#: attempt's evaluations: review cr).
-STEPS = STEP_COLUMNS
-
-
 def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True,
                run_column: str | None = None) -> list[Curve]:
     """One run per value of ``run_column`` (default: a ``run`` key where rows have one), else the
@@ -58,7 +50,10 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
         notes = [*notes, f"resumed {len(resumes)} time(s), from the checkpoint(s) at step(s) {steps}"]
     default_name = str(header.get("run") or header.get("recipe") or path.parent.name or path.stem)
     one_run = run_column is None and not any(DEFAULT_RUN_COLUMN in r for r in rows)
-    step = next((s for s in STEPS if any(s in r for r in rows)), "step")
+    # The counter a resumed training's rows are told by, the first a row holds (the CSV reader's columns): TRL's
+    # train/global_step before W&B's _step in a wandb-history.jsonl (read by _step, a resumed run kept the abandoned
+    # attempt's evaluations: review cr), LLaMA-Factory's current_steps, most loggers' step.
+    step = next((s for s in STEP_COLUMNS if any(s in r for r in rows)), "step")
     if one_run and steps_count_again(rows, step, x):  # (review ct: 8 of 13 rows of per-epoch steps were dropped)
         notes = [*notes, f"{step!r} goes back to its start where {x!r} goes on rising: read as one training whose "
                          "step counts again (per epoch), not as a resume"]

@@ -12,18 +12,17 @@ picks SDPA, or eager where a model has no SDPA) with one warning that says so.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from typing import Any
 
 from scalerl.errors import Note
 
 
-def _available(version: int) -> Callable[[], bool]:
-    def check() -> bool:
-        import transformers.utils as hf_utils
+def _flash_available(kernel: str) -> bool:
+    """Whether transformers can run ``flash_attention_N`` here (``is_flash_attn_N_available``; a version this
+    transformers has no check for is not here)."""
+    import transformers.utils as hf_utils
 
-        # (is_flash_attn_4_available is newer than some transformers 5 releases: absent means not here)
-        return bool(getattr(hf_utils, f"is_flash_attn_{version}_available", lambda: False)())
-    return check
+    return bool(getattr(hf_utils, f"is_flash_attn_{kernel.rsplit('_', 1)[-1]}_available", lambda: False)())
 
 
 def _accelerator() -> bool:
@@ -36,8 +35,8 @@ def _accelerator() -> bool:
             or bool(xpu is not None and xpu.is_available()))
 
 
-#: transformers' flash-attention names and whether this machine can run each.
-FLASH_KERNELS: dict[str, Callable[[], bool]] = {f"flash_attention_{v}": _available(v) for v in (2, 3, 4)}
+#: transformers' own flash-attention names.
+FLASH_KERNELS = ("flash_attention_2", "flash_attention_3", "flash_attention_4")
 
 
 _WARNED: set[str] = set()
@@ -46,12 +45,12 @@ _WARNED: set[str] = set()
 def drop_missing_flash_attention(config: Any) -> bool:
     """Clear ``config``'s request for a flash-attention kernel this machine lacks -- transformers' own
     (``flash_attention_2/3/4``) without its package, or one from the hub (``kernels-community/...``) on a
-    machine with no GPU -- (True where one was cleared, with a :class:`~scalerl.errors.Note` naming the request); leave any
-    other request alone."""
+    machine with no GPU -- (True where one was cleared, with a :class:`~scalerl.errors.Note` naming the
+    request); leave any other request alone."""
     requested = getattr(config, "_attn_implementation", None)
     kernel = requested.split("|")[-1] if isinstance(requested, str) else None  # ("paged|flash_attention_2")
     if kernel in FLASH_KERNELS:
-        if FLASH_KERNELS[kernel]():
+        if _flash_available(kernel):
             return False
     elif not (kernel and "/" in kernel) or _accelerator():  # a kernel from the hub ("kernels-community/..."):
         return False  # GPU code, fetched at load time (a traceback on a CPU, found by review cs)

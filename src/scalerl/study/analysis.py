@@ -36,7 +36,7 @@ import numpy as np
 from scalerl.config import load_yaml
 from scalerl.curves import Curve, fit_seeds, forecast, pool_curves
 from scalerl.curves.excursions import drop_seed_excursions
-from scalerl.curves.bands import DEFAULT_LEVEL, Calibration, read_calibration
+from scalerl.curves.bands import DEFAULT_LEVEL, Calibration, default_calibration, read_calibration
 from scalerl.curves.compare import (CEILING, EFFICIENCY, NONE, UNSTABLE, Classification, CompareResult, RunFit, classify,
                                     one_seed_caveat, unmeasured_takeoff_notes)
 from scalerl.curves.solver import fit_sigmoid_fixed_A
@@ -132,6 +132,9 @@ class StudyAnalysis:
     loo_points: dict[str, tuple[np.ndarray, np.ndarray, float]] = field(default_factory=dict)
     """label -> (x, y, R0) of the points the common-A view transforms."""
     notes: list[str] = field(default_factory=list)
+    band_level: str = "95%"
+    """The level the forecast bands hold under the spec's calibration ("85.7%" from few run-cuts: the report
+    labelled them 95% -- review ct)."""
 
     def variant(self, label: str) -> VariantResult:
         return next(v for v in self.variants if v.label == label)
@@ -308,6 +311,7 @@ def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int
                for v in variants]
     analysis = StudyAnalysis(directory, spec, spec.x, y, base.label, results, bootstrap=n_boot)
     analysis.notes.extend(failures)
+    analysis.band_level = (calibration or default_calibration()).level_text(DEFAULT_LEVEL)
     _note_capped(analysis, curves)
     fits = _fit_variants(analysis, curves, n_boot=n_boot, seed=seed)
     # Every fitted variant's own fit and forecast are reported, whether or not the base could be

@@ -103,20 +103,10 @@ def what_moved_rows(a: StudyAnalysis) -> list[list[str]]:
     return rows
 
 
-def band_label(a: StudyAnalysis) -> str:
-    """The level the forecast bands hold: "95%", or less from a spec's calibration of few run-cuts (its column
-    and curves.png's title said 95% while the bands held 85.7% -- review ct). The A, B and C_mid intervals are
-    the bootstrap's own 95%."""
-    from scalerl.curves.bands import DEFAULT_LEVEL, default_calibration, read_calibration
-
-    cal = read_calibration(a.spec.calibration, level=DEFAULT_LEVEL) if a.spec.calibration else default_calibration()
-    return cal.level_text(DEFAULT_LEVEL)
-
-
 def fit_rows(a: StudyAnalysis) -> list[list[str]]:
     k = a.spec.extrapolate
     rows = [["variant", "seeds", "R0", "final", "A [95%]", "B [95%]", "C_mid [95%]",
-             f"R at {k:g}x budget [{band_label(a)}]"]]
+             f"R at {k:g}x budget [{a.band_level}]"]]
     for v in a.variants:
         seeds = ",".join(map(str, v.seeds)) or "-"
         if v.pending:
@@ -288,7 +278,7 @@ def write_study_report(directory: str | Path, *, n_boot: int | None = None) -> S
         missing = f" (not fitted, not drawn: {', '.join(failed)})" if failed else ""
         rep.files.append(plot_compare(a.compare, d / "curves.png",
                                       title=f"{a.spec.family} study: every run, each variant's pooled fit and "
-                                            f"{band_label(a)} band"
+                                            f"{a.band_level} band"
                                             + missing))
         rep.files.append(_plot_intervals(a, d / "intervals.png"))
         if a.common_A is not None:

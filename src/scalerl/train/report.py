@@ -24,7 +24,7 @@ import numpy as np
 from scalerl.atomic_files import write_text_atomically
 from scalerl.curves import Curve, backtest, forecast
 from scalerl.curves.backtest import points_to_fit
-from scalerl.curves.bands import DEFAULT_LEVEL, read_calibration
+from scalerl.curves.bands import DEFAULT_LEVEL, level_text, read_calibration
 from scalerl.curves.jsonl_log import runlog_attempts
 from scalerl.curves.rows import DEFAULT_RUN_COLUMN
 from scalerl.curves.uncertainty import N_BOOT
@@ -527,7 +527,7 @@ def _compute(f: dict[str, Any]) -> str:
 
 def _band_level(f: dict[str, Any]) -> str:
     """The level the report's bands hold: 95%, or less where the calibration's run-cuts are too few (its note)."""
-    return f"{100 * f.get('band_level', DEFAULT_LEVEL):.3g}%"
+    return level_text(f.get("band_level", DEFAULT_LEVEL))
 
 
 def curve_caption(f: dict[str, Any]) -> str:
@@ -542,8 +542,8 @@ def curve_caption(f: dict[str, Any]) -> str:
                 "fitted on the same points.")
     return ("Filled points: the evaluations the forecast was fitted on (first half of the compute). Open circles: the "
             f"later evaluations it predicted. Bands: {_band_level(f)} confidence (the expected curve, dark) and "
-            "prediction (one evaluation, light), calibrated on real runs. Thin line: the paper's sigmoid; dashed: the power law "
-            "A - D/C^B fitted on the same points. Red crosses: one-evaluation excursions (a policy evaluated "
+            "prediction (one evaluation, light), calibrated on real runs. Thin line: the paper's sigmoid; dashed: the "
+            "power law A - D/C^B fitted on the same points. Red crosses: one-evaluation excursions (a policy evaluated "
             "mid-oscillation) the fits left out.")
 
 
