@@ -324,6 +324,14 @@ def test_compare_table_labels_the_bands_with_the_level_they_hold(tmp_path, capsy
     assert "[95% band]" not in text and "85.7% band]" in text, text  # ...and the column names that level
 
 
+def test_fit_verdict_labels_the_gain_interval_with_the_level_it_holds(tmp_path, capsys):
+    rc, text, _ = _cli(capsys, "fit", _healthy(tmp_path), "--x", "step", "--y", "acc", "--bootstrap", "20",
+                       "--verdict", "200", "800", "--calibration", _few_cut_calibration(tmp_path))
+    assert rc == 0 and "85.7% band, not 95%" in text
+    (verdict,) = [line for line in text.splitlines() if line.startswith("Going from")]
+    assert "95% interval" not in verdict and "85.7% interval" in verdict, verdict  # (review cu: said 95%)
+
+
 def test_backtest_labels_the_bands_with_the_level_they_hold(tmp_path, capsys):
     cal = _few_cut_calibration(tmp_path)
     rc, text, _ = _cli(capsys, "backtest", _healthy(tmp_path, "a", 0), _healthy(tmp_path, "b", 1), "--all-runs",
@@ -333,7 +341,9 @@ def test_backtest_labels_the_bands_with_the_level_they_hold(tmp_path, capsys):
     assert "end in 85.7% band" in text, text
 
 
-def test_study_report_labels_the_forecast_bands_of_a_small_calibration(tmp_path):
+def test_study_report_labels_the_forecast_bands_of_a_small_calibration(tmp_path, monkeypatch):
+    import matplotlib.figure
+
     from scalerl.study.report import write_study_report
     from scalerl.study.spec import StudySpec
 
@@ -342,8 +352,14 @@ def test_study_report_labels_the_forecast_bands_of_a_small_calibration(tmp_path)
     laws = {"scalerl": (0.70, 1.5, 5e11), "loo-loss-dapo": (0.55, 1.5, 5e11)}
     spec = StudySpec(family="loo", only=["loo-loss-dapo"], steps=200, eval_every=10, bootstrap=20, extrapolate=2.0,
                      calibration=str(_few_cut_calibration(tmp_path)))
+    titles: list[str] = []  # the figures' titles (review cu: intervals.png said 95% of the calibrated band)
+    suptitle = matplotlib.figure.Figure.suptitle
+    monkeypatch.setattr(matplotlib.figure.Figure, "suptitle",
+                        lambda self, t, *a, **k: (titles.append(t), suptitle(self, t, *a, **k))[1])
     write_study(tmp_path / "study", spec, laws)
     write_study_report(tmp_path / "study")
     md = (tmp_path / "study" / "report.md").read_text()
     assert "budget [95%]" not in md, md
     assert "85.7%" in md, md
+    (title,) = [t for t in titles if "fitted parameters" in t]  # intervals.png, with the extrapolated pass rate
+    assert "85.7%" in title, title

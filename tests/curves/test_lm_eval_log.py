@@ -178,3 +178,14 @@ def test_one_checkpoint_evaluated_by_an_absolute_and_a_relative_path_is_one_poin
     assert list(curve.x) == [100.0, 200.0, 300.0], curve.notes
     assert [round(float(v), 2) for v in curve.y] == [0.30, 0.35, 0.40]  # the latest evaluation's value
     assert any("evaluated more than once" in n for n in curve.notes), curve.notes
+
+
+def test_one_checkpoint_evaluated_by_an_absolute_and_a_dot_dot_path_is_one_point(tmp_path):
+    out = tmp_path / "lm_eval_out"
+    models = ["/home/u/proj/out/checkpoint-100", "/home/u/proj/out/checkpoint-200", "/home/u/proj/out/checkpoint-300",
+              "../proj/out/checkpoint-300"]  # step 300 evaluated again, later, from ~/lm-evaluation-harness
+    for i, (model, acc) in enumerate(zip(models, (0.30, 0.35, 0.50, 0.40))):
+        write_results(out, model, acc, f"2026-11-01T10-{i:02d}-00.000000")
+    curves = read_curves(out, "step", "gsm8k/exact_match,strict-match")
+    assert [(len(c.x), [round(float(v), 2) for v in c.y]) for c in curves] == [(3, [0.30, 0.35, 0.40])], \
+        [(c.name, list(c.x)) for c in curves]

@@ -143,4 +143,54 @@ def test_which_x_is_a_clock():
     rows = [{"train/global_step": 1, "tokens": 10, "wall_time": 0.1, "_step": 3, "cum_wall_hours": 0.2}]
     assert not is_clock(rows, "train/global_step") and not is_clock(rows, "tokens")  # counters a resume takes back
     assert all(is_clock(rows, x) for x in ("wall_time", "_step", "cum_wall_hours"))
+    # whole words, not parts of one (review cu: "num_updates" held "date", "total_timesteps" "time")
+    rows = [{"num_updates": 1, "total_timesteps": 2, "train/wallTime_s": 3, "elapsed_s": 4, "timestamp": 5}]
+    assert not is_clock(rows, "num_updates") and not is_clock(rows, "total_timesteps")
+    assert all(is_clock(rows, x) for x in ("train/wallTime_s", "elapsed_s", "timestamp"))
     assert is_clock(rows, "cum:timing_s/step")  # no column of the rows: a total the reader makes after the split
+
+
+def _write_lines(rows: list[dict], path: Path) -> Path:
+    """``rows`` as a CSV or as JSON lines, by ``path``'s suffix."""
+    if path.suffix == ".csv":
+        return _write(rows, path)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize("counter", ["num_updates", "total_timesteps"])
+def test_a_per_epoch_step_on_an_updates_or_timesteps_counter_is_one_training(tmp_path, counter):
+    from scalerl.curves.io import read_curves
+
+    rows = [{"step": s, counter: 1000 * (4 * e + s), "accuracy": round(0.2 + 0.01 * (4 * e + s), 3)}
+            for e in range(3) for s in range(1, 5)]  # the step counts 1..4 each epoch; the counter goes on rising
+    for suffix in (".csv", ".jsonl"):  # (review cu: read as a clock -- refused in a CSV, 3 runs in JSON lines)
+        curves = read_curves(_write_lines(rows, tmp_path / f"metrics{suffix}"), counter, "accuracy")
+        assert len(curves) == 1 and len(curves[0].x) == 12, [(c.name, len(c.x)) for c in curves]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_per_epoch_step_after_an_evaluation_at_step_0_keeps_every_row(tmp_path, suffix):
+    from scalerl.curves.io import read_curves
+
+    rows, tokens, acc = [{"step": 0, "tokens": 0, "accuracy": 0.2}], 0, 0.2  # evaluated once before training
+    for _epoch in range(3):
+        for s in (10, 20, 30):  # logged every 10 steps; the step counts again each epoch
+            tokens, acc = tokens + 10_000, acc + 0.02
+            rows.append({"step": s, "tokens": tokens, "accuracy": round(acc, 3)})
+    (curve,) = read_curves(_write_lines(rows, tmp_path / f"metrics{suffix}"), "tokens", "accuracy")
+    assert len(curve.x) == 10, curve.notes  # (review cu: 4, read as 2 resumes)
+
+
+def test_a_per_epoch_step_whose_epoch_opens_with_an_evaluation_is_one_training_in_json_lines(tmp_path):
+    from scalerl.curves.io import read_curves
+
+    rows, tokens, acc = [], 0, 0.2
+    for _epoch in range(3):
+        rows.append({"step": 0, "tokens": tokens, "accuracy": round(acc, 3)})  # the epoch's evaluation: tokens as left
+        for s in range(1, 5):
+            tokens, acc = tokens + 1000, acc + 0.02
+            rows.append({"step": s, "tokens": tokens, "accuracy": round(acc, 3)})
+    for suffix in (".csv", ".jsonl"):  # (review cu: 3 runs of 5 in JSON lines)
+        curves = read_curves(_write_lines(rows, tmp_path / f"metrics{suffix}"), "tokens", "accuracy")
+        assert [len(c.x) for c in curves] == [15], [(c.name, len(c.x), c.notes) for c in curves]

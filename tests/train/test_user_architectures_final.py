@@ -16,6 +16,8 @@ import torch
 import transformers
 from safetensors import safe_open
 
+from scalerl.errors import InputError
+
 _SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4)
 
 
@@ -237,3 +239,17 @@ def test_an_attention_request_this_machine_can_run_is_kept(tmp_path, char_tokeni
 
     model, _ = load_model(str(_flash_checkpoint(tmp_path, char_tokenizer, "eager")))
     assert model.config._attn_implementation == "eager"
+
+
+def test_a_flash_attention_request_given_to_load_model_is_refused_in_one_line(tmp_path, char_tokenizer):
+    from scalerl.models import attention_request
+    from scalerl.models.loading import load_model
+
+    if attention_request._flash_available("flash_attention_2"):
+        pytest.skip("flash-attn is installed here: the request can be honoured")
+    path = _flash_checkpoint(tmp_path, char_tokenizer, "eager")  # config.json asks for nothing flash
+    for request in ("flash_attention_2", "kernels-community/flash-attn2"):
+        # (review cu: the warning blamed config.json, then "cannot load the weights ... a cut download?")
+        with pytest.raises(InputError, match=f"attn_implementation='{request}' needs a flash-attention kernel"):
+            load_model(str(path), attn_implementation=request)
+

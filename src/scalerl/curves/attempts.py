@@ -16,6 +16,9 @@ trackers' readers keep a step's later value.
 
 from __future__ import annotations
 
+import heapq
+import re
+
 from scalerl.curves.cells import is_number, logged
 from scalerl.curves.untimed_steps import COUNTERS
 
@@ -30,39 +33,58 @@ STEP_COLUMNS = (TRAINER_STEP, "trainer/global_step", "global_step", "step", "cur
 
 #: W&B's own counters, which go on over a resume and a new training alike.
 WANDB_CLOCKS = ("_step", "_runtime", "_timestamp")
-#: Words of an x that is a clock -- a ``wall_time``, ``time``, ``timestamp`` or ``*_hours`` column: a step that goes
-#: back on it tells a resume or a new training, where a counter the trainer restores from its checkpoint (tokens,
-#: samples) goes back with the step.
-CLOCK_WORDS = ("time", "hour", "wall", "elapsed", "date", "clock")
+#: Words of an x that is a clock -- a ``wall_time``, ``time``, ``timestamp``, ``elapsed_s`` or ``*_hours`` column: a
+#: step that goes back on it tells a resume or a new training, where a counter the trainer restores from its
+#: checkpoint (tokens, samples) goes back with the step. Whole words of the name (:func:`_words`), not parts of
+#: one: ``num_updates`` holds "date" and ``total_timesteps`` "time", and both are counters (review cu).
+CLOCK_WORDS = frozenset({"time", "times", "timestamp", "datetime", "date", "walltime", "wallclock", "wall", "clock",
+                         "runtime", "elapsed", "hour", "hours", "hrs", "minutes", "mins", "seconds", "secs", "sec"})
+
+
+def _words(name: str) -> list[str]:
+    """A column name's words, lower case: split at anything not a letter and where camelCase turns
+    (``train/wallTime_s`` -> ``train``, ``wall``, ``time``, ``s``)."""
+    return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name)]
 
 
 def is_clock(records: list[dict], x: str) -> bool:
-    """Whether ``x`` goes on whatever the training does: a clock (:data:`WANDB_CLOCKS`, :data:`CLOCK_WORDS`), or no
-    column of the rows at all (the derived wall_time, a ``cum:`` running total, which the reader computes after the
-    split). (``train/global_step`` is no clock: it goes back at a resume.)"""
-    return (x in WANDB_CLOCKS or any(word in x.lower() for word in CLOCK_WORDS)
+    """Whether ``x`` goes on whatever the training does: a clock (:data:`WANDB_CLOCKS`, a name with one of
+    :data:`CLOCK_WORDS`), or no column of the rows at all (the derived wall_time, a ``cum:`` running total, which
+    the reader computes after the split). (``train/global_step`` is no clock: it goes back at a resume.)"""
+    return (x in WANDB_CLOCKS or any(word in CLOCK_WORDS for word in _words(x))
             or not any(x in r for r in records))
 
 
 def steps_count_again(records: list[dict], step: str, x: str) -> bool:
     """Whether the step counts again per epoch in one training: each time it goes back, it goes back to its
-    start (at most one past the least step so far), and ``x``, a counter the trainer logs (not a clock), goes on
-    rising there. A resume goes back to its checkpoint's step and a new training takes such a counter back with
-    the step (review cs: a step counted per epoch was refused in a CSV and cut in Parquet; review ct: on a
-    wall_time column a resume read as per-epoch steps)."""
+    start, and ``x``, a counter the trainer logs (not a clock), does not go back there. A resume goes back to its
+    checkpoint's step and a new training takes such a counter back with the step (review cs: a step counted per
+    epoch was refused in a CSV and cut in Parquet; review ct: on a wall_time column a resume read as per-epoch
+    steps). The start is the least step so far or the next one up (:func:`_start_steps`): an evaluation logged at
+    step 0 before the first epoch's first step, a 0- or 1-based count (review cu); an epoch that opens with an
+    evaluation logs the counter where the epoch before left it."""
     if is_clock(records, x):
         return False
-    went_back, last, least = False, None, None
+    went_back, last, seen = False, None, set()
     for r in records:
         s, v = r.get(step), r.get(x)
         if not (is_number(s) and is_number(v)):
             continue
         if last is not None and s < last[0]:
-            if v <= last[1] or s > least + 1:
+            if v < last[1] or s > _start_steps(seen):
                 return False
             went_back = True
-        last, least = (s, v), s if least is None else min(least, s)
+        last = (s, v)
+        seen.add(s)
     return went_back
+
+
+def _start_steps(steps: set) -> float:
+    """The highest step a go-back to an epoch's start may land at: the next step up from the least
+    logged so far (an opening evaluation at step 0 before training steps 10, 20, ...), at least one past
+    the least (steps counted from 0 in one epoch, from 1 in another)."""
+    least, *above = heapq.nsmallest(2, steps)
+    return max(least + 1, above[0] if above else least)
 
 
 def continues(first: float, last: float, start: float) -> bool:

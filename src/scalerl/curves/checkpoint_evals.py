@@ -78,10 +78,12 @@ def run_names(runs: Iterable[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
     from the others (``exp1/ckpt``, ``exp2/ckpt``: two trainings that both keep their checkpoints in
     ``ckpt/`` were one run, the first one's scores overwritten by the second's -- review cr)."""
     runs = sorted(set(runs))
-    # One training's checkpoints given as a relative and an absolute path (out/..., /home/u/proj/out/...): a
-    # path that ends another is that run, where it ends only one.
+    # One training's checkpoints given as a relative and an absolute path (out/..., ../proj/out/...,
+    # /home/u/proj/out/...): a path that ends another, less the ``..`` it opens with, is that run, where it
+    # ends only one (review cu: ``../proj/out`` was a run of its own).
     same = {run: longer[0] for run in runs
-            if len(longer := [o for o in runs if len(o) > len(run) and o[-len(run):] == run]) == 1}
+            if (tail := _below_parents(run))
+            and len(longer := [o for o in runs if len(o) > len(tail) and o[-len(tail):] == tail and o != run]) == 1}
     runs = sorted(set(runs) - set(same))
     names: dict[tuple[str, ...], str] = {}
     for run in runs:
@@ -90,6 +92,14 @@ def run_names(runs: Iterable[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
             k += 1
         names[run] = "/".join(run[-k:])
     return {**names, **{run: names[same[run]] for run in same}}
+
+
+def _below_parents(run: tuple[str, ...]) -> tuple[str, ...]:
+    """A relative run path less the ``..`` parts it opens with (``../proj/out`` -> ``proj/out``)."""
+    i = 0
+    while i < len(run) and run[i] == "..":
+        i += 1
+    return run[i:]
 
 
 def rows_by_checkpoint(path: Path, evaluations: Iterable[tuple[str, dict[str, float]]],

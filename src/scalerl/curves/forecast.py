@@ -244,7 +244,8 @@ class Forecast:
             word = "not worth it"
         else:
             word = "uncertain"
-        return Verdict(budget_from, budget_to, p_from.R, p_to.R, gain, lo, hi, share, word, min_gain, self.level)
+        held = self.bands.calibration.band_level(self.level) if self.bands else self.level
+        return Verdict(budget_from, budget_to, p_from.R, p_to.R, gain, lo, hi, share, word, min_gain, held)
 
 
 @dataclass
@@ -264,6 +265,9 @@ class Verdict:
     below), 'uncertain', or 'no verdict (unstable run)'."""
     min_gain: float
     level: float = 0.95
+    """The level the gain's interval holds: the forecast's, or less where the calibration's run-cuts are too
+    few to give it (:meth:`~scalerl.curves.bands.Calibration.band_level`; review cu: "95% interval" below a
+    table of 85.7% bands)."""
 
     def text(self, unit: str = "") -> str:
         u = f" {unit}" if unit else ""
@@ -271,7 +275,7 @@ class Verdict:
         return (
             f"Going from {self.budget_from:.4g}{u} to {self.budget_to:.4g}{u} ({x:.3g}x the compute) is expected to "
             f"move the pass rate from {self.R_from:.3f} to {self.R_to:.3f}: {self.gain:+.3f} "
-            f"({int(round(100 * self.level))}% interval {self.gain_lo:+.3f} to {self.gain_hi:+.3f}), "
+            f"({level_text(self.level)} interval {self.gain_lo:+.3f} to {self.gain_hi:+.3f}), "
             f"{100 * self.headroom_share:.0f}% of the headroom left below where the forecast levels off. "
             f"Verdict: {self.word} (threshold {self.min_gain:+.3f})."
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from scalerl.errors import Note
+from scalerl.errors import InputError, Note
 
 
 def _flash_available(kernel: str) -> bool:
@@ -42,18 +42,31 @@ FLASH_KERNELS = ("flash_attention_2", "flash_attention_3", "flash_attention_4")
 _WARNED: set[str] = set()
 
 
-def drop_missing_flash_attention(config: Any) -> bool:
-    """Clear ``config``'s request for a flash-attention kernel this machine lacks -- transformers' own
-    (``flash_attention_2/3/4``) without its package, or one from the hub (``kernels-community/...``) on a
-    machine with no GPU -- (True where one was cleared, with a :class:`~scalerl.errors.Note` naming the
-    request); leave any other request alone."""
-    requested = getattr(config, "_attn_implementation", None)
+def _missing(requested: object) -> bool:
+    """Whether ``requested`` (an ``attn_implementation``) is a flash-attention kernel this machine lacks --
+    transformers' own (``flash_attention_2/3/4``) without its package, or one from the hub
+    (``kernels-community/...``: GPU code fetched at load time) on a machine with no GPU."""
     kernel = requested.split("|")[-1] if isinstance(requested, str) else None  # ("paged|flash_attention_2")
     if kernel in FLASH_KERNELS:
-        if _flash_available(kernel):
-            return False
-    elif not (kernel and "/" in kernel) or _accelerator():  # a kernel from the hub ("kernels-community/..."):
-        return False  # GPU code, fetched at load time (a traceback on a CPU, found by review cs)
+        return not _flash_available(kernel)
+    return bool(kernel and "/" in kernel) and not _accelerator()  # (a traceback on a CPU, found by review cs)
+
+
+def refuse_missing_flash_attention(requested: object) -> None:
+    """Refuse, in one line, an ``attn_implementation`` the caller asked for (not a checkpoint's config.json) that
+    :func:`_missing` says cannot run here: loading went on to a "cannot load the weights" error (review cu)."""
+    if _missing(requested):
+        raise InputError(f"attn_implementation={requested!r} needs a flash-attention kernel on a GPU, which this "
+                         "machine does not have; leave it out (transformers then uses SDPA where the model has it, "
+                         "which computes the same) or ask for 'sdpa' or 'eager'")
+
+
+def drop_missing_flash_attention(config: Any) -> bool:
+    """Clear ``config``'s request for a flash-attention kernel this machine lacks (:func:`_missing`; True where one
+    was cleared, with a :class:`~scalerl.errors.Note` naming the request); leave any other request alone."""
+    requested = getattr(config, "_attn_implementation", None)
+    if not _missing(requested):
+        return False
     config._attn_implementation = None  # transformers' default: SDPA where the model has it, else eager
     if requested in _WARNED:  # (the profile choice and the load both read the config: said once)
         return True

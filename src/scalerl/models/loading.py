@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 from scalerl.errors import InputError
 from scalerl.hub import hub_unreachable
-from scalerl.models.attention_request import drop_missing_flash_attention
+from scalerl.models.attention_request import drop_missing_flash_attention, refuse_missing_flash_attention
 from scalerl.models.tiny import TinySpec
 from scalerl.models.unloaded_weights import unloaded_weights
 
@@ -200,6 +200,7 @@ def load_model(
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # our own progress bar is the one that matters
+    refuse_missing_flash_attention(kwargs.get("attn_implementation"))  # (asked for here, not in config.json)
     source = resolve_model(name_or_path, cache_dir, tiny_spec, progress=progress)
     config = causal_config(source, name_or_path, **kwargs)  # a model of another kind is refused here, in one line
     base = adapter_base(source)
