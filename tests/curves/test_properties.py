@@ -70,3 +70,9 @@ def test_random_bytes_as_a_jsonl_log(tmp_path_factory, blob):
     p.write_bytes(blob)
     code = main(["fit", str(p), "--x", "c", "--y", "r", "--bootstrap", "20"])
     assert code in (0, 2)
+
+
+def test_x_over_hundreds_of_decades_keeps_c_mid_a_positive_number():
+    # (hypothesis found x from 1.8e-217 to 1: the solver's bound on ln C_mid was e^-1997, and C_mid came out 0.0)
+    fit = fit_sigmoid(Curve.from_arrays([1.7871958225616805e-217, 7.987432980612467e-99, 1.0, 1.0], [0, 0.5, 0, 1]))
+    assert 0 < fit.C_mid < math.inf and 0.0 <= fit.R0 < fit.A <= 1.0

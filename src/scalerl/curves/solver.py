@@ -295,6 +295,20 @@ def refine(u, y, start, R0: float | None, A_max: float, lnC_bounds, y_floor: flo
     return (float(A), float(B), float(math.exp(lnC)), float(r0)), float(2.0 * res.cost)
 
 
+#: ln of the least positive normal and of the largest float: the widest ln C_mid whose exp is a positive
+#: finite number.
+LN_FLOAT_MIN, LN_FLOAT_MAX = math.log(np.finfo(float).tiny), math.log(np.finfo(float).max)
+
+
+def ln_c_mid_bounds(u: np.ndarray) -> tuple[float, float]:
+    """Where ln C_mid may go, for the points at ``u = ln C``: well outside the data (a run that has barely
+    started, or one long flat), three times its span and e^5 beyond either end, and within what a float
+    holds (x from 1e-217 to 1 put the bound at e^-1997, and C_mid came out 0.0)."""
+    lo, hi = float(np.min(u)), float(np.max(u))
+    width = max(hi - lo, 1.0)
+    return max(lo - 3 * width - 5, LN_FLOAT_MIN), min(hi + 3 * width + 5, LN_FLOAT_MAX)
+
+
 def fit_fast(x, y, R0, *, A_max: float = 1.0, y_floor: float = 0.0, n_grid: int = 160, n_starts: int = 3, start=None):
     """The default method. ``R0=None`` fits R0 too. ``start`` (A, B, C_mid, R0) skips the profile
     (used by the bootstrap, which starts from the full-data optimum)."""
@@ -305,10 +319,7 @@ def fit_fast(x, y, R0, *, A_max: float = 1.0, y_floor: float = 0.0, n_grid: int 
         # R0 free: zero-compute points pin it (model value R0 at C=0); include them.
         u_all = np.where(x > 0, np.log(np.where(x > 0, x, 1.0)), -np.inf)
         u, yy = u_all, y
-    span = (np.log(x[pos]).min(), np.log(x[pos]).max())
-    width = max(span[1] - span[0], 1.0)
-    # C_mid may lie well outside the data (a run that has barely started, or one long flat).
-    lnC_bounds = (span[0] - 3 * width - 5, span[1] + 3 * width + 5)
+    lnC_bounds = ln_c_mid_bounds(np.log(x[pos]))
     if start is not None:
         A, B, C_mid, r0 = start
         return refine(u, yy, (A, B, math.log(C_mid), r0), R0, A_max, lnC_bounds, y_floor)
@@ -470,8 +481,7 @@ def refine_many(
     R0 = np.asarray(R0, dtype=float).reshape(-1, 1)
     m = Y.shape[0]
     if lnC_bounds is None:
-        w = max(float(u.max() - u.min()), 1.0)
-        lnC_bounds = (float(u.min()) - 3 * w - 5, float(u.max()) + 3 * w + 5)
+        lnC_bounds = ln_c_mid_bounds(u)
     rows = max(1, _REFINED_AT_ONCE // max(Y.shape[1], 1))
     if m > rows:  # each series' refit is its own: in slices, the same answer in bounded memory
         parts = [refine_many(u, Y[i:i + rows], R0[i:i + rows], start, A_max=A_max, lnC_bounds=lnC_bounds,
