@@ -19,6 +19,9 @@ class ByteTokenizer:
 
         return Out()
 
+    def decode(self, ids, skip_special_tokens=False):
+        return "".join(chr(i) for i in ids)
+
 
 def problems():
     return [Problem(id=f"{a}+{a}", prompt=f"{a}+{a}=", answer=str(2 * a), meta={"a": a, "b": a}) for a in (1, 2, 3)]

@@ -884,3 +884,93 @@ def test_a_failed_reward_call_never_pays_better_than_a_wrong_answer(tmp_path):
         task.close()
     assert (right, wrong) == (10.0, -5.0)
     assert failed <= wrong, f"a call that raised scored {failed}, better than the wrong answer's {wrong}"
+
+
+# ---------------------------------------------------------------------------------------------------- review cw
+
+
+@pytest.fixture
+def quiet_math_verify():
+    """math-verify logs every timeout with the whole completion."""
+    logging.getLogger("math_verify").setLevel(logging.CRITICAL)
+    yield
+    logging.getLogger("math_verify").setLevel(logging.NOTSET)
+
+
+def test_math_verifys_own_timeout_is_counted_in_the_worker_and_on_the_main_thread(tmp_path, quiet_math_verify):
+    # math-verify's 5 s limit stops 99999999! before the default verify_timeout (15 s) kills the worker: the
+    # call was a plain wrong answer with reward_timeouts 0 (review cw), in the worker and on the main thread alike.
+    from scalerl.tasks.base import Problem
+    from scalerl.tasks.failure_tally import counting_failures
+
+    task = MathTask(data=str(tmp_path / "unused.jsonl"))
+    five = Problem(id="a", prompt="p", answer="5")
+    out = []
+
+    def generator_thread():  # the default pipeline scores in generator threads: the call goes to the worker
+        with counting_failures() as tally:
+            out.append(task.reward(five, "\\boxed{99999999!}"))
+        out.append(tally.as_dict())
+
+    thread = threading.Thread(target=generator_thread)
+    thread.start()
+    thread.join(60)
+    assert out[0] == -1.0 and out[1]["timeouts"] == 1 and task.reward_stats()["timeouts"] == 1
+    with counting_failures() as tally:  # pipeline=sync, scalerl eval: scored in this process
+        assert task.rewards([(five, "\\boxed{99999999!}")]) == [-1.0]
+    task.close()
+    assert tally.as_dict()["timeouts"] == 1
+
+
+def test_a_verify_timeout_shorter_than_math_verifys_import_still_scores(tmp_path):
+    # (review cw: the worker imported math-verify inside its first call's limit; at 0.25 s every call timed out)
+    from scalerl.tasks.base import Problem
+
+    task = MathTask(data=str(tmp_path / "unused.jsonl"), verify_timeout=0.25)
+    five = Problem(id="a", prompt="p", answer="5")
+    out = []
+    thread = threading.Thread(target=lambda: out.extend(task.reward(five, "\\boxed{5}") for _ in range(3)))
+    thread.start()
+    thread.join(60)
+    stats = task.reward_stats()
+    task.close()
+    assert out == [1.0, 1.0, 1.0], stats
+
+
+@pytest.mark.parametrize("reference", ["42.", "Answer: 7", "18 dollars", "The answer is 5"])
+def test_a_reference_with_words_or_a_full_stop_around_its_answer_is_flagged(tmp_path, reference):
+    # Wrapped as the answer, "42." is the text '42.' and "Answer: 7" a product of letters over 7: every right
+    # completion scores -1, and the start's check (the reference written back as the answer) matched itself.
+    data = _write_jsonl(tmp_path / "val.jsonl", [{"prompt": f"q{i}", "answer": reference} for i in range(3)])
+    (note,) = MathTask(data=data, evaluate_only=True).reference_notes()
+    assert "3 of the first 3 reference answers hold words or a full stop" in note and repr(reference) in note, note
+
+
+def test_references_that_are_mathematics_are_not_flagged(tmp_path):
+    answers = ["3\\sqrt{2}", "(1,2)", "2, 3", "\\$18.90", "5 apples", "\\frac{1}{2}", "x=5", "6 \\text{ cm}", "yes",
+               "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "(-\\infty, 3]", "90^\\circ", "1,000"]
+    data = _write_jsonl(tmp_path / "val.jsonl", [{"prompt": f"q{i}", "answer": a} for i, a in enumerate(answers)])
+    assert MathTask(data=data, evaluate_only=True).reference_notes() == []
+
+
+def test_a_completion_cut_off_in_the_thinking_its_chat_template_opened_scores_minus_one(tmp_path):
+    # DeepSeek-R1-Distill's and QwQ's generation prompts end with "<think>\n": the completion holds no <think>,
+    # and one cut off mid-thought was graded whole, a \boxed{} guess in it passing (review cw).
+    from scripted import ScriptedGenerator  # tests/scripted.py (tests/ is on the path: its conftest.py)
+
+    from scalerl.generate.base import SamplingParams
+    from scalerl.models.char_tokenizer import build_char_tokenizer
+    from scalerl.tasks.base import Problem
+    from scalerl.train.evaluate import evaluate
+
+    tokenizer = build_char_tokenizer()
+    tokenizer.chat_template = ("{% for m in messages %}User: {{ m['content'] }}\n{% endfor %}"
+                               "{% if add_generation_prompt %}Assistant: <think>\n{% endif %}")
+    task = MathTask(data=str(tmp_path / "unused.jsonl"))
+    problems = [Problem(id="a", prompt="What is 2+3?", answer="5")]
+    params = SamplingParams(max_new_tokens=64, temperature=1.0)
+    cut = ScriptedGenerator(lambda ids, i: ("Okay, 2+3. Maybe \\boxed{5}? Hmm, wait, let me recheck", "length"))
+    metrics = evaluate(cut, tokenizer, task, problems, 1, params)
+    assert metrics["frac_truncated"] == 1.0 and metrics["pass_rate"] == 0.0  # still thinking: no final answer
+    done = ScriptedGenerator(lambda ids, i: ("2+3 is 5.</think>\\boxed{5}", "stop"))
+    assert evaluate(done, tokenizer, task, problems, 1, params)["pass_rate"] == 1.0

@@ -357,3 +357,14 @@ def test_csv_with_a_long_cell_is_read(tmp_path, suffix, delimiter):
         writer.writerow(["2+2=", "4"])
     rows = load_rows(path)
     assert [(r.prompt, r.answer) for r in rows] == [(long_prompt, "1"), ("2+2=", "4")]
+
+
+# (review cw: a JSON integer longer than Python converts was a ValueError traceback)
+@pytest.mark.parametrize("name, text", [
+    ("big.jsonl", '{"prompt": "q", "answer": ' + "1" * 5000 + "}\n"),
+    ("big.json", '[{"prompt": "q", "answer": ' + "1" * 5000 + "}]"),
+])
+def test_a_json_integer_past_pythons_digit_limit_is_read_as_its_digits(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    assert load_rows(path)[0].answer == "1" * 5000

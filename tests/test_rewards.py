@@ -21,6 +21,9 @@ def scaled(completion, answer, prompt):
 def raises(completion):
     raise RuntimeError("boom")
 
+def own_limit(completion):
+    raise TimeoutError("the judge did not answer in 30 s")
+
 def not_a_number(completion):
     return "yes"
 
@@ -113,6 +116,16 @@ def test_a_failing_call_scores_like_a_wrong_answer_and_is_counted(rewards_module
     with UserReward("my_rewards:not_a_number") as reward:
         assert reward(PROBLEM, "4") == -1.0
         assert "not a number" in reward.stats.last_error
+
+
+def test_a_timeout_error_of_the_functions_own_is_counted_as_a_timeout(rewards_module):
+    # (a limit of its own ran out -- a judge's request, math-verify's alarm: review cw)
+    with UserReward("my_rewards:own_limit") as reward:
+        pid = reward._proc.pid
+        assert reward(PROBLEM, "4") == -1.0
+        assert reward.stats.timeouts == 1 and reward.stats.errors == 0
+        assert "the judge did not answer in 30 s" in reward.stats.last_error
+        assert reward._proc is not None and reward._proc.pid == pid  # no hung worker to kill
 
 
 def test_an_exception_whose_message_cannot_be_made_is_a_counted_error_not_a_dead_worker(rewards_module):

@@ -18,7 +18,7 @@ from scalerl.rl.filters import DynamicSamplingBuffer
 from scalerl.rollout.context import RolloutContext, RoundContext
 from scalerl.rollout.groups import Group, RolloutBatch
 from scalerl.tasks.base import Problem, score_all
-from scalerl.tasks.encoding import encode_problems
+from scalerl.tasks.encoding import encode_problems, graded_texts
 from scalerl.tasks.failure_tally import counting_failures
 
 
@@ -31,10 +31,12 @@ def round_params(params: SamplingParams, round_: int) -> SamplingParams:
 
 
 def score_groups(ctx: RoundContext, problems: Sequence[Problem], completions: Sequence[Completion],
-                 generations: int) -> list[Group]:
-    """Reward problem-major completions (the G completions of problem i are rows i*G .. i*G+G-1)."""
+                 generations: int, prompts: Sequence[Sequence[int]]) -> list[Group]:
+    """Reward problem-major completions (the G completions of problem i are rows i*G .. i*G+G-1; ``prompts[i]``
+    is row i's prompt ids, which tell where the prompt opened the model's thinking)."""
+    texts = graded_texts(ctx.tokenizer, prompts, [c.text for c in completions])
     # The whole round at once: a task with reward workers scores its completions concurrently.
-    every = score_all(ctx.task, [(p, completions[i * generations + j].text)
+    every = score_all(ctx.task, [(p, texts[i * generations + j])
                                  for i, p in enumerate(problems) for j in range(generations)])
     groups = []
     for i, problem in enumerate(problems):
@@ -61,7 +63,7 @@ def generate_groups(ctx: RoundContext, generator: Generator, problems: Sequence[
         completions = generator.generate(flat, params, ctx.length_control, updates=updates)
     for c, p in zip(completions, (p for p in problems for _ in range(g))):
         c.meta["problem_id"] = p.id
-    groups = score_groups(ctx, problems, completions, g)
+    groups = score_groups(ctx, problems, completions, g, flat)
     prefilled = sum(len(p) if c.prefilled_tokens is None else c.prefilled_tokens for p, c in zip(flat, completions))
     return groups, len(completions), sum(len(c.token_ids) for c in completions), prefilled
 

@@ -17,6 +17,7 @@ import decimal
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -57,11 +58,18 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return seen
 
 
+def _whole_number(digits: str) -> int | str:
+    """A JSON integer: an ``int``, or its digits where it is longer than Python converts (4,300 digits by
+    default: a big-number answer was a ValueError traceback -- review cw); an answer is read as text anyway."""
+    limit = sys.get_int_max_str_digits()
+    return digits if limit and len(digits.lstrip("-")) > limit else int(digits)
+
+
 def _loads(text: str, where: str) -> Any:
     """``json.loads`` that refuses an object naming a key twice, naming ``where`` (:class:`InputError`;
     malformed JSON still raises ``json.JSONDecodeError`` for the caller to explain)."""
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_int=_whole_number)
     except _DuplicateKey as exc:
         raise InputError(f"{where}: the key {exc.args[0]!r} appears twice in one object (JSON keeps the last, "
                          "silently); keep the one you mean") from None

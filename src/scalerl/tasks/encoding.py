@@ -33,6 +33,33 @@ def encode_prompt(tokenizer: Any, text: str) -> list[int]:
     return list(tokenizer(text).input_ids)
 
 
+#: The thinking markers (the math task's answer is what follows the last ``</think>``).
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+def opens_thinking(tokenizer: Any, prompt_ids: Sequence[int]) -> bool:
+    """Whether the prompt leaves a ``<think>`` open at its end: a chat template whose generation prompt opens
+    the model's thinking itself (DeepSeek-R1-Distill's and QwQ's end with ``<think>\n``), or a prompt written
+    so (TinyZero's ``Assistant: ... <think>``). The completion then holds no ``<think>`` of its own."""
+    text = tokenizer.decode(list(prompt_ids), skip_special_tokens=False)
+    return text.rfind(THINK_OPEN) > text.rfind(THINK_CLOSE)
+
+
+def graded_texts(tokenizer: Any, prompts: Sequence[Sequence[int]], texts: Sequence[str]) -> list[str]:
+    """The completions as the rewards read them: each as the model continues its prompt, so one whose prompt
+    left a ``<think>`` open (:func:`opens_thinking`) starts with that ``<think>`` -- cut off before its
+    ``</think>``, it is still thinking and holds no answer (review cw: a ``\\boxed{}`` guess in the unfinished
+    thinking passed). ``prompts[i]`` is ``texts[i]``'s prompt."""
+    opened: dict[tuple[int, ...], bool] = {}  # (a prompt repeats once per completion drawn)
+    out = []
+    for ids, text in zip(prompts, texts):
+        key = tuple(ids)
+        if key not in opened:
+            opened[key] = opens_thinking(tokenizer, ids)
+        out.append(THINK_OPEN + text if opened[key] else text)
+    return out
+
+
 def encode_prompts(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
     return [encode_prompt(tokenizer, t) for t in texts]
 

@@ -4,7 +4,8 @@
 
 Protocol, one JSON object per line: the worker first writes ``{"ready": true}`` or
 ``{"load_error": "..."}``; then for each request ``{"prompt", "completion", "answer"}`` read
-from stdin it writes ``{"value": float}`` or ``{"error": "..."}``. The function's own prints
+from stdin it writes ``{"value": float}``, ``{"timeout": "..."}`` (the function raised ``TimeoutError``: a
+limit of its own ran out) or ``{"error": "..."}``. The function's own prints
 go to stderr so they cannot corrupt the protocol on stdout.
 """
 
@@ -283,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
             if inspect.isawaitable(value):
                 value = loop.run_until_complete(value)
             reply = {"value": to_reward(value)}
+        except TimeoutError as exc:  # a limit of the function's own ran out (math-verify's, a judge's request)
+            reply = {"timeout": describe(exc)}
         except BaseException as exc:  # noqa: BLE001 -- a failing reward is data, not a crash
             reply = {"error": describe(exc)}
         out.write(json.dumps(reply) + "\n")

@@ -12,7 +12,8 @@ cannot be killed, a process can. A call that raises (or returns a non-number) sc
 :data:`FAILURE_REWARD` (-1, what a wrong answer scores), or the lowest score the function has returned
 where that is lower (:attr:`UserReward.lowest`): a failure must never pay better than a wrong answer, or
 the policy learns to make the function fail; a call that exceeds ``timeout``
-seconds scores the same and the worker is killed and restarted for the next call. Both are
+seconds scores the same and the worker is killed and restarted for the next call; one that raises
+``TimeoutError`` (a limit of its own ran out: a judge's request, math-verify's) is a timeout too. Both are
 counted in :attr:`UserReward.stats` (and logged once each) so the trainer can put them in the run
 log. :meth:`UserReward.close` kills the worker at once, a call in flight included: that call, and
 any made after, scores -1 too but is neither a call nor a failure in the counts (the function did
@@ -281,6 +282,8 @@ class UserReward:
             if isinstance(exc, TimeoutError):
                 return self._failed("timeout", f"call exceeded {self.timeout:g} s; worker killed")
             return self._failed("error", "the worker process died during the call")
+        if "timeout" in reply:  # the function's own limit (math-verify's): a timeout, its worker still sound
+            return self._failed("timeout", reply["timeout"])
         if "error" in reply:
             return self._failed("error", reply["error"])
         value = float(reply["value"])

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 from scalerl.generate.base import Completion, Generator, LengthController, SamplingParams
 from scalerl.tasks.base import Problem, Task, calls_at_once, score_all
-from scalerl.tasks.encoding import encode_problems
+from scalerl.tasks.encoding import encode_problems, graded_texts
 from scalerl.tasks.failure_tally import scored_apart
 
 TRUNCATED = ("length", "interrupted_length")
@@ -100,7 +100,8 @@ def evaluate(
         generated += generator.generate(flat[start : start + size], chunk_params, length_control)
         if progress is not None:
             progress(len(flat[start : start + size]) * (k // draws))
-    pairs = [(problem, generated[i * draws + j].text) for i, problem in enumerate(problems) for j in range(draws)]
+    texts = graded_texts(tokenizer, flat, [c.text for c in generated])  # (a prompt that opened <think>: with it)
+    pairs = [(problem, texts[i * draws + j]) for i, problem in enumerate(problems) for j in range(draws)]
     shown = [i * draws for i in range(min(n_examples, len(problems)))] if examples is not None else []
     every, failed = _scored(task, pairs, shown)
     rewards = [every[i * draws : (i + 1) * draws] * (k // draws) for i in range(len(problems))]
