@@ -35,6 +35,17 @@ def test_fit_json_contract(capsys, tmp_path):
     assert plot.exists() and plot.read_text().lstrip().startswith("<?xml")
 
 
+def test_a_list_option_given_twice_keeps_every_value(capsys):
+    # `--target 0.3 --target 0.5` reported 0.5 alone, 0.3 dropped without a word (argparse keeps a repeated
+    # option's last list): every list option adds up, as --set does.
+    code, out, err = run_cli(capsys, "fit", str(REAL_CSV), *XY, "--run", DEEPSEEK, "--bootstrap", "0",
+                             "--predict", "24", "--predict", "48", "--target", "0.3", "--target", "0.4", "--json")
+    assert code == 0, err
+    obj = json.loads(out)
+    assert [p["C"] for p in obj["predictions"]] == [24.0, 48.0]
+    assert [t["R"] for t in obj["targets"]] == [0.3, 0.4]
+
+
 def test_fit_human_output_and_png(capsys, tmp_path):
     plot = tmp_path / "fit.png"
     code, out, _ = run_cli(capsys, "fit", str(REAL_CSV), *XY, "--run", QWEN, "--fit-until", "4.1", "--bootstrap", "100",

@@ -34,7 +34,7 @@ def add_data_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
                                                     "one; - for standard input)")
     # Several logs: one column for all, or one per log (trainers name the same metric differently:
     # NeMo-RL's validation/accuracy is OpenRLHF's eval_<set>_pass1).
-    per_path = dict(nargs="+", metavar="COL") if many else dict(metavar="COL")
+    per_path = dict(nargs="+", action="extend", metavar="COL") if many else dict(metavar="COL")
     each = "; one for every PATH, or one per PATH in order" if many else ""
     p.add_argument("--x", **per_path,
                    help="compute column (e.g. gpu_hours, flops, step); cum:COL is its running total (cum:timing_s/step); "

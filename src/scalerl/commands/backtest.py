@@ -31,7 +31,7 @@ def add_arguments(p) -> None:
     p.add_argument("--run", metavar="NAME", help="which run, when the (one) log holds several")
     cut = p.add_mutually_exclusive_group()
     cut.add_argument("--cut", type=float, metavar="X", help="fit on compute <= X, score the rest")
-    cut.add_argument("--cut-fraction", type=float, nargs="+", metavar="F",
+    cut.add_argument("--cut-fraction", type=float, nargs="+", action="extend", metavar="F",
                      help="cut at F x the last compute (e.g. 0.5); several (0.3 0.5 0.7): each run at each, in one "
                           "summary table, as the shipped calibration scores runs")
     p.add_argument("--all-runs", action="store_true",

@@ -38,7 +38,7 @@ def add_arguments(p) -> None:
     add_data_args(p, many=True)
     p.add_argument("--output", metavar="FILE", default="scalerl-calibration.json",
                    help="where to write the calibration (default: scalerl-calibration.json)")
-    p.add_argument("--cuts", type=float, nargs="+", default=[0.3, 0.5, 0.7], metavar="F",
+    p.add_argument("--cuts", type=float, nargs="+", action="extend", metavar="F",
                    help="where each run is cut, as shares of its compute (default: 0.3 0.5 0.7)")
     p.add_argument("--fit-from", default="auto", metavar="X",
                    help="as for fit: 'auto' (default), 'none' or a compute value -- use what you will forecast with")
@@ -50,10 +50,16 @@ def add_arguments(p) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+#: Where each run is cut by default (shares of its compute), as the shipped calibration is.
+DEFAULT_CUTS = (0.3, 0.5, 0.7)
+
+
 def run(args) -> int:
     """Read the runs, backtest each at each cut, write the factors, and say how they do."""
     from scalerl.curves.bands import write_calibration
 
+    if args.cuts is None:  # (the default here, not argparse's: --cuts given twice adds to what it holds)
+        args.cuts = list(DEFAULT_CUTS)
     _check_cuts(args.cuts)
     read, unread = _read(args)
     out = _output_file(args.output)

@@ -27,7 +27,7 @@ ALLOW_ABBREV = False
 
 def add_arguments(p) -> None:
     add_data_args(p, many=True)
-    p.add_argument("--labels", nargs="+", metavar="LABEL",
+    p.add_argument("--labels", nargs="+", action="extend", metavar="LABEL",
                    help="one label per PATH; paths with the same label are seeds of one run "
                         "(default: each run's own name)")
     p.add_argument("--baseline", metavar="LABEL", help="the run the others are compared with (default: the first)")

@@ -52,7 +52,7 @@ def add_arguments(p) -> None:
     p.add_argument("--reward-workers", type=int, metavar="N",
                    help="worker processes the reward function runs in, scoring N completions at a time (a slow "
                         "judge; default: the run's task.reward_workers, or 1)")
-    p.add_argument("--sets", nargs="+", metavar="NAME", help="evaluation sets (default: the run's, or all of the task's)")
+    p.add_argument("--sets", nargs="+", action="extend", metavar="NAME", help="evaluation sets (default: the run's, or all of the task's)")
     p.add_argument("--k", type=int, help="samples per problem, mean@k (default: the run's, or 4)")
     p.add_argument("--problems", type=int, help="problems per set (default: the run's, or 200; the val of --data FILE: every row)")
     p.add_argument("--temperature", type=float, help="sampling temperature (default: the run's, or 1.0)")

@@ -22,9 +22,9 @@ from scalerl.runlog import finite_json
 def add_arguments(p) -> None:
     add_data_args(p)
     add_fit_args(p)
-    p.add_argument("--predict", nargs="+", type=float, metavar="C", help="compute values to predict at "
+    p.add_argument("--predict", nargs="+", action="extend", type=float, metavar="C", help="compute values to predict at "
                    "(default: the last point, 2x and 10x it)")
-    p.add_argument("--target", nargs="+", type=float, metavar="R", help="pass rates to report the compute to reach")
+    p.add_argument("--target", nargs="+", action="extend", type=float, metavar="R", help="pass rates to report the compute to reach")
     p.add_argument("--verdict", nargs=2, type=float, metavar=("FROM", "TO"), help="is it worth going from budget FROM to TO?")
     p.add_argument("--plot", metavar="FILE", help="write the figure (.png or .svg)")
 
