@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.workers:
             with RewardWorkers("judge:judge", timeout=60, workers=n) as judge:
                 j = _rate(judge.score_many, judge_pairs, args.repeats)
-            with RewardWorkers("scalerl.tasks.math:math_verify_reward", timeout=60, workers=n) as verify:
+            with RewardWorkers("scalerl.tasks.math_worker:math_verify_reward", timeout=60, workers=n) as verify:
                 m = _rate(verify.score_many, pairs, args.repeats)
             base.setdefault("j", j)
             base.setdefault("m", m)

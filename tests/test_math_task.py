@@ -9,7 +9,8 @@ import pytest
 from scalerl.errors import InputError
 from scalerl.tasks import get_task
 from scalerl.tasks.datasets import load_rows
-from scalerl.tasks.math import MathTask, answer_region, math_verify_reward
+from scalerl.tasks.math import MathTask
+from scalerl.tasks.math_grading import answer_region, math_verify_reward
 
 
 @pytest.mark.parametrize(

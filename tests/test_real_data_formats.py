@@ -9,7 +9,7 @@ import pytest
 
 from scalerl.errors import InputError
 from scalerl.tasks.datasets import load_rows
-from scalerl.tasks.math import math_verify_reward
+from scalerl.tasks.math_grading import math_verify_reward
 
 
 def _answers(path, **fields):

@@ -12,7 +12,7 @@ from scalerl.generate.hf import HFGenerator
 from scalerl.generate.logprobs import completion_logprobs, pack_completions
 from scalerl.rl.length import InterruptionController
 from scalerl.tasks.encoding import encode_prompt
-from scalerl.tasks.math import math_verify_reward
+from scalerl.tasks.math_grading import math_verify_reward
 
 
 @pytest.fixture(scope="module")

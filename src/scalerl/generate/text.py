@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 #: Special tokens kept in the text: the tasks find the answer after the last ``</think>``
-#: (:func:`scalerl.tasks.math.answer_region`, :func:`scalerl.tasks.rewards` functions).
+#: (:func:`scalerl.tasks.math_grading.answer_region`, :func:`scalerl.tasks.rewards` functions).
 KEPT_MARKERS = ("<think>", "</think>")
 
 

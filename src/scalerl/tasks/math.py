@@ -1,32 +1,30 @@
 """Math task over a ``{prompt, answer}`` dataset, rewarded with math-verify (as in the paper).
 
-The completion's final answer is what follows the last ``</think>`` (the whole completion
-for a model that does not think; nothing -- reward -1 -- for one that opened ``<think>`` and
-never closed it). math-verify extracts the answer from it (``\\boxed{}``, LaTeX, plain
-expressions) and checks mathematical equivalence with the reference. The chat template is
-applied at encoding time (:func:`scalerl.tasks.encoding.encode_prompt`), not here.
+    task = MathTask(data="train.jsonl", eval_data={"aime": "aime24.jsonl"})
 
-Where the chat template opens the model's thinking itself (the prompt ends in ``<think>``), the
-completion is read as continuing it (:func:`scalerl.tasks.encoding.graded_texts`).
+The data: training rows, evaluation sets (named files, or a held-out share of the training rows,
+disjoint by prompt). The grading is :mod:`scalerl.tasks.math_grading` (math-verify on the text after
+the last ``</think>``), the start's check of the references :mod:`scalerl.tasks.math_references`. The
+chat template is applied at encoding time (:func:`scalerl.tasks.encoding.encode_prompt`), not here;
+where it opens the model's thinking itself (the prompt ends in ``<think>``), the completion is read
+as continuing it (:func:`scalerl.tasks.encoding.graded_texts`).
 
-math-verify bounds its own parsing and checking with ``signal.alarm``, which works only in the
-main thread. Elsewhere (the default pipeline scores its batches in generator threads) a call is
-sent to a worker process, where math-verify runs on its main thread with its own bounds, and the
-process is killed if a call outlives ``verify_timeout`` anyway: an answer such as ``99999999!``
-makes sympy compute in C, holding the GIL, where no alarm can stop it and no thread can be
-killed. Such a call scores -1, as a wrong answer, and is counted (``reward_timeouts``) -- so is
-one math-verify's own limits stopped, in the worker or on the main thread (:class:`VerifyTimeout`).
+math-verify's time limits use ``signal.alarm``, which works only in the main thread. Elsewhere (the
+default pipeline scores its batches in generator threads) a call is sent to a worker process, where
+math-verify runs on its main thread with its own limits, and the process is killed if a call
+outlives ``verify_timeout`` anyway: an answer such as ``99999999!`` makes sympy compute in C,
+holding the GIL, where no alarm can stop it and no thread can be killed. Such a call scores -1, as
+a wrong answer, and is counted (``reward_timeouts``) -- so is one math-verify's own limits stopped,
+in the worker or on the main thread (:class:`~scalerl.tasks.math_grading.VerifyTimeout`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
 import logging
-import re
 import threading
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -34,8 +32,8 @@ from scalerl.errors import InputError
 from scalerl.tasks.base import Problem
 from scalerl.tasks.data_files import SplitNotFound
 from scalerl.tasks.datasets import Row, answer_conflicts, load_rows, prompt_key, repeated_rows
-from scalerl.tasks.encoding import THINK_CLOSE, THINK_OPEN
-from scalerl.tasks.failure_tally import note_failure
+from scalerl.tasks.math_grading import on_main_thread, scored_here
+from scalerl.tasks.math_references import reference_notes
 from scalerl.tasks.rewards import MAX_TIMEOUT, MAX_WORKERS, RewardStats, RewardWorkers
 
 log = logging.getLogger(__name__)
@@ -45,143 +43,6 @@ _VERIFIER_LOCK = threading.Lock()
 
 #: The keys of an ``eval_data`` set given as a mapping (a file with fields of its own).
 _EVAL_KEYS = ("data", "prompt_field", "answer_field", "split")
-
-
-def answer_region(completion: str) -> str | None:
-    """The part of a completion that holds its final answer (None: still thinking)."""
-    if THINK_CLOSE in completion:
-        return completion.rsplit(THINK_CLOSE, 1)[1]
-    if THINK_OPEN in completion:
-        return None
-    return completion
-
-
-def _alarm_ok() -> bool:
-    return threading.current_thread() is threading.main_thread()
-
-
-#: A ``$`` that opens or closes math in LaTeX text: one not escaped as ``\$`` (a dollar sign).
-_MATH_DELIMITER = re.compile(r"(?<!\\)\$")
-
-
-@lru_cache(maxsize=65536)
-def _parse_gold(answer: str) -> Any:
-    from math_verify import parse
-
-    # A bare reference ("0.5", "x^2+1") is wrapped in \boxed{} so LaTeX extraction sees it as
-    # the answer; one that already carries its own delimiters is parsed as written. An escaped
-    # dollar ("\$18.90", MATH's money answers) is no delimiter: taken for one, the reference was
-    # parsed as written, read as nothing, and every completion scored -1.
-    text = answer if (_MATH_DELIMITER.search(answer) or "\\boxed" in answer) else f"\\boxed{{{answer}}}"
-    try:
-        return parse(text, raise_on_error=True, **({} if _alarm_ok() else {"parsing_timeout": None}))
-    except Exception:  # noqa: BLE001 -- read as nothing (math-verify's own reading; a timeout goes on up)
-        return []
-
-
-#: How many reference answers of each set are checked at the start (~1-2 ms each: a sample, not a
-#: 40k-row training file's every row).
-REFERENCE_SAMPLE = 256
-
-
-def unreadable_references(problems: Sequence[Problem], sample: int = REFERENCE_SAMPLE) -> tuple[list[Problem], int]:
-    """The problems among the first ``sample`` whose reference no completion can match: written back
-    as the answer (``\\boxed{ANSWER}``), it still scores -1 (math-verify reads the reference as nothing:
-    ``$``, ``\\boxed{}``, unbalanced braces) -- and how many were checked."""
-    checked = list(problems[:sample])
-    return [p for p in checked if _scored_quietly(f"\\boxed{{{p.answer}}}", p.answer) < 0], len(checked)
-
-
-class VerifyTimeout(TimeoutError):
-    """math-verify's own time limit ended a parse or a comparison (it returns "no match" and logs a warning):
-    the call is a timeout, counted as one, not a plain wrong answer (review cw: ``99999999!`` was stopped after
-    5 s and scored -1 with ``reward_timeouts`` 0)."""
-
-
-#: LaTeX the word check skips: a command (``\\sqrt``, ``\\pmod``), an environment's name
-#: (``\\begin{pmatrix}``) and a ``\\text{...}`` (units math-verify reads).
-_LATEX_WORDS = re.compile(r"\\(?:text|begin|end)\{[^}]*\}|\\[A-Za-z]+")
-#: A word of prose: three letters or more.
-_WORD = re.compile(r"[A-Za-z]{3,}")
-
-
-def misread_reference(answer: str) -> str | None:
-    """How math-verify reads ``answer`` as written where that is a number or an expression the task's own
-    reading (:func:`_parse_gold`: the reference wrapped as the answer) is not, and the reference is prose --
-    words around the answer (``Answer: 7``, ``18 dollars``) or a full stop after it (``42.``), which the
-    wrapped reading takes for a product of letters or leaves as text, so every right completion scores -1
-    (review cw). None where the readings agree, or the reference is mathematics (``3\\sqrt{2}``, ``(1,2)``:
-    read as written they lose their meaning, wrapped they keep it)."""
-    from math_verify import parse, verify
-
-    try:
-        wrapped = _parse_gold(answer)
-        plain = parse(answer, raise_on_error=True, **({} if _alarm_ok() else {"parsing_timeout": None}))
-    except BaseException:  # noqa: BLE001 -- a reference that breaks or stalls the parser is said elsewhere
-        return None
-    if not plain or not wrapped:
-        return None
-    wrapped_is_text = all(isinstance(g, str) for g in wrapped)
-    if not (wrapped_is_text or _WORD.search(_LATEX_WORDS.sub(" ", answer))):
-        return None
-    try:
-        if verify(wrapped, plain, raise_on_error=True, **({} if _alarm_ok() else {"timeout_seconds": None})):
-            return None
-    except BaseException:  # noqa: BLE001
-        return None
-    return str(plain[-1])
-
-
-def math_verify_reward(completion: str, answer: str) -> float:
-    """+1 when the completion's final answer is mathematically equal to ``answer``, else -1; raises
-    :class:`VerifyTimeout` where math-verify's own time limit stopped it (the worker process reports that as a
-    timeout; :func:`scored_here` scores it -1 and counts it)."""
-    region = answer_region(completion)
-    if region is None or not region.strip():
-        return -1.0
-    from math_verify import parse, verify
-    from math_verify.errors import TimeoutException
-
-    alarm = _alarm_ok()
-    timed_out = False
-    try:
-        gold = _parse_gold(answer)
-        pred = parse(region, raise_on_error=True, **({} if alarm else {"parsing_timeout": None}))
-    except TimeoutException:  # (a BaseException: math-verify's alarm)
-        raise VerifyTimeout(f"math-verify's own time limit stopped parsing (answer {answer[:40]!r})") from None
-    except Exception:  # noqa: BLE001 -- a completion that breaks the parser is a wrong answer
-        return -1.0
-    # Each reading of the reference against each of the completion's, as verify() pairs them itself -- one at a
-    # time, so that a comparison its time limit stopped is told from one that found no match.
-    for g, t in itertools.product(gold, pred):
-        try:
-            if verify(g, t, raise_on_error=True, **({} if alarm else {"timeout_seconds": None})):
-                return 1.0
-        except TimeoutException:
-            timed_out = True
-        except Exception:  # noqa: BLE001 -- a pair sympy cannot compare is no match (verify's own reading)
-            pass
-    if timed_out:
-        raise VerifyTimeout(f"math-verify's own time limit stopped a comparison (answer {answer[:40]!r})")
-    return -1.0
-
-
-def scored_here(completion: str, answer: str) -> float:
-    """:func:`math_verify_reward` in this process (on its main thread, where math-verify's alarms work): a
-    timeout scores -1 and is counted in the scoring's tally (``reward_timeouts``), as the worker's are."""
-    try:
-        return math_verify_reward(completion, answer)
-    except VerifyTimeout:
-        note_failure("timeouts")
-        return -1.0
-
-
-def _scored_quietly(completion: str, answer: str) -> float:
-    """:func:`math_verify_reward`, a timeout a wrong answer (the start's check of the references counts none)."""
-    try:
-        return math_verify_reward(completion, answer)
-    except VerifyTimeout:
-        return -1.0
 
 
 def _held_out(prompt: str, fraction: float, salt: str) -> bool:
@@ -369,39 +230,16 @@ class MathTask:
         return self._split[0]
 
     def reference_notes(self) -> list[str]:
-        """A note per set whose sampled references math-verify reads as nothing (every completion,
-        the right one included, scores -1 on those rows: a pass rate capped without a word)."""
+        """A note per set whose sampled references no completion can match as meant
+        (:func:`scalerl.tasks.math_references.reference_notes`)."""
         train, evals = self._split
-        notes = []
-        for name, problems in {"training": train, **{f"evaluation set {k!r}": v for k, v in evals.items()}}.items():
-            bad, checked = unreadable_references(problems)
-            if bad:
-                first = bad[0]
-                notes.append(f"math task, {name}: {len(bad)} of the first {checked} reference answers cannot be matched "
-                             f"by math-verify, even written back as the answer (e.g. row {first.meta.get('row', '?')}: "
-                             f"{first.answer[:60]!r}): every completion scores -1 on such rows, the right one included "
-                             "-- fix those answers (plain numbers or LaTeX math), or score with a reward function of "
-                             "your own (--reward)")
-            notes += self._prose_notes(name, problems)
-        return notes
-
-    def _prose_notes(self, name: str, problems: Sequence[Problem]) -> list[str]:
-        """A note where the set's sampled references hold prose around their answers (:func:`misread_reference`)."""
-        checked = problems[:REFERENCE_SAMPLE]
-        misread = [(p, plain) for p in checked if (plain := misread_reference(p.answer)) is not None]
-        if not misread:
-            return []
-        first, plain = misread[0]
-        return [f"math task, {name}: {len(misread)} of the first {len(checked)} reference answers hold words or a "
-                f"full stop around the answer (e.g. row {first.meta.get('row', '?')}: {first.answer[:60]!r}, which "
-                f"math-verify reads as {plain!r} only as written): graded as the answer they are taken for, a "
-                "completion that gives the bare answer scores -1 -- write the bare answer (a number or LaTeX math)"]
+        return reference_notes({"training": train, **{f"evaluation set {k!r}": v for k, v in evals.items()}})
 
     def eval_sets(self) -> dict[str, list[Problem]]:
         return self._split[1]
 
     def reward(self, problem: Problem, completion: str) -> float:
-        if _alarm_ok():
+        if on_main_thread():
             return scored_here(completion, problem.answer)
         return self._verifier()(problem, completion)
 
