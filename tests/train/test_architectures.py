@@ -3,6 +3,11 @@
 import copy
 import io
 import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -239,3 +244,97 @@ def test_falcon_lora_all_linear_loads_on_the_meta_placement_as_on_the_host(tmp_p
     host = load_policy(cfg, torch.device("cpu"), placement="host")
     meta = load_policy(cfg, torch.device("cpu"), placement="meta")
     assert [n for n, _ in lora_layers(meta.model)] == [n for n, _ in lora_layers(host.model)]
+
+
+# ------------------------------------------------------------------------------------------------- review cv
+_MOE_SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4)
+
+
+def _deepseek_v3_with_dense_first_layer():
+    return _random_model(transformers.DeepseekV3Config, **_MOE_SMALL, intermediate_size=64, moe_intermediate_size=16,
+                         num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2, n_group=1, topk_group=1,
+                         kv_lora_rank=16, q_lora_rank=None, qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=8,
+                         first_k_dense_replace=1)[0]
+
+
+@pytest.mark.filterwarnings("ignore:The following (rank|alpha)_pattern keys did not match")
+@pytest.mark.parametrize("targets", [["all-linear"], ["gate_proj", "up_proj", "down_proj"]])
+def test_lora_says_which_plain_layers_peft_took_for_experts(targets):
+    # peft's conversion of transformers-4 adapters reads gate_proj / up_proj / down_proj as the experts' fused
+    # weights: DeepSeek-V3's dense first layer and shared experts (plain nn.Linear) got no adapter, silently.
+    model = _deepseek_v3_with_dense_first_layer()
+    plain = [n for n, m in model.named_modules() if type(m) is torch.nn.Linear and n.endswith("mlp.gate_proj")]
+    with pytest.warns(UserWarning, match=r"model\.lora: .*gate_proj.* got no adapter: peft reads the names"):
+        add_lora(model, rank=4, alpha=8, dropout=0.0, target_modules=targets)
+    assert plain and not any(n in _adapted(model) for n in plain)  # (what the warning says)
+
+
+@pytest.mark.filterwarnings("ignore:The following (rank|alpha)_pattern keys did not match")
+@pytest.mark.parametrize("config_cls, kw", [
+    (transformers.Qwen2MoeConfig, dict(intermediate_size=64, moe_intermediate_size=16,
+                                       shared_expert_intermediate_size=16, num_key_value_heads=2, num_experts=4,
+                                       num_experts_per_tok=2)),
+    (transformers.GraniteMoeConfig, dict(intermediate_size=64, num_key_value_heads=2, num_local_experts=4,
+                                         num_experts_per_tok=2)),
+], ids=["qwen2_moe", "granitemoe"])
+def test_lora_all_linear_says_where_it_leaves_the_experts_frozen(config_cls, kw):
+    # docs/models.md said all-linear reaches the experts' 3-D weights: only on the model types peft converts.
+    model, _ = _random_model(config_cls, **_MOE_SMALL, **kw)
+    with pytest.warns(UserWarning, match="all-linear leaves the experts' fused weights without an adapter"):
+        add_lora(model, rank=4, alpha=8, dropout=0.0, target_modules=["all-linear"])
+
+
+@pytest.mark.filterwarnings("ignore:model.lora")
+@pytest.mark.filterwarnings("ignore:The following (rank|alpha)_pattern keys did not match")
+def test_lora_all_linear_adapts_the_out_proj_of_a_mixer_peft_accepts():
+    # Qwen3-Next's linear attention holds A_log as Mamba does; peft adapts its out_proj, which its forward calls:
+    # all-linear left it out of every such layer (models/lora.py excluded out_proj of every A_log module).
+    model, _ = _random_model(transformers.Qwen3NextConfig, **_MOE_SMALL, num_key_value_heads=2, intermediate_size=64,
+                             moe_intermediate_size=16, shared_expert_intermediate_size=16, num_experts=4,
+                             num_experts_per_tok=2, head_dim=8, linear_num_value_heads=2, linear_num_key_heads=2,
+                             linear_key_head_dim=8, linear_value_head_dim=8,
+                             layer_types=["linear_attention", "full_attention"])
+    add_lora(model, rank=4, alpha=8, dropout=0.0, target_modules=["all-linear"])
+    assert "model.layers.0.linear_attn.out_proj" in _adapted(model)
+
+
+def test_fsdp_leaves_layers_that_share_a_block_with_the_root():
+    # Zamba2's hybrid layers each hold the one shared transformer block: as FSDP units of their own its parameters
+    # sat in two groups, and the first forward raised from every rank (--nproc 2 on any real Zamba2).
+    from scalerl.train.distributed import shard_units
+
+    model, _ = _random_model(transformers.Zamba2Config, hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
+                             intermediate_size=64, num_key_value_heads=2, head_dim=8, mamba_d_state=8,
+                             layers_block_type=["mamba", "hybrid", "mamba", "hybrid"])
+    units = shard_units(model)
+    assert units and not any(type(u).__name__ == "Zamba2HybridLayer" for u in units)
+    held = [id(p) for u in units for p in u.parameters()]
+    assert len(held) == len(set(held))  # no parameter in two units
+
+
+_ZAMBA2_SHARD = textwrap.dedent("""
+    import socket, torch, torch.distributed as dist, transformers
+    from scalerl.train.distributed import shard
+    from scalerl.train.precision import Precision
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    config = transformers.Zamba2Config(hidden_size=32, num_hidden_layers=4, num_attention_heads=4, intermediate_size=64,
+                                       num_key_value_heads=2, head_dim=8, mamba_d_state=8, vocab_size=96,
+                                       layers_block_type=["mamba", "hybrid", "mamba", "hybrid"])
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    shard(model, Precision.create("fp32", torch.device("cpu")), fp32_root=True, world=1, device=torch.device("cpu"))
+    out = model(torch.randint(0, 96, (1, 6)))
+    out.logits.sum().backward()
+    print("sharded forward and backward ok")
+    dist.destroy_process_group()
+""")
+
+
+def test_fsdp_shards_a_zamba2_whose_hybrid_layers_share_one_transformer_block(tmp_path):
+    # (the units above, through fully_shard: a forward and a backward on one gloo rank)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"), OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-c", _ZAMBA2_SHARD], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr.strip().splitlines()[-1:]
+    assert "sharded forward and backward ok" in proc.stdout

@@ -60,6 +60,20 @@ def add_lora(model: nn.Module, *, rank: int, alpha: float, dropout: float, targe
         inject_adapter_in_model(config, model, adapter_name=ADAPTER)
     except ValueError as exc:  # e.g. target modules the model does not have
         raise ConfigError(f"model.lora: {' '.join(str(exc).split())}") from None
+    missed = _linears_moved_to_experts(model, list(target_modules), exclude or [])
+    if missed:
+        # (A second adapter pass for them, the conversion turned off, trained them -- but the adapter saved
+        # then reloads through peft's conversion again, which moves them off once more: said, not mended.)
+        warnings.warn(f"model.lora: {_names_text(missed)} got no adapter: peft reads the names gate_proj / up_proj / "
+                      "down_proj on this mixture-of-experts model as its experts' fused weights (its conversion of "
+                      "adapters written for transformers 4), so the plain layers of those names -- a dense MLP, "
+                      "shared experts -- stay frozen; LoRA trains the other layers", stacklevel=2)
+    frozen = _frozen_experts(model) if targets == "all-linear" else []
+    if frozen:
+        warnings.warn(f"model.lora: all-linear leaves the experts' fused weights without an adapter on this "
+                      f"{getattr(model.config, 'model_type', 'model')} model ({_names_text(frozen)}: peft adapts "
+                      "them only for the architectures its conversion table lists, such as Mixtral, Qwen3-MoE, "
+                      "OLMoE, DeepSeek-V3); LoRA trains the other linear layers", stacklevel=2)
     tied = _tied_targets(model)
     if tied:
         raise ConfigError(f"model.lora: {', '.join(tied)} share{'s' if len(tied) == 1 else ''} its weight with another "
@@ -74,6 +88,39 @@ def add_lora(model: nn.Module, *, rank: int, alpha: float, dropout: float, targe
     for name, p in model.named_parameters():
         p.requires_grad_(_LORA_KEY in name)
     return model
+
+
+#: Layer names peft's transformers v4 -> v5 conversion moves to a mixture-of-experts' fused expert weights
+#: (``peft.utils.transformers_weight_conversion``: Mixtral's w1/w2/w3, the others' gate/up/down projections).
+_EXPERT_NAMES = frozenset({"gate_proj", "up_proj", "down_proj", "w1", "w2", "w3"})
+
+
+def _linears_moved_to_experts(model: nn.Module, targets: list[str], exclude: list[str]) -> list[str]:
+    """The plain linear layers a request named (``all-linear``: any) that peft's v4 -> v5 conversion took for a
+    mixture-of-experts' fused experts and left without an adapter: DeepSeek-V3's dense first layers and shared
+    experts, Qwen3-MoE's ``mlp_only_layers`` -- named ``gate_proj`` / ``up_proj`` / ``down_proj`` like the
+    experts v4 had (review cv: left out without a word, from ``all-linear`` and from those names alike)."""
+    adapted = {name for name, _ in lora_layers(model)}
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    every = targets == ["all-linear"]
+    return [name for name, m in model.named_modules()
+            if type(m) is nn.Linear and m is not head and name.rpartition(".")[2] in _EXPERT_NAMES
+            and name not in adapted and name not in exclude and ".lora_" not in name
+            and not name.endswith(".base_layer")
+            and (every or any(name == t or name.endswith(f".{t}") for t in targets))]
+
+
+def _frozen_experts(model: nn.Module) -> list[str]:
+    """The fused expert weights (3-D parameters: one matrix per expert) no adapter reaches."""
+    wrapped = {name.rpartition(".lora_")[0] for name, _ in model.named_parameters() if _LORA_KEY in name}
+    return [f"{owner}.{name}" for owner, m in model.named_modules() if not isinstance(m, nn.modules.conv._ConvNd)
+            for name, p in m.named_parameters(recurse=False)  # (a convolution's kernel is 3-D too)
+            if p.ndim == 3 and _LORA_KEY not in owner and not any(owner.startswith(w) for w in wrapped)]
+
+
+def _names_text(names: list[str]) -> str:
+    """The first two names, and how many more."""
+    return ", ".join(names[:2]) + (f" and {len(names) - 2} more" if len(names) > 2 else "")
 
 
 def _tied_targets(model: nn.Module) -> list[str]:
@@ -115,11 +162,19 @@ def _unwrap_bypassed(model: nn.Module) -> list[str]:
 #: Projections of a state-space mixer that peft refuses to adapt (its out_proj feeds the selective
 #: scan's fused kernel, conv1d is a convolution): peft's ``all-linear`` picks them, then raises.
 SSM_EXCLUDED = ("out_proj", "conv1d")
+#: The model types peft refuses them in (``peft.tuners.tuners_utils._check_lora_target_modules_mamba``).
+#: Elsewhere a mixer's out_proj is adapted as any linear layer (Jamba's Mamba layers, Qwen3-Next's linear
+#: attention: their forward calls it -- review cv: left out of every mixer, 3 of 4 Qwen3-Next layers' output
+#: projections trained nothing); one a forward reads past is put back by :func:`_unwrap_bypassed`.
+SSM_REFUSED_IN = frozenset({"falcon_h1", "mamba", "mamba2", "falcon_mamba", "nemotron_h"})
 
 
 def ssm_projections(model: nn.Module) -> list[str]:
-    """Full names of those projections in ``model``: the children of every state-space mixer (a
-    module holding the ``A_log`` parameter of Mamba, Mamba-2, Falcon-H1, Nemotron-H ...)."""
+    """Full names of those projections in ``model`` where peft refuses them: the children of every state-space
+    mixer (a module holding the ``A_log`` parameter of Mamba, Mamba-2, Falcon-H1, Nemotron-H ...) of a model
+    type in :data:`SSM_REFUSED_IN`."""
+    if getattr(getattr(model, "config", None), "model_type", None) not in SSM_REFUSED_IN:
+        return []
     return [f"{name}.{child}" for name, module in _ssm_mixers(model).items()
             for child in SSM_EXCLUDED if isinstance(getattr(module, child, None), nn.Module)]
 

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
@@ -127,11 +128,16 @@ def shard_units(model: torch.nn.Module) -> list[torch.nn.Module]:
     """The modules that become FSDP units of their own: the model's ``_no_split_modules`` (its
     decoder layers), the outermost of them only -- a class listed inside another (Mamba lists its
     block and the block's mixer) would be sharded twice, and ``fully_shard`` refuses parameters
-    that are shards already."""
+    that are shards already -- and none that shares its parameters with another."""
     names = set(getattr(model, "_no_split_modules", None) or ())
     units = [m for m in model.modules() if type(m).__name__ in names]
     nested = {id(inner) for m in units for inner in m.modules() if inner is not m}
-    return [m for m in units if id(m) not in nested]
+    units = [m for m in units if id(m) not in nested]
+    # A unit whose parameters another unit holds too -- Zamba2's hybrid layers each hold the one shared
+    # transformer block -- would put them in two FSDP groups, which fully_shard refuses at the first forward
+    # (review cv: a traceback from every rank): such layers stay with the root unit.
+    owners = Counter(id(p) for m in units for p in m.parameters())
+    return [m for m in units if all(owners[id(p)] == 1 for p in m.parameters())]
 
 
 class TrainerGroup:
