@@ -975,3 +975,13 @@ def test_a_completion_cut_off_in_the_thinking_its_chat_template_opened_scores_mi
     assert metrics["frac_truncated"] == 1.0 and metrics["pass_rate"] == 0.0  # still thinking: no final answer
     done = ScriptedGenerator(lambda ids, i: ("2+3 is 5.</think>\\boxed{5}", "stop"))
     assert evaluate(done, tokenizer, task, problems, 1, params)["pass_rate"] == 1.0
+
+
+def test_a_think_tag_in_the_prompts_text_opens_nothing():
+    from scalerl.models.char_tokenizer import build_char_tokenizer
+    from scalerl.tasks.encoding import graded_texts
+
+    tokenizer = build_char_tokenizer()
+    told = tokenizer("Reason inside <think> tags, then answer. 2+3=").input_ids  # an instruction, not an opening
+    opened = tokenizer("2+3=? Assistant: Let me solve this step by step.\n<think>\n").input_ids
+    assert graded_texts(tokenizer, [told, opened], ["5", "5"]) == ["5", "<think>5"]

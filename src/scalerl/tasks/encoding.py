@@ -38,11 +38,11 @@ THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 
 def opens_thinking(tokenizer: Any, prompt_ids: Sequence[int]) -> bool:
-    """Whether the prompt leaves a ``<think>`` open at its end: a chat template whose generation prompt opens
-    the model's thinking itself (DeepSeek-R1-Distill's and QwQ's end with ``<think>\n``), or a prompt written
-    so (TinyZero's ``Assistant: ... <think>``). The completion then holds no ``<think>`` of its own."""
-    text = tokenizer.decode(list(prompt_ids), skip_special_tokens=False)
-    return text.rfind(THINK_OPEN) > text.rfind(THINK_CLOSE)
+    """Whether the prompt ends by opening the model's thinking: a chat template whose generation prompt does
+    (DeepSeek-R1-Distill's and QwQ's end with ``<think>\n``), or a prompt written so (TinyZero's ``Assistant:
+    ... <think>``). The completion then holds no ``<think>`` of its own. Only at the end: a ``<think>`` in the
+    prompt's text (an instruction to think in ``<think>`` tags) opens nothing."""
+    return tokenizer.decode(list(prompt_ids), skip_special_tokens=False).rstrip().endswith(THINK_OPEN)
 
 
 def graded_texts(tokenizer: Any, prompts: Sequence[Sequence[int]], texts: Sequence[str]) -> list[str]:
