@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import types
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ import torch
 import yaml
 
 from scalerl.cli import main
+from scalerl.config import save_yaml
+from scalerl.train.config import TrainConfig, resolve
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -34,12 +37,14 @@ HIDE_TORCH = textwrap.dedent("""
 
 
 def _one_line_error(capsys, code, *needles):
+    """The command's one error line (notes aside), holding every needle."""
     err = capsys.readouterr().err.strip()
     assert code == 2, err
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if not line.startswith("note:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
     for needle in needles:
-        assert needle in err, err
-    return err
+        assert needle in lines[0], err
+    return lines[0]
 
 
 @pytest.mark.parametrize("command", [["train", "--steps", "1"], ["eval"], ["train", "--print-config"]])
@@ -503,3 +508,138 @@ def test_recipe_name_given_twice_is_noted(capsys):
     out, err = capsys.readouterr()
     assert "recipe_name: deepseek-grpo" in out
     assert "recipe_name=scalerl" in err, err  # the item not used is named, as for steps=5 ... run.steps=7
+
+
+# ------------------------------------------------------------------------------------- review cx
+
+
+def _saved_run(directory: Path, *overrides: str) -> Path:
+    """A run directory holding the config.yaml a run of ``overrides`` saves (no checkpoint needed to resume
+    as far as the config: the trainer itself is replaced in the tests that get that far)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    cfg = resolve(TrainConfig(), ["run.steps=2", "eval.every=1", "pipeline=sync", f"run.output={directory}",
+                                  *overrides])
+    save_yaml(cfg, directory / "config.yaml", header=f"scalerl run {directory.name} (resolved config)")
+    return directory
+
+
+# ----------------------------------------------------------------------------- --resume with --set
+
+
+@pytest.mark.parametrize("item, path, value", [
+    ("run.steps=9", "run.steps", 9),
+    ("steps=9", "run.steps", 9),
+    ("run.threads=1", "run.threads", 1),
+])
+def test_resume_set_of_a_field_resume_may_change_is_used_or_refused(tmp_path, monkeypatch, capsys, item, path,
+                                                                    value):
+    import scalerl.commands.train as train_command
+
+    run = _saved_run(tmp_path / "run")
+    started = {}
+    monkeypatch.setattr(train_command, "_start", lambda cfg, **kw: started.setdefault("cfg", cfg) and 0)
+    code = main(["train", "--output", str(run), "--resume", "--set", item, "--no-report"])
+    if code == 0:  # used: the run goes on with the value given
+        section, leaf = path.split(".")
+        assert getattr(getattr(started["cfg"], section), leaf) == value
+    else:  # or refused in one line, naming it (what --steps / --threads would do)
+        _one_line_error(capsys, code, path)
+
+
+def test_resume_print_config_prints_the_extended_steps(tmp_path, capsys):
+    run = _saved_run(tmp_path / "run")
+    assert main(["train", "--output", str(run), "--resume", "--steps", "9", "--print-config"]) == 0
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["run"]["steps"] == 9
+
+
+# ----------------------------------------------------------------------------- values not checked
+
+
+@pytest.mark.parametrize("value", ["0", "-2"])
+def test_log_train_every_below_one_is_refused(capsys, value):
+    code = main(["train", "--set", f"log.train_every={value}", "--print-config"])
+    _one_line_error(capsys, code, "log.train_every")
+
+
+@pytest.mark.parametrize("device", ["gpu", "cuda"])
+def test_generator_device_that_cannot_be_used_is_refused_before_the_run(tmp_path, capsys, warm_tiny_dir, device):
+    import torch
+
+    if device == "cuda" and torch.cuda.is_available():
+        pytest.skip("cuda is a usable generator device here")
+    out = tmp_path / "run"
+    code = main(["train", "--model", str(warm_tiny_dir), "--profile", "cpu-tiny", "--steps", "1", "--eval-every", "1",
+                 "--set", "k=1", "--set", "backend.workers=processes", "--set", f"backend.generator_device={device}",
+                 "--set", "eval.problems=4", "--set", "eval.samples_per_problem=1", "--output", str(out),
+                 "--no-progress", "--no-report"])
+    _one_line_error(capsys, code, "generator_device")
+    assert not (out / "checkpoints").exists()  # refused before the run wrote anything
+
+
+# ----------------------------------------------------------------------------- YAML the loader takes, then trips on
+
+
+@pytest.mark.parametrize("text", ["1: 2\n", "recipe:\n  null: 3\n", "run:\n  yes: 4\n"])
+def test_a_key_that_is_not_text_is_one_line(tmp_path, capsys, text):
+    path = tmp_path / "cfg.yaml"
+    path.write_text(text)
+    _one_line_error(capsys, main(["train", "--config", str(path), "--print-config"]), "unknown key")
+
+
+@pytest.mark.parametrize("where", ["set", "file"])
+@pytest.mark.parametrize("key, digits", [("recipe.optimizer.lr", 400), ("run.steps", 5000)])
+def test_a_huge_integer_is_one_line(tmp_path, capsys, where, key, digits):
+    number = "1" + "0" * (digits - 1)
+    if where == "set":
+        argv = ["train", "--set", f"{key}={number}", "--print-config"]
+    else:
+        section, *middle, leaf = key.split(".")
+        path = tmp_path / "cfg.yaml"
+        path.write_text(f"{section}:\n" + "".join(f"{'  ' * (i + 1)}{m}:\n" for i, m in enumerate(middle))
+                        + f"{'  ' * (len(middle) + 1)}{leaf}: {number}\n")
+        argv = ["train", "--config", str(path), "--print-config"]
+    _one_line_error(capsys, main(argv), key.rsplit(".", 1)[-1])
+
+
+@pytest.mark.parametrize("text, belongs", [
+    ("steps: 100\n", "run.steps"),
+    ("recipe:\n  lr: 1.0e-4\n", "recipe.optimizer.lr"),
+    ("recipe_name: qwen-dapo\nloss:\n  name: ppo\n", "recipe.loss"),  # a recipe file given a recipe_name line
+])
+def test_a_key_in_the_wrong_section_names_where_it_belongs(tmp_path, capsys, text, belongs):
+    path = tmp_path / "cfg.yaml"
+    path.write_text(text)
+    _one_line_error(capsys, main(["train", "--config", str(path), "--print-config"]), belongs)
+
+
+# ----------------------------------------------------------------------------- demo --set run.output
+
+
+def test_demo_set_run_output_is_the_directory_overwritten_and_named(tmp_path, monkeypatch, capsys):
+    import scalerl.train.report as report
+    import scalerl.train.trainer as trainer
+
+    earlier = tmp_path / "demo"  # an earlier demo, which this command does not train into
+    earlier.mkdir()
+    (earlier / "config.yaml").write_text("run: {steps: 1}\n")
+    (earlier / "runlog.jsonl").write_text("")
+    new = tmp_path / "mine"
+
+    class Trained:
+        def __init__(self, cfg):
+            self.cfg = cfg
+
+        def run(self, hold_directory=False):
+            Path(self.cfg.run.output).mkdir(parents=True, exist_ok=True)
+            return types.SimpleNamespace(output=Path(self.cfg.run.output), release_directory=lambda: None)
+
+    monkeypatch.setattr(trainer, "Trainer", Trained)
+    monkeypatch.setattr(report, "write_run_report", lambda out: types.SimpleNamespace(x="flops", y="val/pass_rate"))
+    monkeypatch.setattr(report, "summary_lines", lambda written: [])
+    code = main(["demo", "--output", str(earlier), "--overwrite", "--set", f"run.output={new}", "--no-progress"])
+    assert (earlier / "runlog.jsonl").exists(), "the earlier demo, which the run does not go to, was deleted"
+    if code == 0:
+        out = capsys.readouterr().out
+        report_line = next(line for line in out.splitlines() if line.startswith("report:"))
+        assert str(new) in report_line, out

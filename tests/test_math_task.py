@@ -949,7 +949,8 @@ def test_a_reference_with_words_or_a_full_stop_around_its_answer_is_flagged(tmp_
 
 def test_references_that_are_mathematics_are_not_flagged(tmp_path):
     answers = ["3\\sqrt{2}", "(1,2)", "2, 3", "\\$18.90", "5 apples", "\\frac{1}{2}", "x=5", "6 \\text{ cm}", "yes",
-               "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "(-\\infty, 3]", "90^\\circ", "1,000"]
+               "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "(-\\infty, 3]", "90^\\circ", "1,000",
+               "2 and 3", "-1 and 1", "x=1 and x=2", "4abc", "2xyz"]  # (review cy: the last five were flagged)
     data = _write_jsonl(tmp_path / "val.jsonl", [{"prompt": f"q{i}", "answer": a} for i, a in enumerate(answers)])
     assert MathTask(data=data, evaluate_only=True).reference_notes() == []
 
@@ -985,3 +986,24 @@ def test_a_think_tag_in_the_prompts_text_opens_nothing():
     told = tokenizer("Reason inside <think> tags, then answer. 2+3=").input_ids  # an instruction, not an opening
     opened = tokenizer("2+3=? Assistant: Let me solve this step by step.\n<think>\n").input_ids
     assert graded_texts(tokenizer, [told, opened], ["5", "5"]) == ["5", "<think>5"]
+
+
+@pytest.mark.parametrize("prompt, completion", [
+    ("Answer directly, without <think> tags. What is 2 + 3? Put the answer in \\boxed{}.", "\\boxed{5}"),
+    ("Begin your response with <think>. What is 2 + 3?", "<think>\n2 + 3 = 5\n</think>\n\\boxed{5}"),
+])
+def test_a_think_tag_named_in_the_users_turn_opens_no_thinking(prompt, completion):
+    # (review cy: read anywhere in the prompt, it prefixed <think> to a bare right answer, which scored -1)
+    import importlib.util
+    from pathlib import Path
+
+    from scalerl.tasks.encoding import encode_prompt, graded_texts
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "user_model.py"
+    spec = importlib.util.spec_from_file_location("scalerl_examples_user_model_think", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tokenizer = module.build_tokenizer()  # byte-level BPE with a ChatML template: the turn ends "assistant\n"
+    ids = encode_prompt(tokenizer, prompt)
+    graded = graded_texts(tokenizer, [ids], [completion])[0]
+    assert graded == completion and math_verify_reward(graded, "5") == 1.0

@@ -28,6 +28,7 @@ import functools
 import inspect
 import math
 import re
+import sys
 import textwrap
 import types
 import typing
@@ -94,7 +95,7 @@ def from_dict(cls: type[T], data: Mapping[str, Any], *, path: str = "") -> T:
     hints = _type_hints(cls)
     if unknown:
         sections = [n for n in fields if dataclasses.is_dataclass(hints[n])]
-        raise ConfigError(_unknown_key_message(unknown[0], path, list(fields), sections))
+        raise UnknownKey(_unknown_key_message(unknown[0], path, list(fields), sections), unknown[0], path)
     kwargs: dict[str, Any] = {}
     for name, value in data.items():
         if dataclasses.is_dataclass(hints[name]) and isinstance(value, Mapping):
@@ -140,13 +141,32 @@ def _where(path: str) -> str:
     return f"section '{path}'" if path else "top level"
 
 
-def _unknown_key_message(key: str, path: str, known: list[str], sections: Iterable[str] = ()) -> str:
+class UnknownKey(ConfigError):
+    """A key no field of its section has (``key`` as the file wrote it -- maybe no text: YAML reads ``1:`` and
+    ``yes:`` as a number and a bool --, in the section at ``path``)."""
+
+    def __init__(self, message: str, key: Any, path: str) -> None:
+        super().__init__(message)
+        self.key, self.path = key, path
+
+
+def _belongs(cls: type, key: Any, path: str) -> str:
+    """Where else in ``cls`` a key of that name is (``steps`` -> ``run.steps``, ``loss`` -> ``recipe.loss``): the
+    sentence an unknown key's message ends with, or ''."""
+    leaves = leaf_fields(cls)
+    paths = set(leaves) | {p.rsplit(".", i)[0] for p in leaves for i in range(1, p.count(".") + 1)}
+    places = sorted(p for p in paths if p.rsplit(".", 1)[-1] == key and p != _join(path, str(key)))
+    return f" -- '{key}' is a key of {' and '.join(places)}" if places else ""
+
+
+def _unknown_key_message(key: Any, path: str, known: list[str], sections: Iterable[str] = ()) -> str:
     head = key.split(".", 1)[0] if isinstance(key, str) and "." in key else None
     if head in sections:  # `run.steps: 7` in a file: a dotted path is --set's syntax, not YAML's
         rest = key.split(".", 1)[1]
         return (f"unknown key '{key}' in {_where(path)}: a file nests the sections; write it as "
                 f"'{head}:' with '{rest}:' indented under it, or pass --set {_join(path, key)}=VALUE")
-    hint = difflib.get_close_matches(key, known, n=1)
+    # (a key YAML reads as no text -- 1:, yes: -- is unknown too: difflib needs text, and raised a TypeError)
+    hint = difflib.get_close_matches(key, known, n=1) if isinstance(key, str) else []
     did_you_mean = f"; did you mean '{hint[0]}'?" if hint else "."  # a sentence either way
     return f"unknown key '{key}' in {_where(path)}{did_you_mean} Known keys: {', '.join(known)}"
 
@@ -210,7 +230,11 @@ def _coerce(value: Any, tp: Any, path: str) -> Any:
     if tp is float:
         out = None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out = float(value)
+            try:
+                out = float(value)
+            except OverflowError:  # an integer past a float's range (~1.8e308): a traceback (review cx)
+                raise ConfigError(f"{path}: expected a number, got an integer of {len(str(abs(value)))} digits, "
+                                  "beyond a float's range") from None
         elif isinstance(value, str):  # YAML 1.1 reads '1e-15' (no dot) as a string
             try:
                 out = float(value)
@@ -336,7 +360,16 @@ def load_yaml(cls: type[T], path: str | Path) -> T:
     a classmethod ``from_file_mapping(data, path)`` turning the file's mapping into its fields' one."""
     data = read_yaml_mapping(path)
     prepare = getattr(cls, "from_file_mapping", None)
-    return from_dict(cls, prepare(data, Path(path)) if callable(prepare) else data)
+    return from_file_dict(cls, prepare(data, Path(path)) if callable(prepare) else data)
+
+
+def from_file_dict(cls: type[T], data: Mapping[str, Any]) -> T:
+    """:func:`from_dict` for a file's whole mapping: an unknown key's message also says where a key of that
+    name goes (``steps: 100`` at the top: ``run.steps``; review cx -- it listed the top level's keys alone)."""
+    try:
+        return from_dict(cls, data)
+    except UnknownKey as exc:
+        raise ConfigError(f"{exc}{_belongs(cls, exc.key, exc.path)}") from None
 
 
 def dotted_keys(data: Mapping[str, Any], prefix: str = "") -> set[str]:
@@ -413,6 +446,10 @@ _QuotingDumper.yaml_implicit_resolvers = {
 
 def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     text = str(loader.construct_scalar(node)).replace("_", "")
+    limit = sys.get_int_max_str_digits()
+    if limit and len(text.lstrip("+-")) > limit:  # (int() raised a ValueError traceback: review cx)
+        raise yaml.constructor.ConstructorError(None, None, f"an integer of {len(text.lstrip('+-'))} digits, more "
+                                                f"than any setting takes", node.start_mark)
     if text.startswith(("0o", "0x")):
         return int(text[2:], 8 if text[1] == "o" else 16)
     return int(text, 10)

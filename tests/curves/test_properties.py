@@ -76,3 +76,12 @@ def test_x_over_hundreds_of_decades_keeps_c_mid_a_positive_number():
     # (hypothesis found x from 1.8e-217 to 1: the solver's bound on ln C_mid was e^-1997, and C_mid came out 0.0)
     fit = fit_sigmoid(Curve.from_arrays([1.7871958225616805e-217, 7.987432980612467e-99, 1.0, 1.0], [0, 0.5, 0, 1]))
     assert 0 < fit.C_mid < math.inf and 0.0 <= fit.R0 < fit.A <= 1.0
+
+
+def test_compute_below_the_least_normal_float_fits_or_refuses(tmp_path):
+    # (review cy: ln C_mid's bounds crossed for x near 1e-322 -- scipy's "lower bound must be less" traceback)
+    log = tmp_path / "sub.csv"
+    xs = [1e-322 * 2 ** i for i in range(8)]
+    log.write_text("x,y\n" + "".join(f"{x!r},{0.1 + 0.06 * i:.2f}\n" for i, x in enumerate(xs)))
+    assert main(["fit", str(log), "--x", "x", "--y", "y", "--bootstrap", "20"]) in (0, 2)
+

@@ -310,6 +310,9 @@ def test_fsdp_leaves_layers_that_share_a_block_with_the_root():
     assert units and not any(type(u).__name__ == "Zamba2HybridLayer" for u in units)
     held = [id(p) for u in units for p in u.parameters()]
     assert len(held) == len(set(held))  # no parameter in two units
+    inside = {id(m) for u in units for m in u.modules()}  # every Mamba layer keeps a unit (review cy: the hybrid
+    mamba = [m for m in model.modules() if type(m).__name__ == "Zamba2MambaDecoderLayer"]  # layers' own went too)
+    assert len(mamba) == 4 and all(id(m) in inside for m in mamba)
 
 
 _ZAMBA2_SHARD = textwrap.dedent("""
@@ -338,3 +341,14 @@ def test_fsdp_shards_a_zamba2_whose_hybrid_layers_share_one_transformer_block(tm
                           cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr.strip().splitlines()[-1:]
     assert "sharded forward and backward ok" in proc.stdout
+
+
+def test_a_mixer_whose_fused_kernel_reads_its_out_proj_weight_keeps_it_plain():
+    # Bamba's (Granite 4's, Zamba2's) mixer hands self.out_proj.weight to the fused scan kernel on a GPU: an adapter
+    # there would train nothing, and the CPU probe sees the layer called (review cy). Jamba's calls its out_proj.
+    from scalerl.models.lora import ssm_projections
+
+    bamba, _ = _random_model(transformers.BambaConfig, **_MOE_SMALL, intermediate_size=64, num_key_value_heads=2,
+                             mamba_n_heads=4, mamba_d_head=16, mamba_d_state=8, mamba_n_groups=1,
+                             attn_layer_indices=[1])
+    assert ssm_projections(bamba) == ["model.layers.0.mamba.out_proj"]

@@ -253,3 +253,13 @@ def test_a_flash_attention_request_given_to_load_model_is_refused_in_one_line(tm
         with pytest.raises(InputError, match=f"attn_implementation='{request}' needs a flash-attention kernel"):
             load_model(str(path), attn_implementation=request)
 
+
+def test_a_flash_request_on_a_gpu_without_the_package_names_the_package(monkeypatch):
+    from scalerl.models import attention_request
+
+    monkeypatch.setattr(attention_request, "_flash_available", lambda kernel: False)  # flash-attn not installed
+    monkeypatch.setattr(attention_request, "_accelerator", lambda: True)  # ... on a CUDA machine
+    with pytest.raises(InputError, match="needs a flash-attention kernel and the flash-attn package, which is not "
+                                         "installed"):  # (review cy: it said the machine had no GPU)
+        attention_request.refuse_missing_flash_attention("flash_attention_2")
+

@@ -37,8 +37,6 @@ def run(args) -> int:
     out = Path(args.output)
     if args.resume and args.overwrite:  # as scalerl train: resuming what --overwrite deletes means nothing
         raise InputError("--resume continues the demo in --output, --overwrite deletes it: choose one")
-    if args.overwrite:
-        overwrite_run_dir(out)
     if args.resume:
         # As `scalerl train --resume`: the saved config is the truth; --steps may extend the demo,
         # --threads and --no-progress change how it runs; any other flag that differs is refused by
@@ -49,11 +47,16 @@ def run(args) -> int:
         cfg = trainer.cfg
     else:
         cfg = config_from_args(args, output=str(out), defaults=DEMO_DEFAULTS)
+        # A --set run.output wins over --output: the directory the demo goes to is the one --overwrite empties and
+        # the lines below name (review cx: it trained there, emptied --output's -- an earlier demo -- and named it).
+        out = Path(cfg.run.output)
         if cfg.run.nproc > 1:  # (it trained in one process, saved nproc N, and its own `train --resume` was refused)
             raise InputError(f"the demo trains in one process; --nproc {cfg.run.nproc} is for scalerl train (the "
                              f"demo's run with {cfg.run.nproc} trainer processes: scalerl train --model "
                              f"{cfg.model.name_or_path} --task {cfg.task.name} --steps {cfg.run.steps} --eval-every "
                              f"{cfg.eval.every} --nproc {cfg.run.nproc} --output DIR)")
+        if args.overwrite:
+            overwrite_run_dir(out)
         trainer = Trainer(cfg)
     print(f"scalerl demo: {cfg.recipe_name} recipe ({cfg.recipe.off_policy.pipeline}, k={cfg.recipe.off_policy.k}, "
           f"{cfg.recipe.loss.name} loss), model {cfg.model.name_or_path}, task {cfg.task.name}, {cfg.run.steps} steps, evaluation every {cfg.eval.every}; "

@@ -306,7 +306,9 @@ def ln_c_mid_bounds(u: np.ndarray) -> tuple[float, float]:
     holds (x from 1e-217 to 1 put the bound at e^-1997, and C_mid came out 0.0)."""
     lo, hi = float(np.min(u)), float(np.max(u))
     width = max(hi - lo, 1.0)
-    return max(lo - 3 * width - 5, LN_FLOAT_MIN), min(hi + 3 * width + 5, LN_FLOAT_MAX)
+    bottom = max(lo - 3 * width - 5, LN_FLOAT_MIN)
+    # (above the bottom even for compute below the least normal float, 1e-310: the bounds crossed -- review cy)
+    return bottom, max(min(hi + 3 * width + 5, LN_FLOAT_MAX), bottom + 1.0)
 
 
 def fit_fast(x, y, R0, *, A_max: float = 1.0, y_floor: float = 0.0, n_grid: int = 160, n_starts: int = 3, start=None):

@@ -37,6 +37,9 @@ def _accelerator() -> bool:
 
 #: transformers' own flash-attention names.
 FLASH_KERNELS = ("flash_attention_2", "flash_attention_3", "flash_attention_4")
+#: The package each needs (a hub kernel: ``kernels``).
+_PACKAGES = {"flash_attention_2": "flash-attn", "flash_attention_3": "flash-attn-3 (flash_attn_interface)",
+             "flash_attention_4": "flash-attn-4 (flash_attn.cute)"}
 
 
 _WARNED: set[str] = set()
@@ -56,9 +59,13 @@ def refuse_missing_flash_attention(requested: object) -> None:
     """Refuse, in one line, an ``attn_implementation`` the caller asked for (not a checkpoint's config.json) that
     :func:`_missing` says cannot run here: loading went on to a "cannot load the weights" error (review cu)."""
     if _missing(requested):
-        raise InputError(f"attn_implementation={requested!r} needs a flash-attention kernel on a GPU, which this "
-                         "machine does not have; leave it out (transformers then uses SDPA where the model has it, "
-                         "which computes the same) or ask for 'sdpa' or 'eager'")
+        kernel = requested.split("|")[-1]
+        # (on a GPU the package is what is missing: the message said the machine had no GPU -- review cy)
+        lacks = (f"the {_PACKAGES.get(kernel, 'flash-attn')} package, which is not installed" if _accelerator()
+                 else "a GPU, which this machine does not have")
+        raise InputError(f"attn_implementation={requested!r} needs a flash-attention kernel and {lacks}; leave it out "
+                         "(transformers then uses SDPA where the model has it, which computes the same) or ask for "
+                         "'sdpa' or 'eager'")
 
 
 def drop_missing_flash_attention(config: Any) -> bool:

@@ -22,6 +22,8 @@ Without LoRA layers both functions are the plain ``deepcopy`` / ``state_dict``.
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import json
 import re
 import warnings
@@ -163,20 +165,32 @@ def _unwrap_bypassed(model: nn.Module) -> list[str]:
 #: scan's fused kernel, conv1d is a convolution): peft's ``all-linear`` picks them, then raises.
 SSM_EXCLUDED = ("out_proj", "conv1d")
 #: The model types peft refuses them in (``peft.tuners.tuners_utils._check_lora_target_modules_mamba``).
-#: Elsewhere a mixer's out_proj is adapted as any linear layer (Jamba's Mamba layers, Qwen3-Next's linear
-#: attention: their forward calls it -- review cv: left out of every mixer, 3 of 4 Qwen3-Next layers' output
-#: projections trained nothing); one a forward reads past is put back by :func:`_unwrap_bypassed`.
 SSM_REFUSED_IN = frozenset({"falcon_h1", "mamba", "mamba2", "falcon_mamba", "nemotron_h"})
 
 
 def ssm_projections(model: nn.Module) -> list[str]:
-    """Full names of those projections in ``model`` where peft refuses them: the children of every state-space
-    mixer (a module holding the ``A_log`` parameter of Mamba, Mamba-2, Falcon-H1, Nemotron-H ...) of a model
-    type in :data:`SSM_REFUSED_IN`."""
-    if getattr(getattr(model, "config", None), "model_type", None) not in SSM_REFUSED_IN:
-        return []
-    return [f"{name}.{child}" for name, module in _ssm_mixers(model).items()
-            for child in SSM_EXCLUDED if isinstance(getattr(module, child, None), nn.Module)]
+    """Full names of the state-space mixers' projections ``all-linear`` leaves out (a mixer: a module holding the
+    ``A_log`` parameter of Mamba, Mamba-2, Falcon-H1, Jamba, Qwen3-Next's linear attention ...): both of
+    :data:`SSM_EXCLUDED` on the model types peft refuses them in; elsewhere an ``out_proj`` whose weight the
+    mixer's code reads past the layer (:func:`_read_past`: the fused scan kernels of Bamba, Granite 4, Zamba2 --
+    an adapter there trains nothing on a GPU, where :func:`_unwrap_bypassed`'s CPU probe sees the layer called).
+    Jamba's and Qwen3-Next's mixers call their out_proj: adapted (review cv: left out of every mixer, 3 of 4
+    Qwen3-Next layers' output projections trained nothing)."""
+    refused = getattr(getattr(model, "config", None), "model_type", None) in SSM_REFUSED_IN
+    return [f"{name}.{child}" for name, module in _ssm_mixers(model).items() for child in SSM_EXCLUDED
+            if isinstance(getattr(module, child, None), nn.Module)
+            and (refused or (child == "out_proj" and _read_past(type(module), child)))]
+
+
+@functools.cache
+def _read_past(mixer: type, child: str) -> bool:
+    """Whether a mixer class's code reads ``child``'s weight itself (``self.out_proj.weight`` handed to a fused
+    kernel) rather than only calling the layer; True where its code cannot be read."""
+    try:
+        code = inspect.getsource(mixer)
+    except (OSError, TypeError):
+        return True
+    return f"{child}.weight" in code or f"{child.replace('_', '')}_weight" in code
 
 
 def linears_of_their_own(model: nn.Module) -> list[str]:

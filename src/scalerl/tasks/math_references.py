@@ -34,8 +34,8 @@ def unreadable_references(problems: Sequence[Problem], sample: int = REFERENCE_S
 #: LaTeX the word check skips: a command (``\\sqrt``, ``\\pmod``), an environment's name
 #: (``\\begin{pmatrix}``) and a ``\\text{...}`` (units math-verify reads).
 _LATEX_WORDS = re.compile(r"\\(?:text|begin|end)\{[^}]*\}|\\[A-Za-z]+")
-#: A word of prose: three letters or more.
-_WORD = re.compile(r"[A-Za-z]{3,}")
+#: A word of prose: four letters or more, not glued to a number or another letter (``4abc`` is algebra).
+_WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{4,}(?![A-Za-z0-9])")
 
 
 def misread_reference(answer: str) -> str | None:
@@ -54,8 +54,7 @@ def misread_reference(answer: str) -> str | None:
         return None
     if not plain or not wrapped:
         return None
-    wrapped_is_text = all(isinstance(g, str) for g in wrapped)
-    if not (wrapped_is_text or _WORD.search(_LATEX_WORDS.sub(" ", answer))):
+    if not (all(isinstance(g, str) for g in wrapped) or _spelled_out(wrapped, answer)):
         return None
     try:
         if verify(wrapped, plain, raise_on_error=True, **({} if on_main_thread() else {"timeout_seconds": None})):
@@ -97,3 +96,12 @@ def reference_notes(sets: dict[str, Sequence[Problem]]) -> list[str]:
                          "answer they are taken for, a completion that gives the bare answer scores -1 -- write the "
                          "bare answer (a number or LaTeX math)")
     return notes
+
+
+def _spelled_out(wrapped: list, answer: str) -> bool:
+    """Whether the wrapped reading took a word of ``answer`` for a product of its letters (``dollars`` ->
+    d*o*l*l*a*r*s): every letter of some prose word (:data:`_WORD`) is a symbol of the reading. Not ``2 and
+    3`` (read as the set {2, 3}), nor ``x=1 and x=2`` (review cy: flagged, though graded as meant)."""
+    # (the letters the reading prints: a symbol may hold two of them -- "do" --, and sympy's E is the word's e)
+    letters = {c for g in wrapped if not isinstance(g, str) for c in str(g).lower() if c.isalpha()}
+    return any(set(word.lower()) <= letters for word in _WORD.findall(_LATEX_WORDS.sub(" ", answer)))

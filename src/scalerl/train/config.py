@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from scalerl.config import (apply_overrides, deep_merge, dotted_keys, from_dict, leaf_fields, read_yaml_mapping,
+from scalerl.config import (apply_overrides, deep_merge, dotted_keys, from_file_dict, leaf_fields, read_yaml_mapping,
                             resolve_key, to_dict)
 from scalerl.errors import ConfigError, InputError
 from scalerl.pipeline.config import BackendConfig, backend_problems
@@ -368,6 +368,9 @@ class TrainConfig:
             problems.append(f"run.seed must be below 2**32 (4294967296), got {self.run.seed}")
         if self.eval.every < 1:
             problems.append(f"eval.every must be >= 1, got {self.eval.every}")
+        if self.log.train_every < 1:  # (0 trained to the first logged step, then a ZeroDivisionError: review cx)
+            problems.append(f"log.train_every must be >= 1 (log every Nth step's training metrics), got "
+                            f"{self.log.train_every}")
         if self.eval.log_samples < 0:
             problems.append(f"eval.log_samples must be >= 0, got {self.eval.log_samples}")
         if self.eval.samples_per_problem < 1 or self.eval.problems < 1:
@@ -625,7 +628,7 @@ def load_config_file(path: str | Path) -> tuple[TrainConfig, set[str]]:
     data = read_yaml_mapping(path)
     wrapped = recipe_file_as_config(data, path)
     written = dotted_keys(wrapped)
-    return from_dict(TrainConfig, on_named_preset(wrapped, path, label=wrapped is not data)), written
+    return from_file_dict(TrainConfig, on_named_preset(wrapped, path, label=wrapped is not data)), written
 
 
 def on_named_preset(data: dict, path: Path, *, label: bool = False) -> dict:

@@ -135,9 +135,12 @@ def shard_units(model: torch.nn.Module) -> list[torch.nn.Module]:
     units = [m for m in units if id(m) not in nested]
     # A unit whose parameters another unit holds too -- Zamba2's hybrid layers each hold the one shared
     # transformer block -- would put them in two FSDP groups, which fully_shard refuses at the first forward
-    # (review cv: a traceback from every rank): such layers stay with the root unit.
+    # (review cv: a traceback from every rank): its children that share nothing (the layer's own Mamba layer)
+    # are units instead, and the shared block stays with the root unit (review cy: the Mamba layers went too).
     owners = Counter(id(p) for m in units for p in m.parameters())
-    return [m for m in units if all(owners[id(p)] == 1 for p in m.parameters())]
+    own = lambda m: all(owners[id(p)] == 1 for p in m.parameters())  # noqa: E731
+    return [u for m in units for u in ([m] if own(m) else
+                                       [c for c in m.children() if any(True for _ in c.parameters()) and own(c)])]
 
 
 class TrainerGroup:

@@ -271,9 +271,9 @@ def discard_unstarted_run(output: Path, *, checkpoints: str, files: Sequence[str
     return True
 
 
-def run_device(name: str) -> Any:
-    """``run.device`` as a torch device; :class:`ConfigError` for a name torch does not know or a
-    device this machine does not have (before any weights are loaded onto it)."""
+def run_device(name: str, setting: str = "run.device") -> Any:
+    """``run.device`` (or the ``setting`` named) as a torch device; :class:`ConfigError` for a name torch does not
+    know or a device this machine does not have (before any weights are loaded onto it)."""
     import torch
 
     if name == "auto":
@@ -281,18 +281,28 @@ def run_device(name: str) -> Any:
     try:
         device = torch.device(name)
     except (RuntimeError, ValueError):
-        raise ConfigError(f"run.device: unknown device {name!r}; use auto, cpu, cuda or cuda:N") from None
+        raise ConfigError(f"{setting}: unknown device {name!r}; use auto, cpu, cuda or cuda:N") from None
     if device.type == "cuda":
         if not torch.cuda.is_available():
             why = "this torch build has no CUDA" if torch.version.cuda is None else "no GPU is visible"
-            raise ConfigError(f"run.device={name}: CUDA is not available ({why}); use --set run.device=cpu or auto")
+            raise ConfigError(f"{setting}={name}: CUDA is not available ({why}); use --set {setting}=cpu or auto")
         if device.index is not None and device.index >= torch.cuda.device_count():
-            raise ConfigError(f"run.device={name}: only {torch.cuda.device_count()} GPU(s) are visible")
+            raise ConfigError(f"{setting}={name}: only {torch.cuda.device_count()} GPU(s) are visible")
     elif device.type == "mps" and not torch.backends.mps.is_available():
-        raise ConfigError(f"run.device={name}: MPS is not available; use --set run.device=cpu or auto")
+        raise ConfigError(f"{setting}={name}: MPS is not available; use --set {setting}=cpu or auto")
     elif device.type not in ("cpu", "cuda", "mps"):
-        raise ConfigError(f"run.device={name}: unsupported device type; use auto, cpu, cuda or cuda:N")
+        raise ConfigError(f"{setting}={name}: unsupported device type; use auto, cpu, cuda or cuda:N")
     return device
+
+
+def check_generator_device(backend: Any) -> None:
+    """``backend.generator_device`` of generator processes on this machine, checked as ``run.device`` is, before
+    the run starts (a name torch does not know, or CUDA on a machine without it, failed in the generator
+    process after the first checkpoint: review cx). Ray actors may run on other machines: not checked here."""
+    if backend.name == "local" and backend.workers == "processes" and backend.generator_device != "cpu":
+        if backend.generator_device == "auto":
+            raise ConfigError("backend.generator_device=auto: name the device, cpu or cuda[:N]")
+        run_device(backend.generator_device, "backend.generator_device")
 
 
 def check_writable(output: Path) -> None:

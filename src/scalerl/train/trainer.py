@@ -68,7 +68,7 @@ from scalerl.models.onednn_linear import use_onednn_linear
 from scalerl.train.evaluate import eval_bar, evaluate
 from scalerl.train.loggers import make_sinks
 from scalerl.train.policy import load_policy, load_policy_weights, policy_weights, save_policy
-from scalerl.train.preflight import (check_generation_budget, discard_unstarted_run,
+from scalerl.train.preflight import (check_generation_budget, check_generator_device, discard_unstarted_run,
                                      decode_rows, run_device, update_tokens)
 from scalerl.train.run_directory import (CHECKPOINTS, CONFIG, SAMPLES, HeldByLauncher, RunDirectoryLock, check_output,
                                         make_run_directory, record_steps, refuse_lost_history, resumed_config,
@@ -246,6 +246,7 @@ class Trainer:
             torch.set_num_threads(threads)
         torch.manual_seed(cfg.run.seed)
         self.device = self.rank.device if self.rank is not None else run_device(cfg.run.device)
+        check_generator_device(cfg.backend)
         # Process-wide, like the threads: restored when the run ends (generate/attention.py says why).
         self._cudnn_attention = cudnn_attention(self.device, cfg.run.cudnn_attention)
 
