@@ -62,20 +62,7 @@ def add_lora(model: nn.Module, *, rank: int, alpha: float, dropout: float, targe
         inject_adapter_in_model(config, model, adapter_name=ADAPTER)
     except ValueError as exc:  # e.g. target modules the model does not have
         raise ConfigError(f"model.lora: {' '.join(str(exc).split())}") from None
-    missed = _linears_moved_to_experts(model, list(target_modules), exclude or [])
-    if missed:
-        # (A second adapter pass for them, the conversion turned off, trained them -- but the adapter saved
-        # then reloads through peft's conversion again, which moves them off once more: said, not mended.)
-        warnings.warn(f"model.lora: {_names_text(missed)} got no adapter: peft reads the names gate_proj / up_proj / "
-                      "down_proj on this mixture-of-experts model as its experts' fused weights (its conversion of "
-                      "adapters written for transformers 4), so the plain layers of those names -- a dense MLP, "
-                      "shared experts -- stay frozen; LoRA trains the other layers", stacklevel=2)
-    frozen = _frozen_experts(model) if targets == "all-linear" else []
-    if frozen:
-        warnings.warn(f"model.lora: all-linear leaves the experts' fused weights without an adapter on this "
-                      f"{getattr(model.config, 'model_type', 'model')} model ({_names_text(frozen)}: peft adapts "
-                      "them only for the architectures its conversion table lists, such as Mixtral, Qwen3-MoE, "
-                      "OLMoE, DeepSeek-V3); LoRA trains the other linear layers", stacklevel=2)
+    _warn_of_frozen_experts(model, list(target_modules), exclude or [])
     tied = _tied_targets(model)
     if tied:
         raise ConfigError(f"model.lora: {', '.join(tied)} share{'s' if len(tied) == 1 else ''} its weight with another "
@@ -95,6 +82,26 @@ def add_lora(model: nn.Module, *, rank: int, alpha: float, dropout: float, targe
 #: Layer names peft's transformers v4 -> v5 conversion moves to a mixture-of-experts' fused expert weights
 #: (``peft.utils.transformers_weight_conversion``: Mixtral's w1/w2/w3, the others' gate/up/down projections).
 _EXPERT_NAMES = frozenset({"gate_proj", "up_proj", "down_proj", "w1", "w2", "w3"})
+
+
+def _warn_of_frozen_experts(model: nn.Module, targets: list[str], exclude: list[str]) -> None:
+    """Say which mixture-of-experts weights a request leaves without an adapter, where peft does so silently: plain
+    layers its v4 conversion took for experts (:func:`_linears_moved_to_experts`), and, under ``all-linear``, fused
+    experts it has no conversion for (:func:`_frozen_experts`)."""
+    missed = _linears_moved_to_experts(model, targets, exclude)
+    if missed:
+        # (A second adapter pass for them, the conversion turned off, trained them -- but the adapter saved
+        # then reloads through peft's conversion again, which moves them off once more: said, not mended.)
+        warnings.warn(f"model.lora: {_names_text(missed)} got no adapter: peft reads the names gate_proj / up_proj / "
+                      "down_proj on this mixture-of-experts model as its experts' fused weights (its conversion of "
+                      "adapters written for transformers 4), so the plain layers of those names -- a dense MLP, "
+                      "shared experts -- stay frozen; LoRA trains the other layers", stacklevel=3)
+    frozen = _frozen_experts(model) if targets == ["all-linear"] else []
+    if frozen:
+        warnings.warn(f"model.lora: all-linear leaves the experts' fused weights without an adapter on this "
+                      f"{getattr(model.config, 'model_type', 'model')} model ({_names_text(frozen)}: peft adapts "
+                      "them only for the architectures its conversion table lists, such as Mixtral, Qwen3-MoE, "
+                      "OLMoE, DeepSeek-V3); LoRA trains the other linear layers", stacklevel=3)
 
 
 def _linears_moved_to_experts(model: nn.Module, targets: list[str], exclude: list[str]) -> list[str]:

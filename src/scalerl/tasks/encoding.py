@@ -47,7 +47,7 @@ def opens_thinking(tokenizer: Any, prompt_ids: Sequence[int]) -> bool:
 
 def graded_texts(tokenizer: Any, prompts: Sequence[Sequence[int]], texts: Sequence[str]) -> list[str]:
     """The completions as the rewards read them: each as the model continues its prompt, so one whose prompt
-    left a ``<think>`` open (:func:`opens_thinking`) starts with that ``<think>`` -- cut off before its
+    ends by opening the thinking (:func:`opens_thinking`) starts with that ``<think>`` -- cut off before its
     ``</think>``, it is still thinking and holds no answer (review cw: a ``\\boxed{}`` guess in the unfinished
     thinking passed). ``prompts[i]`` is ``texts[i]``'s prompt."""
     opened: dict[tuple[int, ...], bool] = {}  # (a prompt repeats once per completion drawn)
