@@ -18,6 +18,7 @@ import yaml
 
 from scalerl.cli import main
 from scalerl.config import save_yaml
+from scalerl.errors import ConfigError, InputError
 from scalerl.train.config import TrainConfig, resolve
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -643,3 +644,72 @@ def test_demo_set_run_output_is_the_directory_overwritten_and_named(tmp_path, mo
         out = capsys.readouterr().out
         report_line = next(line for line in out.splitlines() if line.startswith("report:"))
         assert str(new) in report_line, out
+
+
+# ------------------------------------------------------------------------------------- review cz
+
+
+def _error_line(capsys) -> str:
+    return " ".join(line for line in capsys.readouterr().err.splitlines() if not line.startswith("note:"))
+
+
+def test_resume_with_the_original_command_keeps_the_steps_its_set_gave(tmp_path, capsys):
+    run = tmp_path / "run"
+    flags = ["--steps", "5", "--set", "run.steps=7"]
+    assert main(["train", *flags, "--output", str(run), "--print-config"]) == 0  # a new run: --set wins
+    assert yaml.safe_load(capsys.readouterr().out)["run"]["steps"] == 7
+    _saved_run(run, "run.steps=7")  # what that run saved
+    assert main(["train", *flags, "--output", str(run), "--resume", "--print-config"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out)["run"]["steps"] == 7  # got 5
+
+
+def test_resume_with_a_config_file_that_extends_the_steps_uses_or_refuses_them(tmp_path, capsys):
+    run = _saved_run(tmp_path / "run")
+    edited = yaml.safe_load((run / "config.yaml").read_text())
+    edited["run"]["steps"] = 9  # the run's own config, extended
+    config = tmp_path / "extended.yaml"
+    config.write_text(yaml.safe_dump(edited))
+    code = main(["train", "--config", str(config), "--output", str(run), "--resume", "--print-config"])
+    if code == 0:
+        assert yaml.safe_load(capsys.readouterr().out)["run"]["steps"] == 9  # got the saved 2
+    else:
+        assert "run.steps" in _error_line(capsys)
+
+
+def test_demo_resume_uses_or_refuses_a_set_of_run_steps(tmp_path, monkeypatch, capsys):
+    from scalerl.train import trainer as trainer_module
+
+    run = _saved_run(tmp_path / "demo", "model.name_or_path=tiny-m", "task.name=arithmetic-mix")
+    asked = {}
+
+    class Stop(InputError):
+        pass
+
+    def resumed(cls, output, **kw):
+        asked.update(kw)
+        raise Stop("stopped by the test")
+
+    monkeypatch.setattr(trainer_module.Trainer, "resumed", classmethod(resumed))
+    code = main(["demo", "--output", str(run), "--resume", "--set", "run.steps=9"])
+    err = _error_line(capsys)
+    if asked:
+        assert asked.get("steps") == 9, asked  # got None: the saved 2 steps run
+    else:
+        assert code == 2 and "run.steps" in err, err
+
+
+def _pipeline_processes(device):
+    return resolve(TrainConfig(), ["pipeline=pipeline-rl-k", "backend.workers=processes",
+                                   f"backend.generator_device={device}"])
+
+
+@pytest.mark.parametrize("device", ["gpu", "mps"])
+def test_generator_device_refusal_suggests_only_values_it_takes(device):
+    from scalerl.train.preflight import check_generator_device
+
+    if device == "mps" and torch.backends.mps.is_available():
+        pytest.skip("mps is usable here")
+    with pytest.raises(ConfigError) as refused:
+        check_generator_device(_pipeline_processes(device))
+    if "auto" in str(refused.value):  # what it suggests must be taken
+        check_generator_device(_pipeline_processes("auto"))

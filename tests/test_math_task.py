@@ -1007,3 +1007,15 @@ def test_a_think_tag_named_in_the_users_turn_opens_no_thinking(prompt, completio
     ids = encode_prompt(tokenizer, prompt)
     graded = graded_texts(tokenizer, [ids], [completion])[0]
     assert graded == completion and math_verify_reward(graded, "5") == 1.0
+
+
+@pytest.mark.parametrize("reference, bare", [("Ans: 7", "7"), ("9 pts", "9")])
+def test_a_reference_with_a_short_word_around_its_answer_is_flagged(reference, bare):
+    from scalerl.tasks.math_grading import math_verify_reward
+    from scalerl.tasks.math_references import misread_reference
+
+    assert math_verify_reward(f"\\boxed{{{bare}}}", reference) == -1.0  # the bare right answer scores -1
+    assert misread_reference(reference) == bare  # got None: no note
+
+
+# ------------------------------------------------------------------------------------------ flash attention

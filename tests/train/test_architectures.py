@@ -352,3 +352,79 @@ def test_a_mixer_whose_fused_kernel_reads_its_out_proj_weight_keeps_it_plain():
                              mamba_n_heads=4, mamba_d_head=16, mamba_d_state=8, mamba_n_groups=1,
                              attn_layer_indices=[1])
     assert ssm_projections(bamba) == ["model.layers.0.mamba.out_proj"]
+
+
+_ROOT_SHARED = textwrap.dedent("""
+    import socket, torch, torch.distributed as dist
+    from torch import nn
+    from scalerl.train.distributed import shard
+    from scalerl.train.precision import Precision
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+
+    class Layer(nn.Module):
+        def __init__(self, embed=None):
+            super().__init__()
+            self.lin, self.embed = nn.Linear(8, 8), embed  # the first layer re-reads the (root's) token embedding
+
+        def forward(self, h, ids):
+            h = self.lin(h)
+            return h + self.embed(ids) if self.embed is not None else h
+
+    class Model(nn.Module):
+        _no_split_modules = ["Layer"]
+
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(16, 8)
+            self.layers = nn.ModuleList([Layer(self.embed), Layer()])
+            self.head = nn.Linear(8, 16)
+
+        def forward(self, ids):
+            h = self.embed(ids)
+            for layer in self.layers:
+                h = layer(h, ids)
+            return self.head(h)
+
+    torch.manual_seed(0)
+    model = Model()
+    shard(model, Precision.create("fp32", torch.device("cpu")), fp32_root=True, world=1, device=torch.device("cpu"))
+    model(torch.randint(0, 16, (1, 5))).sum().backward()
+    print("sharded forward and backward ok")
+    dist.destroy_process_group()
+""")
+
+
+def test_fsdp_shards_a_model_whose_layer_holds_the_roots_embedding(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"), OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-c", _ROOT_SHARED], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr.strip().splitlines()[-1:]
+    assert "sharded forward and backward ok" in proc.stdout
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_a_mixer_that_inherits_a_fused_kernel_forward_keeps_its_out_proj_plain():
+    import transformers
+    from transformers.models.bamba.modeling_bamba import BambaMixer
+
+    from scalerl.models.char_tokenizer import build_char_tokenizer
+    from scalerl.models.lora import ssm_projections
+
+    class RemoteMixer(BambaMixer):  # e.g. a trust_remote_code model built on Bamba's mixer
+        """Bamba's mixer under another name (its forward, fused kernel and all, inherited)."""
+
+    tok = build_char_tokenizer()
+    torch.manual_seed(0)
+    config = transformers.BambaConfig(vocab_size=len(tok), eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+                                      bos_token_id=tok.bos_token_id, hidden_size=32, num_hidden_layers=2,
+                                      num_attention_heads=4, intermediate_size=64, num_key_value_heads=2,
+                                      mamba_n_heads=4, mamba_d_head=16, mamba_d_state=8, mamba_n_groups=1,
+                                      attn_layer_indices=[1])
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    assert ssm_projections(model) == ["model.layers.0.mamba.out_proj"]  # Bamba's own: left out
+    model.model.layers[0].mamba.__class__ = RemoteMixer
+    assert ssm_projections(model) == ["model.layers.0.mamba.out_proj"]  # got []: adapted
+
+
+# ------------------------------------------------------------------------------------------ math references

@@ -216,8 +216,9 @@ def test_a_flash_attention_request_without_the_kernel_falls_back_to_sdpa_with_on
     err = capsys.readouterr().err
     warned = [line for line in err.splitlines() if "flash_attention_2" in line]
     assert warned == ["scalerl eval: warning: the model's config.json asks for attn_implementation='flash_attention_2', "
-                      "which needs a flash-attention kernel on a GPU (not available here); using transformers' "
-                      "default attention instead (SDPA where the model has it), which computes the same"], err
+                      "which needs a flash-attention kernel and a GPU, which this machine does not have; using "
+                      "transformers' default attention instead (SDPA where the model has it), which computes the "
+                      "same"], err
     assert "Traceback" not in err
     assert count_parameters(str(path)) > 0  # (the profile choice of `scalerl train`)
     model, _ = load_model(str(path))
@@ -263,3 +264,13 @@ def test_a_flash_request_on_a_gpu_without_the_package_names_the_package(monkeypa
                                          "installed"):  # (review cy: it said the machine had no GPU)
         attention_request.refuse_missing_flash_attention("flash_attention_2")
 
+
+def test_a_checkpoints_flash_request_dropped_on_a_gpu_names_the_missing_package(monkeypatch):
+    from scalerl.models import attention_request
+
+    monkeypatch.setattr(attention_request, "_flash_available", lambda kernel: False)  # flash-attn not installed
+    monkeypatch.setattr(attention_request, "_accelerator", lambda: True)  # ... on a CUDA machine
+    monkeypatch.setattr(attention_request, "_WARNED", set())
+    config = SimpleNamespace(_attn_implementation="flash_attention_2")
+    with pytest.warns(attention_request.Note, match="needs a flash-attention kernel and the flash-attn package"):
+        assert attention_request.drop_missing_flash_attention(config)  # (review cz: it read as "no GPU")

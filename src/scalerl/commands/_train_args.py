@@ -7,6 +7,7 @@ import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from scalerl.config import apply_overrides, read_yaml_mapping, resolve_key, to_dict
 from scalerl.errors import InputError
@@ -250,6 +251,26 @@ FLAG_FIELDS = {
 }
 #: Fields a resumed run may change: they do not change what is computed.
 RESUME_FREE = ("run.steps", "run.threads", "run.nproc", "run.output", "log.progress")
+#: Those a resume takes from its command, as :func:`scalerl.train.run_directory.resumed_config`'s arguments.
+RESUMED_AS = {"run.steps": "steps", "run.threads": "threads", "run.nproc": "nproc", "log.progress": "progress"}
+
+
+def resume_changes(args, saved: TrainConfig) -> dict[str, Any]:
+    """The fields a resume may change (:data:`RESUMED_AS`) that the command sets -- by a flag, a ``--set`` or its
+    ``--config`` file --, with the values the same command gives a new run (a ``--set`` wins over its flag): as
+    ``resumed_config``'s keyword arguments; the saved values stay for the rest. (A ``--set run.steps=9`` or a
+    config file's longer ``run.steps`` was dropped unsaid and the saved steps ran -- reviews cx, cz.)"""
+    given = {resolve_key(TrainConfig, item.partition("=")[0].strip()) for item in args.overrides}
+    given |= {path for path, flag in (("run.steps", "steps"), ("run.threads", "threads"), ("run.nproc", "nproc"))
+              if getattr(args, flag, None) is not None}
+    if getattr(args, "no_progress", False):
+        given.add("log.progress")
+    if args.config:
+        given |= load_config_file(args.config)[1]
+    if not given & set(RESUMED_AS):
+        return {}
+    asked = config_from_args(args, output=str(saved.run.output), quiet=True)
+    return {name: _get(asked, path) for path, name in RESUMED_AS.items() if path in given}
 
 
 def saved_config_to_resume(output: Path, args, what: str = "run") -> TrainConfig:

@@ -12,7 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from scalerl.commands._train_args import add_config_args, config_from_args, overwrite_run_dir, saved_config_to_resume
+from scalerl.commands._train_args import (add_config_args, config_from_args, overwrite_run_dir, resume_changes,
+                                          saved_config_to_resume)
 from scalerl.errors import InputError
 
 #: The demo run: the scalerl preset on the tiny-m model and the arithmetic-mix task (profile
@@ -41,9 +42,9 @@ def run(args) -> int:
         # As `scalerl train --resume`: the saved config is the truth; --steps may extend the demo,
         # --threads and --no-progress change how it runs; any other flag that differs is refused by
         # name (they were ignored, unsaid: `demo --resume --set lr=1e-3` went on with the saved lr).
-        saved_config_to_resume(out, args, what="demo")
-        trainer = Trainer.resumed(out, steps=args.steps, threads=args.threads,
-                                  progress=False if args.no_progress else None)
+        saved = saved_config_to_resume(out, args, what="demo")
+        changes = resume_changes(args, saved)  # (a --set run.steps=9 was dropped unsaid: review cz)
+        trainer = Trainer.resumed(out, **{k: v for k, v in changes.items() if k != "nproc"})
         cfg = trainer.cfg
     else:
         cfg = config_from_args(args, output=str(out), defaults=DEMO_DEFAULTS)

@@ -19,7 +19,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from scalerl.commands._train_args import add_config_args, config_from_args, overwrite_run_dir, saved_config_to_resume
+from scalerl.commands._train_args import (add_config_args, config_from_args, overwrite_run_dir, resume_changes,
+                                          saved_config_to_resume)
 
 
 def add_arguments(p) -> None:
@@ -123,7 +124,6 @@ def _start(cfg, *, resume: bool, report: bool = True) -> int:
 
 
 def _resume(args) -> int:
-    from scalerl.config import apply_overrides
     from scalerl.errors import InputError
     from scalerl.train.run_directory import resumed_config
 
@@ -131,13 +131,7 @@ def _resume(args) -> int:
         raise InputError("--resume needs --output DIR: the run directory to continue")
     output = Path(args.output)
     saved = saved_config_to_resume(output, args)
-    # What a resume may change, given as --set (run.steps=9: dropped unsaid, the saved 2 steps run -- review cx)
-    # or as its flag, which wins; the other --set keys repeat the saved values (resume_conflicts refused the rest).
-    given = apply_overrides(saved, args.overrides) if args.overrides else saved
-    cfg = resumed_config(output, steps=_given(args.steps, given.run.steps, saved.run.steps),
-                         threads=_given(args.threads, given.run.threads, saved.run.threads),
-                         progress=False if args.no_progress else _given(None, given.log.progress, saved.log.progress),
-                         nproc=_given(args.nproc, given.run.nproc, saved.run.nproc))
+    cfg = resumed_config(output, **resume_changes(args, saved))  # (what the command changes that a resume may)
     if args.print_config:  # (what the resume runs with: it printed the saved steps beside --steps 9)
         from scalerl.config import dump_yaml
 
@@ -145,12 +139,6 @@ def _resume(args) -> int:
         return 0
     return _start(cfg, resume=True, report=not args.no_report)
 
-
-def _given(flag, overridden, saved):
-    """A resumable field's value: its flag's, else a --set's where that changed it, else None (the saved one)."""
-    if flag is not None:
-        return flag
-    return overridden if overridden != saved else None
 
 
 def _finish(summary, report: bool = True) -> int:

@@ -55,15 +55,19 @@ def _missing(requested: object) -> bool:
     return bool(kernel and "/" in kernel) and not _accelerator()  # (a traceback on a CPU, found by review cs)
 
 
+def _lacks(requested: str) -> str:
+    """What this machine lacks for ``requested``: on a GPU the kernel's package (it said "no GPU" there: reviews
+    cy, cz), else a GPU."""
+    if _accelerator():
+        return f"the {_PACKAGES.get(requested.split('|')[-1], 'kernels')} package, which is not installed"
+    return "a GPU, which this machine does not have"
+
+
 def refuse_missing_flash_attention(requested: object) -> None:
     """Refuse, in one line, an ``attn_implementation`` the caller asked for (not a checkpoint's config.json) that
     :func:`_missing` says cannot run here: loading went on to a "cannot load the weights" error (review cu)."""
     if _missing(requested):
-        kernel = requested.split("|")[-1]
-        # (on a GPU the package is what is missing: the message said the machine had no GPU -- review cy)
-        lacks = (f"the {_PACKAGES.get(kernel, 'flash-attn')} package, which is not installed" if _accelerator()
-                 else "a GPU, which this machine does not have")
-        raise InputError(f"attn_implementation={requested!r} needs a flash-attention kernel and {lacks}; leave it out "
+        raise InputError(f"attn_implementation={requested!r} needs a flash-attention kernel and {_lacks(requested)}; leave it out "
                          "(transformers then uses SDPA where the model has it, which computes the same) or ask for "
                          "'sdpa' or 'eager'")
 
@@ -79,6 +83,6 @@ def drop_missing_flash_attention(config: Any) -> bool:
         return True
     _WARNED.add(requested)
     warnings.warn(f"the model's config.json asks for attn_implementation={requested!r}, which needs a flash-attention "
-                  "kernel on a GPU (not available here); using transformers' default attention instead (SDPA "
-                  "where the model has it), which computes the same", Note, stacklevel=2)
+                  f"kernel and {_lacks(requested)}; using transformers' default attention instead (SDPA where the "
+                  "model has it), which computes the same", Note, stacklevel=2)
     return True

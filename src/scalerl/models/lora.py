@@ -191,13 +191,19 @@ def ssm_projections(model: nn.Module) -> list[str]:
 
 @functools.cache
 def _read_past(mixer: type, child: str) -> bool:
-    """Whether a mixer class's code reads ``child``'s weight itself (``self.out_proj.weight`` handed to a fused
-    kernel) rather than only calling the layer; True where its code cannot be read."""
-    try:
-        code = inspect.getsource(mixer)
-    except (OSError, TypeError):
-        return True
-    return f"{child}.weight" in code or f"{child.replace('_', '')}_weight" in code
+    """Whether a mixer class's code -- its own or a base class's it inherits from, torch's aside (review cz: a
+    subclass of Bamba's mixer) -- reads ``child``'s weight itself (``self.out_proj.weight`` handed to a fused
+    kernel) rather than only calling the layer; True where that code cannot be read."""
+    for klass in mixer.__mro__:
+        if klass is object or klass.__module__.startswith("torch."):
+            continue
+        try:
+            code = inspect.getsource(klass)
+        except (OSError, TypeError):
+            return True
+        if f"{child}.weight" in code or f"{child.replace('_', '')}_weight" in code:
+            return True
+    return False
 
 
 def linears_of_their_own(model: nn.Module) -> list[str]:

@@ -34,8 +34,9 @@ def unreadable_references(problems: Sequence[Problem], sample: int = REFERENCE_S
 #: LaTeX the word check skips: a command (``\\sqrt``, ``\\pmod``), an environment's name
 #: (``\\begin{pmatrix}``) and a ``\\text{...}`` (units math-verify reads).
 _LATEX_WORDS = re.compile(r"\\(?:text|begin|end)\{[^}]*\}|\\[A-Za-z]+")
-#: A word of prose: four letters or more, not glued to a number or another letter (``4abc`` is algebra).
-_WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{4,}(?![A-Za-z0-9])")
+#: A word of prose: three letters or more, not glued to a number (``4abc`` is algebra); :func:`_spelled_out`
+#: tells a word the reading took for letters (``Ans: 7``, ``9 pts``) from one it read (``2 and 3``).
+_WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{3,}(?![A-Za-z0-9])")
 
 
 def misread_reference(answer: str) -> str | None:

@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
@@ -133,12 +132,23 @@ def shard_units(model: torch.nn.Module) -> list[torch.nn.Module]:
     units = [m for m in model.modules() if type(m).__name__ in names]
     nested = {id(inner) for m in units for inner in m.modules() if inner is not m}
     units = [m for m in units if id(m) not in nested]
-    # A unit whose parameters another unit holds too -- Zamba2's hybrid layers each hold the one shared
-    # transformer block -- would put them in two FSDP groups, which fully_shard refuses at the first forward
-    # (review cv: a traceback from every rank): its children that share nothing (the layer's own Mamba layer)
-    # are units instead, and the shared block stays with the root unit (review cy: the Mamba layers went too).
-    owners = Counter(id(p) for m in units for p in m.parameters())
-    own = lambda m: all(owners[id(p)] == 1 for p in m.parameters())  # noqa: E731
+    # A unit whose parameters are reachable by another path too -- Zamba2's hybrid layers each hold the one
+    # shared transformer block, a layer may keep the root's token embedding -- would put them in two FSDP groups,
+    # which fully_shard refuses at the first forward (reviews cv, cz: a traceback from every rank): its children
+    # that share nothing (the layer's own Mamba layer) are units instead, the shared part stays with the root.
+    param_paths: dict[int, list[str]] = {}
+    for name, p in model.named_parameters(remove_duplicate=False):
+        param_paths.setdefault(id(p), []).append(name)
+    module_paths: dict[int, list[str]] = {}
+    for name, m in model.named_modules(remove_duplicate=False):
+        module_paths.setdefault(id(m), []).append(name)
+
+    def own(m: torch.nn.Module) -> bool:
+        if len(module_paths[id(m)]) != 1:
+            return False
+        prefix = module_paths[id(m)][0] + "."
+        return all(name.startswith(prefix) for p in m.parameters() for name in param_paths[id(p)])
+
     return [u for m in units for u in ([m] if own(m) else
                                        [c for c in m.children() if any(True for _ in c.parameters()) and own(c)])]
 

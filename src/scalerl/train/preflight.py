@@ -271,38 +271,42 @@ def discard_unstarted_run(output: Path, *, checkpoints: str, files: Sequence[str
     return True
 
 
-def run_device(name: str, setting: str = "run.device") -> Any:
+def run_device(name: str, setting: str = "run.device", *, auto: bool = True) -> Any:
     """``run.device`` (or the ``setting`` named) as a torch device; :class:`ConfigError` for a name torch does not
-    know or a device this machine does not have (before any weights are loaded onto it)."""
+    know or a device this machine does not have (before any weights are loaded onto it). ``auto``: whether the
+    setting takes ``auto`` (the advice names only what it takes)."""
     import torch
 
-    if name == "auto":
+    names = "auto, cpu, cuda or cuda:N" if auto else "cpu, cuda or cuda:N"
+    fallback = f"--set {setting}=cpu" + (" or auto" if auto else "")
+    if name == "auto" and auto:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         device = torch.device(name)
     except (RuntimeError, ValueError):
-        raise ConfigError(f"{setting}: unknown device {name!r}; use auto, cpu, cuda or cuda:N") from None
+        raise ConfigError(f"{setting}: unknown device {name!r}; use {names}") from None
     if device.type == "cuda":
         if not torch.cuda.is_available():
             why = "this torch build has no CUDA" if torch.version.cuda is None else "no GPU is visible"
-            raise ConfigError(f"{setting}={name}: CUDA is not available ({why}); use --set {setting}=cpu or auto")
+            raise ConfigError(f"{setting}={name}: CUDA is not available ({why}); use {fallback}")
         if device.index is not None and device.index >= torch.cuda.device_count():
             raise ConfigError(f"{setting}={name}: only {torch.cuda.device_count()} GPU(s) are visible")
     elif device.type == "mps" and not torch.backends.mps.is_available():
-        raise ConfigError(f"{setting}={name}: MPS is not available; use --set {setting}=cpu or auto")
+        raise ConfigError(f"{setting}={name}: MPS is not available; use {fallback}")
     elif device.type not in ("cpu", "cuda", "mps"):
-        raise ConfigError(f"{setting}={name}: unsupported device type; use auto, cpu, cuda or cuda:N")
+        raise ConfigError(f"{setting}={name}: unsupported device type; use {names}")
     return device
 
 
-def check_generator_device(backend: Any) -> None:
-    """``backend.generator_device`` of generator processes on this machine, checked as ``run.device`` is, before
-    the run starts (a name torch does not know, or CUDA on a machine without it, failed in the generator
-    process after the first checkpoint: review cx). Ray actors may run on other machines: not checked here."""
-    if backend.name == "local" and backend.workers == "processes" and backend.generator_device != "cpu":
-        if backend.generator_device == "auto":
-            raise ConfigError("backend.generator_device=auto: name the device, cpu or cuda[:N]")
-        run_device(backend.generator_device, "backend.generator_device")
+def check_generator_device(cfg: TrainConfig) -> None:
+    """``backend.generator_device`` of the generator processes a local pipeline-rl-k starts on this machine,
+    checked as ``run.device`` is, before the run starts (a name torch does not know, or CUDA on a machine
+    without it, failed in the generator process after the first checkpoint: review cx). The synchronous modes
+    start no generator process locally, and Ray's actors may run on other machines: not checked."""
+    backend = cfg.backend
+    if (backend.name == "local" and backend.workers == "processes" and backend.generator_device != "cpu"
+            and cfg.recipe.off_policy.pipeline == "pipeline-rl-k"):
+        run_device(backend.generator_device, "backend.generator_device", auto=False)
 
 
 def check_writable(output: Path) -> None:

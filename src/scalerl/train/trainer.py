@@ -246,7 +246,7 @@ class Trainer:
             torch.set_num_threads(threads)
         torch.manual_seed(cfg.run.seed)
         self.device = self.rank.device if self.rank is not None else run_device(cfg.run.device)
-        check_generator_device(cfg.backend)
+        check_generator_device(cfg)
         # Process-wide, like the threads: restored when the run ends (generate/attention.py says why).
         self._cudnn_attention = cudnn_attention(self.device, cfg.run.cudnn_attention)
 
