@@ -39,6 +39,7 @@ class ForcedPhrase:
 
     def __init__(self, budgets: Sequence[int], phrase: Sequence[int], answer_budget: int, on_observe=None):
         self.budgets, self.phrase, self.answer_budget, self.on_observe = list(budgets), phrase, answer_budget, on_observe
+        self.draws_budgets = len(set(self.budgets)) > 1
 
     def start(self, rng: random.Random) -> ForcedPhraseState:
         return ForcedPhraseState(rng.choice(self.budgets), self.phrase, self.answer_budget, self.on_observe)

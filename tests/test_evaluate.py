@@ -1,4 +1,9 @@
+import argparse
+import json
+import shutil
+
 import pytest
+import yaml
 
 from scalerl.generate.base import SamplingParams
 from scalerl.tasks.arithmetic import ArithmeticTask
@@ -245,3 +250,134 @@ def test_a_shown_completion_whose_reward_call_failed_is_marked_and_still_counted
         task.close()
     assert failures.as_dict() == {"errors": 2, "timeouts": 0}  # the shown one and problem 1's sample 3
     assert [(e["reward"], e["reward_failed"]) for e in examples] == [(-1.0, True), (1.0, False), (1.0, False)]
+
+
+# ------------------------------------------------------------------------------------- review da
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, random_model, char_tokenizer):
+    """A freshly initialised tiny model saved as a Hugging Face directory (no warm start: fast)."""
+    path = tmp_path_factory.mktemp("da-model")
+    random_model.save_pretrained(path)
+    char_tokenizer.save_pretrained(path)
+    return path
+
+
+def _run_dir(tmp_path, model_dir, **eval_settings):
+    """A run directory as ``scalerl train`` leaves it, as far as ``eval --run`` reads it: config.yaml and final/."""
+    from scalerl.config import to_dict
+    from scalerl.train.config import TrainConfig
+
+    run = tmp_path / "run"
+    shutil.copytree(model_dir, run / "final")
+    cfg = TrainConfig()
+    for key, value in eval_settings.items():
+        setattr(cfg.eval, key, value)
+    cfg.recipe.length.max_new_tokens = 8
+    (run / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg)))
+    return run
+
+
+def test_greedy_mean_at_k_under_a_drawn_thinking_budget_is_k_decodes(random_model, char_tokenizer):
+    """``eval --run D --temperature 0 --k 2`` on a tiny run (think_budget [18, 26]) said mean@2 0.850 = pass@2 0.850,
+    frac_interrupted 0.0, while --temperature 1e-6 (the same argmax tokens) gave mean@2 0.725, pass@2 0.850,
+    frac_interrupted 0.15: the 'one completion however often it is drawn' shortcut does not hold where the length
+    control draws a budget per sequence. Two greedy samples of each problem are the same rows as one sample of each
+    problem listed twice."""
+    from scalerl.generate.base import SamplingParams
+    from scalerl.generate.hf import HFGenerator
+    from scalerl.rl.length import length_controller
+    from scalerl.rl.recipe import LengthConfig
+    from scalerl.tasks.arithmetic import ArithmeticTask
+    from scalerl.train.evaluate import evaluate
+
+    task = ArithmeticTask()
+    problems = list(task.eval_sets()["val"])[:6]
+    control = length_controller(LengthConfig(mode="interrupt", max_new_tokens=48, think_budget=(2, 20), answer_budget=8),
+                                char_tokenizer)
+    gen = HFGenerator(random_model, char_tokenizer, seed=0)
+    greedy = SamplingParams(max_new_tokens=48, temperature=0.0, seed=5)
+    k2 = evaluate(gen, char_tokenizer, task, problems, 2, greedy, control)
+    twice = evaluate(gen, char_tokenizer, task, [p for p in problems for _ in range(2)], 1, greedy, control)
+    for key in ("pass_rate", "mean_reward", "mean_len", "frac_interrupted", "frac_truncated"):
+        assert k2[key] == pytest.approx(twice[key]), key
+
+
+def test_a_tiny_temperature_is_not_reported_as_diverged_weights(model_dir, capsys):
+    """``--temperature 1e-30`` samples (as near-greedy), ``1e-38`` / ``1e-45`` / ``5e-324`` stop, blaming the model.
+    Passes --temperature's check (finite, >= 0). Expected: evaluated (as greedy, or computed stably), or refused in
+    one line naming --temperature -- never a diagnosis of diverged weights."""
+    from scalerl.cli import main
+
+    rc = main(["eval", "--model", str(model_dir), "--temperature", "1e-45", "--k", "1", "--problems", "2",
+               "--max-new-tokens", "4", "--sets", "val", "--no-progress", "--json"])
+    err = capsys.readouterr().err
+    assert "diverged" not in err
+    assert rc == 0 or "--temperature" in err
+
+
+def test_another_task_than_the_runs_defaults_to_that_tasks_sets(model_dir, tmp_path, capsys):
+    """``eval --run RUN --task math --data test.jsonl`` of an arithmetic run with eval.sets [hard, val]: refused
+    naming 'hard' (and --task arithmetic-mix on a [val] run evaluated val alone, not the task's val/len2/len3/len4).
+    Help: '--sets: evaluation sets (default: the run's, or all of the task's)'; the run's set names are its task's."""
+    from scalerl.cli import main
+
+    run = _run_dir(tmp_path, model_dir, sets=["hard", "val"], samples_per_problem=1, problems=3)
+    data = tmp_path / "test.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"What is {i}+1?", "answer": str(i + 1)}) + "\n" for i in range(3)))
+    rc = main(["eval", "--run", str(run), "--task", "math", "--data", str(data), "--no-progress", "--json"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    row = json.loads(out)
+    assert row["task"] == "math" and list(row["sets"]) == ["val"] and row["sets"]["val"]["problems"] == 3
+
+
+def test_seed_help_says_the_runs_seeds_are_the_default_with_a_run():
+    """The module's docstring: 'unless --seed is given, the run's own evaluation seeds'; the other options' help
+    says '(default: the run's, or ...)'. A user who passes --seed 0 to repeat the default gets another evaluation."""
+    from scalerl.commands.evaluate import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    (seed,) = [a for a in parser._actions if a.dest == "seed"]
+    assert "run" in seed.help, seed.help
+
+
+def test_no_progress_hides_the_tiny_models_warm_start_bar(tmp_path, monkeypatch, capsys, random_model, char_tokenizer):
+    """``SCALERL_CACHE=empty scalerl eval --no-progress --json`` printed 'tiny model warm start: ...' for minutes."""
+    import scalerl.models.tiny as tiny
+    from scalerl.cli import main
+
+    def quick_build(spec, update):
+        for _ in range(3):
+            update(1)
+        return random_model, char_tokenizer, {}
+
+    monkeypatch.setenv("SCALERL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(tiny, "make_tiny_model", quick_build)
+    rc = main(["eval", "--model", "tiny", "--no-progress", "--k", "1", "--problems", "1", "--max-new-tokens", "4",
+               "--sets", "val", "--json"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert "tiny model warm start" not in err
+
+
+def test_math_verify_timeouts_are_reported_by_eval(model_dir, tmp_path, monkeypatch, capsys, caplog):
+    """``eval --task math --data F --set 'task.settings={verify_workers: 2, verify_timeout: 0.5}'`` on references such
+    as ``99999999!``: one line 'call exceeded 0.5 s; worker killed (... further ones are counted, not logged)', then
+    the results with no count of the timeouts anywhere (text or --json)."""
+    import scalerl.generate.hf as hf
+    from scalerl.cli import main
+    from scripted import ScriptedGenerator
+
+    # Every completion answers \boxed{5} (the random model's text has no answer math-verify reads, and no timeout).
+    monkeypatch.setattr(hf, "HFGenerator", lambda *a, **kw: ScriptedGenerator(lambda ids, i: ("\\boxed{5}", "stop")))
+    data = tmp_path / "fact.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"{i}+1=", "answer": "99999999!"}) + "\n" for i in range(3)))
+    rc = main(["eval", "--model", str(model_dir), "--task", "math", "--data", str(data), "--k", "1",
+               "--max-new-tokens", "8", "--no-progress", "--set", "task.settings={verify_workers: 2, verify_timeout: 0.5}"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "worker killed" in err + caplog.text  # (the calls did time out: the first is logged)
+    assert "timeout" in out, out

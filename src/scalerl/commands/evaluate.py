@@ -24,6 +24,8 @@ import math
 import sys
 from pathlib import Path
 
+from scalerl.generate.base import MIN_TEMPERATURE
+
 #: Defaults when neither a flag nor a run's config says otherwise. The token budget is not
 #: here: it is the one ``scalerl train`` would give the model (:func:`train_budget`).
 DEFAULTS = {"model": "tiny", "task": "arithmetic", "k": 4, "problems": 200, "temperature": 1.0, "seed": 0}
@@ -58,7 +60,7 @@ def add_arguments(p) -> None:
     p.add_argument("--temperature", type=float, help="sampling temperature (default: the run's, or 1.0)")
     p.add_argument("--max-new-tokens", type=int,
                    help="token budget (default: the run's, or what scalerl train gives this model: 48 for tiny)")
-    p.add_argument("--seed", type=int, help="sampling seed (default: 0)")
+    p.add_argument("--seed", type=int, help="sampling seed (default: the run's own evaluation seeds, or 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (stderr)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: model, task, k, temperature, and per set pass_rate (mean@k), "
@@ -282,11 +284,10 @@ def rounded_final_note(final: str) -> str | None:
 
 
 def run(args) -> int:
-    from scalerl.generate.base import SamplingParams
     from scalerl.models.loading import load_model
     from scalerl.rl.length import length_controller
     from scalerl.tasks.base import reference_notes
-    from scalerl.train.evaluate import eval_bar, evaluate
+    from scalerl.tasks.failure_tally import counting_failures
 
     pick, base, run_dir = _chosen_settings(args)
     # On the CPU this command runs on, in fp32 like the trainer there (precision auto): a bf16 final/
@@ -296,20 +297,39 @@ def run(args) -> int:
                      other_sampling_note(base, pick["temperature"])):
             if note:
                 print(note, file=sys.stderr)
-    model, tokenizer = load_model(pick["model"], dtype="float32", progress=True)  # a tiny model built here: minutes
+    # (a tiny model built here: minutes, with a bar unless --no-progress -- it was shown under it: review da)
+    model, tokenizer = load_model(pick["model"], dtype="float32", progress=not args.no_progress)
     task = _eval_task(args, pick, base)
     for note in reference_notes(task):  # (answers the reward cannot read: every completion scores -1 there)
         print(f"warning: {note}", file=sys.stderr)
     problems = _eval_problems(task, pick, args)
     names = list(problems)
-    if pick["temperature"] == 0 and pick["k"] > 1:
-        print(f"note: temperature 0 is greedy decoding: each problem is decoded once and counted {pick['k']} "
-              f"times, so mean@{pick['k']} = pass@{pick['k']} = the greedy pass rate", file=sys.stderr)
     _check_positions(model, tokenizer, problems, base.get("length"), pick["max_new_tokens"])
     length = length_controller(base["length"], tokenizer) if "length" in base else None
+    if pick["temperature"] == 0 and pick["k"] > 1 and not (length is not None and length.draws_budgets):
+        print(f"note: temperature 0 is greedy decoding: each problem is decoded once and counted {pick['k']} "
+              f"times, so mean@{pick['k']} = pass@{pick['k']} = the greedy pass rate", file=sys.stderr)
     gen = _generator_as_the_run(model, tokenizer, base, pick["seed"])
-    set_seeds = base.get("set_seeds", {}) if args.seed is None else {}
     results = {}
+    with counting_failures() as failures:  # (the task's own checker's too: math-verify's timeouts -- review da)
+        _evaluate_sets(names, problems, pick, base, args, gen, tokenizer, task, length, results)
+    # After every set, as train checks its evaluation (review cb: checked after each, one set the function cannot
+    # score stopped eval before the next, as "failed on all calls of this evaluation").
+    rewards = _reward_counts(task, pick["reward"], failures.as_dict())
+    if args.json:
+        print(json.dumps({"model": pick["model"], "task": pick["task"], "k": pick["k"],
+                          "temperature": pick["temperature"], "sets": results, **rewards}, allow_nan=False))
+        return 0
+    _print_results(pick, results, rewards, length is not None)
+    return 0
+
+
+def _evaluate_sets(names, problems, pick, base, args, gen, tokenizer, task, length, results) -> None:
+    """Each set's metrics into ``results``, with the run's seed of that set unless --seed is given."""
+    from scalerl.generate.base import SamplingParams
+    from scalerl.train.evaluate import eval_bar, evaluate
+
+    set_seeds = base.get("set_seeds", {}) if args.seed is None else {}
     for s in names:
         seed = set_seeds.get(s, pick["seed"])
         params = SamplingParams(max_new_tokens=pick["max_new_tokens"], temperature=pick["temperature"], seed=seed)
@@ -317,15 +337,6 @@ def run(args) -> int:
         with eval_bar(not args.no_progress, s, len(problems[s]) * pick["k"]) as bar:
             results[s] = evaluate(gen, tokenizer, task, problems[s], pick["k"], params, length,
                                   batch_size=base.get("batch_size", 512), progress=bar.update)
-    # After every set, as train checks its evaluation (review cb: checked after each, one set the function cannot
-    # score stopped eval before the next, as "failed on all calls of this evaluation").
-    rewards = _reward_counts(task, pick["reward"])
-    if args.json:
-        print(json.dumps({"model": pick["model"], "task": pick["task"], "k": pick["k"],
-                          "temperature": pick["temperature"], "sets": results, **rewards}, allow_nan=False))
-        return 0
-    _print_results(pick, results, rewards, length is not None)
-    return 0
 
 
 def _chosen_settings(args) -> tuple[dict, dict, str | None]:
@@ -342,8 +353,11 @@ def _chosen_settings(args) -> tuple[dict, dict, str | None]:
     base = _run_settings(run_dir) if run_dir else {}
     pick = {key: getattr(args, key) if getattr(args, key) is not None else base.get(key, DEFAULTS.get(key))
             for key in ("model", "task", "data", "reward", "sets", "k", "problems", "temperature", "max_new_tokens", "seed")}
-    if args.data is None and pick["task"] != base.get("task"):
-        pick["data"] = None  # the run's data file is its task's (--task arithmetic on a math run: "--data is for ...")
+    if pick["task"] != base.get("task"):
+        if args.data is None:
+            pick["data"] = None  # the run's data file is its task's (--task arithmetic on a math run: "--data is for ...")
+        if args.sets is None:  # the run's set names are its task's (review da: another task refused the run's 'hard')
+            pick["sets"] = None
     if pick["model"] is None:  # (checked here: --model may stand in for it)
         raise InputError(_no_final(args.run))
     if not 0 <= pick["seed"] < 2**63:  # torch's generator takes 64 bits: a larger one was a traceback
@@ -354,6 +368,9 @@ def _chosen_settings(args) -> tuple[dict, dict, str | None]:
         # (nan passed `< 0` and sampled as if it were 1; inf sampled uniformly: pass rates of nothing)
         raise InputError(f"--max-new-tokens must be >= 1 and --temperature a finite number >= 0 (0: greedy), got "
                          f"{pick['max_new_tokens']} and {pick['temperature']}")
+    if 0 < pick["temperature"] < MIN_TEMPERATURE:  # (logits / T overflowed and the NaN was blamed on the weights)
+        raise InputError(f"--temperature {pick['temperature']:g} is below {MIN_TEMPERATURE:g}, where logits / T overflow: "
+                         "use 0 for greedy decoding, or a temperature of at least that")
     if pick["k"] < 1 or pick["problems"] < 1:
         raise InputError("--k and --problems must be >= 1")
     if args.reward_workers is not None and not 1 <= args.reward_workers <= MAX_WORKERS:
@@ -437,8 +454,12 @@ def _print_results(pick: dict, results: dict, rewards: dict, length_control: boo
         from scalerl.tasks.rewards import SCORED_AS_WRONG
 
         scored = f" ({SCORED_AS_WRONG})" if failed else ""
-        print(f"  reward function {pick['reward']}: {rewards['reward_errors']} errors and "
-              f"{rewards['reward_timeouts']} timeouts in {rewards['reward_calls']} calls{scored}")
+        if pick["reward"] is None:  # the task's own checker (math-verify)
+            print(f"  the {pick['task']} task's answer check: {rewards['reward_errors']} errors and "
+                  f"{rewards['reward_timeouts']} timeouts (each scored -1, as a wrong answer)")
+        else:
+            print(f"  reward function {pick['reward']}: {rewards['reward_errors']} errors and "
+                  f"{rewards['reward_timeouts']} timeouts in {rewards['reward_calls']} calls{scored}")
 
 
 def _check_positions(model, tokenizer, problems: dict, length, max_new_tokens: int) -> None:
@@ -457,15 +478,17 @@ def _check_positions(model, tokenizer, problems: dict, length, max_new_tokens: i
                     lambda room: f"lower --max-new-tokens to at most {room}")
 
 
-def _reward_counts(task, spec: str | None) -> dict[str, int]:
-    """A user reward function's failed calls so far, for the report (empty without ``--reward``).
+def _reward_counts(task, spec: str | None, failures: dict[str, int]) -> dict[str, int]:
+    """A user reward function's failed calls so far, for the report; without ``--reward``, the task's own
+    checker's failed calls (``failures``: math-verify's timeouts) where there were any, else nothing.
 
     Stops, as ``scalerl train`` does, when every call failed: a broken reward function (a missing
     import, a wrong return type, a hung judge) would otherwise read as a model that scores 0."""
     from scalerl.tasks.rewards import check_reward_works
 
-    if spec is None:  # (the math task counts its own checker's calls too: not a function the user gave)
-        return {}
+    if spec is None:  # (not a function the user gave: said only where its checker failed, each scored -1)
+        return ({"reward_errors": failures.get("errors", 0), "reward_timeouts": failures.get("timeouts", 0)}
+                if any(failures.values()) else {})
     stats = task.reward_stats()
     check_reward_works(spec, stats, "of this evaluation")
     return {"reward_calls": stats["calls"], "reward_errors": stats["errors"], "reward_timeouts": stats["timeouts"]}

@@ -16,6 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 
+#: The least sampling temperature above 0: below it ``logits / T`` overflows float32 (a NaN later blamed on the
+#: weights -- review da); vLLM treats temperatures under this as greedy (its ``_SAMPLING_EPS``).
+MIN_TEMPERATURE = 1e-5
+
+
 @dataclass
 class SamplingParams:
     """How to sample one batch."""
@@ -97,6 +102,9 @@ class LengthState(Protocol):
 @runtime_checkable
 class LengthController(Protocol):
     """Makes one :class:`LengthState` per sequence (e.g. draws its thinking budget)."""
+
+    draws_budgets: bool
+    """Whether each sequence draws a budget of its own (``rng``): two greedy decodes of one prompt then differ."""
 
     def start(self, rng: random.Random) -> LengthState: ...
 

@@ -268,6 +268,11 @@ class InterruptionController:
             max_new_tokens=max_new_tokens,
         )
 
+    @property
+    def draws_budgets(self) -> bool:
+        """A thinking budget drawn per sequence, where the range holds more than one."""
+        return self.think_budget[0] < self.think_budget[1]
+
     def start(self, rng: random.Random) -> InterruptionState:
         lo, hi = self.think_budget
         return InterruptionState(self, rng.randint(lo, hi))
@@ -309,6 +314,8 @@ class TruncationState:
 
 
 class TruncationController:
+    draws_budgets = False  # (one budget for every sequence)
+
     def __init__(self, max_new_tokens: int) -> None:
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")

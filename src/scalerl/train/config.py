@@ -35,6 +35,7 @@ from typing import Any, Literal
 from scalerl.config import (apply_overrides, deep_merge, dotted_keys, from_file_dict, leaf_fields, read_yaml_mapping,
                             resolve_key, to_dict)
 from scalerl.errors import ConfigError, InputError
+from scalerl.generate.base import MIN_TEMPERATURE
 from scalerl.pipeline.config import BackendConfig, backend_problems
 from scalerl.rl.presets import all_presets, get_recipe
 from scalerl.rl.recipe import RecipeConfig, sync_means_k1 as recipe_sync_means_k1
@@ -426,10 +427,13 @@ class TrainConfig:
         problems.extend(lora_problems(self.model.lora))
         if not 0 < self.precision.fp16_init_scale < math.inf:
             problems.append(f"precision.fp16_init_scale must be > 0 and finite, got {self.precision.fp16_init_scale}")
-        if not 0 < self.sampling.top_p <= 1 or not 0 < self.sampling.temperature < math.inf:
-            problems.append("sampling.temperature must be > 0 and finite, and sampling.top_p in (0, 1]")
-        if not math.isfinite(self.eval.temperature):  # (inf sampled uniformly: every token alike)
-            problems.append(f"eval.temperature must be finite (<= 0: greedy), got {self.eval.temperature}")
+        if not 0 < self.sampling.top_p <= 1 or not MIN_TEMPERATURE <= self.sampling.temperature < math.inf:
+            problems.append(f"sampling.temperature must be finite and at least {MIN_TEMPERATURE:g} (below, logits / T "
+                            "overflow), and sampling.top_p in (0, 1]")
+        if not math.isfinite(self.eval.temperature) or 0 < self.eval.temperature < MIN_TEMPERATURE:
+            # (inf sampled uniformly: every token alike; a tiny one overflowed logits / T)
+            problems.append(f"eval.temperature must be finite, <= 0 (greedy) or at least {MIN_TEMPERATURE:g}, got "
+                            f"{self.eval.temperature}")
         # (1-9 logged "no fit yet: ... at least 10 resamples" at every evaluation; 0 is no intervals, the bands kept)
         if self.forecast.enabled and (self.forecast.bootstrap < 0 or 0 < self.forecast.bootstrap < 10):
             problems.append(f"forecast.bootstrap must be 0 (no intervals) or >= 10 resamples, got {self.forecast.bootstrap}")

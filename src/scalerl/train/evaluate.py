@@ -54,6 +54,12 @@ def pass_rate_se(per_problem: Sequence[float]) -> float | None:
     return (sum((x - mean) ** 2 for x in per_problem) / (n - 1) / n) ** 0.5
 
 
+def one_decode_is_all(params: SamplingParams, length_control: LengthController | None) -> bool:
+    """Whether one decode of a problem is every one of its k draws: greedy decoding, unless the length control
+    draws a thinking budget per sequence (review da: mean@k and the interrupted share were one draw's)."""
+    return params.temperature <= 0 and not (length_control is not None and length_control.draws_budgets)
+
+
 def evaluate(
     generator: Generator,
     tokenizer: Any,
@@ -73,7 +79,7 @@ def evaluate(
     :func:`pass_rate_se`), ``pass_at_k``, ``mean_reward``, ``mean_len`` (completion
     tokens), ``frac_interrupted``, ``frac_truncated`` (a token budget ran out), and the counts
     ``tokens`` (decoded), ``samples``, ``problems``, ``k`` (for compute accounting). Greedy ``params``
-    (temperature <= 0) decode each problem once and count that completion ``k`` times. ``batch_size`` caps the
+    (temperature <= 0) decode each problem once and count that completion ``k`` times (:func:`one_decode_is_all`). ``batch_size`` caps the
     completions per ``generate`` call (default: all at once); with a ``params.seed`` the i-th
     call uses ``seed + i``, so a seeded evaluation is reproducible for a given batch size.
     ``progress``: called with the number of completions each ``generate`` call produced (a progress
@@ -90,7 +96,7 @@ def evaluate(
     # Greedy decoding (T <= 0) gives a problem one completion however often it is drawn: decode and
     # score it once and count it k times (mean@k = pass@k = the greedy pass rate) -- drawing it k
     # times did k times the work for the same numbers.
-    draws = 1 if params.temperature <= 0 else k
+    draws = 1 if one_decode_is_all(params, length_control) else k
     # Problem-major: the draws of problem i are rows i*draws .. i*draws + draws - 1.
     flat = [prompts[i] for i in range(len(problems)) for _ in range(draws)]
     size = batch_size or len(flat)
