@@ -175,9 +175,11 @@ def test_a_reward_timeout_that_is_not_finite_seconds_is_refused(capsys, value, m
 
 @pytest.mark.parametrize("setting, message", [
     ("sampling.temperature=nan", "sampling.temperature: expected a number, got 'nan'"),  # sampled at temperature 1
-    ("sampling.temperature=inf", "sampling.temperature must be > 0 and finite"),  # sampled uniformly
+    ("sampling.temperature=inf", "sampling.temperature must be finite and at least 1e-05"),  # sampled uniformly
+    ("sampling.temperature=1e-30", "sampling.temperature must be finite and at least 1e-05"),  # logits / T overflow
     ("eval.temperature=nan", "eval.temperature: expected a number, got 'nan'"),
-    ("eval.temperature=inf", "eval.temperature must be finite (<= 0: greedy), got inf"),
+    ("eval.temperature=inf", "eval.temperature must be finite, <= 0 (greedy) or at least 1e-05, got inf"),
+    ("eval.temperature=1e-45", "eval.temperature must be finite, <= 0 (greedy) or at least 1e-05, got 1e-45"),
     ("precision.fp16_init_scale=inf", "precision.fp16_init_scale must be > 0 and finite"),
 ])
 def test_a_temperature_or_scale_that_is_not_a_finite_number_is_refused(capsys, setting, message):

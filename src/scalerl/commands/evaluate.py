@@ -303,16 +303,14 @@ def run(args) -> int:
     for note in reference_notes(task):  # (answers the reward cannot read: every completion scores -1 there)
         print(f"warning: {note}", file=sys.stderr)
     problems = _eval_problems(task, pick, args)
-    names = list(problems)
     _check_positions(model, tokenizer, problems, base.get("length"), pick["max_new_tokens"])
     length = length_controller(base["length"], tokenizer) if "length" in base else None
     if pick["temperature"] == 0 and pick["k"] > 1 and not (length is not None and length.draws_budgets):
         print(f"note: temperature 0 is greedy decoding: each problem is decoded once and counted {pick['k']} "
               f"times, so mean@{pick['k']} = pass@{pick['k']} = the greedy pass rate", file=sys.stderr)
     gen = _generator_as_the_run(model, tokenizer, base, pick["seed"])
-    results = {}
     with counting_failures() as failures:  # (the task's own checker's too: math-verify's timeouts -- review da)
-        _evaluate_sets(names, problems, pick, base, args, gen, tokenizer, task, length, results)
+        results = _evaluate_sets(problems, pick, base, args, gen, tokenizer, task, length)
     # After every set, as train checks its evaluation (review cb: checked after each, one set the function cannot
     # score stopped eval before the next, as "failed on all calls of this evaluation").
     rewards = _reward_counts(task, pick["reward"], failures.as_dict())
@@ -324,19 +322,22 @@ def run(args) -> int:
     return 0
 
 
-def _evaluate_sets(names, problems, pick, base, args, gen, tokenizer, task, length, results) -> None:
-    """Each set's metrics into ``results``, with the run's seed of that set unless --seed is given."""
+def _evaluate_sets(problems: dict, pick: dict, base: dict, args, gen, tokenizer, task, length) -> dict[str, dict]:
+    """Each set's metrics (``problems``: set -> its problems), with the run's seed of that set unless --seed is
+    given."""
     from scalerl.generate.base import SamplingParams
     from scalerl.train.evaluate import eval_bar, evaluate
 
     set_seeds = base.get("set_seeds", {}) if args.seed is None else {}
-    for s in names:
+    results = {}
+    for s in problems:
         seed = set_seeds.get(s, pick["seed"])
         params = SamplingParams(max_new_tokens=pick["max_new_tokens"], temperature=pick["temperature"], seed=seed)
         # A bar per set on stderr, as training's evaluations have (a large --k was minutes without a word).
         with eval_bar(not args.no_progress, s, len(problems[s]) * pick["k"]) as bar:
             results[s] = evaluate(gen, tokenizer, task, problems[s], pick["k"], params, length,
                                   batch_size=base.get("batch_size", 512), progress=bar.update)
+    return results
 
 
 def _chosen_settings(args) -> tuple[dict, dict, str | None]:
