@@ -334,13 +334,18 @@ _ZAMBA2_SHARD = textwrap.dedent("""
 """)
 
 
-def test_fsdp_shards_a_zamba2_whose_hybrid_layers_share_one_transformer_block(tmp_path):
-    # (the units above, through fully_shard: a forward and a backward on one gloo rank)
+def _sharded_forward_and_backward(script: str, tmp_path) -> None:
+    """``script`` (it shards a model with scalerl's units and prints "sharded forward and backward ok" after a
+    forward and a backward) run in a process of its own, one gloo rank: it must get there."""
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"), OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-c", _ZAMBA2_SHARD], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=120)
     assert proc.returncode == 0, proc.stderr.strip().splitlines()[-1:]
     assert "sharded forward and backward ok" in proc.stdout
+
+
+def test_fsdp_shards_a_zamba2_whose_hybrid_layers_share_one_transformer_block(tmp_path):
+    _sharded_forward_and_backward(_ZAMBA2_SHARD, tmp_path)  # (the units above, through fully_shard)
 
 
 def test_a_mixer_whose_fused_kernel_reads_its_out_proj_weight_keeps_it_plain():
@@ -396,11 +401,7 @@ _ROOT_SHARED = textwrap.dedent("""
 
 
 def test_fsdp_shards_a_model_whose_layer_holds_the_roots_embedding(tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"), OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-c", _ROOT_SHARED], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=120)
-    assert proc.returncode == 0, proc.stderr.strip().splitlines()[-1:]
-    assert "sharded forward and backward ok" in proc.stdout
+    _sharded_forward_and_backward(_ROOT_SHARED, tmp_path)  # (review cz: FSDP's "Invariant encountered")
 
 
 @pytest.mark.filterwarnings("ignore")
