@@ -40,6 +40,21 @@ def on_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+def parse_here(text: str) -> list:
+    """math-verify's ``parse``, raising on an error or its time limit (``TimeoutException``); the limit only on the
+    main thread, where its alarm works (elsewhere the task's worker process bounds the call)."""
+    from math_verify import parse
+
+    return parse(text, raise_on_error=True, **({} if on_main_thread() else {"parsing_timeout": None}))
+
+
+def verify_here(gold: Any, target: Any) -> bool:
+    """math-verify's ``verify``, raising as :func:`parse_here` does."""
+    from math_verify import verify
+
+    return verify(gold, target, raise_on_error=True, **({} if on_main_thread() else {"timeout_seconds": None}))
+
+
 #: A ``$`` that opens or closes math in LaTeX text: one not escaped as ``\$`` (a dollar sign).
 _MATH_DELIMITER = re.compile(r"(?<!\\)\$")
 
@@ -47,15 +62,13 @@ _MATH_DELIMITER = re.compile(r"(?<!\\)\$")
 @lru_cache(maxsize=65536)
 def read_reference(answer: str) -> Any:
     """math-verify's reading of a reference answer (a list of sympy expressions and text; [] for nothing)."""
-    from math_verify import parse
-
     # A bare reference ("0.5", "x^2+1") is wrapped in \boxed{} so LaTeX extraction sees it as
     # the answer; one that already carries its own delimiters is parsed as written. An escaped
     # dollar ("\$18.90", MATH's money answers) is no delimiter: taken for one, the reference was
     # parsed as written, read as nothing, and every completion scored -1.
     text = answer if (_MATH_DELIMITER.search(answer) or "\\boxed" in answer) else f"\\boxed{{{answer}}}"
     try:
-        return parse(text, raise_on_error=True, **({} if on_main_thread() else {"parsing_timeout": None}))
+        return parse_here(text)
     except Exception:  # noqa: BLE001 -- read as nothing (math-verify's own reading; a timeout goes on up)
         return []
 
@@ -73,14 +86,12 @@ def math_verify_reward(completion: str, answer: str) -> float:
     region = answer_region(completion)
     if region is None or not region.strip():
         return -1.0
-    from math_verify import parse, verify
     from math_verify.errors import TimeoutException
 
-    alarm = on_main_thread()
     timed_out = False
     try:
         gold = read_reference(answer)
-        pred = parse(region, raise_on_error=True, **({} if alarm else {"parsing_timeout": None}))
+        pred = parse_here(region)
     except TimeoutException:  # (a BaseException: math-verify's alarm)
         raise VerifyTimeout(f"math-verify's own time limit stopped parsing (answer {answer[:40]!r})") from None
     except Exception:  # noqa: BLE001 -- a completion that breaks the parser is a wrong answer
@@ -89,7 +100,7 @@ def math_verify_reward(completion: str, answer: str) -> float:
     # time, so that a comparison its time limit stopped is told from one that found no match.
     for g, t in itertools.product(gold, pred):
         try:
-            if verify(g, t, raise_on_error=True, **({} if alarm else {"timeout_seconds": None})):
+            if verify_here(g, t):
                 return 1.0
         except TimeoutException:
             timed_out = True

@@ -15,7 +15,7 @@ import re
 from typing import Sequence
 
 from scalerl.tasks.base import Problem
-from scalerl.tasks.math_grading import VerifyTimeout, on_main_thread, read_reference, math_verify_reward
+from scalerl.tasks.math_grading import VerifyTimeout, math_verify_reward, parse_here, read_reference, verify_here
 
 
 #: How many reference answers of each set are checked at the start (~1-2 ms each: a sample, not a
@@ -46,11 +46,9 @@ def misread_reference(answer: str) -> str | None:
     wrapped reading takes for a product of letters or leaves as text, so every right completion scores -1
     (review cw). None where the readings agree, or the reference is mathematics (``3\\sqrt{2}``, ``(1,2)``:
     read as written they lose their meaning, wrapped they keep it)."""
-    from math_verify import parse, verify
-
     try:
         wrapped = read_reference(answer)
-        plain = parse(answer, raise_on_error=True, **({} if on_main_thread() else {"parsing_timeout": None}))
+        plain = parse_here(answer)
     except BaseException:  # noqa: BLE001 -- a reference that breaks or stalls the parser is said elsewhere
         return None
     if not plain or not wrapped:
@@ -58,7 +56,7 @@ def misread_reference(answer: str) -> str | None:
     if not (all(isinstance(g, str) for g in wrapped) or _spelled_out(wrapped, answer)):
         return None
     try:
-        if verify(wrapped, plain, raise_on_error=True, **({} if on_main_thread() else {"timeout_seconds": None})):
+        if verify_here(wrapped, plain):
             return None
     except BaseException:  # noqa: BLE001
         return None
