@@ -176,7 +176,7 @@ def test_a_reward_timeout_that_is_not_finite_seconds_is_refused(capsys, value, m
 @pytest.mark.parametrize("setting, message", [
     ("sampling.temperature=nan", "sampling.temperature: expected a number, got 'nan'"),  # sampled at temperature 1
     ("sampling.temperature=inf", "sampling.temperature must be finite and at least 1e-05"),  # sampled uniformly
-    ("sampling.temperature=1e-30", "sampling.temperature must be finite and at least 1e-05"),  # logits / T overflow
+    ("sampling.temperature=1e-30", "sampling.temperature must be finite and at least 1e-05"),  # greedy in all but name
     ("eval.temperature=nan", "eval.temperature: expected a number, got 'nan'"),
     ("eval.temperature=inf", "eval.temperature must be finite, <= 0 (greedy) or at least 1e-05, got inf"),
     ("eval.temperature=1e-45", "eval.temperature must be finite, <= 0 (greedy) or at least 1e-05, got 1e-45"),
@@ -431,6 +431,42 @@ def test_demo_resume_refuses_flags_that_differ_from_the_saved_demo(tmp_path, cap
     assert "model.name_or_path: saved 'tiny-m', given 'tiny'" in err and "recipe.optimizer.lr: saved" in err
 
 
+def test_demo_resume_with_more_processes_is_refused_as_a_new_demo_is(tmp_path, capsys):
+    """`demo --resume --nproc 2` resumed in one process without a word (resume_changes took it, demo.run dropped it)."""
+    from scalerl.commands import demo
+    from scalerl.commands._train_args import config_from_args
+    from scalerl.config import save_yaml
+
+    p = argparse.ArgumentParser()
+    demo.add_arguments(p)
+    out = tmp_path / "demo"
+    out.mkdir()
+    save_yaml(config_from_args(p.parse_args(["--output", str(out)]), output=str(out), quiet=True,
+                               defaults=demo.DEMO_DEFAULTS), out / "config.yaml")
+    (out / "runlog.jsonl").write_text("")
+    _one_line_error(capsys, main(["demo", "--resume", "--output", str(out), "--nproc", "2", "--no-progress"]),
+                    "the demo trains in one process; --nproc 2 is for scalerl train")
+
+
+@pytest.mark.skipif("__import__('torch').cuda.is_available()", reason="needs a machine without CUDA")
+@pytest.mark.parametrize("key", ["backend.generator_device", "run.device"])
+def test_a_resumes_missing_device_is_said_as_a_resume_can_act_on_it(tmp_path, capsys, key):
+    """'use --set run.device=cpu' (a new run's advice) was then refused by --resume as a flag that differs from the
+    saved run: the advice went round in a circle."""
+    from scalerl.config import save_yaml
+    from scalerl.train.config import TrainConfig, resolve
+
+    run = tmp_path / "run"
+    run.mkdir()
+    extra = ["backend.workers=processes"] if key.startswith("backend") else []
+    save_yaml(resolve(TrainConfig(), [*extra, f"{key}=cuda", "run.steps=2", f"run.output={run}"]), run / "config.yaml")
+    line = _one_line_error(capsys, main(["train", "--resume", "--output", str(run), "--no-progress", "--no-report"]),
+                           f"{key}=cuda: CUDA is not available", "which a resume keeps",
+                           f"scalerl train --config {run / 'config.yaml'} --set {key}=cpu --output NEW_DIR")
+    assert "; use --set" not in line
+    assert not (run / "checkpoints").exists()
+
+
 @pytest.mark.parametrize("text", ["", "# my settings, to fill in\n\n", "---\n"])
 def test_a_config_file_that_sets_nothing_is_said_not_run_as_defaults_unsaid(tmp_path, capsys, text):
     """An empty or comments-only ``--config`` (the wrong file given, an editor's unsaved buffer)
@@ -588,6 +624,13 @@ def test_a_key_that_is_not_text_is_one_line(tmp_path, capsys, text):
     path = tmp_path / "cfg.yaml"
     path.write_text(text)
     _one_line_error(capsys, main(["train", "--config", str(path), "--print-config"]), "unknown key")
+
+
+def test_a_config_files_unknown_key_names_the_file(tmp_path, capsys):
+    path = tmp_path / "mine.yaml"
+    path.write_text("run:\n  stepz: 4\n")
+    _one_line_error(capsys, main(["train", "--config", str(path), "--print-config"]),
+                    f"config file {str(path)!r}: unknown key 'stepz' in section 'run'")
 
 
 @pytest.mark.parametrize("where", ["set", "file"])

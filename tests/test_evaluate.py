@@ -381,3 +381,68 @@ def test_math_verify_timeouts_are_reported_by_eval(model_dir, tmp_path, monkeypa
     assert rc == 0, err
     assert "worker killed" in err + caplog.text  # (the calls did time out: the first is logged)
     assert "timeout" in out, out
+
+
+# ------------------------------------------------------------------------------------- review db
+
+
+def _run_dir_set(tmp_path, model_dir, *overrides):
+    """A run directory of the config ``overrides`` give (written as the trainer writes it), with final/."""
+    from scalerl.config import save_yaml
+    from scalerl.train.config import TrainConfig, resolve
+
+    run = tmp_path / "run"
+    shutil.copytree(model_dir, run / "final")
+    save_yaml(resolve(TrainConfig(), [*overrides, f"run.output={run}"]), run / "config.yaml")
+    return run
+
+
+def _eval_json(capsys, argv):
+    from scalerl.cli import main
+
+    rc = main(["eval", *argv, "--no-progress", "--json"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    return json.loads(out), err
+
+
+def test_eval_run_of_a_run_with_a_negative_eval_temperature_is_greedy(tmp_path, model_dir, capsys):
+    """eval.temperature <= 0 is greedy (the config takes -1): ``eval --run`` refused it, blaming a --temperature the
+    command was never given."""
+    run = _run_dir_set(tmp_path, model_dir, "eval.temperature=-1", "recipe.length.mode=truncate",
+                       "recipe.length.max_new_tokens=8", "eval.samples_per_problem=1", "eval.problems=2")
+    row, _ = _eval_json(capsys, ["--run", str(run), "--sets", "val"])
+    assert row["temperature"] == 0.0 and row["sets"]["val"]["problems"] == 2
+
+
+def test_eval_max_new_tokens_is_the_budget_under_the_runs_length_control(tmp_path, model_dir, capsys):
+    """``--max-new-tokens 20`` on a run of 8 checked 20 positions and decoded 8 tokens a row (the run's length
+    controller ended every row at its own budget); the same model without --run decodes 20."""
+    run = _run_dir_set(tmp_path, model_dir, "eval.temperature=0", "recipe.length.mode=truncate",
+                       "recipe.length.max_new_tokens=8", "eval.samples_per_problem=1", "eval.problems=3")
+    plain, _ = _eval_json(capsys, ["--model", str(model_dir), "--temperature", "0", "--k", "1", "--problems", "3",
+                                   "--sets", "val", "--max-new-tokens", "20"])
+    assert plain["sets"]["val"]["mean_len"] > 8  # (the random model runs past 8 tokens)
+    row, _ = _eval_json(capsys, ["--run", str(run), "--sets", "val", "--max-new-tokens", "20"])
+    assert row["sets"]["val"]["mean_len"] == pytest.approx(plain["sets"]["val"]["mean_len"])
+
+
+def test_eval_max_new_tokens_below_the_runs_interrupted_sequence_is_said(tmp_path, model_dir, capsys):
+    run = _run_dir_set(tmp_path, model_dir, "eval.temperature=0", "recipe.length.mode=interrupt",
+                       "recipe.length.think_budget=[18, 26]", "recipe.length.answer_budget=8",
+                       "recipe.length.max_new_tokens=48", "eval.samples_per_problem=1", "eval.problems=2")
+    _, err = _eval_json(capsys, ["--run", str(run), "--sets", "val", "--max-new-tokens", "20"])
+    assert "--max-new-tokens 20 is less than an interrupted sequence needs" in err, err
+    _, err = _eval_json(capsys, ["--run", str(run), "--sets", "val"])
+    assert "interrupted sequence needs" not in err, err
+
+
+def test_eval_run_of_greedy_shard_evaluations_with_drawn_budgets_says_they_can_differ(tmp_path, model_dir, capsys):
+    """Each rank of a run.generate_on_shards run draws its rows' thinking budgets from a seed of its own: greedy
+    decodes in one process get other budgets, so other pass rates -- said only for temperature > 0 before."""
+    run = _run_dir_set(tmp_path, model_dir, "eval.temperature=0", "run.nproc=2", "run.generate_on_shards=true",
+                       "recipe.off_policy.pipeline=sync", "recipe.length.mode=interrupt",
+                       "recipe.length.think_budget=[18, 26]", "recipe.length.answer_budget=8",
+                       "recipe.length.max_new_tokens=48", "eval.samples_per_problem=2", "eval.problems=2")
+    _, err = _eval_json(capsys, ["--run", str(run), "--sets", "val"])
+    assert "ranks' shards" in err and "thinking budgets" in err and "agree" not in err, err

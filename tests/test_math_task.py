@@ -1018,4 +1018,21 @@ def test_a_reference_with_a_short_word_around_its_answer_is_flagged(reference, b
     assert misread_reference(reference) == bare  # got None: no note
 
 
+
+@pytest.mark.parametrize("stop", ["KeyboardInterrupt", "Terminated"])
+def test_a_stop_during_the_reference_check_is_not_swallowed(monkeypatch, stop):
+    """misread_reference caught BaseException to take math-verify's alarm: a Ctrl-C or SIGTERM landing in the start's
+    check of the references (up to 256 a set, some at math-verify's 5 s limit) was swallowed and the run started."""
+    import scalerl.tasks.math_references as refs
+    from scalerl import errors
+
+    exc = getattr(errors, stop, KeyboardInterrupt)
+
+    def interrupted(text):
+        raise exc()
+
+    monkeypatch.setattr(refs, "parse_here", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        refs.misread_reference("Ans: 77")
+
 # ------------------------------------------------------------------------------------------ flash attention

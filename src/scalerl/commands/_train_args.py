@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from scalerl.config import apply_overrides, read_yaml_mapping, resolve_key, to_dict
-from scalerl.errors import InputError
+from scalerl.errors import ConfigError, InputError
 from scalerl.rl.presets import get_preset, preset_departures
 from scalerl.runlog import RUNLOG
 from scalerl.train.config import TrainConfig, absolute_paths, load_config_file, resolve, sync_means_k1, with_recipe
@@ -271,6 +272,18 @@ def resume_changes(args, saved: TrainConfig) -> dict[str, Any]:
         return {}
     asked = config_from_args(args, output=str(saved.run.output), quiet=True)
     return {name: _get(asked, path) for path, name in RESUMED_AS.items() if path in given}
+
+
+@contextlib.contextmanager
+def devices_kept_on_resume(output: Path) -> Iterator[None]:
+    """A saved device this machine lacks, said as a resume can act on it (a resume keeps the saved run's
+    devices: the new run's advice, ``--set run.device=cpu``, was refused as a flag that differs -- review db)."""
+    from scalerl.train.preflight import DeviceUnavailable
+
+    try:
+        yield
+    except DeviceUnavailable as exc:
+        raise ConfigError(exc.on_resume(output)) from None
 
 
 def saved_config_to_resume(output: Path, args, what: str = "run") -> TrainConfig:

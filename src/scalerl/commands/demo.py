@@ -11,10 +11,14 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from scalerl.commands._train_args import (add_config_args, config_from_args, overwrite_run_dir, resume_changes,
-                                          saved_config_to_resume)
+from scalerl.commands._train_args import (add_config_args, config_from_args, devices_kept_on_resume, overwrite_run_dir,
+                                          resume_changes, saved_config_to_resume)
 from scalerl.errors import InputError
+
+if TYPE_CHECKING:
+    from scalerl.train.config import TrainConfig
 
 #: The demo run: the scalerl preset on the tiny-m model and the arithmetic-mix task (profile
 #: cpu-tiny-mix: 16 prompts x 8 generations, lr 1e-4, thinking budget [26, 34] -> a ceiling of
@@ -31,6 +35,15 @@ def add_arguments(p) -> None:
     p.add_argument("--overwrite", action="store_true", help="delete --output first if it holds an earlier demo")
 
 
+def _refuse_processes(nproc: int, cfg: TrainConfig) -> None:
+    """The demo trains in one process: more is ``scalerl train``'s, said with the command that runs them."""
+    if nproc > 1:
+        raise InputError(f"the demo trains in one process; --nproc {nproc} is for scalerl train (the demo's run with "
+                         f"{nproc} trainer processes: scalerl train --model {cfg.model.name_or_path} --task "
+                         f"{cfg.task.name} --steps {cfg.run.steps} --eval-every {cfg.eval.every} --nproc {nproc} "
+                         "--output DIR)")
+
+
 def run(args) -> int:
     from scalerl.train.report import summary_lines, write_run_report
     from scalerl.train.trainer import Trainer
@@ -44,18 +57,18 @@ def run(args) -> int:
         # name (they were ignored, unsaid: `demo --resume --set lr=1e-3` went on with the saved lr).
         saved = saved_config_to_resume(out, args, what="demo")
         changes = resume_changes(args, saved)  # (a --set run.steps=9 was dropped unsaid: review cz)
-        trainer = Trainer.resumed(out, **{k: v for k, v in changes.items() if k != "nproc"})
+        # (review db: a --nproc 2 here was dropped unsaid, as a new demo refuses it)
+        _refuse_processes(changes.pop("nproc", 1), saved)
+        with devices_kept_on_resume(out):
+            trainer = Trainer.resumed(out, **changes)
         cfg = trainer.cfg
     else:
         cfg = config_from_args(args, output=str(out), defaults=DEMO_DEFAULTS)
         # A --set run.output wins over --output: the directory the demo goes to is the one --overwrite empties and
         # the lines below name (review cx: it trained there, emptied --output's -- an earlier demo -- and named it).
         out = Path(cfg.run.output)
-        if cfg.run.nproc > 1:  # (it trained in one process, saved nproc N, and its own `train --resume` was refused)
-            raise InputError(f"the demo trains in one process; --nproc {cfg.run.nproc} is for scalerl train (the "
-                             f"demo's run with {cfg.run.nproc} trainer processes: scalerl train --model "
-                             f"{cfg.model.name_or_path} --task {cfg.task.name} --steps {cfg.run.steps} --eval-every "
-                             f"{cfg.eval.every} --nproc {cfg.run.nproc} --output DIR)")
+        # (it trained in one process, saved nproc N, and its own `train --resume` was refused)
+        _refuse_processes(cfg.run.nproc, cfg)
         if args.overwrite:
             overwrite_run_dir(out)
         trainer = Trainer(cfg)

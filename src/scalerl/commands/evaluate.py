@@ -19,12 +19,13 @@ Without a run the defaults are plain sampling (no interruptions) on the arithmet
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
 from pathlib import Path
 
-from scalerl.generate.base import MIN_TEMPERATURE
+from scalerl.generate.base import BELOW_MIN_TEMPERATURE, MIN_TEMPERATURE
 
 #: Defaults when neither a flag nor a run's config says otherwise. The token budget is not
 #: here: it is the one ``scalerl train`` would give the model (:func:`train_budget`).
@@ -158,20 +159,24 @@ def _run_device(run_dir: Path) -> str:
     return str((read_header(run_dir / RUNLOG) or {}).get("device", ""))
 
 
-def other_sampling_note(base: dict, temperature: float) -> str | None:
+def other_sampling_note(base: dict, temperature: float, draws_budgets: bool = False) -> str | None:
     """A note where this command cannot sample as the run's evaluations did, so its pass rates can differ from the
     run's last evaluation row though ``final/`` is fp32 (review bu: both differed without a word): a run on a GPU
-    (this command samples on the CPU), on its ranks' shards, or with LoRA in bf16."""
+    (this command samples on the CPU), on its ranks' shards (greedy too where the length control draws each
+    sequence's thinking budget: ``draws_budgets``, each rank from a seed of its own -- review db), or with LoRA in
+    bf16."""
     from scalerl.train.precision import Precision
 
     if base.get("device", "").startswith("cuda"):  # (review bx: auto precision, bf16 there, sampled in fp32 here)
         auto = " (precision.compute=auto: bf16 or fp16 there)" if base.get("precision") == "auto" else ""
         return (f"note: the run evaluated on {base['device']}{auto}; sampled here on the CPU, so these pass rates can "
                 "differ from the run's last evaluation row")
-    if base.get("on_shards") and temperature > 0:
+    if base.get("on_shards") and (temperature > 0 or draws_budgets):
+        drawn = " and thinking budgets" if draws_budgets else ""
+        agree = "" if draws_budgets else " (greedy ones, --temperature 0, agree)"
         return (f"note: the run sampled its evaluations on its {base['on_shards']} ranks' shards (run.generate_on_shards), "
-                "each rank its share of the rows with a seed of its own; sampled here in one process, so these pass "
-                "rates can differ from the run's last evaluation row (greedy ones, --temperature 0, agree)")
+                f"each rank its share of the rows with a seed of its own; sampled{drawn} here in one process, so these "
+                f"pass rates can differ from the run's last evaluation row{agree}")
     if base.get("lora") and Precision.create(base.get("precision", "fp32"), "cpu").mixed:
         return (f"note: the run computed in {base['precision']} with its LoRA adapters beside the base weights; "
                 "sampled here with them merged, so these pass rates can differ from the run's last evaluation row")
@@ -285,7 +290,7 @@ def rounded_final_note(final: str) -> str | None:
 
 def run(args) -> int:
     from scalerl.models.loading import load_model
-    from scalerl.rl.length import length_controller
+    from scalerl.rl.length import budget_problems, length_controller
     from scalerl.tasks.base import reference_notes
     from scalerl.tasks.failure_tally import counting_failures
 
@@ -293,8 +298,7 @@ def run(args) -> int:
     # On the CPU this command runs on, in fp32 like the trainer there (precision auto): a bf16 final/
     # is upcast (bf16 matmuls are slower on most CPUs, and the run's own evaluations computed in fp32).
     if run_dir and (args.model is None or not args.run):
-        for note in (earlier_end_note(run_dir), rounded_final_note(pick["model"]),
-                     other_sampling_note(base, pick["temperature"])):
+        for note in (earlier_end_note(run_dir), rounded_final_note(pick["model"])):
             if note:
                 print(note, file=sys.stderr)
     # (a tiny model built here: minutes, with a bar unless --no-progress -- it was shown under it: review da)
@@ -303,8 +307,19 @@ def run(args) -> int:
     for note in reference_notes(task):  # (answers the reward cannot read: every completion scores -1 there)
         print(f"warning: {note}", file=sys.stderr)
     problems = _eval_problems(task, pick, args)
-    _check_positions(model, tokenizer, problems, base.get("length"), pick["max_new_tokens"])
-    length = length_controller(base["length"], tokenizer) if "length" in base else None
+    # The run's length control with the budget asked for (review db: --max-new-tokens 20 on a run of 8 checked 20
+    # positions and decoded 8, the run's controller ending every row there).
+    length_cfg = dataclasses.replace(base["length"], max_new_tokens=pick["max_new_tokens"]) if "length" in base else None
+    _check_positions(model, tokenizer, problems, length_cfg, pick["max_new_tokens"])
+    length = length_controller(length_cfg, tokenizer) if length_cfg is not None else None
+    if run_dir and (args.model is None or not args.run):
+        note = other_sampling_note(base, pick["temperature"], length is not None and length.draws_budgets)
+        if note:
+            print(note, file=sys.stderr)
+    if args.max_new_tokens is not None and length_cfg is not None and budget_problems(length_cfg, tokenizer):
+        print(f"note: --max-new-tokens {pick['max_new_tokens']} is less than an interrupted sequence needs under the "
+              "run's length control (its thinking budget, the interruption phrase and its answer budget): such answers "
+              "are cut short", file=sys.stderr)
     if pick["temperature"] == 0 and pick["k"] > 1 and not (length is not None and length.draws_budgets):
         print(f"note: temperature 0 is greedy decoding: each problem is decoded once and counted {pick['k']} "
               f"times, so mean@{pick['k']} = pass@{pick['k']} = the greedy pass rate", file=sys.stderr)
@@ -354,6 +369,8 @@ def _chosen_settings(args) -> tuple[dict, dict, str | None]:
     base = _run_settings(run_dir) if run_dir else {}
     pick = {key: getattr(args, key) if getattr(args, key) is not None else base.get(key, DEFAULTS.get(key))
             for key in ("model", "task", "data", "reward", "sets", "k", "problems", "temperature", "max_new_tokens", "seed")}
+    if args.temperature is None and pick["temperature"] < 0:  # (the run's eval.temperature <= 0 is greedy: review db)
+        pick["temperature"] = 0.0
     if pick["task"] != base.get("task"):
         if args.data is None:
             pick["data"] = None  # the run's data file is its task's (--task arithmetic on a math run: "--data is for ...")
@@ -369,8 +386,8 @@ def _chosen_settings(args) -> tuple[dict, dict, str | None]:
         # (nan passed `< 0` and sampled as if it were 1; inf sampled uniformly: pass rates of nothing)
         raise InputError(f"--max-new-tokens must be >= 1 and --temperature a finite number >= 0 (0: greedy), got "
                          f"{pick['max_new_tokens']} and {pick['temperature']}")
-    if 0 < pick["temperature"] < MIN_TEMPERATURE:  # (logits / T overflowed and the NaN was blamed on the weights)
-        raise InputError(f"--temperature {pick['temperature']:g} is below {MIN_TEMPERATURE:g}, where logits / T overflow: "
+    if 0 < pick["temperature"] < MIN_TEMPERATURE:  # (a tiny one overflowed logits / T, the NaN blamed on the weights)
+        raise InputError(f"--temperature {pick['temperature']:g} is below {MIN_TEMPERATURE:g}, where {BELOW_MIN_TEMPERATURE}: "
                          "use 0 for greedy decoding, or a temperature of at least that")
     if pick["k"] < 1 or pick["problems"] < 1:
         raise InputError("--k and --problems must be >= 1")
@@ -467,14 +484,11 @@ def _check_positions(model, tokenizer, problems: dict, length, max_new_tokens: i
     """Refuse in one line, as ``scalerl train`` does, prompts + budget that exceed the model's
     positions: past them a learned-position model raises deep in generation, and a RoPE model
     runs on into positions it never saw (a pass rate that measures nothing). ``length``: the
-    run's length control (``--run``), else plain sampling."""
-    import dataclasses
-
+    run's length control (``--run``) with this budget, else plain sampling."""
     from scalerl.rl.recipe import LengthConfig
     from scalerl.train.preflight import check_positions
 
-    budget = (dataclasses.replace(length, max_new_tokens=max_new_tokens) if length is not None
-              else LengthConfig(mode="truncate", max_new_tokens=max_new_tokens))
+    budget = length if length is not None else LengthConfig(mode="truncate", max_new_tokens=max_new_tokens)
     check_positions(model, tokenizer, [p for rows in problems.values() for p in rows], budget,
                     lambda room: f"lower --max-new-tokens to at most {room}")
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from scalerl.commands._train_args import (add_config_args, config_from_args, overwrite_run_dir, resume_changes,
-                                          saved_config_to_resume)
+from scalerl.commands._train_args import (add_config_args, config_from_args, devices_kept_on_resume, overwrite_run_dir,
+                                          resume_changes, saved_config_to_resume)
 
 
 def add_arguments(p) -> None:
@@ -137,7 +137,8 @@ def _resume(args) -> int:
 
         print(dump_yaml(cfg))
         return 0
-    return _start(cfg, resume=True, report=not args.no_report)
+    with devices_kept_on_resume(output):
+        return _start(cfg, resume=True, report=not args.no_report)
 
 
 

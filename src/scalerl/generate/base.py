@@ -16,9 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 
-#: The least sampling temperature above 0: below it ``logits / T`` overflows float32 (a NaN later blamed on the
-#: weights -- review da); vLLM treats temperatures under this as greedy (its ``_SAMPLING_EPS``).
+#: The least sampling temperature above 0: vLLM treats temperatures under this as greedy (its ``_SAMPLING_EPS``),
+#: and sampling at them is greedy in all but name until, near 1e-38, ``logits / T`` overflows float32 (a NaN then
+#: blamed on the weights -- review da; the reason corrected in review db).
 MIN_TEMPERATURE = 1e-5
+
+#: Why a temperature in (0, MIN_TEMPERATURE) is refused, as the messages say it.
+BELOW_MIN_TEMPERATURE = "sampling is greedy in all but name (vLLM's threshold), and near 1e-38 logits / T overflow"
 
 
 @dataclass

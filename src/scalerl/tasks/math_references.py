@@ -46,10 +46,14 @@ def misread_reference(answer: str) -> str | None:
     wrapped reading takes for a product of letters or leaves as text, so every right completion scores -1
     (review cw). None where the readings agree, or the reference is mathematics (``3\\sqrt{2}``, ``(1,2)``:
     read as written they lose their meaning, wrapped they keep it)."""
+    from math_verify.errors import TimeoutException
+
+    # A reference that breaks or stalls the parser is said elsewhere; only math-verify's own alarm of the
+    # BaseExceptions (review db: a Ctrl-C or SIGTERM during this start-up check was swallowed and the run started).
     try:
         wrapped = read_reference(answer)
         plain = parse_here(answer)
-    except BaseException:  # noqa: BLE001 -- a reference that breaks or stalls the parser is said elsewhere
+    except (Exception, TimeoutException):  # noqa: BLE001
         return None
     if not plain or not wrapped:
         return None
@@ -58,7 +62,7 @@ def misread_reference(answer: str) -> str | None:
     try:
         if verify_here(wrapped, plain):
             return None
-    except BaseException:  # noqa: BLE001
+    except (Exception, TimeoutException):  # noqa: BLE001
         return None
     return str(plain[-1])
 

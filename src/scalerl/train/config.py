@@ -35,7 +35,7 @@ from typing import Any, Literal
 from scalerl.config import (apply_overrides, deep_merge, dotted_keys, from_file_dict, leaf_fields, read_yaml_mapping,
                             resolve_key, to_dict)
 from scalerl.errors import ConfigError, InputError
-from scalerl.generate.base import MIN_TEMPERATURE
+from scalerl.generate.base import BELOW_MIN_TEMPERATURE, MIN_TEMPERATURE
 from scalerl.pipeline.config import BackendConfig, backend_problems
 from scalerl.rl.presets import all_presets, get_recipe
 from scalerl.rl.recipe import RecipeConfig, sync_means_k1 as recipe_sync_means_k1
@@ -169,7 +169,8 @@ class EvalConfig:
     """Evaluation sets of the task to run; the first is the one the forecast fits. The arithmetic
     task also offers ``hard`` (a harder, downstream-like split)."""
     temperature: float = 1.0
-    """Sampling temperature for evaluation; <= 0 decodes greedily (one completion a problem, counted k times)."""
+    """Sampling temperature for evaluation; <= 0 decodes greedily (one completion a problem, counted k times --
+    except where the length control draws each sequence's thinking budget: then k decodes, one per budget)."""
     batch_size: int | None = 512
     """Completions per generate call during evaluation (bounds memory); null: all at once."""
     log_samples: int = 3
@@ -428,8 +429,8 @@ class TrainConfig:
         if not 0 < self.precision.fp16_init_scale < math.inf:
             problems.append(f"precision.fp16_init_scale must be > 0 and finite, got {self.precision.fp16_init_scale}")
         if not 0 < self.sampling.top_p <= 1 or not MIN_TEMPERATURE <= self.sampling.temperature < math.inf:
-            problems.append(f"sampling.temperature must be finite and at least {MIN_TEMPERATURE:g} (below, logits / T "
-                            "overflow), and sampling.top_p in (0, 1]")
+            problems.append(f"sampling.temperature must be finite and at least {MIN_TEMPERATURE:g} (below, "
+                            f"{BELOW_MIN_TEMPERATURE}), and sampling.top_p in (0, 1]")
         if not math.isfinite(self.eval.temperature) or 0 < self.eval.temperature < MIN_TEMPERATURE:
             # (inf sampled uniformly: every token alike; a tiny one overflowed logits / T)
             problems.append(f"eval.temperature must be finite, <= 0 (greedy) or at least {MIN_TEMPERATURE:g}, got "
@@ -632,7 +633,12 @@ def load_config_file(path: str | Path) -> tuple[TrainConfig, set[str]]:
     data = read_yaml_mapping(path)
     wrapped = recipe_file_as_config(data, path)
     written = dotted_keys(wrapped)
-    return from_file_dict(TrainConfig, on_named_preset(wrapped, path, label=wrapped is not data)), written
+    try:
+        return from_file_dict(TrainConfig, on_named_preset(wrapped, path, label=wrapped is not data)), written
+    except ConfigError as e:
+        if not str(e).startswith("config file"):  # name the file the key is in (a command reads several)
+            e.args = (f"config file {str(path)!r}: {e}", *e.args[1:])
+        raise
 
 
 def on_named_preset(data: dict, path: Path, *, label: bool = False) -> dict:

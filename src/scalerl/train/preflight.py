@@ -271,6 +271,22 @@ def discard_unstarted_run(output: Path, *, checkpoints: str, files: Sequence[str
     return True
 
 
+class DeviceUnavailable(ConfigError):
+    """A device setting names a device this machine lacks: ``what`` says which and why, ``fallback`` what a new
+    run may set instead (a resume may not: :meth:`on_resume`)."""
+
+    def __init__(self, setting: str, what: str, fallback: str) -> None:
+        super().__init__(f"{what}; use {fallback}")
+        self.setting, self.what = setting, what
+
+    def on_resume(self, output: Path) -> str:
+        """The message for a resume, which keeps the saved run's devices (review db: "use --set run.device=cpu"
+        was then refused by --resume as a flag that differs from the saved run)."""
+        return (f"{self.what} -- the saved run's {self.setting}, which a resume keeps: resume it on a machine that "
+                f"has that device, or start a new run from its config on another: scalerl train --config "
+                f"{output / 'config.yaml'} --set {self.setting}=cpu --output NEW_DIR")
+
+
 def run_device(name: str, setting: str = "run.device", *, auto: bool = True) -> Any:
     """``run.device`` (or the ``setting`` named) as a torch device; :class:`ConfigError` for a name torch does not
     know or a device this machine does not have (before any weights are loaded onto it). ``auto``: whether the
@@ -288,11 +304,12 @@ def run_device(name: str, setting: str = "run.device", *, auto: bool = True) -> 
     if device.type == "cuda":
         if not torch.cuda.is_available():
             why = "this torch build has no CUDA" if torch.version.cuda is None else "no GPU is visible"
-            raise ConfigError(f"{setting}={name}: CUDA is not available ({why}); use {fallback}")
+            raise DeviceUnavailable(setting, f"{setting}={name}: CUDA is not available ({why})", fallback)
         if device.index is not None and device.index >= torch.cuda.device_count():
-            raise ConfigError(f"{setting}={name}: only {torch.cuda.device_count()} GPU(s) are visible")
+            raise DeviceUnavailable(setting, f"{setting}={name}: only {torch.cuda.device_count()} GPU(s) are visible",
+                                    f"--set {setting}=cuda:0" + (" or auto" if auto else ""))
     elif device.type == "mps" and not torch.backends.mps.is_available():
-        raise ConfigError(f"{setting}={name}: MPS is not available; use {fallback}")
+        raise DeviceUnavailable(setting, f"{setting}={name}: MPS is not available", fallback)
     elif device.type not in ("cpu", "cuda", "mps"):
         raise ConfigError(f"{setting}={name}: unsupported device type; use {names}")
     return device

@@ -12,7 +12,8 @@ turn), so the ranks step in lockstep (:func:`any_rank`, the generator's ``lockst
 whose rows have finished keeps stepping on padding until every rank's have, and a rank with no
 prompt of its own decodes a stand-in (prompt 0) whose completion it drops. A rank samples with
 its own seed (``params.seed`` moved by the rank), so a run is reproducible for a given number of
-ranks, not across numbers of ranks; greedy decoding gives the one-process tokens.
+ranks, not across numbers of ranks; greedy decoding gives the one-process tokens, except where the
+length control draws each sequence's thinking budget (from that same seed).
 
     generator = ShardedGenerator(group)            # rank 0; the other ranks wait in follow()
     completions = generator.generate(prompts, SamplingParams(max_new_tokens=64, seed=1))
