@@ -448,6 +448,24 @@ def test_demo_resume_with_more_processes_is_refused_as_a_new_demo_is(tmp_path, c
                     "the demo trains in one process; --nproc 2 is for scalerl train")
 
 
+@pytest.mark.parametrize("command", ["train", "demo"])
+def test_a_resume_refuses_a_set_run_output_naming_another_directory(tmp_path, capsys, command):
+    """`--resume --output A --set run.output=B` resumed A with B ignored, unsaid."""
+    from scalerl.config import save_yaml
+    from scalerl.train.config import TrainConfig, resolve
+
+    run = tmp_path / "run"
+    run.mkdir()
+    save_yaml(resolve(TrainConfig(), ["run.steps=2", f"run.output={run}"]), run / "config.yaml")
+    (run / "runlog.jsonl").write_text("")
+    other = tmp_path / "other"
+    _one_line_error(capsys, main([command, "--resume", "--output", str(run), "--set", f"run.output={other}",
+                                  "--no-progress"]),
+                    f"--set run.output={other} names another directory", f"give --output {other}")
+    assert not other.exists()
+    assert main(["train", "--resume", "--output", str(run), "--set", f"run.output={run}", "--print-config"]) == 0
+
+
 @pytest.mark.skipif("__import__('torch').cuda.is_available()", reason="needs a machine without CUDA")
 @pytest.mark.parametrize("key", ["backend.generator_device", "run.device"])
 def test_a_resumes_missing_device_is_said_as_a_resume_can_act_on_it(tmp_path, capsys, key):
@@ -652,6 +670,7 @@ def test_a_huge_integer_is_one_line(tmp_path, capsys, where, key, digits):
     ("steps: 100\n", "run.steps"),
     ("recipe:\n  lr: 1.0e-4\n", "recipe.optimizer.lr"),
     ("recipe_name: qwen-dapo\nloss:\n  name: ppo\n", "recipe.loss"),  # a recipe file given a recipe_name line
+    ("run:\n  recipe:\n    loss:\n      name: cispo\n", "'recipe' belongs at the top level"),  # (was "a key of recipe")
 ])
 def test_a_key_in_the_wrong_section_names_where_it_belongs(tmp_path, capsys, text, belongs):
     path = tmp_path / "cfg.yaml"

@@ -155,8 +155,9 @@ def _belongs(cls: type, key: Any, path: str) -> str:
     sentence an unknown key's message ends with, or ''."""
     leaves = leaf_fields(cls)
     paths = set(leaves) | {p.rsplit(".", i)[0] for p in leaves for i in range(1, p.count(".") + 1)}
-    places = sorted(p for p in paths if p.rsplit(".", 1)[-1] == key and p != _join(path, str(key)))
-    return f" -- '{key}' is a key of {' and '.join(places)}" if places else ""
+    places = sorted(p if "." in p else "the top level" for p in paths  # (was "'recipe' is a key of recipe")
+                    if p.rsplit(".", 1)[-1] == key and p != _join(path, str(key)))
+    return f" -- '{key}' belongs at {' or '.join(places)}" if places else ""
 
 
 def _unknown_key_message(key: Any, path: str, known: list[str], sections: Iterable[str] = ()) -> str:

@@ -294,6 +294,11 @@ def saved_config_to_resume(output: Path, args, what: str = "run") -> TrainConfig
     from scalerl.train.run_directory import CONFIG, check_output
 
     check_output(output, True)
+    for item in args.overrides:  # (review db: `--resume --output A --set run.output=B` resumed A, B ignored unsaid)
+        key, _, value = item.partition("=")
+        if resolve_key(TrainConfig, key.strip()) == "run.output" and Path(value.strip()).resolve() != output.resolve():
+            raise InputError(f"--resume continues the {what} in --output {output}; --set {item.strip()} names another "
+                             f"directory: drop it, or give --output {value.strip()} to resume the {what} there")
     saved = load_yaml(TrainConfig, output / CONFIG)
     saved.run.output = str(output)
     conflicts = resume_conflicts(saved, args)
