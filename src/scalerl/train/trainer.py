@@ -46,6 +46,7 @@ from scalerl.pipeline.weights import Weights
 from scalerl.rl.components import resolve_recipe, validate_recipe
 from scalerl.rl.sampler import PromptSampler
 from scalerl.rollout.context import RolloutContext, RoundContext
+from scalerl.rollout.groups import RolloutBatch
 from scalerl.runlog import FINAL, FINAL_STEP_FILE, HEADER, RESUME, RUNLOG, RunLogWriter, read_runlog
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
 from scalerl.stop_signals import stop_under_way, stops_deferred, stops_delivered
@@ -75,7 +76,7 @@ from scalerl.train.run_directory import (CHECKPOINTS, CONFIG, SAMPLES, HeldByLau
                                         save_run_config)
 from scalerl.train.shard_generation import ShardedGenerator
 from scalerl.train.shard_weights import ShardWeights
-from scalerl.train.update import build_optimizer, policy_update
+from scalerl.train.update import UpdateResult, build_optimizer, policy_update
 
 
 
@@ -836,6 +837,7 @@ class Trainer:
         return self.step > 0 and due and not any(e.get("step") == self.step for e in self.evals)
 
     def _train_step(self) -> None:
+        """One step: a batch from the source, the policy update, the weights to the generators, the step's row."""
         cfg = self.cfg
         self.source.wait_ready()  # (outside the clock: generator start-up is no training)
         self.meter.start()
@@ -843,19 +845,7 @@ class Trainer:
         self.meter.generated(batch.samples, batch.tokens, batch.prompt_tokens)
         # (A batch pickled in a checkpoint written before batches carried their failures has none.)
         add_counts(self.reward_counts, getattr(batch, "reward_failures", {}))
-        if self.group is not None:  # every rank its share; the weights gathered into the generator copy
-            result = self.group.update(batch.groups, self.version)
-            if not result.skipped and self.gen_model is not self.model:
-                self.group.gather_into(self.gen_model)
-        else:
-            result = policy_update(
-                self.model, self.optimizer, self.scheduler, batch.groups, self.components,
-                temperature=cfg.sampling.temperature, pad_token_id=self.pad_id,
-                micro_batch_size=cfg.run.micro_batch_size, micro_batch_tokens=self.micro_batch_tokens,
-                device=self.device, version=self.version,
-                share_prompt=cfg.run.share_prompt_forward, precision=self.precision,
-                logits_budget=cfg.run.logits_budget_mb * 2**20,
-            )
+        result = self._update(batch)
         self.meter.trained(result.trained_tokens)
         for lag, n in result.lag_counts.items():
             self.lag_hist[lag] = self.lag_hist.get(lag, 0) + n
@@ -871,24 +861,27 @@ class Trainer:
             self.skipped_steps += 1
         self.nan_streak = self.nan_streak + 1 if nonfinite else 0
         self._nan_reason = result.reason
-        rewards = [x for g in batch.groups for x in g.rewards]
-        self._note_collapse(rewards)
+        self._note_collapse([x for g in batch.groups for x in g.rewards])
         if self.step % cfg.log.train_every == 0 or result.skipped:
-            comps = batch.completions
-            row = {
-                "type": "train",
-                "step": self.step,
-                "reward_mean": sum(rewards) / max(len(rewards), 1),
-                "train_pass_rate": sum(x > 0 for x in rewards) / max(len(rewards), 1),
-                "mean_len": sum(len(c.token_ids) for c in comps) / max(len(comps), 1),
-                "frac_interrupted": sum(c.interrupted for c in comps) / max(len(comps), 1),
-                "skipped": result.skipped,
-                **{k: v for k, v in result.metrics.items()},
-                **batch.stats,
-            }
-            if result.skipped:
-                row["skip_reason"] = result.reason
-            self._log(row)
+            self._log(train_row(self.step, batch, result))
+
+    def _update(self, batch: RolloutBatch) -> UpdateResult:
+        """The policy update on ``batch``: sharded over the trainer group (the weights then gathered into the
+        generator's copy), or in this process."""
+        cfg = self.cfg
+        if self.group is not None:  # every rank its share
+            result = self.group.update(batch.groups, self.version)
+            if not result.skipped and self.gen_model is not self.model:
+                self.group.gather_into(self.gen_model)
+            return result
+        return policy_update(
+            self.model, self.optimizer, self.scheduler, batch.groups, self.components,
+            temperature=cfg.sampling.temperature, pad_token_id=self.pad_id,
+            micro_batch_size=cfg.run.micro_batch_size, micro_batch_tokens=self.micro_batch_tokens,
+            device=self.device, version=self.version,
+            share_prompt=cfg.run.share_prompt_forward, precision=self.precision,
+            logits_budget=cfg.run.logits_budget_mb * 2**20,
+        )
 
     def _note_collapse(self, rewards: list[float]) -> None:
         """A note, once a streak, when every completion of COLLAPSE_STEPS steps in a row failed after
@@ -959,6 +952,27 @@ class Trainer:
         close = getattr(self.task, "close", None)
         if close is not None:
             close()
+
+
+def train_row(step: int, batch: RolloutBatch, result: UpdateResult) -> dict[str, Any]:
+    """The run log's ``train`` row of a step: the batch's rewards, lengths and interruptions, the update's metrics
+    and the batch source's statistics (a skipped update says why)."""
+    rewards = [x for g in batch.groups for x in g.rewards]
+    comps = batch.completions
+    row = {
+        "type": "train",
+        "step": step,
+        "reward_mean": sum(rewards) / max(len(rewards), 1),
+        "train_pass_rate": sum(x > 0 for x in rewards) / max(len(rewards), 1),
+        "mean_len": sum(len(c.token_ids) for c in comps) / max(len(comps), 1),
+        "frac_interrupted": sum(c.interrupted for c in comps) / max(len(comps), 1),
+        "skipped": result.skipped,
+        **result.metrics,
+        **batch.stats,
+    }
+    if result.skipped:
+        row["skip_reason"] = result.reason
+    return row
 
 
 def _utc_now() -> str:
