@@ -57,3 +57,18 @@ def test_an_interrupted_command_says_so_on_one_line(monkeypatch, capsys, stop, m
     assert main(["recipes"]) == status
     err = capsys.readouterr().err.strip()
     assert err == f"scalerl recipes: {message}"
+
+
+def test_the_threads_help_says_what_the_default_recipe_gives_the_trainer(capsys):
+    """--threads said "default: torch's choice"; the default recipe gives the trainer the cores the generators
+    leave (1 on 2 cores: pipeline.registry.trainer_threads) -- review dc."""
+    from scalerl.cli import main
+    from scalerl.pipeline.config import BackendConfig
+    from scalerl.pipeline.registry import trainer_threads
+
+    assert trainer_threads("pipeline-rl-k", BackendConfig(), cores=2) == 1
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    threads_help = text[text.rindex("--threads N"):text.rindex("--nproc N")]
+    assert "the cores the generators leave" in threads_help, threads_help

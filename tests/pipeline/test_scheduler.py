@@ -429,3 +429,85 @@ def test_seeded_pipeline_refuses_a_lag_over_the_bound():
             in_time(lambda: drive(source, 6, 0.001))
     finally:
         source.close()
+
+
+class ManualPool:
+    """A worker pool that answers at once (from ``submit``) the requests ``answer`` returns a result for, and keeps
+    the rest in flight -- as a checkpoint finds them."""
+
+    size = 1
+
+    def __init__(self, answer):
+        self.answer, self.submitted, self._deliver = answer, [], None
+
+    def start(self, deliver, fail):
+        self._deliver = deliver
+
+    def submit(self, request):
+        self.submitted.append(request)
+        result = self.answer(request)
+        if result is not None:
+            self._deliver(result)
+
+    def push_weights(self, weights, version):
+        pass
+
+    def wait_ready(self):
+        pass
+
+    def check(self):
+        pass
+
+    def stats(self):
+        return {}
+
+    def generator(self):
+        return None
+
+    def close(self):
+        pass
+
+
+def scored_round(request, rewards):
+    """``request``'s groups, every group's generations scored ``rewards``."""
+    groups = [Group(p, [Completion([1], [2, 3], [-1.0, -1.0], [1, 1], [0, 0], "stop") for _ in rewards],
+                    list(rewards), list(rewards)) for p in request.problems]
+    n = len(groups) * len(rewards)
+    return RoundResult(request.index, request.round, groups, n, 2 * n, n, 0.0, 0)
+
+
+def test_a_timing_driven_resume_generates_the_refill_prompts_a_pending_batch_drew():
+    """Timing-driven PipelineRL-k with dynamic sampling: a pending batch's refill round was drawn from the sampler
+    (saved as drawn), but a resume re-sent only round 0 and drew new refill prompts: those of the stopped attempt
+    were skipped for the epoch (review dc)."""
+    recipe = RecipeConfig()
+    recipe.filtering.dynamic_sampling = True
+
+    def answer(request):
+        if request.round > 0:
+            return None  # the refill is in flight when the checkpoint is written
+        # Batch 0 has a learning signal; batch 1's first round none (every group alike): it draws a refill.
+        return scored_round(request, [1.0, -1.0] if request.index == 0 else [-1.0, -1.0])
+
+    ctx = make_plan(recipe, problems=30)
+    pool = ManualPool(answer)
+    source = PooledSource(pool, ctx, PipelineSchedule.for_generators(8, 1))  # timing-driven: 2 slots
+    source.weights_updated(None, 0, step=0)
+    source.next_batch(0)  # batch 0 trained on; batch 1 dispatched, its round 0 in, its refill drawn
+    drawn = {p.id for r in pool.submitted if r.index == 1 and r.round > 0 for p in r.problems}
+    assert drawn, "the scenario needs a refill in flight"
+    source.weights_updated(None, 1, step=1)
+    state, sampler_state = source.state_dict(), ctx.sampler.state_dict()  # the checkpoint at step 1
+    source.close()
+
+    ctx = make_plan(recipe, problems=30)
+    ctx.sampler.load_state_dict(sampler_state)
+    pool = ManualPool(lambda r: scored_round(r, [-1.0, -1.0] if r.round == 0 else [1.0, -1.0]))
+    resumed = PooledSource(pool, ctx, PipelineSchedule.for_generators(8, 1))
+    resumed.load_state_dict(state)
+    resumed.weights_updated(None, 1, step=1)
+    assert resumed.next_batch(1).stats["batch_index"] == 1
+    refills = [r for r in pool.submitted if r.index == 1 and r.round > 0]
+    resumed.close()
+    assert {p.id for p in refills[0].problems} == drawn  # the stopped attempt's refill, not new prompts
+    assert resumed.state_dict()["pending"] == [] or all(p["index"] != 1 for p in resumed.state_dict()["pending"])

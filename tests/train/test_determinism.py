@@ -44,3 +44,41 @@ def test_same_seed_same_run_log_for_the_default_recipe(tiny_dir, tmp_path, capsy
         assert [r["lag_max"] for r in trains] == [0.0] + [1.0] * 5
     else:  # one update lands mid-sequence: tokens from two policy versions in one batch
         assert any(r["lag_max"] > r["lag_mean"] > 0 for r in trains)
+
+
+# ----------------------------------------------------------------------------- review dc
+
+
+def test_what_is_not_reproducible():
+    """not_reproducible: timing-driven in-flight updates (what auto picks off local threads) and generators' own
+    sampling streams (run.deterministic=false, not in a checkpoint); the default recipe and sync are reproducible."""
+    from scalerl.train.config import TrainConfig, not_reproducible, resolve
+
+    assert not_reproducible(resolve(TrainConfig())) is None
+    assert not_reproducible(resolve(TrainConfig(), ["pipeline=sync"])) is None
+    assert "auto picks" in not_reproducible(resolve(TrainConfig(), ["backend.workers=processes"]))
+    assert "backend.updates=timing:" in not_reproducible(resolve(TrainConfig(), ["backend.updates=timing"]))
+    assert "run.deterministic=false" in not_reproducible(resolve(TrainConfig(), ["pipeline=sync",
+                                                                                  "run.deterministic=false"]))
+
+
+def test_a_run_that_is_not_reproducible_says_so_at_its_start_and_on_resume(tiny_dir, tmp_path, capsys, monkeypatch):
+    """run.deterministic=false (each generator's stream seeded once, not in a checkpoint): a resumed run's rows
+    differed from the uninterrupted run's from its first step on, and neither the run nor its resume said so."""
+    from scalerl.train.trainer import Trainer
+
+    out, step = tmp_path / "run", Trainer._train_step
+
+    def stopped(self):
+        if self.step == 3:
+            raise KeyboardInterrupt
+        step(self)
+
+    args = small_args(out, "--no-report", "--set", "pipeline=sync", "--set", "run.deterministic=false")
+    monkeypatch.setattr(Trainer, "_train_step", stopped)
+    assert main(args) == 130
+    assert "this run is not reproducible (the same seed can give another run log): run.deterministic=false" in \
+        capsys.readouterr().err
+    monkeypatch.setattr(Trainer, "_train_step", step)
+    assert main([*args, "--resume"]) == 0
+    assert "its rows from here need not repeat an uninterrupted run's: run.deterministic=false" in capsys.readouterr().err

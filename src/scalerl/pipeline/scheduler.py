@@ -160,6 +160,10 @@ class _Assembly:
     done: bool = False
     refill_due: bool = False
     """Seeded mode: the last round is in and the buffer wants more; the trainer generates it."""
+    drawn_refills: list[RoundRequest] = field(default_factory=list)
+    """Refill rounds an earlier attempt at this batch drew (a checkpoint's, a stale batch's): their prompts are
+    the next refills', in order, before the sampler draws new ones -- the sampler counts them as drawn, so a
+    prompt left out would be skipped this epoch (review dc)."""
 
     def batch(self) -> RolloutBatch:
         rounds = [self.results[r] for r in sorted(self.results)]
@@ -285,8 +289,7 @@ class PooledSource:
                 else:
                     # The refill's draw must see this round's pass rates, as in the synchronous loop.
                     self._record(asm, result.round)
-                    refill = self._request(asm.index, result.round + 1,
-                                           self.ctx.sampler.sample(max(asm.buffer.missing, 1)))
+                    refill = self._refill(asm, result.round + 1)
                     asm.requests.append(refill)
             self._cond.notify_all()
         if refill is not None:
@@ -297,6 +300,13 @@ class PooledSource:
             if self._error is None:
                 self._error = error
             self._cond.notify_all()
+
+    def _refill(self, asm: _Assembly, round_: int) -> RoundRequest:
+        """Batch ``asm``'s dynamic-sampling round ``round_``: the prompts an earlier attempt drew for it where there
+        are any left, else as many new ones from the sampler as the buffer misses."""
+        if asm.drawn_refills:
+            return self._request(asm.index, round_, [p.id for p in asm.drawn_refills.pop(0).problems])
+        return self._request(asm.index, round_, self.ctx.sampler.sample(max(asm.buffer.missing, 1)))
 
     def _record(self, asm: _Assembly, round_: int) -> None:
         if round_ in asm.recorded:
@@ -381,7 +391,7 @@ class PooledSource:
         with self._cond:
             last = max(asm.results)
             self._record(asm, last)
-            request = self._request(asm.index, last + 1, self.ctx.sampler.sample(max(asm.buffer.missing, 1)))
+            request = self._refill(asm, last + 1)
             asm.requests.append(request)
             asm.refill_due = False
         self._deliver(self.own.run(request))
@@ -391,7 +401,8 @@ class PooledSource:
         self.stale_regenerated += 1
         with self._cond:
             first = dataclasses.replace(asm.requests[0], min_version=self.version)
-            fresh = _Assembly(asm.index, [first], buffer=new_buffer(self.ctx) if asm.buffer is not None else None)
+            fresh = _Assembly(asm.index, [first], buffer=new_buffer(self.ctx) if asm.buffer is not None else None,
+                              drawn_refills=asm.requests[1:] + asm.drawn_refills)
             fresh.recorded = set(asm.recorded)
             self._batches[asm.index] = fresh
         self.pool.submit(first)
@@ -441,7 +452,7 @@ class PooledSource:
         # not kept -- a resumed run regenerates them (from the same prompts, seeds and plans).
         with self._cond:
             pending = sorted((a for a in self._batches.values() if a.index >= self._head), key=lambda a: a.index)
-            state: dict[str, Any] = {"pending": [{"index": a.index, "requests": list(a.requests),
+            state: dict[str, Any] = {"pending": [{"index": a.index, "requests": a.requests + a.drawn_refills,
                                                   "recorded": sorted(a.recorded)} for a in pending]}
         if self.history is not None:
             # The weights the pending batches' plans still name (the trainer's model is the newest).
@@ -451,8 +462,10 @@ class PooledSource:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._resend = []
         for item in state.get("pending", []):
-            # Only the first round is re-sent: refill rounds depend on its (regenerated) results.
-            asm = _Assembly(item["index"], list(item["requests"][:1]), buffer=new_buffer(self.ctx))
+            # Only the first round is re-sent: whether a refill is due depends on its (regenerated) results; the
+            # refills drawn are the prompts of those that are.
+            asm = _Assembly(item["index"], list(item["requests"][:1]), buffer=new_buffer(self.ctx),
+                            drawn_refills=list(item["requests"][1:]))
             asm.recorded = set(item["recorded"]) & {0}
             self._resend.append(asm)
         if self.history is not None:

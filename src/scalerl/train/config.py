@@ -36,7 +36,7 @@ from scalerl.config import (apply_overrides, deep_merge, dotted_keys, from_file_
                             resolve_key, to_dict)
 from scalerl.errors import ConfigError, InputError
 from scalerl.generate.base import BELOW_MIN_TEMPERATURE, MIN_TEMPERATURE
-from scalerl.pipeline.config import BackendConfig, backend_problems
+from scalerl.pipeline.config import BackendConfig, backend_problems, update_mode
 from scalerl.rl.presets import all_presets, get_recipe
 from scalerl.rl.recipe import RecipeConfig, sync_means_k1 as recipe_sync_means_k1
 from scalerl.tasks.rewards import MAX_TIMEOUT, MAX_WORKERS
@@ -196,7 +196,8 @@ class RunConfig:
     device: str = "auto"
     """cpu, cuda, cuda:1, ... or auto (cuda when available)."""
     threads: int = 0
-    """torch intra-op threads on CPU; 0 = leave torch's default."""
+    """The trainer's torch intra-op threads on CPU; 0: under pipeline-rl-k on the local backend, the cores the
+    generators leave (cores - generators x backend.generator_threads, at least 1), else torch's default."""
     nproc: int = 1
     """Trainer processes on this machine: > 1 shards the policy update (parameters, gradients,
     AdamW state) over that many processes with torch.distributed and FSDP2 -- one per GPU (NCCL),
@@ -211,7 +212,9 @@ class RunConfig:
     one gathered tensor at a time; pipeline-rl-k's generator threads, which would each hold a copy
     on rank 0's device, are refused. One process: no effect."""
     deterministic: bool = True
-    """Derive every sampling seed from (seed, step), so a resumed run repeats an uninterrupted one."""
+    """Derive every sampling seed from (seed, step), so a resumed run repeats an uninterrupted one. false: each
+    generator samples from a stream of its own, seeded once -- not kept in a checkpoint, so a resumed run does not
+    repeat (said at the start)."""
     micro_batch_size: int = 64
     """Sequences per forward/backward pass; gradients accumulate to the full step (exactly)."""
     micro_batch_tokens: int = 16384
@@ -508,6 +511,21 @@ def group_problems(cfg: TrainConfig, world: int) -> list[str]:
                         "(--backend ray) or backend.workers=processes, or use recipe.off_policy.pipeline=sync or "
                         "ppo-off-policy-k (generation on the shards)")
     return problems
+
+
+def not_reproducible(cfg: TrainConfig) -> str | None:
+    """Why runs of this config and seed need not repeat one another (nor a resume the uninterrupted run), or None
+    where they do: in-flight weight updates landing at thread or process timing (``backend.updates`` timing, what
+    auto picks off local threads), or sampling streams each generator seeds once (``run.deterministic=false``,
+    which a checkpoint does not hold). Said at the start and on resume (review dc: both ran on without a word)."""
+    if cfg.recipe.off_policy.pipeline == "pipeline-rl-k" and update_mode(cfg.backend) == "timing":
+        auto = " (what auto picks here)" if cfg.backend.updates == "auto" else ""
+        return (f"backend.updates=timing{auto}: the trainer's weights land in the generators' decoding whenever "
+                "they arrive, so timing decides which weights each token saw")
+    if not cfg.run.deterministic:
+        return ("run.deterministic=false: each generator samples from a stream of its own, seeded once and not "
+                "kept in a checkpoint")
+    return None
 
 
 def eval_engine(cfg: TrainConfig) -> str:

@@ -61,7 +61,7 @@ from scalerl.train.checkpoint import (SHARDS, checkpoint_step, damaged, latest_c
 from scalerl.train.closing import close_each
 from scalerl.train.collapse import COLLAPSE_STEPS, collapse_note
 from scalerl.train.compute import ComputeMeter
-from scalerl.train.config import CALIBRATION_COPY, TrainConfig, eval_engine
+from scalerl.train.config import CALIBRATION_COPY, TrainConfig, eval_engine, not_reproducible
 from scalerl.train.collectives import barrier
 from scalerl.train.distributed import Rank, TrainerGroup, make_group, rank_threads
 from scalerl.models.lora import base_changed, base_digest, generator_copy, has_lora
@@ -664,11 +664,16 @@ class Trainer:
                   "checkpoint. A larger --steps extends it", file=sys.stderr)
         stop: KeyboardInterrupt | None = None  # a stop that waited for the final save, which it let finish
         try:
+            why = not_reproducible(cfg)
             if self.resumed_from is not None and self.step < cfg.run.steps:
                 # (Said at the start: only the report at the end said which checkpoint, and not with --no-report.)
-                print(f"note: resuming {self.output} from its checkpoint at step {self.step}, to step {cfg.run.steps}",
+                print(f"note: resuming {self.output} from its checkpoint at step {self.step}, to step {cfg.run.steps}"
+                      + (f"; its rows from here need not repeat an uninterrupted run's: {why}" if why else ""),
                       file=sys.stderr)
                 self._log_resume()
+            elif why and self.step < cfg.run.steps:
+                print(f"note: this run is not reproducible (the same seed can give another run log): {why}",
+                      file=sys.stderr)
             # (In the try: a failure here closes the run's files and lets its directory go, as any other.)
             bar = _progress(cfg, self.step)
             self._train(bar)
