@@ -311,3 +311,34 @@ def test_wait_ready_returns_when_a_generator_process_fails_with_a_long_error():
     returned, errors = _wait_ready_with_failed_builder(200_000, seconds=10)
     assert errors and "unknown task" in str(errors[0])  # (the premise: the error is there, once the reader runs)
     assert returned, "wait_ready still waiting 10 s after the generator process failed"
+
+
+def test_a_generator_process_user_facing_error_reaches_the_trainer_as_itself():
+    """A ScaleRLError in a generator process (a reward function its own check found hung, a device the machine
+    lacks) reached the trainer as 'generator process N failed:' and the process's traceback (review dd); a bug still
+    brings its traceback."""
+    import queue
+    import threading
+
+    from scalerl.errors import InputError
+    from scalerl.models.devices import DeviceUnavailable
+    from scalerl.pipeline import processes
+
+    kind, _, exc = processes._failure(1, InputError("the reward function hangs"))
+    assert kind == "said" and isinstance(exc, InputError) and str(exc) == "the reward function hangs"
+    # (an error class whose constructor takes other arguments than its message does not unpickle: its text)
+    kind, _, exc = processes._failure(1, DeviceUnavailable("backend.generator_device", "cuda: none here", "cpu"))
+    assert kind == "said" and str(exc) == "cuda: none here; use cpu"
+    try:
+        raise ValueError("a bug")
+    except ValueError as bug:
+        kind, _, text = processes._failure(1, bug)
+    assert kind == "error" and "Traceback" in text and "ValueError: a bug" in text
+
+    pool = processes.ProcessPool.__new__(processes.ProcessPool)  # the reader's books only: no process
+    pool._stop, pool._results, pool._procs, pool._error, pool.ready = threading.Event(), queue.Queue(), [], None, 0
+    said = InputError("the reward function hangs")
+    pool._results.put(("said", 0, said))
+    failed = []
+    pool._read(lambda result: None, failed.append)
+    assert failed == [said] and pool._error is said

@@ -279,7 +279,7 @@ def resume_changes(args, saved: TrainConfig) -> dict[str, Any]:
 def devices_kept_on_resume(output: Path) -> Iterator[None]:
     """A saved device this machine lacks, said as a resume can act on it (a resume keeps the saved run's
     devices: the new run's advice, ``--set run.device=cpu``, was refused as a flag that differs -- review db)."""
-    from scalerl.train.preflight import DeviceUnavailable
+    from scalerl.models.devices import DeviceUnavailable
 
     try:
         yield

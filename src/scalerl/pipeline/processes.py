@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import pickle
 import queue
 import signal
 import threading
@@ -82,6 +83,19 @@ def _exit_with_parent() -> None:
     threading.Thread(target=watch, name="scalerl-parent-watch", daemon=True).start()
 
 
+def _failure(worker_id: int, exc: BaseException) -> tuple[str, int, Any]:
+    """What a generator process reports of the error that stopped it: a user-facing one as itself (one line for
+    the trainer to raise: a reward function its own check found hung, a device this machine lacks -- review dd: a
+    page of this process's traceback), anything else as its traceback."""
+    if isinstance(exc, ScaleRLError):
+        try:
+            pickle.loads(pickle.dumps(exc))
+            return ("said", worker_id, exc)
+        except Exception:  # noqa: BLE001 -- an error class that does not pickle: its text, as the same kind
+            return ("said", worker_id, ScaleRLError(str(exc)))
+    return ("error", worker_id, traceback.format_exc())
+
+
 def _process_main(spec: WorkerSpec, shared: dict, shared_version: Any, lock: Any, requests: Any, results: Any,
                   notify: Any, stop: Any, worker_id: int, up: Any) -> None:
     _exit_with_parent()
@@ -92,8 +106,8 @@ def _process_main(spec: WorkerSpec, shared: dict, shared_version: Any, lock: Any
             version = shared_version.value
         worker = build_worker(spec, state, version, worker_id)
         del state
-    except BaseException:
-        results.put(("error", worker_id, traceback.format_exc()))
+    except BaseException as exc:
+        results.put(_failure(worker_id, exc))
         # Said done too: a report over the pipe's 64 KiB keeps this process alive until the reader drains it, and
         # the reader starts after wait_ready (review cn: it waited for ever).
         up.release()
@@ -126,8 +140,8 @@ def _process_main(spec: WorkerSpec, shared: dict, shared_version: Any, lock: Any
                 synced.wait_for(lambda: latest[0] >= request.min_version)
             result = worker.run(request)
             results.put(("result", worker_id, result))
-    except BaseException:
-        results.put(("error", worker_id, traceback.format_exc()))
+    except BaseException as exc:
+        results.put(_failure(worker_id, exc))
     finally:
         worker.close()
 
@@ -203,6 +217,10 @@ class ProcessPool:
                 deliver(payload)
             elif kind == "ready":
                 self.ready += 1
+            elif kind == "said":
+                self._error = payload
+                fail(payload)
+                return
             else:
                 self._error = PipelineError(f"generator process {worker_id} failed:\n{payload}")
                 fail(self._error)

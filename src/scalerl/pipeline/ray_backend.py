@@ -437,7 +437,11 @@ class RayPool:
                             self._idle.append(i)
                         request.result.set_exception(exc)
                         continue
-                    self._error = PipelineError(f"generator actor {i} failed on batch {request.index}: {exc}")
+                    # A user-facing error (a reward function found hung by its own check) as itself, one line;
+                    # a bug with the actor's traceback (review dd: both were Ray's page of traceback).
+                    cause = getattr(exc, "cause", None)
+                    self._error = (cause if isinstance(cause, ScaleRLError) else
+                                   PipelineError(f"generator actor {i} failed on batch {request.index}: {exc}"))
                     fail(self._error)
                     return
                 with self._lock:

@@ -187,9 +187,13 @@ def build_worker(spec: WorkerSpec, state_dict: Mapping[str, Any], version: int, 
     import torch
 
     from scalerl.generate.registry import make_generator
+    from scalerl.models.devices import run_device
     from scalerl.rl.components import resolve_recipe
     from scalerl.tasks.registry import get_task
 
+    # The device on the machine this worker landed on, in one line (a Ray actor's machine: torch's own
+    # "Torch not compiled with CUDA enabled" killed the actor and the driver printed pages -- review dd).
+    run_device(spec.device, "backend.generator_device", auto=False)
     if spec.device == "cpu":
         torch.set_num_threads(max(1, spec.threads))
     task = get_task(spec.task_name, reward=spec.task_reward, reward_timeout=spec.task_reward_timeout,

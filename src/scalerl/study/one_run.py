@@ -158,6 +158,9 @@ def collect(result: Callable[[], dict], p: RunPlan) -> Outcome:
     try:
         return Outcome(**result())
     except Exception as exc:
+        # A Ray task's error says Ray's process title first (review dd: "RayTaskError(ValueError): ray::
+        # _execute_ray_task() (pid=..., ip=...)"): the run's own error is its cause.
+        exc = getattr(exc, "cause", None) or exc
         return Outcome(p.variant.label, p.seed, "failed", error=f"{type(exc).__name__}: {exc}".splitlines()[0])
 
 

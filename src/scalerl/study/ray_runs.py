@@ -27,6 +27,15 @@ def _execute_ray_task(execute: Callable[..., dict[str, Any]], cfg_dict: dict[str
         return execute(cfg_dict, budget)
 
 
+def _check_cpus(ray: Any, cpus: int) -> None:
+    """Refuse a run's task wider than every node of the cluster: Ray would hold it for ever, and say so only in
+    the worker logs a study does not stream (review dd: it sat at "submitted" until killed)."""
+    widest = max((node.get("Resources", {}).get("CPU", 0.0) for node in ray.nodes() if node.get("Alive")), default=0.0)
+    if cpus > widest + 1e-9:
+        raise InputError(f"--threads {cpus}: each run is a Ray task of {cpus} CPU, but the largest node of the Ray "
+                         f"cluster has {widest:g}; lower --threads, or add a machine with more (ray start --address ...)")
+
+
 def run_on_ray(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo, record: Callable[[Outcome], None]) -> list[Outcome]:
     try:
         import ray
@@ -49,7 +58,9 @@ def run_on_ray(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo
                  runtime_env={"env_vars": env} if env else None, log_to_driver=False)
     running: dict[Any, RunPlan] = {}
     try:
-        task = ray.remote(num_cpus=max(1, spec.threads))(_execute_ray_task)
+        cpus = max(1, spec.threads)
+        _check_cpus(ray, cpus)
+        task = ray.remote(num_cpus=cpus)(_execute_ray_task)
         queue = [p for p in plans]
         limit = spec.parallel or len(queue)
         while queue or running:

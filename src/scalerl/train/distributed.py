@@ -90,7 +90,7 @@ def device_for(name: str, local_rank: int) -> torch.device:
     """The device of trainer rank ``local_rank`` on its machine: its own GPU, or the CPU.
     :class:`~scalerl.errors.ConfigError` (one line, not a traceback from every rank) for a device
     this machine lacks: ``run.device=cuda`` without CUDA, or fewer GPUs than ranks on it."""
-    from scalerl.train.preflight import run_device
+    from scalerl.models.devices import run_device
 
     device = run_device(name)
     if device.type == "cuda" and device.index is None:

@@ -283,7 +283,7 @@ def _spawned(index: int, cfg: TrainConfig, resume: bool, world: int, port: int, 
 def _check_devices(name: str, world: int) -> str:
     """:func:`device_for`'s checks for ``world`` ranks, without selecting a GPU in the launching
     process; the device type the ranks will run on."""
-    from scalerl.train.preflight import run_device
+    from scalerl.models.devices import run_device
 
     device = run_device(name)
     if device.type == "cuda" and device.index is None and world > torch.cuda.device_count():

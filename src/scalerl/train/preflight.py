@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from scalerl.config import apply_overrides
 from scalerl.errors import ConfigError, InputError
+from scalerl.models.devices import run_device
 from scalerl.rl.length import phrase_ids, phrase_tokens
 from scalerl.rl.recipe import LengthConfig
 from scalerl.tasks.encoding import encode_problem
@@ -271,58 +272,18 @@ def discard_unstarted_run(output: Path, *, checkpoints: str, files: Sequence[str
     return True
 
 
-class DeviceUnavailable(ConfigError):
-    """A device setting names a device this machine lacks: ``what`` says which and why, ``fallback`` what a new
-    run may set instead (a resume may not: :meth:`on_resume`)."""
-
-    def __init__(self, setting: str, what: str, fallback: str) -> None:
-        super().__init__(f"{what}; use {fallback}")
-        self.setting, self.what = setting, what
-
-    def on_resume(self, output: Path) -> str:
-        """The message for a resume, which keeps the saved run's devices (review db: "use --set run.device=cpu"
-        was then refused by --resume as a flag that differs from the saved run)."""
-        return (f"{self.what} -- the saved run's {self.setting}, which a resume keeps: resume it on a machine that "
-                f"has that device, or start a new run from its config on another: scalerl train --config "
-                f"{output / 'config.yaml'} --set {self.setting}=cpu --output NEW_DIR")
-
-
-def run_device(name: str, setting: str = "run.device", *, auto: bool = True) -> Any:
-    """``run.device`` (or the ``setting`` named) as a torch device; :class:`ConfigError` for a name torch does not
-    know or a device this machine does not have (before any weights are loaded onto it). ``auto``: whether the
-    setting takes ``auto`` (the advice names only what it takes)."""
-    import torch
-
-    names = "auto, cpu, cuda or cuda:N" if auto else "cpu, cuda or cuda:N"
-    fallback = f"--set {setting}=cpu" + (" or auto" if auto else "")
-    if name == "auto" and auto:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except (RuntimeError, ValueError):
-        raise ConfigError(f"{setting}: unknown device {name!r}; use {names}") from None
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            why = "this torch build has no CUDA" if torch.version.cuda is None else "no GPU is visible"
-            raise DeviceUnavailable(setting, f"{setting}={name}: CUDA is not available ({why})", fallback)
-        if device.index is not None and device.index >= torch.cuda.device_count():
-            raise DeviceUnavailable(setting, f"{setting}={name}: only {torch.cuda.device_count()} GPU(s) are visible",
-                                    f"--set {setting}=cuda:0" + (" or auto" if auto else ""))
-    elif device.type == "mps" and not torch.backends.mps.is_available():
-        raise DeviceUnavailable(setting, f"{setting}={name}: MPS is not available", fallback)
-    elif device.type not in ("cpu", "cuda", "mps"):
-        raise ConfigError(f"{setting}={name}: unsupported device type; use {names}")
-    return device
-
-
 def check_generator_device(cfg: TrainConfig) -> None:
-    """``backend.generator_device`` of the generator processes a local pipeline-rl-k starts on this machine,
-    checked as ``run.device`` is, before the run starts (a name torch does not know, or CUDA on a machine
-    without it, failed in the generator process after the first checkpoint: review cx). The synchronous modes
-    start no generator process locally, and Ray's actors may run on other machines: not checked."""
+    """``backend.generator_device``, before the run starts: of the generator processes a local pipeline-rl-k
+    starts on this machine, checked as ``run.device`` is (a name torch does not know, or CUDA on a machine without
+    it, failed in the generator process after the first checkpoint: review cx); of Ray's actors, which may run on
+    other machines, the name alone (a typo started the cluster and its actors, then ended in a traceback: review
+    dd -- each actor checks the device it lands on). The synchronous modes start no generator process locally."""
     backend = cfg.backend
-    if (backend.name == "local" and backend.workers == "processes" and backend.generator_device != "cpu"
-            and cfg.recipe.off_policy.pipeline == "pipeline-rl-k"):
+    if backend.generator_device == "cpu":
+        return
+    if backend.name != "local":
+        run_device(backend.generator_device, "backend.generator_device", auto=False, here=False)
+    elif backend.workers == "processes" and cfg.recipe.off_policy.pipeline == "pipeline-rl-k":
         run_device(backend.generator_device, "backend.generator_device", auto=False)
 
 

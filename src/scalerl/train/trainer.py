@@ -64,13 +64,14 @@ from scalerl.train.compute import ComputeMeter
 from scalerl.train.config import CALIBRATION_COPY, TrainConfig, eval_engine, not_reproducible
 from scalerl.train.collectives import barrier
 from scalerl.train.distributed import Rank, TrainerGroup, make_group, rank_threads
+from scalerl.models.devices import run_device
 from scalerl.models.lora import base_changed, base_digest, generator_copy, has_lora
 from scalerl.models.onednn_linear import use_onednn_linear
 from scalerl.train.evaluate import eval_bar, evaluate
 from scalerl.train.loggers import make_sinks
 from scalerl.train.policy import load_policy, load_policy_weights, policy_weights, save_policy
 from scalerl.train.preflight import (check_generation_budget, check_generator_device, discard_unstarted_run,
-                                     decode_rows, run_device, update_tokens)
+                                     decode_rows, update_tokens)
 from scalerl.train.run_directory import (CHECKPOINTS, CONFIG, SAMPLES, HeldByLauncher, RunDirectoryLock, check_output,
                                         make_run_directory, record_steps, refuse_lost_history, resumed_config,
                                         save_run_config)

@@ -1,0 +1,134 @@
+"""Errors on the Ray backend said in one line (review dd): an actor's user-facing error, a generator device the
+actor's machine lacks, a device name no machine knows. No cluster: a fake of Ray's dispatch, the actor class
+called as Ray would call it on its node."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+from scalerl.errors import InputError, ScaleRLError
+
+ray = pytest.importorskip("ray")
+
+
+# ----------------------------------------------------------------------------- an actor's user-facing error
+class _FakeRay:
+    """Just what RayPool._dispatch calls: every call's result is ready, and getting it raises what
+    ``ray.get`` raises for an actor method that raised ``error`` (Ray 2.60: the RayTaskError made an
+    instance of the cause's class too, its str Ray's process title and the actor's traceback)."""
+
+    exceptions = ray.exceptions
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def wait(self, refs, num_returns, timeout, fetch_local=True):
+        return list(refs), []
+
+    def get(self, ref, timeout=None):
+        raise self.error
+
+
+def _pool_on(fake: _FakeRay):
+    from scalerl.pipeline.ray_backend import RayPool
+
+    pool = RayPool.__new__(RayPool)  # the dispatcher's books only: no cluster
+    pool.size = 1
+    pool._init_dispatch_state()
+    pool.ray = fake
+    pool.max_restarts = 3
+    pool.actors = [SimpleNamespace(run=SimpleNamespace(remote=lambda *args: "ref-0"))]
+    pool._sync = SimpleNamespace(request_args=lambda: ([], 0))
+    pool._pids = [None]
+    return pool
+
+
+def test_a_user_error_raised_in_a_generator_actor_stops_the_run_in_one_line():
+    """Seen with `scalerl train --backend ray --reward rew.py:hanging --set task.reward_timeout=2`, a
+    reward that hangs only on the actors (an LLM judge the workers cannot reach): the actor's reward
+    check raised its InputError ("ran past its time limit ... on 4 different prompts"), and the command
+    printed the trainer's traceback around `PipelineError: generator actor 0 failed on batch 0: ray::
+    GeneratorActor.run() (pid=..., ip=...)` and the actor's own traceback (exit 1). The same error
+    raised where the trainer scores (the local backend, an evaluation) is one line, exit 2; and the
+    actor's start-up errors already reach the driver as themselves (RayPool._wait_ready)."""
+    from scalerl.generate.base import SamplingParams
+    from scalerl.pipeline.work import RoundRequest
+
+    message = ("the reward function rew.py:hanging ran past its time limit (task.reward_timeout=2 s) on 4 "
+               "different prompts and has answered no call in time: it hangs, or needs longer -- fix it, or raise "
+               "--set task.reward_timeout=SECONDS")
+    traceback = ('Traceback (most recent call last):\n  File "ray_backend.py", line 111, in run\n'
+                 '    return os.getpid(), self.worker.run(request)\n  File "rewards.py", line 393, in _check_hung\n'
+                 f"scalerl.errors.InputError: {message}")
+    error = ray.exceptions.RayTaskError("GeneratorActor.run", traceback, InputError(message),
+                                        proctitle="ray::GeneratorActor.run()", pid=13600, ip="192.0.2.2"
+                                        ).as_instanceof_cause()
+    pool = _pool_on(_FakeRay(error))
+    pool.submit(RoundRequest(0, 0, [], SamplingParams(max_new_tokens=4), min_version=0))
+    failed = []
+    runner = threading.Thread(target=pool._dispatch, args=(lambda result: None, failed.append), daemon=True)
+    runner.start()
+    runner.join(10)
+    assert failed, "the dispatcher never reported the actor's error"
+    with pytest.raises(ScaleRLError) as raised:  # what the trainer's next_batch raises (pool.check)
+        pool.check()
+    said = str(raised.value)
+    assert message in said
+    assert "\n" not in said and "Traceback" not in said and "ray::" not in said
+
+
+# ----------------------------------------------------------------------------- generator devices
+def _spec(model, tokenizer, device):
+    from scalerl.pipeline.work import WorkerSpec
+    from scalerl.rl.recipe import RecipeConfig
+
+    return WorkerSpec(model_config=model.config, tokenizer=tokenizer, dtype="float32", fp32_lm_head=False,
+                      recipe=RecipeConfig(), task_name="arithmetic", task_settings={}, task_reward=None,
+                      task_reward_timeout=10, seed=0, device=device)
+
+
+def test_a_generator_device_the_actors_machine_lacks_is_one_line_from_the_actor(char_tokenizer, random_model):
+    """The local backend refuses the same setting for its generator processes in one line before the
+    run starts (train/preflight.py: check_generator_device, review cx); Ray's actors may run on other
+    machines, so the check is skipped there -- and then nothing says it in one line: the actor's
+    constructor raises, Ray kills the actor, and the driver prints the trainer's traceback around
+    Ray's and the actor's. GeneratorActor's own rule is that an error raised in its constructor buries
+    the line that says what to do: it is kept and raised by ready(), as a ScaleRLError."""
+    import torch
+
+    from scalerl.pipeline.ray_backend import GeneratorActor
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: the actor would build its generator there")
+    actor = GeneratorActor(_spec(random_model, char_tokenizer, "cuda"), 0)  # (what Ray runs on the actor's node)
+    with pytest.raises(ScaleRLError) as raised:
+        actor.ready()
+    said = str(raised.value)
+    assert "backend.generator_device" in said and "\n" not in said
+
+
+def test_a_generator_device_name_torch_does_not_know_is_refused_before_a_cluster_starts(char_tokenizer, random_model,
+                                                                                         tmp_path, monkeypatch):
+    """`scalerl train --backend ray --set backend.generator_device=cdua`: a typo on any machine, so
+    nothing needs the actors to find it out (the local backend's processes: one line, review cx)."""
+    from scalerl.pipeline import ray_backend
+    from scalerl.train.config import TrainConfig, resolve
+    from scalerl.train.trainer import Trainer
+
+    def no_cluster(*args, **kwargs):
+        raise AssertionError("a Ray cluster and its actors were started for a device name torch does not know")
+
+    monkeypatch.setattr(ray_backend.RayPool, "for_context", no_cluster)
+    model_dir = tmp_path / "model"  # (a random tiny Qwen2: the warm-started `tiny` takes a minute to build)
+    random_model.save_pretrained(model_dir)
+    char_tokenizer.save_pretrained(model_dir)
+    cfg = resolve(TrainConfig(), [
+        f"model.name_or_path={model_dir}", "profile=cpu-tiny", f"run.output={tmp_path / 'run'}", "log.progress=false", "run.threads=1", "run.steps=2", "eval.every=2",
+        "batch.prompts_per_step=4", "batch.generations_per_prompt=4", "eval.problems=8", "forecast.enabled=false",
+        "pipeline=sync", "k=1", "backend.name=ray", "backend.generator_device=cdua",
+    ])
+    with pytest.raises(ScaleRLError, match="backend.generator_device"):
+        Trainer(cfg)
