@@ -132,3 +132,19 @@ def test_a_generator_device_name_torch_does_not_know_is_refused_before_a_cluster
     ])
     with pytest.raises(ScaleRLError, match="backend.generator_device"):
         Trainer(cfg)
+
+
+def test_an_actor_wider_than_every_node_is_refused():
+    """Resources were compared with the cluster's totals: on two 2-CPU nodes an actor of 3 CPUs passed, and waited
+    out the start's timeout (600 s) -- no node can hold it."""
+    from scalerl.errors import ConfigError
+    from scalerl.pipeline.ray_backend import RayPool
+
+    pool = RayPool.__new__(RayPool)
+    pool.ray = SimpleNamespace(cluster_resources=lambda: {"CPU": 4.0},
+                               nodes=lambda: [{"Alive": True, "Resources": {"CPU": 2.0}},
+                                              {"Alive": True, "Resources": {"CPU": 2.0}},
+                                              {"Alive": False, "Resources": {"CPU": 8.0}}])
+    pool._check_resources(2, 2.0, 0.0)  # one actor a node
+    with pytest.raises(ConfigError, match="needs 3 CPU on one machine but the largest node of the Ray cluster has 2"):
+        pool._check_resources(1, 3.0, 0.0)

@@ -324,6 +324,14 @@ class RayPool:
                     f"{have.get(name, 0.0):g}; lower backend.generators or backend.generator_{name.lower()}s, "
                     "or add machines (ray start --address ...)"
                 )
+        # An actor lives on one node: one wider than every node waited out the start's timeout (600 s).
+        nodes = [node.get("Resources", {}) for node in self.ray.nodes() if node.get("Alive")]
+        for name, amount in {"CPU": cpus, "GPU": gpus}.items():
+            widest = max((node.get(name, 0.0) for node in nodes), default=0.0)
+            if amount > widest + 1e-9:
+                raise ConfigError(
+                    f"backend: a generator actor needs {amount:g} {name} on one machine but the largest node of the "
+                    f"Ray cluster has {widest:g}; lower backend.generator_{name.lower()}s, or add a machine with more")
 
     def _wait_ready(self, timeout: float = 600.0) -> None:
         try:
