@@ -461,9 +461,43 @@ def test_a_resume_refuses_a_set_run_output_naming_another_directory(tmp_path, ca
     other = tmp_path / "other"
     _one_line_error(capsys, main([command, "--resume", "--output", str(run), "--set", f"run.output={other}",
                                   "--no-progress"]),
-                    f"--set run.output={other} names another directory", f"give --output {other}")
+                    f"--set run.output={other} names another directory", "give --output DIR")
     assert not other.exists()
     assert main(["train", "--resume", "--output", str(run), "--set", f"run.output={run}", "--print-config"]) == 0
+    # (a --set value is YAML: the run's own directory quoted is that directory -- review df)
+    assert main(["train", "--resume", "--output", str(run), "--set", f'run.output="{run}"', "--print-config"]) == 0
+
+
+def test_a_resumes_own_change_that_the_config_refuses_is_blamed_on_it_not_the_saved_run(tmp_path, capsys):
+    """A run.device=cuda:1 run resumed with --nproc 2 (one GPU named for every rank) was said as "the saved run's
+    config.yaml, which this scalerl no longer accepts ... start a new run": the saved config is fine (review df)."""
+    from scalerl.config import save_yaml
+    from scalerl.train.config import TrainConfig, resolve
+
+    run = tmp_path / "run"
+    run.mkdir()
+    save_yaml(resolve(TrainConfig(), ["run.device=cuda:1", f"run.output={run}"]), run / "config.yaml")
+    assert main(["train", "--resume", "--output", str(run), "--print-config"]) == 0
+    capsys.readouterr()
+    line = _one_line_error(capsys, main(["train", "--resume", "--output", str(run), "--nproc", "2", "--print-config"]),
+                           "with this resume's run.nproc=2")
+    assert "no longer accepts" not in line
+
+
+def test_a_resumes_missing_gpu_is_advised_the_gpu_there_is(monkeypatch):
+    """run.device=cuda:1 on a machine of one GPU: a new run is told cuda:0; a resume was told to start a new run on
+    the CPU (review df)."""
+    import torch
+
+    from scalerl.models.devices import DeviceUnavailable, run_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(DeviceUnavailable) as info:
+        run_device("cuda:1")
+    assert "run.device=cuda:0" in str(info.value)
+    advice = info.value.on_resume(Path("runs/a"))
+    assert "--set run.device=cuda:0 --output NEW_DIR" in advice and "run.device=cpu" not in advice
 
 
 @pytest.mark.skipif("__import__('torch').cuda.is_available()", reason="needs a machine without CUDA")

@@ -605,6 +605,19 @@ def _unknown_path_message(cls: type, key: str, leaves: list[str]) -> str:
     return f"unknown key '{key}'{hint} Known keys in {_where(prefix)}: {', '.join(known)}"
 
 
+def override_value(raw: str, *, text: bool = False) -> Any:
+    """The value of a ``key=value`` override's ``raw`` text, read as YAML (``"a b"`` is the text ``a b``; text YAML
+    cannot read is itself; an empty value is None); ``text``: for a field that takes text, a value YAML reads as
+    another type is the text as given (``name=1.0`` is ``'1.0'``)."""
+    try:
+        value = load_yaml_text(raw) if raw.strip() else None
+    except yaml.YAMLError:
+        value = raw
+    if text and value is not None and not isinstance(value, str):
+        value = raw.strip()
+    return value
+
+
 def apply_overrides(cfg: T, overrides: Iterable[str]) -> T:
     """A copy of ``cfg`` with ``key=value`` overrides applied in order.
 
@@ -630,12 +643,7 @@ def apply_overrides(cfg: T, overrides: Iterable[str]) -> T:
         if not sep or not key:
             raise ConfigError(f"override {item!r} must look like key=value, e.g. loss.name=dapo or k=4")
         path = resolve_key(cls, key)
-        try:
-            value = load_yaml_text(raw) if raw.strip() else None
-        except yaml.YAMLError:
-            value = raw
-        if _wants_text(leaves[path]) and value is not None and not isinstance(value, str):
-            value = raw.strip()
+        value = override_value(raw, text=_wants_text(leaves[path]))
         if not raw.strip() and not _takes_null(leaves[path]):  # `--set lr=`: read as null, which it does not take
             raise ConfigError(f"override {item!r} gives {path} no value; write {key}=VALUE "
                               f"(now {_scalar(_plain(_get(data, path)))})")

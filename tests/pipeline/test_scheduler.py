@@ -469,11 +469,17 @@ class ManualPool:
 
 
 def scored_round(request, rewards):
-    """``request``'s groups, every group's generations scored ``rewards``."""
-    groups = [Group(p, [Completion([1], [2, 3], [-1.0, -1.0], [1, 1], [0, 0], "stop") for _ in rewards],
-                    list(rewards), list(rewards)) for p in request.problems]
-    n = len(groups) * len(rewards)
+    """``request``'s groups on the weights it asks for, problem p's generations scored ``rewards(p)`` (or
+    ``rewards``, every group alike)."""
+    of = rewards if callable(rewards) else (lambda p: rewards)
+    version = [request.min_version] * 2
+    groups = [Group(p, [Completion([1], [2, 3], [-1.0, -1.0], [1, 1], version, "stop") for _ in of(p)],
+                    list(of(p)), list(of(p))) for p in request.problems]
+    n = sum(len(g.rewards) for g in groups)
     return RoundResult(request.index, request.round, groups, n, 2 * n, n, 0.0, 0)
+
+
+SIGNAL, FLAT = (1.0, -1.0), (-1.0, -1.0)
 
 
 def test_a_timing_driven_resume_generates_the_refill_prompts_a_pending_batch_drew():
@@ -511,3 +517,78 @@ def test_a_timing_driven_resume_generates_the_refill_prompts_a_pending_batch_dre
     resumed.close()
     assert {p.id for p in refills[0].problems} == drawn  # the stopped attempt's refill, not new prompts
     assert resumed.state_dict()["pending"] == [] or all(p["index"] != 1 for p in resumed.state_dict()["pending"])
+
+
+def _checkpointed_with_a_refill_in_flight(recipe, first_round):
+    """A timing-driven source whose batch 1 drew a refill (``first_round(request)``: its round 0's rewards of p)
+    in flight at the checkpoint after step 1: (the prompts it drew, the source's state, the sampler's)."""
+    def answer(request):
+        if request.round > 0:
+            return None
+        return scored_round(request, SIGNAL if request.index == 0 else first_round(request))
+
+    ctx = make_plan(recipe, problems=30)
+    pool = ManualPool(answer)
+    source = PooledSource(pool, ctx, PipelineSchedule.for_generators(8, 1))
+    source.weights_updated(None, 0, step=0)
+    source.next_batch(0)
+    drawn = sorted({p.id for r in pool.submitted if r.index == 1 and r.round > 0 for p in r.problems})
+    source.weights_updated(None, 1, step=1)
+    state, sampler_state = source.state_dict(), ctx.sampler.state_dict()
+    source.close()
+    return drawn, state, sampler_state
+
+
+def _resumed(recipe, state, sampler_state, answer):
+    ctx = make_plan(recipe, problems=30)
+    ctx.sampler.load_state_dict(sampler_state)
+    pool = ManualPool(answer)
+    source = PooledSource(pool, ctx, PipelineSchedule.for_generators(8, 1))
+    source.load_state_dict(state)
+    return ctx, pool, source
+
+
+def test_a_resumed_refill_asks_for_at_least_the_groups_the_batch_misses():
+    """The stopped attempt's batch 1 missed 1 group and drew 1 refill prompt; the resumed attempt's round 0 misses
+    all 3: its refill took the drawn prompt alone, and at max_generation_rounds=2 the batch ended with 1 group
+    (review df). The held prompt first, then new ones up to what the buffer misses."""
+    recipe = RecipeConfig()
+    recipe.filtering.dynamic_sampling = True
+    recipe.filtering.max_generation_rounds = 2
+    drawn, state, sampler_state = _checkpointed_with_a_refill_in_flight(
+        recipe, lambda request: (lambda p, ids=[q.id for q in request.problems]: SIGNAL if ids.index(p.id) < 2 else FLAT))
+    assert len(drawn) == 1
+    ctx, pool, resumed = _resumed(recipe, state, sampler_state,
+                                  lambda r: scored_round(r, FLAT if r.round == 0 else SIGNAL))
+    resumed.weights_updated(None, 1, step=1)
+    batch = resumed.next_batch(1)
+    refills = [r for r in pool.submitted if r.index == 1 and r.round > 0]
+    resumed.close()
+    assert [p.id for p in refills[0].problems][:1] == drawn and len(refills[0].problems) >= 3
+    assert len(batch.groups) == 3
+
+
+def test_held_refill_prompts_a_resumed_batch_no_longer_needs_are_not_skipped_for_the_epoch():
+    """The stopped attempt's batch 1 drew a refill of 3 prompts; the resumed attempt's round 0 has a learning signal
+    in every group, so no refill is due: the drawn prompts were never generated, nor drawn again -- epoch 0 trained
+    on 27 of its 30 prompts (review df). They are the next rounds' to take."""
+    recipe = RecipeConfig()
+    recipe.filtering.dynamic_sampling = True
+    generated: set[str] = set()
+    drawn, state, sampler_state = _checkpointed_with_a_refill_in_flight(recipe, lambda request: FLAT)
+    assert len(drawn) == 3
+
+    def answer(request):
+        if ctx.sampler.epoch == 0:
+            generated.update(p.id for p in request.problems)
+        return scored_round(request, SIGNAL)
+
+    ctx, _, resumed = _resumed(recipe, state, sampler_state, answer)
+    for step in range(1, 12):
+        resumed.weights_updated(None, step, step=step)
+        resumed.next_batch(step)
+        if ctx.sampler.epoch >= 1:
+            break
+    resumed.close()
+    assert ctx.sampler.epoch >= 1, "the scenario needs epoch 0 to end"
+    assert set(drawn) <= generated, f"epoch 0 never generated {sorted(set(drawn) - generated)}"

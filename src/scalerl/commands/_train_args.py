@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from scalerl.config import apply_overrides, read_yaml_mapping, resolve_key, to_dict
+from scalerl.config import apply_overrides, override_value, read_yaml_mapping, resolve_key, to_dict
 from scalerl.errors import ConfigError, InputError
 from scalerl.rl.presets import get_preset, preset_departures
 from scalerl.runlog import RUNLOG
@@ -297,9 +297,12 @@ def saved_config_to_resume(output: Path, args, what: str = "run") -> TrainConfig
     check_output(output, True)
     for item in args.overrides:  # (review db: `--resume --output A --set run.output=B` resumed A, B ignored unsaid)
         key, _, value = item.partition("=")
-        if resolve_key(TrainConfig, key.strip()) == "run.output" and Path(value.strip()).resolve() != output.resolve():
+        if resolve_key(TrainConfig, key.strip()) != "run.output":
+            continue
+        named = override_value(value, text=True)  # (YAML, as a new run reads it: a quoted path is the path -- review df)
+        if not isinstance(named, str) or not named or Path(named).resolve() != output.resolve():
             raise InputError(f"--resume continues the {what} in --output {output}; --set {item.strip()} names another "
-                             f"directory: drop it, or give --output {value.strip()} to resume the {what} there")
+                             f"directory: drop it, or give --output DIR to resume the {what} in DIR")
     saved = load_yaml(TrainConfig, output / CONFIG)
     saved.run.output = str(output)
     conflicts = resume_conflicts(saved, args)

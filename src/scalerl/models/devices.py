@@ -15,18 +15,19 @@ if TYPE_CHECKING:  # (imported where it is used: run_directory and the commands 
 
 class DeviceUnavailable(ConfigError):
     """A device setting names a device this machine lacks: ``what`` says which and why, ``fallback`` what a new
-    run may set instead (a resume may not: :meth:`on_resume`)."""
+    run may set instead (a resume may not: :meth:`on_resume`), ``instead`` the device a new run from the saved
+    config would name (review df: a GPU run's was always the CPU)."""
 
-    def __init__(self, setting: str, what: str, fallback: str) -> None:
+    def __init__(self, setting: str, what: str, fallback: str, instead: str = "cpu") -> None:
         super().__init__(f"{what}; use {fallback}")
-        self.setting, self.what = setting, what
+        self.setting, self.what, self.instead = setting, what, instead
 
     def on_resume(self, output: Path) -> str:
         """The message for a resume, which keeps the saved run's devices (review db: "use --set run.device=cpu"
         was then refused by --resume as a flag that differs from the saved run)."""
         return (f"{self.what} -- the saved run's {self.setting}, which a resume keeps: resume it on a machine that "
                 f"has that device, or start a new run from its config on another: scalerl train --config "
-                f"{output / 'config.yaml'} --set {self.setting}=cpu --output NEW_DIR")
+                f"{output / 'config.yaml'} --set {self.setting}={self.instead} --output NEW_DIR")
 
 
 def run_device(name: str, setting: str = "run.device", *, auto: bool = True, here: bool = True) -> torch.device:
@@ -53,7 +54,7 @@ def run_device(name: str, setting: str = "run.device", *, auto: bool = True, her
             raise DeviceUnavailable(setting, f"{setting}={name}: CUDA is not available ({why})", fallback)
         if device.index is not None and device.index >= torch.cuda.device_count():
             raise DeviceUnavailable(setting, f"{setting}={name}: only {torch.cuda.device_count()} GPU(s) are visible",
-                                    f"--set {setting}=cuda:0" + (" or auto" if auto else ""))
+                                    f"--set {setting}=cuda:0" + (" or auto" if auto else ""), instead="cuda:0")
     elif device.type == "mps" and not torch.backends.mps.is_available():
         raise DeviceUnavailable(setting, f"{setting}={name}: MPS is not available", fallback)
     return device

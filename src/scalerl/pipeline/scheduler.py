@@ -44,8 +44,8 @@ batch happens here, in the trainer's process:
 
 Everything the trainer needs to resume exactly is in :meth:`state_dict`: the requests of the
 batches dispatched but not consumed, re-sent on resume (the sampler state saved beside it
-already counts their prompts as drawn), and, seeded, the weights of the steps their plans
-still name.
+already counts their prompts as drawn; a refill round's prompts are held for the next rounds to
+take), and, seeded, the weights of the steps their plans still name.
 """
 
 from __future__ import annotations
@@ -160,10 +160,6 @@ class _Assembly:
     done: bool = False
     refill_due: bool = False
     """Seeded mode: the last round is in and the buffer wants more; the trainer generates it."""
-    drawn_refills: list[RoundRequest] = field(default_factory=list)
-    """Refill rounds an earlier attempt at this batch drew (a checkpoint's, a stale batch's): their prompts are
-    the next refills', in order, before the sampler draws new ones -- the sampler counts them as drawn, so a
-    prompt left out would be skipped this epoch (review dc)."""
 
     def batch(self) -> RolloutBatch:
         rounds = [self.results[r] for r in sorted(self.results)]
@@ -208,6 +204,10 @@ class PooledSource:
         self._pushed = version
         self._cond = threading.Condition()
         self._batches: dict[int, _Assembly] = {}
+        # Prompts drawn from the sampler for rounds that were never trained on: the refills of a batch pending at
+        # a checkpoint, or of a stale batch regenerated. The sampler counts them as drawn, so each is the next
+        # round's to take before it draws new ones, or it would be skipped this epoch (reviews dc, df).
+        self._held: list[Any] = []
         self._next_index = 0
         self._head = 0
         self._outstanding = 0  # dispatched and not yet released
@@ -233,8 +233,7 @@ class PooledSource:
     # ------------------------------------------------------------------ dispatch
     def _new_batch(self, index: int) -> _Assembly:
         """Draw batch ``index``'s first round (prompts from the sampler, seed from the index)."""
-        request = self._request(index, 0, self.ctx.sampler.sample(self.ctx.recipe.batch.prompts_per_step),
-                                self.schedule.plan(index))
+        request = self._request(index, 0, self._draw(self.ctx.recipe.batch.prompts_per_step), self.schedule.plan(index))
         return _Assembly(index, [request], buffer=new_buffer(self.ctx))
 
     def _request(self, index: int, round_: int, prompt_ids: list[Any], plan: UpdatePlan | None = None) -> RoundRequest:
@@ -302,11 +301,14 @@ class PooledSource:
             self._cond.notify_all()
 
     def _refill(self, asm: _Assembly, round_: int) -> RoundRequest:
-        """Batch ``asm``'s dynamic-sampling round ``round_``: the prompts an earlier attempt drew for it where there
-        are any left, else as many new ones from the sampler as the buffer misses."""
-        if asm.drawn_refills:
-            return self._request(asm.index, round_, [p.id for p in asm.drawn_refills.pop(0).problems])
-        return self._request(asm.index, round_, self.ctx.sampler.sample(max(asm.buffer.missing, 1)))
+        """Batch ``asm``'s dynamic-sampling round ``round_``: as many prompts as its buffer misses."""
+        return self._request(asm.index, round_, self._draw(max(asm.buffer.missing, 1)))
+
+    def _draw(self, n: int) -> list[Any]:
+        """``n`` prompt ids: the held ones first (drawn for rounds never trained on), then the sampler's."""
+        with self._cond:
+            taken, self._held = self._held[:n], self._held[n:]
+        return taken + (self.ctx.sampler.sample(n - len(taken)) if n > len(taken) else [])
 
     def _record(self, asm: _Assembly, round_: int) -> None:
         if round_ in asm.recorded:
@@ -401,9 +403,9 @@ class PooledSource:
         self.stale_regenerated += 1
         with self._cond:
             first = dataclasses.replace(asm.requests[0], min_version=self.version)
-            fresh = _Assembly(asm.index, [first], buffer=new_buffer(self.ctx) if asm.buffer is not None else None,
-                              drawn_refills=asm.requests[1:] + asm.drawn_refills)
+            fresh = _Assembly(asm.index, [first], buffer=new_buffer(self.ctx) if asm.buffer is not None else None)
             fresh.recorded = set(asm.recorded)
+            self._held = _prompt_ids(asm.requests[1:]) + self._held
             self._batches[asm.index] = fresh
         self.pool.submit(first)
 
@@ -452,20 +454,21 @@ class PooledSource:
         # not kept -- a resumed run regenerates them (from the same prompts, seeds and plans).
         with self._cond:
             pending = sorted((a for a in self._batches.values() if a.index >= self._head), key=lambda a: a.index)
-            state: dict[str, Any] = {"pending": [{"index": a.index, "requests": a.requests + a.drawn_refills,
-                                                  "recorded": sorted(a.recorded)} for a in pending]}
+            state: dict[str, Any] = {"pending": [{"index": a.index, "requests": list(a.requests),
+                                                  "recorded": sorted(a.recorded)} for a in pending],
+                                     "held": list(self._held)}
         if self.history is not None:
             # The weights the pending batches' plans still name (the trainer's model is the newest).
             state["weights"] = self.history.state_dict(before=self._head)
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self._resend = []
+        self._resend, self._held = [], list(state.get("held", []))
         for item in state.get("pending", []):
             # Only the first round is re-sent: whether a refill is due depends on its (regenerated) results; the
-            # refills drawn are the prompts of those that are.
-            asm = _Assembly(item["index"], list(item["requests"][:1]), buffer=new_buffer(self.ctx),
-                            drawn_refills=list(item["requests"][1:]))
+            # refills' prompts are held for the rounds to come.
+            asm = _Assembly(item["index"], list(item["requests"][:1]), buffer=new_buffer(self.ctx))
+            self._held += _prompt_ids(item["requests"][1:])
             asm.recorded = set(item["recorded"]) & {0}
             self._resend.append(asm)
         if self.history is not None:
@@ -476,3 +479,8 @@ class PooledSource:
             return
         self._closed = True
         self.pool.close()
+
+
+def _prompt_ids(requests: list[RoundRequest]) -> list[Any]:
+    """The prompt ids of ``requests``, in order."""
+    return [p.id for r in requests for p in r.problems]

@@ -513,18 +513,21 @@ def group_problems(cfg: TrainConfig, world: int) -> list[str]:
     return problems
 
 
-def not_reproducible(cfg: TrainConfig) -> str | None:
-    """Why runs of this config and seed need not repeat one another (nor a resume the uninterrupted run), or None
-    where they do: in-flight weight updates landing at thread or process timing (``backend.updates`` timing, what
-    auto picks off local threads), or sampling streams each generator seeds once (``run.deterministic=false``,
-    which a checkpoint does not hold). Said at the start and on resume (review dc: both ran on without a word)."""
+def not_reproducible(cfg: TrainConfig, *, resumed: bool = False) -> str | None:
+    """Why runs of this config and seed need not repeat one another (``resumed``: nor a resume the uninterrupted
+    run), or None where they do: in-flight weight updates landing at thread or process timing (``backend.updates``
+    timing, what auto picks off local threads); sampling streams each generator seeds once (``run.deterministic=
+    false``): not kept in a checkpoint, so a resume starts them again, and with several generator threads timing
+    decides which stream a batch draws from (one stream, seeded from the run's seed, repeats -- review df). Said at
+    the start and on resume (review dc: both ran on without a word)."""
     if cfg.recipe.off_policy.pipeline == "pipeline-rl-k" and update_mode(cfg.backend) == "timing":
         auto = " (what auto picks here)" if cfg.backend.updates == "auto" else ""
         return (f"backend.updates=timing{auto}: the trainer's weights land in the generators' decoding whenever "
                 "they arrive, so timing decides which weights each token saw")
-    if not cfg.run.deterministic:
+    several = cfg.recipe.off_policy.pipeline == "pipeline-rl-k" and cfg.backend.generators > 1
+    if not cfg.run.deterministic and (resumed or several):
         return ("run.deterministic=false: each generator samples from a stream of its own, seeded once and not "
-                "kept in a checkpoint")
+                "kept in a checkpoint" + (", and timing decides which generator a batch draws from" if several else ""))
     return None
 
 

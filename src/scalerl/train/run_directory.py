@@ -219,14 +219,6 @@ def resumed_config(output: str | Path, *, steps: int | None = None, progress: bo
     check_output(output, True)
     cfg = load_yaml(TrainConfig, output / CONFIG)
     cfg.run.output = str(output)
-    if steps is not None:
-        cfg.run.steps = steps
-    if progress is not None:
-        cfg.log.progress = progress
-    if nproc is not None:
-        cfg.run.nproc = nproc
-    if threads is not None:
-        cfg.run.threads = threads
     if cfg.forecast.enabled and 0 < cfg.forecast.bootstrap < 10:
         # Refused for a new run since; the saved run's live forecast never fitted with it ("no fit yet: ... at least
         # 10 resamples"): resumed as 0, no intervals, said (refusing lost the run: review bf).
@@ -234,13 +226,23 @@ def resumed_config(output: str | Path, *, steps: int | None = None, progress: bo
               "needs at least 10 resamples, and the run's live forecast could not fit with it", file=sys.stderr)
         cfg.forecast.bootstrap = 0
     try:
-        return cfg.validate()
+        cfg.validate()
     except ConfigError as exc:
         # A check added since the run was saved (gspo with a ratio mask): --resume may not change the saved
         # settings, so the usual "set X" advice went round in a circle; a new run from the file is the way on.
         raise ConfigError(f"{exc} -- in the saved run's {output / CONFIG}, which this scalerl no longer accepts, so "
                           f"the run cannot be resumed as it is; start a new run from it with that setting changed: "
                           f"scalerl train --config {output / CONFIG} --set KEY=VALUE --output NEW_DIR") from None
+    changes = {"run.steps": steps, "log.progress": progress, "run.nproc": nproc, "run.threads": threads}
+    changes = {path: value for path, value in changes.items() if value is not None}
+    for path, value in changes.items():
+        section, leaf = path.split(".")
+        setattr(getattr(cfg, section), leaf, value)
+    try:
+        return cfg.validate()
+    except ConfigError as exc:  # (review df: a resume's own --nproc 2 was blamed on the saved config)
+        given = ", ".join(f"{path}={value}" for path, value in changes.items())
+        raise ConfigError(f"{exc} -- with this resume's {given}; drop what the message names to resume the run as saved") from None
 
 
 def trained_steps(rows: list[dict[str, Any]], last_eval: int) -> int:

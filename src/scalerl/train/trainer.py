@@ -665,7 +665,7 @@ class Trainer:
                   "checkpoint. A larger --steps extends it", file=sys.stderr)
         stop: KeyboardInterrupt | None = None  # a stop that waited for the final save, which it let finish
         try:
-            why = not_reproducible(cfg)
+            why = not_reproducible(cfg, resumed=self.resumed_from is not None)
             if self.resumed_from is not None and self.step < cfg.run.steps:
                 # (Said at the start: only the report at the end said which checkpoint, and not with --no-report.)
                 print(f"note: resuming {self.output} from its checkpoint at step {self.step}, to step {cfg.run.steps}"
