@@ -49,6 +49,9 @@ bench-forecast: $(STAMP)
 	$(PY) benchmarks/forecast_corpus.py
 	$(PY) benchmarks/excursions.py
 	$(PY) benchmarks/live_forecast_cost.py
+	$(PY) benchmarks/big_logs.py
+	$(PY) benchmarks/compare_verdicts.py
+	$(PY) benchmarks/log_readers.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -21,7 +21,7 @@ from scalerl.stop_signals import forget_caught_interrupt, sigterm_stops_like_ctr
 #: A missing package -> the extra that installs it (``pip install 'scalerl[EXTRA]'``).
 EXTRAS: dict[str, str] = {
     "torch": "train", "transformers": "train", "tokenizers": "train", "safetensors": "train",
-    "math_verify": "train", "datasets": "train", "pyarrow": "train",
+    "math_verify": "train", "datasets": "train", "pyarrow": "logs",
     "peft": "lora", "ray": "ray", "vllm": "vllm", "tensorboard": "tensorboard", "wandb": "wandb",
 }
 

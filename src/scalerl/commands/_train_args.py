@@ -47,7 +47,7 @@ def add_config_args(p: argparse.ArgumentParser, *, defaults: dict | None = None)
     p.add_argument("--profile", metavar="NAME",
                    help="scale profile: auto (default: by model size and device), " + ", ".join(SUMMARY))
     p.add_argument("--threads", type=int, metavar="N", help="the trainer's torch CPU threads (default: under local pipeline-rl-k, the cores the generators "
-                        "leave, at least 1; else torch's choice)")
+                        "leave, at least 1; else torch's choice; on the CPU, --nproc N ranks share them)")
     p.add_argument("--nproc", type=int, metavar="N",
                    help="trainer processes: shard the policy update over N GPUs (or CPU processes) with FSDP (default: 1)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -43,8 +43,8 @@ def file_tail(path: Path, size: int = 1 << 16) -> bytes:
 
 
 class _ZstdStream:
-    """A zstd-compressed file read as its bytes, through pyarrow's codec (pyarrow comes with
-    ``datasets``, a dependency; Python has no zstd of its own before 3.14). A decoder's errors are
+    """A zstd-compressed file read as its bytes, through pyarrow's codec (the ``logs`` extra, which the training
+    extra includes; Python has no zstd of its own before 3.14). A decoder's errors are
     raised as ``OSError``, what a damaged file gives the other openers."""
 
     def __init__(self, path, mode: str = "rb"):
