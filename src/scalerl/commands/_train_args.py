@@ -46,7 +46,8 @@ def add_config_args(p: argparse.ArgumentParser, *, defaults: dict | None = None)
     p.add_argument("--backend", choices=["local", "ray"], help="where generators and trainer run (default: local)")
     p.add_argument("--profile", metavar="NAME",
                    help="scale profile: auto (default: by model size and device), " + ", ".join(SUMMARY))
-    p.add_argument("--threads", type=int, metavar="N", help="the trainer's torch CPU threads (default: under local pipeline-rl-k, the cores the generators "
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="the trainer's torch CPU threads (default: under local pipeline-rl-k, the cores the generators "
                         "leave, at least 1; else torch's choice; on the CPU, --nproc N ranks share them)")
     p.add_argument("--nproc", type=int, metavar="N",
                    help="trainer processes: shard the policy update over N GPUs (or CPU processes) with FSDP (default: 1)")

@@ -59,7 +59,7 @@ from scalerl.generate.base import Completion
 from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.pool import RESUME_COMMAND, Deliver, Fail, reporting, thread_error, undone_if_raised
 from scalerl.pipeline.pool_generator import GenerateJob, PoolGenerator, QueuedJob
-from scalerl.pipeline.ray_cluster import _ray, _without_trainer_gpu, init_ray
+from scalerl.pipeline.ray_cluster import _ray, _without_trainer_gpu, init_ray, widest_node
 from scalerl.pipeline.scheduler import PipelineError
 from scalerl.pipeline.weights import Weights, WeightSource, weight_source
 from scalerl.pipeline.work import RoundRequest, WorkerSpec
@@ -324,10 +324,8 @@ class RayPool:
                     f"{have.get(name, 0.0):g}; lower backend.generators or backend.generator_{name.lower()}s, "
                     "or add machines (ray start --address ...)"
                 )
-        # An actor lives on one node: one wider than every node waited out the start's timeout (600 s).
-        nodes = [node.get("Resources", {}) for node in self.ray.nodes() if node.get("Alive")]
-        for name, amount in {"CPU": cpus, "GPU": gpus}.items():
-            widest = max((node.get(name, 0.0) for node in nodes), default=0.0)
+        for name, amount in {"CPU": cpus, "GPU": gpus}.items():  # (one wider waited out the start's 600 s)
+            widest = widest_node(self.ray, name)
             if amount > widest + 1e-9:
                 raise ConfigError(
                     f"backend: a generator actor needs {amount:g} {name} on one machine but the largest node of the "

@@ -89,3 +89,9 @@ def init_ray(address: str | None, name: str = "backend.ray_address", **options) 
                               "/tmp/ray/session_latest/logs)") from None
         raise ConfigError(f"{name} {address}: {first.rstrip('.')}; start a cluster with ray start --head, or unset "
                           f"{name} and RAY_ADDRESS (a local cluster then starts by itself)") from None
+
+
+def widest_node(ray, resource: str) -> float:
+    """The most of ``resource`` (``CPU``, ``GPU``) one live node of the cluster holds: a task or an actor runs on
+    one node, so one wider than every node waits for ever (Ray says so only in its workers' logs)."""
+    return max((node.get("Resources", {}).get(resource, 0.0) for node in ray.nodes() if node.get("Alive")), default=0.0)
