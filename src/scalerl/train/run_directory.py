@@ -242,7 +242,8 @@ def resumed_config(output: str | Path, *, steps: int | None = None, progress: bo
         return cfg.validate()
     except ConfigError as exc:  # (review df: a resume's own --nproc 2 was blamed on the saved config)
         given = ", ".join(f"{path}={value}" for path, value in changes.items())
-        raise ConfigError(f"{exc} -- with this resume's {given}; drop what the message names to resume the run as saved") from None
+        raise ConfigError(f"{exc} -- with this resume's {given}; drop what the message names to resume the run as "
+                          "saved") from None
 
 
 def trained_steps(rows: list[dict[str, Any]], last_eval: int) -> int:
