@@ -4,6 +4,7 @@ called as Ray would call it on its node."""
 
 from __future__ import annotations
 
+import pickle
 import threading
 from types import SimpleNamespace
 
@@ -146,5 +147,88 @@ def test_an_actor_wider_than_every_node_is_refused():
                                               {"Alive": True, "Resources": {"CPU": 2.0}},
                                               {"Alive": False, "Resources": {"CPU": 8.0}}])
     pool._check_resources(2, 2.0, 0.0)  # one actor a node
-    with pytest.raises(ConfigError, match="needs 3 CPU on one machine but the largest node of the Ray cluster has 2"):
+    with pytest.raises(ConfigError, match="1 generator actors of 3 CPU and 0 GPU each, but the nodes of the Ray cluster hold 0"):
         pool._check_resources(1, 3.0, 0.0)
+
+
+def _device_unavailable():
+    from scalerl.models.devices import DeviceUnavailable
+
+    return DeviceUnavailable("backend.generator_device",
+                             "backend.generator_device=cuda:1: only 1 GPU(s) are visible",
+                             "--set backend.generator_device=cuda:0", instead="cuda:0")
+
+
+def test_device_unavailable_pickles_as_itself():
+    """Raised in a generator process or a Ray actor (each checks its device), a DeviceUnavailable did not unpickle
+    (rebuilt from its message alone): through processes a bare ScaleRLError, through Ray a page of traceback, exit 1
+    (review dg)."""
+    from scalerl.models.devices import DeviceUnavailable
+
+    exc = _device_unavailable()
+    back = pickle.loads(pickle.dumps(exc))
+    assert type(back) is DeviceUnavailable
+    assert str(back) == str(exc)
+    assert (back.setting, back.what, back.instead) == (exc.setting, exc.what, exc.instead)
+
+
+def test_a_generator_process_device_error_reaches_the_trainer_as_its_own_kind():
+    from scalerl.models.devices import DeviceUnavailable
+    from scalerl.pipeline.processes import _failure
+
+    try:
+        raise _device_unavailable()
+    except DeviceUnavailable as exc:
+        kind, _, payload = _failure(0, exc)
+    # What ProcessPool._reader receives, through the results queue's pickling.
+    payload = pickle.loads(pickle.dumps(payload))
+    assert kind == "said"
+    assert isinstance(payload, DeviceUnavailable), type(payload)
+    assert payload.instead == "cuda:0"
+
+
+@pytest.mark.ray_cluster
+def test_a_ray_actors_device_error_reaches_the_driver_in_one_line():
+    ray = pytest.importorskip("ray")
+    from scalerl.pipeline.ray_backend import RayPool
+
+    import sys
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # (the workers cannot import this test file)
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        @ray.remote(num_cpus=0)
+        class Actor:  # what GeneratorActor.ready() raises when build_worker's run_device refuses the device
+            def ready(self):
+                raise _device_unavailable()
+
+        pool = RayPool.__new__(RayPool)
+        pool.ray, pool.actors = ray, [Actor.remote()]
+        with pytest.raises(ScaleRLError, match="only 1 GPU"):
+            pool._wait_ready(timeout=60)
+    finally:
+        ray.shutdown()
+        ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+def test_actors_that_fit_no_packing_of_the_nodes_are_refused():
+    """Three 2-CPU actors on two 3-CPU nodes passed the totals (6 of 6) and the widest node (2 of 3); one actor fits
+    a node, so the third waited out the 600 s start (review dg)."""
+    from scalerl.errors import ConfigError
+
+    pool = _pool_on_nodes(nodes=[{"CPU": 3.0}, {"CPU": 3.0}])
+    with pytest.raises(ConfigError):
+        pool._check_resources(3, 2.0, 0.0)
+
+
+def _pool_on_nodes(nodes):
+    from scalerl.pipeline.ray_backend import RayPool
+
+    pool = RayPool.__new__(RayPool)
+    total: dict[str, float] = {}
+    for node in nodes:
+        for name, amount in node.items():
+            total[name] = total.get(name, 0.0) + amount
+    pool.ray = SimpleNamespace(cluster_resources=lambda: total,
+                               nodes=lambda: [{"Alive": True, "Resources": dict(n)} for n in nodes])
+    return pool

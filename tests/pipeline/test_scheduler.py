@@ -592,3 +592,47 @@ def test_held_refill_prompts_a_resumed_batch_no_longer_needs_are_not_skipped_for
     resumed.close()
     assert ctx.sampler.epoch >= 1, "the scenario needs epoch 0 to end"
     assert set(drawn) <= generated, f"epoch 0 never generated {sorted(set(drawn) - generated)}"
+
+
+def scored_at(request, rewards_of, version):
+    """``request``'s groups, the i-th scored ``rewards_of(i)``, every token of policy ``version``."""
+    groups = [Group(p, [Completion([1], [2, 3], [-1.0, -1.0], [1, 1], [version] * 2, "stop") for _ in rewards_of(i)],
+                    list(rewards_of(i)), list(rewards_of(i))) for i, p in enumerate(request.problems)]
+    n = sum(len(g.rewards) for g in groups)
+    return RoundResult(request.index, request.round, groups, n, 2 * n, n, 0.0, 0)
+
+
+def test_a_regenerated_batch_records_every_group_it_trains_on():
+    """A stale batch regenerated: its fresh refill round (held prompts and new ones) was trained on but never
+    recorded in the sampler's history -- the old attempt's record of that round number was copied (review dg)."""
+    signal, flat = (1.0, -1.0), (-1.0, -1.0)
+    recipe = RecipeConfig()
+    recipe.filtering.dynamic_sampling = True
+    ctx = make_plan(recipe, problems=30)
+    attempts: dict[int, int] = {}
+
+    def answer(request):
+        if request.index != 1:
+            return scored_at(request, lambda i: signal, request.min_version)
+        if request.round == 0:
+            attempts[1] = attempts.get(1, 0) + 1
+        if attempts[1] == 1:  # the first attempt: tokens far too old (a stale batch); round 0 misses 1 group,
+            # round 1 (1 prompt) none kept, round 2 (1 prompt) fills it
+            rewards = {0: lambda i: signal if i < 2 else flat, 1: lambda i: flat}.get(request.round, lambda i: signal)
+            return scored_at(request, rewards, -50)
+        # the fresh attempt: round 0 keeps nothing, its refill (the 2 held prompts and 1 new) fills the batch
+        return scored_at(request, lambda i: flat if request.round == 0 else signal, request.min_version)
+
+    pool = ManualPool(answer)
+    source = PooledSource(pool, ctx, PipelineSchedule.for_generators(8, 1))
+    try:
+        source.weights_updated(None, 0, step=0)
+        source.next_batch(0)
+        source.weights_updated(None, 1, step=1)
+        batch = source.next_batch(1)
+    finally:
+        source.close()
+    assert source.stale_regenerated == 1, "the scenario needs batch 1 regenerated"
+    assert len(batch.groups) == 3
+    unrecorded = [g.problem.id for g in batch.groups if not ctx.sampler.history(g.problem.id)]
+    assert not unrecorded, f"trained on, never recorded: {unrecorded}"

@@ -63,6 +63,9 @@ def test_what_is_not_reproducible():
     assert "run.deterministic=false" in not_reproducible(one_stream, resumed=True)
     two = resolve(TrainConfig(), ["run.deterministic=false", "backend.generators=2"])
     assert "timing decides which generator" in not_reproducible(two)
+    ray_actors = resolve(TrainConfig(), ["profile=cpu-tiny", "backend.name=ray", "backend.generators=2",
+                                         "run.deterministic=false", "pipeline=ppo-off-policy-k", "k=2"])
+    assert "timing decides which generator" in not_reproducible(ray_actors)  # (any mode's actors -- review dg)
 
 
 def test_a_resume_that_does_not_repeat_the_run_says_so(tiny_dir, tmp_path, capsys, monkeypatch):

@@ -20,7 +20,10 @@ class DeviceUnavailable(ConfigError):
 
     def __init__(self, setting: str, what: str, fallback: str, instead: str = "cpu") -> None:
         super().__init__(f"{what}; use {fallback}")
-        self.setting, self.what, self.instead = setting, what, instead
+        self.setting, self.what, self.fallback, self.instead = setting, what, fallback, instead
+
+    def __reduce__(self):  # (raised in a generator process or a Ray actor: the default rebuilds from the message alone)
+        return type(self), (self.setting, self.what, self.fallback, self.instead)
 
     def on_resume(self, output: Path) -> str:
         """The message for a resume, which keeps the saved run's devices (review db: "use --set run.device=cpu"

@@ -91,7 +91,7 @@ def _failure(worker_id: int, exc: BaseException) -> tuple[str, int, Any]:
         try:
             pickle.loads(pickle.dumps(exc))
             return ("said", worker_id, exc)
-        except Exception:  # noqa: BLE001 -- an error class that does not pickle: its text, as the same kind
+        except Exception:  # noqa: BLE001 -- an error class that does not pickle: its text, still one line
             return ("said", worker_id, ScaleRLError(str(exc)))
     return ("error", worker_id, traceback.format_exc())
 

@@ -59,7 +59,7 @@ from scalerl.generate.base import Completion
 from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.pool import RESUME_COMMAND, Deliver, Fail, reporting, thread_error, undone_if_raised
 from scalerl.pipeline.pool_generator import GenerateJob, PoolGenerator, QueuedJob
-from scalerl.pipeline.ray_cluster import _ray, _without_trainer_gpu, init_ray, widest_node
+from scalerl.pipeline.ray_cluster import _ray, _without_trainer_gpu, init_ray, nodes_hold
 from scalerl.pipeline.scheduler import PipelineError
 from scalerl.pipeline.weights import Weights, WeightSource, weight_source
 from scalerl.pipeline.work import RoundRequest, WorkerSpec
@@ -324,12 +324,12 @@ class RayPool:
                     f"{have.get(name, 0.0):g}; lower backend.generators or backend.generator_{name.lower()}s, "
                     "or add machines (ray start --address ...)"
                 )
-        for name, amount in {"CPU": cpus, "GPU": gpus}.items():  # (one wider waited out the start's 600 s)
-            widest = widest_node(self.ray, name)
-            if amount > widest + 1e-9:
-                raise ConfigError(
-                    f"backend: a generator actor needs {amount:g} {name} on one machine but the largest node of the "
-                    f"Ray cluster has {widest:g}; lower backend.generator_{name.lower()}s, or add a machine with more")
+        held = nodes_hold(self.ray, cpus, gpus)  # (an actor on no node waited out the start's 600 s: reviews dd, dg)
+        if held < size:
+            raise ConfigError(
+                f"backend: {size} generator actors of {cpus:g} CPU and {gpus:g} GPU each, but the nodes of the Ray "
+                f"cluster hold {held:g} of them (an actor runs on one machine); lower backend.generators, "
+                "backend.generator_cpus or backend.generator_gpus, or add machines (ray start --address ...)")
 
     def _wait_ready(self, timeout: float = 600.0) -> None:
         try:

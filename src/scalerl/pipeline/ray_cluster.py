@@ -8,6 +8,7 @@ here.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import socket
 from typing import TYPE_CHECKING
@@ -91,7 +92,15 @@ def init_ray(address: str | None, name: str = "backend.ray_address", **options) 
                           f"{name} and RAY_ADDRESS (a local cluster then starts by itself)") from None
 
 
-def widest_node(ray, resource: str) -> float:
-    """The most of ``resource`` (``CPU``, ``GPU``) one live node of the cluster holds: a task or an actor runs on
-    one node, so one wider than every node waits for ever (Ray says so only in its workers' logs)."""
-    return max((node.get("Resources", {}).get(resource, 0.0) for node in ray.nodes() if node.get("Alive")), default=0.0)
+def nodes_hold(ray, cpus: float, gpus: float = 0.0) -> float:
+    """How many tasks or actors of ``cpus`` CPUs and ``gpus`` GPUs each the live nodes of the cluster hold at once
+    (each runs on one node: two 3-CPU nodes hold two of 2 CPUs, not three -- review dg). One that no node can take
+    waits for ever, said only in Ray's workers' logs. inf where they ask for nothing."""
+    total = 0.0
+    for node in ray.nodes():
+        if not node.get("Alive"):
+            continue
+        have = node.get("Resources", {})
+        total += min((math.floor(have.get(name, 0.0) / need + 1e-9) for name, need in (("CPU", cpus), ("GPU", gpus))
+                      if need > 0), default=math.inf)
+    return total

@@ -404,7 +404,9 @@ class PooledSource:
         with self._cond:
             first = dataclasses.replace(asm.requests[0], min_version=self.version)
             fresh = _Assembly(asm.index, [first], buffer=new_buffer(self.ctx) if asm.buffer is not None else None)
-            fresh.recorded = set(asm.recorded)
+            # Round 0 is the same prompts again (its pass rates are in the history); a refill round's are the held
+            # ones and new draws, to record (review dg: the old attempt's record left them out of the history).
+            fresh.recorded = set(asm.recorded) & {0}
             self._held = _prompt_ids(asm.requests[1:]) + self._held
             self._batches[asm.index] = fresh
         self.pool.submit(first)

@@ -30,12 +30,11 @@ def _execute_ray_task(execute: Callable[..., dict[str, Any]], cfg_dict: dict[str
 def _check_cpus(ray: Any, cpus: int) -> None:
     """Refuse a run's task wider than every node of the cluster: Ray would hold it for ever, and say so only in
     the worker logs a study does not stream (review dd: it sat at "submitted" until killed)."""
-    from scalerl.pipeline.ray_cluster import widest_node
+    from scalerl.pipeline.ray_cluster import nodes_hold
 
-    widest = widest_node(ray, "CPU")
-    if cpus > widest + 1e-9:
-        raise InputError(f"--threads {cpus}: each run is a Ray task of {cpus} CPU, but the largest node of the Ray "
-                         f"cluster has {widest:g}; lower --threads, or add a machine with more (ray start --address ...)")
+    if nodes_hold(ray, cpus) < 1:
+        raise InputError(f"--threads {cpus}: each run is a Ray task of {cpus} CPU, but no node of the Ray cluster has "
+                         "that many; lower --threads, or add a machine with more (ray start --address ...)")
 
 
 def run_on_ray(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo, record: Callable[[Outcome], None]) -> list[Outcome]:

@@ -524,7 +524,9 @@ def not_reproducible(cfg: TrainConfig, *, resumed: bool = False) -> str | None:
         auto = " (what auto picks here)" if cfg.backend.updates == "auto" else ""
         return (f"backend.updates=timing{auto}: the trainer's weights land in the generators' decoding whenever "
                 "they arrive, so timing decides which weights each token saw")
-    several = cfg.recipe.off_policy.pipeline == "pipeline-rl-k" and cfg.backend.generators > 1
+    # (several generators: pipeline-rl-k's, or any mode's off the local backend -- Ray's actors; review dg)
+    several = cfg.backend.generators > 1 and (cfg.recipe.off_policy.pipeline == "pipeline-rl-k"
+                                              or cfg.backend.name != "local")
     if not cfg.run.deterministic and (resumed or several):
         return ("run.deterministic=false: each generator samples from a stream of its own, seeded once and not "
                 "kept in a checkpoint" + (", and timing decides which generator a batch draws from" if several else ""))
