@@ -264,8 +264,7 @@ def resume_changes(args, saved: TrainConfig) -> dict[str, Any]:
     ``resumed_config``'s keyword arguments; the saved values stay for the rest. (A ``--set run.steps=9`` or a
     config file's longer ``run.steps`` was dropped unsaid and the saved steps ran -- reviews cx, cz.)"""
     given = {resolve_key(TrainConfig, item.partition("=")[0].strip()) for item in args.overrides}
-    given |= {path for path, flag in (("run.steps", "steps"), ("run.threads", "threads"), ("run.nproc", "nproc"))
-              if getattr(args, flag, None) is not None}
+    given |= {path for path, flag in RESUMED_AS.items() if getattr(args, flag, None) is not None}  # (--steps ...)
     if getattr(args, "no_progress", False):
         given.add("log.progress")
     if args.config:

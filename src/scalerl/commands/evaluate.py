@@ -25,7 +25,7 @@ import math
 import sys
 from pathlib import Path
 
-from scalerl.generate.base import BELOW_MIN_TEMPERATURE, MIN_TEMPERATURE
+from scalerl.generate.base import BELOW_MIN_TEMPERATURE, MIN_TEMPERATURE, SamplingParams
 
 #: Defaults when neither a flag nor a run's config says otherwise. The token budget is not
 #: here: it is the one ``scalerl train`` would give the model (:func:`train_budget`).
@@ -293,6 +293,7 @@ def run(args) -> int:
     from scalerl.rl.length import budget_problems, length_controller
     from scalerl.tasks.base import reference_notes
     from scalerl.tasks.failure_tally import counting_failures
+    from scalerl.train.evaluate import one_decode_is_all
 
     pick, base, run_dir = _chosen_settings(args)
     # On the CPU this command runs on, in fp32 like the trainer there (precision auto): a bf16 final/
@@ -320,7 +321,7 @@ def run(args) -> int:
         print(f"note: --max-new-tokens {pick['max_new_tokens']} is less than an interrupted sequence needs under the "
               "run's length control (its thinking budget, the interruption phrase and its answer budget): such answers "
               "are cut short", file=sys.stderr)
-    if pick["temperature"] == 0 and pick["k"] > 1 and not (length is not None and length.draws_budgets):
+    if pick["k"] > 1 and one_decode_is_all(SamplingParams(temperature=pick["temperature"]), length):
         print(f"note: temperature 0 is greedy decoding: each problem is decoded once and counted {pick['k']} "
               f"times, so mean@{pick['k']} = pass@{pick['k']} = the greedy pass rate", file=sys.stderr)
     gen = _generator_as_the_run(model, tokenizer, base, pick["seed"])
@@ -340,7 +341,6 @@ def run(args) -> int:
 def _evaluate_sets(problems: dict, pick: dict, base: dict, args, gen, tokenizer, task, length) -> dict[str, dict]:
     """Each set's metrics (``problems``: set -> its problems), with the run's seed of that set unless --seed is
     given."""
-    from scalerl.generate.base import SamplingParams
     from scalerl.train.evaluate import eval_bar, evaluate
 
     set_seeds = base.get("set_seeds", {}) if args.seed is None else {}
