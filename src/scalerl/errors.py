@@ -9,6 +9,20 @@ class ScaleRLError(Exception):
     on one line without a traceback.
     """
 
+    def __reduce__(self):
+        # Pickled across processes (a generator process, a Ray actor, the --nproc launcher's ranks): the default
+        # calls ``type(self)(*self.args)``, which fails for a subclass whose constructor takes other arguments than
+        # its message (UnknownColumn, UnknownKey) and doubles a message the constructor adds to (SplitNotFound).
+        # Rebuilt as it was instead: its message and its fields, no constructor called.
+        return _rebuilt, (type(self), self.args, self.__dict__)
+
+
+def _rebuilt(cls: type, args: tuple, fields: dict) -> "ScaleRLError":
+    exc = cls.__new__(cls, *args)
+    exc.args = args
+    exc.__dict__.update(fields)
+    return exc
+
 
 class InputError(ScaleRLError, ValueError):
     """A file, column or value given by the user cannot be used."""
@@ -22,9 +36,6 @@ class CannotResume(InputError):
     def __init__(self, problem: str, remedy: str = "") -> None:  # (the --nproc launcher rebuilds it from its message)
         super().__init__(f"{problem}{remedy}")
         self.problem, self.remedy = problem, remedy
-
-    def __reduce__(self):  # (pickled across processes: the default rebuilds it from the message alone, and fails)
-        return type(self), (self.problem, self.remedy)
 
 
 class ConfigError(ScaleRLError, ValueError):

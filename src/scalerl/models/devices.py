@@ -22,9 +22,6 @@ class DeviceUnavailable(ConfigError):
         super().__init__(f"{what}; use {fallback}")
         self.setting, self.what, self.fallback, self.instead = setting, what, fallback, instead
 
-    def __reduce__(self):  # (raised in a generator process or a Ray actor: the default rebuilds from the message alone)
-        return type(self), (self.setting, self.what, self.fallback, self.instead)
-
     def on_resume(self, output: Path) -> str:
         """The message for a resume, which keeps the saved run's devices (review db: "use --set run.device=cpu"
         was then refused by --resume as a flag that differs from the saved run)."""
