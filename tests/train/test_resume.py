@@ -229,7 +229,7 @@ def test_resuming_with_no_checkpoint_left_refuses_to_overwrite_the_logged_histor
     # Resumed with a smaller --steps, the finished run trains nothing, and says so.
     capsys.readouterr()
     assert main(["train", "--output", str(out), "--resume", "--steps", "1", "--no-progress", "--no-report"]) == 0
-    assert "is already at step 2, past --steps 1: nothing to train" in capsys.readouterr().err
+    assert "is already at step 2, past run.steps = 1: nothing to train" in capsys.readouterr().err
     assert (out / "runlog.jsonl").read_bytes() == log
     shutil.rmtree(out / "checkpoints")
     assert main(["train", "--output", str(out), "--resume", "--steps", "3", "--no-progress", "--no-report"]) == 2

@@ -34,7 +34,7 @@ def test_resuming_a_finished_ray_run_starts_no_ray_cluster(tmp_path, capsys, mon
     capsys.readouterr()
     assert main(["train", "--output", str(out), "--resume", "--no-progress", "--no-report"]) == 0
     err = capsys.readouterr().err
-    assert "is already at step 2 of --steps 2: the run is done" in err, err
+    assert "is already at step 2 of run.steps = 2: the run is done" in err, err
     assert (out / "runlog.jsonl").read_bytes() == log  # no row added (no resume row: nothing went on)
     assert (out / "final" / "config.json").exists()
     assert not list(out.glob("final.*"))
@@ -93,3 +93,19 @@ def test_resuming_a_done_run_under_offline_wandb_starts_a_wandb_attempt_only_for
         assert curve() == want
     finally:
         wandb.teardown()
+
+
+def test_a_resume_says_its_set_replaces_its_steps_flag(tmp_path, capsys):
+    """`--resume --steps 9 --set run.steps=2` ran 2 steps without the "--set replaces --steps" note a new run
+    prints for the same command (review dg's noticed item); the done-run note names run.steps, not a --steps the
+    command did not give."""
+    from scalerl.cli import main
+
+    out = tmp_path / "run"
+    assert main(small_args(out, "--steps", "2", "--no-report")) == 0
+    capsys.readouterr()
+    assert main(["train", "--output", str(out), "--resume", "--steps", "9", "--set", "run.steps=2",
+                 "--no-progress", "--no-report"]) == 0
+    err = capsys.readouterr().err
+    assert "note: --set run.steps=2 replaces --steps 9" in err, err
+    assert "is already at step 2 of run.steps = 2: the run is done" in err, err

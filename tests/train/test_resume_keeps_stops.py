@@ -170,7 +170,7 @@ def test_a_study_does_not_resume_a_run_stopped_by_nans_at_its_last_step_for_ever
     """One study run (steps 4, evaluations every 2) whose steps 3-4 were non-finite, max_nan_steps 2: it failed
     (recorded so); ``scalerl study --resume`` then calls execute_run on it. Expected: a bounded number of trainer
     runs and a run that ends at its budget with its last evaluation logged; it started trainer after trainer, each
-    "already at step 4 of --steps 4: the run is done" (stopped here after 4)."""
+    "already at step 4 of run.steps = 4: the run is done" (stopped here after 4)."""
     from scalerl.study.one_run import execute_run
     from scalerl.study.plan import Budget
 

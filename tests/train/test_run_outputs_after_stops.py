@@ -121,7 +121,7 @@ def test_overwrite_refuses_a_directory_whose_run_is_alive(tmp_path, one_thread):
 def test_a_run_shortened_to_its_checkpoint_keeps_its_new_end(tmp_path, monkeypatch, one_thread):
     """Reproduced with the CLI: `scalerl train --model tiny --steps 4 --eval-every 2 ... --output C`, SIGTERM
     once checkpoints/step_000002 was written ("interrupted at step 2, last checkpoint at step 2"); then
-    `scalerl train --output C --resume --steps 2` ("already at step 2 of --steps 2: the run is done ... A larger
+    `scalerl train --output C --resume --steps 2` ("already at step 2 of run.steps = 2: the run is done ... A larger
     --steps extends it"; final/ = step 2, report: finished) left config.yaml's run.steps at 4, and a later
     `scalerl train --output C --resume` trained steps 3-4 and replaced final/ with step 4's model."""
     from scalerl.config import load_yaml

@@ -119,12 +119,18 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
         if "recipe_name" in written and not recipe and not (Path(args.config).parent / RUNLOG).is_file():
             _note_departures(args.config, out, written, sets)
         _note_replaced(cfg, out, args, recipe, written, sets)
-        for path, value in flags.items():  # `--steps 5 --set run.steps=7`: --set wins, and says so
-            if value is not None and path in sets and _get(out, path) != value:
-                print(f"note: --set {sets[path]} replaces {FLAG_NAMES[path]}"
-                      f"{'' if isinstance(value, bool) else f' {value}'}", file=sys.stderr)
+        _note_set_replaces_flags(flags, sets, out)
     # Local paths stored absolute: the run directory works from any working directory.
     return absolute_paths(out)
+
+
+def _note_set_replaces_flags(flags: dict[str, Any], sets: dict[str, str], out: TrainConfig) -> None:
+    """`--steps 5 --set run.steps=7`: --set wins, and says so (``flags``: each flag's field and value, None where
+    not given; ``sets``: each field's last ``--set`` item)."""
+    for path, value in flags.items():
+        if value is not None and path in sets and _get(out, path) != value:
+            print(f"note: --set {sets[path]} replaces {FLAG_NAMES[path]}"
+                  f"{'' if isinstance(value, bool) else f' {value}'}", file=sys.stderr)
 
 
 def _note_given_twice(cfg: TrainConfig, resolved: list[tuple[str, str]]) -> None:
@@ -263,8 +269,9 @@ def resume_changes(args, saved: TrainConfig) -> dict[str, Any]:
     ``--config`` file --, with the values the same command gives a new run (a ``--set`` wins over its flag): as
     ``resumed_config``'s keyword arguments; the saved values stay for the rest. (A ``--set run.steps=9`` or a
     config file's longer ``run.steps`` was dropped unsaid and the saved steps ran -- reviews cx, cz.)"""
-    given = {resolve_key(TrainConfig, item.partition("=")[0].strip()) for item in args.overrides}
-    given |= {path for path, flag in RESUMED_AS.items() if getattr(args, flag, None) is not None}  # (--steps ...)
+    sets = {resolve_key(TrainConfig, item.partition("=")[0].strip()): item for item in args.overrides}
+    flags = {path: getattr(args, flag, None) for path, flag in RESUMED_AS.items()}  # (--steps ...)
+    given = set(sets) | {path for path, value in flags.items() if value is not None}
     if getattr(args, "no_progress", False):
         given.add("log.progress")
     if args.config:
@@ -272,6 +279,7 @@ def resume_changes(args, saved: TrainConfig) -> dict[str, Any]:
     if not given & set(RESUMED_AS):
         return {}
     asked = config_from_args(args, output=str(saved.run.output), quiet=True)
+    _note_set_replaces_flags(flags, sets, asked)  # (as a new run says it: review dg saw 7 steps run unsaid)
     return {name: _get(asked, path) for path, name in RESUMED_AS.items() if path in given}
 
 

@@ -657,10 +657,10 @@ class Trainer:
         cfg = self.cfg
         t_start = time.perf_counter()
         if self.step > cfg.run.steps:  # resumed with a smaller --steps: nothing is trained or undone
-            print(f"note: {self.output} is already at step {self.step}, past --steps {cfg.run.steps}: nothing to "
+            print(f"note: {self.output} is already at step {self.step}, past run.steps = {cfg.run.steps}: nothing to "
                   f"train (its final model is step {self.step}'s); a larger --steps extends it", file=sys.stderr)
         elif self.resumed_from is not None and self.step == cfg.run.steps:  # (a finished run, or one killed after it)
-            print(f"note: {self.output} is already at step {self.step} of --steps {cfg.run.steps}: the run is done, "
+            print(f"note: {self.output} is already at step {self.step} of run.steps = {cfg.run.steps}: the run is done, "
                   "nothing to train (no generator is started); its final model is saved again from its last "
                   "checkpoint. A larger --steps extends it", file=sys.stderr)
         stop: KeyboardInterrupt | None = None  # a stop that waited for the final save, which it let finish
