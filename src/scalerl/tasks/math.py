@@ -78,7 +78,9 @@ class MathTask:
     """When ``eval_data`` has no ``val``: share of the training rows held out as ``val`` (by a
     hash of the prompt, so identical prompts land on the same side)."""
     max_val: int = 1000
-    """Cap on the held-out ``val`` set (the paper validates on 1,000 prompts)."""
+    """Cap on the held-out ``val`` set (the paper validates on 1,000 prompts); a training run holds out at most its
+    ``eval.problems``, the ones it evaluates (``scalerl.train.config.held_out_capped``): the held-out rows past
+    the cap train."""
     prompt_field: str = "prompt"
     """Field (column) holding the prompt, e.g. ``problem`` or ``question``: text, or a conversation (a
     list of ``{role, content}`` messages ending with a user turn: verl's ``prompt`` column, TRL's
@@ -214,9 +216,11 @@ class MathTask:
         held_prompts = {prompt_key(p.prompt) for problems in evals.values() for p in problems}
         before = len(train)
         train = [p for p in train if prompt_key(p.prompt) not in held_prompts]
-        if len(train) < before and sources:
-            # (an evaluation file that overlaps the training data shrinks it: said, with the count -- review cb)
-            log.warning("%s: %d of its %d training rows left out: their prompts are in the evaluation set(s) %s",
+        if len(train) < before:
+            # (an evaluation file that overlaps the training data shrinks it: said, with the count -- review cb; so
+            # does a held-out prompt's copy that differs in whitespace, hashed to the training side -- review dj)
+            log.warning("%s: %d of its %d training rows left out: their prompts, whitespace aside, are in the "
+                        "evaluation set(s) %s",
                         self.data, before - len(train), before, ", ".join(repr(n) for n in evals))
         if not train:
             same = [name for name, (src, *_) in sources.items() if Path(src).resolve() == Path(self.data).resolve()]

@@ -56,6 +56,24 @@ def _math(**kwargs: Any) -> Task:
     return MathTask(**kwargs)
 
 
+def _settings_class(name: str) -> type | None:
+    """The dataclass declaring task ``name``'s settings; None for a task registered without one."""
+    if name not in TASK_SETTINGS:
+        return None
+    module, _, cls_name = TASK_SETTINGS[name].partition(":")
+    return getattr(importlib.import_module(module), cls_name)
+
+
+def _settings_fields(name: str) -> list[dataclasses.Field]:
+    cls = _settings_class(name)
+    return [f for f in dataclasses.fields(cls) if f.init] if cls is not None else []
+
+
+def declares_setting(name: str, setting: str) -> bool:
+    """Whether task ``name`` has the setting ``setting`` (a field of its settings dataclass)."""
+    return any(f.name == setting for f in _settings_fields(name))
+
+
 def _check_settings(name: str, settings: dict[str, Any]) -> dict[str, Any]:
     """``settings`` converted to the types task ``name`` declares; :class:`InputError` saying what to
     do for an unknown or a missing setting (the constructor's own TypeError names neither the flag
@@ -66,9 +84,7 @@ def _check_settings(name: str, settings: dict[str, Any]) -> dict[str, Any]:
 
     from scalerl.config import coerce
 
-    module, _, cls_name = TASK_SETTINGS[name].partition(":")
-    cls = getattr(importlib.import_module(module), cls_name)
-    fields = [f for f in dataclasses.fields(cls) if f.init]
+    fields = _settings_fields(name)
     known = [f.name for f in fields]
     for key in settings:
         if key in known:
@@ -85,7 +101,7 @@ def _check_settings(name: str, settings: dict[str, Any]) -> dict[str, Any]:
         raise InputError(f"task {name!r} reads its problems from a data file: give --data FILE (task.data)")
     if missing:
         raise InputError(f"task {name!r} needs the setting {missing[0]!r}: --set 'task.settings={{{missing[0]}: ...}}'")
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(_settings_class(name))
     try:
         return {key: coerce(_paths_as_text(value), hints[key], f"task.settings.{key}") for key, value in settings.items()}
     except ConfigError as exc:

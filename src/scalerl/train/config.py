@@ -533,6 +533,23 @@ def not_reproducible(cfg: TrainConfig, *, resumed: bool = False) -> str | None:
     return None
 
 
+def held_out_capped(cfg: TrainConfig) -> TrainConfig:
+    """``cfg`` with a held-out ``val`` share cut to ``eval.problems`` where its task holds one out (``max_val``):
+    the held-out rows past the ones evaluated train, as the rows past ``max_val`` do (review dj: the held-out 5%
+    of a 2,000-row file was 101 rows, 32 evaluated, 69 neither trained on nor evaluated, unsaid). Written into
+    the config (``task.settings.max_val``), so that ``scalerl eval --run`` and a study's runs hold out the same
+    rows, and a run started before holds out what it did when resumed."""
+    from scalerl.tasks.registry import declares_setting
+
+    if not declares_setting(cfg.task.name, "max_val"):
+        return cfg
+    given = cfg.task.settings.get("max_val", cfg.eval.problems)
+    if isinstance(given, bool) or not isinstance(given, int):
+        return cfg  # (the task's own check refuses it, by name)
+    settings = {**cfg.task.settings, "max_val": min(given, cfg.eval.problems)}
+    return dataclasses.replace(cfg, task=dataclasses.replace(cfg.task, settings=settings))
+
+
 def eval_engine(cfg: TrainConfig) -> str:
     """``eval.engine`` with auto resolved: generators for vLLM actors on Ray, else trainer."""
     if cfg.eval.engine != "auto":
@@ -565,7 +582,7 @@ def resolve(cfg: TrainConfig, overrides: list[str] | None = None) -> TrainConfig
     if overrides:
         cfg = dataclasses.replace(apply_overrides(cfg, overrides), profile="none")  # applied above
         cfg = sync_means_k1(cfg, {resolve_key(TrainConfig, item.partition("=")[0].strip()) for item in overrides})
-    return cfg.validate()
+    return held_out_capped(cfg).validate()
 
 
 def sync_means_k1(cfg: TrainConfig, keys: set[str]) -> TrainConfig:
