@@ -8,6 +8,7 @@ construction (the thinking budget cannot hold every scratchpad), so the fit has 
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -86,5 +87,5 @@ def run(args) -> int:
         print(f"  {k}: {v}")
     print(f"\nreport: {out / 'report.html'} (also report.md, curve.png)")
     print(f"final model: {out / 'final'}  (AutoModelForCausalLM.from_pretrained loads it)")
-    print(f"forecast it yourself: scalerl fit {out / 'runlog.jsonl'} --x {report.x} --y {report.y}")
+    print(f"forecast it yourself: scalerl fit {shlex.quote(str(out / 'runlog.jsonl'))} --x {report.x} --y {report.y}")
     return 0

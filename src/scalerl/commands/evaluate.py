@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import shlex
 import sys
 from pathlib import Path
 
@@ -238,7 +239,7 @@ def _no_final(run_dir: str) -> str:
         return f"--run {run_dir}: no final/ model yet (the run did not finish); pass --model PATH"
     return (f"--run {run_dir}: no final/ model yet: the run is still training or stopped (it logged step {last} of {steps}); "
             f"its checkpoint {ckpt} is training state for --resume, not a model to evaluate. Let it finish "
-            f"(a stopped run: scalerl train --output {run_dir} --resume), or pass --model PATH")
+            f"(a stopped run: scalerl train --output {shlex.quote(str(run_dir))} --resume), or pass --model PATH")
 
 
 def earlier_end_note(run_dir: str) -> str | None:

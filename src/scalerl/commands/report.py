@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import shlex
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -49,10 +50,10 @@ def not_a_report_directory(path: Path, spec_file: str) -> str:
     if not path.exists():
         return f"{path} does not exist; give a run directory (holds runlog.jsonl) or a study directory ({spec_file})"
     if path.is_file() and path.name in ("runlog.jsonl", spec_file):  # the file, not its directory
-        return f"{path} is a file; give the directory that holds it: scalerl report {path.parent}"
+        return f"{path} is a file; give the directory that holds it: scalerl report {shlex.quote(str(path.parent))}"
     run = next((d for d in path.resolve().parents if (d / "runlog.jsonl").is_file()), None)
     if run is not None:  # a checkpoint, final/ or another folder inside a run
-        return f"{path} is inside the run directory {run}: scalerl report {run}"
+        return f"{path} is inside the run directory {run}: scalerl report {shlex.quote(str(run))}"
     return f"{path}: neither a run directory (runlog.jsonl) nor a study directory ({spec_file})"
 
 
@@ -86,4 +87,4 @@ def report_files(directory: Path) -> Iterator[None]:
         where = exc.filename or directory
         raise InputError(f"{where}: {exc.strerror or exc} -- the report reads the run logs and writes its files "
                          f"into {directory}; fix the permissions or move what is in the way, then run "
-                         f"scalerl report {directory}") from None
+                         f"scalerl report {shlex.quote(str(directory))}") from None

@@ -17,6 +17,7 @@ exits with status 2 and one line; a run that fails is reported and the others go
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -259,7 +260,7 @@ def _run_and_report(args, spec, directory: Path, held) -> int:
     except KeyboardInterrupt as exc:  # the run's own message would name the run, not the study
         from scalerl.errors import RunInterrupted
 
-        raise RunInterrupted(f"interrupted; resume with: scalerl study --output {directory} --resume",
+        raise RunInterrupted(f"interrupted; resume with: scalerl study --output {shlex.quote(str(directory))} --resume",
                              cause=exc) from None
     counts = {s: sum(o.status in s.split("/") for o in result.outcomes) for s in ("trained/resumed", "skipped", "failed")}
     failed = f", {counts['failed']} failed" if counts["failed"] else ""

@@ -16,6 +16,7 @@ that differs from the saved ``config.yaml`` is refused, by name; ``--steps`` may
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
@@ -74,7 +75,8 @@ def _stopped_before_training(args) -> str:
     # The resolved config's (--set run.output=...), else --output's, else the default's.
     output = Path(getattr(args, "resolved_output", None) or args.output or RunConfig.output)
     if (output / CONFIG).exists():
-        return f"interrupted before training went on; resume with: scalerl train --output {output} --resume"
+        return (f"interrupted before training went on; resume with: scalerl train --output {shlex.quote(str(output))} "
+                "--resume")
     return (f"interrupted before the run started (nothing kept in {output}); run the same command again "
             "to start it")
 

@@ -68,6 +68,7 @@ import numbers
 import json
 import os
 import re
+import shlex
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
@@ -360,7 +361,7 @@ def _check_text_log(path: Path, name: str) -> None:
     if (run_dir := _wandb_summary_only(path)) is not None:
         raise InputError(f"{path}: a console whose only metrics are W&B's 'Run summary' (each metric's last value) and "
                          "'Run history' sparklines: no curve; read the run's local W&B files instead -- "
-                         f"scalerl fit {run_dir} (the directory W&B names in 'Find logs at:')")
+                         f"scalerl fit {shlex.quote(str(run_dir))} (the directory W&B names in 'Find logs at:')")
     if lone_printed_dict(path):
         raise InputError(f"{path}: one printed dict ({{'key': value, ...}}) among other lines, with no step printed "
                          "before it nor a Trainer's 'epoch' in it; if it is a row of metrics, give --format dict-lines")

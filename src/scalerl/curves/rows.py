@@ -293,7 +293,7 @@ _DATE_HINT = ("a date and time is no compute value: choose a counter (step, toke
               "named timestamp or time, give --x wall_time (hours since the run's first row)")
 
 
-def _quoted_number(v):
+def quoted_number(v):
     """A number written as a string (``"0.2"``, as transformers >= 5 prints and some JSON writers store
     them) as that number, as a CSV cell is read; anything else unchanged (refused by the caller)."""
     if not isinstance(v, str):
@@ -501,7 +501,7 @@ class _RowPoints:
             run.dropped += run.unplaced == unplaced_before
             return
         self.quoted += isinstance(vx, str) + isinstance(vy, str)
-        vx, vy = _quoted_number(vx), _quoted_number(vy)
+        vx, vy = quoted_number(vx), quoted_number(vy)
         if isinstance(vx, bool) or isinstance(vy, bool) or not isinstance(vx, (int, float)) or not isinstance(vy, (int, float)):
             col, bad = (x, vx) if not isinstance(vx, (int, float)) else (self.y, vy)
             where = f"at step {r['step']}" if r.get("step") is not None else f"row {i + 1}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import shlex
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -57,7 +58,8 @@ def _refuse_run_part(path: Path, given: str) -> None:
     state for ``--resume``, sharded under ``--nproc``) given as a model: say where the run's model is."""
     if (path / "config.yaml").is_file() and (path / "runlog.jsonl").is_file():
         raise InputError(f"{given!r} is a scalerl run directory, not a model directory; its model is "
-                         f"{str(path / 'final')!r} (scalerl eval --run {path} evaluates it as the run did)")
+                         f"{str(path / 'final')!r} (scalerl eval --run {shlex.quote(str(path))} evaluates it as "
+                         f"the run did)")
     if (path / "state.pt").is_file() and path.parent.name == "checkpoints":
         run, what = path.parent.parent, "is a training checkpoint"
     elif path.name == "checkpoints" and (path / "latest").is_file():
@@ -65,8 +67,9 @@ def _refuse_run_part(path: Path, given: str) -> None:
     else:
         return
     raise InputError(f"{given!r} {what} of the run {str(run)!r} (its state for --resume), not a model directory; "
-                     f"the run's model is {str(run / 'final')!r} (scalerl eval --run {run}), written at its end "
-                     f"(a stopped run: scalerl train --output {run} --resume)")
+                     f"the run's model is {str(run / 'final')!r} (scalerl eval --run {shlex.quote(str(run))}), "
+                     f"written at its end "
+                     f"(a stopped run: scalerl train --output {shlex.quote(str(run))} --resume)")
 
 
 def adapter_base(source: str) -> str | None:

@@ -27,6 +27,7 @@ names against the registries, which needs the ``train`` extra installed.
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -205,7 +206,8 @@ def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, 
             # widened every row), where --resume runs it again: a planned run, its log readable.
             pending[p.variant.label].append(f"seed{p.seed}: failed " + (f"after its evaluation at {reached}" if reached
                                                                         else "before its first evaluation"))
-            failures.append(f"{p.variant.label} seed{p.seed} failed: {error} -- `scalerl study --output {directory} "
+            failures.append(f"{p.variant.label} seed{p.seed} failed: {error} -- `scalerl study --output "
+                            f"{shlex.quote(str(directory))} "
                             "--resume` runs it again")
             continue
         y = _y_column(p.directory)
@@ -357,7 +359,8 @@ def _note_capped(analysis: StudyAnalysis, curves: dict[str, list[Curve]]) -> Non
         analysis.notes.append(
             f"stopped by max_steps ({spec.max_steps}) short of the compute budget ({spec.compute:g} {spec.x}): "
             f"{'; '.join(capped)} {spec.x} reached -- their curves end before the budget, so they are compared "
-            f"on less compute than it; raise max_steps (scalerl study --output {analysis.directory} --max-steps N) "
+            f"on less compute than it; raise max_steps (scalerl study --output "
+            f"{shlex.quote(str(analysis.directory))} --max-steps N) "
             "to extend them to it")
 
 
@@ -427,7 +430,8 @@ def _add_study_notes(analysis: StudyAnalysis, result: CompareResult) -> None:
     """What the reader must know to trust the table: one seed, ceilings at their bound, unstable
     variants, extrapolations past the calibrated horizon."""
     spec, results = analysis.spec, analysis.variants
-    caveat = one_seed_caveat(result, f"`scalerl study --output {analysis.directory} --seeds 3` adds seeds to this study")
+    caveat = one_seed_caveat(result, f"`scalerl study --output {shlex.quote(str(analysis.directory))} --seeds 3` "
+                                     "adds seeds to this study")
     if caveat:
         analysis.notes.append(caveat)
     analysis.notes.extend(unmeasured_takeoff_notes(result))

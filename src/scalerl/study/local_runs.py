@@ -4,6 +4,7 @@ leaves no run training behind to race its resumption)."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 from dataclasses import asdict
 from typing import Any, Callable, NamedTuple
@@ -164,4 +165,4 @@ def _worker_result(fut: Any, p: RunPlan) -> dict:
         return asdict(Outcome(p.variant.label, p.seed, "failed", error=(
             "a worker process of the study died (killed by a signal: out of memory? kill -9?), which stops "
             "every run under way or waiting; nothing before a run's last checkpoint is lost -- continue with: "
-            f"scalerl study --output {study} --resume")))
+            f"scalerl study --output {shlex.quote(str(study))} --resume")))

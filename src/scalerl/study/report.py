@@ -340,7 +340,9 @@ def _write_text(rep: StudyReport) -> list[Path]:
         md += ["## Classifications in words", "", *[f"- **{md_text(k)}**: {e}" for k, e in explanations], ""]
     md += ["## How to read this", "", *[f"- {t}" for t in _HOW_TO_READ], ""]
     if a.notes:
-        md += ["## Notes", "", *[f"- {n}" for n in a.notes], ""]
+        # (a failed run's error is the user's text: raw HTML in it rendered as HTML -- review di; the notes' own
+        # `code` spans stay code)
+        md += ["## Notes", "", *[f"- {n}".replace("<", "\\<") for n in a.notes], ""]
     md_path = a.directory / "report.md"
     write_text_atomically(md_path, "\n".join(md))
 

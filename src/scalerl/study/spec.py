@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -189,7 +190,8 @@ def load_saved_spec(path: str | Path) -> StudySpec:
         empty = False  # unreadable: load_spec says why
     if empty:
         raise LostSpec(f"{path} is empty, so this study's spec is lost; give the spec the study was made with: "
-                       f"scalerl study SPEC.yaml --output {path.parent} (--dry-run first names any run that does not "
+                       f"scalerl study SPEC.yaml --output {shlex.quote(str(path.parent))} (--dry-run first "
+                       f"names any run that does not "
                        "match it; finished runs are skipped)")
     return load_spec(path)
 

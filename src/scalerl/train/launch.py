@@ -28,6 +28,7 @@ import contextlib
 import gc
 import logging
 import os
+import shlex
 import signal
 import socket
 import sys
@@ -437,11 +438,12 @@ def killed_rank_message(rank: int, signum: int, world: int, output: Any, where: 
     head = f"trainer rank {rank} of {world} was killed by signal {signum} ({name}: {why}), so the group stopped"
     if where:
         return f"{head}: {where}"
-    return f"{head}; continue from the last checkpoint with: scalerl train --output {output} --resume"
+    return f"{head}; continue from the last checkpoint with: scalerl train --output {shlex.quote(str(output))} --resume"
 
 
 def lost_rank_message(world: int, output: Any) -> str:
     """What to say when a rank died without a word (``kill -9``, the OOM killer): what happened,
     and that the run continues from its last checkpoint."""
     return (f"the trainer group of {world} processes stopped without a result (a rank was killed: kill -9, or out "
-            f"of memory?); continue from the last checkpoint with: scalerl train --output {output} --resume")
+            f"of memory?); continue from the last checkpoint with: scalerl train --output "
+            f"{shlex.quote(str(output))} --resume")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -64,7 +65,8 @@ def changed_calibration_note(configured: str | None, output: Path) -> str | None
         return None
     return (f"forecast.calibration {configured} has other factors than when the run started; the run keeps its "
             f"copy {copy} (its live forecast and report use it): start a new run to use the new factors, or "
-            f"`scalerl report {output} --calibration {configured}` to see its report with them")
+            f"`scalerl report {shlex.quote(str(output))} --calibration {shlex.quote(str(configured))}` to see "
+            f"its report with them")
 
 
 def refit_points(n: int, *, min_points: int, growth: float) -> list[int]:

@@ -10,6 +10,7 @@ beside the new ones (TensorBoard) or the user is told what the tracker keeps (W&
 from __future__ import annotations
 
 import numbers
+import shlex
 import shutil
 import sys
 import time
@@ -158,11 +159,13 @@ class WandbSink:
             return (f"W&B cannot resume a run offline: the {len(missing)} row(s) of steps {missing[0]['step']}-"
                     f"{missing[-1]['step']} the stopped attempt had not written are logged again, to a W&B run "
                     f"directory of their own beside the earlier attempt's (wandb/offline-run-*-{self.run.id}), which "
-                    f"`wandb sync` does not join into one run; `scalerl fit {self.directory / 'wandb'}` reads them joined")
+                    f"`wandb sync` does not join into one run; `scalerl fit "
+                    f"{shlex.quote(str(self.directory / 'wandb'))}` reads them joined")
         if self.run.offline:  # measured with wandb 0.31: not resumed, its steps start over, a directory of its own
             return (f"W&B cannot resume a run offline: this attempt's rows (from step {first_step}) go to a W&B run "
                     f"directory of their own beside the earlier attempt's (wandb/offline-run-*-{self.run.id}), which "
-                    f"`wandb sync` does not join into one run; `scalerl fit {self.directory / 'wandb'}` reads them "
+                    f"`wandb sync` does not join into one run; `scalerl fit "
+                    f"{shlex.quote(str(self.directory / 'wandb'))}` reads them "
                     f"joined, and the run log and TensorBoard hold each step once"
                     + (f" (the {len(missing)} row(s) of steps {missing[0]['step']}-{missing[-1]['step']} the stopped "
                        "attempt had not written are logged again)" if missing else ""))

@@ -14,6 +14,7 @@ import html
 import json
 import math
 import re
+import shlex
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from scalerl.curves import Curve, backtest, forecast
 from scalerl.curves.backtest import points_to_fit
 from scalerl.curves.bands import DEFAULT_LEVEL, level_text, read_calibration
 from scalerl.curves.jsonl_log import runlog_attempts
-from scalerl.curves.rows import DEFAULT_RUN_COLUMN
+from scalerl.curves.rows import DEFAULT_RUN_COLUMN, quoted_number
 from scalerl.curves.uncertainty import N_BOOT
 from scalerl.errors import InputError
 from scalerl.report_text import html_page, html_table, md_fence, md_table, md_text
@@ -53,11 +54,14 @@ class RunReport:
 
 
 def _eval_sets(rows: list[dict[str, Any]]) -> list[str]:
-    names = []
-    for key in rows[0]:
-        if key.endswith("/pass_rate"):  # (the live forecast logs none: a set named 'forecast' is a set, review bc)
-            names.append(key[: -len("/pass_rate")])
-    return names
+    """The evaluation sets the rows log, in the order they first appear (a set only some rows have is one: the
+    first row's alone, read as every row's, ended the report in a KeyError -- review di)."""
+    names: dict[str, None] = {}
+    for row in rows:
+        for key in row:
+            if key.endswith("/pass_rate"):  # (the live forecast logs none: a set named 'forecast' is a set, review bc)
+                names.setdefault(key[: -len("/pass_rate")])
+    return list(names)
 
 
 def write_run_report(output: str | Path, *, x: str | None = None, fraction: float = 0.5, n_boot: int = N_BOOT,
@@ -77,15 +81,17 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     # out and named below with the NaNs; float(None) ended the report in a TypeError.
     xs = np.array([_number(r.get(x)) for r in evals], dtype=float)
     ys = np.array([_number(r.get(y)) for r in evals], dtype=float)
+    _check_fractions(ys, y, log)
     f = rep.facts
-    f.update(_run_facts(output, header, rows, evals, ys[np.isfinite(ys)]))
+    last_step = _last_step(evals, log)
+    f.update(_run_facts(output, header, rows, last_step, len(evals), evals[-1], ys[np.isfinite(ys)]))
     # A torn last line (a kill mid-write), as fit says of it; evaluations without a pass rate, which the
     # fits leave out (start and final once read "nan -> ...").
     f["log_notes"] = [*log_notes, *_not_finite(evals, ys, y), *_not_finite(evals, xs, x)]
     # Read before any file is written: a damaged samples.jsonl stopped the report after its figures were
     # rewritten (new figures beside the old text); the sample is an illustration, so the report goes on.
     try:
-        rep.sample = last_sample(output, step=evals[-1].get("step"))
+        rep.sample = last_sample(output, step=last_step)
     except InputError as exc:
         f["log_notes"].append(f"no sample shown: {exc}")
     cal, said = _calibration(output, config_setting(header, "forecast", "calibration"), calibration, cal)
@@ -149,8 +155,30 @@ def _as_fit_reads(rows: list[dict[str, Any]], name: str) -> tuple[list[dict[str,
 
 
 def _number(v: Any) -> float:
-    """``v`` as a float; NaN for null or anything that is not a number."""
+    """``v`` as a float -- a number written as text (``"0.475"``) too, as ``scalerl fit`` reads it (review di: the
+    report left it out, and its forecast differed from backtest's on the same log); NaN for null or anything
+    that is not a number."""
+    v = quoted_number(v)
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+
+
+def _last_step(evals: list[dict[str, Any]], log: Path) -> int:
+    """The last evaluation's step: the last one a step is written for, where a hand edit left the last
+    without (a KeyError ended the report -- review di)."""
+    steps = [s for s in (_number(r.get("step")) for r in evals) if math.isfinite(s)]
+    if not steps:
+        raise InputError(f"{log}: no evaluation row has a step; the run log's evaluation rows need one")
+    return int(steps[-1])
+
+
+def _check_fractions(ys: np.ndarray, y: str, log: Path) -> None:
+    """A pass rate outside [0, 1] (a log in percent), said with what a user of this command can do: the fits'
+    own message advised --y-scale and --unbounded, flags of ``scalerl fit`` that ``scalerl report`` has not."""
+    bad = ys[np.isfinite(ys) & ((ys < 0) | (ys > 1))]
+    if bad.size:
+        raise InputError(f"{log}: {y} has values outside [0, 1] (e.g. {bad[0]:g}), and the report reads a pass rate "
+                         f"as a fraction; for a log in percent, fit it with: scalerl fit {shlex.quote(str(log))} --y "
+                         f"{shlex.quote(y)} --y-scale 0.01")
 
 
 def _not_finite(evals: list[dict[str, Any]], values: np.ndarray, column: str) -> list[str]:
@@ -162,13 +190,14 @@ def _not_finite(evals: list[dict[str, Any]], values: np.ndarray, column: str) ->
             f"{', '.join(bad[:8])}{', ...' if len(bad) > 8 else ''}): left out of the fits"]
 
 
-def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]], evals: list[dict[str, Any]],
-               ys: np.ndarray) -> dict[str, Any]:
-    """What the run is and did: its recipe, model and task, its compute, the pass rate's start, end and
-    best (``ys``: the finite pass rates), its reward failures, resumes and collapses, whether it finished."""
+def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]], last_step: int, evaluations: int,
+               last: dict[str, Any], ys: np.ndarray) -> dict[str, Any]:
+    """What the run is and did: its recipe, model and task, its compute (``last``: its last evaluation's row, at
+    ``last_step``), the pass rate's start, end and best (``ys``: the finite pass rates), its reward failures,
+    resumes and collapses, whether it finished."""
     if ys.size == 0:
         raise InputError(f"{output}: no evaluation with a finite pass rate yet")
-    trained = trained_steps(rows, int(evals[-1]["step"]))
+    trained = trained_steps(rows, last_step)
     has_final = has_final_model(output)
     final_step = final_model_step(output) if has_final else None
     planned = planned_steps(output)
@@ -176,12 +205,12 @@ def _run_facts(output: Path, header: dict[str, Any], rows: list[dict[str, Any]],
         trained_steps=trained, has_final=has_final, final_step=final_step, planned_steps=planned,
         finished=finished_with_final(has_final, final_step, trained, planned),
         recipe=header.get("recipe"), model=header.get("model"), task=header.get("task"),
-        params=_count(header.get("params")), steps=int(evals[-1]["step"]), evaluations=len(evals),
+        params=_count(header.get("params")), steps=last_step, evaluations=evaluations,
         start=float(ys[0]), final=float(ys[-1]), gain=float(ys[-1] - ys[0]), best=float(ys.max()),
-        gpu_hours=_number(evals[-1].get("gpu_hours")), flops=_number(evals[-1].get("flops")),
-        samples=_count(evals[-1].get("samples")),
-        reward_errors=_count(evals[-1].get("reward_errors", 0)) or 0,
-        reward_timeouts=_count(evals[-1].get("reward_timeouts", 0)) or 0,  # (null: none counted -- review by, a TypeError)
+        gpu_hours=_number(last.get("gpu_hours")), flops=_number(last.get("flops")),
+        samples=_count(last.get("samples")),
+        reward_errors=_count(last.get("reward_errors", 0)) or 0,
+        reward_timeouts=_count(last.get("reward_timeouts", 0)) or 0,  # (null: none counted -- review by, a TypeError)
         resumed_from_steps=[r.get("from_step") for r in rows if r.get("type") == RESUME],
         collapsed_steps=collapsed_steps(r for r in rows if r.get("type") == "train"),
         skip_reasons=_skip_reasons(rows),
@@ -330,7 +359,9 @@ def _plot_sets(evals, sets, x, path: Path) -> Path:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=120)
     for i, s in enumerate(sets):
-        pts = [(r[x], r[f"{s}/pass_rate"]) for r in evals if r.get(x) is not None and r[x] > 0]
+        # (as the fits read them: a number written as text is one, a row without this set's pass rate is left out)
+        both = ((_number(r.get(x)), _number(r.get(f"{s}/pass_rate"))) for r in evals)
+        pts = [(vx, vy) for vx, vy in both if vx > 0 and math.isfinite(vx) and math.isfinite(vy)]
         if pts:
             ax.plot(*zip(*pts), "o-", ms=3, lw=1.2, color=f"C{i}", label=f"{s}/pass_rate")
     ax.set_xlabel(x)
@@ -358,7 +389,7 @@ def _unfinished(f: dict[str, Any], output: Path) -> list[tuple[str, str]]:
     trained = f.get("trained_steps", f["steps"])
     planned = f.get("planned_steps")
     of = f" of {planned}" if planned is not None and trained < planned else ""
-    resume = f"go on with: scalerl train --output {output} --resume"
+    resume = f"go on with: scalerl train --output {shlex.quote(str(output))} --resume"  # (a path with a space)
     if finished is None:
         older = "final/ does not record its step (saved by an older scalerl)"
         if planned is None:

@@ -23,6 +23,7 @@ import datetime
 import errno
 import json
 import os
+import shlex
 import sys
 import time
 from dataclasses import dataclass, field
@@ -686,7 +687,7 @@ class Trainer:
                 raise TrainingError(
                     f"every step is trained and checkpointed, but final/ could not be written: cannot write "
                     f"{self.output / FINAL}: {exc.strerror}; free space, then resume with: scalerl train "
-                    f"--output {self.output} --resume (it saves final/ again)") from None
+                    f"--output {shlex.quote(str(self.output))} --resume (it saves final/ again)") from None
             except KeyboardInterrupt as exc:  # a stop during the save, which waited for it
                 stop_under_way()
                 if not getattr(self, "_final_saved", False):  # (it came before the save began: no final/ of this run)
@@ -739,9 +740,10 @@ class Trainer:
                 # Before the first checkpoint a new run's directory is emptied (below) and --resume refused there:
                 # the line names the command that works, as a stop's does (review cj).
                 then = (f"the last complete checkpoint (step {self.checkpoint_step}) is intact: free space, then resume "
-                        f"with: scalerl train --output {self.output} --resume" if self.checkpoint_step is not None
+                        f"with: scalerl train --output {shlex.quote(str(self.output))} --resume"
+                        if self.checkpoint_step is not None
                         else f"before its first checkpoint: free space, then resume with: scalerl train --output "
-                        f"{self.output} --resume" if self.resume
+                        f"{shlex.quote(str(self.output))} --resume" if self.resume
                         else "before its first checkpoint (nothing kept): free space, then run the same command again "
                         "to start it")
                 where = lasting_path(exc.filename) if exc.filename else self.output  # (not the temporary: removed)
@@ -773,7 +775,7 @@ class Trainer:
         """Where the run stopped and how to go on: a resume goes on from the last checkpoint (the
         steps after it are trained again), so the line says which; before the first one the run
         directory is left empty (discard_unstarted_run) and the same command starts it again."""
-        resume = f"resume with: scalerl train --output {self.output} --resume"
+        resume = f"resume with: scalerl train --output {shlex.quote(str(self.output))} --resume"
         if self.checkpoint_step is not None:
             return f"interrupted at step {self.step}, last checkpoint at step {self.checkpoint_step}; {resume}"
         if self.resume:  # (a resume that found no checkpoint started over: it does again)
@@ -935,7 +937,8 @@ class Trainer:
         """A stop during the final save, which took effect after it, or while the complete run closed
         its files and metric sinks: the run is complete but for its report."""
         return (f"interrupted after the last step ({self.step}) and the final model's save "
-                f"({self.output / FINAL}): the run is complete; `scalerl report {self.output}` writes its report")
+                f"({self.output / FINAL}): the run is complete; `scalerl report "
+                f"{shlex.quote(str(self.output))}` writes its report")
 
     def _close(self, ok: bool, *, failing: bool | None = None, release: bool = True) -> None:
         """Files and metric sinks (``ok``: whether the run ended well, as W&B records it; ``failing``:
