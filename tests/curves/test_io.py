@@ -305,7 +305,7 @@ def test_a_run_without_the_metric_is_left_out_and_said(tmp_path):
     p.write_text("".join(f'{{"run": "a", "step": {s}, "acc": {0.1 * s}}}\n' for s in range(1, 5))
                  + "".join(f'{{"run": "b", "step": {s}, "loss": 1.0}}\n' for s in range(1, 5)))
     curve, = read_curves(p, "step", "acc")
-    assert curve.name == "a" and "1 run(s) without 'acc' left out: b" in curve.notes
+    assert curve.name == "a" and "1 run(s) left out: b: no 'acc' value" in curve.notes
 
 
 def test_tensorboard_scalars_written_as_tensors(tmp_path):

@@ -54,6 +54,7 @@ def _rows(summary):
     return [{k: v for k, v in r.items() if k not in TIMING and not k.startswith(("pipeline/", "memory/"))} for r in summary.evals]
 
 
+@pytest.mark.extended  # (one Ray cluster at a time: the default run's longest serial path)
 def test_a_killed_actor_is_restarted_and_no_batch_is_lost_or_duplicated(tiny_dir, tmp_path, ray_cluster):
     sync = ["pipeline=sync", "k=1"]
     local = Trainer(_cfg(tmp_path / "local", *sync))
@@ -94,6 +95,7 @@ def test_a_killed_actor_is_restarted_and_no_batch_is_lost_or_duplicated(tiny_dir
         assert a["step"] == b["step"] and abs(a["val/pass_rate"] - b["val/pass_rate"]) <= 0.1
 
 
+@pytest.mark.extended  # (one Ray cluster at a time: the default run's longest serial path)
 def test_evaluations_on_the_actors_are_the_trainers_own_when_greedy(tiny_dir, tmp_path, ray_cluster):
     # Greedy, with a fixed thinking budget (a drawn one depends on the sampling seeds, which the
     # actors' shares have their own of): the actors must sample what the trainer's model samples.

@@ -70,11 +70,12 @@ def run(args) -> int:
     if args.plot:
         plot_path(args.plot)
     paths, per_log, unread = read_logs(args, run=args.run)
+    paths, per_log, given = _read_once(paths, per_log)
     # Runs of one name in several logs (each console its own 'exp_001'), or one log given again for
     # another metric, told apart by their path (and metric): the table showed rows of one name.
     curves = named_apart([(path, c) for path, log in zip(paths, per_log) for c in log])
     if args.all_runs:
-        return _all_runs(curves, args, settings, unread)
+        return _all_runs(curves, args, settings, unread, given)
     if len(curves) == 1:  # one run: what stops it is the command's error
         results, skipped = [_backtest(curves[0], args, settings, _cuts(args)[0])], []
     else:
@@ -250,9 +251,30 @@ def _plot(results, args, cut_labels=None) -> str:
     return f"plot: {args.plot}, a panel per {'run and cut' if cut_labels else 'run'}{more}"
 
 
-def _all_runs(curves, args, settings: dict, unread=()) -> int:
-    """Every run at every cut: one table (or JSON object) with the skipped runs, the log's notes and
-    a summary per cut and pooled."""
+def _read_once(paths: list, per_log: list) -> tuple[list, list, list[str]]:
+    """The logs read (``paths``, with ``per_log`` their curves) with a log given again for the same metric kept
+    once, and a note for each (review dh: its runs were counted twice in the summary's shares, unsaid; calibrate
+    counts a repeated curve once, compare refuses). One log given again for another metric is read for each."""
+    from collections import Counter
+    from pathlib import Path
+
+    def key(path, log):
+        return Path(path).resolve(), tuple((c.name, c.x_name, c.y_name) for c in log)
+
+    times = Counter(key(path, log) for path, log in zip(paths, per_log))
+    kept, notes = {}, []
+    for path, log in zip(paths, per_log):
+        k = key(path, log)
+        if k not in kept:
+            kept[k] = (path, log)
+            if times[k] > 1:
+                notes.append(f"{path} is given {'twice' if times[k] == 2 else f'{times[k]} times'}: read once")
+    return [path for path, _ in kept.values()], [log for _, log in kept.values()], notes
+
+
+def _all_runs(curves, args, settings: dict, unread=(), notes: list[str] = ()) -> int:
+    """Every run at every cut: one table (or JSON object) with the skipped runs, the log's notes (and
+    ``notes``, the command's own) and a summary per cut and pooled."""
     cuts = _cuts(args)
     several = len(cuts) > 1
     what = "run-cuts" if several else "runs"
@@ -260,7 +282,7 @@ def _all_runs(curves, args, settings: dict, unread=()) -> int:
     # in the summary, listed with the others, not only in a note.
     results, skipped = _scored_and_skipped(curves, cuts, args, settings, unread, "run-cut")
     by_cut, summary = _summaries(results, cuts)
-    log_notes = _log_notes(curves)
+    log_notes = [*notes, *_log_notes(curves)]
     run_notes = _run_notes(curves, log_notes)
     plotted = None
     if args.plot and results:

@@ -193,9 +193,7 @@ def forecast_table(fc, preds) -> str:
 
 def ensemble_line(fc) -> str:
     parts = ", ".join(f"{m['member']} {m['weight']:.2f}" for m in fc.ensemble.describe())
-    how = ("equal weights, as calibrated on real runs" if fc.ensemble.temperature is None
-           else "weights from rolling-origin validation inside the fit window")
-    return f"forecast: ensemble of {parts} ({how})"
+    return f"forecast: ensemble of {parts} ({fc.ensemble.weighting()})"
 
 
 def _as_text(fc, preds, targets, verdict, args) -> str:

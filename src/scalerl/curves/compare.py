@@ -450,11 +450,15 @@ def compare(
                        else all(c.bounded for c in curves))  # (as the fits take it: the curves' own)
             curves, left = drop_seed_excursions(label, curves, fit_kwargs.get("fit_until"), bounded=bounded)
             notes += left
-        sf = fit_seeds(curves, n_boot=n_boot, level=level, seed=stream, **fit_kwargs)
-        fc = None
-        if forecasts:
-            fc = forecast(pool_curves(curves), n_boot=0, level=level, seed=seed, power_law=False,
-                          calibration=calibration, excursions=False, **fit_kwargs)
+        try:
+            sf = fit_seeds(curves, n_boot=n_boot, level=level, seed=stream, **fit_kwargs)
+            fc = None
+            if forecasts:
+                fc = forecast(pool_curves(curves), n_boot=0, level=level, seed=seed, power_law=False,
+                              calibration=calibration, excursions=False, **fit_kwargs)
+        except InputError as exc:  # named by its label: a JSON-lines log's run is named after its directory, which
+            # two logs in one directory share (review dh: the error named neither the label nor the file)
+            raise InputError(f"{label}: {exc}" if f"{label!r}" not in str(exc) else str(exc)) from None
         fits.append(RunFit(label, curves, sf, fc, read=read))
     if forecasts and forecast_at is None:
         forecast_at = 2.0 * max(float(c.x.max()) for rf in fits for c in rf.curves)

@@ -21,6 +21,7 @@ from scalerl.curves.data import Curve
 from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, UnknownColumn, check_percent_scale,
                                  curves_from_rows, drop_repeated_evaluations, percent_note, readable_curves,
                                  unknown_column, unwrap_scalar, x_columns)
+from scalerl.curves.untimed_steps import COUNTERS
 from scalerl.errors import InputError
 
 
@@ -263,6 +264,19 @@ def _wandb_layout(header: list[str]) -> tuple[list[str], list[str], list[str]] |
     return plain, metrics, runs
 
 
+#: Columns not marked as logged beside a ``cum:`` x's (their values are read where they are read at all).
+MARKS_NOT = frozenset({*STEP_COLUMNS, *COUNTERS, DEFAULT_RUN_COLUMN})
+
+
+def _numeric(cell: str) -> bool:
+    """Whether a cell holds a number (a metric's), not text (a note, a name)."""
+    try:
+        float(cell.strip().rstrip("%").replace(",", "."))
+        return True
+    except ValueError:
+        return False
+
+
 def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: float = 1.0,
              bounded: bool = True) -> list[Curve]:
     """One run, or one per value of ``run_column`` (default: a ``run`` column if there is one). An
@@ -331,6 +345,8 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
             percent_y += col == y and cell.endswith("%")
         if step and step not in needed:
             record[step] = _step_cell(row[index[step]])
+        if x.startswith("cum:"):  # the metrics else the row logs: a training step without the timer is told by them
+            record.update({h: True for h in kind - record.keys() - MARKS_NOT if _numeric(row[index[h]])})
         without_y += y not in record
         records.append(record)
     check_percent_scale(path, cells=percent_y, y=y, y_scale=y_scale)

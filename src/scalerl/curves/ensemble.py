@@ -196,6 +196,17 @@ class Ensemble:
         if not self.weights:
             self.weights = _weights(self.laws, self.val_mse, self.sigma, self.temperature)
 
+    def weighting(self) -> str:
+        """How the weights were chosen, in words: the case :func:`_weights` took (review dh: "from rolling-origin
+        validation" was said of a window too short to validate, whose members were weighted equally)."""
+        if self.temperature is None:
+            return "equal weights, as calibrated on real runs"
+        if not self.val_mse:
+            return "equal weights: too few points for rolling-origin validation"
+        if len(self.laws) == 1:
+            return "one member"
+        return "weights from rolling-origin validation inside the fit window"
+
     def reweighted(self, temperature: float | None) -> "Ensemble":
         """The same fits with another temperature (cheap: nothing is refitted)."""
         return replace(self, temperature=temperature, weights={})

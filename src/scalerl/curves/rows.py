@@ -413,6 +413,9 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
         partial(Curve.from_arrays, run.xs, run.ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded,
                 dropped=run.dropped, notes=tuple(notes) + points.run_notes(name), carried=run.carried_at)
         for name, run in points.runs.items())
+    if without := points.without_y():
+        curves = [replace(c, notes=(*c.notes, left_out_note(without)), left_out=(*c.left_out, *without))
+                  for c in curves]
     if run_ids:
         curves = [replace(c, run_id=run_ids.get(c.name, "")) for c in curves]
     return curves
@@ -566,7 +569,6 @@ class _RowPoints:
         """What became of run ``name``'s evaluations that are not plain points, and the runs left out."""
         x, run = self.x, self.runs[name]
         n, k = run.carried, run.late
-        without = [other for other in self.seen if other not in self.runs]
         return (((f"{n} evaluation(s) do not log {x!r}: each takes it from the latest row before it"
                   + (f" ({k} written after later steps: from the rows of its own step)" if k else ""),)
                  if n else ())
@@ -576,8 +578,13 @@ class _RowPoints:
                     f"training?) dropped: no {x!r} to take; --x step keeps them",) if run.unplaced else ())
                 + ((f"the evaluation at step 0, before any row that logs {x!r} (before training), placed at "
                     f"{x} = 0",) if run.at_start else ())
-                + ((untimed_note(*self.steps_untimed[name], x),) if name in self.steps_untimed else ())
-                + ((f"{len(without)} run(s) without {self.y!r} left out: {', '.join(without)}",) if without else ()))
+                + ((untimed_note(*self.steps_untimed[name], x),) if name in self.steps_untimed else ()))
+
+    def without_y(self) -> tuple[tuple[str, str], ...]:
+        """``(run, reason)`` for each run of the log without a ``y`` value: left out as a run that cannot be read
+        is (``Curve.left_out``), so that a backtest of every run lists it as skipped (review dh: only a note hung
+        on another run, and "0 skipped")."""
+        return tuple((other, f"{other}: no {self.y!r} value") for other in self.seen if other not in self.runs)
 
 
 def _not_a_number_hint(value: object, column: str) -> str:

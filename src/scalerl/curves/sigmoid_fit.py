@@ -17,7 +17,7 @@ import numpy as np
 from scalerl.curves.data import Curve, check_curve, fit_limits
 from scalerl.curves.laws import Sigmoid
 from scalerl.curves.solver import (B_BOUNDS, SIGMOID_METHODS, PaperGrid, check_compute_origin, check_fittable, fit_fast,
-                                   late_start_warning, resolve_r0)
+                                   late_start_warning, r0_source, resolve_r0)
 from scalerl.curves.window import EarlyCut, select_fit_from
 from scalerl.errors import InputError
 
@@ -127,7 +127,8 @@ def fit_sigmoid(
         fit_from = early_cut.fit_from
     win = curve.window(fit_from, fit_until)
     n_params = 4 if R0 is None else 3
-    check_fittable(win.x, win.y, n_params, what=f"run {curve.name!r} in the fit window", R0=R0)
+    check_fittable(win.x, win.y, n_params, what=f"run {curve.name!r} in the fit window", R0=R0,
+                   r0_source=r0_source(curve, r0_mode))
     opts = {"A_max": A_max, "y_floor": y_floor}
     if method == "paper":
         opts = {"grid": paper_grid or PaperGrid()}

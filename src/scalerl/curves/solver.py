@@ -101,13 +101,15 @@ def _points(n: int) -> str:
     return "no points" if n == 0 else "1 point" if n == 1 else f"{n} points"
 
 
-def check_fittable(x: np.ndarray, y: np.ndarray, n_params: int, what: str = "the fit window", R0: float | None = None) -> None:
+def check_fittable(x: np.ndarray, y: np.ndarray, n_params: int, what: str = "the fit window", R0: float | None = None,
+                   r0_source: str = "the evaluation at compute 0, or --r0") -> None:
     """Refuse what no sigmoid can describe: too few points, a flat or falling metric.
 
     Too few: no more points with compute > 0 than free parameters.
 
-    With R0 known, a window on the flat tail of a saturated run is fine (its points sit
-    above R0: the gain has happened); without it, the window itself must rise.
+    With R0 known (``r0_source``: where it came from, for the message), a window on the flat tail of a
+    saturated run is fine (its points sit above R0: the gain has happened); without it, the window itself
+    must rise.
     """
     pos = x > 0
     # One point more than parameters: with exactly as many the curve passes through every point,
@@ -129,8 +131,8 @@ def check_fittable(x: np.ndarray, y: np.ndarray, n_params: int, what: str = "the
         if flat and gain > -1e-12:
             raise InputError(f"{what}: the metric does not rise: it is flat ({base:g} at the start and everywhere "
                              "after); there is no curve to fit")
-        if pos.sum() >= 2 and not flat and float(np.polyfit(np.log(x[pos]), y[pos], 1)[0]) > 0:
-            raise InputError(_below_start(x[pos], y[pos], base, what))
+        if pos.sum() >= 2 and not flat and _rises(x[pos], y[pos]):
+            raise InputError(_below_start(x[pos], y[pos], base, what, r0_source))
         trend = gain
     else:
         if flat:
@@ -146,14 +148,38 @@ def check_fittable(x: np.ndarray, y: np.ndarray, n_params: int, what: str = "the
     )
 
 
-def _below_start(x: np.ndarray, y: np.ndarray, base: float, what: str) -> str:
+def _rises(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether ``y`` rises with log compute beyond its noise: the least-squares slope more than two standard
+    errors above 0 (two points: above 0). A flat, noisy window's slope is as often above 0 as below, and it
+    was called "rising" (review dh)."""
+    lx = np.log(x)
+    slope, intercept = np.polyfit(lx, y, 1)
+    if x.size < 3:
+        return bool(slope > 0)
+    spread = float(((lx - lx.mean()) ** 2).sum())
+    se = math.sqrt(float(((y - (slope * lx + intercept)) ** 2).sum()) / (x.size - 2) / spread) if spread > 0 else 0.0
+    return bool(slope > 2 * se)
+
+
+def r0_source(curve: Curve, mode: str) -> str:
+    """Where R0 (of :func:`resolve_r0`'s ``mode``) came from, in words, for the messages that quote it: a log
+    without an evaluation at compute 0 takes its first (review dh: "the evaluation at compute 0" of a log
+    that has none)."""
+    if mode == "given":
+        return "--r0"
+    if curve.zero_compute.any():
+        return "the evaluation at compute 0"
+    return f"the first evaluation, at compute {float(curve.x[0]):g}"
+
+
+def _below_start(x: np.ndarray, y: np.ndarray, base: float, what: str, source: str) -> str:
     """The refusal of a run that fell below where it started and rises again from there: its
     evaluations climb, so "the metric does not rise" alone reads as wrong; the gain a sigmoid
     measures is over the start, and that is what is missing."""
     low, path = float(y.min()), _path_of(x, y).removeprefix(": ")
     return (
-        f"{what}: the metric does not rise above where the run started: R0 = {base:.3g} (the evaluation "
-        f"at compute 0, or --r0), and the evaluations after it average {float(y.mean()):.3g}, rising"
+        f"{what}: the metric does not rise above where the run started: R0 = {base:.3g} ({source}), and the "
+        f"evaluations after it average {float(y.mean()):.3g}, rising"
         f"{f' ({path})' if path else ''} but still below R0 -- a sigmoid measures the gain over R0. If the first "
         "evaluation was made another way than the later ones (greedy, another set), fit with their own R0: "
         "scalerl fit FILE --r0 VALUE (backtest takes --r0 too); to forecast the recovery alone, --r0 the level it "
