@@ -76,3 +76,34 @@ def test_other_step_lines_are_not_taken_for_torchtunes(tmp_path):
     assert detect_format(prose) != "torchtune"
     with pytest.raises(InputError):
         read_curve(prose, x="step", y="install")
+
+
+def _torchtune_console_with_tqdm(path, glued_steps):
+    """A torchtune GRPO recipe's console captured with stderr (``2>&1 | tee``, or Slurm's one
+    ``slurm-<id>.out``): the recipe's tqdm bar goes to stderr as ``\\r<bar>`` with no newline, so the
+    StdoutLogger's ``Step N | ...`` line written next lands on the same line, right after the bar."""
+    out = ["INFO:torchtune.utils._logging:Running GRPOFullFinetuneRecipeDistributed with resolved config:\n"]
+    for s in range(1, 13):
+        bar = f"\r1|{s}|Loss: {0.5 - 0.01 * s:.4f}:  {s * 8}%|██        | {s}/12 [00:{s:02d}<00:10,  1.00s/it]"
+        line = (f"Step {s} | loss:{0.5 - 0.01 * s:.4f} lr:1e-05 "
+                f"successes:tensor({0.05 + 0.02 * s:.4f}, device='cuda:0') \n")
+        out.append(bar + line if s in glued_steps else line)
+    path.write_text("".join(out), encoding="utf-8")
+    return path
+
+
+def test_torchtune_step_line_after_tqdm_bar_is_read(tmp_path):
+    """A step line glued to the tqdm bar before it was dropped unsaid (review dl); with every step glued, the file
+    was not told as torchtune's at all; torchrun --tee's rank prefix is read too."""
+    log = _torchtune_console_with_tqdm(tmp_path / "tune.log", glued_steps={1, 5, 9})
+    (curve,) = read_curves(log, "step", "successes")
+    assert [float(x) for x in curve.x] == [float(s) for s in range(1, 13)]
+    assert float(curve.y[0]) == pytest.approx(0.07)
+    (every,) = read_curves(_torchtune_console_with_tqdm(tmp_path / "all.log", glued_steps=set(range(1, 13))),
+                           "step", "successes")
+    assert len(every) == 12
+    teed = tmp_path / "teed.log"
+    teed.write_text("".join(f"[default0]:Step {s} | loss:0.5 successes:tensor({0.1 * s:.2f}, device='cuda:0')\n"
+                            for s in range(1, 6)))
+    (curve,) = read_curves(teed, "step", "successes")
+    assert list(curve.x) == [1, 2, 3, 4, 5]

@@ -27,7 +27,10 @@ from scalerl.curves.rows import read_from_rows
 STEP = "step"
 #: ``Step N | `` and what follows: ``name:value`` items, space-separated (no space after the colon:
 #: prime-rl's older ``Step N | Time: 7.1s | Reward: ...`` lines are not these).
-_LINE = re.compile(r"^Step (-?\d+) \| (.*)$")
+#: Searched for, not matched at the line's start: captured with stderr (``2>&1 | tee``, Slurm's one
+#: ``slurm-<id>.out``) the line follows the recipe's tqdm bar, written as ``\r<bar>`` with no newline, on the
+#: same line (review dl: such steps were dropped unsaid); torchrun's ``--tee`` puts ``[default0]:`` before it.
+_LINE = re.compile(r"(?:^|(?<=[\s\]:]))Step (-?\d+) \| (.*)$")
 #: One item; a tensor's repr holds spaces and colons (``tensor(0.25, device='cuda:0')``).
 _ITEM = re.compile(r"([^\s:]+):(tensor\([^()]*\)|\S+)(?:\s+|$)")
 _TENSOR = re.compile(r"tensor\(\s*([^,()\s]+)[^()]*\)")
@@ -58,7 +61,7 @@ def _items(rest: str) -> dict[str, Any] | None:
 
 
 def _row(line: str) -> dict[str, Any] | None:
-    found = _LINE.match(line.strip())
+    found = _LINE.search(line.strip())
     if found is None:
         return None
     items = _items(found.group(2))
@@ -84,7 +87,7 @@ def looks_like_torchtune(path: Path) -> bool:
     head = text_head(path, SNIFF_CHARS)
     if head is None or "Step " not in head:
         return False
-    return any(_row(line) is not None for line in head.splitlines() if line.startswith("Step "))
+    return any(_row(line) is not None for line in head.splitlines() if "Step " in line)
 
 
 def read_torchtune_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
@@ -93,11 +96,11 @@ def read_torchtune_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     torn: list[int] = []
     for file in disk_logs(path) or [path]:
         for lineno, line in shown_lines(file):
-            if not line.startswith("Step "):
+            if "Step " not in line:
                 continue
             row = _row(line)
             if row is None:
-                if _LINE.match(line.strip()):
+                if _LINE.search(line.strip()):
                     torn.append(lineno)
                 continue
             if rows and rows[-1][STEP] == row[STEP] and not set(row).intersection(rows[-1]) - {STEP}:
