@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
+
+import yaml
+
+from scalerl.cli import main
 
 
 
@@ -91,3 +96,53 @@ def test_repeat_warning_speaks_of_the_problems_evaluated(tmp_path, random_model,
     said = capsys.readouterr().err + "\n".join(r.getMessage() for r in caplog.records)
     # The 2 problems evaluated are distinct: no copy "counts in its pass rate".
     assert "repeat an earlier one" not in said, said
+
+
+# A math run saved before the cap was written into its config (no max_val): resumed with its own command or
+# config.yaml given again, the cap was taken as a change of a setting never given (review dk).
+
+
+def _math_data(tmp_path: Path) -> Path:
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"{i}+1=", "answer": str(i + 1)}) + "\n" for i in range(400)))
+    return data
+
+
+def _old_math_run(tmp_path: Path, *overrides: str) -> Path:
+    """A math run's config.yaml as scalerl wrote it before 1fd1075: task.settings without max_val (the run held
+    out up to the default 1000 rows, and resumes so: the trainer reads the saved config as it is)."""
+    from scalerl.config import save_yaml
+    from scalerl.train.config import TrainConfig, resolve
+
+    run = tmp_path / "run"
+    run.mkdir()
+    cfg = resolve(TrainConfig(), ["run.steps=2", "eval.every=1", "pipeline=sync", f"run.output={run}",
+                                  "task.name=math", f"task.data={_math_data(tmp_path)}", "eval.problems=3",
+                                  *overrides])
+    settings = dict(cfg.task.settings)
+    settings.pop("max_val")
+    cfg.task.settings = settings
+    save_yaml(cfg, run / "config.yaml", header="scalerl run run (resolved config)")
+    return run
+
+
+def test_old_math_run_resumes_with_its_own_config_extended(tmp_path, capsys):
+    run = _old_math_run(tmp_path)
+    edited = yaml.safe_load((run / "config.yaml").read_text())
+    edited["run"]["steps"] = 9
+    config = tmp_path / "extended.yaml"
+    config.write_text(yaml.safe_dump(edited))
+    capsys.readouterr()
+    code = main(["train", "--config", str(config), "--output", str(run), "--resume", "--print-config"])
+    err = capsys.readouterr()
+    assert code == 0, err.err
+    assert yaml.safe_load(err.out)["run"]["steps"] == 9
+
+
+def test_old_math_run_resumes_with_its_original_task_settings(tmp_path, capsys):
+    run = _old_math_run(tmp_path, "task.settings={prompt_field: prompt}")
+    capsys.readouterr()
+    code = main(["train", "--task", "math", "--data", str(tmp_path / "train.jsonl"), "--output", str(run), "--resume",
+                 "--set", "eval.problems=3", "--set", "task.settings={prompt_field: prompt}", "--print-config"])
+    err = capsys.readouterr().err
+    assert code == 0, err

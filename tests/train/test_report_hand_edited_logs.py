@@ -5,7 +5,6 @@ traceback or other numbers than scalerl fit's (review di). The logs are written 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -140,3 +139,21 @@ def test_resume_command_in_report_is_shell_quoted(tmp_path, capsys):
     status = next(line for line in out.splitlines() if line.startswith("status:"))
     command = status.split("go on with: ", 1)[1].split(";")[0].strip()
     assert shlex.split(command) == ["scalerl", "train", "--output", str(run), "--resume"], command
+
+
+# A log whose first row has a set the rest lack: the report fits the run's own eval.sets[0] (review dk).
+
+
+def test_report_fits_the_runs_own_set_not_one_only_the_first_row_has(tmp_path, capsys):
+    from scalerl.train.report import write_run_report
+
+    run = tmp_path / "run"
+    run.mkdir()
+    rows = _rows()
+    rows[0] = {"type": "eval", "step": 0, "gpu_hours": 0.0, "flops": 0.0, "samples": 0,
+               "extra/pass_rate": 0.9, "val/pass_rate": 0.3}
+    header = {"type": "header", "run": "run", "recipe": "scalerl", "model": "tiny-m", "task": "arithmetic-mix",
+              "params": 1077632, "device": "cpu", "config": {"forecast": {"x": "flops"}, "eval": {"sets": ["val"]}}}
+    (run / "runlog.jsonl").write_text("\n".join(json.dumps(r) for r in [header, *rows]) + "\n")
+    rep = write_run_report(run, n_boot=20)
+    assert rep.y == "val/pass_rate"

@@ -14,7 +14,8 @@ from scalerl.config import apply_overrides, override_value, read_yaml_mapping, r
 from scalerl.errors import ConfigError, InputError
 from scalerl.rl.presets import get_preset, preset_departures
 from scalerl.runlog import RUNLOG
-from scalerl.train.config import TrainConfig, absolute_paths, load_config_file, resolve, sync_means_k1, with_recipe
+from scalerl.train.config import (TrainConfig, absolute_paths, held_out_capped, load_config_file, resolve, sync_means_k1,
+                                  with_recipe)
 from scalerl.train.profiles import PROFILES, SUMMARY, choose_profile
 
 
@@ -340,7 +341,9 @@ def resume_conflicts(saved: TrainConfig, args) -> list[str]:
     # The saved side's paths made absolute as the flags' are: a run saved before a form was stored absolute
     # (``--reward pkg.mod:fn`` as typed, before such modules were stored as their file) took its own flag
     # again as a conflict ("saved 'pkg.mod:fn', given '/abs/pkg/mod.py:fn'").
-    old, new = _flat(to_dict(absolute_paths(saved))), _flat(to_dict(asked))
+    # And capped as a new run's held-out val is (``held_out_capped``): a run saved before the cap has none, and
+    # its own command or config.yaml given again was a conflict of a setting never given (review dk).
+    old, new = _flat(to_dict(held_out_capped(absolute_paths(saved)))), _flat(to_dict(asked))
     return [f"{k}: saved {old.get(k)!r}, given {new.get(k)!r}" for k in sorted(set(old) | set(new))
             if (keys is None or k in keys) and k not in RESUME_FREE and old.get(k) != new.get(k)]
 

@@ -53,15 +53,22 @@ class RunReport:
     """One completion of the last evaluation (samples.jsonl), shown in the report."""
 
 
-def _eval_sets(rows: list[dict[str, Any]]) -> list[str]:
-    """The evaluation sets the rows log, in the order they first appear (a set only some rows have is one: the
-    first row's alone, read as every row's, ended the report in a KeyError -- review di)."""
-    names: dict[str, None] = {}
+def _eval_sets(rows: list[dict[str, Any]], header: dict[str, Any]) -> list[str]:
+    """The evaluation sets the rows log (a set only some rows have is one: the first row's alone, read as every
+    row's, ended the report in a KeyError -- review di), the one the forecast fits first: the run's own
+    ``eval.sets[0]``, as ``scalerl fit`` takes it (review dk: a set the first row alone logged was fitted), else
+    the one most rows log; the rest in the order they first appear."""
+    names: Counter[str] = Counter()
     for row in rows:
         for key in row:
             if key.endswith("/pass_rate"):  # (the live forecast logs none: a set named 'forecast' is a set, review bc)
-                names.setdefault(key[: -len("/pass_rate")])
-    return list(names)
+                names[key[: -len("/pass_rate")]] += 1
+    if not names:
+        return []
+    configured = config_setting(header, "eval", "sets")
+    first = configured[0] if isinstance(configured, list) and configured and configured[0] in names else None
+    first = first or max(names, key=names.__getitem__)  # (ties: the first to appear)
+    return [first, *(name for name in names if name != first)]
 
 
 def write_run_report(output: str | Path, *, x: str | None = None, fraction: float = 0.5, n_boot: int = N_BOOT,
@@ -73,7 +80,9 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     header, rows, evals, log_notes = _read_evals(output, log)
     x = x or str(config_setting(header, "forecast", "x") or "flops")
     cal = read_calibration(calibration, level=DEFAULT_LEVEL) if calibration else None  # asked for: an error if unreadable
-    sets = _eval_sets(evals)
+    sets = _eval_sets(evals, header)
+    if not sets:
+        raise InputError(f"{log}: no evaluation row logs a pass rate (SET/pass_rate)")
     y = f"{sets[0]}/pass_rate"
     check_x_column(evals, x, log)
     rep = RunReport(output, header, evals, x, y)
