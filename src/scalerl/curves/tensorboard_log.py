@@ -25,14 +25,15 @@ import itertools
 import logging
 import math
 import re
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
 from scalerl.curves.attempts import continues
 from scalerl.curves.data import Curve
 from scalerl.curves.overhead_timers import NOT_TRAINING, overhead_note
-from scalerl.curves.rows import (CUMULATIVE, absent_terms_note, cumulative_terms, readable_curves, UnknownColumn,
-                                 taken_off_too_much, unknown_column)
+from scalerl.curves.rows import (CUMULATIVE, UnknownColumn, absent_terms_note, cumulative_terms, left_out_note,
+                                 readable_curves, taken_off_too_much, unknown_column)
 from scalerl.errors import InputError
 
 
@@ -255,7 +256,7 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
     if importlib.util.find_spec("tensorboard") is None:
         raise InputError("reading TensorBoard logs needs the tensorboard package: pip install 'scalerl[tensorboard]'")
     path = Path(path)
-    curves, without = [], []
+    curves, without, without_x = [], [], []
     for d, scalars, resumed in _join_resumed(_event_dirs(path)):
         if y not in scalars.tags:  # a run that has not logged it (yet): left out, unless none has
             without.append((d, scalars.tags))
@@ -290,13 +291,18 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
             xs, overhead = _running_total(scalars, d, x, [step for _, step, _ in events])
             notes += overhead
         else:
-            if x not in scalars.tags:
-                raise unknown_column(d, "x", x, ["step", "wall_time", *scalars.tags])
+            if x not in scalars.tags:  # left out, the others read (review dm: one run without it failed them all)
+                without_x.append((d, scalars.tags))
+                continue
             by_step = {step: v for _, step, v in scalars.series(x)}
             xs = [float(by_step.get(step, math.nan)) for _, step, _ in events]
         ys = [v * y_scale for _, _, v in events]
         name = _run_name(d if d != path else path)
         curves.append((name, xs, ys, str(d), notes))
+    if not curves and without_x:
+        d, tags = without_x[0]
+        raise unknown_column(d if len(without_x) == 1 else path, "x", x,
+                             ["step", "wall_time", *set().union(*(tags for _, tags in without_x))])
     if not curves:
         # Every directory's tags: add_scalars('eval', {'gsm8k': ...}) writes tag 'eval' into directories of
         # its own (eval_gsm8k, ...), and the first directory's list alone ('train/loss') hid it.
@@ -311,8 +317,13 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
     curves = _distinct_names(path, curves)
     left_out = (f"{len(without)} event director{'y' if len(without) == 1 else 'ies'} without {y!r} left out: "
                 f"{', '.join(d.name for d, _ in without)}",) if without else ()
-    # One run that cannot be read (in percent, say) is left out with its reason, not fatal to the others.
-    return readable_curves(
+    # One run that cannot be read (in percent, say) is left out with its reason, not fatal to the others; so is
+    # one that does not log x (listed as a skipped run by backtest --all-runs, named by fit --run).
+    no_x = tuple((_run_name(d), f"{_run_name(d)}: no x tag {x!r}") for d, _ in without_x)
+    read = readable_curves(
         partial(Curve.from_arrays, xs, ys, name=name, x_name=x, y_name=y, source=source, bounded=bounded,
                 notes=notes + left_out)
         for name, xs, ys, source, notes in curves)
+    if no_x:
+        read = [replace(c, notes=(*c.notes, left_out_note(no_x)), left_out=(*c.left_out, *no_x)) for c in read]
+    return read
