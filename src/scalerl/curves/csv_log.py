@@ -347,7 +347,8 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
             record[step] = _step_cell(row[index[step]])
         if x.startswith("cum:"):  # the metrics else the row logs: a training step without the timer is told by them
             record.update({h: True for h in kind - record.keys() - MARKS_NOT if _numeric(row[index[h]])})
-        without_y += y not in record
+        # (a run without any y is a run left out, said as one: its rows are not counted here too -- review dk)
+        without_y += y not in record and run_of(row) in evaluation_columns
         records.append(record)
     check_percent_scale(path, cells=percent_y, y=y, y_scale=y_scale)
     notes = read_notes
