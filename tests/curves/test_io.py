@@ -297,7 +297,8 @@ def test_tensorboard_event_files(tmp_path):
     w.close()
     curves = read_curves(tmp_path, "step", "val/pass_rate")
     assert sorted(c.name for c in curves) == ["seed0", "seed1"]
-    assert all("without 'val/pass_rate' left out: seed2" in c.notes[-1] for c in curves)
+    assert all("left out: seed2: no y tag 'val/pass_rate'" in c.notes[-1] for c in curves)
+    assert curves[0].left_out == (("seed2", "no y tag 'val/pass_rate'"),)
 
 
 def test_a_run_without_the_metric_is_left_out_and_said(tmp_path):

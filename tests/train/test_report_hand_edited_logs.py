@@ -157,3 +157,17 @@ def test_report_fits_the_runs_own_set_not_one_only_the_first_row_has(tmp_path, c
     (run / "runlog.jsonl").write_text("\n".join(json.dumps(r) for r in [header, *rows]) + "\n")
     rep = write_run_report(run, n_boot=20)
     assert rep.y == "val/pass_rate"
+
+
+def test_a_configured_set_no_row_logs_is_said(tmp_path):
+    """The header's eval.sets[0] names a set no row logs: the report fits the set the rows log, and says so."""
+    from scalerl.train.report import write_run_report
+
+    run = tmp_path / "run"
+    run.mkdir()
+    header = {"type": "header", "run": "run", "recipe": "scalerl", "model": "tiny-m", "task": "arithmetic-mix",
+              "params": 1077632, "device": "cpu", "config": {"forecast": {"x": "flops"}, "eval": {"sets": ["gsm8k"]}}}
+    (run / "runlog.jsonl").write_text("\n".join(json.dumps(r) for r in [header, *_rows()]) + "\n")
+    rep = write_run_report(run, n_boot=20)
+    assert rep.y == "val/pass_rate"
+    assert any("'gsm8k', is in no evaluation row" in n for n in rep.facts["log_notes"]), rep.facts["log_notes"]

@@ -342,10 +342,23 @@ def resume_conflicts(saved: TrainConfig, args) -> list[str]:
     # (``--reward pkg.mod:fn`` as typed, before such modules were stored as their file) took its own flag
     # again as a conflict ("saved 'pkg.mod:fn', given '/abs/pkg/mod.py:fn'").
     # And capped as a new run's held-out val is (``held_out_capped``): a run saved before the cap has none, and
-    # its own command or config.yaml given again was a conflict of a setting never given (review dk).
-    old, new = _flat(to_dict(held_out_capped(absolute_paths(saved)))), _flat(to_dict(asked))
+    # its own command or config.yaml given again was a conflict of a setting never given (review dk) -- unless the
+    # command gives max_val itself, which the saved run's held-out rows cannot follow (review dn: dropped unsaid).
+    compared = absolute_paths(saved) if _gives_max_val(args) else held_out_capped(absolute_paths(saved))
+    old, new = _flat(to_dict(compared)), _flat(to_dict(asked))
     return [f"{k}: saved {old.get(k)!r}, given {new.get(k)!r}" for k in sorted(set(old) | set(new))
             if (keys is None or k in keys) and k not in RESUME_FREE and old.get(k) != new.get(k)]
+
+
+def _gives_max_val(args) -> bool:
+    """Whether the command sets ``task.settings`` ``max_val`` itself: by a ``--set`` or in its ``--config`` file."""
+    for item in args.overrides:
+        key, _, value = item.partition("=")
+        if resolve_key(TrainConfig, key.strip()) == "task.settings":
+            given = override_value(value)
+            if isinstance(given, Mapping) and "max_val" in given:
+                return True
+    return bool(args.config) and "max_val" in load_config_file(args.config)[0].task.settings
 
 
 def _flat(data: dict, prefix: str = "") -> dict:

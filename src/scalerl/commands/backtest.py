@@ -252,24 +252,28 @@ def _plot(results, args, cut_labels=None) -> str:
 
 
 def _read_once(paths: list, per_log: list) -> tuple[list, list, list[str]]:
-    """The logs read (``paths``, with ``per_log`` their curves) with a log given again for the same metric kept
-    once, and a note for each (review dh: its runs were counted twice in the summary's shares, unsaid; calibrate
-    counts a repeated curve once, compare refuses). One log given again for another metric is read for each."""
-    from collections import Counter
-    from pathlib import Path
+    """The logs read (``paths``, with ``per_log`` their curves) with a log whose every run an earlier log gave
+    already -- the same values of the same metric: the log given twice, by another path or a symlink, or a log
+    directory and its file -- kept once, and a note for each (review dh: its runs were counted twice in the
+    summary's shares, unsaid; calibrate counts a repeated curve once, compare refuses). One log given again for
+    another metric is read for each."""
+    def content(c):
+        return c.x_name, c.y_name, c.x.tobytes(), c.y.tobytes()
 
-    def key(path, log):
-        return Path(path).resolve(), tuple((c.name, c.x_name, c.y_name) for c in log)
-
-    times = Counter(key(path, log) for path, log in zip(paths, per_log))
-    kept, notes = {}, []
+    seen: dict[tuple, object] = {}
+    kept_paths, kept_logs, notes = [], [], []
     for path, log in zip(paths, per_log):
-        k = key(path, log)
-        if k not in kept:
-            kept[k] = (path, log)
-            if times[k] > 1:
-                notes.append(f"{path} is given {'twice' if times[k] == 2 else f'{times[k]} times'}: read once")
-    return [path for path, _ in kept.values()], [log for _, log in kept.values()], notes
+        earlier = [seen.get(content(c)) for c in log]
+        if log and all(p is not None for p in earlier):
+            same = earlier[0] if len(set(map(str, earlier))) == 1 else "earlier logs"
+            notes.append(f"{path} gives the runs {same} gives: read once" if str(path) != str(same)
+                         else f"{path} is given more than once: read once")
+            continue
+        for c in log:
+            seen.setdefault(content(c), path)
+        kept_paths.append(path)
+        kept_logs.append(log)
+    return kept_paths, kept_logs, notes
 
 
 def _all_runs(curves, args, settings: dict, unread=(), notes: list[str] = ()) -> int:

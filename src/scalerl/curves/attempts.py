@@ -456,7 +456,13 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
             continue
         goes_back = last is not None and value < last
         relogged = restart and value == last
-        is_late = goes_back and not restart and late_row is not None and late_row(i, last)
+        # (a row of the kind a row at its step logged already is that step logged again -- a resume's first
+        # row, however soon the counter gets back to where it was -- not a late evaluation: review do; an
+        # abandoned attempt's row a resume's row is still to take the place of is no such row)
+        is_late = (goes_back and not restart and late_row is not None and late_row(i, last)
+                   and not any((k := kind_of.get(id(r))) is not None and same_kind(k, kinds[i])
+                               and not any(r is a for a in replaced.abandoned)
+                               for r in _at_step(runs[-1], counter, value)))
         if new_run or ((goes_back or relogged) and not is_late and value <= first and not resumed):
             started_over += not new_run
             launched += new_run

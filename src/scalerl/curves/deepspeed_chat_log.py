@@ -6,7 +6,14 @@
     -------------------------------------------------------------------------------------
 
 (before mid-2023 without ``unsuper_loss``, and with the spaces of a continued string before
-``act_loss``: ``ppo_ep: 1|                        act_loss: 0.1 |cri_loss: 0.2``). Each step line
+``act_loss``: ``ppo_ep: 1|                        act_loss: 0.1 |cri_loss: 0.2``). Since August 2023 it
+prints its lines in words (review do: such a console was not read at)::
+
+    Epoch: 0 | Step: 259 | PPO Epoch: 1 | Actor Loss: 0.0253 | Critic Loss: 0.2144 | Unsupervised Loss: 0.0
+    Average reward score: 0.2055 | EMA reward score: 0.1871
+
+(some copies with ``samples: N`` after the step), read under the same names (``ema_reward_score``,
+``samples`` beside them). Each step line
 and the reward line after it make a row: ``epoch``, ``step``, ``ppo_ep``, ``act_loss``, ``cri_loss``,
 ``unsuper_loss`` and ``average_reward_score`` (the reward model's mean score of the step's
 generations: the curve to read). ``step`` counts the prompt batches of an epoch and starts again at
@@ -29,12 +36,17 @@ from scalerl.curves.rows import read_from_rows
 
 GLOBAL_STEP = "global_step"
 REWARD = "average_reward_score"
-#: The step line's start, anywhere in the line (after a launcher's prefix).
-_STEP_LINE = re.compile(r"epoch:\s*(\d+)\s*\|\s*step:\s*(\d+)\s*\|(.*)$")
-#: One ``name: value`` item of the step line.
-_ITEM = re.compile(r"^\s*([A-Za-z_]\w*):\s*(\S+)\s*$")
-#: The reward line.
-_REWARD_LINE = re.compile(r"average reward score:\s*(\S+)")
+#: The step line's start, anywhere in the line (after a launcher's prefix); the older lines and the newer.
+_STEP_LINE = re.compile(r"(?i)epoch:\s*(\d+)\s*\|\s*step:\s*(\d+)\s*\|(.*)$")
+#: One ``name: value`` item of the step line (the newer lines' names hold spaces: ``Actor Loss``).
+_ITEM = re.compile(r"^\s*([A-Za-z_][\w ]*?):\s*(\S+)\s*$")
+#: The newer lines' names, as the older lines write them.
+_NAMES = {"PPO Epoch": "ppo_ep", "Actor Loss": "act_loss", "Critic Loss": "cri_loss", "Unsupervised Loss": "unsuper_loss"}
+#: What tells a step line from the rest of the console: its PPO epoch, in either spelling.
+_PPO_EPOCH = re.compile(r"\|\s*(?:ppo_ep|PPO Epoch):")
+#: The reward line (the newer one goes on with ``| EMA reward score: E``).
+_REWARD_LINE = re.compile(r"(?i)average reward score:\s*([^\s|]+)(?:\s*\|\s*EMA reward score:\s*([^\s|]+))?")
+EMA_REWARD = "ema_reward_score"
 #: How much of a file's start is searched for a step line.
 SNIFF_CHARS = 1_000_000
 
@@ -57,16 +69,16 @@ def _step_row(line: str) -> dict[str, Any] | None:
         value = _number(item.group(2)) if item else None
         if value is None:
             return None
-        row[item.group(1)] = value
+        row[_NAMES.get(item.group(1), item.group(1))] = value
     return row if "act_loss" in row else None
 
 
 def looks_like_deepspeed_chat(path: Path) -> bool:
     """Whether the start of ``path`` holds a DeepSpeed-Chat step line."""
     head = text_head(path, SNIFF_CHARS)
-    if head is None or "|ppo_ep:" not in head:
+    if head is None or _PPO_EPOCH.search(head) is None:
         return False
-    return any(_step_row(line) is not None for line in head.splitlines() if "|ppo_ep:" in line)
+    return any(_step_row(line) is not None for line in head.splitlines() if _PPO_EPOCH.search(line))
 
 
 def read_deepspeed_chat_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
@@ -75,7 +87,7 @@ def read_deepspeed_chat_rows(path: Path) -> tuple[list[dict[str, Any]], list[str
     torn: list[int] = []
     offset, epoch, last_step = 0, None, -1
     for lineno, line in shown_lines(path):
-        if "|ppo_ep:" in line:
+        if _PPO_EPOCH.search(line):
             row = _step_row(line)
             if row is None:
                 torn.append(lineno)
@@ -96,6 +108,8 @@ def read_deepspeed_chat_rows(path: Path) -> tuple[list[dict[str, Any]], list[str
                 torn.append(lineno)
             else:
                 rows[-1][REWARD] = value
+                if found.group(2) is not None and (ema := _number(found.group(2))) is not None:
+                    rows[-1][EMA_REWARD] = ema
     notes = skipped_lines_note(torn, "step or reward")
     rows, more = split_attempts(rows, GLOBAL_STEP, path.stem)
     return rows, notes + more

@@ -128,7 +128,7 @@ def _pick_runs(path: Path, curves: list[Curve], run: str | None) -> list[Curve]:
         # A run of the file that could not be read (left out, the others read): why, not "no run named".
         reason = next((why for c in curves for name, why in c.left_out if name == run), None)
         if reason is not None:
-            raise InputError(reason)
+            raise InputError(reason if run in reason else f"{path}: run {run!r}: {reason}")
         names = ", ".join(repr(c.name) + (f" ({c.run_id})" if c.run_id and c.run_id != c.name else "") for c in curves)
         raise InputError(f"{path}: no run named {run!r}; runs in the file: {names}")
     return picked

@@ -74,13 +74,15 @@ def read_parquet(path, x: str, y: str, *, run_column: str | None = None, y_scale
         records = pq.read_table(path, columns=sorted({top[k] for k in wanted})).to_pylist()  # (a damaged column fails decoding)
     except Exception as exc:  # noqa: BLE001
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
-    rows, without_y = [], 0
+    rows = []
     for row in records:
         record = {k: v for k, v in flatten_nested(row).items() if v is not None}  # null: not logged in this row
         if run_column in record:
             record[run_column] = str(record[run_column])
-        without_y += y not in record
         rows.append(record)
+    # (the rows of a run without any y are said once, as a run left out -- review dn)
+    with_y = {r.get(run_column) for r in rows if y in r}
+    without_y = sum(y not in r and r.get(run_column) in with_y for r in rows)
     notes = (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
     if step is not None:
         kinds = [frozenset(k for k in r if k != step) for r in rows]  # (of the columns read: what a row logs)

@@ -584,7 +584,7 @@ class _RowPoints:
         """``(run, reason)`` for each run of the log without a ``y`` value: left out as a run that cannot be read
         is (``Curve.left_out``), so that a backtest of every run lists it as skipped (review dh: only a note hung
         on another run, and "0 skipped")."""
-        return tuple((other, f"{other}: no {self.y!r} value") for other in self.seen if other not in self.runs)
+        return tuple((other, f"no {self.y!r} value") for other in self.seen if other not in self.runs)
 
 
 def _not_a_number_hint(value: object, column: str) -> str:
@@ -674,7 +674,8 @@ def readable_curves(makers: Iterable[Callable[[], Curve]]) -> list[Curve]:
 
 def left_out_note(left_out: tuple[tuple[str, str], ...]) -> str:
     """The note a log's curves carry for its runs that could not be read (``Curve.left_out``)."""
-    return f"{len(left_out)} run(s) left out: " + "; ".join(reason for _, reason in left_out)
+    return f"{len(left_out)} run(s) left out: " + "; ".join(reason if name in reason else f"{name}: {reason}"
+                                                            for name, reason in left_out)
 
 
 def _maker_name(make: Callable[[], Curve]) -> str:

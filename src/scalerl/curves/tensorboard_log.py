@@ -288,21 +288,25 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
             t0 = min(scalars.first_time, *(t for t, _, _ in events))
             xs = [(t - t0) / 3600.0 for t, _, _ in events]
         elif x.startswith(CUMULATIVE):
-            xs, overhead = _running_total(scalars, d, x, [step for _, step, _ in events])
+            try:
+                xs, overhead = _running_total(scalars, d, x, [step for _, step, _ in events])
+            except UnknownColumn as exc:  # (a run without the summed tags: left out as one without x -- review dn)
+                without_x.append((d, scalars.tags, exc))
+                continue
             notes += overhead
         else:
             if x not in scalars.tags:  # left out, the others read (review dm: one run without it failed them all)
-                without_x.append((d, scalars.tags))
+                without_x.append((d, scalars.tags, None))
                 continue
             by_step = {step: v for _, step, v in scalars.series(x)}
             xs = [float(by_step.get(step, math.nan)) for _, step, _ in events]
         ys = [v * y_scale for _, _, v in events]
         name = _run_name(d if d != path else path)
         curves.append((name, xs, ys, str(d), notes))
-    if not curves and without_x:
-        d, tags = without_x[0]
-        raise unknown_column(d if len(without_x) == 1 else path, "x", x,
-                             ["step", "wall_time", *set().union(*(tags for _, tags in without_x))])
+    if not curves and without_x:  # (the cum: terms' own error where there is one: it names the tags to sum)
+        d, tags, error = without_x[0]
+        raise error or unknown_column(d if len(without_x) == 1 else path, "x", x,
+                                      ["step", "wall_time", *set().union(*(tags for _, tags, _ in without_x))])
     if not curves:
         # Every directory's tags: add_scalars('eval', {'gsm8k': ...}) writes tag 'eval' into directories of
         # its own (eval_gsm8k, ...), and the first directory's list alone ('train/loss') hid it.
@@ -314,16 +318,18 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
             raise UnknownColumn(f"{error} -- add_scalars wrote {main!r} of {key!r} into a directory of its own: "
                                 f"--y {main} --run {own}", error.available)
         raise error
-    curves = _distinct_names(path, curves)
-    left_out = (f"{len(without)} event director{'y' if len(without) == 1 else 'ies'} without {y!r} left out: "
-                f"{', '.join(d.name for d, _ in without)}",) if without else ()
-    # One run that cannot be read (in percent, say) is left out with its reason, not fatal to the others; so is
-    # one that does not log x (listed as a skipped run by backtest --all-runs, named by fit --run).
-    no_x = tuple((_run_name(d), f"{_run_name(d)}: no x tag {x!r}") for d, _ in without_x)
+    # The runs without y or x named with the ones read (two directories 'run1' apart by their paths), each left
+    # out with its reason: a skipped run for backtest --all-runs, the reason for fit --run (review dn: a note
+    # alone, "0 skipped", and 'no run named' for --run).
+    skipped = [(d, f"no y tag {y!r}") for d, _ in without] + [(d, f"no x tag {x!r}") for d, _, _ in without_x]
+    named = _distinct_names(path, [*curves, *((_run_name(d), [], [], str(d), ()) for d, _ in skipped)])
+    curves = named[: len(curves)]
+    left_out = tuple((name, why) for (name, *_), (_, why) in zip(named[len(curves):], skipped))
+    # One run that cannot be read (in percent, say) is left out with its reason, not fatal to the others.
     read = readable_curves(
         partial(Curve.from_arrays, xs, ys, name=name, x_name=x, y_name=y, source=source, bounded=bounded,
-                notes=notes + left_out)
+                notes=notes)
         for name, xs, ys, source, notes in curves)
-    if no_x:
-        read = [replace(c, notes=(*c.notes, left_out_note(no_x)), left_out=(*c.left_out, *no_x)) for c in read]
+    if left_out:
+        read = [replace(c, notes=(*c.notes, left_out_note(left_out)), left_out=(*c.left_out, *left_out)) for c in read]
     return read
