@@ -10,19 +10,7 @@ from pathlib import Path
 import yaml
 
 from scalerl.cli import main
-
-
-
-def _write_jsonl(path, rows):
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
-def _user_model(tmp_path, random_model, char_tokenizer):
-    model = tmp_path / "model"
-    random_model.save_pretrained(model)
-    char_tokenizer.save_pretrained(model)
-    return model
+from test_user_data_runs import _user_model, _write_jsonl
 
 
 def _args(model, data, output, *extra):
