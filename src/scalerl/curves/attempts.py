@@ -239,6 +239,16 @@ def _at_step(rows: list[dict], counter: str, value: float) -> list[dict]:
     return [r for r in rows if is_number(r.get(counter)) and r[counter] == value]
 
 
+def _logged_again(rows: list[dict], counter: str, value: float, kind: frozenset, kind_of: dict[int, frozenset],
+                  abandoned: list[dict]) -> bool:
+    """Whether a row of ``kind`` at step ``value`` repeats a row of its kind (:func:`same_kind`) ``rows`` hold at
+    that step: that step logged again -- a resume's first row, however soon the counter gets back to where it
+    was -- not a late evaluation (review do: OpenRLHF killed a step after its checkpoint). An ``abandoned``
+    attempt's row that a resume's row is still to take the place of is no such row."""
+    return any((k := kind_of.get(id(r))) is not None and same_kind(k, kind) and not any(r is a for a in abandoned)
+               for r in _at_step(rows, counter, value))
+
+
 class _LateRows:
     """Tells a row logged late -- an asynchronous evaluation of an earlier step, written after later
     steps -- from a resumed training's first row, where the counter goes back below ``last`` (the
@@ -456,13 +466,8 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
             continue
         goes_back = last is not None and value < last
         relogged = restart and value == last
-        # (a row of the kind a row at its step logged already is that step logged again -- a resume's first
-        # row, however soon the counter gets back to where it was -- not a late evaluation: review do; an
-        # abandoned attempt's row a resume's row is still to take the place of is no such row)
         is_late = (goes_back and not restart and late_row is not None and late_row(i, last)
-                   and not any((k := kind_of.get(id(r))) is not None and same_kind(k, kinds[i])
-                               and not any(r is a for a in replaced.abandoned)
-                               for r in _at_step(runs[-1], counter, value)))
+                   and not _logged_again(runs[-1], counter, value, kinds[i], kind_of, replaced.abandoned))
         if new_run or ((goes_back or relogged) and not is_late and value <= first and not resumed):
             started_over += not new_run
             launched += new_run

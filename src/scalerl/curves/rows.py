@@ -413,9 +413,7 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
         partial(Curve.from_arrays, run.xs, run.ys, name=name, x_name=x, y_name=y, source=str(path), bounded=bounded,
                 dropped=run.dropped, notes=tuple(notes) + points.run_notes(name), carried=run.carried_at)
         for name, run in points.runs.items())
-    if without := points.without_y():
-        curves = [replace(c, notes=(*c.notes, left_out_note(without)), left_out=(*c.left_out, *without))
-                  for c in curves]
+    curves = with_left_out(curves, points.without_y())
     if run_ids:
         curves = [replace(c, run_id=run_ids.get(c.name, "")) for c in curves]
     return curves
@@ -665,11 +663,15 @@ def readable_curves(makers: Iterable[Callable[[], Curve]]) -> list[Curve]:
             refused.append((_maker_name(make), exc))
     if refused and not curves:
         raise refused[0][1]
-    if refused:
-        left_out = tuple((name, str(e)) for name, e in refused)
-        curves = [replace(c, notes=(*c.notes, left_out_note(left_out)), left_out=(*c.left_out, *left_out))
-                  for c in curves]
-    return curves
+    return with_left_out(curves, tuple((name, str(e)) for name, e in refused))
+
+
+def with_left_out(curves: list[Curve], left_out: tuple[tuple[str, str], ...]) -> list[Curve]:
+    """``curves`` (a log's runs read) told of the log's runs ``left_out`` (``(run, reason)``): in their notes and
+    ``Curve.left_out`` (a skipped run for backtest --all-runs, the reason for fit --run)."""
+    if not left_out:
+        return curves
+    return [replace(c, notes=(*c.notes, left_out_note(left_out)), left_out=(*c.left_out, *left_out)) for c in curves]
 
 
 def left_out_note(left_out: tuple[tuple[str, str], ...]) -> str:

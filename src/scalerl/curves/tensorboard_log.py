@@ -25,15 +25,14 @@ import itertools
 import logging
 import math
 import re
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
 from scalerl.curves.attempts import continues
 from scalerl.curves.data import Curve
 from scalerl.curves.overhead_timers import NOT_TRAINING, overhead_note
-from scalerl.curves.rows import (CUMULATIVE, UnknownColumn, absent_terms_note, cumulative_terms, left_out_note,
-                                 readable_curves, taken_off_too_much, unknown_column)
+from scalerl.curves.rows import (CUMULATIVE, UnknownColumn, absent_terms_note, cumulative_terms, readable_curves,
+                                 taken_off_too_much, unknown_column, with_left_out)
 from scalerl.errors import InputError
 
 
@@ -326,10 +325,7 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
     curves = named[: len(curves)]
     left_out = tuple((name, why) for (name, *_), (_, why) in zip(named[len(curves):], skipped))
     # One run that cannot be read (in percent, say) is left out with its reason, not fatal to the others.
-    read = readable_curves(
+    return with_left_out(readable_curves(
         partial(Curve.from_arrays, xs, ys, name=name, x_name=x, y_name=y, source=source, bounded=bounded,
                 notes=notes)
-        for name, xs, ys, source, notes in curves)
-    if left_out:
-        read = [replace(c, notes=(*c.notes, left_out_note(left_out)), left_out=(*c.left_out, *left_out)) for c in read]
-    return read
+        for name, xs, ys, source, notes in curves), left_out)

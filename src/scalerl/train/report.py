@@ -65,11 +65,17 @@ def _eval_sets(rows: list[dict[str, Any]], header: dict[str, Any]) -> list[str]:
                 names[key[: -len("/pass_rate")]] += 1
     if not names:
         return []
-    configured = config_setting(header, "eval", "sets")
-    first = (configured[0] if isinstance(configured, list) and configured and isinstance(configured[0], str)
-             and configured[0] in names else None)  # (a hand-edited header: anything -- review dn)
-    first = first or max(names, key=names.__getitem__)  # (ties: the first to appear)
+    configured = _configured_set(header)
+    first = configured if configured in names else max(names, key=names.__getitem__)  # (ties: the first to appear)
     return [first, *(name for name in names if name != first)]
+
+
+def _configured_set(header: dict[str, Any]) -> str | None:
+    """The run's ``eval.sets[0]`` from the log's header; None where there is none (a hand-edited header may hold
+    anything there -- review dn: a mapping was a TypeError)."""
+    configured = config_setting(header, "eval", "sets")
+    ok = isinstance(configured, list) and configured and isinstance(configured[0], str)
+    return configured[0] if ok else None
 
 
 def write_run_report(output: str | Path, *, x: str | None = None, fraction: float = 0.5, n_boot: int = N_BOOT,
@@ -98,10 +104,9 @@ def write_run_report(output: str | Path, *, x: str | None = None, fraction: floa
     # A torn last line (a kill mid-write), as fit says of it; evaluations without a pass rate, which the
     # fits leave out (start and final once read "nan -> ...").
     f["log_notes"] = [*log_notes, *_not_finite(evals, ys, y), *_not_finite(evals, xs, x)]
-    configured = config_setting(header, "eval", "sets")
-    if isinstance(configured, list) and configured and isinstance(configured[0], str) and configured[0] != sets[0]:
-        f["log_notes"].append(f"the run's eval.sets[0], {configured[0]!r}, is in no evaluation row: the fits are of "
-                              f"{sets[0]!r}, the set most rows log")  # (review dn: fitted another set unsaid)
+    if (configured := _configured_set(header)) not in (None, sets[0]):  # (review dn: fitted another set unsaid)
+        f["log_notes"].append(f"the run's eval.sets[0], {configured!r}, is in no evaluation row: the fits are of "
+                              f"{sets[0]!r}, the set most rows log")
     # Read before any file is written: a damaged samples.jsonl stopped the report after its figures were
     # rewritten (new figures beside the old text); the sample is an illustration, so the report goes on.
     try:
