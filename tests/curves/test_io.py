@@ -297,7 +297,7 @@ def test_tensorboard_event_files(tmp_path):
     w.close()
     curves = read_curves(tmp_path, "step", "val/pass_rate")
     assert sorted(c.name for c in curves) == ["seed0", "seed1"]
-    assert all("left out: seed2: no y tag 'val/pass_rate'" in c.notes[-1] for c in curves)
+    assert all("left out: run 'seed2': no y tag 'val/pass_rate'" in c.notes[-1] for c in curves)
     assert curves[0].left_out == (("seed2", "no y tag 'val/pass_rate'"),)
 
 
@@ -306,7 +306,7 @@ def test_a_run_without_the_metric_is_left_out_and_said(tmp_path):
     p.write_text("".join(f'{{"run": "a", "step": {s}, "acc": {0.1 * s}}}\n' for s in range(1, 5))
                  + "".join(f'{{"run": "b", "step": {s}, "loss": 1.0}}\n' for s in range(1, 5)))
     curve, = read_curves(p, "step", "acc")
-    assert curve.name == "a" and "1 run(s) left out: b: no 'acc' value" in curve.notes
+    assert curve.name == "a" and "1 run(s) left out: run 'b': no 'acc' value" in curve.notes
 
 
 def test_tensorboard_scalars_written_as_tensors(tmp_path):

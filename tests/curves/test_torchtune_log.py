@@ -107,3 +107,14 @@ def test_torchtune_step_line_after_tqdm_bar_is_read(tmp_path):
                             for s in range(1, 6)))
     (curve,) = read_curves(teed, "step", "successes")
     assert list(curve.x) == [1, 2, 3, 4, 5]
+
+
+def test_torchtune_step_lines_after_a_timestamp_are_read_and_mentions_mid_text_are_not(tmp_path):
+    """`... | ts` puts the time of day before each line; a recipe's own log line that mentions "Step N | ..." in its
+    text is no metric line (review dn: it was counted as cut off)."""
+    log = tmp_path / "tune.log"
+    log.write_text("".join(f"May 01 12:00:{s:02d} Step {s} | loss:0.5 successes:tensor({0.1 * s:.2f})\n"
+                           for s in range(1, 6)) + "INFO: resuming at Step 3 | see the checkpoint\n")
+    (curve,) = read_curves(log, "step", "successes")
+    assert list(curve.x) == [1, 2, 3, 4, 5]
+    assert not any("cut off" in n for n in curve.notes), curve.notes

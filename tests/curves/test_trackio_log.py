@@ -60,7 +60,7 @@ def test_a_directory_of_projects_nan_nested_and_resumed_steps(trackio_dir):
     assert list(a.x) == [0, 5, 10, 20, 25, 30, 35] and a.dropped == 1  # step 15's NaN
     assert np.allclose(a.y, [_reward(s) for s in (0, 5, 10, 20)] + [_reward(s, 0.01) for s in (25, 30, 35)])
     assert any("'grpo-demo/run-a' resumed" in n and "5 row(s)" in n for n in a.notes)
-    assert any("left out: grpo-demo/run-c: no 'eval/reward' value" in n for n in a.notes)
+    assert any("left out: run 'grpo-demo/run-c': no 'eval/reward' value" in n for n in a.notes)
     assert list(curves["grpo-demo/run-b"].x) == list(range(10))  # logged without a step: Trackio counted
     # A database of trackio 0.20 (before run ids: a run is its name).
     old = read_curve(trackio_dir / "old-project.db", "train/num_tokens", "eval/reward")

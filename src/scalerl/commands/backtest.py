@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
+from pathlib import Path
 from typing import NamedTuple
 
 from scalerl.commands._curve_args import (add_data_args, add_fit_args, calibration_line, distinct_cuts,
@@ -252,27 +253,36 @@ def _plot(results, args, cut_labels=None) -> str:
 
 
 def _read_once(paths: list, per_log: list) -> tuple[list, list, list[str]]:
-    """The logs read (``paths``, with ``per_log`` their curves) with a log whose every run an earlier log gave
-    already -- the same values of the same metric: the log given twice, by another path or a symlink, or a log
-    directory and its file -- kept once, and a note for each (review dh: its runs were counted twice in the
-    summary's shares, unsaid; calibrate counts a repeated curve once, compare refuses). One log given again for
+    """The logs read (``paths``, with ``per_log`` their curves) with each run an earlier log gave already kept once,
+    and a note for each log that gave runs again (review dh: a log given twice had its runs counted twice in the
+    summary's shares, unsaid; calibrate counts a repeated curve once, compare refuses). A run is given again where
+    the same values of the same metric come again under its name -- the log given twice, by another path or a
+    symlink -- or from a log inside the other (a log directory and its file: the names differ); two runs of other
+    names in two files that happen to hold equal values are two runs (review dp). One log given again for
     another metric is read for each."""
     def content(c):
         return c.x_name, c.y_name, c.x.tobytes(), c.y.tobytes()
 
-    seen: dict[tuple, object] = {}
+    def nested(a, b) -> bool:
+        a, b = Path(a).resolve(), Path(b).resolve()
+        return a == b or a in b.parents or b in a.parents
+
+    seen: dict[tuple, list] = {}  # content -> [(path, name)] of the runs kept
     kept_paths, kept_logs, notes = [], [], []
     for path, log in zip(paths, per_log):
-        earlier = [seen.get(content(c)) for c in log]
-        if log and all(p is not None for p in earlier):
-            same = earlier[0] if len(set(map(str, earlier))) == 1 else "earlier logs"
-            notes.append(f"{path} gives the runs {same} gives: read once" if str(path) != str(same)
-                         else f"{path} is given more than once: read once")
-            continue
+        fresh, again = [], []
         for c in log:
-            seen.setdefault(content(c), path)
-        kept_paths.append(path)
-        kept_logs.append(log)
+            earlier = [p for p, name in seen.get(content(c), []) if name == c.name or nested(p, path)]
+            (again if earlier else fresh).append((c, earlier[:1]))
+        for c, _ in fresh:
+            seen.setdefault(content(c), []).append((path, c.name))
+        if again:
+            where = ", ".join(dict.fromkeys(str(e[0]) for _, e in again))
+            notes.append(f"{path}: {len(again)} run(s) {where} gave already ({', '.join(c.name for c, _ in again)}): "
+                         "read once")
+        if fresh:
+            kept_paths.append(path)
+            kept_logs.append([c for c, _ in fresh])
     return kept_paths, kept_logs, notes
 
 

@@ -240,12 +240,13 @@ def _at_step(rows: list[dict], counter: str, value: float) -> list[dict]:
 
 
 def _logged_again(rows: list[dict], counter: str, value: float, kind: frozenset, kind_of: dict[int, frozenset],
-                  abandoned: list[dict]) -> bool:
-    """Whether a row of ``kind`` at step ``value`` repeats a row of its kind (:func:`same_kind`) ``rows`` hold at
-    that step: that step logged again -- a resume's first row, however soon the counter gets back to where it
-    was -- not a late evaluation (review do: OpenRLHF killed a step after its checkpoint). An ``abandoned``
-    attempt's row that a resume's row is still to take the place of is no such row."""
-    return any((k := kind_of.get(id(r))) is not None and same_kind(k, kind) and not any(r is a for a in abandoned)
+                  not_these: list[dict]) -> bool:
+    """Whether a row of ``kind`` at step ``value``, after which the counter comes back at once to the step logged
+    last, repeats a row of its kind (:func:`same_kind`) ``rows`` hold at that step: that step logged again by a
+    resume from a checkpoint a step before the kill -- not a late evaluation (review do: OpenRLHF). Rows
+    ``not_these`` -- an abandoned attempt's row a resume's row is still to replace, a row kept as late -- are no
+    such row (review dp: a step's second late evaluation)."""
+    return any((k := kind_of.get(id(r))) is not None and same_kind(k, kind) and not any(r is a for a in not_these)
                for r in _at_step(rows, counter, value))
 
 
@@ -453,6 +454,7 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
     restart = new_run = False  # a launch banner since the last counted row (a resume's / a fresh training's)
     resumed = False  # that banner said the launch loaded a checkpoint (RESUMED)
     replaced = _Replaced(counter, kind_of)  # the abandoned attempt's rows at the step a resume began at
+    late_kept: list[dict] = []  # the rows kept as late evaluations (review dp: a second one of a step is late too)
     again = _Relogs()
     for i, row in enumerate(rows):
         if row.get(RESTART) or row.get(NEW_RUN):
@@ -466,8 +468,9 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
             continue
         goes_back = last is not None and value < last
         relogged = restart and value == last
-        is_late = (goes_back and not restart and late_row is not None and late_row(i, last)
-                   and not _logged_again(runs[-1], counter, value, kinds[i], kind_of, replaced.abandoned))
+        is_late = goes_back and not restart and late_row is not None and late_row(i, last)
+        if is_late and late_row.next_greater[i] == last:  # (back at once to the step logged last: late, or a resume?)
+            is_late = not _logged_again(runs[-1], counter, value, kinds[i], kind_of, [*replaced.abandoned, *late_kept])
         if new_run or ((goes_back or relogged) and not is_late and value <= first and not resumed):
             started_over += not new_run
             launched += new_run
@@ -490,6 +493,7 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
             first = value
         if is_late:
             late += 1
+            late_kept.append(row)
             continue
         again.see(value, kinds[i], kept=replaced.dropped == merged_before)  # (one that took a row's place is once)
         restart = new_run = resumed = False

@@ -44,8 +44,8 @@ _ITEM = re.compile(r"^\s*([A-Za-z_][\w ]*?):\s*(\S+)\s*$")
 _NAMES = {"PPO Epoch": "ppo_ep", "Actor Loss": "act_loss", "Critic Loss": "cri_loss", "Unsupervised Loss": "unsuper_loss"}
 #: What tells a step line from the rest of the console: its PPO epoch, in either spelling.
 _PPO_EPOCH = re.compile(r"\|\s*(?:ppo_ep|PPO Epoch):")
-#: The reward line (the newer one goes on with ``| EMA reward score: E``).
-_REWARD_LINE = re.compile(r"(?i)average reward score:\s*([^\s|]+)(?:\s*\|\s*EMA reward score:\s*([^\s|]+))?")
+#: The reward line (the newer one goes on with ``| EMA reward score: E``; a fork's with ``, ema reward score: E``).
+_REWARD_LINE = re.compile(r"(?i)average reward score:\s*([^\s|,]+)(?:\s*[|,]\s*EMA reward score:\s*([^\s|,]+))?")
 EMA_REWARD = "ema_reward_score"
 #: How much of a file's start is searched for a step line.
 SNIFF_CHARS = 1_000_000

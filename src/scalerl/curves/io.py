@@ -92,7 +92,7 @@ from scalerl.curves.nemo_rl_log import looks_like_nemo_rl, read_nemo_rl
 from scalerl.curves.primerl_log import attempt_logs, looks_like_primerl, read_primerl
 from scalerl.curves.parquet_log import is_parquet, read_parquet
 from scalerl.curves.roll_log import looks_like_roll, read_roll
-from scalerl.curves.rows import CUMULATIVE, UnknownColumn, likely_columns
+from scalerl.curves.rows import CUMULATIVE, UnknownColumn, likely_columns, named_reason
 from scalerl.curves.skyrl_log import looks_like_skyrl, read_skyrl
 from scalerl.curves.sqlite_db import is_sqlite
 from scalerl.curves.swanlab_log import is_swanlab_run, read_swanlab
@@ -128,7 +128,8 @@ def _pick_runs(path: Path, curves: list[Curve], run: str | None) -> list[Curve]:
         # A run of the file that could not be read (left out, the others read): why, not "no run named".
         reason = next((why for c in curves for name, why in c.left_out if name == run), None)
         if reason is not None:
-            raise InputError(reason if run in reason else f"{path}: run {run!r}: {reason}")
+            said = named_reason(run, reason)
+            raise InputError(said if str(path) in said else f"{path}: {said}")
         names = ", ".join(repr(c.name) + (f" ({c.run_id})" if c.run_id and c.run_id != c.name else "") for c in curves)
         raise InputError(f"{path}: no run named {run!r}; runs in the file: {names}")
     return picked

@@ -676,8 +676,13 @@ def with_left_out(curves: list[Curve], left_out: tuple[tuple[str, str], ...]) ->
 
 def left_out_note(left_out: tuple[tuple[str, str], ...]) -> str:
     """The note a log's curves carry for its runs that could not be read (``Curve.left_out``)."""
-    return f"{len(left_out)} run(s) left out: " + "; ".join(reason if name in reason else f"{name}: {reason}"
-                                                            for name, reason in left_out)
+    return f"{len(left_out)} run(s) left out: " + "; ".join(named_reason(name, reason) for name, reason in left_out)
+
+
+def named_reason(name: str, reason: str) -> str:
+    """A left-out run's reason naming the run: a reader's error names it quoted already (``run 'a' ...``); else
+    ``run 'NAME': reason`` (review dp: a run c went unnamed -- its name is in "'acc'")."""
+    return reason if repr(name) in reason else f"run {name!r}: {reason}"
 
 
 def _maker_name(make: Callable[[], Curve]) -> str:

@@ -320,6 +320,9 @@ def read_tensorboard(path, x: str, y: str, *, y_scale: float = 1.0, bounded: boo
     # The runs without y or x named with the ones read (two directories 'run1' apart by their paths), each left
     # out with its reason: a skipped run for backtest --all-runs, the reason for fit --run (review dn: a note
     # alone, "0 skipped", and 'no run named' for --run).
+    # (a directory under another run's -- add_scalars' 'lr_actor', ... -- is no run of its own: review dp)
+    read_dirs = {Path(source) for *_, source, _ in curves} | {d for d, _ in without} | {d for d, *_ in without_x}
+    without = [(d, tags) for d, tags in without if not any(p in read_dirs for p in d.parents)]
     skipped = [(d, f"no y tag {y!r}") for d, _ in without] + [(d, f"no x tag {x!r}") for d, _, _ in without_x]
     named = _distinct_names(path, [*curves, *((_run_name(d), [], [], str(d), ()) for d, _ in skipped)])
     curves = named[: len(curves)]

@@ -30,8 +30,9 @@ STEP = "step"
 #: Searched for, not matched at the line's start: captured with stderr (``2>&1 | tee``, Slurm's one
 #: ``slurm-<id>.out``) the line follows the recipe's tqdm bar, written as ``\r<bar>`` with no newline, on the
 #: same line (review dl: such steps were dropped unsaid); torchrun's ``--tee`` puts ``[default0]:`` before it.
-#: Not after a space: a log line that mentions "Step N | ..." in its text is not a metric line (review dn).
-_LINE = re.compile(r"(?:^|[\]:] *)Step (-?\d+) \| (.*)$")  # (tqdm pads a shorter bar with spaces)
+#: Not after a space -- a log line that mentions "Step N | ..." in its text is not a metric line (review dn) --
+#: but after a time of day (``... | ts``'s ``May 01 12:00:00 Step 1 | ...``).
+_LINE = re.compile(r"(?:^|[\]:] *|\d\d:\d\d:\d\d(?:[.,]\d+)? +)Step (-?\d+) \| (.*)$")  # (tqdm pads a bar with spaces)
 #: One item; a tensor's repr holds spaces and colons (``tensor(0.25, device='cuda:0')``).
 _ITEM = re.compile(r"([^\s:]+):(tensor\([^()]*\)|\S+)(?:\s+|$)")
 _TENSOR = re.compile(r"tensor\(\s*([^,()\s]+)[^()]*\)")

@@ -69,7 +69,8 @@ def read_verl_file_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     if rows and rows[0]["step"] > 1:
         notes.append(f"the file begins at step {rows[0]['step']:g}: verl rewrites its file logger's file when a run "
                      "resumes, so the steps before the resume are not in it (its console log or tracker has them)")
-    rows, more = split_attempts(rows, "step", path.stem)
+    # (late_rows: the fully-async trainer's validations come after later steps -- review dq)
+    rows, more = split_attempts(rows, "step", path.stem, late_rows=True)
     return rows, notes + more
 
 

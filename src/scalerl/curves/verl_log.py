@@ -252,7 +252,9 @@ def read_verl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
         rows.append(row)
     if pending_initial:  # a log that stops right after its first evaluation
         rows.append({"step": 0, **pending_initial})
-    out, more = split_attempts(rows, "step", path.stem)
+    # (late_rows: the fully-async trainer logs each validation at the step of the weights it scored, after later
+    # steps -- read as a resume, it dropped the next steps' rows: review dq)
+    out, more = split_attempts(rows, "step", path.stem, late_rows=True)
     notes.extend(more)
     notes.extend(_alias_unprefixed_validation(out))
     return out, notes
