@@ -239,15 +239,23 @@ def _at_step(rows: list[dict], counter: str, value: float) -> list[dict]:
     return [r for r in rows if is_number(r.get(counter)) and r[counter] == value]
 
 
-def _logged_again(rows: list[dict], counter: str, value: float, kind: frozenset, kind_of: dict[int, frozenset],
-                  not_these: list[dict]) -> bool:
-    """Whether a row of ``kind`` at step ``value``, after which the counter comes back at once to the step logged
-    last, repeats a row of its kind (:func:`same_kind`) ``rows`` hold at that step: that step logged again by a
-    resume from a checkpoint a step before the kill -- not a late evaluation (review do: OpenRLHF). Rows
-    ``not_these`` -- an abandoned attempt's row a resume's row is still to replace, a row kept as late -- are no
-    such row (review dp: a step's second late evaluation)."""
-    return any((k := kind_of.get(id(r))) is not None and same_kind(k, kind) and not any(r is a for a in not_these)
-               for r in _at_step(rows, counter, value))
+def _relogs_last(rows: list[dict], values: list, kinds: list, i: int, last: float, kept: list[dict], counter: str,
+                 kind_of: dict[int, frozenset]) -> bool:
+    """Whether row ``i``, whose counter went back and comes back at once to ``last`` (the step logged last), begins
+    a resume: the next row that logs the counter is at ``last`` again and repeats a row of its kind ``kept`` holds
+    there -- the resumed attempt training that step again (review do: OpenRLHF and verl resumed a step before the
+    kill, whatever the resumed attempt logged first: review dr). A late evaluation is followed by the rest of
+    step ``last``'s rows, or by later steps (review dp: a step's second late evaluation). Where a row of row
+    ``i``'s kind at its step comes again before the counter moves on, that later row begins the resume, not
+    row ``i`` (an abandoned attempt's late evaluation of the checkpoint's step, logged before the kill: review dr)."""
+    j = i + 1
+    while j < len(values) and (values[j] is None or values[j] == values[i]):
+        if values[j] is not None and kinds[j] is not None and kinds[i] is not None and same_kind(kinds[j], kinds[i]):
+            return False
+        j += 1
+    if j == len(values) or values[j] != last or kinds[j] is None:
+        return False
+    return any((k := kind_of.get(id(r))) is not None and same_kind(k, kinds[j]) for r in _at_step(kept, counter, last))
 
 
 class _LateRows:
@@ -454,7 +462,6 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
     restart = new_run = False  # a launch banner since the last counted row (a resume's / a fresh training's)
     resumed = False  # that banner said the launch loaded a checkpoint (RESUMED)
     replaced = _Replaced(counter, kind_of)  # the abandoned attempt's rows at the step a resume began at
-    late_kept: list[dict] = []  # the rows kept as late evaluations (review dp: a second one of a step is late too)
     again = _Relogs()
     for i, row in enumerate(rows):
         if row.get(RESTART) or row.get(NEW_RUN):
@@ -470,7 +477,7 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
         relogged = restart and value == last
         is_late = goes_back and not restart and late_row is not None and late_row(i, last)
         if is_late and late_row.next_greater[i] == last:  # (back at once to the step logged last: late, or a resume?)
-            is_late = not _logged_again(runs[-1], counter, value, kinds[i], kind_of, [*replaced.abandoned, *late_kept])
+            is_late = not _relogs_last(rows, values, kinds, i, last, runs[-1], counter, kind_of)
         if new_run or ((goes_back or relogged) and not is_late and value <= first and not resumed):
             started_over += not new_run
             launched += new_run
@@ -493,7 +500,6 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
             first = value
         if is_late:
             late += 1
-            late_kept.append(row)
             continue
         again.see(value, kinds[i], kept=replaced.dropped == merged_before)  # (one that took a row's place is once)
         restart = new_run = resumed = False
