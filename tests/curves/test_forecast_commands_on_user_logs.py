@@ -131,3 +131,12 @@ def test_backtest_all_runs_lists_a_run_without_the_metric_as_skipped(tmp_path, c
     # (b's rows are not counted again as "row(s) with no 'acc' value": b is said as a run left out -- review dk)
     said = [*d["notes"], *(n for r in d["runs"] for n in r["notes"])]
     assert not any("have no 'acc' value" in n for n in said), said
+
+
+def test_a_y_scale_on_values_already_fractions_is_said(tmp_path, capsys):
+    """`--y-scale 0.01` (the advice for a log in percent) on a log of fractions was taken silently: the fits saw pass
+    rates 100x too small (review dh's note)."""
+    _write_jsonl(tmp_path / "a.jsonl", _rising(1))
+    curve = read_curve(tmp_path / "a.jsonl", "gpu_hours", "acc", y_scale=0.01)
+    assert any("fractions already?" in n for n in curve.notes), curve.notes
+    assert not any("fractions already?" in n for n in read_curve(tmp_path / "a.jsonl", "gpu_hours", "acc").notes)

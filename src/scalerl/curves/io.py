@@ -427,7 +427,19 @@ def read_curves(
     curves = _read_format(path, fmt, x, y, y_scale=y_scale, bounded=bounded, run_column=run_column)
     if not curves:
         raise InputError(f"{path}: no run has values in column {y!r}")
-    return _pick_runs(path, curves, run)
+    return _already_fractions(_pick_runs(path, curves, run), y, y_scale)
+
+
+def _already_fractions(curves: list[Curve], y: str, y_scale: float) -> list[Curve]:
+    """``curves`` with a note where a y_scale below 1 (``--y-scale 0.01``, for a log in percent) met values that
+    were fractions already -- every one in [0, 1] before scaling: the fits then saw pass rates 100x too small, and
+    nothing said so (review dh: A = 0.0079)."""
+    scaled = [c for c in curves if c.y.size]
+    if not (y_scale < 1 and scaled and all(float(abs(c.y).max()) <= y_scale for c in scaled)):
+        return curves
+    note = (f"every {y!r} value was in [0, 1] before --y-scale {y_scale:g} (fractions already?): the fits see them "
+            f"{1 / y_scale:g}x smaller -- drop --y-scale for a log of fractions")
+    return [replace(c, notes=(*c.notes, note)) for c in curves]
 
 
 def _check_not_empty(path: Path) -> None:
