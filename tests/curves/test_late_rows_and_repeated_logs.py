@@ -10,16 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scalerl.cli import main
-
-
-def _cli(capsys, argv: list[str]) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from .test_cli_curves import run_cli
 
 
 def _write_jsonl(path: Path, rows: list[dict]) -> Path:
@@ -32,17 +23,20 @@ def _write_jsonl(path: Path, rows: list[dict]) -> Path:
 Y = "eval/avg@1"
 
 
-def test_late_second_evaluation_of_a_step_is_no_resume(tmp_path):
-    from scalerl.curves import read_curve
-
+def _steps_with_late_rows(tmp_path: Path, at: dict[int, list[dict]]) -> Path:
+    """Thirty training steps a row each, with ``at[s]``'s evaluation rows written right after step s's."""
     rows = []
     for s in range(1, 31):
         rows.append({"step": s, "time": 60.0 * s, "reward/mean": 0.25})
-        if s == 10:
-            rows.append({"step": 10, "time": 60.0 * s + 1, Y: 0.4})  # evaluated on time
-        if s == 22:  # step 10 evaluated again, written after step 22; training goes on at 23 (no resume: no 11, 12, ...)
-            rows.append({"step": 10, "time": 60.0 * s + 1, Y: 0.41})
-    path = _write_jsonl(tmp_path / "metrics.jsonl", rows)
+        rows += [{"time": 60.0 * s + 1 + k, **r} for k, r in enumerate(at.get(s, []))]
+    return _write_jsonl(tmp_path / "metrics.jsonl", rows)
+
+
+def test_late_second_evaluation_of_a_step_is_no_resume(tmp_path):
+    from scalerl.curves import read_curve
+
+    # step 10 evaluated on time, and again written after step 22; training goes on at 23 (no resume: no 11, 12, ...)
+    path = _steps_with_late_rows(tmp_path, {10: [{"step": 10, Y: 0.4}], 22: [{"step": 10, Y: 0.41}]})
     c = read_curve(path, "step", "reward/mean")
     assert c.x.tolist() == list(range(1, 31)), c.notes
     assert not any("resumes" in n for n in c.notes)
@@ -51,13 +45,8 @@ def test_late_second_evaluation_of_a_step_is_no_resume(tmp_path):
 def test_burst_of_two_late_rows_of_one_step_is_no_resume(tmp_path):
     from scalerl.curves import read_curve
 
-    rows = []
-    for s in range(1, 31):
-        rows.append({"step": s, "time": 60.0 * s, "reward/mean": 0.25})
-        if s == 22:
-            rows.append({"step": 10, "time": 60.0 * s + 1, Y: 0.4, "env": "gsm8k"})
-            rows.append({"step": 10, "time": 60.0 * s + 2, Y: 0.3, "env": "math"})
-    path = _write_jsonl(tmp_path / "metrics.jsonl", rows)
+    path = _steps_with_late_rows(tmp_path, {22: [{"step": 10, Y: 0.4, "env": "gsm8k"},
+                                                 {"step": 10, Y: 0.3, "env": "math"}]})
     c = read_curve(path, "step", "reward/mean")
     assert c.x.tolist() == list(range(1, 31)), c.notes
     assert not any("resumes" in n for n in c.notes)
@@ -92,7 +81,7 @@ def _csv(path: Path, run: str) -> Path:
 
 def test_backtest_two_runs_with_equal_values_are_both_backtested(tmp_path, capsys):
     a, b = _csv(tmp_path / "a.csv", "seedA"), _csv(tmp_path / "b.csv", "seedB")
-    code, out, err = _cli(capsys, ["backtest", str(a), str(b), "--x", "step", "--y", "acc", "--all-runs", "--json",
+    code, out, err = run_cli(capsys, *["backtest", str(a), str(b), "--x", "step", "--y", "acc", "--all-runs", "--json",
                                    "--bootstrap", "20", "--no-progress"])
     assert code == 0, err
     runs = json.loads(out)["runs"]
@@ -116,7 +105,7 @@ def test_backtest_run_dir_then_parent_dir_reads_the_run_once(tmp_path, capsys):
     pytest.importorskip("torch")
     pytest.importorskip("tensorboard")
     _tb_runs(tmp_path / "tb", ["runA", "runB"])
-    code, out, err = _cli(capsys, ["backtest", str(tmp_path / "tb" / "runA"), str(tmp_path / "tb"), "--x", "step",
+    code, out, err = run_cli(capsys, *["backtest", str(tmp_path / "tb" / "runA"), str(tmp_path / "tb"), "--x", "step",
                                    "--y", "val/acc", "--all-runs", "--json", "--bootstrap", "20", "--no-progress"])
     assert code == 0, err
     runs = json.loads(out)["runs"]

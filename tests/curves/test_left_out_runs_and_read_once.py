@@ -10,16 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scalerl.cli import main
-
-
-def _cli(capsys, argv: list[str]) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from .test_cli_curves import run_cli
 
 
 def _acc(s: float) -> float:
@@ -39,7 +30,7 @@ def _torchtune_log_dir(base: Path) -> Path:
 
 def test_backtest_log_dir_and_its_file_is_one_run(tmp_path, capsys):
     d = _torchtune_log_dir(tmp_path)
-    code, out, err = _cli(capsys, ["backtest", str(d), str(d / "log_1700000000.txt"), "--x", "step", "--y", "rewards",
+    code, out, err = run_cli(capsys, *["backtest", str(d), str(d / "log_1700000000.txt"), "--x", "step", "--y", "rewards",
                                    "--all-runs", "--json", "--bootstrap", "20"])
     assert code == 0, err
     runs = json.loads(out)["runs"]
@@ -89,7 +80,7 @@ def test_tensorboard_run_without_x_named_apart_from_a_read_run(tmp_path, capsys)
     read = {c.name for c in curves}
     left = {name for name, _ in curves[0].left_out}
     assert left and not read & left, (read, left)
-    code, _, err = _cli(capsys, ["fit", str(tmp_path), "--x", "train/num_tokens", "--y", "val/acc", "--run", "b/run1"])
+    code, _, err = run_cli(capsys, *["fit", str(tmp_path), "--x", "train/num_tokens", "--y", "val/acc", "--run", "b/run1"])
     assert code != 0
     assert "no x tag" in err and "no run named" not in err, err
 
@@ -146,7 +137,7 @@ def _run_log(directory: Path, sets) -> Path:
 def test_report_hand_edited_eval_sets_entry_no_traceback(tmp_path, capsys):
     run = _run_log(tmp_path / "run", [{"name": "val"}])
     try:
-        code, _, err = _cli(capsys, ["report", str(run)])
+        code, _, err = run_cli(capsys, *["report", str(run)])
     except TypeError as exc:  # the defect
         pytest.fail(f"traceback: {exc!r}")
     assert code in (0, 2), err
@@ -169,7 +160,7 @@ def test_resume_of_precap_run_does_not_drop_an_explicit_max_val(tmp_path, capsys
     settings.pop("max_val")  # as scalerl saved it before the cap
     cfg.task.settings = settings
     save_yaml(cfg, run / "config.yaml", header="scalerl run run (resolved config)")
-    code, out, err = _cli(capsys, ["train", "--task", "math", "--data", str(data), "--output", str(run), "--resume",
+    code, out, err = run_cli(capsys, *["train", "--task", "math", "--data", str(data), "--output", str(run), "--resume",
                                    "--set", "eval.problems=3", "--set", "task.settings={max_val: 3}",
                                    "--print-config"])
     if code == 0:  # accepted: the run must then hold out what was asked

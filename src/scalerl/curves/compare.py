@@ -41,6 +41,7 @@ from scalerl.curves.compute_kind import compute_kind, mixed_compute, untold_comp
 from scalerl.curves.data import Curve, dropped_note
 from scalerl.curves.excursions import drop_seed_excursions
 from scalerl.curves.forecast import Forecast, Prediction, forecast
+from scalerl.curves.rows import named_reason
 from scalerl.curves.sigmoid_fit import SigmoidFit
 from scalerl.curves.solver import B_BOUNDS, fit_sigmoid_fixed_A, late_start_warning, sigmoid_model
 from scalerl.curves.stability import Stability, check_stability
@@ -458,7 +459,7 @@ def compare(
                               calibration=calibration, excursions=False, **fit_kwargs)
         except InputError as exc:  # named by its label: a JSON-lines log's run is named after its directory, which
             # two logs in one directory share (review dh: the error named neither the label nor the file)
-            raise InputError(f"{label}: {exc}" if f"{label!r}" not in str(exc) else str(exc)) from None
+            raise InputError(named_reason(label, str(exc))) from None
         fits.append(RunFit(label, curves, sf, fc, read=read))
     if forecasts and forecast_at is None:
         forecast_at = 2.0 * max(float(c.x.max()) for rf in fits for c in rf.curves)

@@ -269,11 +269,11 @@ MARKS_NOT = frozenset({*STEP_COLUMNS, *COUNTERS, DEFAULT_RUN_COLUMN})
 
 
 def _numeric(cell: str) -> bool:
-    """Whether a cell holds a number (a metric's), not text (a note, a name)."""
+    """Whether a cell holds a number (a metric's, as :func:`_number` reads it), not text (a note, a name)."""
     try:
-        float(cell.strip().rstrip("%").replace(",", "."))
+        _number(cell.replace(",", "."), where="")  # (a decimal comma too)
         return True
-    except ValueError:
+    except InputError:
         return False
 
 

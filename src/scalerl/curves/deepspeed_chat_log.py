@@ -7,7 +7,7 @@
 
 (before mid-2023 without ``unsuper_loss``, and with the spaces of a continued string before
 ``act_loss``: ``ppo_ep: 1|                        act_loss: 0.1 |cri_loss: 0.2``). Since August 2023 it
-prints its lines in words (review do: such a console was not read at)::
+prints its lines in words (review do: such a console was not read at all)::
 
     Epoch: 0 | Step: 259 | PPO Epoch: 1 | Actor Loss: 0.0253 | Critic Loss: 0.2144 | Unsupervised Loss: 0.0
     Average reward score: 0.2055 | EMA reward score: 0.1871
