@@ -245,17 +245,32 @@ def _relogs_last(rows: list[dict], values: list, kinds: list, i: int, last: floa
     a resume: the next row that logs the counter is at ``last`` again and repeats a row of its kind ``kept`` holds
     there -- the resumed attempt training that step again (review do: OpenRLHF and verl resumed a step before the
     kill, whatever the resumed attempt logged first: review dr). A late evaluation is followed by the rest of
-    step ``last``'s rows, or by later steps (review dp: a step's second late evaluation). Where a row of row
-    ``i``'s kind at its step comes again before the counter moves on, that later row begins the resume, not
-    row ``i`` (an abandoned attempt's late evaluation of the checkpoint's step, logged before the kill: review dr)."""
+    step ``last``'s rows, or by later steps (review dp: a step's second late evaluation).
+
+    Among the rows at row ``i``'s step before the counter moves on, the resumed attempt's come after the abandoned
+    attempt's late ones, and it logs one row of a kind there: a row of the kind of the next step's row (a training
+    row) begins the resume where there is one (the abandoned attempt's late validation of that step before it:
+    review ds), else the last row of row ``i``'s kind (an abandoned late validation of the checkpoint's step, then
+    the resumed attempt's own: review dr). A row below the step ``kept`` logged before ``last`` is late whatever
+    follows: a resumed attempt that logs ``last`` next starts from there (review ds: step 10's late evaluation
+    before a resume from step 21)."""
+    window = [i]  # the rows at row i's step before the counter moves on
     j = i + 1
     while j < len(values) and (values[j] is None or values[j] == values[i]):
-        if values[j] is not None and kinds[j] is not None and kinds[i] is not None and same_kind(kinds[j], kinds[i]):
-            return False
+        if values[j] is not None:
+            window.append(j)
         j += 1
     if j == len(values) or values[j] != last or kinds[j] is None:
         return False
-    return any((k := kind_of.get(id(r))) is not None and same_kind(k, kinds[j]) for r in _at_step(kept, counter, last))
+    if not any((k := kind_of.get(id(r))) is not None and same_kind(k, kinds[j]) for r in _at_step(kept, counter, last)):
+        return False
+    before = max((r[counter] for r in kept if is_number(r.get(counter)) and r[counter] < last), default=None)
+    if before is not None and values[i] < before:
+        return False
+    trains = [k for k in window if kinds[k] is not None and same_kind(kinds[k], kinds[j])]
+    if trains:
+        return trains[0] == i
+    return not any(kinds[k] is not None and kinds[i] is not None and same_kind(kinds[k], kinds[i]) for k in window[1:])
 
 
 class _LateRows:
@@ -416,6 +431,17 @@ class _Relogs:
         self.kinds.add(kind)
 
 
+def _first_training_step(value: float, first: float, second: float | None, kind: frozenset | None,
+                         opening: list[frozenset]) -> bool:
+    """Whether a row the counter goes back to ``value`` at is a new training's first, where the run opened with
+    rows at step 0 (``first``: an evaluation before training) and trained from ``second`` on: a checkpoint is saved
+    after a trained step, and a launch resumed from it logs that step (its evaluation of the checkpoint: a row of
+    the opening rows' kind) or a later one -- so a row of another kind at the first training step or before it
+    is a training of its own (review ds: verl without val_before_train appended after verl with it)."""
+    return (first == 0 and second is not None and value <= second and kind is not None
+            and not any(same_kind(kind, k) for k in opening if k is not None))
+
+
 #: A row a reader puts where the log shows a fresh launch of a training that resumes nothing (a
 #: Hugging Face ``Trainer``'s ``***** Running training *****`` banner with no ``Resuming training from
 #: checkpoint`` line after it): the rows after it are a run of their own, whatever their counter.
@@ -456,6 +482,8 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
     late_row = _LateRows(values) if late_rows else None
     runs: list[list[dict]] = [[]]
     first = None  # the current run's first counted value
+    second = None  # its next value up: the first training step, where the run opened with an evaluation at step 0
+    opening: list[frozenset] = []  # what the current run's rows at its first value log
     resumes = dropped = late = started_over = launched = 0
     how: dict[str, int] = {}  # how each resume showed -> times
     last = None
@@ -478,11 +506,12 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
         is_late = goes_back and not restart and late_row is not None and late_row(i, last)
         if is_late and late_row.next_greater[i] == last:  # (back at once to the step logged last: late, or a resume?)
             is_late = not _relogs_last(rows, values, kinds, i, last, runs[-1], counter, kind_of)
-        if new_run or ((goes_back or relogged) and not is_late and value <= first and not resumed):
+        if new_run or ((goes_back or relogged) and not is_late and not resumed
+                       and (value <= first or _first_training_step(value, first, second, kinds[i], opening))):
             started_over += not new_run
             launched += new_run
             runs.append([])
-            first = None
+            first, second, opening = None, None, []
             replaced.start([], None)
             is_late = False
         elif (goes_back or relogged) and not is_late:  # the abandoned attempt's rows after the resumed one's first step go
@@ -498,6 +527,10 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
         runs[-1].append(row)
         if first is None:
             first = value
+        if value == first:
+            opening.append(kinds[i])
+        elif second is None and value > first:
+            second = value
         if is_late:
             late += 1
             continue

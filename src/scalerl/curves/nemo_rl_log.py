@@ -118,9 +118,12 @@ def read_nemo_rl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     for _, raw in shown_lines(path):
         line = ray_source(raw)[1]
         if "Step " in line and (m := STEP_HEADER.search(line)):
-            if current is not None:
-                rows.append(current)
+            # The step's row goes in at its header, filled as its results print: a validation printed before
+            # the next header at another step (a training started over in the same console, its evaluation
+            # before training) comes after it, as printed (review ds: it came before, and the step read as a
+            # run of its own).
             current, val_step, section, seen_training = {"step": int(m.group(1))}, None, None, False
+            rows.append(current)
             continue
         if "validation at step" in line and (m := VALIDATION_START.search(line)):
             val_step, section = int(m.group(1)), None
@@ -141,6 +144,7 @@ def read_nemo_rl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             else:
                 if current is None:  # results before any step header: a log cut at its start
                     current = {"step": 0}
+                    rows.append(current)
                 target = current
                 seen_training = seen_training or prefix == "train"
             section = (prefix, target)
@@ -153,7 +157,6 @@ def read_nemo_rl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             section = None  # any other line ends the section
     notes: list[str] = []
     if current is not None:
-        rows.append(current)
         if not seen_training:
             notes.append(f"step {current['step']} has no 'Training Results' (the run was stopped during it): "
                          "kept what it printed")

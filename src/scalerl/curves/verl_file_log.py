@@ -81,4 +81,6 @@ def read_verl_file(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool 
     rows, notes = read_verl_file_rows(path)
     if not rows:
         raise InputError(f"{path}: no verl file-logger lines in the file")
-    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)
+    # (step_column: a late validation takes the x of its own step, not the later steps' -- review ds)
+    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded,
+                            step_column="step")

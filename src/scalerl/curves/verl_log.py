@@ -53,8 +53,9 @@ _STEP_LINE = re.compile(r"(?:^|[\s)\]])step:(-?\d+) - (\S.*)$")
 #: The same, searched for in a whole text at once (a line at a time costs seconds on a large log that has none).
 _STEP_LINE_ANYWHERE = re.compile(_STEP_LINE.pattern, re.M)
 #: What verl's trainer prints as a launch loads a checkpoint (``_load_checkpoint``: ``Load from
-#: checkpoint folder: ...``, ``Setting global step to N``, ``Resuming from .../global_step_N``).
-_RESUMING = re.compile(r"\bResuming from \S*global_step_\d+")
+#: checkpoint folder: ...``, ``Setting global step to N``, ``Resuming from .../global_step_N``; the fully-async
+#: trainer's ``Resuming from  ...`` has two spaces: review ds).
+_RESUMING = re.compile(r"\bResuming from\s+\S*global_step_\d+")
 #: ``Initial validation metrics: {...}`` (pprint of the metrics dict, maybe quoted).
 _INITIAL = re.compile(r"Initial validation metrics:\s*(\{.*\})")
 #: One ``'key': value`` item of that dict; numpy scalars print as ``np.float64(0.5)``.
@@ -286,4 +287,6 @@ def read_verl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tru
     rows, notes = read_verl_rows(path)
     if not rows:
         raise InputError(f"{path}: no verl step lines ('step:N - key:value - ...') in the file")
-    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded)
+    # (step_column: a late validation takes the x of its own step, not the later steps' -- review ds)
+    return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale, bounded=bounded,
+                            step_column="step")
