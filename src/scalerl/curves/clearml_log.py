@@ -9,7 +9,8 @@ JSON array of reported events; a scalar is ``{"type": "training_stats_scalar", "
 ``TITLE/SERIES`` -- for verl, whose ClearML logger splits each key at its first ``/``, exactly the
 key it logged (``val-core/openai/gsm8k/reward/mean@1``). Rows: ``step`` (ClearML's iteration),
 ``wall_time`` (hours since the session's first event) and every scalar reported at that
-iteration; other events (plots, images, console lines) are not values. A session is a run, named
+iteration; other events (plots, images, console lines) are not values, nor single values (reported at
+iteration -2**31).  A session is a run, named
 by its task (``project/name``); the ``offline`` directory of several sessions gives one run each,
 except that a session of the same task that starts after the first iteration of an earlier one and
 no later than one past its last is that training resumed from a checkpoint (offline, each start
@@ -35,6 +36,9 @@ from scalerl.errors import InputError
 METRICS = "metrics.jsonl"
 TASK = "task.json"
 SCALAR = "training_stats_scalar"
+#: The iteration ClearML reports a single value at (``Logger.report_single_value``: a "Summary" scalar, such as
+#: the ``epoch`` transformers' ClearMLCallback reports with every log): no step of the training (review dt).
+SINGLE_VALUE_ITER = -(2 ** 31)
 
 
 def _is_events_line(line: str) -> bool:
@@ -119,7 +123,8 @@ def _session_rows(events: list[dict[str, Any]], t0: float | None) -> list[dict[s
     rows: list[dict[str, Any]] = []
     for e in events:
         step, title, series = e.get("iter"), e.get("metric"), e.get("variant")
-        if not isinstance(step, (int, float)) or isinstance(step, bool) or not isinstance(title, str):
+        if (not isinstance(step, (int, float)) or isinstance(step, bool) or not isinstance(title, str)
+                or step == SINGLE_VALUE_ITER):
             continue
         key = f"{title}/{series}" if isinstance(series, str) and series else title
         # Consecutive events of one iteration are one row (verl reports a step's metrics together);

@@ -40,6 +40,14 @@ SYNTHETIC = ("step", "wall_time")
 #: Milliseconds (MLflow's timestamps) per hour (``wall_time``'s unit, as in the TensorBoard reader).
 MS_PER_HOUR = 3_600_000.0
 
+#: What MLflow's SQL store writes for an infinity (``sanitize_metric_value``: SQL cannot hold one): read back as
+#: one, to be dropped and counted as the other readers drop theirs (review dt).
+DBL_MAX = 1.7976931348623157e308
+#: The prefix of the system metrics MLflow's monitor logs (``MLFLOW_ENABLE_SYSTEM_METRICS_LOGGING``): at steps of
+#: its own (a sample every 10 s, from 0 in every run), not the training's -- they say neither where a run starts
+#: nor when a training step was logged (review dt).
+SYSTEM = "system/"
+
 # One metric value: (run id, run name, lifecycle stage, key, value, step, timestamp in ms).
 Record = tuple[str, str, str, str, float, int, int]
 
@@ -126,14 +134,16 @@ def _last_line(f: Path) -> str:
 
 
 def step_ranges(path: Path | Server) -> dict[str, tuple[int, int]]:
-    """Each run's first and last step over every metric it logged (not only those read): what tells
+    """Each run's first and last step over every metric it logged (not only those read; not the system
+    metrics, whose steps are the monitor's): what tells
     whether a run continues another. A file store's metric files are appended in step order, so
     their first and last lines say it; a tracking server is not asked (empty: the readers fall back
     to the steps of the metrics read)."""
     if isinstance(path, Server):
         return {}
     if not path.is_dir():
-        rows = _sqlite_query(path, "SELECT run_uuid, MIN(step), MAX(step) FROM metrics GROUP BY run_uuid")
+        rows = _sqlite_query(path, "SELECT run_uuid, MIN(step), MAX(step) FROM metrics WHERE key NOT LIKE ? "
+                                   "GROUP BY run_uuid", (SYSTEM + "%",))
         return {rid: (int(lo or 0), int(hi or 0)) for rid, lo, hi in rows}
     ranges: dict[str, tuple[int, int]] = {}
     for meta_path in _run_metas(path):
@@ -142,7 +152,9 @@ def step_ranges(path: Path | Server) -> dict[str, tuple[int, int]]:
         except yaml.YAMLError:
             continue  # the records' reading says what is wrong with it
         rid = str(meta.get("run_id") or meta.get("run_uuid") or meta_path.parent.name)
-        for _, f in _metric_lines(meta_path.parent / "metrics"):
+        for key, f in _metric_lines(meta_path.parent / "metrics"):
+            if key.startswith(SYSTEM):
+                continue
             with open(f, encoding="utf-8", errors="replace") as fh:
                 first = next((line for line in fh if line.strip()), "")
             for line in (first, _last_line(f)):
@@ -226,8 +238,12 @@ def read_mlflow_rows(path: Path | Server, keys: Collection[str]) -> tuple[list[d
             deleted.add(name)
             continue
         names[rid] = name
+        if abs(value) == DBL_MAX:
+            value = math.copysign(math.inf, value)
         seen = steps[rid][step].get(key)
-        repeated[name] += seen is not None
+        # (the same value again is no sign of a resume: a Trainer logs its epoch with the step's training and
+        # evaluation logs -- review dt)
+        repeated[name] += seen is not None and not (seen[1] == value or math.isnan(seen[1]) and math.isnan(value))
         if seen is None or ts >= seen[0]:
             steps[rid][step][key] = (ts, value)
     notes = _join_resumed(steps, names, lambda: step_ranges(path))
@@ -269,7 +285,8 @@ def read_mlflow(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = T
     if x == "wall_time":
         # The clock starts at the run's first metric of any key (as the TensorBoard and row readers
         # measure it), not at its first evaluation: that would put the first evaluation at compute 0.
-        wanted = available - set(SYNTHETIC)
+        # Not the system metrics': logged at steps of their own, a step's time would be theirs.
+        wanted = {k for k in available if not k.startswith(SYSTEM)} - set(SYNTHETIC) | wanted
     rows, notes, ids = read_mlflow_rows(store, wanted)
     renamed = {name: key for name, key in stored.items() if name != key}
     if renamed:

@@ -59,6 +59,10 @@ BOOKKEEPING = {"id", "run_id", "timestamp", "run_name", "step", "log_id", "space
 NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 #: Columns every row has besides the metrics.
 SYNTHETIC = ("step", "wall_time")
+#: The files a Trackio Space's dataset keeps beside a project's export (``<project>_system.parquet``, ...):
+#: system metrics, configs and traces, which Trackio's own import passes over (review dt: a traces file was read
+#: as a project of its own).
+SIDECARS = ("_system", "_configs", "_traces")
 
 
 def _columns(db: sqlite3.Connection) -> set[str]:
@@ -96,9 +100,16 @@ def trackio_files(path: Path) -> list[Path]:
     if path.is_dir():
         dbs = [p for p in path.glob("*.db") if is_trackio_db(p)]
         stems = {p.stem for p in dbs}
-        exports = [p for p in path.glob("*.parquet") if p.stem not in stems and is_trackio_parquet(p)]
+        projects = stems | {p.stem for p in path.glob("*.parquet")}
+        exports = [p for p in path.glob("*.parquet") if p.stem not in stems and not _sidecar(p.stem, projects)
+                   and is_trackio_parquet(p)]
         return sorted(dbs + exports)
     return [path] if is_trackio_db(path) or is_trackio_parquet(path) else []
+
+
+def _sidecar(stem: str, projects: set[str]) -> bool:
+    """Whether ``stem`` names a side file of a project beside it (:data:`SIDECARS`)."""
+    return any(stem.endswith(end) and stem[: -len(end)] in projects for end in SIDECARS)
 
 
 def is_trackio(path: Path) -> bool:
@@ -225,6 +236,7 @@ class _Log:
         self.runs: list[tuple[str, list[tuple[float, int, dict[str, Any]]]]] = []
         self.ids: dict[str, str] = {}  # run name -> Trackio's run id (trackio >= 0.24; older runs have none)
         self.relaunched: dict[str, int] = {}  # run -> the index of the first row its latest launch logged
+        self.no_clock: list[str] = []  # runs whose timestamps mix local time and UTC: no wall_time
         for name, key, logs, launched in named:
             label = name if count[name] == 1 else f"{name} [{key[:8]}]"
             self.ids[label] = key
@@ -232,6 +244,11 @@ class _Log:
                 stamps = [datetime.fromisoformat(stamp) for stamp, _, _ in logs]
             except (TypeError, ValueError):
                 raise InputError(f"{path}: run {label!r} has a timestamp that is not ISO 8601") from None
+            if len({stamp.tzinfo is None for stamp in stamps}) > 1:
+                # trackio < 0.17 wrote local time without a zone, later ones UTC: a run resumed after an upgrade
+                # holds both, and the local time's zone is nowhere (review dt: a TypeError traceback).
+                self.no_clock.append(label)
+                stamps = [stamp.replace(tzinfo=None) for stamp in stamps]
             t0 = min(stamps)
             parsed = []
             for when, (_, step, metrics) in zip(stamps, logs):
@@ -241,7 +258,7 @@ class _Log:
                     continue
                 self.keys.update(values)
                 parsed.append(((when - t0).total_seconds() / 3600.0, step, values))
-            start = _launch_start(launched, stamps, t0)
+            start = None if label in self.no_clock else _launch_start(launched, stamps, t0)
             if start is not None:
                 # The rows logged at or after the latest launch began are its own: the index of the first.
                 self.relaunched[label] = next((i for i, (hours, _, _) in enumerate(parsed) if hours >= start), len(parsed))
@@ -274,13 +291,22 @@ def read_trackio(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = 
     wanted = ({y, TRAINER_STEP, *x_columns(path, available, x)} - set(SYNTHETIC)) & log.keys
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
+    if log.no_clock and "wall_time" in x:
+        raise InputError(f"{path}: run {log.no_clock[0]!r} logged its times in local time (trackio < 0.17) and in "
+                         "UTC (trackio >= 0.17: resumed after an upgrade), so its wall_time cannot be told; read it "
+                         "against its steps (--x train/global_step, or --x step)")
+    if log.no_clock:
+        notes.append(f"run(s) {', '.join(map(repr, log.no_clock))}: times in local time and in UTC (trackio "
+                     "upgraded mid-run): no wall_time, and a resume at the step logged last is not told by its time")
     for label, parsed in log.runs:
         run_rows = []
         kinds: dict[int, frozenset] = {}  # what each row logs, of every key (a row keeps only those read)
         for i, (hours, step, values) in enumerate(parsed):
             if i == log.relaunched.get(label):  # a resumed training's launch: another attempt begins
                 run_rows.append({RESTART: True})
-            row: dict[str, Any] = {"run": label, "step": step, "wall_time": hours}
+            row: dict[str, Any] = {"run": label, "step": step}
+            if label not in log.no_clock:
+                row["wall_time"] = hours
             row.update({k: v for k in wanted & values.keys() if (v := _value(values[k])) is not None})
             kinds[id(row)] = frozenset(k for k, v in values.items() if logged(_value(v)))
             run_rows.append(row)
