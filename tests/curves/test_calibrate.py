@@ -415,8 +415,8 @@ def test_backtest_does_not_call_one_miss_in_nine_unlike_the_shipped_runs(capsys)
 
     from scalerl.commands.backtest import _chance_of_so_few
 
-    assert _chance_of_so_few(SimpleNamespace(n_scored=9, end_coverage=8 / 9, level=0.95)) == pytest.approx(0.37, abs=0.01)
-    assert _chance_of_so_few(SimpleNamespace(n_scored=4, end_coverage=0.0, level=0.95)) < 1e-4
+    assert _chance_of_so_few(SimpleNamespace(n_scored=9, end_coverage=8 / 9), 0.95) == pytest.approx(0.37, abs=0.01)
+    assert _chance_of_so_few(SimpleNamespace(n_scored=4, end_coverage=0.0), 0.95) < 1e-4
     table = Path(__file__).parent / "data" / "real_samples" / "wandb_export_by_run_rl_scaling_laws.csv"
     code, out, err = run_cli(capsys, "backtest", *[str(table)] * 4, "--x", "Step", "--y", "14b", "8b", "4b", "1.7b",
                              "--cut-fraction", "0.3", "0.5", "0.7", "--bootstrap", "0", "--no-progress")

@@ -15,7 +15,7 @@ XY = ["--x", "cum_wall_hours", "--y", "val_score"]
 
 
 def run_cli(capsys, *argv):
-    code = main(list(argv))
+    code = main([str(a) for a in argv])  # (paths given as Path objects too)
     out, err = capsys.readouterr()
     return code, out, err
 

@@ -315,7 +315,7 @@ def _all_runs(curves, args, settings: dict, unread=(), notes: list[str] = ()) ->
     if args.calibration:
         print(calibration_line(args.calibration, settings["calibration"], args.level))
     if summary is not None:
-        print(_summaries_text(summary, by_cut, cuts, what, len(skipped), args, _level_label(results)))
+        print(_summaries_text(summary, by_cut, cuts, what, len(skipped), args, results))
     if plotted:
         print(plotted)
     _check_any_backtested(results, skipped, what, "listed above ('skipped RUN: ...')")
@@ -363,7 +363,7 @@ def _all_runs_json(args, cuts, results, skipped, log_notes, run_notes, summary, 
         **({"summary_by_cut": {f"{f:g}": s.as_dict() for f, s in by_cut.items()}} if several else {}),
         # Said in the text only, before: a script reading the JSON never learnt that its bands missed.
         "calibration": args.calibration, "bands_calibration": _bands_calibration([bt for _, bt in results], args),
-        "calibrate_advice": _calibrate_advice(summary, what, _level_label(results) if results else "95%", args),
+        "calibrate_advice": _calibrate_advice(summary, what, results, args),
     }), allow_nan=False, default=_jsonable)
 
 
@@ -389,9 +389,10 @@ def _runs_table(results, several: bool) -> str:
                         "half-width", "points in band", "plain sigmoid MAE", "power law MAE", "stability"])
 
 
-def _summaries_text(summary, by_cut: dict, cuts, what: str, n_skipped: int, args, label: str) -> str:
+def _summaries_text(summary, by_cut: dict, cuts, what: str, n_skipped: int, args, results) -> str:
     """The summary per cut (several cuts) and of all, and -- where the bands missed too many end
-    levels -- how to make factors from these runs."""
+    levels -- how to make factors from these runs; ``results``: the backtests."""
+    label = _level_label(results) if results else "95%"
     several = len(cuts) > 1
     lines = []
     for f, s in by_cut.items() if several else ():
@@ -399,37 +400,56 @@ def _summaries_text(summary, by_cut: dict, cuts, what: str, n_skipped: int, args
     if several:
         lines.append(f"\nall cuts ({', '.join(f'{f:g}' for f in cuts)}) pooled:")
     lines.append(("" if several else "\n") + _summary_lines(summary, what, skipped=n_skipped, label=label))
-    advice = _calibrate_advice(summary, what, label, args)
+    advice = _calibrate_advice(summary, what, results, args)
     if advice:
         lines.append(f"  {advice}")
     return "\n".join(lines)
 
 
-def _calibrate_advice(summary, what: str, label: str, args) -> str | None:
+def _calibrate_advice(summary, what: str, results, args) -> str | None:
     """Where the bands covered too few end levels to be chance: that the runs are not like the shipped factors'
-    and the command that makes factors from them (the text and the JSON's ``"calibrate_advice"``); else None."""
-    chance = _chance_of_so_few(summary) if summary is not None else 1.0
+    and the command that makes factors from them, read and forecast as these were (the text and the JSON's
+    ``"calibrate_advice"``); else None. ``results``: the backtests, ``(cut, backtest)`` pairs."""
+    if summary is None or not results:
+        return None
+    fc = (results[0][1] if isinstance(results[0], tuple) else results[0]).forecast
+    chance = _chance_of_so_few(summary, fc.held_level)
     if chance >= 0.05:
         return None
-    return (f"the {label} bands covered {_pct(summary.end_coverage)} of these {what}' end "
+    command = shlex.join(["scalerl", "calibrate", *args.paths, "--x", *args.x, "--y", *args.y, *_calibrate_flags(args)])
+    return (f"the {fc.level_text} bands covered {_pct(summary.end_coverage)} of these {what}' end "
             f"levels (so few by chance: p = {chance:.2g}): they are not like the runs the "
             f"{'factors of ' + args.calibration if args.calibration else 'shipped factors'} come from; "
-            f"`scalerl calibrate {shlex.join(args.paths)} --x {shlex.join(args.x)} --y {shlex.join(args.y)}` "
-            "makes factors from your runs (then --calibration FILE)")
+            f"`{command}` makes factors from your runs (then --calibration FILE)")
 
 
-def _chance_of_so_few(summary) -> float:
-    """How likely bands that hold their level would cover this few end levels, or fewer (binomial, one
-    tail); 1 with fewer than 3 scored. The note it gates said "not like the runs the shipped factors come
-    from" whenever coverage fell 5 points below the level: 8 of 9 (89%) at 95%, which bands of exactly 95%
-    give 37% of the time, and 2 of 3 (14%)."""
+def _calibrate_flags(args) -> list[str]:
+    """The flags of this backtest that ``calibrate`` must be given to read the runs and forecast them as it did
+    (review du: the command given without --y-scale failed on logs in percent, and without --fit-from / --r0 /
+    --keep-excursions it would have calibrated another forecaster)."""
+    flags = []
+    for flag, value, default in (("--run-column", args.run_column, None), ("--format", args.format, None),
+                                 ("--y-scale", args.y_scale, 1.0), ("--fit-from", args.fit_from, "auto"),
+                                 ("--r0", args.r0, "first")):
+        if value != default:
+            flags += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    return flags + [flag for flag, on in (("--unbounded", args.unbounded),
+                                          ("--keep-excursions", getattr(args, "keep_excursions", False))) if on]
+
+
+def _chance_of_so_few(summary, level: float) -> float:
+    """How likely bands that hold ``level`` would cover this few end levels, or fewer (binomial, one tail); 1 with
+    fewer than 3 scored. The note it gates said "not like the runs the shipped factors come from" whenever
+    coverage fell 5 points below the level: 8 of 9 (89%) at 95%, which bands of exactly 95% give 37% of the time,
+    and 2 of 3 (14%). ``level``: what the bands hold -- a calibration of few run-cuts gives less than asked
+    (review du: 2 of 4 was "p = 0.014" against 95% for bands labelled 85.7%)."""
     from scipy.stats import binom
 
     n = summary.n_scored
     if n < 3:
         return 1.0
     covered = int(round(summary.end_coverage * n))
-    return float(binom.cdf(covered, n, summary.level))
+    return float(binom.cdf(covered, n, level))
 
 
 def _check_any_backtested(results, skipped, what: str, where: str) -> None:

@@ -18,6 +18,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 from scalerl.commands._curve_args import (add_data_args, distinct_cuts, parse_fit_from,
                                           parse_r0, progress_bar, read_logs, table, writable_file)
 from scalerl.commands._run_names import named_apart
@@ -62,7 +64,7 @@ def run(args) -> int:
         args.cuts = list(DEFAULT_CUTS)
     _check_cuts(args.cuts)
     read, unread = _read(args)
-    out = _output_file(args.output)
+    out = _output_file(args.output, [path for path, _ in read] + list(args.paths))
     read, repeats = _distinct(read)
     curves = [c for _, c in read]
     read_notes = _read_notes(read)
@@ -96,10 +98,15 @@ def _read(args) -> tuple[list, list[tuple[str, str]]]:
     return [(path, c) for path, log in zip(paths, per_log) for c in log], unread
 
 
-def _output_file(output: str) -> Path:
+def _output_file(output: str, logs: list) -> Path:
+    """``--output`` as a path, refused where it is a directory, cannot be written, or is one of the ``logs``
+    read (the log was replaced by the calibration without a word: review du)."""
     out = Path(output)
     if out.is_dir():
         raise InputError(f"--output {out} is a directory; give a file name (e.g. {out / 'calibration.json'})")
+    if out.exists() and any(Path(str(log)).exists() and out.samefile(str(log)) for log in logs):
+        raise InputError(f"--output {out} is one of the logs read; give another file name "
+                         "(e.g. --output calibration.json)")
     writable_file(out, "--output")  # before the calibration, not a traceback after it
     return out
 
@@ -150,7 +157,7 @@ def _unstable(result) -> list[str]:
 
 
 def _json(out: Path, curves, result, by_log: dict, notes: list[str], unread=()) -> str:
-    from scalerl.curves.calibrate import training
+    from scalerl.curves.calibrate import MIN_CUTS, training
 
     new, loro = result.calibration, result.check_new()
     return json.dumps(finite_json({
@@ -161,7 +168,9 @@ def _json(out: Path, curves, result, by_log: dict, notes: list[str], unread=()) 
         "factors_95": {k: {"shipped": result.base.q(0.95, k), "yours": new.q(0.95, k)}
                        for k in ("confidence", "prediction", "gain")},
         "shipped_on_your_runs": vars(result.check_base()), "yours_leave_one_run_out": vars(loro) if loro else None,
-        "yours_leave_one_log_out": {path: vars(chk) for path, chk in by_log.items()},
+        "yours_leave_one_log_out": {path: vars(chk) if not isinstance(chk, int) else
+                                    {"not_checked": f"the other logs hold {chk} run-cut(s), fewer than {MIN_CUTS}"}
+                                    for path, chk in by_log.items()},
         "calibration": new.as_dict()}), allow_nan=False)
 
 
@@ -190,6 +199,8 @@ def _factors_table(result) -> str:
 
 def _check_lines(read, result, by_log: dict) -> list[str]:
     """How the shipped factors did on these runs, and the new ones on runs (and logs) they were not made on."""
+    from scalerl.curves.calibrate import MIN_CUTS
+
     base, loro = result.check_base(), result.check_new()
     lines = [f"the shipped bands on your runs: end level in the 95% confidence band in {_pct(base.end_coverage)} of "
              f"run-cuts (median half-width {base.end_half_width:.3f}); {_pct(base.point_coverage)} of held-out "
@@ -203,7 +214,9 @@ def _check_lines(read, result, by_log: dict) -> list[str]:
     if by_log:
         lines.append("yours, made without a log's runs, on that log's (leave one log out: as on runs of another source):")
         lines.append(table([[path, str(len({c.run for c in result.scores if c.run in _trainings(read, path)})),
-                             _pct(chk.end_coverage), f"{chk.end_half_width:.3f}", _pct(chk.point_coverage)]
+                             *([_pct(chk.end_coverage), f"{chk.end_half_width:.3f}", _pct(chk.point_coverage)]
+                               if not isinstance(chk, int) else
+                               [f"not checked: the other logs hold {chk} run-cut(s), fewer than {MIN_CUTS}", "-", "-"])]
                             for path, chk in by_log.items()],
                            ["log", "runs", "end level covered", "median half-width", "evaluations in the prediction band"]))
     return lines
@@ -260,17 +273,30 @@ def _trainings(read, path) -> set[str]:
     return {training(c) for p, c in read if p == path}
 
 
+#: How close two curves' values may be and still be one run read twice: a CSV that rounds to 5 decimals and the
+#: JSON-lines log it was written from (review du: only bit-identical copies were counted once). Two runs, even
+#: of one recipe and seed on other hardware, differ by far more somewhere.
+SAME_RUN_TOLERANCE = 1e-3
+
+
+def _same_run(a, b) -> bool:
+    """Whether curves ``a`` and ``b`` are one run: the same compute values and metric values within
+    :data:`SAME_RUN_TOLERANCE` at each."""
+    return (a.x.size == b.x.size and np.allclose(a.x, b.x, rtol=1e-6, atol=0)
+            and bool(np.all(np.abs(a.y - b.y) <= SAME_RUN_TOLERANCE)))
+
+
 def _distinct(read):
-    """The (path, curve) pairs with exact repeats dropped (the same file given twice), and (name, first
-    name) of each repeat; runs of one name in several logs (with other values) named apart by their
-    log, as backtest names them (:func:`~scalerl.commands._run_names.named_apart`)."""
-    kept, repeats, seen = [], [], {}
+    """The (path, curve) pairs with repeats dropped (the same file given twice, or the same run in two
+    formats: :func:`_same_run`), and (name, first name) of each repeat; runs of one name in several logs
+    (with other values) named apart by their log, as backtest names them
+    (:func:`~scalerl.commands._run_names.named_apart`)."""
+    kept, repeats = [], []
     for path, c in read:
-        key = (c.x.tobytes(), c.y.tobytes())
-        if key in seen:
-            repeats.append((c.name, seen[key]))
+        first = next((k for _, k in kept if _same_run(c, k)), None)
+        if first is not None:
+            repeats.append((c.name, first.name))
             continue
-        seen[key] = c.name
         kept.append((path, c))
     return list(zip([path for path, _ in kept], named_apart(kept))), repeats
 

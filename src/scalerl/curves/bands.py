@@ -46,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -161,6 +162,11 @@ def write_calibration(calibration: Calibration, path) -> Path:
     return path
 
 
+#: The provenance ``scalerl calibrate`` writes ("scalerl calibrate: 6 runs, 18 run-cuts at ..."): the run-cuts of
+#: a file from before it wrote ``run_cuts``.
+_CALIBRATE_PROVENANCE = re.compile(r"scalerl calibrate: \d+ runs, (\d+) run-cuts\b")
+
+
 def read_calibration(path, *, level: float | None = None) -> Calibration:
     """A calibration file written by ``scalerl calibrate`` (or the shipped one), checked: a file
     that is not one is refused in one line rather than giving bands of the wrong width. ``level``:
@@ -222,6 +228,10 @@ def read_calibration(path, *, level: float | None = None) -> Calibration:
         problems.append(f"members must name forecast members ({', '.join(MEMBERS)}); got {list(cal.members)}")
     if problems:
         raise InputError(f"{path} is not a valid calibration: {'; '.join(problems)}")
+    if cal.run_cuts is None and (m := _CALIBRATE_PROVENANCE.match(cal.provenance)):
+        # Written by `scalerl calibrate` before it wrote run_cuts: its provenance says how many, and read as "not
+        # recorded" (the shipped file) its few-run-cut bands were labelled 95% or 99% (review du).
+        cal = dataclasses.replace(cal, run_cuts=int(m.group(1)))
     if level is not None and not cal.levels[0] <= level <= cal.levels[-1]:
         raise InputError(f"{path} has factors for band levels {cal.levels[0]:g} to {cal.levels[-1]:g}, not {level:g}: "
                          f"give a level in that range, or write the file again with `scalerl calibrate` (factors at "

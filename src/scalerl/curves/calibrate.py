@@ -21,7 +21,8 @@ every source weighing the same.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -70,6 +71,35 @@ class CutScore:
     """``|observed - forecast| / (f s)`` at each held-out evaluation: the prediction band holds the
     confidence band (:meth:`~scalerl.curves.bands.Bands.half_widths`), so an evaluation inside the
     latter is inside the drawn prediction band whatever the prediction factor."""
+    drawn: "Drawn | None" = None
+    """What the bands are drawn from at the held-out evaluations (:func:`check` scores the bands as
+    ``fit`` and ``backtest`` draw them: stretched past a calibration's horizon, clipped to the bounds)."""
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """A forecast's curve and band scale at a run-cut's held-out evaluations, and those evaluations."""
+
+    R: np.ndarray
+    s: np.ndarray
+    y: np.ndarray
+    h: np.ndarray
+    """Horizon ``ln(C / C_end)`` of each (0 where it cannot be told)."""
+    sigma: float
+    bounds: tuple[float, float]
+
+    def band_check(self, f: float, qc: float, qp: float, h_max: float) -> tuple[bool, float, float]:
+        """(end level inside the confidence band, its half-width, share of evaluations inside the prediction
+        band) for factors ``qc`` / ``qp`` calibrated to horizon ``h_max`` -- as
+        :meth:`~scalerl.curves.bands.Bands.half_widths` and the forecast's band arrays draw them."""
+        k = np.maximum(1.0, self.h / h_max) * f
+        conf = qc * self.s * k
+        pred = np.maximum(qp * np.sqrt(self.s**2 + self.sigma**2) * k, conf)
+        lo, hi = np.clip(self.R - conf, *self.bounds), np.clip(self.R + conf, *self.bounds)
+        end = _end_slice(self.y.size)
+        lo_end, hi_end, level = float(lo[end].mean()), float(hi[end].mean()), float(self.y[end].mean())
+        inside = (self.y >= np.clip(self.R - pred, *self.bounds)) & (self.y <= np.clip(self.R + pred, *self.bounds))
+        return lo_end <= level <= hi_end, (hi_end - lo_end) / 2, float(inside.mean())
 
 
 def cut_score(fc: Forecast, x: Sequence[float], y: Sequence[float], run: str = "") -> CutScore:
@@ -98,6 +128,7 @@ def cut_score(fc: Forecast, x: Sequence[float], y: Sequence[float], run: str = "
         gain_horizon=float(fc.bands.horizon([c_to])[0]),
         small_sample=f,
         points_confidence=np.abs(R - y) / (f * s),
+        drawn=Drawn(R, s, y, np.nan_to_num(fc.bands.horizon(x), nan=0.0), sigma, fc.bands.bounds),
     )
 
 
@@ -117,7 +148,13 @@ def calibration_from_scores(
     n = len(scores)
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
     h_max = max(c.horizon for c in scores)
-    span = float(np.median([c.gain_span for c in scores]))
+    # A run-cut that holds out one evaluation has no gain (its first and last quarter are that one): a span and
+    # an error of 0, which made a file of zero gain factors that read_calibration refuses (review du).
+    gains = [(c, wi) for c, wi in zip(scores, w) if c.gain_span > 0]
+    if not gains:
+        raise InputError(f"none of the {n} run-cuts holds out two evaluations or more, so no gain interval can be "
+                         "calibrated: cut the runs earlier (--cuts) or give runs with more evaluations")
+    span = float(np.median([c.gain_span for c, _ in gains]))
     end = np.array([c.end for c in scores])
     pts = np.concatenate([c.points for c in scores])
     # Each run-cut's evaluations share its weight: a long held-out part counts no more than a short one.
@@ -125,12 +162,13 @@ def calibration_from_scores(
     gain = np.array([
         c.gain_error / max(c.small_sample * gain_scale(*c.gain_ends, c.gain_span, span)
                            * max(1.0, c.gain_horizon / h_max), 1e-12)
-        for c in scores])
+        for c, _ in gains])
+    w_gain = np.array([wi for _, wi in gains])
     return Calibration(
         levels=tuple(levels),
         q_confidence=tuple(conformal_quantile(end, lv, weights=w, n_units=n) for lv in levels),
         q_prediction=tuple(conformal_quantile(pts, lv, weights=w_pts, n_units=n) for lv in levels),
-        q_gain=tuple(conformal_quantile(gain, lv, weights=w, n_units=n) for lv in levels),
+        q_gain=tuple(conformal_quantile(gain, lv, weights=w_gain, n_units=len(gains)) for lv in levels),
         h_max=h_max,
         temperature=temperature,
         members=tuple(members),
@@ -154,11 +192,15 @@ class Check:
 
 
 def check(scores: Sequence[CutScore], cal: Calibration, level: float = 0.95) -> Check:
-    """Coverage of ``cal``'s bands at ``level`` on ``scores`` (run-cuts)."""
+    """Coverage of ``cal``'s bands at ``level`` on ``scores`` (run-cuts): of the bands as drawn where the scores
+    say how (:attr:`CutScore.drawn`: stretched past ``cal``'s horizon, clipped to the bounds -- calibrate printed
+    75% for the shipped bands that backtest measured at 83% on the same forecasts: review du)."""
     qc, qp = cal.q(level, "confidence"), cal.q(level, "prediction")
-    return Check(level, float(np.mean([c.end <= qc for c in scores])),
-                 float(np.median([qc * c.end_unit for c in scores])),
-                 float(np.mean([np.mean(_inside_prediction_band(c, qc, qp)) for c in scores])))
+    parts = [c.drawn.band_check(c.small_sample, qc, qp, cal.h_max) if c.drawn is not None else
+             (c.end <= qc, qc * c.end_unit, float(np.mean(_inside_prediction_band(c, qc, qp)))) for c in scores]
+    return Check(level, float(np.mean([covered for covered, _, _ in parts])),
+                 float(np.median([half for _, half, _ in parts])),
+                 float(np.mean([inside for _, _, inside in parts])))
 
 
 def _inside_prediction_band(c: CutScore, qc: float, qp: float) -> np.ndarray:
@@ -196,19 +238,20 @@ def leave_one_run_out(scores: Sequence[CutScore], members: Iterable[str], temper
 
 
 def leave_one_group_out(scores: Sequence[CutScore], group_of: Mapping[str, str], members: Iterable[str],
-                        temperature: float | None, level: float = 0.95) -> dict[str, Check]:
+                        temperature: float | None, level: float = 0.95) -> dict[str, Check | int]:
     """How factors calibrated on some groups of runs (a log, a source) do on another's: each group's
     run-cuts scored with the factors from every other group's -- the benchmark's leave-one-source-out,
     on your runs. ``group_of`` maps each run to its group; a group whose others hold fewer than
-    :data:`MIN_CUTS` run-cuts is not checked (factors from so few say nothing), nor any with one group."""
+    :data:`MIN_CUTS` run-cuts is not checked (factors from so few say nothing): its entry is how many they
+    hold (it was left out of the table without a word: review du). Empty with one group."""
     members = tuple(members)
     groups = list(dict.fromkeys(group_of[c.run] for c in scores))
-    out = {}
+    out: dict[str, Check | int] = {}
     for group in groups if len(groups) > 1 else ():
         held = [c for c in scores if group_of[c.run] == group]
         rest = [c for c in scores if group_of[c.run] != group]
-        if len(rest) >= MIN_CUTS:
-            out[group] = check(held, calibration_from_scores(rest, members=members, temperature=temperature), level)
+        out[group] = (check(held, calibration_from_scores(rest, members=members, temperature=temperature), level)
+                      if len(rest) >= MIN_CUTS else len(rest))
     return out
 
 
@@ -241,8 +284,9 @@ class CalibrationRun:
         """How the new factors do on a run they were not calibrated on (leave one run out)."""
         return leave_one_run_out(self.scores, self.calibration.members, self.calibration.temperature, level)
 
-    def check_groups(self, group_of: Mapping[str, str], level: float = 0.95) -> dict[str, Check]:
-        """How the new factors, made without a group's runs, do on that group's (leave one group out)."""
+    def check_groups(self, group_of: Mapping[str, str], level: float = 0.95) -> dict[str, Check | int]:
+        """How the new factors, made without a group's runs, do on that group's (leave one group out; the
+        run-cuts the others hold, where too few to check: :func:`leave_one_group_out`)."""
         return leave_one_group_out(self.scores, group_of, self.calibration.members, self.calibration.temperature,
                                    level)
 
@@ -266,6 +310,18 @@ def training(curve: Curve) -> str:
     return curve.name if curve.column_run else curve.name.split(METRIC_SEP, 1)[0]
 
 
+def _named_apart(curves: Sequence[Curve]) -> list[Curve]:
+    """``curves`` with runs of one name from different logs named ``SOURCE:NAME`` (each run a ``metrics.csv``
+    in a directory of its own: read_curves names each "metrics", and they were held out and counted as one
+    run: review du); the command line names them apart by their log before (then no name is shared)."""
+    names = Counter(c.name for c in curves)
+    sources: dict[str, set[str]] = {}
+    for c in curves:
+        sources.setdefault(c.name, set()).add(c.source)
+    return [replace(c, name=f"{c.source}:{c.name}") if names[c.name] > 1 and len(sources[c.name]) > 1 else c
+            for c in curves]
+
+
 def calibrate(
     curves: Sequence[Curve],
     *,
@@ -281,6 +337,7 @@ def calibrate(
     temperature are kept; only the factors are new. ``forecast_kwargs`` go to the forecast
     (r0, fit_from, A_max, ...), as the runs will be forecast later."""
     base = base or default_calibration()
+    curves = _named_apart(curves)
     backtests, skipped = [], []
     # Runs a log held that its reader could not make a curve of (no finite values, say): listed
     # with the skipped ones -- they were dropped without a word, "calibrated on 5 runs" of 6 given.

@@ -86,6 +86,12 @@ class Forecast:
         return self.bands.level if self.bands else (self.boot.level if self.boot else 0.95)
 
     @property
+    def held_level(self) -> float:
+        """The level the bands hold: ``level``, or less where the calibration's run-cuts are too few to give it
+        (:meth:`~scalerl.curves.bands.Calibration.band_level`)."""
+        return self.bands.calibration.band_level(self.level) if self.bands else self.level
+
+    @property
     def level_text(self) -> str:
         """The level the bands hold, for labels: "95%", or less ("85.7%") where the calibration's run-cuts are
         too few to give ``level`` (:meth:`~scalerl.curves.bands.Calibration.band_level`) -- the tables and the
@@ -244,8 +250,7 @@ class Forecast:
             word = "not worth it"
         else:
             word = "uncertain"
-        held = self.bands.calibration.band_level(self.level) if self.bands else self.level
-        return Verdict(budget_from, budget_to, p_from.R, p_to.R, gain, lo, hi, share, word, min_gain, held)
+        return Verdict(budget_from, budget_to, p_from.R, p_to.R, gain, lo, hi, share, word, min_gain, self.held_level)
 
 
 @dataclass
