@@ -206,8 +206,12 @@ def test_a_ray_study_with_an_address_where_nothing_listens_is_one_line_at_once(m
     ray.init itself, which retried for minutes (GCS time-outs; 5 minutes here before it was killed)."""
     import sys
 
+    import scalerl.study.runner as runner
+
     fake = _FakeRay(AssertionError("ray.init was called with an address where nothing listens"))
     monkeypatch.setitem(sys.modules, "ray", fake)
+    # Before the study's models are built or loaded (a warm start of minutes before the one line, once)
+    monkeypatch.setattr(runner, "prepare_models", lambda *a, **k: pytest.fail("models prepared before the refusal"))
     port = _free_port()
     code = main(["study", "--output", str(tmp_path / "s"), "--family", "loo", "--only", "loo-loss-dapo",
                  "--steps", "8", "--eval-every", "2", "--no-progress", "--no-report", "--backend", "ray",

@@ -51,7 +51,7 @@ def _without_trainer_gpu(device: "torch.device", address: str | None):
             os.environ["CUDA_VISIBLE_DEVICES"] = visible
 
 
-def _check_reachable(address: str | None, name: str = "backend.ray_address") -> None:
+def check_reachable(address: str | None, name: str = "backend.ray_address") -> None:
     """A cluster address (``HOST:PORT``, or a Ray Client's ``ray://HOST:PORT``) where nothing answers
     is one line at once: Ray itself retries for about two minutes, printing GCS time-outs, then exits
     the process (a client retries for 30 s, then raises). (``auto`` and ``local`` are Ray's to resolve.)"""
@@ -77,7 +77,7 @@ def init_ray(address: str | None, name: str = "backend.ray_address", **options) 
     instead, and resumes from its last checkpoint either way. ``name``: the setting that gave the
     address, for the messages; ``options``: more of ``ray.init``'s arguments."""
     address = address or os.environ.get("RAY_ADDRESS") or None
-    _check_reachable(address, name)
+    check_reachable(address, name)
     ray = _ray()
     try:
         with keeps_sigterm():

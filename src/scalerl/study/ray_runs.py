@@ -37,6 +37,14 @@ def _check_cpus(ray: Any, cpus: int) -> None:
                          "that many; lower --threads, or add a machine with more (ray start --address ...)")
 
 
+def check_ray_address(spec: StudySpec) -> None:
+    """Refuse, before the study builds or loads a model, an address where no Ray cluster answers (the study
+    waited for its models, a warm start of minutes, then said so)."""
+    from scalerl.pipeline.ray_cluster import check_reachable
+
+    check_reachable(spec.ray_address or os.environ.get("RAY_ADDRESS") or None, "--ray-address")
+
+
 def run_on_ray(plans: list[RunPlan], budget: Budget, spec: StudySpec, echo: Echo, record: Callable[[Outcome], None]) -> list[Outcome]:
     try:
         import ray

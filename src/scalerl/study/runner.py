@@ -47,7 +47,7 @@ from scalerl.runlog import append_json_line
 from scalerl.study.local_runs import run_local
 from scalerl.study.one_run import Echo, Outcome
 from scalerl.study.plan import Budget, RunPlan, plan_study, prepare_models
-from scalerl.study.ray_runs import run_on_ray
+from scalerl.study.ray_runs import check_ray_address, run_on_ray
 from scalerl.study.run_state import PROGRESS, check_existing
 from scalerl.study.spec import SPEC_FILE, StudySpec
 from scalerl.train.run_directory import RunDirectoryLock
@@ -56,6 +56,9 @@ from scalerl.train.run_directory import RunDirectoryLock
 
 #: backend name -> runner(plans, budget, spec, echo, record) -> outcomes.
 BACKENDS = {"local": run_local, "ray": run_on_ray}
+#: What each backend checks before the study prepares its models (minutes of warm start for a tiny model):
+#: a Ray address where nothing answers is one line at once.
+PREFLIGHTS = {"ray": check_ray_address}
 
 
 @dataclass
@@ -127,6 +130,8 @@ def run_study(spec: StudySpec, study_dir: str | Path, *, echo: Echo | None = Non
     lock = hold_study_directory(study_dir) if held is None else None
     try:
         save_spec(spec, study_dir)
+        if spec.backend in PREFLIGHTS:
+            PREFLIGHTS[spec.backend](spec)
         prepare_models(plans, progress=spec.progress)
         budget = Budget.of(spec)
         t0 = time.perf_counter()
