@@ -188,6 +188,7 @@ def test_a_generator_process_device_error_reaches_the_trainer_as_its_own_kind():
 
 
 @pytest.mark.ray_cluster
+@pytest.mark.extended  # (make test-all: a device error from a generator actor, one line, is in the default run above)
 def test_a_ray_actors_device_error_reaches_the_driver_in_one_line():
     ray = pytest.importorskip("ray")
     from scalerl.pipeline.ray_backend import RayPool

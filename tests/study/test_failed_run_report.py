@@ -58,6 +58,7 @@ def test_the_report_says_a_run_failed(tmp_path, study_cache, capsys):
 
 
 # Review bj
+@pytest.mark.extended  # (make test-all: the failed-run report tests beside it are in the default run)
 def test_a_study_run_without_checkpoints_says_what_to_do_in_the_study(tmp_path, study_cache, capsys):
     out = tmp_path / "study"
     args = micro_args(out, "--family", "loo", "--only", "loo-loss-dapo", "--threads", "1")

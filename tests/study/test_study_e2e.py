@@ -120,6 +120,7 @@ def test_micro_study_end_to_end(study_cache, tmp_path, capsys, monkeypatch):
     print(f"micro-study: {time.perf_counter() - t0:.0f} s")
 
 
+@pytest.mark.extended  # (make test-all: a killed study run's resume: tests/study/test_resume.py in the default run)
 def test_killed_study_resumes_and_skips_finished_runs(study_cache, tmp_path, capsys):
     out = tmp_path / "study"
     args = micro_args(out, "--family", "loo", "--only", "loo-aggregation-sample", "--set", "pipeline=sync",
@@ -165,6 +166,7 @@ def test_ray_backend_runs_every_run_as_a_task(study_cache, tmp_path, capsys):
     assert (out / "report.html").exists()
 
 
+@pytest.mark.extended  # (make test-all: the micro study end to end is in the default run)
 def test_local_parallel_runs_in_worker_processes_as_they_would_in_process(study_cache, tmp_path, capsys):
     """--parallel 2 on the local backend: both runs train at once in spawned workers, each records
     its CPU time, and a run trained in a worker is the run trained in this process (the default

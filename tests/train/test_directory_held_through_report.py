@@ -37,7 +37,7 @@ def _probe_during_report(monkeypatch, seen):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command", ["train", "demo", "train --nproc 2"])
+@pytest.mark.parametrize("command", ["train", "demo", pytest.param("train --nproc 2", marks=pytest.mark.extended)])
 def test_the_directory_is_held_until_the_report_is_written(tmp_path, monkeypatch, capsys, command):
     # --nproc 2: the launcher holds the directory from before its ranks start through its report (it was
     # rank 0's lock, dropped as that process exited, before the launcher wrote the report).

@@ -123,8 +123,11 @@ def _run_ranks_once(target, args, world):
     return out
 
 
-@pytest.mark.parametrize("aggregation,micro,budget", [("prompt", 3, 0), ("token", 64, 0), ("prompt", 3, 2048)],
-                         ids=["prompt-uneven-share", "token-one-micro-batch", "prompt-head-in-chunks"])
+# The head-in-chunks case in the default run (prompt aggregation, an uneven share, the chunked head); the other two
+# in make test-all.
+@pytest.mark.parametrize("aggregation,micro,budget", [
+    pytest.param("prompt", 3, 0, marks=pytest.mark.extended), pytest.param("token", 64, 0, marks=pytest.mark.extended),
+    ("prompt", 3, 2048)], ids=["prompt-uneven-share", "token-one-micro-batch", "prompt-head-in-chunks"])
 def test_two_process_fsdp_update_equals_one_process(aggregation, micro, budget):
     """Also with the LM head in chunks on the shards (a 2 KB logits budget: ~5 positions of the
     character vocabulary at a time; through the shared-prompt pass, as a run scores), against the
@@ -262,6 +265,7 @@ def _probe_rank(rank, world, box):
     box.put((sharded, one, stepped.metrics, _steps(plain, groups, recipe, Share(), 1, 64, tokens=40)[0]))
 
 
+@pytest.mark.extended  # (make test-all: the probe's one-process tests are in test_activation_probe.py)
 def test_the_activation_probe_on_shards_measures_what_one_process_does_and_the_step_follows():
     sharded, one, got, want = run_ranks(_probe_rank)
     # The gathered weights FSDP swaps in for each unit's forward are parameters, not activations.
@@ -315,7 +319,8 @@ def _read_error_rank(rank, world, root, failing, where, box):
     box.put((got, sorted(p.name for p in root.iterdir())))
 
 
-@pytest.mark.parametrize("failing", [0, 1], ids=["rank-0", "rank-1"])
+# (rank 1's error reaching rank 0 in the default run; rank 0's own in make test-all)
+@pytest.mark.parametrize("failing", [pytest.param(0, marks=pytest.mark.extended), 1], ids=["rank-0", "rank-1"])
 def test_a_read_error_of_any_rank_in_the_checksums_reaches_rank_0_as_that_error(tmp_path, failing):
     # Review br: rank 1 raised alone, rank 0 got "Connection reset by peer" from the gather and the run ended in two
     # tracebacks; bt: its errno was lost (the trainer says a disk's errors in one line, others in a traceback).
@@ -327,6 +332,7 @@ def test_a_read_error_of_any_rank_in_the_checksums_reaches_rank_0_as_that_error(
     assert left == []  # the half-written checkpoint went
 
 
+@pytest.mark.extended  # (make test-all: the shards' check's other error, test_shards_rank_0_does_not_see_..., is in the default run)
 def test_a_disk_error_in_rank_0_s_check_of_the_shards_is_said_as_that_error(tmp_path):
     # Rank 0 checks every rank's shards are there before they are checksummed; a read error there (EIO) was said as
     # "not all in ... as rank 0 sees it: ... must be on a file system every machine shares" (an InputError: no errno).

@@ -202,6 +202,7 @@ def test_nproc_refuses_what_it_does_not_shard(tmp_path, capsys):
     assert main(small_args(tmp_path / "y", "--nproc", "0")) == 2
 
 
+@pytest.mark.extended  # (make test-all: test_nproc_2_follows_nproc_1 runs two ranks in the default run)
 def test_an_error_in_rank_0_comes_back_as_one_line(user_model, math_jsonl, tmp_path, capsys):
     """The generation budget is checked in rank 0's process: its error crosses back to the launcher."""
     out = tmp_path / "run"

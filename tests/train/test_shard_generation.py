@@ -60,7 +60,8 @@ def _rank(rank, world, max_rows, box):
     box.put((got, want, result.skipped))
 
 
-@pytest.mark.parametrize("max_rows", [None, 2], ids=["all-rows", "two-rows-at-a-time"])
+@pytest.mark.parametrize("max_rows", [None, pytest.param(2, marks=pytest.mark.extended)],
+                         ids=["all-rows", "two-rows-at-a-time"])
 def test_two_ranks_sample_on_their_shards_what_one_process_samples(max_rows):
     """Also a few rows at a time (run.decode_rows): rank 0's share of 3 rows is two pieces, rank
     1's of 2 one, and rank 1 runs rank 0's second piece's forwards on a stand-in."""

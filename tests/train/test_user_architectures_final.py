@@ -175,6 +175,7 @@ def test_lora_on_a_tied_embedding_samples_the_policy_it_trains(tmp_path, char_to
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # (make test-all: the one-process final's router test is in the default run)
 def test_fsdp_final_keeps_the_routers_fp32_values(tmp_path, char_tokenizer):
     """--nproc 2: final/ was gathered from the shards in the stored dtype (bf16) before the router was kept in fp32:
     F32 tensors holding bf16-rounded values (review cp). The buffer is never trained: final/ holds it exactly."""

@@ -427,6 +427,7 @@ def test_eval_run_of_a_bf16_lora_run_repeats_its_last_evaluation(user_model, mat
         f"stderr: {err.strip()[-300:]!r}")
 
 
+@pytest.mark.extended  # (make test-all: the eval-run tests of one-process runs are in the default run)
 def test_eval_run_of_a_generate_on_shards_run_repeats_its_last_evaluation(user_model, math_jsonl, tmp_path, capsys,
                                                                           monkeypatch):
     # fp32 compute, fp32 final/: the module's promise is "reproduced exactly when final/ is stored in fp32".
