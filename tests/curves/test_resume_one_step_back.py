@@ -28,8 +28,10 @@ def _verl_sync_attempt(start: int, last: int, later: float) -> list[tuple[int, d
     return rows
 
 
-def _console(rows: list[tuple[int, dict]]) -> str:
-    return "".join(f"{P}step:{s} - " + " - ".join(f"{k}:{v!r}" for k, v in d.items()) + "\n" for s, d in rows)
+def _console(rows: list) -> str:
+    """verl's console logger (concat_dict_to_str): ``step:N - key:value - ...``; a str is a line as it is."""
+    return "".join(r if isinstance(r, str) else f"{P}step:{r[0]} - " + " - ".join(f"{k}:{v!r}" for k, v in r[1].items())
+                   + "\n" for r in rows)
 
 
 def _killed_at_10_resumed_from_9():
@@ -68,17 +70,20 @@ def test_verl_file_logger_appended_resume_one_step_back_keeps_the_resumed_attemp
 # --- verl fully-async trainer with a resume ----------------------------------------------------------------------
 
 
-def _fully_async_attempt(start: int, kill: int, later: float) -> list[tuple[int, dict]]:
-    """verl's fully-async trainer (as tests/curves/test_verl_async_validation.py writes it): per parameter version
-    V a training row and a param-sync row at step V; the validation of version V is logged at step V after
-    version V+1's rows (every 5 versions), with its timing row; a launch validates the version it starts from."""
+def _fully_async_attempt(start: int, kill: int, later: float, *, val_before_train: bool = True
+                        ) -> list[tuple[int, dict]]:
+    """verl's fully-async trainer (recipe/fully_async_policy/fully_async_trainer.py): per parameter version V a
+    training row and a param-sync row at step V; the validation of version V is logged at step V after version
+    V+1's rows (every 5 versions), with its timing row; a launch validates the version it starts from
+    (val_before_train)."""
     rows: list[tuple[int, dict]] = []
 
     def val(v):
         rows.append((v, {VAL: round(0.3 + v / 100 + later, 4)}))
         rows.append((v, {"timing_s/testing": 30.0}))
 
-    val(start)
+    if val_before_train:
+        val(start)
     for v in range(start + 1, kill + 1):
         rows.append((v, {"actor/pg_loss": 0.01, "timing_s/step": 60.0, "critic/score/mean": round(v / 100 + later, 4)}))
         rows.append((v, {"timing_s/wait_last_valid": 0.5, "timing_s/param_sync": 2.0}))

@@ -12,34 +12,8 @@ import pytest
 
 from scalerl.cli import main
 
-VAL = "val-core/acc"
-RAY = "(TaskRunner pid=1) "
-
-
-def _console(rows: list) -> str:
-    """verl's console logger (concat_dict_to_str): ``step:N - key:value - ...``; a str is a line as it is."""
-    return "".join(r if isinstance(r, str) else f"{RAY}step:{r[0]} - "
-                   + " - ".join(f"{k}:{v!r}" for k, v in r[1].items()) + "\n" for r in rows)
-
-
-def _fully_async(start: int, kill: int, later: float, *, val_before_train: bool = True) -> list[tuple[int, dict]]:
-    """verl's fully-async trainer (recipe/fully_async_policy/fully_async_trainer.py): per parameter version V a
-    training row and a param-sync row at step V; the validation of version V (every 5) is logged at step V after
-    version V+1's rows, with its timing row; a launch validates the version it starts from (val_before_train)."""
-    rows: list[tuple[int, dict]] = []
-
-    def val(v):
-        rows.append((v, {VAL: round(0.3 + v / 100 + later, 4)}))
-        rows.append((v, {"timing_s/testing": 30.0}))
-
-    if val_before_train:
-        val(start)
-    for v in range(start + 1, kill + 1):
-        rows.append((v, {"actor/pg_loss": 0.01, "timing_s/step": 60.0, "critic/score/mean": round(v / 100 + later, 4)}))
-        rows.append((v, {"timing_s/wait_last_valid": 0.5, "timing_s/param_sync": 2.0}))
-        if v > start + 1 and (v - 1) % 5 == 0:
-            val(v - 1)
-    return rows
+from .test_resume_one_step_back import VAL, _console
+from .test_resume_one_step_back import _fully_async_attempt as _fully_async
 
 
 # --- 1. verl's fully-async banner ("Resuming from  <dir>", two spaces) is not read as a launch --------------------
