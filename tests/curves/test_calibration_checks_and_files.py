@@ -242,3 +242,12 @@ def test_the_same_run_in_two_formats_is_counted_once(capsys, tmp_path):
     assert code == 0, err
     obj = json.loads(out)
     assert obj["runs_scored"] == 6 and obj["run_cuts"] == 18
+
+
+def test_a_null_provenance_is_none_not_the_word(tmp_path):
+    # (a hand-written file with "provenance": null was printed "bands: the factors of FILE (None)")
+    cal = default_calibration().as_dict()
+    cal["provenance"] = None
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(cal))
+    assert read_calibration(path).provenance == ""

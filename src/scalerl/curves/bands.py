@@ -139,7 +139,7 @@ class Calibration:
         t = d.get("temperature")
         return cls(tuple(d["levels"]), tuple(d["q_confidence"]), tuple(d["q_prediction"]), tuple(d["q_gain"]),
                    float(d["h_max"]), None if t is None else float(t), tuple(d["members"]),
-                   float(d["gain_span"]), str(d.get("provenance", "")),
+                   float(d["gain_span"]), str(d.get("provenance") or ""),
                    None if d.get("run_cuts") is None else int(d["run_cuts"]))
 
 
