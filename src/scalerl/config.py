@@ -22,6 +22,7 @@ It imports no torch: the forecaster and the CLI read configs without the trainin
 from __future__ import annotations
 
 import ast
+import collections.abc
 import dataclasses
 import difflib
 import functools
@@ -596,13 +597,33 @@ def _unknown_path_message(cls: type, key: str, leaves: list[str]) -> str:
         return f"'{key}' is a section, not a value; set one of its keys: {known}"
     known = [f.name for f in dataclasses.fields(section)]
     close = difflib.get_close_matches(key, leaves, n=3, cutoff=0.6)
-    # A leaf name mistyped (``lrr`` for ``lr``) is close to no full path: match the last part too.
-    names = {p.rsplit(".", 1)[-1] for p in leaves}
-    for name in difflib.get_close_matches(parts[-1], sorted(names), n=3, cutoff=0.6):
-        close += [p for p in leaves if p.rsplit(".", 1)[-1] == name and p not in close]
+    # A leaf name mistyped (``lrr`` for ``lr``) is close to no full path: match the last part too -- where the key's
+    # sections are ones this config has (``run.steps`` against a recipe was "did you mean optimizer.eps?": review dw).
+    if len(parts) == 1 or prefix == ".".join(parts[:-1]):
+        names = {p.rsplit(".", 1)[-1] for p in leaves}
+        for name in difflib.get_close_matches(parts[-1], sorted(names), n=3, cutoff=0.6):
+            close += [p for p in leaves if p.rsplit(".", 1)[-1] == name and p not in close]
     close = close[:3]
+    mapping = _mapping_field(section, prefix, parts)
+    if mapping:
+        return mapping
     hint = f"; did you mean {' or '.join(close)}?" if close else "."  # a sentence either way
     return f"unknown key '{key}'{hint} Known keys in {_where(prefix)}: {', '.join(known)}"
+
+
+def _mapping_field(section: type, prefix: str, parts: list[str]) -> str | None:
+    """The message for a key inside a mapping field (``recipe.loss.extra.beta``, ``task.settings.digits``): such a
+    field is set whole, as a mapping -- the syntax that works, which the unknown-key message never gave (review dw)."""
+    done = len(prefix.split(".")) if prefix else 0
+    if done >= len(parts) - 1:
+        return None
+    name = parts[done]
+    hint = _type_hints(section).get(name)
+    if hint is None or typing.get_origin(hint) not in (dict, collections.abc.Mapping):
+        return None
+    path, inner = _join(prefix, name), ".".join(parts[done + 1:])
+    return (f"'{path}' is a mapping, set as one value: {path}={{{inner}: VALUE}} (given twice, the mappings are "
+            "merged)")
 
 
 def override_value(raw: str, *, text: bool = False) -> Any:

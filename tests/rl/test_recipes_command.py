@@ -109,7 +109,9 @@ def test_a_recipe_name_alone_shows_it_and_an_unknown_word_lists_the_names(capsys
     assert capsys.readouterr().out == shown
     assert main(["recipes", "lst"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("scalerl recipes: error: unknown recipe 'lst'; known recipes: scalerl, ")
+    assert err.startswith("scalerl recipes: error: unknown action or recipe 'lst' (did you mean list?): the actions "
+                          "are list and show")
+    assert "the recipes: scalerl, " in err
 
 
 # Review CQ: what `recipes show` says above the YAML.

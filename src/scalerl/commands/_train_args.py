@@ -10,9 +10,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from scalerl.config import apply_overrides, override_value, read_yaml_mapping, resolve_key, to_dict
+from scalerl.config import apply_overrides, leaf_fields, override_value, read_yaml_mapping, resolve_key, to_dict
 from scalerl.errors import ConfigError, InputError
-from scalerl.rl.presets import get_preset, preset_departures
+from scalerl.rl.presets import all_presets, get_preset, preset_departures, preset_switches
+from scalerl.rl.recipe import RecipeConfig, why_unread
 from scalerl.runlog import RUNLOG
 from scalerl.train.config import (TrainConfig, absolute_paths, held_out_capped, load_config_file, resolve, sync_means_k1,
                                   with_recipe)
@@ -68,6 +69,10 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
                      defaults: dict | None = None) -> TrainConfig:
     """The config ``args`` ask for. ``defaults``: dotted field -> value, a command's own defaults
     (``scalerl demo``'s model, task, steps), applied where the ``--config`` file sets nothing."""
+    for flag, value in (("--recipe", args.recipe), ("--config", args.config)):
+        if value is not None and not str(value).strip():  # (an unset shell variable: trained the defaults unsaid)
+            raise ConfigError(f"{flag} is empty (an unset shell variable?): give a {flag.removeprefix('--')} "
+                              "or leave the flag out")
     recipe, overrides = _recipe_asked(args, quiet)
     written: set[str] = set()
     if args.config:  # a file that says pipeline: sync and no k means k = 1, as --set does
@@ -76,6 +81,8 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
         if not written and not quiet:  # (the wrong file given, or one not yet saved: said, not run as defaults unsaid)
             print(f"note: config file {args.config} sets nothing (it is empty or holds only comments): "
                   "every field keeps its default", file=sys.stderr)
+        if not quiet:
+            _note_recipe_gaps(args.config, cfg, written)
     else:
         cfg = TrainConfig()
     for path, value in (defaults or {}).items():  # (flags, set below, still win over these)
@@ -121,8 +128,33 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
             _note_departures(args.config, out, written, sets)
         _note_replaced(cfg, out, args, recipe, written, sets)
         _note_set_replaces_flags(flags, sets, out)
+        _note_unread(sets, out)
     # Local paths stored absolute: the run directory works from any working directory.
     return absolute_paths(out)
+
+
+def _note_recipe_gaps(config: str, cfg: TrainConfig, written: set[str]) -> None:
+    """A config file whose recipe starts from no preset (a name of its own) and leaves recipe keys out: those take
+    the defaults, ScaleRL's -- said, naming them (review dw: a DAPO copy under a name of its own, 17 keys short,
+    trained with ScaleRL's fp32 head, PipelineRL-8 and batch without a word)."""
+    if cfg.recipe_name in all_presets():
+        return
+    unset = [k for k in leaf_fields(RecipeConfig) if not any(w == f"recipe.{k}" or w.startswith(f"recipe.{k}.")
+                                                            for w in written)]
+    switches = preset_switches()  # (what a preset decides first: the fp32 head, the pipeline, ...)
+    unset.sort(key=lambda k: k not in switches)
+    if unset:
+        print(f"note: {config}'s recipe {cfg.recipe_name!r} is no preset and leaves out {len(unset)} recipe key(s): "
+              f"they take their defaults (ScaleRL's): {_some(['recipe.' + k for k in unset])}", file=sys.stderr)
+
+
+def _note_unread(sets: dict[str, str], out: TrainConfig) -> None:
+    """A ``--set`` of a recipe setting the recipe does not read (:func:`~scalerl.rl.recipe.why_unread`): said, for
+    the run trains as without it (review dw)."""
+    for path, item in sets.items():
+        if path.startswith("recipe.") and (why := why_unread(out.recipe, path.removeprefix("recipe."))):
+            print(f"note: --set {item.strip()} changes nothing: {why}, so the recipe does not read {path}",
+                  file=sys.stderr)
 
 
 def _note_set_replaces_flags(flags: dict[str, Any], sets: dict[str, str], out: TrainConfig) -> None:

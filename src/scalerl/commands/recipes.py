@@ -8,11 +8,17 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import difflib
 
 from scalerl.config import apply_overrides, resolve_key
 from scalerl.errors import ConfigError
 from scalerl.rl.presets import LEAVE_ONE_OUT, PRESETS, get_recipe, recipe_yaml
 from scalerl.rl.recipe import RecipeConfig, sync_means_k1
+
+
+#: What ``scalerl recipes`` does with a recipe: one line each, or one as YAML.
+ACTIONS = ("list", "show")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,9 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.action not in ("list", "show"):
-        if args.action not in {**PRESETS, **LEAVE_ONE_OUT}:  # get_recipe's error lists the known names
-            get_recipe(args.action)
+    if args.action not in ACTIONS:
+        if args.action not in {**PRESETS, **LEAVE_ONE_OUT}:
+            _unknown_action_or_recipe(args.action)
         # `scalerl recipes scalerl k=4`: the name alone is what was meant (argparse said "invalid choice").
         overrides = [args.name, *args.overrides] if args.name else args.overrides
         args.action, args.name, args.overrides = "show", args.action, overrides
@@ -46,6 +52,28 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _unknown_action_or_recipe(word: str) -> None:
+    """Refuse a first word that is neither an action nor a recipe, naming both (review dw: ``recipes shwo scalerl``
+    was "unknown recipe 'shwo'" and the recipes, not a word of ``show``)."""
+    close = difflib.get_close_matches(word, [*ACTIONS, *PRESETS, *LEAVE_ONE_OUT], n=1, cutoff=0.6)
+    raise ConfigError(f"unknown action or recipe {word!r}{f' (did you mean {close[0]}?)' if close else ''}: the "
+                      f"actions are {' and '.join(ACTIONS)} (scalerl recipes show NAME); the recipes: "
+                      f"{', '.join([*PRESETS, *LEAVE_ONE_OUT])}")
+
+
+def _recipe_key(item: str) -> None:
+    """Refuse an override of a training setting, not the recipe's (``run.steps=5``), saying where it goes (it was
+    "unknown key; did you mean advantages.std_eps or optimizer.eps?": review dw)."""
+    from scalerl.train.config import TrainConfig
+
+    key = item.partition("=")[0].strip()
+    top = key.split(".", 1)[0]
+    if top not in {f.name for f in dataclasses.fields(RecipeConfig)} and top in {
+            f.name for f in dataclasses.fields(TrainConfig)} and top != "recipe":
+        raise ConfigError(f"{key!r} is a training setting, not the recipe's: give it to a run, "
+                          f"scalerl train --set {item.strip()}")
+
+
 def _show(args: argparse.Namespace) -> int:
     if not args.name:
         known = ", ".join([*PRESETS, *LEAVE_ONE_OUT])
@@ -54,6 +82,8 @@ def _show(args: argparse.Namespace) -> int:
     if args.overrides:
         from scalerl.rl.components import validate_recipe  # the names' registries import torch
 
+        for item in args.overrides:
+            _recipe_key(item)
         cfg = apply_overrides(cfg, args.overrides)
         keys = {resolve_key(RecipeConfig, item.partition("=")[0].strip()) for item in args.overrides}
         cfg = validate_recipe(sync_means_k1(cfg, "off_policy.k" in keys))  # pipeline=sync: k = 1, as in train

@@ -317,9 +317,13 @@ def _check_length(cfg: RecipeConfig):
             f"with overlong_max_len {n.overlong_max_len}"
         )
     if n.overlong_max_len > n.max_new_tokens:
+        # Both fixes at once where lowering L_max alone leaves L_cache above it (review dw: the advice, followed,
+        # was refused again for overlong_cache).
+        cache = (f" and overlong_cache <= overlong_max_len (now {n.overlong_cache}: e.g. "
+                 f"{max(1, n.max_new_tokens // 4)})" if n.overlong_cache > n.max_new_tokens else "")
         yield (
             f"length.overlong_max_len ({n.overlong_max_len}) exceeds max_new_tokens ({n.max_new_tokens}): "
-            "the penalty could never reach -1; set overlong_max_len <= max_new_tokens"
+            f"the penalty could never reach -1; set overlong_max_len <= max_new_tokens{cache}"
         )
 
 
@@ -384,3 +388,32 @@ _CHECKS = (
     _check_batch,
     _check_optimizer,
 )
+
+
+#: The built-in losses, each reading its own section of ``loss`` (a loss registered by hand reads ``extra``).
+_LOSS_SECTIONS = ("cispo", "ppo", "dapo", "gspo")
+
+#: The recipe settings a choice of the recipe leaves unread: (dotted key or prefix, why unread -- None where the
+#: recipe reads it). A ``--set`` of one changed nothing and said nothing (review dw: ``--set loss.dapo.eps_high``
+#: under CISPO, a thinking budget under DAPO's overlong penalty); one that breaks the run is refused by the
+#: checks above instead (``length.mask_interrupted``).
+_UNREAD = (
+    *((f"loss.{name}.", lambda c, name=name: f"loss.name is {c.loss.name}"
+       if c.loss.name in _LOSS_SECTIONS and c.loss.name != name else None) for name in _LOSS_SECTIONS),
+    *((key, lambda c: None if c.length.mode == "interrupt" else
+       f"length.mode is {c.length.mode}: only interrupt draws a thinking budget and forces its phrase")
+      for key in ("length.think_budget", "length.answer_budget", "length.interruption_phrase")),
+    ("length.overlong_", lambda c: None if c.length.mode == "overlong_penalty" else
+     f"length.mode is {c.length.mode}: only overlong_penalty shapes the reward by length"),
+    ("filtering.max_generation_rounds", lambda c: None if c.filtering.dynamic_sampling else
+     "filtering.dynamic_sampling is off"),
+    ("filtering.basis", lambda c: None if c.filtering.zero_variance or c.filtering.dynamic_sampling else
+     "filtering.zero_variance and dynamic_sampling are off"),
+    ("sampler.pass_rate_", lambda c: None if c.sampler.no_positive_resampling else
+     "sampler.no_positive_resampling is off"),
+)
+
+
+def why_unread(cfg: RecipeConfig, key: str) -> str | None:
+    """Why recipe ``cfg`` does not read the dotted ``key`` (``loss.dapo.eps_high``), or None where it does."""
+    return next((why for prefix, reason in _UNREAD if key.startswith(prefix) and (why := reason(cfg))), None)

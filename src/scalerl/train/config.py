@@ -651,11 +651,14 @@ def _absolute_reward(spec: str | None, cwd: Path) -> str | None:
 
 
 def recipe_file_as_config(data: dict, path: Path) -> dict:
-    """A YAML file whose top-level keys are all recipe components (what ``scalerl recipes show``
-    prints: loss, aggregation, ...) as a training config's ``recipe:`` section, named after the file;
-    any other mapping unchanged. The two never share a top-level key, so nothing is ambiguous."""
+    """A YAML file whose top-level keys are recipe components (what ``scalerl recipes show`` prints: loss,
+    aggregation, ...) as a training config's ``recipe:`` section, named after the file; any other mapping
+    unchanged. The two never share a top-level key, so nothing is ambiguous: a file of most recipe keys and no
+    training config key is a recipe file whose other keys are typos, named as a recipe's unknown keys are (review
+    dw: one typo made it a training config, and the error blamed its first key, ``loss``)."""
     recipe_keys = {f.name for f in dataclasses.fields(RecipeConfig)}
-    if data and set(data) <= recipe_keys:
+    train_keys = {f.name for f in dataclasses.fields(TrainConfig)}
+    if data and not set(data) & train_keys and 2 * len(set(data) & recipe_keys) > len(data):
         return {"recipe": data, "recipe_name": path.stem}
     return data
 

@@ -1,0 +1,101 @@
+"""Mistakes in the training configuration a user makes -- a typo in a recipe file, a --set the recipe does not
+read, an empty --recipe or --config, a key inside a mapping, a training key given to `recipes show` -- each said
+in one line naming the key (review dw). None trains: they stop at the config."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from scalerl.cli import main
+from scalerl.config import apply_overrides, leaf_fields, to_dict
+from scalerl.errors import ConfigError
+from scalerl.rl.presets import get_recipe, recipe_yaml
+from scalerl.rl.recipe import RecipeConfig
+from scalerl.train.config import TrainConfig, load_config_file
+
+
+def _run(capsys, *argv) -> tuple[int, str]:
+    try:
+        rc = main(list(argv))
+    except SystemExit as exc:  # argparse
+        rc = exc.code
+    return rc, capsys.readouterr().err
+
+
+def test_recipe_file_typo_names_the_mistyped_key(tmp_path):
+    text = recipe_yaml("qwen-dapo").replace("\naggregation:", "\naggregaton:")
+    assert "\naggregaton:" in text
+    path = tmp_path / "my-dapo.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_config_file(path)
+    assert "aggregaton" in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("recipe, item, key", [
+    ("scalerl", "loss.dapo.eps_high=0.3", "loss.dapo.eps_high"),
+    ("qwen-dapo", "length.think_budget=[5, 9]", "think_budget"),
+])
+def test_set_of_a_parameter_the_recipe_never_reads_is_said(capsys, recipe, item, key):
+    rc, err = _run(capsys, "train", "--recipe", recipe, "--set", item, "--print-config")
+    assert key in err, f"rc {rc}, stderr: {err!r}"
+
+
+def test_overlong_budget_advice_is_enough():
+    cfg = apply_overrides(get_recipe("qwen-dapo"), ["length.max_new_tokens=1000"])
+    with pytest.raises(ConfigError) as first:
+        cfg.validate()
+    assert "overlong_max_len" in str(first.value)
+    # Following the advice (overlong_max_len = max_new_tokens) must give a valid recipe, or the first
+    # message must already name what else has to change.
+    try:
+        apply_overrides(cfg, ["length.overlong_max_len=1000"]).validate()
+    except ConfigError as second:
+        assert "overlong_cache" in str(first.value), f"first: {first.value}; then: {second}"
+
+
+def test_empty_recipe_flag_is_refused(capsys):
+    rc, err = _run(capsys, "train", "--recipe", "", "--print-config")
+    assert rc != 0 and "recipe" in err, f"rc {rc}, stderr: {err!r}"
+
+
+def test_empty_config_flag_is_refused(capsys):
+    rc, err = _run(capsys, "train", "--config", "", "--print-config")
+    assert rc != 0 and "config" in err, f"rc {rc}, stderr: {err!r}"
+
+
+def test_partial_recipe_under_an_unknown_name_is_refused_or_said(tmp_path, capsys):
+    data = to_dict(get_recipe("qwen-dapo"))
+    keys = list(leaf_fields(RecipeConfig))
+    for key in keys[int(len(keys) * 0.6):]:  # length.interruption_phrase ... optimizer.grad_clip
+        *parents, leaf = key.split(".")
+        node = data
+        for part in parents:
+            node = node[part]
+        del node[leaf]
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({"recipe_name": "my-dapo", "recipe": data}))
+    rc, err = _run(capsys, "train", "--config", str(path), "--print-config")
+    assert rc != 0 or "fp32_lm_head" in err or "off_policy" in err, f"rc {rc}, stderr: {err!r}"
+
+
+def test_recipes_show_training_key_gets_no_unrelated_suggestion():
+    with pytest.raises(ConfigError) as err:
+        apply_overrides(get_recipe("scalerl"), ["run.steps=5"])
+    message = str(err.value)
+    assert "std_eps" not in message and "optimizer.eps" not in message, message
+
+
+def test_set_inside_a_mapping_field_says_how():
+    try:
+        cfg = apply_overrides(TrainConfig(), ["recipe.loss.extra.beta=0.1"])
+    except ConfigError as exc:
+        assert "recipe.loss.extra={" in str(exc), str(exc)
+    else:
+        assert cfg.recipe.loss.extra == {"beta": 0.1}
+
+
+def test_recipes_mistyped_action_names_the_actions(capsys):
+    rc, err = _run(capsys, "recipes", "shwo", "scalerl")
+    assert rc != 0 and "show" in err, f"rc {rc}, stderr: {err!r}"
