@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from scalerl.cli import main
 from scalerl.curves import calibrate, default_calibration, read_curves
 from scalerl.curves.bands import read_calibration
 
@@ -251,3 +252,96 @@ def test_a_null_provenance_is_none_not_the_word(tmp_path):
     path = tmp_path / "cal.json"
     path.write_text(json.dumps(cal))
     assert read_calibration(path).provenance == ""
+
+
+# --- review dv: regressions of the fixes above ---------------------------------------------------------------
+
+
+def _sigmoid(x, A, cmid, r0=0.2, b=1.5):
+    x = np.asarray(x, dtype=float)
+    return r0 + (A - r0) / (1 + (cmid / np.maximum(x, 1e-9)) ** b)
+
+
+# --- 1. calibrate: a run-cut without a gain left out of the gain factors makes leave-one-run-out fail -------------
+
+
+def test_calibrate_with_one_run_holding_the_gains_still_checks_leave_one_run_out(tmp_path, capsys):
+    # Three runs evaluated at steps 1..9 and once more at 100: every cut (30, 50, 70) holds out that one evaluation
+    # (no gain of its own); a fourth run evaluated every 5 steps holds out several at each cut. The calibration as
+    # a whole has gains (the fourth run's) -- before the change calibrate printed its factors, both checks and
+    # "wrote ...", exit 0. Now the leave-one-run-out check, made without the fourth run, raises.
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(3):
+        x = np.array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 100.0])
+        y = _sigmoid(x, 0.7 + 0.02 * i, 8 + i) + rng.normal(0, 0.005, x.size)
+        y[0] = 0.2
+        rows += [{"run": f"sparse{i}", "step": a, "acc": round(b, 4)} for a, b in zip(x, y)]
+    x = np.arange(0, 101, 5.0)
+    y = _sigmoid(x, 0.7, 30) + rng.normal(0, 0.005, x.size)
+    y[0] = 0.2
+    rows += [{"run": "dense", "step": a, "acc": round(b, 4)} for a, b in zip(x, y)]
+    log = tmp_path / "runs.csv"
+    with open(log, "w", newline="") as f:
+        w = csv.DictWriter(f, ["run", "step", "acc"])
+        w.writeheader()
+        w.writerows(rows)
+    out = tmp_path / "cal.json"
+    code = main(["calibrate", str(log), "--x", "step", "--y", "acc", "--output", str(out), "--no-progress"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "leave one run out" in captured.out and "wrote" in captured.out
+
+
+# --- 2. calibrate: the 1e-3 "same run" tolerance merges two distinct runs of a metric on a small scale ----------
+
+
+def test_calibrate_does_not_merge_two_distinct_runs_of_a_small_metric(tmp_path, capsys):
+    x = np.arange(0, 201, 20.0)
+    a = 0.0010 + 0.0030 / (1 + (60 / np.maximum(x, 1e-9)) ** 1.5)
+    a[0] = 0.001
+    rng = np.random.default_rng(3)
+    b = 0.0010 + 0.0026 / (1 + (70 / np.maximum(x, 1e-9)) ** 1.5) + rng.normal(0, 0.0001, x.size)
+    b[0] = 0.001
+    # (a pass rate on a hard set, 0.1% -> 0.35%: two seeds, 10-27% apart at every evaluation after the first)
+    assert np.all(np.abs(a - b)[1:] / a[1:] > 0.02)
+    paths = []
+    for name, y in (("seed0", a), ("seed1", b)):
+        p = tmp_path / f"{name}.csv"
+        p.write_text("step,pass_rate\n" + "".join(f"{s:g},{v:.6f}\n" for s, v in zip(x, y)))
+        paths.append(str(p))
+    main(["calibrate", *paths, "--x", "step", "--y", "pass_rate", "--output", str(tmp_path / "c.json"),
+          "--no-progress"])
+    captured = capsys.readouterr()
+    assert "is the same curve as" not in captured.out + captured.err, captured.out + captured.err
+
+
+# --- 3. calibrate(): same-named curves of one file are still counted as one run in the Python API ---------------
+
+
+def test_python_calibrate_counts_same_named_runs_of_one_table_as_the_command_does(tmp_path, capsys):
+    from scalerl.curves.calibrate import calibrate
+    from scalerl.curves.io import read_curve
+
+    rng = np.random.default_rng(1)
+    x = np.arange(0, 101, 5.0)
+    cols = {}
+    for i in range(4):
+        y = _sigmoid(x, 0.6 + 0.05 * i, 20 + 5 * i, b=1.5) + rng.normal(0, 0.004, x.size)
+        y[0] = 0.2
+        cols[f"m{i}"] = y
+    table = tmp_path / "wide.csv"
+    with open(table, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["step", *cols])
+        for j, s in enumerate(x):
+            w.writerow([s, *[round(cols[k][j], 4) for k in cols]])
+    # The command line reads them as four runs.
+    code = main(["calibrate", *[str(table)] * 4, "--x", "step", "--y", *cols, "--output", str(tmp_path / "c.json"),
+                 "--no-progress"])
+    assert code == 0 and "calibrated on 4 run(s)" in capsys.readouterr().out
+    # The Python API, given the same four curves, holds them out as one run and checks nothing.
+    curves = [read_curve(table, "step", k) for k in cols]
+    run = calibrate(curves)
+    assert run.runs_scored == 4, run.calibration.provenance
+    assert run.check_new() is not None

@@ -151,10 +151,9 @@ def calibration_from_scores(
     # A run-cut that holds out one evaluation has no gain (its first and last quarter are that one): a span and
     # an error of 0, which made a file of zero gain factors that read_calibration refuses (review du).
     gains = [(c, wi) for c, wi in zip(scores, w) if c.gain_span > 0]
-    if not gains:
-        raise InputError(f"none of the {n} run-cuts holds out two evaluations or more, so no gain interval can be "
-                         "calibrated: cut the runs earlier (--cuts) or give runs with more evaluations")
-    span = float(np.median([c.gain_span for c, _ in gains]))
+    # (none: no gain factors -- NaN, which no file may hold (calibrate refuses first: check_gains); the checks of
+    # the bands, which read only the other two, still run on a subset of run-cuts without a gain: review dv)
+    span = float(np.median([c.gain_span for c, _ in gains])) if gains else math.nan
     end = np.array([c.end for c in scores])
     pts = np.concatenate([c.points for c in scores])
     # Each run-cut's evaluations share its weight: a long held-out part counts no more than a short one.
@@ -164,11 +163,13 @@ def calibration_from_scores(
                            * max(1.0, c.gain_horizon / h_max), 1e-12)
         for c, _ in gains])
     w_gain = np.array([wi for _, wi in gains])
+    q_gain = (tuple(conformal_quantile(gain, lv, weights=w_gain, n_units=len(gains)) for lv in levels) if gains
+              else (math.nan,) * len(levels))
     return Calibration(
         levels=tuple(levels),
         q_confidence=tuple(conformal_quantile(end, lv, weights=w, n_units=n) for lv in levels),
         q_prediction=tuple(conformal_quantile(pts, lv, weights=w_pts, n_units=n) for lv in levels),
-        q_gain=tuple(conformal_quantile(gain, lv, weights=w_gain, n_units=len(gains)) for lv in levels),
+        q_gain=q_gain,
         h_max=h_max,
         temperature=temperature,
         members=tuple(members),
@@ -310,16 +311,32 @@ def training(curve: Curve) -> str:
     return curve.name if curve.column_run else curve.name.split(METRIC_SEP, 1)[0]
 
 
+def check_gains(scored: Sequence[Backtest]) -> None:
+    """Refuse run-cuts none of which holds out two evaluations: no gain interval can be calibrated (a file of
+    zero gain factors was written, which read_calibration refuses: review du)."""
+    if not any(len(bt.test_x) > 1 for bt in scored):
+        raise InputError(f"none of the {len(scored)} run-cuts holds out two evaluations or more, so no gain interval "
+                         "can be calibrated: cut the runs earlier (--cuts) or give runs with more evaluations")
+
+
 def _named_apart(curves: Sequence[Curve]) -> list[Curve]:
-    """``curves`` with runs of one name from different logs named ``SOURCE:NAME`` (each run a ``metrics.csv``
-    in a directory of its own: read_curves names each "metrics", and they were held out and counted as one
-    run: review du); the command line names them apart by their log before (then no name is shared)."""
-    names = Counter(c.name for c in curves)
-    sources: dict[str, set[str]] = {}
-    for c in curves:
-        sources.setdefault(c.name, set()).add(c.source)
-    return [replace(c, name=f"{c.source}:{c.name}") if names[c.name] > 1 and len(sources[c.name]) > 1 else c
-            for c in curves]
+    """``curves`` with no two of one name: where names repeat, each is ``SOURCE:NAME`` (each run a ``metrics.csv``
+    in a directory of its own: read_curves names each "metrics"), then ``:METRIC`` (one table read for several
+    columns: each named after the file), then ``#K`` (curves made with one name by hand) -- as the command line
+    names them (a run's evaluation sets, ``"<run> | <metric>"``, have names of their own). They were held out and
+    counted as one run (reviews du, dv)."""
+    labels = [c.name for c in curves]
+    def where(c: Curve) -> str:
+        return f"{c.source}:" if c.source else ""
+
+    for label_of in (lambda c, k: f"{where(c)}{c.name}", lambda c, k: f"{where(c)}{c.name}:{c.y_name}",
+                     lambda c, k: f"{where(c)}{c.name}:{c.y_name}#{k}"):
+        if len(set(labels)) == len(labels):
+            break
+        counts = Counter(labels)
+        labels = [label_of(c, k) if counts[label] > 1 else label
+                  for k, (c, label) in enumerate(zip(curves, labels), start=1)]
+    return [c if label == c.name else replace(c, name=label) for c, label in zip(curves, labels)]
 
 
 def calibrate(
@@ -357,6 +374,7 @@ def calibrate(
             f"{len(scored)} run-cut(s) could be scored ({len(curves)} run(s) x {len(cuts)} cuts, unstable runs and "
             f"runs too short to cut left out{_left_out(backtests, skipped)}); a calibration needs at least {MIN_CUTS}: "
             "give more runs, or longer ones")
+    check_gains(scored)
     # Scored as the training they come from: a --y glob's curves of one run (its evaluation sets) move
     # together, and holding out one while another stayed in made a "leave one run out" check of two runs.
     run_of = {c.name: training(c) for c in curves}

@@ -48,7 +48,7 @@ from scalerl.study.local_runs import run_local
 from scalerl.study.one_run import Echo, Outcome
 from scalerl.study.plan import Budget, RunPlan, plan_study, prepare_models
 from scalerl.study.ray_runs import check_ray_address, run_on_ray
-from scalerl.study.run_state import PROGRESS, check_existing
+from scalerl.study.run_state import PROGRESS, check_existing, run_status
 from scalerl.study.spec import SPEC_FILE, StudySpec
 from scalerl.train.run_directory import RunDirectoryLock
 
@@ -130,10 +130,11 @@ def run_study(spec: StudySpec, study_dir: str | Path, *, echo: Echo | None = Non
     lock = hold_study_directory(study_dir) if held is None else None
     try:
         save_spec(spec, study_dir)
-        if spec.backend in PREFLIGHTS:
+        budget = Budget.of(spec)
+        # (only where a run is left to train: a resumed study whose runs are done starts no cluster -- review dv)
+        if spec.backend in PREFLIGHTS and any(run_status(p.directory, budget) != "done" for p in plans):
             PREFLIGHTS[spec.backend](spec)
         prepare_models(plans, progress=spec.progress)
-        budget = Budget.of(spec)
         t0 = time.perf_counter()
 
         def record(o: Outcome) -> None:
