@@ -99,3 +99,12 @@ def test_set_inside_a_mapping_field_says_how():
 def test_recipes_mistyped_action_names_the_actions(capsys):
     rc, err = _run(capsys, "recipes", "shwo", "scalerl")
     assert rc != 0 and "show" in err, f"rc {rc}, stderr: {err!r}"
+
+
+def test_end_think_outside_interrupt_mode_needs_no_phrase_to_match(capsys):
+    # The interruption phrase is forced in interrupt mode only: qwen-dapo (overlong penalty) refused an end_think
+    # its phrase did not end with, a phrase it never writes.
+    rc, err = _run(capsys, "train", "--recipe", "qwen-dapo", "--set", "end_think=</reasoning>", "--print-config")
+    assert rc == 0, err
+    rc, err = _run(capsys, "train", "--recipe", "scalerl", "--set", "end_think=</reasoning>", "--print-config")
+    assert rc == 2 and "must end with end_think" in err, err

@@ -191,7 +191,8 @@ class OptimizerConfig:
     weight_decay: float = 0.01
     """AdamW decoupled weight decay (paper: 0.01)."""
     warmup_steps: int = 100
-    """Linear warm-up steps from 0 to lr (paper: 100)."""
+    """Linear warm-up over this many steps to lr: step k (from 1) at lr * k / warmup_steps, so the first update
+    is at lr / warmup_steps, not 0 (paper: 100; 0: lr from the first step)."""
     grad_clip: float | None = 1.0
     """Clip the global gradient norm to this value; null disables (paper: not stated)."""
 
@@ -302,7 +303,9 @@ def _check_length(cfg: RecipeConfig):
         yield (f"length.end_think and length.interruption_phrase must be non-empty text in interrupt mode (the tag "
                f"that closes the thinking, e.g. '</think>', and the phrase forced when the budget runs out), got "
                f"end_think {n.end_think!r}, interruption_phrase {n.interruption_phrase!r}")
-    elif not n.interruption_phrase.rstrip().endswith(n.end_think):
+    elif n.mode == "interrupt" and not n.interruption_phrase.rstrip().endswith(n.end_think):
+        # (interrupt mode only: no other forces the phrase -- qwen-dapo refused --set end_think=</reasoning> for a
+        # phrase it never writes: review dw)
         yield f"length.interruption_phrase must end with end_think ({n.end_think!r}) so the answer phase starts"
     if n.mask_interrupted and n.mode != "interrupt":  # (it would drop nothing: a sweep of it trained alike twice)
         yield (f"length.mask_interrupted applies to length.mode=interrupt only (no other mode forces an "
