@@ -126,6 +126,9 @@ class Classification:
     """Degrees of freedom of the t critical value of each interval (``dA``, ``dB``, ``log_cmid_ratio``; the
     intervals rule): finite where a run has several seeds (:mod:`scalerl.curves.seed_dof`), None (the
     normal's) where both have one."""
+    ceiling_pinned: bool | None = None
+    """For an efficiency verdict (intervals rule): whether dA's interval lies within the margin -- False where a
+    change of A would show as this verdict too (its explanation says "the ceiling is not pinned")."""
 
     def as_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -272,6 +275,14 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
     # --seeds; now 6-9%). One seed a run: as before.
     dA_sd, dA_dof = difference_spread(dA_samples, [_counts(rb, m), _counts(bb, m)])
     dA_int = _around(dA, dA_sd, critical_value(1 - (1 - level) / 2, dA_dof))
+    if max(_share_at_bound(rb.samples[:m, 0], run.fit.A_max), _share_at_bound(bb.samples[:m, 0], base.fit.A_max)) \
+            >= (1 - level) / 2:
+        # Draws piled against A's bound: their spread is one-sided, and estimate +- t x sd read a ceiling "raised"
+        # whose interval ended past the bound (A 0.933 vs 0.706, to +0.440) where the draws' own percentiles held
+        # 0 (review dx). The wider of the two, there.
+        tail = 100 * (1 - level) / 2
+        lo, hi = np.percentile(dA_samples, [tail, 100 - tail])
+        dA_int = (min(dA_int[0], float(lo)), max(dA_int[1], float(hi)))
     if (dA_int[0] > 0 or dA_int[1] < 0) and abs(dA) >= min_effect:
         return Classification(
             run.label, base.label, CEILING, dA > 0, dA, dA_int, rule="intervals", dof={"dA": _finite(dA_dof)},
@@ -325,7 +336,7 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
         f"; the ceiling is not pinned (dA {100 * (2 * level - 1):g}% interval {eq_int[0]:+.3f} to {eq_int[1]:+.3f}"
         f"{_dof_text(dA_dof)}, wider than +-{margin:g}): a change of A would show so too")
     return Classification(
-        run.label, base.label, EFFICIENCY, better,
+        run.label, base.label, EFFICIENCY, better, ceiling_pinned=not unpinned,
         explanation=(
             f"efficiency {'better' if better else 'worse'}: "
             f"{f'with A shared at {A:.3f}' if unpinned else f'same ceiling (A shared at {A:.3f})'}; reaches half the "
@@ -335,6 +346,13 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
         ),
         **common,
     )
+
+
+def _share_at_bound(A_draws: np.ndarray, A_max: float) -> float:
+    """The share of a bootstrap's A draws at the bound ``A_max`` (1 for a pass rate; none for an unbounded metric)."""
+    if not math.isfinite(A_max) or A_draws.size == 0:
+        return 0.0
+    return float(np.mean(A_draws >= A_max - 1e-6))
 
 
 def _shared_ceiling_bootstrap(run: RunFit, base: RunFit, *, n_boot: int, seed: int):
