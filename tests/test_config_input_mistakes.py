@@ -4,11 +4,13 @@ in one line naming the key (review dw). None trains: they stop at the config."""
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 import yaml
 
 from scalerl.cli import main
-from scalerl.config import apply_overrides, leaf_fields, to_dict
+from scalerl.config import apply_overrides, leaf_fields, resolve_key, to_dict
 from scalerl.errors import ConfigError
 from scalerl.rl.presets import get_recipe, recipe_yaml
 from scalerl.rl.recipe import RecipeConfig
@@ -17,7 +19,7 @@ from scalerl.train.config import TrainConfig, load_config_file
 
 def _run(capsys, *argv) -> tuple[int, str]:
     try:
-        rc = main(list(argv))
+        rc = main([str(a) for a in argv])
     except SystemExit as exc:  # argparse
         rc = exc.code
     return rc, capsys.readouterr().err
@@ -108,3 +110,89 @@ def test_end_think_outside_interrupt_mode_needs_no_phrase_to_match(capsys):
     assert rc == 0, err
     rc, err = _run(capsys, "train", "--recipe", "scalerl", "--set", "end_think=</reasoning>", "--print-config")
     assert rc == 2 and "must end with end_think" in err, err
+
+
+# --- review dy: regressions of the fixes above ---------------------------------------------------------------
+
+
+
+def _gapped_config(tmp_path):
+    """A training config of a recipe of its own (no preset's name) with every recipe key but aggregation."""
+    data = to_dict(TrainConfig())
+    data["recipe_name"] = "my-recipe"
+    data["profile"] = "none"
+    del data["recipe"]["aggregation"]
+    path = tmp_path / "gap.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_recipe_gap_note_is_not_given_when_recipe_flag_replaces_the_recipe(capsys, tmp_path):
+    path = _gapped_config(tmp_path)
+    rc, err = _run(capsys, "train", "--config", path, "--recipe", "qwen-dapo", "--print-config")
+    assert rc == 0, err
+    # The run trains qwen-dapo whole: its aggregation, not "their defaults (ScaleRL's)".
+    assert "ScaleRL's" not in err, err
+
+
+def test_recipe_gap_note_leaves_out_a_key_the_set_gives(capsys, tmp_path):
+    path = _gapped_config(tmp_path)
+    rc = main(["train", "--config", str(path), "--set", "aggregation=sample", "--print-config"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert yaml.safe_load(out)["recipe"]["aggregation"] == "sample"
+    assert "recipe.aggregation" not in err, err  # it is set (sample), not left to ScaleRL's default
+
+
+def test_mapping_advice_for_a_key_two_levels_inside_the_mapping_nests_it():
+    msg = _error(lambda: resolve_key(TrainConfig, "task.settings.eval_data.val"))
+    assert "{eval_data: {val: VALUE}}" in msg, msg
+
+
+def test_train_set_of_a_key_inside_loss_extra_by_its_suffix_gives_the_mapping_syntax():
+    # docs/recipe.md: "A key inside a mapping (`loss.extra`, `task.settings`) is set with the mapping,
+    # `loss.extra={beta: 0.1}`" -- `scalerl recipes show scalerl loss.extra.beta=0.1` says so; `scalerl train --set
+    # loss.extra.beta=0.1` says "unknown key 'loss.extra.beta'; did you mean recipe.loss.extra?".
+    assert "={beta: VALUE}" in _error(lambda: resolve_key(RecipeConfig, "loss.extra.beta"))
+    msg = _error(lambda: resolve_key(TrainConfig, "loss.extra.beta"))
+    assert "={beta: VALUE}" in msg, msg
+
+
+@pytest.mark.parametrize("key", ["train.lr", "opt.lr", "optim.lr"])
+def test_an_exact_leaf_under_a_mistyped_section_is_still_suggested(key):
+    msg = _error(lambda: resolve_key(TrainConfig, key))
+    assert "recipe.optimizer.lr" in msg, msg
+
+
+@pytest.mark.parametrize("item, path", [("steps=5", "run.steps"), ("seed=3", "run.seed")])
+def test_recipes_show_names_a_training_key_given_by_its_suffix(capsys, item, path):
+    rc, err = _run(capsys, "recipes", "show", "scalerl", item)
+    assert rc == 2
+    assert "training setting" in err and path in err, err
+    assert "std_eps" not in err, err
+
+
+def test_recipes_show_advice_for_a_training_key_is_one_train_accepts(capsys):
+    rc, err = _run(capsys, "recipes", "show", "scalerl", "task.settings.digits=3")
+    assert rc == 2 and "scalerl train --set" in err, err
+    advice = err.split("scalerl train --set", 1)[1].strip().splitlines()[0]
+    (advice,) = shlex.split(advice)  # (quoted for a shell: pasted, the shell unquotes it)
+    rc, err2 = _run(capsys, "train", "--set", advice, "--print-config")
+    assert rc == 0, f"advice {advice!r} refused by train: {err2}"
+
+
+def test_a_mistyped_training_key_in_a_file_read_as_a_recipe_is_suggested(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text("loss:\n  name: dapo\naggregation: sample\nmodle:\n  name_or_path: tiny\n")
+    with pytest.raises(ConfigError) as err:
+        load_config_file(path)
+    msg = str(err.value)
+    assert "modle" in msg and "model" in msg.replace("modle", ""), msg
+
+
+def _error(fn) -> str:
+    try:
+        fn()
+    except ConfigError as exc:
+        return str(exc)
+    return ""

@@ -579,7 +579,33 @@ def resolve_key(cls: type, key: str) -> str:
         return matches[0]
     if len(matches) > 1:
         raise ConfigError(f"ambiguous key '{key}': it matches {', '.join(matches)}; write the full path")
+    inside = mapping_item(cls, key)
+    if inside is not None:  # (review dw: the message never gave the syntax that works)
+        raise ConfigError(f"'{inside.partition('=')[0]}' is a mapping, set as one value: {inside}")
     raise ConfigError(_unknown_path_message(cls, key, list(leaves)))
+
+
+def mapping_item(cls: type, key: str, value: str = "VALUE") -> str | None:
+    """The override that sets what ``key`` names inside a mapping field (``loss.extra.beta``, by the field's full
+    path or a unique suffix of it, as :func:`resolve_key` takes keys; ``task.settings.eval_data.val``, nested):
+    ``recipe.loss.extra={beta: VALUE}``; None where ``key`` names nothing inside one (reviews dw, dy)."""
+    found = set()
+    for path, tp in leaf_fields(cls).items():
+        if typing.get_origin(tp) not in (dict, collections.abc.Mapping):
+            continue
+        parts = path.split(".")
+        for i in range(len(parts)):
+            suffix = ".".join(parts[i:])
+            if key.startswith(suffix + "."):
+                found.add((path, key[len(suffix) + 1:]))
+                break
+    if len(found) != 1:
+        return None
+    (path, inner), = found
+    nested = value
+    for part in reversed(inner.split(".")):
+        nested = f"{{{part}: {nested}}}"
+    return f"{path}={nested}"
 
 
 def _unknown_path_message(cls: type, key: str, leaves: list[str]) -> str:
@@ -597,33 +623,17 @@ def _unknown_path_message(cls: type, key: str, leaves: list[str]) -> str:
         return f"'{key}' is a section, not a value; set one of its keys: {known}"
     known = [f.name for f in dataclasses.fields(section)]
     close = difflib.get_close_matches(key, leaves, n=3, cutoff=0.6)
-    # A leaf name mistyped (``lrr`` for ``lr``) is close to no full path: match the last part too -- where the key's
-    # sections are ones this config has (``run.steps`` against a recipe was "did you mean optimizer.eps?": review dw).
-    if len(parts) == 1 or prefix == ".".join(parts[:-1]):
-        names = {p.rsplit(".", 1)[-1] for p in leaves}
-        for name in difflib.get_close_matches(parts[-1], sorted(names), n=3, cutoff=0.6):
-            close += [p for p in leaves if p.rsplit(".", 1)[-1] == name and p not in close]
+    # A leaf name mistyped (``lrr`` for ``lr``) is close to no full path: match the last part too -- the same name
+    # only, where the key's sections are not this config's (``train.lr`` is recipe.optimizer.lr, but ``run.steps``
+    # against a recipe was "did you mean optimizer.eps?": review dw).
+    names = {p.rsplit(".", 1)[-1] for p in leaves}
+    sections_known = len(parts) == 1 or prefix == ".".join(parts[:-1])
+    for name in (difflib.get_close_matches(parts[-1], sorted(names), n=3, cutoff=0.6) if sections_known
+                 else [parts[-1]] if parts[-1] in names else []):
+        close += [p for p in leaves if p.rsplit(".", 1)[-1] == name and p not in close]
     close = close[:3]
-    mapping = _mapping_field(section, prefix, parts)
-    if mapping:
-        return mapping
     hint = f"; did you mean {' or '.join(close)}?" if close else "."  # a sentence either way
     return f"unknown key '{key}'{hint} Known keys in {_where(prefix)}: {', '.join(known)}"
-
-
-def _mapping_field(section: type, prefix: str, parts: list[str]) -> str | None:
-    """The message for a key inside a mapping field (``recipe.loss.extra.beta``, ``task.settings.digits``): such a
-    field is set whole, as a mapping -- the syntax that works, which the unknown-key message never gave (review dw)."""
-    done = len(prefix.split(".")) if prefix else 0
-    if done >= len(parts) - 1:
-        return None
-    name = parts[done]
-    hint = _type_hints(section).get(name)
-    if hint is None or typing.get_origin(hint) not in (dict, collections.abc.Mapping):
-        return None
-    path, inner = _join(prefix, name), ".".join(parts[done + 1:])
-    return (f"'{path}' is a mapping, set as one value: {path}={{{inner}: VALUE}} (given twice, the mappings are "
-            "merged)")
 
 
 def override_value(raw: str, *, text: bool = False) -> Any:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from scalerl.cli import main
+from scalerl.errors import InputError
 from scalerl.curves import calibrate, default_calibration, read_curves
 from scalerl.curves.bands import read_calibration
 
@@ -345,3 +346,108 @@ def test_python_calibrate_counts_same_named_runs_of_one_table_as_the_command_doe
     run = calibrate(curves)
     assert run.runs_scored == 4, run.calibration.provenance
     assert run.check_new() is not None
+
+
+# --- review dy: regressions of the fixes above ---------------------------------------------------------------
+
+
+
+def test_calibrate_never_writes_nan_gain_factors_when_held_out_evaluations_share_one_compute(capsys, tmp_path):
+    # Six runs evaluated at steps 0..9 and twice at step 100 (the final evaluation logged twice): every cut holds out
+    # the two evaluations at 100, whose gain spans ln(100/100) = 0. Before review dv this was refused in one line
+    # ("none of the 18 run-cuts holds out two evaluations or more"); now calibrate prints "gain ... nan", writes a
+    # file of NaN gain factors (not even JSON) and says "use it with: scalerl fit", which refuses it.
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(6):
+        x = np.array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 100, 100.0])
+        y = _sigmoid(x, 0.7 + 0.02 * i, 8 + i) + rng.normal(0, 0.005, x.size)
+        y[0] = 0.2
+        rows += [[f"r{i}", a, round(b, 4)] for a, b in zip(x, y)]
+    log = tmp_path / "runs.csv"
+    with open(log, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["run", "step", "acc"])
+        w.writerows(rows)
+    out = tmp_path / "cal.json"
+    rc, text, err = run_cli(capsys, "calibrate", log, "--x", "step", "--y", "acc", "--output", out, "--no-progress")
+    if rc == 0:  # a file written is one fit can use
+        from scalerl.curves.bands import read_calibration
+
+        assert "nan" not in text.lower(), text
+        read_calibration(out, level=0.95)
+    else:  # or refused in one line, no file
+        assert rc == 2 and len(err.strip().splitlines()) == 1 and not out.exists(), err
+
+
+def test_calibration_from_scores_without_a_gain_is_refused_not_written_with_nan(tmp_path):
+    from scalerl.curves.bands import default_calibration, read_calibration, write_calibration
+    from scalerl.curves.calibrate import CutScore, calibration_from_scores
+
+    scores = [CutScore(run=f"r{i}", end=0.5 + 0.1 * i, end_unit=0.01, points=np.array([0.4 + 0.1 * i]), horizon=0.5,
+                       gain_error=0.0, gain_ends=(0.01, 0.01), gain_span=0.0, gain_horizon=0.5, small_sample=1.1)
+              for i in range(8)]
+    base = default_calibration()
+    path = tmp_path / "cal.json"
+    try:
+        write_calibration(calibration_from_scores(scores, members=base.members, temperature=base.temperature), path)
+    except InputError:
+        return  # refused in one line, as before review dv
+    read_calibration(path)  # else what was written must be a calibration
+
+
+def _stable_runs(n=6, seed=1):
+    rng = np.random.default_rng(seed)
+    steps = np.arange(0, 1001, 50)
+    law = lambda A: 0.3 + (A - 0.3) / (1 + (300.0 / np.maximum(steps, 1e-9)) ** 1.5)  # noqa: E731
+    return {f"r{i}": (steps, law(0.6 + 0.03 * i) + rng.normal(0, 0.008, steps.size)) for i in range(n)}
+
+
+def test_one_run_in_two_formats_is_counted_once_for_a_metric_of_small_range(capsys, tmp_path):
+    # The review-du case (six runs in a CSV rounded to 5 decimals, r0 again as its own JSON-lines log at full
+    # precision) on a pass rate of 0.3-0.75% (the small-metric case review dv was about): calibrate says
+    # "calibrated on 7 run(s), 21 run-cuts" -- r0 is scored against factors made from its own copy.
+    runs = {k: (s, a * 0.01) for k, (s, a) in _stable_runs(6).items()}
+    log = tmp_path / "runs.csv"
+    with open(log, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["run", "step", "acc"])
+        for name, (steps, acc) in runs.items():
+            w.writerows([name, int(s), f"{a:.5f}"] for s, a in zip(steps, acc))
+    steps, acc = runs["r0"]
+    d = tmp_path / "r0"
+    d.mkdir()
+    (d / "metrics.jsonl").write_text("".join(json.dumps({"step": int(s), "acc": float(a)}) + "\n"
+                                             for s, a in zip(steps, acc)))
+    rc, out, err = run_cli(capsys, "calibrate", log, d / "metrics.jsonl", "--x", "step", "--y", "acc",
+                        "--output", tmp_path / "c.json", "--json")
+    assert rc == 0, err
+    obj = json.loads(out)
+    assert obj["runs_scored"] == 6 and obj["run_cuts"] == 18, obj["notes"]
+
+
+def test_python_calibrate_keeps_a_runs_evaluation_sets_together_when_another_log_shares_its_name(tmp_path):
+    # Two runs, each a metrics.jsonl in a directory named "run" (a/run, b/run), read with a --y glob: run a logs
+    # sets m1 and m2, run b only m1. The command line calibrates "2 run(s)"; calibrate() renames the two
+    # "run | m1" curves by their file and leaves "run | m2" as it is, so a's m2 is a third run.
+    from scalerl.curves.calibrate import calibrate
+    from scalerl.curves.io import read_curves
+
+    rng = np.random.default_rng(0)
+    x = np.arange(0, 1001, 50.0)
+    curves = []
+    for name, sets in (("a", ["m1", "m2"]), ("b", ["m1"])):
+        d = tmp_path / name / "run"
+        d.mkdir(parents=True)
+        rows = []
+        for s in x:
+            row = {"step": s}
+            for j, m in enumerate(sets):
+                row[m] = float(_sigmoid(s, 0.6 + 0.05 * j + (0.03 if name == "b" else 0), 300)
+                               + rng.normal(0, 0.005)) if s else 0.2
+            rows.append(row)
+        (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        curves += read_curves(d / "metrics.jsonl", "step", "m*")
+    assert sorted(c.name for c in curves) == ["run | m1", "run | m1", "run | m2"]
+    run = calibrate(curves)
+    assert run.runs_scored == 2, run.calibration.provenance

@@ -81,8 +81,6 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
         if not written and not quiet:  # (the wrong file given, or one not yet saved: said, not run as defaults unsaid)
             print(f"note: config file {args.config} sets nothing (it is empty or holds only comments): "
                   "every field keeps its default", file=sys.stderr)
-        if not quiet:
-            _note_recipe_gaps(args.config, cfg, written)
     else:
         cfg = TrainConfig()
     for path, value in (defaults or {}).items():  # (flags, set below, still win over these)
@@ -129,6 +127,8 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
         _note_replaced(cfg, out, args, recipe, written, sets)
         _note_set_replaces_flags(flags, sets, out)
         _note_unread(sets, out)
+        if args.config and not recipe:  # (--recipe replaces the file's recipe whole: no gap left -- review dy)
+            _note_recipe_gaps(args.config, out, written | set(sets))
     # Local paths stored absolute: the run directory works from any working directory.
     return absolute_paths(out)
 
@@ -136,7 +136,8 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
 def _note_recipe_gaps(config: str, cfg: TrainConfig, written: set[str]) -> None:
     """A config file whose recipe starts from no preset (a name of its own) and leaves recipe keys out: those take
     the defaults, ScaleRL's -- said, naming them (review dw: a DAPO copy under a name of its own, 17 keys short,
-    trained with ScaleRL's fp32 head, PipelineRL-8 and batch without a word)."""
+    trained with ScaleRL's fp32 head, PipelineRL-8 and batch without a word). ``written``: the keys the file and
+    ``--set`` give."""
     if cfg.recipe_name in all_presets():
         return
     unset = [k for k in leaf_fields(RecipeConfig) if not any(w == f"recipe.{k}" or w.startswith(f"recipe.{k}.")

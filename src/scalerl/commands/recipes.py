@@ -8,10 +8,10 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import difflib
+import shlex
 
-from scalerl.config import apply_overrides, resolve_key
+from scalerl.config import apply_overrides, mapping_item, resolve_key
 from scalerl.errors import ConfigError
 from scalerl.rl.presets import LEAVE_ONE_OUT, PRESETS, get_recipe, recipe_yaml
 from scalerl.rl.recipe import RecipeConfig, sync_means_k1
@@ -62,16 +62,31 @@ def _unknown_action_or_recipe(word: str) -> None:
 
 
 def _recipe_key(item: str) -> None:
-    """Refuse an override of a training setting, not the recipe's (``run.steps=5``), saying where it goes (it was
-    "unknown key; did you mean advantages.std_eps or optimizer.eps?": review dw)."""
+    """Refuse an override of a training setting, not the recipe's (``run.steps=5``, ``steps=5``), with the ``train
+    --set`` item that sets it (it was "unknown key; did you mean advantages.std_eps or optimizer.eps?": reviews dw,
+    dy); ``recipe_name=NAME`` is another recipe to show."""
     from scalerl.train.config import TrainConfig
 
-    key = item.partition("=")[0].strip()
-    top = key.split(".", 1)[0]
-    if top not in {f.name for f in dataclasses.fields(RecipeConfig)} and top in {
-            f.name for f in dataclasses.fields(TrainConfig)} and top != "recipe":
-        raise ConfigError(f"{key!r} is a training setting, not the recipe's: give it to a run, "
-                          f"scalerl train --set {item.strip()}")
+    key, _, value = (part.strip() for part in item.partition("="))
+    try:
+        resolve_key(RecipeConfig, key)
+        return  # a recipe's key (or none: apply_overrides says what is wrong with it)
+    except ConfigError:
+        pass
+    if key == "recipe_name":
+        raise ConfigError(f"to show another recipe, name it: scalerl recipes show {value}")
+    try:
+        path = resolve_key(TrainConfig, key)
+        train_item = f"{path}={value}"
+    except ConfigError:
+        path = None
+        train_item = mapping_item(TrainConfig, key, value)
+        if train_item is None:
+            return
+    if (path or train_item).startswith("recipe."):
+        return
+    raise ConfigError(f"{key!r} is a training setting, not the recipe's: give it to a run, "
+                      f"scalerl train --set {shlex.quote(train_item)}")
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -140,9 +140,13 @@ def calibration_from_scores(
     weights: Sequence[float] | None = None,
     levels: Sequence[float] = LEVELS,
     provenance: str = "",
+    require_gain: bool = True,
 ) -> Calibration:
     """The conformal factors at every level from run-cut scores; ``weights`` (default: equal)
-    say how much each run-cut counts (the shipped calibration gives every source one unit)."""
+    say how much each run-cut counts (the shipped calibration gives every source one unit). A run-cut
+    that holds out one evaluation (or several at one compute) has no gain: left out of the gain factors.
+    None with one: refused -- or, with ``require_gain`` False (the checks of the other two factors on a
+    subset of run-cuts), NaN gain factors, which no file may hold."""
     if not scores:
         raise InputError("no run-cuts to calibrate on")
     n = len(scores)
@@ -151,8 +155,9 @@ def calibration_from_scores(
     # A run-cut that holds out one evaluation has no gain (its first and last quarter are that one): a span and
     # an error of 0, which made a file of zero gain factors that read_calibration refuses (review du).
     gains = [(c, wi) for c, wi in zip(scores, w) if c.gain_span > 0]
-    # (none: no gain factors -- NaN, which no file may hold (calibrate refuses first: check_gains); the checks of
-    # the bands, which read only the other two, still run on a subset of run-cuts without a gain: review dv)
+    if not gains and require_gain:  # (a file of zero or NaN gain factors was written: reviews du, dy)
+        raise InputError(f"none of the {n} run-cuts holds out evaluations at two computes or more, so no gain "
+                         "interval can be calibrated: cut the runs earlier (--cuts) or give runs with more evaluations")
     span = float(np.median([c.gain_span for c, _ in gains])) if gains else math.nan
     end = np.array([c.end for c in scores])
     pts = np.concatenate([c.points for c in scores])
@@ -230,7 +235,7 @@ def leave_one_run_out(scores: Sequence[CutScore], members: Iterable[str], temper
         sets = [others] if n_runs is None else [list(rng.choice(others, n_runs, replace=False)) for _ in range(draws)]
         for chosen in sets:
             rest = [c for c in scores if c.run in chosen]
-            cal = calibration_from_scores(rest, members=members, temperature=temperature)
+            cal = calibration_from_scores(rest, members=members, temperature=temperature, require_gain=False)
             parts.append((check(held, cal, level), len(held) / len(sets)))
     w = np.array([n for _, n in parts], dtype=float)
     return Check(level, float(np.average([p.end_coverage for p, _ in parts], weights=w)),
@@ -251,7 +256,8 @@ def leave_one_group_out(scores: Sequence[CutScore], group_of: Mapping[str, str],
     for group in groups if len(groups) > 1 else ():
         held = [c for c in scores if group_of[c.run] == group]
         rest = [c for c in scores if group_of[c.run] != group]
-        out[group] = (check(held, calibration_from_scores(rest, members=members, temperature=temperature), level)
+        out[group] = (check(held, calibration_from_scores(rest, members=members, temperature=temperature,
+                                                          require_gain=False), level)
                       if len(rest) >= MIN_CUTS else len(rest))
     return out
 
@@ -311,31 +317,26 @@ def training(curve: Curve) -> str:
     return curve.name if curve.column_run else curve.name.split(METRIC_SEP, 1)[0]
 
 
-def check_gains(scored: Sequence[Backtest]) -> None:
-    """Refuse run-cuts none of which holds out two evaluations: no gain interval can be calibrated (a file of
-    zero gain factors was written, which read_calibration refuses: review du)."""
-    if not any(len(bt.test_x) > 1 for bt in scored):
-        raise InputError(f"none of the {len(scored)} run-cuts holds out two evaluations or more, so no gain interval "
-                         "can be calibrated: cut the runs earlier (--cuts) or give runs with more evaluations")
-
-
 def _named_apart(curves: Sequence[Curve]) -> list[Curve]:
-    """``curves`` with no two of one name: where names repeat, each is ``SOURCE:NAME`` (each run a ``metrics.csv``
-    in a directory of its own: read_curves names each "metrics"), then ``:METRIC`` (one table read for several
-    columns: each named after the file), then ``#K`` (curves made with one name by hand) -- as the command line
-    names them (a run's evaluation sets, ``"<run> | <metric>"``, have names of their own). They were held out and
-    counted as one run (reviews du, dv)."""
-    labels = [c.name for c in curves]
+    """``curves`` with no two of one name, as the command line names them: where any name repeats, every curve is
+    ``SOURCE:NAME`` (each run a ``metrics.csv`` in a directory of its own: read_curves names each "metrics"), then,
+    where names still repeat, ``SOURCE:NAME:METRIC`` (one table read for several columns), then ``#K`` on the run
+    part of those still alike (curves made with one name by hand) -- every curve relabelled at once, so that a
+    run's evaluation sets, ``"<run> | <metric>"``, stay one run's (reviews du, dv, dy)."""
     def where(c: Curve) -> str:
         return f"{c.source}:" if c.source else ""
 
-    for label_of in (lambda c, k: f"{where(c)}{c.name}", lambda c, k: f"{where(c)}{c.name}:{c.y_name}",
-                     lambda c, k: f"{where(c)}{c.name}:{c.y_name}#{k}"):
+    labels = [c.name for c in curves]
+    for label_of in (lambda c: f"{where(c)}{c.name}", lambda c: f"{where(c)}{c.name}:{c.y_name}"):
         if len(set(labels)) == len(labels):
             break
-        counts = Counter(labels)
-        labels = [label_of(c, k) if counts[label] > 1 else label
-                  for k, (c, label) in enumerate(zip(curves, labels), start=1)]
+        labels = [label_of(c) for c in curves]
+    counts, seen = Counter(labels), Counter()
+    for i, label in enumerate(labels):
+        if counts[label] > 1:
+            seen[label] += 1
+            run, sep, metric = label.partition(METRIC_SEP)
+            labels[i] = f"{run}#{seen[label]}{sep}{metric}"
     return [c if label == c.name else replace(c, name=label) for c, label in zip(curves, labels)]
 
 
@@ -374,7 +375,6 @@ def calibrate(
             f"{len(scored)} run-cut(s) could be scored ({len(curves)} run(s) x {len(cuts)} cuts, unstable runs and "
             f"runs too short to cut left out{_left_out(backtests, skipped)}); a calibration needs at least {MIN_CUTS}: "
             "give more runs, or longer ones")
-    check_gains(scored)
     # Scored as the training they come from: a --y glob's curves of one run (its evaluation sets) move
     # together, and holding out one while another stayed in made a "leave one run out" check of two runs.
     run_of = {c.name: training(c) for c in curves}

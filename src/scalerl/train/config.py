@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import math
 import re
 from dataclasses import dataclass, field
@@ -658,9 +659,16 @@ def recipe_file_as_config(data: dict, path: Path) -> dict:
     dw: one typo made it a training config, and the error blamed its first key, ``loss``)."""
     recipe_keys = {f.name for f in dataclasses.fields(RecipeConfig)}
     train_keys = {f.name for f in dataclasses.fields(TrainConfig)}
-    if data and not set(data) & train_keys and 2 * len(set(data) & recipe_keys) > len(data):
-        return {"recipe": data, "recipe_name": path.stem}
-    return data
+    if not data or set(data) & train_keys or 2 * len(set(data) & recipe_keys) <= len(data):
+        return data
+    for key in (k for k in data if k not in recipe_keys):  # a typo: named with what it is close to (review dy)
+        close = difflib.get_close_matches(key, sorted(recipe_keys | train_keys), n=1, cutoff=0.6)
+        what = ("" if not close else f"; did you mean {close[0]}?" if close[0] in recipe_keys else
+                f"; did you mean {close[0]}? -- a training setting: a recipe file holds recipe keys only (put the "
+                f"recipe under recipe: in a training config, beside {close[0]}:)")
+        raise ConfigError(f"config file {str(path)!r}: unknown key {key!r} in a recipe file (its other keys are a "
+                          f"recipe's){what} Recipe keys: {', '.join(sorted(recipe_keys))}")
+    return {"recipe": data, "recipe_name": path.stem}
 
 
 def load_config_file(path: str | Path) -> tuple[TrainConfig, set[str]]:
