@@ -454,10 +454,10 @@ def _add_study_notes(analysis: StudyAnalysis, result: CompareResult) -> None:
         analysis.notes.append(caveat)
     for rf in result.runs:  # a seed that fell, pooled with seeds that did not, reads as stable (review dx)
         for name, stability in rf.unstable_seeds:
+            run = shlex.quote(str(run_directory(analysis.directory, rf.label, _seed(name))))
             analysis.notes.append(f"{rf.label}: {name.rsplit('/', 1)[-1]} is unstable ({stability.text()}) though "
                                   "the variant's pooled curve is not: its fit and verdict carry that seed -- look at "
-                                  f"it (`scalerl fit {shlex.quote(str(run_directory(analysis.directory, rf.label, _seed(name))))} --plot "
-                                  "FILE`)")
+                                  f"it (`scalerl fit {run} --plot FILE`)")
     analysis.notes.extend(unmeasured_takeoff_notes(result))
     at_bound = [rf.label for rf in result.runs if rf.fit.A >= 0.999]
     if at_bound:
