@@ -196,3 +196,40 @@ def _error(fn) -> str:
     except ConfigError as exc:
         return str(exc)
     return ""
+
+
+# --- review dz -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("item", ["task=math", "model=gpt2"])
+def test_recipes_show_names_a_training_section_as_a_training_setting(capsys, item):
+    code = main(["recipes", "show", "scalerl", item])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "training setting" in err and "did you mean" not in err, err
+
+
+def test_recipes_show_item_without_a_value_is_not_given_an_empty_train_item(capsys):
+    code = main(["recipes", "show", "scalerl", "steps"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "--set run.steps=\n" not in err and not err.rstrip().endswith("="), err
+
+
+# ----------------------------------------------------------------------------- 6. the recipe-gap note
+
+
+def test_recipe_gap_note_does_not_call_k_under_sync_scalerls_default(tmp_path, capsys):
+    import yaml
+
+    assert main(["train", "--recipe", "qwen-dapo", "--print-config"]) == 0
+    data = yaml.safe_load(capsys.readouterr().out)
+    data["recipe_name"] = "my-sync-dapo"  # a recipe of its own, spelled out but for k
+    data["recipe"]["off_policy"] = {"pipeline": "sync"}
+    path = tmp_path / "my-sync-dapo.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["train", "--config", str(path), "--print-config"]) == 0
+    out, err = capsys.readouterr()
+    assert yaml.safe_load(out)["recipe"]["off_policy"]["k"] == 1  # what the run trains with
+    gap = [line for line in err.splitlines() if "is no preset and leaves out" in line]
+    assert not any("recipe.off_policy.k" in line for line in gap), gap

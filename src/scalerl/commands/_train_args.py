@@ -10,7 +10,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from scalerl.config import apply_overrides, leaf_fields, override_value, read_yaml_mapping, resolve_key, to_dict
+from scalerl.config import (apply_overrides, leaf_fields, leaf_values, override_value, read_yaml_mapping,
+                            resolve_key, to_dict)
 from scalerl.errors import ConfigError, InputError
 from scalerl.rl.presets import all_presets, get_preset, preset_departures, preset_switches
 from scalerl.rl.recipe import RecipeConfig, why_unread
@@ -140,8 +141,10 @@ def _note_recipe_gaps(config: str, cfg: TrainConfig, written: set[str]) -> None:
     ``--set`` give."""
     if cfg.recipe_name in all_presets():
         return
-    unset = [k for k in leaf_fields(RecipeConfig) if not any(w == f"recipe.{k}" or w.startswith(f"recipe.{k}.")
-                                                            for w in written)]
+    defaults, values = leaf_values(RecipeConfig()), leaf_values(cfg.recipe)
+    # (one a rule set -- k = 1 under sync -- is not ScaleRL's default either: review dz)
+    unset = [k for k in leaf_fields(RecipeConfig) if values[k] == defaults[k]
+             and not any(w == f"recipe.{k}" or w.startswith(f"recipe.{k}.") for w in written)]
     switches = preset_switches()  # (what a preset decides first: the fp32 head, the pipeline, ...)
     unset.sort(key=lambda k: k not in switches)
     if unset:

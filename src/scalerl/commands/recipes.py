@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import shlex
 
@@ -67,7 +68,9 @@ def _recipe_key(item: str) -> None:
     dy); ``recipe_name=NAME`` is another recipe to show."""
     from scalerl.train.config import TrainConfig
 
-    key, _, value = (part.strip() for part in item.partition("="))
+    key, eq, value = (part.strip() for part in item.partition("="))
+    if not eq:
+        return  # (not key=value: apply_overrides says so)
     try:
         resolve_key(RecipeConfig, key)
         return  # a recipe's key (or none: apply_overrides says what is wrong with it)
@@ -75,18 +78,19 @@ def _recipe_key(item: str) -> None:
         pass
     if key == "recipe_name":
         raise ConfigError(f"to show another recipe, name it: scalerl recipes show {value}")
+    top = key.split(".", 1)[0]
+    training_section = top in {f.name for f in dataclasses.fields(TrainConfig)} - {"recipe"}
     try:
         path = resolve_key(TrainConfig, key)
         train_item = f"{path}={value}"
     except ConfigError:
-        path = None
-        train_item = mapping_item(TrainConfig, key, value)
-        if train_item is None:
-            return
-    if (path or train_item).startswith("recipe."):
+        path, train_item = None, mapping_item(TrainConfig, key, value)
+    if train_item is None and not training_section or (path or train_item or "").startswith("recipe."):
         return
-    raise ConfigError(f"{key!r} is a training setting, not the recipe's: give it to a run, "
-                      f"scalerl train --set {shlex.quote(train_item)}")
+    # (a section, `task=math`, or a mistyped key of one, `run.stpes=3`: a training setting still -- review dz)
+    how = (f"scalerl train --set {shlex.quote(train_item)}" if train_item else
+           f"scalerl train --set {top}.KEY=VALUE (scalerl train --print-config lists the keys)")
+    raise ConfigError(f"{key!r} is a training setting, not the recipe's: give it to a run, {how}")
 
 
 def _show(args: argparse.Namespace) -> int:

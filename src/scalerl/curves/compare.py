@@ -274,15 +274,20 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
     # out a ceiling or an efficiency change 18-24% of the time at 95%: benchmarks/compare_verdicts.py
     # --seeds; now 6-9%). One seed a run: as before.
     dA_sd, dA_dof = difference_spread(dA_samples, [_counts(rb, m), _counts(bb, m)])
-    dA_int = _around(dA, dA_sd, critical_value(1 - (1 - level) / 2, dA_dof))
-    if max(_share_at_bound(rb.samples[:m, 0], run.fit.A_max), _share_at_bound(bb.samples[:m, 0], base.fit.A_max)) \
-            >= (1 - level) / 2:
-        # Draws piled against A's bound: their spread is one-sided, and estimate +- t x sd read a ceiling "raised"
-        # whose interval ended past the bound (A 0.933 vs 0.706, to +0.440) where the draws' own percentiles held
-        # 0 (review dx). The wider of the two, there.
-        tail = 100 * (1 - level) / 2
-        lo, hi = np.percentile(dA_samples, [tail, 100 - tail])
-        dA_int = (min(dA_int[0], float(lo)), max(dA_int[1], float(hi)))
+    # Draws piled against A's bound: their spread is one-sided, and estimate +- t x sd read a ceiling "raised" whose
+    # interval ended past the bound (A 0.933 vs 0.706, to +0.440) where the draws' own percentiles held 0 (review
+    # dx): there, the draws' percentiles -- for the ceiling test and for "pinned" alike (review dz).
+    piled = max(_share_at_bound(rb.samples[:m, 0], run.fit.A_max),
+                _share_at_bound(bb.samples[:m, 0], base.fit.A_max)) >= (1 - level) / 2
+
+    def dA_interval(at: float) -> tuple[float, float]:
+        """dA's interval at level ``at``."""
+        if piled:
+            lo, hi = np.percentile(dA_samples, [100 * (1 - at) / 2, 100 * (1 + at) / 2])
+            return float(lo), float(hi)
+        return _around(dA, dA_sd, critical_value(1 - (1 - at) / 2, dA_dof))
+
+    dA_int = dA_interval(level)
     if (dA_int[0] > 0 or dA_int[1] < 0) and abs(dA) >= min_effect:
         return Classification(
             run.label, base.label, CEILING, dA > 0, dA, dA_int, rule="intervals", dof={"dA": _finite(dA_dof)},
@@ -331,7 +336,7 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
     # "efficiency" 58% of the time: benchmarks/compare_verdicts.py --start-noise). Requiring dA's interval
     # within +-margin instead (two one-sided tests) left no efficiency verdict at all on one-seed runs that
     # stop at 2-4x C_mid, whose A is known to +-0.03 at best: the verdict stands, and says so where it is so.
-    eq_int = _around(dA, dA_sd, critical_value(level, dA_dof))
+    eq_int = dA_interval(2 * level - 1)
     unpinned = "" if -margin <= eq_int[0] and eq_int[1] <= margin else (
         f"; the ceiling is not pinned (dA {100 * (2 * level - 1):g}% interval {eq_int[0]:+.3f} to {eq_int[1]:+.3f}"
         f"{_dof_text(dA_dof)}, wider than +-{margin:g}): a change of A would show so too")

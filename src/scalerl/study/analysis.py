@@ -12,8 +12,8 @@ Steps, all from the logs (so ``scalerl report STUDY`` can redo them at any time)
    :func:`scalerl.curves.compare` does, one variant at a time, so that a variant that never
    learned is reported as not fitted instead of sinking the others (ceiling / efficiency /
    no clear effect, with intervals);
-3. the paper's leave-one-out view: all variants refitted with one common A (least squares
-   over all of them), giving each a B (with a residual-bootstrap interval) under that A;
+3. the paper's leave-one-out view: the stable variants refitted with one common A (least squares
+   over all of them), giving each a B under that A (its interval a bootstrap of the shared fit);
 4. each variant's pass rate forecast at ``spec.extrapolate`` x the budget (one common
    compute for all, the median final compute of the runs) with the forecaster's calibrated
    confidence band; a variant that peaked and fell is flagged, not extrapolated or classified;
@@ -447,7 +447,10 @@ def _add_study_notes(analysis: StudyAnalysis, result: CompareResult) -> None:
     where = shlex.quote(str(analysis.directory))
     # (a study planned with more seeds has them still to finish: --resume; `--seeds 3` was refused by a 5-seed
     # study, which does not drop runs, and did nothing to a 3-seed one: review dx)
-    more = (f"`scalerl study --output {where} --resume` finishes the {spec.seeds} seeds this study plans"
+    damaged = [f"{v.label} {entry.partition(':')[0]}" for v in results for entry in v.left_out]
+    more = (f"repair or remove the run(s) left out ({', '.join(damaged)}: see the notes), then `scalerl study "
+            f"--output {where} --resume` finishes the {spec.seeds} seeds this study plans" if spec.seeds > 1 and damaged
+            else f"`scalerl study --output {where} --resume` finishes the {spec.seeds} seeds this study plans"
             if spec.seeds > 1 else f"`scalerl study --output {where} --seeds 3` adds seeds to this study")
     caveat = one_seed_caveat(result, more)
     if caveat:
@@ -505,6 +508,12 @@ def _common_A_view(analysis: StudyAnalysis, result: CompareResult, n_boot: int, 
     unstable one (peaked and fell) is left out: the law does not hold there, and in the shared fit it pulled the
     common A and every B with it (review dx)."""
     stable = [rf for rf in result.runs if not rf.stability.unstable]
+    left = [rf.label for rf in result.runs if rf.stability.unstable]
+    if len(stable) < 2:  # (with none, the refit's error was Python's "max() arg is an empty sequence": review dz)
+        analysis.notes.append(f"no leave-one-out view (common A): {len(stable)} stable variant(s) -- it needs two")
+        return
+    if left:
+        analysis.notes.append(f"left out of the leave-one-out view (common A), unstable: {', '.join(left)}")
     fits = {rf.label: rf.fit for rf in stable}
     try:
         A, per = common_A_fit(fits)
