@@ -85,8 +85,8 @@ def _recipe_key(item: str) -> None:
         train_item = f"{path}={value}"
     except ConfigError:
         path, train_item = None, mapping_item(TrainConfig, key, value)
-    if train_item is None and not training_section or (path or train_item or "").startswith("recipe."):
-        return
+    if (train_item is None and not training_section) or (path or train_item or "").startswith("recipe."):
+        return  # (no training key either, or a recipe key by its full path: apply_overrides says what is wrong)
     # (a section, `task=math`, or a mistyped key of one, `run.stpes=3`: a training setting still -- review dz)
     how = (f"scalerl train --set {shlex.quote(train_item)}" if train_item else
            f"scalerl train --set {top}.KEY=VALUE (scalerl train --print-config lists the keys)")
