@@ -307,6 +307,15 @@ class Bands:
         # the narrower of the two.
         return conf, np.maximum(pred, conf)
 
+    def edges(self, R: np.ndarray, scale: np.ndarray, C) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(lo, hi, obs_lo, obs_hi)``: the confidence and prediction bands around the curve ``R`` at compute C
+        (scale s(C) there), clipped to :attr:`bounds` -- a pass rate's band stays in [0, 1]. What a forecast draws
+        and what calibrate's check scores (:class:`scalerl.curves.calibrate.Drawn`)."""
+        conf, pred = self.half_widths(scale, C)
+        lo_b, hi_b = self.bounds
+        return (np.clip(R - conf, lo_b, hi_b), np.clip(R + conf, lo_b, hi_b), np.clip(R - pred, lo_b, hi_b),
+                np.clip(R + pred, lo_b, hi_b))
+
     def gain_half_width(self, gscale: float, C_to: float) -> float:
         """Half-width of the gain interval for the gain scale (:func:`gain_scale`) up to C_to."""
         k = float(self.stretch([C_to])[0]) * self.small_sample

@@ -28,7 +28,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from scalerl.curves.backtest import Backtest, _end_slice, backtest
-from scalerl.curves.bands import Calibration, conformal_quantile, default_calibration, gain_scale
+from scalerl.curves.bands import Bands, Calibration, conformal_quantile, default_calibration, gain_scale
 from scalerl.curves.data import Curve
 from scalerl.curves.forecast import Forecast
 from scalerl.curves.io import METRIC_SEP
@@ -78,28 +78,22 @@ class CutScore:
 
 @dataclass(frozen=True)
 class Drawn:
-    """A forecast's curve and band scale at a run-cut's held-out evaluations, and those evaluations."""
+    """A forecast's band model, curve and band scale at a run-cut's held-out evaluations, and those evaluations."""
 
+    bands: Bands
+    x: np.ndarray
     R: np.ndarray
     s: np.ndarray
     y: np.ndarray
-    h: np.ndarray
-    """Horizon ``ln(C / C_end)`` of each (0 where it cannot be told)."""
-    sigma: float
-    bounds: tuple[float, float]
 
-    def band_check(self, f: float, qc: float, qp: float, h_max: float) -> tuple[bool, float, float]:
+    def band_check(self, cal: Calibration, level: float) -> tuple[bool, float, float]:
         """(end level inside the confidence band, its half-width, share of evaluations inside the prediction
-        band) for factors ``qc`` / ``qp`` calibrated to horizon ``h_max`` -- as
-        :meth:`~scalerl.curves.bands.Bands.half_widths` and the forecast's band arrays draw them."""
-        k = np.maximum(1.0, self.h / h_max) * f
-        conf = qc * self.s * k
-        pred = np.maximum(qp * np.sqrt(self.s**2 + self.sigma**2) * k, conf)
-        lo, hi = np.clip(self.R - conf, *self.bounds), np.clip(self.R + conf, *self.bounds)
+        band) with ``cal``'s factors at ``level``: the bands :meth:`~scalerl.curves.bands.Bands.edges` draws."""
+        lo, hi, obs_lo, obs_hi = replace(self.bands, calibration=cal, level=level).edges(self.R, self.s, self.x)
         end = _end_slice(self.y.size)
-        lo_end, hi_end, level = float(lo[end].mean()), float(hi[end].mean()), float(self.y[end].mean())
-        inside = (self.y >= np.clip(self.R - pred, *self.bounds)) & (self.y <= np.clip(self.R + pred, *self.bounds))
-        return lo_end <= level <= hi_end, (hi_end - lo_end) / 2, float(inside.mean())
+        lo_end, hi_end, at_end = float(lo[end].mean()), float(hi[end].mean()), float(self.y[end].mean())
+        inside = (self.y >= obs_lo) & (self.y <= obs_hi)
+        return lo_end <= at_end <= hi_end, (hi_end - lo_end) / 2, float(inside.mean())
 
 
 def cut_score(fc: Forecast, x: Sequence[float], y: Sequence[float], run: str = "") -> CutScore:
@@ -128,7 +122,7 @@ def cut_score(fc: Forecast, x: Sequence[float], y: Sequence[float], run: str = "
         gain_horizon=float(fc.bands.horizon([c_to])[0]),
         small_sample=f,
         points_confidence=np.abs(R - y) / (f * s),
-        drawn=Drawn(R, s, y, np.nan_to_num(fc.bands.horizon(x), nan=0.0), sigma, fc.bands.bounds),
+        drawn=Drawn(fc.bands, x, R, s, y),
     )
 
 
@@ -202,7 +196,7 @@ def check(scores: Sequence[CutScore], cal: Calibration, level: float = 0.95) -> 
     say how (:attr:`CutScore.drawn`: stretched past ``cal``'s horizon, clipped to the bounds -- calibrate printed
     75% for the shipped bands that backtest measured at 83% on the same forecasts: review du)."""
     qc, qp = cal.q(level, "confidence"), cal.q(level, "prediction")
-    parts = [c.drawn.band_check(c.small_sample, qc, qp, cal.h_max) if c.drawn is not None else
+    parts = [c.drawn.band_check(cal, level) if c.drawn is not None else
              (c.end <= qc, qc * c.end_unit, float(np.mean(_inside_prediction_band(c, qc, qp)))) for c in scores]
     return Check(level, float(np.mean([covered for covered, _, _ in parts])),
                  float(np.median([half for _, half, _ in parts])),

@@ -126,11 +126,8 @@ class Forecast:
         R = self.mean(C)
         if self.bands is None or self.ensemble is None:
             return {"R": R, "lo": R, "hi": R, "obs_lo": R, "obs_hi": R, "calibrated": np.ones(C.shape, bool)}
-        conf, pred = self.bands.half_widths(self.scale(C), C)
-        lo_b, hi_b = self.bands.bounds
-        clip = lambda v: np.clip(v, lo_b, hi_b)  # noqa: E731 -- a pass rate band stays in [0, 1]
-        return {"R": R, "lo": clip(R - conf), "hi": clip(R + conf), "obs_lo": clip(R - pred),
-                "obs_hi": clip(R + pred), "calibrated": self.bands.calibrated(C)}
+        lo, hi, obs_lo, obs_hi = self.bands.edges(R, self.scale(C), C)
+        return {"R": R, "lo": lo, "hi": hi, "obs_lo": obs_lo, "obs_hi": obs_hi, "calibrated": self.bands.calibrated(C)}
 
     # -- questions --------------------------------------------------------------------
     def predict(self, C) -> list[Prediction]:
