@@ -47,7 +47,7 @@ from scalerl.curves.solver import B_BOUNDS, fit_sigmoid_fixed_A, late_start_warn
 from scalerl.curves.stability import Stability, check_stability
 from scalerl.curves.takeoff import below_first
 from scalerl.curves.seed_dof import critical_value, difference_spread
-from scalerl.curves.uncertainty import SeedFit, fit_seeds, independent_seeds, pool_curves, seeded_rng
+from scalerl.curves.uncertainty import RunResampler, SeedFit, fit_seeds, independent_seeds, pool_curves, seeded_rng
 from scalerl.errors import InputError
 
 RULES = ("intervals", "paper")
@@ -364,6 +364,25 @@ def _share_at_bound(A_draws: np.ndarray, A_max: float) -> float:
     return float(np.mean(A_draws >= A_max - 1e-6))
 
 
+def joint_replicates(resamplers: Sequence[RunResampler], r0s: Sequence[float], start: list[tuple[float, float, float]],
+                     A_max: float, n: int, rng: np.random.Generator):
+    """``n`` replicates of a shared-A fit (:func:`joint_fit`) of several runs: each run's data as its own bootstrap
+    draws them (:class:`~scalerl.curves.uncertainty.RunResampler`: its seeds resampled), fitted again with one A.
+    Yields ``(draws, [(B, C_mid) per run])`` for each refit that converged. What compare's shared-ceiling test
+    and the study's common-A view resample."""
+    for _ in range(n):
+        draws = [rs.draw(rng) for rs in resamplers]
+        # (The joint fit holds each R0: a fitted one at its estimate, and the points at compute 0 out.)
+        r0b = [d[2] if d[2] is not None else r0 for d, r0 in zip(draws, r0s)]
+        pos = [d[0] > 0 for d in draws]
+        try:
+            _, fitted, _ = joint_fit([d[0][p] for d, p in zip(draws, pos)], [d[1][p] for d, p in zip(draws, pos)],
+                                     r0b, start, A_max=A_max)
+        except ValueError:
+            continue
+        yield draws, fitted
+
+
 def _shared_ceiling_bootstrap(run: RunFit, base: RunFit, *, n_boot: int, seed: int):
     """Both runs fitted jointly with one A, and a residual bootstrap of that joint fit: (A,
     (B, C_mid) of the run, (B, C_mid) of the baseline, the resampled dB, the resampled
@@ -385,16 +404,7 @@ def _shared_ceiling_bootstrap(run: RunFit, base: RunFit, *, n_boot: int, seed: i
     dB, dlogC, Cs = [], [], []
     counts: list[list[np.ndarray]] = [[] for _ in resamplers]
     st = [(A, B_r, C_r), (A, B_b, C_b)]
-    for _ in range(n_boot):
-        draws = [rs.draw(rng) for rs in resamplers]
-        # (The joint fit holds each R0: a fitted one at its estimate, and the points at compute 0 out.)
-        r0b = [d[2] if d[2] is not None else r0 for d, r0 in zip(draws, r0s)]
-        pos = [d[0] > 0 for d in draws]
-        try:
-            _, pb, _ = joint_fit([d[0][p] for d, p in zip(draws, pos)], [d[1][p] for d, p in zip(draws, pos)], r0b, st,
-                                 A_max=A_max)
-        except ValueError:
-            continue
+    for draws, pb in joint_replicates(resamplers, r0s, st, A_max, n_boot, rng):
         dB.append(pb[0][0] - pb[1][0])
         dlogC.append(math.log(pb[0][1] / pb[1][1]))
         Cs.append((pb[0][1], pb[1][1]))

@@ -246,22 +246,12 @@ def _common_A_intervals(runs: list[RunFit], A: float, per: dict[str, tuple[float
     one variant's pooled residuals with A held at its estimate: with seeds at B 1.2 and 1.8 the interval was
     [1.36, 1.59], holding neither, and where every variant followed one law it covered the true B 36 times in
     60 (review dx). Empty where the refits fail every time."""
-    from scalerl.curves.compare import joint_fit
+    from scalerl.curves.compare import joint_replicates
 
-    rng = np.random.default_rng(seed)
     start = [(A, *per[rf.label]) for rf in runs]
-    A_max = max(rf.fit.A_max for rf in runs)
-    Bs: list[list[float]] = []
-    for _ in range(n):
-        draws = [rf.seeds.resampler.draw(rng) for rf in runs]
-        pos = [x > 0 for x, *_ in draws]
-        r0s = [r0 if r0 is not None else rf.fit.R0 for (_, _, r0, _), rf in zip(draws, runs)]
-        try:
-            _, fitted, _ = joint_fit([d[0][p] for d, p in zip(draws, pos)], [d[1][p] for d, p in zip(draws, pos)],
-                                     r0s, start, A_max=A_max)
-        except ValueError:
-            continue
-        Bs.append([b for b, _ in fitted])
+    Bs = [[b for b, _ in fitted] for _, fitted in joint_replicates(
+        [rf.seeds.resampler for rf in runs], [rf.fit.R0 for rf in runs], start, max(rf.fit.A_max for rf in runs), n,
+        np.random.default_rng(seed))]
     if not Bs:
         return {}
     a = (1 - level) / 2
