@@ -48,3 +48,43 @@ def test_seed_shares_split_the_spread_of_a_difference_between_the_runs_seeds():
     assert v_base == pytest.approx(seeds_base.var(), rel=0.05)
     assert seed_shares(values, [run, None])[1] == 0.0  # a run of one seed has no share
     assert seed_shares(values, [np.ones((n, 1)), None]) == [0.0, 0.0]
+
+
+def test_few_seeds_stretch_is_one_for_one_seed_and_t_over_z_for_seeds_alone():
+    import numpy as np
+
+    from scalerl.curves.seed_dof import few_seeds_stretch
+
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=400)
+    assert few_seeds_stretch(values, None, 0.95) == 1.0
+    assert few_seeds_stretch(values, np.ones((400, 1), dtype=int), 0.95) == 1.0
+    # Three seeds, every replicate's value the mean of the seeds it drew: the spread is all the seeds' share,
+    # estimated from 2 df (the resampler, not the stretch, makes up for drawing k of k with replacement).
+    counts = rng.multinomial(3, [1 / 3] * 3, size=400)
+    theta = np.array([0.1, -0.3, 0.4])
+    values = counts @ theta / 3
+    expected = t.ppf(0.975, 2) / norm.ppf(0.975)
+    assert few_seeds_stretch(values, counts, 0.95) == pytest.approx(expected, rel=1e-6)
+    # Residual noise beside the seeds: more degrees of freedom, a smaller stretch, never below 1.
+    noisy = values + rng.normal(0, 0.5, 400)
+    assert 1.0 < few_seeds_stretch(noisy, counts, 0.95) < expected
+
+
+def test_a_several_seed_fits_own_intervals_are_widened_and_A_stays_within_its_bound():
+    import numpy as np
+
+    from scalerl.curves import Curve, fit_seeds
+
+    x = np.linspace(0, 200, 21).round() * 1e10
+    curves = []
+    for s, (A, C) in enumerate([(0.97, 3e11), (0.99, 5e11)]):  # A near its bound of 1
+        y = 0.3 + (A - 0.3) / (1 + (C / np.where(x > 0, x, 1.0)) ** 1.5) + np.random.default_rng(s).normal(0, 0.01, 21)
+        y[0] = 0.3
+        curves.append(Curve.from_arrays(x, y, name=f"v/seed{s}"))
+    boot = fit_seeds(curves, n_boot=100).boot
+    for p in ("A", "B", "C_mid"):
+        lo, hi = boot.interval(p)
+        p_lo, p_hi = np.percentile(boot.samples[:, ("A", "B", "C_mid").index(p)], [2.5, 97.5])
+        assert lo <= p_lo and p_hi <= hi and (lo, hi) != (p_lo, p_hi)
+    assert boot.interval("A")[1] <= 1.0
