@@ -51,6 +51,7 @@ bench-forecast: $(STAMP)
 	$(PY) benchmarks/live_forecast_cost.py
 	$(PY) benchmarks/big_logs.py
 	$(PY) benchmarks/compare_verdicts.py
+	$(PY) benchmarks/seed_intervals.py
 	$(PY) benchmarks/log_readers.py
 
 clean:
