@@ -502,3 +502,12 @@ def test_study_flags_the_collapse_that_fit_flags(capsys, tmp_path):
     row = next(r for r in fit_rows(a) if r[0] == "loo-loss-dapo")
     assert a.variant("loo-loss-dapo").unstable, (moved, row)
     assert moved[2] == "not classified (unstable run)" and row[7] == "unstable: no forecast", (moved, row)
+
+
+@pytest.mark.parametrize("n_boot", [0, 5, 2.5, True])
+def test_analyse_study_refuses_a_bootstrap_too_small_instead_of_using_the_studys_own(study, n_boot):
+    """``analyse_study(d, n_boot=0)`` ran the study's 100 resamples unsaid (``n_boot or spec.bootstrap``)."""
+    from scalerl.errors import InputError
+
+    with pytest.raises(InputError, match=r"n_boot must be a whole number >= 20.*None: the study's own, 100"):
+        analyse_study(study[0], n_boot=n_boot)

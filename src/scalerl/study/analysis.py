@@ -44,7 +44,7 @@ from scalerl.errors import InputError
 from scalerl.study.families import Variant
 from scalerl.study.paper import UNNAMED, Finding, expectation
 from scalerl.study.plan import run_directory
-from scalerl.study.spec import SPEC_FILE, StudySpec, load_saved_spec
+from scalerl.study.spec import MIN_BOOTSTRAP, SPEC_FILE, StudySpec, load_saved_spec
 
 #: Agreement of a measured classification with the paper's expectation.
 AGREES, OPPOSITE, DISAGREES, INCONCLUSIVE, NOT_APPLICABLE = (
@@ -307,9 +307,15 @@ def _agreement(expected: Finding, expected_better: bool | None, c: Classificatio
 
 
 def analyse_study(directory: str | Path, *, n_boot: int | None = None, seed: int = 0) -> StudyAnalysis:
-    """Fit and classify every variant of the study in ``directory`` (see the module docstring)."""
+    """Fit and classify every variant of the study in ``directory`` (see the module docstring). ``n_boot``: the
+    bootstrap's resamples, at least :data:`~scalerl.study.spec.MIN_BOOTSTRAP` (None: the study's own)."""
     spec, directory = read_study(directory)
-    n_boot = n_boot or spec.bootstrap
+    if n_boot is None:
+        n_boot = spec.bootstrap
+    elif isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < MIN_BOOTSTRAP:
+        # 0 was read as "the study's own" unsaid: a caller asking for no bootstrap got 300 resamples
+        raise InputError(f"n_boot must be a whole number >= {MIN_BOOTSTRAP}, got {n_boot!r} (None: the study's "
+                         f"own, {spec.bootstrap}); every variant's intervals and verdicts come from the bootstrap")
     calibration = read_calibration(spec.calibration, level=DEFAULT_LEVEL) if spec.calibration else None
     variants, curves, pending, left_out, y, failures = _curves(spec, directory)
     base = next(v for v in variants if v.is_base)
