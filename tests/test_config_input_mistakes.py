@@ -35,6 +35,19 @@ def test_recipe_file_typo_names_the_mistyped_key(tmp_path):
     assert "aggregaton" in str(err.value), str(err.value)
 
 
+@pytest.mark.parametrize("typo, said", [
+    ("sampling", "did you mean sampler? sampling is a training setting"),  # a training key exactly: blamed `loss`
+    ("smapler", "did you mean sampler? Recipe keys"),
+    ("modle", "model is a training setting"),
+])
+def test_recipe_file_typo_that_is_or_is_near_a_training_key_names_the_typo(tmp_path, typo, said):
+    path = tmp_path / "my-recipe.yaml"
+    path.write_text(recipe_yaml("scalerl").replace("\nsampler:", f"\n{typo}:"))
+    with pytest.raises(ConfigError) as err:
+        load_config_file(path)
+    assert f"unknown key {typo!r} in a recipe file" in str(err.value) and said in str(err.value), str(err.value)
+
+
 @pytest.mark.parametrize("recipe, item, key", [
     ("scalerl", "loss.dapo.eps_high=0.3", "loss.dapo.eps_high"),
     ("qwen-dapo", "length.think_budget=[5, 9]", "think_budget"),

@@ -659,15 +659,22 @@ def recipe_file_as_config(data: dict, path: Path) -> dict:
     dw: one typo made it a training config, and the error blamed its first key, ``loss``)."""
     recipe_keys = {f.name for f in dataclasses.fields(RecipeConfig)}
     train_keys = {f.name for f in dataclasses.fields(TrainConfig)}
-    if not data or set(data) & train_keys or 2 * len(set(data) & recipe_keys) <= len(data):
+    # Most keys a recipe's: a recipe file, even where a typo is a training key (``sampling:`` for ``sampler:``
+    # made it a training config, and the error blamed ``loss``).
+    if not data or 2 * len(set(data) & recipe_keys) <= len(data):
         return data
     for key in (k for k in data if k not in recipe_keys):  # a typo: named with what it is close to (review dy)
-        close = difflib.get_close_matches(key, sorted(recipe_keys | train_keys), n=1, cutoff=0.6)
-        what = ("" if not close else f"; did you mean {close[0]}?" if close[0] in recipe_keys else
-                f"; did you mean {close[0]}? -- a training setting: a recipe file holds recipe keys only (put the "
-                f"recipe under recipe: in a training config, beside {close[0]}:)")
+        close = difflib.get_close_matches(key, sorted(recipe_keys), n=1, cutoff=0.6)
+        if key not in train_keys:
+            close = close or difflib.get_close_matches(key, sorted(train_keys), n=1, cutoff=0.6)
+        elsewhere = key if key in train_keys else close[0] if close and close[0] in train_keys else None
+        said = [f"did you mean {close[0]}?"] if close and close[0] in recipe_keys else []
+        if elsewhere is not None:
+            said.append(f"{elsewhere} is a training setting: a recipe file holds recipe keys only (put the recipe "
+                        f"under recipe: in a training config, beside {elsewhere}:).")
         raise ConfigError(f"config file {str(path)!r}: unknown key {key!r} in a recipe file (its other keys are a "
-                          f"recipe's){what} Recipe keys: {', '.join(sorted(recipe_keys))}")
+                          f"recipe's){'; ' + ' '.join(said) if said else '.'} Recipe keys: "
+                          f"{', '.join(sorted(recipe_keys))}")
     return {"recipe": data, "recipe_name": path.stem}
 
 
