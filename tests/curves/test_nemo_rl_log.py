@@ -189,3 +189,52 @@ def test_a_validation_with_several_samples_a_prompt_gives_pass_k(tmp_path):
     assert read_curve(exp, "step", ACC).y.tolist() == [1 / 12, 4 / 12]
     # One sample a prompt (the fixture's dumps): no pass_k.
     assert "validation/pass_k" not in log_columns(_logs(tmp_path / "x") / "exp_003")
+
+
+def _in_epochs(text: str, per_epoch: int) -> str:
+    """The console as NeMo-RL since 2025-09 prints it: ``===== Epoch E/K =====`` before each epoch and ``Step N/M``
+    counted from 1 within it (its validations and checkpoints still print the step across epochs)."""
+    import re
+
+    def header(m):
+        step = int(m.group(1))
+        epoch, n = divmod(step - 1, per_epoch)
+        opening = f"\n{'=' * 25} Epoch {epoch + 1}/3 {'=' * 25}\n" if n == 0 else ""
+        return f"{opening}{'=' * 25} Step {n + 1}/{per_epoch} {'=' * 25}"
+
+    return re.sub(r"={25} Step (\d+)/500 ={25}", header, text)
+
+
+def test_a_console_of_several_epochs_reads_as_one_run_at_the_steps_nemo_rl_logs(tmp_path):
+    """NeMo-RL restarts ``Step N`` at 1 each epoch but logs the step across epochs: every epoch read as a training
+    started over (a run of its own) and the validations as rows of no step printed."""
+    plain = read_curve(_console(tmp_path), "step", ACC)
+    path = _console(tmp_path, "nemo_rl_console", edit=lambda t: _in_epochs(t, 150))
+    assert "Epoch 3/3" in path.read_text() and "Step 150/150" in path.read_text()
+    (c,) = read_curves(path, "step", ACC)
+    assert c.x.tolist() == plain.x.tolist() and np.allclose(c.y, plain.y) and not c.notes
+    assert read_curve(path, "step", "train/reward").x.tolist() == list(range(1, int(plain.x[-1]) + 1))
+
+
+def test_a_console_that_begins_inside_an_epoch_takes_its_steps_from_the_first_validation(tmp_path):
+    """A relaunch's own console (not appended to) starts in epoch 2 at ``Step 21/150``: its steps across epochs
+    (171, ...) are told by the first validation it prints (at step 180, its ``Step 30``)."""
+    whole = _in_epochs(gzip.decompress((DATA / "nemo_rl_console.log.gz").read_bytes()).decode(), 150)
+    head = whole[: whole.index("\n", whole.index("SETUP COMPLETE") + 40)]
+    epoch = f"\n{'=' * 25} Epoch 2/3 {'=' * 25}\n"
+    path = tmp_path / "relaunch.log"
+    path.write_text(head + epoch + whole[whole.index(f"{'=' * 25} Step 21/150", whole.index(epoch)):])
+    train = read_curve(path, "step", "train/reward")
+    assert train.x[0] == 171 and train.x.tolist() == list(range(171, int(train.x[-1]) + 1))
+    assert read_curve(path, "step", ACC).x[0] == 180
+
+
+def test_a_console_of_several_epochs_appended_to_by_a_resume_keeps_the_run_that_went_on(tmp_path):
+    """The resumed process prints its epoch's header again (epoch 3 of 50 steps, from the step-100 checkpoint)."""
+    plain = read_curve(_console(tmp_path, "nemo_rl_console_resumed"), "step", ACC)
+    path = _console(tmp_path, "nemo_rl_console_resumed", edit=lambda t: _in_epochs(t, 50))
+    assert path.read_text().count("Epoch 3/3") == 2
+    c = read_curve(path, "step", ACC)
+    assert c.x.tolist() == plain.x.tolist() and np.allclose(c.y, plain.y)
+    assert any("resumes from a checkpoint 1 time" in n for n in c.notes)
+    assert read_curve(path, "step", "train/reward").x.tolist() == list(range(1, 201))

@@ -26,7 +26,8 @@ all ``false``). Each step prints a block::
       • Total step time: 45.23s
       • generation: 20.11s (44.5%)
 
-A row per step (``step``: the ``N`` of ``Step N/M``, the step NeMo-RL logs to its trackers) with
+A row per step (``step``: the ``N`` of ``Step N/M``, the step NeMo-RL logs to its trackers; under
+``===== Epoch E/K =====`` headers, where N restarts at 1 each epoch, the step across epochs) with
 each section's bullets under the names NeMo-RL's trackers give them: ``validation/accuracy`` (the
 mean reward over the validation samples, 4 decimals), ``validation/avg_length``,
 ``timing/validation/total_validation_time``, ``train/loss``, ``train/reward`` (``Avg Reward``, or
@@ -50,6 +51,7 @@ Format read from NeMo-RL's source (``nemo_rl/algorithms/grpo.py``: ``grpo_train`
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +63,10 @@ from scalerl.errors import InputError
 
 #: ``===== Step N/M =====``, the line each step opens with.
 STEP_HEADER = re.compile(r"={3,}\s*Step (\d+)/(\d+)\s*={3,}")
+#: ``===== Epoch E/K =====``: NeMo-RL (since 2025-09) counts ``Step N`` within each epoch, from 1.
+EPOCH_HEADER = re.compile(r"={3,}\s*Epoch (\d+)/(\d+)\s*={3,}")
+#: ``Saving checkpoint for step S...``: S counted across epochs, as the trackers log it.
+CHECKPOINT_SAVE = re.compile(r"Saving checkpoint for step (\d+)")
 #: ``▶ Starting validation at step S...``: the step a validation's results are logged at.
 VALIDATION_START = re.compile(r"Starting validation at step (\d+)")
 #: A section's title, the emoji before it left out (a log passed through a terminal without UTF-8
@@ -108,25 +114,83 @@ def _key(prefix: str, label: str) -> str:
     return f"{prefix}/{TRACKER_NAMES.get((base, name), name)}"
 
 
+@dataclass
+class _Epochs:
+    """The step across epochs of each ``Step N/M`` header. NeMo-RL (since 2025-09) prints ``===== Epoch E/K =====``
+    before each epoch and counts ``Step N`` from 1 in each, but logs to its trackers (and prints in ``Starting
+    validation at step S`` and ``Saving checkpoint for step S``) the step across epochs: a console of several
+    epochs read as a training started over at each. Without epoch headers (older NeMo-RL), N is that step."""
+
+    starts: dict[int, int] = field(default_factory=dict)
+    """Epoch -> the steps before it, where this console showed them (its previous epoch ended, or a step of it
+    printed its step across epochs): a resumed process prints its epoch's header again."""
+    epoch: int | None = None
+    offset: int = 0
+    known: bool = True
+    last: int = 0
+    """The step across epochs of the last header."""
+    guessed: list[dict[str, Any]] = field(default_factory=list)
+    """This epoch's step rows counted with an offset not known yet (a console that begins inside an epoch)."""
+
+    def begin(self, epoch: int) -> None:
+        if epoch in self.starts:
+            self.offset, self.known = self.starts[epoch], True
+        elif epoch == 1 or (self.epoch is not None and epoch == self.epoch + 1 and self.known):
+            self.offset, self.known = (0 if epoch == 1 else self.last), True
+            self.starts[epoch] = self.offset
+        else:  # an epoch this console did not see start: counted from 0 until a printed step tells
+            self.offset, self.known = 0, False
+        self.epoch, self.guessed = epoch, []
+
+    def step(self, n: int, row: dict[str, Any]) -> int:
+        if not self.known:
+            self.guessed.append(row)
+        self.last = self.offset + n
+        return self.last
+
+    def told(self, n: int, across: int) -> None:
+        """Step ``n`` of this epoch printed its step across epochs (a validation's, a checkpoint's)."""
+        if self.epoch is None or across <= 0 or (self.known and across == self.offset + n):
+            return
+        shift = across - n - self.offset
+        for row in self.guessed:
+            row["step"] += shift
+        self.offset, self.known, self.last, self.guessed = across - n, True, self.last + shift, []
+        self.starts[self.epoch] = self.offset
+
+
 def read_nemo_rl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows (``step`` and the metrics) in log order, resumes and restarts resolved, and notes."""
     rows: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None  # the row of the step being printed
+    printed = 0  # its N, within its epoch
+    epochs = _Epochs()
     val_step: int | None = None
     section: tuple[str, dict[str, Any]] | None = None  # (prefix, the row its bullets go to)
     seen_training = False
     for _, raw in shown_lines(path):
         line = ray_source(raw)[1]
+        if "Epoch " in line and (m := EPOCH_HEADER.search(line)):
+            epochs.begin(int(m.group(1)))
+            current, val_step, section = None, None, None
+            continue
         if "Step " in line and (m := STEP_HEADER.search(line)):
             # The step's row goes in at its header, filled as its results print: a validation printed before
             # the next header at another step (a training started over in the same console, its evaluation
             # before training) comes after it, as printed (review ds: it came before, and the step read as a
             # run of its own).
-            current, val_step, section, seen_training = {"step": int(m.group(1))}, None, None, False
+            current, val_step, section, seen_training = {}, None, None, False
+            printed = int(m.group(1))
+            current["step"] = epochs.step(printed, current)
             rows.append(current)
+            continue
+        if "checkpoint for step" in line and current is not None and (m := CHECKPOINT_SAVE.search(line)):
+            epochs.told(printed, int(m.group(1)))
             continue
         if "validation at step" in line and (m := VALIDATION_START.search(line)):
             val_step, section = int(m.group(1)), None
+            if current is not None:
+                epochs.told(printed, val_step)
             continue
         if ":" in line and (m := SECTION.match(line.strip())):
             prefix = SECTION_PREFIX[m.group(1)]
