@@ -96,16 +96,10 @@ def few_seeds_stretch(values: np.ndarray, counts: "np.ndarray | None", level: fl
     drawn within the seeds) counted as known, as for a difference (:func:`difference_spread`). 1 where
     ``counts`` is None or has one column (one seed). The seeds' share is already the spread of k seeds' mean,
     not (k - 1) / k of it: the resampler scales each seed's distance from the pooled curve by sqrt(k / (k - 1))."""
-    values = np.asarray(values, dtype=float)
-    if counts is None or np.shape(counts)[1] < 2 or values.size < 3:
+    if counts is None or np.shape(counts)[1] < 2 or np.size(values) < 3:
         return 1.0
-    whole = float(np.var(values, ddof=1))
-    if not whole > 0:
-        return 1.0
-    k = np.shape(counts)[1]
-    share = min(seed_shares(values, [counts])[0], whole)
     q = 1 - (1 - level) / 2
-    return critical_value(q, welch_dof([(share, k), (whole - share, 1)])) / float(norm.ppf(q))
+    return critical_value(q, difference_spread(np.asarray(values, dtype=float), [counts])[1]) / float(norm.ppf(q))
 
 
 __all__ = ["critical_value", "difference_spread", "few_seeds_stretch", "seed_shares", "welch_dof"]
