@@ -1,10 +1,13 @@
 """The critical value of a comparison's intervals when a run has a few seeds (scalerl.curves.seed_dof)."""
 
+import json
 import math
 
+import numpy as np
 import pytest
 from scipy.stats import norm, t
 
+from scalerl.curves import Curve, fit_seeds
 from scalerl.curves.seed_dof import critical_value, welch_dof
 
 
@@ -51,31 +54,25 @@ def test_seed_shares_split_the_spread_of_a_difference_between_the_runs_seeds():
 
 
 def test_few_seeds_stretch_is_one_for_one_seed_and_t_over_z_for_seeds_alone():
-    import numpy as np
-
     from scalerl.curves.seed_dof import few_seeds_stretch
 
     rng = np.random.default_rng(0)
     values = rng.normal(size=400)
-    assert few_seeds_stretch(values, None, 0.95) == 1.0
-    assert few_seeds_stretch(values, np.ones((400, 1), dtype=int), 0.95) == 1.0
+    assert few_seeds_stretch(values, [None], 0.95) == 1.0
+    assert few_seeds_stretch(values, [np.ones((400, 1), dtype=int)], 0.95) == 1.0
     # Three seeds, every replicate's value the mean of the seeds it drew: the spread is all the seeds' share,
     # estimated from 2 df (the resampler, not the stretch, makes up for drawing k of k with replacement).
     counts = rng.multinomial(3, [1 / 3] * 3, size=400)
     theta = np.array([0.1, -0.3, 0.4])
     values = counts @ theta / 3
     expected = t.ppf(0.975, 2) / norm.ppf(0.975)
-    assert few_seeds_stretch(values, counts, 0.95) == pytest.approx(expected, rel=1e-6)
+    assert few_seeds_stretch(values, [counts], 0.95) == pytest.approx(expected, rel=1e-6)
     # Residual noise beside the seeds: more degrees of freedom, a smaller stretch, never below 1.
     noisy = values + rng.normal(0, 0.5, 400)
-    assert 1.0 < few_seeds_stretch(noisy, counts, 0.95) < expected
+    assert 1.0 < few_seeds_stretch(noisy, [counts], 0.95) < expected
 
 
 def test_a_several_seed_fits_own_intervals_are_widened_and_A_stays_within_its_bound():
-    import numpy as np
-
-    from scalerl.curves import Curve, fit_seeds
-
     x = np.linspace(0, 200, 21).round() * 1e10
     curves = []
     for s, (A, C) in enumerate([(0.97, 3e11), (0.99, 5e11)]):  # A near its bound of 1
@@ -88,3 +85,79 @@ def test_a_several_seed_fits_own_intervals_are_widened_and_A_stays_within_its_bo
         p_lo, p_hi = np.percentile(boot.samples[:, ("A", "B", "C_mid").index(p)], [2.5, 97.5])
         assert lo <= p_lo and p_hi <= hi and (lo, hi) != (p_lo, p_hi)
     assert boot.interval("A")[1] <= 1.0
+
+
+# --- review ea: intervals widened for few seeds stay within what every fit keeps, one per quantity ---
+
+X = np.linspace(0, 200, 21).round() * 1e10  # 21 evaluations, the first at compute 0 (R0), up to 4x C_mid
+
+
+def _sigmoid(x, A, B, C_mid, R0=0.3):
+    with np.errstate(divide="ignore", over="ignore"):
+        return np.where(x > 0, R0 + (A - R0) / (1 + (C_mid / np.where(x > 0, x, 1.0)) ** B), R0)
+
+
+def _seed(label, i, A=0.7, B=1.5, C_mid=5e11, R0=0.3, noise=0.005):
+    y = _sigmoid(X, A, B, C_mid, R0) + np.random.default_rng(i).normal(0, noise, X.size)
+    y[0] = R0
+    return Curve.from_arrays(X, np.clip(y, 0, 1), name=f"{label}/seed{i}", x_name="flops", y_name="val/pass_rate")
+
+
+def _csv(path, curve):
+    path.write_text("flops,pass_rate\n" + "".join(f"{a:.6g},{b:.6f}\n" for a, b in zip(curve.x, curve.y)))
+    return str(path)
+
+
+def test_compare_fits_table_A_interval_of_two_seeds_stays_above_R0(tmp_path, capsys):
+    from scalerl.cli import main
+
+    paths = [_csv(tmp_path / "a0.csv", _seed("a", 0, A=0.6)), _csv(tmp_path / "a1.csv", _seed("a", 1, A=0.8)),
+             _csv(tmp_path / "b0.csv", _seed("b", 2)), _csv(tmp_path / "b1.csv", _seed("b", 3))]
+    assert main(["compare", *paths, "--labels", "a", "a", "b", "b", "--x", "flops", "--y", "pass_rate",
+                 "--bootstrap", "100", "--json"]) == 0
+    run = next(r for r in json.loads(capsys.readouterr().out)["runs"] if r["label"] == "a")
+    lo, hi = run["intervals"]["A"]
+    # Every fit and every bootstrap replicate has R0 < A <= 1 (replicates with A <= R0 are dropped as failed).
+    assert run["R0"] <= lo <= run["A"] <= hi <= 1.0, (run["R0"], run["A"], (lo, hi))
+
+
+@pytest.mark.parametrize("r0", ["first", "free"])
+def test_a_two_seed_R0_interval_stays_a_pass_rate(r0):
+    curves = [_seed("v", 0, A=0.6, R0=0.02), _seed("v", 1, A=0.6, R0=0.10)]
+    sf = fit_seeds(curves, n_boot=200, r0=r0)
+    lo, hi = sf.boot.intervals()["R0"]
+    assert 0.0 <= lo <= sf.pooled.R0 <= hi <= 1.0, (sf.pooled.R0, (lo, hi))
+
+
+def test_a_two_seed_B_interval_stays_within_the_bounds_every_fit_of_B_keeps():
+    from scalerl.curves.solver import B_BOUNDS
+
+    curves = [_seed("v", 0, B=8.0, noise=0.003), _seed("v", 1, B=45.0, C_mid=5.5e11, noise=0.003)]
+    boot = fit_seeds(curves, n_boot=200).boot
+    assert B_BOUNDS[0] <= boot.samples[:, 1].min() and boot.samples[:, 1].max() <= B_BOUNDS[1]  # the replicates do
+    lo, hi = boot.interval("B")
+    assert B_BOUNDS[0] <= lo and hi <= B_BOUNDS[1], (lo, hi)
+
+
+def test_a_two_seed_mean_curve_band_far_out_is_As_interval():
+    boot = fit_seeds([_seed("v", 0, A=0.6), _seed("v", 1, A=0.8)], n_boot=200).boot
+    lo, hi = boot.interval("A")
+    band_lo, band_hi = (float(v[0]) for v in boot.predict_interval([1e40]))  # the mean curve at C -> inf is A
+    assert band_lo == pytest.approx(lo, abs=0.01) and band_hi == pytest.approx(hi, abs=0.01), ((band_lo, band_hi),
+                                                                                                (lo, hi))
+    q_lo, q_hi = boot.quantity_interval(lambda law: law.C_mid)
+    c_lo, c_hi = boot.interval("C_mid")
+    assert q_lo == pytest.approx(c_lo, rel=0.01) and q_hi == pytest.approx(c_hi, rel=0.01), ((q_lo, q_hi), (c_lo, c_hi))
+
+
+def test_a_two_seed_dA_interval_stays_within_what_As_bounds_allow():
+    from scalerl.curves.compare import compare
+
+    runs = {"a": [_seed("a", 0, A=0.6), _seed("a", 1, A=0.8)], "b": [_seed("b", 2), _seed("b", 3)]}
+    r = compare(runs, n_boot=100, forecasts=False)
+    c = r.classifications[0]
+    a, b = r.run("a").fit, r.run("b").fit
+    lo, hi = c.dA_interval
+    # dA = A_b - A_a with each A in (R0, A_max]: whatever the two ceilings, dA lies in [R0_b - A_max_a, A_max_b - R0_a]
+    # ([-0.7, +0.7] here); the interval quoted reaches past both ends.
+    assert b.R0 - a.A_max - 1e-9 <= lo and hi <= b.A_max - a.R0 + 1e-9, (c.explanation, (lo, hi))

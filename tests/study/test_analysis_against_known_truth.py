@@ -9,7 +9,6 @@ import math
 import re
 
 import numpy as np
-import pytest
 
 from scalerl.curves import compare
 from scalerl.curves.data import Curve
@@ -77,11 +76,27 @@ def test_the_common_A_B_interval_holds_the_spread_between_seeds(tmp_path):
     write_study(tmp_path, spec, {"scalerl": two_seeds, "loo-fp32-head-off": two_seeds}, noise=0.005)
     a = analyse_study(tmp_path)
     base = a.variant("scalerl")
-    # The variant's own B interval (hierarchical bootstrap over seeds) spans them: about [1.02, 1.92].
+    # The variant's own B interval (hierarchical bootstrap over seeds, widened for two) spans them.
     assert base.B_interval[0] < 1.2 and base.B_interval[1] > 1.8
     # The common-A one: about [1.36, 1.59] -- neither seed's B, as if 42 independent evaluations of one curve.
     lo, hi = base.common_B_interval
     assert lo <= 1.25 and hi >= 1.75, (lo, hi)
+
+
+def test_a_study_prints_one_width_for_a_two_seed_variants_B_under_its_own_and_the_common_A(tmp_path):
+    from scalerl.study.analysis import analyse_study
+    from scalerl.study.spec import StudySpec
+
+    two_seeds = {0: (0.70, 1.2, 5e11), 1: (0.70, 1.8, 5e11)}  # every variant and seed: A 0.70; the seeds differ in B
+    spec = StudySpec(family="loo", only=["loo-fp32-head-off"], seeds=2, steps=200, eval_every=10, bootstrap=100)
+    synthetic.write_study(tmp_path, spec, {"scalerl": two_seeds, "loo-fp32-head-off": two_seeds}, noise=0.005, seed=0)
+    a = analyse_study(tmp_path)
+    for v in a.variants:
+        own = math.log(v.B_interval[1] / v.B_interval[0])
+        common = math.log(v.common_B_interval[1] / v.common_B_interval[0])
+        # A is the same 0.70 in both fits and the seeds' spread of B is the whole of B's uncertainty: two 95%
+        # intervals of one B from the same two seeds are alike in width, not 6x apart.
+        assert 0.5 <= common / own <= 2.0, (v.label, v.B_interval, v.common_B_interval)
 
 
 def test_the_common_A_B_interval_holds_the_uncertainty_of_the_common_A(tmp_path):

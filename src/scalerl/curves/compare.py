@@ -285,6 +285,9 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
     def dA_interval(at: float) -> tuple[float, float]:
         """dA's interval at level ``at``."""
         lo, hi = _around(dA, dA_sd, critical_value(1 - (1 - at) / 2, dA_dof))
+        # Within what the bounds leave dA (each A above its start, at most its bound): t on one degree of
+        # freedom with two seeds a run printed -1.274 to +1.262 where dA can lie in -0.7 to +0.7 (review ea).
+        lo, hi = max(lo, run.fit.R0 - base.fit.A_max), min(hi, run.fit.A_max - base.fit.R0)
         if not piled:
             return lo, hi
         p_lo, p_hi = np.percentile(dA_samples, [100 * (1 - at) / 2, 100 * (1 + at) / 2])

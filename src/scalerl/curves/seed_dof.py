@@ -89,17 +89,37 @@ def difference_spread(diff: np.ndarray, counts: "list[np.ndarray | None]") -> tu
     return math.sqrt(whole), welch_dof(parts)
 
 
-def few_seeds_stretch(values: np.ndarray, counts: "np.ndarray | None", level: float) -> float:
-    """How much wider than its bootstrap percentiles a run's own interval of one parameter must be where the run
-    has a few seeds: Student's t over the normal's z at the ``level``, t on Satterthwaite's degrees of freedom --
-    the seeds' share of the replicates' spread (:func:`seed_shares`) estimated from k - 1, the rest (the residuals
-    drawn within the seeds) counted as known, as for a difference (:func:`difference_spread`). 1 where
-    ``counts`` is None or has one column (one seed). The seeds' share is already the spread of k seeds' mean,
-    not (k - 1) / k of it: the resampler scales each seed's distance from the pooled curve by sqrt(k / (k - 1))."""
-    if counts is None or np.shape(counts)[1] < 2 or np.size(values) < 3:
+def few_seeds_stretch(values: np.ndarray, counts: "list[np.ndarray | None]", level: float) -> float:
+    """How much wider than its bootstrap percentiles an interval of one quantity must be where runs have a few
+    seeds: Student's t over the normal's z at the ``level``, t on Satterthwaite's degrees of freedom as for a
+    difference (:func:`difference_spread`: each run's seeds' share of the replicates' spread estimated from its
+    k - 1, the rest -- the residuals drawn within the seeds -- counted as known). ``counts``: per run, how often
+    each of its seeds was drawn in each replicate (None: one seed). 1 where no run has several seeds. (The seeds'
+    share is already the spread of k seeds' mean, not (k - 1) / k of it: the resampler scales each seed's
+    distance from the pooled curve by sqrt(k / (k - 1)).)"""
+    if all(c is None or np.shape(c)[1] < 2 for c in counts) or np.size(values) < 3:
         return 1.0
     q = 1 - (1 - level) / 2
-    return critical_value(q, difference_spread(np.asarray(values, dtype=float), [counts])[1]) / float(norm.ppf(q))
+    return critical_value(q, difference_spread(np.asarray(values, dtype=float), list(counts))[1]) / float(norm.ppf(q))
 
 
-__all__ = ["critical_value", "difference_spread", "few_seeds_stretch", "seed_shares", "welch_dof"]
+def widen_for_seeds(values: np.ndarray, lo: float, hi: float, counts: "list[np.ndarray | None]", level: float, *,
+                    log: bool = False, bounds: tuple[float, float] = (-math.inf, math.inf)) -> tuple[float, float]:
+    """The percentile interval ``(lo, hi)`` of bootstrap ``values`` widened for few seeds: about the values' median
+    by :func:`few_seeds_stretch`, on the log scale where ``log`` (positive values: B, C_mid, a compute), and
+    within ``bounds`` -- the ones every replicate keeps (A above the start and at most its bound, B within the
+    solver's, a pass rate within [0, 1]): t on one degree of freedom is 6.5 times z, and two seeds' A interval
+    had reached below 0 (review ea). Unchanged where no run has several seeds or a value is not finite."""
+    values = np.asarray(values, dtype=float)
+    if not np.isfinite(values).all() or (log and not (values > 0).all()):
+        return lo, hi
+    r = few_seeds_stretch(np.log(values) if log else values, counts, level)
+    if r == 1.0:
+        return lo, hi
+    f, inv = (math.log, math.exp) if log else (float, float)
+    mid = float(np.median(np.log(values) if log else values))
+    wide_lo, wide_hi = inv(mid - r * (mid - f(lo))), inv(mid + r * (f(hi) - mid))
+    return max(wide_lo, min(bounds[0], lo)), min(wide_hi, max(bounds[1], hi))
+
+
+__all__ = ["critical_value", "difference_spread", "few_seeds_stretch", "seed_shares", "welch_dof", "widen_for_seeds"]

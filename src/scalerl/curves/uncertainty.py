@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scalerl.curves.data import Curve
-from scalerl.curves.seed_dof import few_seeds_stretch
+from scalerl.curves.seed_dof import widen_for_seeds
 from scalerl.curves.sigmoid_fit import SigmoidFit, fit_sigmoid
-from scalerl.curves.solver import fit_fast, refine_many, resolve_r0
+from scalerl.curves.solver import B_BOUNDS, fit_fast, ln_c_mid_bounds, refine_many, resolve_r0
 from scalerl.curves.laws import Sigmoid
 from scalerl.errors import InputError
 
@@ -53,31 +53,35 @@ class Bootstrap:
     seed_counts: np.ndarray | None = None
     """Several seeds: per replicate (row), how often each seed was drawn (:meth:`RunResampler.draw`):
     what :func:`scalerl.curves.seed_dof.seed_shares` tells the seeds' share of the spread by. None: one seed."""
-    A_max: float = math.inf
-    """The fit's bound on A: a parameter interval widened for few seeds (:meth:`interval`) ends there."""
+    bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Several seeds: the bounds every replicate keeps, per parameter (A above the lowest start drawn and at most
+    its bound, R0 from the data's floor, B within the solver's, C_mid within the fit's range), and ``"curve"``
+    for the fitted curve (as A): where an interval widened for few seeds (:meth:`interval`) ends."""
 
     def _q(self) -> tuple[float, float]:
         a = (1.0 - self.level) / 2.0
         return 100 * a, 100 * (1 - a)
 
+    def _widen(self, values: np.ndarray, lo: float, hi: float, *, log: bool, bounds: str,
+               keep: np.ndarray | None = None) -> tuple[float, float]:
+        """A percentile interval widened for a few seeds (:func:`~scalerl.curves.seed_dof.widen_for_seeds`);
+        ``keep``: the replicates ``values`` come from, where some were left out."""
+        if self.seed_counts is None:
+            return lo, hi
+        counts = self.seed_counts if keep is None else self.seed_counts[keep]
+        return widen_for_seeds(values, lo, hi, [counts], self.level, log=log,
+                               bounds=self.bounds.get(bounds, (-math.inf, math.inf)))
+
     def interval(self, name: str) -> tuple[float, float]:
         """The percentile interval of a parameter; with a few seeds (:attr:`seed_counts`), widened about the draws'
         median by :func:`~scalerl.curves.seed_dof.few_seeds_stretch` (t over z) -- on the log scale for B and
-        C_mid, where the draws are near symmetric. The percentiles of a two-seed variant covered its
-        configuration's C_mid 80% of the time at 95%, the stretched interval 89%; three seeds 87-88% -> 94%; A
-        and B 90-98% -> 94.5-99.5% (``python benchmarks/seed_intervals.py [--seed-sd-A 0.02]``, 200 trials)."""
+        C_mid, where the draws are near symmetric -- within :attr:`bounds`. The percentiles of a two-seed
+        variant covered its configuration's C_mid 80% of the time at 95%, the widened interval 89%; three seeds
+        87-88% -> 94%; A and B 90-98% -> 94.5-99.5% (``python benchmarks/seed_intervals.py [--seed-sd-A 0.02]``,
+        200 trials)."""
         col = self.samples[:, PARAMS.index(name)]
         lo, hi = _percentiles(col, self._q())
-        if self.seed_counts is None or self.seed_counts.shape[1] < 2 or not np.isfinite(col).all():
-            return float(lo), float(hi)
-        log = name in ("B", "C_mid") and bool((col > 0).all())
-        v, lo, hi = (np.log(col), math.log(lo), math.log(hi)) if log else (col, lo, hi)
-        mid = float(np.median(v))
-        r = few_seeds_stretch(v, self.seed_counts, self.level)
-        lo, hi = mid - r * (mid - lo), mid + r * (hi - mid)
-        if log:
-            return math.exp(lo), math.exp(hi)
-        return float(lo), float(min(hi, self.A_max) if name == "A" else hi)
+        return self._widen(col, float(lo), float(hi), log=name in ("B", "C_mid"), bounds=name)
 
     def intervals(self) -> dict[str, list[float]]:
         return {p: list(self.interval(p)) for p in PARAMS}
@@ -86,20 +90,26 @@ class Bootstrap:
         return [Sigmoid(A=a, B=b, C_mid=c, R0=r) for a, b, c, r in self.samples]
 
     def predict_interval(self, C) -> tuple[np.ndarray, np.ndarray]:
-        """Percentile band of the fitted *mean* curve at compute C."""
+        """Percentile band of the fitted *mean* curve at compute C (widened for a few seeds, as :meth:`interval`:
+        far out it is A's interval)."""
         C = np.atleast_1d(np.asarray(C, dtype=float))
         preds = _evaluate_many(self.samples, C)
         lo, hi = np.percentile(preds, self._q(), axis=0)
+        if self.seed_counts is not None:
+            for j in range(C.size):
+                lo[j], hi[j] = self._widen(preds[:, j], lo[j], hi[j], log=False, bounds="curve")
         return lo, hi
 
     def quantity_interval(self, fn) -> tuple[float, float]:
-        """Interval of any scalar function of the law (e.g. compute to reach a target)."""
+        """Interval of any scalar function of the law (e.g. compute to reach a target); widened for a few seeds
+        (on the log scale where every value is positive), as :meth:`interval`."""
         vals = np.array([fn(law) for law in self.laws()], dtype=float)
-        vals = vals[~np.isnan(vals)]
+        keep = ~np.isnan(vals)
+        vals = vals[keep]
         if vals.size == 0:
             return math.nan, math.nan
         lo, hi = _percentiles(vals, self._q())
-        return float(lo), float(hi)
+        return self._widen(vals, float(lo), float(hi), log=bool((vals > 0).all()), bounds="", keep=keep)
 
 
 def _percentiles(values: np.ndarray, q) -> np.ndarray:
@@ -387,8 +397,16 @@ def fit_seeds(
         counts.append(drawn)
     boot = _result(np.asarray(out, dtype=float).reshape(-1, 4), n_boot, failed, level, "seeds+residual")
     boot.seed_counts = np.asarray(counts, dtype=int).reshape(len(out), len(resampler.parts))
-    boot.A_max = pooled.A_max
+    boot.bounds = _seed_bounds(boot.samples, pooled)
     return SeedFit(pooled, per_seed, boot, resampler)
+
+
+def _seed_bounds(samples: np.ndarray, pooled: SigmoidFit) -> dict[str, tuple[float, float]]:
+    """The bounds every replicate of a several-seed bootstrap keeps (:attr:`Bootstrap.bounds`)."""
+    lnC = ln_c_mid_bounds(np.log(pooled.x[pooled.x > 0]))
+    start = float(samples[:, 3].min()) if len(samples) else pooled.y_floor  # every replicate's A and curve above it
+    return {"A": (start, pooled.A_max), "R0": (pooled.y_floor, pooled.A_max), "B": B_BOUNDS,
+            "C_mid": (math.exp(lnC[0]), math.exp(lnC[1])), "curve": (start, pooled.A_max)}
 
 
 def _seeds_on_window(curves: list[Curve], per_seed: list[SigmoidFit], pooled: SigmoidFit, r0_choice,

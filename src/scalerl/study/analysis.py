@@ -39,6 +39,8 @@ from scalerl.curves.excursions import drop_seed_excursions
 from scalerl.curves.bands import DEFAULT_LEVEL, Calibration, default_calibration, read_calibration
 from scalerl.curves.compare import (CEILING, EFFICIENCY, NONE, UNSTABLE, Classification, CompareResult, RunFit, classify,
                                     one_seed_caveat, unmeasured_takeoff_notes)
+from scalerl.curves.seed_dof import widen_for_seeds
+from scalerl.curves.solver import B_BOUNDS
 from scalerl.curves.uncertainty import independent_seeds
 from scalerl.errors import InputError
 from scalerl.study.families import Variant
@@ -249,14 +251,22 @@ def _common_A_intervals(runs: list[RunFit], A: float, per: dict[str, tuple[float
     from scalerl.curves.compare import joint_replicates
 
     start = [(A, *per[rf.label]) for rf in runs]
-    Bs = [[b for b, _ in fitted] for _, fitted in joint_replicates(
-        [rf.seeds.resampler for rf in runs], [rf.fit.R0 for rf in runs], start, max(rf.fit.A_max for rf in runs), n,
-        np.random.default_rng(seed))]
+    Bs, counts = [], []
+    for draws, fitted in joint_replicates([rf.seeds.resampler for rf in runs], [rf.fit.R0 for rf in runs], start,
+                                          max(rf.fit.A_max for rf in runs), n, np.random.default_rng(seed)):
+        Bs.append([b for b, _ in fitted])
+        counts.append([d[3] for d in draws])
     if not Bs:
         return {}
+    Bs = np.array(Bs)
+    seeds = [np.array([c[i] for c in counts]) if len(rf.seeds.resampler.parts) > 1 else None
+             for i, rf in enumerate(runs)]
     a = (1 - level) / 2
-    lo, hi = np.percentile(np.array(Bs), [100 * a, 100 * (1 - a)], axis=0)
-    return {rf.label: (float(l), float(h)) for rf, l, h in zip(runs, lo, hi)}
+    lo, hi = np.percentile(Bs, [100 * a, 100 * (1 - a)], axis=0)
+    # Widened for few seeds as each variant's own intervals are (review ea: a two-seed variant's B read
+    # [0.19, 8.17] on its own and [1.04, 1.94] under the common A, both "95%")
+    return {rf.label: widen_for_seeds(Bs[:, i], float(lo[i]), float(hi[i]), seeds, level, log=True, bounds=B_BOUNDS)
+            for i, rf in enumerate(runs)}
 
 
 def linearise(x: np.ndarray, y: np.ndarray, A: float, R0: float) -> tuple[np.ndarray, np.ndarray]:
