@@ -48,6 +48,31 @@ def test_recipe_file_typo_that_is_or_is_near_a_training_key_names_the_typo(tmp_p
     assert f"unknown key {typo!r} in a recipe file" in str(err.value) and said in str(err.value), str(err.value)
 
 
+@pytest.mark.parametrize("key", ["on", "1", "null"])
+def test_recipe_file_with_a_non_string_key_is_a_one_line_config_error(tmp_path, key):
+    """``on:`` is True to YAML 1.1 (PyYAML), ``1:`` an int, ``null:`` None. In a training config the same key is
+    one line ("unknown key 'True' in top level"); in a file of recipe keys it ended in difflib's TypeError."""
+    path = tmp_path / "my-recipe.yaml"
+    path.write_text(f"loss:\n  name: cispo\naggregation: prompt\n{key}: 3\n")
+    with pytest.raises(ConfigError, match="unknown key"):
+        load_config_file(path)
+
+
+@pytest.mark.parametrize("marker", ["recipe:\n  loss:\n    name: cispo\n", "recipe_name: scalerl\n"],
+                         ids=["recipe", "recipe_name"])
+def test_training_config_with_misplaced_recipe_keys_names_the_misplaced_key(tmp_path, marker):
+    """A training config (it has ``recipe:``, which no recipe file has) whose user left ``aggregation:`` and
+    ``batch:`` at the top level. Before b7aebd2: "unknown key 'aggregation' in top level ... belongs at
+    recipe.aggregation". Now: "unknown key 'recipe' in a recipe file ... (put the recipe under recipe: in a training
+    config, beside recipe:)" -- the key it calls unknown is the file's valid one, and the advice points at itself."""
+    path = tmp_path / "train.yaml"
+    path.write_text(marker + "aggregation: sample\nbatch:\n  prompts: 4\n")
+    with pytest.raises(ConfigError) as exc:
+        load_config_file(path)
+    message = str(exc.value)
+    assert "unknown key 'recipe" not in message and "recipe.aggregation" in message, message
+
+
 @pytest.mark.parametrize("recipe, item, key", [
     ("scalerl", "loss.dapo.eps_high=0.3", "loss.dapo.eps_high"),
     ("qwen-dapo", "length.think_budget=[5, 9]", "think_budget"),

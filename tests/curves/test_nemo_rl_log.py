@@ -238,3 +238,64 @@ def test_a_console_of_several_epochs_appended_to_by_a_resume_keeps_the_run_that_
     assert c.x.tolist() == plain.x.tolist() and np.allclose(c.y, plain.y)
     assert any("resumes from a checkpoint 1 time" in n for n in c.notes)
     assert read_curve(path, "step", "train/reward").x.tolist() == list(range(1, 201))
+
+
+# --- review ec: consoles of several epochs as NeMo-RL prints them, built line by line ---
+
+BAR = "=" * 25
+
+
+def _epoch(e: int, k: int) -> str:
+    # nemo_rl/algorithms/grpo.py grpo_train: print(f"\n{'=' * 25} Epoch {current_epoch + 1}/{max_num_epochs} ...")
+    return f"\n{BAR} Epoch {e}/{k} {BAR}\n"
+
+
+def _step(n: int, m: int, reward: float, *, validation: tuple[int, float] | None = None) -> str:
+    # grpo_train: print(f"\n{'=' * 25} Step {current_step + 1}/{min(len(wrapped_dataloader), max_num_steps)} ...")
+    # -- current_step counted within the epoch, total_steps (what the trackers get) across epochs.
+    text = f"\n{BAR} Step {n}/{m} {BAR}\n▶ Preparing batch...\n"
+    if validation is not None:
+        text += (f"▶ Starting validation at step {validation[0]}...\n\n📊 Validation Results:\n"
+                 f"    • Accuracy: {validation[1]:.4f}\n\n")
+    return (text + f"\n📊 Training Results:\n  • Loss: 0.0100\n  • Avg Reward: {reward:.4f}\n\n"
+            "⏱️  Timing:\n  • Total step time: 10.00s\n")
+
+
+def _write_console(tmp_path, text: str, name: str = "nemo.log"):
+    path = tmp_path / name
+    path.write_text("SETUP COMPLETE\n" + text)
+    return path
+
+
+def test_console_beginning_inside_an_epoch_without_validations_is_one_run_at_the_logged_steps(tmp_path):
+    """A relaunch's own console (not appended to), 3 steps an epoch, beginning at epoch 2's step 2, with no
+    validation or checkpoint line (val_period 0, checkpointing off). NeMo-RL logs total_steps + 1 =
+    (epoch - 1) * M + N (M = min(len(dataloader), max_num_steps): a second epoch exists only where M is the
+    dataloader's length)."""
+    text = (_epoch(2, 3) + _step(2, 3, 0.2) + _step(3, 3, 0.3)
+            + _epoch(3, 3) + _step(1, 3, 0.4) + _step(2, 3, 0.5) + _step(3, 3, 0.6))
+    curves = read_curves(_write_console(tmp_path, text), "step", "train/reward")
+    assert len(curves) == 1, [(c.name, c.x.tolist(), c.notes) for c in curves]  # today: nemo#1 [2, 3], nemo#2 [1, 2, 3]
+    assert curves[0].x.tolist() == [5, 6, 7, 8, 9]
+
+
+def test_validation_only_at_the_end_tells_the_steps_of_the_earlier_epoch_too(tmp_path):
+    """The same relaunched console with one validation, at the end (val_at_end, step 9 across epochs): epoch 2's rows
+    stayed at their within-epoch steps 2, 3 and epoch 3's became 7, 8, 9."""
+    text = (_epoch(2, 3) + _step(2, 3, 0.2) + _step(3, 3, 0.3)
+            + _epoch(3, 3) + _step(1, 3, 0.4) + _step(2, 3, 0.5) + _step(3, 3, 0.6, validation=(9, 0.7)))
+    (c,) = read_curves(_write_console(tmp_path, text), "step", "train/reward")
+    assert c.x.tolist() == [5, 6, 7, 8, 9]  # today [2, 3, 7, 8, 9]
+
+
+def test_second_training_in_one_console_keeps_its_own_epoch_starts(tmp_path):
+    """``tee -a``: a training of 3 steps an epoch, then one started over with another batch size (5 steps an epoch).
+    The second's ``Epoch 2/2`` took the first's epoch-2 start (3): its steps read 4..8, not 6..10, the step went
+    back from 5 to 4, and its steps 4 and 5 were dropped as an abandoned attempt's ("resumes from a checkpoint")."""
+    first = "".join(_epoch(e, 2) + "".join(_step(n, 3, 0.1 * n) for n in (1, 2, 3)) for e in (1, 2))
+    second = (_epoch(1, 2) + "".join(_step(n, 5, 0.1 * n) for n in range(1, 6))
+              + _epoch(2, 2) + "".join(_step(n, 5, 0.5 + 0.05 * n) for n in range(1, 6)))
+    curves = read_curves(_write_console(tmp_path, first + "\nSETUP COMPLETE\n" + second), "step", "train/reward")
+    assert len(curves) == 2
+    assert curves[1].x.tolist() == list(range(1, 11)), (curves[1].x.tolist(), curves[1].notes)
+    assert not any("resumes from a checkpoint" in n for n in curves[1].notes)

@@ -119,44 +119,62 @@ class _Epochs:
     """The step across epochs of each ``Step N/M`` header. NeMo-RL (since 2025-09) prints ``===== Epoch E/K =====``
     before each epoch and counts ``Step N`` from 1 in each, but logs to its trackers (and prints in ``Starting
     validation at step S`` and ``Saving checkpoint for step S``) the step across epochs: a console of several
-    epochs read as a training started over at each. Without epoch headers (older NeMo-RL), N is that step."""
+    epochs read as a training started over at each. Without epoch headers (older NeMo-RL, async GRPO), N is that
+    step.
 
-    starts: dict[int, int] = field(default_factory=dict)
-    """Epoch -> the steps before it, where this console showed them (its previous epoch ended, or a step of it
-    printed its step across epochs): a resumed process prints its epoch's header again."""
+    An epoch's first step across epochs: where this console showed the epoch before it end, the last step of that
+    one; else (a console that begins inside a later epoch) (E - 1) x M, M being the ``Step N/M`` header's
+    ``min(len(dataloader), max_num_steps)`` -- an epoch after the first exists only where M is the dataloader's
+    length (``grpo_train``, ``sft_train``, ``dpo_train``, ``distillation``, ``rm``) -- until a printed step tells
+    otherwise (GRPO's several dataloaders print ``max_num_steps`` as M). ``Epoch 1`` begins a training: the
+    starts of one training started over in the same console are not the next one's."""
+
+    starts: dict[int, tuple[int, bool]] = field(default_factory=dict)
+    """Epoch -> (the steps before it, derived from M rather than seen): a resumed process prints its epoch's
+    header again."""
     epoch: int | None = None
-    offset: int = 0
-    known: bool = True
+    offset: int | None = 0
+    """None: not known until the epoch's first step header gives M."""
+    derived: bool = False
     last: int = 0
     """The step across epochs of the last header."""
-    guessed: list[dict[str, Any]] = field(default_factory=list)
-    """This epoch's step rows counted with an offset not known yet (a console that begins inside an epoch)."""
+    in_epoch: bool = False
+    """A step of this epoch has printed (so the next epoch begins where it ends)."""
+    derived_rows: list[dict[str, Any]] = field(default_factory=list)
+    """The step rows counted from a derived start since a printed step last told one."""
 
     def begin(self, epoch: int) -> None:
+        if epoch == 1:  # a training from its start, or resumed inside its first epoch
+            self.starts = {1: (0, False)}
         if epoch in self.starts:
-            self.offset, self.known = self.starts[epoch], True
-        elif epoch == 1 or (self.epoch is not None and epoch == self.epoch + 1 and self.known):
-            self.offset, self.known = (0 if epoch == 1 else self.last), True
-            self.starts[epoch] = self.offset
-        else:  # an epoch this console did not see start: counted from 0 until a printed step tells
-            self.offset, self.known = 0, False
-        self.epoch, self.guessed = epoch, []
+            self.offset, self.derived = self.starts[epoch]
+        elif self.epoch == epoch - 1 and self.in_epoch:
+            self.offset = self.last
+            self.starts[epoch] = (self.offset, self.derived)
+        else:
+            self.offset = None
+        self.epoch, self.in_epoch = epoch, False
 
-    def step(self, n: int, row: dict[str, Any]) -> int:
-        if not self.known:
-            self.guessed.append(row)
-        self.last = self.offset + n
+    def step(self, n: int, m: int, row: dict[str, Any]) -> int:
+        if self.epoch is None:
+            return n
+        if self.offset is None:
+            self.offset, self.derived = (self.epoch - 1) * m, True
+            self.starts[self.epoch] = (self.offset, True)
+        if self.derived:
+            self.derived_rows.append(row)
+        self.last, self.in_epoch = self.offset + n, True
         return self.last
 
     def told(self, n: int, across: int) -> None:
         """Step ``n`` of this epoch printed its step across epochs (a validation's, a checkpoint's)."""
-        if self.epoch is None or across <= 0 or (self.known and across == self.offset + n):
+        if self.epoch is None or self.offset is None or across <= 0:
             return
         shift = across - n - self.offset
-        for row in self.guessed:
+        for row in self.derived_rows if shift else ():
             row["step"] += shift
-        self.offset, self.known, self.last, self.guessed = across - n, True, self.last + shift, []
-        self.starts[self.epoch] = self.offset
+        self.starts = {e: ((o + shift, False) if d else (o, False)) for e, (o, d) in self.starts.items()}
+        self.offset, self.last, self.derived, self.derived_rows = self.offset + shift, self.last + shift, False, []
 
 
 def read_nemo_rl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
@@ -181,7 +199,7 @@ def read_nemo_rl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             # run of its own).
             current, val_step, section, seen_training = {}, None, None, False
             printed = int(m.group(1))
-            current["step"] = epochs.step(printed, current)
+            current["step"] = epochs.step(printed, int(m.group(2)), current)
             rows.append(current)
             continue
         if "checkpoint for step" in line and current is not None and (m := CHECKPOINT_SAVE.search(line)):

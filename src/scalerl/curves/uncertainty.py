@@ -62,14 +62,12 @@ class Bootstrap:
         a = (1.0 - self.level) / 2.0
         return 100 * a, 100 * (1 - a)
 
-    def _widen(self, values: np.ndarray, lo: float, hi: float, *, log: bool, bounds: str,
-               keep: np.ndarray | None = None) -> tuple[float, float]:
-        """A percentile interval widened for a few seeds (:func:`~scalerl.curves.seed_dof.widen_for_seeds`);
-        ``keep``: the replicates ``values`` come from, where some were left out."""
+    def _widen(self, values: np.ndarray, lo: float, hi: float, *, log: bool, bounds: str) -> tuple[float, float]:
+        """A percentile interval widened for a few seeds (:func:`~scalerl.curves.seed_dof.widen_for_seeds`) within
+        :attr:`bounds` ``[bounds]``."""
         if self.seed_counts is None:
             return lo, hi
-        counts = self.seed_counts if keep is None else self.seed_counts[keep]
-        return widen_for_seeds(values, lo, hi, [counts], self.level, log=log,
+        return widen_for_seeds(values, lo, hi, [self.seed_counts], self.level, log=log,
                                bounds=self.bounds.get(bounds, (-math.inf, math.inf)))
 
     def interval(self, name: str) -> tuple[float, float]:
@@ -100,16 +98,21 @@ class Bootstrap:
                 lo[j], hi[j] = self._widen(preds[:, j], lo[j], hi[j], log=False, bounds="curve")
         return lo, hi
 
-    def quantity_interval(self, fn) -> tuple[float, float]:
-        """Interval of any scalar function of the law (e.g. compute to reach a target); widened for a few seeds
-        (on the log scale where every value is positive), as :meth:`interval`."""
+    def quantity_interval(self, fn, *, bounds: tuple[float, float] = (-math.inf, math.inf)) -> tuple[float, float]:
+        """Interval of any scalar function of the law (e.g. compute to reach a target); with a few seeds widened
+        as :meth:`interval` is (on the log scale where every value is positive) within ``bounds`` -- the range
+        ``fn`` can take, which only the caller knows (``law.A``: ``boot.bounds["A"]``; the curve at some compute:
+        ``boot.bounds["curve"]``; a compute: none)."""
         vals = np.array([fn(law) for law in self.laws()], dtype=float)
         keep = ~np.isnan(vals)
         vals = vals[keep]
         if vals.size == 0:
             return math.nan, math.nan
         lo, hi = _percentiles(vals, self._q())
-        return self._widen(vals, float(lo), float(hi), log=bool((vals > 0).all()), bounds="", keep=keep)
+        if self.seed_counts is None:
+            return float(lo), float(hi)
+        return widen_for_seeds(vals, float(lo), float(hi), [self.seed_counts[keep]], self.level,
+                               log=bool((vals > 0).all()), bounds=bounds)
 
 
 def _percentiles(values: np.ndarray, q) -> np.ndarray:

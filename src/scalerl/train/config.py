@@ -660,10 +660,14 @@ def recipe_file_as_config(data: dict, path: Path) -> dict:
     recipe_keys = {f.name for f in dataclasses.fields(RecipeConfig)}
     train_keys = {f.name for f in dataclasses.fields(TrainConfig)}
     # Most keys a recipe's: a recipe file, even where a typo is a training key (``sampling:`` for ``sampler:``
-    # made it a training config, and the error blamed ``loss``).
-    if not data or 2 * len(set(data) & recipe_keys) <= len(data):
+    # made it a training config, and the error blamed ``loss``) -- but not with ``recipe:`` or ``recipe_name:``,
+    # which no recipe file has: a training config with recipe keys left at its top level (review ec).
+    if not data or {"recipe", "recipe_name"} & set(data) or 2 * len(set(data) & recipe_keys) <= len(data):
         return data
     for key in (k for k in data if k not in recipe_keys):  # a typo: named with what it is close to (review dy)
+        if not isinstance(key, str):  # YAML's ``on:`` (True), ``1:``: no text to be close to (difflib's TypeError)
+            raise ConfigError(f"config file {str(path)!r}: unknown key {key!r} in a recipe file (YAML reads it as "
+                              f"{type(key).__name__}). Recipe keys: {', '.join(sorted(recipe_keys))}")
         close = difflib.get_close_matches(key, sorted(recipe_keys), n=1, cutoff=0.6)
         if key not in train_keys:
             close = close or difflib.get_close_matches(key, sorted(train_keys), n=1, cutoff=0.6)
