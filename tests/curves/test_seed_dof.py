@@ -176,3 +176,18 @@ def test_quantity_interval_of_a_pass_rate_stays_within_the_bounds_interval_keeps
     r_lo, r_hi = boot.quantity_interval(lambda law: float(law(1e13)), bounds=boot.bounds["curve"])
     assert 0.0 <= r_lo and r_hi <= 1.0, (r_lo, r_hi)
     assert r_lo == pytest.approx(p_lo, abs=1e-9) and r_hi == pytest.approx(p_hi, abs=1e-9), ((r_lo, r_hi), (p_lo, p_hi))
+
+
+def test_a_two_seed_runs_shared_ceiling_C_mid_interval_is_widened_as_its_own():
+    """The take-off note reads a run's own C_mid interval (widened for few seeds) and its C_mid interval after the
+    shared-A refit (plain percentiles, review ec): two widths of one C_mid from the same two seeds, 5x apart."""
+    from scalerl.curves.compare import compare
+
+    runs = {"a": [_seed("a", 0, C_mid=3e11), _seed("a", 1, C_mid=8e11)], "b": [_seed("b", 2), _seed("b", 3)]}
+    r = compare(runs, n_boot=100, forecasts=False)
+    c = r.classifications[0]
+    assert c.C_mid_intervals is not None, c.explanation
+    own_lo, own_hi = r.run("a").interval("C_mid")
+    shared_lo, shared_hi = c.C_mid_intervals[1] if r.run("a").label == c.baseline else c.C_mid_intervals[0]
+    ratio = math.log(shared_hi / shared_lo) / math.log(own_hi / own_lo)
+    assert 1 / 3 <= ratio <= 3, ((own_lo, own_hi), (shared_lo, shared_hi))

@@ -46,7 +46,7 @@ from scalerl.curves.sigmoid_fit import SigmoidFit
 from scalerl.curves.solver import B_BOUNDS, fit_sigmoid_fixed_A, late_start_warning, sigmoid_model
 from scalerl.curves.stability import Stability, check_stability
 from scalerl.curves.takeoff import below_first
-from scalerl.curves.seed_dof import critical_value, difference_spread
+from scalerl.curves.seed_dof import critical_value, difference_spread, widen_for_seeds
 from scalerl.curves.uncertainty import RunResampler, SeedFit, fit_seeds, independent_seeds, pool_curves, seeded_rng
 from scalerl.errors import InputError
 
@@ -223,10 +223,12 @@ def _finite(dof: float) -> float | None:
     return None if math.isinf(dof) else round(dof, 2)
 
 
-def _pct(values: np.ndarray, level: float) -> tuple[float, float]:
+def _pct(values: np.ndarray, level: float, counts: "list[np.ndarray | None]") -> tuple[float, float]:
+    """A C_mid's percentile interval from the shared-A refits, widened for few seeds as the runs' own intervals
+    are (:func:`~scalerl.curves.seed_dof.widen_for_seeds`; the take-off note reads both: review ec)."""
     a = (1 - level) / 2
     lo, hi = np.percentile(values, [100 * a, 100 * (1 - a)])
-    return float(lo), float(hi)
+    return widen_for_seeds(values, float(lo), float(hi), counts, level, log=True)
 
 
 def classify(
@@ -321,7 +323,7 @@ def _classify_intervals(run: RunFit, base: RunFit, dA: float, *, min_effect: flo
     common = dict(
         dA=dA, dA_interval=dA_int, shared_A=A, B=(B_r, B_b), C_mid=(C_r, C_b),
         dB_interval=dB_int, log_cmid_ratio_interval=dC_int, rule="intervals",
-        C_mid_intervals=(_pct(Cs[:, 0], level), _pct(Cs[:, 1], level)) if len(Cs) else None,
+        C_mid_intervals=(_pct(Cs[:, 0], level, counts), _pct(Cs[:, 1], level, counts)) if len(Cs) else None,
         dof={"dA": _finite(dA_dof), "dB": _finite(dB_dof), "log_cmid_ratio": _finite(dC_dof)},
     )
     if not (moved_C or moved_B):
