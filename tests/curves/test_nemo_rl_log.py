@@ -299,3 +299,51 @@ def test_second_training_in_one_console_keeps_its_own_epoch_starts(tmp_path):
     assert len(curves) == 2
     assert curves[1].x.tolist() == list(range(1, 11)), (curves[1].x.tolist(), curves[1].notes)
     assert not any("resumes from a checkpoint" in n for n in curves[1].notes)
+
+
+# --- review ed: dynamic sampling's unfilled passes; a training without epoch headers after one with them ---
+
+
+def _unfilled(n: int, m: int) -> str:
+    """A pass of the dataloader loop under dynamic sampling (DAPO) whose batch did not fill the buffer:
+    grpo_train prints the step header, generates, prints dynamic_sampling's two lines, and ``continue``s --
+    current_step / total_steps unchanged, so the next pass prints the same ``Step n/m`` header again."""
+    return (f"\n{BAR} Step {n}/{m} {BAR}\n▶ Preparing batch...\n▶ Generating responses for batch of size 64...\n"
+            "Detected 3 prompts with non-zero std; 8 are required and used for training.\n"
+            "Generation sample buffer size: 3 is smaller than train_prompts_size: 8. Processed 1 batches so far "
+            "out of 10.\n")
+
+
+def test_dynamic_sampling_epoch_that_ends_inside_an_unfilled_step_starts_the_next_at_the_last_trained_step(tmp_path):
+    """DAPO, 5 batches an epoch, 2 batches a step: epoch 1 trains steps 1 and 2, then its 5th batch leaves step 3
+    unfilled and the loop ends (current_step reset, total_steps still 2). Epoch 2's ``Step 1`` is step 3 across
+    epochs (its validation prints ``at step 4`` for its ``Step 2``). Today epoch 2 starts at 3 (the unfilled
+    header): its Step 1 reads 4, its Step 2 reads 5, the validation's ``step 4`` moves the offset back and the
+    step-5 row is dropped as an "abandoned attempt" with a spurious resume note."""
+    m = 5
+    text = (_epoch(1, 2) + _unfilled(1, m) + _step(1, m, 0.1) + _unfilled(2, m) + _step(2, m, 0.2) + _unfilled(3, m)
+            + _epoch(2, 2) + _unfilled(1, m) + _step(1, m, 0.3) + _unfilled(2, m)
+            + _step(2, m, 0.4, validation=(4, 0.5)))
+    path = _write_console(tmp_path, text)
+    (train,) = read_curves(path, "step", "train/reward")
+    assert train.x.tolist() == [1, 2, 3, 4], (train.x.tolist(), train.notes)
+    assert train.y.tolist() == pytest.approx([0.1, 0.2, 0.3, 0.4])
+    assert not any("resumes from a checkpoint" in n for n in train.notes), train.notes
+    (val,) = read_curves(path, "step", "validation/accuracy")
+    assert val.x.tolist() == [4]
+
+
+def test_training_without_epoch_headers_appended_after_a_multi_epoch_training_counts_from_its_own_step_1(tmp_path):
+    """``tee -a``: a synchronous GRPO training of 2 epochs x 3 steps (``Epoch E/2`` headers), then a training started
+    over with ``async_grpo_train`` (grpo.py prints ``Step {step + 1}/{max_num_steps}`` and no Epoch header) or an
+    older NeMo-RL. The second training's ``Step 1/500`` is read as step 3 + 1 = 4 (epoch 2's offset kept): a step
+    that goes back into the first training, read as a resume -- the first training's steps 4-6 dropped as an
+    abandoned attempt's and the new training's steps shifted by 3, in the first training's run."""
+    first = "".join(_epoch(e, 2) + "".join(_step(n, 3, 0.1 * n + 0.3 * e) for n in (1, 2, 3)) for e in (1, 2))
+    second = "".join(_step(n, 500, 0.5 + 0.01 * n) for n in range(1, 6))
+    curves = read_curves(_write_console(tmp_path, first + "\nSETUP COMPLETE\n" + second), "step", "train/reward")
+    got = [(c.name, c.x.tolist(), c.notes) for c in curves]
+    assert len(curves) == 2, got
+    assert curves[0].x.tolist() == [1, 2, 3, 4, 5, 6], got
+    assert curves[1].x.tolist() == [1, 2, 3, 4, 5], got
+    assert not any("resumes from a checkpoint" in n for c in curves for n in c.notes), got

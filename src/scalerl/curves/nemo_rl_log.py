@@ -65,6 +65,9 @@ from scalerl.errors import InputError
 STEP_HEADER = re.compile(r"={3,}\s*Step (\d+)/(\d+)\s*={3,}")
 #: ``===== Epoch E/K =====``: NeMo-RL (since 2025-09) counts ``Step N`` within each epoch, from 1.
 EPOCH_HEADER = re.compile(r"={3,}\s*Epoch (\d+)/(\d+)\s*={3,}")
+#: What each process of a training prints before its steps (``examples/run_*.py``'s ``Final config:``, the
+#: algorithms' ``SETUP COMPLETE`` banner): a training resumed or started over from here.
+PROCESS_START = re.compile(r"^\s*(?:Final config:|SETUP COMPLETE)\s*$")
 #: ``Saving checkpoint for step S...``: S counted across epochs, as the trackers log it.
 CHECKPOINT_SAVE = re.compile(r"Saving checkpoint for step (\d+)")
 #: ``▶ Starting validation at step S...``: the step a validation's results are logged at.
@@ -138,8 +141,10 @@ class _Epochs:
     derived: bool = False
     last: int = 0
     """The step across epochs of the last header."""
-    in_epoch: bool = False
-    """A step of this epoch has printed (so the next epoch begins where it ends)."""
+    trained: int | None = None
+    """The step across epochs of the last step that trained in this process (its ``Training Results`` printed):
+    where the next epoch begins. Under dynamic sampling a pass whose batch did not fill the buffer prints its
+    ``Step N`` and trains nothing, and an epoch can end in one (review ed)."""
     derived_rows: list[dict[str, Any]] = field(default_factory=list)
     """The step rows counted from a derived start since a printed step last told one."""
 
@@ -148,12 +153,22 @@ class _Epochs:
             self.starts = {1: (0, False)}
         if epoch in self.starts:
             self.offset, self.derived = self.starts[epoch]
-        elif self.epoch == epoch - 1 and self.in_epoch:
-            self.offset = self.last
+        elif self.epoch == epoch - 1 and self.trained is not None:
+            self.offset = self.trained
             self.starts[epoch] = (self.offset, self.derived)
         else:
             self.offset = None
-        self.epoch, self.in_epoch = epoch, False
+        self.epoch = epoch
+
+    def new_process(self) -> None:
+        """A process of a training starts printing: its steps are its own until its first ``Epoch`` header (async
+        GRPO and NeMo-RL before 2025-09 print none: a training appended after one of several epochs took its
+        offset -- review ed)."""
+        self.epoch, self.trained = None, None
+
+    def results(self) -> None:
+        """The step being printed trained (its ``Training Results``)."""
+        self.trained = self.last
 
     def step(self, n: int, m: int, row: dict[str, Any]) -> int:
         if self.epoch is None:
@@ -163,7 +178,7 @@ class _Epochs:
             self.starts[self.epoch] = (self.offset, True)
         if self.derived:
             self.derived_rows.append(row)
-        self.last, self.in_epoch = self.offset + n, True
+        self.last = self.offset + n
         return self.last
 
     def told(self, n: int, across: int) -> None:
@@ -175,6 +190,8 @@ class _Epochs:
             row["step"] += shift
         self.starts = {e: ((o + shift, False) if d else (o, False)) for e, (o, d) in self.starts.items()}
         self.offset, self.last, self.derived, self.derived_rows = self.offset + shift, self.last + shift, False, []
+        if self.trained is not None:
+            self.trained += shift
 
 
 def read_nemo_rl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
@@ -188,6 +205,9 @@ def read_nemo_rl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     seen_training = False
     for _, raw in shown_lines(path):
         line = ray_source(raw)[1]
+        if PROCESS_START.match(line):
+            epochs.new_process()
+            continue
         if "Epoch " in line and (m := EPOCH_HEADER.search(line)):
             epochs.begin(int(m.group(1)))
             current, val_step, section = None, None, None
@@ -228,6 +248,8 @@ def read_nemo_rl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
                     current = {"step": 0}
                     rows.append(current)
                 target = current
+                if prefix == "train" and not seen_training:
+                    epochs.results()
                 seen_training = seen_training or prefix == "train"
             section = (prefix, target)
             continue
