@@ -31,6 +31,9 @@ def test_resuming_a_finished_ray_run_starts_no_ray_cluster(tmp_path, capsys, mon
         raise AssertionError("a Ray cluster was started for a run with nothing to train")
 
     monkeypatch.setattr(RayPool, "__init__", no_cluster)
+    # (A Ray run faked by its config.yaml alone: the checkpoint's copy of the config still says local, which a
+    # resume refuses as an edited config.yaml -- the fake must not be refused.)
+    monkeypatch.setattr("scalerl.train.trainer.config_changes", lambda checkpointed, now: [])
     capsys.readouterr()
     assert main(["train", "--output", str(out), "--resume", "--no-progress", "--no-report"]) == 0
     err = capsys.readouterr().err

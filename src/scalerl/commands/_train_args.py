@@ -295,8 +295,6 @@ FLAG_FIELDS = {
     "eval_every": "eval.every", "seed": "run.seed", "backend": "backend.name",
     "config": None, "recipe": None, "profile": None,
 }
-#: Fields a resumed run may change: they do not change what is computed.
-RESUME_FREE = ("run.steps", "run.threads", "run.nproc", "run.output", "log.progress")
 #: Those a resume takes from its command, as :func:`scalerl.train.run_directory.resumed_config`'s arguments.
 RESUMED_AS = {"run.steps": "steps", "run.threads": "threads", "run.nproc": "nproc", "log.progress": "progress"}
 
@@ -360,19 +358,27 @@ def saved_config_to_resume(output: Path, args, what: str = "run") -> TrainConfig
 def resume_conflicts(saved: TrainConfig, args) -> list[str]:
     """The config fields the command's flags set to a value other than the saved run's, as
     ``key: saved X, given Y`` -- empty when the flags repeat (part of) the original command."""
+    from scalerl.train.run_directory import RESUME_FREE, flat_config
+
     given = [flag for flag in FLAG_FIELDS if getattr(args, flag, None) is not None]
     if not given and not args.overrides:
         return []
-    if any(FLAG_FIELDS[f] is None for f in given):
-        keys = None  # --config / --recipe / --profile: every field is in play, the single-field
-        # flags not repeated keep the saved values (so only what the command says can conflict)
+    # What the command says: each flag's field, each --set's, --recipe's name, --profile's, and the fields its
+    # --config file writes. The rest is not given, whatever a new run from these flags would have there (review eb:
+    # `--resume --recipe scalerl` on a scalerl run with --set batch.prompts_per_step=4 was refused as "saved 4, given
+    # 16" -- the preset's, which the command never gave).
+    keys = {FLAG_FIELDS[f] for f in given if FLAG_FIELDS[f] is not None}
+    keys |= {resolve_key(TrainConfig, item.partition("=")[0].strip()) for item in args.overrides}
+    # --recipe / --profile of the saved run's own: its name; of another: every field the preset or profile sets
+    recipe, profile = getattr(args, "recipe", None), getattr(args, "profile", None)
+    keys |= {"recipe_name"} | ({"recipe"} if recipe != saved.recipe_name else set()) if recipe is not None else set()
+    keys |= ({"profile"} if profile == saved.profile else {""}) if profile is not None else set()
+    keys |= load_config_file(args.config)[1] if getattr(args, "config", None) else set()
+    if any(FLAG_FIELDS[f] is None for f in given):  # the single-field flags not repeated keep the saved values
         args = argparse.Namespace(**vars(args))
         for flag, path in FLAG_FIELDS.items():
             if path is not None and getattr(args, flag, None) is None:
                 setattr(args, flag, _get(saved, path))
-    else:
-        keys = {FLAG_FIELDS[f] for f in given}
-        keys |= {resolve_key(TrainConfig, item.partition("=")[0].strip()) for item in args.overrides}
     asked = config_from_args(args, output=str(saved.run.output), quiet=True)
     # The saved side's paths made absolute as the flags' are: a run saved before a form was stored absolute
     # (``--reward pkg.mod:fn`` as typed, before such modules were stored as their file) took its own flag
@@ -381,9 +387,12 @@ def resume_conflicts(saved: TrainConfig, args) -> list[str]:
     # its own command or config.yaml given again was a conflict of a setting never given (review dk) -- unless the
     # command gives max_val itself, which the saved run's held-out rows cannot follow (review dn: dropped unsaid).
     compared = absolute_paths(saved) if _gives_max_val(args) else held_out_capped(absolute_paths(saved))
-    old, new = _flat(to_dict(compared)), _flat(to_dict(asked))
+    old, new = flat_config(to_dict(compared)), flat_config(to_dict(asked))
+    def said(k: str) -> bool:  # (a file's key may be a section, or inside task.settings; "": every field)
+        return any(w == "" or k == w or k.startswith(w + ".") or w.startswith(k + ".") for w in keys)
+
     return [f"{k}: saved {old.get(k)!r}, given {new.get(k)!r}" for k in sorted(set(old) | set(new))
-            if (keys is None or k in keys) and k not in RESUME_FREE and old.get(k) != new.get(k)]
+            if said(k) and k not in RESUME_FREE and old.get(k) != new.get(k)]
 
 
 def _gives_max_val(args) -> bool:
@@ -395,14 +404,3 @@ def _gives_max_val(args) -> bool:
             if isinstance(given, Mapping) and "max_val" in given:
                 return True
     return bool(args.config) and "max_val" in load_config_file(args.config)[0].task.settings
-
-
-def _flat(data: dict, prefix: str = "") -> dict:
-    out = {}
-    for key, value in data.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, dict) and value and key != "settings":
-            out.update(_flat(value, path + "."))
-        else:
-            out[path] = value
-    return out

@@ -77,6 +77,20 @@ def reference_notes(task: Task) -> list[str]:
     return list(check()) if check is not None else []
 
 
+def reward_state(task: Task) -> dict[str, Any]:
+    """What a task's reward has learnt from its calls so far, for a checkpoint (a user function's failure floor
+    and whether it answers: ``reward_state()``); empty for a task that keeps nothing."""
+    save = getattr(task, "reward_state", None)
+    return dict(save()) if save is not None else {}
+
+
+def load_reward_state(task: Task, state: dict[str, Any]) -> None:
+    """Give a resumed run's task what :func:`reward_state` saved (nothing where either side has none)."""
+    load = getattr(task, "load_reward_state", None)
+    if load is not None and state:
+        load(state)
+
+
 def calls_at_once(task: Task) -> int:
     """How many reward calls a task can run at once: its worker processes where it scores on them
     (``reward_calls_at_once``), else 1 (scored in this process, one call at a time)."""

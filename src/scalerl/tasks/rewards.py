@@ -293,6 +293,17 @@ class UserReward:
     def __call__(self, problem: Problem, completion: str) -> float:
         return self.score(problem.prompt, completion, problem.answer)
 
+    def state_dict(self) -> dict[str, Any]:
+        """What the calls so far decided, for a checkpoint: the floor a failed call scores and whether the
+        function has answered in time (a resume that forgot them scored failures -1 where the run had seen -5,
+        and took a function that had answered for one that hangs -- review eb)."""
+        return {"lowest": self._lowest.value, "answered": self._answered}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if "lowest" in state:
+            self._lowest.saw(float(state["lowest"]))
+        self._answered = self._answered or bool(state.get("answered", False))
+
 
 class RewardWorkers:
     """``workers`` worker processes of one reward function (:class:`UserReward` each): a batch of
@@ -397,6 +408,17 @@ class RewardWorkers:
     def __call__(self, problem: Problem, completion: str) -> float:
         return self.score(problem.prompt, completion, problem.answer)
 
+    def state_dict(self) -> dict[str, Any]:
+        """What the calls so far decided, for a checkpoint: the floor a failed call scores and whether the
+        function has answered in time (a resume that forgot them scored failures -1 where the run had seen -5,
+        and took a function that had answered for one that hangs -- review eb)."""
+        return {"lowest": self._lowest.value, "answered": self._answered}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if "lowest" in state:
+            self._lowest.saw(float(state["lowest"]))
+        self._answered = self._answered or bool(state.get("answered", False))
+
     def score_many(self, pairs: Sequence[tuple[Problem, str]]) -> list[float]:
         """Rewards of ``(problem, completion)`` pairs, in order, up to ``workers`` calls at a time. A failed call
         scores no better than any score of the batch (review cg: one that failed before the function's first -5
@@ -482,6 +504,13 @@ class UserRewardTask:
 
     def reward_stats(self) -> dict[str, Any]:
         return self.user_reward.stats.as_dict()
+
+    def reward_state(self) -> dict[str, Any]:
+        """The function's state a checkpoint keeps (:meth:`RewardWorkers.state_dict`)."""
+        return self.user_reward.state_dict()
+
+    def load_reward_state(self, state: dict[str, Any]) -> None:
+        self.user_reward.load_state_dict(state)
 
     def close(self) -> None:
         """Stop the function's worker processes."""

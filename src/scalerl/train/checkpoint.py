@@ -285,13 +285,20 @@ def check_zip_crcs(state: Path) -> None:
         raise OSError(f"{bad} in {state.name} does not match the checksum written with it")
 
 
-def refuse_other_nproc(ckpt: Path, written: int | None, grouped: bool) -> None:
+def refuse_other_nproc(ckpt: Path, written: int | None, grouped: bool, *, now: int | None = None,
+                       exact: bool = False) -> None:
     """Refuse to resume checkpoint ``ckpt``, written by ``written`` trainer processes, in a run of one
     process (``grouped`` False) when it was written by several, or the other way round: the
-    optimizer's state is laid out by the group that wrote it. ``written`` None (the state cannot be
-    read): nothing to refuse here -- the resume's load says the checkpoint is damaged."""
+    optimizer's state is laid out by the group that wrote it. ``exact`` (``run.generate_on_shards``): any
+    other number of processes ``now`` is refused too -- each rank samples with the run's seed shifted by its
+    rank, so another --nproc draws other completions (review eb: resumed unsaid). ``written`` None (the state
+    cannot be read): nothing to refuse here -- the resume's load says the checkpoint is damaged."""
     if written is not None and (written > 1) != grouped:
         raise InputError(f"{ckpt} was written by {written} trainer process(es); resume it with --nproc {written}")
+    if written is not None and exact and now is not None and now != written:
+        raise InputError(f"{ckpt} was written by {written} trainer processes generating on their shards "
+                         f"(run.generate_on_shards: each rank samples with its own seed), so {now} would draw other "
+                         f"completions than the run's; resume it with --nproc {written}")
 
 
 def written_by(ckpt: Path) -> int | None:

@@ -329,7 +329,7 @@ def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
 
         ckpt = latest_checkpoint(output / CHECKPOINTS)
         if ckpt is not None:
-            refuse_other_nproc(ckpt, written_by(ckpt), grouped=True)
+            refuse_other_nproc(ckpt, written_by(ckpt), grouped=True, now=world, exact=cfg.run.generate_on_shards)
     note = ranks_cores_note(world, device_type, cpu_cores())
     if note:
         print(note, file=sys.stderr)

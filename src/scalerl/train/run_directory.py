@@ -210,6 +210,33 @@ def save_run_config(output: Path, cfg: TrainConfig) -> None:
     save_yaml(cfg, output / CONFIG, header=f"scalerl run {output.name} (resolved config)")
 
 
+#: Fields a resumed run may change: they do not change what is computed.
+RESUME_FREE = ("run.steps", "run.threads", "run.nproc", "run.output", "log.progress")
+
+
+def flat_config(data: dict, prefix: str = "") -> dict:
+    """A config's mapping (:func:`scalerl.config.to_dict`) as dotted leaf paths; ``task.settings`` stays whole."""
+    out = {}
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value and key != "settings":
+            out.update(flat_config(value, path + "."))
+        else:
+            out[path] = value
+    return out
+
+
+def config_changes(checkpointed: dict | None, now: dict) -> list[str]:
+    """The fields (``key: checkpoint X, now Y``) in which a resumed run's config differs from the one its checkpoint
+    was written under -- apart from :data:`RESUME_FREE` and fields either side lacks (a checkpoint of an older
+    scalerl holds no config: nothing to compare)."""
+    if not checkpointed:
+        return []
+    old, new = flat_config(checkpointed), flat_config(now)
+    return [f"{k}: checkpoint {old[k]!r}, now {new[k]!r}" for k in sorted(set(old) & set(new))
+            if k not in RESUME_FREE and old[k] != new[k]]
+
+
 def resumed_config(output: str | Path, *, steps: int | None = None, progress: bool | None = None,
                    nproc: int | None = None, threads: int | None = None) -> TrainConfig:
     """The saved config of the run in ``output``, to continue it. Only the number of steps (to

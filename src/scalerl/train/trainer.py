@@ -51,7 +51,7 @@ from scalerl.rollout.groups import RolloutBatch
 from scalerl.runlog import FINAL, FINAL_STEP_FILE, HEADER, RESUME, RUNLOG, RunLogWriter, read_runlog
 from scalerl.seeds import EVAL_SAMPLING, derive_seed
 from scalerl.stop_signals import stop_under_way, stops_deferred, stops_delivered
-from scalerl.tasks.base import Problem, problems_digest, reference_notes
+from scalerl.tasks.base import Problem, load_reward_state, problems_digest, reference_notes, reward_state
 from scalerl.tasks.failure_tally import KINDS, add_counts, counting_failures
 from scalerl.tasks.registry import get_task
 from scalerl.tasks.rewards import check_reward_works
@@ -74,8 +74,8 @@ from scalerl.train.policy import load_policy, load_policy_weights, policy_weight
 from scalerl.train.preflight import (check_generation_budget, check_generator_device, discard_unstarted_run,
                                      decode_rows, update_tokens)
 from scalerl.train.run_directory import (CHECKPOINTS, CONFIG, SAMPLES, HeldByLauncher, RunDirectoryLock, check_output,
-                                        make_run_directory, record_steps, refuse_lost_history, resumed_config,
-                                        save_run_config)
+                                        config_changes, make_run_directory, record_steps, refuse_lost_history,
+                                        resumed_config, save_run_config)
 from scalerl.train.shard_generation import ShardedGenerator
 from scalerl.train.shard_weights import ShardWeights
 from scalerl.train.update import UpdateResult, build_optimizer, policy_update
@@ -495,6 +495,10 @@ class Trainer:
             "runlog_offset": self.runlog.offset(),
             "samples_offset": self.samples.offset(),
             "evals": self.evals,
+            # What a resume must not change unsaid (review eb: an edited config.yaml trained another recipe under
+            # the log's header), and what the reward function's calls taught (its failure floor, whether it answers).
+            "config": to_dict(self.cfg),
+            "reward_state": reward_state(self.task),
         }
 
     def _check_same_data(self, ckpt: Path, state: dict[str, Any]) -> None:
@@ -543,7 +547,14 @@ class Trainer:
             return
         refuse_damaged_newer(ckpt)
         state = load_checkpoint(ckpt)
-        refuse_other_nproc(ckpt, state.get("nproc", 1), grouped=self.group is not None)
+        refuse_other_nproc(ckpt, state.get("nproc", 1), grouped=self.group is not None,
+                           now=self.rank.world if self.rank is not None else 1, exact=self.cfg.run.generate_on_shards)
+        changed = config_changes(state.get("config"), to_dict(self.cfg))
+        if changed:
+            raise InputError(f"{ckpt}: the run's {CONFIG} changed since this checkpoint was written -- "
+                             f"{'; '.join(changed)}: the steps from here would train another run under this one's "
+                             f"log. Restore {CONFIG}, or start a new run from it (scalerl train --config "
+                             f"{self.output / CONFIG} --output NEW_DIR)")
         if self.group is not None:
             if state.get("weights") == "shards":  # every rank reads its own shard
                 try:  # here, before the ranks set out to read: a lost or cut shard is one line, not N tracebacks
@@ -571,6 +582,7 @@ class Trainer:
         self.nan_streak, self.fail_streak = state.get("nan_streak", 0), state.get("fail_streak", 0)
         self.lag_hist = dict(state.get("lag_hist", {}))
         self.reward_counts.update(state.get("reward_counts", {}))
+        load_reward_state(self.task, state.get("reward_state", {}))
         self.evals = state["evals"]
         self.generator.version = self.version
         self.runlog = RunLogWriter(self.output / RUNLOG, resume_offset=state["runlog_offset"])

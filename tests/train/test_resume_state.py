@@ -1,0 +1,191 @@
+"""What a resume must keep or refuse (review eb): the reward function's state (its failure floor, whether it has
+answered in time), the config the checkpoint was written under (an edited config.yaml), the flags that name the
+same run (``--recipe`` of its own recipe), and the number of ranks that generate on their shards. The runs are the
+tiny CPU model with a few steps."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scalerl.cli import main
+from scalerl.runlog import read_runlog
+
+from .conftest import small_args as conftest_small_args
+
+pytestmark = pytest.mark.slow
+
+#: Columns that measure wall-clock time or the machine (no two runs share them), as tests/train/test_resume.py.
+TIMING = ("gpu_hours",)
+
+
+def small_args(output, *extra):
+    """tests/train/conftest.py's few-step run, 6 steps, seed 3, no report."""
+    return conftest_small_args(output, "--steps", "6", "--seed", "3", "--no-report", *extra)
+
+
+def comparable(out: Path) -> list[dict]:
+    _, rows, _ = read_runlog(out / "runlog.jsonl")
+    return [{k: v for k, v in r.items() if k not in TIMING and not k.startswith(("pipeline/", "memory/"))}
+            for r in rows if r["type"] in ("train", "eval")]
+
+
+def stop_before_step(monkeypatch, step: int) -> None:
+    """Ctrl-C as the run is about to train step ``step + 1`` (right after its checkpoint at ``step``)."""
+    from scalerl.train.trainer import Trainer
+
+    original = Trainer._train_step
+
+    def stopped(self):
+        if self.step == step:
+            raise KeyboardInterrupt
+        original(self)
+
+    monkeypatch.setattr(Trainer, "_train_step", stopped)
+
+
+def sync_batch_prompts(index: int, seed: int = 3, n: int = 4) -> list[str]:
+    """The prompts of training batch ``index`` of a sync run (the sampler's epoch-0 order, no retirement yet)."""
+    from scalerl.rl.sampler import PromptSampler
+    from scalerl.tasks.registry import get_task
+
+    train = list(get_task("arithmetic", settings={}).train_problems())
+    by_id = {p.id: p for p in train}
+    sampler = PromptSampler([p.id for p in train], seed=seed)
+    batches = [sampler.sample(n) for _ in range(index + 1)]
+    return [by_id[i].prompt for i in batches[index]]
+
+
+# ----------------------------------------------------------------------------------------------- reward floor
+
+
+def test_resume_keeps_the_floor_failed_reward_calls_score(tiny_dir, tmp_path, monkeypatch, capsys):
+    """A judge-like reward: -5 for a wrong answer on the evaluation set, a raise on some training prompts. A sync run
+    (README: resumes row for row) stopped after its checkpoint at step 4 and resumed must log the rows the
+    uninterrupted run logged."""
+    from scalerl.tasks.registry import get_task
+
+    val = sorted({p.prompt for p in get_task("arithmetic", settings={}).eval_sets()["val"]})
+    reward = tmp_path / "judge.py"
+    reward.write_text(
+        "import json\n"
+        f"VAL = set(json.loads({json.dumps(json.dumps(val))}))\n"
+        "def judge(prompt, completion, answer):\n"
+        "    if completion.rsplit('</think>', 1)[-1].strip() == answer:\n"
+        "        return 1.0\n"
+        "    if prompt in VAL:\n"
+        "        return -5.0\n"
+        "    if prompt[0] in '1234':\n"
+        "        raise RuntimeError('judge unavailable')\n"
+        "    return -1.0\n")
+    extra = ["--set", "pipeline=sync", "--reward", f"{reward}:judge"]
+    assert main(small_args(tmp_path / "ref", *extra)) == 0
+
+    out = tmp_path / "stopped"
+    stop_before_step(monkeypatch, 4)
+    assert main(small_args(out, *extra)) == 130
+    monkeypatch.undo()
+    assert main(["train", "--output", str(out), "--resume", "--no-progress", "--no-report"]) == 0
+    capsys.readouterr()
+    assert comparable(out) == comparable(tmp_path / "ref")
+
+
+# ----------------------------------------------------------------------------------------------- hung-call guard
+
+
+@pytest.mark.extended
+def test_a_resume_does_not_take_a_function_that_answered_for_one_that_hangs(tiny_dir, tmp_path, monkeypatch, capsys):
+    """The function hangs on the four prompts of training batch 2 only (a sandbox on some problems): the
+    uninterrupted run scores them -1 (timeouts, counted) and finishes; the run stopped after its checkpoint at
+    step 2 and resumed scores that batch first, and must finish with the same rows."""
+    hang = sync_batch_prompts(2)
+    reward = tmp_path / "sandbox.py"
+    reward.write_text(
+        "import time\n"
+        f"HANG = {set(hang)!r}\n"
+        "def run(prompt, completion, answer):\n"
+        "    if prompt in HANG:\n"
+        "        time.sleep(60)\n"
+        "    return 1.0 if completion.rsplit('</think>', 1)[-1].strip() == answer else -1.0\n")
+    extra = ["--set", "pipeline=sync", "--reward", f"{reward}:run", "--set", "task.reward_timeout=0.5",
+             "--set", "task.reward_workers=4"]
+    assert main(small_args(tmp_path / "ref", *extra)) == 0
+    _, ref_rows, _ = read_runlog(tmp_path / "ref" / "runlog.jsonl")
+    assert max(r.get("reward_timeouts", 0) for r in ref_rows) > 0  # the batch's calls did time out
+
+    out = tmp_path / "stopped"
+    stop_before_step(monkeypatch, 2)
+    assert main(small_args(out, *extra)) == 130
+    monkeypatch.undo()
+    capsys.readouterr()
+    rc = main(["train", "--output", str(out), "--resume", "--no-progress", "--no-report"])
+    err = capsys.readouterr().err
+    assert rc == 0, err  # today: exit 2, "... has answered no call in time: it hangs"
+    assert comparable(out) == comparable(tmp_path / "ref")
+
+
+# ----------------------------------------------------------------------------------------------- edited config.yaml
+
+
+def test_a_resume_on_an_edited_config_yaml_is_refused_or_said(tiny_dir, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(small_args(out, "--set", "pipeline=sync", "--steps", "2")) == 0
+    config = out / "config.yaml"
+    text = config.read_text()
+    assert "\n    name: cispo\n" in text and "\n  seed: 3\n" in text
+    config.write_text(text.replace("\n    name: cispo\n", "\n    name: gspo\n").replace("\n  seed: 3\n", "\n  seed: 5\n"))
+    capsys.readouterr()
+    rc = main(["train", "--output", str(out), "--resume", "--steps", "3", "--no-progress", "--no-report"])
+    err = capsys.readouterr().err
+    header, _, _ = read_runlog(out / "runlog.jsonl")
+    assert header["config"]["recipe"]["loss"]["name"] == "cispo"  # what the log says the run is
+    # Refused, or at least said: the steps from here train another recipe than the log and its checkpoint's.
+    assert rc != 0 or ("loss.name" in err and "seed" in err), err
+
+
+# ----------------------------------------------------------------------------------------------- --recipe on resume
+
+
+def test_resume_naming_the_runs_own_recipe_is_not_a_conflict(tiny_dir, tmp_path, capsys):
+    """resume_conflicts' docstring: '--config / --recipe / --profile: every field is in play, the single-field
+    flags not repeated keep the saved values (so only what the command says can conflict)'; README: only a flag
+    whose value differs from the saved config.yaml is refused."""
+    out = tmp_path / "run"
+    assert main(small_args(out, "--set", "pipeline=sync", "--steps", "1")) == 0
+    capsys.readouterr()
+    try:
+        rc = main(["train", "--output", str(out), "--resume", "--recipe", "scalerl", "--no-progress", "--no-report"])
+    except SystemExit as exc:
+        rc = exc.code
+    err = capsys.readouterr().err
+    assert "eval.problems" not in err and "prompts_per_step" not in err, err
+    assert rc == 0, err
+
+
+# ----------------------------------------------------------------------------------------------- --nproc on resume
+
+
+def _cli(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "scalerl.cli", *args], capture_output=True, text=True,
+                          env=dict(os.environ), timeout=timeout)
+
+
+@pytest.mark.extended
+def test_a_resume_under_another_nproc_is_refused_or_said(tiny_dir, tmp_path):
+    """Brief (d): a resume with another config than the checkpoint's is refused or said in one line. Here the number of
+    ranks changes which seeds sample (scalerl.train.shard_generation: 'reproducible for a given number of ranks, not
+    across numbers of ranks'); launch.ranks_cores_note even tells the user 'a resume must give the same' --nproc."""
+    out = tmp_path / "run"
+    shards = ["--set", "pipeline=sync", "--set", "run.generate_on_shards=true", "--set", "batch.prompts_per_step=2",
+              "--set", "eval.problems=4", "--set", "forecast.enabled=false", "--eval-every", "1"]
+    first = _cli(*small_args(out, *shards, "--steps", "1", "--nproc", "2"))
+    assert first.returncode == 0, first.stderr
+    resumed = _cli("train", "--output", str(out), "--resume", "--steps", "2", "--nproc", "3", "--no-progress",
+                   "--no-report")
+    said = any(words in resumed.stderr for words in ("need not repeat", "not reproducible"))
+    assert resumed.returncode != 0 or said, resumed.stderr
