@@ -293,17 +293,6 @@ class UserReward:
     def __call__(self, problem: Problem, completion: str) -> float:
         return self.score(problem.prompt, completion, problem.answer)
 
-    def state_dict(self) -> dict[str, Any]:
-        """What the calls so far decided, for a checkpoint: the floor a failed call scores and whether the
-        function has answered in time (a resume that forgot them scored failures -1 where the run had seen -5,
-        and took a function that had answered for one that hangs -- review eb)."""
-        return {"lowest": self._lowest.value, "answered": self._answered}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        if "lowest" in state:
-            self._lowest.saw(float(state["lowest"]))
-        self._answered = self._answered or bool(state.get("answered", False))
-
 
 class RewardWorkers:
     """``workers`` worker processes of one reward function (:class:`UserReward` each): a batch of
