@@ -113,11 +113,12 @@ def widen_for_seeds(values: np.ndarray, lo: float, hi: float, counts: "list[np.n
     values = np.asarray(values, dtype=float)
     if not np.isfinite(values).all() or (log and not (values > 0).all()):
         return lo, hi
-    r = few_seeds_stretch(np.log(values) if log else values, counts, level)
+    v = np.log(values) if log else values
+    r = few_seeds_stretch(v, counts, level)
     if r == 1.0:
         return lo, hi
     f, inv = (math.log, math.exp) if log else (float, float)
-    mid = float(np.median(np.log(values) if log else values))
+    mid = float(np.median(v))
     wide_lo, wide_hi = inv(mid - r * (mid - f(lo))), inv(mid + r * (f(hi) - mid))
     return max(wide_lo, min(bounds[0], lo)), min(wide_hi, max(bounds[1], hi))
 

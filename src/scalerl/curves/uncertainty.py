@@ -34,6 +34,7 @@ from scalerl.curves.laws import Sigmoid
 from scalerl.errors import InputError
 
 PARAMS = ("A", "B", "C_mid", "R0")
+NO_BOUNDS = (-math.inf, math.inf)
 BOOTSTRAP_KINDS = ("residual", "pairs")
 
 N_BOOT = 1000
@@ -62,13 +63,14 @@ class Bootstrap:
         a = (1.0 - self.level) / 2.0
         return 100 * a, 100 * (1 - a)
 
-    def _widen(self, values: np.ndarray, lo: float, hi: float, *, log: bool, bounds: str) -> tuple[float, float]:
+    def _widen(self, values: np.ndarray, lo: float, hi: float, *, log: bool, bounds: tuple[float, float] = NO_BOUNDS,
+               keep: np.ndarray | None = None) -> tuple[float, float]:
         """A percentile interval widened for a few seeds (:func:`~scalerl.curves.seed_dof.widen_for_seeds`) within
-        :attr:`bounds` ``[bounds]``."""
+        ``bounds``; ``keep``: the replicates ``values`` come from, where some were left out."""
         if self.seed_counts is None:
             return lo, hi
-        return widen_for_seeds(values, lo, hi, [self.seed_counts], self.level, log=log,
-                               bounds=self.bounds.get(bounds, (-math.inf, math.inf)))
+        counts = self.seed_counts if keep is None else self.seed_counts[keep]
+        return widen_for_seeds(values, lo, hi, [counts], self.level, log=log, bounds=bounds)
 
     def interval(self, name: str) -> tuple[float, float]:
         """The percentile interval of a parameter; with a few seeds (:attr:`seed_counts`), widened about the draws'
@@ -79,7 +81,7 @@ class Bootstrap:
         200 trials)."""
         col = self.samples[:, PARAMS.index(name)]
         lo, hi = _percentiles(col, self._q())
-        return self._widen(col, float(lo), float(hi), log=name in ("B", "C_mid"), bounds=name)
+        return self._widen(col, float(lo), float(hi), log=name in ("B", "C_mid"), bounds=self.bounds.get(name, NO_BOUNDS))
 
     def intervals(self) -> dict[str, list[float]]:
         return {p: list(self.interval(p)) for p in PARAMS}
@@ -95,10 +97,11 @@ class Bootstrap:
         lo, hi = np.percentile(preds, self._q(), axis=0)
         if self.seed_counts is not None:
             for j in range(C.size):
-                lo[j], hi[j] = self._widen(preds[:, j], lo[j], hi[j], log=False, bounds="curve")
+                lo[j], hi[j] = self._widen(preds[:, j], lo[j], hi[j], log=False,
+                                           bounds=self.bounds.get("curve", NO_BOUNDS))
         return lo, hi
 
-    def quantity_interval(self, fn, *, bounds: tuple[float, float] = (-math.inf, math.inf)) -> tuple[float, float]:
+    def quantity_interval(self, fn, *, bounds: tuple[float, float] = NO_BOUNDS) -> tuple[float, float]:
         """Interval of any scalar function of the law (e.g. compute to reach a target); with a few seeds widened
         as :meth:`interval` is (on the log scale where every value is positive) within ``bounds`` -- the range
         ``fn`` can take, which only the caller knows (``law.A``: ``boot.bounds["A"]``; the curve at some compute:
@@ -109,10 +112,7 @@ class Bootstrap:
         if vals.size == 0:
             return math.nan, math.nan
         lo, hi = _percentiles(vals, self._q())
-        if self.seed_counts is None:
-            return float(lo), float(hi)
-        return widen_for_seeds(vals, float(lo), float(hi), [self.seed_counts[keep]], self.level,
-                               log=bool((vals > 0).all()), bounds=bounds)
+        return self._widen(vals, float(lo), float(hi), log=bool((vals > 0).all()), bounds=bounds, keep=keep)
 
 
 def _percentiles(values: np.ndarray, q) -> np.ndarray:
