@@ -371,9 +371,12 @@ def resume_conflicts(saved: TrainConfig, args) -> list[str]:
     keys |= {resolve_key(TrainConfig, item.partition("=")[0].strip()) for item in args.overrides}
     # --recipe / --profile of the saved run's own: its name; of another: every field the preset or profile sets
     recipe, profile = getattr(args, "recipe", None), getattr(args, "profile", None)
-    keys |= {"recipe_name"} | ({"recipe"} if recipe != saved.recipe_name else set()) if recipe is not None else set()
-    keys |= ({"profile"} if profile == saved.profile else {""}) if profile is not None else set()
-    keys |= load_config_file(args.config)[1] if getattr(args, "config", None) else set()
+    if recipe is not None:
+        keys |= {"recipe_name"} if recipe == saved.recipe_name else {"recipe_name", "recipe"}
+    if profile is not None:
+        keys |= {"profile"} if profile == saved.profile else {""}  # ("": every field)
+    if getattr(args, "config", None):
+        keys |= load_config_file(args.config)[1]
     if any(FLAG_FIELDS[f] is None for f in given):  # the single-field flags not repeated keep the saved values
         args = argparse.Namespace(**vars(args))
         for flag, path in FLAG_FIELDS.items():
@@ -388,6 +391,7 @@ def resume_conflicts(saved: TrainConfig, args) -> list[str]:
     # command gives max_val itself, which the saved run's held-out rows cannot follow (review dn: dropped unsaid).
     compared = absolute_paths(saved) if _gives_max_val(args) else held_out_capped(absolute_paths(saved))
     old, new = flat_config(to_dict(compared)), flat_config(to_dict(asked))
+
     def said(k: str) -> bool:  # (a file's key may be a section, or inside task.settings; "": every field)
         return any(w == "" or k == w or k.startswith(w + ".") or w.startswith(k + ".") for w in keys)
 
