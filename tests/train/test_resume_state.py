@@ -189,3 +189,89 @@ def test_a_resume_under_another_nproc_is_refused_or_said(tiny_dir, tmp_path):
                    "--no-report")
     said = any(words in resumed.stderr for words in ("need not repeat", "not reproducible"))
     assert resumed.returncode != 0 or said, resumed.stderr
+
+
+# --- review ee: regressions of the above ---
+
+
+def _rc(argv) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("profile", ["auto", "cpu-tiny"])
+def test_resume_naming_the_runs_own_profile_is_not_a_conflict(tiny_dir, tmp_path, capsys, profile):
+    out = tmp_path / "run"
+    assert main(small_args(out, "--set", "pipeline=sync", "--steps", "1")) == 0
+    capsys.readouterr()
+    rc = _rc(["train", "--output", str(out), "--resume", "--profile", profile, "--steps", "2", "--no-progress",
+              "--no-report"])
+    err = capsys.readouterr().err
+    assert "eval.problems" not in err and "prompts_per_step" not in err, err
+    assert rc == 0, err
+
+
+# ------------------------------------------------------------------------------------------ edited config.yaml
+
+
+@pytest.fixture
+def scaled_loss(monkeypatch):
+    """A user's loss (README: it reads its parameters from recipe.loss.extra): CISPO times extra's ``scale``
+    (1 when not given)."""
+    from scalerl.rl.losses import POLICY_LOSSES, LossOutput
+
+    cispo = POLICY_LOSSES.get("cispo")
+
+    def scaled(inputs, cfg):
+        out = cispo(inputs, cfg)
+        return LossOutput(out.per_token * float(cfg.extra.get("scale", 1.0)), out.metrics)
+
+    monkeypatch.setitem(POLICY_LOSSES._items, "ee-scaled", scaled)
+    return "ee-scaled"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("before, after", [("{}", "{scale: 100.0}"), ("{scale: 1.0}", "{}")])
+def test_an_edit_of_the_losss_extra_parameters_in_config_yaml_is_refused(tiny_dir, tmp_path, capsys, scaled_loss,
+                                                                         before, after):
+    out = tmp_path / "run"
+    assert main(small_args(out, "--set", "pipeline=sync", "--steps", "2", "--set", f"recipe.loss.name={scaled_loss}",
+                           "--set", f"recipe.loss.extra={before}")) == 0
+    config = out / "config.yaml"
+    text = config.read_text()
+    assert f"\n    extra: {before}\n" in text
+    config.write_text(text.replace(f"\n    extra: {before}\n", f"\n    extra: {after}\n"))
+    capsys.readouterr()
+    rc = _rc(["train", "--output", str(out), "--resume", "--steps", "3", "--no-progress", "--no-report"])
+    err = capsys.readouterr().err
+    # The steps from here train with another loss than the checkpoint's and the log header's: refused, by name,
+    # as an edit of a scalar field is (tests/train/test_resume_state.py).
+    assert rc != 0 and "recipe.loss.extra" in err, err
+
+
+# ------------------------------------------------------------------------------------------ reward state on Ray
+
+
+@pytest.mark.slow
+@pytest.mark.extended
+@pytest.mark.ray_cluster
+def test_a_ray_run_resumes_on_a_cluster_at_another_address(tiny_dir, tmp_path, capsys, monkeypatch):
+    """The address says where the generator actors run, not what they compute. A run started with
+    --set backend.ray_address=ADDR whose cluster has moved: editing config.yaml's address was the way on (a
+    --set is refused by the resume); since the checkpoint keeps the config it is refused as 'another run'.
+    Here ADDR is Ray's own 'local' and the edit null (a local cluster either way)."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    out = tmp_path / "run"
+    assert main(small_args(out, "--set", "pipeline=sync", "--backend", "ray", "--set", "backend.ray_address=local",
+                           "--steps", "1", "--set", "forecast.enabled=false")) == 0
+    config = out / "config.yaml"
+    text = config.read_text()
+    assert "\n  ray_address: local\n" in text
+    config.write_text(text.replace("\n  ray_address: local\n", "\n  ray_address: null\n"))
+    capsys.readouterr()
+    rc = _rc(["train", "--output", str(out), "--resume", "--steps", "2", "--no-progress", "--no-report"])
+    err = capsys.readouterr().err
+    assert rc == 0, err

@@ -349,6 +349,9 @@ def saved_config_to_resume(output: Path, args, what: str = "run") -> TrainConfig
     saved = load_yaml(TrainConfig, output / CONFIG)
     saved.run.output = str(output)
     conflicts = resume_conflicts(saved, args)
+    if getattr(args, "profile", None) is not None and not conflicts:
+        print(f"note: --profile {args.profile} on --resume changes nothing: the saved run's settings are kept (its "
+              f"profile was resolved into {output / CONFIG} as it started)", file=sys.stderr)
     if conflicts:
         raise InputError(f"--resume: the flags differ from the saved {what} ({output / CONFIG}): {'; '.join(conflicts)}. "
                          f"Drop them to continue it (--steps may extend it), or start a new {what} in another --output")
@@ -370,11 +373,12 @@ def resume_conflicts(saved: TrainConfig, args) -> list[str]:
     keys = {FLAG_FIELDS[f] for f in given if FLAG_FIELDS[f] is not None}
     keys |= {resolve_key(TrainConfig, item.partition("=")[0].strip()) for item in args.overrides}
     # --recipe / --profile of the saved run's own: its name; of another: every field the preset or profile sets
-    recipe, profile = getattr(args, "recipe", None), getattr(args, "profile", None)
+    recipe = getattr(args, "recipe", None)
     if recipe is not None:
         keys |= {"recipe_name"} if recipe == saved.recipe_name else {"recipe_name", "recipe"}
-    if profile is not None:
-        keys |= {"profile"} if profile == saved.profile else {""}  # ("": every field)
+    # --profile: not compared -- a run's profile is resolved into its config.yaml as it starts (saved as "none"),
+    # so which one it used cannot be told; the resume keeps the saved settings (said by saved_config_to_resume).
+    # Comparing every field refused the run's own profile for the --set values it had (review ee).
     if getattr(args, "config", None):
         keys |= load_config_file(args.config)[1]
     if any(FLAG_FIELDS[f] is None for f in given):  # the single-field flags not repeated keep the saved values
@@ -392,8 +396,8 @@ def resume_conflicts(saved: TrainConfig, args) -> list[str]:
     compared = absolute_paths(saved) if _gives_max_val(args) else held_out_capped(absolute_paths(saved))
     old, new = flat_config(to_dict(compared)), flat_config(to_dict(asked))
 
-    def said(k: str) -> bool:  # (a file's key may be a section, or inside task.settings; "": every field)
-        return any(w == "" or k == w or k.startswith(w + ".") or w.startswith(k + ".") for w in keys)
+    def said(k: str) -> bool:  # (a file's key may be a section, or inside task.settings)
+        return any(k == w or k.startswith(w + ".") or w.startswith(k + ".") for w in keys)
 
     return [f"{k}: saved {old.get(k)!r}, given {new.get(k)!r}" for k in sorted(set(old) | set(new))
             if said(k) and k not in RESUME_FREE and old.get(k) != new.get(k)]

@@ -81,7 +81,8 @@ class Bootstrap:
         200 trials)."""
         col = self.samples[:, PARAMS.index(name)]
         lo, hi = _percentiles(col, self._q())
-        return self._widen(col, float(lo), float(hi), log=name in ("B", "C_mid"), bounds=self.bounds.get(name, NO_BOUNDS))
+        return self._widen(col, float(lo), float(hi), log=name in ("B", "C_mid"),
+                           bounds=self.bounds.get(name, NO_BOUNDS))
 
     def intervals(self) -> dict[str, list[float]]:
         return {p: list(self.interval(p)) for p in PARAMS}

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from scalerl.config import load_yaml, read_yaml_mapping, save_yaml
+from scalerl.config import leaf_fields, load_yaml, read_yaml_mapping, save_yaml
 from scalerl.errors import CannotResume, ConfigError, InputError
 from scalerl.runlog import FINAL, RESUME, RUNLOG, final_model_step, has_final_model, read_runlog
 from scalerl.train.config import CALIBRATION_COPY, TrainConfig
@@ -226,15 +226,36 @@ def flat_config(data: dict, prefix: str = "") -> dict:
     return out
 
 
+#: Fields of ``config.yaml`` a resume takes as edited there, beyond :data:`RESUME_FREE`: where the run writes and
+#: logs, and where its Ray cluster is (``backend.ray_address``: the cluster moved) -- not what is computed.
+EDITABLE_ON_RESUME = ("backend.ray_address", "run.keep_checkpoints", "run.checkpoint_every", "log.tensorboard",
+                      "log.wandb_project", "log.train_every")
+
+
 def config_changes(checkpointed: dict | None, now: dict) -> list[str]:
     """The fields (``key: checkpoint X, now Y``) in which a resumed run's config differs from the one its checkpoint
-    was written under -- apart from :data:`RESUME_FREE` and fields either side lacks (a checkpoint of an older
-    scalerl holds no config: nothing to compare)."""
+    was written under -- apart from :data:`RESUME_FREE`, :data:`EDITABLE_ON_RESUME` and fields the checkpoint lacks
+    (one of an older scalerl: a field added since; none at all: nothing to compare). Field by field, a mapping-valued
+    field (``recipe.loss.extra``, ``task.settings``) whole: a key added to one or dropped was not compared when the
+    mappings were flattened (review ee)."""
     if not checkpointed:
         return []
-    old, new = flat_config(checkpointed), flat_config(now)
-    return [f"{k}: checkpoint {old[k]!r}, now {new[k]!r}" for k in sorted(set(old) & set(new))
-            if k not in RESUME_FREE and old[k] != new[k]]
+    missing = object()
+
+    def at(data: dict, path: str):
+        for part in path.split("."):
+            if not isinstance(data, dict) or part not in data:
+                return missing
+            data = data[part]
+        return data
+
+    changed = []
+    for path in sorted(leaf_fields(TrainConfig)):
+        old, new = at(checkpointed, path), at(now, path)
+        if old is missing or path in RESUME_FREE or path in EDITABLE_ON_RESUME or old == new:
+            continue
+        changed.append(f"{path}: checkpoint {old!r}, now {'(none)' if new is missing else repr(new)}")
+    return changed
 
 
 def resumed_config(output: str | Path, *, steps: int | None = None, progress: bool | None = None,
