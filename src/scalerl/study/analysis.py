@@ -454,10 +454,12 @@ def _add_study_notes(analysis: StudyAnalysis, result: CompareResult) -> None:
     # (a study planned with more seeds has them still to finish: --resume; `--seeds 3` was refused by a 5-seed
     # study, which does not drop runs, and did nothing to a 3-seed one: review dx)
     damaged = [f"{v.label} {entry.partition(':')[0]}" for v in results for entry in v.left_out]
-    more = (f"repair or remove the run(s) left out ({', '.join(damaged)}: see the notes), then `scalerl study "
-            f"--output {where} --resume` finishes the {spec.seeds} seeds this study plans" if spec.seeds > 1 and damaged
-            else f"`scalerl study --output {where} --resume` finishes the {spec.seeds} seeds this study plans"
-            if spec.seeds > 1 else f"`scalerl study --output {where} --seeds 3` adds seeds to this study")
+    if spec.seeds == 1:
+        more = f"`scalerl study --output {where} --seeds 3` adds seeds to this study"
+    else:
+        more = f"`scalerl study --output {where} --resume` finishes the {spec.seeds} seeds this study plans"
+        if damaged:
+            more = f"repair or remove the run(s) left out ({', '.join(damaged)}: see the notes), then {more}"
     caveat = one_seed_caveat(result, more)
     if caveat:
         analysis.notes.append(caveat)
@@ -484,6 +486,7 @@ def _add_study_notes(analysis: StudyAnalysis, result: CompareResult) -> None:
         analysis.notes.append(
             f"the pass rates at {spec.extrapolate:g}x the budget lie beyond the horizon the forecast's bands were "
             "calibrated on: their intervals are stretched, not calibrated")
+
 
 def _seed(name: str) -> int:
     """The seed of a study run's name (``loo-loss-dapo/seed2``)."""
@@ -528,7 +531,7 @@ def _common_A_view(analysis: StudyAnalysis, result: CompareResult, n_boot: int, 
         return
     analysis.common_A = A
     # (200 resamples give a stable 95% interval)
-    intervals = _common_A_intervals(stable, A, per, min(n_boot, 200), 0.95, seed) if n_boot else {}
+    intervals = _common_A_intervals(stable, A, per, min(n_boot, 200), 0.95, seed)
     for rf in stable:
         vr = analysis.variant(rf.label)
         B, C_mid = per[rf.label]
