@@ -361,7 +361,7 @@ def saved_config_to_resume(output: Path, args, what: str = "run") -> TrainConfig
 def resume_conflicts(saved: TrainConfig, args) -> list[str]:
     """The config fields the command's flags set to a value other than the saved run's, as
     ``key: saved X, given Y`` -- empty when the flags repeat (part of) the original command."""
-    from scalerl.train.run_directory import RESUME_FREE, flat_config
+    from scalerl.train.run_directory import RESUME_FREE, config_leaves
 
     given = [flag for flag in FLAG_FIELDS if getattr(args, flag, None) is not None]
     if not given and not args.overrides:
@@ -394,7 +394,7 @@ def resume_conflicts(saved: TrainConfig, args) -> list[str]:
     # its own command or config.yaml given again was a conflict of a setting never given (review dk) -- unless the
     # command gives max_val itself, which the saved run's held-out rows cannot follow (review dn: dropped unsaid).
     compared = absolute_paths(saved) if _gives_max_val(args) else held_out_capped(absolute_paths(saved))
-    old, new = flat_config(to_dict(compared)), flat_config(to_dict(asked))
+    old, new = config_leaves(to_dict(compared)), config_leaves(to_dict(asked))
 
     def said(k: str) -> bool:  # (a file's key may be a section, or inside task.settings)
         return any(k == w or k.startswith(w + ".") or w.startswith(k + ".") for w in keys)

@@ -214,15 +214,19 @@ def save_run_config(output: Path, cfg: TrainConfig) -> None:
 RESUME_FREE = ("run.steps", "run.threads", "run.nproc", "run.output", "log.progress")
 
 
-def flat_config(data: dict, prefix: str = "") -> dict:
-    """A config's mapping (:func:`scalerl.config.to_dict`) as dotted leaf paths; ``task.settings`` stays whole."""
+def config_leaves(data: dict) -> dict[str, Any]:
+    """A config's mapping (:func:`scalerl.config.to_dict`) by the dotted paths of :class:`TrainConfig`'s leaf fields
+    -- a mapping-valued field (``recipe.loss.extra``, ``task.settings``) whole --, those it lacks left out (a
+    config.yaml or checkpoint written before a field was added)."""
     out = {}
-    for key, value in data.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, dict) and value and key != "settings":
-            out.update(flat_config(value, path + "."))
+    for path in leaf_fields(TrainConfig):
+        node: Any = data
+        for part in path.split("."):
+            if not isinstance(node, dict) or part not in node:
+                break
+            node = node[part]
         else:
-            out[path] = value
+            out[path] = node
     return out
 
 
@@ -240,22 +244,9 @@ def config_changes(checkpointed: dict | None, now: dict) -> list[str]:
     mappings were flattened (review ee)."""
     if not checkpointed:
         return []
-    missing = object()
-
-    def at(data: dict, path: str):
-        for part in path.split("."):
-            if not isinstance(data, dict) or part not in data:
-                return missing
-            data = data[part]
-        return data
-
-    changed = []
-    for path in sorted(leaf_fields(TrainConfig)):
-        old, new = at(checkpointed, path), at(now, path)
-        if old is missing or path in RESUME_FREE or path in EDITABLE_ON_RESUME or old == new:
-            continue
-        changed.append(f"{path}: checkpoint {old!r}, now {'(none)' if new is missing else repr(new)}")
-    return changed
+    old, new = config_leaves(checkpointed), config_leaves(now)
+    return [f"{k}: checkpoint {v!r}, now {repr(new[k]) if k in new else '(none)'}" for k, v in sorted(old.items())
+            if k not in RESUME_FREE and k not in EDITABLE_ON_RESUME and (k not in new or new[k] != v)]
 
 
 def resumed_config(output: str | Path, *, steps: int | None = None, progress: bool | None = None,
