@@ -95,6 +95,42 @@ def test_resume_keeps_the_floor_failed_reward_calls_score(tiny_dir, tmp_path, mo
     assert comparable(out) == comparable(tmp_path / "ref")
 
 
+def test_a_resumed_generator_process_keeps_the_floor_failed_calls_score(tiny_dir, tmp_path, monkeypatch, capsys):
+    """The same on a generator process, which scores with a copy of the reward of its own (review ee: the checkpoint
+    held only the trainer's copy, so a resumed process scored failures -1 where the run's had seen -5). The judge
+    returns -5 on training batch 0's prompts and raises on batch 5's, whatever the completion: the rows of those
+    batches do not depend on which weights sampled them (PipelineRL-k on processes is timing-driven), and batch 5's
+    mean reward is the floor its failures scored -- -5 in the uninterrupted run and in the run stopped at step 2 and
+    resumed (its batch 5 is generated after the resume, by a new process)."""
+    first, sixth = sync_batch_prompts(0), sync_batch_prompts(5)
+    reward = tmp_path / "judge.py"
+    reward.write_text(
+        f"LOW = {set(first)!r}\n"
+        f"RAISE = {set(sixth)!r}\n"
+        "def judge(prompt, completion, answer):\n"
+        "    if prompt in LOW:\n"
+        "        return -5.0\n"
+        "    if prompt in RAISE:\n"
+        "        raise RuntimeError('judge unavailable')\n"
+        "    return 1.0 if completion.rsplit('</think>', 1)[-1].strip() == answer else -1.0\n")
+    extra = ["--set", "backend.workers=processes", "--reward", f"{reward}:judge"]
+
+    def batch_rewards(out: Path) -> dict[int, float]:
+        _, rows, _ = read_runlog(out / "runlog.jsonl")
+        return {r["batch_index"]: r["reward_mean"] for r in rows if r["type"] == "train" and r["batch_index"] in (0, 5)}
+
+    assert main(small_args(tmp_path / "ref", *extra)) == 0
+    assert batch_rewards(tmp_path / "ref") == {0: -5.0, 5: -5.0}
+
+    out = tmp_path / "stopped"
+    stop_before_step(monkeypatch, 2)
+    assert main(small_args(out, *extra)) == 130
+    monkeypatch.undo()
+    assert main(["train", "--output", str(out), "--resume", "--no-progress", "--no-report"]) == 0
+    capsys.readouterr()
+    assert batch_rewards(out) == {0: -5.0, 5: -5.0}  # before the fix: batch 5 -1.0
+
+
 # ----------------------------------------------------------------------------------------------- hung-call guard
 
 

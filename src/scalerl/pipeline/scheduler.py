@@ -65,6 +65,7 @@ from scalerl.rl.filters import DynamicSamplingBuffer
 from scalerl.rollout.context import RolloutContext
 from scalerl.rollout.groups import RolloutBatch, completion_lags
 from scalerl.rollout.produce import add_round, finish, new_buffer, round_params
+from scalerl.tasks.base import reward_state
 from scalerl.tasks.failure_tally import add_counts
 
 
@@ -167,6 +168,8 @@ class _Assembly:
                              prompt_tokens=sum(r.prompt_tokens for r in rounds))
         for r in rounds:
             add_counts(batch.reward_failures, r.reward_failures)
+            if getattr(r, "reward_state", None):  # (a result pickled before results carried it has none)
+                batch.reward_states.append(r.reward_state)
         if self.buffer is None:
             batch.groups = [g for r in rounds for g in r.groups]
         else:
@@ -239,7 +242,8 @@ class PooledSource:
     def _request(self, index: int, round_: int, prompt_ids: list[Any], plan: UpdatePlan | None = None) -> RoundRequest:
         params = round_params(self.ctx.sampling_params(index), round_)
         problems = [self.ctx.problems[i] for i in prompt_ids]
-        return RoundRequest(index, round_, problems, params, min_version=self.version, updates=plan)
+        return RoundRequest(index, round_, problems, params, min_version=self.version, updates=plan,
+                            reward_state=reward_state(self.ctx.round.task) or None)
 
     def _dispatch(self, asm: _Assembly) -> None:
         with self._cond:
@@ -256,7 +260,9 @@ class PooledSource:
         self.pool.start(self._deliver, self._fail)
         self._started = True
         for asm in self._resend:
-            asm.requests = [dataclasses.replace(r, min_version=self.version) for r in asm.requests]
+            # The reward's state as the checkpoint restored it: the requests were written before it was learnt.
+            state = reward_state(self.ctx.round.task) or None
+            asm.requests = [dataclasses.replace(r, min_version=self.version, reward_state=state) for r in asm.requests]
             self._dispatch(asm)
             self._next_index = max(self._next_index, asm.index + 1)
         self._resend = []

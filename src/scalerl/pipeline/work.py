@@ -35,7 +35,7 @@ from scalerl.rl.recipe import RecipeConfig
 from scalerl.rollout.context import RoundContext
 from scalerl.rollout.groups import Group
 from scalerl.rollout.produce import generate_groups
-from scalerl.tasks.base import Problem, Task
+from scalerl.tasks.base import Problem, Task, load_reward_state, reward_state
 from scalerl.tasks.failure_tally import counting_failures
 
 
@@ -56,6 +56,10 @@ class RoundRequest:
     updates: UpdatePlan | None = None
     """Deterministic PipelineRL-k: the weights to start on and the decode steps where later ones
     land (then ``min_version`` is not used)."""
+    reward_state: dict[str, Any] | None = None
+    """What the trainer's copy of the reward has learnt (:func:`scalerl.tasks.base.reward_state`: a user function's
+    failure floor, whether it answers), for a worker that scores with a task of its own (a process, a Ray actor) to
+    start from: after a resume its own copy is new (review ee: an actor scored failures -1 where the run had seen -5)."""
 
     @property
     def key(self) -> tuple[int, int]:
@@ -78,6 +82,9 @@ class RoundResult:
     reward_failures: dict[str, int] = field(default_factory=dict)
     """Failed reward calls (errors, timeouts) in scoring this round, whichever copy of the task
     scored it (the trainer's, shared by generator threads; a process's or an actor's own)."""
+    reward_state: dict[str, Any] | None = None
+    """The worker's own copy of the reward's state after scoring (None where it scores with the trainer's task): the
+    trainer takes it in when it trains on the batch, so its checkpoint holds what every copy learnt."""
 
     @property
     def key(self) -> tuple[int, int]:
@@ -108,12 +115,15 @@ class RolloutWorker:
             if self.history is None:
                 raise RuntimeError("a request with an update plan reached a worker without a weight history")
             updates = Landing(request.updates, self.history)
+        if self.owns_task and request.reward_state:
+            load_reward_state(self.task, request.reward_state)
         with counting_failures() as tally:
             groups, samples, tokens, prompt_tokens = generate_groups(self.ctx, self.generator, request.problems,
                                                                      request.params, updates=updates)
         return RoundResult(
             request.index, request.round, groups, samples, tokens, prompt_tokens,
             busy_s=time.perf_counter() - t, worker=self.worker_id, reward_failures=tally.as_dict(),
+            reward_state=reward_state(self.task) if self.owns_task else None,
         )
 
     def close(self) -> None:

@@ -73,7 +73,8 @@ SCORED_AS_WRONG = "each scored as a wrong answer (-1, or the lowest score the fu
 class LowestScore:
     """The lowest of -1 and every score a reward function has returned, shared by the workers that call it (review
     cf: each worker kept its own, and one that had not seen a judge's -5 scored a failure -1, better than it). Per
-    process: Ray actors and generator processes each keep theirs."""
+    process: Ray actors and generator processes each keep theirs, and trade it with the trainer's through their
+    requests and results (:attr:`scalerl.pipeline.work.RoundRequest.reward_state`), which a checkpoint keeps."""
 
     def __init__(self) -> None:
         self.value = FAILURE_REWARD
