@@ -47,13 +47,16 @@ def test_a_master_port_in_use_is_one_line_naming_master_port(held_port, tmp_path
 
 def test_more_cpu_ranks_than_cores_are_noted_before_they_start(monkeypatch, capsys):
     """``--nproc`` above the cores started its interpreters without a word (``--nproc 100000``
-    too): now a note says they take turns; the run still starts (a resume must keep its --nproc)."""
+    too): now a note says they take turns; the run still starts. What it says of a resume is the resume's rule
+    (checkpoint.refuse_other_nproc): another --nproc above one, except where the ranks generate on their shards."""
     import torch.multiprocessing
 
     from scalerl.pipeline import registry
     from scalerl.train import launch as launch_module
 
     assert launch_module.ranks_cores_note(2, "cpu", 2) is None and launch_module.ranks_cores_note(8, "cuda", 2) is None
+    assert "a resume may give another --nproc of 2 or more" in launch_module.ranks_cores_note(3, "cpu", 2)
+    assert "keeps its --nproc" in launch_module.ranks_cores_note(3, "cpu", 2, on_shards=True)
 
     class Started(Exception):
         pass

@@ -215,7 +215,7 @@ def _cli(*args, timeout=120):
 def test_a_resume_under_another_nproc_is_refused_or_said(tiny_dir, tmp_path):
     """Brief (d): a resume with another config than the checkpoint's is refused or said in one line. Here the number of
     ranks changes which seeds sample (scalerl.train.shard_generation: 'reproducible for a given number of ranks, not
-    across numbers of ranks'); launch.ranks_cores_note even tells the user 'a resume must give the same' --nproc."""
+    across numbers of ranks'), and launch.ranks_cores_note tells such a run 'a resume must give the same' --nproc."""
     out = tmp_path / "run"
     shards = ["--set", "pipeline=sync", "--set", "run.generate_on_shards=true", "--set", "batch.prompts_per_step=2",
               "--set", "eval.problems=4", "--set", "forecast.enabled=false", "--eval-every", "1"]

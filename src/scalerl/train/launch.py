@@ -293,15 +293,19 @@ def _check_devices(name: str, world: int) -> str:
     return device.type
 
 
-def ranks_cores_note(world: int, device_type: str, cores: int) -> str | None:
+def ranks_cores_note(world: int, device_type: str, cores: int, *, on_shards: bool = False) -> str | None:
     """A note when ``world`` CPU ranks outnumber the cores this process may use: they run, taking
     turns (each holds one torch thread at least), only slower than ``--nproc`` at most the cores
     -- and ``--nproc 100000`` started interpreters without a word. Not an error: a resume under
-    another machine's ``--nproc`` must run. None where they fit, or on GPUs."""
+    another machine's ``--nproc`` must run. None where they fit, or on GPUs. What a resume may change
+    is :func:`scalerl.train.checkpoint.refuse_other_nproc`'s rule: another number of ranks above one, except
+    where they generate on their shards (``on_shards``), which keep theirs."""
     if device_type != "cpu" or world <= cores:
         return None
+    resume = ("a run that generates on its shards keeps its --nproc: a resume must give the same" if on_shards else
+              f"a resume may give another --nproc of 2 or more, --nproc {cores} on this machine")
     return (f"note: --nproc {world} trainer processes on {cores} CPU core(s): they take turns, slower than "
-            f"--nproc {cores} (a run keeps its --nproc: a resume must give the same)")
+            f"--nproc {cores} ({resume})")
 
 
 def _drain(box: Any, results: list[tuple[str, Any]]) -> None:
@@ -330,7 +334,7 @@ def launch(cfg: TrainConfig, *, resume: bool = False) -> Any:
         ckpt = latest_checkpoint(output / CHECKPOINTS)
         if ckpt is not None:
             refuse_other_nproc(ckpt, written_by(ckpt), grouped=True, now=world, exact=cfg.run.generate_on_shards)
-    note = ranks_cores_note(world, device_type, cpu_cores())
+    note = ranks_cores_note(world, device_type, cpu_cores(), on_shards=cfg.run.generate_on_shards)
     if note:
         print(note, file=sys.stderr)
     make_run_directory(output)
