@@ -79,6 +79,46 @@ def test_gen_length_scales_the_thinking_budget_and_keeps_the_answer_budget():
     assert "recipe.length.think_budget=[9, 13]" in short  # 13 + the answer budget 8 fits in 24
 
 
+def test_gen_length_keeps_the_interruption_phrase_free():
+    """The forced phrase stays as the answer budget does: at 36 tokens of the arithmetic-mix workload's 48 (thinking
+    [26, 34], answer 8, the tiny tokenizer's phrase 3 tokens) the proportional [20, 26] left an interrupted answer
+    one token short, and every run of the shipped gen-length study's 36-token variant was refused as it started."""
+    length = TrainConfig().recipe.length
+    length.max_new_tokens, length.think_budget, length.answer_budget = 48, (26, 34), 8
+    length.overlong_max_len, length.overlong_cache = 48, 16
+    assert "recipe.length.think_budget=[20, 26]" in length_overrides(length, 36)  # the answer alone kept free
+    assert "recipe.length.think_budget=[20, 25]" in length_overrides(length, 36, phrase=3)
+    with pytest.raises(ConfigError, match=r"answer budget 8 \+ the interruption phrase's 3 tokens = 11\); use at least 12"):
+        length_overrides(length, 11, phrase=3)
+
+
+def test_every_shipped_study_plans_runs_that_start(tmp_path, monkeypatch):
+    """Each configs/studies/*.yaml: every variant's length budgets fit with the interruption phrase counted by its
+    model's tokenizer (what a run checks as it starts, after the study's other runs may have trained for an hour)."""
+    from pathlib import Path
+
+    from scalerl.models.char_tokenizer import build_char_tokenizer
+    from scalerl.rl.length import budget_problems
+    from scalerl.study import plan as plan_module
+
+    # The tiny ladder's sizes are warm-started models; their directories are not needed to check budgets.
+    monkeypatch.setattr(plan_module, "tiny_size_dir", lambda arch, steps: arch)
+    tokenizer = build_char_tokenizer()
+    for path in sorted((Path(__file__).resolve().parents[2] / "configs" / "studies").glob("*.yaml")):
+        for p in plan_study(load_spec(path), tmp_path / path.stem):
+            assert budget_problems(p.config.recipe.length, tokenizer) == [], (path.name, p.variant.label)
+
+
+def test_a_variant_whose_budget_cannot_hold_the_phrase_is_refused_before_any_run(tmp_path):
+    """Resolving a config cannot count the phrase's tokens; the plan reads the model's tokenizer and refuses the
+    variant by name, before anything trains."""
+    spec = StudySpec(family="batch-size", overrides=["length.max_new_tokens=48", "length.think_budget=[26, 38]",
+                                                     "length.answer_budget=8"])
+    with pytest.raises(ConfigError, match=r"variant batch-16: invalid recipe: length: an interrupted sequence needs "
+                                          r"think_budget hi \(38\) \+ the interruption phrase \(3 tokens"):
+        plan_study(spec, tmp_path)
+
+
 def test_sweep_values_and_base_value_are_honoured(tmp_path):
     plans = plan_study(StudySpec(family="batch-size", values=[4, 12], base_value=12), tmp_path)
     assert _labels(plans) == ["batch-12", "batch-4"]

@@ -369,6 +369,23 @@ def read_tokenizer(source: str, **kwargs: Any):
     return generic if _encodes_as(generic, own) else picked
 
 
+def model_tokenizer(name_or_path: str):
+    """The tokenizer a run of model ``name_or_path`` will use, without its weights (a tiny model's character
+    tokenizer, not its warm start), for checks made before a run starts; None where the model is not on this
+    machine or its tokenizer cannot be read (the run itself says why)."""
+    from scalerl.models.tiny import tiny_spec
+
+    if tiny_spec(name_or_path) is not None:
+        from scalerl.models.char_tokenizer import build_char_tokenizer
+
+        return build_char_tokenizer()
+    path = Path(name_or_path).expanduser()
+    try:  # a hub id only from the local cache: nothing is fetched for a check
+        return read_tokenizer(str(path)) if path.is_dir() else read_tokenizer(name_or_path, local_files_only=True)
+    except Exception:  # noqa: BLE001 -- any reading error is the run's to report, in its own words
+        return None
+
+
 def _own_pipeline(source: str, kwargs: dict[str, Any]):
     """The ``tokenizers`` pipeline of ``source``'s ``tokenizer.json`` (a directory's, or a hub id's in the cache or
     fetched) with ``tokenizer_config.json``'s ``add_prefix_space`` applied to its pre-tokenizer, or None where it has

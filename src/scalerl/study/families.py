@@ -163,18 +163,24 @@ def _knob_sweep(path: str, label: str, what: str, component: str, minimum: int):
     return build
 
 
-def length_overrides(length, new_max: int) -> list[str]:
+def length_overrides(length, new_max: int, phrase: int = 0) -> list[str]:
     """Scale every length budget of ``length`` (a LengthConfig) to a generation length of ``new_max``.
 
     The thinking budget and the overlong-penalty lengths scale in proportion; the answer budget
-    stays (an answer does not get longer because the model may think longer).
+    stays (an answer does not get longer because the model may think longer), and so does the
+    forced interruption phrase, ``phrase`` tokens with the run's tokenizer (interrupt mode: the
+    longest interrupted sequence, thinking + phrase + answer, must fit in ``new_max``; capped at
+    the answer alone, the 36-token run of the arithmetic-mix workload's 48 was one token over and
+    every run of it was refused at its start).
     """
-    if new_max <= length.answer_budget:
+    room = length.answer_budget + phrase
+    if new_max <= room:
+        what = f"the answer budget {length.answer_budget}" + (f" + the interruption phrase's {phrase} tokens" if phrase else "")
         raise ConfigError(f"values: a generation length of {new_max} tokens leaves no room for thinking "
-                          f"(the answer budget alone is {length.answer_budget}); use at least {length.answer_budget + 1}")
+                          f"({what} = {room}); use at least {room + 1}")
     s = new_max / length.max_new_tokens
     lo, hi = (max(1, round(t * s)) for t in length.think_budget)
-    hi = min(hi, new_max - length.answer_budget)
+    hi = min(hi, new_max - room)
     lo = min(lo, hi)
     overlong = min(new_max, max(2, round(length.overlong_max_len * s)))
     cache = min(overlong, max(1, round(length.overlong_cache * s)))
@@ -186,14 +192,28 @@ def _gen_length(spec, base_cfg) -> list[Variant]:
     length = base_cfg.recipe.length
     m = length.max_new_tokens
     values, base_value = _int_values(spec, m, [round(m * 2 / 3), m, round(m * 4 / 3)], "generation lengths (tokens)", 2)
+    phrase = interruption_tokens(base_cfg)
     out = []
     for v in values:
         out.append(Variant(f"length-{v}", f"{spec.base} with a {v}-token generation length", spec.base,
                            spec.base if v == m else f"{spec.base}+length-{v}",
-                           overrides=tuple(length_overrides(length, v)) if v != m else (),
+                           overrides=tuple(length_overrides(length, v, phrase)) if v != m else (),
                            components=("generation length",) if v != base_value else (), value=v,
                            is_base=v == base_value))
     return _base_first(out)
+
+
+def interruption_tokens(cfg) -> int:
+    """The tokens a run of ``cfg`` (a resolved TrainConfig) forces when it interrupts thinking: its interruption
+    phrase with its model's tokenizer; 0 outside interrupt mode, or where the model's tokenizer cannot be read here
+    (a path of another machine: the trainer checks the budget with it as the run starts)."""
+    from scalerl.models.loading import model_tokenizer
+    from scalerl.rl.length import phrase_tokens
+
+    if cfg.recipe.length.mode != "interrupt":
+        return 0
+    tokenizer = model_tokenizer(cfg.model.name_or_path)
+    return phrase_tokens(cfg.recipe.length, tokenizer) if tokenizer is not None else 0
 
 
 def _tiny_sizes() -> dict[str, Any]:

@@ -163,6 +163,8 @@ def plan_study(spec: StudySpec, study_dir: str | Path) -> list[RunPlan]:
     Every config is resolved and validated here, before anything runs, so a bad override or
     an impossible variant fails the whole study at once with one message.
     """
+    from scalerl.models.loading import model_tokenizer
+    from scalerl.rl.components import validate_recipe
     from scalerl.train.config import resolve
 
     spec.validate()
@@ -170,6 +172,7 @@ def plan_study(spec: StudySpec, study_dir: str | Path) -> list[RunPlan]:
     study_dir = Path(study_dir)
     plans = []
     resolved: dict[str, Any] = {}
+    tokenizers: dict[str, Any] = {}
     for v in family_variants(spec, base_config(spec)):
         cfg = _start_config(spec, v.recipe, v.recipe_name)
         if v.arch is not None and v.arch != "tiny":
@@ -178,6 +181,12 @@ def plan_study(spec: StudySpec, study_dir: str | Path) -> list[RunPlan]:
             cfg.profile = "cpu-tiny"
         try:
             cfg = resolve(cfg, [*spec.overrides, *v.overrides])
+            # The length budgets with the interruption phrase counted by the run's tokenizer, which resolving
+            # cannot do: a variant they do not fit was refused by each of its runs as it started (the shipped
+            # gen-length study's 36-token runs, after the others had trained for an hour).
+            if cfg.model.name_or_path not in tokenizers:
+                tokenizers[cfg.model.name_or_path] = model_tokenizer(cfg.model.name_or_path)
+            validate_recipe(cfg.recipe, tokenizers[cfg.model.name_or_path])
         except ScaleRLError as exc:
             raise type(exc)(f"variant {v.label}: {exc}") from None
         resolved[v.label] = cfg
