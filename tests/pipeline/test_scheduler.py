@@ -440,7 +440,7 @@ class ManualPool:
     def __init__(self, answer):
         self.answer, self.submitted, self._deliver = answer, [], None
 
-    def start(self, deliver, fail):
+    def start(self, deliver, fail, *, refresh=None):
         self._deliver = deliver
 
     def submit(self, request):

@@ -32,6 +32,9 @@ from scalerl.pipeline.work import RoundRequest, RoundResult
 
 Deliver = Callable[[RoundResult], None]
 Fail = Callable[[BaseException], None]
+Refresh = Callable[[RoundRequest], RoundRequest]
+"""What a pool applies to a request it sends to a worker again (a restarted Ray actor's) or long after it was
+submitted: the scheduler's stamp of the trainer's current reward state (``PooledSource._stamped``)."""
 
 
 class PipelineError(RuntimeError):
@@ -104,7 +107,10 @@ class WorkerPool(Protocol):
         """Block until every generator is up (or one failed: :meth:`start`'s reader then says how)."""
         ...
 
-    def start(self, deliver: Deliver, fail: Fail) -> None: ...
+    def start(self, deliver: Deliver, fail: Fail, *, refresh: Refresh | None = None) -> None:
+        """Start delivering results (``deliver``) and errors (``fail``); ``refresh``: see :data:`Refresh` (a
+        pool that sends every request once, as submitted, has no use for it)."""
+        ...
 
     def submit(self, request: RoundRequest) -> None: ...
 

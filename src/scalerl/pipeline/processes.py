@@ -35,7 +35,7 @@ from typing import Any
 from scalerl.errors import ScaleRLError
 from scalerl.parent_death import die_with_parent, from_lasting_thread
 from scalerl.pipeline.context import PipelineContext
-from scalerl.pipeline.pool import RESUME_COMMAND, Deliver, Fail, reporting, undone_if_raised
+from scalerl.pipeline.pool import RESUME_COMMAND, Deliver, Fail, Refresh, reporting, undone_if_raised
 from scalerl.pipeline.scheduler import PipelineError
 from scalerl.pipeline.weights import Weights, weight_source
 from scalerl.pipeline.work import WorkerSpec, build_worker
@@ -195,7 +195,7 @@ class ProcessPool:
             elif any(not p.is_alive() for p in self._procs):
                 return
 
-    def start(self, deliver: Deliver, fail: Fail) -> None:
+    def start(self, deliver: Deliver, fail: Fail, *, refresh: Refresh | None = None) -> None:
         self._reader = threading.Thread(target=reporting(self._read, fail), args=(deliver, fail),
                                         name="scalerl-results",
                                         daemon=True)

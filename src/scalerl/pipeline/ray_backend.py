@@ -57,7 +57,7 @@ from typing import Any, Sequence
 from scalerl.errors import ConfigError, ScaleRLError
 from scalerl.generate.base import Completion
 from scalerl.pipeline.context import PipelineContext
-from scalerl.pipeline.pool import RESUME_COMMAND, Deliver, Fail, reporting, thread_error, undone_if_raised
+from scalerl.pipeline.pool import RESUME_COMMAND, Deliver, Fail, Refresh, reporting, thread_error, undone_if_raised
 from scalerl.pipeline.pool_generator import GenerateJob, PoolGenerator, QueuedJob
 from scalerl.pipeline.ray_cluster import _ray, _without_trainer_gpu, init_ray, nodes_hold
 from scalerl.pipeline.scheduler import PipelineError
@@ -284,6 +284,7 @@ class RayPool:
         self._error: BaseException | None = None
         self._jobs_error: BaseException | None = None
         self._thread: threading.Thread | None = None
+        self._refresh: Refresh | None = None  # (start's)
         self.requeued = 0
         self.updates_failed = 0  # fire-and-forget weight updates that raised (made good by the next request)
 
@@ -346,7 +347,11 @@ class RayPool:
         return [a for i, a in enumerate(self.actors) if i not in self._dead]
 
     # ------------------------------------------------------------------ the dispatcher thread
-    def start(self, deliver: Deliver, fail: Fail) -> None:
+    def start(self, deliver: Deliver, fail: Fail, *, refresh: Refresh | None = None) -> None:
+        # Applied to a request as it goes to an actor: it may wait in the queue for a free actor, or be re-queued
+        # after its actor died, while the trainer learns more of the reward (review ef: a restarted actor re-ran a
+        # request with the floor it had when first sent).
+        self._refresh = refresh
         self._thread = threading.Thread(target=reporting(self._loop, fail), args=(deliver, fail),
                                         name="scalerl-ray-dispatch",
                                         daemon=True)
@@ -391,7 +396,8 @@ class RayPool:
                     if isinstance(request, QueuedJob):
                         ref = self.actors[i].generate.remote(request.job, weights, version)
                     else:
-                        ref = self.actors[i].run.remote(request, weights, version)
+                        ref = self.actors[i].run.remote(self._refresh(request) if self._refresh else request,
+                                                        weights, version)
                 except BaseException:  # back in the queue: whoever waits on it hears of the failure
                     self._pending.appendleft(request)
                     self._idle.appendleft(i)

@@ -65,7 +65,7 @@ from scalerl.rl.filters import DynamicSamplingBuffer
 from scalerl.rollout.context import RolloutContext
 from scalerl.rollout.groups import RolloutBatch, completion_lags
 from scalerl.rollout.produce import add_round, finish, new_buffer, round_params
-from scalerl.tasks.base import reward_state
+from scalerl.tasks.base import load_reward_state, reward_state
 from scalerl.tasks.failure_tally import add_counts
 
 
@@ -168,8 +168,6 @@ class _Assembly:
                              prompt_tokens=sum(r.prompt_tokens for r in rounds))
         for r in rounds:
             add_counts(batch.reward_failures, r.reward_failures)
-            if getattr(r, "reward_state", None):  # (a result pickled before results carried it has none)
-                batch.reward_states.append(r.reward_state)
         if self.buffer is None:
             batch.groups = [g for r in rounds for g in r.groups]
         else:
@@ -242,27 +240,34 @@ class PooledSource:
     def _request(self, index: int, round_: int, prompt_ids: list[Any], plan: UpdatePlan | None = None) -> RoundRequest:
         params = round_params(self.ctx.sampling_params(index), round_)
         problems = [self.ctx.problems[i] for i in prompt_ids]
-        return RoundRequest(index, round_, problems, params, min_version=self.version, updates=plan,
-                            reward_state=reward_state(self.ctx.round.task) or None)
+        return RoundRequest(index, round_, problems, params, min_version=self.version, updates=plan)
+
+    def _stamped(self, request: RoundRequest) -> RoundRequest:
+        """``request`` with the trainer's copy of the reward's state as it is now (a failure floor, whether the
+        function answers), for a generator process or Ray actor that scores with a copy of its own: stamped as
+        the request is sent -- and by a pool as it sends one again (a restarted actor's) --, not as it was made
+        (review ef: a refill, a regenerated batch and a restarted actor's re-run carried an older floor)."""
+        return dataclasses.replace(request, reward_state=reward_state(self.ctx.round.task) or None)
+
+    def _send(self, request: RoundRequest) -> None:
+        self.pool.submit(self._stamped(request))
 
     def _dispatch(self, asm: _Assembly) -> None:
         with self._cond:
             self._batches[asm.index] = asm
             self._outstanding += 1
         for request in asm.requests:
-            self.pool.submit(request)
+            self._send(request)
 
     def _start(self, step: int) -> None:
         # Started on the first request, not at construction: a resumed trainer restores its
         # weights, version and sampler first (and tells us through weights_updated).
         self._head = self._next_index = step
         self._t0 = time.perf_counter()
-        self.pool.start(self._deliver, self._fail)
+        self.pool.start(self._deliver, self._fail, refresh=self._stamped)
         self._started = True
         for asm in self._resend:
-            # The reward's state as the checkpoint restored it: the requests were written before it was learnt.
-            state = reward_state(self.ctx.round.task) or None
-            asm.requests = [dataclasses.replace(r, min_version=self.version, reward_state=state) for r in asm.requests]
+            asm.requests = [dataclasses.replace(r, min_version=self.version) for r in asm.requests]
             self._dispatch(asm)
             self._next_index = max(self._next_index, asm.index + 1)
         self._resend = []
@@ -275,6 +280,8 @@ class PooledSource:
 
     # ------------------------------------------------------------------ delivery (pool threads)
     def _deliver(self, result: RoundResult) -> None:
+        if result.reward_state:  # what the worker's copy of the reward learnt: the trainer's copy (and checkpoint)
+            load_reward_state(self.ctx.round.task, result.reward_state)  # keep it, and the next request carries it
         refill: RoundRequest | None = None
         with self._cond:
             asm = self._batches.get(result.index)
@@ -298,7 +305,7 @@ class PooledSource:
                     asm.requests.append(refill)
             self._cond.notify_all()
         if refill is not None:
-            self.pool.submit(refill)
+            self._send(refill)
 
     def _fail(self, error: BaseException) -> None:
         with self._cond:
@@ -415,7 +422,7 @@ class PooledSource:
             fresh.recorded = set(asm.recorded) & {0}
             self._held = _prompt_ids(asm.requests[1:]) + self._held
             self._batches[asm.index] = fresh
-        self.pool.submit(first)
+        self._send(first)
 
     def weights_updated(self, weights: Weights, version: int, *, step: int) -> None:
         """The trainer has taken ``step`` steps; its policy is ``version``."""

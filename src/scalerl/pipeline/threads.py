@@ -32,7 +32,7 @@ from scalerl.generate.base import GenerationCancelled
 from scalerl.generate.hf import HFGenerator
 from scalerl.pipeline.context import PipelineContext
 from scalerl.pipeline.landing import HistoryClosed, WeightHistory
-from scalerl.pipeline.pool import Deliver, Fail, reporting
+from scalerl.pipeline.pool import Deliver, Fail, Refresh, reporting
 from scalerl.pipeline.weights import Weights, weight_source
 from scalerl.pipeline.work import RolloutWorker, RoundRequest
 
@@ -68,7 +68,7 @@ class ThreadPool:
     def wait_ready(self) -> None:
         pass  # its workers were built with it
 
-    def start(self, deliver: Deliver, fail: Fail) -> None:
+    def start(self, deliver: Deliver, fail: Fail, *, refresh: Refresh | None = None) -> None:
         self._threads = [
             threading.Thread(target=reporting(self._loop, fail), args=(w, deliver, fail),
                              name=f"scalerl-generator-{w.worker_id}",

@@ -58,8 +58,9 @@ class RoundRequest:
     land (then ``min_version`` is not used)."""
     reward_state: dict[str, Any] | None = None
     """What the trainer's copy of the reward has learnt (:func:`scalerl.tasks.base.reward_state`: a user function's
-    failure floor, whether it answers), for a worker that scores with a task of its own (a process, a Ray actor) to
-    start from: after a resume its own copy is new (review ee: an actor scored failures -1 where the run had seen -5)."""
+    failure floor, whether it answers) when the request was sent, for a worker that scores with a task of its own (a
+    process, a Ray actor) to start from: after a resume or a restart its own copy is new (review ee: an actor scored
+    failures -1 where the run had seen -5). Stamped by the scheduler as it sends the request (``_stamped``)."""
 
     @property
     def key(self) -> tuple[int, int]:
@@ -83,8 +84,9 @@ class RoundResult:
     """Failed reward calls (errors, timeouts) in scoring this round, whichever copy of the task
     scored it (the trainer's, shared by generator threads; a process's or an actor's own)."""
     reward_state: dict[str, Any] | None = None
-    """The worker's own copy of the reward's state after scoring (None where it scores with the trainer's task): the
-    trainer takes it in when it trains on the batch, so its checkpoint holds what every copy learnt."""
+    """The worker's own copy of the reward's state after scoring (None where it scores with the trainer's task; empty
+    for a task that keeps none): the scheduler takes it into the trainer's copy as it arrives, so the requests sent
+    after it and the checkpoint hold what every copy learnt."""
 
     @property
     def key(self) -> tuple[int, int]:

@@ -9,7 +9,7 @@ drop groups: their compute still counts).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Sequence
 
 from scalerl.generate.base import Completion
 from scalerl.tasks.base import Problem
@@ -42,10 +42,6 @@ class RolloutBatch:
     """Failed reward calls (errors, timeouts) in scoring this batch, refill rounds included: the
     trainer counts them when it trains on the batch, so a batch scored again after a resume is
     counted once (:mod:`scalerl.tasks.failure_tally`)."""
-    reward_states: list[dict[str, Any]] = field(default_factory=list)
-    """The reward's state each generator process or Ray actor that scored a round of it reported
-    (:attr:`scalerl.pipeline.work.RoundResult.reward_state`; none from generator threads, which score with the
-    trainer's task): the trainer takes them into its own when it trains on the batch."""
 
     @property
     def completions(self) -> list[Completion]:

@@ -865,8 +865,6 @@ class Trainer:
         self.meter.generated(batch.samples, batch.tokens, batch.prompt_tokens)
         # (A batch pickled in a checkpoint written before batches carried their failures has none.)
         add_counts(self.reward_counts, getattr(batch, "reward_failures", {}))
-        for state in getattr(batch, "reward_states", ()):  # what processes' or actors' copies learnt, for the checkpoint
-            load_reward_state(self.task, state)
         result = self._update(batch)
         self.meter.trained(result.trained_tokens)
         for lag, n in result.lag_counts.items():
