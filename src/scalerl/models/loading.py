@@ -380,8 +380,13 @@ def model_tokenizer(name_or_path: str):
 
         return build_char_tokenizer()
     path = Path(name_or_path).expanduser()
-    try:  # a hub id only from the local cache: nothing is fetched for a check
-        return read_tokenizer(str(path)) if path.is_dir() else read_tokenizer(name_or_path, local_files_only=True)
+    try:
+        if not path.is_dir():  # a hub id only from the local cache: nothing is fetched for a check
+            return read_tokenizer(name_or_path, local_files_only=True)
+        base = adapter_base(str(path))
+        if base is not None and not any(_is_tokenizer_file(f.name) for f in path.iterdir()):
+            return model_tokenizer(base)  # a LoRA adapter saved without one runs with its base's (load_model)
+        return _checked_tokenizer(str(path), name_or_path, {})
     except Exception:  # noqa: BLE001 -- any reading error is the run's to report, in its own words
         return None
 

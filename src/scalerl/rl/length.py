@@ -430,9 +430,12 @@ def phrase_ids(cfg: LengthConfig, tokenizer: Any) -> list[int]:
     return _encode(tokenizer, cfg.interruption_phrase)
 
 
-def budget_problems(cfg: LengthConfig, tokenizer: Any = None) -> list[str]:
-    """Budgets of ``cfg.mode`` that do not fit together; the phrase is counted when ``tokenizer`` is given."""
-    return LENGTH_MODES.get(cfg.mode).budgets(cfg, phrase_tokens(cfg, tokenizer) if tokenizer is not None else None)
+def budget_problems(cfg: LengthConfig, tokenizer: Any = None, *, phrase: int | None = None) -> list[str]:
+    """Budgets of ``cfg.mode`` that do not fit together; the phrase is counted when ``tokenizer`` is given, or
+    ``phrase`` gives its tokens counted already (None: not counted)."""
+    if tokenizer is not None:
+        phrase = phrase_tokens(cfg, tokenizer)
+    return LENGTH_MODES.get(cfg.mode).budgets(cfg, phrase)
 
 
 def length_controller(cfg: LengthConfig, tokenizer: Any) -> Any:

@@ -192,7 +192,7 @@ def _gen_length(spec, base_cfg) -> list[Variant]:
     length = base_cfg.recipe.length
     m = length.max_new_tokens
     values, base_value = _int_values(spec, m, [round(m * 2 / 3), m, round(m * 4 / 3)], "generation lengths (tokens)", 2)
-    phrase = interruption_tokens(base_cfg)
+    phrase = interruption_tokens(base_cfg) or 0  # (not counted here: the run's own check as it starts)
     out = []
     for v in values:
         out.append(Variant(f"length-{v}", f"{spec.base} with a {v}-token generation length", spec.base,
@@ -203,17 +203,21 @@ def _gen_length(spec, base_cfg) -> list[Variant]:
     return _base_first(out)
 
 
-def interruption_tokens(cfg) -> int:
+def interruption_tokens(cfg) -> int | None:
     """The tokens a run of ``cfg`` (a resolved TrainConfig) forces when it interrupts thinking: its interruption
-    phrase with its model's tokenizer; 0 outside interrupt mode, or where the model's tokenizer cannot be read here
-    (a path of another machine: the trainer checks the budget with it as the run starts)."""
+    phrase with its model's tokenizer; 0 outside interrupt mode; None where the model's tokenizer cannot be read here
+    or cannot encode the phrase (a path of another machine, a vocabulary without its unk token: the trainer checks
+    the budget, or refuses the tokenizer, as the run starts)."""
     from scalerl.models.loading import model_tokenizer
     from scalerl.rl.length import phrase_tokens
 
     if cfg.recipe.length.mode != "interrupt":
         return 0
     tokenizer = model_tokenizer(cfg.model.name_or_path)
-    return phrase_tokens(cfg.recipe.length, tokenizer) if tokenizer is not None else 0
+    try:
+        return phrase_tokens(cfg.recipe.length, tokenizer) if tokenizer is not None else None
+    except Exception:  # noqa: BLE001 -- the tokenizers library's bare Exception ("WordLevel error: Missing [UNK]")
+        return None
 
 
 def _tiny_sizes() -> dict[str, Any]:

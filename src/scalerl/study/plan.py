@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from scalerl.config import from_dict, to_dict
 from scalerl.errors import ConfigError, ScaleRLError
-from scalerl.study.families import TINY_SIZES, Variant, family_variants
+from scalerl.study.families import TINY_SIZES, Variant, family_variants, interruption_tokens
 from scalerl.study.spec import StudySpec
 
 if TYPE_CHECKING:  # imported where runs are planned: the study's --list needs no trainer config
@@ -163,8 +163,7 @@ def plan_study(spec: StudySpec, study_dir: str | Path) -> list[RunPlan]:
     Every config is resolved and validated here, before anything runs, so a bad override or
     an impossible variant fails the whole study at once with one message.
     """
-    from scalerl.models.loading import model_tokenizer
-    from scalerl.rl.components import validate_recipe
+    from scalerl.rl.length import budget_problems
     from scalerl.train.config import resolve
 
     spec.validate()
@@ -172,7 +171,7 @@ def plan_study(spec: StudySpec, study_dir: str | Path) -> list[RunPlan]:
     study_dir = Path(study_dir)
     plans = []
     resolved: dict[str, Any] = {}
-    tokenizers: dict[str, Any] = {}
+    phrases: dict[tuple[str, str, str], int | None] = {}  # (model, length mode, phrase) -> the phrase's tokens
     for v in family_variants(spec, base_config(spec)):
         cfg = _start_config(spec, v.recipe, v.recipe_name)
         if v.arch is not None and v.arch != "tiny":
@@ -184,9 +183,13 @@ def plan_study(spec: StudySpec, study_dir: str | Path) -> list[RunPlan]:
             # The length budgets with the interruption phrase counted by the run's tokenizer, which resolving
             # cannot do: a variant they do not fit was refused by each of its runs as it started (the shipped
             # gen-length study's 36-token runs, after the others had trained for an hour).
-            if cfg.model.name_or_path not in tokenizers:
-                tokenizers[cfg.model.name_or_path] = model_tokenizer(cfg.model.name_or_path)
-            validate_recipe(cfg.recipe, tokenizers[cfg.model.name_or_path])
+            length = cfg.recipe.length
+            key = (cfg.model.name_or_path, length.mode, length.interruption_phrase)
+            if key not in phrases:
+                phrases[key] = interruption_tokens(cfg)
+            problems = budget_problems(length, phrase=phrases[key])
+            if problems:
+                raise ConfigError("invalid recipe: " + "; ".join(problems))
         except ScaleRLError as exc:
             raise type(exc)(f"variant {v.label}: {exc}") from None
         resolved[v.label] = cfg

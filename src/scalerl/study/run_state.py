@@ -170,8 +170,14 @@ def check_existing(plans: list[RunPlan], budget: Budget | None = None) -> None:
                              f"is unknown; remove {p.directory} to train it again, or use another --output")
         diff = _first_difference(comparable_config(to_dict(load_yaml(TrainConfig, saved))), comparable_config(to_dict(p.config)))
         if diff:
-            raise InputError(f"{p.directory} holds a run configured differently from this study ({diff}); "
-                             "continue it with the spec that made it (scalerl study --output DIR --resume) or use another --output")
+            # Made by another spec -- or planned otherwise by this scalerl, or on this machine: a gen-length
+            # variant's budgets count the interruption phrase with the model's tokenizer (review eg: a study made
+            # before they did was told to --resume, the command just refused).
+            raise InputError(f"{p.directory} holds a run configured differently from this study ({diff}): continue it "
+                             "with the spec that made it (scalerl study --output DIR --resume); if that is this spec, "
+                             "this scalerl or this machine plans the variant otherwise (a gen-length variant's budgets "
+                             "count the interruption phrase with the model's tokenizer, which must be readable here) "
+                             f"-- remove {p.directory.parent} to train it again under this plan, or use another --output")
 
 
 def _check_none_dropped(plans: list[RunPlan]) -> None:

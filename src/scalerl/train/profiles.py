@@ -51,7 +51,7 @@ PROFILES: dict[str, list[str]] = {
     # The same model scale on the arithmetic-mix workload (2-4 columns, 18-38 thinking tokens).
     # A thinking budget drawn from [26, 34] finishes every 2-column scratchpad, some 3- and
     # 4-column ones: the by-construction ceiling is 0.614 on val (ArithmeticMixTask.ceiling).
-    # 48 tokens: the longest interrupted sequence is 34 + the 2-token phrase + an 8-token answer.
+    # 48 tokens: the longest interrupted sequence is 34 + the 3-token phrase (the character tokenizer: the sentence, a space, </think>) + an 8-token answer.
     # Evaluation: 500 problems x mean@2 of the stratified val set, sampling sd ~0.007 per point
     # at ~3.5 CPU-s (benchmarks/eval_noise.py, docs/workload.md).
     "cpu-tiny-mix": [
