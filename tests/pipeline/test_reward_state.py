@@ -26,6 +26,8 @@ from scalerl.rollout.context import RolloutContext, RoundContext
 from scalerl.rollout.groups import Group
 from scalerl.tasks.base import Problem
 
+from .test_scheduler import ManualPool
+
 SIGNAL, FLAT = (1.0, -1.0), (-1.0, -1.0)
 #: What a process's or an actor's copy of a judge reports after it returned -5 for a wrong answer.
 LEARNT = {"lowest": -5.0, "answered": True}
@@ -64,42 +66,6 @@ def scored(request, rewards, version=None, state=None):
                     list(rewards), list(rewards)) for p in request.problems]
     n = sum(len(g.rewards) for g in groups)
     return RoundResult(request.index, request.round, groups, n, 2 * n, n, 0.0, 0, reward_state=state)
-
-
-class ManualPool:
-    """Answers at once (from ``submit``) what ``answer`` returns a result for."""
-
-    size = 1
-
-    def __init__(self, answer):
-        self.answer, self.submitted, self._deliver = answer, [], None
-
-    def start(self, deliver, fail, *, refresh=None):
-        self._deliver = deliver
-
-    def submit(self, request):
-        self.submitted.append(request)
-        result = self.answer(request)
-        if result is not None:
-            self._deliver(result)
-
-    def push_weights(self, weights, version):
-        pass
-
-    def wait_ready(self):
-        pass
-
-    def check(self):
-        pass
-
-    def stats(self):
-        return {}
-
-    def generator(self):
-        return None
-
-    def close(self):
-        pass
 
 
 # ------------------------------------------------------------------------------------- (c) dynamic-sampling refills

@@ -49,6 +49,15 @@ def stop_before_step(monkeypatch, step: int) -> None:
     monkeypatch.setattr(Trainer, "_train_step", stopped)
 
 
+def stopped_and_resumed(out: Path, extra: list[str], monkeypatch, step: int) -> int:
+    """Train ``out`` with ``extra``, stopped (Ctrl-C) right after its checkpoint at ``step``, then ``--resume`` it;
+    the resume's exit code."""
+    stop_before_step(monkeypatch, step)
+    assert main(small_args(out, *extra)) == 130
+    monkeypatch.undo()
+    return main(["train", "--output", str(out), "--resume", "--no-progress", "--no-report"])
+
+
 def sync_batch_prompts(index: int, seed: int = 3, n: int = 4) -> list[str]:
     """The prompts of training batch ``index`` of a sync run (the sampler's epoch-0 order, no retirement yet)."""
     from scalerl.rl.sampler import PromptSampler
@@ -87,10 +96,7 @@ def test_resume_keeps_the_floor_failed_reward_calls_score(tiny_dir, tmp_path, mo
     assert main(small_args(tmp_path / "ref", *extra)) == 0
 
     out = tmp_path / "stopped"
-    stop_before_step(monkeypatch, 4)
-    assert main(small_args(out, *extra)) == 130
-    monkeypatch.undo()
-    assert main(["train", "--output", str(out), "--resume", "--no-progress", "--no-report"]) == 0
+    assert stopped_and_resumed(out, extra, monkeypatch, 4) == 0
     capsys.readouterr()
     assert comparable(out) == comparable(tmp_path / "ref")
 
@@ -123,10 +129,7 @@ def test_a_resumed_generator_process_keeps_the_floor_failed_calls_score(tiny_dir
     assert batch_rewards(tmp_path / "ref") == {0: -5.0, 5: -5.0}
 
     out = tmp_path / "stopped"
-    stop_before_step(monkeypatch, 2)
-    assert main(small_args(out, *extra)) == 130
-    monkeypatch.undo()
-    assert main(["train", "--output", str(out), "--resume", "--no-progress", "--no-report"]) == 0
+    assert stopped_and_resumed(out, extra, monkeypatch, 2) == 0
     capsys.readouterr()
     assert batch_rewards(out) == {0: -5.0, 5: -5.0}  # before the fix: batch 5 -1.0
 
@@ -155,11 +158,7 @@ def test_a_resume_does_not_take_a_function_that_answered_for_one_that_hangs(tiny
     assert max(r.get("reward_timeouts", 0) for r in ref_rows) > 0  # the batch's calls did time out
 
     out = tmp_path / "stopped"
-    stop_before_step(monkeypatch, 2)
-    assert main(small_args(out, *extra)) == 130
-    monkeypatch.undo()
-    capsys.readouterr()
-    rc = main(["train", "--output", str(out), "--resume", "--no-progress", "--no-report"])
+    rc = stopped_and_resumed(out, extra, monkeypatch, 2)
     err = capsys.readouterr().err
     assert rc == 0, err  # today: exit 2, "... has answered no call in time: it hangs"
     assert comparable(out) == comparable(tmp_path / "ref")
