@@ -275,6 +275,36 @@ def test_a_run_whose_compute_cannot_be_measured_fails_instead_of_resuming_foreve
     assert "has flops = None" in o.error and len(resumes) == 1
 
 
+def test_a_run_already_past_its_first_stretch_goes_straight_to_the_extension(tmp_path, monkeypatch):
+    """A compute study's run that trained past the first stretch already -- the workload's base run at step 300,
+    shared into a study whose stretch is 150 steps -- was first resumed to step 150, which said "past run.steps =
+    150: nothing to train" just before the extension trained it on; it is now resumed to the extension's target
+    only."""
+    from scalerl.config import to_dict
+    from scalerl.study.one_run import execute_run
+    from scalerl.train import trainer
+
+    longer = StudySpec(family="loo", only=["loo-loss-dapo"], steps=80, eval_every=10)
+    plans = write_study(tmp_path, longer, {"scalerl": (0.7, 1.5, 1e11), "loo-loss-dapo": (0.6, 1.5, 1e11)}, points=9)
+    resumes = []
+
+    class Recorded:  # logs nothing new: the extension's own check then fails the run, after the first resume
+        @classmethod
+        def resumed(cls, out, steps, progress=None):
+            resumes.append(steps)
+            return cls()
+
+        def run(self):
+            return None
+
+    monkeypatch.setattr(trainer, "Trainer", Recorded)
+    # 1e12 flops: step 100; no evaluation at step 45 (the shared run evaluated every 20 steps, the stretch ends at 150)
+    budget = Budget(steps=45, compute=1e12, max_steps=400, x="flops", eval_every=10)
+    assert run_status(plans[0].directory, budget) == "partial"
+    execute_run(to_dict(plans[0].config), budget)
+    assert resumes and resumes[0] > 80, resumes
+
+
 def test_sweep_run_named_after_the_preset_is_the_preset(tmp_path):
     from scalerl.study.plan import base_config
 

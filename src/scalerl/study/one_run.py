@@ -59,8 +59,14 @@ def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
         if status == "new":
             Trainer(cfg.validate()).run()
         else:
-            # To the end of the stretch the stop interrupted, as if it had not been stopped (Budget.stretch_end).
-            Trainer.resumed(out, steps=budget.stretch_end(eval_rows(out)), progress=progress).run()
+            # To the end of the stretch the stop interrupted, as if it had not been stopped (Budget.stretch_end) --
+            # unless an evaluation is past it already: a run shared from a family with a longer steps budget (the
+            # workload's base at step 300 in a 150-step-stretch compute study), which the resume had told "past
+            # run.steps = 150: nothing to train" just before the extension below trained it on.
+            rows = eval_rows(out)
+            end = budget.stretch_end(rows)
+            if max((int(r["step"]) for r in rows), default=0) <= end:
+                Trainer.resumed(out, steps=end, progress=progress).run()
         # A compute budget: extend until the last evaluation reaches it (each pass re-measures the rate).
         rows = eval_rows(out)
         while not budget.reached(rows[-1] if rows else None):
