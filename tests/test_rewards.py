@@ -1,4 +1,5 @@
 import textwrap
+import threading
 import time
 
 import pytest
@@ -670,3 +671,39 @@ def test_math_verify_timeouts_on_some_answers_do_not_stop_the_math_task(tmp_path
         assert task.rewards(pairs) == [-1.0] * 2 + [1.0] * 4
     finally:
         task.close()
+
+
+def test_a_state_loaded_as_a_result_arrives_does_not_undo_an_answer_the_trainer_just_saw(tmp_path):
+    """PipelineRL-k on generator processes / Ray actors: PooledSource._deliver loads each result's reward_state into
+    the trainer's task from the pool's thread (the processes' reader, Ray's dispatcher), while the trainer's thread
+    scores its evaluation with that same task. RewardWorkers.load_state_dict does
+    ``self._answered = self._answered or bool(state.get("answered"))`` outside ``_hang_lock``, under which
+    ``_check_hung`` records an answer: an answer recorded between the read and the write is overwritten with False
+    (here a worker that had not answered yet reports ``answered: False`` while the trainer's call answers). README:
+    "once a call has answered in time, timeouts are counted, never a stop" -- with answered reset, the hung-call
+    guard counts prompts again and can stop a run whose function answers, and the checkpoint saves it as never
+    answered. The interleaving is forced (the trainer's call runs while the loader reads the state); with the
+    load done atomically against _check_hung the call waits and the answer stays."""
+    from scalerl.tasks.rewards import RewardWorkers
+
+    reward = tmp_path / "judge.py"
+    reward.write_text("def judge(prompt, completion, answer):\n    return 1.0\n")
+    rw = RewardWorkers(f"{reward}:judge", timeout=5.0, timeout_setting="task.reward_timeout")
+    try:
+        trainer_call = threading.Thread(target=rw.score, args=("What is 1 + 1?", "2", "2"), name="trainer")
+
+        class ArrivingState(dict):
+            """A worker's reported state, read by the delivery thread; the trainer's call runs meanwhile."""
+
+            def get(self, key, default=None):
+                if key == "answered" and not trainer_call.is_alive() and trainer_call.ident is None:
+                    trainer_call.start()
+                    trainer_call.join(timeout=2.0)  # (blocked until the load is done, where the load is atomic)
+                return super().get(key, default)
+
+        assert rw.state_dict()["answered"] is False
+        rw.load_state_dict(ArrivingState(lowest=-1.0, answered=False))  # PooledSource._deliver, delivery thread
+        trainer_call.join(timeout=10.0)
+        assert rw.state_dict()["answered"] is True, "the trainer's answered call was undone by the loaded state"
+    finally:
+        rw.close()

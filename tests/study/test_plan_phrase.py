@@ -1,14 +1,17 @@
 """Planning a study with the interruption phrase counted by each variant's model's tokenizer (study/plan.py,
-study/families.py interruption_tokens, models/loading.py model_tokenizer) -- review eg: a LoRA adapter saved without
+study/families.py interruption_tokens, models/loading.py model_tokenizer) -- never with a checkpoint's own tokenizer
+code, which the run refuses (review eh: transformers asked on the terminal, and ran it on a "y") -- review eg: a LoRA adapter saved without
 a tokenizer runs with its base's; a tokenizer that cannot encode the phrase is left to the run's own refusal, not a
 traceback; a study directory planned otherwise (made before the budgets counted the phrase, or copied to a machine
 without the model) is told to remove the variant's runs, not to --resume."""
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -146,3 +149,93 @@ def test_report_of_a_study_copied_from_another_machine(tmp_path):
     shutil.rmtree(model)  # copied to a machine without the model
     analysis = analyse_study(study)
     assert {r.label for r in analysis.variants} == {"batch-8", "batch-4", "batch-16"}
+
+
+# --- review eh: never a checkpoint's own tokenizer code ---
+
+
+@pytest.fixture
+def modules_cache(tmp_path, monkeypatch):
+    """Where transformers copies a checkpoint's own code before importing it (HF_MODULES_CACHE): this test's, not
+    the user's ~/.cache/huggingface/modules (only written while the defect stands)."""
+    from transformers import dynamic_module_utils
+
+    monkeypatch.setattr(dynamic_module_utils, "HF_MODULES_CACHE", str(tmp_path / "hf_modules"))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    yield
+    for name in [m for m in sys.modules if m == "transformers_modules" or m.startswith("transformers_modules.")]:
+        del sys.modules[name]
+
+
+def _tokenizer_with_its_own_code(model: Path, marker: Path) -> None:
+    """Make ``model``'s tokenizer one that needs Python code shipped with the checkpoint (``auto_map`` in
+    tokenizer_config.json, a class transformers does not have); importing that code writes ``marker``."""
+    config_path = model / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    config["tokenizer_class"] = "ShippedTokenizer"
+    config["auto_map"] = {"AutoTokenizer": [None, "tokenization_shipped.ShippedTokenizer"]}
+    config_path.write_text(json.dumps(config))
+    (model / "tokenization_shipped.py").write_text(
+        "import pathlib\n"
+        f"pathlib.Path({str(marker)!r}).write_text('the checkpoint\\'s own code ran')\n"
+        "from transformers import PreTrainedTokenizerFast\n"
+        "class ShippedTokenizer(PreTrainedTokenizerFast):\n"
+        "    pass\n")
+
+
+def test_planning_a_study_never_runs_or_offers_to_run_a_tokenizers_shipped_code(tmp_path, monkeypatch, modules_cache):
+    """A user model whose tokenizer needs its own Python code (auto_map). scalerl never runs a checkpoint's code:
+    load_model refuses it in one line ("scalerl does not run a checkpoint's own code"). Planning a study of it counts
+    the interruption phrase with model_tokenizer, which calls AutoTokenizer.from_pretrained(dir) with
+    trust_remote_code unset -- transformers then prompts "Do you wish to run the custom code? [y/N]" (input(), a
+    15-second SIGALRM wait at a terminal) and, on 'y', imports tokenization_shipped.py. Here the terminal answers
+    'y' as a user might to get on: the plan must neither ask nor run it (the run's own refusal says why)."""
+    from scalerl.study.plan import plan_study
+    from scalerl.study.spec import StudySpec
+
+    model = _user_model(tmp_path / "model-eh-plan")
+    marker = tmp_path / "RAN"
+    _tokenizer_with_its_own_code(model, marker)
+    asked: list[str] = []
+    monkeypatch.setattr(builtins, "input", lambda prompt="": (asked.append(prompt), "y")[1])
+    try:
+        plan_study(StudySpec(family="batch-size", model=str(model), task="math", overrides=["profile=cpu-small"]),
+                   tmp_path / "study")
+    except Exception:  # noqa: BLE001 -- a one-line refusal is fine; what it must not do is asserted below
+        pass
+    assert not asked, f"the plan asked on the terminal: {asked[0][:160]!r}"
+    assert not marker.exists(), "planning the study ran the checkpoint's own tokenizer code"
+
+
+def test_model_tokenizer_refuses_shipped_tokenizer_code_as_load_model_does(tmp_path, monkeypatch, modules_cache):
+    """The same at the function: model_tokenizer ("the tokenizer a run of the model will use ... None where ... its
+    tokenizer cannot be read (the run itself says why)") returns the checkpoint's own class, built by running its
+    code, where load_model -- what the run uses -- refuses the tokenizer."""
+    from scalerl.errors import InputError
+    from scalerl.models.loading import load_model, model_tokenizer
+
+    model = _user_model(tmp_path / "model-eh-load")
+    marker = tmp_path / "RAN"
+    _tokenizer_with_its_own_code(model, marker)
+    monkeypatch.setattr(builtins, "input", lambda prompt="": "y")
+    with pytest.raises(InputError, match="does not run a checkpoint's own code"):
+        load_model(str(model))  # the run: refused, nothing run
+    assert not marker.exists()
+    assert model_tokenizer(str(model)) is None  # what the run cannot read, the check does not read either
+    assert not marker.exists()
+
+
+def test_the_report_of_a_study_whose_budgets_do_not_fit_the_phrase_reads_its_runs(tmp_path):
+    """A study made before its plan counted the phrase can hold variants that trained and one whose runs could not
+    start: the plan of a new study refuses it, its report reads the runs there are (review eh: no report at all)."""
+    from scalerl.study.analysis import analyse_study
+    from scalerl.study.plan import plan_study
+    from scalerl.study.spec import StudySpec
+
+    spec = StudySpec(family="batch-size", steps=100, eval_every=10, bootstrap=20,
+                     overrides=["length.max_new_tokens=48", "length.think_budget=[26, 38]", "length.answer_budget=8"])
+    study = tmp_path / "study"
+    with pytest.raises(ScaleRLError, match="think_budget hi"):
+        plan_study(spec, study)
+    _write_runs(plan_study(spec, study, check_budgets=False), study, spec)
+    assert {v.label for v in analyse_study(study).variants} == {"batch-16", "batch-8", "batch-32"}

@@ -381,12 +381,14 @@ def model_tokenizer(name_or_path: str):
         return build_char_tokenizer()
     path = Path(name_or_path).expanduser()
     try:
+        # Never a checkpoint's own code (review eh: transformers asked on the terminal whether to run it, and ran it on
+        # a "y", where the run itself refuses it in one line -- load_model's no_remote_code).
         if not path.is_dir():  # a hub id only from the local cache: nothing is fetched for a check
-            return read_tokenizer(name_or_path, local_files_only=True)
+            return read_tokenizer(name_or_path, **no_remote_code({"local_files_only": True}))
         base = adapter_base(str(path))
         if base is not None and not any(_is_tokenizer_file(f.name) for f in path.iterdir()):
             return model_tokenizer(base)  # a LoRA adapter saved without one runs with its base's (load_model)
-        return _checked_tokenizer(str(path), name_or_path, {})
+        return _checked_tokenizer(str(path), name_or_path, no_remote_code({}))
     except Exception:  # noqa: BLE001 -- any reading error is the run's to report, in its own words
         return None
 

@@ -177,7 +177,7 @@ def _curves(spec: StudySpec, directory: Path) -> tuple[list[Variant], dict[str, 
     from scalerl.study.plan import Budget, plan_study
     from scalerl.study.run_state import DAMAGED, failed_runs, read_log, run_status
 
-    plans = plan_study(spec, directory)
+    plans = plan_study(spec, directory, check_budgets=False)  # (the runs that exist are what is analysed)
     failed = failed_runs(directory)
     budget = Budget.of(spec)
     variants: list[Variant] = []

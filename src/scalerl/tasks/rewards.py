@@ -405,9 +405,15 @@ class RewardWorkers:
         return {"lowest": self._lowest.value, "answered": self._answered}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Take in what another copy's calls decided (a checkpoint's, a generator process's or Ray actor's result,
+        loaded from the pool's thread while the trainer scores): the floor only goes down, "answered" only becomes
+        true -- under the lock :meth:`_check_hung` records an answer with (review eh: read and written outside it, an
+        answer recorded between the two was overwritten with False)."""
         if "lowest" in state:
             self._lowest.saw(float(state["lowest"]))
-        self._answered = self._answered or bool(state.get("answered", False))
+        answered = bool(state.get("answered", False))
+        with self._hang_lock:
+            self._answered = self._answered or answered
 
     def score_many(self, pairs: Sequence[tuple[Problem, str]]) -> list[float]:
         """Rewards of ``(problem, completion)`` pairs, in order, up to ``workers`` calls at a time. A failed call
