@@ -192,7 +192,7 @@ def _gen_length(spec, base_cfg) -> list[Variant]:
     length = base_cfg.recipe.length
     m = length.max_new_tokens
     values, base_value = _int_values(spec, m, [round(m * 2 / 3), m, round(m * 4 / 3)], "generation lengths (tokens)", 2)
-    phrase = interruption_tokens(base_cfg) or 0  # (not counted here: the run's own check as it starts)
+    phrase = interruption_tokens(base_cfg) or 0  # (None, not readable here: each run checks its budget as it starts)
     out = []
     for v in values:
         out.append(Variant(f"length-{v}", f"{spec.base} with a {v}-token generation length", spec.base,
