@@ -74,10 +74,10 @@ def scored(request, rewards, version=None, state=None):
 def test_a_refill_round_carries_the_floor_its_batchs_first_round_reported():
     """DAPO on generator processes: round 0 of batch 0, scored by process A, returned the judge's -5 (its result's
     reward_state says so); every group flat, so the scheduler draws a refill round and sends it -- to whichever process
-    is free. The refill request carries only the trainer's copy (floor -1: the batch is not trained on yet), so a
-    process B that has not seen the -5 scores the refill's failed calls -1, beside round 0's -5 wrong answers in the
-    same batch: a failure paying better than a wrong answer (docs/tasks.md), which the synchronous loop and generator
-    threads (one shared task) never do."""
+    is free. The refill request carried only the trainer's copy (floor -1: the batch not trained on yet), so a
+    process B that had not seen the -5 scored the refill's failed calls -1, beside round 0's -5 wrong answers in the
+    same batch: a failure paying better than a wrong answer (docs/tasks.md). (The other order -- round 0's failure
+    before a refill's first -5 -- is open on every loop: tests/test_failed_reward_scores.py.)"""
     recipe = RecipeConfig()
     recipe.filtering.dynamic_sampling = True
     ctx, task = make_ctx(recipe)

@@ -39,6 +39,7 @@ class Outcome:
 def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
     """Run, resume or skip one run; returns what happened. Runs in this process or a Ray worker."""
     from scalerl.train.config import TrainConfig
+    from scalerl.train.run_directory import run_finished
     from scalerl.train.trainer import Trainer
 
     cfg = from_dict(TrainConfig, cfg_dict)
@@ -60,12 +61,15 @@ def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
             Trainer(cfg.validate()).run()
         else:
             # To the end of the stretch the stop interrupted, as if it had not been stopped (Budget.stretch_end) --
-            # unless an evaluation is past it already: a run shared from a family with a longer steps budget (the
-            # workload's base at step 300 in a 150-step-stretch compute study), which the resume had told "past
-            # run.steps = 150: nothing to train" just before the extension below trained it on.
+            # unless an evaluation is past it already and final/ is the log's: a run shared from a family with a
+            # longer steps budget (the workload's base at step 300 in a 150-step-stretch compute study), which the
+            # resume had told "past run.steps = 150: nothing to train" just before the extension below trained it
+            # on. A final/ older than the log (killed before an extension's save) is saved again by that resume
+            # (review ei: skipped, the run stayed unfinished for good).
             rows = eval_rows(out)
             end = budget.stretch_end(rows)
-            if max((int(r["step"]) for r in rows), default=0) <= end:
+            past = max((int(r["step"]) for r in rows), default=0) > end
+            if not past or run_finished(out, rows) is False:
                 Trainer.resumed(out, steps=end, progress=progress).run()
         # A compute budget: extend until the last evaluation reaches it (each pass re-measures the rate).
         rows = eval_rows(out)
