@@ -101,6 +101,9 @@ def test_resume_keeps_the_floor_failed_reward_calls_score(tiny_dir, tmp_path, mo
     assert comparable(out) == comparable(tmp_path / "ref")
 
 
+# `extended` (~30 s: three runs on generator processes): the default run checks the same hand-over at the scheduler,
+# tests/pipeline/test_reward_state.py, and the trainer's own floor across a resume above.
+@pytest.mark.extended
 def test_a_resumed_generator_process_keeps_the_floor_failed_calls_score(tiny_dir, tmp_path, monkeypatch, capsys):
     """The same on a generator process, which scores with a copy of the reward of its own (review ee: the checkpoint
     held only the trainer's copy, so a resumed process scored failures -1 where the run's had seen -5). The judge
