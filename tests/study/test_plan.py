@@ -298,6 +298,9 @@ def test_a_run_already_past_its_first_stretch_goes_straight_to_the_extension(tmp
             return None
 
     monkeypatch.setattr(trainer, "Trainer", Recorded)
+    ckpt = plans[0].directory / "checkpoints" / "step_000080"  # its latest checkpoint (train/checkpoint.py's layout)
+    ckpt.mkdir(parents=True)
+    (ckpt / "state.pt").write_text("")
     # 1e12 flops: step 100; no evaluation at step 45 (the shared run evaluated every 20 steps, the stretch ends at 150)
     budget = Budget(steps=45, compute=1e12, max_steps=400, x="flops", eval_every=10)
     assert run_status(plans[0].directory, budget) == "partial"

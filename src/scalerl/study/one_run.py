@@ -39,7 +39,6 @@ class Outcome:
 def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
     """Run, resume or skip one run; returns what happened. Runs in this process or a Ray worker."""
     from scalerl.train.config import TrainConfig
-    from scalerl.train.run_directory import run_finished
     from scalerl.train.trainer import Trainer
 
     cfg = from_dict(TrainConfig, cfg_dict)
@@ -59,20 +58,12 @@ def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
     try:
         if status == "new":
             Trainer(cfg.validate()).run()
-        else:
-            # To the end of the stretch the stop interrupted, as if it had not been stopped (Budget.stretch_end) --
-            # unless an evaluation is past it already and final/ is the log's: a run shared from a family with a
-            # longer steps budget (the workload's base at step 300 in a 150-step-stretch compute study), which the
-            # resume had told "past run.steps = 150: nothing to train" just before the extension below trained it
-            # on. A final/ older than the log (killed before an extension's save) is saved again by that resume
-            # (review ei: skipped, the run stayed unfinished for good).
             rows = eval_rows(out)
-            end = budget.stretch_end(rows)
-            past = max((int(r["step"]) for r in rows), default=0) > end
-            if not past or run_finished(out, rows) is False:
-                Trainer.resumed(out, steps=end, progress=progress).run()
+        else:
+            kept = _resumable_rows(out)
+            resumed = _resume_stretch(out, budget, kept, progress)
+            rows = kept if resumed is None else resumed
         # A compute budget: extend until the last evaluation reaches it (each pass re-measures the rate).
-        rows = eval_rows(out)
         while not budget.reached(rows[-1] if rows else None):
             target = _extension(budget, rows)
             Trainer.resumed(out, steps=target, progress=progress).run()
@@ -90,6 +81,42 @@ def execute_run(cfg_dict: dict[str, Any], budget: Budget) -> Outcome:
     _run_report(out)
     return _outcome(label, seed, "trained" if status == "new" else "resumed", time.perf_counter() - t0, out,
                     cpu=time.process_time() - cpu0)
+
+
+def _resumable_rows(out: Path) -> list[dict[str, Any]]:
+    """The evaluation rows a resume of ``out`` keeps: those up to its latest checkpoint (a resume cuts the log back
+    to it; none without one, as the run starts over). Targets are measured from them, not from a row the resume
+    throws away (review ej: a run killed while writing its stretch-end checkpoint lost that evaluation, and its
+    extension was measured from it)."""
+    from scalerl.train.checkpoint import checkpoint_step, latest_checkpoint
+    from scalerl.train.run_directory import CHECKPOINTS
+
+    ckpt = latest_checkpoint(out / CHECKPOINTS)
+    if ckpt is None:
+        return []
+    return [r for r in eval_rows(out) if int(r["step"]) <= checkpoint_step(ckpt)]
+
+
+def _resume_stretch(out: Path, budget: Budget, rows: list[dict[str, Any]], progress: bool) -> list | None:
+    """Resume a stopped run to the end of the stretch the stop interrupted, as if it had not been stopped
+    (:meth:`Budget.stretch_end`); the evaluation rows after it, or None where nothing was resumed.
+
+    A run already past that stretch -- the workload's base run at step 300 shared into a family whose stretch ends
+    at 150 -- is left to the extension (told "past run.steps = 150: nothing to train", it was then trained on),
+    unless its budget is met and its final/ is older than its log (killed before an extension's save: review ei),
+    which a resume to its checkpoint saves again."""
+    from scalerl.train.checkpoint import checkpoint_step, latest_checkpoint
+    from scalerl.train.run_directory import CHECKPOINTS, run_finished
+    from scalerl.train.trainer import Trainer
+
+    end = budget.stretch_end(rows)
+    if max((int(r["step"]) for r in rows), default=0) <= end:
+        Trainer.resumed(out, steps=end, progress=progress).run()
+    elif budget.reached(rows[-1]) and run_finished(out, rows) is False:
+        Trainer.resumed(out, steps=checkpoint_step(latest_checkpoint(out / CHECKPOINTS)), progress=progress).run()
+    else:
+        return None
+    return eval_rows(out)
 
 
 def _extension(budget: Budget, rows: list[dict[str, Any]]) -> int:
