@@ -8,7 +8,8 @@ resume goes on from the latest checkpoint (``checkpoints/step_NNNNNN``, the run 
 RunLogWriter's resume_offset does); with ``run.steps`` below the checkpoint it says "past run.steps = N: nothing to
 train" and saves final/ again there (Trainer.run); else it trains to ``run.steps``, evaluating where
 ``step % eval.every == 0 or step == run.steps`` (Trainer._loop), a checkpoint after each evaluation; it records its
-run.steps in config.yaml (record_steps) and saves final/ with its step. Step costs grow (FLOPs per step rise as in
+run.steps in config.yaml (record_steps: at least its checkpoint's step, as Trainer._open_logs does) and saves final/ with
+its step. Step costs grow (FLOPs per step rise as in
 RL), deterministically."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from scalerl.config import load_yaml, save_yaml, to_dict
 from scalerl.runlog import eval_rows, final_model_step
 from scalerl.study.plan import Budget, plan_study
+from scalerl.study.run_state import run_status
 from scalerl.study.spec import StudySpec
 from scalerl.train.checkpoint import checkpoint_step, latest_checkpoint
 
@@ -247,3 +249,41 @@ def test_a_run_killed_in_its_stretch_end_checkpoint_and_again_in_its_extension_e
     assert _execute(plan, BUDGET, sim, kill=(2, 260, "ckpt")) is None
     _execute(plan, BUDGET, sim)
     assert _end(plan)[1] == _end(reference)[1] == 450, (sim.calls, sim.notes)
+
+
+# ------------------------------------------------- a checkpoint between evaluations (review ek)
+
+
+def _shared_run_killed_past_its_compute(tmp_path, monkeypatch):
+    """The workload's base run (300 steps, evaluated every 20, final/ at 300) shared into a compute study (stretch 150,
+    6e11 flops): the extension goes to step 360 (measured from 300) and the compute is met at step 340 already. With
+    run.checkpoint_every=5 the extension, killed at step 347, left a checkpoint at step 345 (past its last evaluation,
+    340) -- written here by hand, as the stand-in trainer checkpoints at evaluations only."""
+    sim = _Sim()
+    _install(monkeypatch, sim)
+    source = _plan(tmp_path / "source", steps=300)
+    _execute(source, Budget(300, None, 300, "flops", 20), sim)
+    plan = _plan(tmp_path / "study")
+    shutil.copytree(source.directory, plan.directory)
+    cfg = load_yaml(type(plan.config), plan.directory / "config.yaml")
+    cfg.run.output = str(plan.directory)
+    cfg.run.checkpoint_every = 5
+    save_yaml(cfg, plan.directory / "config.yaml")
+    assert BUDGET.next_target(eval_rows(plan.directory)[-1]) == 360
+    assert _execute(plan, BUDGET, sim, kill=(1, 347, "train")) is None
+    ckpt = plan.directory / "checkpoints" / "step_000345"
+    ckpt.mkdir()
+    (ckpt / "state.pt").write_text("{}")
+    rows = eval_rows(plan.directory)
+    assert rows[-1]["step"] == 340 and BUDGET.reached(rows[-1]) and final_model_step(plan.directory) == 300
+    return sim, plan
+
+
+def test_a_run_resumed_to_a_checkpoint_between_evaluations_is_then_finished(tmp_path, monkeypatch):
+    sim, plan = _shared_run_killed_past_its_compute(tmp_path, monkeypatch)
+    first = _execute(plan, BUDGET, sim)
+    assert first.status == "resumed", (first, sim.calls)
+    # Resumed once, the run must be finished: the next study invocation skips it.
+    assert run_status(plan.directory, BUDGET) == "done", (sim.calls, sim.notes, _end(plan))
+    second = _execute(plan, BUDGET, sim)
+    assert second.status == "skipped", (second, sim.calls, sim.notes)

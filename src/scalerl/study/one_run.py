@@ -104,7 +104,9 @@ def _resume_stretch(out: Path, budget: Budget, rows: list[dict[str, Any]], progr
     A run already past that stretch -- the workload's base run at step 300 shared into a family whose stretch ends
     at 150 -- is left to the extension (told "past run.steps = 150: nothing to train", it was then trained on),
     unless its budget is met and its final/ is older than its log (killed before an extension's save: review ei),
-    which a resume to its checkpoint saves again."""
+    which a resume saves again: at its checkpoint where that is its last evaluation, else on to the next evaluation
+    step (a checkpoint between evaluations, ``run.checkpoint_every``: the run's status, judged by its evaluations,
+    never counted that step as reached -- review ek)."""
     from scalerl.train.checkpoint import checkpoint_step, latest_checkpoint
     from scalerl.train.run_directory import CHECKPOINTS, run_finished
     from scalerl.train.trainer import Trainer
@@ -113,7 +115,10 @@ def _resume_stretch(out: Path, budget: Budget, rows: list[dict[str, Any]], progr
     if max((int(r["step"]) for r in rows), default=0) <= end:
         Trainer.resumed(out, steps=end, progress=progress).run()
     elif budget.reached(rows[-1]) and run_finished(out, rows) is False:
-        Trainer.resumed(out, steps=checkpoint_step(latest_checkpoint(out / CHECKPOINTS)), progress=progress).run()
+        ckpt = checkpoint_step(latest_checkpoint(out / CHECKPOINTS))  # (rows past end: a checkpoint keeps them)
+        every = budget.eval_every
+        Trainer.resumed(out, steps=ckpt if ckpt == int(rows[-1]["step"]) else -(-ckpt // every) * every,
+                        progress=progress).run()
     else:
         return None
     return eval_rows(out)
