@@ -116,8 +116,8 @@ def _resume_stretch(out: Path, budget: Budget, rows: list[dict[str, Any]], progr
         Trainer.resumed(out, steps=end, progress=progress).run()
     elif budget.reached(rows[-1]) and run_finished(out, rows) is False:
         ckpt = checkpoint_step(latest_checkpoint(out / CHECKPOINTS))  # (rows past end: a checkpoint keeps them)
-        every = budget.eval_every
-        Trainer.resumed(out, steps=ckpt if ckpt == int(rows[-1]["step"]) else -(-ckpt // every) * every,
+        following = min(budget.max_steps, -(-ckpt // budget.eval_every) * budget.eval_every)  # (next_target's cap)
+        Trainer.resumed(out, steps=ckpt if ckpt == int(rows[-1]["step"]) else max(ckpt, following),
                         progress=progress).run()
     else:
         return None
