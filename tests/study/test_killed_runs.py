@@ -287,3 +287,56 @@ def test_a_run_resumed_to_a_checkpoint_between_evaluations_is_then_finished(tmp_
     assert run_status(plan.directory, BUDGET) == "done", (sim.calls, sim.notes, _end(plan))
     second = _execute(plan, BUDGET, sim)
     assert second.status == "skipped", (second, sim.calls, sim.notes)
+
+
+# ------------------------------------------------- the stopped attempt's own end (review el): the trainer also evaluates at
+# run.steps, so the evaluation after a checkpoint between evaluations is the next multiple of eval_every, or the
+# attempt's end (max_steps, or an extension counted from a last evaluation that is no multiple) where that comes first
+
+
+def _shared(tmp_path: Path, sim: _Sim, name: str, base_steps: int, checkpoint_every: int = 0):
+    """The workload's base run (``base_steps``, evaluated every 20) shared into a compute study (stretch 150)."""
+    source = _plan(tmp_path / f"source-{name}", steps=base_steps)
+    _execute(source, Budget(base_steps, None, base_steps, "flops", 20), sim)
+    plan = _plan(tmp_path / name)
+    shutil.copytree(source.directory, plan.directory)
+    cfg = load_yaml(type(plan.config), plan.directory / "config.yaml")
+    cfg.run.output = str(plan.directory)
+    cfg.run.checkpoint_every = checkpoint_every
+    save_yaml(cfg, plan.directory / "config.yaml")
+    return plan
+
+
+def _killed_between_evaluations(tmp_path, monkeypatch, base_steps: int, budget: Budget):
+    """The shared run extended (never killed: the reference), and the same run killed at step 347 of its
+    extension with a checkpoint at step 345 (run.checkpoint_every=5, written by hand as in test_killed_runs)."""
+    sim = _Sim()
+    _install(monkeypatch, sim)
+    reference = _shared(tmp_path, sim, "reference", base_steps)
+    assert _execute(reference, budget, sim).status == "resumed"
+    plan = _shared(tmp_path, sim, "study", base_steps, checkpoint_every=5)
+    assert _execute(plan, budget, sim, kill=(1, 347, "train")) is None
+    ckpt = plan.directory / "checkpoints" / "step_000345"
+    ckpt.mkdir()
+    (ckpt / "state.pt").write_text("{}")
+    rows = eval_rows(plan.directory)
+    assert rows[-1]["step"] == 340 and budget.reached(rows[-1]) and final_model_step(plan.directory) == base_steps
+    return sim, plan, reference
+
+
+def test_a_resume_between_evaluations_does_not_train_past_max_steps(tmp_path, monkeypatch):
+    budget = Budget(steps=150, compute=6e11, max_steps=350, x="flops", eval_every=20)
+    sim, plan, reference = _killed_between_evaluations(tmp_path, monkeypatch, 300, budget)
+    assert _end(reference)[1] == 350
+    assert _execute(plan, budget, sim).status == "resumed"
+    assert sim.calls[0][1] <= budget.max_steps, (sim.calls, sim.notes)
+    assert _end(plan) == _end(reference), (sim.calls, _end(plan)[0][-4:], _end(reference)[0][-4:])
+
+
+def test_a_resume_between_evaluations_ends_at_the_extension_end_when_eval_every_does_not_divide_it(
+        tmp_path, monkeypatch):
+    budget = Budget(steps=150, compute=6e11, max_steps=800, x="flops", eval_every=20)
+    sim, plan, reference = _killed_between_evaluations(tmp_path, monkeypatch, 310, budget)
+    assert _end(reference)[1] == 350  # evaluations 320, 340, 350 (run.steps)
+    assert _execute(plan, budget, sim).status == "resumed"
+    assert _end(plan) == _end(reference), (sim.calls, _end(plan)[0][-4:], _end(reference)[0][-4:])

@@ -104,11 +104,13 @@ def _resume_stretch(out: Path, budget: Budget, rows: list[dict[str, Any]], progr
     A run already past that stretch -- the workload's base run at step 300 shared into a family whose stretch ends
     at 150 -- is left to the extension (told "past run.steps = 150: nothing to train", it was then trained on),
     unless its budget is met and its final/ is older than its log (killed before an extension's save: review ei),
-    which a resume saves again: at its checkpoint where that is its last evaluation, else on to the next evaluation
-    step (a checkpoint between evaluations, ``run.checkpoint_every``: the run's status, judged by its evaluations,
-    never counted that step as reached -- review ek)."""
+    which a resume saves again: at its checkpoint where that is its last evaluation, else on to the evaluation the
+    stopped attempt made next -- the next multiple of ``eval_every``, or its own end (``run.steps`` as its
+    config.yaml records it) or the budget's ``max_steps`` where either comes first (a checkpoint between
+    evaluations, ``run.checkpoint_every``: the run's status, judged by its evaluations, never counted that step as
+    reached -- review ek; rounded past its end, it trained past max_steps -- review el)."""
     from scalerl.train.checkpoint import checkpoint_step, latest_checkpoint
-    from scalerl.train.run_directory import CHECKPOINTS, run_finished
+    from scalerl.train.run_directory import CHECKPOINTS, planned_steps, run_finished
     from scalerl.train.trainer import Trainer
 
     end = budget.stretch_end(rows)
@@ -116,7 +118,8 @@ def _resume_stretch(out: Path, budget: Budget, rows: list[dict[str, Any]], progr
         Trainer.resumed(out, steps=end, progress=progress).run()
     elif budget.reached(rows[-1]) and run_finished(out, rows) is False:
         ckpt = checkpoint_step(latest_checkpoint(out / CHECKPOINTS))  # (rows past end: a checkpoint keeps them)
-        following = min(budget.max_steps, -(-ckpt // budget.eval_every) * budget.eval_every)  # (next_target's cap)
+        following = min(budget.max_steps, planned_steps(out) or budget.max_steps,
+                        -(-ckpt // budget.eval_every) * budget.eval_every)
         Trainer.resumed(out, steps=ckpt if ckpt == int(rows[-1]["step"]) else max(ckpt, following),
                         progress=progress).run()
     else:
