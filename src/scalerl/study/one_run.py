@@ -118,13 +118,22 @@ def _resume_stretch(out: Path, budget: Budget, rows: list[dict[str, Any]], progr
         Trainer.resumed(out, steps=end, progress=progress).run()
     elif budget.reached(rows[-1]) and run_finished(out, rows) is False:
         ckpt = checkpoint_step(latest_checkpoint(out / CHECKPOINTS))  # (rows past end: a checkpoint keeps them)
-        following = min(budget.max_steps, planned_steps(out) or budget.max_steps,
-                        -(-ckpt // budget.eval_every) * budget.eval_every)
-        Trainer.resumed(out, steps=ckpt if ckpt == int(rows[-1]["step"]) else max(ckpt, following),
-                        progress=progress).run()
+        target = next_evaluation(ckpt, int(rows[-1]["step"]), planned_steps(out), budget)
+        Trainer.resumed(out, steps=target, progress=progress).run()
     else:
         return None
     return eval_rows(out)
+
+
+def next_evaluation(ckpt: int, last: int, planned: int | None, budget: Budget) -> int:
+    """The step of the evaluation a run checkpointed at ``ckpt`` (its last evaluation at ``last``) makes next: the
+    checkpoint's own where it is that evaluation; else the next multiple of ``eval_every``, or the attempt's end
+    (``planned``, config.yaml's run.steps) or ``max_steps`` where either comes first -- the trainer evaluates at
+    its run.steps too."""
+    if ckpt == last:
+        return ckpt
+    multiple = -(-ckpt // budget.eval_every) * budget.eval_every
+    return max(ckpt, min(budget.max_steps, planned or budget.max_steps, multiple))
 
 
 def _extension(budget: Budget, rows: list[dict[str, Any]]) -> int:

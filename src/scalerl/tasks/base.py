@@ -78,14 +78,16 @@ def reference_notes(task: Task) -> list[str]:
 
 
 def reward_state(task: Task) -> dict[str, Any]:
-    """What a task's reward has learnt from its calls so far, for a checkpoint (a user function's failure floor
-    and whether it answers: ``reward_state()``); empty for a task that keeps nothing."""
+    """What a task's reward has learnt from its calls so far (a user function's failure floor and whether it
+    answers: ``reward_state()``), for a checkpoint and for the copies of the task in generator processes and Ray
+    actors (:mod:`scalerl.pipeline.scheduler`); empty for a task that keeps nothing."""
     save = getattr(task, "reward_state", None)
     return dict(save()) if save is not None else {}
 
 
 def load_reward_state(task: Task, state: dict[str, Any]) -> None:
-    """Give a resumed run's task what :func:`reward_state` saved (nothing where either side has none)."""
+    """Take what :func:`reward_state` gave -- a checkpoint's, another copy's -- into ``task`` (nothing where either
+    side has none); the task merges it with what it knows (``load_reward_state``: a floor only goes down)."""
     load = getattr(task, "load_reward_state", None)
     if load is not None and state:
         load(state)
