@@ -150,8 +150,6 @@ class _RoundsGenerator:
         return out
 
 
-@pytest.mark.xfail(strict=True, reason="open (review ei): each DAPO round floors its failures when it is scored; a later "
-                   "round's first -5 does not lower an earlier round's failure of the same batch")
 def test_a_failure_never_scores_above_a_wrong_answer_of_its_dapo_batch(tmp_path, monkeypatch):
     """docs/tasks.md: a failure "scores -1, as a wrong answer (or the lowest score your function has returned ...) -- a
     failure never pays better than a wrong answer"; RewardWorkers.score_many: "A failed call scores no better than any

@@ -77,7 +77,7 @@ def test_a_refill_round_carries_the_floor_its_batchs_first_round_reported():
     is free. The refill request carried only the trainer's copy (floor -1: the batch not trained on yet), so a
     process B that had not seen the -5 scored the refill's failed calls -1, beside round 0's -5 wrong answers in the
     same batch: a failure paying better than a wrong answer (docs/tasks.md). (The other order -- round 0's failure
-    before a refill's first -5 -- is open on every loop: tests/test_failed_reward_scores.py.)"""
+    before a refill's first -5 -- is the next test.)"""
     recipe = RecipeConfig()
     recipe.filtering.dynamic_sampling = True
     ctx, task = make_ctx(recipe)
@@ -95,6 +95,34 @@ def test_a_refill_round_carries_the_floor_its_batchs_first_round_reported():
     assert batch.stats["dynamic_rounds"] >= 2, "the scenario needs a refill round"
     refills = [r for r in pool.submitted if r.index == 0 and r.round > 0]
     assert refills and all(r.reward_state["lowest"] == -5.0 for r in refills), [r.reward_state for r in refills]
+
+
+def test_a_first_rounds_failure_is_floored_at_a_refills_lower_score_on_the_pipeline():
+    """DAPO on generator processes, the other order (review ei): round 0's first group holds a failed call, scored
+    -1 (its process had seen nothing lower), beside a right answer -- kept; the other groups are flat, so a refill
+    round goes out and comes back with the judge's -5. The batch the scheduler assembles floors round 0's failure at
+    -5: a failure never pays better than a wrong answer of its batch (rollout.produce.floor_failures)."""
+    recipe = RecipeConfig()
+    recipe.filtering.dynamic_sampling = True
+    recipe.batch.prompts_per_step = 2
+    ctx, _ = make_ctx(recipe)
+
+    def answer(request):
+        if request.round > 0:
+            return scored(request, (1.0, -5.0))  # the judge's wrong answer
+        result = scored(request, FLAT)
+        first = result.groups[0]
+        first.rewards, first.shaped, first.failed = [1.0, -1.0], [1.0, -1.0], [False, True]
+        return result
+
+    pool = ManualPool(answer)
+    source = PooledSource(pool, ctx, OffPolicySchedule(1))
+    source.weights_updated(None, 0, step=0)
+    batch = source.next_batch(0)
+    source.close()
+    assert batch.stats["dynamic_rounds"] >= 2, "the scenario needs a refill round"
+    failed = [(r, s) for g in batch.groups for r, s, f in zip(g.rewards, g.shaped, g.failed) if f]
+    assert failed == [(-5.0, -5.0)], [(g.rewards, g.failed) for g in batch.groups]
 
 
 # ------------------------------------------------------------------------------------- (c) stale-batch regeneration

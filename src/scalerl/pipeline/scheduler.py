@@ -62,7 +62,7 @@ from scalerl.pipeline.pool import PipelineError, WorkerPool
 from scalerl.pipeline.weights import Weights
 from scalerl.pipeline.work import RolloutWorker, RoundRequest, RoundResult
 from scalerl.rl.filters import DynamicSamplingBuffer
-from scalerl.rollout.context import RolloutContext
+from scalerl.rollout.context import RolloutContext, RoundContext
 from scalerl.rollout.groups import RolloutBatch, completion_lags
 from scalerl.rollout.produce import add_round, finish, new_buffer, round_params
 from scalerl.tasks.base import load_reward_state, reward_state
@@ -162,7 +162,7 @@ class _Assembly:
     refill_due: bool = False
     """Seeded mode: the last round is in and the buffer wants more; the trainer generates it."""
 
-    def batch(self) -> RolloutBatch:
+    def batch(self, ctx: RoundContext) -> RolloutBatch:
         rounds = [self.results[r] for r in sorted(self.results)]
         batch = RolloutBatch(groups=[], samples=sum(r.samples for r in rounds), tokens=sum(r.tokens for r in rounds),
                              prompt_tokens=sum(r.prompt_tokens for r in rounds))
@@ -171,7 +171,7 @@ class _Assembly:
         if self.buffer is None:
             batch.groups = [g for r in rounds for g in r.groups]
         else:
-            finish(batch, self.buffer)
+            finish(ctx, batch, self.buffer, [g for r in rounds for g in r.groups])
         return batch
 
 
@@ -352,7 +352,7 @@ class PooledSource:
         self._fill()
         while True:
             asm = self._wait_for_head()
-            batch = asm.batch()
+            batch = asm.batch(self.ctx.round)
             lags = token_lags(batch, self.version)
             if lags and max(lags) > self.schedule.bound:
                 if self.seeded:  # the plans bound every lag by construction

@@ -25,6 +25,9 @@ class Group:
     """The task's rewards (+1 / -1); a completion passes when its reward is > 0."""
     shaped: list[float]
     """The rewards trained on (after length shaping, e.g. DAPO's overlong penalty)."""
+    failed: list[bool] = field(default_factory=list)
+    """Which rewards are a failed call's score (a user reward function that raised, hung or returned a
+    non-number); empty where none failed."""
 
 
 @dataclass

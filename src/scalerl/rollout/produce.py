@@ -17,7 +17,7 @@ from scalerl.generate.base import Completion, Generator, SamplingParams, Schedul
 from scalerl.rl.filters import DynamicSamplingBuffer
 from scalerl.rollout.context import RolloutContext, RoundContext
 from scalerl.rollout.groups import Group, RolloutBatch
-from scalerl.tasks.base import Problem, score_all
+from scalerl.tasks.base import Problem, score_flagged
 from scalerl.tasks.encoding import encode_problems, graded_texts
 from scalerl.tasks.failure_tally import counting_failures
 
@@ -36,15 +36,36 @@ def score_groups(ctx: RoundContext, problems: Sequence[Problem], completions: Se
     is row i's prompt ids, which tell where the prompt opened the model's thinking)."""
     texts = graded_texts(ctx.tokenizer, prompts, [c.text for c in completions])
     # The whole round at once: a task with reward workers scores its completions concurrently.
-    every = score_all(ctx.task, [(p, texts[i * generations + j])
-                                 for i, p in enumerate(problems) for j in range(generations)])
+    every = score_flagged(ctx.task, [(p, texts[i * generations + j])
+                                     for i, p in enumerate(problems) for j in range(generations)])
     groups = []
     for i, problem in enumerate(problems):
         comps = list(completions[i * generations : (i + 1) * generations])
-        rewards = [float(r) for r in every[i * generations : (i + 1) * generations]]
-        shaped = [ctx.components.shape_reward(r, len(c.token_ids)) for r, c in zip(rewards, comps)]
-        groups.append(Group(problem, comps, rewards, shaped))
+        scored = every[i * generations : (i + 1) * generations]
+        rewards = [float(r) for r, _ in scored]
+        failed = [f for _, f in scored] if any(f for _, f in scored) else []
+        groups.append(Group(problem, comps, rewards, shaped_rewards(ctx, rewards, comps), failed))
     return groups
+
+
+def shaped_rewards(ctx: RoundContext, rewards: Sequence[float], completions: Sequence[Completion]) -> list[float]:
+    """The rewards trained on: each after the recipe's length shaping (e.g. DAPO's overlong penalty)."""
+    return [ctx.components.shape_reward(r, len(c.token_ids)) for r, c in zip(rewards, completions)]
+
+
+def floor_failures(ctx: RoundContext, groups: Sequence[Group], scored: Sequence[Group]) -> None:
+    """Lower the failed calls' rewards in ``groups`` to the lowest score of every group ``scored`` for the batch
+    (its DAPO refill rounds, dropped groups too), in place: each round floors its failures at the lowest score
+    seen when it was scored, and a failure of round 0 stayed at -1 beside a refill's -5 (review ei) -- a failure
+    never pays better than a wrong answer of its batch. A group can lose its variance here (a failure at -1 beside
+    a wrong answer's -5): it was kept on the scores its round had, and trains with zero advantages."""
+    if not any(g.failed for g in groups):
+        return
+    lowest = min(r for g in scored for r in g.rewards)
+    for g in groups:
+        if g.failed:
+            g.rewards = [min(r, lowest) if f else r for r, f in zip(g.rewards, g.failed)]
+            g.shaped = shaped_rewards(ctx, g.rewards, g.completions)
 
 
 def generate_groups(ctx: RoundContext, generator: Generator, problems: Sequence[Problem], params: SamplingParams,
@@ -79,9 +100,11 @@ def add_round(ctx: RoundContext, buffer: DynamicSamplingBuffer, groups: Sequence
     buffer.add_round(groups, [ctx.components.filter_values(g.rewards, g.shaped) for g in groups])
 
 
-def finish(batch: RolloutBatch, buffer: DynamicSamplingBuffer) -> None:
-    """Take the kept groups into ``batch`` and say how it went."""
+def finish(ctx: RoundContext, batch: RolloutBatch, buffer: DynamicSamplingBuffer, scored: Sequence[Group]) -> None:
+    """Take the kept groups into ``batch`` (their failures floored at the lowest score of the groups ``scored`` in
+    every round: :func:`floor_failures`) and say how it went."""
     batch.groups = buffer.take()
+    floor_failures(ctx, batch.groups, scored)
     batch.stats["dynamic_rounds"] = buffer.rounds
     batch.stats["dynamic_dropped_groups"] = buffer.dropped_groups
 
@@ -104,6 +127,7 @@ def _make_batch(ctx: RolloutContext, generator: Generator, index: int) -> Rollou
     params = ctx.sampling_params(index)
     batch = RolloutBatch(groups=[])
     buffer = new_buffer(ctx)
+    scored: list[Group] = []
     round_ = 0
     while True:
         want = n if buffer is None else max(buffer.missing, 1)
@@ -120,6 +144,7 @@ def _make_batch(ctx: RolloutContext, generator: Generator, index: int) -> Rollou
             batch.groups = groups
             return batch
         add_round(ctx.round, buffer, groups)
+        scored += groups
         if buffer.done:
-            finish(batch, buffer)
+            finish(ctx.round, batch, buffer, scored)
             return batch

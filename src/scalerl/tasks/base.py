@@ -106,3 +106,12 @@ def score_all(task: Task, pairs: Sequence[tuple[Problem, str]]) -> list[float]:
     if batch is not None:
         return list(batch(pairs))
     return [task.reward(problem, completion) for problem, completion in pairs]
+
+
+def score_flagged(task: Task, pairs: Sequence[tuple[Problem, str]]) -> list[tuple[float, bool]]:
+    """:func:`score_all`'s rewards, each with whether its call failed (a user reward function that raised, hung
+    or returned a non-number: ``flagged_rewards``); a task whose rewards cannot fail flags none."""
+    flagged = getattr(task, "flagged_rewards", None)
+    if flagged is not None:
+        return list(flagged(pairs))
+    return [(reward, False) for reward in score_all(task, pairs)]

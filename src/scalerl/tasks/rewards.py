@@ -419,6 +419,11 @@ class RewardWorkers:
         """Rewards of ``(problem, completion)`` pairs, in order, up to ``workers`` calls at a time. A failed call
         scores no better than any score of the batch (review cg: one that failed before the function's first -5
         came back scored -1, above the wrong answer beside it)."""
+        return [value for value, _ in self.score_flagged(pairs)]
+
+    def score_flagged(self, pairs: Sequence[tuple[Problem, str]]) -> list[tuple[float, bool]]:
+        """:meth:`score_many`'s rewards, each with whether its call failed -- so that a batch scored in several
+        rounds (DAPO's refills) floors an earlier round's failures at a later round's lower score."""
         def one(problem: Problem, completion: str) -> tuple[float, bool]:
             return self._scored(problem.prompt, completion, problem.answer)
 
@@ -431,7 +436,7 @@ class RewardWorkers:
             tally = current_tally()  # the calls run in the executor's threads: their failures are this scoring's
             scored = list(self._executor.map(lambda pair: in_tally(tally, one, *pair), pairs))
         floor = self._lowest.value
-        return [min(value, floor) if failed else value for value, failed in scored]
+        return [(min(value, floor), True) if failed else (value, False) for value, failed in scored]
 
     def close(self) -> None:
         """Stop every worker process (and the threads that fed them) at once: the workers first, so
@@ -492,6 +497,10 @@ class UserRewardTask:
     def rewards(self, pairs: Sequence[tuple[Problem, str]]) -> list[float]:
         """Many completions at once, on the function's worker processes (``task.reward_workers``)."""
         return self.user_reward.score_many(pairs)
+
+    def flagged_rewards(self, pairs: Sequence[tuple[Problem, str]]) -> list[tuple[float, bool]]:
+        """:meth:`rewards`, each with whether its call failed (:func:`scalerl.tasks.base.score_flagged`)."""
+        return self.user_reward.score_flagged(pairs)
 
     @property
     def reward_calls_at_once(self) -> int:
