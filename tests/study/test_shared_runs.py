@@ -84,8 +84,6 @@ def test_shared_run_killed_before_its_extensions_final_save_gets_final(tmp_path,
     assert run_status(plan.directory, budget) == "done", (resumes, outcome)
 
 
-@pytest.mark.xfail(strict=True, reason="open (review ei): Budget.stretch_end starts its walk at the study's steps, a step "
-                   "the shared run never evaluated, so a kill inside its extension re-measures the target")
 def test_shared_run_killed_inside_its_extension_resumes_to_that_extensions_end(tmp_path, monkeypatch):
     """As tests/study/test_budget.py's run killed inside an extension, but shared (evaluated every 20 steps to step
     300, no evaluation at the study's 150-step stretch end): the extension from step 300 (1.2e12 FLOPs, 4e9 a step:

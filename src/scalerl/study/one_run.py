@@ -113,7 +113,7 @@ def _resume_stretch(out: Path, budget: Budget, rows: list[dict[str, Any]], progr
     from scalerl.train.run_directory import CHECKPOINTS, planned_steps, run_finished
     from scalerl.train.trainer import Trainer
 
-    end = budget.stretch_end(rows)
+    end = budget.stretch_end(rows, planned_steps(out))
     if max((int(r["step"]) for r in rows), default=0) <= end:
         Trainer.resumed(out, steps=end, progress=progress).run()
     elif budget.reached(rows[-1]) and run_finished(out, rows) is False:

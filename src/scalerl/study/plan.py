@@ -64,13 +64,22 @@ class Budget:
         intervals = max(1, math.ceil(need / self.eval_every))
         return min(self.max_steps, step + intervals * self.eval_every)
 
-    def stretch_end(self, rows: list[dict[str, Any]]) -> int:
+    def stretch_end(self, rows: list[dict[str, Any]], planned: int | None = None) -> int:
         """The step at which the stretch of training a run whose evaluation rows are ``rows`` is in (or
-        the one it would start next) ends, as an uninterrupted run trains them: ``steps``, then (compute
-        budget) each extension's :meth:`next_target` from the evaluation that ended the stretch before it,
-        until one reaches the budget. A run resumed after a kill trains to it -- the target the kill
-        interrupted, not one measured from where it stopped (a run killed inside its first stretch ended
-        short of it) -- and a run whose log goes past the end of its last stretch trained past this budget."""
+        the one it would start next) ends, as an uninterrupted run trains them. A run resumed after a kill
+        trains to it -- the target the kill interrupted, not one measured from where it stopped (a run killed
+        inside its first stretch ended short of it) -- and a run whose log goes past the end of its last
+        stretch trained past this budget.
+
+        ``planned``: the end the run's last attempt set out for (its config.yaml's run.steps, which an
+        extension records as it starts): that stretch's end where the run stopped short of it, short of the
+        budget too. Otherwise (or without one) the walk: ``steps``, then (compute budget) each extension's
+        :meth:`next_target` from the evaluation that ended the stretch before it, until one reaches the budget
+        -- which cannot see where a run shared from another study ended its first stretch (no evaluation at
+        this study's ``steps``: review ei, a shared run killed inside its extension re-measured its target)."""
+        last = rows[-1] if rows else None
+        if planned is not None and (last is None or int(last["step"]) < planned) and not self.reached(last):
+            return min(planned, self.max_steps)
         at = {int(r["step"]): r for r in rows if isinstance(r.get("step"), (int, float))}
         end = self.steps
         while self.compute is not None and end in at and not self.reached(at[end]):
