@@ -42,3 +42,26 @@ def test_an_attempt_started_in_the_same_second_as_the_earlier_one_joins_after_it
         (wandb_dir / name).mkdir(parents=True)
         (wandb_dir / name / "run-3c3459cf.wandb").write_bytes(b"")
     assert [f.parent.name for f in run_files(wandb_dir)] == names
+
+
+def test_a_wandb_directorys_runs_without_a_run_file_are_named_in_the_notes(tmp_path):
+    """A ``wandb`` directory copied with some runs' ``.wandb`` files missing (only ``files/output.log``: review en,
+    four of six real runs) is read from the runs that have one, and the notes name the others -- they were left out
+    without a word."""
+    import shutil
+    from pathlib import Path
+
+    from scalerl.curves import read_curves
+
+    wandb_dir = tmp_path / "wandb"
+    kept = wandb_dir / "run-20240101_000000-abc"
+    kept.mkdir(parents=True)
+    shutil.copy(Path(__file__).parent / "data" / "wandb_0_17_9_run.wandb", kept / "run-abc.wandb")
+    for name in ("run-20240102_000000-def", "offline-run-20240103_000000-ghi"):
+        (wandb_dir / name / "files").mkdir(parents=True)
+        (wandb_dir / name / "files" / "output.log").write_text("step:1 - acc:0.5\n")
+    (wandb_dir / "debug.log").write_text("")
+    curves = read_curves(wandb_dir, "_step", "*")
+    assert curves
+    notes = " ".join(curves[0].notes)
+    assert "2 run directories without a .wandb file" in notes and "run-20240102_000000-def" in notes, notes

@@ -22,7 +22,7 @@ from typing import NamedTuple
 from scalerl.commands._curve_args import (add_data_args, add_fit_args, calibration_line, distinct_cuts,
                                           fit_kwargs, g, plot_path, progress_bar, read_logs, table)
 from scalerl.commands._run_names import named_apart
-from scalerl.curves.plot import shorten
+from scalerl.curves.plot import shortened_apart
 from scalerl.errors import InputError
 from scalerl.runlog import finite_json
 
@@ -378,8 +378,9 @@ def _runs_table(results, several: bool) -> str:
     """A line per run (and cut): its fit and held-out points, the forecast's scores, its bands, the laws beside it."""
     pct = _level_label(results) if results else "95%"
     rows = []
-    for f, bt in results:
-        rows.append([shorten(bt.run, 48), *([f"{f:g}"] if several else []), f"{bt.n_fit}/{bt.n_test}", f"{bt.default.mae:.4f}",
+    labels = shortened_apart([bt.run for _, bt in results], 48)
+    for label, (f, bt) in zip(labels, results):
+        rows.append([label, *([f"{f:g}"] if several else []), f"{bt.n_fit}/{bt.n_test}", f"{bt.default.mae:.4f}",
                      f"{bt.default.end_error:+.4f}",
                      "yes" if bt.bands.end_covered else "NO", f"{bt.bands.end_half_width:.3f}",
                      f"{100 * bt.bands.point_coverage:.0f}%",

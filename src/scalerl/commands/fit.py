@@ -38,7 +38,13 @@ def run(args) -> int:
     _check_targets(args.target, bounded=not args.unbounded)
     kwargs = read_kwargs(args)  # (first: for a scalerl run it chooses --x / --y where they are not given)
     curve = read_curve(args.path, args.x, args.y, run=args.run, **kwargs)
-    fc = forecast(curve, fit_until=args.fit_until, n_boot=args.bootstrap, level=args.level, seed=args.seed, **fit_kwargs(args))
+    try:
+        fc = forecast(curve, fit_until=args.fit_until, n_boot=args.bootstrap, level=args.level, seed=args.seed,
+                      **fit_kwargs(args))
+    except InputError as exc:  # what the reader noted may be why (review en: a W&B output.log's cut lines)
+        if not curve.notes:
+            raise
+        raise InputError(f"{exc} [the reader noted: {'; '.join(curve.notes)}]") from None
     points = args.predict or [float(fc.ensemble.x_end) * m for m in (1, 2, 10)]
     # An unstable run gets no forecast: its extrapolation is not one (the fit is still shown).
     preds = [] if fc.unstable else fc.predict(points)

@@ -7,6 +7,7 @@ PNG or SVG, chosen by the file name. matplotlib's Agg backend: no display needed
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 from typing import Sequence
@@ -89,6 +90,21 @@ def shorten(name: str, most: int = 40) -> str:
     and differ at the end (cut at the end, ``...-resp256-0.538`` and ``...-resp512-0.61`` looked the
     same), and a legend of long names ran off the figure."""
     return name if len(name) <= most else name[: most // 2 - 2] + "..." + name[-(most - most // 2 - 1):]
+
+
+def shortened_apart(names: Sequence[str], most: int = 40) -> list[str]:
+    """:func:`shorten` of each of ``names``, kept as far apart as the names are: where cutting the middle makes two
+    alike (logs of one file name in different run directories, ``/work/runs/project/wandb/run-...-do7bl4gg/files/
+    output.log`` and ``.../run-...-ry3hgbx5/...``: review en), the directory every name starts with is left out,
+    and the rest is cut in its middle or, that failing, at its end; names no cut keeps apart stay whole."""
+    wanted = len(set(names))
+    common = os.path.commonprefix(list(names)).rpartition("/")[0] if len(names) > 1 else ""
+    rest = [n[len(common) + 1:] if common else n for n in names]
+    ends = [r if len(r) <= most else r[: most - 3] + "..." for r in rest]
+    for candidate in ([shorten(n, most) for n in names], [shorten(r, most) for r in rest], ends):
+        if len(set(candidate)) == wanted:
+            return candidate
+    return list(names)
 
 
 def not_drawn_at_zero(ax, x, x_name: str) -> None:

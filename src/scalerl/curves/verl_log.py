@@ -31,6 +31,12 @@ What it smooths over, each said in the curve's notes:
 * **several runs in one file** (the step numbers go back to the first one: a sweep's next run,
   or a start from scratch): each is a run of its own, ``<stem>#1``, ``<stem>#2``, ...
 
+What it cannot mend, it says in the notes: **step lines cut at 4096 characters** -- W&B's capture of
+the console (a run's ``files/output.log``) keeps no more of a line, and a validation step's line is often
+longer: the metrics after the cut are not in the file (the cut item is dropped, not read as a shorter
+number; the run's ``run-*.wandb`` file has them all) -- and **a console that begins after step 1** (a
+resumed launch's own output): the steps before it are not in the file, nor their compute.
+
 Values that are not numbers are kept as text (an error only if that column is asked for).
 """
 
@@ -63,6 +69,9 @@ _DICT_ITEM = re.compile(r"""['"]([^'"]+)['"]\s*:\s*(?:np\.\w+\()?\s*([-+]?(?:\d+
 
 #: How many characters of a file's start are read to tell whether it is a verl console log.
 SNIFF_CHARS = 4_000_000
+#: The longest line W&B's console capture (``files/output.log``) keeps: wandb core's
+#: ``runconsolelogs.maxTerminalLineLength``; a longer line is cut there, mid-item.
+WANDB_LINE_LIMIT = 4096
 
 
 def _value(text: str) -> Any:
@@ -109,6 +118,7 @@ def _unwrapped(lines, notes: list[str]):
     segment = 0  # the length of the held line's last physical line: where a wrap cut it, the width
     widths: set[int] = set()  # the lengths at which this log's lines were seen cut: its wrap widths
     cut_numbers: list[str] = []
+    at_limit: list[str] = []  # step lines W&B's console capture cut at WANDB_LINE_LIMIT
     for line in lines:
         if held is not None:
             if _continues(held, line):
@@ -128,11 +138,20 @@ def _unwrapped(lines, notes: list[str]):
             yield held
             held = None
         if "step:" in line and _STEP_LINE.search(line):
+            if WANDB_LINE_LIMIT in (len(line), len(line.encode("utf-8", "replace"))):
+                at_limit.append(_STEP_LINE.search(line).group(1))
+                line = line.rsplit(" - ", 1)[0]  # its last item is cut: a key without its value, or a shorter number
             held, segment = line, len(line)
         else:
             yield line
     if held is not None:
         yield held
+    if at_limit:
+        notes.append(f"{len(at_limit)} step line(s) are exactly {WANDB_LINE_LIMIT} characters long (step "
+                     f"{', '.join(at_limit[:3])}{', ...' if len(at_limit) > 3 else ''}): W&B's console capture (a run's "
+                     f"files/output.log) keeps no more of a line, so the metrics printed after the cut are not in "
+                     "this file (the cut item is dropped) -- read the run's wandb directory (its run-*.wandb file "
+                     "has every metric) or the console itself")
     if cut_numbers:
         notes.append(f"{len(cut_numbers)} step line(s) end in a number with digits alone on the next line -- cut by a "
                      "wrap, or a number printed after it: that last value dropped rather than guessed: "
@@ -257,6 +276,11 @@ def read_verl_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     # steps -- read as a resume, it dropped the next steps' rows: review dq)
     out, more = split_attempts(rows, "step", path.stem, late_rows=True)
     notes.extend(more)
+    first = next((r["step"] for r in out if isinstance(r.get("step"), int)), None)
+    if first is not None and first > 1:
+        notes.append(f"the log begins at step {first}: the steps before it are not in the file (a resumed launch's "
+                     "own console?), nor their compute -- a cum: column counts from here; the console of the "
+                     "earlier launch, or the run's tracker, has them")
     notes.extend(_alias_unprefixed_validation(out))
     return out, notes
 

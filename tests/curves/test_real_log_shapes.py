@@ -1,0 +1,145 @@
+"""Shapes of real RL run logs from public sources scalerl does not ship (review en): W&B's console capture cutting
+step lines at 4096 characters, a verl console that begins at a resumed launch, logs of one file name in different run
+directories backtested together, a collapsed run's "does not rise" message. Each test builds a small file with the
+real log's shape (the real lines are quoted in the docstrings)."""
+
+import math
+import re
+
+import pytest
+
+from scalerl.cli import main
+from scalerl.curves import read_curves
+
+
+def _run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 1. W&B's console capture (wandb/run-*/files/output.log) cuts every line at 4096 characters
+# ---------------------------------------------------------------------------------------------------------
+
+def _wandb_output_log(path):
+    """A verl console as W&B's ``files/output.log`` holds it (jianghoucheng/Agent_On_Policy_Distillation,
+    ``wandb/run-20251202_120842-do7bl4gg/files/output.log``): the step-0 line is short and carries the
+    validation (``step:0 - val-aux/aime_2024/reward/mean@16:np.float64(-0.771...) - ... -
+    val-core/aime_2024/acc/mean@16:np.float64(0.0333...)``); every later validation step line is longer than
+    4096 characters and W&B keeps exactly its first 4096 (``... - val-aux/aime_2024/score/best@16/mean:`` and
+    nothing after it: wandb core's runconsolelogs ``maxTerminalLineLength = 4096``), so the val-core metrics
+    and ``timing_s/step``, printed after the val-aux ones, are gone from those lines."""
+    train = " - ".join(f"actor/metric_{i:03d}:np.float64({0.1 + i / 1000:.16f})" for i in range(60))
+    lines = ["step:0 - val-aux/aime_2024/reward/mean@16:np.float64(-0.77) - "
+             "val-core/aime_2024/acc/mean@16:np.float64(0.0333)"]
+    for s in range(1, 61):
+        line = f"step:{s} - {train} - critic/score/mean:0.5 - timing_s/step:170.6"
+        if s % 10 == 0:
+            val = " - ".join(f"val-aux/aime_2024/reward/m{i:02d}:np.float64(-0.{7000 + i})" for i in range(60))
+            line = (f"step:{s} - {train} - {val} - val-core/aime_2024/acc/mean@16:np.float64({0.03 + s / 1000})"
+                    " - timing_s/step:170.6")
+            assert len(line) > 4096
+            line = line[:4096]
+        lines.append(line)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_wandb_output_log_lines_cut_at_4096_chars_are_reported(tmp_path):
+    log = _wandb_output_log(tmp_path / "wandb" / "run-20251202_120842-do7bl4gg" / "files" / "output.log")
+    curve, = read_curves(log, "step", "val-core/aime_2024/acc/mean@16")
+    # Seven validations were printed (steps 0, 10, ..., 60); six of their lines were cut before the
+    # metric. Today: one point, no note -- on the real run the same directory's run-*.wandb gives 6 points
+    # where output.log gives 1, and `fit` then says "log more evaluations".
+    assert len(curve) == 1
+    assert any(re.search(r"4096|truncat|cut off|cut at", n) for n in curve.notes), curve.notes
+
+
+def test_fit_on_cut_wandb_output_log_names_the_cut_not_too_few_evaluations(tmp_path, capsys):
+    log = _wandb_output_log(tmp_path / "wandb" / "run-x" / "files" / "output.log")
+    code, out, err = _run(capsys, "fit", log, "--x", "step", "--y", "val-core/aime_2024/acc/mean@16")
+    assert code == 2
+    assert re.search(r"4096|truncat|cut off|cut at", err), err
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 2. A verl console that begins at a resumed launch: cum: compute silently starts from 0 at the checkpoint
+# ---------------------------------------------------------------------------------------------------------
+
+def _resumed_console(path):
+    """The shape of Bihan/dstack-configs ``verl_demo.log`` (Qwen2.5-7B PPO on GSM8K via ``ray job submit``):
+    ``(TaskRunner pid=14640) Load from checkpoint folder: /checkpoints/global_step_100``, ``Setting global
+    step to 100``, ``Resuming from /checkpoints/global_step_100``, then ``step:101 - ...`` to ``step:435``,
+    validation every 10 steps; the first 100 steps' lines are not in the file."""
+    lines = ["(TaskRunner pid=7) Load from checkpoint folder: /checkpoints/global_step_100",
+             "(TaskRunner pid=7) Setting global step to 100",
+             "(TaskRunner pid=7) Resuming from /checkpoints/global_step_100"]
+    for s in range(101, 221):
+        items = ["critic/score/mean:0.500", "timing_s/step:50.000"]
+        if s % 10 == 0:
+            items.insert(0, f"val-core/openai/gsm8k/reward/mean@1:{0.9 - 0.4 * math.exp(-s / 60):.3f}")
+        lines.append(f"(TaskRunner pid=7) step:{s} - " + " - ".join(items))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_console_beginning_at_a_resume_says_the_earlier_steps_compute_is_missing(tmp_path):
+    log = _resumed_console(tmp_path / "verl_demo.log")
+    curve, = read_curves(log, "cum:timing_s/step", "val-core/openai/gsm8k/reward/mean@1")
+    # Step 110 is 110 steps of training, but its x is 10 steps' seconds (500.0): the 100 steps before the
+    # checkpoint are not in the file, which the output should say (as verl_file_log does).
+    assert curve.x[0] == pytest.approx(500.0)
+    assert any("101" in n for n in curve.notes), curve.notes
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 3. backtest --all-runs: runs told apart by their path, then shortened back to the same label
+# ---------------------------------------------------------------------------------------------------------
+
+def _verl_log(path, top):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for s in range(1, 161):
+        items = ["critic/score/mean:0.5"]
+        if s % 10 == 0:
+            y = top - (top - 0.2) * math.exp(-s / 50) + 0.003 * ((s // 10) % 3 - 1)
+            items.insert(0, f"val-core/math/acc/mean@1:{y:.4f}")
+        lines.append(f"step:{s} - " + " - ".join(items))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_all_runs_table_tells_apart_logs_of_the_same_name(tmp_path, capsys):
+    """Four W&B runs' ``files/output.log`` (jianghoucheng/Agent_On_Policy_Distillation) backtested together
+    came out as rows all labelled ``/work/realruns/jiangho...files/output.log:output``."""
+    base = tmp_path / "some" / "longer" / "project" / "wandb"
+    a = _verl_log(base / "run-20251202_120842-do7bl4gg" / "files" / "output.log", 0.6)
+    b = _verl_log(base / "run-20251130_224918-ry3hgbx5" / "files" / "output.log", 0.7)
+    code, out, err = _run(capsys, "backtest", a, b, "--x", "step", "--y", "val-core/math/acc/mean@1",
+                          "--all-runs", "--no-progress", "--bootstrap", "0")
+    assert code == 0, err
+    rows = [line.split("  ")[0] for line in out.splitlines() if "output.log" in line and "/" in line]
+    assert len(rows) == 2, out
+    assert rows[0] != rows[1], rows
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 4. "does not rise": the change it quotes is not the change between the values it quotes
+# ---------------------------------------------------------------------------------------------------------
+
+def test_does_not_rise_message_names_the_value_its_change_is_measured_from(tmp_path, capsys):
+    """jianghoucheng ``run-20251129_221801-i80f2v90`` (a collapse: 0.0099 at step 0, -0.968 at 10, -1 from 20 on):
+    ``the metric does not rise with compute (change -1.01: -0.968 at first, -1 at the end)`` -- -1.01 is the
+    mean of the window minus the step-0 value, which the message does not show. Here: 0.5 at step 0, 0.48 at
+    10, then 0: 'change -0.46: 0.48 at first, 0 at the end'."""
+    rows = [(0, 0.5), (10, 0.48)] + [(s, 0.0) for s in range(20, 130, 10)]
+    log = tmp_path / "collapse.csv"
+    log.write_text("step,acc\n" + "".join(f"{s},{a}\n" for s, a in rows))
+    code, out, err = _run(capsys, "fit", log, "--x", "step", "--y", "acc")
+    assert code == 2
+    assert "does not rise" in err
+    # The start the change is measured from (0.5 at compute 0) should be named beside it -- or the change
+    # should be the one between the values it does show (0 - 0.48).
+    assert re.search(r"\b0\.5\b", err) or "change -0.48" in err, err
