@@ -134,9 +134,6 @@ def test_dry_run_of_a_copied_gen_length_study_does_not_blame_the_spec(tmp_path):
         assert "tokenizer" in str(exc), str(exc)
 
 
-@pytest.mark.xfail(strict=True, reason="open (predates the phrase check): plan_study resolves profile auto by "
-                   "counting the model's parameters, so the report of a study copied to a machine without its model "
-                   "fails with 'model path ... does not exist'")
 def test_report_of_a_study_copied_from_another_machine(tmp_path):
     from scalerl.study.analysis import analyse_study
     from scalerl.study.plan import plan_study

@@ -8,6 +8,7 @@ any run starts, so that runs only ever read the cache.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import os
 from dataclasses import dataclass
@@ -139,6 +140,24 @@ def base_config(spec: StudySpec):
     from scalerl.train.config import resolve
 
     return resolve(_start_config(spec, spec.base, spec.base), list(spec.overrides))
+
+
+def with_profile_pinned(spec: StudySpec) -> StudySpec:
+    """``spec`` with the scale profile ``auto`` chose for its user model on this machine written into its
+    overrides (``profile=NAME``), as the study directory's ``study.yaml`` keeps it: the profile sets the base's
+    batch, lengths and rates the family's variants are made from, and choosing it counts the model's parameters
+    on this machine's device -- the report of a study copied to a machine without the model failed, and one with
+    another device would have planned other variants. The tiny models' profile needs neither; a profile the spec
+    sets stays."""
+    from scalerl.config import apply_overrides
+    from scalerl.train.profiles import choose_profile
+
+    if any(item.partition("=")[0].strip() == "profile" for item in spec.overrides):
+        return spec
+    name, note = choose_profile(apply_overrides(_start_config(spec, spec.base, spec.base), list(spec.overrides)))
+    if note is None:  # not chosen by counting a model's parameters
+        return spec
+    return dataclasses.replace(spec, overrides=[*spec.overrides, f"profile={name}"])
 
 
 #: Run settings the study sets from its own fields: an override of one would train something other

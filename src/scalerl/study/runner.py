@@ -46,7 +46,7 @@ from scalerl.errors import InputError
 from scalerl.runlog import append_json_line
 from scalerl.study.local_runs import run_local
 from scalerl.study.one_run import Echo, Outcome
-from scalerl.study.plan import Budget, RunPlan, plan_study, prepare_models
+from scalerl.study.plan import Budget, RunPlan, plan_study, prepare_models, with_profile_pinned
 from scalerl.study.ray_runs import check_ray_address, run_on_ray
 from scalerl.study.run_state import PROGRESS, check_existing, run_status
 from scalerl.study.spec import SPEC_FILE, StudySpec
@@ -79,8 +79,10 @@ class StudyRun:
 
 
 def save_spec(spec: StudySpec, study_dir: Path) -> None:
-    """Write ``study.yaml`` (atomically: a kill mid-write leaves the previous one)."""
-    save_yaml(spec, study_dir / SPEC_FILE, header="scalerl study spec (scalerl report DIR re-reads it)")
+    """Write ``study.yaml`` (atomically: a kill mid-write leaves the previous one), with the scale profile a user
+    model's ``auto`` chose pinned (:func:`~scalerl.study.plan.with_profile_pinned`)."""
+    save_yaml(with_profile_pinned(spec), study_dir / SPEC_FILE,
+              header="scalerl study spec (scalerl report DIR re-reads it)")
 
 
 #: Files at the top of a directory that make it a training run's (scalerl train / demo), not a study's.
