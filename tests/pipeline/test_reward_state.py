@@ -71,6 +71,16 @@ def scored(request, rewards, version=None, state=None):
 # ------------------------------------------------------------------------------------- (c) dynamic-sampling refills
 
 
+def _first_dapo_batch(pool, ctx):
+    """Batch 0 of a DAPO run on ``pool``'s answers (off-policy 1), with at least one refill round."""
+    source = PooledSource(pool, ctx, OffPolicySchedule(1))
+    source.weights_updated(None, 0, step=0)
+    batch = source.next_batch(0)
+    source.close()
+    assert batch.stats["dynamic_rounds"] >= 2, "the scenario needs a refill round"
+    return batch
+
+
 def test_a_refill_round_carries_the_floor_its_batchs_first_round_reported():
     """DAPO on generator processes: round 0 of batch 0, scored by process A, returned the judge's -5 (its result's
     reward_state says so); every group flat, so the scheduler draws a refill round and sends it -- to whichever process
@@ -88,11 +98,7 @@ def test_a_refill_round_carries_the_floor_its_batchs_first_round_reported():
         return scored(request, SIGNAL, state={"lowest": -1.0, "answered": True})
 
     pool = ManualPool(answer)
-    source = PooledSource(pool, ctx, OffPolicySchedule(1))
-    source.weights_updated(None, 0, step=0)
-    batch = source.next_batch(0)
-    source.close()
-    assert batch.stats["dynamic_rounds"] >= 2, "the scenario needs a refill round"
+    _first_dapo_batch(pool, ctx)
     refills = [r for r in pool.submitted if r.index == 0 and r.round > 0]
     assert refills and all(r.reward_state["lowest"] == -5.0 for r in refills), [r.reward_state for r in refills]
 
@@ -115,12 +121,7 @@ def test_a_first_rounds_failure_is_floored_at_a_refills_lower_score_on_the_pipel
         first.rewards, first.shaped, first.failed = [1.0, -1.0], [1.0, -1.0], [False, True]
         return result
 
-    pool = ManualPool(answer)
-    source = PooledSource(pool, ctx, OffPolicySchedule(1))
-    source.weights_updated(None, 0, step=0)
-    batch = source.next_batch(0)
-    source.close()
-    assert batch.stats["dynamic_rounds"] >= 2, "the scenario needs a refill round"
+    batch = _first_dapo_batch(ManualPool(answer), ctx)
     failed = [(r, s) for g in batch.groups for r, s, f in zip(g.rewards, g.shaped, g.failed) if f]
     assert failed == [(-5.0, -5.0)], [(g.rewards, g.failed) for g in batch.groups]
 
