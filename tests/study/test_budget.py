@@ -235,3 +235,16 @@ def test_a_compute_budget_in_another_x_column_met_long_before_the_runs_end_is_re
         check_existing(plans, Budget.of(_growing_spec(compute=None, steps=210)))  # the steps twin: refused
     with pytest.raises(InputError, match="a study does not shorten its runs"):
         check_existing(plans, Budget.of(_growing_spec(compute=210, x="step")))
+
+
+def test_the_end_a_stopped_attempt_set_out_for_is_its_stretch_end_only_for_a_compute_budgets_extension():
+    """Budget.stretch_end(rows, planned): config.yaml's run.steps (``planned``) names the extension a kill interrupted
+    -- a run shared from another study has no evaluation at this study's ``steps`` to walk from -- but under a steps
+    budget, or at or below the first stretch, the budget's own ``steps`` decides (a budget lowered from 400 to 300
+    steps: the run stopped at 250 goes to 300, not to the older plan's 400)."""
+    rows = [{"step": s, "flops": s * 1e10} for s in range(0, 260, 10)]
+    assert Budget(steps=300, compute=None, max_steps=5000, x="flops", eval_every=10).stretch_end(rows, 400) == 300
+    compute = Budget(steps=150, compute=1e13, max_steps=5000, x="flops", eval_every=10)
+    assert compute.stretch_end(rows, 400) == 400  # an extension to 400, stopped at 250
+    assert compute.stretch_end(rows[:10], 150) == 150  # inside the first stretch
+    assert Budget(steps=150, compute=1e13, max_steps=320, x="flops", eval_every=10).stretch_end(rows, 400) == 320

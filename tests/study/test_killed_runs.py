@@ -342,11 +342,13 @@ def test_a_resume_between_evaluations_ends_at_the_extension_end_when_eval_every_
     assert _end(plan) == _end(reference), (sim.calls, _end(plan)[0][-4:], _end(reference)[0][-4:])
 
 
-def test_next_evaluation_is_the_checkpoints_own_or_the_next_the_attempt_makes():
-    from scalerl.study.one_run import next_evaluation
+def test_a_stopped_run_whose_budget_is_met_goes_on_to_the_end_its_attempt_set_out_for():
+    from scalerl.study.one_run import interrupted_end
 
     budget = Budget(steps=150, compute=6e11, max_steps=350, x="flops", eval_every=20)
-    assert next_evaluation(340, 340, 360, budget) == 340  # checkpointed at its evaluation
-    assert next_evaluation(345, 340, 360, budget) == 350  # max_steps first
-    assert next_evaluation(325, 320, 330, budget) == 330  # the attempt's own end first
-    assert next_evaluation(305, 300, None, budget) == 320  # the next multiple of eval_every
+    assert interrupted_end(340, 340, 340, budget) == 340  # checkpointed at its end
+    assert interrupted_end(325, 320, 330, budget) == 330  # the attempt's own end
+    assert interrupted_end(340, 340, 360, budget) == 350  # max_steps first
+    assert interrupted_end(345, 340, 330, budget) == 345  # never below the checkpoint
+    assert interrupted_end(340, 340, None, budget) == 340  # no run.steps: the checkpoint's own evaluation
+    assert interrupted_end(305, 300, None, budget) == 320  # ... or the next multiple of eval_every

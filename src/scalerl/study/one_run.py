@@ -104,36 +104,37 @@ def _resume_stretch(out: Path, budget: Budget, rows: list[dict[str, Any]], progr
     A run already past that stretch -- the workload's base run at step 300 shared into a family whose stretch ends
     at 150 -- is left to the extension (told "past run.steps = 150: nothing to train", it was then trained on),
     unless its budget is met and its final/ is older than its log (killed before an extension's save: review ei),
-    which a resume saves again: at its checkpoint where that is its last evaluation, else on to the evaluation the
-    stopped attempt made next -- the next multiple of ``eval_every``, or its own end (``run.steps`` as its
-    config.yaml records it) or the budget's ``max_steps`` where either comes first (a checkpoint between
-    evaluations, ``run.checkpoint_every``: the run's status, judged by its evaluations, never counted that step as
-    reached -- review ek; rounded past its end, it trained past max_steps -- review el)."""
+    which a resume saves again at the end the stopped attempt set out for (:func:`interrupted_end`)."""
     from scalerl.train.checkpoint import checkpoint_step, latest_checkpoint
     from scalerl.train.run_directory import CHECKPOINTS, planned_steps, run_finished
     from scalerl.train.trainer import Trainer
 
-    end = budget.stretch_end(rows, planned_steps(out))
+    planned = planned_steps(out)
+    end = budget.stretch_end(rows, planned)
     if max((int(r["step"]) for r in rows), default=0) <= end:
         Trainer.resumed(out, steps=end, progress=progress).run()
     elif budget.reached(rows[-1]) and run_finished(out, rows) is False:
         ckpt = checkpoint_step(latest_checkpoint(out / CHECKPOINTS))  # (rows past end: a checkpoint keeps them)
-        target = next_evaluation(ckpt, int(rows[-1]["step"]), planned_steps(out), budget)
+        target = interrupted_end(ckpt, int(rows[-1]["step"]), planned, budget)
         Trainer.resumed(out, steps=target, progress=progress).run()
     else:
         return None
     return eval_rows(out)
 
 
-def next_evaluation(ckpt: int, last: int, planned: int | None, budget: Budget) -> int:
-    """The step of the evaluation a run checkpointed at ``ckpt`` (its last evaluation at ``last``) makes next: the
-    checkpoint's own where it is that evaluation; else the next multiple of ``eval_every``, or the attempt's end
-    (``planned``, config.yaml's run.steps) or ``max_steps`` where either comes first -- the trainer evaluates at
-    its run.steps too."""
+def interrupted_end(ckpt: int, last: int, planned: int | None, budget: Budget) -> int:
+    """Where a stopped run checkpointed at ``ckpt`` (its last evaluation at ``last``), its budget met, goes on to:
+    the end its attempt set out for (``planned``, config.yaml's run.steps), capped at ``max_steps``, never below the
+    checkpoint -- an uninterrupted run trains to its run.steps though the budget is met before it (review em: resumed
+    to its checkpoint's evaluation or to the next multiple of ``eval_every``, a run ended at 340, 400 or 420 as the
+    kill fell). Without a readable run.steps: the checkpoint's own evaluation where it is the last, else the next
+    evaluation, ``eval_every`` on (a checkpoint between evaluations, ``run.checkpoint_every``: the run's status,
+    judged by its evaluations, never counted that step as reached -- review ek)."""
+    if planned is not None:
+        return max(ckpt, min(budget.max_steps, planned))
     if ckpt == last:
         return ckpt
-    multiple = -(-ckpt // budget.eval_every) * budget.eval_every
-    return max(ckpt, min(budget.max_steps, planned or budget.max_steps, multiple))
+    return max(ckpt, min(budget.max_steps, -(-ckpt // budget.eval_every) * budget.eval_every))
 
 
 def _extension(budget: Budget, rows: list[dict[str, Any]]) -> int:

@@ -73,13 +73,16 @@ class Budget:
         stretch trained past this budget.
 
         ``planned``: the end the run's last attempt set out for (its config.yaml's run.steps, which an
-        extension records as it starts): that stretch's end where the run stopped short of it, short of the
-        budget too. Otherwise (or without one) the walk: ``steps``, then (compute budget) each extension's
-        :meth:`next_target` from the evaluation that ended the stretch before it, until one reaches the budget
-        -- which cannot see where a run shared from another study ended its first stretch (no evaluation at
-        this study's ``steps``: review ei, a shared run killed inside its extension re-measured its target)."""
+        extension records as it starts): under a compute budget, the extension's end where the run stopped
+        short of it, short of the budget too. Otherwise (or without one) the walk: ``steps``, then (compute
+        budget) each extension's :meth:`next_target` from the evaluation that ended the stretch before it, until
+        one reaches the budget -- which cannot see where a run shared from another study ended its first
+        stretch (no evaluation at this study's ``steps``: review ei, a shared run killed inside its extension
+        re-measured its target). The first stretch is always ``steps``: a run.steps above it under a steps
+        budget is an older, longer plan, not this budget's."""
         last = rows[-1] if rows else None
-        if planned is not None and (last is None or int(last["step"]) < planned) and not self.reached(last):
+        if self.compute is not None and planned is not None and planned > self.steps \
+                and (last is None or int(last["step"]) < planned) and not self.reached(last):
             return min(planned, self.max_steps)
         at = {int(r["step"]): r for r in rows if isinstance(r.get("step"), (int, float))}
         end = self.steps
