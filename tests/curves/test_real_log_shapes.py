@@ -143,3 +143,24 @@ def test_does_not_rise_message_names_the_value_its_change_is_measured_from(tmp_p
     # The start the change is measured from (0.5 at compute 0) should be named beside it -- or the change
     # should be the one between the values it does show (0 - 0.48).
     assert re.search(r"\b0\.5\b", err) or "change -0.48" in err, err
+
+
+def test_a_complete_4096_character_step_line_of_a_plain_console_keeps_its_last_metric(tmp_path):
+    """A verl console saved with `tee train.log` (no W&B capture: no line is cut). Step 2's line happens to be 4096
+    characters long and is whole: its last item, timing_s/step, must be read; the reader drops it and notes a W&B
+    cut that never happened (wandb core's runconsolelogs truncates only the lines it writes to files/output.log)."""
+    from scalerl.curves.verl_log import WANDB_LINE_LIMIT, read_verl_rows
+
+    lines = []
+    for s in range(1, 4):
+        head = f"step:{s} - " + " - ".join(f"actor/metric_{i:03d}:0.500" for i in range(150))
+        tail = f" - timing_s/step:{12.5 + s:.3f}"
+        if s == 2:
+            pad = WANDB_LINE_LIMIT - len(head + tail) - len(" - actor/pad_") - len(":1.000")
+            head += " - actor/pad_" + "x" * pad + ":1.000"
+        lines.append(head + tail)
+    assert len(lines[1]) == WANDB_LINE_LIMIT
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    rows, notes = read_verl_rows(path)
+    assert [r.get("timing_s/step") for r in rows] == [13.5, 14.5, 15.5], notes

@@ -95,6 +95,9 @@ def test_shared_run_killed_inside_its_extension_resumes_to_that_extensions_end(t
     rows = [{"step": s, "flops": s * 4e9} for s in range(0, 320, 20)]
     rows += [{"step": s, "flops": 1.2e12 + (s - 300) * 2e9} for s in range(320, 420, 20)]
     plan = _shared_run(tmp_path, rows, final_step=300, run_steps=500)
+    ckpt = plan.directory / "checkpoints" / "step_000400"  # the checkpoint after step 400's evaluation
+    ckpt.mkdir(parents=True)
+    (ckpt / "state.pt").write_text("{}")
     budget = Budget(steps=150, compute=2e12, max_steps=1000, x="flops", eval_every=20)
     assert budget.next_target(rows[15]) == 500 and rows[15]["step"] == 300  # the uninterrupted extension's end
     resumes: list[int] = []

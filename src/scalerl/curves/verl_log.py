@@ -69,9 +69,11 @@ _DICT_ITEM = re.compile(r"""['"]([^'"]+)['"]\s*:\s*(?:np\.\w+\()?\s*([-+]?(?:\d+
 
 #: How many characters of a file's start are read to tell whether it is a verl console log.
 SNIFF_CHARS = 4_000_000
-#: The longest line W&B's console capture (``files/output.log``) keeps: wandb core's
+#: The longest line W&B's console capture keeps, in characters (runes): wandb core's
 #: ``runconsolelogs.maxTerminalLineLength``; a longer line is cut there, mid-item.
 WANDB_LINE_LIMIT = 4096
+#: The name of that capture in a W&B run directory (``files/output.log``: wandb core's ``ConsoleFileName``).
+WANDB_CONSOLE = "output.log"
 
 
 def _value(text: str) -> Any:
@@ -103,17 +105,20 @@ def _metric_items(rest: str) -> dict[str, Any] | None:
 
 
 def _lines(path: Path, notes: list[str] | None = None):
-    return _unwrapped((line for _, line in shown_lines(path)), notes if notes is not None else [])
+    return _unwrapped((line for _, line in shown_lines(path)), notes if notes is not None else [],
+                      wandb_capture=path.name.startswith(WANDB_CONSOLE))
 
 
-def _unwrapped(lines, notes: list[str]):
+def _unwrapped(lines, notes: list[str], *, wandb_capture: bool = False):
     """The lines, with a step line that a terminal or a paste hard-wrapped (``... - prompt_length/max``
     over ``:448.000 - prompt_length/min:36.000 - ...``) joined again: a line right after a step line
     that carries no Ray prefix, is no step line itself and holds ``key:number`` items goes on with it.
     Read apart, the cut item was text and every metric after the wrap (``timing_s/step`` among them)
     was lost. A wrap inside the line's last number leaves its other digits alone on the next line
     (``perf/total_num_tokens:123`` over ``456``): see :func:`_cut_number`; where the log does not show it
-    is a wrap, that number is dropped (said in ``notes``) rather than read as its first digits."""
+    is a wrap, that number is dropped (said in ``notes``) rather than read as its first digits. ``wandb_capture``:
+    the file is W&B's capture of the console, which cuts its lines at :data:`WANDB_LINE_LIMIT` characters (a
+    complete line of that length in any other console is left whole: review eo)."""
     held = None
     segment = 0  # the length of the held line's last physical line: where a wrap cut it, the width
     widths: set[int] = set()  # the lengths at which this log's lines were seen cut: its wrap widths
@@ -138,7 +143,7 @@ def _unwrapped(lines, notes: list[str]):
             yield held
             held = None
         if "step:" in line and _STEP_LINE.search(line):
-            if WANDB_LINE_LIMIT in (len(line), len(line.encode("utf-8", "replace"))):
+            if wandb_capture and len(line) == WANDB_LINE_LIMIT:
                 at_limit.append(_STEP_LINE.search(line).group(1))
                 line = line.rsplit(" - ", 1)[0]  # its last item is cut: a key without its value, or a shorter number
             held, segment = line, len(line)

@@ -78,11 +78,12 @@ class Budget:
         budget) each extension's :meth:`next_target` from the evaluation that ended the stretch before it, until
         one reaches the budget -- which cannot see where a run shared from another study ended its first
         stretch (no evaluation at this study's ``steps``: review ei, a shared run killed inside its extension
-        re-measured its target). The first stretch is always ``steps``: a run.steps above it under a steps
-        budget is an older, longer plan, not this budget's."""
+        re-measured its target). Only an extension's: the first stretch is always ``steps`` -- a run.steps of a
+        run stopped inside it, or under a steps budget, is another plan's (an older, longer budget; a run a user
+        trained or resumed with ``--steps``: review eo)."""
         last = rows[-1] if rows else None
-        if self.compute is not None and planned is not None and planned > self.steps \
-                and (last is None or int(last["step"]) < planned) and not self.reached(last):
+        if self.compute is not None and planned is not None and last is not None \
+                and self.steps <= int(last["step"]) < planned and not self.reached(last):
             return min(planned, self.max_steps)
         at = {int(r["step"]): r for r in rows if isinstance(r.get("step"), (int, float))}
         end = self.steps
@@ -142,25 +143,39 @@ def base_config(spec: StudySpec):
     """The base recipe's resolved config (the profile and the study's overrides applied)."""
     from scalerl.train.config import resolve
 
-    return resolve(_start_config(spec, spec.base, spec.base), list(spec.overrides))
+    return resolve(_start_config(spec, spec.base, spec.base), planned_overrides(spec))
 
 
 def with_profile_pinned(spec: StudySpec) -> StudySpec:
-    """``spec`` with the scale profile ``auto`` chose for its user model on this machine written into its
-    overrides (``profile=NAME``), as the study directory's ``study.yaml`` keeps it: the profile sets the base's
-    batch, lengths and rates the family's variants are made from, and choosing it counts the model's parameters
-    on this machine's device -- the report of a study copied to a machine without the model failed, and one with
-    another device would have planned other variants. The tiny models' profile needs neither; a profile the spec
-    sets stays."""
+    """``spec`` with the scale profile ``auto`` chose for its user model on this machine kept in its
+    :attr:`~StudySpec.auto_profile` (as the study directory's ``study.yaml`` keeps it: :func:`planned_overrides`
+    plans with it from then on). A profile already kept for the model stays (a study resumed on another device
+    plans what it trained); the tiny models' profile needs no model; a profile the overrides name is theirs."""
     from scalerl.config import apply_overrides
     from scalerl.train.profiles import choose_profile
 
-    if any(item.partition("=")[0].strip() == "profile" for item in spec.overrides):
+    if spec.model in spec.auto_profile or _named_profile(spec.overrides) not in (None, "auto"):
         return spec
     name, note = choose_profile(apply_overrides(_start_config(spec, spec.base, spec.base), list(spec.overrides)))
     if note is None:  # not chosen by counting a model's parameters
         return spec
-    return dataclasses.replace(spec, overrides=[*spec.overrides, f"profile={name}"])
+    return dataclasses.replace(spec, auto_profile={**spec.auto_profile, spec.model: name})
+
+
+def planned_overrides(spec: StudySpec) -> list[str]:
+    """``spec``'s overrides, with the profile ``auto`` chose for its model when the study was planned
+    (:attr:`~StudySpec.auto_profile`) where they leave the profile at ``auto``: every config of the study is resolved
+    with them."""
+    chosen = spec.auto_profile.get(spec.model)
+    if chosen is None or _named_profile(spec.overrides) not in (None, "auto"):
+        return list(spec.overrides)
+    return [*spec.overrides, f"profile={chosen}"]
+
+
+def _named_profile(overrides: list[str]) -> str | None:
+    """The profile the last ``profile=NAME`` of ``overrides`` names, or None."""
+    named = [value.strip() for key, _, value in (item.partition("=") for item in overrides) if key.strip() == "profile"]
+    return named[-1] if named else None
 
 
 #: Run settings the study sets from its own fields: an override of one would train something other
@@ -214,7 +229,8 @@ def plan_study(spec: StudySpec, study_dir: str | Path, *, check_budgets: bool = 
             cfg.model.name_or_path = str(tiny_size_dir(v.arch, cfg.model.tiny_warm_start_steps))
             cfg.profile = "cpu-tiny"
         try:
-            cfg = resolve(cfg, [*spec.overrides, *v.overrides])
+            own = planned_overrides(spec) if cfg.model.name_or_path == spec.model else list(spec.overrides)
+            cfg = resolve(cfg, [*own, *v.overrides])
             # The length budgets with the interruption phrase counted by the run's tokenizer, which resolving
             # cannot do: a variant they do not fit was refused by each of its runs as it started (the shipped
             # gen-length study's 36-token runs, after the others had trained for an hour).

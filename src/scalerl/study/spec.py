@@ -105,6 +105,11 @@ class StudySpec:
     take it with ``overrides: [forecast.calibration=FILE]``."""
     progress: bool = True
     """Show each run's progress bar (local backend)."""
+    auto_profile: dict[str, str] = field(default_factory=dict)
+    """Written by the study into its ``study.yaml``, not for a spec file: the scale profile ``profile: auto``
+    chose for a user model (by model), which the study plans with from then on -- the profile sets the base's
+    batch, lengths and rates the variants are made from, and choosing it counts the model's parameters on this
+    machine's device, so the report on a machine without the model (or another device) planned otherwise."""
 
     def validate(self) -> "StudySpec":
         from scalerl.study.families import FAMILIES

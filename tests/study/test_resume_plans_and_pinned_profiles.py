@@ -1,0 +1,105 @@
+"""Where a stopped study run is resumed to when its config.yaml's run.steps is another plan's (a lowered steps budget, a
+run a user trained with --steps), and the scale profile a study keeps for its user model (review eo)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from pathlib import Path
+
+
+from scalerl.config import load_yaml, save_yaml
+from scalerl.study.plan import Budget
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def _load(relative: str, name: str):
+    """A helper module of the suite (the stand-in trainer of tests/study/test_killed_runs.py, the user model of
+    tests/study/test_plan_phrase.py), loaded under a name of its own."""
+    spec = importlib.util.spec_from_file_location(name, TESTS / relative)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ------------------------------------------------------------------ (2) Budget.stretch_end(rows, planned)
+
+
+def test_a_stopped_run_resumed_under_a_lowered_steps_budget_stops_at_the_budget(tmp_path, monkeypatch):
+    """A study run with steps=300 killed at step 45 (checkpoint at 40); the study run again with steps=100 (allowed:
+    no run is past 100, check_existing takes it). The run must be resumed to step 100 -- it is resumed to 300, and
+    the next `study --resume` refuses the directory ("has trained to step 300, past this study's 100 steps")."""
+    k = _load("study/test_killed_runs.py", "scalerl_review_eo_killed_runs")
+    sim = k._Sim()
+    k._install(monkeypatch, sim)
+    plan = k._plan(tmp_path / "study", steps=300)
+    assert k._execute(plan, Budget(300, None, 5000, "flops", 20), sim, kill=(1, 45, "train")) is None
+    assert k._end(plan) == ([0, 20, 40], None)
+    outcome = k._execute(plan, Budget(100, None, 5000, "flops", 20), sim)
+    assert outcome.status == "resumed"
+    assert k._end(plan)[1] == 100 and sim.calls == [("resume", 100)], (sim.calls, k._end(plan))
+
+
+def test_a_train_run_put_in_a_compute_study_is_resumed_to_the_budget_not_to_its_own_run_steps(tmp_path, monkeypatch):
+    """The study's run, killed at step 45, whose config.yaml records run.steps=1000 (the run was started by
+    `scalerl train --steps 1000`, or a user resumed it with --resume --steps 1000): the study (compute 6e11 flops,
+    first stretch 150) must end it where the uninterrupted study run ends (step 450); it trains it to 800."""
+    k = _load("study/test_killed_runs.py", "scalerl_review_eo_killed_runs")
+    sim = k._Sim()
+    k._install(monkeypatch, sim)
+    reference = k._plan(tmp_path / "reference")
+    k._execute(reference, k.BUDGET, sim)
+    plan = k._plan(tmp_path / "study")
+    assert k._execute(plan, k.BUDGET, sim, kill=(1, 45, "train")) is None
+    cfg = load_yaml(type(plan.config), plan.directory / "config.yaml")
+    cfg.run.steps = 1000
+    save_yaml(cfg, plan.directory / "config.yaml")
+    k._execute(plan, k.BUDGET, sim)
+    assert k._end(reference)[1] == 450
+    assert k._end(plan)[1] == k._end(reference)[1], sim.calls
+
+
+# ------------------------------------------------------------------ (3) with_profile_pinned / save_spec
+
+
+def test_a_spec_naming_profile_auto_gets_its_profile_pinned(tmp_path):
+    """docs/study.md: 'for a user's model with `profile: auto` (the default) the study directory's study.yaml keeps
+    the profile its size chose'. A spec whose overrides say profile=auto (as a user writes the default out) is
+    saved with profile=auto: copied to a machine without the model, its report fails 'model path ... does not
+    exist', as before the fix."""
+    from scalerl.study.runner import save_spec
+    from scalerl.study.spec import SPEC_FILE, StudySpec, load_saved_spec
+
+    pp = _load("study/test_plan_phrase.py", "scalerl_review_eo_plan_phrase")
+    model = pp._user_model(tmp_path / "model")
+    study = tmp_path / "study"
+    study.mkdir()
+    save_spec(StudySpec(family="batch-size", model=str(model), task="math", overrides=["profile=auto"]), study)
+    saved = load_saved_spec(study / SPEC_FILE)
+    assert saved.auto_profile == {str(model): "cpu-small"}, saved
+
+
+def test_a_pinned_profile_does_not_follow_the_study_to_another_model(tmp_path, monkeypatch):
+    """On a GPU machine (device_type and count_parameters stood in for) a study of a 0.5B model is saved with
+    profile=gpu-small pinned. Before any run is trained (stopped in prepare_models, a failed preflight), the user
+    points the study at a 3B model (`scalerl study --output DIR --model BIG`): auto would give it profile none
+    (paper scale), but the saved pin makes every run of the 3B model gpu-small's, without a word."""
+    from scalerl.commands import study as study_cmd
+    from scalerl.config import to_dict
+    from scalerl.study.plan import base_config
+    from scalerl.study.runner import save_spec
+    from scalerl.study.spec import StudySpec
+    from scalerl.train import profiles
+
+    monkeypatch.setattr(profiles, "device_type", lambda device: "cuda")
+    sizes = {"small": 5e8, "big": 3e9}
+    monkeypatch.setattr(profiles, "count_parameters", lambda path: sizes[Path(path).name])
+    study = tmp_path / "study"
+    study.mkdir()
+    save_spec(StudySpec(family="batch-size", model=str(tmp_path / "small"), task="math"), study)
+    parser = argparse.ArgumentParser()
+    study_cmd.add_arguments(parser)
+    spec, _ = study_cmd.resolve_spec(parser.parse_args(["--output", str(study), "--model", str(tmp_path / "big")]))
+    fresh = StudySpec(family="batch-size", model=str(tmp_path / "big"), task="math")
+    assert to_dict(base_config(spec))["recipe"] == to_dict(base_config(fresh))["recipe"], spec.overrides
