@@ -164,3 +164,44 @@ def test_a_complete_4096_character_step_line_of_a_plain_console_keeps_its_last_m
     path.write_text("\n".join(lines) + "\n")
     rows, notes = read_verl_rows(path)
     assert [r.get("timing_s/step") for r in rows] == [13.5, 14.5, 15.5], notes
+
+
+def _console(limit: int, *, long_lines: bool = False) -> str:
+    """A verl console of 5 step lines; step 3's line is exactly ``limit`` characters, cut (as W&B's capture cuts)
+    inside ``critic/score/mean:0.375`` after ``0.3``. ``long_lines``: the other lines are longer than ``limit``
+    and step 3's line is whole (a plain console: critic/score/mean 0.3 is its real value)."""
+    n = 200 if long_lines else 150
+    lines = []
+    for s in range(1, 6):
+        head = f"step:{s} - " + " - ".join(f"actor/metric_{i:03d}:0.500" for i in range(n if s != 3 else 150))
+        line = head + f" - critic/score/mean:0.{s}75 - timing_s/step:170.625"
+        if s == 3:
+            keep = " - critic/score/mean:0.3" if not long_lines else " - timing_s/step:1.5"
+            pad = limit - len(head) - len(keep) - len(" - actor/pad_") - len(":1.000")
+            line = head + " - actor/pad_" + "x" * pad + ":1.000" + keep
+            if not long_lines:
+                line = (line + "75 - timing_s/step:170.625")[:limit]
+        assert s == 3 and len(line) == limit or s != 3 and (len(line) > limit) == long_lines
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("name", ["output_rank0.log", "logs/output_20250101_120000_000000123.log"])
+def test_wandb_captures_not_named_output_log_drop_the_cut_item(tmp_path, name):
+    from scalerl.curves.verl_log import WANDB_LINE_LIMIT, read_verl_rows
+
+    path = tmp_path / "wandb" / "run-20250101_120000-abc" / "files" / name
+    path.parent.mkdir(parents=True)
+    path.write_text(_console(WANDB_LINE_LIMIT))
+    rows, notes = read_verl_rows(path)
+    assert [r.get("critic/score/mean") for r in rows] == [0.175, 0.275, None, 0.475, 0.575], notes
+
+
+def test_a_plain_console_named_output_log_with_longer_lines_keeps_a_4096_character_lines_last_metric(tmp_path):
+    from scalerl.curves.verl_log import WANDB_LINE_LIMIT, read_verl_rows
+
+    path = tmp_path / "output.log"  # nohup python -m verl.trainer.main_ppo ... > output.log
+    path.write_text(_console(WANDB_LINE_LIMIT, long_lines=True))
+    rows, notes = read_verl_rows(path)
+    assert [r.get("timing_s/step") for r in rows] == [170.625, 170.625, 1.5, 170.625, 170.625], notes
+    assert not notes, notes

@@ -245,6 +245,8 @@ def test_the_end_a_stopped_attempt_set_out_for_is_its_stretch_end_only_for_a_com
     rows = [{"step": s, "flops": s * 1e10} for s in range(0, 260, 10)]
     assert Budget(steps=300, compute=None, max_steps=5000, x="flops", eval_every=10).stretch_end(rows, 400) == 300
     compute = Budget(steps=150, compute=1e13, max_steps=5000, x="flops", eval_every=10)
-    assert compute.stretch_end(rows, 400) == 400  # an extension to 400, stopped at 250
+    planned = compute.next_target(rows[15])  # the extension this budget plans from its evaluation at step 150
+    assert compute.stretch_end(rows, planned) == planned  # stopped at 250 inside it
+    assert compute.stretch_end(rows, 400) == planned  # a run.steps this budget never planned (lowered since): walked
     assert compute.stretch_end(rows[:10], 150) == 150  # inside the first stretch
     assert Budget(steps=150, compute=1e13, max_steps=320, x="flops", eval_every=10).stretch_end(rows, 400) == 320

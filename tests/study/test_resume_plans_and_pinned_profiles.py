@@ -1,5 +1,5 @@
-"""Where a stopped study run is resumed to when its config.yaml's run.steps is another plan's (a lowered steps budget, a
-run a user trained with --steps), and the scale profile a study keeps for its user model (review eo)."""
+"""Where a stopped study run is resumed to when its config.yaml's run.steps is another plan's (a lowered steps or compute
+budget, a run a user trained with --steps), and the scale profile a study keeps for its user model (review eo)."""
 
 from __future__ import annotations
 
@@ -103,3 +103,23 @@ def test_a_pinned_profile_does_not_follow_the_study_to_another_model(tmp_path, m
     spec, _ = study_cmd.resolve_spec(parser.parse_args(["--output", str(study), "--model", str(tmp_path / "big")]))
     fresh = StudySpec(family="batch-size", model=str(tmp_path / "big"), task="math")
     assert to_dict(base_config(spec))["recipe"] == to_dict(base_config(fresh))["recipe"], spec.overrides
+
+
+def test_a_run_killed_in_its_extension_resumed_under_a_lowered_compute_budget_ends_where_the_uninterrupted_does(
+        tmp_path, monkeypatch):
+    k = _load("study/test_killed_runs.py", "scalerl_review_ep_killed_runs")
+    sim = k._Sim()
+    k._install(monkeypatch, sim)
+    lowered = Budget(steps=150, compute=4e11, max_steps=800, x="flops", eval_every=20)
+    reference = k._plan(tmp_path / "reference")
+    k._execute(reference, lowered, sim)  # the run as the lowered budget trains it, never killed
+    assert k._end(reference)[1] == 310
+    plan = k._plan(tmp_path / "study")
+    # trained under compute 6e11: first stretch to 150, its extension set out for 450; killed at step 205
+    assert k._execute(plan, k.BUDGET, sim, kill=(2, 205, "train")) is None
+    assert k._end(plan)[0][-1] == 200 and sim.calls == [("new", 150), ("resume", 450)]
+    from scalerl.study.run_state import check_existing
+
+    check_existing([plan], lowered)  # taken: no evaluation of the run has met the lowered budget yet
+    k._execute(plan, lowered, sim)  # `scalerl study --output DIR --compute 4e11`
+    assert k._end(plan)[1] == k._end(reference)[1], (sim.calls, k._end(plan))

@@ -72,8 +72,6 @@ SNIFF_CHARS = 4_000_000
 #: The longest line W&B's console capture keeps, in characters (runes): wandb core's
 #: ``runconsolelogs.maxTerminalLineLength``; a longer line is cut there, mid-item.
 WANDB_LINE_LIMIT = 4096
-#: The name of that capture in a W&B run directory (``files/output.log``: wandb core's ``ConsoleFileName``).
-WANDB_CONSOLE = "output.log"
 
 
 def _value(text: str) -> Any:
@@ -106,7 +104,17 @@ def _metric_items(rest: str) -> dict[str, Any] | None:
 
 def _lines(path: Path, notes: list[str] | None = None):
     return _unwrapped((line for _, line in shown_lines(path)), notes if notes is not None else [],
-                      wandb_capture=path.name.startswith(WANDB_CONSOLE))
+                      wandb_capture=_wandb_capture(path))
+
+
+def _wandb_capture(path: Path) -> bool:
+    """Whether ``path`` may be W&B's capture of the console, which cuts its lines at :data:`WANDB_LINE_LIMIT`
+    characters: named as W&B names it (``output.log``, ``output_<label>.log``, a multipart capture's
+    ``logs/output_<time>.log``; a download's ``run-output.log``), no line longer than that (review ep: a console a
+    user saved as output.log, with longer lines, lost a complete 4096-character line's last metric)."""
+    if "output" not in path.name.lower():
+        return False
+    return all(len(line) <= WANDB_LINE_LIMIT for _, line in shown_lines(path))
 
 
 def _unwrapped(lines, notes: list[str], *, wandb_capture: bool = False):
@@ -117,8 +125,9 @@ def _unwrapped(lines, notes: list[str], *, wandb_capture: bool = False):
     was lost. A wrap inside the line's last number leaves its other digits alone on the next line
     (``perf/total_num_tokens:123`` over ``456``): see :func:`_cut_number`; where the log does not show it
     is a wrap, that number is dropped (said in ``notes``) rather than read as its first digits. ``wandb_capture``:
-    the file is W&B's capture of the console, which cuts its lines at :data:`WANDB_LINE_LIMIT` characters (a
-    complete line of that length in any other console is left whole: review eo)."""
+    the file may be W&B's capture of the console (:func:`_wandb_capture`), whose step lines of exactly
+    :data:`WANDB_LINE_LIMIT` characters were cut there (a complete line of that length in any other console is
+    left whole: review eo)."""
     held = None
     segment = 0  # the length of the held line's last physical line: where a wrap cut it, the width
     widths: set[int] = set()  # the lengths at which this log's lines were seen cut: its wrap widths

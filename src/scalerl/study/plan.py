@@ -78,13 +78,15 @@ class Budget:
         budget) each extension's :meth:`next_target` from the evaluation that ended the stretch before it, until
         one reaches the budget -- which cannot see where a run shared from another study ended its first
         stretch (no evaluation at this study's ``steps``: review ei, a shared run killed inside its extension
-        re-measured its target). Only an extension's: the first stretch is always ``steps`` -- a run.steps of a
-        run stopped inside it, or under a steps budget, is another plan's (an older, longer budget; a run a user
-        trained or resumed with ``--steps``: review eo)."""
+        re-measured its target). Only an extension this budget plans -- :meth:`next_target` of one of the run's
+        evaluations past ``steps`` -- is taken: the first stretch is always ``steps``, and a run.steps of another
+        plan (an older budget, lowered since: review ep; a run a user trained or resumed with ``--steps``: review
+        eo) is walked past."""
         last = rows[-1] if rows else None
         if self.compute is not None and planned is not None and last is not None \
-                and self.steps <= int(last["step"]) < planned and not self.reached(last):
-            return min(planned, self.max_steps)
+                and self.steps <= int(last["step"]) < planned and not self.reached(last) \
+                and any(self.next_target(r) == planned for r in rows if self.steps <= int(r["step"]) < planned):
+            return planned
         at = {int(r["step"]): r for r in rows if isinstance(r.get("step"), (int, float))}
         end = self.steps
         while self.compute is not None and end in at and not self.reached(at[end]):
