@@ -44,7 +44,8 @@ def run(args) -> int:
     except InputError as exc:  # what the reader noted may be why (review en: a W&B output.log's cut lines)
         if not curve.notes:
             raise
-        raise InputError(f"{exc} [the reader noted: {'; '.join(curve.notes)}]") from None
+        more = f"; and {len(curve.notes) - 3} more" if len(curve.notes) > 3 else ""
+        raise InputError(f"{exc} [the reader noted: {'; '.join(curve.notes[:3])}{more}]") from None
     points = args.predict or [float(fc.ensemble.x_end) * m for m in (1, 2, 10)]
     # An unstable run gets no forecast: its extrapolation is not one (the fit is still shown).
     preds = [] if fc.unstable else fc.predict(points)
