@@ -3,8 +3,10 @@ step lines at 4096 characters, a verl console that begins at a resumed launch, l
 directories backtested together, a collapsed run's "does not rise" message. Each test builds a small file with the
 real log's shape (the real lines are quoted in the docstrings)."""
 
+import io
 import math
 import re
+import sys
 
 import pytest
 
@@ -205,3 +207,48 @@ def test_a_plain_console_named_output_log_with_longer_lines_keeps_a_4096_charact
     rows, notes = read_verl_rows(path)
     assert [r.get("timing_s/step") for r in rows] == [170.625, 170.625, 1.5, 170.625, 170.625], notes
     assert not notes, notes
+
+
+def _plain_console() -> str:
+    """A verl console (no W&B): three step lines, step 2's exactly 4096 characters and whole."""
+    from scalerl.curves.verl_log import WANDB_LINE_LIMIT
+
+    lines = []
+    for s in range(1, 4):
+        head = f"step:{s} - " + " - ".join(f"actor/metric_{i:03d}:0.500" for i in range(150))
+        tail = f" - timing_s/step:{12.5 + s:.3f}"
+        if s == 2:
+            pad = WANDB_LINE_LIMIT - len(head + tail) - len(" - actor/pad_") - len(":1.000")
+            head += " - actor/pad_" + "x" * pad + ":1.000"
+        lines.append(head + tail)
+    assert len(lines[1]) == WANDB_LINE_LIMIT
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("name", ["training_output.txt", "model_outputs.log"])
+def test_a_plain_console_whose_name_contains_output_keeps_its_4096_character_lines_last_metric(tmp_path, name):
+    from scalerl.curves.verl_log import read_verl_rows
+
+    path = tmp_path / name  # python -m verl.trainer.main_ppo ... | tee training_output.txt
+    path.write_text(_plain_console())
+    rows, notes = read_verl_rows(path)
+    assert [r.get("timing_s/step") for r in rows] == [13.5, 14.5, 15.5], notes
+
+
+def test_a_wandb_capture_read_from_stdin_does_not_read_its_cut_item_silently(monkeypatch):
+    from scalerl.curves.io import read_curves
+    from scalerl.curves.verl_log import WANDB_LINE_LIMIT
+
+    text = _console(WANDB_LINE_LIMIT)  # W&B's files/output.log: step 3 cut inside critic/score/mean:0.375
+
+    class Stdin:
+        buffer = io.BytesIO(text.encode())
+
+        def isatty(self):
+            return False
+
+    monkeypatch.setattr(sys, "stdin", Stdin())  # cat files/output.log | scalerl fit - ...
+    (curve,) = read_curves("-", x="step", y="critic/score/mean")
+    ys = [float(v) for v in curve.y]
+    # The cut value must not be read as 0.3 without a word: dropped (as for files/output.log), or at least noted.
+    assert 0.3 not in ys or any(str(WANDB_LINE_LIMIT) in n for n in curve.notes), (ys, curve.notes)

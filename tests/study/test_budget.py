@@ -237,16 +237,14 @@ def test_a_compute_budget_in_another_x_column_met_long_before_the_runs_end_is_re
         check_existing(plans, Budget.of(_growing_spec(compute=210, x="step")))
 
 
-def test_the_end_a_stopped_attempt_set_out_for_is_its_stretch_end_only_for_a_compute_budgets_extension():
-    """Budget.stretch_end(rows, planned): config.yaml's run.steps (``planned``) names the extension a kill interrupted
-    -- a run shared from another study has no evaluation at this study's ``steps`` to walk from -- but under a steps
-    budget, or at or below the first stretch, the budget's own ``steps`` decides (a budget lowered from 400 to 300
-    steps: the run stopped at 250 goes to 300, not to the older plan's 400)."""
-    rows = [{"step": s, "flops": s * 1e10} for s in range(0, 260, 10)]
-    assert Budget(steps=300, compute=None, max_steps=5000, x="flops", eval_every=10).stretch_end(rows, 400) == 300
-    compute = Budget(steps=150, compute=1e13, max_steps=5000, x="flops", eval_every=10)
-    planned = compute.next_target(rows[15])  # the extension this budget plans from its evaluation at step 150
-    assert compute.stretch_end(rows, planned) == planned  # stopped at 250 inside it
-    assert compute.stretch_end(rows, 400) == planned  # a run.steps this budget never planned (lowered since): walked
-    assert compute.stretch_end(rows[:10], 150) == 150  # inside the first stretch
-    assert Budget(steps=150, compute=1e13, max_steps=320, x="flops", eval_every=10).stretch_end(rows, 400) == 320
+def test_a_run_past_this_budgets_first_stretch_walks_on_from_the_stretch_it_finished():
+    """Budget.stretch_end(rows, finished): a run shared from another study finished its own stretch at 300 (its
+    final/), evaluated every 20 steps -- none at this study's 150 -- so the walk goes on from 300 with this
+    budget, whatever budget the run was extended under before; a steps budget, or a final/ the rows do not hold
+    (an older plan's, past the checkpoint), leaves the walk at ``steps``."""
+    rows = [{"step": s, "flops": s * 4e9} for s in range(0, 420, 20)]
+    compute = Budget(steps=150, compute=2e12, max_steps=1000, x="flops", eval_every=20)
+    assert compute.stretch_end(rows, 300) == compute.next_target(rows[15]) == 500
+    assert compute.stretch_end(rows) == 150  # no final/: the walk from steps (no evaluation at 150)
+    assert compute.stretch_end(rows, 1000) == 150  # a final/ of a longer plan, not in the rows
+    assert Budget(steps=150, compute=None, max_steps=1000, x="flops", eval_every=20).stretch_end(rows, 300) == 150

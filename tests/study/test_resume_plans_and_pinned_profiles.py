@@ -123,3 +123,48 @@ def test_a_run_killed_in_its_extension_resumed_under_a_lowered_compute_budget_en
     check_existing([plan], lowered)  # taken: no evaluation of the run has met the lowered budget yet
     k._execute(plan, lowered, sim)  # `scalerl study --output DIR --compute 4e11`
     assert k._end(plan)[1] == k._end(reference)[1], (sim.calls, k._end(plan))
+
+
+def test_a_run_killed_in_its_extension_resumed_under_a_raised_compute_budget_ends_where_the_uninterrupted_does(
+        tmp_path, monkeypatch):
+    """steps=160, eval_every=20 (the spec's default 400/20 has the same shape: steps a multiple of eval_every).
+    Trained under compute 3.5e11: first stretch to 160, its extension set out for 260; killed at step 255 (last
+    checkpointed evaluation 240). The study is run again with compute 4e11 (a raise: check_existing takes it).
+    Uninterrupted under 4e11 the run goes 160 -> 300. Resumed, stretch_end finds next_target(row 240) == 260 under
+    the new budget (one interval short of 4e11) and takes the old plan's 260: the run ends, 'done', at 260."""
+    k = _load("study/test_killed_runs.py", "scalerl_review_eq_killed_runs")
+    sim = k._Sim()
+    k._install(monkeypatch, sim)
+    old = Budget(steps=160, compute=3.5e11, max_steps=800, x="flops", eval_every=20)
+    raised = Budget(steps=160, compute=4e11, max_steps=800, x="flops", eval_every=20)
+    reference = k._plan(tmp_path / "reference", steps=160)
+    k._execute(reference, raised, sim)
+    assert sim.calls == [("new", 160), ("resume", 300)] and k._end(reference)[1] == 300
+    plan = k._plan(tmp_path / "study", steps=160)
+    assert k._execute(plan, old, sim, kill=(2, 255, "train")) is None
+    assert sim.calls == [("new", 160), ("resume", 260)] and k._end(plan)[0][-1] == 240
+    from scalerl.study.run_state import _check_not_past
+
+    _check_not_past(plan, raised, old)  # taken
+    k._execute(plan, raised, sim)
+    assert k._end(plan)[1] == k._end(reference)[1], (sim.calls, k._end(plan))
+
+
+def test_a_shared_run_killed_in_its_extension_resumed_under_a_raised_compute_budget_ends_where_the_uninterrupted_does(
+        tmp_path, monkeypatch):
+    """The workload's base run (300 steps) shared into a compute study (stretch 150). Under 6e11 its extension goes
+    300 -> 360; killed at step 345 (checkpoint 340). Raised to 6.5e11, the uninterrupted shared run goes 300 -> 380.
+    Resumed, stretch_end takes run.steps 360 (next_target(row 340) under 6.5e11 is 360) and the run is done at 360."""
+    k = _load("study/test_killed_shared_runs.py", "scalerl_review_eq_killed_shared_runs")
+    sim = k._Sim()
+    k._install(monkeypatch, sim)
+    old = Budget(steps=150, compute=6e11, max_steps=800, x="flops", eval_every=20)
+    raised = Budget(steps=150, compute=6.5e11, max_steps=800, x="flops", eval_every=20)
+    reference = k._shared(tmp_path, sim, "reference", 300)
+    assert k._execute(reference, raised, sim).status == "resumed"
+    assert sim.calls == [("resume", 380)] and k._end(reference)[1] == 380
+    plan = k._shared(tmp_path, sim, "study", 300)
+    assert k._execute(plan, old, sim, kill=(1, 345, "train")) is None
+    assert sim.calls == [("resume", 360)] and k._end(plan)[0][-1] == 340
+    k._execute(plan, raised, sim)
+    assert k._end(plan)[1] == k._end(reference)[1], (sim.calls, k._end(plan))

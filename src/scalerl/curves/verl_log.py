@@ -107,17 +107,29 @@ def _lines(path: Path, notes: list[str] | None = None):
                       wandb_capture=_wandb_capture(path))
 
 
-def _wandb_capture(path: Path) -> bool:
-    """Whether ``path`` may be W&B's capture of the console, which cuts its lines at :data:`WANDB_LINE_LIMIT`
-    characters: named as W&B names it (``output.log``, ``output_<label>.log``, a multipart capture's
-    ``logs/output_<time>.log``; a download's ``run-output.log``), no line longer than that (review ep: a console a
-    user saved as output.log, with longer lines, lost a complete 4096-character line's last metric)."""
-    if "output" not in path.name.lower():
-        return False
-    return all(len(line) <= WANDB_LINE_LIMIT for _, line in shown_lines(path))
+def _wandb_capture(path: Path) -> str | None:
+    """Whether ``path`` is W&B's capture of the console, which cuts its lines at :data:`WANDB_LINE_LIMIT` characters:
+    ``"cut"`` where no line is longer than that (review ep: a console a user saved as output.log, with longer lines,
+    lost a complete 4096-character line's last metric) and it is named as W&B names it (:data:`_WANDB_CAPTURE_NAME`;
+    review eq: ``training_output.txt`` is not) or, under any name, two step lines or more are of exactly that length,
+    which a console's complete lines hardly ever are; ``"maybe"`` for one such line under another name (``cat
+    output.log | scalerl fit -`` reads a copy named stdin: review eq) -- kept whole, and said; else None."""
+    at_limit = 0
+    for _, line in shown_lines(path):
+        if len(line) > WANDB_LINE_LIMIT:
+            return None
+        at_limit += len(line) == WANDB_LINE_LIMIT and _STEP_LINE.search(line) is not None
+    if at_limit >= 2 or (at_limit == 1 and _WANDB_CAPTURE_NAME.search(path.name) is not None):
+        return "cut"
+    return "maybe" if at_limit else None
 
 
-def _unwrapped(lines, notes: list[str], *, wandb_capture: bool = False):
+#: The names W&B gives its console capture (wandb core's runconsolelogs: ``output.log``, ``output_<label>.log``, a
+#: multipart capture's ``logs/output_<time>_<ns>.log``), compressed or downloaded under a prefix (``run1-output.log``).
+_WANDB_CAPTURE_NAME = re.compile(r"(?:^|[-_.])output(?:_[^/]*)?\.log(?:\.\w+)*$")
+
+
+def _unwrapped(lines, notes: list[str], *, wandb_capture: str | None = None):
     """The lines, with a step line that a terminal or a paste hard-wrapped (``... - prompt_length/max``
     over ``:448.000 - prompt_length/min:36.000 - ...``) joined again: a line right after a step line
     that carries no Ray prefix, is no step line itself and holds ``key:number`` items goes on with it.
@@ -125,7 +137,7 @@ def _unwrapped(lines, notes: list[str], *, wandb_capture: bool = False):
     was lost. A wrap inside the line's last number leaves its other digits alone on the next line
     (``perf/total_num_tokens:123`` over ``456``): see :func:`_cut_number`; where the log does not show it
     is a wrap, that number is dropped (said in ``notes``) rather than read as its first digits. ``wandb_capture``:
-    the file may be W&B's capture of the console (:func:`_wandb_capture`), whose step lines of exactly
+    whether the file is W&B's capture of the console (:func:`_wandb_capture`), whose step lines of exactly
     :data:`WANDB_LINE_LIMIT` characters were cut there (a complete line of that length in any other console is
     left whole: review eo)."""
     held = None
@@ -154,18 +166,23 @@ def _unwrapped(lines, notes: list[str], *, wandb_capture: bool = False):
         if "step:" in line and _STEP_LINE.search(line):
             if wandb_capture and len(line) == WANDB_LINE_LIMIT:
                 at_limit.append(_STEP_LINE.search(line).group(1))
-                line = line.rsplit(" - ", 1)[0]  # its last item is cut: a key without its value, or a shorter number
+                if wandb_capture == "cut":  # its last item is cut: a key without its value, or a shorter number
+                    line = line.rsplit(" - ", 1)[0]
             held, segment = line, len(line)
         else:
             yield line
     if held is not None:
         yield held
-    if at_limit:
+    if at_limit and wandb_capture == "cut":
         notes.append(f"{len(at_limit)} step line(s) are exactly {WANDB_LINE_LIMIT} characters long (step "
                      f"{', '.join(at_limit[:3])}{', ...' if len(at_limit) > 3 else ''}): W&B's console capture (a run's "
                      f"files/output.log) keeps no more of a line, so the metrics printed after the cut are not in "
                      "this file (the cut item is dropped) -- read the run's wandb directory (its run-*.wandb file "
                      "has every metric) or the console itself")
+    elif at_limit:
+        notes.append(f"step {at_limit[0]}'s line is exactly {WANDB_LINE_LIMIT} characters long, read whole: if this is "
+                     "W&B's console capture (a run's files/output.log, which keeps no more of a line), its last item "
+                     "was cut and the metrics after it are not in this file -- read the run's wandb directory")
     if cut_numbers:
         notes.append(f"{len(cut_numbers)} step line(s) end in a number with digits alone on the next line -- cut by a "
                      "wrap, or a number printed after it: that last value dropped rather than guessed: "

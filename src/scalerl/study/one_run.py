@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from scalerl.config import from_dict, load_yaml, to_dict
 from scalerl.errors import CannotResume, InputError, ScaleRLError
-from scalerl.runlog import RUNLOG, eval_rows
+from scalerl.runlog import RUNLOG, eval_rows, final_model_step
 from scalerl.study.plan import Budget, RunPlan
 from scalerl.study.run_state import DAMAGED, read_log, run_status
 
@@ -109,13 +109,12 @@ def _resume_stretch(out: Path, budget: Budget, rows: list[dict[str, Any]], progr
     from scalerl.train.run_directory import CHECKPOINTS, planned_steps, run_finished
     from scalerl.train.trainer import Trainer
 
-    planned = planned_steps(out)
-    end = budget.stretch_end(rows, planned)
+    end = budget.stretch_end(rows, final_model_step(out))
     if max((int(r["step"]) for r in rows), default=0) <= end:
         Trainer.resumed(out, steps=end, progress=progress).run()
     elif budget.reached(rows[-1]) and run_finished(out, rows) is False:
         ckpt = checkpoint_step(latest_checkpoint(out / CHECKPOINTS))  # (rows past end: a checkpoint keeps them)
-        target = interrupted_end(ckpt, int(rows[-1]["step"]), planned, budget)
+        target = interrupted_end(ckpt, int(rows[-1]["step"]), planned_steps(out), budget)
         Trainer.resumed(out, steps=target, progress=progress).run()
     else:
         return None

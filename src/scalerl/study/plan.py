@@ -65,30 +65,24 @@ class Budget:
         intervals = max(1, math.ceil(need / self.eval_every))
         return min(self.max_steps, step + intervals * self.eval_every)
 
-    def stretch_end(self, rows: list[dict[str, Any]], planned: int | None = None) -> int:
+    def stretch_end(self, rows: list[dict[str, Any]], finished: int | None = None) -> int:
         """The step at which the stretch of training a run whose evaluation rows are ``rows`` is in (or
-        the one it would start next) ends, as an uninterrupted run trains them. A run resumed after a kill
-        trains to it -- the target the kill interrupted, not one measured from where it stopped (a run killed
-        inside its first stretch ended short of it) -- and a run whose log goes past the end of its last
-        stretch trained past this budget.
+        the one it would start next) ends, as an uninterrupted run trains them: ``steps``, then (compute
+        budget) each extension's :meth:`next_target` from the evaluation that ended the stretch before it,
+        until one reaches the budget. A run resumed after a kill trains to it -- the target the kill
+        interrupted, not one measured from where it stopped (a run killed inside its first stretch ended
+        short of it) -- and a run whose log goes past the end of its last stretch trained past this budget.
 
-        ``planned``: the end the run's last attempt set out for (its config.yaml's run.steps, which an
-        extension records as it starts): under a compute budget, the extension's end where the run stopped
-        short of it, short of the budget too. Otherwise (or without one) the walk: ``steps``, then (compute
-        budget) each extension's :meth:`next_target` from the evaluation that ended the stretch before it, until
-        one reaches the budget -- which cannot see where a run shared from another study ended its first
-        stretch (no evaluation at this study's ``steps``: review ei, a shared run killed inside its extension
-        re-measured its target). Only an extension this budget plans -- :meth:`next_target` of one of the run's
-        evaluations past ``steps`` -- is taken: the first stretch is always ``steps``, and a run.steps of another
-        plan (an older budget, lowered since: review ep; a run a user trained or resumed with ``--steps``: review
-        eo) is walked past."""
-        last = rows[-1] if rows else None
-        if self.compute is not None and planned is not None and last is not None \
-                and self.steps <= int(last["step"]) < planned and not self.reached(last) \
-                and any(self.next_target(r) == planned for r in rows if self.steps <= int(r["step"]) < planned):
-            return planned
+        ``finished``: the step of the run's final/ -- the end of the last stretch it finished, which a run
+        shared from another study has past this study's ``steps`` (evaluated at no step of this budget's own
+        chain: review ei, killed inside its extension it re-measured its target from where it stopped). Under a
+        compute budget the walk goes on from there where that evaluation is in ``rows``; measured from it with
+        this budget, the target follows a budget changed since (config.yaml's run.steps, tried before, was
+        another plan's under a budget raised or lowered since: reviews eo, ep, eq)."""
         at = {int(r["step"]): r for r in rows if isinstance(r.get("step"), (int, float))}
         end = self.steps
+        if self.compute is not None and finished is not None and finished > end and finished in at:
+            end = finished
         while self.compute is not None and end in at and not self.reached(at[end]):
             following = self.next_target(at[end])
             if following <= end:  # no compute column to measure a rate by: the caller says so
