@@ -151,19 +151,10 @@ def test_a_complete_4096_character_step_line_of_a_plain_console_keeps_its_last_m
     """A verl console saved with `tee train.log` (no W&B capture: no line is cut). Step 2's line happens to be 4096
     characters long and is whole: its last item, timing_s/step, must be read; the reader drops it and notes a W&B
     cut that never happened (wandb core's runconsolelogs truncates only the lines it writes to files/output.log)."""
-    from scalerl.curves.verl_log import WANDB_LINE_LIMIT, read_verl_rows
+    from scalerl.curves.verl_log import read_verl_rows
 
-    lines = []
-    for s in range(1, 4):
-        head = f"step:{s} - " + " - ".join(f"actor/metric_{i:03d}:0.500" for i in range(150))
-        tail = f" - timing_s/step:{12.5 + s:.3f}"
-        if s == 2:
-            pad = WANDB_LINE_LIMIT - len(head + tail) - len(" - actor/pad_") - len(":1.000")
-            head += " - actor/pad_" + "x" * pad + ":1.000"
-        lines.append(head + tail)
-    assert len(lines[1]) == WANDB_LINE_LIMIT
     path = tmp_path / "train.log"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(_plain_console())
     rows, notes = read_verl_rows(path)
     assert [r.get("timing_s/step") for r in rows] == [13.5, 14.5, 15.5], notes
 

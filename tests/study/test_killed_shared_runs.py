@@ -15,76 +15,21 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
-
-from scalerl.config import load_yaml, save_yaml, to_dict
-from scalerl.runlog import eval_rows, final_model_step
-from scalerl.study.plan import Budget, plan_study
+from scalerl.config import load_yaml, save_yaml
+from scalerl.runlog import eval_rows
+from scalerl.study.plan import Budget
 from scalerl.study.run_state import run_status
-from scalerl.study.spec import StudySpec
 from scalerl.train.checkpoint import checkpoint_step, latest_checkpoint
 
-
-class Killed(BaseException):
-    """kill -9 of the study part-way through a run."""
-
-
-def _flops(step: int) -> float:
-    return sum(1e9 * (1 + s / 200) for s in range(step))
+from .test_killed_runs import Killed, _end, _execute, _flops, _install, _plan
+from .test_killed_runs import _Sim as _BaseSim
 
 
-class _Sim:
-    """The stand-in Trainer; ``kill``: (attempt, step, where) -- "train" (after the step's training row), "eval"
-    (after the evaluation row, before its checkpoint) or "ckpt" (after a checkpoint)."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, int]] = []
-        self.kill: tuple[int, int, str] | None = None
-        self.attempt = 0
-
-    def trainer(self):
-        sim = self
-        from scalerl.train.config import TrainConfig
-
-        class Trainer:
-            def __init__(self, cfg, resume=False):
-                self.cfg, self.resume, self.out = cfg, resume, Path(cfg.run.output)
-
-            @classmethod
-            def resumed(cls, out, steps=None, progress=None, **_):
-                cfg = load_yaml(TrainConfig, Path(out) / "config.yaml")
-                cfg.run.output = str(out)
-                if steps is not None:
-                    cfg.run.steps = steps
-                return cls(cfg, resume=True)
-
-            def run(self):
-                sim.attempt += 1
-                sim.calls.append(("resume" if self.resume else "new", self.cfg.run.steps))
-                sim.run(self.out, self.cfg, self.resume)
-
-        return Trainer
-
-    @staticmethod
-    def _rows(out: Path) -> list[dict]:
-        return [json.loads(line) for line in (out / "runlog.jsonl").read_text().splitlines()]
-
-    @staticmethod
-    def _write(out: Path, rows: list[dict]) -> None:
-        (out / "runlog.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-    @staticmethod
-    def _append(out: Path, row: dict) -> None:
-        with open(out / "runlog.jsonl", "a") as f:
-            f.write(json.dumps(row) + "\n")
-
-    @staticmethod
-    def _record_steps(out: Path, steps: int) -> None:
-        from scalerl.train.config import TrainConfig
-
-        cfg = load_yaml(TrainConfig, out / "config.yaml")
-        cfg.run.steps = steps
-        save_yaml(cfg, out / "config.yaml")
+class _Sim(_BaseSim):
+    """test_killed_runs' stand-in Trainer, as the real one does two things more where execute_run depends on them:
+    a checkpoint between evaluations every ``run.checkpoint_every`` steps, and a resume whose checkpoint is a due
+    evaluation step without its row evaluates it (Trainer._evaluation_missing). ``kill``: (attempt, step, where) --
+    "train" (after the step's training row), "eval" (after the evaluation row, before its checkpoint) or "ckpt"."""
 
     def _checkpoint(self, out: Path, step: int, attempt: int) -> None:
         ckpt = out / "checkpoints" / f"step_{step:06d}"
@@ -133,31 +78,6 @@ class _Sim:
         final.mkdir()
         (final / "config.json").write_text("{}")
         (final / "scalerl_final.json").write_text(json.dumps({"step": step}) + "\n")
-
-
-def _install(monkeypatch, sim: _Sim) -> None:
-    from scalerl.train import trainer
-
-    monkeypatch.setattr(trainer, "Trainer", sim.trainer())
-    monkeypatch.setattr("scalerl.study.one_run._run_report", lambda out: None)
-
-
-def _plan(root: Path, steps: int = 150):
-    return plan_study(StudySpec(family="loo", only=["loo-loss-dapo"], steps=steps, eval_every=20), root)[0]
-
-
-def _execute(plan, budget: Budget, sim: _Sim, kill=None):
-    from scalerl.study.one_run import execute_run
-
-    sim.attempt, sim.kill, sim.calls = 0, kill, []
-    try:
-        return execute_run(to_dict(plan.config), budget)
-    except Killed:
-        return None
-
-
-def _end(plan) -> tuple[list[int], int | None]:
-    return [int(r["step"]) for r in eval_rows(plan.directory)], final_model_step(plan.directory)
 
 
 def _shared(tmp_path: Path, sim: _Sim, name: str, base_steps: int, checkpoint_every: int = 0):

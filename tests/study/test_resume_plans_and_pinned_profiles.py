@@ -1,27 +1,18 @@
-"""Where a stopped study run is resumed to when its config.yaml's run.steps is another plan's (a lowered steps or compute
-budget, a run a user trained with --steps), and the scale profile a study keeps for its user model (review eo)."""
+"""Where a stopped study run is resumed to when its budget changed between invocations (lowered or raised), or its
+config.yaml's run.steps is another plan's (a run a user trained with --steps) -- reviews eo, ep, eq -- and the scale
+profile a study keeps for its user model (review eo)."""
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from pathlib import Path
-
 
 from scalerl.config import load_yaml, save_yaml
 from scalerl.study.plan import Budget
 
-TESTS = Path(__file__).resolve().parents[1]
-
-
-def _load(relative: str, name: str):
-    """A helper module of the suite (the stand-in trainer of tests/study/test_killed_runs.py, the user model of
-    tests/study/test_plan_phrase.py), loaded under a name of its own."""
-    spec = importlib.util.spec_from_file_location(name, TESTS / relative)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+from . import test_killed_runs as killed_runs
+from . import test_killed_shared_runs as killed_shared_runs
+from . import test_plan_phrase as plan_phrase
 
 # ------------------------------------------------------------------ (2) Budget.stretch_end(rows, planned)
 
@@ -30,7 +21,7 @@ def test_a_stopped_run_resumed_under_a_lowered_steps_budget_stops_at_the_budget(
     """A study run with steps=300 killed at step 45 (checkpoint at 40); the study run again with steps=100 (allowed:
     no run is past 100, check_existing takes it). The run must be resumed to step 100 -- it is resumed to 300, and
     the next `study --resume` refuses the directory ("has trained to step 300, past this study's 100 steps")."""
-    k = _load("study/test_killed_runs.py", "scalerl_review_eo_killed_runs")
+    k = killed_runs
     sim = k._Sim()
     k._install(monkeypatch, sim)
     plan = k._plan(tmp_path / "study", steps=300)
@@ -45,7 +36,7 @@ def test_a_train_run_put_in_a_compute_study_is_resumed_to_the_budget_not_to_its_
     """The study's run, killed at step 45, whose config.yaml records run.steps=1000 (the run was started by
     `scalerl train --steps 1000`, or a user resumed it with --resume --steps 1000): the study (compute 6e11 flops,
     first stretch 150) must end it where the uninterrupted study run ends (step 450); it trains it to 800."""
-    k = _load("study/test_killed_runs.py", "scalerl_review_eo_killed_runs")
+    k = killed_runs
     sim = k._Sim()
     k._install(monkeypatch, sim)
     reference = k._plan(tmp_path / "reference")
@@ -71,7 +62,7 @@ def test_a_spec_naming_profile_auto_gets_its_profile_pinned(tmp_path):
     from scalerl.study.runner import save_spec
     from scalerl.study.spec import SPEC_FILE, StudySpec, load_saved_spec
 
-    pp = _load("study/test_plan_phrase.py", "scalerl_review_eo_plan_phrase")
+    pp = plan_phrase
     model = pp._user_model(tmp_path / "model")
     study = tmp_path / "study"
     study.mkdir()
@@ -107,7 +98,7 @@ def test_a_pinned_profile_does_not_follow_the_study_to_another_model(tmp_path, m
 
 def test_a_run_killed_in_its_extension_resumed_under_a_lowered_compute_budget_ends_where_the_uninterrupted_does(
         tmp_path, monkeypatch):
-    k = _load("study/test_killed_runs.py", "scalerl_review_ep_killed_runs")
+    k = killed_runs
     sim = k._Sim()
     k._install(monkeypatch, sim)
     lowered = Budget(steps=150, compute=4e11, max_steps=800, x="flops", eval_every=20)
@@ -132,7 +123,7 @@ def test_a_run_killed_in_its_extension_resumed_under_a_raised_compute_budget_end
     checkpointed evaluation 240). The study is run again with compute 4e11 (a raise: check_existing takes it).
     Uninterrupted under 4e11 the run goes 160 -> 300. Resumed, stretch_end finds next_target(row 240) == 260 under
     the new budget (one interval short of 4e11) and takes the old plan's 260: the run ends, 'done', at 260."""
-    k = _load("study/test_killed_runs.py", "scalerl_review_eq_killed_runs")
+    k = killed_runs
     sim = k._Sim()
     k._install(monkeypatch, sim)
     old = Budget(steps=160, compute=3.5e11, max_steps=800, x="flops", eval_every=20)
@@ -155,7 +146,7 @@ def test_a_shared_run_killed_in_its_extension_resumed_under_a_raised_compute_bud
     """The workload's base run (300 steps) shared into a compute study (stretch 150). Under 6e11 its extension goes
     300 -> 360; killed at step 345 (checkpoint 340). Raised to 6.5e11, the uninterrupted shared run goes 300 -> 380.
     Resumed, stretch_end takes run.steps 360 (next_target(row 340) under 6.5e11 is 360) and the run is done at 360."""
-    k = _load("study/test_killed_shared_runs.py", "scalerl_review_eq_killed_shared_runs")
+    k = killed_shared_runs
     sim = k._Sim()
     k._install(monkeypatch, sim)
     old = Budget(steps=150, compute=6e11, max_steps=800, x="flops", eval_every=20)
