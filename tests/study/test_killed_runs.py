@@ -113,6 +113,10 @@ class _Sim:
                 self.notes.append(f"note: {out} is already at step {step} of run.steps = {steps}: the run is done")
             else:
                 self.notes.append(f"note: resuming {out} from its checkpoint at step {step}, to step {steps}")
+            # (Trainer._evaluation_missing: a checkpoint at a due evaluation step without its row evaluates it)
+            due = step % every == 0 or step == steps
+            if due and not any(r.get("type") == "eval" and r.get("step") == step for r in self._rows(out)):
+                self._evaluate(out, step, attempt)
         while step < steps:
             step += 1
             self._append(out, {"type": "train", "step": step})
@@ -120,6 +124,8 @@ class _Sim:
                 raise Killed
             if step % every == 0 or step == steps:
                 self._evaluate(out, step, attempt)
+            elif cfg.run.checkpoint_every and step % cfg.run.checkpoint_every == 0:
+                self._checkpoint(out, step, attempt)
         final = out / "final"
         if final.exists():
             shutil.rmtree(final)
@@ -131,6 +137,10 @@ class _Sim:
         self._append(out, {"type": "eval", "step": step, "flops": _flops(step), "val/pass_rate": 0.5})
         if self.kill == (attempt, step, "eval"):
             raise Killed
+        self._checkpoint(out, step, attempt)
+
+    def _checkpoint(self, out: Path, step: int, attempt: int) -> None:
+        """After each evaluation, and every ``run.checkpoint_every`` steps between them."""
         ckpt = out / "checkpoints" / f"step_{step:06d}"  # (train/checkpoint.py's layout; its state a stand-in)
         ckpt.mkdir(parents=True, exist_ok=True)
         (ckpt / "state.pt").write_text("{}")
@@ -272,7 +282,7 @@ def _shared_run_killed_past_its_compute(tmp_path, monkeypatch):
     assert BUDGET.next_target(eval_rows(plan.directory)[-1]) == 360
     assert _execute(plan, BUDGET, sim, kill=(1, 347, "train")) is None
     ckpt = plan.directory / "checkpoints" / "step_000345"
-    ckpt.mkdir()
+    ckpt.mkdir(exist_ok=True)  # (the stand-in writes it too: run.checkpoint_every)
     (ckpt / "state.pt").write_text("{}")
     rows = eval_rows(plan.directory)
     assert rows[-1]["step"] == 340 and BUDGET.reached(rows[-1]) and final_model_step(plan.directory) == 300
@@ -317,7 +327,7 @@ def _killed_between_evaluations(tmp_path, monkeypatch, base_steps: int, budget: 
     plan = _shared(tmp_path, sim, "study", base_steps, checkpoint_every=5)
     assert _execute(plan, budget, sim, kill=(1, 347, "train")) is None
     ckpt = plan.directory / "checkpoints" / "step_000345"
-    ckpt.mkdir()
+    ckpt.mkdir(exist_ok=True)  # (the stand-in writes it too: run.checkpoint_every)
     (ckpt / "state.pt").write_text("{}")
     rows = eval_rows(plan.directory)
     assert rows[-1]["step"] == 340 and budget.reached(rows[-1]) and final_model_step(plan.directory) == base_steps

@@ -8,10 +8,9 @@ any run starts, so that runs only ever read the cache.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -155,7 +154,7 @@ def with_profile_pinned(spec: StudySpec) -> StudySpec:
     name, note = choose_profile(apply_overrides(_start_config(spec, spec.base, spec.base), list(spec.overrides)))
     if note is None:  # not chosen by counting a model's parameters
         return spec
-    return dataclasses.replace(spec, auto_profile={**spec.auto_profile, spec.model: name})
+    return replace(spec, auto_profile={**spec.auto_profile, spec.model: name})
 
 
 def planned_overrides(spec: StudySpec) -> list[str]:
