@@ -109,3 +109,30 @@ def test_backtest_json_says_the_band_is_not_the_level_asked(capsys, few_cut_cali
         assert code == 0
         got = json.loads(out)["bands_calibration"]
         assert got["band_level"] == pytest.approx(12 / 13) and "a 92.3% band, not 99%" in got["note"], extra
+
+
+def test_a_band_wider_than_the_whole_run_is_said_and_counted_apart(capsys, tmp_path):
+    """An --unbounded reward still rising in a straight line at the cut: its ceiling is unbounded, the 95% band
+    at the end is wider than the run's whole range of values. It covers the end level; the one-run text, the
+    --all-runs table and summary and the JSON say it says nothing (reviewer EN's real W&B runs, rewards in
+    [-1, 1], had bands 13-20 wide counted as 'covered')."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    x = np.arange(10, 410, 10)
+    log = tmp_path / "reward.csv"
+    with open(log, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["step", "reward"])
+        w.writerows([int(s), f"{v:.4f}"] for s, v in zip(x, -0.8 + 0.001 * x + rng.normal(0, 0.03, x.size)))
+    args = [log, "--x", "step", "--y", "reward", "--unbounded", "--cut-fraction", "0.5", "--no-progress"]
+    code, out, err = _run(capsys, "backtest", *args)
+    assert code == 0, err
+    assert "covers it but is wider than the run's whole range of values (it says nothing)" in out
+    code, out, err = _run(capsys, "backtest", *args, "--all-runs")
+    assert code == 0, err
+    assert "yes (wider than the run)" in out
+    assert "100% (1 of them in a band wider than the run's whole range of values" in out
+    code, out, err = _run(capsys, "backtest", *args, "--all-runs", "--json")
+    doc = json.loads(out)
+    assert doc["runs"][0]["bands"]["wider_than_run"] is True and doc["summary"]["n_covered_wider_than_run"] == 1

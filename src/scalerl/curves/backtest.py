@@ -68,6 +68,11 @@ class BandScore:
     """Median half-width of the prediction band over the held-out points."""
     calibrated: bool
     """False when some held-out points lie beyond the calibrated horizon."""
+    wider_than_run: bool = False
+    """The confidence band at the end is wider than the whole run's range of values (its highest
+    evaluation minus its lowest): it covers the end level without saying anything about it (an
+    ``--unbounded`` reward's ceiling the fit cannot bound gave bands 13-20 wide on rewards in [-1, 1],
+    which a coverage share counted as hits)."""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -252,6 +257,7 @@ def backtest(
         level=fc.level, end_lo=lo, end_hi=hi, end_covered=bool(lo <= end_level <= hi),
         end_half_width=(hi - lo) / 2, point_coverage=float(inside.mean()),
         point_half_width=float(np.median((b["obs_hi"] - b["obs_lo"]) / 2)), calibrated=bool(b["calibrated"].all()),
+        wider_than_run=bool(hi - lo > np.ptp(curve.y)),
     )
     return Backtest(
         run=curve.name, cut=float(cut), n_fit=int(((curve.x <= cut) & (curve.x > 0)).sum()), n_test=int(test.sum()),
@@ -278,6 +284,9 @@ class Summary:
     """Share with |end-level error| <= :data:`END_TARGET`."""
     end_coverage: float
     """Share whose observed end level lies in the confidence band."""
+    n_covered_wider_than_run: int
+    """Of the runs counted in :attr:`end_coverage`, those whose band is wider than the run's whole range of
+    values (:attr:`BandScore.wider_than_run`): hits that say nothing."""
     median_end_half_width: float
     point_coverage: float
     """Mean over runs of the share of held-out evaluations inside the prediction band."""
@@ -311,6 +320,7 @@ def summarize(results: list[Backtest], *, tolerance: float = 0.0) -> Summary:
         mae_ok=share(r.default.mae <= MAE_TARGET for r in scored),
         end_ok=share(abs(r.default.end_error) <= END_TARGET for r in scored),
         end_coverage=share(r.bands.end_covered for r in scored),
+        n_covered_wider_than_run=sum(r.bands.end_covered and r.bands.wider_than_run for r in scored),
         median_end_half_width=float(np.median([r.bands.end_half_width for r in scored])) if n else math.nan,
         point_coverage=share(r.bands.point_coverage for r in scored),
         no_worse=share(r.default.mae <= r.better_reference_mae() + tolerance for r in scored),
