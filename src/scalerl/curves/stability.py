@@ -83,6 +83,10 @@ class Stability:
     """Drop across the last third implied by a line in ln C (negative: still rising)."""
     late_drop_se: float
     n_points: int
+    peak_span: tuple[float, float] = (math.nan, math.nan)
+    """The compute of the first and the last evaluation of the best stretch: what the text names (its
+    geometric middle, :attr:`peak_x`, is no logged compute -- "peaked at compute 129.2" on a run logged every
+    10 steps)."""
 
     @property
     def unstable(self) -> bool:
@@ -96,7 +100,9 @@ class Stability:
     def text(self) -> str:
         """One line for warnings, reports and tables."""
         if self.kind == PEAKED:
-            return (f"the run peaked at compute {self.peak_x:.4g} and fell by {self.fall:.3f} "
+            lo, hi = self.peak_span
+            where = f"at compute {lo:.4g}" if lo == hi else f"between compute {lo:.4g} and {hi:.4g}"
+            return (f"the run peaked {where} and fell by {self.fall:.3f} "
                     f"({self._share(self.fall)} of its gain, {self._z(self.fall, self.fall_se)} standard errors): "
                     "the law does not hold, so its extrapolation is not a forecast")
         if self.kind == FALLING:
@@ -163,6 +169,7 @@ def check_stability(
     fall_se = math.sqrt(sum(ys[b].var(ddof=1) / b.size for b in (bins[i_peak], bins[-1])))
     gain = peak - R0
     peak_x = float(np.exp(np.log(xs[bins[i_peak]]).mean()))
+    peak_span = (float(xs[bins[i_peak]].min()), float(xs[bins[i_peak]].max()))
 
     k = max(5, n // 3)
     u, v = np.log(xs[-k:]), ys[-k:]
@@ -233,4 +240,5 @@ def check_stability(
     elif ended_low:  # said from the stretch it was measured from (a bin's gain gave "4250% of its gain")
         kind, fall, fall_se = PEAKED, end_fall, end_se
         gain, peak_x = peak_end - R0, float(np.exp(np.log(xs[start:start + w]).mean()))
-    return Stability(kind, gain, peak_x, fall, fall_se, late_drop, late_se, n)
+        peak_span = (float(xs[start:start + w].min()), float(xs[start:start + w].max()))
+    return Stability(kind, gain, peak_x, fall, fall_se, late_drop, late_se, n, peak_span)
