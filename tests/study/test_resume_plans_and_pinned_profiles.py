@@ -96,6 +96,28 @@ def test_a_pinned_profile_does_not_follow_the_study_to_another_model(tmp_path, m
     assert to_dict(base_config(spec))["recipe"] == to_dict(base_config(fresh))["recipe"], spec.overrides
 
 
+def test_a_study_yaml_used_as_a_spec_file_leaves_its_profile_pin_behind(tmp_path, capsys):
+    """A study's study.yaml given as the spec of a new study (`scalerl study OLD/study.yaml --output NEW`): the
+    profile auto chose for its model on the old study's machine was carried into the new study without a word
+    (review EP). The new study chooses its own, and a note says which pin was left; the old directory's own
+    study, continued with its study.yaml as the spec, keeps its pin."""
+    from scalerl.commands import study as study_cmd
+    from scalerl.study.runner import save_spec
+    from scalerl.study.spec import SPEC_FILE, StudySpec
+
+    model = plan_phrase._user_model(tmp_path / "model")
+    old = tmp_path / "old"
+    old.mkdir()
+    save_spec(StudySpec(family="batch-size", model=str(model), task="math"), old)
+    parser = argparse.ArgumentParser()
+    study_cmd.add_arguments(parser)
+    spec, _ = study_cmd.resolve_spec(parser.parse_args([str(old / SPEC_FILE), "--output", str(tmp_path / "new")]))
+    assert spec.auto_profile == {}
+    assert f"holds the profile another study chose for {model} (cpu-small)" in capsys.readouterr().err
+    spec, _ = study_cmd.resolve_spec(parser.parse_args([str(old / SPEC_FILE), "--output", str(old)]))
+    assert spec.auto_profile == {str(model): "cpu-small"} and "note:" not in capsys.readouterr().err
+
+
 def test_a_run_killed_in_its_extension_resumed_under_a_lowered_compute_budget_ends_where_the_uninterrupted_does(
         tmp_path, monkeypatch):
     k = killed_runs

@@ -117,7 +117,7 @@ def resolve_spec(args):
                              "give --output DIR of a study, or drop --resume to start one")
         spec = saved
     elif args.spec:
-        spec = load_spec(args.spec)
+        spec = _own_profile_pins(load_spec(args.spec), saved, args.spec)
     elif saved is not None:
         # The directory's own study, the flags changing it (--seeds 2 adds a seed, --steps 800 extends
         # it): starting from the defaults instead planned runs that clash with those on disk.
@@ -139,6 +139,23 @@ def resolve_spec(args):
         raise InputError(f"{directory} holds a {saved.family} study of {saved.base}; this is a {spec.family} "
                          f"study of {spec.base} -- use another --output")
     return spec, directory
+
+
+def _own_profile_pins(spec, saved, spec_file: str):
+    """``spec`` (read from ``spec_file``) with the profile pins of this study directory's saved spec, not the file's.
+
+    A study's ``study.yaml`` used as a spec file for a new study carried ``auto_profile`` -- the profile ``auto``
+    chose for its model on the machine that study ran on -- into the new one without a word (review EP): on
+    another device the new study planned with the old machine's profile. A spec file is a plan; the pins are a
+    study's record, so the new study chooses again, and a note names each pin left behind."""
+    from dataclasses import replace
+
+    own = dict(saved.auto_profile) if saved is not None else {}
+    for model, profile in spec.auto_profile.items():
+        if own.get(model) != profile:
+            print(f"note: {spec_file} holds the profile another study chose for {model} ({profile}); this study "
+                  f"chooses its own (`--set profile={profile}` keeps that one)", file=sys.stderr)
+    return replace(spec, auto_profile=own)
 
 
 def _merged_overrides(saved: list[str], given: list[str]) -> list[str]:
