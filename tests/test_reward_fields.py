@@ -84,3 +84,21 @@ def test_a_reward_limit_without_a_reward_function_is_said_to_have_no_effect(capl
     with caplog.at_level("WARNING", logger="scalerl.tasks.registry"):
         get_task("arithmetic")  # the defaults: nothing to say
     assert caplog.text == ""
+
+
+def test_a_generator_process_does_not_say_the_trainers_reward_warning_again(caplog, char_tokenizer):
+    """task.reward_workers=4 with no reward function: the trainer's get_task says once that it does nothing; each
+    generator process (and Ray actor) built its task with the same fields and said it again."""
+    from scalerl.models.tiny import TinyArchitecture, build_tiny_model
+    from scalerl.pipeline.work import WorkerSpec, build_worker
+    from scalerl.rl.recipe import RecipeConfig
+
+    model = build_tiny_model(char_tokenizer, TinyArchitecture(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                                              num_attention_heads=2, num_key_value_heads=2), seed=0)
+    spec = WorkerSpec(model_config=model.config, tokenizer=char_tokenizer, dtype="float32", fp32_lm_head=False,
+                      recipe=RecipeConfig(), task_name="arithmetic", task_settings={}, task_reward=None,
+                      task_reward_timeout=10.0, task_reward_workers=4, seed=0)
+    with caplog.at_level("WARNING", logger="scalerl.tasks.registry"):
+        worker = build_worker(spec, {}, -1, 0)  # (no weights: as a Ray actor starts)
+    assert worker.ctx.task.name == "arithmetic"
+    assert "no effect without a reward function" not in caplog.text

@@ -208,9 +208,11 @@ def build_worker(spec: WorkerSpec, state_dict: Mapping[str, Any], version: int, 
     run_device(spec.device, "backend.generator_device", auto=False)
     if spec.device == "cpu":
         torch.set_num_threads(max(1, spec.threads))
-    task = get_task(spec.task_name, reward=spec.task_reward, reward_timeout=spec.task_reward_timeout,
-                    reward_workers=spec.task_reward_workers, reward_load_timeout=spec.task_reward_load_timeout,
-                    settings=spec.task_settings)
+    # The reward function's limits only with a reward function: the trainer's own get_task already warned that
+    # they do nothing without one, and each generator process said it again.
+    limits = (dict(reward_timeout=spec.task_reward_timeout, reward_workers=spec.task_reward_workers,
+                   reward_load_timeout=spec.task_reward_load_timeout) if spec.task_reward else {})
+    task = get_task(spec.task_name, reward=spec.task_reward, settings=spec.task_settings, **limits)
     generator = make_generator(spec, state_dict, version, seed=worker_seed(spec.seed, worker_id))
     parts = resolve_recipe(spec.recipe)
     ctx = RoundContext(spec.tokenizer, task, parts, parts.length_controller(spec.tokenizer))
