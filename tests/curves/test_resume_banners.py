@@ -59,3 +59,63 @@ def test_trainer_resume_banner_at_the_first_printed_epoch_is_a_resume(tmp_path):
     curves = read_dict_lines(log, "epoch", "eval_loss", bounded=False)
     assert len(curves) == 1  # main: trainer#1 (the abandoned attempt's evaluation at step 40 kept) and trainer#2
     assert 1.75 not in list(curves[0].y)
+
+
+# ------------------------------------------------------------------ review ES: Unsloth consoles
+
+# The real file: johnson7788/RLDecisionAgent docs/Unsloth/train_grpo.log (commit ff2bad55). Two Unsloth +
+# TRL GRPOTrainer launches printed into one console: a 20-step run on DAPO-Math, then a 50-step run on a
+# custom data set. Unsloth replaces transformers' "***** Running training *****" banner with its own; each
+# Trainer.train() ends with the summary dict {'train_runtime': ..., 'train_loss': ..., 'epoch': E}. The
+# first run's last epoch is 0.01 and the second run's first is 0.03, so the epoch never goes back.
+_BANNER = (
+    "==((====))==  Unsloth - 2x faster free finetuning | Num GPUs used = 1\n"
+    "   \\\\   /|    Num examples = {n} | Num Epochs = 1 | Total steps = {steps}\n"
+)
+_ROW = ("{{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 5e-06, 'num_tokens': {tok}.0, "
+        "'rewards/check_answer/mean': {r}, 'reward': {r}, 'reward_std': 1.5, 'frac_reward_zero_std': 0.0, "
+        "'completion_length': 700.0, 'kl': 0.0, 'epoch': {e}}}\n")
+_END = ("{{'train_runtime': 1021.5975, 'train_samples_per_second': 0.626, 'train_steps_per_second': 0.02, "
+        "'train_loss': -3.3993273973464965e-09, 'epoch': {e}}}\n")
+
+
+def _two_unsloth_trainings(tmp_path, *, finished: bool = True):
+    text = "CUDA_VISIBLE_DEVICES=2 python train_grpo.py --max-steps 12\n" + _BANNER.format(n="12,709", steps=12)
+    for i in range(12):
+        text += _ROW.format(tok=1000 * (i + 1), r=-3.5 + 0.01 * i, e=0.0 if i < 6 else 0.01)
+    text += _END.format(e=0.01) if finished else ""
+    text += "\n# custom data\nCUDA_VISIBLE_DEVICES=2 python train_grpo.py --max-steps 14\n"
+    text += _BANNER.format(n="33", steps=14)
+    for i in range(14):
+        text += _ROW.format(tok=500 * (i + 1), r=-1.0 + 0.1 * i, e=round(0.03 * (i + 1), 2))
+    text += _END.format(e=0.42)
+    log = tmp_path / "train_grpo.log"
+    log.write_text(text)
+    return log
+
+
+def test_two_unsloth_trainings_in_one_console_are_two_runs(tmp_path):
+    """(Review ES: read as one curve of 26 points, the second training's rewards appended to the first's.)"""
+    log = _two_unsloth_trainings(tmp_path)
+    curves = read_dict_lines(log, "epoch", "reward", bounded=False)
+    assert len(curves) == 2
+    assert sorted(len(c.x) for c in curves) == [12, 14]
+
+
+def test_an_unsloth_training_killed_and_launched_again_is_left_to_its_epoch(tmp_path):
+    """No summary dict before the second banner: the first training was killed, and Unsloth's banner says nothing
+    of a checkpoint -- the epoch decides (here it goes on above the first's last: one run, as before)."""
+    curves = read_dict_lines(_two_unsloth_trainings(tmp_path, finished=False), "epoch", "reward", bounded=False)
+    assert len(curves) == 1
+
+
+def test_an_evaluation_printed_after_the_trainers_summary_stays_in_its_run(tmp_path):
+    """trainer.evaluate() after trainer.train() prints its dict after the summary, with no launch banner: the
+    same run's last evaluation, not a run of its own."""
+    text = _BANNER.format(n="12", steps=12)
+    text += "".join(f"{{'eval_reward': {0.1 * i:.1f}, 'epoch': {0.1 * i:.1f}}}\n" for i in range(1, 9))
+    text += _END.format(e=0.8) + "{'eval_reward': 0.85, 'epoch': 0.8}\n"
+    log = tmp_path / "console.log"
+    log.write_text(text)
+    curves = read_dict_lines(log, "epoch", "eval_reward")
+    assert len(curves) == 1 and curves[0].y[-1] == 0.85

@@ -28,7 +28,9 @@ what the abandoned attempt printed from there on is dropped. A ``Trainer`` launc
 banner (``***** Running training *****``), and, where it resumes a checkpoint, ``Resuming training
 from checkpoint ...`` after it: a banner without that line before the launch's first dict is a
 fresh training -- a new run, wherever its epoch starts (a training on another data set appended);
-with it, a resume. A ``Trainer``'s printed epoch is rounded (several steps print one value), so an
+with it, a resume. Unsloth prints its own banner instead, which says nothing of a checkpoint: a new run
+where the training before it printed the ``Trainer``'s end-of-training summary (``train_runtime``,
+``train_loss``), else left to the epoch. A ``Trainer``'s printed epoch is rounded (several steps print one value), so an
 epoch printed again is no resume by itself -- but after a resume's banner it is: a resumed
 ``Trainer`` may evaluate the checkpoint it loaded again (``eval_on_start``; axolotl with eval_steps
 = save_steps), at its epoch, and that evaluation takes the place of the abandoned attempt's, the
@@ -73,6 +75,12 @@ _TRAINER_LAUNCH = re.compile(r"\*{5} Running training \*{5}")
 #: ``Resuming training from checkpoint with epoch E and global step N``; 4: ``Continuing training from
 #: checkpoint, will skip to saved global_step``).
 _TRAINER_RESUME = re.compile(r"(?:Resuming|Continuing) training from checkpoint")
+#: Unsloth's banner, printed (not logged) where it patched the Trainer's "Running training" out: a launch
+#: that says nothing of a checkpoint it resumes -- a new run only after a training that finished (below).
+_UNSLOTH_LAUNCH = re.compile(r"Unsloth - 2x faster free finetuning")
+#: The keys of the summary dict a ``Trainer`` prints as its training ends (``train_runtime``, ``train_loss``,
+#: ...): nothing that launch prints later is a resume of it.
+TRAINER_SUMMARY = ("train_runtime", "train_loss")
 #: How many characters of a file's start are read to tell whether it is such a log.
 SNIFF_CHARS = 2_000_000
 
@@ -247,22 +255,27 @@ def read_dict_lines_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     # A Trainer's launch banner seen, and whether it resumes a checkpoint (RESTART) or starts afresh
     # (NEW_RUN): told by the line that follows it where it resumes, before the launch's first dict.
     launch: str | None = None
+    # The training before ended (its Trainer's summary dict printed): an Unsloth launch after it is a new
+    # training (review ES: two Unsloth trainings in one console, the second's epoch starting above the first's
+    # last, were read as one run). A killed one's launch is left to the epoch, which tells a resume.
+    finished = False
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
         for line in _logical_lines(f):
             text, counter, step = _dict_and_counter(line.rstrip("\n"))
             if text is None:
-                if _TRAINER_LAUNCH.search(line):
+                if _TRAINER_LAUNCH.search(line) or (finished and _UNSLOTH_LAUNCH.search(line)):
                     launch = NEW_RUN
                 elif launch is not None and _TRAINER_RESUME.search(line):
                     launch = RESTART
                 continue
             if launch is not None:  # the first dict a launch printed: a fresh training's or a resumed one's
                 rows.append({launch: RESUMED if launch == RESTART else True})
-                launch = None
+                launch, finished = None, False
             row = parse_printed_dict(text)
             if row is None:
                 unreadable += 1
                 continue
+            finished = finished or all(key in row for key in TRAINER_SUMMARY)
             if step is None or counter in row:
                 if step is None and text in stepped:
                     stepped.discard(text)
