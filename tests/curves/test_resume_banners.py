@@ -119,3 +119,16 @@ def test_an_evaluation_printed_after_the_trainers_summary_stays_in_its_run(tmp_p
     log.write_text(text)
     curves = read_dict_lines(log, "epoch", "eval_reward")
     assert len(curves) == 1 and curves[0].y[-1] == 0.85
+
+
+def test_a_log_line_ending_in_a_dict_of_text_is_no_row(tmp_path):
+    """Review ES (the real Unsloth console): `[INFO] 字段映射完成，示例：{"content": "...", "role": "user"}` -- a data
+    sample shown -- was read as a row, and `content` and `role` were offered as the log's columns."""
+    from scalerl.curves.io import log_columns
+
+    text = '[INFO] 字段映射完成，示例：{"content": "What is 2+2?", "role": "user"}\n'
+    text += "".join(f"{{'reward': {0.1 * i:.1f}, 'epoch': {0.1 * i:.1f}}}\n" for i in range(1, 9))
+    log = tmp_path / "console.log"
+    log.write_text(text, encoding="utf-8")
+    assert sorted(log_columns(log)) == ["epoch", "reward"]
+    assert len(read_dict_lines(log, "epoch", "reward")[0].x) == 8

@@ -275,6 +275,8 @@ def read_dict_lines_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             if row is None:
                 unreadable += 1
                 continue
+            if not _metrics(row):  # a log line ending in a dict of text (a data sample shown): no metrics, no row
+                continue
             finished = finished or all(key in row for key in TRAINER_SUMMARY)
             if step is None or counter in row:
                 if step is None and text in stepped:
