@@ -243,3 +243,50 @@ def test_a_wandb_capture_read_from_stdin_does_not_read_its_cut_item_silently(mon
     ys = [float(v) for v in curve.y]
     # The cut value must not be read as 0.3 without a word: dropped (as for files/output.log), or at least noted.
     assert 0.3 not in ys or any(str(WANDB_LINE_LIMIT) in n for n in curve.notes), (ys, curve.notes)
+
+
+# ------------------------------------------------------------------ review ER: whole 4096-character lines
+
+
+def _plain_verl_console(prefix: str = "", at_limit: tuple[int, ...] = (2,)) -> str:
+    """A plain verl console: three step lines (verl's concat_dict_to_str, ``:.3f`` values), those of ``at_limit``
+    exactly WANDB_LINE_LIMIT characters long and whole (their last item timing_s/step complete)."""
+    from scalerl.curves.verl_log import WANDB_LINE_LIMIT
+
+    lines = []
+    for s in range(1, 4):
+        head = prefix + f"step:{s} - " + " - ".join(f"actor/metric_{i:03d}:0.500" for i in range(150))
+        tail = f" - timing_s/step:{12.5 + s:.3f}"
+        if s in at_limit:
+            pad = WANDB_LINE_LIMIT - len(head + tail) - len(" - actor/pad_") - len(":1.000")
+            head += " - actor/pad_" + "x" * pad + ":1.000"
+        lines.append(head + tail)
+        assert s not in at_limit or len(lines[-1]) == WANDB_LINE_LIMIT
+    return "\n".join(lines) + "\n"
+
+
+def test_a_ray_prefixed_console_teed_to_output_log_keeps_its_4096_character_lines_last_metric(tmp_path):
+    from scalerl.curves.verl_log import read_verl_rows
+
+    path = tmp_path / "output.log"  # python -m verl.trainer.main_ppo ... | tee output.log
+    path.write_text(_plain_verl_console("(TaskRunner pid=4242) "))
+    rows, notes = read_verl_rows(path)
+    assert [r.get("timing_s/step") for r in rows] == [13.5, 14.5, 15.5], notes
+
+
+def test_a_ray_prefixed_console_with_two_4096_character_step_lines_keeps_their_last_metrics(tmp_path):
+    from scalerl.curves.verl_log import read_verl_rows
+
+    path = tmp_path / "train.log"
+    path.write_text(_plain_verl_console("(TaskRunner pid=4242) ", at_limit=(2, 3)))
+    rows, notes = read_verl_rows(path)
+    assert [r.get("timing_s/step") for r in rows] == [13.5, 14.5, 15.5], notes
+
+
+def test_a_plain_console_teed_to_training_output_log_keeps_its_4096_character_lines_last_metric(tmp_path):
+    from scalerl.curves.verl_log import read_verl_rows
+
+    path = tmp_path / "training_output.log"
+    path.write_text(_plain_verl_console())
+    rows, notes = read_verl_rows(path)
+    assert [r.get("timing_s/step") for r in rows] == [13.5, 14.5, 15.5], notes

@@ -113,20 +113,25 @@ def _wandb_capture(path: Path) -> str | None:
     lost a complete 4096-character line's last metric) and it is named as W&B names it (:data:`_WANDB_CAPTURE_NAME`;
     review eq: ``training_output.txt`` is not) or, under any name, two step lines or more are of exactly that length,
     which a console's complete lines hardly ever are; ``"maybe"`` for one such line under another name (``cat
-    output.log | scalerl fit -`` reads a copy named stdin: review eq) -- kept whole, and said; else None."""
+    output.log | scalerl fit -`` reads a copy named stdin: review eq) -- kept whole, and said; else None. A step
+    line behind Ray's prefix (``(TaskRunner pid=N) step:...``) is never counted: W&B captures the output of the
+    process that called ``wandb.init`` -- verl's TaskRunner actor -- before Ray's driver prefixes it, so such a
+    line is the driver's console, whose lines are whole (review er)."""
     at_limit = 0
     for _, line in shown_lines(path):
         if len(line) > WANDB_LINE_LIMIT:
             return None
-        at_limit += len(line) == WANDB_LINE_LIMIT and _STEP_LINE.search(line) is not None
+        at_limit += (len(line) == WANDB_LINE_LIMIT and _STEP_LINE.search(line) is not None
+                     and RAY_PREFIX.match(line) is None)
     if at_limit >= 2 or (at_limit == 1 and _WANDB_CAPTURE_NAME.search(path.name) is not None):
         return "cut"
     return "maybe" if at_limit else None
 
 
 #: The names W&B gives its console capture (wandb core's runconsolelogs: ``output.log``, ``output_<label>.log``, a
-#: multipart capture's ``logs/output_<time>_<ns>.log``), compressed or downloaded under a prefix (``run1-output.log``).
-_WANDB_CAPTURE_NAME = re.compile(r"(?:^|[-_.])output(?:_[^/]*)?\.log(?:\.\w+)*$")
+#: multipart capture's ``logs/output_<time>_<ns>.log``), compressed (``output.log.gz``) -- nothing before "output":
+#: ``training_output.log`` is a user's ``tee`` (review er), and a capture renamed so is told by two cut lines.
+_WANDB_CAPTURE_NAME = re.compile(r"^output(?:_[^/]*)?\.log(?:\.\w+)*$")
 
 
 def _unwrapped(lines, notes: list[str], *, wandb_capture: str | None = None):
@@ -164,7 +169,7 @@ def _unwrapped(lines, notes: list[str], *, wandb_capture: str | None = None):
             yield held
             held = None
         if "step:" in line and _STEP_LINE.search(line):
-            if wandb_capture and len(line) == WANDB_LINE_LIMIT:
+            if wandb_capture and len(line) == WANDB_LINE_LIMIT and RAY_PREFIX.match(line) is None:
                 at_limit.append(_STEP_LINE.search(line).group(1))
                 if wandb_capture == "cut":  # its last item is cut: a key without its value, or a shorter number
                     line = line.rsplit(" - ", 1)[0]

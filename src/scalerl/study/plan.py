@@ -72,17 +72,23 @@ class Budget:
         interrupted, not one measured from where it stopped (a run killed inside its first stretch ended
         short of it) -- and a run whose log goes past the end of its last stretch trained past this budget.
 
-        ``finished``: the step of the run's final/ -- the end of the last stretch it finished, which a run
-        shared from another study has past this study's ``steps`` (evaluated at no step of this budget's own
-        chain: review ei, killed inside its extension it re-measured its target from where it stopped). Under a
-        compute budget the walk goes on from there where that evaluation is in ``rows``; measured from it with
-        this budget, the target follows a budget changed since (config.yaml's run.steps, tried before, was
-        another plan's under a budget raised or lowered since: reviews eo, ep, eq)."""
+        ``finished``: the step of the run's final/ -- the end of the last stretch it finished. A run shared from
+        another study has that past this study's ``steps``, where it has no evaluation (its source evaluated at
+        other steps): the walk breaks there, and goes on from ``finished`` where that evaluation is in ``rows``
+        (review ei: killed inside its extension, the run re-measured its target from where it stopped). Only
+        there: a run of this study's own has an evaluation at every end this budget plans, so the walk from
+        ``steps`` decides -- measured with this budget, it follows a budget raised or lowered since, where
+        final/ is the older budget's end (review er: raised from 3.5e11 to 6e11, a run finished at 260 was
+        walked on from 260, to 380, where the uninterrupted run under 6e11 ends at 440)."""
         at = {int(r["step"]): r for r in rows if isinstance(r.get("step"), (int, float))}
         end = self.steps
-        if self.compute is not None and finished is not None and finished > end and finished in at:
-            end = finished
-        while self.compute is not None and end in at and not self.reached(at[end]):
+        while self.compute is not None:
+            if end not in at:
+                if finished is None or not end < finished or finished not in at:
+                    break
+                end = finished  # (a shared run's copy: this budget's chain has no evaluation before it)
+            if self.reached(at[end]):
+                break
             following = self.next_target(at[end])
             if following <= end:  # no compute column to measure a rate by: the caller says so
                 break
