@@ -5,7 +5,7 @@ every other line is a row (``"type": "eval"`` for evaluations). The forecaster r
 column name; the trainer writes them. Rows are never rewritten: a resumed run truncates the
 file back to the byte offset its checkpoint recorded, so a kill -9 can neither lose a row
 that a checkpoint covers nor duplicate one, and then writes a ``"type": "resume"`` row (which
-checkpoint it went on from: ``from_step``; when: ``utc``) -- no ``step`` column, so readers that
+checkpoint it went on from: ``from_step``; where: ``output``, the run directory; when: ``utc``) -- no ``step`` column, so readers that
 order rows by step pass it by. The truncation keeps the resume rows it cuts (written again right
 after the checkpoint's rows): a resume stopped before its next checkpoint still counts as one.
 
@@ -260,6 +260,32 @@ def config_setting(header: dict[str, Any], *path: str) -> Any:
             return None
         node = node.get(key)
     return node
+
+
+def copied_at(run_dir: str | os.PathLike) -> int | None:
+    """The step at which the run in ``run_dir`` was copied there from another directory -- its log's header names
+    that one as run.output (a study benchmark shares a finished run into another family's study): the step its
+    first attempt resumed in ``run_dir`` went on from (its resume row's ``output``), or, not resumed there yet, its
+    final/'s. None for a run trained where it is, or a log that does not say (no header config).
+
+    The end of the copy is where a study's extensions of it are measured from; final/ moves on with them, and the
+    copy's end was recorded nowhere (review er: a shared run extended to 360, then given a raised compute budget,
+    was walked on from 360 where the uninterrupted shared run is measured from 300)."""
+    run_dir = Path(run_dir)
+    try:
+        header, rows, _ = read_runlog(run_dir / RUNLOG)
+    except (InputError, OSError):
+        return None
+    trained_in = config_setting(header, "run", "output")
+    if not isinstance(trained_in, str) or _same_directory(trained_in, run_dir):
+        return None
+    here = next((r.get("from_step") for r in rows if r.get("type") == RESUME and isinstance(r.get("output"), str)
+                 and _same_directory(r["output"], run_dir)), None)
+    return here if isinstance(here, int) else final_model_step(run_dir)
+
+
+def _same_directory(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
 
 
 def eval_rows(run_dir: str | os.PathLike) -> list[dict[str, Any]]:

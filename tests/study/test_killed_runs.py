@@ -92,20 +92,22 @@ class _Sim:
 
     def run(self, out: Path, cfg, resume: bool) -> None:
         steps, every, attempt = cfg.run.steps, cfg.eval.every, self.attempt
+        header = {"type": "header", "run": out.name, "config": {"run": {"output": str(out)}}}
         if not resume:
             out.mkdir(parents=True, exist_ok=True)
             save_yaml(cfg, out / "config.yaml")
-            self._write(out, [{"type": "header", "run": out.name}])
+            self._write(out, [header])
         ckpt = latest_checkpoint(out / "checkpoints")
         step = checkpoint_step(ckpt) if resume and ckpt is not None else None
         if step is None:
-            self._write(out, [{"type": "header", "run": out.name}])
+            self._write(out, [header])
             if resume:
                 self._record_steps(out, steps)
             step = 0
             self._evaluate(out, 0, attempt)
         else:
-            self._write(out, [r for r in self._rows(out) if r.get("type") == "header" or r.get("step", -1) <= step])
+            self._write(out, [r for r in self._rows(out) if r.get("type") in ("header", "resume")
+                              or r.get("step", -1) <= step])
             self._record_steps(out, max(step, steps))
             if step > steps:
                 self.notes.append(f"note: {out} is already at step {step}, past run.steps = {steps}: nothing to train")
@@ -113,6 +115,7 @@ class _Sim:
                 self.notes.append(f"note: {out} is already at step {step} of run.steps = {steps}: the run is done")
             else:
                 self.notes.append(f"note: resuming {out} from its checkpoint at step {step}, to step {steps}")
+                self._append(out, {"type": "resume", "from_step": step, "output": str(out)})  # (Trainer._log_resume)
             # (Trainer._evaluation_missing: a checkpoint at a due evaluation step without its row evaluates it)
             due = step % every == 0 or step == steps
             if due and not any(r.get("type") == "eval" and r.get("step") == step for r in self._rows(out)):

@@ -5,7 +5,6 @@ The trainer is test_killed_runs' stand-in, checkpointing between evaluations (``
 
 from __future__ import annotations
 
-import pytest
 
 from scalerl.runlog import eval_rows
 from scalerl.study.plan import Budget
@@ -60,10 +59,9 @@ def test_shared_run_killed_between_evaluations_past_its_compute_ends_at_its_exte
     assert _end(plan) == _end(reference), (sim.calls, _end(plan)[0][-3:])
 
 
-@pytest.mark.xfail(strict=True, reason="review ER, not fixed: once the run's extension has rewritten final/, the end of "
-                   "the copy it was shared as (300) is recorded nowhere, and a raised budget walks on from the "
-                   "extension's end (360 -> 380; the uninterrupted shared run goes 300 -> 420)")
 def test_shared_run_finished_then_raised_ends_where_the_uninterrupted_shared_run_does(tmp_path, monkeypatch):
+    """Review ER: a shared run (copied at 300) extended under 6e11 to 360, then given 7e11, was walked on from its
+    final/ (360, to 380); the uninterrupted shared run under 7e11 is measured from the copy's end: 300 -> 420."""
     k = killed_runs
     sim = k._Sim()
     k._install(monkeypatch, sim)

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from scalerl.config import from_dict, load_yaml, to_dict
 from scalerl.errors import CannotResume, InputError, ScaleRLError
-from scalerl.runlog import RUNLOG, eval_rows, final_model_step
+from scalerl.runlog import RUNLOG, copied_at, eval_rows, final_model_step
 from scalerl.study.plan import Budget, RunPlan
 from scalerl.study.run_state import DAMAGED, read_log, run_status
 
@@ -109,7 +109,8 @@ def _resume_stretch(out: Path, budget: Budget, rows: list[dict[str, Any]], progr
     from scalerl.train.run_directory import CHECKPOINTS, planned_steps, run_finished
     from scalerl.train.trainer import Trainer
 
-    end = budget.stretch_end(rows, final_model_step(out))
+    copied = copied_at(out)  # (a shared run: where its copy ended; else the end of the last stretch it finished)
+    end = budget.stretch_end(rows, copied if copied is not None else final_model_step(out))
     if max((int(r["step"]) for r in rows), default=0) <= end:
         Trainer.resumed(out, steps=end, progress=progress).run()
     elif budget.reached(rows[-1]) and run_finished(out, rows) is False:

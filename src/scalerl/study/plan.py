@@ -72,10 +72,12 @@ class Budget:
         interrupted, not one measured from where it stopped (a run killed inside its first stretch ended
         short of it) -- and a run whose log goes past the end of its last stretch trained past this budget.
 
-        ``finished``: the step of the run's final/ -- the end of the last stretch it finished. A run shared from
-        another study has that past this study's ``steps``, where it has no evaluation (its source evaluated at
-        other steps): the walk breaks there, and goes on from ``finished`` where that evaluation is in ``rows``
-        (review ei: killed inside its extension, the run re-measured its target from where it stopped). Only
+        ``finished``: the end of the last stretch the run finished before this study's chain -- a run shared from
+        another study, the step it was copied at (:func:`scalerl.runlog.copied_at`), past this study's ``steps``,
+        where it has no evaluation (its source evaluated at other steps): the walk breaks there, and goes on from
+        ``finished`` where that evaluation is in ``rows`` (review ei: killed inside its extension, the run
+        re-measured its target from where it stopped; review er: from final/'s step, which an extension moves on,
+        a raised budget was measured from the extension's end). Only
         there: a run of this study's own has an evaluation at every end this budget plans, so the walk from
         ``steps`` decides -- measured with this budget, it follows a budget raised or lowered since, where
         final/ is the older budget's end (review er: raised from 3.5e11 to 6e11, a run finished at 260 was

@@ -817,7 +817,8 @@ class Trainer:
         run trained in one go. Not for a resume with nothing to train (a finished run's report
         regenerated). A resume stopped before its next checkpoint keeps it: the next resume's truncation
         of the run log spares resume rows (runlog.RunLogWriter)."""
-        self.runlog.append({"type": RESUME, "from_step": self.step, "utc": _utc_now()})
+        # (output: where it went on -- a run directory copied from another keeps that one's rows: runlog.copied_at)
+        self.runlog.append({"type": RESUME, "from_step": self.step, "output": str(self.output), "utc": _utc_now()})
 
     def _loop(self, bar: Any) -> None:
         cfg = self.cfg
