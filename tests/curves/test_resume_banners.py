@@ -10,7 +10,10 @@ over", a run of its own, and the abandoned attempt's rows after the checkpoint s
 
 from __future__ import annotations
 
+import pytest
+
 from scalerl.curves.dict_lines_log import read_dict_lines
+from scalerl.curves.io import read_curves
 from scalerl.curves.verl_log import read_verl
 
 
@@ -132,3 +135,66 @@ def test_a_log_line_ending_in_a_dict_of_text_is_no_row(tmp_path):
     log.write_text(text, encoding="utf-8")
     assert sorted(log_columns(log)) == ["epoch", "reward"]
     assert len(read_dict_lines(log, "epoch", "reward")[0].x) == 8
+
+
+# ------------------------------------------------------------------ review EU
+
+# Unsloth's launch banner (unsloth/models/llama.py: the Trainer's "Running training" block replaced by
+# logger.warning(debug_info)); it says nothing of a checkpoint resumed.
+_RESUMED_BANNER = (
+    "==((====))==  Unsloth - 2x faster free finetuning | Num GPUs used = 1\n"
+    "   \\\\   /|    Num examples = 1,000 | Num Epochs = 1 | Total steps = {steps}\n"
+    "O^O/ \\_/ \\    Batch size per device = 2 | Gradient accumulation steps = 4\n"
+)
+
+
+def _epoch_row(i: int) -> str:
+    return f"{{'loss': 0.01, 'reward': {0.1 + 0.005 * i:.4f}, 'epoch': {0.008 * (i + 1):.3f}}}\n"
+
+
+def _summary_dict(epoch: float) -> str:
+    return (f"{{'train_runtime': 1021.6, 'train_samples_per_second': 0.626, 'train_steps_per_second': 0.02, "
+            f"'train_loss': 0.01, 'epoch': {epoch}}}\n")
+
+
+def test_unsloth_training_resumed_after_it_finished_stays_one_run(tmp_path):
+    """Review EU: split into train#1 and train#2 by the first version of the rule (a summary, then a banner)."""
+    # trainer.train() to 60 steps, then (max_steps raised to 120) trainer.train(resume_from_checkpoint=True):
+    # same data (Num examples = 1,000), the epoch goes on from 0.480 to 0.488 at the next logging step, as a
+    # killed training's resume does -- and at the default verbosity transformers' "Continuing training from
+    # checkpoint" (logger.info) is not printed. Before 8800841 this was one run of 120 points.
+    text = _RESUMED_BANNER.format(steps=60) + "".join(_epoch_row(i) for i in range(60)) + _summary_dict(0.48)
+    text += _RESUMED_BANNER.format(steps=120) + "".join(_epoch_row(i) for i in range(60, 120)) + _summary_dict(0.96)
+    log = tmp_path / "train.log"
+    log.write_text(text)
+    curves = read_dict_lines(log, "epoch", "reward", bounded=False)
+    assert [len(c.x) for c in curves] == [120], [(c.name, len(c.x), float(c.x[0])) for c in curves]
+
+
+def test_json_printed_dict_with_a_nan_keeps_its_finite_metrics(tmp_path):
+    """Review EU: the NaN line was "1 dict-like line(s) could not be read", its finite reward lost with it."""
+    # print(json.dumps({"step": i, "reward": r, "kl": kl})) with a NaN kl at step 3 (json.dumps default
+    # allow_nan=True writes NaN); other console lines before the dicts, so the file is read as dict-lines.
+    text = "Loading model...\nsome warning\n"
+    text += "".join(f'{{"step": {i}, "reward": {0.1 * i:.2f}, "kl": {"NaN" if i == 3 else 0.01}}}\n'
+                    for i in range(1, 7))
+    log = tmp_path / "train.log"
+    log.write_text(text)
+    (curve,) = read_curves(log, "step", "reward", bounded=False)
+    assert [float(v) for v in curve.x] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], curve.notes
+
+
+def test_a_dict_of_text_does_not_make_a_lone_printed_dict_a_log(tmp_path):
+    """Review EU: a data sample shown beside one config dict made the console a one-row dict-lines log."""
+    from scalerl.curves.io import detect_format
+    from scalerl.errors import InputError
+
+    lone = "starting\nconfig {'lr': 1e-05, 'batch_size': 8}\ndone\n"
+    plain = tmp_path / "plain.log"
+    plain.write_text(lone)
+    with pytest.raises(InputError, match="one printed dict"):
+        detect_format(plain)  # (today: refused, as documented)
+    sample = tmp_path / "sample.log"
+    sample.write_text('[INFO] sample: {"content": "What is 2+2?", "role": "user"}\n' + lone)
+    with pytest.raises(InputError, match="one printed dict"):
+        detect_format(sample)  # (was: 'dict-lines' -- the data sample counted as the second metric dict)

@@ -229,7 +229,8 @@ def _text(bt, *, legend: bool = True) -> str:
     pct = _level_label([bt])
     lines.append(f"end level (mean of the last quarter held out) {bt.end_level:.4f}: {pct} confidence band "
                  f"[{b.end_lo:.4f}, {b.end_hi:.4f}] {'covers it' if b.end_covered else 'MISSES it'}"
-                 + (" but is wider than the run's whole range of values (it says nothing)" if b.wider_than_run else "")
+                 + (" but is over twice as wide as the run's whole range of values (it says nothing)"
+                    if b.end_covered and b.wider_than_run else "")
                  + "; "
                  f"{pct} prediction band (median half-width {b.point_half_width:.4f}) holds "
                  f"{100 * b.point_coverage:.0f}% of the held-out evaluations"
@@ -384,7 +385,7 @@ def _runs_table(results, several: bool) -> str:
     for label, (f, bt) in zip(labels, results):
         rows.append([label, *([f"{f:g}"] if several else []), f"{bt.n_fit}/{bt.n_test}", f"{bt.default.mae:.4f}",
                      f"{bt.default.end_error:+.4f}",
-                     ("yes" if bt.bands.end_covered else "NO") + (" (wider than the run)" if bt.bands.wider_than_run else ""),
+                     ("yes (over 2x the run)" if bt.bands.wider_than_run else "yes") if bt.bands.end_covered else "NO",
                      f"{bt.bands.end_half_width:.3f}",
                      f"{100 * bt.bands.point_coverage:.0f}%",
                      f"{bt.plain_sigmoid.mae:.4f}" if bt.plain_sigmoid else "-",
@@ -473,8 +474,8 @@ def _summary_lines(s, what: str, *, skipped: int | None, label: str) -> str:
             + (f"; {skipped} skipped" if skipped is not None else "") + f". Over the {s.n_scored} scored:\n"
             f"  MAE <= 0.015 in {_pct(s.mae_ok)} (median {s.median_mae:.4f}); |end-level error| <= 0.02 in "
             f"{_pct(s.end_ok)}; end level inside the {pct} confidence band in {_pct(s.end_coverage)} "
-            + (f"({s.n_covered_wider_than_run} of them in a band wider than the run's whole range of values: covered "
-               "without saying anything) " if s.n_covered_wider_than_run else "")
+            + (f"({s.n_covered_wider_than_run} of them in a band over twice as wide as the run's whole range of "
+               "values: covered without saying anything) " if s.n_covered_wider_than_run else "")
             + f"(median half-width {s.median_end_half_width:.3f}); {_pct(s.point_coverage)} of held-out evaluations "
             f"inside the {pct} prediction band; forecast MAE no worse than the better of plain sigmoid and power law "
             f"(that better one picked with hindsight) in {_pct(s.no_worse_strict)} strictly, {_pct(s.no_worse_noise)} "

@@ -69,10 +69,11 @@ class BandScore:
     calibrated: bool
     """False when some held-out points lie beyond the calibrated horizon."""
     wider_than_run: bool = False
-    """The confidence band at the end is wider than the whole run's range of values (its highest
-    evaluation minus its lowest): it covers the end level without saying anything about it (an
+    """The confidence band at the end is more than twice as wide as the whole run's range of values (its
+    highest evaluation minus its lowest): it covers the end level without saying anything about it (an
     ``--unbounded`` reward's ceiling the fit cannot bound gave bands 13-20 wide on rewards in [-1, 1],
-    which a coverage share counted as hits)."""
+    which a coverage share counted as hits). Twice: on a flat run the range is the noise's, which an
+    honest band may match (review EU)."""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -257,7 +258,7 @@ def backtest(
         level=fc.level, end_lo=lo, end_hi=hi, end_covered=bool(lo <= end_level <= hi),
         end_half_width=(hi - lo) / 2, point_coverage=float(inside.mean()),
         point_half_width=float(np.median((b["obs_hi"] - b["obs_lo"]) / 2)), calibrated=bool(b["calibrated"].all()),
-        wider_than_run=bool(hi - lo > np.ptp(curve.y)),
+        wider_than_run=bool(hi - lo > 2 * np.ptp(curve.y)),
     )
     return Backtest(
         run=curve.name, cut=float(cut), n_fit=int(((curve.x <= cut) & (curve.x > 0)).sum()), n_test=int(test.sum()),
@@ -285,8 +286,8 @@ class Summary:
     end_coverage: float
     """Share whose observed end level lies in the confidence band."""
     n_covered_wider_than_run: int
-    """Of the runs counted in :attr:`end_coverage`, those whose band is wider than the run's whole range of
-    values (:attr:`BandScore.wider_than_run`): hits that say nothing."""
+    """Of the runs counted in :attr:`end_coverage`, those whose band is more than twice as wide as the run's whole
+    range of values (:attr:`BandScore.wider_than_run`): hits that say nothing."""
     median_end_half_width: float
     point_coverage: float
     """Mean over runs of the share of held-out evaluations inside the prediction band."""

@@ -30,7 +30,7 @@ from checkpoint ...`` after it: a banner without that line before the launch's f
 fresh training -- a new run, wherever its epoch starts (a training on another data set appended);
 with it, a resume. Unsloth prints its own banner instead, which says nothing of a checkpoint: a new run
 where the training before it printed the ``Trainer``'s end-of-training summary (``train_runtime``,
-``train_loss``), else left to the epoch. A ``Trainer``'s printed epoch is rounded (several steps print one value), so an
+``train_loss``) and the banner's ``Num examples`` differs from the launch before, else left to the epoch. A ``Trainer``'s printed epoch is rounded (several steps print one value), so an
 epoch printed again is no resume by itself -- but after a resume's banner it is: a resumed
 ``Trainer`` may evaluate the checkpoint it loaded again (``eval_on_start``; axolotl with eval_steps
 = save_steps), at its epoch, and that evaluation takes the place of the abandoned attempt's, the
@@ -76,8 +76,10 @@ _TRAINER_LAUNCH = re.compile(r"\*{5} Running training \*{5}")
 #: checkpoint, will skip to saved global_step``).
 _TRAINER_RESUME = re.compile(r"(?:Resuming|Continuing) training from checkpoint")
 #: Unsloth's banner, printed (not logged) where it patched the Trainer's "Running training" out: a launch
-#: that says nothing of a checkpoint it resumes -- a new run only after a training that finished (below).
+#: that says nothing of a checkpoint it resumes -- a new run only after a training that finished, on another
+#: data set (its next line's ``Num examples = N``; below).
 _UNSLOTH_LAUNCH = re.compile(r"Unsloth - 2x faster free finetuning")
+_UNSLOTH_EXAMPLES = re.compile(r"Num examples = ([\d,]+)")
 #: The keys of the summary dict a ``Trainer`` prints as its training ends (``train_runtime``, ``train_loss``,
 #: ...): nothing that launch prints later is a resume of it.
 TRAINER_SUMMARY = ("train_runtime", "train_loss")
@@ -188,13 +190,13 @@ def parse_printed_dict(text: str) -> dict[str, Any] | None:
     text = SCALAR_REPR.sub(scalar_of, text)  # np.float64(0.5) in a dict: no literal either parser reads
     text = _BARE_NONFINITE.sub(r"'\1'", text)  # {'loss': nan}: a literal neither parser reads
     d = None
-    if '"' not in text and "\\" not in text:
-        # Fast path: a repr of str keys and str / number values is JSON once its quotes are swapped
-        # (json is ~10x faster than ast.literal_eval; anything else falls through to it).
-        try:
-            d = json.loads(text.replace("'", '"'))
-        except ValueError:
-            d = None
+    try:
+        # Fast path: a repr of str keys and str / number values is JSON once its quotes are swapped (json is ~10x
+        # faster than ast.literal_eval; anything else falls through to it); a line with double quotes may be JSON
+        # itself -- print(json.dumps(metrics)), whose NaN and Infinity no Python literal reads (review EU).
+        d = json.loads(text.replace("'", '"') if '"' not in text and "\\" not in text else text)
+    except ValueError:
+        d = None
     if d is None:
         try:
             d = ast.literal_eval(text)
@@ -216,7 +218,7 @@ def _sniffed(path: Path) -> tuple[int, dict[str, Any] | None, bool]:
     for line in _logical_lines(head.split("\n")):
         text, counter, _ = _dict_and_counter(line)
         row = parse_printed_dict(text) if text else None
-        if row:
+        if _metrics(row):  # (a dict of text -- a data sample shown -- is no metrics: review EU)
             found, last = found + (2 if counter else 1), row
         elif line.strip():
             other = True
@@ -255,16 +257,23 @@ def read_dict_lines_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     # A Trainer's launch banner seen, and whether it resumes a checkpoint (RESTART) or starts afresh
     # (NEW_RUN): told by the line that follows it where it resumes, before the launch's first dict.
     launch: str | None = None
-    # The training before ended (its Trainer's summary dict printed): an Unsloth launch after it is a new
-    # training (review ES: two Unsloth trainings in one console, the second's epoch starting above the first's
-    # last, were read as one run). A killed one's launch is left to the epoch, which tells a resume.
-    finished = False
+    # The training before ended (its Trainer's summary dict printed) and an Unsloth launch after it trains on
+    # another number of examples: a new training (review ES: two Unsloth trainings in one console, the second's
+    # epoch starting above the first's last, were read as one run). On as many examples it may be that training
+    # resumed with more steps (review EU), and a killed one's launch may be its resume: left to the epoch.
+    finished, unsloth, examples = False, False, None
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
         for line in _logical_lines(f):
             text, counter, step = _dict_and_counter(line.rstrip("\n"))
             if text is None:
-                if _TRAINER_LAUNCH.search(line) or (finished and _UNSLOTH_LAUNCH.search(line)):
+                if unsloth and (found := _UNSLOTH_EXAMPLES.search(line)):
+                    if finished and examples is not None and found.group(1) != examples:
+                        launch = NEW_RUN
+                    unsloth, examples = False, found.group(1)
+                elif _TRAINER_LAUNCH.search(line):
                     launch = NEW_RUN
+                elif _UNSLOTH_LAUNCH.search(line):
+                    unsloth = True
                 elif launch is not None and _TRAINER_RESUME.search(line):
                     launch = RESTART
                 continue
