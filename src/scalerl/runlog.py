@@ -265,23 +265,32 @@ def config_setting(header: dict[str, Any], *path: str) -> Any:
 def copied_at(run_dir: str | os.PathLike) -> int | None:
     """The step at which the run in ``run_dir`` was copied there from another directory -- its log's header names
     that one as run.output (a study benchmark shares a finished run into another family's study): the step its
-    first attempt resumed in ``run_dir`` went on from (its resume row's ``output``), or, not resumed there yet, its
-    final/'s. None for a run trained where it is, or a log that does not say (no header config).
+    first attempt resumed since the copy went on from, or, not resumed since, its final/'s. None for a run trained
+    where it is, or a log that does not say (no header config).
 
     The end of the copy is where a study's extensions of it are measured from; final/ moves on with them, and the
     copy's end was recorded nowhere (review er: a shared run extended to 360, then given a raised compute budget,
-    was walked on from 360 where the uninterrupted shared run is measured from 300)."""
+    was walked on from 360 where the uninterrupted shared run is measured from 300). A resume row names the
+    directory it was written in as its trainer was given it (``output``): the source's rows name the source as its
+    header does; the first that names another is the copy's -- wherever the copy has been moved since, and from
+    whatever working directory (review et: compared with ``run_dir``, a moved copy and a relative --output missed
+    it). A log from before resume rows said where: the source's own final/, where it still is."""
     run_dir = Path(run_dir)
     try:
         header, rows, _ = read_runlog(run_dir / RUNLOG)
     except (InputError, OSError):
         return None
-    trained_in = config_setting(header, "run", "output")
-    if not isinstance(trained_in, str) or _same_directory(trained_in, run_dir):
+    source = config_setting(header, "run", "output")
+    if not isinstance(source, str) or _same_directory(source, run_dir):
         return None
-    here = next((r.get("from_step") for r in rows if r.get("type") == RESUME and isinstance(r.get("output"), str)
-                 and _same_directory(r["output"], run_dir)), None)
-    return here if isinstance(here, int) else final_model_step(run_dir)
+    resumes = [r for r in rows if r.get("type") == RESUME]
+    here = next((r.get("from_step") for r in resumes
+                 if isinstance(r.get("output"), str) and os.path.normpath(r["output"]) != os.path.normpath(source)), None)
+    if isinstance(here, int):
+        return here
+    if any("output" not in r for r in resumes) and (before := final_model_step(source)) is not None:
+        return before
+    return final_model_step(run_dir)
 
 
 def _same_directory(a: str | os.PathLike, b: str | os.PathLike) -> bool:

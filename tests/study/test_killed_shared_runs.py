@@ -5,8 +5,11 @@ The trainer is test_killed_runs' stand-in, checkpointing between evaluations (``
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
 
-from scalerl.runlog import eval_rows
+from scalerl.runlog import copied_at, eval_rows
 from scalerl.study.plan import Budget
 from scalerl.study.run_state import run_status
 from scalerl.train.checkpoint import checkpoint_step, latest_checkpoint
@@ -75,3 +78,67 @@ def test_shared_run_finished_then_raised_ends_where_the_uninterrupted_shared_run
     assert k._end(plan)[1] == 360
     k._execute(plan, raised, sim)
     assert k._end(plan) == k._end(reference), (sim.calls, k._end(plan)[0][-3:])
+
+
+# ------------------------------------------------------------------ review ET: runlog.copied_at
+
+_OLD = Budget(steps=150, compute=6e11, max_steps=800, x="flops", eval_every=20)
+_RAISED = Budget(steps=150, compute=7e11, max_steps=800, x="flops", eval_every=20)
+
+
+def _raised_reference(tmp_path, sim):
+    """The shared run (base run of 300 steps copied into a compute study), run once under the raised budget: 300 ->
+    420 (as tests/study/test_killed_shared_runs.py's review-ER test)."""
+    reference = killed_runs._shared(tmp_path, sim, "reference", 300)
+    assert killed_runs._execute(reference, _RAISED, sim).status == "resumed"
+    assert killed_runs._end(reference)[1] == 420
+    return reference
+
+
+def test_moved_shared_copy_raised_after_its_extension_ends_where_the_uninterrupted_one_does(tmp_path, monkeypatch):
+    """Review ET: copied_at compared resume rows with the copy's own path; moved, it was walked on from final/."""
+    sim = _Sim()
+    killed_runs._install(monkeypatch, sim)
+    reference = _raised_reference(tmp_path, sim)
+    plan = killed_runs._shared(tmp_path, sim, "study", 300)
+    killed_runs._execute(plan, _OLD, sim)
+    assert killed_runs._end(plan)[1] == 360 and copied_at(plan.directory) == 300
+    shutil.move(str(tmp_path / "study"), str(tmp_path / "moved"))  # mv study moved; scalerl study --output moved
+    moved = killed_runs._plan(tmp_path / "moved")
+    killed_runs._execute(moved, _RAISED, sim)
+    assert killed_runs._end(moved)[1] == killed_runs._end(reference)[1], sim.calls
+
+
+def test_shared_copy_of_a_study_started_with_a_relative_output_is_anchored_from_any_working_directory(
+        tmp_path, monkeypatch):
+    sim = _Sim()
+    killed_runs._install(monkeypatch, sim)
+    reference = _raised_reference(tmp_path, sim)
+    monkeypatch.chdir(tmp_path)
+    plan = killed_runs._shared(Path("."), sim, "study", 300)  # `scalerl study --output study` (relative, as typed)
+    assert not plan.directory.is_absolute()
+    killed_runs._execute(plan, _OLD, sim)
+    assert killed_runs._end(plan)[1] == 360
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # `scalerl study --output /abs/.../study --compute 7e11`
+    again = killed_runs._plan(tmp_path / "study")
+    killed_runs._execute(again, _RAISED, sim)
+    assert killed_runs._end(again)[1] == killed_runs._end(reference)[1], sim.calls
+
+
+def test_shared_copy_extended_before_resume_rows_had_output_raised_ends_where_the_uninterrupted_one_does(
+        tmp_path, monkeypatch):
+    sim = _Sim()
+    killed_runs._install(monkeypatch, sim)
+    reference = _raised_reference(tmp_path, sim)
+    plan = killed_runs._shared(tmp_path, sim, "study", 300)
+    killed_runs._execute(plan, _OLD, sim)
+    log = plan.directory / "runlog.jsonl"
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    for r in rows:  # (the log as the trainer wrote it before beee908: resume rows without output)
+        if r.get("type") == "resume":
+            r.pop("output")
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert killed_runs._end(plan)[1] == 360
+    killed_runs._execute(plan, _RAISED, sim)
+    assert killed_runs._end(plan)[1] == killed_runs._end(reference)[1], sim.calls

@@ -217,3 +217,50 @@ def test_a_shared_run_killed_in_its_extension_resumed_under_a_raised_compute_bud
     assert sim.calls == [("resume", 360)] and k._end(plan)[0][-1] == 340
     k._execute(plan, raised, sim)
     assert k._end(plan)[1] == k._end(reference)[1], (sim.calls, k._end(plan))
+
+
+# ------------------------------------------------------------------ review ET: the default directory's pins
+
+
+def _study_with_a_pin(tmp_path):
+    from scalerl.study.runner import save_spec
+    from scalerl.study.spec import StudySpec
+
+    model = plan_phrase._user_model(tmp_path / "model")
+    study = tmp_path / "runs" / "study-batch-size"  # the default directory of a batch-size study
+    study.mkdir(parents=True)
+    save_spec(StudySpec(family="batch-size", model=str(model), task="math"), study)
+    return model, study
+
+
+def _resolve_spec_args(argv):
+    from scalerl.commands import study as study_cmd
+
+    parser = argparse.ArgumentParser()
+    study_cmd.add_arguments(parser)
+    return study_cmd.resolve_spec(parser.parse_args(argv))
+
+
+def test_a_study_continued_with_its_own_study_yaml_and_no_output_keeps_its_pin_without_a_note(
+        tmp_path, monkeypatch, capsys):
+    from scalerl.study.spec import SPEC_FILE
+
+    model, study = _study_with_a_pin(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    spec, directory = _resolve_spec_args([str(Path("runs/study-batch-size") / SPEC_FILE)])  # scalerl study runs/study-.../study.yaml
+    assert directory.resolve() == study.resolve()
+    err = capsys.readouterr().err
+    assert spec.auto_profile == {str(model): "cpu-small"}, (spec.auto_profile, err)
+    assert "another study" not in err, err
+
+
+def test_a_plain_rerun_of_a_spec_file_on_its_default_directory_keeps_the_directorys_pin(tmp_path, monkeypatch):
+    model, study = _study_with_a_pin(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my.yaml").write_text(f"family: batch-size\nmodel: {model}\ntask: math\n")
+    kept, _ = _resolve_spec_args(["my.yaml", "--output", str(study)])
+    assert kept.auto_profile == {str(model): "cpu-small"}  # (with --output: kept)
+    spec, directory = _resolve_spec_args(["my.yaml"])  # the same study, its default directory
+    assert directory.resolve() == study.resolve()
+    assert spec.auto_profile == kept.auto_profile

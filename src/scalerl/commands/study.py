@@ -117,7 +117,7 @@ def resolve_spec(args):
                              "give --output DIR of a study, or drop --resume to start one")
         spec = saved
     elif args.spec:
-        spec = _own_profile_pins(load_spec(args.spec), saved, args.spec)
+        spec = load_spec(args.spec)  # (its profile pins: the directory's, once that is known -- below)
     elif saved is not None:
         # The directory's own study, the flags changing it (--seeds 2 adds a seed, --steps 800 extends
         # it): starting from the defaults instead planned runs that clash with those on disk.
@@ -138,6 +138,8 @@ def resolve_spec(args):
     if saved is not None and (saved.family, saved.base) != (spec.family, spec.base):
         raise InputError(f"{directory} holds a {saved.family} study of {saved.base}; this is a {spec.family} "
                          f"study of {spec.base} -- use another --output")
+    if args.spec and not args.resume:  # (the default directory's saved spec is read above: review et)
+        spec = _own_profile_pins(spec, saved, args.spec)
     return spec, directory
 
 
@@ -153,8 +155,9 @@ def _own_profile_pins(spec, saved, spec_file: str):
     own = dict(saved.auto_profile) if saved is not None else {}
     for model, profile in spec.auto_profile.items():
         if own.get(model) != profile:
+            mine = f"keeps its own ({own[model]})" if model in own else "chooses its own"
             print(f"note: {spec_file} holds the profile another study chose for {model} ({profile}); this study "
-                  f"chooses its own (`--set profile={profile}` keeps that one)", file=sys.stderr)
+                  f"{mine} (`--set profile={profile}` takes that one)", file=sys.stderr)
     return replace(spec, auto_profile=own)
 
 
