@@ -14,8 +14,7 @@ from scalerl.study.plan import Budget
 from scalerl.study.run_state import run_status
 from scalerl.train.checkpoint import checkpoint_step, latest_checkpoint
 
-from . import test_killed_runs as killed_runs
-from .test_killed_runs import _end, _execute, _install, _shared, _Sim
+from .test_killed_runs import _end, _execute, _install, _plan, _shared, _Sim
 
 
 # --------------------------------------------------------- _resume_stretch's stale-final branch: the attempt's end
@@ -62,83 +61,83 @@ def test_shared_run_killed_between_evaluations_past_its_compute_ends_at_its_exte
     assert _end(plan) == _end(reference), (sim.calls, _end(plan)[0][-3:])
 
 
-def test_shared_run_finished_then_raised_ends_where_the_uninterrupted_shared_run_does(tmp_path, monkeypatch):
-    """Review ER: a shared run (copied at 300) extended under 6e11 to 360, then given 7e11, was walked on from its
-    final/ (360, to 380); the uninterrupted shared run under 7e11 is measured from the copy's end: 300 -> 420."""
-    k = killed_runs
-    sim = k._Sim()
-    k._install(monkeypatch, sim)
-    old = Budget(steps=150, compute=6e11, max_steps=800, x="flops", eval_every=20)
-    raised = Budget(steps=150, compute=7e11, max_steps=800, x="flops", eval_every=20)
-    reference = k._shared(tmp_path, sim, "reference", 300)
-    assert k._execute(reference, raised, sim).status == "resumed"
-    assert k._end(reference)[1] == 420
-    plan = k._shared(tmp_path, sim, "study", 300)
-    k._execute(plan, old, sim)
-    assert k._end(plan)[1] == 360
-    k._execute(plan, raised, sim)
-    assert k._end(plan) == k._end(reference), (sim.calls, k._end(plan)[0][-3:])
-
-
-# ------------------------------------------------------------------ review ET: runlog.copied_at
+# ------------------------------------------------------------------ reviews ER, ET: a shared run's budget raised
 
 _OLD = Budget(steps=150, compute=6e11, max_steps=800, x="flops", eval_every=20)
 _RAISED = Budget(steps=150, compute=7e11, max_steps=800, x="flops", eval_every=20)
 
 
 def _raised_reference(tmp_path, sim):
-    """The shared run (base run of 300 steps copied into a compute study), run once under the raised budget: 300 ->
-    420 (as tests/study/test_killed_shared_runs.py's review-ER test)."""
-    reference = killed_runs._shared(tmp_path, sim, "reference", 300)
-    assert killed_runs._execute(reference, _RAISED, sim).status == "resumed"
-    assert killed_runs._end(reference)[1] == 420
+    """The shared run (the base run of 300 steps copied into a compute study, stretch 150) never stopped, under the
+    raised budget: measured from the copy's end, 300 -> 420."""
+    reference = _shared(tmp_path, sim, "reference", 300)
+    assert _execute(reference, _RAISED, sim).status == "resumed"
+    assert _end(reference)[1] == 420
     return reference
+
+
+def _extended_under_the_old_budget(tmp_path, sim, root=None):
+    """The same shared run in a study of its own, extended under the old budget (6e11: 300 -> 360)."""
+    plan = _shared(tmp_path if root is None else root, sim, "study", 300)
+    _execute(plan, _OLD, sim)
+    assert _end(plan)[1] == 360
+    return plan
+
+
+def test_shared_run_finished_then_raised_ends_where_the_uninterrupted_shared_run_does(tmp_path, monkeypatch):
+    """Review ER: a shared run (copied at 300) extended under 6e11 to 360, then given 7e11, was walked on from its
+    final/ (360, to 380); the uninterrupted shared run under 7e11 is measured from the copy's end: 300 -> 420."""
+    sim = _Sim()
+    _install(monkeypatch, sim)
+    reference = _raised_reference(tmp_path, sim)
+    plan = _extended_under_the_old_budget(tmp_path, sim)
+    assert copied_at(plan.directory) == 300
+    _execute(plan, _RAISED, sim)
+    assert _end(plan) == _end(reference), (sim.calls, _end(plan)[0][-3:])
 
 
 def test_moved_shared_copy_raised_after_its_extension_ends_where_the_uninterrupted_one_does(tmp_path, monkeypatch):
     """Review ET: copied_at compared resume rows with the copy's own path; moved, it was walked on from final/."""
     sim = _Sim()
-    killed_runs._install(monkeypatch, sim)
+    _install(monkeypatch, sim)
     reference = _raised_reference(tmp_path, sim)
-    plan = killed_runs._shared(tmp_path, sim, "study", 300)
-    killed_runs._execute(plan, _OLD, sim)
-    assert killed_runs._end(plan)[1] == 360 and copied_at(plan.directory) == 300
+    _extended_under_the_old_budget(tmp_path, sim)
     shutil.move(str(tmp_path / "study"), str(tmp_path / "moved"))  # mv study moved; scalerl study --output moved
-    moved = killed_runs._plan(tmp_path / "moved")
-    killed_runs._execute(moved, _RAISED, sim)
-    assert killed_runs._end(moved)[1] == killed_runs._end(reference)[1], sim.calls
+    moved = _plan(tmp_path / "moved")
+    _execute(moved, _RAISED, sim)
+    assert _end(moved)[1] == _end(reference)[1], sim.calls
 
 
 def test_shared_copy_of_a_study_started_with_a_relative_output_is_anchored_from_any_working_directory(
         tmp_path, monkeypatch):
+    """Review ET: the copy's resume rows name it as --output gave it (relative); read from another directory they
+    matched nothing."""
     sim = _Sim()
-    killed_runs._install(monkeypatch, sim)
+    _install(monkeypatch, sim)
     reference = _raised_reference(tmp_path, sim)
     monkeypatch.chdir(tmp_path)
-    plan = killed_runs._shared(Path("."), sim, "study", 300)  # `scalerl study --output study` (relative, as typed)
+    plan = _extended_under_the_old_budget(tmp_path, sim, root=Path("."))  # `scalerl study --output study`
     assert not plan.directory.is_absolute()
-    killed_runs._execute(plan, _OLD, sim)
-    assert killed_runs._end(plan)[1] == 360
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")  # `scalerl study --output /abs/.../study --compute 7e11`
-    again = killed_runs._plan(tmp_path / "study")
-    killed_runs._execute(again, _RAISED, sim)
-    assert killed_runs._end(again)[1] == killed_runs._end(reference)[1], sim.calls
+    again = _plan(tmp_path / "study")
+    _execute(again, _RAISED, sim)
+    assert _end(again)[1] == _end(reference)[1], sim.calls
 
 
 def test_shared_copy_extended_before_resume_rows_had_output_raised_ends_where_the_uninterrupted_one_does(
         tmp_path, monkeypatch):
+    """Review ET: a copy extended by a trainer whose resume rows did not say where: measured from the source's own
+    final/ (the copy's end), not from the copy's."""
     sim = _Sim()
-    killed_runs._install(monkeypatch, sim)
+    _install(monkeypatch, sim)
     reference = _raised_reference(tmp_path, sim)
-    plan = killed_runs._shared(tmp_path, sim, "study", 300)
-    killed_runs._execute(plan, _OLD, sim)
+    plan = _extended_under_the_old_budget(tmp_path, sim)
     log = plan.directory / "runlog.jsonl"
     rows = [json.loads(line) for line in log.read_text().splitlines()]
-    for r in rows:  # (the log as the trainer wrote it before beee908: resume rows without output)
+    for r in rows:  # (the log as the trainer wrote it before resume rows carried output)
         if r.get("type") == "resume":
             r.pop("output")
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert killed_runs._end(plan)[1] == 360
-    killed_runs._execute(plan, _RAISED, sim)
-    assert killed_runs._end(plan)[1] == killed_runs._end(reference)[1], sim.calls
+    _execute(plan, _RAISED, sim)
+    assert _end(plan)[1] == _end(reference)[1], sim.calls

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import pytest
+
 from scalerl.config import load_yaml, save_yaml
 from scalerl.study.plan import Budget
 
@@ -51,39 +53,25 @@ def test_a_train_run_put_in_a_compute_study_is_resumed_to_the_budget_not_to_its_
     assert k._end(plan)[1] == k._end(reference)[1], sim.calls
 
 
-def test_own_run_finished_under_a_lower_compute_then_raised_ends_where_the_uninterrupted_run_does(
-        tmp_path, monkeypatch):
-    """Review ER: finished under 3.5e11 (final/ at 260), the study run again under 6e11 walked on from final/ (to
-    380); the uninterrupted run under 6e11 goes 160 -> 440."""
+@pytest.mark.parametrize(("before", "ended"), [
+    (Budget(steps=160, compute=3.5e11, max_steps=800, x="flops", eval_every=20), 260),  # a lower compute
+    (Budget(steps=160, compute=6e11, max_steps=300, x="flops", eval_every=20), 300),  # a lower max_steps
+], ids=["compute-raised", "max-steps-raised"])
+def test_an_own_run_finished_under_a_lower_budget_then_raised_ends_where_the_uninterrupted_run_does(
+        tmp_path, monkeypatch, before, ended):
+    """Review ER: finished under the lower budget (final/ at 260, or 300 at the max_steps cap), the study run again
+    under 6e11 / max_steps 800 was walked on from final/ (to 380, 360); the uninterrupted run goes 160 -> 440."""
     k = killed_runs
     sim = k._Sim()
     k._install(monkeypatch, sim)
-    old = Budget(steps=160, compute=3.5e11, max_steps=800, x="flops", eval_every=20)
     raised = Budget(steps=160, compute=6e11, max_steps=800, x="flops", eval_every=20)
     reference = k._plan(tmp_path / "reference", steps=160)
     k._execute(reference, raised, sim)
     assert k._end(reference)[1] == 440  # 160 -> 440: every chain step a multiple of eval_every
     plan = k._plan(tmp_path / "study", steps=160)
-    k._execute(plan, old, sim)
-    assert k._end(plan)[1] == 260  # done under the old budget: final/ at 260
+    k._execute(plan, before, sim)
+    assert k._end(plan)[1] == ended
     assert k._execute(plan, raised, sim).status == "resumed"  # `scalerl study --output DIR --compute 6e11`
-    assert k._end(plan) == k._end(reference), (sim.calls, k._end(plan)[0][-3:])
-
-
-def test_own_run_capped_by_max_steps_then_given_a_higher_max_steps_ends_where_the_uninterrupted_run_does(
-        tmp_path, monkeypatch):
-    k = killed_runs
-    sim = k._Sim()
-    k._install(monkeypatch, sim)
-    capped = Budget(steps=160, compute=6e11, max_steps=300, x="flops", eval_every=20)
-    raised = Budget(steps=160, compute=6e11, max_steps=800, x="flops", eval_every=20)
-    reference = k._plan(tmp_path / "reference", steps=160)
-    k._execute(reference, raised, sim)
-    assert k._end(reference)[1] == 440
-    plan = k._plan(tmp_path / "study", steps=160)
-    k._execute(plan, capped, sim)
-    assert k._end(plan)[1] == 300
-    assert k._execute(plan, raised, sim).status == "resumed"
     assert k._end(plan) == k._end(reference), (sim.calls, k._end(plan)[0][-3:])
 
 
