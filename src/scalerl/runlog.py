@@ -5,8 +5,8 @@ every other line is a row (``"type": "eval"`` for evaluations). The forecaster r
 column name; the trainer writes them. Rows are never rewritten: a resumed run truncates the
 file back to the byte offset its checkpoint recorded, so a kill -9 can neither lose a row
 that a checkpoint covers nor duplicate one, and then writes a ``"type": "resume"`` row (which
-checkpoint it went on from: ``from_step``; where: ``output``, the run directory; when: ``utc``) -- no ``step`` column, so readers that
-order rows by step pass it by. The truncation keeps the resume rows it cuts (written again right
+checkpoint it went on from: ``from_step``; where: ``output``, the run directory as the trainer was
+given it; when: ``utc``) -- no ``step`` column, so readers that order rows by step pass it by. The truncation keeps the resume rows it cuts (written again right
 after the checkpoint's rows): a resume stopped before its next checkpoint still counts as one.
 
 No torch here: the forecaster imports this module.
@@ -284,8 +284,8 @@ def copied_at(run_dir: str | os.PathLike) -> int | None:
     if not isinstance(source, str) or _same_directory(source, run_dir):
         return None
     resumes = [r for r in rows if r.get("type") == RESUME]
-    here = next((r.get("from_step") for r in resumes
-                 if isinstance(r.get("output"), str) and os.path.normpath(r["output"]) != os.path.normpath(source)), None)
+    here = next((r.get("from_step") for r in resumes if isinstance(r.get("output"), str)
+                 and os.path.normpath(r["output"]) != os.path.normpath(source)), None)
     if isinstance(here, int):
         return here
     if any("output" not in r for r in resumes) and (before := final_model_step(source)) is not None:

@@ -30,9 +30,9 @@ from checkpoint ...`` after it: a banner without that line before the launch's f
 fresh training -- a new run, wherever its epoch starts (a training on another data set appended);
 with it, a resume. Unsloth prints its own banner instead, which says nothing of a checkpoint: a new run
 where the training before it printed the ``Trainer``'s end-of-training summary (``train_runtime``,
-``train_loss``) and the banner's ``Num examples`` differs from the launch before, else left to the epoch. A ``Trainer``'s printed epoch is rounded (several steps print one value), so an
-epoch printed again is no resume by itself -- but after a resume's banner it is: a resumed
-``Trainer`` may evaluate the checkpoint it loaded again (``eval_on_start``; axolotl with eval_steps
+``train_loss``) and the banner's ``Num examples`` differs from the launch before, else left to the
+epoch. A ``Trainer``'s printed epoch is rounded (several steps print one value), so an epoch printed
+again is no resume by itself -- but after a resume's banner it is: a resumed ``Trainer`` may evaluate the checkpoint it loaded again (``eval_on_start``; axolotl with eval_steps
 = save_steps), at its epoch, and that evaluation takes the place of the abandoned attempt's, the
 rows of the checkpoint's step of another kind kept (:func:`scalerl.curves.attempts.split_attempts`).
 """
