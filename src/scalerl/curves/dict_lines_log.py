@@ -21,20 +21,21 @@ counts optimizer steps): that number is the row's ``rollout_id``, and ``rollouts
 trained on when it was printed (``eval 10`` follows rollout 10's training: 11; the evaluation
 before training, also ``eval 0``: 0) -- the x for an evaluation's compute.
 
-A console that several trainings printed into (``tee -a``) is told apart by the ``epoch`` every
-dict of a Hugging Face ``Trainer`` carries, or else by the printed rollout number or step: where it goes back to the
-start, a new run (``<stem>#2``); where it goes back less, a training resumed from a checkpoint, and
+A console that several trainings printed into (``tee -a``) is told apart by the ``epoch`` every dict of
+a Hugging Face ``Trainer`` carries, or else by the printed rollout number or step: where it goes back to
+the start, a new run (``<stem>#2``); where it goes back less, a training resumed from a checkpoint, and
 what the abandoned attempt printed from there on is dropped. A ``Trainer`` launch at INFO prints a
-banner (``***** Running training *****``), and, where it resumes a checkpoint, ``Resuming training
-from checkpoint ...`` after it: a banner without that line before the launch's first dict is a
-fresh training -- a new run, wherever its epoch starts (a training on another data set appended);
-with it, a resume. Unsloth prints its own banner instead, which says nothing of a checkpoint: a new run
-where the training before it printed the ``Trainer``'s end-of-training summary (``train_runtime``,
-``train_loss``) and the banner's ``Num examples`` differs from the launch before, else left to the
-epoch. A ``Trainer``'s printed epoch is rounded (several steps print one value), so an epoch printed
-again is no resume by itself -- but after a resume's banner it is: a resumed ``Trainer`` may evaluate the checkpoint it loaded again (``eval_on_start``; axolotl with eval_steps
-= save_steps), at its epoch, and that evaluation takes the place of the abandoned attempt's, the
-rows of the checkpoint's step of another kind kept (:func:`scalerl.curves.attempts.split_attempts`).
+banner (``***** Running training *****``), and, where it resumes a checkpoint, ``Resuming training from
+checkpoint ...`` after it: a banner without that line before the launch's first dict is a fresh training
+-- a new run, wherever its epoch starts (a training on another data set appended); with it, a resume.
+Unsloth prints its own banner instead, which says nothing of a checkpoint: a new run where the training
+before it printed the ``Trainer``'s end-of-training summary (``train_runtime``, ``train_loss``) and the
+banner's ``Num examples`` differs from the launch before, else left to the epoch. A ``Trainer``'s
+printed epoch is rounded (several steps print one value), so an epoch printed again is no resume by
+itself -- but after a resume's banner it is: a resumed ``Trainer`` may evaluate the checkpoint it loaded
+again (``eval_on_start``; axolotl with eval_steps = save_steps), at its epoch, and that evaluation takes
+the place of the abandoned attempt's, the rows of the checkpoint's step of another kind kept
+(:func:`scalerl.curves.attempts.split_attempts`).
 """
 
 from __future__ import annotations
