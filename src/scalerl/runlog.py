@@ -272,30 +272,42 @@ def copied_at(run_dir: str | os.PathLike) -> int | None:
     The end of the copy is where a study's extensions of it are measured from; final/ moves on with them, and the
     copy's end was recorded nowhere (review er: a shared run extended to 360, then given a raised compute budget,
     was walked on from 360 where the uninterrupted shared run is measured from 300). A resume row names the
-    directory it was written in as its trainer was given it (``output``): the source's rows name the source as its
-    header does; the first that names another is the copy's -- wherever the copy has been moved since, and from
-    whatever working directory (review et: compared with ``run_dir``, a moved copy and a relative --output missed
-    it). A log from before resume rows said where: the source's own final/, where it still is."""
+    directory it was written in as its trainer was given it (``output``): the first that does not name the source
+    (:func:`_names_one_directory`) is the copy's -- wherever the copy has been moved since, and from whatever
+    working directory (review et). A log from before resume rows said where: the earlier of the source's own
+    final/, where it still is, and the copy's (review ev: the source may have trained on since)."""
     run_dir = Path(run_dir)
     try:
         header, rows, _ = read_runlog(run_dir / RUNLOG)
     except (InputError, OSError):
         return None
     source = config_setting(header, "run", "output")
-    if not isinstance(source, str) or _same_directory(source, run_dir):
+    if not isinstance(source, str) or _names_one_directory(source, run_dir):
         return None
     resumes = [r for r in rows if r.get("type") == RESUME]
-    here = next((r.get("from_step") for r in resumes if isinstance(r.get("output"), str)
-                 and os.path.normpath(r["output"]) != os.path.normpath(source)), None)
+    here = next((r.get("from_step") for r in resumes
+                 if isinstance(r.get("output"), str) and not _names_one_directory(r["output"], source)), None)
     if isinstance(here, int):
         return here
+    own = final_model_step(run_dir)
     if any("output" not in r for r in resumes) and (before := final_model_step(source)) is not None:
-        return before
-    return final_model_step(run_dir)
+        return before if own is None else min(before, own)
+    return own
 
 
-def _same_directory(a: str | os.PathLike, b: str | os.PathLike) -> bool:
-    return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
+def _names_one_directory(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether two spellings of a run directory, each as a trainer was given it, name one directory: the same text
+    (normalised), the same place resolved, or a relative one that ends the other absolute one -- a relative
+    --output resolves against a working directory the log does not record (review ev: a source started with a
+    relative --output and resumed with an absolute one; an own run read from another directory)."""
+    a, b = os.path.normpath(os.path.expanduser(a)), os.path.normpath(os.path.expanduser(b))
+    if a == b or Path(a).resolve() == Path(b).resolve():
+        return True
+    relative, absolute = (a, b) if not os.path.isabs(a) else (b, a)
+    if os.path.isabs(relative) or not os.path.isabs(absolute) or ".." in Path(relative).parts:
+        return False
+    parts = Path(relative).parts
+    return Path(absolute).resolve().parts[-len(parts):] == parts
 
 
 def eval_rows(run_dir: str | os.PathLike) -> list[dict[str, Any]]:

@@ -198,3 +198,32 @@ def test_a_dict_of_text_does_not_make_a_lone_printed_dict_a_log(tmp_path):
     sample.write_text('[INFO] sample: {"content": "What is 2+2?", "role": "user"}\n' + lone)
     with pytest.raises(InputError, match="one printed dict"):
         detect_format(sample)  # (was: 'dict-lines' -- the data sample counted as the second metric dict)
+
+
+# ------------------------------------------------------------------ review EV: a batch-size sweep
+
+_SWEEP_BANNER = (
+    "==((====))==  Unsloth - 2x faster free finetuning | Num GPUs used = 1\n"
+    "   \\\\   /|    Num examples = 1,000 | Num Epochs = 1 | Total steps = 5\n"
+    "O^O/ \\_/ \\    Batch size per device = {bs} | Gradient accumulation steps = 4\n"
+    "\\        /    Data Parallel GPUs = 1 | Total batch size ({bs} x 4 x 1) = {total}\n"
+    " \"-____-\"     Trainable parameters = 3,194,880 of 856,180,800 (0.37% trained)\n"
+)
+
+
+def _unsloth_training(bs: int) -> str:
+    total = bs * 4
+    text = _SWEEP_BANNER.format(bs=bs, total=total)
+    for i in range(1, 6):
+        text += f"{{'loss': 0.5, 'reward': {0.1 + 0.01 * i:.3f}, 'epoch': {total * i / 1000:.4g}}}\n"
+    text += (f"{{'train_runtime': 12.3, 'train_samples_per_second': 3.2, 'train_steps_per_second': 0.4, "
+             f"'train_loss': 0.5, 'epoch': {total * 5 / 1000:.4g}}}\n")
+    return text
+
+
+def test_two_finished_unsloth_trainings_on_the_same_data_with_another_batch_size_are_two_runs(tmp_path):
+    """Review EV: a batch-size sweep on one data set (Num examples alike) appended to one console was one run."""
+    log = tmp_path / "sweep.log"
+    log.write_text(_unsloth_training(2) + _unsloth_training(16))  # epochs 0.008..0.04, then 0.064..0.32: never goes back
+    curves = read_dict_lines(log, "epoch", "reward", bounded=False)
+    assert [len(c.x) for c in curves] == [5, 5], [(c.name, len(c.x)) for c in curves]  # (was: [10])

@@ -6,6 +6,7 @@ The trainer is test_killed_runs' stand-in, checkpointing between evaluations (``
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -141,3 +142,70 @@ def test_shared_copy_extended_before_resume_rows_had_output_raised_ends_where_th
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
     _execute(plan, _RAISED, sim)
     assert _end(plan)[1] == _end(reference)[1], sim.calls
+
+
+# ------------------------------------------------------------------ review EV: copied_at
+
+
+def _log_rows(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def _write_log(log: Path, rows: list[dict]) -> None:
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_copy_of_a_source_resumed_with_an_absolute_output_is_anchored_at_its_copy(tmp_path, monkeypatch):
+    """Review EV: the source's own resume row, naming it in another spelling, was taken for the copy's."""
+    sim = _Sim()
+    _install(monkeypatch, sim)
+    reference = _raised_reference(tmp_path, sim)
+    monkeypatch.chdir(tmp_path)
+    plan = _shared(tmp_path, sim, "study", 300)
+    # The source as a user trains it: `scalerl train --output source-study/... ` (relative, as typed: the header),
+    # killed, then `scalerl train --output $PWD/source-study/... --resume` (absolute: its resume row) -- one directory.
+    log = plan.directory / "runlog.jsonl"
+    rows = _log_rows(log)
+    source = rows[0]["config"]["run"]["output"]
+    rows[0]["config"]["run"]["output"] = os.path.relpath(source, tmp_path)
+    at = next(i for i, r in enumerate(rows) if r.get("step") == 100)
+    rows.insert(at + 1, {"type": "resume", "from_step": 100, "output": source})
+    _write_log(log, rows)
+    assert copied_at(plan.directory) == 300, "the copy was made at 300; 100 is a resume inside the source"
+    _execute(plan, _OLD, sim)
+    assert _end(plan)[1] == 360
+    _execute(plan, _RAISED, sim)
+    assert _end(plan)[1] == _end(reference)[1], sim.calls  # (was: 380)
+
+
+def test_own_run_with_a_relative_output_is_no_copy_from_another_working_directory(tmp_path, monkeypatch):
+    """Review EV: read from another working directory, a relative header named no directory of the run's."""
+    run = tmp_path / "study" / "r"
+    run.mkdir(parents=True)
+    rows = [{"type": "header", "run": "r", "config": {"run": {"output": "study/r"}}}]  # started from tmp_path
+    rows += [{"type": "eval", "step": s, "flops": s * 1e9} for s in range(0, 120, 20)]
+    rows.insert(4, {"type": "resume", "from_step": 40, "output": str(run)})  # resumed with --output $PWD/study/r
+    _write_log(run / "runlog.jsonl", rows)
+    (run / "final").mkdir()
+    (run / "final" / "scalerl_final.json").write_text('{"step": 100}\n')
+    monkeypatch.chdir(tmp_path)
+    assert copied_at(run) is None
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # `scalerl study --output /abs/study --resume` from elsewhere
+    assert copied_at(run) is None  # (was: 40)
+
+
+def test_unresumed_copy_of_an_old_log_is_anchored_at_its_own_final_not_the_sources_later_one(tmp_path, monkeypatch):
+    """Review EV: the fallback for old logs read the source's final/, which its own study had moved on since."""
+    sim = _Sim()
+    _install(monkeypatch, sim)
+    plan = _shared(tmp_path, sim, "study", 300)  # cp -r of the source's finished run (300 steps)
+    log = plan.directory / "runlog.jsonl"
+    rows = _log_rows(log)
+    source = Path(rows[0]["config"]["run"]["output"])
+    at = next(i for i, r in enumerate(rows) if r.get("step") == 100)
+    rows.insert(at + 1, {"type": "resume", "from_step": 100})  # the source's resume, by a scalerl before beee908
+    _write_log(log, rows)
+    (source / "final" / "scalerl_final.json").write_text('{"step": 400}\n')  # the source's own study extended it since
+    assert max(r["step"] for r in rows if r.get("type") == "eval") == 300
+    assert copied_at(plan.directory) == 300  # (was: 40)0, the source's new end

@@ -30,7 +30,8 @@ checkpoint ...`` after it: a banner without that line before the launch's first 
 -- a new run, wherever its epoch starts (a training on another data set appended); with it, a resume.
 Unsloth prints its own banner instead, which says nothing of a checkpoint: a new run where the training
 before it printed the ``Trainer``'s end-of-training summary (``train_runtime``, ``train_loss``) and the
-banner's ``Num examples`` differs from the launch before, else left to the epoch. A ``Trainer``'s
+banner's data and batch settings (``Num examples``, ``Total batch size``, ...) differ from the launch before,
+else left to the epoch. A ``Trainer``'s
 printed epoch is rounded (several steps print one value), so an epoch printed again is no resume by
 itself -- but after a resume's banner it is: a resumed ``Trainer`` may evaluate the checkpoint it loaded
 again (``eval_on_start``; axolotl with eval_steps = save_steps), at its epoch, and that evaluation takes
@@ -77,10 +78,13 @@ _TRAINER_LAUNCH = re.compile(r"\*{5} Running training \*{5}")
 #: checkpoint, will skip to saved global_step``).
 _TRAINER_RESUME = re.compile(r"(?:Resuming|Continuing) training from checkpoint")
 #: Unsloth's banner, printed (not logged) where it patched the Trainer's "Running training" out: a launch
-#: that says nothing of a checkpoint it resumes -- a new run only after a training that finished, on another
-#: data set (its next line's ``Num examples = N``; below).
+#: that says nothing of a checkpoint it resumes -- a new run only after a training that finished, with other
+#: settings in the banner's next lines (below).
 _UNSLOTH_LAUNCH = re.compile(r"Unsloth - 2x faster free finetuning")
-_UNSLOTH_EXAMPLES = re.compile(r"Num examples = ([\d,]+)")
+#: The banner's settings a finished training resumed with more steps keeps: its data and batch (not its
+#: ``Total steps`` or ``Num Epochs``, which such a resume raises).
+_UNSLOTH_SETTING = re.compile(r"(Num examples|Batch size per device|Gradient accumulation steps|Total batch size)"
+                              r"[^=|]*= ([\d,]+)")
 #: The keys of the summary dict a ``Trainer`` prints as its training ends (``train_runtime``, ``train_loss``,
 #: ...): nothing that launch prints later is a resume of it.
 TRAINER_SUMMARY = ("train_runtime", "train_loss")
@@ -259,25 +263,30 @@ def read_dict_lines_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     # (NEW_RUN): told by the line that follows it where it resumes, before the launch's first dict.
     launch: str | None = None
     # The training before ended (its Trainer's summary dict printed) and an Unsloth launch after it trains on
-    # another number of examples: a new training (review ES: two Unsloth trainings in one console, the second's
-    # epoch starting above the first's last, were read as one run). On as many examples it may be that training
-    # resumed with more steps (review EU), and a killed one's launch may be its resume: left to the epoch.
-    finished, unsloth, examples = False, False, None
+    # other data or another batch: a new training (review ES: two Unsloth trainings in one console, the second's
+    # epoch starting above the first's last, were read as one run; review EV: a batch-size sweep on one data set).
+    # With the same settings it may be that training resumed with more steps (review EU), and a killed one's
+    # launch may be its resume: left to the epoch.
+    finished = False
+    banner: dict[str, str] | None = None  # the settings of the Unsloth banner being read
+    settings: dict[str, str] | None = None  # ... of the launch before
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
         for line in _logical_lines(f):
             text, counter, step = _dict_and_counter(line.rstrip("\n"))
             if text is None:
-                if unsloth and (found := _UNSLOTH_EXAMPLES.search(line)):
-                    if finished and examples is not None and found.group(1) != examples:
-                        launch = NEW_RUN
-                    unsloth, examples = False, found.group(1)
-                elif _TRAINER_LAUNCH.search(line):
+                if banner is not None:
+                    banner.update(_UNSLOTH_SETTING.findall(line))
+                if _TRAINER_LAUNCH.search(line):
                     launch = NEW_RUN
                 elif _UNSLOTH_LAUNCH.search(line):
-                    unsloth = True
+                    banner = {}
                 elif launch is not None and _TRAINER_RESUME.search(line):
                     launch = RESTART
                 continue
+            if banner is not None:  # an Unsloth launch's first dict
+                if finished and launch is None and settings is not None and banner != settings:
+                    launch = NEW_RUN
+                settings, banner = banner, None
             if launch is not None:  # the first dict a launch printed: a fresh training's or a resumed one's
                 rows.append({launch: RESUMED if launch == RESTART else True})
                 launch, finished = None, False
