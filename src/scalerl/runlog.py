@@ -1,11 +1,11 @@
 """The run log: one JSON object per line, appended and flushed at each evaluation.
 
-The first line is a header ``{"type": "header", "run": ..., "recipe": ..., "config": {...}}``;
+The first line is a header ``{"type": "header", "run": ..., "recipe": ..., "directory": ..., "config": {...}}``;
 every other line is a row (``"type": "eval"`` for evaluations). The forecaster reads rows by
 column name; the trainer writes them. Rows are never rewritten: a resumed run truncates the file back to
 the byte offset its checkpoint recorded, so a kill -9 can neither lose a row that a checkpoint covers
 nor duplicate one, and then writes a ``"type": "resume"`` row (which checkpoint it went on from:
-``from_step``; where: ``output``, the run directory as the trainer was given it; when: ``utc``) -- no
+``from_step``; where: ``directory``, the run directory resolved; when: ``utc``) -- no
 ``step`` column, so readers that order rows by step pass it by. The truncation keeps the resume rows it
 cuts (written again right after the checkpoint's rows): a resume stopped before its next checkpoint
 still counts as one.
@@ -265,49 +265,41 @@ def config_setting(header: dict[str, Any], *path: str) -> Any:
 
 def copied_at(run_dir: str | os.PathLike) -> int | None:
     """The step at which the run in ``run_dir`` was copied there from another directory -- its log's header names
-    that one as run.output (a study benchmark shares a finished run into another family's study): the step its
-    first attempt resumed since the copy went on from, or, not resumed since, its final/'s. None for a run trained
-    where it is, or a log that does not say (no header config).
+    another as the one it trained in (a study benchmark shares a finished run into another family's study): the
+    step its first attempt resumed since the copy went on from, or, not resumed since, its final/'s. None for a run
+    trained where it is, or a log that does not say where it trained.
 
     The end of the copy is where a study's extensions of it are measured from; final/ moves on with them, and the
     copy's end was recorded nowhere (review er: a shared run extended to 360, then given a raised compute budget,
-    was walked on from 360 where the uninterrupted shared run is measured from 300). A resume row names the
-    directory it was written in as its trainer was given it (``output``): the first that does not name the source
-    (:func:`_names_one_directory`) is the copy's -- wherever the copy has been moved since, and from whatever
-    working directory (review et). A log from before resume rows said where: the earlier of the source's own
-    final/, where it still is, and the copy's (review ev: the source may have trained on since)."""
+    was walked on from 360 where the uninterrupted shared run is measured from 300). The header and each resume row
+    name their directory resolved (``directory``): the first resume row that names another than the header's is
+    the copy's, wherever the copy has been moved since. A relative run.output, as logs before that field hold it,
+    names no place once the working directory it was given in is gone (reviews et, ev, ew: read from another, or
+    against a study of the same name elsewhere, copies and own runs were taken for each other): it is resolved
+    against this one, and resume rows that do not say where (older logs) fall back to the earlier of the source's
+    own final/, where it still is, and the copy's."""
     run_dir = Path(run_dir)
     try:
         header, rows, _ = read_runlog(run_dir / RUNLOG)
     except (InputError, OSError):
         return None
-    source = config_setting(header, "run", "output")
-    if not isinstance(source, str) or _names_one_directory(source, run_dir):
+    source = header.get("directory") or config_setting(header, "run", "output")
+    if not isinstance(source, str) or _same_directory(source, run_dir):
         return None
     resumes = [r for r in rows if r.get("type") == RESUME]
-    here = next((r.get("from_step") for r in resumes
-                 if isinstance(r.get("output"), str) and not _names_one_directory(r["output"], source)), None)
+    said = [(r, r.get("directory", r.get("output"))) for r in resumes]  # (output: the form of an earlier scalerl)
+    here = next((r.get("from_step") for r, where in said
+                 if isinstance(where, str) and not _same_directory(where, source)), None)
     if isinstance(here, int):
         return here
     own = final_model_step(run_dir)
-    if any("output" not in r for r in resumes) and (before := final_model_step(source)) is not None:
+    if any(where is None for _, where in said) and (before := final_model_step(source)) is not None:
         return before if own is None else min(before, own)
     return own
 
 
-def _names_one_directory(a: str | os.PathLike, b: str | os.PathLike) -> bool:
-    """Whether two spellings of a run directory, each as a trainer was given it, name one directory: the same text
-    (normalised), the same place resolved, or a relative one that ends the other absolute one -- a relative
-    --output resolves against a working directory the log does not record (review ev: a source started with a
-    relative --output and resumed with an absolute one; an own run read from another directory)."""
-    a, b = os.path.normpath(os.path.expanduser(a)), os.path.normpath(os.path.expanduser(b))
-    if a == b or Path(a).resolve() == Path(b).resolve():
-        return True
-    relative, absolute = (a, b) if not os.path.isabs(a) else (b, a)
-    if os.path.isabs(relative) or not os.path.isabs(absolute) or ".." in Path(relative).parts:
-        return False
-    parts = Path(relative).parts
-    return Path(absolute).resolve().parts[-len(parts):] == parts
+def _same_directory(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
 
 
 def eval_rows(run_dir: str | os.PathLike) -> list[dict[str, Any]]:

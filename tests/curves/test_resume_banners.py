@@ -227,3 +227,58 @@ def test_two_finished_unsloth_trainings_on_the_same_data_with_another_batch_size
     log.write_text(_unsloth_training(2) + _unsloth_training(16))  # epochs 0.008..0.04, then 0.064..0.32: never goes back
     curves = read_dict_lines(log, "epoch", "reward", bounded=False)
     assert [len(c.x) for c in curves] == [5, 5], [(c.name, len(c.x)) for c in curves]  # (was: [10])
+
+
+# ------------------------------------------------------------------ review EW
+
+# unsloth's debug_info f-string (unslothai/unsloth unsloth/models/llama.py, logger.warning): current releases' banner
+_CURRENT_BANNER = (
+    "==((====))==  Unsloth - 2x faster free finetuning | Num GPUs used = 1\n"
+    "   \\\\   /|    Num examples = {n:,} | Num Epochs = 1 | Total steps = {steps}\n"
+    "O^O/ \\_/ \\    Batch size per device = {bs} | Gradient accumulation steps = {ga}\n"
+    "\\        /    Data Parallel GPUs = {dp} | Total batch size ({bs} x {ga} x {dp}) = {total}\n"
+    " \"-____-\"     Trainable parameters = 3,194,880 of 856,180,800 (0.37% trained)\n"
+)
+
+
+def _finished(epoch: float) -> str:
+    return (f"{{'train_runtime': 12.3, 'train_samples_per_second': 3.2, 'train_steps_per_second': 0.4, "
+            f"'train_loss': 0.5, 'epoch': {epoch:.4g}}}\n")
+
+
+def test_finished_unsloth_training_resumed_with_another_split_of_the_same_batch_is_one_run(tmp_path):
+    n, total = 1000, 8
+    text = _CURRENT_BANNER.format(n=n, steps=5, bs=2, ga=4, dp=1, total=total)
+    for step in range(1, 6):
+        text += f"{{'loss': 0.5, 'reward': {0.1 + 0.01 * step:.3f}, 'epoch': {total * step / n:.4g}}}\n"
+    text += _finished(total * 5 / n)
+    # resume_from_checkpoint on a bigger GPU with max_steps raised to 10: batch 4 x 2 -- the same 8 per step
+    text += _CURRENT_BANNER.format(n=n, steps=10, bs=4, ga=2, dp=1, total=total)
+    for step in range(6, 11):
+        text += f"{{'loss': 0.5, 'reward': {0.1 + 0.01 * step:.3f}, 'epoch': {total * step / n:.4g}}}\n"
+    text += _finished(total * 10 / n)
+    log = tmp_path / "resumed.log"
+    log.write_text(text)
+    curves = read_dict_lines(log, "epoch", "reward", bounded=False)
+    # (its epoch goes on from 0.04 to 0.08 per 8 examples a step, as one training's does; before 4ce340c: one run)
+    assert [len(c.x) for c in curves] == [10], [(c.name, len(c.x)) for c in curves]  # (was: [5, 5])
+
+
+def test_an_evaluation_logged_before_the_first_dict_does_not_replace_the_banners_num_examples(tmp_path):
+    def training(n: int) -> str:
+        text = _CURRENT_BANNER.format(n=n, steps=6, bs=2, ga=4, dp=1, total=8)
+        # eval_steps=1, logging_steps=2: the evaluation of step 1 is the launch's first dict; at INFO
+        # (TrainingArguments(log_level="info")) Trainer.evaluation_loop logs its banner first
+        text += "***** Running Evaluation *****\n  Num examples = 50\n  Batch size = 8\n"
+        for step in range(1, 7):
+            if step % 2 == 0:
+                text += f"{{'loss': 0.5, 'reward': {0.1 + 0.01 * step:.3f}, 'epoch': {8 * step / n:.4g}}}\n"
+            if step > 1:
+                text += "***** Running Evaluation *****\n  Num examples = 50\n  Batch size = 8\n"
+            text += f"{{'eval_loss': 0.4, 'eval_reward': {0.2 + 0.01 * step:.3f}, 'epoch': {8 * step / n:.4g}}}\n"
+        return text + _finished(8 * 6 / n)
+
+    log = tmp_path / "two.log"
+    log.write_text(training(2000) + training(200))  # epochs 0.004..0.024, then 0.04..0.24: it never goes back
+    curves = read_dict_lines(log, "epoch", "eval_reward", bounded=False)
+    assert [len(c.x) for c in curves] == [6, 6], [(c.name, len(c.x)) for c in curves]  # (was: one run)

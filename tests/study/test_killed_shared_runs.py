@@ -10,6 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
+from scalerl.config import load_yaml, save_yaml
 from scalerl.runlog import copied_at, eval_rows
 from scalerl.study.plan import Budget
 from scalerl.study.run_state import run_status
@@ -136,9 +137,9 @@ def test_shared_copy_extended_before_resume_rows_had_output_raised_ends_where_th
     plan = _extended_under_the_old_budget(tmp_path, sim)
     log = plan.directory / "runlog.jsonl"
     rows = [json.loads(line) for line in log.read_text().splitlines()]
-    for r in rows:  # (the log as the trainer wrote it before resume rows carried output)
-        if r.get("type") == "resume":
-            r.pop("output")
+    for r in rows:  # (the log as the trainer wrote it before its header and resume rows said where)
+        if r.get("type") in ("header", "resume"):
+            r.pop("directory")
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
     _execute(plan, _RAISED, sim)
     assert _end(plan)[1] == _end(reference)[1], sim.calls
@@ -182,9 +183,10 @@ def test_own_run_with_a_relative_output_is_no_copy_from_another_working_director
     """Review EV: read from another working directory, a relative header named no directory of the run's."""
     run = tmp_path / "study" / "r"
     run.mkdir(parents=True)
-    rows = [{"type": "header", "run": "r", "config": {"run": {"output": "study/r"}}}]  # started from tmp_path
+    rows = [{"type": "header", "run": "r", "directory": str(run.resolve()),
+             "config": {"run": {"output": "study/r"}}}]  # started from tmp_path: run.output as given, relative
     rows += [{"type": "eval", "step": s, "flops": s * 1e9} for s in range(0, 120, 20)]
-    rows.insert(4, {"type": "resume", "from_step": 40, "output": str(run)})  # resumed with --output $PWD/study/r
+    rows.insert(4, {"type": "resume", "from_step": 40, "directory": str(run.resolve())})  # --output $PWD/study/r
     _write_log(run / "runlog.jsonl", rows)
     (run / "final").mkdir()
     (run / "final" / "scalerl_final.json").write_text('{"step": 100}\n')
@@ -209,3 +211,61 @@ def test_unresumed_copy_of_an_old_log_is_anchored_at_its_own_final_not_the_sourc
     (source / "final" / "scalerl_final.json").write_text('{"step": 400}\n')  # the source's own study extended it since
     assert max(r["step"] for r in rows if r.get("type") == "eval") == 300
     assert copied_at(plan.directory) == 300  # (was: 40)0, the source's new end
+
+
+# ------------------------------------------------------------------ review EW: studies of one name
+
+
+def _shared_from(sim, source_root: Path, copy_root: Path, base_steps: int = 300, relative_to: Path | None = None):
+    """tests/study's _shared, with the source's and the copy's study roots given; ``relative_to``: the source was
+    started with a relative --output from there (its header names it relative, as typed)."""
+    source = _plan(source_root, steps=base_steps)
+    _execute(source, Budget(base_steps, None, base_steps, "flops", 20), sim)
+    if relative_to is not None:
+        log = source.directory / "runlog.jsonl"
+        rows = _log_rows(log)
+        rows[0]["config"]["run"]["output"] = os.path.relpath(source.directory, relative_to)
+        _write_log(log, rows)
+    plan = _plan(copy_root)
+    shutil.copytree(source.directory, plan.directory)
+    cfg = load_yaml(type(plan.config), plan.directory / "config.yaml")
+    cfg.run.output = str(plan.directory)
+    save_yaml(cfg, plan.directory / "config.yaml")
+    return plan
+
+
+# ------------------------------------------------------------------------------ (1) copied_at
+
+
+def test_copy_between_two_studies_of_one_name_is_a_copy(tmp_path, monkeypatch):
+    """Review EW: a relative run.output that ended the copy's own path read the copy as a run trained there (the
+    header now says where it trained, resolved)."""
+    sim = _Sim()
+    _install(monkeypatch, sim)
+    # `cd exp-a && scalerl study --output study` trained the base run; it was shared into exp-b/study
+    (tmp_path / "exp-a").mkdir()
+    (tmp_path / "exp-b").mkdir()
+    plan = _shared_from(sim, tmp_path / "exp-a" / "study", tmp_path / "exp-b" / "study",
+                        relative_to=tmp_path / "exp-a")
+    header = _log_rows(plan.directory / "runlog.jsonl")[0]["config"]["run"]["output"]
+    assert not os.path.isabs(header) and header.startswith("study" + os.sep)
+    monkeypatch.chdir(tmp_path)  # read from neither experiment's directory
+    assert copied_at(plan.directory) == 300  # (was: None -- the copy read as a run trained where it is)
+
+
+def test_copy_between_two_studies_of_one_name_raised_ends_where_the_uninterrupted_copy_does(tmp_path, monkeypatch):
+    sim = _Sim()
+    _install(monkeypatch, sim)
+    (tmp_path / "ref-a").mkdir()
+    reference = _shared_from(sim, tmp_path / "ref-a" / "source", tmp_path / "ref-b" / "copy")  # (absolute: a copy)
+    _execute(reference, _RAISED, sim)
+    assert _end(reference)[1] == 420
+    (tmp_path / "exp-a").mkdir()
+    (tmp_path / "exp-b").mkdir()
+    plan = _shared_from(sim, tmp_path / "exp-a" / "study", tmp_path / "exp-b" / "study",
+                        relative_to=tmp_path / "exp-a")
+    monkeypatch.chdir(tmp_path / "exp-b")  # `cd exp-b && scalerl study --output study`
+    _execute(plan, _OLD, sim)
+    assert _end(plan)[1] == 360
+    _execute(plan, _RAISED, sim)
+    assert _end(plan)[1] == _end(reference)[1], sim.calls  # (was: 380)

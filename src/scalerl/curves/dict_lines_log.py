@@ -30,8 +30,7 @@ checkpoint ...`` after it: a banner without that line before the launch's first 
 -- a new run, wherever its epoch starts (a training on another data set appended); with it, a resume.
 Unsloth prints its own banner instead, which says nothing of a checkpoint: a new run where the training
 before it printed the ``Trainer``'s end-of-training summary (``train_runtime``, ``train_loss``) and the
-banner's data and batch settings (``Num examples``, ``Total batch size``, ...) differ from the launch before,
-else left to the epoch. A ``Trainer``'s
+banner's ``Num examples`` or ``Total batch size`` differs from the launch before, else left to the epoch. A ``Trainer``'s
 printed epoch is rounded (several steps print one value), so an epoch printed again is no resume by
 itself -- but after a resume's banner it is: a resumed ``Trainer`` may evaluate the checkpoint it loaded
 again (``eval_on_start``; axolotl with eval_steps = save_steps), at its epoch, and that evaluation takes
@@ -81,10 +80,12 @@ _TRAINER_RESUME = re.compile(r"(?:Resuming|Continuing) training from checkpoint"
 #: that says nothing of a checkpoint it resumes -- a new run only after a training that finished, with other
 #: settings in the banner's next lines (below).
 _UNSLOTH_LAUNCH = re.compile(r"Unsloth - 2x faster free finetuning")
-#: The banner's settings a finished training resumed with more steps keeps: its data and batch (not its
-#: ``Total steps`` or ``Num Epochs``, which such a resume raises).
-_UNSLOTH_SETTING = re.compile(r"(Num examples|Batch size per device|Gradient accumulation steps|Total batch size)"
-                              r"[^=|]*= ([\d,]+)")
+#: The banner's settings a finished training resumed with more steps keeps: its data and its batch, which set how
+#: far the epoch goes a step (not ``Total steps`` or ``Num Epochs``, which such a resume raises, nor how the batch
+#: is split between devices and accumulation: review ew) -- read from the banner's own lines alone (the 4 after
+#: its first: an evaluation logged before the launch's first dict says ``Num examples`` of its own set).
+_UNSLOTH_SETTING = re.compile(r"(Num examples|Total batch size)[^=|]*= ([\d,]+)")
+_UNSLOTH_BANNER_LINES = 4
 #: The keys of the summary dict a ``Trainer`` prints as its training ends (``train_runtime``, ``train_loss``,
 #: ...): nothing that launch prints later is a resume of it.
 TRAINER_SUMMARY = ("train_runtime", "train_loss")
@@ -269,17 +270,19 @@ def read_dict_lines_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     # launch may be its resume: left to the epoch.
     finished = False
     banner: dict[str, str] | None = None  # the settings of the Unsloth banner being read
+    banner_lines = 0  # its lines still to read
     settings: dict[str, str] | None = None  # ... of the launch before
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
         for line in _logical_lines(f):
             text, counter, step = _dict_and_counter(line.rstrip("\n"))
             if text is None:
-                if banner is not None:
+                if banner is not None and banner_lines > 0:
                     banner.update(_UNSLOTH_SETTING.findall(line))
+                    banner_lines -= 1
                 if _TRAINER_LAUNCH.search(line):
                     launch = NEW_RUN
                 elif _UNSLOTH_LAUNCH.search(line):
-                    banner = {}
+                    banner, banner_lines = {}, _UNSLOTH_BANNER_LINES
                 elif launch is not None and _TRAINER_RESUME.search(line):
                     launch = RESTART
                 continue

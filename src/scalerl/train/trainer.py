@@ -462,6 +462,9 @@ class Trainer:
             # When this training started, as a resume row says when it went on: a study tells a failure it recorded
             # from a later attempt by them (study.run_state.failed_runs).
             "utc": _utc_now(),
+            # Where it trained, resolved: a relative run.output names no place once the working directory is gone
+            # (runlog.copied_at tells a copied run directory by it).
+            "directory": str(self.output.resolve()),
             "config": to_dict(cfg),
         }
 
@@ -817,8 +820,10 @@ class Trainer:
         run trained in one go. Not for a resume with nothing to train (a finished run's report
         regenerated). A resume stopped before its next checkpoint keeps it: the next resume's truncation
         of the run log spares resume rows (runlog.RunLogWriter)."""
-        # (output: where it went on -- a run directory copied from another keeps that one's rows: runlog.copied_at)
-        self.runlog.append({"type": RESUME, "from_step": self.step, "output": str(self.output), "utc": _utc_now()})
+        # (directory: where it went on, resolved -- a run directory copied from another keeps that one's rows:
+        # runlog.copied_at)
+        self.runlog.append({"type": RESUME, "from_step": self.step, "directory": str(self.output.resolve()),
+                            "utc": _utc_now()})
 
     def _loop(self, bar: Any) -> None:
         cfg = self.cfg
