@@ -10,7 +10,8 @@ once in worker processes, one torch thread each, as the spec files say) into
 ``<output>/study-workload-<family>``; a killed benchmark continues where it stopped (finished runs
 are skipped). A run another family already finished with the same configuration -- the base
 recipe on tiny-m, [26, 34], 16 prompts is in every family -- is copied instead of trained again
-(runs are seeded and deterministic, so training it again would give the same rows); its CPU time
+(runs are seeded and deterministic, so training it again would give the same rows) and marked so
+(``scalerl.runlog.mark_copied``: its extensions here are measured from where the copy ends); its CPU time
 stays with the family that trained it and is shown as "shared". Families: model-size, gen-length,
 batch-size (the ceiling movers), model-size-compute (model size at equal FLOPs) and efficiency
 (loss aggregation, advantage normalisation, no-positive-resampling, PPO-off-policy-8 vs PipelineRL-8).
@@ -75,7 +76,7 @@ def share_finished_runs(family: str, out: Path, study_root: Path, seeds: int | N
     import shutil
 
     from scalerl.config import load_yaml, save_yaml, to_dict
-    from scalerl.runlog import eval_rows
+    from scalerl.runlog import eval_rows, mark_copied
     from scalerl.study.plan import Budget, comparable_config, plan_study
     from scalerl.study.run_state import run_status
     from scalerl.study.spec import SPEC_FILE, load_spec
@@ -112,6 +113,7 @@ def share_finished_runs(family: str, out: Path, study_root: Path, seeds: int | N
         if source is None:
             continue
         shutil.copytree(source, plan.directory)
+        mark_copied(plan.directory, source)  # (its extensions here are measured from where the copy ends)
         # The copy's own directory in its config: a resume (a longer budget here) writes here.
         cfg_copy = load_yaml(TrainConfig, plan.directory / "config.yaml")
         cfg_copy.run.output = str(plan.directory.resolve())

@@ -146,29 +146,29 @@ def test_append_json_line_ends_a_torn_last_line_before_it_writes(tmp_path):
     assert path.read_text().count("\n") == 3
 
 
-def test_copied_at_is_where_a_copied_run_went_on_in_its_new_directory(tmp_path):
-    """runlog.copied_at: a run copied from another directory (its header names that one) was copied at the step its
-    first resume in the new directory went on from -- the source's own resumes are not it -- or, not resumed there
-    yet, at its final/'s step; a run trained where it is, or a header without the config, gives None."""
+def test_a_marked_copy_says_where_it_was_copied_wherever_it_moves(tmp_path):
+    """runlog.mark_copied records where a copied run directory ends (its final/'s step); copied_at reads it back --
+    after the copy's own extension moved final/ on, and after the directory is moved. An unmarked directory is a
+    run of its own; a directory without a final/ step is no finished run to copy."""
     import json
+    import shutil
 
-    from scalerl.runlog import copied_at
+    import pytest
 
-    def run(d, header_output, resumes=(), final=None):
-        d.mkdir(parents=True)
-        rows = [{"type": "header", "run": d.name, **({"config": {"run": {"output": str(header_output)}}}
-                                                       if header_output else {})}]
-        rows += [{"type": "eval", "step": s} for s in (0, 100, 200, 300)]
-        rows += [{"type": "resume", "from_step": s, "output": str(o)} for s, o in resumes]
-        (d / "runlog.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        if final is not None:
-            (d / "final").mkdir()
-            (d / "final" / "scalerl_final.json").write_text(json.dumps({"step": final}))
-        return d
+    from scalerl.errors import InputError
+    from scalerl.runlog import copied_at, mark_copied
 
-    source = tmp_path / "source"
-    assert copied_at(run(source, source, [(100, source)], final=300)) is None  # trained where it is
-    assert copied_at(run(tmp_path / "fresh-copy", source, [(100, source)], final=300)) == 300
+    def finished(d, step):
+        (d / "final").mkdir(parents=True, exist_ok=True)
+        (d / "final" / "scalerl_final.json").write_text(json.dumps({"step": step}))
+
     copy = tmp_path / "copy"
-    assert copied_at(run(copy, source, [(100, source), (300, copy), (360, copy)], final=380)) == 300
-    assert copied_at(run(tmp_path / "old", None, final=300)) is None
+    finished(copy, 300)
+    assert copied_at(copy) is None
+    assert mark_copied(copy, tmp_path / "source") == 300 and copied_at(copy) == 300
+    finished(copy, 360)  # its extension in the new study
+    shutil.move(str(copy), str(tmp_path / "moved"))
+    assert copied_at(tmp_path / "moved") == 300
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="no final/"):
+        mark_copied(tmp_path / "empty", tmp_path / "source")

@@ -5,7 +5,8 @@ every other line is a row (``"type": "eval"`` for evaluations). The forecaster r
 column name; the trainer writes them. Rows are never rewritten: a resumed run truncates the file back to
 the byte offset its checkpoint recorded, so a kill -9 can neither lose a row that a checkpoint covers
 nor duplicate one, and then writes a ``"type": "resume"`` row (which checkpoint it went on from:
-``from_step``; where: ``directory``, the run directory resolved; when: ``utc``) -- no
+``from_step``; where: ``directory``, the run directory resolved, as the header says where the run
+began; when: ``utc``) -- no
 ``step`` column, so readers that order rows by step pass it by. The truncation keeps the resume rows it
 cuts (written again right after the checkpoint's rows): a resume stopped before its next checkpoint
 still counts as one.
@@ -41,6 +42,8 @@ FINAL = "final"
 #: (``--resume --steps`` more) keeps the earlier end's final/ until it saves its own: without the step, a
 #: report of the extension stopped part-way read as a finished run's.
 FINAL_STEP_FILE = "scalerl_final.json"
+#: In a run directory copied from another (:func:`mark_copied`): where the copy ends.
+COPIED_FROM = "copied_from.json"
 
 
 def final_model_step(run_dir: str | os.PathLike) -> int | None:
@@ -263,43 +266,29 @@ def config_setting(header: dict[str, Any], *path: str) -> Any:
     return node
 
 
+def mark_copied(run_dir: str | os.PathLike, source: str | os.PathLike) -> int:
+    """Record in ``run_dir``, a run directory just copied from ``source``, where the copy ends -- the step of its
+    final/ -- for :func:`copied_at`; returns that step. A study benchmark sharing a finished run into another
+    family's study marks it so: the extensions of a copy are measured from its end, which its own extensions move
+    final/ on from, and a log alone cannot tell a copy from a run moved with ``mv`` (reviews er, et, ev, ew, ex:
+    five readings of the log's paths each took one for the other somewhere)."""
+    step = final_model_step(run_dir)
+    if step is None:
+        raise InputError(f"{run_dir}: no final/ with its step -- only a finished run is copied as one")
+    with replaced_atomically(Path(run_dir) / COPIED_FROM) as tmp:
+        tmp.write_text(json.dumps({"source": str(Path(source).resolve()), "step": step}) + "\n")
+    return step
+
+
 def copied_at(run_dir: str | os.PathLike) -> int | None:
-    """The step at which the run in ``run_dir`` was copied there from another directory -- its log's header names
-    another as the one it trained in (a study benchmark shares a finished run into another family's study): the
-    step its first attempt resumed since the copy went on from, or, not resumed since, its final/'s. None for a run
-    trained where it is, or a log that does not say where it trained.
-
-    The end of the copy is where a study's extensions of it are measured from; final/ moves on with them, and the
-    copy's end was recorded nowhere (review er: a shared run extended to 360, then given a raised compute budget,
-    was walked on from 360 where the uninterrupted shared run is measured from 300). The header and each resume row
-    name their directory resolved (``directory``): the first resume row that names another than the header's is
-    the copy's, wherever the copy has been moved since. A relative run.output, as logs before that field hold it,
-    names no place once the working directory it was given in is gone (reviews et, ev, ew: read from another, or
-    against a study of the same name elsewhere, copies and own runs were taken for each other): it is resolved
-    against this one, and resume rows that do not say where (older logs) fall back to the earlier of the source's
-    own final/, where it still is, and the copy's."""
-    run_dir = Path(run_dir)
+    """The step at which the run in ``run_dir`` was copied from another run directory, as :func:`mark_copied`
+    recorded it; None for a run trained where it is (or a copy nobody marked, which reads as one)."""
     try:
-        header, rows, _ = read_runlog(run_dir / RUNLOG)
-    except (InputError, OSError):
+        record = json.loads((Path(run_dir) / COPIED_FROM).read_text())
+    except (OSError, ValueError):
         return None
-    source = header.get("directory") or config_setting(header, "run", "output")
-    if not isinstance(source, str) or _same_directory(source, run_dir):
-        return None
-    resumes = [r for r in rows if r.get("type") == RESUME]
-    said = [(r, r.get("directory", r.get("output"))) for r in resumes]  # (output: the form of an earlier scalerl)
-    here = next((r.get("from_step") for r, where in said
-                 if isinstance(where, str) and not _same_directory(where, source)), None)
-    if isinstance(here, int):
-        return here
-    own = final_model_step(run_dir)
-    if any(where is None for _, where in said) and (before := final_model_step(source)) is not None:
-        return before if own is None else min(before, own)
-    return own
-
-
-def _same_directory(a: str | os.PathLike, b: str | os.PathLike) -> bool:
-    return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
+    step = record.get("step") if isinstance(record, dict) else None
+    return step if isinstance(step, int) else None
 
 
 def eval_rows(run_dir: str | os.PathLike) -> list[dict[str, Any]]:

@@ -282,3 +282,39 @@ def test_an_evaluation_logged_before_the_first_dict_does_not_replace_the_banners
     log.write_text(training(2000) + training(200))  # epochs 0.004..0.024, then 0.04..0.24: it never goes back
     curves = read_dict_lines(log, "epoch", "eval_reward", bounded=False)
     assert [len(c.x) for c in curves] == [6, 6], [(c.name, len(c.x)) for c in curves]  # (was: one run)
+
+
+# ------------------------------------------------------------------ review EX: a banner per rank
+
+_RANKS_BANNER = (
+    "==((====))==  Unsloth - 2x faster free finetuning | Num GPUs used = 1\n"
+    "   \\\\   /|    Num examples = {n:,} | Num Epochs = 1 | Total steps = {steps}\n"
+    "O^O/ \\_/ \\    Batch size per device = {bs} | Gradient accumulation steps = {ga}\n"
+    "\\        /    Data Parallel GPUs = {dp} | Total batch size ({bs} x {ga} x {dp}) = {total}\n"
+    " \"-____-\"     Trainable parameters = 3,194,880 of 856,180,800 (0.37% trained)\n"
+)
+
+
+def _interleaved_banners(n, bs, ga, dp):
+    """The banner as every rank logs it (logger.warning: TrainingArguments.log_level_replica='warning' prints it on
+    each rank), its lines interleaved as torchrun --tee's per-rank tail threads print them, each with its prefix."""
+    lines = _RANKS_BANNER.format(n=n, steps=5, bs=bs, ga=ga, dp=dp, total=bs * ga * dp).splitlines()
+    return "".join(f"[default{r}]:{line}\n" for line in lines for r in range(dp))
+
+
+def _two_rank_training(n, bs, ga, dp):
+    total = bs * ga * dp
+    text = _interleaved_banners(n, bs, ga, dp)
+    for step in range(1, 6):
+        text += f"[default0]:{{'loss': 0.5, 'reward': {0.1 + 0.01 * step:.3f}, 'epoch': {total * step / n:.4g}}}\n"
+    text += (f"[default0]:{{'train_runtime': 12.3, 'train_samples_per_second': 3.2, 'train_steps_per_second': 0.4, "
+             f"'train_loss': 0.5, 'epoch': {total * 5 / n:.4g}}}\n")
+    return text
+
+
+def test_batch_size_sweep_in_a_two_rank_console_is_two_runs(tmp_path):
+    """Review EX: the second rank's banner line restarted the reading, and its Total batch size was never read."""
+    log = tmp_path / "sweep.log"
+    log.write_text(_two_rank_training(1000, 1, 1, 2) + _two_rank_training(1000, 4, 2, 2))  # total batch 2, then 16
+    curves = read_dict_lines(log, "epoch", "reward", bounded=False)
+    assert [len(c.x) for c in curves] == [5, 5], [(c.name, len(c.x)) for c in curves]

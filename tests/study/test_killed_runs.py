@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 
 from scalerl.config import load_yaml, save_yaml, to_dict
-from scalerl.runlog import eval_rows, final_model_step
+from scalerl.runlog import eval_rows, final_model_step, mark_copied
 from scalerl.study.plan import Budget, plan_study
 from scalerl.study.run_state import run_status
 from scalerl.study.spec import StudySpec
@@ -309,11 +309,13 @@ def test_a_run_resumed_to_a_checkpoint_between_evaluations_is_then_finished(tmp_
 
 
 def _shared(tmp_path: Path, sim: _Sim, name: str, base_steps: int, checkpoint_every: int = 0):
-    """The workload's base run (``base_steps``, evaluated every 20) shared into a compute study (stretch 150)."""
+    """The workload's base run (``base_steps``, evaluated every 20) shared into a compute study (stretch 150), as
+    benchmarks/study_workload.py shares it: copied, marked (runlog.mark_copied), its config's run.output its own."""
     source = _plan(tmp_path / f"source-{name}", steps=base_steps)
     _execute(source, Budget(base_steps, None, base_steps, "flops", 20), sim)
     plan = _plan(tmp_path / name)
     shutil.copytree(source.directory, plan.directory)
+    mark_copied(plan.directory, source.directory)
     cfg = load_yaml(type(plan.config), plan.directory / "config.yaml")
     cfg.run.output = str(plan.directory)
     cfg.run.checkpoint_every = checkpoint_every

@@ -281,15 +281,15 @@ def read_dict_lines_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
                     banner_lines -= 1
                 if _TRAINER_LAUNCH.search(line):
                     launch = NEW_RUN
-                elif _UNSLOTH_LAUNCH.search(line):
-                    banner, banner_lines = {}, _UNSLOTH_BANNER_LINES
+                elif _UNSLOTH_LAUNCH.search(line):  # (each rank prints it, their lines interleaved: review ex)
+                    banner, banner_lines = ({} if banner is None else banner), banner_lines + _UNSLOTH_BANNER_LINES
                 elif launch is not None and _TRAINER_RESUME.search(line):
                     launch = RESTART
                 continue
             if banner is not None:  # an Unsloth launch's first dict
                 if finished and launch is None and settings is not None and banner != settings:
                     launch = NEW_RUN
-                settings, banner = banner, None
+                settings, banner, banner_lines = banner, None, 0
             if launch is not None:  # the first dict a launch printed: a fresh training's or a resumed one's
                 rows.append({launch: RESUMED if launch == RESTART else True})
                 launch, finished = None, False
