@@ -1,15 +1,13 @@
 """The run log: one JSON object per line, appended and flushed at each evaluation.
 
-The first line is a header ``{"type": "header", "run": ..., "recipe": ..., "directory": ..., "config": {...}}``;
+The first line is a header ``{"type": "header", "run": ..., "recipe": ..., "config": {...}}``;
 every other line is a row (``"type": "eval"`` for evaluations). The forecaster reads rows by
-column name; the trainer writes them. Rows are never rewritten: a resumed run truncates the file back to
-the byte offset its checkpoint recorded, so a kill -9 can neither lose a row that a checkpoint covers
-nor duplicate one, and then writes a ``"type": "resume"`` row (which checkpoint it went on from:
-``from_step``; where: ``directory``, the run directory resolved, as the header says where the run
-began; when: ``utc``) -- no
-``step`` column, so readers that order rows by step pass it by. The truncation keeps the resume rows it
-cuts (written again right after the checkpoint's rows): a resume stopped before its next checkpoint
-still counts as one.
+column name; the trainer writes them. Rows are never rewritten: a resumed run truncates the
+file back to the byte offset its checkpoint recorded, so a kill -9 can neither lose a row
+that a checkpoint covers nor duplicate one, and then writes a ``"type": "resume"`` row (which
+checkpoint it went on from: ``from_step``; when: ``utc``) -- no ``step`` column, so readers that
+order rows by step pass it by. The truncation keeps the resume rows it cuts (written again right
+after the checkpoint's rows): a resume stopped before its next checkpoint still counts as one.
 
 No torch here: the forecaster imports this module.
 """

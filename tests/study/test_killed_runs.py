@@ -92,8 +92,7 @@ class _Sim:
 
     def run(self, out: Path, cfg, resume: bool) -> None:
         steps, every, attempt = cfg.run.steps, cfg.eval.every, self.attempt
-        header = {"type": "header", "run": out.name, "directory": str(out.resolve()),
-                  "config": {"run": {"output": str(out)}}}
+        header = {"type": "header", "run": out.name}
         if not resume:
             out.mkdir(parents=True, exist_ok=True)
             save_yaml(cfg, out / "config.yaml")
@@ -116,7 +115,6 @@ class _Sim:
                 self.notes.append(f"note: {out} is already at step {step} of run.steps = {steps}: the run is done")
             else:
                 self.notes.append(f"note: resuming {out} from its checkpoint at step {step}, to step {steps}")
-                self._append(out, {"type": "resume", "from_step": step, "directory": str(out.resolve())})  # (_log_resume)
             # (Trainer._evaluation_missing: a checkpoint at a due evaluation step without its row evaluates it)
             due = step % every == 0 or step == steps
             if due and not any(r.get("type") == "eval" and r.get("step") == step for r in self._rows(out)):

@@ -77,11 +77,11 @@ class Budget:
         where it has no evaluation (its source evaluated at other steps): the walk breaks there, and goes on from
         ``finished`` where that evaluation is in ``rows`` (review ei: killed inside its extension, the run
         re-measured its target from where it stopped; review er: from final/'s step, which an extension moves on,
-        a raised budget was measured from the extension's end). Only
-        there: a run of this study's own has an evaluation at every end this budget plans, so the walk from
-        ``steps`` decides -- measured with this budget, it follows a budget raised or lowered since, where
-        final/ is the older budget's end (review er: raised from 3.5e11 to 6e11, a run finished at 260 was
-        walked on from 260, to 380, where the uninterrupted run under 6e11 ends at 440)."""
+        a raised budget was measured from the extension's end). Only there: a run of this study's own has an
+        evaluation at every end this budget plans, so the walk from ``steps`` decides -- measured with this
+        budget, it follows a budget raised or lowered since, where final/ is the older budget's end (review er:
+        raised from 3.5e11 to 6e11, a run finished at 260 was walked on from 260, to 380, where the uninterrupted
+        run under 6e11 ends at 440)."""
         at = {int(r["step"]): r for r in rows if isinstance(r.get("step"), (int, float))}
         end = self.steps
         while self.compute is not None:

@@ -462,8 +462,6 @@ class Trainer:
             # When this training started, as a resume row says when it went on: a study tells a failure it recorded
             # from a later attempt by them (study.run_state.failed_runs).
             "utc": _utc_now(),
-            # Where it trained, resolved: a relative run.output names no place once the working directory is gone.
-            "directory": str(self.output.resolve()),
             "config": to_dict(cfg),
         }
 
@@ -819,9 +817,7 @@ class Trainer:
         run trained in one go. Not for a resume with nothing to train (a finished run's report
         regenerated). A resume stopped before its next checkpoint keeps it: the next resume's truncation
         of the run log spares resume rows (runlog.RunLogWriter)."""
-        # (directory: where it went on, resolved -- a run directory copied or moved keeps the rows written before)
-        self.runlog.append({"type": RESUME, "from_step": self.step, "directory": str(self.output.resolve()),
-                            "utc": _utc_now()})
+        self.runlog.append({"type": RESUME, "from_step": self.step, "utc": _utc_now()})
 
     def _loop(self, bar: Any) -> None:
         cfg = self.cfg
