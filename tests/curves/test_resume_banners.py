@@ -200,39 +200,10 @@ def test_a_dict_of_text_does_not_make_a_lone_printed_dict_a_log(tmp_path):
         detect_format(sample)  # (was: 'dict-lines' -- the data sample counted as the second metric dict)
 
 
-# ------------------------------------------------------------------ review EV: a batch-size sweep
-
-_SWEEP_BANNER = (
-    "==((====))==  Unsloth - 2x faster free finetuning | Num GPUs used = 1\n"
-    "   \\\\   /|    Num examples = 1,000 | Num Epochs = 1 | Total steps = 5\n"
-    "O^O/ \\_/ \\    Batch size per device = {bs} | Gradient accumulation steps = 4\n"
-    "\\        /    Data Parallel GPUs = 1 | Total batch size ({bs} x 4 x 1) = {total}\n"
-    " \"-____-\"     Trainable parameters = 3,194,880 of 856,180,800 (0.37% trained)\n"
-)
-
-
-def _unsloth_training(bs: int) -> str:
-    total = bs * 4
-    text = _SWEEP_BANNER.format(bs=bs, total=total)
-    for i in range(1, 6):
-        text += f"{{'loss': 0.5, 'reward': {0.1 + 0.01 * i:.3f}, 'epoch': {total * i / 1000:.4g}}}\n"
-    text += (f"{{'train_runtime': 12.3, 'train_samples_per_second': 3.2, 'train_steps_per_second': 0.4, "
-             f"'train_loss': 0.5, 'epoch': {total * 5 / 1000:.4g}}}\n")
-    return text
-
-
-def test_two_finished_unsloth_trainings_on_the_same_data_with_another_batch_size_are_two_runs(tmp_path):
-    """Review EV: a batch-size sweep on one data set (Num examples alike) appended to one console was one run."""
-    log = tmp_path / "sweep.log"
-    log.write_text(_unsloth_training(2) + _unsloth_training(16))  # epochs 0.008..0.04, then 0.064..0.32: never goes back
-    curves = read_dict_lines(log, "epoch", "reward", bounded=False)
-    assert [len(c.x) for c in curves] == [5, 5], [(c.name, len(c.x)) for c in curves]  # (was: [10])
-
-
-# ------------------------------------------------------------------ review EW
+# ------------------------------------------------------------------ reviews EV, EW, EX: a finished training's settings
 
 # unsloth's debug_info f-string (unslothai/unsloth unsloth/models/llama.py, logger.warning): current releases' banner
-_CURRENT_BANNER = (
+_UNSLOTH_BANNER = (
     "==((====))==  Unsloth - 2x faster free finetuning | Num GPUs used = 1\n"
     "   \\\\   /|    Num examples = {n:,} | Num Epochs = 1 | Total steps = {steps}\n"
     "O^O/ \\_/ \\    Batch size per device = {bs} | Gradient accumulation steps = {ga}\n"
@@ -246,29 +217,50 @@ def _finished(epoch: float) -> str:
             f"'train_loss': 0.5, 'epoch': {epoch:.4g}}}\n")
 
 
-def test_finished_unsloth_training_resumed_with_another_split_of_the_same_batch_is_one_run(tmp_path):
-    n, total = 1000, 8
-    text = _CURRENT_BANNER.format(n=n, steps=5, bs=2, ga=4, dp=1, total=total)
-    for step in range(1, 6):
-        text += f"{{'loss': 0.5, 'reward': {0.1 + 0.01 * step:.3f}, 'epoch': {total * step / n:.4g}}}\n"
-    text += _finished(total * 5 / n)
-    # resume_from_checkpoint on a bigger GPU with max_steps raised to 10: batch 4 x 2 -- the same 8 per step
-    text += _CURRENT_BANNER.format(n=n, steps=10, bs=4, ga=2, dp=1, total=total)
-    for step in range(6, 11):
-        text += f"{{'loss': 0.5, 'reward': {0.1 + 0.01 * step:.3f}, 'epoch': {total * step / n:.4g}}}\n"
-    text += _finished(total * 10 / n)
-    log = tmp_path / "resumed.log"
-    log.write_text(text)
+def _finished_training(n: int, bs: int, ga: int, dp: int = 1, steps: range = range(1, 6)) -> str:
+    """One Unsloth training to its end-of-training summary: its banner -- printed by every rank (logger.warning:
+    TrainingArguments.log_level_replica='warning'), their lines interleaved as torchrun --tee's per-rank threads
+    print them, each behind its prefix, where ``dp`` > 1 -- then a dict per step in ``steps``."""
+    total = bs * ga * dp
+    banner = _UNSLOTH_BANNER.format(n=n, steps=steps[-1], bs=bs, ga=ga, dp=dp, total=total).splitlines()
+    prefix = (lambda r: f"[default{r}]:") if dp > 1 else (lambda r: "")
+    text = "".join(f"{prefix(r)}{line}\n" for line in banner for r in range(dp))
+    for step in steps:
+        text += f"{prefix(0)}{{'loss': 0.5, 'reward': {0.1 + 0.01 * step:.3f}, 'epoch': {total * step / n:.4g}}}\n"
+    return text + prefix(0) + _finished(total * steps[-1] / n)
+
+
+def test_two_finished_unsloth_trainings_on_the_same_data_with_another_batch_size_are_two_runs(tmp_path):
+    """Review EV: a batch-size sweep on one data set (Num examples alike) appended to one console was one run."""
+    log = tmp_path / "sweep.log"
+    log.write_text(_finished_training(1000, 2, 4) + _finished_training(1000, 16, 4))  # epochs never go back
     curves = read_dict_lines(log, "epoch", "reward", bounded=False)
-    # (its epoch goes on from 0.04 to 0.08 per 8 examples a step, as one training's does; before 4ce340c: one run)
+    assert [len(c.x) for c in curves] == [5, 5], [(c.name, len(c.x)) for c in curves]  # (was: [10])
+
+
+def test_batch_size_sweep_in_a_two_rank_console_is_two_runs(tmp_path):
+    """Review EX: the second rank's banner line restarted the reading, and its Total batch size was never read."""
+    log = tmp_path / "sweep.log"
+    log.write_text(_finished_training(1000, 1, 1, dp=2) + _finished_training(1000, 4, 2, dp=2))  # batch 2, then 16
+    curves = read_dict_lines(log, "epoch", "reward", bounded=False)
+    assert [len(c.x) for c in curves] == [5, 5], [(c.name, len(c.x)) for c in curves]
+
+
+def test_finished_unsloth_training_resumed_with_another_split_of_the_same_batch_is_one_run(tmp_path):
+    """Review EW: resume_from_checkpoint on a bigger GPU with max_steps raised to 10 -- batch 4 x 2, the same 8 a
+    step as 2 x 4: its epoch goes on from 0.04 to 0.08 as one training's does, and it was read as two runs."""
+    log = tmp_path / "resumed.log"
+    log.write_text(_finished_training(1000, 2, 4) + _finished_training(1000, 4, 2, steps=range(6, 11)))
+    curves = read_dict_lines(log, "epoch", "reward", bounded=False)
     assert [len(c.x) for c in curves] == [10], [(c.name, len(c.x)) for c in curves]  # (was: [5, 5])
 
 
 def test_an_evaluation_logged_before_the_first_dict_does_not_replace_the_banners_num_examples(tmp_path):
+    """Review EW: at INFO (TrainingArguments(log_level="info")) an evaluation before the launch's first training
+    dict logs its own 'Num examples = 50', which stood in for the banner's."""
     def training(n: int) -> str:
-        text = _CURRENT_BANNER.format(n=n, steps=6, bs=2, ga=4, dp=1, total=8)
-        # eval_steps=1, logging_steps=2: the evaluation of step 1 is the launch's first dict; at INFO
-        # (TrainingArguments(log_level="info")) Trainer.evaluation_loop logs its banner first
+        text = _UNSLOTH_BANNER.format(n=n, steps=6, bs=2, ga=4, dp=1, total=8)
+        # eval_steps=1, logging_steps=2: the evaluation of step 1 is the launch's first dict
         text += "***** Running Evaluation *****\n  Num examples = 50\n  Batch size = 8\n"
         for step in range(1, 7):
             if step % 2 == 0:
@@ -282,39 +274,3 @@ def test_an_evaluation_logged_before_the_first_dict_does_not_replace_the_banners
     log.write_text(training(2000) + training(200))  # epochs 0.004..0.024, then 0.04..0.24: it never goes back
     curves = read_dict_lines(log, "epoch", "eval_reward", bounded=False)
     assert [len(c.x) for c in curves] == [6, 6], [(c.name, len(c.x)) for c in curves]  # (was: one run)
-
-
-# ------------------------------------------------------------------ review EX: a banner per rank
-
-_RANKS_BANNER = (
-    "==((====))==  Unsloth - 2x faster free finetuning | Num GPUs used = 1\n"
-    "   \\\\   /|    Num examples = {n:,} | Num Epochs = 1 | Total steps = {steps}\n"
-    "O^O/ \\_/ \\    Batch size per device = {bs} | Gradient accumulation steps = {ga}\n"
-    "\\        /    Data Parallel GPUs = {dp} | Total batch size ({bs} x {ga} x {dp}) = {total}\n"
-    " \"-____-\"     Trainable parameters = 3,194,880 of 856,180,800 (0.37% trained)\n"
-)
-
-
-def _interleaved_banners(n, bs, ga, dp):
-    """The banner as every rank logs it (logger.warning: TrainingArguments.log_level_replica='warning' prints it on
-    each rank), its lines interleaved as torchrun --tee's per-rank tail threads print them, each with its prefix."""
-    lines = _RANKS_BANNER.format(n=n, steps=5, bs=bs, ga=ga, dp=dp, total=bs * ga * dp).splitlines()
-    return "".join(f"[default{r}]:{line}\n" for line in lines for r in range(dp))
-
-
-def _two_rank_training(n, bs, ga, dp):
-    total = bs * ga * dp
-    text = _interleaved_banners(n, bs, ga, dp)
-    for step in range(1, 6):
-        text += f"[default0]:{{'loss': 0.5, 'reward': {0.1 + 0.01 * step:.3f}, 'epoch': {total * step / n:.4g}}}\n"
-    text += (f"[default0]:{{'train_runtime': 12.3, 'train_samples_per_second': 3.2, 'train_steps_per_second': 0.4, "
-             f"'train_loss': 0.5, 'epoch': {total * 5 / n:.4g}}}\n")
-    return text
-
-
-def test_batch_size_sweep_in_a_two_rank_console_is_two_runs(tmp_path):
-    """Review EX: the second rank's banner line restarted the reading, and its Total batch size was never read."""
-    log = tmp_path / "sweep.log"
-    log.write_text(_two_rank_training(1000, 1, 1, 2) + _two_rank_training(1000, 4, 2, 2))  # total batch 2, then 16
-    curves = read_dict_lines(log, "epoch", "reward", bounded=False)
-    assert [len(c.x) for c in curves] == [5, 5], [(c.name, len(c.x)) for c in curves]
