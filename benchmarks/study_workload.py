@@ -76,7 +76,7 @@ def share_finished_runs(family: str, out: Path, study_root: Path, seeds: int | N
     import shutil
 
     from scalerl.config import load_yaml, save_yaml, to_dict
-    from scalerl.runlog import eval_rows, mark_copied
+    from scalerl.runlog import eval_rows, final_model_step, mark_copied
     from scalerl.study.plan import Budget, comparable_config, plan_study
     from scalerl.study.run_state import run_status
     from scalerl.study.spec import SPEC_FILE, load_spec
@@ -102,7 +102,8 @@ def share_finished_runs(family: str, out: Path, study_root: Path, seeds: int | N
         budget = Budget.of(load_spec(other / SPEC_FILE))
         for cfg_file in sorted((other / "runs").glob("*/seed*/config.yaml")):
             d = cfg_file.parent
-            if run_status(d, budget) == "done" and not past_mine(d):
+            # (a final/ without its step -- an older scalerl's -- cannot be marked where the copy ends: not shared)
+            if run_status(d, budget) == "done" and not past_mine(d) and final_model_step(d) is not None:
                 finished.append((comparable_config(to_dict(load_yaml(TrainConfig, cfg_file))), d))
     shared = []
     for plan in plan_study(spec, out):
@@ -112,12 +113,17 @@ def share_finished_runs(family: str, out: Path, study_root: Path, seeds: int | N
         source = next((d for cfg, d in finished if cfg == want), None)
         if source is None:
             continue
-        shutil.copytree(source, plan.directory)
-        mark_copied(plan.directory, source)  # (its extensions here are measured from where the copy ends)
+        # Copied, marked and given its own directory beside its place, then renamed into it: a kill in between
+        # leaves no unmarked copy there, which the continued benchmark would take for a run of its own.
+        staging = plan.directory.with_name(f".{plan.directory.name}.sharing")
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(source, staging)
+        mark_copied(staging, source)  # (its extensions here are measured from where the copy ends)
         # The copy's own directory in its config: a resume (a longer budget here) writes here.
-        cfg_copy = load_yaml(TrainConfig, plan.directory / "config.yaml")
+        cfg_copy = load_yaml(TrainConfig, staging / "config.yaml")
         cfg_copy.run.output = str(plan.directory.resolve())
-        save_yaml(cfg_copy, plan.directory / "config.yaml")
+        save_yaml(cfg_copy, staging / "config.yaml")
+        os.rename(staging, plan.directory)
         rec = {"label": plan.variant.label, "seed": plan.seed, "source": str(source.resolve())}
         shared.append(rec)
         with open(out / "shared.jsonl", "a") as f:

@@ -1,15 +1,20 @@
 """A study's runs shared from another family (benchmarks/study_workload.py copies the workload's base run into every
 family's study): resumed and extended under the family's compute budget as a run of its own would be (review ei: a
-shared run past its first stretch, killed before its extension's final/ save, was never given final/)."""
+shared run past its first stretch, killed before its extension's final/ save, was never given final/), and marked
+where the copy ends (review EY: never left unmarked, never refused as a foreign file)."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from scalerl.config import save_yaml, to_dict
+from scalerl.errors import InputError
+from scalerl.runlog import COPIED_FROM, copied_at, mark_copied
 from scalerl.study.plan import Budget, plan_study
 from scalerl.study.spec import StudySpec
 
@@ -104,3 +109,111 @@ def test_shared_run_killed_inside_its_extension_resumes_to_that_extensions_end(t
     _fake_trainer(monkeypatch, resumes)
     execute_run(to_dict(plan.config), budget)  # (fails after the first resume: the stand-in logs nothing new)
     assert resumes and resumes[0] == 500, resumes
+
+
+# ------------------------------------------------------------------ review EY: the copy's mark
+
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _finished_run_dir(d: Path, final_step: int | None = 300) -> Path:
+    """A finished run directory as the trainer leaves one (config, log to step 300, final/)."""
+    d.mkdir(parents=True)
+    (d / "config.yaml").write_text("run: {steps: 300}\n")
+    rows = [{"type": "header", "run": d.name}] + [
+        {"type": "eval", "step": s, "flops": 1e9 * (s + 1), "val/pass_rate": 0.5} for s in range(0, 320, 20)]
+    (d / "runlog.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (d / "checkpoints" / "step_000300").mkdir(parents=True)
+    (d / "final").mkdir()
+    (d / "final" / "config.json").write_text("{}")
+    if final_step is not None:
+        (d / "final" / "scalerl_final.json").write_text(json.dumps({"step": final_step}) + "\n")
+    return d
+
+
+def test_overwrite_of_a_marked_copy_is_not_refused_for_its_marker(tmp_path):
+    """Review EY: `scalerl train --output COPY --overwrite` refused the copy for scalerl's own mark."""
+    from scalerl.commands._train_args import overwrite_run_dir
+
+    source = _finished_run_dir(tmp_path / "source")
+    copy = tmp_path / "copy"
+    shutil.copytree(source, copy)
+    mark_copied(copy, source)
+    assert (copy / COPIED_FROM).exists()
+    overwrite_run_dir(copy)  # (was: InputError "holds files that a run does not write (copied_from.json)")
+    assert not copy.exists()
+
+
+def test_foreign_files_does_not_list_the_copy_marker(tmp_path):
+    from scalerl.train.run_directory import foreign_files
+
+    source = _finished_run_dir(tmp_path / "source")
+    copy = tmp_path / "copy"
+    shutil.copytree(source, copy)
+    mark_copied(copy, source)
+    assert foreign_files(copy) is None, foreign_files(copy)
+
+
+# ---------------------------------------------------------------- benchmarks/study_workload.py share_finished_runs
+
+
+def _workload():
+    sys.path.insert(0, str(_ROOT))
+    try:
+        import benchmarks.study_workload as workload
+    finally:
+        sys.path.remove(str(_ROOT))
+    return workload
+
+
+def _finished_base_run(study_root: Path, *, final_step: int | None) -> Path:
+    """The efficiency family's base run (scalerl/seed0), finished at step 300, in study_root/study-workload-efficiency."""
+    from scalerl.study.plan import plan_study
+    from scalerl.study.spec import SPEC_FILE, load_spec
+
+    workload = _workload()
+    other = study_root / "study-workload-efficiency"
+    other.mkdir(parents=True)
+    shutil.copy(workload.spec_file("efficiency"), other / SPEC_FILE)
+    spec = load_spec(other / SPEC_FILE)
+    spec.seeds = 1
+    plan = next(p for p in plan_study(spec, other) if p.variant.label == "scalerl")
+    d = _finished_run_dir(plan.directory, final_step)
+    save_yaml(plan.config, d / "config.yaml")
+    return d
+
+
+def _share(study_root: Path):
+    return _workload().share_finished_runs("batch-size", study_root / "study-workload-batch-size", study_root, 1)
+
+
+def test_share_never_leaves_an_unmarked_copy_of_an_old_final(tmp_path):
+    """Review EY: a source whose final/ has no step (an older scalerl's) was copied, then refused marking: the
+    unmarked copy stayed, and the continued benchmark took it for a run of its own."""
+    _finished_base_run(tmp_path, final_step=None)
+    try:
+        _share(tmp_path)
+    except InputError:
+        pass  # (was: a traceback out of the benchmark, and an unmarked copy left in place)
+    _share(tmp_path)  # the benchmark run again: "a killed benchmark continues where it stopped"
+    copy = tmp_path / "study-workload-batch-size" / "runs" / "batch-16" / "seed0"
+    assert not copy.exists() or copied_at(copy) is not None, sorted(p.name for p in copy.iterdir())
+
+
+def test_share_killed_between_copy_and_mark_is_marked_when_continued(tmp_path, monkeypatch):
+    """Review EY: killed between the copy and its mark, the share left an unmarked copy in place for good."""
+    import scalerl.runlog
+
+    _finished_base_run(tmp_path, final_step=300)
+
+    def killed(*_a, **_k):
+        raise KeyboardInterrupt  # kill -9 / Ctrl-C right after shutil.copytree
+
+    with monkeypatch.context() as m:
+        m.setattr(scalerl.runlog, "mark_copied", killed)
+        with pytest.raises(KeyboardInterrupt):
+            _share(tmp_path)
+    _share(tmp_path)  # continued
+    copy = tmp_path / "study-workload-batch-size" / "runs" / "batch-16" / "seed0"
+    assert copy.exists()
+    assert copied_at(copy) == 300

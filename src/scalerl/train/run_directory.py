@@ -15,7 +15,7 @@ from typing import Any
 
 from scalerl.config import leaf_fields, load_yaml, read_yaml_mapping, save_yaml
 from scalerl.errors import CannotResume, ConfigError, InputError
-from scalerl.runlog import FINAL, RESUME, RUNLOG, final_model_step, has_final_model, read_runlog
+from scalerl.runlog import COPIED_FROM, FINAL, RESUME, RUNLOG, final_model_step, has_final_model, read_runlog
 from scalerl.train.config import CALIBRATION_COPY, TrainConfig
 from scalerl.train.loggers import WandbSink
 from scalerl.train.preflight import check_writable
@@ -137,8 +137,9 @@ def check_output(output: Path, resume: bool) -> None:
 #: What a run writes at its start (one of them: the directory holds a run, perhaps a crashed one).
 RUN_FILES = (CONFIG, RUNLOG, SAMPLES, CHECKPOINTS, FINAL)
 #: What else a run writes into its directory -- its trackers' files, which a start that failed
-#: leaves (W&B not logged in: its run id), and the report: never the user's files.
-RUN_EXTRAS = (CALIBRATION_COPY, WandbSink.ID_FILE, "wandb", "tensorboard", *REPORT_FILES)
+#: leaves (W&B not logged in: its run id), and the report -- or scalerl beside it (a shared copy's
+#: mark, ``runlog.mark_copied``): never the user's files.
+RUN_EXTRAS = (CALIBRATION_COPY, WandbSink.ID_FILE, "wandb", "tensorboard", *REPORT_FILES, COPIED_FROM)
 
 
 def foreign_files(output: Path) -> str | None:
