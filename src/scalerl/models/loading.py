@@ -91,10 +91,11 @@ def adapter_base(source: str) -> str | None:
     return str(base)
 
 
-#: How peft's ``PeftModel.from_pretrained`` words adapter weights absent from the files (peft 0.21:
-#: "careful: if the wording of the warning is changed, adjust the unit tests accordingly"): it
-#: warns, does not raise, and filters the keys so that the warning has no false positives.
-_MISSING_ADAPTER_KEYS = "Found missing adapter keys while loading the checkpoint:"
+#: How peft's ``PeftModel.from_pretrained`` words adapter weights absent from the files: it warns, does not
+#: raise, and filters the keys so that the warning has no false positives -- peft 0.21 "Found missing adapter
+#: keys while loading the checkpoint: [...]", 0.22 "Found missing adapter keys: [...] while loading the
+#: checkpoint" (its "careful: if the wording of the warning is changed, adjust the unit tests accordingly").
+_MISSING_ADAPTER_KEYS = re.compile(r"Found missing adapter keys(?: while loading the checkpoint)?: (\[[^\]]*\])")
 
 
 def _merged_adapter(model: Any, source: str) -> Any:
@@ -114,10 +115,10 @@ def _merged_adapter(model: Any, source: str) -> Any:
         text = str(w.message)
         if "is_gradient_checkpointing" in text and issubclass(w.category, FutureWarning):
             continue  # peft reads a property transformers 5 deprecates: noise, not the user's doing
-        if _MISSING_ADAPTER_KEYS in text:
+        if found := _MISSING_ADAPTER_KEYS.search(text):
             # peft leaves those adapter weights as initialised (A random, B zero) and only warns: a merged
             # model part trained, part not -- or, with A missing and B loaded, part random.
-            missing = text.split(_MISSING_ADAPTER_KEYS, 1)[1].strip().rstrip(".")
+            missing = found.group(1)
             raise InputError(f"{source!r}: the LoRA adapter's files do not hold every adapter weight its "
                              f"adapter_config.json asks for (missing: {missing[:300]}); the merged model would be "
                              "partly untrained. Was it saved for another base model, or are its files incomplete? "
