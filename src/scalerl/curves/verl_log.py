@@ -46,7 +46,7 @@ import ast
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from scalerl.curves.attempts import RESTART, RESUMED, split_attempts
 from scalerl.curves.console import ANSI, RAY_PREFIX, shown_lines
@@ -103,8 +103,17 @@ def _metric_items(rest: str) -> dict[str, Any] | None:
 
 
 def _lines(path: Path, notes: list[str] | None = None):
+    # Whether the file is W&B's capture is asked of the whole file, in a pass of its own -- only where a line at
+    # W&B's limit makes it matter, which hardly any log has (it was asked of every log: each read twice).
     return _unwrapped((line for _, line in shown_lines(path)), notes if notes is not None else [],
-                      wandb_capture=_wandb_capture(path))
+                      wandb_capture=lambda: _wandb_capture(path))
+
+
+def _at_wandb_limit(line: str) -> bool:
+    """A step line of exactly :data:`WANDB_LINE_LIMIT` characters that W&B's capture may have cut: not one behind
+    Ray's prefix -- W&B captures the output of the process that called ``wandb.init`` (verl's TaskRunner actor)
+    before Ray's driver prefixes it, so such a line is the driver's console, whose lines are whole (review er)."""
+    return len(line) == WANDB_LINE_LIMIT and _STEP_LINE.search(line) is not None and RAY_PREFIX.match(line) is None
 
 
 def _wandb_capture(path: Path) -> str | None:
@@ -113,16 +122,13 @@ def _wandb_capture(path: Path) -> str | None:
     lost a complete 4096-character line's last metric) and it is named as W&B names it (:data:`_WANDB_CAPTURE_NAME`;
     review eq: ``training_output.txt`` is not) or, under any name, two step lines or more are of exactly that length,
     which a console's complete lines hardly ever are; ``"maybe"`` for one such line under another name (``cat
-    output.log | scalerl fit -`` reads a copy named stdin: review eq) -- kept whole, and said; else None. A step
-    line behind Ray's prefix (``(TaskRunner pid=N) step:...``) is never counted: W&B captures the output of the
-    process that called ``wandb.init`` -- verl's TaskRunner actor -- before Ray's driver prefixes it, so such a
-    line is the driver's console, whose lines are whole (review er)."""
+    output.log | scalerl fit -`` reads a copy named stdin: review eq) -- kept whole, and said; else None. Step
+    lines are counted by :func:`_at_wandb_limit`."""
     at_limit = 0
     for _, line in shown_lines(path):
         if len(line) > WANDB_LINE_LIMIT:
             return None
-        at_limit += (len(line) == WANDB_LINE_LIMIT and _STEP_LINE.search(line) is not None
-                     and RAY_PREFIX.match(line) is None)
+        at_limit += _at_wandb_limit(line)
     if at_limit >= 2 or (at_limit == 1 and _WANDB_CAPTURE_NAME.search(path.name) is not None):
         return "cut"
     return "maybe" if at_limit else None
@@ -134,7 +140,7 @@ def _wandb_capture(path: Path) -> str | None:
 _WANDB_CAPTURE_NAME = re.compile(r"^output(?:_[^/]*)?\.log(?:\.\w+)*$")
 
 
-def _unwrapped(lines, notes: list[str], *, wandb_capture: str | None = None):
+def _unwrapped(lines, notes: list[str], *, wandb_capture: Callable[[], str | None] = lambda: None):
     """The lines, with a step line that a terminal or a paste hard-wrapped (``... - prompt_length/max``
     over ``:448.000 - prompt_length/min:36.000 - ...``) joined again: a line right after a step line
     that carries no Ray prefix, is no step line itself and holds ``key:number`` items goes on with it.
@@ -142,9 +148,10 @@ def _unwrapped(lines, notes: list[str], *, wandb_capture: str | None = None):
     was lost. A wrap inside the line's last number leaves its other digits alone on the next line
     (``perf/total_num_tokens:123`` over ``456``): see :func:`_cut_number`; where the log does not show it
     is a wrap, that number is dropped (said in ``notes``) rather than read as its first digits. ``wandb_capture``:
-    whether the file is W&B's capture of the console (:func:`_wandb_capture`), whose step lines of exactly
-    :data:`WANDB_LINE_LIMIT` characters were cut there (a complete line of that length in any other console is
-    left whole: review eo)."""
+    whether the file is W&B's capture of the console (:func:`_wandb_capture`, asked at the first step line of
+    exactly :data:`WANDB_LINE_LIMIT` characters), whose such lines were cut there (a complete line of that length
+    in any other console is left whole: review eo)."""
+    capture: str | None | bool = False  # not asked yet
     held = None
     segment = 0  # the length of the held line's last physical line: where a wrap cut it, the width
     widths: set[int] = set()  # the lengths at which this log's lines were seen cut: its wrap widths
@@ -169,16 +176,19 @@ def _unwrapped(lines, notes: list[str], *, wandb_capture: str | None = None):
             yield held
             held = None
         if "step:" in line and _STEP_LINE.search(line):
-            if wandb_capture and len(line) == WANDB_LINE_LIMIT and RAY_PREFIX.match(line) is None:
-                at_limit.append(_STEP_LINE.search(line).group(1))
-                if wandb_capture == "cut":  # its last item is cut: a key without its value, or a shorter number
+            if _at_wandb_limit(line):
+                if capture is False:
+                    capture = wandb_capture()
+                if capture:
+                    at_limit.append(_STEP_LINE.search(line).group(1))
+                if capture == "cut":  # its last item is cut: a key without its value, or a shorter number
                     line = line.rsplit(" - ", 1)[0]
             held, segment = line, len(line)
         else:
             yield line
     if held is not None:
         yield held
-    if at_limit and wandb_capture == "cut":
+    if at_limit and capture == "cut":
         notes.append(f"{len(at_limit)} step line(s) are exactly {WANDB_LINE_LIMIT} characters long (step "
                      f"{', '.join(at_limit[:3])}{', ...' if len(at_limit) > 3 else ''}): W&B's console capture (a run's "
                      f"files/output.log) keeps no more of a line, so the metrics printed after the cut are not in "
