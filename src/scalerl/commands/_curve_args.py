@@ -275,10 +275,10 @@ _LISTED = 25
 
 def _missing_axes(path, kwargs: dict) -> InputError:
     """--x or --y not given: the error lists the log's columns, the likely ones for each first."""
-    from scalerl.curves.io import log_column_rows
+    from scalerl.curves.io import log_column_listing
     from scalerl.curves.rows import DEFAULT_RUN_COLUMN, likely_columns
 
-    rows = log_column_rows(path, **kwargs)
+    rows, text = log_column_listing(path, **kwargs)
     cols = list(rows)
     run_column = kwargs.get("run_column") or DEFAULT_RUN_COLUMN
     # The column that tells runs apart is no metric nor compute: said as what it is.
@@ -290,7 +290,7 @@ def _missing_axes(path, kwargs: dict) -> InputError:
         return ", ".join(shown(c) for c in names[:_LISTED]) + more or "(none)"
 
     compute = likely_columns("x", cols)
-    metrics = likely_columns("y", cols)
+    metrics = [c for c in likely_columns("y", cols) if c not in text]  # (text: never a number, no metric -- review fl)
     other = [c for c in cols if c not in metrics and c not in compute]
     # A name cannot tell an evaluation from a value printed per sample or per step (a hand-written
     # trainer's 'answer_reward', 2,000 times): how many rows log each can, where the counts differ.

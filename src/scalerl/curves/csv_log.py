@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 
 from scalerl.curves.attempts import STEP_COLUMNS, is_clock, split_attempts, steps_count_again
-from scalerl.curves.cells import MISSING_CELLS, logged
+from scalerl.curves.cells import MISSING_CELLS, logged, numeric
 from scalerl.curves.console import text_head
 from scalerl.curves.csv_cut_row import without_cut_row
 from scalerl.curves.data import Curve
@@ -197,7 +197,10 @@ def _columns_needed(path: Path, header: list[str], rows: list[tuple[int, list[st
         # With the rows that log each (review bq: the row logs' listing has them, a CSV's did not): an evaluation
         # logged every 100 steps among per-step values is told apart by them.
         counts = {h: sum(1 for _, row in rows if j < len(row) and logged(row[j].strip())) for j, h in enumerate(header)}
-        raise unknown_column(path, "y", y, header, counts)
+        # (a decimal comma's "0,93" is a number too: a column of them is a metric)
+        text = {h for j, h in enumerate(header)
+                if not any(j < len(row) and numeric(row[j].replace(",", ".")) for _, row in rows)}
+        raise unknown_column(path, "y", y, header, counts, text)
     needed = list(dict.fromkeys([*x_columns(path, columns, x), y]))
     if run_column is not None and run_column not in columns:
         raise unknown_column(path, "run", run_column, header)
@@ -294,8 +297,8 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
         table = next((note for note in read_notes if _ANOTHER_TABLE in note), None)
         if table is None:  # (review bx: the advice given of a file of one table)
             raise
-        raise UnknownColumn(f"{exc} -- {table}: only a file's first Markdown table is read; save the table to read "
-                            "in a file of its own", exc.available, exc.rows) from None
+        raise exc.reworded(f"{exc} -- {table}: only a file's first Markdown table is read; save the table to read "
+                           "in a file of its own") from None
     index = {h: j for j, h in enumerate(header)}
     run_column = run_column or DEFAULT_RUN_COLUMN
     ir = index.get(run_column)

@@ -473,9 +473,8 @@ def _read_format(path, fmt: str, x: str, y: str, *, y_scale: float, bounded: boo
     except UnknownColumn as exc:
         beside = _tracker_logs_beside(path) if fmt == "eval-dumps" and _NO_COLUMN not in (x, y) else []
         if beside:
-            raise UnknownColumn(f"{exc}. The directory also holds tracker logs, which have the trainer's other "
-                                f"metrics (timers, training reward): read {' or '.join(str(b) for b in beside)}",
-                                exc.available, exc.rows) from None
+            raise exc.reworded(f"{exc}. The directory also holds tracker logs, which have the trainer's other "
+                               f"metrics (timers, training reward): read {' or '.join(str(b) for b in beside)}") from None
         raise
     except InputError as exc:
         misnamed = _misnamed(path)
@@ -513,7 +512,7 @@ def _read_instead(inner: Path, shown: str, args: dict) -> list[Curve]:
     try:
         curves = read_curves(inner, **args)
     except UnknownColumn as exc:
-        raise UnknownColumn(str(exc).replace(str(inner), shown), exc.available, exc.rows) from None
+        raise exc.reworded(str(exc).replace(str(inner), shown)) from None
     except InputError as exc:
         message = str(exc).replace(str(inner), shown)
         if inner.is_dir() and inner.name in ARCHIVE_ROOTS:
@@ -605,11 +604,17 @@ def log_columns(path, **kwargs) -> list[str]:
 def log_column_rows(path, **kwargs) -> dict[str, int | None]:
     """The columns a log offers (as :func:`log_columns`), each with the number of rows that give it a
     value where the reader counted them (the row logs: CSV, JSONL, consoles), else None."""
+    return log_column_listing(path, **kwargs)[0]
+
+
+def log_column_listing(path, **kwargs) -> tuple[dict[str, int | None], frozenset[str]]:
+    """:func:`log_column_rows`, and the columns whose values are never a number where the reader looked
+    (text: a dataset summary, a name), which no listing offers as a metric."""
     try:
         read_curves(path, _NO_COLUMN, _NO_COLUMN, **kwargs)
     except UnknownColumn as exc:
-        return {c: exc.rows.get(c) for c in exc.available if not c.startswith(CUMULATIVE)}
-    return {}
+        return {c: exc.rows.get(c) for c in exc.available if not c.startswith(CUMULATIVE)}, exc.text
+    return {}, frozenset()
 
 
 def read_curve(path, x: str, y: str, *, run: str | None = None, **kwargs) -> Curve:

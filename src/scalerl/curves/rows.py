@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable
 
-from scalerl.curves.cells import logged
+from scalerl.curves.cells import logged, numeric
 from scalerl.curves.data import Curve
 from scalerl.curves.overhead_timers import overhead_note
 from scalerl.curves.progress_columns import ELAPSED, duration_seconds, with_progress_columns
@@ -52,46 +52,72 @@ DEFAULT_RUN_COLUMN = "run"
 #: hundreds (verl ~100-300 a step), and then the message names the likely ones.
 LIST_ALL_COLUMNS = 60
 #: What the names of the columns an axis is usually given look like.
-_LIKELY = {
-    # (^x$: a table of curves whose compute column is just x, its unit in another: x_name, x, score)
-    "x": re.compile(r"step|time|timing|token|flop|sample|hour|second|epoch|runtime|elapsed|gpu|rollouts|^x$", re.I),
-    "y": re.compile(r"val|eval|test|acc|reward|score|pass|match|mean@|mean_at_", re.I),
-}
+#: Words of a quantity of compute alone (a time, an amount of work done): a name holding one is an x's, whatever
+#: else it holds (``timing_s/reward``: the time the reward took; ``eval_samples_per_second``).
+_COMPUTE_UNITS = re.compile(r"time|timing|flop|flos|hour|second|runtime|elapsed|gpu", re.I)
+#: Words that count the work done, which a score's name can hold too (``num_tokens`` is compute, ms-swift's
+#: ``eval_token_acc`` and TRL's ``mean_token_accuracy`` are scores -- review fl: listed as compute). (^x$: a table
+#: of curves whose compute column is just x, its unit in another: x_name, x, score)
+_COMPUTE_COUNTS = re.compile(r"step|token|sample|epoch|rollouts|^x$", re.I)
+#: Words that name a score: a name holding one and no word of :data:`_COMPUTE_UNITS` is a metric's. ``acc`` as
+#: a word's end only (``eval_token_acc``, ``val_acc_avg``, ``accuracy``), not ``accepted_samples`` or
+#: ``gradient_accumulation_steps``.
+_SCORES = re.compile(r"acc(?:uracy)?(?![a-z])|reward|score|pass|match|mean@|mean_at_", re.I)
+#: Words of an evaluation or a score: a name holding one and no compute word is a metric's.
+_METRIC = re.compile(r"val|eval|test|acc|reward|score|pass|match|mean@|mean_at_", re.I)
+
+
+def _axis_of(name: str) -> str | None:
+    """``x`` or ``y``: the axis a column's name looks like it is given as, or None (a loss, a length)."""
+    if _COMPUTE_UNITS.search(name):
+        return "x"
+    if _SCORES.search(name):
+        return "y"
+    if _COMPUTE_COUNTS.search(name):
+        return "x"
+    return "y" if _METRIC.search(name) else None
 
 
 class UnknownColumn(InputError):
     """A column the log does not have; ``available`` holds the log's columns (for listings) and
     ``rows``, where the reader counted them, how many rows give each a value: a metric printed per
     sample (a hand-written trainer's ``Metrics: {...}``, 2,000 times) stands apart from an
-    evaluation (9 times) by it, which the names alone cannot tell."""
+    evaluation (9 times) by it, which the names alone cannot tell. ``text``: the columns whose values are
+    never a number (ms-swift's ``val_dataset``, a summary string): no metric, whatever their name says."""
 
-    def __init__(self, message: str, available, rows: dict[str, int] | None = None) -> None:
+    def __init__(self, message: str, available, rows: dict[str, int] | None = None, text=()) -> None:
         super().__init__(message)
         self.available = tuple(sorted(available))
         self.rows = dict(rows or {})
+        self.text = frozenset(text)
+
+    def reworded(self, message: str) -> "UnknownColumn":
+        """The same error with another message (a reader that names what the user gave, adds advice)."""
+        return UnknownColumn(message, self.available, self.rows, self.text)
 
 
 def likely_columns(kind: str, columns) -> list[str]:
-    """The columns whose names look like what axis ``kind`` (``x`` or ``y``) is usually given; a name
-    that looks like both (``timing/eval``: a time) is an ``x``'s."""
-    if kind == "x":
-        return [c for c in columns if _LIKELY["x"].search(c)]
-    return [c for c in columns if _LIKELY["y"].search(c) and not _LIKELY["x"].search(c)]
+    """The columns whose names look like what axis ``kind`` (``x`` or ``y``) is usually given (:func:`_axis_of`:
+    a name that holds a time, ``timing/eval``, is an ``x``'s; one that holds a score and counts work,
+    ``eval_token_acc``, a ``y``'s)."""
+    return [c for c in columns if _axis_of(c) == kind]
 
 
-def unknown_column(path: Path, kind: str, name: str, available, rows: dict[str, int] | None = None) -> InputError:
+def unknown_column(path: Path, kind: str, name: str, available, rows: dict[str, int] | None = None,
+                   text=()) -> InputError:
     cols = sorted(available)
     # A typo's likely target first, however few the columns: in a list of 40 the one meant is easy to miss.
     close = difflib.get_close_matches(name, cols, n=5, cutoff=0.6)
     hint = f" did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     if len(cols) <= LIST_ALL_COLUMNS:
         listed = ", ".join(repr(c) for c in cols) or "(none)"
-        return UnknownColumn(f"{path}: no {kind} column {name!r};{hint} available columns: {listed}", cols, rows)
-    likely = [c for c in likely_columns(kind if kind in _LIKELY else "y", cols) if c not in close]
+        return UnknownColumn(f"{path}: no {kind} column {name!r};{hint} available columns: {listed}", cols, rows, text)
+    likely = [c for c in likely_columns(kind if kind in ("x", "y") else "y", cols) if c not in close and c not in text]
     shown = close + likely[:LIST_ALL_COLUMNS - len(close)]
     return UnknownColumn(f"{path}: no {kind} column {name!r};{hint} {len(cols)} columns, among them "
                          f"{', '.join(repr(c) for c in shown[len(close):]) or ', '.join(repr(c) for c in cols[:20])}"
-                         f"{f' (and {len(cols) - len(shown)} more)' if len(cols) > len(shown) else ''}", cols, rows)
+                         f"{f' (and {len(cols) - len(shown)} more)' if len(cols) > len(shown) else ''}", cols, rows,
+                         text)
 
 
 #: ``--x cum:COL``: the running total of a per-step column (``cum:timing_s/step``: wall seconds so
@@ -390,7 +416,7 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     for kind, col in (("x", x), ("y", y)):
         if col not in keys and not (kind == "x" and cumulative):
             held = _holding_values(rows, keys - {"type"})
-            raise unknown_column(path, kind, col, held, held)
+            raise unknown_column(path, kind, col, held, held, _text_only(rows, held))
     # In a table, only runs whose evaluations never log x but other rows do (TRL's log_history
     # exported: num_tokens is on the training rows) carry it forward. Where evaluations log x, an
     # empty x cell is a missing value: the previous row's x would fit the point at the wrong compute.
@@ -601,6 +627,12 @@ def _holding_values(rows: list[dict], keys: set[str]) -> dict[str, int]:
     # (cells.logged, as the CSV listing counts: a "nan" or "None" string counted as a value, review bv)
     counts = {k: sum(logged(r.get(k)) for r in rows) for k in keys}
     return {k: n for k, n in counts.items() if n}
+
+
+def _text_only(rows: list[dict], keys) -> set[str]:
+    """The ``keys`` no row gives a number (:func:`~scalerl.curves.cells.numeric`): text a listing must not
+    offer as a metric (ms-swift's ``val_dataset`` summary -- review fl)."""
+    return {k for k in keys if not any(numeric(r.get(k)) for r in rows)}
 
 
 def _without_blank_run_names(path: Path, rows: list[dict], run_column: str) -> tuple[list[dict], str]:

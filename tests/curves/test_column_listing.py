@@ -1,0 +1,70 @@
+"""What the listing of a log's columns offers for --y and --x (``give --y ... and --x``): a column's name and
+its values decide (review fl, on an ms-swift ``logging.jsonl`` of lgc-FINANCE/DeepClima-R1; its line shapes:
+  {"loss": 0.16255112, ..., "token_acc": 0.928125, "epoch": 0.22876752, "global_step/max_steps": "100/438", ...}
+  {"eval_loss": 0.15809415, ..., "eval_token_acc": 0.9284995, "epoch": 0.22876752, "global_step/max_steps": "100/438",
+   "elapsed_time": "10m 52s", ...}
+  {"train_dataset": "287.505147±102.300820, min=63.000000, ...", "val_dataset": "286.898288±101.851815, ...",
+   "model_parameter_info": "...", "global_step": 438, "log_history": [...]})
+"""
+import json
+import re
+
+import pytest
+
+from scalerl.cli import main
+
+
+def _swift_log(path):
+    rows = []
+    for i, step in enumerate(range(10, 110, 10)):
+        rows.append({"loss": 0.3 - 0.01 * i, "token_acc": 0.85 + 0.005 * i, "epoch": step / 438,
+                     "global_step/max_steps": f"{step}/438", "elapsed_time": f"{step // 10}m 0s"})
+        if step % 20 == 0:
+            rows.append({"eval_loss": 0.2 - 0.005 * i, "eval_token_acc": 0.9 + 0.004 * i, "epoch": step / 438,
+                         "global_step/max_steps": f"{step}/438", "elapsed_time": f"{step // 10}m 30s"})
+    rows.append({"train_dataset": "287.505147\u00b1102.300820, min=63.000000, max=1005.000000, size=6994",
+                 "val_dataset": "286.898288\u00b1101.851815, min=112.000000, max=969.000000, size=1986",
+                 "global_step": 100, "log_history": []})
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _listing(capsys, path):
+    code = main(["backtest", str(path)])
+    err = capsys.readouterr().err
+    assert code != 0
+    m = re.search(r"metrics \(evaluation-like names[^)]*\)(?:[^:]*): (.*?); compute", err)
+    assert m, err
+    return m.group(1), err
+
+
+def test_swift_eval_token_acc_listed_as_metric(tmp_path, capsys):
+    metrics, err = _listing(capsys, _swift_log(tmp_path / "logging.jsonl"))
+    assert "eval_token_acc" in metrics, err
+
+
+def test_swift_text_column_not_offered_as_metric(tmp_path, capsys):
+    metrics, err = _listing(capsys, _swift_log(tmp_path / "logging.jsonl"))
+    assert "val_dataset" not in metrics, err
+
+
+@pytest.mark.parametrize("name, axis", [
+    ("eval_token_acc", "y"), ("mean_token_accuracy", "y"), ("val/acc_avg", "y"), ("epoch_acc", "y"),
+    ("rewards/accuracy_reward/mean", "y"), ("val-core/openai/gsm8k/reward/mean@1", "y"), ("test_score", "y"),
+    ("timing_s/reward", "x"), ("timing/eval", "x"), ("eval_runtime", "x"), ("eval_samples_per_second", "x"),
+    ("num_tokens", "x"), ("train/global_step", "x"), ("gradient_accumulation_steps", "x"),
+    ("accepted_samples", "x"), ("total_flos", "x"), ("gpu_hours", "x"),
+    ("loss", None), ("response_length/mean", None)])
+def test_a_column_name_reads_as_the_axis_it_names(name, axis):
+    """A time is compute whatever it times; a score is a metric though it counts tokens; ``acc`` at a word's end."""
+    from scalerl.curves.rows import likely_columns
+
+    assert [a for a in ("x", "y") if likely_columns(a, [name])] == ([axis] if axis else [])
+
+
+def test_a_csv_column_of_text_is_no_metric_but_decimal_commas_are(tmp_path, capsys):
+    path = tmp_path / "log.csv"
+    path.write_text("step;val_acc;eval_note\n" + "".join(f"{s};0,{s};ok\n" for s in range(1, 6)))
+    metrics, err = _listing(capsys, path)
+    assert "val_acc" in metrics and "eval_note" not in metrics, err
+    assert "'eval_note'" in err, err  # still listed, among the other columns
