@@ -368,3 +368,21 @@ def test_a_json_integer_past_pythons_digit_limit_is_read_as_its_digits(tmp_path,
     path = tmp_path / name
     path.write_text(text)
     assert load_rows(path)[0].answer == "1" * 5000
+
+
+# review fk: a prompt that is a missing value written out; a misspelt field named
+
+def test_prompt_that_is_a_written_out_missing_value_is_refused(tmp_path):
+    data = tmp_path / "problems.csv"
+    data.write_text("prompt,answer\nWhat is 1+1?,2\nnan,4\nWhat is 3+3?,6\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"row 3.*'prompt'"):
+        load_rows(data)
+
+
+def test_misspelt_prompt_field_suggests_the_close_name(tmp_path):
+    data = tmp_path / "problems.jsonl"
+    data.write_text("".join(json.dumps({"promt": f"What is {i}+{i}?", "answer": str(2 * i)}) + "\n" for i in range(4)))
+    with pytest.raises(InputError) as info:
+        load_rows(data)
+    message = str(info.value)
+    assert "did you mean" in message or "prompt_field: promt" in message, message

@@ -1,9 +1,11 @@
 """A user's own data and reward through train --resume and eval: data edited under a run, a reward function that
-cannot score one evaluation set."""
+cannot score one evaluation set; prompts with characters the tokenizer has no token for."""
 
 from __future__ import annotations
 
 import json
+
+import pytest
 
 
 def _write_jsonl(path, rows):
@@ -81,3 +83,28 @@ def test_eval_goes_on_when_only_one_set_fails_every_call(tmp_path, random_model,
     result = json.loads(out)
     assert set(result["sets"]) == {"val", "b"}
     assert result["reward_errors"] == 3 and result["reward_calls"] == 6
+
+
+# review fk: characters the tokenizer has no token for are said
+
+@pytest.mark.slow
+def test_prompts_the_tokenizer_cannot_encode_are_said(tmp_path, random_model, char_tokenizer, capsys):
+    from scalerl.cli import main
+
+    model = tmp_path / "model"
+    random_model.save_pretrained(model)
+    char_tokenizer.save_pretrained(model)
+    rows = [{"prompt": f"What is {i}{op}{i + 1}?", "answer": str(eval(f"{i}{'*' if op == '×' else '-'}{i + 1}"))}
+            for i in range(20) for op in ("×", "−")]
+    data = tmp_path / "problems.jsonl"
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    code = main(["train", "--model", str(model), "--task", "math", "--data", str(data),
+                 "--output", str(tmp_path / "run"), "--no-progress", "--no-report", "--steps", "1", "--eval-every", "1",
+                 "--set", "pipeline=sync", "--set", "batch.prompts_per_step=2", "--set",
+                 "batch.generations_per_prompt=2", "--set", "eval.problems=2", "--set", "eval.samples_per_problem=1",
+                 "--set", "length.mode=truncate", "--set", "length.max_new_tokens=8", "--set", "forecast.enabled=false"])
+    out = capsys.readouterr()
+    said = (out.out + out.err).lower()
+    # Either refused in one line, or trained with a warning that counts the prompts and names a character.
+    assert ("unknown" in said or "<unk>" in said or "cannot encode" in said) and ("×" in said or "−" in said), \
+        (code, said[-2000:])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import decimal
+import difflib
 import json
 import math
 import numbers
@@ -102,7 +103,7 @@ def _one_answer(value: Any) -> Any:
 
 
 #: Texts that are a missing value written out -- a NaN or NA through ``str()`` or pandas'
-#: ``astype(str)`` -- refused as answers, as the NaN itself is. (Not "NA", "N/A", "null" or "None":
+#: ``astype(str)`` -- refused as prompts and answers, as the NaN itself is. (Not "NA", "N/A", "null" or "None":
 #: answers some tasks have.)
 MISSING_TEXTS = frozenset({"nan", "NaN", "NAN", "<NA>", "NaT"})
 
@@ -236,10 +237,15 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
             if setting == "answer_field":
                 values[setting] = _one_answer(values[setting])
             if not found:
-                present = ", ".join(map(repr, _nested_fields(record))) or "none"
+                fields = _nested_fields(record)
+                present = ", ".join(map(repr, fields)) or "none"
+                # (a misspelt field named, as a misspelt config key is -- review fk)
+                close = difflib.get_close_matches(name, fields, n=1, cutoff=0.75)
+                meant = f"did you mean {close[0]!r}? " if close else ""
                 raise InputError(f"{source}: row {number}: missing field {name!r} (fields present: {present}); "
-                                 f"if another field holds it: --set 'task.settings={{{setting}: NAME}}' "
-                                 "(a nested one as a dotted path: reward_model.ground_truth)")
+                                 f"{meant}if another field holds it: --set 'task.settings={{{setting}: "
+                                 f"{close[0] if close else 'NAME'}}}' (a nested one as a dotted path: "
+                                 "reward_model.ground_truth)")
             why = _not_text(values[setting], setting, name)
             if why is not None:
                 raise InputError(f"{source}: row {number}: field {name!r} {why}")
@@ -265,10 +271,12 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
                              "conversation: a list of {role, content} messages ending with a user turn)")
         if answer is None or not answer.strip():
             raise InputError(f"{source}: row {number}: field {answer_field!r} is empty or not text")
-        if answer.strip() in MISSING_TEXTS:
-            raise InputError(f"{source}: row {number}: field {answer_field!r} is the text {answer.strip()!r}, how "
-                             "Python and pandas write a missing value out (str(float('nan')), astype(str)); as an "
-                             "answer no completion should match it: fill it in or drop the row")
+        for name, text, why in ((prompt_field, prompt, "as a prompt it asks nothing"),
+                                (answer_field, answer, "as an answer no completion should match it")):
+            if text.strip() in MISSING_TEXTS:  # (the prompt too -- review fk: a 'nan' prompt was trained on)
+                raise InputError(f"{source}: row {number}: field {name!r} is the text {text.strip()!r}, how Python "
+                                 f"and pandas write a missing value out (str(float('nan')), astype(str)); {why}: "
+                                 "fill it in or drop the row")
         for name, texts in ((prompt_field, [c for _, c in messages] or [prompt]), (answer_field, [answer])):
             why = _surrogate(texts)
             if why is not None:

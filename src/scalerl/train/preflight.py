@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
@@ -105,6 +107,9 @@ def check_positions(model: Any, tokenizer: Any, problems: Sequence[Any], length:
     # resize_token_embeddings is in it, in no prompt): checked with the prompts, first.
     forced = [(PHRASE, phrase_ids(length, tokenizer))] if length.mode == "interrupt" else []
     check_token_ids(model, [*forced, *encoded])
+    note = unknown_characters_note(tokenizer, problems, [ids for _, ids in encoded])
+    if note is not None:
+        print(f"warning: {note}", file=sys.stderr)
     bound = max_positions(model.config)
     if bound is None:
         return
@@ -145,6 +150,32 @@ def check_token_ids(model: Any, encoded: Sequence[tuple[str, Sequence[int]]]) ->
                      f"{rows} rows (ids 0-{rows - 1}): the tokenizer saved with the weights is not this model's, or "
                      "tokens were added to it without model.resize_token_embeddings(len(tokenizer)); save the model's "
                      "own tokenizer beside its weights")
+
+
+def unknown_characters_note(tokenizer: Any, problems: Sequence[Any], encoded: Sequence[Sequence[int]]) -> str | None:
+    """What to say where the tokenizer turned characters of the prompts into its unknown token (a character
+    tokenizer's ``×`` or ``−``, a tokenizer without byte fallback given another script): the model sees ``<unk>``
+    there, and ``3×4`` and ``3−4`` are one prompt to it (review fk: trained on in silence). None where no prompt
+    holds the unknown token but as its own text."""
+    unk, literal = getattr(tokenizer, "unk_token_id", None), getattr(tokenizer, "unk_token", None)
+    if unk is None:
+        return None
+    texts = ["".join(content for _, content in p.messages) or p.prompt for p in problems]
+    hit = [text for text, ids in zip(texts, encoded) if unk in ids and not (literal and literal in text)]
+    if not hit:
+        return None
+    chars: Counter[str] = Counter()
+    for text in hit[:_SAMPLED_PROMPTS]:  # (the characters, from the first prompts: each is encoded on its own)
+        chars.update(c for c in set(text) if unk in tokenizer.encode(c, add_special_tokens=False))
+    named = ", ".join(f"{c!r} in {n}" for c, n in chars.most_common(5))
+    return (f"{len(hit)} of {len(problems)} prompts hold characters the tokenizer has no token for"
+            f"{f' ({named})' if named else ''}: the model sees its unknown token {literal!r} there, and prompts that "
+            "differ only in them look the same to it -- replace them in the data, or use a model whose tokenizer "
+            "covers them")
+
+
+#: How many of the prompts holding unknown characters :func:`unknown_characters_note` looks into for them.
+_SAMPLED_PROMPTS = 200
 
 
 def _train_fix(cfg: TrainConfig, tokenizer: Any, room: int) -> str:
