@@ -176,22 +176,27 @@ def test_mlx_lm_table_console_appended_to_itself_keeps_its_steps(tmp_path):
     assert list(two.x) == list(one.x) == [0, 19, 39, 59]
 
 
-def test_drop_repeated_blocks_is_not_quadratic_on_per_epoch_rows(monkeypatch):
-    calls = 0
+@pytest.fixture
+def row_checks(monkeypatch):
+    """How many times two rows are compared cell for cell (``[count]``)."""
+    calls = [0]
     same_row = repeated_blocks._same_row
 
     def counting(a, b):
-        nonlocal calls
-        calls += 1
+        calls[0] += 1
         return same_row(a, b)
 
     monkeypatch.setattr(repeated_blocks, "_same_row", counting)
+    return calls
+
+
+def test_drop_repeated_blocks_is_not_quadratic_on_per_epoch_rows(row_checks):
     rnd = random.Random(0)
     # the CSV reader's records of a log with a per-epoch step and an evaluation at each epoch's end: {step} rows
     rows = [{"step": i % 50 + 1, **({"val_acc": round(rnd.random(), 4)} if i % 50 == 49 else {})}
             for i in range(20_000)]
     assert drop_repeated_blocks(rows, "step") == list(range(len(rows)))
-    assert calls <= 20 * len(rows), calls  # (was: ~2,000,000 row comparisons for 20,000 rows)
+    assert row_checks[0] <= 20 * len(rows), row_checks  # (was: ~2,000,000 row comparisons for 20,000 rows)
 
 
 # review fd: three copies; a copy whose banner comes after a counter-less last row
@@ -552,6 +557,14 @@ E_SHORT = [{"step": 1, "loss": 0.5}, {"step": 2, "loss": 0.4}]
 F_RESTARTED = E_SHORT + [{"step": 3, "loss": 0.3}] + E_SHORT
 
 
+def _run_metrics(root, rows):
+    """A run directory's ``metrics.jsonl`` of ``rows`` under ``root`` (one run name: the directory's)."""
+    p = root / "run" / "metrics.jsonl"
+    p.parent.mkdir(parents=True)
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return p
+
+
 def _fi_rows(*parts):
     return [dict(r) for p in parts for r in p]
 
@@ -569,18 +582,12 @@ def test_f_appended_to_itself_many_times_reads_as_f():
 
 
 def test_jsonl_restart_log_appended_to_itself_reads_as_once(tmp_path):
-    def write(name, rows):
-        p = tmp_path / name / "run" / "metrics.jsonl"
-        p.parent.mkdir(parents=True)
-        p.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        return p
-
     def shape(curves):
         return [(c.name.split("#")[-1], [float(v) for v in c.x], [round(float(v), 9) for v in c.y]) for c in curves]
 
-    once = shape(read_curves(write("once", F_RESTARTED), "step", "loss"))
+    once = shape(read_curves(_run_metrics(tmp_path / "once", F_RESTARTED), "step", "loss"))
     assert len(once) == 2
-    twice = shape(read_curves(write("twice", F_RESTARTED + F_RESTARTED), "step", "loss"))
+    twice = shape(read_curves(_run_metrics(tmp_path / "twice", F_RESTARTED + F_RESTARTED), "step", "loss"))
     assert twice == once, twice  # (now 3 runs: steps 1-3, 1-3, 1-2)
 
 
@@ -612,35 +619,21 @@ def test_cat_f_f_of_a_log_with_an_inner_repeated_block_reads_as_f():
 @pytest.mark.xfail(strict=True, reason="a stated limit of the longest-block rule: cat f f of a JSONL with an inner "
                    "repeated block reads as an extra run (three runs of steps 1-4, f reads as two)")
 def test_jsonl_cat_f_f_with_an_inner_repeated_block_reads_as_f(tmp_path):
-    def write(name, rows):
-        p = tmp_path / name / "run" / "metrics.jsonl"
-        p.parent.mkdir(parents=True)
-        p.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        return p
-
     def shape(curves):
         return [([float(v) for v in c.x], [round(float(v), 9) for v in c.y]) for c in curves]
 
-    once = shape(read_curves(write("once", F_INNER), "step", "loss"))
+    once = shape(read_curves(_run_metrics(tmp_path / "once", F_INNER), "step", "loss"))
     assert len(once) == 2
-    twice = shape(read_curves(write("twice", F_INNER + F_INNER), "step", "loss"))
+    twice = shape(read_curves(_run_metrics(tmp_path / "twice", F_INNER + F_INNER), "step", "loss"))
     assert twice == once, twice
 
 
-def test_log_appended_to_itself_100_times_is_linear(monkeypatch):
-    calls = 0
-    same_row = repeated_blocks._same_row
-
-    def counting(a, b):
-        nonlocal calls
-        calls += 1
-        return same_row(a, b)
-
-    monkeypatch.setattr(repeated_blocks, "_same_row", counting)
+def test_log_appended_to_itself_100_times_is_linear(row_checks):
     f = [{"step": s, "loss": round(random.Random(s).random(), 6)} for s in range(2000)]
     rows = [dict(r) for r in f * 100]  # 200,000 rows
     assert drop_repeated_blocks(rows, "step") == list(range(2000))
-    assert calls <= 2 * len(rows), calls  # (3e6f826, every start that passed checked row by row: 6,532,000)
+    assert row_checks[0] <= 2 * len(rows), row_checks  # (3e6f826, every start that passed checked row by row: 6.5M)
+
 
 def test_cat_f_f_f_of_a_log_with_a_step_logged_twice_reads_as_f():
     f = [_fj_row(s) for s in (1, 1, 2, 1, 2)]  # (a row of a copy inside a block is one inside its copy too)
