@@ -108,3 +108,18 @@ def test_prompts_the_tokenizer_cannot_encode_are_said(tmp_path, random_model, ch
     # Either refused in one line, or trained with a warning that counts the prompts and names a character.
     assert ("unknown" in said or "<unk>" in said or "cannot encode" in said) and ("×" in said or "−" in said), \
         (code, said[-2000:])
+
+
+def test_an_unknown_token_a_template_adds_is_no_unknown_character(char_tokenizer):
+    """Where the unknown token is in a prompt's ids but no character of its text encodes to it (a tokenizer whose
+    unknown token is its end of text, which a chat template adds), nothing is said; a '×' is named."""
+    from scalerl.tasks.base import Problem
+    from scalerl.train.preflight import unknown_characters_note
+
+    unk = char_tokenizer.unk_token_id
+    plain, odd = Problem(id="a", prompt="What is 3*4?", answer="12"), Problem(id="b", prompt="What is 3×4?", answer="12")
+    encoded = [[*char_tokenizer.encode(p.prompt, add_special_tokens=False), unk] for p in (plain, plain)]
+    assert unknown_characters_note(char_tokenizer, [plain, plain], encoded) is None
+    note = unknown_characters_note(char_tokenizer, [plain, odd],
+                                   [char_tokenizer.encode(p.prompt, add_special_tokens=False) for p in (plain, odd)])
+    assert note is not None and note.startswith("1 of 2 prompts") and "'×' in 1" in note, note

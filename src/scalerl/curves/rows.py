@@ -51,7 +51,6 @@ DEFAULT_RUN_COLUMN = "run"
 #: Up to this many columns an unknown column's message lists them all; a real trainer's log holds
 #: hundreds (verl ~100-300 a step), and then the message names the likely ones.
 LIST_ALL_COLUMNS = 60
-#: What the names of the columns an axis is usually given look like.
 #: Words of a quantity of compute alone (a time, an amount of work done): a name holding one is an x's, whatever
 #: else it holds (``timing_s/reward``: the time the reward took; ``eval_samples_per_second``).
 _COMPUTE_UNITS = re.compile(r"time|timing|flop|flos|hour|second|runtime|elapsed|gpu", re.I)

@@ -7,7 +7,8 @@ runs on, into positions it was never trained on. :func:`check_generation_budget`
 longest sequence a run can produce -- the longest prompt (chat template included) plus the
 token budget (thinking + forced phrase + answer, capped by ``max_new_tokens``) -- with the
 model's maximum positions, and refuses the run with one line naming the numbers and the
-``--set`` flags that fit (checked against the config's own validation).
+``--set`` flags that fit (checked against the config's own validation). Prompts with characters the
+tokenizer has no token for are warned of (:func:`unknown_characters_note`).
 
 :func:`discard_unstarted_run` removes what a run wrote before its first checkpoint when it
 fails there (a crash, an interrupt in the first evaluation), so the corrected command can be
@@ -155,27 +156,33 @@ def check_token_ids(model: Any, encoded: Sequence[tuple[str, Sequence[int]]]) ->
 def unknown_characters_note(tokenizer: Any, problems: Sequence[Any], encoded: Sequence[Sequence[int]]) -> str | None:
     """What to say where the tokenizer turned characters of the prompts into its unknown token (a character
     tokenizer's ``×`` or ``−``, a tokenizer without byte fallback given another script): the model sees ``<unk>``
-    there, and ``3×4`` and ``3−4`` are one prompt to it (review fk: trained on in silence). None where no prompt
-    holds the unknown token but as its own text."""
-    unk, literal = getattr(tokenizer, "unk_token_id", None), getattr(tokenizer, "unk_token", None)
+    there, and ``3×4`` and ``3−4`` are one prompt to it (review fk: trained on in silence). A prompt counts where
+    one of its characters, encoded alone, is the unknown token: a tokenizer whose unknown token is also its end of
+    text (GPT-NeoX's) has it in every prompt a chat template ends. None where no prompt has such a character."""
+    unk = getattr(tokenizer, "unk_token_id", None)
     if unk is None:
         return None
-    texts = ["".join(content for _, content in p.messages) or p.prompt for p in problems]
-    hit = [text for text, ids in zip(texts, encoded) if unk in ids and not (literal and literal in text)]
+    unknown: dict[str, bool] = {}  # a character -> whether it encodes to the unknown token (few distinct ones)
+
+    def is_unknown(c: str) -> bool:
+        if c not in unknown:
+            unknown[c] = unk in tokenizer.encode(c, add_special_tokens=False)
+        return unknown[c]
+
+    chars: Counter[str] = Counter()
+    hit = 0
+    for problem, ids in zip(problems, encoded):
+        if unk in ids:
+            bad = [c for c in set("".join(content for _, content in problem.messages) or problem.prompt)
+                   if is_unknown(c)]
+            chars.update(bad)
+            hit += bool(bad)
     if not hit:
         return None
-    chars: Counter[str] = Counter()
-    for text in hit[:_SAMPLED_PROMPTS]:  # (the characters, from the first prompts: each is encoded on its own)
-        chars.update(c for c in set(text) if unk in tokenizer.encode(c, add_special_tokens=False))
     named = ", ".join(f"{c!r} in {n}" for c, n in chars.most_common(5))
-    return (f"{len(hit)} of {len(problems)} prompts hold characters the tokenizer has no token for"
-            f"{f' ({named})' if named else ''}: the model sees its unknown token {literal!r} there, and prompts that "
-            "differ only in them look the same to it -- replace them in the data, or use a model whose tokenizer "
-            "covers them")
-
-
-#: How many of the prompts holding unknown characters :func:`unknown_characters_note` looks into for them.
-_SAMPLED_PROMPTS = 200
+    return (f"{hit} of {len(problems)} prompts hold characters the tokenizer has no token for ({named}): the model "
+            f"sees its unknown token {getattr(tokenizer, 'unk_token', None)!r} there, and prompts that differ only in "
+            "them look the same to it -- replace them in the data, or use a model whose tokenizer covers them")
 
 
 def _train_fix(cfg: TrainConfig, tokenizer: Any, room: int) -> str:
