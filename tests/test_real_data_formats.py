@@ -4,6 +4,7 @@ reference read silently, which would score every right completion -1."""
 
 import csv
 import json
+import re
 
 import pytest
 
@@ -386,3 +387,17 @@ def test_misspelt_prompt_field_suggests_the_close_name(tmp_path):
         load_rows(data)
     message = str(info.value)
     assert "did you mean" in message or "prompt_field: promt" in message, message
+
+
+def test_suggested_set_for_a_misspelt_field_names_that_field(tmp_path):
+    from scalerl.config import override_value
+
+    data = tmp_path / "problems.csv"
+    data.write_text("prompt ,answer\nWhat is 1+1?,2\n", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load_rows(data)
+    m = re.search(r"--set 'task\.settings=(\{.*?\})'", str(info.value))
+    assert m and "did you mean" in str(info.value), str(info.value)
+    settings = override_value(m.group(1))
+    rows = load_rows(data, prompt_field=settings["prompt_field"])  # now: missing field 'prompt' again
+    assert rows[0].prompt == "What is 1+1?"

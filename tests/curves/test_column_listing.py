@@ -68,3 +68,46 @@ def test_a_csv_column_of_text_is_no_metric_but_decimal_commas_are(tmp_path, caps
     metrics, err = _listing(capsys, path)
     assert "val_acc" in metrics and "eval_note" not in metrics, err
     assert "'eval_note'" in err, err  # still listed, among the other columns
+
+
+# review fm: percentages and scalar reprs are numbers; the --y glob offers no text; a time word inside another
+
+_CELLS = {"percent": lambda s: f"{40 + s}%", "numpy_repr": lambda s: f"np.float64(0.{s})"}
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+@pytest.mark.parametrize("cell", sorted(_CELLS))
+def test_listing_offers_a_metric_written_as_percent_or_numpy_repr(tmp_path, capsys, fmt, cell):
+    from scalerl.curves.io import read_curves
+
+    path = tmp_path / f"log.{fmt}"
+    if fmt == "csv":
+        path.write_text("step,val_acc\n" + "".join(f"{s},{_CELLS[cell](s)}\n" for s in range(1, 8)))
+    else:
+        path.write_text("".join(json.dumps({"step": s, "val_acc": _CELLS[cell](s)}) + "\n" for s in range(1, 8)))
+    (curve,) = read_curves(path, "step", "val_acc")  # the reader reads the column as a metric
+    assert len(curve.y) == 7
+    metrics, err = _listing(capsys, path)
+    assert "val_acc" in metrics, err  # now: "metrics (evaluation-like names): (none); ... other: 'val_acc'"
+
+
+
+def test_y_glob_message_offers_no_text_column_as_metric(tmp_path, capsys):
+    rows = [{"step": s, "loss": 1 / s, "val_acc": 0.1 * s} for s in range(1, 8)]
+    rows.append({"val_dataset": "286.898288\u00b1101.851815, min=112.000000, size=1986", "global_step": 7})
+    path = tmp_path / "logging.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    code = main(["backtest", str(path), "--x", "step", "--y", "eval*"])
+    err = capsys.readouterr().err
+    assert code != 0 and "metric-like columns" in err, err
+    assert "val_dataset" not in err, err  # now: "metric-like columns: 'val_acc', 'val_dataset'"
+
+
+
+@pytest.mark.parametrize("name", ["rewards/sentiment_reward/mean", "eval_rewards/sentiment_reward/mean",
+                                  "sentiment_score"])
+def test_a_sentiment_reward_is_a_metric(name):
+    from scalerl.curves.rows import likely_columns
+
+    assert likely_columns("y", [name]) == [name]
+    assert likely_columns("x", [name]) == []

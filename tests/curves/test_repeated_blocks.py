@@ -657,3 +657,19 @@ def test_every_small_log_appended_to_itself_reads_as_itself():
                 if _content(many, drop_repeated_blocks(many, "step")) != once:
                     bad.append((k, f))
     assert not bad, (len(bad), bad[:3])
+
+
+# review fm: half the starts tried the farthest -- the start of a file of more than 64 epochs alike at both ends
+
+def _alike_ended_epochs(k, seed=0):
+    rnd = random.Random(seed)
+    return [r for _ in range(k) for r in [{"step": 1, "lr": 1e-5}]
+            + [{"step": s, "loss": round(rnd.random(), 6)} for s in range(2, 10)] + [{"step": 10, "lr": 0.0}]]
+
+
+def test_cat_f_f_of_65_alike_ended_epochs_reads_as_f():
+    f = _alike_ended_epochs(64)
+    assert drop_repeated_blocks([dict(r) for r in f + f], "step") == list(range(len(f)))  # (holds at 64)
+    f = _alike_ended_epochs(65)
+    kept = drop_repeated_blocks([dict(r) for r in f + f], "step")
+    assert kept == list(range(len(f))), len(kept)  # now: 1300 rows kept of 1300

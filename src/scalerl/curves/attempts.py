@@ -21,6 +21,7 @@ import re
 
 from scalerl.curves.cells import is_number, logged
 from scalerl.curves.repeated_blocks import drop_repeated_blocks
+from scalerl.curves.run_rows import RunRows
 from scalerl.curves.untimed_steps import COUNTERS
 
 #: The trainer's step, which ``transformers``' W&B and Trackio callbacks (TRL's trainers included) log
@@ -36,13 +37,13 @@ STEP_COLUMNS = (TRAINER_STEP, "trainer/global_step", "global_step", "step", "cur
 WANDB_CLOCKS = ("_step", "_runtime", "_timestamp")
 #: Words of an x that is a clock -- a ``wall_time``, ``time``, ``timestamp``, ``elapsed_s`` or ``*_hours`` column: a
 #: step that goes back on it tells a resume or a new training, where a counter the trainer restores from its
-#: checkpoint (tokens, samples) goes back with the step. Whole words of the name (:func:`_words`), not parts of
+#: checkpoint (tokens, samples) goes back with the step. Whole words of the name (:func:`name_words`), not parts of
 #: one: ``num_updates`` holds "date" and ``total_timesteps`` "time", and both are counters (review cu).
 CLOCK_WORDS = frozenset({"time", "times", "timestamp", "datetime", "date", "walltime", "wallclock", "wall", "clock",
                          "runtime", "elapsed", "hour", "hours", "hrs", "minutes", "mins", "seconds", "secs", "sec"})
 
 
-def _words(name: str) -> list[str]:
+def name_words(name: str) -> list[str]:
     """A column name's words, lower case: split at anything not a letter and where camelCase turns
     (``train/wallTime_s`` -> ``train``, ``wall``, ``time``, ``s``)."""
     return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name)]
@@ -52,7 +53,7 @@ def is_clock(records: list[dict], x: str) -> bool:
     """Whether ``x`` goes on whatever the training does: a clock (:data:`WANDB_CLOCKS`, a name with one of
     :data:`CLOCK_WORDS`), or no column of the rows at all (the derived wall_time, a ``cum:`` running total, which
     the reader computes after the split). (``train/global_step`` is no clock: it goes back at a resume.)"""
-    return (x in WANDB_CLOCKS or any(word in CLOCK_WORDS for word in _words(x))
+    return (x in WANDB_CLOCKS or any(word in CLOCK_WORDS for word in name_words(x))
             or not any(x in r for r in records))
 
 
@@ -96,13 +97,6 @@ def continues(first: float, last: float, start: float) -> bool:
     return first < start <= last + 1
 
 
-def _before(rows: list[dict], counter: str, value: float, same: bool) -> list[dict]:
-    """The rows an abandoned attempt logged before the resumed attempt's first ``counter`` value
-    (and at it, where ``same``), with the rows that do not log the counter."""
-    return [r for r in rows if not isinstance(r.get(counter), (int, float))
-            or r[counter] < value or (same and r[counter] == value)]
-
-
 def drop_abandoned_attempts(rows: list[dict], counter: str, kinds: dict[int, frozenset] | None = None
                             ) -> tuple[list[dict], int, int, int, int, list[float]]:
     """One run's rows in log order, where a training resumed from a checkpoint kept logging into the
@@ -129,7 +123,7 @@ def drop_abandoned_attempts(rows: list[dict], counter: str, kinds: dict[int, fro
     Trackio's: a training row keeps no column an evaluation row lacks); else it is read off the row.
     Returns ``(rows, resumes, rows dropped, rows merged, resumes at the step logged last, steps logged
     again)``."""
-    kept: list[dict] = []
+    kept = RunRows(counter)
     resumes = dropped = at_last = 0
     last = None
     resuming = relaunched = False
@@ -149,15 +143,13 @@ def drop_abandoned_attempts(rows: list[dict], counter: str, kinds: dict[int, fro
                 resuming = True
             relaunched = False
             if resuming and value > 0:
-                before = len(kept)
-                kept = _before(kept, counter, value, True)
-                dropped += before - len(kept)
+                dropped += kept.keep_before(value, True)
                 replaced.start(kept, value)
                 again.reset(value)
                 resuming = False
             kind = kinds.get(id(row))
             merged_before = replaced.dropped
-            kept, row = replaced(kept, row)
+            row = replaced(kept, row)
             # (a 0 before a resumed attempt's first step is no step of it; a row that holds no value the reader
             # kept -- TRL's profiling rows, one per call, where only the curve's columns are read -- fits nothing)
             if is_number(value) and not resuming and any(logged(v) and not _counter(k) for k, v in row.items() if k != counter):
@@ -165,7 +157,7 @@ def drop_abandoned_attempts(rows: list[dict], counter: str, kinds: dict[int, fro
                           kept=replaced.dropped == merged_before)  # (one that took a row's place is once)
             last = value
         kept.append(row)
-    return kept, resumes, dropped + replaced.dropped, replaced.merged, at_last, again.steps
+    return kept.rows, resumes, dropped + replaced.dropped, replaced.merged, at_last, again.steps
 
 
 def keep_resumed_attempts(rows: list[dict], label: str,
@@ -235,13 +227,8 @@ RESUMED = "resume"
 MAX_LATE_BURST = 100
 
 
-def _at_step(rows: list[dict], counter: str, value: float) -> list[dict]:
-    """The rows of ``rows`` logged at step ``value``."""
-    return [r for r in rows if is_number(r.get(counter)) and r[counter] == value]
-
-
-def _relogs_last(rows: list[dict], values: list, kinds: list, i: int, last: float, kept: list[dict], counter: str,
-                 kind_of: dict[int, frozenset]) -> bool:
+def _relogs_last(values: list, kinds: list, i: int, last: float, kept: RunRows, kind_of: dict[int, frozenset]
+                 ) -> bool:
     """Whether row ``i``, whose counter went back and comes back at once to ``last`` (the step logged last), begins
     a resume: the next row that logs the counter is at ``last`` again and repeats a row of its kind ``kept`` holds
     there -- the resumed attempt training that step again (review do: OpenRLHF and verl resumed a step before the
@@ -263,8 +250,9 @@ def _relogs_last(rows: list[dict], values: list, kinds: list, i: int, last: floa
         j += 1
     if j == len(values) or values[j] != last or kinds[j] is None:
         return False
-    if not any((k := kind_of.get(id(r))) is not None and same_kind(k, kinds[j]) for r in _at_step(kept, counter, last)):
+    if not any((k := kind_of.get(id(r))) is not None and same_kind(k, kinds[j]) for r in kept.at_step(last)):
         return False
+    counter = kept.counter
     before = max((r[counter] for r in kept if is_number(r.get(counter)) and r[counter] < last), default=None)
     if before is not None and values[i] < before:
         return False
@@ -350,9 +338,9 @@ class _Replaced:
         found = self.kinds.get(id(row))
         return found if found is not None else _kind(row, self.counter)
 
-    def start(self, rows: list[dict], value: float | None) -> None:
+    def start(self, rows: RunRows, value: float | None) -> None:
         """A resume begins at ``value`` (None: one that keeps none of the abandoned rows)."""
-        self.abandoned = [] if value is None else _at_step(rows, self.counter, value)
+        self.abandoned = [] if value is None else rows.at_step(value)
         self.at = value
         self.resumed_kinds = []
 
@@ -362,29 +350,29 @@ class _Replaced:
         evaluated the checkpoint and died, resumed again)."""
         return any(same_kind(k, kind) for k in self.resumed_kinds)
 
-    def __call__(self, rows: list[dict], row: dict) -> tuple[list[dict], dict]:
-        """``rows`` less the abandoned row ``row`` takes the place of, and ``row`` (merged over it)."""
+    def __call__(self, rows: RunRows, row: dict) -> dict:
+        """``row`` (merged over the abandoned row it takes the place of, which leaves ``rows``)."""
         if row.get(self.counter) != self.at:
-            return rows, row
+            return row
         kind = self.kind(row)
         self.resumed_kinds.append(kind)
         if not self.abandoned:
-            return rows, row
+            return row
         # The abandoned row of the very same kind first: a reader that keeps only the columns it reads
         # (W&B's, Trackio's) leaves a training row no column the evaluation row lacks.
         mine = next((r for r in self.abandoned if self.kind(r) == kind), None)
         if mine is None:
             mine = next((r for r in self.abandoned if same_kind(self.kind(r), kind)), None)
         if mine is None:
-            return rows, row
+            return row
         self.abandoned = [r for r in self.abandoned if r is not mine]
-        rows = [r for r in rows if r is not mine]
+        rows.remove(mine)
         self.dropped += 1
         if set(mine) - set(row):  # values only the abandoned row holds (the step's training metrics)
             self.merged += 1
             row = {**mine, **row}
             self.kinds[id(row)] = kind | self.kind(mine)
-        return rows, row
+        return row
 
 
 def _steps_text(steps: list[float]) -> str:
@@ -485,7 +473,7 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
         kinds = [None if r.get(RESTART) or r.get(NEW_RUN) else _kind(r, counter) for r in rows]
     kind_of = {id(r): k for r, k in zip(rows, kinds)}
     late_row = _LateRows(values) if late_rows else None
-    runs: list[list[dict]] = [[]]
+    runs = [RunRows(counter)]
     first = None  # the current run's first counted value
     second = None  # its next value up: the first training step, where the run opened with an evaluation at step 0
     opening: list[frozenset] = []  # what the current run's rows at its first value log
@@ -510,25 +498,23 @@ def split_attempts(rows: list[dict], counter: str, stem: str, *,
         relogged = restart and value == last
         is_late = goes_back and not restart and late_row is not None and late_row(i, last)
         if is_late and late_row.next_greater[i] == last:  # (back at once to the step logged last: late, or a resume?)
-            is_late = not _relogs_last(rows, values, kinds, i, last, runs[-1], counter, kind_of)
+            is_late = not _relogs_last(values, kinds, i, last, runs[-1], kind_of)
         if new_run or ((goes_back or relogged) and not is_late and not resumed
                        and (value <= first or _first_training_step(value, first, second, kinds[i], opening))):
             started_over += not new_run
             launched += new_run
-            runs.append([])
+            runs.append(RunRows(counter))
             first, second, opening = None, None, []
             replaced.start([], None)
             is_late = False
         elif (goes_back or relogged) and not is_late:  # the abandoned attempt's rows after the resumed one's first step go
-            before = len(runs[-1])
-            runs[-1] = _before(runs[-1], counter, value, relogs or restart)
-            resumes, dropped = resumes + 1, dropped + before - len(runs[-1])
+            resumes, dropped = resumes + 1, dropped + runs[-1].keep_before(value, relogs or restart)
             reason = f"{counter} goes back" if goes_back else f"{counter} logged again after a restart"
             how[reason] = how.get(reason, 0) + 1
             replaced.start(runs[-1], value if relogs or restart else None)
             again.reset(value)
         merged_before = replaced.dropped
-        runs[-1], row = replaced(runs[-1], row)
+        row = replaced(runs[-1], row)
         runs[-1].append(row)
         if first is None:
             first = value

@@ -37,14 +37,3 @@ def is_number(value: object) -> bool:
     not NaN (the readers' one test of a step, a ``from_step``, a ``num_tokens``)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 
-
-def numeric(value: object) -> bool:
-    """Whether a cell holds a number: one (:func:`is_number`, finite) or a string that reads as one (a CSV's
-    cells; a JSON log's ``"0.93"``). A column no cell of which is numeric is text (a dataset summary, a
-    run's name), no metric and no compute."""
-    if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            return False
-    return is_number(value) and math.isfinite(value)

@@ -14,13 +14,13 @@ from functools import partial
 from pathlib import Path
 
 from scalerl.curves.attempts import STEP_COLUMNS, is_clock, split_attempts, steps_count_again
-from scalerl.curves.cells import MISSING_CELLS, logged, numeric
+from scalerl.curves.cells import MISSING_CELLS, logged
 from scalerl.curves.console import text_head
 from scalerl.curves.csv_cut_row import without_cut_row
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, UnknownColumn, check_percent_scale,
                                  curves_from_rows, drop_repeated_evaluations, percent_note, readable_curves,
-                                 unknown_column, unwrap_scalar, x_columns)
+                                 numeric_cell, unknown_column, unwrap_scalar, x_columns)
 from scalerl.curves.untimed_steps import COUNTERS
 from scalerl.errors import InputError
 
@@ -197,9 +197,7 @@ def _columns_needed(path: Path, header: list[str], rows: list[tuple[int, list[st
         # With the rows that log each (review bq: the row logs' listing has them, a CSV's did not): an evaluation
         # logged every 100 steps among per-step values is told apart by them.
         counts = {h: sum(1 for _, row in rows if j < len(row) and logged(row[j].strip())) for j, h in enumerate(header)}
-        # (a decimal comma's "0,93" is a number too: a column of them is a metric)
-        text = {h for j, h in enumerate(header)
-                if not any(j < len(row) and numeric(row[j].replace(",", ".")) for _, row in rows)}
+        text = {h for j, h in enumerate(header) if not any(j < len(row) and numeric_cell(row[j]) for _, row in rows)}
         raise unknown_column(path, "y", y, header, counts, text)
     needed = list(dict.fromkeys([*x_columns(path, columns, x), y]))
     if run_column is not None and run_column not in columns:

@@ -540,7 +540,8 @@ METRIC_SEP = " | "
 
 def _matching(path, pattern: str, args: dict) -> list[str] | None:
     """The log's metrics ``pattern`` matches; None where ``pattern`` is itself one of its columns."""
-    columns = log_columns(path, fmt=args["fmt"], run_column=args["run_column"])
+    rows, text = log_column_listing(path, fmt=args["fmt"], run_column=args["run_column"])
+    columns = list(rows)
     if pattern in columns:
         return None
     # The x column (and a run column) is never a metric of its own: a table with a column per run
@@ -548,8 +549,9 @@ def _matching(path, pattern: str, args: dict) -> list[str] | None:
     axes = {args.get("x"), args.get("run_column") or "run"}
     matches = [c for c in fnmatch.filter(columns, pattern) if c not in axes]
     if not matches:
-        likely = ", ".join(repr(c) for c in likely_columns("y", columns)[:30]) or "(none)"
-        raise InputError(f"{path}: no metric matches --y {pattern!r}; metric-like columns: {likely}")
+        likely = [c for c in likely_columns("y", columns) if c not in text][:30]  # (text: no metric -- review fm)
+        raise InputError(f"{path}: no metric matches --y {pattern!r}; metric-like columns: "
+                         f"{', '.join(map(repr, likely)) or '(none)'}")
     return matches
 
 

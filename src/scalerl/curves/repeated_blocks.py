@@ -83,8 +83,9 @@ class _Reading:
         self.floor = again + n
 
 
-#: The most starts of a repeated block tried at one place, the nearest: enough for any copy a log shows; a copy of a
-#: block that starts further back than 64 rows alike its first (and 64 alike its last) is read as logged.
+#: The most starts of a repeated block tried at one place, half the nearest, half the farthest: enough for any copy a
+#: log shows; a copy of a block whose start has more than 32 rows alike its first (and its last) on both sides is
+#: read as logged (review fm: the nearest 64 alone never reached the start of a file of 65 alike-ended epochs).
 MAX_STARTS = 64
 
 
@@ -96,8 +97,8 @@ def _repeats_at(blocks: "_RowBlocks", reading: _Reading, i: int) -> tuple[int, i
     review fd); of one length, the most of them. The block holds a counted row of ``rows[i]``'s value ``t`` rows
     after its start (review ff: a pair of counter-less rows logged twice was dropped as a block); it begins with a
     row alike the copy's first and ends with one alike its last: of the two sets of starts these give, the smaller
-    is tried (review fe), the nearest :data:`MAX_STARTS` of them (review fh: the farthest, and a log appended to
-    itself 193 times or more kept copies past them), each by hash in constant time (:meth:`_RowBlocks.hashed_alike`),
+    is tried (review fe), :data:`MAX_STARTS` of them, half the nearest, half the farthest (review fh: the farthest alone,
+    and a log appended to itself 193 times or more kept copies past them), each by hash in constant time (:meth:`_RowBlocks.hashed_alike`),
     then, longest first, row by row until one holds (review fj: every one checked row by row made a log appended
     to itself 100 times 33 times slower).
 
@@ -121,16 +122,25 @@ def _repeats_at(blocks: "_RowBlocks", reading: _Reading, i: int) -> tuple[int, i
         f0, f1 = bisect.bisect_left(firsts, low), bisect.bisect_left(firsts, high)
         lasts = blocks.where[blocks.prints[again - 1]]
         l0, l1 = bisect.bisect_right(lasts, 2 * again - 1 - high), bisect.bisect_right(lasts, 2 * again - 1 - low)
+        # (the nearest and the farthest: a copy of the block right before it, and of a whole file from its start)
         if f1 - f0 <= l1 - l0:
-            starts = (firsts[k] for k in range(f1 - 1, max(f0, f1 - MAX_STARTS) - 1, -1))
+            starts = (firsts[k] for k in _ends_of(f0, f1))
         else:  # (the earliest end: the nearest start)
-            starts = (2 * again - 1 - lasts[k] for k in range(l0, min(l1, l0 + MAX_STARTS)))
+            starts = (2 * again - 1 - lasts[k] for k in _ends_of(l0, l1))
         found += [(t, start, again - start) for start in starts
                   if _holds(positions, start + t) and blocks.hashed_alike(start, again)]
 
     # (reads as the kept rows, then row for row: a hash is no proof)
     return next(((t, start, n) for t, start, n in sorted(found, key=lambda o: (-o[2], -o[0]))
                  if reading.reads_as_kept(start, start + n) and blocks.same_rows(start, start + n)), None)
+
+
+def _ends_of(low: int, high: int) -> range | list[int]:
+    """Of the indices ``low`` to ``high`` (excluded), the first and the last :data:`MAX_STARTS` / 2: all of them
+    where they are no more."""
+    if high - low <= MAX_STARTS:
+        return range(low, high)
+    return [*range(low, low + MAX_STARTS // 2), *range(high - MAX_STARTS // 2, high)]
 
 
 def _holds(positions: list[int], k: int) -> bool:

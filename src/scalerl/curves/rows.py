@@ -19,7 +19,8 @@ from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable
 
-from scalerl.curves.cells import logged, numeric
+from scalerl.curves.attempts import name_words
+from scalerl.curves.cells import is_number, logged
 from scalerl.curves.data import Curve
 from scalerl.curves.overhead_timers import overhead_note
 from scalerl.curves.progress_columns import ELAPSED, duration_seconds, with_progress_columns
@@ -52,8 +53,10 @@ DEFAULT_RUN_COLUMN = "run"
 #: hundreds (verl ~100-300 a step), and then the message names the likely ones.
 LIST_ALL_COLUMNS = 60
 #: Words of a quantity of compute alone (a time, an amount of work done): a name holding one is an x's, whatever
-#: else it holds (``timing_s/reward``: the time the reward took; ``eval_samples_per_second``).
-_COMPUTE_UNITS = re.compile(r"time|timing|flop|flos|hour|second|runtime|elapsed|gpu", re.I)
+#: else it holds (``timing_s/reward``: the time the reward took; ``eval_samples_per_second``). Matched at a word's
+#: start (:func:`~scalerl.curves.attempts.name_words`; ``timestamp``, ``hours``) or, for a time, its end
+#: (``walltime``, ``runtime``): not inside one (review fm: ``sentiment_reward`` was listed as compute).
+_COMPUTE_UNITS = re.compile(r"^(?:time|timing|flop|flos|hour|second|runtime|elapsed|gpu)|time$", re.I)
 #: Words that count the work done, which a score's name can hold too (``num_tokens`` is compute, ms-swift's
 #: ``eval_token_acc`` and TRL's ``mean_token_accuracy`` are scores -- review fl: listed as compute). (^x$: a table
 #: of curves whose compute column is just x, its unit in another: x_name, x, score)
@@ -68,7 +71,7 @@ _METRIC = re.compile(r"val|eval|test|acc|reward|score|pass|match|mean@|mean_at_"
 
 def _axis_of(name: str) -> str | None:
     """``x`` or ``y``: the axis a column's name looks like it is given as, or None (a loss, a length)."""
-    if _COMPUTE_UNITS.search(name):
+    if any(_COMPUTE_UNITS.search(word) for word in name_words(name)):
         return "x"
     if _SCORES.search(name):
         return "y"
@@ -628,10 +631,25 @@ def _holding_values(rows: list[dict], keys: set[str]) -> dict[str, int]:
     return {k: n for k, n in counts.items() if n}
 
 
+def numeric_cell(value) -> bool:
+    """Whether a cell holds a number as the readers read one: a finite number, or a string of one -- plain, a
+    percentage (``41%``), a scalar's repr (``np.float64(0.3)``, ``tensor(0.5)``), a decimal comma (``0,93``: a
+    CSV's). A column no cell of which does is text (a dataset summary, a name): no metric (review fm: the
+    percentages and reprs the readers read were taken for text)."""
+    if isinstance(value, str):
+        text = unwrap_scalar(value.strip())
+        text = text[:-1] if text.endswith("%") else text
+        try:
+            value = float(text.replace(",", "."))
+        except ValueError:
+            return False
+    return is_number(value) and math.isfinite(value)
+
+
 def _text_only(rows: list[dict], keys) -> set[str]:
-    """The ``keys`` no row gives a number (:func:`~scalerl.curves.cells.numeric`): text a listing must not
-    offer as a metric (ms-swift's ``val_dataset`` summary -- review fl)."""
-    return {k for k in keys if not any(numeric(r.get(k)) for r in rows)}
+    """The ``keys`` no row gives a number (:func:`numeric_cell`): text a listing must not offer as a metric
+    (ms-swift's ``val_dataset`` summary -- review fl)."""
+    return {k for k in keys if not any(numeric_cell(r.get(k)) for r in rows)}
 
 
 def _without_blank_run_names(path: Path, rows: list[dict], run_column: str) -> tuple[list[dict], str]:

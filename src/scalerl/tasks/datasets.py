@@ -244,7 +244,7 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
                 meant = f"did you mean {close[0]!r}? " if close else ""
                 raise InputError(f"{source}: row {number}: missing field {name!r} (fields present: {present}); "
                                  f"{meant}if another field holds it: --set 'task.settings={{{setting}: "
-                                 f"{close[0] if close else 'NAME'}}}' (a nested one as a dotted path: "
+                                 f"{_yaml_text(close[0]) if close else 'NAME'}}}' (a nested one as a dotted path: "
                                  "reward_model.ground_truth)")
             why = _not_text(values[setting], setting, name)
             if why is not None:
@@ -285,6 +285,15 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
     if not rows:
         raise InputError(f"{source}: no rows")
     return rows
+
+
+def _yaml_text(name: str) -> str:
+    """``name`` as a YAML flow value that reads back as itself (``--set`` parses YAML): quoted where it must be
+    (review fm: a CSV header's ``prompt `` was suggested bare, and read back as ``prompt``)."""
+    import yaml
+
+    plain = yaml.safe_dump(name, default_flow_style=True, width=10**6).strip()
+    return plain[:-4].rstrip() if plain.endswith("\n...") else plain
 
 
 def prompt_key(prompt: str) -> str:
