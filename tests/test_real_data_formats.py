@@ -401,3 +401,30 @@ def test_suggested_set_for_a_misspelt_field_names_that_field(tmp_path):
     settings = override_value(m.group(1))
     rows = load_rows(data, prompt_field=settings["prompt_field"])  # now: missing field 'prompt' again
     assert rows[0].prompt == "What is 1+1?"
+
+
+# review fo: the suggested --set reads back as the field, whatever its name holds
+
+def _suggested_settings(tmp_path, field: str):
+    p = tmp_path / "q.jsonl"
+    p.write_text(json.dumps({field: "3+1?", "answer": "4"}) + "\n")
+    with pytest.raises(InputError) as exc:
+        load_rows(p)
+    found = re.search(r"--set 'task\.settings=(\{.*\})' \(a nested", str(exc.value))
+    assert found, str(exc.value)
+    from scalerl.config import override_value
+
+    return override_value(found.group(1))
+
+
+@pytest.mark.parametrize("field", ["prompt, en", "prompt}", "prompt]", "prompt,"])
+def test_suggested_set_reads_back_as_the_field(tmp_path, field):
+    assert _suggested_settings(tmp_path, field) == {"prompt_field": field}
+
+
+@pytest.mark.parametrize("name", ["0o7", "08", "yes", "a: b", "it's", 'say "x"', "prompt "])
+def test_a_field_name_is_written_as_a_flow_value_that_reads_back(name):
+    from scalerl.config import override_value
+    from scalerl.tasks.datasets import _yaml_text
+
+    assert override_value("{prompt_field: " + _yaml_text(name) + "}") == {"prompt_field": name}

@@ -111,3 +111,27 @@ def test_a_sentiment_reward_is_a_metric(name):
 
     assert likely_columns("y", [name]) == [name]
     assert likely_columns("x", [name]) == []
+
+
+# review fo: floating-point work anywhere in a name; a decimal comma is a CSV's only
+
+def test_flops_columns_are_still_compute_like():
+    cols = ["FLOPs", "total_FLOPs", "train/TFLOPs", "PFLOPs", "throughput/tflops", "train/loss"]
+    # compute_kind.py itself reads these as FLOPs / TFLOPs; before e18615a likely_columns('x') listed them all.
+    from scalerl.curves.rows import likely_columns
+
+    assert likely_columns("x", cols) == cols[:-1]
+
+
+def test_jsonl_column_of_comma_strings_is_text(tmp_path):
+    p = tmp_path / "log.jsonl"
+    p.write_text("".join(json.dumps({"step": s, "devices": "0,1", "score": 0.1 * s}) + "\n" for s in range(1, 6)))
+    from scalerl.curves.io import read_curve
+    from scalerl.errors import InputError
+
+    with pytest.raises(InputError, match="is not a number"):  # the reader refuses the column...
+        read_curve(p, "step", "devices")
+    from scalerl.curves.io import log_column_listing
+
+    _, text = log_column_listing(p)
+    assert "devices" in text  # ...so the listing must not offer it as a metric (it did before e18615a)

@@ -197,7 +197,8 @@ def _columns_needed(path: Path, header: list[str], rows: list[tuple[int, list[st
         # With the rows that log each (review bq: the row logs' listing has them, a CSV's did not): an evaluation
         # logged every 100 steps among per-step values is told apart by them.
         counts = {h: sum(1 for _, row in rows if j < len(row) and logged(row[j].strip())) for j, h in enumerate(header)}
-        text = {h for j, h in enumerate(header) if not any(j < len(row) and numeric_cell(row[j]) for _, row in rows)}
+        text = {h for j, h in enumerate(header) if not any(j < len(row) and numeric_cell(row[j], decimal_comma=True)
+                                                            for _, row in rows)}
         raise unknown_column(path, "y", y, header, counts, text)
     needed = list(dict.fromkeys([*x_columns(path, columns, x), y]))
     if run_column is not None and run_column not in columns:

@@ -53,15 +53,17 @@ DEFAULT_RUN_COLUMN = "run"
 #: hundreds (verl ~100-300 a step), and then the message names the likely ones.
 LIST_ALL_COLUMNS = 60
 #: Words of a quantity of compute alone (a time, an amount of work done): a name holding one is an x's, whatever
-#: else it holds (``timing_s/reward``: the time the reward took; ``eval_samples_per_second``). Matched at a word's
-#: start (:func:`~scalerl.curves.attempts.name_words`; ``timestamp``, ``hours``) or, for a time, its end
-#: (``walltime``, ``runtime``): not inside one (review fm: ``sentiment_reward`` was listed as compute).
-_COMPUTE_UNITS = re.compile(r"^(?:time|timing|flop|flos|hour|second|runtime|elapsed|gpu)|time$", re.I)
+#: else it holds (``timing_s/reward``: the time the reward took; ``eval_samples_per_second``). A time is matched at a
+#: word's start or end (:func:`~scalerl.curves.attempts.name_words`; ``timestamp``, ``hours``, ``walltime``), not
+#: inside one (review fm: ``sentiment_reward`` was listed as compute); floating-point work anywhere in the name
+#: (``total_flos``, ``train/TFLOPs``, ``teraflops`` -- review fo), as :mod:`~scalerl.curves.compute_kind` reads it.
+_TIME_WORDS = re.compile(r"^(?:time|timing|hour|second|runtime|elapsed)|time$", re.I)
+_COMPUTE_ANYWHERE = re.compile(r"flop|flos|gpu", re.I)
 #: Words that count the work done, which a score's name can hold too (``num_tokens`` is compute, ms-swift's
 #: ``eval_token_acc`` and TRL's ``mean_token_accuracy`` are scores -- review fl: listed as compute). (^x$: a table
 #: of curves whose compute column is just x, its unit in another: x_name, x, score)
 _COMPUTE_COUNTS = re.compile(r"step|token|sample|epoch|rollouts|^x$", re.I)
-#: Words that name a score: a name holding one and no word of :data:`_COMPUTE_UNITS` is a metric's. ``acc`` as
+#: Words that name a score: a name holding one and no word of :data:`_TIME_WORDS` is a metric's. ``acc`` as
 #: a word's end only (``eval_token_acc``, ``val_acc_avg``, ``accuracy``), not ``accepted_samples`` or
 #: ``gradient_accumulation_steps``.
 _SCORES = re.compile(r"acc(?:uracy)?(?![a-z])|reward|score|pass|match|mean@|mean_at_", re.I)
@@ -71,7 +73,7 @@ _METRIC = re.compile(r"val|eval|test|acc|reward|score|pass|match|mean@|mean_at_"
 
 def _axis_of(name: str) -> str | None:
     """``x`` or ``y``: the axis a column's name looks like it is given as, or None (a loss, a length)."""
-    if any(_COMPUTE_UNITS.search(word) for word in name_words(name)):
+    if _COMPUTE_ANYWHERE.search(name) or any(_TIME_WORDS.search(word) for word in name_words(name)):
         return "x"
     if _SCORES.search(name):
         return "y"
@@ -631,16 +633,17 @@ def _holding_values(rows: list[dict], keys: set[str]) -> dict[str, int]:
     return {k: n for k, n in counts.items() if n}
 
 
-def numeric_cell(value) -> bool:
+def numeric_cell(value, *, decimal_comma: bool = False) -> bool:
     """Whether a cell holds a number as the readers read one: a finite number, or a string of one -- plain, a
-    percentage (``41%``), a scalar's repr (``np.float64(0.3)``, ``tensor(0.5)``), a decimal comma (``0,93``: a
-    CSV's). A column no cell of which does is text (a dataset summary, a name): no metric (review fm: the
-    percentages and reprs the readers read were taken for text)."""
+    percentage (``41%``), a scalar's repr (``np.float64(0.3)``, ``tensor(0.5)``), with ``decimal_comma`` (a CSV's
+    cells: only its reader takes ``0,93``; a JSON line's ``"0,1"`` is refused -- review fo) a decimal comma. A
+    column no cell of which does is text (a dataset summary, a name): no metric (review fm: the percentages and
+    reprs the readers read were taken for text)."""
     if isinstance(value, str):
         text = unwrap_scalar(value.strip())
         text = text[:-1] if text.endswith("%") else text
         try:
-            value = float(text.replace(",", "."))
+            value = float(text.replace(",", ".") if decimal_comma else text)
         except ValueError:
             return False
     return is_number(value) and math.isfinite(value)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from scalerl.config import override_value
 from scalerl.errors import InputError
 from scalerl.tasks.base import is_bool
 from scalerl.tasks.data_files import RepeatedColumn, dotted_field, map_as_dict, records
@@ -288,12 +289,13 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
 
 
 def _yaml_text(name: str) -> str:
-    """``name`` as a YAML flow value that reads back as itself (``--set`` parses YAML): quoted where it must be
-    (review fm: a CSV header's ``prompt `` was suggested bare, and read back as ``prompt``)."""
-    import yaml
-
-    plain = yaml.safe_dump(name, default_flow_style=True, width=10**6).strip()
-    return plain[:-4].rstrip() if plain.endswith("\n...") else plain
+    """``name`` as a value of a YAML flow mapping (``--set 'task.settings={prompt_field: NAME}'``) that reads back
+    as itself: bare where it does, else quoted (review fm: a CSV header's ``prompt `` was suggested bare and read
+    back as ``prompt``; review fo: ``prompt, en`` as two keys, ``0o7`` as a number)."""
+    for text in (name, "'" + name.replace("'", "''") + "'"):
+        if override_value("{k: " + text + "}") == {"k": name}:  # (as --set reads it)
+            return text
+    return json.dumps(name)  # (a JSON string is a YAML double-quoted one)
 
 
 def prompt_key(prompt: str) -> str:
