@@ -135,3 +135,43 @@ def test_jsonl_column_of_comma_strings_is_text(tmp_path):
 
     _, text = log_column_listing(p)
     assert "devices" in text  # ...so the listing must not offer it as a metric (it did before e18615a)
+
+
+# review fp: a CSV listing calls a column text exactly when its reader refuses every cell as a number
+
+def _refused_and_text(path, col):
+    from scalerl.curves.io import log_column_listing, read_curve
+    from scalerl.errors import InputError
+
+    with pytest.raises(InputError, match="is not a number"):  # the reader refuses every cell of it...
+        read_curve(path, "step", col)
+    _, text = log_column_listing(path)
+    return col in text
+
+
+def test_tsv_decimal_comma_column_is_text(tmp_path):
+    p = tmp_path / "log.tsv"
+    p.write_text("step\tdevices\tscore\n" + "".join(f"{s}\t0,1\t0.{s}\n" for s in range(1, 6)))
+    assert _refused_and_text(p, "devices")  # ...so the listing must not offer it as a metric
+
+
+def test_comma_csv_quoted_decimal_comma_column_is_text(tmp_path):
+    p = tmp_path / "log.csv"
+    p.write_text("step,devices,score\n" + "".join(f'{s},"0,1",0.{s}\n' for s in range(1, 6)))
+    assert _refused_and_text(p, "devices")
+
+
+@pytest.mark.parametrize("cell", ["41,5%", ",5", "5,"])
+def test_semicolon_csv_listing_agrees_with_reader(tmp_path, cell):
+    from scalerl.curves.io import log_column_listing, read_curve
+    from scalerl.errors import InputError
+
+    p = tmp_path / "log.csv"
+    p.write_text("step;acc;score\n" + "".join(f"{s};{cell};0,{s}\n" for s in range(1, 6)))
+    try:
+        read_curve(p, "step", "acc")
+        refused = False
+    except InputError as exc:
+        refused = "is not a number" in str(exc)
+    _, text = log_column_listing(p)
+    assert refused == ("acc" in text)

@@ -20,7 +20,7 @@ from scalerl.curves.csv_cut_row import without_cut_row
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import (DEFAULT_RUN_COLUMN, UnknownColumn, check_percent_scale,
                                  curves_from_rows, drop_repeated_evaluations, percent_note, readable_curves,
-                                 numeric_cell, unknown_column, unwrap_scalar, x_columns)
+                                 unknown_column, unwrap_scalar, x_columns)
 from scalerl.curves.untimed_steps import COUNTERS
 from scalerl.errors import InputError
 
@@ -182,7 +182,7 @@ def _another_block(lines: list[tuple[int, str]], i: int, opened: bool) -> bool:
 
 
 def _columns_needed(path: Path, header: list[str], rows: list[tuple[int, list[str]]], x: str, y: str,
-                    run_column: str | None) -> list[str]:
+                    run_column: str | None, decimal_comma: bool) -> list[str]:
     """The columns ``x`` and ``y`` read, in order (x's columns, then y: which bad cell an error names must not
     depend on the hash seed); :class:`UnknownColumn` for one the header lacks, or a ``run_column`` it lacks."""
     columns = set(header)
@@ -197,7 +197,7 @@ def _columns_needed(path: Path, header: list[str], rows: list[tuple[int, list[st
         # With the rows that log each (review bq: the row logs' listing has them, a CSV's did not): an evaluation
         # logged every 100 steps among per-step values is told apart by them.
         counts = {h: sum(1 for _, row in rows if j < len(row) and logged(row[j].strip())) for j, h in enumerate(header)}
-        text = {h for j, h in enumerate(header) if not any(j < len(row) and numeric_cell(row[j], decimal_comma=True)
+        text = {h for j, h in enumerate(header) if not any(j < len(row) and _a_number(row[j], decimal_comma)
                                                             for _, row in rows)}
         raise unknown_column(path, "y", y, header, counts, text)
     needed = list(dict.fromkeys([*x_columns(path, columns, x), y]))
@@ -270,6 +270,18 @@ def _wandb_layout(header: list[str]) -> tuple[list[str], list[str], list[str]] |
 MARKS_NOT = frozenset({*STEP_COLUMNS, *COUNTERS, DEFAULT_RUN_COLUMN})
 
 
+def _a_number(cell: str, decimal_comma: bool) -> bool:
+    """Whether the reader reads ``cell`` as a number (finite): a column of none is text, which a listing offers as
+    no metric (review fp: a decimal comma outside a ``;`` file, or ``41,5%``, is no number to the reader)."""
+    cell = cell.strip()
+    if decimal_comma and _DECIMAL_COMMA.match(cell):
+        cell = cell.replace(",", ".")
+    try:
+        return math.isfinite(_number(cell, where=""))
+    except InputError:
+        return False
+
+
 def _numeric(cell: str) -> bool:
     """Whether a cell holds a number (a metric's, as :func:`_number` reads it), not text (a note, a name)."""
     try:
@@ -291,7 +303,7 @@ def read_csv(path, x: str, y: str, *, run_column: str | None = None, y_scale: fl
     if _is_wandb_export(header, y):
         return _wandb_from_rows(path, header, rows, x, y, y_scale=y_scale, bounded=bounded, notes=read_notes)
     try:
-        needed = _columns_needed(path, header, rows, x, y, run_column)
+        needed = _columns_needed(path, header, rows, x, y, run_column, decimal_comma)
     except UnknownColumn as exc:  # (review bv: "no x column 'step'" of a README whose second table has it)
         table = next((note for note in read_notes if _ANOTHER_TABLE in note), None)
         if table is None:  # (review bx: the advice given of a file of one table)

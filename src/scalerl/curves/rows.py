@@ -633,17 +633,17 @@ def _holding_values(rows: list[dict], keys: set[str]) -> dict[str, int]:
     return {k: n for k, n in counts.items() if n}
 
 
-def numeric_cell(value, *, decimal_comma: bool = False) -> bool:
-    """Whether a cell holds a number as the readers read one: a finite number, or a string of one -- plain, a
-    percentage (``41%``), a scalar's repr (``np.float64(0.3)``, ``tensor(0.5)``), with ``decimal_comma`` (a CSV's
-    cells: only its reader takes ``0,93``; a JSON line's ``"0,1"`` is refused -- review fo) a decimal comma. A
-    column no cell of which does is text (a dataset summary, a name): no metric (review fm: the percentages and
-    reprs the readers read were taken for text)."""
+def numeric_cell(value) -> bool:
+    """Whether a row log's cell holds a number as its reader reads one: a finite number, or a string of one --
+    plain, a percentage (``41%``), a scalar's repr (``np.float64(0.3)``, ``tensor(0.5)``); not a decimal comma (a
+    JSON line's ``"0,1"`` is refused -- review fo; a CSV's reader has its own rule). A column no cell of which does
+    is text (a dataset summary, a name): no metric (review fm: the percentages and reprs the readers read were
+    taken for text)."""
     if isinstance(value, str):
         text = unwrap_scalar(value.strip())
         text = text[:-1] if text.endswith("%") else text
         try:
-            value = float(text.replace(",", ".") if decimal_comma else text)
+            value = float(text)
         except ValueError:
             return False
     return is_number(value) and math.isfinite(value)

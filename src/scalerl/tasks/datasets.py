@@ -22,6 +22,7 @@ import difflib
 import json
 import math
 import numbers
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -132,7 +133,7 @@ def _not_text(value: Any, setting: str, name: str) -> str | None:
         inner = keys[0] if len(keys) == 1 else "FIELD"
         what = "an object (fields" if mapping is value else "a map (keys"
         return (f"is {what} {shown or 'none'}), not text; name the field inside it as a dotted path: "
-                f"--set 'task.settings={{{setting}: {name}.{inner}}}'")
+                f"{_set_settings(setting, f'{name}.{inner}')}")
     if hasattr(value, "tolist") and not isinstance(value, numbers.Number):
         value = value.tolist()  # a numpy array (pandas-written data)
     if isinstance(value, (list, tuple)):
@@ -243,9 +244,9 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
                 # (a misspelt field named, as a misspelt config key is -- review fk)
                 close = difflib.get_close_matches(name, fields, n=1, cutoff=0.75)
                 meant = f"did you mean {close[0]!r}? " if close else ""
+                fix = _set_settings(setting, close[0] if close else "NAME")
                 raise InputError(f"{source}: row {number}: missing field {name!r} (fields present: {present}); "
-                                 f"{meant}if another field holds it: --set 'task.settings={{{setting}: "
-                                 f"{_yaml_text(close[0]) if close else 'NAME'}}}' (a nested one as a dotted path: "
+                                 f"{meant}if another field holds it: {fix} (a nested one as a dotted path: "
                                  "reward_model.ground_truth)")
             why = _not_text(values[setting], setting, name)
             if why is not None:
@@ -288,14 +289,13 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
     return rows
 
 
-def _yaml_text(name: str) -> str:
-    """``name`` as a value of a YAML flow mapping (``--set 'task.settings={prompt_field: NAME}'``) that reads back
-    as itself: bare where it does, else quoted (review fm: a CSV header's ``prompt `` was suggested bare and read
-    back as ``prompt``; review fo: ``prompt, en`` as two keys, ``0o7`` as a number)."""
-    for text in (name, "'" + name.replace("'", "''") + "'"):
-        if override_value("{k: " + text + "}") == {"k": name}:  # (as --set reads it)
-            return text
-    return json.dumps(name)  # (a JSON string is a YAML double-quoted one)
+def _set_settings(setting: str, name: str) -> str:
+    """``--set 'task.settings={SETTING: NAME}'`` as a POSIX shell takes it and ``--set`` reads it back: ``name``
+    bare where YAML reads it back so, else a double-quoted YAML (JSON) string, the whole argument quoted for the
+    shell (review fm: a CSV header's ``prompt `` was suggested bare and read back as ``prompt``; review fo:
+    ``prompt, en`` as two keys, ``0o7`` as a number; review fp: single quotes inside the shell's broke it apart)."""
+    value = name if override_value("{k: " + name + "}") == {"k": name} else json.dumps(name)
+    return "--set " + shlex.quote(f"task.settings={{{setting}: {value}}}")
 
 
 def prompt_key(prompt: str) -> str:
