@@ -53,6 +53,7 @@ bench-forecast: $(STAMP)
 	$(PY) benchmarks/compare_verdicts.py
 	$(PY) benchmarks/seed_intervals.py
 	$(PY) benchmarks/log_readers.py
+	$(PY) benchmarks/resumed_logs.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
