@@ -290,7 +290,7 @@ def _missing_axes(path, kwargs: dict) -> InputError:
         return ", ".join(shown(c) for c in names[:_LISTED]) + more or "(none)"
 
     compute = likely_columns("x", cols)
-    metrics = [c for c in likely_columns("y", cols) if c not in text]  # (text: never a number, no metric -- review fl)
+    metrics = likely_columns("y", cols, text)  # (text: never a number, no metric -- review fl)
     other = [c for c in cols if c not in metrics and c not in compute]
     # A name cannot tell an evaluation from a value printed per sample or per step (a hand-written
     # trainer's 'answer_reward', 2,000 times): how many rows log each can, where the counts differ.

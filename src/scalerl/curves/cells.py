@@ -36,4 +36,3 @@ def is_number(value: object) -> bool:
     """Whether ``value`` is a number a counter or a compute column can hold: an int or float, not a bool,
     not NaN (the readers' one test of a step, a ``from_step``, a ``num_tokens``)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
-

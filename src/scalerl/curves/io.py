@@ -549,7 +549,7 @@ def _matching(path, pattern: str, args: dict) -> list[str] | None:
     axes = {args.get("x"), args.get("run_column") or "run"}
     matches = [c for c in fnmatch.filter(columns, pattern) if c not in axes]
     if not matches:
-        likely = [c for c in likely_columns("y", columns) if c not in text][:30]  # (text: no metric -- review fm)
+        likely = likely_columns("y", columns, text)[:30]  # (text: no metric -- review fm)
         raise InputError(f"{path}: no metric matches --y {pattern!r}; metric-like columns: "
                          f"{', '.join(map(repr, likely)) or '(none)'}")
     return matches

@@ -100,11 +100,11 @@ class UnknownColumn(InputError):
         return UnknownColumn(message, self.available, self.rows, self.text)
 
 
-def likely_columns(kind: str, columns) -> list[str]:
+def likely_columns(kind: str, columns, text=()) -> list[str]:
     """The columns whose names look like what axis ``kind`` (``x`` or ``y``) is usually given (:func:`_axis_of`:
     a name that holds a time, ``timing/eval``, is an ``x``'s; one that holds a score and counts work,
-    ``eval_token_acc``, a ``y``'s)."""
-    return [c for c in columns if _axis_of(c) == kind]
+    ``eval_token_acc``, a ``y``'s); of ``y``'s, none of ``text``, the columns that hold no number (review fl)."""
+    return [c for c in columns if _axis_of(c) == kind and not (kind == "y" and c in text)]
 
 
 def unknown_column(path: Path, kind: str, name: str, available, rows: dict[str, int] | None = None,
@@ -116,7 +116,7 @@ def unknown_column(path: Path, kind: str, name: str, available, rows: dict[str, 
     if len(cols) <= LIST_ALL_COLUMNS:
         listed = ", ".join(repr(c) for c in cols) or "(none)"
         return UnknownColumn(f"{path}: no {kind} column {name!r};{hint} available columns: {listed}", cols, rows, text)
-    likely = [c for c in likely_columns(kind if kind in ("x", "y") else "y", cols) if c not in close and c not in text]
+    likely = [c for c in likely_columns(kind if kind in ("x", "y") else "y", cols, text) if c not in close]
     shown = close + likely[:LIST_ALL_COLUMNS - len(close)]
     return UnknownColumn(f"{path}: no {kind} column {name!r};{hint} {len(cols)} columns, among them "
                          f"{', '.join(repr(c) for c in shown[len(close):]) or ', '.join(repr(c) for c in cols[:20])}"
@@ -633,7 +633,7 @@ def _holding_values(rows: list[dict], keys: set[str]) -> dict[str, int]:
     return {k: n for k, n in counts.items() if n}
 
 
-def numeric_cell(value) -> bool:
+def _numeric_cell(value) -> bool:
     """Whether a row log's cell holds a number as its reader reads one: a finite number, or a string of one --
     plain, a percentage (``41%``), a scalar's repr (``np.float64(0.3)``, ``tensor(0.5)``); not a decimal comma (a
     JSON line's ``"0,1"`` is refused -- review fo; a CSV's reader has its own rule). A column no cell of which does
@@ -650,9 +650,9 @@ def numeric_cell(value) -> bool:
 
 
 def _text_only(rows: list[dict], keys) -> set[str]:
-    """The ``keys`` no row gives a number (:func:`numeric_cell`): text a listing must not offer as a metric
+    """The ``keys`` no row gives a number (:func:`_numeric_cell`): text a listing must not offer as a metric
     (ms-swift's ``val_dataset`` summary -- review fl)."""
-    return {k for k in keys if not any(numeric_cell(r.get(k)) for r in rows)}
+    return {k for k in keys if not any(_numeric_cell(r.get(k)) for r in rows)}
 
 
 def _without_blank_run_names(path: Path, rows: list[dict], run_column: str) -> tuple[list[dict], str]:
