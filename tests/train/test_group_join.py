@@ -201,3 +201,15 @@ def test_a_failed_gloo_join_closes_the_default_group_it_opened(tmp_path):
     assert lines[0].startswith("error: trainer rank 1 of 2 joined the process group but not its gloo group "
                                "(Python objects and waits go through gloo, on every backend): "), lines
     assert lines[1:] == ["initialized: False", "joined again"], (lines, err.read_text())
+
+
+def test_a_group_checkpoint_refused_to_one_process_names_every_group_that_reads_it(tmp_path):
+    """Review fn: "resume it with --nproc 2" where --nproc 3 reads it too (a group's checkpoint is resharded)."""
+    from scalerl.errors import InputError
+    from scalerl.train.checkpoint import refuse_other_nproc
+
+    with pytest.raises(InputError, match=r"resume it with --nproc 2 \(or any number above 1"):
+        refuse_other_nproc(tmp_path / "step_000002", 2, grouped=False)
+    with pytest.raises(InputError, match=r"resume it with --nproc 1$"):
+        refuse_other_nproc(tmp_path / "step_000002", 1, grouped=True)
+    refuse_other_nproc(tmp_path / "step_000002", 2, grouped=True, now=3)  # (read by a group of 3: no refusal)

@@ -294,7 +294,10 @@ def refuse_other_nproc(ckpt: Path, written: int | None, grouped: bool, *, now: i
     rank, so another --nproc draws other completions (review eb: resumed unsaid). ``written`` None (the state
     cannot be read): nothing to refuse here -- the resume's load says the checkpoint is damaged."""
     if written is not None and (written > 1) != grouped:
-        raise InputError(f"{ckpt} was written by {written} trainer process(es); resume it with --nproc {written}")
+        # (a group's checkpoint is resharded for any group: review fn, the message named only the one that wrote it)
+        others = " (or any number above 1: a group's checkpoint loads in a group of another size)" if written > 1 else ""
+        raise InputError(f"{ckpt} was written by {written} trainer process(es); resume it with --nproc {written}"
+                         f"{others}")
     if written is not None and exact and now is not None and now != written:
         raise InputError(f"{ckpt} was written by {written} trainer processes generating on their shards "
                          f"(run.generate_on_shards: each rank samples with its own seed), so {now} would draw other "
