@@ -490,8 +490,10 @@ def _check_positions(model, tokenizer, problems: dict, length, max_new_tokens: i
     from scalerl.train.preflight import check_positions
 
     budget = length if length is not None else LengthConfig(mode="truncate", max_new_tokens=max_new_tokens)
-    check_positions(model, tokenizer, [p for rows in problems.values() for p in rows], budget,
-                    lambda room: f"lower --max-new-tokens to at most {room}")
+    note = check_positions(model, tokenizer, [p for rows in problems.values() for p in rows], budget,
+                           lambda room: f"lower --max-new-tokens to at most {room}")
+    if note is not None:
+        print(f"warning: {note}", file=sys.stderr)
 
 
 def _reward_counts(task, spec: str | None, failures: dict[str, int]) -> dict[str, int]:

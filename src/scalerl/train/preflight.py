@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
@@ -91,34 +90,34 @@ def fitting_overrides(length: LengthConfig, tokenizer: Any, room: int) -> list[s
 
 
 def check_generation_budget(cfg: TrainConfig, model: Any, tokenizer: Any, train: Sequence[Any],
-                            eval_sets: Mapping[str, Sequence[Any]]) -> None:
-    """Raise :class:`InputError` (one line) when prompt + budget exceeds the model's positions."""
-    check_positions(model, tokenizer, [*train, *(p for s in eval_sets.values() for p in s)], cfg.recipe.length,
-                    lambda room: _train_fix(cfg, tokenizer, room))
+                            eval_sets: Mapping[str, Sequence[Any]]) -> str | None:
+    """Raise :class:`InputError` (one line) when prompt + budget exceeds the model's positions; else
+    :func:`check_positions`' warning, or None."""
+    return check_positions(model, tokenizer, [*train, *(p for s in eval_sets.values() for p in s)], cfg.recipe.length,
+                           lambda room: _train_fix(cfg, tokenizer, room))
 
 
 def check_positions(model: Any, tokenizer: Any, problems: Sequence[Any], length: LengthConfig,
-                    fix: Callable[[int], str]) -> None:
+                    fix: Callable[[int], str]) -> str | None:
     """Raise :class:`InputError` (one line) when the longest of ``problems``' prompts + the budget of
     ``length`` exceeds the model's positions; ``fix(room)`` says how to bring the budget within
     ``room`` tokens. ``scalerl train`` (:func:`check_generation_budget`) and ``scalerl eval`` share it.
-    First, :func:`check_token_ids` (the prompts are encoded once, for both)."""
+    First, :func:`check_token_ids` (the prompts are encoded once, for both). Returns
+    :func:`unknown_characters_note`'s warning, or None, for the caller to print (a resume does not say it again)."""
     encoded = [(p.id, encode_problem(tokenizer, p)) for p in problems]
     # The forced phrase goes through the embedding too (a '</think>' added to the tokenizer without
     # resize_token_embeddings is in it, in no prompt): checked with the prompts, first.
     forced = [(PHRASE, phrase_ids(length, tokenizer))] if length.mode == "interrupt" else []
     check_token_ids(model, [*forced, *encoded])
     note = unknown_characters_note(tokenizer, problems, [ids for _, ids in encoded])
-    if note is not None:
-        print(f"warning: {note}", file=sys.stderr)
     bound = max_positions(model.config)
     if bound is None:
-        return
+        return note
     positions, attribute = bound
     prompt = max((len(ids) for _, ids in encoded), default=0)
     budget, parts = completion_budget(length, tokenizer)
     if prompt + budget <= positions:
-        return
+        return note
     head = (f"the model has {positions} positions ({attribute} in its config), but a sequence can need "
             f"{prompt} + {budget} = {prompt + budget}: the longest prompt ({prompt} tokens) + the token budget ({parts})")
     room = positions - prompt

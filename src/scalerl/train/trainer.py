@@ -341,7 +341,9 @@ class Trainer:
         before anything is written to the run directory: a budget the model cannot hold fails here."""
         cfg = self.cfg
         world = self.rank.world if self.rank is not None else 1
-        check_generation_budget(cfg, self.model, self.tokenizer, train, self.eval_sets)
+        note = check_generation_budget(cfg, self.model, self.tokenizer, train, self.eval_sets)
+        if note is not None and not self.resume and (self.rank is None or self.rank.leader):  # (said once, at the start)
+            print(f"warning: {note}", file=sys.stderr)
         # The decode loops on this device hold at most this many rows' KV cache at once.
         self.decode_rows, note = decode_rows(cfg, self.model, self.tokenizer, train, self.eval_sets,
                                              self.precision.generator_dtype.itemsize, self.device, world)
