@@ -437,3 +437,41 @@ def test_a_suggested_field_name_reads_back_as_itself(name):
 
     argv = shlex.split(_set_settings("prompt_field", name))
     assert override_value(argv[1].partition("=")[2]) == {"prompt_field": name}
+
+
+# review fq: a key with a dot of its own is reached by the path suggested; an evaluation file's suggestion quoted
+
+def _suggested_value(message: str, after: str) -> dict:
+    """The --set suggestion that follows ``after`` in ``message``, split as a POSIX shell and read as --set reads it."""
+    tail = message.split(after, 1)[1]
+    args = shlex.split(tail)  # raises ValueError on a quote the suggestion left open
+    assert args[0] == "--set"
+    from scalerl.config import override_value
+
+    return override_value(args[1].partition("=")[2])
+
+
+def test_nested_key_with_a_dot_suggestion_reads_back(tmp_path):
+    f = tmp_path / "d.jsonl"
+    f.write_text(json.dumps({"meta": {"q.text": "What is 1+1?"}, "answer": "2"}) + "\n")
+    with pytest.raises(InputError) as err:
+        load_rows(f, "meta", "answer")
+    settings = _suggested_value(str(err.value), "as a dotted path: ")
+    rows = load_rows(f, settings["prompt_field"], "answer")  # the suggestion, followed
+    assert rows[0].prompt == "What is 1+1?"
+
+
+@pytest.mark.parametrize("fname", ["aime, 2024.jsonl", "it's.jsonl"])
+def test_eval_file_suggestion_is_one_shell_argument_that_reads_back(tmp_path, fname):
+    from scalerl.tasks.math import MathTask
+
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps({"prompt": f"{i}?", "answer": str(i)}) + "\n"
+                                              for i in range(5)))
+    ev = tmp_path / fname
+    ev.write_text(json.dumps({"Problem": "9?", "Answer": 9}) + "\n")
+    task = MathTask(data=str(tmp_path / "t.jsonl"), eval_data={"aime": str(ev)})
+    with pytest.raises(InputError) as err:
+        task.eval_sets()
+    settings = _suggested_value(str(err.value), "for this evaluation file alone: ")
+    assert settings["eval_data"]["aime"]["data"] == str(ev)
+    assert set(settings["eval_data"]["aime"]) == {"data", "prompt_field", "answer_field"}

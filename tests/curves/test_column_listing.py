@@ -175,3 +175,23 @@ def test_semicolon_csv_listing_agrees_with_reader(tmp_path, cell):
         refused = "is not a number" in str(exc)
     _, text = log_column_listing(p)
     assert refused == ("acc" in text)
+
+
+# review fq: a console's reader refuses "41%", so its listing calls such a column text
+
+def test_console_percent_column_listing_matches_reader(tmp_path):
+    from scalerl.curves.io import log_column_listing, read_curves
+    from scalerl.errors import InputError
+
+    f = tmp_path / "train.log"
+    f.write_text("".join(repr({"step": s, "eval_acc": f"{40 + s}%"}) + "\n" for s in range(1, 4)))
+    rows, text = log_column_listing(f)
+    assert "eval_acc" in rows
+    try:
+        read_curves(f, "step", "eval_acc")
+        refused = False
+    except InputError as exc:
+        assert "not a number" in str(exc)
+        refused = True
+    # the listing calls a column text exactly when its reader refuses every cell as a number
+    assert ("eval_acc" in text) == refused

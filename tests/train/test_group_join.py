@@ -213,3 +213,17 @@ def test_a_group_checkpoint_refused_to_one_process_names_every_group_that_reads_
     with pytest.raises(InputError, match=r"resume it with --nproc 1$"):
         refuse_other_nproc(tmp_path / "step_000002", 1, grouped=True)
     refuse_other_nproc(tmp_path / "step_000002", 2, grouped=True, now=3)  # (read by a group of 3: no refusal)
+
+
+def test_on_shards_checkpoint_message_offers_no_other_group_size(tmp_path):
+    from scalerl.errors import InputError
+    from scalerl.train.checkpoint import refuse_other_nproc
+
+    ckpt = tmp_path / "step_4"
+    # a group of 4 that generated on its shards, resumed as one process
+    with pytest.raises(InputError) as err:
+        refuse_other_nproc(ckpt, 4, grouped=False, now=1, exact=True)
+    assert "any number above 1" not in str(err.value)
+    # (the size it offers is indeed refused)
+    with pytest.raises(InputError, match="resume it with --nproc 4$"):
+        refuse_other_nproc(ckpt, 4, grouped=True, now=2, exact=True)

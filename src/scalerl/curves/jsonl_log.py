@@ -35,7 +35,7 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
         rows, notes = _as_csv_cells(path, rows, x, y, y_scale)
         notes = [*notes, *_download_origin(rows, shape, x)]
         return curves_from_rows(path, rows, x, y, default_name=path.stem, notes=notes, y_scale=y_scale,
-                                bounded=bounded, run_column=run_column)
+                                bounded=bounded, run_column=run_column, percent_cells=True)
     header, rows, notes = read_runlog(path)
     if header and not any(r.get("type") == "eval" for r in rows):  # (review cm: "no x column 'flops'")
         raise InputError(f"{path}: a scalerl run log with no evaluation rows yet (the run is loading or in its first "
@@ -69,7 +69,8 @@ def read_jsonl(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = Tr
     else:
         rows = [r for r in rows if r.get("type") != RESUME]
     return curves_from_rows(path, rows, x, y, default_name=default_name, notes=notes, y_scale=y_scale,
-                            bounded=bounded, run_column=run_column, step_column=step if one_run else None)
+                            bounded=bounded, run_column=run_column, step_column=step if one_run else None,
+                            percent_cells=True)
 
 
 def _download_origin(rows: list[dict], shape: str, x: str) -> list[str]:

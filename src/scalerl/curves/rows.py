@@ -390,7 +390,7 @@ def _at_step_zero(row: dict) -> bool:
 def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_name: str, notes=(),
                      y_scale: float = 1.0, bounded: bool = True, run_column: str | None = None,
                      run_ids: dict[str, str] | None = None, table: bool = False,
-                     step_column: str | None = None) -> list[Curve]:
+                     step_column: str | None = None, percent_cells: bool = False) -> list[Curve]:
     """Curves from a log's rows (dicts, in log order): every row holding ``y`` is a point; rows
     without it (training metrics) are not. Runs are told apart by ``run_column`` (which must then
     be a key of the rows; default: ``run`` where a row has it, else ``default_name``). ``x`` may be ``cum:COL`` (a running total, per run, over
@@ -401,7 +401,8 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     its tracker's id (:attr:`Curve.run_id`). With ``step_column``, an evaluation row logged late -- its
     step below one an earlier row of its run logged (an asynchronous evaluation written after later
     steps) -- takes a carried or ``cum:`` x as the rows up to its own step left it, not as the later
-    steps did."""
+    steps did. ``percent_cells``: the reader reads ``"45%"`` cells as fractions (a JSONL's), so that an unknown
+    column's listing offers a column of them as numbers."""
     if any(isinstance(v, dict) for r in rows for v in r.values()):
         rows = [flatten_nested(r) for r in rows]
     keys: set[str] = set().union(*rows) if rows else set()
@@ -420,7 +421,7 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     for kind, col in (("x", x), ("y", y)):
         if col not in keys and not (kind == "x" and cumulative):
             held = _holding_values(rows, keys - {"type"})
-            raise unknown_column(path, kind, col, held, held, _text_only(rows, held))
+            raise unknown_column(path, kind, col, held, held, _text_only(rows, held, percent_cells))
     # In a table, only runs whose evaluations never log x but other rows do (TRL's log_history
     # exported: num_tokens is on the training rows) carry it forward. Where evaluations log x, an
     # empty x cell is a missing value: the previous row's x would fit the point at the wrong compute.
@@ -633,26 +634,21 @@ def _holding_values(rows: list[dict], keys: set[str]) -> dict[str, int]:
     return {k: n for k, n in counts.items() if n}
 
 
-def _numeric_cell(value) -> bool:
-    """Whether a row log's cell holds a number as its reader reads one: a finite number, or a string of one --
-    plain, a percentage (``41%``), a scalar's repr (``np.float64(0.3)``, ``tensor(0.5)``); not a decimal comma (a
-    JSON line's ``"0,1"`` is refused -- review fo; a CSV's reader has its own rule). A column no cell of which does
-    is text (a dataset summary, a name): no metric (review fm: the percentages and reprs the readers read were
-    taken for text)."""
-    if isinstance(value, str):
-        text = unwrap_scalar(value.strip())
-        text = text[:-1] if text.endswith("%") else text
-        try:
-            value = float(text)
-        except ValueError:
-            return False
+def _numeric_cell(value, percent: bool) -> bool:
+    """Whether a row log's cell holds a finite number as its reader reads one: :func:`quoted_number`'s (a number, or
+    a string of one: ``"0.3"``, ``np.float64(0.3)``; not a JSON line's ``"0,1"`` -- review fo), and with ``percent``
+    (a JSONL's reader) ``"41%"`` (review fm; a console's reader refuses it -- review fq)."""
+    if percent and isinstance(value, str) and value.strip().endswith("%"):
+        value = value.strip()[:-1]
+    value = quoted_number(value)
     return is_number(value) and math.isfinite(value)
 
 
-def _text_only(rows: list[dict], keys) -> set[str]:
+def _text_only(rows: list[dict], keys, percent: bool) -> set[str]:
     """The ``keys`` no row gives a number (:func:`_numeric_cell`): text a listing must not offer as a metric
-    (ms-swift's ``val_dataset`` summary -- review fl)."""
-    return {k for k in keys if not any(_numeric_cell(r.get(k)) for r in rows)}
+    (ms-swift's ``val_dataset`` summary -- review fl). A column no cell of which holds one is text (a dataset
+    summary, a name), whatever its name says."""
+    return {k for k in keys if not any(_numeric_cell(r.get(k), percent) for r in rows)}
 
 
 def _without_blank_run_names(path: Path, rows: list[dict], run_column: str) -> tuple[list[dict], str]:

@@ -579,16 +579,19 @@ def _shard_records(path: Path, split: str, prompt_field: str) -> Iterator[tuple[
 
 def dotted_field(record: dict, name: str) -> tuple[bool, Any]:
     """``(found, value)`` of ``name`` in ``record``: a key, or a dotted path into nested objects
-    (``reward_model.ground_truth``); a key that holds the dots itself wins."""
+    (``reward_model.ground_truth``); a key that holds the dots itself wins, at any depth (``meta.q.text`` of
+    ``{"meta": {"q.text": ...}}``, the path the errors suggest -- review fq: the dots of a key split it)."""
+    record = map_as_dict(record)
+    if not isinstance(record, dict):
+        return False, None
     if name in record:
         return True, record[name]
-    value: Any = record
-    for part in name.split("."):
-        value = map_as_dict(value)
-        if not isinstance(value, dict) or part not in value:
-            return False, None
-        value = value[part]
-    return True, value
+    for i, c in enumerate(name):
+        if c == "." and name[:i] in record:
+            found, value = dotted_field(record[name[:i]], name[i + 1:])
+            if found:
+                return True, value
+    return False, None
 
 
 def map_as_dict(value: Any) -> Any:

@@ -289,13 +289,22 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
     return rows
 
 
+def flow_text(name: str) -> str:
+    """``name`` as a value of a YAML flow mapping that ``--set`` reads back as itself: bare where it does, else a
+    double-quoted (JSON) string (review fm: ``prompt `` read back as ``prompt``; review fo: ``prompt, en`` as two
+    keys, ``0o7`` as a number)."""
+    return name if override_value("{k: " + name + "}") == {"k": name} else json.dumps(name)
+
+
+def settings_flag(flow: str) -> str:
+    """``--set 'task.settings=FLOW'`` as one POSIX-shell argument (review fp: a quote inside the shell's split it;
+    review fq: a path's own)."""
+    return "--set " + shlex.quote(f"task.settings={flow}")
+
+
 def _set_settings(setting: str, name: str) -> str:
-    """``--set 'task.settings={SETTING: NAME}'`` as a POSIX shell takes it and ``--set`` reads it back: ``name``
-    bare where YAML reads it back so, else a double-quoted YAML (JSON) string, the whole argument quoted for the
-    shell (review fm: a CSV header's ``prompt `` was suggested bare and read back as ``prompt``; review fo:
-    ``prompt, en`` as two keys, ``0o7`` as a number; review fp: single quotes inside the shell's broke it apart)."""
-    value = name if override_value("{k: " + name + "}") == {"k": name} else json.dumps(name)
-    return "--set " + shlex.quote(f"task.settings={{{setting}: {value}}}")
+    """``--set 'task.settings={SETTING: NAME}'`` as a shell takes it and ``--set`` reads it back."""
+    return settings_flag(f"{{{setting}: {flow_text(name)}}}")
 
 
 def prompt_key(prompt: str) -> str:

@@ -31,7 +31,8 @@ from typing import Any, Sequence
 from scalerl.errors import InputError
 from scalerl.tasks.base import Problem
 from scalerl.tasks.data_files import SplitNotFound
-from scalerl.tasks.datasets import Row, answer_conflicts, load_rows, prompt_key, repeated_rows
+from scalerl.tasks.datasets import (Row, answer_conflicts, flow_text, load_rows, prompt_key, repeated_rows,
+                                    settings_flag)
 from scalerl.tasks.math_grading import on_main_thread, scored_here
 from scalerl.tasks.math_references import reference_notes
 from scalerl.tasks.rewards import MAX_TIMEOUT, MAX_WORKERS, RewardStats, RewardWorkers
@@ -174,13 +175,15 @@ class MathTask:
             return self._load(source, split, prompt_field, answer_field)
         except SplitNotFound as exc:  # (its advice, task.settings' split, is the training data's: it would
             # have trained on the evaluation set's split of a training directory that has one)
-            raise InputError(f"{exc.without_advice}; for this evaluation set: --set 'task.settings={{eval_data: "
-                             f"{{{name}: {{data: {source}, split: NAME}}}}}}'") from None
+            here = f"{{eval_data: {{{flow_text(name)}: {{data: {flow_text(source)}, split: NAME}}}}}}"
+            raise InputError(f"{exc.without_advice}; for this evaluation set: {settings_flag(here)}") from None
         except InputError as exc:
             if "missing field" not in str(exc):
                 raise
-            raise InputError(f"{exc}; for this evaluation file alone: --set 'task.settings={{eval_data: {{{name}: "
-                             f"{{data: {source}, prompt_field: NAME, answer_field: NAME}}}}}}'") from None
+            # (the path quoted as YAML and the shell need it -- review fq: 'aime, 2024.jsonl', "it's.jsonl")
+            here = (f"{{eval_data: {{{flow_text(name)}: {{data: {flow_text(source)}, prompt_field: NAME, "
+                    "answer_field: NAME}}}")
+            raise InputError(f"{exc}; for this evaluation file alone: {settings_flag(here)}") from None
 
     @cached_property
     def _split(self) -> tuple[list[Problem], dict[str, list[Problem]]]:

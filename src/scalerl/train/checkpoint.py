@@ -295,7 +295,8 @@ def refuse_other_nproc(ckpt: Path, written: int | None, grouped: bool, *, now: i
     cannot be read): nothing to refuse here -- the resume's load says the checkpoint is damaged."""
     if written is not None and (written > 1) != grouped:
         # (a group's checkpoint is resharded for any group: review fn, the message named only the one that wrote it)
-        others = " (or any number above 1: a group's checkpoint loads in a group of another size)" if written > 1 else ""
+        others = (" (or any number above 1: a group's checkpoint loads in a group of another size)"
+                  if written > 1 and not exact else "")  # (review fq: not where the ranks generate on their shards)
         raise InputError(f"{ckpt} was written by {written} trainer process(es); resume it with --nproc {written}"
                          f"{others}")
     if written is not None and exact and now is not None and now != written:
