@@ -475,3 +475,30 @@ def test_eval_file_suggestion_is_one_shell_argument_that_reads_back(tmp_path, fn
     settings = _suggested_value(str(err.value), "for this evaluation file alone: ")
     assert settings["eval_data"]["aime"]["data"] == str(ev)
     assert set(settings["eval_data"]["aime"]) == {"data", "prompt_field", "answer_field"}
+
+
+# review fr: the longest key of a dotted path first; a set name quoted as a key
+
+def test_suggested_dotted_path_reads_the_object_the_error_named(tmp_path):
+    f = tmp_path / "d.jsonl"
+    f.write_text(json.dumps({"a.b": {"c": "right"}, "a": {"b": {"c": "wrong"}}, "answer": "2"}) + "\n")
+    with pytest.raises(InputError) as err:
+        load_rows(f, "a.b", "answer")  # key 'a.b' (a dotted key wins) holds an object
+    settings = _suggested_value(str(err.value), "as a dotted path: ")
+    assert settings == {"prompt_field": "a.b.c"}
+    rows = load_rows(f, settings["prompt_field"], "answer")
+    assert rows[0].prompt == "right"
+
+
+def test_eval_set_named_like_a_merge_key_suggestion_reads_back(tmp_path):
+    from scalerl.tasks.math import MathTask
+
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps({"prompt": f"{i}?", "answer": str(i)}) + "\n"
+                                              for i in range(5)))
+    ev = tmp_path / "e.jsonl"
+    ev.write_text(json.dumps({"Problem": "9?", "Answer": 9}) + "\n")
+    task = MathTask(data=str(tmp_path / "t.jsonl"), eval_data={"<<": str(ev)})
+    with pytest.raises(InputError) as err:
+        task.eval_sets()
+    settings = _suggested_value(str(err.value), "for this evaluation file alone: ")
+    assert settings == {"eval_data": {"<<": {"data": str(ev), "prompt_field": "NAME", "answer_field": "NAME"}}}

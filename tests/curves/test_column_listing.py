@@ -195,3 +195,28 @@ def test_console_percent_column_listing_matches_reader(tmp_path):
         refused = True
     # the listing calls a column text exactly when its reader refuses every cell as a number
     assert ("eval_acc" in text) == refused
+
+
+# review fr: a Trackio database's listing calls a column of text text (W&B's reader likewise)
+
+def test_trackio_listing_calls_a_text_column_text(tmp_path):
+    import sqlite3
+
+    from scalerl.curves.io import log_column_listing, read_curves
+    from scalerl.errors import InputError
+
+    db = tmp_path / "p.db"
+    with sqlite3.connect(db) as w:
+        w.execute("CREATE TABLE metrics (id INTEGER PRIMARY KEY, run_id TEXT, timestamp TEXT, run_name TEXT, "
+                  "step INTEGER, metrics TEXT)")
+        for s in range(1, 4):
+            w.execute("INSERT INTO metrics (run_id, timestamp, run_name, step, metrics) VALUES (?,?,?,?,?)",
+                      ("r1", f"2026-12-01T10:0{s}:00", "run", s,
+                       json.dumps({"eval/acc": 0.1 * s, "eval/dataset": "gsm8k", "eval/pct": f"{40 + s}%"})))
+    for col in ("eval/dataset", "eval/pct"):
+        with pytest.raises(InputError, match="is not a number"):
+            read_curves(db, "step", col)
+    rows, text = log_column_listing(db)
+    assert {"eval/dataset", "eval/pct"} <= set(rows)
+    assert {"eval/dataset", "eval/pct"} <= text
+    assert "eval/acc" not in text

@@ -421,7 +421,7 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
     for kind, col in (("x", x), ("y", y)):
         if col not in keys and not (kind == "x" and cumulative):
             held = _holding_values(rows, keys - {"type"})
-            raise unknown_column(path, kind, col, held, held, _text_only(rows, held, percent_cells))
+            raise unknown_column(path, kind, col, held, held, text_columns(rows, held, percent_cells))
     # In a table, only runs whose evaluations never log x but other rows do (TRL's log_history
     # exported: num_tokens is on the training rows) carry it forward. Where evaluations log x, an
     # empty x cell is a missing value: the previous row's x would fit the point at the wrong compute.
@@ -644,7 +644,7 @@ def _numeric_cell(value, percent: bool) -> bool:
     return is_number(value) and math.isfinite(value)
 
 
-def _text_only(rows: list[dict], keys, percent: bool) -> set[str]:
+def text_columns(rows: list[dict], keys, percent: bool = False) -> set[str]:
     """The ``keys`` no row gives a number (:func:`_numeric_cell`): text a listing must not offer as a metric
     (ms-swift's ``val_dataset`` summary -- review fl). A column no cell of which holds one is text (a dataset
     summary, a name), whatever its name says."""

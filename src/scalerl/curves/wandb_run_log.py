@@ -46,7 +46,7 @@ from typing import Any, Iterator
 from scalerl.curves.data import Curve
 from scalerl.curves.leveldb_log import FILE_HEADER, Kind, has_ident, records, version
 from scalerl.curves.attempts import TRAINER_STEP, keep_resumed_attempts
-from scalerl.curves.rows import curves_from_rows, unknown_column, x_columns
+from scalerl.curves.rows import curves_from_rows, text_columns, unknown_column, x_columns
 from scalerl.errors import InputError
 
 SUFFIX = ".wandb"
@@ -319,8 +319,9 @@ def read_wandb_run(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool 
     if not runs:
         raise InputError(f"{path}: the W&B run file(s) hold no logged history")
     available = {k for r in runs for _, values in r.rows for k in values} | set(SYNTHETIC)
-    if y not in available:
-        raise unknown_column(path, "y", y, available)
+    if y not in available:  # (with the columns of text, which the listing offers as no metric -- review fr)
+        logged_rows = [values for r in runs for _, values in r.rows]
+        raise unknown_column(path, "y", y, available, text=text_columns(logged_rows, available - set(SYNTHETIC)))
     wanted = {y, *x_columns(path, available, x), TRAINER_STEP, EVAL_STEP}
     taken: dict[str, int] = defaultdict(int)
     for r in runs:

@@ -579,15 +579,16 @@ def _shard_records(path: Path, split: str, prompt_field: str) -> Iterator[tuple[
 
 def dotted_field(record: dict, name: str) -> tuple[bool, Any]:
     """``(found, value)`` of ``name`` in ``record``: a key, or a dotted path into nested objects
-    (``reward_model.ground_truth``); a key that holds the dots itself wins, at any depth (``meta.q.text`` of
-    ``{"meta": {"q.text": ...}}``, the path the errors suggest -- review fq: the dots of a key split it)."""
+    (``reward_model.ground_truth``); a key that holds the dots itself wins, at any depth and before a shorter one
+    (``meta.q.text`` of ``{"meta": {"q.text": ...}}``, the path the errors suggest -- review fq: the dots of a key
+    split it; review fr: ``a.b.c`` of ``{"a.b": {"c": ...}, "a": ...}`` went through ``a``)."""
     record = map_as_dict(record)
     if not isinstance(record, dict):
         return False, None
     if name in record:
         return True, record[name]
-    for i, c in enumerate(name):
-        if c == "." and name[:i] in record:
+    for i in sorted((i for i, c in enumerate(name) if c == "."), reverse=True):  # (the longest key first: review fr)
+        if name[:i] in record:
             found, value = dotted_field(record[name[:i]], name[i + 1:])
             if found:
                 return True, value

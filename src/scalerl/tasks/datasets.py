@@ -290,10 +290,10 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
 
 
 def flow_text(name: str) -> str:
-    """``name`` as a value of a YAML flow mapping that ``--set`` reads back as itself: bare where it does, else a
-    double-quoted (JSON) string (review fm: ``prompt `` read back as ``prompt``; review fo: ``prompt, en`` as two
-    keys, ``0o7`` as a number)."""
-    return name if override_value("{k: " + name + "}") == {"k": name} else json.dumps(name)
+    """``name`` as a key or a value of a YAML flow mapping that ``--set`` reads back as itself: bare where it does
+    both, else a double-quoted (JSON) string (review fm: ``prompt `` read back as ``prompt``; review fo: ``prompt,
+    en`` as two keys, ``0o7`` as a number; review fr: an evaluation set named ``<<``, a merge key)."""
+    return name if override_value("{" + name + ": " + name + "}") == {name: name} else json.dumps(name)
 
 
 def settings_flag(flow: str) -> str:
