@@ -20,17 +20,18 @@ def drop_repeated_blocks(rows: list[dict], counter: str) -> list[int]:
     once does not. Rows alike but for their counter (a per-step ``lr`` the same every epoch) are no copy. ``rows``
     must be whole rows: a table's records of the columns read only can be alike where the rows are not (review fc:
     two seeds of a CSV with equal evaluations)."""
+    values = [r.get(counter) if is_number(r.get(counter)) else None for r in rows]
     at: dict[float, list[int]] = {}  # a counter value -> the indices of the rows that log it, in order
-    for k, r in enumerate(rows):
-        if is_number(r.get(counter)):
-            at.setdefault(r[counter], []).append(k)
+    for k, v in enumerate(values):
+        if v is not None:
+            at.setdefault(v, []).append(k)
     if all(len(ks) == 1 for ks in at.values()):
         return list(range(len(rows)))  # (the counter never goes back to a value: nothing can repeat)
-    blocks = _RowBlocks(rows, counter, at)
+    blocks = _RowBlocks(rows, counter, values, at)
     reading = _Reading(len(rows))
     last, i = None, 0
     while i < len(rows):
-        value = blocks.values[i]
+        value = values[i]
         if last is not None and value is not None and value < last:
             found = _repeats_at(blocks, reading, i)
             if found:
@@ -97,10 +98,10 @@ def _repeats_at(blocks: "_RowBlocks", reading: _Reading, i: int) -> tuple[int, i
     review fd); of one length, the most of them. The block holds a counted row of ``rows[i]``'s value ``t`` rows
     after its start (review ff: a pair of counter-less rows logged twice was dropped as a block); it begins with a
     row alike the copy's first and ends with one alike its last: of the two sets of starts these give, the smaller
-    is tried (review fe), :data:`MAX_STARTS` of them, half the nearest, half the farthest (review fh: the farthest alone,
-    and a log appended to itself 193 times or more kept copies past them), each by hash in constant time (:meth:`_RowBlocks.hashed_alike`),
-    then, longest first, row by row until one holds (review fj: every one checked row by row made a log appended
-    to itself 100 times 33 times slower).
+    is tried (review fe), :data:`MAX_STARTS` of them, half the nearest, half the farthest (review fh: the farthest
+    alone, and a log appended to itself 193 times or more kept copies past them), each by hash in constant time
+    (:meth:`_RowBlocks.hashed_alike`), then, longest first, row by row until one holds (review fj: every one
+    checked row by row made a log appended to itself 100 times 33 times slower).
 
     The longest, not the nearest: the nearest took a restart's first steps, repeated inside ``cat f f``, for the copy
     and kept the rest as another run (review fi). Neither rule reads every log the shortest way: the longest can
@@ -125,7 +126,7 @@ def _repeats_at(blocks: "_RowBlocks", reading: _Reading, i: int) -> tuple[int, i
         # (the nearest and the farthest: a copy of the block right before it, and of a whole file from its start)
         if f1 - f0 <= l1 - l0:
             starts = (firsts[k] for k in _ends_of(f0, f1))
-        else:  # (the earliest end: the nearest start)
+        else:  # (by where the block's last row is logged again: the earliest end is the nearest start)
             starts = (2 * again - 1 - lasts[k] for k in _ends_of(l0, l1))
         found += [(t, start, again - start) for start in starts
                   if _holds(positions, start + t) and blocks.hashed_alike(start, again)]
@@ -157,8 +158,9 @@ class _RowBlocks:
     _MOD = (1 << 61) - 1
     _BASE = 1_000_003
 
-    def __init__(self, rows: list[dict], counter: str, at: dict[float, list[int]]) -> None:
+    def __init__(self, rows: list[dict], counter: str, values: list, at: dict[float, list[int]]) -> None:
         self.rows = rows
+        self.values = values  # each row's counter value, None where it logs none
         self.at = at  # a counter value -> the rows that log it, in order
         rest = [repr(sorted((k, repr(v)) for k, v in r.items() if k != counter)) for r in rows]
         #: run_start[k]: the first row of the run of rows alike but for their counter that holds row k
@@ -168,8 +170,7 @@ class _RowBlocks:
         #: uncounted_before[k]: how many rows without a counter come right before row k
         self.uncounted_before = [0] * len(rows)
         for k in range(1, len(rows)):
-            self.uncounted_before[k] = 0 if is_number(rows[k - 1].get(counter)) else self.uncounted_before[k - 1] + 1
-        self.values = [r.get(counter) if is_number(r.get(counter)) else None for r in rows]
+            self.uncounted_before[k] = 0 if values[k - 1] is not None else self.uncounted_before[k - 1] + 1
         self.prints = [hash((repr(r.get(counter)), cells)) % self._MOD for r, cells in zip(rows, rest)]
         self.where: dict[int, list[int]] = {}  # a row's print -> the rows that hold it, in order
         for k, p in enumerate(self.prints):
@@ -192,6 +193,7 @@ class _RowBlocks:
     def same_rows(self, start: int, again: int) -> bool:
         """Whether the rows repeat the block ``rows[start:again]`` from ``again`` on, cell for cell."""
         return all(_same_row(self.rows[again + k], self.rows[start + k]) for k in range(again - start))
+
 
 def _same_row(a: dict, b: dict) -> bool:
     """Whether two rows hold the same cells, a NaN the same as a NaN (each copy of a line parses its own ``nan``, and
