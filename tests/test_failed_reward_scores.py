@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import textwrap
 
-import pytest
 
 from scalerl.tasks.base import Problem
 
@@ -189,3 +188,31 @@ def test_a_failure_never_scores_above_a_wrong_answer_of_its_dapo_batch(tmp_path,
     returned = min(r for t, r in scored if t != "boom")
     assert returned == -5.0, scored
     assert all(r <= returned for t, r in scored if t == "boom"), scored
+
+
+def test_a_training_batch_scores_its_failures_at_its_own_lowest_answer_whatever_floor_they_came_with():
+    """rollout.produce.floor_failures (review FN): a batch's failed calls score -1 or the lowest score of a call that
+    answered in the batch -- not the floor the function's copy had reached when it scored them, which depends on when
+    that was (an evaluation's -5 learnt before a regenerated batch's scoring after ``--resume``, not before the
+    uninterrupted run's)."""
+    from scalerl.generate.base import Completion
+    from scalerl.models.char_tokenizer import build_char_tokenizer
+    from scalerl.rl.components import resolve_recipe
+    from scalerl.rl.recipe import RecipeConfig
+    from scalerl.rollout.context import RoundContext
+    from scalerl.rollout.groups import Group
+    from scalerl.rollout.produce import floor_failures
+
+    ctx = RoundContext(tokenizer=build_char_tokenizer(), task=None, components=resolve_recipe(RecipeConfig()),
+                       length_control=None)
+
+    def group(rewards, failed):
+        return Group(_PROBLEM, [Completion([1], [2], [0.0], [1], [0], "stop") for _ in rewards], list(rewards), list(rewards), list(failed))
+
+    late = group([-5.0, 0.5], [True, False])  # scored after the function's -5 elsewhere: floored at -5 by its copy
+    answered = group([0.0, 1.0], [False, False])
+    floor_failures(ctx, [late, answered], [late, answered])
+    assert late.rewards == [-1.0, 0.5] and late.shaped == [-1.0, 0.5], late.rewards  # the batch's lowest answer is 0
+    wrong = group([-1.0, -3.0], [True, False])  # a wrong answer at -3 in the batch: a failure scores no better
+    floor_failures(ctx, [wrong], [wrong, answered])
+    assert wrong.rewards == [-3.0, -3.0], wrong.rewards

@@ -1,5 +1,5 @@
 """A user's reward whose failed calls are floored at its lowest score, across a kill and ``--resume`` of an
-asynchronous run (review FN, ``--nproc 2`` on a user's bf16 checkpoint): an open defect, kept as a strict xfail
+asynchronous run (review FN, ``--nproc 2`` on a user's bf16 checkpoint): a batch's failures score its own lowest
 (extended: ~80 s; ``make test-all`` runs it)."""
 
 from __future__ import annotations
@@ -68,9 +68,6 @@ def _train_rows(out: Path) -> dict[int, dict]:
     return {r["step"]: r for r in rows if r["type"] == "train"}
 
 
-@pytest.mark.xfail(strict=True, reason="review FN: a resume re-scores the regenerated pending batch with the failure "
-                   "floor the checkpoint saved -- learnt after that batch was first scored -- so its failed calls "
-                   "score -5 where the uninterrupted run scored them -1 (reward_mean of step 3 differs)")
 def test_resumed_nproc_2_run_scores_failed_reward_calls_as_the_uninterrupted_run(tmp_path):
     model, data = _user_model(tmp_path)
     env = _env()

@@ -64,7 +64,7 @@ from scalerl.pipeline.work import RolloutWorker, RoundRequest, RoundResult
 from scalerl.rl.filters import DynamicSamplingBuffer
 from scalerl.rollout.context import RolloutContext, RoundContext
 from scalerl.rollout.groups import RolloutBatch, completion_lags
-from scalerl.rollout.produce import add_round, finish, new_buffer, round_params
+from scalerl.rollout.produce import add_round, finish, floor_failures, new_buffer, round_params
 from scalerl.tasks.base import load_reward_state, reward_state
 from scalerl.tasks.failure_tally import add_counts
 
@@ -170,6 +170,7 @@ class _Assembly:
             add_counts(batch.reward_failures, r.reward_failures)
         if self.buffer is None:
             batch.groups = [g for r in rounds for g in r.groups]
+            floor_failures(ctx, batch.groups, batch.groups)
         else:
             finish(ctx, batch, self.buffer, [g for r in rounds for g in r.groups])
         return batch

@@ -20,6 +20,7 @@ from scalerl.rollout.groups import Group, RolloutBatch
 from scalerl.tasks.base import Problem, score_flagged
 from scalerl.tasks.encoding import encode_problems, graded_texts
 from scalerl.tasks.failure_tally import counting_failures
+from scalerl.tasks.rewards import FAILURE_REWARD
 
 
 def round_params(params: SamplingParams, round_: int) -> SamplingParams:
@@ -54,17 +55,24 @@ def shaped_rewards(ctx: RoundContext, rewards: Sequence[float], completions: Seq
 
 
 def floor_failures(ctx: RoundContext, groups: Sequence[Group], scored: Sequence[Group]) -> None:
-    """Lower the failed calls' rewards in ``groups`` to the lowest score of every group ``scored`` for the batch
-    (its DAPO refill rounds, dropped groups too), in place: each round floors its failures at the lowest score
-    seen when it was scored, and a failure of round 0 stayed at -1 beside a refill's -5 (review ei) -- a failure
-    never pays better than a wrong answer of its batch. A group can lose its variance here (a failure at -1 beside
-    a wrong answer's -5): it was kept on the scores its round had, and trains with zero advantages."""
+    """Score the failed calls of ``groups`` as the lowest answer of their batch, in place: -1 (a wrong answer), or
+    the lowest score a call that answered got in any group ``scored`` for the batch (its DAPO refill rounds, dropped
+    groups too) where that is lower -- a failure never pays better than a wrong answer of its batch (review ei).
+
+    The batch's own scores decide, not the floor the reward function's copy had reached when it scored them (what
+    evaluations and other batches had returned by then): that floor depends on when the batch was scored, so a
+    batch regenerated after ``--resume`` -- scored after an evaluation the uninterrupted run ran later -- trained
+    on other rewards (review FN). Only a batch's rewards relative to each other reach the loss (group advantages,
+    batch normalisation), so the batch's own lowest is floor enough. A group can lose its variance here (a failure
+    scored -1 beside a wrong answer's -5 becomes -5): it was kept on the scores its round had, and trains with zero
+    advantages."""
     if not any(g.failed for g in groups):
         return
-    lowest = min(r for g in scored for r in g.rewards)
+    floor = min([FAILURE_REWARD, *(r for g in scored for r, f in zip(g.rewards, g.failed or [False] * len(g.rewards))
+                                      if not f)])
     for g in groups:
         if g.failed:
-            g.rewards = [min(r, lowest) if f else r for r, f in zip(g.rewards, g.failed)]
+            g.rewards = [floor if f else r for r, f in zip(g.rewards, g.failed)]
             g.shaped = shaped_rewards(ctx, g.rewards, g.completions)
 
 
@@ -142,6 +150,7 @@ def _make_batch(ctx: RolloutContext, generator: Generator, index: int) -> Rollou
         round_ += 1
         if buffer is None:
             batch.groups = groups
+            floor_failures(ctx.round, groups, groups)
             return batch
         add_round(ctx.round, buffer, groups)
         scored += groups

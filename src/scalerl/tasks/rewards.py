@@ -11,7 +11,8 @@ It runs in a separate worker process. That is what makes a hung call stoppable: 
 cannot be killed, a process can. A call that raises (or returns a non-number) scores
 :data:`FAILURE_REWARD` (-1, what a wrong answer scores), or the lowest score the function has returned
 where that is lower (:attr:`UserReward.lowest`): a failure must never pay better than a wrong answer, or
-the policy learns to make the function fail; a call that exceeds ``timeout``
+the policy learns to make the function fail (a training batch then scores its failures at its own lowest score:
+:func:`scalerl.rollout.produce.floor_failures`); a call that exceeds ``timeout``
 seconds scores the same and the worker is killed and restarted for the next call; one that raises
 ``TimeoutError`` (a limit of its own ran out: a judge's request, math-verify's) is a timeout too. Both are
 counted in :attr:`UserReward.stats` (and logged once each) so the trainer can put them in the run
@@ -67,7 +68,8 @@ HUNG_PROMPTS = 4
 
 #: What the failed calls of a run or an evaluation scored, as the report and eval say it: a judge's own lower score
 #: for a wrong answer may have come after the first failures, so no one number holds for them all (review cg).
-SCORED_AS_WRONG = "each scored as a wrong answer (-1, or the lowest score the function had returned)"
+SCORED_AS_WRONG = ("each scored as a wrong answer (-1, or the lowest score of its training batch -- in an evaluation, "
+                   "the lowest the function had returned)")
 
 
 class LowestScore:

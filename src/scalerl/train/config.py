@@ -124,7 +124,7 @@ class TaskConfig:
     """A reward function of your own, ``module:function`` or ``path/to/file.py:function``. It takes
     any of the parameters ``prompt``, ``completion``, ``answer`` (by name) and returns a number
     (> 0 is a pass) or a bool (True -> +1, False -> -1). A call that raises scores as a wrong answer
-    (-1, or the lowest score the function has returned where that is lower) and is counted; if every call of the first evaluation fails, or its calls time out on 4 prompts
+    (-1, or the lowest score of its training batch where that is lower) and is counted; if every call of the first evaluation fails, or its calls time out on 4 prompts
     before any answers in time, the run stops."""
     reward_timeout: float = 10.0
     """Seconds a user reward function may take per completion before it is killed and scored as a
