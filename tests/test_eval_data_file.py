@@ -4,10 +4,12 @@ printed for FILE's 7), and keeps the run's other evaluation sets."""
 
 import argparse
 import json
+import shlex
 
 import pytest
 
 from scalerl.commands.evaluate import _eval_task
+from scalerl.errors import InputError
 
 
 def _jsonl(path, rows):
@@ -107,3 +109,47 @@ def test_a_run_whose_set_name_an_older_scalerl_accepted_is_still_evaluated(tmp_p
         assert len(task.eval_sets()["AIME 2024"]) == 10
     finally:
         task.close()
+
+
+# Review FS: suggested --set values that read back as the name they give.
+
+
+def _suggested(message: str, after: str) -> dict:
+    """The ``--set`` that follows ``after`` in ``message``, split as a POSIX shell does and read as --set reads it."""
+    from scalerl.config import override_value
+
+    args = shlex.split(message.split(after, 1)[1])
+    assert args[0] == "--set"
+    key, _, raw = args[1].partition("=")
+    assert key == "task.settings"
+    return override_value(raw)
+
+
+def test_eval_file_with_an_emoji_suggestion_reads_back(tmp_path):
+    """A quoted name or path holding a character past U+FFFF reads back from the suggested --set as lone surrogates."""
+    from scalerl.tasks.math import MathTask
+
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps({"prompt": f"{i}?", "answer": str(i)}) + "\n"
+                                              for i in range(5)))
+    ev = tmp_path / "aime \U0001F3C6, 2024.jsonl"  # (the comma: quoted)
+    ev.write_text(json.dumps({"Problem": "9?", "Answer": 9}) + "\n")
+    task = MathTask(data=str(tmp_path / "t.jsonl"), eval_data={"aime": str(ev)})
+    with pytest.raises(InputError) as err:
+        task.eval_sets()
+    settings = _suggested(str(err.value), "for this evaluation file alone: ")
+    assert settings["eval_data"]["aime"]["data"] == str(ev)
+
+
+def test_object_field_suggestion_reads_the_field_inside_it(tmp_path):
+    """Field 'a' is an object {'b': ...}: the suggested path a.b reads the record's own key 'a.b', another field."""
+    from scalerl.tasks.datasets import load_rows
+
+    f = tmp_path / "d.jsonl"
+    f.write_text(json.dumps({"a": {"b": "inside a"}, "a.b": "the flat key", "answer": "2"}) + "\n")
+    with pytest.raises(InputError) as err:
+        load_rows(f, "a", "answer")
+    msg = str(err.value)
+    assert "as a dotted path: " in msg or "rename one of the two" in msg, msg
+    if "as a dotted path: " in msg:  # a suggestion must read what it names: the field inside 'a'
+        settings = _suggested(msg, "as a dotted path: ")
+        assert load_rows(f, settings["prompt_field"], "answer")[0].prompt == "inside a", msg

@@ -8,10 +8,14 @@ its values decide (review fl, on an ms-swift ``logging.jsonl`` of lgc-FINANCE/De
 """
 import json
 import re
+import sqlite3
+import zlib
+from pathlib import Path
 
 import pytest
 
 from scalerl.cli import main
+from scalerl.errors import InputError
 
 
 def _swift_log(path):
@@ -214,9 +218,88 @@ def test_trackio_listing_calls_a_text_column_text(tmp_path):
                       ("r1", f"2026-12-01T10:0{s}:00", "run", s,
                        json.dumps({"eval/acc": 0.1 * s, "eval/dataset": "gsm8k", "eval/pct": f"{40 + s}%"})))
     for col in ("eval/dataset", "eval/pct"):
-        with pytest.raises(InputError, match="is not a number"):
+        with pytest.raises(InputError, match="is not a number|holds no number in any row"):
             read_curves(db, "step", col)
     rows, text = log_column_listing(db)
     assert {"eval/dataset", "eval/pct"} <= set(rows)
     assert {"eval/dataset", "eval/pct"} <= text
     assert "eval/acc" not in text
+
+
+# Review FS: W&B's and Trackio's readers.
+
+
+def _write_wandb(path: Path, steps: list[tuple[int, dict]]) -> Path:
+    """A W&B run file as wandb-core writes one: its header, a run record, one history record per step (each value
+    as its JSON text), each record one full chunk of the LevelDB-style log."""
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2", reason="reading W&B run files needs wandb")
+    from scalerl.curves.leveldb_log import BLOCK, CHUNK_HEADER, FILE_HEADER, FULL
+
+    run = pb.Record()
+    run.run.run_id, run.run.display_name = "r1", "run"
+    records = [run.SerializeToString()]
+    for step, values in steps:
+        r = pb.Record()
+        r.history.step.num = step
+        for k, v in {"_step": step, "_runtime": float(step), **values}.items():
+            r.history.item.add(key=k, value_json=json.dumps(v))
+        records.append(r.SerializeToString())
+    out = bytearray(FILE_HEADER.pack(b":W&B", 0xBEE1, 0))
+    for data in records:
+        room = BLOCK - len(out) % BLOCK
+        if room < CHUNK_HEADER.size + len(data):
+            out += b"\0" * room
+        out += CHUNK_HEADER.pack(zlib.crc32(data, zlib.crc32(bytes([FULL]))), len(data), FULL) + data
+    path.write_bytes(bytes(out))
+    return path
+
+
+def _write_trackio(path: Path, metrics: list[dict]) -> Path:
+    """A Trackio project database: its ``metrics`` table, one row per ``trackio.log`` call."""
+    with sqlite3.connect(path) as w:
+        w.execute("CREATE TABLE metrics (id INTEGER PRIMARY KEY, run_id TEXT, timestamp TEXT, run_name TEXT, "
+                  "step INTEGER, metrics TEXT)")
+        for s, m in enumerate(metrics, start=1):
+            w.execute("INSERT INTO metrics (run_id, timestamp, run_name, step, metrics) VALUES (?,?,?,?,?)",
+                      ("r1", f"2026-12-01T10:0{s}:00", "run", s, json.dumps(m)))
+    return path
+
+
+def test_wandb_listing_offers_a_metric_logged_as_numeric_strings(tmp_path, capsys):
+    """W&B's listing calls a metric logged as strings of numbers text, though its reader reads it as numbers."""
+    from scalerl.cli import main
+    from scalerl.curves.io import log_column_listing, read_curves
+
+    f = _write_wandb(tmp_path / "run-r1.wandb", [(s, {"eval/acc": f"0.{s}", "train/loss": 1.0 / s})
+                                                 for s in range(1, 6)])
+    assert list(read_curves(f, "step", "eval/acc")[0].y) == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])  # read: numbers
+    _, text = log_column_listing(f)
+    assert "eval/acc" not in text
+    assert main(["backtest", str(f)]) != 0
+    err = capsys.readouterr().err
+    metrics = err.split("metrics (evaluation-like names", 1)[1].split("; compute", 1)[0]
+    assert "eval/acc" in metrics, err
+
+
+def test_trackio_y_of_a_column_never_a_number_does_not_hide_the_metrics(tmp_path):
+    """Trackio: --y of a column logged null (or true) in every row says the log's only columns are run, step, wall_time."""
+    from scalerl.curves.io import read_curves
+
+    db = _write_trackio(tmp_path / "p.db", [{"eval/acc": 0.1 * s, "eval/reward": None} for s in range(1, 5)])
+    with pytest.raises(InputError) as err:
+        read_curves(db, "step", "eval/reward")
+    msg = str(err.value)
+    assert not ("available columns" in msg and "eval/acc" not in msg), msg
+
+
+def test_wandb_y_of_a_histogram_does_not_hide_the_metrics(tmp_path):
+    """W&B: --y of a histogram (or an always-null key) says the log's only columns are run, step, wall_time."""
+    from scalerl.curves.io import read_curves
+
+    hist = {"_type": "histogram", "values": [1, 3, 1], "bins": [0, 10, 20, 30]}
+    f = _write_wandb(tmp_path / "run-r1.wandb", [(s, {"eval/acc": 0.1 * s, "val/lengths": hist})
+                                                 for s in range(1, 6)])
+    with pytest.raises(InputError) as err:
+        read_curves(f, "step", "val/lengths")
+    msg = str(err.value)
+    assert not ("available columns" in msg and "eval/acc" not in msg), msg

@@ -109,16 +109,19 @@ def likely_columns(kind: str, columns, text=()) -> list[str]:
 
 def unknown_column(path: Path, kind: str, name: str, available, rows: dict[str, int] | None = None,
                    text=()) -> InputError:
-    cols = sorted(available)
+    """The error of a column ``name`` the log lacks -- or, where ``text`` holds it, has but gives no number in any
+    row (null, text, a histogram) --, listing the log's ``available`` columns."""
+    cols = sorted(c for c in available if c != name)
     # A typo's likely target first, however few the columns: in a list of 40 the one meant is easy to miss.
     close = difflib.get_close_matches(name, cols, n=5, cutoff=0.6)
     hint = f" did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    missing = f"the {kind} column {name!r} holds no number in any row" if name in text else f"no {kind} column {name!r}"
     if len(cols) <= LIST_ALL_COLUMNS:
         listed = ", ".join(repr(c) for c in cols) or "(none)"
-        return UnknownColumn(f"{path}: no {kind} column {name!r};{hint} available columns: {listed}", cols, rows, text)
+        return UnknownColumn(f"{path}: {missing};{hint} available columns: {listed}", cols, rows, text)
     likely = [c for c in likely_columns(kind if kind in ("x", "y") else "y", cols, text) if c not in close]
     shown = close + likely[:LIST_ALL_COLUMNS - len(close)]
-    return UnknownColumn(f"{path}: no {kind} column {name!r};{hint} {len(cols)} columns, among them "
+    return UnknownColumn(f"{path}: {missing};{hint} {len(cols)} columns, among them "
                          f"{', '.join(repr(c) for c in shown[len(close):]) or ', '.join(repr(c) for c in cols[:20])}"
                          f"{f' (and {len(cols) - len(shown)} more)' if len(cols) > len(shown) else ''}", cols, rows,
                          text)
@@ -645,10 +648,15 @@ def _numeric_cell(value, percent: bool) -> bool:
 
 
 def text_columns(rows: list[dict], keys, percent: bool = False) -> set[str]:
-    """The ``keys`` no row gives a number (:func:`_numeric_cell`): text a listing must not offer as a metric
+    """The ``keys`` no row gives a number (:func:`holds_numbers`): text a listing must not offer as a metric
     (ms-swift's ``val_dataset`` summary -- review fl). A column no cell of which holds one is text (a dataset
     summary, a name), whatever its name says."""
-    return {k for k in keys if not any(_numeric_cell(r.get(k), percent) for r in rows)}
+    return {k for k in keys if not holds_numbers(rows, k, percent)}
+
+
+def holds_numbers(rows: list[dict], key: str, percent: bool = False) -> bool:
+    """Whether some row gives ``key`` a number (:func:`_numeric_cell`)."""
+    return any(_numeric_cell(r.get(key), percent) for r in rows)
 
 
 def _without_blank_run_names(path: Path, rows: list[dict], run_column: str) -> tuple[list[dict], str]:

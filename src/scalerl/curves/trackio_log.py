@@ -45,7 +45,7 @@ from typing import Any
 from scalerl.curves.data import Curve
 from scalerl.curves.attempts import RESTART, TRAINER_STEP, keep_resumed_attempts
 from scalerl.curves.cells import logged
-from scalerl.curves.rows import curves_from_rows, text_columns, unknown_column, x_columns
+from scalerl.curves.rows import curves_from_rows, holds_numbers, text_columns, unknown_column, x_columns
 from scalerl.curves.sqlite_db import DB_ERRORS, connect, tables
 from scalerl.errors import InputError
 
@@ -285,8 +285,10 @@ def read_trackio(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = 
     path = Path(path)
     log = _Log(path)
     available = log.keys | set(SYNTHETIC)
-    if y not in available:  # (with the columns of text, which the listing offers as no metric -- review fr)
-        logged_rows = [values for _, parsed in log.runs for _, _, values in parsed]
+    logged_rows = [values for _, parsed in log.runs for _, _, values in parsed]
+    # A column never logged, or logged with no number in it (null in every row): the log's columns are listed,
+    # those of text said (review fr) -- the rows below keep only the columns read, and listed those alone (FS).
+    if y not in available or (y in log.keys and not holds_numbers(logged_rows, y)):
         raise unknown_column(path, "y", y, available, text=text_columns(logged_rows, log.keys))
     # Only the columns the curve reads are converted (a TRL row logs ~40 metrics, verl's ~100).
     wanted = ({y, TRAINER_STEP, *x_columns(path, available, x)} - set(SYNTHETIC)) & log.keys

@@ -46,7 +46,7 @@ from typing import Any, Iterator
 from scalerl.curves.data import Curve
 from scalerl.curves.leveldb_log import FILE_HEADER, Kind, has_ident, records, version
 from scalerl.curves.attempts import TRAINER_STEP, keep_resumed_attempts
-from scalerl.curves.rows import curves_from_rows, text_columns, unknown_column, x_columns
+from scalerl.curves.rows import curves_from_rows, holds_numbers, text_columns, unknown_column, x_columns
 from scalerl.errors import InputError
 
 SUFFIX = ".wandb"
@@ -305,6 +305,11 @@ def _value(text: str) -> Any:
     return None if isinstance(v, (dict, list)) else v
 
 
+def _logged(runs, keys: set[str]) -> list[dict[str, Any]]:
+    """Every logged row's values of ``keys``, as the reader reads them (:func:`_value`)."""
+    return [{k: _value(v) for k, v in values.items() if k in keys} for r in runs for _, values in r.rows]
+
+
 def read_wandb_run(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = True) -> list[Curve]:
     """W&B run file(s) (see the module docstring); ``x`` may be ``step``, ``wall_time`` (hours),
     ``_step``, ``_runtime`` (seconds), ``_timestamp``, a metric, or ``cum:`` of one."""
@@ -319,9 +324,12 @@ def read_wandb_run(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool 
     if not runs:
         raise InputError(f"{path}: the W&B run file(s) hold no logged history")
     available = {k for r in runs for _, values in r.rows for k in values} | set(SYNTHETIC)
-    if y not in available:  # (with the columns of text, which the listing offers as no metric -- review fr)
-        logged_rows = [values for r in runs for _, values in r.rows]
-        raise unknown_column(path, "y", y, available, text=text_columns(logged_rows, available - set(SYNTHETIC)))
+    # A column never logged, or logged with no number in it (a histogram, null in every row): the log's columns
+    # are listed, those of text said (review fr), each value as the reader reads it -- its JSON text decoded, so
+    # that "0.3" is a number (FS) --; the rows below keep only the columns read, and listed those alone (FS).
+    if y not in available or (y not in SYNTHETIC and not holds_numbers(_logged(runs, {y}), y)):
+        logged = available - set(SYNTHETIC)
+        raise unknown_column(path, "y", y, available, text=text_columns(_logged(runs, logged), logged))
     wanted = {y, *x_columns(path, available, x), TRAINER_STEP, EVAL_STEP}
     taken: dict[str, int] = defaultdict(int)
     for r in runs:

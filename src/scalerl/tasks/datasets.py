@@ -110,12 +110,13 @@ def _one_answer(value: Any) -> Any:
 MISSING_TEXTS = frozenset({"nan", "NaN", "NAN", "<NA>", "NaT"})
 
 
-def _not_text(value: Any, setting: str, name: str) -> str | None:
+def _not_text(value: Any, setting: str, name: str, record: dict | None = None) -> str | None:
     """Why a field value that ``str()`` would turn into plausible text is not one, else None.
 
     A NaN is how pandas (and Python's json) writes a missing value in a numeric column; as the
     text "nan" it is an answer no completion can match. A JSON ``true`` is rarely the answer
-    "True" that its text would be. A list's text (``"['1/2', '0.5']"``) is no answer at all."""
+    "True" that its text would be. A list's text (``"['1/2', '0.5']"``) is no answer at all. ``record``: the row
+    ``value`` is read from, where a dotted path the error suggests could read another of its keys."""
     if isinstance(value, RepeatedColumn):
         return value.why()
     if is_bool(value):
@@ -132,8 +133,12 @@ def _not_text(value: Any, setting: str, name: str) -> str | None:
         shown = ", ".join(map(repr, keys[:5])) + (", ..." if len(keys) > 5 else "")
         inner = keys[0] if len(keys) == 1 else "FIELD"
         what = "an object (fields" if mapping is value else "a map (keys"
-        return (f"is {what} {shown or 'none'}), not text; name the field inside it as a dotted path: "
-                f"{_set_settings(setting, f'{name}.{inner}')}")
+        path = f"{name}.{inner}"
+        if len(keys) == 1 and record is not None and dotted_field(record, path)[1] is not mapping[inner]:
+            # (the row's own key "a.b" beside "a": {"b": ...} -- the path reads that key, another field: review FS)
+            return (f"is {what} {shown}), not text; the dotted path {path!r} to the field inside it reads another "
+                    "of the row's fields instead (a key that holds the dots itself) -- rename one of the two")
+        return f"is {what} {shown or 'none'}), not text; name the field inside it as a dotted path: {_set_settings(setting, path)}"
     if hasattr(value, "tolist") and not isinstance(value, numbers.Number):
         value = value.tolist()  # a numpy array (pandas-written data)
     if isinstance(value, (list, tuple)):
@@ -248,7 +253,7 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
                 raise InputError(f"{source}: row {number}: missing field {name!r} (fields present: {present}); "
                                  f"{meant}if another field holds it: {fix} (a nested one as a dotted path: "
                                  "reward_model.ground_truth)")
-            why = _not_text(values[setting], setting, name)
+            why = _not_text(values[setting], setting, name, record)
             if why is not None:
                 raise InputError(f"{source}: row {number}: field {name!r} {why}")
         messages, why = _conversation(values["prompt_field"])
@@ -293,7 +298,15 @@ def flow_text(name: str) -> str:
     """``name`` as a key or a value of a YAML flow mapping that ``--set`` reads back as itself: bare where it does
     both, else a double-quoted (JSON) string (review fm: ``prompt `` read back as ``prompt``; review fo: ``prompt,
     en`` as two keys, ``0o7`` as a number; review fr: an evaluation set named ``<<``, a merge key)."""
-    return name if override_value("{" + name + ": " + name + "}") == {name: name} else json.dumps(name)
+    return name if override_value("{" + name + ": " + name + "}") == {name: name} else _double_quoted(name)
+
+
+def _double_quoted(name: str) -> str:
+    """``name`` as a YAML double-quoted string: its characters as they are, a character YAML does not print (a
+    control, NEL, a line separator) escaped -- an ASCII-only JSON string wrote a character past U+FFFF as a
+    surrogate pair, which YAML reads back as two lone surrogates (review FS: ``aime 🏆, 2024.jsonl``)."""
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}"
+                   for c in json.dumps(name, ensure_ascii=False))
 
 
 def settings_flag(flow: str) -> str:
