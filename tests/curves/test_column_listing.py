@@ -303,3 +303,20 @@ def test_wandb_y_of_a_histogram_does_not_hide_the_metrics(tmp_path):
         read_curves(f, "step", "val/lengths")
     msg = str(err.value)
     assert not ("available columns" in msg and "eval/acc" not in msg), msg
+
+
+def test_parquet_listing_calls_a_string_column_of_text_text(tmp_path):
+    """A Parquet table's string column of names is text, no metric the listing offers; one of numbers written as
+    strings (read as numbers) is not (FR's note: the Parquet reader said no text columns)."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from scalerl.curves.io import log_column_listing, read_curves
+
+    path = tmp_path / "history.parquet"
+    pq.write_table(pa.table({"step": [1, 2, 3], "eval/acc": [0.1, 0.2, 0.3], "eval/dataset": ["gsm8k"] * 3,
+                             "eval/pass": ["0.1", "0.2", None]}), path)
+    rows, text = log_column_listing(path)
+    assert {"eval/acc", "eval/dataset", "eval/pass"} <= set(rows)
+    assert "eval/dataset" in text and not {"eval/acc", "eval/pass"} & text, text
+    assert [float(v) for v in read_curves(path, "step", "eval/pass")[0].y] == pytest.approx([0.1, 0.2])

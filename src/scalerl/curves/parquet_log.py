@@ -17,7 +17,7 @@ from pathlib import Path
 from scalerl.curves.attempts import STEP_COLUMNS
 from scalerl.curves.csv_log import resumed_rows
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import DEFAULT_RUN_COLUMN, curves_from_rows, flatten_nested, unknown_column, x_columns
+from scalerl.curves.rows import DEFAULT_RUN_COLUMN, curves_from_rows, flatten_nested, text_columns, unknown_column, x_columns
 from scalerl.errors import InputError
 
 #: The first bytes of a Parquet file.
@@ -47,6 +47,23 @@ def _leaf_columns(schema) -> dict[str, str]:
     return {leaf: f.name for f in schema if not f.name.startswith(_INDEX) for leaf in leaves(f.name, f.type)}
 
 
+def _text_columns(path: Path, schema, top: dict[str, str]) -> set[str]:
+    """The string columns none of whose cells holds a number (:func:`~scalerl.curves.rows.text_columns`: a
+    dataset's name, a summary), which a listing offers as no metric -- those alone are read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    strings = {f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)}
+    leaves = {leaf for leaf, column in top.items() if column in strings and leaf == column}
+    if not leaves:
+        return set()
+    try:
+        rows = pq.read_table(path, columns=sorted(leaves)).to_pylist()
+    except Exception:  # noqa: BLE001 -- a damaged column: the listing says nothing of it
+        return set()
+    return text_columns(rows, leaves)
+
+
 def read_parquet(path, x: str, y: str, *, run_column: str | None = None, y_scale: float = 1.0,
                  bounded: bool = True) -> list[Curve]:
     """See :mod:`scalerl.curves.parquet_log`; ``x`` may be ``cum:COL`` / ``cum:GLOB``."""
@@ -60,7 +77,7 @@ def read_parquet(path, x: str, y: str, *, run_column: str | None = None, y_scale
     top = _leaf_columns(schema)  # a struct column's fields as COL.FIELD (flattened in the rows), each to its column
     keys = set(top)
     if y not in keys:
-        raise unknown_column(path, "y", y, keys)
+        raise unknown_column(path, "y", y, keys, text=_text_columns(path, schema, top))
     if run_column is not None and run_column not in keys:
         raise unknown_column(path, "run", run_column, keys)
     run_column = run_column or DEFAULT_RUN_COLUMN
