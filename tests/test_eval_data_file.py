@@ -153,3 +153,26 @@ def test_object_field_suggestion_reads_the_field_inside_it(tmp_path):
     if "as a dotted path: " in msg:  # a suggestion must read what it names: the field inside 'a'
         settings = _suggested(msg, "as a dotted path: ")
         assert load_rows(f, settings["prompt_field"], "answer")[0].prompt == "inside a", msg
+
+
+def test_an_evaluation_files_missing_field_gives_its_own_setting_alone(tmp_path):
+    """An evaluation file's missing field: the advice names the file's own fields -- the close name of the missing
+    one, the other as the row has it -- and not task.settings' prompt_field, which would rename the training data's
+    field too (the training data has 'prompt': that --set broke it)."""
+    from scalerl.tasks.math import MathTask
+
+    _jsonl(tmp_path / "t.jsonl", [{"prompt": f"{i}?", "answer": str(i)} for i in range(5)])
+    ev = tmp_path / "aime.jsonl"
+    _jsonl(ev, [{"question": "9?", "Answer": 9}])
+    task = MathTask(data=str(tmp_path / "t.jsonl"), eval_data={"aime": str(ev)})
+    with pytest.raises(InputError) as err:
+        task.eval_sets()
+    msg = str(err.value)
+    assert "{prompt_field: " not in msg.split("for this evaluation file alone")[0], msg
+    settings = _suggested(msg, "for this evaluation file alone: ")
+    assert settings["eval_data"]["aime"] == {"data": str(ev), "prompt_field": "NAME", "answer_field": "NAME"}
+    _jsonl(ev, [{"prompt": "9?", "Answer": 9}])
+    with pytest.raises(InputError) as err:
+        MathTask(data=str(tmp_path / "t.jsonl"), eval_data={"aime": str(ev)}).eval_sets()
+    settings = _suggested(str(err.value), "for this evaluation file alone: ")
+    assert settings["eval_data"]["aime"] == {"data": str(ev), "prompt_field": "prompt", "answer_field": "Answer"}

@@ -302,7 +302,7 @@ def test_an_evaluation_file_missing_a_field_says_how_to_name_its_own(tmp_path):
     (tmp_path / "t.jsonl").write_text("".join(json.dumps({"prompt": f"{i}?", "answer": str(i)}) + "\n" for i in range(5)))
     (tmp_path / "aime.jsonl").write_text(json.dumps({"Problem": "9?", "Answer": 9}) + "\n")
     task = MathTask(data=str(tmp_path / "t.jsonl"), eval_data={"aime": str(tmp_path / "aime.jsonl")})
-    with pytest.raises(InputError, match=r"aime.jsonl: row 1: missing field 'prompt' .*; for this evaluation file alone: "
+    with pytest.raises(InputError, match=r"aime.jsonl: row 1: missing field 'prompt' .* -- if other fields hold them, for this evaluation file alone: "
                                          r"--set 'task.settings=\{eval_data: \{aime: \{data: .*aime.jsonl, prompt_field: "
                                          r"NAME, answer_field: NAME\}\}\}'"):
         task.eval_sets()

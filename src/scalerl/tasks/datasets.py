@@ -229,6 +229,19 @@ def _orz_pair(record: Any) -> dict | None:
     return {"prompt": human["value"], "answer": truth["value"]}
 
 
+class MissingField(InputError):
+    """A row without the field a setting names. Its advice sets the training data's field; an evaluation set's
+    reader (the math task's ``eval_data``) gives its own instead -- the training data's would break the training
+    data that has the field. ``setting``: ``prompt_field`` or ``answer_field``; ``name``: the field that likely
+    holds it (a close name), else ``NAME``; ``found``: the other settings whose fields the row has, each to it."""
+
+    def __init__(self, message: str, meant: str, setting: str, name: str, found: dict[str, str]) -> None:
+        super().__init__(f"{message}; {meant}if another field holds it: {_set_settings(setting, name)} (a nested one "
+                         "as a dotted path: reward_model.ground_truth)")
+        self.without_advice = f"{message}; {meant}".rstrip("; ")
+        self.setting, self.name, self.found = setting, name, found
+
+
 def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: str = "answer", split: str = "train") -> list[Row]:
     """Every row of ``source`` as :class:`Row`; :class:`InputError` naming file and row on the first bad one."""
     source = str(source)
@@ -249,10 +262,10 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
                 # (a misspelt field named, as a misspelt config key is -- review fk)
                 close = difflib.get_close_matches(name, fields, n=1, cutoff=0.75)
                 meant = f"did you mean {close[0]!r}? " if close else ""
-                fix = _set_settings(setting, close[0] if close else "NAME")
-                raise InputError(f"{source}: row {number}: missing field {name!r} (fields present: {present}); "
-                                 f"{meant}if another field holds it: {fix} (a nested one as a dotted path: "
-                                 "reward_model.ground_truth)")
+                found = {other: field for other, field in (("prompt_field", prompt_field), ("answer_field", answer_field))
+                         if other != setting and dotted_field(record, field)[0]}
+                raise MissingField(f"{source}: row {number}: missing field {name!r} (fields present: {present})",
+                                   meant, setting, close[0] if close else "NAME", found)
             why = _not_text(values[setting], setting, name, record)
             if why is not None:
                 raise InputError(f"{source}: row {number}: field {name!r} {why}")

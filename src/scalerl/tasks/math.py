@@ -31,7 +31,7 @@ from typing import Any, Sequence
 from scalerl.errors import InputError
 from scalerl.tasks.base import Problem
 from scalerl.tasks.data_files import SplitNotFound
-from scalerl.tasks.datasets import (Row, answer_conflicts, flow_text, load_rows, prompt_key, repeated_rows,
+from scalerl.tasks.datasets import (MissingField, Row, answer_conflicts, flow_text, load_rows, prompt_key, repeated_rows,
                                     settings_flag)
 from scalerl.tasks.math_grading import on_main_thread, scored_here
 from scalerl.tasks.math_references import reference_notes
@@ -177,13 +177,14 @@ class MathTask:
             # have trained on the evaluation set's split of a training directory that has one)
             here = f"{{eval_data: {{{flow_text(name)}: {{data: {flow_text(source)}, split: NAME}}}}}}"
             raise InputError(f"{exc.without_advice}; for this evaluation set: {settings_flag(here)}") from None
-        except InputError as exc:
-            if "missing field" not in str(exc):
-                raise
+        except MissingField as exc:  # (its advice, task.settings' prompt_field, is the training data's too)
+            # The missing field's likely name, the other field as the row has it, else NAME to fill in.
+            fields = {"prompt_field": "NAME", "answer_field": "NAME", **exc.found, exc.setting: exc.name}
             # (the path quoted as YAML and the shell need it -- review fq: 'aime, 2024.jsonl', "it's.jsonl")
-            here = (f"{{eval_data: {{{flow_text(name)}: {{data: {flow_text(source)}, prompt_field: NAME, "
-                    "answer_field: NAME}}}")
-            raise InputError(f"{exc}; for this evaluation file alone: {settings_flag(here)}") from None
+            here = (f"{{eval_data: {{{flow_text(name)}: {{data: {flow_text(source)}, "
+                    + ", ".join(f"{k}: {v if v == 'NAME' else flow_text(v)}" for k, v in fields.items()) + "}}}")
+            raise InputError(f"{exc.without_advice} -- if other fields hold them, for this evaluation file alone: "
+                             f"{settings_flag(here)} (a nested one as a dotted path: reward_model.ground_truth)") from None
 
     @cached_property
     def _split(self) -> tuple[list[Problem], dict[str, list[Problem]]]:
