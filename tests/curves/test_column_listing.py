@@ -320,3 +320,19 @@ def test_parquet_listing_calls_a_string_column_of_text_text(tmp_path):
     assert {"eval/acc", "eval/dataset", "eval/pass"} <= set(rows)
     assert "eval/dataset" in text and not {"eval/acc", "eval/pass"} & text, text
     assert [float(v) for v in read_curves(path, "step", "eval/pass")[0].y] == pytest.approx([0.1, 0.2])
+
+
+def test_jsonl_listing_calls_a_column_the_reader_refuses_text_percent_signs_and_all(tmp_path):
+    """A JSONL's "41%" cells are numbers (its reader takes them), "np.float64(41)%" cells are not -- the reader
+    refuses them, so the listing must not offer them as a metric (FR's note)."""
+    from scalerl.curves.io import log_column_listing, read_curves
+    from scalerl.errors import InputError
+
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps({"step": s, "eval/pct": f"{40 + s}%", "eval/odd": f"np.float64({40 + s})%"})
+                            + "\n" for s in range(1, 4)))
+    _, text = log_column_listing(path)
+    assert "eval/odd" in text and "eval/pct" not in text, text
+    with pytest.raises(InputError):
+        read_curves(path, "step", "eval/odd")
+    assert [float(v) for v in read_curves(path, "step", "eval/pct")[0].y] == pytest.approx([0.41, 0.42, 0.43])

@@ -642,7 +642,10 @@ def _numeric_cell(value, percent: bool) -> bool:
     a string of one: ``"0.3"``, ``np.float64(0.3)``; not a JSON line's ``"0,1"`` -- review fo), and with ``percent``
     (a JSONL's reader) ``"41%"`` (review fm; a console's reader refuses it -- review fq)."""
     if percent and isinstance(value, str) and value.strip().endswith("%"):
-        value = value.strip()[:-1]
+        try:  # (as the JSONL reader reads it: a plain number before the sign, not "np.float64(41)%")
+            value = float(value.strip()[:-1])
+        except ValueError:
+            return False
     value = quoted_number(value)
     return is_number(value) and math.isfinite(value)
 
