@@ -123,3 +123,25 @@ def test_an_unknown_token_a_template_adds_is_no_unknown_character(char_tokenizer
     note = unknown_characters_note(char_tokenizer, [plain, odd],
                                    [char_tokenizer.encode(p.prompt, add_special_tokens=False) for p in (plain, odd)])
     assert note is not None and note.startswith("1 of 2 prompts") and "'×' in 1" in note, note
+
+
+def test_an_unknown_character_is_counted_once_per_prompt_and_said_beside_a_positions_refusal(char_tokenizer,
+                                                                                             random_model):
+    """A prompt held by the training data and an evaluation set is one prompt of the count (FM's note: counted
+    twice); where the positions check refuses the run, the warning goes with the refusal -- the run stops before it
+    could be printed (FQ's note)."""
+    from scalerl.errors import InputError
+    from scalerl.rl.recipe import LengthConfig
+    from scalerl.tasks.base import Problem
+    from scalerl.train.preflight import check_positions, unknown_characters_note
+
+    odd = Problem(id="b", prompt="What is 3×4?", answer="12")
+    again = Problem(id="val:b", prompt="What is 3×4?", answer="12")
+    plain = Problem(id="a", prompt="What is 3*4?", answer="12")
+    encode = [char_tokenizer.encode(p.prompt, add_special_tokens=False) for p in (odd, again, plain)]
+    note = unknown_characters_note(char_tokenizer, [odd, again, plain], encode)
+    assert note is not None and note.startswith("1 of 2 prompts") and "'×' in 1" in note, note
+    positions = random_model.config.max_position_embeddings
+    with pytest.raises(InputError, match="also: 1 of 1 prompts hold characters the tokenizer has no token for"):
+        check_positions(random_model, char_tokenizer, [odd], LengthConfig(mode="truncate", max_new_tokens=positions),
+                        lambda room: f"lower the budget to {room}")

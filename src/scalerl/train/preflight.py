@@ -121,13 +121,15 @@ def check_positions(model: Any, tokenizer: Any, problems: Sequence[Any], length:
     head = (f"the model has {positions} positions ({attribute} in its config), but a sequence can need "
             f"{prompt} + {budget} = {prompt + budget}: the longest prompt ({prompt} tokens) + the token budget ({parts})")
     room = positions - prompt
+    # The warning goes with the refusal: the run stops here, before its caller could print it (review FQ's note).
+    also = f" (also: {note})" if note else ""
     if room < 1:
         # Named by id (a data file's is file:row) so the user can find them.
         too_long = [pid for pid, ids in encoded if len(ids) >= positions]
         raise InputError(f"{head}; the prompts alone do not fit ({len(too_long)} of {len(problems)} have {positions} "
                          f"tokens or more, the first {too_long[0]}): shorten or drop them, or use a model with more "
-                         "positions")
-    raise InputError(f"{head}; {fix(room)} or use a model with more positions")
+                         f"positions{also}")
+    raise InputError(f"{head}; {fix(room)} or use a model with more positions{also}")
 
 
 def check_token_ids(model: Any, encoded: Sequence[tuple[str, Sequence[int]]]) -> None:
@@ -169,17 +171,19 @@ def unknown_characters_note(tokenizer: Any, problems: Sequence[Any], encoded: Se
         return unknown[c]
 
     chars: Counter[str] = Counter()
-    hit = 0
+    texts = {}  # each distinct prompt once: one held by the training data and an evaluation set counted once (FM)
     for problem, ids in zip(problems, encoded):
-        if unk in ids:
-            bad = [c for c in set("".join(content for _, content in problem.messages) or problem.prompt)
-                   if is_unknown(c)]
-            chars.update(bad)
-            hit += bool(bad)
+        text = "".join(content for _, content in problem.messages) or problem.prompt
+        if text in texts:
+            continue
+        bad = [c for c in set(text) if is_unknown(c)] if unk in ids else []
+        chars.update(bad)
+        texts[text] = bool(bad)
+    hit = sum(texts.values())
     if not hit:
         return None
     named = ", ".join(f"{c!r} in {n}" for c, n in chars.most_common(5))
-    return (f"{hit} of {len(problems)} prompts hold characters the tokenizer has no token for ({named}): the model "
+    return (f"{hit} of {len(texts)} prompts hold characters the tokenizer has no token for ({named}): the model "
             f"sees its unknown token {getattr(tokenizer, 'unk_token', None)!r} there, and prompts that differ only in "
             "them look the same to it -- replace them in the data, or use a model whose tokenizer covers them")
 
