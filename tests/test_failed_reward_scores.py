@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import textwrap
 
+import pytest
+
 
 from scalerl.tasks.base import Problem
 
@@ -216,3 +218,172 @@ def test_a_training_batch_scores_its_failures_at_its_own_lowest_answer_whatever_
     wrong = group([-1.0, -3.0], [True, False])  # a wrong answer at -3 in the batch: a failure scores no better
     floor_failures(ctx, [wrong], [wrong, answered])
     assert wrong.rewards == [-3.0, -3.0], wrong.rewards
+
+
+# Review FT: DAPO judges a round on its failures as the batch scores them.
+
+
+FT_JUDGE = '''
+def judge(completion):
+    if "boom" in completion:
+        raise RuntimeError("judge down")
+    if "awful" in completion:
+        return -5.0
+    return -1.0 if "wrong" in completion else 1.0
+'''
+
+
+class _FloorGenerator:
+    """Round 0: prompt 0 gets a failed call and a wrong answer, prompt 1 a right and a wrong answer; every later
+    round (a DAPO refill): a wrong and a right answer."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def generate(self, prompts, params, length_control=None, **_):
+        from scalerl.generate.base import Completion
+
+        self.calls += 1
+        out = []
+        for i, p in enumerate(prompts):
+            prompt_no, j = divmod(i, 2)
+            if self.calls == 1:
+                text = ("boom", "wrong")[j] if prompt_no == 0 else ("right", "wrong")[j]
+            else:
+                text = ("wrong", "right")[j]
+            out.append(Completion(list(p), [5] * len(text), [0.0] * len(text), [1] * len(text), [0] * len(text),
+                                  "stop", text=text))
+        return out
+
+
+def _dapo_batch(tmp_path, monkeypatch, module: str, *, seen_awful: bool):
+    from scalerl.models.char_tokenizer import build_char_tokenizer
+    from scalerl.rl.components import resolve_recipe
+    from scalerl.rl.recipe import RecipeConfig
+    from scalerl.rl.sampler import PromptSampler
+    from scalerl.rollout.context import RolloutContext, RoundContext
+    from scalerl.rollout.produce import make_batch
+    from scalerl.tasks.base import Problem
+    from scalerl.tasks.rewards import RewardWorkers, UserRewardTask
+
+    (tmp_path / f"{module}.py").write_text(textwrap.dedent(FT_JUDGE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    recipe = RecipeConfig()
+    recipe.filtering.dynamic_sampling = True
+    recipe.batch.prompts_per_step = 2
+    recipe.batch.generations_per_prompt = 2
+    problems = {f"p{i}": Problem(f"p{i}", f"{i}+1=", "x") for i in range(20)}
+
+    class Base:
+        name = "ft"
+
+    with RewardWorkers(f"{module}:judge", timeout=20) as reward:
+        task = UserRewardTask(Base(), reward)
+        if seen_awful:  # an evaluation before this batch met an awful answer: the function's copy has seen -5
+            assert reward.score_many([(problems["p0"], "awful")]) == [-5.0]
+        rnd = RoundContext(tokenizer=build_char_tokenizer(), task=task, components=resolve_recipe(recipe),
+                           length_control=None)
+        ctx = RolloutContext(rnd, problems, PromptSampler(list(problems), seed=0, no_positive_resampling=False),
+                             temperature=1.0, top_p=1.0, seed=0)
+        batch = make_batch(ctx, _FloorGenerator(), 0)
+    return [[(c.text, r) for c, r in zip(g.completions, g.rewards)] for g in batch.groups], batch.stats
+
+
+def test_dapo_batch_does_not_depend_on_the_floor_the_reward_copy_had_reached(tmp_path, monkeypatch):
+    """A DAPO batch keeps or drops a group on its failures' pre-floor scores (the copy's timing-dependent floor), not
+    on the batch-floor scores it then trains on."""
+    fresh, fresh_stats = _dapo_batch(tmp_path, monkeypatch, "ft_judge_fresh", seen_awful=False)
+    late, late_stats = _dapo_batch(tmp_path, monkeypatch, "ft_judge_late", seen_awful=True)
+    # The batch's own answers are -1 and +1 in both runs: its failures score -1 (floor_failures), and the group
+    # [failed, wrong] is [-1, -1] -- a zero-variance group DAPO drops and refills. The copy that had seen -5 judged it
+    # [-5, -1] (kept, no refill) and then trained on [-1, -1]: zero advantages, half the batch idle.
+    assert all(max(r for _, r in g) > min(r for _, r in g) for g in late), late
+    assert late == fresh and late_stats["dynamic_rounds"] == fresh_stats["dynamic_rounds"], (late, fresh)
+
+
+@pytest.mark.slow
+def test_dapo_run_trains_no_zero_variance_group_when_an_evaluation_scored_minus_5(tmp_path):
+    """scalerl train --recipe qwen-dapo: a DAPO batch keeps groups that have no reward variance once its failures are
+    scored at the batch's own lowest answer, after an evaluation taught the function's copy a -5."""
+    import json
+
+    from scalerl.cli import main
+    from scalerl.tasks.registry import get_task
+
+    held_out = sorted(p.prompt for problems in get_task("arithmetic").eval_sets().values() for p in problems)
+    judge = tmp_path / "ft_dapo_judge.py"
+    judge.write_text(textwrap.dedent(f'''
+        HELD_OUT = set({held_out!r})
+
+        def judge(prompt, completion, answer):
+            if len(completion) % 4 == 1:
+                raise RuntimeError("judge down")
+            right = completion.strip().endswith(answer)
+            if prompt in HELD_OUT:
+                return 1.0 if right else -5.0  # the judge is harsher on the held-out problems
+            return 1.0 if right else -1.0
+    '''))
+    out = tmp_path / "run"
+    code = main(["train", "--model", "tiny", "--recipe", "qwen-dapo", "--reward", f"{judge}:judge", "--steps", "2",
+                 "--eval-every", "2", "--no-progress", "--no-report", "--set", "eval.problems=8",
+                 "--set", "off_policy.pipeline=sync", "--output", str(out)])
+    assert code == 0
+    rows = [json.loads(line) for line in (out / "runlog.jsonl").read_text().splitlines()]
+    train = [r for r in rows if r["type"] == "train"]
+    assert len(train) == 2 and max(r.get("reward_errors", 0) for r in rows if r["type"] == "eval") > 0
+    # DAPO refills until every group of the batch has reward variance: none is left for the zero-variance filter.
+    assert [r["filtered_frac"] for r in train] == [0.0, 0.0], [(r["filtered_frac"], r.get("dynamic_rounds")) for r in train]
+
+
+class _PlainGenerator:
+    """Prompt 0: a failed call and a wrong answer; prompt 1: a right and a wrong answer."""
+
+    def generate(self, prompts, params, length_control=None, **_):
+        from scalerl.generate.base import Completion
+
+        out = []
+        for i, p in enumerate(prompts):
+            prompt_no, j = divmod(i, 2)
+            text = ("boom", "wrong")[j] if prompt_no == 0 else ("right", "wrong")[j]
+            out.append(Completion(list(p), [5] * len(text), [0.0] * len(text), [1] * len(text), [0] * len(text),
+                                  "stop", text=text))
+        return out
+
+
+def test_failed_call_warning_says_the_score_the_training_batch_gave_it(tmp_path, monkeypatch, caplog):
+    """The first failed call's warning names the function copy's running floor as its score, not what the training
+    batch trained on."""
+    import logging
+
+    from scalerl.models.char_tokenizer import build_char_tokenizer
+    from scalerl.rl.components import resolve_recipe
+    from scalerl.rl.recipe import RecipeConfig
+    from scalerl.rl.sampler import PromptSampler
+    from scalerl.rollout.context import RolloutContext, RoundContext
+    from scalerl.rollout.produce import make_batch
+    from scalerl.tasks.base import Problem
+    from scalerl.tasks.rewards import RewardWorkers, UserRewardTask
+
+    (tmp_path / "ft_warn_judge.py").write_text(textwrap.dedent(FT_JUDGE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    recipe = RecipeConfig()
+    recipe.batch.prompts_per_step = 2
+    recipe.batch.generations_per_prompt = 2
+    problems = {f"p{i}": Problem(f"p{i}", f"{i}+1=", "x") for i in range(4)}
+
+    class Base:
+        name = "ft"
+
+    with RewardWorkers("ft_warn_judge:judge", timeout=20) as reward:
+        task = UserRewardTask(Base(), reward)
+        assert reward.score_many([(problems["p0"], "awful")]) == [-5.0]  # an evaluation met an awful answer
+        rnd = RoundContext(tokenizer=build_char_tokenizer(), task=task, components=resolve_recipe(recipe),
+                           length_control=None)
+        ctx = RolloutContext(rnd, problems, PromptSampler(list(problems), seed=0, no_positive_resampling=False),
+                             temperature=1.0, top_p=1.0, seed=0)
+        with caplog.at_level(logging.WARNING, logger="scalerl.tasks.rewards"):
+            batch = make_batch(ctx, _PlainGenerator(), 0)
+    trained = [r for g in batch.groups for r, f in zip(g.rewards, g.failed) if f]
+    assert trained == [-1.0], trained  # the batch's own lowest answer is -1
+    warning = next(r.getMessage() for r in caplog.records if "judge down" in r.getMessage())
+    assert "scored -5" not in warning, warning

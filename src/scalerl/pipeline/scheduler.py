@@ -294,6 +294,9 @@ class PooledSource:
             if asm.buffer is None:
                 asm.done = True
             else:
+                # (the round's failures scored at the batch's lowest answer so far before its groups are judged
+                # -- not at the floor the worker's copy had reached: review FT)
+                floor_failures(self.ctx.round, result.groups, [g for r in asm.results.values() for g in r.groups])
                 add_round(self.ctx.round, asm.buffer, result.groups)
                 if asm.buffer.done:
                     asm.done = True

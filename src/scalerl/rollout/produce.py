@@ -152,8 +152,12 @@ def _make_batch(ctx: RolloutContext, generator: Generator, index: int) -> Rollou
             batch.groups = groups
             floor_failures(ctx.round, groups, groups)
             return batch
-        add_round(ctx.round, buffer, groups)
         scored += groups
+        # The round's failures scored at the batch's lowest answer so far before its groups are judged: the copy's
+        # floor could keep a group (a failure at -5 beside a wrong answer at -1) that trains with no variance
+        # (review FT). A later round can only lower that floor, which leaves a kept group's variance.
+        floor_failures(ctx.round, groups, scored)
+        add_round(ctx.round, buffer, groups)
         if buffer.done:
             finish(ctx.round, batch, buffer, scored)
             return batch

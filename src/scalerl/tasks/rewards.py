@@ -220,8 +220,11 @@ class UserReward:
         self.stats.last_error = message
         self.stats.first_error = self.stats.first_error or message
         if first:  # once per kind; the counts carry the rest
-            log.warning("reward function %s: %s (scored %g: the lowest of -1 and the scores it has returned, no better "
-                        "than a wrong answer; further ones are counted, not logged)", self.spec, message, self.lowest)
+            # (a training batch rescores it at its own lowest answer, -1 or lower: rollout.produce.floor_failures;
+            # the number here is an evaluation's -- review FT: a resumed run's said -5 where it trained on -1)
+            log.warning("reward function %s: %s (scored as a wrong answer, no better: in a training batch, -1 or the "
+                        "batch's lowest score; in an evaluation, %g, the lowest of -1 and the scores it has returned; "
+                        "further ones are counted, not logged)", self.spec, message, self.lowest)
         return self.lowest
 
     @property

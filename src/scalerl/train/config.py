@@ -128,7 +128,7 @@ class TaskConfig:
     before any answers in time, the run stops."""
     reward_timeout: float = 10.0
     """Seconds a user reward function may take per completion before it is killed and scored as a
-    failed call (-1, or the function's lowest score; at most :data:`MAX_REWARD_TIMEOUT`, a day)."""
+    failed call (-1, or lower where the function's scale is: :attr:`reward`; at most :data:`MAX_REWARD_TIMEOUT`, a day)."""
     reward_load_timeout: float = 60.0
     """Seconds each worker process of a user reward function may take to import its module before the run
     is refused (a module that loads a judge or reward model from disk at import may need minutes; at most
