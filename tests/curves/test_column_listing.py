@@ -9,6 +9,7 @@ its values decide (review fl, on an ms-swift ``logging.jsonl`` of lgc-FINANCE/De
 import json
 import re
 import sqlite3
+import tracemalloc
 import zlib
 from pathlib import Path
 
@@ -336,3 +337,112 @@ def test_jsonl_listing_calls_a_column_the_reader_refuses_text_percent_signs_and_
     with pytest.raises(InputError):
         read_curves(path, "step", "eval/odd")
     assert [float(v) for v in read_curves(path, "step", "eval/pct")[0].y] == pytest.approx([0.41, 0.42, 0.43])
+
+
+# Review FU: --y of a column with no value, Parquet's text columns, the W&B listing's decoding.
+
+
+def test_parquet_y_of_an_all_null_column_lists_the_metrics(tmp_path):
+    """Parquet (pandas' to_parquet of a NaN column): --y of a column null in every row says 'no y column' and lists
+    'step' alone, hiding eval/acc -- the defect 9d204a8 fixed for W&B and Trackio."""
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from scalerl.curves.io import read_curves
+
+    path = tmp_path / "history.parquet"
+    pq.write_table(pa.table({"step": [1, 2, 3], "eval/acc": [0.1, 0.2, 0.3], "train/loss": [1.0, 0.5, 0.2],
+                             "eval/pass": pa.array([None, None, None], pa.float64())}), path)
+    with pytest.raises(InputError) as err:
+        read_curves(path, "step", "eval/pass")
+    assert "eval/acc" in str(err.value), err.value
+
+
+def test_csv_y_of_an_empty_column_lists_the_metrics(tmp_path):
+    """CSV: --y of a column whose every cell is empty says 'no y column' (the header has it) and lists 'step' alone,
+    hiding eval/acc -- the defect 9d204a8 fixed for W&B and Trackio."""
+    from scalerl.curves.io import read_curves
+
+    path = tmp_path / "history.csv"
+    path.write_text("step,eval/acc,eval/pass,train/loss\n1,0.1,,1\n2,0.2,,0.5\n3,0.3,,0.2\n")
+    with pytest.raises(InputError) as err:
+        read_curves(path, "step", "eval/pass")
+    assert "eval/acc" in str(err.value), err.value
+
+
+def test_parquet_listing_calls_a_category_column_text(tmp_path, capsys):
+    """pandas' category column of dataset names (Arrow dictionary<string>) is offered as a metric, then refused when
+    read ('gsm8k' is not a number): _text_columns looks at string/large_string columns only."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    from scalerl.cli import main
+    from scalerl.curves.io import log_column_listing
+
+    path = tmp_path / "history.parquet"
+    pd.DataFrame({"step": [1, 2, 3], "eval/acc": [0.1, 0.2, 0.3],
+                  "eval/dataset": pd.Categorical(["gsm8k"] * 3)}).to_parquet(path)
+    _, text = log_column_listing(path)
+    assert main(["backtest", str(path)]) != 0
+    metrics = capsys.readouterr().err.split("metrics (evaluation-like names", 1)[1].split("; compute", 1)[0]
+    assert "eval/dataset" in text and "eval/dataset" not in metrics, (text, metrics)
+
+
+def test_parquet_listing_calls_a_struct_string_field_text(tmp_path):
+    """A struct column eval: {acc, dataset} reads as eval.acc and eval.dataset; the string field eval.dataset (names)
+    is offered as a metric, then refused when read: _text_columns skips struct fields."""
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from scalerl.curves.io import log_column_listing
+
+    path = tmp_path / "history.parquet"
+    pq.write_table(pa.table({"step": [1, 2, 3], "eval": pa.array([{"acc": 0.1 * s, "dataset": "gsm8k"}
+                                                                   for s in (1, 2, 3)])}), path)
+    rows, text = log_column_listing(path)
+    assert {"eval.acc", "eval.dataset"} <= set(rows)
+    assert "eval.dataset" in text and "eval.acc" not in text, text
+
+
+def test_parquet_listing_does_not_load_every_text_cell(tmp_path):
+    """A Parquet history with a long text column (completions): its listing (a --y glob, a missing --y) turns the
+    whole column into Python strings (to_pylist) to find no number in it -- ~100 MB here for a 20,000-row table
+    (before 11d69e3 it read the schema alone)."""
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from scalerl.curves.io import log_column_listing
+
+    n = 20_000
+    path = tmp_path / "history.parquet"
+    pq.write_table(pa.table({"step": list(range(n)), "eval/acc": [0.5] * n,
+                             "sample/completion": ["the answer is " + "x" * 5000] * n}), path)
+    tracemalloc.start()
+    try:
+        _, text = log_column_listing(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "sample/completion" in text
+    assert peak < 30e6, f"{peak / 1e6:.0f} MB of Python objects to list a table's columns"
+
+
+def test_wandb_listing_decodes_each_column_up_to_its_first_number(tmp_path, monkeypatch):
+    """W&B: listing a run's columns (a --y glob, a missing --y) decoded every logged value's JSON (1.6 M for 50k steps
+    x 30 metrics: ~2x slower, review FU) where the first number of each column settles it."""
+    from scalerl.curves import wandb_run_log
+    from scalerl.curves.io import log_column_listing
+
+    f = _write_wandb(tmp_path / "run-r1.wandb",
+                     [(s, {**{f"train/m{i}": (s * 7 + i) % 97 / 97 for i in range(30)}, "eval/name": "gsm8k",
+                           **({"eval/acc": s / 1_000} if s % 100 == 0 else {})}) for s in range(1, 1001)])
+    decoded = []
+    real = wandb_run_log._value
+    monkeypatch.setattr(wandb_run_log, "_value", lambda text: decoded.append(text) or real(text))
+    _, text = log_column_listing(f)
+    assert text == {"eval/name"}, text
+    # each metric column its first value (30 columns x 1,000 steps before); eval/name, text, every one of its 1,000;
+    # the reader's own (_runtime, for its restarts) 1,000
+    assert len(decoded) < 3_000, len(decoded)

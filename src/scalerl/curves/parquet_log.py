@@ -17,7 +17,7 @@ from pathlib import Path
 from scalerl.curves.attempts import STEP_COLUMNS
 from scalerl.curves.csv_log import resumed_rows
 from scalerl.curves.data import Curve
-from scalerl.curves.rows import DEFAULT_RUN_COLUMN, curves_from_rows, flatten_nested, text_columns, unknown_column, x_columns
+from scalerl.curves.rows import DEFAULT_RUN_COLUMN, any_number, curves_from_rows, flatten_nested, unknown_column, x_columns
 from scalerl.errors import InputError
 
 #: The first bytes of a Parquet file.
@@ -34,34 +34,54 @@ def is_parquet(path: Path) -> bool:
         return False
 
 
-def _leaf_columns(schema) -> dict[str, str]:
-    """Each readable name -> the top-level column it is read from: a plain column its own name, a
-    struct column (``val: {acc}``) its fields as ``val.acc``, as the row readers flatten nested dicts."""
+def _leaves(schema) -> dict[str, tuple[str, object]]:
+    """Each readable name -> the top-level column it is read from and its Arrow type: a plain column its own
+    name, a struct column (``val: {acc}``) its fields as ``val.acc``, as the row readers flatten nested dicts."""
     import pyarrow as pa
 
-    def leaves(name: str, typ) -> list[str]:
+    def leaves(name: str, typ) -> list[tuple[str, object]]:
         if pa.types.is_struct(typ):
             return [leaf for i in range(typ.num_fields) for leaf in leaves(f"{name}.{typ.field(i).name}", typ.field(i).type)]
-        return [name]
+        return [(name, typ)]
 
-    return {leaf: f.name for f in schema if not f.name.startswith(_INDEX) for leaf in leaves(f.name, f.type)}
+    return {leaf: (f.name, typ) for f in schema if not f.name.startswith(_INDEX) for leaf, typ in leaves(f.name, f.type)}
+
+
+def _leaf_columns(schema) -> dict[str, str]:
+    """Each readable name (:func:`_leaves`) -> the top-level column it is read from."""
+    return {leaf: column for leaf, (column, _) in _leaves(schema).items()}
+
+
+def _is_text(typ) -> bool:
+    """A string type, plain or dictionary-encoded (pandas' category)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    return pa.types.is_string(typ) or pa.types.is_large_string(typ) or getattr(pa.types, "is_string_view",
+                                                                                 lambda t: False)(typ)
 
 
 def _text_columns(path: Path, schema, top: dict[str, str]) -> set[str]:
-    """The string columns none of whose cells holds a number (:func:`~scalerl.curves.rows.text_columns`: a
-    dataset's name, a summary), which a listing offers as no metric -- those alone are read."""
-    import pyarrow as pa
+    """The string fields (a struct's included) whose first value is no number (:func:`~scalerl.curves.rows.
+    any_number`: a dataset's name, a summary, completions), which a listing offers as no metric: the reader
+    refuses a column with a value of text. Read in small batches, each column up to its first value (review FU:
+    a table's whole text columns turned into Python strings took ~2 GB and 5 s for 200,000 rows)."""
     import pyarrow.parquet as pq
 
-    strings = {f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)}
-    leaves = {leaf for leaf, column in top.items() if column in strings and leaf == column}
-    if not leaves:
-        return set()
+    strings = {leaf for leaf, (_, typ) in _leaves(schema).items() if _is_text(typ)}
+    first: dict[str, object] = {}
     try:
-        rows = pq.read_table(path, columns=sorted(leaves)).to_pylist()
+        batches = pq.ParquetFile(path).iter_batches(batch_size=256, columns=sorted({top[k] for k in strings}))
+        for batch in batches:
+            for row in batch.to_pylist():
+                values = flatten_nested(row)
+                first.update({k: values[k] for k in strings - set(first) if values.get(k) is not None})
+            if len(first) == len(strings):
+                break
     except Exception:  # noqa: BLE001 -- a damaged column: the listing says nothing of it
         return set()
-    return text_columns(rows, leaves)
+    return {k for k in strings if k in first and not any_number([first[k]])}
 
 
 def read_parquet(path, x: str, y: str, *, run_column: str | None = None, y_scale: float = 1.0,
@@ -99,6 +119,8 @@ def read_parquet(path, x: str, y: str, *, run_column: str | None = None, y_scale
         rows.append(record)
     # (the rows of a run without any y are said once, as a run left out -- review dn)
     with_y = {r.get(run_column) for r in rows if y in r}
+    if not with_y:  # null in every row (pandas writes a NaN column so): the table's columns, not those read (FU)
+        raise unknown_column(path, "y", y, keys, text={y} | _text_columns(path, schema, top))
     without_y = sum(y not in r and r.get(run_column) in with_y for r in rows)
     notes = (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()
     if step is not None:

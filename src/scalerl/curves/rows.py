@@ -659,7 +659,12 @@ def text_columns(rows: list[dict], keys, percent: bool = False) -> set[str]:
 
 def holds_numbers(rows: list[dict], key: str, percent: bool = False) -> bool:
     """Whether some row gives ``key`` a number (:func:`_numeric_cell`)."""
-    return any(_numeric_cell(r.get(key), percent) for r in rows)
+    return any_number((r.get(key) for r in rows), percent)
+
+
+def any_number(values: Iterable, percent: bool = False) -> bool:
+    """Whether one of ``values`` (looked at in order, up to the first) is a number (:func:`_numeric_cell`)."""
+    return any(_numeric_cell(v, percent) for v in values)
 
 
 def _without_blank_run_names(path: Path, rows: list[dict], run_column: str) -> tuple[list[dict], str]:

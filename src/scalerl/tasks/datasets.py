@@ -110,7 +110,17 @@ def _one_answer(value: Any) -> Any:
 MISSING_TEXTS = frozenset({"nan", "NaN", "NAN", "<NA>", "NaT"})
 
 
-def _not_text(value: Any, setting: str, name: str, record: dict | None = None) -> str | None:
+@dataclass(frozen=True)
+class Advice:
+    """Why a field is not what a setting needs, and the field to name instead: ``setting`` (``prompt_field`` /
+    ``answer_field``) as ``name`` (``NAME`` where it is not known)."""
+
+    why: str
+    setting: str
+    name: str
+
+
+def _not_text(value: Any, setting: str, name: str, record: dict | None = None) -> "str | Advice | None":
     """Why a field value that ``str()`` would turn into plausible text is not one, else None.
 
     A NaN is how pandas (and Python's json) writes a missing value in a numeric column; as the
@@ -138,7 +148,8 @@ def _not_text(value: Any, setting: str, name: str, record: dict | None = None) -
             # (the row's own key "a.b" beside "a": {"b": ...} -- the path reads that key, another field: review FS)
             return (f"is {what} {shown}), not text; the dotted path {path!r} to the field inside it reads another "
                     "of the row's fields instead (a key that holds the dots itself) -- rename one of the two")
-        return f"is {what} {shown or 'none'}), not text; name the field inside it as a dotted path: {_set_settings(setting, path)}"
+        return Advice(f"is {what} {shown or 'none'}), not text; name the field inside it as a dotted path",
+                      setting, path)
     if hasattr(value, "tolist") and not isinstance(value, numbers.Number):
         value = value.tolist()  # a numpy array (pandas-written data)
     if isinstance(value, (list, tuple)):
@@ -229,17 +240,32 @@ def _orz_pair(record: Any) -> dict | None:
     return {"prompt": human["value"], "answer": truth["value"]}
 
 
-class MissingField(InputError):
-    """A row without the field a setting names. Its advice sets the training data's field; an evaluation set's
-    reader (the math task's ``eval_data``) gives its own instead -- the training data's would break the training
-    data that has the field. ``setting``: ``prompt_field`` or ``answer_field``; ``name``: the field that likely
-    holds it (a close name), else ``NAME``; ``found``: the other settings whose fields the row has, each to it."""
+class FieldAdvice(InputError):
+    """A row whose fix is naming another field: ``setting`` (``prompt_field`` / ``answer_field``) as ``name``
+    (``NAME`` where it is not known); ``found``: the other settings whose fields the row has, each to its field.
+    The message ends with the ``--set`` of a task whose only settings are those fields; the math task gives one
+    that keeps its other settings and evaluation sets (:meth:`scalerl.tasks.math.MathTask`'s), which ``--set``
+    would replace -- after ``without_advice``, the message less that ``--set``."""
 
-    def __init__(self, message: str, meant: str, setting: str, name: str, found: dict[str, str]) -> None:
-        super().__init__(f"{message}; {meant}if another field holds it: {_set_settings(setting, name)} (a nested one "
-                         "as a dotted path: reward_model.ground_truth)")
-        self.without_advice = f"{message}; {meant}".rstrip("; ")
+    def __init__(self, without_advice: str, setting: str, name: str, found: dict[str, str], *, lead: str = "",
+                 tail: str = "", fields: str = "it") -> None:
+        super().__init__(f"{without_advice}{lead}{_set_settings(setting, name)}{tail}")
+        self.without_advice, self.lead, self.tail, self.fields = without_advice, lead, tail, fields
         self.setting, self.name, self.found = setting, name, found
+
+    def with_settings(self, flag: str) -> str:
+        """The message with ``flag`` (a ``--set``) as its advice."""
+        return f"{self.without_advice}{self.lead}{flag}{self.tail}"
+
+    def for_evaluation_file(self, flag: str) -> str:
+        """The message with ``flag``, the ``--set`` of an evaluation file's own fields, as its advice."""
+        name = f"if other fields hold {self.fields}, " if self.fields != "it" else ""
+        return f"{self.without_advice.rstrip('; ')} -- {name}for this evaluation file alone: {flag}{self.tail}"
+
+
+def _found(record: dict, fields: dict[str, str], setting: str) -> dict[str, str]:
+    """The settings other than ``setting`` whose field ``record`` has, each to its field."""
+    return {other: field for other, field in fields.items() if other != setting and dotted_field(record, field)[0]}
 
 
 def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: str = "answer", split: str = "train") -> list[Row]:
@@ -252,7 +278,8 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
             raise InputError(f"{source}: row {number}: expected an object with fields {prompt_field!r} and {answer_field!r}"
                              f", got {_short(record)}")
         values = {}
-        for setting, name in (("prompt_field", prompt_field), ("answer_field", answer_field)):
+        fields_of = {"prompt_field": prompt_field, "answer_field": answer_field}
+        for setting, name in fields_of.items():
             found, values[setting] = dotted_field(record, name)
             if setting == "answer_field":
                 values[setting] = _one_answer(values[setting])
@@ -262,11 +289,14 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
                 # (a misspelt field named, as a misspelt config key is -- review fk)
                 close = difflib.get_close_matches(name, fields, n=1, cutoff=0.75)
                 meant = f"did you mean {close[0]!r}? " if close else ""
-                found = {other: field for other, field in (("prompt_field", prompt_field), ("answer_field", answer_field))
-                         if other != setting and dotted_field(record, field)[0]}
-                raise MissingField(f"{source}: row {number}: missing field {name!r} (fields present: {present})",
-                                   meant, setting, close[0] if close else "NAME", found)
+                raise FieldAdvice(f"{source}: row {number}: missing field {name!r} (fields present: {present}); {meant}",
+                                  setting, close[0] if close else "NAME", _found(record, fields_of, setting),
+                                  lead="if another field holds it: ", fields="them",
+                                  tail=" (a nested one as a dotted path: reward_model.ground_truth)")
             why = _not_text(values[setting], setting, name, record)
+            if isinstance(why, Advice):
+                raise FieldAdvice(f"{source}: row {number}: field {name!r} {why.why}", why.setting, why.name,
+                                  _found(record, fields_of, setting), lead=": ")
             if why is not None:
                 raise InputError(f"{source}: row {number}: field {name!r} {why}")
         messages, why = _conversation(values["prompt_field"])
@@ -274,14 +304,16 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
             raise InputError(f"{source}: row {number}: field {prompt_field!r} is not a conversation: {why}")
         if messages:
             if messages[-1][0] != "user":
-                hint = ""
+                ends = (f"{source}: row {number}: the conversation in {prompt_field!r} ends with a message of role "
+                        f"{messages[-1][0]!r}; a prompt ends with the user's turn")
                 if messages[-1][0] == "assistant":  # NuminaMath's, OpenR1-Math's messages: SFT data, the solution last
                     text_fields = [k for k, v in record.items() if isinstance(v, str) and k != prompt_field][:4]
-                    hint = (" (a conversation with its solution, as SFT data holds it: give the field of the question "
-                            f"alone{': ' + ', '.join(map(repr, text_fields)) + '?' if text_fields else ''} "
-                            "--set 'task.settings={prompt_field: NAME}')")
-                raise InputError(f"{source}: row {number}: the conversation in {prompt_field!r} ends with a message "
-                                 f"of role {messages[-1][0]!r}; a prompt ends with the user's turn{hint}")
+                    raise FieldAdvice(f"{ends} (a conversation with its solution, as SFT data holds it: give the field "
+                                      "of the question alone"
+                                      f"{': ' + ', '.join(map(repr, text_fields)) + '?' if text_fields else ''}",
+                                      "prompt_field", "NAME", _found(record, fields_of, "prompt_field"), lead=" ",
+                                      tail=")")
+                raise InputError(ends)
             prompt = messages[-1][1]
         else:
             prompt = _text(values["prompt_field"])
@@ -320,6 +352,18 @@ def _double_quoted(name: str) -> str:
     surrogate pair, which YAML reads back as two lone surrogates (review FS: ``aime 🏆, 2024.jsonl``)."""
     return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}"
                    for c in json.dumps(name, ensure_ascii=False))
+
+
+def flow_mapping(value: Any) -> str:
+    """``value`` (a mapping of settings: text, numbers, booleans, mappings) as YAML flow text that ``--set`` reads
+    back as ``value``; ``NAME`` stays bare, a placeholder to fill in."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{flow_text(str(k))}: {flow_mapping(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return str(value) if value == "NAME" else flow_text(str(value))
 
 
 def settings_flag(flow: str) -> str:

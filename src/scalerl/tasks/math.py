@@ -20,6 +20,7 @@ in the worker or on the main thread (:class:`~scalerl.tasks.math_grading.VerifyT
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import threading
@@ -31,7 +32,7 @@ from typing import Any, Sequence
 from scalerl.errors import InputError
 from scalerl.tasks.base import Problem
 from scalerl.tasks.data_files import SplitNotFound
-from scalerl.tasks.datasets import (MissingField, Row, answer_conflicts, flow_text, load_rows, prompt_key, repeated_rows,
+from scalerl.tasks.datasets import (FieldAdvice, Row, answer_conflicts, flow_mapping, load_rows, prompt_key, repeated_rows,
                                     settings_flag)
 from scalerl.tasks.math_grading import on_main_thread, scored_here
 from scalerl.tasks.math_references import reference_notes
@@ -158,8 +159,14 @@ class MathTask:
         return (entry["data"], entry.get("prompt_field", self.prompt_field),
                 entry.get("answer_field", self.answer_field), entry.get("split", split))
 
-    def _load(self, source: str, split: str, prompt_field: str | None = None, answer_field: str | None = None) -> list[Row]:
-        rows = load_rows(source, prompt_field or self.prompt_field, answer_field or self.answer_field, split)
+    def _load(self, source: str, split: str, prompt_field: str | None = None, answer_field: str | None = None,
+              *, eval_name: str | None = None) -> list[Row]:
+        """``source``'s rows: the training data's (or, with ``eval_name``, that evaluation set's)."""
+        try:
+            rows = load_rows(source, prompt_field or self.prompt_field, answer_field or self.answer_field, split)
+        except FieldAdvice as exc:  # (its --set would replace the task's other settings: review FU)
+            flag = self._field_settings(exc, eval_name)
+            raise InputError(exc.with_settings(flag) if eval_name is None else exc.for_evaluation_file(flag)) from None
         count, first = answer_conflicts(rows)
         if first is not None:
             a, b = first
@@ -169,22 +176,46 @@ class MathTask:
         return rows
 
     def _load_eval(self, name: str, source: str, split: str, prompt_field: str, answer_field: str) -> list[Row]:
-        """An evaluation set's rows; a missing field's error says how to name this file's own (the
-        fix it gives, task.settings' prompt_field, is the training data's too)."""
+        """An evaluation set's rows; a missing split's error says how to name this set's own (the fix it gives,
+        task.settings' split, is the training data's too)."""
         try:
-            return self._load(source, split, prompt_field, answer_field)
-        except SplitNotFound as exc:  # (its advice, task.settings' split, is the training data's: it would
-            # have trained on the evaluation set's split of a training directory that has one)
-            here = f"{{eval_data: {{{flow_text(name)}: {{data: {flow_text(source)}, split: NAME}}}}}}"
-            raise InputError(f"{exc.without_advice}; for this evaluation set: {settings_flag(here)}") from None
-        except MissingField as exc:  # (its advice, task.settings' prompt_field, is the training data's too)
-            # The missing field's likely name, the other field as the row has it, else NAME to fill in.
+            return self._load(source, split, prompt_field, answer_field, eval_name=name)
+        except SplitNotFound as exc:  # (its advice, task.settings' split, would have trained on the evaluation
+            # set's split of a training directory that has one)
+            flag = self._settings_flag(eval_data={**self.eval_data, name: {**self._entry(name), "split": "NAME"}})
+            raise InputError(f"{exc.without_advice}; for this evaluation set: {flag}") from None
+
+    def _entry(self, name: str) -> dict[str, str]:
+        """Evaluation set ``name`` as a mapping (its file and what it names of its own)."""
+        entry = self.eval_data[name]
+        return {"data": entry} if isinstance(entry, str) else dict(entry)
+
+    def _field_settings(self, exc: FieldAdvice, eval_name: str | None) -> str:
+        """The ``--set`` that names ``exc``'s field for the data it read alone: an evaluation set's entry (its
+        file, split and fields: the missing one's likely name, the other as the row has it, else NAME to fill in),
+        or the task's field (where the file is ``scalerl eval --data``'s, each evaluation set of the run keeping the
+        fields it reads now) -- with every other setting as it is, which the ``--set`` replaces (review FU: a
+        config file's fields, a set's split, the other evaluation sets were dropped by the advice)."""
+        if eval_name is not None:
             fields = {"prompt_field": "NAME", "answer_field": "NAME", **exc.found, exc.setting: exc.name}
-            # (the path quoted as YAML and the shell need it -- review fq: 'aime, 2024.jsonl', "it's.jsonl")
-            here = (f"{{eval_data: {{{flow_text(name)}: {{data: {flow_text(source)}, "
-                    + ", ".join(f"{k}: {v if v == 'NAME' else flow_text(v)}" for k, v in fields.items()) + "}}}")
-            raise InputError(f"{exc.without_advice} -- if other fields hold them, for this evaluation file alone: "
-                             f"{settings_flag(here)} (a nested one as a dotted path: reward_model.ground_truth)") from None
+            return self._settings_flag(eval_data={**self.eval_data, eval_name: {**self._entry(eval_name), **fields}})
+        sets = self.eval_data
+        if self.evaluate_only:
+            sets = {name: {**self._entry(name), "prompt_field": prompt, "answer_field": answer}
+                    for name, (_, prompt, answer, _) in ((n, self._eval_source(e)) for n, e in sets.items())}
+        return self._settings_flag(**{exc.setting: exc.name}, eval_data=sets)
+
+    def _settings_flag(self, **changed: Any) -> str:
+        """``--set 'task.settings={...}'`` of this task's settings as given -- every one not at its default but
+        ``data`` and ``evaluate_only``, the command line's -- with ``changed``."""
+        given = {}
+        for f in dataclasses.fields(self):
+            if f.init and f.name not in ("data", "evaluate_only"):
+                default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+                if getattr(self, f.name) != default:
+                    given[f.name] = getattr(self, f.name)
+        settings = {k: v for k, v in {**given, **changed}.items() if v not in ({}, None)}
+        return settings_flag(flow_mapping(settings))
 
     @cached_property
     def _split(self) -> tuple[list[Problem], dict[str, list[Problem]]]:
