@@ -59,6 +59,8 @@ def test_swift_text_column_not_offered_as_metric(tmp_path, capsys):
     ("timing_s/reward", "x"), ("timing/eval", "x"), ("eval_runtime", "x"), ("eval_samples_per_second", "x"),
     ("num_tokens", "x"), ("train/global_step", "x"), ("gradient_accumulation_steps", "x"),
     ("accepted_samples", "x"), ("total_flos", "x"), ("gpu_hours", "x"),
+    ("eval/timeout_rate", "y"), ("val/secondary_acc", "y"), ("train/lifetime_reward", "y"), ("walltime", "x"),
+    ("timestamp", "x"), ("train/seconds", "x"), ("perf/time_per_step", "x"),
     ("loss", None), ("response_length/mean", None)])
 def test_a_column_name_reads_as_the_axis_it_names(name, axis):
     """A time is compute whatever it times; a score is a metric though it counts tokens; ``acc`` at a word's end."""
@@ -446,3 +448,14 @@ def test_wandb_listing_decodes_each_column_up_to_its_first_number(tmp_path, monk
     # each metric column its first value (30 columns x 1,000 steps before); eval/name, text, every one of its 1,000;
     # the reader's own (_runtime, for its restarts) 1,000
     assert len(decoded) < 3_000, len(decoded)
+
+
+def test_a_long_listing_counts_the_columns_it_leaves_out_and_suggests_no_text_column_for_y():
+    """Of 105 columns none of which looks like a metric, 20 are named: "(and 85 more)", not 105 (FU's note); a y's
+    "did you mean" names no column of text (it holds no number to read)."""
+    from scalerl.curves.rows import unknown_column
+
+    many = str(unknown_column("f.csv", "y", "zzz", [f"col{i}" for i in range(105)]))
+    assert many.count("'col") == 20 and many.endswith("(and 85 more)"), many
+    text = str(unknown_column("f.csv", "y", "eval/datset", ["eval/dataset", "eval/acc", "step"], text={"eval/dataset"}))
+    assert "did you mean 'eval/dataset'" not in text, text

@@ -57,7 +57,9 @@ LIST_ALL_COLUMNS = 60
 #: word's start or end (:func:`~scalerl.curves.attempts.name_words`; ``timestamp``, ``hours``, ``walltime``), not
 #: inside one (review fm: ``sentiment_reward`` was listed as compute); floating-point work anywhere in the name
 #: (``total_flos``, ``train/TFLOPs``, ``teraflops`` -- review fo), as :mod:`~scalerl.curves.compute_kind` reads it.
-_TIME_WORDS = re.compile(r"^(?:time|timing|hour|second|runtime|elapsed)|time$", re.I)
+#: Not words that begin or end like one: ``timeout``, ``secondary``, ``lifetime`` (FO/FP: ``eval/timeout_rate``,
+#: ``val/secondary_acc``, ``train/lifetime_reward`` were listed as compute).
+_TIME_WORDS = re.compile(r"^(?:time(?!out)|timing|hour|second(?!ary)|runtime|elapsed)|(?<!life)time$", re.I)
 _COMPUTE_ANYWHERE = re.compile(r"flop|flos|gpu", re.I)
 #: Words that count the work done, which a score's name can hold too (``num_tokens`` is compute, ms-swift's
 #: ``eval_token_acc`` and TRL's ``mean_token_accuracy`` are scores -- review fl: listed as compute). (^x$: a table
@@ -113,18 +115,19 @@ def unknown_column(path: Path, kind: str, name: str, available, rows: dict[str, 
     row (null, text, a histogram) --, listing the log's ``available`` columns."""
     cols = sorted(c for c in available if c != name)
     # A typo's likely target first, however few the columns: in a list of 40 the one meant is easy to miss.
-    close = difflib.get_close_matches(name, cols, n=5, cutoff=0.6)
+    # (not a column of text for a y: it holds no number to read)
+    close = difflib.get_close_matches(name, [c for c in cols if kind != "y" or c not in text], n=5, cutoff=0.6)
     hint = f" did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     missing = f"the {kind} column {name!r} holds no number in any row" if name in text else f"no {kind} column {name!r}"
     if len(cols) <= LIST_ALL_COLUMNS:
         listed = ", ".join(repr(c) for c in cols) or "(none)"
         return UnknownColumn(f"{path}: {missing};{hint} available columns: {listed}", cols, rows, text)
     likely = [c for c in likely_columns(kind if kind in ("x", "y") else "y", cols, text) if c not in close]
-    shown = close + likely[:LIST_ALL_COLUMNS - len(close)]
+    listed = likely[:LIST_ALL_COLUMNS - len(close)] or [c for c in cols if c not in close][:20]
+    more = len(cols) - len(close) - len(listed)  # (the close ones are named in the hint)
     return UnknownColumn(f"{path}: {missing};{hint} {len(cols)} columns, among them "
-                         f"{', '.join(repr(c) for c in shown[len(close):]) or ', '.join(repr(c) for c in cols[:20])}"
-                         f"{f' (and {len(cols) - len(shown)} more)' if len(cols) > len(shown) else ''}", cols, rows,
-                         text)
+                         f"{', '.join(repr(c) for c in listed)}{f' (and {more} more)' if more > 0 else ''}", cols,
+                         rows, text)
 
 
 #: ``--x cum:COL``: the running total of a per-step column (``cum:timing_s/step``: wall seconds so
