@@ -336,3 +336,15 @@ def test_eval_data_file_advice_leaves_the_runs_other_sets_alone(tmp_path):
         except InputError as exc:
             overrides.append(_set_item(str(exc)).replace("NAME", "Problem"))
     assert {name: len(problems) for name, problems in sets.items()} == {"val": 7, "hard": 5}
+
+
+def test_settings_advice_reads_back_every_kind_of_setting():
+    """flow_mapping: the settings an advice carries read back through --set as they are -- a float YAML would read as
+    text without its point (1e-05), text YAML would read as another type ('yes', 'null', '1e3'), nested mappings."""
+    from scalerl.config import override_value
+    from scalerl.tasks.datasets import flow_mapping
+
+    settings = {"val_fraction": 1e-05, "big": 1e20, "neg": -2e-7, "inf": float("inf"), "n": 3, "flag": True,
+                "salt": "yes", "none": "null", "e": "1e3", "t": 15.0,
+                "eval_data": {"aime, 2024": {"data": "a: b #c.jsonl", "split": None}}}
+    assert override_value(flow_mapping(settings)) == settings

@@ -21,6 +21,7 @@ import decimal
 import difflib
 import json
 import math
+import re
 import numbers
 import shlex
 from dataclasses import dataclass
@@ -361,8 +362,11 @@ def flow_mapping(value: Any) -> str:
         return "{" + ", ".join(f"{flow_text(str(k))}: {flow_mapping(v)}" for k, v in value.items()) + "}"
     if isinstance(value, bool) or value is None:
         return {True: "true", False: "false", None: "null"}[value]
-    if isinstance(value, (int, float)):
-        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):  # (YAML reads 1e-05 as text: a float's mantissa needs its point, 1.0e-05)
+        text = {math.inf: ".inf", -math.inf: "-.inf"}.get(value, repr(value))
+        return re.sub(r"^(-?\d+)(e)", r"\1.0\2", text) if value == value else ".nan"
     return str(value) if value == "NAME" else flow_text(str(value))
 
 
