@@ -186,10 +186,11 @@ def _columns_needed(path: Path, header: list[str], rows: list[tuple[int, list[st
     """The columns ``x`` and ``y`` read, in order (x's columns, then y: which bad cell an error names must not
     depend on the hash seed); :class:`UnknownColumn` for one the header lacks, or a ``run_column`` it lacks."""
     columns = set(header)
-    # A column the header names but no row fills in is listed as one missing (review FU: the row readers' listing
-    # then named the columns read alone, hiding the log's metrics).
+    # A column the header names but no row fills in (blank in every row) is listed as one missing (review FU: the
+    # row readers' listing then named the columns read alone, hiding the log's metrics); one of "nan"s is read, and
+    # said to hold no finite value.
     at = header.index(y) if y in columns else -1
-    empty = at >= 0 and not any(at < len(row) and logged(row[at].strip()) for _, row in rows)
+    empty = at >= 0 and not any(at < len(row) and row[at].strip() for _, row in rows)
     if y not in columns or empty:
         layout = _wandb_layout(header) if not empty else None
         if layout is not None:  # name the metrics ('val/acc'), not the raw per-run columns
