@@ -4,6 +4,7 @@ report say of it: never better than a wrong answer, a judge's own lower score in
 from __future__ import annotations
 
 import json
+import logging
 import textwrap
 
 import pytest
@@ -387,3 +388,182 @@ def test_failed_call_warning_says_the_score_the_training_batch_gave_it(tmp_path,
     assert trained == [-1.0], trained  # the batch's own lowest answer is -1
     warning = next(r.getMessage() for r in caplog.records if "judge down" in r.getMessage())
     assert "scored -5" not in warning, warning
+
+
+# Review FW: the shaped basis's limit; what the failed call's warning says.
+
+
+GRADED_JUDGE = '''
+def judge(completion):
+    if completion.startswith("boom"):
+        raise RuntimeError("judge down")
+    if completion.startswith("meh"):
+        return -1.5
+    return 1.0 if completion.startswith("right") else -1.0
+'''
+
+
+def _shaped_dapo_recipe():
+    """DAPO dynamic sampling judged on the shaped rewards (the overlong penalty ramps over tokens 6..10)."""
+    from scalerl.rl.recipe import RecipeConfig
+
+    recipe = RecipeConfig()
+    recipe.filtering.zero_variance = True
+    recipe.filtering.dynamic_sampling = True
+    recipe.filtering.basis = "shaped"
+    recipe.length.mode = "overlong_penalty"
+    recipe.length.max_new_tokens = 16
+    recipe.length.overlong_max_len = 10
+    recipe.length.overlong_cache = 4
+    recipe.batch.prompts_per_step = 2
+    recipe.batch.generations_per_prompt = 2
+    return recipe
+
+
+#: (text, tokens) per completion, problem-major. Round 0: prompt 0 gets a short failed call and a long wrong answer
+#: (penalty -0.5: shaped -1.5 against the failure's -1 -- kept), prompt 1 two short wrong answers (dropped). The refill
+#: round: a "meh" answer at -1.5 and a right one.
+_ROUND0 = [("boom", 4), ("wrong", 8), ("wrong", 4), ("wrong", 4)]
+_REFILL = [("meh", 4), ("right", 4)]
+
+
+@pytest.mark.xfail(strict=True, reason="stated limit: under filtering.basis=shaped, the final floor (a later "
+                   "round's lower answer) can make a kept group's failure shape to its wrong answer's score")
+def test_dapo_shaped_basis_trains_no_kept_group_without_variance(tmp_path, monkeypatch):
+    """A DAPO batch that filled its refills holds a group with zero variance on its filter basis (shaped): the final
+    floor (-1.5, from a refill) made a failure's shaped reward equal a penalised wrong answer's."""
+    from scalerl.generate.base import Completion
+    from scalerl.models.char_tokenizer import build_char_tokenizer
+    from scalerl.rl.components import resolve_recipe
+    from scalerl.rl.filters import has_reward_variance
+    from scalerl.rl.sampler import PromptSampler
+    from scalerl.rollout.context import RolloutContext, RoundContext
+    from scalerl.rollout.produce import make_batch
+    from scalerl.tasks.base import Problem
+    from scalerl.tasks.rewards import RewardWorkers, UserRewardTask
+
+    class Generator:
+        calls = 0
+
+        def generate(self, prompts, params, length_control=None, **_):
+            self.calls += 1
+            plan = _ROUND0 if self.calls == 1 else _REFILL * (len(prompts) // 2)
+            return [Completion(list(p), [5] * n, [0.0] * n, [1] * n, [0] * n, "stop", text=t)
+                    for p, (t, n) in zip(prompts, plan)]
+
+    (tmp_path / "fw_graded_judge.py").write_text(textwrap.dedent(GRADED_JUDGE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    recipe = _shaped_dapo_recipe()
+    components = resolve_recipe(recipe)
+    problems = {f"p{i}": Problem(f"p{i}", f"{i}+1=", "x") for i in range(20)}
+
+    class Base:
+        name = "fw"
+
+    with RewardWorkers("fw_graded_judge:judge", timeout=20) as reward:
+        rnd = RoundContext(tokenizer=build_char_tokenizer(), task=UserRewardTask(Base(), reward),
+                           components=components, length_control=None)
+        ctx = RolloutContext(rnd, problems, PromptSampler(list(problems), seed=0, no_positive_resampling=False),
+                             temperature=1.0, top_p=1.0, seed=0)
+        batch = make_batch(ctx, Generator(), 0)
+    assert len(batch.groups) == 2 and batch.stats["dynamic_rounds"] == 2  # filled by its refill, within the cap
+    # Every group DAPO kept must train: the zero-variance filter judges the same basis (filtered_frac would be 0.5).
+    judged = [list(components.filter_values(g.rewards, g.shaped)) for g in batch.groups]
+    assert all(has_reward_variance(values) for values in judged), judged
+
+
+@pytest.mark.xfail(strict=True, reason="stated limit: under filtering.basis=shaped, the final floor (a later "
+                   "round's lower answer) can make a kept group's failure shape to its wrong answer's score")
+def test_pooled_dapo_shaped_basis_trains_no_kept_group_without_variance():
+    """The pooled scheduler (ppo-off-policy-k / pipeline-rl-k) keeps the same group: after the refill round's -1.5 its
+    failure's shaped reward equals the penalised wrong answer's, and the batch trains on a zero-variance group."""
+    import time
+
+    import torch
+
+    from scalerl.generate.base import Completion
+    from scalerl.pipeline.scheduler import PipelineSchedule, PooledSource
+    from scalerl.pipeline.threads import ThreadPool
+    from scalerl.pipeline.work import RoundResult
+    from scalerl.rl.components import resolve_recipe
+    from scalerl.rl.filters import has_reward_variance
+    from scalerl.rl.sampler import PromptSampler
+    from scalerl.rollout.context import RolloutContext, RoundContext
+    from scalerl.rollout.groups import Group
+    from scalerl.tasks.base import Problem
+
+    recipe = _shaped_dapo_recipe()
+    components = resolve_recipe(recipe)
+    score = {"boom": -1.0, "wrong": -1.0, "meh": -1.5, "right": 1.0}  # boom: the worker copy's failure score
+
+    class Worker:
+        worker_id = 0
+
+        class generator:  # noqa: N801 -- the pool reads .generator.update_weights / latest_version
+            latest_version = 0
+
+            @staticmethod
+            def update_weights(state, version):
+                pass
+
+        def run(self, request):
+            plan = _ROUND0 if request.round == 0 else _REFILL * len(request.problems)
+            groups = []
+            for i, p in enumerate(request.problems):
+                rows = plan[2 * i: 2 * i + 2]
+                comps = [Completion([1], [2] * n, [0.0] * n, [1] * n, [0] * n, "stop", text=t) for t, n in rows]
+                rewards = [score[t] for t, _ in rows]
+                failed = [t == "boom" for t, _ in rows]
+                shaped = [components.shape_reward(r, n) for r, (_, n) in zip(rewards, rows)]
+                groups.append(Group(p, comps, rewards, shaped, failed if any(failed) else []))
+            return RoundResult(request.index, request.round, groups, 2 * len(groups), 8, 2, 0.0, 0)
+
+    class NoWeights:
+        device = torch.device("cpu")
+
+        def tensors(self):
+            return iter(())
+
+        def meta(self):
+            return []
+
+    problems = {f"p{i}": Problem(f"p{i}", f"q{i}", "a") for i in range(20)}
+    rnd = RoundContext(tokenizer=None, task=None, components=components, length_control=None)
+    ctx = RolloutContext(rnd, problems, PromptSampler(list(problems), seed=0, no_positive_resampling=False),
+                         temperature=1.0, top_p=1.0, seed=0)
+    source = PooledSource(ThreadPool([Worker()]), ctx, PipelineSchedule.for_generators(1, 1))
+    try:
+        source.weights_updated(NoWeights(), 0, step=0)
+        t = time.perf_counter()
+        batch = source.next_batch(0)
+        assert time.perf_counter() - t < 60
+    finally:
+        source.close()
+    assert len(batch.groups) == 2 and batch.stats["dynamic_rounds"] == 2
+    judged = [list(components.filter_values(g.rewards, g.shaped)) for g in batch.groups]
+    assert all(has_reward_variance(values) for values in judged), judged
+
+
+AWFUL_AFTER_A_FAILURE = '''
+def judge(completion):
+    if completion == "boom":
+        raise RuntimeError("judge down")
+    return -5.0  # the judge's scale: a wrong answer is -5
+'''
+
+
+def test_failed_call_warning_names_the_score_the_evaluation_gave_it(tmp_path, monkeypatch, caplog):
+    """The first failed call of an evaluation is logged as 'in an evaluation, -1' while that evaluation scores it -5
+    (the scoring floors it at the -5 a later call returned: RewardWorkers.score_flagged)."""
+    from scalerl.tasks.base import Problem
+    from scalerl.tasks.rewards import RewardWorkers
+
+    (tmp_path / "fw_awful_judge.py").write_text(textwrap.dedent(AWFUL_AFTER_A_FAILURE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    problem = Problem(id="p", prompt="2+2=", answer="4")
+    with RewardWorkers("fw_awful_judge:judge", timeout=20, workers=1) as reward:
+        with caplog.at_level(logging.WARNING, logger="scalerl.tasks.rewards"):
+            scored = reward.score_flagged([(problem, "boom"), (problem, "wrong")])  # an evaluation's scoring
+    assert scored == [(-5.0, True), (-5.0, False)], scored
+    warning = next(r.getMessage() for r in caplog.records if "judge down" in r.getMessage())
+    assert "in an evaluation, -1," not in warning, warning

@@ -115,7 +115,7 @@ def test_too_few_distinct_prompts_for_a_val_set_says_how_to_give_one(tmp_path):
                                                 ({"max_val": -1}, r"max_val must .*got -1"),
                                                 ({"val_fraction": 1.0}, r"val_fraction must be in \[0, 1\)"),
                                                 ({"val_fraction": 0}, r"val_fraction 0 and no eval_data leave no "
-                                                 r"evaluation set; give one with --set 'task.settings=\{eval_data"),
+                                                 r"evaluation set; give one with --set 'task.settings=\{val_fraction: 0, eval_data"),
                                                 # a set's name prefixes its run-log columns: '' made '/pass_rate'
                                                 ({"eval_data": {"": "v.jsonl"}}, r"eval_data set name '': a name must"),
                                                 ({"eval_data": {"a/b": "v.jsonl"}}, r"set name 'a/b'.*NAME/pass_rate"),
@@ -608,8 +608,8 @@ def test_json_documents_that_do_not_read_as_rows_say_why(tmp_path):
                                          r"'answer': 1\)"):
         load_rows(path)
     path.write_text(json.dumps({"easy": _TABLE, "hard": _TABLE}))
-    with pytest.raises(InputError, match=r"rows under several keys \('easy', 'hard'\); name the one to read: "
-                                         r"--set 'task.settings=\{split: KEY\}'"):
+    with pytest.raises(InputError, match=r"rows under several keys \('easy', 'hard'\), one per split; choose one: "
+                                         r"--set 'task.settings=\{split: NAME\}'"):
         load_rows(path)
     assert len(load_rows(path, split="hard")) == 2
     # one row in a .json file, a conversation as its prompt, is that row

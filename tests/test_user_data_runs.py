@@ -145,3 +145,19 @@ def test_an_unknown_character_is_counted_once_per_prompt_and_said_beside_a_posit
     with pytest.raises(InputError, match="also: 1 of 1 prompts hold characters the tokenizer has no token for"):
         check_positions(random_model, char_tokenizer, [odd], LengthConfig(mode="truncate", max_new_tokens=positions),
                         lambda room: f"lower the budget to {room}")
+
+
+def test_unknown_characters_note_counts_a_conversation_apart_from_the_plain_prompt_of_its_joined_text(char_tokenizer):
+    """A training conversation (system 'Solve: ', user '3×4') and an evaluation set's plain prompt 'Solve: 3×4' are two
+    prompts to the model (other token ids: the turns are joined with a blank line, or a chat template's markers), but
+    the note counts them as one ('1 of 1 prompts', "'×' in 1"): its key joins the turns' texts with nothing."""
+    from scalerl.tasks.base import Problem
+    from scalerl.tasks.encoding import encode_problem
+    from scalerl.train.preflight import unknown_characters_note
+
+    conversation = Problem("train:1", "3×4", "12", messages=(("system", "Solve: "), ("user", "3×4")))
+    plain = Problem("val:1", "Solve: 3×4", "12")
+    encoded = [encode_problem(char_tokenizer, p) for p in (conversation, plain)]
+    assert encoded[0] != encoded[1]  # two prompts to the model
+    note = unknown_characters_note(char_tokenizer, [conversation, plain], encoded)
+    assert note is not None and note.startswith("2 of 2 prompts") and "'×' in 2" in note, note

@@ -7,6 +7,7 @@ its values decide (review fl, on an ms-swift ``logging.jsonl`` of lgc-FINANCE/De
    "model_parameter_info": "...", "global_step": 438, "log_history": [...]})
 """
 import json
+import math
 import re
 import sqlite3
 import tracemalloc
@@ -459,3 +460,68 @@ def test_a_long_listing_counts_the_columns_it_leaves_out_and_suggests_no_text_co
     assert many.count("'col") == 20 and many.endswith("(and 85 more)"), many
     text = str(unknown_column("f.csv", "y", "eval/datset", ["eval/dataset", "eval/acc", "step"], text={"eval/dataset"}))
     assert "did you mean 'eval/dataset'" not in text, text
+
+
+# Review FV: --y of a column no row fills in, in every reader; a listing agrees with the reader.
+
+
+def test_parquet_listing_calls_a_readable_string_metric_column_a_metric(tmp_path):
+    """A Parquet table of string cells (pandas 2's astype(str): 'nan' where not logged): eval/acc, 'nan' in its first
+    rows, then numbers, reads fine as --y, yet the listing calls it text (it called it a metric before 50df31c)."""
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from scalerl.curves.io import log_column_listing, read_curves
+
+    steps = list(range(1, 21))
+    path = tmp_path / "history.parquet"
+    pq.write_table(pa.table({"step": steps, "eval/acc": ["nan" if s % 5 else str(0.01 * s) for s in steps],
+                             "eval/dataset": ["gsm8k"] * 20}), path)
+    assert len(read_curves(path, "step", "eval/acc")[0].y) == 4  # the reader reads it
+    _, text = log_column_listing(path)
+    assert "eval/dataset" in text
+    assert "eval/acc" not in text, text
+
+
+def test_parquet_y_of_an_all_nan_column_lists_the_metrics(tmp_path):
+    """Parquet written with NaN (pyarrow, polars: NaN is not null): --y of a column NaN in every row does not list
+    eval/acc, as the same column of nulls (or a CSV's 'nan' cells) does."""
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from scalerl.curves.io import read_curves
+
+    path = tmp_path / "history.parquet"
+    pq.write_table(pa.table({"step": [1, 2, 3], "eval/acc": [0.1, 0.2, 0.3], "train/loss": [1.0, 0.5, 0.2],
+                             "eval/pass": pa.array([math.nan] * 3, pa.float64())}), path)
+    with pytest.raises(InputError) as err:
+        read_curves(path, "step", "eval/pass")
+    assert "eval/acc" in str(err.value), err.value
+
+
+def test_wandb_chart_export_y_of_an_empty_metric_lists_the_metrics(tmp_path):
+    """A W&B chart export CSV ('RUN - METRIC' columns): --y of a metric empty in every run says 'no run has values'
+    and does not name eval/acc, as a plain CSV's empty column now does."""
+    from scalerl.curves.io import read_curves
+
+    path = tmp_path / "chart.csv"
+    path.write_text("Step,r1 - eval/acc,r1 - eval/pass,r2 - eval/acc,r2 - eval/pass\n"
+                    "1,0.1,,0.2,\n2,0.2,,0.3,\n3,0.3,,0.4,\n")
+    with pytest.raises(InputError) as err:
+        read_curves(path, "Step", "eval/pass")
+    assert "eval/acc" in str(err.value), err.value
+
+
+def test_jsonl_y_of_an_all_null_column_lists_the_metrics(tmp_path):
+    """A JSON-lines log (pandas' to_json(lines=True) of a NaN column: null in every row): --y of that column does not
+    name eval/acc, as Parquet's and CSV's now do."""
+    from scalerl.curves.io import read_curves
+
+    path = tmp_path / "history.jsonl"
+    path.write_text("".join(json.dumps({"step": s, "eval/acc": 0.1 * s, "train/loss": 1 / s, "eval/pass": None}) + "\n"
+                            for s in range(1, 6)))
+    with pytest.raises(InputError) as err:
+        read_curves(path, "step", "eval/pass")
+    assert "eval/acc" in str(err.value), err.value

@@ -131,7 +131,7 @@ def test_csv_non_numeric_cell_names_the_line(tmp_path):
         ("c,r\n", "no rows"),
         ("c,r\n0,0.1\n-1,0.2\n", "negative"),
         ("c,r\n0,0.1\n2,0.2\n1,0.3\n", "decreases"),
-        ("c,r\nnan,nan\n", "no rows with finite"),
+        ("c,r\nnan,nan\n", "no rows with finite|holds no number in any row"),
         ("c,r\n0,0.1,5\n", "fields"),
     ],
 )

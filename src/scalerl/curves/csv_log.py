@@ -186,11 +186,10 @@ def _columns_needed(path: Path, header: list[str], rows: list[tuple[int, list[st
     """The columns ``x`` and ``y`` read, in order (x's columns, then y: which bad cell an error names must not
     depend on the hash seed); :class:`UnknownColumn` for one the header lacks, or a ``run_column`` it lacks."""
     columns = set(header)
-    # A column the header names but no row fills in (blank in every row) is listed as one missing (review FU: the
-    # row readers' listing then named the columns read alone, hiding the log's metrics); one of "nan"s is read, and
-    # said to hold no finite value.
+    # A column the header names but no row fills in (blank, "nan", "None" in every row) is listed as one missing
+    # (review FU: the row readers' listing then named the columns read alone, hiding the log's metrics).
     at = header.index(y) if y in columns else -1
-    empty = at >= 0 and not any(at < len(row) and row[at].strip() for _, row in rows)
+    empty = at >= 0 and not any(at < len(row) and logged(row[at]) for _, row in rows)
     if y not in columns or empty:
         layout = _wandb_layout(header) if not empty else None
         if layout is not None:  # name the metrics ('val/acc'), not the raw per-run columns
@@ -517,6 +516,9 @@ def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float
         if cells:
             curves.append(partial(_wandb_curve, path, cells, column=h, y_scale=y_scale, name=name, x_name=x,
                                   y_name=y, source=str(path), bounded=bounded, notes=notes))
+    if not curves and any(h.endswith(suffix) for h in header):  # (every run's column blank: the metrics listed, FV)
+        _, metrics, _ = _wandb_layout(header) or ((), (), ())
+        raise unknown_column(path, "y", y, [h for h in header if " - " not in h] + list(metrics), text={y})
     # One run that cannot be read (in percent; a cell that is not a number) is left out with its reason,
     # not fatal to the others.
     return readable_curves(curves) if curves else []

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from scalerl.curves.attempts import STEP_COLUMNS
 from scalerl.curves.csv_log import resumed_rows
+from scalerl.curves.cells import logged
 from scalerl.curves.data import Curve
 from scalerl.curves.rows import DEFAULT_RUN_COLUMN, any_number, curves_from_rows, flatten_nested, unknown_column, x_columns
 from scalerl.errors import InputError
@@ -76,7 +77,8 @@ def _text_columns(path: Path, schema, top: dict[str, str]) -> set[str]:
         for batch in batches:
             for row in batch.to_pylist():
                 values = flatten_nested(row)
-                first.update({k: values[k] for k in strings - set(first) if values.get(k) is not None})
+                # (a missing cell's text -- "nan", "None", pandas' astype(str) of a NaN -- is no first value: FV)
+                first.update({k: values[k] for k in strings - set(first) if logged(values.get(k))})
             if len(first) == len(strings):
                 break
     except Exception:  # noqa: BLE001 -- a damaged column: the listing says nothing of it
@@ -119,7 +121,7 @@ def read_parquet(path, x: str, y: str, *, run_column: str | None = None, y_scale
         rows.append(record)
     # (the rows of a run without any y are said once, as a run left out -- review dn)
     with_y = {r.get(run_column) for r in rows if y in r}
-    if not with_y:  # null in every row (pandas writes a NaN column so): the table's columns, not those read (FU)
+    if not any(logged(r.get(y)) for r in rows):  # null or NaN in every row: the table's columns, not those read (FU, FV)
         raise unknown_column(path, "y", y, keys, text={y} | _text_columns(path, schema, top))
     without_y = sum(y not in r and r.get(run_column) in with_y for r in rows)
     notes = (f"{without_y} row(s) have no {y!r} value (not evaluations): skipped",) if without_y else ()

@@ -428,6 +428,9 @@ def curves_from_rows(path: Path, rows: list[dict], x: str, y: str, *, default_na
         if col not in keys and not (kind == "x" and cumulative):
             held = _holding_values(rows, keys - {"type"})
             raise unknown_column(path, kind, col, held, held, text_columns(rows, held, percent_cells))
+    if not any(logged(r.get(y)) for r in rows):  # null or NaN in every row: the log's columns listed (review FV)
+        held = _holding_values(rows, keys - {"type"})
+        raise unknown_column(path, "y", y, held, held, text_columns(rows, held, percent_cells) | {y})
     # In a table, only runs whose evaluations never log x but other rows do (TRL's log_history
     # exported: num_tokens is on the training rows) carry it forward. Where evaluations log x, an
     # empty x cell is a missing value: the previous row's x would fit the point at the wrong compute.

@@ -178,8 +178,8 @@ def _document_rows(document: Any, path: Path, prompt_field: str, split: str) -> 
         if split in lists:
             yield from enumerate(lists[split], start=1)
             return
-        raise InputError(f"{path}: rows under several keys ({', '.join(map(repr, lists))}); name the one to read: "
-                         "--set 'task.settings={split: KEY}'")
+        # (a split not found: an evaluation set's reader gives its own split's advice -- review FV)
+        raise SplitNotFound(f"{path}: rows under several keys ({', '.join(map(repr, lists))}), one per split")
     if columns and not found and all(isinstance(r, dict) and dotted_field(r, prompt_field)[0] for r in columns):
         yield from enumerate(columns, start=1)  # orient="index": index -> row
         return

@@ -139,7 +139,7 @@ class MathTask:
                              f"processes for math-verify; default 1), got {self.verify_workers!r}")
         if self.val_fraction == 0 and not self.eval_data:  # (the trainer's "it has: " listed nothing)
             raise InputError("math task: val_fraction 0 and no eval_data leave no evaluation set; give one with "
-                             "--set 'task.settings={eval_data: {val: FILE}}', or a val_fraction > 0 (default 0.05)")
+                             f"{self._settings_flag(eval_data={'val': 'FILE'})}, or a val_fraction > 0 (default 0.05)")
         # (0 left no val problems, a traceback in the first evaluation; -1 dropped the last held-out row.)
         if isinstance(self.max_val, bool) or not isinstance(self.max_val, int) or self.max_val < 1:
             raise InputError(f"math task: max_val must be a whole number >= 1 (the most held-out val rows; default "
@@ -162,11 +162,17 @@ class MathTask:
     def _load(self, source: str, split: str, prompt_field: str | None = None, answer_field: str | None = None,
               *, eval_name: str | None = None) -> list[Row]:
         """``source``'s rows: the training data's (or, with ``eval_name``, that evaluation set's)."""
+        # (the readers' advice is a --set of the one setting, which would replace the task's others: review FU, FV)
         try:
             rows = load_rows(source, prompt_field or self.prompt_field, answer_field or self.answer_field, split)
-        except FieldAdvice as exc:  # (its --set would replace the task's other settings: review FU)
+        except FieldAdvice as exc:
             flag = self._field_settings(exc, eval_name)
             raise InputError(exc.with_settings(flag) if eval_name is None else exc.for_evaluation_file(flag)) from None
+        except SplitNotFound as exc:  # (an evaluation set's own split: the task's would train on its split)
+            if eval_name is None:
+                raise InputError(f"{exc.without_advice}; choose one: {self._settings_flag(split='NAME')}") from None
+            flag = self._settings_flag(eval_data={**self.eval_data, eval_name: {**self._entry(eval_name), "split": "NAME"}})
+            raise InputError(f"{exc.without_advice}; for this evaluation set: {flag}") from None
         count, first = answer_conflicts(rows)
         if first is not None:
             a, b = first
@@ -174,16 +180,6 @@ class MathTask:
                         "%r); each row is scored against its own answer, so a completion right by one is wrong by "
                         "the other: fix or drop the wrong rows", source, count, a.row, b.row, a.answer, b.answer)
         return rows
-
-    def _load_eval(self, name: str, source: str, split: str, prompt_field: str, answer_field: str) -> list[Row]:
-        """An evaluation set's rows; a missing split's error says how to name this set's own (the fix it gives,
-        task.settings' split, is the training data's too)."""
-        try:
-            return self._load(source, split, prompt_field, answer_field, eval_name=name)
-        except SplitNotFound as exc:  # (its advice, task.settings' split, would have trained on the evaluation
-            # set's split of a training directory that has one)
-            flag = self._settings_flag(eval_data={**self.eval_data, name: {**self._entry(name), "split": "NAME"}})
-            raise InputError(f"{exc.without_advice}; for this evaluation set: {flag}") from None
 
     def _entry(self, name: str) -> dict[str, str]:
         """Evaluation set ``name`` as a mapping (its file and what it names of its own)."""
@@ -221,7 +217,7 @@ class MathTask:
     def _split(self) -> tuple[list[Problem], dict[str, list[Problem]]]:
         train = self._problems(self.data, self._load(self.data, self.split))
         sources = {name: self._eval_source(entry) for name, entry in self.eval_data.items()}
-        evals = {name: self._problems(src, self._load_eval(name, src, split, prompt, answer))
+        evals = {name: self._problems(src, self._load(src, split, prompt, answer, eval_name=name))
                  for name, (src, prompt, answer, split) in sources.items()}
         if self.evaluate_only:  # the whole file is the val set (held-out shares are for training runs)
             # The file given is val, whatever a run's own eval_data called val (it won, silently: eval --run
@@ -234,10 +230,10 @@ class MathTask:
             held = [p for p in train if _held_out(p.prompt, self.val_fraction, self.split_salt)]
             if not held:
                 distinct = len({p.prompt for p in train})
+                flag = self._settings_flag(eval_data={**self.eval_data, "val": "FILE"})
                 raise InputError(f"{self.data}: too few rows to hold out a val set (none of its {len(train)} rows, "
                                  f"{distinct} distinct prompts, falls in the held-out {self.val_fraction:.0%}, chosen "
-                                 "by a hash of the prompt); give one: --set 'task.settings={eval_data: {val: FILE}}', "
-                                 "or raise task.settings val_fraction")
+                                 f"by a hash of the prompt); give one: {flag}, or raise task.settings val_fraction")
             evals = {"val": held[: self.max_val], **evals}
             # The held-out rows past max_val are evaluated by no one: they train (review cb: dropped from both, a
             # tenth of a 10,000-row file lost without a word); a copy of a val prompt among them goes below.

@@ -220,11 +220,12 @@ class UserReward:
         self.stats.last_error = message
         self.stats.first_error = self.stats.first_error or message
         if first:  # once per kind; the counts carry the rest
-            # (a training batch rescores it at its own lowest answer, -1 or lower: rollout.produce.floor_failures;
-            # the number here is an evaluation's -- review FT: a resumed run's said -5 where it trained on -1)
-            log.warning("reward function %s: %s (scored as a wrong answer, no better: in a training batch, -1 or the "
-                        "batch's lowest score; in an evaluation, %g, the lowest of -1 and the scores it has returned; "
-                        "further ones are counted, not logged)", self.spec, message, self.lowest)
+            # (no number: a training batch rescores it at its own lowest answer, rollout.produce.floor_failures, and
+            # an evaluation at the lowest score returned by its end -- review FT: a resumed run's said -5 where it
+            # trained on -1; FW: an evaluation's said -1 where a -5 came after)
+            log.warning("reward function %s: %s (scored as a wrong answer, no better: -1, or lower where the "
+                        "function's scale is -- in a training batch its lowest score, in an evaluation the lowest "
+                        "the function has returned; further ones are counted, not logged)", self.spec, message)
         return self.lowest
 
     @property

@@ -173,12 +173,13 @@ def unknown_characters_note(tokenizer: Any, problems: Sequence[Any], encoded: Se
     chars: Counter[str] = Counter()
     texts = {}  # each distinct prompt once: one held by the training data and an evaluation set counted once (FM)
     for problem, ids in zip(problems, encoded):
-        text = "".join(content for _, content in problem.messages) or problem.prompt
-        if text in texts:
+        key = tuple(problem.messages) or problem.prompt  # (a conversation is its turns, roles and all: FW)
+        if key in texts:
             continue
+        text = "".join(content for _, content in problem.messages) or problem.prompt
         bad = [c for c in set(text) if is_unknown(c)] if unk in ids else []
         chars.update(bad)
-        texts[text] = bool(bad)
+        texts[key] = bool(bad)
     hit = sum(texts.values())
     if not hit:
         return None
