@@ -63,9 +63,9 @@ def floor_failures(ctx: RoundContext, groups: Sequence[Group], scored: Sequence[
     evaluations and other batches had returned by then): that floor depends on when the batch was scored, so a
     batch regenerated after ``--resume`` -- scored after an evaluation the uninterrupted run ran later -- trained
     on other rewards (review FN). Only a batch's rewards relative to each other reach the loss (group advantages,
-    batch normalisation), so the batch's own lowest is floor enough. A group can lose its variance here (a failure
-    scored -1 beside a wrong answer's -5 becomes -5): it was kept on the scores its round had, and trains with zero
-    advantages."""
+    batch normalisation), so the batch's own lowest is floor enough. Under DAPO a round is floored so before its
+    groups are judged (review FT), and a later round's lower answer leaves a kept group its variance -- but on
+    ``filtering.basis=shaped`` a failure's shaped score can then meet a wrong answer's (a stated limit, review FW)."""
     if not any(g.failed for g in groups):
         return
     floor = min([FAILURE_REWARD, *(r for g in scored for r, f in zip(g.rewards, g.failed or [False] * len(g.rewards))
