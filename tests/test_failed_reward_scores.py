@@ -129,12 +129,12 @@ def judge(completion):
 '''
 
 
-class _RoundsGenerator:
-    """Round 0: the first prompt's two completions are a right answer and a failed call (kept: they differ), the
-    second prompt's both right (flat: dropped, so DAPO refills); every later round: a wrong answer and a right one."""
+class _ScriptedRounds:
+    """A generator of texts by round: round 0 gives prompt ``n``'s completion ``j`` the text ``first[n][j]`` (the
+    last row for the prompts past the table), every later round (a DAPO refill) ``later[j]``."""
 
-    def __init__(self) -> None:
-        self.calls = 0
+    def __init__(self, first, later=("wrong", "right")) -> None:
+        self.first, self.later, self.calls = first, later, 0
 
     def generate(self, prompts, params, length_control=None, **_):
         from scalerl.generate.base import Completion
@@ -143,13 +143,15 @@ class _RoundsGenerator:
         out = []
         for i, p in enumerate(prompts):
             prompt_no, j = divmod(i, 2)
-            if self.calls == 1:
-                text = ("right", "boom")[j] if prompt_no == 0 else "right"
-            else:
-                text = ("wrong", "right")[j]
+            text = self.first[min(prompt_no, len(self.first) - 1)][j] if self.calls == 1 else self.later[j]
             n = len(text)
             out.append(Completion(list(p), [5] * n, [0.0] * n, [1] * n, [0] * n, "stop", text=text))
         return out
+
+
+#: Round 0: the first prompt's two completions are a right answer and a failed call (kept: they differ), the
+#: second prompt's both right (flat: dropped, so DAPO refills); every later round: a wrong answer and a right one.
+_RIGHT_AND_FAILED_FIRST = (("right", "boom"), ("right", "right"))
 
 
 def test_a_failure_never_scores_above_a_wrong_answer_of_its_dapo_batch(tmp_path, monkeypatch):
@@ -185,7 +187,7 @@ def test_a_failure_never_scores_above_a_wrong_answer_of_its_dapo_batch(tmp_path,
                            length_control=None)
         ctx = RolloutContext(rnd, problems, PromptSampler(list(problems), seed=0, no_positive_resampling=False),
                              temperature=1.0, top_p=1.0, seed=0)
-        batch = make_batch(ctx, _RoundsGenerator(), 0)
+        batch = make_batch(ctx, _ScriptedRounds(_RIGHT_AND_FAILED_FIRST), 0)
     scored = [(c.text, r) for g in batch.groups for c, r in zip(g.completions, g.rewards)]
     assert batch.stats["dynamic_rounds"] >= 2 and any(t == "boom" for t, _ in scored), scored  # the scenario
     returned = min(r for t, r in scored if t != "boom")
@@ -234,27 +236,9 @@ def judge(completion):
 '''
 
 
-class _FloorGenerator:
-    """Round 0: prompt 0 gets a failed call and a wrong answer, prompt 1 a right and a wrong answer; every later
-    round (a DAPO refill): a wrong and a right answer."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def generate(self, prompts, params, length_control=None, **_):
-        from scalerl.generate.base import Completion
-
-        self.calls += 1
-        out = []
-        for i, p in enumerate(prompts):
-            prompt_no, j = divmod(i, 2)
-            if self.calls == 1:
-                text = ("boom", "wrong")[j] if prompt_no == 0 else ("right", "wrong")[j]
-            else:
-                text = ("wrong", "right")[j]
-            out.append(Completion(list(p), [5] * len(text), [0.0] * len(text), [1] * len(text), [0] * len(text),
-                                  "stop", text=text))
-        return out
+#: Round 0: prompt 0 gets a failed call and a wrong answer, prompt 1 a right and a wrong answer; every later round
+#: (a DAPO refill): a wrong and a right answer.
+_FAILED_AND_WRONG_FIRST = (("boom", "wrong"), ("right", "wrong"))
 
 
 def _dapo_batch(tmp_path, monkeypatch, module: str, *, seen_awful: bool):
@@ -286,7 +270,7 @@ def _dapo_batch(tmp_path, monkeypatch, module: str, *, seen_awful: bool):
                            length_control=None)
         ctx = RolloutContext(rnd, problems, PromptSampler(list(problems), seed=0, no_positive_resampling=False),
                              temperature=1.0, top_p=1.0, seed=0)
-        batch = make_batch(ctx, _FloorGenerator(), 0)
+        batch = make_batch(ctx, _ScriptedRounds(_FAILED_AND_WRONG_FIRST), 0)
     return [[(c.text, r) for c, r in zip(g.completions, g.rewards)] for g in batch.groups], batch.stats
 
 

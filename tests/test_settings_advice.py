@@ -9,12 +9,14 @@ import shlex
 
 import pytest
 
+from scalerl.errors import InputError
+
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Helpers (as tests/test_eval_data_file.py has them)
+# Helpers
 
 
 def _rows_file(path, rows):
@@ -23,9 +25,10 @@ def _rows_file(path, rows):
     return path
 
 
-def _set_item(message: str) -> str:
-    """The KEY=VALUE of the last ``--set '...'`` a message advises, as a POSIX shell passes it."""
-    quoted = re.findall(r"--set ((?:'[^']*'|\"'\")+)", message)
+def _set_item(message: str, after: str = "") -> str:
+    """The KEY=VALUE of the (last) ``--set '...'`` a message advises after ``after``, as a POSIX shell passes it."""
+    tail = message.split(after, 1)[1] if after else message
+    quoted = re.findall(r"--set ((?:'[^']*'|\"'\")+)", tail)
     assert quoted, message
     return shlex.split(quoted[-1])[0]
 
@@ -130,3 +133,138 @@ def test_advice_does_not_pin_a_max_val_the_user_never_gave(tmp_path, capsys):
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Part 2: column listings
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Review FU: an evaluation file's advice keeps the task's other settings
+
+
+def test_eval_file_advice_keeps_the_sets_own_split(tmp_path):
+    """An evaluation set {data: DIR, split: test} missing a field: the suggested --set leaves out split, so pasted back it
+    evaluates the directory's train split."""
+    from scalerl.config import apply_overrides
+    from scalerl.tasks.math import MathTask
+    from scalerl.train.config import TrainConfig
+
+    train = _rows_file(tmp_path / "t.jsonl", [{"prompt": f"{i}+1?", "answer": str(i + 1)} for i in range(20)])
+    _rows_file(tmp_path / "gsm" / "train.jsonl", [{"question": f"train {i}?", "answer": str(i)} for i in range(7)])
+    _rows_file(tmp_path / "gsm" / "test.jsonl", [{"question": f"test {i}?", "answer": str(i)} for i in range(3)])
+    with pytest.raises(InputError) as err:
+        MathTask(data=str(train), eval_data={"gsm": {"data": str(tmp_path / "gsm"), "split": "test"}},
+                 val_fraction=0).eval_sets()
+    item = _set_item(str(err.value), "for this evaluation file alone").replace("NAME", "question")
+    settings = apply_overrides(TrainConfig(), [item]).task.settings
+    evals = MathTask(data=str(train), **settings).eval_sets()
+    assert [p.prompt for p in evals["gsm"]] == ["test 0?", "test 1?", "test 2?"], item
+
+
+def test_eval_file_advice_keeps_the_other_evaluation_sets(tmp_path, capsys):
+    """scalerl train --set 'task.settings={eval_data: {val: V, aime: A}}', then the suggested --set for aime added as
+    told: eval_data becomes {aime: ...} alone -- the val file is dropped without a word (val is then held out of the
+    training data)."""
+    train = _rows_file(tmp_path / "t.jsonl", [{"prompt": f"{i}+1?", "answer": str(i + 1)} for i in range(40)])
+    val = _rows_file(tmp_path / "v.jsonl", [{"prompt": f"{i}+2?", "answer": str(i + 2)} for i in range(5)])
+    aime = _rows_file(tmp_path / "aime.jsonl", [{"Problem": f"{i}*3?", "Answer": str(3 * i)} for i in range(5)])
+    given = ["--task", "math", "--data", str(train), "--output", str(tmp_path / "run"),
+             "--set", f"task.settings={{eval_data: {{val: {val}, aime: {aime}}}}}"]
+    err = _train_error(capsys, *given)
+    item = _set_item(err, "for this evaluation file alone").replace("NAME", "Problem", 1).replace("NAME", "Answer")
+    settings = _train_settings(*given, "--set", item)
+    assert settings["eval_data"].get("val") == str(val), settings
+    assert settings["eval_data"]["aime"]["prompt_field"] == "Problem", settings
+
+
+def test_eval_file_advice_with_a_config_keeps_the_training_fields(tmp_path, capsys):
+    """--config naming the training data's prompt_field/answer_field: the suggested --set for an evaluation file
+    replaces the whole task.settings, so the training data's own field names are lost (what af34428 meant to avoid)."""
+    train = _rows_file(tmp_path / "t.jsonl", [{"problem": f"{i}+1?", "solution": str(i + 1)} for i in range(40)])
+    aime = _rows_file(tmp_path / "aime.jsonl", [{"Problem": f"{i}*3?", "Answer": str(3 * i)} for i in range(5)])
+    config = tmp_path / "c.yaml"
+    config.write_text(f"task:\n  name: math\n  data: {train}\n  settings: {{prompt_field: problem, "
+                      f"answer_field: solution, eval_data: {{aime: {aime}}}}}\n")
+    err = _train_error(capsys, "--config", str(config), "--output", str(tmp_path / "run"))
+    item = _set_item(err, "for this evaluation file alone").replace("NAME", "Answer")
+    settings = _train_settings("--config", str(config), "--set", item)
+    assert (settings.get("prompt_field"), settings.get("answer_field")) == ("problem", "solution"), settings
+
+
+def test_eval_file_object_field_advice_leaves_the_training_data_alone(tmp_path):
+    """An evaluation file whose 'prompt' is an object {text: ...}: the advice is --set 'task.settings={prompt_field:
+    prompt.text}', the training data's setting -- pasted, the training data (plain 'prompt') no longer reads."""
+    from scalerl.config import apply_overrides
+    from scalerl.tasks.math import MathTask
+    from scalerl.train.config import TrainConfig
+
+    train = _rows_file(tmp_path / "t.jsonl", [{"prompt": f"{i}+1?", "answer": str(i + 1)} for i in range(20)])
+    aime = _rows_file(tmp_path / "aime.jsonl", [{"prompt": {"text": f"{i}*3?"}, "answer": str(3 * i)} for i in range(3)])
+    given = f"task.settings={{eval_data: {{aime: {aime}}}, val_fraction: 0}}"
+    with pytest.raises(InputError) as err:
+        MathTask(data=str(train), eval_data={"aime": str(aime)}, val_fraction=0).eval_sets()
+    settings = apply_overrides(TrainConfig(), [given, _set_item(str(err.value))]).task.settings
+    evals = MathTask(data=str(train), **settings).eval_sets()  # (the training data is read first)
+    assert [p.prompt for p in evals["aime"]] == ["0*3?", "1*3?", "2*3?"]
+
+
+def test_eval_file_sft_conversation_advice_leaves_the_training_data_alone(tmp_path):
+    """An evaluation file whose 'prompt' conversation ends with the solution: the advice --set 'task.settings=
+    {prompt_field: NAME}' (NAME: the 'q' it names) renames the training data's field too -- it no longer reads."""
+    from scalerl.config import apply_overrides
+    from scalerl.tasks.math import MathTask
+    from scalerl.train.config import TrainConfig
+
+    train = _rows_file(tmp_path / "t.jsonl", [{"prompt": f"{i}+1?", "answer": str(i + 1)} for i in range(20)])
+    aime = _rows_file(tmp_path / "aime.jsonl", [{"prompt": [{"role": "user", "content": f"{i}*3?"},
+                                                        {"role": "assistant", "content": str(3 * i)}],
+                                             "q": f"{i}*3?", "answer": str(3 * i)} for i in range(3)])
+    given = f"task.settings={{eval_data: {{aime: {aime}}}, val_fraction: 0}}"
+    with pytest.raises(InputError) as err:
+        MathTask(data=str(train), eval_data={"aime": str(aime)}, val_fraction=0).eval_sets()
+    assert "'q'" in str(err.value), err.value
+    item = _set_item(str(err.value)).replace("NAME", "q")
+    settings = apply_overrides(TrainConfig(), [given, item]).task.settings
+    evals = MathTask(data=str(train), **settings).eval_sets()
+    assert [p.prompt for p in evals["aime"]] == ["0*3?", "1*3?", "2*3?"]
+
+
+def test_eval_data_file_advice_leaves_the_runs_other_sets_alone(tmp_path):
+    """scalerl eval --run RUN --data FILE (FILE: Problem/Answer; the run's set 'hard': prompt/answer): FILE's advice,
+    task.settings' prompt_field (then answer_field), renames the fields of the run's set too -- hard.jsonl then fails."""
+    import argparse
+
+    from scalerl.commands.evaluate import _eval_task
+
+    train = _rows_file(tmp_path / "train.jsonl", [{"prompt": f"{a}+1=", "answer": str(a + 1)} for a in range(40)])
+    hard = _rows_file(tmp_path / "hard.jsonl", [{"prompt": f"{a}+9=", "answer": str(a + 9)} for a in range(5)])
+    test = _rows_file(tmp_path / "test.jsonl", [{"Problem": f"{a}+3=", "Answer": str(a + 3)} for a in range(7)])
+    # What _run_settings reads from such a run's config.yaml, and the flags of `eval --run RUN --data test.jsonl`.
+    base = {"task": "math", "data": str(train), "reward": None,
+            "task_settings": {"data": str(train), "eval_data": {"hard": str(hard)}}}
+
+    def evaluate(overrides):
+        task = _eval_task(argparse.Namespace(data=str(test), overrides=overrides, reward_workers=None),
+                          {"task": "math", "data": str(test), "reward": None}, base)
+        try:
+            return task.eval_sets()
+        finally:
+            task.close()
+
+    overrides: list[str] = []
+    for _ in range(3):  # each advice followed as given (NAME: FILE's 'Problem'), as a user would
+        try:
+            sets = evaluate(overrides)
+            break
+        except InputError as exc:
+            overrides.append(_set_item(str(exc)).replace("NAME", "Problem"))
+    assert {name: len(problems) for name, problems in sets.items()} == {"val": 7, "hard": 5}
+
+
+def test_settings_advice_reads_back_every_kind_of_setting():
+    """flow_mapping: the settings an advice carries read back through --set as they are -- a float YAML would read as
+    text without its point (1e-05), text YAML would read as another type ('yes', 'null', '1e3'), nested mappings."""
+    from scalerl.config import override_value
+    from scalerl.tasks.datasets import flow_mapping
+
+    settings = {"val_fraction": 1e-05, "big": 1e20, "neg": -2e-7, "inf": float("inf"), "n": 3, "flag": True,
+                "salt": "yes", "none": "null", "e": "1e3", "t": 15.0,
+                "eval_data": {"aime, 2024": {"data": "a: b #c.jsonl", "split": None}}}
+    assert override_value(flow_mapping(settings)) == settings
