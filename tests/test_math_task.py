@@ -107,7 +107,7 @@ def test_math_task_from_jsonl_holds_out_val_disjointly(tmp_path):
 def test_too_few_distinct_prompts_for_a_val_set_says_how_to_give_one(tmp_path):
     rows = [{"prompt": f"What is {i % 2} + 1?", "answer": i % 2 + 1} for i in range(40)]  # 2 distinct prompts
     task = MathTask(data=_write_jsonl(tmp_path / "few.jsonl", rows), val_fraction=0.05)
-    with pytest.raises(InputError, match=r"none of its 40 rows, 2 distinct prompts.*task.settings=\{eval_data: \{val: FILE"):
+    with pytest.raises(InputError, match=r"none of its 40 rows, 2 distinct prompts.*task.settings=\{data: .*few.jsonl, eval_data: \{val: FILE"):
         task.train_problems()
 
 
@@ -115,7 +115,7 @@ def test_too_few_distinct_prompts_for_a_val_set_says_how_to_give_one(tmp_path):
                                                 ({"max_val": -1}, r"max_val must .*got -1"),
                                                 ({"val_fraction": 1.0}, r"val_fraction must be in \[0, 1\)"),
                                                 ({"val_fraction": 0}, r"val_fraction 0 and no eval_data leave no "
-                                                 r"evaluation set; give one with --set 'task.settings=\{val_fraction: 0, eval_data"),
+                                                 r"evaluation set; give one with --set 'task.settings=\{data: .*, val_fraction: 0, eval_data"),
                                                 # a set's name prefixes its run-log columns: '' made '/pass_rate'
                                                 ({"eval_data": {"": "v.jsonl"}}, r"eval_data set name '': a name must"),
                                                 ({"eval_data": {"a/b": "v.jsonl"}}, r"set name 'a/b'.*NAME/pass_rate"),
@@ -830,7 +830,7 @@ def test_an_evaluation_directory_without_the_split_says_how_to_choose_its_own(tm
         task.eval_sets()
     message = str(err.value)
     assert "no data file of split 'train'" in message and "splits: test" in message
-    assert "{eval_data: {math500: {data: " in message and "split: NAME}" in message
+    assert ", eval_data: {math500: {data: " in message and "split: NAME}" in message
     assert "task.settings={split: NAME}" not in message
 
 

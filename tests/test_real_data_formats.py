@@ -303,7 +303,7 @@ def test_an_evaluation_file_missing_a_field_says_how_to_name_its_own(tmp_path):
     (tmp_path / "aime.jsonl").write_text(json.dumps({"Problem": "9?", "Answer": 9}) + "\n")
     task = MathTask(data=str(tmp_path / "t.jsonl"), eval_data={"aime": str(tmp_path / "aime.jsonl")})
     with pytest.raises(InputError, match=r"aime.jsonl: row 1: missing field 'prompt' .* -- if other fields hold them, for this evaluation file alone: "
-                                         r"--set 'task.settings=\{eval_data: \{aime: \{data: .*aime.jsonl, prompt_field: "
+                                         r"--set 'task.settings=\{data: .*t.jsonl, eval_data: \{aime: \{data: .*aime.jsonl, prompt_field: "
                                          r"NAME, answer_field: NAME\}\}\}'"):
         task.eval_sets()
 
@@ -501,4 +501,5 @@ def test_eval_set_named_like_a_merge_key_suggestion_reads_back(tmp_path):
     with pytest.raises(InputError) as err:
         task.eval_sets()
     settings = _suggested_value(str(err.value), "for this evaluation file alone: ")
-    assert settings == {"eval_data": {"<<": {"data": str(ev), "prompt_field": "NAME", "answer_field": "NAME"}}}
+    assert settings == {"data": str(tmp_path / "t.jsonl"),
+                        "eval_data": {"<<": {"data": str(ev), "prompt_field": "NAME", "answer_field": "NAME"}}}

@@ -154,7 +154,7 @@ def test_eval_file_advice_keeps_the_sets_own_split(tmp_path):
                  val_fraction=0).eval_sets()
     item = _set_item(str(err.value), "for this evaluation file alone").replace("NAME", "question")
     settings = apply_overrides(TrainConfig(), [item]).task.settings
-    evals = MathTask(data=str(train), **settings).eval_sets()
+    evals = MathTask(**{"data": str(train), **settings}).eval_sets()
     assert [p.prompt for p in evals["gsm"]] == ["test 0?", "test 1?", "test 2?"], item
 
 
@@ -201,7 +201,7 @@ def test_eval_file_object_field_advice_leaves_the_training_data_alone(tmp_path):
     with pytest.raises(InputError) as err:
         MathTask(data=str(train), eval_data={"aime": str(aime)}, val_fraction=0).eval_sets()
     settings = apply_overrides(TrainConfig(), [given, _set_item(str(err.value))]).task.settings
-    evals = MathTask(data=str(train), **settings).eval_sets()  # (the training data is read first)
+    evals = MathTask(**{"data": str(train), **settings}).eval_sets()  # (the training data is read first)
     assert [p.prompt for p in evals["aime"]] == ["0*3?", "1*3?", "2*3?"]
 
 
@@ -222,7 +222,7 @@ def test_eval_file_sft_conversation_advice_leaves_the_training_data_alone(tmp_pa
     assert "'q'" in str(err.value), err.value
     item = _set_item(str(err.value)).replace("NAME", "q")
     settings = apply_overrides(TrainConfig(), [given, item]).task.settings
-    evals = MathTask(data=str(train), **settings).eval_sets()
+    evals = MathTask(**{"data": str(train), **settings}).eval_sets()
     assert [p.prompt for p in evals["aime"]] == ["0*3?", "1*3?", "2*3?"]
 
 
@@ -268,3 +268,35 @@ def test_settings_advice_reads_back_every_kind_of_setting():
                 "salt": "yes", "none": "null", "e": "1e3", "t": 15.0,
                 "eval_data": {"aime, 2024": {"data": "a: b #c.jsonl", "split": None}}}
     assert override_value(flow_mapping(settings)) == settings
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Review FX: a config's data, scalerl eval --data with val_fraction 0
+
+
+def test_advice_keeps_the_data_a_config_gives_in_task_settings(tmp_path, capsys):
+    """A config with task.settings.data (no task.data): the missing-split advice pasted after --config drops data."""
+    import yaml
+
+    from scalerl.tasks.registry import get_task
+
+    train = tmp_path / "t.json"
+    train.write_text(json.dumps({"easy": [{"prompt": f"{i}+1?", "answer": str(i + 1)} for i in range(60)],
+                                 "hard": [{"prompt": f"{i}*3?", "answer": str(3 * i)} for i in range(60)]}))
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"task": {"name": "math", "settings": {"data": str(train), "val_fraction": 0.2}}}))
+    err = _train_error(capsys, "--config", str(config), "--output", str(tmp_path / "run"))
+    assert "rows under several keys" in err, err
+    item = _set_item(err).replace("NAME", "hard")
+    got = _train_settings("--config", str(config), "--set", item)
+    assert got.get("data") == str(train), (item, got)
+    assert get_task("math", settings=got).train_problems()[0].prompt.endswith("*3?")
+
+
+def test_eval_data_file_with_val_fraction_0_is_not_refused(tmp_path):
+    """scalerl eval --data FILE --set 'task.settings={val_fraction: 0}': refused for 'no evaluation set'."""
+    from scalerl.tasks.registry import get_task
+
+    test = _rows_file(tmp_path / "test.jsonl", [{"prompt": f"{i}+5?", "answer": str(i + 5)} for i in range(8)])
+    task = get_task("math", settings={"data": str(test), "evaluate_only": True, "val_fraction": 0})
+    assert len(task.eval_sets()["val"]) == 8

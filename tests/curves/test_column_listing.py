@@ -525,3 +525,50 @@ def test_jsonl_y_of_an_all_null_column_lists_the_metrics(tmp_path):
     with pytest.raises(InputError) as err:
         read_curves(path, "step", "eval/pass")
     assert "eval/acc" in str(err.value), err.value
+
+
+# Review FX: MLflow's and a W&B chart export's NaN-only y; timed_out.
+
+
+def test_mlflow_y_nan_in_every_row_lists_the_stores_metrics(tmp_path):
+    """An MLflow store whose val/pass is NaN at every step: the error lists 'run', 'step', 'wall_time', not val/acc."""
+    import yaml
+
+    from scalerl.curves.io import read_curves
+
+    d = tmp_path / "mlruns" / "0" / ("a" * 32)
+    (d / "metrics" / "val").mkdir(parents=True)
+    (d / "meta.yaml").write_text(yaml.safe_dump({"run_id": "a" * 32, "run_name": "r", "lifecycle_stage": "active"}))
+    t0 = 1_700_000_000_000
+    (d / "metrics" / "loss").write_text("".join(f"{t0 + 1000 * s} 1.0 {s}\n" for s in range(1, 11)))
+    (d / "metrics" / "val" / "acc").write_text("".join(f"{t0 + 1000 * s} {0.1 * s} {s}\n" for s in range(2, 11, 2)))
+    (d / "metrics" / "val" / "pass").write_text("".join(f"{t0 + 1000 * s} nan {s}\n" for s in range(2, 11, 2)))
+    assert len(read_curves(tmp_path / "mlruns", "step", "val/acc")[0].x) == 5
+    with pytest.raises(InputError) as err:
+        read_curves(tmp_path / "mlruns", "step", "val/pass")
+    assert "val/acc" in str(err.value), err.value
+
+
+def test_wandb_chart_export_y_nan_in_every_run_lists_the_metrics(tmp_path):
+    """A W&B chart export whose eval/pass is NaN in both runs: the error names run 'r1' alone, not eval/acc."""
+    from scalerl.curves.io import read_curves
+
+    path = tmp_path / "chart.csv"
+    path.write_text("Step,r1 - eval/acc,r1 - eval/pass,r2 - eval/acc,r2 - eval/pass\n"
+                    "1,0.1,NaN,0.2,NaN\n2,0.2,NaN,0.3,NaN\n3,0.3,NaN,0.4,NaN\n")
+    plain = tmp_path / "plain.csv"
+    plain.write_text("Step,eval/acc,eval/pass\n1,0.1,NaN\n2,0.2,NaN\n3,0.3,NaN\n")
+    with pytest.raises(InputError, match="eval/acc"):  # the plain CSV's listing
+        read_curves(plain, "Step", "eval/pass")
+    with pytest.raises(InputError) as err:
+        read_curves(path, "Step", "eval/pass")
+    assert "eval/acc" in str(err.value), err.value
+
+
+@pytest.mark.parametrize("name", ["env/timed_out_rate", "eval/timed_out_frac"])
+def test_a_timed_out_rate_is_no_compute(name):
+    """eval/timeout_rate is a metric now; eval/timed_out_rate, the same rate, is still listed as compute (x)."""
+    from scalerl.curves.rows import likely_columns
+
+    assert likely_columns("y", ["eval/timeout_rate"]) == ["eval/timeout_rate"]
+    assert not likely_columns("x", [name]), name

@@ -505,18 +505,21 @@ def _wandb_from_rows(path: Path, header, rows, x: str, y: str, *, y_scale: float
     ix = header.index(x)
     suffix = f" - {y}"
     curves = []
+    filled = False  # whether any run's column holds a value ("NaN" is none)
     for j, h in enumerate(header):
         if not h.endswith(suffix):
             continue
         name = h[: -len(suffix)]
         # W&B leaves cells empty where a run did not log that step: missing, not an error.
         cells = [(lineno, row[ix], row[j]) for lineno, row in rows if j < len(row) and row[j].strip()]
+        filled = filled or any(logged(cell) for _, _, cell in cells)
         for _, _, cell in cells:
             check_percent_scale(path, cells=cell.strip().endswith("%"), y=h, y_scale=y_scale)
         if cells:
             curves.append(partial(_wandb_curve, path, cells, column=h, y_scale=y_scale, name=name, x_name=x,
                                   y_name=y, source=str(path), bounded=bounded, notes=notes))
-    if not curves and any(h.endswith(suffix) for h in header):  # (every run's column blank: the metrics listed, FV)
+    if not filled and any(h.endswith(suffix) for h in header):  # (every run's column blank or NaN: the metrics
+        # listed, as a plain CSV's -- reviews FV, FX)
         _, metrics, _ = _wandb_layout(header) or ((), (), ())
         raise unknown_column(path, "y", y, [h for h in header if " - " not in h] + list(metrics), text={y})
     # One run that cannot be read (in percent; a cell that is not a number) is left out with its reason,

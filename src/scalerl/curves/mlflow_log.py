@@ -30,6 +30,7 @@ import yaml
 from scalerl.curves.attempts import continues
 from scalerl.curves.data import Curve
 from scalerl.curves.mlflow_server import Server, is_server
+from scalerl.curves.cells import logged
 from scalerl.curves.rows import curves_from_rows, unknown_column, x_columns
 from scalerl.curves.sqlite_db import DB_ERRORS, connect, tables
 from scalerl.errors import InputError
@@ -291,6 +292,8 @@ def read_mlflow(path, x: str, y: str, *, y_scale: float = 1.0, bounded: bool = T
     renamed = {name: key for name, key in stored.items() if name != key}
     if renamed:
         rows = [{**r, **{name: r[key] for name, key in renamed.items() if key in r}} for r in rows]
+    if not any(logged(r.get(y)) for r in rows):  # NaN at every step: the store's metrics listed (review FX)
+        raise unknown_column(where, "y", y, available, text={y})
     name = urllib.parse.urlsplit(path).netloc if is_server(path) else store.stem
     return curves_from_rows(where, rows, x, y, default_name=name, notes=notes, y_scale=y_scale, bounded=bounded,
                             run_ids=ids)

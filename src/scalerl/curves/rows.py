@@ -57,9 +57,10 @@ LIST_ALL_COLUMNS = 60
 #: word's start or end (:func:`~scalerl.curves.attempts.name_words`; ``timestamp``, ``hours``, ``walltime``), not
 #: inside one (review fm: ``sentiment_reward`` was listed as compute); floating-point work anywhere in the name
 #: (``total_flos``, ``train/TFLOPs``, ``teraflops`` -- review fo), as :mod:`~scalerl.curves.compute_kind` reads it.
-#: Not words that begin or end like one: ``timeout``, ``secondary``, ``lifetime`` (FO/FP: ``eval/timeout_rate``,
-#: ``val/secondary_acc``, ``train/lifetime_reward`` were listed as compute).
-_TIME_WORDS = re.compile(r"^(?:time(?!out)|timing|hour|second(?!ary)|runtime|elapsed)|(?<!life)time$", re.I)
+#: Not words that begin or end like one: ``timeout``, ``timed`` (``timed_out``), ``secondary``, ``lifetime``
+#: (FO/FP/FX: ``eval/timeout_rate``, ``env/timed_out_rate``, ``val/secondary_acc``, ``train/lifetime_reward`` were
+#: listed as compute).
+_TIME_WORDS = re.compile(r"^(?:time(?!out|d$|dout)|timing|hour|second(?!ary)|runtime|elapsed)|(?<!life)time$", re.I)
 _COMPUTE_ANYWHERE = re.compile(r"flop|flos|gpu", re.I)
 #: Words that count the work done, which a score's name can hold too (``num_tokens`` is compute, ms-swift's
 #: ``eval_token_acc`` and TRL's ``mean_token_accuracy`` are scores -- review fl: listed as compute). (^x$: a table

@@ -137,7 +137,8 @@ class MathTask:
                 or not 1 <= self.verify_workers <= MAX_WORKERS:
             raise InputError(f"math task: verify_workers must be a whole number in [1, {MAX_WORKERS}] (worker "
                              f"processes for math-verify; default 1), got {self.verify_workers!r}")
-        if self.val_fraction == 0 and not self.eval_data:  # (the trainer's "it has: " listed nothing)
+        # (the trainer's "it has: " listed nothing; scalerl eval --data FILE evaluates FILE itself: review FX)
+        if self.val_fraction == 0 and not self.eval_data and not self.evaluate_only:
             raise InputError("math task: val_fraction 0 and no eval_data leave no evaluation set; give one with "
                              f"{self._settings_flag(eval_data={'val': 'FILE'})}, or a val_fraction > 0 (default 0.05)")
         # (0 left no val problems, a traceback in the first evaluation; -1 dropped the last held-out row.)
@@ -203,12 +204,13 @@ class MathTask:
 
     def _settings_flag(self, **changed: Any) -> str:
         """``--set 'task.settings={...}'`` of this task's settings as given -- every one not at its default but
-        ``data`` and ``evaluate_only``, the command line's -- with ``changed``."""
+        ``evaluate_only``, the command's own -- with ``changed``. ``data`` too: a config may give it there (review
+        FX), and ``--data`` (task.data) wins over it where both are given."""
         given = {}
         for f in dataclasses.fields(self):
-            if f.init and f.name not in ("data", "evaluate_only"):
-                default = f.default_factory() if f.default is dataclasses.MISSING else f.default
-                if getattr(self, f.name) != default:
+            if f.init and f.name != "evaluate_only":
+                default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+                if getattr(self, f.name) != default:  # (data, without a default: always)
                     given[f.name] = getattr(self, f.name)
         settings = {k: v for k, v in {**given, **changed}.items() if v not in ({}, None)}
         return settings_flag(flow_mapping(settings))
