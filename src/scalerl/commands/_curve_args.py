@@ -139,6 +139,8 @@ def plot_path(value) -> Path:
     """``--plot FILE`` checked before the fit: a format the plots write, in a place that can be written."""
     from scalerl.curves.plot import check_plot_path
 
+    if not str(value).strip():
+        raise InputError("--plot needs a file name, e.g. --plot fit.png (.png or .svg); got an empty one")
     return writable_file(check_plot_path(value), "--plot")
 
 

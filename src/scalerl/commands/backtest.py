@@ -66,7 +66,7 @@ def run(args) -> int:
 
         check_cut(args.cut)
     settings = fit_kwargs(args)  # a bad setting is the command's error, not a reason to skip each run
-    if args.plot:
+    if args.plot is not None:  # ('' too: an unset shell variable wrote no figure, in silence -- review FY)
         plot_path(args.plot)
     paths, per_log, unread = read_logs(args, run=args.run)
     paths, per_log, given = _read_once(paths, per_log)
@@ -85,7 +85,13 @@ def run(args) -> int:
     plotted = _plot(results, args) if args.plot else None
     if args.json:
         objs = [bt.as_dict() for bt in results]
-        out = objs[0] if len(curves) == 1 else {"runs": objs, "skipped": [s.as_json() for s in skipped]}
+        if len(curves) == 1:
+            out = objs[0]
+        else:  # (with the summary the text prints under the reports -- review FY)
+            from scalerl.curves import summarize
+
+            out = {"runs": objs, "skipped": [s.as_json() for s in skipped],
+                   "summary": summarize(results, tolerance=0.001).as_dict() if len(results) > 1 else None}
         out["bands_calibration"] = _bands_calibration(results, args)
         if args.plot:  # (as fit's JSON says where its figure went)
             out["plot"] = args.plot
@@ -352,8 +358,9 @@ def _all_runs_json(args, cuts, results, skipped, log_notes, run_notes, summary, 
         "cut": args.cut, "cut_fraction": cuts if several else cuts[0],
         "runs": [{"run": bt.run, "cut": bt.cut, **({"cut_fraction": f} if several else {}), "n_fit": bt.n_fit,
                   "n_test": bt.n_test, "unstable": bt.unstable,
-                  "scored": bt.scored, "run_stability": bt.run_stability.text(),
-                  "stability": bt.forecast.stability.text(), "forecast": _scores(bt.default),
+                  # (objects, as one run's backtest JSON gives them: a script read ["stability"]["kind"] -- FY)
+                  "scored": bt.scored, "run_stability": bt.run_stability.as_dict(),
+                  "stability": bt.forecast.stability.as_dict(), "forecast": _scores(bt.default),
                   "sigmoid": _scores(bt.sigmoid), "plain_sigmoid": _scores(bt.plain_sigmoid),
                   "power_law": _scores(bt.power_law), "bands": bt.bands.as_dict(), "end_level": bt.end_level,
                   "dropped_rows": bt.forecast.curve.dropped, "notes": notes_of.get(bt.run, [])}
@@ -365,6 +372,7 @@ def _all_runs_json(args, cuts, results, skipped, log_notes, run_notes, summary, 
         # Said in the text only, before: a script reading the JSON never learnt that its bands missed.
         "calibration": args.calibration, "bands_calibration": _bands_calibration([bt for _, bt in results], args),
         "calibrate_advice": _calibrate_advice(summary, what, results, args),
+        **({"plot": args.plot} if args.plot else {}),  # (as fit's and one run's JSON say where the figure went: FY)
     }), allow_nan=False, default=_jsonable)
 
 

@@ -122,7 +122,7 @@ def run(args) -> int:
     from scalerl.curves.compare import one_seed_caveat
     from scalerl.curves.compute_kind import mixed_compute
 
-    if args.plot:
+    if args.plot is not None:  # ('' too: an unset shell variable wrote no figure, in silence -- review FY)
         plot_path(args.plot)
     for option, value in (("--margin", args.margin), ("--min-effect", args.min_effect)):
         _non_negative(option, value)

@@ -32,7 +32,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from scalerl.curves import forecast, read_curve
 
-    if args.plot:
+    if args.plot is not None:  # ('' too: an unset shell variable wrote no figure, in silence -- review FY)
         plot_path(args.plot)
     _check_predict(args.predict)
     _check_targets(args.target, bounded=not args.unbounded)
@@ -46,6 +46,9 @@ def run(args) -> int:
             raise
         more = f"; and {len(curve.notes) - 3} more" if len(curve.notes) > 3 else ""
         raise InputError(f"{exc} [the reader noted: {'; '.join(curve.notes[:3])}{more}]") from None
+    later = _after_the_window(fc, curve)
+    fell = (f"the run's evaluations after --fit-until fall: UNSTABLE over the whole run -- {later.text()}; the "
+            "forecast is the window's, and does not hold past the fall") if later and later.unstable and not fc.unstable else ""
     points = args.predict or [float(fc.ensemble.x_end) * m for m in (1, 2, 10)]
     # An unstable run gets no forecast: its extrapolation is not one (the fit is still shown).
     preds = [] if fc.unstable else fc.predict(points)
@@ -56,10 +59,24 @@ def run(args) -> int:
 
         plot_forecast(fc, args.plot)
     if args.json:
-        print(json.dumps(finite_json(_as_json(fc, preds, targets, verdict, args)), allow_nan=False, default=_jsonable))
+        out = _as_json(fc, preds, targets, verdict, args)
+        out["run_stability"] = later.as_dict() if later else None
+        out["notes"] = [*out.get("notes", []), *([fell] if fell else [])]
+        print(json.dumps(finite_json(out), allow_nan=False, default=_jsonable))
         return 0
-    print(_as_text(fc, preds, targets, verdict, args))
+    print(_as_text(fc, preds, targets, verdict, args) + (f"\nnote: {fell}" if fell else ""))
     return 0
+
+
+def _after_the_window(fc, curve):
+    """The whole run's stability where ``--fit-until`` left later evaluations out of the fit, else None: a run that
+    peaks and falls after the window is said to, as ``backtest`` says it (review FY) -- the forecast stays the
+    window's, whatever the evaluations after it."""
+    from scalerl.curves import check_stability
+
+    if fc.fit.fit_until is None or not (curve.x > fc.fit.fit_until).any():
+        return None
+    return check_stability(curve.x, curve.y, R0=fc.fit.R0 if fc.fit.r0_mode != "free" else None)
 
 
 def _check_predict(points) -> None:

@@ -127,6 +127,9 @@ class Forecast:
         if self.bands is None or self.ensemble is None:
             return {"R": R, "lo": R, "hi": R, "obs_lo": R, "obs_hi": R, "calibrated": np.ones(C.shape, bool)}
         lo, hi, obs_lo, obs_hi = self.bands.edges(R, self.scale(C), C)
+        # The members' mean can leave the metric's bounds where one runs away -- the power law as C -> 0, before
+        # the first evaluation (review FY: -0.067, outside its own band [0, 0.297]): the forecast stays in its band.
+        R = np.clip(R, lo, hi)
         return {"R": R, "lo": lo, "hi": hi, "obs_lo": obs_lo, "obs_hi": obs_hi, "calibrated": self.bands.calibrated(C)}
 
     # -- questions --------------------------------------------------------------------

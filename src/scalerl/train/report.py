@@ -391,8 +391,8 @@ def _plot_sets(evals, sets, x, path: Path) -> Path:
 def _fmt(v: Any, digits: int = 3) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
-    if isinstance(v, float):
-        return f"{v:.{digits}f}" if abs(v) < 1e4 else f"{v:.3g}"
+    if isinstance(v, float):  # (a value below 0.01 in significant digits: a C_mid of 6.3e-05 read 0.000 -- FY)
+        return f"{v:.{digits}f}" if v == 0 or 1e-2 <= abs(v) < 1e4 else f"{v:.3g}"
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_fmt(u, digits) for u in v) + "]"
     return str(v)

@@ -1,0 +1,152 @@
+"""What fit, backtest, compare and the run report print and write as a user scripts them (review FY): a forecast
+before the first evaluation inside its band, a fall after --fit-until said, a small C_mid in digits, an empty --plot
+refused, and the several-run and --all-runs JSON saying what the text says."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from .test_json_outputs import _cli, _strict_json
+
+
+def _sigmoid(x, A=0.6, B=1.5, C_mid=50.0, R0=0.1):
+    return R0 + (A - R0) / (1 + (C_mid / np.maximum(x, 1e-12)) ** B)
+
+
+def _rows(x, y, run: str | None = None) -> str:
+    return "".join((f"{run}," if run else "") + f"{a!r},{b:.5f}\n" for a, b in zip(x, y))
+
+
+def _healthy_y(seed=0, A=0.6):
+    x = np.arange(0, 201, 10.0)
+    y = _sigmoid(x, A=A) + np.random.default_rng(seed).normal(0, 0.005, x.size)
+    y[0] = 0.1
+    return x, y
+
+
+def _one_run_csv(tmp_path: Path, name="good.csv") -> Path:
+    x, y = _healthy_y()
+    p = tmp_path / name
+    p.write_text("step,val\n" + _rows(x, y))
+    return p
+
+
+def _two_runs_csv(tmp_path: Path) -> Path:
+    x, y1 = _healthy_y(0, 0.6)
+    _, y2 = _healthy_y(1, 0.7)
+    p = tmp_path / "two_runs.csv"
+    p.write_text("run,step,val\n" + _rows(x, y1, "base") + _rows(x, y2, "other"))
+    return p
+
+
+# ----------------------------------------------------------------------------- fit
+
+
+def test_fit_predict_before_first_evaluation_is_a_pass_rate_inside_its_band(tmp_path, capsys):
+    """fit --predict at a compute between 0 and the first evaluation gives a negative pass rate, outside its band."""
+    csv = _one_run_csv(tmp_path)  # evaluations every 10 steps from step 0 (R0 = 0.1)
+    rc, out, _ = _cli(capsys, "fit", csv, "--x", "step", "--y", "val", "--predict", "1", "5", "--bootstrap", "50", "--json")
+    assert rc == 0
+    for p in _strict_json(out)["predictions"]:
+        assert 0.0 <= p["R"] <= 1.0, p  # a pass rate
+        assert p["lo"] <= p["R"] <= p["hi"], p  # inside its own 95% confidence band
+
+
+def test_fit_until_on_a_run_that_collapsed_later_says_so(tmp_path, capsys):
+    """fit --fit-until on a run that later collapsed forecasts 0.51 where the log shows 0.05, with no warning."""
+    x, y = _healthy_y()
+    y[12:] = np.linspace(0.5, 0.05, x.size - 12)  # peaks at step 120, falls to 0.05 by step 200
+    csv = tmp_path / "collapse.csv"
+    csv.write_text("step,val\n" + _rows(x, y))
+    # backtest at the same cut says "UNSTABLE over the whole run (fell later)"; fit says nothing
+    rc, out, _ = _cli(capsys, "fit", csv, "--x", "step", "--y", "val", "--fit-until", "100", "--predict", "200",
+                      "--bootstrap", "50", "--json")
+    assert rc == 0
+    d = _strict_json(out)
+    said = " ".join(d["warnings"] + d["notes"]).lower()
+    assert d["status"] != "ok" or "fell" in said or "unstable" in said, (d["predictions"], said)
+
+
+# ----------------------------------------------------------------------------- plots
+
+
+@pytest.mark.parametrize("command", ["fit", "backtest", "compare"])
+def test_empty_plot_path_is_an_error(tmp_path, capsys, command):
+    """--plot '' (an unset shell variable) writes no figure and exits 0 instead of a one-line error."""
+    csv = _two_runs_csv(tmp_path) if command == "compare" else _one_run_csv(tmp_path)
+    rc, _, err = _cli(capsys, command, csv, "--x", "step", "--y", "val", "--bootstrap", "20", "--plot", "")
+    assert rc == 2 and "plot" in err
+
+
+# ----------------------------------------------------------------------------- backtest JSON vs text
+
+
+def test_backtest_several_runs_json_has_the_summary_the_text_prints(tmp_path, capsys):
+    """backtest FILE-OF-2-RUNS --json has no 'summary', though the text output ends with one."""
+    csv = _two_runs_csv(tmp_path)
+    rc, text, _ = _cli(capsys, "backtest", csv, "--x", "step", "--y", "val", "--no-progress")
+    assert rc == 0 and "2 runs backtested" in text  # the text's summary
+    rc, out, _ = _cli(capsys, "backtest", csv, "--x", "step", "--y", "val", "--json")
+    assert rc == 0
+    d = _strict_json(out)
+    assert d.get("summary") and d["summary"]["n_runs"] == 2
+
+
+def test_backtest_all_runs_json_says_where_the_plot_went(tmp_path, capsys):
+    """backtest --all-runs --json --plot F writes F but has no 'plot' key, unlike the one-run backtest JSON."""
+    csv = _two_runs_csv(tmp_path)
+    fig = tmp_path / "bt.png"
+    rc, out, _ = _cli(capsys, "backtest", csv, "--x", "step", "--y", "val", "--all-runs", "--json", "--plot", fig)
+    assert rc == 0 and fig.exists()
+    assert _strict_json(out).get("plot") == str(fig)
+
+
+def test_backtest_all_runs_json_stability_is_the_same_object_as_one_run(tmp_path, capsys):
+    """backtest --all-runs --json: runs[i]['stability'] is a string, a one-run backtest's is {'kind': ...}."""
+    csv = _one_run_csv(tmp_path)
+    rc, out, _ = _cli(capsys, "backtest", csv, "--x", "step", "--y", "val", "--json")
+    assert rc == 0 and isinstance(_strict_json(out)["stability"], dict)
+    rc, out, _ = _cli(capsys, "backtest", csv, "--x", "step", "--y", "val", "--all-runs", "--json")
+    assert rc == 0
+    run = _strict_json(out)["runs"][0]
+    assert isinstance(run["stability"], dict) and run["stability"]["kind"] == "stable"
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def _run_dir(tmp_path: Path, gpu_hours_per_step: float) -> Path:
+    """A finished scalerl run directory whose forecast.x is gpu_hours (a small run: hours of 1e-6 a step)."""
+    d = tmp_path / "run"
+    (d / "final").mkdir(parents=True)
+    (d / "final" / "config.json").write_text("{}")
+    (d / "final" / "scalerl_final.json").write_text(json.dumps({"step": 200}))
+    (d / "config.yaml").write_text("run:\n  steps: 200\n")
+    header = {"type": "header", "run": "run", "recipe": "scalerl", "model": "tiny", "task": "arithmetic",
+              "params": 1, "config": {"forecast": {"x": "gpu_hours"}, "eval": {"sets": ["val"]}}}
+    x = np.arange(21) * 10.0
+    y = 0.2 + 0.5 / (1 + (60 / np.maximum(x, 1)) ** 1.5) + np.random.default_rng(0).normal(0, 0.01, x.size)
+    y[0] = 0.2
+    with open(d / "runlog.jsonl", "w") as f:
+        f.write(json.dumps(header) + "\n")
+        for s, v in zip(x, y):
+            f.write(json.dumps({"type": "eval", "step": int(s), "gpu_hours": s * gpu_hours_per_step, "flops": s * 1e9,
+                                "tokens": s * 100, "samples": s * 16, "val/pass_rate": float(v)}) + "\n")
+    return d
+
+
+def test_report_prints_a_small_C_mid(tmp_path, capsys):
+    """scalerl report on a run read in gpu_hours prints 'C_mid = 0.000 [0.000, 0.000]' where fit says 6.3e-05."""
+    d = _run_dir(tmp_path, 1e-6)
+    rc, out, _ = _cli(capsys, "fit", d, "--bootstrap", "50", "--json")
+    assert rc == 0 and 0 < _strict_json(out)["C_mid"] < 1e-3
+    rc, text, _ = _cli(capsys, "report", d)
+    assert rc == 0
+    m = re.search(r"C_mid = (\S+) \[(\S+), (\S+)\]", text)
+    assert m, text
+    assert all(float(v) > 0 for v in m.groups()), m.group(0)
