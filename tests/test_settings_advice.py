@@ -1,6 +1,7 @@
 """A math task's advice (reviews FU, FV): a ``--set 'task.settings={...}'`` advice pasted back as the message says (``--set`` replaces the mapping a
 ``--config`` file gave) must read the data and change nothing else."""
 
+import argparse
 import contextlib
 import io
 import json
@@ -300,3 +301,78 @@ def test_eval_data_file_with_val_fraction_0_is_not_refused(tmp_path):
     test = _rows_file(tmp_path / "test.jsonl", [{"prompt": f"{i}+5?", "answer": str(i + 5)} for i in range(8)])
     task = get_task("math", settings={"data": str(test), "evaluate_only": True, "val_fraction": 0})
     assert len(task.eval_sets()["val"]) == 8
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Review FZ: the data an advice names, in eval and against a config's task.data
+
+
+def _math_run(tmp_path, train):
+    """A run directory as ``scalerl train --task math --data TRAIN`` leaves it, as far as ``eval --run`` reads it."""
+    import yaml
+
+    from scalerl.config import to_dict
+    from scalerl.train.config import TrainConfig
+
+    run = tmp_path / "run"
+    (run / "final").mkdir(parents=True)
+    cfg = TrainConfig()
+    cfg.task.name = "math"
+    cfg.task.data = str(train)
+    cfg.eval.problems = 5
+    cfg.task.settings = {"max_val": 5}
+    cfg.recipe.length.max_new_tokens = 8
+    (run / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg)))
+    return run
+
+
+def _eval_task_of(*argv: str):
+    """The task ``scalerl eval ARGV`` evaluates (its flags resolved as the command resolves them)."""
+    from scalerl.commands.evaluate import _chosen_settings, _eval_task, add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(list(argv))
+    pick, base, _ = _chosen_settings(args)
+    return _eval_task(args, pick, base)
+
+
+def test_eval_data_advice_leaves_the_data_to_the_data_flag(tmp_path):
+    """eval --run RUN --data DIR (no train split): the advice names no data -- pasted without --data, an advice that
+    named DIR scored the run's own held-out val, DIR unread (review FZ) --, and with --data it reads DIR's split."""
+    train = _rows_file(tmp_path / "train.jsonl", [{"prompt": f"{i}+1?", "answer": str(i + 1)} for i in range(100)])
+    _rows_file(tmp_path / "ds" / "test.jsonl", [{"prompt": f"{i}+7?", "answer": str(i + 7)} for i in range(9)])
+    run = _math_run(tmp_path, train)
+    ds = str(tmp_path / "ds")
+    task = _eval_task_of("--run", str(run), "--data", ds)
+    with pytest.raises(InputError) as err:  # no train split: the advice gives split: NAME
+        task.eval_sets()
+    task.close()
+    item = _set_item(str(err.value)).replace("NAME", "test")
+    assert "data: " not in item.split("eval_data")[0] and ds not in item, item
+    task = _eval_task_of("--run", str(run), "--data", ds, "--set", item)
+    try:
+        assert [p.prompt for p in task.eval_sets()["val"]] == [f"{i}+7?" for i in range(9)]
+    finally:
+        task.close()
+
+
+def test_train_set_task_settings_data_is_silently_replaced_by_the_configs_task_data(tmp_path, capsys):
+    """--config (task.data A) --set 'task.settings={data: B}': A is read without a word (here its error), B never."""
+    import yaml
+
+    from scalerl.cli import main
+
+    a = tmp_path / "a.json"  # rows under two keys: reading it stops, naming a.json
+    a.write_text(json.dumps({"easy": [{"prompt": f"{i}+1?", "answer": str(i + 1)} for i in range(60)],
+                             "hard": [{"prompt": f"{i}*3?", "answer": str(3 * i)} for i in range(60)]}))
+    b = _rows_file(tmp_path / "b.jsonl", [{"question": f"{i}+2?", "answer": str(i + 2)} for i in range(60)])
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"task": {"name": "math", "data": str(a)}}))
+    capsys.readouterr()
+    rc = main(["train", "--config", str(config), "--output", str(tmp_path / "run"),
+               "--set", f"task.settings={{data: {b}}}"])
+    err = capsys.readouterr().err
+    assert rc != 0
+    # B read (its own error: no 'prompt' field), or said to be left unread -- not a.json's error alone.
+    assert str(b) in err, err

@@ -572,3 +572,11 @@ def test_a_timed_out_rate_is_no_compute(name):
 
     assert likely_columns("y", ["eval/timeout_rate"]) == ["eval/timeout_rate"]
     assert not likely_columns("x", [name]), name
+
+
+@pytest.mark.parametrize("name", ["eval/time_out_rate", "env/TimeOutRate"])
+def test_a_time_out_rate_spelled_as_two_words_is_no_compute(name):
+    """eval/time_out_rate (as eval/timeout_rate, env/timed_out_rate, now metrics) is listed as compute (x)."""
+    from scalerl.curves.rows import likely_columns
+
+    assert not likely_columns("x", [name]), name

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import shutil
 import sys
 from collections.abc import Iterator, Mapping
@@ -117,6 +118,7 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
     if note and not quiet:
         print(f"note: {note}{_overridden(cfg.profile, overrides)}", file=sys.stderr)
     out = resolve(cfg, overrides)
+    out = _settings_data_given(out, args, overrides, quiet)
     if not quiet:
         resolved = [(resolve_key(TrainConfig, item.partition("=")[0].strip()), item) for item in overrides]
         sets = dict(resolved)  # (the last item of each path: the one used)
@@ -132,6 +134,20 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
             _note_recipe_gaps(args.config, out, written | set(sets))
     # Local paths stored absolute: the run directory works from any working directory.
     return absolute_paths(out)
+
+
+def _settings_data_given(cfg: TrainConfig, args, overrides, quiet: bool) -> TrainConfig:
+    """``cfg`` where a ``--set task.settings={data: B}`` (a math advice pasted) meets a config file's ``task.data``
+    (A): the command line's B is read -- said -- as ``--data`` would have been; ``--data`` itself still wins over both
+    (review FZ: A was trained on, B dropped in silence)."""
+    given = cfg.task.settings.get("data")
+    from_set = any(resolve_key(TrainConfig, item.partition("=")[0].strip()) == "task.settings" for item in overrides)
+    if args.data is not None or given is None or cfg.task.data is None or not from_set or given == cfg.task.data:
+        return cfg
+    if not quiet:
+        print(f"note: task.settings' data ({given}, from --set) is read, not the config file's task.data "
+              f"({cfg.task.data})", file=sys.stderr)
+    return dataclasses.replace(cfg, task=dataclasses.replace(cfg.task, data=None))
 
 
 def _note_recipe_gaps(config: str, cfg: TrainConfig, written: set[str]) -> None:

@@ -61,6 +61,8 @@ LIST_ALL_COLUMNS = 60
 #: (FO/FP/FX: ``eval/timeout_rate``, ``env/timed_out_rate``, ``val/secondary_acc``, ``train/lifetime_reward`` were
 #: listed as compute).
 _TIME_WORDS = re.compile(r"^(?:time(?!out|d$|dout)|timing|hour|second(?!ary)|runtime|elapsed)|(?<!life)time$", re.I)
+#: ``time out`` as two words (``eval/time_out_rate``, ``TimeOutRate``: review FZ) is no time either.
+_TIME_OUT = re.compile(r"time out", re.I)
 _COMPUTE_ANYWHERE = re.compile(r"flop|flos|gpu", re.I)
 #: Words that count the work done, which a score's name can hold too (``num_tokens`` is compute, ms-swift's
 #: ``eval_token_acc`` and TRL's ``mean_token_accuracy`` are scores -- review fl: listed as compute). (^x$: a table
@@ -76,7 +78,9 @@ _METRIC = re.compile(r"val|eval|test|acc|reward|score|pass|match|mean@|mean_at_"
 
 def _axis_of(name: str) -> str | None:
     """``x`` or ``y``: the axis a column's name looks like it is given as, or None (a loss, a length)."""
-    if _COMPUTE_ANYWHERE.search(name) or any(_TIME_WORDS.search(word) for word in name_words(name)):
+    words = name_words(name)
+    if _COMPUTE_ANYWHERE.search(name) or any(_TIME_WORDS.search(word) for i, word in enumerate(words)
+                                             if not _TIME_OUT.fullmatch(" ".join(words[i:i + 2]))):
         return "x"
     if _SCORES.search(name):
         return "y"

@@ -205,10 +205,11 @@ class MathTask:
     def _settings_flag(self, **changed: Any) -> str:
         """``--set 'task.settings={...}'`` of this task's settings as given -- every one not at its default but
         ``evaluate_only``, the command's own -- with ``changed``. ``data`` too: a config may give it there (review
-        FX), and ``--data`` (task.data) wins over it where both are given."""
+        FX), and ``--data`` (task.data) wins over it where both are given -- but not ``scalerl eval --data FILE``'s,
+        whose FILE the command gives (pasted without --data, eval read the run's data: review FZ)."""
         given = {}
         for f in dataclasses.fields(self):
-            if f.init and f.name != "evaluate_only":
+            if f.init and f.name != "evaluate_only" and not (self.evaluate_only and f.name == "data"):
                 default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
                 if getattr(self, f.name) != default:  # (data, without a default: always)
                     given[f.name] = getattr(self, f.name)
