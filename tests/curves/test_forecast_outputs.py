@@ -150,3 +150,68 @@ def test_report_prints_a_small_C_mid(tmp_path, capsys):
     m = re.search(r"C_mid = (\S+) \[(\S+), (\S+)\]", text)
     assert m, text
     assert all(float(v) > 0 for v in m.groups()), m.group(0)
+
+
+# ----------------------------------------------------------------------------- review GA: before the first evaluation
+
+
+def _csv(path: Path, x, y) -> Path:
+    path.write_text("step,val\n" + "".join(f"{float(a)!r},{b:.5f}\n" for a, b in zip(x, y)))
+    return path
+
+
+def _pass_rate_run(tmp_path: Path) -> Path:
+    """A healthy pass-rate run: R0 = 0.1 at step 0, evaluations every 10 steps rising to about 0.55."""
+    x = np.arange(0, 201, 10.0)
+    y = _sigmoid(x) + np.random.default_rng(0).normal(0, 0.005, x.size)
+    y[0] = 0.1
+    return _csv(tmp_path / "good.csv", x, y)
+
+
+def test_fit_predict_before_first_evaluation_is_not_below_where_the_run_starts(tmp_path, capsys):
+    """fit --predict 1 5 on a run at 0.1 at step 0 and 0.14 at step 10 forecasts 0.000 and 0.069 (below R0)."""
+    csv = _pass_rate_run(tmp_path)
+    rc, out, _ = _cli(capsys, "fit", csv, "--x", "step", "--y", "val", "--predict", "1", "5", "--bootstrap", "50",
+                      "--json")
+    assert rc == 0
+    d = json.loads(out)
+    first = 0.14  # the evaluation at step 10 (0.1404)
+    got = [(p["C"], round(p["R"], 4)) for p in d["predictions"]]
+    assert all(d["R0"] - 0.02 <= p["R"] <= first + 0.02 for p in d["predictions"]), (got, d["R0"])
+
+
+def test_fit_unbounded_predict_before_first_evaluation_does_not_run_away(tmp_path, capsys):
+    """fit --unbounded --predict on a reward run that starts at 0.5 forecasts 0.09 at step 1 and -2.5 at step 1e-6."""
+    x = np.arange(0, 201, 10.0)
+    y = 5 * _sigmoid(x) + np.random.default_rng(1).normal(0, 0.02, x.size)  # a reward from 0.5 up to about 2.8
+    y[0] = 0.5
+    csv = _csv(tmp_path / "reward.csv", x, y)
+    rc, out, _ = _cli(capsys, "fit", csv, "--x", "step", "--y", "val", "--unbounded", "--predict", "1e-6", "1",
+                      "--bootstrap", "50", "--json")
+    assert rc == 0
+    d = json.loads(out)
+    got = [(p["C"], round(p["R"], 4)) for p in d["predictions"]]
+    # before the first evaluation (0.72 at step 10) a rising reward is between its start and that evaluation
+    assert all(d["R0"] - 0.1 <= p["R"] <= 0.8 for p in d["predictions"]), (got, d["R0"])
+
+
+def test_marginal_gain_is_the_slope_of_the_forecast(tmp_path):
+    """Forecast.marginal_gain(1) says 0.094 per step where predict() is flat at 0.000 on both sides of step 1."""
+    from scalerl.curves import forecast, read_curve
+
+    fc = forecast(read_curve(_pass_rate_run(tmp_path), "step", "val"), n_boot=0)
+    C = 1.0
+    below, above = fc.predict([C * 0.999, C * 1.001])
+    slope = (above.R - below.R) / (0.002 * C)
+    assert fc.marginal_gain(C) == pytest.approx(slope, abs=1e-3), (fc.marginal_gain(C), slope, below.R, above.R)
+
+
+def test_backtest_all_runs_json_names_no_plot_it_did_not_write(tmp_path, capsys):
+    """backtest --all-runs --json --plot F with every run skipped says "plot": F, and F was never written."""
+    csv = tmp_path / "short.csv"
+    csv.write_text("run,step,val\na,0,0.1\na,10,0.2\na,20,0.3\nb,0,0.1\nb,10,0.2\nb,20,0.25\n")
+    fig = tmp_path / "bt.png"
+    rc, out, _ = _cli(capsys, "backtest", csv, "--x", "step", "--y", "val", "--all-runs", "--json", "--plot", fig)
+    assert rc == 2 and not fig.exists()  # every run too short: nothing backtested, no figure
+    d = json.loads(out)
+    assert d["runs"] == [] and d.get("plot") is None, d.get("plot")

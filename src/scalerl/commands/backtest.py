@@ -372,7 +372,7 @@ def _all_runs_json(args, cuts, results, skipped, log_notes, run_notes, summary, 
         # Said in the text only, before: a script reading the JSON never learnt that its bands missed.
         "calibration": args.calibration, "bands_calibration": _bands_calibration([bt for _, bt in results], args),
         "calibrate_advice": _calibrate_advice(summary, what, results, args),
-        **({"plot": args.plot} if args.plot else {}),  # (as fit's and one run's JSON say where the figure went: FY)
+        **({"plot": args.plot} if args.plot and results else {}),  # (where the figure went, as fit's JSON: FY, GA)
     }), allow_nan=False, default=_jsonable)
 
 
