@@ -307,7 +307,7 @@ def test_eval_data_file_with_val_fraction_0_is_not_refused(tmp_path):
 # Review FZ: the data an advice names, in eval and against a config's task.data
 
 
-def _math_run(tmp_path, train):
+def _math_run(tmp_path, train, eval_data=None):
     """A run directory as ``scalerl train --task math --data TRAIN`` leaves it, as far as ``eval --run`` reads it."""
     import yaml
 
@@ -320,7 +320,7 @@ def _math_run(tmp_path, train):
     cfg.task.name = "math"
     cfg.task.data = str(train)
     cfg.eval.problems = 5
-    cfg.task.settings = {"max_val": 5}
+    cfg.task.settings = {"max_val": 5, **({"eval_data": eval_data} if eval_data else {})}
     cfg.recipe.length.max_new_tokens = 8
     (run / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg)))
     return run
@@ -357,7 +357,7 @@ def test_eval_data_advice_leaves_the_data_to_the_data_flag(tmp_path):
         task.close()
 
 
-def test_train_set_task_settings_data_is_silently_replaced_by_the_configs_task_data(tmp_path, capsys):
+def test_train_set_task_settings_data_is_read_over_the_configs_task_data(tmp_path, capsys):
     """--config (task.data A) --set 'task.settings={data: B}': A is read without a word (here its error), B never."""
     import yaml
 
@@ -376,3 +376,103 @@ def test_train_set_task_settings_data_is_silently_replaced_by_the_configs_task_d
     assert rc != 0
     # B read (its own error: no 'prompt' field), or said to be left unread -- not a.json's error alone.
     assert str(b) in err, err
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Review GB: a split advice keeps the run's sets at theirs; --set task.data; the same file named two ways
+
+
+def _print_config(*args: str) -> tuple[dict, str]:
+    """(the config ``scalerl train ARGS --print-config`` prints, its stderr)."""
+    import yaml
+
+    from scalerl.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert main(["train", *args, "--print-config"]) == 0, err.getvalue()
+    return yaml.safe_load(out.getvalue()), err.getvalue()
+
+
+def _split_dataset_run(tmp_path):
+    """A math run whose evaluation set ``hard`` is a directory of split files, read (as trained) at ``train``."""
+    train = _rows_file(tmp_path / "train.jsonl", [{"prompt": f"{i}+1?", "answer": str(i + 1)} for i in range(100)])
+    _rows_file(tmp_path / "hard" / "train.jsonl", [{"prompt": f"{i}*9?", "answer": str(9 * i)} for i in range(5)])
+    _rows_file(tmp_path / "hard" / "test.jsonl", [{"prompt": f"{i}*11?", "answer": str(11 * i)} for i in range(5)])
+    return _math_run(tmp_path, train, {"hard": str(tmp_path / "hard")})
+
+
+def test_eval_data_missing_split_advice_keeps_the_runs_eval_sets_at_their_split(tmp_path):
+    """eval --run RUN --data DIR (test split only): the advice's split: test, pasted, scores hard/test as the run's hard."""
+    run = _split_dataset_run(tmp_path)
+    _rows_file(tmp_path / "ds" / "test.jsonl", [{"prompt": f"{i}+7?", "answer": str(i + 7)} for i in range(9)])
+    ds = str(tmp_path / "ds")
+    task = _eval_task_of("--run", str(run), "--data", ds)
+    with pytest.raises(InputError) as err:
+        task.eval_sets()
+    task.close()
+    item = _set_item(str(err.value)).replace("NAME", "test")
+    task = _eval_task_of("--run", str(run), "--data", ds, "--set", item)
+    try:
+        sets = task.eval_sets()
+        assert [p.prompt for p in sets["val"]] == [f"{i}+7?" for i in range(9)]
+        assert [p.prompt for p in sets["hard"]] == [f"{i}*9?" for i in range(5)], (item, sets["hard"][:2])
+    finally:
+        task.close()
+
+
+def test_eval_data_other_split_note_keeps_the_runs_eval_sets_at_their_split(tmp_path, capsys):
+    """eval --run RUN --data DIR (train and test): the note's split: test, pasted, scores hard/test as the run's hard."""
+    run = _split_dataset_run(tmp_path)
+    _rows_file(tmp_path / "ds" / "train.jsonl", [{"prompt": f"{i}+8?", "answer": str(i + 8)} for i in range(9)])
+    _rows_file(tmp_path / "ds" / "test.jsonl", [{"prompt": f"{i}+6?", "answer": str(i + 6)} for i in range(9)])
+    ds = str(tmp_path / "ds")
+    capsys.readouterr()
+    _eval_task_of("--run", str(run), "--data", ds).close()
+    item = _set_item(capsys.readouterr().err)
+    task = _eval_task_of("--run", str(run), "--data", ds, "--set", item)
+    try:
+        sets = task.eval_sets()
+        assert [p.prompt for p in sets["val"]] == [f"{i}+6?" for i in range(9)]
+        assert [p.prompt for p in sets["hard"]] == [f"{i}*9?" for i in range(5)], (item, sets["hard"][:2])
+    finally:
+        task.close()
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# scalerl train: --set task.settings={data: B} against task.data
+
+
+def test_train_set_task_data_wins_over_set_task_settings_data(tmp_path, monkeypatch):
+    """--task math --set task.data=X --set 'task.settings={data: B}': B is read, not X as --data X would be."""
+    monkeypatch.chdir(tmp_path)
+    rows = [{"prompt": f"{i}+1?", "answer": str(i + 1)} for i in range(60)]
+    x, b = _rows_file(tmp_path / "x.jsonl", rows), _rows_file(tmp_path / "b.jsonl", rows)
+    by_flag, _ = _print_config("--task", "math", "--data", str(x), "--set", f"task.settings={{data: {b}}}")
+    assert by_flag["task"]["data"] == str(x)  # --data wins over task.settings' data
+    cfg, err = _print_config("--task", "math", "--set", f"task.data={x}", "--set", f"task.settings={{data: {b}}}")
+    assert "config file" not in err, err
+    assert cfg["task"]["data"] == str(x), cfg["task"]
+
+
+def test_train_advice_naming_the_configs_own_data_is_the_same_data(tmp_path, monkeypatch, capsys):
+    """--config (task.data: train.jsonl, relative) + the advice it printed (data: /abs/train.jsonl): a note says the
+    config's train.jsonl is not read -- the same file."""
+    import yaml
+
+    from scalerl.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    _rows_file(tmp_path / "train.jsonl", [{"question": f"{i}+1?", "answer": str(i + 1)} for i in range(60)])
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"task": {"name": "math", "data": "train.jsonl", "settings": {"verify_timeout": 30}}}))
+    capsys.readouterr()
+    assert main(["train", "--config", "c.yaml", "--output", str(tmp_path / "run")]) != 0
+    item = _set_item(capsys.readouterr().err).replace("NAME", "question")
+    assert str(tmp_path / "train.jsonl") in item, item  # the advice names the config's data, made absolute
+    cfg, err = _print_config("--config", "c.yaml", "--set", item)
+    assert "not the config file's task.data" not in err, err
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Column listing: 'time out' as two words

@@ -580,3 +580,12 @@ def test_a_time_out_rate_spelled_as_two_words_is_no_compute(name):
     from scalerl.curves.rows import likely_columns
 
     assert not likely_columns("x", [name]), name
+
+
+@pytest.mark.parametrize("name", ["reward/time_outs", "eval/time-outs"])
+def test_time_outs_as_two_words_is_no_compute(name):
+    """reward/time_outs (as reward/timeouts, eval/time_out_rate: counts of timeouts) is listed as compute (x)."""
+    from scalerl.curves.rows import likely_columns
+
+    assert not likely_columns("x", ["reward/timeouts", "eval/time_out_rate"])
+    assert not likely_columns("x", [name]), name

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import os
 import shutil
 import sys
 from collections.abc import Iterator, Mapping
@@ -118,7 +119,7 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
     if note and not quiet:
         print(f"note: {note}{_overridden(cfg.profile, overrides)}", file=sys.stderr)
     out = resolve(cfg, overrides)
-    out = _settings_data_given(out, args, overrides, quiet)
+    out = _settings_data_given(out, args, overrides, written, quiet)
     if not quiet:
         resolved = [(resolve_key(TrainConfig, item.partition("=")[0].strip()), item) for item in overrides]
         sets = dict(resolved)  # (the last item of each path: the one used)
@@ -136,13 +137,16 @@ def config_from_args(args, *, output: str | None = None, quiet: bool = False,
     return absolute_paths(out)
 
 
-def _settings_data_given(cfg: TrainConfig, args, overrides, quiet: bool) -> TrainConfig:
+def _settings_data_given(cfg: TrainConfig, args, overrides, written: set[str], quiet: bool) -> TrainConfig:
     """``cfg`` where a ``--set task.settings={data: B}`` (a math advice pasted) meets a config file's ``task.data``
-    (A): the command line's B is read -- said -- as ``--data`` would have been; ``--data`` itself still wins over both
-    (review FZ: A was trained on, B dropped in silence)."""
+    (A): the command line's B is read -- said -- as ``--data`` would have been; ``--data`` and ``--set task.data``
+    still win over both (review FZ: A was trained on, B dropped in silence; GB: the same file named absolute is no
+    other data)."""
     given = cfg.task.settings.get("data")
-    from_set = any(resolve_key(TrainConfig, item.partition("=")[0].strip()) == "task.settings" for item in overrides)
-    if args.data is not None or given is None or cfg.task.data is None or not from_set or given == cfg.task.data:
+    keys = {resolve_key(TrainConfig, item.partition("=")[0].strip()) for item in overrides}
+    if (args.data is not None or "task.data" in keys or "task.data" not in written or "task.settings" not in keys
+            or given is None or cfg.task.data is None
+            or os.path.abspath(os.path.expanduser(str(given))) == os.path.abspath(os.path.expanduser(str(cfg.task.data)))):
         return cfg
     if not quiet:
         print(f"note: task.settings' data ({given}, from --set) is read, not the config file's task.data "

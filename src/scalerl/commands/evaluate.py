@@ -426,14 +426,19 @@ def _note_other_splits(data: str, task_settings: dict) -> None:
     import sys
 
     from scalerl.tasks.data_files import local_splits
+    from scalerl.tasks.datasets import flow_mapping, settings_flag
 
     split = str(task_settings.get("split", "train"))
     splits = local_splits(data)
     others = [s for s in splits if s != split]
     # (Where the default split is not there, the reading's own error names the ones that are.)
     if others and split in splits and "split" not in task_settings:
+        # (the run's evaluation sets kept at their split, which `split` moves too where eval_split is unset: GB)
+        keep = ({"eval_split": split} if task_settings.get("eval_data") and task_settings.get("eval_split") is None
+                else {})
+        flag = settings_flag(flow_mapping({"split": others[0], **keep}))
         print(f"note: {data} holds the splits {', '.join([split, *others])}; evaluating {split!r} (the default) -- "
-              f"--set 'task.settings={{split: {others[0]}}}' evaluates another", file=sys.stderr)
+              f"{flag} evaluates another", file=sys.stderr)
 
 
 def _eval_problems(task, pick: dict, args) -> dict[str, list]:

@@ -61,8 +61,8 @@ LIST_ALL_COLUMNS = 60
 #: (FO/FP/FX: ``eval/timeout_rate``, ``env/timed_out_rate``, ``val/secondary_acc``, ``train/lifetime_reward`` were
 #: listed as compute).
 _TIME_WORDS = re.compile(r"^(?:time(?!out|d$|dout)|timing|hour|second(?!ary)|runtime|elapsed)|(?<!life)time$", re.I)
-#: ``time out`` as two words (``eval/time_out_rate``, ``TimeOutRate``: review FZ) is no time either.
-_TIME_OUT = re.compile(r"time out", re.I)
+#: ``time out(s)`` as two words (``eval/time_out_rate``, ``TimeOutRate``, ``reward/time_outs``: FZ, GB) is no time.
+_TIME_OUT = re.compile(r"time outs?", re.I)
 _COMPUTE_ANYWHERE = re.compile(r"flop|flos|gpu", re.I)
 #: Words that count the work done, which a score's name can hold too (``num_tokens`` is compute, ms-swift's
 #: ``eval_token_acc`` and TRL's ``mean_token_accuracy`` are scores -- review fl: listed as compute). (^x$: a table

@@ -171,7 +171,7 @@ class MathTask:
             raise InputError(exc.with_settings(flag) if eval_name is None else exc.for_evaluation_file(flag)) from None
         except SplitNotFound as exc:  # (an evaluation set's own split: the task's would train on its split)
             if eval_name is None:
-                raise InputError(f"{exc.without_advice}; choose one: {self._settings_flag(split='NAME')}") from None
+                raise InputError(f"{exc.without_advice}; choose one: {self._settings_flag(**self._split_change())}") from None
             flag = self._settings_flag(eval_data={**self.eval_data, eval_name: {**self._entry(eval_name), "split": "NAME"}})
             raise InputError(f"{exc.without_advice}; for this evaluation set: {flag}") from None
         count, first = answer_conflicts(rows)
@@ -181,6 +181,14 @@ class MathTask:
                         "%r); each row is scored against its own answer, so a completion right by one is wrong by "
                         "the other: fix or drop the wrong rows", source, count, a.row, b.row, a.answer, b.answer)
         return rows
+
+    def _split_change(self) -> dict[str, str]:
+        """The settings that choose the data's split: ``split`` -- and, for ``scalerl eval --data FILE``'s, the run's
+        evaluation sets kept at the split they read now (``eval_split``), which ``split`` also moves (review GB: a
+        run's ``hard`` set was read from another split, under its name)."""
+        if self.evaluate_only and self.eval_data and self.eval_split is None:
+            return {"split": "NAME", "eval_split": self.split}
+        return {"split": "NAME"}
 
     def _entry(self, name: str) -> dict[str, str]:
         """Evaluation set ``name`` as a mapping (its file and what it names of its own)."""
