@@ -125,21 +125,6 @@ def _suggested(message: str, after: str) -> dict:
     return override_value(raw)
 
 
-def test_eval_file_with_an_emoji_suggestion_reads_back(tmp_path):
-    """A quoted name or path holding a character past U+FFFF reads back from the suggested --set as lone surrogates."""
-    from scalerl.tasks.math import MathTask
-
-    (tmp_path / "t.jsonl").write_text("".join(json.dumps({"prompt": f"{i}?", "answer": str(i)}) + "\n"
-                                              for i in range(5)))
-    ev = tmp_path / "aime \U0001F3C6, 2024.jsonl"  # (the comma: quoted)
-    ev.write_text(json.dumps({"Problem": "9?", "Answer": 9}) + "\n")
-    task = MathTask(data=str(tmp_path / "t.jsonl"), eval_data={"aime": str(ev)})
-    with pytest.raises(InputError) as err:
-        task.eval_sets()
-    settings = _suggested(str(err.value), "for this evaluation file alone: ")
-    assert settings["eval_data"]["aime"]["data"] == str(ev)
-
-
 def test_object_field_suggestion_reads_the_field_inside_it(tmp_path):
     """Field 'a' is an object {'b': ...}: the suggested path a.b reads the record's own key 'a.b', another field."""
     from scalerl.tasks.datasets import load_rows

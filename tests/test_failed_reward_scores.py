@@ -161,33 +161,7 @@ def test_a_failure_never_scores_above_a_wrong_answer_of_its_dapo_batch(tmp_path,
     a refill's failures above the batch's -5. Under DAPO a batch is several rounds, each scored on its own: round 0's
     failed call is floored at -1 (no -5 seen yet), the refill round returns the judge's -5, and the batch trains on a
     failure at -1 beside a wrong answer at -5 -- on the synchronous loop, one task copy, no processes involved."""
-    from scalerl.models.char_tokenizer import build_char_tokenizer
-    from scalerl.rl.components import resolve_recipe
-    from scalerl.rl.recipe import RecipeConfig
-    from scalerl.rl.sampler import PromptSampler
-    from scalerl.rollout.context import RolloutContext, RoundContext
-    from scalerl.rollout.produce import make_batch
-    from scalerl.tasks.base import Problem
-    from scalerl.tasks.rewards import RewardWorkers, UserRewardTask
-
-    (tmp_path / "ei_dapo_judge.py").write_text(textwrap.dedent(DAPO_JUDGE))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    recipe = RecipeConfig()
-    recipe.filtering.dynamic_sampling = True
-    recipe.batch.prompts_per_step = 2
-    recipe.batch.generations_per_prompt = 2
-    problems = {f"p{i}": Problem(f"p{i}", f"{i}+1=", "x") for i in range(20)}
-
-    class Base:  # the problems come from the context here; the task only scores
-        name = "ei"
-
-    with RewardWorkers("ei_dapo_judge:judge", timeout=20) as reward:
-        task = UserRewardTask(Base(), reward)
-        rnd = RoundContext(tokenizer=build_char_tokenizer(), task=task, components=resolve_recipe(recipe),
-                           length_control=None)
-        ctx = RolloutContext(rnd, problems, PromptSampler(list(problems), seed=0, no_positive_resampling=False),
-                             temperature=1.0, top_p=1.0, seed=0)
-        batch = make_batch(ctx, _ScriptedRounds(_RIGHT_AND_FAILED_FIRST), 0)
+    batch = _dapo_batch(tmp_path, monkeypatch, "ei_dapo_judge", DAPO_JUDGE, _RIGHT_AND_FAILED_FIRST)
     scored = [(c.text, r) for g in batch.groups for c, r in zip(g.completions, g.rewards)]
     assert batch.stats["dynamic_rounds"] >= 2 and any(t == "boom" for t, _ in scored), scored  # the scenario
     returned = min(r for t, r in scored if t != "boom")
@@ -241,7 +215,10 @@ def judge(completion):
 _FAILED_AND_WRONG_FIRST = (("boom", "wrong"), ("right", "wrong"))
 
 
-def _dapo_batch(tmp_path, monkeypatch, module: str, *, seen_awful: bool):
+def _dapo_batch(tmp_path, monkeypatch, module: str, judge: str, first, *, before=None):
+    """DAPO's batch 0 on the synchronous loop, scored by ``judge`` (a module's source, written as ``module``), its
+    round 0 ``first`` (:class:`_ScriptedRounds`); ``before(reward, problems)`` runs on the reward first (an
+    evaluation's calls). Returns the batch."""
     from scalerl.models.char_tokenizer import build_char_tokenizer
     from scalerl.rl.components import resolve_recipe
     from scalerl.rl.recipe import RecipeConfig
@@ -251,7 +228,7 @@ def _dapo_batch(tmp_path, monkeypatch, module: str, *, seen_awful: bool):
     from scalerl.tasks.base import Problem
     from scalerl.tasks.rewards import RewardWorkers, UserRewardTask
 
-    (tmp_path / f"{module}.py").write_text(textwrap.dedent(FT_JUDGE))
+    (tmp_path / f"{module}.py").write_text(textwrap.dedent(judge))
     monkeypatch.syspath_prepend(str(tmp_path))
     recipe = RecipeConfig()
     recipe.filtering.dynamic_sampling = True
@@ -259,26 +236,34 @@ def _dapo_batch(tmp_path, monkeypatch, module: str, *, seen_awful: bool):
     recipe.batch.generations_per_prompt = 2
     problems = {f"p{i}": Problem(f"p{i}", f"{i}+1=", "x") for i in range(20)}
 
-    class Base:
-        name = "ft"
+    class Base:  # the problems come from the context here; the task only scores
+        name = module
 
     with RewardWorkers(f"{module}:judge", timeout=20) as reward:
         task = UserRewardTask(Base(), reward)
-        if seen_awful:  # an evaluation before this batch met an awful answer: the function's copy has seen -5
-            assert reward.score_many([(problems["p0"], "awful")]) == [-5.0]
+        if before is not None:
+            before(reward, problems)
         rnd = RoundContext(tokenizer=build_char_tokenizer(), task=task, components=resolve_recipe(recipe),
                            length_control=None)
         ctx = RolloutContext(rnd, problems, PromptSampler(list(problems), seed=0, no_positive_resampling=False),
                              temperature=1.0, top_p=1.0, seed=0)
-        batch = make_batch(ctx, _ScriptedRounds(_FAILED_AND_WRONG_FIRST), 0)
+        return make_batch(ctx, _ScriptedRounds(first), 0)
+
+
+def _ft_batch(tmp_path, monkeypatch, module: str, *, seen_awful: bool):
+    def awful(reward, problems):  # an evaluation before this batch met an awful answer: the copy has seen -5
+        assert reward.score_many([(problems["p0"], "awful")]) == [-5.0]
+
+    batch = _dapo_batch(tmp_path, monkeypatch, module, FT_JUDGE, _FAILED_AND_WRONG_FIRST,
+                        before=awful if seen_awful else None)
     return [[(c.text, r) for c, r in zip(g.completions, g.rewards)] for g in batch.groups], batch.stats
 
 
 def test_dapo_batch_does_not_depend_on_the_floor_the_reward_copy_had_reached(tmp_path, monkeypatch):
     """A DAPO batch keeps or drops a group on its failures' pre-floor scores (the copy's timing-dependent floor), not
     on the batch-floor scores it then trains on."""
-    fresh, fresh_stats = _dapo_batch(tmp_path, monkeypatch, "ft_judge_fresh", seen_awful=False)
-    late, late_stats = _dapo_batch(tmp_path, monkeypatch, "ft_judge_late", seen_awful=True)
+    fresh, fresh_stats = _ft_batch(tmp_path, monkeypatch, "ft_judge_fresh", seen_awful=False)
+    late, late_stats = _ft_batch(tmp_path, monkeypatch, "ft_judge_late", seen_awful=True)
     # The batch's own answers are -1 and +1 in both runs: its failures score -1 (floor_failures), and the group
     # [failed, wrong] is [-1, -1] -- a zero-variance group DAPO drops and refills. The copy that had seen -5 judged it
     # [-5, -1] (kept, no refill) and then trained on [-1, -1]: zero advantages, half the batch idle.

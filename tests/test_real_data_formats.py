@@ -461,7 +461,7 @@ def test_nested_key_with_a_dot_suggestion_reads_back(tmp_path):
     assert rows[0].prompt == "What is 1+1?"
 
 
-@pytest.mark.parametrize("fname", ["aime, 2024.jsonl", "it's.jsonl"])
+@pytest.mark.parametrize("fname", ["aime, 2024.jsonl", "it's.jsonl", "aime \U0001F3C6, 2024.jsonl"])  # (an emoji: FS)
 def test_eval_file_suggestion_is_one_shell_argument_that_reads_back(tmp_path, fname):
     from scalerl.tasks.math import MathTask
 
