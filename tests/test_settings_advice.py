@@ -5,6 +5,7 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import re
 import shlex
 
@@ -476,3 +477,26 @@ def test_train_advice_naming_the_configs_own_data_is_the_same_data(tmp_path, mon
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Column listing: 'time out' as two words
+
+
+def test_train_advice_naming_a_symlinked_configs_data_is_the_same_data(tmp_path, monkeypatch, capsys):
+    """--config (task.data: data/train.jsonl, a symlink) + its own advice pasted: a note says that data is not read."""
+    import yaml
+
+    from scalerl.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    real = tmp_path / "store" / "train.jsonl"
+    real.parent.mkdir()
+    real.write_text("".join(json.dumps({"question": f"{i}+1?", "answer": str(i + 1)}) + "\n" for i in range(60)))
+    (tmp_path / "data").mkdir()
+    os.symlink(real, tmp_path / "data" / "train.jsonl")
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(
+        {"task": {"name": "math", "data": "data/train.jsonl", "settings": {"verify_timeout": 30}}}))
+    capsys.readouterr()
+    assert main(["train", "--config", "c.yaml", "--output", str(tmp_path / "run")]) != 0
+    item = _set_item(capsys.readouterr().err).replace("NAME", "question")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert main(["train", "--config", "c.yaml", "--set", item, "--print-config"]) == 0, err.getvalue()
+    assert "not the config file's task.data" not in err.getvalue(), (item, err.getvalue())

@@ -215,3 +215,49 @@ def test_backtest_all_runs_json_names_no_plot_it_did_not_write(tmp_path, capsys)
     assert rc == 2 and not fig.exists()  # every run too short: nothing backtested, no figure
     d = json.loads(out)
     assert d["runs"] == [] and d.get("plot") is None, d.get("plot")
+
+
+# ----------------------------------------------------------------------------- review GC: the sigmoid before the first evaluation
+
+
+STEPS = [float(10 * i) for i in range(21)]
+#: A clean rising pass-rate run: 0.100 at step 0, 0.109 at step 10, up to 0.837.
+RISING = [0.10000, 0.10926, 0.15749, 0.20748, 0.28864, 0.36415, 0.44192, 0.50203, 0.55842, 0.59517, 0.63994,
+          0.68230, 0.71732, 0.71332, 0.76095, 0.77617, 0.78495, 0.79217, 0.79707, 0.82405, 0.83714]
+#: A healthy pass-rate run: 0.100 at step 0, 0.131 at step 10, up to 0.53.
+HEALTHY = [0.10000, 0.13119, 0.18390, 0.23113, 0.27356, 0.31783, 0.35652, 0.38351, 0.39960, 0.41744, 0.43824,
+           0.45663, 0.45777, 0.47955, 0.48422, 0.49539, 0.50390, 0.51175, 0.52136, 0.52986, 0.52879]
+
+
+def _gc_forecast(tmp_path, ys, name="run"):
+    from scalerl.curves import forecast, read_curve
+
+    path = tmp_path / f"{name}.csv"
+    path.write_text("step,val\n" + "".join(f"{x},{y}\n" for x, y in zip(STEPS, ys)))
+    return forecast(read_curve(path, "step", "val"), n_boot=0)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 88f6e1c: Forecast.mean before the first evaluation fitted
+
+
+def test_forecast_before_first_evaluation_does_not_fall_below_where_a_rising_run_starts(tmp_path):
+    """A run at 0.100 at step 0 and 0.109 at step 10 is forecast 0.097, 0.089, 0.084 at steps 1, 5, 9: falling."""
+    fc = _gc_forecast(tmp_path, RISING)
+    R = [round(p.R, 4) for p in fc.predict([1.0, 5.0, 9.0])]
+    assert all(r >= fc.fit.R0 - 0.005 for r in R) and R == sorted(R), (R, fc.fit.R0)
+
+
+def test_compute_to_reach_a_target_before_the_first_evaluation_is_where_the_forecast_reaches_it(tmp_path):
+    """predict says 0.105 at step 5 and 0.115 at step 9, but compute_to_reach(0.11) answers step 10."""
+    fc = _gc_forecast(tmp_path, HEALTHY)
+    c, _, _ = fc.compute_to_reach(0.11)
+    (at,) = fc.predict([c])
+    assert abs(at.R - 0.11) < 0.003, (c, at.R, [round(p.R, 4) for p in fc.predict([5.0, 9.0])])
+
+
+def test_confidence_band_before_the_first_evaluation_is_no_wider_than_at_it(tmp_path):
+    """At step 1 of a run at 0.100 (step 0) and 0.131 (step 10) the 95% curve band is [0, 0.46]; at step 10 0.10 wide."""
+    fc = _gc_forecast(tmp_path, HEALTHY)
+    before, at_first = fc.predict([1.0, 10.0])
+    assert before.hi - before.lo <= at_first.hi - at_first.lo + 1e-9, (before, at_first)

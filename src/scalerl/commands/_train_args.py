@@ -146,7 +146,7 @@ def _settings_data_given(cfg: TrainConfig, args, overrides, written: set[str], q
     keys = {resolve_key(TrainConfig, item.partition("=")[0].strip()) for item in overrides}
     if (args.data is not None or "task.data" in keys or "task.data" not in written or "task.settings" not in keys
             or given is None or cfg.task.data is None
-            or os.path.abspath(os.path.expanduser(str(given))) == os.path.abspath(os.path.expanduser(str(cfg.task.data)))):
+            or os.path.realpath(os.path.expanduser(str(given))) == os.path.realpath(os.path.expanduser(str(cfg.task.data)))):
         return cfg
     if not quiet:
         print(f"note: task.settings' data ({given}, from --set) is read, not the config file's task.data "

@@ -111,18 +111,22 @@ class Forecast:
             return np.atleast_1d(self.fit.law(C))
         R = self.ensemble.mean(C)
         # Before the first evaluation fitted the members extrapolate backwards, where the power law runs away (review
-        # FY: -0.067 at step 1 of a run starting at 0.1; GA: -2.54 for a reward): there the forecast is the sigmoid,
-        # which starts at its R0, moved towards the ensemble's value at that evaluation in proportion to C.
-        first = float(self.fit.x[self.fit.x > 0].min())
-        before = C < first
+        # FY: -0.067 at step 1 of a run starting at 0.1; GA: -2.54 for a reward; GC: aiming at the ensemble's value
+        # there fell below R0): there the forecast is the fitted sigmoid alone, which starts at its R0.
+        before = C < self._first_fitted
         if before.any():
-            offset = float(self.ensemble.mean([first])[0]) - float(np.atleast_1d(self.fit.law(first))[0])
-            R[before] = np.atleast_1d(self.fit.law(C[before])) + offset * C[before] / first
+            R[before] = np.atleast_1d(self.fit.law(C[before]))
         return R
 
+    @property
+    def _first_fitted(self) -> float:
+        """The compute of the first evaluation fitted (above 0): where the ensemble's forecast begins."""
+        return float(self.fit.x[self.fit.x > 0].min())
+
     def scale(self, C) -> np.ndarray:
-        """The bands' scale s(C) (see :mod:`scalerl.curves.bands`)."""
-        C = np.atleast_1d(np.asarray(C, dtype=float))
+        """The bands' scale s(C) (see :mod:`scalerl.curves.bands`); before the first evaluation fitted, its value
+        there (the members' spread ran away below it: a band of [0, 1] at step 0.1 -- review GC)."""
+        C = np.maximum(np.atleast_1d(np.asarray(C, dtype=float)), self._first_fitted)
         boot_sd = _evaluate_many(self.band_boot.samples, C).std(axis=0) if self.band_boot else np.zeros(C.shape)
         ens = self.ensemble
         return band_scale(self.bands.sigma, ens.validation_rmse, boot_sd, ens.origin_stability(C), ens.spread(C))
@@ -154,7 +158,8 @@ class Forecast:
     def _search_grid(self) -> np.ndarray:
         x = self.curve.x[self.curve.x > 0] if self.curve is not None else self.fit.x[self.fit.x > 0]
         end = self.ensemble.x_end if self.ensemble else float(x.max())
-        return np.geomspace(float(x.min()), end * 1e6, 4000)
+        # (from 1/1000 of the first evaluation: a target the forecast reaches before it was answered at it -- GC)
+        return np.geomspace(float(x.min()) / 1000, end * 1e6, 4000)
 
     @staticmethod
     def _first_reach(grid: np.ndarray, values: np.ndarray, R: float) -> float:
