@@ -111,11 +111,18 @@ class Forecast:
             return np.atleast_1d(self.fit.law(C))
         R = self.ensemble.mean(C)
         # Before the first evaluation fitted the members extrapolate backwards, where the power law runs away (review
-        # FY: -0.067 at step 1 of a run starting at 0.1; GA: -2.54 for a reward; GC: aiming at the ensemble's value
-        # there fell below R0): there the forecast is the fitted sigmoid alone, which starts at its R0.
-        before = C < self._first_fitted
+        # FY: -0.067 at step 1 of a run starting at 0.1; GA: -2.54 for a reward): there the forecast runs from the
+        # sigmoid's R0 to the ensemble's value at that evaluation along the sigmoid's shape -- monotone, and
+        # continuous there (GD: the sigmoid alone stepped by up to 0.085 at it). Where the ensemble starts below R0
+        # it falls to it (GC; a stated limit).
+        first = self._first_fitted
+        before = C < first
         if before.any():
-            R[before] = np.atleast_1d(self.fit.law(C[before]))
+            law = np.atleast_1d(self.fit.law(np.append(C[before], first)))
+            R0, at_first = self.fit.R0, float(self.ensemble.mean([first])[0])
+            rise = law[-1] - R0
+            shape = (law[:-1] - R0) / rise if abs(rise) > 1e-12 else C[before] / first
+            R[before] = R0 + (at_first - R0) * shape
         return R
 
     @property
@@ -158,8 +165,11 @@ class Forecast:
     def _search_grid(self) -> np.ndarray:
         x = self.curve.x[self.curve.x > 0] if self.curve is not None else self.fit.x[self.fit.x > 0]
         end = self.ensemble.x_end if self.ensemble else float(x.max())
-        # (from 1/1000 of the first evaluation: a target the forecast reaches before it was answered at it -- GC)
-        return np.geomspace(float(x.min()) / 1000, end * 1e6, 4000)
+        # From 1/1000 of the first evaluation fitted (GC: a target the forecast reaches before it was answered at it)
+        # -- but from the first fitted where the window leaves out earlier evaluations (an opening plateau, still
+        # below: GD), which the answer must not precede.
+        first = self._first_fitted
+        return np.geomspace(first / 1000 if not (x < first).any() else first, end * 1e6, 4000)
 
     @staticmethod
     def _first_reach(grid: np.ndarray, values: np.ndarray, R: float) -> float:
@@ -186,8 +196,11 @@ class Forecast:
             return 0.0, 0.0, 0.0
         grid = self._search_grid()
         b = self.band_arrays(grid)
-        return (self._first_reach(grid, b["R"], R), self._first_reach(grid, b["hi"], R),
-                self._first_reach(grid, b["lo"], R))
+        reach = [self._first_reach(grid, b[k], R) for k in ("R", "hi", "lo")]
+        # Reached at the search's floor, 1/1000 of the first evaluation: before training, as for R <= R0 (GD: the
+        # band's end read 0.01 steps, the floor itself).
+        floor = grid[0] < self._first_fitted
+        return tuple(0.0 if floor and c == grid[0] else c for c in reach)
 
     def compute_to_fraction(self, f: float) -> tuple[float, float, float]:
         """Compute for the sigmoid to reach a fraction ``f`` of its gain A - R0: (estimate, lo, hi)."""
