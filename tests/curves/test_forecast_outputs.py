@@ -336,3 +336,23 @@ def test_compute_to_reach_is_not_before_evaluations_that_had_not_reached_it(tmp_
     fc = _fc(tmp_path, VERL_HOURS, VERL_SCORE)
     c, lo, hi = fc.compute_to_reach(0.05)
     assert c > 0.39423, (c, lo, hi)
+
+
+# ----------------------------------------------------------------------------- review GE: a slow sigmoid's early targets
+
+
+#: cogbeh_qwen_empty_cot of the shipped corpus (examples/data/rl_curve_corpus.csv): 0.049 at step 0, 0.261 at 10.
+EMPTY_COT_STEPS = list(range(0, 260, 10))
+EMPTY_COT = [0.048828125, 0.2607421875, 0.33203125, 0.3310546875, 0.3505859375, 0.353515625, 0.349609375,
+             0.3525390625, 0.3330078125, 0.34765625, 0.34765625, 0.3505859375, 0.3701171875, 0.3828125, 0.3701171875,
+             0.3740234375, 0.37109375, 0.37109375, 0.390625, 0.400390625, 0.396484375, 0.392578125, 0.4033203125,
+             0.4072265625, 0.4033203125, 0.4052734375]
+
+
+def test_compute_to_reach_is_not_zero_for_a_target_above_the_step0_evaluation(tmp_path):
+    """Target 0.06 on a run measured 0.049 at step 0 and 0.261 at step 10: answered (0, 0, 0), 'before training'."""
+    fc = _fc(tmp_path, EMPTY_COT_STEPS, EMPTY_COT)
+    assert fc.fit.R0 < 0.06
+    c, lo, hi = fc.compute_to_reach(0.06)
+    # the run had not reached 0.06 at step 0 (0.049): the estimate and the band's far end lie after it
+    assert c > 0 and hi > 0, (c, lo, hi)

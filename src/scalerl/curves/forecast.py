@@ -196,11 +196,22 @@ class Forecast:
             return 0.0, 0.0, 0.0
         grid = self._search_grid()
         b = self.band_arrays(grid)
-        reach = [self._first_reach(grid, b[k], R) for k in ("R", "hi", "lo")]
-        # Reached at the search's floor, 1/1000 of the first evaluation: before training, as for R <= R0 (GD: the
-        # band's end read 0.01 steps, the floor itself).
-        floor = grid[0] < self._first_fitted
-        return tuple(0.0 if floor and c == grid[0] else c for c in reach)
+        est, early, late = (self._first_reach(grid, b[k], R) for k in ("R", "hi", "lo"))
+        if grid[0] < self._first_fitted and est == grid[0]:  # below the search's floor: read off the forecast's
+            est = self._reach_before_first(R)  # shape there (GE: a slow sigmoid is above R at 1/1000 of the first)
+        # A band end at the floor: its edge holds R from before training, as R <= R0 does (GD: it read the floor).
+        return est, 0.0 if grid[0] < self._first_fitted and early == grid[0] else early, late
+
+    def _reach_before_first(self, R: float) -> float:
+        """Compute where the forecast below the first evaluation fitted (:meth:`mean`: R0 to the ensemble's value
+        there, along the sigmoid's shape) reaches ``R``, solved on the sigmoid."""
+        first, law, R0 = self._first_fitted, self.fit.law, self.fit.R0
+        if not self.ensemble:  # (the forecast is the sigmoid itself)
+            return law.compute_for(R)
+        at_first, law_first = float(self.ensemble.mean([first])[0]), float(np.atleast_1d(law(first))[0])
+        if not (R0 < R < at_first and R0 < law_first < law.A):
+            return 0.0
+        return law.compute_for(R0 + (R - R0) / (at_first - R0) * (law_first - R0))
 
     def compute_to_fraction(self, f: float) -> tuple[float, float, float]:
         """Compute for the sigmoid to reach a fraction ``f`` of its gain A - R0: (estimate, lo, hi)."""
