@@ -106,6 +106,8 @@ class Forecast:
 
     # -- the curve and its bands ------------------------------------------------------
     def mean(self, C) -> np.ndarray:
+        """The forecast at each C: the ensemble's mean (the sigmoid's without one); below the first evaluation
+        fitted, a run from R0 to it."""
         C = np.atleast_1d(np.asarray(C, dtype=float))
         if not self.ensemble:
             return np.atleast_1d(self.fit.law(C))
