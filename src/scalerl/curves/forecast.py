@@ -199,10 +199,11 @@ class Forecast:
         grid = self._search_grid()
         b = self.band_arrays(grid)
         est, early, late = (self._first_reach(grid, b[k], R) for k in ("R", "hi", "lo"))
-        if grid[0] < self._first_fitted and est == grid[0]:  # below the search's floor: read off the forecast's
-            est = self._reach_before_first(R)  # shape there (GE: a slow sigmoid is above R at 1/1000 of the first)
+        floor = grid[0] if grid[0] < self._first_fitted else None  # (a floor below the first evaluation fitted)
+        if est == floor:  # below the search's floor: read off the forecast's shape there (GE: a slow sigmoid is
+            est = self._reach_before_first(R)  # above R at 1/1000 of the first evaluation)
         # A band end at the floor: its edge holds R from before training, as R <= R0 does (GD: it read the floor).
-        return est, 0.0 if grid[0] < self._first_fitted and early == grid[0] else early, late
+        return est, 0.0 if early == floor else early, late
 
     def _reach_before_first(self, R: float) -> float:
         """Compute where the forecast below the first evaluation fitted (:meth:`mean`: R0 to the ensemble's value

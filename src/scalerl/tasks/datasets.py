@@ -21,8 +21,8 @@ import decimal
 import difflib
 import json
 import math
-import re
 import numbers
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -249,9 +249,11 @@ class FieldAdvice(InputError):
     would replace -- after ``without_advice``, the message less that ``--set``."""
 
     def __init__(self, without_advice: str, setting: str, name: str, found: dict[str, str], *, lead: str = "",
-                 tail: str = "", fields: str = "it") -> None:
+                 tail: str = "", eval_lead: str = "") -> None:
+        """``lead`` / ``tail``: the text before and after the ``--set``; ``eval_lead``: the text before an evaluation
+        file's own (:meth:`for_evaluation_file`)."""
         super().__init__(f"{without_advice}{lead}{_set_settings(setting, name)}{tail}")
-        self.without_advice, self.lead, self.tail, self.fields = without_advice, lead, tail, fields
+        self.without_advice, self.lead, self.tail, self.eval_lead = without_advice, lead, tail, eval_lead
         self.setting, self.name, self.found = setting, name, found
 
     def with_settings(self, flag: str) -> str:
@@ -260,8 +262,8 @@ class FieldAdvice(InputError):
 
     def for_evaluation_file(self, flag: str) -> str:
         """The message with ``flag``, the ``--set`` of an evaluation file's own fields, as its advice."""
-        name = f"if other fields hold {self.fields}, " if self.fields != "it" else ""
-        return f"{self.without_advice.rstrip('; ')} -- {name}for this evaluation file alone: {flag}{self.tail}"
+        return (f"{self.without_advice.rstrip('; ')} -- {self.eval_lead}for this evaluation file alone: "
+                f"{flag}{self.tail}")
 
 
 def _found(record: dict, fields: dict[str, str], setting: str) -> dict[str, str]:
@@ -292,7 +294,7 @@ def load_rows(source: str | Path, prompt_field: str = "prompt", answer_field: st
                 meant = f"did you mean {close[0]!r}? " if close else ""
                 raise FieldAdvice(f"{source}: row {number}: missing field {name!r} (fields present: {present}); {meant}",
                                   setting, close[0] if close else "NAME", _found(record, fields_of, setting),
-                                  lead="if another field holds it: ", fields="them",
+                                  lead="if another field holds it: ", eval_lead="if other fields hold them, ",
                                   tail=" (a nested one as a dotted path: reward_model.ground_truth)")
             why = _not_text(values[setting], setting, name, record)
             if isinstance(why, Advice):

@@ -172,8 +172,8 @@ class MathTask:
         except SplitNotFound as exc:  # (an evaluation set's own split: the task's would train on its split)
             if eval_name is None:
                 raise InputError(f"{exc.without_advice}; choose one: {self._settings_flag(**self._split_change())}") from None
-            flag = self._settings_flag(eval_data={**self.eval_data, eval_name: {**self._entry(eval_name), "split": "NAME"}})
-            raise InputError(f"{exc.without_advice}; for this evaluation set: {flag}") from None
+            raise InputError(f"{exc.without_advice}; for this evaluation set: "
+                             f"{self._entry_flag(eval_name, split='NAME')}") from None
         count, first = answer_conflicts(rows)
         if first is not None:
             a, b = first
@@ -195,6 +195,10 @@ class MathTask:
         entry = self.eval_data[name]
         return {"data": entry} if isinstance(entry, str) else dict(entry)
 
+    def _entry_flag(self, name: str, **changed: str) -> str:
+        """:meth:`_settings_flag` with evaluation set ``name``'s entry ``changed``, the other sets as they are."""
+        return self._settings_flag(eval_data={**self.eval_data, name: {**self._entry(name), **changed}})
+
     def _field_settings(self, exc: FieldAdvice, eval_name: str | None) -> str:
         """The ``--set`` that names ``exc``'s field for the data it read alone: an evaluation set's entry (its
         file, split and fields: the missing one's likely name, the other as the row has it, else NAME to fill in),
@@ -202,8 +206,8 @@ class MathTask:
         fields it reads now) -- with every other setting as it is, which the ``--set`` replaces (review FU: a
         config file's fields, a set's split, the other evaluation sets were dropped by the advice)."""
         if eval_name is not None:
-            fields = {"prompt_field": "NAME", "answer_field": "NAME", **exc.found, exc.setting: exc.name}
-            return self._settings_flag(eval_data={**self.eval_data, eval_name: {**self._entry(eval_name), **fields}})
+            return self._entry_flag(eval_name, **{"prompt_field": "NAME", "answer_field": "NAME", **exc.found,
+                                                  exc.setting: exc.name})
         sets = self.eval_data
         if self.evaluate_only:
             sets = {name: {**self._entry(name), "prompt_field": prompt, "answer_field": answer}
